@@ -1,0 +1,22 @@
+module github.com/bridgekit/bridgekit/generator
+
+go 1.26.0
+
+require (
+	github.com/atombender/go-jsonschema v0.24.1
+	github.com/dave/jennifer v1.7.1
+	golang.org/x/tools v0.52.0
+)
+
+require (
+	dario.cat/mergo v1.0.2 // indirect
+	github.com/goccy/go-yaml v1.19.2 // indirect
+	github.com/google/go-cmp v0.7.0 // indirect
+	github.com/mitchellh/go-wordwrap v1.0.1 // indirect
+	github.com/sanity-io/litter v1.5.8 // indirect
+	github.com/sosodev/duration v1.4.0 // indirect
+	golang.org/x/mod v0.42.0 // indirect
+	golang.org/x/sync v0.24.0 // indirect
+)
+
+replace github.com/bridgekit/bridgekit => ../

@@ -1,0 +1,53 @@
+// Command bridgekit-gen generates bridgekit's typed Go bindings and reference
+// docs from the protocol schemas and method catalogues under spec/.
+//
+//	bridgekit-gen generate [-root DIR]   regenerate gen/ and docs/reference/
+//	bridgekit-gen scaffold [-root DIR] -catalogue NAME -wire METHOD -go NAME -from SIDE -to SIDE [-kind KIND]
+//	                                     add a new method (catalogue entry and schema stubs)
+//	bridgekit-gen fmt [-root DIR]        rewrite the catalogues in their canonical layout
+//
+// The stages are explicit: load (catalogue, schema and override files), build
+// the IR, emit Go and Markdown. docs/generator.md describes the mapping rules.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		usage()
+	}
+	var err error
+	switch os.Args[1] {
+	case "generate":
+		fs := flag.NewFlagSet("generate", flag.ExitOnError)
+		root := fs.String("root", "..", "repository root (holds spec/, gen/ and docs/)")
+		_ = fs.Parse(os.Args[2:])
+		var written []string
+		written, err = Generate(*root)
+		for _, w := range written {
+			fmt.Println("generated", w)
+		}
+	case "scaffold":
+		err = scaffoldMain(os.Args[2:])
+	case "fmt":
+		fs := flag.NewFlagSet("fmt", flag.ExitOnError)
+		root := fs.String("root", "..", "repository root")
+		_ = fs.Parse(os.Args[2:])
+		err = formatCatalogues(*root)
+	default:
+		usage()
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bridgekit-gen:", err)
+		os.Exit(1)
+	}
+}
+
+func usage() {
+	fmt.Fprintln(os.Stderr, "usage: bridgekit-gen generate [-root DIR] | fmt [-root DIR] | scaffold [-root DIR] -catalogue NAME -wire METHOD -go NAME -from SIDE -to SIDE [-kind request|notification]")
+	os.Exit(2)
+}

@@ -1,0 +1,11 @@
+module github.com/bridgekit/bridgekit
+
+go 1.26
+
+require (
+	github.com/go-json-experiment/json v1.27.2
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
+	go.uber.org/goleak v1.3.0
+)
+
+require golang.org/x/text v0.14.0 // indirect

@@ -1,0 +1,19 @@
+package wire
+
+// MethodInfo describes one catalogue method, for introspection and tooling.
+type MethodInfo struct {
+	Wire, Go, From, To, Kind, Status string
+	// Operations carried inside the method, if any.
+	Operations []OperationInfo
+}
+
+// OperationInfo describes one operation carried inside a method.
+type OperationInfo struct {
+	// Match holds the selector members' values in selector order
+	// (host/call: the operation name).
+	Match []string
+	Go    string
+	// Capability and Op say how the operation is advertised (empty when it is not).
+	Capability, Op string
+	Status         string
+}

@@ -1,0 +1,86 @@
+package wire
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Sentinel causes carried by DecodeError. Compare with errors.Is.
+var (
+	// ErrUnknownMember: a closed object (additionalProperties: false) held a member
+	// the schema does not define.
+	ErrUnknownMember = errors.New("unknown member")
+	// ErrMissingMember: a required member was absent.
+	ErrMissingMember = errors.New("missing required member")
+	// ErrNullValue: null where the schema does not allow it.
+	ErrNullValue = errors.New("null not allowed")
+	// ErrWrongKind: the JSON kind (object, array, string, ...) is not one the schema allows.
+	ErrWrongKind = errors.New("wrong JSON kind")
+	// ErrConstraint: a value broke a schema constraint (minimum, minLength, pattern, enum, const).
+	ErrConstraint = errors.New("constraint violated")
+)
+
+// DecodeError reports why a JSON document does not fit a generated type.
+// Type is the Go type being decoded and Member the JSON member name (empty for
+// the value itself). Err is one of the sentinel causes above, possibly wrapped
+// with detail, or an error from the JSON decoder.
+type DecodeError struct {
+	Type   string
+	Member string
+	Err    error
+}
+
+func (e *DecodeError) Error() string {
+	var b strings.Builder
+	b.WriteString("decode ")
+	b.WriteString(e.Type)
+	if e.Member != "" {
+		b.WriteString(".")
+		b.WriteString(e.Member)
+	}
+	b.WriteString(": ")
+	b.WriteString(e.Err.Error())
+	return b.String()
+}
+
+func (e *DecodeError) Unwrap() error { return e.Err }
+
+// Errorf builds a DecodeError whose cause wraps sentinel with a formatted detail.
+func Errorf(typ, member string, sentinel error, format string, args ...any) error {
+	return &DecodeError{Type: typ, Member: member, Err: fmt.Errorf("%w: "+format, append([]any{sentinel}, args...)...)}
+}
+
+// Wrap attributes err to typ.member unless err already is a DecodeError, in which
+// case the innermost attribution is kept.
+func Wrap(typ, member string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var de *DecodeError
+	if errors.As(err, &de) {
+		return err
+	}
+	return &DecodeError{Type: typ, Member: member, Err: err}
+}
+
+// Unknown reports a member that a closed object does not allow.
+func Unknown(typ string, name []byte) error {
+	return &DecodeError{Type: typ, Member: string(name), Err: ErrUnknownMember}
+}
+
+// Missing reports the first required member, in schema order, whose bit is not set in seen.
+// names lists the required members in bit order.
+func Missing(typ string, seen, required uint64, names []string) error {
+	for i, n := range names {
+		if required&(1<<i) != 0 && seen&(1<<i) == 0 {
+			return &DecodeError{Type: typ, Member: n, Err: ErrMissingMember}
+		}
+	}
+	return &DecodeError{Type: typ, Err: ErrMissingMember}
+}
+
+// errorf wraps cause with a formatted detail.
+func errorf(cause error, format string, args ...any) error {
+	return fmt.Errorf(format+": %w", append(args, cause)...)
+}

@@ -1,0 +1,85 @@
+package wire
+
+import (
+	"bytes"
+
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// BeginObject reads the '{' that opens an object, reporting any other kind as
+// ErrWrongKind (null included: nullable fields are handled by the caller).
+func BeginObject(dec *jsontext.Decoder, typ string) error {
+	if k := dec.PeekKind(); k != '{' {
+		if k == 'n' {
+			return &DecodeError{Type: typ, Err: ErrNullValue}
+		}
+		if k == 0 {
+			_, err := dec.ReadToken()
+			return Wrap(typ, "", err)
+		}
+		return Errorf(typ, "", ErrWrongKind, "want object, got %s", kindName(k))
+	}
+	_, err := dec.ReadToken()
+	return Wrap(typ, "", err)
+}
+
+// More reports whether the object being read has another member.
+func More(dec *jsontext.Decoder) bool { return dec.PeekKind() != '}' }
+
+// EndObject reads the '}' that closes an object.
+func EndObject(dec *jsontext.Decoder, typ string) error {
+	_, err := dec.ReadToken()
+	return Wrap(typ, "", err)
+}
+
+// ReadName reads the next member name and returns it unquoted. The returned
+// slice is valid until the next read from dec; switch on string(name) does not
+// allocate.
+func ReadName(dec *jsontext.Decoder, typ string) ([]byte, error) {
+	v, err := dec.ReadValue()
+	if err != nil {
+		return nil, Wrap(typ, "", err)
+	}
+	if bytes.IndexByte(v, '\\') < 0 {
+		return v[1 : len(v)-1], nil
+	}
+	name, err := jsontext.AppendUnquote(nil, v)
+	return name, Wrap(typ, "", err)
+}
+
+// ExpectKind fails with ErrWrongKind (or ErrNullValue) unless the next value is
+// of one of the given kinds.
+func ExpectKind(dec *jsontext.Decoder, typ, member string, kinds ...jsontext.Kind) error {
+	k := dec.PeekKind()
+	for _, want := range kinds {
+		if k == want || (want == 't' && k == 'f') {
+			return nil
+		}
+	}
+	if k == 'n' {
+		return &DecodeError{Type: typ, Member: member, Err: ErrNullValue}
+	}
+	if k == 0 {
+		_, err := dec.ReadToken()
+		return Wrap(typ, member, err)
+	}
+	return Errorf(typ, member, ErrWrongKind, "got %s", kindName(k))
+}
+
+func kindName(k jsontext.Kind) string {
+	switch k {
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	case '"':
+		return "string"
+	case '0':
+		return "number"
+	case 't', 'f':
+		return "boolean"
+	case 'n':
+		return "null"
+	}
+	return "invalid JSON"
+}
