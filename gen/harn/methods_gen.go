@@ -251,7 +251,7 @@ func (c *HostClient) ProcessListShells(ctx context.Context, call *HostCallParams
 	if args == nil {
 		args = &NoArgs{}
 	}
-	raw, err := json.Marshal(args)
+	raw, err := json.Marshal(args, wire.Fidelity)
 	if err != nil {
 		return nil, err
 	}
@@ -275,7 +275,7 @@ func (c *HostClient) ProcessGetDefaultShell(ctx context.Context, call *HostCallP
 	if args == nil {
 		args = &NoArgs{}
 	}
-	raw, err := json.Marshal(args)
+	raw, err := json.Marshal(args, wire.Fidelity)
 	if err != nil {
 		return nil, err
 	}
@@ -300,7 +300,7 @@ func (c *HostClient) ProcessSetDefaultShell(ctx context.Context, call *HostCallP
 	if args == nil {
 		args = &SetDefaultShellRequest{}
 	}
-	raw, err := json.Marshal(args)
+	raw, err := json.Marshal(args, wire.Fidelity)
 	if err != nil {
 		return nil, err
 	}
@@ -325,7 +325,7 @@ func (c *HostClient) ProcessShellInvocation(ctx context.Context, call *HostCallP
 	if args == nil {
 		args = &ShellInvocationRequest{}
 	}
-	raw, err := json.Marshal(args)
+	raw, err := json.Marshal(args, wire.Fidelity)
 	if err != nil {
 		return nil, err
 	}

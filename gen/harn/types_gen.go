@@ -82,7 +82,7 @@ func (x CapabilityObject) MarshalJSONTo(enc *jsontext.Encoder) error {
 
 // MarshalJSON implements encoding/json.Marshaler with the same rules as MarshalJSONTo.
 func (x CapabilityObject) MarshalJSON() ([]byte, error) {
-	return json.Marshal(x)
+	return json.Marshal(x, wire.Fidelity)
 }
 
 // UnmarshalJSON implements encoding/json.Unmarshaler with the same rules as UnmarshalJSONFrom.
@@ -139,7 +139,7 @@ func (x CapabilityObjectOperations) MarshalJSONTo(enc *jsontext.Encoder) error {
 
 // MarshalJSON implements encoding/json.Marshaler with the same rules as MarshalJSONTo.
 func (x CapabilityObjectOperations) MarshalJSON() ([]byte, error) {
-	return json.Marshal(x)
+	return json.Marshal(x, wire.Fidelity)
 }
 
 // UnmarshalJSON implements encoding/json.Unmarshaler with the same rules as UnmarshalJSONFrom.
@@ -197,7 +197,7 @@ func (x CapabilityOps) MarshalJSONTo(enc *jsontext.Encoder) error {
 
 // MarshalJSON implements encoding/json.Marshaler with the same rules as MarshalJSONTo.
 func (x CapabilityOps) MarshalJSON() ([]byte, error) {
-	return json.Marshal(x)
+	return json.Marshal(x, wire.Fidelity)
 }
 
 // UnmarshalJSON implements encoding/json.Unmarshaler with the same rules as UnmarshalJSONFrom.
@@ -322,7 +322,7 @@ func (x HostCallParams) MarshalJSONTo(enc *jsontext.Encoder) error {
 
 // MarshalJSON implements encoding/json.Marshaler with the same rules as MarshalJSONTo.
 func (x HostCallParams) MarshalJSON() ([]byte, error) {
-	return json.Marshal(x)
+	return json.Marshal(x, wire.Fidelity)
 }
 
 // UnmarshalJSON implements encoding/json.Unmarshaler with the same rules as UnmarshalJSONFrom.
@@ -353,7 +353,7 @@ func (x HostCapabilities) MarshalJSONTo(enc *jsontext.Encoder) error {
 
 // MarshalJSON implements encoding/json.Marshaler with the same rules as MarshalJSONTo.
 func (x HostCapabilities) MarshalJSON() ([]byte, error) {
-	return json.Marshal(x)
+	return json.Marshal(x, wire.Fidelity)
 }
 
 // UnmarshalJSON implements encoding/json.Unmarshaler with the same rules as UnmarshalJSONFrom.
@@ -421,7 +421,7 @@ func (x HostCapabilitiesParams) MarshalJSONTo(enc *jsontext.Encoder) error {
 
 // MarshalJSON implements encoding/json.Marshaler with the same rules as MarshalJSONTo.
 func (x HostCapabilitiesParams) MarshalJSON() ([]byte, error) {
-	return json.Marshal(x)
+	return json.Marshal(x, wire.Fidelity)
 }
 
 // UnmarshalJSON implements encoding/json.Unmarshaler with the same rules as UnmarshalJSONFrom.
@@ -515,7 +515,7 @@ func (x ListShellsResponse) MarshalJSONTo(enc *jsontext.Encoder) error {
 
 // MarshalJSON implements encoding/json.Marshaler with the same rules as MarshalJSONTo.
 func (x ListShellsResponse) MarshalJSON() ([]byte, error) {
-	return json.Marshal(x)
+	return json.Marshal(x, wire.Fidelity)
 }
 
 // UnmarshalJSON implements encoding/json.Unmarshaler with the same rules as UnmarshalJSONFrom.
@@ -568,7 +568,7 @@ func (x Meta) MarshalJSONTo(enc *jsontext.Encoder) error {
 
 // MarshalJSON implements encoding/json.Marshaler with the same rules as MarshalJSONTo.
 func (x Meta) MarshalJSON() ([]byte, error) {
-	return json.Marshal(x)
+	return json.Marshal(x, wire.Fidelity)
 }
 
 // UnmarshalJSON implements encoding/json.Unmarshaler with the same rules as UnmarshalJSONFrom.
@@ -621,7 +621,7 @@ func (x NoArgs) MarshalJSONTo(enc *jsontext.Encoder) error {
 
 // MarshalJSON implements encoding/json.Marshaler with the same rules as MarshalJSONTo.
 func (x NoArgs) MarshalJSON() ([]byte, error) {
-	return json.Marshal(x)
+	return json.Marshal(x, wire.Fidelity)
 }
 
 // UnmarshalJSON implements encoding/json.Unmarshaler with the same rules as UnmarshalJSONFrom.
@@ -698,7 +698,7 @@ func (x SetDefaultShellRequest) MarshalJSONTo(enc *jsontext.Encoder) error {
 
 // MarshalJSON implements encoding/json.Marshaler with the same rules as MarshalJSONTo.
 func (x SetDefaultShellRequest) MarshalJSON() ([]byte, error) {
-	return json.Marshal(x)
+	return json.Marshal(x, wire.Fidelity)
 }
 
 // UnmarshalJSON implements encoding/json.Unmarshaler with the same rules as UnmarshalJSONFrom.
@@ -901,7 +901,7 @@ func (x Shell) MarshalJSONTo(enc *jsontext.Encoder) error {
 
 // MarshalJSON implements encoding/json.Marshaler with the same rules as MarshalJSONTo.
 func (x Shell) MarshalJSON() ([]byte, error) {
-	return json.Marshal(x)
+	return json.Marshal(x, wire.Fidelity)
 }
 
 // UnmarshalJSON implements encoding/json.Unmarshaler with the same rules as UnmarshalJSONFrom.
@@ -1044,7 +1044,7 @@ func (x ShellInvocationRequest) MarshalJSONTo(enc *jsontext.Encoder) error {
 
 // MarshalJSON implements encoding/json.Marshaler with the same rules as MarshalJSONTo.
 func (x ShellInvocationRequest) MarshalJSON() ([]byte, error) {
-	return json.Marshal(x)
+	return json.Marshal(x, wire.Fidelity)
 }
 
 // UnmarshalJSON implements encoding/json.Unmarshaler with the same rules as UnmarshalJSONFrom.
@@ -1161,7 +1161,7 @@ func (x ShellInvocationResponse) MarshalJSONTo(enc *jsontext.Encoder) error {
 
 // MarshalJSON implements encoding/json.Marshaler with the same rules as MarshalJSONTo.
 func (x ShellInvocationResponse) MarshalJSON() ([]byte, error) {
-	return json.Marshal(x)
+	return json.Marshal(x, wire.Fidelity)
 }
 
 // UnmarshalJSON implements encoding/json.Unmarshaler with the same rules as UnmarshalJSONFrom.

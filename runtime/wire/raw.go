@@ -30,3 +30,9 @@ func WriteRaw(enc *jsontext.Encoder, v jsontext.Value) error {
 	}
 	return enc.WriteValue(v)
 }
+
+// Fidelity is the encoding option under which raw values (jsontext.Value
+// members, Extras) are written byte for byte, escapes included. bridgekit's
+// runtime and the generated MarshalJSON methods always use it; pass it to
+// json.Marshal when encoding generated types yourself.
+var Fidelity = jsontext.PreserveRawStrings(true)

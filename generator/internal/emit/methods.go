@@ -351,7 +351,7 @@ func emitClientOp(f *jen.File, client string, m *ir.Method, op *ir.Op) {
 		params = append(params, jen.Id("args").Add(paramType(op.Args)))
 		body = append(body,
 			defaultParams(op.Args, "args"),
-			jen.List(jen.Id("raw"), jen.Err()).Op(":=").Qual(pkgJSON, "Marshal").Call(jen.Id("args")),
+			jen.List(jen.Id("raw"), jen.Err()).Op(":=").Qual(pkgJSON, "Marshal").Call(jen.Id("args"), jen.Qual(pkgWire, "Fidelity")),
 			jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Err())),
 			jen.Id("p").Dot(m.Ops.Payload.Go).Op("=").Id("raw"),
 		)

@@ -349,7 +349,7 @@ func emitStructMarshal(f *jen.File, t *ir.Type) {
 func emitV1(f *jen.File, name string) {
 	f.Comment("MarshalJSON implements encoding/json.Marshaler with the same rules as MarshalJSONTo.")
 	f.Func().Params(jen.Id("x").Id(name)).Id("MarshalJSON").Params().Params(jen.Index().Byte(), jen.Error()).Block(
-		jen.Return(jen.Qual(pkgJSON, "Marshal").Call(jen.Id("x"))),
+		jen.Return(jen.Qual(pkgJSON, "Marshal").Call(jen.Id("x"), jen.Qual(pkgWire, "Fidelity"))),
 	)
 	f.Line()
 	f.Comment("UnmarshalJSON implements encoding/json.Unmarshaler with the same rules as UnmarshalJSONFrom.")
