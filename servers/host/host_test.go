@@ -1,0 +1,124 @@
+package host_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os/exec"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/bridgekit/bridgekit/clients/harnvm"
+	"github.com/bridgekit/bridgekit/gen/harn"
+	"github.com/bridgekit/bridgekit/runtime/jsonrpc"
+	"github.com/bridgekit/bridgekit/servers/host"
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// pair serves h and returns a VM-side client for it.
+func pair(t *testing.T, h any, opts *host.Options) *harnvm.Client {
+	t.Helper()
+	hostIn, vmOut := io.Pipe()
+	vmIn, hostOut := io.Pipe()
+	done := make(chan error, 1)
+	go func() { done <- host.New(h, opts).Serve(context.Background(), hostIn, hostOut) }()
+	c := harnvm.New(vmIn, vmOut, nil, nil)
+	t.Cleanup(func() {
+		c.Close()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	return c
+}
+
+// generic serves every operation through the fallback interface.
+type generic struct{}
+
+func (generic) HostCall(ctx context.Context, p *harn.HostCallParams) (jsontext.Value, error) {
+	return jsontext.Value(`{"echo":` + string(p.Args) + `}`), nil
+}
+
+func TestFallbackHandlerAndExtraCapabilities(t *testing.T) {
+	c := pair(t, generic{}, &host.Options{Capabilities: map[string][]string{"project": {"mcp_config"}}})
+	ctx := context.Background()
+	ok, err := c.Supports(ctx, "project", "mcp_config")
+	if err != nil || !ok {
+		t.Fatalf("extra capability: %v %v", ok, err)
+	}
+	if ok, _ := c.Supports(ctx, "process", "list_shells"); ok {
+		t.Fatal("a fallback handler advertises nothing by itself")
+	}
+	var res jsontext.Value
+	if err := c.Conn().Call(ctx, harn.MethodHostCall, harn.HostCallParams{Name: "project.mcp_config", Args: jsontext.Value(`[1]`)}, &res); err != nil || string(res) != `{"echo":[1]}` {
+		t.Fatalf("fallback: %s %v", res, err)
+	}
+}
+
+type ownCaps struct{}
+
+func (ownCaps) HostCapabilities(context.Context, *harn.HostCapabilitiesParams) (harn.HostCapabilities, error) {
+	return harn.HostCapabilities{"custom": {List: []string{"op"}}}, nil
+}
+
+func TestHostCapabilitiesHandlerWins(t *testing.T) {
+	c := pair(t, ownCaps{}, nil)
+	caps, err := c.HostCapabilities(context.Background(), nil)
+	if err != nil || len(caps) != 1 || caps["custom"].List[0] != "op" {
+		t.Fatalf("%v %v", caps, err)
+	}
+}
+
+func TestInvalidParamsAndUnknownMethod(t *testing.T) {
+	c := pair(t, generic{}, nil)
+	ctx := context.Background()
+	err := c.Conn().Call(ctx, harn.MethodHostCall, map[string]any{"args": 1}, nil)
+	if !errors.Is(err, jsonrpc.ErrInvalidParams) {
+		t.Fatalf("missing name: %v", err)
+	}
+	err = c.Conn().Call(ctx, "skills/list", nil, nil)
+	if !errors.Is(err, jsonrpc.ErrMethodNotFound) {
+		t.Fatalf("unknown method: %v", err)
+	}
+}
+
+func TestServeEndsWithContext(t *testing.T) {
+	hostIn, vmOut := io.Pipe()
+	vmIn, hostOut := io.Pipe()
+	defer vmOut.Close()
+	defer vmIn.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- host.New(generic{}, nil).Serve(ctx, hostIn, hostOut) }()
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("Serve returned %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Serve ignored its context")
+	}
+}
+
+func TestServeCommandKillsChildOnCancel(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err := host.New(generic{}, nil).ServeCommand(ctx, exec.Command("sleep", "30"))
+	if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 10*time.Second {
+		t.Fatalf("ServeCommand: %v after %v", err, time.Since(start))
+	}
+}
+
+func TestServeCommandReturnsChildExit(t *testing.T) {
+	err := host.New(generic{}, nil).ServeCommand(context.Background(), exec.Command("sh", "-c", "exit 3"))
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 3 {
+		t.Fatalf("got %v", err)
+	}
+}
