@@ -1,0 +1,42 @@
+# bridgekit: make generate (regenerate gen/ and docs/reference/ from spec/),
+# make test (every module, with the race detector), make check (CI's
+# regenerate-and-diff), make bench (issue 3's comparison table).
+
+GO ?= go
+FUZZTIME ?= 3s
+
+.PHONY: generate check test vet fmt-check fuzz bench
+
+generate:
+	cd generator && $(GO) run . generate -root ..
+
+check: generate
+	@if ! git diff --quiet -- gen docs/reference || [ -n "$$(git status --porcelain -- gen docs/reference)" ]; then \
+		git status --short -- gen docs/reference; \
+		echo "generated files differ from spec/: run 'make generate' and commit the result"; exit 1; fi
+	@echo "gen/ and docs/reference/ match spec/"
+
+fmt-check:
+	@out="$$(gofmt -l $$(git ls-files '*.go'))"; if [ -n "$$out" ]; then echo "gofmt needed: $$out"; exit 1; fi
+
+vet:
+	$(GO) vet ./...
+	cd generator && $(GO) vet ./...
+
+test: fmt-check vet
+	$(GO) test -race ./...
+	cd generator && $(GO) test -race ./...
+	@if [ -d bench ]; then cd bench && $(GO) vet ./... && $(GO) test -race ./...; fi
+	$(MAKE) fuzz
+
+# Every fuzz target runs for FUZZTIME (one package at a time: go test -fuzz
+# takes a single target).
+fuzz:
+	@for pkg in $$($(GO) list ./...); do \
+		for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+			echo "fuzz $$pkg $$f"; \
+			$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+		done; \
+	done
+
+-include bench/bench.mk
