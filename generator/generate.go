@@ -129,7 +129,11 @@ func Emit(p *ir.Package) ([]output, error) {
 	if err != nil {
 		return nil, err
 	}
-	outs := []output{{dir + "/types_gen.go", types}, {dir + "/methods_gen.go", methods}}
+	fuzz, err := emit.Format("fuzz_gen_test.go", emit.Fuzz(p))
+	if err != nil {
+		return nil, err
+	}
+	outs := []output{{dir + "/types_gen.go", types}, {dir + "/methods_gen.go", methods}, {dir + "/fuzz_gen_test.go", fuzz}}
 	enums, err := emit.Enums(p)
 	if err != nil {
 		return nil, err
@@ -174,6 +178,8 @@ func Generate(root string) ([]string, error) {
 		written = append(written, o.path)
 	}
 	stale, _ := filepath.Glob(filepath.Join(root, "gen", "*", "*_gen.go"))
+	staleTests, _ := filepath.Glob(filepath.Join(root, "gen", "*", "*_gen_test.go"))
+	stale = append(stale, staleTests...)
 	more, _ := filepath.Glob(filepath.Join(root, "docs", "reference", "*.md"))
 	for _, s := range append(stale, more...) {
 		if !keep[s] {

@@ -26,7 +26,7 @@ func readTree(t *testing.T, root string) map[string][]byte {
 	out := map[string][]byte{}
 	for _, dir := range []string{"gen", "docs"} {
 		_ = filepath.WalkDir(filepath.Join(root, dir), func(p string, d os.DirEntry, err error) error {
-			if err == nil && !d.IsDir() && (strings.HasSuffix(p, "_gen.go") || strings.HasSuffix(p, ".md")) {
+			if err == nil && !d.IsDir() && (strings.HasSuffix(p, "_gen.go") || strings.HasSuffix(p, "_gen_test.go") || strings.HasSuffix(p, ".md")) {
 				data, _ := os.ReadFile(p)
 				rel, _ := filepath.Rel(root, p)
 				out[rel] = data
