@@ -1,0 +1,84 @@
+package wire_test
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/bridgekit/bridgekit/runtime/wire"
+)
+
+func TestExtras(t *testing.T) {
+	var x wire.Extras
+	x.Set("b", jsontext.Value(`1`))
+	x.Set("a", jsontext.Value(`[2]`))
+	x.Set("b", jsontext.Value(`3`))
+	if v, ok := x.Get("b"); !ok || string(v) != "3" || len(x) != 2 || x[0].Name != "b" {
+		t.Fatalf("Set must replace in place: %+v", x)
+	}
+	x.Delete("b")
+	if _, ok := x.Get("b"); ok || len(x) != 1 {
+		t.Fatalf("Delete: %+v", x)
+	}
+}
+
+func TestNullable(t *testing.T) {
+	var absent wire.Nullable[int]
+	null, some := wire.Null[int](), wire.Some(7)
+	if !absent.IsAbsent() || absent.IsNull() || !null.IsNull() || null.IsAbsent() {
+		t.Fatal("states")
+	}
+	if v, ok := some.Get(); !ok || v != 7 {
+		t.Fatal("value")
+	}
+}
+
+func TestReadersRejectWrongKinds(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		read func(*jsontext.Decoder) error
+		want error
+	}{
+		{`"x"`, func(d *jsontext.Decoder) error { _, err := wire.Int(d); return err }, wire.ErrWrongKind},
+		{`1.5`, func(d *jsontext.Decoder) error { _, err := wire.Int(d); return err }, wire.ErrWrongKind},
+		{`1e19`, func(d *jsontext.Decoder) error { _, err := wire.Int(d); return err }, wire.ErrWrongKind},
+		{`null`, func(d *jsontext.Decoder) error { _, err := wire.String(d); return err }, wire.ErrNullValue},
+		{`[1,null]`, func(d *jsontext.Decoder) error { _, err := wire.Array(d, wire.Int); return err }, wire.ErrNullValue},
+		{`{"a":"b"}`, func(d *jsontext.Decoder) error { _, err := wire.Map(d, wire.Bool); return err }, wire.ErrWrongKind},
+	} {
+		dec := jsontext.NewDecoder(stringsReader(tc.in))
+		if err := tc.read(dec); !errors.Is(err, tc.want) {
+			t.Errorf("%s: got %v, want %v", tc.in, err, tc.want)
+		}
+	}
+	dec := jsontext.NewDecoder(stringsReader(`3.0`))
+	if n, err := wire.Int(dec); err != nil || n != 3 {
+		t.Errorf("3.0 is an integer: %v %v", n, err)
+	}
+}
+
+func TestMissingNamesFirstAbsentMember(t *testing.T) {
+	err := wire.Missing("T", 0b101, 0b111, []string{"a", "b", "c"})
+	var de *wire.DecodeError
+	if !errors.As(err, &de) || de.Member != "b" || !errors.Is(err, wire.ErrMissingMember) {
+		t.Fatalf("%v", err)
+	}
+}
+
+// Generated types report what is wrong with a document as a *wire.DecodeError
+// that names the type and member, with a sentinel cause for errors.Is.
+func ExampleDecodeError() {
+	err := wire.Unknown("Shell", []byte("colour"))
+	var de *wire.DecodeError
+	fmt.Println(err)
+	fmt.Println(errors.Is(err, wire.ErrUnknownMember), errors.As(err, &de) && de.Member == "colour")
+	// Output:
+	// decode Shell.colour: unknown member
+	// true true
+}
+
+func stringsReader(s string) io.Reader { return strings.NewReader(s) }
