@@ -201,8 +201,9 @@ func ImplementedHostOperations(h any) []wire.OperationInfo {
 	return out
 }
 
-// HostClient calls the methods that the host side serves (The program that embeds the Harn runtime: an
-// IDE, a CLI, a cloud worker (the ACP client)) over any jsonrpc.Caller, such as *jsonrpc.Conn.
+// HostClient calls the methods that the host side serves, over any jsonrpc.Caller such as
+// *jsonrpc.Conn. That side: The program that embeds the Harn runtime: an IDE, a CLI, a cloud worker
+// (the ACP client).
 type HostClient struct {
 	conn jsonrpc.Caller
 }
@@ -247,7 +248,7 @@ func (c *HostClient) ProcessListShells(ctx context.Context, call *HostCallParams
 	if call != nil {
 		p = *call
 	}
-	p.Name = "process.list_shells"
+	p.Name = OpProcessListShells
 	if args == nil {
 		args = &NoArgs{}
 	}
@@ -271,7 +272,7 @@ func (c *HostClient) ProcessGetDefaultShell(ctx context.Context, call *HostCallP
 	if call != nil {
 		p = *call
 	}
-	p.Name = "process.get_default_shell"
+	p.Name = OpProcessGetDefaultShell
 	if args == nil {
 		args = &NoArgs{}
 	}
@@ -296,7 +297,7 @@ func (c *HostClient) ProcessSetDefaultShell(ctx context.Context, call *HostCallP
 	if call != nil {
 		p = *call
 	}
-	p.Name = "process.set_default_shell"
+	p.Name = OpProcessSetDefaultShell
 	if args == nil {
 		args = &SetDefaultShellRequest{}
 	}
@@ -321,7 +322,7 @@ func (c *HostClient) ProcessShellInvocation(ctx context.Context, call *HostCallP
 	if call != nil {
 		p = *call
 	}
-	p.Name = "process.shell_invocation"
+	p.Name = OpProcessShellInvocation
 	if args == nil {
 		args = &ShellInvocationRequest{}
 	}

@@ -270,7 +270,7 @@ func emitImplemented(f *jen.File, side string, ms []*ir.Method) {
 
 func emitClient(f *jen.File, side, sideDoc string, ms []*ir.Method) {
 	name := side + "Client"
-	comment(f, fmt.Sprintf("%s calls the methods that the %s side serves (%s) over any jsonrpc.Caller, such as *jsonrpc.Conn.", name, strings.ToLower(side), strings.TrimSuffix(sideDoc, ".")))
+	comment(f, fmt.Sprintf("%s calls the methods that the %s side serves, over any jsonrpc.Caller such as *jsonrpc.Conn. That side: %s", name, strings.ToLower(side), sideDoc))
 	f.Type().Id(name).Struct(jen.Id("conn").Qual(pkgJSONRPC, "Caller"))
 	f.Line()
 	f.Comment(fmt.Sprintf("New%s returns a %s that sends through conn.", name, name))
@@ -345,7 +345,11 @@ func emitClientOp(f *jen.File, client string, m *ir.Method, op *ir.Op) {
 		jen.If(jen.Id("call").Op("!=").Nil()).Block(jen.Id("p").Op("=").Op("*").Id("call")),
 	}
 	for i, s := range m.Ops.Selector {
-		body = append(body, jen.Id("p").Dot(s.Go).Op("=").Lit(op.MatchValues[i]))
+		var v jen.Code = jen.Lit(op.MatchValues[i])
+		if len(m.Ops.Selector) == 1 {
+			v = jen.Id(opConst(op))
+		}
+		body = append(body, jen.Id("p").Dot(s.Go).Op("=").Add(v))
 	}
 	if op.Args != nil {
 		params = append(params, jen.Id("args").Add(paramType(op.Args)))
