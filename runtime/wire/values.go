@@ -65,11 +65,17 @@ func Float(dec *jsontext.Decoder) (float64, error) {
 	if err := expect(dec, '0'); err != nil {
 		return 0, err
 	}
-	tok, err := dec.ReadToken()
+	v, err := dec.ReadValue()
 	if err != nil {
 		return 0, err
 	}
-	return tok.Float()
+	// strconv rather than Token.Float, whose signature differs between
+	// go-json-experiment and encoding/json/jsontext (GOEXPERIMENT=jsonv2).
+	f, err := strconv.ParseFloat(string(v), 64)
+	if err != nil {
+		return 0, errorf(ErrWrongKind, "%s is out of float64 range", v)
+	}
+	return f, nil
 }
 
 // Raw reads any JSON value verbatim.

@@ -1,0 +1,139 @@
+package ndjson
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"strconv"
+)
+
+// DefaultMaxFrame is the frame size limit used when NewReader is given a
+// non-positive limit.
+const DefaultMaxFrame = 16 << 20
+
+const (
+	readBufferSize = 4 << 10
+	// maxRetainedSpill is the largest spill buffer kept between frames;
+	// larger ones are released so that one huge frame does not pin memory.
+	maxRetainedSpill = 64 << 10
+)
+
+// ErrFrameTooLarge is matched (with errors.Is) by the error ReadFrame returns
+// for a line longer than the reader's limit.
+var ErrFrameTooLarge = errors.New("ndjson: frame too large")
+
+// FrameTooLargeError reports a line that exceeded the reader's limit. The
+// line has been consumed and discarded.
+type FrameTooLargeError struct {
+	Limit int // the limit in bytes, excluding the line terminator
+}
+
+func (e *FrameTooLargeError) Error() string {
+	return "ndjson: frame exceeds the " + strconv.Itoa(e.Limit) + "-byte limit"
+}
+
+// Is reports whether target is ErrFrameTooLarge.
+func (e *FrameTooLargeError) Is(target error) bool { return target == ErrFrameTooLarge }
+
+// Reader reads frames from a newline-delimited stream.
+// A Reader is not safe for concurrent use.
+type Reader struct {
+	br    *bufio.Reader
+	max   int
+	spill []byte // assembles lines that do not fit in br's buffer
+}
+
+// NewReader returns a Reader that reads from r and rejects frames longer
+// than maxFrame bytes (DefaultMaxFrame if maxFrame <= 0). It buffers 4 KiB
+// and grows a separate buffer on demand for longer lines.
+func NewReader(r io.Reader, maxFrame int) *Reader {
+	if maxFrame <= 0 {
+		maxFrame = DefaultMaxFrame
+	}
+	return &Reader{br: bufio.NewReaderSize(r, readBufferSize), max: maxFrame}
+}
+
+// ReadFrame returns the next non-blank line without its "\n" or "\r\n"
+// terminator. Lines holding only JSON whitespace are skipped. The returned
+// slice is only valid until the next call.
+//
+// A line longer than the limit is consumed without being buffered and
+// reported as a *FrameTooLargeError; the following call continues with the
+// next line. Bytes after the last newline are returned as a final frame
+// before io.EOF. Other read errors are returned as they are, dropping any
+// incomplete line.
+func (r *Reader) ReadFrame() ([]byte, error) {
+	for {
+		line, n, err := r.readLine()
+		switch {
+		case err != nil && err != io.EOF:
+			return nil, err
+		case n > r.max:
+			return nil, &FrameTooLargeError{Limit: r.max}
+		case !isBlank(line):
+			return line, nil
+		case err != nil:
+			return nil, err
+		}
+	}
+}
+
+// readLine consumes the next line and returns it without its terminator,
+// together with its length. A line longer than the limit is discarded: the
+// returned slice is then nil but n exceeds the limit. At EOF or on a read
+// error the bytes read before the error are returned with it.
+func (r *Reader) readLine() (line []byte, n int, err error) {
+	if cap(r.spill) > maxRetainedSpill {
+		r.spill = nil
+	}
+	r.spill = r.spill[:0]
+	for {
+		chunk, err := r.br.ReadSlice('\n')
+		if err != bufio.ErrBufferFull {
+			if len(r.spill) > 0 {
+				r.spill = append(r.spill, chunk...)
+				chunk = r.spill
+			}
+			line = trimEOL(chunk)
+			return line, len(line), err
+		}
+		// One extra byte leaves room for a '\r' before the '\n'.
+		if len(r.spill)+len(chunk) > r.max+1 {
+			n, err := r.discardLine()
+			return nil, len(r.spill) + len(chunk) + n, err
+		}
+		r.spill = append(r.spill, chunk...)
+	}
+}
+
+// discardLine skips the rest of the current line and returns how many bytes
+// it skipped.
+func (r *Reader) discardLine() (int, error) {
+	n := 0
+	for {
+		chunk, err := r.br.ReadSlice('\n')
+		n += len(chunk)
+		if err != bufio.ErrBufferFull {
+			return n, err
+		}
+	}
+}
+
+func trimEOL(b []byte) []byte {
+	if n := len(b); n > 0 && b[n-1] == '\n' {
+		b = b[:n-1]
+	}
+	if n := len(b); n > 0 && b[n-1] == '\r' {
+		b = b[:n-1]
+	}
+	return b
+}
+
+func isBlank(b []byte) bool {
+	for _, c := range b {
+		if c != ' ' && c != '\t' && c != '\r' && c != '\n' {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,239 @@
+package ndjson
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// recorder records every Write call.
+type recorder struct {
+	mu     sync.Mutex
+	writes [][]byte
+	closed bool
+}
+
+func (r *recorder) Write(p []byte) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.writes = append(r.writes, bytes.Clone(p))
+	return len(p), nil
+}
+
+func (r *recorder) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.closed = true
+	return nil
+}
+
+func TestWriteFrameValidates(t *testing.T) {
+	for _, line := range []string{"", "{}", "{}\n\n", "{}\n{}\n", "\n{}"} {
+		rec := &recorder{}
+		if err := NewWriter(rec).WriteFrame(context.Background(), []byte(line)); err == nil {
+			t.Errorf("WriteFrame(%q) succeeded, want error", line)
+		}
+		if len(rec.writes) != 0 {
+			t.Errorf("WriteFrame(%q) wrote %q", line, rec.writes)
+		}
+	}
+}
+
+func TestWriteFrameOneWritePerFrame(t *testing.T) {
+	rec := &recorder{}
+	w := NewWriter(rec)
+	frames := []string{"{}\n", "\n", `{"a":[1,2,3]}` + "\n"}
+	for _, f := range frames {
+		if err := w.WriteFrame(context.Background(), []byte(f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(rec.writes) != len(frames) {
+		t.Fatalf("%d Write calls for %d frames", len(rec.writes), len(frames))
+	}
+	for i, f := range frames {
+		if string(rec.writes[i]) != f {
+			t.Errorf("write %d = %q, want %q", i, rec.writes[i], f)
+		}
+	}
+}
+
+type shortWriter struct{ calls int }
+
+func (s *shortWriter) Write(p []byte) (int, error) {
+	s.calls++
+	return len(p) / 2, nil
+}
+
+func TestWriteFrameShortWrite(t *testing.T) {
+	sw := &shortWriter{}
+	w := NewWriter(sw)
+	if err := w.WriteFrame(context.Background(), []byte("{}\n")); err != io.ErrShortWrite {
+		t.Fatalf("err = %v, want io.ErrShortWrite", err)
+	}
+	// The stream is now mid-line: later frames must not be appended to it.
+	if err := w.WriteFrame(context.Background(), []byte("{}\n")); err != io.ErrShortWrite {
+		t.Fatalf("second err = %v, want io.ErrShortWrite", err)
+	}
+	if sw.calls != 1 {
+		t.Errorf("%d Write calls after a partial frame, want 1", sw.calls)
+	}
+}
+
+type failWriter struct{ err error }
+
+func (f failWriter) Write([]byte) (int, error) { return 0, f.err }
+
+func TestWriteFrameErrorWithoutPartialFrame(t *testing.T) {
+	boom := errors.New("boom")
+	w := NewWriter(failWriter{boom})
+	for range 2 {
+		if err := w.WriteFrame(context.Background(), []byte("{}\n")); err != boom {
+			t.Fatalf("err = %v, want boom", err)
+		}
+	}
+}
+
+// blockingWriter blocks every Write until release is closed.
+type blockingWriter struct {
+	started chan struct{}
+	release chan struct{}
+}
+
+func (b *blockingWriter) Write(p []byte) (int, error) {
+	b.started <- struct{}{}
+	<-b.release
+	return len(p), nil
+}
+
+func TestWriteFrameHonoursContextWhileWaiting(t *testing.T) {
+	bw := &blockingWriter{started: make(chan struct{}, 1), release: make(chan struct{})}
+	w := NewWriter(bw)
+	first := make(chan error, 1)
+	go func() { first <- w.WriteFrame(context.Background(), []byte("1\n")) }()
+	<-bw.started
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if err := w.WriteFrame(ctx, []byte("2\n")); err != context.DeadlineExceeded {
+		t.Fatalf("waiting writer: err = %v, want context.DeadlineExceeded", err)
+	}
+	close(bw.release)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestWriteFrameCancelledContext(t *testing.T) {
+	rec := &recorder{}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := NewWriter(rec).WriteFrame(ctx, []byte("{}\n")); err != context.Canceled {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+	if len(rec.writes) != 0 {
+		t.Fatal("wrote despite a cancelled context")
+	}
+}
+
+func TestWriterClose(t *testing.T) {
+	rec := &recorder{}
+	w := NewWriter(rec)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !rec.closed {
+		t.Error("underlying writer not closed")
+	}
+	if err := w.Close(); err != nil {
+		t.Errorf("second Close = %v", err)
+	}
+	if err := w.WriteFrame(context.Background(), []byte("{}\n")); err != ErrClosed {
+		t.Errorf("WriteFrame after Close = %v, want ErrClosed", err)
+	}
+	if len(rec.writes) != 0 {
+		t.Error("wrote after Close")
+	}
+}
+
+func TestWriterCloseUnblocksWriters(t *testing.T) {
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Close()
+	w := NewWriter(pw)
+	big := append(bytes.Repeat([]byte("x"), 1<<20), '\n') // more than the pipe holds; nobody reads
+	errs := make(chan error, 2)
+	for range 2 {
+		go func() { errs <- w.WriteFrame(context.Background(), big) }()
+	}
+	time.Sleep(20 * time.Millisecond)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		select {
+		case err := <-errs:
+			if err == nil {
+				t.Error("blocked WriteFrame succeeded after Close")
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("WriteFrame still blocked after Close")
+		}
+	}
+}
+
+func TestConcurrentWritersDoNotInterleave(t *testing.T) {
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Close()
+	w := NewWriter(pw)
+	const writers, frames = 16, 100
+	padLen := func(g, i int) int { return (g*frames + i) * 37 % 9000 } // many frames exceed PIPE_BUF
+	var wg sync.WaitGroup
+	for g := range writers {
+		wg.Go(func() {
+			for i := range frames {
+				line := fmt.Appendf(nil, "[%d,%d,\"%s\"]\n", g, i, bytes.Repeat([]byte("p"), padLen(g, i)))
+				if err := w.WriteFrame(context.Background(), line); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	go func() { wg.Wait(); w.Close() }()
+
+	seen := make(map[[2]int]bool)
+	r := NewReader(pr, 0)
+	for {
+		line, err := r.ReadFrame()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		var g, i int
+		n, _ := fmt.Sscanf(string(line), "[%d,%d,", &g, &i)
+		head := fmt.Sprintf("[%d,%d,\"", g, i)
+		pad := strings.TrimSuffix(strings.TrimPrefix(string(line), head), "\"]")
+		if n != 2 || len(pad) != padLen(g, i) || strings.Trim(pad, "p") != "" {
+			t.Fatalf("interleaved or corrupt line %.80q", line)
+		}
+		seen[[2]int{g, i}] = true
+	}
+	if len(seen) != writers*frames {
+		t.Fatalf("received %d distinct frames, want %d", len(seen), writers*frames)
+	}
+}
