@@ -104,20 +104,8 @@ func TestScaffoldThenGenerateCompiles(t *testing.T) {
 			t.Errorf("generated code lacks %q", want)
 		}
 	}
-	// The scaffolded package must build against the real runtime: build it as a
-	// throwaway module that replaces bridgekit with this checkout.
-	repo, _ := filepath.Abs("..")
-	mod := t.TempDir()
-	gomod := "module scaffoldcheck\n\ngo 1.26\n\nrequire github.com/bridgekit/bridgekit v0.0.0\n\nreplace github.com/bridgekit/bridgekit => " + repo + "\n"
-	rootMod, _ := os.ReadFile(filepath.Join(repo, "go.mod"))
-	for _, line := range strings.Split(string(rootMod), "\n") {
-		if strings.HasPrefix(line, "\tgithub.com/go-json-experiment/json ") {
-			gomod += "require" + line + "\n"
-		}
-	}
-	sum, _ := os.ReadFile(filepath.Join(repo, "go.sum"))
-	_ = os.WriteFile(filepath.Join(mod, "go.mod"), []byte(gomod), 0o644)
-	_ = os.WriteFile(filepath.Join(mod, "go.sum"), sum, 0o644)
+	// The scaffolded package must build against the real runtime.
+	mod := throwawayModule(t)
 	for _, f := range []string{"types_gen.go", "methods_gen.go", "enums_gen.go"} {
 		if data, err := os.ReadFile(filepath.Join(root, "gen/harn", f)); err == nil {
 			_ = os.WriteFile(filepath.Join(mod, f), data, 0o644)
@@ -143,4 +131,51 @@ func TestUnsupportedKeywordFailsGeneration(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `unsupported schema keyword "prefixItems"`) {
 		t.Fatalf("got %v", err)
 	}
+}
+
+// TestFeaturesBehave generates testdata/features (shapes the real specs do not
+// use yet) and runs a hand-written behaviour test against the output in a
+// throwaway module, so every generator rule is compiled and exercised.
+func TestFeaturesBehave(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a module")
+	}
+	root := t.TempDir()
+	if err := os.CopyFS(filepath.Join(root, "spec"), os.DirFS("testdata/features/spec")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Generate(root); err != nil {
+		t.Fatal(err)
+	}
+	mod := throwawayModule(t)
+	pkg := filepath.Join(mod, "features")
+	if err := os.CopyFS(pkg, os.DirFS(filepath.Join(root, "gen", "features"))); err != nil {
+		t.Fatal(err)
+	}
+	test, _ := os.ReadFile("testdata/features/features_test.go.txt")
+	_ = os.WriteFile(filepath.Join(pkg, "features_test.go"), test, 0o644)
+	cmd := exec.Command("go", "test", "-count=1", "./...")
+	cmd.Dir = mod
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("generated feature code fails its behaviour test: %v\n%s", err, string(out))
+	}
+}
+
+// throwawayModule makes a module "scaffoldcheck" that replaces bridgekit with
+// this checkout, for building generated code outside the repository.
+func throwawayModule(t *testing.T) string {
+	t.Helper()
+	repo, _ := filepath.Abs("..")
+	mod := t.TempDir()
+	gomod := "module scaffoldcheck\n\ngo 1.26\n\nrequire github.com/bridgekit/bridgekit v0.0.0\n\nreplace github.com/bridgekit/bridgekit => " + repo + "\n"
+	rootMod, _ := os.ReadFile(filepath.Join(repo, "go.mod"))
+	for _, line := range strings.Split(string(rootMod), "\n") {
+		if strings.HasPrefix(line, "\tgithub.com/go-json-experiment/json ") {
+			gomod += "require" + line + "\n"
+		}
+	}
+	sum, _ := os.ReadFile(filepath.Join(repo, "go.sum"))
+	_ = os.WriteFile(filepath.Join(mod, "go.mod"), []byte(gomod), 0o644)
+	_ = os.WriteFile(filepath.Join(mod, "go.sum"), sum, 0o644)
+	return mod
 }

@@ -83,3 +83,31 @@ func kindName(k jsontext.Kind) string {
 	}
 	return "invalid JSON"
 }
+
+// Tag returns the string value of the member called name in the JSON object
+// raw, for choosing the variant of a discriminated union. A missing member is
+// ErrMissingMember; a non-string one ErrWrongKind.
+func Tag(raw jsontext.Value, typ, name string) (string, error) {
+	dec := jsontext.NewDecoder(bytes.NewReader(raw))
+	if err := BeginObject(dec, typ); err != nil {
+		return "", err
+	}
+	for More(dec) {
+		n, err := ReadName(dec, typ)
+		if err != nil {
+			return "", err
+		}
+		if string(n) != name {
+			if err := dec.SkipValue(); err != nil {
+				return "", Wrap(typ, "", err)
+			}
+			continue
+		}
+		v, err := String(dec)
+		if err != nil {
+			return "", Wrap(typ, name, err)
+		}
+		return v, nil
+	}
+	return "", &DecodeError{Type: typ, Member: name, Err: ErrMissingMember}
+}

@@ -103,6 +103,14 @@ func Docs(pkg *ir.Package) []byte {
 		case ir.MapType:
 			fmt.Fprintf(&b, "Object whose every member is %s.\n", refDoc(t.Elem, ""))
 		case ir.Union:
+			if t.Discriminator != "" {
+				var vs []string
+				for _, v := range t.Variants {
+					vs = append(vs, fmt.Sprintf("`%s` → %s", v.Tag, refDoc(v.Ref, "")))
+				}
+				fmt.Fprintf(&b, "Selected by the member `%s`: %s. Other values are kept verbatim in `Unknown`.\n", t.Discriminator, strings.Join(vs, "; "))
+				continue
+			}
 			var vs []string
 			for _, v := range t.Variants {
 				vs = append(vs, fmt.Sprintf("a JSON %s (`%s`: %s)", kindWord(v.Kind), v.Go, refDoc(v.Ref, "")))

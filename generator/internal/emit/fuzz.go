@@ -16,10 +16,8 @@ const pkgWireTest = "github.com/bridgekit/bridgekit/runtime/wire/wiretest"
 // must re-encode to one that decodes the same, stably. Each target is seeded
 // with a valid document synthesised from the IR.
 func Fuzz(pkg *ir.Package) *jen.File {
-	f := jen.NewFile(pkg.Name + "_test")
+	f := jen.NewFile(pkg.Name)
 	f.HeaderComment(Header(pkg.Catalogue.File))
-	self := "github.com/bridgekit/bridgekit/gen/" + pkg.Name
-	f.ImportName(self, pkg.Name)
 	for _, t := range pkg.Types {
 		seed, err := json.Marshal(example(&ir.Ref{Kind: ir.Named, Named: t}, 0))
 		if err != nil {
@@ -27,8 +25,8 @@ func Fuzz(pkg *ir.Package) *jen.File {
 		}
 		f.Comment(fmt.Sprintf("Fuzz%s checks that every %s that decodes re-encodes stably.", t.Name, t.Name))
 		f.Func().Id("Fuzz"+t.Name).Params(jen.Id("f").Op("*").Qual("testing", "F")).Block(
-			jen.Qual(pkgWireTest, "Seed").Types(jen.Qual(self, t.Name)).Call(jen.Id("f"), jen.Lit(string(seed))),
-			jen.Id("f").Dot("Fuzz").Call(jen.Qual(pkgWireTest, "RoundTrip").Types(jen.Qual(self, t.Name))),
+			jen.Qual(pkgWireTest, "Seed").Types(jen.Id(t.Name)).Call(jen.Id("f"), jen.Lit(string(seed))),
+			jen.Id("f").Dot("Fuzz").Call(jen.Qual(pkgWireTest, "RoundTrip").Types(jen.Id(t.Name))),
 		)
 		f.Line()
 	}

@@ -328,7 +328,7 @@ func emitStructMarshal(f *jen.File, t *ir.Type) {
 		case st == nilAble:
 			body = append(body, jen.If(field.Clone().Op("!=").Nil()).Block(writeName(fl.JSON), checked(writeValue(fl.Ref, field.Clone()))))
 		case st == optional:
-			body = append(body, jen.If(jen.Id("v"), jen.Id("ok").Op(":=").Add(field.Clone()).Dot("Get").Call(), jen.Id("ok")).Block(
+			body = append(body, jen.If(jen.List(jen.Id("v"), jen.Id("ok")).Op(":=").Add(field.Clone()).Dot("Get").Call(), jen.Id("ok")).Block(
 				writeName(fl.JSON), checked(writeValue(fl.Ref, jen.Id("v"))),
 			).Else().If(field.Clone().Dot("IsNull").Call()).Block(
 				writeName(fl.JSON), checked(jen.Id("enc").Dot("WriteToken").Call(jen.Qual(pkgJSONText, "Null"))),
@@ -367,6 +367,10 @@ func variantType(v *ir.Variant) jen.Code {
 }
 
 func emitUnion(f *jen.File, t *ir.Type) {
+	if t.Discriminator != "" {
+		emitTaggedUnion(f, t)
+		return
+	}
 	var fields, cases, marshal []jen.Code
 	var kinds []string
 	for _, v := range t.Variants {
@@ -488,4 +492,69 @@ func emitEnum(f *jen.File, t *ir.Type) {
 		jen.Return(jen.Qual(pkgWire, write).Call(jen.Id("enc"), jen.Add(base).Call(jen.Id("x")))),
 	)
 	f.Line()
+}
+
+// emitTaggedUnion emits a union of objects selected by a discriminator
+// member. A tag this version does not know is kept verbatim in Unknown and
+// written back unchanged: it is never decoded as another variant.
+func emitTaggedUnion(f *jen.File, t *ir.Type) {
+	var fields, cases, marshal []jen.Code
+	for _, v := range t.Variants {
+		fields = append(fields, jen.Comment(fmt.Sprintf("%s is set when %s is %q.", v.Go, t.Discriminator, v.Tag)))
+		fields = append(fields, jen.Id(v.Go).Op("*").Add(goType(v.Ref)))
+		cases = append(cases, jen.Case(jen.Lit(v.Tag)).Block(
+			jen.Id("x").Dot(v.Go).Op("=").New(goType(v.Ref)),
+			jen.Return(wrapCall(t, jen.Qual(pkgJSON, "Unmarshal").Call(jen.Id("raw"), jen.Id("x").Dot(v.Go)))),
+		))
+		marshal = append(marshal, jen.Case(jen.Id("x").Dot(v.Go).Op("!=").Nil()).Block(jen.Return(jen.Id("x").Dot(v.Go).Dot("MarshalJSONTo").Call(jen.Id("enc")))))
+	}
+	fields = append(fields,
+		jen.Comment(fmt.Sprintf("Unknown holds, verbatim, a value whose %s names no variant known to this version.", t.Discriminator)),
+		jen.Id("Unknown").Qual(pkgJSONText, "Value"),
+	)
+	cases = append(cases, jen.Default().Block(
+		jen.Id("x").Dot("Unknown").Op("=").Qual("bytes", "Clone").Call(jen.Id("raw")),
+		jen.Return(jen.Nil()),
+	))
+	comment(f, typeDoc(t, fmt.Sprintf("The member %q selects the variant; exactly one field is set, Unknown for values this version does not know.", t.Discriminator)))
+	f.Type().Id(t.Name).Struct(fields...)
+	f.Line()
+	f.Comment(fmt.Sprintf("Tag returns the value of %s: the set variant's, or the one Unknown carries (empty if none is set).", t.Discriminator))
+	var tagCases []jen.Code
+	for _, v := range t.Variants {
+		tagCases = append(tagCases, jen.Case(jen.Id("x").Dot(v.Go).Op("!=").Nil()).Block(jen.Return(jen.Lit(v.Tag))))
+	}
+	tagCases = append(tagCases, jen.Case(jen.Id("x").Dot("Unknown").Op("!=").Nil()).Block(
+		jen.List(jen.Id("tag"), jen.Id("_")).Op(":=").Qual(pkgWire, "Tag").Call(jen.Id("x").Dot("Unknown"), jen.Lit(t.Name), jen.Lit(t.Discriminator)),
+		jen.Return(jen.Id("tag")),
+	))
+	f.Func().Params(jen.Id("x").Id(t.Name)).Id("Tag").Params().String().Block(jen.Switch().Block(tagCases...), jen.Return(jen.Lit("")))
+	f.Line()
+	f.Comment("UnmarshalJSONFrom decodes the variant that " + t.Discriminator + " names, or keeps an unknown one verbatim.")
+	f.Func().Params(jen.Id("x").Op("*").Id(t.Name)).Id("UnmarshalJSONFrom").Params(jen.Id("dec").Op("*").Qual(pkgJSONText, "Decoder")).Error().Block(
+		jen.Op("*").Id("x").Op("=").Id(t.Name).Values(),
+		jen.List(jen.Id("raw"), jen.Err()).Op(":=").Id("dec").Dot("ReadValue").Call(),
+		jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(wrapErr(t, ""))),
+		jen.List(jen.Id("tag"), jen.Err()).Op(":=").Qual(pkgWire, "Tag").Call(jen.Id("raw"), jen.Lit(t.Name), jen.Lit(t.Discriminator)),
+		jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Err())),
+		jen.Switch(jen.Id("tag")).Block(cases...),
+	)
+	f.Line()
+	marshal = append(marshal,
+		jen.Case(jen.Id("x").Dot("Unknown").Op("!=").Nil()).Block(jen.Return(jen.Qual(pkgWire, "WriteRaw").Call(jen.Id("enc"), jen.Id("x").Dot("Unknown")))),
+		jen.Default().Block(jen.Return(jen.Op("&").Qual(pkgWire, "DecodeError").Values(jen.Dict{
+			jen.Id("Type"): jen.Lit(t.Name), jen.Id("Err"): jen.Qual(pkgWire, "ErrNoVariant"),
+		}))),
+	)
+	f.Comment("MarshalJSONTo encodes the variant that is set, or Unknown as it arrived.")
+	f.Func().Params(jen.Id("x").Id(t.Name)).Id("MarshalJSONTo").Params(jen.Id("enc").Op("*").Qual(pkgJSONText, "Encoder")).Error().Block(
+		jen.Switch().Block(marshal...),
+	)
+	f.Line()
+	emitV1(f, t.Name)
+}
+
+// wrapCall is wire.Wrap(type, "", call).
+func wrapCall(t *ir.Type, call jen.Code) jen.Code {
+	return jen.Qual(pkgWire, "Wrap").Call(jen.Lit(t.Name), jen.Lit(""), call)
 }

@@ -412,6 +412,9 @@ func (b *builder) union(s *schema.Schema, alts []*schema.Schema, name string) (*
 		r, null := b.node(rest[0], name, false)
 		return r, nullable || null
 	}
+	if prop, tags := b.discriminator(rest); prop != "" {
+		return b.taggedUnion(s, rest, name, prop, tags), nullable
+	}
 	t := b.newType(s, name, Union)
 	seen := map[byte]bool{}
 	for _, a := range rest {
@@ -421,7 +424,7 @@ func (b *builder) union(s *schema.Schema, alts []*schema.Schema, name string) (*
 		}
 		k, goName := jsonKind(r)
 		if k == 0 || seen[k] {
-			b.fail("%s: union alternatives must differ in JSON kind (object, array, string, number, boolean); discriminated unions are not supported yet", s.Pointer)
+			b.fail("%s: union alternatives must differ in JSON kind (object, array, string, number, boolean), or all be objects with a required string const member that tells them apart", s.Pointer)
 			continue
 		}
 		seen[k] = true
@@ -431,6 +434,72 @@ func (b *builder) union(s *schema.Schema, alts []*schema.Schema, name string) (*
 		t.Variants = append(t.Variants, &Variant{Kind: k, Go: goName, Ref: r})
 	}
 	return &Ref{Kind: Named, Named: t}, nullable
+}
+
+// discriminator finds the member that tells object alternatives apart: one
+// that every alternative requires with a distinct string const. It returns
+// the member name and each alternative's tag, or "" when there is none.
+func (b *builder) discriminator(alts []*schema.Schema) (string, []string) {
+	if len(alts) < 2 {
+		return "", nil
+	}
+	var candidates []string
+	consts := make([]map[string]string, len(alts))
+	for i, a := range alts {
+		if a.Ref != "" {
+			a, _ = b.lookup(a.Ref, a.Pointer)
+		}
+		if a == nil || len(a.Properties) == 0 {
+			return "", nil
+		}
+		consts[i] = map[string]string{}
+		for _, p := range a.Properties {
+			var v string
+			if p.Schema.Const != nil && slices.Contains(a.Required, p.Name) && json.Unmarshal(p.Schema.Const, &v) == nil {
+				consts[i][p.Name] = v
+			}
+		}
+		if i == 0 {
+			for k := range consts[0] {
+				candidates = append(candidates, k)
+			}
+		}
+	}
+	slices.Sort(candidates)
+	for _, prop := range candidates {
+		tags := make([]string, len(alts))
+		seen := map[string]bool{}
+		ok := true
+		for i := range alts {
+			v, has := consts[i][prop]
+			if !has || seen[v] {
+				ok = false
+				break
+			}
+			seen[v] = true
+			tags[i] = v
+		}
+		if ok {
+			return prop, tags
+		}
+	}
+	return "", nil
+}
+
+// taggedUnion builds a union of objects selected by the discriminator member
+// prop. Values whose tag names no alternative are kept verbatim (Unknown).
+func (b *builder) taggedUnion(s *schema.Schema, alts []*schema.Schema, name, prop string, tags []string) *Ref {
+	t := b.newType(s, name, Union)
+	t.Discriminator = prop
+	for i, a := range alts {
+		r, null := b.node(a, name+naming.Go(tags[i]), false)
+		if null || r.Kind != Named || r.Named.Kind != Struct {
+			b.fail("%s: alternative %d of a discriminated union must be a non-null object", s.Pointer, i)
+			continue
+		}
+		t.Variants = append(t.Variants, &Variant{Kind: '{', Go: naming.Go(tags[i]), Ref: r, Tag: tags[i]})
+	}
+	return &Ref{Kind: Named, Named: t}
 }
 
 func jsonKind(r *Ref) (byte, string) {

@@ -76,6 +76,9 @@ type Type struct {
 	Elem *Ref // MapType
 
 	Variants []*Variant // Union
+	// Discriminator is set for a union of objects told apart by the string
+	// const value of this member; unknown values are kept, not rejected.
+	Discriminator string
 }
 
 // Field is one member of a struct.
@@ -92,11 +95,12 @@ type Field struct {
 	Bit int
 }
 
-// Variant is one alternative of a Union, selected by JSON kind.
+// Variant is one alternative of a Union, selected by JSON kind or by tag.
 type Variant struct {
 	Kind byte // '{', '[', '"', '0', 't'
 	Go   string
 	Ref  *Ref
+	Tag  string // discriminator value, for discriminated unions
 }
 
 // Package is everything generated for one catalogue.
