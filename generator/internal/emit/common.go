@@ -195,28 +195,15 @@ func writer(r *ir.Ref) jen.Code {
 // writeValue is an expression of type error that writes v (of r's Go type).
 func writeValue(r *ir.Ref, v jen.Code) jen.Code {
 	switch r.Kind {
-	case ir.String:
-		return jen.Qual(pkgWire, "WriteString").Call(jen.Id("enc"), v)
-	case ir.Bool:
-		return jen.Qual(pkgWire, "WriteBool").Call(jen.Id("enc"), v)
-	case ir.Int:
-		return jen.Qual(pkgWire, "WriteInt").Call(jen.Id("enc"), v)
-	case ir.Float:
-		return jen.Qual(pkgWire, "WriteFloat").Call(jen.Id("enc"), v)
-	case ir.Raw, ir.RawObject:
-		return jen.Qual(pkgWire, "WriteRaw").Call(jen.Id("enc"), v)
 	case ir.Array:
 		return jen.Qual(pkgWire, "WriteArray").Call(jen.Id("enc"), v, writer(r.Elem))
 	case ir.Map:
 		return jen.Qual(pkgWire, "WriteMap").Call(jen.Id("enc"), v, writer(r.Elem))
 	case ir.Named:
-		switch r.Named.Kind {
-		case ir.StringEnum:
-			if r.Named.Emitter == ir.EmitGoJSONSchema {
-				return jen.Qual(pkgWire, "WriteString").Call(jen.Id("enc"), jen.String().Call(v))
-			}
+		if r.Named.Emitter == ir.EmitGoJSONSchema { // a plain string type without JSON methods
+			return jen.Qual(pkgWire, "WriteString").Call(jen.Id("enc"), jen.String().Call(v))
 		}
 		return jen.Add(v).Dot("MarshalJSONTo").Call(jen.Id("enc"))
 	}
-	panic(fmt.Sprintf("unknown ref kind %d", r.Kind))
+	return jen.Add(writer(r)).Call(jen.Id("enc"), v)
 }
