@@ -25,7 +25,7 @@ vet:
 
 test: fmt-check vet
 	$(GO) test -race ./...
-	$(GO) test -count=1 -run 'Allocs' ./...  # allocation ceilings (skipped under -race)
+	$(GO) test -count=1 -run 'Alloc' ./...  # allocation ceilings (skipped under -race)
 	cd generator && $(GO) test -race ./...
 	@if [ -d bench ]; then cd bench && $(GO) vet ./... && $(GO) test -race ./...; fi
 	$(MAKE) fuzz

@@ -91,7 +91,7 @@ func (r *Reader) readLine() (line []byte, n int, err error) {
 		chunk, err := r.br.ReadSlice('\n')
 		if err != bufio.ErrBufferFull {
 			if len(r.spill) > 0 {
-				r.spill = append(r.spill, chunk...)
+				r.spill = r.appendSpill(chunk)
 				chunk = r.spill
 			}
 			line = trimEOL(chunk)
@@ -102,8 +102,20 @@ func (r *Reader) readLine() (line []byte, n int, err error) {
 			n, err := r.discardLine()
 			return nil, len(r.spill) + len(chunk) + n, err
 		}
-		r.spill = append(r.spill, chunk...)
+		r.spill = r.appendSpill(chunk)
 	}
+}
+
+// appendSpill appends chunk to the spill buffer. It doubles the buffer when
+// it is full, up to what the longest acceptable line needs, instead of
+// letting append grow it by about a quarter at a time, which allocates five
+// times the limit in all to read or skip a line of the limit's size.
+func (r *Reader) appendSpill(chunk []byte) []byte {
+	if need := len(r.spill) + len(chunk); need > cap(r.spill) {
+		size := min(max(2*cap(r.spill), need), r.max+1+readBufferSize)
+		r.spill = append(make([]byte, 0, max(size, need)), r.spill...)
+	}
+	return append(r.spill, chunk...)
 }
 
 // discardLine skips the rest of the current line and returns how many bytes
