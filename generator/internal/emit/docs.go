@@ -52,7 +52,7 @@ func Docs(pkg *ir.Package) []byte {
 			fmt.Fprintf(&b, "| `%s` | `%s` | %s | %s | %s | %s |\n", strings.Join(op.MatchValues, "/"), op.Go, refDoc(op.Args, "none"), refDoc(op.Result, "any JSON value"), adv, op.Status)
 		}
 		for _, op := range m.Ops.Items {
-			fmt.Fprintf(&b, "\n#### %s\n\n%s Handler: `%sHandler`; client: `%sClient.%s`.\n", strings.Join(op.MatchValues, "/"), op.Doc, op.Go, m.ToSide.Go, op.Go)
+			fmt.Fprintf(&b, "\n#### %s\n\n%s Handler: `%sHandler`; client: `%sClient.%s`.\n\n", strings.Join(op.MatchValues, "/"), op.Doc, op.Go, m.ToSide.Go, op.Go)
 			writeErrors(&b, op.Errors)
 		}
 	}
@@ -60,7 +60,7 @@ func Docs(pkg *ir.Package) []byte {
 	types := append([]*ir.Type(nil), pkg.Types...)
 	sort.Slice(types, func(i, j int) bool { return types[i].Name < types[j].Name })
 	for _, t := range types {
-		fmt.Fprintf(&b, "\n### %s\n\n", t.Name)
+		fmt.Fprintf(&b, "\n### type %s\n\n", t.Name)
 		if t.Doc != "" {
 			fmt.Fprintf(&b, "%s\n\n", t.Doc)
 		}
@@ -172,7 +172,7 @@ func refDoc(r *ir.Ref, none string) string {
 	case ir.Map:
 		s = "object of " + refDoc(r.Elem, "")
 	case ir.Named:
-		s = fmt.Sprintf("[`%s`](#%s)", r.Named.Name, strings.ToLower(r.Named.Name))
+		s = fmt.Sprintf("[`%s`](#type-%s)", r.Named.Name, strings.ToLower(r.Named.Name))
 	}
 	var cons []string
 	if r.MinLength != nil {
