@@ -132,7 +132,9 @@ func (s *Server) ServeCommand(ctx context.Context, cmd *exec.Cmd) error {
 
 // ServeCommandConn is ServeCommand that also hands the live connection to
 // use, for example to send the runtime requests of its own. use runs in its
-// own goroutine; ServeCommandConn waits for it before returning.
+// own goroutine; ServeCommandConn waits for it before returning. Serving
+// goes on after use returns, for as long as the child runs: to end the
+// session from use, close the connection (which closes the child's stdin).
 func (s *Server) ServeCommandConn(ctx context.Context, cmd *exec.Cmd, use func(*jsonrpc.Conn)) error {
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
