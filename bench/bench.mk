@@ -1,0 +1,26 @@
+# Benchmarks of bridgekit against acp-go-sdk, x/exp/jsonrpc2 and
+# sourcegraph/jsonrpc2 (issue 3). Included by the top-level Makefile.
+#
+#   make bench              full run (3 runs x default and GOEXPERIMENT=jsonv2
+#                           builds, ~10 min); prints the table and rewrites
+#                           docs/performance.md
+#   make bench-quick        one short run per build (~1 min); prints only
+#   make bench BENCH_FLAGS='-only rt-inmem-1,burst-inmem -runs 5'
+#   make bench-test         the bench module's fast sanity tests (CI)
+#
+# bench/ is its own Go module, so none of this runs in the root module's
+# `go test ./...`.
+
+BENCH_DIR := $(patsubst %/,%,$(dir $(lastword $(MAKEFILE_LIST))))
+BENCH_FLAGS ?=
+
+.PHONY: bench bench-quick bench-test
+
+bench:
+	cd $(BENCH_DIR) && go run ./cmd/benchreport -out ../docs/performance.md $(BENCH_FLAGS)
+
+bench-quick:
+	cd $(BENCH_DIR) && go run ./cmd/benchreport -quick -out '' $(BENCH_FLAGS)
+
+bench-test:
+	cd $(BENCH_DIR) && go vet ./... && go test -count=1 ./...

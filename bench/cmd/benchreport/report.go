@@ -1,0 +1,725 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"regexp"
+	"runtime"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/bridgekit/bridgekit/bench"
+)
+
+type report struct {
+	cfg      config
+	builds   []*build
+	results  map[key][]outcome
+	profile  string
+	started  time.Time
+	duration time.Duration
+	load     [2]string // load average at the start and the end
+	bkOpts   string    // bridgekit's options, as bench.BridgekitOptions
+}
+
+// agg is the aggregate of the runs of one scenario for one runtime.
+type agg struct {
+	m    bench.Metrics // medians over the runs that produced figures
+	ok   int           // runs that produced figures
+	runs int
+	hung int
+	errs []string // distinct failure messages
+
+	outs   []outcome // the runs, in order
+	prefix string    // metric prefix for a codec scenario's sub-view
+}
+
+func (a agg) valid() bool  { return a.ok > 0 }
+func (a agg) failed() bool { return a.ok < a.runs }
+
+func (r *report) agg(build, scenario, rt string) agg {
+	outs := r.results[key{build, scenario, rt}]
+	a := agg{m: bench.Metrics{}, runs: len(outs), outs: outs}
+	vals := map[string][]float64{}
+	for _, o := range outs {
+		if o.err != "" && !slices.Contains(a.errs, o.err) {
+			a.errs = append(a.errs, o.err)
+		}
+		if o.hung {
+			a.hung++
+		}
+		if !o.ok() {
+			continue
+		}
+		a.ok++
+		for k, v := range o.metrics {
+			vals[k] = append(vals[k], v)
+		}
+	}
+	for k, vs := range vals {
+		a.m[k] = median(vs)
+	}
+	return a
+}
+
+func median(vs []float64) float64 {
+	s := slices.Clone(vs)
+	sort.Float64s(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// sub renames the metrics prefix_* of a codec scenario to *.
+func (a agg) sub(prefix string) agg {
+	b := a
+	b.prefix = prefix
+	b.m = bench.Metrics{}
+	for k, v := range a.m {
+		if rest, ok := strings.CutPrefix(k, prefix+"_"); ok {
+			b.m[rest] = v
+		}
+	}
+	return b
+}
+
+type verdict struct {
+	text string
+	met  bool
+}
+
+type row struct {
+	title    string
+	scenario string
+	metric   string // figure compared in the ratio columns
+	higher   bool   // higher is better
+	cell     func(bench.Metrics) string
+	// For runtime-independent codec scenarios: the metric prefixes shown
+	// in the competitor columns and in bridgekit's column.
+	codecComp, codecBK string
+	target, abs        string
+	judge, judgeAbs    func(bk, acp agg) verdict
+}
+
+func rows() []row {
+	rate := func(m bench.Metrics) string {
+		return fmt.Sprintf("%s · p50 %s · p99 %s", fmtRate(m["req_s"], "/s"), fmtUS(m["p50_us"]), fmtUS(m["p99_us"]))
+	}
+	rateCPU := func(m bench.Metrics) string {
+		return rate(m) + fmt.Sprintf(" · %.1f cores, %s CPU/call", m["cores"], fmtUS(m["cpu_us_per_call"]))
+	}
+	op := func(m bench.Metrics) string {
+		return fmt.Sprintf("%s · %s allocs · %s", fmtNS(m["ns"]), fmtCount(m["allocs"]), fmtBytes(m["bytes"]))
+	}
+	burst := func(m bench.Metrics) string {
+		return fmt.Sprintf("%s, %s/%s delivered", fmtRate(m["msg_s"], " msg/s"), fmtCount(m["seen"]), fmtCount(bench.BurstSize))
+	}
+	allocs := func(m bench.Metrics) string {
+		return fmt.Sprintf("%s allocs · %s", fmtCount(m["allocs"]), fmtBytes(m["bytes"]))
+	}
+	large := func(m bench.Metrics) string {
+		return fmt.Sprintf("%.0f MB/s · %s · p50 %s", m["mb_s"], fmtRate(m["req_s"], "/s"), fmtUS(m["p50_us"]))
+	}
+	large8 := func(m bench.Metrics) string {
+		return fmt.Sprintf("%.0f MB/s · p50 %s · conn OK", m["mb_s"], fmtUS(m["p50_us"]))
+	}
+	return []row{
+		{
+			title: "Codec: encode a request — encoding/json params→RawMessage→envelope (how all three competitors do it) vs go-json-experiment, one pass (bridgekit's codec)", scenario: "codec-encode",
+			metric: "ns", cell: op, codecComp: "v1double", codecBK: "v2single",
+			abs: "1 encode pass per message", judgeAbs: func(bk, _ agg) verdict {
+				return verdict{"met: params marshalled straight into the envelope buffer", true}
+			},
+		},
+		{
+			title: "Codec: encode a request in one pass — encoding/json vs go-json-experiment", scenario: "codec-encode",
+			metric: "ns", cell: op, codecComp: "v1single", codecBK: "v2single",
+		},
+		{
+			title: "Codec: decode a request, envelope then params — encoding/json vs go-json-experiment + jsonrpc.DecodeParams", scenario: "codec-decode",
+			metric: "ns", cell: op, codecComp: "v1", codecBK: "v2",
+		},
+		{title: "Send a notification: encode + write (Notify → io.Discard)", scenario: "encode-notify", metric: "ns", cell: op},
+		{title: "Receive a notification: frame + decode + dispatch (pre-encoded stream, batches of 1000)", scenario: "decode-inbound", metric: "ns", cell: op},
+		{
+			title: "Round trip in memory (io.Pipe), 1 caller", scenario: "rt-inmem-1", metric: "req_s", higher: true, cell: rateCPU,
+			target: "≥ 2× acp-go-sdk", judge: ratioAtLeast("req_s", 2),
+			abs: "≥ 80k req/s, p50 ≤ 10 µs", judgeAbs: absAll(atLeast("req_s", 80_000, "req/s"), atMost("p50_us", 10, "µs p50")),
+		},
+		{
+			title: "Round trip in memory (io.Pipe), 16 callers", scenario: "rt-inmem-16", metric: "req_s", higher: true, cell: rateCPU,
+			target: "≥ 2× acp-go-sdk", judge: ratioAtLeast("req_s", 2),
+			abs: "≥ 150k req/s", judgeAbs: absAll(atLeast("req_s", 150_000, "req/s")),
+		},
+		{
+			title: "Round trip to a child process over stdio, 1 caller", scenario: "rt-child-1", metric: "req_s", higher: true, cell: rate,
+			abs: "≥ 9k req/s, p50 ≤ 100 µs, p99 ≤ 250 µs", judgeAbs: absAll(atLeast("req_s", 9000, "req/s"), atMost("p50_us", 100, "µs p50"), atMost("p99_us", 250, "µs p99")),
+		},
+		{
+			title: "Round trip to a child process over stdio, 16 callers", scenario: "rt-child-16", metric: "req_s", higher: true, cell: rate,
+			target: "≥ 1.5× acp-go-sdk", judge: ratioAtLeast("req_s", 1.5),
+			abs: "≥ 65k req/s", judgeAbs: absAll(atLeast("req_s", 65_000, "req/s")),
+		},
+		{
+			title: "50k-notification burst then a barrier request, in memory", scenario: "burst-inmem", metric: "msg_s", higher: true, cell: burst,
+			target: "100% delivered, no disconnect", judge: allDelivered,
+			abs: "≥ 150k msg/s", judgeAbs: absAll(atLeast("msg_s", 150_000, "msg/s")),
+		},
+		{
+			title: "50k-notification burst then a barrier request, child stdio", scenario: "burst-child", metric: "msg_s", higher: true, cell: burst,
+			target: "100% delivered, no disconnect", judge: allDelivered,
+			abs: "≥ 150k msg/s", judgeAbs: absAll(atLeast("msg_s", 150_000, "msg/s")),
+		},
+		{
+			title: "Allocations per round trip (client + server, in memory)", scenario: "allocs-rt", metric: "allocs", cell: allocs,
+			target: "≤ 25 allocs (v2 codec)", judge: absAll(atMost("allocs", 25, "allocs")),
+			abs: "≤ 1.7 KiB", judgeAbs: absAll(atMost("bytes", 1.7*1024, "B")),
+		},
+		{
+			title: "Allocations per notification (client + server, in memory; incl. one barrier per 500)", scenario: "allocs-notify", metric: "allocs", cell: allocs,
+			abs: "≤ 16 allocs", judgeAbs: absAll(atMost("allocs", 16, "allocs")),
+		},
+		{
+			title: "64 KiB request, in memory, 1 caller", scenario: "large-64k-inmem", metric: "mb_s", higher: true, cell: large,
+			abs: "≥ 250 MB/s", judgeAbs: absAll(atLeast("mb_s", 250, "MB/s")),
+		},
+		{title: "64 KiB request, child stdio, 1 caller", scenario: "large-64k-child", metric: "mb_s", higher: true, cell: large},
+		{
+			title: "8 MiB request, in memory, then a normal call on the same connection", scenario: "large-8m-inmem", metric: "mb_s", higher: true, cell: large8,
+			target: "connection survives", judge: survives,
+		},
+		{
+			title: "8 MiB request, child stdio, then a normal call", scenario: "large-8m-child", metric: "mb_s", higher: true, cell: large8,
+			target: "connection survives", judge: survives,
+		},
+		{
+			title: "Cancellation: ctx cancel → Call returns (p50); handlers that saw the cancel; goroutines left after Close", scenario: "cancel", metric: "ret_p50_us",
+			cell: func(m bench.Metrics) string {
+				s := fmt.Sprintf("%s · handler saw %.0f%%", fmtUS(m["ret_p50_us"]), m["saw_pct"])
+				if m["saw_pct"] > 0 {
+					s += " (after " + fmtUS(m["handler_p50_us"]) + ")"
+				}
+				return s + fmt.Sprintf(" · %.0f leaked", m["leaked"])
+			},
+			target: "no goroutine leak", judge: func(bk, _ agg) verdict {
+				if !bk.valid() {
+					return verdict{"MISSED: " + firstErr(bk), false}
+				}
+				if bk.m["leaked"] > 0 || bk.failed() {
+					return verdict{fmt.Sprintf("MISSED: %.0f goroutines leaked", bk.m["leaked"]), false}
+				}
+				return verdict{"met: 0 leaked", true}
+			},
+		},
+		{
+			title: "Idle memory per connection (heap + goroutine stacks, 200 pairs after one call each)", scenario: "idle", metric: "total_kib",
+			cell: func(m bench.Metrics) string {
+				return fmt.Sprintf("%.1f KiB (heap %.1f + stacks %.1f)", m["total_kib"], m["heap_kib"], m["stack_kib"])
+			},
+			abs: "≤ 64 KiB", judgeAbs: absAll(atMost("total_kib", 64, "KiB")),
+		},
+	}
+}
+
+func firstErr(a agg) string {
+	if len(a.errs) == 0 {
+		return "no result"
+	}
+	return shorten(a.errs[0], 100)
+}
+
+// value returns metric of run i, if that run produced figures.
+func (a agg) value(i int, metric string) (float64, bool) {
+	if i >= len(a.outs) || !a.outs[i].ok() {
+		return 0, false
+	}
+	if a.prefix != "" {
+		metric = a.prefix + "_" + metric
+	}
+	v, ok := a.outs[i].metrics[metric]
+	return v, ok
+}
+
+// ratio is bridgekit's advantage over other (> 1: bridgekit better): the
+// median over the runs of the ratio within each run, so that both figures
+// of a ratio were measured at about the same time.
+func ratio(bk, other agg, metric string, higher bool) (float64, bool) {
+	var rs []float64
+	for i := range min(len(bk.outs), len(other.outs)) {
+		b, ok1 := bk.value(i, metric)
+		o, ok2 := other.value(i, metric)
+		if !ok1 || !ok2 || b == 0 || o == 0 {
+			continue
+		}
+		if higher {
+			rs = append(rs, b/o)
+		} else {
+			rs = append(rs, o/b)
+		}
+	}
+	if len(rs) == 0 {
+		return 0, false
+	}
+	return median(rs), true
+}
+
+func ratioAtLeast(metric string, want float64) func(bk, acp agg) verdict {
+	return func(bk, acp agg) verdict {
+		if !bk.valid() {
+			return verdict{"MISSED: bridgekit failed: " + firstErr(bk), false}
+		}
+		if !acp.valid() {
+			return verdict{"n/a: acp-go-sdk failed", false}
+		}
+		x, _ := ratio(bk, acp, metric, true)
+		if x >= want {
+			return verdict{fmt.Sprintf("met: %.2f× ≥ %g×", x, want), true}
+		}
+		return verdict{fmt.Sprintf("MISSED: %.2f× < %g×", x, want), false}
+	}
+}
+
+type cond struct {
+	metric, unit string
+	limit        float64
+	atLeast      bool
+}
+
+func atLeast(metric string, limit float64, unit string) cond {
+	return cond{metric: metric, unit: unit, limit: limit, atLeast: true}
+}
+func atMost(metric string, limit float64, unit string) cond {
+	return cond{metric: metric, unit: unit, limit: limit}
+}
+
+func absAll(conds ...cond) func(bk, acp agg) verdict {
+	return func(bk, _ agg) verdict {
+		if !bk.valid() {
+			return verdict{"MISSED: bridgekit failed", false}
+		}
+		met := true
+		var parts []string
+		for _, c := range conds {
+			v := bk.m[c.metric]
+			ok := v <= c.limit
+			if c.atLeast {
+				ok = v >= c.limit
+			}
+			if !ok {
+				met = false
+				parts = append(parts, fmt.Sprintf("%s %s", fmtNum(v), c.unit))
+			}
+		}
+		if met {
+			return verdict{"met", true}
+		}
+		return verdict{"MISSED: " + strings.Join(parts, ", "), false}
+	}
+}
+
+func allDelivered(bk, _ agg) verdict {
+	if !bk.valid() || bk.failed() {
+		return verdict{"MISSED: " + firstErr(bk), false}
+	}
+	if bk.m["seen"] != bench.BurstSize {
+		return verdict{fmt.Sprintf("MISSED: %.0f of %d delivered", bk.m["seen"], bench.BurstSize), false}
+	}
+	return verdict{fmt.Sprintf("met: %d/%d in every run", bench.BurstSize, bench.BurstSize), true}
+}
+
+func survives(bk, _ agg) verdict {
+	if !bk.valid() || bk.failed() {
+		return verdict{"MISSED: " + firstErr(bk), false}
+	}
+	return verdict{"met", true}
+}
+
+var columns = []string{"acp", "xexp", "sourcegraph"}
+
+func columnName(k string) string {
+	rt, err := bench.Lookup(k)
+	if err != nil {
+		return k
+	}
+	return rt.Name()
+}
+
+// cellFor renders one figure, with failures.
+func cellFor(a agg, cell func(bench.Metrics) string) string {
+	if a.runs == 0 {
+		return "—"
+	}
+	if !a.valid() {
+		what := "FAILED"
+		if a.hung == a.runs {
+			what = "HUNG"
+		}
+		return fmt.Sprintf("**%s** (%d/%d runs): %s", what, a.runs-a.ok, a.runs, shorten(a.errs[0], 110))
+	}
+	s := cell(a.m)
+	if a.failed() {
+		s += fmt.Sprintf(" (**failed %d/%d runs**: %s)", a.runs-a.ok, a.runs, shorten(a.errs[0], 80))
+	} else if len(a.errs) > 0 {
+		s += " (" + shorten(a.errs[0], 80) + ")"
+	}
+	return s
+}
+
+func (r *report) table() string {
+	var sb strings.Builder
+	sb.WriteString("| scenario | build | ")
+	for _, c := range columns {
+		sb.WriteString(columnName(c) + " | ")
+	}
+	sb.WriteString("**bridgekit** | bridgekit vs acp | bridgekit vs best other | target (issue) | met? | §7 figure | met? |\n")
+	sb.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, rw := range rows() {
+		for _, b := range r.builds {
+			if _, ok := r.results[key{b.name, rw.scenario, r.anyKey(rw)}]; !ok {
+				continue
+			}
+			comp := map[string]agg{}
+			var bk agg
+			if rw.codecComp != "" {
+				a := r.agg(b.name, rw.scenario, codecKey)
+				for _, c := range columns {
+					comp[c] = a.sub(rw.codecComp)
+				}
+				bk = a.sub(rw.codecBK)
+			} else {
+				for _, c := range columns {
+					comp[c] = r.agg(b.name, rw.scenario, c)
+				}
+				bk = r.agg(b.name, rw.scenario, "bridgekit")
+			}
+			fmt.Fprintf(&sb, "| %s | %s | ", rw.title, b.name)
+			for i, c := range columns {
+				if rw.codecComp != "" && i > 0 {
+					sb.WriteString("(same as acp) | ")
+					continue
+				}
+				sb.WriteString(cellFor(comp[c], rw.cell) + " | ")
+			}
+			sb.WriteString("**" + cellFor(bk, rw.cell) + "** | ")
+			// Ratios: > 1 means bridgekit is better.
+			if x, ok := ratio(bk, comp["acp"], rw.metric, rw.higher); ok {
+				fmt.Fprintf(&sb, "%.2f× | ", x)
+			} else {
+				sb.WriteString("— | ")
+			}
+			best, bestName := agg{}, ""
+			for _, c := range columns {
+				a := comp[c]
+				if !a.valid() {
+					continue
+				}
+				if bestName == "" || (rw.higher && a.m[rw.metric] > best.m[rw.metric]) || (!rw.higher && a.m[rw.metric] < best.m[rw.metric]) {
+					best, bestName = a, columnName(c)
+				}
+			}
+			if rw.codecComp != "" {
+				sb.WriteString("— | ")
+			} else if x, ok := ratio(bk, best, rw.metric, rw.higher); ok {
+				fmt.Fprintf(&sb, "%.2f× (%s) | ", x, bestName)
+			} else {
+				sb.WriteString("— | ")
+			}
+			if rw.judge != nil {
+				v := rw.judge(bk, comp["acp"])
+				fmt.Fprintf(&sb, "%s | %s | ", rw.target, mark(v))
+			} else {
+				sb.WriteString("— | — | ")
+			}
+			if rw.judgeAbs != nil {
+				v := rw.judgeAbs(bk, comp["acp"])
+				fmt.Fprintf(&sb, "%s | %s |\n", rw.abs, mark(v))
+			} else {
+				sb.WriteString("— | — |\n")
+			}
+		}
+	}
+	return sb.String()
+}
+
+func (r *report) anyKey(rw row) string {
+	if rw.codecComp != "" {
+		return codecKey
+	}
+	return "bridgekit"
+}
+
+func mark(v verdict) string {
+	if v.met {
+		return "✅ " + v.text
+	}
+	if strings.HasPrefix(v.text, "n/a") {
+		return v.text
+	}
+	return "❌ " + v.text
+}
+
+// targetSummary lists every target with its verdict per build.
+func (r *report) targetSummary() string {
+	var sb strings.Builder
+	sb.WriteString("Targets (ratios are bridgekit ÷ acp-go-sdk in the same run):\n\n")
+	for _, rw := range rows() {
+		for _, j := range []struct {
+			target string
+			f      func(bk, acp agg) verdict
+			kind   string
+		}{{rw.target, rw.judge, "issue"}, {rw.abs, rw.judgeAbs, "§7"}} {
+			if j.f == nil || rw.codecComp != "" {
+				continue
+			}
+			for _, b := range r.builds {
+				if _, ok := r.results[key{b.name, rw.scenario, "bridgekit"}]; !ok {
+					continue
+				}
+				v := j.f(r.agg(b.name, rw.scenario, "bridgekit"), r.agg(b.name, rw.scenario, "acp"))
+				fmt.Fprintf(&sb, "- [%s] %s — %s (%s): %s\n", b.name, shortTitle(rw.title), j.target, j.kind, mark(v))
+			}
+		}
+	}
+	return sb.String()
+}
+
+var parenthetical = regexp.MustCompile(`\s*\([^)]*\)`)
+
+// shortTitle drops the parenthetical details of a row title.
+func shortTitle(t string) string {
+	return parenthetical.ReplaceAllString(t, "")
+}
+
+// failures lists every failed run with its full message.
+func (r *report) failures() string {
+	var lines []string
+	for _, b := range r.builds {
+		for _, sc := range bench.Scenarios() {
+			for _, rk := range append([]string{codecKey}, append(slices.Clone(columns), "bridgekit")...) {
+				for i, o := range r.results[key{b.name, sc.Name, rk}] {
+					if o.err == "" {
+						continue
+					}
+					lines = append(lines, fmt.Sprintf("- %s, %s, %s, run %d: %s", b.name, sc.Name, columnName(rk), i+1, o.err))
+				}
+			}
+		}
+	}
+	if len(lines) == 0 {
+		return "None.\n"
+	}
+	return strings.Join(lines, "\n") + "\n"
+}
+
+func (r *report) machine() string {
+	var sb strings.Builder
+	cpu := "unknown"
+	if data, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, l := range strings.Split(string(data), "\n") {
+			if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
+				cpu = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	kernel := "unknown"
+	if data, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		kernel = strings.TrimSpace(string(data))
+	}
+	mem := "unknown"
+	if data, err := os.ReadFile("/proc/meminfo"); err == nil {
+		var kb float64
+		if _, err := fmt.Sscanf(strings.SplitN(string(data), "\n", 2)[0], "MemTotal: %f kB", &kb); err == nil {
+			mem = fmt.Sprintf("%.0f GiB", kb/1024/1024)
+		}
+	}
+	goVersion := runtime.Version()
+	if out, err := exec.Command("go", "version").Output(); err == nil {
+		goVersion = strings.TrimSpace(string(out))
+	}
+	fmt.Fprintf(&sb, "- Date: %s (run took %v)\n", r.started.UTC().Format("2006-01-02 15:04 MST"), r.duration.Round(time.Second))
+	fmt.Fprintf(&sb, "- Machine: %s, %d logical CPUs, %s RAM, Linux %s, %s/%s\n", cpu, runtime.NumCPU(), mem, kernel, runtime.GOOS, runtime.GOARCH)
+	fmt.Fprintf(&sb, "- Go: %s\n", goVersion)
+	fmt.Fprintf(&sb, "- Load average (1/5/15 min) at the start: %s; at the end: %s (including this run; the VM is shared, other jobs may have run)\n", r.load[0], r.load[1])
+	var foreign []float64
+	retries := 0
+	for _, outs := range r.results {
+		for _, o := range outs {
+			foreign = append(foreign, o.foreign)
+			retries += o.retries
+		}
+	}
+	if len(foreign) > 0 {
+		sort.Float64s(foreign)
+		fmt.Fprintf(&sb, "- CPU kept busy by other processes (or stolen by the hypervisor) during the %d measurements: median %.2f, 90th percentile %.2f, max %.2f CPUs; %d measurements were repeated because this exceeded %.1f CPUs (the least disturbed attempt is kept)\n",
+			len(foreign), median(foreign), foreign[(len(foreign)-1)*9/10], foreign[len(foreign)-1], retries, maxForeign)
+	}
+	// The load at the end includes this run's own work; at the start it
+	// is someone else's.
+	var l1 float64
+	if _, err := fmt.Sscanf(r.load[0], "%f", &l1); err == nil && l1 > 0.75*float64(runtime.NumCPU()) {
+		sb.WriteString("- **Warning: the machine was busy with other work when this run started; absolute figures may be depressed and ratios noisier than usual.**\n")
+	}
+	for _, b := range r.builds {
+		exp := b.info.GOEXPERIMENT
+		if exp == "" {
+			exp = "(none)"
+		}
+		fmt.Fprintf(&sb, "- Build `%s`: %s, GOEXPERIMENT=%s, GOMAXPROCS=%d\n", b.name, b.info.GoVersion, exp, b.info.GOMAXPROCS)
+	}
+	if len(r.builds) > 0 {
+		deps := r.builds[0].info.Deps
+		fmt.Fprintf(&sb, "- Runtimes: bridgekit (this checkout, runtime/jsonrpc, %s), github.com/coder/acp-go-sdk %s, golang.org/x/exp/jsonrpc2 %s, github.com/sourcegraph/jsonrpc2 %s; codec github.com/go-json-experiment/json %s\n",
+			r.bkOpts, deps["github.com/coder/acp-go-sdk"], deps["golang.org/x/exp/jsonrpc2"], deps["github.com/sourcegraph/jsonrpc2"], deps["github.com/go-json-experiment/json"])
+	}
+	mode := "full"
+	if r.cfg.quick {
+		mode = "quick (-quick: shorter loops)"
+	}
+	fmt.Fprintf(&sb, "- Runs: %d per build, %s; every figure is the median over the runs\n", r.cfg.runs, mode)
+	return sb.String()
+}
+
+const (
+	analysisBegin = "<!-- analysis:begin -->"
+	analysisEnd   = "<!-- analysis:end -->"
+)
+
+// readAnalysis returns the hand-written analysis block of an existing
+// report, which regeneration keeps.
+func readAnalysis(path string) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	s := string(data)
+	i := strings.Index(s, analysisBegin)
+	j := strings.Index(s, analysisEnd)
+	if i < 0 || j < i {
+		return ""
+	}
+	return strings.TrimSpace(s[i+len(analysisBegin) : j])
+}
+
+func (r *report) document(table, analysis string) string {
+	var sb strings.Builder
+	sb.WriteString("# Performance\n\n")
+	sb.WriteString("<!-- Generated by `make bench` (bench/cmd/benchreport). Everything outside the analysis block is rewritten on every run. -->\n\n")
+	sb.WriteString("How bridgekit's JSON-RPC runtime (`runtime/jsonrpc`) compares with the Go SDKs people would otherwise pick, measured by the same harness, in the same run, on the same machine, with the same payload and the same handler. The targets are those of issue 3 and of the performance anchors (§7), stated as ratios against acp-go-sdk in the same run where possible, since absolute figures depend on the machine.\n\n")
+	sb.WriteString("## Machine and build\n\n")
+	sb.WriteString(r.machine())
+	sb.WriteString("\n## Results\n\n")
+	sb.WriteString("Figures are medians of the runs. Ratios are bridgekit's advantage — > 1× means bridgekit is faster, allocates less or uses less memory — computed within each run (both figures measured minutes apart at most) and then the median taken over the runs, so they can differ slightly from the ratio of the two medians shown. Codec rows compare codecs, not runtimes: all three competitors encode and decode with encoding/json the same way, so their columns repeat one figure.\n\n")
+	sb.WriteString(table)
+	sb.WriteString("\n## Targets\n\n")
+	sb.WriteString(strings.TrimPrefix(r.targetSummary(), "Targets (ratios are bridgekit ÷ acp-go-sdk in the same run):\n\n"))
+	sb.WriteString("\n## Failures\n\nEvery run that failed, hung or reported a problem, with the runtime's own words:\n\n")
+	sb.WriteString(r.failures())
+	if r.profile != "" {
+		sb.WriteString("\n## Profile of bridgekit's round trip\n\n")
+		fmt.Fprintf(&sb, "`%s` build, from `benchreport -worker -rt bridgekit -scenario rt-inmem-1` (and `rt-inmem-16`) `-cpuprofile`, which then loops for 3 s, and `-scenario allocs-rt -memprofile` (MemProfileRate=1), read with `go tool pprof -top`. Client and server run in the same process, so both sides show; the benchmark service's own work (params struct, result struct) is included.\n\n", r.builds[0].name)
+		sb.WriteString(r.profile)
+	}
+	sb.WriteString("\n## Analysis\n\n")
+	sb.WriteString(analysisBegin + "\n")
+	if analysis != "" {
+		sb.WriteString(analysis + "\n")
+	} else {
+		sb.WriteString("(No analysis written yet. Text between these markers survives `make bench`.)\n")
+	}
+	sb.WriteString(analysisEnd + "\n")
+	sb.WriteString("\n## Method\n\n")
+	sb.WriteString(method)
+	return sb.String()
+}
+
+const method = `- **Harness.** ` + "`bench/`" + ` is its own Go module (` + "`github.com/bridgekit/bridgekit/bench`" + `, with a ` + "`replace`" + ` of bridgekit to the checkout), so the competitors never become dependencies of bridgekit. One adapter interface (` + "`bench.Runtime`" + `: ` + "`Open(r, w, svc)`" + ` returning a ` + "`Conn`" + ` with ` + "`Call`, `Notify`, `Done`, `Err`, `Close`" + `) drives all four runtimes:
+  - bridgekit: ` + "`jsonrpc.NewConn`" + ` with default ` + "`Options`" + ` (requests handled one at a time in arrival order, queue 256, 16 MiB frame limit); handler decodes with ` + "`jsonrpc.DecodeParams`" + `.
+  - acp-go-sdk v0.13.0, the latest version the module proxy serves (the anchors measured v0.13.5): ` + "`acp.NewConnection`" + ` with a ` + "`MethodHandler`" + `, ` + "`acp.SendRequest[T]`" + ` / ` + "`SendNotification`" + ` (requests in a goroutine each, notifications queued, 1024 deep).
+  - x/exp/jsonrpc2 (module ` + "`golang.org/x/exp/jsonrpc2`" + `, latest pseudo-version): ` + "`jsonrpc2.Dial`" + ` over the given stream with ` + "`RawFramer`" + ` and the default sequential handler queue.
+  - sourcegraph/jsonrpc2: ` + "`NewConn`" + ` over ` + "`NewPlainObjectStream`" + ` (newline-delimited JSON); requests handled in a goroutine each, notifications inline in order.
+- **Payload.** A ` + "`session/prompt`" + `-like request of 430 bytes on the wire with id 1 and its newline (the anchors' "about 425"): ` + "`sessionId`" + `, two text content blocks (160 bytes and 17 bytes of text), ` + "`_meta.traceparent`" + `; result ` + "`{\"stopReason\":\"end_turn\",\"echoed\":N}`" + `. Every handler decodes the params into a struct with its runtime's codec and returns a struct. Notifications (` + "`session/update`" + `) carry the same params.
+- **Transports.** In memory: two ` + "`io.Pipe`" + `s in one process. Child: the worker re-executes itself with ` + "`BRIDGEKIT_BENCH_PEER=<runtime>`" + ` as a server on its stdin/stdout, connected by real OS pipes.
+- **Round trips.** 1 or 16 concurrent callers; 2,000 warm-up calls, then up to 20,000 (1 caller) or 50,000 (16 callers) measured calls, capped at 1.2 s in memory and 2 s to a child. Latency percentiles come from the sorted per-call samples; req/s is calls ÷ wall time. In memory, "cores" is the process's CPU time (getrusage, client and server together) ÷ wall time, and "CPU/call" that CPU time ÷ calls.
+- **Burst.** 50,000 notifications sent back to back, then a ` + "`bench/barrier`" + ` request that answers once the server has handled all of them; msg/s is 50,000 ÷ (first send → barrier reply). A run fails if the connection closes or nothing completes within 20 s (the worker is killed after 40 s); acp-go-sdk's fixed 1024-entry notification queue overflows and it closes the connection, which is reported as such.
+- **Large messages.** The first text block grows to 64 KiB (or 8 MiB) of prose with a newline every 80 bytes (escaped as ` + "`\\n`" + `); MB/s counts request bytes on the wire. After the 8 MiB calls a normal call must still succeed on the same connection.
+- **Cancellation.** 100 calls to a handler that waits for its context (at most 10 ms); each call's context is cancelled once the handler has started. Reported: cancel → ` + "`Call`" + ` returns (p50), share of handlers whose context was cancelled by the peer, and goroutines still running 2 s after both ends are closed (against the count before the pair was opened).
+- **Allocations.** ` + "`runtime.MemStats`" + ` deltas (Mallocs, TotalAlloc) over 5,000 sequential in-memory round trips (or notifications, sent in batches of 500 each followed by a barrier call), client and server together, after a warm-up.
+- **Idle memory.** Live heap (after two GCs) and goroutine stack growth for 200 in-memory pairs after one call each, divided by 400 connections.
+- **Codec micro-benchmarks.** Time-boxed loops (0.5 s) over the 425-byte request, ` + "`runtime.MemStats`" + ` for allocations.
+- **Isolation and noise.** Every measurement runs in a fresh worker process, and the CPU time other processes used meanwhile is measured (busy time from ` + "`/proc/stat`" + ` minus the worker's own, children included); a measurement disturbed by more than half a CPU of foreign load is repeated up to twice and the least disturbed attempt kept. Each worker is built once per build (default and ` + "`GOEXPERIMENT=jsonv2`" + `) and killed if it exceeds its time limit. Runs are the outer loop (run 1 of both builds, then run 2, …) and the runtime order rotates from run to run, so slow drifts of the machine's load spread over all columns. Figures are medians of the runs; ratios are medians of the per-run ratios. The machine is a shared VM (other jobs may run at the same time): treat differences below about 1.3× as noise.
+- **Reproduce.** ` + "`make bench`" + ` (or ` + "`cd bench && go run ./cmd/benchreport`" + `; ` + "`-quick`" + ` (` + "`make bench-quick`" + `) for a one-minute smoke run that does not touch this file, ` + "`-only rt-inmem-1,burst-inmem`" + ` for a subset, ` + "`-out ''`" + ` to leave this file alone, ` + "`-raw results.json`" + ` to keep every run's figures and ` + "`-render results.json`" + ` to rebuild this file from them without measuring). The same scenarios exist as ` + "`testing.B`" + ` benchmarks: ` + "`cd bench && go test -run '^$' -bench .`" + `; ` + "`go test ./...`" + ` in ` + "`bench/`" + ` runs only the fast sanity tests. To try bridgekit with concurrent request handling, set ` + "`BRIDGEKIT_BENCH_MAX_CONCURRENT=16`" + ` (becomes ` + "`Options.MaxConcurrentRequests`" + ` everywhere, child peers included).
+`
+
+func shorten(s string, n int) string {
+	s = oneLine(s)
+	s = strings.ReplaceAll(s, "|", "/")
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+func fmtRate(v float64, unit string) string {
+	switch {
+	case v >= 1e6:
+		return fmt.Sprintf("%.2fM%s", v/1e6, unit)
+	case v >= 1e3:
+		return fmt.Sprintf("%.1fk%s", v/1e3, unit)
+	default:
+		return fmt.Sprintf("%.0f%s", v, unit)
+	}
+}
+
+func fmtUS(us float64) string {
+	switch {
+	case us >= 1000:
+		return fmt.Sprintf("%.2f ms", us/1000)
+	case us >= 10:
+		return fmt.Sprintf("%.0f µs", us)
+	default:
+		return fmt.Sprintf("%.1f µs", us)
+	}
+}
+
+func fmtNS(ns float64) string {
+	if ns >= 1000 {
+		return fmt.Sprintf("%.2f µs", ns/1000)
+	}
+	return fmt.Sprintf("%.0f ns", ns)
+}
+
+func fmtBytes(b float64) string {
+	switch {
+	case b >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", b/(1<<20))
+	case b >= 1024:
+		return fmt.Sprintf("%.1f KiB", b/1024)
+	default:
+		return fmt.Sprintf("%.0f B", b)
+	}
+}
+
+func fmtCount(v float64) string {
+	if v == math.Trunc(v) || v >= 100 {
+		return fmt.Sprintf("%.0f", v)
+	}
+	return fmt.Sprintf("%.1f", v)
+}
+
+func fmtNum(v float64) string {
+	switch {
+	case v >= 1e4:
+		return fmtRate(v, "")
+	case v == math.Trunc(v):
+		return fmt.Sprintf("%.0f", v)
+	default:
+		return fmt.Sprintf("%.1f", v)
+	}
+}

@@ -1,0 +1,77 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+
+	"github.com/bridgekit/bridgekit/runtime/jsonrpc"
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// MaxConcurrentEnv, if set to a number, becomes the
+// Options.MaxConcurrentRequests of every bridgekit connection (in the
+// driver, its workers and their child peers), for trying that setting
+// against the default.
+const MaxConcurrentEnv = "BRIDGEKIT_BENCH_MAX_CONCURRENT"
+
+// Bridgekit returns the adapter for bridgekit's runtime/jsonrpc with its
+// default options (requests handled one at a time in arrival order), or
+// with MaxConcurrentRequests from MaxConcurrentEnv.
+func Bridgekit() Runtime {
+	if n, err := strconv.Atoi(os.Getenv(MaxConcurrentEnv)); err == nil {
+		return bridgekitRT{opts: &jsonrpc.Options{MaxConcurrentRequests: n}}
+	}
+	return bridgekitRT{}
+}
+
+// BridgekitOptions describes the options Bridgekit uses.
+func BridgekitOptions() string {
+	if n, err := strconv.Atoi(os.Getenv(MaxConcurrentEnv)); err == nil {
+		return fmt.Sprintf("Options{MaxConcurrentRequests: %d} (from %s)", n, MaxConcurrentEnv)
+	}
+	return "default Options (requests handled one at a time in arrival order)"
+}
+
+// BridgekitWith returns the bridgekit adapter with the given options, for
+// exploring configurations.
+func BridgekitWith(opts *jsonrpc.Options) Runtime { return bridgekitRT{opts: opts} }
+
+type bridgekitRT struct{ opts *jsonrpc.Options }
+
+func (bridgekitRT) Name() string { return "bridgekit" }
+func (bridgekitRT) Key() string  { return "bridgekit" }
+
+func (rt bridgekitRT) Open(r io.Reader, w io.Writer, svc *Service) Conn {
+	var h jsonrpc.Handler
+	if svc != nil {
+		h = jsonrpc.HandlerFunc(func(ctx context.Context, req *jsonrpc.Request) (any, error) {
+			res, err := serve(ctx, svc, req.Method, req.Params, decodeBridgekit)
+			if errors.Is(err, errUnknownMethod) {
+				return nil, jsonrpc.MethodNotFound(req.Method)
+			}
+			return res, err
+		})
+	}
+	return bridgekitConn{jsonrpc.NewConn(r, w, h, rt.opts)}
+}
+
+// decodeBridgekit is how a bridgekit handler decodes params.
+func decodeBridgekit(raw jsontext.Value, v any) error { return jsonrpc.DecodeParams(raw, v) }
+
+type bridgekitConn struct{ c *jsonrpc.Conn }
+
+func (c bridgekitConn) Call(ctx context.Context, method string, params, result any) error {
+	return c.c.Call(ctx, method, params, result)
+}
+
+func (c bridgekitConn) Notify(ctx context.Context, method string, params any) error {
+	return c.c.Notify(ctx, method, params)
+}
+
+func (c bridgekitConn) Done() <-chan struct{} { return c.c.Done() }
+func (c bridgekitConn) Err() error            { return c.c.Err() }
+func (c bridgekitConn) Close() error          { return c.c.Close() }
