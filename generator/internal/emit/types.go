@@ -408,12 +408,18 @@ func emitUnion(f *jen.File, t *ir.Type) {
 		jen.Return(jen.Nil()),
 	)
 	f.Line()
-	marshal = append(marshal, jen.Default().Block(jen.Return(jen.Op("&").Qual(pkgWire, "DecodeError").Values(jen.Dict{
+	emitUnionMarshal(f, t, "MarshalJSONTo encodes the variant that is set.", marshal)
+}
+
+// emitUnionMarshal emits MarshalJSONTo as a switch over the set variant
+// (cases), failing with ErrNoVariant when none is, and the v1 methods.
+func emitUnionMarshal(f *jen.File, t *ir.Type, comment string, cases []jen.Code) {
+	cases = append(cases, jen.Default().Block(jen.Return(jen.Op("&").Qual(pkgWire, "DecodeError").Values(jen.Dict{
 		jen.Id("Type"): jen.Lit(t.Name), jen.Id("Err"): jen.Qual(pkgWire, "ErrNoVariant"),
 	}))))
-	f.Comment("MarshalJSONTo encodes the variant that is set.")
+	f.Comment(comment)
 	f.Func().Params(jen.Id("x").Id(t.Name)).Id("MarshalJSONTo").Params(jen.Id("enc").Op("*").Qual(pkgJSONText, "Encoder")).Error().Block(
-		jen.Switch().Block(marshal...),
+		jen.Switch().Block(cases...),
 	)
 	f.Line()
 	emitV1(f, t.Name)
@@ -542,16 +548,8 @@ func emitTaggedUnion(f *jen.File, t *ir.Type) {
 	f.Line()
 	marshal = append(marshal,
 		jen.Case(jen.Id("x").Dot("Unknown").Op("!=").Nil()).Block(jen.Return(jen.Qual(pkgWire, "WriteRaw").Call(jen.Id("enc"), jen.Id("x").Dot("Unknown")))),
-		jen.Default().Block(jen.Return(jen.Op("&").Qual(pkgWire, "DecodeError").Values(jen.Dict{
-			jen.Id("Type"): jen.Lit(t.Name), jen.Id("Err"): jen.Qual(pkgWire, "ErrNoVariant"),
-		}))),
 	)
-	f.Comment("MarshalJSONTo encodes the variant that is set, or Unknown as it arrived.")
-	f.Func().Params(jen.Id("x").Id(t.Name)).Id("MarshalJSONTo").Params(jen.Id("enc").Op("*").Qual(pkgJSONText, "Encoder")).Error().Block(
-		jen.Switch().Block(marshal...),
-	)
-	f.Line()
-	emitV1(f, t.Name)
+	emitUnionMarshal(f, t, "MarshalJSONTo encodes the variant that is set, or Unknown as it arrived.", marshal)
 }
 
 // wrapCall is wire.Wrap(type, "", call).
