@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -153,6 +154,15 @@ func TestOpenObjectKeepsUnknownMembersInOrder(t *testing.T) {
 	out, _ := json.Marshal(r)
 	if string(out) != in {
 		t.Fatalf("byte-exact round trip: got %s", out)
+	}
+	// The same from a stream read one byte at a time, where member names
+	// live in a decoder buffer that moves while values are read.
+	var streamed harn.SetDefaultShellRequest
+	if err := json.UnmarshalRead(iotest.OneByteReader(strings.NewReader(in)), &streamed); err != nil {
+		t.Fatal(err)
+	}
+	if out, _ := json.Marshal(streamed); string(out) != in {
+		t.Fatalf("streamed round trip: got %s", out)
 	}
 }
 

@@ -47,13 +47,15 @@ func (x *Extras) Delete(name string) {
 	}
 }
 
-// Read appends the member whose name was just read and whose value is next in dec.
+// Read appends the member whose name was just read and whose value is next in
+// dec. name may point into dec's buffer, so it is copied before the value is read.
 func (x *Extras) Read(dec *jsontext.Decoder, typ string, name []byte) error {
+	n := string(name)
 	v, err := dec.ReadValue()
 	if err != nil {
-		return Wrap(typ, string(name), err)
+		return Wrap(typ, n, err)
 	}
-	*x = append(*x, Member{Name: string(name), Value: bytes.Clone(v)})
+	*x = append(*x, Member{Name: n, Value: bytes.Clone(v)})
 	return nil
 }
 

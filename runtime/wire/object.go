@@ -33,8 +33,8 @@ func EndObject(dec *jsontext.Decoder, typ string) error {
 }
 
 // ReadName reads the next member name and returns it unquoted. The returned
-// slice is valid until the next read from dec; switch on string(name) does not
-// allocate.
+// slice may point into dec's buffer and is valid only until the next read
+// from dec; switch on string(name) does not allocate.
 func ReadName(dec *jsontext.Decoder, typ string) ([]byte, error) {
 	v, err := dec.ReadValue()
 	if err != nil {
