@@ -72,6 +72,12 @@ func (c *Conn) roundTrip(ctx context.Context, id int64, frame []byte) (callResul
 	c.mu.Unlock()
 
 	err := c.w.WriteFrame(ctx, frame)
+	if err == nil && ctx.Done() == nil {
+		// ctx never ends: a plain receive spares the select.
+		r := <-ch
+		replyPool.Put(ch)
+		return r, nil
+	}
 	if err == nil {
 		select {
 		case r := <-ch:

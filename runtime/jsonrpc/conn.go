@@ -1,6 +1,7 @@
 package jsonrpc
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -65,6 +66,10 @@ type Conn struct {
 	fr  *ndjson.Reader
 	w   *ndjson.Writer
 	env envelope // scratch space of the read goroutine
+	// The read goroutine's envelope decoder, reset on each frame; decBuf
+	// aliases the frame, which the decoder then reads without copying.
+	dec    jsontext.Decoder
+	decBuf bytes.Buffer
 
 	ctx       context.Context // cancelled, with the shutdown reason, at shutdown
 	cancel    context.CancelCauseFunc

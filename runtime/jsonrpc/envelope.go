@@ -18,7 +18,7 @@ import (
 
 var bufferPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
-const maxPooledBuffer = 64 << 10
+const maxPooledBuffer = 1 << 20
 
 func getBuffer() *bytes.Buffer { return bufferPool.Get().(*bytes.Buffer) }
 

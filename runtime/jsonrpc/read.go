@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 
 	"github.com/bridgekit/bridgekit/runtime/ndjson"
-	"github.com/go-json-experiment/json"
 )
 
 // read is the read goroutine. It routes responses to their callers, queues
@@ -37,7 +37,7 @@ func (c *Conn) read() {
 // call, so whatever outlives it is copied.
 func (c *Conn) handleFrame(frame []byte) {
 	e := &c.env
-	if err := json.Unmarshal(frame, e); err != nil {
+	if err := c.decodeEnvelope(frame); err != nil {
 		c.reject(ID{}, ErrParse, FrameMalformed, err, frame)
 		return
 	}
@@ -50,6 +50,26 @@ func (c *Conn) handleFrame(frame []byte) {
 		id, _ := requestID(e.id)
 		c.rejectInvalid(id, "not a request, notification or response", frame)
 	}
+}
+
+var errTrailingData = errors.New("jsonrpc: unexpected data after the message")
+
+// decodeEnvelope scans frame into c.env with the read goroutine's decoder,
+// with the same checks as json.Unmarshal: one valid JSON value and nothing
+// but whitespace after it.
+func (c *Conn) decodeEnvelope(frame []byte) error {
+	c.decBuf = *bytes.NewBuffer(frame)
+	c.dec.Reset(&c.decBuf)
+	if err := c.env.UnmarshalJSONFrom(&c.dec); err != nil {
+		return err
+	}
+	if _, err := c.dec.ReadToken(); err != io.EOF {
+		if err == nil {
+			err = errTrailingData
+		}
+		return err
+	}
+	return nil
 }
 
 func (c *Conn) queueRequest(e *envelope, frame []byte) {

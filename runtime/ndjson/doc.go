@@ -4,8 +4,10 @@
 // [Reader] splits a byte stream into frames without allocating per frame in
 // the common case and bounds the memory spent on a single line; an oversized
 // line is skipped and reported, and the stream stays usable. [Writer] writes
-// whole frames with a single Write call each, serialising concurrent writers
-// with a lock that honours context cancellation.
+// whole frames, never interleaved: a frame is written with a Write call of
+// its own when no other is in progress, and frames that arrive during a
+// Write are written together, in order, with one Write call after it
+// (group commit). A queued frame can be withdrawn by cancelling its context.
 //
 // The package does not parse JSON; it only deals with line boundaries.
 package ndjson

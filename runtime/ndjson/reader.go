@@ -2,6 +2,7 @@ package ndjson
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"io"
 	"strconv"
@@ -15,7 +16,10 @@ const (
 	readBufferSize = 4 << 10
 	// maxRetainedSpill is the largest spill buffer kept between frames;
 	// larger ones are released so that one huge frame does not pin memory.
-	maxRetainedSpill = 64 << 10
+	maxRetainedSpill = 1 << 20
+	// minSpill is the size of a new spill buffer, so that the rest of a long
+	// line is read in large chunks.
+	minSpill = 32 << 10
 )
 
 // ErrFrameTooLarge is matched (with errors.Is) by the error ReadFrame returns
@@ -38,9 +42,51 @@ func (e *FrameTooLargeError) Is(target error) bool { return target == ErrFrameTo
 // Reader reads frames from a newline-delimited stream.
 // A Reader is not safe for concurrent use.
 type Reader struct {
+	src   pushback // what br reads from
 	br    *bufio.Reader
 	max   int
 	spill []byte // assembles lines that do not fit in br's buffer
+}
+
+// pushback is an io.Reader that returns unread bytes before reading on.
+// Long lines are read straight into the spill buffer, bypassing the bufio
+// buffer; the bytes read past the line's end are pushed back here.
+type pushback struct {
+	r       io.Reader
+	buf     []byte // unread bytes are buf[off:]
+	off     int
+	fromBuf bool  // the last Read was served from buf
+	err     error // a read error to return once buf is drained
+}
+
+func (p *pushback) Read(b []byte) (int, error) {
+	if p.off < len(p.buf) {
+		n := copy(b, p.buf[p.off:])
+		p.off += n
+		p.fromBuf = true
+		return n, nil
+	}
+	if cap(p.buf) > maxRetainedSpill {
+		p.buf = nil
+	}
+	p.buf, p.off, p.fromBuf = p.buf[:0], 0, false
+	if err := p.err; err != nil {
+		p.err = nil
+		return 0, err
+	}
+	return p.r.Read(b)
+}
+
+// unread pushes back the tail of what the last Read returned, and the
+// error it returned with it.
+func (p *pushback) unread(tail []byte, err error) {
+	p.err = err
+	if p.fromBuf {
+		p.off -= len(tail)
+		return
+	}
+	p.buf = append(p.buf[:0], tail...)
+	p.off = 0
 }
 
 // NewReader returns a Reader that reads from r and rejects frames longer
@@ -50,7 +96,9 @@ func NewReader(r io.Reader, maxFrame int) *Reader {
 	if maxFrame <= 0 {
 		maxFrame = DefaultMaxFrame
 	}
-	return &Reader{br: bufio.NewReaderSize(r, readBufferSize), max: maxFrame}
+	rd := &Reader{src: pushback{r: r}, max: maxFrame}
+	rd.br = bufio.NewReaderSize(&rd.src, readBufferSize)
+	return rd
 }
 
 // ReadFrame returns the next non-blank line without its "\n" or "\r\n"
@@ -103,6 +151,35 @@ func (r *Reader) readLine() (line []byte, n int, err error) {
 			return nil, len(r.spill) + len(chunk) + n, err
 		}
 		r.spill = r.appendSpill(chunk)
+		if r.br.Buffered() == 0 {
+			return r.readLong()
+		}
+	}
+}
+
+// readLong reads the rest of a long line straight into the spill buffer,
+// which holds its beginning; br's buffer is empty.
+func (r *Reader) readLong() (line []byte, n int, err error) {
+	for {
+		if len(r.spill) > r.max+1 {
+			n, err := r.discardLine()
+			return nil, len(r.spill) + n, err
+		}
+		if len(r.spill) == cap(r.spill) {
+			r.spill = r.growSpill(cap(r.spill) + 1)
+		}
+		start := len(r.spill)
+		k, err := r.src.Read(r.spill[start:cap(r.spill)])
+		if i := bytes.IndexByte(r.spill[start:start+k], '\n'); i >= 0 {
+			r.src.unread(r.spill[start+i+1:start+k], err)
+			line = trimEOL(r.spill[:start+i+1])
+			return line, len(line), nil
+		}
+		r.spill = r.spill[:start+k]
+		if err != nil {
+			line = trimEOL(r.spill)
+			return line, len(line), err
+		}
 	}
 }
 
@@ -112,10 +189,17 @@ func (r *Reader) readLine() (line []byte, n int, err error) {
 // times the limit in all to read or skip a line of the limit's size.
 func (r *Reader) appendSpill(chunk []byte) []byte {
 	if need := len(r.spill) + len(chunk); need > cap(r.spill) {
-		size := min(max(2*cap(r.spill), need), r.max+1+readBufferSize)
-		r.spill = append(make([]byte, 0, max(size, need)), r.spill...)
+		r.spill = r.growSpill(need)
 	}
 	return append(r.spill, chunk...)
+}
+
+// growSpill returns the spill buffer with room for need bytes: twice its
+// capacity (at least minSpill), but no more than the longest acceptable line
+// needs.
+func (r *Reader) growSpill(need int) []byte {
+	size := min(max(2*cap(r.spill), need, minSpill), r.max+1+readBufferSize)
+	return append(make([]byte, 0, max(size, need)), r.spill...)
 }
 
 // discardLine skips the rest of the current line and returns how many bytes
