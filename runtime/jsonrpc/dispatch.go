@@ -103,7 +103,14 @@ func (c *Conn) respond(id ID, result any, err error) {
 	if err != nil {
 		encodeError(b, id, wireError(err))
 	}
-	if err := c.w.WriteFrame(c.ctx, b.Bytes()); err != nil {
+	// With more inbound work queued, hand the reply to the writer and move
+	// on: the replies queued meanwhile go out together in one Write while
+	// the dispatcher handles the next message. With none, write it now.
+	write := c.w.WriteFrame
+	if c.q.backlog() {
+		write = c.w.WriteFrameAsync
+	}
+	if err := write(c.ctx, b.Bytes()); err != nil {
 		c.log.Debug("jsonrpc: reply not sent", "id", id.String(), "err", err)
 	}
 }

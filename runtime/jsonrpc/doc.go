@@ -38,7 +38,11 @@
 // # Encoding
 //
 // Messages are encoded in a single pass into pooled buffers with
-// github.com/go-json-experiment/json and written with one Write call each.
+// github.com/go-json-experiment/json. A message is written with one Write
+// call when the stream is idle; messages that arrive while a Write is in
+// progress are written together with the next one. While more inbound
+// messages wait, the dispatcher queues each reply and goes on to the next
+// message instead of waiting for the peer to read it.
 // Inbound request ids are echoed byte for byte; outbound ids are integers
 // counting up from 1.
 package jsonrpc

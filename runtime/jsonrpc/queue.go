@@ -146,6 +146,13 @@ func (q *inbox) close(drop bool) {
 	q.space.Broadcast()
 }
 
+// backlog reports whether messages are waiting for the dispatcher.
+func (q *inbox) backlog() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.n > 0
+}
+
 // notifications returns the number of notifications queued so far.
 func (q *inbox) notifications() uint64 {
 	q.mu.Lock()

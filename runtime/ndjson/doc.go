@@ -8,6 +8,8 @@
 // its own when no other is in progress, and frames that arrive during a
 // Write are written together, in order, with one Write call after it
 // (group commit). A queued frame can be withdrawn by cancelling its context.
+// [Writer.WriteFrameAsync] queues a copy of a frame and returns at once, for
+// a producer that has more work to do than wait for the peer to read.
 //
 // The package does not parse JSON; it only deals with line boundaries.
 package ndjson

@@ -44,13 +44,22 @@ type Writer struct {
 	batch    []byte
 	inflight []*waiter
 	once     sync.Once
+
+	flushers sync.WaitGroup // goroutines started by WriteFrameAsync to drain the queue
 }
 
 // waiter is a frame queued behind a Write in progress.
 type waiter struct {
 	line  []byte
-	ch    chan error // receives the outcome once; buffered
+	ch    chan error // receives the outcome once; buffered; nil for WriteFrameAsync frames
 	taken bool       // removed from pending by a batch or by Close (under mu)
+}
+
+// notify hands the outcome to the frame's caller, if one waits for it.
+func (wt *waiter) notify(err error) {
+	if wt.ch != nil {
+		wt.ch <- err
+	}
 }
 
 var waiterPool = sync.Pool{New: func() any { return &waiter{ch: make(chan error, 1)} }}
@@ -100,6 +109,46 @@ func (w *Writer) WriteFrame(ctx context.Context, line []byte) error {
 	err, poison := w.write(line)
 	w.drain(poison)
 	return err
+}
+
+// maxQueued bounds the frames WriteFrameAsync may leave queued; past it,
+// WriteFrameAsync waits like WriteFrame, which throttles its caller.
+const maxQueued = 1024
+
+// WriteFrameAsync queues a copy of line to be written in order with every
+// other frame and returns without waiting for the write, unless the queue
+// already holds maxQueued frames: then it waits like WriteFrame (with ctx). A goroutine is started to write the queue when no write is in
+// progress. Write errors are not reported to the caller; they poison the
+// stream, so later calls fail. It lets a producer of many frames (a
+// dispatcher answering queued requests) go on working while the peer reads.
+func (w *Writer) WriteFrameAsync(ctx context.Context, line []byte) error {
+	if err := checkFrame(line); err != nil {
+		return err
+	}
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return ErrClosed
+	}
+	if err := w.err; err != nil {
+		w.mu.Unlock()
+		return err
+	}
+	if len(w.pending) >= maxQueued {
+		w.mu.Unlock()
+		return w.WriteFrame(ctx, line)
+	}
+	w.pending = append(w.pending, &waiter{line: bytes.Clone(line)})
+	if !w.writing {
+		w.writing = true
+		w.flushers.Add(1)
+		go func() {
+			defer w.flushers.Done()
+			w.drain(nil)
+		}()
+	}
+	w.mu.Unlock()
+	return nil
 }
 
 // write writes p with one Write call. poison is err if the write left the
@@ -175,7 +224,7 @@ func (w *Writer) drain(poison error) {
 			failed := w.takeLocked(len(w.pending))
 			w.mu.Unlock()
 			for i, wt := range failed {
-				wt.ch <- err
+				wt.notify(err)
 				failed[i] = nil
 			}
 			w.mu.Lock()
@@ -205,7 +254,7 @@ func (w *Writer) drain(poison error) {
 		var err error
 		err, poison = w.write(p)
 		for i, wt := range batch {
-			wt.ch <- err
+			wt.notify(err)
 			batch[i] = nil
 		}
 		w.mu.Lock()
@@ -241,11 +290,12 @@ func (w *Writer) Close() error {
 		}
 		w.mu.Unlock()
 		for _, wt := range queued {
-			wt.ch <- ErrClosed
+			wt.notify(ErrClosed)
 		}
 		if c, ok := w.w.(io.Closer); ok {
 			err = c.Close()
 		}
+		w.flushers.Wait()
 	})
 	return err
 }

@@ -1,0 +1,111 @@
+package ndjson
+
+import (
+	"context"
+	"errors"
+	"io"
+	"testing"
+	"time"
+)
+
+func TestWriteFrameAsyncKeepsOrderAndReturnsAtOnce(t *testing.T) {
+	g := newGateWriter()
+	w := NewWriter(g)
+	ctx := context.Background()
+	line := []byte("0\n")
+	if err := w.WriteFrameAsync(ctx, line); err != nil {
+		t.Fatal(err)
+	}
+	line[0] = 'x' // the caller's buffer is not retained
+	<-g.started   // the flusher's Write of "0\n" is in progress
+	for _, l := range []string{"1\n", "2\n"} {
+		if err := w.WriteFrameAsync(ctx, []byte(l)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sync := make(chan error, 1)
+	go func() { sync <- w.WriteFrame(ctx, []byte("3\n")) }()
+	queued(t, w, 3)
+	g.release <- nil // "0\n"
+	<-g.started
+	g.release <- nil // "1\n2\n3\n" in one batch
+	if err := <-sync; err != nil {
+		t.Fatal(err)
+	}
+	if got := g.recorded(); len(got) != 2 || got[0] != "0\n" || got[1] != "1\n2\n3\n" {
+		t.Fatalf("writes = %q", got)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestWriteFrameAsyncThrottlesWhenTheQueueIsFull(t *testing.T) {
+	g := newGateWriter()
+	w := NewWriter(g)
+	if err := w.WriteFrameAsync(context.Background(), []byte("first\n")); err != nil {
+		t.Fatal(err)
+	}
+	<-g.started // stuck in Write: the peer reads nothing
+	for range maxQueued {
+		if err := w.WriteFrameAsync(context.Background(), []byte("q\n")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := w.WriteFrameAsync(ctx, []byte("over\n")); !errors.Is(err, context.Canceled) {
+		t.Fatalf("a full queue must make the caller wait (and honour ctx): %v", err)
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- w.Close() }() // fails the queue; waits for the flusher
+	for done := false; !done; {
+		select {
+		case g.release <- errors.New("pipe closed"): // each batch the flusher still tries fails
+		case err := <-closed:
+			if err != nil {
+				t.Fatal(err)
+			}
+			done = true
+		}
+	}
+	if err := w.WriteFrameAsync(context.Background(), []byte("late\n")); !errors.Is(err, ErrClosed) {
+		t.Fatalf("after Close: %v", err)
+	}
+}
+
+func TestWriteFrameAsyncPoisonedStream(t *testing.T) {
+	g := newGateWriter()
+	g.short = true
+	w := NewWriter(g)
+	if err := w.WriteFrameAsync(context.Background(), []byte("half\n")); err != nil {
+		t.Fatal(err)
+	}
+	<-g.started
+	g.release <- nil // only half of the frame is written
+	idle(t, w)
+	if err := w.WriteFrameAsync(context.Background(), []byte("next\n")); !errors.Is(err, io.ErrShortWrite) {
+		t.Fatalf("a poisoned stream must refuse frames: %v", err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// idle waits until no goroutine holds the writer role.
+func idle(t *testing.T, w *Writer) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		w.mu.Lock()
+		busy := w.writing
+		w.mu.Unlock()
+		if !busy {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the writer stayed busy")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
