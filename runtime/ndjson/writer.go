@@ -86,19 +86,10 @@ func NewWriter(w io.Writer) *Writer {
 // only in part the stream is left mid-line, so every later call returns the
 // same error.
 func (w *Writer) WriteFrame(ctx context.Context, line []byte) error {
-	if err := checkFrame(line); err != nil {
-		return err
-	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	w.mu.Lock()
-	if w.closed {
-		w.mu.Unlock()
-		return ErrClosed
-	}
-	if err := w.err; err != nil {
-		w.mu.Unlock()
+	if err := w.lockOpen(line); err != nil {
 		return err
 	}
 	if w.writing {
@@ -117,21 +108,13 @@ const maxQueued = 1024
 
 // WriteFrameAsync queues a copy of line to be written in order with every
 // other frame and returns without waiting for the write, unless the queue
-// already holds maxQueued frames: then it waits like WriteFrame (with ctx). A goroutine is started to write the queue when no write is in
-// progress. Write errors are not reported to the caller; they poison the
+// already holds maxQueued frames: then it waits like WriteFrame (with ctx).
+// A goroutine is started to write the queue when no write is in progress.
+// Write errors are not reported to the caller; they poison the
 // stream, so later calls fail. It lets a producer of many frames (a
 // dispatcher answering queued requests) go on working while the peer reads.
 func (w *Writer) WriteFrameAsync(ctx context.Context, line []byte) error {
-	if err := checkFrame(line); err != nil {
-		return err
-	}
-	w.mu.Lock()
-	if w.closed {
-		w.mu.Unlock()
-		return ErrClosed
-	}
-	if err := w.err; err != nil {
-		w.mu.Unlock()
+	if err := w.lockOpen(line); err != nil {
 		return err
 	}
 	if len(w.pending) >= maxQueued {
@@ -148,6 +131,24 @@ func (w *Writer) WriteFrameAsync(ctx context.Context, line []byte) error {
 		}()
 	}
 	w.mu.Unlock()
+	return nil
+}
+
+// lockOpen checks line and locks w.mu, returning with it held unless the
+// frame is malformed or the stream is closed or poisoned.
+func (w *Writer) lockOpen(line []byte) error {
+	if err := checkFrame(line); err != nil {
+		return err
+	}
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return ErrClosed
+	}
+	if err := w.err; err != nil {
+		w.mu.Unlock()
+		return err
+	}
 	return nil
 }
 
