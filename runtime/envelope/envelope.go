@@ -125,54 +125,45 @@ func (f *Frame) decode(line []byte) error {
 		return err
 	}
 	seen := 0
+	var keyBuf [16]byte // member names are short: no allocation
 	for wire.More(dec) {
 		name, err := wire.ReadName(dec, "Frame")
 		if err != nil {
 			return err
 		}
-		// name is only valid until the value is read: errors name the member
-		// with a literal.
-		var member string
-		switch string(name) {
+		// name points into dec's buffer, which reading the value may move.
+		key := append(keyBuf[:0], name...)
+		switch string(key) {
 		case "protocol":
-			member = "protocol"
 			seen |= seenProtocol
 			f.Protocol, err = wire.String(dec)
 		case "version":
-			member = "version"
 			seen |= seenVersion
 			f.Version, err = wire.Int(dec)
 		case "kind":
-			member = "kind"
 			seen |= seenKind
 			f.Kind, err = wire.String(dec)
 		case "id":
 			// Opaque and always a string: a number makes the line malformed.
-			member = "id"
 			var id string
 			if id, err = wire.String(dec); err == nil {
 				f.ID = &id
 			}
 		case "method":
-			member = "method"
 			f.Method, err = wire.String(dec)
 		case "service":
-			member = "service"
 			f.Service, err = wire.String(dec)
 		case "payload":
-			member = "payload"
 			f.Payload, err = wire.Raw(dec)
 		case "result":
-			member = "result"
 			f.Result, err = wire.Raw(dec)
 		case "error":
-			member = "error"
 			f.Error, err = decodeErrorBody(dec)
 		default:
-			err = f.Extra.Read(dec, "Frame", name) // attributes its own errors
+			err = f.Extra.Read(dec, "Frame", key)
 		}
 		if err != nil {
-			return wire.Wrap("Frame", member, err)
+			return wire.Wrap("Frame", string(key), err)
 		}
 	}
 	if err := wire.EndObject(dec, "Frame"); err != nil {

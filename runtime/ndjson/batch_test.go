@@ -270,47 +270,6 @@ func TestWriterBatchErrors(t *testing.T) {
 	}
 }
 
-// TestWriterManyWritersKeepOrder checks that each writer's frames arrive
-// whole and in its own order under heavy contention.
-func TestWriterManyWritersKeepOrder(t *testing.T) {
-	pr, pw := io.Pipe()
-	w := NewWriter(pw)
-	const writers, frames = 16, 300
-	var wg sync.WaitGroup
-	for g := range writers {
-		wg.Go(func() {
-			for i := range frames {
-				if err := w.WriteFrame(context.Background(), fmt.Appendf(nil, "%d %d\n", g, i)); err != nil {
-					t.Error(err)
-					return
-				}
-			}
-		})
-	}
-	go func() { wg.Wait(); pw.Close() }()
-	next := make([]int, writers)
-	r := NewReader(pr, 0)
-	for {
-		line, err := r.ReadFrame()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		var g, i int
-		if _, err := fmt.Sscanf(string(line), "%d %d", &g, &i); err != nil || i != next[g] {
-			t.Fatalf("frame %q out of order (want %d of writer %d)", line, next[g], g)
-		}
-		next[g]++
-	}
-	for g, n := range next {
-		if n != frames {
-			t.Errorf("writer %d: %d frames arrived, want %d", g, n, frames)
-		}
-	}
-}
-
 func TestWriteFrameUncontendedDoesNotAllocate(t *testing.T) {
 	w := NewWriter(io.Discard)
 	line := []byte("{}\n")

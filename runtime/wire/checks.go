@@ -67,16 +67,6 @@ func Const(s, want string) error {
 	return nil
 }
 
-// OneOf checks a string enum value.
-func OneOf(s string, allowed ...string) error {
-	for _, a := range allowed {
-		if s == a {
-			return nil
-		}
-	}
-	return errorf(ErrConstraint, "%q is not one of %q", s, allowed)
-}
-
 // KindError explains why the next value fits none of a union's JSON kinds.
 func KindError(dec *jsontext.Decoder, typ string, want string) error {
 	k := dec.PeekKind()

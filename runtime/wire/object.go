@@ -47,25 +47,6 @@ func ReadName(dec *jsontext.Decoder, typ string) ([]byte, error) {
 	return name, Wrap(typ, "", err)
 }
 
-// ExpectKind fails with ErrWrongKind (or ErrNullValue) unless the next value is
-// of one of the given kinds.
-func ExpectKind(dec *jsontext.Decoder, typ, member string, kinds ...jsontext.Kind) error {
-	k := dec.PeekKind()
-	for _, want := range kinds {
-		if k == want || (want == 't' && k == 'f') {
-			return nil
-		}
-	}
-	if k == 'n' {
-		return &DecodeError{Type: typ, Member: member, Err: ErrNullValue}
-	}
-	if k == 0 {
-		_, err := dec.ReadToken()
-		return Wrap(typ, member, err)
-	}
-	return Errorf(typ, member, ErrWrongKind, "got %s", kindName(k))
-}
-
 func kindName(k jsontext.Kind) string {
 	switch k {
 	case '{':

@@ -148,33 +148,6 @@ func Map[E any](dec *jsontext.Decoder, elem Reader[E]) (map[string]E, error) {
 	return out, err
 }
 
-// ReadNullable reads null as nil and anything else with elem.
-func ReadNullable[E any](dec *jsontext.Decoder, elem Reader[E]) (*E, error) {
-	if dec.PeekKind() == 'n' {
-		_, err := dec.ReadToken()
-		return nil, err
-	}
-	v, err := elem(dec)
-	if err != nil {
-		return nil, err
-	}
-	return &v, nil
-}
-
-// ReadOptional reads null as Null and anything else with elem, for members that
-// may be absent, null or a value.
-func ReadOptional[E any](dec *jsontext.Decoder, elem Reader[E]) (Nullable[E], error) {
-	if dec.PeekKind() == 'n' {
-		_, err := dec.ReadToken()
-		return Null[E](), err
-	}
-	v, err := elem(dec)
-	if err != nil {
-		return Nullable[E]{}, err
-	}
-	return Some(v), nil
-}
-
 // WriteString writes a JSON string.
 func WriteString(enc *jsontext.Encoder, v string) error { return enc.WriteToken(jsontext.String(v)) }
 
@@ -224,23 +197,6 @@ func WriteMap[E any](enc *jsontext.Encoder, m map[string]E, elem Writer[E]) erro
 		}
 	}
 	return enc.WriteToken(jsontext.EndObject)
-}
-
-// WriteNullable writes nil as null and anything else with elem.
-func WriteNullable[E any](enc *jsontext.Encoder, v *E, elem Writer[E]) error {
-	if v == nil {
-		return enc.WriteToken(jsontext.Null)
-	}
-	return elem(enc, *v)
-}
-
-// WriteOptional writes Null as null and a value with elem. Absent members are
-// skipped by the caller.
-func WriteOptional[E any](enc *jsontext.Encoder, v Nullable[E], elem Writer[E]) error {
-	if x, ok := v.Get(); ok {
-		return elem(enc, x)
-	}
-	return enc.WriteToken(jsontext.Null)
 }
 
 func expect(dec *jsontext.Decoder, want jsontext.Kind) error {
