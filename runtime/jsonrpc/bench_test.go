@@ -104,3 +104,30 @@ func BenchmarkNotify(b *testing.B) {
 	}
 	roundTrip(b, client, p) // wait for the notifications to be handled
 }
+
+// BenchmarkDecodeEnvelope compares the fast scanner with the jsontext path
+// on a ~430-byte session/prompt request.
+func BenchmarkDecodeEnvelope(b *testing.B) {
+	frame := []byte(`{"jsonrpc":"2.0","id":17,"method":"session/prompt","params":{"sessionId":"sess_01J9Z8Q4M7X2K5V3T6W1R0N8BC",` +
+		`"prompt":[{"type":"text","text":"Summarise the failing test in pkg/runtime and propose a minimal fix. Keep the public API unchanged, ` +
+		`explain the root cause, and list the files you touch. Thanks"},{"type":"text","text":"Be brief, please."}],` +
+		`"_meta":{"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}}}`)
+	for _, path := range []struct {
+		name   string
+		decode func(*Conn, []byte) error
+	}{
+		{"scanner", (*Conn).decodeEnvelope},
+		{"jsontext", (*Conn).decodeEnvelopeJSON},
+	} {
+		b.Run(path.name, func(b *testing.B) {
+			var c Conn
+			b.SetBytes(int64(len(frame)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := path.decode(&c, frame); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -61,11 +61,12 @@ type Conn struct {
 	log          *slog.Logger
 	onFrameError func(error)
 
-	in  io.Reader
-	out io.Writer
-	fr  *ndjson.Reader
-	w   *ndjson.Writer
-	env envelope // scratch space of the read goroutine
+	in   io.Reader
+	out  io.Writer
+	fr   *ndjson.Reader
+	w    *ndjson.Writer
+	env  envelope // scratch space of the read goroutine
+	scan scanner  // the read goroutine's fast envelope scanner
 	// The read goroutine's envelope decoder, reset on each frame; decBuf
 	// aliases the frame, which the decoder then reads without copying.
 	dec    jsontext.Decoder

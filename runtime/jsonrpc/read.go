@@ -54,10 +54,19 @@ func (c *Conn) handleFrame(frame []byte) {
 
 var errTrailingData = errors.New("jsonrpc: unexpected data after the message")
 
-// decodeEnvelope scans frame into c.env with the read goroutine's decoder,
-// with the same checks as json.Unmarshal: one valid JSON value and nothing
-// but whitespace after it.
+// decodeEnvelope scans frame into c.env, with the same checks as
+// json.Unmarshal: one valid JSON value and nothing but whitespace after it.
+// The fast scanner handles the common case; whatever it declines is decoded
+// with the read goroutine's jsontext decoder.
 func (c *Conn) decodeEnvelope(frame []byte) error {
+	if c.scan.envelope(frame, &c.env) {
+		return nil
+	}
+	return c.decodeEnvelopeJSON(frame)
+}
+
+// decodeEnvelopeJSON is decodeEnvelope without the fast scanner.
+func (c *Conn) decodeEnvelopeJSON(frame []byte) error {
 	c.decBuf = *bytes.NewBuffer(frame)
 	c.dec.Reset(&c.decBuf)
 	if err := c.env.UnmarshalJSONFrom(&c.dec); err != nil {
