@@ -67,6 +67,8 @@ type Conn struct {
 	w    *ndjson.Writer
 	env  envelope // scratch space of the read goroutine
 	scan scanner  // the read goroutine's fast envelope scanner
+	// Method names the read goroutine has interned, by their raw JSON.
+	methods map[string]string
 	// The read goroutine's envelope decoder, reset on each frame; decBuf
 	// aliases the frame, which the decoder then reads without copying.
 	dec    jsontext.Decoder

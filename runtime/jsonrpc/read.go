@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/bridgekit/bridgekit/runtime/ndjson"
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // read is the read goroutine. It routes responses to their callers, queues
@@ -91,12 +92,32 @@ func (c *Conn) queueRequest(e *envelope, frame []byte) {
 		c.rejectInvalid(id, `"jsonrpc" must be "2.0"`, frame)
 		return
 	}
-	method, ok := methodName(e.method)
+	method, ok := c.methodName(e.method)
 	if !ok {
 		c.rejectInvalid(id, "method must be a string", frame)
 		return
 	}
 	c.q.push(inbound{req: &Request{ID: id, Method: method, Params: bytes.Clone(e.params)}})
+}
+
+// maxInternedMethods bounds the method names a connection interns.
+const maxInternedMethods = 64
+
+// methodName is methodName, interning the names the read goroutine sees so
+// that a request's Method costs no allocation once its name is known. A
+// peer can only ever make it intern maxInternedMethods names.
+func (c *Conn) methodName(raw jsontext.Value) (string, bool) {
+	if name, ok := c.methods[string(raw)]; ok {
+		return name, true
+	}
+	name, ok := methodName(raw)
+	if ok && len(c.methods) < maxInternedMethods {
+		if c.methods == nil {
+			c.methods = make(map[string]string)
+		}
+		c.methods[string(raw)] = name
+	}
+	return name, ok
 }
 
 // deliver hands a response to the call waiting for it.

@@ -2,6 +2,8 @@ package jsonrpc
 
 import (
 	"bytes"
+	"context"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -143,4 +145,30 @@ func FuzzScanEnvelope(f *testing.F) {
 			checkScan(t, frame, &e)
 		}
 	})
+}
+
+// TestMethodNamesInterned checks that method names are interned up to the
+// bound and that names past it still reach the handler intact.
+func TestMethodNamesInterned(t *testing.T) {
+	const n = maxInternedMethods + 36
+	got := make(chan string, 2*n)
+	client, srv := pipePair(t, HandlerFunc(func(_ context.Context, req *Request) (any, error) {
+		got <- req.Method
+		return nil, nil
+	}), nil)
+	for round := range 2 {
+		for i := range n {
+			if err := client.Notify(context.Background(), fmt.Sprintf("m/%d/\u00e9", i), nil); err != nil {
+				t.Fatal(err)
+			}
+			if m, want := <-got, fmt.Sprintf("m/%d/\u00e9", i); m != want {
+				t.Fatalf("round %d: handler got method %q, want %q", round, m, want)
+			}
+		}
+	}
+	client.Close()
+	srv.Close()
+	if len(srv.methods) != maxInternedMethods {
+		t.Fatalf("%d method names interned, want %d", len(srv.methods), maxInternedMethods)
+	}
 }
