@@ -3,6 +3,7 @@ package jsonrpc
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 )
 
 // inbound is an entry of the inbound queue: a request or notification to
@@ -23,6 +24,7 @@ type inbox struct {
 
 	ring    []inbound
 	head, n int
+	waiting atomic.Bool // n > 0, readable without mu
 	limit   int
 	closed  bool // no more items will be pushed
 	dropped bool // the queued items were discarded
@@ -32,8 +34,9 @@ type inbox struct {
 	inlineCalls, asyncCalls int
 	slotWait                bool
 
-	queued   uint64        // notifications pushed so far
-	handled  uint64        // notifications handled so far
+	// Written under mu, readable without it.
+	queued   atomic.Uint64 // notifications pushed so far
+	handled  atomic.Uint64 // notifications handled so far
 	progress chan struct{} // closed when handled advances; made on demand by waiters
 }
 
@@ -94,8 +97,9 @@ func (q *inbox) push(it inbound) {
 	}
 	q.ring[(q.head+q.n)%len(q.ring)] = it
 	q.n++
+	q.waiting.Store(true)
 	if it.req != nil && it.req.IsNotification() {
-		q.queued++
+		q.queued.Add(1)
 	}
 	if q.n == 1 {
 		q.ready.Signal()
@@ -125,6 +129,7 @@ func (q *inbox) pop() (inbound, bool) {
 	q.ring[q.head] = inbound{}
 	q.head = (q.head + 1) % len(q.ring)
 	q.n--
+	q.waiting.Store(q.n > 0)
 	if q.n == q.limit-1 {
 		q.space.Signal()
 	}
@@ -140,6 +145,7 @@ func (q *inbox) close(drop bool) {
 	if drop && !q.dropped {
 		q.dropped = true
 		q.ring, q.head, q.n = nil, 0, 0
+		q.waiting.Store(false)
 		q.wakeWaiters()
 	}
 	q.ready.Broadcast()
@@ -147,23 +153,15 @@ func (q *inbox) close(drop bool) {
 }
 
 // backlog reports whether messages are waiting for the dispatcher.
-func (q *inbox) backlog() bool {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return q.n > 0
-}
+func (q *inbox) backlog() bool { return q.waiting.Load() }
 
 // notifications returns the number of notifications queued so far.
-func (q *inbox) notifications() uint64 {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return q.queued
-}
+func (q *inbox) notifications() uint64 { return q.queued.Load() }
 
 // notificationHandled records that the dispatcher finished a notification.
 func (q *inbox) notificationHandled() {
 	q.mu.Lock()
-	q.handled++
+	q.handled.Add(1)
 	q.wakeWaiters()
 	q.mu.Unlock()
 }
@@ -178,8 +176,11 @@ func (q *inbox) wakeWaiters() {
 // waitHandled blocks until the first n notifications have been handled (or
 // dropped), or ctx is done.
 func (q *inbox) waitHandled(ctx context.Context, n uint64) error {
+	if q.handled.Load() >= n {
+		return nil
+	}
 	q.mu.Lock()
-	for q.handled < n && !q.dropped {
+	for q.handled.Load() < n && !q.dropped {
 		if q.progress == nil {
 			q.progress = make(chan struct{})
 		}
