@@ -9,8 +9,9 @@ import (
 // scanner is the read goroutine's fast path for inbound frames. In one pass
 // it checks that a frame is valid JSON and finds the envelope members,
 // without jsontext's general machinery. Profiles put envelope decoding at
-// about a sixth of a round trip's CPU time; this scanner does it several
-// times faster, mostly by checking ASCII string bytes eight at a time.
+// about a sixth of a round trip's CPU time; this scanner takes 40% less
+// time than jsontext (BenchmarkDecodeEnvelope), mostly by checking ASCII
+// string bytes eight at a time.
 //
 // It only ever accepts. It gives up on anything outside the common case
 // (an invalid frame, a frame that is not an object, escaped member names,
@@ -53,8 +54,9 @@ func (s *scanner) envelope(frame []byte, e *envelope) bool {
 		memberStart int
 	)
 	for {
-		// A value starts at i; when it is a member of the top-level object
-		// member names it and it starts at memberStart.
+		// A value starts at i. When it is the value of a top-level member,
+		// member holds that member's name and memberStart records where the
+		// value starts.
 		if len(s.open) == 1 {
 			memberStart = i
 		}
