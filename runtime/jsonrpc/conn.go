@@ -22,8 +22,9 @@ type Options struct {
 	MaxFrame int
 	// MaxConcurrentRequests bounds inbound request concurrency. At 0 or 1
 	// requests are handled one at a time in arrival order. Above 1 they are
-	// started in arrival order, each in its own goroutine, at most
-	// MaxConcurrentRequests at a time. Notifications are always handled one
+	// started in arrival order, at most MaxConcurrentRequests at a time,
+	// each on a worker goroutine of its own; workers are reused and exit
+	// once idle for a second or two. Notifications are always handled one
 	// at a time in arrival order.
 	//
 	// A handler may call back into the peer, which may in turn call us; with
@@ -79,6 +80,7 @@ type Conn struct {
 	inlineCtx context.Context // for handlers run on the dispatcher goroutine
 	asyncCtx  context.Context // for handlers run in their own goroutine
 	sem       chan struct{}   // concurrency slots; nil when requests run inline
+	work      chan *Request   // hands requests to idle workers (unbuffered)
 
 	q      inbox
 	nextID atomic.Int64
@@ -141,6 +143,7 @@ func NewConn(r io.Reader, w io.Writer, h Handler, opts *Options) *Conn {
 	c.asyncCtx = context.WithValue(c.ctx, handlerKey{}, &handlerMark{conn: c})
 	if o.MaxConcurrentRequests > 1 {
 		c.sem = make(chan struct{}, o.MaxConcurrentRequests)
+		c.work = make(chan *Request)
 	}
 	c.q.init(o.QueueSize)
 	c.wg.Add(1)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"runtime/debug"
+	"time"
 )
 
 // dispatch is the dispatcher goroutine: it takes inbound messages in arrival
@@ -13,6 +14,9 @@ import (
 // already queued but starts no more requests.
 func (c *Conn) dispatch() {
 	defer c.wg.Done()
+	if c.work != nil {
+		defer close(c.work) // idle workers exit
+	}
 	for {
 		it, ok := c.q.pop()
 		if !ok {
@@ -29,8 +33,7 @@ func (c *Conn) dispatch() {
 		case c.sem == nil:
 			c.serve(c.inlineCtx, it.req)
 		case c.acquire():
-			c.wg.Add(1)
-			go c.serveAsync(it.req)
+			c.start(it.req)
 		}
 	}
 }
@@ -54,10 +57,53 @@ func (c *Conn) acquire() bool {
 	}
 }
 
-func (c *Conn) serveAsync(req *Request) {
+// start hands req, which holds a concurrency slot, to an idle worker, or
+// starts a worker for it.
+func (c *Conn) start(req *Request) {
+	select {
+	case c.work <- req:
+	default:
+		c.wg.Add(1)
+		go c.worker(req)
+	}
+}
+
+// workerIdle is how often a worker checks whether it has been idle; one
+// that served no request in a whole period exits.
+var workerIdle = time.Second // a variable so that tests can shorten it
+
+// worker serves req, then whatever requests the dispatcher hands it, each
+// holding a concurrency slot that the worker releases once it has replied.
+// Reusing workers spares a goroutine start per request under load; a slot
+// is only taken by a request, so there are never more workers than slots.
+// A worker exits when the dispatcher has finished, or when a check finds
+// it has served nothing for a whole workerIdle period (one timer per
+// worker, not per request).
+func (c *Conn) worker(req *Request) {
 	defer c.wg.Done()
-	defer func() { <-c.sem }()
-	c.serve(c.asyncCtx, req)
+	idle := time.NewTimer(workerIdle)
+	defer idle.Stop()
+	served, checked := 0, 0
+	for {
+		c.serve(c.asyncCtx, req)
+		<-c.sem
+		served++
+	wait:
+		var ok bool
+		select {
+		case req, ok = <-c.work:
+			if !ok {
+				return // the dispatcher has finished
+			}
+		case <-idle.C:
+			if served == checked {
+				return
+			}
+			checked = served
+			idle.Reset(workerIdle)
+			goto wait
+		}
+	}
 }
 
 func (c *Conn) serve(ctx context.Context, req *Request) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -216,5 +217,96 @@ func TestHandlerContext(t *testing.T) {
 			p.recv()
 			p.c.Close()
 		})
+	}
+}
+
+// goroutineID returns the id of the calling goroutine, from its stack
+// header ("goroutine 42 [running]:").
+func goroutineID() string {
+	buf := make([]byte, 64)
+	buf = buf[:runtime.Stack(buf, false)]
+	id, _, _ := strings.Cut(strings.TrimPrefix(string(buf), "goroutine "), " ")
+	return id
+}
+
+// TestWorkersReusedThenRetired checks how concurrent requests are run:
+// workers are reused, there are never more than MaxConcurrentRequests of
+// them, and a worker idle for a whole check period exits.
+func TestWorkersReusedThenRetired(t *testing.T) {
+	saved := workerIdle
+	t.Cleanup(func() { workerIdle = saved }) // after the peer's cleanup has stopped its workers
+	workerIdle = 20 * time.Millisecond
+	const slots = 3
+	release := make(chan struct{})
+	var (
+		mu  sync.Mutex
+		ids = map[string]int{}
+	)
+	p := newRawPeer(t, methods{
+		"who": func(context.Context, *Request) (any, error) { return goroutineID(), nil },
+		"hold": func(ctx context.Context, _ *Request) (any, error) {
+			mu.Lock()
+			ids[goroutineID()]++
+			mu.Unlock()
+			<-release
+			return nil, nil
+		},
+	}, &Options{MaxConcurrentRequests: slots})
+	who := func(id int) string {
+		t.Helper()
+		p.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"who"}`, id))
+		var r struct {
+			Result string `json:"result"`
+		}
+		if err := json.Unmarshal([]byte(p.recv()), &r); err != nil || r.Result == "" {
+			t.Fatalf("who: %v %+v", err, r)
+		}
+		return r.Result
+	}
+
+	// A request may arrive before the worker that sent the previous reply
+	// is waiting for more, so a few workers may start; never more than the
+	// slots, however many requests.
+	seen := map[string]bool{}
+	for i := range 50 {
+		seen[who(1+i)] = true
+	}
+	if len(seen) > slots {
+		t.Fatalf("50 requests one after the other ran on %d goroutines, want at most %d", len(seen), slots)
+	}
+
+	// Twice as many held requests as slots: only `slots` run at once, on
+	// distinct workers, and no more workers are started for the rest.
+	for i := range 2 * slots {
+		p.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"hold"}`, 100+i))
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		mu.Lock()
+		n := len(ids)
+		mu.Unlock()
+		if n == slots {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d requests running, want %d", n, slots)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	close(release)
+	for range 2 * slots {
+		p.recv()
+	}
+	mu.Lock()
+	if len(ids) != slots {
+		t.Errorf("held requests ran on %d goroutines, want %d: %v", len(ids), slots, ids)
+	}
+	mu.Unlock()
+
+	// Idle for several check periods: every worker has exited, so the next
+	// request starts a new one.
+	time.Sleep(5 * workerIdle)
+	if got := who(200); seen[got] || ids[got] > 0 {
+		t.Fatalf("request after an idle spell ran on an old worker (%s)", got)
 	}
 }

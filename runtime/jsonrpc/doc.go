@@ -13,7 +13,9 @@
 // dispatcher goroutine: notifications are handled one at a time, and
 // requests either one at a time as well (the default) or, with
 // [Options.MaxConcurrentRequests] above 1, started in order and run
-// concurrently up to that bound.
+// concurrently up to that bound by worker goroutines, which are started on
+// demand, reused from one request to the next and retired after a second
+// or two without work.
 //
 // When a response arrives after some notifications, Call returns only once
 // those notifications have been handled, so a caller sees every progress
@@ -38,7 +40,9 @@
 // # Encoding
 //
 // Messages are encoded in a single pass into pooled buffers with
-// github.com/go-json-experiment/json. A message is written with one Write
+// github.com/go-json-experiment/json. Inbound messages are checked and
+// split into their members by a one-pass scanner, or by jsontext for the
+// rare message it leaves alone. A message is written with one Write
 // call when the stream is idle; messages that arrive while a Write is in
 // progress are written together with the next one. While more inbound
 // messages wait, the dispatcher queues each reply and goes on to the next
