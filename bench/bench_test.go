@@ -110,7 +110,7 @@ func BenchmarkNotifyReceive(b *testing.B) {
 func BenchmarkRoundTrip(b *testing.B) {
 	for _, transport := range []string{"inmem", "child"} {
 		for _, mode := range []string{"seq", "par16"} {
-			for _, rt := range Runtimes() {
+			for _, rt := range append(Runtimes(), Variants()...) {
 				b.Run(fmt.Sprintf("%s/%s/%s", transport, mode, rt.Key()), func(b *testing.B) {
 					var c Conn
 					if transport == "inmem" {

@@ -37,10 +37,13 @@ const BurstSize = 50_000
 // Scenario is one named measurement, run for one runtime (or, for the
 // pure codec scenarios, for none).
 type Scenario struct {
-	Name    string
-	Codec   bool          // runtime independent
-	Timeout time.Duration // hard limit for the whole scenario (the driver kills it after that)
-	Run     func(rt Runtime, p Profile) (Metrics, error)
+	Name  string
+	Codec bool // runtime independent
+	// Sequential scenarios are also run with Variants (bridgekit handling
+	// requests one at a time).
+	Sequential bool
+	Timeout    time.Duration // hard limit for the whole scenario (the driver kills it after that)
+	Run        func(rt Runtime, p Profile) (Metrics, error)
 }
 
 // Scenarios lists every scenario of the report, in report order.
@@ -56,10 +59,10 @@ func Scenarios() []Scenario {
 			s, err := DecodeInbound(rt, 1000, p.n(10, 3))
 			return opMetrics(s), err
 		}},
-		{Name: "rt-inmem-1", Timeout: time.Minute, Run: rtInmem(1)},
-		{Name: "rt-inmem-16", Timeout: time.Minute, Run: rtInmem(16)},
-		{Name: "rt-child-1", Timeout: time.Minute, Run: rtChild(1)},
-		{Name: "rt-child-16", Timeout: time.Minute, Run: rtChild(16)},
+		{Name: "rt-inmem-1", Sequential: true, Timeout: time.Minute, Run: rtInmem(1)},
+		{Name: "rt-inmem-16", Sequential: true, Timeout: time.Minute, Run: rtInmem(16)},
+		{Name: "rt-child-1", Sequential: true, Timeout: time.Minute, Run: rtChild(1)},
+		{Name: "rt-child-16", Sequential: true, Timeout: time.Minute, Run: rtChild(16)},
 		{Name: "burst-inmem", Timeout: 40 * time.Second, Run: burstInmem},
 		{Name: "burst-child", Timeout: 40 * time.Second, Run: burstChild},
 		{Name: "allocs-rt", Timeout: time.Minute, Run: func(rt Runtime, p Profile) (Metrics, error) {

@@ -13,19 +13,32 @@ import (
 )
 
 // MaxConcurrentEnv, if set to a number, becomes the
-// Options.MaxConcurrentRequests of every bridgekit connection (in the
-// driver, its workers and their child peers), for trying that setting
-// against the default.
+// Options.MaxConcurrentRequests of every "bridgekit" connection (in the
+// driver, its workers and their child peers), for trying other settings.
 const MaxConcurrentEnv = "BRIDGEKIT_BENCH_MAX_CONCURRENT"
 
-// Bridgekit returns the adapter for bridgekit's runtime/jsonrpc with its
-// default options (requests handled one at a time in arrival order), or
-// with MaxConcurrentRequests from MaxConcurrentEnv.
+// BridgekitConcurrency is the Options.MaxConcurrentRequests of the
+// "bridgekit" runtime. acp-go-sdk starts a goroutine per inbound request,
+// so bridgekit is compared handling requests concurrently too; 16 is the
+// most callers any scenario has in flight, so the bound never throttles.
+// (servers/host, bridgekit's Harn host, runs 8 by default.)
+const BridgekitConcurrency = 16
+
+// Bridgekit returns the adapter for bridgekit's runtime/jsonrpc handling
+// requests concurrently (BridgekitConcurrency, or MaxConcurrentEnv).
 func Bridgekit() Runtime {
-	if n, err := strconv.Atoi(os.Getenv(MaxConcurrentEnv)); err == nil {
-		return bridgekitRT{opts: &jsonrpc.Options{MaxConcurrentRequests: n}}
+	n := BridgekitConcurrency
+	if v, err := strconv.Atoi(os.Getenv(MaxConcurrentEnv)); err == nil {
+		n = v
 	}
-	return bridgekitRT{}
+	return bridgekitRT{key: "bridgekit", name: "bridgekit", opts: &jsonrpc.Options{MaxConcurrentRequests: n}}
+}
+
+// BridgekitSequential returns the adapter for bridgekit's runtime/jsonrpc
+// with its default Options: requests handled one at a time in arrival
+// order. The report shows it beside the round trips.
+func BridgekitSequential() Runtime {
+	return bridgekitRT{key: "bridgekit-seq", name: "bridgekit, one request at a time"}
 }
 
 // BridgekitOptions describes the options Bridgekit uses.
@@ -33,17 +46,22 @@ func BridgekitOptions() string {
 	if n, err := strconv.Atoi(os.Getenv(MaxConcurrentEnv)); err == nil {
 		return fmt.Sprintf("Options{MaxConcurrentRequests: %d} (from %s)", n, MaxConcurrentEnv)
 	}
-	return "default Options (requests handled one at a time in arrival order)"
+	return fmt.Sprintf("Options{MaxConcurrentRequests: %d}: requests handled concurrently, as acp-go-sdk does", BridgekitConcurrency)
 }
 
 // BridgekitWith returns the bridgekit adapter with the given options, for
 // exploring configurations.
-func BridgekitWith(opts *jsonrpc.Options) Runtime { return bridgekitRT{opts: opts} }
+func BridgekitWith(opts *jsonrpc.Options) Runtime {
+	return bridgekitRT{key: "bridgekit", name: "bridgekit", opts: opts}
+}
 
-type bridgekitRT struct{ opts *jsonrpc.Options }
+type bridgekitRT struct {
+	key, name string
+	opts      *jsonrpc.Options
+}
 
-func (bridgekitRT) Name() string { return "bridgekit" }
-func (bridgekitRT) Key() string  { return "bridgekit" }
+func (rt bridgekitRT) Name() string { return rt.name }
+func (rt bridgekitRT) Key() string  { return rt.key }
 
 func (rt bridgekitRT) Open(r io.Reader, w io.Writer, svc *Service) Conn {
 	var h jsonrpc.Handler

@@ -41,15 +41,21 @@ type Conn interface {
 	Close() error
 }
 
-// Runtimes returns every runtime, bridgekit last.
+// Runtimes returns every runtime compared in the report, bridgekit last.
 func Runtimes() []Runtime {
 	return []Runtime{ACP(), XExp(), Sourcegraph(), Bridgekit()}
+}
+
+// Variants returns configurations of bridgekit measured besides the
+// compared one in the scenarios marked Sequential.
+func Variants() []Runtime {
+	return []Runtime{BridgekitSequential()}
 }
 
 // Lookup returns the runtime with the given Key or Name.
 func Lookup(name string) (Runtime, error) {
 	var keys []string
-	for _, rt := range Runtimes() {
+	for _, rt := range append(Runtimes(), Variants()...) {
 		if rt.Key() == name || rt.Name() == name {
 			return rt, nil
 		}

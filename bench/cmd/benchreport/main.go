@@ -173,6 +173,10 @@ func orchestrate(cfg config) error {
 				keys := []string{codecKey}
 				if !sc.Codec {
 					keys = keys[:0]
+					rts := rts
+					if sc.Sequential {
+						rts = append(slices.Clone(rts), bench.Variants()...)
+					}
 					// Rotate the order from run to run so that no runtime
 					// always goes first.
 					for i := range rts {
@@ -218,6 +222,9 @@ func publish(rep *report) error {
 	cfg := rep.cfg
 	table := rep.table()
 	fmt.Println(table)
+	if v := rep.variants(); v != "" {
+		fmt.Println(v)
+	}
 	fmt.Println(rep.targetSummary())
 	if cfg.out != "" {
 		doc := rep.document(table, readAnalysis(cfg.out))

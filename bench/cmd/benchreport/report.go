@@ -447,6 +447,40 @@ func (r *report) table() string {
 	return sb.String()
 }
 
+// variants renders the round trips of bridgekit's other configurations
+// (bench.Variants) beside the compared one, with the targets they would
+// meet; empty when none was measured.
+func (r *report) variants() string {
+	var sb strings.Builder
+	for _, v := range bench.Variants() {
+		for _, rw := range rows() {
+			for _, b := range r.builds {
+				va := r.agg(b.name, rw.scenario, v.Key())
+				if va.runs == 0 {
+					continue
+				}
+				if sb.Len() == 0 {
+					sb.WriteString("| scenario | build | configuration | acp-go-sdk | bridgekit (compared above) | **this configuration** | this vs acp | target (issue) | would be met? |\n")
+					sb.WriteString("|---|---|---|---|---|---|---|---|---|\n")
+				}
+				acp := r.agg(b.name, rw.scenario, "acp")
+				fmt.Fprintf(&sb, "| %s | %s | %s | %s | %s | **%s** | ", rw.title, b.name, v.Name(), cellFor(acp, rw.cell), cellFor(r.agg(b.name, rw.scenario, "bridgekit"), rw.cell), cellFor(va, rw.cell))
+				if x, ok := ratio(va, acp, rw.metric, rw.higher); ok {
+					fmt.Fprintf(&sb, "%.2f× | ", x)
+				} else {
+					sb.WriteString("— | ")
+				}
+				if rw.judge != nil {
+					fmt.Fprintf(&sb, "%s | %s |\n", rw.target, mark(rw.judge(va, acp)))
+				} else {
+					sb.WriteString("— | — |\n")
+				}
+			}
+		}
+	}
+	return sb.String()
+}
+
 func (r *report) anyKey(rw row) string {
 	if rw.codecComp != "" {
 		return codecKey
@@ -617,6 +651,11 @@ func (r *report) document(table, analysis string) string {
 	sb.WriteString("\n## Results\n\n")
 	sb.WriteString("Figures are medians of the runs. Ratios are bridgekit's advantage — > 1× means bridgekit is faster, allocates less or uses less memory — computed within each run (both figures measured minutes apart at most) and then the median taken over the runs, so they can differ slightly from the ratio of the two medians shown. Codec rows compare codecs, not runtimes: all three competitors encode and decode with encoding/json the same way, so their columns repeat one figure.\n\n")
 	sb.WriteString(table)
+	if v := r.variants(); v != "" {
+		sb.WriteString("\n### bridgekit with requests handled one at a time\n\n")
+		sb.WriteString("The table above compares bridgekit handling requests concurrently (`" + r.bkOpts + "`), as acp-go-sdk, which starts a goroutine per inbound request, does. `runtime/jsonrpc`'s default Options handle requests one at a time in arrival order instead (servers/host, the Harn host, runs 8 at a time). That configuration was measured in the same runs; for reference, the targets it would meet:\n\n")
+		sb.WriteString(v)
+	}
 	sb.WriteString("\n## Targets\n\n")
 	sb.WriteString(strings.TrimPrefix(r.targetSummary(), "Targets (ratios are bridgekit ÷ acp-go-sdk in the same run):\n\n"))
 	sb.WriteString("\n## Failures\n\nEvery run that failed, hung or reported a problem, with the runtime's own words:\n\n")
@@ -640,7 +679,7 @@ func (r *report) document(table, analysis string) string {
 }
 
 const method = `- **Harness.** ` + "`bench/`" + ` is its own Go module (` + "`github.com/bridgekit/bridgekit/bench`" + `, with a ` + "`replace`" + ` of bridgekit to the checkout), so the competitors never become dependencies of bridgekit. One adapter interface (` + "`bench.Runtime`" + `: ` + "`Open(r, w, svc)`" + ` returning a ` + "`Conn`" + ` with ` + "`Call`, `Notify`, `Done`, `Err`, `Close`" + `) drives all four runtimes:
-  - bridgekit: ` + "`jsonrpc.NewConn`" + ` with default ` + "`Options`" + ` (requests handled one at a time in arrival order, queue 256, 16 MiB frame limit); handler decodes with ` + "`jsonrpc.DecodeParams`" + `.
+  - bridgekit: ` + "`jsonrpc.NewConn`" + ` with ` + "`Options{MaxConcurrentRequests: 16}`" + ` (requests handled concurrently on reused worker goroutines, as acp-go-sdk handles them in a goroutine each; 16 is the most callers any scenario has in flight; queue 256, 16 MiB frame limit); handler decodes with ` + "`jsonrpc.DecodeParams`" + `. The round trips are also measured with default ` + "`Options`" + ` (requests one at a time in arrival order) and shown in their own table.
   - acp-go-sdk v0.13.0, the latest version the module proxy serves (the anchors measured v0.13.5): ` + "`acp.NewConnection`" + ` with a ` + "`MethodHandler`" + `, ` + "`acp.SendRequest[T]`" + ` / ` + "`SendNotification`" + ` (requests in a goroutine each, notifications queued, 1024 deep).
   - x/exp/jsonrpc2 (module ` + "`golang.org/x/exp/jsonrpc2`" + `, latest pseudo-version): ` + "`jsonrpc2.Dial`" + ` over the given stream with ` + "`RawFramer`" + ` and the default sequential handler queue.
   - sourcegraph/jsonrpc2: ` + "`NewConn`" + ` over ` + "`NewPlainObjectStream`" + ` (newline-delimited JSON); requests handled in a goroutine each, notifications inline in order.
@@ -654,7 +693,7 @@ const method = `- **Harness.** ` + "`bench/`" + ` is its own Go module (` + "`gi
 - **Idle memory.** Live heap (after two GCs) and goroutine stack growth for 200 in-memory pairs after one call each, divided by 400 connections.
 - **Codec micro-benchmarks.** Time-boxed loops (0.5 s) over the 425-byte request, ` + "`runtime.MemStats`" + ` for allocations.
 - **Isolation and noise.** Every measurement runs in a fresh worker process, and the CPU time other processes used meanwhile is measured (busy time from ` + "`/proc/stat`" + ` minus the worker's own, children included); a measurement disturbed by more than half a CPU of foreign load is repeated up to twice and the least disturbed attempt kept. Each worker is built once per build (default and ` + "`GOEXPERIMENT=jsonv2`" + `) and killed if it exceeds its time limit. Runs are the outer loop (run 1 of both builds, then run 2, …) and the runtime order rotates from run to run, so slow drifts of the machine's load spread over all columns. Figures are medians of the runs; ratios are medians of the per-run ratios. The machine is a shared VM (other jobs may run at the same time): treat differences below about 1.3× as noise.
-- **Reproduce.** ` + "`make bench`" + ` (or ` + "`cd bench && go run ./cmd/benchreport`" + `; ` + "`-quick`" + ` (` + "`make bench-quick`" + `) for a one-minute smoke run that does not touch this file, ` + "`-only rt-inmem-1,burst-inmem`" + ` for a subset, ` + "`-out ''`" + ` to leave this file alone, ` + "`-raw results.json`" + ` to keep every run's figures and ` + "`-render results.json`" + ` to rebuild this file from them without measuring). The same scenarios exist as ` + "`testing.B`" + ` benchmarks: ` + "`cd bench && go test -run '^$' -bench .`" + `; ` + "`go test ./...`" + ` in ` + "`bench/`" + ` runs only the fast sanity tests. To try bridgekit with concurrent request handling, set ` + "`BRIDGEKIT_BENCH_MAX_CONCURRENT=16`" + ` (becomes ` + "`Options.MaxConcurrentRequests`" + ` everywhere, child peers included).
+- **Reproduce.** ` + "`make bench`" + ` (or ` + "`cd bench && go run ./cmd/benchreport`" + `; ` + "`-quick`" + ` (` + "`make bench-quick`" + `) for a one-minute smoke run that does not touch this file, ` + "`-only rt-inmem-1,burst-inmem`" + ` for a subset, ` + "`-out ''`" + ` to leave this file alone, ` + "`-raw results.json`" + ` to keep every run's figures and ` + "`-render results.json`" + ` to rebuild this file from them without measuring). The same scenarios exist as ` + "`testing.B`" + ` benchmarks: ` + "`cd bench && go test -run '^$' -bench .`" + `; ` + "`go test ./...`" + ` in ` + "`bench/`" + ` runs only the fast sanity tests. To try another concurrency bound, set ` + "`BRIDGEKIT_BENCH_MAX_CONCURRENT=n`" + ` (becomes the compared bridgekit's ` + "`Options.MaxConcurrentRequests`" + ` everywhere, child peers included).
 `
 
 func shorten(s string, n int) string {
