@@ -29,7 +29,7 @@ func (c *Conn) dispatch() {
 		case c.ctx.Err() != nil:
 			// Shut down: nobody is listening for replies any more.
 		case it.req == nil:
-			c.respond(it.id, nil, it.reject)
+			c.respond(it.id, nil, it.reject, true)
 		case c.sem == nil:
 			c.serve(c.inlineCtx, it.req)
 		case c.acquire():
@@ -108,7 +108,7 @@ func (c *Conn) worker(req *Request) {
 
 func (c *Conn) serve(ctx context.Context, req *Request) {
 	result, err := c.invoke(ctx, req)
-	c.respond(req.ID, result, err)
+	c.respond(req.ID, result, err, ctx == c.inlineCtx)
 }
 
 func (c *Conn) notification(req *Request) {
@@ -135,8 +135,9 @@ func (c *Conn) invoke(ctx context.Context, req *Request) (result any, err error)
 	return c.handler.Handle(ctx, req)
 }
 
-// respond sends the response to a request.
-func (c *Conn) respond(id ID, result any, err error) {
+// respond sends the response to a request, from the dispatcher goroutine
+// or from a worker.
+func (c *Conn) respond(id ID, result any, err error, onDispatcher bool) {
 	b := getBuffer()
 	defer putBuffer(b)
 	if err == nil {
@@ -149,11 +150,16 @@ func (c *Conn) respond(id ID, result any, err error) {
 	if err != nil {
 		encodeError(b, id, wireError(err))
 	}
-	// With more inbound work queued, hand the reply to the writer and move
-	// on: the replies queued meanwhile go out together in one Write while
-	// the dispatcher handles the next message. With none, write it now.
+	// On the dispatcher with more inbound work queued, hand the reply to
+	// the writer and move on: the replies queued meanwhile go out together
+	// in one Write while the dispatcher handles the next message. With none,
+	// write it now. A worker writes it now unless another reply is being
+	// written, which then takes this one along.
 	write := c.w.WriteFrame
-	if c.q.backlog() {
+	switch {
+	case !onDispatcher:
+		write = c.w.WriteFrameOrQueue
+	case c.q.backlog():
 		write = c.w.WriteFrameAsync
 	}
 	if err := write(c.ctx, b.Bytes()); err != nil {

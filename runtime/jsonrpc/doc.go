@@ -46,7 +46,8 @@
 // call when the stream is idle; messages that arrive while a Write is in
 // progress are written together with the next one. While more inbound
 // messages wait, the dispatcher queues each reply and goes on to the next
-// message instead of waiting for the peer to read it.
+// message instead of waiting for the peer to read it; a worker whose reply
+// finds another being written leaves it to that writer the same way.
 // Inbound request ids are echoed byte for byte; outbound ids are integers
 // counting up from 1.
 package jsonrpc

@@ -51,7 +51,7 @@ type Writer struct {
 // waiter is a frame queued behind a Write in progress.
 type waiter struct {
 	line  []byte
-	ch    chan error // receives the outcome once; buffered; nil for WriteFrameAsync frames
+	ch    chan error // receives the outcome once; buffered; nil for frames nobody waits for
 	taken bool       // removed from pending by a batch or by Close (under mu)
 }
 
@@ -95,6 +95,12 @@ func (w *Writer) WriteFrame(ctx context.Context, line []byte) error {
 	if w.writing {
 		return w.wait(ctx, line)
 	}
+	return w.writeNow(line)
+}
+
+// writeNow takes the writer role, writes line, then writes whatever was
+// queued meanwhile. It is called with w.mu held and releases it.
+func (w *Writer) writeNow(line []byte) error {
 	w.writing = true
 	w.mu.Unlock()
 	err, poison := w.write(line)
@@ -102,8 +108,9 @@ func (w *Writer) WriteFrame(ctx context.Context, line []byte) error {
 	return err
 }
 
-// maxQueued bounds the frames WriteFrameAsync may leave queued; past it,
-// WriteFrameAsync waits like WriteFrame, which throttles its caller.
+// maxQueued bounds the frames WriteFrameAsync and WriteFrameOrQueue may
+// leave queued; past it they wait like WriteFrame, which throttles their
+// callers.
 const maxQueued = 1024
 
 // WriteFrameAsync queues a copy of line to be written in order with every
@@ -130,6 +137,32 @@ func (w *Writer) WriteFrameAsync(ctx context.Context, line []byte) error {
 			w.drain(nil)
 		}()
 	}
+	w.mu.Unlock()
+	return nil
+}
+
+// WriteFrameOrQueue writes line like WriteFrame when no write is in
+// progress. Otherwise it queues a copy of line, which the goroutine writing
+// then writes with the rest of the queue, and returns without waiting,
+// unless the queue already holds maxQueued frames: then it waits like
+// WriteFrame (with ctx). Errors writing a queued frame are not reported to
+// the caller. It suits producers that run side by side, such as concurrent
+// request handlers: none of them waits for another's frame to be written,
+// and no goroutine is started.
+func (w *Writer) WriteFrameOrQueue(ctx context.Context, line []byte) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := w.lockOpen(line); err != nil {
+		return err
+	}
+	switch {
+	case !w.writing:
+		return w.writeNow(line)
+	case len(w.pending) >= maxQueued:
+		return w.wait(ctx, line)
+	}
+	w.pending = append(w.pending, &waiter{line: bytes.Clone(line)})
 	w.mu.Unlock()
 	return nil
 }
