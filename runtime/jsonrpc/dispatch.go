@@ -74,9 +74,10 @@ var workerIdle = time.Second // a variable so that tests can shorten it
 
 // worker serves req, then whatever requests the dispatcher hands it, each
 // holding a concurrency slot that the worker releases once it has replied.
-// Reusing workers spares a goroutine start per request under load; a slot
-// is only taken by a request, so there are never more workers than slots.
-// A worker exits when the dispatcher has finished, or when a check finds
+// Reusing workers spares a goroutine start per request under load. The
+// slots bound how many requests run at once; a request that gets a slot
+// just before the worker that freed it is back waiting gets a new worker,
+// and the spare one retires with the others once idle. A worker exits when the dispatcher has finished, or when a check finds
 // it has served nothing for a whole workerIdle period (one timer per
 // worker, not per request).
 func (c *Conn) worker(req *Request) {
