@@ -78,7 +78,7 @@ type Conn struct {
 	ctx       context.Context // cancelled, with the shutdown reason, at shutdown
 	cancel    context.CancelCauseFunc
 	inlineCtx context.Context // for handlers run on the dispatcher goroutine
-	asyncCtx  context.Context // for handlers run in their own goroutine
+	asyncCtx  context.Context // for handlers run on workers
 	sem       chan struct{}   // concurrency slots; nil when requests run inline
 	work      chan *Request   // hands requests to idle workers (unbuffered)
 

@@ -77,9 +77,9 @@ var workerIdle = time.Second // a variable so that tests can shorten it
 // Reusing workers spares a goroutine start per request under load. The
 // slots bound how many requests run at once; a request that gets a slot
 // just before the worker that freed it is back waiting gets a new worker,
-// and the spare one retires with the others once idle. A worker exits when the dispatcher has finished, or when a check finds
-// it has served nothing for a whole workerIdle period (one timer per
-// worker, not per request).
+// and the spare one retires with the others once idle. A worker exits when
+// the dispatcher has finished, or when a check finds it has served nothing
+// for a whole workerIdle period (one timer per worker, not per request).
 func (c *Conn) worker(req *Request) {
 	defer c.wg.Done()
 	idle := time.NewTimer(workerIdle)

@@ -178,23 +178,29 @@ func (e *envelope) UnmarshalJSONFrom(d *jsontext.Decoder) error {
 		if bytes.IndexByte(key, '\\') >= 0 {
 			key, _ = jsontext.AppendUnquote(nil, name)
 		}
-		switch string(key) {
-		case "jsonrpc":
-			e.version = val
-		case "id":
-			e.id = val
-		case "method":
-			e.method = val
-		case "params":
-			e.params = val
-		case "result":
-			e.result = val
-		case "error":
-			e.err = val
-		}
+		e.set(key, val)
 	}
 	_, err := d.ReadToken()
 	return err
+}
+
+// set records the value of a top-level member; unknown members are
+// ignored.
+func (e *envelope) set(name, value []byte) {
+	switch string(name) {
+	case "jsonrpc":
+		e.version = value
+	case "id":
+		e.id = value
+	case "method":
+		e.method = value
+	case "params":
+		e.params = value
+	case "result":
+		e.result = value
+	case "error":
+		e.err = value
+	}
 }
 
 // methodName returns the method of an inbound message, which must be a string.

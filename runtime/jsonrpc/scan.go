@@ -185,24 +185,6 @@ func (s *scanner) name(frame []byte, i int) (next int, name []byte, ok bool) {
 	return i, name, true
 }
 
-// set records the value of a top-level member.
-func (e *envelope) set(name, value []byte) {
-	switch string(name) {
-	case "jsonrpc":
-		e.version = value
-	case "id":
-		e.id = value
-	case "method":
-		e.method = value
-	case "params":
-		e.params = value
-	case "result":
-		e.result = value
-	case "error":
-		e.err = value
-	}
-}
-
 func skipSpace(b []byte, i int) int {
 	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r' || b[i] == '\n') {
 		i++
