@@ -29,6 +29,10 @@ type inbox struct {
 	closed  bool // no more items will be pushed
 	dropped bool // the queued items were discarded
 
+	// The dispatcher waits in pop for a message: everything queued so far
+	// has been handled or started.
+	idle bool
+
 	// Handlers of this connection currently inside Call, and whether the
 	// dispatcher waits for a concurrency slot; see full.
 	inlineCalls, asyncCalls int
@@ -120,7 +124,9 @@ func (q *inbox) pop() (inbound, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for q.n == 0 && !q.closed {
+		q.idle = true
 		q.ready.Wait()
+		q.idle = false
 	}
 	if q.n == 0 {
 		return inbound{}, false
@@ -150,6 +156,16 @@ func (q *inbox) close(drop bool) {
 	}
 	q.ready.Broadcast()
 	q.space.Broadcast()
+}
+
+// whenCaughtUp calls start, with the inbox locked, if the dispatcher waits
+// for a message with every message queued so far handled or started, and
+// reports what start returns (false if it was not called). Holding the
+// lock keeps the inbox from closing meanwhile.
+func (q *inbox) whenCaughtUp(start func() bool) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.idle && q.n == 0 && !q.closed && start()
 }
 
 // backlog reports whether messages are waiting for the dispatcher.

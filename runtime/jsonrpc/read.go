@@ -97,7 +97,29 @@ func (c *Conn) queueRequest(e *envelope, frame []byte) {
 		c.rejectInvalid(id, "method must be a string", frame)
 		return
 	}
-	c.q.push(inbound{req: &Request{ID: id, Method: method, Params: bytes.Clone(e.params)}})
+	req := &Request{ID: id, Method: method, Params: bytes.Clone(e.params)}
+	if !c.startNow(req) {
+		c.q.push(inbound{req: req})
+	}
+}
+
+// startNow starts a concurrent request straight from the read goroutine,
+// sparing the hand-off through the dispatcher, when that changes nothing:
+// the dispatcher has caught up (everything before this request has been
+// handled or started) and a slot is free. It reports whether it did.
+func (c *Conn) startNow(req *Request) bool {
+	if c.sem == nil || req.IsNotification() || c.ctx.Err() != nil {
+		return false
+	}
+	return c.q.whenCaughtUp(func() bool {
+		select {
+		case c.sem <- struct{}{}:
+			c.start(req)
+			return true
+		default:
+			return false
+		}
+	})
 }
 
 // maxInternedMethods bounds the method names a connection interns.

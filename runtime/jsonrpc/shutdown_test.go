@@ -269,3 +269,33 @@ func TestCloseClosesStreams(t *testing.T) {
 		t.Fatalf("shared stream closed %d times, want 1", n)
 	}
 }
+
+// TestCloseWhileRequestsArrive closes the serving side of connections at
+// random moments while concurrent requests pour in, some started by the
+// read goroutine itself and some through the dispatcher: nothing panics,
+// every call ends with its own answer or an error, and no goroutine is
+// left behind (TestMain checks).
+func TestCloseWhileRequestsArrive(t *testing.T) {
+	for i := range 50 {
+		client, srv := pipePair(t, echoHandler, &Options{MaxConcurrentRequests: 4})
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Go(func() {
+				for j := 0; ; j++ {
+					var r benchResult
+					if err := client.Call(context.Background(), "bench/echo", &benchParams{Count: j}, &r); err != nil {
+						return // ErrClosed, or the write on the closed pipe
+					}
+					if r.Count != j {
+						t.Errorf("call %d answered %+v", j, r)
+						return
+					}
+				}
+			})
+		}
+		time.Sleep(time.Duration(i%10) * 100 * time.Microsecond)
+		srv.Close()
+		client.Close()
+		wg.Wait()
+	}
+}
