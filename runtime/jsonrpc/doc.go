@@ -15,7 +15,9 @@
 // [Options.MaxConcurrentRequests] above 1, started in order and run
 // concurrently up to that bound by worker goroutines, which are started on
 // demand, reused from one request to the next and retired after a second
-// or two without work.
+// or two without work. (A concurrent request that arrives when the
+// dispatcher has caught up is started by the reading goroutine directly;
+// the order is the same.)
 //
 // When a response arrives after some notifications, Call returns only once
 // those notifications have been handled, so a caller sees every progress
