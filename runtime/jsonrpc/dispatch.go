@@ -9,9 +9,9 @@ import (
 )
 
 // dispatch is the dispatcher goroutine: it takes inbound messages in arrival
-// order, handles notifications inline and starts requests, inline or in
-// their own goroutine. After shutdown it still handles the notifications
-// already queued but starts no more requests.
+// order, handles notifications itself and runs requests itself or, when
+// they may run concurrently, hands them to workers. After shutdown it still
+// handles the notifications already queued but starts no more requests.
 func (c *Conn) dispatch() {
 	defer c.wg.Done()
 	if c.work != nil {
