@@ -229,34 +229,11 @@ func goroutineID() string {
 	return id
 }
 
-// TestWorkersReusedThenRetired checks how concurrent requests are run:
-// workers are reused, at most MaxConcurrentRequests requests run at once,
-// and workers idle for a whole check period exit.
-func TestWorkersReusedThenRetired(t *testing.T) {
-	saved := workerIdle
-	t.Cleanup(func() { workerIdle = saved }) // after the peer's cleanup has stopped its workers
-	workerIdle = 20 * time.Millisecond
+// TestWorkersReused checks how concurrent requests are run: workers are
+// reused, and at most MaxConcurrentRequests requests run at once.
+func TestWorkersReused(t *testing.T) {
 	const slots = 3
-	release := make(chan struct{})
-	var (
-		mu            sync.Mutex
-		running, most int
-	)
-	hold := func(d int) {
-		mu.Lock()
-		defer mu.Unlock()
-		running += d
-		most = max(most, running)
-	}
-	p := newRawPeer(t, methods{
-		"who": func(context.Context, *Request) (any, error) { return goroutineID(), nil },
-		"hold": func(context.Context, *Request) (any, error) {
-			hold(1)
-			defer hold(-1)
-			<-release
-			return nil, nil
-		},
-	}, &Options{MaxConcurrentRequests: slots})
+	p, hold := newHoldingPeer(t, slots)
 	who := func(id int) string {
 		t.Helper()
 		p.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"who"}`, id))
@@ -271,7 +248,7 @@ func TestWorkersReusedThenRetired(t *testing.T) {
 
 	// A request may get its slot before the worker that freed it waits for
 	// more, and then a second worker starts; with one request at a time
-	// there is never a third.
+	// there is never a third (workers idle for less than workerIdle).
 	seen := map[string]bool{}
 	for i := range 50 {
 		seen[who(1+i)] = true
@@ -281,41 +258,104 @@ func TestWorkersReusedThenRetired(t *testing.T) {
 	}
 
 	// Twice as many held requests as slots: `slots` run at once, no more.
-	for i := range 2 * slots {
-		p.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"hold"}`, 100+i))
-	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		mu.Lock()
-		n := running
-		mu.Unlock()
-		if n == slots {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d requests running, want %d", n, slots)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	hold.start(p, 2*slots)
+	hold.waitRunning(t, slots)
 	time.Sleep(20 * time.Millisecond) // room for a request beyond the bound to start
-	busy := runtime.NumGoroutine()
-	close(release)
-	for range 2 * slots {
-		p.recv()
-	}
-	mu.Lock()
-	if most != slots {
+	hold.finish(p, 2*slots)
+	if most := hold.most(); most != slots {
 		t.Errorf("at most %d requests ran at once, want %d", most, slots)
 	}
-	mu.Unlock()
+}
 
-	// Idle for a few check periods, the workers exit.
-	deadline = time.Now().Add(5 * time.Second)
+// TestIdleWorkersRetire checks that workers idle for a whole check period
+// exit, and that requests are served after that.
+func TestIdleWorkersRetire(t *testing.T) {
+	saved := workerIdle
+	t.Cleanup(func() { workerIdle = saved }) // after the peer's cleanup has stopped its workers
+	workerIdle = 20 * time.Millisecond
+	const slots = 3
+	p, hold := newHoldingPeer(t, slots)
+	hold.start(p, slots)
+	hold.waitRunning(t, slots)
+	busy := runtime.NumGoroutine()
+	hold.finish(p, slots)
+	deadline := time.Now().Add(5 * time.Second)
 	for runtime.NumGoroutine() > busy-slots {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d goroutines after an idle spell, %d with the held requests running: idle workers did not exit", runtime.NumGoroutine(), busy)
+			t.Fatalf("%d goroutines after an idle spell, %d with %d requests running: idle workers did not exit", runtime.NumGoroutine(), busy, slots)
 		}
 		time.Sleep(workerIdle)
 	}
-	who(200) // still served
+	p.send(`{"jsonrpc":"2.0","id":1,"method":"who"}`)
+	p.recv()
+}
+
+// holds counts the "hold" requests of a peer made by newHoldingPeer, which
+// run until release is closed.
+type holds struct {
+	mu            sync.Mutex
+	running, peak int
+	release       chan struct{}
+}
+
+func (h *holds) add(d int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.running += d
+	h.peak = max(h.peak, h.running)
+}
+
+func (h *holds) most() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.peak
+}
+
+// start sends n hold requests.
+func (h *holds) start(p *rawPeer, n int) {
+	for i := range n {
+		p.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"hold"}`, 100+i))
+	}
+}
+
+// waitRunning waits until n hold requests run at once.
+func (h *holds) waitRunning(t *testing.T, n int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		h.mu.Lock()
+		running := h.running
+		h.mu.Unlock()
+		if running == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d requests running, want %d", running, n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// finish releases the hold requests and reads their n replies.
+func (h *holds) finish(p *rawPeer, n int) {
+	close(h.release)
+	for range n {
+		p.recv()
+	}
+}
+
+// newHoldingPeer serves "who" (the id of the goroutine that runs it) and
+// "hold" with up to slots requests at once.
+func newHoldingPeer(t *testing.T, slots int) (*rawPeer, *holds) {
+	h := &holds{release: make(chan struct{})}
+	p := newRawPeer(t, methods{
+		"who": func(context.Context, *Request) (any, error) { return goroutineID(), nil },
+		"hold": func(context.Context, *Request) (any, error) {
+			h.add(1)
+			defer h.add(-1)
+			<-h.release
+			return nil, nil
+		},
+	}, &Options{MaxConcurrentRequests: slots})
+	return p, h
 }
