@@ -279,13 +279,9 @@ func TestIdleWorkersRetire(t *testing.T) {
 	hold.waitRunning(t, slots)
 	busy := runtime.NumGoroutine()
 	hold.finish(p, slots)
-	deadline := time.Now().Add(5 * time.Second)
-	for runtime.NumGoroutine() > busy-slots {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d goroutines after an idle spell, %d with %d requests running: idle workers did not exit", runtime.NumGoroutine(), busy, slots)
-		}
-		time.Sleep(workerIdle)
-	}
+	waitUntil(t, func() bool { return runtime.NumGoroutine() <= busy-slots }, func() string {
+		return fmt.Sprintf("%d goroutines after an idle spell, %d with %d requests running: idle workers did not exit", runtime.NumGoroutine(), busy, slots)
+	})
 	p.send(`{"jsonrpc":"2.0","id":1,"method":"who"}`)
 	p.recv()
 }
@@ -321,19 +317,14 @@ func (h *holds) start(p *rawPeer, n int) {
 // waitRunning waits until n hold requests run at once.
 func (h *holds) waitRunning(t *testing.T, n int) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	running := func() int {
 		h.mu.Lock()
-		running := h.running
-		h.mu.Unlock()
-		if running == n {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d requests running, want %d", running, n)
-		}
-		time.Sleep(time.Millisecond)
+		defer h.mu.Unlock()
+		return h.running
 	}
+	waitUntil(t, func() bool { return running() == n }, func() string {
+		return fmt.Sprintf("%d requests running, want %d", running(), n)
+	})
 }
 
 // finish releases the hold requests and reads their n replies.

@@ -131,6 +131,18 @@ func (p *rawPeer) frameError() *FrameError {
 	}
 }
 
+// waitUntil polls cond until it holds, failing with what() after timeout.
+func waitUntil(t testing.TB, cond func() bool, what func() string) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal(what())
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // callAsync runs c.Call in a goroutine; the result arrives on the channel.
 func callAsync(ctx context.Context, c *Conn, method string, params, result any) <-chan error {
 	ch := make(chan error, 1)
