@@ -11,7 +11,7 @@ import (
 
 func TestWriteFrameAsyncKeepsOrderAndReturnsAtOnce(t *testing.T) {
 	g := newGateWriter()
-	w := NewWriter(g)
+	w := NewWriter(g, nil)
 	ctx := context.Background()
 	line := []byte("0\n")
 	if err := w.WriteFrameAsync(ctx, line); err != nil {
@@ -41,14 +41,19 @@ func TestWriteFrameAsyncKeepsOrderAndReturnsAtOnce(t *testing.T) {
 	}
 }
 
+// queueFrames is how many 2-byte frames fill smallQueue's bound.
+const queueFrames = 8
+
+var smallQueue = &WriterOptions{QueueBytes: 2 * queueFrames}
+
 func TestWriteFrameAsyncThrottlesWhenTheQueueIsFull(t *testing.T) {
 	g := newGateWriter()
-	w := NewWriter(g)
+	w := NewWriter(g, smallQueue)
 	if err := w.WriteFrameAsync(context.Background(), []byte("first\n")); err != nil {
 		t.Fatal(err)
 	}
 	<-g.started // stuck in Write: the peer reads nothing
-	for range maxQueued {
+	for range queueFrames {
 		if err := w.WriteFrameAsync(context.Background(), []byte("q\n")); err != nil {
 			t.Fatal(err)
 		}
@@ -58,17 +63,15 @@ func TestWriteFrameAsyncThrottlesWhenTheQueueIsFull(t *testing.T) {
 	if err := w.WriteFrameAsync(ctx, []byte("over\n")); !errors.Is(err, context.Canceled) {
 		t.Fatalf("a full queue must make the caller wait (and honour ctx): %v", err)
 	}
-	closed := make(chan error, 1)
-	go func() { closed <- w.Close() }() // fails the queue; waits for the flusher
-	for done := false; !done; {
-		select {
-		case g.release <- errors.New("pipe closed"): // each batch the flusher still tries fails
-		case err := <-closed:
-			if err != nil {
-				t.Fatal(err)
-			}
-			done = true
-		}
+	// Close fails the queue and returns at once, though the flusher is still
+	// inside Write.
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	g.release <- errors.New("pipe closed") // the Write in progress ends
+	idle(t, w)
+	if got := g.recorded(); len(got) != 1 {
+		t.Fatalf("frames queued before Close were written: %q", got)
 	}
 	if err := w.WriteFrameAsync(context.Background(), []byte("late\n")); !errors.Is(err, ErrClosed) {
 		t.Fatalf("after Close: %v", err)
@@ -78,7 +81,7 @@ func TestWriteFrameAsyncThrottlesWhenTheQueueIsFull(t *testing.T) {
 func TestWriteFrameAsyncPoisonedStream(t *testing.T) {
 	g := newGateWriter()
 	g.short = true
-	w := NewWriter(g)
+	w := NewWriter(g, nil)
 	if err := w.WriteFrameAsync(context.Background(), []byte("half\n")); err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +116,7 @@ func idle(t *testing.T, w *Writer) {
 
 func TestWriteFrameOrQueue(t *testing.T) {
 	g := newGateWriter()
-	w := NewWriter(g)
+	w := NewWriter(g, smallQueue)
 	ctx := context.Background()
 
 	// No write in progress: the caller writes its frame itself.
@@ -151,7 +154,7 @@ func TestWriteFrameOrQueue(t *testing.T) {
 	// A full queue makes the caller wait, honouring ctx.
 	go func() { first <- w.WriteFrameOrQueue(ctx, []byte("3\n")) }()
 	<-g.started
-	for range maxQueued {
+	for range queueFrames {
 		if err := w.WriteFrameOrQueue(ctx, []byte("q\n")); err != nil {
 			t.Fatal(err)
 		}
@@ -159,7 +162,7 @@ func TestWriteFrameOrQueue(t *testing.T) {
 	cctx, cancel := context.WithCancel(ctx)
 	over := make(chan error, 1)
 	go func() { over <- w.WriteFrameOrQueue(cctx, []byte("over\n")) }()
-	queued(t, w, maxQueued+1)
+	queued(t, w, queueFrames+1)
 	cancel()
 	if err := <-over; !errors.Is(err, context.Canceled) {
 		t.Fatalf("a full queue must make the caller wait (and honour ctx): %v", err)
@@ -170,7 +173,7 @@ func TestWriteFrameOrQueue(t *testing.T) {
 	if err := <-first; err != nil {
 		t.Fatal(err)
 	}
-	if got := g.recorded(); len(got) != 4 || got[3] != strings.Repeat("q\n", maxQueued) {
+	if got := g.recorded(); len(got) != 4 || got[3] != strings.Repeat("q\n", queueFrames) {
 		t.Fatalf("last write = %.40q..., %d writes", got[len(got)-1], len(got))
 	}
 	if err := w.Close(); err != nil {

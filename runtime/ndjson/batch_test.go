@@ -64,7 +64,7 @@ func queued(t *testing.T, w *Writer, n int) {
 
 func TestWriterBatchesQueuedFrames(t *testing.T) {
 	g := newGateWriter()
-	w := NewWriter(g)
+	w := NewWriter(g, nil)
 	ctx := context.Background()
 	errs := make(chan error, 8)
 	go func() { errs <- w.WriteFrame(ctx, []byte("0\n")) }()
@@ -99,7 +99,7 @@ func TestWriterBatchesQueuedFrames(t *testing.T) {
 
 func TestWriterBatchSizeIsBounded(t *testing.T) {
 	g := newGateWriter()
-	w := NewWriter(g)
+	w := NewWriter(g, nil)
 	ctx := context.Background()
 	errs := make(chan error, 8)
 	go func() { errs <- w.WriteFrame(ctx, []byte("0\n")) }()
@@ -131,7 +131,7 @@ func TestWriterBatchSizeIsBounded(t *testing.T) {
 
 func TestWriterQueuedFrameHonoursContext(t *testing.T) {
 	g := newGateWriter()
-	w := NewWriter(g)
+	w := NewWriter(g, nil)
 	bg := context.Background()
 	errs := make(chan error, 4)
 	go func() { errs <- w.WriteFrame(bg, []byte("0\n")) }()
@@ -163,7 +163,7 @@ func TestWriterQueuedFrameHonoursContext(t *testing.T) {
 
 func TestWriterTakenFrameIgnoresContext(t *testing.T) {
 	g := newGateWriter()
-	w := NewWriter(g)
+	w := NewWriter(g, nil)
 	bg := context.Background()
 	first := make(chan error, 1)
 	go func() { first <- w.WriteFrame(bg, []byte("0\n")) }()
@@ -191,7 +191,7 @@ func TestWriterTakenFrameIgnoresContext(t *testing.T) {
 
 func TestWriterCloseFailsQueuedFrames(t *testing.T) {
 	g := newGateWriter()
-	w := NewWriter(g)
+	w := NewWriter(g, nil)
 	bg := context.Background()
 	first := make(chan error, 1)
 	go func() { first <- w.WriteFrame(bg, []byte("0\n")) }()
@@ -233,7 +233,7 @@ func TestWriterBatchErrors(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			g := newGateWriter()
-			w := NewWriter(g)
+			w := NewWriter(g, nil)
 			bg := context.Background()
 			first := make(chan error, 1)
 			go func() { first <- w.WriteFrame(bg, []byte("0\n")) }()
@@ -271,7 +271,7 @@ func TestWriterBatchErrors(t *testing.T) {
 }
 
 func TestWriteFrameUncontendedDoesNotAllocate(t *testing.T) {
-	w := NewWriter(io.Discard)
+	w := NewWriter(io.Discard, nil)
 	line := []byte("{}\n")
 	ctx := context.Background()
 	if n := testing.AllocsPerRun(1000, func() { _ = w.WriteFrame(ctx, line) }); n != 0 {

@@ -28,7 +28,7 @@ func ExampleReader() {
 }
 
 func ExampleWriter() {
-	w := ndjson.NewWriter(os.Stdout)
+	w := ndjson.NewWriter(os.Stdout, nil)
 	ctx := context.Background()
 	_ = w.WriteFrame(ctx, []byte(`{"hello":"world"}`+"\n"))
 	err := w.WriteFrame(ctx, []byte("{\n}\n"))

@@ -233,3 +233,16 @@ func isBlank(b []byte) bool {
 	}
 	return true
 }
+
+// More reports whether a whole frame is already buffered, so that the next
+// ReadFrame returns without reading from the underlying reader. It is a
+// hint: it may report false for a buffered frame that spans the buffer's
+// end.
+func (r *Reader) More() bool {
+	n := r.br.Buffered()
+	if n == 0 {
+		return false
+	}
+	buf, _ := r.br.Peek(n)
+	return bytes.IndexByte(buf, '\n') >= 0
+}

@@ -8,7 +8,7 @@ import (
 	"sync"
 )
 
-// ErrClosed is returned by WriteFrame after Close.
+// ErrClosed is returned by the Writer's methods after Close.
 var ErrClosed = errors.New("ndjson: writer closed")
 
 var (
@@ -17,12 +17,26 @@ var (
 )
 
 const (
+	// DefaultQueueBytes is the default bound on the bytes of frames queued
+	// by WriteFrameAsync and WriteFrameOrQueue.
+	DefaultQueueBytes = 4 << 20
 	// maxBatch bounds the bytes gathered into one batched Write; a single
 	// frame larger than that is written on its own.
 	maxBatch = 1 << 20
 	// maxRetainedBatch is the largest batch buffer kept between batches.
 	maxRetainedBatch = 64 << 10
 )
+
+// WriterOptions configures a Writer. The zero value is ready to use.
+type WriterOptions struct {
+	// QueueBytes bounds the bytes of frames that WriteFrameAsync and
+	// WriteFrameOrQueue may leave queued (default DefaultQueueBytes); past
+	// it they wait like WriteFrame, which throttles their callers.
+	QueueBytes int
+	// OnError, if set, is called once, with the first error of the
+	// underlying Write (not ErrClosed), from the goroutine that wrote.
+	OnError func(error)
+}
 
 // Writer writes frames to a newline-delimited stream. It is safe for
 // concurrent use: frames from concurrent writers never interleave.
@@ -32,27 +46,30 @@ const (
 // the writing goroutine writes every queued frame (up to a bound) with one
 // Write call, and repeats until the queue is empty.
 type Writer struct {
-	w io.Writer
+	w       io.Writer
+	limit   int
+	onError func(error)
 
 	mu      sync.Mutex
 	writing bool      // a goroutine holds the writer role
 	closed  bool      // Close was called
-	err     error     // set when a write was only partly done (sticky)
+	err     error     // the first write error (sticky)
 	pending []*waiter // frames waiting for the next batch, in order
+	copied  int       // bytes of queued copies (WriteFrameAsync, WriteFrameOrQueue)
+	idle    chan struct{}
 
 	// Owned by the goroutine holding the writer role.
 	batch    []byte
 	inflight []*waiter
 	once     sync.Once
-
-	flushers sync.WaitGroup // goroutines started by WriteFrameAsync to drain the queue
 }
 
 // waiter is a frame queued behind a Write in progress.
 type waiter struct {
-	line  []byte
-	ch    chan error // receives the outcome once; buffered; nil for frames nobody waits for
-	taken bool       // removed from pending by a batch or by Close (under mu)
+	line   []byte
+	ch     chan error // receives the outcome once; buffered; nil for queued copies
+	taken  bool       // removed from pending by a batch or by Close (under mu)
+	copied bool       // line is a copy counted in Writer.copied
 }
 
 // notify hands the outcome to the frame's caller, if one waits for it.
@@ -64,27 +81,31 @@ func (wt *waiter) notify(err error) {
 
 var waiterPool = sync.Pool{New: func() any { return &waiter{ch: make(chan error, 1)} }}
 
-// NewWriter returns a Writer that writes to w.
-func NewWriter(w io.Writer) *Writer {
-	return &Writer{w: w}
+// NewWriter returns a Writer that writes to w. opts may be nil.
+func NewWriter(w io.Writer, opts *WriterOptions) *Writer {
+	wr := &Writer{w: w, limit: DefaultQueueBytes}
+	if opts != nil {
+		if opts.QueueBytes > 0 {
+			wr.limit = opts.QueueBytes
+		}
+		wr.onError = opts.OnError
+	}
+	return wr
 }
 
 // WriteFrame writes line, which must end with exactly one '\n' and contain
 // no other newline. Frames never interleave and are written in the order
-// their WriteFrame calls queued them. When no other frame is being written,
-// line is written with a single Write call of its own; otherwise it is
-// queued and later written, together with the other frames queued meanwhile,
-// in one Write call. WriteFrame returns once its frame has been written or
-// has failed; line is not retained after it returns.
+// their calls queued them. When no other frame is being written, line is
+// written with a single Write call of its own; otherwise it is queued and
+// later written, together with the other frames queued meanwhile, in one
+// Write call. WriteFrame returns once its frame has been written or has
+// failed; line is not retained after it returns.
 //
 // If ctx ends while the frame is still queued, it is dropped and ctx.Err()
-// is returned. A Write already in progress, including that of a batch the
-// frame was taken into, cannot be interrupted by ctx, only by Close (when
-// the underlying writer unblocks on Close).
+// is returned. A Write already in progress cannot be interrupted by ctx,
+// only by Close (when the underlying writer unblocks on Close).
 //
-// A short write is reported as io.ErrShortWrite. After a Write has written
-// only in part the stream is left mid-line, so every later call returns the
-// same error.
+// After a write error every later call returns that error.
 func (w *Writer) WriteFrame(ctx context.Context, line []byte) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -98,58 +119,28 @@ func (w *Writer) WriteFrame(ctx context.Context, line []byte) error {
 	return w.writeNow(line)
 }
 
-// writeNow takes the writer role, writes line, then writes whatever was
-// queued meanwhile. It is called with w.mu held and releases it.
-func (w *Writer) writeNow(line []byte) error {
-	w.writing = true
-	w.mu.Unlock()
-	err, poison := w.write(line)
-	w.drain(poison)
-	return err
-}
-
-// maxQueued bounds the frames WriteFrameAsync and WriteFrameOrQueue may
-// leave queued; past it they wait like WriteFrame, which throttles their
-// callers.
-const maxQueued = 1024
-
 // WriteFrameAsync queues a copy of line to be written in order with every
-// other frame and returns without waiting for the write, unless the queue
-// already holds maxQueued frames: then it waits like WriteFrame (with ctx).
-// A goroutine is started to write the queue when no write is in progress.
-// Write errors are not reported to the caller; they poison the
-// stream, so later calls fail. It lets a producer of many frames (a
-// dispatcher answering queued requests) go on working while the peer reads.
+// other frame and returns without waiting for the write, unless the queued
+// copies would exceed the queue bound: then it waits like WriteFrame. A
+// goroutine is started to write the queue when no write is in progress.
+// Errors writing the frame are not returned to the caller (see
+// WriterOptions.OnError); they make later calls fail.
 func (w *Writer) WriteFrameAsync(ctx context.Context, line []byte) error {
-	if err := w.lockOpen(line); err != nil {
-		return err
-	}
-	if len(w.pending) >= maxQueued {
-		w.mu.Unlock()
-		return w.WriteFrame(ctx, line)
-	}
-	w.pending = append(w.pending, &waiter{line: bytes.Clone(line)})
-	if !w.writing {
-		w.writing = true
-		w.flushers.Add(1)
-		go func() {
-			defer w.flushers.Done()
-			w.drain(nil)
-		}()
-	}
-	w.mu.Unlock()
-	return nil
+	return w.queue(ctx, line, true)
 }
 
 // WriteFrameOrQueue writes line like WriteFrame when no write is in
 // progress. Otherwise it queues a copy of line, which the goroutine writing
 // then writes with the rest of the queue, and returns without waiting,
-// unless the queue already holds maxQueued frames: then it waits like
-// WriteFrame (with ctx). Errors writing a queued frame are not reported to
-// the caller. It suits producers that run side by side, such as concurrent
+// unless the queued copies would exceed the queue bound: then it waits like
+// WriteFrame. It suits producers that run side by side, such as concurrent
 // request handlers: none of them waits for another's frame to be written,
 // and no goroutine is started.
 func (w *Writer) WriteFrameOrQueue(ctx context.Context, line []byte) error {
+	return w.queue(ctx, line, false)
+}
+
+func (w *Writer) queue(ctx context.Context, line []byte, async bool) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -157,18 +148,23 @@ func (w *Writer) WriteFrameOrQueue(ctx context.Context, line []byte) error {
 		return err
 	}
 	switch {
-	case !w.writing:
-		return w.writeNow(line)
-	case len(w.pending) >= maxQueued:
+	case w.writing && w.copied+len(line) > w.limit:
 		return w.wait(ctx, line)
+	case !w.writing && (!async || len(line) > w.limit):
+		return w.writeNow(line)
 	}
-	w.pending = append(w.pending, &waiter{line: bytes.Clone(line)})
+	w.pending = append(w.pending, &waiter{line: bytes.Clone(line), copied: true})
+	w.copied += len(line)
+	if !w.writing {
+		w.writing = true
+		go w.drain(nil)
+	}
 	w.mu.Unlock()
 	return nil
 }
 
 // lockOpen checks line and locks w.mu, returning with it held unless the
-// frame is malformed or the stream is closed or poisoned.
+// frame is malformed or the stream is closed or broken.
 func (w *Writer) lockOpen(line []byte) error {
 	if err := checkFrame(line); err != nil {
 		return err
@@ -185,24 +181,30 @@ func (w *Writer) lockOpen(line []byte) error {
 	return nil
 }
 
-// write writes p with one Write call. poison is err if the write left the
-// stream mid-line, nil otherwise.
-func (w *Writer) write(p []byte) (err, poison error) {
+// writeNow takes the writer role, writes line, then writes whatever was
+// queued meanwhile. It is called with w.mu held and releases it.
+func (w *Writer) writeNow(line []byte) error {
+	w.writing = true
+	w.mu.Unlock()
+	err := w.write(line)
+	w.drain(err)
+	return err
+}
+
+// write writes p with one Write call.
+func (w *Writer) write(p []byte) error {
 	n, err := w.w.Write(p)
 	if err == nil && n < len(p) {
 		err = io.ErrShortWrite
 	}
-	if n > 0 && n < len(p) {
-		poison = err
-	}
-	return err, poison
+	return err
 }
 
 // wait queues line behind the Write in progress and waits for its outcome.
 // It is called with w.mu held and releases it.
 func (w *Writer) wait(ctx context.Context, line []byte) error {
 	wt := waiterPool.Get().(*waiter)
-	wt.line, wt.taken = line, false
+	wt.line, wt.taken, wt.copied = line, false, false
 	w.pending = append(w.pending, wt)
 	w.mu.Unlock()
 	if done := ctx.Done(); done != nil {
@@ -234,23 +236,30 @@ func (wt *waiter) release(err error) error {
 	return err
 }
 
-// drain is run by the goroutine holding the writer role after its Write:
-// it writes the queued frames in batches until none is left, then gives up
-// the role. poison is the error of the last Write if it was partial.
-func (w *Writer) drain(poison error) {
+// drain is run by the goroutine holding the writer role after its own
+// Write (whose error is werr): it writes the queued frames in batches until
+// none is left, then gives up the role.
+func (w *Writer) drain(werr error) {
 	w.mu.Lock()
 	for {
-		if poison != nil && w.err == nil {
-			w.err = poison
+		if werr != nil && w.err == nil && !w.closed {
+			w.err = werr
+			if w.onError != nil {
+				w.mu.Unlock()
+				w.onError(werr)
+				w.mu.Lock()
+			}
 		}
 		if len(w.pending) == 0 {
 			w.writing = false
+			if w.idle != nil {
+				close(w.idle)
+				w.idle = nil
+			}
 			w.mu.Unlock()
 			return
 		}
 		if w.closed || w.err != nil {
-			// Close fails the queued frames itself; a poisoned stream
-			// fails them here.
 			err := w.err
 			if w.closed {
 				err = ErrClosed
@@ -285,10 +294,9 @@ func (w *Writer) drain(poison error) {
 				w.batch = nil
 			}
 		}
-		var err error
-		err, poison = w.write(p)
+		werr = w.write(p)
 		for i, wt := range batch {
-			wt.notify(err)
+			wt.notify(werr)
 			batch[i] = nil
 		}
 		w.mu.Lock()
@@ -301,6 +309,9 @@ func (w *Writer) takeLocked(k int) []*waiter {
 	w.inflight = append(w.inflight[:0], w.pending[:k]...)
 	for _, wt := range w.inflight {
 		wt.taken = true
+		if wt.copied {
+			w.copied -= len(wt.line)
+		}
 	}
 	n := copy(w.pending, w.pending[k:])
 	clear(w.pending[n:])
@@ -308,19 +319,53 @@ func (w *Writer) takeLocked(k int) []*waiter {
 	return w.inflight
 }
 
-// Close makes later and queued WriteFrame calls fail with ErrClosed and
-// closes the underlying writer if it is an io.Closer, which also unblocks a
-// Write in progress for most writers (pipes, files, network connections).
-// Only the first call has an effect; later calls return nil.
+// Flush waits until every frame queued so far has been written (or has
+// failed) and no write is in progress, or until ctx ends. It returns the
+// stream's write error, if any.
+func (w *Writer) Flush(ctx context.Context) error {
+	w.mu.Lock()
+	for w.writing || len(w.pending) > 0 {
+		if w.closed {
+			break
+		}
+		if w.idle == nil {
+			w.idle = make(chan struct{})
+		}
+		idle := w.idle
+		w.mu.Unlock()
+		select {
+		case <-idle:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		w.mu.Lock()
+	}
+	err := w.err
+	if w.closed && err == nil {
+		err = ErrClosed
+	}
+	w.mu.Unlock()
+	return err
+}
+
+// Close makes later and queued calls fail with ErrClosed and closes the
+// underlying writer if it is an io.Closer, which also unblocks a Write in
+// progress for most writers (pipes, files, network connections). It does
+// not wait for a Write in progress. Only the first call has an effect;
+// later calls return nil.
 func (w *Writer) Close() error {
 	var err error
 	w.once.Do(func() {
 		w.mu.Lock()
 		w.closed = true
 		queued := w.pending
-		w.pending = nil
+		w.pending, w.copied = nil, 0
 		for _, wt := range queued {
 			wt.taken = true
+		}
+		if w.idle != nil {
+			close(w.idle)
+			w.idle = nil
 		}
 		w.mu.Unlock()
 		for _, wt := range queued {
@@ -329,7 +374,6 @@ func (w *Writer) Close() error {
 		if c, ok := w.w.(io.Closer); ok {
 			err = c.Close()
 		}
-		w.flushers.Wait()
 	})
 	return err
 }

@@ -37,7 +37,7 @@ func (r *recorder) Close() error {
 func TestWriteFrameValidates(t *testing.T) {
 	for _, line := range []string{"", "{}", "{}\n\n", "{}\n{}\n", "\n{}"} {
 		rec := &recorder{}
-		if err := NewWriter(rec).WriteFrame(context.Background(), []byte(line)); err == nil {
+		if err := NewWriter(rec, nil).WriteFrame(context.Background(), []byte(line)); err == nil {
 			t.Errorf("WriteFrame(%q) succeeded, want error", line)
 		}
 		if len(rec.writes) != 0 {
@@ -48,7 +48,7 @@ func TestWriteFrameValidates(t *testing.T) {
 
 func TestWriteFrameOneWritePerFrame(t *testing.T) {
 	rec := &recorder{}
-	w := NewWriter(rec)
+	w := NewWriter(rec, nil)
 	frames := []string{"{}\n", "\n", `{"a":[1,2,3]}` + "\n"}
 	for _, f := range frames {
 		if err := w.WriteFrame(context.Background(), []byte(f)); err != nil {
@@ -74,7 +74,7 @@ func (s *shortWriter) Write(p []byte) (int, error) {
 
 func TestWriteFrameShortWrite(t *testing.T) {
 	sw := &shortWriter{}
-	w := NewWriter(sw)
+	w := NewWriter(sw, nil)
 	if err := w.WriteFrame(context.Background(), []byte("{}\n")); err != io.ErrShortWrite {
 		t.Fatalf("err = %v, want io.ErrShortWrite", err)
 	}
@@ -93,7 +93,7 @@ func (f failWriter) Write([]byte) (int, error) { return 0, f.err }
 
 func TestWriteFrameErrorWithoutPartialFrame(t *testing.T) {
 	boom := errors.New("boom")
-	w := NewWriter(failWriter{boom})
+	w := NewWriter(failWriter{boom}, nil)
 	for range 2 {
 		if err := w.WriteFrame(context.Background(), []byte("{}\n")); err != boom {
 			t.Fatalf("err = %v, want boom", err)
@@ -115,7 +115,7 @@ func (b *blockingWriter) Write(p []byte) (int, error) {
 
 func TestWriteFrameHonoursContextWhileWaiting(t *testing.T) {
 	bw := &blockingWriter{started: make(chan struct{}, 1), release: make(chan struct{})}
-	w := NewWriter(bw)
+	w := NewWriter(bw, nil)
 	first := make(chan error, 1)
 	go func() { first <- w.WriteFrame(context.Background(), []byte("1\n")) }()
 	<-bw.started
@@ -135,7 +135,7 @@ func TestWriteFrameCancelledContext(t *testing.T) {
 	rec := &recorder{}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := NewWriter(rec).WriteFrame(ctx, []byte("{}\n")); err != context.Canceled {
+	if err := NewWriter(rec, nil).WriteFrame(ctx, []byte("{}\n")); err != context.Canceled {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}
 	if len(rec.writes) != 0 {
@@ -145,7 +145,7 @@ func TestWriteFrameCancelledContext(t *testing.T) {
 
 func TestWriterClose(t *testing.T) {
 	rec := &recorder{}
-	w := NewWriter(rec)
+	w := NewWriter(rec, nil)
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +169,7 @@ func TestWriterCloseUnblocksWriters(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pr.Close()
-	w := NewWriter(pw)
+	w := NewWriter(pw, nil)
 	big := append(bytes.Repeat([]byte("x"), 1<<20), '\n') // more than the pipe holds; nobody reads
 	errs := make(chan error, 2)
 	for range 2 {
@@ -200,7 +200,7 @@ func TestConcurrentWritersDoNotInterleave(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pr.Close()
-	w := NewWriter(pw)
+	w := NewWriter(pw, nil)
 	const writers, frames = 16, 100
 	padLen := func(g, i int) int { return (g*frames + i) * 37 % 9000 } // many frames exceed PIPE_BUF
 	var wg sync.WaitGroup
