@@ -1,5 +1,0 @@
-//go:build !race
-
-package jsonrpc
-
-const raceEnabled = false

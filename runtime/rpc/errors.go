@@ -1,0 +1,224 @@
+package rpc
+
+import (
+	"errors"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// Error codes of JSON-RPC 2.0 and LSP that the engine itself uses.
+// Protocols with string codes map them to names of their own.
+const (
+	CodeParseError       = -32700
+	CodeInvalidRequest   = -32600
+	CodeMethodNotFound   = -32601
+	CodeInvalidParams    = -32602
+	CodeInternalError    = -32603
+	CodeRequestCancelled = -32800
+	// CodeOverloaded answers a request that arrives while the inbound queue
+	// is full and a handler waits for the peer (see Options.QueueBytes).
+	CodeOverloaded = -32050
+)
+
+// Sentinel errors; errors.Is matches any *Error with the same code (or,
+// for protocols with string codes, the same Name).
+var (
+	ErrParse          = &Error{Code: CodeParseError, Message: "parse error"}
+	ErrInvalidRequest = &Error{Code: CodeInvalidRequest, Message: "invalid request"}
+	ErrMethodNotFound = &Error{Code: CodeMethodNotFound, Message: "method not found"}
+	ErrInvalidParams  = &Error{Code: CodeInvalidParams, Message: "invalid params"}
+	ErrInternal       = &Error{Code: CodeInternalError, Message: "internal error"}
+	ErrCancelled      = &Error{Code: CodeRequestCancelled, Message: "request cancelled"}
+	ErrOverloaded     = &Error{Code: CodeOverloaded, Message: "overloaded: too many inbound messages queued"}
+)
+
+// ErrClosed is matched by every error caused by the connection shutting
+// down: failed pending calls, calls made after shutdown and Conn.Err.
+var ErrClosed = errors.New("rpc: connection closed")
+
+// Error is an error reply. Handlers return it (possibly wrapped) to choose
+// the error the peer gets; Send returns it when the peer answers with one.
+type Error struct {
+	// Code is the JSON-RPC code. Codecs of protocols with string codes set
+	// it to the matching standard code when there is one, so that
+	// errors.Is(err, ErrMethodNotFound) holds for every protocol.
+	Code int64
+	// Name is the string code of protocols that have them
+	// ("session_busy"); empty for JSON-RPC.
+	Name    string
+	Message string
+	// Data is extra JSON (JSON-RPC's data member); nil when absent.
+	Data jsontext.Value
+	// Retryable is agentpm-service's retryable flag; nil when absent.
+	Retryable *bool
+}
+
+// NewError returns an Error whose Data is data marshalled as JSON (a
+// jsontext.Value is used as is); nil data means none. If data cannot be
+// marshalled, Data holds the marshalling error's text as a JSON string.
+func NewError(code int64, message string, data any) *Error {
+	e := &Error{Code: code, Message: message}
+	switch d := data.(type) {
+	case nil:
+	case jsontext.Value:
+		e.Data = d
+	default:
+		var err error
+		if e.Data, err = json.Marshal(data); err != nil {
+			e.Data, _ = jsontext.AppendQuote(nil, err.Error())
+		}
+	}
+	return e
+}
+
+func (e *Error) Error() string {
+	s := "rpc error "
+	if e.Name != "" {
+		s += e.Name
+	} else {
+		s += strconv.FormatInt(e.Code, 10)
+	}
+	return s + ": " + e.Message
+}
+
+// Is reports whether target is an *Error with the same Name, when target
+// has one, or else the same Code; Message and Data are ignored.
+func (e *Error) Is(target error) bool {
+	t, ok := target.(*Error)
+	if !ok {
+		return false
+	}
+	if t.Name != "" {
+		return t.Name == e.Name
+	}
+	return t.Code != 0 && t.Code == e.Code
+}
+
+// with returns a copy of the sentinel e with message msg.
+func (e *Error) with(msg string) *Error {
+	c := *e
+	c.Message = msg
+	return &c
+}
+
+// MethodNotFound is the error for a method this side does not serve. The
+// name is truncated in the message, so that a peer cannot make replies
+// echo arbitrarily large input.
+func MethodNotFound(method string) *Error {
+	return ErrMethodNotFound.with("method not found: " + Truncate(method, MaxEcho))
+}
+
+// UnsupportedOperation is the ErrMethodNotFound error for an operation,
+// carried inside method, that this side does not serve. Data names both:
+// {"method": ..., "operation": ...}, truncated like the message.
+func UnsupportedOperation(method, operation string) *Error {
+	method, operation = Truncate(method, MaxEcho), Truncate(operation, MaxEcho)
+	e := NewError(CodeMethodNotFound, method+": unsupported operation "+operation,
+		map[string]string{"method": method, "operation": operation})
+	return e
+}
+
+// InvalidParams is the ErrInvalidParams error for params that do not fit
+// their schema; err says why.
+func InvalidParams(err error) *Error {
+	return ErrInvalidParams.with("invalid params: " + Truncate(err.Error(), 4*MaxEcho))
+}
+
+// MaxEcho bounds, in bytes, how much of a peer's input (a method or
+// operation name) an error reply or a diagnostic repeats.
+const MaxEcho = 128
+
+// Truncate returns s cut to at most n bytes, at a rune boundary, with "…"
+// appended when it was cut.
+func Truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+// FrameErrorKind classifies a FrameError.
+type FrameErrorKind uint8
+
+const (
+	// FrameMalformed: the line is not valid JSON of the protocol's shape.
+	FrameMalformed FrameErrorKind = iota + 1
+	// FrameTooLarge: the line exceeds Options.MaxFrame.
+	FrameTooLarge
+	// FrameInvalid: a well-formed message the protocol does not allow
+	// (bad envelope, wrong protocol or version, wrong id kind).
+	FrameInvalid
+	// FrameUnknownResponse: a reply whose id matches no pending call.
+	FrameUnknownResponse
+	// FrameOverloaded: a request refused because the inbound queue was full.
+	FrameOverloaded
+)
+
+func (k FrameErrorKind) String() string {
+	switch k {
+	case FrameMalformed:
+		return "malformed"
+	case FrameTooLarge:
+		return "too large"
+	case FrameInvalid:
+		return "invalid"
+	case FrameUnknownResponse:
+		return "unknown response"
+	case FrameOverloaded:
+		return "overloaded"
+	}
+	return "FrameErrorKind(" + strconv.Itoa(int(k)) + ")"
+}
+
+// FrameError describes an inbound line that was rejected or dropped; the
+// connection stays up. Codecs return it from Decode; Options.OnFrameError
+// receives it.
+type FrameError struct {
+	Kind FrameErrorKind
+	Err  error // the cause: a JSON syntax error, a sentinel of the codec, ...
+	// Snippet is the start of the offending line.
+	Snippet string
+	// ID is the id the line carried, when it could be read.
+	ID ID
+	// Claimed is what the line said it was, when that could be read (a
+	// reply that fails a gate fails the call it answers).
+	Claimed Kind
+	// Reply is the error to answer with; nil means no answer.
+	Reply *Error
+}
+
+func (e *FrameError) Error() string {
+	msg := "rpc: " + e.Kind.String() + " frame"
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	if e.Snippet != "" {
+		msg += " in " + strconv.Quote(e.Snippet)
+	}
+	return msg
+}
+
+func (e *FrameError) Unwrap() error { return e.Err }
+
+const snippetLen = 64
+
+func snippet(frame []byte) string {
+	return Truncate(string(frame[:min(len(frame), snippetLen+4)]), snippetLen)
+}
+
+// replyError returns the error to send for a handler's error.
+func replyError(err error, ctxErr error) *Error {
+	if e, ok := errors.AsType[*Error](err); ok {
+		return e
+	}
+	if ctxErr != nil && errors.Is(err, ctxErr) {
+		return ErrCancelled.with("request cancelled: " + err.Error())
+	}
+	return ErrInternal.with(err.Error())
+}

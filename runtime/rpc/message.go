@@ -1,0 +1,188 @@
+package rpc
+
+import (
+	"context"
+	"strconv"
+
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// Kind says what a message is.
+type Kind uint8
+
+// Message kinds. A protocol's frame kinds map onto these: JSON-RPC has
+// requests, notifications and responses (success or error); AgentPM's
+// envelopes have request, response, error and event frames (an event is a
+// notification).
+const (
+	KindRequest      Kind = iota + 1 // expects a reply
+	KindNotification                 // one-way: JSON-RPC notification, envelope event
+	KindResponse                     // a successful reply
+	KindError                        // an error reply
+)
+
+func (k Kind) String() string {
+	switch k {
+	case KindRequest:
+		return "request"
+	case KindNotification:
+		return "notification"
+	case KindResponse:
+		return "response"
+	case KindError:
+		return "error"
+	}
+	return "Kind(" + strconv.Itoa(int(k)) + ")"
+}
+
+// ID is a message id: the raw JSON text of a string, a number or null,
+// kept byte for byte so that replies echo it unchanged. The zero ID means
+// "no id". IDs are comparable and can be map keys.
+type ID struct {
+	raw string
+}
+
+// RawID returns the ID whose JSON text is raw; raw must be valid JSON.
+func RawID(raw []byte) ID { return ID{raw: string(raw)} }
+
+// Int64ID returns the ID for the JSON number n.
+func Int64ID(n int64) ID { return ID{raw: strconv.FormatInt(n, 10)} }
+
+// StringID returns the ID for the JSON string s. Invalid UTF-8 in s is
+// replaced with U+FFFD.
+func StringID(s string) ID {
+	b, _ := jsontext.AppendQuote(nil, s)
+	return ID{raw: string(b)}
+}
+
+// IsZero reports whether id is absent.
+func (id ID) IsZero() bool { return id.raw == "" }
+
+// Raw returns the id's JSON text, or nil for the zero ID.
+func (id ID) Raw() jsontext.Value {
+	if id.raw == "" {
+		return nil
+	}
+	return jsontext.Value(id.raw)
+}
+
+// String returns the id's JSON text, or "" for the zero ID.
+func (id ID) String() string { return id.raw }
+
+// Message is one decoded inbound message. Its byte slices alias the line
+// it was decoded from (or the codec's scratch space) and are valid only
+// until the next Decode.
+type Message struct {
+	Kind Kind
+	// ID is the raw JSON of the id; nil when the message has none.
+	ID []byte
+	// Method is the method name, unquoted (requests and notifications).
+	Method []byte
+	// Qualifier is the member that identifies the method together with its
+	// name in protocols that have one (agentpm-service: the service role).
+	Qualifier []byte
+	// Body is the raw JSON of the params, payload or result; nil when absent.
+	Body []byte
+	// Err is the error of a KindError message.
+	Err *Error
+}
+
+// Header describes an outbound message for a Codec to frame.
+type Header struct {
+	Kind Kind
+	// ID is the id a reply echoes.
+	ID ID
+	// Seq numbers an outbound request; the codec writes its id from it.
+	Seq uint64
+	// Method is the method of a request or notification, and of the
+	// request a reply answers.
+	Method    string
+	Qualifier string
+}
+
+// Codec frames messages for one protocol family. A codec is used by one
+// connection's goroutines concurrently: Decode only from the reading
+// goroutine, the Append methods from any; implementations keep per-call
+// state out of the codec value or guard it.
+type Codec interface {
+	// Decode parses one line into m. A line it cannot accept gives a
+	// *FrameError saying how to answer it.
+	Decode(line []byte, m *Message) error
+	// AppendHead appends a message's framing up to where its body value
+	// goes; AppendTail appends what follows the body, through the newline.
+	AppendHead(dst []byte, h *Header) []byte
+	AppendTail(dst []byte, h *Header) []byte
+	// NullBody is the body written for a message whose body is nil or null
+	// (JSON-RPC params are {}, results null).
+	NullBody(h *Header) string
+	// AppendError appends a whole error reply, through the newline.
+	AppendError(dst []byte, h *Header, e *Error) []byte
+	// AppendID appends the id that AppendHead writes for request seq;
+	// Seq returns the sequence number of such an id, and whether id is one.
+	AppendID(dst []byte, seq uint64) []byte
+	Seq(id []byte) (uint64, bool)
+}
+
+// Request is an inbound request or notification.
+type Request struct {
+	Kind      Kind // KindRequest or KindNotification
+	ID        ID   // zero for a notification
+	Method    string
+	Qualifier string
+	Params    jsontext.Value // nil when absent
+}
+
+// Handler handles inbound requests and notifications.
+//
+// The result is marshalled as the reply's body (nil becomes the protocol's
+// null body). An error that is or wraps an *Error is sent as that error;
+// the context's own error, after a cancel message or deadline, is sent as
+// ErrCancelled; any other error is sent as ErrInternal with the error's
+// text. Notifications never get a reply; their errors are logged.
+//
+// ctx ends when the connection is closed, when the protocol's cancel
+// message for the request arrives, or at the request's deadline. Handlers
+// may call back into the connection with ctx.
+type Handler interface {
+	Handle(ctx context.Context, req *Request) (result any, err error)
+}
+
+// HandlerFunc adapts a function to the Handler interface.
+type HandlerFunc func(ctx context.Context, req *Request) (any, error)
+
+// Handle calls f(ctx, req).
+func (f HandlerFunc) Handle(ctx context.Context, req *Request) (any, error) { return f(ctx, req) }
+
+// Middleware wraps a Handler, for example to log, trace or authorise every
+// method a side serves.
+type Middleware func(next Handler) Handler
+
+// Outbound is a message to send.
+type Outbound struct {
+	Kind      Kind // KindRequest (the default) or KindNotification
+	Method    string
+	Qualifier string
+	Params    any
+}
+
+// Sender is the outbound side of a connection, the interface generated
+// peers depend on. *Conn implements it.
+type Sender interface {
+	// Send sends m; for a request it waits for the reply and decodes its
+	// body into result (unless result is nil).
+	Send(ctx context.Context, m Outbound, result any) error
+}
+
+// CancelRule describes a protocol's cancel message: Method, when it
+// arrives, ends the context of running Target requests whose Key member
+// has the same value as the cancel message's (or of every running Target
+// request when Key is empty), or of the request whose id the cancel
+// message's ByID member holds. When an outbound Target request's context
+// ends, the connection sends Method with the request's Key value (or id).
+type CancelRule struct {
+	Method string
+	Kind   Kind // of the cancel message: KindNotification (default) or KindRequest
+	Target string
+	Key    string
+	ByID   string
+}

@@ -1,0 +1,315 @@
+package rpc
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/bridgekit/bridgekit/runtime/ndjson"
+)
+
+// read is the read goroutine. It routes replies to their callers, applies
+// cancel messages, queues everything else for the dispatchers and, when the
+// peer's input ends, sees the connection through its graceful end.
+func (c *Conn) read() {
+	var cause error
+	for c.q.waitSpace() {
+		frame, err := c.fr.ReadFrame()
+		if err == nil {
+			c.handleFrame(frame)
+			if !c.fr.More() {
+				c.q.flush()
+			}
+			continue
+		}
+		if errors.Is(err, ndjson.ErrFrameTooLarge) {
+			e := ErrInvalidRequest.with("invalid request: " + err.Error())
+			c.badFrame(&FrameError{Kind: FrameTooLarge, Err: err, Reply: e}, nil)
+			continue
+		}
+		cause = err
+		break
+	}
+	c.q.flush()
+	if cause == nil || c.ctx.Err() != nil {
+		return // Close or a write error ended the connection.
+	}
+	c.endInput(fmt.Errorf("%w: %w", ErrClosed, cause))
+}
+
+// handleFrame classifies one inbound line. frame is only valid during the
+// call, so whatever outlives it is copied.
+func (c *Conn) handleFrame(frame []byte) {
+	m := &c.msg
+	*m = Message{}
+	if err := c.codec.Decode(frame, m); err != nil {
+		c.badFrame(err, frame)
+		return
+	}
+	switch m.Kind {
+	case KindResponse, KindError:
+		c.deliver(m, frame)
+	case KindRequest, KindNotification:
+		c.accept(m)
+	}
+}
+
+// badFrame reports a line the codec refused and answers it as the codec
+// says. A reply that failed a gate fails the call it answers.
+func (c *Conn) badFrame(err error, frame []byte) {
+	fe, ok := err.(*FrameError)
+	if !ok {
+		fe = &FrameError{Kind: FrameMalformed, Err: err, Reply: ErrParse}
+	}
+	if frame != nil {
+		fe.Snippet = snippet(frame)
+	}
+	if fe.Claimed == KindResponse || fe.Claimed == KindError {
+		if ch := c.take(fe.ID.raw); ch != nil {
+			ch <- callResult{err: fe}
+			c.diag.report(fe)
+			return
+		}
+	}
+	if fe.Reply != nil {
+		c.rejectWith(fe.ID, fe.Reply)
+	}
+	c.diag.report(fe)
+}
+
+// rejectWith answers the message with id (possibly none) with e, without
+// waiting for the peer to read it.
+func (c *Conn) rejectWith(id ID, e *Error) {
+	b := getBuffer()
+	defer putBuffer(b)
+	b.B = c.codec.AppendError(b.B, &Header{Kind: KindError, ID: id}, e)
+	_ = c.w.WriteFrameAsync(c.ctx, b.B)
+}
+
+// accept queues an inbound request or notification, after applying it if
+// it is a cancel message.
+func (c *Conn) accept(m *Message) {
+	method := c.intern(m.Method)
+	it := &inbound{Request: Request{Kind: m.Kind, Method: method}, size: len(m.Body) + len(m.ID) + itemOverhead}
+	if len(m.Qualifier) > 0 {
+		it.Qualifier = c.intern(m.Qualifier)
+	}
+	if len(m.Body) > 0 {
+		it.Params = bytes.Clone(m.Body)
+	}
+	preempt := c.rules.preempt[method]
+	if rule := c.rules.cancel[method]; rule != nil {
+		c.applyCancel(rule, it.Params)
+	}
+	if m.Kind == KindRequest {
+		it.ID = ID{raw: string(m.ID)}
+		if !preempt && c.q.refuse() {
+			e := ErrOverloaded.with(ErrOverloaded.Message + "; retry later")
+			c.rejectWith(it.ID, e)
+			c.diag.report(&FrameError{Kind: FrameOverloaded, Err: e, ID: it.ID})
+			return
+		}
+		parent := c.inlineCtx
+		if c.sem != nil && !preempt {
+			parent = c.asyncCtx
+		}
+		it.ctx, it.cancel = context.WithCancelCause(parent)
+		if d := c.opts.RequestTimeout; d > 0 {
+			it.ctx, it.stop = context.WithTimeout(it.ctx, d)
+		}
+		c.register(it)
+	}
+	if preempt && !c.ctl.refuse() {
+		c.ctlOnce.Do(func() {
+			c.lanes.Add(1)
+			go c.dispatch(&c.ctl)
+		})
+		c.ctl.push(it)
+		c.ctl.flush()
+		return
+	}
+	if !c.startNow(it) {
+		c.q.push(it)
+	}
+}
+
+// startNow starts a concurrent request straight from the read goroutine,
+// sparing the hand-off through the dispatcher, when that changes nothing:
+// the dispatcher has caught up (everything before this request has been
+// handled or started) and a slot is free. It reports whether it did.
+func (c *Conn) startNow(it *inbound) bool {
+	if c.sem == nil || it.Kind != KindRequest {
+		return false
+	}
+	return c.q.whenCaughtUp(func() bool {
+		select {
+		case c.sem <- struct{}{}:
+			c.start(it)
+			return true
+		default:
+			return false
+		}
+	})
+}
+
+// maxInterned bounds the method names a connection interns beyond its
+// seeds, so that a peer cannot grow the table.
+const maxInterned = 64
+
+// intern returns b as a string, interning the names it sees so that a
+// request's Method costs no allocation once its name is known.
+func (c *Conn) intern(b []byte) string {
+	if s, ok := c.methods[string(b)]; ok {
+		return s
+	}
+	s := string(b)
+	if len(c.methods) < c.seeded+maxInterned {
+		c.methods[s] = s
+	}
+	return s
+}
+
+// deliver hands a reply to the call waiting for it.
+func (c *Conn) deliver(m *Message, frame []byte) {
+	ch := c.take(string(m.ID))
+	if ch == nil {
+		if c.ctx.Err() == nil {
+			c.diag.report(&FrameError{Kind: FrameUnknownResponse, Err: errNoCall, ID: RawID(m.ID), Snippet: snippet(frame)})
+		}
+		return
+	}
+	r := callResult{seq: c.q.queued.Load()}
+	if m.Kind == KindError {
+		r.err = m.Err
+	} else {
+		r.body = bytes.Clone(m.Body)
+	}
+	ch <- r
+}
+
+var errNoCall = errors.New("no pending call has this id")
+
+// take removes and returns the pending call whose id is raw, if any.
+func (c *Conn) take(raw string) chan callResult {
+	seq, ok := c.codec.Seq([]byte(raw))
+	if !ok {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ch := c.pending[seq]
+	delete(c.pending, seq)
+	return ch
+}
+
+// register records a request that cancel messages may reach.
+func (c *Conn) register(it *inbound) {
+	target := c.rules.target[it.Method]
+	if target == nil && !c.rules.byID {
+		return
+	}
+	if target != nil && target.Key != "" {
+		it.key = string(member(it.Params, target.Key))
+	}
+	c.mu.Lock()
+	if c.running == nil {
+		c.running = make(map[string]*inbound)
+	}
+	c.running[it.ID.raw] = it
+	it.registered = true
+	c.mu.Unlock()
+}
+
+// applyCancel ends the contexts of the running requests that the cancel
+// message with params cancels.
+func (c *Conn) applyCancel(r *CancelRule, params []byte) {
+	var key []byte
+	switch {
+	case r.ByID != "":
+		key = member(params, r.ByID)
+	case r.Key != "":
+		key = member(params, r.Key)
+	}
+	if key == nil && (r.ByID != "" || r.Key != "") {
+		return
+	}
+	cause := ErrCancelled.with("request cancelled by " + r.Method)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if r.ByID != "" {
+		if it := c.running[string(key)]; it != nil {
+			it.cancel(cause)
+		}
+		return
+	}
+	for _, it := range c.running {
+		if it.Method == r.Target && (r.Key == "" || it.key == string(key)) {
+			it.cancel(cause)
+		}
+	}
+}
+
+// member returns a copy of the raw value of the top-level member name of
+// the JSON object obj, or nil.
+func member(obj []byte, name string) []byte {
+	if len(obj) == 0 {
+		return nil
+	}
+	dec := jsontext.NewDecoder(bytes.NewReader(obj))
+	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
+		return nil
+	}
+	for dec.PeekKind() == '"' {
+		tok, err := dec.ReadToken()
+		if err != nil {
+			return nil
+		}
+		if tok.String() == name {
+			v, err := dec.ReadValue()
+			if err != nil {
+				return nil
+			}
+			return bytes.Clone(v)
+		}
+		if dec.SkipValue() != nil {
+			return nil
+		}
+	}
+	return nil
+}
+
+// rules are a connection's cancel rules and preempted methods, by method.
+type rules struct {
+	cancel  map[string]*CancelRule // by the cancel message's method
+	target  map[string]*CancelRule // by the method it cancels
+	preempt map[string]bool
+	byID    bool        // some rule cancels by id: every request is registered
+	anyID   *CancelRule // the rule that cancels any outbound request by id
+}
+
+func newRules(cancels []CancelRule, preempt []string) rules {
+	var r rules
+	if len(cancels)+len(preempt) == 0 {
+		return r
+	}
+	r.cancel = map[string]*CancelRule{}
+	r.target = map[string]*CancelRule{}
+	r.preempt = map[string]bool{}
+	for _, cr := range cancels {
+		cr := &cr
+		r.cancel[cr.Method] = cr
+		r.preempt[cr.Method] = true
+		if cr.ByID != "" {
+			r.byID, r.anyID = true, cr
+		} else {
+			r.target[cr.Target] = cr
+		}
+	}
+	for _, m := range preempt {
+		r.preempt[m] = true
+	}
+	return r
+}
