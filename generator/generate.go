@@ -125,7 +125,11 @@ func Emit(p *ir.Package) ([]output, error) {
 	if err != nil {
 		return nil, err
 	}
-	methods, err := emit.Format("methods_gen.go", emit.Methods(p))
+	mf, err := emit.Methods(p)
+	if err != nil {
+		return nil, err
+	}
+	methods, err := emit.Format("methods_gen.go", mf)
 	if err != nil {
 		return nil, err
 	}

@@ -1,7 +1,7 @@
 // Package harnvm is the VM side of Harn's stdio bridge: a typed client with
 // which a Harn runtime (or a tool or test standing in for one) calls its host.
 //
-// The Client embeds the generated harn.HostClient, so every host method and
+// The Client embeds the generated harn.HostPeer, so every host method and
 // every host/call operation is a typed method:
 //
 //	c, _ := harnvm.Start(ctx, exec.Command("my-host"), nil)
@@ -20,29 +20,30 @@ import (
 	"slices"
 
 	"github.com/bridgekit/bridgekit/gen/harn"
-	"github.com/bridgekit/bridgekit/runtime/jsonrpc"
+	"github.com/bridgekit/bridgekit/runtime/rpc"
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 )
 
 // Client calls a host over one connection.
 type Client struct {
-	*harn.HostClient
-	conn *jsonrpc.Conn
+	*harn.HostPeer
+	conn *rpc.Conn
 	cmd  *exec.Cmd
 }
 
 // New speaks the bridge over r (from the host) and w (to the host). h serves
-// what the host sends the VM (notifications such as skills/update); nil
-// ignores notifications and answers requests with -32601.
-func New(r io.Reader, w io.Writer, h jsonrpc.Handler, opts *jsonrpc.Options) *Client {
-	conn := jsonrpc.NewConn(r, w, h, opts)
-	return &Client{HostClient: harn.NewHostClient(conn), conn: conn}
+// what the host sends the VM (notifications such as skills/update), for
+// example a *harn.VMHandlers; nil ignores notifications and answers requests
+// with rpc.ErrMethodNotFound.
+func New(r io.Reader, w io.Writer, h rpc.Handler, opts *rpc.Options) *Client {
+	conn := harn.NewConn(r, w, h, opts)
+	return &Client{HostPeer: harn.NewHostPeer(conn), conn: conn}
 }
 
 // Start runs cmd as the host process and speaks the bridge over its stdin and
 // stdout. The child's stderr goes to cmd.Stderr, or this process's stderr.
-func Start(ctx context.Context, cmd *exec.Cmd, opts *jsonrpc.Options) (*Client, error) {
+func Start(ctx context.Context, cmd *exec.Cmd, opts *rpc.Options) (*Client, error) {
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err
@@ -63,7 +64,7 @@ func Start(ctx context.Context, cmd *exec.Cmd, opts *jsonrpc.Options) (*Client, 
 }
 
 // Conn is the underlying connection.
-func (c *Client) Conn() *jsonrpc.Conn { return c.conn }
+func (c *Client) Conn() *rpc.Conn { return c.conn }
 
 // Close closes the connection; for a started host it then waits for the
 // process to exit (closing its stdin is the signal to stop) and returns its
@@ -75,7 +76,7 @@ func (c *Client) Close() error {
 			return werr
 		}
 	}
-	if errors.Is(err, jsonrpc.ErrClosed) {
+	if errors.Is(err, rpc.ErrClosed) {
 		return nil
 	}
 	return err
@@ -88,7 +89,7 @@ func (c *Client) Close() error {
 func (c *Client) Supports(ctx context.Context, capability, op string) (bool, error) {
 	caps, err := c.HostCapabilities(ctx, nil)
 	if err != nil {
-		var rpcErr *jsonrpc.Error
+		var rpcErr *rpc.Error
 		if errors.As(err, &rpcErr) {
 			return false, nil
 		}

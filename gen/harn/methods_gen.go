@@ -4,8 +4,10 @@ package harn
 
 import (
 	"context"
+	"io"
 
 	"github.com/bridgekit/bridgekit/runtime/jsonrpc"
+	rpc "github.com/bridgekit/bridgekit/runtime/rpc"
 	"github.com/bridgekit/bridgekit/runtime/wire"
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -73,155 +75,175 @@ var Methods = []wire.MethodInfo{{
 	Wire:   "host/call",
 }}
 
-// HostCapabilitiesHandler handles host/capabilities (request, stable). Asks which host operations the
-// host serves, as a map from capability to operation names. Harn adds runtime operations of its own
-// and treats any error as an empty manifest.
-type HostCapabilitiesHandler interface {
-	HostCapabilities(ctx context.Context, params *HostCapabilitiesParams) (HostCapabilities, error)
+// MethodNames lists every method name (and qualifier) of the catalogue, so that a connection interns them (rpc.Options.Methods).
+var MethodNames = []string{"host/capabilities", "host/call"}
+
+// CancelRules are the protocol's cancel messages (rpc.Options.Cancels).
+var CancelRules []rpc.CancelRule
+
+// Preempted lists the methods handled as soon as they arrive (rpc.Options.Preempt).
+var Preempted []string
+
+// NewCodec returns the framing of Harn stdio bridge for one connection.
+func NewCodec() rpc.Codec {
+	return new(jsonrpc.Codec)
 }
 
-// HostCallHandler handles host/call (request, stable). Calls one privileged host operation. The
-// operation is selected by name and its arguments travel in args; Harn turns any JSON-RPC error into a
-// script exception. Implement it to serve operations that have no handler interface of their own;
-// without it such calls get -32601.
-type HostCallHandler interface {
-	HostCall(ctx context.Context, params *HostCallParams) (jsontext.Value, error)
+// ConnOptions returns a copy of opts (which may be nil) with Harn stdio bridge's cancel rules,
+// preempted methods and method names added.
+func ConnOptions(opts *rpc.Options) *rpc.Options {
+	return rpc.WithOptions(opts, CancelRules, Preempted, MethodNames)
 }
 
-// ProcessListShellsHandler handles the host/call operation process.list_shells (stable). Lists the
-// shells the host knows and the session's default shell id. call is the whole host/call params; args
-// are decoded and validated.
-type ProcessListShellsHandler interface {
-	ProcessListShells(ctx context.Context, call *HostCallParams, args *NoArgs) (*ListShellsResponse, error)
+// NewConn starts a connection speaking Harn stdio bridge on r and w, serving h (a side's handler
+// struct, possibly wrapped in middleware; nil serves nothing). opts may be nil. See rpc.NewConn.
+func NewConn(r io.Reader, w io.Writer, h rpc.Handler, opts *rpc.Options) *rpc.Conn {
+	return rpc.NewConn(r, w, NewCodec(), h, ConnOptions(opts))
 }
 
-// ProcessGetDefaultShellHandler handles the host/call operation process.get_default_shell (stable).
-// Returns the shell selected for the session. call is the whole host/call params; args are decoded and
-// validated.
-type ProcessGetDefaultShellHandler interface {
-	ProcessGetDefaultShell(ctx context.Context, call *HostCallParams, args *NoArgs) (*Shell, error)
+// HostHandlers serves the methods the host side receives. The program that embeds the Harn runtime: an
+// IDE, a CLI, a cloud worker (the ACP client). Set the fields of the methods it serves: the others are
+// answered with rpc.ErrMethodNotFound (or passed to Fallback) and never advertised. A *HostHandlers is
+// an rpc.Handler; wrap it with rpc.Middleware to intercept every method.
+type HostHandlers struct {
+	// HostCapabilities handles host/capabilities (request, stable). Asks which host operations the
+	// host serves, as a map from capability to operation names. Harn adds runtime operations of its
+	// own and treats any error as an empty manifest.
+	HostCapabilities func(context.Context, *HostCapabilitiesParams) (HostCapabilities, error)
+	// HostCall handles host/call (request, stable). Calls one privileged host operation. The operation
+	// is selected by name and its arguments travel in args; Harn turns any JSON-RPC error into a
+	// script exception. It serves the operations that have no field of their own (or none is set).
+	HostCall func(context.Context, *HostCallParams) (jsontext.Value, error)
+	// ProcessListShells handles the host/call operation process.list_shells (stable); it receives the
+	// whole host/call params and the decoded args. Lists the shells the host knows and the session's
+	// default shell id.
+	ProcessListShells func(context.Context, *HostCallParams, *NoArgs) (*ListShellsResponse, error)
+	// ProcessGetDefaultShell handles the host/call operation process.get_default_shell (stable); it
+	// receives the whole host/call params and the decoded args. Returns the shell selected for the
+	// session.
+	ProcessGetDefaultShell func(context.Context, *HostCallParams, *NoArgs) (*Shell, error)
+	// ProcessSetDefaultShell handles the host/call operation process.set_default_shell (stable); it
+	// receives the whole host/call params and the decoded args. Selects the session's default shell
+	// (stateful hosts only). The seed leaves the result open; bridgekit hosts answer with the selected
+	// shell.
+	ProcessSetDefaultShell func(context.Context, *HostCallParams, *SetDefaultShellRequest) (*Shell, error)
+	// ProcessShellInvocation handles the host/call operation process.shell_invocation (stable); it
+	// receives the whole host/call params and the decoded args. Resolves a shell id, a shell object or
+	// (with neither) the default shell into the argv that runs command; the command is exactly one
+	// argument, at command_arg_index.
+	ProcessShellInvocation func(context.Context, *HostCallParams, *ShellInvocationRequest) (*ShellInvocationResponse, error)
+	// Fallback, if set, handles every method (and operation) that no field above serves, for example
+	// extension methods.
+	Fallback rpc.Handler
 }
 
-// ProcessSetDefaultShellHandler handles the host/call operation process.set_default_shell (stable).
-// Selects the session's default shell (stateful hosts only). The seed leaves the result open;
-// bridgekit hosts answer with the selected shell. call is the whole host/call params; args are decoded
-// and validated.
-type ProcessSetDefaultShellHandler interface {
-	ProcessSetDefaultShell(ctx context.Context, call *HostCallParams, args *SetDefaultShellRequest) (*Shell, error)
-}
-
-// ProcessShellInvocationHandler handles the host/call operation process.shell_invocation (stable).
-// Resolves a shell id, a shell object or (with neither) the default shell into the argv that runs
-// command; the command is exactly one argument, at command_arg_index. call is the whole host/call
-// params; args are decoded and validated.
-type ProcessShellInvocationHandler interface {
-	ProcessShellInvocation(ctx context.Context, call *HostCallParams, args *ShellInvocationRequest) (*ShellInvocationResponse, error)
-}
-
-// DispatchHost routes one inbound host method to h, which implements any subset of the host handler
-// interfaces. Params are decoded and validated first (failures are -32602); methods and operations h
-// does not implement, and unknown methods, are -32601 errors that satisfy errors.Is(err,
-// jsonrpc.ErrMethodNotFound). For notifications the result is nil.
-func DispatchHost(ctx context.Context, h any, method string, params jsontext.Value) (any, error) {
-	switch method {
-	case MethodHostCapabilities:
-		var p HostCapabilitiesParams
-		if err := jsonrpc.DecodeParams(params, &p); err != nil {
-			return nil, err
-		}
-		hh, ok := h.(HostCapabilitiesHandler)
-		if !ok {
-			return nil, jsonrpc.MethodNotFound(MethodHostCapabilities)
-		}
-		return hh.HostCapabilities(ctx, &p)
-	case MethodHostCall:
-		var p HostCallParams
-		if err := jsonrpc.DecodeParams(params, &p); err != nil {
-			return nil, err
-		}
-		switch p.Name {
-		case OpProcessListShells:
-			if oh, ok := h.(ProcessListShellsHandler); ok {
-				var a NoArgs
-				if err := jsonrpc.DecodeParams(p.Args, &a); err != nil {
-					return nil, err
-				}
-				return oh.ProcessListShells(ctx, &p, &a)
+// Handle implements rpc.Handler: it decodes and validates the params of the method (and operation) req
+// names and calls its field. Params that do not fit are answered with rpc.ErrInvalidParams; methods
+// and operations with no field set go to Fallback, or are answered with rpc.ErrMethodNotFound.
+func (h *HostHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error) {
+	switch req.Method {
+	case "host/capabilities":
+		if h.HostCapabilities != nil {
+			var p HostCapabilitiesParams
+			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				return nil, err
 			}
-		case OpProcessGetDefaultShell:
-			if oh, ok := h.(ProcessGetDefaultShellHandler); ok {
-				var a NoArgs
-				if err := jsonrpc.DecodeParams(p.Args, &a); err != nil {
-					return nil, err
-				}
-				return oh.ProcessGetDefaultShell(ctx, &p, &a)
-			}
-		case OpProcessSetDefaultShell:
-			if oh, ok := h.(ProcessSetDefaultShellHandler); ok {
-				var a SetDefaultShellRequest
-				if err := jsonrpc.DecodeParams(p.Args, &a); err != nil {
-					return nil, err
-				}
-				return oh.ProcessSetDefaultShell(ctx, &p, &a)
-			}
-		case OpProcessShellInvocation:
-			if oh, ok := h.(ProcessShellInvocationHandler); ok {
-				var a ShellInvocationRequest
-				if err := jsonrpc.DecodeParams(p.Args, &a); err != nil {
-					return nil, err
-				}
-				return oh.ProcessShellInvocation(ctx, &p, &a)
-			}
+			return h.HostCapabilities(ctx, &p)
 		}
-		if hh, ok := h.(HostCallHandler); ok {
-			return hh.HostCall(ctx, &p)
+	case "host/call":
+		if h.HostCall != nil || h.ProcessListShells != nil || h.ProcessGetDefaultShell != nil || h.ProcessSetDefaultShell != nil || h.ProcessShellInvocation != nil {
+			var p HostCallParams
+			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				return nil, err
+			}
+			switch p.Name {
+			case OpProcessListShells:
+				if h.ProcessListShells != nil {
+					var a NoArgs
+					if err := rpc.DecodeParams(p.Args, &a); err != nil {
+						return nil, err
+					}
+					return h.ProcessListShells(ctx, &p, &a)
+				}
+			case OpProcessGetDefaultShell:
+				if h.ProcessGetDefaultShell != nil {
+					var a NoArgs
+					if err := rpc.DecodeParams(p.Args, &a); err != nil {
+						return nil, err
+					}
+					return h.ProcessGetDefaultShell(ctx, &p, &a)
+				}
+			case OpProcessSetDefaultShell:
+				if h.ProcessSetDefaultShell != nil {
+					var a SetDefaultShellRequest
+					if err := rpc.DecodeParams(p.Args, &a); err != nil {
+						return nil, err
+					}
+					return h.ProcessSetDefaultShell(ctx, &p, &a)
+				}
+			case OpProcessShellInvocation:
+				if h.ProcessShellInvocation != nil {
+					var a ShellInvocationRequest
+					if err := rpc.DecodeParams(p.Args, &a); err != nil {
+						return nil, err
+					}
+					return h.ProcessShellInvocation(ctx, &p, &a)
+				}
+			}
+			if h.HostCall != nil {
+				return h.HostCall(ctx, &p)
+			}
+			if h.Fallback != nil {
+				return h.Fallback.Handle(ctx, req)
+			}
+			return nil, rpc.UnsupportedOperation(req.Method, p.Name)
 		}
-		return nil, jsonrpc.UnsupportedOperation(MethodHostCall, p.Name)
-	default:
-		return nil, jsonrpc.MethodNotFound(method)
 	}
+	if h.Fallback != nil {
+		return h.Fallback.Handle(ctx, req)
+	}
+	return nil, rpc.MethodNotFound(req.Method)
 }
 
-// ImplementedHostOperations lists the operations whose handler interfaces h implements, in catalogue
-// order; servers advertise exactly these.
-func ImplementedHostOperations(h any) []wire.OperationInfo {
+// Operations lists the operations whose fields are set, in catalogue order: what a capability query
+// should advertise.
+func (h *HostHandlers) Operations() []wire.OperationInfo {
 	var out []wire.OperationInfo
-	if _, ok := h.(ProcessListShellsHandler); ok {
+	if h.ProcessListShells != nil {
 		out = append(out, Methods[1].Operations[0])
 	}
-	if _, ok := h.(ProcessGetDefaultShellHandler); ok {
+	if h.ProcessGetDefaultShell != nil {
 		out = append(out, Methods[1].Operations[1])
 	}
-	if _, ok := h.(ProcessSetDefaultShellHandler); ok {
+	if h.ProcessSetDefaultShell != nil {
 		out = append(out, Methods[1].Operations[2])
 	}
-	if _, ok := h.(ProcessShellInvocationHandler); ok {
+	if h.ProcessShellInvocation != nil {
 		out = append(out, Methods[1].Operations[3])
 	}
 	return out
 }
 
-// HostClient calls the methods that the host side serves, over any jsonrpc.Caller such as
-// *jsonrpc.Conn. That side: The program that embeds the Harn runtime: an IDE, a CLI, a cloud worker
-// (the ACP client).
-type HostClient struct {
-	conn jsonrpc.Caller
+// HostPeer calls the methods that the host side serves, through any rpc.Sender such as *rpc.Conn. That
+// side: The program that embeds the Harn runtime: an IDE, a CLI, a cloud worker (the ACP client).
+type HostPeer struct {
+	s rpc.Sender
 }
 
-// NewHostClient returns a HostClient that sends through conn.
-func NewHostClient(conn jsonrpc.Caller) *HostClient {
-	return &HostClient{conn: conn}
+// NewHostPeer returns a HostPeer that sends through s.
+func NewHostPeer(s rpc.Sender) *HostPeer {
+	return &HostPeer{s: s}
 }
 
 // HostCapabilities sends the request host/capabilities. Asks which host operations the host serves, as
 // a map from capability to operation names. Harn adds runtime operations of its own and treats any
 // error as an empty manifest.
-func (c *HostClient) HostCapabilities(ctx context.Context, params *HostCapabilitiesParams) (HostCapabilities, error) {
-	if params == nil {
-		params = &HostCapabilitiesParams{}
-	}
+func (p *HostPeer) HostCapabilities(ctx context.Context, params *HostCapabilitiesParams) (HostCapabilities, error) {
 	var res HostCapabilities
-	if err := c.conn.Call(ctx, MethodHostCapabilities, params, &res); err != nil {
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method: MethodHostCapabilities,
+		Params: params,
+	}, &res); err != nil {
 		return nil, err
 	}
 	return res, nil
@@ -229,12 +251,12 @@ func (c *HostClient) HostCapabilities(ctx context.Context, params *HostCapabilit
 
 // HostCall sends the request host/call. Calls one privileged host operation. The operation is selected
 // by name and its arguments travel in args; Harn turns any JSON-RPC error into a script exception.
-func (c *HostClient) HostCall(ctx context.Context, params *HostCallParams) (jsontext.Value, error) {
-	if params == nil {
-		params = &HostCallParams{}
-	}
+func (p *HostPeer) HostCall(ctx context.Context, params *HostCallParams) (jsontext.Value, error) {
 	var res jsontext.Value
-	if err := c.conn.Call(ctx, MethodHostCall, params, &res); err != nil {
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method: MethodHostCall,
+		Params: params,
+	}, &res); err != nil {
 		return nil, err
 	}
 	return res, nil
@@ -243,22 +265,25 @@ func (c *HostClient) HostCall(ctx context.Context, params *HostCallParams) (json
 // ProcessListShells calls the host/call operation process.list_shells. call may carry the other
 // host/call params (nil for none); the selector and payload members are set here. Lists the shells the
 // host knows and the session's default shell id.
-func (c *HostClient) ProcessListShells(ctx context.Context, call *HostCallParams, args *NoArgs) (*ListShellsResponse, error) {
-	var p HostCallParams
+func (p *HostPeer) ProcessListShells(ctx context.Context, call *HostCallParams, args *NoArgs) (*ListShellsResponse, error) {
+	var c HostCallParams
 	if call != nil {
-		p = *call
+		c = *call
 	}
-	p.Name = OpProcessListShells
-	if args == nil {
-		args = &NoArgs{}
-	}
+	c.Name = OpProcessListShells
 	raw, err := json.Marshal(args, wire.Fidelity)
 	if err != nil {
 		return nil, err
 	}
-	p.Args = raw
+	if string(raw) == "null" {
+		raw = jsontext.Value("{}")
+	}
+	c.Args = raw
 	var res ListShellsResponse
-	if err := c.conn.Call(ctx, MethodHostCall, &p, &res); err != nil {
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method: MethodHostCall,
+		Params: &c,
+	}, &res); err != nil {
 		return nil, err
 	}
 	return &res, nil
@@ -267,22 +292,25 @@ func (c *HostClient) ProcessListShells(ctx context.Context, call *HostCallParams
 // ProcessGetDefaultShell calls the host/call operation process.get_default_shell. call may carry the
 // other host/call params (nil for none); the selector and payload members are set here. Returns the
 // shell selected for the session.
-func (c *HostClient) ProcessGetDefaultShell(ctx context.Context, call *HostCallParams, args *NoArgs) (*Shell, error) {
-	var p HostCallParams
+func (p *HostPeer) ProcessGetDefaultShell(ctx context.Context, call *HostCallParams, args *NoArgs) (*Shell, error) {
+	var c HostCallParams
 	if call != nil {
-		p = *call
+		c = *call
 	}
-	p.Name = OpProcessGetDefaultShell
-	if args == nil {
-		args = &NoArgs{}
-	}
+	c.Name = OpProcessGetDefaultShell
 	raw, err := json.Marshal(args, wire.Fidelity)
 	if err != nil {
 		return nil, err
 	}
-	p.Args = raw
+	if string(raw) == "null" {
+		raw = jsontext.Value("{}")
+	}
+	c.Args = raw
 	var res Shell
-	if err := c.conn.Call(ctx, MethodHostCall, &p, &res); err != nil {
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method: MethodHostCall,
+		Params: &c,
+	}, &res); err != nil {
 		return nil, err
 	}
 	return &res, nil
@@ -292,22 +320,25 @@ func (c *HostClient) ProcessGetDefaultShell(ctx context.Context, call *HostCallP
 // other host/call params (nil for none); the selector and payload members are set here. Selects the
 // session's default shell (stateful hosts only). The seed leaves the result open; bridgekit hosts
 // answer with the selected shell.
-func (c *HostClient) ProcessSetDefaultShell(ctx context.Context, call *HostCallParams, args *SetDefaultShellRequest) (*Shell, error) {
-	var p HostCallParams
+func (p *HostPeer) ProcessSetDefaultShell(ctx context.Context, call *HostCallParams, args *SetDefaultShellRequest) (*Shell, error) {
+	var c HostCallParams
 	if call != nil {
-		p = *call
+		c = *call
 	}
-	p.Name = OpProcessSetDefaultShell
-	if args == nil {
-		args = &SetDefaultShellRequest{}
-	}
+	c.Name = OpProcessSetDefaultShell
 	raw, err := json.Marshal(args, wire.Fidelity)
 	if err != nil {
 		return nil, err
 	}
-	p.Args = raw
+	if string(raw) == "null" {
+		raw = jsontext.Value("{}")
+	}
+	c.Args = raw
 	var res Shell
-	if err := c.conn.Call(ctx, MethodHostCall, &p, &res); err != nil {
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method: MethodHostCall,
+		Params: &c,
+	}, &res); err != nil {
 		return nil, err
 	}
 	return &res, nil
@@ -317,22 +348,25 @@ func (c *HostClient) ProcessSetDefaultShell(ctx context.Context, call *HostCallP
 // other host/call params (nil for none); the selector and payload members are set here. Resolves a
 // shell id, a shell object or (with neither) the default shell into the argv that runs command; the
 // command is exactly one argument, at command_arg_index.
-func (c *HostClient) ProcessShellInvocation(ctx context.Context, call *HostCallParams, args *ShellInvocationRequest) (*ShellInvocationResponse, error) {
-	var p HostCallParams
+func (p *HostPeer) ProcessShellInvocation(ctx context.Context, call *HostCallParams, args *ShellInvocationRequest) (*ShellInvocationResponse, error) {
+	var c HostCallParams
 	if call != nil {
-		p = *call
+		c = *call
 	}
-	p.Name = OpProcessShellInvocation
-	if args == nil {
-		args = &ShellInvocationRequest{}
-	}
+	c.Name = OpProcessShellInvocation
 	raw, err := json.Marshal(args, wire.Fidelity)
 	if err != nil {
 		return nil, err
 	}
-	p.Args = raw
+	if string(raw) == "null" {
+		raw = jsontext.Value("{}")
+	}
+	c.Args = raw
 	var res ShellInvocationResponse
-	if err := c.conn.Call(ctx, MethodHostCall, &p, &res); err != nil {
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method: MethodHostCall,
+		Params: &c,
+	}, &res); err != nil {
 		return nil, err
 	}
 	return &res, nil

@@ -1,15 +1,16 @@
-// Package host serves the host side of Harn's stdio bridge: the JSON-RPC
-// methods a Harn runtime sends to the program that embeds it.
+// Package host serves the host side of Harn's stdio bridge: the methods a
+// Harn runtime sends to the program that embeds it.
 //
-// A host is any value implementing some of the handler interfaces of package
-// gen/harn: one per method, and one per operation carried inside host/call
-// (harn.ProcessListShellsHandler, ...). The server dispatches each call to the
-// matching interface, answers -32601 for methods and operations the value does
-// not implement, and answers host/capabilities from exactly the operations it
-// does implement. shells.Provider is a complete shell-discovery host.
+// A host is a harn.HostHandlers with the fields of the methods and host/call
+// operations it serves set. The server answers everything else with
+// rpc.ErrMethodNotFound and, unless the handlers answer host/capabilities
+// themselves, answers it from exactly the operations that are set.
+// shells.Provider registers a complete shell-discovery host.
 //
 //	p, _ := shells.New(shells.Config{})
-//	err := host.New(p, nil).Serve(ctx, os.Stdin, os.Stdout)
+//	var h harn.HostHandlers
+//	p.Register(&h)
+//	err := host.New(&h, nil).Serve(ctx, os.Stdin, os.Stdout)
 package host
 
 import (
@@ -17,14 +18,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"os/exec"
 	"slices"
 	"sync"
+	"syscall"
+	"time"
 
 	"github.com/bridgekit/bridgekit/gen/harn"
-	"github.com/bridgekit/bridgekit/runtime/jsonrpc"
+	"github.com/bridgekit/bridgekit/runtime/rpc"
 )
 
 // DefaultMaxConcurrentRequests is how many bridge requests a Server handles at
@@ -32,55 +34,71 @@ import (
 // permission prompt waiting for a person) does not hold up the others.
 const DefaultMaxConcurrentRequests = 8
 
+// Defaults of Options' grace periods.
+const (
+	DefaultStopGrace  = 5 * time.Second
+	DefaultDrainGrace = time.Second
+)
+
 // Options configures a Server. The zero value is ready to use.
 type Options struct {
-	// Conn configures the JSON-RPC connection (frame limit, concurrency,
+	// Conn configures the connection (frame and queue limits, concurrency,
 	// logger). MaxConcurrentRequests 0 means DefaultMaxConcurrentRequests.
-	Conn jsonrpc.Options
+	Conn rpc.Options
 	// Capabilities are advertised by host/capabilities in addition to the
-	// operations the handler implements (for operations served through a
-	// generic harn.HostCallHandler).
+	// operations whose fields are set (for operations served through the
+	// generic HostCall field).
 	Capabilities map[string][]string
+	// StopGrace is how long ServeCommand waits for the child to exit after
+	// SIGTERM before it kills it (default DefaultStopGrace).
+	StopGrace time.Duration
+	// DrainGrace is how long ServeCommand keeps reading the child's output
+	// after the child exited, while a process it started still holds the
+	// pipe open (default DefaultDrainGrace).
+	DrainGrace time.Duration
 }
 
-// Server serves one handler value on any number of connections.
+// Server serves one set of handlers on any number of connections.
 type Server struct {
-	h    any
+	h    harn.HostHandlers
 	opts Options
 }
 
-// New returns a Server for h, which implements any subset of the gen/harn host
-// handler interfaces.
-func New(h any, opts *Options) *Server {
-	s := &Server{h: h}
+// New returns a Server for a copy of h. If h.HostCapabilities is nil the
+// server answers host/capabilities itself (see Capabilities).
+func New(h *harn.HostHandlers, opts *Options) *Server {
+	s := &Server{h: *h}
 	if opts != nil {
 		s.opts = *opts
 	}
 	if s.opts.Conn.MaxConcurrentRequests == 0 {
 		s.opts.Conn.MaxConcurrentRequests = DefaultMaxConcurrentRequests
 	}
-	return s
-}
-
-// Handle serves one inbound request or notification; it implements jsonrpc.Handler.
-func (s *Server) Handle(ctx context.Context, req *jsonrpc.Request) (any, error) {
-	if req.Method == harn.MethodHostCapabilities {
-		if _, ok := s.h.(harn.HostCapabilitiesHandler); !ok {
-			var p harn.HostCapabilitiesParams
-			if err := jsonrpc.DecodeParams(req.Params, &p); err != nil {
-				return nil, err
-			}
+	if s.opts.StopGrace <= 0 {
+		s.opts.StopGrace = DefaultStopGrace
+	}
+	if s.opts.DrainGrace <= 0 {
+		s.opts.DrainGrace = DefaultDrainGrace
+	}
+	if s.h.HostCapabilities == nil {
+		s.h.HostCapabilities = func(context.Context, *harn.HostCapabilitiesParams) (harn.HostCapabilities, error) {
 			return s.Capabilities(), nil
 		}
 	}
-	return harn.DispatchHost(ctx, s.h, req.Method, req.Params)
+	return s
 }
 
-// Capabilities is the host/capabilities answer: every operation the handler
-// implements, grouped by capability, plus Options.Capabilities.
+// Handle serves one inbound request or notification; it implements
+// rpc.Handler.
+func (s *Server) Handle(ctx context.Context, req *rpc.Request) (any, error) {
+	return s.h.Handle(ctx, req)
+}
+
+// Capabilities is the host/capabilities answer: every operation whose field
+// is set, grouped by capability, plus Options.Capabilities.
 func (s *Server) Capabilities() harn.HostCapabilities {
 	ops := map[string][]string{}
-	for _, op := range harn.ImplementedHostOperations(s.h) {
+	for _, op := range s.h.Operations() {
 		if op.Capability != "" {
 			ops[op.Capability] = append(ops[op.Capability], op.Op)
 		}
@@ -99,87 +117,166 @@ func (s *Server) Capabilities() harn.HostCapabilities {
 	return caps
 }
 
-// Connect starts serving on r and w and returns the connection at once, so the
-// host can also call the runtime (harn.NewVMClient(conn)) while it serves.
-func (s *Server) Connect(r io.Reader, w io.Writer) *jsonrpc.Conn {
-	return jsonrpc.NewConn(r, w, s, &s.opts.Conn)
+// Connect starts serving on r and w and returns the connection at once, so
+// the host can also call the runtime (harn.NewVMPeer(conn)) while it serves.
+func (s *Server) Connect(r io.Reader, w io.Writer) *rpc.Conn {
+	return harn.NewConn(r, w, s, &s.opts.Conn)
 }
 
-// Serve serves on r and w until the peer closes its end (a nil error) or ctx
-// ends (ctx's error). Either way the connection is closed before it returns.
+// Serve serves on r and w until the peer ends its input, returning nil once
+// every request read has been answered, or until ctx ends, returning
+// ctx's error at once. A failed write (a closed stdout, a full disk) ends
+// it with that error. The connection is closed before Serve returns.
 func (s *Server) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 	conn := s.Connect(r, w)
-	defer conn.Close()
 	select {
 	case <-conn.Done():
-		if err := conn.Err(); err != nil && !errors.Is(err, io.EOF) {
-			return err
-		}
-		return nil
 	case <-ctx.Done():
+		conn.Close()
 		return ctx.Err()
 	}
+	conn.Close()
+	return endErr(conn.Err())
+}
+
+// endErr is nil for a connection that ended because its input did.
+func endErr(err error) error {
+	if errors.Is(err, io.EOF) || errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, os.ErrClosed) {
+		return nil
+	}
+	return err
 }
 
 // ServeCommand starts cmd (typically `harn serve acp`) and serves the bridge
-// over its stdin and stdout, the usual topology in which the host starts the
-// runtime. The child's stderr goes to cmd.Stderr, or this process's stderr
-// when that is nil. It returns when the child exits (with its exit error, if
-// any) or when ctx ends (the child is then killed).
+// over its stdin and stdout, the usual topology in which the host starts
+// the runtime. The child's stderr goes to cmd.Stderr, or this process's
+// stderr when that is nil; cmd.Stdin and cmd.Stdout must be nil.
+//
+// It returns when the child exits: nil after a clean exit, else an
+// *ExitError. What the child wrote before exiting is still read and
+// answered, for up to Options.DrainGrace when something the child started
+// keeps the pipe open. When ctx ends the child gets SIGTERM and, after
+// Options.StopGrace, SIGKILL; once it is gone ServeCommand returns its
+// *ExitError, or ctx's error if it exited cleanly.
 func (s *Server) ServeCommand(ctx context.Context, cmd *exec.Cmd) error {
 	return s.ServeCommandConn(ctx, cmd, nil)
 }
 
 // ServeCommandConn is ServeCommand that also hands the live connection to
 // use, for example to send the runtime requests of its own. use runs in its
-// own goroutine; ServeCommandConn waits for it before returning. Serving
-// goes on after use returns, for as long as the child runs: to end the
-// session from use, close the connection (which closes the child's stdin).
-func (s *Server) ServeCommandConn(ctx context.Context, cmd *exec.Cmd, use func(*jsonrpc.Conn)) error {
-	stdin, err := cmd.StdinPipe()
+// own goroutine; ServeCommandConn waits for it before returning, after the
+// connection is closed.
+func (s *Server) ServeCommandConn(ctx context.Context, cmd *exec.Cmd, use func(*rpc.Conn)) error {
+	if cmd.Stdin != nil || cmd.Stdout != nil {
+		return errors.New("host: ServeCommand needs cmd.Stdin and cmd.Stdout unset")
+	}
+	// Pipes of our own rather than StdinPipe/StdoutPipe: exec.Cmd.Wait
+	// would close our end of stdout as soon as the child exits, losing what
+	// it wrote last, and these are pollable, so a read deadline can bound
+	// the wait for a grandchild that keeps the pipe open.
+	childIn, toChild, err := os.Pipe()
 	if err != nil {
 		return err
 	}
-	stdout, err := cmd.StdoutPipe()
+	fromChild, childOut, err := os.Pipe()
 	if err != nil {
+		childIn.Close()
+		toChild.Close()
 		return err
 	}
+	cmd.Stdin, cmd.Stdout = childIn, childOut
 	if cmd.Stderr == nil {
 		cmd.Stderr = os.Stderr
 	}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start %s: %w", cmd.Path, err)
+	err = cmd.Start()
+	childIn.Close()
+	childOut.Close()
+	if err != nil {
+		toChild.Close()
+		fromChild.Close()
+		return fmt.Errorf("host: start %s: %w", cmd.Path, err)
 	}
-	conn := s.Connect(stdout, stdin)
+	conn := s.Connect(fromChild, toChild)
 	var wg sync.WaitGroup
 	if use != nil {
 		wg.Go(func() { use(conn) })
 	}
 	exited := make(chan error, 1)
-	go func() {
-		<-conn.Done() // the child closed stdout (normally: it exited)
-		exited <- cmd.Wait()
-	}()
-	var result error
+	go func() { exited <- cmd.Wait() }()
+
+	stopping := ctx.Done()
+	var kill <-chan time.Time
+	var waitErr error
+	for waiting := true; waiting; {
+		select {
+		case <-stopping:
+			stopping = nil
+			terminate(cmd.Process)
+			kill = time.After(s.opts.StopGrace)
+		case <-kill:
+			_ = cmd.Process.Kill()
+		case waitErr = <-exited:
+			waiting = false
+		}
+	}
+	// The child is gone: answer what it left in the pipe, then end.
+	_ = fromChild.SetReadDeadline(time.Now().Add(s.opts.DrainGrace))
 	select {
-	case result = <-exited:
-	case <-ctx.Done():
-		_ = cmd.Process.Kill()
-		conn.Close()
-		<-exited
-		result = ctx.Err()
+	case <-conn.Done():
+	case <-time.After(s.opts.DrainGrace + time.Second):
 	}
 	conn.Close()
 	wg.Wait()
-	if result != nil {
-		s.logger().Debug("bridge child ended", "path", cmd.Path, "err", result)
+	if err := exitError(cmd, waitErr); err != nil || ctx.Err() == nil {
+		return err
 	}
-	return result
+	return ctx.Err()
 }
 
-func (s *Server) logger() *slog.Logger {
-	if s.opts.Conn.Logger != nil {
-		return s.opts.Conn.Logger
+// terminate asks p to stop: SIGTERM where there are signals, else a kill.
+func terminate(p *os.Process) {
+	if err := p.Signal(syscall.SIGTERM); err != nil {
+		_ = p.Kill()
 	}
-	return slog.New(slog.DiscardHandler)
+}
+
+// ExitError reports a child that did not exit cleanly.
+type ExitError struct {
+	Path string
+	// Code is the exit status, or -1 when a signal killed the child.
+	Code int
+	// Signal is the signal that killed the child, if one did.
+	Signal syscall.Signal
+	Err    error // the *exec.ExitError
+}
+
+func (e *ExitError) Error() string {
+	if e.Code < 0 {
+		return fmt.Sprintf("%s killed by signal %d (%v)", e.Path, int(e.Signal), e.Signal)
+	}
+	return fmt.Sprintf("%s exited with status %d", e.Path, e.Code)
+}
+
+func (e *ExitError) Unwrap() error { return e.Err }
+
+// Status is the conventional exit status for a host that reports the
+// child's end as its own: the child's status, or 128 plus the signal's
+// number when a signal killed it.
+func (e *ExitError) Status() int {
+	if e.Code < 0 {
+		return 128 + int(e.Signal)
+	}
+	return e.Code
+}
+
+func exitError(cmd *exec.Cmd, err error) error {
+	ee, ok := errors.AsType[*exec.ExitError](err)
+	if !ok {
+		return err
+	}
+	out := &ExitError{Path: cmd.Path, Code: ee.ExitCode(), Err: ee}
+	if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		out.Code, out.Signal = -1, ws.Signal()
+	}
+	return out
 }

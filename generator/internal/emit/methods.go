@@ -9,35 +9,65 @@ import (
 	"github.com/bridgekit/bridgekit/generator/internal/ir"
 )
 
+const pkgRPC = "github.com/bridgekit/bridgekit/runtime/rpc"
+
 // Methods emits the method catalogue as code: wire-name constants, the
-// MethodInfo table, one small handler interface per method or operation, a
-// dispatcher per receiving side, and a typed client per receiving side.
-func Methods(pkg *ir.Package) *jen.File {
+// MethodInfo table, the protocol's connection options, and for each side
+// that receives methods a handler struct (one typed func field per method
+// and operation) and a peer (typed calls to that side).
+//
+// Handler structs rather than interfaces: a misspelled or mistyped handler
+// is a compile error, what a side serves (and advertises) is exactly the
+// fields that are set, adding a method to a catalogue adds a field and
+// breaks no existing code, and the struct is an rpc.Handler that any
+// rpc.Middleware can wrap. docs/handlers.md records the choice.
+func Methods(pkg *ir.Package) (*jen.File, error) {
 	f := newFile(pkg)
 	emitConstants(f, pkg)
 	emitInfos(f, pkg)
+	if err := emitConn(f, pkg); err != nil {
+		return nil, err
+	}
 	for _, side := range pkg.Catalogue.Sides {
 		var ms []*ir.Method
 		for _, m := range pkg.Methods {
-			if m.To == side.Name {
+			if m.To == side.Name && isMethod(m) {
 				ms = append(ms, m)
 			}
 		}
 		if len(ms) == 0 {
 			continue
 		}
-		for _, m := range ms {
-			emitHandlers(f, m)
+		if err := emitHandlers(f, side.Go, side.Doc, ms); err != nil {
+			return nil, err
 		}
-		emitDispatch(f, side.Go, ms)
-		emitImplemented(f, side.Go, ms)
-		emitClient(f, side.Go, side.Doc, ms)
+		emitOperations(f, side.Go, ms)
+		emitPeer(f, side.Go, side.Doc, ms)
 	}
-	return f
+	return f, nil
 }
+
+// isMethod reports whether m is something a side handles and a peer sends
+// (a "response" entry documents a reply shape, not a method).
+func isMethod(m *ir.Method) bool { return m.Kind != "response" }
+
+func oneWay(m *ir.Method) bool { return m.Kind == "notification" || m.Kind == "event" }
 
 func methodConst(m *ir.Method) string { return "Method" + m.Go }
 func opConst(op *ir.Op) string        { return "Op" + op.Go }
+
+// qualifier returns the one envelope member value that qualifies m, if any.
+func qualifier(m *ir.Method) (string, error) {
+	switch len(m.Qualifier) {
+	case 0:
+		return "", nil
+	case 1:
+		for _, v := range m.Qualifier {
+			return v, nil
+		}
+	}
+	return "", fmt.Errorf("%s: a method can be qualified by one envelope member, not %d", m.Wire, len(m.Qualifier))
+}
 
 func emitConstants(f *jen.File, pkg *ir.Package) {
 	var defs []jen.Code
@@ -95,6 +125,55 @@ func emitInfos(f *jen.File, pkg *ir.Package) {
 	f.Line()
 }
 
+// emitConn emits what a connection speaking the protocol needs: its codec,
+// its cancel rules, preempted methods and method names, and NewConn.
+func emitConn(f *jen.File, pkg *ir.Package) error {
+	var codec jen.Code
+	switch pkg.Catalogue.Framing {
+	case "jsonrpc2-ndjson":
+		codec = jen.New(jen.Qual(pkgJSONRPC, "Codec"))
+	default:
+		return nil // envelope codecs come with the envelope runtime; stdout-json has no connection
+	}
+	var names []jen.Code
+	seen := map[string]bool{}
+	for _, m := range pkg.Methods {
+		q, err := qualifier(m)
+		if err != nil {
+			return err
+		}
+		for _, n := range []string{m.Wire, q} {
+			if n != "" && !seen[n] {
+				seen[n] = true
+				names = append(names, jen.Lit(n))
+			}
+		}
+	}
+	f.Comment("MethodNames lists every method name (and qualifier) of the catalogue, so that a connection interns them (rpc.Options.Methods).")
+	f.Var().Id("MethodNames").Op("=").Index().String().Values(names...)
+	f.Line()
+	f.Comment("CancelRules are the protocol's cancel messages (rpc.Options.Cancels).")
+	f.Var().Id("CancelRules").Index().Qual(pkgRPC, "CancelRule")
+	f.Line()
+	f.Comment("Preempted lists the methods handled as soon as they arrive (rpc.Options.Preempt).")
+	f.Var().Id("Preempted").Index().String()
+	f.Line()
+	f.Comment("NewCodec returns the framing of " + pkg.Catalogue.Title + " for one connection.")
+	f.Func().Id("NewCodec").Params().Qual(pkgRPC, "Codec").Block(jen.Return(codec))
+	f.Line()
+	comment(f, fmt.Sprintf("ConnOptions returns a copy of opts (which may be nil) with %s's cancel rules, preempted methods and method names added.", pkg.Catalogue.Title))
+	f.Func().Id("ConnOptions").Params(jen.Id("opts").Op("*").Qual(pkgRPC, "Options")).Op("*").Qual(pkgRPC, "Options").Block(
+		jen.Return(jen.Qual(pkgRPC, "WithOptions").Call(jen.Id("opts"), jen.Id("CancelRules"), jen.Id("Preempted"), jen.Id("MethodNames"))),
+	)
+	f.Line()
+	comment(f, fmt.Sprintf("NewConn starts a connection speaking %s on r and w, serving h (a side's handler struct, possibly wrapped in middleware; nil serves nothing). opts may be nil. See rpc.NewConn.", pkg.Catalogue.Title))
+	f.Func().Id("NewConn").Params(jen.Id("r").Qual("io", "Reader"), jen.Id("w").Qual("io", "Writer"), jen.Id("h").Qual(pkgRPC, "Handler"), jen.Id("opts").Op("*").Qual(pkgRPC, "Options")).Op("*").Qual(pkgRPC, "Conn").Block(
+		jen.Return(jen.Qual(pkgRPC, "NewConn").Call(jen.Id("r"), jen.Id("w"), jen.Id("NewCodec").Call(), jen.Id("h"), jen.Id("ConnOptions").Call(jen.Id("opts")))),
+	)
+	f.Line()
+	return nil
+}
+
 // paramType is how a handler receives a Ref: *T for structs and unions, T otherwise.
 func paramType(r *ir.Ref) jen.Code {
 	if pointerResult(r) {
@@ -111,87 +190,127 @@ func resultType(r *ir.Ref) jen.Code {
 	return paramType(r)
 }
 
-func isNotification(m *ir.Method) bool { return m.Kind == "notification" }
-
-func emitHandlers(f *jen.File, m *ir.Method) {
-	ctx := jen.Id("ctx").Qual("context", "Context")
-	var params []jen.Code
-	params = append(params, ctx)
+// handlerFunc is the type of a method's field in its side's handler struct.
+func handlerFunc(m *ir.Method) jen.Code {
+	params := []jen.Code{jen.Qual("context", "Context")}
 	if m.Params != nil {
-		params = append(params, jen.Id("params").Add(paramType(m.Params)))
+		params = append(params, paramType(m.Params))
 	}
-	var results jen.Code = jen.Error()
-	if !isNotification(m) {
-		results = jen.Params(resultType(m.Result), jen.Error())
+	if oneWay(m) {
+		return jen.Func().Params(params...).Error()
 	}
-	iface := m.Go + "Handler"
-	text := m.Doc
-	if m.Ops != nil {
-		text += " Implement it to serve operations that have no handler interface of their own; without it such calls get -32601."
+	return jen.Func().Params(params...).Params(resultType(m.Result), jen.Error())
+}
+
+func opFunc(m *ir.Method, op *ir.Op) jen.Code {
+	params := []jen.Code{jen.Qual("context", "Context"), paramType(m.Params)}
+	if op.Args != nil {
+		params = append(params, paramType(op.Args))
 	}
-	comment(f, fmt.Sprintf("%s handles %s (%s, %s). %s", iface, m.Wire, m.Kind, m.Status, text))
-	f.Type().Id(iface).Interface(jen.Id(m.Go).Params(params...).Add(results))
-	f.Line()
-	if m.Ops == nil {
-		return
-	}
-	for _, op := range m.Ops.Items {
-		oparams := []jen.Code{jen.Id("ctx").Qual("context", "Context"), jen.Id("call").Add(paramType(m.Params))}
-		if op.Args != nil {
-			oparams = append(oparams, jen.Id("args").Add(paramType(op.Args)))
+	return jen.Func().Params(params...).Params(resultType(op.Result), jen.Error())
+}
+
+func emitHandlers(f *jen.File, side, sideDoc string, ms []*ir.Method) error {
+	name := side + "Handlers"
+	var fields []jen.Code
+	for _, m := range ms {
+		doc := fmt.Sprintf("%s handles %s (%s, %s). %s", m.Go, m.Wire, m.Kind, m.Status, m.Doc)
+		if m.Ops != nil {
+			doc += " It serves the operations that have no field of their own (or none is set)."
 		}
-		name := op.Go + "Handler"
-		comment(f, fmt.Sprintf("%s handles the %s operation %s (%s). %s call is the whole %s params; args are decoded and validated.", name, m.Wire, strings.Join(op.MatchValues, "/"), op.Status, op.Doc, m.Wire))
-		f.Type().Id(name).Interface(jen.Id(op.Go).Params(oparams...).Params(resultType(op.Result), jen.Error()))
-		f.Line()
+		fields = append(fields, fieldComments(doc)...)
+		fields = append(fields, jen.Id(m.Go).Add(handlerFunc(m)))
+		if m.Ops == nil {
+			continue
+		}
+		for _, op := range m.Ops.Items {
+			doc := fmt.Sprintf("%s handles the %s operation %s (%s); it receives the whole %s params and the decoded args. %s", op.Go, m.Wire, strings.Join(op.MatchValues, "/"), op.Status, m.Wire, op.Doc)
+			fields = append(fields, fieldComments(doc)...)
+			fields = append(fields, jen.Id(op.Go).Add(opFunc(m, op)))
+		}
 	}
+	fields = append(fields, fieldComments("Fallback, if set, handles every method (and operation) that no field above serves, for example extension methods.")...)
+	fields = append(fields, jen.Id("Fallback").Qual(pkgRPC, "Handler"))
+	comment(f, fmt.Sprintf("%s serves the methods the %s side receives. %s Set the fields of the methods it serves: the others are answered with rpc.ErrMethodNotFound (or passed to Fallback) and never advertised. A *%s is an rpc.Handler; wrap it with rpc.Middleware to intercept every method.", name, strings.ToLower(side), sideDoc, name))
+	f.Type().Id(name).Struct(fields...)
+	f.Line()
+
+	var cases []jen.Code
+	byWire := map[string][]*ir.Method{}
+	var order []string
+	for _, m := range ms {
+		if _, ok := byWire[m.Wire]; !ok {
+			order = append(order, m.Wire)
+		}
+		byWire[m.Wire] = append(byWire[m.Wire], m)
+	}
+	for _, wire := range order {
+		group := byWire[wire]
+		var body []jen.Code
+		qualified := false
+		for _, m := range group {
+			q, err := qualifier(m)
+			if err != nil {
+				return err
+			}
+			qualified = qualified || q != ""
+		}
+		if !qualified {
+			if len(group) > 1 {
+				return fmt.Errorf("%s: %d methods to the %s side share this wire name without a qualifier", wire, len(group), side)
+			}
+			body = serveMethod(group[0])
+		} else {
+			var qcases []jen.Code
+			for _, m := range group {
+				q, _ := qualifier(m)
+				qcases = append(qcases, jen.Case(jen.Lit(q)).Block(serveMethod(m)...))
+			}
+			body = []jen.Code{jen.Switch(jen.Id("req").Dot("Qualifier")).Block(qcases...)}
+		}
+		cases = append(cases, jen.Case(jen.Id(methodConst(group[0]))).Block(body...))
+	}
+	comment(f, fmt.Sprintf("Handle implements rpc.Handler: it decodes and validates the params of the method (and operation) req names and calls its field. Params that do not fit are answered with rpc.ErrInvalidParams; methods and operations with no field set go to Fallback, or are answered with rpc.ErrMethodNotFound."))
+	f.Func().Params(jen.Id("h").Op("*").Id(name)).Id("Handle").Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("req").Op("*").Qual(pkgRPC, "Request")).Params(jen.Any(), jen.Error()).Block(
+		jen.Switch(jen.Id("req").Dot("Method")).Block(cases...),
+		jen.If(jen.Id("h").Dot("Fallback").Op("!=").Nil()).Block(jen.Return(jen.Id("h").Dot("Fallback").Dot("Handle").Call(jen.Id("ctx"), jen.Id("req")))),
+		jen.Return(jen.Nil(), jen.Qual(pkgRPC, "MethodNotFound").Call(jen.Id("req").Dot("Method"))),
+	)
+	f.Line()
+	return nil
 }
 
 func decodeInto(target jen.Code, raw jen.Code) jen.Code {
-	return jen.If(jen.Err().Op(":=").Qual(pkgJSONRPC, "DecodeParams").Call(raw, target), jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Err()))
+	return jen.If(jen.Err().Op(":=").Qual(pkgRPC, "DecodeParams").Call(raw, target), jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Err()))
 }
 
-func emitDispatch(f *jen.File, side string, ms []*ir.Method) {
-	var cases []jen.Code
-	for _, m := range ms {
-		var body []jen.Code
-		args := []jen.Code{jen.Id("ctx")}
-		if m.Params != nil {
-			body = append(body, jen.Var().Id("p").Add(goType(m.Params)), decodeInto(jen.Op("&").Id("p"), jen.Id("params")))
-			if pointerResult(m.Params) {
-				args = append(args, jen.Op("&").Id("p"))
-			} else {
-				args = append(args, jen.Id("p"))
-			}
-		}
-		if m.Ops != nil {
-			body = append(body, opSwitch(m)...)
-			cases = append(cases, jen.Case(jen.Id(methodConst(m))).Block(body...))
-			continue
-		}
-		call := jen.Id("hh").Dot(m.Go).Call(args...)
-		var invoke jen.Code = jen.Return(call)
-		if isNotification(m) {
-			invoke = jen.Return(jen.Nil(), call)
-		}
-		body = append(body,
-			jen.List(jen.Id("hh"), jen.Id("ok")).Op(":=").Id("h").Assert(jen.Id(m.Go+"Handler")),
-			jen.If(jen.Op("!").Id("ok")).Block(jen.Return(jen.Nil(), notFound(m))),
-			invoke,
-		)
-		cases = append(cases, jen.Case(jen.Id(methodConst(m))).Block(body...))
+// argRef is how a decoded value v of r is passed to a handler.
+func argRef(r *ir.Ref, v string) jen.Code {
+	if pointerResult(r) {
+		return jen.Op("&").Id(v)
 	}
-	cases = append(cases, jen.Default().Block(jen.Return(jen.Nil(), jen.Qual(pkgJSONRPC, "MethodNotFound").Call(jen.Id("method")))))
-	name := "Dispatch" + side
-	comment(f, fmt.Sprintf("%s routes one inbound %s method to h, which implements any subset of the %s handler interfaces. Params are decoded and validated first (failures are -32602); methods and operations h does not implement, and unknown methods, are -32601 errors that satisfy errors.Is(err, jsonrpc.ErrMethodNotFound). For notifications the result is nil.", name, strings.ToLower(side), strings.ToLower(side)))
-	f.Func().Id(name).Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("h").Any(), jen.Id("method").String(), jen.Id("params").Qual(pkgJSONText, "Value")).Params(jen.Any(), jen.Error()).Block(
-		jen.Switch(jen.Id("method")).Block(cases...),
-	)
-	f.Line()
+	return jen.Id(v)
 }
 
-func notFound(m *ir.Method) jen.Code {
-	return jen.Qual(pkgJSONRPC, "MethodNotFound").Call(jen.Id(methodConst(m)))
+// serveMethod is the body of one method's case in Handle; it falls
+// through to Fallback when the method's field is not set.
+func serveMethod(m *ir.Method) []jen.Code {
+	if m.Ops != nil {
+		return serveOps(m)
+	}
+	var body []jen.Code
+	args := []jen.Code{jen.Id("ctx")}
+	if m.Params != nil {
+		body = append(body, jen.Var().Id("p").Add(goType(m.Params)), decodeInto(jen.Op("&").Id("p"), jen.Id("req").Dot("Params")))
+		args = append(args, argRef(m.Params, "p"))
+	}
+	call := jen.Id("h").Dot(m.Go).Call(args...)
+	if oneWay(m) {
+		body = append(body, jen.Return(jen.Nil(), call))
+	} else {
+		body = append(body, jen.Return(call))
+	}
+	return []jen.Code{jen.If(jen.Id("h").Dot(m.Go).Op("!=").Nil()).Block(body...)}
 }
 
 // opKey renders the expression that selects an operation.
@@ -209,92 +328,94 @@ func opKey(m *ir.Method) jen.Code {
 	return jen.Qual("strings", "Join").Call(jen.Index().String().Values(parts...), jen.Lit(""))
 }
 
-func opSwitch(m *ir.Method) []jen.Code {
+func serveOps(m *ir.Method) []jen.Code {
+	served := []jen.Code{jen.Id("h").Dot(m.Go).Op("!=").Nil()}
 	var cases []jen.Code
 	for _, op := range m.Ops.Items {
-		args := []jen.Code{jen.Id("ctx"), jen.Op("&").Id("p")}
+		served = append(served, jen.Id("h").Dot(op.Go).Op("!=").Nil())
 		body := []jen.Code{}
+		args := []jen.Code{jen.Id("ctx"), jen.Op("&").Id("p")}
 		if op.Args != nil {
 			body = append(body, jen.Var().Id("a").Add(goType(op.Args)), decodeInto(jen.Op("&").Id("a"), jen.Id("p").Dot(m.Ops.Payload.Go)))
-			if pointerResult(op.Args) {
-				args = append(args, jen.Op("&").Id("a"))
-			} else {
-				args = append(args, jen.Id("a"))
-			}
+			args = append(args, argRef(op.Args, "a"))
 		}
-		body = append(body, jen.Return(jen.Id("oh").Dot(op.Go).Call(args...)))
-		var key jen.Code
+		body = append(body, jen.Return(jen.Id("h").Dot(op.Go).Call(args...)))
+		var key jen.Code = jen.Lit(strings.Join(op.MatchValues, "/"))
 		if len(m.Ops.Selector) == 1 {
 			key = jen.Id(opConst(op))
-		} else {
-			key = jen.Lit(strings.Join(op.MatchValues, "/"))
 		}
-		cases = append(cases, jen.Case(key).Block(
-			jen.If(jen.List(jen.Id("oh"), jen.Id("ok")).Op(":=").Id("h").Assert(jen.Id(op.Go+"Handler")), jen.Id("ok")).Block(body...),
-		))
+		cases = append(cases, jen.Case(key).Block(jen.If(jen.Id("h").Dot(op.Go).Op("!=").Nil()).Block(body...)))
 	}
-	fallback := jen.If(jen.List(jen.Id("hh"), jen.Id("ok")).Op(":=").Id("h").Assert(jen.Id(m.Go+"Handler")), jen.Id("ok")).Block(
-		jen.Return(jen.Id("hh").Dot(m.Go).Call(jen.Id("ctx"), jen.Op("&").Id("p"))),
-	)
-	return []jen.Code{
+	any := served[0]
+	for _, s := range served[1:] {
+		any = jen.Add(any).Op("||").Add(s)
+	}
+	return []jen.Code{jen.If(any).Block(
+		jen.Var().Id("p").Add(goType(m.Params)),
+		decodeInto(jen.Op("&").Id("p"), jen.Id("req").Dot("Params")),
 		jen.Switch(opKey(m)).Block(cases...),
-		fallback,
-		jen.Return(jen.Nil(), jen.Qual(pkgJSONRPC, "UnsupportedOperation").Call(jen.Id(methodConst(m)), opKey(m))),
-	}
+		jen.If(jen.Id("h").Dot(m.Go).Op("!=").Nil()).Block(jen.Return(jen.Id("h").Dot(m.Go).Call(jen.Id("ctx"), jen.Op("&").Id("p")))),
+		jen.If(jen.Id("h").Dot("Fallback").Op("!=").Nil()).Block(jen.Return(jen.Id("h").Dot("Fallback").Dot("Handle").Call(jen.Id("ctx"), jen.Id("req")))),
+		jen.Return(jen.Nil(), jen.Qual(pkgRPC, "UnsupportedOperation").Call(jen.Id("req").Dot("Method"), opKey(m))),
+	)}
 }
 
-func emitImplemented(f *jen.File, side string, ms []*ir.Method) {
+// emitOperations emits the method that lists the operations a handler
+// struct serves, which capability queries advertise.
+func emitOperations(f *jen.File, side string, ms []*ir.Method) {
 	var stmts []jen.Code
-	any := false
 	for _, m := range ms {
 		if m.Ops == nil {
 			continue
 		}
 		for i, op := range m.Ops.Items {
-			any = true
-			stmts = append(stmts, jen.If(jen.List(jen.Id("_"), jen.Id("ok")).Op(":=").Id("h").Assert(jen.Id(op.Go+"Handler")), jen.Id("ok")).Block(
+			stmts = append(stmts, jen.If(jen.Id("h").Dot(op.Go).Op("!=").Nil()).Block(
 				jen.Id("out").Op("=").Append(jen.Id("out"), jen.Id("Methods").Index(jen.Lit(m.Index)).Dot("Operations").Index(jen.Lit(i))),
 			))
 		}
 	}
-	if !any {
+	if len(stmts) == 0 {
 		return
 	}
-	name := "Implemented" + side + "Operations"
-	comment(f, fmt.Sprintf("%s lists the operations whose handler interfaces h implements, in catalogue order; servers advertise exactly these.", name))
+	name := side + "Handlers"
+	comment(f, "Operations lists the operations whose fields are set, in catalogue order: what a capability query should advertise.")
 	body := append([]jen.Code{jen.Var().Id("out").Index().Qual(pkgWire, "OperationInfo")}, stmts...)
 	body = append(body, jen.Return(jen.Id("out")))
-	f.Func().Id(name).Params(jen.Id("h").Any()).Index().Qual(pkgWire, "OperationInfo").Block(body...)
+	f.Func().Params(jen.Id("h").Op("*").Id(name)).Id("Operations").Params().Index().Qual(pkgWire, "OperationInfo").Block(body...)
 	f.Line()
 }
 
-func emitClient(f *jen.File, side, sideDoc string, ms []*ir.Method) {
-	name := side + "Client"
-	comment(f, fmt.Sprintf("%s calls the methods that the %s side serves, over any jsonrpc.Caller such as *jsonrpc.Conn. That side: %s", name, strings.ToLower(side), sideDoc))
-	f.Type().Id(name).Struct(jen.Id("conn").Qual(pkgJSONRPC, "Caller"))
+func emitPeer(f *jen.File, side, sideDoc string, ms []*ir.Method) {
+	name := side + "Peer"
+	comment(f, fmt.Sprintf("%s calls the methods that the %s side serves, through any rpc.Sender such as *rpc.Conn. That side: %s", name, strings.ToLower(side), sideDoc))
+	f.Type().Id(name).Struct(jen.Id("s").Qual(pkgRPC, "Sender"))
 	f.Line()
-	f.Comment(fmt.Sprintf("New%s returns a %s that sends through conn.", name, name))
-	f.Func().Id("New" + name).Params(jen.Id("conn").Qual(pkgJSONRPC, "Caller")).Op("*").Id(name).Block(jen.Return(jen.Op("&").Id(name).Values(jen.Dict{jen.Id("conn"): jen.Id("conn")})))
+	f.Comment(fmt.Sprintf("New%s returns a %s that sends through s.", name, name))
+	f.Func().Id("New" + name).Params(jen.Id("s").Qual(pkgRPC, "Sender")).Op("*").Id(name).Block(jen.Return(jen.Op("&").Id(name).Values(jen.Dict{jen.Id("s"): jen.Id("s")})))
 	f.Line()
 	for _, m := range ms {
-		emitClientMethod(f, name, m)
+		emitPeerMethod(f, name, m)
 		if m.Ops != nil {
 			for _, op := range m.Ops.Items {
-				emitClientOp(f, name, m, op)
+				emitPeerOp(f, name, m, op)
 			}
 		}
 	}
 }
 
-// defaultParams makes a nil params pointer an empty value, so the wire always carries an object.
-func defaultParams(r *ir.Ref, id string) jen.Code {
-	if !pointerResult(r) {
-		return jen.Null()
+// outbound is the rpc.Outbound literal for m with params.
+func outbound(m *ir.Method, params jen.Code) jen.Code {
+	d := jen.Dict{jen.Id("Method"): jen.Id(methodConst(m)), jen.Id("Params"): params}
+	if q, _ := qualifier(m); q != "" {
+		d[jen.Id("Qualifier")] = jen.Lit(q)
 	}
-	return jen.If(jen.Id(id).Op("==").Nil()).Block(jen.Id(id).Op("=").Op("&").Add(goType(r)).Values())
+	if oneWay(m) {
+		d[jen.Id("Kind")] = jen.Qual(pkgRPC, "KindNotification")
+	}
+	return jen.Qual(pkgRPC, "Outbound").Values(d)
 }
 
-func callResult(m string, r *ir.Ref, params jen.Code) []jen.Code {
+func callResult(m *ir.Method, r *ir.Ref, params jen.Code) []jen.Code {
 	var zero jen.Code = jen.Nil()
 	var ret jen.Code = jen.Id("res")
 	if pointerResult(r) {
@@ -309,61 +430,60 @@ func callResult(m string, r *ir.Ref, params jen.Code) []jen.Code {
 	}
 	return []jen.Code{
 		jen.Var().Id("res").Add(resType),
-		jen.If(jen.Err().Op(":=").Id("c").Dot("conn").Dot("Call").Call(jen.Id("ctx"), jen.Id(m), params, jen.Op("&").Id("res")), jen.Err().Op("!=").Nil()).Block(jen.Return(zero, jen.Err())),
+		jen.If(jen.Err().Op(":=").Id("p").Dot("s").Dot("Send").Call(jen.Id("ctx"), outbound(m, params), jen.Op("&").Id("res")), jen.Err().Op("!=").Nil()).Block(jen.Return(zero, jen.Err())),
 		jen.Return(ret, jen.Nil()),
 	}
 }
 
-func emitClientMethod(f *jen.File, client string, m *ir.Method) {
+func emitPeerMethod(f *jen.File, peer string, m *ir.Method) {
 	params := []jen.Code{jen.Id("ctx").Qual("context", "Context")}
 	var send jen.Code = jen.Nil()
-	var body []jen.Code
 	if m.Params != nil {
 		params = append(params, jen.Id("params").Add(paramType(m.Params)))
 		send = jen.Id("params")
-		body = append(body, defaultParams(m.Params, "params"))
 	}
 	verb := "sends the request"
-	if isNotification(m) {
+	if oneWay(m) {
 		verb = "sends the notification"
 	}
 	comment(f, fmt.Sprintf("%s %s %s. %s", m.Go, verb, m.Wire, m.Doc))
-	if isNotification(m) {
-		body = append(body, jen.Return(jen.Id("c").Dot("conn").Dot("Notify").Call(jen.Id("ctx"), jen.Id(methodConst(m)), send)))
-		f.Func().Params(jen.Id("c").Op("*").Id(client)).Id(m.Go).Params(params...).Error().Block(body...)
+	if oneWay(m) {
+		f.Func().Params(jen.Id("p").Op("*").Id(peer)).Id(m.Go).Params(params...).Error().Block(
+			jen.Return(jen.Id("p").Dot("s").Dot("Send").Call(jen.Id("ctx"), outbound(m, send), jen.Nil())),
+		)
 	} else {
-		body = append(body, callResult(methodConst(m), m.Result, send)...)
-		f.Func().Params(jen.Id("c").Op("*").Id(client)).Id(m.Go).Params(params...).Params(resultType(m.Result), jen.Error()).Block(body...)
+		f.Func().Params(jen.Id("p").Op("*").Id(peer)).Id(m.Go).Params(params...).Params(resultType(m.Result), jen.Error()).Block(callResult(m, m.Result, send)...)
 	}
 	f.Line()
 }
 
-func emitClientOp(f *jen.File, client string, m *ir.Method, op *ir.Op) {
+func emitPeerOp(f *jen.File, peer string, m *ir.Method, op *ir.Op) {
 	params := []jen.Code{jen.Id("ctx").Qual("context", "Context"), jen.Id("call").Add(paramType(m.Params))}
 	body := []jen.Code{
-		jen.Var().Id("p").Add(goType(m.Params)),
-		jen.If(jen.Id("call").Op("!=").Nil()).Block(jen.Id("p").Op("=").Op("*").Id("call")),
+		jen.Var().Id("c").Add(goType(m.Params)),
+		jen.If(jen.Id("call").Op("!=").Nil()).Block(jen.Id("c").Op("=").Op("*").Id("call")),
 	}
 	for i, s := range m.Ops.Selector {
 		var v jen.Code = jen.Lit(op.MatchValues[i])
 		if len(m.Ops.Selector) == 1 {
 			v = jen.Id(opConst(op))
 		}
-		body = append(body, jen.Id("p").Dot(s.Go).Op("=").Add(v))
+		body = append(body, jen.Id("c").Dot(s.Go).Op("=").Add(v))
 	}
 	if op.Args != nil {
 		params = append(params, jen.Id("args").Add(paramType(op.Args)))
+		var arg jen.Code = jen.Id("args")
 		body = append(body,
-			defaultParams(op.Args, "args"),
-			jen.List(jen.Id("raw"), jen.Err()).Op(":=").Qual(pkgJSON, "Marshal").Call(jen.Id("args"), jen.Qual(pkgWire, "Fidelity")),
+			jen.List(jen.Id("raw"), jen.Err()).Op(":=").Qual(pkgJSON, "Marshal").Call(arg, jen.Qual(pkgWire, "Fidelity")),
 			jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Err())),
-			jen.Id("p").Dot(m.Ops.Payload.Go).Op("=").Id("raw"),
+			jen.If(jen.String().Call(jen.Id("raw")).Op("==").Lit("null")).Block(jen.Id("raw").Op("=").Qual(pkgJSONText, "Value").Call(jen.Lit("{}"))),
+			jen.Id("c").Dot(m.Ops.Payload.Go).Op("=").Id("raw"),
 		)
 	} else {
-		body = append(body, jen.Id("p").Dot(m.Ops.Payload.Go).Op("=").Qual(pkgJSONText, "Value").Call(jen.Lit("{}")))
+		body = append(body, jen.Id("c").Dot(m.Ops.Payload.Go).Op("=").Qual(pkgJSONText, "Value").Call(jen.Lit("{}")))
 	}
-	body = append(body, callResult(methodConst(m), op.Result, jen.Op("&").Id("p"))...)
+	body = append(body, callResult(m, op.Result, jen.Op("&").Id("c"))...)
 	comment(f, fmt.Sprintf("%s calls the %s operation %s. call may carry the other %s params (nil for none); the selector and payload members are set here. %s", op.Go, m.Wire, strings.Join(op.MatchValues, "/"), m.Wire, op.Doc))
-	f.Func().Params(jen.Id("c").Op("*").Id(client)).Id(op.Go).Params(params...).Params(resultType(op.Result), jen.Error()).Block(body...)
+	f.Func().Params(jen.Id("p").Op("*").Id(peer)).Id(op.Go).Params(params...).Params(resultType(op.Result), jen.Error()).Block(body...)
 	f.Line()
 }

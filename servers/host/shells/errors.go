@@ -3,11 +3,11 @@ package shells
 import (
 	"errors"
 
-	"github.com/bridgekit/bridgekit/runtime/jsonrpc"
+	"github.com/bridgekit/bridgekit/runtime/rpc"
 )
 
 // Sentinel errors. Every error a Provider handler returns matches exactly one
-// of them with errors.Is, and also unwraps (errors.As) to a *jsonrpc.Error
+// of them with errors.Is, and also unwraps (errors.As) to a *rpc.Error
 // carrying the JSON-RPC code the catalogue prescribes, so a dispatcher can
 // put it on the wire unchanged.
 var (
@@ -34,7 +34,7 @@ const codeServerError int64 = -32000
 // message is the wire message.
 type shellError struct {
 	kind error
-	rpc  *jsonrpc.Error
+	rpc  *rpc.Error
 }
 
 func (e *shellError) Error() string   { return e.rpc.Message }
@@ -45,5 +45,5 @@ func newError(kind error, code int64, msg string, shellID *string) error {
 	if shellID != nil {
 		data = map[string]string{"shell_id": *shellID}
 	}
-	return &shellError{kind: kind, rpc: jsonrpc.NewError(code, msg, data)}
+	return &shellError{kind: kind, rpc: rpc.NewError(code, msg, data)}
 }

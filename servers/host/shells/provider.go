@@ -1,6 +1,7 @@
 package shells
 
 import (
+	clist "container/list"
 	"context"
 	"fmt"
 	"slices"
@@ -9,7 +10,7 @@ import (
 	"sync"
 
 	"github.com/bridgekit/bridgekit/gen/harn"
-	"github.com/bridgekit/bridgekit/runtime/jsonrpc"
+	"github.com/bridgekit/bridgekit/runtime/rpc"
 )
 
 // Configured is a shell the host lists explicitly, ahead of every discovered
@@ -39,30 +40,43 @@ type Config struct {
 	Platform Platform
 	// Shells are listed first, in order, before anything discovered.
 	Shells []Configured
+	// MaxSessions bounds the sessions whose default shell is remembered
+	// (default DefaultMaxSessions).
+	MaxSessions int
 }
 
-// Provider serves the process.* shell operations. It implements
-// harn.ProcessListShellsHandler, harn.ProcessGetDefaultShellHandler,
-// harn.ProcessSetDefaultShellHandler and harn.ProcessShellInvocationHandler.
+// Provider serves the process.* shell operations; Register installs them
+// in a harn.HostHandlers.
 //
 // Discovery runs once, in New; the list is then fixed until Refresh. Default
-// shells are kept per session. A Provider is safe for concurrent use.
+// shells are kept per session, for at most MaxSessions sessions: selecting a
+// shell for one more forgets the session whose selection was used least
+// recently. A Provider is safe for concurrent use.
 type Provider struct {
 	platform Platform
 	conf     []Configured
+	max      int
 
 	mu       sync.Mutex
 	shells   []harn.Shell
 	byID     map[string]int
-	sessions map[string]string // session id -> selected shell id
+	sessions map[string]*clist.Element // session id -> element of lru
+	lru      clist.List                // *selection, most recently used first
 }
 
-var (
-	_ harn.ProcessListShellsHandler      = (*Provider)(nil)
-	_ harn.ProcessGetDefaultShellHandler = (*Provider)(nil)
-	_ harn.ProcessSetDefaultShellHandler = (*Provider)(nil)
-	_ harn.ProcessShellInvocationHandler = (*Provider)(nil)
-)
+// selection is a session's default shell.
+type selection struct{ session, shellID string }
+
+// DefaultMaxSessions is Config.MaxSessions's default.
+const DefaultMaxSessions = 1024
+
+// Register sets h's process.* operation fields to p's.
+func (p *Provider) Register(h *harn.HostHandlers) {
+	h.ProcessListShells = p.ProcessListShells
+	h.ProcessGetDefaultShell = p.ProcessGetDefaultShell
+	h.ProcessSetDefaultShell = p.ProcessSetDefaultShell
+	h.ProcessShellInvocation = p.ProcessShellInvocation
+}
 
 // New validates cfg and discovers the machine's shells.
 func New(cfg Config) (*Provider, error) {
@@ -78,7 +92,10 @@ func New(cfg Config) (*Provider, error) {
 			ids[c.ID] = true
 		}
 	}
-	p := &Provider{platform: cfg.Platform, sessions: map[string]string{}}
+	p := &Provider{platform: cfg.Platform, max: cfg.MaxSessions, sessions: map[string]*clist.Element{}}
+	if p.max <= 0 {
+		p.max = DefaultMaxSessions
+	}
 	if p.platform == nil {
 		p.platform = OS()
 	}
@@ -104,9 +121,9 @@ func (p *Provider) Refresh() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.shells, p.byID = list, byID
-	for sess, id := range p.sessions {
-		if _, ok := byID[id]; !ok {
-			delete(p.sessions, sess)
+	for sess, e := range p.sessions {
+		if _, ok := byID[e.Value.(*selection).shellID]; !ok {
+			p.forgetLocked(sess)
 		}
 	}
 }
@@ -127,7 +144,28 @@ func (p *Provider) Shells() []harn.Shell {
 func (p *Provider) ForgetSession(sessionID string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	delete(p.sessions, sessionID)
+	p.forgetLocked(sessionID)
+}
+
+func (p *Provider) forgetLocked(session string) {
+	if e, ok := p.sessions[session]; ok {
+		p.lru.Remove(e)
+		delete(p.sessions, session)
+	}
+}
+
+// selectLocked records session's default shell, forgetting the least
+// recently used session beyond the bound.
+func (p *Provider) selectLocked(session, shellID string) {
+	if e, ok := p.sessions[session]; ok {
+		e.Value.(*selection).shellID = shellID
+		p.lru.MoveToFront(e)
+		return
+	}
+	p.sessions[session] = p.lru.PushFront(&selection{session, shellID})
+	for len(p.sessions) > p.max {
+		p.forgetLocked(p.lru.Back().Value.(*selection).session)
+	}
 }
 
 // ProcessListShells lists every shell and the session's default shell id
@@ -174,7 +212,7 @@ func (p *Provider) ProcessSetDefaultShell(_ context.Context, call *harn.HostCall
 	if !ok {
 		return nil, unknownShell(id)
 	}
-	p.sessions[sessionOf(call)] = id
+	p.selectLocked(sessionOf(call), id)
 	s := cloneShell(p.shells[i])
 	return &s, nil
 }
@@ -197,11 +235,11 @@ func (p *Provider) ProcessSetDefaultShell(_ context.Context, call *harn.HostCall
 // (syscall.SysProcAttr.CmdLine) rather than rely on automatic quoting.
 func (p *Provider) ProcessShellInvocation(_ context.Context, call *harn.HostCallParams, args *harn.ShellInvocationRequest) (*harn.ShellInvocationResponse, error) {
 	if args == nil || args.Command == nil {
-		return nil, newError(ErrInvalidInvocation, jsonrpc.CodeInvalidParams, "command is required", nil)
+		return nil, newError(ErrInvalidInvocation, rpc.CodeInvalidParams, "command is required", nil)
 	}
 	cmd := *args.Command
 	if strings.IndexByte(cmd, 0) >= 0 {
-		return nil, newError(ErrInvalidInvocation, jsonrpc.CodeInvalidParams, "command contains a NUL byte, which no argv element can hold", nil)
+		return nil, newError(ErrInvalidInvocation, rpc.CodeInvalidParams, "command contains a NUL byte, which no argv element can hold", nil)
 	}
 
 	var sh harn.Shell
@@ -209,11 +247,11 @@ func (p *Provider) ProcessShellInvocation(_ context.Context, call *harn.HostCall
 	case args.Shell != nil:
 		sh = cloneShell(*args.Shell)
 		if args.ShellID != nil && *args.ShellID != sh.ID {
-			return nil, newError(ErrInvalidInvocation, jsonrpc.CodeInvalidParams,
+			return nil, newError(ErrInvalidInvocation, rpc.CodeInvalidParams,
 				fmt.Sprintf("shell_id %s does not match shell.id %s", strconv.Quote(*args.ShellID), strconv.Quote(sh.ID)), args.ShellID)
 		}
 		if sh.Path == "" {
-			return nil, newError(ErrInvalidInvocation, jsonrpc.CodeInvalidParams, "shell.path is empty", &sh.ID)
+			return nil, newError(ErrInvalidInvocation, rpc.CodeInvalidParams, "shell.path is empty", &sh.ID)
 		}
 	case args.ShellID != nil:
 		p.mu.Lock()
@@ -240,7 +278,7 @@ func (p *Provider) ProcessShellInvocation(_ context.Context, call *harn.HostCall
 	prefix := sh.DefaultArgs
 	if args.GetLogin() {
 		if !sh.SupportsLogin {
-			return nil, newError(ErrInvalidInvocation, jsonrpc.CodeInvalidParams,
+			return nil, newError(ErrInvalidInvocation, rpc.CodeInvalidParams,
 				fmt.Sprintf("shell %s has no login mode", strconv.Quote(sh.ID)), &sh.ID)
 		}
 		prefix = sh.LoginArgs
@@ -249,12 +287,12 @@ func (p *Provider) ProcessShellInvocation(_ context.Context, call *harn.HostCall
 	argv = append(argv, prefix...)
 	if args.GetInteractive() {
 		if !sh.SupportsInteractive {
-			return nil, newError(ErrInvalidInvocation, jsonrpc.CodeInvalidParams,
+			return nil, newError(ErrInvalidInvocation, rpc.CodeInvalidParams,
 				fmt.Sprintf("shell %s has no interactive mode", strconv.Quote(sh.ID)), &sh.ID)
 		}
 		n := len(argv)
 		if n == 0 || argv[n-1] != "-c" {
-			return nil, newError(ErrInvalidInvocation, jsonrpc.CodeInvalidParams,
+			return nil, newError(ErrInvalidInvocation, rpc.CodeInvalidParams,
 				fmt.Sprintf("shell %s: cannot add -i because its arguments do not end with -c", strconv.Quote(sh.ID)), &sh.ID)
 		}
 		argv = slices.Insert(argv, n-1, "-i")
@@ -274,8 +312,9 @@ func (p *Provider) ProcessShellInvocation(_ context.Context, call *harn.HostCall
 
 // defaultLocked returns the index of the session's default shell.
 func (p *Provider) defaultLocked(session string) (int, bool) {
-	if id, ok := p.sessions[session]; ok {
-		if i, ok := p.byID[id]; ok {
+	if e, ok := p.sessions[session]; ok {
+		if i, ok := p.byID[e.Value.(*selection).shellID]; ok {
+			p.lru.MoveToFront(e)
 			return i, true
 		}
 	}
@@ -295,7 +334,7 @@ func sessionOf(call *harn.HostCallParams) string {
 }
 
 func unknownShell(id string) error {
-	return newError(ErrUnknownShell, jsonrpc.CodeInvalidParams, "unknown shell "+strconv.Quote(id), &id)
+	return newError(ErrUnknownShell, rpc.CodeInvalidParams, "unknown shell "+strconv.Quote(id), &id)
 }
 
 // cloneShell copies a shell so that callers never share slices with the

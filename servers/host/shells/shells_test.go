@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/bridgekit/bridgekit/gen/harn"
-	"github.com/bridgekit/bridgekit/runtime/jsonrpc"
+	"github.com/bridgekit/bridgekit/runtime/rpc"
 	"github.com/go-json-experiment/json"
 )
 
@@ -40,7 +40,7 @@ func list(t *testing.T, p *Provider, session string) *harn.ListShellsResponse {
 	return resp
 }
 
-// checkErr asserts that err matches sentinel, unwraps to a *jsonrpc.Error
+// checkErr asserts that err matches sentinel, unwraps to a *rpc.Error
 // with code, and (when shellID is non-nil) carries data {"shell_id": id}.
 func checkErr(t *testing.T, err, sentinel error, code int64, shellID *string) {
 	t.Helper()
@@ -55,23 +55,23 @@ func checkErr(t *testing.T, err, sentinel error, code int64, shellID *string) {
 			t.Errorf("error %v also matches %v", err, other)
 		}
 	}
-	var rpc *jsonrpc.Error
-	if !errors.As(err, &rpc) {
-		t.Fatalf("errors.As(%v, *jsonrpc.Error) = false", err)
+	var re *rpc.Error
+	if !errors.As(err, &re) {
+		t.Fatalf("errors.As(%v, *rpc.Error) = false", err)
 	}
-	if rpc.Code != code {
-		t.Errorf("code = %d, want %d", rpc.Code, code)
+	if re.Code != code {
+		t.Errorf("code = %d, want %d", re.Code, code)
 	}
-	if code == jsonrpc.CodeInvalidParams && !errors.Is(err, jsonrpc.ErrInvalidParams) {
-		t.Errorf("errors.Is(%v, jsonrpc.ErrInvalidParams) = false", err)
+	if code == rpc.CodeInvalidParams && !errors.Is(err, rpc.ErrInvalidParams) {
+		t.Errorf("errors.Is(%v, rpc.ErrInvalidParams) = false", err)
 	}
-	if rpc.Message == "" {
+	if re.Message == "" {
 		t.Errorf("empty JSON-RPC message")
 	}
 	if shellID != nil {
 		var data map[string]string
-		if err := json.Unmarshal(rpc.Data, &data); err != nil {
-			t.Fatalf("data %s: %v", rpc.Data, err)
+		if err := json.Unmarshal(re.Data, &data); err != nil {
+			t.Fatalf("data %s: %v", re.Data, err)
 		}
 		if want := map[string]string{"shell_id": *shellID}; !reflect.DeepEqual(data, want) {
 			t.Errorf("data = %v, want %v", data, want)
