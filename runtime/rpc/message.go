@@ -126,7 +126,7 @@ type Codec interface {
 // Request is an inbound request or notification.
 type Request struct {
 	Kind      Kind // KindRequest or KindNotification
-	ID        ID   // zero for a notification
+	ID        ID   // a request's id; a notification's, if its protocol gives one (AgentPM events)
 	Method    string
 	Qualifier string
 	Params    jsontext.Value // nil when absent

@@ -104,8 +104,10 @@ func (c *Conn) accept(m *Message) {
 	if rule := c.rules.cancel[method]; rule != nil {
 		c.applyCancel(rule, it.Params)
 	}
+	if m.ID != nil {
+		it.ID = ID{raw: string(m.ID)} // an event may carry one too
+	}
 	if m.Kind == KindRequest {
-		it.ID = ID{raw: string(m.ID)}
 		if !preempt && c.q.refuse() {
 			e := ErrOverloaded.with(ErrOverloaded.Message + "; retry later")
 			c.rejectWith(it.ID, e)
