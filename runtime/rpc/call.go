@@ -41,7 +41,7 @@ func (c *Conn) Notify(ctx context.Context, method string, params any) error {
 // this connection skip that wait, since they may be made from the very
 // handler it would wait for.
 func (c *Conn) Send(ctx context.Context, m Outbound, result any) error {
-	h := Header{Kind: m.Kind, Method: m.Method, Qualifier: m.Qualifier}
+	h := Header{Kind: m.Kind, Method: m.Method, Qualifier: m.Qualifier, ID: m.ID}
 	switch h.Kind {
 	case 0:
 		h.Kind = KindRequest

@@ -163,6 +163,9 @@ type Outbound struct {
 	Method    string
 	Qualifier string
 	Params    any
+	// ID is an id for a notification to carry, in protocols whose events
+	// may have one (AgentPM's harness_event); requests get ids of their own.
+	ID ID
 }
 
 // Sender is the outbound side of a connection, the interface generated
