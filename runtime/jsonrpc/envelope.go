@@ -60,4 +60,3 @@ func (e *envelope) set(name, value []byte) {
 		e.err = value
 	}
 }
-

@@ -2,8 +2,8 @@ package rpc
 
 import (
 	"bytes"
-	stdjson "encoding/json"
 	"context"
+	stdjson "encoding/json"
 	"errors"
 	"fmt"
 	"sync"
