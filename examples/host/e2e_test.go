@@ -24,15 +24,26 @@ import (
 // must validate against it.
 const upstreamSchema = "../../../shared/fixtures/harn/upstream/spec/schemas/host-shell-discovery.schema.json"
 
-func buildHost(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "host")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+// hostBin is the example host, built once by TestMain.
+var hostBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "bridgekit-host")
 	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+		panic(err)
 	}
-	return bin
+	hostBin = filepath.Join(dir, "host")
+	out, err := exec.Command("go", "build", "-o", hostBin, ".").CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
 }
+
+func buildHost(t *testing.T) string { return hostBin }
 
 func compileDefs(t *testing.T) map[string]*jsonschema.Schema {
 	t.Helper()

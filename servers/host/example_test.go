@@ -10,25 +10,23 @@ import (
 	"github.com/bridgekit/bridgekit/servers/host"
 )
 
-// fixedShells is a host that serves one operation, process.list_shells, from a
-// fixed list. Operations it does not implement are answered -32601 and are
-// not advertised by host/capabilities.
-type fixedShells struct{}
-
-func (fixedShells) ProcessListShells(ctx context.Context, call *harn.HostCallParams, _ *harn.NoArgs) (*harn.ListShellsResponse, error) {
+// listShells serves one operation, process.list_shells, from a fixed list.
+func listShells(ctx context.Context, call *harn.HostCallParams, _ *harn.NoArgs) (*harn.ListShellsResponse, error) {
 	sh := harn.Shell{ID: "sh", Label: "sh", Path: "/bin/sh", Platform: "linux", Available: true,
 		DefaultArgs: []string{"-c"}, LoginArgs: []string{}, Source: harn.ShellSourceConfigured}
 	return &harn.ListShellsResponse{Shells: []harn.Shell{sh}, DefaultShellID: &sh.ID}, nil
 }
 
-// A host is a value that implements some gen/harn handler interfaces; Serve
-// speaks the bridge over any reader and writer (os.Stdin and os.Stdout in a
-// real host). Here a typed VM-side client stands in for the Harn runtime.
+// A host is a harn.HostHandlers with the fields of what it serves set;
+// operations left unset are answered -32601 and are not advertised by
+// host/capabilities. Serve speaks the bridge over any reader and writer
+// (os.Stdin and os.Stdout in a real host). Here a typed VM-side client
+// stands in for the Harn runtime.
 func Example() {
 	ctx := context.Background()
 	hostIn, vmOut := io.Pipe()
 	vmIn, hostOut := io.Pipe()
-	go host.New(fixedShells{}, nil).Serve(ctx, hostIn, hostOut)
+	go host.New(&harn.HostHandlers{ProcessListShells: listShells}, nil).Serve(ctx, hostIn, hostOut)
 
 	vm := harnvm.New(vmIn, vmOut, nil, nil)
 	defer vm.Close()
@@ -41,5 +39,5 @@ func Example() {
 	// Output:
 	// process: [list_shells]
 	// default: sh /bin/sh
-	// error: jsonrpc error -32601: host/call: unsupported operation process.get_default_shell
+	// error: rpc error -32601: host/call: unsupported operation process.get_default_shell
 }

@@ -156,8 +156,8 @@ func endErr(err error) error {
 // *ExitError. What the child wrote before exiting is still read and
 // answered, for up to Options.DrainGrace when something the child started
 // keeps the pipe open. When ctx ends the child gets SIGTERM and, after
-// Options.StopGrace, SIGKILL; once it is gone ServeCommand returns its
-// *ExitError, or ctx's error if it exited cleanly.
+// Options.StopGrace, SIGKILL; once it is gone ServeCommand returns ctx's
+// error, wrapping the child's *ExitError if it did not exit cleanly.
 func (s *Server) ServeCommand(ctx context.Context, cmd *exec.Cmd) error {
 	return s.ServeCommandConn(ctx, cmd, nil)
 }
@@ -227,8 +227,12 @@ func (s *Server) ServeCommandConn(ctx context.Context, cmd *exec.Cmd, use func(*
 	}
 	conn.Close()
 	wg.Wait()
-	if err := exitError(cmd, waitErr); err != nil || ctx.Err() == nil {
+	err = exitError(cmd, waitErr)
+	switch {
+	case ctx.Err() == nil:
 		return err
+	case err != nil:
+		return fmt.Errorf("%w: %w", ctx.Err(), err)
 	}
 	return ctx.Err()
 }

@@ -12,7 +12,7 @@ import (
 
 	"github.com/bridgekit/bridgekit/clients/harnvm"
 	"github.com/bridgekit/bridgekit/gen/harn"
-	"github.com/bridgekit/bridgekit/runtime/jsonrpc"
+	"github.com/bridgekit/bridgekit/runtime/rpc"
 	"github.com/bridgekit/bridgekit/servers/host"
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -20,7 +20,7 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // pair serves h and returns a VM-side client for it.
-func pair(t *testing.T, h any, opts *host.Options) *harnvm.Client {
+func pair(t *testing.T, h *harn.HostHandlers, opts *host.Options) *harnvm.Client {
 	t.Helper()
 	hostIn, vmOut := io.Pipe()
 	vmIn, hostOut := io.Pipe()
@@ -36,15 +36,15 @@ func pair(t *testing.T, h any, opts *host.Options) *harnvm.Client {
 	return c
 }
 
-// generic serves every operation through the fallback interface.
-type generic struct{}
-
-func (generic) HostCall(ctx context.Context, p *harn.HostCallParams) (jsontext.Value, error) {
-	return jsontext.Value(`{"echo":` + string(p.Args) + `}`), nil
+// generic serves every operation through the generic HostCall field.
+func generic() *harn.HostHandlers {
+	return &harn.HostHandlers{HostCall: func(ctx context.Context, p *harn.HostCallParams) (jsontext.Value, error) {
+		return jsontext.Value(`{"echo":` + string(p.Args) + `}`), nil
+	}}
 }
 
 func TestFallbackHandlerAndExtraCapabilities(t *testing.T) {
-	c := pair(t, generic{}, &host.Options{Capabilities: map[string][]string{"project": {"mcp_config"}}})
+	c := pair(t, generic(), &host.Options{Capabilities: map[string][]string{"project": {"mcp_config"}}})
 	ctx := context.Background()
 	ok, err := c.Supports(ctx, "project", "mcp_config")
 	if err != nil || !ok {
@@ -59,14 +59,14 @@ func TestFallbackHandlerAndExtraCapabilities(t *testing.T) {
 	}
 }
 
-type ownCaps struct{}
-
-func (ownCaps) HostCapabilities(context.Context, *harn.HostCapabilitiesParams) (harn.HostCapabilities, error) {
-	return harn.HostCapabilities{"custom": {List: []string{"op"}}}, nil
+func ownCaps() *harn.HostHandlers {
+	return &harn.HostHandlers{HostCapabilities: func(context.Context, *harn.HostCapabilitiesParams) (harn.HostCapabilities, error) {
+		return harn.HostCapabilities{"custom": {List: []string{"op"}}}, nil
+	}}
 }
 
 func TestHostCapabilitiesHandlerWins(t *testing.T) {
-	c := pair(t, ownCaps{}, nil)
+	c := pair(t, ownCaps(), nil)
 	caps, err := c.HostCapabilities(context.Background(), nil)
 	if err != nil || len(caps) != 1 || caps["custom"].List[0] != "op" {
 		t.Fatalf("%v %v", caps, err)
@@ -74,14 +74,14 @@ func TestHostCapabilitiesHandlerWins(t *testing.T) {
 }
 
 func TestInvalidParamsAndUnknownMethod(t *testing.T) {
-	c := pair(t, generic{}, nil)
+	c := pair(t, generic(), nil)
 	ctx := context.Background()
 	err := c.Conn().Call(ctx, harn.MethodHostCall, map[string]any{"args": 1}, nil)
-	if !errors.Is(err, jsonrpc.ErrInvalidParams) {
+	if !errors.Is(err, rpc.ErrInvalidParams) {
 		t.Fatalf("missing name: %v", err)
 	}
 	err = c.Conn().Call(ctx, "skills/list", nil, nil)
-	if !errors.Is(err, jsonrpc.ErrMethodNotFound) {
+	if !errors.Is(err, rpc.ErrMethodNotFound) {
 		t.Fatalf("unknown method: %v", err)
 	}
 }
@@ -93,7 +93,7 @@ func TestServeEndsWithContext(t *testing.T) {
 	defer vmIn.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- host.New(generic{}, nil).Serve(ctx, hostIn, hostOut) }()
+	go func() { done <- host.New(generic(), nil).Serve(ctx, hostIn, hostOut) }()
 	cancel()
 	select {
 	case err := <-done:
@@ -109,16 +109,16 @@ func TestServeCommandKillsChildOnCancel(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	err := host.New(generic{}, nil).ServeCommand(ctx, exec.Command("sleep", "30"))
+	err := host.New(generic(), nil).ServeCommand(ctx, exec.Command("sleep", "30"))
 	if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 10*time.Second {
 		t.Fatalf("ServeCommand: %v after %v", err, time.Since(start))
 	}
 }
 
 func TestServeCommandReturnsChildExit(t *testing.T) {
-	err := host.New(generic{}, nil).ServeCommand(context.Background(), exec.Command("sh", "-c", "exit 3"))
-	var exit *exec.ExitError
-	if !errors.As(err, &exit) || exit.ExitCode() != 3 {
+	err := host.New(generic(), nil).ServeCommand(context.Background(), exec.Command("sh", "-c", "exit 3"))
+	var exit *host.ExitError
+	if !errors.As(err, &exit) || exit.Code != 3 || exit.Status() != 3 {
 		t.Fatalf("got %v", err)
 	}
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/bridgekit/bridgekit/gen/harn"
 	"github.com/bridgekit/bridgekit/runtime/jsonrpc"
+	"github.com/bridgekit/bridgekit/runtime/rpc"
 	"github.com/bridgekit/bridgekit/servers/host"
 	"github.com/bridgekit/bridgekit/servers/host/shells"
 )
@@ -62,7 +63,9 @@ func TestInteropTypeScriptACPAgent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := host.New(provider, nil)
+	var h harn.HostHandlers
+	provider.Register(&h)
+	srv := host.New(&h, nil)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -91,7 +94,7 @@ func TestInteropTypeScriptACPAgent(t *testing.T) {
 		updates []string // text of each agent_message_chunk, in handling order
 		inbound []string // "method id" of each request from the agent
 	)
-	handler := jsonrpc.HandlerFunc(func(ctx context.Context, req *jsonrpc.Request) (any, error) {
+	handler := rpc.HandlerFunc(func(ctx context.Context, req *rpc.Request) (any, error) {
 		if req.Method == "session/update" {
 			var n struct {
 				SessionID string `json:"sessionId"`
@@ -112,14 +115,14 @@ func TestInteropTypeScriptACPAgent(t *testing.T) {
 			mu.Unlock()
 			return nil, nil
 		}
-		if !req.IsNotification() {
+		if req.Kind == rpc.KindRequest {
 			mu.Lock()
 			inbound = append(inbound, req.Method+" "+req.ID.String())
 			mu.Unlock()
 		}
 		return srv.Handle(ctx, req)
 	})
-	conn := jsonrpc.NewConn(stdout, stdin, handler, &jsonrpc.Options{MaxConcurrentRequests: host.DefaultMaxConcurrentRequests})
+	conn := jsonrpc.NewConn(stdout, stdin, handler, &rpc.Options{MaxConcurrentRequests: host.DefaultMaxConcurrentRequests})
 
 	// However the test ends: close the child's stdin, which ends the agent,
 	// wait for it to close stdout, then reap it. No goroutine outlives this.
@@ -261,8 +264,8 @@ func TestInteropTypeScriptACPAgent(t *testing.T) {
 
 	// process.exec is not served: -32601, delivered to the SDK as a RequestError.
 	var code int64
-	if err := json.Unmarshal(res.ErrorCode, &code); err != nil || code != jsonrpc.CodeMethodNotFound {
-		t.Errorf("process.exec error code %s (%v), want %d", res.ErrorCode, err, jsonrpc.CodeMethodNotFound)
+	if err := json.Unmarshal(res.ErrorCode, &code); err != nil || code != rpc.CodeMethodNotFound {
+		t.Errorf("process.exec error code %s (%v), want %d", res.ErrorCode, err, rpc.CodeMethodNotFound)
 	}
 
 	// A turn of updates alone, answered at once. In the turn above the bridge

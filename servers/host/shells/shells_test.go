@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"runtime"
 	"sync"
 	"testing"
 
@@ -532,6 +533,55 @@ func TestSessions(t *testing.T) {
 	p.ForgetSession("a")
 	if got := defaultOf("a"); got != "zsh" {
 		t.Errorf("forgotten a = %s", got)
+	}
+}
+
+// A peer that opens session after session (a session-id flood) cannot
+// grow the provider: past MaxSessions, the least recently used session's
+// selection is forgotten and that session sees the initial default again.
+func TestSessionSelectionsAreBounded(t *testing.T) {
+	ctx := context.Background()
+	p := mustNew(t, Config{Platform: linuxBox(), MaxSessions: 3})
+	def := func(session string) string {
+		t.Helper()
+		s, err := p.ProcessGetDefaultShell(ctx, call(session), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s.ID
+	}
+	set := func(session string) {
+		t.Helper()
+		if _, err := p.ProcessSetDefaultShell(ctx, call(session), &harn.SetDefaultShellRequest{ShellID: "bash"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	set("a")
+	set("b")
+	set("c")
+	if got := def("a"); got != "bash" { // a is now the most recently used
+		t.Fatalf("a = %s", got)
+	}
+	set("d") // forgets b, the least recently used
+	if got := [4]string{def("a"), def("b"), def("c"), def("d")}; got != [4]string{"bash", "zsh", "bash", "bash"} {
+		t.Fatalf("after a fourth session: %v", got)
+	}
+	for i := range 100_000 {
+		set(fmt.Sprint("flood-", i))
+	}
+	if got := [2]string{def("a"), def("flood-99999")}; got != [2]string{"zsh", "bash"} {
+		t.Fatalf("after the flood: %v", got)
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for i := range 100_000 {
+		set(fmt.Sprint("more-", i))
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	if grew := int64(after.HeapInuse) - int64(before.HeapInuse); grew > 1<<20 {
+		t.Fatalf("100000 more sessions grew the heap by %d bytes", grew)
 	}
 }
 
