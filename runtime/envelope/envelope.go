@@ -26,10 +26,10 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strconv"
 
+	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/bridgekit/bridgekit/runtime/rpc"
@@ -41,12 +41,12 @@ type Protocol struct {
 	Version int64
 	// Kinds are the frame kinds the protocol has.
 	Kinds []string
-	// Result is the member a success reply carries its data in; a reply
-	// without it falls back to payload.
-	Result string
-	// Qualifier is the member that, with the method name, identifies a
-	// method (agentpm-service's service role); empty for none.
-	Qualifier string
+	// ReplyInPayload says that replies carry their data in payload; else
+	// they carry result, falling back to payload when result is absent.
+	ReplyInPayload bool
+	// Qualifier says that frames carry a service member that, with the
+	// method name, identifies a method (agentpm-service's role).
+	Qualifier bool
 	// Handshake is the method whose request and reply frames have kinds of
 	// their own (agentpm-service: initialize / initialized); empty for none.
 	Handshake string
@@ -65,8 +65,8 @@ var (
 	// payload, and error frames have no retryable flag.
 	Machine = Protocol{
 		Name: "agentpm-harness-machine", Version: 1,
-		Kinds:  []string{"request", "response", "event", "error"},
-		Result: "payload",
+		Kinds:          []string{"request", "response", "event", "error"},
+		ReplyInPayload: true,
 		Codes: map[int64]string{
 			rpc.CodeParseError: "malformed_json", rpc.CodeInvalidRequest: "protocol_error",
 			rpc.CodeMethodNotFound: "unknown_method", rpc.CodeInvalidParams: "invalid_request",
@@ -82,8 +82,7 @@ var (
 	Service = Protocol{
 		Name: "agentpm-service", Version: 1,
 		Kinds:     []string{"initialize", "initialized", "request", "response", "event", "error"},
-		Result:    "result",
-		Qualifier: "service",
+		Qualifier: true,
 		Handshake: "initialize",
 		Retryable: true,
 		Codes: map[int64]string{
@@ -111,16 +110,12 @@ var (
 	ErrKind = errors.New("envelope: invalid frame kind")
 )
 
-// Codec frames one Protocol for rpc.Conn. It holds the reading goroutine's
-// scratch space: use one per connection.
+// Codec frames one Protocol for rpc.Conn.
 type Codec struct {
 	p        Protocol
 	idPrefix string
 	role     string
 	names    map[string]int64
-
-	dec    jsontext.Decoder
-	decBuf bytes.Buffer
 }
 
 var _ rpc.Codec = (*Codec)(nil)
@@ -141,86 +136,103 @@ func NewCodec(p Protocol, idPrefix, role string) *Codec {
 	return c
 }
 
-// frame holds the members of an inbound frame; raw values alias the line.
+// frame is an inbound frame. Unknown members are ignored; a duplicate
+// member, invalid UTF-8 or a value of the wrong kind make it malformed.
 type frame struct {
-	protocol, kind, id, method, qualifier string
-	hasVersion, hasID, hasMethod          bool
-	version                               int64
-	payload, result, err                  []byte
+	Protocol string         `json:"protocol"`
+	Version  *int64         `json:"version"`
+	Kind     string         `json:"kind"`
+	ID       jsontext.Value `json:"id"`
+	Method   *string        `json:"method"`
+	Service  *string        `json:"service"`
+	Payload  jsontext.Value `json:"payload"`
+	Result   jsontext.Value `json:"result"`
+	Error    jsontext.Value `json:"error"`
+}
+
+// errorBody is the error member of an error frame.
+type errorBody struct {
+	Code      *string `json:"code"`
+	Message   string  `json:"message"`
+	Retryable *bool   `json:"retryable"`
 }
 
 // Decode implements rpc.Codec.
 func (c *Codec) Decode(line []byte, m *rpc.Message) error {
 	var f frame
-	if err := c.scan(line, &f); err != nil {
-		f.id, f.hasID = c.stringID(line)
-		return c.frameErr(rpc.FrameMalformed, ErrMalformed, err.Error(), &f, 0)
+	err := json.Unmarshal(line, &f)
+	if err == nil && len(f.ID) > 0 && f.ID.Kind() != '"' {
+		err = fmt.Errorf("id %s is not a string", rpc.Truncate(string(f.ID), rpc.MaxEcho))
+	}
+	if err != nil {
+		f.ID = stringID(line)
+		return c.frameErr(rpc.FrameMalformed, ErrMalformed, err.Error(), f.ID, 0)
 	}
 	var claimed rpc.Kind
-	if slices.Contains(c.p.Kinds, f.kind) {
-		claimed = c.claimed(f.kind)
+	if slices.Contains(c.p.Kinds, f.Kind) {
+		claimed = kinds[f.Kind]
 	}
 	switch {
-	case f.protocol != c.p.Name:
-		return c.frameErr(rpc.FrameInvalid, ErrProtocol, fmt.Sprintf("unsupported protocol %q; expected %q", f.protocol, c.p.Name), &f, claimed)
-	case !f.hasVersion || f.version != c.p.Version:
-		return c.frameErr(rpc.FrameInvalid, ErrVersion, fmt.Sprintf("unsupported protocol version %d; expected %d", f.version, c.p.Version), &f, claimed)
-	case !slices.Contains(c.p.Kinds, f.kind):
-		return c.frameErr(rpc.FrameInvalid, ErrKind, fmt.Sprintf("frame kind %q is not one of %q", f.kind, c.p.Kinds), &f, claimed)
-	case claimed == rpc.KindRequest && (!f.hasMethod || !f.hasID):
-		return c.frameErr(rpc.FrameInvalid, ErrKind, "a request needs a method and an id", &f, claimed)
-	case claimed == rpc.KindNotification && !f.hasMethod:
-		return c.frameErr(rpc.FrameInvalid, ErrKind, "an event needs a method", &f, claimed)
-	case (claimed == rpc.KindResponse || claimed == rpc.KindError) && !f.hasID:
-		return c.frameErr(rpc.FrameInvalid, ErrKind, "a reply needs an id", &f, claimed)
-	}
-	m.Kind = claimed
-	if f.hasID {
-		m.ID = []byte(f.id)
-	}
-	m.Method, m.Qualifier = []byte(f.method), []byte(f.qualifier)
-	switch claimed {
-	case rpc.KindRequest, rpc.KindNotification:
-		m.Body = f.payload
-	case rpc.KindResponse:
-		m.Body = f.payload
-		if c.p.Result != "payload" && f.result != nil {
-			m.Body = f.result
+	case f.Protocol != c.p.Name:
+		return c.frameErr(rpc.FrameInvalid, ErrProtocol, fmt.Sprintf("unsupported protocol %q; expected %q", f.Protocol, c.p.Name), f.ID, claimed)
+	case f.Version == nil || *f.Version != c.p.Version:
+		v := "none"
+		if f.Version != nil {
+			v = strconv.FormatInt(*f.Version, 10)
 		}
-	case rpc.KindError:
-		e, err := c.errorBody(f.err)
-		if err != nil {
-			return c.frameErr(rpc.FrameInvalid, ErrMalformed, "error member: "+err.Error(), &f, claimed)
+		return c.frameErr(rpc.FrameInvalid, ErrVersion, fmt.Sprintf("unsupported protocol version %s; expected %d", v, c.p.Version), f.ID, claimed)
+	case claimed == 0:
+		return c.frameErr(rpc.FrameInvalid, ErrKind, fmt.Sprintf("frame kind %q is not one of %q", f.Kind, c.p.Kinds), f.ID, claimed)
+	case claimed == rpc.KindRequest && (f.Method == nil || f.ID == nil):
+		return c.frameErr(rpc.FrameInvalid, ErrKind, "a request needs a method and an id", f.ID, claimed)
+	case claimed == rpc.KindNotification && f.Method == nil:
+		return c.frameErr(rpc.FrameInvalid, ErrKind, "an event needs a method", f.ID, claimed)
+	case (claimed == rpc.KindResponse || claimed == rpc.KindError) && f.ID == nil:
+		return c.frameErr(rpc.FrameInvalid, ErrKind, "a reply needs an id", f.ID, claimed)
+	}
+	m.Kind, m.ID, m.Body = claimed, f.ID, f.Payload
+	if f.Method != nil {
+		m.Method = []byte(*f.Method)
+	}
+	if f.Service != nil && c.p.Qualifier {
+		m.Qualifier = []byte(*f.Service)
+	}
+	if string(m.Body) == "null" {
+		m.Body = nil
+	}
+	switch {
+	case claimed == rpc.KindResponse && !c.p.ReplyInPayload && f.Result != nil:
+		m.Body = f.Result
+	case claimed == rpc.KindError:
+		var e errorBody
+		if f.Error != nil && string(f.Error) != "null" {
+			if err := json.Unmarshal(f.Error, &e); err != nil {
+				return c.frameErr(rpc.FrameInvalid, ErrMalformed, "error member: "+err.Error(), f.ID, claimed)
+			}
 		}
-		m.Err = e
+		if e.Code == nil {
+			e.Code, e.Message = &c.p.MissingError, "error frame without an error code"
+		}
+		m.Err = &rpc.Error{Name: *e.Code, Code: c.names[*e.Code], Message: e.Message, Retryable: e.Retryable}
 	}
 	return nil
 }
 
-// claimed is the rpc kind of a frame kind (0 when unknown).
-func (c *Codec) claimed(kind string) rpc.Kind {
-	switch kind {
-	case "request", "initialize":
-		return rpc.KindRequest
-	case "event":
-		return rpc.KindNotification
-	case "response", "initialized":
-		return rpc.KindResponse
-	case "error":
-		return rpc.KindError
-	}
-	return 0
+// kinds maps frame kinds to message kinds.
+var kinds = map[string]rpc.Kind{
+	"request": rpc.KindRequest, "initialize": rpc.KindRequest, "event": rpc.KindNotification,
+	"response": rpc.KindResponse, "initialized": rpc.KindResponse, "error": rpc.KindError,
 }
 
 // frameErr builds the FrameError for a frame that fails a gate: requests
 // are answered (malformed frames as such, the rest as protocol errors),
 // replies fail the call they answer.
-func (c *Codec) frameErr(kind rpc.FrameErrorKind, cause error, detail string, f *frame, claimed rpc.Kind) error {
+func (c *Codec) frameErr(kind rpc.FrameErrorKind, cause error, detail string, id jsontext.Value, claimed rpc.Kind) error {
 	fe := &rpc.FrameError{Kind: kind, Err: fmt.Errorf("%w: %s", cause, detail), Claimed: claimed}
-	if f.hasID {
-		fe.ID = rpc.RawID([]byte(f.id))
+	if id != nil {
+		fe.ID = rpc.RawID(id)
 	}
-	if claimed != rpc.KindResponse && claimed != rpc.KindError && claimed != rpc.KindNotification {
+	if claimed == 0 || claimed == rpc.KindRequest {
 		code := int64(rpc.CodeInvalidRequest)
 		if kind == rpc.FrameMalformed {
 			code = rpc.CodeParseError
@@ -230,150 +242,29 @@ func (c *Codec) frameErr(kind rpc.FrameErrorKind, cause error, detail string, f 
 	return fe
 }
 
-// scan reads the envelope's members. Unknown members are ignored; a
-// duplicate member, a number where a string belongs (notably the id) or
-// data after the object make the frame malformed.
-func (c *Codec) scan(line []byte, f *frame) error {
-	c.decBuf = *bytes.NewBuffer(line)
-	c.dec.Reset(&c.decBuf)
-	d := &c.dec
-	if d.PeekKind() != '{' {
-		return errors.New("not a JSON object")
-	}
-	if _, err := d.ReadToken(); err != nil {
-		return err
-	}
-	for d.PeekKind() != '}' {
-		tok, err := d.ReadToken()
-		if err != nil {
-			return err
-		}
-		name := tok.String()
-		v, err := d.ReadValue()
-		if err != nil {
-			return err
-		}
-		switch name {
-		case "protocol":
-			f.protocol, err = str(v, name)
-		case "version":
-			f.hasVersion = true
-			f.version, err = strconv.ParseInt(string(v), 10, 64)
-			if err != nil {
-				err = fmt.Errorf("version %s is not an integer", v)
-			}
-		case "kind":
-			f.kind, err = str(v, name)
-		case "id":
-			f.hasID = true
-			if v.Kind() != '"' {
-				err = fmt.Errorf("id %s is not a string", rpc.Truncate(string(v), rpc.MaxEcho))
-			} else {
-				f.id = string(v)
-			}
-		case "method":
-			f.hasMethod = true
-			f.method, err = str(v, name)
-		case "payload":
-			f.payload = v
-		case "error":
-			f.err = v
-		default:
-			switch {
-			case name == c.p.Qualifier && name != "":
-				f.qualifier, err = str(v, name)
-			case name == c.p.Result:
-				f.result = v
-			}
-		}
-		if err != nil {
-			return err
-		}
-	}
-	if _, err := d.ReadToken(); err != nil {
-		return err
-	}
-	if _, err := d.ReadToken(); err != io.EOF {
-		return errors.New("data after the frame")
-	}
-	if f.payload != nil && string(f.payload) == "null" {
-		f.payload = nil
-	}
-	return nil
-}
-
 // stringID finds the string id of a malformed frame, so that the error
 // frame answering it can echo the id when there is one to echo.
-func (c *Codec) stringID(line []byte) (string, bool) {
-	c.decBuf = *bytes.NewBuffer(line)
-	c.dec.Reset(&c.decBuf)
-	d := &c.dec
-	if tok, err := d.ReadToken(); err != nil || tok.Kind() != '{' {
-		return "", false
-	}
-	for d.PeekKind() == '"' {
-		tok, err := d.ReadToken()
-		if err != nil {
-			return "", false
-		}
-		isID := tok.String() == "id"
-		v, err := d.ReadValue()
-		if err != nil {
-			return "", false
-		}
-		if isID {
-			return string(v), v.Kind() == '"'
-		}
-	}
-	return "", false
-}
-
-func str(v jsontext.Value, name string) (string, error) {
-	if v.Kind() != '"' {
-		return "", fmt.Errorf("%s %s is not a string", name, rpc.Truncate(string(v), rpc.MaxEcho))
-	}
-	s, err := jsontext.AppendUnquote(nil, v)
-	return string(s), err
-}
-
-// errorBody decodes the error member of an error frame.
-func (c *Codec) errorBody(raw []byte) (*rpc.Error, error) {
-	if raw == nil || string(raw) == "null" {
-		return &rpc.Error{Name: c.p.MissingError, Code: c.names[c.p.MissingError], Message: "error frame without an error"}, nil
-	}
-	dec := jsontext.NewDecoder(bytes.NewReader(raw))
+func stringID(line []byte) jsontext.Value {
+	dec := jsontext.NewDecoder(bytes.NewReader(line))
 	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
-		return nil, errors.New("not an object")
+		return nil
 	}
-	e := &rpc.Error{}
-	for dec.PeekKind() != '}' {
+	for dec.PeekKind() == '"' {
 		tok, err := dec.ReadToken()
 		if err != nil {
-			return nil, err
+			return nil
 		}
-		name := tok.String()
+		isID := tok.String() == "id"
 		v, err := dec.ReadValue()
 		if err != nil {
-			return nil, err
-		}
-		switch name {
-		case "code":
-			e.Name, err = str(v, "code")
-		case "message":
-			e.Message, err = str(v, "message")
-		case "retryable":
-			if v.Kind() != 't' && v.Kind() != 'f' {
-				return nil, fmt.Errorf("retryable %s is not a boolean", v)
-			}
-			b := v.Kind() == 't'
-			e.Retryable = &b
-		}
-		if err != nil {
-			return nil, err
+			return nil
+		} else if isID && v.Kind() == '"' {
+			return bytes.Clone(v)
+		} else if isID {
+			return nil
 		}
 	}
-	e.Code = c.names[e.Name]
-	return e, nil
+	return nil
 }
 
 // AppendHead implements rpc.Codec. Members are written in the order the
@@ -394,9 +285,10 @@ func (c *Codec) AppendHead(dst []byte, h *rpc.Header) []byte {
 		dst, _ = jsontext.AppendQuote(dst, h.Method)
 		return append(dst, `,"payload":`...)
 	}
-	dst = append(dst, `,"`...)
-	dst = append(dst, c.p.Result...)
-	return append(dst, `":`...)
+	if c.p.ReplyInPayload {
+		return append(dst, `,"payload":`...)
+	}
+	return append(dst, `,"result":`...)
 }
 
 func (c *Codec) kind(h *rpc.Header) string {
@@ -442,12 +334,10 @@ func (c *Codec) qualifier(dst []byte, h *rpc.Header) []byte {
 	if q == "" && h.Kind != rpc.KindRequest && h.Kind != rpc.KindNotification {
 		q = c.role
 	}
-	if c.p.Qualifier == "" || q == "" {
+	if !c.p.Qualifier || q == "" {
 		return dst
 	}
-	dst = append(dst, `,"`...)
-	dst = append(dst, c.p.Qualifier...)
-	dst = append(dst, `":`...)
+	dst = append(dst, `,"service":`...)
 	dst, _ = jsontext.AppendQuote(dst, q)
 	return dst
 }
@@ -469,7 +359,7 @@ func (c *Codec) AppendError(dst []byte, h *rpc.Header, e *rpc.Error) []byte {
 	dst = c.start(dst, "error")
 	dst = appendID(dst, h.ID)
 	dst = c.qualifier(dst, h)
-	if c.p.Result == "payload" {
+	if c.p.ReplyInPayload {
 		dst = append(dst, `,"payload":null`...)
 	}
 	name := e.Name
