@@ -235,7 +235,8 @@ func isBlank(b []byte) bool {
 }
 
 // More reports whether a whole frame is already buffered, so that the next
-// ReadFrame returns without reading from the underlying reader. It is a
+// ReadFrame returns without reading from the underlying reader. Buffered
+// blank lines do not count: ReadFrame skips them and reads on. It is a
 // hint: it may report false for a buffered frame that spans the buffer's
 // end.
 func (r *Reader) More() bool {
@@ -244,5 +245,14 @@ func (r *Reader) More() bool {
 		return false
 	}
 	buf, _ := r.br.Peek(n)
-	return bytes.IndexByte(buf, '\n') >= 0
+	for {
+		i := bytes.IndexByte(buf, '\n')
+		if i < 0 {
+			return false
+		}
+		if !isBlank(buf[:i]) {
+			return true
+		}
+		buf = buf[i+1:]
+	}
 }
