@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -48,6 +49,10 @@ func (c *Conn) Send(ctx context.Context, m Outbound, result any) error {
 	case KindRequest, KindNotification:
 	default:
 		return fmt.Errorf("rpc: send %s: cannot send a %s", m.Method, h.Kind)
+	}
+	if !utf8.ValidString(m.Method) || !utf8.ValidString(m.Qualifier) {
+		// Codecs would replace the invalid bytes and send another method.
+		return fmt.Errorf("rpc: send %q: method name is not valid UTF-8", m.Method)
 	}
 	if h.Kind == KindRequest {
 		h.Seq = c.seq.Add(1)

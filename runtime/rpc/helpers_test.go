@@ -1,0 +1,292 @@
+package rpc_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/bridgekit/bridgekit/runtime/jsonrpc"
+	"github.com/bridgekit/bridgekit/runtime/ndjson"
+	"github.com/bridgekit/bridgekit/runtime/rpc"
+)
+
+// timeout bounds every wait of the tests that are not about timing.
+const timeout = 10 * time.Second
+
+// rawPeer is the far end of a Conn under test; it speaks raw lines.
+type rawPeer struct {
+	t         testing.TB
+	c         *rpc.Conn
+	w         io.WriteCloser // into the Conn
+	lines     chan string    // frames written by the Conn
+	frameErrs chan *rpc.FrameError
+}
+
+func ioPipe() (io.ReadCloser, io.WriteCloser, error) {
+	r, w := io.Pipe()
+	return r, w, nil
+}
+
+func osPipe() (io.ReadCloser, io.WriteCloser, error) { return os.Pipe() }
+
+// newRawPeer starts a JSON-RPC Conn with handler h over io.Pipe and returns
+// its peer.
+func newRawPeer(t testing.TB, h rpc.Handler, opts *rpc.Options) *rawPeer {
+	return newRawPeerOver(t, ioPipe, h, opts)
+}
+
+func newRawPeerOver(t testing.TB, pipe func() (io.ReadCloser, io.WriteCloser, error), h rpc.Handler, opts *rpc.Options) *rawPeer {
+	t.Helper()
+	cr, pw, err := pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr, cw, err := pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &rawPeer{t: t, w: pw, lines: make(chan string, 1<<16), frameErrs: make(chan *rpc.FrameError, 1024)}
+	var o rpc.Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.OnFrameError == nil {
+		o.OnFrameError = func(fe *rpc.FrameError) {
+			select {
+			case p.frameErrs <- fe:
+			default:
+			}
+		}
+	}
+	p.c = jsonrpc.NewConn(cr, cw, h, &o)
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r := ndjson.NewReader(pr, 64<<20)
+		for {
+			f, err := r.ReadFrame()
+			if err != nil {
+				return
+			}
+			select {
+			case p.lines <- string(f):
+			case <-stop:
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		close(stop)
+		p.c.Close()
+		pw.Close()
+		pr.Close()
+		<-done
+	})
+	return p
+}
+
+// send writes lines to the Conn.
+func (p *rawPeer) send(lines ...string) {
+	p.t.Helper()
+	for _, l := range lines {
+		if _, err := io.WriteString(p.w, l+"\n"); err != nil {
+			p.t.Fatalf("send %.100q: %v", l, err)
+		}
+	}
+}
+
+// recv returns the next frame written by the Conn.
+func (p *rawPeer) recv() string {
+	p.t.Helper()
+	select {
+	case l := <-p.lines:
+		return l
+	case <-time.After(timeout):
+		p.t.Fatal("timed out waiting for a frame from the Conn")
+		return ""
+	}
+}
+
+// expect receives the next frame and compares it with want.
+func (p *rawPeer) expect(want string) {
+	p.t.Helper()
+	if got := p.recv(); got != want {
+		p.t.Fatalf("Conn wrote\n\t%.300s\nwant\n\t%.300s", got, want)
+	}
+}
+
+// expectSilence checks that the Conn writes nothing for a short while.
+func (p *rawPeer) expectSilence() {
+	p.t.Helper()
+	select {
+	case l := <-p.lines:
+		p.t.Fatalf("unexpected frame %.300s", l)
+	case <-time.After(50 * time.Millisecond):
+	}
+}
+
+// frameError returns the next reported frame error.
+func (p *rawPeer) frameError() *rpc.FrameError {
+	p.t.Helper()
+	select {
+	case fe := <-p.frameErrs:
+		return fe
+	case <-time.After(timeout):
+		p.t.Fatal("timed out waiting for a frame error")
+		return nil
+	}
+}
+
+// waitUntil polls cond until it holds, failing with what() after timeout.
+func waitUntil(t testing.TB, cond func() bool, what func() string) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal(what())
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// callAsync runs c.Call in a goroutine; the result arrives on the channel.
+func callAsync(ctx context.Context, c *rpc.Conn, method string, params, result any) <-chan error {
+	ch := make(chan error, 1)
+	go func() { ch <- c.Call(ctx, method, params, result) }()
+	return ch
+}
+
+// wait returns the value sent on ch, failing the test after a timeout.
+func wait[T any](t testing.TB, ch <-chan T) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(timeout):
+		t.Fatal("timed out")
+		var zero T
+		return zero
+	}
+}
+
+// methods is a Handler dispatching on the method name.
+type methods map[string]func(ctx context.Context, req *rpc.Request) (any, error)
+
+func (m methods) Handle(ctx context.Context, req *rpc.Request) (any, error) {
+	if f, ok := m[req.Method]; ok {
+		return f(ctx, req)
+	}
+	return nil, rpc.MethodNotFound(req.Method)
+}
+
+var okHandler = rpc.HandlerFunc(func(_ context.Context, req *rpc.Request) (any, error) { return req.Method, nil })
+
+// wireReply is what the tests read of a reply.
+type wireReply struct {
+	ID     jsontext.Value `json:"id"`
+	Result jsontext.Value `json:"result"`
+	Error  *struct {
+		Code    int64          `json:"code"`
+		Message string         `json:"message"`
+		Data    jsontext.Value `json:"data"`
+	} `json:"error"`
+}
+
+func parseReply(t testing.TB, line string) wireReply {
+	t.Helper()
+	var r wireReply
+	if err := json.Unmarshal([]byte(line), &r); err != nil {
+		t.Fatalf("reply %.300s: %v", line, err)
+	}
+	return r
+}
+
+// connPair returns two JSON-RPC Conns wired back to back over pipes made by
+// pipe, closed at the end of the test.
+func connPair(t testing.TB, pipe func() (io.ReadCloser, io.WriteCloser, error), ha rpc.Handler, oa *rpc.Options, hb rpc.Handler, ob *rpc.Options) (a, b *rpc.Conn) {
+	t.Helper()
+	ar, bw, err := pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	br, aw, err := pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a = jsonrpc.NewConn(ar, aw, ha, oa)
+	b = jsonrpc.NewConn(br, bw, hb, ob)
+	t.Cleanup(func() {
+		a.Close()
+		b.Close()
+	})
+	return a, b
+}
+
+// pipePair returns a client and a server Conn wired back to back over
+// io.Pipe, closed at the end of the test.
+func pipePair(tb testing.TB, server rpc.Handler, opts *rpc.Options) (client, srv *rpc.Conn) {
+	tb.Helper()
+	return connPair(tb, ioPipe, nil, opts, server, opts)
+}
+
+// syncBuffer is a goroutine-safe log sink.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// blockingReader blocks every Read until release is closed, then reports
+// EOF. It is not an io.Closer.
+type blockingReader struct{ release chan struct{} }
+
+func (r blockingReader) Read([]byte) (int, error) {
+	<-r.release
+	return 0, io.EOF
+}
+
+// blockingWriter blocks every Write until release is closed, then fails it.
+// It is not an io.Closer.
+type blockingWriter struct {
+	release chan struct{}
+	entered chan struct{} // receives a value, if it can, as a Write starts
+}
+
+func (w blockingWriter) Write(p []byte) (int, error) {
+	select {
+	case w.entered <- struct{}{}:
+	default:
+	}
+	<-w.release
+	return 0, io.ErrClosedPipe
+}
+
+// gateWriter passes writes to w once open is closed; until then they block.
+type gateWriter struct {
+	open chan struct{}
+	w    io.Writer
+}
+
+func (g gateWriter) Write(p []byte) (int, error) {
+	<-g.open
+	return g.w.Write(p)
+}
