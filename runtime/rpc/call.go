@@ -74,9 +74,12 @@ func (c *Conn) Send(ctx context.Context, m Outbound, result any) error {
 		c.q.caller(1)
 		defer c.q.caller(-1)
 	}
-	r, err := c.roundTrip(ctx, &h, b.B)
+	r, sent, err := c.roundTrip(ctx, &h, b.B)
 	if err != nil {
-		if ctx.Err() != nil {
+		if sent && ctx.Err() != nil {
+			// Only a request the peer may have received needs cancelling:
+			// for a Key rule, another request of the same key would be
+			// cancelled instead.
 			c.cancelOutbound(&h, b.B[body[0]:body[1]])
 		}
 		return fmt.Errorf("rpc: call %s: %w", m.Method, err)
@@ -101,8 +104,9 @@ func (c *Conn) Send(ctx context.Context, m Outbound, result any) error {
 var replyPool = sync.Pool{New: func() any { return make(chan callResult, 1) }}
 
 // roundTrip registers call h.Seq, writes its frame and waits for the
-// reply. A non-nil error means the call was abandoned locally.
-func (c *Conn) roundTrip(ctx context.Context, h *Header, frame []byte) (callResult, error) {
+// reply. A non-nil error means the call was abandoned locally; sent
+// reports whether its frame had been written.
+func (c *Conn) roundTrip(ctx context.Context, h *Header, frame []byte) (r callResult, sent bool, err error) {
 	ch := replyPool.Get().(chan callResult)
 	c.mu.Lock()
 	if c.pending == nil {
@@ -112,23 +116,25 @@ func (c *Conn) roundTrip(ctx context.Context, h *Header, frame []byte) (callResu
 		}
 		c.mu.Unlock()
 		replyPool.Put(ch)
-		return callResult{}, err
+		return callResult{}, false, err
 	}
 	c.pending[h.Seq] = ch
 	c.mu.Unlock()
 
-	err := c.w.WriteFrame(ctx, frame)
+	// WriteFrame fails with ctx's error only while the frame is unwritten.
+	err = c.w.WriteFrame(ctx, frame)
 	if err == nil {
+		sent = true
 		done := ctx.Done()
 		if done == nil {
 			r := <-ch
 			replyPool.Put(ch)
-			return r, nil
+			return r, true, nil
 		}
 		select {
 		case r := <-ch:
 			replyPool.Put(ch)
-			return r, nil
+			return r, true, nil
 		case <-done:
 			err = ctx.Err()
 		}
@@ -137,7 +143,7 @@ func (c *Conn) roundTrip(ctx context.Context, h *Header, frame []byte) (callResu
 		<-ch // the reply (or the shutdown's failure) is already on its way
 	}
 	replyPool.Put(ch)
-	return callResult{}, c.sendError(ctx, err)
+	return callResult{}, sent, c.sendError(ctx, err)
 }
 
 var errNoInput = fmt.Errorf("%w: the peer's input has ended", ErrClosed)

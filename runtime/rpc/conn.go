@@ -234,8 +234,12 @@ func (c *Conn) abort(cause error) {
 // be written, so the peer can no longer be served.
 func (c *Conn) writeFailed(err error) {
 	c.log.Error("rpc: write failed; closing the connection", "err", err)
+	cause := fmt.Errorf("%w: write: %w", ErrClosed, err)
+	// Shut down before the failed write returns, so that its caller's
+	// error, like every later one, says why.
+	c.shutdown(cause)
 	go func() {
-		c.abort(fmt.Errorf("%w: write: %w", ErrClosed, err))
+		c.abort(cause)
 		c.handlers.Wait()
 		c.finished()
 	}()
