@@ -13,6 +13,9 @@ import * as acp from "@agentclientprotocol/sdk";
 const log = (...args) => console.error("[acp-ts agent]", ...args);
 
 let nextSession = 0;
+// Sessions whose prompt turn the client cancelled with session/cancel.
+const cancelled = new Set();
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 const app = acp
   .agent({ name: "bridgekit-interop-agent" })
@@ -30,7 +33,11 @@ const app = acp
     log("session/new", sessionId, "cwd", params.cwd);
     return { sessionId };
   })
-  .onRequest(acp.methods.agent.session.prompt, async ({ params, client, requestId }) => {
+  .onNotification(acp.methods.agent.session.cancel, ({ params }) => {
+    log("session/cancel", params.sessionId);
+    cancelled.add(params.sessionId);
+  })
+  .onRequest(acp.methods.agent.session.prompt, async ({ params, client, requestId, signal }) => {
     const { sessionId } = params;
     log("session/prompt", sessionId, "id", requestId);
 
@@ -42,10 +49,26 @@ const app = acp
       });
     }
 
+    // A prompt whose text is "until cancelled" streams chunks until the
+    // client sends session/cancel (or cancels the request), then ends the
+    // turn with stopReason "cancelled", as ACP prescribes.
+    const promptText = params.prompt.map((block) => (block.type === "text" ? block.text : "")).join("");
+    if (promptText === "until cancelled") {
+      cancelled.delete(sessionId);
+      for (let i = 0; !cancelled.has(sessionId) && !signal.aborted; i++) {
+        await client.notify(acp.methods.client.session.update, {
+          sessionId,
+          update: { sessionUpdate: "agent_message_chunk", content: { type: "text", text: `chunk ${i}` } },
+        });
+        await sleep(10);
+      }
+      log("prompt cancelled", sessionId);
+      return { stopReason: "cancelled" };
+    }
+
     // A prompt whose text is "updates only" ends the turn right after its
     // updates, so that nothing orders their handling before the answer
     // except the host's response barrier.
-    const promptText = params.prompt.map((block) => (block.type === "text" ? block.text : "")).join("");
     if (promptText === "updates only") {
       return { stopReason: "end_turn", _meta: { interop: { promptRequestId: requestId } } };
     }
