@@ -290,3 +290,11 @@ func (g gateWriter) Write(p []byte) (int, error) {
 	<-g.open
 	return g.w.Write(p)
 }
+
+// jsonValue is raw JSON params.
+func jsonValue(s string) jsontext.Value { return jsontext.Value(s) }
+
+// newConnOver starts a JSON-RPC Conn with no handler on r and w.
+func newConnOver(r io.Reader, w io.Writer, opts *rpc.Options) *rpc.Conn {
+	return jsonrpc.NewConn(r, w, nil, opts)
+}
