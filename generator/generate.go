@@ -21,101 +21,91 @@ type output struct {
 	data []byte
 }
 
-// Load reads the overrides, every catalogue and the schema files they list.
-func Load(root string) ([]*catalogue.Catalogue, map[string]*schema.File, *ir.Overrides, error) {
-	ov := &ir.Overrides{}
-	if data, err := os.ReadFile(filepath.Join(root, "spec", "overrides.json")); err == nil {
-		dec := json.NewDecoder(bytes.NewReader(data))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(ov); err != nil {
-			return nil, nil, nil, fmt.Errorf("spec/overrides.json: %w", err)
-		}
-	} else if !os.IsNotExist(err) {
-		return nil, nil, nil, err
-	}
+// Spec is everything loaded from a repository's spec/ directory.
+type Spec struct {
+	Root       string
+	Catalogues []*catalogue.Catalogue
+	// Files holds the loaded schema files by their name under spec/schemas.
+	Files     map[string]*schema.File
+	Overrides *schema.Overrides
+}
+
+// Load reads the overrides, every catalogue (spec/catalogue/*.json) and the
+// schema files they list.
+func Load(root string) (*Spec, error) {
 	paths, err := filepath.Glob(filepath.Join(root, "spec", "catalogue", "*.json"))
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
 	slices.Sort(paths)
-	var cats []*catalogue.Catalogue
-	files := map[string]*schema.File{}
+	return LoadCatalogues(root, paths)
+}
+
+// LoadCatalogues is Load for the given catalogue files.
+func LoadCatalogues(root string, paths []string) (*Spec, error) {
+	ov, err := schema.LoadOverrides(filepath.Join(root, "spec", "overrides.json"))
+	if err != nil {
+		return nil, err
+	}
+	s := &Spec{Root: root, Files: map[string]*schema.File{}, Overrides: ov}
 	for _, p := range paths {
 		c, err := catalogue.Load(p)
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, err
 		}
-		c.File = filepath.ToSlash(must(filepath.Rel(root, p)))
-		cats = append(cats, c)
-		for _, s := range c.Schemas {
-			if _, ok := files[s]; ok {
+		if rel, err := filepath.Rel(root, p); err == nil && !strings.HasPrefix(rel, "..") {
+			c.File = filepath.ToSlash(rel)
+		}
+		s.Catalogues = append(s.Catalogues, c)
+		for _, name := range c.Schemas {
+			if _, ok := s.Files[name]; ok {
 				continue
 			}
-			f, err := schema.LoadFile(filepath.Join(root, "spec", "schemas", s))
+			f, err := schema.LoadFile(filepath.Join(root, "spec", "schemas"), name)
 			if err != nil {
-				return nil, nil, nil, err
+				return nil, err
 			}
-			files[s] = f
+			s.Files[name] = f
 		}
 	}
-	if len(cats) == 0 {
-		return nil, nil, nil, fmt.Errorf("no catalogues in %s", filepath.Join(root, "spec", "catalogue"))
+	if len(s.Catalogues) == 0 {
+		return nil, fmt.Errorf("no catalogues in %s", filepath.Join(root, "spec", "catalogue"))
 	}
-	return cats, files, ov, nil
+	return s, nil
 }
 
-// Build turns every catalogue into an IR package, checking the overrides
-// against all of them together.
-func Build(cats []*catalogue.Catalogue, files map[string]*schema.File, ov *ir.Overrides) ([]*ir.Package, error) {
+// readSchemaFile reads a file under spec/schemas (a derivation's meta file).
+func (s *Spec) readSchemaFile(name string) ([]byte, error) {
+	return os.ReadFile(filepath.Join(s.Root, "spec", "schemas", filepath.FromSlash(name)))
+}
+
+// Build turns every catalogue into an IR package: methods are expanded
+// (derived from schema annotations where the catalogue says so) and built
+// with the overrides, whose unused entries then fail the build.
+func Build(s *Spec) ([]*ir.Package, error) {
 	var pkgs []*ir.Package
 	var errs []string
-	usedTypes, usedFields := map[string]bool{}, map[string]bool{}
-	for _, c := range cats {
-		var fs []*schema.File
-		for _, s := range c.Schemas {
-			fs = append(fs, files[s])
+	for _, c := range s.Catalogues {
+		methods, err := c.Expand(s.Files, s.readSchemaFile)
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("%s:\n%s", c.File, err))
+			continue
 		}
-		// Each package sees only the overrides that point into its own schema files.
-		sub := &ir.Overrides{Types: map[string]ir.TypeOverride{}, Fields: map[string]ir.FieldOverride{}}
-		for k, v := range ov.Types {
-			if inFiles(k, c.Schemas) {
-				sub.Types[k] = v
-				usedTypes[k] = true
-			}
-		}
-		for k, v := range ov.Fields {
-			if inFiles(k, c.Schemas) {
-				sub.Fields[k] = v
-				usedFields[k] = true
-			}
-		}
-		p, err := ir.Build(c, fs, sub)
+		p, err := ir.Build(c, methods, s.Files, s.Overrides)
 		if err != nil {
 			errs = append(errs, fmt.Sprintf("%s:\n%s", c.File, err))
 			continue
 		}
 		pkgs = append(pkgs, p)
 	}
-	for k := range ov.Types {
-		if !usedTypes[k] {
-			errs = append(errs, "spec/overrides.json: type override "+k+" points into no catalogued schema")
-		}
-	}
-	for k := range ov.Fields {
-		if !usedFields[k] {
-			errs = append(errs, "spec/overrides.json: field override "+k+" points into no catalogued schema")
-		}
+	if len(errs) == 0 {
+		errs = s.Overrides.Unused()
 	}
 	if len(errs) > 0 {
 		slices.Sort(errs)
 		return nil, fmt.Errorf("%s", strings.Join(errs, "\n"))
 	}
 	return pkgs, nil
-}
-
-func inFiles(ptr string, files []string) bool {
-	file, _, _ := strings.Cut(ptr, "#")
-	return slices.Contains(files, file)
 }
 
 // Emit renders every output file of a package.
@@ -137,26 +127,27 @@ func Emit(p *ir.Package) ([]output, error) {
 	if err != nil {
 		return nil, err
 	}
-	outs := []output{{dir + "/types_gen.go", types}, {dir + "/methods_gen.go", methods}, {dir + "/fuzz_gen_test.go", fuzz}}
-	enums, err := emit.Enums(p)
-	if err != nil {
-		return nil, err
-	}
-	if enums != nil {
-		outs = append(outs, output{dir + "/enums_gen.go", enums})
-	}
-	outs = append(outs, output{"docs/reference/" + p.Name + ".md", emit.Docs(p)})
-	return outs, nil
+	return []output{
+		{dir + "/types_gen.go", types},
+		{dir + "/methods_gen.go", methods},
+		{dir + "/fuzz_gen_test.go", fuzz},
+		{"docs/reference/" + p.Name + ".md", emit.Docs(p)},
+	}, nil
 }
 
 // Generate runs load -> IR -> emit and writes the results, removing generated
 // files that are no longer produced. It returns the paths it wrote.
 func Generate(root string) ([]string, error) {
-	cats, files, ov, err := Load(root)
+	s, err := Load(root)
 	if err != nil {
 		return nil, err
 	}
-	pkgs, err := Build(cats, files, ov)
+	return generate(s)
+}
+
+func generate(s *Spec) ([]string, error) {
+	root := s.Root
+	pkgs, err := Build(s)
 	if err != nil {
 		return nil, err
 	}
@@ -164,10 +155,15 @@ func Generate(root string) ([]string, error) {
 	for _, p := range pkgs {
 		o, err := Emit(p)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", p.Catalogue.File, err)
+			return nil, fmt.Errorf("%s: %w", p.Source, err)
 		}
 		outs = append(outs, o...)
 	}
+	schemaDoc, err := CatalogueSchema()
+	if err != nil {
+		return nil, err
+	}
+	outs = append(outs, output{"docs/reference/catalogue.schema.json", schemaDoc})
 	keep := map[string]bool{}
 	var written []string
 	for _, o := range outs {
@@ -175,6 +171,10 @@ func Generate(root string) ([]string, error) {
 		keep[full] = true
 		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
 			return nil, err
+		}
+		if old, err := os.ReadFile(full); err == nil && bytes.Equal(old, o.data) {
+			written = append(written, o.path+" (unchanged)")
+			continue
 		}
 		if err := os.WriteFile(full, o.data, 0o644); err != nil {
 			return nil, err
@@ -185,20 +185,26 @@ func Generate(root string) ([]string, error) {
 	staleTests, _ := filepath.Glob(filepath.Join(root, "gen", "*", "*_gen_test.go"))
 	stale = append(stale, staleTests...)
 	more, _ := filepath.Glob(filepath.Join(root, "docs", "reference", "*.md"))
-	for _, s := range append(stale, more...) {
-		if !keep[s] {
-			if err := os.Remove(s); err != nil {
+	for _, st := range append(stale, more...) {
+		if !keep[st] {
+			if err := os.Remove(st); err != nil {
 				return nil, err
 			}
-			written = append(written, "removed "+filepath.ToSlash(must(filepath.Rel(root, s))))
+			rel, _ := filepath.Rel(root, st)
+			written = append(written, "removed "+filepath.ToSlash(rel))
 		}
 	}
 	return written, nil
 }
 
-func must[T any](v T, err error) T {
-	if err != nil {
-		panic(err)
+// canonicalJSON renders v indented, without HTML escaping, newline-terminated.
+func canonicalJSON(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return nil, err
 	}
-	return v
+	return b.Bytes(), nil
 }

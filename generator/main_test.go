@@ -24,12 +24,13 @@ func copySpec(t *testing.T) string {
 func readTree(t *testing.T, root string) map[string][]byte {
 	t.Helper()
 	out := map[string][]byte{}
-	for _, dir := range []string{"gen", "docs"} {
+	for _, dir := range []string{"gen", "docs/reference"} {
 		_ = filepath.WalkDir(filepath.Join(root, dir), func(p string, d os.DirEntry, err error) error {
-			if err == nil && !d.IsDir() && (strings.HasSuffix(p, "_gen.go") || strings.HasSuffix(p, "_gen_test.go") || strings.HasSuffix(p, ".md")) {
+			if err == nil && !d.IsDir() && (strings.HasSuffix(p, "_gen.go") || strings.HasSuffix(p, "_gen_test.go") ||
+				dir == "docs/reference" && (strings.HasSuffix(p, ".md") || strings.HasSuffix(p, ".json"))) {
 				data, _ := os.ReadFile(p)
 				rel, _ := filepath.Rel(root, p)
-				out[rel] = data
+				out[filepath.ToSlash(rel)] = data
 			}
 			return nil
 		})
@@ -75,9 +76,19 @@ func TestCommittedOutputIsCurrent(t *testing.T) {
 	}
 }
 
+// Generated code carries no struct tags: the custom JSON methods read none.
+func TestNoStructTags(t *testing.T) {
+	for name, data := range readTree(t, "..") {
+		if strings.HasSuffix(name, ".go") && bytes.Contains(data, []byte("`json:")) {
+			t.Errorf("%s has json struct tags, which nothing reads", name)
+		}
+	}
+}
+
 func TestCataloguesCanonical(t *testing.T) {
 	paths, _ := filepath.Glob("../spec/catalogue/*.json")
-	for _, p := range paths {
+	pending, _ := filepath.Glob("../spec/catalogue/pending/*.json")
+	for _, p := range append(paths, pending...) {
 		c, err := catalogue.Load(p)
 		if err != nil {
 			t.Fatal(err)
@@ -91,32 +102,27 @@ func TestCataloguesCanonical(t *testing.T) {
 }
 
 func TestScaffoldThenGenerateCompiles(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a module")
+	}
 	root := copySpec(t)
-	if _, err := Scaffold(root, "harn", "", catalogue.Method{Wire: "host/example_ping", Go: "HostExamplePing", From: "vm", To: "host", Kind: "request"}); err != nil {
+	if _, err := Scaffold(root, "harn", "", catalogue.Method{Wire: "host/example_ping", Go: "HostExamplePing", From: "vm", To: "host", Kind: catalogue.Request}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := Generate(root); err != nil {
 		t.Fatal(err)
 	}
 	src, _ := os.ReadFile(filepath.Join(root, "gen/harn/methods_gen.go"))
-	for _, want := range []string{"type HostExamplePingHandler interface", `MethodHostExamplePing = "host/example_ping"`, "func (c *HostClient) HostExamplePing("} {
+	for _, want := range []string{`MethodHostExamplePing = "host/example_ping"`, "HostExamplePing func("} {
 		if !bytes.Contains(src, []byte(want)) {
 			t.Errorf("generated code lacks %q", want)
 		}
 	}
 	// The scaffolded package must build against the real runtime.
-	mod := throwawayModule(t)
-	for _, f := range []string{"types_gen.go", "methods_gen.go", "enums_gen.go"} {
-		if data, err := os.ReadFile(filepath.Join(root, "gen/harn", f)); err == nil {
-			_ = os.WriteFile(filepath.Join(mod, f), data, 0o644)
-		}
-	}
-	cmd := exec.Command("go", "build", "./...")
-	cmd.Dir = mod
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("scaffolded code does not build: %v\n%s", err, out)
-	}
-	if _, err := Scaffold(root, "harn", "", catalogue.Method{Wire: "host/example_ping", Go: "HostExamplePing2", From: "vm", To: "host", Kind: "request"}); err == nil {
+	mod := tempModule(t)
+	copyPackage(t, filepath.Join(root, "gen", "harn"), filepath.Join(mod, "harn"), false)
+	goIn(t, mod, "build", "./...")
+	if _, err := Scaffold(root, "harn", "", catalogue.Method{Wire: "host/example_ping", Go: "HostExamplePing2", From: "vm", To: "host", Kind: catalogue.Request}); err == nil {
 		t.Fatal("scaffolding the same wire name twice must fail")
 	}
 }
@@ -133,9 +139,37 @@ func TestUnsupportedKeywordFailsGeneration(t *testing.T) {
 	}
 }
 
+func TestUnusedOverrideAndOverlayFail(t *testing.T) {
+	root := copySpec(t)
+	p := filepath.Join(root, "spec/overrides.json")
+	data, _ := os.ReadFile(p)
+	data = bytes.Replace(data, []byte(`"exclude": {`), []byte(`"exclude": {"acp/v0.12.2/schema.json#/$defs/NoSuchDef": {"reason": "gone"},`), 1)
+	_ = os.WriteFile(p, data, 0o644)
+	_, err := Generate(root)
+	if err == nil || !strings.Contains(err.Error(), "exclude entry acp/v0.12.2/schema.json#/$defs/NoSuchDef matches no schema node") {
+		t.Fatalf("an unused exclusion must fail: %v", err)
+	}
+	root = copySpec(t)
+	p = filepath.Join(root, "spec/catalogue/acp.json")
+	data, _ = os.ReadFile(p)
+	data = bytes.Replace(data, []byte(`"member": "_meta"`), []byte(`"member": "_metaX"`), 1)
+	_ = os.WriteFile(p, data, 0o644)
+	if _, err := Generate(root); err == nil || !strings.Contains(err.Error(), `overlay of member "_metaX"`) {
+		t.Fatalf("an unused overlay must fail: %v", err)
+	}
+	root = copySpec(t)
+	p = filepath.Join(root, "spec/catalogue/acp.json")
+	data, _ = os.ReadFile(p)
+	data = bytes.Replace(data, []byte(`"session/cancel": {`), []byte(`"session/nope": {"status": "stable"}, "session/cancel": {`), 1)
+	_ = os.WriteFile(p, data, 0o644)
+	if _, err := Generate(root); err == nil || !strings.Contains(err.Error(), `annotation for "session/nope" matches no derived method`) {
+		t.Fatalf("an annotation of no derived method must fail: %v", err)
+	}
+}
+
 // TestFeaturesBehave generates testdata/features (shapes the real specs do not
 // use yet) and runs a hand-written behaviour test against the output in a
-// throwaway module, so every generator rule is compiled and exercised.
+// temporary module, so every generator rule is compiled and exercised.
 func TestFeaturesBehave(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a module")
@@ -147,35 +181,69 @@ func TestFeaturesBehave(t *testing.T) {
 	if _, err := Generate(root); err != nil {
 		t.Fatal(err)
 	}
-	mod := throwawayModule(t)
+	mod := tempModule(t)
 	pkg := filepath.Join(mod, "features")
-	if err := os.CopyFS(pkg, os.DirFS(filepath.Join(root, "gen", "features"))); err != nil {
-		t.Fatal(err)
-	}
+	copyPackage(t, filepath.Join(root, "gen", "features"), pkg, true)
 	test, _ := os.ReadFile("testdata/features/features_test.go.txt")
 	_ = os.WriteFile(filepath.Join(pkg, "features_test.go"), test, 0o644)
-	cmd := exec.Command("go", "test", "-count=1", "./...")
-	cmd.Dir = mod
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("generated feature code fails its behaviour test: %v\n%s", err, string(out))
+	goIn(t, mod, "test", "-count=1", "./...")
+}
+
+// tempModule makes a module "scaffoldcheck" that requires bridgekit and
+// replaces it with this checkout (an absolute path), for building and
+// testing generated code outside the repository. The generator module does
+// not depend on the root module; only these temporary modules do.
+func tempModule(t *testing.T) string {
+	t.Helper()
+	repo, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mod := t.TempDir()
+	gomod := "module scaffoldcheck\n\ngo 1.26\n\nrequire github.com/bridgekit/bridgekit v0.0.0\n\nreplace github.com/bridgekit/bridgekit => " + repo + "\n"
+	sum, _ := os.ReadFile(filepath.Join(repo, "go.sum"))
+	if err := os.WriteFile(filepath.Join(mod, "go.mod"), []byte(gomod), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(mod, "go.sum"), sum, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return mod
+}
+
+// copyPackage copies the generated Go files of a package directory (with
+// its generated tests when tests is set).
+func copyPackage(t *testing.T, from, to string, tests bool) {
+	t.Helper()
+	if err := os.MkdirAll(to, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob(filepath.Join(from, "*.go"))
+	if len(files) == 0 {
+		t.Fatalf("no Go files in %s", from)
+	}
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") && !tests {
+			continue
+		}
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(to, filepath.Base(f)), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
-// throwawayModule makes a module "scaffoldcheck" that replaces bridgekit with
-// this checkout, for building generated code outside the repository.
-func throwawayModule(t *testing.T) string {
+// goIn runs the go command in dir with GOFLAGS=-mod=mod, so the temporary
+// module's requirements resolve through the module cache (or the proxy).
+func goIn(t *testing.T, dir string, args ...string) {
 	t.Helper()
-	repo, _ := filepath.Abs("..")
-	mod := t.TempDir()
-	gomod := "module scaffoldcheck\n\ngo 1.26\n\nrequire github.com/bridgekit/bridgekit v0.0.0\n\nreplace github.com/bridgekit/bridgekit => " + repo + "\n"
-	rootMod, _ := os.ReadFile(filepath.Join(repo, "go.mod"))
-	for _, line := range strings.Split(string(rootMod), "\n") {
-		if strings.HasPrefix(line, "\tgithub.com/go-json-experiment/json ") {
-			gomod += "require" + line + "\n"
-		}
+	cmd := exec.Command("go", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go %s in %s: %v\n%s", strings.Join(args, " "), dir, err, out)
 	}
-	sum, _ := os.ReadFile(filepath.Join(repo, "go.sum"))
-	_ = os.WriteFile(filepath.Join(mod, "go.mod"), []byte(gomod), 0o644)
-	_ = os.WriteFile(filepath.Join(mod, "go.sum"), sum, 0o644)
-	return mod
 }

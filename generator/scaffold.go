@@ -35,7 +35,7 @@ func scaffoldMain(args []string) error {
 	if *goName == "" {
 		*goName = naming.Go(*wire)
 	}
-	files, err := Scaffold(*root, *cat, *schemaFile, catalogue.Method{Wire: *wire, Go: *goName, From: *from, To: *to, Kind: *kind})
+	files, err := Scaffold(*root, *cat, *schemaFile, catalogue.Method{Wire: *wire, Go: *goName, From: *from, To: *to, Kind: catalogue.Kind(*kind)})
 	if err != nil {
 		return err
 	}
@@ -61,13 +61,13 @@ func Scaffold(root, catName, schemaFile string, m catalogue.Method) ([]string, e
 	defs := map[string]string{base + "_params": "Params of " + m.Wire + "."}
 	params := schemaFile + "#/$defs/" + base + "_params"
 	m.Params = &params
-	if m.Kind != "notification" {
+	if m.Kind != catalogue.Notification && m.Kind != catalogue.Event {
 		result := schemaFile + "#/$defs/" + base + "_result"
 		m.Result = &result
 		defs[base+"_result"] = "Result of " + m.Wire + "."
 	}
 	m.Errors = []catalogue.Error{}
-	m.Status = "experimental"
+	m.Status = catalogue.Experimental
 	m.Doc = "Describe what " + m.Wire + " does, who sends it and when."
 	c.Methods = append(c.Methods, m)
 	if err := c.Validate(); err != nil {

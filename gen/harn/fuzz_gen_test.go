@@ -8,86 +8,94 @@ import (
 	wiretest "github.com/bridgekit/bridgekit/runtime/wire/wiretest"
 )
 
-// FuzzCapabilityObject checks that every CapabilityObject that decodes re-encodes stably.
-func FuzzCapabilityObject(f *testing.F) {
-	wiretest.Seed[CapabilityObject](f, "{\"operations\":[\"x\"],\"ops\":[\"x\"],\"vendor_extension\":{\"kept\":true}}")
-	f.Fuzz(wiretest.RoundTrip[CapabilityObject])
-}
+// fuzzTypes lists every type of package harn for FuzzTypes.
+var fuzzTypes = []wiretest.Type{{
+	Name: "CapabilityObject",
+	New: func() any {
+		return new(CapabilityObject)
+	},
+	Seeds: []string{"{\"operations\":[\"x\"],\"ops\":[\"x\"],\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "CapabilityObjectOperations",
+	New: func() any {
+		return new(CapabilityObjectOperations)
+	},
+	Seeds: []string{"[\"x\"]"},
+}, {
+	Name: "CapabilityOps",
+	New: func() any {
+		return new(CapabilityOps)
+	},
+	Seeds: []string{"[\"x\"]"},
+}, {
+	Name: "HostCallParams",
+	New: func() any {
+		return new(HostCallParams)
+	},
+	Seeds: []string{"{\"_meta\":{\"vendor_extension\":{\"kept\":true}},\"args\":{\"raw\":[1,\"two\",null]},\"name\":\"x\",\"sessionId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "HostCapabilities",
+	New: func() any {
+		return new(HostCapabilities)
+	},
+	Seeds: []string{"{\"k\":[\"x\"]}"},
+}, {
+	Name: "HostCapabilitiesParams",
+	New: func() any {
+		return new(HostCapabilitiesParams)
+	},
+	Seeds: []string{"{\"sessionId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "ListShellsResponse",
+	New: func() any {
+		return new(ListShellsResponse)
+	},
+	Seeds: []string{"{\"default_shell_id\":\"x\",\"shells\":[{\"available\":true,\"default_args\":[\"x\"],\"id\":\"x\",\"label\":\"x\",\"login_args\":[\"x\"],\"path\":\"x\",\"platform\":\"x\",\"source\":\"configured\",\"supports_interactive\":true,\"supports_login\":true}]}"},
+}, {
+	Name: "Meta",
+	New: func() any {
+		return new(Meta)
+	},
+	Seeds: []string{"{\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "NoArgs",
+	New: func() any {
+		return new(NoArgs)
+	},
+	Seeds: []string{"{\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "SetDefaultShellRequest",
+	New: func() any {
+		return new(SetDefaultShellRequest)
+	},
+	Seeds: []string{"{\"shell_id\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "Shell",
+	New: func() any {
+		return new(Shell)
+	},
+	Seeds: []string{"{\"available\":true,\"default_args\":[\"x\"],\"id\":\"x\",\"label\":\"x\",\"login_args\":[\"x\"],\"path\":\"x\",\"platform\":\"x\",\"source\":\"configured\",\"supports_interactive\":true,\"supports_login\":true}"},
+}, {
+	Name: "ShellInvocationRequest",
+	New: func() any {
+		return new(ShellInvocationRequest)
+	},
+	Seeds: []string{"{\"command\":\"x\",\"interactive\":true,\"login\":true,\"shell\":{\"available\":true,\"default_args\":[\"x\"],\"id\":\"x\",\"label\":\"x\",\"login_args\":[\"x\"],\"path\":\"x\",\"platform\":\"x\",\"source\":\"configured\",\"supports_interactive\":true,\"supports_login\":true},\"shell_id\":\"x\"}"},
+}, {
+	Name: "ShellInvocationResponse",
+	New: func() any {
+		return new(ShellInvocationResponse)
+	},
+	Seeds: []string{"{\"args\":[\"x\"],\"command_arg_index\":0,\"program\":\"x\",\"shell\":{\"available\":true,\"default_args\":[\"x\"],\"id\":\"x\",\"label\":\"x\",\"login_args\":[\"x\"],\"path\":\"x\",\"platform\":\"x\",\"source\":\"configured\",\"supports_interactive\":true,\"supports_login\":true}}"},
+}, {
+	Name: "ShellSource",
+	New: func() any {
+		return new(ShellSource)
+	},
+	Seeds: []string{"\"configured\""},
+}}
 
-// FuzzCapabilityObjectOperations checks that every CapabilityObjectOperations that decodes re-encodes stably.
-func FuzzCapabilityObjectOperations(f *testing.F) {
-	wiretest.Seed[CapabilityObjectOperations](f, "[\"x\"]")
-	f.Fuzz(wiretest.RoundTrip[CapabilityObjectOperations])
-}
-
-// FuzzCapabilityOps checks that every CapabilityOps that decodes re-encodes stably.
-func FuzzCapabilityOps(f *testing.F) {
-	wiretest.Seed[CapabilityOps](f, "[\"x\"]")
-	f.Fuzz(wiretest.RoundTrip[CapabilityOps])
-}
-
-// FuzzHostCallParams checks that every HostCallParams that decodes re-encodes stably.
-func FuzzHostCallParams(f *testing.F) {
-	wiretest.Seed[HostCallParams](f, "{\"_meta\":{\"vendor_extension\":{\"kept\":true}},\"args\":{\"raw\":[1,\"two\",null]},\"name\":\"x\",\"sessionId\":\"x\",\"vendor_extension\":{\"kept\":true}}")
-	f.Fuzz(wiretest.RoundTrip[HostCallParams])
-}
-
-// FuzzHostCapabilities checks that every HostCapabilities that decodes re-encodes stably.
-func FuzzHostCapabilities(f *testing.F) {
-	wiretest.Seed[HostCapabilities](f, "{\"k\":[\"x\"]}")
-	f.Fuzz(wiretest.RoundTrip[HostCapabilities])
-}
-
-// FuzzHostCapabilitiesParams checks that every HostCapabilitiesParams that decodes re-encodes stably.
-func FuzzHostCapabilitiesParams(f *testing.F) {
-	wiretest.Seed[HostCapabilitiesParams](f, "{\"sessionId\":\"x\",\"vendor_extension\":{\"kept\":true}}")
-	f.Fuzz(wiretest.RoundTrip[HostCapabilitiesParams])
-}
-
-// FuzzListShellsResponse checks that every ListShellsResponse that decodes re-encodes stably.
-func FuzzListShellsResponse(f *testing.F) {
-	wiretest.Seed[ListShellsResponse](f, "{\"default_shell_id\":\"x\",\"shells\":[{\"available\":true,\"default_args\":[\"x\"],\"id\":\"x\",\"label\":\"x\",\"login_args\":[\"x\"],\"path\":\"x\",\"platform\":\"x\",\"source\":\"configured\",\"supports_interactive\":true,\"supports_login\":true}]}")
-	f.Fuzz(wiretest.RoundTrip[ListShellsResponse])
-}
-
-// FuzzMeta checks that every Meta that decodes re-encodes stably.
-func FuzzMeta(f *testing.F) {
-	wiretest.Seed[Meta](f, "{\"vendor_extension\":{\"kept\":true}}")
-	f.Fuzz(wiretest.RoundTrip[Meta])
-}
-
-// FuzzNoArgs checks that every NoArgs that decodes re-encodes stably.
-func FuzzNoArgs(f *testing.F) {
-	wiretest.Seed[NoArgs](f, "{\"vendor_extension\":{\"kept\":true}}")
-	f.Fuzz(wiretest.RoundTrip[NoArgs])
-}
-
-// FuzzSetDefaultShellRequest checks that every SetDefaultShellRequest that decodes re-encodes stably.
-func FuzzSetDefaultShellRequest(f *testing.F) {
-	wiretest.Seed[SetDefaultShellRequest](f, "{\"shell_id\":\"x\",\"vendor_extension\":{\"kept\":true}}")
-	f.Fuzz(wiretest.RoundTrip[SetDefaultShellRequest])
-}
-
-// FuzzShell checks that every Shell that decodes re-encodes stably.
-func FuzzShell(f *testing.F) {
-	wiretest.Seed[Shell](f, "{\"available\":true,\"default_args\":[\"x\"],\"id\":\"x\",\"label\":\"x\",\"login_args\":[\"x\"],\"path\":\"x\",\"platform\":\"x\",\"source\":\"configured\",\"supports_interactive\":true,\"supports_login\":true}")
-	f.Fuzz(wiretest.RoundTrip[Shell])
-}
-
-// FuzzShellInvocationRequest checks that every ShellInvocationRequest that decodes re-encodes stably.
-func FuzzShellInvocationRequest(f *testing.F) {
-	wiretest.Seed[ShellInvocationRequest](f, "{\"command\":\"x\",\"interactive\":true,\"login\":true,\"shell\":{\"available\":true,\"default_args\":[\"x\"],\"id\":\"x\",\"label\":\"x\",\"login_args\":[\"x\"],\"path\":\"x\",\"platform\":\"x\",\"source\":\"configured\",\"supports_interactive\":true,\"supports_login\":true},\"shell_id\":\"x\"}")
-	f.Fuzz(wiretest.RoundTrip[ShellInvocationRequest])
-}
-
-// FuzzShellInvocationResponse checks that every ShellInvocationResponse that decodes re-encodes stably.
-func FuzzShellInvocationResponse(f *testing.F) {
-	wiretest.Seed[ShellInvocationResponse](f, "{\"args\":[\"x\"],\"command_arg_index\":0,\"program\":\"x\",\"shell\":{\"available\":true,\"default_args\":[\"x\"],\"id\":\"x\",\"label\":\"x\",\"login_args\":[\"x\"],\"path\":\"x\",\"platform\":\"x\",\"source\":\"configured\",\"supports_interactive\":true,\"supports_login\":true}}")
-	f.Fuzz(wiretest.RoundTrip[ShellInvocationResponse])
-}
-
-// FuzzShellSource checks that every ShellSource that decodes re-encodes stably.
-func FuzzShellSource(f *testing.F) {
-	wiretest.Seed[ShellSource](f, "\"configured\"")
-	f.Fuzz(wiretest.RoundTrip[ShellSource])
+// FuzzTypes checks that every document that decodes into one of the package's types re-encodes stably.
+func FuzzTypes(f *testing.F) {
+	wiretest.Fuzz(f, fuzzTypes, "../../testdata/harn/seed_examples.json")
 }

@@ -103,7 +103,9 @@ func TestCases(t *testing.T) {
 		}
 		Invalid []struct {
 			Type, Error, Why string
-			Doc              stdjson.RawMessage
+			// Is names the wire sentinel the error must wrap (errors.Is).
+			Is  string
+			Doc stdjson.RawMessage
 		}
 	}
 	readJSON(t, "../../testdata/harn/cases.json", &cases)
@@ -117,10 +119,23 @@ func TestCases(t *testing.T) {
 			t.Errorf("%s (%s): got %s, want %s", c.Type, c.Why, out, want)
 		}
 	}
+	sentinels := map[string]error{
+		"ErrUnknownMember": wire.ErrUnknownMember, "ErrMissingMember": wire.ErrMissingMember, "ErrNullValue": wire.ErrNullValue,
+		"ErrWrongKind": wire.ErrWrongKind, "ErrConstraint": wire.ErrConstraint,
+	}
 	for _, c := range cases.Invalid {
 		err := json.Unmarshal(c.Doc, types[c.Type]())
 		if err == nil || !strings.Contains(err.Error(), c.Error) {
 			t.Errorf("%s (%s): got error %v, want one containing %q", c.Type, c.Why, err, c.Error)
+		}
+		if c.Is != "" {
+			want, ok := sentinels[c.Is]
+			if !ok {
+				t.Fatalf("%s (%s): unknown sentinel %s", c.Type, c.Why, c.Is)
+			}
+			if !errors.Is(err, want) {
+				t.Errorf("%s (%s): got error %v, want errors.Is %s", c.Type, c.Why, err, c.Is)
+			}
 		}
 	}
 }

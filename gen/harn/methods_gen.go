@@ -142,7 +142,7 @@ type HostHandlers struct {
 // and operations with no field set go to Fallback, or are answered with rpc.ErrMethodNotFound.
 func (h *HostHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error) {
 	switch req.Method {
-	case "host/capabilities":
+	case MethodHostCapabilities:
 		if h.HostCapabilities != nil {
 			var p HostCapabilitiesParams
 			if err := rpc.DecodeParams(req.Params, &p); err != nil {
@@ -150,7 +150,7 @@ func (h *HostHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error
 			}
 			return h.HostCapabilities(ctx, &p)
 		}
-	case "host/call":
+	case MethodHostCall:
 		if h.HostCall != nil || h.ProcessListShells != nil || h.ProcessGetDefaultShell != nil || h.ProcessSetDefaultShell != nil || h.ProcessShellInvocation != nil {
 			var p HostCallParams
 			if err := rpc.DecodeParams(req.Params, &p); err != nil {

@@ -3,100 +3,76 @@
 package harn
 
 import (
+	"slices"
+
 	"github.com/bridgekit/bridgekit/runtime/wire"
-	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 )
 
-// CapabilityObject is generated from harn-host.schema.json#/$defs/capability_object.
-// Open: members the schema does not name are kept in Extra and written back.
+// CapabilityObject has no description in its schema.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-host.schema.json#/$defs/capability_object.
 type CapabilityObject struct {
-	Ops        []string                    `json:"ops,omitempty"`
-	Operations *CapabilityObjectOperations `json:"operations,omitempty"`
+	Ops        []string
+	Operations *CapabilityObjectOperations
 	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras `json:"-"`
+	Extra wire.Extras
 }
 
-// UnmarshalJSONFrom decodes CapabilityObject from dec, enforcing the schema's required members, kinds and constraints.
+var objCapabilityObject = wire.Object{Type: "CapabilityObject"}
+
+// UnmarshalJSONFrom decodes CapabilityObject, checking required members, kinds and constraints.
 func (x *CapabilityObject) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	if err := wire.BeginObject(dec, "CapabilityObject"); err != nil {
-		return err
-	}
 	*x = CapabilityObject{}
-	for wire.More(dec) {
-		name, err := wire.ReadName(dec, "CapabilityObject")
-		if err != nil {
-			return err
-		}
-		switch string(name) {
-		case "ops":
-			v, err := wire.Array(dec, wire.String)
-			if err != nil {
-				return wire.Wrap("CapabilityObject", "ops", err)
-			}
-			x.Ops = v
-		case "operations":
-			v, err := wire.Decode[CapabilityObjectOperations](dec)
-			if err != nil {
-				return wire.Wrap("CapabilityObject", "operations", err)
-			}
-			x.Operations = &v
-		default:
-			if err := x.Extra.Read(dec, "CapabilityObject", name); err != nil {
-				return err
-			}
-		}
+	r := wire.ReadObject(dec, &objCapabilityObject)
+	for r.Next() {
+		r.Done(x.member(&r))
 	}
-	if err := wire.EndObject(dec, "CapabilityObject"); err != nil {
-		return err
-	}
-	return nil
+	return r.End()
 }
 
-// MarshalJSONTo encodes CapabilityObject with members in schema order, then Extra.
+func (x *CapabilityObject) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "ops":
+		return wire.Field(r, &x.Ops, readListOfString)
+	case "operations":
+		return wire.Ptr(r, &x.Operations, (*CapabilityObjectOperations).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes CapabilityObject, members in schema order, then Extra.
 func (x CapabilityObject) MarshalJSONTo(enc *jsontext.Encoder) error {
-	if err := enc.WriteToken(jsontext.BeginObject); err != nil {
-		return err
-	}
-	if x.Ops != nil {
-		if err := enc.WriteToken(jsontext.String("ops")); err != nil {
-			return err
-		}
-		if err := wire.WriteArray(enc, x.Ops, wire.WriteString); err != nil {
-			return err
-		}
-	}
-	if x.Operations != nil {
-		if err := enc.WriteToken(jsontext.String("operations")); err != nil {
-			return err
-		}
-		if err := (*x.Operations).MarshalJSONTo(enc); err != nil {
-			return err
-		}
-	}
-	if err := x.Extra.Encode(enc); err != nil {
-		return err
-	}
-	return enc.WriteToken(jsontext.EndObject)
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
 }
 
-// MarshalJSON implements encoding/json.Marshaler with the same rules as MarshalJSONTo.
+func (x *CapabilityObject) members(w *wire.ObjectWriter) {
+	wire.PutIf(w, "ops", x.Ops, x.Ops != nil, writeListOfString)
+	wire.PutPtr(w, "operations", x.Operations, CapabilityObjectOperations.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
 func (x CapabilityObject) MarshalJSON() ([]byte, error) {
-	return json.Marshal(x, wire.Fidelity)
+	return wire.Marshal(x)
 }
 
-// UnmarshalJSON implements encoding/json.Unmarshaler with the same rules as UnmarshalJSONFrom.
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
 func (x *CapabilityObject) UnmarshalJSON(data []byte) error {
-	return json.Unmarshal(data, x)
+	return wire.Unmarshal(data, x)
 }
 
-// CapabilityObjectOperations is generated from
+// CapabilityObjectOperations has no description in its schema.
+//
+// The JSON kind of the value selects the variant; exactly one field is set. Generated from
 // harn-host.schema.json#/$defs/capability_object/properties/operations.
-// The JSON kind of the value selects the variant; exactly one field is set.
 type CapabilityObjectOperations struct {
-	// List is set when the value is a JSON array.
+	// Set when the value is a JSON array.
 	List []string
-	// Object is set when the value is a JSON object.
+	// Set when the value is a JSON object.
 	Object jsontext.Value
 }
 
@@ -105,56 +81,43 @@ func (x *CapabilityObjectOperations) UnmarshalJSONFrom(dec *jsontext.Decoder) er
 	*x = CapabilityObjectOperations{}
 	switch dec.PeekKind() {
 	case '[':
-		v, err := wire.Array(dec, wire.String)
-		if err != nil {
-			return wire.Wrap("CapabilityObjectOperations", "", err)
-		}
-		x.List = v
+		return wire.Scalar(dec, "CapabilityObjectOperations", &x.List, readListOfString)
 	case '{':
-		v, err := wire.RawObject(dec)
-		if err != nil {
-			return wire.Wrap("CapabilityObjectOperations", "", err)
-		}
-		x.Object = v
-	default:
-		return wire.KindError(dec, "CapabilityObjectOperations", "[array object]")
+		return wire.Scalar(dec, "CapabilityObjectOperations", &x.Object, wire.RawObjectFrom)
 	}
-	return nil
+	return wire.KindError(dec, "CapabilityObjectOperations", "array or object")
 }
 
 // MarshalJSONTo encodes the variant that is set.
 func (x CapabilityObjectOperations) MarshalJSONTo(enc *jsontext.Encoder) error {
 	switch {
 	case x.List != nil:
-		return wire.WriteArray(enc, x.List, wire.WriteString)
+		return writeListOfString(x.List, enc)
 	case x.Object != nil:
-		return wire.WriteRaw(enc, x.Object)
-	default:
-		return &wire.DecodeError{
-			Err:  wire.ErrNoVariant,
-			Type: "CapabilityObjectOperations",
-		}
+		return wire.RawTo(x.Object, enc)
 	}
+	return wire.NoVariant("CapabilityObjectOperations")
 }
 
-// MarshalJSON implements encoding/json.Marshaler with the same rules as MarshalJSONTo.
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
 func (x CapabilityObjectOperations) MarshalJSON() ([]byte, error) {
-	return json.Marshal(x, wire.Fidelity)
+	return wire.Marshal(x)
 }
 
-// UnmarshalJSON implements encoding/json.Unmarshaler with the same rules as UnmarshalJSONFrom.
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
 func (x *CapabilityObjectOperations) UnmarshalJSON(data []byte) error {
-	return json.Unmarshal(data, x)
+	return wire.Unmarshal(data, x)
 }
 
-// CapabilityOps is generated from harn-host.schema.json#/$defs/capability_ops.
 // The operations of one capability: a list of names, or an object with ops (list) or operations (list,
 // or object keyed by name).
-// The JSON kind of the value selects the variant; exactly one field is set.
+//
+// The JSON kind of the value selects the variant; exactly one field is set. Generated from
+// harn-host.schema.json#/$defs/capability_ops.
 type CapabilityOps struct {
-	// List is set when the value is a JSON array.
+	// Set when the value is a JSON array.
 	List []string
-	// Object is set when the value is a JSON object.
+	// Set when the value is a JSON object.
 	Object *CapabilityObject
 }
 
@@ -163,1008 +126,699 @@ func (x *CapabilityOps) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 	*x = CapabilityOps{}
 	switch dec.PeekKind() {
 	case '[':
-		v, err := wire.Array(dec, wire.String)
-		if err != nil {
-			return wire.Wrap("CapabilityOps", "", err)
-		}
-		x.List = v
+		return wire.Scalar(dec, "CapabilityOps", &x.List, readListOfString)
 	case '{':
-		v, err := wire.Decode[CapabilityObject](dec)
-		if err != nil {
-			return wire.Wrap("CapabilityOps", "", err)
-		}
-		x.Object = &v
-	default:
-		return wire.KindError(dec, "CapabilityOps", "[array object]")
+		return wire.Choose(dec, "CapabilityOps", &x.Object, (*CapabilityObject).UnmarshalJSONFrom)
 	}
-	return nil
+	return wire.KindError(dec, "CapabilityOps", "array or object")
 }
 
 // MarshalJSONTo encodes the variant that is set.
 func (x CapabilityOps) MarshalJSONTo(enc *jsontext.Encoder) error {
 	switch {
 	case x.List != nil:
-		return wire.WriteArray(enc, x.List, wire.WriteString)
+		return writeListOfString(x.List, enc)
 	case x.Object != nil:
-		return (*x.Object).MarshalJSONTo(enc)
-	default:
-		return &wire.DecodeError{
-			Err:  wire.ErrNoVariant,
-			Type: "CapabilityOps",
-		}
+		return CapabilityObject.MarshalJSONTo(*x.Object, enc)
 	}
+	return wire.NoVariant("CapabilityOps")
 }
 
-// MarshalJSON implements encoding/json.Marshaler with the same rules as MarshalJSONTo.
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
 func (x CapabilityOps) MarshalJSON() ([]byte, error) {
-	return json.Marshal(x, wire.Fidelity)
+	return wire.Marshal(x)
 }
 
-// UnmarshalJSON implements encoding/json.Unmarshaler with the same rules as UnmarshalJSONFrom.
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
 func (x *CapabilityOps) UnmarshalJSON(data []byte) error {
-	return json.Unmarshal(data, x)
+	return wire.Unmarshal(data, x)
 }
 
-// HostCallParams is generated from harn-host.schema.json#/$defs/host_call_params.
 // Params of host/call: a privileged call of one host operation, named '<capability>.<operation>', with
 // the operation's arguments in args.
-// Open: members the schema does not name are kept in Extra and written back.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-host.schema.json#/$defs/host_call_params.
 type HostCallParams struct {
 	// ACP session the call belongs to; added by the ACP adapter.
-	SessionID *string `json:"sessionId,omitempty"`
+	SessionID *string
 	// Operation name, '<capability>.<operation>', e.g. process.list_shells.
-	Name string `json:"name"`
+	Name string
 	// The operation's arguments, normally an object ({} when empty).
-	Args jsontext.Value `json:"args"`
+	Args jsontext.Value
 	// ACP extension metadata (_meta). Free-form; Harn's own keys live under harn.
-	Meta *Meta `json:"_meta,omitempty"`
+	Meta *Meta
 	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras `json:"-"`
+	Extra wire.Extras
 }
 
-var requiredHostCallParams = []string{"name", "args"}
+var objHostCallParams = wire.Object{
+	Required: []string{"name", "args"},
+	Type:     "HostCallParams",
+}
 
-// UnmarshalJSONFrom decodes HostCallParams from dec, enforcing the schema's required members, kinds and constraints.
+// UnmarshalJSONFrom decodes HostCallParams, checking required members, kinds and constraints.
 func (x *HostCallParams) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	if err := wire.BeginObject(dec, "HostCallParams"); err != nil {
-		return err
-	}
 	*x = HostCallParams{}
-	var seen uint64
-	for wire.More(dec) {
-		name, err := wire.ReadName(dec, "HostCallParams")
-		if err != nil {
-			return err
-		}
-		switch string(name) {
-		case "sessionId":
-			v, err := wire.String(dec)
-			if err != nil {
-				return wire.Wrap("HostCallParams", "sessionId", err)
-			}
-			x.SessionID = &v
-		case "name":
-			seen |= uint64(0x1)
-			v, err := wire.String(dec)
-			if err != nil {
-				return wire.Wrap("HostCallParams", "name", err)
-			}
-			if err := wire.MinLength(v, 1); err != nil {
-				return wire.Wrap("HostCallParams", "name", err)
-			}
-			x.Name = v
-		case "args":
-			seen |= uint64(0x2)
-			v, err := wire.Raw(dec)
-			if err != nil {
-				return wire.Wrap("HostCallParams", "args", err)
-			}
-			x.Args = v
-		case "_meta":
-			v, err := wire.Decode[Meta](dec)
-			if err != nil {
-				return wire.Wrap("HostCallParams", "_meta", err)
-			}
-			x.Meta = &v
-		default:
-			if err := x.Extra.Read(dec, "HostCallParams", name); err != nil {
-				return err
-			}
-		}
+	r := wire.ReadObject(dec, &objHostCallParams)
+	for r.Next() {
+		r.Done(x.member(&r))
 	}
-	if err := wire.EndObject(dec, "HostCallParams"); err != nil {
-		return err
-	}
-	if seen&uint64(0x3) != uint64(0x3) {
-		return wire.Missing("HostCallParams", seen, uint64(0x3), requiredHostCallParams)
-	}
-	return nil
+	return r.End()
 }
 
-// MarshalJSONTo encodes HostCallParams with members in schema order, then Extra.
+func (x *HostCallParams) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "sessionId":
+		return wire.Ptr(r, &x.SessionID, wire.StringFrom)
+	case "name":
+		return wire.Field(r, &x.Name, readHostCallParamsName)
+	case "args":
+		return wire.Field(r, &x.Args, wire.RawFrom)
+	case "_meta":
+		return wire.Ptr(r, &x.Meta, (*Meta).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes HostCallParams, members in schema order, then Extra.
 func (x HostCallParams) MarshalJSONTo(enc *jsontext.Encoder) error {
-	if err := enc.WriteToken(jsontext.BeginObject); err != nil {
-		return err
-	}
-	if x.SessionID != nil {
-		if err := enc.WriteToken(jsontext.String("sessionId")); err != nil {
-			return err
-		}
-		if err := wire.WriteString(enc, (*x.SessionID)); err != nil {
-			return err
-		}
-	}
-	if err := enc.WriteToken(jsontext.String("name")); err != nil {
-		return err
-	}
-	if err := wire.WriteString(enc, x.Name); err != nil {
-		return err
-	}
-	if err := enc.WriteToken(jsontext.String("args")); err != nil {
-		return err
-	}
-	if err := wire.WriteRaw(enc, x.Args); err != nil {
-		return err
-	}
-	if x.Meta != nil {
-		if err := enc.WriteToken(jsontext.String("_meta")); err != nil {
-			return err
-		}
-		if err := (*x.Meta).MarshalJSONTo(enc); err != nil {
-			return err
-		}
-	}
-	if err := x.Extra.Encode(enc); err != nil {
-		return err
-	}
-	return enc.WriteToken(jsontext.EndObject)
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
 }
 
-// MarshalJSON implements encoding/json.Marshaler with the same rules as MarshalJSONTo.
+func (x *HostCallParams) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "sessionId", x.SessionID, wire.StringTo)
+	wire.Put(w, "name", x.Name, wire.StringTo)
+	wire.Put(w, "args", x.Args, wire.RawTo)
+	wire.PutPtr(w, "_meta", x.Meta, Meta.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
 func (x HostCallParams) MarshalJSON() ([]byte, error) {
-	return json.Marshal(x, wire.Fidelity)
+	return wire.Marshal(x)
 }
 
-// UnmarshalJSON implements encoding/json.Unmarshaler with the same rules as UnmarshalJSONFrom.
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
 func (x *HostCallParams) UnmarshalJSON(data []byte) error {
-	return json.Unmarshal(data, x)
+	return wire.Unmarshal(data, x)
 }
 
-// HostCapabilities is generated from harn-host.schema.json#/$defs/host_capabilities.
 // Result of host/capabilities: which operations of which capability the host serves. Harn treats an
 // error or a non-object as an empty manifest.
-// Members are written in sorted key order.
+//
+// Members are written in sorted key order. Generated from
+// harn-host.schema.json#/$defs/host_capabilities.
 type HostCapabilities map[string]CapabilityOps
 
 // UnmarshalJSONFrom decodes every member with the value schema.
 func (x *HostCapabilities) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	v, err := wire.Map(dec, wire.Decode[CapabilityOps])
-	if err != nil {
-		return wire.Wrap("HostCapabilities", "", err)
-	}
-	*x = v
-	return nil
+	return wire.Scalar(dec, "HostCapabilities", (*map[string]CapabilityOps)(x), readMapOfCapabilityOps)
 }
 
 // MarshalJSONTo encodes the members in sorted key order.
 func (x HostCapabilities) MarshalJSONTo(enc *jsontext.Encoder) error {
-	return wire.WriteMap(enc, x, wire.Encode[CapabilityOps])
+	return wire.WriteMapOf(x, enc, CapabilityOps.MarshalJSONTo)
 }
 
-// MarshalJSON implements encoding/json.Marshaler with the same rules as MarshalJSONTo.
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
 func (x HostCapabilities) MarshalJSON() ([]byte, error) {
-	return json.Marshal(x, wire.Fidelity)
+	return wire.Marshal(x)
 }
 
-// UnmarshalJSON implements encoding/json.Unmarshaler with the same rules as UnmarshalJSONFrom.
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
 func (x *HostCapabilities) UnmarshalJSON(data []byte) error {
-	return json.Unmarshal(data, x)
+	return wire.Unmarshal(data, x)
 }
 
-// HostCapabilitiesParams is generated from harn-host.schema.json#/$defs/host_capabilities_params.
 // Params of host/capabilities: {sessionId} from ACP builtins, {} from the VM's own bridge.
-// Open: members the schema does not name are kept in Extra and written back.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-host.schema.json#/$defs/host_capabilities_params.
 type HostCapabilitiesParams struct {
-	SessionID *string `json:"sessionId,omitempty"`
+	SessionID *string
 	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras `json:"-"`
+	Extra wire.Extras
 }
 
-// UnmarshalJSONFrom decodes HostCapabilitiesParams from dec, enforcing the schema's required members, kinds and constraints.
+var objHostCapabilitiesParams = wire.Object{Type: "HostCapabilitiesParams"}
+
+// UnmarshalJSONFrom decodes HostCapabilitiesParams, checking required members, kinds and constraints.
 func (x *HostCapabilitiesParams) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	if err := wire.BeginObject(dec, "HostCapabilitiesParams"); err != nil {
-		return err
-	}
 	*x = HostCapabilitiesParams{}
-	for wire.More(dec) {
-		name, err := wire.ReadName(dec, "HostCapabilitiesParams")
-		if err != nil {
-			return err
-		}
-		switch string(name) {
-		case "sessionId":
-			v, err := wire.String(dec)
-			if err != nil {
-				return wire.Wrap("HostCapabilitiesParams", "sessionId", err)
-			}
-			x.SessionID = &v
-		default:
-			if err := x.Extra.Read(dec, "HostCapabilitiesParams", name); err != nil {
-				return err
-			}
-		}
+	r := wire.ReadObject(dec, &objHostCapabilitiesParams)
+	for r.Next() {
+		r.Done(x.member(&r))
 	}
-	if err := wire.EndObject(dec, "HostCapabilitiesParams"); err != nil {
-		return err
-	}
-	return nil
+	return r.End()
 }
 
-// MarshalJSONTo encodes HostCapabilitiesParams with members in schema order, then Extra.
+func (x *HostCapabilitiesParams) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "sessionId":
+		return wire.Ptr(r, &x.SessionID, wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes HostCapabilitiesParams, members in schema order, then Extra.
 func (x HostCapabilitiesParams) MarshalJSONTo(enc *jsontext.Encoder) error {
-	if err := enc.WriteToken(jsontext.BeginObject); err != nil {
-		return err
-	}
-	if x.SessionID != nil {
-		if err := enc.WriteToken(jsontext.String("sessionId")); err != nil {
-			return err
-		}
-		if err := wire.WriteString(enc, (*x.SessionID)); err != nil {
-			return err
-		}
-	}
-	if err := x.Extra.Encode(enc); err != nil {
-		return err
-	}
-	return enc.WriteToken(jsontext.EndObject)
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
 }
 
-// MarshalJSON implements encoding/json.Marshaler with the same rules as MarshalJSONTo.
+func (x *HostCapabilitiesParams) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "sessionId", x.SessionID, wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
 func (x HostCapabilitiesParams) MarshalJSON() ([]byte, error) {
-	return json.Marshal(x, wire.Fidelity)
+	return wire.Marshal(x)
 }
 
-// UnmarshalJSON implements encoding/json.Unmarshaler with the same rules as UnmarshalJSONFrom.
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
 func (x *HostCapabilitiesParams) UnmarshalJSON(data []byte) error {
-	return json.Unmarshal(data, x)
+	return wire.Unmarshal(data, x)
 }
 
-// ListShellsResponse is generated from host-shell-discovery.schema.json#/$defs/list_shells_response.
 // Result of process.list_shells.
-// Closed: members the schema does not name are rejected.
+//
+// Closed: members the schema does not name are rejected. Generated from
+// host-shell-discovery.schema.json#/$defs/list_shells_response.
 type ListShellsResponse struct {
-	Shells []Shell `json:"shells"`
+	Shells []Shell
 	// The selected default shell, or null when the host has none.
-	DefaultShellID *string `json:"default_shell_id"`
+	DefaultShellID *string
 }
 
-var requiredListShellsResponse = []string{"shells", "default_shell_id"}
+var objListShellsResponse = wire.Object{
+	Required: []string{"shells", "default_shell_id"},
+	Type:     "ListShellsResponse",
+}
 
-// UnmarshalJSONFrom decodes ListShellsResponse from dec, enforcing the schema's required members, kinds and constraints.
+// UnmarshalJSONFrom decodes ListShellsResponse, checking required members, kinds and constraints.
 func (x *ListShellsResponse) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	if err := wire.BeginObject(dec, "ListShellsResponse"); err != nil {
-		return err
-	}
 	*x = ListShellsResponse{}
-	var seen uint64
-	for wire.More(dec) {
-		name, err := wire.ReadName(dec, "ListShellsResponse")
-		if err != nil {
-			return err
-		}
-		switch string(name) {
-		case "shells":
-			seen |= uint64(0x1)
-			v, err := wire.Array(dec, wire.Decode[Shell])
-			if err != nil {
-				return wire.Wrap("ListShellsResponse", "shells", err)
-			}
-			x.Shells = v
-		case "default_shell_id":
-			seen |= uint64(0x2)
-			if dec.PeekKind() == 'n' {
-				if _, err := dec.ReadToken(); err != nil {
-					return wire.Wrap("ListShellsResponse", "default_shell_id", err)
-				}
-				x.DefaultShellID = nil
-				break
-			}
-			v, err := wire.String(dec)
-			if err != nil {
-				return wire.Wrap("ListShellsResponse", "default_shell_id", err)
-			}
-			x.DefaultShellID = &v
-		default:
-			return wire.Unknown("ListShellsResponse", name)
-		}
+	r := wire.ReadObject(dec, &objListShellsResponse)
+	for r.Next() {
+		r.Done(x.member(&r))
 	}
-	if err := wire.EndObject(dec, "ListShellsResponse"); err != nil {
-		return err
-	}
-	if seen&uint64(0x3) != uint64(0x3) {
-		return wire.Missing("ListShellsResponse", seen, uint64(0x3), requiredListShellsResponse)
-	}
-	return nil
+	return r.End()
 }
 
-// MarshalJSONTo encodes ListShellsResponse with members in schema order.
+func (x *ListShellsResponse) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "shells":
+		return wire.Field(r, &x.Shells, readListOfShell)
+	case "default_shell_id":
+		return wire.NullPtr(r, &x.DefaultShellID, wire.StringFrom)
+	}
+	return r.Unknown()
+}
+
+// MarshalJSONTo encodes ListShellsResponse, members in schema order.
 func (x ListShellsResponse) MarshalJSONTo(enc *jsontext.Encoder) error {
-	if err := enc.WriteToken(jsontext.BeginObject); err != nil {
-		return err
-	}
-	if err := enc.WriteToken(jsontext.String("shells")); err != nil {
-		return err
-	}
-	if err := wire.WriteArray(enc, x.Shells, wire.Encode[Shell]); err != nil {
-		return err
-	}
-	if err := enc.WriteToken(jsontext.String("default_shell_id")); err != nil {
-		return err
-	}
-	if x.DefaultShellID == nil {
-		if err := enc.WriteToken(jsontext.Null); err != nil {
-			return err
-		}
-	} else {
-		if err := wire.WriteString(enc, (*x.DefaultShellID)); err != nil {
-			return err
-		}
-	}
-	return enc.WriteToken(jsontext.EndObject)
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
 }
 
-// MarshalJSON implements encoding/json.Marshaler with the same rules as MarshalJSONTo.
+func (x *ListShellsResponse) members(w *wire.ObjectWriter) {
+	wire.Put(w, "shells", x.Shells, writeListOfShell)
+	wire.PutNullPtr(w, "default_shell_id", x.DefaultShellID, wire.StringTo)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
 func (x ListShellsResponse) MarshalJSON() ([]byte, error) {
-	return json.Marshal(x, wire.Fidelity)
+	return wire.Marshal(x)
 }
 
-// UnmarshalJSON implements encoding/json.Unmarshaler with the same rules as UnmarshalJSONFrom.
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
 func (x *ListShellsResponse) UnmarshalJSON(data []byte) error {
-	return json.Unmarshal(data, x)
+	return wire.Unmarshal(data, x)
 }
 
-// Meta is generated from harn-host.schema.json#/$defs/meta.
 // ACP extension metadata (_meta). Free-form; Harn's own keys live under harn.
-// Open: members the schema does not name are kept in Extra and written back.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-host.schema.json#/$defs/meta.
 type Meta struct {
 	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras `json:"-"`
+	Extra wire.Extras
 }
 
-// UnmarshalJSONFrom decodes Meta from dec, enforcing the schema's required members, kinds and constraints.
+var objMeta = wire.Object{Type: "Meta"}
+
+// UnmarshalJSONFrom decodes Meta, checking required members, kinds and constraints.
 func (x *Meta) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	if err := wire.BeginObject(dec, "Meta"); err != nil {
-		return err
-	}
 	*x = Meta{}
-	for wire.More(dec) {
-		name, err := wire.ReadName(dec, "Meta")
-		if err != nil {
-			return err
-		}
-		switch string(name) {
-		default:
-			if err := x.Extra.Read(dec, "Meta", name); err != nil {
-				return err
-			}
-		}
+	r := wire.ReadObject(dec, &objMeta)
+	for r.Next() {
+		r.Done(x.member(&r))
 	}
-	if err := wire.EndObject(dec, "Meta"); err != nil {
-		return err
-	}
-	return nil
+	return r.End()
 }
 
-// MarshalJSONTo encodes Meta with members in schema order, then Extra.
+func (x *Meta) member(r *wire.ObjectReader) error {
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes Meta, members in schema order, then Extra.
 func (x Meta) MarshalJSONTo(enc *jsontext.Encoder) error {
-	if err := enc.WriteToken(jsontext.BeginObject); err != nil {
-		return err
-	}
-	if err := x.Extra.Encode(enc); err != nil {
-		return err
-	}
-	return enc.WriteToken(jsontext.EndObject)
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
 }
 
-// MarshalJSON implements encoding/json.Marshaler with the same rules as MarshalJSONTo.
+func (x *Meta) members(w *wire.ObjectWriter) {
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
 func (x Meta) MarshalJSON() ([]byte, error) {
-	return json.Marshal(x, wire.Fidelity)
+	return wire.Marshal(x)
 }
 
-// UnmarshalJSON implements encoding/json.Unmarshaler with the same rules as UnmarshalJSONFrom.
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
 func (x *Meta) UnmarshalJSON(data []byte) error {
-	return json.Unmarshal(data, x)
+	return wire.Unmarshal(data, x)
 }
 
-// NoArgs is generated from host-shell-discovery.schema.json#/$defs/no_args.
 // Arguments of an operation that takes none. Harn sends {}; other members are kept but ignored.
-// Open: members the schema does not name are kept in Extra and written back.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// host-shell-discovery.schema.json#/$defs/no_args.
 type NoArgs struct {
 	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras `json:"-"`
+	Extra wire.Extras
 }
 
-// UnmarshalJSONFrom decodes NoArgs from dec, enforcing the schema's required members, kinds and constraints.
+var objNoArgs = wire.Object{Type: "NoArgs"}
+
+// UnmarshalJSONFrom decodes NoArgs, checking required members, kinds and constraints.
 func (x *NoArgs) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	if err := wire.BeginObject(dec, "NoArgs"); err != nil {
-		return err
-	}
 	*x = NoArgs{}
-	for wire.More(dec) {
-		name, err := wire.ReadName(dec, "NoArgs")
-		if err != nil {
-			return err
-		}
-		switch string(name) {
-		default:
-			if err := x.Extra.Read(dec, "NoArgs", name); err != nil {
-				return err
-			}
-		}
+	r := wire.ReadObject(dec, &objNoArgs)
+	for r.Next() {
+		r.Done(x.member(&r))
 	}
-	if err := wire.EndObject(dec, "NoArgs"); err != nil {
-		return err
-	}
-	return nil
+	return r.End()
 }
 
-// MarshalJSONTo encodes NoArgs with members in schema order, then Extra.
+func (x *NoArgs) member(r *wire.ObjectReader) error {
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes NoArgs, members in schema order, then Extra.
 func (x NoArgs) MarshalJSONTo(enc *jsontext.Encoder) error {
-	if err := enc.WriteToken(jsontext.BeginObject); err != nil {
-		return err
-	}
-	if err := x.Extra.Encode(enc); err != nil {
-		return err
-	}
-	return enc.WriteToken(jsontext.EndObject)
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
 }
 
-// MarshalJSON implements encoding/json.Marshaler with the same rules as MarshalJSONTo.
+func (x *NoArgs) members(w *wire.ObjectWriter) {
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
 func (x NoArgs) MarshalJSON() ([]byte, error) {
-	return json.Marshal(x, wire.Fidelity)
+	return wire.Marshal(x)
 }
 
-// UnmarshalJSON implements encoding/json.Unmarshaler with the same rules as UnmarshalJSONFrom.
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
 func (x *NoArgs) UnmarshalJSON(data []byte) error {
-	return json.Unmarshal(data, x)
+	return wire.Unmarshal(data, x)
 }
 
-// SetDefaultShellRequest is generated from
-// host-shell-discovery.schema.json#/$defs/set_default_shell_request.
 // Arguments of process.set_default_shell.
-// Open: members the schema does not name are kept in Extra and written back.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// host-shell-discovery.schema.json#/$defs/set_default_shell_request.
 type SetDefaultShellRequest struct {
-	ShellID string `json:"shell_id"`
+	ShellID string
 	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras `json:"-"`
+	Extra wire.Extras
 }
 
-var requiredSetDefaultShellRequest = []string{"shell_id"}
+var objSetDefaultShellRequest = wire.Object{
+	Required: []string{"shell_id"},
+	Type:     "SetDefaultShellRequest",
+}
 
-// UnmarshalJSONFrom decodes SetDefaultShellRequest from dec, enforcing the schema's required members, kinds and constraints.
+// UnmarshalJSONFrom decodes SetDefaultShellRequest, checking required members, kinds and constraints.
 func (x *SetDefaultShellRequest) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	if err := wire.BeginObject(dec, "SetDefaultShellRequest"); err != nil {
-		return err
-	}
 	*x = SetDefaultShellRequest{}
-	var seen uint64
-	for wire.More(dec) {
-		name, err := wire.ReadName(dec, "SetDefaultShellRequest")
-		if err != nil {
-			return err
-		}
-		switch string(name) {
-		case "shell_id":
-			seen |= uint64(0x1)
-			v, err := wire.String(dec)
-			if err != nil {
-				return wire.Wrap("SetDefaultShellRequest", "shell_id", err)
-			}
-			if err := wire.MinLength(v, 1); err != nil {
-				return wire.Wrap("SetDefaultShellRequest", "shell_id", err)
-			}
-			x.ShellID = v
-		default:
-			if err := x.Extra.Read(dec, "SetDefaultShellRequest", name); err != nil {
-				return err
-			}
-		}
+	r := wire.ReadObject(dec, &objSetDefaultShellRequest)
+	for r.Next() {
+		r.Done(x.member(&r))
 	}
-	if err := wire.EndObject(dec, "SetDefaultShellRequest"); err != nil {
-		return err
-	}
-	if seen&uint64(0x1) != uint64(0x1) {
-		return wire.Missing("SetDefaultShellRequest", seen, uint64(0x1), requiredSetDefaultShellRequest)
-	}
-	return nil
+	return r.End()
 }
 
-// MarshalJSONTo encodes SetDefaultShellRequest with members in schema order, then Extra.
+func (x *SetDefaultShellRequest) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "shell_id":
+		return wire.Field(r, &x.ShellID, readSetDefaultShellRequestShellID)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes SetDefaultShellRequest, members in schema order, then Extra.
 func (x SetDefaultShellRequest) MarshalJSONTo(enc *jsontext.Encoder) error {
-	if err := enc.WriteToken(jsontext.BeginObject); err != nil {
-		return err
-	}
-	if err := enc.WriteToken(jsontext.String("shell_id")); err != nil {
-		return err
-	}
-	if err := wire.WriteString(enc, x.ShellID); err != nil {
-		return err
-	}
-	if err := x.Extra.Encode(enc); err != nil {
-		return err
-	}
-	return enc.WriteToken(jsontext.EndObject)
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
 }
 
-// MarshalJSON implements encoding/json.Marshaler with the same rules as MarshalJSONTo.
+func (x *SetDefaultShellRequest) members(w *wire.ObjectWriter) {
+	wire.Put(w, "shell_id", x.ShellID, wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
 func (x SetDefaultShellRequest) MarshalJSON() ([]byte, error) {
-	return json.Marshal(x, wire.Fidelity)
+	return wire.Marshal(x)
 }
 
-// UnmarshalJSON implements encoding/json.Unmarshaler with the same rules as UnmarshalJSONFrom.
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
 func (x *SetDefaultShellRequest) UnmarshalJSON(data []byte) error {
-	return json.Unmarshal(data, x)
+	return wire.Unmarshal(data, x)
 }
 
-// Shell is generated from host-shell-discovery.schema.json#/$defs/shell.
 // One shell the host can run. Every field is required and no other field is allowed.
-// Closed: members the schema does not name are rejected.
+//
+// Closed: members the schema does not name are rejected. Generated from
+// host-shell-discovery.schema.json#/$defs/shell.
 type Shell struct {
 	// Stable identifier used by shell_id.
-	ID string `json:"id"`
+	ID string
 	// Human-readable name.
-	Label string `json:"label"`
+	Label string
 	// Absolute path of the executable.
-	Path string `json:"path"`
+	Path string
 	// Runtime platform, e.g. darwin, linux or windows.
-	Platform string `json:"platform"`
+	Platform string
 	// Whether the executable exists and can be run.
-	Available bool `json:"available"`
+	Available bool
 	// Whether the shell has a login mode.
-	SupportsLogin bool `json:"supports_login"`
+	SupportsLogin bool
 	// Whether the shell has an interactive mode.
-	SupportsInteractive bool `json:"supports_interactive"`
+	SupportsInteractive bool
 	// Arguments placed before the command for ordinary execution.
-	DefaultArgs []string `json:"default_args"`
+	DefaultArgs []string
 	// Arguments placed before the command for login-shell execution.
-	LoginArgs []string `json:"login_args"`
+	LoginArgs []string
 	// Where the host found a shell: the host's configured list, $SHELL, the user's login shell,
 	// /etc/shells, the built-in fallback, or a host-specific mechanism.
-	Source ShellSource `json:"source"`
+	Source ShellSource
 }
 
-var requiredShell = []string{"id", "label", "path", "platform", "available", "supports_login", "supports_interactive", "default_args", "login_args", "source"}
+var objShell = wire.Object{
+	Required: []string{"id", "label", "path", "platform", "available", "supports_login", "supports_interactive", "default_args", "login_args", "source"},
+	Type:     "Shell",
+}
 
-// UnmarshalJSONFrom decodes Shell from dec, enforcing the schema's required members, kinds and constraints.
+// UnmarshalJSONFrom decodes Shell, checking required members, kinds and constraints.
 func (x *Shell) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	if err := wire.BeginObject(dec, "Shell"); err != nil {
-		return err
-	}
 	*x = Shell{}
-	var seen uint64
-	for wire.More(dec) {
-		name, err := wire.ReadName(dec, "Shell")
-		if err != nil {
-			return err
-		}
-		switch string(name) {
-		case "id":
-			seen |= uint64(0x1)
-			v, err := wire.String(dec)
-			if err != nil {
-				return wire.Wrap("Shell", "id", err)
-			}
-			x.ID = v
-		case "label":
-			seen |= uint64(0x2)
-			v, err := wire.String(dec)
-			if err != nil {
-				return wire.Wrap("Shell", "label", err)
-			}
-			x.Label = v
-		case "path":
-			seen |= uint64(0x4)
-			v, err := wire.String(dec)
-			if err != nil {
-				return wire.Wrap("Shell", "path", err)
-			}
-			x.Path = v
-		case "platform":
-			seen |= uint64(0x8)
-			v, err := wire.String(dec)
-			if err != nil {
-				return wire.Wrap("Shell", "platform", err)
-			}
-			x.Platform = v
-		case "available":
-			seen |= uint64(0x10)
-			v, err := wire.Bool(dec)
-			if err != nil {
-				return wire.Wrap("Shell", "available", err)
-			}
-			x.Available = v
-		case "supports_login":
-			seen |= uint64(0x20)
-			v, err := wire.Bool(dec)
-			if err != nil {
-				return wire.Wrap("Shell", "supports_login", err)
-			}
-			x.SupportsLogin = v
-		case "supports_interactive":
-			seen |= uint64(0x40)
-			v, err := wire.Bool(dec)
-			if err != nil {
-				return wire.Wrap("Shell", "supports_interactive", err)
-			}
-			x.SupportsInteractive = v
-		case "default_args":
-			seen |= uint64(0x80)
-			v, err := wire.Array(dec, wire.String)
-			if err != nil {
-				return wire.Wrap("Shell", "default_args", err)
-			}
-			x.DefaultArgs = v
-		case "login_args":
-			seen |= uint64(0x100)
-			v, err := wire.Array(dec, wire.String)
-			if err != nil {
-				return wire.Wrap("Shell", "login_args", err)
-			}
-			x.LoginArgs = v
-		case "source":
-			seen |= uint64(0x200)
-			v, err := wire.Decode[ShellSource](dec)
-			if err != nil {
-				return wire.Wrap("Shell", "source", err)
-			}
-			x.Source = v
-		default:
-			return wire.Unknown("Shell", name)
-		}
+	r := wire.ReadObject(dec, &objShell)
+	for r.Next() {
+		r.Done(x.member(&r))
 	}
-	if err := wire.EndObject(dec, "Shell"); err != nil {
-		return err
-	}
-	if seen&uint64(0x3ff) != uint64(0x3ff) {
-		return wire.Missing("Shell", seen, uint64(0x3ff), requiredShell)
-	}
-	return nil
+	return r.End()
 }
 
-// MarshalJSONTo encodes Shell with members in schema order.
+func (x *Shell) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "id":
+		return wire.Field(r, &x.ID, wire.StringFrom)
+	case "label":
+		return wire.Field(r, &x.Label, wire.StringFrom)
+	case "path":
+		return wire.Field(r, &x.Path, wire.StringFrom)
+	case "platform":
+		return wire.Field(r, &x.Platform, wire.StringFrom)
+	case "available":
+		return wire.Field(r, &x.Available, wire.BoolFrom)
+	case "supports_login":
+		return wire.Field(r, &x.SupportsLogin, wire.BoolFrom)
+	case "supports_interactive":
+		return wire.Field(r, &x.SupportsInteractive, wire.BoolFrom)
+	case "default_args":
+		return wire.Field(r, &x.DefaultArgs, readListOfString)
+	case "login_args":
+		return wire.Field(r, &x.LoginArgs, readListOfString)
+	case "source":
+		return wire.Field(r, &x.Source, (*ShellSource).UnmarshalJSONFrom)
+	}
+	return r.Unknown()
+}
+
+// MarshalJSONTo encodes Shell, members in schema order.
 func (x Shell) MarshalJSONTo(enc *jsontext.Encoder) error {
-	if err := enc.WriteToken(jsontext.BeginObject); err != nil {
-		return err
-	}
-	if err := enc.WriteToken(jsontext.String("id")); err != nil {
-		return err
-	}
-	if err := wire.WriteString(enc, x.ID); err != nil {
-		return err
-	}
-	if err := enc.WriteToken(jsontext.String("label")); err != nil {
-		return err
-	}
-	if err := wire.WriteString(enc, x.Label); err != nil {
-		return err
-	}
-	if err := enc.WriteToken(jsontext.String("path")); err != nil {
-		return err
-	}
-	if err := wire.WriteString(enc, x.Path); err != nil {
-		return err
-	}
-	if err := enc.WriteToken(jsontext.String("platform")); err != nil {
-		return err
-	}
-	if err := wire.WriteString(enc, x.Platform); err != nil {
-		return err
-	}
-	if err := enc.WriteToken(jsontext.String("available")); err != nil {
-		return err
-	}
-	if err := wire.WriteBool(enc, x.Available); err != nil {
-		return err
-	}
-	if err := enc.WriteToken(jsontext.String("supports_login")); err != nil {
-		return err
-	}
-	if err := wire.WriteBool(enc, x.SupportsLogin); err != nil {
-		return err
-	}
-	if err := enc.WriteToken(jsontext.String("supports_interactive")); err != nil {
-		return err
-	}
-	if err := wire.WriteBool(enc, x.SupportsInteractive); err != nil {
-		return err
-	}
-	if err := enc.WriteToken(jsontext.String("default_args")); err != nil {
-		return err
-	}
-	if err := wire.WriteArray(enc, x.DefaultArgs, wire.WriteString); err != nil {
-		return err
-	}
-	if err := enc.WriteToken(jsontext.String("login_args")); err != nil {
-		return err
-	}
-	if err := wire.WriteArray(enc, x.LoginArgs, wire.WriteString); err != nil {
-		return err
-	}
-	if err := enc.WriteToken(jsontext.String("source")); err != nil {
-		return err
-	}
-	if err := wire.WriteString(enc, string(x.Source)); err != nil {
-		return err
-	}
-	return enc.WriteToken(jsontext.EndObject)
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
 }
 
-// MarshalJSON implements encoding/json.Marshaler with the same rules as MarshalJSONTo.
+func (x *Shell) members(w *wire.ObjectWriter) {
+	wire.Put(w, "id", x.ID, wire.StringTo)
+	wire.Put(w, "label", x.Label, wire.StringTo)
+	wire.Put(w, "path", x.Path, wire.StringTo)
+	wire.Put(w, "platform", x.Platform, wire.StringTo)
+	wire.Put(w, "available", x.Available, wire.BoolTo)
+	wire.Put(w, "supports_login", x.SupportsLogin, wire.BoolTo)
+	wire.Put(w, "supports_interactive", x.SupportsInteractive, wire.BoolTo)
+	wire.Put(w, "default_args", x.DefaultArgs, writeListOfString)
+	wire.Put(w, "login_args", x.LoginArgs, writeListOfString)
+	wire.Put(w, "source", x.Source, ShellSource.MarshalJSONTo)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
 func (x Shell) MarshalJSON() ([]byte, error) {
-	return json.Marshal(x, wire.Fidelity)
+	return wire.Marshal(x)
 }
 
-// UnmarshalJSON implements encoding/json.Unmarshaler with the same rules as UnmarshalJSONFrom.
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
 func (x *Shell) UnmarshalJSON(data []byte) error {
-	return json.Unmarshal(data, x)
+	return wire.Unmarshal(data, x)
 }
 
-// ShellInvocationRequest is generated from
-// host-shell-discovery.schema.json#/$defs/shell_invocation_request.
 // Arguments of process.shell_invocation. Give shell_id or a whole shell object; with neither the
 // session's default shell is used.
-// Closed: members the schema does not name are rejected.
+//
+// Closed: members the schema does not name are rejected. Generated from
+// host-shell-discovery.schema.json#/$defs/shell_invocation_request.
 type ShellInvocationRequest struct {
-	ShellID *string `json:"shell_id,omitempty"`
+	ShellID *string
 	// One shell the host can run. Every field is required and no other field is allowed.
-	Shell *Shell `json:"shell,omitempty"`
+	Shell *Shell
 	// The user-authored command; it becomes exactly one argv element.
-	Command *string `json:"command,omitempty"`
+	Command *string
 	// Use the shell's login arguments.
-	Login *bool `json:"login,omitempty"`
+	//
+	// Schema default false (see GetLogin); never written for you.
+	Login *bool
 	// Ask for interactive shell semantics.
-	Interactive *bool `json:"interactive,omitempty"`
+	//
+	// Schema default false (see GetInteractive); never written for you.
+	Interactive *bool
 }
+
+var objShellInvocationRequest = wire.Object{Type: "ShellInvocationRequest"}
 
 // GetLogin returns Login, or its schema default false when absent.
 func (x *ShellInvocationRequest) GetLogin() bool {
-	if x == nil || x.Login == nil {
-		return false
+	if x != nil && x.Login != nil {
+		return *x.Login
 	}
-	return *x.Login
+	return false
 }
 
 // GetInteractive returns Interactive, or its schema default false when absent.
 func (x *ShellInvocationRequest) GetInteractive() bool {
-	if x == nil || x.Interactive == nil {
-		return false
+	if x != nil && x.Interactive != nil {
+		return *x.Interactive
 	}
-	return *x.Interactive
+	return false
 }
 
-// UnmarshalJSONFrom decodes ShellInvocationRequest from dec, enforcing the schema's required members, kinds and constraints.
+// UnmarshalJSONFrom decodes ShellInvocationRequest, checking required members, kinds and constraints.
 func (x *ShellInvocationRequest) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	if err := wire.BeginObject(dec, "ShellInvocationRequest"); err != nil {
-		return err
-	}
 	*x = ShellInvocationRequest{}
-	for wire.More(dec) {
-		name, err := wire.ReadName(dec, "ShellInvocationRequest")
-		if err != nil {
-			return err
-		}
-		switch string(name) {
-		case "shell_id":
-			v, err := wire.String(dec)
-			if err != nil {
-				return wire.Wrap("ShellInvocationRequest", "shell_id", err)
-			}
-			x.ShellID = &v
-		case "shell":
-			v, err := wire.Decode[Shell](dec)
-			if err != nil {
-				return wire.Wrap("ShellInvocationRequest", "shell", err)
-			}
-			x.Shell = &v
-		case "command":
-			v, err := wire.String(dec)
-			if err != nil {
-				return wire.Wrap("ShellInvocationRequest", "command", err)
-			}
-			x.Command = &v
-		case "login":
-			v, err := wire.Bool(dec)
-			if err != nil {
-				return wire.Wrap("ShellInvocationRequest", "login", err)
-			}
-			x.Login = &v
-		case "interactive":
-			v, err := wire.Bool(dec)
-			if err != nil {
-				return wire.Wrap("ShellInvocationRequest", "interactive", err)
-			}
-			x.Interactive = &v
-		default:
-			return wire.Unknown("ShellInvocationRequest", name)
-		}
+	r := wire.ReadObject(dec, &objShellInvocationRequest)
+	for r.Next() {
+		r.Done(x.member(&r))
 	}
-	if err := wire.EndObject(dec, "ShellInvocationRequest"); err != nil {
-		return err
-	}
-	return nil
+	return r.End()
 }
 
-// MarshalJSONTo encodes ShellInvocationRequest with members in schema order.
+func (x *ShellInvocationRequest) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "shell_id":
+		return wire.Ptr(r, &x.ShellID, wire.StringFrom)
+	case "shell":
+		return wire.Ptr(r, &x.Shell, (*Shell).UnmarshalJSONFrom)
+	case "command":
+		return wire.Ptr(r, &x.Command, wire.StringFrom)
+	case "login":
+		return wire.Ptr(r, &x.Login, wire.BoolFrom)
+	case "interactive":
+		return wire.Ptr(r, &x.Interactive, wire.BoolFrom)
+	}
+	return r.Unknown()
+}
+
+// MarshalJSONTo encodes ShellInvocationRequest, members in schema order.
 func (x ShellInvocationRequest) MarshalJSONTo(enc *jsontext.Encoder) error {
-	if err := enc.WriteToken(jsontext.BeginObject); err != nil {
-		return err
-	}
-	if x.ShellID != nil {
-		if err := enc.WriteToken(jsontext.String("shell_id")); err != nil {
-			return err
-		}
-		if err := wire.WriteString(enc, (*x.ShellID)); err != nil {
-			return err
-		}
-	}
-	if x.Shell != nil {
-		if err := enc.WriteToken(jsontext.String("shell")); err != nil {
-			return err
-		}
-		if err := (*x.Shell).MarshalJSONTo(enc); err != nil {
-			return err
-		}
-	}
-	if x.Command != nil {
-		if err := enc.WriteToken(jsontext.String("command")); err != nil {
-			return err
-		}
-		if err := wire.WriteString(enc, (*x.Command)); err != nil {
-			return err
-		}
-	}
-	if x.Login != nil {
-		if err := enc.WriteToken(jsontext.String("login")); err != nil {
-			return err
-		}
-		if err := wire.WriteBool(enc, (*x.Login)); err != nil {
-			return err
-		}
-	}
-	if x.Interactive != nil {
-		if err := enc.WriteToken(jsontext.String("interactive")); err != nil {
-			return err
-		}
-		if err := wire.WriteBool(enc, (*x.Interactive)); err != nil {
-			return err
-		}
-	}
-	return enc.WriteToken(jsontext.EndObject)
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
 }
 
-// MarshalJSON implements encoding/json.Marshaler with the same rules as MarshalJSONTo.
+func (x *ShellInvocationRequest) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "shell_id", x.ShellID, wire.StringTo)
+	wire.PutPtr(w, "shell", x.Shell, Shell.MarshalJSONTo)
+	wire.PutPtr(w, "command", x.Command, wire.StringTo)
+	wire.PutPtr(w, "login", x.Login, wire.BoolTo)
+	wire.PutPtr(w, "interactive", x.Interactive, wire.BoolTo)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
 func (x ShellInvocationRequest) MarshalJSON() ([]byte, error) {
-	return json.Marshal(x, wire.Fidelity)
+	return wire.Marshal(x)
 }
 
-// UnmarshalJSON implements encoding/json.Unmarshaler with the same rules as UnmarshalJSONFrom.
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
 func (x *ShellInvocationRequest) UnmarshalJSON(data []byte) error {
-	return json.Unmarshal(data, x)
+	return wire.Unmarshal(data, x)
 }
 
-// ShellInvocationResponse is generated from
-// host-shell-discovery.schema.json#/$defs/shell_invocation_response.
 // Result of process.shell_invocation: an argv that runs the command, never a concatenated shell
 // string.
-// Closed: members the schema does not name are rejected.
+//
+// Closed: members the schema does not name are rejected. Generated from
+// host-shell-discovery.schema.json#/$defs/shell_invocation_response.
 type ShellInvocationResponse struct {
 	// Executable to start.
-	Program string `json:"program"`
+	Program string
 	// Arguments after the program.
-	Args []string `json:"args"`
+	Args []string
 	// Index in args that holds the command.
-	CommandArgIndex int64 `json:"command_arg_index"`
+	CommandArgIndex int64
 	// One shell the host can run. Every field is required and no other field is allowed.
-	Shell Shell `json:"shell"`
+	Shell Shell
 }
 
-var requiredShellInvocationResponse = []string{"program", "args", "command_arg_index", "shell"}
+var objShellInvocationResponse = wire.Object{
+	Required: []string{"program", "args", "command_arg_index", "shell"},
+	Type:     "ShellInvocationResponse",
+}
 
-// UnmarshalJSONFrom decodes ShellInvocationResponse from dec, enforcing the schema's required members, kinds and constraints.
+// UnmarshalJSONFrom decodes ShellInvocationResponse, checking required members, kinds and constraints.
 func (x *ShellInvocationResponse) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	if err := wire.BeginObject(dec, "ShellInvocationResponse"); err != nil {
-		return err
-	}
 	*x = ShellInvocationResponse{}
-	var seen uint64
-	for wire.More(dec) {
-		name, err := wire.ReadName(dec, "ShellInvocationResponse")
-		if err != nil {
-			return err
-		}
-		switch string(name) {
-		case "program":
-			seen |= uint64(0x1)
-			v, err := wire.String(dec)
-			if err != nil {
-				return wire.Wrap("ShellInvocationResponse", "program", err)
-			}
-			x.Program = v
-		case "args":
-			seen |= uint64(0x2)
-			v, err := wire.Array(dec, wire.String)
-			if err != nil {
-				return wire.Wrap("ShellInvocationResponse", "args", err)
-			}
-			x.Args = v
-		case "command_arg_index":
-			seen |= uint64(0x4)
-			v, err := wire.Int(dec)
-			if err != nil {
-				return wire.Wrap("ShellInvocationResponse", "command_arg_index", err)
-			}
-			if err := wire.Minimum(v, 0.0); err != nil {
-				return wire.Wrap("ShellInvocationResponse", "command_arg_index", err)
-			}
-			x.CommandArgIndex = v
-		case "shell":
-			seen |= uint64(0x8)
-			v, err := wire.Decode[Shell](dec)
-			if err != nil {
-				return wire.Wrap("ShellInvocationResponse", "shell", err)
-			}
-			x.Shell = v
-		default:
-			return wire.Unknown("ShellInvocationResponse", name)
-		}
+	r := wire.ReadObject(dec, &objShellInvocationResponse)
+	for r.Next() {
+		r.Done(x.member(&r))
 	}
-	if err := wire.EndObject(dec, "ShellInvocationResponse"); err != nil {
-		return err
-	}
-	if seen&uint64(0xf) != uint64(0xf) {
-		return wire.Missing("ShellInvocationResponse", seen, uint64(0xf), requiredShellInvocationResponse)
-	}
-	return nil
+	return r.End()
 }
 
-// MarshalJSONTo encodes ShellInvocationResponse with members in schema order.
+func (x *ShellInvocationResponse) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "program":
+		return wire.Field(r, &x.Program, wire.StringFrom)
+	case "args":
+		return wire.Field(r, &x.Args, readListOfString)
+	case "command_arg_index":
+		return wire.Field(r, &x.CommandArgIndex, readShellInvocationResponseCommandArgIndex)
+	case "shell":
+		return wire.Field(r, &x.Shell, (*Shell).UnmarshalJSONFrom)
+	}
+	return r.Unknown()
+}
+
+// MarshalJSONTo encodes ShellInvocationResponse, members in schema order.
 func (x ShellInvocationResponse) MarshalJSONTo(enc *jsontext.Encoder) error {
-	if err := enc.WriteToken(jsontext.BeginObject); err != nil {
-		return err
-	}
-	if err := enc.WriteToken(jsontext.String("program")); err != nil {
-		return err
-	}
-	if err := wire.WriteString(enc, x.Program); err != nil {
-		return err
-	}
-	if err := enc.WriteToken(jsontext.String("args")); err != nil {
-		return err
-	}
-	if err := wire.WriteArray(enc, x.Args, wire.WriteString); err != nil {
-		return err
-	}
-	if err := enc.WriteToken(jsontext.String("command_arg_index")); err != nil {
-		return err
-	}
-	if err := wire.WriteInt(enc, x.CommandArgIndex); err != nil {
-		return err
-	}
-	if err := enc.WriteToken(jsontext.String("shell")); err != nil {
-		return err
-	}
-	if err := x.Shell.MarshalJSONTo(enc); err != nil {
-		return err
-	}
-	return enc.WriteToken(jsontext.EndObject)
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
 }
 
-// MarshalJSON implements encoding/json.Marshaler with the same rules as MarshalJSONTo.
+func (x *ShellInvocationResponse) members(w *wire.ObjectWriter) {
+	wire.Put(w, "program", x.Program, wire.StringTo)
+	wire.Put(w, "args", x.Args, writeListOfString)
+	wire.Put(w, "command_arg_index", x.CommandArgIndex, wire.IntTo)
+	wire.Put(w, "shell", x.Shell, Shell.MarshalJSONTo)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
 func (x ShellInvocationResponse) MarshalJSON() ([]byte, error) {
-	return json.Marshal(x, wire.Fidelity)
+	return wire.Marshal(x)
 }
 
-// UnmarshalJSON implements encoding/json.Unmarshaler with the same rules as UnmarshalJSONFrom.
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
 func (x *ShellInvocationResponse) UnmarshalJSON(data []byte) error {
-	return json.Unmarshal(data, x)
+	return wire.Unmarshal(data, x)
 }
+
+// Where the host found a shell: the host's configured list, $SHELL, the user's login shell,
+// /etc/shells, the built-in fallback, or a host-specific mechanism.
+//
+// Closed: other values are rejected with wire.ErrConstraint, on decode and on encode. Generated from
+// host-shell-discovery.schema.json#/$defs/shell_source.
+type ShellSource string
+
+// Known values of ShellSource, in schema order.
+const (
+	ShellSourceConfigured ShellSource = "configured"
+	ShellSourceEnv        ShellSource = "env"
+	ShellSourceLogin      ShellSource = "login"
+	ShellSourceEtcShells  ShellSource = "etc_shells"
+	ShellSourceFallback   ShellSource = "fallback"
+	ShellSourceHost       ShellSource = "host"
+)
+
+var valuesShellSource = []ShellSource{ShellSourceConfigured, ShellSourceEnv, ShellSourceLogin, ShellSourceEtcShells, ShellSourceFallback, ShellSourceHost}
+
+// Known reports whether x is one of the values the schema lists.
+func (x ShellSource) Known() bool {
+	return slices.Contains(valuesShellSource, x)
+}
+
+// UnmarshalJSONFrom decodes ShellSource, rejecting values the schema does not list.
+func (x *ShellSource) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	return wire.StringEnum(dec, x, "ShellSource", valuesShellSource, false)
+}
+
+// MarshalJSONTo encodes ShellSource, refusing values the schema does not list.
+func (x ShellSource) MarshalJSONTo(enc *jsontext.Encoder) error {
+	return wire.WriteStringEnum(enc, x, "ShellSource", valuesShellSource, false)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x ShellSource) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *ShellSource) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Readers and writers of composite and constrained values, built once.
+var (
+	readListOfString                           = wire.ListFrom(wire.StringFrom)
+	writeListOfString                          = wire.ListTo(wire.StringTo)
+	readHostCallParamsName                     = wire.Within(wire.StringFrom, &wire.Limits{MinLength: wire.Count(1)})
+	readMapOfCapabilityOps                     = wire.MapFrom((*CapabilityOps).UnmarshalJSONFrom)
+	readListOfShell                            = wire.ListFrom((*Shell).UnmarshalJSONFrom)
+	writeListOfShell                           = wire.ListTo(Shell.MarshalJSONTo)
+	readSetDefaultShellRequestShellID          = wire.Within(wire.StringFrom, &wire.Limits{MinLength: wire.Count(1)})
+	readShellInvocationResponseCommandArgIndex = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+)

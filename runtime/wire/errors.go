@@ -51,14 +51,16 @@ func Errorf(typ, member string, sentinel error, format string, args ...any) erro
 	return &DecodeError{Type: typ, Member: member, Err: fmt.Errorf("%w: "+format, append([]any{sentinel}, args...)...)}
 }
 
-// Wrap attributes err to typ.member unless err already is a DecodeError, in which
-// case the innermost attribution is kept.
+// Wrap attributes err to typ.member unless err already names a member, in
+// which case the innermost attribution is kept. An error about a whole value
+// (a named scalar or enum: no member) is wrapped, so the member holding the
+// value is named too: "decode Shell.source: decode ShellSource: ...".
 func Wrap(typ, member string, err error) error {
 	if err == nil {
 		return nil
 	}
 	var de *DecodeError
-	if errors.As(err, &de) {
+	if errors.As(err, &de) && (de.Member != "" || member == "") {
 		return err
 	}
 	return &DecodeError{Type: typ, Member: member, Err: err}

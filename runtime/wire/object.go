@@ -65,9 +65,18 @@ func kindName(k jsontext.Kind) string {
 	return "invalid JSON"
 }
 
+// UnknownTag returns the string value of the member called name in the
+// JSON object raw (a union's Unknown), or "".
+func UnknownTag(raw jsontext.Value, name string) string {
+	if raw == nil {
+		return ""
+	}
+	tag, _ := Tag(raw, "", name)
+	return tag
+}
+
 // Tag returns the string value of the member called name in the JSON object
-// raw, for choosing the variant of a discriminated union. A missing member is
-// ErrMissingMember; a non-string one ErrWrongKind.
+// raw. A missing member is ErrMissingMember; a non-string one ErrWrongKind.
 func Tag(raw jsontext.Value, typ, name string) (string, error) {
 	dec := jsontext.NewDecoder(bytes.NewReader(raw))
 	if err := BeginObject(dec, typ); err != nil {

@@ -1,55 +1,67 @@
 package wire
 
 import (
+	"bytes"
 	"math"
 	"slices"
 	"strconv"
 
-	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 )
 
-// A Reader decodes one JSON value into an E. Generated code composes these for
-// arrays, maps and nullable members; errors are attributed by the caller.
-type Reader[E any] func(dec *jsontext.Decoder) (E, error)
+// A Reader decodes one JSON value into *p. Generated types' UnmarshalJSONFrom
+// method expressions ((*T).UnmarshalJSONFrom) are Readers, and so are
+// StringFrom, IntFrom, ... and the composites ListFrom and MapFrom. Errors are
+// attributed to a type and member by the caller.
+type Reader[E any] func(p *E, dec *jsontext.Decoder) error
 
-// A Writer encodes one E.
-type Writer[E any] func(enc *jsontext.Encoder, v E) error
+// A Writer encodes one E. Generated types' MarshalJSONTo method expressions
+// (T.MarshalJSONTo) are Writers, and so are StringTo, IntTo, ... and the
+// composites ListTo and MapTo.
+type Writer[E any] func(v E, enc *jsontext.Encoder) error
 
-// String reads a JSON string.
-func String(dec *jsontext.Decoder) (string, error) {
+// StringFrom reads a JSON string.
+func StringFrom(p *string, dec *jsontext.Decoder) error {
 	if err := expect(dec, '"'); err != nil {
-		return "", err
+		return err
 	}
 	tok, err := dec.ReadToken()
 	if err != nil {
-		return "", err
+		return err
 	}
-	return tok.String(), nil
+	*p = tok.String()
+	return nil
 }
 
-// Bool reads true or false.
-func Bool(dec *jsontext.Decoder) (bool, error) {
+// BoolFrom reads true or false.
+func BoolFrom(p *bool, dec *jsontext.Decoder) error {
 	if err := expect(dec, 't'); err != nil {
-		return false, err
+		return err
 	}
 	tok, err := dec.ReadToken()
 	if err != nil {
-		return false, err
+		return err
 	}
-	return tok.Bool(), nil
+	*p = tok.Bool()
+	return nil
 }
 
-// Int reads a JSON number that is an integer (2020-12 semantics: 3.0 counts)
-// and fits an int64.
-func Int(dec *jsontext.Decoder) (int64, error) {
+// IntFrom reads a JSON number that is an integer (2020-12 semantics: 3.0
+// counts) and fits an int64.
+func IntFrom(p *int64, dec *jsontext.Decoder) error {
 	if err := expect(dec, '0'); err != nil {
-		return 0, err
+		return err
 	}
 	v, err := dec.ReadValue()
 	if err != nil {
-		return 0, err
+		return err
 	}
+	n, err := parseInt(v)
+	*p = n
+	return err
+}
+
+func parseInt(v []byte) (int64, error) {
 	if n, err := strconv.ParseInt(string(v), 10, 64); err == nil {
 		return n, nil
 	}
@@ -60,126 +72,137 @@ func Int(dec *jsontext.Decoder) (int64, error) {
 	return int64(f), nil
 }
 
-// Float reads any JSON number.
-func Float(dec *jsontext.Decoder) (float64, error) {
+// FloatFrom reads any JSON number.
+func FloatFrom(p *float64, dec *jsontext.Decoder) error {
 	if err := expect(dec, '0'); err != nil {
-		return 0, err
+		return err
 	}
 	v, err := dec.ReadValue()
 	if err != nil {
-		return 0, err
+		return err
 	}
 	// strconv rather than Token.Float, whose signature differs between
 	// go-json-experiment and encoding/json/jsontext (GOEXPERIMENT=jsonv2).
 	f, err := strconv.ParseFloat(string(v), 64)
 	if err != nil {
-		return 0, errorf(ErrWrongKind, "%s is out of float64 range", v)
+		return errorf(ErrWrongKind, "%s is out of float64 range", v)
 	}
-	return f, nil
+	*p = f
+	return nil
 }
 
-// Raw reads any JSON value verbatim.
-func Raw(dec *jsontext.Decoder) (jsontext.Value, error) {
+// RawFrom reads any JSON value verbatim (null included).
+func RawFrom(p *jsontext.Value, dec *jsontext.Decoder) error {
 	v, err := dec.ReadValue()
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return slices.Clone(v), nil
+	*p = bytes.Clone(v)
+	return nil
 }
 
-// RawObject reads a JSON object verbatim.
-func RawObject(dec *jsontext.Decoder) (jsontext.Value, error) {
+// RawObjectFrom reads a JSON object verbatim.
+func RawObjectFrom(p *jsontext.Value, dec *jsontext.Decoder) error {
 	if err := expect(dec, '{'); err != nil {
-		return nil, err
+		return err
 	}
-	return Raw(dec)
+	return RawFrom(p, dec)
 }
 
-// Decode reads an E through its JSON methods (generated types) or reflection.
-func Decode[E any](dec *jsontext.Decoder) (E, error) {
-	var v E
-	err := json.UnmarshalDecode(dec, &v)
-	return v, err
-}
-
-// Array reads a JSON array whose elements read with elem. An empty array gives
-// an empty, non-nil slice so that [] and absent stay apart.
-func Array[E any](dec *jsontext.Decoder, elem Reader[E]) ([]E, error) {
-	if err := expect(dec, '['); err != nil {
-		return nil, err
-	}
-	if _, err := dec.ReadToken(); err != nil {
-		return nil, err
-	}
-	out := make([]E, 0, 4)
-	for dec.PeekKind() != ']' {
-		v, err := elem(dec)
-		if err != nil {
-			return nil, errorf(err, "element %d", len(out))
+// ListFrom returns a Reader of JSON arrays whose elements read with elem. An
+// empty array gives an empty, non-nil slice so that [] and absent stay apart.
+func ListFrom[E any](elem Reader[E]) Reader[[]E] {
+	return func(p *[]E, dec *jsontext.Decoder) error {
+		if err := expect(dec, '['); err != nil {
+			return err
 		}
-		out = append(out, v)
+		if _, err := dec.ReadToken(); err != nil {
+			return err
+		}
+		out := make([]E, 0, 4)
+		for dec.PeekKind() != ']' {
+			var zero E
+			out = append(out, zero)
+			if err := elem(&out[len(out)-1], dec); err != nil {
+				return errorf(err, "element %d", len(out)-1)
+			}
+		}
+		*p = out
+		_, err := dec.ReadToken()
+		return err
 	}
-	_, err := dec.ReadToken()
-	return out, err
 }
 
-// Map reads a JSON object whose member values read with elem.
-func Map[E any](dec *jsontext.Decoder, elem Reader[E]) (map[string]E, error) {
-	if err := expect(dec, '{'); err != nil {
-		return nil, err
-	}
-	if _, err := dec.ReadToken(); err != nil {
-		return nil, err
-	}
-	out := make(map[string]E)
-	for dec.PeekKind() != '}' {
-		name, err := ReadName(dec, "")
-		if err != nil {
-			return nil, err
+// MapFrom returns a Reader of JSON objects whose member values read with elem.
+func MapFrom[E any](elem Reader[E]) Reader[map[string]E] {
+	return func(p *map[string]E, dec *jsontext.Decoder) error {
+		if err := expect(dec, '{'); err != nil {
+			return err
 		}
-		key := string(name)
-		v, err := elem(dec)
-		if err != nil {
-			return nil, errorf(err, "member %q", key)
+		if _, err := dec.ReadToken(); err != nil {
+			return err
 		}
-		out[key] = v
+		out := make(map[string]E)
+		for dec.PeekKind() != '}' {
+			name, err := ReadName(dec, "")
+			if err != nil {
+				return err
+			}
+			key := string(name)
+			var v E
+			if err := elem(&v, dec); err != nil {
+				return errorf(err, "member %q", key)
+			}
+			out[key] = v
+		}
+		*p = out
+		_, err := dec.ReadToken()
+		return err
 	}
-	_, err := dec.ReadToken()
-	return out, err
 }
 
-// WriteString writes a JSON string.
-func WriteString(enc *jsontext.Encoder, v string) error { return enc.WriteToken(jsontext.String(v)) }
+// StringTo writes a JSON string.
+func StringTo(v string, enc *jsontext.Encoder) error { return enc.WriteToken(jsontext.String(v)) }
 
-// WriteBool writes true or false.
-func WriteBool(enc *jsontext.Encoder, v bool) error { return enc.WriteToken(jsontext.Bool(v)) }
+// BoolTo writes true or false.
+func BoolTo(v bool, enc *jsontext.Encoder) error { return enc.WriteToken(jsontext.Bool(v)) }
 
-// WriteInt writes an integer.
-func WriteInt(enc *jsontext.Encoder, v int64) error { return enc.WriteToken(jsontext.Int(v)) }
+// IntTo writes an integer.
+func IntTo(v int64, enc *jsontext.Encoder) error { return enc.WriteToken(jsontext.Int(v)) }
 
-// WriteFloat writes a number.
-func WriteFloat(enc *jsontext.Encoder, v float64) error { return enc.WriteToken(jsontext.Float(v)) }
+// FloatTo writes a number.
+func FloatTo(v float64, enc *jsontext.Encoder) error { return enc.WriteToken(jsontext.Float(v)) }
 
-// Encode writes v through its JSON methods (generated types) or reflection.
-func Encode[E any](enc *jsontext.Encoder, v E) error { return json.MarshalEncode(enc, &v) }
+// RawTo writes v verbatim, or null when v is empty.
+func RawTo(v jsontext.Value, enc *jsontext.Encoder) error { return WriteRaw(enc, v) }
 
-// WriteArray writes a JSON array; a nil slice is written as [] (callers omit
-// absent members before calling).
-func WriteArray[E any](enc *jsontext.Encoder, vs []E, elem Writer[E]) error {
+// ListTo returns a Writer of JSON arrays; a nil slice is written as []
+// (callers omit absent members before calling).
+func ListTo[E any](elem Writer[E]) Writer[[]E] {
+	return func(vs []E, enc *jsontext.Encoder) error { return WriteList(vs, enc, elem) }
+}
+
+// WriteList writes vs as a JSON array with elem.
+func WriteList[E any](vs []E, enc *jsontext.Encoder, elem Writer[E]) error {
 	if err := enc.WriteToken(jsontext.BeginArray); err != nil {
 		return err
 	}
 	for _, v := range vs {
-		if err := elem(enc, v); err != nil {
+		if err := elem(v, enc); err != nil {
 			return err
 		}
 	}
 	return enc.WriteToken(jsontext.EndArray)
 }
 
-// WriteMap writes a JSON object with its members in sorted key order, so that
-// output is deterministic.
-func WriteMap[E any](enc *jsontext.Encoder, m map[string]E, elem Writer[E]) error {
+// MapTo returns a Writer of JSON objects whose members are written in sorted
+// key order, so that output is deterministic.
+func MapTo[E any](elem Writer[E]) Writer[map[string]E] {
+	return func(m map[string]E, enc *jsontext.Encoder) error { return WriteMapOf(m, enc, elem) }
+}
+
+// WriteMapOf writes m as a JSON object, members in sorted key order.
+func WriteMapOf[E any](m map[string]E, enc *jsontext.Encoder, elem Writer[E]) error {
 	if err := enc.WriteToken(jsontext.BeginObject); err != nil {
 		return err
 	}
@@ -192,12 +215,70 @@ func WriteMap[E any](enc *jsontext.Encoder, m map[string]E, elem Writer[E]) erro
 		if err := enc.WriteToken(jsontext.String(k)); err != nil {
 			return err
 		}
-		if err := elem(enc, m[k]); err != nil {
+		if err := elem(m[k], enc); err != nil {
 			return err
 		}
 	}
 	return enc.WriteToken(jsontext.EndObject)
 }
+
+// The value-returning readers and encoder-first writers below serve
+// hand-written decoders (runtime/envelope); generated code uses the Reader
+// and Writer forms above.
+
+// String reads a JSON string.
+func String(dec *jsontext.Decoder) (string, error) {
+	var s string
+	err := StringFrom(&s, dec)
+	return s, err
+}
+
+// Bool reads true or false.
+func Bool(dec *jsontext.Decoder) (bool, error) {
+	var b bool
+	err := BoolFrom(&b, dec)
+	return b, err
+}
+
+// Int reads a JSON number that is an integer and fits an int64.
+func Int(dec *jsontext.Decoder) (int64, error) {
+	var n int64
+	err := IntFrom(&n, dec)
+	return n, err
+}
+
+// Float reads any JSON number.
+func Float(dec *jsontext.Decoder) (float64, error) {
+	var f float64
+	err := FloatFrom(&f, dec)
+	return f, err
+}
+
+// Raw reads any JSON value verbatim.
+func Raw(dec *jsontext.Decoder) (jsontext.Value, error) {
+	var v jsontext.Value
+	err := RawFrom(&v, dec)
+	return v, err
+}
+
+// RawObject reads a JSON object verbatim.
+func RawObject(dec *jsontext.Decoder) (jsontext.Value, error) {
+	var v jsontext.Value
+	err := RawObjectFrom(&v, dec)
+	return v, err
+}
+
+// WriteString writes a JSON string.
+func WriteString(enc *jsontext.Encoder, v string) error { return StringTo(v, enc) }
+
+// WriteBool writes true or false.
+func WriteBool(enc *jsontext.Encoder, v bool) error { return BoolTo(v, enc) }
+
+// WriteInt writes an integer.
+func WriteInt(enc *jsontext.Encoder, v int64) error { return IntTo(v, enc) }
+
+// WriteFloat writes a number.
+func WriteFloat(enc *jsontext.Encoder, v float64) error { return FloatTo(v, enc) }
 
 func expect(dec *jsontext.Decoder, want jsontext.Kind) error {
 	k := dec.PeekKind()
@@ -212,4 +293,11 @@ func expect(dec *jsontext.Decoder, want jsontext.Kind) error {
 		return err
 	}
 	return errorf(ErrWrongKind, "want %s, got %s", kindName(want), kindName(k))
+}
+
+func kindErr(want string, k jsontext.Kind) error {
+	if k == 'n' {
+		return ErrNullValue
+	}
+	return errorf(ErrWrongKind, "want %s, got %s", want, kindName(k))
 }

@@ -47,8 +47,8 @@ func TestReadersRejectWrongKinds(t *testing.T) {
 		{`1.5`, func(d *jsontext.Decoder) error { _, err := wire.Int(d); return err }, wire.ErrWrongKind},
 		{`1e19`, func(d *jsontext.Decoder) error { _, err := wire.Int(d); return err }, wire.ErrWrongKind},
 		{`null`, func(d *jsontext.Decoder) error { _, err := wire.String(d); return err }, wire.ErrNullValue},
-		{`[1,null]`, func(d *jsontext.Decoder) error { _, err := wire.Array(d, wire.Int); return err }, wire.ErrNullValue},
-		{`{"a":"b"}`, func(d *jsontext.Decoder) error { _, err := wire.Map(d, wire.Bool); return err }, wire.ErrWrongKind},
+		{`[1,null]`, func(d *jsontext.Decoder) error { var v []int64; return wire.ListFrom(wire.IntFrom)(&v, d) }, wire.ErrNullValue},
+		{`{"a":"b"}`, func(d *jsontext.Decoder) error { var v map[string]bool; return wire.MapFrom(wire.BoolFrom)(&v, d) }, wire.ErrWrongKind},
 	} {
 		dec := jsontext.NewDecoder(stringsReader(tc.in))
 		if err := tc.read(dec); !errors.Is(err, tc.want) {

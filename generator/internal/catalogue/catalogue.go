@@ -16,18 +16,132 @@ import (
 
 // Catalogue is one protocol's method catalogue.
 type Catalogue struct {
-	Protocol string   `json:"protocol"`
-	Title    string   `json:"title"`
-	Doc      string   `json:"doc,omitempty"`
-	Package  string   `json:"package"`
-	Framing  string   `json:"framing"`
-	Envelope string   `json:"envelope,omitempty"`
-	Sides    []Side   `json:"sides"`
-	Schemas  []string `json:"schemas"`
-	Methods  []Method `json:"methods"`
+	// Protocol identifies the protocol, e.g. harn-bridge.
+	Protocol string `json:"protocol"`
+	// Title and Doc are the protocol's human name and summary.
+	Title string `json:"title"`
+	Doc   string `json:"doc,omitempty"`
+	// Package is the Go package name under gen/.
+	Package string `json:"package"`
+	// Framing says how messages travel.
+	Framing Framing `json:"framing"`
+	// Envelope gives, for the envelope-ndjson framing, the protocol string and
+	// version every frame carries.
+	Envelope *Envelope `json:"envelope,omitempty"`
+	// Sides are the protocol's two peers.
+	Sides []Side `json:"sides"`
+	// Schemas are the files under spec/schemas whose $defs make up the
+	// package's types.
+	Schemas []string `json:"schemas"`
+	// Derive, when set, derives methods from a schema's x-method/x-side
+	// annotations; they come before the listed Methods.
+	Derive *Derive `json:"derive,omitempty"`
+	// Annotations add to derived methods, keyed by wire name.
+	Annotations map[string]Annotation `json:"annotations,omitempty"`
+	// Overlays type members of vendored definitions with schemas of ours.
+	Overlays []Overlay `json:"overlays,omitempty"`
+	// Methods are the methods listed by hand, in the order docs list them.
+	Methods []Method `json:"methods"`
 
 	// File is the path the catalogue was read from (not part of the format).
 	File string `json:"-"`
+}
+
+// Framing is how a protocol's messages travel.
+type Framing string
+
+// Framings the format allows.
+const (
+	JSONRPC2NDJSON Framing = "jsonrpc2-ndjson" // JSON-RPC 2.0, one object per line
+	EnvelopeNDJSON Framing = "envelope-ndjson" // AgentPM's {protocol, version, kind, id, ...} frames
+	StdoutJSON     Framing = "stdout-json"     // one JSON document on stdout
+)
+
+// Kind is how a method travels.
+type Kind string
+
+// Kinds the format allows.
+const (
+	Request               Kind = "request"
+	Notification          Kind = "notification"
+	RequestOrNotification Kind = "request_or_notification"
+	Event                 Kind = "event"
+	Response              Kind = "response"
+)
+
+// Status is how stable a method or operation is.
+type Status string
+
+// Statuses the format allows.
+const (
+	Stable          Status = "stable"
+	Experimental    Status = "experimental"
+	LegacyTolerated Status = "legacy-tolerated"
+	Retired         Status = "retired"
+)
+
+// Envelope is the protocol string and version of an envelope-ndjson framing.
+type Envelope struct {
+	Protocol string `json:"protocol"`
+	Version  int64  `json:"version"`
+}
+
+// Derive derives a catalogue's methods from one schema file: every $defs
+// entry annotated with x-method (the wire name) and x-side (the side that
+// serves it) is a method's params or result, and the routing definitions say
+// which: a definition listed among the params of a Requests definition is a
+// request's params, among a Notifications definition's params a
+// notification's, among a Responses definition's results a result.
+type Derive struct {
+	// Schema is the annotated file, one of the catalogue's schemas.
+	Schema string `json:"schema"`
+	// Meta optionally names a file under spec/schemas listing the wire names
+	// per side as {"<x-side>Methods": {"key": "wire"}}; the derived methods
+	// must match it exactly.
+	Meta string `json:"meta,omitempty"`
+	// Requests, Notifications and Responses name the routing $defs.
+	Requests      []string `json:"requests"`
+	Notifications []string `json:"notifications"`
+	Responses     []string `json:"responses"`
+	// Sides maps each x-side value to the catalogue side that serves the
+	// method; the other side sends it.
+	Sides map[string]string `json:"sides"`
+}
+
+// Annotation adds to a derived method what the schema does not say.
+type Annotation struct {
+	Go      string   `json:"go,omitempty"`
+	Status  Status   `json:"status,omitempty"`
+	Doc     string   `json:"doc,omitempty"`
+	Source  string   `json:"source,omitempty"`
+	Errors  []Error  `json:"errors,omitempty"`
+	Cancels *Cancels `json:"cancels,omitempty"`
+}
+
+// Cancels says which running requests a method cancels.
+type Cancels struct {
+	// Method is the wire name of the request it cancels.
+	Method string `json:"method"`
+	// Key names a params member whose value must equal the target request's
+	// params member of the same name; empty: every running request of Method.
+	Key string `json:"key,omitempty"`
+	// ID names a params member holding the target request's id
+	// ($/cancel_request style).
+	ID string `json:"id,omitempty"`
+}
+
+// Overlay types the member of a vendored definition with a schema of ours,
+// leaving the vendored file untouched. The member keeps the vendored
+// nullability and description.
+type Overlay struct {
+	// Def is the vendored definition, "<file>#/$defs/<name>".
+	Def string `json:"def"`
+	// Member is the property of Def that is retyped.
+	Member string `json:"member"`
+	// Schema is our definition, "<file>#/$defs/<name>", in one of the
+	// catalogue's schemas.
+	Schema string `json:"schema"`
+	Reason string `json:"reason"`
 }
 
 // Side is one peer of the protocol.
@@ -46,13 +160,14 @@ type Method struct {
 	Qualifier  map[string]string `json:"qualifier,omitempty"`
 	From       string            `json:"from"`
 	To         string            `json:"to"`
-	Kind       string            `json:"kind"`
+	Kind       Kind              `json:"kind"`
 	Params     *string           `json:"params"`
 	Result     *string           `json:"result"`
 	Errors     []Error           `json:"errors"`
-	Status     string            `json:"status"`
+	Status     Status            `json:"status"`
 	Source     string            `json:"source,omitempty"`
 	Doc        string            `json:"doc"`
+	Cancels    *Cancels          `json:"cancels,omitempty"`
 	Operations *Operations       `json:"operations,omitempty"`
 }
 
@@ -73,7 +188,7 @@ type Operation struct {
 	Args      *string           `json:"args"`
 	Result    *string           `json:"result"`
 	Errors    []Error           `json:"errors"`
-	Status    string            `json:"status"`
+	Status    Status            `json:"status"`
 	Source    string            `json:"source,omitempty"`
 	Doc       string            `json:"doc"`
 }
@@ -90,11 +205,11 @@ type Error struct {
 	When string          `json:"when"`
 }
 
-// Kinds, statuses, framings and directions the format allows.
+// Kinds, statuses and framings the format allows.
 var (
-	Kinds    = []string{"request", "notification", "request_or_notification", "event", "response"}
-	Statuses = []string{"stable", "experimental", "legacy-tolerated", "retired"}
-	Framings = []string{"jsonrpc2-ndjson", "envelope-ndjson", "stdout-json"}
+	Kinds    = []Kind{Request, Notification, RequestOrNotification, Event, Response}
+	Statuses = []Status{Stable, Experimental, LegacyTolerated, Retired}
+	Framings = []Framing{JSONRPC2NDJSON, EnvelopeNDJSON, StdoutJSON}
 )
 
 // Load reads and validates a catalogue file. Unknown members are errors.
@@ -126,12 +241,17 @@ func Parse(data []byte) (*Catalogue, error) {
 }
 
 var (
-	goIdent  = regexp.MustCompile(`^[A-Z][A-Za-z0-9]*$`)
-	goPkg    = regexp.MustCompile(`^[a-z][a-z0-9]*$`)
-	schemaID = regexp.MustCompile(`^[A-Za-z0-9._-]+\.schema\.json#/\$defs/[A-Za-z0-9_]+$`)
+	goIdent = regexp.MustCompile(`^[A-Z][A-Za-z0-9]*$`)
+	goPkg   = regexp.MustCompile(`^[a-z][a-z0-9]*$`)
+	// schemaFile is a path under spec/schemas: slash-separated segments, a
+	// .json file (harn-host.schema.json, acp/v0.12.2/schema.json).
+	schemaFile = regexp.MustCompile(`^([A-Za-z0-9_-][A-Za-z0-9._-]*/)*[A-Za-z0-9_-][A-Za-z0-9._-]*\.json$`)
+	// schemaID is a reference to a (possibly nested) $defs entry of such a file.
+	schemaID = regexp.MustCompile(`^([A-Za-z0-9_-][A-Za-z0-9._-]*/)*[A-Za-z0-9_-][A-Za-z0-9._-]*\.json#(/\$defs/[A-Za-z0-9_.-]+)+$`)
 )
 
-// Validate checks the catalogue's internal consistency.
+// Validate checks the catalogue's own consistency and its listed methods.
+// Derived methods are checked by Expand, which needs the schema files.
 func (c *Catalogue) Validate() error {
 	var errs []string
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
@@ -144,19 +264,68 @@ func (c *Catalogue) Validate() error {
 	if !slices.Contains(Framings, c.Framing) {
 		bad("framing %q is not one of %v", c.Framing, Framings)
 	}
-	sides := map[string]bool{}
+	if (c.Framing == EnvelopeNDJSON) != (c.Envelope != nil) {
+		bad("envelope {protocol, version} is required for, and only for, the %s framing", EnvelopeNDJSON)
+	}
+	if c.Envelope != nil && (c.Envelope.Protocol == "" || c.Envelope.Version <= 0) {
+		bad("envelope needs a protocol string and a positive version")
+	}
+	for _, f := range c.Schemas {
+		if !schemaFile.MatchString(f) {
+			bad("schema file %q is not a .json path under spec/schemas", f)
+		}
+	}
 	for _, s := range c.Sides {
 		if s.Name == "" || !goIdent.MatchString(s.Go) {
 			bad("side %q: needs a name and an exported Go name", s.Name)
 		}
-		sides[s.Name] = true
 	}
-	if len(c.Sides) != 2 {
-		bad("a protocol has exactly two sides, got %d", len(c.Sides))
+	if len(c.Sides) != 2 || len(c.Sides) == 2 && c.Sides[0].Name == c.Sides[1].Name {
+		bad("a protocol has exactly two sides with different names, got %d", len(c.Sides))
 	}
+	if d := c.Derive; d != nil {
+		if !slices.Contains(c.Schemas, d.Schema) {
+			bad("derive: schema %q is not listed in schemas", d.Schema)
+		}
+		if d.Meta != "" && !schemaFile.MatchString(d.Meta) {
+			bad("derive: meta %q is not a .json path under spec/schemas", d.Meta)
+		}
+		if len(d.Requests)+len(d.Notifications) == 0 {
+			bad("derive: name the routing definitions of requests and notifications")
+		}
+		for v, side := range d.Sides {
+			if c.Side(side).Name == "" {
+				bad("derive: x-side %q maps to %q, which is not a side", v, side)
+			}
+		}
+	} else if len(c.Annotations) > 0 {
+		bad("annotations apply to derived methods; this catalogue derives none")
+	}
+	for i, o := range c.Overlays {
+		if !schemaID.MatchString(o.Def) || !schemaID.MatchString(o.Schema) || o.Member == "" || o.Reason == "" {
+			bad("overlays[%d]: needs def and schema (<file>.json#/$defs/<name>), member and reason", i)
+			continue
+		}
+		for _, ref := range []string{o.Def, o.Schema} {
+			if file, _, _ := strings.Cut(ref, "#"); !slices.Contains(c.Schemas, file) {
+				bad("overlays[%d]: schema file %q is not listed in schemas", i, file)
+			}
+		}
+	}
+	errs = append(errs, c.checkMethods(c.Methods)...)
+	if len(errs) > 0 {
+		return fmt.Errorf("invalid catalogue:\n  %s", strings.Join(errs, "\n  "))
+	}
+	return nil
+}
+
+// checkMethods checks a list of methods (listed, or listed and derived).
+func (c *Catalogue) checkMethods(methods []Method) []string {
+	var errs []string
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
 	checkRef := func(where string, ref *string) {
 		if ref != nil && !schemaID.MatchString(*ref) {
-			bad("%s: %q is not <file>.schema.json#/$defs/<name>", where, *ref)
+			bad("%s: %q is not <file>.json#/$defs/<name>", where, *ref)
 		}
 		if ref != nil {
 			file, _, _ := strings.Cut(*ref, "#")
@@ -176,7 +345,7 @@ func (c *Catalogue) Validate() error {
 	}
 	seen := map[string]bool{}
 	goNames := map[string]string{}
-	for i, m := range c.Methods {
+	for i, m := range methods {
 		where := fmt.Sprintf("methods[%d] %s", i, m.Wire)
 		key := m.Wire + qualifierKey(m.Qualifier) + "|" + m.From + ">" + m.To
 		if m.Wire == "" || seen[key] {
@@ -190,7 +359,7 @@ func (c *Catalogue) Validate() error {
 			bad("%s: Go name %q already used by %s", where, m.Go, prev)
 		}
 		goNames[m.Go] = m.Wire
-		if !sides[m.From] || !sides[m.To] || m.From == m.To {
+		if c.Side(m.From).Name == "" || c.Side(m.To).Name == "" || m.From == m.To {
 			bad("%s: from %q to %q must name the two different sides", where, m.From, m.To)
 		}
 		if !slices.Contains(Kinds, m.Kind) {
@@ -199,12 +368,28 @@ func (c *Catalogue) Validate() error {
 		if !slices.Contains(Statuses, m.Status) {
 			bad("%s: status %q is not one of %v", where, m.Status, Statuses)
 		}
-		if m.Kind == "notification" && m.Result != nil {
-			bad("%s: a notification has no result", where)
+		if (m.Kind == Notification || m.Kind == Event) && m.Result != nil {
+			bad("%s: a %s has no result", where, m.Kind)
 		}
 		checkRef(where+" params", m.Params)
 		checkRef(where+" result", m.Result)
 		checkErrors(where, m.Errors)
+		if cn := m.Cancels; cn != nil {
+			if cn.Key != "" && cn.ID != "" {
+				bad("%s: cancels gives key or id, not both", where)
+			}
+			target := -1
+			for j, t := range methods {
+				if t.Wire == cn.Method && t.From == m.From && t.To == m.To {
+					target = j
+				}
+			}
+			if target < 0 {
+				bad("%s: cancels %q, which is no method sent in the same direction", where, cn.Method)
+			} else if k := methods[target].Kind; k != Request && k != RequestOrNotification {
+				bad("%s: cancels %q, which is a %s, not a request", where, cn.Method, k)
+			}
+		}
 		if ops := m.Operations; ops != nil {
 			if len(ops.Selector) == 0 || ops.Payload == "" {
 				bad("%s: operations need a selector and a payload member", where)
@@ -244,10 +429,7 @@ func (c *Catalogue) Validate() error {
 			}
 		}
 	}
-	if len(errs) > 0 {
-		return fmt.Errorf("invalid catalogue:\n  %s", strings.Join(errs, "\n  "))
-	}
-	return nil
+	return errs
 }
 
 // Side returns the side called name.

@@ -1,9 +1,12 @@
-// Package emit turns the IR into Go source (with jennifer, and go-jsonschema for
-// the plain string enums it handles soundly) and into Markdown reference docs.
+// Package emit turns the IR into Go source, with jennifer, and into Markdown
+// reference docs. Every type (structs, unions, enums, named scalars, maps) is
+// emitted here by one set of rules; the shared decode loop and member
+// helpers they call live in runtime/wire, so each type's code stays short.
 package emit
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/dave/jennifer/jen"
@@ -44,7 +47,7 @@ func FormatSource(name string, src []byte) ([]byte, error) {
 
 func newFile(pkg *ir.Package) *jen.File {
 	f := jen.NewFile(pkg.Name)
-	f.HeaderComment(Header(pkg.Catalogue.File))
+	f.HeaderComment(Header(pkg.Source))
 	f.ImportName(pkgJSON, "json")
 	f.ImportName(pkgJSONText, "jsontext")
 	f.ImportName(pkgWire, "wire")
@@ -52,40 +55,53 @@ func newFile(pkg *ir.Package) *jen.File {
 	return f
 }
 
-// comment adds text to f as // lines wrapped at about 100 columns.
+// comment adds text to f as // lines (see docLines).
 func comment(f *jen.File, text string) {
-	for _, line := range wrapLines(text, 100) {
+	for _, line := range docLines(text, 100) {
 		f.Comment(line)
 	}
 }
 
-// fieldComments returns text as // lines for use inside a struct.
+// fieldComments returns text as // lines for use inside a struct or const block.
 func fieldComments(text string) []jen.Code {
 	var out []jen.Code
-	for _, line := range wrapLines(text, 96) {
+	for _, line := range docLines(text, 96) {
 		out = append(out, jen.Comment(line))
 	}
 	return out
 }
 
-// typeDoc is the doc comment of a generated type: its name, where it comes
-// from, the schema's description, then a note on its decoding rules.
+// typeDoc is the doc comment of a generated type: the schema's description,
+// then the type's decoding rule and, last, where it was generated from.
 func typeDoc(t *ir.Type, rule string) string {
-	text := fmt.Sprintf("%s is generated from %s.", t.Name, t.Pointer)
-	if t.Doc != "" {
-		text += "\n" + t.Doc
+	prov := fmt.Sprintf("%s Generated from %s.", rule, t.Pointer)
+	if t.Doc == "" {
+		return fmt.Sprintf("%s has no description in its schema.\n\n%s", t.Name, prov)
 	}
-	return text + "\n" + rule
+	return t.Doc + "\n\n" + prov
 }
 
-func wrapLines(text string, width int) []string {
+// docLines keeps the lines of a description (Markdown lists and paragraphs
+// survive) and wraps those longer than width; a blank line stays an empty
+// comment line, and runs of them collapse.
+func docLines(text string, width int) []string {
 	var lines []string
-	for _, para := range strings.Split(text, "\n") {
-		words := strings.Fields(para)
+	blank := false
+	for _, para := range strings.Split(strings.TrimSpace(text), "\n") {
+		para = strings.TrimRight(para, " \t")
+		if strings.TrimSpace(para) == "" {
+			if !blank && len(lines) > 0 {
+				lines = append(lines, "")
+			}
+			blank = true
+			continue
+		}
+		blank = false
+		indent := para[:len(para)-len(strings.TrimLeft(para, " "))]
 		line := ""
-		for _, w := range words {
-			if line != "" && len(line)+1+len(w) > width {
-				lines = append(lines, line)
+		for _, w := range strings.Fields(para) {
+			if line != "" && len(indent)+len(line)+1+len(w) > width {
+				lines = append(lines, indent+line)
 				line = w
 				continue
 			}
@@ -94,9 +110,7 @@ func wrapLines(text string, width int) []string {
 			}
 			line += w
 		}
-		if line != "" {
-			lines = append(lines, line)
-		}
+		lines = append(lines, indent+line)
 	}
 	return lines
 }
@@ -141,69 +155,204 @@ func pointerResult(r *ir.Ref) bool {
 	return r != nil && r.Kind == ir.Named && (r.Named.Kind == ir.Struct || r.Named.Kind == ir.Union)
 }
 
-// reader is a wire.Reader[E] function value for r (scalars and named types).
-func reader(r *ir.Ref) jen.Code {
-	switch r.Kind {
-	case ir.String:
-		return jen.Qual(pkgWire, "String")
-	case ir.Bool:
-		return jen.Qual(pkgWire, "Bool")
-	case ir.Int:
-		return jen.Qual(pkgWire, "Int")
-	case ir.Float:
-		return jen.Qual(pkgWire, "Float")
-	case ir.Raw:
-		return jen.Qual(pkgWire, "Raw")
-	case ir.RawObject:
-		return jen.Qual(pkgWire, "RawObject")
-	case ir.Named:
-		return jen.Qual(pkgWire, "Decode").Types(jen.Id(r.Named.Name))
-	}
-	panic(fmt.Sprintf("no element reader for ref kind %d", r.Kind))
-}
+// storage says how a field holds its value.
+type storage int
 
-// readValue is an expression of type (E, error) that reads one r from dec.
-func readValue(r *ir.Ref) jen.Code {
-	switch r.Kind {
-	case ir.Array:
-		return jen.Qual(pkgWire, "Array").Call(jen.Id("dec"), reader(r.Elem))
-	case ir.Map:
-		return jen.Qual(pkgWire, "Map").Call(jen.Id("dec"), reader(r.Elem))
-	}
-	return jen.Add(reader(r)).Call(jen.Id("dec"))
-}
+const (
+	direct   storage = iota // the value itself
+	pointer                 // *T, nil = absent (optional) or null (required, nullable)
+	nilAble                 // nil-able T, nil = absent (optional) or null (required, nullable)
+	optional                // wire.Nullable[T]: absent, null and a value stay apart
+)
 
-// writer is a wire.Writer[E] function value for r.
-func writer(r *ir.Ref) jen.Code {
-	switch r.Kind {
-	case ir.String:
-		return jen.Qual(pkgWire, "WriteString")
-	case ir.Bool:
-		return jen.Qual(pkgWire, "WriteBool")
-	case ir.Int:
-		return jen.Qual(pkgWire, "WriteInt")
-	case ir.Float:
-		return jen.Qual(pkgWire, "WriteFloat")
-	case ir.Raw, ir.RawObject:
-		return jen.Qual(pkgWire, "WriteRaw")
-	case ir.Named:
-		return jen.Qual(pkgWire, "Encode").Types(jen.Id(r.Named.Name))
-	}
-	panic(fmt.Sprintf("no element writer for ref kind %d", r.Kind))
-}
-
-// writeValue is an expression of type error that writes v (of r's Go type).
-func writeValue(r *ir.Ref, v jen.Code) jen.Code {
-	switch r.Kind {
-	case ir.Array:
-		return jen.Qual(pkgWire, "WriteArray").Call(jen.Id("enc"), v, writer(r.Elem))
-	case ir.Map:
-		return jen.Qual(pkgWire, "WriteMap").Call(jen.Id("enc"), v, writer(r.Elem))
-	case ir.Named:
-		if r.Named.Emitter == ir.EmitGoJSONSchema { // a plain string type without JSON methods
-			return jen.Qual(pkgWire, "WriteString").Call(jen.Id("enc"), jen.String().Call(v))
+func fieldStorage(fl *ir.Field) storage {
+	switch {
+	case fl.Const != nil && !fl.Required:
+		return pointer
+	case fl.Ref.Kind == ir.Raw:
+		if fl.Required {
+			return direct
 		}
-		return jen.Add(v).Dot("MarshalJSONTo").Call(jen.Id("enc"))
+		return nilAble // null is a value of its own
+	case fl.Required && !fl.Nullable:
+		return direct
+	case fl.Required && fl.Nullable, !fl.Required && !fl.Nullable:
+		if nilable(fl.Ref) {
+			return nilAble
+		}
+		return pointer
 	}
-	return jen.Add(writer(r)).Call(jen.Id("enc"), v)
+	return optional
+}
+
+// fieldType is the Go type of a struct field, following the presence rules
+// in docs/generator.md.
+func fieldType(fl *ir.Field) jen.Code {
+	base := goType(fl.Ref)
+	switch fieldStorage(fl) {
+	case pointer:
+		return jen.Op("*").Add(base)
+	case optional:
+		return jen.Qual(pkgWire, "Nullable").Types(base)
+	}
+	return base
+}
+
+// codecs collects the package-level Readers and Writers of composite and
+// constrained values (wire.ListFrom(...), wire.Within(...)), so each is built
+// once at init and every use is a plain variable: no closure per decode.
+type codecs struct {
+	names map[string]bool
+	decls []jen.Code
+}
+
+func (c *codecs) declare(name string, value jen.Code) jen.Code {
+	if c.names == nil {
+		c.names = map[string]bool{}
+	}
+	if !c.names[name] {
+		c.names[name] = true
+		c.decls = append(c.decls, jen.Id(name).Op("=").Add(value))
+	}
+	return jen.Id(name)
+}
+
+// refName names a Ref for generated variable names.
+func refName(r *ir.Ref) string {
+	switch r.Kind {
+	case ir.String:
+		return "String"
+	case ir.Bool:
+		return "Bool"
+	case ir.Int:
+		return "Int"
+	case ir.Float:
+		return "Float"
+	case ir.Raw:
+		return "Raw"
+	case ir.RawObject:
+		return "RawObject"
+	case ir.Array:
+		return "ListOf" + refName(r.Elem)
+	case ir.Map:
+		return "MapOf" + refName(r.Elem)
+	}
+	return r.Named.Name
+}
+
+// reader is a wire.Reader for r. ctx names the use, for the variable of a
+// constrained reader.
+func (c *codecs) reader(r *ir.Ref, ctx string) jen.Code {
+	base := c.plainReader(r, ctx)
+	if !r.HasConstraints() {
+		return base
+	}
+	return c.declare("read"+ctx, jen.Qual(pkgWire, "Within").Call(base, jen.Op("&").Add(limits(r))))
+}
+
+func (c *codecs) plainReader(r *ir.Ref, ctx string) jen.Code {
+	switch r.Kind {
+	case ir.String:
+		return jen.Qual(pkgWire, "StringFrom")
+	case ir.Bool:
+		return jen.Qual(pkgWire, "BoolFrom")
+	case ir.Int:
+		return jen.Qual(pkgWire, "IntFrom")
+	case ir.Float:
+		return jen.Qual(pkgWire, "FloatFrom")
+	case ir.Raw:
+		return jen.Qual(pkgWire, "RawFrom")
+	case ir.RawObject:
+		return jen.Qual(pkgWire, "RawObjectFrom")
+	case ir.Array:
+		elem := c.reader(r.Elem, ctx+"Item")
+		return c.declare("read"+refNameOr(r, ctx), jen.Qual(pkgWire, "ListFrom").Call(elem))
+	case ir.Map:
+		elem := c.reader(r.Elem, ctx+"Value")
+		return c.declare("read"+refNameOr(r, ctx), jen.Qual(pkgWire, "MapFrom").Call(elem))
+	case ir.Named:
+		return jen.Parens(jen.Op("*").Id(r.Named.Name)).Dot("UnmarshalJSONFrom")
+	}
+	panic(fmt.Sprintf("no reader for ref kind %d", r.Kind))
+}
+
+// refNameOr names a composite: by its shape, unless its elements carry
+// constraints of their own (then by its use).
+func refNameOr(r *ir.Ref, ctx string) string {
+	for e := r.Elem; e != nil; e = e.Elem {
+		if e.HasConstraints() {
+			return ctx + "Elems"
+		}
+	}
+	return refName(r)
+}
+
+// writer is a wire.Writer for r.
+func (c *codecs) writer(r *ir.Ref) jen.Code {
+	switch r.Kind {
+	case ir.String:
+		return jen.Qual(pkgWire, "StringTo")
+	case ir.Bool:
+		return jen.Qual(pkgWire, "BoolTo")
+	case ir.Int:
+		return jen.Qual(pkgWire, "IntTo")
+	case ir.Float:
+		return jen.Qual(pkgWire, "FloatTo")
+	case ir.Raw, ir.RawObject:
+		return jen.Qual(pkgWire, "RawTo")
+	case ir.Array:
+		return c.declare("write"+refName(r), jen.Qual(pkgWire, "ListTo").Call(c.writer(r.Elem)))
+	case ir.Map:
+		return c.declare("write"+refName(r), jen.Qual(pkgWire, "MapTo").Call(c.writer(r.Elem)))
+	case ir.Named:
+		return jen.Id(r.Named.Name).Dot("MarshalJSONTo")
+	}
+	panic(fmt.Sprintf("no writer for ref kind %d", r.Kind))
+}
+
+// limits is the wire.Limits literal of r's constraints.
+func limits(r *ir.Ref) jen.Code {
+	d := jen.Dict{}
+	bound := func(field string, v *float64) {
+		if v != nil {
+			d[jen.Id(field)] = jen.Qual(pkgWire, "Bound").Call(jen.Lit(*v))
+		}
+	}
+	count := func(field string, v *int) {
+		if v != nil {
+			d[jen.Id(field)] = jen.Qual(pkgWire, "Count").Call(jen.Lit(*v))
+		}
+	}
+	bound("Minimum", r.Minimum)
+	bound("Maximum", r.Maximum)
+	count("MinLength", r.MinLength)
+	count("MaxLength", r.MaxLength)
+	count("MinItems", r.MinItems)
+	if r.Pattern != "" {
+		d[jen.Id("Pattern")] = jen.Qual("regexp", "MustCompile").Call(jen.Lit(r.Pattern))
+	}
+	return jen.Qual(pkgWire, "Limits").Values(d)
+}
+
+// kindWord names a JSON kind byte.
+func kindWord(k byte) string {
+	switch k {
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	case '"':
+		return "string"
+	case '0':
+		return "number"
+	case 't':
+		return "boolean"
+	}
+	return fmt.Sprintf("%q", k)
+}
+
+func sortedTypes(ts []*ir.Type) []*ir.Type {
+	out := slices.Clone(ts)
+	slices.SortFunc(out, func(a, b *ir.Type) int { return strings.Compare(a.Name, b.Name) })
+	return out
 }

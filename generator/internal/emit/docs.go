@@ -2,7 +2,6 @@ package emit
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/bridgekit/bridgekit/generator/internal/ir"
@@ -11,60 +10,73 @@ import (
 // Docs renders the Markdown method and type reference of a package.
 func Docs(pkg *ir.Package) []byte {
 	var b strings.Builder
-	c := pkg.Catalogue
-	fmt.Fprintf(&b, "<!-- %s -->\n\n", Header(c.File))
-	fmt.Fprintf(&b, "# %s: method reference\n\n", c.Title)
-	fmt.Fprintf(&b, "%s\n\n", c.Doc)
-	fmt.Fprintf(&b, "Go package: `github.com/bridgekit/bridgekit/gen/%s`. Framing: `%s`. Sides:\n\n", pkg.Name, c.Framing)
-	for _, s := range c.Sides {
+	fmt.Fprintf(&b, "<!-- %s -->\n\n", Header(pkg.Source))
+	fmt.Fprintf(&b, "# %s: method reference\n\n", pkg.Title)
+	if pkg.Doc != "" {
+		fmt.Fprintf(&b, "%s\n\n", pkg.Doc)
+	}
+	fmt.Fprintf(&b, "Go package: `github.com/bridgekit/bridgekit/gen/%s`. Framing: `%s`", pkg.Name, pkg.Framing)
+	if e := pkg.Envelope; e != nil {
+		fmt.Fprintf(&b, " (protocol `%s`, version %d)", e.Protocol, e.Version)
+	}
+	fmt.Fprintf(&b, ". Schemas: %s. Sides:\n\n", quoteAll(pkg.Inputs))
+	for _, s := range pkg.Sides {
 		fmt.Fprintf(&b, "- **%s** (`%s`): %s\n", s.Name, s.Go, s.Doc)
 	}
 	b.WriteString("\n## Methods\n\n| wire | Go | direction | kind | status |\n| --- | --- | --- | --- | --- |\n")
 	for _, m := range pkg.Methods {
-		fmt.Fprintf(&b, "| [`%s`](#%s) | `%s` | %s → %s | %s | %s |\n", m.Wire, anchor(m.Wire), m.Go, m.From, m.To, m.Kind, m.Status)
+		fmt.Fprintf(&b, "| [`%s`](#%s) | `%s` | %s → %s | %s | %s |\n", m.Wire+qualifierDoc(m), anchor(m.Go), m.Go, m.From.Name, m.To.Name, m.Kind, m.Status)
 	}
 	for _, m := range pkg.Methods {
-		fmt.Fprintf(&b, "\n### %s\n\n%s\n\n", m.Wire, m.Doc)
-		fmt.Fprintf(&b, "- Direction: %s → %s, %s; status %s.\n", m.From, m.To, m.Kind, m.Status)
-		fmt.Fprintf(&b, "- Handler: `%sHandler`; client: `%sClient.%s`.\n", m.Go, m.ToSide.Go, m.Go)
+		fmt.Fprintf(&b, "\n### %s\n\n<a id=\"%s\"></a>%s\n\n", m.Wire+qualifierDoc(m), anchor(m.Go), oneLine(m.Doc))
+		fmt.Fprintf(&b, "- Direction: %s → %s, %s; status %s.\n", m.From.Name, m.To.Name, m.Kind, m.Status)
+		fmt.Fprintf(&b, "- Handler: `%sHandlers.%s`; peer: `%sPeer.%s`.\n", m.To.Go, m.Go, m.To.Go, m.Go)
 		fmt.Fprintf(&b, "- Params: %s\n", refDoc(m.Params, "none"))
-		if m.Kind != "notification" {
+		if !m.Kind.OneWay() {
 			fmt.Fprintf(&b, "- Result: %s\n", refDoc(m.Result, "any JSON value"))
+		}
+		if c := m.Cancels; c != nil {
+			switch {
+			case c.Key != nil:
+				fmt.Fprintf(&b, "- Cancels: running `%s` requests whose `%s` equals this one's.\n", c.Method.Wire, c.Key.JSON)
+			case c.ID != nil:
+				fmt.Fprintf(&b, "- Cancels: the running `%s` request whose id is in `%s`.\n", c.Method.Wire, c.ID.JSON)
+			default:
+				fmt.Fprintf(&b, "- Cancels: every running `%s` request.\n", c.Method.Wire)
+			}
 		}
 		if m.Source != "" {
 			fmt.Fprintf(&b, "- Source: %s\n", m.Source)
 		}
 		writeErrors(&b, m.Errors)
-		if m.Ops == nil {
+		if m.Operations == nil {
 			continue
 		}
-		sel := make([]string, len(m.Ops.Selector))
-		for i, s := range m.Ops.Selector {
+		sel := make([]string, len(m.Operations.Selector))
+		for i, s := range m.Operations.Selector {
 			sel[i] = "`" + s.JSON + "`"
 		}
-		fmt.Fprintf(&b, "\nOperations, selected by %s, with arguments in `%s`:\n\n", strings.Join(sel, " and "), m.Ops.Payload.JSON)
+		fmt.Fprintf(&b, "\nOperations, selected by %s, with arguments in `%s`:\n\n", strings.Join(sel, " and "), m.Operations.Payload.JSON)
 		b.WriteString("| operation | Go | args | result | advertised as | status |\n| --- | --- | --- | --- | --- | --- |\n")
-		for _, op := range m.Ops.Items {
+		for _, op := range m.Operations.Items {
 			adv := "—"
 			if op.Advertise != nil {
 				adv = fmt.Sprintf("`%s: [%s]`", op.Advertise.Capability, op.Advertise.Op)
 			}
 			fmt.Fprintf(&b, "| `%s` | `%s` | %s | %s | %s | %s |\n", strings.Join(op.MatchValues, "/"), op.Go, refDoc(op.Args, "none"), refDoc(op.Result, "any JSON value"), adv, op.Status)
 		}
-		for _, op := range m.Ops.Items {
-			fmt.Fprintf(&b, "\n#### %s\n\n%s Handler: `%sHandler`; client: `%sClient.%s`.\n\n", strings.Join(op.MatchValues, "/"), op.Doc, op.Go, m.ToSide.Go, op.Go)
+		for _, op := range m.Operations.Items {
+			fmt.Fprintf(&b, "\n#### %s\n\n%s Handler: `%sHandlers.%s`; peer: `%sPeer.%s`.\n\n", strings.Join(op.MatchValues, "/"), oneLine(op.Doc), m.To.Go, op.Go, m.To.Go, op.Go)
 			writeErrors(&b, op.Errors)
 		}
 	}
 	b.WriteString("\n## Types\n")
-	types := append([]*ir.Type(nil), pkg.Types...)
-	sort.Slice(types, func(i, j int) bool { return types[i].Name < types[j].Name })
-	for _, t := range types {
+	for _, t := range sortedTypes(pkg.Types) {
 		fmt.Fprintf(&b, "\n### type %s\n\n", t.Name)
 		if t.Doc != "" {
-			fmt.Fprintf(&b, "%s\n\n", t.Doc)
+			fmt.Fprintf(&b, "%s\n\n", oneLine(t.Doc))
 		}
-		fmt.Fprintf(&b, "Schema: `%s`. Emitted by %s.\n", t.Pointer, t.Emitter)
+		fmt.Fprintf(&b, "Schema: `%s`.\n", t.Pointer)
 		switch t.Kind {
 		case ir.Struct:
 			if t.Closed {
@@ -72,62 +84,110 @@ func Docs(pkg *ir.Package) []byte {
 			} else {
 				b.WriteString("Open object: unknown members are kept (`Extra`) and written back.\n\n")
 			}
-			if len(t.Fields) == 0 {
-				continue
+			writeFields(&b, t.Fields)
+		case ir.Enum:
+			open := "Closed"
+			if t.Open {
+				open = "Open (other values are kept)"
 			}
-			b.WriteString("| member | Go field | type | required | notes |\n| --- | --- | --- | --- | --- |\n")
-			for _, fl := range t.Fields {
-				var notes []string
-				if fl.Nullable {
-					notes = append(notes, "nullable")
+			var vs []string
+			for _, v := range t.Values {
+				if t.Base.Kind == ir.Int {
+					vs = append(vs, fmt.Sprintf("`%d` (`%s`)", v.Int, v.Go))
+				} else {
+					vs = append(vs, fmt.Sprintf("`%s` (`%s`)", v.String, v.Go))
 				}
-				if fl.Default != nil {
-					notes = append(notes, "default `"+ir.Canonical(fl.Default)+"`")
-				}
-				if fl.Const != nil {
-					notes = append(notes, "always `"+ir.Canonical(fl.Const)+"`")
-				}
-				if fl.Doc != "" {
-					notes = append(notes, strings.ReplaceAll(fl.Doc, "|", "\\|"))
-				}
-				req := "no"
-				if fl.Required {
-					req = "yes"
-				}
-				fmt.Fprintf(&b, "| `%s` | `%s` | %s | %s | %s |\n", fl.JSON, fl.Go, refDoc(fl.Ref, ""), req, strings.Join(notes, "; "))
 			}
-		case ir.StringEnum:
-			fmt.Fprintf(&b, "String enum: %s.\n", quoteAll(t.Strings))
-		case ir.IntEnum:
-			fmt.Fprintf(&b, "Integer enum: %v.\n", t.Ints)
+			fmt.Fprintf(&b, "%s %s enum: %s.\n", open, refDoc(t.Base, ""), strings.Join(vs, ", "))
+		case ir.Scalar:
+			fmt.Fprintf(&b, "A %s.\n", refDoc(t.Base, ""))
 		case ir.MapType:
 			fmt.Fprintf(&b, "Object whose every member is %s.\n", refDoc(t.Elem, ""))
 		case ir.Union:
-			if t.Discriminator != "" {
-				var vs []string
-				for _, v := range t.Variants {
-					vs = append(vs, fmt.Sprintf("`%s` → %s", v.Tag, refDoc(v.Ref, "")))
-				}
-				fmt.Fprintf(&b, "Selected by the member `%s`: %s. Other values are kept verbatim in `Unknown`.\n", t.Discriminator, strings.Join(vs, "; "))
-				continue
-			}
 			var vs []string
 			for _, v := range t.Variants {
-				vs = append(vs, fmt.Sprintf("a JSON %s (`%s`: %s)", kindWord(v.Kind), v.Go, refDoc(v.Ref, "")))
+				var when string
+				switch {
+				case t.Union == ir.ByKind:
+					when = "a JSON " + kindWord(v.Kind)
+				case v.Tag != "":
+					when = fmt.Sprintf("`%s: %q`", t.Tag, v.Tag)
+				case len(v.Keys) > 0:
+					when = "with " + quoteList(v.Keys, " or ")
+				case v.Default:
+					when = "by default"
+				}
+				vs = append(vs, fmt.Sprintf("%s → `%s` %s", when, v.Go, refDoc(v.Ref, "")))
 			}
-			fmt.Fprintf(&b, "One of: %s.\n", strings.Join(vs, "; or "))
+			fmt.Fprintf(&b, "One of: %s.", strings.Join(vs, "; "))
+			if t.Union == ir.ByTag {
+				b.WriteString(" Other tags are kept verbatim in `Unknown`.")
+			}
+			if t.Union == ir.ByElement {
+				b.WriteString(" Chosen by the first element; an empty array is the first.")
+			}
+			b.WriteString("\n")
+			if len(t.Common) > 0 {
+				b.WriteString("\nMembers of every variant:\n\n")
+				writeFields(&b, t.Common)
+			}
 		}
 	}
 	return []byte(b.String())
 }
 
-func writeErrors(b *strings.Builder, errs []catalogueError) {
+func writeFields(b *strings.Builder, fields []*ir.Field) {
+	if len(fields) == 0 {
+		return
+	}
+	b.WriteString("| member | Go field | type | required | notes |\n| --- | --- | --- | --- | --- |\n")
+	for _, fl := range fields {
+		var notes []string
+		if fl.Nullable {
+			notes = append(notes, "nullable")
+		}
+		if fl.Default != nil {
+			notes = append(notes, "default `"+ir.Canonical(fl.Default)+"`")
+		}
+		if fl.Const != nil {
+			notes = append(notes, "always `"+ir.Canonical(fl.Const)+"`")
+		}
+		if fl.Doc != "" {
+			notes = append(notes, strings.ReplaceAll(oneLine(fl.Doc), "|", "\\|"))
+		}
+		req := "no"
+		if fl.Required {
+			req = "yes"
+		}
+		goField := "`" + fl.Go + "`"
+		if fl.Const != nil && fl.Required {
+			goField = "—"
+		}
+		fmt.Fprintf(b, "| `%s` | %s | %s | %s | %s |\n", fl.JSON, goField, refDoc(fl.Ref, ""), req, strings.Join(notes, "; "))
+	}
+}
+
+// oneLine joins a description's lines for a Markdown paragraph or table cell.
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+func qualifierDoc(m *ir.Method) string {
+	if len(m.Qualifier) == 0 {
+		return ""
+	}
+	var q []string
+	for _, mv := range m.Qualifier {
+		q = append(q, mv.Member+"="+mv.Value)
+	}
+	return " (" + strings.Join(q, ", ") + ")"
+}
+
+func writeErrors(b *strings.Builder, errs []ir.Error) {
 	if len(errs) == 0 {
 		return
 	}
 	b.WriteString("- Errors:\n")
 	for _, e := range errs {
-		fmt.Fprintf(b, "  - `%s`: %s\n", e.Code, e.When)
+		fmt.Fprintf(b, "  - `%s`: %s\n", e.Code.JSON(), oneLine(e.When))
 	}
 }
 
@@ -173,6 +233,9 @@ func refDoc(r *ir.Ref, none string) string {
 		s = "object of " + refDoc(r.Elem, "")
 	case ir.Named:
 		s = fmt.Sprintf("[`%s`](#type-%s)", r.Named.Name, strings.ToLower(r.Named.Name))
+	}
+	if r.Format != "" {
+		s += " (format " + r.Format + ")"
 	}
 	var cons []string
 	if r.MinLength != nil {

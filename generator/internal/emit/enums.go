@@ -1,119 +1,60 @@
 package emit
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
-	"go/ast"
-	"go/parser"
-	"go/token"
-	"slices"
-	"strings"
 
-	gjs "github.com/atombender/go-jsonschema/pkg/generator"
-	"github.com/atombender/go-jsonschema/pkg/schemas"
+	"github.com/dave/jennifer/jen"
 
 	"github.com/bridgekit/bridgekit/generator/internal/ir"
 )
 
-// Enums emits the plain string enums with go-jsonschema, the one shape it
-// handles soundly (a named string type, one constant per value, and an
-// UnmarshalJSON that rejects other values). It returns nil when the package
-// has none. The output is checked: it must declare exactly the IR's type and
-// constant names, or generation fails.
-func Enums(pkg *ir.Package) ([]byte, error) {
-	defs := map[string]any{}
-	var want []string
-	for _, t := range pkg.Types {
-		if t.Emitter != ir.EmitGoJSONSchema {
-			continue
+// enum emits a string or integer enum: a named type, one constant per known
+// value in schema order (each with its own description), Known, and JSON
+// methods that reject other values (closed enums, with wire.ErrConstraint)
+// or keep them (open enums).
+func (g *typeGen) enum(t *ir.Type) {
+	base, read, write := jen.String(), "StringEnum", "WriteStringEnum"
+	if t.Base.Kind == ir.Int {
+		base, read, write = jen.Int64(), "IntEnum", "WriteIntEnum"
+	}
+	rule := "Closed: other values are rejected with wire.ErrConstraint, on decode and on encode."
+	if t.Open {
+		rule = "Open: values the schema does not list are kept; Known reports whether a value is listed."
+	}
+	comment(g.f, typeDoc(t, rule))
+	g.f.Type().Id(t.Name).Add(base)
+	g.f.Line()
+	var consts, known []jen.Code
+	for _, v := range t.Values {
+		consts = append(consts, fieldComments(v.Doc)...)
+		var lit jen.Code = jen.Lit(v.String)
+		if t.Base.Kind == ir.Int {
+			lit = jen.Lit(int(v.Int))
 		}
-		if t.Kind != ir.StringEnum {
-			return nil, fmt.Errorf("%s: go-jsonschema emits only string enums here, not %s", t.Pointer, t.Name)
-		}
-		defs[t.Name] = map[string]any{"type": "string", "enum": t.Strings, "description": t.Doc}
-		want = append(want, t.Name)
-		for _, v := range t.Strings {
-			want = append(want, t.Name+goName(v))
-		}
+		consts = append(consts, jen.Id(v.Go).Id(t.Name).Op("=").Add(lit))
+		known = append(known, jen.Id(v.Go))
 	}
-	if len(defs) == 0 {
-		return nil, nil
-	}
-	doc, err := json.Marshal(map[string]any{"$schema": "https://json-schema.org/draft/2020-12/schema", "$defs": defs})
-	if err != nil {
-		return nil, err
-	}
-	sch, err := schemas.FromJSONReader(bytes.NewReader(doc))
-	if err != nil {
-		return nil, fmt.Errorf("go-jsonschema: %w", err)
-	}
-	const out = "enums_gen.go"
-	var warnings []string
-	g, err := gjs.New(gjs.Config{
-		DefaultPackageName: pkg.Name,
-		DefaultOutputName:  out,
-		Tags:               []string{"json"},
-		Capitalizations:    []string{"ID", "URL", "URI", "JSON", "HTTP", "API", "MCP", "ACP", "VM"},
-		Warner:             func(s string) { warnings = append(warnings, s) },
-	})
-	if err != nil {
-		return nil, err
-	}
-	if err := g.AddFile(pkg.Name+"_enums.json", sch); err != nil {
-		return nil, fmt.Errorf("go-jsonschema: %w", err)
-	}
-	srcs, err := g.Sources()
-	if err != nil {
-		return nil, fmt.Errorf("go-jsonschema: %w", err)
-	}
-	if len(warnings) > 0 {
-		return nil, fmt.Errorf("go-jsonschema warned: %s", strings.Join(warnings, "; "))
-	}
-	src, ok := srcs[out]
-	if !ok || len(srcs) != 1 {
-		return nil, fmt.Errorf("go-jsonschema produced %d files, want %s only", len(srcs), out)
-	}
-	if err := checkDeclared(src, want); err != nil {
-		return nil, err
-	}
-	// Replace go-jsonschema's own header with ours so every generated file
-	// names its source the same way.
-	_, body, found := bytes.Cut(src, []byte("\n"))
-	if !found || !bytes.HasPrefix(src, []byte("// Code generated")) {
-		return nil, fmt.Errorf("go-jsonschema output lacks its generated-code header")
-	}
-	header := "// " + Header(pkg.Catalogue.File) + "\n// Enum types below are emitted by github.com/atombender/go-jsonschema.\n"
-	return FormatSource(out, append([]byte(header), body...))
-}
-
-// checkDeclared parses src and compares its top-level type and const names with want.
-func checkDeclared(src []byte, want []string) error {
-	f, err := parser.ParseFile(token.NewFileSet(), "enums.go", src, 0)
-	if err != nil {
-		return fmt.Errorf("go-jsonschema output does not parse: %w", err)
-	}
-	var got []string
-	for _, d := range f.Decls {
-		gd, ok := d.(*ast.GenDecl)
-		if !ok || (gd.Tok != token.TYPE && gd.Tok != token.CONST) {
-			continue
-		}
-		for _, s := range gd.Specs {
-			switch s := s.(type) {
-			case *ast.TypeSpec:
-				got = append(got, s.Name.Name)
-			case *ast.ValueSpec:
-				for _, n := range s.Names {
-					got = append(got, n.Name)
-				}
-			}
-		}
-	}
-	slices.Sort(got)
-	slices.Sort(want)
-	if !slices.Equal(got, want) {
-		return fmt.Errorf("go-jsonschema declared %v, the IR expects %v", got, want)
-	}
-	return nil
+	g.f.Comment(fmt.Sprintf("Known values of %s, in schema order.", t.Name))
+	g.f.Const().Defs(consts...)
+	g.f.Line()
+	values := "values" + t.Name
+	g.f.Var().Id(values).Op("=").Index().Id(t.Name).Values(known...)
+	g.f.Line()
+	g.f.Comment("Known reports whether x is one of the values the schema lists.")
+	g.f.Func().Params(jen.Id("x").Id(t.Name)).Id("Known").Params().Bool().Block(
+		jen.Return(jen.Qual("slices", "Contains").Call(jen.Id(values), jen.Id("x"))),
+	)
+	g.f.Line()
+	check := jen.List(jen.Id(values), jen.Lit(t.Open))
+	g.f.Comment(fmt.Sprintf("UnmarshalJSONFrom decodes %s%s.", t.Name, map[bool]string{true: ", keeping any value", false: ", rejecting values the schema does not list"}[t.Open]))
+	g.f.Func().Params(jen.Id("x").Op("*").Id(t.Name)).Id("UnmarshalJSONFrom").Params(jen.Id("dec").Op("*").Qual(pkgJSONText, "Decoder")).Error().Block(
+		jen.Return(jen.Qual(pkgWire, read).Call(jen.Id("dec"), jen.Id("x"), jen.Lit(t.Name), check)),
+	)
+	g.f.Line()
+	g.f.Comment(fmt.Sprintf("MarshalJSONTo encodes %s%s.", t.Name, map[bool]string{true: "", false: ", refusing values the schema does not list"}[t.Open]))
+	g.f.Func().Params(jen.Id("x").Id(t.Name)).Id("MarshalJSONTo").Params(jen.Id("enc").Op("*").Qual(pkgJSONText, "Encoder")).Error().Block(
+		jen.Return(jen.Qual(pkgWire, write).Call(jen.Id("enc"), jen.Id("x"), jen.Lit(t.Name), check)),
+	)
+	g.f.Line()
+	v1(g.f, t.Name)
 }

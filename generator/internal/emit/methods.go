@@ -28,10 +28,10 @@ func Methods(pkg *ir.Package) (*jen.File, error) {
 	if err := emitConn(f, pkg); err != nil {
 		return nil, err
 	}
-	for _, side := range pkg.Catalogue.Sides {
+	for _, side := range pkg.Sides {
 		var ms []*ir.Method
 		for _, m := range pkg.Methods {
-			if m.To == side.Name && isMethod(m) {
+			if m.To.Name == side.Name && isMethod(m) {
 				ms = append(ms, m)
 			}
 		}
@@ -49,12 +49,12 @@ func Methods(pkg *ir.Package) (*jen.File, error) {
 
 // isMethod reports whether m is something a side handles and a peer sends
 // (a "response" entry documents a reply shape, not a method).
-func isMethod(m *ir.Method) bool { return m.Kind != "response" }
+func isMethod(m *ir.Method) bool { return m.Kind != ir.Response }
 
-func oneWay(m *ir.Method) bool { return m.Kind == "notification" || m.Kind == "event" }
+func oneWay(m *ir.Method) bool { return m.Kind.OneWay() }
 
 func methodConst(m *ir.Method) string { return "Method" + m.Go }
-func opConst(op *ir.Op) string        { return "Op" + op.Go }
+func opConst(op *ir.Operation) string { return "Op" + op.Go }
 
 // qualifier returns the one envelope member value that qualifies m, if any.
 func qualifier(m *ir.Method) (string, error) {
@@ -62,9 +62,7 @@ func qualifier(m *ir.Method) (string, error) {
 	case 0:
 		return "", nil
 	case 1:
-		for _, v := range m.Qualifier {
-			return v, nil
-		}
+		return m.Qualifier[0].Value, nil
 	}
 	return "", fmt.Errorf("%s: a method can be qualified by one envelope member, not %d", m.Wire, len(m.Qualifier))
 }
@@ -72,7 +70,7 @@ func qualifier(m *ir.Method) (string, error) {
 func emitConstants(f *jen.File, pkg *ir.Package) {
 	var defs []jen.Code
 	for _, m := range pkg.Methods {
-		defs = append(defs, jen.Comment(fmt.Sprintf("%s is %q (%s, %s -> %s, %s).", methodConst(m), m.Wire, m.Kind, m.From, m.To, m.Status)))
+		defs = append(defs, jen.Comment(fmt.Sprintf("%s is %q (%s, %s -> %s, %s).", methodConst(m), m.Wire, m.Kind, m.From.Name, m.To.Name, m.Status)))
 		defs = append(defs, jen.Id(methodConst(m)).Op("=").Lit(m.Wire))
 	}
 	f.Comment("Wire method names.")
@@ -80,10 +78,10 @@ func emitConstants(f *jen.File, pkg *ir.Package) {
 	f.Line()
 	var ops []jen.Code
 	for _, m := range pkg.Methods {
-		if m.Ops == nil || len(m.Ops.Selector) != 1 {
+		if m.Operations == nil || len(m.Operations.Selector) != 1 {
 			continue
 		}
-		for _, op := range m.Ops.Items {
+		for _, op := range m.Operations.Items {
 			ops = append(ops, jen.Comment(fmt.Sprintf("%s is the %s operation %q.", opConst(op), m.Wire, op.MatchValues[0])))
 			ops = append(ops, jen.Id(opConst(op)).Op("=").Lit(op.MatchValues[0]))
 		}
@@ -99,17 +97,17 @@ func emitInfos(f *jen.File, pkg *ir.Package) {
 	var items []jen.Code
 	for _, m := range pkg.Methods {
 		d := jen.Dict{
-			jen.Id("Wire"): jen.Lit(m.Wire), jen.Id("Go"): jen.Lit(m.Go), jen.Id("From"): jen.Lit(m.From),
-			jen.Id("To"): jen.Lit(m.To), jen.Id("Kind"): jen.Lit(m.Kind), jen.Id("Status"): jen.Lit(m.Status),
+			jen.Id("Wire"): jen.Lit(m.Wire), jen.Id("Go"): jen.Lit(m.Go), jen.Id("From"): jen.Lit(m.From.Name),
+			jen.Id("To"): jen.Lit(m.To.Name), jen.Id("Kind"): jen.Lit(m.Kind.String()), jen.Id("Status"): jen.Lit(m.Status.String()),
 		}
-		if m.Ops != nil {
+		if m.Operations != nil {
 			var ops []jen.Code
-			for _, op := range m.Ops.Items {
+			for _, op := range m.Operations.Items {
 				var match []jen.Code
 				for _, v := range op.MatchValues {
 					match = append(match, jen.Lit(v))
 				}
-				od := jen.Dict{jen.Id("Match"): jen.Index().String().Values(match...), jen.Id("Go"): jen.Lit(op.Go), jen.Id("Status"): jen.Lit(op.Status)}
+				od := jen.Dict{jen.Id("Match"): jen.Index().String().Values(match...), jen.Id("Go"): jen.Lit(op.Go), jen.Id("Status"): jen.Lit(op.Status.String())}
 				if op.Advertise != nil {
 					od[jen.Id("Capability")] = jen.Lit(op.Advertise.Capability)
 					od[jen.Id("Op")] = jen.Lit(op.Advertise.Op)
@@ -120,7 +118,7 @@ func emitInfos(f *jen.File, pkg *ir.Package) {
 		}
 		items = append(items, jen.Values(d))
 	}
-	f.Comment(fmt.Sprintf("Methods lists every method of %s in catalogue order.", pkg.Catalogue.Title))
+	f.Comment(fmt.Sprintf("Methods lists every method of %s in catalogue order.", pkg.Title))
 	f.Var().Id("Methods").Op("=").Index().Qual(pkgWire, "MethodInfo").Values(items...)
 	f.Line()
 }
@@ -129,8 +127,8 @@ func emitInfos(f *jen.File, pkg *ir.Package) {
 // its cancel rules, preempted methods and method names, and NewConn.
 func emitConn(f *jen.File, pkg *ir.Package) error {
 	var codec jen.Code
-	switch pkg.Catalogue.Framing {
-	case "jsonrpc2-ndjson":
+	switch pkg.Framing {
+	case ir.JSONRPC2NDJSON:
 		codec = jen.New(jen.Qual(pkgJSONRPC, "Codec"))
 	default:
 		return nil // envelope codecs come with the envelope runtime; stdout-json has no connection
@@ -158,15 +156,15 @@ func emitConn(f *jen.File, pkg *ir.Package) error {
 	f.Comment("Preempted lists the methods handled as soon as they arrive (rpc.Options.Preempt).")
 	f.Var().Id("Preempted").Index().String()
 	f.Line()
-	f.Comment("NewCodec returns the framing of " + pkg.Catalogue.Title + " for one connection.")
+	f.Comment("NewCodec returns the framing of " + pkg.Title + " for one connection.")
 	f.Func().Id("NewCodec").Params().Qual(pkgRPC, "Codec").Block(jen.Return(codec))
 	f.Line()
-	comment(f, fmt.Sprintf("ConnOptions returns a copy of opts (which may be nil) with %s's cancel rules, preempted methods and method names added.", pkg.Catalogue.Title))
+	comment(f, fmt.Sprintf("ConnOptions returns a copy of opts (which may be nil) with %s's cancel rules, preempted methods and method names added.", pkg.Title))
 	f.Func().Id("ConnOptions").Params(jen.Id("opts").Op("*").Qual(pkgRPC, "Options")).Op("*").Qual(pkgRPC, "Options").Block(
 		jen.Return(jen.Qual(pkgRPC, "WithOptions").Call(jen.Id("opts"), jen.Id("CancelRules"), jen.Id("Preempted"), jen.Id("MethodNames"))),
 	)
 	f.Line()
-	comment(f, fmt.Sprintf("NewConn starts a connection speaking %s on r and w, serving h (a side's handler struct, possibly wrapped in middleware; nil serves nothing). opts may be nil. See rpc.NewConn.", pkg.Catalogue.Title))
+	comment(f, fmt.Sprintf("NewConn starts a connection speaking %s on r and w, serving h (a side's handler struct, possibly wrapped in middleware; nil serves nothing). opts may be nil. See rpc.NewConn.", pkg.Title))
 	f.Func().Id("NewConn").Params(jen.Id("r").Qual("io", "Reader"), jen.Id("w").Qual("io", "Writer"), jen.Id("h").Qual(pkgRPC, "Handler"), jen.Id("opts").Op("*").Qual(pkgRPC, "Options")).Op("*").Qual(pkgRPC, "Conn").Block(
 		jen.Return(jen.Qual(pkgRPC, "NewConn").Call(jen.Id("r"), jen.Id("w"), jen.Id("NewCodec").Call(), jen.Id("h"), jen.Id("ConnOptions").Call(jen.Id("opts")))),
 	)
@@ -202,7 +200,7 @@ func handlerFunc(m *ir.Method) jen.Code {
 	return jen.Func().Params(params...).Params(resultType(m.Result), jen.Error())
 }
 
-func opFunc(m *ir.Method, op *ir.Op) jen.Code {
+func opFunc(m *ir.Method, op *ir.Operation) jen.Code {
 	params := []jen.Code{jen.Qual("context", "Context"), paramType(m.Params)}
 	if op.Args != nil {
 		params = append(params, paramType(op.Args))
@@ -215,15 +213,15 @@ func emitHandlers(f *jen.File, side, sideDoc string, ms []*ir.Method) error {
 	var fields []jen.Code
 	for _, m := range ms {
 		doc := fmt.Sprintf("%s handles %s (%s, %s). %s", m.Go, m.Wire, m.Kind, m.Status, m.Doc)
-		if m.Ops != nil {
+		if m.Operations != nil {
 			doc += " It serves the operations that have no field of their own (or none is set)."
 		}
 		fields = append(fields, fieldComments(doc)...)
 		fields = append(fields, jen.Id(m.Go).Add(handlerFunc(m)))
-		if m.Ops == nil {
+		if m.Operations == nil {
 			continue
 		}
-		for _, op := range m.Ops.Items {
+		for _, op := range m.Operations.Items {
 			doc := fmt.Sprintf("%s handles the %s operation %s (%s); it receives the whole %s params and the decoded args. %s", op.Go, m.Wire, strings.Join(op.MatchValues, "/"), op.Status, m.Wire, op.Doc)
 			fields = append(fields, fieldComments(doc)...)
 			fields = append(fields, jen.Id(op.Go).Add(opFunc(m, op)))
@@ -295,7 +293,7 @@ func argRef(r *ir.Ref, v string) jen.Code {
 // serveMethod is the body of one method's case in Handle; it falls
 // through to Fallback when the method's field is not set.
 func serveMethod(m *ir.Method) []jen.Code {
-	if m.Ops != nil {
+	if m.Operations != nil {
 		return serveOps(m)
 	}
 	var body []jen.Code
@@ -315,11 +313,11 @@ func serveMethod(m *ir.Method) []jen.Code {
 
 // opKey renders the expression that selects an operation.
 func opKey(m *ir.Method) jen.Code {
-	if len(m.Ops.Selector) == 1 {
-		return jen.Id("p").Dot(m.Ops.Selector[0].Go)
+	if len(m.Operations.Selector) == 1 {
+		return jen.Id("p").Dot(m.Operations.Selector[0].Go)
 	}
 	var parts []jen.Code
-	for i, s := range m.Ops.Selector {
+	for i, s := range m.Operations.Selector {
 		if i > 0 {
 			parts = append(parts, jen.Lit("/"))
 		}
@@ -331,17 +329,17 @@ func opKey(m *ir.Method) jen.Code {
 func serveOps(m *ir.Method) []jen.Code {
 	served := []jen.Code{jen.Id("h").Dot(m.Go).Op("!=").Nil()}
 	var cases []jen.Code
-	for _, op := range m.Ops.Items {
+	for _, op := range m.Operations.Items {
 		served = append(served, jen.Id("h").Dot(op.Go).Op("!=").Nil())
 		body := []jen.Code{}
 		args := []jen.Code{jen.Id("ctx"), jen.Op("&").Id("p")}
 		if op.Args != nil {
-			body = append(body, jen.Var().Id("a").Add(goType(op.Args)), decodeInto(jen.Op("&").Id("a"), jen.Id("p").Dot(m.Ops.Payload.Go)))
+			body = append(body, jen.Var().Id("a").Add(goType(op.Args)), decodeInto(jen.Op("&").Id("a"), jen.Id("p").Dot(m.Operations.Payload.Go)))
 			args = append(args, argRef(op.Args, "a"))
 		}
 		body = append(body, jen.Return(jen.Id("h").Dot(op.Go).Call(args...)))
 		var key jen.Code = jen.Lit(strings.Join(op.MatchValues, "/"))
-		if len(m.Ops.Selector) == 1 {
+		if len(m.Operations.Selector) == 1 {
 			key = jen.Id(opConst(op))
 		}
 		cases = append(cases, jen.Case(key).Block(jen.If(jen.Id("h").Dot(op.Go).Op("!=").Nil()).Block(body...)))
@@ -365,10 +363,10 @@ func serveOps(m *ir.Method) []jen.Code {
 func emitOperations(f *jen.File, side string, ms []*ir.Method) {
 	var stmts []jen.Code
 	for _, m := range ms {
-		if m.Ops == nil {
+		if m.Operations == nil {
 			continue
 		}
-		for i, op := range m.Ops.Items {
+		for i, op := range m.Operations.Items {
 			stmts = append(stmts, jen.If(jen.Id("h").Dot(op.Go).Op("!=").Nil()).Block(
 				jen.Id("out").Op("=").Append(jen.Id("out"), jen.Id("Methods").Index(jen.Lit(m.Index)).Dot("Operations").Index(jen.Lit(i))),
 			))
@@ -395,8 +393,8 @@ func emitPeer(f *jen.File, side, sideDoc string, ms []*ir.Method) {
 	f.Line()
 	for _, m := range ms {
 		emitPeerMethod(f, name, m)
-		if m.Ops != nil {
-			for _, op := range m.Ops.Items {
+		if m.Operations != nil {
+			for _, op := range m.Operations.Items {
 				emitPeerOp(f, name, m, op)
 			}
 		}
@@ -457,15 +455,15 @@ func emitPeerMethod(f *jen.File, peer string, m *ir.Method) {
 	f.Line()
 }
 
-func emitPeerOp(f *jen.File, peer string, m *ir.Method, op *ir.Op) {
+func emitPeerOp(f *jen.File, peer string, m *ir.Method, op *ir.Operation) {
 	params := []jen.Code{jen.Id("ctx").Qual("context", "Context"), jen.Id("call").Add(paramType(m.Params))}
 	body := []jen.Code{
 		jen.Var().Id("c").Add(goType(m.Params)),
 		jen.If(jen.Id("call").Op("!=").Nil()).Block(jen.Id("c").Op("=").Op("*").Id("call")),
 	}
-	for i, s := range m.Ops.Selector {
+	for i, s := range m.Operations.Selector {
 		var v jen.Code = jen.Lit(op.MatchValues[i])
-		if len(m.Ops.Selector) == 1 {
+		if len(m.Operations.Selector) == 1 {
 			v = jen.Id(opConst(op))
 		}
 		body = append(body, jen.Id("c").Dot(s.Go).Op("=").Add(v))
@@ -477,10 +475,10 @@ func emitPeerOp(f *jen.File, peer string, m *ir.Method, op *ir.Op) {
 			jen.List(jen.Id("raw"), jen.Err()).Op(":=").Qual(pkgJSON, "Marshal").Call(arg, jen.Qual(pkgWire, "Fidelity")),
 			jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Err())),
 			jen.If(jen.String().Call(jen.Id("raw")).Op("==").Lit("null")).Block(jen.Id("raw").Op("=").Qual(pkgJSONText, "Value").Call(jen.Lit("{}"))),
-			jen.Id("c").Dot(m.Ops.Payload.Go).Op("=").Id("raw"),
+			jen.Id("c").Dot(m.Operations.Payload.Go).Op("=").Id("raw"),
 		)
 	} else {
-		body = append(body, jen.Id("c").Dot(m.Ops.Payload.Go).Op("=").Qual(pkgJSONText, "Value").Call(jen.Lit("{}")))
+		body = append(body, jen.Id("c").Dot(m.Operations.Payload.Go).Op("=").Qual(pkgJSONText, "Value").Call(jen.Lit("{}")))
 	}
 	body = append(body, callResult(m, op.Result, jen.Op("&").Id("c"))...)
 	comment(f, fmt.Sprintf("%s calls the %s operation %s. call may carry the other %s params (nil for none); the selector and payload members are set here. %s", op.Go, m.Wire, strings.Join(op.MatchValues, "/"), m.Wire, op.Doc))

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"path"
 	"slices"
 	"sort"
 	"strings"
@@ -13,80 +14,80 @@ import (
 	"github.com/bridgekit/bridgekit/generator/internal/schema"
 )
 
-// Overrides is the hand-kept table of naming and emitter choices, keyed by
-// schema location (file#/pointer). Every entry must match a node the build
-// visits; an unused entry fails the build so the table cannot rot.
-type Overrides struct {
-	Types  map[string]TypeOverride  `json:"types"`
-	Fields map[string]FieldOverride `json:"fields"`
-}
-
-// TypeOverride renames a generated type or picks its emitter.
-type TypeOverride struct {
-	Go      string `json:"go,omitempty"`
-	Emitter string `json:"emitter,omitempty"`
-	Reason  string `json:"reason"`
-}
-
-// FieldOverride renames a struct field.
-type FieldOverride struct {
-	Go     string `json:"go"`
-	Reason string `json:"reason"`
-}
-
 type builder struct {
 	files    map[string]*schema.File
-	ov       *Overrides
-	used     map[string]bool
+	ov       *schema.Overrides
+	overlays map[string]*overlay // by def pointer + "|" + member
 	byPtr    map[string]*Ref
 	building map[string]bool
 	byName   map[string]*Type
 	errs     []string
 }
 
-// Build turns a catalogue and its schema files into a Package.
-func Build(cat *catalogue.Catalogue, files []*schema.File, ov *Overrides) (*Package, error) {
+type overlay struct {
+	catalogue.Overlay
+	used bool
+}
+
+// Build turns a catalogue, its expanded methods (catalogue.Expand) and its
+// schema files into a Package. Overrides are consulted and marked used; the
+// caller checks the unused ones across all packages.
+func Build(cat *catalogue.Catalogue, methods []catalogue.Method, files map[string]*schema.File, ov *schema.Overrides) (*Package, error) {
 	if ov == nil {
-		ov = &Overrides{}
+		ov = &schema.Overrides{}
 	}
 	b := &builder{
-		files: map[string]*schema.File{}, ov: ov, used: map[string]bool{},
+		files: files, ov: ov, overlays: map[string]*overlay{},
 		byPtr: map[string]*Ref{}, building: map[string]bool{}, byName: map[string]*Type{},
 	}
-	for _, f := range files {
-		b.files[f.Name] = f
+	for _, o := range cat.Overlays {
+		b.overlays[o.Def+"|"+o.Member] = &overlay{Overlay: o}
 	}
-	pkg := &Package{Name: cat.Package, Catalogue: cat}
-	// Every $def of every listed schema file becomes part of the package, in file order,
-	// so that types exist even before a method uses them.
+	pkg := &Package{
+		Name: cat.Package, Protocol: cat.Protocol, Title: cat.Title, Doc: cat.Doc,
+		Framing: framing(cat.Framing), Source: cat.File, Inputs: slices.Clone(cat.Schemas),
+	}
+	if e := cat.Envelope; e != nil {
+		pkg.Envelope = &Envelope{Protocol: e.Protocol, Version: e.Version}
+	}
+	if len(cat.Sides) != 2 {
+		return nil, fmt.Errorf("a protocol has exactly two sides")
+	}
+	for i, s := range cat.Sides {
+		pkg.Sides[i] = &Side{Name: s.Name, Go: s.Go, Doc: s.Doc}
+	}
+	// Every $def of every listed schema file becomes part of the package, in
+	// file order, so that types exist even before a method uses them.
 	for _, name := range cat.Schemas {
 		f, ok := b.files[name]
 		if !ok {
 			b.fail("schema file %s is listed by the catalogue but was not loaded", name)
 			continue
 		}
-		for _, def := range f.Root.DefOrder {
-			b.ref(f.Name+"#/$defs/"+def, "")
+		b.defs(f.Root, name+"#")
+	}
+	for _, m := range methods {
+		mm := b.method(pkg, m)
+		mm.Index = len(pkg.Methods)
+		pkg.Methods = append(pkg.Methods, mm)
+	}
+	for i, m := range methods {
+		if m.Cancels != nil {
+			b.cancels(pkg, pkg.Methods[i], m.Cancels)
 		}
 	}
-	for i, m := range cat.Methods {
-		mm := b.method(cat, m)
-		mm.Index = i
-		pkg.Methods = append(pkg.Methods, mm)
+	for _, k := range sortedKeys(b.overlays) {
+		if !b.overlays[k].used {
+			o := b.overlays[k]
+			b.fail("%s: overlay of member %q of %s matches no property", cat.File, o.Member, o.Def)
+		}
 	}
 	for _, t := range b.byName {
 		pkg.Types = append(pkg.Types, t)
 	}
 	sort.Slice(pkg.Types, func(i, j int) bool { return pkg.Types[i].Name < pkg.Types[j].Name })
-	for k := range ov.Types {
-		if !b.used["type:"+k] {
-			b.fail("override for type %s matches no schema node", k)
-		}
-	}
-	for k := range ov.Fields {
-		if !b.used["field:"+k] {
-			b.fail("override for field %s matches no schema property", k)
-		}
+	for _, t := range pkg.Types {
+		b.checkDefaults(t)
 	}
 	if len(b.errs) > 0 {
 		slices.Sort(b.errs)
@@ -95,12 +96,88 @@ func Build(cat *catalogue.Catalogue, files []*schema.File, ov *Overrides) (*Pack
 	return pkg, nil
 }
 
+// defs builds every $defs entry of s (nested ones too) unless excluded.
+func (b *builder) defs(s *schema.Schema, ptr string) {
+	for _, def := range s.DefOrder {
+		p := ptr + "/$defs/" + def
+		if b.ov.Excluded(p) {
+			continue
+		}
+		b.ref(p, "")
+		b.defs(s.Defs[def], p)
+	}
+}
+
+func framing(f catalogue.Framing) Framing {
+	switch f {
+	case catalogue.EnvelopeNDJSON:
+		return EnvelopeNDJSON
+	case catalogue.StdoutJSON:
+		return StdoutJSON
+	}
+	return JSONRPC2NDJSON
+}
+
+func kind(k catalogue.Kind) MethodKind {
+	switch k {
+	case catalogue.Notification:
+		return Notification
+	case catalogue.RequestOrNotification:
+		return RequestOrNotification
+	case catalogue.Event:
+		return Event
+	case catalogue.Response:
+		return Response
+	}
+	return Request
+}
+
+func status(s catalogue.Status) Status {
+	switch s {
+	case catalogue.Experimental:
+		return Experimental
+	case catalogue.LegacyTolerated:
+		return LegacyTolerated
+	case catalogue.Retired:
+		return Retired
+	}
+	return Stable
+}
+
+func errorList(es []catalogue.Error) []Error {
+	out := make([]Error, 0, len(es))
+	for _, e := range es {
+		var c ErrorCode
+		if json.Unmarshal(e.Code, &c.Int) != nil {
+			_ = json.Unmarshal(e.Code, &c.String)
+		}
+		out = append(out, Error{Code: c, When: e.When})
+	}
+	return out
+}
+
 func (b *builder) fail(format string, args ...any) {
 	b.errs = append(b.errs, fmt.Sprintf(format, args...))
 }
 
-func (b *builder) method(cat *catalogue.Catalogue, m catalogue.Method) *Method {
-	out := &Method{Method: m, FromSide: cat.Side(m.From), ToSide: cat.Side(m.To)}
+func (b *builder) side(p *Package, name string) *Side {
+	for _, s := range p.Sides {
+		if s.Name == name {
+			return s
+		}
+	}
+	b.fail("no side %q", name)
+	return &Side{Name: name}
+}
+
+func (b *builder) method(p *Package, m catalogue.Method) *Method {
+	out := &Method{
+		Wire: m.Wire, Go: m.Go, From: b.side(p, m.From), To: b.side(p, m.To), Kind: kind(m.Kind),
+		Errors: errorList(m.Errors), Status: status(m.Status), Source: m.Source, Doc: m.Doc,
+	}
+	for _, k := range sortedKeys(m.Qualifier) {
+		out.Qualifier = append(out.Qualifier, MemberValue{Member: k, Value: m.Qualifier[k]})
+	}
 	if m.Params != nil {
 		out.Params = b.ref(*m.Params, "")
 	}
@@ -110,36 +187,28 @@ func (b *builder) method(cat *catalogue.Catalogue, m catalogue.Method) *Method {
 	if m.Operations == nil {
 		return out
 	}
-	ops := &Ops{}
-	var st *Type
-	if out.Params != nil && out.Params.Kind == Named && out.Params.Named.Kind == Struct {
-		st = out.Params.Named
-	} else {
+	st := paramsStruct(out)
+	if st == nil {
 		b.fail("%s: a method with operations needs object params", m.Wire)
 		return out
 	}
-	field := func(name string) *Field {
-		for _, f := range st.Fields {
-			if f.JSON == name {
-				return f
-			}
-		}
-		b.fail("%s: params have no member %q", m.Wire, name)
-		return nil
-	}
+	ops := &Operations{}
 	for _, s := range m.Operations.Selector {
-		f := field(s)
+		f := b.member(m.Wire, st, s)
 		if f != nil && (f.Ref.Kind != String || !f.Required || f.Nullable) {
 			b.fail("%s: selector member %q must be a required string", m.Wire, s)
 		}
 		ops.Selector = append(ops.Selector, f)
 	}
-	ops.Payload = field(m.Operations.Payload)
+	ops.Payload = b.member(m.Wire, st, m.Operations.Payload)
 	if ops.Payload != nil && ops.Payload.Ref.Kind != Raw {
 		b.fail("%s: payload member %q must be schemaless (any JSON) so operations can type it", m.Wire, m.Operations.Payload)
 	}
 	for _, o := range m.Operations.Items {
-		op := &Op{Operation: o}
+		op := &Operation{Go: o.Go, Errors: errorList(o.Errors), Status: status(o.Status), Source: o.Source, Doc: o.Doc}
+		if o.Advertise != nil {
+			op.Advertise = &Advertise{Capability: o.Advertise.Capability, Op: o.Advertise.Op}
+		}
 		for _, s := range m.Operations.Selector {
 			op.MatchValues = append(op.MatchValues, o.Match[s])
 		}
@@ -151,42 +220,109 @@ func (b *builder) method(cat *catalogue.Catalogue, m catalogue.Method) *Method {
 		}
 		ops.Items = append(ops.Items, op)
 	}
-	out.Ops = ops
+	out.Operations = ops
 	return out
 }
 
-// lookup finds the node a reference names. ref is "file#/$defs/x" or "#/$defs/x"
-// relative to from.
-func (b *builder) lookup(ref, from string) (*schema.Schema, string) {
+func paramsStruct(m *Method) *Type {
+	if m.Params != nil && m.Params.Kind == Named && m.Params.Named.Kind == Struct {
+		return m.Params.Named
+	}
+	return nil
+}
+
+// member finds the params member called name.
+func (b *builder) member(where string, st *Type, name string) *Field {
+	for _, f := range st.Fields {
+		if f.JSON == name {
+			return f
+		}
+	}
+	b.fail("%s: params have no member %q", where, name)
+	return nil
+}
+
+func (b *builder) cancels(p *Package, m *Method, c *catalogue.Cancels) {
+	where := m.Wire + ": cancels"
+	out := &Cancels{}
+	for _, t := range p.Methods {
+		if t.Wire == c.Method && t.From == m.From && t.To == m.To {
+			out.Method = t
+		}
+	}
+	if out.Method == nil {
+		b.fail("%s %q: no such request", where, c.Method)
+		return
+	}
+	own, target := paramsStruct(m), paramsStruct(out.Method)
+	if (c.Key != "" || c.ID != "") && own == nil {
+		b.fail("%s: key and id need object params", where)
+		return
+	}
+	if c.Key != "" {
+		if target == nil {
+			b.fail("%s: key needs %s to have object params", where, c.Method)
+			return
+		}
+		out.Key, out.TargetKey = b.member(where, own, c.Key), b.member(where+" "+c.Method, target, c.Key)
+		if out.Key != nil && out.TargetKey != nil && !sameShape(out.Key.Ref, out.TargetKey.Ref) {
+			b.fail("%s: member %q has different types in %s and %s", where, c.Key, m.Wire, c.Method)
+		}
+	}
+	if c.ID != "" {
+		out.ID = b.member(where, own, c.ID)
+	}
+	m.Cancels = out
+}
+
+func sameShape(a, b *Ref) bool {
+	if a.Kind != b.Kind {
+		return false
+	}
+	switch a.Kind {
+	case Named:
+		return a.Named == b.Named
+	case Array, Map:
+		return sameShape(a.Elem, b.Elem)
+	}
+	return true
+}
+
+// resolve finds the node a reference names. ref is "file#/$defs/x[/$defs/y]"
+// (file relative to the referring file's directory) or "#/$defs/x" in the
+// referring file. It returns the node and its canonical pointer.
+func (b *builder) resolve(ref, from string) (*schema.Schema, string) {
 	file, frag, _ := strings.Cut(ref, "#")
-	if file == "" {
-		file, _, _ = strings.Cut(from, "#")
+	fromFile, _, _ := strings.Cut(from, "#")
+	switch {
+	case file == "":
+		file = fromFile
+	case fromFile != "":
+		file = path.Join(path.Dir(fromFile), file)
 	}
 	f, ok := b.files[file]
 	if !ok {
 		b.fail("%s: $ref %q names a schema file that is not loaded", from, ref)
 		return nil, ""
 	}
-	def, ok := strings.CutPrefix(frag, "/$defs/")
-	if !ok || strings.Contains(def, "/") {
-		b.fail("%s: $ref %q must point at a top-level $defs entry", from, ref)
+	s := f.Root.Def(frag)
+	if s == nil {
+		b.fail("%s: $ref %q: no such $defs entry (a $ref must point at a $defs entry)", from, ref)
 		return nil, ""
 	}
-	s, ok := f.Root.Defs[def]
-	if !ok {
-		b.fail("%s: $ref %q: no such $defs entry", from, ref)
-		return nil, ""
-	}
-	return s, def
+	return s, s.Pointer
 }
 
 // ref resolves a named definition to a Ref, building its type once.
 func (b *builder) ref(ptr, from string) *Ref {
-	s, def := b.lookup(ptr, from)
+	s, key := b.resolve(ptr, from)
 	if s == nil {
 		return &Ref{Kind: Raw}
 	}
-	key := s.Pointer
+	if b.ov.Excluded(key) {
+		b.fail("%s: refers to %s, which spec/overrides.json excludes from generation", orDef(from, key), key)
+		return &Ref{Kind: Raw}
+	}
 	if r, ok := b.byPtr[key]; ok {
 		return r
 	}
@@ -198,6 +334,7 @@ func (b *builder) ref(ptr, from string) *Ref {
 	}
 	b.building[key] = true
 	defer delete(b.building, key)
+	_, def := path.Split(key)
 	r, nullable := b.node(s, naming.Go(def), true)
 	if nullable {
 		b.fail("%s: a nullable definition cannot be named; make the members that use it nullable", key)
@@ -206,8 +343,45 @@ func (b *builder) ref(ptr, from string) *Ref {
 	return r
 }
 
-// node classifies a schema node. name is the Go name a new type would get; named
-// is set for $defs entries (free-form objects then get an alias type).
+func orDef(from, key string) string {
+	if from == "" {
+		return key
+	}
+	return from
+}
+
+// shapeKeywords reports whether s has keywords that give it a shape of its
+// own (beyond annotations such as description and title).
+func shapeKeywords(s *schema.Schema) bool {
+	return len(s.Types) > 0 || len(s.Properties) > 0 || len(s.AnyOf) > 0 || len(s.OneOf) > 0 || len(s.AllOf) > 0 ||
+		len(s.Enum) > 0 || s.Const != nil || s.Items != nil || s.AdditionalProperties != nil || len(s.Required) > 0 ||
+		s.Ref != "" || s.HasConstraints()
+}
+
+// wrapped returns the $ref of a simple allOf wrapper ({allOf: [{$ref}]} with
+// at most annotations beside it), or "".
+func wrapped(s *schema.Schema) string {
+	if len(s.AllOf) != 1 || s.AllOf[0].Ref == "" || shapeKeywordsBeside(s.AllOf[0]) {
+		return ""
+	}
+	c := *s
+	c.AllOf = nil
+	if shapeKeywords(&c) {
+		return ""
+	}
+	return s.AllOf[0].Ref
+}
+
+// shapeKeywordsBeside reports whether a $ref node has shape keywords beside $ref.
+func shapeKeywordsBeside(s *schema.Schema) bool {
+	c := *s
+	c.Ref = ""
+	return shapeKeywords(&c)
+}
+
+// node classifies a schema node. name is the Go name a new type would get;
+// named is set for $defs entries (free-form objects then get an open struct,
+// scalars a named type).
 func (b *builder) node(s *schema.Schema, name string, named bool) (*Ref, bool) {
 	if s.Bool != nil {
 		if !*s.Bool {
@@ -215,8 +389,16 @@ func (b *builder) node(s *schema.Schema, name string, named bool) (*Ref, bool) {
 		}
 		return &Ref{Kind: Raw}, false
 	}
+	if len(s.AllOf) > 0 {
+		ref := wrapped(s)
+		if ref == "" {
+			b.fail("%s: allOf is supported as a single $ref wrapper (with description or title beside it), or as a union variant {allOf: [{$ref}], properties: {<tag>: {const}}, required: [<tag>]}", s.Pointer)
+			return &Ref{Kind: Raw}, false
+		}
+		return b.ref(ref, s.Pointer), false
+	}
 	if s.Ref != "" {
-		if len(s.Types) > 0 || len(s.Properties) > 0 || len(s.AnyOf) > 0 || len(s.OneOf) > 0 || len(s.Enum) > 0 {
+		if shapeKeywordsBeside(s) {
 			b.fail("%s: $ref with sibling type keywords is unsupported", s.Pointer)
 		}
 		return b.ref(s.Ref, s.Pointer), false
@@ -225,7 +407,7 @@ func (b *builder) node(s *schema.Schema, name string, named bool) (*Ref, bool) {
 		if len(s.AnyOf) > 0 && len(s.OneOf) > 0 {
 			b.fail("%s: anyOf together with oneOf is unsupported", s.Pointer)
 		}
-		return b.union(s, alts, name)
+		return b.union(s, alts, name, named)
 	}
 	types := slices.Clone(s.Types)
 	nullable := false
@@ -233,8 +415,13 @@ func (b *builder) node(s *schema.Schema, name string, named bool) (*Ref, bool) {
 		nullable = true
 		types = slices.Delete(types, i, i+1)
 	}
-	if len(types) == 0 && len(s.Enum) > 0 {
-		types = []string{enumKind(s.Enum)}
+	enum := s.Enum
+	if i := slices.IndexFunc(enum, isNull); i >= 0 {
+		nullable = true
+		enum = slices.Delete(slices.Clone(enum), i, i+1)
+	}
+	if len(types) == 0 && len(enum) > 0 {
+		types = []string{enumKind(enum)}
 	}
 	if len(types) == 0 && s.Const != nil {
 		types = []string{enumKind([]json.RawMessage{s.Const})}
@@ -247,23 +434,20 @@ func (b *builder) node(s *schema.Schema, name string, named bool) (*Ref, bool) {
 		if len(s.Properties) > 0 || s.AdditionalProperties != nil {
 			types = []string{"object"}
 		} else {
+			if len(s.Required) > 0 {
+				b.fail("%s: required without properties is unsupported", s.Pointer)
+			}
 			return &Ref{Kind: Raw}, nullable
 		}
 	}
-	r := &Ref{Minimum: s.Minimum, Maximum: s.Maximum, MinLength: s.MinLength, MaxLength: s.MaxLength, MinItems: s.MinItems, Pattern: s.Pattern}
+	r := &Ref{Minimum: s.Minimum, Maximum: s.Maximum, MinLength: s.MinLength, MaxLength: s.MaxLength, MinItems: s.MinItems, Pattern: s.Pattern, Format: s.Format}
 	switch types[0] {
 	case "string":
 		r.Kind = String
-		if len(s.Enum) > 0 {
-			return b.enum(s, name, StringEnum), nullable
-		}
 	case "boolean":
 		r.Kind = Bool
 	case "integer":
 		r.Kind = Int
-		if len(s.Enum) > 0 {
-			return b.enum(s, name, IntEnum), nullable
-		}
 	case "number":
 		r.Kind = Float
 	case "array":
@@ -275,31 +459,42 @@ func (b *builder) node(s *schema.Schema, name string, named bool) (*Ref, bool) {
 			if null {
 				b.fail("%s: nullable array items are unsupported", s.Items.Pointer)
 			}
-			if elem.HasConstraints() || elem.Kind == Array || elem.Kind == Map {
-				b.fail("%s: array items must be unconstrained scalars or named types", s.Items.Pointer)
-			}
 			r.Elem = elem
 		}
 	case "object":
 		return b.object(s, name, named), nullable
 	default:
 		b.fail("%s: unsupported type %q", s.Pointer, types[0])
-		r.Kind = Raw
+		return &Ref{Kind: Raw}, nullable
 	}
-	if len(s.Enum) > 0 {
-		b.fail("%s: enum on type %s is unsupported", s.Pointer, types[0])
+	if len(enum) > 0 {
+		if r.Kind != String && r.Kind != Int {
+			b.fail("%s: enum on type %s is unsupported", s.Pointer, types[0])
+			return r, nullable
+		}
+		return b.enum(s, name, r.Kind, enum), nullable
 	}
-	if s.Const != nil && r.Kind != String {
-		b.fail("%s: const is supported on required string members only", s.Pointer)
+	if s.Const != nil && r.Kind != String && r.Kind != Int && r.Kind != Bool {
+		b.fail("%s: const is supported on string, integer and boolean members only", s.Pointer)
+	}
+	if named && s.Const == nil && r.Kind != Array {
+		t := b.newType(s, name, Scalar)
+		t.Base = r
+		return &Ref{Kind: Named, Named: t}, nullable
 	}
 	return r, nullable
 }
+
+func isNull(v json.RawMessage) bool { return string(bytes.TrimSpace(v)) == "null" }
 
 func enumKind(vals []json.RawMessage) string {
 	kind := ""
 	for _, v := range vals {
 		k := "string"
-		if len(v) > 0 && v[0] != '"' {
+		switch t := string(bytes.TrimSpace(v)); {
+		case t == "true" || t == "false":
+			k = "boolean"
+		case len(t) > 0 && t[0] != '"':
 			k = "integer"
 		}
 		if kind != "" && kind != k {
@@ -314,8 +509,8 @@ func (b *builder) object(s *schema.Schema, name string, named bool) *Ref {
 	ap := s.AdditionalProperties
 	if len(s.Properties) == 0 && ap != nil && ap.Bool == nil {
 		elem, null := b.node(ap, name+"Value", false)
-		if null || elem.HasConstraints() || elem.Kind == Array || elem.Kind == Map {
-			b.fail("%s: map values must be unconstrained, non-null scalars or named types", ap.Pointer)
+		if null {
+			b.fail("%s: nullable map values are unsupported", ap.Pointer)
 		}
 		t := b.newType(s, name, MapType)
 		t.Elem = elem
@@ -332,174 +527,652 @@ func (b *builder) object(s *schema.Schema, name string, named bool) *Ref {
 	}
 	t := b.newType(s, name, Struct)
 	t.Closed = ap.IsFalse()
-	r := &Ref{Kind: Named, Named: t}
-	bit := 0
-	for _, p := range s.Properties {
-		f := &Field{JSON: p.Name, Go: naming.Go(p.Name), Doc: p.Schema.Description, Required: slices.Contains(s.Required, p.Name), Bit: -1}
-		fptr := s.Pointer + "/properties/" + p.Name
-		if o, ok := b.ov.Fields[fptr]; ok {
-			f.Go = o.Go
-			b.used["field:"+fptr] = true
-		}
-		if p.Schema.Ref != "" && p.Schema.Description == "" {
-			if def, _ := b.lookup(p.Schema.Ref, p.Schema.Pointer); def != nil {
-				f.Doc = def.Description
-			}
-		}
-		f.Ref, f.Nullable = b.node(p.Schema, name+f.Go, false)
-		f.Default = p.Schema.Default
-		if p.Schema.Const != nil {
-			if f.Required {
-				f.Const = p.Schema.Const
-			} else {
-				b.fail("%s: const on an optional member is unsupported", fptr)
-			}
-		}
-		if f.Required {
-			f.Bit = bit
-			bit++
-		}
-		if f.Go == "Extra" {
-			b.fail("%s: member name collides with the Extra field; add a field override", fptr)
-		}
-		t.Fields = append(t.Fields, f)
-	}
-	if bit > 64 {
-		b.fail("%s: more than 64 required members", s.Pointer)
-	}
-	for _, req := range s.Required {
-		if !slices.ContainsFunc(s.Properties, func(p schema.Property) bool { return p.Name == req }) {
-			b.fail("%s: required member %q is not a property", s.Pointer, req)
-		}
-	}
-	return r
-}
-
-func (b *builder) enum(s *schema.Schema, name string, kind TypeKind) *Ref {
-	t := b.newType(s, name, kind)
-	for _, v := range s.Enum {
-		if kind == StringEnum {
-			var str string
-			if json.Unmarshal(v, &str) != nil {
-				b.fail("%s: enum value %s is not a string", s.Pointer, v)
-			}
-			t.Strings = append(t.Strings, str)
-		} else {
-			var n int64
-			if json.Unmarshal(v, &n) != nil {
-				b.fail("%s: enum value %s is not an integer", s.Pointer, v)
-			}
-			t.Ints = append(t.Ints, n)
-		}
-	}
-	if kind == StringEnum && t.Emitter == "" {
-		t.Emitter = EmitGoJSONSchema
-	}
+	t.Fields = b.fields(s, name, "", map[string]bool{"Extra": true})
 	return &Ref{Kind: Named, Named: t}
 }
 
-func (b *builder) union(s *schema.Schema, alts []*schema.Schema, name string) (*Ref, bool) {
+// fields builds the members of an object schema. skip names a member left
+// out (a union's tag); reserved lists Go names the type already uses.
+func (b *builder) fields(s *schema.Schema, name, skip string, reserved map[string]bool) []*Field {
+	var out []*Field
+	required := 0
+	goNames := map[string]string{}
+	for _, p := range s.Properties {
+		if p.Name == skip {
+			continue
+		}
+		fptr := s.Pointer + "/properties/" + p.Name
+		if p.Name == "" {
+			b.fail("%s: a member with an empty name is unsupported", fptr)
+			continue
+		}
+		f := &Field{JSON: p.Name, Go: naming.Go(p.Name), Doc: strings.TrimSpace(p.Schema.Description), Required: slices.Contains(s.Required, p.Name), Pointer: fptr}
+		if o, ok := b.ov.Field(fptr); ok {
+			f.Go = o.Go
+		}
+		if f.Doc == "" {
+			if ref := refOf(p.Schema); ref != "" {
+				if def, _ := b.resolve(ref, p.Schema.Pointer); def != nil {
+					f.Doc = strings.TrimSpace(def.Description)
+				}
+			}
+		}
+		if o, ok := b.overlays[s.Pointer+"|"+p.Name]; ok {
+			o.used = true
+			f.Ref = b.ref(o.Schema, "")
+			f.Nullable = allowsNull(p.Schema)
+		} else {
+			f.Ref, f.Nullable = b.node(p.Schema, name+f.Go, false)
+		}
+		f.Default = p.Schema.Default
+		if p.Schema.Const != nil {
+			f.Const = p.Schema.Const
+		}
+		if f.Required {
+			required++
+		}
+		if reserved[f.Go] {
+			b.fail("%s: member name collides with the generated %s; add a field override", fptr, f.Go)
+		}
+		if prev, ok := goNames[f.Go]; ok {
+			b.fail("%s: Go name %s is already used by member %q; add a field override", fptr, f.Go, prev)
+		}
+		goNames[f.Go] = p.Name
+		out = append(out, f)
+	}
+	if required > 64 {
+		b.fail("%s: more than 64 required members", s.Pointer)
+	}
+	return out
+}
+
+// refOf returns the $ref a member points at directly or through a simple
+// allOf wrapper or a nullable anyOf.
+func refOf(s *schema.Schema) string {
+	if s.Ref != "" {
+		return s.Ref
+	}
+	if r := wrapped(s); r != "" {
+		return r
+	}
+	for _, a := range append(slices.Clone(s.AnyOf), s.OneOf...) {
+		if a.Ref != "" {
+			return a.Ref
+		}
+	}
+	return ""
+}
+
+// allowsNull reports whether a schema admits null syntactically.
+func allowsNull(s *schema.Schema) bool {
+	if slices.Contains(s.Types, "null") || slices.ContainsFunc(s.Enum, isNull) {
+		return true
+	}
+	for _, a := range append(slices.Clone(s.AnyOf), s.OneOf...) {
+		if len(a.Types) == 1 && a.Types[0] == "null" {
+			return true
+		}
+	}
+	return false
+}
+
+// constOnly reports whether s is one enum value: a const with at most type,
+// description, title and format beside it.
+func constOnly(s *schema.Schema) bool {
+	if s.Const == nil || s.Ref != "" || len(s.Properties) > 0 || len(s.AnyOf)+len(s.OneOf)+len(s.AllOf) > 0 || len(s.Enum) > 0 || s.HasConstraints() {
+		return false
+	}
+	return len(s.Types) == 0 || len(s.Types) == 1 && (s.Types[0] == "string" || s.Types[0] == "integer")
+}
+
+// plainScalar reports whether s is a bare string or integer type: an open
+// enum's "any other value" branch.
+func plainScalar(s *schema.Schema) (string, bool) {
+	if s.Const != nil || s.Ref != "" || len(s.Properties) > 0 || len(s.AnyOf)+len(s.OneOf)+len(s.AllOf) > 0 || len(s.Enum) > 0 || s.HasConstraints() || s.Items != nil {
+		return "", false
+	}
+	if len(s.Types) == 1 && (s.Types[0] == "string" || s.Types[0] == "integer") {
+		return s.Types[0], true
+	}
+	return "", false
+}
+
+// enum builds a closed enum from an enum keyword.
+func (b *builder) enum(s *schema.Schema, name string, base RefKind, values []json.RawMessage) *Ref {
+	t := b.newType(s, name, Enum)
+	t.Base = &Ref{Kind: base}
+	for _, v := range values {
+		b.enumValue(t, v, "", "", s.Pointer)
+	}
+	b.checkEnumNames(t)
+	return &Ref{Kind: Named, Named: t}
+}
+
+func (b *builder) enumValue(t *Type, v json.RawMessage, title, doc, ptr string) {
+	ev := &EnumValue{Doc: strings.TrimSpace(doc)}
+	label := title
+	if t.Base.Kind == String {
+		if json.Unmarshal(v, &ev.String) != nil {
+			b.fail("%s: enum value %s is not a string", ptr, v)
+		}
+		if label == "" {
+			label = ev.String
+		}
+	} else {
+		if json.Unmarshal(v, &ev.Int) != nil {
+			b.fail("%s: enum value %s is not an integer", ptr, v)
+		}
+		if label == "" {
+			// Untitled integers keep their digits: Level2, CodeMinus32601.
+			ev.Go = t.Name + strings.ReplaceAll(fmt.Sprint(ev.Int), "-", "Minus")
+		}
+	}
+	if ev.Go == "" {
+		ev.Go = t.Name + naming.Go(label)
+	}
+	t.Values = append(t.Values, ev)
+}
+
+func (b *builder) checkEnumNames(t *Type) {
+	seen := map[string]bool{}
+	for _, v := range t.Values {
+		if seen[v.Go] {
+			b.fail("%s: enum constants collide on the name %s", t.Pointer, v.Go)
+		}
+		seen[v.Go] = true
+	}
+}
+
+// alt is one object alternative of a union, resolved.
+type alt struct {
+	src      *schema.Schema // the alternative as written
+	target   *schema.Schema // the object schema it decodes into
+	ref      string         // the $ref of target, or "" for an inline object
+	consts   map[string]string
+	props    []string
+	required []string
+	title    string
+	doc      string
+}
+
+// objectAlt resolves an alternative that is an object: a $ref, an allOf
+// wrapper of a $ref (optionally adding a tag const), or an inline object.
+func (b *builder) objectAlt(a *schema.Schema) (*alt, bool) {
+	out := &alt{src: a, consts: map[string]string{}, title: a.Title, doc: strings.TrimSpace(a.Description)}
+	add := func(s *schema.Schema) {
+		for _, p := range s.Properties {
+			if !slices.Contains(out.props, p.Name) {
+				out.props = append(out.props, p.Name)
+			}
+			var v string
+			if p.Schema.Const != nil && slices.Contains(s.Required, p.Name) && json.Unmarshal(p.Schema.Const, &v) == nil {
+				out.consts[p.Name] = v
+			}
+		}
+		for _, r := range s.Required {
+			if !slices.Contains(out.required, r) {
+				out.required = append(out.required, r)
+			}
+		}
+	}
+	switch {
+	case a.Ref != "" && !shapeKeywordsBeside(a):
+		out.ref = a.Ref
+	case len(a.AllOf) == 1 && a.AllOf[0].Ref != "" && !shapeKeywordsBeside(a.AllOf[0]):
+		// {allOf: [{$ref}]} or the variant pattern with a tag const beside it.
+		w := *a
+		w.AllOf, w.Properties, w.Required, w.Types = nil, nil, nil, nil
+		if shapeKeywords(&w) || len(a.Types) > 1 || len(a.Types) == 1 && a.Types[0] != "object" {
+			return nil, false
+		}
+		for _, p := range a.Properties {
+			if !constOnly(p.Schema) {
+				return nil, false
+			}
+		}
+		out.ref = a.AllOf[0].Ref
+		add(a)
+	default:
+		if a.Ref != "" || len(a.AllOf) > 0 || len(a.AnyOf)+len(a.OneOf) > 0 {
+			return nil, false
+		}
+		if !(len(a.Types) == 1 && a.Types[0] == "object" || len(a.Types) == 0 && len(a.Properties) > 0) || len(a.Properties) == 0 {
+			return nil, false
+		}
+		out.target = a
+		add(a)
+		return out, true
+	}
+	target, _ := b.resolve(out.ref, a.Pointer)
+	if target == nil {
+		return nil, false
+	}
+	if r := wrapped(target); r != "" {
+		return nil, false
+	}
+	if !(len(target.Types) == 1 && target.Types[0] == "object" || len(target.Types) == 0 && len(target.Properties) > 0) {
+		return nil, false
+	}
+	out.target = target
+	add(target)
+	if out.doc == "" {
+		out.doc = strings.TrimSpace(target.Description)
+	}
+	return out, true
+}
+
+// union classifies anyOf/oneOf: an enum of consts (closed, or open with a
+// plain branch), a nullable single alternative, a union of objects (by tag or
+// by required members, with an optional default), a union of arrays of such
+// objects, or a union by JSON kind.
+func (b *builder) union(s *schema.Schema, alts []*schema.Schema, name string, named bool) (*Ref, bool) {
 	nullable := false
 	var rest []*schema.Schema
 	for _, a := range alts {
-		if len(a.Types) == 1 && a.Types[0] == "null" && a.Ref == "" {
+		if isNullSchema(a) {
 			nullable = true
 			continue
 		}
 		rest = append(rest, a)
 	}
+	if len(rest) == 0 {
+		b.fail("%s: a union of null only is unsupported", s.Pointer)
+		return &Ref{Kind: Raw}, nullable
+	}
+	if r, ok := b.constUnion(s, rest, name); ok {
+		return r, nullable
+	}
+	if len(s.Properties) > 0 || len(s.Required) > 0 {
+		return b.objectUnion(s, rest, name, nullable)
+	}
 	if len(rest) == 1 {
-		r, null := b.node(rest[0], name, false)
+		if _, isObj := b.objectAlt(rest[0]); isObj && named {
+			// A named one-variant union keeps its name and its variant's
+			// name, so variants can be added later without changing the API.
+			return b.objectUnion(s, rest, name, nullable)
+		}
+		r, null := b.node(rest[0], name, named)
 		return r, nullable || null
 	}
-	if prop, tags := b.discriminator(rest); prop != "" {
-		return b.taggedUnion(s, rest, name, prop, tags), nullable
-	}
-	t := b.newType(s, name, Union)
-	seen := map[byte]bool{}
+	objects := true
 	for _, a := range rest {
-		r, null := b.node(a, name+"Variant", false)
-		if null {
-			nullable = true
+		if _, ok := b.objectAlt(a); !ok {
+			objects = false
 		}
-		k, goName := jsonKind(r)
-		if k == 0 || seen[k] {
-			b.fail("%s: union alternatives must differ in JSON kind (object, array, string, number, boolean), or all be objects with a required string const member that tells them apart", s.Pointer)
+	}
+	if objects {
+		return b.objectUnion(s, rest, name, nullable)
+	}
+	if r, ok := b.elementUnion(s, rest, name); ok {
+		return r, nullable
+	}
+	return b.kindUnion(s, rest, name, nullable)
+}
+
+// constUnion builds an enum from alternatives that are all consts, or consts
+// and one plain string/integer type (an open enum, anyOf only).
+func (b *builder) constUnion(s *schema.Schema, rest []*schema.Schema, name string) (*Ref, bool) {
+	var consts []*schema.Schema
+	plain := ""
+	var plainAlt *schema.Schema
+	for _, a := range rest {
+		if constOnly(a) {
+			consts = append(consts, a)
 			continue
 		}
-		seen[k] = true
-		if r.Kind == Named && r.Named.Name == name+"Variant" {
-			b.fail("%s: inline object alternatives need a $defs name", s.Pointer)
+		if k, ok := plainScalar(a); ok && plain == "" {
+			plain, plainAlt = k, a
+			continue
 		}
-		t.Variants = append(t.Variants, &Variant{Kind: k, Go: goName, Ref: r})
+		return nil, false
+	}
+	if len(consts) == 0 {
+		return nil, false
+	}
+	var vals []json.RawMessage
+	for _, c := range consts {
+		vals = append(vals, c.Const)
+	}
+	kind := enumKind(vals)
+	if kind == "mixed" || plain != "" && plain != kind {
+		b.fail("%s: enum alternatives mix strings and integers", s.Pointer)
+		return &Ref{Kind: Raw}, true
+	}
+	if plain != "" && len(s.OneOf) > 0 {
+		b.fail("%s: oneOf of consts and a plain %s is contradictory (a listed value matches two alternatives); use anyOf", s.Pointer, plain)
+		return &Ref{Kind: Raw}, true
+	}
+	base := String
+	if kind == "integer" {
+		base = Int
+	}
+	t := b.newType(s, name, Enum)
+	t.Base = &Ref{Kind: base}
+	t.Open = plainAlt != nil
+	for _, c := range consts {
+		b.enumValue(t, c.Const, c.Title, c.Description, c.Pointer)
+	}
+	if plainAlt != nil && plainAlt.Description != "" {
+		t.Doc = strings.TrimSpace(t.Doc + "\n\nOther values: " + strings.TrimSpace(plainAlt.Description))
+	}
+	b.checkEnumNames(t)
+	return &Ref{Kind: Named, Named: t}, true
+}
+
+// objectUnion builds a union of objects chosen by a tag member or by
+// required members, with members common to every variant (the union's own
+// properties) and at most one default variant.
+func (b *builder) objectUnion(s *schema.Schema, rest []*schema.Schema, name string, nullable bool) (*Ref, bool) {
+	var as []*alt
+	for i, a := range rest {
+		x, ok := b.objectAlt(a)
+		if !ok {
+			b.fail("%s: alternative %d of a union with common members must be an object", s.Pointer, i)
+			return &Ref{Kind: Raw}, nullable
+		}
+		as = append(as, x)
+	}
+	t := b.newType(s, name, Union)
+	tag, keys, def, ok := b.chooser(s, as)
+	if !ok {
+		return &Ref{Kind: Named, Named: t}, nullable
+	}
+	if tag != "" {
+		t.Union, t.Tag = ByTag, tag
+	} else {
+		t.Union = ByMembers
+	}
+	reserved := map[string]bool{"Unknown": tag != "", "Tag": tag != ""}
+	t.Closed = s.AdditionalProperties.IsFalse()
+	t.Common = b.fields(s, name, tag, reserved)
+	for _, f := range t.Common {
+		reserved[f.Go] = true
+		if f.Const != nil {
+			b.fail("%s: a const member common to every variant is unsupported", f.Pointer)
+		}
+	}
+	t.Variants = b.variants(t, as, tag, keys, def, name, reserved)
+	return &Ref{Kind: Named, Named: t}, nullable
+}
+
+// chooser finds how a union's object alternatives are told apart: a tag
+// member (from an override, the discriminator annotation, or the one member
+// every tagged alternative fixes with a distinct string const), else the
+// required members only one alternative has. At most one alternative may be
+// chosen by default: the one without a tag, or without such members.
+func (b *builder) chooser(s *schema.Schema, as []*alt) (tag string, keys [][]string, def int, ok bool) {
+	def = -1
+	forced := false
+	if o, has := b.ov.Union(s.Pointer); has {
+		tag, forced = o.Tag, true
+	} else if s.Discriminator != "" {
+		tag = s.Discriminator
+	} else {
+		var candidates []string
+		for _, a := range as {
+			for c := range a.consts {
+				if !slices.Contains(candidates, c) {
+					candidates = append(candidates, c)
+				}
+			}
+		}
+		slices.Sort(candidates)
+		for _, c := range candidates {
+			if b.tagFits(as, c, false) {
+				tag = c
+				break
+			}
+		}
+	}
+	if tag != "" {
+		if !b.tagFits(as, tag, forced) {
+			b.fail("%s: member %q does not tell the alternatives apart: each needs a distinct string const for it, and at most one may lack the member (the default)", s.Pointer, tag)
+			return "", nil, -1, false
+		}
+		for i, a := range as {
+			if _, has := a.consts[tag]; !has {
+				def = i
+			}
+		}
+		return tag, make([][]string, len(as)), def, true
+	}
+	keys = make([][]string, len(as))
+	if len(as) == 1 {
+		return "", keys, 0, true
+	}
+	for i, a := range as {
+		for _, r := range a.required {
+			unique := true
+			for j, o := range as {
+				if j != i && slices.Contains(o.props, r) {
+					unique = false
+				}
+			}
+			if unique {
+				keys[i] = append(keys[i], r)
+			}
+		}
+		if len(keys[i]) == 0 {
+			if def >= 0 {
+				b.fail("%s: object alternatives need a tag member (a required string const) or required members that only one of them has; at most one may have neither (the default)", s.Pointer)
+				return "", nil, -1, false
+			}
+			def = i
+		}
+	}
+	return "", keys, def, true
+}
+
+// tagFits reports whether every alternative fixes member tag to a distinct
+// string, except at most one that lacks the member entirely (the default).
+// Unless forced (an override names the tag), one alternative at least must
+// fix it.
+func (b *builder) tagFits(as []*alt, tag string, forced bool) bool {
+	seen := map[string]bool{}
+	lacking := 0
+	for _, a := range as {
+		v, has := a.consts[tag]
+		switch {
+		case !has && slices.Contains(a.props, tag):
+			return false
+		case !has:
+			lacking++
+		case seen[v]:
+			return false
+		}
+		seen[v] = true
+	}
+	return lacking <= 1 && (lacking < len(as) || forced)
+}
+
+// isNullSchema reports whether s is {type: null}, annotations aside.
+func isNullSchema(s *schema.Schema) bool {
+	if len(s.Types) != 1 || s.Types[0] != "null" {
+		return false
+	}
+	c := *s
+	c.Types = nil
+	return !shapeKeywords(&c)
+}
+
+// variants builds the variants of an object union (or of the elements of a
+// ByElement union).
+func (b *builder) variants(t *Type, as []*alt, tag string, keys [][]string, def int, name string, reserved map[string]bool) []*Variant {
+	var out []*Variant
+	for i, a := range as {
+		v := &Variant{Kind: '{', Doc: a.doc, Keys: keys[i], Default: i == def}
+		switch {
+		case tag != "" && a.consts[tag] != "":
+			v.Tag = a.consts[tag]
+			v.Go = naming.Go(v.Tag)
+		case a.title != "":
+			v.Go = naming.Go(a.title)
+		case a.ref != "":
+			_, p := b.resolve(a.ref, a.src.Pointer)
+			_, d := path.Split(p)
+			v.Go = naming.Go(d)
+		case len(v.Keys) > 0:
+			v.Go = naming.Go(v.Keys[0])
+		case v.Default:
+			v.Go = "Other"
+		default:
+			b.fail("%s: alternative %d needs a title (or a tag) to name its variant", t.Pointer, i)
+			continue
+		}
+		if a.ref != "" {
+			v.Ref = b.ref(a.ref, a.src.Pointer)
+		} else {
+			st := b.newType(a.target, name+v.Go, Struct)
+			st.Closed = a.target.AdditionalProperties.IsFalse()
+			st.Fields = b.fields(a.target, name+v.Go, tag, map[string]bool{"Extra": true})
+			v.Ref = &Ref{Kind: Named, Named: st}
+		}
+		if v.Ref.Kind != Named || v.Ref.Named.Kind != Struct {
+			b.fail("%s: alternative %d must be an object with properties", t.Pointer, i)
+			continue
+		}
+		if reserved[v.Go] {
+			b.fail("%s: variant %s collides with a member or method of the union; add a title", t.Pointer, v.Go)
+		}
+		reserved[v.Go] = true
+		out = append(out, v)
+	}
+	return out
+}
+
+// elementUnion builds a union of arrays whose element objects are told apart
+// like an object union's alternatives.
+func (b *builder) elementUnion(s *schema.Schema, rest []*schema.Schema, name string) (*Ref, bool) {
+	var as []*alt
+	for _, a := range rest {
+		if !(len(a.Types) == 1 && a.Types[0] == "array") || a.Items == nil || a.HasConstraints() {
+			return nil, false
+		}
+		x, ok := b.objectAlt(a.Items)
+		if !ok {
+			return nil, false
+		}
+		x.title, x.doc = a.Title, strings.TrimSpace(a.Description)
+		as = append(as, x)
+	}
+	t := b.newType(s, name, Union)
+	t.Union = ByElement
+	tag, keys, def, ok := b.chooser(s, as)
+	if !ok {
+		return &Ref{Kind: Named, Named: t}, true
+	}
+	t.Tag = tag
+	if tag != "" {
+		b.fail("%s: a union of arrays of tagged elements is unsupported; tell the elements apart by required members", s.Pointer)
+	}
+	t.Variants = b.variants(t, as, tag, keys, def, name+"Item", map[string]bool{})
+	for _, v := range t.Variants {
+		v.Ref = &Ref{Kind: Array, Elem: v.Ref}
+		v.Kind = '['
+	}
+	return &Ref{Kind: Named, Named: t}, true
+}
+
+// kindUnion builds a union whose alternatives differ in JSON kind. Several
+// object alternatives form an object union of their own (told apart by a tag
+// or by required members), several arrays of objects a union of arrays; that
+// union is then the variant of its kind.
+func (b *builder) kindUnion(s *schema.Schema, rest []*schema.Schema, name string, nullable bool) (*Ref, bool) {
+	t := b.newType(s, name, Union)
+	t.Union = ByKind
+	type group struct {
+		kind byte
+		alts []*schema.Schema
+	}
+	var groups []*group
+	for _, a := range rest {
+		k := b.syntacticKind(a)
+		if k == 0 {
+			b.fail("%s: cannot tell the JSON kind of alternative %s", s.Pointer, a.Pointer)
+			continue
+		}
+		i := slices.IndexFunc(groups, func(g *group) bool { return g.kind == k })
+		if i < 0 {
+			groups = append(groups, &group{kind: k})
+			i = len(groups) - 1
+		}
+		groups[i].alts = append(groups[i].alts, a)
+	}
+	for _, g := range groups {
+		word := kindName(g.kind)
+		var r *Ref
+		var doc, title string
+		if len(g.alts) == 1 {
+			a := g.alts[0]
+			var null bool
+			r, null = b.node(a, name+word, false)
+			nullable = nullable || null
+			doc, title = strings.TrimSpace(a.Description), a.Title
+		} else {
+			sub := &schema.Schema{Pointer: fmt.Sprintf("%s(%s alternatives)", s.Pointer, kindWordOf(g.kind))}
+			var null bool
+			switch g.kind {
+			case '{':
+				r, null = b.objectUnion(sub, g.alts, name+word, false)
+			case '[':
+				var ok bool
+				if r, ok = b.elementUnion(sub, g.alts, name+word); !ok {
+					b.fail("%s: several array alternatives need objects items told apart by required members", s.Pointer)
+					continue
+				}
+			default:
+				b.fail("%s: union alternatives must differ in JSON kind (object, array, string, number, boolean), or be objects told apart by a tag or by required members", s.Pointer)
+				continue
+			}
+			nullable = nullable || null
+		}
+		if k, _ := jsonKind(r); k != g.kind {
+			b.fail("%s: alternative of kind %s builds a %s", s.Pointer, kindWordOf(g.kind), kindWordOf(k))
+			continue
+		}
+		goName := word
+		if title != "" {
+			goName = naming.Go(title)
+		}
+		t.Variants = append(t.Variants, &Variant{Kind: g.kind, Go: goName, Ref: r, Doc: doc})
 	}
 	return &Ref{Kind: Named, Named: t}, nullable
 }
 
-// discriminator finds the member that tells object alternatives apart: one
-// that every alternative requires with a distinct string const. It returns
-// the member name and each alternative's tag, or "" when there is none.
-func (b *builder) discriminator(alts []*schema.Schema) (string, []string) {
-	if len(alts) < 2 {
-		return "", nil
+// syntacticKind tells the JSON kind an alternative accepts: from a $ref's
+// built type, or from an inline node's keywords. 0 when it cannot.
+func (b *builder) syntacticKind(a *schema.Schema) byte {
+	if ref := refOf(a); ref != "" && (a.Ref != "" || wrapped(a) != "") {
+		k, _ := jsonKind(b.ref(ref, a.Pointer))
+		return k
 	}
-	var candidates []string
-	consts := make([]map[string]string, len(alts))
-	for i, a := range alts {
-		if a.Ref != "" {
-			a, _ = b.lookup(a.Ref, a.Pointer)
-		}
-		if a == nil || len(a.Properties) == 0 {
-			return "", nil
-		}
-		consts[i] = map[string]string{}
-		for _, p := range a.Properties {
-			var v string
-			if p.Schema.Const != nil && slices.Contains(a.Required, p.Name) && json.Unmarshal(p.Schema.Const, &v) == nil {
-				consts[i][p.Name] = v
+	types := slices.DeleteFunc(slices.Clone(a.Types), func(t string) bool { return t == "null" })
+	if len(types) == 0 {
+		switch {
+		case len(a.Properties) > 0 || a.AdditionalProperties != nil:
+			types = []string{"object"}
+		case a.Items != nil:
+			types = []string{"array"}
+		case len(a.Enum) > 0 || a.Const != nil:
+			vals := slices.Clone(a.Enum)
+			if a.Const != nil {
+				vals = append(vals, a.Const)
 			}
-		}
-		if i == 0 {
-			for k := range consts[0] {
-				candidates = append(candidates, k)
-			}
+			types = []string{enumKind(slices.DeleteFunc(vals, isNull))}
 		}
 	}
-	slices.Sort(candidates)
-	for _, prop := range candidates {
-		tags := make([]string, len(alts))
-		seen := map[string]bool{}
-		ok := true
-		for i := range alts {
-			v, has := consts[i][prop]
-			if !has || seen[v] {
-				ok = false
-				break
-			}
-			seen[v] = true
-			tags[i] = v
-		}
-		if ok {
-			return prop, tags
-		}
+	if len(types) != 1 {
+		return 0
 	}
-	return "", nil
+	return map[string]byte{"object": '{', "array": '[', "string": '"', "integer": '0', "number": '0', "boolean": 't'}[types[0]]
 }
 
-// taggedUnion builds a union of objects selected by the discriminator member
-// prop. Values whose tag names no alternative are kept verbatim (Unknown).
-func (b *builder) taggedUnion(s *schema.Schema, alts []*schema.Schema, name, prop string, tags []string) *Ref {
-	t := b.newType(s, name, Union)
-	t.Discriminator = prop
-	for i, a := range alts {
-		r, null := b.node(a, name+naming.Go(tags[i]), false)
-		if null || r.Kind != Named || r.Named.Kind != Struct {
-			b.fail("%s: alternative %d of a discriminated union must be a non-null object", s.Pointer, i)
-			continue
-		}
-		t.Variants = append(t.Variants, &Variant{Kind: '{', Go: naming.Go(tags[i]), Ref: r, Tag: tags[i]})
-	}
-	return &Ref{Kind: Named, Named: t}
+func kindName(k byte) string {
+	return map[byte]string{'{': "Object", '[': "List", '"': "String", '0': "Number", 't': "Bool"}[k]
+}
+
+func kindWordOf(k byte) string {
+	return map[byte]string{'{': "object", '[': "array", '"': "string", '0': "number", 't': "boolean"}[k]
 }
 
 func jsonKind(r *Ref) (byte, string) {
@@ -515,13 +1188,19 @@ func jsonKind(r *Ref) (byte, string) {
 	case RawObject:
 		return '{', "Object"
 	case Named:
-		switch r.Named.Kind {
+		t := r.Named
+		switch t.Kind {
 		case Struct, MapType:
 			return '{', "Object"
-		case StringEnum:
-			return '"', "String"
-		case IntEnum:
-			return '0', "Number"
+		case Union:
+			if t.Union == ByElement {
+				return '[', "List"
+			}
+			if t.Union != ByKind {
+				return '{', "Object"
+			}
+		case Enum, Scalar:
+			return jsonKind(t.Base)
 		}
 	}
 	return 0, ""
@@ -529,21 +1208,123 @@ func jsonKind(r *Ref) (byte, string) {
 
 func (b *builder) newType(s *schema.Schema, name string, kind TypeKind) *Type {
 	t := &Type{Name: name, Doc: strings.TrimSpace(s.Description), Pointer: s.Pointer, Kind: kind}
-	if o, ok := b.ov.Types[s.Pointer]; ok {
-		b.used["type:"+s.Pointer] = true
-		if o.Go != "" {
-			t.Name = o.Go
-		}
-		t.Emitter = o.Emitter
-	}
-	if t.Emitter == "" && kind != StringEnum {
-		t.Emitter = EmitJennifer
+	if o, ok := b.ov.Type(s.Pointer); ok {
+		t.Name = o.Go
 	}
 	if prev, ok := b.byName[t.Name]; ok {
 		b.fail("%s: Go type name %s is already used by %s; add a type override", s.Pointer, t.Name, prev.Pointer)
 	}
 	b.byName[t.Name] = t
 	return t
+}
+
+// checkDefaults checks that every default fits its member's type, so the
+// generated GetX accessors cannot fail.
+func (b *builder) checkDefaults(t *Type) {
+	for _, f := range append(slices.Clone(t.Fields), t.Common...) {
+		if f.Default == nil {
+			continue
+		}
+		var v any
+		if err := json.Unmarshal(f.Default, &v); err != nil {
+			b.fail("%s: default is not JSON", f.Pointer)
+			continue
+		}
+		if err := fits(f.Ref, v, f.Nullable); err != "" {
+			b.fail("%s: default %s does not fit: %s", f.Pointer, Canonical(f.Default), err)
+		}
+	}
+}
+
+// fits reports ("" for yes) whether a decoded JSON value fits r.
+func fits(r *Ref, v any, nullable bool) string {
+	if v == nil {
+		if nullable || r.Kind == Raw {
+			return ""
+		}
+		return "null"
+	}
+	switch r.Kind {
+	case String:
+		if _, ok := v.(string); !ok {
+			return "want a string"
+		}
+	case Bool:
+		if _, ok := v.(bool); !ok {
+			return "want a boolean"
+		}
+	case Int, Float:
+		n, ok := v.(float64)
+		if !ok || r.Kind == Int && n != float64(int64(n)) {
+			return "want a number"
+		}
+	case RawObject:
+		if _, ok := v.(map[string]any); !ok {
+			return "want an object"
+		}
+	case Array:
+		a, ok := v.([]any)
+		if !ok {
+			return "want an array"
+		}
+		for _, e := range a {
+			if err := fits(r.Elem, e, false); err != "" {
+				return err
+			}
+		}
+	case Map:
+		m, ok := v.(map[string]any)
+		if !ok {
+			return "want an object"
+		}
+		for _, e := range m {
+			if err := fits(r.Elem, e, false); err != "" {
+				return err
+			}
+		}
+	case Named:
+		t := r.Named
+		switch t.Kind {
+		case Struct:
+			m, ok := v.(map[string]any)
+			if !ok {
+				return "want an object"
+			}
+			for _, f := range t.Fields {
+				mv, has := m[f.JSON]
+				if !has {
+					if f.Required {
+						return "lacks " + f.JSON
+					}
+					continue
+				}
+				if err := fits(f.Ref, mv, f.Nullable); err != "" {
+					return f.JSON + ": " + err
+				}
+			}
+			if t.Closed {
+				for k := range m {
+					if !slices.ContainsFunc(t.Fields, func(f *Field) bool { return f.JSON == k }) {
+						return "unknown member " + k
+					}
+				}
+			}
+		case Enum, Scalar:
+			if err := fits(t.Base, v, false); err != "" {
+				return err
+			}
+			if t.Kind == Enum && !t.Open && !slices.ContainsFunc(t.Values, func(e *EnumValue) bool {
+				s, isStr := v.(string)
+				n, _ := v.(float64)
+				return isStr && e.String == s || !isStr && float64(e.Int) == n
+			}) {
+				return "not an allowed value"
+			}
+		case MapType:
+			return fits(&Ref{Kind: Map, Elem: t.Elem}, v, false)
+		}
+	}
+	return ""
 }
 
 // Canonical re-encodes JSON for comparisons in tests and docs.
@@ -557,4 +1338,13 @@ func Canonical(v json.RawMessage) string {
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(x)
 	return strings.TrimSpace(buf.String())
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
 }

@@ -8,40 +8,49 @@ import (
 	"github.com/bridgekit/bridgekit/generator/internal/schema"
 )
 
-func build(t *testing.T, defs string, ov *Overrides) (*Package, error) {
+func build(t *testing.T, defs string, ov *schema.Overrides) (*Package, error) {
 	t.Helper()
 	s, err := schema.Parse([]byte(`{"$defs":`+defs+`}`), "t.schema.json")
 	if err != nil {
 		t.Fatal(err)
 	}
 	cat := &catalogue.Catalogue{Package: "t", Schemas: []string{"t.schema.json"}, Sides: []catalogue.Side{{Name: "a", Go: "A"}, {Name: "b", Go: "B"}}}
-	return Build(cat, []*schema.File{{Name: "t.schema.json", Root: s}}, ov)
+	return Build(cat, nil, map[string]*schema.File{"t.schema.json": {Name: "t.schema.json", Root: s}}, ov)
 }
 
-func TestUnusedOverrideFails(t *testing.T) {
-	_, err := build(t, `{"x":{"type":"object","properties":{"a":{"type":"string"}}}}`, &Overrides{
-		Types:  map[string]TypeOverride{"t.schema.json#/$defs/nope": {Go: "Nope"}},
-		Fields: map[string]FieldOverride{"t.schema.json#/$defs/x/properties/zz": {Go: "ZZ"}},
-	})
-	if err == nil || !strings.Contains(err.Error(), "$defs/nope matches no schema node") || !strings.Contains(err.Error(), "properties/zz matches no schema property") {
-		t.Fatalf("got %v", err)
+func types(t *testing.T, p *Package) map[string]*Type {
+	t.Helper()
+	got := map[string]*Type{}
+	for _, ty := range p.Types {
+		got[ty.Name] = ty
 	}
+	return got
 }
 
-func TestOverridesApply(t *testing.T) {
-	p, err := build(t, `{"x":{"type":"object","properties":{"a":{"type":"string"}}},"e":{"enum":["p","q"]}}`, &Overrides{
-		Types:  map[string]TypeOverride{"t.schema.json#/$defs/x": {Go: "Renamed"}, "t.schema.json#/$defs/e": {Emitter: EmitJennifer}},
-		Fields: map[string]FieldOverride{"t.schema.json#/$defs/x/properties/a": {Go: "Alpha"}},
-	})
+func TestOverridesApplyAndUnusedOnesAreReported(t *testing.T) {
+	ov := &schema.Overrides{
+		Types:   map[string]schema.TypeOverride{"t.schema.json#/$defs/x": {Go: "Renamed"}, "t.schema.json#/$defs/nope": {Go: "Nope"}},
+		Fields:  map[string]schema.FieldOverride{"t.schema.json#/$defs/x/properties/a": {Go: "Alpha"}},
+		Exclude: map[string]schema.Exclusion{"t.schema.json#/$defs/skip": {Reason: "r"}},
+	}
+	p, err := build(t, `{"x":{"type":"object","properties":{"a":{"type":"string"}}},"skip":{"type":"object","properties":{"z":{}}}}`, ov)
 	if err != nil {
 		t.Fatal(err)
 	}
-	names := map[string]*Type{}
-	for _, ty := range p.Types {
-		names[ty.Name] = ty
+	got := types(t, p)
+	if got["Renamed"] == nil || got["Renamed"].Fields[0].Go != "Alpha" || got["Skip"] != nil {
+		t.Fatalf("overrides not applied: %+v", got)
 	}
-	if names["Renamed"] == nil || names["Renamed"].Fields[0].Go != "Alpha" || names["E"].Emitter != EmitJennifer {
-		t.Fatalf("overrides not applied: %+v", names)
+	if u := ov.Unused(); len(u) != 1 || !strings.Contains(u[0], "$defs/nope") {
+		t.Fatalf("unused: %v", u)
+	}
+}
+
+func TestExcludedDefinitionCannotBeUsed(t *testing.T) {
+	ov := &schema.Overrides{Exclude: map[string]schema.Exclusion{"t.schema.json#/$defs/skip": {Reason: "r"}}}
+	_, err := build(t, `{"x":{"type":"object","properties":{"a":{"$ref":"#/$defs/skip"}}},"skip":{"type":"string"}}`, ov)
+	if err == nil || !strings.Contains(err.Error(), "excludes from generation") {
+		t.Fatalf("got %v", err)
 	}
 }
 
@@ -52,15 +61,16 @@ func TestClassification(t *testing.T) {
 	  "free": {"type":"object"},
 	  "m": {"type":"object","additionalProperties":{"type":"integer"}},
 	  "u": {"anyOf":[{"type":"string"},{"type":"array","items":{"type":"string"}}]},
-	  "ie": {"type":"integer","enum":[1,2]}
+	  "ie": {"type":"integer","enum":[1,2]},
+	  "id": {"type":"string","description":"a named scalar"},
+	  "open_enum": {"anyOf":[{"const":"a","type":"string","description":"A."},{"type":"string"}]},
+	  "closed_enum": {"oneOf":[{"const":"a","type":"string"},{"const":"b","type":"string"}]},
+	  "codes": {"anyOf":[{"const":-1,"type":"integer","title":"Bad thing"},{"type":"integer"}]}
 	}`, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := map[string]*Type{}
-	for _, ty := range p.Types {
-		got[ty.Name] = ty
-	}
+	got := types(t, p)
 	c := got["Closed"]
 	if c.Kind != Struct || !c.Closed || !c.Fields[0].Nullable || !c.Fields[0].Required || c.Fields[1].Required || !c.Fields[1].Nullable || string(c.Fields[2].Default) != "true" {
 		t.Errorf("closed: %+v", c)
@@ -68,15 +78,83 @@ func TestClassification(t *testing.T) {
 	if o := got["Open"]; o.Closed || string(o.Fields[0].Const) != `"v"` {
 		t.Errorf("open: %+v", o)
 	}
-	if got["Free"].Kind != Struct || got["Free"].Closed || got["M"].Kind != MapType || got["U"].Kind != Union || len(got["U"].Variants) != 2 || got["Ie"].Kind != IntEnum {
+	if got["Free"].Kind != Struct || got["Free"].Closed || got["M"].Kind != MapType || got["U"].Kind != Union || got["U"].Union != ByKind || len(got["U"].Variants) != 2 || got["Ie"].Kind != Enum {
 		t.Errorf("kinds: free %v map %v union %v ienum %v", got["Free"].Kind, got["M"].Kind, got["U"], got["Ie"])
+	}
+	if got["ID"].Kind != Scalar || got["ID"].Base.Kind != String {
+		t.Errorf("named scalar: %+v", got["ID"])
+	}
+	if e := got["OpenEnum"]; e.Kind != Enum || !e.Open || e.Values[0].Go != "OpenEnumA" || e.Values[0].Doc != "A." {
+		t.Errorf("open enum: %+v", e)
+	}
+	if e := got["ClosedEnum"]; e.Kind != Enum || e.Open || len(e.Values) != 2 {
+		t.Errorf("closed enum: %+v", e)
+	}
+	if e := got["Codes"]; e.Kind != Enum || !e.Open || e.Base.Kind != Int || e.Values[0].Go != "CodesBadThing" || e.Values[0].Int != -1 {
+		t.Errorf("titled integer enum: %+v", e.Values[0])
 	}
 }
 
-func TestUnsoundUnionFails(t *testing.T) {
-	_, err := build(t, `{"a":{"type":"object","properties":{"x":{"type":"string"}}},"b":{"type":"object","properties":{"y":{"type":"string"}}},
-	  "u":{"oneOf":[{"$ref":"#/$defs/a"},{"$ref":"#/$defs/b"}]}}`, nil)
-	if err == nil || !strings.Contains(err.Error(), "must differ in JSON kind") {
+func TestObjectUnions(t *testing.T) {
+	p, err := build(t, `{
+	  "a": {"type":"object","properties":{"x":{"type":"string"}},"required":["x"]},
+	  "b": {"type":"object","properties":{"y":{"type":"string"}},"required":["y"]},
+	  "c": {"type":"object","properties":{"z":{"type":"string"}}},
+	  "by_members": {"anyOf":[{"$ref":"#/$defs/a"},{"$ref":"#/$defs/b"}]},
+	  "with_default": {"anyOf":[{"$ref":"#/$defs/a"},{"$ref":"#/$defs/c","title":"other"}]},
+	  "tagged": {"discriminator":{"propertyName":"t"},"oneOf":[
+	    {"allOf":[{"$ref":"#/$defs/a"}],"properties":{"t":{"const":"one","type":"string"}},"required":["t"],"type":"object"},
+	    {"allOf":[{"$ref":"#/$defs/a"}],"properties":{"t":{"const":"two","type":"string"}},"required":["t"],"type":"object"},
+	    {"allOf":[{"$ref":"#/$defs/b"}],"title":"plain"}]},
+	  "lists": {"anyOf":[{"type":"array","title":"as","items":{"$ref":"#/$defs/a"}},{"type":"array","title":"bs","items":{"$ref":"#/$defs/b"}}]}
+	}`, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := types(t, p)
+	if u := got["ByMembers"]; u.Union != ByMembers || u.Variants[0].Keys[0] != "x" || u.Variants[1].Keys[0] != "y" {
+		t.Errorf("by members: %+v", u.Variants)
+	}
+	if u := got["WithDefault"]; u.Union != ByMembers || !u.Variants[1].Default || u.Variants[1].Go != "Other" {
+		t.Errorf("default: %+v", u.Variants[1])
+	}
+	u := got["Tagged"]
+	if u.Union != ByTag || u.Tag != "t" || u.Variants[0].Ref.Named != got["A"] || u.Variants[1].Ref.Named != got["A"] || !u.Variants[2].Default || u.Variants[2].Go != "Plain" {
+		t.Errorf("tagged, shared variant type, default: %+v", u.Variants)
+	}
+	if l := got["Lists"]; l.Union != ByElement || l.Variants[0].Ref.Kind != Array || l.Variants[1].Go != "Bs" {
+		t.Errorf("lists: %+v", l.Variants)
+	}
+}
+
+func TestUnsoundUnionsFail(t *testing.T) {
+	for name, defs := range map[string]string{
+		"objects alike": `{"a":{"type":"object","properties":{"x":{"type":"string"}}},"b":{"type":"object","properties":{"y":{"type":"string"}}},
+		  "u":{"oneOf":[{"$ref":"#/$defs/a"},{"$ref":"#/$defs/b"}]}}`,
+		"kinds alike":      `{"u":{"anyOf":[{"type":"string"},{"type":"string","minLength":2}]}}`,
+		"open oneOf":       `{"u":{"oneOf":[{"const":"a","type":"string"},{"type":"string"}]}}`,
+		"allOf with shape": `{"a":{"type":"object","properties":{"x":{}}},"u":{"allOf":[{"$ref":"#/$defs/a"}],"properties":{"y":{"type":"string"}}}}`,
+	} {
+		if _, err := build(t, defs, nil); err == nil {
+			t.Errorf("%s: want an error", name)
+		}
+	}
+}
+
+func TestUnionTagOverride(t *testing.T) {
+	ov := &schema.Overrides{Unions: map[string]schema.UnionOverride{"t.schema.json#/$defs/u": {Tag: "type", Reason: "r"}}}
+	p, err := build(t, `{"a":{"type":"object","properties":{"x":{"type":"string"}}},"u":{"anyOf":[{"allOf":[{"$ref":"#/$defs/a"}],"title":"a"}]}}`, ov)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u := types(t, p)["U"]; u.Union != ByTag || u.Tag != "type" || !u.Variants[0].Default {
+		t.Fatalf("%+v", u)
+	}
+}
+
+func TestDefaultsMustFit(t *testing.T) {
+	_, err := build(t, `{"x":{"type":"object","properties":{"a":{"type":"integer","default":"three"}}}}`, nil)
+	if err == nil || !strings.Contains(err.Error(), "does not fit") {
 		t.Fatalf("got %v", err)
 	}
 }

@@ -1,39 +1,258 @@
 // Package ir is the generator's intermediate representation: Go-shaped types
-// and methods built from a catalogue and its schemas. Emitters see only the IR.
+// and methods built from a catalogue and its schemas. Emitters see only the
+// IR; it owns its types and shares none with the loader.
 package ir
 
 import (
 	"encoding/json"
-
-	"github.com/bridgekit/bridgekit/generator/internal/catalogue"
+	"strconv"
 )
+
+// Framing is how a protocol's messages travel.
+type Framing int
+
+// Framings.
+const (
+	JSONRPC2NDJSON Framing = iota + 1 // JSON-RPC 2.0, one object per line
+	EnvelopeNDJSON                    // AgentPM's {protocol, version, kind, id, ...} frames
+	StdoutJSON                        // one JSON document on stdout
+)
+
+// String is the framing's catalogue spelling.
+func (f Framing) String() string {
+	switch f {
+	case JSONRPC2NDJSON:
+		return "jsonrpc2-ndjson"
+	case EnvelopeNDJSON:
+		return "envelope-ndjson"
+	case StdoutJSON:
+		return "stdout-json"
+	}
+	return "Framing(" + strconv.Itoa(int(f)) + ")"
+}
+
+// MethodKind is how a method travels.
+type MethodKind int
+
+// Method kinds.
+const (
+	Request               MethodKind = iota + 1 // answered with a result or an error
+	Notification                                // one-way, no answer
+	RequestOrNotification                       // accepted either way
+	Event                                       // one-way frame of an envelope protocol
+	Response                                    // a frame answering another
+)
+
+// String is the kind's catalogue spelling.
+func (k MethodKind) String() string {
+	switch k {
+	case Request:
+		return "request"
+	case Notification:
+		return "notification"
+	case RequestOrNotification:
+		return "request_or_notification"
+	case Event:
+		return "event"
+	case Response:
+		return "response"
+	}
+	return "MethodKind(" + strconv.Itoa(int(k)) + ")"
+}
+
+// OneWay reports whether the method is never answered (notifications, events).
+func (k MethodKind) OneWay() bool { return k == Notification || k == Event }
+
+// Status is how stable a method or operation is.
+type Status int
+
+// Statuses.
+const (
+	Stable          Status = iota + 1
+	Experimental           // may change
+	LegacyTolerated        // accepted for compatibility, never emitted by bridgekit
+	Retired                // documented so it can be rejected knowingly
+)
+
+// String is the status's catalogue spelling.
+func (s Status) String() string {
+	switch s {
+	case Stable:
+		return "stable"
+	case Experimental:
+		return "experimental"
+	case LegacyTolerated:
+		return "legacy-tolerated"
+	case Retired:
+		return "retired"
+	}
+	return "Status(" + strconv.Itoa(int(s)) + ")"
+}
+
+// Package is everything generated for one catalogue.
+type Package struct {
+	// Name is the Go package name (gen/<Name>).
+	Name string
+	// Protocol identifies the protocol (harn-bridge, acp, agentpm-service).
+	Protocol   string
+	Title, Doc string
+	Framing    Framing
+	// Envelope is set for envelope framings.
+	Envelope *Envelope
+	// Sides are the two peers, in catalogue order.
+	Sides [2]*Side
+	// Source is the catalogue file, relative to the repository root.
+	Source string
+	// Inputs are the schema files read, relative to spec/schemas.
+	Inputs []string
+	// Types are sorted by name.
+	Types   []*Type
+	Methods []*Method
+}
+
+// Envelope is the protocol string and version every frame of an envelope
+// framing carries.
+type Envelope struct {
+	Protocol string
+	Version  int64
+}
+
+// Side is one peer of a protocol.
+type Side struct {
+	// Name is the catalogue's name (host, vm, agent, client).
+	Name string
+	// Go prefixes generated names (HostClient, DispatchHost).
+	Go  string
+	Doc string
+}
+
+// Method is one wire method.
+type Method struct {
+	// Wire is the method name on the wire (session/new).
+	Wire string
+	// Go is its Go name (SessionNew).
+	Go string
+	// Qualifier holds further envelope members that identify the method
+	// together with Wire ({"service": "knowledge"}), sorted by member.
+	Qualifier []MemberValue
+	// From sends the method; To serves it.
+	From, To *Side
+	Kind     MethodKind
+	// Params is nil when the method has none.
+	Params *Ref
+	// Result is nil for any JSON result (and for one-way methods).
+	Result *Ref
+	Errors []Error
+	Status Status
+	// Source says where the contract comes from; Doc what the method does.
+	Source, Doc string
+	// Operations are carried inside the method (host/call), or nil.
+	Operations *Operations
+	// Cancels says which running requests this method cancels, or nil.
+	Cancels *Cancels
+	// Index is the method's position in Package.Methods.
+	Index int
+}
+
+// MemberValue is a JSON member name with the string value it must have.
+type MemberValue struct {
+	Member, Value string
+}
+
+// Error is one documented error of a method or operation.
+type Error struct {
+	Code ErrorCode
+	When string
+}
+
+// ErrorCode is a JSON-RPC integer code or a protocol's string code.
+type ErrorCode struct {
+	// Int is the integer code; meaningless when String is set.
+	Int int64
+	// String is a string code (agentpm's "session_busy"), or "".
+	String string
+}
+
+// JSON renders the code as it appears on the wire.
+func (c ErrorCode) JSON() string {
+	if c.String != "" {
+		b, _ := json.Marshal(c.String)
+		return string(b)
+	}
+	return strconv.FormatInt(c.Int, 10)
+}
+
+// Operations are operations carried inside one method, selected by members
+// of its params.
+type Operations struct {
+	// Selector are members of the params struct, in selector order.
+	Selector []*Field
+	// Payload is the params member carrying the operation's arguments.
+	Payload *Field
+	Items   []*Operation
+}
+
+// Operation is one operation carried inside a method.
+type Operation struct {
+	// MatchValues gives each selector member's value, in selector order.
+	MatchValues []string
+	Go          string
+	// Advertise says how a capability query lists the operation, or nil.
+	Advertise    *Advertise
+	Args, Result *Ref
+	Errors       []Error
+	Status       Status
+	Source, Doc  string
+}
+
+// Advertise says how a capability query lists an operation
+// ({"<capability>": ["<op>", ...]}).
+type Advertise struct {
+	Capability, Op string
+}
+
+// Cancels says which running requests a method cancels: every running
+// request of Method, or those whose params member TargetKey equals this
+// method's params member Key, or the one whose request id is in member ID.
+type Cancels struct {
+	// Method is the request that is cancelled.
+	Method *Method
+	// Key is a member of this method's params (nil: no key match), TargetKey
+	// the member of the same name in Method's params.
+	Key, TargetKey *Field
+	// ID is a member of this method's params holding the target request's
+	// id, or nil.
+	ID *Field
+}
 
 // RefKind is the shape of a use of a type.
 type RefKind int
 
 // Ref kinds.
 const (
-	String    RefKind = iota // string
-	Bool                     // bool
-	Int                      // int64
-	Float                    // float64
-	Raw                      // any JSON value, kept verbatim (jsontext.Value)
-	RawObject                // any JSON object, kept verbatim (jsontext.Value)
-	Array                    // []Elem
-	Map                      // map[string]Elem
-	Named                    // a generated type
+	String    RefKind = iota + 1 // string
+	Bool                         // bool
+	Int                          // int64
+	Float                        // float64
+	Raw                          // any JSON value, kept verbatim (jsontext.Value)
+	RawObject                    // any JSON object, kept verbatim (jsontext.Value)
+	Array                        // []Elem
+	Map                          // map[string]Elem
+	Named                        // a generated type
 )
 
 // Ref is a use of a type, with the value constraints the schema puts on it.
 type Ref struct {
 	Kind  RefKind
-	Elem  *Ref
-	Named *Type
+	Elem  *Ref  // Array, Map
+	Named *Type // Named
 
 	Minimum, Maximum     *float64
 	MinLength, MaxLength *int
 	MinItems             *int
 	Pattern              string
+	// Format is the schema's format annotation (int64, uint32, uri, ...).
+	Format string
 }
 
 // HasConstraints reports whether decoding must check a constraint.
@@ -46,39 +265,70 @@ type TypeKind int
 
 // Type kinds.
 const (
-	Struct     TypeKind = iota // object with named members
-	StringEnum                 // closed set of strings
-	IntEnum                    // closed set of integers
-	MapType                    // object whose members all share one schema
-	Union                      // value whose JSON kind selects the variant
+	Struct  TypeKind = iota + 1 // object with named members
+	Enum                        // string or integer values, closed or open
+	Scalar                      // a named string, integer, number or boolean
+	MapType                     // object whose members all share one schema
+	Union                       // one of several variants
 )
 
-// Emitter names which code emits a type.
+// UnionKind says how a union's variant is chosen.
+type UnionKind int
+
+// Union kinds.
 const (
-	EmitJennifer     = "jennifer"
-	EmitGoJSONSchema = "go-jsonschema"
+	ByKind    UnionKind = iota + 1 // the value's JSON kind (object, array, string, ...)
+	ByTag                          // the string value of member Tag; other values are kept in Unknown
+	ByMembers                      // a required member only one variant has (Variant.Keys)
+	ByElement                      // arrays told apart by their first element's members or tag
 )
 
 // Type is a generated Go type.
 type Type struct {
-	Name    string
-	Doc     string
-	Pointer string // schema location it came from
+	Name string
+	// Doc is the schema's description.
+	Doc string
+	// Pointer is the schema location it came from (file#/pointer).
+	Pointer string
 	Kind    TypeKind
-	Emitter string
 
-	Fields []*Field // Struct
-	Closed bool     // Struct: unknown members are rejected (else kept in Extra)
+	// Fields are a Struct's members, in schema order.
+	Fields []*Field
+	// Closed: a Struct (or a union's Common part) rejects members the schema
+	// does not name; otherwise they are kept in Extra.
+	Closed bool
 
-	Strings []string // StringEnum
-	Ints    []int64  // IntEnum
+	// Base is an Enum's or Scalar's underlying value: String, Int, Float or
+	// Bool, with a Scalar's constraints.
+	Base *Ref
+	// Values are an Enum's known values, in schema order.
+	Values []*EnumValue
+	// Open: the Enum keeps values it does not list (anyOf with a plain
+	// branch); closed ones reject them.
+	Open bool
 
-	Elem *Ref // MapType
+	// Elem is a MapType's value.
+	Elem *Ref
 
-	Variants []*Variant // Union
-	// Discriminator is set for a union of objects told apart by the string
-	// const value of this member; unknown values are kept, not rejected.
-	Discriminator string
+	// Union says how the variant is chosen.
+	Union UnionKind
+	// Tag is the member whose value selects the variant (ByTag, and ByElement
+	// unions of tagged elements).
+	Tag string
+	// Common are members every variant of an object union shares.
+	Common   []*Field
+	Variants []*Variant
+}
+
+// EnumValue is one known value of an Enum.
+type EnumValue struct {
+	// Go is the constant's name (RoleAssistant).
+	Go string
+	// String or Int holds the value, by the enum's Base.
+	String string
+	Int    int64
+	// Doc is the value's own description (oneOf/anyOf of consts).
+	Doc string
 }
 
 // Field is one member of a struct.
@@ -88,51 +338,37 @@ type Field struct {
 	Required      bool
 	Nullable      bool
 	Default       json.RawMessage
-	// Const is set for a required member whose value is fixed: it is not
-	// stored, always written, and checked on decode.
+	// Const is set for a member whose value is fixed: a required one is not
+	// stored, always written and checked on decode.
 	Const json.RawMessage
-	// Bit is the field's bit in the required-member mask, or -1.
-	Bit int
+	// Pointer is the property's schema location.
+	Pointer string
 }
 
-// Variant is one alternative of a Union, selected by JSON kind or by tag.
+// Variant is one alternative of a Union.
 type Variant struct {
-	Kind byte // '{', '[', '"', '0', 't'
-	Go   string
-	Ref  *Ref
-	Tag  string // discriminator value, for discriminated unions
+	// Go names the union's field holding it.
+	Go  string
+	Doc string
+	// Ref is its type: a struct for object unions, an array of structs for
+	// ByElement, anything of the right JSON kind for ByKind.
+	Ref *Ref
+	// Kind is the JSON kind that selects it (ByKind): '{', '[', '"', '0', 't'.
+	Kind byte
+	// Tag is the tag value that selects it (ByTag, ByElement), or "".
+	Tag string
+	// Keys are members only this variant has (ByMembers, ByElement).
+	Keys []string
+	// Default: chosen when nothing selects another variant.
+	Default bool
 }
 
-// Package is everything generated for one catalogue.
-type Package struct {
-	Name      string
-	Catalogue *catalogue.Catalogue
-	Types     []*Type // sorted by name
-	Methods   []*Method
-	Inputs    []string // files read, for the header
-}
-
-// Method is one wire method.
-type Method struct {
-	catalogue.Method
-	FromSide, ToSide catalogue.Side
-	Index            int  // position in the catalogue
-	Params           *Ref // nil when the catalogue gives none
-	Result           *Ref // nil: any JSON (jsontext.Value)
-	Ops              *Ops
-}
-
-// Ops are operations carried inside a method.
-type Ops struct {
-	Selector []*Field // members of the params struct, in selector order
-	Payload  *Field
-	Items    []*Op
-}
-
-// Op is one operation.
-type Op struct {
-	catalogue.Operation
-	MatchValues []string // in selector order
-	Args        *Ref
-	Result      *Ref
+// Struct returns the struct a variant of an object union decodes into (for
+// ByElement, the element struct).
+func (v *Variant) Struct() *Type {
+	r := v.Ref
+	if r.Kind == Array {
+		r = r.Elem
+	}
+	return r.Named
 }

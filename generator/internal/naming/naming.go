@@ -11,7 +11,7 @@ var initialisms = map[string]string{
 	"id": "ID", "ids": "IDs", "url": "URL", "uri": "URI", "json": "JSON", "http": "HTTP", "https": "HTTPS",
 	"api": "API", "mcp": "MCP", "acp": "ACP", "vm": "VM", "uuid": "UUID", "mime": "MIME", "sha": "SHA",
 	"ttl": "TTL", "ui": "UI", "ip": "IP", "tcp": "TCP", "io": "IO", "os": "OS", "cpu": "CPU", "llm": "LLM",
-	"rpc": "RPC", "ms": "MS", "usd": "USD", "hitl": "HITL", "tui": "TUI", "ide": "IDE",
+	"rpc": "RPC", "sse": "SSE", "ms": "MS", "usd": "USD", "hitl": "HITL", "tui": "TUI", "ide": "IDE",
 }
 
 // Go returns the exported Go identifier for a wire name: "default_shell_id" ->

@@ -24,7 +24,7 @@ type Schema struct {
 	Items                *Schema
 	Enum                 []json.RawMessage
 	Const                json.RawMessage
-	AnyOf, OneOf         []*Schema
+	AnyOf, OneOf, AllOf  []*Schema
 	Default              json.RawMessage
 	Minimum, Maximum     *float64
 	MinLength, MaxLength *int
@@ -34,6 +34,15 @@ type Schema struct {
 	Deprecated           bool
 	Defs                 map[string]*Schema
 	DefOrder             []string
+	// Format is the format annotation (int64, uint32, double, uri, ...). It
+	// does not change the Go shape; docs show it.
+	Format string
+	// Discriminator is the OpenAPI-style discriminator's propertyName: an
+	// annotation the IR uses to confirm a union's tag member.
+	Discriminator string
+	// Annotations holds the x-* keywords (x-method, x-side, x-docs-ignore,
+	// ...) by name, values verbatim.
+	Annotations map[string]json.RawMessage
 
 	// Bool is set for the boolean schemas true and false.
 	Bool *bool
@@ -50,32 +59,66 @@ type Property struct {
 // IsFalse reports whether s is the schema false.
 func (s *Schema) IsFalse() bool { return s != nil && s.Bool != nil && !*s.Bool }
 
-// File is one loaded schema file.
-type File struct {
-	Name string // base name, as catalogues reference it
-	Root *Schema
+// Annotation returns the string value of the x-* keyword name.
+func (s *Schema) Annotation(name string) (string, bool) {
+	raw, ok := s.Annotations[name]
+	if !ok {
+		return "", false
+	}
+	var v string
+	if json.Unmarshal(raw, &v) != nil {
+		return "", false
+	}
+	return v, true
 }
 
-// supported lists every keyword the generator understands. Annotations that do
-// not change the Go shape ($comment, examples, format) are accepted.
+// Def returns the $defs entry a fragment such as "/$defs/a" or
+// "/$defs/a/$defs/b" names, or nil.
+func (s *Schema) Def(fragment string) *Schema {
+	rest, ok := strings.CutPrefix(fragment, "/$defs/")
+	if !ok {
+		return nil
+	}
+	name, more, nested := strings.Cut(rest, "/")
+	d := s.Defs[name]
+	if d == nil || !nested {
+		return d
+	}
+	return d.Def("/" + more)
+}
+
+// File is one loaded schema file.
+type File struct {
+	// Name is the file's path under spec/schemas, slash-separated, as
+	// catalogues reference it (acp/v0.12.2/schema.json).
+	Name string
+	Root *Schema
+	// Data is the file as read.
+	Data []byte
+}
+
+// supported lists every keyword the generator understands besides the x-*
+// annotations. Annotations that do not change the Go shape ($comment,
+// examples, format, title, discriminator) are accepted.
 var supported = []string{
 	"$schema", "$id", "$defs", "$ref", "$comment", "title", "description", "examples", "deprecated",
 	"type", "properties", "required", "additionalProperties", "items", "enum", "const", "anyOf", "oneOf",
-	"default", "minimum", "maximum", "minLength", "maxLength", "minItems", "pattern", "format",
+	"allOf", "default", "minimum", "maximum", "minLength", "maxLength", "minItems", "pattern", "format",
+	"discriminator",
 }
 
-// LoadFile reads and parses one schema file.
-func LoadFile(path string) (*File, error) {
-	data, err := os.ReadFile(path)
+// LoadFile reads and parses one schema file; name is its path under
+// spec/schemas.
+func LoadFile(root, name string) (*File, error) {
+	data, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(name)))
 	if err != nil {
 		return nil, err
 	}
-	name := filepath.Base(path)
-	root, err := Parse(data, name)
+	s, err := Parse(data, name)
 	if err != nil {
 		return nil, err
 	}
-	return &File{Name: name, Root: root}, nil
+	return &File{Name: name, Root: s, Data: data}, nil
 }
 
 // Parse parses schema JSON; name prefixes node pointers in errors.
@@ -100,8 +143,15 @@ func parseNode(raw json.RawMessage, ptr string) (*Schema, error) {
 		return nil, fmt.Errorf("%s: a schema must be an object or a boolean: %w", ptr, err)
 	}
 	for _, key := range order {
+		if strings.HasPrefix(key, "x-") {
+			if s.Annotations == nil {
+				s.Annotations = map[string]json.RawMessage{}
+			}
+			s.Annotations[key] = members[key]
+			continue
+		}
 		if !slices.Contains(supported, key) {
-			return nil, fmt.Errorf("%s: unsupported schema keyword %q (bridgekit's generator understands: %s)", ptr, key, strings.Join(supported, ", "))
+			return nil, fmt.Errorf("%s: unsupported schema keyword %q (bridgekit's generator understands: %s, and x-* annotations)", ptr, key, strings.Join(supported, ", "))
 		}
 	}
 	var errs []error
@@ -163,6 +213,18 @@ func parseNode(raw json.RawMessage, ptr string) (*Schema, error) {
 	un("title", &s.Title)
 	un("description", &s.Description)
 	un("deprecated", &s.Deprecated)
+	un("format", &s.Format)
+	if m, ok := members["discriminator"]; ok {
+		var d struct {
+			PropertyName string `json:"propertyName"`
+		}
+		dec := json.NewDecoder(bytes.NewReader(m))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&d); err != nil || d.PropertyName == "" {
+			errs = append(errs, fmt.Errorf("%s/discriminator: want {\"propertyName\": \"<member>\"}", ptr))
+		}
+		s.Discriminator = d.PropertyName
+	}
 	s.AdditionalProperties = child("additionalProperties")
 	s.Items = child("items")
 	if _, ok := members["anyOf"]; ok {
@@ -170,6 +232,9 @@ func parseNode(raw json.RawMessage, ptr string) (*Schema, error) {
 	}
 	if _, ok := members["oneOf"]; ok {
 		s.OneOf = list("oneOf")
+	}
+	if _, ok := members["allOf"]; ok {
+		s.AllOf = list("allOf")
 	}
 	if m, ok := members["properties"]; ok {
 		props, order, err := objectMembers(m)
@@ -249,4 +314,10 @@ func joinErrors(errs []error) error {
 		msgs[i] = e.Error()
 	}
 	return fmt.Errorf("%s", strings.Join(msgs, "\n"))
+}
+
+// HasConstraints reports whether s constrains values (minimum, maximum,
+// minLength, maxLength, minItems, pattern).
+func (s *Schema) HasConstraints() bool {
+	return s.Minimum != nil || s.Maximum != nil || s.MinLength != nil || s.MaxLength != nil || s.MinItems != nil || s.Pattern != ""
 }

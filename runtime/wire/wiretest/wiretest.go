@@ -5,45 +5,125 @@ package wiretest
 
 import (
 	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"slices"
 	"testing"
 
-	"github.com/go-json-experiment/json"
+	jsonv2 "github.com/go-json-experiment/json"
 
 	"github.com/bridgekit/bridgekit/runtime/wire"
 )
 
-// Seed adds the valid documents (each must decode into a T) to f's seed corpus,
-// plus JSON values every decoder must reject or accept without panicking.
-func Seed[T any](f *testing.F, valid ...string) {
-	for _, d := range valid {
-		var v T
-		if err := json.Unmarshal([]byte(d), &v); err != nil {
-			f.Fatalf("seed %s does not decode into %T: %v", d, v, err)
+// Type is one generated type in a package's fuzz table.
+type Type struct {
+	// Name is the Go type name; fuzz inputs start with it.
+	Name string
+	// New returns a pointer to a new zero value.
+	New func() any
+	// Seeds are valid documents synthesised by the generator.
+	Seeds []string
+}
+
+// Fuzz runs one table-driven fuzz target over every type of a generated
+// package. An input is a type name, a newline and a document: the name picks
+// the type, the document is decoded, re-encoded, decoded again and encoded
+// again, and the two encodings must be equal. The corpus is seeded with each
+// type's synthesised documents, the golden documents in goldenFile (a JSON
+// object from type name to a list of documents; skipped when the file does
+// not exist), and values every decoder must reject without panicking.
+func Fuzz(f *testing.F, types []Type, goldenFile string) {
+	byName := map[string]Type{}
+	for _, t := range types {
+		byName[t.Name] = t
+		for _, d := range t.Seeds {
+			mustDecode(f, t, d)
+			f.Add(input(t.Name, d))
 		}
-		f.Add([]byte(d))
+		for _, d := range []string{`{}`, `[]`, `null`, `""`, `0`, `{"a":`, `{"a":1,"a":2}`} {
+			f.Add(input(t.Name, d))
+		}
 	}
-	for _, d := range []string{`{}`, `[]`, `null`, `""`, `0`, `{"a":`, `{"a":1,"a":2}`} {
-		f.Add([]byte(d))
+	golden, err := Golden(goldenFile)
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, name := range sortedKeys(golden) {
+		t, ok := byName[name]
+		if !ok {
+			f.Fatalf("%s: golden documents for unknown type %s", goldenFile, name)
+		}
+		for _, d := range golden[name] {
+			mustDecode(f, t, string(d))
+			f.Add(input(name, string(d)))
+		}
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		name, doc, ok := bytes.Cut(data, []byte("\n"))
+		if !ok {
+			return
+		}
+		typ, ok := byName[string(name)]
+		if !ok {
+			return
+		}
+		RoundTrip(t, typ.New, doc)
+	})
+}
+
+// Golden reads a file of golden documents: a JSON object from type name to a
+// list of documents. A missing file gives none.
+func Golden(path string) (map[string][]json.RawMessage, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out map[string][]json.RawMessage
+	if err := json.Unmarshal(data, &out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func input(name, doc string) []byte { return []byte(name + "\n" + doc) }
+
+func mustDecode(f *testing.F, t Type, doc string) {
+	f.Helper()
+	if err := jsonv2.Unmarshal([]byte(doc), t.New()); err != nil {
+		f.Fatalf("seed %s does not decode into %s: %v", doc, t.Name, err)
 	}
 }
 
-// RoundTrip decodes data into a T; if that succeeds, the encoding must
-// succeed, decode again, and encode to the same bytes. It is a fuzz body:
-// f.Fuzz(wiretest.RoundTrip[harn.Shell]).
-func RoundTrip[T any](t *testing.T, data []byte) {
-	var v T
-	if json.Unmarshal(data, &v) != nil {
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// RoundTrip decodes data into a new value; if that succeeds, the encoding
+// must succeed, decode again, and encode to the same bytes.
+func RoundTrip(t *testing.T, newValue func() any, data []byte) {
+	t.Helper()
+	v := newValue()
+	if jsonv2.Unmarshal(data, v) != nil {
 		return
 	}
-	out, err := json.Marshal(&v, wire.Fidelity)
+	out, err := jsonv2.Marshal(v, wire.Fidelity)
 	if err != nil {
 		t.Fatalf("decoded %T from %q but cannot encode it: %v", v, data, err)
 	}
-	var w T
-	if err := json.Unmarshal(out, &w); err != nil {
+	w := newValue()
+	if err := jsonv2.Unmarshal(out, w); err != nil {
 		t.Fatalf("%T: re-encoded document does not decode: %v\n in: %q\nout: %s", v, err, data, out)
 	}
-	again, err := json.Marshal(&w, wire.Fidelity)
+	again, err := jsonv2.Marshal(w, wire.Fidelity)
 	if err != nil || !bytes.Equal(out, again) {
 		t.Fatalf("%T: encoding is not stable (%v)\nfirst:  %s\nsecond: %s", v, err, out, again)
 	}

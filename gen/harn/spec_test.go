@@ -1,8 +1,9 @@
-package main
+package harn_test
 
 import (
 	"bytes"
 	stdjson "encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"reflect"
@@ -11,10 +12,10 @@ import (
 	"testing"
 
 	"github.com/go-json-experiment/json"
-	invopop "github.com/invopop/jsonschema"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/bridgekit/bridgekit/gen/harn"
+	"github.com/bridgekit/bridgekit/runtime/wire"
 )
 
 // The spec's shell-discovery schema is written independently of Harn's. It
@@ -24,8 +25,8 @@ import (
 // elements of the wrong kind) and the three verdicts are compared.
 
 const (
-	ourSchema      = "../spec/schemas/host-shell-discovery.schema.json"
-	upstreamSchema = "../../shared/fixtures/harn/upstream/spec/schemas/host-shell-discovery.schema.json"
+	ourSchema      = "../../spec/schemas/host-shell-discovery.schema.json"
+	upstreamSchema = "../../../shared/fixtures/harn/upstream/spec/schemas/host-shell-discovery.schema.json"
 )
 
 var shellDoc = map[string]any{
@@ -141,67 +142,88 @@ func TestSpecSchemaMatchesUpstream(t *testing.T) {
 	t.Logf("%d documents judged alike by the spec schema, Harn's schema and the generated decoders", total)
 }
 
-// The generated structs, reflected back into JSON Schema by invopop/jsonschema,
-// must have the spec's members, and the spec's required set.
-func TestReflectedTypesMatchSpec(t *testing.T) {
-	files, err := func() (map[string]map[string]any, error) {
-		out := map[string]map[string]any{}
-		for _, f := range []string{"host-shell-discovery.schema.json", "harn-host.schema.json"} {
-			data, err := os.ReadFile("../spec/schemas/" + f)
-			if err != nil {
-				return nil, err
-			}
-			var s struct {
-				Defs map[string]map[string]any `json:"$defs"`
-			}
-			if err := stdjson.Unmarshal(data, &s); err != nil {
-				return nil, err
-			}
-			for k, v := range s.Defs {
-				out[k] = v
-			}
+// Every member the spec names is a typed field of the generated struct, and
+// the struct's required set is the spec's. The generated structs carry no
+// struct tags (nothing would read them), so this reflects over the decoded
+// value instead: a document holding every member the spec names must decode
+// with nothing left in Extra and every field set; dropping a member must
+// fail with ErrMissingMember naming it exactly when the spec requires it.
+func TestTypesMatchSpecMembers(t *testing.T) {
+	defs := map[string]map[string]any{}
+	for _, f := range []string{"host-shell-discovery.schema.json", "harn-host.schema.json"} {
+		data, err := os.ReadFile("../../spec/schemas/" + f)
+		if err != nil {
+			t.Fatal(err)
 		}
-		return out, nil
-	}()
-	if err != nil {
-		t.Fatal(err)
+		var s struct {
+			Defs map[string]map[string]any `json:"$defs"`
+		}
+		if err := stdjson.Unmarshal(data, &s); err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range s.Defs {
+			defs[k] = v
+		}
 	}
-	r := &invopop.Reflector{DoNotReference: true, ExpandedStruct: true}
-	for def, v := range map[string]any{
-		"shell": harn.Shell{}, "list_shells_response": harn.ListShellsResponse{},
-		"shell_invocation_request": harn.ShellInvocationRequest{}, "shell_invocation_response": harn.ShellInvocationResponse{},
-		"set_default_shell_request": harn.SetDefaultShellRequest{}, "host_call_params": harn.HostCallParams{},
-		"host_capabilities_params": harn.HostCapabilitiesParams{}, "capability_object": harn.CapabilityObject{},
-	} {
-		s := r.Reflect(v)
-		var gotProps []string
-		for p := s.Properties.Oldest(); p != nil; p = p.Next() {
-			gotProps = append(gotProps, p.Key)
-		}
-		spec := files[def]
-		var wantProps []string
-		if props, ok := spec["properties"].(map[string]any); ok {
-			for k := range props {
-				wantProps = append(wantProps, k)
+	full := map[string]struct {
+		doc  map[string]any
+		goTy func() any
+	}{
+		"shell":                     {shellDoc, func() any { return new(harn.Shell) }},
+		"list_shells_response":      {map[string]any{"shells": []any{shellDoc}, "default_shell_id": "zsh"}, func() any { return new(harn.ListShellsResponse) }},
+		"shell_invocation_request":  {map[string]any{"shell_id": "zsh", "shell": shellDoc, "command": "ls", "login": true, "interactive": true}, func() any { return new(harn.ShellInvocationRequest) }},
+		"shell_invocation_response": {map[string]any{"program": "/bin/zsh", "args": []any{"-c", "ls"}, "command_arg_index": 1, "shell": shellDoc}, func() any { return new(harn.ShellInvocationResponse) }},
+		"set_default_shell_request": {map[string]any{"shell_id": "zsh"}, func() any { return new(harn.SetDefaultShellRequest) }},
+		"host_call_params":          {map[string]any{"sessionId": "s", "name": "a.b", "args": map[string]any{}, "_meta": map[string]any{}}, func() any { return new(harn.HostCallParams) }},
+		"host_capabilities_params":  {map[string]any{"sessionId": "s"}, func() any { return new(harn.HostCapabilitiesParams) }},
+		"capability_object":         {map[string]any{"ops": []any{"a"}, "operations": []any{"b"}}, func() any { return new(harn.CapabilityObject) }},
+	}
+	for def, tc := range full {
+		spec := defs[def]
+		var props, required []string
+		if ps, ok := spec["properties"].(map[string]any); ok {
+			for k := range ps {
+				props = append(props, k)
 			}
 		}
-		var wantReq []string
-		if req, ok := spec["required"].([]any); ok {
-			for _, r := range req {
-				wantReq = append(wantReq, fmt.Sprint(r))
+		if rs, ok := spec["required"].([]any); ok {
+			for _, r := range rs {
+				required = append(required, fmt.Sprint(r))
 			}
 		}
-		// Required const members are not stored in Go; none exist in these defs.
-		slices.Sort(gotProps)
-		slices.Sort(wantProps)
-		gotReq := slices.Clone(s.Required)
-		slices.Sort(gotReq)
-		slices.Sort(wantReq)
-		if !reflect.DeepEqual(gotProps, wantProps) {
-			t.Errorf("%s (%T): reflected members %v, spec %v", def, v, gotProps, wantProps)
+		slices.Sort(props)
+		if got := sortedKeys(tc.doc); !reflect.DeepEqual(got, props) {
+			t.Fatalf("%s: the test document has %v, the spec names %v", def, got, props)
 		}
-		if !reflect.DeepEqual(gotReq, wantReq) && !(len(gotReq) == 0 && len(wantReq) == 0) {
-			t.Errorf("%s (%T): reflected required %v, spec %v", def, v, gotReq, wantReq)
+		data, _ := stdjson.Marshal(tc.doc)
+		v := tc.goTy()
+		if err := json.Unmarshal(data, v); err != nil {
+			t.Fatalf("%s: %v", def, err)
+		}
+		rv := reflect.ValueOf(v).Elem()
+		for i := range rv.NumField() {
+			f := rv.Type().Field(i)
+			if f.Name == "Extra" {
+				if rv.Field(i).Len() != 0 {
+					t.Errorf("%s (%T): spec members landed in Extra: %v", def, v, rv.Field(i).Interface())
+				}
+				continue
+			}
+			if rv.Field(i).IsZero() && rv.Field(i).Kind() != reflect.Bool {
+				t.Errorf("%s (%T): field %s is not filled by any spec member", def, v, f.Name)
+			}
+		}
+		for _, p := range props {
+			doc := clone(tc.doc).(map[string]any)
+			delete(doc, p)
+			data, _ := stdjson.Marshal(doc)
+			err := json.Unmarshal(data, tc.goTy())
+			var de *wire.DecodeError
+			isRequired := slices.Contains(required, p)
+			gotRequired := errors.Is(err, wire.ErrMissingMember) && errors.As(err, &de) && de.Member == p
+			if isRequired != gotRequired || (!isRequired && err != nil) {
+				t.Errorf("%s (%T): without %q: %v (spec required: %v)", def, v, p, err, isRequired)
+			}
 		}
 	}
 }

@@ -1,0 +1,162 @@
+package schema
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+)
+
+// Overrides is the hand-kept table of choices the schemas cannot express,
+// keyed by schema location (file#/json/pointer), read from spec/overrides.json:
+// Go names for types and fields, the tag member of a union whose variants do
+// not name it, and definitions left out of type generation. Every entry must
+// match a node the IR build visits; Unused lists those that did not, and
+// generation fails on them, so the table cannot rot.
+type Overrides struct {
+	Types   map[string]TypeOverride  `json:"types,omitempty"`
+	Fields  map[string]FieldOverride `json:"fields,omitempty"`
+	Unions  map[string]UnionOverride `json:"unions,omitempty"`
+	Exclude map[string]Exclusion     `json:"exclude,omitempty"`
+
+	used map[string]bool
+}
+
+// TypeOverride renames a generated type.
+type TypeOverride struct {
+	Go     string `json:"go"`
+	Reason string `json:"reason"`
+}
+
+// FieldOverride renames a struct field.
+type FieldOverride struct {
+	Go     string `json:"go"`
+	Reason string `json:"reason"`
+}
+
+// UnionOverride names the member whose string value selects a union's
+// variant when the schema's variants do not carry it (ACP's AuthMethod has a
+// single variant, chosen when "type" is absent; other values of "type" are
+// kept as unknown, never decoded as that variant).
+type UnionOverride struct {
+	Tag    string `json:"tag"`
+	Reason string `json:"reason"`
+}
+
+// Exclusion leaves a $defs entry out of type generation (routing envelopes
+// that the runtime frames itself). A generated type that refers to an
+// excluded definition fails generation.
+type Exclusion struct {
+	Reason string `json:"reason"`
+}
+
+// LoadOverrides reads spec/overrides.json; a missing file is an empty table.
+// Unknown members are errors.
+func LoadOverrides(path string) (*Overrides, error) {
+	o := &Overrides{}
+	data, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return o, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(o); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	for k, v := range o.Types {
+		if v.Go == "" || v.Reason == "" {
+			return nil, fmt.Errorf("%s: types[%s] needs go and reason", path, k)
+		}
+	}
+	for k, v := range o.Fields {
+		if v.Go == "" || v.Reason == "" {
+			return nil, fmt.Errorf("%s: fields[%s] needs go and reason", path, k)
+		}
+	}
+	for k, v := range o.Unions {
+		if v.Tag == "" || v.Reason == "" {
+			return nil, fmt.Errorf("%s: unions[%s] needs tag and reason", path, k)
+		}
+	}
+	for k, v := range o.Exclude {
+		if v.Reason == "" {
+			return nil, fmt.Errorf("%s: exclude[%s] needs a reason", path, k)
+		}
+	}
+	return o, nil
+}
+
+func (o *Overrides) use(kind, ptr string) {
+	if o.used == nil {
+		o.used = map[string]bool{}
+	}
+	o.used[kind+" "+ptr] = true
+}
+
+// Type returns the type override at ptr, marking it used.
+func (o *Overrides) Type(ptr string) (TypeOverride, bool) {
+	v, ok := o.Types[ptr]
+	if ok {
+		o.use("types", ptr)
+	}
+	return v, ok
+}
+
+// Field returns the field override at ptr (a property's location), marking it used.
+func (o *Overrides) Field(ptr string) (FieldOverride, bool) {
+	v, ok := o.Fields[ptr]
+	if ok {
+		o.use("fields", ptr)
+	}
+	return v, ok
+}
+
+// Union returns the union override at ptr, marking it used.
+func (o *Overrides) Union(ptr string) (UnionOverride, bool) {
+	v, ok := o.Unions[ptr]
+	if ok {
+		o.use("unions", ptr)
+	}
+	return v, ok
+}
+
+// Excluded reports whether the definition at ptr is left out, marking the
+// entry used.
+func (o *Overrides) Excluded(ptr string) bool {
+	_, ok := o.Exclude[ptr]
+	if ok {
+		o.use("exclude", ptr)
+	}
+	return ok
+}
+
+// Unused lists, sorted, the entries no build has used.
+func (o *Overrides) Unused() []string {
+	var out []string
+	add := func(kind string, keys []string) {
+		for _, k := range keys {
+			if !o.used[kind+" "+k] {
+				out = append(out, fmt.Sprintf("spec/overrides.json: %s entry %s matches no schema node", kind, k))
+			}
+		}
+	}
+	add("types", keys(o.Types))
+	add("fields", keys(o.Fields))
+	add("unions", keys(o.Unions))
+	add("exclude", keys(o.Exclude))
+	slices.Sort(out)
+	return out
+}
+
+func keys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
