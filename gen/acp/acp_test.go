@@ -1,0 +1,425 @@
+package acp_test
+
+// Hand-written tests of the generated ACP types. They live beside the
+// generated files; the generator only ever writes *_gen.go files.
+
+import (
+	"bytes"
+	stdjson "encoding/json"
+	"errors"
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/bridgekit/bridgekit/gen/acp"
+	"github.com/bridgekit/bridgekit/runtime/wire"
+	"github.com/bridgekit/bridgekit/runtime/wire/wiretest"
+)
+
+const shared = "../../../shared/fixtures/"
+
+// missingShared skips a test that needs ../shared when it is absent, except
+// in CI (CI set), where the reference material is always laid beside the
+// checkout and its absence is a failure.
+func missingShared(t *testing.T, err error) {
+	t.Helper()
+	if os.Getenv("CI") != "" {
+		t.Fatalf("reference material missing in CI: %v", err)
+	}
+	t.Skipf("reference material not present: %v", err)
+}
+
+func TestVendoredSchemaIsUpstreamByteForByte(t *testing.T) {
+	for _, f := range []string{"schema.json", "meta.json"} {
+		ours, err := os.ReadFile("../../spec/schemas/acp/v0.12.2/" + f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		theirs, err := os.ReadFile(shared + "acp/v0.12.2/" + f)
+		if err != nil {
+			missingShared(t, err)
+		}
+		if !bytes.Equal(ours, theirs) {
+			t.Errorf("spec/schemas/acp/v0.12.2/%s differs from the pinned upstream file: never edit vendored schemas, use overlays", f)
+		}
+	}
+}
+
+// sameJSON compares two documents structurally (member order aside).
+func sameJSON(t *testing.T, a, b []byte) bool {
+	t.Helper()
+	var x, y any
+	if err := stdjson.Unmarshal(a, &x); err != nil {
+		t.Fatalf("%s: %v", a, err)
+	}
+	if err := stdjson.Unmarshal(b, &y); err != nil {
+		t.Fatalf("%s: %v", b, err)
+	}
+	return reflect.DeepEqual(x, y)
+}
+
+// newOf returns a constructor of the named type, from the generated fuzz
+// table's names via reflection on a zero value of each candidate.
+var types = map[string]func() any{
+	"SessionNotification":       func() any { return new(acp.SessionNotification) },
+	"RequestPermissionRequest":  func() any { return new(acp.RequestPermissionRequest) },
+	"RequestPermissionResponse": func() any { return new(acp.RequestPermissionResponse) },
+	"Error":                     func() any { return new(acp.Error) },
+	"InitializeRequest":         func() any { return new(acp.InitializeRequest) },
+	"InitializeResponse":        func() any { return new(acp.InitializeResponse) },
+	"NewSessionRequest":         func() any { return new(acp.NewSessionRequest) },
+	"PromptRequest":             func() any { return new(acp.PromptRequest) },
+	"PromptResponse":            func() any { return new(acp.PromptResponse) },
+	"SessionConfigOption":       func() any { return new(acp.SessionConfigOption) },
+}
+
+func TestGoldenDocumentsRoundTrip(t *testing.T) {
+	golden, err := wiretest.Golden("../../testdata/acp/seed_examples.json")
+	if err != nil || len(golden) == 0 {
+		t.Fatalf("golden documents: %v", err)
+	}
+	for typ, docs := range golden {
+		newValue, ok := types[typ]
+		if !ok {
+			t.Fatalf("no constructor for %s", typ)
+		}
+		for _, doc := range docs {
+			v := newValue()
+			if err := json.Unmarshal(doc, v); err != nil {
+				t.Fatalf("%s: decode %s: %v", typ, doc, err)
+			}
+			out, err := json.Marshal(v, wire.Fidelity)
+			if err != nil || !sameJSON(t, doc, out) {
+				t.Fatalf("%s: round trip changed (%v)\n in: %s\nout: %s", typ, err, doc, out)
+			}
+			// encoding/json (v1) applies the same rules.
+			v1 := newValue()
+			if err := stdjson.Unmarshal(doc, v1); err != nil {
+				t.Fatalf("%s: encoding/json decode: %v", typ, err)
+			}
+			if out1, err := stdjson.Marshal(v1); err != nil || !sameJSON(t, doc, out1) {
+				t.Fatalf("%s: encoding/json round trip: %s (%v)", typ, out1, err)
+			}
+		}
+	}
+}
+
+// The tool_call and tool_call_update _meta is typed by our overlay: Harn's
+// lifecycle fields are fields, other keys are kept, and the whole document
+// round-trips.
+func TestHarnToolMetaRoundTrip(t *testing.T) {
+	data, err := os.ReadFile(shared + "harn/upstream/conformance/protocols/fixtures/acp/session_update_tool_call_harn_meta.valid.json")
+	if err != nil {
+		missingShared(t, err)
+	}
+	var fixture struct {
+		Documents []struct {
+			Params stdjson.RawMessage `json:"params"`
+		} `json:"documents"`
+	}
+	if err := stdjson.Unmarshal(data, &fixture); err != nil {
+		t.Fatal(err)
+	}
+	if len(fixture.Documents) != 2 {
+		t.Fatalf("want the tool_call and tool_call_update documents, got %d", len(fixture.Documents))
+	}
+	var n acp.SessionNotification
+	if err := json.Unmarshal(fixture.Documents[0].Params, &n); err != nil {
+		t.Fatal(err)
+	}
+	call := n.Update.ToolCall
+	if call == nil || n.SessionID != "session-1" || call.ToolCallID != "tool-1" {
+		t.Fatalf("tool_call: %+v", n.Update)
+	}
+	meta, ok := call.Meta.Get()
+	if !ok || meta.Harn == nil || meta.Harn.Parsing == nil || !*meta.Harn.Parsing ||
+		*meta.Harn.Audit.SessionID != "session_42" || *meta.Harn.Audit.MutationScope != "apply_workspace" {
+		t.Fatalf("tool_call _meta.harn: %+v", meta)
+	}
+	roundTrip(t, fixture.Documents[0].Params, &n)
+
+	var u acp.SessionNotification
+	if err := json.Unmarshal(fixture.Documents[1].Params, &u); err != nil {
+		t.Fatal(err)
+	}
+	upd := u.Update.ToolCallUpdate
+	if upd == nil {
+		t.Fatalf("tool_call_update: %+v", u.Update)
+	}
+	if st, _ := upd.Status.Get(); st != acp.ToolCallStatusFailed {
+		t.Fatalf("status %q", st)
+	}
+	m, _ := upd.Meta.Get()
+	h := m.Harn
+	if *h.DurationMS != 11 || *h.ExecutionDurationMS != 7 || *h.Error != "malformed args" ||
+		*h.ErrorCategory != acp.ToolErrorCategoryParseAborted || *h.MutationStatus != acp.MutationStatusNotApplied ||
+		*h.Executor.String != acp.ToolExecutorNameHostBridge || *h.Parsing || *h.RawInputPartial != `{"path":"src` {
+		t.Fatalf("tool_call_update _meta.harn: %+v", h)
+	}
+	roundTrip(t, fixture.Documents[1].Params, &u)
+}
+
+func roundTrip(t *testing.T, in []byte, v any) {
+	t.Helper()
+	out, err := json.Marshal(v, wire.Fidelity)
+	if err != nil || !sameJSON(t, in, out) {
+		t.Fatalf("round trip changed (%v)\n in: %s\nout: %s", err, in, out)
+	}
+}
+
+func TestToolMetaKeepsOtherKeysAndUnknownValues(t *testing.T) {
+	in := `{"sessionUpdate":"tool_call_update","toolCallId":"t","_meta":{"zed":{"x":1},"harn":{"executor":{"kind":"mcp_server","serverName":"linear"},"errorCategory":"new_category","mutationStatus":"partially_applied","newField":[1]}}}`
+	var u acp.SessionUpdate
+	if err := json.Unmarshal([]byte(in), &u); err != nil {
+		t.Fatal(err)
+	}
+	m, _ := u.ToolCallUpdate.Meta.Get()
+	if v, ok := m.Extra.Get("zed"); !ok || string(v) != `{"x":1}` {
+		t.Fatalf("other _meta keys are kept: %+v", m.Extra)
+	}
+	h := m.Harn
+	if h.Executor.Object == nil || h.Executor.Object.MCPServer == nil || h.Executor.Object.MCPServer.ServerName != "linear" {
+		t.Fatalf("executor object: %+v", h.Executor)
+	}
+	if h.ErrorCategory.Known() || *h.ErrorCategory != "new_category" || h.MutationStatus.Known() {
+		t.Fatalf("open enums keep values they do not list: %v %v", *h.ErrorCategory, *h.MutationStatus)
+	}
+	if v, ok := h.Extra.Get("newField"); !ok || string(v) != "[1]" {
+		t.Fatalf("unknown harn members are kept: %+v", h.Extra)
+	}
+	out, err := json.Marshal(u, wire.Fidelity)
+	if err != nil || !sameJSON(t, []byte(in), out) {
+		t.Fatalf("%s (%v)", out, err)
+	}
+	// An executor object of a kind this version does not know is kept verbatim.
+	var e acp.ToolExecutor
+	if err := json.Unmarshal([]byte(`{"kind":"a2a_peer","peer":"p"}`), &e); err != nil || e.Object.Unknown == nil || e.Object.Tag() != "a2a_peer" {
+		t.Fatalf("unknown executor kind: %+v %v", e, err)
+	}
+}
+
+func TestSessionUpdateVariants(t *testing.T) {
+	// Three tags share ContentChunk; the tag never lands in the chunk's Extra.
+	for _, tag := range []string{"user_message_chunk", "agent_message_chunk", "agent_thought_chunk"} {
+		in := `{"content":{"type":"text","text":"hi"},"sessionUpdate":"` + tag + `"}`
+		var u acp.SessionUpdate
+		if err := json.Unmarshal([]byte(in), &u); err != nil {
+			t.Fatal(err)
+		}
+		chunks := map[string]*acp.ContentChunk{"user_message_chunk": u.UserMessageChunk, "agent_message_chunk": u.AgentMessageChunk, "agent_thought_chunk": u.AgentThoughtChunk}
+		c := chunks[tag]
+		if c == nil || c.Content.Text == nil || c.Content.Text.Text != "hi" || len(c.Extra) != 0 || u.Tag() != tag {
+			t.Fatalf("%s: %+v", tag, u)
+		}
+		out, _ := json.Marshal(u)
+		if !strings.HasPrefix(string(out), `{"sessionUpdate":"`+tag+`"`) {
+			t.Fatalf("the tag is written first: %s", out)
+		}
+	}
+	// Harn's extension updates are not ACP variants: kept verbatim, never guessed.
+	in := `{"_meta":{"harn":{"skillName":"rust"}},"sessionUpdate":"skill_activated","content":{"type":"text","text":"looks like a chunk"}}`
+	var u acp.SessionUpdate
+	if err := json.Unmarshal([]byte(in), &u); err != nil {
+		t.Fatal(err)
+	}
+	if u.Unknown == nil || u.AgentMessageChunk != nil || u.UserMessageChunk != nil || u.Tag() != "skill_activated" {
+		t.Fatalf("unknown variant: %+v", u)
+	}
+	if out, _ := json.Marshal(u, wire.Fidelity); string(out) != in {
+		t.Fatalf("unknown variant re-encoded as %s", out)
+	}
+	for doc, want := range map[string]error{
+		`{"content":{"type":"text","text":"x"}}`:                                                      wire.ErrMissingMember,
+		`{"sessionUpdate":"agent_message_chunk"}`:                                                     wire.ErrMissingMember,
+		`{"sessionUpdate":"agent_message_chunk","content":{"type":"text"}}`:                           wire.ErrMissingMember,
+		`{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":1}}`:                  wire.ErrWrongKind,
+		`{"sessionUpdate":"plan","entries":[{"content":"x","priority":"urgent","status":"pending"}]}`: wire.ErrConstraint,
+	} {
+		var v acp.SessionUpdate
+		if err := json.Unmarshal([]byte(doc), &v); !errors.Is(err, want) {
+			t.Errorf("%s: got %v, want %v", doc, err, want)
+		}
+	}
+}
+
+func TestMCPServerDefaultVariant(t *testing.T) {
+	var s acp.MCPServer
+	if err := json.Unmarshal([]byte(`{"name":"fs","command":"c","args":[],"env":[]}`), &s); err != nil || s.Stdio == nil || s.Tag() != "" {
+		t.Fatalf("no type: the stdio variant: %+v %v", s, err)
+	}
+	if err := json.Unmarshal([]byte(`{"name":"w","url":"u","headers":[],"type":"http"}`), &s); err != nil || s.HTTP == nil {
+		t.Fatalf("http: %+v %v", s, err)
+	}
+	if err := json.Unmarshal([]byte(`{"type":"websocket","name":"w","command":"c","args":[],"env":[]}`), &s); err != nil || s.Unknown == nil || s.Stdio != nil {
+		t.Fatalf("an unknown type is never the default stdio: %+v %v", s, err)
+	}
+	if err := json.Unmarshal([]byte(`{"name":"fs"}`), &s); !errors.Is(err, wire.ErrMissingMember) {
+		t.Fatalf("stdio still requires its members: %v", err)
+	}
+	out, _ := json.Marshal(acp.MCPServer{Stdio: &acp.MCPServerStdio{Name: "fs", Command: "c"}})
+	if string(out) != `{"args":[],"command":"c","env":[],"name":"fs"}` {
+		t.Fatalf("stdio is written without a type: %s", out)
+	}
+}
+
+func TestAuthMethodKeepsUnknownTypes(t *testing.T) {
+	var a acp.AuthMethod
+	if err := json.Unmarshal([]byte(`{"id":"i","name":"n"}`), &a); err != nil || a.Agent == nil || a.Agent.ID != "i" {
+		t.Fatalf("%+v %v", a, err)
+	}
+	if err := json.Unmarshal([]byte(`{"id":"i","name":"n","type":"env_var","varName":"K"}`), &a); err != nil || a.Agent != nil || a.Unknown == nil {
+		t.Fatalf("a type this version does not know: %+v %v", a, err)
+	}
+}
+
+func TestResourceByRequiredMembers(t *testing.T) {
+	var r acp.EmbeddedResourceResource
+	if err := json.Unmarshal([]byte(`{"uri":"u","text":"t"}`), &r); err != nil || r.TextResourceContents == nil || r.TextResourceContents.URI != "u" {
+		t.Fatalf("%+v %v", r, err)
+	}
+	if err := json.Unmarshal([]byte(`{"uri":"u","mimeType":null,"blob":"AA=="}`), &r); err != nil || r.BlobResourceContents == nil || !r.BlobResourceContents.MIMEType.IsNull() {
+		t.Fatalf("%+v %v", r, err)
+	}
+	if err := json.Unmarshal([]byte(`{"uri":"u"}`), &r); !errors.Is(err, wire.ErrMissingMember) {
+		t.Fatalf("neither text nor blob: %v", err)
+	}
+}
+
+func TestConfigOptionsGroupedOrNot(t *testing.T) {
+	var o acp.SessionConfigSelectOptions
+	if err := json.Unmarshal([]byte(`[{"name":"A","value":"a"},{"name":"B","value":"b"}]`), &o); err != nil || len(o.Ungrouped) != 2 || o.Grouped != nil {
+		t.Fatalf("%+v %v", o, err)
+	}
+	if err := json.Unmarshal([]byte(`[{"group":"g","name":"G","options":[]}]`), &o); err != nil || len(o.Grouped) != 1 || o.Ungrouped != nil {
+		t.Fatalf("%+v %v", o, err)
+	}
+	if err := json.Unmarshal([]byte(`[]`), &o); err != nil || o.Ungrouped == nil {
+		t.Fatalf("empty: %+v %v", o, err)
+	}
+	if err := json.Unmarshal([]byte(`[{"name":"A","value":"a"},{"group":"g","name":"G","options":[]}]`), &o); !errors.Is(err, wire.ErrMissingMember) {
+		t.Fatalf("mixed lists are not options: %v", err)
+	}
+}
+
+func TestEnums(t *testing.T) {
+	var s acp.StopReason
+	err := json.Unmarshal([]byte(`"paused"`), &s)
+	var de *wire.DecodeError
+	if !errors.Is(err, wire.ErrConstraint) || !errors.As(err, &de) || de.Type != "StopReason" {
+		t.Fatalf("closed enums reject other values: %v", err)
+	}
+	if _, err := json.Marshal(acp.StopReason("paused")); !errors.Is(err, wire.ErrConstraint) {
+		t.Fatalf("and refuse to write them: %v", err)
+	}
+	var c acp.SessionConfigOptionCategory
+	if err := json.Unmarshal([]byte(`"_vendor"`), &c); err != nil || c != "_vendor" || c.Known() {
+		t.Fatalf("open enums keep other values: %q %v", c, err)
+	}
+	var code acp.ErrorCode
+	if err := json.Unmarshal([]byte(`-32099`), &code); err != nil || code != -32099 || code.Known() {
+		t.Fatalf("open integer enum: %v %v", code, err)
+	}
+	if err := json.Unmarshal([]byte(`-32601`), &code); err != nil || code != acp.ErrorCodeMethodNotFound {
+		t.Fatalf("%v %v", code, err)
+	}
+	var p acp.ProtocolVersion
+	if err := json.Unmarshal([]byte(`70000`), &p); !errors.Is(err, wire.ErrConstraint) {
+		t.Fatalf("ProtocolVersion maximum: %v", err)
+	}
+}
+
+// Defaults are never written or applied on decode; GetX returns them.
+func TestDefaults(t *testing.T) {
+	var r acp.InitializeRequest
+	if err := json.Unmarshal([]byte(`{"protocolVersion":1}`), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.ClientCapabilities != nil {
+		t.Fatal("an absent member with a default stays absent")
+	}
+	caps := r.GetClientCapabilities()
+	if caps.GetTerminal() || caps.Fs == nil || caps.Fs.GetReadTextFile() {
+		t.Fatalf("default capabilities: %+v", caps)
+	}
+	if out, _ := json.Marshal(r); string(out) != `{"protocolVersion":1}` {
+		t.Fatalf("defaults were written: %s", out)
+	}
+	// Every GetX of every type works on zero values.
+	for _, typ := range types {
+		callGetters(t, reflect.ValueOf(typ()))
+	}
+	callGetters(t, reflect.ValueOf(new(acp.AgentCapabilities)))
+	callGetters(t, reflect.ValueOf(new(acp.PromptCapabilities)))
+}
+
+func callGetters(t *testing.T, v reflect.Value) {
+	for i := range v.NumMethod() {
+		m := v.Type().Method(i)
+		if strings.HasPrefix(m.Name, "Get") && m.Type.NumIn() == 1 && m.Type.NumOut() == 1 {
+			v.Method(i).Call(nil)
+		}
+	}
+}
+
+func TestRawMetaByteForByte(t *testing.T) {
+	in := `{"sessionId":"s","update":{"sessionUpdate":"plan","entries":[]},"_meta":{"b":1.50,"a":"\u00e9"}}`
+	var n acp.SessionNotification
+	if err := json.Unmarshal([]byte(in), &n); err != nil {
+		t.Fatal(err)
+	}
+	if m, _ := n.Meta.Get(); string(m) != `{"b":1.50,"a":"\u00e9"}` {
+		t.Fatalf("_meta: %s", m)
+	}
+	out, _ := json.Marshal(n, wire.Fidelity)
+	if !bytes.Contains(out, []byte(`"_meta":{"b":1.50,"a":"\u00e9"}`)) {
+		t.Fatalf("raw JSON is written byte for byte: %s", out)
+	}
+	var null acp.SessionNotification
+	if err := json.Unmarshal([]byte(`{"sessionId":"s","update":{"sessionUpdate":"plan","entries":[]},"_meta":null}`), &null); err != nil || !null.Meta.IsNull() {
+		t.Fatalf("null _meta stays null: %v", err)
+	}
+}
+
+var benchDocs = map[string]string{
+	"agent_message_chunk": `{"sessionId":"sess_abc123","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"Here is the change to main.go you asked for."}}}`,
+	"tool_call_update_meta": `{"sessionId":"sess_abc123","update":{"sessionUpdate":"tool_call_update","toolCallId":"call_42","title":"edit_file","status":"completed",` +
+		`"_meta":{"harn":{"audit":{"session_id":"session_42","mutation_scope":"apply_workspace"},"durationMs":11,"executionDurationMs":7,` +
+		`"executor":"host_bridge","mutationStatus":"applied","parsing":false,"changedPaths":["src/main.go"]}}}}`,
+}
+
+// BenchmarkDecodeSessionNotification decodes session/update params, the
+// message an agent sends most, from a decoder reused the way the runtime
+// reuses one per connection.
+func BenchmarkDecodeSessionNotification(b *testing.B) {
+	for _, name := range []string{"agent_message_chunk", "tool_call_update_meta"} {
+		in := []byte(benchDocs[name])
+		b.Run(name, func(b *testing.B) {
+			rd := bytes.NewReader(in)
+			dec := jsontext.NewDecoder(rd)
+			b.SetBytes(int64(len(in)))
+			b.ReportAllocs()
+			for b.Loop() {
+				rd.Reset(in)
+				dec.Reset(rd)
+				var n acp.SessionNotification
+				if err := n.UnmarshalJSONFrom(dec); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func TestBenchDocsDecode(t *testing.T) {
+	for name, doc := range benchDocs {
+		var n acp.SessionNotification
+		if err := json.Unmarshal([]byte(doc), &n); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		roundTrip(t, []byte(doc), &n)
+	}
+}
