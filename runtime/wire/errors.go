@@ -66,22 +66,6 @@ func Wrap(typ, member string, err error) error {
 	return &DecodeError{Type: typ, Member: member, Err: err}
 }
 
-// Unknown reports a member that a closed object does not allow.
-func Unknown(typ string, name []byte) error {
-	return &DecodeError{Type: typ, Member: string(name), Err: ErrUnknownMember}
-}
-
-// Missing reports the first required member, in schema order, whose bit is not set in seen.
-// names lists the required members in bit order.
-func Missing(typ string, seen, required uint64, names []string) error {
-	for i, n := range names {
-		if required&(1<<i) != 0 && seen&(1<<i) == 0 {
-			return &DecodeError{Type: typ, Member: n, Err: ErrMissingMember}
-		}
-	}
-	return &DecodeError{Type: typ, Err: ErrMissingMember}
-}
-
 // errorf wraps cause with a formatted detail.
 func errorf(cause error, format string, args ...any) error {
 	return fmt.Errorf(format+": %w", append(args, cause)...)

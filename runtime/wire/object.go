@@ -23,15 +23,6 @@ func BeginObject(dec *jsontext.Decoder, typ string) error {
 	return Wrap(typ, "", err)
 }
 
-// More reports whether the object being read has another member.
-func More(dec *jsontext.Decoder) bool { return dec.PeekKind() != '}' }
-
-// EndObject reads the '}' that closes an object.
-func EndObject(dec *jsontext.Decoder, typ string) error {
-	_, err := dec.ReadToken()
-	return Wrap(typ, "", err)
-}
-
 // ReadName reads the next member name and returns it unquoted. The returned
 // slice may point into dec's buffer and is valid only until the next read
 // from dec; switch on string(name) does not allocate.
@@ -82,7 +73,7 @@ func Tag(raw jsontext.Value, typ, name string) (string, error) {
 	if err := BeginObject(dec, typ); err != nil {
 		return "", err
 	}
-	for More(dec) {
+	for dec.PeekKind() != '}' {
 		n, err := ReadName(dec, typ)
 		if err != nil {
 			return "", err
@@ -93,8 +84,8 @@ func Tag(raw jsontext.Value, typ, name string) (string, error) {
 			}
 			continue
 		}
-		v, err := String(dec)
-		if err != nil {
+		var v string
+		if err := StringFrom(&v, dec); err != nil {
 			return "", Wrap(typ, name, err)
 		}
 		return v, nil

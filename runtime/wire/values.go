@@ -222,64 +222,6 @@ func WriteMapOf[E any](m map[string]E, enc *jsontext.Encoder, elem Writer[E]) er
 	return enc.WriteToken(jsontext.EndObject)
 }
 
-// The value-returning readers and encoder-first writers below serve
-// hand-written decoders (runtime/envelope); generated code uses the Reader
-// and Writer forms above.
-
-// String reads a JSON string.
-func String(dec *jsontext.Decoder) (string, error) {
-	var s string
-	err := StringFrom(&s, dec)
-	return s, err
-}
-
-// Bool reads true or false.
-func Bool(dec *jsontext.Decoder) (bool, error) {
-	var b bool
-	err := BoolFrom(&b, dec)
-	return b, err
-}
-
-// Int reads a JSON number that is an integer and fits an int64.
-func Int(dec *jsontext.Decoder) (int64, error) {
-	var n int64
-	err := IntFrom(&n, dec)
-	return n, err
-}
-
-// Float reads any JSON number.
-func Float(dec *jsontext.Decoder) (float64, error) {
-	var f float64
-	err := FloatFrom(&f, dec)
-	return f, err
-}
-
-// Raw reads any JSON value verbatim.
-func Raw(dec *jsontext.Decoder) (jsontext.Value, error) {
-	var v jsontext.Value
-	err := RawFrom(&v, dec)
-	return v, err
-}
-
-// RawObject reads a JSON object verbatim.
-func RawObject(dec *jsontext.Decoder) (jsontext.Value, error) {
-	var v jsontext.Value
-	err := RawObjectFrom(&v, dec)
-	return v, err
-}
-
-// WriteString writes a JSON string.
-func WriteString(enc *jsontext.Encoder, v string) error { return StringTo(v, enc) }
-
-// WriteBool writes true or false.
-func WriteBool(enc *jsontext.Encoder, v bool) error { return BoolTo(v, enc) }
-
-// WriteInt writes an integer.
-func WriteInt(enc *jsontext.Encoder, v int64) error { return IntTo(v, enc) }
-
-// WriteFloat writes a number.
-func WriteFloat(enc *jsontext.Encoder, v float64) error { return FloatTo(v, enc) }
-
 func expect(dec *jsontext.Decoder, want jsontext.Kind) error {
 	k := dec.PeekKind()
 	if k == want || (want == 't' && k == 'f') {
