@@ -93,7 +93,9 @@ func (c *Conn) rejectWith(id ID, e *Error) {
 // it is a cancel message.
 func (c *Conn) accept(m *Message) {
 	method := c.intern(m.Method)
-	it := &inbound{Request: Request{Kind: m.Kind, Method: method}, size: len(m.Body) + len(m.ID) + itemOverhead}
+	// Names count too: a peer can send a distinct long name every time.
+	size := len(m.Body) + len(m.ID) + len(m.Method) + len(m.Qualifier) + itemOverhead
+	it := &inbound{Request: Request{Kind: m.Kind, Method: method}, size: size}
 	if len(m.Qualifier) > 0 {
 		it.Qualifier = c.intern(m.Qualifier)
 	}
@@ -158,8 +160,12 @@ func (c *Conn) startNow(it *inbound) bool {
 }
 
 // maxInterned bounds the method names a connection interns beyond its
-// seeds, so that a peer cannot grow the table.
-const maxInterned = 64
+// seeds, and maxInternedLen their length, so that a peer can neither grow
+// the table nor make it hold much memory.
+const (
+	maxInterned    = 64
+	maxInternedLen = 256
+)
 
 // intern returns b as a string, interning the names it sees so that a
 // request's Method costs no allocation once its name is known.
@@ -168,7 +174,7 @@ func (c *Conn) intern(b []byte) string {
 		return s
 	}
 	s := string(b)
-	if len(c.methods) < c.seeded+maxInterned {
+	if len(c.methods) < c.seeded+maxInterned && len(s) <= maxInternedLen {
 		c.methods[s] = s
 	}
 	return s
