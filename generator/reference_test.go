@@ -130,7 +130,7 @@ func (b *builder) goName(wire string) string {
 }
 
 func errs(list []any) []catalogue.Error {
-	var out []catalogue.Error
+	out := []catalogue.Error{}
 	for _, e := range list {
 		code, _ := json.Marshal(-32000)
 		when := fmt.Sprint(e)

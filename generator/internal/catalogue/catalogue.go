@@ -374,6 +374,9 @@ func (c *Catalogue) checkMethods(methods []Method) []string {
 		checkRef(where+" params", m.Params)
 		checkRef(where+" result", m.Result)
 		checkErrors(where, m.Errors)
+		if m.Errors == nil {
+			bad("%s: errors must be given ([] for none)", where)
+		}
 		if cn := m.Cancels; cn != nil {
 			if cn.Key != "" && cn.ID != "" {
 				bad("%s: cancels gives key or id, not both", where)
@@ -426,6 +429,9 @@ func (c *Catalogue) checkMethods(methods []Method) []string {
 				checkRef(ow+" args", op.Args)
 				checkRef(ow+" result", op.Result)
 				checkErrors(ow, op.Errors)
+				if op.Errors == nil {
+					bad("%s: errors must be given ([] for none)", ow)
+				}
 			}
 		}
 	}

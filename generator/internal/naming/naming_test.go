@@ -15,6 +15,11 @@ func TestGo(t *testing.T) {
 		"etc_shells":          "EtcShells",
 		"3d":                  "X3d",
 		"backoff_ms":          "BackoffMS",
+		"ui":                  "UI",
+		"ttl_ms":              "TTLMS",
+		"session/new":         "SessionNew",
+		"fs/read_text_file":   "FsReadTextFile",
+		"McpServerSse":        "MCPServerSSE",
 	} {
 		if got := Go(in); got != want {
 			t.Errorf("Go(%q) = %q, want %q", in, got, want)
