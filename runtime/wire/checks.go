@@ -3,7 +3,6 @@ package wire
 import (
 	"bytes"
 	"errors"
-	"reflect"
 	"regexp"
 	"slices"
 	"unicode/utf8"
@@ -40,6 +39,17 @@ func Within[E any](read Reader[E], l *Limits) Reader[E] {
 	}
 }
 
+// WithinList returns a Reader of arrays that reads with read and then checks
+// l's minItems.
+func WithinList[E any](read Reader[[]E], l *Limits) Reader[[]E] {
+	return func(p *[]E, dec *jsontext.Decoder) error {
+		if err := read(p, dec); err != nil {
+			return err
+		}
+		return l.Items(len(*p))
+	}
+}
+
 func (l *Limits) check(p any) error {
 	switch v := p.(type) {
 	case *string:
@@ -48,11 +58,6 @@ func (l *Limits) check(p any) error {
 		return l.Number(float64(*v))
 	case *float64:
 		return l.Number(*v)
-	}
-	if l.MinItems != nil {
-		if rv := reflect.ValueOf(p).Elem(); rv.Kind() == reflect.Slice {
-			return l.Items(rv.Len())
-		}
 	}
 	return nil
 }

@@ -247,7 +247,11 @@ func (c *codecs) reader(r *ir.Ref, ctx string) jen.Code {
 	if !r.HasConstraints() {
 		return base
 	}
-	return c.declare("read"+ctx, jen.Qual(pkgWire, "Within").Call(base, jen.Op("&").Add(limits(r))))
+	within := "Within"
+	if r.Kind == ir.Array {
+		within = "WithinList"
+	}
+	return c.declare("read"+ctx, jen.Qual(pkgWire, within).Call(base, jen.Op("&").Add(limits(r))))
 }
 
 func (c *codecs) plainReader(r *ir.Ref, ctx string) jen.Code {
