@@ -421,3 +421,60 @@ func TestObjectAllocations(t *testing.T) {
 		t.Fatalf("%v allocations per decode", allocs)
 	}
 }
+
+// BenchmarkUnionDecode compares the streamed one-pass union decode with the
+// three passes the generator used before (read the value raw, scan it for the
+// tag, decode the raw value again into the variant).
+func BenchmarkUnionDecode(b *testing.B) {
+	in := []byte(`{"kind":"agent","text":"Here is the change to main.go you asked for.","_meta":{"a":1}}`)
+	rd := bytes.NewReader(in)
+	dec := jsontext.NewDecoder(rd)
+	b.Run("streamed", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			rd.Reset(in)
+			dec.Reset(rd)
+			var u update
+			if err := u.UnmarshalJSONFrom(dec); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("three-pass", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			rd.Reset(in)
+			dec.Reset(rd)
+			raw, err := dec.ReadValue()
+			if err != nil {
+				b.Fatal(err)
+			}
+			raw = bytes.Clone(raw)
+			if tag, err := wire.Tag(raw, "update", "kind"); err != nil || tag != "agent" {
+				b.Fatal(tag, err)
+			}
+			var u update
+			u.Agent = new(chunk)
+			if err := json.Unmarshal(raw, &threePassChunk{u.Agent}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// threePassChunk decodes a chunk that also carries the tag member, as the
+// variant did when the union did not consume the tag.
+type threePassChunk struct{ c *chunk }
+
+func (x *threePassChunk) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x.c = chunk{}
+	r := wire.ReadObject(dec, &objChunk)
+	for r.Next() {
+		if string(r.Name()) == "kind" {
+			r.Done(wire.Const(&r, "agent", wire.StringFrom))
+			continue
+		}
+		r.Done(x.c.member(&r))
+	}
+	return r.End()
+}
