@@ -164,6 +164,7 @@ func NewConn(r io.Reader, w io.Writer, codec Codec, h Handler, opts *Options) *C
 	}
 	c.w = ndjson.NewWriter(w, &ndjson.WriterOptions{QueueBytes: o.WriteQueueBytes, OnError: c.writeFailed})
 	c.diag.init(o.Logger, o.OnFrameError)
+	c.log = c.diag.logger() // records are handled off the goroutine that logs
 	c.ctx, c.cancel = context.WithCancelCause(context.Background())
 	mark := &handlerMark{conn: c}
 	c.inlineCtx = context.WithValue(c.ctx, handlerKey{}, mark)

@@ -1,50 +1,102 @@
 package rpc
 
 import (
+	"context"
 	"log/slog"
 	"sync"
 	"time"
 )
 
-// diagnostics reports bad inbound frames away from the read path: reports
-// go through a bounded channel to a goroutine of their own, which calls
-// Options.OnFrameError and logs at a limited rate. A reader that floods
-// garbage while nobody drains stderr therefore never stops the connection
-// answering; what cannot be queued is counted and summarised later.
+// diagnostics reports bad inbound frames and logs away from the read path
+// and the handlers: reports and log records go through bounded channels to
+// a goroutine of their own, which calls Options.OnFrameError and the
+// logger's handler, logging bad frames at a limited rate. A peer that
+// floods garbage while nobody drains stderr therefore never stops the
+// connection answering; what cannot be queued is counted and summarised
+// later.
 type diagnostics struct {
 	log  *slog.Logger
 	on   func(*FrameError)
 	ch   chan *FrameError
+	recs chan diagRecord
 	quit chan struct{}
 	once sync.Once
 	stop func()
 
 	mu      sync.Mutex
-	dropped int // reports that found the channel full
+	dropped int // reports and records that found their channel full
+}
+
+// diagRecord is a log record waiting for the diagnostics goroutine.
+type diagRecord struct {
+	h   slog.Handler
+	rec slog.Record
 }
 
 const (
-	diagQueue = 64               // reports waiting for the goroutine
-	diagBurst = 10               // log lines allowed at once
+	diagQueue = 64               // reports (and records) waiting for the goroutine
+	diagBurst = 10               // log lines about bad frames allowed at once
 	diagEvery = time.Second / 10 // then one per this period
+	// maxErrText bounds the text of a reported FrameError's Err.
+	maxErrText = 4 * MaxEcho
 )
 
 func (d *diagnostics) init(log *slog.Logger, on func(*FrameError)) {
 	d.log, d.on = log, on
 	d.ch = make(chan *FrameError, diagQueue)
+	d.recs = make(chan diagRecord, diagQueue)
 	d.quit = make(chan struct{})
 	d.stop = sync.OnceFunc(func() { close(d.quit) })
 }
 
+// logger returns the connection's logger: its records are handled by the
+// diagnostics goroutine, so that a handler that blocks (a full stderr)
+// never stalls the goroutine that logs.
+func (d *diagnostics) logger() *slog.Logger {
+	return slog.New(&diagHandler{d: d, h: d.log.Handler()})
+}
+
+// diagHandler hands records to the diagnostics goroutine.
+type diagHandler struct {
+	d *diagnostics
+	h slog.Handler
+}
+
+func (h *diagHandler) Enabled(ctx context.Context, l slog.Level) bool { return h.h.Enabled(ctx, l) }
+
+func (h *diagHandler) Handle(_ context.Context, r slog.Record) error {
+	h.d.start()
+	select {
+	case h.d.recs <- diagRecord{h.h, r.Clone()}:
+	default:
+		h.d.drop()
+	}
+	return nil
+}
+
+func (h *diagHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return &diagHandler{d: h.d, h: h.h.WithAttrs(as)}
+}
+
+func (h *diagHandler) WithGroup(name string) slog.Handler {
+	return &diagHandler{d: h.d, h: h.h.WithGroup(name)}
+}
+
+func (d *diagnostics) start() { d.once.Do(func() { go d.run() }) }
+
+func (d *diagnostics) drop() {
+	d.mu.Lock()
+	d.dropped++
+	d.mu.Unlock()
+}
+
 // report queues fe without ever blocking.
 func (d *diagnostics) report(fe *FrameError) {
-	d.once.Do(func() { go d.run() })
+	d.start()
 	select {
 	case d.ch <- fe:
 	default:
-		d.mu.Lock()
-		d.dropped++
-		d.mu.Unlock()
+		d.drop()
 	}
 }
 
@@ -53,7 +105,10 @@ func (d *diagnostics) run() {
 	suppressed := 0
 	for {
 		select {
+		case r := <-d.recs:
+			r.h.Handle(context.Background(), r.rec)
 		case fe := <-d.ch:
+			fe = bounded(fe)
 			if d.on != nil {
 				d.on(fe)
 			}
@@ -69,9 +124,9 @@ func (d *diagnostics) run() {
 			suppressed += d.dropped
 			d.dropped = 0
 			d.mu.Unlock()
-			args := []any{"kind", fe.Kind.String(), "err", Truncate(errText(fe.Err), 4*MaxEcho), "line", fe.Snippet}
+			args := []any{"kind", fe.Kind.String(), "err", errText(fe.Err), "line", fe.Snippet}
 			if !fe.ID.IsZero() {
-				args = append(args, "id", Truncate(fe.ID.String(), MaxEcho))
+				args = append(args, "id", fe.ID.String())
 			}
 			if suppressed > 0 {
 				args = append(args, "suppressed", suppressed)
@@ -79,10 +134,47 @@ func (d *diagnostics) run() {
 			}
 			d.log.Warn("rpc: bad inbound frame", args...)
 		case <-d.quit:
-			return
+			// Log what was queued before the end, such as a write error.
+			for {
+				select {
+				case r := <-d.recs:
+					r.h.Handle(context.Background(), r.rec)
+				default:
+					return
+				}
+			}
 		}
 	}
 }
+
+// bounded returns fe, or a copy of it whose fields repeat little of the
+// peer's input: an ID longer than MaxEcho bytes is left out and Err's text
+// is cut to maxErrText bytes (Err still unwraps to the original error).
+// fe itself may be shared, as the error of the call a bad reply answered.
+func bounded(fe *FrameError) *FrameError {
+	long := len(fe.ID.raw) > MaxEcho
+	text := errText(fe.Err)
+	if !long && len(text) <= maxErrText {
+		return fe
+	}
+	c := *fe
+	if long {
+		c.ID = ID{}
+	}
+	if len(text) > maxErrText {
+		c.Err = &truncatedError{msg: Truncate(text, maxErrText), err: fe.Err}
+	}
+	return &c
+}
+
+// truncatedError is an error with a shortened text.
+type truncatedError struct {
+	msg string
+	err error
+}
+
+func (e *truncatedError) Error() string { return e.msg }
+func (e *truncatedError) Unwrap() error { return e.err }
 
 func errText(err error) string {
 	if err == nil {

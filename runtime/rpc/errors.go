@@ -178,7 +178,9 @@ func (k FrameErrorKind) String() string {
 
 // FrameError describes an inbound line that was rejected or dropped; the
 // connection stays up. Codecs return it from Decode; Options.OnFrameError
-// receives it.
+// receives it, bounded so as to repeat little of the peer's input: an ID
+// longer than MaxEcho bytes is left out, and the text of Err is cut to
+// 4*MaxEcho bytes (Err still unwraps to the original error).
 type FrameError struct {
 	Kind FrameErrorKind
 	Err  error // the cause: a JSON syntax error, a sentinel of the codec, ...
