@@ -499,4 +499,3 @@ func newRawPeerOn(t testing.TB, in io.Reader, w io.WriteCloser, h rpc.Handler, o
 	})
 	return p
 }
-

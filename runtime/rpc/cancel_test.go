@@ -326,7 +326,9 @@ func TestOutboundCancelWhileQueued(t *testing.T) {
 	if err := c.Notify(context.Background(), "last", nil); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, func() bool { return len(out.String()) > 0 && out.String()[len(out.String())-1] == '\n' && countLines(out.String()) >= 2 }, func() string { return "written: " + out.String() })
+	waitUntil(t, func() bool {
+		return len(out.String()) > 0 && out.String()[len(out.String())-1] == '\n' && countLines(out.String()) >= 2
+	}, func() string { return "written: " + out.String() })
 	time.Sleep(20 * time.Millisecond)
 	want := `{"jsonrpc":"2.0","method":"first","params":{}}` + "\n" + `{"jsonrpc":"2.0","method":"last","params":{}}` + "\n"
 	if got := out.String(); got != want {

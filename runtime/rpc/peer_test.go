@@ -25,11 +25,15 @@ func TestPeersCallEachOther(t *testing.T) {
 		t.Run(pk.name, func(t *testing.T) {
 			var notesA, notesB atomic.Int32
 			ha := methods{
-				"mul":  func(_ context.Context, r *rpc.Request) (any, error) { return binop(r, func(a, b int) int { return a * b }) },
+				"mul": func(_ context.Context, r *rpc.Request) (any, error) {
+					return binop(r, func(a, b int) int { return a * b })
+				},
 				"note": func(context.Context, *rpc.Request) (any, error) { notesA.Add(1); return nil, nil },
 			}
 			hb := methods{
-				"add":  func(_ context.Context, r *rpc.Request) (any, error) { return binop(r, func(a, b int) int { return a + b }) },
+				"add": func(_ context.Context, r *rpc.Request) (any, error) {
+					return binop(r, func(a, b int) int { return a + b })
+				},
 				"note": func(context.Context, *rpc.Request) (any, error) { notesB.Add(1); return nil, nil },
 			}
 			a, b := connPair(t, pk.pipe, ha, nil, hb, &rpc.Options{MaxConcurrentRequests: 4})
