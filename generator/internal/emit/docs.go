@@ -25,10 +25,10 @@ func Docs(pkg *ir.Package) []byte {
 	}
 	b.WriteString("\n## Methods\n\n| wire | Go | direction | kind | status |\n| --- | --- | --- | --- | --- |\n")
 	for _, m := range pkg.Methods {
-		fmt.Fprintf(&b, "| [`%s`](#%s) | `%s` | %s → %s | %s | %s |\n", m.Wire+qualifierDoc(m), anchor(m.Go), m.Go, m.From.Name, m.To.Name, m.Kind, m.Status)
+		fmt.Fprintf(&b, "| [`%s`](#method-%s) | `%s` | %s → %s | %s | %s |\n", m.Wire+qualifierDoc(m), anchor(m.Go), m.Go, m.From.Name, m.To.Name, m.Kind, m.Status)
 	}
 	for _, m := range pkg.Methods {
-		fmt.Fprintf(&b, "\n### %s\n\n<a id=\"%s\"></a>%s\n\n", m.Wire+qualifierDoc(m), anchor(m.Go), oneLine(m.Doc))
+		fmt.Fprintf(&b, "\n<a id=\"method-%s\"></a>\n\n### %s\n\n%s\n\n", anchor(m.Go), m.Wire+qualifierDoc(m), strings.TrimSpace(m.Doc))
 		fmt.Fprintf(&b, "- Direction: %s → %s, %s; status %s.\n", m.From.Name, m.To.Name, m.Kind, m.Status)
 		fmt.Fprintf(&b, "- Handler: `%sHandlers.%s`; peer: `%sPeer.%s`.\n", m.To.Go, m.Go, m.To.Go, m.Go)
 		fmt.Fprintf(&b, "- Params: %s\n", refDoc(m.Params, "none"))
@@ -74,7 +74,7 @@ func Docs(pkg *ir.Package) []byte {
 	for _, t := range sortedTypes(pkg.Types) {
 		fmt.Fprintf(&b, "\n### type %s\n\n", t.Name)
 		if t.Doc != "" {
-			fmt.Fprintf(&b, "%s\n\n", oneLine(t.Doc))
+			fmt.Fprintf(&b, "%s\n\n", t.Doc)
 		}
 		fmt.Fprintf(&b, "Schema: `%s`.\n", t.Pointer)
 		switch t.Kind {
