@@ -42,7 +42,12 @@ func (c *Conn) Notify(ctx context.Context, method string, params any) error {
 // this connection skip that wait, since they may be made from the very
 // handler it would wait for.
 func (c *Conn) Send(ctx context.Context, m Outbound, result any) error {
-	h := Header{Kind: m.Kind, Method: m.Method, Qualifier: m.Qualifier, ID: m.ID}
+	// The header lives in the pooled buffer: a *Header passed to the codec's
+	// methods escapes, and would otherwise cost an allocation per message.
+	b := getBuffer()
+	defer putBuffer(b)
+	h := &b.h
+	*h = Header{Kind: m.Kind, Method: m.Method, Qualifier: m.Qualifier, ID: m.ID}
 	switch h.Kind {
 	case 0:
 		h.Kind = KindRequest
@@ -57,9 +62,7 @@ func (c *Conn) Send(ctx context.Context, m Outbound, result any) error {
 	if h.Kind == KindRequest {
 		h.Seq = c.seq.Add(1)
 	}
-	b := getBuffer()
-	defer putBuffer(b)
-	body, err := c.encode(b, &h, m.Params)
+	body, err := c.encode(b, h, m.Params)
 	if err != nil {
 		return fmt.Errorf("rpc: send %s: %w", m.Method, err)
 	}
@@ -74,13 +77,13 @@ func (c *Conn) Send(ctx context.Context, m Outbound, result any) error {
 		c.q.caller(1)
 		defer c.q.caller(-1)
 	}
-	r, sent, err := c.roundTrip(ctx, &h, b.B)
+	r, sent, err := c.roundTrip(ctx, h, b.B)
 	if err != nil {
 		if sent && ctx.Err() != nil {
 			// Only a request the peer may have received needs cancelling:
 			// for a Key rule, another request of the same key would be
 			// cancelled instead.
-			c.cancelOutbound(&h, b.B[body[0]:body[1]])
+			c.cancelOutbound(h, b.B[body[0]:body[1]])
 		}
 		return fmt.Errorf("rpc: call %s: %w", m.Method, err)
 	}
@@ -214,8 +217,12 @@ func appendObject(dst []byte, name string, value []byte) []byte {
 	return append(dst, '}')
 }
 
-// buffer is a pooled encoding buffer; it is an io.Writer for MarshalWrite.
-type buffer struct{ B []byte }
+// buffer is a pooled encoding buffer, an io.Writer for MarshalWrite, with
+// room for the header of the message it holds.
+type buffer struct {
+	B []byte
+	h Header
+}
 
 func (b *buffer) Write(p []byte) (int, error) {
 	b.B = append(b.B, p...)
@@ -230,7 +237,7 @@ func getBuffer() *buffer { return bufferPool.Get().(*buffer) }
 
 func putBuffer(b *buffer) {
 	if cap(b.B) <= maxPooledBuffer {
-		b.B = b.B[:0]
+		b.B, b.h = b.B[:0], Header{}
 		bufferPool.Put(b)
 	}
 }

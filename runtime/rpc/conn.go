@@ -89,8 +89,12 @@ type Conn struct {
 
 	ctx       context.Context // ends, with the reason, at shutdown
 	cancel    context.CancelCauseFunc
-	inlineCtx context.Context // parent of contexts of handlers run on a dispatcher
-	asyncCtx  context.Context // parent of contexts of handlers run on workers
+	// handlerCtx is the context of handlers that no cancel message or
+	// deadline can reach alone; it ends at shutdown. detached parents the
+	// contexts of the others, which shutdown ends one by one (a context
+	// derived from handlerCtx would register with it, under its lock, for
+	// every request).
+	handlerCtx, detached context.Context
 
 	q    inbox         // the main lane
 	ctl  inbox         // the preempt lane
@@ -103,7 +107,7 @@ type Conn struct {
 
 	mu       sync.Mutex
 	pending  map[uint64]chan callResult // nil once no reply can arrive
-	running  map[string]*inbound        // requests cancel messages can reach, by id
+	running  map[string]*inbound        // requests with a context of their own, by id
 	cause    error                      // why the connection shut down
 	closing  bool                       // no handler may start
 	handlers sync.WaitGroup             // handler calls in progress
@@ -167,12 +171,11 @@ func NewConn(r io.Reader, w io.Writer, codec Codec, h Handler, opts *Options) *C
 	c.log = c.diag.logger() // records are handled off the goroutine that logs
 	c.ctx, c.cancel = context.WithCancelCause(context.Background())
 	mark := &handlerMark{conn: c}
-	c.inlineCtx = context.WithValue(c.ctx, handlerKey{}, mark)
-	c.asyncCtx = c.inlineCtx
+	c.handlerCtx = context.WithValue(c.ctx, handlerKey{}, mark)
+	c.detached = context.WithValue(context.Background(), handlerKey{}, mark)
 	if o.MaxConcurrentRequests > 1 {
 		c.sem = make(chan struct{}, o.MaxConcurrentRequests)
 		c.work = make(chan *inbound)
-		c.asyncCtx = context.WithValue(c.ctx, handlerKey{}, mark)
 	}
 	c.methods = make(map[string]string, len(o.Methods))
 	for _, m := range o.Methods {
@@ -254,10 +257,13 @@ func (c *Conn) shutdown(cause error) {
 		c.cause = cause
 	}
 	c.closing = true
-	pending := c.pending
-	c.pending = nil
+	pending, running := c.pending, c.running
+	c.pending, c.running = nil, nil
 	c.mu.Unlock()
 	c.cancel(cause)
+	for _, it := range running {
+		it.cancel(cause)
+	}
 	for _, ch := range pending {
 		ch <- callResult{err: cause}
 	}
@@ -285,7 +291,16 @@ func (c *Conn) endInput(cause error) {
 	}
 	c.q.close(false)
 	c.ctl.close(false)
-	c.lanes.Wait()
+	// Wait for the dispatchers to handle what was read, unless Close (or a
+	// write error) ends the connection first: a worker may be stuck writing
+	// to a peer that reads nothing.
+	lanes := make(chan struct{})
+	go func() { c.lanes.Wait(); close(lanes) }()
+	select {
+	case <-lanes:
+	case <-c.ctx.Done():
+		return
+	}
 	if err := c.w.Flush(c.ctx); err != nil && c.ctx.Err() == nil {
 		cause = fmt.Errorf("%w (and a reply could not be written: %w)", cause, err)
 	}

@@ -112,7 +112,7 @@ func (c *Conn) serve(it *inbound, onDispatcher bool) {
 	}
 	ctx := it.ctx
 	if ctx == nil {
-		ctx = c.inlineCtx
+		ctx = c.handlerCtx
 	}
 	result, err := c.invoke(ctx, &it.Request)
 	c.handlers.Done()
@@ -152,18 +152,19 @@ func (c *Conn) invoke(ctx context.Context, req *Request) (result any, err error)
 // replies queued meanwhile go out together; a worker writes its reply
 // unless another is being written, which then takes this one along.
 func (c *Conn) reply(it *inbound, result any, e *Error, onDispatcher bool) {
-	h := Header{Kind: KindResponse, ID: it.ID, Method: it.Method, Qualifier: it.Qualifier}
 	b := getBuffer()
 	defer putBuffer(b)
+	h := &b.h
+	*h = Header{Kind: KindResponse, ID: it.ID, Method: it.Method, Qualifier: it.Qualifier}
 	if e == nil {
-		if _, err := c.encode(b, &h, result); err != nil {
+		if _, err := c.encode(b, h, result); err != nil {
 			c.log.Error("rpc: cannot marshal result", "method", Truncate(it.Method, MaxEcho), "err", err)
 			e = ErrInternal.with("internal error: cannot marshal result: " + err.Error())
 		}
 	}
 	if e != nil {
 		h.Kind = KindError
-		b.B = c.codec.AppendError(b.B[:0], &h, e)
+		b.B = c.codec.AppendError(b.B[:0], h, e)
 	}
 	write := c.w.WriteFrame
 	switch {

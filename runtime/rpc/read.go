@@ -85,7 +85,8 @@ func (c *Conn) badFrame(err error, frame []byte) {
 func (c *Conn) rejectWith(id ID, e *Error) {
 	b := getBuffer()
 	defer putBuffer(b)
-	b.B = c.codec.AppendError(b.B, &Header{Kind: KindError, ID: id}, e)
+	b.h = Header{Kind: KindError, ID: id}
+	b.B = c.codec.AppendError(b.B, &b.h, e)
 	_ = c.w.WriteFrameAsync(c.ctx, b.B)
 }
 
@@ -115,14 +116,6 @@ func (c *Conn) accept(m *Message) {
 			c.rejectWith(it.ID, e)
 			c.diag.report(&FrameError{Kind: FrameOverloaded, Err: e, ID: it.ID})
 			return
-		}
-		parent := c.inlineCtx
-		if c.sem != nil && !preempt {
-			parent = c.asyncCtx
-		}
-		it.ctx, it.cancel = context.WithCancelCause(parent)
-		if d := c.opts.RequestTimeout; d > 0 {
-			it.ctx, it.stop = context.WithTimeout(it.ctx, d)
 		}
 		c.register(it)
 	}
@@ -213,22 +206,33 @@ func (c *Conn) take(raw string) chan callResult {
 	return ch
 }
 
-// register records a request that cancel messages may reach.
+// register gives a request that a cancel message or a deadline can reach
+// a context of its own, and records it where cancel messages find it.
+// Other requests share the connection's handler context, at no cost.
 func (c *Conn) register(it *inbound) {
 	target := c.rules.target[it.Method]
-	if target == nil && !c.rules.byID {
+	d := c.opts.RequestTimeout
+	if target == nil && !c.rules.byID && d <= 0 {
 		return
 	}
 	if target != nil && target.Key != "" {
 		it.key = string(member(it.Params, target.Key))
 	}
+	it.ctx, it.cancel = context.WithCancelCause(c.detached)
+	if d > 0 {
+		it.ctx, it.stop = context.WithTimeout(it.ctx, d)
+	}
 	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closing {
+		it.cancel(c.cause)
+		return
+	}
 	if c.running == nil {
 		c.running = make(map[string]*inbound)
 	}
 	c.running[it.ID.raw] = it
 	it.registered = true
-	c.mu.Unlock()
 }
 
 // applyCancel ends the contexts of the running requests that the cancel
