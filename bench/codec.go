@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"strconv"
 
-	"github.com/bridgekit/bridgekit/runtime/jsonrpc"
+	"github.com/bridgekit/bridgekit/runtime/rpc"
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -81,13 +81,13 @@ type v2Envelope struct {
 }
 
 // DecodeV2 decodes a request envelope with go-json-experiment and then its
-// params with bridgekit's jsonrpc.DecodeParams.
+// params with bridgekit's rpc.DecodeParams.
 func DecodeV2(frame []byte, p *PromptParams) error {
 	var e v2Envelope
 	if err := jsonv2.Unmarshal(frame, &e); err != nil {
 		return err
 	}
-	return jsonrpc.DecodeParams(e.Params, p)
+	return rpc.DecodeParams(e.Params, p)
 }
 
 // RequestFrame returns the standard payload as a request frame.

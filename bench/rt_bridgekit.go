@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/bridgekit/bridgekit/runtime/jsonrpc"
+	"github.com/bridgekit/bridgekit/runtime/rpc"
 	"github.com/go-json-experiment/json/jsontext"
 )
 
@@ -31,7 +32,7 @@ func Bridgekit() Runtime {
 	if v, err := strconv.Atoi(os.Getenv(MaxConcurrentEnv)); err == nil {
 		n = v
 	}
-	return bridgekitRT{key: "bridgekit", name: "bridgekit", opts: &jsonrpc.Options{MaxConcurrentRequests: n}}
+	return bridgekitRT{key: "bridgekit", name: "bridgekit", opts: &rpc.Options{MaxConcurrentRequests: n}}
 }
 
 // BridgekitSequential returns the adapter for bridgekit's runtime/jsonrpc
@@ -51,25 +52,25 @@ func BridgekitOptions() string {
 
 // BridgekitWith returns the bridgekit adapter with the given options, for
 // exploring configurations.
-func BridgekitWith(opts *jsonrpc.Options) Runtime {
+func BridgekitWith(opts *rpc.Options) Runtime {
 	return bridgekitRT{key: "bridgekit", name: "bridgekit", opts: opts}
 }
 
 type bridgekitRT struct {
 	key, name string
-	opts      *jsonrpc.Options
+	opts      *rpc.Options
 }
 
 func (rt bridgekitRT) Name() string { return rt.name }
 func (rt bridgekitRT) Key() string  { return rt.key }
 
 func (rt bridgekitRT) Open(r io.Reader, w io.Writer, svc *Service) Conn {
-	var h jsonrpc.Handler
+	var h rpc.Handler
 	if svc != nil {
-		h = jsonrpc.HandlerFunc(func(ctx context.Context, req *jsonrpc.Request) (any, error) {
+		h = rpc.HandlerFunc(func(ctx context.Context, req *rpc.Request) (any, error) {
 			res, err := serve(ctx, svc, req.Method, req.Params, decodeBridgekit)
 			if errors.Is(err, errUnknownMethod) {
-				return nil, jsonrpc.MethodNotFound(req.Method)
+				return nil, rpc.MethodNotFound(req.Method)
 			}
 			return res, err
 		})
@@ -78,9 +79,9 @@ func (rt bridgekitRT) Open(r io.Reader, w io.Writer, svc *Service) Conn {
 }
 
 // decodeBridgekit is how a bridgekit handler decodes params.
-func decodeBridgekit(raw jsontext.Value, v any) error { return jsonrpc.DecodeParams(raw, v) }
+func decodeBridgekit(raw jsontext.Value, v any) error { return rpc.DecodeParams(raw, v) }
 
-type bridgekitConn struct{ c *jsonrpc.Conn }
+type bridgekitConn struct{ c *rpc.Conn }
 
 func (c bridgekitConn) Call(ctx context.Context, method string, params, result any) error {
 	return c.c.Call(ctx, method, params, result)
