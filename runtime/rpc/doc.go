@@ -28,12 +28,14 @@
 //
 // # Cancellation
 //
-// Every inbound request has its own context. It ends when the connection is
-// closed, when the request's deadline ([Options.RequestTimeout]) passes, or
-// when the protocol's cancel message for it arrives ([CancelRule]: ACP's
+// A handler's context ends when the connection is closed, when the
+// request's deadline ([Options.RequestTimeout]) passes, or when the
+// protocol's cancel message for it arrives ([CancelRule]: ACP's
 // session/cancel for the session's running session/prompt, $/cancel_request
 // by id, AgentPM's cancel_run). Cancel messages are applied by the reader
-// the moment they are read, even when every handler slot is busy. When the
+// the moment they are read, even when every handler slot is busy. A request
+// that a cancel message or a deadline can reach gets a context of its own;
+// the others share the connection's, which costs nothing. When the
 // context of an outbound request ends, Send stops waiting and sends the
 // protocol's cancel message for it.
 //
