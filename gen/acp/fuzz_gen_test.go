@@ -88,6 +88,12 @@ var fuzzTypes = []wiretest.Type{{
 	},
 	Seeds: []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"sessionId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
+	Name: "CancelRequestNotification",
+	New: func() any {
+		return new(CancelRequestNotification)
+	},
+	Seeds: []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"requestId\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}}"},
+}, {
 	Name: "ClientCapabilities",
 	New: func() any {
 		return new(ClientCapabilities)

@@ -53,6 +53,8 @@ const (
 	MethodTerminalKill = "terminal/kill"
 	// MethodSessionUpdate is "session/update" (notification, agent -> client, stable).
 	MethodSessionUpdate = "session/update"
+	// MethodCancelRequest is "$/cancel_request" (notification, client -> agent, experimental).
+	MethodCancelRequest = "$/cancel_request"
 )
 
 // Methods lists every method of Agent Client Protocol in catalogue order.
@@ -196,30 +198,42 @@ var Methods = []wire.MethodInfo{{
 	Status: "stable",
 	To:     "client",
 	Wire:   "session/update",
+}, {
+	From:   "client",
+	Go:     "CancelRequest",
+	Kind:   "notification",
+	Status: "experimental",
+	To:     "agent",
+	Wire:   "$/cancel_request",
 }}
 
 // MethodNames lists every method name (and qualifier) of the catalogue, so that a connection interns them (rpc.Options.Methods).
-var MethodNames = []string{"initialize", "authenticate", "session/new", "session/load", "session/list", "session/resume", "session/close", "session/set_mode", "session/set_config_option", "session/prompt", "session/cancel", "fs/write_text_file", "fs/read_text_file", "session/request_permission", "terminal/create", "terminal/output", "terminal/release", "terminal/wait_for_exit", "terminal/kill", "session/update"}
+var MethodNames = []string{"initialize", "authenticate", "session/new", "session/load", "session/list", "session/resume", "session/close", "session/set_mode", "session/set_config_option", "session/prompt", "session/cancel", "fs/write_text_file", "fs/read_text_file", "session/request_permission", "terminal/create", "terminal/output", "terminal/release", "terminal/wait_for_exit", "terminal/kill", "session/update", "$/cancel_request"}
 
 // CancelRules are the protocol's cancel messages (rpc.Options.Cancels).
-var CancelRules []rpc.CancelRule
+var CancelRules = []rpc.CancelRule{{
+	Key:    "sessionId",
+	Method: MethodSessionCancel,
+	Target: MethodSessionPrompt,
+}, {
+	ByID:   "requestId",
+	Method: MethodCancelRequest,
+}}
 
-// Preempted lists the methods handled as soon as they arrive (rpc.Options.Preempt).
-var Preempted []string
-
-// NewCodec returns the framing of Agent Client Protocol for one connection.
+// NewCodec returns the framing of Agent Client Protocol (JSON-RPC 2.0) for one connection.
 func NewCodec() rpc.Codec {
 	return new(jsonrpc.Codec)
 }
 
-// ConnOptions returns a copy of opts (which may be nil) with Agent Client Protocol's cancel rules,
-// preempted methods and method names added.
+// ConnOptions returns a copy of opts (which may be nil) with the cancel rules and method names of
+// Agent Client Protocol added.
 func ConnOptions(opts *rpc.Options) *rpc.Options {
-	return rpc.WithOptions(opts, CancelRules, Preempted, MethodNames)
+	return rpc.WithOptions(opts, CancelRules, nil, MethodNames)
 }
 
 // NewConn starts a connection speaking Agent Client Protocol on r and w, serving h (a side's handler
-// struct, possibly wrapped in middleware; nil serves nothing). opts may be nil. See rpc.NewConn.
+// struct, possibly wrapped in middleware; nil serves nothing), with the protocol's cancel rules. opts
+// may be nil. For other codec settings use rpc.NewConn with NewCodec and ConnOptions.
 func NewConn(r io.Reader, w io.Writer, h rpc.Handler, opts *rpc.Options) *rpc.Conn {
 	return rpc.NewConn(r, w, NewCodec(), h, ConnOptions(opts))
 }
@@ -348,6 +362,10 @@ type AgentHandlers struct {
 	// See protocol docs:
 	// [Cancellation](https://agentclientprotocol.com/protocol/prompt-turn#cancellation)
 	SessionCancel func(context.Context, *CancelNotification) error
+	// CancelRequest handles $/cancel_request (notification, experimental). Cancels the running request
+	// whose id is requestId. The engine applies it as it arrives (rpc.CancelRule), whichever side
+	// receives it; the field is for observing it.
+	CancelRequest func(context.Context, *CancelRequestNotification) error
 	// Fallback, if set, handles every method (and operation) that no field above serves, for example
 	// extension methods.
 	Fallback rpc.Handler
@@ -445,6 +463,14 @@ func (h *AgentHandlers) Handle(ctx context.Context, req *rpc.Request) (any, erro
 				return nil, err
 			}
 			return nil, h.SessionCancel(ctx, &p)
+		}
+	case MethodCancelRequest:
+		if h.CancelRequest != nil {
+			var p CancelRequestNotification
+			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				return nil, err
+			}
+			return nil, h.CancelRequest(ctx, &p)
 		}
 	}
 	if h.Fallback != nil {
@@ -680,6 +706,17 @@ func (p *AgentPeer) SessionCancel(ctx context.Context, params *CancelNotificatio
 	return p.s.Send(ctx, rpc.Outbound{
 		Kind:   rpc.KindNotification,
 		Method: MethodSessionCancel,
+		Params: params,
+	}, nil)
+}
+
+// CancelRequest sends the notification $/cancel_request. Cancels the running request whose id is
+// requestId. The engine applies it as it arrives (rpc.CancelRule), whichever side receives it; the
+// field is for observing it.
+func (p *AgentPeer) CancelRequest(ctx context.Context, params *CancelRequestNotification) error {
+	return p.s.Send(ctx, rpc.Outbound{
+		Kind:   rpc.KindNotification,
+		Method: MethodCancelRequest,
 		Params: params,
 	}, nil)
 }

@@ -966,6 +966,69 @@ func (x *CancelNotification) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
+// Asks the receiver to stop handling the request with this id; the request is then answered with error
+// -32800 (request cancelled), or, for methods that define a cancelled outcome, with that outcome.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// acp-protocol.schema.json#/$defs/cancel_request_notification.
+type CancelRequestNotification struct {
+	// The JSON-RPC id of the request to cancel, exactly as it was sent (a string, a number or null),
+	// kept byte for byte.
+	RequestID jsontext.Value
+	// Reserved by ACP for extension metadata.
+	Meta wire.Nullable[jsontext.Value]
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objCancelRequestNotification = wire.Object{
+	Required: []string{"requestId"},
+	Type:     "CancelRequestNotification",
+}
+
+// UnmarshalJSONFrom decodes CancelRequestNotification, checking required members, kinds and constraints.
+func (x *CancelRequestNotification) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = CancelRequestNotification{}
+	r := wire.ReadObject(dec, &objCancelRequestNotification)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *CancelRequestNotification) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "requestId":
+		return wire.Field(r, &x.RequestID, wire.RawFrom)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes CancelRequestNotification, members in schema order, then Extra.
+func (x CancelRequestNotification) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *CancelRequestNotification) members(w *wire.ObjectWriter) {
+	wire.Put(w, "requestId", x.RequestID, wire.RawTo)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x CancelRequestNotification) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *CancelRequestNotification) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
 // Capabilities supported by the client.
 //
 // Advertised during initialization to inform the agent about

@@ -4,7 +4,9 @@ package agentpmservice
 
 import (
 	"context"
+	"io"
 
+	envelope "github.com/bridgekit/bridgekit/runtime/envelope"
 	rpc "github.com/bridgekit/bridgekit/runtime/rpc"
 	"github.com/bridgekit/bridgekit/runtime/wire"
 )
@@ -51,6 +53,32 @@ var Methods = []wire.MethodInfo{{
 	To:     "service",
 	Wire:   "embed",
 }}
+
+// MethodNames lists every method name (and qualifier) of the catalogue, so that a connection interns them (rpc.Options.Methods).
+var MethodNames = []string{"initialize", "knowledge", "embedding", "retrieve", "embed"}
+
+// CancelRules are the protocol's cancel messages (rpc.Options.Cancels).
+var CancelRules = []rpc.CancelRule{}
+
+// NewCodec returns the framing of AgentPM process services (agentpm-service v1 envelopes) for one
+// connection: outbound request ids are idPrefix and a number; role is the service role written on
+// frames that answer a request too malformed to read (see envelope.NewCodec).
+func NewCodec(idPrefix, role string) rpc.Codec {
+	return envelope.NewCodec(envelope.MustLookup("agentpm-service", int64(1)), idPrefix, role)
+}
+
+// ConnOptions returns a copy of opts (which may be nil) with the cancel rules and method names of
+// AgentPM process services added.
+func ConnOptions(opts *rpc.Options) *rpc.Options {
+	return rpc.WithOptions(opts, CancelRules, nil, MethodNames)
+}
+
+// NewConn starts a connection speaking AgentPM process services on r and w, serving h (a side's
+// handler struct, possibly wrapped in middleware; nil serves nothing), with the protocol's cancel
+// rules. opts may be nil. For other codec settings use rpc.NewConn with NewCodec and ConnOptions.
+func NewConn(r io.Reader, w io.Writer, h rpc.Handler, opts *rpc.Options) *rpc.Conn {
+	return rpc.NewConn(r, w, NewCodec("", ""), h, ConnOptions(opts))
+}
 
 // ServiceHandlers serves the methods the service side receives. A process-service implementation of
 // one role (knowledge, embedding, ...). Set the fields of the methods it serves: the others are

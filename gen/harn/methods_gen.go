@@ -79,24 +79,22 @@ var Methods = []wire.MethodInfo{{
 var MethodNames = []string{"host/capabilities", "host/call"}
 
 // CancelRules are the protocol's cancel messages (rpc.Options.Cancels).
-var CancelRules []rpc.CancelRule
+var CancelRules = []rpc.CancelRule{}
 
-// Preempted lists the methods handled as soon as they arrive (rpc.Options.Preempt).
-var Preempted []string
-
-// NewCodec returns the framing of Harn stdio bridge for one connection.
+// NewCodec returns the framing of Harn stdio bridge (JSON-RPC 2.0) for one connection.
 func NewCodec() rpc.Codec {
 	return new(jsonrpc.Codec)
 }
 
-// ConnOptions returns a copy of opts (which may be nil) with Harn stdio bridge's cancel rules,
-// preempted methods and method names added.
+// ConnOptions returns a copy of opts (which may be nil) with the cancel rules and method names of Harn
+// stdio bridge added.
 func ConnOptions(opts *rpc.Options) *rpc.Options {
-	return rpc.WithOptions(opts, CancelRules, Preempted, MethodNames)
+	return rpc.WithOptions(opts, CancelRules, nil, MethodNames)
 }
 
 // NewConn starts a connection speaking Harn stdio bridge on r and w, serving h (a side's handler
-// struct, possibly wrapped in middleware; nil serves nothing). opts may be nil. See rpc.NewConn.
+// struct, possibly wrapped in middleware; nil serves nothing), with the protocol's cancel rules. opts
+// may be nil. For other codec settings use rpc.NewConn with NewCodec and ConnOptions.
 func NewConn(r io.Reader, w io.Writer, h rpc.Handler, opts *rpc.Options) *rpc.Conn {
 	return rpc.NewConn(r, w, NewCodec(), h, ConnOptions(opts))
 }

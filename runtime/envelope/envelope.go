@@ -95,6 +95,26 @@ var (
 	}
 )
 
+// Lookup returns the protocol this package frames under name and version.
+func Lookup(name string, version int64) (Protocol, bool) {
+	for _, p := range []Protocol{Machine, Service} {
+		if p.Name == name && p.Version == version {
+			return p, true
+		}
+	}
+	return Protocol{}, false
+}
+
+// MustLookup is Lookup for generated packages, whose catalogues name the
+// protocol: it panics when this package does not frame it.
+func MustLookup(name string, version int64) Protocol {
+	p, ok := Lookup(name, version)
+	if !ok {
+		panic(fmt.Sprintf("envelope: no protocol %s version %d", name, version))
+	}
+	return p
+}
+
 // Sentinel causes of an *rpc.FrameError for a frame that fails a gate;
 // compare with errors.Is.
 var (

@@ -120,8 +120,9 @@ type Annotation struct {
 
 // Cancels says which running requests a method cancels.
 type Cancels struct {
-	// Method is the wire name of the request it cancels.
-	Method string `json:"method"`
+	// Method is the wire name of the request it cancels; empty for an ID
+	// rule, which cancels any request by its id.
+	Method string `json:"method,omitempty"`
 	// Key names a params member whose value must equal the target request's
 	// params member of the same name; empty: every running request of Method.
 	Key string `json:"key,omitempty"`
@@ -377,10 +378,11 @@ func (c *Catalogue) checkMethods(methods []Method) []string {
 		if m.Errors == nil {
 			bad("%s: errors must be given ([] for none)", where)
 		}
-		if cn := m.Cancels; cn != nil {
-			if cn.Key != "" && cn.ID != "" {
-				bad("%s: cancels gives key or id, not both", where)
+		if cn := m.Cancels; cn != nil && cn.ID != "" {
+			if cn.Key != "" || cn.Method != "" {
+				bad("%s: cancels by id names no method and no key", where)
 			}
+		} else if cn != nil {
 			target := -1
 			for j, t := range methods {
 				if t.Wire == cn.Method && t.From == m.From && t.To == m.To {

@@ -38,7 +38,7 @@ func TestValidationErrors(t *testing.T) {
 		"bad error code":  {`{"wire":"m","go":"M","from":"a","to":"b","kind":"request","params":null,"result":null,"errors":[{"code":1.5,"when":"x"}],"status":"stable","doc":""}`, "neither an integer nor a string"},
 		"cancels nothing": {`{"wire":"c","go":"C","from":"a","to":"b","kind":"notification","params":null,"result":null,"errors":[],"status":"stable","doc":"","cancels":{"method":"m"}}`, `cancels "m", which is no method`},
 		"cancels key and id": {`{"wire":"m","go":"M","from":"a","to":"b","kind":"request","params":null,"result":null,"errors":[],"status":"stable","doc":""},
-		   {"wire":"c","go":"C","from":"a","to":"b","kind":"notification","params":null,"result":null,"errors":[],"status":"stable","doc":"","cancels":{"method":"m","key":"k","id":"i"}}`, "key or id, not both"},
+		   {"wire":"c","go":"C","from":"a","to":"b","kind":"notification","params":null,"result":null,"errors":[],"status":"stable","doc":"","cancels":{"method":"m","key":"k","id":"i"}}`, "cancels by id names no method and no key"},
 		"cancels a notification": {`{"wire":"m","go":"M","from":"a","to":"b","kind":"notification","params":null,"result":null,"errors":[],"status":"stable","doc":""},
 		   {"wire":"c","go":"C","from":"a","to":"b","kind":"notification","params":null,"result":null,"errors":[],"status":"stable","doc":"","cancels":{"method":"m"}}`, "not a request"},
 		"duplicate go": {`{"wire":"m","go":"M","from":"a","to":"b","kind":"request","params":null,"result":null,"errors":[],"status":"stable","doc":""},

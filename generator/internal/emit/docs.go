@@ -40,7 +40,7 @@ func Docs(pkg *ir.Package) []byte {
 			case c.Key != nil:
 				fmt.Fprintf(&b, "- Cancels: running `%s` requests whose `%s` equals this one's.\n", c.Method.Wire, c.Key.JSON)
 			case c.ID != nil:
-				fmt.Fprintf(&b, "- Cancels: the running `%s` request whose id is in `%s`.\n", c.Method.Wire, c.ID.JSON)
+				fmt.Fprintf(&b, "- Cancels: the running request, of any method, whose id is in `%s`.\n", c.ID.JSON)
 			default:
 				fmt.Fprintf(&b, "- Cancels: every running `%s` request.\n", c.Method.Wire)
 			}

@@ -9,7 +9,10 @@ import (
 	"github.com/bridgekit/bridgekit/generator/internal/ir"
 )
 
-const pkgRPC = "github.com/bridgekit/bridgekit/runtime/rpc"
+const (
+	pkgRPC      = "github.com/bridgekit/bridgekit/runtime/rpc"
+	pkgEnvelope = "github.com/bridgekit/bridgekit/runtime/envelope"
+)
 
 // Methods emits the method catalogue as code: wire-name constants, the
 // MethodInfo table, the protocol's connection options, and for each side
@@ -124,15 +127,9 @@ func emitInfos(f *jen.File, pkg *ir.Package) {
 }
 
 // emitConn emits what a connection speaking the protocol needs: its codec,
-// its cancel rules, preempted methods and method names, and NewConn.
+// its cancel rules and method names, and NewConn. A protocol framed as one
+// JSON document on stdout has no connection.
 func emitConn(f *jen.File, pkg *ir.Package) error {
-	var codec jen.Code
-	switch pkg.Framing {
-	case ir.JSONRPC2NDJSON:
-		codec = jen.New(jen.Qual(pkgJSONRPC, "Codec"))
-	default:
-		return nil // envelope codecs come with the envelope runtime; stdout-json has no connection
-	}
 	var names []jen.Code
 	seen := map[string]bool{}
 	for _, m := range pkg.Methods {
@@ -147,26 +144,64 @@ func emitConn(f *jen.File, pkg *ir.Package) error {
 			}
 		}
 	}
+	var rules []jen.Code
+	for _, m := range pkg.Methods {
+		c := m.Cancels
+		if c == nil {
+			continue
+		}
+		d := jen.Dict{jen.Id("Method"): jen.Id(methodConst(m))}
+		if !m.Kind.OneWay() {
+			d[jen.Id("Kind")] = jen.Qual(pkgRPC, "KindRequest")
+		}
+		switch {
+		case c.ID != nil:
+			d[jen.Id("ByID")] = jen.Lit(c.ID.JSON)
+		default:
+			d[jen.Id("Target")] = jen.Id(methodConst(c.Method))
+			if c.Key != nil {
+				d[jen.Id("Key")] = jen.Lit(c.Key.JSON)
+			}
+		}
+		rules = append(rules, jen.Values(d))
+	}
+	var codec jen.Code
+	var codecParams []jen.Code
+	var codecDoc string
+	switch pkg.Framing {
+	case ir.JSONRPC2NDJSON:
+		codec = jen.Return(jen.New(jen.Qual(pkgJSONRPC, "Codec")))
+		codecDoc = "NewCodec returns the framing of " + pkg.Title + " (JSON-RPC 2.0) for one connection."
+	case ir.EnvelopeNDJSON:
+		codecParams = []jen.Code{jen.Id("idPrefix"), jen.Id("role").String()}
+		codec = jen.Return(jen.Qual(pkgEnvelope, "NewCodec").Call(
+			jen.Qual(pkgEnvelope, "MustLookup").Call(jen.Lit(pkg.Envelope.Protocol), jen.Lit(pkg.Envelope.Version)),
+			jen.Id("idPrefix"), jen.Id("role")))
+		codecDoc = fmt.Sprintf("NewCodec returns the framing of %s (%s v%d envelopes) for one connection: outbound request ids are idPrefix and a number; role is the service role written on frames that answer a request too malformed to read (see envelope.NewCodec).", pkg.Title, pkg.Envelope.Protocol, pkg.Envelope.Version)
+	default:
+		return nil
+	}
 	f.Comment("MethodNames lists every method name (and qualifier) of the catalogue, so that a connection interns them (rpc.Options.Methods).")
 	f.Var().Id("MethodNames").Op("=").Index().String().Values(names...)
 	f.Line()
 	f.Comment("CancelRules are the protocol's cancel messages (rpc.Options.Cancels).")
-	f.Var().Id("CancelRules").Index().Qual(pkgRPC, "CancelRule")
+	f.Var().Id("CancelRules").Op("=").Index().Qual(pkgRPC, "CancelRule").Values(rules...)
 	f.Line()
-	f.Comment("Preempted lists the methods handled as soon as they arrive (rpc.Options.Preempt).")
-	f.Var().Id("Preempted").Index().String()
+	comment(f, codecDoc)
+	f.Func().Id("NewCodec").Params(codecParams...).Qual(pkgRPC, "Codec").Block(codec)
 	f.Line()
-	f.Comment("NewCodec returns the framing of " + pkg.Title + " for one connection.")
-	f.Func().Id("NewCodec").Params().Qual(pkgRPC, "Codec").Block(jen.Return(codec))
-	f.Line()
-	comment(f, fmt.Sprintf("ConnOptions returns a copy of opts (which may be nil) with %s's cancel rules, preempted methods and method names added.", pkg.Title))
+	comment(f, fmt.Sprintf("ConnOptions returns a copy of opts (which may be nil) with the cancel rules and method names of %s added.", pkg.Title))
 	f.Func().Id("ConnOptions").Params(jen.Id("opts").Op("*").Qual(pkgRPC, "Options")).Op("*").Qual(pkgRPC, "Options").Block(
-		jen.Return(jen.Qual(pkgRPC, "WithOptions").Call(jen.Id("opts"), jen.Id("CancelRules"), jen.Id("Preempted"), jen.Id("MethodNames"))),
+		jen.Return(jen.Qual(pkgRPC, "WithOptions").Call(jen.Id("opts"), jen.Id("CancelRules"), jen.Nil(), jen.Id("MethodNames"))),
 	)
 	f.Line()
-	comment(f, fmt.Sprintf("NewConn starts a connection speaking %s on r and w, serving h (a side's handler struct, possibly wrapped in middleware; nil serves nothing). opts may be nil. See rpc.NewConn.", pkg.Title))
+	newCodec := jen.Id("NewCodec").Call()
+	if pkg.Framing == ir.EnvelopeNDJSON {
+		newCodec = jen.Id("NewCodec").Call(jen.Lit(""), jen.Lit(""))
+	}
+	comment(f, fmt.Sprintf("NewConn starts a connection speaking %s on r and w, serving h (a side's handler struct, possibly wrapped in middleware; nil serves nothing), with the protocol's cancel rules. opts may be nil. For other codec settings use rpc.NewConn with NewCodec and ConnOptions.", pkg.Title))
 	f.Func().Id("NewConn").Params(jen.Id("r").Qual("io", "Reader"), jen.Id("w").Qual("io", "Writer"), jen.Id("h").Qual(pkgRPC, "Handler"), jen.Id("opts").Op("*").Qual(pkgRPC, "Options")).Op("*").Qual(pkgRPC, "Conn").Block(
-		jen.Return(jen.Qual(pkgRPC, "NewConn").Call(jen.Id("r"), jen.Id("w"), jen.Id("NewCodec").Call(), jen.Id("h"), jen.Id("ConnOptions").Call(jen.Id("opts")))),
+		jen.Return(jen.Qual(pkgRPC, "NewConn").Call(jen.Id("r"), jen.Id("w"), newCodec, jen.Id("h"), jen.Id("ConnOptions").Call(jen.Id("opts")))),
 	)
 	f.Line()
 	return nil

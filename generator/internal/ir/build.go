@@ -245,6 +245,15 @@ func (b *builder) member(where string, st *Type, name string) *Field {
 func (b *builder) cancels(p *Package, m *Method, c *catalogue.Cancels) {
 	where := m.Wire + ": cancels"
 	out := &Cancels{}
+	if c.ID != "" {
+		if own := paramsStruct(m); own == nil {
+			b.fail("%s: id needs object params", where)
+		} else {
+			out.ID = b.member(where, own, c.ID)
+			m.Cancels = out
+		}
+		return
+	}
 	for _, t := range p.Methods {
 		if t.Wire == c.Method && t.From == m.From && t.To == m.To {
 			out.Method = t
@@ -255,8 +264,8 @@ func (b *builder) cancels(p *Package, m *Method, c *catalogue.Cancels) {
 		return
 	}
 	own, target := paramsStruct(m), paramsStruct(out.Method)
-	if (c.Key != "" || c.ID != "") && own == nil {
-		b.fail("%s: key and id need object params", where)
+	if c.Key != "" && own == nil {
+		b.fail("%s: key needs object params", where)
 		return
 	}
 	if c.Key != "" {
@@ -268,9 +277,6 @@ func (b *builder) cancels(p *Package, m *Method, c *catalogue.Cancels) {
 		if out.Key != nil && out.TargetKey != nil && !sameShape(out.Key.Ref, out.TargetKey.Ref) {
 			b.fail("%s: member %q has different types in %s and %s", where, c.Key, m.Wire, c.Method)
 		}
-	}
-	if c.ID != "" {
-		out.ID = b.member(where, own, c.ID)
 	}
 	m.Cancels = out
 }
