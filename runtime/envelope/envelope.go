@@ -207,8 +207,10 @@ func (c *Codec) Decode(line []byte, m *rpc.Message) error {
 		return c.frameErr(rpc.FrameInvalid, ErrKind, "a request needs a method and an id", f.ID, claimed)
 	case claimed == rpc.KindNotification && f.Method == nil:
 		return c.frameErr(rpc.FrameInvalid, ErrKind, "an event needs a method", f.ID, claimed)
-	case (claimed == rpc.KindResponse || claimed == rpc.KindError) && f.ID == nil:
-		return c.frameErr(rpc.FrameInvalid, ErrKind, "a reply needs an id", f.ID, claimed)
+	case claimed == rpc.KindResponse && f.ID == nil:
+		// An error frame may lack one: it answers a frame too malformed
+		// for its id to be read.
+		return c.frameErr(rpc.FrameInvalid, ErrKind, "a response needs an id", f.ID, claimed)
 	}
 	m.Kind, m.ID, m.Body = claimed, f.ID, f.Payload
 	if f.Method != nil {
