@@ -4,6 +4,6 @@ package rpc_test
 // with the client and server sides together, and for a notification, by
 // TestRoundTripAllocs and TestNotifyAllocs. Lower them when they drop.
 const (
-	roundTripAllocs = 12
-	notifyAllocs    = 4
+	roundTripAllocs = 8
+	notifyAllocs    = 3
 )

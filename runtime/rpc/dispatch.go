@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"runtime/debug"
+	"sync/atomic"
 	"time"
 )
 
@@ -67,7 +68,9 @@ func (c *Conn) start(it *inbound) {
 
 // workerIdle is how often a worker checks whether it has been idle; one
 // that served no request in a whole period exits.
-var workerIdle = time.Second // a variable so that tests can shorten it
+var workerIdle atomic.Int64 // nanoseconds; atomic, so that tests can shorten it while workers run
+
+func init() { workerIdle.Store(int64(time.Second)) }
 
 // worker serves it, then whatever requests the dispatcher hands it, each
 // holding a concurrency slot that the worker releases once it has replied.
@@ -77,7 +80,7 @@ var workerIdle = time.Second // a variable so that tests can shorten it
 // per request).
 func (c *Conn) worker(it *inbound) {
 	defer c.lanes.Done()
-	idle := time.NewTimer(workerIdle)
+	idle := time.NewTimer(time.Duration(workerIdle.Load()))
 	defer idle.Stop()
 	served, checked := 0, 0
 	for {
@@ -96,7 +99,7 @@ func (c *Conn) worker(it *inbound) {
 				return
 			}
 			checked = served
-			idle.Reset(workerIdle)
+			idle.Reset(time.Duration(workerIdle.Load()))
 			goto wait
 		}
 	}

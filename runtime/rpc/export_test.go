@@ -5,7 +5,6 @@ import "time"
 // SetWorkerIdle sets how long idle workers wait before they retire and
 // returns a function that restores the previous period.
 func SetWorkerIdle(d time.Duration) (restore func()) {
-	saved := workerIdle
-	workerIdle = d
-	return func() { workerIdle = saved }
+	saved := workerIdle.Swap(int64(d))
+	return func() { workerIdle.Store(saved) }
 }
