@@ -87,8 +87,8 @@ type Conn struct {
 	w   *ndjson.Writer
 	msg Message // the reader's scratch space
 
-	ctx       context.Context // ends, with the reason, at shutdown
-	cancel    context.CancelCauseFunc
+	ctx    context.Context // ends, with the reason, at shutdown
+	cancel context.CancelCauseFunc
 	// handlerCtx is the context of handlers that no cancel message or
 	// deadline can reach alone; it ends at shutdown. detached parents the
 	// contexts of the others, which shutdown ends one by one (a context
