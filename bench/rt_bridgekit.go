@@ -32,22 +32,27 @@ func Bridgekit() Runtime {
 	if v, err := strconv.Atoi(os.Getenv(MaxConcurrentEnv)); err == nil {
 		n = v
 	}
-	return bridgekitRT{key: "bridgekit", name: "bridgekit", opts: &rpc.Options{MaxConcurrentRequests: n}}
+	return bridgekitRT{key: "bridgekit", name: "bridgekit", opts: &rpc.Options{MaxConcurrentRequests: n, Cancels: cancelRules}}
 }
 
 // BridgekitSequential returns the adapter for bridgekit's runtime/jsonrpc
 // with its default Options: requests handled one at a time in arrival
 // order. The report shows it beside the round trips.
 func BridgekitSequential() Runtime {
-	return bridgekitRT{key: "bridgekit-seq", name: "bridgekit, one request at a time"}
+	return bridgekitRT{key: "bridgekit-seq", name: "bridgekit, one request at a time", opts: &rpc.Options{Cancels: cancelRules}}
 }
+
+// cancelRules is what gen/acp's connections apply: a request whose caller
+// gives up is cancelled with $/cancel_request, as acp-go-sdk does, so that
+// the handler's context ends. Every request then gets a context of its own.
+var cancelRules = []rpc.CancelRule{{Method: "$/cancel_request", ByID: "requestId"}}
 
 // BridgekitOptions describes the options Bridgekit uses.
 func BridgekitOptions() string {
 	if n, err := strconv.Atoi(os.Getenv(MaxConcurrentEnv)); err == nil {
-		return fmt.Sprintf("Options{MaxConcurrentRequests: %d} (from %s)", n, MaxConcurrentEnv)
+		return fmt.Sprintf("Options{MaxConcurrentRequests: %d} (from %s) and ACP's $/cancel_request rule", n, MaxConcurrentEnv)
 	}
-	return fmt.Sprintf("Options{MaxConcurrentRequests: %d}: requests handled concurrently, as acp-go-sdk does", BridgekitConcurrency)
+	return fmt.Sprintf("Options{MaxConcurrentRequests: %d} and ACP's $/cancel_request rule: requests handled concurrently and cancellable by id, as acp-go-sdk does", BridgekitConcurrency)
 }
 
 // BridgekitWith returns the bridgekit adapter with the given options, for
