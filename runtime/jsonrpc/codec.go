@@ -46,26 +46,28 @@ func (c *Codec) Decode(line []byte, m *rpc.Message) error {
 	case e.id != nil && (e.result != nil || e.err != nil):
 		return c.response(e, m)
 	}
-	id, _ := requestID(e.id)
+	var id rpc.ID
+	if e.id != nil && validID(e.id) {
+		id = rpc.RawID(e.id)
+	}
 	return invalid(id, "not a request, notification or response")
 }
 
 func (c *Codec) request(e *envelope, m *rpc.Message) error {
-	id, ok := requestID(e.id)
-	if !ok {
+	if !validID(e.id) {
 		return invalid(rpc.ID{}, "id must be a string, number or null")
 	}
 	if string(e.version) != `"2.0"` {
-		return invalid(id, `"jsonrpc" must be "2.0"`)
+		return invalid(rpc.RawID(e.id), `"jsonrpc" must be "2.0"`)
 	}
 	if e.method.Kind() != '"' {
-		return invalid(id, "method must be a string")
+		return invalid(rpc.RawID(e.id), "method must be a string")
 	}
 	m.Method = e.method[1 : len(e.method)-1]
 	if bytes.IndexByte(m.Method, '\\') >= 0 {
 		var err error
 		if c.scratch, err = jsontext.AppendUnquote(c.scratch[:0], e.method); err != nil {
-			return invalid(id, "method must be a string")
+			return invalid(rpc.RawID(e.id), "method must be a string")
 		}
 		m.Method = c.scratch
 	}
@@ -122,17 +124,17 @@ func (c *Codec) decodeSlow(line []byte) error {
 	return nil
 }
 
-// requestID validates the raw id of an inbound request: absent, a string,
-// a number or null.
-func requestID(raw []byte) (rpc.ID, bool) {
+// validID reports whether the raw id of an inbound request is absent, a
+// string, a number or null.
+func validID(raw []byte) bool {
 	if raw == nil {
-		return rpc.ID{}, true
+		return true
 	}
 	switch raw[0] {
 	case '"', 'n', '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
-		return rpc.RawID(raw), true
+		return true
 	}
-	return rpc.ID{}, false
+	return false
 }
 
 // AppendHead implements rpc.Codec.

@@ -74,17 +74,17 @@ func describe(m *rpc.Message, err error) string {
 	return s
 }
 
-func TestRequestID(t *testing.T) {
+func TestValidID(t *testing.T) {
 	for raw, ok := range map[string]bool{
 		`1`: true, `-1`: true, `0.5`: true, `"s"`: true, `null`: true,
 		`true`: false, `false`: false, `{}`: false, `[1]`: false,
 	} {
-		if id, got := requestID([]byte(raw)); got != ok || ok && id.String() != raw {
-			t.Errorf("requestID(%s) = %s, %v", raw, id, got)
+		if got := validID([]byte(raw)); got != ok {
+			t.Errorf("validID(%s) = %v", raw, got)
 		}
 	}
-	if id, ok := requestID(nil); !ok || !id.IsZero() {
-		t.Errorf("requestID(nil) = %s, %v", id, ok)
+	if !validID(nil) {
+		t.Error("an absent id (a notification) is valid")
 	}
 }
 
