@@ -4,6 +4,6 @@ package rpc_test
 // with the client and server sides together, and for a notification, by
 // TestRoundTripAllocs and TestNotifyAllocs. Lower them when they drop.
 const (
-	roundTripAllocs = 8
+	roundTripAllocs = 7
 	notifyAllocs    = 3
 )
