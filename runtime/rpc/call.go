@@ -66,18 +66,18 @@ func (c *Conn) Send(ctx context.Context, m Outbound, result any) error {
 	if err != nil {
 		return fmt.Errorf("rpc: send %s: %w", m.Method, err)
 	}
+	mark := c.mark(ctx)
 	if h.Kind == KindNotification {
-		if err := c.w.WriteFrame(ctx, b.B); err != nil {
+		if err := c.write(ctx, mark, b.B); err != nil {
 			return fmt.Errorf("rpc: send %s: %w", m.Method, c.sendError(ctx, err))
 		}
 		return nil
 	}
-	mark := c.mark(ctx)
 	if mark != nil {
 		c.q.caller(1)
 		defer c.q.caller(-1)
 	}
-	r, sent, err := c.roundTrip(ctx, h, b.B)
+	r, sent, err := c.roundTrip(ctx, mark, h, b.B)
 	if err != nil {
 		if sent && ctx.Err() != nil {
 			// Only a request the peer may have received needs cancelling:
@@ -109,7 +109,7 @@ var replyPool = sync.Pool{New: func() any { return make(chan callResult, 1) }}
 // roundTrip registers call h.Seq, writes its frame and waits for the
 // reply. A non-nil error means the call was abandoned locally; sent
 // reports whether its frame had been written.
-func (c *Conn) roundTrip(ctx context.Context, h *Header, frame []byte) (r callResult, sent bool, err error) {
+func (c *Conn) roundTrip(ctx context.Context, mark *handlerMark, h *Header, frame []byte) (r callResult, sent bool, err error) {
 	ch := replyPool.Get().(chan callResult)
 	c.mu.Lock()
 	if c.pending == nil {
@@ -125,7 +125,7 @@ func (c *Conn) roundTrip(ctx context.Context, h *Header, frame []byte) (r callRe
 	c.mu.Unlock()
 
 	// WriteFrame fails with ctx's error only while the frame is unwritten.
-	err = c.w.WriteFrame(ctx, frame)
+	err = c.write(ctx, mark, frame)
 	if err == nil {
 		sent = true
 		done := ctx.Done()
@@ -149,14 +149,23 @@ func (c *Conn) roundTrip(ctx context.Context, h *Header, frame []byte) (r callRe
 	return callResult{}, sent, c.sendError(ctx, err)
 }
 
+// write writes an outbound frame. A handler's write is counted as such,
+// so that Close does not wait for a handler stuck in it.
+func (c *Conn) write(ctx context.Context, mark *handlerMark, frame []byte) error {
+	if mark == nil {
+		return c.w.WriteFrame(ctx, frame)
+	}
+	c.gate.add(0, 1)
+	defer c.gate.add(0, -1)
+	return c.w.WriteFrame(ctx, frame)
+}
+
 var errNoInput = fmt.Errorf("%w: the peer's input has ended", ErrClosed)
 
-// sendError explains a failed write or wait: ctx's error, else why the
-// connection shut down, else err.
+// sendError explains a failed write or wait: why the connection shut
+// down, if it did (a handler's context ends because of it), else ctx's
+// error or err.
 func (c *Conn) sendError(ctx context.Context, err error) error {
-	if ctx.Err() != nil {
-		return err
-	}
 	if cause := c.Err(); cause != nil {
 		return cause
 	}

@@ -109,9 +109,9 @@ type Conn struct {
 	pending  map[uint64]chan callResult // nil once no reply can arrive
 	running  map[string]*inbound        // requests with a context of their own, by id
 	cause    error                      // why the connection shut down
-	closing  bool                       // no handler may start
-	handlers sync.WaitGroup             // handler calls in progress
+	closing  bool                       // shutting down (cancellable requests are cancelled at once)
 	lanes    sync.WaitGroup             // dispatchers and workers
+	gate     gate                       // handler calls, for Close to wait on
 	ctlOnce  sync.Once
 
 	diag      diagnostics
@@ -169,6 +169,7 @@ func NewConn(r io.Reader, w io.Writer, codec Codec, h Handler, opts *Options) *C
 	c.w = ndjson.NewWriter(w, &ndjson.WriterOptions{QueueBytes: o.WriteQueueBytes, OnError: c.writeFailed})
 	c.diag.init(o.Logger, o.OnFrameError)
 	c.log = c.diag.logger() // records are handled off the goroutine that logs
+	c.gate.cond.L = &c.gate.mu
 	c.ctx, c.cancel = context.WithCancelCause(context.Background())
 	mark := &handlerMark{conn: c}
 	c.handlerCtx = context.WithValue(c.ctx, handlerKey{}, mark)
@@ -210,12 +211,13 @@ func (c *Conn) Err() error {
 // handler contexts end, queued inbound messages and unwritten replies are
 // dropped, and r and w are closed if they implement io.Closer. It waits for
 // running handlers to return, but not for a Read or Write that is blocked
-// in the underlying stream: a goroutine stuck there exits when that call
-// returns. Close is idempotent; every call returns the result of closing r
-// and w. It must not be called from a handler.
+// in the underlying stream, a handler's own included: a goroutine stuck
+// there goes on when that call returns. Close is idempotent; every call
+// returns the result of closing r and w. It must not be called from a
+// handler.
 func (c *Conn) Close() error {
 	c.abort(ErrClosed)
-	c.handlers.Wait()
+	c.gate.wait()
 	c.finished()
 	return c.closeErr
 }
@@ -244,7 +246,7 @@ func (c *Conn) writeFailed(err error) {
 	c.shutdown(cause)
 	go func() {
 		c.abort(cause)
-		c.handlers.Wait()
+		c.gate.wait()
 		c.finished()
 	}()
 }
@@ -257,6 +259,7 @@ func (c *Conn) shutdown(cause error) {
 		c.cause = cause
 	}
 	c.closing = true
+	c.gate.close()
 	pending, running := c.pending, c.running
 	c.pending, c.running = nil, nil
 	c.mu.Unlock()
@@ -305,19 +308,60 @@ func (c *Conn) endInput(cause error) {
 		cause = fmt.Errorf("%w (and a reply could not be written: %w)", cause, err)
 	}
 	c.abort(cause)
-	c.handlers.Wait()
+	c.gate.wait()
 	c.finished()
 }
 
+// gate admits handler calls until the connection shuts down and lets
+// shutdown wait for those in progress, except the ones blocked writing to
+// the peer (a handler's own Send), which only the stream can unblock.
+type gate struct {
+	mu      sync.Mutex
+	cond    sync.Cond
+	closed  bool
+	running int // handler calls in progress
+	writing int // of them, inside a write of their own
+}
+
 // enter admits a handler call unless the connection is shutting down.
-func (c *Conn) enter() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closing {
+func (g *gate) enter() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
 		return false
 	}
-	c.handlers.Add(1)
+	g.running++
 	return true
+}
+
+// add records a handler call leaving (running -1) or entering and leaving
+// a write of its own (writing +1, -1).
+func (g *gate) add(running, writing int) {
+	g.mu.Lock()
+	g.running += running
+	g.writing += writing
+	if g.closed {
+		g.cond.Broadcast()
+	}
+	g.mu.Unlock()
+}
+
+// close stops admitting handler calls.
+func (g *gate) close() {
+	g.mu.Lock()
+	g.closed = true
+	g.mu.Unlock()
+}
+
+// wait stops admitting handler calls and waits for those in progress that
+// are not blocked in a write.
+func (g *gate) wait() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.closed = true
+	for g.running > g.writing {
+		g.cond.Wait()
+	}
 }
 
 // mark returns the handler mark carried by ctx if it belongs to c.

@@ -110,7 +110,7 @@ func (c *Conn) worker(it *inbound) {
 // then queues its reply and moves on when more messages wait.
 func (c *Conn) serve(it *inbound, onDispatcher bool) {
 	defer c.finish(it)
-	if !c.enter() {
+	if !c.gate.enter() {
 		return
 	}
 	ctx := it.ctx
@@ -118,7 +118,7 @@ func (c *Conn) serve(it *inbound, onDispatcher bool) {
 		ctx = c.handlerCtx
 	}
 	result, err := c.invoke(ctx, &it.Request)
-	c.handlers.Done()
+	c.gate.add(-1, 0)
 	if it.Kind == KindNotification {
 		if err != nil {
 			level := slog.LevelWarn

@@ -347,7 +347,7 @@ func TestCloseWithBlockedRead(t *testing.T) {
 // closed; a blocked Notify then fails with ErrClosed once its Write returns.
 func TestCloseWithBlockedWrite(t *testing.T) {
 	for _, closer := range []bool{false, true} {
-		for _, who := range []string{"reply", "notify"} {
+		for _, who := range []string{"reply", "notify", "handler's notify"} {
 			t.Run(fmt.Sprintf("closer=%v/%s", closer, who), func(t *testing.T) {
 				release := make(chan struct{})
 				entered := make(chan struct{}, 1)
@@ -363,19 +363,32 @@ func TestCloseWithBlockedWrite(t *testing.T) {
 				}
 				inR, inW := io.Pipe()
 				defer inW.Close()
-				c := jsonrpc.NewConn(inR, out, nil, nil)
 				notified := make(chan error, 1)
+				var c *rpc.Conn
+				// A handler that notifies the peer from its own goroutine
+				// and is then stuck in that Write: Close must not wait for it.
+				h := rpc.HandlerFunc(func(ctx context.Context, req *rpc.Request) (any, error) {
+					notified <- c.Notify(ctx, "progress", nil)
+					return nil, nil
+				})
+				var handler rpc.Handler // none: requests are answered -32601
+				if who == "handler's notify" {
+					handler = h
+				}
+				c = jsonrpc.NewConn(inR, out, handler, nil)
 				switch who {
 				case "reply":
 					go io.WriteString(inW, `{"jsonrpc":"2.0","id":1,"method":"m"}`+"\n")
 				case "notify":
 					go func() { notified <- c.Notify(context.Background(), "n", nil) }()
+				case "handler's notify":
+					go io.WriteString(inW, `{"jsonrpc":"2.0","method":"start"}`+"\n")
 				}
 				wait(t, entered)
 				closeWithin(t, c, time.Second)
 				wait(t, c.Done())
 				close(release)
-				if who == "notify" {
+				if who != "reply" {
 					if err := wait(t, notified); !errors.Is(err, rpc.ErrClosed) {
 						t.Errorf("blocked Notify = %v, want ErrClosed", err)
 					}
