@@ -231,11 +231,12 @@ func BenchmarkNotifyAllocs(b *testing.B) {
 	}
 }
 
-// BenchmarkBurst: 50k notifications then a barrier request. A runtime that
-// disconnects or hangs is reported with Skip, not as a benchmark failure.
+// BenchmarkBurst: 50k notifications then a barrier request, also with
+// the minimal reference runtime. A runtime that disconnects or hangs is
+// reported with Skip, not as a benchmark failure.
 func BenchmarkBurst(b *testing.B) {
 	for _, transport := range []string{"inmem", "child"} {
-		for _, rt := range Runtimes() {
+		for _, rt := range append(Runtimes(), References()...) {
 			b.Run(transport+"/"+rt.Key(), func(b *testing.B) {
 				var total time.Duration
 				for range b.N {

@@ -42,8 +42,11 @@ type Scenario struct {
 	// Sequential scenarios are also run with Variants (bridgekit handling
 	// requests one at a time).
 	Sequential bool
-	Timeout    time.Duration // hard limit for the whole scenario (the driver kills it after that)
-	Run        func(rt Runtime, p Profile) (Metrics, error)
+	// Reference scenarios are also run with References (the minimal
+	// one-goroutine runtime), reported apart from the comparison.
+	Reference bool
+	Timeout   time.Duration // hard limit for the whole scenario (the driver kills it after that)
+	Run       func(rt Runtime, p Profile) (Metrics, error)
 }
 
 // Scenarios lists every scenario of the report, in report order.
@@ -63,8 +66,8 @@ func Scenarios() []Scenario {
 		{Name: "rt-inmem-16", Sequential: true, Timeout: time.Minute, Run: rtInmem(16)},
 		{Name: "rt-child-1", Sequential: true, Timeout: time.Minute, Run: rtChild(1)},
 		{Name: "rt-child-16", Sequential: true, Timeout: time.Minute, Run: rtChild(16)},
-		{Name: "burst-inmem", Timeout: 40 * time.Second, Run: burstInmem},
-		{Name: "burst-child", Timeout: 40 * time.Second, Run: burstChild},
+		{Name: "burst-inmem", Reference: true, Timeout: 40 * time.Second, Run: burstInmem},
+		{Name: "burst-child", Reference: true, Timeout: 40 * time.Second, Run: burstChild},
 		{Name: "allocs-rt", Timeout: time.Minute, Run: func(rt Runtime, p Profile) (Metrics, error) {
 			a, err := AllocsPerRoundTrip(rt, p.n(5000, 2000))
 			return Metrics{"allocs": a.Allocs, "bytes": a.Bytes}, err
@@ -184,22 +187,40 @@ func burstMetrics(r BurstResult) Metrics {
 	return Metrics{"msg_s": r.PerSec, "sent": float64(r.Sent), "seen": float64(r.Seen)}
 }
 
+// burstInmem also reports this process's CPU time and context switches
+// per notification during the burst (sender and receiver together).
 func burstInmem(rt Runtime, p Profile) (Metrics, error) {
 	pair := NewPair(rt, &Service{})
+	u0, ok0 := processUsage()
 	r, err := Burst(pair.Client, BurstSize, 20*time.Second, pair.Server, pair.Client)
+	u1, ok1 := processUsage()
 	if cerr := pair.Close(2 * time.Second); err == nil && cerr != nil {
 		err = cerr
 	}
-	return burstMetrics(r), err
+	m := burstMetrics(r)
+	if ok0 && ok1 {
+		u1.Sub(u0).perMessage(m, "", r.Sent)
+	}
+	return m, err
 }
 
+// burstChild also reports CPU time and context switches per notification:
+// this process's (the sender's) during the burst plus the child's (the
+// receiver's) in its whole life, and the child's alone with prefix peer_.
 func burstChild(rt Runtime, p Profile) (Metrics, error) {
 	ch, err := StartChild(rt, p.Exe)
 	if err != nil {
 		return nil, err
 	}
+	u0, ok0 := processUsage()
 	r, err := Burst(ch.Conn, BurstSize, 20*time.Second, ch.Conn)
+	u1, ok1 := processUsage()
 	cerr := ch.Close(2 * time.Second)
+	m := burstMetrics(r)
+	if peer, ok := ch.Usage(); ok && ok0 && ok1 {
+		u1.Sub(u0).Add(peer).perMessage(m, "", r.Sent)
+		peer.perMessage(m, "peer_", r.Sent)
+	}
 	if err != nil {
 		if s := ch.Stderr(); s != "" {
 			err = fmt.Errorf("%w; peer stderr: %s", err, firstLine(s))
@@ -207,7 +228,7 @@ func burstChild(rt Runtime, p Profile) (Metrics, error) {
 	} else if cerr != nil {
 		err = cerr
 	}
-	return burstMetrics(r), err
+	return m, err
 }
 
 func firstLine(s string) string {

@@ -50,6 +50,7 @@ type Child struct {
 	cmd    *exec.Cmd
 	stderr *capped
 	waited chan error
+	exited chan struct{} // closed once Close has reaped the child
 }
 
 // StartChild starts exe (a binary that calls MaybeRunPeer) as a child peer
@@ -65,7 +66,7 @@ func StartChild(rt Runtime, exe string) (*Child, error) {
 		inW.Close()
 		return nil, err
 	}
-	ch := &Child{stderr: &capped{max: 4096}, waited: make(chan error, 1)}
+	ch := &Child{stderr: &capped{max: 4096}, waited: make(chan error, 1), exited: make(chan struct{})}
 	ch.cmd = exec.Command(exe)
 	ch.cmd.Env = append(os.Environ(), PeerEnv+"="+rt.Key())
 	ch.cmd.Stdin = inR
@@ -85,6 +86,17 @@ func StartChild(rt Runtime, exe string) (*Child, error) {
 	return ch, nil
 }
 
+// Usage returns the CPU time and context switches the child used in its
+// whole life (start-up included), once Close has returned.
+func (ch *Child) Usage() (Usage, bool) {
+	select {
+	case <-ch.exited:
+		return exitedUsage(ch.cmd.ProcessState)
+	default:
+		return Usage{}, false
+	}
+}
+
 // Stderr returns the start of what the child wrote to stderr.
 func (ch *Child) Stderr() string { return strings.TrimSpace(ch.stderr.String()) }
 
@@ -96,6 +108,7 @@ func (ch *Child) Close(timeout time.Duration) error {
 	defer t.Stop()
 	select {
 	case err := <-ch.waited:
+		close(ch.exited)
 		if closeErr != nil {
 			return closeErr
 		}
@@ -106,6 +119,7 @@ func (ch *Child) Close(timeout time.Duration) error {
 	case <-t.C:
 		ch.cmd.Process.Kill()
 		<-ch.waited
+		close(ch.exited)
 		return fmt.Errorf("peer did not exit within %v; killed", timeout)
 	}
 }

@@ -52,10 +52,17 @@ func Variants() []Runtime {
 	return []Runtime{BridgekitSequential()}
 }
 
+// References returns the runtimes bridgekit is measured against, outside
+// the comparison, in the scenarios marked Reference: Minimal, the lower
+// bound for delivering notifications.
+func References() []Runtime {
+	return []Runtime{Minimal()}
+}
+
 // Lookup returns the runtime with the given Key or Name.
 func Lookup(name string) (Runtime, error) {
 	var keys []string
-	for _, rt := range append(Runtimes(), Variants()...) {
+	for _, rt := range append(append(Runtimes(), Variants()...), References()...) {
 		if rt.Key() == name || rt.Name() == name {
 			return rt, nil
 		}

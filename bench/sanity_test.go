@@ -51,8 +51,10 @@ func TestCodecsAgree(t *testing.T) {
 	}
 }
 
+// forEachRuntime runs f for every compared runtime and for the reference
+// runtimes, which must be just as correct.
 func forEachRuntime(t *testing.T, f func(t *testing.T, rt Runtime)) {
-	for _, rt := range Runtimes() {
+	for _, rt := range append(Runtimes(), References()...) {
 		t.Run(rt.Key(), func(t *testing.T) {
 			t.Parallel()
 			f(t, rt)

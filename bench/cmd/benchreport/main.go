@@ -177,6 +177,9 @@ func orchestrate(cfg config) error {
 					if sc.Sequential {
 						rts = append(slices.Clone(rts), bench.Variants()...)
 					}
+					if sc.Reference {
+						rts = append(slices.Clone(rts), bench.References()...)
+					}
 					// Rotate the order from run to run so that no runtime
 					// always goes first.
 					for i := range rts {
@@ -224,6 +227,9 @@ func publish(rep *report) error {
 	fmt.Println(table)
 	if v := rep.variants(); v != "" {
 		fmt.Println(v)
+	}
+	if ref := rep.references(); ref != "" {
+		fmt.Println(ref)
 	}
 	fmt.Println(rep.targetSummary())
 	if cfg.out != "" {
@@ -421,7 +427,7 @@ func summary(o outcome) string {
 		return "FAILED: " + o.err
 	}
 	var parts []string
-	for _, k := range []string{"req_s", "msg_s", "mb_s", "p50_us", "allocs", "ns", "total_kib", "ret_p50_us", "saw_pct", "leaked", "v1double_ns", "v2single_ns", "v1_ns", "v2_ns"} {
+	for _, k := range []string{"req_s", "msg_s", "sys_us_msg", "csw_msg", "peer_csw_msg", "mb_s", "p50_us", "allocs", "ns", "total_kib", "ret_p50_us", "saw_pct", "leaked", "v1double_ns", "v2single_ns", "v1_ns", "v2_ns"} {
 		if v, ok := o.metrics[k]; ok {
 			parts = append(parts, fmt.Sprintf("%s=%.4g", k, v))
 		}
