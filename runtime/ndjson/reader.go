@@ -1,7 +1,6 @@
 package ndjson
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"io"
@@ -13,13 +12,11 @@ import (
 const DefaultMaxFrame = 16 << 20
 
 const (
-	readBufferSize = 4 << 10
-	// maxRetainedSpill is the largest spill buffer kept between frames;
-	// larger ones are released so that one huge frame does not pin memory.
-	maxRetainedSpill = 1 << 20
-	// minSpill is the size of a new spill buffer, so that the rest of a long
-	// line is read in large chunks.
-	minSpill = 32 << 10
+	// minBuffer is the buffer an idle Reader holds.
+	minBuffer = 4 << 10
+	// burstBuffer is what the buffer grows to while reads keep filling it
+	// (the peer writes faster than we read): fewer, larger reads.
+	burstBuffer = 64 << 10
 )
 
 // ErrFrameTooLarge is matched (with errors.Is) by the error ReadFrame returns
@@ -39,66 +36,31 @@ func (e *FrameTooLargeError) Error() string {
 // Is reports whether target is ErrFrameTooLarge.
 func (e *FrameTooLargeError) Is(target error) bool { return target == ErrFrameTooLarge }
 
-// Reader reads frames from a newline-delimited stream.
+// Reader reads frames from a newline-delimited stream. It buffers 4 KiB
+// while idle, 64 KiB while the peer keeps it busy, and as much as the
+// longest acceptable line needs while it reads one, then shrinks back.
 // A Reader is not safe for concurrent use.
 type Reader struct {
-	src   pushback // what br reads from
-	br    *bufio.Reader
-	max   int
-	spill []byte // assembles lines that do not fit in br's buffer
+	r          io.Reader
+	max        int
+	buf        []byte // buf[start:end] is read and not yet returned
+	start, end int
+	scanned    int   // buf[start:start+scanned] holds no newline
+	skipping   int   // bytes of an over-long line dropped so far (0: none)
+	small      int   // reads in a row that used little of a burst buffer
+	err        error // the read error to return once buf is drained
 }
 
-// pushback is an io.Reader that returns unread bytes before reading on.
-// Long lines are read straight into the spill buffer, bypassing the bufio
-// buffer; the bytes read past the line's end are pushed back here.
-type pushback struct {
-	r       io.Reader
-	buf     []byte // unread bytes are buf[off:]
-	off     int
-	fromBuf bool  // the last Read was served from buf
-	err     error // a read error to return once buf is drained
-}
-
-func (p *pushback) Read(b []byte) (int, error) {
-	if p.off < len(p.buf) {
-		n := copy(b, p.buf[p.off:])
-		p.off += n
-		p.fromBuf = true
-		return n, nil
-	}
-	if cap(p.buf) > maxRetainedSpill {
-		p.buf = nil
-	}
-	p.buf, p.off, p.fromBuf = p.buf[:0], 0, false
-	if err := p.err; err != nil {
-		p.err = nil
-		return 0, err
-	}
-	return p.r.Read(b)
-}
-
-// unread pushes back the tail of what the last Read returned, and the
-// error it returned with it.
-func (p *pushback) unread(tail []byte, err error) {
-	p.err = err
-	if p.fromBuf {
-		p.off -= len(tail)
-		return
-	}
-	p.buf = append(p.buf[:0], tail...)
-	p.off = 0
-}
+// shrinkAfter is how many small reads in a row make a burst buffer shrink.
+const shrinkAfter = 16
 
 // NewReader returns a Reader that reads from r and rejects frames longer
-// than maxFrame bytes (DefaultMaxFrame if maxFrame <= 0). It buffers 4 KiB
-// and grows a separate buffer on demand for longer lines.
+// than maxFrame bytes (DefaultMaxFrame if maxFrame <= 0).
 func NewReader(r io.Reader, maxFrame int) *Reader {
 	if maxFrame <= 0 {
 		maxFrame = DefaultMaxFrame
 	}
-	rd := &Reader{src: pushback{r: r}, max: maxFrame}
-	rd.br = bufio.NewReaderSize(&rd.src, readBufferSize)
-	return rd
+	return &Reader{r: r, max: maxFrame, buf: make([]byte, minBuffer)}
 }
 
 // ReadFrame returns the next non-blank line without its "\n" or "\r\n"
@@ -111,114 +73,117 @@ func NewReader(r io.Reader, maxFrame int) *Reader {
 // before io.EOF. Other read errors are returned as they are, dropping any
 // incomplete line.
 func (r *Reader) ReadFrame() ([]byte, error) {
-	for {
-		line, n, err := r.readLine()
-		switch {
-		case err != nil && err != io.EOF:
-			return nil, err
-		case n > r.max:
-			return nil, &FrameTooLargeError{Limit: r.max}
-		case !isBlank(line):
-			return line, nil
-		case err != nil:
-			return nil, err
-		}
+	if len(r.buf) > burstBuffer && r.end-r.start < minBuffer && r.skipping == 0 {
+		// The long line last returned is done with: give its memory back.
+		r.buf = append(make([]byte, 0, minBuffer), r.buf[r.start:r.end]...)[:minBuffer]
+		r.end -= r.start
+		r.start = 0
 	}
-}
-
-// readLine consumes the next line and returns it without its terminator,
-// together with its length. A line longer than the limit is discarded: the
-// returned slice is then nil but n exceeds the limit. At EOF or on a read
-// error the bytes read before the error are returned with it.
-func (r *Reader) readLine() (line []byte, n int, err error) {
-	if cap(r.spill) > maxRetainedSpill {
-		r.spill = nil
-	}
-	r.spill = r.spill[:0]
 	for {
-		chunk, err := r.br.ReadSlice('\n')
-		if err != bufio.ErrBufferFull {
-			if len(r.spill) > 0 {
-				r.spill = r.appendSpill(chunk)
-				chunk = r.spill
+		if i := bytes.IndexByte(r.buf[r.start+r.scanned:r.end], '\n'); i >= 0 {
+			line := r.buf[r.start : r.start+r.scanned+i]
+			r.start += r.scanned + i + 1
+			r.scanned = 0
+			if r.skipping > 0 {
+				r.skipping = 0
+				return nil, &FrameTooLargeError{Limit: r.max}
 			}
-			line = trimEOL(chunk)
-			return line, len(line), err
+			if line = trimEOL(line); len(line) > r.max {
+				return nil, &FrameTooLargeError{Limit: r.max}
+			} else if !isBlank(line) {
+				return line, nil
+			}
+			continue
 		}
-		// One extra byte leaves room for a '\r' before the '\n'.
-		if len(r.spill)+len(chunk) > r.max+1 {
-			n, err := r.discardLine()
-			return nil, len(r.spill) + len(chunk) + n, err
+		r.scanned = r.end - r.start
+		if r.err != nil {
+			line, skipped := trimEOL(r.buf[r.start:r.end]), r.skipping > 0
+			r.start, r.scanned, r.skipping = r.end, 0, 0
+			switch {
+			case r.err == io.EOF && (skipped || len(line) > r.max):
+				return nil, &FrameTooLargeError{Limit: r.max}
+			case r.err != io.EOF || isBlank(line):
+				return nil, r.err
+			}
+			return line, nil
 		}
-		r.spill = r.appendSpill(chunk)
-		if r.br.Buffered() == 0 {
-			return r.readLong()
+		r.fill()
+	}
+}
+
+// fill reads more into the buffer, after making room: the unreturned bytes
+// move to its start, and it grows for a long line or a busy peer, or
+// shrinks back when idle. A line past the limit is dropped as it comes.
+func (r *Reader) fill() {
+	pending := r.end - r.start
+	if pending > r.max+1 { // one extra byte for a '\r' before the '\n'
+		r.skipping += pending
+		r.start, r.end, r.scanned = 0, 0, 0
+		pending = 0
+	}
+	size := len(r.buf)
+	switch {
+	case pending >= size/2 && size < r.max+2:
+		size = min(2*size, r.max+2) // a long line
+	case pending == 0 && size > burstBuffer && r.skipping == 0:
+		size = minBuffer // after a long line
+	}
+	if size != len(r.buf) {
+		buf := make([]byte, size)
+		copy(buf, r.buf[r.start:r.end])
+		r.buf = buf
+	} else if r.start > 0 {
+		copy(r.buf, r.buf[r.start:r.end])
+	}
+	r.start, r.end = 0, pending
+	n, err := r.r.Read(r.buf[r.end:])
+	if n < 0 || n > len(r.buf)-r.end {
+		n, err = 0, io.ErrNoProgress
+	}
+	r.end += n
+	switch {
+	case err != nil:
+		r.err = err
+	case n == len(r.buf)-pending && len(r.buf) < burstBuffer:
+		// The read filled the buffer: more is waiting. Read more at once.
+		buf := make([]byte, burstBuffer)
+		copy(buf, r.buf[:r.end])
+		r.buf, r.small = buf, 0
+	case len(r.buf) == burstBuffer && pending == 0 && n < minBuffer:
+		// The peer has slowed down: after a while, give the memory back.
+		if r.small++; r.small == shrinkAfter {
+			r.buf = append(make([]byte, 0, minBuffer), r.buf[:r.end]...)[:minBuffer]
 		}
 	}
 }
 
-// readLong reads the rest of a long line straight into the spill buffer,
-// which holds its beginning; br's buffer is empty.
-func (r *Reader) readLong() (line []byte, n int, err error) {
+// More reports whether a whole frame is already buffered, so that the next
+// ReadFrame returns without reading from the underlying reader.
+func (r *Reader) More() bool {
+	buf := r.buf[r.start+r.scanned : r.end]
 	for {
-		if len(r.spill) > r.max+1 {
-			n, err := r.discardLine()
-			return nil, len(r.spill) + n, err
+		i := bytes.IndexByte(buf, '\n')
+		if i < 0 {
+			return false
 		}
-		if len(r.spill) == cap(r.spill) {
-			r.spill = r.growSpill(cap(r.spill) + 1)
+		if !isBlank(buf[:i]) || r.skipping > 0 {
+			return true
 		}
-		start := len(r.spill)
-		k, err := r.src.Read(r.spill[start:cap(r.spill)])
-		if i := bytes.IndexByte(r.spill[start:start+k], '\n'); i >= 0 {
-			r.src.unread(r.spill[start+i+1:start+k], err)
-			line = trimEOL(r.spill[:start+i+1])
-			return line, len(line), nil
-		}
-		r.spill = r.spill[:start+k]
-		if err != nil {
-			line = trimEOL(r.spill)
-			return line, len(line), err
-		}
+		buf = buf[i+1:]
 	}
 }
 
-// appendSpill appends chunk to the spill buffer. It doubles the buffer when
-// it is full, up to what the longest acceptable line needs, instead of
-// letting append grow it by about a quarter at a time, which allocates five
-// times the limit in all to read or skip a line of the limit's size.
-func (r *Reader) appendSpill(chunk []byte) []byte {
-	if need := len(r.spill) + len(chunk); need > cap(r.spill) {
-		r.spill = r.growSpill(need)
-	}
-	return append(r.spill, chunk...)
-}
-
-// growSpill returns the spill buffer with room for need bytes: twice its
-// capacity (at least minSpill), but no more than the longest acceptable line
-// needs.
-func (r *Reader) growSpill(need int) []byte {
-	size := min(max(2*cap(r.spill), need, minSpill), r.max+1+readBufferSize)
-	return append(make([]byte, 0, max(size, need)), r.spill...)
-}
-
-// discardLine skips the rest of the current line and returns how many bytes
-// it skipped.
-func (r *Reader) discardLine() (int, error) {
-	n := 0
-	for {
-		chunk, err := r.br.ReadSlice('\n')
-		n += len(chunk)
-		if err != bufio.ErrBufferFull {
-			return n, err
-		}
-	}
+// Detach gives the Reader a buffer of its own, so that the frame ReadFrame
+// last returned stays valid, unchanged, while reading goes on: for a caller
+// that hands the reading to another goroutine while it still uses that
+// frame. What was buffered but not yet returned is kept.
+func (r *Reader) Detach() {
+	buf := make([]byte, max(minBuffer, r.end-r.start))
+	r.end = copy(buf, r.buf[r.start:r.end])
+	r.buf, r.start = buf, 0
 }
 
 func trimEOL(b []byte) []byte {
-	if n := len(b); n > 0 && b[n-1] == '\n' {
-		b = b[:n-1]
-	}
 	if n := len(b); n > 0 && b[n-1] == '\r' {
 		b = b[:n-1]
 	}
@@ -232,27 +197,4 @@ func isBlank(b []byte) bool {
 		}
 	}
 	return true
-}
-
-// More reports whether a whole frame is already buffered, so that the next
-// ReadFrame returns without reading from the underlying reader. Buffered
-// blank lines do not count: ReadFrame skips them and reads on. It is a
-// hint: it may report false for a buffered frame that spans the buffer's
-// end.
-func (r *Reader) More() bool {
-	n := r.br.Buffered()
-	if n == 0 {
-		return false
-	}
-	buf, _ := r.br.Peek(n)
-	for {
-		i := bytes.IndexByte(buf, '\n')
-		if i < 0 {
-			return false
-		}
-		if !isBlank(buf[:i]) {
-			return true
-		}
-		buf = buf[i+1:]
-	}
 }

@@ -108,14 +108,14 @@ func TestFrameTooLargeError(t *testing.T) {
 }
 
 func TestOversizedLineIsNotBuffered(t *testing.T) {
-	const max = 1 << 10
+	const limit = 1 << 10
 	huge := bytes.Repeat([]byte("x"), 8<<20)
-	r := NewReader(io.MultiReader(bytes.NewReader(huge), strings.NewReader("\nok\n")), max)
+	r := NewReader(io.MultiReader(bytes.NewReader(huge), strings.NewReader("\nok\n")), limit)
 	if _, err := r.ReadFrame(); !errors.Is(err, ErrFrameTooLarge) {
 		t.Fatalf("err = %v, want ErrFrameTooLarge", err)
 	}
-	if c := cap(r.spill); c > 2*(max+readBufferSize) {
-		t.Errorf("spill buffer grew to %d bytes for a %d-byte limit", c, max)
+	if c := cap(r.buf); c > max(burstBuffer, 2*(limit+minBuffer)) {
+		t.Errorf("buffer grew to %d bytes for a %d-byte limit", c, limit)
 	}
 	if f, err := r.ReadFrame(); err != nil || string(f) != "ok" {
 		t.Fatalf("next frame = %q, %v; want \"ok\"", f, err)
@@ -131,8 +131,8 @@ func TestLargeSpillIsReleased(t *testing.T) {
 	if _, err := r.ReadFrame(); err != nil {
 		t.Fatal(err)
 	}
-	if cap(r.spill) > maxRetainedSpill {
-		t.Errorf("spill buffer of %d bytes retained", cap(r.spill))
+	if cap(r.buf) > burstBuffer {
+		t.Errorf("buffer of %d bytes retained after a long line", cap(r.buf))
 	}
 }
 
@@ -183,6 +183,42 @@ func BenchmarkReadFrame(b *testing.B) {
 	for b.Loop() {
 		if _, err := r.ReadFrame(); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// Detach keeps the last frame valid while reading goes on, and loses none
+// of what was buffered, short or long lines alike.
+func TestDetach(t *testing.T) {
+	long := strings.Repeat("x", 3*minBuffer)
+	in := "first\n" + long + "\nthird\nfourth\n"
+	for _, detachAfter := range []int{0, 1, 2} {
+		r := NewReader(iotest.OneByteReader(strings.NewReader(in)), 0)
+		if detachAfter > 0 {
+			r = NewReader(strings.NewReader(in), 0)
+		}
+		var kept []byte
+		var keptWant string
+		var got []string
+		for i := 0; ; i++ {
+			f, err := r.ReadFrame()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, string(f))
+			if i == detachAfter {
+				kept, keptWant = f, string(f)
+				r.Detach()
+			}
+		}
+		if string(kept) != keptWant {
+			t.Fatalf("detached after %d: the kept frame changed to %.20q", detachAfter, kept)
+		}
+		if strings.Join(got, "\n")+"\n" != in {
+			t.Fatalf("detached after %d: read %d frames, lost or changed some", detachAfter, len(got))
 		}
 	}
 }
