@@ -74,6 +74,9 @@ func (c *Conn) Send(ctx context.Context, m Outbound, result any) error {
 		return nil
 	}
 	if mark != nil {
+		if mark.reader {
+			c.handoff() // the reply must be read while this handler waits
+		}
 		c.q.caller(1)
 		defer c.q.caller(-1)
 	}

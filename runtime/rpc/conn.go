@@ -81,11 +81,12 @@ type Conn struct {
 	opts    Options
 	rules   rules
 
-	in  io.Reader
-	out io.Writer
-	fr  *ndjson.Reader
-	w   *ndjson.Writer
-	msg Message // the reader's scratch space
+	in     io.Reader
+	out    io.Writer
+	fr     *ndjson.Reader
+	w      *ndjson.Writer
+	msg    Message // the reader's scratch space
+	inline inbound // the notification the reader handles itself
 
 	ctx    context.Context // ends, with the reason, at shutdown
 	cancel context.CancelCauseFunc
@@ -95,6 +96,10 @@ type Conn struct {
 	// derived from handlerCtx would register with it, under its lock, for
 	// every request).
 	handlerCtx, detached context.Context
+	// readerCtx is the context of a notification handled by the read
+	// goroutine itself; a request sent with it moves reading elsewhere.
+	readerCtx context.Context
+	watch     *time.Timer // moves reading elsewhere when such a handler runs long
 
 	q    inbox         // the main lane
 	ctl  inbox         // the preempt lane
@@ -105,14 +110,14 @@ type Conn struct {
 	methods map[string]string // interned method names (reader only)
 	seeded  int
 
-	mu       sync.Mutex
-	pending  map[uint64]chan callResult // nil once no reply can arrive
-	running  map[string]*inbound        // requests with a context of their own, by id
-	cause    error                      // why the connection shut down
-	closing  bool                       // shutting down (cancellable requests are cancelled at once)
-	lanes    sync.WaitGroup             // dispatchers and workers
-	gate     gate                       // handler calls, for Close to wait on
-	ctlOnce  sync.Once
+	mu      sync.Mutex
+	pending map[uint64]chan callResult // nil once no reply can arrive
+	running map[string]*inbound        // requests with a context of their own, by id
+	cause   error                      // why the connection shut down
+	closing bool                       // shutting down (cancellable requests are cancelled at once)
+	lanes   sync.WaitGroup             // dispatchers and workers
+	gate    gate                       // handler calls, for Close to wait on
+	ctlOnce sync.Once
 
 	diag      diagnostics
 	done      chan struct{}
@@ -131,8 +136,12 @@ type callResult struct {
 // handlerKey is the context key of a *handlerMark.
 type handlerKey struct{}
 
-// handlerMark identifies the contexts of one Conn's handlers.
-type handlerMark struct{ conn *Conn }
+// handlerMark identifies the contexts of one Conn's handlers; reader marks
+// a notification's handler running on the read goroutine.
+type handlerMark struct {
+	conn   *Conn
+	reader bool
+}
 
 // NewConn starts a connection reading frames from r and writing them to w,
 // framed by codec. h handles inbound requests and notifications; if it is
@@ -174,6 +183,9 @@ func NewConn(r io.Reader, w io.Writer, codec Codec, h Handler, opts *Options) *C
 	mark := &handlerMark{conn: c}
 	c.handlerCtx = context.WithValue(c.ctx, handlerKey{}, mark)
 	c.detached = context.WithValue(context.Background(), handlerKey{}, mark)
+	c.readerCtx = context.WithValue(c.ctx, handlerKey{}, &handlerMark{conn: c, reader: true})
+	c.watch = time.AfterFunc(time.Hour, c.watchdog)
+	c.watch.Stop()
 	if o.MaxConcurrentRequests > 1 {
 		c.sem = make(chan struct{}, o.MaxConcurrentRequests)
 		c.work = make(chan *inbound)

@@ -116,9 +116,10 @@ func MethodNotFound(method string) *Error {
 // {"method": ..., "operation": ...}, truncated like the message.
 func UnsupportedOperation(method, operation string) *Error {
 	method, operation = Truncate(method, MaxEcho), Truncate(operation, MaxEcho)
-	e := NewError(CodeMethodNotFound, method+": unsupported operation "+operation,
-		map[string]string{"method": method, "operation": operation})
-	return e
+	return NewError(CodeMethodNotFound, method+": unsupported operation "+operation, struct {
+		Method    string `json:"method"`
+		Operation string `json:"operation"`
+	}{method, operation})
 }
 
 // InvalidParams is the ErrInvalidParams error for params that do not fit

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // inbound is a request or notification read from the peer.
@@ -35,11 +36,14 @@ type inbox struct {
 	bytes    int
 	maxN     int
 	maxBytes int
-	closed   bool // no more items will be pushed
-	dropped  bool // the queued items were discarded
-	idle     bool // the dispatcher waits in pop with everything before it handled or started
-	unsent   bool // items were pushed since the dispatcher was last signalled
-	callers  int  // handlers of this connection waiting inside Send
+	closed   bool      // no more items will be pushed
+	dropped  bool      // the queued items were discarded
+	idle     bool      // the dispatcher waits in pop with everything before it handled or started
+	inline   bool      // the reader handles a notification itself; the dispatcher waits for it
+	inlineAt time.Time // when that began
+	handoff  bool      // during inline: reading has moved to a new goroutine
+	unsent   bool      // items were pushed since the dispatcher was last signalled
+	callers  int       // handlers of this connection waiting inside Send
 	waiting  atomic.Bool
 
 	// Notifications pushed and handled so far, for the response barrier;
@@ -137,7 +141,7 @@ func (q *inbox) signalLocked() {
 func (q *inbox) pop() (*inbound, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	for q.n == 0 && !q.closed {
+	for q.inline || q.n == 0 && !q.closed {
 		q.idle = true
 		q.ready.Wait()
 		q.idle = false
@@ -181,7 +185,56 @@ func (q *inbox) close(drop bool) {
 func (q *inbox) whenCaughtUp(start func() bool) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return q.idle && q.n == 0 && !q.closed && start()
+	return q.idle && q.n == 0 && !q.closed && !q.inline && start()
+}
+
+// claimInline lets the reader handle a notification itself when the
+// dispatcher has caught up (as whenCaughtUp), sparing the hand-off; the
+// dispatcher then waits for endInline. It counts the notification for the
+// response barrier.
+func (q *inbox) claimInline() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if !q.idle || q.n > 0 || q.closed || q.inline {
+		return false
+	}
+	q.inline, q.handoff, q.inlineAt = true, false, time.Now()
+	q.queued.Add(1)
+	return true
+}
+
+// endInline records that the reader finished its notification and lets
+// the dispatcher go on with what was queued meanwhile. It reports whether
+// reading moved to another goroutine during the notification.
+func (q *inbox) endInline() (handedOff bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.inline = false
+	q.handled.Add(1)
+	q.wakeLocked()
+	if q.n > 0 || q.closed {
+		// Queued meanwhile, by the reader it handed off to, or closed
+		// meanwhile: either way the dispatcher has something to do.
+		q.ready.Signal()
+	}
+	return q.handoff
+}
+
+// takeOver reports whether the caller may move reading to a new goroutine:
+// the reader has been inside a notification's handler for at least age and
+// reading has not moved yet. Otherwise wait, if positive, is how much
+// longer until that handler is old enough.
+func (q *inbox) takeOver(age time.Duration) (ok bool, wait time.Duration) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if !q.inline || q.handoff || q.closed {
+		return false, 0
+	}
+	if d := age - time.Since(q.inlineAt); d > 0 {
+		return false, d
+	}
+	q.handoff = true
+	return true, 0
 }
 
 // backlog reports whether items are waiting for the dispatcher.

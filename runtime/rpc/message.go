@@ -123,7 +123,8 @@ type Codec interface {
 	Seq(id []byte) (uint64, bool)
 }
 
-// Request is an inbound request or notification.
+// Request is an inbound request or notification. A Request and its Params
+// are valid only until the handler returns; copy what must outlive it.
 type Request struct {
 	Kind      Kind // KindRequest or KindNotification
 	ID        ID   // a request's id; a notification's, if its protocol gives one (AgentPM events)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
 
@@ -14,12 +15,20 @@ import (
 // read is the read goroutine. It routes replies to their callers, applies
 // cancel messages, queues everything else for the dispatchers and, when the
 // peer's input ends, sees the connection through its graceful end.
+//
+// A notification that arrives when the dispatcher has caught up is handled
+// by the read goroutine itself, sparing a hand-off per message. If its
+// handler sends a request (whose reply only a reader can read) or runs
+// longer than inlineWatch, reading moves to a new goroutine, and this one
+// exits once the handler returns.
 func (c *Conn) read() {
 	var cause error
 	for c.q.waitSpace() {
 		frame, err := c.fr.ReadFrame()
 		if err == nil {
-			c.handleFrame(frame)
+			if c.handleFrame(frame) {
+				return // reading moved on while a handler ran here
+			}
 			if !c.fr.More() {
 				c.q.flush()
 			}
@@ -41,19 +50,56 @@ func (c *Conn) read() {
 }
 
 // handleFrame classifies one inbound line. frame is only valid during the
-// call, so whatever outlives it is copied.
-func (c *Conn) handleFrame(frame []byte) {
+// call, so whatever outlives it is copied. It reports whether reading moved
+// to another goroutine meanwhile.
+func (c *Conn) handleFrame(frame []byte) (handedOff bool) {
 	m := &c.msg
 	*m = Message{}
 	if err := c.codec.Decode(frame, m); err != nil {
 		c.badFrame(err, frame)
-		return
+		return false
 	}
 	switch m.Kind {
 	case KindResponse, KindError:
 		c.deliver(m, frame)
 	case KindRequest, KindNotification:
-		c.accept(m)
+		return c.accept(m)
+	}
+	return false
+}
+
+// inlineWatch is how long a notification's handler may run on the read
+// goroutine before reading moves to a new goroutine.
+const inlineWatch = time.Millisecond
+
+// serveInline handles a notification on the read goroutine and reports
+// whether reading moved to another goroutine meanwhile.
+func (c *Conn) serveInline(it *inbound) bool {
+	c.watch.Reset(inlineWatch)
+	it.ctx = c.readerCtx
+	c.serve(it, false)
+	c.watch.Stop()
+	return c.q.endInline()
+}
+
+// handoff moves reading to a new goroutine while the read goroutine runs a
+// notification's handler: called when that handler sends a request, or
+// runs longer than inlineWatch. The reader gets buffers of its own, since
+// the handler's params alias the old ones.
+func (c *Conn) handoff() { c.handoffAfter(0) }
+
+// watchdog is the inline watch timer's function. The timer may fire late,
+// for an earlier handler: it then waits out the current one's time.
+func (c *Conn) watchdog() { c.handoffAfter(inlineWatch) }
+
+func (c *Conn) handoffAfter(age time.Duration) {
+	ok, wait := c.q.takeOver(age)
+	switch {
+	case ok:
+		c.fr.Detach()
+		go c.read()
+	case wait > 0:
+		c.watch.Reset(wait)
 	}
 }
 
@@ -91,31 +137,42 @@ func (c *Conn) rejectWith(id ID, e *Error) {
 }
 
 // accept queues an inbound request or notification, after applying it if
-// it is a cancel message.
-func (c *Conn) accept(m *Message) {
+// it is a cancel message, or handles a notification inline. It reports
+// whether reading moved to another goroutine meanwhile.
+func (c *Conn) accept(m *Message) (handedOff bool) {
 	method := c.intern(m.Method)
-	// Names count too: a peer can send a distinct long name every time.
-	size := len(m.Body) + len(m.ID) + len(m.Method) + len(m.Qualifier) + itemOverhead
-	it := &inbound{Request: Request{Kind: m.Kind, Method: method}, size: size}
+	var qualifier string
 	if len(m.Qualifier) > 0 {
-		it.Qualifier = c.intern(m.Qualifier)
-	}
-	if len(m.Body) > 0 {
-		it.Params = bytes.Clone(m.Body)
+		qualifier = c.intern(m.Qualifier)
 	}
 	preempt := c.rules.preempt[method]
 	if rule := c.rules.cancel[method]; rule != nil {
-		c.applyCancel(rule, it.Params)
+		c.applyCancel(rule, m.Body)
 	}
+	var id ID
 	if m.ID != nil {
-		it.ID = ID{raw: string(m.ID)} // an event may carry one too
+		id = ID{raw: string(m.ID)} // an event may carry one too
+	}
+	// m is not read past claimInline: once it succeeds, reading may move to
+	// another goroutine, which reuses m (not the frame, see handoff).
+	if body := m.Body; m.Kind == KindNotification && !preempt && c.q.claimInline() {
+		// Handled right here, while the frame is valid: nothing to copy.
+		it := &c.inline
+		*it = inbound{Request: Request{Kind: KindNotification, ID: id, Method: method, Qualifier: qualifier, Params: body}}
+		return c.serveInline(it)
+	}
+	// Names count too: a peer can send a distinct long name every time.
+	size := len(m.Body) + len(m.ID) + len(m.Method) + len(m.Qualifier) + itemOverhead
+	it := &inbound{Request: Request{Kind: m.Kind, ID: id, Method: method, Qualifier: qualifier}, size: size}
+	if len(m.Body) > 0 {
+		it.Params = bytes.Clone(m.Body)
 	}
 	if m.Kind == KindRequest {
 		if !preempt && c.q.refuse() {
 			e := ErrOverloaded.with(ErrOverloaded.Message + "; retry later")
 			c.rejectWith(it.ID, e)
 			c.diag.report(&FrameError{Kind: FrameOverloaded, Err: e, ID: it.ID})
-			return
+			return false
 		}
 		c.register(it)
 	}
@@ -126,11 +183,12 @@ func (c *Conn) accept(m *Message) {
 		})
 		c.ctl.push(it)
 		c.ctl.flush()
-		return
+		return false
 	}
 	if !c.startNow(it) {
 		c.q.push(it)
 	}
+	return false
 }
 
 // startNow starts a concurrent request straight from the read goroutine,
