@@ -58,7 +58,7 @@ func BenchmarkCodec(b *testing.B) {
 // BenchmarkNotifySend is a runtime's outbound path: Notify on a connection
 // writing to io.Discard.
 func BenchmarkNotifySend(b *testing.B) {
-	for _, rt := range Runtimes() {
+	for _, rt := range append(Runtimes(), References()...) {
 		b.Run(rt.Key(), func(b *testing.B) {
 			benchNotifySend(b, rt)
 		})
@@ -86,7 +86,7 @@ func benchNotifySend(b *testing.B, rt Runtime) {
 // fed in batches of 100 pre-encoded frames.
 func BenchmarkNotifyReceive(b *testing.B) {
 	const batch = 100
-	for _, rt := range Runtimes() {
+	for _, rt := range append(Runtimes(), References()...) {
 		b.Run(rt.Key(), func(b *testing.B) {
 			f, err := NewFeeder(rt, batch)
 			if err != nil {
