@@ -100,6 +100,7 @@ type Conn struct {
 	// goroutine itself; a request sent with it moves reading elsewhere.
 	readerCtx context.Context
 	watch     *time.Timer // moves reading elsewhere when such a handler runs long
+	watching  atomic.Bool // watch is armed
 
 	q    inbox         // the main lane
 	ctl  inbox         // the preempt lane

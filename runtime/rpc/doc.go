@@ -19,6 +19,11 @@
 // with [Options.MaxConcurrentRequests], started in order and run
 // concurrently by reused workers. The reader hands over every line it has
 // already buffered at once, so a burst costs one wake-up, not one per line.
+// A notification that arrives with nothing queued is handled by the reading
+// goroutine itself, sparing the hand-off; should its handler send a request
+// or run longer than a millisecond, reading moves on to a new goroutine, so
+// replies and cancel messages are still read and the order stays the same.
+// Handlers therefore must not assume which goroutine runs them.
 // Methods listed in [Options.Preempt], and every cancel message, are handled
 // on a lane of their own that never waits behind other handlers.
 //

@@ -237,6 +237,14 @@ func (q *inbox) takeOver(age time.Duration) (ok bool, wait time.Duration) {
 	return true, 0
 }
 
+// watched reports whether a notification is handled inline and reading has
+// not moved on from it: the inline watch has to time it.
+func (q *inbox) watched() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.inline && !q.handoff && !q.closed
+}
+
 // backlog reports whether items are waiting for the dispatcher.
 func (q *inbox) backlog() bool { return q.waiting.Load() }
 
