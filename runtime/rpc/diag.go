@@ -43,8 +43,6 @@ const (
 
 func (d *diagnostics) init(log *slog.Logger, on func(*FrameError)) {
 	d.log, d.on = log, on
-	d.ch = make(chan *FrameError, diagQueue)
-	d.recs = make(chan diagRecord, diagQueue)
 	d.quit = make(chan struct{})
 	d.stop = sync.OnceFunc(func() { close(d.quit) })
 }
@@ -82,7 +80,15 @@ func (h *diagHandler) WithGroup(name string) slog.Handler {
 	return &diagHandler{d: h.d, h: h.h.WithGroup(name)}
 }
 
-func (d *diagnostics) start() { d.once.Do(func() { go d.run() }) }
+// start makes the queues and starts the goroutine on first use: most
+// connections never report anything, and the queues are about 17 KiB.
+func (d *diagnostics) start() {
+	d.once.Do(func() {
+		d.ch = make(chan *FrameError, diagQueue)
+		d.recs = make(chan diagRecord, diagQueue)
+		go d.run()
+	})
+}
 
 func (d *diagnostics) drop() {
 	d.mu.Lock()
