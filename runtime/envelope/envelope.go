@@ -267,24 +267,8 @@ func (c *Codec) frameErr(kind rpc.FrameErrorKind, cause error, detail string, id
 // stringID finds the string id of a malformed frame, so that the error
 // frame answering it can echo the id when there is one to echo.
 func stringID(line []byte) jsontext.Value {
-	dec := jsontext.NewDecoder(bytes.NewReader(line))
-	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
-		return nil
-	}
-	for dec.PeekKind() == '"' {
-		tok, err := dec.ReadToken()
-		if err != nil {
-			return nil
-		}
-		isID := tok.String() == "id"
-		v, err := dec.ReadValue()
-		if err != nil {
-			return nil
-		} else if isID && v.Kind() == '"' {
-			return bytes.Clone(v)
-		} else if isID {
-			return nil
-		}
+	if id := rpc.Member(line, "id"); id.Kind() == '"' {
+		return id
 	}
 	return nil
 }

@@ -366,6 +366,34 @@ func TestWriteQueueBytesBound(t *testing.T) {
 	}
 }
 
+// sampleHeap records the highest value of field in the memory statistics,
+// read every period, until the returned function is called; that function
+// returns it.
+func sampleHeap(period time.Duration, field func(*runtime.MemStats) uint64) (stop func() uint64) {
+	done := make(chan struct{})
+	peak := make(chan uint64, 1)
+	go func() {
+		var m runtime.MemStats
+		var highest uint64
+		tick := time.NewTicker(period)
+		defer tick.Stop()
+		for {
+			runtime.ReadMemStats(&m)
+			highest = max(highest, field(&m))
+			select {
+			case <-done:
+				peak <- highest
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() uint64 {
+		close(done)
+		return <-peak
+	}
+}
+
 // heapInuse returns the bytes of in-use heap spans after a collection.
 func heapInuse() uint64 {
 	runtime.GC()
@@ -408,28 +436,10 @@ func TestNonReadingPeerHugeLines(t *testing.T) {
 			before := heapInuse()
 
 			// Sample the heap while the lines stream in.
-			stop := make(chan struct{})
-			peak := make(chan uint64, 1)
-			go func() {
-				var m runtime.MemStats
-				var highest uint64
-				tick := time.NewTicker(5 * time.Millisecond)
-				defer tick.Stop()
-				for {
-					runtime.ReadMemStats(&m)
-					highest = max(highest, m.HeapInuse)
-					select {
-					case <-stop:
-						peak <- highest
-						return
-					case <-tick.C:
-					}
-				}
-			}()
+			stopSampling := sampleHeap(5*time.Millisecond, func(m *runtime.MemStats) uint64 { return m.HeapInuse })
 			sent, writerDone := flood(inW, tt.line, lines)
 			stalledAt := waitStalled(sent)
-			close(stop)
-			heapPeak := <-peak
+			heapPeak := stopSampling()
 			live := heapInuse()
 			t.Logf("%d of %d lines taken while blocked on writing; heap in use %d MiB before, peak %d MiB, live %d MiB",
 				stalledAt, lines, before>>20, heapPeak>>20, live>>20)

@@ -193,7 +193,7 @@ func (c *Conn) cancelOutbound(h *Header, body []byte) {
 	r, params := c.rules.target[h.Method], []byte(nil)
 	switch {
 	case r != nil && r.Key != "":
-		v := member(body, r.Key)
+		v := Member(body, r.Key)
 		if v == nil {
 			return
 		}

@@ -388,3 +388,20 @@ func TestBlankLineAfterMessage(t *testing.T) {
 		p.expect(`{"jsonrpc":"2.0","id":2,"result":"ok"}`)
 	}
 }
+
+func TestMember(t *testing.T) {
+	for _, tc := range []struct{ obj, name, want string }{
+		{`{"a":1,"id":"x"}`, "id", `"x"`},
+		{`{"a":{"id":2},"id":[1, 2]}`, "id", `[1, 2]`},
+		{`{"\u0069d":3}`, "id", `3`},
+		{`{"id":"x", broken`, "id", `"x"`}, // found before the line goes wrong
+		{`{broken, "id":"x"}`, "id", ``},
+		{`{"a":1}`, "id", ``},
+		{`["id"]`, "id", ``},
+		{``, "id", ``},
+	} {
+		if got := string(rpc.Member([]byte(tc.obj), tc.name)); got != tc.want {
+			t.Errorf("Member(%s, %q) = %s, want %s", tc.obj, tc.name, got, tc.want)
+		}
+	}
+}

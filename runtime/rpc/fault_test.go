@@ -520,28 +520,10 @@ func TestFaultPeerSendsHugeLine(t *testing.T) {
 	runtime.GC()
 	var before runtime.MemStats
 	runtime.ReadMemStats(&before)
-	stop := make(chan struct{})
-	peak := make(chan uint64, 1)
-	go func() {
-		var m runtime.MemStats
-		var highest uint64
-		tick := time.NewTicker(2 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			runtime.ReadMemStats(&m)
-			highest = max(highest, m.HeapAlloc)
-			select {
-			case <-stop:
-				peak <- highest
-				return
-			case <-tick.C:
-			}
-		}
-	}()
+	stopSampling := sampleHeap(2*time.Millisecond, func(m *runtime.MemStats) uint64 { return m.HeapAlloc })
 	var result string
 	err := p.c.Call(ctx, "m", nil, &result)
-	close(stop)
-	heapPeak := <-peak
+	heapPeak := stopSampling()
 	var after runtime.MemStats
 	runtime.ReadMemStats(&after)
 	if err != nil || result != "ok" {

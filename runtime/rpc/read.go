@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/go-json-experiment/json/jsontext"
-
 	"github.com/bridgekit/bridgekit/runtime/ndjson"
 )
 
@@ -298,7 +296,7 @@ func (c *Conn) register(it *inbound) {
 		return
 	}
 	if target != nil && target.Key != "" {
-		it.key = string(member(it.Params, target.Key))
+		it.key = string(Member(it.Params, target.Key))
 	}
 	it.ctx, it.cancel = context.WithCancelCause(c.detached)
 	if d > 0 {
@@ -323,9 +321,9 @@ func (c *Conn) applyCancel(r *CancelRule, params []byte) {
 	var key []byte
 	switch {
 	case r.ByID != "":
-		key = member(params, r.ByID)
+		key = Member(params, r.ByID)
 	case r.Key != "":
-		key = member(params, r.Key)
+		key = Member(params, r.Key)
 	}
 	if key == nil && (r.ByID != "" || r.Key != "") {
 		return
@@ -344,35 +342,6 @@ func (c *Conn) applyCancel(r *CancelRule, params []byte) {
 			it.cancel(cause)
 		}
 	}
-}
-
-// member returns a copy of the raw value of the top-level member name of
-// the JSON object obj, or nil.
-func member(obj []byte, name string) []byte {
-	if len(obj) == 0 {
-		return nil
-	}
-	dec := jsontext.NewDecoder(bytes.NewReader(obj))
-	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
-		return nil
-	}
-	for dec.PeekKind() == '"' {
-		tok, err := dec.ReadToken()
-		if err != nil {
-			return nil
-		}
-		if tok.String() == name {
-			v, err := dec.ReadValue()
-			if err != nil {
-				return nil
-			}
-			return bytes.Clone(v)
-		}
-		if dec.SkipValue() != nil {
-			return nil
-		}
-	}
-	return nil
 }
 
 // rules are a connection's cancel rules and preempted methods, by method.
