@@ -112,23 +112,15 @@ func (r *compiled) patch(hook HookID, in map[string]any) (Patch, error) {
 		return &ToolSelectionPatch{CandidateIDs: kept}, nil
 
 	case BeforeToolCall:
-		args, changed := redact(in["arguments"], r.redact)
-		if !changed {
-			return nil, nil
-		}
-		raw, err := json.Marshal(args, json.Deterministic(true))
-		if err != nil {
+		raw, err := redactJSON(in["arguments"], r.redact)
+		if raw == nil || err != nil {
 			return nil, err
 		}
 		return &ToolCallPatch{Arguments: raw}, nil
 
 	case BeforeMemoryWrite:
-		content, changed := redact(in["content"], r.redact)
-		if !changed {
-			return nil, nil
-		}
-		raw, err := json.Marshal(content, json.Deterministic(true))
-		if err != nil {
+		raw, err := redactJSON(in["content"], r.redact)
+		if raw == nil || err != nil {
 			return nil, err
 		}
 		return &MemoryWritePatch{Content: raw}, nil
@@ -240,6 +232,16 @@ func redactString(s string, res []*regexp.Regexp) (string, bool) {
 		out = b.String()
 	}
 	return out, out != s
+}
+
+// redactJSON returns v redacted as JSON (members sorted), or nil when
+// redaction changes nothing.
+func redactJSON(v any, res []*regexp.Regexp) (jsontext.Value, error) {
+	red, changed := redact(v, res)
+	if !changed {
+		return nil, nil
+	}
+	return json.Marshal(red, json.Deterministic(true))
 }
 
 // redact returns v with every string value (not member names) redacted,

@@ -413,23 +413,11 @@ func (s *Store) CommitLifecycle(ctx context.Context, req CommitRequest) (*Commit
 				return wrapAt(err, fmt.Sprintf("expected source %d", i))
 			}
 		}
-		for i, w := range req.OutputWrites {
-			r, err := s.write(tx, w)
-			if err != nil {
-				return wrapAt(err, fmt.Sprintf("output write %d", i))
-			}
-			if r.RecordID != "" {
-				res.OutputRecordIDs = append(res.OutputRecordIDs, r.RecordID)
-			}
+		if err := s.writeAll(tx, req.OutputWrites, "output write", &res.OutputRecordIDs); err != nil {
+			return err
 		}
-		for i, w := range req.SourceMutations {
-			r, err := s.write(tx, w)
-			if err != nil {
-				return wrapAt(err, fmt.Sprintf("source mutation %d", i))
-			}
-			if r.RecordID != "" {
-				res.SourceRecordIDs = append(res.SourceRecordIDs, r.RecordID)
-			}
+		if err := s.writeAll(tx, req.SourceMutations, "source mutation", &res.SourceRecordIDs); err != nil {
+			return err
 		}
 		if len(req.OperationState) == 0 || string(req.OperationState) == "null" {
 			return nil
@@ -451,6 +439,20 @@ func (s *Store) CommitLifecycle(ctx context.Context, req CommitRequest) (*Commit
 		return nil, &Error{Code: CodeCommitFailed, Message: err.Error(), Err: err}
 	}
 	return res, nil
+}
+
+// writeAll applies writes in order inside tx, appending the ids written.
+func (s *Store) writeAll(tx *bolt.Tx, writes []WriteRequest, what string, ids *[]string) error {
+	for i, w := range writes {
+		r, err := s.write(tx, w)
+		if err != nil {
+			return wrapAt(err, fmt.Sprintf("%s %d", what, i))
+		}
+		if r.RecordID != "" {
+			*ids = append(*ids, r.RecordID)
+		}
+	}
+	return nil
 }
 
 func checkSource(tx *bolt.Tx, src ExpectedSource) error {
