@@ -31,6 +31,7 @@
 package delegation
 
 import (
+	"bytes"
 	"container/list"
 	"context"
 	"crypto/rand"
@@ -302,7 +303,7 @@ func (c *Checkpoint) clone() *Checkpoint {
 	d.ExpectedScope = slices.Clone(c.ExpectedScope)
 	d.Budget = c.Budget.clone()
 	d.EvidenceRefs = cloneValues(c.EvidenceRefs)
-	d.Metadata = cloneValue(c.Metadata)
+	d.Metadata = bytes.Clone(c.Metadata)
 	return &d
 }
 
@@ -344,7 +345,7 @@ func ParseCheckpoint(result jsontext.Value, req *Request) (*Checkpoint, error) {
 	}
 	c.EvidenceRefs = values(m, "evidence_refs", "evidence")
 	if md, ok := m["metadata"]; ok && md.Kind() == '{' {
-		c.Metadata = cloneValue(md)
+		c.Metadata = bytes.Clone(md)
 	}
 	return c, nil
 }
@@ -545,7 +546,7 @@ func (e *Envelope) clone() *Envelope {
 		d.Capabilities = &c
 	}
 	d.Checkpoint = e.Checkpoint.clone()
-	d.Result, d.Handoff, d.Diff, d.Metadata = cloneValue(e.Result), cloneValue(e.Handoff), cloneValue(e.Diff), cloneValue(e.Metadata)
+	d.Result, d.Handoff, d.Diff, d.Metadata = bytes.Clone(e.Result), bytes.Clone(e.Handoff), bytes.Clone(e.Diff), bytes.Clone(e.Metadata)
 	d.Artifacts, d.Receipts, d.EvidenceRefs = cloneValues(e.Artifacts), cloneValues(e.Receipts), cloneValues(e.EvidenceRefs)
 	return &d
 }
@@ -744,7 +745,7 @@ func (g *Guard) Delegate(ctx context.Context, req Request) (*Envelope, error) {
 		return nil, classify("discovery", withKind(err, KindDiscovery))
 	}
 	env := &Envelope{ID: newID("external_delegate"), Target: req.Target, Task: req.Task, Budget: req.Budget.clone(),
-		IdempotencyKey: key, Metadata: cloneValue(req.Metadata)}
+		IdempotencyKey: key, Metadata: bytes.Clone(req.Metadata)}
 	c := caps.clone()
 	env.Capabilities = &c
 	refuse := func(reason string) (*Envelope, error) {
@@ -791,15 +792,15 @@ func (g *Guard) Delegate(ctx context.Context, req Request) (*Envelope, error) {
 		return nil, &Error{Kind: KindProtocol, Category: KindProtocol.DefaultCategory(), Message: MethodDispatch + ": " + err.Error(), Err: err}
 	}
 	m, _ := object(res)
-	env.Result = cloneValue(res)
+	env.Result = bytes.Clone(res)
 	env.BudgetUsed = used
-	env.Handoff = cloneValue(m["handoff"])
+	env.Handoff = bytes.Clone(m["handoff"])
 	if hs := values(m, "handoffs"); env.Handoff == nil && len(hs) > 0 {
 		env.Handoff = hs[0]
 	}
-	env.Diff = cloneValue(m["diff"])
+	env.Diff = bytes.Clone(m["diff"])
 	if env.Diff == nil {
-		env.Diff = cloneValue(m["patch"])
+		env.Diff = bytes.Clone(m["patch"])
 	}
 	env.Artifacts = values(m, "artifacts")
 	env.Receipts = values(m, "receipts", "receipt_links")
@@ -966,20 +967,13 @@ func values(m map[string]jsontext.Value, names ...string) []jsontext.Value {
 	return nil
 }
 
-func cloneValue(v jsontext.Value) jsontext.Value {
-	if v == nil {
-		return nil
-	}
-	return append(jsontext.Value(nil), v...)
-}
-
 func cloneValues(vs []jsontext.Value) []jsontext.Value {
 	if vs == nil {
 		return nil
 	}
 	out := make([]jsontext.Value, len(vs))
 	for i, v := range vs {
-		out[i] = cloneValue(v)
+		out[i] = bytes.Clone(v)
 	}
 	return out
 }

@@ -372,7 +372,7 @@ func metadataOrEmpty(md jsontext.Value) jsontext.Value {
 	if isNull(md) {
 		return jsontext.Value("{}")
 	}
-	return append(jsontext.Value(nil), md...)
+	return bytes.Clone(md)
 }
 
 func isNull(v jsontext.Value) bool { return len(v) == 0 || v.Kind() == 'n' }
@@ -404,7 +404,7 @@ func (r *Registry) detach(id, reason string, metadata jsontext.Value) Change {
 	}
 	var md jsontext.Value
 	if len(metadata) > 0 {
-		md = append(md, metadata...)
+		md = bytes.Clone(metadata)
 	}
 	return r.emit(Change{Action: ActionDetached, ClientID: id, PreviousControllerID: prev, Reason: reason, Metadata: md})
 }
@@ -426,7 +426,7 @@ func (r *Registry) Heartbeat(clientID string, metadata jsontext.Value) (Change, 
 	c.LastSeenAt = now
 	var md jsontext.Value
 	if !isNull(metadata) {
-		c.Metadata = append(jsontext.Value(nil), metadata...)
+		c.Metadata = bytes.Clone(metadata)
 		md = c.Metadata
 	}
 	return r.emit(Change{Action: ActionHeartbeat, Client: c, ClientID: clientID, PreviousControllerID: r.controller, Metadata: md}), nil

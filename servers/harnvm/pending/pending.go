@@ -44,6 +44,7 @@
 package pending
 
 import (
+	"bytes"
 	"container/list"
 	"context"
 	"crypto/rand"
@@ -51,6 +52,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -311,7 +313,7 @@ func (q *Queue) Inject(actor Actor, mode Mode, content jsontext.Value) (string, 
 	}
 	id := q.opts.NewMessageID()
 	q.forget(settledKey{KindUser, id})
-	q.push(&Entry{Kind: KindUser, ID: id, Mode: mode, Content: clone(content), Owner: actor})
+	q.push(&Entry{Kind: KindUser, ID: id, Mode: mode, Content: bytes.Clone(content), Owner: actor})
 	return id, nil
 }
 
@@ -339,7 +341,7 @@ func (q *Queue) Remind(r Reminder, mode Mode) (string, error) {
 	}
 	q.forget(settledKey{KindReminder, r.ID})
 	r.Tags = append([]string(nil), r.Tags...)
-	r.GoalPin, r.Meta = clone(r.GoalPin), clone(r.Meta)
+	r.GoalPin, r.Meta = bytes.Clone(r.GoalPin), bytes.Clone(r.Meta)
 	q.push(&Entry{Kind: KindReminder, ID: r.ID, Mode: mode, Reminder: &r})
 	return r.ID, nil
 }
@@ -402,7 +404,7 @@ func (q *Queue) Replace(actor Actor, messageID string, content jsontext.Value) e
 		if err := checkContent(MethodReplaceInject, content); err != nil {
 			return err
 		}
-		q.entries[i].Content = clone(content)
+		q.entries[i].Content = bytes.Clone(content)
 		return nil
 	}
 	s, ok := q.settledAs(KindUser, messageID)
@@ -504,21 +506,14 @@ func (q *Queue) Wait(ctx context.Context, cp Checkpoint) ([]Entry, error) {
 func (e *Entry) copy(pos int) Entry {
 	c := *e
 	c.Position = pos
-	c.Content = clone(e.Content)
+	c.Content = bytes.Clone(e.Content)
 	if e.Reminder != nil {
 		r := *e.Reminder
 		r.Tags = append([]string(nil), r.Tags...)
-		r.GoalPin, r.Meta = clone(r.GoalPin), clone(r.Meta)
+		r.GoalPin, r.Meta = bytes.Clone(r.GoalPin), bytes.Clone(r.Meta)
 		c.Reminder = &r
 	}
 	return c
-}
-
-func clone(v jsontext.Value) jsontext.Value {
-	if v == nil {
-		return nil
-	}
-	return append(jsontext.Value(nil), v...)
 }
 
 func (q *Queue) settle(e *Entry, delivered bool) {
@@ -585,7 +580,7 @@ func checkContent(method string, content jsontext.Value) error {
 		}
 		for i, b := range blocks {
 			var typ string
-			if b == nil || json.Unmarshal(b["type"], &typ) != nil || !contains(blockTypes, typ) {
+			if b == nil || json.Unmarshal(b["type"], &typ) != nil || !slices.Contains(blockTypes, typ) {
 				return bad(fmt.Sprintf("content block %d has no known type", i))
 			}
 			if typ == "text" {
@@ -597,15 +592,6 @@ func checkContent(method string, content jsontext.Value) error {
 		return nil
 	}
 	return bad("content must be a string or an array of content blocks")
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // uuidV7 returns a version 7 UUID: 48 bits of Unix milliseconds, then

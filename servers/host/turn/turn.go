@@ -23,6 +23,7 @@ package turn
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/bridgekit/bridgekit/gen/acp"
 	"github.com/bridgekit/bridgekit/runtime/rpc"
@@ -54,7 +55,7 @@ var kinds = []Kind{KindNatural, KindUserCancelled, KindPolicyBudget, KindComplet
 	KindPolicyThrash, KindPolicyGuardrail, KindPolicyStop, KindProviderError, KindRuntimeError, KindSuspended, KindUnknown}
 
 // Known reports whether k is a documented kind.
-func (k Kind) Known() bool { return contains(kinds, k) }
+func (k Kind) Known() bool { return slices.Contains(kinds, k) }
 
 // Owner is terminal.owner: who ended the loop. Values this version does not
 // know are kept as sent.
@@ -73,16 +74,7 @@ const (
 var owners = []Owner{OwnerAgent, OwnerUser, OwnerPolicy, OwnerProvider, OwnerHarness, OwnerUnknown}
 
 // Known reports whether o is a documented owner.
-func (o Owner) Known() bool { return contains(owners, o) }
-
-func contains[T comparable](list []T, v T) bool {
-	for _, x := range list {
-		if x == v {
-			return true
-		}
-	}
-	return false
-}
+func (o Owner) Known() bool { return slices.Contains(owners, o) }
 
 // Terminal is _meta.harn.terminal.
 type Terminal struct {
