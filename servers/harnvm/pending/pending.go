@@ -1,0 +1,728 @@
+// Package pending is the reference state machine of a Harn session's
+// pending injections: user messages queued with session/inject and
+// reminders queued with session/remind, delivered into the agent loop at
+// its checkpoints, listed by session/pending_injections, and revoked or
+// replaced before delivery.
+//
+// # The queue
+//
+// A [Queue] keeps user messages and reminders in one FIFO. Each entry has a
+// canonical delivery [Mode]; a checkpoint of the loop drains, in order, the
+// entries of its mode ([Queue.Drain], or [Queue.Wait] to block until there
+// are some): interrupt_immediate entries at the next eligible checkpoint
+// (before a pending tool batch), finish_step entries at the next safe
+// operation boundary, audit_only entries at loop exit, where they are
+// recorded but never rendered to the model.
+//
+// Mutations race with delivery, and the answers are exact (seed, and
+// catalogue §1.12):
+//
+//	session/revoke_inject    pending → {status:"revoked"}; revoked → {status:"already_revoked"};
+//	                         delivered → already_delivered; never seen → unknown_message_id
+//	session/replace_inject   pending → {status:"replaced"} (same id, mode and FIFO slot);
+//	                         revoked → already_revoked; delivered → already_delivered;
+//	                         never seen → unknown_message_id
+//	session/revoke_reminder  pending → revoked; revoked → already_revoked;
+//	                         delivered → already_delivered; never seen → unknown_reminder_id
+//
+// and a message may only be revoked or replaced by the actor that injected
+// it, or by a host owner: anyone else gets not_owner_or_not_authorized.
+// Refusals are *[RaceError]s; [RaceError.RPCError] is Harn's -32602 answer
+// with data {reason, messageId | reminderId, actor?, owner?}.
+//
+// The queue remembers the ids of settled (delivered or revoked) entries up
+// to [Options.MaxSettled]; an id forgotten since answers unknown_*, never a
+// success. [Options.MaxPending] bounds what may wait.
+//
+// # Reminders
+//
+// [ParseRemind] validates session/remind params: unknown top-level
+// reminder options are HARN-RMD-001, malformed payloads HARN-RMD-002 (an
+// unknown propagate value HARN-RMD-005, as in Harn), each a *[ReminderError].
+//
+// A Queue is safe for concurrent use.
+package pending
+
+import (
+	"bytes"
+	"container/list"
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/bridgekit/bridgekit/runtime/rpc"
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// Mode is a canonical delivery mode.
+type Mode string
+
+// The canonical delivery modes.
+const (
+	InterruptImmediate Mode = "interrupt_immediate"
+	FinishStep         Mode = "finish_step"
+	AuditOnly          Mode = "audit_only"
+)
+
+// Checkpoint is a point of the agent loop where injections are delivered.
+type Checkpoint int
+
+// The checkpoints; each drains the entries of one mode.
+const (
+	// AtInterrupt is the next eligible checkpoint, including before a
+	// pending tool batch: interrupt_immediate entries.
+	AtInterrupt Checkpoint = iota + 1
+	// AtStepBoundary is the next safe operation boundary: finish_step
+	// entries.
+	AtStepBoundary
+	// AtLoopExit is the end of the interaction: audit_only entries.
+	AtLoopExit
+)
+
+// Mode is the mode of the entries the checkpoint drains.
+func (c Checkpoint) Mode() Mode {
+	switch c {
+	case AtInterrupt:
+		return InterruptImmediate
+	case AtStepBoundary:
+		return FinishStep
+	case AtLoopExit:
+		return AuditOnly
+	}
+	return ""
+}
+
+// The methods, as named in errors.
+const (
+	MethodInject         = "session/inject"
+	MethodRevokeInject   = "session/revoke_inject"
+	MethodReplaceInject  = "session/replace_inject"
+	MethodRemind         = "session/remind"
+	MethodRevokeReminder = "session/revoke_reminder"
+)
+
+// Actor is who sent a request: _meta.harn.actor.
+type Actor struct {
+	// ID identifies the actor (its clientId); owners are compared by it.
+	ID string
+	// HostOwner actors may revoke and replace anyone's messages (Harn:
+	// role host_owner, hostOwner or owner).
+	HostOwner bool
+	// Raw is the actor object as sent, echoed in error data; when empty,
+	// {"clientId": ID} is.
+	Raw jsontext.Value
+}
+
+// MarshalJSON encodes a as Raw, or {"clientId": ID}.
+func (a Actor) MarshalJSON() ([]byte, error) {
+	if len(a.Raw) > 0 {
+		return a.Raw, nil
+	}
+	return json.Marshal(struct {
+		ClientID string `json:"clientId"`
+	}{a.ID})
+}
+
+// Kind is an entry's kind.
+type Kind string
+
+// The two kinds of entry.
+const (
+	KindUser     Kind = "user"
+	KindReminder Kind = "reminder"
+)
+
+// Entry is a pending or drained injection.
+type Entry struct {
+	Kind Kind
+	// ID is the messageId or the reminderId.
+	ID   string
+	Mode Mode
+	// Position is the entry's index in the FIFO when listed or drained.
+	Position int
+	// Content is a user message's content as injected (a string or an ACP
+	// content-block array).
+	Content jsontext.Value
+	// Owner is who injected a user message.
+	Owner Actor
+	// Reminder is a reminder entry's spec.
+	Reminder *Reminder
+}
+
+// MarshalJSON encodes e as a session/pending_injections row.
+func (e Entry) MarshalJSON() ([]byte, error) {
+	if e.Kind == KindUser {
+		return json.Marshal(struct {
+			Kind      Kind           `json:"kind"`
+			ID        string         `json:"id"`
+			MessageID string         `json:"messageId"`
+			Mode      Mode           `json:"mode"`
+			Position  int            `json:"position"`
+			Content   jsontext.Value `json:"content"`
+		}{e.Kind, e.ID, e.ID, e.Mode, e.Position, e.Content})
+	}
+	r := e.Reminder
+	if r == nil {
+		r = &Reminder{}
+	}
+	tags := r.Tags
+	if tags == nil {
+		tags = []string{}
+	}
+	var dedupe *string
+	if r.DedupeKey != "" {
+		dedupe = &r.DedupeKey
+	}
+	var ttl *int64
+	if r.TTLTurns > 0 {
+		ttl = &r.TTLTurns
+	}
+	return json.Marshal(struct {
+		Kind               Kind      `json:"kind"`
+		ID                 string    `json:"id"`
+		ReminderID         string    `json:"reminderId"`
+		Mode               Mode      `json:"mode"`
+		Position           int       `json:"position"`
+		Body               string    `json:"body"`
+		Tags               []string  `json:"tags"`
+		DedupeKey          *string   `json:"dedupeKey"`
+		TTLTurns           *int64    `json:"ttlTurns"`
+		PreserveOnCompact  bool      `json:"preserveOnCompact"`
+		Propagate          Propagate `json:"propagate"`
+		RoleHint           RoleHint  `json:"roleHint"`
+		Source             string    `json:"source"`
+		FiredAtTurn        int64     `json:"firedAtTurn"`
+		OriginatingAgentID *string   `json:"originatingAgentId"`
+	}{e.Kind, e.ID, e.ID, e.Mode, e.Position, r.Body, tags, dedupe, ttl, r.PreserveOnCompact, r.Propagate, r.RoleHint,
+		r.Source, r.FiredAtTurn, nil})
+}
+
+// Listing is the result of session/pending_injections.
+type Listing []Entry
+
+// MarshalJSON encodes l as {pendingCount, injections}.
+func (l Listing) MarshalJSON() ([]byte, error) {
+	entries := []Entry(l)
+	if entries == nil {
+		entries = []Entry{}
+	}
+	return json.Marshal(struct {
+		PendingCount int     `json:"pendingCount"`
+		Injections   []Entry `json:"injections"`
+	}{len(entries), entries})
+}
+
+// Status is a successful mutation's status.
+type Status string
+
+// The statuses.
+const (
+	StatusAccepted       Status = "accepted"
+	StatusRevoked        Status = "revoked"
+	StatusAlreadyRevoked Status = "already_revoked"
+	StatusReplaced       Status = "replaced"
+)
+
+// Defaults of Options.
+const (
+	DefaultMaxPending = 1024
+	DefaultMaxSettled = 4096
+)
+
+// Options configures a Queue. The zero value is ready to use.
+type Options struct {
+	// MaxPending bounds the entries waiting; Inject and Remind beyond it
+	// fail with ErrQueueFull. Zero means DefaultMaxPending.
+	MaxPending int
+	// MaxSettled bounds how many delivered and revoked ids are remembered
+	// for already_* answers. Zero means DefaultMaxSettled.
+	MaxSettled int
+	// NewMessageID and NewReminderID mint ids; by default
+	// "msg_inj_<uuid v7, no hyphens>" and a hyphenated uuid v7, as Harn.
+	NewMessageID  func() string
+	NewReminderID func() string
+}
+
+// Queue is one session's pending injections.
+type Queue struct {
+	opts Options
+
+	mu      sync.Mutex
+	entries []*Entry // FIFO
+	// settled remembers ids no longer pending, by kind and id.
+	settled map[settledKey]*list.Element // of settledEntry
+	order   list.List
+	// wake is closed (and replaced) whenever an entry is added.
+	wake chan struct{}
+}
+
+type settledKey struct {
+	kind Kind
+	id   string
+}
+
+type settledEntry struct {
+	key       settledKey
+	delivered bool // else revoked
+	owner     Actor
+}
+
+// NewQueue returns an empty Queue.
+func NewQueue(opts *Options) *Queue {
+	q := &Queue{settled: map[settledKey]*list.Element{}, wake: make(chan struct{})}
+	if opts != nil {
+		q.opts = *opts
+	}
+	if q.opts.MaxPending <= 0 {
+		q.opts.MaxPending = DefaultMaxPending
+	}
+	if q.opts.MaxSettled <= 0 {
+		q.opts.MaxSettled = DefaultMaxSettled
+	}
+	if q.opts.NewMessageID == nil {
+		q.opts.NewMessageID = func() string { u := uuidV7(); return "msg_inj_" + hex.EncodeToString(u[:]) }
+	}
+	if q.opts.NewReminderID == nil {
+		q.opts.NewReminderID = func() string { return formatUUID(uuidV7()) }
+	}
+	return q
+}
+
+// Inject queues a user message (session/inject) and returns its
+// agent-owned messageId. content must be a non-empty string or a non-empty
+// array of ACP content blocks; it is kept as given.
+func (q *Queue) Inject(actor Actor, mode Mode, content jsontext.Value) (string, error) {
+	if err := checkMode(MethodInject, mode); err != nil {
+		return "", err
+	}
+	if err := checkContent(MethodInject, content); err != nil {
+		return "", err
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.entries) >= q.opts.MaxPending {
+		return "", &InputError{Method: MethodInject, Err: ErrQueueFull, Detail: "too many pending injections"}
+	}
+	id := q.opts.NewMessageID()
+	q.forget(settledKey{KindUser, id})
+	q.push(&Entry{Kind: KindUser, ID: id, Mode: mode, Content: bytes.Clone(content), Owner: actor})
+	return id, nil
+}
+
+// Remind queues a validated reminder (from ParseRemind) and returns its id:
+// the one the host gave, or a new one. An id that is already pending is
+// refused with ErrDuplicateID; the id of a settled reminder may be reused.
+func (q *Queue) Remind(r Reminder, mode Mode) (string, error) {
+	if err := checkMode(MethodRemind, mode); err != nil {
+		return "", err
+	}
+	if r.Body == "" {
+		return "", malformed("`body` must be a non-empty string")
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.entries) >= q.opts.MaxPending {
+		return "", &InputError{Method: MethodRemind, Err: ErrQueueFull, Detail: "too many pending injections"}
+	}
+	if r.ID == "" {
+		r.ID = q.opts.NewReminderID()
+	}
+	if q.find(KindReminder, r.ID) >= 0 {
+		return "", &InputError{Method: MethodRemind, Err: ErrDuplicateID,
+			Detail: fmt.Sprintf("reminder id `%s` is already pending", rpc.Truncate(r.ID, rpc.MaxEcho))}
+	}
+	q.forget(settledKey{KindReminder, r.ID})
+	r.Tags = append([]string(nil), r.Tags...)
+	r.GoalPin, r.Meta = bytes.Clone(r.GoalPin), bytes.Clone(r.Meta)
+	q.push(&Entry{Kind: KindReminder, ID: r.ID, Mode: mode, Reminder: &r})
+	return r.ID, nil
+}
+
+func (q *Queue) push(e *Entry) {
+	q.entries = append(q.entries, e)
+	close(q.wake)
+	q.wake = make(chan struct{})
+}
+
+func (q *Queue) find(kind Kind, id string) int {
+	for i, e := range q.entries {
+		if e.Kind == kind && e.ID == id {
+			return i
+		}
+	}
+	return -1
+}
+
+// owns reports whether actor may mutate a message owned by owner.
+func owns(actor, owner Actor) bool { return actor.HostOwner || actor.ID == owner.ID }
+
+// Revoke withdraws a pending user message (session/revoke_inject):
+// StatusRevoked, or StatusAlreadyRevoked for one revoked before; a
+// delivered, unknown or foreign message is a *RaceError.
+func (q *Queue) Revoke(actor Actor, messageID string) (Status, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if i := q.find(KindUser, messageID); i >= 0 {
+		if owner := q.entries[i].Owner; !owns(actor, owner) {
+			return "", notOwner(MethodRevokeInject, messageID, actor, owner)
+		}
+		e := q.entries[i]
+		q.entries = append(q.entries[:i], q.entries[i+1:]...)
+		q.settle(e, false)
+		return StatusRevoked, nil
+	}
+	s, ok := q.settledAs(KindUser, messageID)
+	switch {
+	case !ok:
+		return "", &RaceError{Method: MethodRevokeInject, Reason: ReasonUnknownMessageID, MessageID: messageID}
+	case !owns(actor, s.owner):
+		return "", notOwner(MethodRevokeInject, messageID, actor, s.owner)
+	case s.delivered:
+		return "", &RaceError{Method: MethodRevokeInject, Reason: ReasonAlreadyDelivered, MessageID: messageID}
+	}
+	return StatusAlreadyRevoked, nil
+}
+
+// Replace edits a pending user message in place (session/replace_inject),
+// keeping its id, mode and FIFO slot; a revoked, delivered, unknown or
+// foreign message is a *RaceError.
+func (q *Queue) Replace(actor Actor, messageID string, content jsontext.Value) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if i := q.find(KindUser, messageID); i >= 0 {
+		if owner := q.entries[i].Owner; !owns(actor, owner) {
+			return notOwner(MethodReplaceInject, messageID, actor, owner)
+		}
+		if err := checkContent(MethodReplaceInject, content); err != nil {
+			return err
+		}
+		q.entries[i].Content = bytes.Clone(content)
+		return nil
+	}
+	s, ok := q.settledAs(KindUser, messageID)
+	switch {
+	case !ok:
+		return &RaceError{Method: MethodReplaceInject, Reason: ReasonUnknownMessageID, MessageID: messageID}
+	case !owns(actor, s.owner):
+		return notOwner(MethodReplaceInject, messageID, actor, s.owner)
+	case s.delivered:
+		return &RaceError{Method: MethodReplaceInject, Reason: ReasonAlreadyDelivered, MessageID: messageID}
+	}
+	return &RaceError{Method: MethodReplaceInject, Reason: ReasonAlreadyRevoked, MessageID: messageID}
+}
+
+// RevokeReminder withdraws a pending reminder (session/revoke_reminder):
+// StatusRevoked, or StatusAlreadyRevoked for one revoked before; a
+// delivered or unknown reminder is a *RaceError.
+func (q *Queue) RevokeReminder(reminderID string) (Status, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if i := q.find(KindReminder, reminderID); i >= 0 {
+		e := q.entries[i]
+		q.entries = append(q.entries[:i], q.entries[i+1:]...)
+		q.settle(e, false)
+		return StatusRevoked, nil
+	}
+	s, ok := q.settledAs(KindReminder, reminderID)
+	switch {
+	case !ok:
+		return "", &RaceError{Method: MethodRevokeReminder, Reason: ReasonUnknownReminderID, ReminderID: reminderID}
+	case s.delivered:
+		return "", &RaceError{Method: MethodRevokeReminder, Reason: ReasonAlreadyDelivered, ReminderID: reminderID}
+	}
+	return StatusAlreadyRevoked, nil
+}
+
+// Pending lists the pending entries in FIFO order (session/pending_injections).
+func (q *Queue) Pending() Listing {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	out := make(Listing, len(q.entries))
+	for i, e := range q.entries {
+		out[i] = e.copy(i)
+	}
+	return out
+}
+
+// Len returns how many entries are pending.
+func (q *Queue) Len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.entries)
+}
+
+// Drain removes and returns, in FIFO order, the entries that cp delivers,
+// marking them delivered; the others keep their order.
+func (q *Queue) Drain(cp Checkpoint) []Entry {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.drain(cp.Mode())
+}
+
+func (q *Queue) drain(mode Mode) []Entry {
+	var out []Entry
+	kept := q.entries[:0]
+	for i, e := range q.entries {
+		if e.Mode == mode {
+			out = append(out, e.copy(i))
+			q.settle(e, true)
+		} else {
+			kept = append(kept, e)
+		}
+	}
+	clear(q.entries[len(kept):])
+	q.entries = kept
+	return out
+}
+
+// Wait blocks until cp has entries to deliver, then drains them as Drain
+// does; it returns ctx's error if ctx ends first. A daemon waiting for host
+// activity calls it with AtInterrupt.
+func (q *Queue) Wait(ctx context.Context, cp Checkpoint) ([]Entry, error) {
+	for {
+		q.mu.Lock()
+		if out := q.drain(cp.Mode()); len(out) > 0 {
+			q.mu.Unlock()
+			return out, nil
+		}
+		wake := q.wake
+		q.mu.Unlock()
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+func (e *Entry) copy(pos int) Entry {
+	c := *e
+	c.Position = pos
+	c.Content = bytes.Clone(e.Content)
+	if e.Reminder != nil {
+		r := *e.Reminder
+		r.Tags = append([]string(nil), r.Tags...)
+		r.GoalPin, r.Meta = bytes.Clone(r.GoalPin), bytes.Clone(r.Meta)
+		c.Reminder = &r
+	}
+	return c
+}
+
+func (q *Queue) settle(e *Entry, delivered bool) {
+	k := settledKey{e.Kind, e.ID}
+	q.forget(k)
+	for q.order.Len() >= q.opts.MaxSettled {
+		front := q.order.Front()
+		delete(q.settled, front.Value.(*settledEntry).key)
+		q.order.Remove(front)
+	}
+	q.settled[k] = q.order.PushBack(&settledEntry{key: k, delivered: delivered, owner: e.Owner})
+}
+
+func (q *Queue) forget(k settledKey) {
+	if el, ok := q.settled[k]; ok {
+		q.order.Remove(el)
+		delete(q.settled, k)
+	}
+}
+
+func (q *Queue) settledAs(kind Kind, id string) (*settledEntry, bool) {
+	el, ok := q.settled[settledKey{kind, id}]
+	if !ok {
+		return nil, false
+	}
+	return el.Value.(*settledEntry), true
+}
+
+func checkMode(method string, m Mode) error {
+	switch m {
+	case InterruptImmediate, FinishStep, AuditOnly:
+		return nil
+	}
+	return &InputError{Method: method, Err: ErrUnsupportedMode,
+		Detail: fmt.Sprintf("unsupported mode `%s`", rpc.Truncate(string(m), rpc.MaxEcho))}
+}
+
+var blockTypes = []string{"text", "image", "audio", "resource", "resource_link"}
+
+// checkContent accepts a non-empty string or a non-empty array of ACP
+// content blocks (objects whose type is text, image, audio, resource or
+// resource_link; a text block needs a string text).
+func checkContent(method string, content jsontext.Value) error {
+	bad := func(detail string) error { return &InputError{Method: method, Err: ErrInvalidContent, Detail: detail} }
+	switch content.Kind() {
+	case 0:
+		return bad("requires content")
+	case '"':
+		var s string
+		if json.Unmarshal(content, &s) != nil {
+			return bad("content must be a string or an array of content blocks")
+		}
+		if s == "" {
+			return bad("content must not be empty")
+		}
+		return nil
+	case '[':
+		var blocks []map[string]jsontext.Value
+		if json.Unmarshal(content, &blocks) != nil {
+			return bad("content must be a string or an array of content blocks")
+		}
+		if len(blocks) == 0 {
+			return bad("content must not be empty")
+		}
+		for i, b := range blocks {
+			var typ string
+			if b == nil || json.Unmarshal(b["type"], &typ) != nil || !slices.Contains(blockTypes, typ) {
+				return bad(fmt.Sprintf("content block %d has no known type", i))
+			}
+			if typ == "text" {
+				if t, ok := b["text"]; !ok || t.Kind() != '"' {
+					return bad(fmt.Sprintf("content block %d: text block without text", i))
+				}
+			}
+		}
+		return nil
+	}
+	return bad("content must be a string or an array of content blocks")
+}
+
+// uuidV7 returns a version 7 UUID: 48 bits of Unix milliseconds, then
+// random bits.
+func uuidV7() [16]byte {
+	var u [16]byte
+	_, _ = rand.Read(u[:]) // crypto/rand.Read never fails
+	var ms [8]byte
+	binary.BigEndian.PutUint64(ms[:], uint64(time.Now().UnixMilli()))
+	copy(u[:6], ms[2:])
+	u[6] = 0x70 | u[6]&0x0f
+	u[8] = 0x80 | u[8]&0x3f
+	return u
+}
+
+func formatUUID(u [16]byte) string {
+	h := hex.EncodeToString(u[:])
+	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}
+
+// Reason is why a mutation lost a race (error data "reason").
+type Reason string
+
+// The race reasons.
+const (
+	ReasonAlreadyDelivered  Reason = "already_delivered"
+	ReasonAlreadyRevoked    Reason = "already_revoked"
+	ReasonUnknownMessageID  Reason = "unknown_message_id"
+	ReasonNotOwner          Reason = "not_owner_or_not_authorized"
+	ReasonUnknownReminderID Reason = "unknown_reminder_id"
+)
+
+// RaceError is a refused revoke or replace.
+type RaceError struct {
+	Method     string
+	Reason     Reason
+	MessageID  string
+	ReminderID string
+	// Actor and Owner are set for ReasonNotOwner.
+	Actor, Owner *Actor
+}
+
+// Sentinels for errors.Is; each matches every *RaceError with its Reason.
+var (
+	ErrAlreadyDelivered  = &RaceError{Reason: ReasonAlreadyDelivered}
+	ErrAlreadyRevoked    = &RaceError{Reason: ReasonAlreadyRevoked}
+	ErrUnknownMessageID  = &RaceError{Reason: ReasonUnknownMessageID}
+	ErrNotOwner          = &RaceError{Reason: ReasonNotOwner}
+	ErrUnknownReminderID = &RaceError{Reason: ReasonUnknownReminderID}
+)
+
+func notOwner(method, id string, actor, owner Actor) error {
+	return &RaceError{Method: method, Reason: ReasonNotOwner, MessageID: id, Actor: &actor, Owner: &owner}
+}
+
+// Error is Harn's message for the refusal.
+func (e *RaceError) Error() string {
+	switch e.Reason {
+	case ReasonAlreadyDelivered:
+		if e.ReminderID != "" {
+			return "pending reminder already delivered"
+		}
+		return "pending inject already delivered"
+	case ReasonAlreadyRevoked:
+		return "pending inject already revoked"
+	case ReasonUnknownMessageID:
+		return "unknown pending inject messageId"
+	case ReasonNotOwner:
+		return "pending inject is owned by another ACP actor"
+	case ReasonUnknownReminderID:
+		return "unknown pending reminderId"
+	}
+	return "pending: " + string(e.Reason)
+}
+
+// Is matches a *RaceError with the same Reason.
+func (e *RaceError) Is(target error) bool {
+	t, ok := target.(*RaceError)
+	return ok && t.Reason == e.Reason
+}
+
+// RPCError is Harn's answer: -32602 with data {reason, messageId} (plus
+// actor and owner for not_owner_or_not_authorized) or {reason, reminderId}.
+func (e *RaceError) RPCError() *rpc.Error {
+	data := struct {
+		Reason     Reason `json:"reason"`
+		MessageID  string `json:"messageId,omitempty"`
+		ReminderID string `json:"reminderId,omitempty"`
+		Actor      *Actor `json:"actor,omitempty"`
+		Owner      *Actor `json:"owner,omitempty"`
+	}{e.Reason, rpc.Truncate(e.MessageID, rpc.MaxEcho), rpc.Truncate(e.ReminderID, rpc.MaxEcho), e.Actor, e.Owner}
+	return rpc.NewError(rpc.CodeInvalidParams, e.Error(), data)
+}
+
+// Errors of InputError.
+var (
+	// ErrInvalidContent: injected content that is empty or not a string or
+	// content-block array.
+	ErrInvalidContent = errors.New("invalid content")
+	// ErrQueueFull: Options.MaxPending entries are already waiting.
+	ErrQueueFull = errors.New("pending queue full")
+	// ErrDuplicateID: a reminder id that is already pending.
+	ErrDuplicateID = errors.New("reminder id already pending")
+)
+
+// InputError is a refused inject, replace or remind that is not a race:
+// bad content, a bad mode, a full queue, a duplicate reminder id.
+type InputError struct {
+	Method string
+	Detail string
+	// Err is ErrInvalidContent, ErrUnsupportedMode, ErrQueueFull or
+	// ErrDuplicateID.
+	Err error
+}
+
+func (e *InputError) Error() string {
+	if strings.HasPrefix(e.Detail, "requires ") {
+		return e.Method + " " + e.Detail
+	}
+	return e.Method + ": " + e.Detail
+}
+
+// Unwrap returns the sentinel.
+func (e *InputError) Unwrap() error { return e.Err }
+
+// RPCError is -32602 with the error's message, except -32000 for a full
+// queue.
+func (e *InputError) RPCError() *rpc.Error {
+	code := int64(rpc.CodeInvalidParams)
+	if e.Err == ErrQueueFull {
+		code = -32000
+	}
+	return rpc.NewError(code, e.Error(), nil)
+}
