@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path"
 	"regexp"
 	"slices"
 	"strings"
@@ -33,6 +34,12 @@ type Catalogue struct {
 	// Schemas are the files under spec/schemas whose $defs make up the
 	// package's types.
 	Schemas []string `json:"schemas"`
+	// Imports names schema files whose $defs are the types of another
+	// catalogue's package: a member or method typed with one of them uses
+	// that package's Go type instead of a copy. Keys are files under
+	// spec/schemas (listed in the other catalogue's schemas), values the Go
+	// import paths of the generated packages that own them.
+	Imports map[string]string `json:"imports,omitempty"`
 	// Derive, when set, derives methods from a schema's x-method/x-side
 	// annotations; they come before the listed Methods.
 	Derive *Derive `json:"derive,omitempty"`
@@ -276,6 +283,14 @@ func (c *Catalogue) Validate() error {
 			bad("schema file %q is not a .json path under spec/schemas", f)
 		}
 	}
+	for f, imp := range c.Imports {
+		if !schemaFile.MatchString(f) || slices.Contains(c.Schemas, f) {
+			bad("imports: %q must be a .json path under spec/schemas that schemas does not list", f)
+		}
+		if !goPkg.MatchString(path.Base(imp)) || strings.Trim(imp, "/") != imp || strings.Contains(imp, "//") {
+			bad("imports: %q for %s is not a Go import path ending in a lower-case package name", imp, f)
+		}
+	}
 	for _, s := range c.Sides {
 		if s.Name == "" || !goIdent.MatchString(s.Go) {
 			bad("side %q: needs a name and an exported Go name", s.Name)
@@ -330,7 +345,7 @@ func (c *Catalogue) checkMethods(methods []Method) []string {
 		}
 		if ref != nil {
 			file, _, _ := strings.Cut(*ref, "#")
-			if !slices.Contains(c.Schemas, file) {
+			if _, imported := c.Imports[file]; !imported && !slices.Contains(c.Schemas, file) {
 				bad("%s: schema file %q is not listed in schemas", where, file)
 			}
 		}

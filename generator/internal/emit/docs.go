@@ -2,6 +2,7 @@ package emit
 
 import (
 	"fmt"
+	"path"
 	"strings"
 
 	"github.com/bridgekit/bridgekit/generator/internal/ir"
@@ -232,7 +233,12 @@ func refDoc(r *ir.Ref, none string) string {
 	case ir.Map:
 		s = "object of " + refDoc(r.Elem, "")
 	case ir.Named:
-		s = fmt.Sprintf("[`%s`](#type-%s)", r.Named.Name, strings.ToLower(r.Named.Name))
+		if imp := r.Named.Import; imp != "" {
+			pkg := path.Base(imp)
+			s = fmt.Sprintf("[`%s.%s`](%s.md#type-%s)", pkg, r.Named.Name, pkg, strings.ToLower(r.Named.Name))
+		} else {
+			s = fmt.Sprintf("[`%s`](#type-%s)", r.Named.Name, strings.ToLower(r.Named.Name))
+		}
 	}
 	if r.Format != "" {
 		s += " (format " + r.Format + ")"

@@ -21,6 +21,10 @@ type builder struct {
 	byPtr    map[string]*Ref
 	building map[string]bool
 	byName   map[string]*Type
+	// imports maps imported schema files to their packages' import paths;
+	// imported holds their types by import path and name.
+	imports  map[string]string
+	imported map[string]*Type
 	errs     []string
 }
 
@@ -39,6 +43,7 @@ func Build(cat *catalogue.Catalogue, methods []catalogue.Method, files map[strin
 	b := &builder{
 		files: files, ov: ov, overlays: map[string]*overlay{},
 		byPtr: map[string]*Ref{}, building: map[string]bool{}, byName: map[string]*Type{},
+		imports: cat.Imports, imported: map[string]*Type{},
 	}
 	for _, o := range cat.Overlays {
 		b.overlays[o.Def+"|"+o.Member] = &overlay{Overlay: o}
@@ -1037,6 +1042,10 @@ func (b *builder) variants(t *Type, as []*alt, tag string, keys [][]string, def 
 			b.fail("%s: alternative %d must be an object with properties", t.Pointer, i)
 			continue
 		}
+		if v.Ref.Named.Import != t.Import {
+			b.fail("%s: alternative %d is a type of %s; a union's variants must be types of its own package", t.Pointer, i, v.Ref.Named.Import)
+			continue
+		}
 		if reserved[v.Go] {
 			b.fail("%s: variant %s collides with a member or method of the union; add a title", t.Pointer, v.Go)
 		}
@@ -1217,10 +1226,17 @@ func (b *builder) newType(s *schema.Schema, name string, kind TypeKind) *Type {
 	if o, ok := b.ov.Type(s.Pointer); ok {
 		t.Name = o.Go
 	}
-	if prev, ok := b.byName[t.Name]; ok {
+	byName, key := b.byName, t.Name
+	if file, _, _ := strings.Cut(s.Pointer, "#"); b.imports[file] != "" {
+		// A type of another package: named as that package names it (the
+		// same rules over the same schema), used but not generated here.
+		t.Import = b.imports[file]
+		byName, key = b.imported, t.Import+"."+t.Name
+	}
+	if prev, ok := byName[key]; ok {
 		b.fail("%s: Go type name %s is already used by %s; add a type override", s.Pointer, t.Name, prev.Pointer)
 	}
-	b.byName[t.Name] = t
+	byName[key] = t
 	return t
 }
 

@@ -291,6 +291,10 @@ type Type struct {
 	// Pointer is the schema location it came from (file#/pointer).
 	Pointer string
 	Kind    TypeKind
+	// Import is the Go import path of the package that defines the type,
+	// when it comes from a schema file the catalogue imports; such types
+	// are used, never generated, by the importing package.
+	Import string
 
 	// Fields are a Struct's members, in schema order.
 	Fields []*Field
