@@ -23,6 +23,27 @@ const (
 	MethodEmbed = "embed"
 )
 
+// The error codes AgentPM process services documents, as errors that compare by code: errors.Is(err,
+// ErrX) holds for an error with that code whatever its message. A handler returns one, or an
+// *rpc.Error with the same Name and a message of its own, to answer with that code.
+var (
+	// ErrServiceError is the error code "service_error". initialize (service knowledge): the service
+	// answers the handshake with an error frame; the Harness marks the package unavailable; initialize
+	// (service embedding): the service answers the handshake with an error frame.
+	ErrServiceError = &rpc.Error{Name: "service_error"}
+	// ErrKnowledgeRuntimeFailed is the error code "knowledge_runtime_failed". retrieve (service
+	// knowledge): synthesized by the Harness inside an ok:false result when the request fails in
+	// transport.
+	ErrKnowledgeRuntimeFailed = &rpc.Error{Name: "knowledge_runtime_failed"}
+	// ErrEmbeddingProviderFailed is the error code "embedding_provider_failed". embed (service
+	// embedding): the request fails in transport.
+	ErrEmbeddingProviderFailed = &rpc.Error{Name: "embedding_provider_failed"}
+	// ErrMalformedEmbeddingResponse is the error code "malformed_embedding_response". embed (service
+	// embedding): the numbers are not finite, not dimensions long, or not normalized when they should
+	// be.
+	ErrMalformedEmbeddingResponse = &rpc.Error{Name: "malformed_embedding_response"}
+)
+
 // Methods lists every method of AgentPM process services in catalogue order.
 var Methods = []wire.MethodInfo{{
 	From:   "harness",

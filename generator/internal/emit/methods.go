@@ -27,6 +27,7 @@ const (
 func Methods(pkg *ir.Package) (*jen.File, error) {
 	f := newFile(pkg)
 	emitConstants(f, pkg)
+	emitCodes(f, pkg)
 	emitInfos(f, pkg)
 	if err := emitConn(f, pkg); err != nil {
 		return nil, err
@@ -94,6 +95,24 @@ func emitConstants(f *jen.File, pkg *ir.Package) {
 		f.Const().Defs(ops...)
 		f.Line()
 	}
+}
+
+// emitCodes emits one *rpc.Error per documented string error code. They
+// compare by code (rpc.Error.Is matches Name), so errors.Is(err, ErrX) holds
+// for an error frame with that code whatever its message; a handler returns
+// one, or an *rpc.Error with the same Name and a message of its own.
+func emitCodes(f *jen.File, pkg *ir.Package) {
+	if len(pkg.Codes) == 0 {
+		return
+	}
+	var defs []jen.Code
+	for _, c := range pkg.Codes {
+		defs = append(defs, fieldComments(fmt.Sprintf("Err%s is the error code %q. %s.", c.Go, c.Code, strings.Join(c.Uses, "; ")))...)
+		defs = append(defs, jen.Id("Err"+c.Go).Op("=").Op("&").Qual(pkgRPC, "Error").Values(jen.Dict{jen.Id("Name"): jen.Lit(c.Code)}))
+	}
+	comment(f, fmt.Sprintf("The error codes %s documents, as errors that compare by code: errors.Is(err, ErrX) holds for an error with that code whatever its message. A handler returns one, or an *rpc.Error with the same Name and a message of its own, to answer with that code.", pkg.Title))
+	f.Var().Defs(defs...)
+	f.Line()
 }
 
 func emitInfos(f *jen.File, pkg *ir.Package) {

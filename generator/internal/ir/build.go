@@ -76,6 +76,7 @@ func Build(cat *catalogue.Catalogue, methods []catalogue.Method, files map[strin
 		mm.Index = len(pkg.Methods)
 		pkg.Methods = append(pkg.Methods, mm)
 	}
+	pkg.Codes = b.codes(pkg.Methods)
 	for i, m := range methods {
 		if m.Cancels != nil {
 			b.cancels(pkg, pkg.Methods[i], m.Cancels)
@@ -157,6 +158,44 @@ func errorList(es []catalogue.Error) []Error {
 			_ = json.Unmarshal(e.Code, &c.String)
 		}
 		out = append(out, Error{Code: c, When: e.When})
+	}
+	return out
+}
+
+// codes collects the string error codes the methods and their operations
+// document, each once, with every place that documents it.
+func (b *builder) codes(ms []*Method) []*Code {
+	var out []*Code
+	byCode := map[string]*Code{}
+	byGo := map[string]string{}
+	add := func(where string, es []Error) {
+		for _, e := range es {
+			if e.Code.String == "" {
+				continue
+			}
+			c := byCode[e.Code.String]
+			if c == nil {
+				c = &Code{Code: e.Code.String, Go: naming.Go(e.Code.String)}
+				if prev, ok := byGo[c.Go]; ok {
+					b.fail("error codes %q and %q have the same Go name %s", prev, c.Code, c.Go)
+				}
+				byGo[c.Go], byCode[c.Code] = c.Code, c
+				out = append(out, c)
+			}
+			c.Uses = append(c.Uses, where+": "+e.When)
+		}
+	}
+	for _, m := range ms {
+		where := m.Wire
+		for _, q := range m.Qualifier {
+			where += " (" + q.Member + " " + q.Value + ")"
+		}
+		add(where, m.Errors)
+		if m.Operations != nil {
+			for _, op := range m.Operations.Items {
+				add(where+" "+strings.Join(op.MatchValues, "/"), op.Errors)
+			}
+		}
 	}
 	return out
 }

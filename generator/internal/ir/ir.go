@@ -108,6 +108,17 @@ type Package struct {
 	// Types are sorted by name.
 	Types   []*Type
 	Methods []*Method
+	// Codes are the string error codes the methods and operations document
+	// (agentpm's "session_busy"), in catalogue order of first mention.
+	Codes []*Code
+}
+
+// Code is one documented string error code.
+type Code struct {
+	// Code is the wire value; Go its Go name (SessionBusy).
+	Code, Go string
+	// Uses say where it is documented: "<method>[ <operation>]: <when>".
+	Uses []string
 }
 
 // Envelope is the protocol string and version every frame of an envelope
