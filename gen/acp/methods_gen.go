@@ -479,6 +479,49 @@ func (h *AgentHandlers) Handle(ctx context.Context, req *rpc.Request) (any, erro
 	return nil, rpc.MethodNotFound(req.Method)
 }
 
+// Served lists the methods whose own fields are set, in catalogue order: what this side can claim to
+// serve (Operations lists the operations carried inside methods).
+func (h *AgentHandlers) Served() []wire.MethodInfo {
+	var out []wire.MethodInfo
+	if h.Initialize != nil {
+		out = append(out, Methods[0])
+	}
+	if h.Authenticate != nil {
+		out = append(out, Methods[1])
+	}
+	if h.SessionNew != nil {
+		out = append(out, Methods[2])
+	}
+	if h.SessionLoad != nil {
+		out = append(out, Methods[3])
+	}
+	if h.SessionList != nil {
+		out = append(out, Methods[4])
+	}
+	if h.SessionResume != nil {
+		out = append(out, Methods[5])
+	}
+	if h.SessionClose != nil {
+		out = append(out, Methods[6])
+	}
+	if h.SessionSetMode != nil {
+		out = append(out, Methods[7])
+	}
+	if h.SessionSetConfigOption != nil {
+		out = append(out, Methods[8])
+	}
+	if h.SessionPrompt != nil {
+		out = append(out, Methods[9])
+	}
+	if h.SessionCancel != nil {
+		out = append(out, Methods[10])
+	}
+	if h.CancelRequest != nil {
+		out = append(out, Methods[20])
+	}
+	return out
+}
+
 // AgentPeer calls the methods that the agent side serves, through any rpc.Sender such as *rpc.Conn.
 // That side: The coding agent (harn serve acp): it serves initialize, session/new, session/prompt, ...
 // and sends session/update notifications and client requests.
@@ -912,6 +955,40 @@ func (h *ClientHandlers) Handle(ctx context.Context, req *rpc.Request) (any, err
 		return h.Fallback.Handle(ctx, req)
 	}
 	return nil, rpc.MethodNotFound(req.Method)
+}
+
+// Served lists the methods whose own fields are set, in catalogue order: what this side can claim to
+// serve (Operations lists the operations carried inside methods).
+func (h *ClientHandlers) Served() []wire.MethodInfo {
+	var out []wire.MethodInfo
+	if h.FsWriteTextFile != nil {
+		out = append(out, Methods[11])
+	}
+	if h.FsReadTextFile != nil {
+		out = append(out, Methods[12])
+	}
+	if h.SessionRequestPermission != nil {
+		out = append(out, Methods[13])
+	}
+	if h.TerminalCreate != nil {
+		out = append(out, Methods[14])
+	}
+	if h.TerminalOutput != nil {
+		out = append(out, Methods[15])
+	}
+	if h.TerminalRelease != nil {
+		out = append(out, Methods[16])
+	}
+	if h.TerminalWaitForExit != nil {
+		out = append(out, Methods[17])
+	}
+	if h.TerminalKill != nil {
+		out = append(out, Methods[18])
+	}
+	if h.SessionUpdate != nil {
+		out = append(out, Methods[19])
+	}
+	return out
 }
 
 // ClientPeer calls the methods that the client side serves, through any rpc.Sender such as *rpc.Conn.

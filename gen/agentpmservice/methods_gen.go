@@ -46,33 +46,37 @@ var (
 
 // Methods lists every method of AgentPM process services in catalogue order.
 var Methods = []wire.MethodInfo{{
-	From:   "harness",
-	Go:     "InitializeKnowledge",
-	Kind:   "request",
-	Status: "stable",
-	To:     "service",
-	Wire:   "initialize",
+	From:      "harness",
+	Go:        "InitializeKnowledge",
+	Kind:      "request",
+	Qualifier: "knowledge",
+	Status:    "stable",
+	To:        "service",
+	Wire:      "initialize",
 }, {
-	From:   "harness",
-	Go:     "InitializeEmbedding",
-	Kind:   "request",
-	Status: "stable",
-	To:     "service",
-	Wire:   "initialize",
+	From:      "harness",
+	Go:        "InitializeEmbedding",
+	Kind:      "request",
+	Qualifier: "embedding",
+	Status:    "stable",
+	To:        "service",
+	Wire:      "initialize",
 }, {
-	From:   "harness",
-	Go:     "Retrieve",
-	Kind:   "request",
-	Status: "stable",
-	To:     "service",
-	Wire:   "retrieve",
+	From:      "harness",
+	Go:        "Retrieve",
+	Kind:      "request",
+	Qualifier: "knowledge",
+	Status:    "stable",
+	To:        "service",
+	Wire:      "retrieve",
 }, {
-	From:   "harness",
-	Go:     "Embed",
-	Kind:   "request",
-	Status: "stable",
-	To:     "service",
-	Wire:   "embed",
+	From:      "harness",
+	Go:        "Embed",
+	Kind:      "request",
+	Qualifier: "embedding",
+	Status:    "stable",
+	To:        "service",
+	Wire:      "embed",
 }}
 
 // MethodNames lists every method name (and qualifier) of the catalogue, so that a connection interns them (rpc.Options.Methods).
@@ -176,6 +180,25 @@ func (h *ServiceHandlers) Handle(ctx context.Context, req *rpc.Request) (any, er
 		return h.Fallback.Handle(ctx, req)
 	}
 	return nil, rpc.MethodNotFound(req.Method)
+}
+
+// Served lists the methods whose own fields are set, in catalogue order: what this side can claim to
+// serve (Operations lists the operations carried inside methods).
+func (h *ServiceHandlers) Served() []wire.MethodInfo {
+	var out []wire.MethodInfo
+	if h.InitializeKnowledge != nil {
+		out = append(out, Methods[0])
+	}
+	if h.InitializeEmbedding != nil {
+		out = append(out, Methods[1])
+	}
+	if h.Retrieve != nil {
+		out = append(out, Methods[2])
+	}
+	if h.Embed != nil {
+		out = append(out, Methods[3])
+	}
+	return out
 }
 
 // ServicePeer calls the methods that the service side serves, through any rpc.Sender such as

@@ -203,6 +203,19 @@ func (h *HostHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error
 	return nil, rpc.MethodNotFound(req.Method)
 }
 
+// Served lists the methods whose own fields are set, in catalogue order: what this side can claim to
+// serve (Operations lists the operations carried inside methods).
+func (h *HostHandlers) Served() []wire.MethodInfo {
+	var out []wire.MethodInfo
+	if h.HostCapabilities != nil {
+		out = append(out, Methods[0])
+	}
+	if h.HostCall != nil {
+		out = append(out, Methods[1])
+	}
+	return out
+}
+
 // Operations lists the operations whose fields are set, in catalogue order: what a capability query
 // should advertise.
 func (h *HostHandlers) Operations() []wire.OperationInfo {

@@ -45,6 +45,7 @@ func Methods(pkg *ir.Package) (*jen.File, error) {
 		if err := emitHandlers(f, side.Go, side.Doc, ms); err != nil {
 			return nil, err
 		}
+		emitServed(f, side.Go, ms)
 		emitOperations(f, side.Go, ms)
 		emitPeer(f, side.Go, side.Doc, ms)
 	}
@@ -121,6 +122,9 @@ func emitInfos(f *jen.File, pkg *ir.Package) {
 		d := jen.Dict{
 			jen.Id("Wire"): jen.Lit(m.Wire), jen.Id("Go"): jen.Lit(m.Go), jen.Id("From"): jen.Lit(m.From.Name),
 			jen.Id("To"): jen.Lit(m.To.Name), jen.Id("Kind"): jen.Lit(m.Kind.String()), jen.Id("Status"): jen.Lit(m.Status.String()),
+		}
+		if q, _ := qualifier(m); q != "" {
+			d[jen.Id("Qualifier")] = jen.Lit(q)
 		}
 		if m.Operations != nil {
 			var ops []jen.Code
@@ -410,6 +414,22 @@ func serveOps(m *ir.Method) []jen.Code {
 		jen.If(jen.Id("h").Dot("Fallback").Op("!=").Nil()).Block(jen.Return(jen.Id("h").Dot("Fallback").Dot("Handle").Call(jen.Id("ctx"), jen.Id("req")))),
 		jen.Return(jen.Nil(), jen.Qual(pkgRPC, "UnsupportedOperation").Call(jen.Id("req").Dot("Method"), opKey(m))),
 	)}
+}
+
+// emitServed emits the method that lists the methods whose fields a
+// handler struct sets, which is what a side can claim to serve.
+func emitServed(f *jen.File, side string, ms []*ir.Method) {
+	stmts := []jen.Code{jen.Var().Id("out").Index().Qual(pkgWire, "MethodInfo")}
+	for _, m := range ms {
+		stmts = append(stmts, jen.If(jen.Id("h").Dot(m.Go).Op("!=").Nil()).Block(
+			jen.Id("out").Op("=").Append(jen.Id("out"), jen.Id("Methods").Index(jen.Lit(m.Index))),
+		))
+	}
+	stmts = append(stmts, jen.Return(jen.Id("out")))
+	name := side + "Handlers"
+	comment(f, "Served lists the methods whose own fields are set, in catalogue order: what this side can claim to serve (Operations lists the operations carried inside methods).")
+	f.Func().Params(jen.Id("h").Op("*").Id(name)).Id("Served").Params().Index().Qual(pkgWire, "MethodInfo").Block(stmts...)
+	f.Line()
 }
 
 // emitOperations emits the method that lists the operations a handler
