@@ -108,7 +108,11 @@ func emitCodes(f *jen.File, pkg *ir.Package) {
 	}
 	var defs []jen.Code
 	for _, c := range pkg.Codes {
-		defs = append(defs, fieldComments(fmt.Sprintf("Err%s is the error code %q. %s.", c.Go, c.Code, strings.Join(c.Uses, "; ")))...)
+		var uses []string
+		for _, u := range c.Uses {
+			uses = append(uses, fmt.Sprintf("%s: %s", strings.Join(u.Where, ", "), u.When))
+		}
+		defs = append(defs, fieldComments(fmt.Sprintf("Err%s is the error code %q. %s.", c.Go, c.Code, strings.Join(uses, "; ")))...)
 		defs = append(defs, jen.Id("Err"+c.Go).Op("=").Op("&").Qual(pkgRPC, "Error").Values(jen.Dict{jen.Id("Name"): jen.Lit(c.Code)}))
 	}
 	comment(f, fmt.Sprintf("The error codes %s documents, as errors that compare by code: errors.Is(err, ErrX) holds for an error with that code whatever its message. A handler returns one, or an *rpc.Error with the same Name and a message of its own, to answer with that code.", pkg.Title))

@@ -182,13 +182,18 @@ func (b *builder) codes(ms []*Method) []*Code {
 				byGo[c.Go], byCode[c.Code] = c.Code, c
 				out = append(out, c)
 			}
-			c.Uses = append(c.Uses, where+": "+e.When)
+			i := slices.IndexFunc(c.Uses, func(u CodeUse) bool { return u.When == e.When })
+			if i < 0 {
+				i = len(c.Uses)
+				c.Uses = append(c.Uses, CodeUse{When: e.When})
+			}
+			c.Uses[i].Where = append(c.Uses[i].Where, where)
 		}
 	}
 	for _, m := range ms {
 		where := m.Wire
 		for _, q := range m.Qualifier {
-			where += " (" + q.Member + " " + q.Value + ")"
+			where += " (" + q.Value + ")"
 		}
 		add(where, m.Errors)
 		if m.Operations != nil {

@@ -117,8 +117,16 @@ type Package struct {
 type Code struct {
 	// Code is the wire value; Go its Go name (SessionBusy).
 	Code, Go string
-	// Uses say where it is documented: "<method>[ <operation>]: <when>".
-	Uses []string
+	// Uses say when it occurs, each with the methods (and operations) that
+	// document it so, in catalogue order.
+	Uses []CodeUse
+}
+
+// CodeUse is one documented meaning of an error code.
+type CodeUse struct {
+	When string
+	// Where are "<wire>[ (<qualifier value>)][ <operation>]".
+	Where []string
 }
 
 // Envelope is the protocol string and version every frame of an envelope
