@@ -13,43 +13,175 @@ import (
 
 // Wire method names.
 const (
-	// MethodInitializeKnowledge is "initialize" (request, harness -> service, stable).
-	MethodInitializeKnowledge = "initialize"
+	// MethodInitializeModel is "initialize" (request, harness -> service, stable).
+	MethodInitializeModel = "initialize"
 	// MethodInitializeEmbedding is "initialize" (request, harness -> service, stable).
 	MethodInitializeEmbedding = "initialize"
-	// MethodRetrieve is "retrieve" (request, harness -> service, stable).
-	MethodRetrieve = "retrieve"
+	// MethodInitializeHook is "initialize" (request, harness -> service, stable).
+	MethodInitializeHook = "initialize"
+	// MethodInitializeKnowledge is "initialize" (request, harness -> service, stable).
+	MethodInitializeKnowledge = "initialize"
+	// MethodInitializeMemory is "initialize" (request, harness -> service, stable).
+	MethodInitializeMemory = "initialize"
+	// MethodInitializeApproval is "initialize" (request, harness -> service, stable).
+	MethodInitializeApproval = "initialize"
+	// MethodGenerate is "generate" (request, harness -> service, stable).
+	MethodGenerate = "generate"
 	// MethodEmbed is "embed" (request, harness -> service, stable).
 	MethodEmbed = "embed"
+	// MethodBeforeModelRequest is "before_model_request" (request, harness -> service, stable).
+	MethodBeforeModelRequest = "before_model_request"
+	// MethodBeforeToolSelection is "before_tool_selection" (request, harness -> service, stable).
+	MethodBeforeToolSelection = "before_tool_selection"
+	// MethodBeforeToolCall is "before_tool_call" (request, harness -> service, stable).
+	MethodBeforeToolCall = "before_tool_call"
+	// MethodBeforeKnowledgeRequest is "before_knowledge_request" (request, harness -> service, stable).
+	MethodBeforeKnowledgeRequest = "before_knowledge_request"
+	// MethodAfterKnowledgeRetrieval is "after_knowledge_retrieval" (request, harness -> service, stable).
+	MethodAfterKnowledgeRetrieval = "after_knowledge_retrieval"
+	// MethodBeforeMemoryRead is "before_memory_read" (request, harness -> service, stable).
+	MethodBeforeMemoryRead = "before_memory_read"
+	// MethodBeforeMemoryWrite is "before_memory_write" (request, harness -> service, stable).
+	MethodBeforeMemoryWrite = "before_memory_write"
+	// MethodBeforeMemoryOperation is "before_memory_operation" (request, harness -> service, stable).
+	MethodBeforeMemoryOperation = "before_memory_operation"
+	// MethodInvoke is "invoke" (request, harness -> service, legacy-tolerated).
+	MethodInvoke = "invoke"
+	// MethodRetrieve is "retrieve" (request, harness -> service, stable).
+	MethodRetrieve = "retrieve"
+	// MethodMemoryRead is "read" (request, harness -> service, stable).
+	MethodMemoryRead = "read"
+	// MethodMemoryWrite is "write" (request, harness -> service, stable).
+	MethodMemoryWrite = "write"
+	// MethodMemoryCount is "count" (request, harness -> service, stable).
+	MethodMemoryCount = "count"
+	// MethodMemoryLoadOperationState is "load_operation_state" (request, harness -> service, stable).
+	MethodMemoryLoadOperationState = "load_operation_state"
+	// MethodMemoryStoreOperationState is "store_operation_state" (request, harness -> service, stable).
+	MethodMemoryStoreOperationState = "store_operation_state"
+	// MethodMemoryCommitLifecycle is "commit_lifecycle" (request, harness -> service, stable).
+	MethodMemoryCommitLifecycle = "commit_lifecycle"
+	// MethodRequestApproval is "request_approval" (request, harness -> service, stable).
+	MethodRequestApproval = "request_approval"
 )
 
 // The error codes AgentPM process services documents, as errors that compare by code: errors.Is(err,
 // ErrX) holds for an error with that code whatever its message. A handler returns one, or an
 // *rpc.Error with the same Name and a message of its own, to answer with that code.
 var (
-	// ErrServiceError is the error code "service_error". initialize (service knowledge): the service
-	// answers the handshake with an error frame; the Harness marks the package unavailable; initialize
-	// (service embedding): the service answers the handshake with an error frame.
+	// ErrServiceError is the error code "service_error". initialize (model), initialize (embedding),
+	// initialize (hook), initialize (memory), initialize (approval), generate (model),
+	// before_model_request (hook), before_tool_selection (hook), before_tool_call (hook),
+	// before_knowledge_request (hook), after_knowledge_retrieval (hook), before_memory_read (hook),
+	// before_memory_write (hook), before_memory_operation (hook), request_approval (approval): an
+	// error frame without an error member (the Harness fills in this code); any error frame fails the
+	// call and applies the restart policy; initialize (knowledge): the service answers the handshake
+	// with an error frame (or one without an error member); the Harness marks the package unavailable.
 	ErrServiceError = &rpc.Error{Name: "service_error"}
-	// ErrKnowledgeRuntimeFailed is the error code "knowledge_runtime_failed". retrieve (service
-	// knowledge): synthesized by the Harness inside an ok:false result when the request fails in
-	// transport.
-	ErrKnowledgeRuntimeFailed = &rpc.Error{Name: "knowledge_runtime_failed"}
-	// ErrEmbeddingProviderFailed is the error code "embedding_provider_failed". embed (service
-	// embedding): the request fails in transport.
+	// ErrUnsupportedCapability is the error code "unsupported_capability". initialize (model),
+	// initialize (embedding), initialize (hook), initialize (knowledge), initialize (memory),
+	// initialize (approval), generate (model), embed (embedding), before_model_request (hook),
+	// before_tool_selection (hook), before_tool_call (hook), before_knowledge_request (hook),
+	// after_knowledge_retrieval (hook), before_memory_read (hook), before_memory_write (hook),
+	// before_memory_operation (hook), invoke (hook), retrieve (knowledge), request_approval
+	// (approval): the service does not serve this method (or role): a typed unsupported-capability
+	// error, never a claim of readiness; read (memory), write (memory), count (memory),
+	// load_operation_state (memory), store_operation_state (memory), commit_lifecycle (memory): inside
+	// an ok:false result: the provider does not support what the request needs (it does not advertise
+	// it either).
+	ErrUnsupportedCapability = &rpc.Error{Name: "unsupported_capability"}
+	// ErrEmbeddingProviderFailed is the error code "embedding_provider_failed". embed (embedding): the
+	// request fails in transport; retrieve (knowledge): inside an ok:false result (error.code), not an
+	// error frame: the embedding request failed.
 	ErrEmbeddingProviderFailed = &rpc.Error{Name: "embedding_provider_failed"}
-	// ErrMalformedEmbeddingResponse is the error code "malformed_embedding_response". embed (service
-	// embedding): the numbers are not finite, not dimensions long, or not normalized when they should
-	// be.
+	// ErrMalformedEmbeddingResponse is the error code "malformed_embedding_response". embed
+	// (embedding): the numbers are not finite, not dimensions long, or not normalized when they should
+	// be; retrieve (knowledge): inside an ok:false result (error.code), not an error frame: the
+	// embedding is not finite, not dimensions long, or not normalized.
 	ErrMalformedEmbeddingResponse = &rpc.Error{Name: "malformed_embedding_response"}
+	// ErrKnowledgeRuntimeFailed is the error code "knowledge_runtime_failed". retrieve (knowledge):
+	// synthesized by the Harness inside an ok:false result when the request fails in transport.
+	ErrKnowledgeRuntimeFailed = &rpc.Error{Name: "knowledge_runtime_failed"}
+	// ErrKnowledgeUnavailable is the error code "knowledge_unavailable". retrieve (knowledge): inside
+	// an ok:false result (error.code), not an error frame: no compatible runtime or embedding provider
+	// serves the package.
+	ErrKnowledgeUnavailable = &rpc.Error{Name: "knowledge_unavailable"}
+	// ErrEmbeddingProviderUnavailable is the error code "embedding_provider_unavailable". retrieve
+	// (knowledge): inside an ok:false result (error.code), not an error frame: no embedding provider
+	// is available.
+	ErrEmbeddingProviderUnavailable = &rpc.Error{Name: "embedding_provider_unavailable"}
+	// ErrEmbeddingSpaceMismatch is the error code "embedding_space_mismatch". retrieve (knowledge):
+	// inside an ok:false result (error.code), not an error frame: the query vector is not in the
+	// index's embedding space.
+	ErrEmbeddingSpaceMismatch = &rpc.Error{Name: "embedding_space_mismatch"}
+	// ErrMissingEmbeddingMetadata is the error code "missing_embedding_metadata". retrieve
+	// (knowledge): inside an ok:false result (error.code), not an error frame: the index lacks its
+	// embedding metadata.
+	ErrMissingEmbeddingMetadata = &rpc.Error{Name: "missing_embedding_metadata"}
+	// ErrMissingPackageRoot is the error code "missing_package_root". retrieve (knowledge): inside an
+	// ok:false result (error.code), not an error frame: the package is not installed where its
+	// snapshot says.
+	ErrMissingPackageRoot = &rpc.Error{Name: "missing_package_root"}
+	// ErrUndeclaredDocument is the error code "undeclared_document". retrieve (knowledge): inside an
+	// ok:false result (error.code), not an error frame: the document is not declared by the package.
+	ErrUndeclaredDocument = &rpc.Error{Name: "undeclared_document"}
+	// ErrContextLoadFailed is the error code "context_load_failed". retrieve (knowledge): inside an
+	// ok:false result (error.code), not an error frame: the context document could not be read.
+	ErrContextLoadFailed = &rpc.Error{Name: "context_load_failed"}
+	// ErrLocalVectorQueryFailed is the error code "local_vector_query_failed". retrieve (knowledge):
+	// inside an ok:false result (error.code), not an error frame: the local vector search failed.
+	ErrLocalVectorQueryFailed = &rpc.Error{Name: "local_vector_query_failed"}
+	// ErrMissingDocument is the error code "missing_document". retrieve (knowledge): inside an
+	// ok:false result (error.code), not an error frame: a context_document request names no document.
+	ErrMissingDocument = &rpc.Error{Name: "missing_document"}
+	// ErrMissingQuery is the error code "missing_query". retrieve (knowledge): inside an ok:false
+	// result (error.code), not an error frame: a vector_query request has no query.
+	ErrMissingQuery = &rpc.Error{Name: "missing_query"}
+	// ErrKnowledgeRuntimeError is the error code "knowledge_runtime_error". retrieve (knowledge): an
+	// error frame of the Python SDK's knowledge helper.
+	ErrKnowledgeRuntimeError = &rpc.Error{Name: "knowledge_runtime_error"}
+	// ErrMemoryRuntimeFailed is the error code "memory_runtime_failed". read (memory), write (memory):
+	// synthesized by the Harness inside an ok:false result when the request fails in transport.
+	ErrMemoryRuntimeFailed = &rpc.Error{Name: "memory_runtime_failed"}
+	// ErrMalformedMemoryRuntimeResponse is the error code "malformed_memory_runtime_response". read
+	// (memory), write (memory): synthesized by the Harness when the result does not echo the route or
+	// lacks its error.
+	ErrMalformedMemoryRuntimeResponse = &rpc.Error{Name: "malformed_memory_runtime_response"}
+	// ErrNotFound is the error code "not_found". read (memory), write (memory), count (memory),
+	// load_operation_state (memory), store_operation_state (memory), commit_lifecycle (memory): inside
+	// an ok:false result: no such record.
+	ErrNotFound = &rpc.Error{Name: "not_found"}
+	// ErrCapacityExceeded is the error code "capacity_exceeded". read (memory), write (memory), count
+	// (memory), load_operation_state (memory), store_operation_state (memory), commit_lifecycle
+	// (memory): inside an ok:false result: the space is full.
+	ErrCapacityExceeded = &rpc.Error{Name: "capacity_exceeded"}
+	// ErrConstraintViolation is the error code "constraint_violation". read (memory), write (memory),
+	// count (memory), load_operation_state (memory), store_operation_state (memory), commit_lifecycle
+	// (memory): inside an ok:false result: a constraint (append_only) forbids it.
+	ErrConstraintViolation = &rpc.Error{Name: "constraint_violation"}
+	// ErrRecordTypeMismatch is the error code "record_type_mismatch". read (memory), write (memory),
+	// count (memory), load_operation_state (memory), store_operation_state (memory), commit_lifecycle
+	// (memory): inside an ok:false result: the record has another type.
+	ErrRecordTypeMismatch = &rpc.Error{Name: "record_type_mismatch"}
+	// ErrContractViolation is the error code "contract_violation". read (memory), write (memory),
+	// count (memory), load_operation_state (memory), store_operation_state (memory), commit_lifecycle
+	// (memory): inside an ok:false result: the request breaks the provider contract.
+	ErrContractViolation = &rpc.Error{Name: "contract_violation"}
+	// ErrConflict is the error code "conflict". read (memory), write (memory), count (memory),
+	// load_operation_state (memory), store_operation_state (memory), commit_lifecycle (memory): inside
+	// an ok:false result: a concurrent change conflicts.
+	ErrConflict = &rpc.Error{Name: "conflict"}
+	// ErrCommitFailed is the error code "commit_failed". commit_lifecycle (memory): inside an ok:false
+	// result: the batch was not applied (an expected source changed, a write failed); nothing changed.
+	ErrCommitFailed = &rpc.Error{Name: "commit_failed"}
 )
 
 // Methods lists every method of AgentPM process services in catalogue order.
 var Methods = []wire.MethodInfo{{
 	From:      "harness",
-	Go:        "InitializeKnowledge",
+	Go:        "InitializeModel",
 	Kind:      "request",
-	Qualifier: "knowledge",
+	Qualifier: "model",
 	Status:    "stable",
 	To:        "service",
 	Wire:      "initialize",
@@ -63,12 +195,44 @@ var Methods = []wire.MethodInfo{{
 	Wire:      "initialize",
 }, {
 	From:      "harness",
-	Go:        "Retrieve",
+	Go:        "InitializeHook",
+	Kind:      "request",
+	Qualifier: "hook",
+	Status:    "stable",
+	To:        "service",
+	Wire:      "initialize",
+}, {
+	From:      "harness",
+	Go:        "InitializeKnowledge",
 	Kind:      "request",
 	Qualifier: "knowledge",
 	Status:    "stable",
 	To:        "service",
-	Wire:      "retrieve",
+	Wire:      "initialize",
+}, {
+	From:      "harness",
+	Go:        "InitializeMemory",
+	Kind:      "request",
+	Qualifier: "memory",
+	Status:    "stable",
+	To:        "service",
+	Wire:      "initialize",
+}, {
+	From:      "harness",
+	Go:        "InitializeApproval",
+	Kind:      "request",
+	Qualifier: "approval",
+	Status:    "stable",
+	To:        "service",
+	Wire:      "initialize",
+}, {
+	From:      "harness",
+	Go:        "Generate",
+	Kind:      "request",
+	Qualifier: "model",
+	Status:    "stable",
+	To:        "service",
+	Wire:      "generate",
 }, {
 	From:      "harness",
 	Go:        "Embed",
@@ -77,10 +241,146 @@ var Methods = []wire.MethodInfo{{
 	Status:    "stable",
 	To:        "service",
 	Wire:      "embed",
+}, {
+	From:      "harness",
+	Go:        "BeforeModelRequest",
+	Kind:      "request",
+	Qualifier: "hook",
+	Status:    "stable",
+	To:        "service",
+	Wire:      "before_model_request",
+}, {
+	From:      "harness",
+	Go:        "BeforeToolSelection",
+	Kind:      "request",
+	Qualifier: "hook",
+	Status:    "stable",
+	To:        "service",
+	Wire:      "before_tool_selection",
+}, {
+	From:      "harness",
+	Go:        "BeforeToolCall",
+	Kind:      "request",
+	Qualifier: "hook",
+	Status:    "stable",
+	To:        "service",
+	Wire:      "before_tool_call",
+}, {
+	From:      "harness",
+	Go:        "BeforeKnowledgeRequest",
+	Kind:      "request",
+	Qualifier: "hook",
+	Status:    "stable",
+	To:        "service",
+	Wire:      "before_knowledge_request",
+}, {
+	From:      "harness",
+	Go:        "AfterKnowledgeRetrieval",
+	Kind:      "request",
+	Qualifier: "hook",
+	Status:    "stable",
+	To:        "service",
+	Wire:      "after_knowledge_retrieval",
+}, {
+	From:      "harness",
+	Go:        "BeforeMemoryRead",
+	Kind:      "request",
+	Qualifier: "hook",
+	Status:    "stable",
+	To:        "service",
+	Wire:      "before_memory_read",
+}, {
+	From:      "harness",
+	Go:        "BeforeMemoryWrite",
+	Kind:      "request",
+	Qualifier: "hook",
+	Status:    "stable",
+	To:        "service",
+	Wire:      "before_memory_write",
+}, {
+	From:      "harness",
+	Go:        "BeforeMemoryOperation",
+	Kind:      "request",
+	Qualifier: "hook",
+	Status:    "stable",
+	To:        "service",
+	Wire:      "before_memory_operation",
+}, {
+	From:      "harness",
+	Go:        "Invoke",
+	Kind:      "request",
+	Qualifier: "hook",
+	Status:    "legacy-tolerated",
+	To:        "service",
+	Wire:      "invoke",
+}, {
+	From:      "harness",
+	Go:        "Retrieve",
+	Kind:      "request",
+	Qualifier: "knowledge",
+	Status:    "stable",
+	To:        "service",
+	Wire:      "retrieve",
+}, {
+	From:      "harness",
+	Go:        "MemoryRead",
+	Kind:      "request",
+	Qualifier: "memory",
+	Status:    "stable",
+	To:        "service",
+	Wire:      "read",
+}, {
+	From:      "harness",
+	Go:        "MemoryWrite",
+	Kind:      "request",
+	Qualifier: "memory",
+	Status:    "stable",
+	To:        "service",
+	Wire:      "write",
+}, {
+	From:      "harness",
+	Go:        "MemoryCount",
+	Kind:      "request",
+	Qualifier: "memory",
+	Status:    "stable",
+	To:        "service",
+	Wire:      "count",
+}, {
+	From:      "harness",
+	Go:        "MemoryLoadOperationState",
+	Kind:      "request",
+	Qualifier: "memory",
+	Status:    "stable",
+	To:        "service",
+	Wire:      "load_operation_state",
+}, {
+	From:      "harness",
+	Go:        "MemoryStoreOperationState",
+	Kind:      "request",
+	Qualifier: "memory",
+	Status:    "stable",
+	To:        "service",
+	Wire:      "store_operation_state",
+}, {
+	From:      "harness",
+	Go:        "MemoryCommitLifecycle",
+	Kind:      "request",
+	Qualifier: "memory",
+	Status:    "stable",
+	To:        "service",
+	Wire:      "commit_lifecycle",
+}, {
+	From:      "harness",
+	Go:        "RequestApproval",
+	Kind:      "request",
+	Qualifier: "approval",
+	Status:    "stable",
+	To:        "service",
+	Wire:      "request_approval",
 }}
 
 // MethodNames lists every method name (and qualifier) of the catalogue, so that a connection interns them (rpc.Options.Methods).
-var MethodNames = []string{"initialize", "knowledge", "embedding", "retrieve", "embed"}
+var MethodNames = []string{"initialize", "model", "embedding", "hook", "knowledge", "memory", "approval", "generate", "embed", "before_model_request", "before_tool_selection", "before_tool_call", "before_knowledge_request", "after_knowledge_retrieval", "before_memory_read", "before_memory_write", "before_memory_operation", "invoke", "retrieve", "read", "write", "count", "load_operation_state", "store_operation_state", "commit_lifecycle", "request_approval"}
 
 // CancelRules are the protocol's cancel messages (rpc.Options.Cancels).
 var CancelRules = []rpc.CancelRule{}
@@ -110,20 +410,110 @@ func NewConn(r io.Reader, w io.Writer, h rpc.Handler, opts *rpc.Options) *rpc.Co
 // answered with rpc.ErrMethodNotFound (or passed to Fallback) and never advertised. A *ServiceHandlers
 // is an rpc.Handler; wrap it with rpc.Middleware to intercept every method.
 type ServiceHandlers struct {
+	// InitializeModel handles initialize (request, stable). Handshake of a model service (envelope
+	// kind initialize, answered by initialized or response): the configured model. The result
+	// advertises the capabilities; the Run refuses a runtime without semantic actions and structured
+	// output.
+	InitializeModel func(context.Context, *ModelInitialize) (*ModelReadiness, error)
+	// InitializeEmbedding handles initialize (request, stable). Handshake of an embedding service: the
+	// result must advertise at least one embedding space.
+	InitializeEmbedding func(context.Context, *EmbeddingInitialize) (*EmbeddingReadiness, error)
+	// InitializeHook handles initialize (request, stable). Handshake of a hook service: the hook ids
+	// bound to it. If the result lists hooks, they must all be known ids and cover every configured
+	// one.
+	InitializeHook func(context.Context, *HookInitialize) (*HookReadiness, error)
 	// InitializeKnowledge handles initialize (request, stable). Handshake of a knowledge service
 	// (envelope kind initialize, answered by initialized or response): the mapped, locally available
 	// packages. Each mapped package must come back attested ready with a matching version (and corpus
 	// hash when the manifest has one); the others become unavailable.
 	InitializeKnowledge func(context.Context, *KnowledgeInitialize) (*KnowledgeReadiness, error)
-	// InitializeEmbedding handles initialize (request, stable). Handshake of an embedding service: the
-	// result must advertise at least one embedding space.
-	InitializeEmbedding func(context.Context, *EmbeddingInitialize) (*EmbeddingReadiness, error)
+	// InitializeMemory handles initialize (request, stable). Handshake of a memory service: the Memory
+	// spaces routed to it. The result describes what the provider supports and attests every routed
+	// package ready.
+	InitializeMemory func(context.Context, *MemoryInitialize) (*MemoryReadiness, error)
+	// InitializeApproval handles initialize (request, stable). Handshake of the approval controller
+	// (registry id controller). Its capabilities must not say request_approval false.
+	InitializeApproval func(context.Context, *ApprovalInitialize) (*ApprovalReadiness, error)
+	// Generate handles generate (request, stable). Generates one model turn: what the model says and
+	// the semantic actions it proposes. An error frame fails the request ("model service generate
+	// failed: <code>: <message>"), and so does a result that is not a ModelTurn.
+	Generate func(context.Context, *GeneratePayload) (*ModelTurn, error)
+	// Embed handles embed (request, stable). Embeds one text in the embedding space the payload names.
+	Embed func(context.Context, *EmbedPayload) (*EmbedResult, error)
+	// BeforeModelRequest handles before_model_request (request, stable). The before_model_request
+	// hook: the method name is the hook id, the payload {hook, input}. Answer continue, with an
+	// optional patch, or reject. An error frame, a missing decision or a patch the Harness refuses is
+	// a hook failure (policy closed fails the operation); reject always stops it.
+	BeforeModelRequest func(context.Context, *BeforeModelRequestHook) (*BeforeModelRequestDecision, error)
+	// BeforeToolSelection handles before_tool_selection (request, stable). The before_tool_selection
+	// hook: the method name is the hook id, the payload {hook, input}. Answer continue, with an
+	// optional patch, or reject. An error frame, a missing decision or a patch the Harness refuses is
+	// a hook failure (policy closed fails the operation); reject always stops it.
+	BeforeToolSelection func(context.Context, *BeforeToolSelectionHook) (*BeforeToolSelectionDecision, error)
+	// BeforeToolCall handles before_tool_call (request, stable). The before_tool_call hook: the method
+	// name is the hook id, the payload {hook, input}. Answer continue, with an optional patch, or
+	// reject. An error frame, a missing decision or a patch the Harness refuses is a hook failure
+	// (policy closed fails the operation); reject always stops it.
+	BeforeToolCall func(context.Context, *BeforeToolCallHook) (*BeforeToolCallDecision, error)
+	// BeforeKnowledgeRequest handles before_knowledge_request (request, stable). The
+	// before_knowledge_request hook: the method name is the hook id, the payload {hook, input}. Answer
+	// continue, with an optional patch, or reject. An error frame, a missing decision or a patch the
+	// Harness refuses is a hook failure (policy closed fails the operation); reject always stops it.
+	BeforeKnowledgeRequest func(context.Context, *BeforeKnowledgeRequestHook) (*BeforeKnowledgeRequestDecision, error)
+	// AfterKnowledgeRetrieval handles after_knowledge_retrieval (request, stable). The
+	// after_knowledge_retrieval hook: the method name is the hook id, the payload {hook, input}.
+	// Answer continue, with an optional patch, or reject. An error frame, a missing decision or a
+	// patch the Harness refuses is a hook failure (policy closed fails the operation); reject always
+	// stops it.
+	AfterKnowledgeRetrieval func(context.Context, *AfterKnowledgeRetrievalHook) (*AfterKnowledgeRetrievalDecision, error)
+	// BeforeMemoryRead handles before_memory_read (request, stable). The before_memory_read hook: the
+	// method name is the hook id, the payload {hook, input}. Answer continue, with an optional patch,
+	// or reject. An error frame, a missing decision or a patch the Harness refuses is a hook failure
+	// (policy closed fails the operation); reject always stops it.
+	BeforeMemoryRead func(context.Context, *BeforeMemoryReadHook) (*BeforeMemoryReadDecision, error)
+	// BeforeMemoryWrite handles before_memory_write (request, stable). The before_memory_write hook:
+	// the method name is the hook id, the payload {hook, input}. Answer continue, with an optional
+	// patch, or reject. An error frame, a missing decision or a patch the Harness refuses is a hook
+	// failure (policy closed fails the operation); reject always stops it.
+	BeforeMemoryWrite func(context.Context, *BeforeMemoryWriteHook) (*BeforeMemoryWriteDecision, error)
+	// BeforeMemoryOperation handles before_memory_operation (request, stable). The
+	// before_memory_operation hook: the method name is the hook id, the payload {hook, input}. Answer
+	// continue, with an optional patch, or reject. An error frame, a missing decision or a patch the
+	// Harness refuses is a hook failure (policy closed fails the operation); reject always stops it.
+	BeforeMemoryOperation func(context.Context, *BeforeMemoryOperationHook) (*BeforeMemoryOperationDecision, error)
+	// Invoke handles invoke (request, legacy-tolerated). The seed's name for calling a hook: {hook,
+	// input}. The newest public Harness calls the hook-id methods instead; a tolerant service answers
+	// both (agentpmservice.InvokeHooks routes invoke to the hook-id fields).
+	Invoke func(context.Context, *HookInvocation) (*HookDecision, error)
 	// Retrieve handles retrieve (request, stable). Retrieves from one Knowledge package: a whole
 	// context document, or the top results of a vector query. Domain failures come back as ok:false
 	// with a typed error, not as error frames.
 	Retrieve func(context.Context, *RetrievePayload) (*KnowledgeRuntimeResult, error)
-	// Embed handles embed (request, stable). Embeds one text in the embedding space the payload names.
-	Embed func(context.Context, *EmbedPayload) (*EmbedResult, error)
+	// MemoryRead handles read (request, stable). Reads Memory records of one space and scope, by key,
+	// filter, chronologically, by full text or semantically. Domain failures come back as ok:false
+	// with a typed error.
+	MemoryRead func(context.Context, *MemoryReadPayload) (*MemoryReadResult, error)
+	// MemoryWrite handles write (request, stable). Creates, upserts, updates, deletes or archives one
+	// Memory record.
+	MemoryWrite func(context.Context, *MemoryWritePayload) (*MemoryWriteResult, error)
+	// MemoryCount handles count (request, stable). Counts the records of one space and scope
+	// (optionally of one record type).
+	MemoryCount func(context.Context, *MemoryCountPayload) (*MemoryCountResult, error)
+	// MemoryLoadOperationState handles load_operation_state (request, stable). Loads the durable state
+	// of a Memory lifecycle operation; state is null when none is stored.
+	MemoryLoadOperationState func(context.Context, *MemoryLoadStatePayload) (*MemoryStateResult, error)
+	// MemoryStoreOperationState handles store_operation_state (request, stable). Stores the durable
+	// state of a Memory lifecycle operation, as it is.
+	MemoryStoreOperationState func(context.Context, *MemoryStoreStatePayload) (*MemoryStoreStateResult, error)
+	// MemoryCommitLifecycle handles commit_lifecycle (request, stable). Commits a lifecycle batch
+	// atomically: checks the expected sources, applies the output writes then the source mutations,
+	// and stores the operation state; all or nothing. Required when the descriptor says
+	// atomic_batches.
+	MemoryCommitLifecycle func(context.Context, *MemoryCommitPayload) (*CommitLifecycleResult, error)
+	// RequestApproval handles request_approval (request, stable). Asks the approval controller to
+	// decide on a checkpoint: approve, deny or pending (a missing decision is pending; another value
+	// is an approval failure).
+	RequestApproval func(context.Context, *RequestApprovalPayload) (*ApprovalDecision, error)
 	// Fallback, if set, handles every method (and operation) that no field above serves, for example
 	// extension methods.
 	Fallback rpc.Handler
@@ -134,15 +524,15 @@ type ServiceHandlers struct {
 // and operations with no field set go to Fallback, or are answered with rpc.ErrMethodNotFound.
 func (h *ServiceHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error) {
 	switch req.Method {
-	case MethodInitializeKnowledge:
+	case MethodInitializeModel:
 		switch req.Qualifier {
-		case "knowledge":
-			if h.InitializeKnowledge != nil {
-				var p KnowledgeInitialize
+		case "model":
+			if h.InitializeModel != nil {
+				var p ModelInitialize
 				if err := rpc.DecodeParams(req.Params, &p); err != nil {
 					return nil, err
 				}
-				return h.InitializeKnowledge(ctx, &p)
+				return h.InitializeModel(ctx, &p)
 			}
 		case "embedding":
 			if h.InitializeEmbedding != nil {
@@ -152,16 +542,48 @@ func (h *ServiceHandlers) Handle(ctx context.Context, req *rpc.Request) (any, er
 				}
 				return h.InitializeEmbedding(ctx, &p)
 			}
-		}
-	case MethodRetrieve:
-		switch req.Qualifier {
-		case "knowledge":
-			if h.Retrieve != nil {
-				var p RetrievePayload
+		case "hook":
+			if h.InitializeHook != nil {
+				var p HookInitialize
 				if err := rpc.DecodeParams(req.Params, &p); err != nil {
 					return nil, err
 				}
-				return h.Retrieve(ctx, &p)
+				return h.InitializeHook(ctx, &p)
+			}
+		case "knowledge":
+			if h.InitializeKnowledge != nil {
+				var p KnowledgeInitialize
+				if err := rpc.DecodeParams(req.Params, &p); err != nil {
+					return nil, err
+				}
+				return h.InitializeKnowledge(ctx, &p)
+			}
+		case "memory":
+			if h.InitializeMemory != nil {
+				var p MemoryInitialize
+				if err := rpc.DecodeParams(req.Params, &p); err != nil {
+					return nil, err
+				}
+				return h.InitializeMemory(ctx, &p)
+			}
+		case "approval":
+			if h.InitializeApproval != nil {
+				var p ApprovalInitialize
+				if err := rpc.DecodeParams(req.Params, &p); err != nil {
+					return nil, err
+				}
+				return h.InitializeApproval(ctx, &p)
+			}
+		}
+	case MethodGenerate:
+		switch req.Qualifier {
+		case "model":
+			if h.Generate != nil {
+				var p GeneratePayload
+				if err := rpc.DecodeParams(req.Params, &p); err != nil {
+					return nil, err
+				}
+				return h.Generate(ctx, &p)
 			}
 		}
 	case MethodEmbed:
@@ -175,6 +597,193 @@ func (h *ServiceHandlers) Handle(ctx context.Context, req *rpc.Request) (any, er
 				return h.Embed(ctx, &p)
 			}
 		}
+	case MethodBeforeModelRequest:
+		switch req.Qualifier {
+		case "hook":
+			if h.BeforeModelRequest != nil {
+				var p BeforeModelRequestHook
+				if err := rpc.DecodeParams(req.Params, &p); err != nil {
+					return nil, err
+				}
+				return h.BeforeModelRequest(ctx, &p)
+			}
+		}
+	case MethodBeforeToolSelection:
+		switch req.Qualifier {
+		case "hook":
+			if h.BeforeToolSelection != nil {
+				var p BeforeToolSelectionHook
+				if err := rpc.DecodeParams(req.Params, &p); err != nil {
+					return nil, err
+				}
+				return h.BeforeToolSelection(ctx, &p)
+			}
+		}
+	case MethodBeforeToolCall:
+		switch req.Qualifier {
+		case "hook":
+			if h.BeforeToolCall != nil {
+				var p BeforeToolCallHook
+				if err := rpc.DecodeParams(req.Params, &p); err != nil {
+					return nil, err
+				}
+				return h.BeforeToolCall(ctx, &p)
+			}
+		}
+	case MethodBeforeKnowledgeRequest:
+		switch req.Qualifier {
+		case "hook":
+			if h.BeforeKnowledgeRequest != nil {
+				var p BeforeKnowledgeRequestHook
+				if err := rpc.DecodeParams(req.Params, &p); err != nil {
+					return nil, err
+				}
+				return h.BeforeKnowledgeRequest(ctx, &p)
+			}
+		}
+	case MethodAfterKnowledgeRetrieval:
+		switch req.Qualifier {
+		case "hook":
+			if h.AfterKnowledgeRetrieval != nil {
+				var p AfterKnowledgeRetrievalHook
+				if err := rpc.DecodeParams(req.Params, &p); err != nil {
+					return nil, err
+				}
+				return h.AfterKnowledgeRetrieval(ctx, &p)
+			}
+		}
+	case MethodBeforeMemoryRead:
+		switch req.Qualifier {
+		case "hook":
+			if h.BeforeMemoryRead != nil {
+				var p BeforeMemoryReadHook
+				if err := rpc.DecodeParams(req.Params, &p); err != nil {
+					return nil, err
+				}
+				return h.BeforeMemoryRead(ctx, &p)
+			}
+		}
+	case MethodBeforeMemoryWrite:
+		switch req.Qualifier {
+		case "hook":
+			if h.BeforeMemoryWrite != nil {
+				var p BeforeMemoryWriteHook
+				if err := rpc.DecodeParams(req.Params, &p); err != nil {
+					return nil, err
+				}
+				return h.BeforeMemoryWrite(ctx, &p)
+			}
+		}
+	case MethodBeforeMemoryOperation:
+		switch req.Qualifier {
+		case "hook":
+			if h.BeforeMemoryOperation != nil {
+				var p BeforeMemoryOperationHook
+				if err := rpc.DecodeParams(req.Params, &p); err != nil {
+					return nil, err
+				}
+				return h.BeforeMemoryOperation(ctx, &p)
+			}
+		}
+	case MethodInvoke:
+		switch req.Qualifier {
+		case "hook":
+			if h.Invoke != nil {
+				var p HookInvocation
+				if err := rpc.DecodeParams(req.Params, &p); err != nil {
+					return nil, err
+				}
+				return h.Invoke(ctx, &p)
+			}
+		}
+	case MethodRetrieve:
+		switch req.Qualifier {
+		case "knowledge":
+			if h.Retrieve != nil {
+				var p RetrievePayload
+				if err := rpc.DecodeParams(req.Params, &p); err != nil {
+					return nil, err
+				}
+				return h.Retrieve(ctx, &p)
+			}
+		}
+	case MethodMemoryRead:
+		switch req.Qualifier {
+		case "memory":
+			if h.MemoryRead != nil {
+				var p MemoryReadPayload
+				if err := rpc.DecodeParams(req.Params, &p); err != nil {
+					return nil, err
+				}
+				return h.MemoryRead(ctx, &p)
+			}
+		}
+	case MethodMemoryWrite:
+		switch req.Qualifier {
+		case "memory":
+			if h.MemoryWrite != nil {
+				var p MemoryWritePayload
+				if err := rpc.DecodeParams(req.Params, &p); err != nil {
+					return nil, err
+				}
+				return h.MemoryWrite(ctx, &p)
+			}
+		}
+	case MethodMemoryCount:
+		switch req.Qualifier {
+		case "memory":
+			if h.MemoryCount != nil {
+				var p MemoryCountPayload
+				if err := rpc.DecodeParams(req.Params, &p); err != nil {
+					return nil, err
+				}
+				return h.MemoryCount(ctx, &p)
+			}
+		}
+	case MethodMemoryLoadOperationState:
+		switch req.Qualifier {
+		case "memory":
+			if h.MemoryLoadOperationState != nil {
+				var p MemoryLoadStatePayload
+				if err := rpc.DecodeParams(req.Params, &p); err != nil {
+					return nil, err
+				}
+				return h.MemoryLoadOperationState(ctx, &p)
+			}
+		}
+	case MethodMemoryStoreOperationState:
+		switch req.Qualifier {
+		case "memory":
+			if h.MemoryStoreOperationState != nil {
+				var p MemoryStoreStatePayload
+				if err := rpc.DecodeParams(req.Params, &p); err != nil {
+					return nil, err
+				}
+				return h.MemoryStoreOperationState(ctx, &p)
+			}
+		}
+	case MethodMemoryCommitLifecycle:
+		switch req.Qualifier {
+		case "memory":
+			if h.MemoryCommitLifecycle != nil {
+				var p MemoryCommitPayload
+				if err := rpc.DecodeParams(req.Params, &p); err != nil {
+					return nil, err
+				}
+				return h.MemoryCommitLifecycle(ctx, &p)
+			}
+		}
+	case MethodRequestApproval:
+		switch req.Qualifier {
+		case "approval":
+			if h.RequestApproval != nil {
+				var p RequestApprovalPayload
+				if err := rpc.DecodeParams(req.Params, &p); err != nil {
+					return nil, err
+				}
+				return h.RequestApproval(ctx, &p)
+			}
+		}
 	}
 	if h.Fallback != nil {
 		return h.Fallback.Handle(ctx, req)
@@ -186,17 +795,80 @@ func (h *ServiceHandlers) Handle(ctx context.Context, req *rpc.Request) (any, er
 // serve (Operations lists the operations carried inside methods).
 func (h *ServiceHandlers) Served() []wire.MethodInfo {
 	var out []wire.MethodInfo
-	if h.InitializeKnowledge != nil {
+	if h.InitializeModel != nil {
 		out = append(out, Methods[0])
 	}
 	if h.InitializeEmbedding != nil {
 		out = append(out, Methods[1])
 	}
-	if h.Retrieve != nil {
+	if h.InitializeHook != nil {
 		out = append(out, Methods[2])
 	}
-	if h.Embed != nil {
+	if h.InitializeKnowledge != nil {
 		out = append(out, Methods[3])
+	}
+	if h.InitializeMemory != nil {
+		out = append(out, Methods[4])
+	}
+	if h.InitializeApproval != nil {
+		out = append(out, Methods[5])
+	}
+	if h.Generate != nil {
+		out = append(out, Methods[6])
+	}
+	if h.Embed != nil {
+		out = append(out, Methods[7])
+	}
+	if h.BeforeModelRequest != nil {
+		out = append(out, Methods[8])
+	}
+	if h.BeforeToolSelection != nil {
+		out = append(out, Methods[9])
+	}
+	if h.BeforeToolCall != nil {
+		out = append(out, Methods[10])
+	}
+	if h.BeforeKnowledgeRequest != nil {
+		out = append(out, Methods[11])
+	}
+	if h.AfterKnowledgeRetrieval != nil {
+		out = append(out, Methods[12])
+	}
+	if h.BeforeMemoryRead != nil {
+		out = append(out, Methods[13])
+	}
+	if h.BeforeMemoryWrite != nil {
+		out = append(out, Methods[14])
+	}
+	if h.BeforeMemoryOperation != nil {
+		out = append(out, Methods[15])
+	}
+	if h.Invoke != nil {
+		out = append(out, Methods[16])
+	}
+	if h.Retrieve != nil {
+		out = append(out, Methods[17])
+	}
+	if h.MemoryRead != nil {
+		out = append(out, Methods[18])
+	}
+	if h.MemoryWrite != nil {
+		out = append(out, Methods[19])
+	}
+	if h.MemoryCount != nil {
+		out = append(out, Methods[20])
+	}
+	if h.MemoryLoadOperationState != nil {
+		out = append(out, Methods[21])
+	}
+	if h.MemoryStoreOperationState != nil {
+		out = append(out, Methods[22])
+	}
+	if h.MemoryCommitLifecycle != nil {
+		out = append(out, Methods[23])
+	}
+	if h.RequestApproval != nil {
+		out = append(out, Methods[24])
 	}
 	return out
 }
@@ -210,6 +882,49 @@ type ServicePeer struct {
 // NewServicePeer returns a ServicePeer that sends through s.
 func NewServicePeer(s rpc.Sender) *ServicePeer {
 	return &ServicePeer{s: s}
+}
+
+// InitializeModel sends the request initialize. Handshake of a model service (envelope kind
+// initialize, answered by initialized or response): the configured model. The result advertises the
+// capabilities; the Run refuses a runtime without semantic actions and structured output.
+func (p *ServicePeer) InitializeModel(ctx context.Context, params *ModelInitialize) (*ModelReadiness, error) {
+	var res ModelReadiness
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method:    MethodInitializeModel,
+		Params:    params,
+		Qualifier: "model",
+	}, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// InitializeEmbedding sends the request initialize. Handshake of an embedding service: the result must
+// advertise at least one embedding space.
+func (p *ServicePeer) InitializeEmbedding(ctx context.Context, params *EmbeddingInitialize) (*EmbeddingReadiness, error) {
+	var res EmbeddingReadiness
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method:    MethodInitializeEmbedding,
+		Params:    params,
+		Qualifier: "embedding",
+	}, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// InitializeHook sends the request initialize. Handshake of a hook service: the hook ids bound to it.
+// If the result lists hooks, they must all be known ids and cover every configured one.
+func (p *ServicePeer) InitializeHook(ctx context.Context, params *HookInitialize) (*HookReadiness, error) {
+	var res HookReadiness
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method:    MethodInitializeHook,
+		Params:    params,
+		Qualifier: "hook",
+	}, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
 }
 
 // InitializeKnowledge sends the request initialize. Handshake of a knowledge service (envelope kind
@@ -228,14 +943,200 @@ func (p *ServicePeer) InitializeKnowledge(ctx context.Context, params *Knowledge
 	return &res, nil
 }
 
-// InitializeEmbedding sends the request initialize. Handshake of an embedding service: the result must
-// advertise at least one embedding space.
-func (p *ServicePeer) InitializeEmbedding(ctx context.Context, params *EmbeddingInitialize) (*EmbeddingReadiness, error) {
-	var res EmbeddingReadiness
+// InitializeMemory sends the request initialize. Handshake of a memory service: the Memory spaces
+// routed to it. The result describes what the provider supports and attests every routed package
+// ready.
+func (p *ServicePeer) InitializeMemory(ctx context.Context, params *MemoryInitialize) (*MemoryReadiness, error) {
+	var res MemoryReadiness
 	if err := p.s.Send(ctx, rpc.Outbound{
-		Method:    MethodInitializeEmbedding,
+		Method:    MethodInitializeMemory,
+		Params:    params,
+		Qualifier: "memory",
+	}, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// InitializeApproval sends the request initialize. Handshake of the approval controller (registry id
+// controller). Its capabilities must not say request_approval false.
+func (p *ServicePeer) InitializeApproval(ctx context.Context, params *ApprovalInitialize) (*ApprovalReadiness, error) {
+	var res ApprovalReadiness
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method:    MethodInitializeApproval,
+		Params:    params,
+		Qualifier: "approval",
+	}, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// Generate sends the request generate. Generates one model turn: what the model says and the semantic
+// actions it proposes. An error frame fails the request ("model service generate failed: <code>:
+// <message>"), and so does a result that is not a ModelTurn.
+func (p *ServicePeer) Generate(ctx context.Context, params *GeneratePayload) (*ModelTurn, error) {
+	var res ModelTurn
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method:    MethodGenerate,
+		Params:    params,
+		Qualifier: "model",
+	}, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// Embed sends the request embed. Embeds one text in the embedding space the payload names.
+func (p *ServicePeer) Embed(ctx context.Context, params *EmbedPayload) (*EmbedResult, error) {
+	var res EmbedResult
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method:    MethodEmbed,
 		Params:    params,
 		Qualifier: "embedding",
+	}, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// BeforeModelRequest sends the request before_model_request. The before_model_request hook: the method
+// name is the hook id, the payload {hook, input}. Answer continue, with an optional patch, or reject.
+// An error frame, a missing decision or a patch the Harness refuses is a hook failure (policy closed
+// fails the operation); reject always stops it.
+func (p *ServicePeer) BeforeModelRequest(ctx context.Context, params *BeforeModelRequestHook) (*BeforeModelRequestDecision, error) {
+	var res BeforeModelRequestDecision
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method:    MethodBeforeModelRequest,
+		Params:    params,
+		Qualifier: "hook",
+	}, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// BeforeToolSelection sends the request before_tool_selection. The before_tool_selection hook: the
+// method name is the hook id, the payload {hook, input}. Answer continue, with an optional patch, or
+// reject. An error frame, a missing decision or a patch the Harness refuses is a hook failure (policy
+// closed fails the operation); reject always stops it.
+func (p *ServicePeer) BeforeToolSelection(ctx context.Context, params *BeforeToolSelectionHook) (*BeforeToolSelectionDecision, error) {
+	var res BeforeToolSelectionDecision
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method:    MethodBeforeToolSelection,
+		Params:    params,
+		Qualifier: "hook",
+	}, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// BeforeToolCall sends the request before_tool_call. The before_tool_call hook: the method name is the
+// hook id, the payload {hook, input}. Answer continue, with an optional patch, or reject. An error
+// frame, a missing decision or a patch the Harness refuses is a hook failure (policy closed fails the
+// operation); reject always stops it.
+func (p *ServicePeer) BeforeToolCall(ctx context.Context, params *BeforeToolCallHook) (*BeforeToolCallDecision, error) {
+	var res BeforeToolCallDecision
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method:    MethodBeforeToolCall,
+		Params:    params,
+		Qualifier: "hook",
+	}, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// BeforeKnowledgeRequest sends the request before_knowledge_request. The before_knowledge_request
+// hook: the method name is the hook id, the payload {hook, input}. Answer continue, with an optional
+// patch, or reject. An error frame, a missing decision or a patch the Harness refuses is a hook
+// failure (policy closed fails the operation); reject always stops it.
+func (p *ServicePeer) BeforeKnowledgeRequest(ctx context.Context, params *BeforeKnowledgeRequestHook) (*BeforeKnowledgeRequestDecision, error) {
+	var res BeforeKnowledgeRequestDecision
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method:    MethodBeforeKnowledgeRequest,
+		Params:    params,
+		Qualifier: "hook",
+	}, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// AfterKnowledgeRetrieval sends the request after_knowledge_retrieval. The after_knowledge_retrieval
+// hook: the method name is the hook id, the payload {hook, input}. Answer continue, with an optional
+// patch, or reject. An error frame, a missing decision or a patch the Harness refuses is a hook
+// failure (policy closed fails the operation); reject always stops it.
+func (p *ServicePeer) AfterKnowledgeRetrieval(ctx context.Context, params *AfterKnowledgeRetrievalHook) (*AfterKnowledgeRetrievalDecision, error) {
+	var res AfterKnowledgeRetrievalDecision
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method:    MethodAfterKnowledgeRetrieval,
+		Params:    params,
+		Qualifier: "hook",
+	}, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// BeforeMemoryRead sends the request before_memory_read. The before_memory_read hook: the method name
+// is the hook id, the payload {hook, input}. Answer continue, with an optional patch, or reject. An
+// error frame, a missing decision or a patch the Harness refuses is a hook failure (policy closed
+// fails the operation); reject always stops it.
+func (p *ServicePeer) BeforeMemoryRead(ctx context.Context, params *BeforeMemoryReadHook) (*BeforeMemoryReadDecision, error) {
+	var res BeforeMemoryReadDecision
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method:    MethodBeforeMemoryRead,
+		Params:    params,
+		Qualifier: "hook",
+	}, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// BeforeMemoryWrite sends the request before_memory_write. The before_memory_write hook: the method
+// name is the hook id, the payload {hook, input}. Answer continue, with an optional patch, or reject.
+// An error frame, a missing decision or a patch the Harness refuses is a hook failure (policy closed
+// fails the operation); reject always stops it.
+func (p *ServicePeer) BeforeMemoryWrite(ctx context.Context, params *BeforeMemoryWriteHook) (*BeforeMemoryWriteDecision, error) {
+	var res BeforeMemoryWriteDecision
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method:    MethodBeforeMemoryWrite,
+		Params:    params,
+		Qualifier: "hook",
+	}, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// BeforeMemoryOperation sends the request before_memory_operation. The before_memory_operation hook:
+// the method name is the hook id, the payload {hook, input}. Answer continue, with an optional patch,
+// or reject. An error frame, a missing decision or a patch the Harness refuses is a hook failure
+// (policy closed fails the operation); reject always stops it.
+func (p *ServicePeer) BeforeMemoryOperation(ctx context.Context, params *BeforeMemoryOperationHook) (*BeforeMemoryOperationDecision, error) {
+	var res BeforeMemoryOperationDecision
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method:    MethodBeforeMemoryOperation,
+		Params:    params,
+		Qualifier: "hook",
+	}, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// Invoke sends the request invoke. The seed's name for calling a hook: {hook, input}. The newest
+// public Harness calls the hook-id methods instead; a tolerant service answers both
+// (agentpmservice.InvokeHooks routes invoke to the hook-id fields).
+func (p *ServicePeer) Invoke(ctx context.Context, params *HookInvocation) (*HookDecision, error) {
+	var res HookDecision
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method:    MethodInvoke,
+		Params:    params,
+		Qualifier: "hook",
 	}, &res); err != nil {
 		return nil, err
 	}
@@ -257,13 +1158,101 @@ func (p *ServicePeer) Retrieve(ctx context.Context, params *RetrievePayload) (*K
 	return &res, nil
 }
 
-// Embed sends the request embed. Embeds one text in the embedding space the payload names.
-func (p *ServicePeer) Embed(ctx context.Context, params *EmbedPayload) (*EmbedResult, error) {
-	var res EmbedResult
+// MemoryRead sends the request read. Reads Memory records of one space and scope, by key, filter,
+// chronologically, by full text or semantically. Domain failures come back as ok:false with a typed
+// error.
+func (p *ServicePeer) MemoryRead(ctx context.Context, params *MemoryReadPayload) (*MemoryReadResult, error) {
+	var res MemoryReadResult
 	if err := p.s.Send(ctx, rpc.Outbound{
-		Method:    MethodEmbed,
+		Method:    MethodMemoryRead,
 		Params:    params,
-		Qualifier: "embedding",
+		Qualifier: "memory",
+	}, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// MemoryWrite sends the request write. Creates, upserts, updates, deletes or archives one Memory
+// record.
+func (p *ServicePeer) MemoryWrite(ctx context.Context, params *MemoryWritePayload) (*MemoryWriteResult, error) {
+	var res MemoryWriteResult
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method:    MethodMemoryWrite,
+		Params:    params,
+		Qualifier: "memory",
+	}, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// MemoryCount sends the request count. Counts the records of one space and scope (optionally of one
+// record type).
+func (p *ServicePeer) MemoryCount(ctx context.Context, params *MemoryCountPayload) (*MemoryCountResult, error) {
+	var res MemoryCountResult
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method:    MethodMemoryCount,
+		Params:    params,
+		Qualifier: "memory",
+	}, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// MemoryLoadOperationState sends the request load_operation_state. Loads the durable state of a Memory
+// lifecycle operation; state is null when none is stored.
+func (p *ServicePeer) MemoryLoadOperationState(ctx context.Context, params *MemoryLoadStatePayload) (*MemoryStateResult, error) {
+	var res MemoryStateResult
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method:    MethodMemoryLoadOperationState,
+		Params:    params,
+		Qualifier: "memory",
+	}, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// MemoryStoreOperationState sends the request store_operation_state. Stores the durable state of a
+// Memory lifecycle operation, as it is.
+func (p *ServicePeer) MemoryStoreOperationState(ctx context.Context, params *MemoryStoreStatePayload) (*MemoryStoreStateResult, error) {
+	var res MemoryStoreStateResult
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method:    MethodMemoryStoreOperationState,
+		Params:    params,
+		Qualifier: "memory",
+	}, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// MemoryCommitLifecycle sends the request commit_lifecycle. Commits a lifecycle batch atomically:
+// checks the expected sources, applies the output writes then the source mutations, and stores the
+// operation state; all or nothing. Required when the descriptor says atomic_batches.
+func (p *ServicePeer) MemoryCommitLifecycle(ctx context.Context, params *MemoryCommitPayload) (*CommitLifecycleResult, error) {
+	var res CommitLifecycleResult
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method:    MethodMemoryCommitLifecycle,
+		Params:    params,
+		Qualifier: "memory",
+	}, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// RequestApproval sends the request request_approval. Asks the approval controller to decide on a
+// checkpoint: approve, deny or pending (a missing decision is pending; another value is an approval
+// failure).
+func (p *ServicePeer) RequestApproval(ctx context.Context, params *RequestApprovalPayload) (*ApprovalDecision, error) {
+	var res ApprovalDecision
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method:    MethodRequestApproval,
+		Params:    params,
+		Qualifier: "approval",
 	}, &res); err != nil {
 		return nil, err
 	}
