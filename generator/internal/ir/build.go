@@ -942,9 +942,6 @@ func (b *builder) objectUnion(s *schema.Schema, rest []*schema.Schema, name stri
 	t.Common = b.fields(s, name, tag, reserved)
 	for _, f := range t.Common {
 		reserved[f.Go] = true
-		if f.Const != nil {
-			b.fail("%s: a const member common to every variant is unsupported", f.Pointer)
-		}
 	}
 	t.Variants = b.variants(t, as, tag, keys, def, name, reserved)
 	return &Ref{Kind: Named, Named: t}, nullable
