@@ -24,7 +24,11 @@ func Docs(pkg *ir.Package) []byte {
 	for _, s := range pkg.Sides {
 		fmt.Fprintf(&b, "- **%s** (`%s`): %s\n", s.Name, s.Go, s.Doc)
 	}
-	b.WriteString("\n## Methods\n\n| wire | Go | direction | kind | status |\n| --- | --- | --- | --- | --- |\n")
+	if len(pkg.Methods) == 0 {
+		b.WriteString("\n## Methods\n\nNone: the catalogue describes documents, not a conversation.\n")
+	} else {
+		b.WriteString("\n## Methods\n\n| wire | Go | direction | kind | status |\n| --- | --- | --- | --- | --- |\n")
+	}
 	for _, m := range pkg.Methods {
 		fmt.Fprintf(&b, "| [`%s`](#method-%s) | `%s` | %s → %s | %s | %s |\n", m.Wire+qualifierDoc(m), anchor(m.Go), m.Go, m.From.Name, m.To.Name, m.Kind, m.Status)
 	}

@@ -78,9 +78,11 @@ func emitConstants(f *jen.File, pkg *ir.Package) {
 		defs = append(defs, jen.Comment(fmt.Sprintf("%s is %q (%s, %s -> %s, %s).", methodConst(m), m.Wire, m.Kind, m.From.Name, m.To.Name, m.Status)))
 		defs = append(defs, jen.Id(methodConst(m)).Op("=").Lit(m.Wire))
 	}
-	f.Comment("Wire method names.")
-	f.Const().Defs(defs...)
-	f.Line()
+	if len(defs) > 0 {
+		f.Comment("Wire method names.")
+		f.Const().Defs(defs...)
+		f.Line()
+	}
 	var ops []jen.Code
 	for _, m := range pkg.Methods {
 		if m.Operations == nil || len(m.Operations.Selector) != 1 {
