@@ -47,6 +47,9 @@ type Catalogue struct {
 	Annotations map[string]Annotation `json:"annotations,omitempty"`
 	// Overlays type members of vendored definitions with schemas of ours.
 	Overlays []Overlay `json:"overlays,omitempty"`
+	// Errors are the errors any method can get (a frame that fails the
+	// protocol's gates, an unknown method), documented once for all.
+	Errors []Error `json:"errors,omitempty"`
 	// Methods are the methods listed by hand, in the order docs list them.
 	Methods []Method `json:"methods"`
 
@@ -328,6 +331,9 @@ func (c *Catalogue) Validate() error {
 			}
 		}
 	}
+	for _, e := range c.Errors {
+		errs = append(errs, checkError("errors", e)...)
+	}
 	errs = append(errs, c.checkMethods(c.Methods)...)
 	if len(errs) > 0 {
 		return fmt.Errorf("invalid catalogue:\n  %s", strings.Join(errs, "\n  "))
@@ -352,11 +358,7 @@ func (c *Catalogue) checkMethods(methods []Method) []string {
 	}
 	checkErrors := func(where string, es []Error) {
 		for _, e := range es {
-			var n int64
-			var s string
-			if json.Unmarshal(e.Code, &n) != nil && (json.Unmarshal(e.Code, &s) != nil || s == "") {
-				bad("%s: error code %s is neither an integer nor a string", where, e.Code)
-			}
+			errs = append(errs, checkError(where, e)...)
 		}
 	}
 	seen := map[string]bool{}
@@ -453,6 +455,16 @@ func (c *Catalogue) checkMethods(methods []Method) []string {
 		}
 	}
 	return errs
+}
+
+// checkError checks one documented error's code.
+func checkError(where string, e Error) []string {
+	var n int64
+	var s string
+	if json.Unmarshal(e.Code, &n) != nil && (json.Unmarshal(e.Code, &s) != nil || s == "") {
+		return []string{fmt.Sprintf("%s: error code %s is neither an integer nor a string", where, e.Code)}
+	}
+	return nil
 }
 
 // Side returns the side called name.

@@ -24,6 +24,10 @@ func Docs(pkg *ir.Package) []byte {
 	for _, s := range pkg.Sides {
 		fmt.Fprintf(&b, "- **%s** (`%s`): %s\n", s.Name, s.Go, s.Doc)
 	}
+	if len(pkg.Errors) > 0 {
+		b.WriteString("\n## Errors any method can get\n\n")
+		writeErrors(&b, pkg.Errors)
+	}
 	if len(pkg.Methods) == 0 {
 		b.WriteString("\n## Methods\n\nNone: the catalogue describes documents, not a conversation.\n")
 	} else {

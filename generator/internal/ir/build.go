@@ -76,7 +76,8 @@ func Build(cat *catalogue.Catalogue, methods []catalogue.Method, files map[strin
 		mm.Index = len(pkg.Methods)
 		pkg.Methods = append(pkg.Methods, mm)
 	}
-	pkg.Codes = b.codes(pkg.Methods)
+	pkg.Errors = errorList(cat.Errors)
+	pkg.Codes = b.codes(pkg.Errors, pkg.Methods)
 	for i, m := range methods {
 		if m.Cancels != nil {
 			b.cancels(pkg, pkg.Methods[i], m.Cancels)
@@ -164,7 +165,7 @@ func errorList(es []catalogue.Error) []Error {
 
 // codes collects the string error codes the methods and their operations
 // document, each once, with every place that documents it.
-func (b *builder) codes(ms []*Method) []*Code {
+func (b *builder) codes(common []Error, ms []*Method) []*Code {
 	var out []*Code
 	byCode := map[string]*Code{}
 	byGo := map[string]string{}
@@ -190,6 +191,7 @@ func (b *builder) codes(ms []*Method) []*Code {
 			c.Uses[i].Where = append(c.Uses[i].Where, where)
 		}
 	}
+	add("any method", common)
 	for _, m := range ms {
 		where := m.Wire
 		for _, q := range m.Qualifier {

@@ -108,8 +108,11 @@ type Package struct {
 	// Types are sorted by name.
 	Types   []*Type
 	Methods []*Method
-	// Codes are the string error codes the methods and operations document
-	// (agentpm's "session_busy"), in catalogue order of first mention.
+	// Errors are the errors any method can get.
+	Errors []Error
+	// Codes are the string error codes the catalogue documents (agentpm's
+	// "session_busy"), protocol-wide ones first, then the methods' and
+	// operations' in catalogue order of first mention.
 	Codes []*Code
 }
 
@@ -125,7 +128,8 @@ type Code struct {
 // CodeUse is one documented meaning of an error code.
 type CodeUse struct {
 	When string
-	// Where are "<wire>[ (<qualifier value>)][ <operation>]".
+	// Where are "<wire>[ (<qualifier value>)][ <operation>]", or "any
+	// method" for a protocol-wide error.
 	Where []string
 }
 
