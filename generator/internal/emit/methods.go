@@ -26,6 +26,7 @@ const (
 // rpc.Middleware can wrap. docs/handlers.md records the choice.
 func Methods(pkg *ir.Package) (*jen.File, error) {
 	f := newFile(pkg)
+	f.PackageComment(strings.Join(docLines(packageDoc(pkg), 100), "\n"))
 	emitConstants(f, pkg)
 	emitCodes(f, pkg)
 	emitInfos(f, pkg)
@@ -50,6 +51,19 @@ func Methods(pkg *ir.Package) (*jen.File, error) {
 		emitPeer(f, side.Go, side.Doc, ms)
 	}
 	return f, nil
+}
+
+// packageDoc is the package comment: what the protocol is and how its
+// generated code is used.
+func packageDoc(pkg *ir.Package) string {
+	doc := fmt.Sprintf("Package %s is the generated Go binding of %s (%s, framing %s).", pkg.Name, pkg.Title, pkg.Source, pkg.Framing)
+	if pkg.Doc != "" {
+		doc += "\n\n" + pkg.Doc
+	}
+	if len(pkg.Methods) > 0 {
+		doc += "\n\nEach side is served by a <Side>Handlers struct of typed func fields and called through a <Side>Peer (docs/handlers.md); NewConn connects them."
+	}
+	return doc + fmt.Sprintf(" The types keep the wire rules of docs/generator.md. Reference: docs/reference/%s.md.", pkg.Name)
 }
 
 // isMethod reports whether m is something a side handles and a peer sends
