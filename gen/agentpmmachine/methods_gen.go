@@ -161,6 +161,9 @@ var (
 	ErrHostServiceError = &rpc.Error{Name: "host_service_error"}
 )
 
+// ErrorCodes lists the documented error codes, in catalogue order.
+var ErrorCodes = []*rpc.Error{ErrMalformedJSON, ErrProtocolError, ErrUnknownMethod, ErrRunActive, ErrHostRegistrationFailed, ErrNotInitialized, ErrPreflightNotReady, ErrHostServiceNotRegistered, ErrSessionBusy, ErrRunFailed, ErrMemoryOperationNoActiveRun, ErrMemoryOperationBusy, ErrMemoryOperationInvalidRequest, ErrMemoryOperationNoActivePhase, ErrMemoryOperationNotParticipating, ErrMemoryOperationBackendUnready, ErrMemoryOperationUnresolvedScope, ErrMemoryOperationScopeMismatch, ErrMemoryOperationNotDeclared, ErrMemoryOperationNotExternal, ErrMemoryOperationCancelled, ErrMemoryOperationRunEnded, ErrMemoryOperationFailed, ErrHostServiceBadRequest, ErrHostServiceCallbackFailed, ErrHostServiceError}
+
 // Methods lists every method of AgentPM Harness machine protocol in catalogue order.
 var Methods = []wire.MethodInfo{{
 	From:   "client",

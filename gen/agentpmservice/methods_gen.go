@@ -192,6 +192,9 @@ var (
 	ErrCommitFailed = &rpc.Error{Name: "commit_failed"}
 )
 
+// ErrorCodes lists the documented error codes, in catalogue order.
+var ErrorCodes = []*rpc.Error{ErrServiceError, ErrUnsupportedCapability, ErrEmbeddingProviderFailed, ErrMalformedEmbeddingResponse, ErrKnowledgeRuntimeFailed, ErrKnowledgeUnavailable, ErrEmbeddingProviderUnavailable, ErrEmbeddingSpaceMismatch, ErrMissingEmbeddingMetadata, ErrMissingPackageRoot, ErrUndeclaredDocument, ErrContextLoadFailed, ErrLocalVectorQueryFailed, ErrMissingDocument, ErrMissingQuery, ErrKnowledgeRuntimeError, ErrMemoryRuntimeFailed, ErrMalformedMemoryRuntimeResponse, ErrNotFound, ErrCapacityExceeded, ErrConstraintViolation, ErrRecordTypeMismatch, ErrContractViolation, ErrConflict, ErrCommitFailed}
+
 // Methods lists every method of AgentPM process services in catalogue order.
 var Methods = []wire.MethodInfo{{
 	From:      "harness",

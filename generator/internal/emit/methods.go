@@ -134,6 +134,13 @@ func emitCodes(f *jen.File, pkg *ir.Package) {
 	comment(f, fmt.Sprintf("The error codes %s documents, as errors that compare by code: errors.Is(err, ErrX) holds for an error with that code whatever its message. A handler returns one, or an *rpc.Error with the same Name and a message of its own, to answer with that code.", pkg.Title))
 	f.Var().Defs(defs...)
 	f.Line()
+	var all []jen.Code
+	for _, c := range pkg.Codes {
+		all = append(all, jen.Id("Err"+c.Go))
+	}
+	f.Comment("ErrorCodes lists the documented error codes, in catalogue order.")
+	f.Var().Id("ErrorCodes").Op("=").Index().Op("*").Qual(pkgRPC, "Error").Values(all...)
+	f.Line()
 }
 
 func emitInfos(f *jen.File, pkg *ir.Package) {
