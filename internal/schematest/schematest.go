@@ -84,8 +84,13 @@ func Agree(t *testing.T, schemaDir, typesFile, goldenFile string, types []wirete
 			if err := stdjson.Unmarshal(doc, &base); err != nil {
 				t.Fatal(err)
 			}
+			seen := map[string]bool{}
 			for _, d := range append([]any{base}, Mutations(base)...) {
 				data, _ := stdjson.Marshal(d)
+				if seen[string(data)] {
+					continue
+				}
+				seen[string(data)] = true
 				inst, _ := jsonschema.UnmarshalJSON(bytes.NewReader(data))
 				want := sch.Validate(inst) == nil
 				val := ty.New()
@@ -168,35 +173,43 @@ func Mutations(doc any) []any {
 	switch d := doc.(type) {
 	case map[string]any:
 		extra := clone(d).(map[string]any)
-		extra["extra_member"] = 1
+		extra["extra_member"] = 1.0
 		out = append(out, extra)
 		keys := make([]string, 0, len(d))
 		for k := range d {
 			keys = append(keys, k)
 		}
 		slices.Sort(keys)
+		// The mutations share the members they do not change: they are
+		// only read.
+		with := func(k string, v any, del bool) map[string]any {
+			m := make(map[string]any, len(d)+1)
+			for kk, vv := range d {
+				m[kk] = vv
+			}
+			if del {
+				delete(m, k)
+			} else {
+				m[k] = v
+			}
+			return m
+		}
 		for _, k := range keys {
-			del := clone(d).(map[string]any)
-			delete(del, k)
-			out = append(out, del)
+			out = append(out, with(k, nil, true))
 			for _, r := range replacements {
-				m := clone(d).(map[string]any)
-				m[k] = r
-				out = append(out, m)
+				out = append(out, with(k, r, false))
 			}
 			for _, sub := range Mutations(d[k]) {
-				m := clone(d).(map[string]any)
-				m[k] = sub
-				out = append(out, m)
+				out = append(out, with(k, sub, false))
 			}
 		}
 	case []any:
 		for _, extra := range []any{1, "s", nil} {
-			out = append(out, append(clone(d).([]any), extra))
+			out = append(out, append(slices.Clip(slices.Clone(d)), extra))
 		}
 		for i := range d {
 			for _, sub := range Mutations(d[i]) {
-				a := clone(d).([]any)
+				a := slices.Clone(d)
 				a[i] = sub
 				out = append(out, a)
 			}
@@ -205,11 +218,23 @@ func Mutations(doc any) []any {
 	return out
 }
 
+// clone copies the objects and arrays of a decoded JSON value.
 func clone(v any) any {
-	data, _ := stdjson.Marshal(v)
-	var out any
-	_ = stdjson.Unmarshal(data, &out)
-	return out
+	switch d := v.(type) {
+	case map[string]any:
+		m := make(map[string]any, len(d)+1)
+		for k, e := range d {
+			m[k] = clone(e)
+		}
+		return m
+	case []any:
+		a := make([]any, len(d), len(d)+1)
+		for i, e := range d {
+			a[i] = clone(e)
+		}
+		return a
+	}
+	return v
 }
 
 // HasUnknown reports whether a decoded generated value holds, at any depth,
