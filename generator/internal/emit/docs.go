@@ -26,7 +26,9 @@ func Docs(pkg *ir.Package) []byte {
 	}
 	if len(pkg.Errors) > 0 {
 		b.WriteString("\n## Errors any method can get\n\n")
-		writeErrors(&b, pkg.Errors)
+		for _, e := range pkg.Errors {
+			fmt.Fprintf(&b, "- `%s`: %s\n", e.Code.JSON(), oneLine(e.When))
+		}
 	}
 	if len(pkg.Methods) == 0 {
 		b.WriteString("\n## Methods\n\nNone: the catalogue describes documents, not a conversation.\n")
