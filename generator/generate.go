@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -58,7 +59,7 @@ func LoadCatalogues(root string, paths []string) (*Spec, error) {
 			c.File = filepath.ToSlash(rel)
 		}
 		s.Catalogues = append(s.Catalogues, c)
-		for _, name := range append(slices.Clone(c.Schemas), sortedKeys(c.Imports)...) {
+		for _, name := range append(slices.Clone(c.Schemas), slices.Sorted(maps.Keys(c.Imports))...) {
 			if _, ok := s.Files[name]; ok {
 				continue
 			}
@@ -115,7 +116,7 @@ func Build(s *Spec) ([]*ir.Package, error) {
 func checkImports(cats []*catalogue.Catalogue) []string {
 	var errs []string
 	for _, c := range cats {
-		for _, file := range sortedKeys(c.Imports) {
+		for _, file := range slices.Sorted(maps.Keys(c.Imports)) {
 			imp := c.Imports[file]
 			owner := slices.IndexFunc(cats, func(o *catalogue.Catalogue) bool {
 				return o.Package == path.Base(imp) && slices.Contains(o.Schemas, file)
@@ -128,15 +129,6 @@ func checkImports(cats []*catalogue.Catalogue) []string {
 		}
 	}
 	return errs
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // Emit renders every output file of a package.

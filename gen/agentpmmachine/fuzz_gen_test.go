@@ -184,6 +184,12 @@ var fuzzTypes = []wiretest.Type{{
 	},
 	Seeds: []string{"{\"count\":0,\"identity\":\"x\",\"operation_kind\":\"x\",\"status\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
+	Name: "OutcomeCounts",
+	New: func() any {
+		return new(OutcomeCounts)
+	},
+	Seeds: []string{"{\"k\":0}"},
+}, {
 	Name: "PackageIdentity",
 	New: func() any {
 		return new(PackageIdentity)
@@ -243,18 +249,6 @@ var fuzzTypes = []wiretest.Type{{
 		return new(RunReport)
 	},
 	Seeds: []string{"{\"action_summaries\":[{\"action_kind\":\"x\",\"error\":\"x\",\"identity\":\"x\",\"status\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"agent\":{\"name\":\"x\",\"vendor_extension\":{\"kept\":true},\"version\":\"x\"},\"approval_summary\":{\"k\":0},\"cancellation_summary\":{\"k\":0},\"checkpoint_summaries\":[{\"before_phase\":\"x\",\"checkpoint_id\":\"x\",\"on_reject\":\"x\",\"status\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"consumer_context\":{\"approximate_tokens\":0,\"byte_size\":0,\"content_included\":true,\"path\":\"x\",\"sha256\":\"x\",\"status\":\"x\",\"vendor_extension\":{\"kept\":true}},\"diagnostics\":[{\"code\":\"x\",\"message\":\"x\",\"path\":\"x\",\"severity\":\"fatal\",\"vendor_extension\":{\"kept\":true}}],\"duration_ms\":0,\"ended_at\":\"x\",\"error_count\":0,\"knowledge_summaries\":[{\"count\":0,\"identity\":\"x\",\"operation_kind\":\"x\",\"status\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"loop_package\":{\"name\":\"x\",\"vendor_extension\":{\"kept\":true},\"version\":\"x\"},\"mcp_summaries\":[{\"count\":0,\"identity\":\"x\",\"operation_kind\":\"x\",\"status\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"memory_summaries\":[{\"count\":0,\"identity\":\"x\",\"operation_kind\":\"x\",\"status\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"memory_write_review_summaries\":[{\"memory_reads_attempted\":0,\"memory_reads_completed\":0,\"memory_writes_attempted\":0,\"memory_writes_completed\":0,\"model_calls\":0,\"phase_execution_id\":\"x\",\"point\":\"x\",\"reason\":\"x\",\"status\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"phase_summaries\":[{\"outcome\":\"x\",\"phase_execution_id\":\"x\",\"phase_id\":\"x\",\"status\":\"x\",\"transition_to\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"preflight_status\":\"ready\",\"repair_count\":0,\"report_version\":1,\"retry_count\":0,\"run_id\":\"x\",\"runtime\":{\"model_id\":\"x\",\"model_source\":\"x\",\"provider_id\":\"x\",\"provider_source\":\"x\",\"state_dir\":\"x\",\"state_dir_source\":\"x\",\"vendor_extension\":{\"kept\":true}},\"runtime_sources\":{\"k\":\"x\"},\"scope_summaries\":[{\"name\":\"x\",\"value\":{\"raw\":[1,\"two\",null]},\"value_available\":true,\"vendor_extension\":{\"kept\":true}}],\"session_id\":\"x\",\"started_at\":\"x\",\"terminal_output\":{\"raw\":[1,\"two\",null]},\"terminal_status\":\"ended\",\"tool_summaries\":[{\"count\":0,\"identity\":\"x\",\"operation_kind\":\"x\",\"status\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"trace_path\":\"x\",\"usage\":{\"accepted_semantic_actions\":0,\"cost\":{\"amount\":1,\"currency\":\"x\",\"vendor_extension\":{\"kept\":true}},\"duration_ms\":0,\"embedding_requests\":0,\"knowledge_requests\":0,\"memory_requests\":0,\"model_calls\":0,\"tokens\":{\"input_tokens\":0,\"output_tokens\":0,\"total_tokens\":0,\"vendor_extension\":{\"kept\":true}},\"tool_calls\":0,\"tool_retries\":0,\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
-}, {
-	Name: "RunReportApprovalSummary",
-	New: func() any {
-		return new(RunReportApprovalSummary)
-	},
-	Seeds: []string{"{\"k\":0}"},
-}, {
-	Name: "RunReportCancellationSummary",
-	New: func() any {
-		return new(RunReportCancellationSummary)
-	},
-	Seeds: []string{"{\"k\":0}"},
 }, {
 	Name: "RunReportRuntimeSources",
 	New: func() any {

@@ -2088,6 +2088,32 @@ func (x *OperationSummary) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
+// Counts by outcome.
+//
+// Members are written in sorted key order. Generated from
+// agentpm/machine.schema.json#/$defs/outcome_counts.
+type OutcomeCounts map[string]int64
+
+// UnmarshalJSONFrom decodes every member with the value schema.
+func (x *OutcomeCounts) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	return wire.Scalar(dec, "OutcomeCounts", (*map[string]int64)(x), readOutcomeCountsElems)
+}
+
+// MarshalJSONTo encodes the members in sorted key order.
+func (x OutcomeCounts) MarshalJSONTo(enc *jsontext.Encoder) error {
+	return wire.WriteMapOf(x, enc, wire.IntTo)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x OutcomeCounts) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *OutcomeCounts) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
 // A package and its version.
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
@@ -2717,12 +2743,14 @@ type RunReport struct {
 	MemoryWriteReviewSummaries []MemoryWriteReviewSummary
 	// Usage of a Run (or of one model turn). Every member is optional on input; the Harness writes
 	// them all.
-	Usage               agentpmservice.RunUsage
-	RetryCount          int64
-	RepairCount         int64
-	ErrorCount          int64
-	ApprovalSummary     RunReportApprovalSummary
-	CancellationSummary RunReportCancellationSummary
+	Usage       agentpmservice.RunUsage
+	RetryCount  int64
+	RepairCount int64
+	ErrorCount  int64
+	// Counts by outcome.
+	ApprovalSummary OutcomeCounts
+	// Counts by outcome.
+	CancellationSummary OutcomeCounts
 	// The events.jsonl path, when tracing is on.
 	TracePath *string
 	// Extra keeps members the schema does not name, in arrival order.
@@ -2803,9 +2831,9 @@ func (x *RunReport) member(r *wire.ObjectReader) error {
 	case "error_count":
 		return wire.Field(r, &x.ErrorCount, readRunReportErrorCount)
 	case "approval_summary":
-		return wire.Field(r, &x.ApprovalSummary, (*RunReportApprovalSummary).UnmarshalJSONFrom)
+		return wire.Field(r, &x.ApprovalSummary, (*OutcomeCounts).UnmarshalJSONFrom)
 	case "cancellation_summary":
-		return wire.Field(r, &x.CancellationSummary, (*RunReportCancellationSummary).UnmarshalJSONFrom)
+		return wire.Field(r, &x.CancellationSummary, (*OutcomeCounts).UnmarshalJSONFrom)
 	case "trace_path":
 		return wire.Ptr(r, &x.TracePath, wire.StringFrom)
 	}
@@ -2848,8 +2876,8 @@ func (x *RunReport) members(w *wire.ObjectWriter) {
 	wire.Put(w, "retry_count", x.RetryCount, wire.IntTo)
 	wire.Put(w, "repair_count", x.RepairCount, wire.IntTo)
 	wire.Put(w, "error_count", x.ErrorCount, wire.IntTo)
-	wire.Put(w, "approval_summary", x.ApprovalSummary, RunReportApprovalSummary.MarshalJSONTo)
-	wire.Put(w, "cancellation_summary", x.CancellationSummary, RunReportCancellationSummary.MarshalJSONTo)
+	wire.Put(w, "approval_summary", x.ApprovalSummary, OutcomeCounts.MarshalJSONTo)
+	wire.Put(w, "cancellation_summary", x.CancellationSummary, OutcomeCounts.MarshalJSONTo)
 	wire.PutPtr(w, "trace_path", x.TracePath, wire.StringTo)
 	w.Extras(x.Extra)
 }
@@ -2861,58 +2889,6 @@ func (x RunReport) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
 func (x *RunReport) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// RunReportApprovalSummary has no description in its schema.
-//
-// Members are written in sorted key order. Generated from
-// agentpm/machine.schema.json#/$defs/run_report/properties/approval_summary.
-type RunReportApprovalSummary map[string]int64
-
-// UnmarshalJSONFrom decodes every member with the value schema.
-func (x *RunReportApprovalSummary) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	return wire.Scalar(dec, "RunReportApprovalSummary", (*map[string]int64)(x), readRunReportApprovalSummaryElems)
-}
-
-// MarshalJSONTo encodes the members in sorted key order.
-func (x RunReportApprovalSummary) MarshalJSONTo(enc *jsontext.Encoder) error {
-	return wire.WriteMapOf(x, enc, wire.IntTo)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x RunReportApprovalSummary) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *RunReportApprovalSummary) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// RunReportCancellationSummary has no description in its schema.
-//
-// Members are written in sorted key order. Generated from
-// agentpm/machine.schema.json#/$defs/run_report/properties/cancellation_summary.
-type RunReportCancellationSummary map[string]int64
-
-// UnmarshalJSONFrom decodes every member with the value schema.
-func (x *RunReportCancellationSummary) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	return wire.Scalar(dec, "RunReportCancellationSummary", (*map[string]int64)(x), readRunReportCancellationSummaryElems)
-}
-
-// MarshalJSONTo encodes the members in sorted key order.
-func (x RunReportCancellationSummary) MarshalJSONTo(enc *jsontext.Encoder) error {
-	return wire.WriteMapOf(x, enc, wire.IntTo)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x RunReportCancellationSummary) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *RunReportCancellationSummary) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
@@ -3382,6 +3358,8 @@ var (
 	readMemoryWriteReviewSummaryMemoryWritesAttempted = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
 	readMemoryWriteReviewSummaryMemoryWritesCompleted = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
 	readOperationSummaryCount                         = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readOutcomeCountsValue                            = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readOutcomeCountsElems                            = wire.MapFrom(readOutcomeCountsValue)
 	readListOfPreflightDiagnostic                     = wire.ListFrom((*PreflightDiagnostic).UnmarshalJSONFrom)
 	writeListOfPreflightDiagnostic                    = wire.ListTo(PreflightDiagnostic.MarshalJSONTo)
 	readListOfHookID                                  = wire.ListFrom((*agentpmservice.HookID).UnmarshalJSONFrom)
@@ -3403,9 +3381,5 @@ var (
 	writeListOfActionSummary                          = wire.ListTo(ActionSummary.MarshalJSONTo)
 	writeListOfOperationSummary                       = wire.ListTo(OperationSummary.MarshalJSONTo)
 	writeListOfMemoryWriteReviewSummary               = wire.ListTo(MemoryWriteReviewSummary.MarshalJSONTo)
-	readRunReportApprovalSummaryValue                 = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
-	readRunReportApprovalSummaryElems                 = wire.MapFrom(readRunReportApprovalSummaryValue)
-	readRunReportCancellationSummaryValue             = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
-	readRunReportCancellationSummaryElems             = wire.MapFrom(readRunReportCancellationSummaryValue)
 	readMapOfString                                   = wire.MapFrom(wire.StringFrom)
 )

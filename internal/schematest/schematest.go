@@ -285,3 +285,18 @@ func hasUnknown(v reflect.Value) bool {
 	}
 	return false
 }
+
+// CheckPackage runs a generated package's document tests from its
+// directory (gen/<pkg>): every golden document of
+// testdata/<pkg>/seed_examples.json round-trips (wiretest.GoldenRoundTrip),
+// and the schemas under spec/schemas and the decoders judge them and their
+// mutations alike (Agree). types is the package's generated fuzz table.
+func CheckPackage(t *testing.T, pkg string, types []wiretest.Type) {
+	golden := "../../testdata/" + pkg + "/seed_examples.json"
+	t.Run("golden round trip", func(t *testing.T) {
+		t.Logf("%d golden documents round-tripped", wiretest.GoldenRoundTrip(t, types, golden))
+	})
+	t.Run("schema agrees with decoders", func(t *testing.T) {
+		t.Logf("%+v", Agree(t, "../../spec/schemas", "types_gen.go", golden, types))
+	})
+}
