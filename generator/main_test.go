@@ -184,7 +184,7 @@ func TestFeaturesBehave(t *testing.T) {
 	mod := tempModule(t)
 	// featuresuse imports features.schema.json from package features (as
 	// scaffoldcheck/features): its types are used there, not generated.
-	for _, name := range []string{"features", "featuresuse"} {
+	for _, name := range []string{"features", "featuresuse", "featuresevents"} {
 		pkg := filepath.Join(mod, name)
 		copyPackage(t, filepath.Join(root, "gen", name), pkg, true)
 		test, err := os.ReadFile("testdata/features/" + name + "_test.go.txt")

@@ -168,18 +168,22 @@ type Method struct {
 	Go   string `json:"go"`
 	// Qualifier holds further envelope members that, with Wire, identify the
 	// method (agentpm-service: {"service": "knowledge"}).
-	Qualifier  map[string]string `json:"qualifier,omitempty"`
-	From       string            `json:"from"`
-	To         string            `json:"to"`
-	Kind       Kind              `json:"kind"`
-	Params     *string           `json:"params"`
-	Result     *string           `json:"result"`
-	Errors     []Error           `json:"errors"`
-	Status     Status            `json:"status"`
-	Source     string            `json:"source,omitempty"`
-	Doc        string            `json:"doc"`
-	Cancels    *Cancels          `json:"cancels,omitempty"`
-	Operations *Operations       `json:"operations,omitempty"`
+	Qualifier map[string]string `json:"qualifier,omitempty"`
+	From      string            `json:"from"`
+	To        string            `json:"to"`
+	Kind      Kind              `json:"kind"`
+	Params    *string           `json:"params"`
+	Result    *string           `json:"result"`
+	Errors    []Error           `json:"errors"`
+	Status    Status            `json:"status"`
+	Source    string            `json:"source,omitempty"`
+	Doc       string            `json:"doc"`
+	Cancels   *Cancels          `json:"cancels,omitempty"`
+	// FrameID names a string member of an event's params whose value the
+	// event's frame carries as its id, when present (AgentPM's
+	// harness_event frames carry the event's correlation_id).
+	FrameID    string      `json:"frame_id,omitempty"`
+	Operations *Operations `json:"operations,omitempty"`
 }
 
 // Operations describes operations carried inside one method and selected by
@@ -394,6 +398,9 @@ func (c *Catalogue) checkMethods(methods []Method) []string {
 		checkErrors(where, m.Errors)
 		if m.Errors == nil {
 			bad("%s: errors must be given ([] for none)", where)
+		}
+		if m.FrameID != "" && (m.Kind != Event || c.Framing != EnvelopeNDJSON) {
+			bad("%s: frame_id is for events of an %s protocol, not a %s", where, EnvelopeNDJSON, m.Kind)
 		}
 		if cn := m.Cancels; cn != nil && cn.ID != "" {
 			if cn.Key != "" || cn.Method != "" {

@@ -46,6 +46,9 @@ func Docs(pkg *ir.Package) []byte {
 		if !m.Kind.OneWay() {
 			fmt.Fprintf(&b, "- Result: %s\n", refDoc(m.Result, "any JSON value"))
 		}
+		if m.FrameID != nil {
+			fmt.Fprintf(&b, "- Frame id: the params' `%s`, when present.\n", m.FrameID.JSON)
+		}
 		if c := m.Cancels; c != nil {
 			switch {
 			case c.Key != nil:

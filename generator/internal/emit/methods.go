@@ -545,8 +545,26 @@ func emitPeerMethod(f *jen.File, peer string, m *ir.Method) {
 	if oneWay(m) {
 		verb = "sends the notification"
 	}
-	comment(f, fmt.Sprintf("%s %s %s. %s", m.Go, verb, m.Wire, m.Doc))
-	if oneWay(m) {
+	doc := fmt.Sprintf("%s %s %s. %s", m.Go, verb, m.Wire, m.Doc)
+	if m.FrameID != nil {
+		doc += fmt.Sprintf(" The frame carries params' %s as its id, when there is one.", m.FrameID.JSON)
+	}
+	comment(f, doc)
+	if oneWay(m) && m.FrameID != nil {
+		// The frame carries the member's value as its id.
+		fid := jen.Id("params").Dot(m.FrameID.Go)
+		set := jen.Id("o").Dot("ID").Op("=").Qual(pkgRPC, "StringID").Call(fid)
+		cond := jen.Id("params").Op("!=").Nil()
+		if fieldStorage(m.FrameID) == pointer {
+			set = jen.Id("o").Dot("ID").Op("=").Qual(pkgRPC, "StringID").Call(jen.Op("*").Add(fid))
+			cond = jen.Add(cond).Op("&&").Add(fid).Op("!=").Nil()
+		}
+		f.Func().Params(jen.Id("p").Op("*").Id(peer)).Id(m.Go).Params(params...).Error().Block(
+			jen.Id("o").Op(":=").Add(outbound(m, send)),
+			jen.If(cond).Block(set),
+			jen.Return(jen.Id("p").Dot("s").Dot("Send").Call(jen.Id("ctx"), jen.Id("o"), jen.Nil())),
+		)
+	} else if oneWay(m) {
 		f.Func().Params(jen.Id("p").Op("*").Id(peer)).Id(m.Go).Params(params...).Error().Block(
 			jen.Return(jen.Id("p").Dot("s").Dot("Send").Call(jen.Id("ctx"), outbound(m, send), jen.Nil())),
 		)

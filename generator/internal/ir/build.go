@@ -235,6 +235,16 @@ func (b *builder) method(p *Package, m catalogue.Method) *Method {
 	if m.Result != nil {
 		out.Result = b.ref(*m.Result, "")
 	}
+	if m.FrameID != "" {
+		if st := paramsStruct(out); st == nil {
+			b.fail("%s: frame_id needs object params", m.Wire)
+		} else if f := b.member(m.Wire, st, m.FrameID); f != nil {
+			if f.Ref.Kind != String || f.Nullable {
+				b.fail("%s: frame_id member %q must be a string", m.Wire, m.FrameID)
+			}
+			out.FrameID = f
+		}
+	}
 	if m.Operations == nil {
 		return out
 	}

@@ -173,6 +173,9 @@ type Method struct {
 	Operations *Operations
 	// Cancels says which running requests this method cancels, or nil.
 	Cancels *Cancels
+	// FrameID is the params member whose value an event's frame carries as
+	// its id, or nil.
+	FrameID *Field
 	// Index is the method's position in Package.Methods.
 	Index int
 }
