@@ -340,3 +340,48 @@ func TestErrorCodesCrossTheWire(t *testing.T) {
 		}
 	}
 }
+
+// lockedBuffer collects what a connection writes.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf = append(b.buf, p...)
+	return len(p), nil
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return string(b.buf)
+}
+
+// harness_event frames carry the event's correlation_id as their id, and
+// none without one.
+func TestHarnessEventFrameID(t *testing.T) {
+	ctx := timeout(t)
+	in, _ := io.Pipe()
+	var out lockedBuffer
+	h := rpc.NewConn(in, &out, agentpmmachine.NewCodec("host-", ""), nil, agentpmmachine.ConnOptions(nil))
+	corr := "act-1"
+	ev := agentpmmachine.HarnessEvent{EventID: "evt-s-1", SessionID: "s", SessionSequence: 1, Timestamp: "2025-06-01T10:00:00Z",
+		EventType: agentpmmachine.EventTypeToolInvoked, CorrelationID: &corr, Payload: agentpmmachine.EventPayload{Empty: &agentpmmachine.EventPayloadEmpty{}}}
+	peer := agentpmmachine.NewClientPeer(h)
+	if err := peer.HarnessEvent(ctx, &ev); err != nil {
+		t.Fatal(err)
+	}
+	ev.CorrelationID = nil
+	if err := peer.HarnessEvent(ctx, &ev); err != nil {
+		t.Fatal(err)
+	}
+	h.Close()
+	want := `{"protocol":"agentpm-harness-machine","version":1,"kind":"event","id":"act-1","method":"harness_event","payload":{"schema_version":1,"event_id":"evt-s-1","session_id":"s","session_sequence":1,"timestamp":"2025-06-01T10:00:00Z","event_type":"tool_invoked","correlation_id":"act-1","payload":{"payload_type":"empty"}}}` + "\n" +
+		`{"protocol":"agentpm-harness-machine","version":1,"kind":"event","method":"harness_event","payload":{"schema_version":1,"event_id":"evt-s-1","session_id":"s","session_sequence":1,"timestamp":"2025-06-01T10:00:00Z","event_type":"tool_invoked","payload":{"payload_type":"empty"}}}` + "\n"
+	if got := out.String(); got != want {
+		t.Fatalf("frames:\n%s\nwant:\n%s", got, want)
+	}
+}

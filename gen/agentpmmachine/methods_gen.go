@@ -750,13 +750,18 @@ func (p *ClientPeer) PreflightEvent(ctx context.Context, params *PreflightEvent)
 
 // HarnessEvent sends the notification harness_event. Every engine and session event, streamed whatever
 // trace.level says (there is no subscription), with the content policy applied. The frame id is the
-// event's correlation_id, when it has one.
+// event's correlation_id, when it has one. The frame carries params' correlation_id as its id, when
+// there is one.
 func (p *ClientPeer) HarnessEvent(ctx context.Context, params *HarnessEvent) error {
-	return p.s.Send(ctx, rpc.Outbound{
+	o := rpc.Outbound{
 		Kind:   rpc.KindNotification,
 		Method: MethodHarnessEvent,
 		Params: params,
-	}, nil)
+	}
+	if params != nil && params.CorrelationID != nil {
+		o.ID = rpc.StringID(*params.CorrelationID)
+	}
+	return p.s.Send(ctx, o, nil)
 }
 
 // MCPExportEvent sends the notification mcp_export_event. A line of a managed MCP export surface
