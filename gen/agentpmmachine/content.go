@@ -1,7 +1,6 @@
 package agentpmmachine
 
-// Hand-written beside the generated code: the Harness's content policy, and
-// the event types a Run's end is reported with.
+// Hand-written beside the generated code: the Harness's content policy.
 
 import (
 	"bytes"
@@ -73,23 +72,3 @@ var (
 
 // OutputContent says what the content policy left of the Run's output.
 func (r *StartRunResult) OutputContent() Content { return ContentOf(r.Output) }
-
-// TerminalEventType returns the event type the Harness reports a Run's end
-// with: run_completed for ended and handed_off, run_failed for aborted and
-// failed, run_cancelled, run_limit_reached, run_approval_required; "" for a
-// status this version does not know.
-func TerminalEventType(s TerminalStatus) EventType {
-	switch s {
-	case TerminalStatusEnded, TerminalStatusHandedOff:
-		return EventTypeRunCompleted
-	case TerminalStatusAborted, TerminalStatusFailed:
-		return EventTypeRunFailed
-	case TerminalStatusCancelled:
-		return EventTypeRunCancelled
-	case TerminalStatusLimitReached:
-		return EventTypeRunLimitReached
-	case TerminalStatusApprovalRequired:
-		return EventTypeRunApprovalRequired
-	}
-	return ""
-}

@@ -63,3 +63,21 @@ func TestTerminalEventType(t *testing.T) {
 		}
 	}
 }
+
+func TestRegistration(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"role":"knowledge","registry_id":"kb"}`:           "kb",
+		`{"role":"hook","id":"policy"}`:                     "policy",
+		`{"role":"hook","registry_id":"a","id":"b"}`:        "a",
+		`{"role":"approval","capabilities":{"approval":1}}`: "",
+	} {
+		var p agentpmmachine.RegisterHostServiceParams
+		if err := json.Unmarshal([]byte(in), &p); err != nil {
+			t.Fatal(err)
+		}
+		r, ok := p.Registration()
+		if r.RegistryID != want || ok != (want != "") || r.Role != p.Role {
+			t.Errorf("%s: %+v %v", in, r, ok)
+		}
+	}
+}

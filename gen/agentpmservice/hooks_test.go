@@ -70,10 +70,19 @@ func TestHooksByID(t *testing.T) {
 		}
 		return json.Marshal(res)
 	}
+	h.Fallback = rpc.HandlerFunc(func(_ context.Context, req *rpc.Request) (any, error) {
+		if req.Method != "after_future_step" {
+			return nil, rpc.MethodNotFound(req.Method)
+		}
+		return jsontext.Value(`{"decision":"continue","patch":{"raw":true}}`), nil
+	})
 	for _, tc := range []struct {
 		method, payload, want string
 		err                   error
 	}{
+		// A hook id this version does not know reaches Fallback, raw.
+		{"after_future_step", `{"hook":"after_future_step","input":{"x":1}}`, `{"decision":"continue","patch":{"raw":true}}`, nil},
+		{"invoke", `{"hook":"after_future_step","input":{"x":1}}`, `{"decision":"continue","patch":{"raw":true}}`, nil},
 		{"before_tool_call", `{"hook":"before_tool_call","input":{"phase_id":"p","tool":"@zack/rm-rf","arguments":{}}}`, `{"decision":"reject","reason":"tool not allowed by policy"}`, nil},
 		{"before_tool_call", `{"hook":"before_tool_call","input":{"phase_id":"p","tool":"@zack/echo","arguments":{}}}`, `{"decision":"continue"}`, nil},
 		{"invoke", `{"hook":"before_tool_call","input":{"phase_id":"p","tool":"@zack/rm-rf","arguments":{}}}`, `{"decision":"reject","reason":"tool not allowed by policy"}`, nil},
