@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -57,7 +59,7 @@ func LoadCatalogues(root string, paths []string) (*Spec, error) {
 			c.File = filepath.ToSlash(rel)
 		}
 		s.Catalogues = append(s.Catalogues, c)
-		for _, name := range c.Schemas {
+		for _, name := range append(slices.Clone(c.Schemas), slices.Sorted(maps.Keys(c.Imports))...) {
 			if _, ok := s.Files[name]; ok {
 				continue
 			}
@@ -84,7 +86,7 @@ func (s *Spec) readSchemaFile(name string) ([]byte, error) {
 // with the overrides, whose unused entries then fail the build.
 func Build(s *Spec) ([]*ir.Package, error) {
 	var pkgs []*ir.Package
-	var errs []string
+	errs := checkImports(s.Catalogues)
 	for _, c := range s.Catalogues {
 		methods, err := c.Expand(s.Files, s.readSchemaFile)
 		if err != nil {
@@ -106,6 +108,27 @@ func Build(s *Spec) ([]*ir.Package, error) {
 		return nil, fmt.Errorf("%s", strings.Join(errs, "\n"))
 	}
 	return pkgs, nil
+}
+
+// checkImports checks that every schema file a catalogue imports is listed
+// by the catalogue of the package it is imported from, so that the types a
+// member refers to exist there under the same names.
+func checkImports(cats []*catalogue.Catalogue) []string {
+	var errs []string
+	for _, c := range cats {
+		for _, file := range slices.Sorted(maps.Keys(c.Imports)) {
+			imp := c.Imports[file]
+			owner := slices.IndexFunc(cats, func(o *catalogue.Catalogue) bool {
+				return o.Package == path.Base(imp) && slices.Contains(o.Schemas, file)
+			})
+			if owner < 0 {
+				errs = append(errs, fmt.Sprintf("%s: imports %s from %s, but no catalogue of package %s lists it in schemas", c.File, file, imp, path.Base(imp)))
+			} else if cats[owner] == c {
+				errs = append(errs, fmt.Sprintf("%s: imports %s from its own package", c.File, file))
+			}
+		}
+	}
+	return errs
 }
 
 // Emit renders every output file of a package.

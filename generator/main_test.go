@@ -182,10 +182,20 @@ func TestFeaturesBehave(t *testing.T) {
 		t.Fatal(err)
 	}
 	mod := tempModule(t)
-	pkg := filepath.Join(mod, "features")
-	copyPackage(t, filepath.Join(root, "gen", "features"), pkg, true)
-	test, _ := os.ReadFile("testdata/features/features_test.go.txt")
-	_ = os.WriteFile(filepath.Join(pkg, "features_test.go"), test, 0o644)
+	// featuresuse imports features.schema.json from package features (as
+	// scaffoldcheck/features): its types are used there, not generated.
+	for _, name := range []string{"features", "featuresuse", "featuresevents"} {
+		pkg := filepath.Join(mod, name)
+		copyPackage(t, filepath.Join(root, "gen", name), pkg, true)
+		test, err := os.ReadFile("testdata/features/" + name + "_test.go.txt")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = os.WriteFile(filepath.Join(pkg, name+"_test.go"), test, 0o644)
+	}
+	if src, _ := os.ReadFile(filepath.Join(root, "gen", "featuresuse", "types_gen.go")); bytes.Contains(src, []byte("type Update ")) {
+		t.Fatal("an imported type was generated again")
+	}
 	goIn(t, mod, "test", "-count=1", "./...")
 }
 
@@ -245,5 +255,45 @@ func goIn(t *testing.T, dir string, args ...string) {
 	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go %s in %s: %v\n%s", strings.Join(args, " "), dir, err, out)
+	}
+}
+
+// An imported schema file must be listed by the catalogue of the package it
+// is imported from, and a union's variants cannot be imported types (their
+// descriptors are unexported in the other package).
+func TestImportsChecked(t *testing.T) {
+	setup := func(t *testing.T, edit func(root string)) error {
+		t.Helper()
+		root := t.TempDir()
+		if err := os.CopyFS(filepath.Join(root, "spec"), os.DirFS("testdata/features/spec")); err != nil {
+			t.Fatal(err)
+		}
+		edit(root)
+		_, err := Generate(root)
+		return err
+	}
+	replace := func(root, file, old, new string) {
+		p := filepath.Join(root, "spec", file)
+		data, _ := os.ReadFile(p)
+		if !bytes.Contains(data, []byte(old)) {
+			t.Fatalf("%s lacks %q", file, old)
+		}
+		_ = os.WriteFile(p, bytes.Replace(data, []byte(old), []byte(new), 1), 0o644)
+	}
+	err := setup(t, func(root string) {
+		replace(root, "catalogue/featuresuse.json", `"scaffoldcheck/features"`, `"scaffoldcheck/elsewhere"`)
+	})
+	if err == nil || !strings.Contains(err.Error(), "no catalogue of package elsewhere lists it") {
+		t.Fatalf("an import of a file no package owns: %v", err)
+	}
+	err = setup(t, func(root string) {
+		replace(root, "schemas/featuresuse.schema.json", `"scalar": {`, `"mine": {"oneOf": [{"$ref": "features.schema.json#/$defs/text_update"}, {"$ref": "features.schema.json#/$defs/progress_update"}]}, "scalar": {`)
+	})
+	if err == nil || !strings.Contains(err.Error(), "a union's variants must be types of its own package") {
+		t.Fatalf("a union of imported variants: %v", err)
+	}
+	if _, err := catalogue.Parse([]byte(`{"protocol":"p","title":"t","package":"p","framing":"jsonrpc2-ndjson","sides":[{"name":"a","go":"A"},{"name":"b","go":"B"}],"schemas":["x.json"],"imports":{"x.json":"example.com/Bad"},"methods":[]}`)); err == nil ||
+		!strings.Contains(err.Error(), "imports") {
+		t.Fatalf("an import listed in schemas too, with a bad path: %v", err)
 	}
 }

@@ -9,6 +9,3277 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 )
 
+// A short name the model may use for an action.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// agentpm/service.schema.json#/$defs/action_alias.
+type ActionAlias struct {
+	Alias      *string
+	ActionKind *string
+	Identity   *string
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objActionAlias = wire.Object{Type: "ActionAlias"}
+
+// UnmarshalJSONFrom decodes ActionAlias, checking required members, kinds and constraints.
+func (x *ActionAlias) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = ActionAlias{}
+	r := wire.ReadObject(dec, &objActionAlias)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *ActionAlias) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "alias":
+		return wire.Ptr(r, &x.Alias, wire.StringFrom)
+	case "action_kind":
+		return wire.Ptr(r, &x.ActionKind, wire.StringFrom)
+	case "identity":
+		return wire.Ptr(r, &x.Identity, wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes ActionAlias, members in schema order, then Extra.
+func (x ActionAlias) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *ActionAlias) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "alias", x.Alias, wire.StringTo)
+	wire.PutPtr(w, "action_kind", x.ActionKind, wire.StringTo)
+	wire.PutPtr(w, "identity", x.Identity, wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x ActionAlias) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *ActionAlias) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The result of the after_knowledge_retrieval hook: continue (with an optional patch) or reject. A
+// missing or other decision is a hook failure; one this version does not know is kept verbatim.
+//
+// The member "decision" selects the variant; exactly one variant field is set, or Unknown for a value
+// this version does not know (kept verbatim, never decoded as another variant). Generated from
+// agentpm/service.schema.json#/$defs/after_knowledge_retrieval_decision.
+type AfterKnowledgeRetrievalDecision struct {
+	// Go on, with the patch applied (the next binding sees it).
+	//
+	// Set when decision is "continue".
+	Continue *AfterKnowledgeRetrievalDecisionContinue
+	// A hook rejects the operation: it always stops, whatever the failure policy.
+	//
+	// Set when decision is "reject".
+	Reject *HookReject
+	// Unknown holds, verbatim, an object whose decision names no variant this version knows.
+	Unknown jsontext.Value
+}
+
+var unionAfterKnowledgeRetrievalDecision = wire.Union{
+	Tag:  "decision",
+	Type: "AfterKnowledgeRetrievalDecision",
+	Variants: []wire.Variant{{
+		Object: &objAfterKnowledgeRetrievalDecisionContinue,
+		Tag:    "continue",
+	}, {
+		Object: &objHookReject,
+		Tag:    "reject",
+	}},
+}
+
+// Tag returns decision: the set variant's, or the one Unknown carries ("" for none, or for the default variant).
+func (x AfterKnowledgeRetrievalDecision) Tag() string {
+	switch {
+	case x.Continue != nil:
+		return "continue"
+	case x.Reject != nil:
+		return "reject"
+	}
+	return wire.UnknownTag(x.Unknown, "decision")
+}
+
+// UnmarshalJSONFrom decodes AfterKnowledgeRetrievalDecision in one pass, streaming members into the variant once it is chosen.
+func (x *AfterKnowledgeRetrievalDecision) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = AfterKnowledgeRetrievalDecision{}
+	r := wire.ReadUnion(dec, &unionAfterKnowledgeRetrievalDecision)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.EndUnion(&x.Unknown)
+}
+
+func (x *AfterKnowledgeRetrievalDecision) member(r *wire.ObjectReader) error {
+	switch r.Variant() {
+	case 0:
+		return wire.New(&x.Continue).member(r)
+	case 1:
+		return wire.New(&x.Reject).member(r)
+	}
+	return nil
+}
+
+// MarshalJSONTo encodes the variant that is set, its tag first, or Unknown as it arrived.
+func (x AfterKnowledgeRetrievalDecision) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	switch {
+	case x.Continue != nil:
+		w.Tag("decision", "continue")
+		x.Continue.members(&w)
+	case x.Reject != nil:
+		w.Tag("decision", "reject")
+		x.Reject.members(&w)
+	default:
+		return wire.WriteUnknown(enc, "AfterKnowledgeRetrievalDecision", x.Unknown)
+	}
+	return w.End()
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x AfterKnowledgeRetrievalDecision) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *AfterKnowledgeRetrievalDecision) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Go on, with the patch applied (the next binding sees it).
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// agentpm/service.schema.json#/$defs/after_knowledge_retrieval_decision/oneOf/0.
+type AfterKnowledgeRetrievalDecisionContinue struct {
+	// What a after_knowledge_retrieval hook may change.
+	Patch *AfterKnowledgeRetrievalPatch
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objAfterKnowledgeRetrievalDecisionContinue = wire.Object{Type: "AfterKnowledgeRetrievalDecisionContinue"}
+
+// UnmarshalJSONFrom decodes AfterKnowledgeRetrievalDecisionContinue, checking required members, kinds and constraints.
+func (x *AfterKnowledgeRetrievalDecisionContinue) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = AfterKnowledgeRetrievalDecisionContinue{}
+	r := wire.ReadObject(dec, &objAfterKnowledgeRetrievalDecisionContinue)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *AfterKnowledgeRetrievalDecisionContinue) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "patch":
+		return wire.Ptr(r, &x.Patch, (*AfterKnowledgeRetrievalPatch).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes AfterKnowledgeRetrievalDecisionContinue, members in schema order, then Extra.
+func (x AfterKnowledgeRetrievalDecisionContinue) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *AfterKnowledgeRetrievalDecisionContinue) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "patch", x.Patch, AfterKnowledgeRetrievalPatch.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x AfterKnowledgeRetrievalDecisionContinue) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *AfterKnowledgeRetrievalDecisionContinue) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Payload of the after_knowledge_retrieval hook (the method name is the hook id). After a Knowledge
+// retrieval: change the content or results.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// agentpm/service.schema.json#/$defs/after_knowledge_retrieval_hook.
+type AfterKnowledgeRetrievalHook struct {
+	// What the after_knowledge_retrieval hook sees.
+	Input AfterKnowledgeRetrievalInput
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objAfterKnowledgeRetrievalHook = wire.Object{
+	Required: []string{"hook", "input"},
+	Type:     "AfterKnowledgeRetrievalHook",
+}
+
+// UnmarshalJSONFrom decodes AfterKnowledgeRetrievalHook, checking required members, kinds and constraints.
+func (x *AfterKnowledgeRetrievalHook) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = AfterKnowledgeRetrievalHook{}
+	r := wire.ReadObject(dec, &objAfterKnowledgeRetrievalHook)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *AfterKnowledgeRetrievalHook) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "hook":
+		return wire.Const(r, "after_knowledge_retrieval", wire.StringFrom)
+	case "input":
+		return wire.Field(r, &x.Input, (*AfterKnowledgeRetrievalInput).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes AfterKnowledgeRetrievalHook, members in schema order, then Extra.
+func (x AfterKnowledgeRetrievalHook) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *AfterKnowledgeRetrievalHook) members(w *wire.ObjectWriter) {
+	wire.PutConst(w, "hook", "after_knowledge_retrieval", wire.StringTo)
+	wire.Put(w, "input", x.Input, AfterKnowledgeRetrievalInput.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x AfterKnowledgeRetrievalHook) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *AfterKnowledgeRetrievalHook) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// What the after_knowledge_retrieval hook sees.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// agentpm/service.schema.json#/$defs/after_knowledge_retrieval_input.
+type AfterKnowledgeRetrievalInput struct {
+	PhaseID string
+	// The result of retrieve. ok false carries error; the Harness adds duration_ms when absent and
+	// synthesizes {ok: false, error.code: knowledge_runtime_failed} on transport failure.
+	Result KnowledgeRuntimeResult
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objAfterKnowledgeRetrievalInput = wire.Object{
+	Required: []string{"phase_id", "result"},
+	Type:     "AfterKnowledgeRetrievalInput",
+}
+
+// UnmarshalJSONFrom decodes AfterKnowledgeRetrievalInput, checking required members, kinds and constraints.
+func (x *AfterKnowledgeRetrievalInput) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = AfterKnowledgeRetrievalInput{}
+	r := wire.ReadObject(dec, &objAfterKnowledgeRetrievalInput)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *AfterKnowledgeRetrievalInput) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "phase_id":
+		return wire.Field(r, &x.PhaseID, wire.StringFrom)
+	case "result":
+		return wire.Field(r, &x.Result, (*KnowledgeRuntimeResult).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes AfterKnowledgeRetrievalInput, members in schema order, then Extra.
+func (x AfterKnowledgeRetrievalInput) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *AfterKnowledgeRetrievalInput) members(w *wire.ObjectWriter) {
+	wire.Put(w, "phase_id", x.PhaseID, wire.StringTo)
+	wire.Put(w, "result", x.Result, KnowledgeRuntimeResult.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x AfterKnowledgeRetrievalInput) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *AfterKnowledgeRetrievalInput) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// What a after_knowledge_retrieval hook may change.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// agentpm/service.schema.json#/$defs/after_knowledge_retrieval_patch.
+type AfterKnowledgeRetrievalPatch struct {
+	Content *string
+	Results []RetrievalResultPatch
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objAfterKnowledgeRetrievalPatch = wire.Object{Type: "AfterKnowledgeRetrievalPatch"}
+
+// UnmarshalJSONFrom decodes AfterKnowledgeRetrievalPatch, checking required members, kinds and constraints.
+func (x *AfterKnowledgeRetrievalPatch) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = AfterKnowledgeRetrievalPatch{}
+	r := wire.ReadObject(dec, &objAfterKnowledgeRetrievalPatch)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *AfterKnowledgeRetrievalPatch) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "content":
+		return wire.Ptr(r, &x.Content, wire.StringFrom)
+	case "results":
+		return wire.Field(r, &x.Results, readListOfRetrievalResultPatch)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes AfterKnowledgeRetrievalPatch, members in schema order, then Extra.
+func (x AfterKnowledgeRetrievalPatch) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *AfterKnowledgeRetrievalPatch) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "content", x.Content, wire.StringTo)
+	wire.PutIf(w, "results", x.Results, x.Results != nil, writeListOfRetrievalResultPatch)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x AfterKnowledgeRetrievalPatch) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *AfterKnowledgeRetrievalPatch) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Approval capabilities under capabilities (unknown members are rejected).
+//
+// Closed: members the schema does not name are rejected. Generated from
+// agentpm/service.schema.json#/$defs/approval_capabilities.
+type ApprovalCapabilities struct {
+	// Must not be false.
+	RequestApproval *bool
+	// Alias of request_approval.
+	Approval     *bool
+	Cancellation *bool
+}
+
+var objApprovalCapabilities = wire.Object{Type: "ApprovalCapabilities"}
+
+// UnmarshalJSONFrom decodes ApprovalCapabilities, checking required members, kinds and constraints.
+func (x *ApprovalCapabilities) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = ApprovalCapabilities{}
+	r := wire.ReadObject(dec, &objApprovalCapabilities)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *ApprovalCapabilities) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "request_approval":
+		return wire.Ptr(r, &x.RequestApproval, wire.BoolFrom)
+	case "approval":
+		return wire.Ptr(r, &x.Approval, wire.BoolFrom)
+	case "cancellation":
+		return wire.Ptr(r, &x.Cancellation, wire.BoolFrom)
+	}
+	return r.Unknown()
+}
+
+// MarshalJSONTo encodes ApprovalCapabilities, members in schema order.
+func (x ApprovalCapabilities) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *ApprovalCapabilities) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "request_approval", x.RequestApproval, wire.BoolTo)
+	wire.PutPtr(w, "approval", x.Approval, wire.BoolTo)
+	wire.PutPtr(w, "cancellation", x.Cancellation, wire.BoolTo)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x ApprovalCapabilities) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *ApprovalCapabilities) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The result of request_approval; a missing decision is pending.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// agentpm/service.schema.json#/$defs/approval_decision.
+type ApprovalDecision struct {
+	// approve and approved approve, deny and denied deny, pending waits; any other value is an
+	// approval failure.
+	//
+	// Schema default "pending" (see GetDecision); never written for you.
+	Decision *ApprovalDecisionValue
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objApprovalDecision = wire.Object{Type: "ApprovalDecision"}
+
+// GetDecision returns Decision, or its schema default "pending" when absent.
+func (x *ApprovalDecision) GetDecision() ApprovalDecisionValue {
+	if x != nil && x.Decision != nil {
+		return *x.Decision
+	}
+	return wire.Default[ApprovalDecisionValue]("\"pending\"")
+}
+
+// UnmarshalJSONFrom decodes ApprovalDecision, checking required members, kinds and constraints.
+func (x *ApprovalDecision) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = ApprovalDecision{}
+	r := wire.ReadObject(dec, &objApprovalDecision)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *ApprovalDecision) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "decision":
+		return wire.Ptr(r, &x.Decision, (*ApprovalDecisionValue).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes ApprovalDecision, members in schema order, then Extra.
+func (x ApprovalDecision) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *ApprovalDecision) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "decision", x.Decision, ApprovalDecisionValue.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x ApprovalDecision) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *ApprovalDecision) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// approve and approved approve, deny and denied deny, pending waits; any other value is an approval
+// failure.
+//
+// Closed: other values are rejected with wire.ErrConstraint, on decode and on encode. Generated from
+// agentpm/service.schema.json#/$defs/approval_decision_value.
+type ApprovalDecisionValue string
+
+// Known values of ApprovalDecisionValue, in schema order.
+const (
+	ApprovalDecisionValueApprove  ApprovalDecisionValue = "approve"
+	ApprovalDecisionValueApproved ApprovalDecisionValue = "approved"
+	ApprovalDecisionValueDeny     ApprovalDecisionValue = "deny"
+	ApprovalDecisionValueDenied   ApprovalDecisionValue = "denied"
+	ApprovalDecisionValuePending  ApprovalDecisionValue = "pending"
+)
+
+var valuesApprovalDecisionValue = []ApprovalDecisionValue{ApprovalDecisionValueApprove, ApprovalDecisionValueApproved, ApprovalDecisionValueDeny, ApprovalDecisionValueDenied, ApprovalDecisionValuePending}
+
+// Known reports whether x is one of the values the schema lists.
+func (x ApprovalDecisionValue) Known() bool {
+	return slices.Contains(valuesApprovalDecisionValue, x)
+}
+
+// UnmarshalJSONFrom decodes ApprovalDecisionValue, rejecting values the schema does not list.
+func (x *ApprovalDecisionValue) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	return wire.StringEnum(dec, x, "ApprovalDecisionValue", valuesApprovalDecisionValue, false)
+}
+
+// MarshalJSONTo encodes ApprovalDecisionValue, refusing values the schema does not list.
+func (x ApprovalDecisionValue) MarshalJSONTo(enc *jsontext.Encoder) error {
+	return wire.WriteStringEnum(enc, x, "ApprovalDecisionValue", valuesApprovalDecisionValue, false)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x ApprovalDecisionValue) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *ApprovalDecisionValue) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The approval role's handshake payload.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// agentpm/service.schema.json#/$defs/approval_initialize.
+type ApprovalInitialize struct {
+	// Always controller.
+	RegistryID string
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objApprovalInitialize = wire.Object{
+	Required: []string{"role", "registry_id", "protocol_version"},
+	Type:     "ApprovalInitialize",
+}
+
+// UnmarshalJSONFrom decodes ApprovalInitialize, checking required members, kinds and constraints.
+func (x *ApprovalInitialize) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = ApprovalInitialize{}
+	r := wire.ReadObject(dec, &objApprovalInitialize)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *ApprovalInitialize) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "role":
+		return wire.Const(r, "approval", wire.StringFrom)
+	case "registry_id":
+		return wire.Field(r, &x.RegistryID, wire.StringFrom)
+	case "protocol_version":
+		return wire.Const(r, int64(1), wire.IntFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes ApprovalInitialize, members in schema order, then Extra.
+func (x ApprovalInitialize) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *ApprovalInitialize) members(w *wire.ObjectWriter) {
+	wire.PutConst(w, "role", "approval", wire.StringTo)
+	wire.Put(w, "registry_id", x.RegistryID, wire.StringTo)
+	wire.PutConst(w, "protocol_version", int64(1), wire.IntTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x ApprovalInitialize) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *ApprovalInitialize) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The approval service's handshake result; the capabilities may sit under capabilities or at the top
+// level.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// agentpm/service.schema.json#/$defs/approval_readiness.
+type ApprovalReadiness struct {
+	// If present, must equal the requested registry id.
+	RegistryID *string
+	// false: the service is unavailable.
+	Ready           *bool
+	Role            *string
+	ProtocolVersion *int64
+	// Approval capabilities under capabilities (unknown members are rejected).
+	Capabilities    *ApprovalCapabilities
+	RequestApproval *bool
+	Approval        *bool
+	Cancellation    *bool
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objApprovalReadiness = wire.Object{Type: "ApprovalReadiness"}
+
+// UnmarshalJSONFrom decodes ApprovalReadiness, checking required members, kinds and constraints.
+func (x *ApprovalReadiness) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = ApprovalReadiness{}
+	r := wire.ReadObject(dec, &objApprovalReadiness)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *ApprovalReadiness) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "registry_id":
+		return wire.Ptr(r, &x.RegistryID, wire.StringFrom)
+	case "ready":
+		return wire.Ptr(r, &x.Ready, wire.BoolFrom)
+	case "role":
+		return wire.Ptr(r, &x.Role, wire.StringFrom)
+	case "protocol_version":
+		return wire.Ptr(r, &x.ProtocolVersion, wire.IntFrom)
+	case "capabilities":
+		return wire.Ptr(r, &x.Capabilities, (*ApprovalCapabilities).UnmarshalJSONFrom)
+	case "request_approval":
+		return wire.Ptr(r, &x.RequestApproval, wire.BoolFrom)
+	case "approval":
+		return wire.Ptr(r, &x.Approval, wire.BoolFrom)
+	case "cancellation":
+		return wire.Ptr(r, &x.Cancellation, wire.BoolFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes ApprovalReadiness, members in schema order, then Extra.
+func (x ApprovalReadiness) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *ApprovalReadiness) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "registry_id", x.RegistryID, wire.StringTo)
+	wire.PutPtr(w, "ready", x.Ready, wire.BoolTo)
+	wire.PutPtr(w, "role", x.Role, wire.StringTo)
+	wire.PutPtr(w, "protocol_version", x.ProtocolVersion, wire.IntTo)
+	wire.PutPtr(w, "capabilities", x.Capabilities, ApprovalCapabilities.MarshalJSONTo)
+	wire.PutPtr(w, "request_approval", x.RequestApproval, wire.BoolTo)
+	wire.PutPtr(w, "approval", x.Approval, wire.BoolTo)
+	wire.PutPtr(w, "cancellation", x.Cancellation, wire.BoolTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x ApprovalReadiness) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *ApprovalReadiness) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The result of the before_knowledge_request hook: continue (with an optional patch) or reject. A
+// missing or other decision is a hook failure; one this version does not know is kept verbatim.
+//
+// The member "decision" selects the variant; exactly one variant field is set, or Unknown for a value
+// this version does not know (kept verbatim, never decoded as another variant). Generated from
+// agentpm/service.schema.json#/$defs/before_knowledge_request_decision.
+type BeforeKnowledgeRequestDecision struct {
+	// Go on, with the patch applied (the next binding sees it).
+	//
+	// Set when decision is "continue".
+	Continue *BeforeKnowledgeRequestDecisionContinue
+	// A hook rejects the operation: it always stops, whatever the failure policy.
+	//
+	// Set when decision is "reject".
+	Reject *HookReject
+	// Unknown holds, verbatim, an object whose decision names no variant this version knows.
+	Unknown jsontext.Value
+}
+
+var unionBeforeKnowledgeRequestDecision = wire.Union{
+	Tag:  "decision",
+	Type: "BeforeKnowledgeRequestDecision",
+	Variants: []wire.Variant{{
+		Object: &objBeforeKnowledgeRequestDecisionContinue,
+		Tag:    "continue",
+	}, {
+		Object: &objHookReject,
+		Tag:    "reject",
+	}},
+}
+
+// Tag returns decision: the set variant's, or the one Unknown carries ("" for none, or for the default variant).
+func (x BeforeKnowledgeRequestDecision) Tag() string {
+	switch {
+	case x.Continue != nil:
+		return "continue"
+	case x.Reject != nil:
+		return "reject"
+	}
+	return wire.UnknownTag(x.Unknown, "decision")
+}
+
+// UnmarshalJSONFrom decodes BeforeKnowledgeRequestDecision in one pass, streaming members into the variant once it is chosen.
+func (x *BeforeKnowledgeRequestDecision) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = BeforeKnowledgeRequestDecision{}
+	r := wire.ReadUnion(dec, &unionBeforeKnowledgeRequestDecision)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.EndUnion(&x.Unknown)
+}
+
+func (x *BeforeKnowledgeRequestDecision) member(r *wire.ObjectReader) error {
+	switch r.Variant() {
+	case 0:
+		return wire.New(&x.Continue).member(r)
+	case 1:
+		return wire.New(&x.Reject).member(r)
+	}
+	return nil
+}
+
+// MarshalJSONTo encodes the variant that is set, its tag first, or Unknown as it arrived.
+func (x BeforeKnowledgeRequestDecision) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	switch {
+	case x.Continue != nil:
+		w.Tag("decision", "continue")
+		x.Continue.members(&w)
+	case x.Reject != nil:
+		w.Tag("decision", "reject")
+		x.Reject.members(&w)
+	default:
+		return wire.WriteUnknown(enc, "BeforeKnowledgeRequestDecision", x.Unknown)
+	}
+	return w.End()
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x BeforeKnowledgeRequestDecision) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *BeforeKnowledgeRequestDecision) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Go on, with the patch applied (the next binding sees it).
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// agentpm/service.schema.json#/$defs/before_knowledge_request_decision/oneOf/0.
+type BeforeKnowledgeRequestDecisionContinue struct {
+	// What a before_knowledge_request hook may change.
+	Patch *BeforeKnowledgeRequestPatch
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objBeforeKnowledgeRequestDecisionContinue = wire.Object{Type: "BeforeKnowledgeRequestDecisionContinue"}
+
+// UnmarshalJSONFrom decodes BeforeKnowledgeRequestDecisionContinue, checking required members, kinds and constraints.
+func (x *BeforeKnowledgeRequestDecisionContinue) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = BeforeKnowledgeRequestDecisionContinue{}
+	r := wire.ReadObject(dec, &objBeforeKnowledgeRequestDecisionContinue)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *BeforeKnowledgeRequestDecisionContinue) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "patch":
+		return wire.Ptr(r, &x.Patch, (*BeforeKnowledgeRequestPatch).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes BeforeKnowledgeRequestDecisionContinue, members in schema order, then Extra.
+func (x BeforeKnowledgeRequestDecisionContinue) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *BeforeKnowledgeRequestDecisionContinue) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "patch", x.Patch, BeforeKnowledgeRequestPatch.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x BeforeKnowledgeRequestDecisionContinue) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *BeforeKnowledgeRequestDecisionContinue) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Payload of the before_knowledge_request hook (the method name is the hook id). Before a Knowledge
+// retrieval: change the query.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// agentpm/service.schema.json#/$defs/before_knowledge_request_hook.
+type BeforeKnowledgeRequestHook struct {
+	// What the before_knowledge_request hook sees.
+	Input BeforeKnowledgeRequestInput
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objBeforeKnowledgeRequestHook = wire.Object{
+	Required: []string{"hook", "input"},
+	Type:     "BeforeKnowledgeRequestHook",
+}
+
+// UnmarshalJSONFrom decodes BeforeKnowledgeRequestHook, checking required members, kinds and constraints.
+func (x *BeforeKnowledgeRequestHook) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = BeforeKnowledgeRequestHook{}
+	r := wire.ReadObject(dec, &objBeforeKnowledgeRequestHook)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *BeforeKnowledgeRequestHook) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "hook":
+		return wire.Const(r, "before_knowledge_request", wire.StringFrom)
+	case "input":
+		return wire.Field(r, &x.Input, (*BeforeKnowledgeRequestInput).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes BeforeKnowledgeRequestHook, members in schema order, then Extra.
+func (x BeforeKnowledgeRequestHook) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *BeforeKnowledgeRequestHook) members(w *wire.ObjectWriter) {
+	wire.PutConst(w, "hook", "before_knowledge_request", wire.StringTo)
+	wire.Put(w, "input", x.Input, BeforeKnowledgeRequestInput.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x BeforeKnowledgeRequestHook) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *BeforeKnowledgeRequestHook) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// What the before_knowledge_request hook sees.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// agentpm/service.schema.json#/$defs/before_knowledge_request_input.
+type BeforeKnowledgeRequestInput struct {
+	PhaseID string
+	// A Knowledge retrieval: a whole context document, or a vector query.
+	Request KnowledgeRuntimeRequest
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objBeforeKnowledgeRequestInput = wire.Object{
+	Required: []string{"phase_id", "request"},
+	Type:     "BeforeKnowledgeRequestInput",
+}
+
+// UnmarshalJSONFrom decodes BeforeKnowledgeRequestInput, checking required members, kinds and constraints.
+func (x *BeforeKnowledgeRequestInput) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = BeforeKnowledgeRequestInput{}
+	r := wire.ReadObject(dec, &objBeforeKnowledgeRequestInput)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *BeforeKnowledgeRequestInput) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "phase_id":
+		return wire.Field(r, &x.PhaseID, wire.StringFrom)
+	case "request":
+		return wire.Field(r, &x.Request, (*KnowledgeRuntimeRequest).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes BeforeKnowledgeRequestInput, members in schema order, then Extra.
+func (x BeforeKnowledgeRequestInput) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *BeforeKnowledgeRequestInput) members(w *wire.ObjectWriter) {
+	wire.Put(w, "phase_id", x.PhaseID, wire.StringTo)
+	wire.Put(w, "request", x.Request, KnowledgeRuntimeRequest.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x BeforeKnowledgeRequestInput) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *BeforeKnowledgeRequestInput) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// What a before_knowledge_request hook may change.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// agentpm/service.schema.json#/$defs/before_knowledge_request_patch.
+type BeforeKnowledgeRequestPatch struct {
+	Document        *string
+	Query           *string
+	TopK            *int64
+	ScoreThreshold  *float64
+	ReturnCitations *bool
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objBeforeKnowledgeRequestPatch = wire.Object{Type: "BeforeKnowledgeRequestPatch"}
+
+// UnmarshalJSONFrom decodes BeforeKnowledgeRequestPatch, checking required members, kinds and constraints.
+func (x *BeforeKnowledgeRequestPatch) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = BeforeKnowledgeRequestPatch{}
+	r := wire.ReadObject(dec, &objBeforeKnowledgeRequestPatch)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *BeforeKnowledgeRequestPatch) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "document":
+		return wire.Ptr(r, &x.Document, wire.StringFrom)
+	case "query":
+		return wire.Ptr(r, &x.Query, wire.StringFrom)
+	case "top_k":
+		return wire.Ptr(r, &x.TopK, readBeforeKnowledgeRequestPatchTopK)
+	case "score_threshold":
+		return wire.Ptr(r, &x.ScoreThreshold, wire.FloatFrom)
+	case "return_citations":
+		return wire.Ptr(r, &x.ReturnCitations, wire.BoolFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes BeforeKnowledgeRequestPatch, members in schema order, then Extra.
+func (x BeforeKnowledgeRequestPatch) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *BeforeKnowledgeRequestPatch) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "document", x.Document, wire.StringTo)
+	wire.PutPtr(w, "query", x.Query, wire.StringTo)
+	wire.PutPtr(w, "top_k", x.TopK, wire.IntTo)
+	wire.PutPtr(w, "score_threshold", x.ScoreThreshold, wire.FloatTo)
+	wire.PutPtr(w, "return_citations", x.ReturnCitations, wire.BoolTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x BeforeKnowledgeRequestPatch) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *BeforeKnowledgeRequestPatch) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The result of the before_memory_operation hook: continue (with an optional patch) or reject. A
+// missing or other decision is a hook failure; one this version does not know is kept verbatim.
+//
+// The member "decision" selects the variant; exactly one variant field is set, or Unknown for a value
+// this version does not know (kept verbatim, never decoded as another variant). Generated from
+// agentpm/service.schema.json#/$defs/before_memory_operation_decision.
+type BeforeMemoryOperationDecision struct {
+	// Go on, with the patch applied (the next binding sees it).
+	//
+	// Set when decision is "continue".
+	Continue *BeforeMemoryOperationDecisionContinue
+	// A hook rejects the operation: it always stops, whatever the failure policy.
+	//
+	// Set when decision is "reject".
+	Reject *HookReject
+	// Unknown holds, verbatim, an object whose decision names no variant this version knows.
+	Unknown jsontext.Value
+}
+
+var unionBeforeMemoryOperationDecision = wire.Union{
+	Tag:  "decision",
+	Type: "BeforeMemoryOperationDecision",
+	Variants: []wire.Variant{{
+		Object: &objBeforeMemoryOperationDecisionContinue,
+		Tag:    "continue",
+	}, {
+		Object: &objHookReject,
+		Tag:    "reject",
+	}},
+}
+
+// Tag returns decision: the set variant's, or the one Unknown carries ("" for none, or for the default variant).
+func (x BeforeMemoryOperationDecision) Tag() string {
+	switch {
+	case x.Continue != nil:
+		return "continue"
+	case x.Reject != nil:
+		return "reject"
+	}
+	return wire.UnknownTag(x.Unknown, "decision")
+}
+
+// UnmarshalJSONFrom decodes BeforeMemoryOperationDecision in one pass, streaming members into the variant once it is chosen.
+func (x *BeforeMemoryOperationDecision) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = BeforeMemoryOperationDecision{}
+	r := wire.ReadUnion(dec, &unionBeforeMemoryOperationDecision)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.EndUnion(&x.Unknown)
+}
+
+func (x *BeforeMemoryOperationDecision) member(r *wire.ObjectReader) error {
+	switch r.Variant() {
+	case 0:
+		return wire.New(&x.Continue).member(r)
+	case 1:
+		return wire.New(&x.Reject).member(r)
+	}
+	return nil
+}
+
+// MarshalJSONTo encodes the variant that is set, its tag first, or Unknown as it arrived.
+func (x BeforeMemoryOperationDecision) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	switch {
+	case x.Continue != nil:
+		w.Tag("decision", "continue")
+		x.Continue.members(&w)
+	case x.Reject != nil:
+		w.Tag("decision", "reject")
+		x.Reject.members(&w)
+	default:
+		return wire.WriteUnknown(enc, "BeforeMemoryOperationDecision", x.Unknown)
+	}
+	return w.End()
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x BeforeMemoryOperationDecision) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *BeforeMemoryOperationDecision) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Go on, with the patch applied (the next binding sees it).
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// agentpm/service.schema.json#/$defs/before_memory_operation_decision/oneOf/0.
+type BeforeMemoryOperationDecisionContinue struct {
+	// What a before_memory_operation hook may change.
+	Patch *BeforeMemoryOperationPatch
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objBeforeMemoryOperationDecisionContinue = wire.Object{Type: "BeforeMemoryOperationDecisionContinue"}
+
+// UnmarshalJSONFrom decodes BeforeMemoryOperationDecisionContinue, checking required members, kinds and constraints.
+func (x *BeforeMemoryOperationDecisionContinue) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = BeforeMemoryOperationDecisionContinue{}
+	r := wire.ReadObject(dec, &objBeforeMemoryOperationDecisionContinue)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *BeforeMemoryOperationDecisionContinue) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "patch":
+		return wire.Ptr(r, &x.Patch, (*BeforeMemoryOperationPatch).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes BeforeMemoryOperationDecisionContinue, members in schema order, then Extra.
+func (x BeforeMemoryOperationDecisionContinue) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *BeforeMemoryOperationDecisionContinue) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "patch", x.Patch, BeforeMemoryOperationPatch.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x BeforeMemoryOperationDecisionContinue) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *BeforeMemoryOperationDecisionContinue) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Payload of the before_memory_operation hook (the method name is the hook id). Before a Memory
+// lifecycle operation: add model guidance.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// agentpm/service.schema.json#/$defs/before_memory_operation_hook.
+type BeforeMemoryOperationHook struct {
+	// What the before_memory_operation hook sees.
+	Input BeforeMemoryOperationInput
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objBeforeMemoryOperationHook = wire.Object{
+	Required: []string{"hook", "input"},
+	Type:     "BeforeMemoryOperationHook",
+}
+
+// UnmarshalJSONFrom decodes BeforeMemoryOperationHook, checking required members, kinds and constraints.
+func (x *BeforeMemoryOperationHook) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = BeforeMemoryOperationHook{}
+	r := wire.ReadObject(dec, &objBeforeMemoryOperationHook)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *BeforeMemoryOperationHook) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "hook":
+		return wire.Const(r, "before_memory_operation", wire.StringFrom)
+	case "input":
+		return wire.Field(r, &x.Input, (*BeforeMemoryOperationInput).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes BeforeMemoryOperationHook, members in schema order, then Extra.
+func (x BeforeMemoryOperationHook) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *BeforeMemoryOperationHook) members(w *wire.ObjectWriter) {
+	wire.PutConst(w, "hook", "before_memory_operation", wire.StringTo)
+	wire.Put(w, "input", x.Input, BeforeMemoryOperationInput.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x BeforeMemoryOperationHook) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *BeforeMemoryOperationHook) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// What the before_memory_operation hook sees.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// agentpm/service.schema.json#/$defs/before_memory_operation_input.
+type BeforeMemoryOperationInput struct {
+	PhaseID   string
+	Package   string
+	Operation string
+	// The resolved scope.
+	Scope jsontext.Value
+	// A summary of the source records.
+	SourceSummary jsontext.Value
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objBeforeMemoryOperationInput = wire.Object{
+	Required: []string{"phase_id", "package", "operation", "scope", "source_summary"},
+	Type:     "BeforeMemoryOperationInput",
+}
+
+// UnmarshalJSONFrom decodes BeforeMemoryOperationInput, checking required members, kinds and constraints.
+func (x *BeforeMemoryOperationInput) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = BeforeMemoryOperationInput{}
+	r := wire.ReadObject(dec, &objBeforeMemoryOperationInput)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *BeforeMemoryOperationInput) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "phase_id":
+		return wire.Field(r, &x.PhaseID, wire.StringFrom)
+	case "package":
+		return wire.Field(r, &x.Package, wire.StringFrom)
+	case "operation":
+		return wire.Field(r, &x.Operation, wire.StringFrom)
+	case "scope":
+		return wire.Field(r, &x.Scope, wire.RawFrom)
+	case "source_summary":
+		return wire.Field(r, &x.SourceSummary, wire.RawFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes BeforeMemoryOperationInput, members in schema order, then Extra.
+func (x BeforeMemoryOperationInput) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *BeforeMemoryOperationInput) members(w *wire.ObjectWriter) {
+	wire.Put(w, "phase_id", x.PhaseID, wire.StringTo)
+	wire.Put(w, "package", x.Package, wire.StringTo)
+	wire.Put(w, "operation", x.Operation, wire.StringTo)
+	wire.Put(w, "scope", x.Scope, wire.RawTo)
+	wire.Put(w, "source_summary", x.SourceSummary, wire.RawTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x BeforeMemoryOperationInput) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *BeforeMemoryOperationInput) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// What a before_memory_operation hook may change.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// agentpm/service.schema.json#/$defs/before_memory_operation_patch.
+type BeforeMemoryOperationPatch struct {
+	ModelGuidance *string
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objBeforeMemoryOperationPatch = wire.Object{Type: "BeforeMemoryOperationPatch"}
+
+// UnmarshalJSONFrom decodes BeforeMemoryOperationPatch, checking required members, kinds and constraints.
+func (x *BeforeMemoryOperationPatch) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = BeforeMemoryOperationPatch{}
+	r := wire.ReadObject(dec, &objBeforeMemoryOperationPatch)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *BeforeMemoryOperationPatch) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "model_guidance":
+		return wire.Ptr(r, &x.ModelGuidance, wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes BeforeMemoryOperationPatch, members in schema order, then Extra.
+func (x BeforeMemoryOperationPatch) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *BeforeMemoryOperationPatch) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "model_guidance", x.ModelGuidance, wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x BeforeMemoryOperationPatch) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *BeforeMemoryOperationPatch) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The result of the before_memory_read hook: continue (with an optional patch) or reject. A missing or
+// other decision is a hook failure; one this version does not know is kept verbatim.
+//
+// The member "decision" selects the variant; exactly one variant field is set, or Unknown for a value
+// this version does not know (kept verbatim, never decoded as another variant). Generated from
+// agentpm/service.schema.json#/$defs/before_memory_read_decision.
+type BeforeMemoryReadDecision struct {
+	// Go on, with the patch applied (the next binding sees it).
+	//
+	// Set when decision is "continue".
+	Continue *BeforeMemoryReadDecisionContinue
+	// A hook rejects the operation: it always stops, whatever the failure policy.
+	//
+	// Set when decision is "reject".
+	Reject *HookReject
+	// Unknown holds, verbatim, an object whose decision names no variant this version knows.
+	Unknown jsontext.Value
+}
+
+var unionBeforeMemoryReadDecision = wire.Union{
+	Tag:  "decision",
+	Type: "BeforeMemoryReadDecision",
+	Variants: []wire.Variant{{
+		Object: &objBeforeMemoryReadDecisionContinue,
+		Tag:    "continue",
+	}, {
+		Object: &objHookReject,
+		Tag:    "reject",
+	}},
+}
+
+// Tag returns decision: the set variant's, or the one Unknown carries ("" for none, or for the default variant).
+func (x BeforeMemoryReadDecision) Tag() string {
+	switch {
+	case x.Continue != nil:
+		return "continue"
+	case x.Reject != nil:
+		return "reject"
+	}
+	return wire.UnknownTag(x.Unknown, "decision")
+}
+
+// UnmarshalJSONFrom decodes BeforeMemoryReadDecision in one pass, streaming members into the variant once it is chosen.
+func (x *BeforeMemoryReadDecision) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = BeforeMemoryReadDecision{}
+	r := wire.ReadUnion(dec, &unionBeforeMemoryReadDecision)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.EndUnion(&x.Unknown)
+}
+
+func (x *BeforeMemoryReadDecision) member(r *wire.ObjectReader) error {
+	switch r.Variant() {
+	case 0:
+		return wire.New(&x.Continue).member(r)
+	case 1:
+		return wire.New(&x.Reject).member(r)
+	}
+	return nil
+}
+
+// MarshalJSONTo encodes the variant that is set, its tag first, or Unknown as it arrived.
+func (x BeforeMemoryReadDecision) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	switch {
+	case x.Continue != nil:
+		w.Tag("decision", "continue")
+		x.Continue.members(&w)
+	case x.Reject != nil:
+		w.Tag("decision", "reject")
+		x.Reject.members(&w)
+	default:
+		return wire.WriteUnknown(enc, "BeforeMemoryReadDecision", x.Unknown)
+	}
+	return w.End()
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x BeforeMemoryReadDecision) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *BeforeMemoryReadDecision) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Go on, with the patch applied (the next binding sees it).
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// agentpm/service.schema.json#/$defs/before_memory_read_decision/oneOf/0.
+type BeforeMemoryReadDecisionContinue struct {
+	// What a before_memory_read hook may change.
+	Patch *BeforeMemoryReadPatch
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objBeforeMemoryReadDecisionContinue = wire.Object{Type: "BeforeMemoryReadDecisionContinue"}
+
+// UnmarshalJSONFrom decodes BeforeMemoryReadDecisionContinue, checking required members, kinds and constraints.
+func (x *BeforeMemoryReadDecisionContinue) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = BeforeMemoryReadDecisionContinue{}
+	r := wire.ReadObject(dec, &objBeforeMemoryReadDecisionContinue)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *BeforeMemoryReadDecisionContinue) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "patch":
+		return wire.Ptr(r, &x.Patch, (*BeforeMemoryReadPatch).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes BeforeMemoryReadDecisionContinue, members in schema order, then Extra.
+func (x BeforeMemoryReadDecisionContinue) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *BeforeMemoryReadDecisionContinue) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "patch", x.Patch, BeforeMemoryReadPatch.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x BeforeMemoryReadDecisionContinue) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *BeforeMemoryReadDecisionContinue) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Payload of the before_memory_read hook (the method name is the hook id). Before a Memory read:
+// change the query, filter, limit or mode.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// agentpm/service.schema.json#/$defs/before_memory_read_hook.
+type BeforeMemoryReadHook struct {
+	// What the before_memory_read hook sees.
+	Input BeforeMemoryReadInput
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objBeforeMemoryReadHook = wire.Object{
+	Required: []string{"hook", "input"},
+	Type:     "BeforeMemoryReadHook",
+}
+
+// UnmarshalJSONFrom decodes BeforeMemoryReadHook, checking required members, kinds and constraints.
+func (x *BeforeMemoryReadHook) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = BeforeMemoryReadHook{}
+	r := wire.ReadObject(dec, &objBeforeMemoryReadHook)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *BeforeMemoryReadHook) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "hook":
+		return wire.Const(r, "before_memory_read", wire.StringFrom)
+	case "input":
+		return wire.Field(r, &x.Input, (*BeforeMemoryReadInput).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes BeforeMemoryReadHook, members in schema order, then Extra.
+func (x BeforeMemoryReadHook) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *BeforeMemoryReadHook) members(w *wire.ObjectWriter) {
+	wire.PutConst(w, "hook", "before_memory_read", wire.StringTo)
+	wire.Put(w, "input", x.Input, BeforeMemoryReadInput.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x BeforeMemoryReadHook) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *BeforeMemoryReadHook) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// What the before_memory_read hook sees.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// agentpm/service.schema.json#/$defs/before_memory_read_input.
+type BeforeMemoryReadInput struct {
+	PhaseID string
+	Package string
+	Space   string
+	// The resolved scope.
+	Scope jsontext.Value
+	Query *string
+	// The filter, any JSON.
+	Filter jsontext.Value
+	Limit  *int64
+	Mode   *string
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objBeforeMemoryReadInput = wire.Object{
+	Required: []string{"phase_id", "package", "space", "scope"},
+	Type:     "BeforeMemoryReadInput",
+}
+
+// UnmarshalJSONFrom decodes BeforeMemoryReadInput, checking required members, kinds and constraints.
+func (x *BeforeMemoryReadInput) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = BeforeMemoryReadInput{}
+	r := wire.ReadObject(dec, &objBeforeMemoryReadInput)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *BeforeMemoryReadInput) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "phase_id":
+		return wire.Field(r, &x.PhaseID, wire.StringFrom)
+	case "package":
+		return wire.Field(r, &x.Package, wire.StringFrom)
+	case "space":
+		return wire.Field(r, &x.Space, wire.StringFrom)
+	case "scope":
+		return wire.Field(r, &x.Scope, wire.RawFrom)
+	case "query":
+		return wire.Ptr(r, &x.Query, wire.StringFrom)
+	case "filter":
+		return wire.Field(r, &x.Filter, wire.RawFrom)
+	case "limit":
+		return wire.Ptr(r, &x.Limit, readBeforeMemoryReadInputLimit)
+	case "mode":
+		return wire.Ptr(r, &x.Mode, wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes BeforeMemoryReadInput, members in schema order, then Extra.
+func (x BeforeMemoryReadInput) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *BeforeMemoryReadInput) members(w *wire.ObjectWriter) {
+	wire.Put(w, "phase_id", x.PhaseID, wire.StringTo)
+	wire.Put(w, "package", x.Package, wire.StringTo)
+	wire.Put(w, "space", x.Space, wire.StringTo)
+	wire.Put(w, "scope", x.Scope, wire.RawTo)
+	wire.PutPtr(w, "query", x.Query, wire.StringTo)
+	wire.PutIf(w, "filter", x.Filter, x.Filter != nil, wire.RawTo)
+	wire.PutPtr(w, "limit", x.Limit, wire.IntTo)
+	wire.PutPtr(w, "mode", x.Mode, wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x BeforeMemoryReadInput) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *BeforeMemoryReadInput) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// What a before_memory_read hook may change.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// agentpm/service.schema.json#/$defs/before_memory_read_patch.
+type BeforeMemoryReadPatch struct {
+	Query *string
+	// Replacement filter.
+	Filter jsontext.Value
+	Limit  *int64
+	Mode   *string
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objBeforeMemoryReadPatch = wire.Object{Type: "BeforeMemoryReadPatch"}
+
+// UnmarshalJSONFrom decodes BeforeMemoryReadPatch, checking required members, kinds and constraints.
+func (x *BeforeMemoryReadPatch) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = BeforeMemoryReadPatch{}
+	r := wire.ReadObject(dec, &objBeforeMemoryReadPatch)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *BeforeMemoryReadPatch) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "query":
+		return wire.Ptr(r, &x.Query, wire.StringFrom)
+	case "filter":
+		return wire.Field(r, &x.Filter, wire.RawFrom)
+	case "limit":
+		return wire.Ptr(r, &x.Limit, readBeforeMemoryReadPatchLimit)
+	case "mode":
+		return wire.Ptr(r, &x.Mode, wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes BeforeMemoryReadPatch, members in schema order, then Extra.
+func (x BeforeMemoryReadPatch) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *BeforeMemoryReadPatch) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "query", x.Query, wire.StringTo)
+	wire.PutIf(w, "filter", x.Filter, x.Filter != nil, wire.RawTo)
+	wire.PutPtr(w, "limit", x.Limit, wire.IntTo)
+	wire.PutPtr(w, "mode", x.Mode, wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x BeforeMemoryReadPatch) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *BeforeMemoryReadPatch) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The result of the before_memory_write hook: continue (with an optional patch) or reject. A missing
+// or other decision is a hook failure; one this version does not know is kept verbatim.
+//
+// The member "decision" selects the variant; exactly one variant field is set, or Unknown for a value
+// this version does not know (kept verbatim, never decoded as another variant). Generated from
+// agentpm/service.schema.json#/$defs/before_memory_write_decision.
+type BeforeMemoryWriteDecision struct {
+	// Go on, with the patch applied (the next binding sees it).
+	//
+	// Set when decision is "continue".
+	Continue *BeforeMemoryWriteDecisionContinue
+	// A hook rejects the operation: it always stops, whatever the failure policy.
+	//
+	// Set when decision is "reject".
+	Reject *HookReject
+	// Unknown holds, verbatim, an object whose decision names no variant this version knows.
+	Unknown jsontext.Value
+}
+
+var unionBeforeMemoryWriteDecision = wire.Union{
+	Tag:  "decision",
+	Type: "BeforeMemoryWriteDecision",
+	Variants: []wire.Variant{{
+		Object: &objBeforeMemoryWriteDecisionContinue,
+		Tag:    "continue",
+	}, {
+		Object: &objHookReject,
+		Tag:    "reject",
+	}},
+}
+
+// Tag returns decision: the set variant's, or the one Unknown carries ("" for none, or for the default variant).
+func (x BeforeMemoryWriteDecision) Tag() string {
+	switch {
+	case x.Continue != nil:
+		return "continue"
+	case x.Reject != nil:
+		return "reject"
+	}
+	return wire.UnknownTag(x.Unknown, "decision")
+}
+
+// UnmarshalJSONFrom decodes BeforeMemoryWriteDecision in one pass, streaming members into the variant once it is chosen.
+func (x *BeforeMemoryWriteDecision) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = BeforeMemoryWriteDecision{}
+	r := wire.ReadUnion(dec, &unionBeforeMemoryWriteDecision)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.EndUnion(&x.Unknown)
+}
+
+func (x *BeforeMemoryWriteDecision) member(r *wire.ObjectReader) error {
+	switch r.Variant() {
+	case 0:
+		return wire.New(&x.Continue).member(r)
+	case 1:
+		return wire.New(&x.Reject).member(r)
+	}
+	return nil
+}
+
+// MarshalJSONTo encodes the variant that is set, its tag first, or Unknown as it arrived.
+func (x BeforeMemoryWriteDecision) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	switch {
+	case x.Continue != nil:
+		w.Tag("decision", "continue")
+		x.Continue.members(&w)
+	case x.Reject != nil:
+		w.Tag("decision", "reject")
+		x.Reject.members(&w)
+	default:
+		return wire.WriteUnknown(enc, "BeforeMemoryWriteDecision", x.Unknown)
+	}
+	return w.End()
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x BeforeMemoryWriteDecision) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *BeforeMemoryWriteDecision) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Go on, with the patch applied (the next binding sees it).
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// agentpm/service.schema.json#/$defs/before_memory_write_decision/oneOf/0.
+type BeforeMemoryWriteDecisionContinue struct {
+	// What a before_memory_write hook may change.
+	Patch *BeforeMemoryWritePatch
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objBeforeMemoryWriteDecisionContinue = wire.Object{Type: "BeforeMemoryWriteDecisionContinue"}
+
+// UnmarshalJSONFrom decodes BeforeMemoryWriteDecisionContinue, checking required members, kinds and constraints.
+func (x *BeforeMemoryWriteDecisionContinue) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = BeforeMemoryWriteDecisionContinue{}
+	r := wire.ReadObject(dec, &objBeforeMemoryWriteDecisionContinue)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *BeforeMemoryWriteDecisionContinue) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "patch":
+		return wire.Ptr(r, &x.Patch, (*BeforeMemoryWritePatch).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes BeforeMemoryWriteDecisionContinue, members in schema order, then Extra.
+func (x BeforeMemoryWriteDecisionContinue) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *BeforeMemoryWriteDecisionContinue) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "patch", x.Patch, BeforeMemoryWritePatch.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x BeforeMemoryWriteDecisionContinue) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *BeforeMemoryWriteDecisionContinue) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Payload of the before_memory_write hook (the method name is the hook id). Before a Memory write:
+// change the content.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// agentpm/service.schema.json#/$defs/before_memory_write_hook.
+type BeforeMemoryWriteHook struct {
+	// What the before_memory_write hook sees.
+	Input BeforeMemoryWriteInput
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objBeforeMemoryWriteHook = wire.Object{
+	Required: []string{"hook", "input"},
+	Type:     "BeforeMemoryWriteHook",
+}
+
+// UnmarshalJSONFrom decodes BeforeMemoryWriteHook, checking required members, kinds and constraints.
+func (x *BeforeMemoryWriteHook) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = BeforeMemoryWriteHook{}
+	r := wire.ReadObject(dec, &objBeforeMemoryWriteHook)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *BeforeMemoryWriteHook) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "hook":
+		return wire.Const(r, "before_memory_write", wire.StringFrom)
+	case "input":
+		return wire.Field(r, &x.Input, (*BeforeMemoryWriteInput).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes BeforeMemoryWriteHook, members in schema order, then Extra.
+func (x BeforeMemoryWriteHook) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *BeforeMemoryWriteHook) members(w *wire.ObjectWriter) {
+	wire.PutConst(w, "hook", "before_memory_write", wire.StringTo)
+	wire.Put(w, "input", x.Input, BeforeMemoryWriteInput.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x BeforeMemoryWriteHook) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *BeforeMemoryWriteHook) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// What the before_memory_write hook sees.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// agentpm/service.schema.json#/$defs/before_memory_write_input.
+type BeforeMemoryWriteInput struct {
+	PhaseID    string
+	Package    string
+	Space      string
+	RecordType string
+	// The resolved scope.
+	Scope jsontext.Value
+	// The record content.
+	Content jsontext.Value
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objBeforeMemoryWriteInput = wire.Object{
+	Required: []string{"phase_id", "package", "space", "record_type", "scope", "content"},
+	Type:     "BeforeMemoryWriteInput",
+}
+
+// UnmarshalJSONFrom decodes BeforeMemoryWriteInput, checking required members, kinds and constraints.
+func (x *BeforeMemoryWriteInput) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = BeforeMemoryWriteInput{}
+	r := wire.ReadObject(dec, &objBeforeMemoryWriteInput)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *BeforeMemoryWriteInput) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "phase_id":
+		return wire.Field(r, &x.PhaseID, wire.StringFrom)
+	case "package":
+		return wire.Field(r, &x.Package, wire.StringFrom)
+	case "space":
+		return wire.Field(r, &x.Space, wire.StringFrom)
+	case "record_type":
+		return wire.Field(r, &x.RecordType, wire.StringFrom)
+	case "scope":
+		return wire.Field(r, &x.Scope, wire.RawFrom)
+	case "content":
+		return wire.Field(r, &x.Content, wire.RawFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes BeforeMemoryWriteInput, members in schema order, then Extra.
+func (x BeforeMemoryWriteInput) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *BeforeMemoryWriteInput) members(w *wire.ObjectWriter) {
+	wire.Put(w, "phase_id", x.PhaseID, wire.StringTo)
+	wire.Put(w, "package", x.Package, wire.StringTo)
+	wire.Put(w, "space", x.Space, wire.StringTo)
+	wire.Put(w, "record_type", x.RecordType, wire.StringTo)
+	wire.Put(w, "scope", x.Scope, wire.RawTo)
+	wire.Put(w, "content", x.Content, wire.RawTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x BeforeMemoryWriteInput) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *BeforeMemoryWriteInput) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// What a before_memory_write hook may change.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// agentpm/service.schema.json#/$defs/before_memory_write_patch.
+type BeforeMemoryWritePatch struct {
+	// Replacement content.
+	Content jsontext.Value
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objBeforeMemoryWritePatch = wire.Object{Type: "BeforeMemoryWritePatch"}
+
+// UnmarshalJSONFrom decodes BeforeMemoryWritePatch, checking required members, kinds and constraints.
+func (x *BeforeMemoryWritePatch) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = BeforeMemoryWritePatch{}
+	r := wire.ReadObject(dec, &objBeforeMemoryWritePatch)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *BeforeMemoryWritePatch) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "content":
+		return wire.Field(r, &x.Content, wire.RawFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes BeforeMemoryWritePatch, members in schema order, then Extra.
+func (x BeforeMemoryWritePatch) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *BeforeMemoryWritePatch) members(w *wire.ObjectWriter) {
+	wire.PutIf(w, "content", x.Content, x.Content != nil, wire.RawTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x BeforeMemoryWritePatch) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *BeforeMemoryWritePatch) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The result of the before_model_request hook: continue (with an optional patch) or reject. A missing
+// or other decision is a hook failure; one this version does not know is kept verbatim.
+//
+// The member "decision" selects the variant; exactly one variant field is set, or Unknown for a value
+// this version does not know (kept verbatim, never decoded as another variant). Generated from
+// agentpm/service.schema.json#/$defs/before_model_request_decision.
+type BeforeModelRequestDecision struct {
+	// Go on, with the patch applied (the next binding sees it).
+	//
+	// Set when decision is "continue".
+	Continue *BeforeModelRequestDecisionContinue
+	// A hook rejects the operation: it always stops, whatever the failure policy.
+	//
+	// Set when decision is "reject".
+	Reject *HookReject
+	// Unknown holds, verbatim, an object whose decision names no variant this version knows.
+	Unknown jsontext.Value
+}
+
+var unionBeforeModelRequestDecision = wire.Union{
+	Tag:  "decision",
+	Type: "BeforeModelRequestDecision",
+	Variants: []wire.Variant{{
+		Object: &objBeforeModelRequestDecisionContinue,
+		Tag:    "continue",
+	}, {
+		Object: &objHookReject,
+		Tag:    "reject",
+	}},
+}
+
+// Tag returns decision: the set variant's, or the one Unknown carries ("" for none, or for the default variant).
+func (x BeforeModelRequestDecision) Tag() string {
+	switch {
+	case x.Continue != nil:
+		return "continue"
+	case x.Reject != nil:
+		return "reject"
+	}
+	return wire.UnknownTag(x.Unknown, "decision")
+}
+
+// UnmarshalJSONFrom decodes BeforeModelRequestDecision in one pass, streaming members into the variant once it is chosen.
+func (x *BeforeModelRequestDecision) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = BeforeModelRequestDecision{}
+	r := wire.ReadUnion(dec, &unionBeforeModelRequestDecision)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.EndUnion(&x.Unknown)
+}
+
+func (x *BeforeModelRequestDecision) member(r *wire.ObjectReader) error {
+	switch r.Variant() {
+	case 0:
+		return wire.New(&x.Continue).member(r)
+	case 1:
+		return wire.New(&x.Reject).member(r)
+	}
+	return nil
+}
+
+// MarshalJSONTo encodes the variant that is set, its tag first, or Unknown as it arrived.
+func (x BeforeModelRequestDecision) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	switch {
+	case x.Continue != nil:
+		w.Tag("decision", "continue")
+		x.Continue.members(&w)
+	case x.Reject != nil:
+		w.Tag("decision", "reject")
+		x.Reject.members(&w)
+	default:
+		return wire.WriteUnknown(enc, "BeforeModelRequestDecision", x.Unknown)
+	}
+	return w.End()
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x BeforeModelRequestDecision) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *BeforeModelRequestDecision) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Go on, with the patch applied (the next binding sees it).
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// agentpm/service.schema.json#/$defs/before_model_request_decision/oneOf/0.
+type BeforeModelRequestDecisionContinue struct {
+	// What a before_model_request hook may change (closed: unknown members fail the hook).
+	Patch *BeforeModelRequestPatch
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objBeforeModelRequestDecisionContinue = wire.Object{Type: "BeforeModelRequestDecisionContinue"}
+
+// UnmarshalJSONFrom decodes BeforeModelRequestDecisionContinue, checking required members, kinds and constraints.
+func (x *BeforeModelRequestDecisionContinue) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = BeforeModelRequestDecisionContinue{}
+	r := wire.ReadObject(dec, &objBeforeModelRequestDecisionContinue)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *BeforeModelRequestDecisionContinue) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "patch":
+		return wire.Ptr(r, &x.Patch, (*BeforeModelRequestPatch).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes BeforeModelRequestDecisionContinue, members in schema order, then Extra.
+func (x BeforeModelRequestDecisionContinue) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *BeforeModelRequestDecisionContinue) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "patch", x.Patch, BeforeModelRequestPatch.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x BeforeModelRequestDecisionContinue) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *BeforeModelRequestDecisionContinue) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Payload of the before_model_request hook (the method name is the hook id). Before a model request:
+// add context sections, merge provider options.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// agentpm/service.schema.json#/$defs/before_model_request_hook.
+type BeforeModelRequestHook struct {
+	// What the before_model_request hook sees.
+	Input BeforeModelRequestInput
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objBeforeModelRequestHook = wire.Object{
+	Required: []string{"hook", "input"},
+	Type:     "BeforeModelRequestHook",
+}
+
+// UnmarshalJSONFrom decodes BeforeModelRequestHook, checking required members, kinds and constraints.
+func (x *BeforeModelRequestHook) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = BeforeModelRequestHook{}
+	r := wire.ReadObject(dec, &objBeforeModelRequestHook)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *BeforeModelRequestHook) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "hook":
+		return wire.Const(r, "before_model_request", wire.StringFrom)
+	case "input":
+		return wire.Field(r, &x.Input, (*BeforeModelRequestInput).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes BeforeModelRequestHook, members in schema order, then Extra.
+func (x BeforeModelRequestHook) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *BeforeModelRequestHook) members(w *wire.ObjectWriter) {
+	wire.PutConst(w, "hook", "before_model_request", wire.StringTo)
+	wire.Put(w, "input", x.Input, BeforeModelRequestInput.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x BeforeModelRequestHook) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *BeforeModelRequestHook) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// What the before_model_request hook sees.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// agentpm/service.schema.json#/$defs/before_model_request_input.
+type BeforeModelRequestInput struct {
+	RunID            string
+	PhaseExecutionID string
+	// The phase a hook runs in.
+	Phase HookPhaseSnapshot
+	// The provider and model a request is for, with their options.
+	Model          *ModelProviderSelection
+	Sections       []HookPromptSection
+	RepairFeedback *string
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objBeforeModelRequestInput = wire.Object{
+	Required: []string{"run_id", "phase_execution_id", "phase", "sections"},
+	Type:     "BeforeModelRequestInput",
+}
+
+// UnmarshalJSONFrom decodes BeforeModelRequestInput, checking required members, kinds and constraints.
+func (x *BeforeModelRequestInput) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = BeforeModelRequestInput{}
+	r := wire.ReadObject(dec, &objBeforeModelRequestInput)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *BeforeModelRequestInput) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "run_id":
+		return wire.Field(r, &x.RunID, wire.StringFrom)
+	case "phase_execution_id":
+		return wire.Field(r, &x.PhaseExecutionID, wire.StringFrom)
+	case "phase":
+		return wire.Field(r, &x.Phase, (*HookPhaseSnapshot).UnmarshalJSONFrom)
+	case "model":
+		return wire.Ptr(r, &x.Model, (*ModelProviderSelection).UnmarshalJSONFrom)
+	case "sections":
+		return wire.Field(r, &x.Sections, readListOfHookPromptSection)
+	case "repair_feedback":
+		return wire.Ptr(r, &x.RepairFeedback, wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes BeforeModelRequestInput, members in schema order, then Extra.
+func (x BeforeModelRequestInput) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *BeforeModelRequestInput) members(w *wire.ObjectWriter) {
+	wire.Put(w, "run_id", x.RunID, wire.StringTo)
+	wire.Put(w, "phase_execution_id", x.PhaseExecutionID, wire.StringTo)
+	wire.Put(w, "phase", x.Phase, HookPhaseSnapshot.MarshalJSONTo)
+	wire.PutPtr(w, "model", x.Model, ModelProviderSelection.MarshalJSONTo)
+	wire.Put(w, "sections", x.Sections, writeListOfHookPromptSection)
+	wire.PutPtr(w, "repair_feedback", x.RepairFeedback, wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x BeforeModelRequestInput) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *BeforeModelRequestInput) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// What a before_model_request hook may change (closed: unknown members fail the hook).
+//
+// Closed: members the schema does not name are rejected. Generated from
+// agentpm/service.schema.json#/$defs/before_model_request_patch.
+type BeforeModelRequestPatch struct {
+	// Non-empty sections, appended under "Hook Context:".
+	ContextSections []ContextSection
+	// Merged into the model options.
+	ProviderOptions jsontext.Value
+}
+
+var objBeforeModelRequestPatch = wire.Object{Type: "BeforeModelRequestPatch"}
+
+// UnmarshalJSONFrom decodes BeforeModelRequestPatch, checking required members, kinds and constraints.
+func (x *BeforeModelRequestPatch) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = BeforeModelRequestPatch{}
+	r := wire.ReadObject(dec, &objBeforeModelRequestPatch)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *BeforeModelRequestPatch) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "context_sections":
+		return wire.Field(r, &x.ContextSections, readListOfContextSection)
+	case "provider_options":
+		return wire.Field(r, &x.ProviderOptions, wire.RawObjectFrom)
+	}
+	return r.Unknown()
+}
+
+// MarshalJSONTo encodes BeforeModelRequestPatch, members in schema order.
+func (x BeforeModelRequestPatch) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *BeforeModelRequestPatch) members(w *wire.ObjectWriter) {
+	wire.PutIf(w, "context_sections", x.ContextSections, x.ContextSections != nil, writeListOfContextSection)
+	wire.PutIf(w, "provider_options", x.ProviderOptions, x.ProviderOptions != nil, wire.RawTo)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x BeforeModelRequestPatch) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *BeforeModelRequestPatch) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The result of the before_tool_call hook: continue (with an optional patch) or reject. A missing or
+// other decision is a hook failure; one this version does not know is kept verbatim.
+//
+// The member "decision" selects the variant; exactly one variant field is set, or Unknown for a value
+// this version does not know (kept verbatim, never decoded as another variant). Generated from
+// agentpm/service.schema.json#/$defs/before_tool_call_decision.
+type BeforeToolCallDecision struct {
+	// Go on, with the patch applied (the next binding sees it).
+	//
+	// Set when decision is "continue".
+	Continue *BeforeToolCallDecisionContinue
+	// A hook rejects the operation: it always stops, whatever the failure policy.
+	//
+	// Set when decision is "reject".
+	Reject *HookReject
+	// Unknown holds, verbatim, an object whose decision names no variant this version knows.
+	Unknown jsontext.Value
+}
+
+var unionBeforeToolCallDecision = wire.Union{
+	Tag:  "decision",
+	Type: "BeforeToolCallDecision",
+	Variants: []wire.Variant{{
+		Object: &objBeforeToolCallDecisionContinue,
+		Tag:    "continue",
+	}, {
+		Object: &objHookReject,
+		Tag:    "reject",
+	}},
+}
+
+// Tag returns decision: the set variant's, or the one Unknown carries ("" for none, or for the default variant).
+func (x BeforeToolCallDecision) Tag() string {
+	switch {
+	case x.Continue != nil:
+		return "continue"
+	case x.Reject != nil:
+		return "reject"
+	}
+	return wire.UnknownTag(x.Unknown, "decision")
+}
+
+// UnmarshalJSONFrom decodes BeforeToolCallDecision in one pass, streaming members into the variant once it is chosen.
+func (x *BeforeToolCallDecision) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = BeforeToolCallDecision{}
+	r := wire.ReadUnion(dec, &unionBeforeToolCallDecision)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.EndUnion(&x.Unknown)
+}
+
+func (x *BeforeToolCallDecision) member(r *wire.ObjectReader) error {
+	switch r.Variant() {
+	case 0:
+		return wire.New(&x.Continue).member(r)
+	case 1:
+		return wire.New(&x.Reject).member(r)
+	}
+	return nil
+}
+
+// MarshalJSONTo encodes the variant that is set, its tag first, or Unknown as it arrived.
+func (x BeforeToolCallDecision) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	switch {
+	case x.Continue != nil:
+		w.Tag("decision", "continue")
+		x.Continue.members(&w)
+	case x.Reject != nil:
+		w.Tag("decision", "reject")
+		x.Reject.members(&w)
+	default:
+		return wire.WriteUnknown(enc, "BeforeToolCallDecision", x.Unknown)
+	}
+	return w.End()
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x BeforeToolCallDecision) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *BeforeToolCallDecision) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Go on, with the patch applied (the next binding sees it).
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// agentpm/service.schema.json#/$defs/before_tool_call_decision/oneOf/0.
+type BeforeToolCallDecisionContinue struct {
+	// What a before_tool_call hook may change (closed: unknown members fail the hook).
+	Patch *BeforeToolCallPatch
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objBeforeToolCallDecisionContinue = wire.Object{Type: "BeforeToolCallDecisionContinue"}
+
+// UnmarshalJSONFrom decodes BeforeToolCallDecisionContinue, checking required members, kinds and constraints.
+func (x *BeforeToolCallDecisionContinue) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = BeforeToolCallDecisionContinue{}
+	r := wire.ReadObject(dec, &objBeforeToolCallDecisionContinue)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *BeforeToolCallDecisionContinue) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "patch":
+		return wire.Ptr(r, &x.Patch, (*BeforeToolCallPatch).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes BeforeToolCallDecisionContinue, members in schema order, then Extra.
+func (x BeforeToolCallDecisionContinue) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *BeforeToolCallDecisionContinue) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "patch", x.Patch, BeforeToolCallPatch.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x BeforeToolCallDecisionContinue) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *BeforeToolCallDecisionContinue) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Payload of the before_tool_call hook (the method name is the hook id). Before an AgentPM Tool call:
+// replace its arguments.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// agentpm/service.schema.json#/$defs/before_tool_call_hook.
+type BeforeToolCallHook struct {
+	// What the before_tool_call hook sees.
+	Input BeforeToolCallInput
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objBeforeToolCallHook = wire.Object{
+	Required: []string{"hook", "input"},
+	Type:     "BeforeToolCallHook",
+}
+
+// UnmarshalJSONFrom decodes BeforeToolCallHook, checking required members, kinds and constraints.
+func (x *BeforeToolCallHook) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = BeforeToolCallHook{}
+	r := wire.ReadObject(dec, &objBeforeToolCallHook)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *BeforeToolCallHook) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "hook":
+		return wire.Const(r, "before_tool_call", wire.StringFrom)
+	case "input":
+		return wire.Field(r, &x.Input, (*BeforeToolCallInput).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes BeforeToolCallHook, members in schema order, then Extra.
+func (x BeforeToolCallHook) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *BeforeToolCallHook) members(w *wire.ObjectWriter) {
+	wire.PutConst(w, "hook", "before_tool_call", wire.StringTo)
+	wire.Put(w, "input", x.Input, BeforeToolCallInput.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x BeforeToolCallHook) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *BeforeToolCallHook) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// What the before_tool_call hook sees.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// agentpm/service.schema.json#/$defs/before_tool_call_input.
+type BeforeToolCallInput struct {
+	PhaseID string
+	Tool    string
+	// The tool input, any JSON.
+	Arguments jsontext.Value
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objBeforeToolCallInput = wire.Object{
+	Required: []string{"phase_id", "tool", "arguments"},
+	Type:     "BeforeToolCallInput",
+}
+
+// UnmarshalJSONFrom decodes BeforeToolCallInput, checking required members, kinds and constraints.
+func (x *BeforeToolCallInput) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = BeforeToolCallInput{}
+	r := wire.ReadObject(dec, &objBeforeToolCallInput)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *BeforeToolCallInput) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "phase_id":
+		return wire.Field(r, &x.PhaseID, wire.StringFrom)
+	case "tool":
+		return wire.Field(r, &x.Tool, wire.StringFrom)
+	case "arguments":
+		return wire.Field(r, &x.Arguments, wire.RawFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes BeforeToolCallInput, members in schema order, then Extra.
+func (x BeforeToolCallInput) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *BeforeToolCallInput) members(w *wire.ObjectWriter) {
+	wire.Put(w, "phase_id", x.PhaseID, wire.StringTo)
+	wire.Put(w, "tool", x.Tool, wire.StringTo)
+	wire.Put(w, "arguments", x.Arguments, wire.RawTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x BeforeToolCallInput) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *BeforeToolCallInput) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// What a before_tool_call hook may change (closed: unknown members fail the hook).
+//
+// Closed: members the schema does not name are rejected. Generated from
+// agentpm/service.schema.json#/$defs/before_tool_call_patch.
+type BeforeToolCallPatch struct {
+	// Replacement arguments (AgentPM tools only).
+	Arguments jsontext.Value
+}
+
+var objBeforeToolCallPatch = wire.Object{Type: "BeforeToolCallPatch"}
+
+// UnmarshalJSONFrom decodes BeforeToolCallPatch, checking required members, kinds and constraints.
+func (x *BeforeToolCallPatch) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = BeforeToolCallPatch{}
+	r := wire.ReadObject(dec, &objBeforeToolCallPatch)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *BeforeToolCallPatch) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "arguments":
+		return wire.Field(r, &x.Arguments, wire.RawFrom)
+	}
+	return r.Unknown()
+}
+
+// MarshalJSONTo encodes BeforeToolCallPatch, members in schema order.
+func (x BeforeToolCallPatch) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *BeforeToolCallPatch) members(w *wire.ObjectWriter) {
+	wire.PutIf(w, "arguments", x.Arguments, x.Arguments != nil, wire.RawTo)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x BeforeToolCallPatch) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *BeforeToolCallPatch) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The result of the before_tool_selection hook: continue (with an optional patch) or reject. A missing
+// or other decision is a hook failure; one this version does not know is kept verbatim.
+//
+// The member "decision" selects the variant; exactly one variant field is set, or Unknown for a value
+// this version does not know (kept verbatim, never decoded as another variant). Generated from
+// agentpm/service.schema.json#/$defs/before_tool_selection_decision.
+type BeforeToolSelectionDecision struct {
+	// Go on, with the patch applied (the next binding sees it).
+	//
+	// Set when decision is "continue".
+	Continue *BeforeToolSelectionDecisionContinue
+	// A hook rejects the operation: it always stops, whatever the failure policy.
+	//
+	// Set when decision is "reject".
+	Reject *HookReject
+	// Unknown holds, verbatim, an object whose decision names no variant this version knows.
+	Unknown jsontext.Value
+}
+
+var unionBeforeToolSelectionDecision = wire.Union{
+	Tag:  "decision",
+	Type: "BeforeToolSelectionDecision",
+	Variants: []wire.Variant{{
+		Object: &objBeforeToolSelectionDecisionContinue,
+		Tag:    "continue",
+	}, {
+		Object: &objHookReject,
+		Tag:    "reject",
+	}},
+}
+
+// Tag returns decision: the set variant's, or the one Unknown carries ("" for none, or for the default variant).
+func (x BeforeToolSelectionDecision) Tag() string {
+	switch {
+	case x.Continue != nil:
+		return "continue"
+	case x.Reject != nil:
+		return "reject"
+	}
+	return wire.UnknownTag(x.Unknown, "decision")
+}
+
+// UnmarshalJSONFrom decodes BeforeToolSelectionDecision in one pass, streaming members into the variant once it is chosen.
+func (x *BeforeToolSelectionDecision) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = BeforeToolSelectionDecision{}
+	r := wire.ReadUnion(dec, &unionBeforeToolSelectionDecision)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.EndUnion(&x.Unknown)
+}
+
+func (x *BeforeToolSelectionDecision) member(r *wire.ObjectReader) error {
+	switch r.Variant() {
+	case 0:
+		return wire.New(&x.Continue).member(r)
+	case 1:
+		return wire.New(&x.Reject).member(r)
+	}
+	return nil
+}
+
+// MarshalJSONTo encodes the variant that is set, its tag first, or Unknown as it arrived.
+func (x BeforeToolSelectionDecision) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	switch {
+	case x.Continue != nil:
+		w.Tag("decision", "continue")
+		x.Continue.members(&w)
+	case x.Reject != nil:
+		w.Tag("decision", "reject")
+		x.Reject.members(&w)
+	default:
+		return wire.WriteUnknown(enc, "BeforeToolSelectionDecision", x.Unknown)
+	}
+	return w.End()
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x BeforeToolSelectionDecision) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *BeforeToolSelectionDecision) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Go on, with the patch applied (the next binding sees it).
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// agentpm/service.schema.json#/$defs/before_tool_selection_decision/oneOf/0.
+type BeforeToolSelectionDecisionContinue struct {
+	// What a before_tool_selection hook may change (closed: unknown members fail the hook).
+	Patch *BeforeToolSelectionPatch
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objBeforeToolSelectionDecisionContinue = wire.Object{Type: "BeforeToolSelectionDecisionContinue"}
+
+// UnmarshalJSONFrom decodes BeforeToolSelectionDecisionContinue, checking required members, kinds and constraints.
+func (x *BeforeToolSelectionDecisionContinue) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = BeforeToolSelectionDecisionContinue{}
+	r := wire.ReadObject(dec, &objBeforeToolSelectionDecisionContinue)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *BeforeToolSelectionDecisionContinue) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "patch":
+		return wire.Ptr(r, &x.Patch, (*BeforeToolSelectionPatch).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes BeforeToolSelectionDecisionContinue, members in schema order, then Extra.
+func (x BeforeToolSelectionDecisionContinue) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *BeforeToolSelectionDecisionContinue) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "patch", x.Patch, BeforeToolSelectionPatch.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x BeforeToolSelectionDecisionContinue) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *BeforeToolSelectionDecisionContinue) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Payload of the before_tool_selection hook (the method name is the hook id). Before tools are
+// offered: reorder or subset the candidates.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// agentpm/service.schema.json#/$defs/before_tool_selection_hook.
+type BeforeToolSelectionHook struct {
+	// What the before_tool_selection hook sees.
+	Input BeforeToolSelectionInput
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objBeforeToolSelectionHook = wire.Object{
+	Required: []string{"hook", "input"},
+	Type:     "BeforeToolSelectionHook",
+}
+
+// UnmarshalJSONFrom decodes BeforeToolSelectionHook, checking required members, kinds and constraints.
+func (x *BeforeToolSelectionHook) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = BeforeToolSelectionHook{}
+	r := wire.ReadObject(dec, &objBeforeToolSelectionHook)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *BeforeToolSelectionHook) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "hook":
+		return wire.Const(r, "before_tool_selection", wire.StringFrom)
+	case "input":
+		return wire.Field(r, &x.Input, (*BeforeToolSelectionInput).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes BeforeToolSelectionHook, members in schema order, then Extra.
+func (x BeforeToolSelectionHook) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *BeforeToolSelectionHook) members(w *wire.ObjectWriter) {
+	wire.PutConst(w, "hook", "before_tool_selection", wire.StringTo)
+	wire.Put(w, "input", x.Input, BeforeToolSelectionInput.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x BeforeToolSelectionHook) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *BeforeToolSelectionHook) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// What the before_tool_selection hook sees.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// agentpm/service.schema.json#/$defs/before_tool_selection_input.
+type BeforeToolSelectionInput struct {
+	// The phase a hook runs in.
+	Phase      HookPhaseSnapshot
+	Candidates []ToolCandidate
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objBeforeToolSelectionInput = wire.Object{
+	Required: []string{"phase", "candidates"},
+	Type:     "BeforeToolSelectionInput",
+}
+
+// UnmarshalJSONFrom decodes BeforeToolSelectionInput, checking required members, kinds and constraints.
+func (x *BeforeToolSelectionInput) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = BeforeToolSelectionInput{}
+	r := wire.ReadObject(dec, &objBeforeToolSelectionInput)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *BeforeToolSelectionInput) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "phase":
+		return wire.Field(r, &x.Phase, (*HookPhaseSnapshot).UnmarshalJSONFrom)
+	case "candidates":
+		return wire.Field(r, &x.Candidates, readListOfToolCandidate)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes BeforeToolSelectionInput, members in schema order, then Extra.
+func (x BeforeToolSelectionInput) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *BeforeToolSelectionInput) members(w *wire.ObjectWriter) {
+	wire.Put(w, "phase", x.Phase, HookPhaseSnapshot.MarshalJSONTo)
+	wire.Put(w, "candidates", x.Candidates, writeListOfToolCandidate)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x BeforeToolSelectionInput) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *BeforeToolSelectionInput) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// What a before_tool_selection hook may change (closed: unknown members fail the hook).
+//
+// Closed: members the schema does not name are rejected. Generated from
+// agentpm/service.schema.json#/$defs/before_tool_selection_patch.
+type BeforeToolSelectionPatch struct {
+	// A reordering or subset of the candidates (no duplicates, no new ids).
+	CandidateIDs []string
+}
+
+var objBeforeToolSelectionPatch = wire.Object{Type: "BeforeToolSelectionPatch"}
+
+// UnmarshalJSONFrom decodes BeforeToolSelectionPatch, checking required members, kinds and constraints.
+func (x *BeforeToolSelectionPatch) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = BeforeToolSelectionPatch{}
+	r := wire.ReadObject(dec, &objBeforeToolSelectionPatch)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *BeforeToolSelectionPatch) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "candidate_ids":
+		return wire.Field(r, &x.CandidateIDs, readListOfString)
+	}
+	return r.Unknown()
+}
+
+// MarshalJSONTo encodes BeforeToolSelectionPatch, members in schema order.
+func (x BeforeToolSelectionPatch) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *BeforeToolSelectionPatch) members(w *wire.ObjectWriter) {
+	wire.PutIf(w, "candidate_ids", x.CandidateIDs, x.CandidateIDs != nil, writeListOfString)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x BeforeToolSelectionPatch) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *BeforeToolSelectionPatch) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// An atomic lifecycle batch: verify the expected sources, apply the output writes then the source
+// mutations, store the operation state; all or nothing.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// agentpm/service.schema.json#/$defs/commit_lifecycle_request.
+type CommitLifecycleRequest struct {
+	Package         string
+	PackageVersion  string
+	Operation       string
+	ExpectedSources []ExpectedSource
+	OutputWrites    []MemoryWriteRequest
+	SourceMutations []MemoryWriteRequest
+	// The durable state of a Memory lifecycle operation. The Harness owns its contents; a provider
+	// stores it as it is.
+	OperationState *MemoryOperationState
+	// What must still hold for the trigger.
+	TriggerPrecondition jsontext.Value
+	Now                 *string
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objCommitLifecycleRequest = wire.Object{
+	Required: []string{"package", "package_version", "operation"},
+	Type:     "CommitLifecycleRequest",
+}
+
+// UnmarshalJSONFrom decodes CommitLifecycleRequest, checking required members, kinds and constraints.
+func (x *CommitLifecycleRequest) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = CommitLifecycleRequest{}
+	r := wire.ReadObject(dec, &objCommitLifecycleRequest)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *CommitLifecycleRequest) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "package":
+		return wire.Field(r, &x.Package, wire.StringFrom)
+	case "package_version":
+		return wire.Field(r, &x.PackageVersion, wire.StringFrom)
+	case "operation":
+		return wire.Field(r, &x.Operation, wire.StringFrom)
+	case "expected_sources":
+		return wire.Field(r, &x.ExpectedSources, readListOfExpectedSource)
+	case "output_writes":
+		return wire.Field(r, &x.OutputWrites, readListOfMemoryWriteRequest)
+	case "source_mutations":
+		return wire.Field(r, &x.SourceMutations, readListOfMemoryWriteRequest)
+	case "operation_state":
+		return wire.Ptr(r, &x.OperationState, (*MemoryOperationState).UnmarshalJSONFrom)
+	case "trigger_precondition":
+		return wire.Field(r, &x.TriggerPrecondition, wire.RawObjectFrom)
+	case "now":
+		return wire.Ptr(r, &x.Now, wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes CommitLifecycleRequest, members in schema order, then Extra.
+func (x CommitLifecycleRequest) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *CommitLifecycleRequest) members(w *wire.ObjectWriter) {
+	wire.Put(w, "package", x.Package, wire.StringTo)
+	wire.Put(w, "package_version", x.PackageVersion, wire.StringTo)
+	wire.Put(w, "operation", x.Operation, wire.StringTo)
+	wire.PutIf(w, "expected_sources", x.ExpectedSources, x.ExpectedSources != nil, writeListOfExpectedSource)
+	wire.PutIf(w, "output_writes", x.OutputWrites, x.OutputWrites != nil, writeListOfMemoryWriteRequest)
+	wire.PutIf(w, "source_mutations", x.SourceMutations, x.SourceMutations != nil, writeListOfMemoryWriteRequest)
+	wire.PutPtr(w, "operation_state", x.OperationState, MemoryOperationState.MarshalJSONTo)
+	wire.PutIf(w, "trigger_precondition", x.TriggerPrecondition, x.TriggerPrecondition != nil, wire.RawTo)
+	wire.PutPtr(w, "now", x.Now, wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x CommitLifecycleRequest) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *CommitLifecycleRequest) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The result of commit_lifecycle; a failed batch changed nothing (code commit_failed).
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// agentpm/service.schema.json#/$defs/commit_lifecycle_result.
+type CommitLifecycleResult struct {
+	Ok              bool
+	Package         string
+	PackageVersion  string
+	Operation       string
+	OutputRecordIDs []string
+	SourceRecordIDs []string
+	// A typed failure: not_found, capacity_exceeded, constraint_violation, record_type_mismatch,
+	// contract_violation (interpreted by the Harness); conflict, unsupported_capability,
+	// commit_failed.
+	Error *MemoryRuntimeFailure
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objCommitLifecycleResult = wire.Object{
+	Required: []string{"ok", "package", "package_version", "operation"},
+	Type:     "CommitLifecycleResult",
+}
+
+// UnmarshalJSONFrom decodes CommitLifecycleResult, checking required members, kinds and constraints.
+func (x *CommitLifecycleResult) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = CommitLifecycleResult{}
+	r := wire.ReadObject(dec, &objCommitLifecycleResult)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *CommitLifecycleResult) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "ok":
+		return wire.Field(r, &x.Ok, wire.BoolFrom)
+	case "package":
+		return wire.Field(r, &x.Package, wire.StringFrom)
+	case "package_version":
+		return wire.Field(r, &x.PackageVersion, wire.StringFrom)
+	case "operation":
+		return wire.Field(r, &x.Operation, wire.StringFrom)
+	case "output_record_ids":
+		return wire.Field(r, &x.OutputRecordIDs, readListOfString)
+	case "source_record_ids":
+		return wire.Field(r, &x.SourceRecordIDs, readListOfString)
+	case "error":
+		return wire.Ptr(r, &x.Error, (*MemoryRuntimeFailure).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes CommitLifecycleResult, members in schema order, then Extra.
+func (x CommitLifecycleResult) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *CommitLifecycleResult) members(w *wire.ObjectWriter) {
+	wire.Put(w, "ok", x.Ok, wire.BoolTo)
+	wire.Put(w, "package", x.Package, wire.StringTo)
+	wire.Put(w, "package_version", x.PackageVersion, wire.StringTo)
+	wire.Put(w, "operation", x.Operation, wire.StringTo)
+	wire.PutIf(w, "output_record_ids", x.OutputRecordIDs, x.OutputRecordIDs != nil, writeListOfString)
+	wire.PutIf(w, "source_record_ids", x.SourceRecordIDs, x.SourceRecordIDs != nil, writeListOfString)
+	wire.PutPtr(w, "error", x.Error, MemoryRuntimeFailure.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x CommitLifecycleResult) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *CommitLifecycleResult) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// A section a hook adds under "Hook Context:" in the mutable CONSUMER / RUN CONTEXT section.
+//
+// Closed: members the schema does not name are rejected. Generated from
+// agentpm/service.schema.json#/$defs/context_section.
+type ContextSection struct {
+	Title   string
+	Content string
+}
+
+var objContextSection = wire.Object{
+	Required: []string{"title", "content"},
+	Type:     "ContextSection",
+}
+
+// UnmarshalJSONFrom decodes ContextSection, checking required members, kinds and constraints.
+func (x *ContextSection) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = ContextSection{}
+	r := wire.ReadObject(dec, &objContextSection)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *ContextSection) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "title":
+		return wire.Field(r, &x.Title, readContextSectionTitle)
+	case "content":
+		return wire.Field(r, &x.Content, readContextSectionContent)
+	}
+	return r.Unknown()
+}
+
+// MarshalJSONTo encodes ContextSection, members in schema order.
+func (x ContextSection) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *ContextSection) members(w *wire.ObjectWriter) {
+	wire.Put(w, "title", x.Title, wire.StringTo)
+	wire.Put(w, "content", x.Content, wire.StringTo)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x ContextSection) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *ContextSection) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Cost; null when unknown.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// agentpm/service.schema.json#/$defs/cost_usage.
+type CostUsage struct {
+	Amount   wire.Nullable[float64]
+	Currency wire.Nullable[string]
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objCostUsage = wire.Object{Type: "CostUsage"}
+
+// UnmarshalJSONFrom decodes CostUsage, checking required members, kinds and constraints.
+func (x *CostUsage) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = CostUsage{}
+	r := wire.ReadObject(dec, &objCostUsage)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *CostUsage) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "amount":
+		return wire.Opt(r, &x.Amount, wire.FloatFrom)
+	case "currency":
+		return wire.Opt(r, &x.Currency, wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes CostUsage, members in schema order, then Extra.
+func (x CostUsage) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *CostUsage) members(w *wire.ObjectWriter) {
+	wire.PutOpt(w, "amount", x.Amount, wire.FloatTo)
+	wire.PutOpt(w, "currency", x.Currency, wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x CostUsage) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *CostUsage) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
 // Payload of the embedding role's embed request.
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
@@ -617,6 +3888,738 @@ func (x EmbeddingSpace) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
 func (x *EmbeddingSpace) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// A source record a lifecycle commit expects unchanged, named by id or record_id.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// agentpm/service.schema.json#/$defs/expected_source.
+type ExpectedSource struct {
+	ID       *string
+	RecordID *string
+	// sha256:<hex of the JSON content>.
+	ContentHash    string
+	Package        *string
+	PackageVersion *string
+	Space          *string
+	// The resolved scope: scope keys and their values.
+	Scope MemoryScope
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objExpectedSource = wire.Object{
+	Required: []string{"content_hash"},
+	Type:     "ExpectedSource",
+}
+
+// UnmarshalJSONFrom decodes ExpectedSource, checking required members, kinds and constraints.
+func (x *ExpectedSource) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = ExpectedSource{}
+	r := wire.ReadObject(dec, &objExpectedSource)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *ExpectedSource) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "id":
+		return wire.Ptr(r, &x.ID, wire.StringFrom)
+	case "record_id":
+		return wire.Ptr(r, &x.RecordID, wire.StringFrom)
+	case "content_hash":
+		return wire.Field(r, &x.ContentHash, wire.StringFrom)
+	case "package":
+		return wire.Ptr(r, &x.Package, wire.StringFrom)
+	case "package_version":
+		return wire.Ptr(r, &x.PackageVersion, wire.StringFrom)
+	case "space":
+		return wire.Ptr(r, &x.Space, wire.StringFrom)
+	case "scope":
+		return wire.Field(r, &x.Scope, (*MemoryScope).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes ExpectedSource, members in schema order, then Extra.
+func (x ExpectedSource) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *ExpectedSource) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "id", x.ID, wire.StringTo)
+	wire.PutPtr(w, "record_id", x.RecordID, wire.StringTo)
+	wire.Put(w, "content_hash", x.ContentHash, wire.StringTo)
+	wire.PutPtr(w, "package", x.Package, wire.StringTo)
+	wire.PutPtr(w, "package_version", x.PackageVersion, wire.StringTo)
+	wire.PutPtr(w, "space", x.Space, wire.StringTo)
+	wire.PutIf(w, "scope", x.Scope, x.Scope != nil, MemoryScope.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x ExpectedSource) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *ExpectedSource) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Payload of the model role's generate request.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// agentpm/service.schema.json#/$defs/generate_payload.
+type GeneratePayload struct {
+	// The provider and model a request is for, with their options.
+	Selection ModelProviderSelection
+	// What the model is asked for in one turn.
+	Request ModelRequest
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objGeneratePayload = wire.Object{
+	Required: []string{"selection", "request"},
+	Type:     "GeneratePayload",
+}
+
+// UnmarshalJSONFrom decodes GeneratePayload, checking required members, kinds and constraints.
+func (x *GeneratePayload) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = GeneratePayload{}
+	r := wire.ReadObject(dec, &objGeneratePayload)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *GeneratePayload) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "selection":
+		return wire.Field(r, &x.Selection, (*ModelProviderSelection).UnmarshalJSONFrom)
+	case "request":
+		return wire.Field(r, &x.Request, (*ModelRequest).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes GeneratePayload, members in schema order, then Extra.
+func (x GeneratePayload) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *GeneratePayload) members(w *wire.ObjectWriter) {
+	wire.Put(w, "selection", x.Selection, ModelProviderSelection.MarshalJSONTo)
+	wire.Put(w, "request", x.Request, ModelRequest.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x GeneratePayload) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *GeneratePayload) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The result of invoke: continue (with the hook's patch as JSON) or reject.
+//
+// The member "decision" selects the variant; exactly one variant field is set, or Unknown for a value
+// this version does not know (kept verbatim, never decoded as another variant). Generated from
+// agentpm/service.schema.json#/$defs/hook_decision.
+type HookDecision struct {
+	// Set when decision is "continue".
+	Continue *HookDecisionContinue
+	// A hook rejects the operation: it always stops, whatever the failure policy.
+	//
+	// Set when decision is "reject".
+	Reject *HookReject
+	// Unknown holds, verbatim, an object whose decision names no variant this version knows.
+	Unknown jsontext.Value
+}
+
+var unionHookDecision = wire.Union{
+	Tag:  "decision",
+	Type: "HookDecision",
+	Variants: []wire.Variant{{
+		Object: &objHookDecisionContinue,
+		Tag:    "continue",
+	}, {
+		Object: &objHookReject,
+		Tag:    "reject",
+	}},
+}
+
+// Tag returns decision: the set variant's, or the one Unknown carries ("" for none, or for the default variant).
+func (x HookDecision) Tag() string {
+	switch {
+	case x.Continue != nil:
+		return "continue"
+	case x.Reject != nil:
+		return "reject"
+	}
+	return wire.UnknownTag(x.Unknown, "decision")
+}
+
+// UnmarshalJSONFrom decodes HookDecision in one pass, streaming members into the variant once it is chosen.
+func (x *HookDecision) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = HookDecision{}
+	r := wire.ReadUnion(dec, &unionHookDecision)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.EndUnion(&x.Unknown)
+}
+
+func (x *HookDecision) member(r *wire.ObjectReader) error {
+	switch r.Variant() {
+	case 0:
+		return wire.New(&x.Continue).member(r)
+	case 1:
+		return wire.New(&x.Reject).member(r)
+	}
+	return nil
+}
+
+// MarshalJSONTo encodes the variant that is set, its tag first, or Unknown as it arrived.
+func (x HookDecision) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	switch {
+	case x.Continue != nil:
+		w.Tag("decision", "continue")
+		x.Continue.members(&w)
+	case x.Reject != nil:
+		w.Tag("decision", "reject")
+		x.Reject.members(&w)
+	default:
+		return wire.WriteUnknown(enc, "HookDecision", x.Unknown)
+	}
+	return w.End()
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x HookDecision) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *HookDecision) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// HookDecisionContinue has no description in its schema.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// agentpm/service.schema.json#/$defs/hook_decision/oneOf/0.
+type HookDecisionContinue struct {
+	// The hook's patch.
+	Patch jsontext.Value
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objHookDecisionContinue = wire.Object{Type: "HookDecisionContinue"}
+
+// UnmarshalJSONFrom decodes HookDecisionContinue, checking required members, kinds and constraints.
+func (x *HookDecisionContinue) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = HookDecisionContinue{}
+	r := wire.ReadObject(dec, &objHookDecisionContinue)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *HookDecisionContinue) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "patch":
+		return wire.Field(r, &x.Patch, wire.RawObjectFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes HookDecisionContinue, members in schema order, then Extra.
+func (x HookDecisionContinue) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *HookDecisionContinue) members(w *wire.ObjectWriter) {
+	wire.PutIf(w, "patch", x.Patch, x.Patch != nil, wire.RawTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x HookDecisionContinue) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *HookDecisionContinue) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// A hook point of the Harness. A hook service's method name is the hook id. Ids this version does not
+// know are kept.
+//
+// Other values: A value this version does not know, kept as it is.
+//
+// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
+// from agentpm/service.schema.json#/$defs/hook_id.
+type HookID string
+
+// Known values of HookID, in schema order.
+const (
+	// Before a model request: add context sections, merge provider options.
+	HookIDBeforeModelRequest HookID = "before_model_request"
+	// Before tools are offered: reorder or subset the candidates.
+	HookIDBeforeToolSelection HookID = "before_tool_selection"
+	// Before an AgentPM Tool call: replace its arguments.
+	HookIDBeforeToolCall HookID = "before_tool_call"
+	// Before a Knowledge retrieval: change the query.
+	HookIDBeforeKnowledgeRequest HookID = "before_knowledge_request"
+	// After a Knowledge retrieval: change the content or results.
+	HookIDAfterKnowledgeRetrieval HookID = "after_knowledge_retrieval"
+	// Before a Memory read: change the query, filter, limit or mode.
+	HookIDBeforeMemoryRead HookID = "before_memory_read"
+	// Before a Memory write: change the content.
+	HookIDBeforeMemoryWrite HookID = "before_memory_write"
+	// Before a Memory lifecycle operation: add model guidance.
+	HookIDBeforeMemoryOperation HookID = "before_memory_operation"
+)
+
+var valuesHookID = []HookID{HookIDBeforeModelRequest, HookIDBeforeToolSelection, HookIDBeforeToolCall, HookIDBeforeKnowledgeRequest, HookIDAfterKnowledgeRetrieval, HookIDBeforeMemoryRead, HookIDBeforeMemoryWrite, HookIDBeforeMemoryOperation}
+
+// Known reports whether x is one of the values the schema lists.
+func (x HookID) Known() bool {
+	return slices.Contains(valuesHookID, x)
+}
+
+// UnmarshalJSONFrom decodes HookID, keeping any value.
+func (x *HookID) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	return wire.StringEnum(dec, x, "HookID", valuesHookID, true)
+}
+
+// MarshalJSONTo encodes HookID.
+func (x HookID) MarshalJSONTo(enc *jsontext.Encoder) error {
+	return wire.WriteStringEnum(enc, x, "HookID", valuesHookID, true)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x HookID) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *HookID) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The hook role's handshake payload.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// agentpm/service.schema.json#/$defs/hook_initialize.
+type HookInitialize struct {
+	RegistryID string
+	// The hook ids bound to this implementation, in configuration order.
+	Hooks []HookID
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objHookInitialize = wire.Object{
+	Required: []string{"role", "registry_id", "protocol_version", "hooks"},
+	Type:     "HookInitialize",
+}
+
+// UnmarshalJSONFrom decodes HookInitialize, checking required members, kinds and constraints.
+func (x *HookInitialize) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = HookInitialize{}
+	r := wire.ReadObject(dec, &objHookInitialize)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *HookInitialize) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "role":
+		return wire.Const(r, "hook", wire.StringFrom)
+	case "registry_id":
+		return wire.Field(r, &x.RegistryID, wire.StringFrom)
+	case "protocol_version":
+		return wire.Const(r, int64(1), wire.IntFrom)
+	case "hooks":
+		return wire.Field(r, &x.Hooks, readListOfHookID)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes HookInitialize, members in schema order, then Extra.
+func (x HookInitialize) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *HookInitialize) members(w *wire.ObjectWriter) {
+	wire.PutConst(w, "role", "hook", wire.StringTo)
+	wire.Put(w, "registry_id", x.RegistryID, wire.StringTo)
+	wire.PutConst(w, "protocol_version", int64(1), wire.IntTo)
+	wire.Put(w, "hooks", x.Hooks, writeListOfHookID)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x HookInitialize) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *HookInitialize) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Payload of the invoke method the seed names for hooks: {hook, input}, the same payload the hook-id
+// methods carry.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// agentpm/service.schema.json#/$defs/hook_invocation.
+type HookInvocation struct {
+	// A hook point of the Harness. A hook service's method name is the hook id. Ids this version does
+	// not know are kept.
+	Hook HookID
+	// The hook's input; its shape depends on the hook id.
+	Input jsontext.Value
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objHookInvocation = wire.Object{
+	Required: []string{"hook", "input"},
+	Type:     "HookInvocation",
+}
+
+// UnmarshalJSONFrom decodes HookInvocation, checking required members, kinds and constraints.
+func (x *HookInvocation) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = HookInvocation{}
+	r := wire.ReadObject(dec, &objHookInvocation)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *HookInvocation) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "hook":
+		return wire.Field(r, &x.Hook, (*HookID).UnmarshalJSONFrom)
+	case "input":
+		return wire.Field(r, &x.Input, wire.RawObjectFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes HookInvocation, members in schema order, then Extra.
+func (x HookInvocation) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *HookInvocation) members(w *wire.ObjectWriter) {
+	wire.Put(w, "hook", x.Hook, HookID.MarshalJSONTo)
+	wire.Put(w, "input", x.Input, wire.RawTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x HookInvocation) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *HookInvocation) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The phase a hook runs in.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// agentpm/service.schema.json#/$defs/hook_phase_snapshot.
+type HookPhaseSnapshot struct {
+	PhaseID        string
+	PhaseObjective string
+	// How the current phase may complete.
+	Completion PhaseCompletionContract
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objHookPhaseSnapshot = wire.Object{
+	Required: []string{"phase_id", "phase_objective", "completion"},
+	Type:     "HookPhaseSnapshot",
+}
+
+// UnmarshalJSONFrom decodes HookPhaseSnapshot, checking required members, kinds and constraints.
+func (x *HookPhaseSnapshot) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = HookPhaseSnapshot{}
+	r := wire.ReadObject(dec, &objHookPhaseSnapshot)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *HookPhaseSnapshot) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "phase_id":
+		return wire.Field(r, &x.PhaseID, wire.StringFrom)
+	case "phase_objective":
+		return wire.Field(r, &x.PhaseObjective, wire.StringFrom)
+	case "completion":
+		return wire.Field(r, &x.Completion, (*PhaseCompletionContract).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes HookPhaseSnapshot, members in schema order, then Extra.
+func (x HookPhaseSnapshot) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *HookPhaseSnapshot) members(w *wire.ObjectWriter) {
+	wire.Put(w, "phase_id", x.PhaseID, wire.StringTo)
+	wire.Put(w, "phase_objective", x.PhaseObjective, wire.StringTo)
+	wire.Put(w, "completion", x.Completion, PhaseCompletionContract.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x HookPhaseSnapshot) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *HookPhaseSnapshot) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// A prompt section as a before_model_request hook sees it.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// agentpm/service.schema.json#/$defs/hook_prompt_section.
+type HookPromptSection struct {
+	Number  int64
+	Title   string
+	Content string
+	// Whether a hook may change it.
+	Mutable bool
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objHookPromptSection = wire.Object{
+	Required: []string{"number", "title", "content", "mutable"},
+	Type:     "HookPromptSection",
+}
+
+// UnmarshalJSONFrom decodes HookPromptSection, checking required members, kinds and constraints.
+func (x *HookPromptSection) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = HookPromptSection{}
+	r := wire.ReadObject(dec, &objHookPromptSection)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *HookPromptSection) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "number":
+		return wire.Field(r, &x.Number, readHookPromptSectionNumber)
+	case "title":
+		return wire.Field(r, &x.Title, wire.StringFrom)
+	case "content":
+		return wire.Field(r, &x.Content, wire.StringFrom)
+	case "mutable":
+		return wire.Field(r, &x.Mutable, wire.BoolFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes HookPromptSection, members in schema order, then Extra.
+func (x HookPromptSection) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *HookPromptSection) members(w *wire.ObjectWriter) {
+	wire.Put(w, "number", x.Number, wire.IntTo)
+	wire.Put(w, "title", x.Title, wire.StringTo)
+	wire.Put(w, "content", x.Content, wire.StringTo)
+	wire.Put(w, "mutable", x.Mutable, wire.BoolTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x HookPromptSection) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *HookPromptSection) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The hook service's handshake result.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// agentpm/service.schema.json#/$defs/hook_readiness.
+type HookReadiness struct {
+	// If present, must equal the requested registry id.
+	RegistryID *string
+	// false: the service is unavailable.
+	Ready           *bool
+	Role            *string
+	ProtocolVersion *int64
+	// If present: every entry a known hook id, covering every configured one.
+	Hooks []HookID
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objHookReadiness = wire.Object{Type: "HookReadiness"}
+
+// UnmarshalJSONFrom decodes HookReadiness, checking required members, kinds and constraints.
+func (x *HookReadiness) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = HookReadiness{}
+	r := wire.ReadObject(dec, &objHookReadiness)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *HookReadiness) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "registry_id":
+		return wire.Ptr(r, &x.RegistryID, wire.StringFrom)
+	case "ready":
+		return wire.Ptr(r, &x.Ready, wire.BoolFrom)
+	case "role":
+		return wire.Ptr(r, &x.Role, wire.StringFrom)
+	case "protocol_version":
+		return wire.Ptr(r, &x.ProtocolVersion, wire.IntFrom)
+	case "hooks":
+		return wire.Field(r, &x.Hooks, readListOfHookID)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes HookReadiness, members in schema order, then Extra.
+func (x HookReadiness) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *HookReadiness) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "registry_id", x.RegistryID, wire.StringTo)
+	wire.PutPtr(w, "ready", x.Ready, wire.BoolTo)
+	wire.PutPtr(w, "role", x.Role, wire.StringTo)
+	wire.PutPtr(w, "protocol_version", x.ProtocolVersion, wire.IntTo)
+	wire.PutIf(w, "hooks", x.Hooks, x.Hooks != nil, writeListOfHookID)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x HookReadiness) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *HookReadiness) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// A hook rejects the operation: it always stops, whatever the failure policy.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// agentpm/service.schema.json#/$defs/hook_reject.
+type HookReject struct {
+	// Why; the Harness reads reason.
+	Reason *string
+	// Some documentation shows message instead of reason; send reason.
+	Message *string
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objHookReject = wire.Object{
+	Required: []string{"decision"},
+	Type:     "HookReject",
+}
+
+// UnmarshalJSONFrom decodes HookReject, checking required members, kinds and constraints.
+func (x *HookReject) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = HookReject{}
+	r := wire.ReadObject(dec, &objHookReject)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *HookReject) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "decision":
+		return wire.Const(r, "reject", wire.StringFrom)
+	case "reason":
+		return wire.Ptr(r, &x.Reason, wire.StringFrom)
+	case "message":
+		return wire.Ptr(r, &x.Message, wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes HookReject, members in schema order, then Extra.
+func (x HookReject) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *HookReject) members(w *wire.ObjectWriter) {
+	wire.PutConst(w, "decision", "reject", wire.StringTo)
+	wire.PutPtr(w, "reason", x.Reason, wire.StringTo)
+	wire.PutPtr(w, "message", x.Message, wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x HookReject) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *HookReject) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
@@ -1716,6 +5719,3179 @@ func (x *KnowledgeRuntimeSnapshot) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
+// An approval checkpoint of the loop.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// agentpm/service.schema.json#/$defs/loop_checkpoint.
+type LoopCheckpoint struct {
+	ID string
+	// When present it is "approval".
+	Type        *string
+	BeforePhase string
+	OnReject    string
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objLoopCheckpoint = wire.Object{
+	Required: []string{"id", "before_phase", "on_reject"},
+	Type:     "LoopCheckpoint",
+}
+
+// UnmarshalJSONFrom decodes LoopCheckpoint, checking required members, kinds and constraints.
+func (x *LoopCheckpoint) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = LoopCheckpoint{}
+	r := wire.ReadObject(dec, &objLoopCheckpoint)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *LoopCheckpoint) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "id":
+		return wire.Field(r, &x.ID, wire.StringFrom)
+	case "type":
+		return wire.OptConst(r, &x.Type, "approval", wire.StringFrom)
+	case "before_phase":
+		return wire.Field(r, &x.BeforePhase, wire.StringFrom)
+	case "on_reject":
+		return wire.Field(r, &x.OnReject, wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes LoopCheckpoint, members in schema order, then Extra.
+func (x LoopCheckpoint) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *LoopCheckpoint) members(w *wire.ObjectWriter) {
+	wire.Put(w, "id", x.ID, wire.StringTo)
+	wire.PutPtr(w, "type", x.Type, wire.StringTo)
+	wire.Put(w, "before_phase", x.BeforePhase, wire.StringTo)
+	wire.Put(w, "on_reject", x.OnReject, wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x LoopCheckpoint) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *LoopCheckpoint) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Memory capabilities under capabilities: the flat descriptor members, and descriptor and packages.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// agentpm/service.schema.json#/$defs/memory_capabilities.
+type MemoryCapabilities struct {
+	SpaceModels         []MemorySpaceModel
+	RetrievalModes      []MemoryReadMode
+	RetentionActions    []MemoryRetentionAction
+	Constraints         []MemoryConstraint
+	Capacity            *bool
+	DurableTriggerState *bool
+	// commit_lifecycle is supported.
+	AtomicBatches *bool
+	// What a Memory provider supports; advertise only what is really supported.
+	Descriptor *MemoryDescriptor
+	Packages   []MemoryPackageAttestation
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objMemoryCapabilities = wire.Object{Type: "MemoryCapabilities"}
+
+// UnmarshalJSONFrom decodes MemoryCapabilities, checking required members, kinds and constraints.
+func (x *MemoryCapabilities) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = MemoryCapabilities{}
+	r := wire.ReadObject(dec, &objMemoryCapabilities)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *MemoryCapabilities) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "space_models":
+		return wire.Field(r, &x.SpaceModels, readListOfMemorySpaceModel)
+	case "retrieval_modes":
+		return wire.Field(r, &x.RetrievalModes, readListOfMemoryReadMode)
+	case "retention_actions":
+		return wire.Field(r, &x.RetentionActions, readListOfMemoryRetentionAction)
+	case "constraints":
+		return wire.Field(r, &x.Constraints, readListOfMemoryConstraint)
+	case "capacity":
+		return wire.Ptr(r, &x.Capacity, wire.BoolFrom)
+	case "durable_trigger_state":
+		return wire.Ptr(r, &x.DurableTriggerState, wire.BoolFrom)
+	case "atomic_batches":
+		return wire.Ptr(r, &x.AtomicBatches, wire.BoolFrom)
+	case "descriptor":
+		return wire.Ptr(r, &x.Descriptor, (*MemoryDescriptor).UnmarshalJSONFrom)
+	case "packages":
+		return wire.Field(r, &x.Packages, readListOfMemoryPackageAttestation)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes MemoryCapabilities, members in schema order, then Extra.
+func (x MemoryCapabilities) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *MemoryCapabilities) members(w *wire.ObjectWriter) {
+	wire.PutIf(w, "space_models", x.SpaceModels, x.SpaceModels != nil, writeListOfMemorySpaceModel)
+	wire.PutIf(w, "retrieval_modes", x.RetrievalModes, x.RetrievalModes != nil, writeListOfMemoryReadMode)
+	wire.PutIf(w, "retention_actions", x.RetentionActions, x.RetentionActions != nil, writeListOfMemoryRetentionAction)
+	wire.PutIf(w, "constraints", x.Constraints, x.Constraints != nil, writeListOfMemoryConstraint)
+	wire.PutPtr(w, "capacity", x.Capacity, wire.BoolTo)
+	wire.PutPtr(w, "durable_trigger_state", x.DurableTriggerState, wire.BoolTo)
+	wire.PutPtr(w, "atomic_batches", x.AtomicBatches, wire.BoolTo)
+	wire.PutPtr(w, "descriptor", x.Descriptor, MemoryDescriptor.MarshalJSONTo)
+	wire.PutIf(w, "packages", x.Packages, x.Packages != nil, writeListOfMemoryPackageAttestation)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x MemoryCapabilities) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *MemoryCapabilities) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Payload of the memory role's commit_lifecycle request.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// agentpm/service.schema.json#/$defs/memory_commit_payload.
+type MemoryCommitPayload struct {
+	// An atomic lifecycle batch: verify the expected sources, apply the output writes then the source
+	// mutations, store the operation state; all or nothing.
+	Request CommitLifecycleRequest
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objMemoryCommitPayload = wire.Object{
+	Required: []string{"request"},
+	Type:     "MemoryCommitPayload",
+}
+
+// UnmarshalJSONFrom decodes MemoryCommitPayload, checking required members, kinds and constraints.
+func (x *MemoryCommitPayload) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = MemoryCommitPayload{}
+	r := wire.ReadObject(dec, &objMemoryCommitPayload)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *MemoryCommitPayload) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "request":
+		return wire.Field(r, &x.Request, (*CommitLifecycleRequest).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes MemoryCommitPayload, members in schema order, then Extra.
+func (x MemoryCommitPayload) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *MemoryCommitPayload) members(w *wire.ObjectWriter) {
+	wire.Put(w, "request", x.Request, CommitLifecycleRequest.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x MemoryCommitPayload) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *MemoryCommitPayload) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// A constraint a provider enforces.
+//
+// Other values: A value this version does not know, kept as it is.
+//
+// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
+// from agentpm/service.schema.json#/$defs/memory_constraint.
+type MemoryConstraint string
+
+// Known values of MemoryConstraint, in schema order.
+const (
+	MemoryConstraintAppendOnly MemoryConstraint = "append_only"
+)
+
+var valuesMemoryConstraint = []MemoryConstraint{MemoryConstraintAppendOnly}
+
+// Known reports whether x is one of the values the schema lists.
+func (x MemoryConstraint) Known() bool {
+	return slices.Contains(valuesMemoryConstraint, x)
+}
+
+// UnmarshalJSONFrom decodes MemoryConstraint, keeping any value.
+func (x *MemoryConstraint) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	return wire.StringEnum(dec, x, "MemoryConstraint", valuesMemoryConstraint, true)
+}
+
+// MarshalJSONTo encodes MemoryConstraint.
+func (x MemoryConstraint) MarshalJSONTo(enc *jsontext.Encoder) error {
+	return wire.WriteStringEnum(enc, x, "MemoryConstraint", valuesMemoryConstraint, true)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x MemoryConstraint) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *MemoryConstraint) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Payload of the memory role's count request.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// agentpm/service.schema.json#/$defs/memory_count_payload.
+type MemoryCountPayload struct {
+	// A Memory count.
+	Request MemoryCountRequest
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objMemoryCountPayload = wire.Object{
+	Required: []string{"request"},
+	Type:     "MemoryCountPayload",
+}
+
+// UnmarshalJSONFrom decodes MemoryCountPayload, checking required members, kinds and constraints.
+func (x *MemoryCountPayload) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = MemoryCountPayload{}
+	r := wire.ReadObject(dec, &objMemoryCountPayload)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *MemoryCountPayload) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "request":
+		return wire.Field(r, &x.Request, (*MemoryCountRequest).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes MemoryCountPayload, members in schema order, then Extra.
+func (x MemoryCountPayload) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *MemoryCountPayload) members(w *wire.ObjectWriter) {
+	wire.Put(w, "request", x.Request, MemoryCountRequest.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x MemoryCountPayload) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *MemoryCountPayload) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// A Memory count.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// agentpm/service.schema.json#/$defs/memory_count_request.
+type MemoryCountRequest struct {
+	Package        string
+	PackageVersion string
+	Space          string
+	// The resolved scope: scope keys and their values.
+	Scope      MemoryScope
+	RecordType *string
+	Now        *string
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objMemoryCountRequest = wire.Object{
+	Required: []string{"package", "package_version", "space", "scope"},
+	Type:     "MemoryCountRequest",
+}
+
+// UnmarshalJSONFrom decodes MemoryCountRequest, checking required members, kinds and constraints.
+func (x *MemoryCountRequest) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = MemoryCountRequest{}
+	r := wire.ReadObject(dec, &objMemoryCountRequest)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *MemoryCountRequest) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "package":
+		return wire.Field(r, &x.Package, wire.StringFrom)
+	case "package_version":
+		return wire.Field(r, &x.PackageVersion, wire.StringFrom)
+	case "space":
+		return wire.Field(r, &x.Space, wire.StringFrom)
+	case "scope":
+		return wire.Field(r, &x.Scope, (*MemoryScope).UnmarshalJSONFrom)
+	case "record_type":
+		return wire.Ptr(r, &x.RecordType, wire.StringFrom)
+	case "now":
+		return wire.Ptr(r, &x.Now, wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes MemoryCountRequest, members in schema order, then Extra.
+func (x MemoryCountRequest) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *MemoryCountRequest) members(w *wire.ObjectWriter) {
+	wire.Put(w, "package", x.Package, wire.StringTo)
+	wire.Put(w, "package_version", x.PackageVersion, wire.StringTo)
+	wire.Put(w, "space", x.Space, wire.StringTo)
+	wire.Put(w, "scope", x.Scope, MemoryScope.MarshalJSONTo)
+	wire.PutPtr(w, "record_type", x.RecordType, wire.StringTo)
+	wire.PutPtr(w, "now", x.Now, wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x MemoryCountRequest) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *MemoryCountRequest) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The result of count.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// agentpm/service.schema.json#/$defs/memory_count_result.
+type MemoryCountResult struct {
+	Ok             bool
+	Package        string
+	PackageVersion string
+	Space          string
+	Count          *int64
+	// A typed failure: not_found, capacity_exceeded, constraint_violation, record_type_mismatch,
+	// contract_violation (interpreted by the Harness); conflict, unsupported_capability,
+	// commit_failed.
+	Error *MemoryRuntimeFailure
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objMemoryCountResult = wire.Object{
+	Required: []string{"ok", "package", "package_version", "space"},
+	Type:     "MemoryCountResult",
+}
+
+// UnmarshalJSONFrom decodes MemoryCountResult, checking required members, kinds and constraints.
+func (x *MemoryCountResult) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = MemoryCountResult{}
+	r := wire.ReadObject(dec, &objMemoryCountResult)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *MemoryCountResult) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "ok":
+		return wire.Field(r, &x.Ok, wire.BoolFrom)
+	case "package":
+		return wire.Field(r, &x.Package, wire.StringFrom)
+	case "package_version":
+		return wire.Field(r, &x.PackageVersion, wire.StringFrom)
+	case "space":
+		return wire.Field(r, &x.Space, wire.StringFrom)
+	case "count":
+		return wire.Ptr(r, &x.Count, readMemoryCountResultCount)
+	case "error":
+		return wire.Ptr(r, &x.Error, (*MemoryRuntimeFailure).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes MemoryCountResult, members in schema order, then Extra.
+func (x MemoryCountResult) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *MemoryCountResult) members(w *wire.ObjectWriter) {
+	wire.Put(w, "ok", x.Ok, wire.BoolTo)
+	wire.Put(w, "package", x.Package, wire.StringTo)
+	wire.Put(w, "package_version", x.PackageVersion, wire.StringTo)
+	wire.Put(w, "space", x.Space, wire.StringTo)
+	wire.PutPtr(w, "count", x.Count, wire.IntTo)
+	wire.PutPtr(w, "error", x.Error, MemoryRuntimeFailure.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x MemoryCountResult) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *MemoryCountResult) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// What a Memory provider supports; advertise only what is really supported.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// agentpm/service.schema.json#/$defs/memory_descriptor.
+type MemoryDescriptor struct {
+	SpaceModels         []MemorySpaceModel
+	RetrievalModes      []MemoryReadMode
+	RetentionActions    []MemoryRetentionAction
+	Constraints         []MemoryConstraint
+	Capacity            bool
+	DurableTriggerState bool
+	// commit_lifecycle is supported.
+	AtomicBatches bool
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objMemoryDescriptor = wire.Object{
+	Required: []string{"space_models", "retrieval_modes", "retention_actions", "constraints", "capacity", "durable_trigger_state", "atomic_batches"},
+	Type:     "MemoryDescriptor",
+}
+
+// UnmarshalJSONFrom decodes MemoryDescriptor, checking required members, kinds and constraints.
+func (x *MemoryDescriptor) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = MemoryDescriptor{}
+	r := wire.ReadObject(dec, &objMemoryDescriptor)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *MemoryDescriptor) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "space_models":
+		return wire.Field(r, &x.SpaceModels, readListOfMemorySpaceModel)
+	case "retrieval_modes":
+		return wire.Field(r, &x.RetrievalModes, readListOfMemoryReadMode)
+	case "retention_actions":
+		return wire.Field(r, &x.RetentionActions, readListOfMemoryRetentionAction)
+	case "constraints":
+		return wire.Field(r, &x.Constraints, readListOfMemoryConstraint)
+	case "capacity":
+		return wire.Field(r, &x.Capacity, wire.BoolFrom)
+	case "durable_trigger_state":
+		return wire.Field(r, &x.DurableTriggerState, wire.BoolFrom)
+	case "atomic_batches":
+		return wire.Field(r, &x.AtomicBatches, wire.BoolFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes MemoryDescriptor, members in schema order, then Extra.
+func (x MemoryDescriptor) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *MemoryDescriptor) members(w *wire.ObjectWriter) {
+	wire.Put(w, "space_models", x.SpaceModels, writeListOfMemorySpaceModel)
+	wire.Put(w, "retrieval_modes", x.RetrievalModes, writeListOfMemoryReadMode)
+	wire.Put(w, "retention_actions", x.RetentionActions, writeListOfMemoryRetentionAction)
+	wire.Put(w, "constraints", x.Constraints, writeListOfMemoryConstraint)
+	wire.Put(w, "capacity", x.Capacity, wire.BoolTo)
+	wire.Put(w, "durable_trigger_state", x.DurableTriggerState, wire.BoolTo)
+	wire.Put(w, "atomic_batches", x.AtomicBatches, wire.BoolTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x MemoryDescriptor) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *MemoryDescriptor) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The memory role's handshake payload.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// agentpm/service.schema.json#/$defs/memory_initialize.
+type MemoryInitialize struct {
+	RegistryID string
+	Spaces     []MemorySpaceRuntimeSnapshot
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objMemoryInitialize = wire.Object{
+	Required: []string{"role", "registry_id", "protocol_version", "spaces"},
+	Type:     "MemoryInitialize",
+}
+
+// UnmarshalJSONFrom decodes MemoryInitialize, checking required members, kinds and constraints.
+func (x *MemoryInitialize) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = MemoryInitialize{}
+	r := wire.ReadObject(dec, &objMemoryInitialize)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *MemoryInitialize) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "role":
+		return wire.Const(r, "memory", wire.StringFrom)
+	case "registry_id":
+		return wire.Field(r, &x.RegistryID, wire.StringFrom)
+	case "protocol_version":
+		return wire.Const(r, int64(1), wire.IntFrom)
+	case "spaces":
+		return wire.Field(r, &x.Spaces, readListOfMemorySpaceRuntimeSnapshot)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes MemoryInitialize, members in schema order, then Extra.
+func (x MemoryInitialize) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *MemoryInitialize) members(w *wire.ObjectWriter) {
+	wire.PutConst(w, "role", "memory", wire.StringTo)
+	wire.Put(w, "registry_id", x.RegistryID, wire.StringTo)
+	wire.PutConst(w, "protocol_version", int64(1), wire.IntTo)
+	wire.Put(w, "spaces", x.Spaces, writeListOfMemorySpaceRuntimeSnapshot)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x MemoryInitialize) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *MemoryInitialize) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Payload of the memory role's load_operation_state request.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// agentpm/service.schema.json#/$defs/memory_load_state_payload.
+type MemoryLoadStatePayload struct {
+	// Names the durable state of one Memory lifecycle operation.
+	Request MemoryOperationStateKey
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objMemoryLoadStatePayload = wire.Object{
+	Required: []string{"request"},
+	Type:     "MemoryLoadStatePayload",
+}
+
+// UnmarshalJSONFrom decodes MemoryLoadStatePayload, checking required members, kinds and constraints.
+func (x *MemoryLoadStatePayload) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = MemoryLoadStatePayload{}
+	r := wire.ReadObject(dec, &objMemoryLoadStatePayload)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *MemoryLoadStatePayload) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "request":
+		return wire.Field(r, &x.Request, (*MemoryOperationStateKey).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes MemoryLoadStatePayload, members in schema order, then Extra.
+func (x MemoryLoadStatePayload) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *MemoryLoadStatePayload) members(w *wire.ObjectWriter) {
+	wire.Put(w, "request", x.Request, MemoryOperationStateKey.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x MemoryLoadStatePayload) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *MemoryLoadStatePayload) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The durable state of a Memory lifecycle operation. The Harness owns its contents; a provider stores
+// it as it is.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// agentpm/service.schema.json#/$defs/memory_operation_state.
+type MemoryOperationState struct {
+	Package        *string
+	PackageVersion *string
+	Operation      *string
+	// The resolved scope: scope keys and their values.
+	Scope             MemoryScope
+	TriggerType       *string
+	Armed             *bool
+	BaselineAt        wire.Nullable[string]
+	LastCompletedAt   wire.Nullable[string]
+	NextEligibleAt    wire.Nullable[string]
+	LastObservedValue wire.Nullable[int64]
+	// Where the operation got to.
+	Watermark jsontext.Value
+	UpdatedAt *string
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objMemoryOperationState = wire.Object{Type: "MemoryOperationState"}
+
+// UnmarshalJSONFrom decodes MemoryOperationState, checking required members, kinds and constraints.
+func (x *MemoryOperationState) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = MemoryOperationState{}
+	r := wire.ReadObject(dec, &objMemoryOperationState)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *MemoryOperationState) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "package":
+		return wire.Ptr(r, &x.Package, wire.StringFrom)
+	case "package_version":
+		return wire.Ptr(r, &x.PackageVersion, wire.StringFrom)
+	case "operation":
+		return wire.Ptr(r, &x.Operation, wire.StringFrom)
+	case "scope":
+		return wire.Field(r, &x.Scope, (*MemoryScope).UnmarshalJSONFrom)
+	case "trigger_type":
+		return wire.Ptr(r, &x.TriggerType, wire.StringFrom)
+	case "armed":
+		return wire.Ptr(r, &x.Armed, wire.BoolFrom)
+	case "baseline_at":
+		return wire.Opt(r, &x.BaselineAt, wire.StringFrom)
+	case "last_completed_at":
+		return wire.Opt(r, &x.LastCompletedAt, wire.StringFrom)
+	case "next_eligible_at":
+		return wire.Opt(r, &x.NextEligibleAt, wire.StringFrom)
+	case "last_observed_value":
+		return wire.Opt(r, &x.LastObservedValue, wire.IntFrom)
+	case "watermark":
+		return wire.Field(r, &x.Watermark, wire.RawFrom)
+	case "updated_at":
+		return wire.Ptr(r, &x.UpdatedAt, wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes MemoryOperationState, members in schema order, then Extra.
+func (x MemoryOperationState) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *MemoryOperationState) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "package", x.Package, wire.StringTo)
+	wire.PutPtr(w, "package_version", x.PackageVersion, wire.StringTo)
+	wire.PutPtr(w, "operation", x.Operation, wire.StringTo)
+	wire.PutIf(w, "scope", x.Scope, x.Scope != nil, MemoryScope.MarshalJSONTo)
+	wire.PutPtr(w, "trigger_type", x.TriggerType, wire.StringTo)
+	wire.PutPtr(w, "armed", x.Armed, wire.BoolTo)
+	wire.PutOpt(w, "baseline_at", x.BaselineAt, wire.StringTo)
+	wire.PutOpt(w, "last_completed_at", x.LastCompletedAt, wire.StringTo)
+	wire.PutOpt(w, "next_eligible_at", x.NextEligibleAt, wire.StringTo)
+	wire.PutOpt(w, "last_observed_value", x.LastObservedValue, wire.IntTo)
+	wire.PutIf(w, "watermark", x.Watermark, x.Watermark != nil, wire.RawTo)
+	wire.PutPtr(w, "updated_at", x.UpdatedAt, wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x MemoryOperationState) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *MemoryOperationState) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Names the durable state of one Memory lifecycle operation.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// agentpm/service.schema.json#/$defs/memory_operation_state_key.
+type MemoryOperationStateKey struct {
+	Package        string
+	PackageVersion string
+	Operation      string
+	// The resolved scope: scope keys and their values.
+	Scope MemoryScope
+	Now   *string
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objMemoryOperationStateKey = wire.Object{
+	Required: []string{"package", "package_version", "operation"},
+	Type:     "MemoryOperationStateKey",
+}
+
+// UnmarshalJSONFrom decodes MemoryOperationStateKey, checking required members, kinds and constraints.
+func (x *MemoryOperationStateKey) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = MemoryOperationStateKey{}
+	r := wire.ReadObject(dec, &objMemoryOperationStateKey)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *MemoryOperationStateKey) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "package":
+		return wire.Field(r, &x.Package, wire.StringFrom)
+	case "package_version":
+		return wire.Field(r, &x.PackageVersion, wire.StringFrom)
+	case "operation":
+		return wire.Field(r, &x.Operation, wire.StringFrom)
+	case "scope":
+		return wire.Field(r, &x.Scope, (*MemoryScope).UnmarshalJSONFrom)
+	case "now":
+		return wire.Ptr(r, &x.Now, wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes MemoryOperationStateKey, members in schema order, then Extra.
+func (x MemoryOperationStateKey) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *MemoryOperationStateKey) members(w *wire.ObjectWriter) {
+	wire.Put(w, "package", x.Package, wire.StringTo)
+	wire.Put(w, "package_version", x.PackageVersion, wire.StringTo)
+	wire.Put(w, "operation", x.Operation, wire.StringTo)
+	wire.PutIf(w, "scope", x.Scope, x.Scope != nil, MemoryScope.MarshalJSONTo)
+	wire.PutPtr(w, "now", x.Now, wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x MemoryOperationStateKey) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *MemoryOperationStateKey) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// A package the service attests ready, named by package or name.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// agentpm/service.schema.json#/$defs/memory_package_attestation.
+type MemoryPackageAttestation struct {
+	Package *string
+	Name    *string
+	Version *string
+	Ready   bool
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objMemoryPackageAttestation = wire.Object{
+	Required: []string{"ready"},
+	Type:     "MemoryPackageAttestation",
+}
+
+// UnmarshalJSONFrom decodes MemoryPackageAttestation, checking required members, kinds and constraints.
+func (x *MemoryPackageAttestation) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = MemoryPackageAttestation{}
+	r := wire.ReadObject(dec, &objMemoryPackageAttestation)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *MemoryPackageAttestation) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "package":
+		return wire.Ptr(r, &x.Package, wire.StringFrom)
+	case "name":
+		return wire.Ptr(r, &x.Name, wire.StringFrom)
+	case "version":
+		return wire.Ptr(r, &x.Version, wire.StringFrom)
+	case "ready":
+		return wire.Field(r, &x.Ready, wire.BoolFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes MemoryPackageAttestation, members in schema order, then Extra.
+func (x MemoryPackageAttestation) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *MemoryPackageAttestation) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "package", x.Package, wire.StringTo)
+	wire.PutPtr(w, "name", x.Name, wire.StringTo)
+	wire.PutPtr(w, "version", x.Version, wire.StringTo)
+	wire.Put(w, "ready", x.Ready, wire.BoolTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x MemoryPackageAttestation) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *MemoryPackageAttestation) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// How records are read.
+//
+// Other values: A value this version does not know, kept as it is.
+//
+// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
+// from agentpm/service.schema.json#/$defs/memory_read_mode.
+type MemoryReadMode string
+
+// Known values of MemoryReadMode, in schema order.
+const (
+	MemoryReadModeKey           MemoryReadMode = "key"
+	MemoryReadModeFilter        MemoryReadMode = "filter"
+	MemoryReadModeChronological MemoryReadMode = "chronological"
+	MemoryReadModeFullText      MemoryReadMode = "full_text"
+	MemoryReadModeSemantic      MemoryReadMode = "semantic"
+)
+
+var valuesMemoryReadMode = []MemoryReadMode{MemoryReadModeKey, MemoryReadModeFilter, MemoryReadModeChronological, MemoryReadModeFullText, MemoryReadModeSemantic}
+
+// Known reports whether x is one of the values the schema lists.
+func (x MemoryReadMode) Known() bool {
+	return slices.Contains(valuesMemoryReadMode, x)
+}
+
+// UnmarshalJSONFrom decodes MemoryReadMode, keeping any value.
+func (x *MemoryReadMode) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	return wire.StringEnum(dec, x, "MemoryReadMode", valuesMemoryReadMode, true)
+}
+
+// MarshalJSONTo encodes MemoryReadMode.
+func (x MemoryReadMode) MarshalJSONTo(enc *jsontext.Encoder) error {
+	return wire.WriteStringEnum(enc, x, "MemoryReadMode", valuesMemoryReadMode, true)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x MemoryReadMode) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *MemoryReadMode) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Payload of the memory role's read request.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// agentpm/service.schema.json#/$defs/memory_read_payload.
+type MemoryReadPayload struct {
+	// A Memory read.
+	Request MemoryReadRequest
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objMemoryReadPayload = wire.Object{
+	Required: []string{"request"},
+	Type:     "MemoryReadPayload",
+}
+
+// UnmarshalJSONFrom decodes MemoryReadPayload, checking required members, kinds and constraints.
+func (x *MemoryReadPayload) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = MemoryReadPayload{}
+	r := wire.ReadObject(dec, &objMemoryReadPayload)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *MemoryReadPayload) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "request":
+		return wire.Field(r, &x.Request, (*MemoryReadRequest).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes MemoryReadPayload, members in schema order, then Extra.
+func (x MemoryReadPayload) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *MemoryReadPayload) members(w *wire.ObjectWriter) {
+	wire.Put(w, "request", x.Request, MemoryReadRequest.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x MemoryReadPayload) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *MemoryReadPayload) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// A Memory read.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// agentpm/service.schema.json#/$defs/memory_read_request.
+type MemoryReadRequest struct {
+	Package        string
+	PackageVersion string
+	Space          string
+	// The resolved scope: scope keys and their values.
+	Scope MemoryScope
+	// How records are read.
+	Mode       MemoryReadMode
+	RecordID   *string
+	RecordType *string
+	// Conjunctive: dot paths descend into objects and arrays; leaf arrays match by containment; null
+	// matches a present null only.
+	Filter jsontext.Value
+	Query  *string
+	Limit  *int64
+	Now    string
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objMemoryReadRequest = wire.Object{
+	Required: []string{"package", "package_version", "space", "scope", "mode", "now"},
+	Type:     "MemoryReadRequest",
+}
+
+// UnmarshalJSONFrom decodes MemoryReadRequest, checking required members, kinds and constraints.
+func (x *MemoryReadRequest) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = MemoryReadRequest{}
+	r := wire.ReadObject(dec, &objMemoryReadRequest)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *MemoryReadRequest) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "package":
+		return wire.Field(r, &x.Package, wire.StringFrom)
+	case "package_version":
+		return wire.Field(r, &x.PackageVersion, wire.StringFrom)
+	case "space":
+		return wire.Field(r, &x.Space, wire.StringFrom)
+	case "scope":
+		return wire.Field(r, &x.Scope, (*MemoryScope).UnmarshalJSONFrom)
+	case "mode":
+		return wire.Field(r, &x.Mode, (*MemoryReadMode).UnmarshalJSONFrom)
+	case "record_id":
+		return wire.Ptr(r, &x.RecordID, wire.StringFrom)
+	case "record_type":
+		return wire.Ptr(r, &x.RecordType, wire.StringFrom)
+	case "filter":
+		return wire.Field(r, &x.Filter, wire.RawObjectFrom)
+	case "query":
+		return wire.Ptr(r, &x.Query, wire.StringFrom)
+	case "limit":
+		return wire.Ptr(r, &x.Limit, readMemoryReadRequestLimit)
+	case "now":
+		return wire.Field(r, &x.Now, wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes MemoryReadRequest, members in schema order, then Extra.
+func (x MemoryReadRequest) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *MemoryReadRequest) members(w *wire.ObjectWriter) {
+	wire.Put(w, "package", x.Package, wire.StringTo)
+	wire.Put(w, "package_version", x.PackageVersion, wire.StringTo)
+	wire.Put(w, "space", x.Space, wire.StringTo)
+	wire.Put(w, "scope", x.Scope, MemoryScope.MarshalJSONTo)
+	wire.Put(w, "mode", x.Mode, MemoryReadMode.MarshalJSONTo)
+	wire.PutPtr(w, "record_id", x.RecordID, wire.StringTo)
+	wire.PutPtr(w, "record_type", x.RecordType, wire.StringTo)
+	wire.PutIf(w, "filter", x.Filter, x.Filter != nil, wire.RawTo)
+	wire.PutPtr(w, "query", x.Query, wire.StringTo)
+	wire.PutPtr(w, "limit", x.Limit, wire.IntTo)
+	wire.Put(w, "now", x.Now, wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x MemoryReadRequest) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *MemoryReadRequest) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The result of read. package, package_version and space echo the request; ok true must echo mode; ok
+// false carries error.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// agentpm/service.schema.json#/$defs/memory_read_result.
+type MemoryReadResult struct {
+	Ok             bool
+	Package        string
+	PackageVersion string
+	Space          string
+	// How records are read.
+	Mode                       *MemoryReadMode
+	Records                    []StoredMemoryRecord
+	Count                      *int64
+	EmbeddingRequests          *int64
+	EmbeddingRequestDurationMS *int64
+	VectorsMaterialized        *int64
+	VectorsPending             *int64
+	// A typed failure: not_found, capacity_exceeded, constraint_violation, record_type_mismatch,
+	// contract_violation (interpreted by the Harness); conflict, unsupported_capability,
+	// commit_failed.
+	Error *MemoryRuntimeFailure
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objMemoryReadResult = wire.Object{
+	Required: []string{"ok", "package", "package_version", "space"},
+	Type:     "MemoryReadResult",
+}
+
+// UnmarshalJSONFrom decodes MemoryReadResult, checking required members, kinds and constraints.
+func (x *MemoryReadResult) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = MemoryReadResult{}
+	r := wire.ReadObject(dec, &objMemoryReadResult)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *MemoryReadResult) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "ok":
+		return wire.Field(r, &x.Ok, wire.BoolFrom)
+	case "package":
+		return wire.Field(r, &x.Package, wire.StringFrom)
+	case "package_version":
+		return wire.Field(r, &x.PackageVersion, wire.StringFrom)
+	case "space":
+		return wire.Field(r, &x.Space, wire.StringFrom)
+	case "mode":
+		return wire.Ptr(r, &x.Mode, (*MemoryReadMode).UnmarshalJSONFrom)
+	case "records":
+		return wire.Field(r, &x.Records, readListOfStoredMemoryRecord)
+	case "count":
+		return wire.Ptr(r, &x.Count, readMemoryReadResultCount)
+	case "embedding_requests":
+		return wire.Ptr(r, &x.EmbeddingRequests, readMemoryReadResultEmbeddingRequests)
+	case "embedding_request_duration_ms":
+		return wire.Ptr(r, &x.EmbeddingRequestDurationMS, readMemoryReadResultEmbeddingRequestDurationMS)
+	case "vectors_materialized":
+		return wire.Ptr(r, &x.VectorsMaterialized, readMemoryReadResultVectorsMaterialized)
+	case "vectors_pending":
+		return wire.Ptr(r, &x.VectorsPending, readMemoryReadResultVectorsPending)
+	case "error":
+		return wire.Ptr(r, &x.Error, (*MemoryRuntimeFailure).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes MemoryReadResult, members in schema order, then Extra.
+func (x MemoryReadResult) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *MemoryReadResult) members(w *wire.ObjectWriter) {
+	wire.Put(w, "ok", x.Ok, wire.BoolTo)
+	wire.Put(w, "package", x.Package, wire.StringTo)
+	wire.Put(w, "package_version", x.PackageVersion, wire.StringTo)
+	wire.Put(w, "space", x.Space, wire.StringTo)
+	wire.PutPtr(w, "mode", x.Mode, MemoryReadMode.MarshalJSONTo)
+	wire.PutIf(w, "records", x.Records, x.Records != nil, writeListOfStoredMemoryRecord)
+	wire.PutPtr(w, "count", x.Count, wire.IntTo)
+	wire.PutPtr(w, "embedding_requests", x.EmbeddingRequests, wire.IntTo)
+	wire.PutPtr(w, "embedding_request_duration_ms", x.EmbeddingRequestDurationMS, wire.IntTo)
+	wire.PutPtr(w, "vectors_materialized", x.VectorsMaterialized, wire.IntTo)
+	wire.PutPtr(w, "vectors_pending", x.VectorsPending, wire.IntTo)
+	wire.PutPtr(w, "error", x.Error, MemoryRuntimeFailure.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x MemoryReadResult) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *MemoryReadResult) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The memory service's handshake result. Newer Harness builds read the flat descriptor members (top
+// level or under capabilities), older consumers descriptor and packages: send the flat members and
+// descriptor and packages, without capabilities, to satisfy both.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// agentpm/service.schema.json#/$defs/memory_readiness.
+type MemoryReadiness struct {
+	RegistryID *string
+	Ready      *bool
+	// If present, memory.
+	//
+	// When present it is "memory".
+	Role *string
+	// If present, 1.
+	//
+	// When present it is 1.
+	ProtocolVersion     *int64
+	SpaceModels         []MemorySpaceModel
+	RetrievalModes      []MemoryReadMode
+	RetentionActions    []MemoryRetentionAction
+	Constraints         []MemoryConstraint
+	Capacity            *bool
+	DurableTriggerState *bool
+	// commit_lifecycle is supported.
+	AtomicBatches *bool
+	// What a Memory provider supports; advertise only what is really supported.
+	Descriptor   *MemoryDescriptor
+	Packages     []MemoryPackageAttestation
+	Attestations []MemoryPackageAttestation
+	// Memory capabilities under capabilities: the flat descriptor members, and descriptor and
+	// packages.
+	Capabilities *MemoryCapabilities
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objMemoryReadiness = wire.Object{Type: "MemoryReadiness"}
+
+// UnmarshalJSONFrom decodes MemoryReadiness, checking required members, kinds and constraints.
+func (x *MemoryReadiness) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = MemoryReadiness{}
+	r := wire.ReadObject(dec, &objMemoryReadiness)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *MemoryReadiness) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "registry_id":
+		return wire.Ptr(r, &x.RegistryID, wire.StringFrom)
+	case "ready":
+		return wire.Ptr(r, &x.Ready, wire.BoolFrom)
+	case "role":
+		return wire.OptConst(r, &x.Role, "memory", wire.StringFrom)
+	case "protocol_version":
+		return wire.OptConst(r, &x.ProtocolVersion, int64(1), wire.IntFrom)
+	case "space_models":
+		return wire.Field(r, &x.SpaceModels, readListOfMemorySpaceModel)
+	case "retrieval_modes":
+		return wire.Field(r, &x.RetrievalModes, readListOfMemoryReadMode)
+	case "retention_actions":
+		return wire.Field(r, &x.RetentionActions, readListOfMemoryRetentionAction)
+	case "constraints":
+		return wire.Field(r, &x.Constraints, readListOfMemoryConstraint)
+	case "capacity":
+		return wire.Ptr(r, &x.Capacity, wire.BoolFrom)
+	case "durable_trigger_state":
+		return wire.Ptr(r, &x.DurableTriggerState, wire.BoolFrom)
+	case "atomic_batches":
+		return wire.Ptr(r, &x.AtomicBatches, wire.BoolFrom)
+	case "descriptor":
+		return wire.Ptr(r, &x.Descriptor, (*MemoryDescriptor).UnmarshalJSONFrom)
+	case "packages":
+		return wire.Field(r, &x.Packages, readListOfMemoryPackageAttestation)
+	case "attestations":
+		return wire.Field(r, &x.Attestations, readListOfMemoryPackageAttestation)
+	case "capabilities":
+		return wire.Ptr(r, &x.Capabilities, (*MemoryCapabilities).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes MemoryReadiness, members in schema order, then Extra.
+func (x MemoryReadiness) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *MemoryReadiness) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "registry_id", x.RegistryID, wire.StringTo)
+	wire.PutPtr(w, "ready", x.Ready, wire.BoolTo)
+	wire.PutPtr(w, "role", x.Role, wire.StringTo)
+	wire.PutPtr(w, "protocol_version", x.ProtocolVersion, wire.IntTo)
+	wire.PutIf(w, "space_models", x.SpaceModels, x.SpaceModels != nil, writeListOfMemorySpaceModel)
+	wire.PutIf(w, "retrieval_modes", x.RetrievalModes, x.RetrievalModes != nil, writeListOfMemoryReadMode)
+	wire.PutIf(w, "retention_actions", x.RetentionActions, x.RetentionActions != nil, writeListOfMemoryRetentionAction)
+	wire.PutIf(w, "constraints", x.Constraints, x.Constraints != nil, writeListOfMemoryConstraint)
+	wire.PutPtr(w, "capacity", x.Capacity, wire.BoolTo)
+	wire.PutPtr(w, "durable_trigger_state", x.DurableTriggerState, wire.BoolTo)
+	wire.PutPtr(w, "atomic_batches", x.AtomicBatches, wire.BoolTo)
+	wire.PutPtr(w, "descriptor", x.Descriptor, MemoryDescriptor.MarshalJSONTo)
+	wire.PutIf(w, "packages", x.Packages, x.Packages != nil, writeListOfMemoryPackageAttestation)
+	wire.PutIf(w, "attestations", x.Attestations, x.Attestations != nil, writeListOfMemoryPackageAttestation)
+	wire.PutPtr(w, "capabilities", x.Capabilities, MemoryCapabilities.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x MemoryReadiness) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *MemoryReadiness) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// A record type a space declares.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// agentpm/service.schema.json#/$defs/memory_record_type.
+type MemoryRecordType struct {
+	Name          string
+	SchemaVersion string
+	// The JSON Schema of the content.
+	ContentSchema jsontext.Value
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objMemoryRecordType = wire.Object{
+	Required: []string{"name", "schema_version", "content_schema"},
+	Type:     "MemoryRecordType",
+}
+
+// UnmarshalJSONFrom decodes MemoryRecordType, checking required members, kinds and constraints.
+func (x *MemoryRecordType) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = MemoryRecordType{}
+	r := wire.ReadObject(dec, &objMemoryRecordType)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *MemoryRecordType) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "name":
+		return wire.Field(r, &x.Name, wire.StringFrom)
+	case "schema_version":
+		return wire.Field(r, &x.SchemaVersion, wire.StringFrom)
+	case "content_schema":
+		return wire.Field(r, &x.ContentSchema, wire.RawFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes MemoryRecordType, members in schema order, then Extra.
+func (x MemoryRecordType) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *MemoryRecordType) members(w *wire.ObjectWriter) {
+	wire.Put(w, "name", x.Name, wire.StringTo)
+	wire.Put(w, "schema_version", x.SchemaVersion, wire.StringTo)
+	wire.Put(w, "content_schema", x.ContentSchema, wire.RawTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x MemoryRecordType) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *MemoryRecordType) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// How records are retired.
+//
+// Other values: A value this version does not know, kept as it is.
+//
+// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
+// from agentpm/service.schema.json#/$defs/memory_retention_action.
+type MemoryRetentionAction string
+
+// Known values of MemoryRetentionAction, in schema order.
+const (
+	MemoryRetentionActionDelete  MemoryRetentionAction = "delete"
+	MemoryRetentionActionArchive MemoryRetentionAction = "archive"
+)
+
+var valuesMemoryRetentionAction = []MemoryRetentionAction{MemoryRetentionActionDelete, MemoryRetentionActionArchive}
+
+// Known reports whether x is one of the values the schema lists.
+func (x MemoryRetentionAction) Known() bool {
+	return slices.Contains(valuesMemoryRetentionAction, x)
+}
+
+// UnmarshalJSONFrom decodes MemoryRetentionAction, keeping any value.
+func (x *MemoryRetentionAction) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	return wire.StringEnum(dec, x, "MemoryRetentionAction", valuesMemoryRetentionAction, true)
+}
+
+// MarshalJSONTo encodes MemoryRetentionAction.
+func (x MemoryRetentionAction) MarshalJSONTo(enc *jsontext.Encoder) error {
+	return wire.WriteStringEnum(enc, x, "MemoryRetentionAction", valuesMemoryRetentionAction, true)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x MemoryRetentionAction) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *MemoryRetentionAction) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// A typed failure: not_found, capacity_exceeded, constraint_violation, record_type_mismatch,
+// contract_violation (interpreted by the Harness); conflict, unsupported_capability, commit_failed.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// agentpm/service.schema.json#/$defs/memory_runtime_failure.
+type MemoryRuntimeFailure struct {
+	Code    string
+	Message string
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objMemoryRuntimeFailure = wire.Object{
+	Required: []string{"code", "message"},
+	Type:     "MemoryRuntimeFailure",
+}
+
+// UnmarshalJSONFrom decodes MemoryRuntimeFailure, checking required members, kinds and constraints.
+func (x *MemoryRuntimeFailure) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = MemoryRuntimeFailure{}
+	r := wire.ReadObject(dec, &objMemoryRuntimeFailure)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *MemoryRuntimeFailure) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "code":
+		return wire.Field(r, &x.Code, wire.StringFrom)
+	case "message":
+		return wire.Field(r, &x.Message, wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes MemoryRuntimeFailure, members in schema order, then Extra.
+func (x MemoryRuntimeFailure) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *MemoryRuntimeFailure) members(w *wire.ObjectWriter) {
+	wire.Put(w, "code", x.Code, wire.StringTo)
+	wire.Put(w, "message", x.Message, wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x MemoryRuntimeFailure) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *MemoryRuntimeFailure) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The resolved scope: scope keys and their values.
+//
+// Members are written in sorted key order. Generated from
+// agentpm/service.schema.json#/$defs/memory_scope.
+type MemoryScope map[string]string
+
+// UnmarshalJSONFrom decodes every member with the value schema.
+func (x *MemoryScope) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	return wire.Scalar(dec, "MemoryScope", (*map[string]string)(x), readMapOfString)
+}
+
+// MarshalJSONTo encodes the members in sorted key order.
+func (x MemoryScope) MarshalJSONTo(enc *jsontext.Encoder) error {
+	return wire.WriteMapOf(x, enc, wire.StringTo)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x MemoryScope) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *MemoryScope) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// How a Memory space holds records.
+//
+// Other values: A value this version does not know, kept as it is.
+//
+// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
+// from agentpm/service.schema.json#/$defs/memory_space_model.
+type MemorySpaceModel string
+
+// Known values of MemorySpaceModel, in schema order.
+const (
+	// One record per scope.
+	MemorySpaceModelDocument MemorySpaceModel = "document"
+	// Many records.
+	MemorySpaceModelCollection MemorySpaceModel = "collection"
+	// An ordered log.
+	MemorySpaceModelSequence MemorySpaceModel = "sequence"
+)
+
+var valuesMemorySpaceModel = []MemorySpaceModel{MemorySpaceModelDocument, MemorySpaceModelCollection, MemorySpaceModelSequence}
+
+// Known reports whether x is one of the values the schema lists.
+func (x MemorySpaceModel) Known() bool {
+	return slices.Contains(valuesMemorySpaceModel, x)
+}
+
+// UnmarshalJSONFrom decodes MemorySpaceModel, keeping any value.
+func (x *MemorySpaceModel) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	return wire.StringEnum(dec, x, "MemorySpaceModel", valuesMemorySpaceModel, true)
+}
+
+// MarshalJSONTo encodes MemorySpaceModel.
+func (x MemorySpaceModel) MarshalJSONTo(enc *jsontext.Encoder) error {
+	return wire.WriteStringEnum(enc, x, "MemorySpaceModel", valuesMemorySpaceModel, true)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x MemorySpaceModel) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *MemorySpaceModel) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// A Memory space routed to the service.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// agentpm/service.schema.json#/$defs/memory_space_runtime_snapshot.
+type MemorySpaceRuntimeSnapshot struct {
+	Package        string
+	PackageVersion string
+	Space          string
+	// How a Memory space holds records.
+	Model       MemorySpaceModel
+	Description string
+	// Absolute path of the installed package.
+	Root            *string
+	Runtime         string
+	Source          string
+	State           string
+	ReadinessReason *string
+	BindingScope    string
+	ScopeKeys       []string
+	RetrievalModes  []MemoryReadMode
+	AppendOnly      *bool
+	RecordTypes     []MemoryRecordType
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objMemorySpaceRuntimeSnapshot = wire.Object{
+	Required: []string{"package", "package_version", "space", "model", "description", "runtime", "source", "state", "binding_scope", "scope_keys", "retrieval_modes", "record_types"},
+	Type:     "MemorySpaceRuntimeSnapshot",
+}
+
+// UnmarshalJSONFrom decodes MemorySpaceRuntimeSnapshot, checking required members, kinds and constraints.
+func (x *MemorySpaceRuntimeSnapshot) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = MemorySpaceRuntimeSnapshot{}
+	r := wire.ReadObject(dec, &objMemorySpaceRuntimeSnapshot)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *MemorySpaceRuntimeSnapshot) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "package":
+		return wire.Field(r, &x.Package, wire.StringFrom)
+	case "package_version":
+		return wire.Field(r, &x.PackageVersion, wire.StringFrom)
+	case "space":
+		return wire.Field(r, &x.Space, wire.StringFrom)
+	case "model":
+		return wire.Field(r, &x.Model, (*MemorySpaceModel).UnmarshalJSONFrom)
+	case "description":
+		return wire.Field(r, &x.Description, wire.StringFrom)
+	case "root":
+		return wire.Ptr(r, &x.Root, wire.StringFrom)
+	case "runtime":
+		return wire.Field(r, &x.Runtime, wire.StringFrom)
+	case "source":
+		return wire.Field(r, &x.Source, wire.StringFrom)
+	case "state":
+		return wire.Field(r, &x.State, wire.StringFrom)
+	case "readiness_reason":
+		return wire.Ptr(r, &x.ReadinessReason, wire.StringFrom)
+	case "binding_scope":
+		return wire.Field(r, &x.BindingScope, wire.StringFrom)
+	case "scope_keys":
+		return wire.Field(r, &x.ScopeKeys, readListOfString)
+	case "retrieval_modes":
+		return wire.Field(r, &x.RetrievalModes, readListOfMemoryReadMode)
+	case "append_only":
+		return wire.Ptr(r, &x.AppendOnly, wire.BoolFrom)
+	case "record_types":
+		return wire.Field(r, &x.RecordTypes, readListOfMemoryRecordType)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes MemorySpaceRuntimeSnapshot, members in schema order, then Extra.
+func (x MemorySpaceRuntimeSnapshot) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *MemorySpaceRuntimeSnapshot) members(w *wire.ObjectWriter) {
+	wire.Put(w, "package", x.Package, wire.StringTo)
+	wire.Put(w, "package_version", x.PackageVersion, wire.StringTo)
+	wire.Put(w, "space", x.Space, wire.StringTo)
+	wire.Put(w, "model", x.Model, MemorySpaceModel.MarshalJSONTo)
+	wire.Put(w, "description", x.Description, wire.StringTo)
+	wire.PutPtr(w, "root", x.Root, wire.StringTo)
+	wire.Put(w, "runtime", x.Runtime, wire.StringTo)
+	wire.Put(w, "source", x.Source, wire.StringTo)
+	wire.Put(w, "state", x.State, wire.StringTo)
+	wire.PutPtr(w, "readiness_reason", x.ReadinessReason, wire.StringTo)
+	wire.Put(w, "binding_scope", x.BindingScope, wire.StringTo)
+	wire.Put(w, "scope_keys", x.ScopeKeys, writeListOfString)
+	wire.Put(w, "retrieval_modes", x.RetrievalModes, writeListOfMemoryReadMode)
+	wire.PutPtr(w, "append_only", x.AppendOnly, wire.BoolTo)
+	wire.Put(w, "record_types", x.RecordTypes, writeListOfMemoryRecordType)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x MemorySpaceRuntimeSnapshot) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *MemorySpaceRuntimeSnapshot) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The result of load_operation_state.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// agentpm/service.schema.json#/$defs/memory_state_result.
+type MemoryStateResult struct {
+	Ok             bool
+	Package        string
+	PackageVersion string
+	Operation      string
+	// null when none is stored.
+	State wire.Nullable[MemoryOperationState]
+	// A typed failure: not_found, capacity_exceeded, constraint_violation, record_type_mismatch,
+	// contract_violation (interpreted by the Harness); conflict, unsupported_capability,
+	// commit_failed.
+	Error *MemoryRuntimeFailure
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objMemoryStateResult = wire.Object{
+	Required: []string{"ok", "package", "package_version", "operation"},
+	Type:     "MemoryStateResult",
+}
+
+// UnmarshalJSONFrom decodes MemoryStateResult, checking required members, kinds and constraints.
+func (x *MemoryStateResult) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = MemoryStateResult{}
+	r := wire.ReadObject(dec, &objMemoryStateResult)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *MemoryStateResult) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "ok":
+		return wire.Field(r, &x.Ok, wire.BoolFrom)
+	case "package":
+		return wire.Field(r, &x.Package, wire.StringFrom)
+	case "package_version":
+		return wire.Field(r, &x.PackageVersion, wire.StringFrom)
+	case "operation":
+		return wire.Field(r, &x.Operation, wire.StringFrom)
+	case "state":
+		return wire.Opt(r, &x.State, (*MemoryOperationState).UnmarshalJSONFrom)
+	case "error":
+		return wire.Ptr(r, &x.Error, (*MemoryRuntimeFailure).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes MemoryStateResult, members in schema order, then Extra.
+func (x MemoryStateResult) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *MemoryStateResult) members(w *wire.ObjectWriter) {
+	wire.Put(w, "ok", x.Ok, wire.BoolTo)
+	wire.Put(w, "package", x.Package, wire.StringTo)
+	wire.Put(w, "package_version", x.PackageVersion, wire.StringTo)
+	wire.Put(w, "operation", x.Operation, wire.StringTo)
+	wire.PutOpt(w, "state", x.State, MemoryOperationState.MarshalJSONTo)
+	wire.PutPtr(w, "error", x.Error, MemoryRuntimeFailure.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x MemoryStateResult) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *MemoryStateResult) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Payload of the memory role's store_operation_state request: the state travels beside the request.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// agentpm/service.schema.json#/$defs/memory_store_state_payload.
+type MemoryStoreStatePayload struct {
+	// Names the durable state of one Memory lifecycle operation.
+	Request MemoryOperationStateKey
+	// The durable state of a Memory lifecycle operation. The Harness owns its contents; a provider
+	// stores it as it is.
+	State *MemoryOperationState
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objMemoryStoreStatePayload = wire.Object{
+	Required: []string{"request"},
+	Type:     "MemoryStoreStatePayload",
+}
+
+// UnmarshalJSONFrom decodes MemoryStoreStatePayload, checking required members, kinds and constraints.
+func (x *MemoryStoreStatePayload) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = MemoryStoreStatePayload{}
+	r := wire.ReadObject(dec, &objMemoryStoreStatePayload)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *MemoryStoreStatePayload) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "request":
+		return wire.Field(r, &x.Request, (*MemoryOperationStateKey).UnmarshalJSONFrom)
+	case "state":
+		return wire.Ptr(r, &x.State, (*MemoryOperationState).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes MemoryStoreStatePayload, members in schema order, then Extra.
+func (x MemoryStoreStatePayload) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *MemoryStoreStatePayload) members(w *wire.ObjectWriter) {
+	wire.Put(w, "request", x.Request, MemoryOperationStateKey.MarshalJSONTo)
+	wire.PutPtr(w, "state", x.State, MemoryOperationState.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x MemoryStoreStatePayload) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *MemoryStoreStatePayload) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The result of store_operation_state.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// agentpm/service.schema.json#/$defs/memory_store_state_result.
+type MemoryStoreStateResult struct {
+	Ok             bool
+	Package        string
+	PackageVersion string
+	Operation      string
+	// A typed failure: not_found, capacity_exceeded, constraint_violation, record_type_mismatch,
+	// contract_violation (interpreted by the Harness); conflict, unsupported_capability,
+	// commit_failed.
+	Error *MemoryRuntimeFailure
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objMemoryStoreStateResult = wire.Object{
+	Required: []string{"ok", "package", "package_version", "operation"},
+	Type:     "MemoryStoreStateResult",
+}
+
+// UnmarshalJSONFrom decodes MemoryStoreStateResult, checking required members, kinds and constraints.
+func (x *MemoryStoreStateResult) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = MemoryStoreStateResult{}
+	r := wire.ReadObject(dec, &objMemoryStoreStateResult)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *MemoryStoreStateResult) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "ok":
+		return wire.Field(r, &x.Ok, wire.BoolFrom)
+	case "package":
+		return wire.Field(r, &x.Package, wire.StringFrom)
+	case "package_version":
+		return wire.Field(r, &x.PackageVersion, wire.StringFrom)
+	case "operation":
+		return wire.Field(r, &x.Operation, wire.StringFrom)
+	case "error":
+		return wire.Ptr(r, &x.Error, (*MemoryRuntimeFailure).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes MemoryStoreStateResult, members in schema order, then Extra.
+func (x MemoryStoreStateResult) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *MemoryStoreStateResult) members(w *wire.ObjectWriter) {
+	wire.Put(w, "ok", x.Ok, wire.BoolTo)
+	wire.Put(w, "package", x.Package, wire.StringTo)
+	wire.Put(w, "package_version", x.PackageVersion, wire.StringTo)
+	wire.Put(w, "operation", x.Operation, wire.StringTo)
+	wire.PutPtr(w, "error", x.Error, MemoryRuntimeFailure.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x MemoryStoreStateResult) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *MemoryStoreStateResult) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// What a write does.
+//
+// Other values: A value this version does not know, kept as it is.
+//
+// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
+// from agentpm/service.schema.json#/$defs/memory_write_operation.
+type MemoryWriteOperation string
+
+// Known values of MemoryWriteOperation, in schema order.
+const (
+	MemoryWriteOperationCreate  MemoryWriteOperation = "create"
+	MemoryWriteOperationUpsert  MemoryWriteOperation = "upsert"
+	MemoryWriteOperationUpdate  MemoryWriteOperation = "update"
+	MemoryWriteOperationDelete  MemoryWriteOperation = "delete"
+	MemoryWriteOperationArchive MemoryWriteOperation = "archive"
+)
+
+var valuesMemoryWriteOperation = []MemoryWriteOperation{MemoryWriteOperationCreate, MemoryWriteOperationUpsert, MemoryWriteOperationUpdate, MemoryWriteOperationDelete, MemoryWriteOperationArchive}
+
+// Known reports whether x is one of the values the schema lists.
+func (x MemoryWriteOperation) Known() bool {
+	return slices.Contains(valuesMemoryWriteOperation, x)
+}
+
+// UnmarshalJSONFrom decodes MemoryWriteOperation, keeping any value.
+func (x *MemoryWriteOperation) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	return wire.StringEnum(dec, x, "MemoryWriteOperation", valuesMemoryWriteOperation, true)
+}
+
+// MarshalJSONTo encodes MemoryWriteOperation.
+func (x MemoryWriteOperation) MarshalJSONTo(enc *jsontext.Encoder) error {
+	return wire.WriteStringEnum(enc, x, "MemoryWriteOperation", valuesMemoryWriteOperation, true)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x MemoryWriteOperation) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *MemoryWriteOperation) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Payload of the memory role's write request.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// agentpm/service.schema.json#/$defs/memory_write_payload.
+type MemoryWritePayload struct {
+	// A Memory write.
+	Request MemoryWriteRequest
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objMemoryWritePayload = wire.Object{
+	Required: []string{"request"},
+	Type:     "MemoryWritePayload",
+}
+
+// UnmarshalJSONFrom decodes MemoryWritePayload, checking required members, kinds and constraints.
+func (x *MemoryWritePayload) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = MemoryWritePayload{}
+	r := wire.ReadObject(dec, &objMemoryWritePayload)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *MemoryWritePayload) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "request":
+		return wire.Field(r, &x.Request, (*MemoryWriteRequest).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes MemoryWritePayload, members in schema order, then Extra.
+func (x MemoryWritePayload) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *MemoryWritePayload) members(w *wire.ObjectWriter) {
+	wire.Put(w, "request", x.Request, MemoryWriteRequest.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x MemoryWritePayload) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *MemoryWritePayload) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// A Memory write.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// agentpm/service.schema.json#/$defs/memory_write_request.
+type MemoryWriteRequest struct {
+	Package        string
+	PackageVersion string
+	Space          string
+	// How a Memory space holds records.
+	SpaceModel    MemorySpaceModel
+	RecordType    string
+	SchemaVersion string
+	// The resolved scope: scope keys and their values.
+	Scope MemoryScope
+	// What a write does.
+	Operation MemoryWriteOperation
+	RecordID  *string
+	// The record content.
+	Content jsontext.Value
+	// Where the record comes from.
+	Provenance jsontext.Value
+	Now        string
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objMemoryWriteRequest = wire.Object{
+	Required: []string{"package", "package_version", "space", "space_model", "record_type", "schema_version", "scope", "operation", "provenance", "now"},
+	Type:     "MemoryWriteRequest",
+}
+
+// UnmarshalJSONFrom decodes MemoryWriteRequest, checking required members, kinds and constraints.
+func (x *MemoryWriteRequest) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = MemoryWriteRequest{}
+	r := wire.ReadObject(dec, &objMemoryWriteRequest)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *MemoryWriteRequest) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "package":
+		return wire.Field(r, &x.Package, wire.StringFrom)
+	case "package_version":
+		return wire.Field(r, &x.PackageVersion, wire.StringFrom)
+	case "space":
+		return wire.Field(r, &x.Space, wire.StringFrom)
+	case "space_model":
+		return wire.Field(r, &x.SpaceModel, (*MemorySpaceModel).UnmarshalJSONFrom)
+	case "record_type":
+		return wire.Field(r, &x.RecordType, wire.StringFrom)
+	case "schema_version":
+		return wire.Field(r, &x.SchemaVersion, wire.StringFrom)
+	case "scope":
+		return wire.Field(r, &x.Scope, (*MemoryScope).UnmarshalJSONFrom)
+	case "operation":
+		return wire.Field(r, &x.Operation, (*MemoryWriteOperation).UnmarshalJSONFrom)
+	case "record_id":
+		return wire.Ptr(r, &x.RecordID, wire.StringFrom)
+	case "content":
+		return wire.Field(r, &x.Content, wire.RawFrom)
+	case "provenance":
+		return wire.Field(r, &x.Provenance, wire.RawFrom)
+	case "now":
+		return wire.Field(r, &x.Now, wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes MemoryWriteRequest, members in schema order, then Extra.
+func (x MemoryWriteRequest) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *MemoryWriteRequest) members(w *wire.ObjectWriter) {
+	wire.Put(w, "package", x.Package, wire.StringTo)
+	wire.Put(w, "package_version", x.PackageVersion, wire.StringTo)
+	wire.Put(w, "space", x.Space, wire.StringTo)
+	wire.Put(w, "space_model", x.SpaceModel, MemorySpaceModel.MarshalJSONTo)
+	wire.Put(w, "record_type", x.RecordType, wire.StringTo)
+	wire.Put(w, "schema_version", x.SchemaVersion, wire.StringTo)
+	wire.Put(w, "scope", x.Scope, MemoryScope.MarshalJSONTo)
+	wire.Put(w, "operation", x.Operation, MemoryWriteOperation.MarshalJSONTo)
+	wire.PutPtr(w, "record_id", x.RecordID, wire.StringTo)
+	wire.PutIf(w, "content", x.Content, x.Content != nil, wire.RawTo)
+	wire.Put(w, "provenance", x.Provenance, wire.RawTo)
+	wire.Put(w, "now", x.Now, wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x MemoryWriteRequest) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *MemoryWriteRequest) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The result of write. ok true must echo operation; ok false carries error.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// agentpm/service.schema.json#/$defs/memory_write_result.
+type MemoryWriteResult struct {
+	Ok             bool
+	Package        string
+	PackageVersion string
+	Space          string
+	// What a write does.
+	Operation *MemoryWriteOperation
+	RecordID  wire.Nullable[string]
+	// A stored Memory record.
+	Record                     wire.Nullable[StoredMemoryRecord]
+	EmbeddingRequests          *int64
+	EmbeddingRequestDurationMS *int64
+	SemanticEmbeddingError     *string
+	// A typed failure: not_found, capacity_exceeded, constraint_violation, record_type_mismatch,
+	// contract_violation (interpreted by the Harness); conflict, unsupported_capability,
+	// commit_failed.
+	Error *MemoryRuntimeFailure
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objMemoryWriteResult = wire.Object{
+	Required: []string{"ok", "package", "package_version", "space"},
+	Type:     "MemoryWriteResult",
+}
+
+// UnmarshalJSONFrom decodes MemoryWriteResult, checking required members, kinds and constraints.
+func (x *MemoryWriteResult) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = MemoryWriteResult{}
+	r := wire.ReadObject(dec, &objMemoryWriteResult)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *MemoryWriteResult) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "ok":
+		return wire.Field(r, &x.Ok, wire.BoolFrom)
+	case "package":
+		return wire.Field(r, &x.Package, wire.StringFrom)
+	case "package_version":
+		return wire.Field(r, &x.PackageVersion, wire.StringFrom)
+	case "space":
+		return wire.Field(r, &x.Space, wire.StringFrom)
+	case "operation":
+		return wire.Ptr(r, &x.Operation, (*MemoryWriteOperation).UnmarshalJSONFrom)
+	case "record_id":
+		return wire.Opt(r, &x.RecordID, wire.StringFrom)
+	case "record":
+		return wire.Opt(r, &x.Record, (*StoredMemoryRecord).UnmarshalJSONFrom)
+	case "embedding_requests":
+		return wire.Ptr(r, &x.EmbeddingRequests, readMemoryWriteResultEmbeddingRequests)
+	case "embedding_request_duration_ms":
+		return wire.Ptr(r, &x.EmbeddingRequestDurationMS, readMemoryWriteResultEmbeddingRequestDurationMS)
+	case "semantic_embedding_error":
+		return wire.Ptr(r, &x.SemanticEmbeddingError, wire.StringFrom)
+	case "error":
+		return wire.Ptr(r, &x.Error, (*MemoryRuntimeFailure).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes MemoryWriteResult, members in schema order, then Extra.
+func (x MemoryWriteResult) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *MemoryWriteResult) members(w *wire.ObjectWriter) {
+	wire.Put(w, "ok", x.Ok, wire.BoolTo)
+	wire.Put(w, "package", x.Package, wire.StringTo)
+	wire.Put(w, "package_version", x.PackageVersion, wire.StringTo)
+	wire.Put(w, "space", x.Space, wire.StringTo)
+	wire.PutPtr(w, "operation", x.Operation, MemoryWriteOperation.MarshalJSONTo)
+	wire.PutOpt(w, "record_id", x.RecordID, wire.StringTo)
+	wire.PutOpt(w, "record", x.Record, StoredMemoryRecord.MarshalJSONTo)
+	wire.PutPtr(w, "embedding_requests", x.EmbeddingRequests, wire.IntTo)
+	wire.PutPtr(w, "embedding_request_duration_ms", x.EmbeddingRequestDurationMS, wire.IntTo)
+	wire.PutPtr(w, "semantic_embedding_error", x.SemanticEmbeddingError, wire.StringTo)
+	wire.PutPtr(w, "error", x.Error, MemoryRuntimeFailure.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x MemoryWriteResult) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *MemoryWriteResult) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// A model service's capabilities.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// agentpm/service.schema.json#/$defs/model_capabilities.
+type ModelCapabilities struct {
+	// If present, must equal the configured provider id.
+	Provider *string
+	// If present, must equal the configured model id.
+	Model  *string
+	Models []string
+	// The service proposes semantic actions; the Run refuses a runtime without them.
+	//
+	// Schema default true (see GetSemanticActions); never written for you.
+	SemanticActions *bool
+	// The service produces structured output; the Run refuses a runtime without it.
+	//
+	// Schema default true (see GetStructuredOutput); never written for you.
+	StructuredOutput *bool
+	// Schema default false (see GetMultimodalInput); never written for you.
+	MultimodalInput     *bool
+	ContextWindowTokens *int64
+	// Schema default true (see GetUsageReporting); never written for you.
+	UsageReporting *bool
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objModelCapabilities = wire.Object{Type: "ModelCapabilities"}
+
+// GetSemanticActions returns SemanticActions, or its schema default true when absent.
+func (x *ModelCapabilities) GetSemanticActions() bool {
+	if x != nil && x.SemanticActions != nil {
+		return *x.SemanticActions
+	}
+	return true
+}
+
+// GetStructuredOutput returns StructuredOutput, or its schema default true when absent.
+func (x *ModelCapabilities) GetStructuredOutput() bool {
+	if x != nil && x.StructuredOutput != nil {
+		return *x.StructuredOutput
+	}
+	return true
+}
+
+// GetMultimodalInput returns MultimodalInput, or its schema default false when absent.
+func (x *ModelCapabilities) GetMultimodalInput() bool {
+	if x != nil && x.MultimodalInput != nil {
+		return *x.MultimodalInput
+	}
+	return false
+}
+
+// GetUsageReporting returns UsageReporting, or its schema default true when absent.
+func (x *ModelCapabilities) GetUsageReporting() bool {
+	if x != nil && x.UsageReporting != nil {
+		return *x.UsageReporting
+	}
+	return true
+}
+
+// UnmarshalJSONFrom decodes ModelCapabilities, checking required members, kinds and constraints.
+func (x *ModelCapabilities) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = ModelCapabilities{}
+	r := wire.ReadObject(dec, &objModelCapabilities)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *ModelCapabilities) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "provider":
+		return wire.Ptr(r, &x.Provider, wire.StringFrom)
+	case "model":
+		return wire.Ptr(r, &x.Model, wire.StringFrom)
+	case "models":
+		return wire.Field(r, &x.Models, readListOfString)
+	case "semantic_actions":
+		return wire.Ptr(r, &x.SemanticActions, wire.BoolFrom)
+	case "structured_output":
+		return wire.Ptr(r, &x.StructuredOutput, wire.BoolFrom)
+	case "multimodal_input":
+		return wire.Ptr(r, &x.MultimodalInput, wire.BoolFrom)
+	case "context_window_tokens":
+		return wire.Ptr(r, &x.ContextWindowTokens, readModelCapabilitiesContextWindowTokens)
+	case "usage_reporting":
+		return wire.Ptr(r, &x.UsageReporting, wire.BoolFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes ModelCapabilities, members in schema order, then Extra.
+func (x ModelCapabilities) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *ModelCapabilities) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "provider", x.Provider, wire.StringTo)
+	wire.PutPtr(w, "model", x.Model, wire.StringTo)
+	wire.PutIf(w, "models", x.Models, x.Models != nil, writeListOfString)
+	wire.PutPtr(w, "semantic_actions", x.SemanticActions, wire.BoolTo)
+	wire.PutPtr(w, "structured_output", x.StructuredOutput, wire.BoolTo)
+	wire.PutPtr(w, "multimodal_input", x.MultimodalInput, wire.BoolTo)
+	wire.PutPtr(w, "context_window_tokens", x.ContextWindowTokens, wire.IntTo)
+	wire.PutPtr(w, "usage_reporting", x.UsageReporting, wire.BoolTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x ModelCapabilities) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *ModelCapabilities) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The model role's handshake payload.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// agentpm/service.schema.json#/$defs/model_initialize.
+type ModelInitialize struct {
+	// The configured model provider id (model.provider).
+	RegistryID string
+	// The configured model id (model.model).
+	Model string
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objModelInitialize = wire.Object{
+	Required: []string{"role", "registry_id", "protocol_version", "model"},
+	Type:     "ModelInitialize",
+}
+
+// UnmarshalJSONFrom decodes ModelInitialize, checking required members, kinds and constraints.
+func (x *ModelInitialize) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = ModelInitialize{}
+	r := wire.ReadObject(dec, &objModelInitialize)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *ModelInitialize) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "role":
+		return wire.Const(r, "model", wire.StringFrom)
+	case "registry_id":
+		return wire.Field(r, &x.RegistryID, wire.StringFrom)
+	case "protocol_version":
+		return wire.Const(r, int64(1), wire.IntFrom)
+	case "model":
+		return wire.Field(r, &x.Model, wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes ModelInitialize, members in schema order, then Extra.
+func (x ModelInitialize) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *ModelInitialize) members(w *wire.ObjectWriter) {
+	wire.PutConst(w, "role", "model", wire.StringTo)
+	wire.Put(w, "registry_id", x.RegistryID, wire.StringTo)
+	wire.PutConst(w, "protocol_version", int64(1), wire.IntTo)
+	wire.Put(w, "model", x.Model, wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x ModelInitialize) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *ModelInitialize) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The prompt the Harness prepared.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// agentpm/service.schema.json#/$defs/model_prompt.
+type ModelPrompt struct {
+	Sections      []PromptSection
+	ActionAliases []ActionAlias
+	// How the current phase may complete.
+	Completion  PhaseCompletionContract
+	Diagnostics []string
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objModelPrompt = wire.Object{
+	Required: []string{"sections", "action_aliases", "completion", "diagnostics"},
+	Type:     "ModelPrompt",
+}
+
+// UnmarshalJSONFrom decodes ModelPrompt, checking required members, kinds and constraints.
+func (x *ModelPrompt) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = ModelPrompt{}
+	r := wire.ReadObject(dec, &objModelPrompt)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *ModelPrompt) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "sections":
+		return wire.Field(r, &x.Sections, readListOfPromptSection)
+	case "action_aliases":
+		return wire.Field(r, &x.ActionAliases, readListOfActionAlias)
+	case "completion":
+		return wire.Field(r, &x.Completion, (*PhaseCompletionContract).UnmarshalJSONFrom)
+	case "diagnostics":
+		return wire.Field(r, &x.Diagnostics, readListOfString)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes ModelPrompt, members in schema order, then Extra.
+func (x ModelPrompt) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *ModelPrompt) members(w *wire.ObjectWriter) {
+	wire.Put(w, "sections", x.Sections, writeListOfPromptSection)
+	wire.Put(w, "action_aliases", x.ActionAliases, writeListOfActionAlias)
+	wire.Put(w, "completion", x.Completion, PhaseCompletionContract.MarshalJSONTo)
+	wire.Put(w, "diagnostics", x.Diagnostics, writeListOfString)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x ModelPrompt) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *ModelPrompt) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The provider and model a request is for, with their options.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// agentpm/service.schema.json#/$defs/model_provider_selection.
+type ModelProviderSelection struct {
+	Provider string
+	Model    string
+	// Provider options, any JSON.
+	Options jsontext.Value
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objModelProviderSelection = wire.Object{
+	Required: []string{"provider", "model", "options"},
+	Type:     "ModelProviderSelection",
+}
+
+// UnmarshalJSONFrom decodes ModelProviderSelection, checking required members, kinds and constraints.
+func (x *ModelProviderSelection) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = ModelProviderSelection{}
+	r := wire.ReadObject(dec, &objModelProviderSelection)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *ModelProviderSelection) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "provider":
+		return wire.Field(r, &x.Provider, wire.StringFrom)
+	case "model":
+		return wire.Field(r, &x.Model, wire.StringFrom)
+	case "options":
+		return wire.Field(r, &x.Options, wire.RawFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes ModelProviderSelection, members in schema order, then Extra.
+func (x ModelProviderSelection) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *ModelProviderSelection) members(w *wire.ObjectWriter) {
+	wire.Put(w, "provider", x.Provider, wire.StringTo)
+	wire.Put(w, "model", x.Model, wire.StringTo)
+	wire.Put(w, "options", x.Options, wire.RawTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x ModelProviderSelection) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *ModelProviderSelection) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The model service's handshake result. The Harness reads the capabilities from capabilities, or from
+// the result itself when capabilities is absent.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// agentpm/service.schema.json#/$defs/model_readiness.
+type ModelReadiness struct {
+	// If present, must equal the requested registry id.
+	RegistryID *string
+	// false: the service is unavailable.
+	Ready           *bool
+	Role            *string
+	ProtocolVersion *int64
+	// If present, must equal the configured model id.
+	Model *string
+	// A model service's capabilities.
+	Capabilities *ModelCapabilities
+	// The service proposes semantic actions; the Run refuses a runtime without them.
+	//
+	// Schema default true (see GetSemanticActions); never written for you.
+	SemanticActions *bool
+	// The service produces structured output; the Run refuses a runtime without it.
+	//
+	// Schema default true (see GetStructuredOutput); never written for you.
+	StructuredOutput *bool
+	// Schema default false (see GetMultimodalInput); never written for you.
+	MultimodalInput     *bool
+	ContextWindowTokens *int64
+	// Schema default true (see GetUsageReporting); never written for you.
+	UsageReporting *bool
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objModelReadiness = wire.Object{Type: "ModelReadiness"}
+
+// GetSemanticActions returns SemanticActions, or its schema default true when absent.
+func (x *ModelReadiness) GetSemanticActions() bool {
+	if x != nil && x.SemanticActions != nil {
+		return *x.SemanticActions
+	}
+	return true
+}
+
+// GetStructuredOutput returns StructuredOutput, or its schema default true when absent.
+func (x *ModelReadiness) GetStructuredOutput() bool {
+	if x != nil && x.StructuredOutput != nil {
+		return *x.StructuredOutput
+	}
+	return true
+}
+
+// GetMultimodalInput returns MultimodalInput, or its schema default false when absent.
+func (x *ModelReadiness) GetMultimodalInput() bool {
+	if x != nil && x.MultimodalInput != nil {
+		return *x.MultimodalInput
+	}
+	return false
+}
+
+// GetUsageReporting returns UsageReporting, or its schema default true when absent.
+func (x *ModelReadiness) GetUsageReporting() bool {
+	if x != nil && x.UsageReporting != nil {
+		return *x.UsageReporting
+	}
+	return true
+}
+
+// UnmarshalJSONFrom decodes ModelReadiness, checking required members, kinds and constraints.
+func (x *ModelReadiness) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = ModelReadiness{}
+	r := wire.ReadObject(dec, &objModelReadiness)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *ModelReadiness) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "registry_id":
+		return wire.Ptr(r, &x.RegistryID, wire.StringFrom)
+	case "ready":
+		return wire.Ptr(r, &x.Ready, wire.BoolFrom)
+	case "role":
+		return wire.Ptr(r, &x.Role, wire.StringFrom)
+	case "protocol_version":
+		return wire.Ptr(r, &x.ProtocolVersion, wire.IntFrom)
+	case "model":
+		return wire.Ptr(r, &x.Model, wire.StringFrom)
+	case "capabilities":
+		return wire.Ptr(r, &x.Capabilities, (*ModelCapabilities).UnmarshalJSONFrom)
+	case "semantic_actions":
+		return wire.Ptr(r, &x.SemanticActions, wire.BoolFrom)
+	case "structured_output":
+		return wire.Ptr(r, &x.StructuredOutput, wire.BoolFrom)
+	case "multimodal_input":
+		return wire.Ptr(r, &x.MultimodalInput, wire.BoolFrom)
+	case "context_window_tokens":
+		return wire.Ptr(r, &x.ContextWindowTokens, readModelReadinessContextWindowTokens)
+	case "usage_reporting":
+		return wire.Ptr(r, &x.UsageReporting, wire.BoolFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes ModelReadiness, members in schema order, then Extra.
+func (x ModelReadiness) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *ModelReadiness) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "registry_id", x.RegistryID, wire.StringTo)
+	wire.PutPtr(w, "ready", x.Ready, wire.BoolTo)
+	wire.PutPtr(w, "role", x.Role, wire.StringTo)
+	wire.PutPtr(w, "protocol_version", x.ProtocolVersion, wire.IntTo)
+	wire.PutPtr(w, "model", x.Model, wire.StringTo)
+	wire.PutPtr(w, "capabilities", x.Capabilities, ModelCapabilities.MarshalJSONTo)
+	wire.PutPtr(w, "semantic_actions", x.SemanticActions, wire.BoolTo)
+	wire.PutPtr(w, "structured_output", x.StructuredOutput, wire.BoolTo)
+	wire.PutPtr(w, "multimodal_input", x.MultimodalInput, wire.BoolTo)
+	wire.PutPtr(w, "context_window_tokens", x.ContextWindowTokens, wire.IntTo)
+	wire.PutPtr(w, "usage_reporting", x.UsageReporting, wire.BoolTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x ModelReadiness) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *ModelReadiness) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// What the model is asked for in one turn.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// agentpm/service.schema.json#/$defs/model_request.
+type ModelRequest struct {
+	// A snapshot of the runtime (session_id, workspace_root, state_dir, agent, loop_package,
+	// package_graph, tools, skills, knowledge, memory, capability_candidates, model, ...).
+	Runtime jsontext.Value
+	// The provider and model a request is for, with their options.
+	Model *ModelProviderSelection
+	// The prompt the Harness prepared.
+	Prompt            ModelPrompt
+	OrderedTurns      []ModelRequestTurn
+	RunID             string
+	PhaseExecutionID  string
+	PhaseID           string
+	PhaseObjective    string
+	RunInput          string
+	PriorPhaseResults []jsontext.Value
+	Transcript        []jsontext.Value
+	EffectivePhase    jsontext.Value
+	RepairFeedback    *string
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objModelRequest = wire.Object{
+	Required: []string{"runtime", "model", "prompt", "run_id", "phase_execution_id", "phase_id", "phase_objective", "run_input", "prior_phase_results", "transcript", "effective_phase", "repair_feedback"},
+	Type:     "ModelRequest",
+}
+
+// UnmarshalJSONFrom decodes ModelRequest, checking required members, kinds and constraints.
+func (x *ModelRequest) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = ModelRequest{}
+	r := wire.ReadObject(dec, &objModelRequest)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *ModelRequest) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "runtime":
+		return wire.Field(r, &x.Runtime, wire.RawObjectFrom)
+	case "model":
+		return wire.NullPtr(r, &x.Model, (*ModelProviderSelection).UnmarshalJSONFrom)
+	case "prompt":
+		return wire.Field(r, &x.Prompt, (*ModelPrompt).UnmarshalJSONFrom)
+	case "ordered_turns":
+		return wire.Field(r, &x.OrderedTurns, readListOfModelRequestTurn)
+	case "run_id":
+		return wire.Field(r, &x.RunID, wire.StringFrom)
+	case "phase_execution_id":
+		return wire.Field(r, &x.PhaseExecutionID, wire.StringFrom)
+	case "phase_id":
+		return wire.Field(r, &x.PhaseID, wire.StringFrom)
+	case "phase_objective":
+		return wire.Field(r, &x.PhaseObjective, wire.StringFrom)
+	case "run_input":
+		return wire.Field(r, &x.RunInput, wire.StringFrom)
+	case "prior_phase_results":
+		return wire.Field(r, &x.PriorPhaseResults, readListOfRawObject)
+	case "transcript":
+		return wire.Field(r, &x.Transcript, readListOfRawObject)
+	case "effective_phase":
+		return wire.Field(r, &x.EffectivePhase, wire.RawObjectFrom)
+	case "repair_feedback":
+		return wire.NullPtr(r, &x.RepairFeedback, wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes ModelRequest, members in schema order, then Extra.
+func (x ModelRequest) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *ModelRequest) members(w *wire.ObjectWriter) {
+	wire.Put(w, "runtime", x.Runtime, wire.RawTo)
+	wire.PutNullPtr(w, "model", x.Model, ModelProviderSelection.MarshalJSONTo)
+	wire.Put(w, "prompt", x.Prompt, ModelPrompt.MarshalJSONTo)
+	wire.PutIf(w, "ordered_turns", x.OrderedTurns, x.OrderedTurns != nil, writeListOfModelRequestTurn)
+	wire.Put(w, "run_id", x.RunID, wire.StringTo)
+	wire.Put(w, "phase_execution_id", x.PhaseExecutionID, wire.StringTo)
+	wire.Put(w, "phase_id", x.PhaseID, wire.StringTo)
+	wire.Put(w, "phase_objective", x.PhaseObjective, wire.StringTo)
+	wire.Put(w, "run_input", x.RunInput, wire.StringTo)
+	wire.Put(w, "prior_phase_results", x.PriorPhaseResults, writeListOfRawObject)
+	wire.Put(w, "transcript", x.Transcript, writeListOfRawObject)
+	wire.Put(w, "effective_phase", x.EffectivePhase, wire.RawTo)
+	wire.PutNullPtr(w, "repair_feedback", x.RepairFeedback, wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x ModelRequest) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *ModelRequest) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// One turn of the conversation so far; its other members depend on the kind and are kept as they are.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// agentpm/service.schema.json#/$defs/model_request_turn.
+type ModelRequestTurn struct {
+	// The kind of an ordered turn.
+	Kind ModelTurnKind
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objModelRequestTurn = wire.Object{
+	Required: []string{"kind"},
+	Type:     "ModelRequestTurn",
+}
+
+// UnmarshalJSONFrom decodes ModelRequestTurn, checking required members, kinds and constraints.
+func (x *ModelRequestTurn) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = ModelRequestTurn{}
+	r := wire.ReadObject(dec, &objModelRequestTurn)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *ModelRequestTurn) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "kind":
+		return wire.Field(r, &x.Kind, (*ModelTurnKind).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes ModelRequestTurn, members in schema order, then Extra.
+func (x ModelRequestTurn) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *ModelRequestTurn) members(w *wire.ObjectWriter) {
+	wire.Put(w, "kind", x.Kind, ModelTurnKind.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x ModelRequestTurn) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *ModelRequestTurn) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The result of generate: what the model said and the actions it proposes. The Harness parses it
+// strictly; unknown members are ignored there and kept here.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// agentpm/service.schema.json#/$defs/model_turn.
+type ModelTurn struct {
+	AssistantContent wire.Nullable[string]
+	Actions          []SemanticActionProposal
+	// Usage of a Run (or of one model turn). Every member is optional on input; the Harness writes
+	// them all.
+	Usage        *RunUsage
+	FinishReason wire.Nullable[string]
+	// Provider-specific metadata.
+	ProviderMetadata jsontext.Value
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objModelTurn = wire.Object{
+	Required: []string{"actions"},
+	Type:     "ModelTurn",
+}
+
+// UnmarshalJSONFrom decodes ModelTurn, checking required members, kinds and constraints.
+func (x *ModelTurn) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = ModelTurn{}
+	r := wire.ReadObject(dec, &objModelTurn)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *ModelTurn) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "assistant_content":
+		return wire.Opt(r, &x.AssistantContent, wire.StringFrom)
+	case "actions":
+		return wire.Field(r, &x.Actions, readListOfSemanticActionProposal)
+	case "usage":
+		return wire.Ptr(r, &x.Usage, (*RunUsage).UnmarshalJSONFrom)
+	case "finish_reason":
+		return wire.Opt(r, &x.FinishReason, wire.StringFrom)
+	case "provider_metadata":
+		return wire.Field(r, &x.ProviderMetadata, wire.RawObjectFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes ModelTurn, members in schema order, then Extra.
+func (x ModelTurn) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *ModelTurn) members(w *wire.ObjectWriter) {
+	wire.PutOpt(w, "assistant_content", x.AssistantContent, wire.StringTo)
+	wire.Put(w, "actions", x.Actions, writeListOfSemanticActionProposal)
+	wire.PutPtr(w, "usage", x.Usage, RunUsage.MarshalJSONTo)
+	wire.PutOpt(w, "finish_reason", x.FinishReason, wire.StringTo)
+	wire.PutIf(w, "provider_metadata", x.ProviderMetadata, x.ProviderMetadata != nil, wire.RawTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x ModelTurn) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *ModelTurn) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The kind of an ordered turn.
+//
+// Other values: A value this version does not know, kept as it is.
+//
+// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
+// from agentpm/service.schema.json#/$defs/model_turn_kind.
+type ModelTurnKind string
+
+// Known values of ModelTurnKind, in schema order.
+const (
+	ModelTurnKindUserInput            ModelTurnKind = "user_input"
+	ModelTurnKindAssistantContent     ModelTurnKind = "assistant_content"
+	ModelTurnKindSemanticActionCall   ModelTurnKind = "semantic_action_call"
+	ModelTurnKindSemanticActionResult ModelTurnKind = "semantic_action_result"
+	ModelTurnKindRepairFeedback       ModelTurnKind = "repair_feedback"
+)
+
+var valuesModelTurnKind = []ModelTurnKind{ModelTurnKindUserInput, ModelTurnKindAssistantContent, ModelTurnKindSemanticActionCall, ModelTurnKindSemanticActionResult, ModelTurnKindRepairFeedback}
+
+// Known reports whether x is one of the values the schema lists.
+func (x ModelTurnKind) Known() bool {
+	return slices.Contains(valuesModelTurnKind, x)
+}
+
+// UnmarshalJSONFrom decodes ModelTurnKind, keeping any value.
+func (x *ModelTurnKind) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	return wire.StringEnum(dec, x, "ModelTurnKind", valuesModelTurnKind, true)
+}
+
+// MarshalJSONTo encodes ModelTurnKind.
+func (x ModelTurnKind) MarshalJSONTo(enc *jsontext.Encoder) error {
+	return wire.WriteStringEnum(enc, x, "ModelTurnKind", valuesModelTurnKind, true)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x ModelTurnKind) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *ModelTurnKind) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// How the current phase may complete.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// agentpm/service.schema.json#/$defs/phase_completion_contract.
+type PhaseCompletionContract struct {
+	PhaseID          *string
+	ExplicitOutcomes []string
+	ImplicitComplete *bool
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objPhaseCompletionContract = wire.Object{Type: "PhaseCompletionContract"}
+
+// UnmarshalJSONFrom decodes PhaseCompletionContract, checking required members, kinds and constraints.
+func (x *PhaseCompletionContract) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = PhaseCompletionContract{}
+	r := wire.ReadObject(dec, &objPhaseCompletionContract)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *PhaseCompletionContract) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "phase_id":
+		return wire.Ptr(r, &x.PhaseID, wire.StringFrom)
+	case "explicit_outcomes":
+		return wire.Field(r, &x.ExplicitOutcomes, readListOfString)
+	case "implicit_complete":
+		return wire.Ptr(r, &x.ImplicitComplete, wire.BoolFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes PhaseCompletionContract, members in schema order, then Extra.
+func (x PhaseCompletionContract) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *PhaseCompletionContract) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "phase_id", x.PhaseID, wire.StringTo)
+	wire.PutIf(w, "explicit_outcomes", x.ExplicitOutcomes, x.ExplicitOutcomes != nil, writeListOfString)
+	wire.PutPtr(w, "implicit_complete", x.ImplicitComplete, wire.BoolTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x PhaseCompletionContract) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *PhaseCompletionContract) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// One numbered section of the prompt.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// agentpm/service.schema.json#/$defs/prompt_section.
+type PromptSection struct {
+	Number  int64
+	Title   string
+	Content string
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objPromptSection = wire.Object{
+	Required: []string{"number", "title", "content"},
+	Type:     "PromptSection",
+}
+
+// UnmarshalJSONFrom decodes PromptSection, checking required members, kinds and constraints.
+func (x *PromptSection) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = PromptSection{}
+	r := wire.ReadObject(dec, &objPromptSection)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *PromptSection) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "number":
+		return wire.Field(r, &x.Number, readPromptSectionNumber)
+	case "title":
+		return wire.Field(r, &x.Title, wire.StringFrom)
+	case "content":
+		return wire.Field(r, &x.Content, wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes PromptSection, members in schema order, then Extra.
+func (x PromptSection) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *PromptSection) members(w *wire.ObjectWriter) {
+	wire.Put(w, "number", x.Number, wire.IntTo)
+	wire.Put(w, "title", x.Title, wire.StringTo)
+	wire.Put(w, "content", x.Content, wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x PromptSection) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *PromptSection) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Payload of the approval role's request_approval request.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// agentpm/service.schema.json#/$defs/request_approval_payload.
+type RequestApprovalPayload struct {
+	// An approval checkpoint of the loop.
+	Checkpoint LoopCheckpoint
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objRequestApprovalPayload = wire.Object{
+	Required: []string{"checkpoint"},
+	Type:     "RequestApprovalPayload",
+}
+
+// UnmarshalJSONFrom decodes RequestApprovalPayload, checking required members, kinds and constraints.
+func (x *RequestApprovalPayload) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = RequestApprovalPayload{}
+	r := wire.ReadObject(dec, &objRequestApprovalPayload)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *RequestApprovalPayload) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "checkpoint":
+		return wire.Field(r, &x.Checkpoint, (*LoopCheckpoint).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes RequestApprovalPayload, members in schema order, then Extra.
+func (x RequestApprovalPayload) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *RequestApprovalPayload) members(w *wire.ObjectWriter) {
+	wire.Put(w, "checkpoint", x.Checkpoint, LoopCheckpoint.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x RequestApprovalPayload) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *RequestApprovalPayload) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// A retrieval result as a hook replaces it.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// agentpm/service.schema.json#/$defs/retrieval_result_patch.
+type RetrievalResultPatch struct {
+	ChunkID  string
+	SourceID string
+	Text     *string
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objRetrievalResultPatch = wire.Object{
+	Required: []string{"chunk_id", "source_id"},
+	Type:     "RetrievalResultPatch",
+}
+
+// UnmarshalJSONFrom decodes RetrievalResultPatch, checking required members, kinds and constraints.
+func (x *RetrievalResultPatch) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = RetrievalResultPatch{}
+	r := wire.ReadObject(dec, &objRetrievalResultPatch)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *RetrievalResultPatch) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "chunk_id":
+		return wire.Field(r, &x.ChunkID, wire.StringFrom)
+	case "source_id":
+		return wire.Field(r, &x.SourceID, wire.StringFrom)
+	case "text":
+		return wire.Ptr(r, &x.Text, wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes RetrievalResultPatch, members in schema order, then Extra.
+func (x RetrievalResultPatch) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *RetrievalResultPatch) members(w *wire.ObjectWriter) {
+	wire.Put(w, "chunk_id", x.ChunkID, wire.StringTo)
+	wire.Put(w, "source_id", x.SourceID, wire.StringTo)
+	wire.PutPtr(w, "text", x.Text, wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x RetrievalResultPatch) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *RetrievalResultPatch) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
 // Payload of the knowledge role's retrieve request.
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
@@ -1772,36 +8948,1303 @@ func (x *RetrievePayload) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
+// Usage of a Run (or of one model turn). Every member is optional on input; the Harness writes them
+// all.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// agentpm/service.schema.json#/$defs/run_usage.
+type RunUsage struct {
+	ModelCalls *int64
+	// Token counts; null when unknown.
+	Tokens                  *TokenUsage
+	AcceptedSemanticActions *int64
+	ToolCalls               *int64
+	ToolRetries             *int64
+	KnowledgeRequests       *int64
+	MemoryRequests          *int64
+	EmbeddingRequests       *int64
+	DurationMS              wire.Nullable[int64]
+	// Cost; null when unknown.
+	Cost *CostUsage
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objRunUsage = wire.Object{Type: "RunUsage"}
+
+// UnmarshalJSONFrom decodes RunUsage, checking required members, kinds and constraints.
+func (x *RunUsage) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = RunUsage{}
+	r := wire.ReadObject(dec, &objRunUsage)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *RunUsage) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "model_calls":
+		return wire.Ptr(r, &x.ModelCalls, readRunUsageModelCalls)
+	case "tokens":
+		return wire.Ptr(r, &x.Tokens, (*TokenUsage).UnmarshalJSONFrom)
+	case "accepted_semantic_actions":
+		return wire.Ptr(r, &x.AcceptedSemanticActions, readRunUsageAcceptedSemanticActions)
+	case "tool_calls":
+		return wire.Ptr(r, &x.ToolCalls, readRunUsageToolCalls)
+	case "tool_retries":
+		return wire.Ptr(r, &x.ToolRetries, readRunUsageToolRetries)
+	case "knowledge_requests":
+		return wire.Ptr(r, &x.KnowledgeRequests, readRunUsageKnowledgeRequests)
+	case "memory_requests":
+		return wire.Ptr(r, &x.MemoryRequests, readRunUsageMemoryRequests)
+	case "embedding_requests":
+		return wire.Ptr(r, &x.EmbeddingRequests, readRunUsageEmbeddingRequests)
+	case "duration_ms":
+		return wire.Opt(r, &x.DurationMS, readRunUsageDurationMS)
+	case "cost":
+		return wire.Ptr(r, &x.Cost, (*CostUsage).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes RunUsage, members in schema order, then Extra.
+func (x RunUsage) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *RunUsage) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "model_calls", x.ModelCalls, wire.IntTo)
+	wire.PutPtr(w, "tokens", x.Tokens, TokenUsage.MarshalJSONTo)
+	wire.PutPtr(w, "accepted_semantic_actions", x.AcceptedSemanticActions, wire.IntTo)
+	wire.PutPtr(w, "tool_calls", x.ToolCalls, wire.IntTo)
+	wire.PutPtr(w, "tool_retries", x.ToolRetries, wire.IntTo)
+	wire.PutPtr(w, "knowledge_requests", x.KnowledgeRequests, wire.IntTo)
+	wire.PutPtr(w, "memory_requests", x.MemoryRequests, wire.IntTo)
+	wire.PutPtr(w, "embedding_requests", x.EmbeddingRequests, wire.IntTo)
+	wire.PutOpt(w, "duration_ms", x.DurationMS, wire.IntTo)
+	wire.PutPtr(w, "cost", x.Cost, CostUsage.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x RunUsage) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *RunUsage) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// An action the model proposes, told apart by type. The Harness's own tool calls are spelled
+// agent_pm_tool on the wire (action kinds elsewhere say agentpm_tool). A type this version does not
+// know is kept verbatim.
+//
+// The member "type" selects the variant; exactly one variant field is set, or Unknown for a value this
+// version does not know (kept verbatim, never decoded as another variant). Generated from
+// agentpm/service.schema.json#/$defs/semantic_action.
+type SemanticAction struct {
+	// Call an AgentPM Tool.
+	//
+	// Set when type is "agent_pm_tool".
+	AgentPmTool *SemanticActionAgentPmTool
+	// Call a tool of an imported MCP server.
+	//
+	// Set when type is "external_mcp_tool".
+	ExternalMCPTool *SemanticActionExternalMCPTool
+	// Read a Skill's resource.
+	//
+	// Set when type is "skill_resource_read".
+	SkillResourceRead *SemanticActionSkillResourceRead
+	// Retrieve from a Knowledge package.
+	//
+	// Set when type is "knowledge_request".
+	KnowledgeRequest *SemanticActionKnowledgeRequest
+	// Read Memory records.
+	//
+	// Set when type is "memory_read".
+	MemoryRead *SemanticActionMemoryRead
+	// Write a Memory record.
+	//
+	// Set when type is "memory_write".
+	MemoryWrite *SemanticActionMemoryWrite
+	// Complete the current phase.
+	//
+	// Set when type is "phase_completion".
+	PhaseCompletion *SemanticActionPhaseCompletion
+	// Unknown holds, verbatim, an object whose type names no variant this version knows.
+	Unknown jsontext.Value
+}
+
+var unionSemanticAction = wire.Union{
+	Tag:  "type",
+	Type: "SemanticAction",
+	Variants: []wire.Variant{{
+		Object: &objSemanticActionAgentPmTool,
+		Tag:    "agent_pm_tool",
+	}, {
+		Object: &objSemanticActionExternalMCPTool,
+		Tag:    "external_mcp_tool",
+	}, {
+		Object: &objSemanticActionSkillResourceRead,
+		Tag:    "skill_resource_read",
+	}, {
+		Object: &objSemanticActionKnowledgeRequest,
+		Tag:    "knowledge_request",
+	}, {
+		Object: &objSemanticActionMemoryRead,
+		Tag:    "memory_read",
+	}, {
+		Object: &objSemanticActionMemoryWrite,
+		Tag:    "memory_write",
+	}, {
+		Object: &objSemanticActionPhaseCompletion,
+		Tag:    "phase_completion",
+	}},
+}
+
+// Tag returns type: the set variant's, or the one Unknown carries ("" for none, or for the default variant).
+func (x SemanticAction) Tag() string {
+	switch {
+	case x.AgentPmTool != nil:
+		return "agent_pm_tool"
+	case x.ExternalMCPTool != nil:
+		return "external_mcp_tool"
+	case x.SkillResourceRead != nil:
+		return "skill_resource_read"
+	case x.KnowledgeRequest != nil:
+		return "knowledge_request"
+	case x.MemoryRead != nil:
+		return "memory_read"
+	case x.MemoryWrite != nil:
+		return "memory_write"
+	case x.PhaseCompletion != nil:
+		return "phase_completion"
+	}
+	return wire.UnknownTag(x.Unknown, "type")
+}
+
+// UnmarshalJSONFrom decodes SemanticAction in one pass, streaming members into the variant once it is chosen.
+func (x *SemanticAction) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = SemanticAction{}
+	r := wire.ReadUnion(dec, &unionSemanticAction)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.EndUnion(&x.Unknown)
+}
+
+func (x *SemanticAction) member(r *wire.ObjectReader) error {
+	switch r.Variant() {
+	case 0:
+		return wire.New(&x.AgentPmTool).member(r)
+	case 1:
+		return wire.New(&x.ExternalMCPTool).member(r)
+	case 2:
+		return wire.New(&x.SkillResourceRead).member(r)
+	case 3:
+		return wire.New(&x.KnowledgeRequest).member(r)
+	case 4:
+		return wire.New(&x.MemoryRead).member(r)
+	case 5:
+		return wire.New(&x.MemoryWrite).member(r)
+	case 6:
+		return wire.New(&x.PhaseCompletion).member(r)
+	}
+	return nil
+}
+
+// MarshalJSONTo encodes the variant that is set, its tag first, or Unknown as it arrived.
+func (x SemanticAction) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	switch {
+	case x.AgentPmTool != nil:
+		w.Tag("type", "agent_pm_tool")
+		x.AgentPmTool.members(&w)
+	case x.ExternalMCPTool != nil:
+		w.Tag("type", "external_mcp_tool")
+		x.ExternalMCPTool.members(&w)
+	case x.SkillResourceRead != nil:
+		w.Tag("type", "skill_resource_read")
+		x.SkillResourceRead.members(&w)
+	case x.KnowledgeRequest != nil:
+		w.Tag("type", "knowledge_request")
+		x.KnowledgeRequest.members(&w)
+	case x.MemoryRead != nil:
+		w.Tag("type", "memory_read")
+		x.MemoryRead.members(&w)
+	case x.MemoryWrite != nil:
+		w.Tag("type", "memory_write")
+		x.MemoryWrite.members(&w)
+	case x.PhaseCompletion != nil:
+		w.Tag("type", "phase_completion")
+		x.PhaseCompletion.members(&w)
+	default:
+		return wire.WriteUnknown(enc, "SemanticAction", x.Unknown)
+	}
+	return w.End()
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x SemanticAction) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *SemanticAction) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Call an AgentPM Tool.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// agentpm/service.schema.json#/$defs/semantic_action/oneOf/0.
+type SemanticActionAgentPmTool struct {
+	Tool string
+	// The tool input, any JSON.
+	Arguments jsontext.Value
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objSemanticActionAgentPmTool = wire.Object{
+	Required: []string{"tool", "arguments"},
+	Type:     "SemanticActionAgentPmTool",
+}
+
+// UnmarshalJSONFrom decodes SemanticActionAgentPmTool, checking required members, kinds and constraints.
+func (x *SemanticActionAgentPmTool) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = SemanticActionAgentPmTool{}
+	r := wire.ReadObject(dec, &objSemanticActionAgentPmTool)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *SemanticActionAgentPmTool) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "tool":
+		return wire.Field(r, &x.Tool, wire.StringFrom)
+	case "arguments":
+		return wire.Field(r, &x.Arguments, wire.RawFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes SemanticActionAgentPmTool, members in schema order, then Extra.
+func (x SemanticActionAgentPmTool) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *SemanticActionAgentPmTool) members(w *wire.ObjectWriter) {
+	wire.Put(w, "tool", x.Tool, wire.StringTo)
+	wire.Put(w, "arguments", x.Arguments, wire.RawTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x SemanticActionAgentPmTool) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *SemanticActionAgentPmTool) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Call a tool of an imported MCP server.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// agentpm/service.schema.json#/$defs/semantic_action/oneOf/1.
+type SemanticActionExternalMCPTool struct {
+	Server string
+	Tool   string
+	// The tool input, any JSON.
+	Arguments jsontext.Value
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objSemanticActionExternalMCPTool = wire.Object{
+	Required: []string{"server", "tool", "arguments"},
+	Type:     "SemanticActionExternalMCPTool",
+}
+
+// UnmarshalJSONFrom decodes SemanticActionExternalMCPTool, checking required members, kinds and constraints.
+func (x *SemanticActionExternalMCPTool) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = SemanticActionExternalMCPTool{}
+	r := wire.ReadObject(dec, &objSemanticActionExternalMCPTool)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *SemanticActionExternalMCPTool) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "server":
+		return wire.Field(r, &x.Server, wire.StringFrom)
+	case "tool":
+		return wire.Field(r, &x.Tool, wire.StringFrom)
+	case "arguments":
+		return wire.Field(r, &x.Arguments, wire.RawFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes SemanticActionExternalMCPTool, members in schema order, then Extra.
+func (x SemanticActionExternalMCPTool) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *SemanticActionExternalMCPTool) members(w *wire.ObjectWriter) {
+	wire.Put(w, "server", x.Server, wire.StringTo)
+	wire.Put(w, "tool", x.Tool, wire.StringTo)
+	wire.Put(w, "arguments", x.Arguments, wire.RawTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x SemanticActionExternalMCPTool) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *SemanticActionExternalMCPTool) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Retrieve from a Knowledge package.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// agentpm/service.schema.json#/$defs/semantic_action/oneOf/3.
+type SemanticActionKnowledgeRequest struct {
+	Package         string
+	Mode            *KnowledgeRequestMode
+	Document        *string
+	Query           *string
+	TopK            *int64
+	ScoreThreshold  *float64
+	ReturnCitations *bool
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objSemanticActionKnowledgeRequest = wire.Object{
+	Required: []string{"package"},
+	Type:     "SemanticActionKnowledgeRequest",
+}
+
+// UnmarshalJSONFrom decodes SemanticActionKnowledgeRequest, checking required members, kinds and constraints.
+func (x *SemanticActionKnowledgeRequest) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = SemanticActionKnowledgeRequest{}
+	r := wire.ReadObject(dec, &objSemanticActionKnowledgeRequest)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *SemanticActionKnowledgeRequest) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "package":
+		return wire.Field(r, &x.Package, wire.StringFrom)
+	case "mode":
+		return wire.Ptr(r, &x.Mode, (*KnowledgeRequestMode).UnmarshalJSONFrom)
+	case "document":
+		return wire.Ptr(r, &x.Document, wire.StringFrom)
+	case "query":
+		return wire.Ptr(r, &x.Query, wire.StringFrom)
+	case "top_k":
+		return wire.Ptr(r, &x.TopK, readSemanticActionKnowledgeRequestTopK)
+	case "score_threshold":
+		return wire.Ptr(r, &x.ScoreThreshold, wire.FloatFrom)
+	case "return_citations":
+		return wire.Ptr(r, &x.ReturnCitations, wire.BoolFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes SemanticActionKnowledgeRequest, members in schema order, then Extra.
+func (x SemanticActionKnowledgeRequest) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *SemanticActionKnowledgeRequest) members(w *wire.ObjectWriter) {
+	wire.Put(w, "package", x.Package, wire.StringTo)
+	wire.PutPtr(w, "mode", x.Mode, KnowledgeRequestMode.MarshalJSONTo)
+	wire.PutPtr(w, "document", x.Document, wire.StringTo)
+	wire.PutPtr(w, "query", x.Query, wire.StringTo)
+	wire.PutPtr(w, "top_k", x.TopK, wire.IntTo)
+	wire.PutPtr(w, "score_threshold", x.ScoreThreshold, wire.FloatTo)
+	wire.PutPtr(w, "return_citations", x.ReturnCitations, wire.BoolTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x SemanticActionKnowledgeRequest) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *SemanticActionKnowledgeRequest) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Read Memory records.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// agentpm/service.schema.json#/$defs/semantic_action/oneOf/4.
+type SemanticActionMemoryRead struct {
+	Package string
+	Space   string
+	// How records are read.
+	Mode       MemoryReadMode
+	RecordID   *string
+	RecordType *string
+	// Conjunctive filter: dot paths to values.
+	Filter jsontext.Value
+	Query  *string
+	Limit  *int64
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objSemanticActionMemoryRead = wire.Object{
+	Required: []string{"package", "space", "mode"},
+	Type:     "SemanticActionMemoryRead",
+}
+
+// UnmarshalJSONFrom decodes SemanticActionMemoryRead, checking required members, kinds and constraints.
+func (x *SemanticActionMemoryRead) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = SemanticActionMemoryRead{}
+	r := wire.ReadObject(dec, &objSemanticActionMemoryRead)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *SemanticActionMemoryRead) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "package":
+		return wire.Field(r, &x.Package, wire.StringFrom)
+	case "space":
+		return wire.Field(r, &x.Space, wire.StringFrom)
+	case "mode":
+		return wire.Field(r, &x.Mode, (*MemoryReadMode).UnmarshalJSONFrom)
+	case "record_id":
+		return wire.Ptr(r, &x.RecordID, wire.StringFrom)
+	case "record_type":
+		return wire.Ptr(r, &x.RecordType, wire.StringFrom)
+	case "filter":
+		return wire.Field(r, &x.Filter, wire.RawObjectFrom)
+	case "query":
+		return wire.Ptr(r, &x.Query, wire.StringFrom)
+	case "limit":
+		return wire.Ptr(r, &x.Limit, readSemanticActionMemoryReadLimit)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes SemanticActionMemoryRead, members in schema order, then Extra.
+func (x SemanticActionMemoryRead) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *SemanticActionMemoryRead) members(w *wire.ObjectWriter) {
+	wire.Put(w, "package", x.Package, wire.StringTo)
+	wire.Put(w, "space", x.Space, wire.StringTo)
+	wire.Put(w, "mode", x.Mode, MemoryReadMode.MarshalJSONTo)
+	wire.PutPtr(w, "record_id", x.RecordID, wire.StringTo)
+	wire.PutPtr(w, "record_type", x.RecordType, wire.StringTo)
+	wire.PutIf(w, "filter", x.Filter, x.Filter != nil, wire.RawTo)
+	wire.PutPtr(w, "query", x.Query, wire.StringTo)
+	wire.PutPtr(w, "limit", x.Limit, wire.IntTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x SemanticActionMemoryRead) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *SemanticActionMemoryRead) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Write a Memory record.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// agentpm/service.schema.json#/$defs/semantic_action/oneOf/5.
+type SemanticActionMemoryWrite struct {
+	Package string
+	Space   string
+	// What a write does.
+	Operation  MemoryWriteOperation
+	RecordType string
+	RecordID   *string
+	// The record content, any JSON.
+	Content jsontext.Value
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objSemanticActionMemoryWrite = wire.Object{
+	Required: []string{"package", "space", "operation", "record_type"},
+	Type:     "SemanticActionMemoryWrite",
+}
+
+// UnmarshalJSONFrom decodes SemanticActionMemoryWrite, checking required members, kinds and constraints.
+func (x *SemanticActionMemoryWrite) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = SemanticActionMemoryWrite{}
+	r := wire.ReadObject(dec, &objSemanticActionMemoryWrite)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *SemanticActionMemoryWrite) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "package":
+		return wire.Field(r, &x.Package, wire.StringFrom)
+	case "space":
+		return wire.Field(r, &x.Space, wire.StringFrom)
+	case "operation":
+		return wire.Field(r, &x.Operation, (*MemoryWriteOperation).UnmarshalJSONFrom)
+	case "record_type":
+		return wire.Field(r, &x.RecordType, wire.StringFrom)
+	case "record_id":
+		return wire.Ptr(r, &x.RecordID, wire.StringFrom)
+	case "content":
+		return wire.Field(r, &x.Content, wire.RawFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes SemanticActionMemoryWrite, members in schema order, then Extra.
+func (x SemanticActionMemoryWrite) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *SemanticActionMemoryWrite) members(w *wire.ObjectWriter) {
+	wire.Put(w, "package", x.Package, wire.StringTo)
+	wire.Put(w, "space", x.Space, wire.StringTo)
+	wire.Put(w, "operation", x.Operation, MemoryWriteOperation.MarshalJSONTo)
+	wire.Put(w, "record_type", x.RecordType, wire.StringTo)
+	wire.PutPtr(w, "record_id", x.RecordID, wire.StringTo)
+	wire.PutIf(w, "content", x.Content, x.Content != nil, wire.RawTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x SemanticActionMemoryWrite) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *SemanticActionMemoryWrite) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Complete the current phase.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// agentpm/service.schema.json#/$defs/semantic_action/oneOf/6.
+type SemanticActionPhaseCompletion struct {
+	Outcome wire.Nullable[string]
+	// The phase output, any JSON.
+	Output jsontext.Value
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objSemanticActionPhaseCompletion = wire.Object{Type: "SemanticActionPhaseCompletion"}
+
+// UnmarshalJSONFrom decodes SemanticActionPhaseCompletion, checking required members, kinds and constraints.
+func (x *SemanticActionPhaseCompletion) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = SemanticActionPhaseCompletion{}
+	r := wire.ReadObject(dec, &objSemanticActionPhaseCompletion)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *SemanticActionPhaseCompletion) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "outcome":
+		return wire.Opt(r, &x.Outcome, wire.StringFrom)
+	case "output":
+		return wire.Field(r, &x.Output, wire.RawFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes SemanticActionPhaseCompletion, members in schema order, then Extra.
+func (x SemanticActionPhaseCompletion) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *SemanticActionPhaseCompletion) members(w *wire.ObjectWriter) {
+	wire.PutOpt(w, "outcome", x.Outcome, wire.StringTo)
+	wire.PutIf(w, "output", x.Output, x.Output != nil, wire.RawTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x SemanticActionPhaseCompletion) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *SemanticActionPhaseCompletion) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// A proposed action with the id the model gave it.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// agentpm/service.schema.json#/$defs/semantic_action_proposal.
+type SemanticActionProposal struct {
+	ID string
+	// An action the model proposes, told apart by type. The Harness's own tool calls are spelled
+	// agent_pm_tool on the wire (action kinds elsewhere say agentpm_tool). A type this version does
+	// not know is kept verbatim.
+	Action SemanticAction
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objSemanticActionProposal = wire.Object{
+	Required: []string{"id", "action"},
+	Type:     "SemanticActionProposal",
+}
+
+// UnmarshalJSONFrom decodes SemanticActionProposal, checking required members, kinds and constraints.
+func (x *SemanticActionProposal) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = SemanticActionProposal{}
+	r := wire.ReadObject(dec, &objSemanticActionProposal)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *SemanticActionProposal) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "id":
+		return wire.Field(r, &x.ID, wire.StringFrom)
+	case "action":
+		return wire.Field(r, &x.Action, (*SemanticAction).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes SemanticActionProposal, members in schema order, then Extra.
+func (x SemanticActionProposal) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *SemanticActionProposal) members(w *wire.ObjectWriter) {
+	wire.Put(w, "id", x.ID, wire.StringTo)
+	wire.Put(w, "action", x.Action, SemanticAction.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x SemanticActionProposal) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *SemanticActionProposal) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Read a Skill's resource.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// agentpm/service.schema.json#/$defs/semantic_action/oneOf/2.
+type SemanticActionSkillResourceRead struct {
+	Skill    string
+	Resource string
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objSemanticActionSkillResourceRead = wire.Object{
+	Required: []string{"skill", "resource"},
+	Type:     "SemanticActionSkillResourceRead",
+}
+
+// UnmarshalJSONFrom decodes SemanticActionSkillResourceRead, checking required members, kinds and constraints.
+func (x *SemanticActionSkillResourceRead) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = SemanticActionSkillResourceRead{}
+	r := wire.ReadObject(dec, &objSemanticActionSkillResourceRead)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *SemanticActionSkillResourceRead) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "skill":
+		return wire.Field(r, &x.Skill, wire.StringFrom)
+	case "resource":
+		return wire.Field(r, &x.Resource, wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes SemanticActionSkillResourceRead, members in schema order, then Extra.
+func (x SemanticActionSkillResourceRead) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *SemanticActionSkillResourceRead) members(w *wire.ObjectWriter) {
+	wire.Put(w, "skill", x.Skill, wire.StringTo)
+	wire.Put(w, "resource", x.Resource, wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x SemanticActionSkillResourceRead) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *SemanticActionSkillResourceRead) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The role a service implements. Roles this version does not know are kept.
+//
+// Other values: A value this version does not know, kept as it is.
+//
+// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
+// from agentpm/service.schema.json#/$defs/service_role.
+type ServiceRole string
+
+// Known values of ServiceRole, in schema order.
+const (
+	// Generates model turns (generate).
+	ServiceRoleModel ServiceRole = "model"
+	// Embeds text (embed).
+	ServiceRoleEmbedding ServiceRole = "embedding"
+	// Decides on the Harness's hook points (one method per hook id).
+	ServiceRoleHook ServiceRole = "hook"
+	// Retrieves from Knowledge packages (retrieve).
+	ServiceRoleKnowledge ServiceRole = "knowledge"
+	// Stores and reads Memory records (read, write, count, operation state, lifecycle commits).
+	ServiceRoleMemory ServiceRole = "memory"
+	// Decides on approval checkpoints (request_approval).
+	ServiceRoleApproval ServiceRole = "approval"
+)
+
+var valuesServiceRole = []ServiceRole{ServiceRoleModel, ServiceRoleEmbedding, ServiceRoleHook, ServiceRoleKnowledge, ServiceRoleMemory, ServiceRoleApproval}
+
+// Known reports whether x is one of the values the schema lists.
+func (x ServiceRole) Known() bool {
+	return slices.Contains(valuesServiceRole, x)
+}
+
+// UnmarshalJSONFrom decodes ServiceRole, keeping any value.
+func (x *ServiceRole) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	return wire.StringEnum(dec, x, "ServiceRole", valuesServiceRole, true)
+}
+
+// MarshalJSONTo encodes ServiceRole.
+func (x ServiceRole) MarshalJSONTo(enc *jsontext.Encoder) error {
+	return wire.WriteStringEnum(enc, x, "ServiceRole", valuesServiceRole, true)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x ServiceRole) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *ServiceRole) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Usage of a Session: a Run's counters summed, and the Runs started and completed.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// agentpm/service.schema.json#/$defs/session_usage.
+type SessionUsage struct {
+	ModelCalls *int64
+	// Token counts; null when unknown.
+	Tokens                  *TokenUsage
+	AcceptedSemanticActions *int64
+	ToolCalls               *int64
+	ToolRetries             *int64
+	KnowledgeRequests       *int64
+	MemoryRequests          *int64
+	EmbeddingRequests       *int64
+	DurationMS              wire.Nullable[int64]
+	// Cost; null when unknown.
+	Cost          *CostUsage
+	StartedRuns   *int64
+	CompletedRuns *int64
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objSessionUsage = wire.Object{Type: "SessionUsage"}
+
+// UnmarshalJSONFrom decodes SessionUsage, checking required members, kinds and constraints.
+func (x *SessionUsage) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = SessionUsage{}
+	r := wire.ReadObject(dec, &objSessionUsage)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *SessionUsage) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "model_calls":
+		return wire.Ptr(r, &x.ModelCalls, readSessionUsageModelCalls)
+	case "tokens":
+		return wire.Ptr(r, &x.Tokens, (*TokenUsage).UnmarshalJSONFrom)
+	case "accepted_semantic_actions":
+		return wire.Ptr(r, &x.AcceptedSemanticActions, readSessionUsageAcceptedSemanticActions)
+	case "tool_calls":
+		return wire.Ptr(r, &x.ToolCalls, readSessionUsageToolCalls)
+	case "tool_retries":
+		return wire.Ptr(r, &x.ToolRetries, readSessionUsageToolRetries)
+	case "knowledge_requests":
+		return wire.Ptr(r, &x.KnowledgeRequests, readSessionUsageKnowledgeRequests)
+	case "memory_requests":
+		return wire.Ptr(r, &x.MemoryRequests, readSessionUsageMemoryRequests)
+	case "embedding_requests":
+		return wire.Ptr(r, &x.EmbeddingRequests, readSessionUsageEmbeddingRequests)
+	case "duration_ms":
+		return wire.Opt(r, &x.DurationMS, readSessionUsageDurationMS)
+	case "cost":
+		return wire.Ptr(r, &x.Cost, (*CostUsage).UnmarshalJSONFrom)
+	case "started_runs":
+		return wire.Ptr(r, &x.StartedRuns, readSessionUsageStartedRuns)
+	case "completed_runs":
+		return wire.Ptr(r, &x.CompletedRuns, readSessionUsageCompletedRuns)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes SessionUsage, members in schema order, then Extra.
+func (x SessionUsage) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *SessionUsage) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "model_calls", x.ModelCalls, wire.IntTo)
+	wire.PutPtr(w, "tokens", x.Tokens, TokenUsage.MarshalJSONTo)
+	wire.PutPtr(w, "accepted_semantic_actions", x.AcceptedSemanticActions, wire.IntTo)
+	wire.PutPtr(w, "tool_calls", x.ToolCalls, wire.IntTo)
+	wire.PutPtr(w, "tool_retries", x.ToolRetries, wire.IntTo)
+	wire.PutPtr(w, "knowledge_requests", x.KnowledgeRequests, wire.IntTo)
+	wire.PutPtr(w, "memory_requests", x.MemoryRequests, wire.IntTo)
+	wire.PutPtr(w, "embedding_requests", x.EmbeddingRequests, wire.IntTo)
+	wire.PutOpt(w, "duration_ms", x.DurationMS, wire.IntTo)
+	wire.PutPtr(w, "cost", x.Cost, CostUsage.MarshalJSONTo)
+	wire.PutPtr(w, "started_runs", x.StartedRuns, wire.IntTo)
+	wire.PutPtr(w, "completed_runs", x.CompletedRuns, wire.IntTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x SessionUsage) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *SessionUsage) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// A stored Memory record.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// agentpm/service.schema.json#/$defs/stored_memory_record.
+type StoredMemoryRecord struct {
+	ID             string
+	Package        string
+	PackageVersion string
+	Space          string
+	// How a Memory space holds records.
+	SpaceModel    MemorySpaceModel
+	RecordType    string
+	SchemaVersion string
+	// The scope as compact JSON with sorted keys.
+	ScopeJSON string
+	// sha256:<hex of scope_json>.
+	ScopeHash string
+	// The record content.
+	Content jsontext.Value
+	// Where the record came from.
+	Provenance jsontext.Value
+	CreatedAt  string
+	UpdatedAt  string
+	ExpiresAt  wire.Nullable[string]
+	ArchivedAt wire.Nullable[string]
+	Ordinal    wire.Nullable[int64]
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objStoredMemoryRecord = wire.Object{
+	Required: []string{"id", "package", "package_version", "space", "space_model", "record_type", "schema_version", "scope_json", "scope_hash", "content", "provenance", "created_at", "updated_at"},
+	Type:     "StoredMemoryRecord",
+}
+
+// UnmarshalJSONFrom decodes StoredMemoryRecord, checking required members, kinds and constraints.
+func (x *StoredMemoryRecord) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = StoredMemoryRecord{}
+	r := wire.ReadObject(dec, &objStoredMemoryRecord)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *StoredMemoryRecord) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "id":
+		return wire.Field(r, &x.ID, wire.StringFrom)
+	case "package":
+		return wire.Field(r, &x.Package, wire.StringFrom)
+	case "package_version":
+		return wire.Field(r, &x.PackageVersion, wire.StringFrom)
+	case "space":
+		return wire.Field(r, &x.Space, wire.StringFrom)
+	case "space_model":
+		return wire.Field(r, &x.SpaceModel, (*MemorySpaceModel).UnmarshalJSONFrom)
+	case "record_type":
+		return wire.Field(r, &x.RecordType, wire.StringFrom)
+	case "schema_version":
+		return wire.Field(r, &x.SchemaVersion, wire.StringFrom)
+	case "scope_json":
+		return wire.Field(r, &x.ScopeJSON, wire.StringFrom)
+	case "scope_hash":
+		return wire.Field(r, &x.ScopeHash, wire.StringFrom)
+	case "content":
+		return wire.Field(r, &x.Content, wire.RawFrom)
+	case "provenance":
+		return wire.Field(r, &x.Provenance, wire.RawFrom)
+	case "created_at":
+		return wire.Field(r, &x.CreatedAt, wire.StringFrom)
+	case "updated_at":
+		return wire.Field(r, &x.UpdatedAt, wire.StringFrom)
+	case "expires_at":
+		return wire.Opt(r, &x.ExpiresAt, wire.StringFrom)
+	case "archived_at":
+		return wire.Opt(r, &x.ArchivedAt, wire.StringFrom)
+	case "ordinal":
+		return wire.Opt(r, &x.Ordinal, wire.IntFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes StoredMemoryRecord, members in schema order, then Extra.
+func (x StoredMemoryRecord) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *StoredMemoryRecord) members(w *wire.ObjectWriter) {
+	wire.Put(w, "id", x.ID, wire.StringTo)
+	wire.Put(w, "package", x.Package, wire.StringTo)
+	wire.Put(w, "package_version", x.PackageVersion, wire.StringTo)
+	wire.Put(w, "space", x.Space, wire.StringTo)
+	wire.Put(w, "space_model", x.SpaceModel, MemorySpaceModel.MarshalJSONTo)
+	wire.Put(w, "record_type", x.RecordType, wire.StringTo)
+	wire.Put(w, "schema_version", x.SchemaVersion, wire.StringTo)
+	wire.Put(w, "scope_json", x.ScopeJSON, wire.StringTo)
+	wire.Put(w, "scope_hash", x.ScopeHash, wire.StringTo)
+	wire.Put(w, "content", x.Content, wire.RawTo)
+	wire.Put(w, "provenance", x.Provenance, wire.RawTo)
+	wire.Put(w, "created_at", x.CreatedAt, wire.StringTo)
+	wire.Put(w, "updated_at", x.UpdatedAt, wire.StringTo)
+	wire.PutOpt(w, "expires_at", x.ExpiresAt, wire.StringTo)
+	wire.PutOpt(w, "archived_at", x.ArchivedAt, wire.StringTo)
+	wire.PutOpt(w, "ordinal", x.Ordinal, wire.IntTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x StoredMemoryRecord) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *StoredMemoryRecord) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Token counts; null when unknown.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// agentpm/service.schema.json#/$defs/token_usage.
+type TokenUsage struct {
+	InputTokens  wire.Nullable[int64]
+	OutputTokens wire.Nullable[int64]
+	TotalTokens  wire.Nullable[int64]
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objTokenUsage = wire.Object{Type: "TokenUsage"}
+
+// UnmarshalJSONFrom decodes TokenUsage, checking required members, kinds and constraints.
+func (x *TokenUsage) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = TokenUsage{}
+	r := wire.ReadObject(dec, &objTokenUsage)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *TokenUsage) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "input_tokens":
+		return wire.Opt(r, &x.InputTokens, readTokenUsageInputTokens)
+	case "output_tokens":
+		return wire.Opt(r, &x.OutputTokens, readTokenUsageOutputTokens)
+	case "total_tokens":
+		return wire.Opt(r, &x.TotalTokens, readTokenUsageTotalTokens)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes TokenUsage, members in schema order, then Extra.
+func (x TokenUsage) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *TokenUsage) members(w *wire.ObjectWriter) {
+	wire.PutOpt(w, "input_tokens", x.InputTokens, wire.IntTo)
+	wire.PutOpt(w, "output_tokens", x.OutputTokens, wire.IntTo)
+	wire.PutOpt(w, "total_tokens", x.TotalTokens, wire.IntTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x TokenUsage) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *TokenUsage) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// A tool offered to the model.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// agentpm/service.schema.json#/$defs/tool_candidate.
+type ToolCandidate struct {
+	CanonicalID string
+	Description string
+	Source      string
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objToolCandidate = wire.Object{
+	Required: []string{"canonical_id", "description", "source"},
+	Type:     "ToolCandidate",
+}
+
+// UnmarshalJSONFrom decodes ToolCandidate, checking required members, kinds and constraints.
+func (x *ToolCandidate) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = ToolCandidate{}
+	r := wire.ReadObject(dec, &objToolCandidate)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *ToolCandidate) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "canonical_id":
+		return wire.Field(r, &x.CanonicalID, wire.StringFrom)
+	case "description":
+		return wire.Field(r, &x.Description, wire.StringFrom)
+	case "source":
+		return wire.Field(r, &x.Source, wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes ToolCandidate, members in schema order, then Extra.
+func (x ToolCandidate) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *ToolCandidate) members(w *wire.ObjectWriter) {
+	wire.Put(w, "canonical_id", x.CanonicalID, wire.StringTo)
+	wire.Put(w, "description", x.Description, wire.StringTo)
+	wire.Put(w, "source", x.Source, wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x ToolCandidate) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *ToolCandidate) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
 // Readers and writers of composite and constrained values, built once.
 var (
-	readEmbedPayloadDimensions               = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
-	readListOfFloat                          = wire.ListFrom(wire.FloatFrom)
-	writeListOfFloat                         = wire.ListTo(wire.FloatTo)
-	readEmbedValuesDimensions                = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
-	readEmbedVectorDimensions                = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
-	readListOfEmbeddingSpace                 = wire.ListFrom((*EmbeddingSpace).UnmarshalJSONFrom)
-	readEmbeddingCapabilitiesEmbeddingSpaces = wire.WithinList(readListOfEmbeddingSpace, &wire.Limits{MinItems: wire.Count(1)})
-	writeListOfEmbeddingSpace                = wire.ListTo(EmbeddingSpace.MarshalJSONTo)
-	readEmbeddingReadinessEmbeddingSpaces    = wire.WithinList(readListOfEmbeddingSpace, &wire.Limits{MinItems: wire.Count(1)})
-	readEmbeddingSpaceProvider               = wire.Within(wire.StringFrom, &wire.Limits{MinLength: wire.Count(1)})
-	readEmbeddingSpaceModel                  = wire.Within(wire.StringFrom, &wire.Limits{MinLength: wire.Count(1)})
-	readEmbeddingSpaceDimensions             = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
-	readListOfString                         = wire.ListFrom(wire.StringFrom)
-	readListOfKnowledgePackageAttestation    = wire.ListFrom((*KnowledgePackageAttestation).UnmarshalJSONFrom)
-	writeListOfString                        = wire.ListTo(wire.StringTo)
-	writeListOfKnowledgePackageAttestation   = wire.ListTo(KnowledgePackageAttestation.MarshalJSONTo)
-	readKnowledgeDocumentBytes               = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
-	readKnowledgeEmbeddingDimensions         = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
-	readListOfKnowledgeRuntimeSnapshot       = wire.ListFrom((*KnowledgeRuntimeSnapshot).UnmarshalJSONFrom)
-	writeListOfKnowledgeRuntimeSnapshot      = wire.ListTo(KnowledgeRuntimeSnapshot.MarshalJSONTo)
-	readKnowledgeRetrievalDefaultTopK        = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
-	readKnowledgeRetrievalResultRank         = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
-	readKnowledgeRuntimeRequestTopK          = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
-	readListOfKnowledgeRetrievalResult       = wire.ListFrom((*KnowledgeRetrievalResult).UnmarshalJSONFrom)
-	readListOfKnowledgeCitation              = wire.ListFrom((*KnowledgeCitation).UnmarshalJSONFrom)
-	readKnowledgeRuntimeResultDurationMS     = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
-	writeListOfKnowledgeRetrievalResult      = wire.ListTo(KnowledgeRetrievalResult.MarshalJSONTo)
-	writeListOfKnowledgeCitation             = wire.ListTo(KnowledgeCitation.MarshalJSONTo)
-	readListOfKnowledgeDocument              = wire.ListFrom((*KnowledgeDocument).UnmarshalJSONFrom)
-	writeListOfKnowledgeDocument             = wire.ListTo(KnowledgeDocument.MarshalJSONTo)
+	readListOfRetrievalResultPatch                  = wire.ListFrom((*RetrievalResultPatch).UnmarshalJSONFrom)
+	writeListOfRetrievalResultPatch                 = wire.ListTo(RetrievalResultPatch.MarshalJSONTo)
+	readBeforeKnowledgeRequestPatchTopK             = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readBeforeMemoryReadInputLimit                  = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readBeforeMemoryReadPatchLimit                  = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readListOfHookPromptSection                     = wire.ListFrom((*HookPromptSection).UnmarshalJSONFrom)
+	writeListOfHookPromptSection                    = wire.ListTo(HookPromptSection.MarshalJSONTo)
+	readListOfContextSection                        = wire.ListFrom((*ContextSection).UnmarshalJSONFrom)
+	writeListOfContextSection                       = wire.ListTo(ContextSection.MarshalJSONTo)
+	readListOfToolCandidate                         = wire.ListFrom((*ToolCandidate).UnmarshalJSONFrom)
+	writeListOfToolCandidate                        = wire.ListTo(ToolCandidate.MarshalJSONTo)
+	readListOfString                                = wire.ListFrom(wire.StringFrom)
+	writeListOfString                               = wire.ListTo(wire.StringTo)
+	readListOfExpectedSource                        = wire.ListFrom((*ExpectedSource).UnmarshalJSONFrom)
+	readListOfMemoryWriteRequest                    = wire.ListFrom((*MemoryWriteRequest).UnmarshalJSONFrom)
+	writeListOfExpectedSource                       = wire.ListTo(ExpectedSource.MarshalJSONTo)
+	writeListOfMemoryWriteRequest                   = wire.ListTo(MemoryWriteRequest.MarshalJSONTo)
+	readContextSectionTitle                         = wire.Within(wire.StringFrom, &wire.Limits{MinLength: wire.Count(1)})
+	readContextSectionContent                       = wire.Within(wire.StringFrom, &wire.Limits{MinLength: wire.Count(1)})
+	readEmbedPayloadDimensions                      = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readListOfFloat                                 = wire.ListFrom(wire.FloatFrom)
+	writeListOfFloat                                = wire.ListTo(wire.FloatTo)
+	readEmbedValuesDimensions                       = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readEmbedVectorDimensions                       = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readListOfEmbeddingSpace                        = wire.ListFrom((*EmbeddingSpace).UnmarshalJSONFrom)
+	readEmbeddingCapabilitiesEmbeddingSpaces        = wire.WithinList(readListOfEmbeddingSpace, &wire.Limits{MinItems: wire.Count(1)})
+	writeListOfEmbeddingSpace                       = wire.ListTo(EmbeddingSpace.MarshalJSONTo)
+	readEmbeddingReadinessEmbeddingSpaces           = wire.WithinList(readListOfEmbeddingSpace, &wire.Limits{MinItems: wire.Count(1)})
+	readEmbeddingSpaceProvider                      = wire.Within(wire.StringFrom, &wire.Limits{MinLength: wire.Count(1)})
+	readEmbeddingSpaceModel                         = wire.Within(wire.StringFrom, &wire.Limits{MinLength: wire.Count(1)})
+	readEmbeddingSpaceDimensions                    = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readListOfHookID                                = wire.ListFrom((*HookID).UnmarshalJSONFrom)
+	writeListOfHookID                               = wire.ListTo(HookID.MarshalJSONTo)
+	readHookPromptSectionNumber                     = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readListOfKnowledgePackageAttestation           = wire.ListFrom((*KnowledgePackageAttestation).UnmarshalJSONFrom)
+	writeListOfKnowledgePackageAttestation          = wire.ListTo(KnowledgePackageAttestation.MarshalJSONTo)
+	readKnowledgeDocumentBytes                      = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readKnowledgeEmbeddingDimensions                = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readListOfKnowledgeRuntimeSnapshot              = wire.ListFrom((*KnowledgeRuntimeSnapshot).UnmarshalJSONFrom)
+	writeListOfKnowledgeRuntimeSnapshot             = wire.ListTo(KnowledgeRuntimeSnapshot.MarshalJSONTo)
+	readKnowledgeRetrievalDefaultTopK               = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readKnowledgeRetrievalResultRank                = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readKnowledgeRuntimeRequestTopK                 = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readListOfKnowledgeRetrievalResult              = wire.ListFrom((*KnowledgeRetrievalResult).UnmarshalJSONFrom)
+	readListOfKnowledgeCitation                     = wire.ListFrom((*KnowledgeCitation).UnmarshalJSONFrom)
+	readKnowledgeRuntimeResultDurationMS            = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	writeListOfKnowledgeRetrievalResult             = wire.ListTo(KnowledgeRetrievalResult.MarshalJSONTo)
+	writeListOfKnowledgeCitation                    = wire.ListTo(KnowledgeCitation.MarshalJSONTo)
+	readListOfKnowledgeDocument                     = wire.ListFrom((*KnowledgeDocument).UnmarshalJSONFrom)
+	writeListOfKnowledgeDocument                    = wire.ListTo(KnowledgeDocument.MarshalJSONTo)
+	readListOfMemorySpaceModel                      = wire.ListFrom((*MemorySpaceModel).UnmarshalJSONFrom)
+	readListOfMemoryReadMode                        = wire.ListFrom((*MemoryReadMode).UnmarshalJSONFrom)
+	readListOfMemoryRetentionAction                 = wire.ListFrom((*MemoryRetentionAction).UnmarshalJSONFrom)
+	readListOfMemoryConstraint                      = wire.ListFrom((*MemoryConstraint).UnmarshalJSONFrom)
+	readListOfMemoryPackageAttestation              = wire.ListFrom((*MemoryPackageAttestation).UnmarshalJSONFrom)
+	writeListOfMemorySpaceModel                     = wire.ListTo(MemorySpaceModel.MarshalJSONTo)
+	writeListOfMemoryReadMode                       = wire.ListTo(MemoryReadMode.MarshalJSONTo)
+	writeListOfMemoryRetentionAction                = wire.ListTo(MemoryRetentionAction.MarshalJSONTo)
+	writeListOfMemoryConstraint                     = wire.ListTo(MemoryConstraint.MarshalJSONTo)
+	writeListOfMemoryPackageAttestation             = wire.ListTo(MemoryPackageAttestation.MarshalJSONTo)
+	readMemoryCountResultCount                      = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readListOfMemorySpaceRuntimeSnapshot            = wire.ListFrom((*MemorySpaceRuntimeSnapshot).UnmarshalJSONFrom)
+	writeListOfMemorySpaceRuntimeSnapshot           = wire.ListTo(MemorySpaceRuntimeSnapshot.MarshalJSONTo)
+	readMemoryReadRequestLimit                      = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readListOfStoredMemoryRecord                    = wire.ListFrom((*StoredMemoryRecord).UnmarshalJSONFrom)
+	readMemoryReadResultCount                       = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readMemoryReadResultEmbeddingRequests           = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readMemoryReadResultEmbeddingRequestDurationMS  = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readMemoryReadResultVectorsMaterialized         = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readMemoryReadResultVectorsPending              = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	writeListOfStoredMemoryRecord                   = wire.ListTo(StoredMemoryRecord.MarshalJSONTo)
+	readMapOfString                                 = wire.MapFrom(wire.StringFrom)
+	readListOfMemoryRecordType                      = wire.ListFrom((*MemoryRecordType).UnmarshalJSONFrom)
+	writeListOfMemoryRecordType                     = wire.ListTo(MemoryRecordType.MarshalJSONTo)
+	readMemoryWriteResultEmbeddingRequests          = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readMemoryWriteResultEmbeddingRequestDurationMS = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readModelCapabilitiesContextWindowTokens        = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readListOfPromptSection                         = wire.ListFrom((*PromptSection).UnmarshalJSONFrom)
+	readListOfActionAlias                           = wire.ListFrom((*ActionAlias).UnmarshalJSONFrom)
+	writeListOfPromptSection                        = wire.ListTo(PromptSection.MarshalJSONTo)
+	writeListOfActionAlias                          = wire.ListTo(ActionAlias.MarshalJSONTo)
+	readModelReadinessContextWindowTokens           = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readListOfModelRequestTurn                      = wire.ListFrom((*ModelRequestTurn).UnmarshalJSONFrom)
+	readListOfRawObject                             = wire.ListFrom(wire.RawObjectFrom)
+	writeListOfModelRequestTurn                     = wire.ListTo(ModelRequestTurn.MarshalJSONTo)
+	writeListOfRawObject                            = wire.ListTo(wire.RawTo)
+	readListOfSemanticActionProposal                = wire.ListFrom((*SemanticActionProposal).UnmarshalJSONFrom)
+	writeListOfSemanticActionProposal               = wire.ListTo(SemanticActionProposal.MarshalJSONTo)
+	readPromptSectionNumber                         = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readRunUsageModelCalls                          = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readRunUsageAcceptedSemanticActions             = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readRunUsageToolCalls                           = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readRunUsageToolRetries                         = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readRunUsageKnowledgeRequests                   = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readRunUsageMemoryRequests                      = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readRunUsageEmbeddingRequests                   = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readRunUsageDurationMS                          = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readSemanticActionKnowledgeRequestTopK          = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readSemanticActionMemoryReadLimit               = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readSessionUsageModelCalls                      = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readSessionUsageAcceptedSemanticActions         = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readSessionUsageToolCalls                       = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readSessionUsageToolRetries                     = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readSessionUsageKnowledgeRequests               = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readSessionUsageMemoryRequests                  = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readSessionUsageEmbeddingRequests               = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readSessionUsageDurationMS                      = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readSessionUsageStartedRuns                     = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readSessionUsageCompletedRuns                   = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readTokenUsageInputTokens                       = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readTokenUsageOutputTokens                      = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readTokenUsageTotalTokens                       = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
 )

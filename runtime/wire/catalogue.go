@@ -3,6 +3,9 @@ package wire
 // MethodInfo describes one catalogue method, for introspection and tooling.
 type MethodInfo struct {
 	Wire, Go, From, To, Kind, Status string
+	// Qualifier is the value of the envelope member that identifies the
+	// method together with Wire (agentpm-service's service role), or "".
+	Qualifier string
 	// Operations carried inside the method, if any.
 	Operations []OperationInfo
 }

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path"
 	"regexp"
 	"slices"
 	"strings"
@@ -33,6 +34,12 @@ type Catalogue struct {
 	// Schemas are the files under spec/schemas whose $defs make up the
 	// package's types.
 	Schemas []string `json:"schemas"`
+	// Imports names schema files whose $defs are the types of another
+	// catalogue's package: a member or method typed with one of them uses
+	// that package's Go type instead of a copy. Keys are files under
+	// spec/schemas (listed in the other catalogue's schemas), values the Go
+	// import paths of the generated packages that own them.
+	Imports map[string]string `json:"imports,omitempty"`
 	// Derive, when set, derives methods from a schema's x-method/x-side
 	// annotations; they come before the listed Methods.
 	Derive *Derive `json:"derive,omitempty"`
@@ -40,6 +47,9 @@ type Catalogue struct {
 	Annotations map[string]Annotation `json:"annotations,omitempty"`
 	// Overlays type members of vendored definitions with schemas of ours.
 	Overlays []Overlay `json:"overlays,omitempty"`
+	// Errors are the errors any method can get (a frame that fails the
+	// protocol's gates, an unknown method), documented once for all.
+	Errors []Error `json:"errors,omitempty"`
 	// Methods are the methods listed by hand, in the order docs list them.
 	Methods []Method `json:"methods"`
 
@@ -158,18 +168,22 @@ type Method struct {
 	Go   string `json:"go"`
 	// Qualifier holds further envelope members that, with Wire, identify the
 	// method (agentpm-service: {"service": "knowledge"}).
-	Qualifier  map[string]string `json:"qualifier,omitempty"`
-	From       string            `json:"from"`
-	To         string            `json:"to"`
-	Kind       Kind              `json:"kind"`
-	Params     *string           `json:"params"`
-	Result     *string           `json:"result"`
-	Errors     []Error           `json:"errors"`
-	Status     Status            `json:"status"`
-	Source     string            `json:"source,omitempty"`
-	Doc        string            `json:"doc"`
-	Cancels    *Cancels          `json:"cancels,omitempty"`
-	Operations *Operations       `json:"operations,omitempty"`
+	Qualifier map[string]string `json:"qualifier,omitempty"`
+	From      string            `json:"from"`
+	To        string            `json:"to"`
+	Kind      Kind              `json:"kind"`
+	Params    *string           `json:"params"`
+	Result    *string           `json:"result"`
+	Errors    []Error           `json:"errors"`
+	Status    Status            `json:"status"`
+	Source    string            `json:"source,omitempty"`
+	Doc       string            `json:"doc"`
+	Cancels   *Cancels          `json:"cancels,omitempty"`
+	// FrameID names a string member of an event's params whose value the
+	// event's frame carries as its id, when present (AgentPM's
+	// harness_event frames carry the event's correlation_id).
+	FrameID    string      `json:"frame_id,omitempty"`
+	Operations *Operations `json:"operations,omitempty"`
 }
 
 // Operations describes operations carried inside one method and selected by
@@ -276,6 +290,14 @@ func (c *Catalogue) Validate() error {
 			bad("schema file %q is not a .json path under spec/schemas", f)
 		}
 	}
+	for f, imp := range c.Imports {
+		if !schemaFile.MatchString(f) || slices.Contains(c.Schemas, f) {
+			bad("imports: %q must be a .json path under spec/schemas that schemas does not list", f)
+		}
+		if !goPkg.MatchString(path.Base(imp)) || strings.Trim(imp, "/") != imp || strings.Contains(imp, "//") {
+			bad("imports: %q for %s is not a Go import path ending in a lower-case package name", imp, f)
+		}
+	}
 	for _, s := range c.Sides {
 		if s.Name == "" || !goIdent.MatchString(s.Go) {
 			bad("side %q: needs a name and an exported Go name", s.Name)
@@ -313,6 +335,9 @@ func (c *Catalogue) Validate() error {
 			}
 		}
 	}
+	for _, e := range c.Errors {
+		errs = append(errs, checkError("errors", e)...)
+	}
 	errs = append(errs, c.checkMethods(c.Methods)...)
 	if len(errs) > 0 {
 		return fmt.Errorf("invalid catalogue:\n  %s", strings.Join(errs, "\n  "))
@@ -330,18 +355,14 @@ func (c *Catalogue) checkMethods(methods []Method) []string {
 		}
 		if ref != nil {
 			file, _, _ := strings.Cut(*ref, "#")
-			if !slices.Contains(c.Schemas, file) {
+			if _, imported := c.Imports[file]; !imported && !slices.Contains(c.Schemas, file) {
 				bad("%s: schema file %q is not listed in schemas", where, file)
 			}
 		}
 	}
 	checkErrors := func(where string, es []Error) {
 		for _, e := range es {
-			var n int64
-			var s string
-			if json.Unmarshal(e.Code, &n) != nil && (json.Unmarshal(e.Code, &s) != nil || s == "") {
-				bad("%s: error code %s is neither an integer nor a string", where, e.Code)
-			}
+			errs = append(errs, checkError(where, e)...)
 		}
 	}
 	seen := map[string]bool{}
@@ -377,6 +398,9 @@ func (c *Catalogue) checkMethods(methods []Method) []string {
 		checkErrors(where, m.Errors)
 		if m.Errors == nil {
 			bad("%s: errors must be given ([] for none)", where)
+		}
+		if m.FrameID != "" && (m.Kind != Event || c.Framing != EnvelopeNDJSON) {
+			bad("%s: frame_id is for events of an %s protocol, not a %s", where, EnvelopeNDJSON, m.Kind)
 		}
 		if cn := m.Cancels; cn != nil && cn.ID != "" {
 			if cn.Key != "" || cn.Method != "" {
@@ -438,6 +462,16 @@ func (c *Catalogue) checkMethods(methods []Method) []string {
 		}
 	}
 	return errs
+}
+
+// checkError checks one documented error's code.
+func checkError(where string, e Error) []string {
+	var n int64
+	var s string
+	if json.Unmarshal(e.Code, &n) != nil && (json.Unmarshal(e.Code, &s) != nil || s == "") {
+		return []string{fmt.Sprintf("%s: error code %s is neither an integer nor a string", where, e.Code)}
+	}
+	return nil
 }
 
 // Side returns the side called name.

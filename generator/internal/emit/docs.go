@@ -2,6 +2,7 @@ package emit
 
 import (
 	"fmt"
+	"path"
 	"strings"
 
 	"github.com/bridgekit/bridgekit/generator/internal/ir"
@@ -23,7 +24,17 @@ func Docs(pkg *ir.Package) []byte {
 	for _, s := range pkg.Sides {
 		fmt.Fprintf(&b, "- **%s** (`%s`): %s\n", s.Name, s.Go, s.Doc)
 	}
-	b.WriteString("\n## Methods\n\n| wire | Go | direction | kind | status |\n| --- | --- | --- | --- | --- |\n")
+	if len(pkg.Errors) > 0 {
+		b.WriteString("\n## Errors any method can get\n\n")
+		for _, e := range pkg.Errors {
+			fmt.Fprintf(&b, "- `%s`: %s\n", e.Code.JSON(), oneLine(e.When))
+		}
+	}
+	if len(pkg.Methods) == 0 {
+		b.WriteString("\n## Methods\n\nNone: the catalogue describes documents, not a conversation.\n")
+	} else {
+		b.WriteString("\n## Methods\n\n| wire | Go | direction | kind | status |\n| --- | --- | --- | --- | --- |\n")
+	}
 	for _, m := range pkg.Methods {
 		fmt.Fprintf(&b, "| [`%s`](#method-%s) | `%s` | %s → %s | %s | %s |\n", m.Wire+qualifierDoc(m), anchor(m.Go), m.Go, m.From.Name, m.To.Name, m.Kind, m.Status)
 	}
@@ -34,6 +45,9 @@ func Docs(pkg *ir.Package) []byte {
 		fmt.Fprintf(&b, "- Params: %s\n", refDoc(m.Params, "none"))
 		if !m.Kind.OneWay() {
 			fmt.Fprintf(&b, "- Result: %s\n", refDoc(m.Result, "any JSON value"))
+		}
+		if m.FrameID != nil {
+			fmt.Fprintf(&b, "- Frame id: the params' `%s`, when present.\n", m.FrameID.JSON)
 		}
 		if c := m.Cancels; c != nil {
 			switch {
@@ -232,7 +246,12 @@ func refDoc(r *ir.Ref, none string) string {
 	case ir.Map:
 		s = "object of " + refDoc(r.Elem, "")
 	case ir.Named:
-		s = fmt.Sprintf("[`%s`](#type-%s)", r.Named.Name, strings.ToLower(r.Named.Name))
+		if imp := r.Named.Import; imp != "" {
+			pkg := path.Base(imp)
+			s = fmt.Sprintf("[`%s.%s`](%s.md#type-%s)", pkg, r.Named.Name, pkg, strings.ToLower(r.Named.Name))
+		} else {
+			s = fmt.Sprintf("[`%s`](#type-%s)", r.Named.Name, strings.ToLower(r.Named.Name))
+		}
 	}
 	if r.Format != "" {
 		s += " (format " + r.Format + ")"

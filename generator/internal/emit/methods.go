@@ -26,7 +26,9 @@ const (
 // rpc.Middleware can wrap. docs/handlers.md records the choice.
 func Methods(pkg *ir.Package) (*jen.File, error) {
 	f := newFile(pkg)
+	f.PackageComment(strings.Join(docLines(packageDoc(pkg), 100), "\n"))
 	emitConstants(f, pkg)
+	emitCodes(f, pkg)
 	emitInfos(f, pkg)
 	if err := emitConn(f, pkg); err != nil {
 		return nil, err
@@ -44,10 +46,24 @@ func Methods(pkg *ir.Package) (*jen.File, error) {
 		if err := emitHandlers(f, side.Go, side.Doc, ms); err != nil {
 			return nil, err
 		}
+		emitServed(f, side.Go, ms)
 		emitOperations(f, side.Go, ms)
 		emitPeer(f, side.Go, side.Doc, ms)
 	}
 	return f, nil
+}
+
+// packageDoc is the package comment: what the protocol is and how its
+// generated code is used.
+func packageDoc(pkg *ir.Package) string {
+	doc := fmt.Sprintf("Package %s is the generated Go binding of %s (%s, framing %s).", pkg.Name, pkg.Title, pkg.Source, pkg.Framing)
+	if pkg.Doc != "" {
+		doc += "\n\n" + pkg.Doc
+	}
+	if len(pkg.Methods) > 0 {
+		doc += "\n\nEach side is served by a <Side>Handlers struct of typed func fields and called through a <Side>Peer (docs/handlers.md); NewConn connects them."
+	}
+	return doc + fmt.Sprintf(" The types keep the wire rules of docs/generator.md. Reference: docs/reference/%s.md.", pkg.Name)
 }
 
 // isMethod reports whether m is something a side handles and a peer sends
@@ -76,9 +92,11 @@ func emitConstants(f *jen.File, pkg *ir.Package) {
 		defs = append(defs, jen.Comment(fmt.Sprintf("%s is %q (%s, %s -> %s, %s).", methodConst(m), m.Wire, m.Kind, m.From.Name, m.To.Name, m.Status)))
 		defs = append(defs, jen.Id(methodConst(m)).Op("=").Lit(m.Wire))
 	}
-	f.Comment("Wire method names.")
-	f.Const().Defs(defs...)
-	f.Line()
+	if len(defs) > 0 {
+		f.Comment("Wire method names.")
+		f.Const().Defs(defs...)
+		f.Line()
+	}
 	var ops []jen.Code
 	for _, m := range pkg.Methods {
 		if m.Operations == nil || len(m.Operations.Selector) != 1 {
@@ -96,12 +114,44 @@ func emitConstants(f *jen.File, pkg *ir.Package) {
 	}
 }
 
+// emitCodes emits one *rpc.Error per documented string error code. They
+// compare by code (rpc.Error.Is matches Name), so errors.Is(err, ErrX) holds
+// for an error frame with that code whatever its message; a handler returns
+// one, or an *rpc.Error with the same Name and a message of its own.
+func emitCodes(f *jen.File, pkg *ir.Package) {
+	if len(pkg.Codes) == 0 {
+		return
+	}
+	var defs []jen.Code
+	for _, c := range pkg.Codes {
+		var uses []string
+		for _, u := range c.Uses {
+			uses = append(uses, fmt.Sprintf("%s: %s", strings.Join(u.Where, ", "), u.When))
+		}
+		defs = append(defs, fieldComments(fmt.Sprintf("Err%s is the error code %q. %s.", c.Go, c.Code, strings.Join(uses, "; ")))...)
+		defs = append(defs, jen.Id("Err"+c.Go).Op("=").Op("&").Qual(pkgRPC, "Error").Values(jen.Dict{jen.Id("Name"): jen.Lit(c.Code)}))
+	}
+	comment(f, fmt.Sprintf("The error codes %s documents, as errors that compare by code: errors.Is(err, ErrX) holds for an error with that code whatever its message. A handler returns one, or an *rpc.Error with the same Name and a message of its own, to answer with that code.", pkg.Title))
+	f.Var().Defs(defs...)
+	f.Line()
+	var all []jen.Code
+	for _, c := range pkg.Codes {
+		all = append(all, jen.Id("Err"+c.Go))
+	}
+	f.Comment("ErrorCodes lists the documented error codes, in catalogue order.")
+	f.Var().Id("ErrorCodes").Op("=").Index().Op("*").Qual(pkgRPC, "Error").Values(all...)
+	f.Line()
+}
+
 func emitInfos(f *jen.File, pkg *ir.Package) {
 	var items []jen.Code
 	for _, m := range pkg.Methods {
 		d := jen.Dict{
 			jen.Id("Wire"): jen.Lit(m.Wire), jen.Id("Go"): jen.Lit(m.Go), jen.Id("From"): jen.Lit(m.From.Name),
 			jen.Id("To"): jen.Lit(m.To.Name), jen.Id("Kind"): jen.Lit(m.Kind.String()), jen.Id("Status"): jen.Lit(m.Status.String()),
+		}
+		if q, _ := qualifier(m); q != "" {
+			d[jen.Id("Qualifier")] = jen.Lit(q)
 		}
 		if m.Operations != nil {
 			var ops []jen.Code
@@ -393,6 +443,22 @@ func serveOps(m *ir.Method) []jen.Code {
 	)}
 }
 
+// emitServed emits the method that lists the methods whose fields a
+// handler struct sets, which is what a side can claim to serve.
+func emitServed(f *jen.File, side string, ms []*ir.Method) {
+	stmts := []jen.Code{jen.Var().Id("out").Index().Qual(pkgWire, "MethodInfo")}
+	for _, m := range ms {
+		stmts = append(stmts, jen.If(jen.Id("h").Dot(m.Go).Op("!=").Nil()).Block(
+			jen.Id("out").Op("=").Append(jen.Id("out"), jen.Id("Methods").Index(jen.Lit(m.Index))),
+		))
+	}
+	stmts = append(stmts, jen.Return(jen.Id("out")))
+	name := side + "Handlers"
+	comment(f, "Served lists the methods whose own fields are set, in catalogue order: what this side can claim to serve (Operations lists the operations carried inside methods).")
+	f.Func().Params(jen.Id("h").Op("*").Id(name)).Id("Served").Params().Index().Qual(pkgWire, "MethodInfo").Block(stmts...)
+	f.Line()
+}
+
 // emitOperations emits the method that lists the operations a handler
 // struct serves, which capability queries advertise.
 func emitOperations(f *jen.File, side string, ms []*ir.Method) {
@@ -479,8 +545,26 @@ func emitPeerMethod(f *jen.File, peer string, m *ir.Method) {
 	if oneWay(m) {
 		verb = "sends the notification"
 	}
-	comment(f, fmt.Sprintf("%s %s %s. %s", m.Go, verb, m.Wire, m.Doc))
-	if oneWay(m) {
+	doc := fmt.Sprintf("%s %s %s. %s", m.Go, verb, m.Wire, m.Doc)
+	if m.FrameID != nil {
+		doc += fmt.Sprintf(" The frame carries params' %s as its id, when there is one.", m.FrameID.JSON)
+	}
+	comment(f, doc)
+	if oneWay(m) && m.FrameID != nil {
+		// The frame carries the member's value as its id.
+		fid := jen.Id("params").Dot(m.FrameID.Go)
+		set := jen.Id("o").Dot("ID").Op("=").Qual(pkgRPC, "StringID").Call(fid)
+		cond := jen.Id("params").Op("!=").Nil()
+		if fieldStorage(m.FrameID) == pointer {
+			set = jen.Id("o").Dot("ID").Op("=").Qual(pkgRPC, "StringID").Call(jen.Op("*").Add(fid))
+			cond = jen.Add(cond).Op("&&").Add(fid).Op("!=").Nil()
+		}
+		f.Func().Params(jen.Id("p").Op("*").Id(peer)).Id(m.Go).Params(params...).Error().Block(
+			jen.Id("o").Op(":=").Add(outbound(m, send)),
+			jen.If(cond).Block(set),
+			jen.Return(jen.Id("p").Dot("s").Dot("Send").Call(jen.Id("ctx"), jen.Id("o"), jen.Nil())),
+		)
+	} else if oneWay(m) {
 		f.Func().Params(jen.Id("p").Op("*").Id(peer)).Id(m.Go).Params(params...).Error().Block(
 			jen.Return(jen.Id("p").Dot("s").Dot("Send").Call(jen.Id("ctx"), outbound(m, send), jen.Nil())),
 		)

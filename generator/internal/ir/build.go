@@ -21,6 +21,10 @@ type builder struct {
 	byPtr    map[string]*Ref
 	building map[string]bool
 	byName   map[string]*Type
+	// imports maps imported schema files to their packages' import paths;
+	// imported holds their types by import path and name.
+	imports  map[string]string
+	imported map[string]*Type
 	errs     []string
 }
 
@@ -39,6 +43,7 @@ func Build(cat *catalogue.Catalogue, methods []catalogue.Method, files map[strin
 	b := &builder{
 		files: files, ov: ov, overlays: map[string]*overlay{},
 		byPtr: map[string]*Ref{}, building: map[string]bool{}, byName: map[string]*Type{},
+		imports: cat.Imports, imported: map[string]*Type{},
 	}
 	for _, o := range cat.Overlays {
 		b.overlays[o.Def+"|"+o.Member] = &overlay{Overlay: o}
@@ -71,6 +76,8 @@ func Build(cat *catalogue.Catalogue, methods []catalogue.Method, files map[strin
 		mm.Index = len(pkg.Methods)
 		pkg.Methods = append(pkg.Methods, mm)
 	}
+	pkg.Errors = errorList(cat.Errors)
+	pkg.Codes = b.codes(pkg.Errors, pkg.Methods)
 	for i, m := range methods {
 		if m.Cancels != nil {
 			b.cancels(pkg, pkg.Methods[i], m.Cancels)
@@ -156,6 +163,50 @@ func errorList(es []catalogue.Error) []Error {
 	return out
 }
 
+// codes collects the string error codes the methods and their operations
+// document, each once, with every place that documents it.
+func (b *builder) codes(common []Error, ms []*Method) []*Code {
+	var out []*Code
+	byCode := map[string]*Code{}
+	byGo := map[string]string{}
+	add := func(where string, es []Error) {
+		for _, e := range es {
+			if e.Code.String == "" {
+				continue
+			}
+			c := byCode[e.Code.String]
+			if c == nil {
+				c = &Code{Code: e.Code.String, Go: naming.Go(e.Code.String)}
+				if prev, ok := byGo[c.Go]; ok {
+					b.fail("error codes %q and %q have the same Go name %s", prev, c.Code, c.Go)
+				}
+				byGo[c.Go], byCode[c.Code] = c.Code, c
+				out = append(out, c)
+			}
+			i := slices.IndexFunc(c.Uses, func(u CodeUse) bool { return u.When == e.When })
+			if i < 0 {
+				i = len(c.Uses)
+				c.Uses = append(c.Uses, CodeUse{When: e.When})
+			}
+			c.Uses[i].Where = append(c.Uses[i].Where, where)
+		}
+	}
+	add("any method", common)
+	for _, m := range ms {
+		where := m.Wire
+		for _, q := range m.Qualifier {
+			where += " (" + q.Value + ")"
+		}
+		add(where, m.Errors)
+		if m.Operations != nil {
+			for _, op := range m.Operations.Items {
+				add(where+" "+strings.Join(op.MatchValues, "/"), op.Errors)
+			}
+		}
+	}
+	return out
+}
+
 func (b *builder) fail(format string, args ...any) {
 	b.errs = append(b.errs, fmt.Sprintf(format, args...))
 }
@@ -183,6 +234,16 @@ func (b *builder) method(p *Package, m catalogue.Method) *Method {
 	}
 	if m.Result != nil {
 		out.Result = b.ref(*m.Result, "")
+	}
+	if m.FrameID != "" {
+		if st := paramsStruct(out); st == nil {
+			b.fail("%s: frame_id needs object params", m.Wire)
+		} else if f := b.member(m.Wire, st, m.FrameID); f != nil {
+			if f.Ref.Kind != String || f.Nullable {
+				b.fail("%s: frame_id member %q must be a string", m.Wire, m.FrameID)
+			}
+			out.FrameID = f
+		}
 	}
 	if m.Operations == nil {
 		return out
@@ -893,9 +954,6 @@ func (b *builder) objectUnion(s *schema.Schema, rest []*schema.Schema, name stri
 	t.Common = b.fields(s, name, tag, reserved)
 	for _, f := range t.Common {
 		reserved[f.Go] = true
-		if f.Const != nil {
-			b.fail("%s: a const member common to every variant is unsupported", f.Pointer)
-		}
 	}
 	t.Variants = b.variants(t, as, tag, keys, def, name, reserved)
 	return &Ref{Kind: Named, Named: t}, nullable
@@ -1035,6 +1093,10 @@ func (b *builder) variants(t *Type, as []*alt, tag string, keys [][]string, def 
 		}
 		if v.Ref.Kind != Named || v.Ref.Named.Kind != Struct {
 			b.fail("%s: alternative %d must be an object with properties", t.Pointer, i)
+			continue
+		}
+		if v.Ref.Named.Import != t.Import {
+			b.fail("%s: alternative %d is a type of %s; a union's variants must be types of its own package", t.Pointer, i, v.Ref.Named.Import)
 			continue
 		}
 		if reserved[v.Go] {
@@ -1217,10 +1279,17 @@ func (b *builder) newType(s *schema.Schema, name string, kind TypeKind) *Type {
 	if o, ok := b.ov.Type(s.Pointer); ok {
 		t.Name = o.Go
 	}
-	if prev, ok := b.byName[t.Name]; ok {
+	byName, key := b.byName, t.Name
+	if file, _, _ := strings.Cut(s.Pointer, "#"); b.imports[file] != "" {
+		// A type of another package: named as that package names it (the
+		// same rules over the same schema), used but not generated here.
+		t.Import = b.imports[file]
+		byName, key = b.imported, t.Import+"."+t.Name
+	}
+	if prev, ok := byName[key]; ok {
 		b.fail("%s: Go type name %s is already used by %s; add a type override", s.Pointer, t.Name, prev.Pointer)
 	}
-	b.byName[t.Name] = t
+	byName[key] = t
 	return t
 }
 

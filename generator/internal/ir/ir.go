@@ -108,6 +108,29 @@ type Package struct {
 	// Types are sorted by name.
 	Types   []*Type
 	Methods []*Method
+	// Errors are the errors any method can get.
+	Errors []Error
+	// Codes are the string error codes the catalogue documents (agentpm's
+	// "session_busy"), protocol-wide ones first, then the methods' and
+	// operations' in catalogue order of first mention.
+	Codes []*Code
+}
+
+// Code is one documented string error code.
+type Code struct {
+	// Code is the wire value; Go its Go name (SessionBusy).
+	Code, Go string
+	// Uses say when it occurs, each with the methods (and operations) that
+	// document it so, in catalogue order.
+	Uses []CodeUse
+}
+
+// CodeUse is one documented meaning of an error code.
+type CodeUse struct {
+	When string
+	// Where are "<wire>[ (<qualifier value>)][ <operation>]", or "any
+	// method" for a protocol-wide error.
+	Where []string
 }
 
 // Envelope is the protocol string and version every frame of an envelope
@@ -150,6 +173,9 @@ type Method struct {
 	Operations *Operations
 	// Cancels says which running requests this method cancels, or nil.
 	Cancels *Cancels
+	// FrameID is the params member whose value an event's frame carries as
+	// its id, or nil.
+	FrameID *Field
 	// Index is the method's position in Package.Methods.
 	Index int
 }
@@ -291,6 +317,10 @@ type Type struct {
 	// Pointer is the schema location it came from (file#/pointer).
 	Pointer string
 	Kind    TypeKind
+	// Import is the Go import path of the package that defines the type,
+	// when it comes from a schema file the catalogue imports; such types
+	// are used, never generated, by the importing package.
+	Import string
 
 	// Fields are a Struct's members, in schema order.
 	Fields []*Field

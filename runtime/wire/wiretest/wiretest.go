@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -127,4 +128,63 @@ func RoundTrip(t *testing.T, newValue func() any, data []byte) {
 	if err != nil || !bytes.Equal(out, again) {
 		t.Fatalf("%T: encoding is not stable (%v)\nfirst:  %s\nsecond: %s", v, err, out, again)
 	}
+}
+
+// SameJSON reports whether a and b hold the same JSON value, member order
+// aside (numbers compare as float64, as encoding/json decodes them).
+func SameJSON(a, b []byte) (bool, error) {
+	var x, y any
+	if err := json.Unmarshal(a, &x); err != nil {
+		return false, err
+	}
+	if err := json.Unmarshal(b, &y); err != nil {
+		return false, err
+	}
+	return reflect.DeepEqual(x, y), nil
+}
+
+// GoldenRoundTrip decodes every document of goldenFile (see Golden) into its
+// type from types, a generated package's fuzz table, and fails unless
+// encoding it again, with wire.Fidelity and with encoding/json (v1), gives
+// the same JSON (SameJSON). A missing file, an empty one, or a type the
+// table lacks fail too. It returns the number of documents checked.
+func GoldenRoundTrip(t testing.TB, types []Type, goldenFile string) int {
+	t.Helper()
+	golden, err := Golden(goldenFile)
+	if err != nil || len(golden) == 0 {
+		t.Fatalf("golden documents %s: %v (%d types)", goldenFile, err, len(golden))
+	}
+	byName := map[string]Type{}
+	for _, ty := range types {
+		byName[ty.Name] = ty
+	}
+	n := 0
+	for _, name := range sortedKeys(golden) {
+		ty, ok := byName[name]
+		if !ok {
+			t.Fatalf("%s: no type %s in the package", goldenFile, name)
+		}
+		for i, doc := range golden[name] {
+			v := ty.New()
+			if err := jsonv2.Unmarshal(doc, v); err != nil {
+				t.Errorf("%s[%d]: decode: %v\n%s", name, i, err, doc)
+				continue
+			}
+			out, err := jsonv2.Marshal(v, wire.Fidelity)
+			if same, _ := SameJSON(doc, out); err != nil || !same {
+				t.Errorf("%s[%d]: round trip changed it (%v)\n in: %s\nout: %s", name, i, err, doc, out)
+			}
+			v1 := ty.New()
+			if err := json.Unmarshal(doc, v1); err != nil {
+				t.Errorf("%s[%d]: encoding/json decode: %v", name, i, err)
+				continue
+			}
+			out, err = json.Marshal(v1)
+			if same, _ := SameJSON(doc, out); err != nil || !same {
+				t.Errorf("%s[%d]: encoding/json round trip changed it (%v)\n in: %s\nout: %s", name, i, err, doc, out)
+			}
+			n++
+		}
+	}
+	return n
 }
