@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -253,49 +252,6 @@ func TestContextCancellationSendsSessionCancel(t *testing.T) {
 	}
 }
 
-// goAgent is an ACP agent on the generated handlers whose prompt streams
-// chunks until its context ends, then ends the turn "cancelled".
-type goAgent struct {
-	client atomic.Pointer[acp.ClientPeer] // set once the connection exists
-
-	mu          sync.Mutex
-	cancelledAt time.Time // when the prompt handler saw its context end
-	cancelSeen  bool      // the session/cancel notification reached its field
-}
-
-func (a *goAgent) handlers() *acp.AgentHandlers {
-	return &acp.AgentHandlers{
-		Initialize: func(_ context.Context, p *acp.InitializeRequest) (*acp.InitializeResponse, error) {
-			return &acp.InitializeResponse{ProtocolVersion: p.ProtocolVersion, AuthMethods: []acp.AuthMethod{}}, nil
-		},
-		SessionNew: func(context.Context, *acp.NewSessionRequest) (*acp.NewSessionResponse, error) {
-			return &acp.NewSessionResponse{SessionID: "go-session-1"}, nil
-		},
-		SessionPrompt: func(ctx context.Context, p *acp.PromptRequest) (*acp.PromptResponse, error) {
-			for i := 0; ; i++ {
-				select {
-				case <-ctx.Done():
-					a.mu.Lock()
-					a.cancelledAt = time.Now()
-					a.mu.Unlock()
-					return &acp.PromptResponse{StopReason: acp.StopReasonCancelled}, nil
-				case <-time.After(10 * time.Millisecond):
-				}
-				chunk := &acp.ContentChunk{Content: acp.ContentBlock{Text: &acp.TextContent{Text: "chunk"}}}
-				if err := a.client.Load().SessionUpdate(ctx, &acp.SessionNotification{SessionID: p.SessionID, Update: acp.SessionUpdate{AgentMessageChunk: chunk}}); err != nil {
-					return nil, err
-				}
-			}
-		},
-		SessionCancel: func(context.Context, *acp.CancelNotification) error {
-			a.mu.Lock()
-			a.cancelSeen = true
-			a.mu.Unlock()
-			return nil
-		},
-	}
-}
-
 // A TypeScript client drives a Go agent: with default options, the Go
 // prompt handler sees its context cancelled within 100 ms of the client's
 // session/cancel and ends the turn "cancelled".
@@ -303,11 +259,21 @@ func TestTypeScriptClientCancelsGoAgentsPrompt(t *testing.T) {
 	report := filepath.Join(t.TempDir(), "report.json")
 	a := &goAgent{}
 	p := startPeer(t, a.handlers(), "client.mjs", report)
-	a.client.Store(acp.NewClientPeer(p.conn))
+	a.conn.Store(p.conn)
 	if err := p.wait(t, 20*time.Second); err != nil {
 		log, _ := os.ReadFile(p.stderr.Name())
 		t.Fatalf("client.mjs: %v\n%s", err, log)
 	}
+	data, _ := os.ReadFile(report)
+	checkCancelReport(t, a, data)
+}
+
+// checkCancelReport checks the cancellation that ends every client.mjs
+// scenario: the TypeScript client sent session/cancel after three updates,
+// the Go prompt handler saw its context end within 100 ms and the turn ended
+// "cancelled".
+func checkCancelReport(t *testing.T, a *goAgent, data []byte) {
+	t.Helper()
 	var r struct {
 		Updates      []string `json:"updates"`
 		CancelSentAt int64    `json:"cancelSentAt"`
@@ -315,7 +281,6 @@ func TestTypeScriptClientCancelsGoAgentsPrompt(t *testing.T) {
 		SessionID    string   `json:"sessionId"`
 		Error        *string  `json:"error"`
 	}
-	data, _ := os.ReadFile(report)
 	if err := json.Unmarshal(data, &r); err != nil {
 		t.Fatalf("report %s: %v", data, err)
 	}
