@@ -236,7 +236,8 @@ async function interopTour(params, client, update) {
 // harnTour behaves like a Harn runtime serving a prompt, for examples/host:
 // it calls every bridge method the host serves and streams ACP and Harn
 // updates, then ends the turn with Harn's terminal outcome (--terminal,
-// default "natural"). With --report=PATH it writes what it got as JSON.
+// default "natural"; "none" leaves it out). With --report=PATH it writes
+// what it got as JSON.
 async function harnTour(params, client, update, promptText) {
   const { sessionId } = params;
   const cwd = sessions.get(sessionId)?.cwd ?? process.cwd();
@@ -355,6 +356,7 @@ async function harnTour(params, client, update, promptText) {
 
   if (flags.report) writeFileSync(flags.report, JSON.stringify(report));
   const kind = flags.terminal ?? "natural";
+  if (kind === "none") return { stopReason: "end_turn" };
   return { stopReason: "end_turn", _meta: { harn: { terminal: { kind, reason: kind === "natural" ? "done" : "stopped by policy", owner: "agent" } } } };
 }
 

@@ -1,0 +1,66 @@
+package main
+
+import (
+	"bytes"
+	stdjson "encoding/json"
+	"io"
+	"log/slog"
+	"reflect"
+	"sync"
+	"testing"
+	"time"
+)
+
+// equalJSON compares two documents structurally (member order aside).
+func equalJSON(t *testing.T, a, b []byte) bool {
+	t.Helper()
+	var x, y any
+	if err := stdjson.Unmarshal(a, &x); err != nil {
+		t.Fatalf("%s: %v", a, err)
+	}
+	if err := stdjson.Unmarshal(b, &y); err != nil {
+		t.Fatalf("%s: %v", b, err)
+	}
+	return reflect.DeepEqual(x, y)
+}
+
+// testApp is an app on a temporary workspace, rendering into a buffer.
+func testApp(t *testing.T, pol *policy) (*app, *syncBuffer) {
+	t.Helper()
+	root, err := workspaceRoot(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pol == nil {
+		pol = &policy{}
+	}
+	out := &syncBuffer{}
+	r := newRenderer(out, false)
+	t.Cleanup(func() { r.close(0) })
+	skills, _ := loadSkills("")
+	return &app{ws: &workspace{root: root}, policy: pol, skills: skills, render: r, log: slog.New(slog.NewTextHandler(io.Discard, nil))}, out
+}
+
+// syncBuffer is a buffer the renderer's goroutine writes while a test reads.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// rendered closes the app's renderer and returns everything it wrote.
+func rendered(a *app, out *syncBuffer) string {
+	a.render.close(5 * time.Second)
+	return out.String()
+}
