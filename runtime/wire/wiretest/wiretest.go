@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -127,4 +128,18 @@ func RoundTrip(t *testing.T, newValue func() any, data []byte) {
 	if err != nil || !bytes.Equal(out, again) {
 		t.Fatalf("%T: encoding is not stable (%v)\nfirst:  %s\nsecond: %s", v, err, out, again)
 	}
+}
+
+// SameJSON reports whether two JSON documents are equal structurally, member
+// order and white space aside; it fails t when either is not JSON.
+func SameJSON(t testing.TB, a, b []byte) bool {
+	t.Helper()
+	var x, y any
+	if err := json.Unmarshal(a, &x); err != nil {
+		t.Fatalf("%s: %v", a, err)
+	}
+	if err := json.Unmarshal(b, &y); err != nil {
+		t.Fatalf("%s: %v", b, err)
+	}
+	return reflect.DeepEqual(x, y)
 }
