@@ -69,7 +69,7 @@ type skillManifest struct {
 	AllowedTools []string                  `json:"allowed_tools"`
 	Paths        []string                  `json:"paths"`
 	Model        string                    `json:"model,omitzero"`
-	Extra        map[string]jsontext.Value `json:",inline"`
+	Extra        map[string]jsontext.Value `json:",embed"`
 }
 
 // skillDocument is skills/fetch's result.

@@ -2,27 +2,16 @@ package main
 
 import (
 	"bytes"
-	stdjson "encoding/json"
 	"io"
 	"log/slog"
-	"reflect"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/bridgekit/bridgekit/runtime/wire/wiretest"
 )
 
-// equalJSON compares two documents structurally (member order aside).
-func equalJSON(t *testing.T, a, b []byte) bool {
-	t.Helper()
-	var x, y any
-	if err := stdjson.Unmarshal(a, &x); err != nil {
-		t.Fatalf("%s: %v", a, err)
-	}
-	if err := stdjson.Unmarshal(b, &y); err != nil {
-		t.Fatalf("%s: %v", b, err)
-	}
-	return reflect.DeepEqual(x, y)
-}
+func equalJSON(t *testing.T, a, b []byte) bool { return wiretest.SameJSON(t, a, b) }
 
 // testApp is an app on a temporary workspace, rendering into a buffer.
 func testApp(t *testing.T, pol *policy) (*app, *syncBuffer) {

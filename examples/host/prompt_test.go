@@ -12,6 +12,8 @@ import (
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/bridgekit/bridgekit/internal/interop/peers"
 )
 
 // These tests run the host the way its users do: the built binary, its
@@ -19,31 +21,13 @@ import (
 // testdata/interop/acp-ts) started as its child, signals sent to it.
 
 // agentScript is the TypeScript agent; it needs `npm ci` in its folder.
-var agentScript, _ = filepath.Abs(filepath.Join("..", "..", "testdata", "interop", "acp-ts", "agent.mjs"))
-
-// node returns the node binary, skipping the test when it or the agent's
-// dependencies are missing; in CI (CI set) that is a failure.
-func node(t *testing.T) string {
-	t.Helper()
-	skip := t.Skipf
-	if os.Getenv("CI") != "" {
-		skip = t.Fatalf
-	}
-	bin, err := exec.LookPath("node")
-	if err != nil {
-		skip("node is not on PATH")
-	}
-	if _, err := os.Stat(filepath.Join(filepath.Dir(agentScript), "node_modules", "@agentclientprotocol", "sdk")); err != nil {
-		skip("run (cd testdata/interop/acp-ts && npm ci) first")
-	}
-	return bin
-}
+var agentScript = peers.Script("agent.mjs")
 
 // startPrompt runs `host HOSTARGS -- node agent.mjs AGENTARGS` with its
 // stdin closed at once.
 func startPrompt(t *testing.T, hostArgs []string, agentArgs ...string) *running {
 	t.Helper()
-	args := append(append(append([]string{}, hostArgs...), "--", node(t), agentScript), agentArgs...)
+	args := append(append(append([]string{}, hostArgs...), "--", peers.Node(t), agentScript), agentArgs...)
 	r := start(t, exec.Command(hostBin, args...), nil)
 	r.stdin.Close()
 	return r

@@ -129,3 +129,34 @@ func TestFrontMatter(t *testing.T) {
 		t.Errorf("front matter ending the file: %+v %v", s, err)
 	}
 }
+
+func TestFetchSkill(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "x.md"), "---\nname: x\ndescription: d\nversion: 2\ntags: [a]\n---\nbody\n")
+	writeFile(t, filepath.Join(dir, "bare.md"), "just text\n")
+	a, _ := testApp(t, nil)
+	var err error
+	if a.skills, err = loadSkills(dir); err != nil {
+		t.Fatal(err)
+	}
+	doc, err := a.fetchSkill("x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := json.Marshal(doc)
+	want := `{"name":"x","description":"d","body":"body\n","manifest":{"when_to_use":"","allowed_tools":[],"paths":[],"version":"2","tags":["a"]}}`
+	if !equalJSON(t, got, []byte(want)) {
+		t.Errorf("skills/fetch x: %s, want %s", got, want)
+	}
+	doc, _ = a.fetchSkill("bare")
+	if got, _ := json.Marshal(doc); !equalJSON(t, got, []byte(`{"name":"bare","description":"just text","body":"just text\n","manifest":{"when_to_use":"","allowed_tools":[],"paths":[]}}`)) {
+		t.Errorf("skills/fetch bare: %s", got)
+	}
+	if _, err := a.fetchSkill("nope"); rpcCode(err) != -32602 {
+		t.Errorf("unknown id: %v", err)
+	}
+	refs := a.listSkills()
+	if len(refs) != 2 || refs[0] != (skillRef{ID: "bare", Name: "bare", Description: "just text", Source: "host"}) {
+		t.Errorf("skills/list: %+v", refs)
+	}
+}

@@ -15,32 +15,14 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/bridgekit/bridgekit/gen/acp"
+	"github.com/bridgekit/bridgekit/internal/interop/peers"
 	"github.com/bridgekit/bridgekit/runtime/rpc"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // peerDir holds the TypeScript peers and their node_modules (npm ci).
-var peerDir = filepath.Join("..", "..", "testdata", "interop", "acp-ts")
-
-// node returns the node binary, skipping the test when it or the peers'
-// dependencies are missing; in CI (CI set, as .ci/run does) that is a
-// failure, so the tests cannot pass by not running.
-func node(t *testing.T) string {
-	t.Helper()
-	skip := t.Skipf
-	if os.Getenv("CI") != "" {
-		skip = t.Fatalf
-	}
-	bin, err := exec.LookPath("node")
-	if err != nil {
-		skip("node is not on PATH")
-	}
-	if _, err := os.Stat(filepath.Join(peerDir, "node_modules", "@agentclientprotocol", "sdk")); err != nil {
-		skip("%s/node_modules is missing; run (cd testdata/interop/acp-ts && npm ci)", filepath.ToSlash(peerDir))
-	}
-	return bin
-}
+var peerDir = peers.Dir()
 
 // child is a TypeScript peer running as a child process, its stdio pipes
 // connected to a Go connection.
@@ -68,7 +50,7 @@ func (c *child) wait(t *testing.T, d time.Duration) error {
 // the generated ACP connection.
 func startPeer(t *testing.T, h rpc.Handler, script string, args ...string) *child {
 	t.Helper()
-	cmd := exec.Command(node(t), append([]string{script}, args...)...)
+	cmd := exec.Command(peers.Node(t), append([]string{script}, args...)...)
 	cmd.Dir = peerDir
 	stderr, err := os.Create(filepath.Join(t.TempDir(), "stderr"))
 	if err != nil {

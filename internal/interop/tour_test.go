@@ -2,10 +2,8 @@ package interop
 
 import (
 	"bytes"
-	stdjson "encoding/json"
 	"os"
 	"path/filepath"
-	"reflect"
 	"testing"
 
 	"github.com/go-json-experiment/json"
@@ -13,6 +11,7 @@ import (
 
 	"github.com/bridgekit/bridgekit/gen/acp"
 	"github.com/bridgekit/bridgekit/runtime/wire"
+	"github.com/bridgekit/bridgekit/runtime/wire/wiretest"
 )
 
 // tourDocs are the documents of testdata/interop/acp-ts/tour.json: every
@@ -36,19 +35,7 @@ func loadTour(t *testing.T) tourDocs {
 	return d
 }
 
-// sameJSON reports whether two documents are equal structurally (member
-// order aside).
-func sameJSON(t *testing.T, a, b []byte) bool {
-	t.Helper()
-	var x, y any
-	if err := stdjson.Unmarshal(a, &x); err != nil {
-		t.Fatalf("%s: %v", a, err)
-	}
-	if err := stdjson.Unmarshal(b, &y); err != nil {
-		t.Fatalf("%s: %v", b, err)
-	}
-	return reflect.DeepEqual(x, y)
-}
+func sameJSON(t *testing.T, a, b []byte) bool { return wiretest.SameJSON(t, a, b) }
 
 func ptr[T any](v T) *T { return &v }
 

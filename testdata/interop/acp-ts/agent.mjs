@@ -285,35 +285,20 @@ async function harnTour(params, client, update, promptText) {
 
   // Two permission requests: the host's policy allows the first and denies
   // the second.
-  const editPath = `${cwd}/src/main.go`;
-  await update({
-    sessionUpdate: "tool_call",
-    toolCallId: "edit-1",
-    title: "edit_file",
-    kind: "edit",
+  const harnToolCall = (id, tool, kind, path) => ({
+    toolCallId: id,
+    title: tool,
+    kind,
     status: "pending",
-    locations: [{ path: editPath }],
-    rawInput: { path: "src/main.go" },
+    locations: [{ path: `${cwd}/${path}` }],
+    rawInput: { path },
+    _meta: { harn: { toolName: tool } },
   });
+  const edit = harnToolCall("edit-1", "edit_file", "edit", "src/main.go");
+  await update({ sessionUpdate: "tool_call", ...edit });
   report.permissions = [
-    await askPermission(client, sessionId, {
-      toolCallId: "edit-1",
-      title: "edit_file",
-      kind: "edit",
-      status: "pending",
-      locations: [{ path: editPath }],
-      rawInput: { path: "src/main.go" },
-      _meta: { harn: { toolName: "edit_file" } },
-    }),
-    await askPermission(client, sessionId, {
-      toolCallId: "delete-1",
-      title: "delete_file",
-      kind: "delete",
-      status: "pending",
-      locations: [{ path: `${cwd}/README.md` }],
-      rawInput: { path: "README.md" },
-      _meta: { harn: { toolName: "delete_file" } },
-    }),
+    await askPermission(client, sessionId, edit),
+    await askPermission(client, sessionId, harnToolCall("delete-1", "delete_file", "delete", "README.md")),
   ];
   await update({
     sessionUpdate: "tool_call_update",
