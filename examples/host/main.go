@@ -132,11 +132,11 @@ func run(args []string, o options) int {
 	if o.prompt != "" {
 		return runPrompt(a, srv, sigs, o, args)
 	}
-	return serve(srv, sigs, o.grace, args, render)
+	return serve(a, srv, sigs, o.grace, args)
 }
 
 // serve serves the bridge on stdin/stdout, or over a child's pipes.
-func serve(srv *host.Server, sigs chan os.Signal, grace time.Duration, args []string, render *renderer) int {
+func serve(a *app, srv *host.Server, sigs chan os.Signal, grace time.Duration, args []string) int {
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	got := make(chan os.Signal, 1)
@@ -146,11 +146,12 @@ func serve(srv *host.Server, sigs chan os.Signal, grace time.Duration, args []st
 		stop()
 		select {
 		case sig = <-sigs:
-			fmt.Fprintf(os.Stderr, "host: second signal (%v): exiting now\n", sig)
+			a.render.Status("second signal (%v): exiting now", sig)
 		case <-time.After(grace + time.Second):
-			fmt.Fprintf(os.Stderr, "host: did not stop within %v of %v: exiting now\n", grace, sig)
+			a.render.Status("did not stop within %v of %v: exiting now", grace, sig)
 		}
-		render.close(100 * time.Millisecond)
+		a.terms.closeAll(100 * time.Millisecond)
+		a.render.close(100 * time.Millisecond)
 		os.Exit(signalStatus(sig))
 	}()
 
@@ -163,12 +164,12 @@ func serve(srv *host.Server, sigs chan os.Signal, grace time.Duration, args []st
 	var exit *host.ExitError
 	switch {
 	case errors.As(err, &exit):
-		render.Status("%v", exit)
+		a.render.Status("%v", exit)
 		return exit.Status()
 	case errors.Is(err, context.Canceled):
 		return signalStatus(<-got)
 	case err != nil:
-		render.Status("%v", err)
+		a.render.Status("%v", err)
 		return exitHostError
 	}
 	return 0
