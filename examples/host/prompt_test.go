@@ -34,7 +34,7 @@ func startPrompt(t *testing.T, hostArgs []string, agentArgs ...string) *running 
 }
 
 func TestPromptCompletesAgainstTypeScriptAgent(t *testing.T) {
-	r := startPrompt(t, []string{"--prompt", "say hello", "--workspace", t.TempDir()}) // spelled as in the README
+	r := startPrompt(t, []string{"--prompt", "say hello", "--workspace", t.TempDir()}) // the double-dash spelling works too
 	if got := r.wait(t, 20*time.Second); got != exitCompleted {
 		t.Fatalf("exit status %d; stderr:\n%s", got, r.stderrText())
 	}
