@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"go.uber.org/goleak"
 
 	"github.com/bridgekit/bridgekit/clients/harnvm"
 	"github.com/bridgekit/bridgekit/gen/harn"
@@ -40,6 +41,11 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	os.RemoveAll(dir)
+	// No goroutine of the renderer, a terminal or a test peer outlives the tests.
+	if err := goleak.Find(); code == 0 && err != nil {
+		fmt.Fprintln(os.Stderr, "goleak:", err)
+		code = 1
+	}
 	os.Exit(code)
 }
 

@@ -1,18 +1,34 @@
-// Command host is a runnable Harn bridge host that serves real shell
-// discovery (the process.* operations of host/call) and host/capabilities.
+// Command host is a runnable Harn bridge host and ACP client: it serves a
+// runtime the tools, skills, files, commands and permissions that its
+// configuration and policy allow, renders what the runtime reports, and can
+// run a whole prompt.
 //
-// It works in both topologies:
+//	host [flags]                              serve the bridge on this process's stdin/stdout
+//	host [flags] -- harn serve acp            start the runtime as a child and serve the bridge
+//	                                          over the child's pipes (its stderr passes through)
+//	host [flags] -prompt TEXT -- COMMAND ...  start the runtime, run initialize, session/new and
+//	                                          session/prompt TEXT as its ACP client, serve it meanwhile,
+//	                                          and exit with a status that says how the prompt ended
 //
-//	host                      serve the bridge on this process's stdin/stdout
-//	host -- harn serve acp    start the runtime as a child and serve the bridge
-//	                          over the child's pipes (its stderr passes through)
+// It serves shell discovery (host/call process.*) and host/capabilities;
+// host/tools/list from the -config file's tools; skills/list and
+// skills/fetch from its skills folder; skill/match with a BM25 ranking;
+// session/request_permission, fs/read_text_file, fs/write_text_file and
+// terminal/* as the -policy file allows, failing closed; and it renders
+// every session/update on stderr, in colour on a terminal and plain in a
+// pipe. README.md documents the file formats and the exit statuses.
 //
-// It stops on SIGINT, SIGTERM or SIGHUP: at once when serving its own
-// stdin/stdout; a child first gets SIGTERM, then SIGKILL after -grace. A
-// second signal, or the grace period passing, forces the exit. The exit
-// status says why it ended: 0 after the peer ended its input (or the child
-// exited cleanly), the child's status (128+n when signal n killed it), 128+n
-// after this process got signal n, 1 after an error such as a closed stdout.
+// Serving a stream, it stops on SIGINT, SIGTERM or SIGHUP: at once when
+// serving its own stdin/stdout; a child first gets SIGTERM, then SIGKILL
+// after -grace. A second signal, or the grace period passing, forces the
+// exit. The exit status says why it ended: 0 after the peer ended its input
+// (or the child exited cleanly), the child's status (128+n when signal n
+// killed it), 128+n after this process got signal n, 1 after an error such
+// as a closed stdout.
+//
+// Running a prompt, the first SIGINT (Ctrl-C), SIGTERM or SIGHUP sends
+// session/cancel and the host exits once the agent has answered, or after
+// -grace; a second one exits at once.
 //
 // Diagnostics go to stderr, never to the protocol stream.
 package main
@@ -26,71 +42,120 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
 	"time"
 
-	"github.com/bridgekit/bridgekit/gen/harn"
+	"github.com/bridgekit/bridgekit/gen/acp"
 	"github.com/bridgekit/bridgekit/runtime/ndjson"
 	"github.com/bridgekit/bridgekit/runtime/rpc"
 	"github.com/bridgekit/bridgekit/servers/host"
 	"github.com/bridgekit/bridgekit/servers/host/shells"
 )
 
+// options are the command line's.
+type options struct {
+	config, policy, workspace string
+	prompt                    string
+	color                     string
+	maxFrame                  int
+	grace                     time.Duration
+	verbose                   bool
+}
+
 func main() {
-	maxFrame := flag.Int("max-frame", ndjson.DefaultMaxFrame, "largest inbound line in bytes")
-	grace := flag.Duration("grace", host.DefaultStopGrace, "how long to wait for a clean stop after a signal")
-	verbose := flag.Bool("v", false, "log diagnostics to stderr")
+	var o options
+	flag.StringVar(&o.config, "config", "", "configuration `file`: tools, skills folder, workspace (see README.md)")
+	flag.StringVar(&o.policy, "policy", "", "policy `file` deciding permissions, file access and commands; without one everything is denied")
+	flag.StringVar(&o.workspace, "workspace", "", "workspace `dir` (default: the config's, else the current directory)")
+	flag.StringVar(&o.prompt, "prompt", "", "run one prompt with the runtime given after --, as its ACP client")
+	flag.StringVar(&o.color, "color", "auto", "colour the rendering on stderr: auto, always or never")
+	flag.IntVar(&o.maxFrame, "max-frame", ndjson.DefaultMaxFrame, "largest inbound line in bytes")
+	flag.DurationVar(&o.grace, "grace", host.DefaultStopGrace, "how long to wait for a clean stop after a signal")
+	flag.BoolVar(&o.verbose, "v", false, "log diagnostics to stderr")
 	flag.Usage = func() {
-		fmt.Fprintln(os.Stderr, "usage: host [-max-frame N] [-grace D] [-v] [-- COMMAND ARGS...]")
+		fmt.Fprintln(os.Stderr, "usage: host [flags] [-- COMMAND ARGS...]\n       host [flags] -prompt TEXT -- COMMAND ARGS...")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
-	os.Exit(run(flag.Args(), *maxFrame, *grace, *verbose))
+	os.Exit(run(flag.Args(), o))
 }
 
-func run(args []string, maxFrame int, grace time.Duration, verbose bool) int {
+func run(args []string, o options) int {
 	level := slog.LevelWarn
-	if verbose {
+	if o.verbose {
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	color, err := colorMode(o.color, os.Stderr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "host:", err)
+		return exitUsage
+	}
+	if o.prompt != "" && len(args) == 0 {
+		fmt.Fprintln(os.Stderr, "host: -prompt needs the runtime's command after --")
+		flag.Usage()
+		return exitUsage
+	}
+	render := newRenderer(os.Stderr, color)
+	defer render.close(time.Second)
 
+	a, err := newApp(appOptions{config: o.config, policy: o.policy, workspace: o.workspace, render: render, log: log})
+	if err != nil {
+		render.Status("%v", err)
+		return exitHostError
+	}
+	defer a.terms.closeAll(o.grace)
+	if o.policy == "" {
+		render.Status("no -policy: every permission request, file access and command is denied")
+	}
 	provider, err := shells.New(shells.Config{})
 	if err != nil {
-		log.Error("shell discovery", "err", err)
-		return 1
+		render.Status("shell discovery: %v", err)
+		return exitHostError
 	}
-	var h harn.HostHandlers
-	provider.Register(&h)
-	srv := host.New(&h, &host.Options{
-		Conn:      rpc.Options{MaxFrame: maxFrame, Logger: log},
-		StopGrace: grace,
+	srv := host.New(a.handlers(provider), &host.Options{
+		// The connection also carries ACP (the runtime's session/update,
+		// permission, fs and terminal requests; in -prompt mode our calls),
+		// so it keeps ACP's cancel rules.
+		Conn:      rpc.Options{MaxFrame: o.maxFrame, Logger: log, Cancels: acp.CancelRules, Methods: acp.MethodNames},
+		StopGrace: o.grace,
 	})
 
 	// A write to a closed stdout must fail with EPIPE, and end the session
 	// with a message, rather than kill the process without one. (Notify,
 	// unlike Ignore, is not inherited by the child.)
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 
+	if o.prompt != "" {
+		return runPrompt(a, srv, sigs, o, args)
+	}
+	return serve(a, srv, sigs, o.grace, args)
+}
+
+// serve serves the bridge on stdin/stdout, or over a child's pipes.
+func serve(a *app, srv *host.Server, sigs chan os.Signal, grace time.Duration, args []string) int {
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	got := make(chan os.Signal, 1)
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	go func() {
 		sig := <-sigs
 		got <- sig
-		log.Info("stopping", "signal", sig)
 		stop()
 		select {
 		case sig = <-sigs:
-			fmt.Fprintf(os.Stderr, "host: second signal (%v): exiting now\n", sig)
+			a.render.Status("second signal (%v): exiting now", sig)
 		case <-time.After(grace + time.Second):
-			fmt.Fprintf(os.Stderr, "host: did not stop within %v of %v: exiting now\n", grace, sig)
+			a.render.Status("did not stop within %v of %v: exiting now", grace, sig)
 		}
+		a.terms.closeAll(100 * time.Millisecond)
+		a.render.close(100 * time.Millisecond)
 		os.Exit(signalStatus(sig))
 	}()
 
+	var err error
 	if len(args) > 0 {
 		err = srv.ServeCommand(ctx, exec.Command(args[0], args[1:]...))
 	} else {
@@ -99,21 +164,108 @@ func run(args []string, maxFrame int, grace time.Duration, verbose bool) int {
 	var exit *host.ExitError
 	switch {
 	case errors.As(err, &exit):
-		fmt.Fprintf(os.Stderr, "host: %v\n", exit)
+		a.render.Status("%v", exit)
 		return exit.Status()
 	case errors.Is(err, context.Canceled):
 		return signalStatus(<-got)
 	case err != nil:
-		fmt.Fprintf(os.Stderr, "host: %v\n", err)
-		return 1
+		a.render.Status("%v", err)
+		return exitHostError
 	}
 	return 0
 }
 
-// signalStatus is the conventional exit status after signal sig.
-func signalStatus(sig os.Signal) int {
-	if s, ok := sig.(syscall.Signal); ok {
-		return 128 + int(s)
+// runPrompt starts the runtime, runs the prompt as its ACP client while
+// serving it, and returns the prompt's exit status.
+func runPrompt(a *app, srv *host.Server, sigs chan os.Signal, o options, args []string) int {
+	cmd := exec.Command(args[0], args[1:]...)
+	// A Ctrl-C at the terminal must reach only us: the runtime is cancelled
+	// through the protocol, not killed by the terminal's SIGINT.
+	ownGroup(cmd)
+	serveCtx, stopServe := context.WithCancel(context.Background())
+	defer stopServe()
+	runCtx, abandon := context.WithCancel(context.Background())
+	defer abandon()
+
+	pr := &promptRun{app: a, text: o.prompt}
+	var (
+		result   outcome
+		started  atomic.Bool
+		process  atomic.Pointer[os.Process]
+		finished = make(chan struct{})
+	)
+	use := func(conn *rpc.Conn) {
+		started.Store(true)
+		process.Store(cmd.Process)
+		result = pr.run(runCtx, conn)
+		close(finished)
+		// End the runtime's input: a runtime exits at the end of it; one
+		// that does not is stopped after -grace.
+		conn.Close()
 	}
-	return 1
+
+	go func() {
+		sig := <-sigs
+		if pr.cancel(sig) {
+			a.render.Status("%v: sent session/cancel; waiting up to %v for the agent to answer (again to quit now)", sig, o.grace)
+			timer := time.NewTimer(o.grace)
+			defer timer.Stop()
+			select {
+			case <-finished:
+			case <-timer.C:
+				a.render.Status("the agent did not answer session/cancel within %v: stopping it", o.grace)
+				abandon()
+				stopServe()
+			case sig = <-sigs:
+				forceExit(a, &process, sig)
+			}
+		} else {
+			a.render.Status("%v: stopping the runtime", sig)
+			abandon()
+			stopServe()
+		}
+		forceExit(a, &process, <-sigs)
+	}()
+	go func() {
+		<-finished
+		select {
+		case <-serveCtx.Done():
+		case <-time.After(o.grace):
+			a.render.Status("the runtime did not exit within %v of the end of its input: stopping it", o.grace)
+			stopServe()
+		}
+	}()
+
+	err := srv.ServeCommandConn(serveCtx, cmd, use)
+	var exit *host.ExitError
+	switch {
+	case !started.Load():
+		if sig := pr.signalled(); sig != nil {
+			return signalStatus(sig)
+		}
+		a.render.Status("%v", err)
+		return exitCannotStart
+	case result.status == exitRuntimeDied && errors.As(err, &exit):
+		result.summary += " (" + exit.Error() + ")"
+	case errors.As(err, &exit) && result.status != exitRuntimeDied:
+		a.log.Warn("the runtime exited uncleanly after the prompt", "err", exit)
+	}
+	label := a.render.paint("done:", cGreen, cBold)
+	if result.status != exitCompleted {
+		label = a.render.paint("failed:", cRed, cBold)
+	}
+	a.render.Status("%s %s (exit status %d)", label, result.summary, result.status)
+	return result.status
+}
+
+// forceExit ends the host at once after a second signal, killing the
+// runtime and every process it started.
+func forceExit(a *app, process *atomic.Pointer[os.Process], sig os.Signal) {
+	a.render.Status("second signal (%v): exiting now", sig)
+	if p := process.Load(); p != nil {
+		_ = killGroup(p)
+	}
+	a.terms.closeAll(100 * time.Millisecond)
+	a.render.close(100 * time.Millisecond)
+	os.Exit(signalStatus(sig))
 }

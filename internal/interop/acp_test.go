@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,32 +15,14 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/bridgekit/bridgekit/gen/acp"
+	"github.com/bridgekit/bridgekit/internal/interop/peers"
 	"github.com/bridgekit/bridgekit/runtime/rpc"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // peerDir holds the TypeScript peers and their node_modules (npm ci).
-var peerDir = filepath.Join("..", "..", "testdata", "interop", "acp-ts")
-
-// node returns the node binary, skipping the test when it or the peers'
-// dependencies are missing; in CI (CI set, as .ci/run does) that is a
-// failure, so the tests cannot pass by not running.
-func node(t *testing.T) string {
-	t.Helper()
-	skip := t.Skipf
-	if os.Getenv("CI") != "" {
-		skip = t.Fatalf
-	}
-	bin, err := exec.LookPath("node")
-	if err != nil {
-		skip("node is not on PATH")
-	}
-	if _, err := os.Stat(filepath.Join(peerDir, "node_modules", "@agentclientprotocol", "sdk")); err != nil {
-		skip("%s/node_modules is missing; run (cd testdata/interop/acp-ts && npm ci)", filepath.ToSlash(peerDir))
-	}
-	return bin
-}
+var peerDir = peers.Dir()
 
 // child is a TypeScript peer running as a child process, its stdio pipes
 // connected to a Go connection.
@@ -69,7 +50,7 @@ func (c *child) wait(t *testing.T, d time.Duration) error {
 // the generated ACP connection.
 func startPeer(t *testing.T, h rpc.Handler, script string, args ...string) *child {
 	t.Helper()
-	cmd := exec.Command(node(t), append([]string{script}, args...)...)
+	cmd := exec.Command(peers.Node(t), append([]string{script}, args...)...)
 	cmd.Dir = peerDir
 	stderr, err := os.Create(filepath.Join(t.TempDir(), "stderr"))
 	if err != nil {
@@ -253,49 +234,6 @@ func TestContextCancellationSendsSessionCancel(t *testing.T) {
 	}
 }
 
-// goAgent is an ACP agent on the generated handlers whose prompt streams
-// chunks until its context ends, then ends the turn "cancelled".
-type goAgent struct {
-	client atomic.Pointer[acp.ClientPeer] // set once the connection exists
-
-	mu          sync.Mutex
-	cancelledAt time.Time // when the prompt handler saw its context end
-	cancelSeen  bool      // the session/cancel notification reached its field
-}
-
-func (a *goAgent) handlers() *acp.AgentHandlers {
-	return &acp.AgentHandlers{
-		Initialize: func(_ context.Context, p *acp.InitializeRequest) (*acp.InitializeResponse, error) {
-			return &acp.InitializeResponse{ProtocolVersion: p.ProtocolVersion, AuthMethods: []acp.AuthMethod{}}, nil
-		},
-		SessionNew: func(context.Context, *acp.NewSessionRequest) (*acp.NewSessionResponse, error) {
-			return &acp.NewSessionResponse{SessionID: "go-session-1"}, nil
-		},
-		SessionPrompt: func(ctx context.Context, p *acp.PromptRequest) (*acp.PromptResponse, error) {
-			for i := 0; ; i++ {
-				select {
-				case <-ctx.Done():
-					a.mu.Lock()
-					a.cancelledAt = time.Now()
-					a.mu.Unlock()
-					return &acp.PromptResponse{StopReason: acp.StopReasonCancelled}, nil
-				case <-time.After(10 * time.Millisecond):
-				}
-				chunk := &acp.ContentChunk{Content: acp.ContentBlock{Text: &acp.TextContent{Text: "chunk"}}}
-				if err := a.client.Load().SessionUpdate(ctx, &acp.SessionNotification{SessionID: p.SessionID, Update: acp.SessionUpdate{AgentMessageChunk: chunk}}); err != nil {
-					return nil, err
-				}
-			}
-		},
-		SessionCancel: func(context.Context, *acp.CancelNotification) error {
-			a.mu.Lock()
-			a.cancelSeen = true
-			a.mu.Unlock()
-			return nil
-		},
-	}
-}
-
 // A TypeScript client drives a Go agent: with default options, the Go
 // prompt handler sees its context cancelled within 100 ms of the client's
 // session/cancel and ends the turn "cancelled".
@@ -303,11 +241,21 @@ func TestTypeScriptClientCancelsGoAgentsPrompt(t *testing.T) {
 	report := filepath.Join(t.TempDir(), "report.json")
 	a := &goAgent{}
 	p := startPeer(t, a.handlers(), "client.mjs", report)
-	a.client.Store(acp.NewClientPeer(p.conn))
+	a.conn.Store(p.conn)
 	if err := p.wait(t, 20*time.Second); err != nil {
 		log, _ := os.ReadFile(p.stderr.Name())
 		t.Fatalf("client.mjs: %v\n%s", err, log)
 	}
+	data, _ := os.ReadFile(report)
+	checkCancelReport(t, a, data)
+}
+
+// checkCancelReport checks the cancellation that ends every client.mjs
+// scenario: the TypeScript client sent session/cancel after three updates,
+// the Go prompt handler saw its context end within 100 ms and the turn ended
+// "cancelled".
+func checkCancelReport(t *testing.T, a *goAgent, data []byte) {
+	t.Helper()
 	var r struct {
 		Updates      []string `json:"updates"`
 		CancelSentAt int64    `json:"cancelSentAt"`
@@ -315,7 +263,6 @@ func TestTypeScriptClientCancelsGoAgentsPrompt(t *testing.T) {
 		SessionID    string   `json:"sessionId"`
 		Error        *string  `json:"error"`
 	}
-	data, _ := os.ReadFile(report)
 	if err := json.Unmarshal(data, &r); err != nil {
 		t.Fatalf("report %s: %v", data, err)
 	}

@@ -3,7 +3,6 @@ package host_test
 import (
 	"bytes"
 	"context"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -16,6 +15,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/bridgekit/bridgekit/gen/harn"
+	"github.com/bridgekit/bridgekit/internal/interop/peers"
 	"github.com/bridgekit/bridgekit/runtime/jsonrpc"
 	"github.com/bridgekit/bridgekit/runtime/rpc"
 	"github.com/bridgekit/bridgekit/servers/host"
@@ -24,7 +24,7 @@ import (
 
 // interopAgentDir holds an ACP agent written with the official TypeScript ACP
 // SDK (see its README). CI installs its node_modules with npm ci.
-var interopAgentDir = filepath.Join("..", "..", "testdata", "interop", "acp-ts")
+var interopAgentDir = peers.Dir()
 
 // updateHandlingTime is how long the test's handler spends on each
 // session/update notification.
@@ -42,17 +42,7 @@ const upstreamShellSchema = "../../../shared/fixtures/harn/upstream/spec/schemas
 func TestInteropTypeScriptACPAgent(t *testing.T) {
 	// Locally the test skips without Node; in CI (CI set, as .ci/run runs)
 	// a missing peer is a failure, so the test cannot pass by not running.
-	skip := t.Skipf
-	if os.Getenv("CI") != "" {
-		skip = t.Fatalf
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		skip("skipping ACP interop test: node is not on PATH")
-	}
-	if _, err := os.Stat(filepath.Join(interopAgentDir, "node_modules", "@agentclientprotocol", "sdk")); err != nil {
-		skip("skipping ACP interop test: %s/node_modules is missing; run (cd testdata/interop/acp-ts && npm ci)", filepath.ToSlash(interopAgentDir))
-	}
+	node := peers.Node(t)
 	schemas := compileShellSchemas(t)
 	cwd, err := filepath.Abs(interopAgentDir)
 	if err != nil {

@@ -143,6 +143,17 @@ func SameJSON(a, b []byte) (bool, error) {
 	return reflect.DeepEqual(x, y), nil
 }
 
+// EqualJSON is SameJSON for tests: it fails t when either document is not
+// JSON.
+func EqualJSON(t testing.TB, a, b []byte) bool {
+	t.Helper()
+	same, err := SameJSON(a, b)
+	if err != nil {
+		t.Fatalf("comparing %.200s with %.200s: %v", a, b, err)
+	}
+	return same
+}
+
 // GoldenRoundTrip decodes every document of goldenFile (see Golden) into its
 // type from types, a generated package's fuzz table, and fails unless
 // encoding it again, with wire.Fidelity and with encoding/json (v1), gives

@@ -1,21 +1,50 @@
 // An ACP agent built with the official TypeScript ACP SDK
-// (@agentclientprotocol/sdk 2.4.0), used by servers/host/interop_test.go as an
-// independent peer. Spawned as a child process, it speaks newline-delimited
-// JSON-RPC on stdin/stdout and behaves like Harn's runtime while it handles
-// session/prompt: it streams session/update notifications, then calls its
-// host (the ACP client) with Harn's bridge requests, and finally answers the
-// prompt with what it received under _meta.interop.
+// (@agentclientprotocol/sdk 2.4.0), used by Go tests as an independent peer
+// (servers/host, internal/interop, examples/host). Spawned as a child
+// process, it speaks newline-delimited JSON-RPC on stdin/stdout. What it does
+// on session/prompt depends on the prompt's text and on its flags; see
+// README.md for the list.
 //
 // stdout carries protocol messages only; every log line goes to stderr.
+import { readFileSync, writeFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 import { Readable, Writable } from "node:stream";
 import * as acp from "@agentclientprotocol/sdk";
 
 const log = (...args) => console.error("[acp-ts agent]", ...args);
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+const identity = (params) => params;
+
+// Flags: --harn, --fail, --crash, --stop-reason=R, --terminal=KIND,
+// --ignore-cancel, --report=PATH.
+const flags = {};
+for (const arg of process.argv.slice(2)) {
+  const m = /^--([a-z-]+)(?:=(.*))?$/.exec(arg);
+  if (!m) {
+    log("unknown argument", arg);
+    process.exit(2);
+  }
+  flags[m[1]] = m[2] ?? true;
+}
+
+const tour = JSON.parse(readFileSync(new URL("./tour.json", import.meta.url), "utf8"));
 
 let nextSession = 0;
+const sessions = new Map(); // sessionId -> { cwd }
 // Sessions whose prompt turn the client cancelled with session/cancel.
 const cancelled = new Set();
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+// What the client sent to the agent's extension methods.
+const received = { pings: [], notes: [], aborted: [] };
+
+// The Harn extension advertisement of a Harn runtime's initialize result.
+const harnCapabilities = {
+  _meta: {
+    harn: {
+      sessionUpdateExtensions: ["artifact", "progress", "log", "worker_update", "skill_activated", "reminder_emitted"],
+      promptResultExtensionFields: ["terminal"],
+    },
+  },
+};
 
 const app = acp
   .agent({ name: "bridgekit-interop-agent" })
@@ -23,13 +52,14 @@ const app = acp
     log("initialize, client protocolVersion", params.protocolVersion);
     return {
       protocolVersion: acp.PROTOCOL_VERSION,
-      agentCapabilities: {},
+      agentCapabilities: flags.harn ? harnCapabilities : {},
       authMethods: [],
       agentInfo: { name: "bridgekit-interop-agent", version: "0.0.0" },
     };
   })
   .onRequest(acp.methods.agent.session.new, ({ params }) => {
     const sessionId = `interop-${nextSession++}`;
+    sessions.set(sessionId, { cwd: params.cwd });
     log("session/new", sessionId, "cwd", params.cwd);
     return { sessionId };
   })
@@ -37,29 +67,64 @@ const app = acp
     log("session/cancel", params.sessionId);
     cancelled.add(params.sessionId);
   })
+  // Extension methods the Go client calls, "_"-prefixed as ACP requires.
+  .onRequest("_bridgekit/ping", identity, ({ params }) => {
+    received.pings.push(params);
+    return { pong: params.value ?? null, notes: received.notes, aborted: received.aborted };
+  })
+  .onNotification("_bridgekit/note", identity, ({ params }) => {
+    received.notes.push(params);
+  })
+  .onRequest("_bridgekit/slow", identity, async ({ params, signal }) => {
+    // Answers only when the client cancels it ($/cancel_request).
+    await new Promise((resolve) => signal.addEventListener("abort", resolve, { once: true }));
+    log("_bridgekit/slow aborted", params.tag);
+    received.aborted.push(params.tag);
+    throw acp.RequestError.requestCancelled?.() ?? new acp.RequestError(-32800, "request cancelled");
+  })
   .onRequest(acp.methods.agent.session.prompt, async ({ params, client, requestId, signal }) => {
     const { sessionId } = params;
     log("session/prompt", sessionId, "id", requestId);
+    const update = (u) => client.notify(acp.methods.client.session.update, { sessionId, update: u });
+    const promptText = params.prompt.map((block) => (block.type === "text" ? block.text : "")).join("");
+
+    // Failure modes, for hosts' exit statuses: each streams one update first.
+    if (flags.fail || flags.crash || flags["stop-reason"]) {
+      await update({ sessionUpdate: "agent_message_chunk", content: { type: "text", text: "working on it" } });
+      if (flags.crash) {
+        log("crashing on purpose");
+        process.exit(3);
+      }
+      if (flags.fail) {
+        throw new acp.RequestError(-32000, "model provider unavailable", {
+          schema: "harn.acp.prompt_error.v1",
+          terminalClass: "provider_unavailable",
+          retryable: true,
+        });
+      }
+      return { stopReason: flags["stop-reason"] };
+    }
+
+    if (promptText === "interop tour") {
+      return interopTour(params, client, update);
+    }
+    if (flags.harn && promptText !== "until cancelled") {
+      return harnTour(params, client, update, promptText);
+    }
 
     // Progress first, as Harn streams its output before it finishes a turn.
     for (const text of ["one", "two", "three"]) {
-      await client.notify(acp.methods.client.session.update, {
-        sessionId,
-        update: { sessionUpdate: "agent_message_chunk", content: { type: "text", text } },
-      });
+      await update({ sessionUpdate: "agent_message_chunk", content: { type: "text", text } });
     }
 
     // A prompt whose text is "until cancelled" streams chunks until the
     // client sends session/cancel (or cancels the request), then ends the
-    // turn with stopReason "cancelled", as ACP prescribes.
-    const promptText = params.prompt.map((block) => (block.type === "text" ? block.text : "")).join("");
+    // turn with stopReason "cancelled", as ACP prescribes. With
+    // --ignore-cancel it never stops.
     if (promptText === "until cancelled") {
       cancelled.delete(sessionId);
-      for (let i = 0; !cancelled.has(sessionId) && !signal.aborted; i++) {
-        await client.notify(acp.methods.client.session.update, {
-          sessionId,
-          update: { sessionUpdate: "agent_message_chunk", content: { type: "text", text: `chunk ${i}` } },
-        });
+      for (let i = 0; flags["ignore-cancel"] || (!cancelled.has(sessionId) && !signal.aborted); i++) {
+        await update({ sessionUpdate: "agent_message_chunk", content: { type: "text", text: `chunk ${i}` } });
         await sleep(10);
       }
       log("prompt cancelled", sessionId);
@@ -87,20 +152,198 @@ const app = acp
       name: "process.shell_invocation",
       args: { command: "printf interop" },
     });
-    let errorCode = null;
-    try {
-      await client.request("host/call", { sessionId, name: "process.exec", args: {} });
-      log("process.exec unexpectedly succeeded");
-    } catch (err) {
-      // A JSON-RPC error response rejects with acp.RequestError carrying its code.
-      errorCode = err instanceof acp.RequestError ? err.code : `not a RequestError: ${err}`;
-    }
+    const errorCode = await errorOf(() => client.request("host/call", { sessionId, name: "process.exec", args: {} }));
 
     return {
       stopReason: "end_turn",
       _meta: { interop: { capabilities, shells, invocation, errorCode, promptRequestId: requestId } },
     };
   });
+
+// errorOf runs a request that must fail and returns its JSON-RPC error code
+// (a RequestError carries it), or a string saying what happened instead.
+async function errorOf(call) {
+  try {
+    const res = await call();
+    return `no error: ${JSON.stringify(res)}`;
+  } catch (err) {
+    return err instanceof acp.RequestError ? err.code : `not a RequestError: ${err}`;
+  }
+}
+
+// grantedBy is Harn's rule for a permission answer: only a selected "allow"
+// grants; anything else, an error included, denies.
+const grantedBy = (res) => res?.outcome?.outcome === "selected" && res.outcome.optionId === "allow";
+
+const permissionOptions = [
+  { optionId: "allow", name: "Allow", kind: "allow_once" },
+  { optionId: "reject", name: "Reject", kind: "reject_once" },
+];
+
+// askPermission sends session/request_permission and reports the answer.
+async function askPermission(client, sessionId, toolCall) {
+  try {
+    const res = await client.request(acp.methods.client.session.requestPermission, {
+      sessionId,
+      toolCall,
+      options: permissionOptions,
+    });
+    return { title: toolCall.title, outcome: res.outcome, granted: grantedBy(res) };
+  } catch (err) {
+    return { title: toolCall.title, errorCode: err instanceof acp.RequestError ? err.code : String(err), granted: false };
+  }
+}
+
+// interopTour is the full ACP flow the Go client's interop test drives: every
+// session/update kind, three permission round trips, fs/read_text_file of
+// the file the prompt links, and "_"-prefixed extension calls both ways.
+async function interopTour(params, client, update) {
+  const { sessionId } = params;
+  for (const u of tour.updates) await update(u);
+  for (const u of tour.extensionUpdates) await update(u);
+
+  const permissions = [];
+  for (const title of ["allowed", "rejected", "erroring"]) {
+    permissions.push(
+      await askPermission(client, sessionId, {
+        toolCallId: `perm-${title}`,
+        title,
+        kind: "edit",
+        status: "pending",
+        rawInput: { path: "/workspace/notes.txt" },
+      }),
+    );
+  }
+
+  const link = params.prompt.find((block) => block.type === "resource_link");
+  const file = await client.request(acp.methods.client.fs.readTextFile, {
+    sessionId,
+    path: fileURLToPath(link.uri),
+    line: 2,
+    limit: 2,
+  });
+
+  const echo = await client.request("_bridgekit/echo", { value: { n: 1, s: "from the agent" } });
+  const unknownCode = await errorOf(() => client.request("_bridgekit/unknown", {}));
+  await client.notify("_bridgekit/note", { text: "from the agent" });
+
+  return {
+    stopReason: "end_turn",
+    _meta: { interop: { permissions, file, echo, unknownCode, received } },
+  };
+}
+
+// harnTour behaves like a Harn runtime serving a prompt, for examples/host:
+// it calls every bridge method the host serves and streams ACP and Harn
+// updates, then ends the turn with Harn's terminal outcome (--terminal,
+// default "natural"; "none" leaves it out). With --report=PATH it writes
+// what it got as JSON.
+async function harnTour(params, client, update, promptText) {
+  const { sessionId } = params;
+  const cwd = sessions.get(sessionId)?.cwd ?? process.cwd();
+  const report = { prompt: promptText, cwd };
+  const attempt = async (name, call) => {
+    try {
+      report[name] = await call();
+    } catch (err) {
+      report[name] = { errorCode: err instanceof acp.RequestError ? err.code : String(err), message: err.message };
+    }
+  };
+
+  await update({ sessionUpdate: "agent_thought_chunk", content: { type: "text", text: "Planning the work." } });
+  await update({
+    sessionUpdate: "plan",
+    entries: [
+      { content: "Pick a skill", priority: "high", status: "in_progress" },
+      { content: "Edit the code", priority: "medium", status: "pending" },
+    ],
+  });
+  await attempt("capabilities", () => client.request("host/capabilities", { sessionId }));
+  await attempt("tools", () => client.request("host/tools/list", {}));
+  await attempt("skills", () => client.request("skills/list", {}));
+  const list = Array.isArray(report.skills) ? report.skills : (report.skills?.skills ?? []);
+  const candidates = [];
+  for (const ref of list) {
+    const skill = await client.request("skills/fetch", { id: ref.id });
+    const manifest = skill.manifest ?? skill;
+    candidates.push({
+      name: skill.name,
+      description: skill.description ?? "",
+      when_to_use: manifest.when_to_use ?? "",
+      paths: manifest.paths ?? [],
+    });
+  }
+  report.candidates = candidates;
+  await attempt("match", () =>
+    client.request("skill/match", { strategy: "host", prompt: promptText, working_files: ["infra/cluster.tf"], candidates }),
+  );
+  const top = report.match?.matches?.[0];
+  if (top) {
+    await update({ sessionUpdate: "skill_activated", _meta: { harn: { skillName: top.name, iteration: 1, reason: top.reason } } });
+  }
+  await attempt("unknownSkill", () => client.request("skills/fetch", { id: "no-such-skill" }));
+
+  // Two permission requests: the host's policy allows the first and denies
+  // the second.
+  const harnToolCall = (id, tool, kind, path) => ({
+    toolCallId: id,
+    title: tool,
+    kind,
+    status: "pending",
+    locations: [{ path: `${cwd}/${path}` }],
+    rawInput: { path },
+    _meta: { harn: { toolName: tool } },
+  });
+  const edit = harnToolCall("edit-1", "edit_file", "edit", "src/main.go");
+  await update({ sessionUpdate: "tool_call", ...edit });
+  report.permissions = [
+    await askPermission(client, sessionId, edit),
+    await askPermission(client, sessionId, harnToolCall("delete-1", "delete_file", "delete", "README.md")),
+  ];
+  await update({
+    sessionUpdate: "tool_call_update",
+    toolCallId: "edit-1",
+    status: report.permissions[0].granted ? "completed" : "failed",
+    _meta: { harn: { executor: "host_bridge", durationMs: 7 } },
+  });
+
+  await attempt("file", () => client.request(acp.methods.client.fs.readTextFile, { sessionId, path: `${cwd}/README.md`, line: 1, limit: 1 }));
+  await attempt("outsideFile", () => client.request(acp.methods.client.fs.readTextFile, { sessionId, path: "/etc/hostname" }));
+  await attempt("write", () =>
+    client.request(acp.methods.client.fs.writeTextFile, { sessionId, path: `${cwd}/src/generated.txt`, content: "written by the agent\n" }),
+  );
+  await attempt("deniedWrite", () =>
+    client.request(acp.methods.client.fs.writeTextFile, { sessionId, path: `${cwd}/README.md`, content: "overwritten\n" }),
+  );
+
+  // A terminal the policy allows, and one it denies (it would create a file).
+  await attempt("terminal", async () => {
+    const { terminalId } = await client.request(acp.methods.client.terminal.create, {
+      sessionId,
+      command: "echo",
+      args: ["terminal", "works"],
+    });
+    const exit = await client.request(acp.methods.client.terminal.waitForExit, { sessionId, terminalId });
+    const output = await client.request(acp.methods.client.terminal.output, { sessionId, terminalId });
+    await client.request(acp.methods.client.terminal.release, { sessionId, terminalId });
+    return { terminalId, exit, output };
+  });
+  await attempt("deniedTerminal", () =>
+    client.request(acp.methods.client.terminal.create, { sessionId, command: "touch", args: [`${cwd}/must-not-exist`] }),
+  );
+
+  await update({ sessionUpdate: "progress", _meta: { harn: { phase: "narration", message: "almost done", progress: 2, total: 3 } } });
+  await update({ sessionUpdate: "log", _meta: { harn: { level: "info", message: "bridge calls finished" } } });
+  await update({
+    sessionUpdate: "agent_message_chunk",
+    content: { type: "text", text: `Used skill ${top?.name ?? "none"}; edit ${report.permissions[0].granted ? "granted" : "denied"}.` },
+  });
+
+  if (flags.report) writeFileSync(flags.report, JSON.stringify(report));
+  const kind = flags.terminal ?? "natural";
+  if (kind === "none") return { stopReason: "end_turn" };
+  return { stopReason: "end_turn", _meta: { harn: { terminal: { kind, reason: kind === "natural" ? "done" : "stopped by policy", owner: "agent" } } } };
+}
 
 const connection = app.connect(
   acp.ndJsonStream(Writable.toWeb(process.stdout), Readable.toWeb(process.stdin)),

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func writeFile(t *testing.T, path, text string) string {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestExampleConfig(t *testing.T) {
+	c, err := loadConfig("example/host.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Skills != filepath.Join("example", "skills") || c.Workspace != "" {
+		t.Fatalf("paths not resolved against the file's directory: %+v", c)
+	}
+	var names []string
+	for _, tool := range c.Tools {
+		names = append(names, tool.Name)
+	}
+	if !slices.Equal(names, []string{"Read", "open_file", "status"}) || !c.Tools[1].Deprecated || c.Tools[2].Schema != nil {
+		t.Fatalf("tools %+v", c.Tools)
+	}
+	if c, err := loadConfig(""); err != nil || len(c.Tools) != 0 {
+		t.Fatalf("no config: %+v %v", c, err)
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	dir := t.TempDir()
+	for name, tc := range map[string]struct{ text, want string }{
+		"unknown member": {`{"tool": []}`, `unknown object member name "tool"`},
+		"nameless tool":  {`{"tools": [{"description": "x"}]}`, "tools[0] has no name"},
+		"duplicate tool": {`{"tools": [{"name": "a"}, {"name": "a"}]}`, `tool "a" is listed twice`},
+		"schema kind":    {`{"tools": [{"name": "a", "schema": "object"}]}`, "schema must be a JSON Schema object or null"},
+		"not json":       {`{"tools": [`, "config"},
+	} {
+		path := writeFile(t, filepath.Join(dir, strings.ReplaceAll(name, " ", "-")+".json"), tc.text)
+		if _, err := loadConfig(path); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an error saying %q", name, err, tc.want)
+		}
+	}
+	if _, err := loadConfig(filepath.Join(dir, "missing.json")); err == nil {
+		t.Error("a missing file is not an error")
+	}
+	// A relative workspace is relative to the file.
+	path := writeFile(t, filepath.Join(dir, "sub", "c.json"), `{"workspace": "ws", "tools": [{"name": "a", "schema": null}]}`)
+	c, err := loadConfig(path)
+	if err != nil || c.Workspace != filepath.Join(dir, "sub", "ws") {
+		t.Fatalf("%+v %v", c, err)
+	}
+	if _, err := workspaceRoot(filepath.Join(dir, "sub", "ws")); err == nil {
+		t.Error("a missing workspace is accepted")
+	}
+	if _, err := workspaceRoot(path); err == nil {
+		t.Error("a file is accepted as the workspace")
+	}
+}

@@ -1,0 +1,55 @@
+package main
+
+import (
+	"bytes"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/bridgekit/bridgekit/runtime/wire/wiretest"
+)
+
+func equalJSON(t *testing.T, a, b []byte) bool { return wiretest.EqualJSON(t, a, b) }
+
+// testApp is an app on a temporary workspace, rendering into a buffer.
+func testApp(t *testing.T, pol *policy) (*app, *syncBuffer) {
+	t.Helper()
+	root, err := workspaceRoot(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pol == nil {
+		pol = &policy{}
+	}
+	out := &syncBuffer{}
+	r := newRenderer(out, false)
+	t.Cleanup(func() { r.close(0) })
+	skills, _ := loadSkills("")
+	return &app{ws: &workspace{root: root}, policy: pol, skills: skills, render: r, log: slog.New(slog.NewTextHandler(io.Discard, nil))}, out
+}
+
+// syncBuffer is a buffer the renderer's goroutine writes while a test reads.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// rendered closes the app's renderer and returns everything it wrote.
+func rendered(a *app, out *syncBuffer) string {
+	a.render.close(5 * time.Second)
+	return out.String()
+}

@@ -1,0 +1,304 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/bridgekit/bridgekit/gen/acp"
+)
+
+// policy decides what the agent may do (see README.md, "Policy"). It fails
+// closed: whatever no rule allows is denied, and so is everything when
+// there is no policy file.
+type policy struct {
+	// Permissions answer session/request_permission: the first rule that
+	// matches the tool call decides.
+	Permissions []permissionRule `json:"permissions"`
+	// FS lists the workspace paths fs/read_text_file and
+	// fs/write_text_file may touch.
+	FS struct {
+		Read  []string `json:"read"`
+		Write []string `json:"write"`
+	} `json:"fs"`
+	// Terminal lists the commands terminal/create may run.
+	Terminal struct {
+		Allow []string `json:"allow"`
+	} `json:"terminal"`
+
+	commands [][]string // Terminal.Allow split into words
+}
+
+// permissionRule matches a tool call by its tool name, kind and paths;
+// every condition that is set must hold.
+type permissionRule struct {
+	ID       string   `json:"id"`
+	Tools    []string `json:"tools"` // glob patterns on the tool name
+	Kinds    []string `json:"kinds"` // ACP tool kinds
+	Paths    []string `json:"paths"` // workspace path patterns every path of the call must match
+	Decision string   `json:"decision"`
+}
+
+// loadPolicy reads and checks a policy file; path "" denies everything.
+func loadPolicy(path string) (*policy, error) {
+	p := &policy{}
+	if path == "" {
+		return p, nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("policy: %w", err)
+	}
+	if err := json.Unmarshal(data, p, json.RejectUnknownMembers(true)); err != nil {
+		return nil, fmt.Errorf("policy %s: %w", path, err)
+	}
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("policy %s: "+format, append([]any{path}, args...)...)
+	}
+	for i, r := range p.Permissions {
+		name := r.ID
+		if name == "" {
+			name = fmt.Sprintf("permissions[%d]", i)
+		}
+		if r.Decision != "allow" && r.Decision != "deny" {
+			return nil, bad("%s: decision must be \"allow\" or \"deny\", not %q", name, r.Decision)
+		}
+		for _, k := range r.Kinds {
+			if !acp.ToolKind(k).Known() {
+				return nil, bad("%s: %q is not an ACP tool kind", name, k)
+			}
+		}
+		for _, g := range slices.Concat(r.Tools, r.Paths) {
+			if err := checkGlob(g); err != nil {
+				return nil, bad("%s: %v", name, err)
+			}
+		}
+	}
+	for _, g := range slices.Concat(p.FS.Read, p.FS.Write) {
+		if err := checkGlob(g); err != nil {
+			return nil, bad("fs: %v", err)
+		}
+	}
+	for _, c := range p.Terminal.Allow {
+		words := strings.Fields(c)
+		if len(words) == 0 {
+			return nil, bad("terminal: an empty command pattern")
+		}
+		p.commands = append(p.commands, words)
+	}
+	return p, nil
+}
+
+// decision is the policy's answer, with what made it.
+type decision struct {
+	Allow  bool
+	Reason string
+}
+
+func allow(reason string) decision { return decision{Allow: true, Reason: reason} }
+func deny(reason string) decision  { return decision{Reason: reason} }
+
+// permission decides a session/request_permission tool call. Its paths
+// are the call's locations, diff paths and rawInput path members.
+func (p *policy) permission(ws *workspace, tc *acp.ToolCallUpdate) decision {
+	tool := harnToolName(tc)
+	if tool == "" {
+		tool, _ = tc.Title.Get()
+	}
+	kind, _ := tc.Kind.Get()
+	paths := toolCallPaths(tc)
+	rels := make([]string, 0, len(paths))
+	outside := false
+	for _, path := range paths {
+		rel, _, err := ws.resolve(path)
+		if err != nil {
+			outside = true
+			continue
+		}
+		rels = append(rels, rel)
+	}
+	for i, r := range p.Permissions {
+		if len(r.Tools) > 0 && !slices.ContainsFunc(r.Tools, func(g string) bool { return globMatch(g, tool) }) {
+			continue
+		}
+		if len(r.Kinds) > 0 && !slices.Contains(r.Kinds, string(kind)) {
+			continue
+		}
+		if len(r.Paths) > 0 && (outside || len(rels) == 0 || !allMatch(r.Paths, rels)) {
+			continue
+		}
+		name := r.ID
+		if name == "" {
+			name = fmt.Sprintf("permissions[%d]", i)
+		}
+		return decision{Allow: r.Decision == "allow", Reason: "rule " + name}
+	}
+	return deny("no rule allows it")
+}
+
+// allMatch reports whether every path matches one of the patterns.
+func allMatch(patterns, paths []string) bool {
+	for _, p := range paths {
+		if !slices.ContainsFunc(patterns, func(g string) bool { return globMatch(g, p) }) {
+			return false
+		}
+	}
+	return true
+}
+
+// toolCallPaths collects the paths a tool call names: locations, diff
+// content and the path-like members of rawInput (path, file_path, paths).
+func toolCallPaths(tc *acp.ToolCallUpdate) []string {
+	var out []string
+	add := func(p string) {
+		if p != "" && !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	locs, _ := tc.Locations.Get()
+	for _, l := range locs {
+		add(l.Path)
+	}
+	content, _ := tc.Content.Get()
+	for _, c := range content {
+		if c.Diff != nil {
+			add(c.Diff.Path)
+		}
+	}
+	var raw map[string]jsontext.Value
+	if json.Unmarshal(tc.RawInput, &raw) == nil {
+		for _, key := range []string{"path", "file_path", "filePath", "paths", "source", "destination"} {
+			var one string
+			var many []string
+			if json.Unmarshal(raw[key], &one) == nil {
+				add(one)
+			} else if json.Unmarshal(raw[key], &many) == nil {
+				for _, p := range many {
+					add(p)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// fsAccess decides an fs/* request for the workspace path rel.
+func (p *policy) fsAccess(rel string, write bool) decision {
+	patterns, what := p.FS.Read, "read"
+	if write {
+		patterns, what = p.FS.Write, "write"
+	}
+	if slices.ContainsFunc(patterns, func(g string) bool { return globMatch(g, rel) }) {
+		return allow("fs." + what)
+	}
+	return deny("fs." + what + " does not list it")
+}
+
+// command decides a terminal/create command line.
+func (p *policy) command(command string, args []string) decision {
+	for _, words := range p.commands {
+		if commandMatch(words, command, args) {
+			return allow("terminal.allow " + strings.Join(words, " "))
+		}
+	}
+	return deny("terminal.allow does not list it")
+}
+
+// commandMatch matches argv against a pattern's words: the first word is
+// the command exactly as the agent gives it, each further word matches one
+// argument (* any characters, ? one), and a last word ** matches any
+// remaining arguments.
+func commandMatch(words []string, command string, args []string) bool {
+	if words[0] != command {
+		return false
+	}
+	rest := words[1:]
+	for i, w := range rest {
+		if w == "**" && i == len(rest)-1 {
+			return true
+		}
+		if i >= len(args) || !wildcard(w, args[i]) {
+			return false
+		}
+	}
+	return len(args) == len(rest)
+}
+
+// wildcard matches s against a pattern in which * matches any characters
+// and ? one; everything else is literal.
+func wildcard(pat, s string) bool {
+	p, r := []rune(pat), []rune(s)
+	// Classic two-pointer match with backtracking to the last *.
+	pi, si, star, mark := 0, 0, -1, 0
+	for si < len(r) {
+		switch {
+		case pi < len(p) && (p[pi] == '?' || p[pi] == r[si]):
+			pi++
+			si++
+		case pi < len(p) && p[pi] == '*':
+			star, mark = pi, si
+			pi++
+		case star >= 0:
+			pi = star + 1
+			mark++
+			si = mark
+		default:
+			return false
+		}
+	}
+	for pi < len(p) && p[pi] == '*' {
+		pi++
+	}
+	return pi == len(p)
+}
+
+// workspace is the directory the session runs in; every path the agent
+// names is confined to it.
+type workspace struct {
+	root string // absolute, without symlinks
+}
+
+// errOutside reports a path outside the workspace.
+var errOutside = errors.New("outside the workspace")
+
+// resolve maps p (absolute, or relative to the workspace) to its path
+// relative to the workspace, slash-separated ("." for the root), and its
+// real path. Symlinks on the way are followed, so a link pointing out of the
+// workspace is outside it. p need not exist.
+func (w *workspace) resolve(p string) (rel, real string, err error) {
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(w.root, p)
+	}
+	p = filepath.Clean(p)
+	// Follow symlinks through the deepest part of p that exists.
+	existing, missing := p, ""
+	for {
+		if _, err := os.Lstat(existing); err == nil {
+			break
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return "", "", err
+		}
+		parent := filepath.Dir(existing)
+		if parent == existing {
+			break
+		}
+		missing = filepath.Join(filepath.Base(existing), missing)
+		existing = parent
+	}
+	if r, err := filepath.EvalSymlinks(existing); err == nil {
+		existing = r
+	}
+	real = filepath.Join(existing, missing)
+	rel, err = filepath.Rel(w.root, real)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return "", "", fmt.Errorf("%s: %w", p, errOutside)
+	}
+	return filepath.ToSlash(rel), real, nil
+}

@@ -1,0 +1,236 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"runtime/debug"
+	"slices"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/bridgekit/bridgekit/gen/acp"
+	"github.com/bridgekit/bridgekit/runtime/rpc"
+	"github.com/bridgekit/bridgekit/runtime/wire"
+)
+
+// Exit statuses of --prompt (README.md, "Exit statuses"). 128+n reports
+// signal n.
+const (
+	exitCompleted       = 0
+	exitHostError       = 1
+	exitUsage           = 2
+	exitAgentError      = 3
+	exitRefused         = 4
+	exitMaxTokens       = 5
+	exitMaxTurnRequests = 6
+	exitNotCompleted    = 7
+	exitAgentCancelled  = 8
+	exitRuntimeDied     = 9
+	exitProtocol        = 10
+	exitCannotStart     = 127
+)
+
+// outcome is how a prompt ended: the exit status and a sentence saying why.
+type outcome struct {
+	status  int
+	summary string
+}
+
+// promptRun drives one prompt as the runtime's ACP client.
+type promptRun struct {
+	app  *app
+	text string
+
+	mu          sync.Mutex
+	agent       *acp.AgentPeer
+	session     acp.SessionID
+	prompting   bool      // session/prompt is in flight
+	cancelledBy os.Signal // the signal that made the host cancel, or stop
+	harnRuntime bool      // the agent advertises Harn's terminal outcome
+}
+
+// hostVersion is this program's module version, for clientInfo.
+func hostVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "devel"
+}
+
+// run runs initialize, session/new and session/prompt on conn and says how
+// the prompt ended. ctx ends only to abandon the runtime.
+func (r *promptRun) run(ctx context.Context, conn *rpc.Conn) outcome {
+	agent := acp.NewAgentPeer(conn)
+	r.mu.Lock()
+	r.agent = agent
+	r.mu.Unlock()
+	yes := true
+	init, err := agent.Initialize(ctx, &acp.InitializeRequest{
+		ProtocolVersion: 1,
+		ClientCapabilities: &acp.ClientCapabilities{
+			Fs:       &acp.FileSystemCapabilities{ReadTextFile: &yes, WriteTextFile: &yes},
+			Terminal: &yes,
+		},
+		ClientInfo: wire.Some(acp.Implementation{Name: "bridgekit-host", Version: hostVersion()}),
+	})
+	if err != nil {
+		return r.failed(ctx, "initialize", err)
+	}
+	if init.ProtocolVersion != 1 {
+		return outcome{exitProtocol, fmt.Sprintf("the agent speaks ACP protocol version %d; this host speaks 1", init.ProtocolVersion)}
+	}
+	name := "an ACP agent"
+	if info, ok := init.AgentInfo.Get(); ok {
+		name = clean(info.Name + " " + info.Version)
+	}
+	kind := "a plain ACP agent"
+	if adv, ok := harnAdvertisementOf(init); ok {
+		kind = "a Harn runtime"
+		if len(adv.SessionUpdateExtensions) > 0 {
+			r.app.render.setHarnExtensions(adv.SessionUpdateExtensions)
+		}
+		r.mu.Lock()
+		r.harnRuntime = slices.Contains(adv.PromptResultExtensionFields, "terminal")
+		r.mu.Unlock()
+	}
+	r.app.render.Status("agent %s (%s)", name, kind)
+
+	sess, err := agent.SessionNew(ctx, &acp.NewSessionRequest{Cwd: r.app.ws.root, MCPServers: []acp.MCPServer{}})
+	if err != nil {
+		return r.failed(ctx, "session/new", err)
+	}
+	r.mu.Lock()
+	r.session, r.prompting = sess.SessionID, true
+	stopped := r.cancelledBy != nil
+	r.mu.Unlock()
+	if stopped {
+		return r.failed(ctx, "session/new", context.Canceled)
+	}
+	r.app.render.Status("session %s in %s", clean(string(sess.SessionID)), r.app.ws.root)
+
+	res, err := agent.SessionPrompt(ctx, &acp.PromptRequest{
+		SessionID: sess.SessionID,
+		Prompt:    []acp.ContentBlock{{Text: &acp.TextContent{Text: r.text}}},
+	})
+	r.mu.Lock()
+	r.prompting = false
+	r.mu.Unlock()
+	r.app.render.endStream()
+	if err != nil {
+		return r.failed(ctx, "session/prompt", err)
+	}
+	return r.classify(res)
+}
+
+// cancel is the first signal's action while a prompt runs: it sends
+// session/cancel and answers the permission requests that follow
+// "cancelled". It reports false when no prompt is in flight.
+func (r *promptRun) cancel(sig os.Signal) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cancelledBy != nil {
+		return r.prompting
+	}
+	r.cancelledBy = sig
+	if !r.prompting {
+		return false
+	}
+	r.app.cancelling.Store(true)
+	agent, session := r.agent, r.session
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := agent.SessionCancel(ctx, &acp.CancelNotification{SessionID: session}); err != nil {
+			r.app.render.Status("session/cancel not sent: %v", err)
+		}
+	}()
+	return true
+}
+
+// signalled is the signal that made the host cancel or stop, if any.
+func (r *promptRun) signalled() os.Signal {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.cancelledBy
+}
+
+// failed says why a request of the prompt's flow failed.
+func (r *promptRun) failed(ctx context.Context, method string, err error) outcome {
+	if sig := r.signalled(); sig != nil && (ctx.Err() != nil || errors.Is(err, context.Canceled)) {
+		return outcome{signalStatus(sig), fmt.Sprintf("stopped by %v before the agent answered %s", sig, method)}
+	}
+	var rerr *rpc.Error
+	switch {
+	case errors.As(err, &rerr):
+		summary := fmt.Sprintf("the agent failed %s: error %d: %s", method, rerr.Code, clean(rerr.Message))
+		if pe, ok := harnPromptErrorOf(rerr.Data); ok {
+			summary += " (Harn terminal class " + clean(pe.TerminalClass)
+			if pe.Retryable != nil && *pe.Retryable {
+				summary += ", retryable"
+			}
+			summary += ")"
+		}
+		return outcome{exitAgentError, summary}
+	case errors.Is(err, rpc.ErrClosed):
+		return outcome{exitRuntimeDied, fmt.Sprintf("the runtime ended the connection before it answered %s", method)}
+	case errors.As(err, new(*wire.DecodeError)):
+		return outcome{exitProtocol, fmt.Sprintf("the agent's answer to %s does not fit ACP: %v", method, err)}
+	}
+	return outcome{exitHostError, fmt.Sprintf("%s: %v", method, err)}
+}
+
+// classify says how a prompt ended from the agent's answer: a Harn runtime
+// completes only with _meta.harn.terminal.kind "natural"; a plain ACP agent
+// (one that advertises no terminal outcome) completes with end_turn.
+func (r *promptRun) classify(res *acp.PromptResponse) outcome {
+	r.mu.Lock()
+	sig, harnRuntime := r.cancelledBy, r.harnRuntime
+	r.mu.Unlock()
+	term, hasTerm := harnTerminalOf(res)
+	describe := func() string {
+		if !hasTerm {
+			return ""
+		}
+		s := "Harn terminal outcome " + clean(term.Kind)
+		if term.Reason != "" {
+			s += ", reason " + clean(term.Reason)
+		}
+		if term.Owner != "" {
+			s += ", owner " + clean(term.Owner)
+		}
+		return s
+	}
+	switch {
+	case hasTerm && term.Kind == "natural":
+		return outcome{exitCompleted, "completed (" + describe() + ")"}
+	case res.StopReason == acp.StopReasonCancelled || hasTerm && term.Kind == "user_cancelled":
+		if sig != nil {
+			return outcome{signalStatus(sig), fmt.Sprintf("cancelled after %v: the agent ended the turn %s", sig, res.StopReason)}
+		}
+		return outcome{exitAgentCancelled, "the agent cancelled the turn although the host did not ask it to"}
+	case res.StopReason == acp.StopReasonRefusal:
+		return outcome{exitRefused, "the agent refused to continue (stopReason refusal)"}
+	case res.StopReason == acp.StopReasonMaxTokens:
+		return outcome{exitMaxTokens, "the agent ran out of tokens (stopReason max_tokens)"}
+	case res.StopReason == acp.StopReasonMaxTurnRequests:
+		return outcome{exitMaxTurnRequests, "the agent reached its limit of requests in a turn (stopReason max_turn_requests)"}
+	case hasTerm:
+		return outcome{exitNotCompleted, "not completed: " + describe() + " (stopReason " + string(res.StopReason) + ")"}
+	case res.StopReason == acp.StopReasonEndTurn && harnRuntime:
+		return outcome{exitNotCompleted, "not completed: end_turn without the Harn terminal outcome this runtime advertises"}
+	case res.StopReason == acp.StopReasonEndTurn:
+		return outcome{exitCompleted, "completed: end_turn (a plain ACP agent, which reports no Harn terminal outcome)"}
+	}
+	return outcome{exitProtocol, fmt.Sprintf("unknown stopReason %q", res.StopReason)}
+}
+
+// signalStatus is the conventional exit status after signal sig.
+func signalStatus(sig os.Signal) int {
+	if s, ok := sig.(syscall.Signal); ok {
+		return 128 + int(s)
+	}
+	return 1
+}

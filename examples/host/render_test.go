@@ -1,0 +1,275 @@
+package main
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/bridgekit/bridgekit/gen/acp"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files of the rendering tests")
+
+// tourFile holds every session/update kind of ACP v0.12.2, and extension
+// variants (see testdata/interop/acp-ts/README.md).
+const tourFile = "../../testdata/interop/acp-ts/tour.json"
+
+// harnFixture is Harn's own fixture of its session/update extensions.
+const harnFixture = "../../../shared/fixtures/harn/upstream/crates/harn-serve/tests/fixtures/acp/session_update_extensions.json"
+
+// missingShared skips a test whose reference material is absent, except in
+// CI (CI set), where its absence is a failure.
+func missingShared(t *testing.T, err error) {
+	t.Helper()
+	if os.Getenv("CI") != "" {
+		t.Fatalf("reference material missing in CI: %v", err)
+	}
+	t.Skipf("reference material not present: %v", err)
+}
+
+// tourUpdates decodes the tour's updates, extension variants last.
+func tourUpdates(t *testing.T) []acp.SessionNotification {
+	t.Helper()
+	data, err := os.ReadFile(tourFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tour struct {
+		Updates          []jsontext.Value `json:"updates"`
+		ExtensionUpdates []jsontext.Value `json:"extensionUpdates"`
+	}
+	if err := json.Unmarshal(data, &tour); err != nil {
+		t.Fatal(err)
+	}
+	var out []acp.SessionNotification
+	for _, raw := range append(tour.Updates, tour.ExtensionUpdates...) {
+		var n acp.SessionNotification
+		doc := `{"sessionId":"s","update":` + string(raw) + `}`
+		if err := json.Unmarshal([]byte(doc), &n); err != nil {
+			t.Fatalf("%s: %v", raw, err)
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+// renderAll renders notifications and returns the output.
+func renderAll(color bool, ns []acp.SessionNotification) string {
+	out := &syncBuffer{}
+	r := newRenderer(out, color)
+	for i := range ns {
+		r.Update(&ns[i])
+	}
+	r.close(5 * time.Second)
+	return out.String()
+}
+
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != string(want) {
+		t.Errorf("rendering differs from %s (go test -update to accept):\n%s", path, got)
+	}
+}
+
+// Every session/update kind renders readably: plain without a single escape
+// sequence (what a pipe gets), and coloured for a terminal.
+func TestRenderEveryUpdateKind(t *testing.T) {
+	ns := tourUpdates(t)
+	plain := renderAll(false, ns)
+	if strings.Contains(plain, "\x1b") {
+		t.Errorf("escape sequences in plain output:\n%q", plain)
+	}
+	golden(t, "tour.plain", plain)
+	colored := renderAll(true, ns)
+	if !strings.Contains(colored, "\x1b[33;1mtool\x1b[0m") || !strings.Contains(colored, "\x1b[32mcompleted\x1b[0m") {
+		t.Errorf("no colour:\n%q", colored)
+	}
+	// Without the escape sequences it is the plain rendering.
+	if stripped := ansi(colored); stripped != plain {
+		t.Errorf("coloured output differs from plain beyond colour:\n%s", stripped)
+	}
+}
+
+// ansi removes SGR escape sequences.
+func ansi(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == 0x1b && i+1 < len(s) && s[i+1] == '[' {
+			j := i + 2
+			for j < len(s) && s[j] != 'm' {
+				j++
+			}
+			i = j
+			continue
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// Harn's own fixture of its extension variants renders one "harn" line per
+// update, from _meta.harn.
+func TestRenderHarnExtensions(t *testing.T) {
+	data, err := os.ReadFile(harnFixture)
+	if err != nil {
+		missingShared(t, err)
+	}
+	var msgs []struct {
+		Params acp.SessionNotification `json:"params"`
+	}
+	if err := json.Unmarshal(data, &msgs); err != nil {
+		t.Fatal(err)
+	}
+	var ns []acp.SessionNotification
+	for _, m := range msgs {
+		ns = append(ns, m.Params)
+	}
+	text := renderAll(false, ns)
+	lines := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
+	if len(lines) != len(ns) {
+		t.Fatalf("%d lines for %d updates:\n%s", len(lines), len(ns), text)
+	}
+	for i, line := range lines {
+		tag := ns[i].Update.Tag()
+		if !strings.HasPrefix(line, "harn "+tag+": ") || len(line) <= len("harn "+tag+": ") {
+			t.Errorf("update %d (%s) rendered as %q", i, tag, line)
+		}
+	}
+	golden(t, "harn-extensions.plain", text)
+}
+
+func TestRenderExtensionsFollowTheAdvertisement(t *testing.T) {
+	n := acp.SessionNotification{SessionID: "s"}
+	if err := json.Unmarshal([]byte(`{"sessionUpdate":"stance_transition","_meta":{"harn":{"phase":"enter","escapeTool":"x"}}}`), &n.Update); err != nil {
+		t.Fatal(err)
+	}
+	out := &syncBuffer{}
+	r := newRenderer(out, false)
+	r.Update(&n)
+	r.setHarnExtensions([]string{"stance_transition"})
+	r.Update(&n)
+	r.close(time.Second)
+	want := "update stance_transition: escapeTool=x phase=enter\nharn stance_transition: escapeTool=x phase=enter\n"
+	if out.String() != want {
+		t.Errorf("got %q, want %q", out.String(), want)
+	}
+}
+
+// An agent cannot drive the terminal: control characters in its text are
+// removed, line breaks kept only in streamed text.
+func TestRenderStripsControlCharacters(t *testing.T) {
+	var ns []acp.SessionNotification
+	for _, doc := range []string{
+		`{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"red\u001b[31m\u0007 and\nnext\tline"}}`,
+		`{"sessionUpdate":"tool_call","toolCallId":"c\u001b]0;title\u0007","title":"t\u001b[2J\nx","kind":"read"}`,
+		`{"sessionUpdate":"progress","_meta":{"harn":{"phase":"p","message":"m\u001b[1m\nn"}}}`,
+	} {
+		var n acp.SessionNotification
+		if err := json.Unmarshal([]byte(`{"sessionId":"s","update":`+doc+`}`), &n); err != nil {
+			t.Fatal(err)
+		}
+		ns = append(ns, n)
+	}
+	text := renderAll(true, ns)
+	for _, bad := range []string{"\x1b[31m", "\x07", "\x1b[2J", "\x1b]0", "\x1b[1mn"} {
+		if strings.Contains(text, bad) {
+			t.Errorf("%q reached the terminal:\n%q", bad, text)
+		}
+	}
+	plain := ansi(text)
+	for _, want := range []string{"agent: red[31m and\nnext\tline\n", `tool c]0;title "t[2J x" (read)`, "harn progress: p: m[1m n"} {
+		if !strings.Contains(plain, want) {
+			t.Errorf("rendering lacks %q:\n%q", want, plain)
+		}
+	}
+}
+
+// blockingWriter blocks every write until released.
+type blockingWriter struct {
+	release chan struct{}
+	mu      sync.Mutex
+	buf     bytes.Buffer
+}
+
+func (w *blockingWriter) Write(p []byte) (int, error) {
+	<-w.release
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.Write(p)
+}
+
+// A stderr nobody reads never blocks the handler: lines are dropped and
+// counted.
+func TestRenderNeverBlocks(t *testing.T) {
+	w := &blockingWriter{release: make(chan struct{})}
+	r := newRenderer(w, false)
+	n := acp.SessionNotification{SessionID: "s", Update: acp.SessionUpdate{CurrentModeUpdate: &acp.CurrentModeUpdate{CurrentModeID: "code"}}}
+	done := make(chan struct{})
+	go func() {
+		for range 3 * rendererQueue {
+			r.Update(&n)
+		}
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("rendering blocked on a writer that does not write")
+	}
+	close(w.release)
+	r.close(10 * time.Second)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !strings.Contains(w.buf.String(), "lines not shown: stderr is not being read") {
+		t.Fatalf("no note of the dropped lines (%d bytes written)", w.buf.Len())
+	}
+}
+
+func TestColorMode(t *testing.T) {
+	f, err := os.Create(filepath.Join(t.TempDir(), "f"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for mode, want := range map[string]bool{"always": true, "never": false, "auto": false, "": false} {
+		if got, err := colorMode(mode, f); err != nil || got != want {
+			t.Errorf("%q on a file: %v %v", mode, got, err)
+		}
+	}
+	if _, err := colorMode("sometimes", f); err == nil {
+		t.Error("a bad mode is accepted")
+	}
+	if isTerminal(f) {
+		t.Error("a file is a terminal")
+	}
+	if tty, err := os.OpenFile("/dev/tty", os.O_RDWR, 0); err == nil {
+		defer tty.Close()
+		t.Setenv("NO_COLOR", "")
+		t.Setenv("TERM", "xterm")
+		if got, _ := colorMode("auto", tty); !got {
+			t.Error("auto does not colour a terminal")
+		}
+		t.Setenv("NO_COLOR", "1")
+		if got, _ := colorMode("auto", tty); got {
+			t.Error("auto colours despite NO_COLOR")
+		}
+	}
+}

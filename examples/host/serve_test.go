@@ -1,0 +1,122 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// Serving its stdin/stdout, the host answers the configured Harn methods,
+// the ACP client methods by its policy, and renders session/update, all on
+// one connection; what it does not serve is still -32601.
+func TestServeConfiguredMethodsOverPipes(t *testing.T) {
+	ws := t.TempDir()
+	writeFile(t, filepath.Join(ws, "src", "main.go"), "package main\n")
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Close()
+	r := start(t, exec.Command(hostBin, "-config", "example/host.json", "-policy", "example/policy.json", "-workspace", ws), pw)
+	pw.Close()
+	out := bufio.NewReader(pr)
+	call := func(id int, method, params string) (result jsontext.Value, code int64) {
+		t.Helper()
+		if _, err := fmt.Fprintf(r.stdin, `{"jsonrpc":"2.0","id":%d,"method":%q,"params":%s}`+"\n", id, method, params); err != nil {
+			t.Fatal(err)
+		}
+		line, err := out.ReadBytes('\n')
+		if err != nil {
+			t.Fatalf("%s: %v; stderr:\n%s", method, err, r.stderrText())
+		}
+		var reply struct {
+			ID     int            `json:"id"`
+			Result jsontext.Value `json:"result"`
+			Error  *struct {
+				Code int64 `json:"code"`
+			} `json:"error"`
+		}
+		if err := json.Unmarshal(line, &reply); err != nil || reply.ID != id {
+			t.Fatalf("%s: reply %s: %v", method, line, err)
+		}
+		if reply.Error != nil {
+			return nil, reply.Error.Code
+		}
+		return reply.Result, 0
+	}
+	notify := func(method, params string) {
+		if _, err := fmt.Fprintf(r.stdin, `{"jsonrpc":"2.0","method":%q,"params":%s}`+"\n", method, params); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	res, _ := call(1, "host/tools/list", `{}`)
+	var tools toolsListResult
+	if json.Unmarshal(res, &tools) != nil || len(tools.Tools) != 3 {
+		t.Errorf("host/tools/list: %s", res)
+	}
+	res, _ = call(2, "skills/list", `null`)
+	if !strings.Contains(string(res), `{"id":"review","name":"review","description":"Review existing code for correctness","source":"host"}`) {
+		t.Errorf("skills/list: %s", res)
+	}
+	res, _ = call(3, "skills/fetch", `{"id":"ship"}`)
+	if !strings.Contains(string(res), `"manifest":{"when_to_use":"User says ship, release or deploy","allowed_tools":["bash","git"],"paths":["infra/**","Dockerfile"],"model":"claude-opus-4-7"}`) {
+		t.Errorf("skills/fetch: %s", res)
+	}
+	if _, code := call(4, "skills/fetch", `{"id":7}`); code != -32602 {
+		t.Errorf("skills/fetch with a bad id: code %d", code)
+	}
+	res, _ = call(5, "skill/match", `{"strategy":"host","prompt":"review my code","working_files":[],"candidates":[{"name":"review","description":"Review code","when_to_use":"","paths":[]},{"name":"ship","description":"","when_to_use":"","paths":[]}]}`)
+	if !strings.HasPrefix(string(res), `{"matches":[{"name":"review","score":`) || strings.Contains(string(res), `"ship"`) {
+		t.Errorf("skill/match: %s", res)
+	}
+	permission := `{"sessionId":"s","toolCall":{"toolCallId":"t","title":"edit_file","kind":"edit","rawInput":{"path":%q}},"options":[{"optionId":"allow","name":"Allow","kind":"allow_once"},{"optionId":"reject","name":"Reject","kind":"reject_once"}]}`
+	res, _ = call(6, "session/request_permission", fmt.Sprintf(permission, "src/main.go"))
+	if string(res) != `{"outcome":{"outcome":"selected","optionId":"allow"}}` {
+		t.Errorf("allowed edit: %s", res)
+	}
+	res, _ = call(7, "session/request_permission", fmt.Sprintf(permission, "go.mod"))
+	if string(res) != `{"outcome":{"outcome":"selected","optionId":"reject"}}` {
+		t.Errorf("denied edit: %s", res)
+	}
+	res, _ = call(8, "fs/read_text_file", fmt.Sprintf(`{"sessionId":"s","path":%q}`, filepath.Join(ws, "src", "main.go")))
+	if string(res) != `{"content":"package main\n"}` {
+		t.Errorf("fs/read_text_file: %s", res)
+	}
+	notify("session/update", `{"sessionId":"s","update":{"sessionUpdate":"plan","entries":[{"content":"step","priority":"high","status":"pending"}]}}`)
+	notify("session/update", `{"sessionId":"s","update":{"sessionUpdate":"worker_update","_meta":{"harn":{"workerId":"w1","workerName":"review_captain","workerTask":"Review PR #42","event":"WorkerSpawned","status":"running"}}}}`)
+	if _, code := call(9, "session/nope", `{}`); code != -32601 {
+		t.Errorf("unknown method: code %d", code)
+	}
+	if _, code := call(10, "builtin_call", `{"name":"x","args":[]}`); code != -32601 {
+		t.Errorf("builtin_call, which the host does not serve: code %d", code)
+	}
+	r.stdin.Close()
+	if got := r.wait(t, 10*time.Second); got != 0 {
+		t.Fatalf("exit status %d", got)
+	}
+	if rest, _ := io.ReadAll(out); len(rest) != 0 {
+		t.Errorf("unexpected output: %s", rest)
+	}
+	text := r.stderrText()
+	for _, want := range []string{
+		`permission "edit_file" (edit) src/main.go: allowed (rule edit-src) -> option "allow"`,
+		`permission "edit_file" (edit) go.mod: denied (no rule allows it) -> option "reject"`,
+		"plan:\n  [ ] step (high)\n",
+		`harn worker_update: review_captain (w1) WorkerSpawned -> running "Review PR #42"`,
+		"skill/match: review ",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, text)
+		}
+	}
+}

@@ -1,0 +1,162 @@
+package main
+
+import (
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/go-json-experiment/json"
+)
+
+func TestExampleSkills(t *testing.T) {
+	set, err := loadSkills("example/skills")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, s := range set.list {
+		ids = append(ids, s.ID)
+	}
+	if !slices.Equal(ids, []string{"docs", "review", "ship"}) {
+		t.Fatalf("ids %q", ids)
+	}
+	ship := set.byID["ship"]
+	if ship.Name != "ship" || ship.Description != "Ship a production release" || ship.WhenToUse != "User says ship, release or deploy" ||
+		!slices.Equal(ship.AllowedTools, []string{"bash", "git"}) || !slices.Equal(ship.Paths, []string{"infra/**", "Dockerfile"}) ||
+		ship.Model != "claude-opus-4-7" || !strings.HasPrefix(ship.Body, "# Shipping runbook\n") {
+		t.Fatalf("ship %+v", ship)
+	}
+	if d := set.byID["docs"].Description; d != "Write and update documentation for the project's users" {
+		t.Fatalf("folded description %q", d)
+	}
+	if r := set.byID["review"]; !slices.Equal(r.AllowedTools, []string{"read"}) || r.Paths != nil {
+		t.Fatalf("review %+v", r)
+	}
+	if s, err := loadSkills(""); err != nil || len(s.list) != 0 {
+		t.Fatalf("no skills folder: %v", err)
+	}
+}
+
+func TestSkillFilesAndIDs(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "ops", "review.md"), "# Review\n\nLook for bugs first.\n")
+	writeFile(t, filepath.Join(dir, "ops", "deploy", "SKILL.md"), "---\r\nname: deploy\r\ndescription: 'It''s shipping'\r\n---\r\nbody\r\n")
+	writeFile(t, filepath.Join(dir, "notes.txt"), "not a skill")
+	set, err := loadSkills(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(set.list) != 2 {
+		t.Fatalf("%d skills", len(set.list))
+	}
+	r := set.byID["ops/review"]
+	if r == nil || r.Name != "review" || r.Description != "Look for bugs first." || r.Body != "# Review\n\nLook for bugs first.\n" {
+		t.Fatalf("a skill without front matter: %+v", r)
+	}
+	d := set.byID["ops/deploy"]
+	if d == nil || d.Description != "It's shipping" || d.Body != "body\n" {
+		t.Fatalf("CRLF front matter: %+v", d)
+	}
+
+	// Two files for one id, and SKILL.md at the top.
+	writeFile(t, filepath.Join(dir, "ops", "deploy.md"), "x")
+	if _, err := loadSkills(dir); err == nil || !strings.Contains(err.Error(), `"ops/deploy"`) {
+		t.Errorf("duplicate id: %v", err)
+	}
+	top := t.TempDir()
+	writeFile(t, filepath.Join(top, "SKILL.md"), "x")
+	if _, err := loadSkills(top); err == nil {
+		t.Error("SKILL.md at the top of the folder is accepted")
+	}
+	if _, err := loadSkills(filepath.Join(dir, "missing")); err == nil {
+		t.Error("a missing folder is accepted")
+	}
+}
+
+func TestFrontMatter(t *testing.T) {
+	for _, tc := range []struct {
+		name, text string
+		want       string // the skill's fields as JSON
+		err        string
+	}{
+		{name: "inline list and quotes", text: "name: \"a \\\"b\\\"\" # comment\nallowed_tools: [bash, 'git', \"go\"]\npaths: []\n",
+			want: `{"Name":"a \"b\"","Description":"body","AllowedTools":["bash","git","go"],"Paths":[]}`},
+		{name: "block list", text: "name: x\npaths:\n  - src/**   # sources\n  - \"docs/**\"\n\n",
+			want: `{"Name":"x","Description":"body","Paths":["src/**","docs/**"]}`},
+		{name: "literal block", text: "name: x\ndescription: |\n  one\n    two\n\n  three\nmodel: m\n",
+			want: `{"Name":"x","Description":"one\n  two\n\nthree","Model":"m"}`},
+		{name: "folded block", text: "name: x\nwhen_to_use: >\n  a\n  b\n\n  c\n",
+			want: `{"Name":"x","Description":"body","WhenToUse":"a b\nc"}`},
+		{name: "scalar paths and extra keys", text: "name: x\npaths: src/**\nversion: 2\ntags: [a, b]\n",
+			want: `{"Name":"x","Description":"body","Paths":["src/**"],"Extra":{"tags":["a","b"],"version":"2"}}`},
+		{name: "hash inside a value", text: "name: c#\ndescription: \"a # b\"\n",
+			want: `{"Name":"c#","Description":"a # b"}`},
+		{name: "indented key", text: "  name: x\n", err: "unexpected indentation"},
+		{name: "no colon", text: "name x\n", err: `want "key: value"`},
+		{name: "twice", text: "name: x\nname: y\n", err: "name is set twice"},
+		{name: "open quote", text: "name: \"x\n", err: "unterminated quoted string"},
+		{name: "continued", text: "name: x\ndescription: one\n  two\n", err: "use > or |"},
+		{name: "open list", text: "name: x\npaths: [a, b\n", err: "end on its line"},
+		{name: "not an item", text: "name: x\npaths:\n  a\n", err: `want "- item"`},
+		{name: "list as name", text: "name: [a]\n", err: "name: want a single value"},
+		{name: "empty name", text: "name: \"\"\n", err: "name is empty"},
+	} {
+		s, err := parseSkill("id", "---\n"+tc.text+"---\nbody")
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%s: %v, want an error saying %q", tc.name, err, tc.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+			continue
+		}
+		if s.Body != "body" {
+			t.Errorf("%s: body %q", tc.name, s.Body)
+		}
+		s.ID, s.Body = "", ""
+		got, _ := json.Marshal(s, json.OmitZeroStructFields(true))
+		if !equalJSON(t, got, []byte(tc.want)) {
+			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
+		}
+	}
+	if _, err := parseSkill("id", "---\nname: x\n"); err == nil {
+		t.Error("unclosed front matter is accepted")
+	}
+	if s, err := parseSkill("id", "---\nname: x\n---"); err != nil || s.Body != "" {
+		t.Errorf("front matter ending the file: %+v %v", s, err)
+	}
+}
+
+func TestFetchSkill(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "x.md"), "---\nname: x\ndescription: d\nversion: 2\ntags: [a]\n---\nbody\n")
+	writeFile(t, filepath.Join(dir, "bare.md"), "just text\n")
+	a, _ := testApp(t, nil)
+	var err error
+	if a.skills, err = loadSkills(dir); err != nil {
+		t.Fatal(err)
+	}
+	doc, err := a.fetchSkill("x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := json.Marshal(doc)
+	want := `{"name":"x","description":"d","body":"body\n","manifest":{"when_to_use":"","allowed_tools":[],"paths":[],"version":"2","tags":["a"]}}`
+	if !equalJSON(t, got, []byte(want)) {
+		t.Errorf("skills/fetch x: %s, want %s", got, want)
+	}
+	doc, _ = a.fetchSkill("bare")
+	if got, _ := json.Marshal(doc); !equalJSON(t, got, []byte(`{"name":"bare","description":"just text","body":"just text\n","manifest":{"when_to_use":"","allowed_tools":[],"paths":[]}}`)) {
+		t.Errorf("skills/fetch bare: %s", got)
+	}
+	if _, err := a.fetchSkill("nope"); rpcCode(err) != -32602 {
+		t.Errorf("unknown id: %v", err)
+	}
+	refs := a.listSkills()
+	if len(refs) != 2 || refs[0] != (skillRef{ID: "bare", Name: "bare", Description: "just text", Source: "host"}) {
+		t.Errorf("skills/list: %+v", refs)
+	}
+}

@@ -1,0 +1,250 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+	"unicode/utf8"
+
+	"github.com/bridgekit/bridgekit/gen/acp"
+	"github.com/bridgekit/bridgekit/runtime/rpc"
+	"github.com/bridgekit/bridgekit/runtime/wire"
+)
+
+// Output kept per terminal: the agent's outputByteLimit, at most
+// maxTerminalOutput; defaultTerminalOutput when it gives none.
+const (
+	defaultTerminalOutput = 1 << 20
+	maxTerminalOutput     = 16 << 20
+)
+
+// terminals runs the commands of terminal/create.
+type terminals struct {
+	mu   sync.Mutex
+	next int
+	m    map[string]*terminal
+}
+
+// terminal is one command and its output.
+type terminal struct {
+	session acp.SessionID
+	cmd     *exec.Cmd
+	out     *tailBuffer
+	done    chan struct{} // closed once the command has exited
+	exit    acp.TerminalExitStatus
+}
+
+func (t *terminal) exited() bool {
+	select {
+	case <-t.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// get finds a session's terminal.
+func (ts *terminals) get(session acp.SessionID, id string) (*terminal, error) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	t, ok := ts.m[id]
+	if !ok || t.session != session {
+		return nil, rpc.NewError(codeNotFound, fmt.Sprintf("no terminal %q in session %q", id, session), map[string]string{"terminalId": id})
+	}
+	return t, nil
+}
+
+// closeAll kills every command still running and waits for them, up to
+// timeout.
+func (ts *terminals) closeAll(timeout time.Duration) {
+	ts.mu.Lock()
+	all := ts.m
+	ts.m = nil
+	ts.mu.Unlock()
+	deadline := time.After(timeout)
+	for _, t := range all {
+		if !t.exited() {
+			_ = killGroup(t.cmd.Process)
+		}
+		select {
+		case <-t.done:
+		case <-deadline:
+			return
+		}
+	}
+}
+
+// terminalCreate serves terminal/create: it runs a command the policy
+// allows, without a shell, in the workspace (or Cwd inside it).
+func (a *app) terminalCreate(_ context.Context, p *acp.CreateTerminalRequest) (*acp.CreateTerminalResponse, error) {
+	line := clean(strings.Join(append([]string{p.Command}, p.Args...), " "))
+	d := a.policy.command(p.Command, p.Args)
+	if !d.Allow {
+		a.render.line(a.render.paint("terminal", cRed) + " " + line + ": denied (" + d.Reason + ")")
+		return nil, rpc.NewError(codeDenied, fmt.Sprintf("terminal/create %s denied: %s", p.Command, d.Reason), map[string]string{"command": p.Command, "reason": d.Reason})
+	}
+	dir := a.ws.root
+	if cwd, ok := p.Cwd.Get(); ok {
+		_, real, err := a.ws.resolve(cwd)
+		if err != nil {
+			return nil, denied("terminal/create cwd", cwd, "outside the workspace")
+		}
+		dir = real
+	}
+	limit := int64(defaultTerminalOutput)
+	if l, ok := p.OutputByteLimit.Get(); ok {
+		if l < 0 {
+			return nil, rpc.InvalidParams(errors.New("terminal/create: outputByteLimit must not be negative"))
+		}
+		limit = min(l, maxTerminalOutput)
+	}
+	cmd := exec.Command(p.Command, p.Args...)
+	cmd.Dir = dir
+	cmd.Env = os.Environ()
+	for _, e := range p.Env {
+		cmd.Env = append(cmd.Env, e.Name+"="+e.Value)
+	}
+	out := &tailBuffer{limit: int(limit)}
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.WaitDelay = time.Second // a background process keeping the output open
+	ownGroup(cmd)
+	if err := cmd.Start(); err != nil {
+		a.render.line(a.render.paint("terminal", cRed) + " " + line + ": " + clean(err.Error()))
+		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
+			return nil, rpc.NewError(codeNotFound, "terminal/create: "+err.Error(), map[string]string{"command": p.Command})
+		}
+		return nil, err
+	}
+	t := &terminal{session: p.SessionID, cmd: cmd, out: out, done: make(chan struct{})}
+	a.terms.mu.Lock()
+	if a.terms.m == nil {
+		a.terms.m = map[string]*terminal{}
+	}
+	a.terms.next++
+	id := fmt.Sprintf("term-%d", a.terms.next)
+	a.terms.m[id] = t
+	a.terms.mu.Unlock()
+	a.render.line(a.render.paint("terminal", cDim) + " " + id + " " + line + ": allowed (" + d.Reason + ")")
+	go func() {
+		err := cmd.Wait()
+		if ee, ok := errors.AsType[*exec.ExitError](err); ok {
+			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+				t.exit.Signal = wire.Some(signalName(ws.Signal()))
+			} else {
+				t.exit.ExitCode = wire.Some(int64(ee.ExitCode()))
+			}
+		} else if cmd.ProcessState != nil {
+			t.exit.ExitCode = wire.Some(int64(cmd.ProcessState.ExitCode()))
+		}
+		close(t.done)
+	}()
+	return &acp.CreateTerminalResponse{TerminalID: id}, nil
+}
+
+// terminalOutput serves terminal/output.
+func (a *app) terminalOutput(_ context.Context, p *acp.TerminalOutputRequest) (*acp.TerminalOutputResponse, error) {
+	t, err := a.terms.get(p.SessionID, p.TerminalID)
+	if err != nil {
+		return nil, err
+	}
+	exited := t.exited() // before reading, so that all output is in
+	text, truncated := t.out.read()
+	res := &acp.TerminalOutputResponse{Output: text, Truncated: truncated}
+	if exited {
+		res.ExitStatus = wire.Some(t.exit)
+	}
+	return res, nil
+}
+
+// terminalWaitForExit serves terminal/wait_for_exit.
+func (a *app) terminalWaitForExit(ctx context.Context, p *acp.WaitForTerminalExitRequest) (*acp.WaitForTerminalExitResponse, error) {
+	t, err := a.terms.get(p.SessionID, p.TerminalID)
+	if err != nil {
+		return nil, err
+	}
+	select {
+	case <-t.done:
+		return &acp.WaitForTerminalExitResponse{ExitCode: t.exit.ExitCode, Signal: t.exit.Signal}, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// terminalKill serves terminal/kill: the command and every process it
+// started are killed; the terminal stays.
+func (a *app) terminalKill(_ context.Context, p *acp.KillTerminalRequest) (*acp.KillTerminalResponse, error) {
+	t, err := a.terms.get(p.SessionID, p.TerminalID)
+	if err != nil {
+		return nil, err
+	}
+	if !t.exited() {
+		_ = killGroup(t.cmd.Process)
+	}
+	return &acp.KillTerminalResponse{}, nil
+}
+
+// terminalRelease serves terminal/release: it kills a running command and
+// forgets the terminal.
+func (a *app) terminalRelease(_ context.Context, p *acp.ReleaseTerminalRequest) (*acp.ReleaseTerminalResponse, error) {
+	t, err := a.terms.get(p.SessionID, p.TerminalID)
+	if err != nil {
+		return nil, err
+	}
+	if !t.exited() {
+		_ = killGroup(t.cmd.Process)
+	}
+	a.terms.mu.Lock()
+	delete(a.terms.m, p.TerminalID)
+	a.terms.mu.Unlock()
+	return &acp.ReleaseTerminalResponse{}, nil
+}
+
+// tailBuffer keeps the last limit bytes written to it, cut at a character
+// boundary.
+type tailBuffer struct {
+	mu        sync.Mutex
+	limit     int
+	buf       []byte
+	truncated bool
+}
+
+func (b *tailBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf = append(b.buf, p...)
+	if over := len(b.buf) - b.limit; over > 0 {
+		// Drop from the front, then up to the next character's start.
+		for over < len(b.buf) && !utf8.RuneStart(b.buf[over]) {
+			over++
+		}
+		b.buf = append(b.buf[:0], b.buf[over:]...)
+		b.truncated = true
+	}
+	return len(p), nil
+}
+
+// read returns the output as valid UTF-8 text (a character split between
+// two writes is completed by the second; invalid bytes become U+FFFD).
+func (b *tailBuffer) read() (string, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return strings.ToValidUTF8(string(b.buf), "\uFFFD"), b.truncated
+}
+
+// signalName is a signal's conventional name ("SIGKILL").
+func signalName(s syscall.Signal) string {
+	names := map[syscall.Signal]string{
+		syscall.SIGABRT: "SIGABRT", syscall.SIGHUP: "SIGHUP", syscall.SIGINT: "SIGINT", syscall.SIGKILL: "SIGKILL",
+		syscall.SIGPIPE: "SIGPIPE", syscall.SIGQUIT: "SIGQUIT", syscall.SIGSEGV: "SIGSEGV", syscall.SIGTERM: "SIGTERM",
+	}
+	if n, ok := names[s]; ok {
+		return n
+	}
+	return fmt.Sprintf("signal %d", int(s))
+}

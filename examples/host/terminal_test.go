@@ -1,0 +1,139 @@
+package main
+
+import (
+	"context"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/bridgekit/bridgekit/gen/acp"
+	"github.com/bridgekit/bridgekit/runtime/wire"
+)
+
+func terminalPolicy(allow ...string) *policy {
+	p := &policy{}
+	for _, c := range allow {
+		p.Terminal.Allow = append(p.Terminal.Allow, c)
+		p.commands = append(p.commands, strings.Fields(c))
+	}
+	return p
+}
+
+func TestTerminals(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("POSIX commands")
+	}
+	a, out := testApp(t, terminalPolicy("sh -c *", "sleep *", "pwd"))
+	defer a.terms.closeAll(time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	create := func(command string, args ...string) (string, error) {
+		res, err := a.terminalCreate(ctx, &acp.CreateTerminalRequest{SessionID: "s", Command: command, Args: args, Env: []acp.EnvVariable{{Name: "GREETING", Value: "hi"}}})
+		if err != nil {
+			return "", err
+		}
+		return res.TerminalID, nil
+	}
+
+	// Output, the environment, the exit code.
+	id, err := create("sh", "-c", `echo "$GREETING from $(pwd)"; echo oops >&2; exit 3`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exit, err := a.terminalWaitForExit(ctx, &acp.WaitForTerminalExitRequest{SessionID: "s", TerminalID: id})
+	if code, _ := exit.ExitCode.Get(); err != nil || code != 3 || !exit.Signal.IsAbsent() {
+		t.Fatalf("wait_for_exit: %+v %v", exit, err)
+	}
+	res, err := a.terminalOutput(ctx, &acp.TerminalOutputRequest{SessionID: "s", TerminalID: id})
+	status, ok := res.ExitStatus.Get()
+	if code, _ := status.ExitCode.Get(); err != nil || res.Output != "hi from "+a.ws.root+"\noops\n" || res.Truncated || !ok || code != 3 {
+		t.Fatalf("output: %+v %v", res, err)
+	}
+	if _, err := a.terminalRelease(ctx, &acp.ReleaseTerminalRequest{SessionID: "s", TerminalID: id}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.terminalOutput(ctx, &acp.TerminalOutputRequest{SessionID: "s", TerminalID: id}); rpcCode(err) != codeNotFound {
+		t.Fatalf("a released terminal: %v", err)
+	}
+
+	// Kill: a running command, and what it started, get SIGKILL.
+	id, err = create("sleep", "30")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, _ = a.terminalOutput(ctx, &acp.TerminalOutputRequest{SessionID: "s", TerminalID: id})
+	if !res.ExitStatus.IsAbsent() {
+		t.Fatalf("a running command has an exit status: %+v", res)
+	}
+	if _, err := a.terminalOutput(ctx, &acp.TerminalOutputRequest{SessionID: "other", TerminalID: id}); rpcCode(err) != codeNotFound {
+		t.Fatalf("another session's terminal: %v", err)
+	}
+	start := time.Now()
+	if _, err := a.terminalKill(ctx, &acp.KillTerminalRequest{SessionID: "s", TerminalID: id}); err != nil {
+		t.Fatal(err)
+	}
+	exit, err = a.terminalWaitForExit(ctx, &acp.WaitForTerminalExitRequest{SessionID: "s", TerminalID: id})
+	if sig, _ := exit.Signal.Get(); err != nil || sig != "SIGKILL" || time.Since(start) > 5*time.Second {
+		t.Fatalf("after kill: %+v %v", exit, err)
+	}
+
+	// wait_for_exit honours its context.
+	id, _ = create("sleep", "30")
+	short, stop := context.WithTimeout(ctx, 50*time.Millisecond)
+	_, err = a.terminalWaitForExit(short, &acp.WaitForTerminalExitRequest{SessionID: "s", TerminalID: id})
+	stop()
+	if err == nil {
+		t.Fatal("wait_for_exit outlived its context")
+	}
+
+	// Denied commands, a cwd outside the workspace, a missing command.
+	if _, err := create("rm", "-rf", "x"); rpcCode(err) != codeDenied {
+		t.Fatalf("rm: %v", err)
+	}
+	if _, err := create("sleep"); rpcCode(err) != codeDenied {
+		t.Fatalf("sleep without its argument: %v", err)
+	}
+	_, err = a.terminalCreate(ctx, &acp.CreateTerminalRequest{SessionID: "s", Command: "pwd", Cwd: wire.Some(t.TempDir())})
+	if rpcCode(err) != codeDenied {
+		t.Fatalf("cwd outside: %v", err)
+	}
+	a.policy = terminalPolicy("no-such-command-here")
+	if _, err := create("no-such-command-here"); rpcCode(err) != codeNotFound {
+		t.Fatalf("missing command: %v", err)
+	}
+
+	// closeAll kills what still runs.
+	a.terms.closeAll(5 * time.Second)
+	text := rendered(a, out)
+	for _, want := range []string{"terminal term-1 sh -c echo", "allowed (terminal.allow sh -c *)", "terminal rm -rf x: denied (terminal.allow does not list it)"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("rendering lacks %q:\n%s", want, text)
+		}
+	}
+}
+
+func TestTailBuffer(t *testing.T) {
+	b := &tailBuffer{limit: 8}
+	b.Write([]byte("abc"))
+	if s, tr := b.read(); s != "abc" || tr {
+		t.Fatalf("%q %v", s, tr)
+	}
+	b.Write([]byte("défghij")) // é is two bytes
+	s, tr := b.read()
+	if !tr || len(s) > 8 || !strings.HasSuffix(s, "ghij") || !utf8.ValidString(s) {
+		t.Fatalf("%q %v", s, tr)
+	}
+	// A cut inside a character moves to the next character's start.
+	b = &tailBuffer{limit: 3}
+	b.Write([]byte("é€")) // 2 + 3 bytes
+	if s, _ := b.read(); s != "€" {
+		t.Fatalf("%q", s)
+	}
+	b = &tailBuffer{limit: 2}
+	b.Write([]byte("€"))
+	if s, tr := b.read(); s != "" || !tr {
+		t.Fatalf("%q %v", s, tr)
+	}
+}
