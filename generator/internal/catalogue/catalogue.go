@@ -131,18 +131,27 @@ type Cancels struct {
 	ID string `json:"id,omitempty"`
 }
 
-// Overlay types the member of a vendored definition with a schema of ours,
-// leaving the vendored file untouched. The member keeps the vendored
-// nullability and description.
+// Overlay extends a vendored definition with schemas of ours, leaving the
+// vendored file untouched. It does one of three things: retype a member
+// (Member and Schema; the member keeps the vendored nullability and
+// description), forbid members of an open object (Forbid), or add variants
+// to a union (Variants).
 type Overlay struct {
 	// Def is the vendored definition, "<file>#/$defs/<name>".
 	Def string `json:"def"`
 	// Member is the property of Def that is retyped.
-	Member string `json:"member"`
+	Member string `json:"member,omitempty"`
 	// Schema is our definition, "<file>#/$defs/<name>", in one of the
 	// catalogue's schemas.
-	Schema string `json:"schema"`
-	Reason string `json:"reason"`
+	Schema string `json:"schema,omitempty"`
+	// Forbid names members that must not appear in Def although Def is an
+	// open object, as if Def said "<name>": false for each: decoding rejects
+	// them with wire.ErrForbiddenMember. None may be a property of Def.
+	Forbid []string `json:"forbid,omitempty"`
+	// Variants are definitions of ours ("<file>#/$defs/<name>") added to the
+	// union Def as further alternatives, told apart like Def's own.
+	Variants []string `json:"variants,omitempty"`
+	Reason   string   `json:"reason"`
 }
 
 // Side is one peer of the protocol.
@@ -303,11 +312,36 @@ func (c *Catalogue) Validate() error {
 		bad("annotations apply to derived methods; this catalogue derives none")
 	}
 	for i, o := range c.Overlays {
-		if !schemaID.MatchString(o.Def) || !schemaID.MatchString(o.Schema) || o.Member == "" || o.Reason == "" {
-			bad("overlays[%d]: needs def and schema (<file>.json#/$defs/<name>), member and reason", i)
+		forms := 0
+		refs := []string{o.Def}
+		if o.Member != "" || o.Schema != "" {
+			forms++
+			refs = append(refs, o.Schema)
+			if o.Member == "" {
+				bad("overlays[%d]: a member overlay needs member and schema", i)
+			}
+		}
+		if len(o.Forbid) > 0 {
+			forms++
+			for _, f := range o.Forbid {
+				if f == "" {
+					bad("overlays[%d]: forbid lists an empty member name", i)
+				}
+			}
+		}
+		if len(o.Variants) > 0 {
+			forms++
+			refs = append(refs, o.Variants...)
+		}
+		if forms != 1 || o.Reason == "" {
+			bad("overlays[%d]: needs def, a reason and exactly one of member+schema, forbid or variants", i)
 			continue
 		}
-		for _, ref := range []string{o.Def, o.Schema} {
+		for _, ref := range refs {
+			if !schemaID.MatchString(ref) {
+				bad("overlays[%d]: %q is not <file>.json#/$defs/<name>", i, ref)
+				continue
+			}
 			if file, _, _ := strings.Cut(ref, "#"); !slices.Contains(c.Schemas, file) {
 				bad("overlays[%d]: schema file %q is not listed in schemas", i, file)
 			}

@@ -84,6 +84,9 @@ func Docs(pkg *ir.Package) []byte {
 			} else {
 				b.WriteString("Open object: unknown members are kept (`Extra`) and written back.\n\n")
 			}
+			if len(t.Forbidden) > 0 {
+				fmt.Fprintf(&b, "Forbidden members (rejected even though the object is open): %s.\n\n", quoteList(t.Forbidden, ", "))
+			}
 			writeFields(&b, t.Fields)
 		case ir.Enum:
 			open := "Closed"

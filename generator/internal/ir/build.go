@@ -15,13 +15,15 @@ import (
 )
 
 type builder struct {
-	files    map[string]*schema.File
-	ov       *schema.Overrides
-	overlays map[string]*overlay // by def pointer + "|" + member
-	byPtr    map[string]*Ref
-	building map[string]bool
-	byName   map[string]*Type
-	errs     []string
+	files      map[string]*schema.File
+	ov         *schema.Overrides
+	overlays   map[string]*overlay // by def pointer + "|" + member
+	forbids    map[string]*overlay // by def pointer
+	extensions map[string]*overlay // variants added to unions, by def pointer
+	byPtr      map[string]*Ref
+	building   map[string]bool
+	byName     map[string]*Type
+	errs       []string
 }
 
 type overlay struct {
@@ -37,11 +39,18 @@ func Build(cat *catalogue.Catalogue, methods []catalogue.Method, files map[strin
 		ov = &schema.Overrides{}
 	}
 	b := &builder{
-		files: files, ov: ov, overlays: map[string]*overlay{},
+		files: files, ov: ov, overlays: map[string]*overlay{}, forbids: map[string]*overlay{}, extensions: map[string]*overlay{},
 		byPtr: map[string]*Ref{}, building: map[string]bool{}, byName: map[string]*Type{},
 	}
 	for _, o := range cat.Overlays {
-		b.overlays[o.Def+"|"+o.Member] = &overlay{Overlay: o}
+		switch {
+		case len(o.Forbid) > 0:
+			b.forbids[o.Def] = &overlay{Overlay: o}
+		case len(o.Variants) > 0:
+			b.extensions[o.Def] = &overlay{Overlay: o}
+		default:
+			b.overlays[o.Def+"|"+o.Member] = &overlay{Overlay: o}
+		}
 	}
 	pkg := &Package{
 		Name: cat.Package, Protocol: cat.Protocol, Title: cat.Title, Doc: cat.Doc,
@@ -80,6 +89,16 @@ func Build(cat *catalogue.Catalogue, methods []catalogue.Method, files map[strin
 		if !b.overlays[k].used {
 			o := b.overlays[k]
 			b.fail("%s: overlay of member %q of %s matches no property", cat.File, o.Member, o.Def)
+		}
+	}
+	for _, k := range sortedKeys(b.forbids) {
+		if !b.forbids[k].used {
+			b.fail("%s: overlay forbidding members of %s matches no object definition", cat.File, k)
+		}
+	}
+	for _, k := range sortedKeys(b.extensions) {
+		if !b.extensions[k].used {
+			b.fail("%s: overlay adding variants to %s matches no union definition", cat.File, k)
 		}
 	}
 	for _, t := range b.byName {
@@ -409,7 +428,15 @@ func (b *builder) node(s *schema.Schema, name string, named bool) (*Ref, bool) {
 		}
 		return b.ref(s.Ref, s.Pointer), false
 	}
-	if alts := append(slices.Clone(s.AnyOf), s.OneOf...); len(alts) > 0 {
+	alts := append(slices.Clone(s.AnyOf), s.OneOf...)
+	if o, ok := b.extensions[s.Pointer]; ok && len(alts) > 0 {
+		// An overlay adds alternatives of ours to a vendored union.
+		o.used = true
+		for _, v := range o.Variants {
+			alts = append(alts, &schema.Schema{Ref: v, Pointer: v})
+		}
+	}
+	if len(alts) > 0 {
 		if len(s.AnyOf) > 0 && len(s.OneOf) > 0 {
 			b.fail("%s: anyOf together with oneOf is unsupported", s.Pointer)
 		}
@@ -534,7 +561,35 @@ func (b *builder) object(s *schema.Schema, name string, named bool) *Ref {
 	t := b.newType(s, name, Struct)
 	t.Closed = ap.IsFalse()
 	t.Fields = b.fields(s, name, "", map[string]bool{"Extra": true})
+	t.Forbidden = b.forbidden(s, t.Fields)
 	return &Ref{Kind: Named, Named: t}
+}
+
+// forbidden lists the members s forbids: properties whose schema is false,
+// then those an overlay forbids. None may also be a member of fields.
+func (b *builder) forbidden(s *schema.Schema, fields []*Field) []string {
+	var out []string
+	for _, p := range s.Properties {
+		if p.Schema.IsFalse() {
+			out = append(out, p.Name)
+		}
+	}
+	if o, ok := b.forbids[s.Pointer]; ok {
+		o.used = true
+		for _, name := range o.Forbid {
+			if slices.ContainsFunc(s.Properties, func(p schema.Property) bool { return p.Name == name }) {
+				b.fail("%s: overlay forbids member %q, which the definition names", s.Pointer, name)
+				continue
+			}
+			out = append(out, name)
+		}
+	}
+	for i, name := range out {
+		if slices.Contains(out[:i], name) {
+			b.fail("%s: member %q is forbidden twice", s.Pointer, name)
+		}
+	}
+	return out
 }
 
 // fields builds the members of an object schema. skip names a member left
@@ -551,6 +606,9 @@ func (b *builder) fields(s *schema.Schema, name, skip string, reserved map[strin
 		if p.Name == "" {
 			b.fail("%s: a member with an empty name is unsupported", fptr)
 			continue
+		}
+		if p.Schema.IsFalse() {
+			continue // a forbidden member (see forbidden)
 		}
 		f := &Field{JSON: p.Name, Go: naming.Go(p.Name), Doc: strings.TrimSpace(p.Schema.Description), Required: slices.Contains(s.Required, p.Name), Pointer: fptr}
 		if o, ok := b.ov.Field(fptr); ok {
@@ -891,6 +949,9 @@ func (b *builder) objectUnion(s *schema.Schema, rest []*schema.Schema, name stri
 	reserved := map[string]bool{"Unknown": tag != "", "Tag": tag != ""}
 	t.Closed = s.AdditionalProperties.IsFalse()
 	t.Common = b.fields(s, name, tag, reserved)
+	if len(b.forbidden(s, t.Common)) > 0 {
+		b.fail("%s: forbidden members of a union's common part are unsupported; forbid them in its variants", s.Pointer)
+	}
 	for _, f := range t.Common {
 		reserved[f.Go] = true
 		if f.Const != nil {
@@ -1031,6 +1092,7 @@ func (b *builder) variants(t *Type, as []*alt, tag string, keys [][]string, def 
 			st := b.newType(a.target, name+v.Go, Struct)
 			st.Closed = a.target.AdditionalProperties.IsFalse()
 			st.Fields = b.fields(a.target, name+v.Go, tag, map[string]bool{"Extra": true})
+			st.Forbidden = b.forbidden(a.target, st.Fields)
 			v.Ref = &Ref{Kind: Named, Named: st}
 		}
 		if v.Ref.Kind != Named || v.Ref.Named.Kind != Struct {
@@ -1313,6 +1375,11 @@ func fits(r *Ref, v any, nullable bool) string {
 					if !slices.ContainsFunc(t.Fields, func(f *Field) bool { return f.JSON == k }) {
 						return "unknown member " + k
 					}
+				}
+			}
+			for _, k := range t.Forbidden {
+				if _, has := m[k]; has {
+					return "forbidden member " + k
 				}
 			}
 		case Enum, Scalar:

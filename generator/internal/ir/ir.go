@@ -297,6 +297,9 @@ type Type struct {
 	// Closed: a Struct (or a union's Common part) rejects members the schema
 	// does not name; otherwise they are kept in Extra.
 	Closed bool
+	// Forbidden are members a Struct rejects even when open (properties
+	// whose schema is false, or an overlay's forbid list), in schema order.
+	Forbidden []string
 
 	// Base is an Enum's or Scalar's underlying value: String, Int, Float or
 	// Bool, with a Scalar's constraints.
