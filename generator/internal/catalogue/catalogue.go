@@ -116,6 +116,7 @@ type Annotation struct {
 	Source  string   `json:"source,omitempty"`
 	Errors  []Error  `json:"errors,omitempty"`
 	Cancels *Cancels `json:"cancels,omitempty"`
+	Preempt bool     `json:"preempt,omitempty"`
 }
 
 // Cancels says which running requests a method cancels.
@@ -167,18 +168,22 @@ type Method struct {
 	Go   string `json:"go"`
 	// Qualifier holds further envelope members that, with Wire, identify the
 	// method (agentpm-service: {"service": "knowledge"}).
-	Qualifier  map[string]string `json:"qualifier,omitempty"`
-	From       string            `json:"from"`
-	To         string            `json:"to"`
-	Kind       Kind              `json:"kind"`
-	Params     *string           `json:"params"`
-	Result     *string           `json:"result"`
-	Errors     []Error           `json:"errors"`
-	Status     Status            `json:"status"`
-	Source     string            `json:"source,omitempty"`
-	Doc        string            `json:"doc"`
-	Cancels    *Cancels          `json:"cancels,omitempty"`
-	Operations *Operations       `json:"operations,omitempty"`
+	Qualifier map[string]string `json:"qualifier,omitempty"`
+	From      string            `json:"from"`
+	To        string            `json:"to"`
+	Kind      Kind              `json:"kind"`
+	Params    *string           `json:"params"`
+	Result    *string           `json:"result"`
+	Errors    []Error           `json:"errors"`
+	Status    Status            `json:"status"`
+	Source    string            `json:"source,omitempty"`
+	Doc       string            `json:"doc"`
+	Cancels   *Cancels          `json:"cancels,omitempty"`
+	// Preempt: the receiving side handles the method as soon as it arrives,
+	// on the connection's control lane, never behind running handlers (a
+	// control message such as a live-session attach during a prompt).
+	Preempt    bool        `json:"preempt,omitempty"`
+	Operations *Operations `json:"operations,omitempty"`
 }
 
 // Operations describes operations carried inside one method and selected by

@@ -192,7 +192,7 @@ func (b *builder) side(p *Package, name string) *Side {
 func (b *builder) method(p *Package, m catalogue.Method) *Method {
 	out := &Method{
 		Wire: m.Wire, Go: m.Go, From: b.side(p, m.From), To: b.side(p, m.To), Kind: kind(m.Kind),
-		Errors: errorList(m.Errors), Status: status(m.Status), Source: m.Source, Doc: m.Doc,
+		Errors: errorList(m.Errors), Status: status(m.Status), Source: m.Source, Doc: m.Doc, Preempt: m.Preempt,
 	}
 	for _, k := range sortedKeys(m.Qualifier) {
 		out.Qualifier = append(out.Qualifier, MemberValue{Member: k, Value: m.Qualifier[k]})

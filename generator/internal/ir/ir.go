@@ -74,6 +74,14 @@ const (
 	Retired                // documented so it can be rejected knowingly
 )
 
+// Served reports whether a side serves methods of this status: a retired
+// method gets no handler field and is answered like an unknown one.
+func (s Status) Served() bool { return s != Retired }
+
+// Sent reports whether generated peers send methods of this status: legacy
+// and retired ones are never emitted.
+func (s Status) Sent() bool { return s == Stable || s == Experimental }
+
 // String is the status's catalogue spelling.
 func (s Status) String() string {
 	switch s {
@@ -150,6 +158,8 @@ type Method struct {
 	Operations *Operations
 	// Cancels says which running requests this method cancels, or nil.
 	Cancels *Cancels
+	// Preempt: the receiver handles it on the connection's control lane.
+	Preempt bool
 	// Index is the method's position in Package.Methods.
 	Index int
 }
