@@ -79,6 +79,56 @@ func (s *Spec) readSchemaFile(name string) ([]byte, error) {
 	return os.ReadFile(filepath.Join(s.Root, "spec", "schemas", filepath.FromSlash(name)))
 }
 
+// DefaultModule is the module path generated packages live under
+// (<module>/gen/<package>) when the root has no go.mod.
+const DefaultModule = "github.com/bridgekit/bridgekit"
+
+// module reads the module path of root's go.mod, or DefaultModule.
+func (s *Spec) module() string {
+	data, err := os.ReadFile(filepath.Join(s.Root, "go.mod"))
+	if err != nil {
+		return DefaultModule
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "module "); ok {
+			return strings.Trim(strings.TrimSpace(rest), `"`)
+		}
+	}
+	return DefaultModule
+}
+
+// imports resolves a catalogue's imports to the catalogues they name, with
+// the import paths of their packages, and rejects import cycles.
+func (s *Spec) imports(c *catalogue.Catalogue) ([]ir.Import, error) {
+	byPkg := map[string]*catalogue.Catalogue{}
+	for _, o := range s.Catalogues {
+		byPkg[o.Package] = o
+	}
+	var out []ir.Import
+	for _, name := range c.Imports {
+		o, ok := byPkg[name]
+		if !ok {
+			return nil, fmt.Errorf("imports %q, which no catalogue generates", name)
+		}
+		out = append(out, ir.Import{Catalogue: o, Path: s.module() + "/gen/" + name})
+	}
+	var visit func(pkg string, path []string) error
+	visit = func(pkg string, path []string) error {
+		if slices.Contains(path, pkg) {
+			return fmt.Errorf("import cycle: %s", strings.Join(append(path, pkg), " -> "))
+		}
+		if o, ok := byPkg[pkg]; ok {
+			for _, next := range o.Imports {
+				if err := visit(next, append(slices.Clone(path), pkg)); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	return out, visit(c.Package, nil)
+}
+
 // Build turns every catalogue into an IR package: methods are expanded
 // (derived from schema annotations where the catalogue says so) and built
 // with the overrides, whose unused entries then fail the build.
@@ -91,7 +141,12 @@ func Build(s *Spec) ([]*ir.Package, error) {
 			errs = append(errs, fmt.Sprintf("%s:\n%s", c.File, err))
 			continue
 		}
-		p, err := ir.Build(c, methods, s.Files, s.Overrides)
+		imports, err := s.imports(c)
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("%s: %s", c.File, err))
+			continue
+		}
+		p, err := ir.BuildImporting(c, methods, s.Files, s.Overrides, imports)
 		if err != nil {
 			errs = append(errs, fmt.Sprintf("%s:\n%s", c.File, err))
 			continue

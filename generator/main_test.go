@@ -178,12 +178,17 @@ func TestFeaturesBehave(t *testing.T) {
 	if err := os.CopyFS(filepath.Join(root, "spec"), os.DirFS("testdata/features/spec")); err != nil {
 		t.Fatal(err)
 	}
+	// Generated packages import each other as <module>/gen/<package>.
+	if err := os.WriteFile(filepath.Join(root, "go.mod"), []byte("module scaffoldcheck\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := Generate(root); err != nil {
 		t.Fatal(err)
 	}
 	mod := tempModule(t)
-	pkg := filepath.Join(mod, "features")
+	pkg := filepath.Join(mod, "gen", "features")
 	copyPackage(t, filepath.Join(root, "gen", "features"), pkg, true)
+	copyPackage(t, filepath.Join(root, "gen", "vendored"), filepath.Join(mod, "gen", "vendored"), true)
 	test, _ := os.ReadFile("testdata/features/features_test.go.txt")
 	_ = os.WriteFile(filepath.Join(pkg, "features_test.go"), test, 0o644)
 	goIn(t, mod, "test", "-count=1", "./...")
@@ -245,5 +250,45 @@ func goIn(t *testing.T, dir string, args ...string) {
 	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go %s in %s: %v\n%s", strings.Join(args, " "), dir, err, out)
+	}
+}
+
+func TestImportErrors(t *testing.T) {
+	for name, tc := range map[string]struct{ file, from, to, want string }{
+		"unknown package": {"features.json", `"imports": [`, `"imports": ["nosuch", `, `imports "nosuch", which no catalogue generates`},
+		"cycle":           {"vendored.json", `"schemas": [`, `"imports": ["features"], "schemas": [`, "import cycle"},
+		"listed twice":    {"features.json", `"schemas": [`, `"schemas": ["vendored.schema.json", `, "both listed and imported"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			root := t.TempDir()
+			if err := os.CopyFS(filepath.Join(root, "spec"), os.DirFS("testdata/features/spec")); err != nil {
+				t.Fatal(err)
+			}
+			p := filepath.Join(root, "spec", "catalogue", tc.file)
+			data, _ := os.ReadFile(p)
+			if !bytes.Contains(data, []byte(tc.from)) {
+				t.Fatalf("%s lacks %s", tc.file, tc.from)
+			}
+			_ = os.WriteFile(p, bytes.Replace(data, []byte(tc.from), []byte(tc.to), 1), 0o644)
+			if _, err := Generate(root); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+	// Without the import, a method's params in the other catalogue's file fail.
+	root := t.TempDir()
+	if err := os.CopyFS(filepath.Join(root, "spec"), os.DirFS("testdata/features/spec")); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(root, "spec", "catalogue", "features.json")
+	data, _ := os.ReadFile(p)
+	data = bytes.Replace(data, []byte(`"imports": [
+    "vendored"
+  ],`), []byte(`"imports": ["other"],`), 1)
+	_ = os.WriteFile(p, data, 0o644)
+	other := `{"protocol":"other","title":"o","package":"other","framing":"jsonrpc2-ndjson","sides":[{"name":"a","go":"A"},{"name":"b","go":"B"}],"schemas":[],"methods":[]}`
+	_ = os.WriteFile(filepath.Join(root, "spec", "catalogue", "other.json"), []byte(other), 0o644)
+	if _, err := Generate(root); err == nil || !strings.Contains(err.Error(), "in neither the catalogue's schemas nor an imported catalogue's") {
+		t.Fatalf("got %v", err)
 	}
 }

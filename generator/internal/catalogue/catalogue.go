@@ -33,6 +33,10 @@ type Catalogue struct {
 	// Schemas are the files under spec/schemas whose $defs make up the
 	// package's types.
 	Schemas []string `json:"schemas"`
+	// Imports names the packages of other catalogues whose types this one
+	// uses: a $ref into one of their schema files refers to their generated
+	// type (acp.ContentBlock) instead of generating a copy.
+	Imports []string `json:"imports,omitempty"`
 	// Derive, when set, derives methods from a schema's x-method/x-side
 	// annotations; they come before the listed Methods.
 	Derive *Derive `json:"derive,omitempty"`
@@ -290,6 +294,11 @@ func (c *Catalogue) Validate() error {
 			bad("schema file %q is not a .json path under spec/schemas", f)
 		}
 	}
+	for _, imp := range c.Imports {
+		if !goPkg.MatchString(imp) || imp == c.Package {
+			bad("import %q is not the package name of another catalogue", imp)
+		}
+	}
 	for _, s := range c.Sides {
 		if s.Name == "" || !goIdent.MatchString(s.Go) {
 			bad("side %q: needs a name and an exported Go name", s.Name)
@@ -367,7 +376,9 @@ func (c *Catalogue) checkMethods(methods []Method) []string {
 		if ref != nil && !schemaID.MatchString(*ref) {
 			bad("%s: %q is not <file>.json#/$defs/<name>", where, *ref)
 		}
-		if ref != nil {
+		// A catalogue that imports others may also name their files; the
+		// generator checks those when it resolves the imports.
+		if ref != nil && len(c.Imports) == 0 {
 			file, _, _ := strings.Cut(*ref, "#")
 			if !slices.Contains(c.Schemas, file) {
 				bad("%s: schema file %q is not listed in schemas", where, file)

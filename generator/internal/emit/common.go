@@ -13,6 +13,7 @@ import (
 	"golang.org/x/tools/imports"
 
 	"github.com/bridgekit/bridgekit/generator/internal/ir"
+	"github.com/bridgekit/bridgekit/generator/internal/naming"
 )
 
 const (
@@ -133,9 +134,18 @@ func goType(r *ir.Ref) jen.Code {
 	case ir.Map:
 		return jen.Map(jen.String()).Add(goType(r.Elem))
 	case ir.Named:
-		return jen.Id(r.Named.Name)
+		return typeName(r.Named)
 	}
 	panic(fmt.Sprintf("unknown ref kind %d", r.Kind))
+}
+
+// typeName names a generated type, qualified by its package when it belongs
+// to an imported catalogue (acp.ContentBlock).
+func typeName(t *ir.Type) *jen.Statement {
+	if t.Import != "" {
+		return jen.Qual(t.Import, t.Name)
+	}
+	return jen.Id(t.Name)
 }
 
 // nilable reports whether the zero value of r's Go type is nil and can stand
@@ -237,6 +247,9 @@ func refName(r *ir.Ref) string {
 	case ir.Map:
 		return "MapOf" + refName(r.Elem)
 	}
+	if r.Named.Import != "" {
+		return naming.Go(r.Named.ImportName) + r.Named.Name
+	}
 	return r.Named.Name
 }
 
@@ -275,7 +288,7 @@ func (c *codecs) plainReader(r *ir.Ref, ctx string) jen.Code {
 		elem := c.reader(r.Elem, ctx+"Value")
 		return c.declare("read"+refNameOr(r, ctx), jen.Qual(pkgWire, "MapFrom").Call(elem))
 	case ir.Named:
-		return jen.Parens(jen.Op("*").Id(r.Named.Name)).Dot("UnmarshalJSONFrom")
+		return jen.Parens(jen.Op("*").Add(typeName(r.Named))).Dot("UnmarshalJSONFrom")
 	}
 	panic(fmt.Sprintf("no reader for ref kind %d", r.Kind))
 }
@@ -309,7 +322,7 @@ func (c *codecs) writer(r *ir.Ref) jen.Code {
 	case ir.Map:
 		return c.declare("write"+refName(r), jen.Qual(pkgWire, "MapTo").Call(c.writer(r.Elem)))
 	case ir.Named:
-		return jen.Id(r.Named.Name).Dot("MarshalJSONTo")
+		return typeName(r.Named).Dot("MarshalJSONTo")
 	}
 	panic(fmt.Sprintf("no writer for ref kind %d", r.Kind))
 }

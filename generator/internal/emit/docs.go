@@ -254,7 +254,11 @@ func refDoc(r *ir.Ref, none string) string {
 	case ir.Map:
 		s = "object of " + refDoc(r.Elem, "")
 	case ir.Named:
-		s = fmt.Sprintf("[`%s`](#type-%s)", r.Named.Name, strings.ToLower(r.Named.Name))
+		if t := r.Named; t.Import != "" {
+			s = fmt.Sprintf("[`%s.%s`](%s.md#type-%s)", t.ImportName, t.Name, t.ImportName, strings.ToLower(t.Name))
+		} else {
+			s = fmt.Sprintf("[`%s`](#type-%s)", t.Name, strings.ToLower(t.Name))
+		}
 	}
 	if r.Format != "" {
 		s += " (format " + r.Format + ")"

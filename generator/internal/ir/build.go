@@ -23,34 +23,75 @@ type builder struct {
 	byPtr      map[string]*Ref
 	building   map[string]bool
 	byName     map[string]*Type
-	errs       []string
+	// imports maps the schema files of imported catalogues to their package;
+	// importedNames holds the types built from them, by import path and name.
+	imports       map[string]Import
+	importedNames map[string]*Type
+	errs          []string
 }
 
 type overlay struct {
 	catalogue.Overlay
 	used bool
+	// imported: the overlay of an imported catalogue, applied to its types
+	// here so that their shapes match, and never reported unused.
+	imported bool
+}
+
+// Import is a catalogue whose generated package another one uses, with the
+// Go import path of that package.
+type Import struct {
+	Catalogue *catalogue.Catalogue
+	Path      string
 }
 
 // Build turns a catalogue, its expanded methods (catalogue.Expand) and its
 // schema files into a Package. Overrides are consulted and marked used; the
 // caller checks the unused ones across all packages.
 func Build(cat *catalogue.Catalogue, methods []catalogue.Method, files map[string]*schema.File, ov *schema.Overrides) (*Package, error) {
+	return BuildImporting(cat, methods, files, ov, nil)
+}
+
+// BuildImporting is Build for a catalogue that imports others (its
+// Imports): their schema files must be among files, and a type built from
+// them is referred to in its own package, never generated here.
+func BuildImporting(cat *catalogue.Catalogue, methods []catalogue.Method, files map[string]*schema.File, ov *schema.Overrides, imports []Import) (*Package, error) {
 	if ov == nil {
 		ov = &schema.Overrides{}
 	}
 	b := &builder{
 		files: files, ov: ov, overlays: map[string]*overlay{}, forbids: map[string]*overlay{}, extensions: map[string]*overlay{},
 		byPtr: map[string]*Ref{}, building: map[string]bool{}, byName: map[string]*Type{},
+		imports: map[string]Import{}, importedNames: map[string]*Type{},
 	}
-	for _, o := range cat.Overlays {
-		switch {
-		case len(o.Forbid) > 0:
-			b.forbids[o.Def] = &overlay{Overlay: o}
-		case len(o.Variants) > 0:
-			b.extensions[o.Def] = &overlay{Overlay: o}
-		default:
-			b.overlays[o.Def+"|"+o.Member] = &overlay{Overlay: o}
+	addOverlays := func(list []catalogue.Overlay, imported bool) {
+		for _, o := range list {
+			ol := &overlay{Overlay: o, imported: imported}
+			switch {
+			case len(o.Forbid) > 0:
+				b.forbids[o.Def] = ol
+			case len(o.Variants) > 0:
+				b.extensions[o.Def] = ol
+			default:
+				b.overlays[o.Def+"|"+o.Member] = ol
+			}
 		}
+	}
+	addOverlays(cat.Overlays, false)
+	for _, name := range cat.Imports {
+		i := slices.IndexFunc(imports, func(im Import) bool { return im.Catalogue.Package == name })
+		if i < 0 {
+			b.fail("%s: imports %q, which no loaded catalogue generates", cat.File, name)
+			continue
+		}
+		im := imports[i]
+		for _, f := range im.Catalogue.Schemas {
+			if slices.Contains(cat.Schemas, f) {
+				b.fail("%s: schema file %s is both listed and imported from %s", cat.File, f, name)
+			}
+			b.imports[f] = im
+		}
+		addOverlays(im.Catalogue.Overlays, true)
 	}
 	pkg := &Package{
 		Name: cat.Package, Protocol: cat.Protocol, Title: cat.Title, Doc: cat.Doc,
@@ -76,7 +117,7 @@ func Build(cat *catalogue.Catalogue, methods []catalogue.Method, files map[strin
 		b.defs(f.Root, name+"#")
 	}
 	for _, m := range methods {
-		mm := b.method(pkg, m)
+		mm := b.method(cat, pkg, m)
 		mm.Index = len(pkg.Methods)
 		pkg.Methods = append(pkg.Methods, mm)
 	}
@@ -86,18 +127,18 @@ func Build(cat *catalogue.Catalogue, methods []catalogue.Method, files map[strin
 		}
 	}
 	for _, k := range sortedKeys(b.overlays) {
-		if !b.overlays[k].used {
+		if !b.overlays[k].used && !b.overlays[k].imported {
 			o := b.overlays[k]
 			b.fail("%s: overlay of member %q of %s matches no property", cat.File, o.Member, o.Def)
 		}
 	}
 	for _, k := range sortedKeys(b.forbids) {
-		if !b.forbids[k].used {
+		if !b.forbids[k].used && !b.forbids[k].imported {
 			b.fail("%s: overlay forbidding members of %s matches no object definition", cat.File, k)
 		}
 	}
 	for _, k := range sortedKeys(b.extensions) {
-		if !b.extensions[k].used {
+		if !b.extensions[k].used && !b.extensions[k].imported {
 			b.fail("%s: overlay adding variants to %s matches no union definition", cat.File, k)
 		}
 	}
@@ -189,7 +230,7 @@ func (b *builder) side(p *Package, name string) *Side {
 	return &Side{Name: name}
 }
 
-func (b *builder) method(p *Package, m catalogue.Method) *Method {
+func (b *builder) method(cat *catalogue.Catalogue, p *Package, m catalogue.Method) *Method {
 	out := &Method{
 		Wire: m.Wire, Go: m.Go, From: b.side(p, m.From), To: b.side(p, m.To), Kind: kind(m.Kind),
 		Errors: errorList(m.Errors), Status: status(m.Status), Source: m.Source, Doc: m.Doc, Preempt: m.Preempt,
@@ -198,10 +239,10 @@ func (b *builder) method(p *Package, m catalogue.Method) *Method {
 		out.Qualifier = append(out.Qualifier, MemberValue{Member: k, Value: m.Qualifier[k]})
 	}
 	if m.Params != nil {
-		out.Params = b.ref(*m.Params, "")
+		out.Params = b.use(cat, m.Wire+" params", *m.Params)
 	}
 	if m.Result != nil {
-		out.Result = b.ref(*m.Result, "")
+		out.Result = b.use(cat, m.Wire+" result", *m.Result)
 	}
 	if m.Operations == nil {
 		return out
@@ -232,10 +273,10 @@ func (b *builder) method(p *Package, m catalogue.Method) *Method {
 			op.MatchValues = append(op.MatchValues, o.Match[s])
 		}
 		if o.Args != nil {
-			op.Args = b.ref(*o.Args, "")
+			op.Args = b.use(cat, o.Go+" args", *o.Args)
 		}
 		if o.Result != nil {
-			op.Result = b.ref(*o.Result, "")
+			op.Result = b.use(cat, o.Go+" result", *o.Result)
 		}
 		ops.Items = append(ops.Items, op)
 	}
@@ -336,6 +377,16 @@ func (b *builder) resolve(ref, from string) (*schema.Schema, string) {
 		return nil, ""
 	}
 	return s, s.Pointer
+}
+
+// use resolves a reference a method or operation makes: into one of the
+// catalogue's own schema files or into an imported catalogue's.
+func (b *builder) use(cat *catalogue.Catalogue, where, ptr string) *Ref {
+	file, _, _ := strings.Cut(ptr, "#")
+	if _, imported := b.imports[file]; !imported && !slices.Contains(cat.Schemas, file) {
+		b.fail("%s: %s is in neither the catalogue's schemas nor an imported catalogue's", where, ptr)
+	}
+	return b.ref(ptr, "")
 }
 
 // ref resolves a named definition to a Ref, building its type once.
@@ -1279,10 +1330,16 @@ func (b *builder) newType(s *schema.Schema, name string, kind TypeKind) *Type {
 	if o, ok := b.ov.Type(s.Pointer); ok {
 		t.Name = o.Go
 	}
-	if prev, ok := b.byName[t.Name]; ok {
+	names, key := b.byName, t.Name
+	file, _, _ := strings.Cut(s.Pointer, "#")
+	if im, ok := b.imports[file]; ok {
+		t.Import, t.ImportName = im.Path, im.Catalogue.Package
+		names, key = b.importedNames, im.Path+"."+t.Name
+	}
+	if prev, ok := names[key]; ok {
 		b.fail("%s: Go type name %s is already used by %s; add a type override", s.Pointer, t.Name, prev.Pointer)
 	}
-	b.byName[t.Name] = t
+	names[key] = t
 	return t
 }
 

@@ -296,6 +296,11 @@ const (
 // Type is a generated Go type.
 type Type struct {
 	Name string
+	// Import is the Go import path of the package that generates the type
+	// when it belongs to an imported catalogue ("" for the package's own);
+	// ImportName is that package's name. Imported types are built only to
+	// know their shape and are referred to, never emitted.
+	Import, ImportName string
 	// Doc is the schema's description.
 	Doc string
 	// Pointer is the schema location it came from (file#/pointer).
