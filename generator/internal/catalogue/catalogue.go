@@ -59,6 +59,7 @@ const (
 	JSONRPC2NDJSON Framing = "jsonrpc2-ndjson" // JSON-RPC 2.0, one object per line
 	EnvelopeNDJSON Framing = "envelope-ndjson" // AgentPM's {protocol, version, kind, id, ...} frames
 	StdoutJSON     Framing = "stdout-json"     // one JSON document on stdout
+	JSONRPC2HTTP   Framing = "jsonrpc2-http"   // JSON-RPC 2.0, one request per HTTP exchange (no stream)
 )
 
 // Kind is how a method travels.
@@ -228,7 +229,7 @@ type Error struct {
 var (
 	Kinds    = []Kind{Request, Notification, RequestOrNotification, Event, Response}
 	Statuses = []Status{Stable, Experimental, LegacyTolerated, Retired}
-	Framings = []Framing{JSONRPC2NDJSON, EnvelopeNDJSON, StdoutJSON}
+	Framings = []Framing{JSONRPC2NDJSON, EnvelopeNDJSON, StdoutJSON, JSONRPC2HTTP}
 )
 
 // Load reads and validates a catalogue file. Unknown members are errors.

@@ -149,7 +149,8 @@ func emitInfos(f *jen.File, pkg *ir.Package) {
 
 // emitConn emits what a connection speaking the protocol needs: its codec,
 // its cancel rules and method names, and NewConn. A protocol framed as one
-// JSON document on stdout has no connection.
+// JSON document on stdout, or one request per HTTP exchange, has no
+// connection: its handlers and peers work with any rpc.Sender and caller.
 func emitConn(f *jen.File, pkg *ir.Package) error {
 	var names []jen.Code
 	seen := map[string]bool{}

@@ -174,6 +174,8 @@ func framing(f catalogue.Framing) Framing {
 		return EnvelopeNDJSON
 	case catalogue.StdoutJSON:
 		return StdoutJSON
+	case catalogue.JSONRPC2HTTP:
+		return JSONRPC2HTTP
 	}
 	return JSONRPC2NDJSON
 }

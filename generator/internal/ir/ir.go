@@ -16,6 +16,7 @@ const (
 	JSONRPC2NDJSON Framing = iota + 1 // JSON-RPC 2.0, one object per line
 	EnvelopeNDJSON                    // AgentPM's {protocol, version, kind, id, ...} frames
 	StdoutJSON                        // one JSON document on stdout
+	JSONRPC2HTTP                      // JSON-RPC 2.0, one request per HTTP exchange
 )
 
 // String is the framing's catalogue spelling.
@@ -27,6 +28,8 @@ func (f Framing) String() string {
 		return "envelope-ndjson"
 	case StdoutJSON:
 		return "stdout-json"
+	case JSONRPC2HTTP:
+		return "jsonrpc2-http"
 	}
 	return "Framing(" + strconv.Itoa(int(f)) + ")"
 }
