@@ -220,13 +220,26 @@ func TestSessionUpdateVariants(t *testing.T) {
 			t.Fatalf("the tag is written first: %s", out)
 		}
 	}
-	// Harn's extension updates are not ACP variants: kept verbatim, never guessed.
+	// Harn's extension updates are typed variants (added by an overlay); a
+	// member they do not name is kept in Extra, never taken for a chunk's.
 	in := `{"_meta":{"harn":{"skillName":"rust"}},"sessionUpdate":"skill_activated","content":{"type":"text","text":"looks like a chunk"}}`
 	var u acp.SessionUpdate
 	if err := json.Unmarshal([]byte(in), &u); err != nil {
 		t.Fatal(err)
 	}
-	if u.Unknown == nil || u.AgentMessageChunk != nil || u.UserMessageChunk != nil || u.Tag() != "skill_activated" {
+	if u.SkillActivated == nil || u.SkillActivated.Meta.Harn.SkillName != "rust" || u.AgentMessageChunk != nil || u.Tag() != "skill_activated" {
+		t.Fatalf("Harn variant: %+v", u)
+	}
+	if out, _ := json.Marshal(u, wire.Fidelity); !sameJSON(t, []byte(in), out) {
+		t.Fatalf("Harn variant re-encoded as %s", out)
+	}
+	// A variant this version does not know is kept verbatim, never guessed.
+	in = `{"_meta":{"harn":{"skillName":"rust"}},"sessionUpdate":"skill_forgotten","content":{"type":"text","text":"looks like a chunk"}}`
+	u = acp.SessionUpdate{}
+	if err := json.Unmarshal([]byte(in), &u); err != nil {
+		t.Fatal(err)
+	}
+	if u.Unknown == nil || u.AgentMessageChunk != nil || u.UserMessageChunk != nil || u.Tag() != "skill_forgotten" {
 		t.Fatalf("unknown variant: %+v", u)
 	}
 	if out, _ := json.Marshal(u, wire.Fidelity); string(out) != in {

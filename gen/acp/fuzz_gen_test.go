@@ -14,7 +14,13 @@ var fuzzTypes = []wiretest.Type{{
 	New: func() any {
 		return new(AgentCapabilities)
 	},
-	Seeds: []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"loadSession\":true,\"mcpCapabilities\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"http\":true,\"sse\":true,\"vendor_extension\":{\"kept\":true}},\"promptCapabilities\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"audio\":true,\"embeddedContext\":true,\"image\":true,\"vendor_extension\":{\"kept\":true}},\"sessionCapabilities\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"close\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"list\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"resume\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+	Seeds: []string{"{\"_meta\":{\"harn\":{\"contentExtensionFields\":[\"x\"],\"extensionContract\":\"x\",\"extensionMethods\":{\"k\":{\"vendor_extension\":{\"kept\":true}}},\"hostCapabilityOperations\":{\"k\":[\"x\"]},\"promptResultExtensionFields\":[\"x\"],\"schemaCompatibility\":\"x\",\"sessionUpdateExtensions\":[\"x\"],\"toolLifecycleExtensionFields\":[\"x\"],\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"loadSession\":true,\"mcpCapabilities\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"http\":true,\"sse\":true,\"vendor_extension\":{\"kept\":true}},\"promptCapabilities\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"audio\":true,\"embeddedContext\":true,\"image\":true,\"vendor_extension\":{\"kept\":true}},\"sessionCapabilities\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"close\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"list\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"resume\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "AgentCapabilitiesMeta",
+	New: func() any {
+		return new(AgentCapabilitiesMeta)
+	},
+	Seeds: []string{"{\"harn\":{\"contentExtensionFields\":[\"x\"],\"extensionContract\":\"x\",\"extensionMethods\":{\"k\":{\"kinds\":[\"x\"],\"schema\":\"x\",\"vendor_extension\":{\"kept\":true}}},\"hostCapabilityOperations\":{\"k\":[\"x\"]},\"promptResultExtensionFields\":[\"x\"],\"schemaCompatibility\":\"x\",\"sessionUpdateExtensions\":[\"x\"],\"toolLifecycleExtensionFields\":[\"x\"],\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "Annotations",
 	New: func() any {
@@ -27,6 +33,24 @@ var fuzzTypes = []wiretest.Type{{
 		return new(ApprovalPolicy)
 	},
 	Seeds: []string{"{\"auto_approve\":[\"x\"],\"auto_deny\":[\"x\"],\"require_approval\":[\"x\"],\"vendor_extension\":{\"kept\":true},\"write_path_allowlist\":[\"x\"]}"},
+}, {
+	Name: "ApprovalRequest",
+	New: func() any {
+		return new(ApprovalRequest)
+	},
+	Seeds: []string{"{\"action\":\"x\",\"approvers_required\":0,\"args\":{\"raw\":[1,\"two\",null]},\"capabilities_requested\":[\"x\"],\"deadline\":\"x\",\"evidence_refs\":[{\"byteCount\":0,\"kind\":\"x\",\"newText\":\"x\",\"oldText\":\"x\",\"path\":\"x\",\"preimageSha256\":\"x\",\"source\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"id\":\"x\",\"principal\":\"x\",\"requested_at\":\"x\",\"undo_metadata\":{\"policy_decision\":{\"action\":\"x\",\"context\":{\"raw\":[1,\"two\",null]},\"matched_rule\":{\"raw\":[1,\"two\",null]},\"reason\":\"x\",\"risk_labels\":[\"x\"],\"type\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "ArtifactUpdate",
+	New: func() any {
+		return new(ArtifactUpdate)
+	},
+	Seeds: []string{"{\"_meta\":{\"harn\":{\"artifactId\":\"x\",\"fallback\":{\"raw\":[1,\"two\",null]},\"kind\":\"x\",\"metadata\":{\"raw\":[1,\"two\",null]},\"mimeType\":\"x\",\"provenance\":{\"raw\":[1,\"two\",null]},\"sizeBytes\":0,\"spec\":{\"raw\":[1,\"two\",null]},\"title\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"sessionUpdate\":\"artifact\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "ArtifactUpdateMeta",
+	New: func() any {
+		return new(ArtifactUpdateMeta)
+	},
+	Seeds: []string{"{\"harn\":{\"artifactId\":\"x\",\"fallback\":{\"raw\":[1,\"two\",null]},\"kind\":\"x\",\"metadata\":{\"raw\":[1,\"two\",null]},\"mimeType\":\"x\",\"provenance\":{\"raw\":[1,\"two\",null]},\"sizeBytes\":0,\"spec\":{\"raw\":[1,\"two\",null]},\"title\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "AudioContent",
 	New: func() any {
@@ -82,6 +106,24 @@ var fuzzTypes = []wiretest.Type{{
 	},
 	Seeds: []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"blob\":\"x\",\"mimeType\":\"x\",\"uri\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
+	Name: "CallEndUpdate",
+	New: func() any {
+		return new(CallEndUpdate)
+	},
+	Seeds: []string{"{\"content\":{\"call_type\":\"x\",\"duration_ms\":0,\"metadata\":{\"raw\":[1,\"two\",null]},\"name\":\"x\",\"script\":\"x\",\"status\":\"x\",\"toolCallId\":\"x\",\"vendor_extension\":{\"kept\":true}},\"sessionUpdate\":\"call_end\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "CallProgressUpdate",
+	New: func() any {
+		return new(CallProgressUpdate)
+	},
+	Seeds: []string{"{\"content\":{\"accumulated_tokens\":0,\"delta\":\"x\",\"toolCallId\":\"x\",\"user_visible\":true,\"vendor_extension\":{\"kept\":true},\"visible_delta\":\"x\",\"visible_text\":\"x\"},\"sessionUpdate\":\"call_progress\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "CallStartUpdate",
+	New: func() any {
+		return new(CallStartUpdate)
+	},
+	Seeds: []string{"{\"content\":{\"call_type\":\"x\",\"metadata\":{\"raw\":[1,\"two\",null]},\"name\":\"x\",\"script\":\"x\",\"toolCallId\":\"x\",\"vendor_extension\":{\"kept\":true}},\"sessionUpdate\":\"call_start\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
 	Name: "CancelNotification",
 	New: func() any {
 		return new(CancelNotification)
@@ -122,19 +164,25 @@ var fuzzTypes = []wiretest.Type{{
 	New: func() any {
 		return new(Content)
 	},
-	Seeds: []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"content\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"annotations\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"audience\":[\"assistant\"],\"lastModified\":\"x\",\"priority\":1,\"vendor_extension\":{\"kept\":true}},\"text\":\"x\",\"type\":\"text\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+	Seeds: []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"content\":{\"_meta\":{\"harn\":{\"permission_preview\":{\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true},\"visible_delta\":\"x\",\"visible_text\":\"x\"},\"vendor_extension\":{\"kept\":true}},\"annotations\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"audience\":[\"assistant\"],\"lastModified\":\"x\",\"priority\":1,\"vendor_extension\":{\"kept\":true}},\"text\":\"x\",\"type\":\"text\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "ContentBlock",
 	New: func() any {
 		return new(ContentBlock)
 	},
-	Seeds: []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"annotations\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"audience\":[\"assistant\"],\"lastModified\":\"x\",\"priority\":1,\"vendor_extension\":{\"kept\":true}},\"text\":\"x\",\"type\":\"text\",\"vendor_extension\":{\"kept\":true}}"},
+	Seeds: []string{"{\"_meta\":{\"harn\":{\"permission_preview\":{\"byteCount\":0,\"preimageSha256\":\"x\",\"source\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true},\"visible_delta\":\"x\",\"visible_text\":\"x\"},\"vendor_extension\":{\"kept\":true}},\"annotations\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"audience\":[\"assistant\"],\"lastModified\":\"x\",\"priority\":1,\"vendor_extension\":{\"kept\":true}},\"text\":\"x\",\"type\":\"text\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "ContentChunk",
 	New: func() any {
 		return new(ContentChunk)
 	},
-	Seeds: []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"content\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"annotations\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"audience\":[\"assistant\"],\"lastModified\":\"x\",\"priority\":1,\"vendor_extension\":{\"kept\":true}},\"text\":\"x\",\"type\":\"text\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+	Seeds: []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"content\":{\"_meta\":{\"harn\":{\"permission_preview\":{\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true},\"visible_delta\":\"x\",\"visible_text\":\"x\"},\"vendor_extension\":{\"kept\":true}},\"annotations\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"audience\":[\"assistant\"],\"lastModified\":\"x\",\"priority\":1,\"vendor_extension\":{\"kept\":true}},\"text\":\"x\",\"type\":\"text\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "ContentMeta",
+	New: func() any {
+		return new(ContentMeta)
+	},
+	Seeds: []string{"{\"harn\":{\"permission_preview\":{\"byteCount\":0,\"preimageSha256\":\"x\",\"source\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true},\"visible_delta\":\"x\",\"visible_text\":\"x\"},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "CreateTerminalRequest",
 	New: func() any {
@@ -158,7 +206,7 @@ var fuzzTypes = []wiretest.Type{{
 	New: func() any {
 		return new(Diff)
 	},
-	Seeds: []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"newText\":\"x\",\"oldText\":\"x\",\"path\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Seeds: []string{"{\"_meta\":{\"harn\":{\"permission_preview\":{\"byteCount\":0,\"preimageSha256\":\"x\",\"source\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true},\"visible_delta\":\"x\",\"visible_text\":\"x\"},\"vendor_extension\":{\"kept\":true}},\"newText\":\"x\",\"oldText\":\"x\",\"path\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "EmbeddedResource",
 	New: func() any {
@@ -171,6 +219,12 @@ var fuzzTypes = []wiretest.Type{{
 		return new(EmbeddedResourceResource)
 	},
 	Seeds: []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"mimeType\":\"x\",\"text\":\"x\",\"uri\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "EmittedReminder",
+	New: func() any {
+		return new(EmittedReminder)
+	},
+	Seeds: []string{"{\"authority\":\"x\",\"body\":\"x\",\"reminderId\":\"x\",\"renderedRole\":\"x\",\"roleHint\":\"x\",\"source\":\"x\",\"tags\":[\"x\"],\"ttlTurns\":1,\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "EnvVariable",
 	New: func() any {
@@ -190,11 +244,65 @@ var fuzzTypes = []wiretest.Type{{
 	},
 	Seeds: []string{"-32700"},
 }, {
+	Name: "EvidenceRef",
+	New: func() any {
+		return new(EvidenceRef)
+	},
+	Seeds: []string{"{\"byteCount\":0,\"kind\":\"x\",\"newText\":\"x\",\"oldText\":\"x\",\"path\":\"x\",\"preimageSha256\":\"x\",\"source\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "ExtensionMethod",
+	New: func() any {
+		return new(ExtensionMethod)
+	},
+	Seeds: []string{"{\"kinds\":[\"x\"],\"schema\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
 	Name: "FileSystemCapabilities",
 	New: func() any {
 		return new(FileSystemCapabilities)
 	},
 	Seeds: []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"readTextFile\":true,\"vendor_extension\":{\"kept\":true},\"writeTextFile\":true}"},
+}, {
+	Name: "FsWatchEvent",
+	New: func() any {
+		return new(FsWatchEvent)
+	},
+	Seeds: []string{"{\"error\":\"x\",\"kind\":\"x\",\"paths\":[\"x\"],\"raw_kind\":\"x\",\"relative_paths\":[\"x\"],\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "FsWatchUpdate",
+	New: func() any {
+		return new(FsWatchUpdate)
+	},
+	Seeds: []string{"{\"_meta\":{\"harn\":{\"events\":[{\"vendor_extension\":{\"kept\":true}}],\"subscriptionId\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"sessionUpdate\":\"fs_watch\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "FsWatchUpdateMeta",
+	New: func() any {
+		return new(FsWatchUpdateMeta)
+	},
+	Seeds: []string{"{\"harn\":{\"events\":[{\"error\":\"x\",\"kind\":\"x\",\"paths\":[\"x\"],\"raw_kind\":\"x\",\"relative_paths\":[\"x\"],\"vendor_extension\":{\"kept\":true}}],\"subscriptionId\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "HITLRequestUpdate",
+	New: func() any {
+		return new(HITLRequestUpdate)
+	},
+	Seeds: []string{"{\"_meta\":{\"harn\":{\"kind\":\"question\",\"payload\":{\"raw\":[1,\"two\",null]},\"requestId\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"sessionUpdate\":\"hitl_request\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "HITLRequestUpdateMeta",
+	New: func() any {
+		return new(HITLRequestUpdateMeta)
+	},
+	Seeds: []string{"{\"harn\":{\"kind\":\"question\",\"payload\":{\"raw\":[1,\"two\",null]},\"requestId\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "HITLResolvedUpdate",
+	New: func() any {
+		return new(HITLResolvedUpdate)
+	},
+	Seeds: []string{"{\"_meta\":{\"harn\":{\"kind\":\"x\",\"outcome\":\"x\",\"requestId\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"sessionUpdate\":\"hitl_resolved\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "HITLResolvedUpdateMeta",
+	New: func() any {
+		return new(HITLResolvedUpdateMeta)
+	},
+	Seeds: []string{"{\"harn\":{\"kind\":\"x\",\"outcome\":\"x\",\"requestId\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "HTTPHeader",
 	New: func() any {
@@ -202,11 +310,203 @@ var fuzzTypes = []wiretest.Type{{
 	},
 	Seeds: []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"name\":\"x\",\"value\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
+	Name: "HandoffUpdate",
+	New: func() any {
+		return new(HandoffUpdate)
+	},
+	Seeds: []string{"{\"_meta\":{\"harn\":{\"artifactId\":\"x\",\"handoff\":{\"raw\":[1,\"two\",null]},\"handoffId\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"sessionUpdate\":\"handoff\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "HandoffUpdateMeta",
+	New: func() any {
+		return new(HandoffUpdateMeta)
+	},
+	Seeds: []string{"{\"harn\":{\"artifactId\":\"x\",\"handoff\":{\"raw\":[1,\"two\",null]},\"handoffId\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "HarnAgentCapabilities",
+	New: func() any {
+		return new(HarnAgentCapabilities)
+	},
+	Seeds: []string{"{\"contentExtensionFields\":[\"x\"],\"extensionContract\":\"x\",\"extensionMethods\":{\"k\":{\"kinds\":[\"x\"],\"schema\":\"x\",\"vendor_extension\":{\"kept\":true}}},\"hostCapabilityOperations\":{\"k\":[\"x\"]},\"promptResultExtensionFields\":[\"x\"],\"schemaCompatibility\":\"x\",\"sessionUpdateExtensions\":[\"x\"],\"toolLifecycleExtensionFields\":[\"x\"],\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "HarnAgentCapabilitiesExtensionMethods",
+	New: func() any {
+		return new(HarnAgentCapabilitiesExtensionMethods)
+	},
+	Seeds: []string{"{\"k\":{\"kinds\":[\"x\"],\"schema\":\"x\",\"vendor_extension\":{\"kept\":true}}}"},
+}, {
+	Name: "HarnAgentCapabilitiesHostCapabilityOperations",
+	New: func() any {
+		return new(HarnAgentCapabilitiesHostCapabilityOperations)
+	},
+	Seeds: []string{"{\"k\":[\"x\"]}"},
+}, {
+	Name: "HarnArtifact",
+	New: func() any {
+		return new(HarnArtifact)
+	},
+	Seeds: []string{"{\"artifactId\":\"x\",\"fallback\":{\"raw\":[1,\"two\",null]},\"kind\":\"x\",\"metadata\":{\"raw\":[1,\"two\",null]},\"mimeType\":\"x\",\"provenance\":{\"raw\":[1,\"two\",null]},\"sizeBytes\":0,\"spec\":{\"raw\":[1,\"two\",null]},\"title\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "HarnContent",
+	New: func() any {
+		return new(HarnContent)
+	},
+	Seeds: []string{"{\"permission_preview\":{\"byteCount\":0,\"preimageSha256\":\"x\",\"source\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true},\"visible_delta\":\"x\",\"visible_text\":\"x\"}"},
+}, {
+	Name: "HarnFsWatch",
+	New: func() any {
+		return new(HarnFsWatch)
+	},
+	Seeds: []string{"{\"events\":[{\"error\":\"x\",\"kind\":\"x\",\"paths\":[\"x\"],\"raw_kind\":\"x\",\"relative_paths\":[\"x\"],\"vendor_extension\":{\"kept\":true}}],\"subscriptionId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "HarnHITLRequest",
+	New: func() any {
+		return new(HarnHITLRequest)
+	},
+	Seeds: []string{"{\"kind\":\"question\",\"payload\":{\"raw\":[1,\"two\",null]},\"requestId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "HarnHITLRequestKind",
+	New: func() any {
+		return new(HarnHITLRequestKind)
+	},
+	Seeds: []string{"\"question\""},
+}, {
+	Name: "HarnHITLResolved",
+	New: func() any {
+		return new(HarnHITLResolved)
+	},
+	Seeds: []string{"{\"kind\":\"x\",\"outcome\":\"x\",\"requestId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "HarnHandoff",
+	New: func() any {
+		return new(HarnHandoff)
+	},
+	Seeds: []string{"{\"artifactId\":\"x\",\"handoff\":{\"raw\":[1,\"two\",null]},\"handoffId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "HarnLiveSessionClient",
+	New: func() any {
+		return new(HarnLiveSessionClient)
+	},
+	Seeds: []string{"{\"action\":\"attached\",\"state\":{\"active_controller_id\":\"x\",\"client\":{\"attached_at\":\"x\",\"client_id\":\"x\",\"last_seen_at\":\"x\",\"metadata\":{\"raw\":[1,\"two\",null]},\"mode\":\"observer\",\"permission_routing\":true,\"prompt_injection\":true,\"vendor_extension\":{\"kept\":true}},\"clients\":[{\"attached_at\":\"x\",\"client_id\":\"x\",\"last_seen_at\":\"x\",\"metadata\":{\"raw\":[1,\"two\",null]},\"mode\":\"observer\",\"permission_routing\":true,\"prompt_injection\":true,\"vendor_extension\":{\"kept\":true}}],\"previous_controller_id\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "HarnLiveSessionClientAction",
+	New: func() any {
+		return new(HarnLiveSessionClientAction)
+	},
+	Seeds: []string{"\"attached\""},
+}, {
+	Name: "HarnLog",
+	New: func() any {
+		return new(HarnLog)
+	},
+	Seeds: []string{"{\"fields\":{\"raw\":[1,\"two\",null]},\"level\":\"debug\",\"message\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "HarnLogLevel",
+	New: func() any {
+		return new(HarnLogLevel)
+	},
+	Seeds: []string{"\"debug\""},
+}, {
+	Name: "HarnPermissionResponse",
+	New: func() any {
+		return new(HarnPermissionResponse)
+	},
+	Seeds: []string{"{\"permissionDecision\":{\"decider\":\"person\",\"grant_scope\":\"once\",\"outcome\":\"approved\",\"policy_evaluations\":[{\"layer\":\"user_policy\",\"outcome\":\"allowed\",\"risk_labels\":[\"x\"],\"rule_id\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"schema\":\"harn.tool_permission_decision.v1\"},\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "HarnProgress",
+	New: func() any {
+		return new(HarnProgress)
+	},
+	Seeds: []string{"{\"data\":{\"raw\":[1,\"two\",null]},\"message\":\"x\",\"phase\":\"x\",\"progress\":1,\"total\":1,\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "HarnPromptResult",
+	New: func() any {
+		return new(HarnPromptResult)
+	},
+	Seeds: []string{"{\"terminal\":{\"detail\":\"x\",\"kind\":\"natural\",\"message\":\"x\",\"owner\":\"agent\",\"reason\":\"x\",\"terminalClass\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "HarnReminderEmitted",
+	New: func() any {
+		return new(HarnReminderEmitted)
+	},
+	Seeds: []string{"{\"reminder\":{\"authority\":\"x\",\"body\":\"x\",\"reminderId\":\"x\",\"renderedRole\":\"x\",\"roleHint\":\"x\",\"source\":\"x\",\"tags\":[\"x\"],\"ttlTurns\":1,\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "HarnSkillActivated",
+	New: func() any {
+		return new(HarnSkillActivated)
+	},
+	Seeds: []string{"{\"iteration\":0,\"reason\":\"x\",\"skillName\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "HarnSkillDeactivated",
+	New: func() any {
+		return new(HarnSkillDeactivated)
+	},
+	Seeds: []string{"{\"iteration\":0,\"skillName\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "HarnSkillNarrow",
+	New: func() any {
+		return new(HarnSkillNarrow)
+	},
+	Seeds: []string{"{\"keptToolDetails\":{\"raw\":[1,\"two\",null]},\"policy\":{\"raw\":[1,\"two\",null]},\"reason\":\"x\",\"remainingTools\":[\"x\"],\"removedToolDetails\":{\"raw\":[1,\"two\",null]},\"removedTools\":[\"x\"],\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "HarnSkillScopeTools",
+	New: func() any {
+		return new(HarnSkillScopeTools)
+	},
+	Seeds: []string{"{\"allowedTools\":[\"x\"],\"skillName\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "HarnStanceTransition",
+	New: func() any {
+		return new(HarnStanceTransition)
+	},
+	Seeds: []string{"{\"allowedTools\":[\"x\"],\"consent\":{\"raw\":[1,\"two\",null]},\"escapeTool\":\"x\",\"justification\":\"x\",\"phase\":\"x\",\"reason\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
 	Name: "HarnToolLifecycle",
 	New: func() any {
 		return new(HarnToolLifecycle)
 	},
-	Seeds: []string{"{\"audit\":{\"approval_policy\":{\"auto_approve\":[\"x\"],\"auto_deny\":[\"x\"],\"require_approval\":[\"x\"],\"vendor_extension\":{\"kept\":true},\"write_path_allowlist\":[\"x\"]},\"execution_kind\":\"x\",\"mutation_scope\":\"x\",\"parent_session_id\":\"x\",\"run_id\":\"x\",\"session_id\":\"x\",\"vendor_extension\":{\"kept\":true},\"worker_id\":\"x\"},\"changedPaths\":[\"x\"],\"data\":{\"raw\":[1,\"two\",null]},\"durationMs\":0,\"error\":\"x\",\"errorCategory\":\"schema_validation\",\"executionDurationMs\":0,\"executor\":\"harn_builtin\",\"mutationStatus\":\"applied\",\"parsing\":true,\"rawInputPartial\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Seeds: []string{"{\"approvalRequest\":{\"action\":\"x\",\"approvers_required\":0,\"args\":{\"raw\":[1,\"two\",null]},\"capabilities_requested\":[\"x\"],\"deadline\":\"x\",\"evidence_refs\":[{\"byteCount\":0,\"kind\":\"x\",\"newText\":\"x\",\"oldText\":\"x\",\"path\":\"x\",\"preimageSha256\":\"x\",\"source\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"id\":\"x\",\"principal\":\"x\",\"requested_at\":\"x\",\"undo_metadata\":{\"policy_decision\":{\"action\":\"x\",\"context\":{\"raw\":[1,\"two\",null]},\"matched_rule\":{\"raw\":[1,\"two\",null]},\"reason\":\"x\",\"risk_labels\":[\"x\"],\"type\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"audit\":{\"approval_policy\":{\"auto_approve\":[\"x\"],\"auto_deny\":[\"x\"],\"require_approval\":[\"x\"],\"vendor_extension\":{\"kept\":true},\"write_path_allowlist\":[\"x\"]},\"execution_kind\":\"x\",\"mutation_scope\":\"x\",\"parent_session_id\":\"x\",\"run_id\":\"x\",\"session_id\":\"x\",\"vendor_extension\":{\"kept\":true},\"worker_id\":\"x\"},\"changedPaths\":[\"x\"],\"data\":{\"raw\":[1,\"two\",null]},\"durationMs\":0,\"error\":\"x\",\"errorCategory\":\"schema_validation\",\"executionDurationMs\":0,\"executor\":\"harn_builtin\",\"mutationStatus\":\"applied\",\"parsing\":true,\"policyDecision\":{\"action\":\"x\",\"context\":{\"raw\":[1,\"two\",null]},\"matched_rule\":{\"raw\":[1,\"two\",null]},\"reason\":\"x\",\"risk_labels\":[\"x\"],\"type\":\"x\",\"vendor_extension\":{\"kept\":true}},\"rawInputPartial\":\"x\",\"toolDescriptor\":{\"description\":\"x\",\"inputSchema\":{\"raw\":[1,\"two\",null]},\"schemaChanged\":true,\"vendor_extension\":{\"kept\":true}},\"toolName\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "HarnToolSearchQuery",
+	New: func() any {
+		return new(HarnToolSearchQuery)
+	},
+	Seeds: []string{"{\"mode\":\"x\",\"name\":\"x\",\"query\":{\"raw\":[1,\"two\",null]},\"strategy\":\"x\",\"toolUseId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "HarnToolSearchResult",
+	New: func() any {
+		return new(HarnToolSearchResult)
+	},
+	Seeds: []string{"{\"mode\":\"x\",\"promoted\":[{\"raw\":[1,\"two\",null]}],\"strategy\":\"x\",\"toolUseId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "HarnTranscriptCompacted",
+	New: func() any {
+		return new(HarnTranscriptCompacted)
+	},
+	Seeds: []string{"{\"archivedMessages\":0,\"compactionPolicy\":{\"raw\":[1,\"two\",null]},\"engineStrategy\":{\"raw\":[1,\"two\",null]},\"estimatedTokensAfter\":0,\"estimatedTokensBefore\":0,\"hardLimitTokens\":{\"raw\":[1,\"two\",null]},\"instructionMode\":{\"raw\":[1,\"two\",null]},\"instructionSource\":{\"raw\":[1,\"two\",null]},\"mode\":\"x\",\"reason\":{\"raw\":[1,\"two\",null]},\"recap\":{\"raw\":[1,\"two\",null]},\"receiptId\":{\"raw\":[1,\"two\",null]},\"requestedStrategy\":{\"raw\":[1,\"two\",null]},\"resolvedThresholdTokens\":{\"raw\":[1,\"two\",null]},\"schemaVersion\":{\"raw\":[1,\"two\",null]},\"snapshotAssetId\":\"x\",\"sourceMeasurement\":{\"raw\":[1,\"two\",null]},\"strategy\":\"x\",\"thresholdSource\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "HarnTranscriptProjected",
+	New: func() any {
+		return new(HarnTranscriptProjected)
+	},
+	Seeds: []string{"{\"droppedCount\":0,\"keptCount\":0,\"policy\":{\"raw\":[1,\"two\",null]},\"prefixHash\":{\"raw\":[1,\"two\",null]},\"providerSafetyBlocked\":{\"raw\":[1,\"two\",null]},\"reason\":{\"raw\":[1,\"two\",null]},\"reclaimedTokens\":0,\"redactedCount\":0,\"redactionPointers\":{\"raw\":[1,\"two\",null]},\"rootsConsulted\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "HarnWorkerUpdate",
+	New: func() any {
+		return new(HarnWorkerUpdate)
+	},
+	Seeds: []string{"{\"audit\":{\"approval_policy\":{\"auto_approve\":[\"x\"],\"auto_deny\":[\"x\"],\"require_approval\":[\"x\"],\"vendor_extension\":{\"kept\":true},\"write_path_allowlist\":[\"x\"]},\"execution_kind\":\"x\",\"mutation_scope\":\"x\",\"parent_session_id\":\"x\",\"run_id\":\"x\",\"session_id\":\"x\",\"vendor_extension\":{\"kept\":true},\"worker_id\":\"x\"},\"event\":\"WorkerSpawned\",\"metadata\":{\"audit\":{\"raw\":[1,\"two\",null]},\"awaiting_started_at\":\"x\",\"child_run_id\":\"x\",\"child_run_path\":\"x\",\"error\":{\"raw\":[1,\"two\",null]},\"finished_at\":\"x\",\"mode\":\"x\",\"snapshot_path\":\"x\",\"started_at\":\"x\",\"task\":\"x\",\"vendor_extension\":{\"kept\":true}},\"status\":\"running\",\"terminal\":true,\"vendor_extension\":{\"kept\":true},\"workerId\":\"x\",\"workerMode\":\"x\",\"workerName\":\"x\",\"workerTask\":\"x\"}"},
+}, {
+	Name: "HarnWorkerUpdateEvent",
+	New: func() any {
+		return new(HarnWorkerUpdateEvent)
+	},
+	Seeds: []string{"\"WorkerSpawned\""},
+}, {
+	Name: "HarnWorkerUpdateStatus",
+	New: func() any {
+		return new(HarnWorkerUpdateStatus)
+	},
+	Seeds: []string{"\"running\""},
 }, {
 	Name: "ImageContent",
 	New: func() any {
@@ -230,7 +530,7 @@ var fuzzTypes = []wiretest.Type{{
 	New: func() any {
 		return new(InitializeResponse)
 	},
-	Seeds: []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"agentCapabilities\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"loadSession\":true,\"mcpCapabilities\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"http\":true,\"sse\":true,\"vendor_extension\":{\"kept\":true}},\"promptCapabilities\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"audio\":true,\"embeddedContext\":true,\"image\":true,\"vendor_extension\":{\"kept\":true}},\"sessionCapabilities\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"close\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"list\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"resume\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"agentInfo\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"name\":\"x\",\"title\":\"x\",\"vendor_extension\":{\"kept\":true},\"version\":\"x\"},\"authMethods\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"description\":\"x\",\"id\":\"x\",\"name\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"protocolVersion\":0,\"vendor_extension\":{\"kept\":true}}"},
+	Seeds: []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"agentCapabilities\":{\"_meta\":{\"harn\":{\"contentExtensionFields\":[\"x\"],\"extensionContract\":\"x\",\"extensionMethods\":{\"k\":{\"vendor_extension\":{\"kept\":true}}},\"hostCapabilityOperations\":{\"k\":[\"x\"]},\"promptResultExtensionFields\":[\"x\"],\"schemaCompatibility\":\"x\",\"sessionUpdateExtensions\":[\"x\"],\"toolLifecycleExtensionFields\":[\"x\"],\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"loadSession\":true,\"mcpCapabilities\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"http\":true,\"sse\":true,\"vendor_extension\":{\"kept\":true}},\"promptCapabilities\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"audio\":true,\"embeddedContext\":true,\"image\":true,\"vendor_extension\":{\"kept\":true}},\"sessionCapabilities\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"close\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"list\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"resume\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"agentInfo\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"name\":\"x\",\"title\":\"x\",\"vendor_extension\":{\"kept\":true},\"version\":\"x\"},\"authMethods\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"description\":\"x\",\"id\":\"x\",\"name\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"protocolVersion\":0,\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "KillTerminalRequest",
 	New: func() any {
@@ -244,6 +544,30 @@ var fuzzTypes = []wiretest.Type{{
 	},
 	Seeds: []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}}"},
 }, {
+	Name: "LegacyCallEnd",
+	New: func() any {
+		return new(LegacyCallEnd)
+	},
+	Seeds: []string{"{\"call_type\":\"x\",\"duration_ms\":0,\"metadata\":{\"raw\":[1,\"two\",null]},\"name\":\"x\",\"script\":\"x\",\"status\":\"x\",\"toolCallId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "LegacyCallProgress",
+	New: func() any {
+		return new(LegacyCallProgress)
+	},
+	Seeds: []string{"{\"accumulated_tokens\":0,\"delta\":\"x\",\"toolCallId\":\"x\",\"user_visible\":true,\"vendor_extension\":{\"kept\":true},\"visible_delta\":\"x\",\"visible_text\":\"x\"}"},
+}, {
+	Name: "LegacyCallStart",
+	New: func() any {
+		return new(LegacyCallStart)
+	},
+	Seeds: []string{"{\"call_type\":\"x\",\"metadata\":{\"raw\":[1,\"two\",null]},\"name\":\"x\",\"script\":\"x\",\"toolCallId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "LegacyWorkerContent",
+	New: func() any {
+		return new(LegacyWorkerContent)
+	},
+	Seeds: []string{"{\"audit\":{\"approval_policy\":{\"auto_approve\":[\"x\"],\"auto_deny\":[\"x\"],\"require_approval\":[\"x\"],\"vendor_extension\":{\"kept\":true},\"write_path_allowlist\":[\"x\"]},\"execution_kind\":\"x\",\"mutation_scope\":\"x\",\"parent_session_id\":\"x\",\"run_id\":\"x\",\"session_id\":\"x\",\"vendor_extension\":{\"kept\":true},\"worker_id\":\"x\"},\"finished_at\":{\"raw\":[1,\"two\",null]},\"lifecycle\":{\"raw\":[1,\"two\",null]},\"metadata\":{\"raw\":[1,\"two\",null]},\"run_id\":{\"raw\":[1,\"two\",null]},\"run_path\":{\"raw\":[1,\"two\",null]},\"script\":\"x\",\"snapshot_path\":{\"raw\":[1,\"two\",null]},\"started_at\":{\"raw\":[1,\"two\",null]},\"status\":\"x\",\"vendor_extension\":{\"kept\":true},\"worker_id\":\"x\",\"worker_name\":\"x\"}"},
+}, {
 	Name: "ListSessionsRequest",
 	New: func() any {
 		return new(ListSessionsRequest)
@@ -256,6 +580,36 @@ var fuzzTypes = []wiretest.Type{{
 	},
 	Seeds: []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"nextCursor\":\"x\",\"sessions\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"cwd\":\"x\",\"sessionId\":\"x\",\"title\":\"x\",\"updatedAt\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"vendor_extension\":{\"kept\":true}}"},
 }, {
+	Name: "LiveClient",
+	New: func() any {
+		return new(LiveClient)
+	},
+	Seeds: []string{"{\"attached_at\":\"x\",\"client_id\":\"x\",\"last_seen_at\":\"x\",\"metadata\":{\"raw\":[1,\"two\",null]},\"mode\":\"observer\",\"permission_routing\":true,\"prompt_injection\":true,\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "LiveClientMode",
+	New: func() any {
+		return new(LiveClientMode)
+	},
+	Seeds: []string{"\"observer\""},
+}, {
+	Name: "LiveSessionChange",
+	New: func() any {
+		return new(LiveSessionChange)
+	},
+	Seeds: []string{"{\"active_controller_id\":\"x\",\"client\":{\"attached_at\":\"x\",\"client_id\":\"x\",\"last_seen_at\":\"x\",\"metadata\":{\"raw\":[1,\"two\",null]},\"mode\":\"observer\",\"permission_routing\":true,\"prompt_injection\":true,\"vendor_extension\":{\"kept\":true}},\"clients\":[{\"attached_at\":\"x\",\"client_id\":\"x\",\"last_seen_at\":\"x\",\"metadata\":{\"raw\":[1,\"two\",null]},\"mode\":\"observer\",\"permission_routing\":true,\"prompt_injection\":true,\"vendor_extension\":{\"kept\":true}}],\"previous_controller_id\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "LiveSessionClientUpdate",
+	New: func() any {
+		return new(LiveSessionClientUpdate)
+	},
+	Seeds: []string{"{\"_meta\":{\"harn\":{\"action\":\"attached\",\"state\":{\"active_controller_id\":\"x\",\"client\":{\"attached_at\":\"x\",\"client_id\":\"x\",\"last_seen_at\":\"x\",\"metadata\":{\"raw\":[1,\"two\",null]},\"mode\":\"observer\",\"permission_routing\":true,\"prompt_injection\":true,\"vendor_extension\":{\"kept\":true}},\"clients\":[{\"attached_at\":\"x\",\"client_id\":\"x\",\"last_seen_at\":\"x\",\"metadata\":{\"raw\":[1,\"two\",null]},\"mode\":\"observer\",\"permission_routing\":true,\"prompt_injection\":true,\"vendor_extension\":{\"kept\":true}}],\"previous_controller_id\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"sessionUpdate\":\"live_session_client\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "LiveSessionClientUpdateMeta",
+	New: func() any {
+		return new(LiveSessionClientUpdateMeta)
+	},
+	Seeds: []string{"{\"harn\":{\"action\":\"attached\",\"state\":{\"active_controller_id\":\"x\",\"client\":{\"attached_at\":\"x\",\"client_id\":\"x\",\"last_seen_at\":\"x\",\"metadata\":{\"raw\":[1,\"two\",null]},\"mode\":\"observer\",\"permission_routing\":true,\"prompt_injection\":true,\"vendor_extension\":{\"kept\":true}},\"clients\":[{\"attached_at\":\"x\",\"client_id\":\"x\",\"last_seen_at\":\"x\",\"metadata\":{\"raw\":[1,\"two\",null]},\"mode\":\"observer\",\"permission_routing\":true,\"prompt_injection\":true,\"vendor_extension\":{\"kept\":true}}],\"previous_controller_id\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+}, {
 	Name: "LoadSessionRequest",
 	New: func() any {
 		return new(LoadSessionRequest)
@@ -267,6 +621,18 @@ var fuzzTypes = []wiretest.Type{{
 		return new(LoadSessionResponse)
 	},
 	Seeds: []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"configOptions\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"category\":\"mode\",\"currentValue\":\"x\",\"description\":\"x\",\"id\":\"x\",\"name\":\"x\",\"options\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"description\":\"x\",\"name\":\"x\",\"value\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"type\":\"select\",\"vendor_extension\":{\"kept\":true}}],\"modes\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"availableModes\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"description\":\"x\",\"id\":\"x\",\"name\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"currentModeId\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "LogUpdate",
+	New: func() any {
+		return new(LogUpdate)
+	},
+	Seeds: []string{"{\"_meta\":{\"harn\":{\"fields\":{\"raw\":[1,\"two\",null]},\"level\":\"debug\",\"message\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"sessionUpdate\":\"log\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "LogUpdateMeta",
+	New: func() any {
+		return new(LogUpdateMeta)
+	},
+	Seeds: []string{"{\"harn\":{\"fields\":{\"raw\":[1,\"two\",null]},\"level\":\"debug\",\"message\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "MCPCapabilities",
 	New: func() any {
@@ -328,6 +694,30 @@ var fuzzTypes = []wiretest.Type{{
 	},
 	Seeds: []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"configOptions\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"category\":\"mode\",\"currentValue\":\"x\",\"description\":\"x\",\"id\":\"x\",\"name\":\"x\",\"options\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"description\":\"x\",\"name\":\"x\",\"value\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"type\":\"select\",\"vendor_extension\":{\"kept\":true}}],\"modes\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"availableModes\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"description\":\"x\",\"id\":\"x\",\"name\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"currentModeId\":\"x\",\"vendor_extension\":{\"kept\":true}},\"sessionId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
+	Name: "PermissionDecision",
+	New: func() any {
+		return new(PermissionDecision)
+	},
+	Seeds: []string{"{\"decider\":\"person\",\"grant_scope\":\"once\",\"outcome\":\"approved\",\"policy_evaluations\":[{\"layer\":\"user_policy\",\"outcome\":\"allowed\",\"risk_labels\":[\"x\"],\"rule_id\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"schema\":\"harn.tool_permission_decision.v1\"}"},
+}, {
+	Name: "PermissionDecisionDecider",
+	New: func() any {
+		return new(PermissionDecisionDecider)
+	},
+	Seeds: []string{"\"person\""},
+}, {
+	Name: "PermissionDecisionGrantScope",
+	New: func() any {
+		return new(PermissionDecisionGrantScope)
+	},
+	Seeds: []string{"\"once\""},
+}, {
+	Name: "PermissionDecisionOutcome",
+	New: func() any {
+		return new(PermissionDecisionOutcome)
+	},
+	Seeds: []string{"\"approved\""},
+}, {
 	Name: "PermissionOption",
 	New: func() any {
 		return new(PermissionOption)
@@ -345,6 +735,24 @@ var fuzzTypes = []wiretest.Type{{
 		return new(PermissionOptionKind)
 	},
 	Seeds: []string{"\"allow_once\""},
+}, {
+	Name: "PermissionPolicyDecision",
+	New: func() any {
+		return new(PermissionPolicyDecision)
+	},
+	Seeds: []string{"{\"action\":\"x\",\"context\":{\"raw\":[1,\"two\",null]},\"matched_rule\":{\"raw\":[1,\"two\",null]},\"reason\":\"x\",\"risk_labels\":[\"x\"],\"type\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "PermissionPreview",
+	New: func() any {
+		return new(PermissionPreview)
+	},
+	Seeds: []string{"{\"byteCount\":0,\"preimageSha256\":\"x\",\"source\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "PermissionResponseMeta",
+	New: func() any {
+		return new(PermissionResponseMeta)
+	},
+	Seeds: []string{"{\"harn\":{\"permissionDecision\":{\"decider\":\"person\",\"grant_scope\":\"once\",\"outcome\":\"approved\",\"policy_evaluations\":[{\"vendor_extension\":{\"kept\":true}}],\"schema\":\"harn.tool_permission_decision.v1\"},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "Plan",
 	New: func() any {
@@ -370,23 +778,71 @@ var fuzzTypes = []wiretest.Type{{
 	},
 	Seeds: []string{"\"pending\""},
 }, {
+	Name: "PolicyEvaluation",
+	New: func() any {
+		return new(PolicyEvaluation)
+	},
+	Seeds: []string{"{\"layer\":\"user_policy\",\"outcome\":\"allowed\",\"risk_labels\":[\"x\"],\"rule_id\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "PolicyEvaluationLayer",
+	New: func() any {
+		return new(PolicyEvaluationLayer)
+	},
+	Seeds: []string{"\"user_policy\""},
+}, {
+	Name: "PolicyEvaluationOutcome",
+	New: func() any {
+		return new(PolicyEvaluationOutcome)
+	},
+	Seeds: []string{"\"allowed\""},
+}, {
+	Name: "ProgressUpdate",
+	New: func() any {
+		return new(ProgressUpdate)
+	},
+	Seeds: []string{"{\"_meta\":{\"harn\":{\"data\":{\"raw\":[1,\"two\",null]},\"message\":\"x\",\"phase\":\"x\",\"progress\":1,\"total\":1,\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"sessionUpdate\":\"progress\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "ProgressUpdateMeta",
+	New: func() any {
+		return new(ProgressUpdateMeta)
+	},
+	Seeds: []string{"{\"harn\":{\"data\":{\"raw\":[1,\"two\",null]},\"message\":\"x\",\"phase\":\"x\",\"progress\":1,\"total\":1,\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+}, {
 	Name: "PromptCapabilities",
 	New: func() any {
 		return new(PromptCapabilities)
 	},
 	Seeds: []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"audio\":true,\"embeddedContext\":true,\"image\":true,\"vendor_extension\":{\"kept\":true}}"},
 }, {
+	Name: "PromptErrorData",
+	New: func() any {
+		return new(PromptErrorData)
+	},
+	Seeds: []string{"{\"category\":\"x\",\"code\":{\"raw\":[1,\"two\",null]},\"kind\":\"x\",\"model\":\"x\",\"provider\":\"x\",\"reason\":\"x\",\"retryAfterMs\":0,\"retryable\":true,\"schema\":\"harn.acp.prompt_error.v1\",\"terminalClass\":\"context_overflow\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "PromptErrorDataTerminalClass",
+	New: func() any {
+		return new(PromptErrorDataTerminalClass)
+	},
+	Seeds: []string{"\"context_overflow\""},
+}, {
 	Name: "PromptRequest",
 	New: func() any {
 		return new(PromptRequest)
 	},
-	Seeds: []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"prompt\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"annotations\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"audience\":[\"assistant\"],\"lastModified\":\"x\",\"priority\":1,\"vendor_extension\":{\"kept\":true}},\"text\":\"x\",\"type\":\"text\",\"vendor_extension\":{\"kept\":true}}],\"sessionId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Seeds: []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"prompt\":[{\"_meta\":{\"harn\":{\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"annotations\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"audience\":[\"assistant\"],\"lastModified\":\"x\",\"priority\":1,\"vendor_extension\":{\"kept\":true}},\"text\":\"x\",\"type\":\"text\",\"vendor_extension\":{\"kept\":true}}],\"sessionId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "PromptResponse",
 	New: func() any {
 		return new(PromptResponse)
 	},
-	Seeds: []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"stopReason\":\"end_turn\",\"vendor_extension\":{\"kept\":true}}"},
+	Seeds: []string{"{\"_meta\":{\"harn\":{\"terminal\":{\"detail\":\"x\",\"kind\":\"natural\",\"message\":\"x\",\"owner\":\"agent\",\"reason\":\"x\",\"terminalClass\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"stopReason\":\"end_turn\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "PromptResponseMeta",
+	New: func() any {
+		return new(PromptResponseMeta)
+	},
+	Seeds: []string{"{\"harn\":{\"terminal\":{\"detail\":\"x\",\"kind\":\"natural\",\"message\":\"x\",\"owner\":\"agent\",\"reason\":\"x\",\"terminalClass\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "ProtocolVersion",
 	New: func() any {
@@ -418,6 +874,18 @@ var fuzzTypes = []wiretest.Type{{
 	},
 	Seeds: []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}}"},
 }, {
+	Name: "ReminderEmittedUpdate",
+	New: func() any {
+		return new(ReminderEmittedUpdate)
+	},
+	Seeds: []string{"{\"_meta\":{\"harn\":{\"reminder\":{\"authority\":\"x\",\"body\":\"x\",\"reminderId\":\"x\",\"renderedRole\":\"x\",\"roleHint\":\"x\",\"source\":\"x\",\"tags\":[\"x\"],\"ttlTurns\":1,\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"sessionUpdate\":\"reminder_emitted\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "ReminderEmittedUpdateMeta",
+	New: func() any {
+		return new(ReminderEmittedUpdateMeta)
+	},
+	Seeds: []string{"{\"harn\":{\"reminder\":{\"authority\":\"x\",\"body\":\"x\",\"reminderId\":\"x\",\"renderedRole\":\"x\",\"roleHint\":\"x\",\"source\":\"x\",\"tags\":[\"x\"],\"ttlTurns\":1,\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+}, {
 	Name: "RequestPermissionOutcome",
 	New: func() any {
 		return new(RequestPermissionOutcome)
@@ -434,13 +902,13 @@ var fuzzTypes = []wiretest.Type{{
 	New: func() any {
 		return new(RequestPermissionRequest)
 	},
-	Seeds: []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"options\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"kind\":\"allow_once\",\"name\":\"x\",\"optionId\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"sessionId\":\"x\",\"toolCall\":{\"_meta\":{\"harn\":{\"audit\":{\"vendor_extension\":{\"kept\":true}},\"changedPaths\":[\"x\"],\"data\":{\"raw\":[1,\"two\",null]},\"durationMs\":0,\"error\":\"x\",\"errorCategory\":\"schema_validation\",\"executionDurationMs\":0,\"executor\":\"harn_builtin\",\"mutationStatus\":\"applied\",\"parsing\":true,\"rawInputPartial\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"content\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"content\":{\"text\":\"x\",\"type\":\"text\",\"vendor_extension\":{\"kept\":true}},\"type\":\"content\",\"vendor_extension\":{\"kept\":true}}],\"kind\":\"read\",\"locations\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"line\":0,\"path\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"rawInput\":{\"raw\":[1,\"two\",null]},\"rawOutput\":{\"raw\":[1,\"two\",null]},\"status\":\"pending\",\"title\":\"x\",\"toolCallId\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+	Seeds: []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"options\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"kind\":\"allow_once\",\"name\":\"x\",\"optionId\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"sessionId\":\"x\",\"toolCall\":{\"_meta\":{\"harn\":{\"approvalRequest\":{\"action\":\"x\",\"approvers_required\":0,\"id\":\"x\",\"principal\":\"x\",\"requested_at\":\"x\",\"vendor_extension\":{\"kept\":true}},\"audit\":{\"vendor_extension\":{\"kept\":true}},\"changedPaths\":[\"x\"],\"data\":{\"raw\":[1,\"two\",null]},\"durationMs\":0,\"error\":\"x\",\"errorCategory\":\"schema_validation\",\"executionDurationMs\":0,\"executor\":\"harn_builtin\",\"mutationStatus\":\"applied\",\"parsing\":true,\"policyDecision\":{\"vendor_extension\":{\"kept\":true}},\"rawInputPartial\":\"x\",\"toolDescriptor\":{\"vendor_extension\":{\"kept\":true}},\"toolName\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"content\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"content\":{\"text\":\"x\",\"type\":\"text\",\"vendor_extension\":{\"kept\":true}},\"type\":\"content\",\"vendor_extension\":{\"kept\":true}}],\"kind\":\"read\",\"locations\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"line\":0,\"path\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"rawInput\":{\"raw\":[1,\"two\",null]},\"rawOutput\":{\"raw\":[1,\"two\",null]},\"status\":\"pending\",\"title\":\"x\",\"toolCallId\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "RequestPermissionResponse",
 	New: func() any {
 		return new(RequestPermissionResponse)
 	},
-	Seeds: []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"outcome\":{\"outcome\":\"cancelled\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+	Seeds: []string{"{\"_meta\":{\"harn\":{\"permissionDecision\":{\"decider\":\"person\",\"grant_scope\":\"once\",\"outcome\":\"approved\",\"policy_evaluations\":[{\"vendor_extension\":{\"kept\":true}}],\"schema\":\"harn.tool_permission_decision.v1\"},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"outcome\":{\"outcome\":\"cancelled\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "ResourceLink",
 	New: func() any {
@@ -584,7 +1052,13 @@ var fuzzTypes = []wiretest.Type{{
 	New: func() any {
 		return new(SessionNotification)
 	},
-	Seeds: []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"sessionId\":\"x\",\"update\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"content\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"annotations\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"audience\":[\"assistant\"],\"lastModified\":\"x\",\"priority\":1,\"vendor_extension\":{\"kept\":true}},\"text\":\"x\",\"type\":\"text\",\"vendor_extension\":{\"kept\":true}},\"sessionUpdate\":\"user_message_chunk\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+	Seeds: []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"sessionId\":\"x\",\"update\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"content\":{\"_meta\":{\"harn\":{\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"annotations\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"audience\":[\"assistant\"],\"lastModified\":\"x\",\"priority\":1,\"vendor_extension\":{\"kept\":true}},\"text\":\"x\",\"type\":\"text\",\"vendor_extension\":{\"kept\":true}},\"sessionUpdate\":\"user_message_chunk\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "SessionRedoUpdate",
+	New: func() any {
+		return new(SessionRedoUpdate)
+	},
+	Seeds: []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"sessionUpdate\":\"session_redo\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "SessionResumeCapabilities",
 	New: func() any {
@@ -592,11 +1066,23 @@ var fuzzTypes = []wiretest.Type{{
 	},
 	Seeds: []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}}"},
 }, {
+	Name: "SessionRollbackUpdate",
+	New: func() any {
+		return new(SessionRollbackUpdate)
+	},
+	Seeds: []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"sessionUpdate\":\"session_rollback\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "SessionTruncatedUpdate",
+	New: func() any {
+		return new(SessionTruncatedUpdate)
+	},
+	Seeds: []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"keptTurnCount\":0,\"newTipTurnId\":\"x\",\"reason\":\"x\",\"removedTurnCount\":0,\"sessionUpdate\":\"session_truncated\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
 	Name: "SessionUpdate",
 	New: func() any {
 		return new(SessionUpdate)
 	},
-	Seeds: []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"content\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"annotations\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"audience\":[\"assistant\"],\"lastModified\":\"x\",\"priority\":1,\"vendor_extension\":{\"kept\":true}},\"text\":\"x\",\"type\":\"text\",\"vendor_extension\":{\"kept\":true}},\"sessionUpdate\":\"user_message_chunk\",\"vendor_extension\":{\"kept\":true}}"},
+	Seeds: []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"content\":{\"_meta\":{\"harn\":{\"permission_preview\":{\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true},\"visible_delta\":\"x\",\"visible_text\":\"x\"},\"vendor_extension\":{\"kept\":true}},\"annotations\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"audience\":[\"assistant\"],\"lastModified\":\"x\",\"priority\":1,\"vendor_extension\":{\"kept\":true}},\"text\":\"x\",\"type\":\"text\",\"vendor_extension\":{\"kept\":true}},\"sessionUpdate\":\"user_message_chunk\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "SetSessionConfigOptionRequest",
 	New: func() any {
@@ -622,6 +1108,66 @@ var fuzzTypes = []wiretest.Type{{
 	},
 	Seeds: []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}}"},
 }, {
+	Name: "SkillActivatedUpdate",
+	New: func() any {
+		return new(SkillActivatedUpdate)
+	},
+	Seeds: []string{"{\"_meta\":{\"harn\":{\"iteration\":0,\"reason\":\"x\",\"skillName\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"sessionUpdate\":\"skill_activated\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "SkillActivatedUpdateMeta",
+	New: func() any {
+		return new(SkillActivatedUpdateMeta)
+	},
+	Seeds: []string{"{\"harn\":{\"iteration\":0,\"reason\":\"x\",\"skillName\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "SkillDeactivatedUpdate",
+	New: func() any {
+		return new(SkillDeactivatedUpdate)
+	},
+	Seeds: []string{"{\"_meta\":{\"harn\":{\"iteration\":0,\"skillName\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"sessionUpdate\":\"skill_deactivated\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "SkillDeactivatedUpdateMeta",
+	New: func() any {
+		return new(SkillDeactivatedUpdateMeta)
+	},
+	Seeds: []string{"{\"harn\":{\"iteration\":0,\"skillName\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "SkillNarrowUpdate",
+	New: func() any {
+		return new(SkillNarrowUpdate)
+	},
+	Seeds: []string{"{\"_meta\":{\"harn\":{\"keptToolDetails\":{\"raw\":[1,\"two\",null]},\"policy\":{\"raw\":[1,\"two\",null]},\"reason\":\"x\",\"remainingTools\":[\"x\"],\"removedToolDetails\":{\"raw\":[1,\"two\",null]},\"removedTools\":[\"x\"],\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"sessionUpdate\":\"skill_narrow\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "SkillNarrowUpdateMeta",
+	New: func() any {
+		return new(SkillNarrowUpdateMeta)
+	},
+	Seeds: []string{"{\"harn\":{\"keptToolDetails\":{\"raw\":[1,\"two\",null]},\"policy\":{\"raw\":[1,\"two\",null]},\"reason\":\"x\",\"remainingTools\":[\"x\"],\"removedToolDetails\":{\"raw\":[1,\"two\",null]},\"removedTools\":[\"x\"],\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "SkillScopeToolsUpdate",
+	New: func() any {
+		return new(SkillScopeToolsUpdate)
+	},
+	Seeds: []string{"{\"_meta\":{\"harn\":{\"allowedTools\":[\"x\"],\"skillName\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"sessionUpdate\":\"skill_scope_tools\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "SkillScopeToolsUpdateMeta",
+	New: func() any {
+		return new(SkillScopeToolsUpdateMeta)
+	},
+	Seeds: []string{"{\"harn\":{\"allowedTools\":[\"x\"],\"skillName\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "StanceTransitionUpdate",
+	New: func() any {
+		return new(StanceTransitionUpdate)
+	},
+	Seeds: []string{"{\"_meta\":{\"harn\":{\"allowedTools\":[\"x\"],\"consent\":{\"raw\":[1,\"two\",null]},\"escapeTool\":\"x\",\"justification\":\"x\",\"phase\":\"x\",\"reason\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"sessionUpdate\":\"stance_transition\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "StanceTransitionUpdateMeta",
+	New: func() any {
+		return new(StanceTransitionUpdateMeta)
+	},
+	Seeds: []string{"{\"harn\":{\"allowedTools\":[\"x\"],\"consent\":{\"raw\":[1,\"two\",null]},\"escapeTool\":\"x\",\"justification\":\"x\",\"phase\":\"x\",\"reason\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+}, {
 	Name: "StopReason",
 	New: func() any {
 		return new(StopReason)
@@ -640,6 +1186,18 @@ var fuzzTypes = []wiretest.Type{{
 	},
 	Seeds: []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"exitCode\":0,\"signal\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
+	Name: "TerminalKind",
+	New: func() any {
+		return new(TerminalKind)
+	},
+	Seeds: []string{"\"natural\""},
+}, {
+	Name: "TerminalOutcome",
+	New: func() any {
+		return new(TerminalOutcome)
+	},
+	Seeds: []string{"{\"detail\":\"x\",\"kind\":\"natural\",\"message\":\"x\",\"owner\":\"agent\",\"reason\":\"x\",\"terminalClass\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
 	Name: "TerminalOutputRequest",
 	New: func() any {
 		return new(TerminalOutputRequest)
@@ -652,11 +1210,17 @@ var fuzzTypes = []wiretest.Type{{
 	},
 	Seeds: []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"exitStatus\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"exitCode\":0,\"signal\":\"x\",\"vendor_extension\":{\"kept\":true}},\"output\":\"x\",\"truncated\":true,\"vendor_extension\":{\"kept\":true}}"},
 }, {
+	Name: "TerminalOwner",
+	New: func() any {
+		return new(TerminalOwner)
+	},
+	Seeds: []string{"\"agent\""},
+}, {
 	Name: "TextContent",
 	New: func() any {
 		return new(TextContent)
 	},
-	Seeds: []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"annotations\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"audience\":[\"assistant\"],\"lastModified\":\"x\",\"priority\":1,\"vendor_extension\":{\"kept\":true}},\"text\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Seeds: []string{"{\"_meta\":{\"harn\":{\"permission_preview\":{\"byteCount\":0,\"preimageSha256\":\"x\",\"source\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true},\"visible_delta\":\"x\",\"visible_text\":\"x\"},\"vendor_extension\":{\"kept\":true}},\"annotations\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"audience\":[\"assistant\"],\"lastModified\":\"x\",\"priority\":1,\"vendor_extension\":{\"kept\":true}},\"text\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "TextResourceContents",
 	New: func() any {
@@ -668,13 +1232,13 @@ var fuzzTypes = []wiretest.Type{{
 	New: func() any {
 		return new(ToolCall)
 	},
-	Seeds: []string{"{\"_meta\":{\"harn\":{\"audit\":{\"approval_policy\":{\"vendor_extension\":{\"kept\":true}},\"execution_kind\":\"x\",\"mutation_scope\":\"x\",\"parent_session_id\":\"x\",\"run_id\":\"x\",\"session_id\":\"x\",\"vendor_extension\":{\"kept\":true},\"worker_id\":\"x\"},\"changedPaths\":[\"x\"],\"data\":{\"raw\":[1,\"two\",null]},\"durationMs\":0,\"error\":\"x\",\"errorCategory\":\"schema_validation\",\"executionDurationMs\":0,\"executor\":\"harn_builtin\",\"mutationStatus\":\"applied\",\"parsing\":true,\"rawInputPartial\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"content\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"content\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"annotations\":{\"vendor_extension\":{\"kept\":true}},\"text\":\"x\",\"type\":\"text\",\"vendor_extension\":{\"kept\":true}},\"type\":\"content\",\"vendor_extension\":{\"kept\":true}}],\"kind\":\"read\",\"locations\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"line\":0,\"path\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"rawInput\":{\"raw\":[1,\"two\",null]},\"rawOutput\":{\"raw\":[1,\"two\",null]},\"status\":\"pending\",\"title\":\"x\",\"toolCallId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Seeds: []string{"{\"_meta\":{\"harn\":{\"approvalRequest\":{\"action\":\"x\",\"approvers_required\":0,\"args\":{\"raw\":[1,\"two\",null]},\"capabilities_requested\":[\"x\"],\"deadline\":\"x\",\"evidence_refs\":[{\"vendor_extension\":{\"kept\":true}}],\"id\":\"x\",\"principal\":\"x\",\"requested_at\":\"x\",\"undo_metadata\":{\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"audit\":{\"approval_policy\":{\"vendor_extension\":{\"kept\":true}},\"execution_kind\":\"x\",\"mutation_scope\":\"x\",\"parent_session_id\":\"x\",\"run_id\":\"x\",\"session_id\":\"x\",\"vendor_extension\":{\"kept\":true},\"worker_id\":\"x\"},\"changedPaths\":[\"x\"],\"data\":{\"raw\":[1,\"two\",null]},\"durationMs\":0,\"error\":\"x\",\"errorCategory\":\"schema_validation\",\"executionDurationMs\":0,\"executor\":\"harn_builtin\",\"mutationStatus\":\"applied\",\"parsing\":true,\"policyDecision\":{\"action\":\"x\",\"context\":{\"raw\":[1,\"two\",null]},\"matched_rule\":{\"raw\":[1,\"two\",null]},\"reason\":\"x\",\"risk_labels\":[\"x\"],\"type\":\"x\",\"vendor_extension\":{\"kept\":true}},\"rawInputPartial\":\"x\",\"toolDescriptor\":{\"description\":\"x\",\"inputSchema\":{\"raw\":[1,\"two\",null]},\"schemaChanged\":true,\"vendor_extension\":{\"kept\":true}},\"toolName\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"content\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"content\":{\"_meta\":{\"vendor_extension\":{\"kept\":true}},\"annotations\":{\"vendor_extension\":{\"kept\":true}},\"text\":\"x\",\"type\":\"text\",\"vendor_extension\":{\"kept\":true}},\"type\":\"content\",\"vendor_extension\":{\"kept\":true}}],\"kind\":\"read\",\"locations\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"line\":0,\"path\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"rawInput\":{\"raw\":[1,\"two\",null]},\"rawOutput\":{\"raw\":[1,\"two\",null]},\"status\":\"pending\",\"title\":\"x\",\"toolCallId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "ToolCallContent",
 	New: func() any {
 		return new(ToolCallContent)
 	},
-	Seeds: []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"content\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"annotations\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"audience\":[\"assistant\"],\"lastModified\":\"x\",\"priority\":1,\"vendor_extension\":{\"kept\":true}},\"text\":\"x\",\"type\":\"text\",\"vendor_extension\":{\"kept\":true}},\"type\":\"content\",\"vendor_extension\":{\"kept\":true}}"},
+	Seeds: []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"content\":{\"_meta\":{\"harn\":{\"permission_preview\":{\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true},\"visible_delta\":\"x\",\"visible_text\":\"x\"},\"vendor_extension\":{\"kept\":true}},\"annotations\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"audience\":[\"assistant\"],\"lastModified\":\"x\",\"priority\":1,\"vendor_extension\":{\"kept\":true}},\"text\":\"x\",\"type\":\"text\",\"vendor_extension\":{\"kept\":true}},\"type\":\"content\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "ToolCallID",
 	New: func() any {
@@ -692,7 +1256,7 @@ var fuzzTypes = []wiretest.Type{{
 	New: func() any {
 		return new(ToolCallMeta)
 	},
-	Seeds: []string{"{\"harn\":{\"audit\":{\"approval_policy\":{\"auto_approve\":[\"x\"],\"auto_deny\":[\"x\"],\"require_approval\":[\"x\"],\"vendor_extension\":{\"kept\":true},\"write_path_allowlist\":[\"x\"]},\"execution_kind\":\"x\",\"mutation_scope\":\"x\",\"parent_session_id\":\"x\",\"run_id\":\"x\",\"session_id\":\"x\",\"vendor_extension\":{\"kept\":true},\"worker_id\":\"x\"},\"changedPaths\":[\"x\"],\"data\":{\"raw\":[1,\"two\",null]},\"durationMs\":0,\"error\":\"x\",\"errorCategory\":\"schema_validation\",\"executionDurationMs\":0,\"executor\":\"harn_builtin\",\"mutationStatus\":\"applied\",\"parsing\":true,\"rawInputPartial\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+	Seeds: []string{"{\"harn\":{\"approvalRequest\":{\"action\":\"x\",\"approvers_required\":0,\"args\":{\"raw\":[1,\"two\",null]},\"capabilities_requested\":[\"x\"],\"deadline\":\"x\",\"evidence_refs\":[{\"vendor_extension\":{\"kept\":true}}],\"id\":\"x\",\"principal\":\"x\",\"requested_at\":\"x\",\"undo_metadata\":{\"policy_decision\":{\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"audit\":{\"approval_policy\":{\"auto_approve\":[\"x\"],\"auto_deny\":[\"x\"],\"require_approval\":[\"x\"],\"vendor_extension\":{\"kept\":true},\"write_path_allowlist\":[\"x\"]},\"execution_kind\":\"x\",\"mutation_scope\":\"x\",\"parent_session_id\":\"x\",\"run_id\":\"x\",\"session_id\":\"x\",\"vendor_extension\":{\"kept\":true},\"worker_id\":\"x\"},\"changedPaths\":[\"x\"],\"data\":{\"raw\":[1,\"two\",null]},\"durationMs\":0,\"error\":\"x\",\"errorCategory\":\"schema_validation\",\"executionDurationMs\":0,\"executor\":\"harn_builtin\",\"mutationStatus\":\"applied\",\"parsing\":true,\"policyDecision\":{\"action\":\"x\",\"context\":{\"raw\":[1,\"two\",null]},\"matched_rule\":{\"raw\":[1,\"two\",null]},\"reason\":\"x\",\"risk_labels\":[\"x\"],\"type\":\"x\",\"vendor_extension\":{\"kept\":true}},\"rawInputPartial\":\"x\",\"toolDescriptor\":{\"description\":\"x\",\"inputSchema\":{\"raw\":[1,\"two\",null]},\"schemaChanged\":true,\"vendor_extension\":{\"kept\":true}},\"toolName\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "ToolCallStatus",
 	New: func() any {
@@ -704,7 +1268,13 @@ var fuzzTypes = []wiretest.Type{{
 	New: func() any {
 		return new(ToolCallUpdate)
 	},
-	Seeds: []string{"{\"_meta\":{\"harn\":{\"audit\":{\"approval_policy\":{\"vendor_extension\":{\"kept\":true}},\"execution_kind\":\"x\",\"mutation_scope\":\"x\",\"parent_session_id\":\"x\",\"run_id\":\"x\",\"session_id\":\"x\",\"vendor_extension\":{\"kept\":true},\"worker_id\":\"x\"},\"changedPaths\":[\"x\"],\"data\":{\"raw\":[1,\"two\",null]},\"durationMs\":0,\"error\":\"x\",\"errorCategory\":\"schema_validation\",\"executionDurationMs\":0,\"executor\":\"harn_builtin\",\"mutationStatus\":\"applied\",\"parsing\":true,\"rawInputPartial\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"content\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"content\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"annotations\":{\"vendor_extension\":{\"kept\":true}},\"text\":\"x\",\"type\":\"text\",\"vendor_extension\":{\"kept\":true}},\"type\":\"content\",\"vendor_extension\":{\"kept\":true}}],\"kind\":\"read\",\"locations\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"line\":0,\"path\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"rawInput\":{\"raw\":[1,\"two\",null]},\"rawOutput\":{\"raw\":[1,\"two\",null]},\"status\":\"pending\",\"title\":\"x\",\"toolCallId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Seeds: []string{"{\"_meta\":{\"harn\":{\"approvalRequest\":{\"action\":\"x\",\"approvers_required\":0,\"args\":{\"raw\":[1,\"two\",null]},\"capabilities_requested\":[\"x\"],\"deadline\":\"x\",\"evidence_refs\":[{\"vendor_extension\":{\"kept\":true}}],\"id\":\"x\",\"principal\":\"x\",\"requested_at\":\"x\",\"undo_metadata\":{\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"audit\":{\"approval_policy\":{\"vendor_extension\":{\"kept\":true}},\"execution_kind\":\"x\",\"mutation_scope\":\"x\",\"parent_session_id\":\"x\",\"run_id\":\"x\",\"session_id\":\"x\",\"vendor_extension\":{\"kept\":true},\"worker_id\":\"x\"},\"changedPaths\":[\"x\"],\"data\":{\"raw\":[1,\"two\",null]},\"durationMs\":0,\"error\":\"x\",\"errorCategory\":\"schema_validation\",\"executionDurationMs\":0,\"executor\":\"harn_builtin\",\"mutationStatus\":\"applied\",\"parsing\":true,\"policyDecision\":{\"action\":\"x\",\"context\":{\"raw\":[1,\"two\",null]},\"matched_rule\":{\"raw\":[1,\"two\",null]},\"reason\":\"x\",\"risk_labels\":[\"x\"],\"type\":\"x\",\"vendor_extension\":{\"kept\":true}},\"rawInputPartial\":\"x\",\"toolDescriptor\":{\"description\":\"x\",\"inputSchema\":{\"raw\":[1,\"two\",null]},\"schemaChanged\":true,\"vendor_extension\":{\"kept\":true}},\"toolName\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"content\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"content\":{\"_meta\":{\"vendor_extension\":{\"kept\":true}},\"annotations\":{\"vendor_extension\":{\"kept\":true}},\"text\":\"x\",\"type\":\"text\",\"vendor_extension\":{\"kept\":true}},\"type\":\"content\",\"vendor_extension\":{\"kept\":true}}],\"kind\":\"read\",\"locations\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"line\":0,\"path\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"rawInput\":{\"raw\":[1,\"two\",null]},\"rawOutput\":{\"raw\":[1,\"two\",null]},\"status\":\"pending\",\"title\":\"x\",\"toolCallId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "ToolDescriptor",
+	New: func() any {
+		return new(ToolDescriptor)
+	},
+	Seeds: []string{"{\"description\":\"x\",\"inputSchema\":{\"raw\":[1,\"two\",null]},\"schemaChanged\":true,\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "ToolErrorCategory",
 	New: func() any {
@@ -736,11 +1306,77 @@ var fuzzTypes = []wiretest.Type{{
 	},
 	Seeds: []string{"\"read\""},
 }, {
+	Name: "ToolSearchQueryUpdate",
+	New: func() any {
+		return new(ToolSearchQueryUpdate)
+	},
+	Seeds: []string{"{\"_meta\":{\"harn\":{\"mode\":\"x\",\"name\":\"x\",\"query\":{\"raw\":[1,\"two\",null]},\"strategy\":\"x\",\"toolUseId\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"sessionUpdate\":\"tool_search_query\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "ToolSearchQueryUpdateMeta",
+	New: func() any {
+		return new(ToolSearchQueryUpdateMeta)
+	},
+	Seeds: []string{"{\"harn\":{\"mode\":\"x\",\"name\":\"x\",\"query\":{\"raw\":[1,\"two\",null]},\"strategy\":\"x\",\"toolUseId\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "ToolSearchResultUpdate",
+	New: func() any {
+		return new(ToolSearchResultUpdate)
+	},
+	Seeds: []string{"{\"_meta\":{\"harn\":{\"mode\":\"x\",\"promoted\":[{\"raw\":[1,\"two\",null]}],\"strategy\":\"x\",\"toolUseId\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"sessionUpdate\":\"tool_search_result\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "ToolSearchResultUpdateMeta",
+	New: func() any {
+		return new(ToolSearchResultUpdateMeta)
+	},
+	Seeds: []string{"{\"harn\":{\"mode\":\"x\",\"promoted\":[{\"raw\":[1,\"two\",null]}],\"strategy\":\"x\",\"toolUseId\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "TranscriptCompactedUpdate",
+	New: func() any {
+		return new(TranscriptCompactedUpdate)
+	},
+	Seeds: []string{"{\"_meta\":{\"harn\":{\"archivedMessages\":0,\"compactionPolicy\":{\"raw\":[1,\"two\",null]},\"engineStrategy\":{\"raw\":[1,\"two\",null]},\"estimatedTokensAfter\":0,\"estimatedTokensBefore\":0,\"hardLimitTokens\":{\"raw\":[1,\"two\",null]},\"instructionMode\":{\"raw\":[1,\"two\",null]},\"instructionSource\":{\"raw\":[1,\"two\",null]},\"mode\":\"x\",\"reason\":{\"raw\":[1,\"two\",null]},\"recap\":{\"raw\":[1,\"two\",null]},\"receiptId\":{\"raw\":[1,\"two\",null]},\"requestedStrategy\":{\"raw\":[1,\"two\",null]},\"resolvedThresholdTokens\":{\"raw\":[1,\"two\",null]},\"schemaVersion\":{\"raw\":[1,\"two\",null]},\"snapshotAssetId\":\"x\",\"sourceMeasurement\":{\"raw\":[1,\"two\",null]},\"strategy\":\"x\",\"thresholdSource\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"sessionUpdate\":\"transcript_compacted\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "TranscriptCompactedUpdateMeta",
+	New: func() any {
+		return new(TranscriptCompactedUpdateMeta)
+	},
+	Seeds: []string{"{\"harn\":{\"archivedMessages\":0,\"compactionPolicy\":{\"raw\":[1,\"two\",null]},\"engineStrategy\":{\"raw\":[1,\"two\",null]},\"estimatedTokensAfter\":0,\"estimatedTokensBefore\":0,\"hardLimitTokens\":{\"raw\":[1,\"two\",null]},\"instructionMode\":{\"raw\":[1,\"two\",null]},\"instructionSource\":{\"raw\":[1,\"two\",null]},\"mode\":\"x\",\"reason\":{\"raw\":[1,\"two\",null]},\"recap\":{\"raw\":[1,\"two\",null]},\"receiptId\":{\"raw\":[1,\"two\",null]},\"requestedStrategy\":{\"raw\":[1,\"two\",null]},\"resolvedThresholdTokens\":{\"raw\":[1,\"two\",null]},\"schemaVersion\":{\"raw\":[1,\"two\",null]},\"snapshotAssetId\":\"x\",\"sourceMeasurement\":{\"raw\":[1,\"two\",null]},\"strategy\":\"x\",\"thresholdSource\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "TranscriptProjectedUpdate",
+	New: func() any {
+		return new(TranscriptProjectedUpdate)
+	},
+	Seeds: []string{"{\"_meta\":{\"harn\":{\"droppedCount\":0,\"keptCount\":0,\"policy\":{\"raw\":[1,\"two\",null]},\"prefixHash\":{\"raw\":[1,\"two\",null]},\"providerSafetyBlocked\":{\"raw\":[1,\"two\",null]},\"reason\":{\"raw\":[1,\"two\",null]},\"reclaimedTokens\":0,\"redactedCount\":0,\"redactionPointers\":{\"raw\":[1,\"two\",null]},\"rootsConsulted\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"sessionUpdate\":\"transcript_projected\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "TranscriptProjectedUpdateMeta",
+	New: func() any {
+		return new(TranscriptProjectedUpdateMeta)
+	},
+	Seeds: []string{"{\"harn\":{\"droppedCount\":0,\"keptCount\":0,\"policy\":{\"raw\":[1,\"two\",null]},\"prefixHash\":{\"raw\":[1,\"two\",null]},\"providerSafetyBlocked\":{\"raw\":[1,\"two\",null]},\"reason\":{\"raw\":[1,\"two\",null]},\"reclaimedTokens\":0,\"redactedCount\":0,\"redactionPointers\":{\"raw\":[1,\"two\",null]},\"rootsConsulted\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "UndoMetadata",
+	New: func() any {
+		return new(UndoMetadata)
+	},
+	Seeds: []string{"{\"policy_decision\":{\"action\":\"x\",\"context\":{\"raw\":[1,\"two\",null]},\"matched_rule\":{\"raw\":[1,\"two\",null]},\"reason\":\"x\",\"risk_labels\":[\"x\"],\"type\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+}, {
 	Name: "UnstructuredCommandInput",
 	New: func() any {
 		return new(UnstructuredCommandInput)
 	},
 	Seeds: []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"hint\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "UserMessageContent",
+	New: func() any {
+		return new(UserMessageContent)
+	},
+	Seeds: []string{"\"x\""},
+}, {
+	Name: "UserMessageUpdate",
+	New: func() any {
+		return new(UserMessageUpdate)
+	},
+	Seeds: []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"content\":\"x\",\"messageId\":\"x\",\"sessionUpdate\":\"user_message\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "WaitForTerminalExitRequest",
 	New: func() any {
@@ -753,6 +1389,24 @@ var fuzzTypes = []wiretest.Type{{
 		return new(WaitForTerminalExitResponse)
 	},
 	Seeds: []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"exitCode\":0,\"signal\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "WorkerMetadata",
+	New: func() any {
+		return new(WorkerMetadata)
+	},
+	Seeds: []string{"{\"audit\":{\"raw\":[1,\"two\",null]},\"awaiting_started_at\":\"x\",\"child_run_id\":\"x\",\"child_run_path\":\"x\",\"error\":{\"raw\":[1,\"two\",null]},\"finished_at\":\"x\",\"mode\":\"x\",\"snapshot_path\":\"x\",\"started_at\":\"x\",\"task\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "WorkerUpdate",
+	New: func() any {
+		return new(WorkerUpdate)
+	},
+	Seeds: []string{"{\"_meta\":{\"harn\":{\"audit\":{\"approval_policy\":{\"vendor_extension\":{\"kept\":true}},\"execution_kind\":\"x\",\"mutation_scope\":\"x\",\"parent_session_id\":\"x\",\"run_id\":\"x\",\"session_id\":\"x\",\"vendor_extension\":{\"kept\":true},\"worker_id\":\"x\"},\"event\":\"WorkerSpawned\",\"metadata\":{\"audit\":{\"raw\":[1,\"two\",null]},\"awaiting_started_at\":\"x\",\"child_run_id\":\"x\",\"child_run_path\":\"x\",\"error\":{\"raw\":[1,\"two\",null]},\"finished_at\":\"x\",\"mode\":\"x\",\"snapshot_path\":\"x\",\"started_at\":\"x\",\"task\":\"x\",\"vendor_extension\":{\"kept\":true}},\"status\":\"running\",\"terminal\":true,\"vendor_extension\":{\"kept\":true},\"workerId\":\"x\",\"workerMode\":\"x\",\"workerName\":\"x\",\"workerTask\":\"x\"},\"vendor_extension\":{\"kept\":true}},\"content\":{\"audit\":{\"approval_policy\":{\"auto_approve\":[\"x\"],\"auto_deny\":[\"x\"],\"require_approval\":[\"x\"],\"vendor_extension\":{\"kept\":true},\"write_path_allowlist\":[\"x\"]},\"execution_kind\":\"x\",\"mutation_scope\":\"x\",\"parent_session_id\":\"x\",\"run_id\":\"x\",\"session_id\":\"x\",\"vendor_extension\":{\"kept\":true},\"worker_id\":\"x\"},\"finished_at\":{\"raw\":[1,\"two\",null]},\"lifecycle\":{\"raw\":[1,\"two\",null]},\"metadata\":{\"raw\":[1,\"two\",null]},\"run_id\":{\"raw\":[1,\"two\",null]},\"run_path\":{\"raw\":[1,\"two\",null]},\"script\":\"x\",\"snapshot_path\":{\"raw\":[1,\"two\",null]},\"started_at\":{\"raw\":[1,\"two\",null]},\"status\":\"x\",\"vendor_extension\":{\"kept\":true},\"worker_id\":\"x\",\"worker_name\":\"x\"},\"sessionUpdate\":\"worker_update\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "WorkerUpdateMeta",
+	New: func() any {
+		return new(WorkerUpdateMeta)
+	},
+	Seeds: []string{"{\"harn\":{\"audit\":{\"approval_policy\":{\"auto_approve\":[\"x\"],\"auto_deny\":[\"x\"],\"require_approval\":[\"x\"],\"vendor_extension\":{\"kept\":true},\"write_path_allowlist\":[\"x\"]},\"execution_kind\":\"x\",\"mutation_scope\":\"x\",\"parent_session_id\":\"x\",\"run_id\":\"x\",\"session_id\":\"x\",\"vendor_extension\":{\"kept\":true},\"worker_id\":\"x\"},\"event\":\"WorkerSpawned\",\"metadata\":{\"audit\":{\"raw\":[1,\"two\",null]},\"awaiting_started_at\":\"x\",\"child_run_id\":\"x\",\"child_run_path\":\"x\",\"error\":{\"raw\":[1,\"two\",null]},\"finished_at\":\"x\",\"mode\":\"x\",\"snapshot_path\":\"x\",\"started_at\":\"x\",\"task\":\"x\",\"vendor_extension\":{\"kept\":true}},\"status\":\"running\",\"terminal\":true,\"vendor_extension\":{\"kept\":true},\"workerId\":\"x\",\"workerMode\":\"x\",\"workerName\":\"x\",\"workerTask\":\"x\"},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "WriteTextFileRequest",
 	New: func() any {
