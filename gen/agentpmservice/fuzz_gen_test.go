@@ -14,151 +14,176 @@ var fuzzTypes = []wiretest.Type{{
 	New: func() any {
 		return new(EmbedPayload)
 	},
-	Seeds: []string{"{\"dimensions\":0,\"model\":\"x\",\"normalized\":true,\"provider\":\"x\",\"text\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/embed_payload",
+	Seeds:  []string{"{\"dimensions\":0,\"model\":\"x\",\"normalized\":true,\"provider\":\"x\",\"text\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "EmbedResult",
 	New: func() any {
 		return new(EmbedResult)
 	},
-	Seeds: []string{"[1]"},
+	Schema: "agentpm/service.schema.json#/$defs/embed_result",
+	Seeds:  []string{"[1]"},
 }, {
 	Name: "EmbedResultObject",
 	New: func() any {
 		return new(EmbedResultObject)
 	},
-	Seeds: []string{"{\"dimensions\":0,\"model\":\"x\",\"normalized\":true,\"provider\":\"x\",\"vector\":[1],\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/embed_result(object alternatives)",
+	Seeds:  []string{"{\"dimensions\":0,\"model\":\"x\",\"normalized\":true,\"provider\":\"x\",\"vector\":[1],\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "EmbedValues",
 	New: func() any {
 		return new(EmbedValues)
 	},
-	Seeds: []string{"{\"dimensions\":0,\"model\":\"x\",\"normalized\":true,\"provider\":\"x\",\"values\":[1],\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/embed_values",
+	Seeds:  []string{"{\"dimensions\":0,\"model\":\"x\",\"normalized\":true,\"provider\":\"x\",\"values\":[1],\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "EmbedVector",
 	New: func() any {
 		return new(EmbedVector)
 	},
-	Seeds: []string{"{\"dimensions\":0,\"model\":\"x\",\"normalized\":true,\"provider\":\"x\",\"vector\":[1],\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/embed_vector",
+	Seeds:  []string{"{\"dimensions\":0,\"model\":\"x\",\"normalized\":true,\"provider\":\"x\",\"vector\":[1],\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "EmbeddingCapabilities",
 	New: func() any {
 		return new(EmbeddingCapabilities)
 	},
-	Seeds: []string{"{\"embedding_spaces\":[{\"dimensions\":0,\"id\":\"x\",\"metric\":\"x\",\"model\":\"x\",\"normalized\":true,\"provider\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/embedding_capabilities",
+	Seeds:  []string{"{\"embedding_spaces\":[{\"dimensions\":0,\"id\":\"x\",\"metric\":\"x\",\"model\":\"x\",\"normalized\":true,\"provider\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "EmbeddingInitialize",
 	New: func() any {
 		return new(EmbeddingInitialize)
 	},
-	Seeds: []string{"{\"protocol_version\":1,\"registry_id\":\"x\",\"role\":\"embedding\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/embedding_initialize",
+	Seeds:  []string{"{\"protocol_version\":1,\"registry_id\":\"x\",\"role\":\"embedding\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "EmbeddingReadiness",
 	New: func() any {
 		return new(EmbeddingReadiness)
 	},
-	Seeds: []string{"{\"capabilities\":{\"embedding_spaces\":[{\"dimensions\":0,\"id\":\"x\",\"metric\":\"x\",\"model\":\"x\",\"normalized\":true,\"provider\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"vendor_extension\":{\"kept\":true}},\"embedding_spaces\":[{\"dimensions\":0,\"id\":\"x\",\"metric\":\"x\",\"model\":\"x\",\"normalized\":true,\"provider\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"protocol_version\":1,\"ready\":true,\"registry_id\":\"x\",\"role\":\"x\",\"spaces\":[{\"dimensions\":0,\"id\":\"x\",\"metric\":\"x\",\"model\":\"x\",\"normalized\":true,\"provider\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/embedding_readiness",
+	Seeds:  []string{"{\"capabilities\":{\"embedding_spaces\":[{\"dimensions\":0,\"id\":\"x\",\"metric\":\"x\",\"model\":\"x\",\"normalized\":true,\"provider\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"vendor_extension\":{\"kept\":true}},\"embedding_spaces\":[{\"dimensions\":0,\"id\":\"x\",\"metric\":\"x\",\"model\":\"x\",\"normalized\":true,\"provider\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"protocol_version\":1,\"ready\":true,\"registry_id\":\"x\",\"role\":\"x\",\"spaces\":[{\"dimensions\":0,\"id\":\"x\",\"metric\":\"x\",\"model\":\"x\",\"normalized\":true,\"provider\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "EmbeddingSpace",
 	New: func() any {
 		return new(EmbeddingSpace)
 	},
-	Seeds: []string{"{\"dimensions\":0,\"id\":\"x\",\"metric\":\"x\",\"model\":\"x\",\"normalized\":true,\"provider\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/embedding_space",
+	Seeds:  []string{"{\"dimensions\":0,\"id\":\"x\",\"metric\":\"x\",\"model\":\"x\",\"normalized\":true,\"provider\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "KnowledgeCapabilities",
 	New: func() any {
 		return new(KnowledgeCapabilities)
 	},
-	Seeds: []string{"{\"features\":[\"x\"],\"modes\":[\"x\"],\"packages\":[{\"corpus\":\"x\",\"corpus_hash\":\"x\",\"name\":\"x\",\"package\":\"x\",\"ready\":true,\"vendor_extension\":{\"kept\":true},\"version\":\"x\"}],\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/knowledge_capabilities",
+	Seeds:  []string{"{\"features\":[\"x\"],\"modes\":[\"x\"],\"packages\":[{\"corpus\":\"x\",\"corpus_hash\":\"x\",\"name\":\"x\",\"package\":\"x\",\"ready\":true,\"vendor_extension\":{\"kept\":true},\"version\":\"x\"}],\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "KnowledgeCitation",
 	New: func() any {
 		return new(KnowledgeCitation)
 	},
-	Seeds: []string{"{\"chunk_id\":\"x\",\"source_id\":\"x\",\"title\":\"x\",\"uri\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/knowledge_citation",
+	Seeds:  []string{"{\"chunk_id\":\"x\",\"source_id\":\"x\",\"title\":\"x\",\"uri\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "KnowledgeDocument",
 	New: func() any {
 		return new(KnowledgeDocument)
 	},
-	Seeds: []string{"{\"bytes\":0,\"content_type\":\"x\",\"description\":\"x\",\"path\":\"x\",\"role\":\"x\",\"sha256\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/knowledge_document",
+	Seeds:  []string{"{\"bytes\":0,\"content_type\":\"x\",\"description\":\"x\",\"path\":\"x\",\"role\":\"x\",\"sha256\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "KnowledgeEmbedding",
 	New: func() any {
 		return new(KnowledgeEmbedding)
 	},
-	Seeds: []string{"{\"dimensions\":0,\"id\":\"x\",\"metric\":\"x\",\"model\":\"x\",\"normalized\":true,\"provider\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/knowledge_embedding",
+	Seeds:  []string{"{\"dimensions\":0,\"id\":\"x\",\"metric\":\"x\",\"model\":\"x\",\"normalized\":true,\"provider\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "KnowledgeInitialize",
 	New: func() any {
 		return new(KnowledgeInitialize)
 	},
-	Seeds: []string{"{\"packages\":[{\"description\":\"x\",\"documents\":[{\"path\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"embedding\":{\"dimensions\":0,\"id\":\"x\",\"metric\":\"x\",\"model\":\"x\",\"normalized\":true,\"provider\":\"x\",\"vendor_extension\":{\"kept\":true}},\"mode\":\"context\",\"name\":\"x\",\"readiness_reason\":\"x\",\"retrieval\":{\"default_score_threshold\":1,\"default_top_k\":0,\"return_citations\":true,\"strategy\":\"x\",\"vendor_extension\":{\"kept\":true}},\"root\":\"x\",\"runtime\":\"x\",\"source\":\"x\",\"state\":\"x\",\"vendor_extension\":{\"kept\":true},\"version\":\"x\"}],\"protocol_version\":1,\"registry_id\":\"x\",\"role\":\"knowledge\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/knowledge_initialize",
+	Seeds:  []string{"{\"packages\":[{\"description\":\"x\",\"documents\":[{\"path\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"embedding\":{\"dimensions\":0,\"id\":\"x\",\"metric\":\"x\",\"model\":\"x\",\"normalized\":true,\"provider\":\"x\",\"vendor_extension\":{\"kept\":true}},\"mode\":\"context\",\"name\":\"x\",\"readiness_reason\":\"x\",\"retrieval\":{\"default_score_threshold\":1,\"default_top_k\":0,\"return_citations\":true,\"strategy\":\"x\",\"vendor_extension\":{\"kept\":true}},\"root\":\"x\",\"runtime\":\"x\",\"source\":\"x\",\"state\":\"x\",\"vendor_extension\":{\"kept\":true},\"version\":\"x\"}],\"protocol_version\":1,\"registry_id\":\"x\",\"role\":\"knowledge\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "KnowledgePackageAttestation",
 	New: func() any {
 		return new(KnowledgePackageAttestation)
 	},
-	Seeds: []string{"{\"corpus\":\"x\",\"corpus_hash\":\"x\",\"name\":\"x\",\"package\":\"x\",\"ready\":true,\"vendor_extension\":{\"kept\":true},\"version\":\"x\"}"},
+	Schema: "agentpm/service.schema.json#/$defs/knowledge_package_attestation",
+	Seeds:  []string{"{\"corpus\":\"x\",\"corpus_hash\":\"x\",\"name\":\"x\",\"package\":\"x\",\"ready\":true,\"vendor_extension\":{\"kept\":true},\"version\":\"x\"}"},
 }, {
 	Name: "KnowledgePackageMode",
 	New: func() any {
 		return new(KnowledgePackageMode)
 	},
-	Seeds: []string{"\"context\""},
+	Schema: "agentpm/service.schema.json#/$defs/knowledge_package_mode",
+	Seeds:  []string{"\"context\""},
 }, {
 	Name: "KnowledgeReadiness",
 	New: func() any {
 		return new(KnowledgeReadiness)
 	},
-	Seeds: []string{"{\"attestations\":[{\"corpus\":\"x\",\"corpus_hash\":\"x\",\"name\":\"x\",\"package\":\"x\",\"ready\":true,\"vendor_extension\":{\"kept\":true},\"version\":\"x\"}],\"capabilities\":{\"features\":[\"x\"],\"modes\":[\"x\"],\"packages\":[{\"corpus\":\"x\",\"corpus_hash\":\"x\",\"name\":\"x\",\"package\":\"x\",\"ready\":true,\"vendor_extension\":{\"kept\":true},\"version\":\"x\"}],\"vendor_extension\":{\"kept\":true}},\"features\":[\"x\"],\"modes\":[\"x\"],\"packages\":[{\"corpus\":\"x\",\"corpus_hash\":\"x\",\"name\":\"x\",\"package\":\"x\",\"ready\":true,\"vendor_extension\":{\"kept\":true},\"version\":\"x\"}],\"protocol_version\":1,\"ready\":true,\"registry_id\":\"x\",\"role\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/knowledge_readiness",
+	Seeds:  []string{"{\"attestations\":[{\"corpus\":\"x\",\"corpus_hash\":\"x\",\"name\":\"x\",\"package\":\"x\",\"ready\":true,\"vendor_extension\":{\"kept\":true},\"version\":\"x\"}],\"capabilities\":{\"features\":[\"x\"],\"modes\":[\"x\"],\"packages\":[{\"corpus\":\"x\",\"corpus_hash\":\"x\",\"name\":\"x\",\"package\":\"x\",\"ready\":true,\"vendor_extension\":{\"kept\":true},\"version\":\"x\"}],\"vendor_extension\":{\"kept\":true}},\"features\":[\"x\"],\"modes\":[\"x\"],\"packages\":[{\"corpus\":\"x\",\"corpus_hash\":\"x\",\"name\":\"x\",\"package\":\"x\",\"ready\":true,\"vendor_extension\":{\"kept\":true},\"version\":\"x\"}],\"protocol_version\":1,\"ready\":true,\"registry_id\":\"x\",\"role\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "KnowledgeRequestMode",
 	New: func() any {
 		return new(KnowledgeRequestMode)
 	},
-	Seeds: []string{"\"context_document\""},
+	Schema: "agentpm/service.schema.json#/$defs/knowledge_request_mode",
+	Seeds:  []string{"\"context_document\""},
 }, {
 	Name: "KnowledgeRetrieval",
 	New: func() any {
 		return new(KnowledgeRetrieval)
 	},
-	Seeds: []string{"{\"default_score_threshold\":1,\"default_top_k\":0,\"return_citations\":true,\"strategy\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/knowledge_retrieval",
+	Seeds:  []string{"{\"default_score_threshold\":1,\"default_top_k\":0,\"return_citations\":true,\"strategy\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "KnowledgeRetrievalResult",
 	New: func() any {
 		return new(KnowledgeRetrievalResult)
 	},
-	Seeds: []string{"{\"chunk_id\":\"x\",\"chunk_metadata\":{\"raw\":[1,\"two\",null]},\"rank\":0,\"score\":1,\"source_id\":\"x\",\"source_metadata\":{\"raw\":[1,\"two\",null]},\"source_title\":\"x\",\"source_uri\":\"x\",\"text\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/knowledge_retrieval_result",
+	Seeds:  []string{"{\"chunk_id\":\"x\",\"chunk_metadata\":{\"raw\":[1,\"two\",null]},\"rank\":0,\"score\":1,\"source_id\":\"x\",\"source_metadata\":{\"raw\":[1,\"two\",null]},\"source_title\":\"x\",\"source_uri\":\"x\",\"text\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "KnowledgeRuntimeFailure",
 	New: func() any {
 		return new(KnowledgeRuntimeFailure)
 	},
-	Seeds: []string{"{\"code\":\"x\",\"message\":\"x\",\"retryable\":true,\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/knowledge_runtime_failure",
+	Seeds:  []string{"{\"code\":\"x\",\"message\":\"x\",\"retryable\":true,\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "KnowledgeRuntimeRequest",
 	New: func() any {
 		return new(KnowledgeRuntimeRequest)
 	},
-	Seeds: []string{"{\"document\":\"x\",\"mode\":\"context_document\",\"package\":\"x\",\"query\":\"x\",\"return_citations\":true,\"score_threshold\":1,\"top_k\":0,\"vendor_extension\":{\"kept\":true},\"version\":\"x\"}"},
+	Schema: "agentpm/service.schema.json#/$defs/knowledge_runtime_request",
+	Seeds:  []string{"{\"document\":\"x\",\"mode\":\"context_document\",\"package\":\"x\",\"query\":\"x\",\"return_citations\":true,\"score_threshold\":1,\"top_k\":0,\"vendor_extension\":{\"kept\":true},\"version\":\"x\"}"},
 }, {
 	Name: "KnowledgeRuntimeResult",
 	New: func() any {
 		return new(KnowledgeRuntimeResult)
 	},
-	Seeds: []string{"{\"citations\":[{\"chunk_id\":\"x\",\"source_id\":\"x\",\"title\":\"x\",\"uri\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"content\":\"x\",\"document\":\"x\",\"duration_ms\":0,\"error\":{\"code\":\"x\",\"message\":\"x\",\"retryable\":true,\"vendor_extension\":{\"kept\":true}},\"mode\":\"context_document\",\"ok\":true,\"package\":\"x\",\"query\":\"x\",\"results\":[{\"chunk_id\":\"x\",\"chunk_metadata\":{\"raw\":[1,\"two\",null]},\"rank\":0,\"score\":1,\"source_id\":\"x\",\"source_metadata\":{\"raw\":[1,\"two\",null]},\"source_title\":\"x\",\"source_uri\":\"x\",\"text\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"vendor_extension\":{\"kept\":true},\"version\":\"x\"}"},
+	Schema: "agentpm/service.schema.json#/$defs/knowledge_runtime_result",
+	Seeds:  []string{"{\"citations\":[{\"chunk_id\":\"x\",\"source_id\":\"x\",\"title\":\"x\",\"uri\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"content\":\"x\",\"document\":\"x\",\"duration_ms\":0,\"error\":{\"code\":\"x\",\"message\":\"x\",\"retryable\":true,\"vendor_extension\":{\"kept\":true}},\"mode\":\"context_document\",\"ok\":true,\"package\":\"x\",\"query\":\"x\",\"results\":[{\"chunk_id\":\"x\",\"chunk_metadata\":{\"raw\":[1,\"two\",null]},\"rank\":0,\"score\":1,\"source_id\":\"x\",\"source_metadata\":{\"raw\":[1,\"two\",null]},\"source_title\":\"x\",\"source_uri\":\"x\",\"text\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"vendor_extension\":{\"kept\":true},\"version\":\"x\"}"},
 }, {
 	Name: "KnowledgeRuntimeSnapshot",
 	New: func() any {
 		return new(KnowledgeRuntimeSnapshot)
 	},
-	Seeds: []string{"{\"description\":\"x\",\"documents\":[{\"bytes\":0,\"content_type\":\"x\",\"description\":\"x\",\"path\":\"x\",\"role\":\"x\",\"sha256\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"embedding\":{\"dimensions\":0,\"id\":\"x\",\"metric\":\"x\",\"model\":\"x\",\"normalized\":true,\"provider\":\"x\",\"vendor_extension\":{\"kept\":true}},\"mode\":\"context\",\"name\":\"x\",\"readiness_reason\":\"x\",\"retrieval\":{\"default_score_threshold\":1,\"default_top_k\":0,\"return_citations\":true,\"strategy\":\"x\",\"vendor_extension\":{\"kept\":true}},\"root\":\"x\",\"runtime\":\"x\",\"source\":\"x\",\"state\":\"x\",\"vendor_extension\":{\"kept\":true},\"version\":\"x\"}"},
+	Schema: "agentpm/service.schema.json#/$defs/knowledge_runtime_snapshot",
+	Seeds:  []string{"{\"description\":\"x\",\"documents\":[{\"bytes\":0,\"content_type\":\"x\",\"description\":\"x\",\"path\":\"x\",\"role\":\"x\",\"sha256\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"embedding\":{\"dimensions\":0,\"id\":\"x\",\"metric\":\"x\",\"model\":\"x\",\"normalized\":true,\"provider\":\"x\",\"vendor_extension\":{\"kept\":true}},\"mode\":\"context\",\"name\":\"x\",\"readiness_reason\":\"x\",\"retrieval\":{\"default_score_threshold\":1,\"default_top_k\":0,\"return_citations\":true,\"strategy\":\"x\",\"vendor_extension\":{\"kept\":true}},\"root\":\"x\",\"runtime\":\"x\",\"source\":\"x\",\"state\":\"x\",\"vendor_extension\":{\"kept\":true},\"version\":\"x\"}"},
 }, {
 	Name: "RetrievePayload",
 	New: func() any {
 		return new(RetrievePayload)
 	},
-	Seeds: []string{"{\"request\":{\"document\":\"x\",\"mode\":\"context_document\",\"package\":\"x\",\"query\":\"x\",\"return_citations\":true,\"score_threshold\":1,\"top_k\":0,\"vendor_extension\":{\"kept\":true},\"version\":\"x\"},\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/retrieve_payload",
+	Seeds:  []string{"{\"request\":{\"document\":\"x\",\"mode\":\"context_document\",\"package\":\"x\",\"query\":\"x\",\"return_citations\":true,\"score_threshold\":1,\"top_k\":0,\"vendor_extension\":{\"kept\":true},\"version\":\"x\"},\"vendor_extension\":{\"kept\":true}}"},
 }}
 
 // FuzzTypes checks that every document that decodes into one of the package's types re-encodes stably.

@@ -14,85 +14,99 @@ var fuzzTypes = []wiretest.Type{{
 	New: func() any {
 		return new(Budget)
 	},
-	Seeds: []string{"{\"max_seconds\":0,\"max_tokens\":0,\"max_tool_calls\":0,\"max_usd\":1,\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "harn-external-agent.schema.json#/$defs/budget",
+	Seeds:  []string{"{\"max_seconds\":0,\"max_tokens\":0,\"max_tool_calls\":0,\"max_usd\":1,\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "BudgetUsed",
 	New: func() any {
 		return new(BudgetUsed)
 	},
-	Seeds: []string{"{\"seconds\":0,\"tokens\":0,\"tool_calls\":0,\"usd\":1,\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "harn-external-agent.schema.json#/$defs/budget_used",
+	Seeds:  []string{"{\"seconds\":0,\"tokens\":0,\"tool_calls\":0,\"usd\":1,\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "Capability",
 	New: func() any {
 		return new(Capability)
 	},
-	Seeds: []string{"{\"budget_cap\":true,\"dispatch\":true,\"idempotency\":true,\"operations\":[\"x\"],\"pre_dispatch_checkpoint\":true,\"reviewable_handoff\":true,\"schema\":\"harn.external_agent.v1\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "harn-external-agent.schema.json#/$defs/capability",
+	Seeds:  []string{"{\"budget_cap\":true,\"dispatch\":true,\"idempotency\":true,\"operations\":[\"x\"],\"pre_dispatch_checkpoint\":true,\"reviewable_handoff\":true,\"schema\":\"harn.external_agent.v1\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "Checkpoint",
 	New: func() any {
 		return new(Checkpoint)
 	},
-	Seeds: []string{"{\"_type\":\"external_agent_checkpoint\",\"allow_local_fallback\":true,\"approved\":true,\"budget\":{\"max_seconds\":0,\"max_tokens\":0,\"max_tool_calls\":0,\"max_usd\":1,\"vendor_extension\":{\"kept\":true}},\"checkpoint_id\":\"x\",\"evidence_refs\":[{\"raw\":[1,\"two\",null]}],\"expected_scope\":[\"x\"],\"metadata\":{\"raw\":[1,\"two\",null]},\"plan\":\"x\",\"schema\":\"harn.external_agent.v1\",\"source\":\"remote\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "harn-external-agent.schema.json#/$defs/checkpoint",
+	Seeds:  []string{"{\"_type\":\"external_agent_checkpoint\",\"allow_local_fallback\":true,\"approved\":true,\"budget\":{\"max_seconds\":0,\"max_tokens\":0,\"max_tool_calls\":0,\"max_usd\":1,\"vendor_extension\":{\"kept\":true}},\"checkpoint_id\":\"x\",\"evidence_refs\":[{\"raw\":[1,\"two\",null]}],\"expected_scope\":[\"x\"],\"metadata\":{\"raw\":[1,\"two\",null]},\"plan\":\"x\",\"schema\":\"harn.external_agent.v1\",\"source\":\"remote\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "CheckpointSource",
 	New: func() any {
 		return new(CheckpointSource)
 	},
-	Seeds: []string{"\"remote\""},
+	Schema: "harn-external-agent.schema.json#/$defs/checkpoint/properties/source",
+	Seeds:  []string{"\"remote\""},
 }, {
 	Name: "DelegationError",
 	New: func() any {
 		return new(DelegationError)
 	},
-	Seeds: []string{"{\"category\":\"x\",\"error\":\"external_agent_error\",\"kind\":\"invalid_request\",\"message\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "harn-external-agent.schema.json#/$defs/delegation_error",
+	Seeds:  []string{"{\"category\":\"x\",\"error\":\"external_agent_error\",\"kind\":\"invalid_request\",\"message\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "DispatchParams",
 	New: func() any {
 		return new(DispatchParams)
 	},
-	Seeds: []string{"{\"budget\":{\"max_seconds\":0,\"max_tokens\":0,\"max_tool_calls\":0,\"max_usd\":1,\"vendor_extension\":{\"kept\":true}},\"checkpoint\":{\"_type\":\"external_agent_checkpoint\",\"allow_local_fallback\":true,\"approved\":true,\"budget\":{\"max_seconds\":0,\"max_tokens\":0,\"max_tool_calls\":0,\"max_usd\":1,\"vendor_extension\":{\"kept\":true}},\"checkpoint_id\":\"x\",\"evidence_refs\":[{\"raw\":[1,\"two\",null]}],\"expected_scope\":[\"x\"],\"metadata\":{\"raw\":[1,\"two\",null]},\"plan\":\"x\",\"schema\":\"harn.external_agent.v1\",\"source\":\"remote\",\"vendor_extension\":{\"kept\":true}},\"context\":{\"raw\":[1,\"two\",null]},\"expected_scope\":[\"x\"],\"idempotency_key\":\"x\",\"metadata\":{\"raw\":[1,\"two\",null]},\"schema\":\"harn.external_agent.v1\",\"target_agent\":\"x\",\"task\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "harn-external-agent.schema.json#/$defs/dispatch_params",
+	Seeds:  []string{"{\"budget\":{\"max_seconds\":0,\"max_tokens\":0,\"max_tool_calls\":0,\"max_usd\":1,\"vendor_extension\":{\"kept\":true}},\"checkpoint\":{\"_type\":\"external_agent_checkpoint\",\"allow_local_fallback\":true,\"approved\":true,\"budget\":{\"max_seconds\":0,\"max_tokens\":0,\"max_tool_calls\":0,\"max_usd\":1,\"vendor_extension\":{\"kept\":true}},\"checkpoint_id\":\"x\",\"evidence_refs\":[{\"raw\":[1,\"two\",null]}],\"expected_scope\":[\"x\"],\"metadata\":{\"raw\":[1,\"two\",null]},\"plan\":\"x\",\"schema\":\"harn.external_agent.v1\",\"source\":\"remote\",\"vendor_extension\":{\"kept\":true}},\"context\":{\"raw\":[1,\"two\",null]},\"expected_scope\":[\"x\"],\"idempotency_key\":\"x\",\"metadata\":{\"raw\":[1,\"two\",null]},\"schema\":\"harn.external_agent.v1\",\"target_agent\":\"x\",\"task\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "DispatchResult",
 	New: func() any {
 		return new(DispatchResult)
 	},
-	Seeds: []string{"{\"artifacts\":[{\"raw\":[1,\"two\",null]}],\"budget_used\":{\"seconds\":0,\"tokens\":0,\"tool_calls\":0,\"usd\":1,\"vendor_extension\":{\"kept\":true}},\"confidence\":1,\"diff\":{\"raw\":[1,\"two\",null]},\"evidence\":[{\"raw\":[1,\"two\",null]}],\"evidence_refs\":[{\"raw\":[1,\"two\",null]}],\"files_or_entities_touched\":[\"x\"],\"handoff\":{\"raw\":[1,\"two\",null]},\"handoffs\":[{\"raw\":[1,\"two\",null]}],\"patch\":{\"raw\":[1,\"two\",null]},\"receipt_links\":[{\"raw\":[1,\"two\",null]}],\"receipts\":[{\"raw\":[1,\"two\",null]}],\"usage\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "harn-external-agent.schema.json#/$defs/dispatch_result",
+	Seeds:  []string{"{\"artifacts\":[{\"raw\":[1,\"two\",null]}],\"budget_used\":{\"seconds\":0,\"tokens\":0,\"tool_calls\":0,\"usd\":1,\"vendor_extension\":{\"kept\":true}},\"confidence\":1,\"diff\":{\"raw\":[1,\"two\",null]},\"evidence\":[{\"raw\":[1,\"two\",null]}],\"evidence_refs\":[{\"raw\":[1,\"two\",null]}],\"files_or_entities_touched\":[\"x\"],\"handoff\":{\"raw\":[1,\"two\",null]},\"handoffs\":[{\"raw\":[1,\"two\",null]}],\"patch\":{\"raw\":[1,\"two\",null]},\"receipt_links\":[{\"raw\":[1,\"two\",null]}],\"receipts\":[{\"raw\":[1,\"two\",null]}],\"usage\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "EnvelopeStatus",
 	New: func() any {
 		return new(EnvelopeStatus)
 	},
-	Seeds: []string{"\"checkpoint_required\""},
+	Schema: "harn-external-agent.schema.json#/$defs/envelope_status",
+	Seeds:  []string{"\"checkpoint_required\""},
 }, {
 	Name: "ErrorKind",
 	New: func() any {
 		return new(ErrorKind)
 	},
-	Seeds: []string{"\"invalid_request\""},
+	Schema: "harn-external-agent.schema.json#/$defs/error_kind",
+	Seeds:  []string{"\"invalid_request\""},
 }, {
 	Name: "HandoffEnvelope",
 	New: func() any {
 		return new(HandoffEnvelope)
 	},
-	Seeds: []string{"{\"artifacts\":[{\"raw\":[1,\"two\",null]}],\"budget_used\":{\"seconds\":0,\"tokens\":0,\"tool_calls\":0,\"usd\":1,\"vendor_extension\":{\"kept\":true}},\"checkpoint\":{\"_type\":\"external_agent_checkpoint\",\"allow_local_fallback\":true,\"approved\":true,\"budget\":{\"max_seconds\":0,\"max_tokens\":0,\"max_tool_calls\":0,\"max_usd\":1,\"vendor_extension\":{\"kept\":true}},\"checkpoint_id\":\"x\",\"evidence_refs\":[{\"raw\":[1,\"two\",null]}],\"expected_scope\":[\"x\"],\"metadata\":{\"raw\":[1,\"two\",null]},\"plan\":\"x\",\"schema\":\"harn.external_agent.v1\",\"source\":\"remote\",\"vendor_extension\":{\"kept\":true}},\"handoff\":{\"raw\":[1,\"two\",null]},\"schema\":\"x\",\"status\":\"checkpoint_required\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "harn-external-agent.schema.json#/$defs/handoff_envelope",
+	Seeds:  []string{"{\"artifacts\":[{\"raw\":[1,\"two\",null]}],\"budget_used\":{\"seconds\":0,\"tokens\":0,\"tool_calls\":0,\"usd\":1,\"vendor_extension\":{\"kept\":true}},\"checkpoint\":{\"_type\":\"external_agent_checkpoint\",\"allow_local_fallback\":true,\"approved\":true,\"budget\":{\"max_seconds\":0,\"max_tokens\":0,\"max_tool_calls\":0,\"max_usd\":1,\"vendor_extension\":{\"kept\":true}},\"checkpoint_id\":\"x\",\"evidence_refs\":[{\"raw\":[1,\"two\",null]}],\"expected_scope\":[\"x\"],\"metadata\":{\"raw\":[1,\"two\",null]},\"plan\":\"x\",\"schema\":\"harn.external_agent.v1\",\"source\":\"remote\",\"vendor_extension\":{\"kept\":true}},\"handoff\":{\"raw\":[1,\"two\",null]},\"schema\":\"x\",\"status\":\"checkpoint_required\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "PlanParams",
 	New: func() any {
 		return new(PlanParams)
 	},
-	Seeds: []string{"{\"budget\":{\"max_seconds\":0,\"max_tokens\":0,\"max_tool_calls\":0,\"max_usd\":1,\"vendor_extension\":{\"kept\":true}},\"context\":{\"raw\":[1,\"two\",null]},\"expected_scope\":[\"x\"],\"idempotency_key\":\"x\",\"metadata\":{\"raw\":[1,\"two\",null]},\"schema\":\"harn.external_agent.v1\",\"target_agent\":\"x\",\"task\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "harn-external-agent.schema.json#/$defs/plan_params",
+	Seeds:  []string{"{\"budget\":{\"max_seconds\":0,\"max_tokens\":0,\"max_tool_calls\":0,\"max_usd\":1,\"vendor_extension\":{\"kept\":true}},\"context\":{\"raw\":[1,\"two\",null]},\"expected_scope\":[\"x\"],\"idempotency_key\":\"x\",\"metadata\":{\"raw\":[1,\"two\",null]},\"schema\":\"harn.external_agent.v1\",\"target_agent\":\"x\",\"task\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "PlanResult",
 	New: func() any {
 		return new(PlanResult)
 	},
-	Seeds: []string{"{\"checkpoint\":{\"checkpoint_id\":\"x\",\"evidence\":[{\"raw\":[1,\"two\",null]}],\"evidence_refs\":[{\"raw\":[1,\"two\",null]}],\"expected_scope\":[\"x\"],\"id\":\"x\",\"metadata\":{\"raw\":[1,\"two\",null]},\"plan\":\"x\",\"scope\":[\"x\"],\"summary\":\"x\",\"vendor_extension\":{\"kept\":true}},\"checkpoint_id\":\"x\",\"evidence\":[{\"raw\":[1,\"two\",null]}],\"evidence_refs\":[{\"raw\":[1,\"two\",null]}],\"expected_scope\":[\"x\"],\"id\":\"x\",\"metadata\":{\"raw\":[1,\"two\",null]},\"plan\":\"x\",\"scope\":[\"x\"],\"summary\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "harn-external-agent.schema.json#/$defs/plan_result",
+	Seeds:  []string{"{\"checkpoint\":{\"checkpoint_id\":\"x\",\"evidence\":[{\"raw\":[1,\"two\",null]}],\"evidence_refs\":[{\"raw\":[1,\"two\",null]}],\"expected_scope\":[\"x\"],\"id\":\"x\",\"metadata\":{\"raw\":[1,\"two\",null]},\"plan\":\"x\",\"scope\":[\"x\"],\"summary\":\"x\",\"vendor_extension\":{\"kept\":true}},\"checkpoint_id\":\"x\",\"evidence\":[{\"raw\":[1,\"two\",null]}],\"evidence_refs\":[{\"raw\":[1,\"two\",null]}],\"expected_scope\":[\"x\"],\"id\":\"x\",\"metadata\":{\"raw\":[1,\"two\",null]},\"plan\":\"x\",\"scope\":[\"x\"],\"summary\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "RemoteCheckpoint",
 	New: func() any {
 		return new(RemoteCheckpoint)
 	},
-	Seeds: []string{"{\"checkpoint_id\":\"x\",\"evidence\":[{\"raw\":[1,\"two\",null]}],\"evidence_refs\":[{\"raw\":[1,\"two\",null]}],\"expected_scope\":[\"x\"],\"id\":\"x\",\"metadata\":{\"raw\":[1,\"two\",null]},\"plan\":\"x\",\"scope\":[\"x\"],\"summary\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "harn-external-agent.schema.json#/$defs/remote_checkpoint",
+	Seeds:  []string{"{\"checkpoint_id\":\"x\",\"evidence\":[{\"raw\":[1,\"two\",null]}],\"evidence_refs\":[{\"raw\":[1,\"two\",null]}],\"expected_scope\":[\"x\"],\"id\":\"x\",\"metadata\":{\"raw\":[1,\"two\",null]},\"plan\":\"x\",\"scope\":[\"x\"],\"summary\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }}
 
 // FuzzTypes checks that every document that decodes into one of the package's types re-encodes stably.
