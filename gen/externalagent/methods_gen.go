@@ -11,9 +11,9 @@ import (
 
 // Wire method names.
 const (
-	// MethodPlan is "_harn/externalAgent.plan" (request, harn -> peer, stable).
+	// MethodPlan is "_harn/externalAgent.plan" (request, harn -> agent, stable).
 	MethodPlan = "_harn/externalAgent.plan"
-	// MethodDispatch is "_harn/externalAgent.dispatch" (request, harn -> peer, stable).
+	// MethodDispatch is "_harn/externalAgent.dispatch" (request, harn -> agent, stable).
 	MethodDispatch = "_harn/externalAgent.dispatch"
 )
 
@@ -23,22 +23,22 @@ var Methods = []wire.MethodInfo{{
 	Go:     "Plan",
 	Kind:   "request",
 	Status: "stable",
-	To:     "peer",
+	To:     "agent",
 	Wire:   "_harn/externalAgent.plan",
 }, {
 	From:   "harn",
 	Go:     "Dispatch",
 	Kind:   "request",
 	Status: "stable",
-	To:     "peer",
+	To:     "agent",
 	Wire:   "_harn/externalAgent.dispatch",
 }}
 
-// PeerHandlers serves the methods the peer side receives. The external A2A agent whose Agent Card
+// AgentHandlers serves the methods the agent side receives. The external A2A agent whose Agent Card
 // advertises harn.external_agent.v1. Set the fields of the methods it serves: the others are answered
-// with rpc.ErrMethodNotFound (or passed to Fallback) and never advertised. A *PeerHandlers is an
+// with rpc.ErrMethodNotFound (or passed to Fallback) and never advertised. A *AgentHandlers is an
 // rpc.Handler; wrap it with rpc.Middleware to intercept every method.
-type PeerHandlers struct {
+type AgentHandlers struct {
 	// Plan handles _harn/externalAgent.plan (request, stable). Asks the peer for a pre-dispatch
 	// checkpoint: checkpoint_id, plan, expected_scope, evidence and metadata. Harn returns
 	// checkpoint_required until the checkpoint is approved.
@@ -55,7 +55,7 @@ type PeerHandlers struct {
 // Handle implements rpc.Handler: it decodes and validates the params of the method (and operation) req
 // names and calls its field. Params that do not fit are answered with rpc.ErrInvalidParams; methods
 // and operations with no field set go to Fallback, or are answered with rpc.ErrMethodNotFound.
-func (h *PeerHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error) {
+func (h *AgentHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error) {
 	switch req.Method {
 	case MethodPlan:
 		if h.Plan != nil {
@@ -80,21 +80,21 @@ func (h *PeerHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error
 	return nil, rpc.MethodNotFound(req.Method)
 }
 
-// PeerPeer calls the methods that the peer side serves, through any rpc.Sender such as *rpc.Conn. That
-// side: The external A2A agent whose Agent Card advertises harn.external_agent.v1.
-type PeerPeer struct {
+// AgentPeer calls the methods that the agent side serves, through any rpc.Sender such as *rpc.Conn.
+// That side: The external A2A agent whose Agent Card advertises harn.external_agent.v1.
+type AgentPeer struct {
 	s rpc.Sender
 }
 
-// NewPeerPeer returns a PeerPeer that sends through s.
-func NewPeerPeer(s rpc.Sender) *PeerPeer {
-	return &PeerPeer{s: s}
+// NewAgentPeer returns a AgentPeer that sends through s.
+func NewAgentPeer(s rpc.Sender) *AgentPeer {
+	return &AgentPeer{s: s}
 }
 
 // Plan sends the request _harn/externalAgent.plan. Asks the peer for a pre-dispatch checkpoint:
 // checkpoint_id, plan, expected_scope, evidence and metadata. Harn returns checkpoint_required until
 // the checkpoint is approved.
-func (p *PeerPeer) Plan(ctx context.Context, params *PlanParams) (*PlanResult, error) {
+func (p *AgentPeer) Plan(ctx context.Context, params *PlanParams) (*PlanResult, error) {
 	var res PlanResult
 	if err := p.s.Send(ctx, rpc.Outbound{
 		Method: MethodPlan,
@@ -108,7 +108,7 @@ func (p *PeerPeer) Plan(ctx context.Context, params *PlanParams) (*PlanResult, e
 // Dispatch sends the request _harn/externalAgent.dispatch. Sends the approved task with its budget and
 // idempotency key; the peer answers with a reviewable handoff, artifacts, a diff or patch, receipts
 // and budget_used. A repeat of a completed delegation is a replay, not new work.
-func (p *PeerPeer) Dispatch(ctx context.Context, params *DispatchParams) (*DispatchResult, error) {
+func (p *AgentPeer) Dispatch(ctx context.Context, params *DispatchParams) (*DispatchResult, error) {
 	var res DispatchResult
 	if err := p.s.Send(ctx, rpc.Outbound{
 		Method: MethodDispatch,

@@ -374,6 +374,20 @@ var fuzzTypes = []wiretest.Type{{
 	Schema: "harn-host.schema.json#/$defs/agent_idle_params",
 	Seeds:  []string{"{\"backoff_ms\":0,\"iteration\":0,\"persist_path\":\"x\",\"vendor_extension\":{\"kept\":true},\"watch_paths\":[\"x\"]}"},
 }, {
+	Name: "AgentLoopParams",
+	New: func() any {
+		return new(AgentLoopParams)
+	},
+	Schema: "harn-host.schema.json#/$defs/agent_loop_params",
+	Seeds:  []string{"{\"prompt\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "AgentLoopResult",
+	New: func() any {
+		return new(AgentLoopResult)
+	},
+	Schema: "harn-host.schema.json#/$defs/agent_loop_result",
+	Seeds:  []string{"{\"duration_ms\":1,\"iterations\":1,\"status\":\"x\",\"text\":\"x\",\"tools_used\":[\"x\"],\"vendor_extension\":{\"kept\":true}}"},
+}, {
 	Name: "AgentResumeParams",
 	New: func() any {
 		return new(AgentResumeParams)
@@ -624,6 +638,34 @@ var fuzzTypes = []wiretest.Type{{
 	},
 	Schema: "harn-session.schema.json#/$defs/injection_race/properties/reason",
 	Seeds:  []string{"\"already_delivered\""},
+}, {
+	Name: "LLMCallParams",
+	New: func() any {
+		return new(LLMCallParams)
+	},
+	Schema: "harn-host.schema.json#/$defs/llm_call_params",
+	Seeds:  []string{"{\"prompt\":\"x\",\"system\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "LLMCallResult",
+	New: func() any {
+		return new(LLMCallResult)
+	},
+	Schema: "harn-host.schema.json#/$defs/llm_call_result",
+	Seeds:  []string{"{\"input_tokens\":1,\"output_tokens\":1,\"text\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "LegacyErrorParams",
+	New: func() any {
+		return new(LegacyErrorParams)
+	},
+	Schema: "harn-host.schema.json#/$defs/legacy_error_params",
+	Seeds:  []string{"{\"message\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "LegacyHostCallParams",
+	New: func() any {
+		return new(LegacyHostCallParams)
+	},
+	Schema: "harn-host.schema.json#/$defs/legacy_host_call_params",
+	Seeds:  []string{"{\"name\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "LegacyUserMessageParams",
 	New: func() any {
@@ -1114,6 +1156,13 @@ var fuzzTypes = []wiretest.Type{{
 	},
 	Schema: "harn-host.schema.json#/$defs/timeline_update",
 	Seeds:  []string{"{\"cursor\":{\"raw\":[1,\"two\",null]},\"node\":{\"raw\":[1,\"two\",null]},\"schemaVersion\":1,\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "ToolExecuteParams",
+	New: func() any {
+		return new(ToolExecuteParams)
+	},
+	Schema: "harn-host.schema.json#/$defs/tool_execute_params",
+	Seeds:  []string{"{\"arguments\":{\"raw\":[1,\"two\",null]},\"name\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "ToolsList",
 	New: func() any {

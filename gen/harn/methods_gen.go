@@ -54,15 +54,15 @@ const (
 	MethodToolRequestApproval = "tool/request_approval"
 	// MethodToolSearchQuery is "tool_search/query" (request, vm -> host, retired).
 	MethodToolSearchQuery = "tool_search/query"
-	// MethodLLMCall is "llm_call" (request, vm -> host, retired).
+	// MethodLLMCall is "llm_call" (request, vm -> host, legacy-tolerated).
 	MethodLLMCall = "llm_call"
-	// MethodToolExecute is "tool_execute" (request, vm -> host, retired).
+	// MethodToolExecute is "tool_execute" (request, vm -> host, legacy-tolerated).
 	MethodToolExecute = "tool_execute"
-	// MethodLegacyHostCall is "host_call" (request, vm -> host, retired).
+	// MethodLegacyHostCall is "host_call" (request, vm -> host, legacy-tolerated).
 	MethodLegacyHostCall = "host_call"
-	// MethodAgentLoop is "agent_loop" (request, vm -> host, retired).
+	// MethodAgentLoop is "agent_loop" (request, vm -> host, legacy-tolerated).
 	MethodAgentLoop = "agent_loop"
-	// MethodLegacyError is "error" (notification, vm -> host, retired).
+	// MethodLegacyError is "error" (notification, vm -> host, legacy-tolerated).
 	MethodLegacyError = "error"
 	// MethodSkillsUpdate is "skills/update" (notification, host -> vm, stable).
 	MethodSkillsUpdate = "skills/update"
@@ -385,35 +385,35 @@ var Methods = []wire.MethodInfo{{
 	From:   "vm",
 	Go:     "LLMCall",
 	Kind:   "request",
-	Status: "retired",
+	Status: "legacy-tolerated",
 	To:     "host",
 	Wire:   "llm_call",
 }, {
 	From:   "vm",
 	Go:     "ToolExecute",
 	Kind:   "request",
-	Status: "retired",
+	Status: "legacy-tolerated",
 	To:     "host",
 	Wire:   "tool_execute",
 }, {
 	From:   "vm",
 	Go:     "LegacyHostCall",
 	Kind:   "request",
-	Status: "retired",
+	Status: "legacy-tolerated",
 	To:     "host",
 	Wire:   "host_call",
 }, {
 	From:   "vm",
 	Go:     "AgentLoop",
 	Kind:   "request",
-	Status: "retired",
+	Status: "legacy-tolerated",
 	To:     "host",
 	Wire:   "agent_loop",
 }, {
 	From:   "vm",
 	Go:     "LegacyError",
 	Kind:   "notification",
-	Status: "retired",
+	Status: "legacy-tolerated",
 	To:     "host",
 	Wire:   "error",
 }, {
@@ -980,6 +980,20 @@ type HostHandlers struct {
 	// SessionMessage handles session/message (notification, experimental). A session message
 	// notification Harn's manifest lists; its members are not pinned and are kept.
 	SessionMessage func(context.Context, *OpenParams) error
+	// LLMCall handles llm_call (request, legacy-tolerated). An old mock host's model call, kept so
+	// that a host meeting it decodes it.
+	LLMCall func(context.Context, *LLMCallParams) (*LLMCallResult, error)
+	// ToolExecute handles tool_execute (request, legacy-tolerated). An old mock host's tool execution;
+	// the result is any JSON ({content}, {output, exit_code} or {ok: true} from the mock).
+	ToolExecute func(context.Context, *ToolExecuteParams) (jsontext.Value, error)
+	// LegacyHostCall handles host_call (request, legacy-tolerated). The old spelling of host/call in a
+	// mock host, which answered with a string.
+	LegacyHostCall func(context.Context, *LegacyHostCallParams) (jsontext.Value, error)
+	// AgentLoop handles agent_loop (request, legacy-tolerated). An old mock host's agent loop.
+	AgentLoop func(context.Context, *AgentLoopParams) (*AgentLoopResult, error)
+	// LegacyError handles error (notification, legacy-tolerated). An error notification an old mock
+	// host collected.
+	LegacyError func(context.Context, *LegacyErrorParams) error
 	// Fallback, if set, handles every method (and operation) that no field above serves, for example
 	// extension methods.
 	Fallback rpc.Handler
@@ -1165,6 +1179,46 @@ func (h *HostHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error
 				return nil, err
 			}
 			return nil, h.SessionMessage(ctx, &p)
+		}
+	case MethodLLMCall:
+		if h.LLMCall != nil {
+			var p LLMCallParams
+			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				return nil, err
+			}
+			return h.LLMCall(ctx, &p)
+		}
+	case MethodToolExecute:
+		if h.ToolExecute != nil {
+			var p ToolExecuteParams
+			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				return nil, err
+			}
+			return h.ToolExecute(ctx, &p)
+		}
+	case MethodLegacyHostCall:
+		if h.LegacyHostCall != nil {
+			var p LegacyHostCallParams
+			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				return nil, err
+			}
+			return h.LegacyHostCall(ctx, &p)
+		}
+	case MethodAgentLoop:
+		if h.AgentLoop != nil {
+			var p AgentLoopParams
+			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				return nil, err
+			}
+			return h.AgentLoop(ctx, &p)
+		}
+	case MethodLegacyError:
+		if h.LegacyError != nil {
+			var p LegacyErrorParams
+			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				return nil, err
+			}
+			return nil, h.LegacyError(ctx, &p)
 		}
 	}
 	if h.Fallback != nil {

@@ -3745,6 +3745,126 @@ func (x *AgentIdleParams) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
+// Params of the legacy agent_loop.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-host.schema.json#/$defs/agent_loop_params.
+type AgentLoopParams struct {
+	Prompt *string
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objAgentLoopParams = wire.Object{Type: "AgentLoopParams"}
+
+// UnmarshalJSONFrom decodes AgentLoopParams, checking required members, kinds and constraints.
+func (x *AgentLoopParams) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = AgentLoopParams{}
+	r := wire.ReadObject(dec, &objAgentLoopParams)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *AgentLoopParams) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "prompt":
+		return wire.Ptr(r, &x.Prompt, wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes AgentLoopParams, members in schema order, then Extra.
+func (x AgentLoopParams) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *AgentLoopParams) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "prompt", x.Prompt, wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x AgentLoopParams) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *AgentLoopParams) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Result of the legacy agent_loop.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-host.schema.json#/$defs/agent_loop_result.
+type AgentLoopResult struct {
+	Status     *string
+	Text       *string
+	Iterations *int64
+	DurationMS *int64
+	ToolsUsed  []string
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objAgentLoopResult = wire.Object{Type: "AgentLoopResult"}
+
+// UnmarshalJSONFrom decodes AgentLoopResult, checking required members, kinds and constraints.
+func (x *AgentLoopResult) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = AgentLoopResult{}
+	r := wire.ReadObject(dec, &objAgentLoopResult)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *AgentLoopResult) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "status":
+		return wire.Ptr(r, &x.Status, wire.StringFrom)
+	case "text":
+		return wire.Ptr(r, &x.Text, wire.StringFrom)
+	case "iterations":
+		return wire.Ptr(r, &x.Iterations, wire.IntFrom)
+	case "duration_ms":
+		return wire.Ptr(r, &x.DurationMS, wire.IntFrom)
+	case "tools_used":
+		return wire.Field(r, &x.ToolsUsed, readListOfString)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes AgentLoopResult, members in schema order, then Extra.
+func (x AgentLoopResult) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *AgentLoopResult) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "status", x.Status, wire.StringTo)
+	wire.PutPtr(w, "text", x.Text, wire.StringTo)
+	wire.PutPtr(w, "iterations", x.Iterations, wire.IntTo)
+	wire.PutPtr(w, "duration_ms", x.DurationMS, wire.IntTo)
+	wire.PutIf(w, "tools_used", x.ToolsUsed, x.ToolsUsed != nil, writeListOfString)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x AgentLoopResult) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *AgentLoopResult) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
 // Params of agent/resume: wake an idle daemon without a user-visible message (ACP form: the first
 // session by default).
 //
@@ -5805,6 +5925,226 @@ func (x InjectionRaceReason) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
 func (x *InjectionRaceReason) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Params of the legacy llm_call: a model call an old mock host served.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-host.schema.json#/$defs/llm_call_params.
+type LLMCallParams struct {
+	Prompt *string
+	System *string
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objLLMCallParams = wire.Object{Type: "LLMCallParams"}
+
+// UnmarshalJSONFrom decodes LLMCallParams, checking required members, kinds and constraints.
+func (x *LLMCallParams) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = LLMCallParams{}
+	r := wire.ReadObject(dec, &objLLMCallParams)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *LLMCallParams) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "prompt":
+		return wire.Ptr(r, &x.Prompt, wire.StringFrom)
+	case "system":
+		return wire.Ptr(r, &x.System, wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes LLMCallParams, members in schema order, then Extra.
+func (x LLMCallParams) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *LLMCallParams) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "prompt", x.Prompt, wire.StringTo)
+	wire.PutPtr(w, "system", x.System, wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x LLMCallParams) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *LLMCallParams) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Result of the legacy llm_call.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-host.schema.json#/$defs/llm_call_result.
+type LLMCallResult struct {
+	Text         *string
+	InputTokens  *int64
+	OutputTokens *int64
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objLLMCallResult = wire.Object{Type: "LLMCallResult"}
+
+// UnmarshalJSONFrom decodes LLMCallResult, checking required members, kinds and constraints.
+func (x *LLMCallResult) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = LLMCallResult{}
+	r := wire.ReadObject(dec, &objLLMCallResult)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *LLMCallResult) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "text":
+		return wire.Ptr(r, &x.Text, wire.StringFrom)
+	case "input_tokens":
+		return wire.Ptr(r, &x.InputTokens, wire.IntFrom)
+	case "output_tokens":
+		return wire.Ptr(r, &x.OutputTokens, wire.IntFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes LLMCallResult, members in schema order, then Extra.
+func (x LLMCallResult) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *LLMCallResult) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "text", x.Text, wire.StringTo)
+	wire.PutPtr(w, "input_tokens", x.InputTokens, wire.IntTo)
+	wire.PutPtr(w, "output_tokens", x.OutputTokens, wire.IntTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x LLMCallResult) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *LLMCallResult) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Params of the legacy error notification.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-host.schema.json#/$defs/legacy_error_params.
+type LegacyErrorParams struct {
+	Message *string
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objLegacyErrorParams = wire.Object{Type: "LegacyErrorParams"}
+
+// UnmarshalJSONFrom decodes LegacyErrorParams, checking required members, kinds and constraints.
+func (x *LegacyErrorParams) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = LegacyErrorParams{}
+	r := wire.ReadObject(dec, &objLegacyErrorParams)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *LegacyErrorParams) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "message":
+		return wire.Ptr(r, &x.Message, wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes LegacyErrorParams, members in schema order, then Extra.
+func (x LegacyErrorParams) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *LegacyErrorParams) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "message", x.Message, wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x LegacyErrorParams) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *LegacyErrorParams) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Params of the legacy host_call (a mock host answered with a string).
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-host.schema.json#/$defs/legacy_host_call_params.
+type LegacyHostCallParams struct {
+	Name *string
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objLegacyHostCallParams = wire.Object{Type: "LegacyHostCallParams"}
+
+// UnmarshalJSONFrom decodes LegacyHostCallParams, checking required members, kinds and constraints.
+func (x *LegacyHostCallParams) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = LegacyHostCallParams{}
+	r := wire.ReadObject(dec, &objLegacyHostCallParams)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *LegacyHostCallParams) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "name":
+		return wire.Ptr(r, &x.Name, wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes LegacyHostCallParams, members in schema order, then Extra.
+func (x LegacyHostCallParams) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *LegacyHostCallParams) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "name", x.Name, wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x LegacyHostCallParams) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *LegacyHostCallParams) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
@@ -10008,7 +10348,7 @@ func (x *SkillMatchesEnvelope) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
-// Params of skills/fetch.
+// Params of skills/fetch: the id of a skill skills/list returned.
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
 // harn-host.schema.json#/$defs/skills_fetch_params.
@@ -10036,7 +10376,7 @@ func (x *SkillsFetchParams) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 func (x *SkillsFetchParams) member(r *wire.ObjectReader) error {
 	switch string(r.Name()) {
 	case "id":
-		return wire.Field(r, &x.ID, readSkillsFetchParamsID)
+		return wire.Field(r, &x.ID, wire.StringFrom)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -10222,6 +10562,62 @@ func (x *TimelineUpdate) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
+// Params of the legacy tool_execute.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-host.schema.json#/$defs/tool_execute_params.
+type ToolExecuteParams struct {
+	Name      *string
+	Arguments jsontext.Value
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objToolExecuteParams = wire.Object{Type: "ToolExecuteParams"}
+
+// UnmarshalJSONFrom decodes ToolExecuteParams, checking required members, kinds and constraints.
+func (x *ToolExecuteParams) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = ToolExecuteParams{}
+	r := wire.ReadObject(dec, &objToolExecuteParams)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *ToolExecuteParams) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "name":
+		return wire.Ptr(r, &x.Name, wire.StringFrom)
+	case "arguments":
+		return wire.Field(r, &x.Arguments, wire.RawObjectFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes ToolExecuteParams, members in schema order, then Extra.
+func (x ToolExecuteParams) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *ToolExecuteParams) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "name", x.Name, wire.StringTo)
+	wire.PutIf(w, "arguments", x.Arguments, x.Arguments != nil, wire.RawTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x ToolExecuteParams) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *ToolExecuteParams) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
 // The canonical host/tools/list result.
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
@@ -10345,12 +10741,12 @@ var (
 	readAgentEventLoopStuckMaxNudges               = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
 	readAgentEventTurnEndIteration                 = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
 	readAgentEventTurnStartIteration               = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readListOfString                               = wire.ListFrom(wire.StringFrom)
+	writeListOfString                              = wire.ListTo(wire.StringTo)
 	readArgumentShapeListLength                    = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
 	readBuiltinCallParamsName                      = wire.Within(wire.StringFrom, &wire.Limits{MinLength: wire.Count(1)})
 	readListOfRaw                                  = wire.ListFrom(wire.RawFrom)
 	writeListOfRaw                                 = wire.ListTo(wire.RawTo)
-	readListOfString                               = wire.ListFrom(wire.StringFrom)
-	writeListOfString                              = wire.ListTo(wire.StringTo)
 	readHITLRespondParamsRequestID                 = wire.Within(wire.StringFrom, &wire.Limits{MinLength: wire.Count(1)})
 	readHostCallParamsName                         = wire.Within(wire.StringFrom, &wire.Limits{MinLength: wire.Count(1)})
 	readMapOfCapabilityOps                         = wire.MapFrom((*CapabilityOps).UnmarshalJSONFrom)
@@ -10407,7 +10803,6 @@ var (
 	writeListOfSkillCandidate                      = wire.ListTo(SkillCandidate.MarshalJSONTo)
 	readListOfSkillMatch                           = wire.ListFrom((*SkillMatch).UnmarshalJSONFrom)
 	writeListOfSkillMatch                          = wire.ListTo(SkillMatch.MarshalJSONTo)
-	readSkillsFetchParamsID                        = wire.Within(wire.StringFrom, &wire.Limits{MinLength: wire.Count(1)})
 	readListOfSkillManifestRef                     = wire.ListFrom((*SkillManifestRef).UnmarshalJSONFrom)
 	writeListOfSkillManifestRef                    = wire.ListTo(SkillManifestRef.MarshalJSONTo)
 )
