@@ -15,6 +15,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/bridgekit/bridgekit/gen/harn"
+	"github.com/bridgekit/bridgekit/internal/schemacheck"
 	"github.com/bridgekit/bridgekit/runtime/wire"
 )
 
@@ -55,52 +56,7 @@ var equivalence = []struct {
 	}},
 }
 
-var replacements = []any{nil, 1, -1, 1.5, "x", "", true, []any{}, map[string]any{}, []any{"x"}, []any{1}}
-
-// mutate returns doc with every single-step change applied at every path.
-func mutate(doc any) []any {
-	var out []any
-	switch d := doc.(type) {
-	case map[string]any:
-		withExtra := clone(d).(map[string]any)
-		withExtra["extra"] = 1
-		out = append(out, withExtra)
-		for _, k := range sortedKeys(d) {
-			del := clone(d).(map[string]any)
-			delete(del, k)
-			out = append(out, del)
-			for _, r := range replacements {
-				m := clone(d).(map[string]any)
-				m[k] = r
-				out = append(out, m)
-			}
-			for _, sub := range mutate(d[k]) {
-				m := clone(d).(map[string]any)
-				m[k] = sub
-				out = append(out, m)
-			}
-		}
-	case []any:
-		for _, extra := range []any{1, "s", nil} {
-			out = append(out, append(clone(d).([]any), extra))
-		}
-		for i := range d {
-			for _, sub := range mutate(d[i]) {
-				a := clone(d).([]any)
-				a[i] = sub
-				out = append(out, a)
-			}
-		}
-	}
-	return out
-}
-
-func clone(v any) any {
-	data, _ := stdjson.Marshal(v)
-	var out any
-	_ = stdjson.Unmarshal(data, &out)
-	return out
-}
+func clone(v any) any { return schemacheck.Clone(v) }
 
 func sortedKeys(m map[string]any) []string {
 	keys := make([]string, 0, len(m))
@@ -124,7 +80,7 @@ func TestSpecSchemaMatchesUpstream(t *testing.T) {
 			missingShared(t, err)
 		}
 		for _, base := range tc.base {
-			docs := append([]any{base}, mutate(base)...)
+			docs := append([]any{base}, schemacheck.Mutate(base)...)
 			for _, doc := range docs {
 				total++
 				data, _ := stdjson.Marshal(doc)
