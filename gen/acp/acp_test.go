@@ -74,6 +74,7 @@ var types = map[string]func() any{
 	"NewSessionRequest":         func() any { return new(acp.NewSessionRequest) },
 	"PromptRequest":             func() any { return new(acp.PromptRequest) },
 	"PromptResponse":            func() any { return new(acp.PromptResponse) },
+	"PromptErrorData":           func() any { return new(acp.PromptErrorData) },
 	"SessionConfigOption":       func() any { return new(acp.SessionConfigOption) },
 }
 
