@@ -1,6 +1,8 @@
 package acp
 
 import (
+	"encoding/json"
+	"os"
 	"testing"
 
 	"github.com/bridgekit/bridgekit/internal/schemacheck"
@@ -24,4 +26,37 @@ func TestTypesAgreeWithSchema(t *testing.T) {
 	}
 	res := spec.Agreement(t, fuzzTypes, schemacheck.Options{Golden: golden})
 	t.Logf("%d types, %d documents judged alike (%d accepted only as unknown union variants); skipped %v", res.Types, res.Documents, res.Unknown, res.Skipped)
+}
+
+// Every params and result definition of ACP, those the schema marks with
+// x-method and x-side, is among the types judged above.
+func TestEveryMethodDefinitionJudged(t *testing.T) {
+	data, err := os.ReadFile("../../spec/schemas/acp/v0.12.2/schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s struct {
+		Defs map[string]map[string]any `json:"$defs"`
+	}
+	if err := json.Unmarshal(data, &s); err != nil {
+		t.Fatal(err)
+	}
+	judged := map[string]bool{}
+	for _, typ := range fuzzTypes {
+		judged[typ.Schema] = true
+	}
+	n := 0
+	for name, def := range s.Defs {
+		if _, ok := def["x-method"]; !ok {
+			continue
+		}
+		n++
+		if !judged["acp/v0.12.2/schema.json#/$defs/"+name] {
+			t.Errorf("%s (x-method %v) is not judged", name, def["x-method"])
+		}
+	}
+	if n < 30 {
+		t.Fatalf("only %d x-method definitions found", n)
+	}
+	t.Logf("%d x-method definitions judged", n)
 }
