@@ -55,19 +55,8 @@ func (r *router) Handle(ctx context.Context, req *rpc.Request) (any, error) {
 // rpc.UnsupportedOperation), so what is unset is never served. Either struct
 // may be nil; both are copied, so later changes to them do not apply.
 func HostHandler(bridge *HostHandlers, client *acp.ClientHandlers) rpc.Handler {
-	var b HostHandlers
-	if bridge != nil {
-		b = *bridge
-	}
-	var c acp.ClientHandlers
-	if client != nil {
-		c = *client
-	}
-	fallback := b.Fallback
-	if fallback == nil {
-		fallback = c.Fallback
-	}
-	b.Fallback, c.Fallback = fallback, fallback
+	b, c := value(bridge), value(client)
+	b.Fallback, c.Fallback = either(b.Fallback, c.Fallback), either(b.Fallback, c.Fallback)
 	return &router{names: hostMethods, bridge: &b, acp: &c}
 }
 
@@ -78,20 +67,26 @@ func HostHandler(bridge *HostHandlers, client *acp.ClientHandlers) rpc.Handler {
 // session/cancel, ...), on one connection, with the fallback rules of
 // HostHandler.
 func VMHandler(bridge *VMHandlers, agent *acp.AgentHandlers) rpc.Handler {
-	var b VMHandlers
-	if bridge != nil {
-		b = *bridge
-	}
-	var a acp.AgentHandlers
-	if agent != nil {
-		a = *agent
-	}
-	fallback := b.Fallback
-	if fallback == nil {
-		fallback = a.Fallback
-	}
-	b.Fallback, a.Fallback = fallback, fallback
+	b, a := value(bridge), value(agent)
+	b.Fallback, a.Fallback = either(b.Fallback, a.Fallback), either(b.Fallback, a.Fallback)
 	return &router{names: vmMethods, bridge: &b, acp: &a}
+}
+
+// value copies *p, or returns the zero value for nil.
+func value[T any](p *T) T {
+	var v T
+	if p != nil {
+		v = *p
+	}
+	return v
+}
+
+// either is a, or b when a is nil.
+func either(a, b rpc.Handler) rpc.Handler {
+	if a != nil {
+		return a
+	}
+	return b
 }
 
 // BridgeConnOptions returns a copy of opts (which may be nil) with the cancel

@@ -15,6 +15,7 @@ import (
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/bridgekit/bridgekit/gen/acp"
 	"github.com/bridgekit/bridgekit/gen/harn"
 	"github.com/bridgekit/bridgekit/runtime/wire"
 )
@@ -263,5 +264,50 @@ func TestRawValuesPreservedByteForByte(t *testing.T) {
 	}
 	if string(p.Args) != `{"b":1.50,"a":"\u00e9"}` || !jsontext.Value(p.Args).IsValid() {
 		t.Fatalf("args %s", p.Args)
+	}
+}
+
+// Each union the bridge carries keeps a variant this version does not know
+// verbatim in Unknown and writes it back byte for byte, never as another
+// variant; a known one is typed.
+func TestUnionsKeepUnknownVariants(t *testing.T) {
+	for _, tc := range []struct {
+		doc     string
+		v       any
+		unknown func(any) jsontext.Value
+	}{
+		{`{"sessionUpdate":"future_update","content":{"type":"text","text":"x"},"_meta":{"harn":{"a":1}}}`, new(acp.SessionUpdate),
+			func(v any) jsontext.Value { return v.(*acp.SessionUpdate).Unknown }},
+		{`{"sessionId":"s","kind":"future_event","iteration":"not a number"}`, new(harn.AgentEvent),
+			func(v any) jsontext.Value { return v.(*harn.AgentEvent).Unknown }},
+		{`{"type":"video","uri":"u","_meta":{}}`, new(acp.ContentBlock),
+			func(v any) jsontext.Value { return v.(*acp.ContentBlock).Unknown }},
+		{`{"type":"chart","path":"p","newText":"x"}`, new(acp.ToolCallContent),
+			func(v any) jsontext.Value { return v.(*acp.ToolCallContent).Unknown }},
+		{`{"kind":"a2a_peer","serverName":"s"}`, new(acp.ToolExecutorObject),
+			func(v any) jsontext.Value { return v.(*acp.ToolExecutorObject).Unknown }},
+		{`{"outcome":"deferred","optionId":"allow"}`, new(acp.RequestPermissionOutcome),
+			func(v any) jsontext.Value { return v.(*acp.RequestPermissionOutcome).Unknown }},
+		{`{"kind":"system","id":"x","mode":"audit_only","position":0}`, new(harn.PendingInjection),
+			func(v any) jsontext.Value { return v.(*harn.PendingInjection).Unknown }},
+	} {
+		if err := json.Unmarshal([]byte(tc.doc), tc.v); err != nil {
+			t.Errorf("%T: %v", tc.v, err)
+			continue
+		}
+		if string(tc.unknown(tc.v)) != tc.doc {
+			t.Errorf("%T: Unknown is %s", tc.v, tc.unknown(tc.v))
+		}
+		if out, err := json.Marshal(tc.v, wire.Fidelity); err != nil || string(out) != tc.doc {
+			t.Errorf("%T: re-encoded as %s (%v)", tc.v, out, err)
+		}
+	}
+	// The executor is a string (open: any name) or such an object.
+	var e acp.ToolExecutor
+	if err := json.Unmarshal([]byte(`"host_bridge"`), &e); err != nil || *e.String != acp.ToolExecutorNameHostBridge {
+		t.Fatalf("executor name: %+v %v", e, err)
+	}
+	if err := json.Unmarshal([]byte(`{"kind":"mcp_server","serverName":"linear"}`), &e); err != nil || e.Object.MCPServer.ServerName != "linear" {
+		t.Fatalf("executor object: %+v %v", e, err)
 	}
 }

@@ -32,6 +32,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"testing"
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -200,6 +201,25 @@ type Options struct {
 	// MaxMutations bounds the mutated documents judged per base document,
 	// picked evenly from all of them; 0 means 200.
 	MaxMutations int
+}
+
+// Run is the test every generated package runs: it loads the spec of the
+// checkout at root, reads the package's golden documents (goldenFile, a
+// JSON object from type name to documents; none when absent) and checks
+// Agreement for types, logging the counts.
+func Run(t *testing.T, root string, types []wiretest.Type, goldenFile string, opts Options) {
+	t.Helper()
+	spec, err := Load(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden, err := wiretest.Golden(goldenFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Golden = golden
+	res := spec.Agreement(t, types, opts)
+	t.Logf("%d types, %d documents judged alike (%d accepted only as unknown union variants); judged through their union: %v", res.Types, res.Documents, res.Unknown, res.Skipped)
 }
 
 // TB is the part of testing.TB that Agreement reports through.
