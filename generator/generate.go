@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"os"
-	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -59,7 +57,7 @@ func LoadCatalogues(root string, paths []string) (*Spec, error) {
 			c.File = filepath.ToSlash(rel)
 		}
 		s.Catalogues = append(s.Catalogues, c)
-		for _, name := range append(slices.Clone(c.Schemas), slices.Sorted(maps.Keys(c.Imports))...) {
+		for _, name := range c.Schemas {
 			if _, ok := s.Files[name]; ok {
 				continue
 			}
@@ -81,19 +79,85 @@ func (s *Spec) readSchemaFile(name string) ([]byte, error) {
 	return os.ReadFile(filepath.Join(s.Root, "spec", "schemas", filepath.FromSlash(name)))
 }
 
+// DefaultModule is the module path generated packages live under
+// (<module>/gen/<package>) when the root has no go.mod.
+const DefaultModule = "github.com/bridgekit/bridgekit"
+
+// module reads the module path of root's go.mod, or DefaultModule.
+func (s *Spec) module() string {
+	data, err := os.ReadFile(filepath.Join(s.Root, "go.mod"))
+	if err != nil {
+		return DefaultModule
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "module "); ok {
+			return strings.Trim(strings.TrimSpace(rest), `"`)
+		}
+	}
+	return DefaultModule
+}
+
+// imports resolves a catalogue's imports to the catalogues they name and,
+// after them, the ones those import in turn (whose types theirs refer to),
+// each once with the import path of its package; it rejects import cycles.
+func (s *Spec) imports(c *catalogue.Catalogue) ([]ir.Import, error) {
+	byPkg := map[string]*catalogue.Catalogue{}
+	for _, o := range s.Catalogues {
+		byPkg[o.Package] = o
+	}
+	var visit func(pkg string, path []string) error
+	visit = func(pkg string, path []string) error {
+		if slices.Contains(path, pkg) {
+			return fmt.Errorf("import cycle: %s", strings.Join(append(path, pkg), " -> "))
+		}
+		if o, ok := byPkg[pkg]; ok {
+			for _, next := range o.Imports {
+				if err := visit(next, append(slices.Clone(path), pkg)); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	if err := visit(c.Package, nil); err != nil {
+		return nil, err
+	}
+	var out []ir.Import
+	queue := slices.Clone(c.Imports)
+	for len(queue) > 0 {
+		name := queue[0]
+		queue = queue[1:]
+		if slices.ContainsFunc(out, func(im ir.Import) bool { return im.Catalogue.Package == name }) {
+			continue
+		}
+		o, ok := byPkg[name]
+		if !ok {
+			return nil, fmt.Errorf("imports %q, which no catalogue generates", name)
+		}
+		out = append(out, ir.Import{Catalogue: o, Path: s.module() + "/gen/" + name})
+		queue = append(queue, o.Imports...)
+	}
+	return out, nil
+}
+
 // Build turns every catalogue into an IR package: methods are expanded
 // (derived from schema annotations where the catalogue says so) and built
 // with the overrides, whose unused entries then fail the build.
 func Build(s *Spec) ([]*ir.Package, error) {
 	var pkgs []*ir.Package
-	errs := checkImports(s.Catalogues)
+	var errs []string
 	for _, c := range s.Catalogues {
 		methods, err := c.Expand(s.Files, s.readSchemaFile)
 		if err != nil {
 			errs = append(errs, fmt.Sprintf("%s:\n%s", c.File, err))
 			continue
 		}
-		p, err := ir.Build(c, methods, s.Files, s.Overrides)
+		imports, err := s.imports(c)
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("%s: %s", c.File, err))
+			continue
+		}
+		p, err := ir.BuildImporting(c, methods, s.Files, s.Overrides, imports)
 		if err != nil {
 			errs = append(errs, fmt.Sprintf("%s:\n%s", c.File, err))
 			continue
@@ -108,27 +172,6 @@ func Build(s *Spec) ([]*ir.Package, error) {
 		return nil, fmt.Errorf("%s", strings.Join(errs, "\n"))
 	}
 	return pkgs, nil
-}
-
-// checkImports checks that every schema file a catalogue imports is listed
-// by the catalogue of the package it is imported from, so that the types a
-// member refers to exist there under the same names.
-func checkImports(cats []*catalogue.Catalogue) []string {
-	var errs []string
-	for _, c := range cats {
-		for _, file := range slices.Sorted(maps.Keys(c.Imports)) {
-			imp := c.Imports[file]
-			owner := slices.IndexFunc(cats, func(o *catalogue.Catalogue) bool {
-				return o.Package == path.Base(imp) && slices.Contains(o.Schemas, file)
-			})
-			if owner < 0 {
-				errs = append(errs, fmt.Sprintf("%s: imports %s from %s, but no catalogue of package %s lists it in schemas", c.File, file, imp, path.Base(imp)))
-			} else if cats[owner] == c {
-				errs = append(errs, fmt.Sprintf("%s: imports %s from its own package", c.File, file))
-			}
-		}
-	}
-	return errs
 }
 
 // Emit renders every output file of a package.

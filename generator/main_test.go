@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -178,23 +180,40 @@ func TestFeaturesBehave(t *testing.T) {
 	if err := os.CopyFS(filepath.Join(root, "spec"), os.DirFS("testdata/features/spec")); err != nil {
 		t.Fatal(err)
 	}
+	// Generated packages import each other as <module>/gen/<package>.
+	if err := os.WriteFile(filepath.Join(root, "go.mod"), []byte("module scaffoldcheck\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := Generate(root); err != nil {
 		t.Fatal(err)
 	}
 	mod := tempModule(t)
-	// featuresuse imports features.schema.json from package features (as
-	// scaffoldcheck/features): its types are used there, not generated.
-	for _, name := range []string{"features", "featuresuse", "featuresevents"} {
-		pkg := filepath.Join(mod, name)
+	// Every package goes to <module>/gen/<package>, as generated packages
+	// import each other; those with a behaviour test get it beside them.
+	// featuresuse imports features, which imports vendored: their types are
+	// used there, not generated again.
+	for _, name := range []string{"features", "featuresuse", "featuresevents", "vendored"} {
+		pkg := filepath.Join(mod, "gen", name)
 		copyPackage(t, filepath.Join(root, "gen", name), pkg, true)
 		test, err := os.ReadFile("testdata/features/" + name + "_test.go.txt")
+		if errors.Is(err, fs.ErrNotExist) && name == "vendored" {
+			continue // vendored is exercised through the packages that import it
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
 		_ = os.WriteFile(filepath.Join(pkg, name+"_test.go"), test, 0o644)
 	}
-	if src, _ := os.ReadFile(filepath.Join(root, "gen", "featuresuse", "types_gen.go")); bytes.Contains(src, []byte("type Update ")) {
-		t.Fatal("an imported type was generated again")
+	for pkg, types := range map[string][]string{"featuresuse": {"Update", "Item", "Choice"}, "features": {"Item", "Choice"}} {
+		src, err := os.ReadFile(filepath.Join(root, "gen", pkg, "types_gen.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range types {
+			if bytes.Contains(src, []byte("\ntype "+name+" ")) {
+				t.Errorf("%s: imported type %s was generated again", pkg, name)
+			}
+		}
 	}
 	goIn(t, mod, "test", "-count=1", "./...")
 }
@@ -258,42 +277,62 @@ func goIn(t *testing.T, dir string, args ...string) {
 	}
 }
 
-// An imported schema file must be listed by the catalogue of the package it
-// is imported from, and a union's variants cannot be imported types (their
-// descriptors are unexported in the other package).
-func TestImportsChecked(t *testing.T) {
-	setup := func(t *testing.T, edit func(root string)) error {
-		t.Helper()
-		root := t.TempDir()
-		if err := os.CopyFS(filepath.Join(root, "spec"), os.DirFS("testdata/features/spec")); err != nil {
-			t.Fatal(err)
+// TestImportErrors: an import names another catalogue's package, without
+// cycles; a schema file is either listed or imported; a method's types come
+// from the catalogue's own or a directly imported catalogue's files; a
+// union's variants cannot be imported types (their descriptors are
+// unexported in the other package).
+func TestImportErrors(t *testing.T) {
+	for name, tc := range map[string]struct{ file, from, to, want string }{
+		"unknown package": {"catalogue/features.json", `"imports": [`, `"imports": ["nosuch", `, `imports "nosuch", which no catalogue generates`},
+		"cycle":           {"catalogue/vendored.json", `"schemas": [`, `"imports": ["featuresuse"], "schemas": [`, "import cycle"},
+		"listed twice":    {"catalogue/features.json", `"schemas": [`, `"schemas": ["vendored.schema.json", `, "both listed and imported"},
+		"not direct":      {"catalogue/featuresuse.json", `"result": "featuresuse.schema.json#/$defs/wrapper"`, `"result": "vendored.schema.json#/$defs/item"`, "in neither the catalogue's schemas nor an imported catalogue's"},
+		"union of imported variants": {"schemas/featuresuse.schema.json", `"scalar": {`,
+			`"mine": {"oneOf": [{"$ref": "features.schema.json#/$defs/text_update"}, {"$ref": "features.schema.json#/$defs/progress_update"}]}, "scalar": {`,
+			"a union's variants must be types of its own package"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			root := t.TempDir()
+			if err := os.CopyFS(filepath.Join(root, "spec"), os.DirFS("testdata/features/spec")); err != nil {
+				t.Fatal(err)
+			}
+			p := filepath.Join(root, "spec", tc.file)
+			data, _ := os.ReadFile(p)
+			if !bytes.Contains(data, []byte(tc.from)) {
+				t.Fatalf("%s lacks %s", tc.file, tc.from)
+			}
+			_ = os.WriteFile(p, bytes.Replace(data, []byte(tc.from), []byte(tc.to), 1), 0o644)
+			if _, err := Generate(root); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+	// Without the import, a method's params in the other catalogue's file fail.
+	root := t.TempDir()
+	if err := os.CopyFS(filepath.Join(root, "spec"), os.DirFS("testdata/features/spec")); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(root, "spec", "catalogue", "features.json")
+	data, _ := os.ReadFile(p)
+	data = bytes.Replace(data, []byte(`"imports": [
+    "vendored"
+  ],`), []byte(`"imports": ["other"],`), 1)
+	_ = os.WriteFile(p, data, 0o644)
+	other := `{"protocol":"other","title":"o","package":"other","framing":"jsonrpc2-ndjson","sides":[{"name":"a","go":"A"},{"name":"b","go":"B"}],"schemas":[],"methods":[]}`
+	_ = os.WriteFile(filepath.Join(root, "spec", "catalogue", "other.json"), []byte(other), 0o644)
+	if _, err := Generate(root); err == nil || !strings.Contains(err.Error(), "in neither the catalogue's schemas nor an imported catalogue's") {
+		t.Fatalf("got %v", err)
+	}
+	// The catalogue itself: package names, not paths; not its own; once each.
+	for imports, want := range map[string]string{
+		`["example.com/gen/q"]`: `import "example.com/gen/q" is not the package name`,
+		`["p"]`:                 `import "p" is not the package name`,
+		`["q", "q"]`:            `import "q" is listed twice`,
+	} {
+		_, err := catalogue.Parse([]byte(`{"protocol":"p","title":"t","package":"p","framing":"jsonrpc2-ndjson","sides":[{"name":"a","go":"A"},{"name":"b","go":"B"}],"schemas":["x.json"],"imports":` + imports + `,"methods":[]}`))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("imports %s: got %v, want %q", imports, err, want)
 		}
-		edit(root)
-		_, err := Generate(root)
-		return err
-	}
-	replace := func(root, file, old, new string) {
-		p := filepath.Join(root, "spec", file)
-		data, _ := os.ReadFile(p)
-		if !bytes.Contains(data, []byte(old)) {
-			t.Fatalf("%s lacks %q", file, old)
-		}
-		_ = os.WriteFile(p, bytes.Replace(data, []byte(old), []byte(new), 1), 0o644)
-	}
-	err := setup(t, func(root string) {
-		replace(root, "catalogue/featuresuse.json", `"scaffoldcheck/features"`, `"scaffoldcheck/elsewhere"`)
-	})
-	if err == nil || !strings.Contains(err.Error(), "no catalogue of package elsewhere lists it") {
-		t.Fatalf("an import of a file no package owns: %v", err)
-	}
-	err = setup(t, func(root string) {
-		replace(root, "schemas/featuresuse.schema.json", `"scalar": {`, `"mine": {"oneOf": [{"$ref": "features.schema.json#/$defs/text_update"}, {"$ref": "features.schema.json#/$defs/progress_update"}]}, "scalar": {`)
-	})
-	if err == nil || !strings.Contains(err.Error(), "a union's variants must be types of its own package") {
-		t.Fatalf("a union of imported variants: %v", err)
-	}
-	if _, err := catalogue.Parse([]byte(`{"protocol":"p","title":"t","package":"p","framing":"jsonrpc2-ndjson","sides":[{"name":"a","go":"A"},{"name":"b","go":"B"}],"schemas":["x.json"],"imports":{"x.json":"example.com/Bad"},"methods":[]}`)); err == nil ||
-		!strings.Contains(err.Error(), "imports") {
-		t.Fatalf("an import listed in schemas too, with a bad path: %v", err)
 	}
 }

@@ -190,8 +190,12 @@ func harnAdvertisementOf(res *acp.InitializeResponse) (adv harnAdvertisement, ok
 	if res.AgentCapabilities == nil {
 		return adv, false
 	}
-	meta, present := res.AgentCapabilities.Meta.Get()
+	typed, present := res.AgentCapabilities.Meta.Get()
 	if !present {
+		return adv, false
+	}
+	meta, err := json.Marshal(&typed) // acp types _meta; read it as sent
+	if err != nil {
 		return adv, false
 	}
 	var m struct {
@@ -216,8 +220,12 @@ type harnTerminal struct {
 
 // harnTerminalOf reads the prompt result's terminal outcome, if it has one.
 func harnTerminalOf(res *acp.PromptResponse) (*harnTerminal, bool) {
-	meta, ok := res.Meta.Get()
+	typed, ok := res.Meta.Get()
 	if !ok {
+		return nil, false
+	}
+	meta, err := json.Marshal(&typed) // acp types _meta; read it as sent
+	if err != nil {
 		return nil, false
 	}
 	var m struct {

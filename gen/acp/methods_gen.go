@@ -257,17 +257,10 @@ func NewConn(r io.Reader, w io.Writer, h rpc.Handler, opts *rpc.Options) *rpc.Co
 // rpc.ErrMethodNotFound (or passed to Fallback) and never advertised. A *AgentHandlers is an
 // rpc.Handler; wrap it with rpc.Middleware to intercept every method.
 type AgentHandlers struct {
-	// Initialize handles initialize (request, stable). Establishes the connection with a client and
-	// negotiates protocol capabilities.
-	//
-	// This method is called once at the beginning of the connection to:
-	// - Negotiate the protocol version to use
-	// - Exchange capability information between client and agent
-	// - Determine available authentication methods
-	//
-	// The agent should respond with its supported protocol version and capabilities.
-	//
-	// See protocol docs: [Initialization](https://agentclientprotocol.com/protocol/initialization)
+	// Initialize handles initialize (request, stable). Negotiates the protocol version and
+	// capabilities. Harn advertises its extension contract under agentCapabilities._meta.harn
+	// (session-update extensions, tool-lifecycle, content and prompt-result fields, extension methods,
+	// host capability operations).
 	Initialize func(context.Context, *InitializeRequest) (*InitializeResponse, error)
 	// Authenticate handles authenticate (request, stable). Authenticates the client using the
 	// specified authentication method.
@@ -348,18 +341,9 @@ type AgentHandlers struct {
 	// SessionSetConfigOption handles session/set_config_option (request, stable). Sets the current
 	// value for a session configuration option.
 	SessionSetConfigOption func(context.Context, *SetSessionConfigOptionRequest) (*SetSessionConfigOptionResponse, error)
-	// SessionPrompt handles session/prompt (request, stable). Processes a user prompt within a
-	// session.
-	//
-	// This method handles the whole lifecycle of a prompt:
-	// - Receives user messages with optional context (files, images, etc.)
-	// - Processes the prompt using language models
-	// - Reports language model content and tool calls to the Clients
-	// - Requests permission to run tools
-	// - Executes any requested tool calls
-	// - Returns when the turn is complete with a stop reason
-	//
-	// See protocol docs: [Prompt Turn](https://agentclientprotocol.com/protocol/prompt-turn)
+	// SessionPrompt handles session/prompt (request, stable). Sends a user prompt and waits for the
+	// turn to end. From Harn the result carries the loop's terminal outcome under _meta.harn.terminal:
+	// only kind natural is completion; stopReason end_turn alone proves nothing.
 	SessionPrompt func(context.Context, *PromptRequest) (*PromptResponse, error)
 	// SessionCancel handles session/cancel (notification, stable). Cancels ongoing operations for a
 	// session.
@@ -547,17 +531,9 @@ func NewAgentPeer(s rpc.Sender) *AgentPeer {
 	return &AgentPeer{s: s}
 }
 
-// Initialize sends the request initialize. Establishes the connection with a client and negotiates
-// protocol capabilities.
-//
-// This method is called once at the beginning of the connection to:
-// - Negotiate the protocol version to use
-// - Exchange capability information between client and agent
-// - Determine available authentication methods
-//
-// The agent should respond with its supported protocol version and capabilities.
-//
-// See protocol docs: [Initialization](https://agentclientprotocol.com/protocol/initialization)
+// Initialize sends the request initialize. Negotiates the protocol version and capabilities. Harn
+// advertises its extension contract under agentCapabilities._meta.harn (session-update extensions,
+// tool-lifecycle, content and prompt-result fields, extension methods, host capability operations).
 func (p *AgentPeer) Initialize(ctx context.Context, params *InitializeRequest) (*InitializeResponse, error) {
 	var res InitializeResponse
 	if err := p.s.Send(ctx, rpc.Outbound{
@@ -725,17 +701,9 @@ func (p *AgentPeer) SessionSetConfigOption(ctx context.Context, params *SetSessi
 	return &res, nil
 }
 
-// SessionPrompt sends the request session/prompt. Processes a user prompt within a session.
-//
-// This method handles the whole lifecycle of a prompt:
-// - Receives user messages with optional context (files, images, etc.)
-// - Processes the prompt using language models
-// - Reports language model content and tool calls to the Clients
-// - Requests permission to run tools
-// - Executes any requested tool calls
-// - Returns when the turn is complete with a stop reason
-//
-// See protocol docs: [Prompt Turn](https://agentclientprotocol.com/protocol/prompt-turn)
+// SessionPrompt sends the request session/prompt. Sends a user prompt and waits for the turn to end.
+// From Harn the result carries the loop's terminal outcome under _meta.harn.terminal: only kind
+// natural is completion; stopReason end_turn alone proves nothing.
 func (p *AgentPeer) SessionPrompt(ctx context.Context, params *PromptRequest) (*PromptResponse, error) {
 	var res PromptResponse
 	if err := p.s.Send(ctx, rpc.Outbound{
@@ -799,33 +767,15 @@ type ClientHandlers struct {
 	//
 	// See protocol docs: [Client](https://agentclientprotocol.com/protocol/overview#client)
 	FsReadTextFile func(context.Context, *ReadTextFileRequest) (*ReadTextFileResponse, error)
-	// SessionRequestPermission handles session/request_permission (request, stable). Requests
-	// permission from the user for a tool call operation.
-	//
-	// Called by the agent when it needs user authorization before executing
-	// a potentially sensitive operation. The client should present the options
-	// to the user and return their decision.
-	//
-	// If the client cancels the prompt turn via `session/cancel`, it MUST
-	// respond to this request with `RequestPermissionOutcome::Cancelled`.
-	//
-	// See protocol docs: [Requesting
-	// Permission](https://agentclientprotocol.com/protocol/tool-calls#requesting-permission)
+	// SessionRequestPermission handles session/request_permission (request, stable). Asks the client
+	// to approve a tool call. Harn sends a canonical ToolCallUpdate with its approval request and
+	// policy rationale under toolCall._meta.harn, offers exactly allow (allow_once) and reject
+	// (reject_once), and fails closed: only the outcome selected with optionId allow grants; an error,
+	// a cancelled chooser, a rejection or any other answer denies.
 	SessionRequestPermission func(context.Context, *RequestPermissionRequest) (*RequestPermissionResponse, error)
-	// TerminalCreate handles terminal/create (request, stable). Executes a command in a new terminal
-	//
-	// Only available if the `terminal` Client capability is set to `true`.
-	//
-	// Returns a `TerminalId` that can be used with other terminal methods
-	// to get the current output, wait for exit, and kill the command.
-	//
-	// The `TerminalId` can also be used to embed the terminal in a tool call
-	// by using the `ToolCallContent::Terminal` variant.
-	//
-	// The Agent is responsible for releasing the terminal by using the `terminal/release`
-	// method.
-	//
-	// See protocol docs: [Terminals](https://agentclientprotocol.com/protocol/terminals)
+	// TerminalCreate handles terminal/create (request, stable). Starts a command in a new terminal.
+	// Harn adds a non-standard shell object (host shell discovery's Shell) at the root, kept in Extra;
+	// an empty terminalId makes Harn run the command itself.
 	TerminalCreate func(context.Context, *CreateTerminalRequest) (*CreateTerminalResponse, error)
 	// TerminalOutput handles terminal/output (request, stable). Gets the terminal output and exit
 	// status
@@ -867,19 +817,14 @@ type ClientHandlers struct {
 	//
 	// See protocol docs: [Terminals](https://agentclientprotocol.com/protocol/terminals)
 	TerminalKill func(context.Context, *KillTerminalRequest) (*KillTerminalResponse, error)
-	// SessionUpdate handles session/update (notification, stable). Handles session update
-	// notifications from the agent.
-	//
-	// This is a notification endpoint (no response expected) that receives
-	// real-time updates about session progress, including message chunks,
-	// tool calls, and execution plans.
-	//
-	// Note: Clients SHOULD continue accepting tool call updates even after
-	// sending a `session/cancel` notification, as the agent may send final
-	// updates before responding with the cancelled stop reason.
-	//
-	// See protocol docs: [Agent Reports
-	// Output](https://agentclientprotocol.com/protocol/prompt-turn#3-agent-reports-output)
+	// SessionUpdate handles session/update (notification, stable). Streams one update of a session to
+	// the client: ACP's variants, and Harn's own (user_message, artifact, progress, log, fs_watch,
+	// worker_update, transcript_compacted, transcript_projected, handoff, skill_*, tool_search_*,
+	// hitl_*, reminder_emitted, live_session_client, stance_transition, session_truncated,
+	// session_rollback, session_redo, and the legacy call_start, call_progress and call_end), each a
+	// typed variant of SessionUpdate; a variant this version does not know is kept verbatim in
+	// Unknown. Harn's vendor fields are read only under _meta.harn; gen/harn's legacy reader also
+	// accepts the pre-#904/#905 root-level fields.
 	SessionUpdate func(context.Context, *SessionNotification) error
 	// Fallback, if set, handles every method (and operation) that no field above serves, for example
 	// extension methods.
@@ -1052,18 +997,11 @@ func (p *ClientPeer) FsReadTextFile(ctx context.Context, params *ReadTextFileReq
 	return &res, nil
 }
 
-// SessionRequestPermission sends the request session/request_permission. Requests permission from the
-// user for a tool call operation.
-//
-// Called by the agent when it needs user authorization before executing
-// a potentially sensitive operation. The client should present the options
-// to the user and return their decision.
-//
-// If the client cancels the prompt turn via `session/cancel`, it MUST
-// respond to this request with `RequestPermissionOutcome::Cancelled`.
-//
-// See protocol docs: [Requesting
-// Permission](https://agentclientprotocol.com/protocol/tool-calls#requesting-permission)
+// SessionRequestPermission sends the request session/request_permission. Asks the client to approve a
+// tool call. Harn sends a canonical ToolCallUpdate with its approval request and policy rationale
+// under toolCall._meta.harn, offers exactly allow (allow_once) and reject (reject_once), and fails
+// closed: only the outcome selected with optionId allow grants; an error, a cancelled chooser, a
+// rejection or any other answer denies.
 func (p *ClientPeer) SessionRequestPermission(ctx context.Context, params *RequestPermissionRequest) (*RequestPermissionResponse, error) {
 	var res RequestPermissionResponse
 	if err := p.s.Send(ctx, rpc.Outbound{
@@ -1075,20 +1013,9 @@ func (p *ClientPeer) SessionRequestPermission(ctx context.Context, params *Reque
 	return &res, nil
 }
 
-// TerminalCreate sends the request terminal/create. Executes a command in a new terminal
-//
-// Only available if the `terminal` Client capability is set to `true`.
-//
-// Returns a `TerminalId` that can be used with other terminal methods
-// to get the current output, wait for exit, and kill the command.
-//
-// The `TerminalId` can also be used to embed the terminal in a tool call
-// by using the `ToolCallContent::Terminal` variant.
-//
-// The Agent is responsible for releasing the terminal by using the `terminal/release`
-// method.
-//
-// See protocol docs: [Terminals](https://agentclientprotocol.com/protocol/terminals)
+// TerminalCreate sends the request terminal/create. Starts a command in a new terminal. Harn adds a
+// non-standard shell object (host shell discovery's Shell) at the root, kept in Extra; an empty
+// terminalId makes Harn run the command itself.
 func (p *ClientPeer) TerminalCreate(ctx context.Context, params *CreateTerminalRequest) (*CreateTerminalResponse, error) {
 	var res CreateTerminalResponse
 	if err := p.s.Send(ctx, rpc.Outbound{
@@ -1179,19 +1106,14 @@ func (p *ClientPeer) TerminalKill(ctx context.Context, params *KillTerminalReque
 	return &res, nil
 }
 
-// SessionUpdate sends the notification session/update. Handles session update notifications from the
-// agent.
-//
-// This is a notification endpoint (no response expected) that receives
-// real-time updates about session progress, including message chunks,
-// tool calls, and execution plans.
-//
-// Note: Clients SHOULD continue accepting tool call updates even after
-// sending a `session/cancel` notification, as the agent may send final
-// updates before responding with the cancelled stop reason.
-//
-// See protocol docs: [Agent Reports
-// Output](https://agentclientprotocol.com/protocol/prompt-turn#3-agent-reports-output)
+// SessionUpdate sends the notification session/update. Streams one update of a session to the client:
+// ACP's variants, and Harn's own (user_message, artifact, progress, log, fs_watch, worker_update,
+// transcript_compacted, transcript_projected, handoff, skill_*, tool_search_*, hitl_*,
+// reminder_emitted, live_session_client, stance_transition, session_truncated, session_rollback,
+// session_redo, and the legacy call_start, call_progress and call_end), each a typed variant of
+// SessionUpdate; a variant this version does not know is kept verbatim in Unknown. Harn's vendor
+// fields are read only under _meta.harn; gen/harn's legacy reader also accepts the pre-#904/#905
+// root-level fields.
 func (p *ClientPeer) SessionUpdate(ctx context.Context, params *SessionNotification) error {
 	return p.s.Send(ctx, rpc.Outbound{
 		Kind:   rpc.KindNotification,

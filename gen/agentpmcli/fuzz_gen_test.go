@@ -14,175 +14,204 @@ var fuzzTypes = []wiretest.Type{{
 	New: func() any {
 		return new(EmbeddingCommandRequest)
 	},
-	Seeds: []string{"{\"embedding\":{\"dimensions\":0,\"metric\":\"x\",\"model\":\"x\",\"normalized\":true,\"provider\":\"x\",\"vendor_extension\":{\"kept\":true}},\"text\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/cli.schema.json#/$defs/embedding_command_request",
+	Seeds:  []string{"{\"embedding\":{\"dimensions\":0,\"metric\":\"x\",\"model\":\"x\",\"normalized\":true,\"provider\":\"x\",\"vendor_extension\":{\"kept\":true}},\"text\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "EmbeddingCommandSpace",
 	New: func() any {
 		return new(EmbeddingCommandSpace)
 	},
-	Seeds: []string{"{\"dimensions\":0,\"metric\":\"x\",\"model\":\"x\",\"normalized\":true,\"provider\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/cli.schema.json#/$defs/embedding_command_space",
+	Seeds:  []string{"{\"dimensions\":0,\"metric\":\"x\",\"model\":\"x\",\"normalized\":true,\"provider\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "KnowledgeQueryOptions",
 	New: func() any {
 		return new(KnowledgeQueryOptions)
 	},
-	Seeds: []string{"{\"algorithm\":\"x\",\"include_metadata\":true,\"include_text\":true,\"metric\":\"x\",\"normalized\":true,\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/cli.schema.json#/$defs/knowledge_query_options",
+	Seeds:  []string{"{\"algorithm\":\"x\",\"include_metadata\":true,\"include_text\":true,\"metric\":\"x\",\"normalized\":true,\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "KnowledgeQueryResult",
 	New: func() any {
 		return new(KnowledgeQueryResult)
 	},
-	Seeds: []string{"{\"mode\":\"vector\",\"name\":\"x\",\"query\":{\"algorithm\":\"x\",\"include_metadata\":true,\"include_text\":true,\"metric\":\"x\",\"normalized\":true,\"vendor_extension\":{\"kept\":true}},\"results\":[{\"chunk_id\":\"x\",\"chunk_metadata\":{\"raw\":[1,\"two\",null]},\"row\":0,\"score\":1,\"source_id\":\"x\",\"source_metadata\":{\"raw\":[1,\"two\",null]},\"source_title\":\"x\",\"source_uri\":\"x\",\"text\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"target\":\"x\",\"vendor_extension\":{\"kept\":true},\"version\":\"x\"}"},
+	Schema: "agentpm/cli.schema.json#/$defs/knowledge_query_result",
+	Seeds:  []string{"{\"mode\":\"vector\",\"name\":\"x\",\"query\":{\"algorithm\":\"x\",\"include_metadata\":true,\"include_text\":true,\"metric\":\"x\",\"normalized\":true,\"vendor_extension\":{\"kept\":true}},\"results\":[{\"chunk_id\":\"x\",\"chunk_metadata\":{\"raw\":[1,\"two\",null]},\"row\":0,\"score\":1,\"source_id\":\"x\",\"source_metadata\":{\"raw\":[1,\"two\",null]},\"source_title\":\"x\",\"source_uri\":\"x\",\"text\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"target\":\"x\",\"vendor_extension\":{\"kept\":true},\"version\":\"x\"}"},
 }, {
 	Name: "KnowledgeQueryRow",
 	New: func() any {
 		return new(KnowledgeQueryRow)
 	},
-	Seeds: []string{"{\"chunk_id\":\"x\",\"chunk_metadata\":{\"raw\":[1,\"two\",null]},\"row\":0,\"score\":1,\"source_id\":\"x\",\"source_metadata\":{\"raw\":[1,\"two\",null]},\"source_title\":\"x\",\"source_uri\":\"x\",\"text\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/cli.schema.json#/$defs/knowledge_query_row",
+	Seeds:  []string{"{\"chunk_id\":\"x\",\"chunk_metadata\":{\"raw\":[1,\"two\",null]},\"row\":0,\"score\":1,\"source_id\":\"x\",\"source_metadata\":{\"raw\":[1,\"two\",null]},\"source_title\":\"x\",\"source_uri\":\"x\",\"text\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "MCPCallError",
 	New: func() any {
 		return new(MCPCallError)
 	},
-	Seeds: []string{"{\"code\":1,\"message\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/cli.schema.json#/$defs/mcp_call_error",
+	Seeds:  []string{"{\"code\":1,\"message\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "MCPMachineEvent",
 	New: func() any {
 		return new(MCPMachineEvent)
 	},
-	Seeds: []string{"{\"event\":\"starting\",\"fields\":{\"host\":\"x\",\"port\":0,\"tools\":[{\"identity\":\"x\",\"mcp_name\":\"x\",\"vendor_extension\":{\"kept\":true},\"version\":\"x\"}],\"vendor_extension\":{\"kept\":true}},\"protocol\":\"agentpm-mcp-machine\",\"schema_version\":1,\"timestamp\":\"x\",\"vendor_extension\":{\"kept\":true},\"version\":1}"},
+	Schema: "agentpm/cli.schema.json#/$defs/mcp_machine_event",
+	Seeds:  []string{"{\"event\":\"starting\",\"fields\":{\"host\":\"x\",\"port\":0,\"tools\":[{\"identity\":\"x\",\"mcp_name\":\"x\",\"vendor_extension\":{\"kept\":true},\"version\":\"x\"}],\"vendor_extension\":{\"kept\":true}},\"protocol\":\"agentpm-mcp-machine\",\"schema_version\":1,\"timestamp\":\"x\",\"vendor_extension\":{\"kept\":true},\"version\":1}"},
 }, {
 	Name: "MCPMachineEventError",
 	New: func() any {
 		return new(MCPMachineEventError)
 	},
-	Seeds: []string{"{\"fields\":{\"message\":\"x\",\"stage\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/cli.schema.json#/$defs/mcp_machine_event/oneOf/2",
+	Seeds:  []string{"{\"fields\":{\"message\":\"x\",\"stage\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "MCPMachineEventErrorFields",
 	New: func() any {
 		return new(MCPMachineEventErrorFields)
 	},
-	Seeds: []string{"{\"message\":\"x\",\"stage\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/cli.schema.json#/$defs/mcp_machine_event/oneOf/2/properties/fields",
+	Seeds:  []string{"{\"message\":\"x\",\"stage\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "MCPMachineEventReady",
 	New: func() any {
 		return new(MCPMachineEventReady)
 	},
-	Seeds: []string{"{\"fields\":{\"endpoint\":\"x\",\"host\":\"x\",\"port\":0,\"tools\":[{\"identity\":\"x\",\"mcp_name\":\"x\",\"vendor_extension\":{\"kept\":true},\"version\":\"x\"}],\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/cli.schema.json#/$defs/mcp_machine_event/oneOf/1",
+	Seeds:  []string{"{\"fields\":{\"endpoint\":\"x\",\"host\":\"x\",\"port\":0,\"tools\":[{\"identity\":\"x\",\"mcp_name\":\"x\",\"vendor_extension\":{\"kept\":true},\"version\":\"x\"}],\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "MCPMachineEventReadyFields",
 	New: func() any {
 		return new(MCPMachineEventReadyFields)
 	},
-	Seeds: []string{"{\"endpoint\":\"x\",\"host\":\"x\",\"port\":0,\"tools\":[{\"identity\":\"x\",\"mcp_name\":\"x\",\"vendor_extension\":{\"kept\":true},\"version\":\"x\"}],\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/cli.schema.json#/$defs/mcp_machine_event/oneOf/1/properties/fields",
+	Seeds:  []string{"{\"endpoint\":\"x\",\"host\":\"x\",\"port\":0,\"tools\":[{\"identity\":\"x\",\"mcp_name\":\"x\",\"vendor_extension\":{\"kept\":true},\"version\":\"x\"}],\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "MCPMachineEventStarting",
 	New: func() any {
 		return new(MCPMachineEventStarting)
 	},
-	Seeds: []string{"{\"fields\":{\"host\":\"x\",\"port\":0,\"tools\":[{\"identity\":\"x\",\"mcp_name\":\"x\",\"vendor_extension\":{\"kept\":true},\"version\":\"x\"}],\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/cli.schema.json#/$defs/mcp_machine_event/oneOf/0",
+	Seeds:  []string{"{\"fields\":{\"host\":\"x\",\"port\":0,\"tools\":[{\"identity\":\"x\",\"mcp_name\":\"x\",\"vendor_extension\":{\"kept\":true},\"version\":\"x\"}],\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "MCPMachineEventStartingFields",
 	New: func() any {
 		return new(MCPMachineEventStartingFields)
 	},
-	Seeds: []string{"{\"host\":\"x\",\"port\":0,\"tools\":[{\"identity\":\"x\",\"mcp_name\":\"x\",\"vendor_extension\":{\"kept\":true},\"version\":\"x\"}],\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/cli.schema.json#/$defs/mcp_machine_event/oneOf/0/properties/fields",
+	Seeds:  []string{"{\"host\":\"x\",\"port\":0,\"tools\":[{\"identity\":\"x\",\"mcp_name\":\"x\",\"vendor_extension\":{\"kept\":true},\"version\":\"x\"}],\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "MCPMachineEventStopped",
 	New: func() any {
 		return new(MCPMachineEventStopped)
 	},
-	Seeds: []string{"{\"fields\":{\"reason\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/cli.schema.json#/$defs/mcp_machine_event/oneOf/7",
+	Seeds:  []string{"{\"fields\":{\"reason\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "MCPMachineEventStoppedFields",
 	New: func() any {
 		return new(MCPMachineEventStoppedFields)
 	},
-	Seeds: []string{"{\"reason\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/cli.schema.json#/$defs/mcp_machine_event/oneOf/7/properties/fields",
+	Seeds:  []string{"{\"reason\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "MCPMachineEventStopping",
 	New: func() any {
 		return new(MCPMachineEventStopping)
 	},
-	Seeds: []string{"{\"fields\":{\"reason\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/cli.schema.json#/$defs/mcp_machine_event/oneOf/6",
+	Seeds:  []string{"{\"fields\":{\"reason\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "MCPMachineEventStoppingFields",
 	New: func() any {
 		return new(MCPMachineEventStoppingFields)
 	},
-	Seeds: []string{"{\"reason\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/cli.schema.json#/$defs/mcp_machine_event/oneOf/6/properties/fields",
+	Seeds:  []string{"{\"reason\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "MCPMachineEventToolCallCompleted",
 	New: func() any {
 		return new(MCPMachineEventToolCallCompleted)
 	},
-	Seeds: []string{"{\"fields\":{\"call_id\":\"x\",\"identity\":\"x\",\"mcp_name\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/cli.schema.json#/$defs/mcp_machine_event/oneOf/4",
+	Seeds:  []string{"{\"fields\":{\"call_id\":\"x\",\"identity\":\"x\",\"mcp_name\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "MCPMachineEventToolCallFailed",
 	New: func() any {
 		return new(MCPMachineEventToolCallFailed)
 	},
-	Seeds: []string{"{\"fields\":{\"call_id\":\"x\",\"error\":{\"code\":1,\"message\":\"x\",\"vendor_extension\":{\"kept\":true}},\"identity\":\"x\",\"mcp_name\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/cli.schema.json#/$defs/mcp_machine_event/oneOf/5",
+	Seeds:  []string{"{\"fields\":{\"call_id\":\"x\",\"error\":{\"code\":1,\"message\":\"x\",\"vendor_extension\":{\"kept\":true}},\"identity\":\"x\",\"mcp_name\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "MCPMachineEventToolCallFailedFields",
 	New: func() any {
 		return new(MCPMachineEventToolCallFailedFields)
 	},
-	Seeds: []string{"{\"call_id\":\"x\",\"error\":{\"code\":1,\"message\":\"x\",\"vendor_extension\":{\"kept\":true}},\"identity\":\"x\",\"mcp_name\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/cli.schema.json#/$defs/mcp_machine_event/oneOf/5/properties/fields",
+	Seeds:  []string{"{\"call_id\":\"x\",\"error\":{\"code\":1,\"message\":\"x\",\"vendor_extension\":{\"kept\":true}},\"identity\":\"x\",\"mcp_name\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "MCPMachineEventToolCallStarted",
 	New: func() any {
 		return new(MCPMachineEventToolCallStarted)
 	},
-	Seeds: []string{"{\"fields\":{\"call_id\":\"x\",\"identity\":\"x\",\"mcp_name\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/cli.schema.json#/$defs/mcp_machine_event/oneOf/3",
+	Seeds:  []string{"{\"fields\":{\"call_id\":\"x\",\"identity\":\"x\",\"mcp_name\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "MCPToolCall",
 	New: func() any {
 		return new(MCPToolCall)
 	},
-	Seeds: []string{"{\"call_id\":\"x\",\"identity\":\"x\",\"mcp_name\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/cli.schema.json#/$defs/mcp_tool_call",
+	Seeds:  []string{"{\"call_id\":\"x\",\"identity\":\"x\",\"mcp_name\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "MCPToolInfo",
 	New: func() any {
 		return new(MCPToolInfo)
 	},
-	Seeds: []string{"{\"identity\":\"x\",\"mcp_name\":\"x\",\"vendor_extension\":{\"kept\":true},\"version\":\"x\"}"},
+	Schema: "agentpm/cli.schema.json#/$defs/mcp_tool_info",
+	Seeds:  []string{"{\"identity\":\"x\",\"mcp_name\":\"x\",\"vendor_extension\":{\"kept\":true},\"version\":\"x\"}"},
 }, {
 	Name: "RunError",
 	New: func() any {
 		return new(RunError)
 	},
-	Seeds: []string{"{\"category\":\"resolution\",\"message\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/cli.schema.json#/$defs/run_error",
+	Seeds:  []string{"{\"category\":\"resolution\",\"message\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "RunErrorCategory",
 	New: func() any {
 		return new(RunErrorCategory)
 	},
-	Seeds: []string{"\"resolution\""},
+	Schema: "agentpm/cli.schema.json#/$defs/run_error_category",
+	Seeds:  []string{"\"resolution\""},
 }, {
 	Name: "RunResult",
 	New: func() any {
 		return new(RunResult)
 	},
-	Seeds: []string{"{\"output\":{\"raw\":[1,\"two\",null]},\"schema_version\":1,\"status\":\"success\",\"tool\":{\"package\":\"x\",\"vendor_extension\":{\"kept\":true},\"version\":\"x\"},\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/cli.schema.json#/$defs/run_result",
+	Seeds:  []string{"{\"output\":{\"raw\":[1,\"two\",null]},\"schema_version\":1,\"status\":\"success\",\"tool\":{\"package\":\"x\",\"vendor_extension\":{\"kept\":true},\"version\":\"x\"},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "RunResultError",
 	New: func() any {
 		return new(RunResultError)
 	},
-	Seeds: []string{"{\"error\":{\"category\":\"resolution\",\"message\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/cli.schema.json#/$defs/run_result/oneOf/1",
+	Seeds:  []string{"{\"error\":{\"category\":\"resolution\",\"message\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "RunResultSuccess",
 	New: func() any {
 		return new(RunResultSuccess)
 	},
-	Seeds: []string{"{\"output\":{\"raw\":[1,\"two\",null]},\"tool\":{\"package\":\"x\",\"vendor_extension\":{\"kept\":true},\"version\":\"x\"},\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/cli.schema.json#/$defs/run_result/oneOf/0",
+	Seeds:  []string{"{\"output\":{\"raw\":[1,\"two\",null]},\"tool\":{\"package\":\"x\",\"vendor_extension\":{\"kept\":true},\"version\":\"x\"},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "RunTool",
 	New: func() any {
 		return new(RunTool)
 	},
-	Seeds: []string{"{\"package\":\"x\",\"vendor_extension\":{\"kept\":true},\"version\":\"x\"}"},
+	Schema: "agentpm/cli.schema.json#/$defs/run_tool",
+	Seeds:  []string{"{\"package\":\"x\",\"vendor_extension\":{\"kept\":true},\"version\":\"x\"}"},
 }}
 
 // FuzzTypes checks that every document that decodes into one of the package's types re-encodes stably.

@@ -14,289 +14,337 @@ var fuzzTypes = []wiretest.Type{{
 	New: func() any {
 		return new(ActionSummary)
 	},
-	Seeds: []string{"{\"action_kind\":\"x\",\"error\":\"x\",\"identity\":\"x\",\"status\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/machine.schema.json#/$defs/action_summary",
+	Seeds:  []string{"{\"action_kind\":\"x\",\"error\":\"x\",\"identity\":\"x\",\"status\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "CancelRunResult",
 	New: func() any {
 		return new(CancelRunResult)
 	},
-	Seeds: []string{"{\"accepted\":true,\"note\":\"x\",\"status\":\"cancelled\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/machine.schema.json#/$defs/cancel_run_result",
+	Seeds:  []string{"{\"accepted\":true,\"note\":\"x\",\"status\":\"cancelled\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "CheckpointSummary",
 	New: func() any {
 		return new(CheckpointSummary)
 	},
-	Seeds: []string{"{\"before_phase\":\"x\",\"checkpoint_id\":\"x\",\"on_reject\":\"x\",\"status\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/machine.schema.json#/$defs/checkpoint_summary",
+	Seeds:  []string{"{\"before_phase\":\"x\",\"checkpoint_id\":\"x\",\"on_reject\":\"x\",\"status\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "ConsumerContext",
 	New: func() any {
 		return new(ConsumerContext)
 	},
-	Seeds: []string{"{\"approximate_tokens\":0,\"byte_size\":0,\"content_included\":true,\"path\":\"x\",\"sha256\":\"x\",\"status\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/machine.schema.json#/$defs/consumer_context",
+	Seeds:  []string{"{\"approximate_tokens\":0,\"byte_size\":0,\"content_included\":true,\"path\":\"x\",\"sha256\":\"x\",\"status\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "DiagnosticSeverity",
 	New: func() any {
 		return new(DiagnosticSeverity)
 	},
-	Seeds: []string{"\"fatal\""},
+	Schema: "agentpm/machine.schema.json#/$defs/diagnostic_severity",
+	Seeds:  []string{"\"fatal\""},
 }, {
 	Name: "EmptyParams",
 	New: func() any {
 		return new(EmptyParams)
 	},
-	Seeds: []string{"{\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/machine.schema.json#/$defs/empty_params",
+	Seeds:  []string{"{\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "EventPayload",
 	New: func() any {
 		return new(EventPayload)
 	},
-	Seeds: []string{"{\"payload_type\":\"empty\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/machine.schema.json#/$defs/event_payload",
+	Seeds:  []string{"{\"payload_type\":\"empty\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "EventPayloadAction",
 	New: func() any {
 		return new(EventPayloadAction)
 	},
-	Seeds: []string{"{\"action_kind\":\"x\",\"fields\":{\"raw\":[1,\"two\",null]},\"identity\":\"x\",\"status\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/machine.schema.json#/$defs/event_payload/oneOf/5",
+	Seeds:  []string{"{\"action_kind\":\"x\",\"fields\":{\"raw\":[1,\"two\",null]},\"identity\":\"x\",\"status\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "EventPayloadContent",
 	New: func() any {
 		return new(EventPayloadContent)
 	},
-	Seeds: []string{"{\"content\":{\"raw\":[1,\"two\",null]},\"label\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/machine.schema.json#/$defs/event_payload/oneOf/6",
+	Seeds:  []string{"{\"content\":{\"raw\":[1,\"two\",null]},\"label\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "EventPayloadEmpty",
 	New: func() any {
 		return new(EventPayloadEmpty)
 	},
-	Seeds: []string{"{\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/machine.schema.json#/$defs/event_payload/oneOf/0",
+	Seeds:  []string{"{\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "EventPayloadLifecycle",
 	New: func() any {
 		return new(EventPayloadLifecycle)
 	},
-	Seeds: []string{"{\"fields\":{\"raw\":[1,\"two\",null]},\"message\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/machine.schema.json#/$defs/event_payload/oneOf/1",
+	Seeds:  []string{"{\"fields\":{\"raw\":[1,\"two\",null]},\"message\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "EventPayloadPhase",
 	New: func() any {
 		return new(EventPayloadPhase)
 	},
-	Seeds: []string{"{\"outcome\":\"x\",\"output\":{\"raw\":[1,\"two\",null]},\"phase_id\":\"x\",\"transition_to\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/machine.schema.json#/$defs/event_payload/oneOf/4",
+	Seeds:  []string{"{\"outcome\":\"x\",\"output\":{\"raw\":[1,\"two\",null]},\"phase_id\":\"x\",\"transition_to\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "EventPayloadPreflight",
 	New: func() any {
 		return new(EventPayloadPreflight)
 	},
-	Seeds: []string{"{\"fatal_count\":0,\"pending_count\":0,\"status\":\"ready\",\"suppressed_count\":0,\"vendor_extension\":{\"kept\":true},\"warning_count\":0}"},
+	Schema: "agentpm/machine.schema.json#/$defs/event_payload/oneOf/3",
+	Seeds:  []string{"{\"fatal_count\":0,\"pending_count\":0,\"status\":\"ready\",\"suppressed_count\":0,\"vendor_extension\":{\"kept\":true},\"warning_count\":0}"},
 }, {
 	Name: "EventPayloadService",
 	New: func() any {
 		return new(EventPayloadService)
 	},
-	Seeds: []string{"{\"fields\":{\"message\":\"x\",\"registry_id\":\"x\",\"vendor_extension\":{\"kept\":true}},\"service\":\"x\",\"status\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/machine.schema.json#/$defs/event_payload/oneOf/2",
+	Seeds:  []string{"{\"fields\":{\"message\":\"x\",\"registry_id\":\"x\",\"vendor_extension\":{\"kept\":true}},\"service\":\"x\",\"status\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "EventPayloadTerminal",
 	New: func() any {
 		return new(EventPayloadTerminal)
 	},
-	Seeds: []string{"{\"output\":{\"raw\":[1,\"two\",null]},\"status\":\"ended\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/machine.schema.json#/$defs/event_payload/oneOf/8",
+	Seeds:  []string{"{\"output\":{\"raw\":[1,\"two\",null]},\"status\":\"ended\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "EventPayloadUsage",
 	New: func() any {
 		return new(EventPayloadUsage)
 	},
-	Seeds: []string{"{\"run_usage\":{\"accepted_semantic_actions\":0,\"cost\":{\"amount\":1,\"currency\":\"x\",\"vendor_extension\":{\"kept\":true}},\"duration_ms\":0,\"embedding_requests\":0,\"knowledge_requests\":0,\"memory_requests\":0,\"model_calls\":0,\"tokens\":{\"input_tokens\":0,\"output_tokens\":0,\"total_tokens\":0,\"vendor_extension\":{\"kept\":true}},\"tool_calls\":0,\"tool_retries\":0,\"vendor_extension\":{\"kept\":true}},\"session_usage\":{\"accepted_semantic_actions\":0,\"completed_runs\":0,\"cost\":{\"amount\":1,\"currency\":\"x\",\"vendor_extension\":{\"kept\":true}},\"duration_ms\":0,\"embedding_requests\":0,\"knowledge_requests\":0,\"memory_requests\":0,\"model_calls\":0,\"started_runs\":0,\"tokens\":{\"input_tokens\":0,\"output_tokens\":0,\"total_tokens\":0,\"vendor_extension\":{\"kept\":true}},\"tool_calls\":0,\"tool_retries\":0,\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/machine.schema.json#/$defs/event_payload/oneOf/7",
+	Seeds:  []string{"{\"run_usage\":{\"accepted_semantic_actions\":0,\"cost\":{\"amount\":1,\"currency\":\"x\",\"vendor_extension\":{\"kept\":true}},\"duration_ms\":0,\"embedding_requests\":0,\"knowledge_requests\":0,\"memory_requests\":0,\"model_calls\":0,\"tokens\":{\"input_tokens\":0,\"output_tokens\":0,\"total_tokens\":0,\"vendor_extension\":{\"kept\":true}},\"tool_calls\":0,\"tool_retries\":0,\"vendor_extension\":{\"kept\":true}},\"session_usage\":{\"accepted_semantic_actions\":0,\"completed_runs\":0,\"cost\":{\"amount\":1,\"currency\":\"x\",\"vendor_extension\":{\"kept\":true}},\"duration_ms\":0,\"embedding_requests\":0,\"knowledge_requests\":0,\"memory_requests\":0,\"model_calls\":0,\"started_runs\":0,\"tokens\":{\"input_tokens\":0,\"output_tokens\":0,\"total_tokens\":0,\"vendor_extension\":{\"kept\":true}},\"tool_calls\":0,\"tool_retries\":0,\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "EventType",
 	New: func() any {
 		return new(EventType)
 	},
-	Seeds: []string{"\"session_starting\""},
+	Schema: "agentpm/machine.schema.json#/$defs/event_type",
+	Seeds:  []string{"\"session_starting\""},
 }, {
 	Name: "HarnessEvent",
 	New: func() any {
 		return new(HarnessEvent)
 	},
-	Seeds: []string{"{\"correlation_id\":\"x\",\"event_id\":\"x\",\"event_type\":\"session_starting\",\"parent_event_id\":\"x\",\"payload\":{\"payload_type\":\"empty\",\"vendor_extension\":{\"kept\":true}},\"phase_execution_id\":\"x\",\"run_id\":\"x\",\"run_sequence\":1,\"schema_version\":1,\"session_id\":\"x\",\"session_sequence\":1,\"timestamp\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/machine.schema.json#/$defs/harness_event",
+	Seeds:  []string{"{\"correlation_id\":\"x\",\"event_id\":\"x\",\"event_type\":\"session_starting\",\"parent_event_id\":\"x\",\"payload\":{\"payload_type\":\"empty\",\"vendor_extension\":{\"kept\":true}},\"phase_execution_id\":\"x\",\"run_id\":\"x\",\"run_sequence\":1,\"schema_version\":1,\"session_id\":\"x\",\"session_sequence\":1,\"timestamp\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "HostServiceParams",
 	New: func() any {
 		return new(HostServiceParams)
 	},
-	Seeds: []string{"{\"method\":\"x\",\"payload\":{\"raw\":[1,\"two\",null]},\"registry_id\":\"x\",\"role\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/machine.schema.json#/$defs/host_service_params",
+	Seeds:  []string{"{\"method\":\"x\",\"payload\":{\"raw\":[1,\"two\",null]},\"registry_id\":\"x\",\"role\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "HostServiceRegistration",
 	New: func() any {
 		return new(HostServiceRegistration)
 	},
-	Seeds: []string{"{\"registry_id\":\"x\",\"role\":\"model\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/machine.schema.json#/$defs/host_service_registration",
+	Seeds:  []string{"{\"registry_id\":\"x\",\"role\":\"model\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "InitializeResult",
 	New: func() any {
 		return new(InitializeResult)
 	},
-	Seeds: []string{"{\"mcp_exports\":[{\"endpoint\":\"x\",\"host\":\"x\",\"id\":\"x\",\"port\":0,\"state\":\"ready\",\"tools\":[\"x\"],\"vendor_extension\":{\"kept\":true}}],\"preflight\":{\"diagnostics\":[{\"code\":\"x\",\"message\":\"x\",\"path\":\"x\",\"severity\":\"fatal\",\"vendor_extension\":{\"kept\":true}}],\"mcp_exports\":{\"raw\":[1,\"two\",null]},\"mcp_imports\":{\"raw\":[1,\"two\",null]},\"status\":\"ready\",\"vendor_extension\":{\"kept\":true}},\"required_host_services\":[{\"registry_id\":\"x\",\"role\":\"model\",\"vendor_extension\":{\"kept\":true}}],\"session\":{\"protocol\":\"agentpm-harness-machine\",\"vendor_extension\":{\"kept\":true},\"version\":1},\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/machine.schema.json#/$defs/initialize_result",
+	Seeds:  []string{"{\"mcp_exports\":[{\"endpoint\":\"x\",\"host\":\"x\",\"id\":\"x\",\"port\":0,\"state\":\"ready\",\"tools\":[\"x\"],\"vendor_extension\":{\"kept\":true}}],\"preflight\":{\"diagnostics\":[{\"code\":\"x\",\"message\":\"x\",\"path\":\"x\",\"severity\":\"fatal\",\"vendor_extension\":{\"kept\":true}}],\"mcp_exports\":{\"raw\":[1,\"two\",null]},\"mcp_imports\":{\"raw\":[1,\"two\",null]},\"status\":\"ready\",\"vendor_extension\":{\"kept\":true}},\"required_host_services\":[{\"registry_id\":\"x\",\"role\":\"model\",\"vendor_extension\":{\"kept\":true}}],\"session\":{\"protocol\":\"agentpm-harness-machine\",\"vendor_extension\":{\"kept\":true},\"version\":1},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "MCPExportEvent",
 	New: func() any {
 		return new(MCPExportEvent)
 	},
-	Seeds: []string{"{\"event\":{\"event\":\"starting\",\"fields\":{\"host\":\"x\",\"port\":0,\"tools\":[{\"identity\":\"x\",\"mcp_name\":\"x\",\"vendor_extension\":{\"kept\":true},\"version\":\"x\"}],\"vendor_extension\":{\"kept\":true}},\"protocol\":\"agentpm-mcp-machine\",\"schema_version\":1,\"timestamp\":\"x\",\"vendor_extension\":{\"kept\":true},\"version\":1},\"surface\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/machine.schema.json#/$defs/mcp_export_event",
+	Seeds:  []string{"{\"event\":{\"event\":\"starting\",\"fields\":{\"host\":\"x\",\"port\":0,\"tools\":[{\"identity\":\"x\",\"mcp_name\":\"x\",\"vendor_extension\":{\"kept\":true},\"version\":\"x\"}],\"vendor_extension\":{\"kept\":true}},\"protocol\":\"agentpm-mcp-machine\",\"schema_version\":1,\"timestamp\":\"x\",\"vendor_extension\":{\"kept\":true},\"version\":1},\"surface\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "MCPExportSnapshot",
 	New: func() any {
 		return new(MCPExportSnapshot)
 	},
-	Seeds: []string{"{\"endpoint\":\"x\",\"host\":\"x\",\"id\":\"x\",\"port\":0,\"state\":\"ready\",\"tools\":[\"x\"],\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/machine.schema.json#/$defs/mcp_export_snapshot",
+	Seeds:  []string{"{\"endpoint\":\"x\",\"host\":\"x\",\"id\":\"x\",\"port\":0,\"state\":\"ready\",\"tools\":[\"x\"],\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "MCPExportState",
 	New: func() any {
 		return new(MCPExportState)
 	},
-	Seeds: []string{"\"ready\""},
+	Schema: "agentpm/machine.schema.json#/$defs/mcp_export_state",
+	Seeds:  []string{"\"ready\""},
 }, {
 	Name: "MachineSession",
 	New: func() any {
 		return new(MachineSession)
 	},
-	Seeds: []string{"{\"protocol\":\"agentpm-harness-machine\",\"vendor_extension\":{\"kept\":true},\"version\":1}"},
+	Schema: "agentpm/machine.schema.json#/$defs/machine_session",
+	Seeds:  []string{"{\"protocol\":\"agentpm-harness-machine\",\"vendor_extension\":{\"kept\":true},\"version\":1}"},
 }, {
 	Name: "MemoryOperationParams",
 	New: func() any {
 		return new(MemoryOperationParams)
 	},
-	Seeds: []string{"{\"current_resolved_scope\":{\"k\":\"x\"},\"operation\":\"x\",\"package\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/machine.schema.json#/$defs/memory_operation_params",
+	Seeds:  []string{"{\"current_resolved_scope\":{\"k\":\"x\"},\"operation\":\"x\",\"package\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "MemoryOperationResult",
 	New: func() any {
 		return new(MemoryOperationResult)
 	},
-	Seeds: []string{"{\"count\":0,\"identity\":\"x\",\"operation\":\"x\",\"package\":\"x\",\"package_version\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/machine.schema.json#/$defs/memory_operation_result",
+	Seeds:  []string{"{\"count\":0,\"identity\":\"x\",\"operation\":\"x\",\"package\":\"x\",\"package_version\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "MemoryWriteReviewSummary",
 	New: func() any {
 		return new(MemoryWriteReviewSummary)
 	},
-	Seeds: []string{"{\"memory_reads_attempted\":0,\"memory_reads_completed\":0,\"memory_writes_attempted\":0,\"memory_writes_completed\":0,\"model_calls\":0,\"phase_execution_id\":\"x\",\"point\":\"x\",\"reason\":\"x\",\"status\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/machine.schema.json#/$defs/memory_write_review_summary",
+	Seeds:  []string{"{\"memory_reads_attempted\":0,\"memory_reads_completed\":0,\"memory_writes_attempted\":0,\"memory_writes_completed\":0,\"model_calls\":0,\"phase_execution_id\":\"x\",\"point\":\"x\",\"reason\":\"x\",\"status\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "OperationSummary",
 	New: func() any {
 		return new(OperationSummary)
 	},
-	Seeds: []string{"{\"count\":0,\"identity\":\"x\",\"operation_kind\":\"x\",\"status\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/machine.schema.json#/$defs/operation_summary",
+	Seeds:  []string{"{\"count\":0,\"identity\":\"x\",\"operation_kind\":\"x\",\"status\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "OutcomeCounts",
 	New: func() any {
 		return new(OutcomeCounts)
 	},
-	Seeds: []string{"{\"k\":0}"},
+	Schema: "agentpm/machine.schema.json#/$defs/outcome_counts",
+	Seeds:  []string{"{\"k\":0}"},
 }, {
 	Name: "PackageIdentity",
 	New: func() any {
 		return new(PackageIdentity)
 	},
-	Seeds: []string{"{\"name\":\"x\",\"vendor_extension\":{\"kept\":true},\"version\":\"x\"}"},
+	Schema: "agentpm/machine.schema.json#/$defs/package_identity",
+	Seeds:  []string{"{\"name\":\"x\",\"vendor_extension\":{\"kept\":true},\"version\":\"x\"}"},
 }, {
 	Name: "PhaseSummary",
 	New: func() any {
 		return new(PhaseSummary)
 	},
-	Seeds: []string{"{\"outcome\":\"x\",\"phase_execution_id\":\"x\",\"phase_id\":\"x\",\"status\":\"x\",\"transition_to\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/machine.schema.json#/$defs/phase_summary",
+	Seeds:  []string{"{\"outcome\":\"x\",\"phase_execution_id\":\"x\",\"phase_id\":\"x\",\"status\":\"x\",\"transition_to\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "PreflightDiagnostic",
 	New: func() any {
 		return new(PreflightDiagnostic)
 	},
-	Seeds: []string{"{\"code\":\"x\",\"message\":\"x\",\"path\":\"x\",\"severity\":\"fatal\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/machine.schema.json#/$defs/preflight_diagnostic",
+	Seeds:  []string{"{\"code\":\"x\",\"message\":\"x\",\"path\":\"x\",\"severity\":\"fatal\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "PreflightEvent",
 	New: func() any {
 		return new(PreflightEvent)
 	},
-	Seeds: []string{"{\"report\":{\"diagnostics\":[{\"code\":\"x\",\"message\":\"x\",\"path\":\"x\",\"severity\":\"fatal\",\"vendor_extension\":{\"kept\":true}}],\"mcp_exports\":{\"raw\":[1,\"two\",null]},\"mcp_imports\":{\"raw\":[1,\"two\",null]},\"status\":\"ready\",\"vendor_extension\":{\"kept\":true}},\"status\":\"ready\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/machine.schema.json#/$defs/preflight_event",
+	Seeds:  []string{"{\"report\":{\"diagnostics\":[{\"code\":\"x\",\"message\":\"x\",\"path\":\"x\",\"severity\":\"fatal\",\"vendor_extension\":{\"kept\":true}}],\"mcp_exports\":{\"raw\":[1,\"two\",null]},\"mcp_imports\":{\"raw\":[1,\"two\",null]},\"status\":\"ready\",\"vendor_extension\":{\"kept\":true}},\"status\":\"ready\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "PreflightReport",
 	New: func() any {
 		return new(PreflightReport)
 	},
-	Seeds: []string{"{\"diagnostics\":[{\"code\":\"x\",\"message\":\"x\",\"path\":\"x\",\"severity\":\"fatal\",\"vendor_extension\":{\"kept\":true}}],\"mcp_exports\":{\"raw\":[1,\"two\",null]},\"mcp_imports\":{\"raw\":[1,\"two\",null]},\"status\":\"ready\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/machine.schema.json#/$defs/preflight_report",
+	Seeds:  []string{"{\"diagnostics\":[{\"code\":\"x\",\"message\":\"x\",\"path\":\"x\",\"severity\":\"fatal\",\"vendor_extension\":{\"kept\":true}}],\"mcp_exports\":{\"raw\":[1,\"two\",null]},\"mcp_imports\":{\"raw\":[1,\"two\",null]},\"status\":\"ready\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "PreflightResult",
 	New: func() any {
 		return new(PreflightResult)
 	},
-	Seeds: []string{"{\"mcp_exports\":[{\"endpoint\":\"x\",\"host\":\"x\",\"id\":\"x\",\"port\":0,\"state\":\"ready\",\"tools\":[\"x\"],\"vendor_extension\":{\"kept\":true}}],\"report\":{\"diagnostics\":[{\"code\":\"x\",\"message\":\"x\",\"path\":\"x\",\"severity\":\"fatal\",\"vendor_extension\":{\"kept\":true}}],\"mcp_exports\":{\"raw\":[1,\"two\",null]},\"mcp_imports\":{\"raw\":[1,\"two\",null]},\"status\":\"ready\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/machine.schema.json#/$defs/preflight_result",
+	Seeds:  []string{"{\"mcp_exports\":[{\"endpoint\":\"x\",\"host\":\"x\",\"id\":\"x\",\"port\":0,\"state\":\"ready\",\"tools\":[\"x\"],\"vendor_extension\":{\"kept\":true}}],\"report\":{\"diagnostics\":[{\"code\":\"x\",\"message\":\"x\",\"path\":\"x\",\"severity\":\"fatal\",\"vendor_extension\":{\"kept\":true}}],\"mcp_exports\":{\"raw\":[1,\"two\",null]},\"mcp_imports\":{\"raw\":[1,\"two\",null]},\"status\":\"ready\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "PreflightStatus",
 	New: func() any {
 		return new(PreflightStatus)
 	},
-	Seeds: []string{"\"ready\""},
+	Schema: "agentpm/machine.schema.json#/$defs/preflight_status",
+	Seeds:  []string{"\"ready\""},
 }, {
 	Name: "RegisterHostServiceParams",
 	New: func() any {
 		return new(RegisterHostServiceParams)
 	},
-	Seeds: []string{"{\"capabilities\":{\"raw\":[1,\"two\",null]},\"hooks\":[\"before_model_request\"],\"id\":\"x\",\"ready\":true,\"registry_id\":\"x\",\"request_timeout_ms\":1,\"role\":\"model\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/machine.schema.json#/$defs/register_host_service_params",
+	Seeds:  []string{"{\"capabilities\":{\"raw\":[1,\"two\",null]},\"hooks\":[\"before_model_request\"],\"id\":\"x\",\"ready\":true,\"registry_id\":\"x\",\"request_timeout_ms\":1,\"role\":\"model\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "RegisterHostServiceResult",
 	New: func() any {
 		return new(RegisterHostServiceResult)
 	},
-	Seeds: []string{"{\"active\":true,\"reason\":\"x\",\"registered\":true,\"service\":{\"registry_id\":\"x\",\"role\":\"model\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/machine.schema.json#/$defs/register_host_service_result",
+	Seeds:  []string{"{\"active\":true,\"reason\":\"x\",\"registered\":true,\"service\":{\"registry_id\":\"x\",\"role\":\"model\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "RunReport",
 	New: func() any {
 		return new(RunReport)
 	},
-	Seeds: []string{"{\"action_summaries\":[{\"action_kind\":\"x\",\"error\":\"x\",\"identity\":\"x\",\"status\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"agent\":{\"name\":\"x\",\"vendor_extension\":{\"kept\":true},\"version\":\"x\"},\"approval_summary\":{\"k\":0},\"cancellation_summary\":{\"k\":0},\"checkpoint_summaries\":[{\"before_phase\":\"x\",\"checkpoint_id\":\"x\",\"on_reject\":\"x\",\"status\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"consumer_context\":{\"approximate_tokens\":0,\"byte_size\":0,\"content_included\":true,\"path\":\"x\",\"sha256\":\"x\",\"status\":\"x\",\"vendor_extension\":{\"kept\":true}},\"diagnostics\":[{\"code\":\"x\",\"message\":\"x\",\"path\":\"x\",\"severity\":\"fatal\",\"vendor_extension\":{\"kept\":true}}],\"duration_ms\":0,\"ended_at\":\"x\",\"error_count\":0,\"knowledge_summaries\":[{\"count\":0,\"identity\":\"x\",\"operation_kind\":\"x\",\"status\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"loop_package\":{\"name\":\"x\",\"vendor_extension\":{\"kept\":true},\"version\":\"x\"},\"mcp_summaries\":[{\"count\":0,\"identity\":\"x\",\"operation_kind\":\"x\",\"status\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"memory_summaries\":[{\"count\":0,\"identity\":\"x\",\"operation_kind\":\"x\",\"status\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"memory_write_review_summaries\":[{\"memory_reads_attempted\":0,\"memory_reads_completed\":0,\"memory_writes_attempted\":0,\"memory_writes_completed\":0,\"model_calls\":0,\"phase_execution_id\":\"x\",\"point\":\"x\",\"reason\":\"x\",\"status\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"phase_summaries\":[{\"outcome\":\"x\",\"phase_execution_id\":\"x\",\"phase_id\":\"x\",\"status\":\"x\",\"transition_to\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"preflight_status\":\"ready\",\"repair_count\":0,\"report_version\":1,\"retry_count\":0,\"run_id\":\"x\",\"runtime\":{\"model_id\":\"x\",\"model_source\":\"x\",\"provider_id\":\"x\",\"provider_source\":\"x\",\"state_dir\":\"x\",\"state_dir_source\":\"x\",\"vendor_extension\":{\"kept\":true}},\"runtime_sources\":{\"k\":\"x\"},\"scope_summaries\":[{\"name\":\"x\",\"value\":{\"raw\":[1,\"two\",null]},\"value_available\":true,\"vendor_extension\":{\"kept\":true}}],\"session_id\":\"x\",\"started_at\":\"x\",\"terminal_output\":{\"raw\":[1,\"two\",null]},\"terminal_status\":\"ended\",\"tool_summaries\":[{\"count\":0,\"identity\":\"x\",\"operation_kind\":\"x\",\"status\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"trace_path\":\"x\",\"usage\":{\"accepted_semantic_actions\":0,\"cost\":{\"amount\":1,\"currency\":\"x\",\"vendor_extension\":{\"kept\":true}},\"duration_ms\":0,\"embedding_requests\":0,\"knowledge_requests\":0,\"memory_requests\":0,\"model_calls\":0,\"tokens\":{\"input_tokens\":0,\"output_tokens\":0,\"total_tokens\":0,\"vendor_extension\":{\"kept\":true}},\"tool_calls\":0,\"tool_retries\":0,\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/machine.schema.json#/$defs/run_report",
+	Seeds:  []string{"{\"action_summaries\":[{\"action_kind\":\"x\",\"error\":\"x\",\"identity\":\"x\",\"status\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"agent\":{\"name\":\"x\",\"vendor_extension\":{\"kept\":true},\"version\":\"x\"},\"approval_summary\":{\"k\":0},\"cancellation_summary\":{\"k\":0},\"checkpoint_summaries\":[{\"before_phase\":\"x\",\"checkpoint_id\":\"x\",\"on_reject\":\"x\",\"status\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"consumer_context\":{\"approximate_tokens\":0,\"byte_size\":0,\"content_included\":true,\"path\":\"x\",\"sha256\":\"x\",\"status\":\"x\",\"vendor_extension\":{\"kept\":true}},\"diagnostics\":[{\"code\":\"x\",\"message\":\"x\",\"path\":\"x\",\"severity\":\"fatal\",\"vendor_extension\":{\"kept\":true}}],\"duration_ms\":0,\"ended_at\":\"x\",\"error_count\":0,\"knowledge_summaries\":[{\"count\":0,\"identity\":\"x\",\"operation_kind\":\"x\",\"status\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"loop_package\":{\"name\":\"x\",\"vendor_extension\":{\"kept\":true},\"version\":\"x\"},\"mcp_summaries\":[{\"count\":0,\"identity\":\"x\",\"operation_kind\":\"x\",\"status\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"memory_summaries\":[{\"count\":0,\"identity\":\"x\",\"operation_kind\":\"x\",\"status\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"memory_write_review_summaries\":[{\"memory_reads_attempted\":0,\"memory_reads_completed\":0,\"memory_writes_attempted\":0,\"memory_writes_completed\":0,\"model_calls\":0,\"phase_execution_id\":\"x\",\"point\":\"x\",\"reason\":\"x\",\"status\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"phase_summaries\":[{\"outcome\":\"x\",\"phase_execution_id\":\"x\",\"phase_id\":\"x\",\"status\":\"x\",\"transition_to\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"preflight_status\":\"ready\",\"repair_count\":0,\"report_version\":1,\"retry_count\":0,\"run_id\":\"x\",\"runtime\":{\"model_id\":\"x\",\"model_source\":\"x\",\"provider_id\":\"x\",\"provider_source\":\"x\",\"state_dir\":\"x\",\"state_dir_source\":\"x\",\"vendor_extension\":{\"kept\":true}},\"runtime_sources\":{\"k\":\"x\"},\"scope_summaries\":[{\"name\":\"x\",\"value\":{\"raw\":[1,\"two\",null]},\"value_available\":true,\"vendor_extension\":{\"kept\":true}}],\"session_id\":\"x\",\"started_at\":\"x\",\"terminal_output\":{\"raw\":[1,\"two\",null]},\"terminal_status\":\"ended\",\"tool_summaries\":[{\"count\":0,\"identity\":\"x\",\"operation_kind\":\"x\",\"status\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"trace_path\":\"x\",\"usage\":{\"accepted_semantic_actions\":0,\"cost\":{\"amount\":1,\"currency\":\"x\",\"vendor_extension\":{\"kept\":true}},\"duration_ms\":0,\"embedding_requests\":0,\"knowledge_requests\":0,\"memory_requests\":0,\"model_calls\":0,\"tokens\":{\"input_tokens\":0,\"output_tokens\":0,\"total_tokens\":0,\"vendor_extension\":{\"kept\":true}},\"tool_calls\":0,\"tool_retries\":0,\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "RunReportRuntimeSources",
 	New: func() any {
 		return new(RunReportRuntimeSources)
 	},
-	Seeds: []string{"{\"k\":\"x\"}"},
+	Schema: "agentpm/machine.schema.json#/$defs/run_report/properties/runtime_sources",
+	Seeds:  []string{"{\"k\":\"x\"}"},
 }, {
 	Name: "RunRuntime",
 	New: func() any {
 		return new(RunRuntime)
 	},
-	Seeds: []string{"{\"model_id\":\"x\",\"model_source\":\"x\",\"provider_id\":\"x\",\"provider_source\":\"x\",\"state_dir\":\"x\",\"state_dir_source\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/machine.schema.json#/$defs/run_runtime",
+	Seeds:  []string{"{\"model_id\":\"x\",\"model_source\":\"x\",\"provider_id\":\"x\",\"provider_source\":\"x\",\"state_dir\":\"x\",\"state_dir_source\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "ScopeSummary",
 	New: func() any {
 		return new(ScopeSummary)
 	},
-	Seeds: []string{"{\"name\":\"x\",\"value\":{\"raw\":[1,\"two\",null]},\"value_available\":true,\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/machine.schema.json#/$defs/scope_summary",
+	Seeds:  []string{"{\"name\":\"x\",\"value\":{\"raw\":[1,\"two\",null]},\"value_available\":true,\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "ServiceEventFields",
 	New: func() any {
 		return new(ServiceEventFields)
 	},
-	Seeds: []string{"{\"message\":\"x\",\"registry_id\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/machine.schema.json#/$defs/service_event_fields",
+	Seeds:  []string{"{\"message\":\"x\",\"registry_id\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "ShutdownResult",
 	New: func() any {
 		return new(ShutdownResult)
 	},
-	Seeds: []string{"{\"shutdown\":true,\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/machine.schema.json#/$defs/shutdown_result",
+	Seeds:  []string{"{\"shutdown\":true,\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "StartRunParams",
 	New: func() any {
 		return new(StartRunParams)
 	},
-	Seeds: []string{"{\"input\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/machine.schema.json#/$defs/start_run_params",
+	Seeds:  []string{"{\"input\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "StartRunResult",
 	New: func() any {
 		return new(StartRunResult)
 	},
-	Seeds: []string{"{\"output\":{\"raw\":[1,\"two\",null]},\"report\":{\"action_summaries\":[{\"action_kind\":\"x\",\"error\":\"x\",\"identity\":\"x\",\"status\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"agent\":{\"name\":\"x\",\"vendor_extension\":{\"kept\":true},\"version\":\"x\"},\"approval_summary\":{\"k\":0},\"cancellation_summary\":{\"k\":0},\"checkpoint_summaries\":[{\"before_phase\":\"x\",\"checkpoint_id\":\"x\",\"on_reject\":\"x\",\"status\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"consumer_context\":{\"approximate_tokens\":0,\"byte_size\":0,\"content_included\":true,\"path\":\"x\",\"sha256\":\"x\",\"status\":\"x\",\"vendor_extension\":{\"kept\":true}},\"diagnostics\":[{\"code\":\"x\",\"message\":\"x\",\"path\":\"x\",\"severity\":\"fatal\",\"vendor_extension\":{\"kept\":true}}],\"duration_ms\":0,\"ended_at\":\"x\",\"error_count\":0,\"knowledge_summaries\":[{\"count\":0,\"identity\":\"x\",\"operation_kind\":\"x\",\"status\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"loop_package\":{\"name\":\"x\",\"vendor_extension\":{\"kept\":true},\"version\":\"x\"},\"mcp_summaries\":[{\"count\":0,\"identity\":\"x\",\"operation_kind\":\"x\",\"status\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"memory_summaries\":[{\"count\":0,\"identity\":\"x\",\"operation_kind\":\"x\",\"status\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"memory_write_review_summaries\":[{\"memory_reads_attempted\":0,\"memory_reads_completed\":0,\"memory_writes_attempted\":0,\"memory_writes_completed\":0,\"model_calls\":0,\"phase_execution_id\":\"x\",\"point\":\"x\",\"reason\":\"x\",\"status\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"phase_summaries\":[{\"outcome\":\"x\",\"phase_execution_id\":\"x\",\"phase_id\":\"x\",\"status\":\"x\",\"transition_to\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"preflight_status\":\"ready\",\"repair_count\":0,\"report_version\":1,\"retry_count\":0,\"run_id\":\"x\",\"runtime\":{\"model_id\":\"x\",\"model_source\":\"x\",\"provider_id\":\"x\",\"provider_source\":\"x\",\"state_dir\":\"x\",\"state_dir_source\":\"x\",\"vendor_extension\":{\"kept\":true}},\"runtime_sources\":{\"k\":\"x\"},\"scope_summaries\":[{\"name\":\"x\",\"value\":{\"raw\":[1,\"two\",null]},\"value_available\":true,\"vendor_extension\":{\"kept\":true}}],\"session_id\":\"x\",\"started_at\":\"x\",\"terminal_output\":{\"raw\":[1,\"two\",null]},\"terminal_status\":\"ended\",\"tool_summaries\":[{\"count\":0,\"identity\":\"x\",\"operation_kind\":\"x\",\"status\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"trace_path\":\"x\",\"usage\":{\"accepted_semantic_actions\":0,\"cost\":{\"amount\":1,\"currency\":\"x\",\"vendor_extension\":{\"kept\":true}},\"duration_ms\":0,\"embedding_requests\":0,\"knowledge_requests\":0,\"memory_requests\":0,\"model_calls\":0,\"tokens\":{\"input_tokens\":0,\"output_tokens\":0,\"total_tokens\":0,\"vendor_extension\":{\"kept\":true}},\"tool_calls\":0,\"tool_retries\":0,\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"status\":\"ended\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/machine.schema.json#/$defs/start_run_result",
+	Seeds:  []string{"{\"output\":{\"raw\":[1,\"two\",null]},\"report\":{\"action_summaries\":[{\"action_kind\":\"x\",\"error\":\"x\",\"identity\":\"x\",\"status\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"agent\":{\"name\":\"x\",\"vendor_extension\":{\"kept\":true},\"version\":\"x\"},\"approval_summary\":{\"k\":0},\"cancellation_summary\":{\"k\":0},\"checkpoint_summaries\":[{\"before_phase\":\"x\",\"checkpoint_id\":\"x\",\"on_reject\":\"x\",\"status\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"consumer_context\":{\"approximate_tokens\":0,\"byte_size\":0,\"content_included\":true,\"path\":\"x\",\"sha256\":\"x\",\"status\":\"x\",\"vendor_extension\":{\"kept\":true}},\"diagnostics\":[{\"code\":\"x\",\"message\":\"x\",\"path\":\"x\",\"severity\":\"fatal\",\"vendor_extension\":{\"kept\":true}}],\"duration_ms\":0,\"ended_at\":\"x\",\"error_count\":0,\"knowledge_summaries\":[{\"count\":0,\"identity\":\"x\",\"operation_kind\":\"x\",\"status\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"loop_package\":{\"name\":\"x\",\"vendor_extension\":{\"kept\":true},\"version\":\"x\"},\"mcp_summaries\":[{\"count\":0,\"identity\":\"x\",\"operation_kind\":\"x\",\"status\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"memory_summaries\":[{\"count\":0,\"identity\":\"x\",\"operation_kind\":\"x\",\"status\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"memory_write_review_summaries\":[{\"memory_reads_attempted\":0,\"memory_reads_completed\":0,\"memory_writes_attempted\":0,\"memory_writes_completed\":0,\"model_calls\":0,\"phase_execution_id\":\"x\",\"point\":\"x\",\"reason\":\"x\",\"status\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"phase_summaries\":[{\"outcome\":\"x\",\"phase_execution_id\":\"x\",\"phase_id\":\"x\",\"status\":\"x\",\"transition_to\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"preflight_status\":\"ready\",\"repair_count\":0,\"report_version\":1,\"retry_count\":0,\"run_id\":\"x\",\"runtime\":{\"model_id\":\"x\",\"model_source\":\"x\",\"provider_id\":\"x\",\"provider_source\":\"x\",\"state_dir\":\"x\",\"state_dir_source\":\"x\",\"vendor_extension\":{\"kept\":true}},\"runtime_sources\":{\"k\":\"x\"},\"scope_summaries\":[{\"name\":\"x\",\"value\":{\"raw\":[1,\"two\",null]},\"value_available\":true,\"vendor_extension\":{\"kept\":true}}],\"session_id\":\"x\",\"started_at\":\"x\",\"terminal_output\":{\"raw\":[1,\"two\",null]},\"terminal_status\":\"ended\",\"tool_summaries\":[{\"count\":0,\"identity\":\"x\",\"operation_kind\":\"x\",\"status\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"trace_path\":\"x\",\"usage\":{\"accepted_semantic_actions\":0,\"cost\":{\"amount\":1,\"currency\":\"x\",\"vendor_extension\":{\"kept\":true}},\"duration_ms\":0,\"embedding_requests\":0,\"knowledge_requests\":0,\"memory_requests\":0,\"model_calls\":0,\"tokens\":{\"input_tokens\":0,\"output_tokens\":0,\"total_tokens\":0,\"vendor_extension\":{\"kept\":true}},\"tool_calls\":0,\"tool_retries\":0,\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"status\":\"ended\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "TerminalStatus",
 	New: func() any {
 		return new(TerminalStatus)
 	},
-	Seeds: []string{"\"ended\""},
+	Schema: "agentpm/machine.schema.json#/$defs/terminal_status",
+	Seeds:  []string{"\"ended\""},
 }}
 
 // FuzzTypes checks that every document that decodes into one of the package's types re-encodes stably.

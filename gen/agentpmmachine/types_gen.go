@@ -2600,7 +2600,7 @@ func (x *RegisterHostServiceParams) member(r *wire.ObjectReader) error {
 	case "capabilities":
 		return wire.Field(r, &x.Capabilities, wire.RawFrom)
 	case "hooks":
-		return wire.Field(r, &x.Hooks, readListOfHookID)
+		return wire.Field(r, &x.Hooks, readListOfAgentpmserviceHookID)
 	case "request_timeout_ms":
 		return wire.Ptr(r, &x.RequestTimeoutMS, readRegisterHostServiceParamsRequestTimeoutMS)
 	case "ready":
@@ -2621,7 +2621,7 @@ func (x *RegisterHostServiceParams) members(w *wire.ObjectWriter) {
 	wire.PutPtr(w, "registry_id", x.RegistryID, wire.StringTo)
 	wire.PutPtr(w, "id", x.ID, wire.StringTo)
 	wire.PutIf(w, "capabilities", x.Capabilities, x.Capabilities != nil, wire.RawTo)
-	wire.PutIf(w, "hooks", x.Hooks, x.Hooks != nil, writeListOfHookID)
+	wire.PutIf(w, "hooks", x.Hooks, x.Hooks != nil, writeListOfAgentpmserviceHookID)
 	wire.PutPtr(w, "request_timeout_ms", x.RequestTimeoutMS, wire.IntTo)
 	wire.PutPtr(w, "ready", x.Ready, wire.BoolTo)
 	w.Extras(x.Extra)
@@ -3362,9 +3362,9 @@ var (
 	readOutcomeCountsElems                            = wire.MapFrom(readOutcomeCountsValue)
 	readListOfPreflightDiagnostic                     = wire.ListFrom((*PreflightDiagnostic).UnmarshalJSONFrom)
 	writeListOfPreflightDiagnostic                    = wire.ListTo(PreflightDiagnostic.MarshalJSONTo)
-	readListOfHookID                                  = wire.ListFrom((*agentpmservice.HookID).UnmarshalJSONFrom)
+	readListOfAgentpmserviceHookID                    = wire.ListFrom((*agentpmservice.HookID).UnmarshalJSONFrom)
 	readRegisterHostServiceParamsRequestTimeoutMS     = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(1.0)})
-	writeListOfHookID                                 = wire.ListTo(agentpmservice.HookID.MarshalJSONTo)
+	writeListOfAgentpmserviceHookID                   = wire.ListTo(agentpmservice.HookID.MarshalJSONTo)
 	readRunReportDurationMS                           = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
 	readListOfScopeSummary                            = wire.ListFrom((*ScopeSummary).UnmarshalJSONFrom)
 	readListOfPhaseSummary                            = wire.ListFrom((*PhaseSummary).UnmarshalJSONFrom)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/bridgekit/bridgekit/gen/agentpmservice"
 	"github.com/bridgekit/bridgekit/runtime/wire"
+	"github.com/bridgekit/bridgekit/runtime/wire/wiretest"
 )
 
 const fixtures = "../../../shared/fixtures/agentpm/harness/knowledge/"
@@ -35,17 +36,7 @@ func readFixture(t *testing.T, name string) []byte {
 	return data
 }
 
-func sameJSON(t *testing.T, a, b []byte) bool {
-	t.Helper()
-	var x, y any
-	if err := stdjson.Unmarshal(a, &x); err != nil {
-		t.Fatalf("%s: %v", a, err)
-	}
-	if err := stdjson.Unmarshal(b, &y); err != nil {
-		t.Fatalf("%s: %v", b, err)
-	}
-	return reflect.DeepEqual(x, y)
-}
+func sameJSON(t *testing.T, a, b []byte) bool { return wiretest.EqualJSON(t, a, b) }
 
 // roundTrip decodes doc into v, re-encodes it and checks the result is the
 // same JSON.

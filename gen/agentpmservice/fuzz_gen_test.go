@@ -14,871 +14,1016 @@ var fuzzTypes = []wiretest.Type{{
 	New: func() any {
 		return new(ActionAlias)
 	},
-	Seeds: []string{"{\"action_kind\":\"x\",\"alias\":\"x\",\"identity\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/action_alias",
+	Seeds:  []string{"{\"action_kind\":\"x\",\"alias\":\"x\",\"identity\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "AfterKnowledgeRetrievalDecision",
 	New: func() any {
 		return new(AfterKnowledgeRetrievalDecision)
 	},
-	Seeds: []string{"{\"decision\":\"continue\",\"patch\":{\"content\":\"x\",\"results\":[{\"chunk_id\":\"x\",\"source_id\":\"x\",\"text\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/after_knowledge_retrieval_decision",
+	Seeds:  []string{"{\"decision\":\"continue\",\"patch\":{\"content\":\"x\",\"results\":[{\"chunk_id\":\"x\",\"source_id\":\"x\",\"text\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "AfterKnowledgeRetrievalDecisionContinue",
 	New: func() any {
 		return new(AfterKnowledgeRetrievalDecisionContinue)
 	},
-	Seeds: []string{"{\"patch\":{\"content\":\"x\",\"results\":[{\"chunk_id\":\"x\",\"source_id\":\"x\",\"text\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/after_knowledge_retrieval_decision/oneOf/0",
+	Seeds:  []string{"{\"patch\":{\"content\":\"x\",\"results\":[{\"chunk_id\":\"x\",\"source_id\":\"x\",\"text\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "AfterKnowledgeRetrievalHook",
 	New: func() any {
 		return new(AfterKnowledgeRetrievalHook)
 	},
-	Seeds: []string{"{\"hook\":\"after_knowledge_retrieval\",\"input\":{\"phase_id\":\"x\",\"result\":{\"citations\":[{\"chunk_id\":\"x\",\"source_id\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"content\":\"x\",\"document\":\"x\",\"duration_ms\":0,\"error\":{\"code\":\"x\",\"message\":\"x\",\"retryable\":true,\"vendor_extension\":{\"kept\":true}},\"mode\":\"context_document\",\"ok\":true,\"package\":\"x\",\"query\":\"x\",\"results\":[{\"chunk_id\":\"x\",\"rank\":0,\"score\":1,\"source_id\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"vendor_extension\":{\"kept\":true},\"version\":\"x\"},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/after_knowledge_retrieval_hook",
+	Seeds:  []string{"{\"hook\":\"after_knowledge_retrieval\",\"input\":{\"phase_id\":\"x\",\"result\":{\"citations\":[{\"chunk_id\":\"x\",\"source_id\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"content\":\"x\",\"document\":\"x\",\"duration_ms\":0,\"error\":{\"code\":\"x\",\"message\":\"x\",\"retryable\":true,\"vendor_extension\":{\"kept\":true}},\"mode\":\"context_document\",\"ok\":true,\"package\":\"x\",\"query\":\"x\",\"results\":[{\"chunk_id\":\"x\",\"rank\":0,\"score\":1,\"source_id\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"vendor_extension\":{\"kept\":true},\"version\":\"x\"},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "AfterKnowledgeRetrievalInput",
 	New: func() any {
 		return new(AfterKnowledgeRetrievalInput)
 	},
-	Seeds: []string{"{\"phase_id\":\"x\",\"result\":{\"citations\":[{\"chunk_id\":\"x\",\"source_id\":\"x\",\"title\":\"x\",\"uri\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"content\":\"x\",\"document\":\"x\",\"duration_ms\":0,\"error\":{\"code\":\"x\",\"message\":\"x\",\"retryable\":true,\"vendor_extension\":{\"kept\":true}},\"mode\":\"context_document\",\"ok\":true,\"package\":\"x\",\"query\":\"x\",\"results\":[{\"chunk_id\":\"x\",\"chunk_metadata\":{\"raw\":[1,\"two\",null]},\"rank\":0,\"score\":1,\"source_id\":\"x\",\"source_metadata\":{\"raw\":[1,\"two\",null]},\"source_title\":\"x\",\"source_uri\":\"x\",\"text\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"vendor_extension\":{\"kept\":true},\"version\":\"x\"},\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/after_knowledge_retrieval_input",
+	Seeds:  []string{"{\"phase_id\":\"x\",\"result\":{\"citations\":[{\"chunk_id\":\"x\",\"source_id\":\"x\",\"title\":\"x\",\"uri\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"content\":\"x\",\"document\":\"x\",\"duration_ms\":0,\"error\":{\"code\":\"x\",\"message\":\"x\",\"retryable\":true,\"vendor_extension\":{\"kept\":true}},\"mode\":\"context_document\",\"ok\":true,\"package\":\"x\",\"query\":\"x\",\"results\":[{\"chunk_id\":\"x\",\"chunk_metadata\":{\"raw\":[1,\"two\",null]},\"rank\":0,\"score\":1,\"source_id\":\"x\",\"source_metadata\":{\"raw\":[1,\"two\",null]},\"source_title\":\"x\",\"source_uri\":\"x\",\"text\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"vendor_extension\":{\"kept\":true},\"version\":\"x\"},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "AfterKnowledgeRetrievalPatch",
 	New: func() any {
 		return new(AfterKnowledgeRetrievalPatch)
 	},
-	Seeds: []string{"{\"content\":\"x\",\"results\":[{\"chunk_id\":\"x\",\"source_id\":\"x\",\"text\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/after_knowledge_retrieval_patch",
+	Seeds:  []string{"{\"content\":\"x\",\"results\":[{\"chunk_id\":\"x\",\"source_id\":\"x\",\"text\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "ApprovalCapabilities",
 	New: func() any {
 		return new(ApprovalCapabilities)
 	},
-	Seeds: []string{"{\"approval\":true,\"cancellation\":true,\"request_approval\":true}"},
+	Schema: "agentpm/service.schema.json#/$defs/approval_capabilities",
+	Seeds:  []string{"{\"approval\":true,\"cancellation\":true,\"request_approval\":true}"},
 }, {
 	Name: "ApprovalDecision",
 	New: func() any {
 		return new(ApprovalDecision)
 	},
-	Seeds: []string{"{\"decision\":\"approve\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/approval_decision",
+	Seeds:  []string{"{\"decision\":\"approve\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "ApprovalDecisionValue",
 	New: func() any {
 		return new(ApprovalDecisionValue)
 	},
-	Seeds: []string{"\"approve\""},
+	Schema: "agentpm/service.schema.json#/$defs/approval_decision_value",
+	Seeds:  []string{"\"approve\""},
 }, {
 	Name: "ApprovalInitialize",
 	New: func() any {
 		return new(ApprovalInitialize)
 	},
-	Seeds: []string{"{\"protocol_version\":1,\"registry_id\":\"x\",\"role\":\"approval\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/approval_initialize",
+	Seeds:  []string{"{\"protocol_version\":1,\"registry_id\":\"x\",\"role\":\"approval\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "ApprovalReadiness",
 	New: func() any {
 		return new(ApprovalReadiness)
 	},
-	Seeds: []string{"{\"approval\":true,\"cancellation\":true,\"capabilities\":{\"approval\":true,\"cancellation\":true,\"request_approval\":true},\"protocol_version\":1,\"ready\":true,\"registry_id\":\"x\",\"request_approval\":true,\"role\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/approval_readiness",
+	Seeds:  []string{"{\"approval\":true,\"cancellation\":true,\"capabilities\":{\"approval\":true,\"cancellation\":true,\"request_approval\":true},\"protocol_version\":1,\"ready\":true,\"registry_id\":\"x\",\"request_approval\":true,\"role\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "BeforeKnowledgeRequestDecision",
 	New: func() any {
 		return new(BeforeKnowledgeRequestDecision)
 	},
-	Seeds: []string{"{\"decision\":\"continue\",\"patch\":{\"document\":\"x\",\"query\":\"x\",\"return_citations\":true,\"score_threshold\":1,\"top_k\":0,\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/before_knowledge_request_decision",
+	Seeds:  []string{"{\"decision\":\"continue\",\"patch\":{\"document\":\"x\",\"query\":\"x\",\"return_citations\":true,\"score_threshold\":1,\"top_k\":0,\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "BeforeKnowledgeRequestDecisionContinue",
 	New: func() any {
 		return new(BeforeKnowledgeRequestDecisionContinue)
 	},
-	Seeds: []string{"{\"patch\":{\"document\":\"x\",\"query\":\"x\",\"return_citations\":true,\"score_threshold\":1,\"top_k\":0,\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/before_knowledge_request_decision/oneOf/0",
+	Seeds:  []string{"{\"patch\":{\"document\":\"x\",\"query\":\"x\",\"return_citations\":true,\"score_threshold\":1,\"top_k\":0,\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "BeforeKnowledgeRequestHook",
 	New: func() any {
 		return new(BeforeKnowledgeRequestHook)
 	},
-	Seeds: []string{"{\"hook\":\"before_knowledge_request\",\"input\":{\"phase_id\":\"x\",\"request\":{\"document\":\"x\",\"mode\":\"context_document\",\"package\":\"x\",\"query\":\"x\",\"return_citations\":true,\"score_threshold\":1,\"top_k\":0,\"vendor_extension\":{\"kept\":true},\"version\":\"x\"},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/before_knowledge_request_hook",
+	Seeds:  []string{"{\"hook\":\"before_knowledge_request\",\"input\":{\"phase_id\":\"x\",\"request\":{\"document\":\"x\",\"mode\":\"context_document\",\"package\":\"x\",\"query\":\"x\",\"return_citations\":true,\"score_threshold\":1,\"top_k\":0,\"vendor_extension\":{\"kept\":true},\"version\":\"x\"},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "BeforeKnowledgeRequestInput",
 	New: func() any {
 		return new(BeforeKnowledgeRequestInput)
 	},
-	Seeds: []string{"{\"phase_id\":\"x\",\"request\":{\"document\":\"x\",\"mode\":\"context_document\",\"package\":\"x\",\"query\":\"x\",\"return_citations\":true,\"score_threshold\":1,\"top_k\":0,\"vendor_extension\":{\"kept\":true},\"version\":\"x\"},\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/before_knowledge_request_input",
+	Seeds:  []string{"{\"phase_id\":\"x\",\"request\":{\"document\":\"x\",\"mode\":\"context_document\",\"package\":\"x\",\"query\":\"x\",\"return_citations\":true,\"score_threshold\":1,\"top_k\":0,\"vendor_extension\":{\"kept\":true},\"version\":\"x\"},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "BeforeKnowledgeRequestPatch",
 	New: func() any {
 		return new(BeforeKnowledgeRequestPatch)
 	},
-	Seeds: []string{"{\"document\":\"x\",\"query\":\"x\",\"return_citations\":true,\"score_threshold\":1,\"top_k\":0,\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/before_knowledge_request_patch",
+	Seeds:  []string{"{\"document\":\"x\",\"query\":\"x\",\"return_citations\":true,\"score_threshold\":1,\"top_k\":0,\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "BeforeMemoryOperationDecision",
 	New: func() any {
 		return new(BeforeMemoryOperationDecision)
 	},
-	Seeds: []string{"{\"decision\":\"continue\",\"patch\":{\"model_guidance\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/before_memory_operation_decision",
+	Seeds:  []string{"{\"decision\":\"continue\",\"patch\":{\"model_guidance\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "BeforeMemoryOperationDecisionContinue",
 	New: func() any {
 		return new(BeforeMemoryOperationDecisionContinue)
 	},
-	Seeds: []string{"{\"patch\":{\"model_guidance\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/before_memory_operation_decision/oneOf/0",
+	Seeds:  []string{"{\"patch\":{\"model_guidance\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "BeforeMemoryOperationHook",
 	New: func() any {
 		return new(BeforeMemoryOperationHook)
 	},
-	Seeds: []string{"{\"hook\":\"before_memory_operation\",\"input\":{\"operation\":\"x\",\"package\":\"x\",\"phase_id\":\"x\",\"scope\":{\"raw\":[1,\"two\",null]},\"source_summary\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/before_memory_operation_hook",
+	Seeds:  []string{"{\"hook\":\"before_memory_operation\",\"input\":{\"operation\":\"x\",\"package\":\"x\",\"phase_id\":\"x\",\"scope\":{\"raw\":[1,\"two\",null]},\"source_summary\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "BeforeMemoryOperationInput",
 	New: func() any {
 		return new(BeforeMemoryOperationInput)
 	},
-	Seeds: []string{"{\"operation\":\"x\",\"package\":\"x\",\"phase_id\":\"x\",\"scope\":{\"raw\":[1,\"two\",null]},\"source_summary\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/before_memory_operation_input",
+	Seeds:  []string{"{\"operation\":\"x\",\"package\":\"x\",\"phase_id\":\"x\",\"scope\":{\"raw\":[1,\"two\",null]},\"source_summary\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "BeforeMemoryOperationPatch",
 	New: func() any {
 		return new(BeforeMemoryOperationPatch)
 	},
-	Seeds: []string{"{\"model_guidance\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/before_memory_operation_patch",
+	Seeds:  []string{"{\"model_guidance\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "BeforeMemoryReadDecision",
 	New: func() any {
 		return new(BeforeMemoryReadDecision)
 	},
-	Seeds: []string{"{\"decision\":\"continue\",\"patch\":{\"filter\":{\"raw\":[1,\"two\",null]},\"limit\":0,\"mode\":\"x\",\"query\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/before_memory_read_decision",
+	Seeds:  []string{"{\"decision\":\"continue\",\"patch\":{\"filter\":{\"raw\":[1,\"two\",null]},\"limit\":0,\"mode\":\"x\",\"query\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "BeforeMemoryReadDecisionContinue",
 	New: func() any {
 		return new(BeforeMemoryReadDecisionContinue)
 	},
-	Seeds: []string{"{\"patch\":{\"filter\":{\"raw\":[1,\"two\",null]},\"limit\":0,\"mode\":\"x\",\"query\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/before_memory_read_decision/oneOf/0",
+	Seeds:  []string{"{\"patch\":{\"filter\":{\"raw\":[1,\"two\",null]},\"limit\":0,\"mode\":\"x\",\"query\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "BeforeMemoryReadHook",
 	New: func() any {
 		return new(BeforeMemoryReadHook)
 	},
-	Seeds: []string{"{\"hook\":\"before_memory_read\",\"input\":{\"filter\":{\"raw\":[1,\"two\",null]},\"limit\":0,\"mode\":\"x\",\"package\":\"x\",\"phase_id\":\"x\",\"query\":\"x\",\"scope\":{\"raw\":[1,\"two\",null]},\"space\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/before_memory_read_hook",
+	Seeds:  []string{"{\"hook\":\"before_memory_read\",\"input\":{\"filter\":{\"raw\":[1,\"two\",null]},\"limit\":0,\"mode\":\"x\",\"package\":\"x\",\"phase_id\":\"x\",\"query\":\"x\",\"scope\":{\"raw\":[1,\"two\",null]},\"space\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "BeforeMemoryReadInput",
 	New: func() any {
 		return new(BeforeMemoryReadInput)
 	},
-	Seeds: []string{"{\"filter\":{\"raw\":[1,\"two\",null]},\"limit\":0,\"mode\":\"x\",\"package\":\"x\",\"phase_id\":\"x\",\"query\":\"x\",\"scope\":{\"raw\":[1,\"two\",null]},\"space\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/before_memory_read_input",
+	Seeds:  []string{"{\"filter\":{\"raw\":[1,\"two\",null]},\"limit\":0,\"mode\":\"x\",\"package\":\"x\",\"phase_id\":\"x\",\"query\":\"x\",\"scope\":{\"raw\":[1,\"two\",null]},\"space\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "BeforeMemoryReadPatch",
 	New: func() any {
 		return new(BeforeMemoryReadPatch)
 	},
-	Seeds: []string{"{\"filter\":{\"raw\":[1,\"two\",null]},\"limit\":0,\"mode\":\"x\",\"query\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/before_memory_read_patch",
+	Seeds:  []string{"{\"filter\":{\"raw\":[1,\"two\",null]},\"limit\":0,\"mode\":\"x\",\"query\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "BeforeMemoryWriteDecision",
 	New: func() any {
 		return new(BeforeMemoryWriteDecision)
 	},
-	Seeds: []string{"{\"decision\":\"continue\",\"patch\":{\"content\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/before_memory_write_decision",
+	Seeds:  []string{"{\"decision\":\"continue\",\"patch\":{\"content\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "BeforeMemoryWriteDecisionContinue",
 	New: func() any {
 		return new(BeforeMemoryWriteDecisionContinue)
 	},
-	Seeds: []string{"{\"patch\":{\"content\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/before_memory_write_decision/oneOf/0",
+	Seeds:  []string{"{\"patch\":{\"content\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "BeforeMemoryWriteHook",
 	New: func() any {
 		return new(BeforeMemoryWriteHook)
 	},
-	Seeds: []string{"{\"hook\":\"before_memory_write\",\"input\":{\"content\":{\"raw\":[1,\"two\",null]},\"package\":\"x\",\"phase_id\":\"x\",\"record_type\":\"x\",\"scope\":{\"raw\":[1,\"two\",null]},\"space\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/before_memory_write_hook",
+	Seeds:  []string{"{\"hook\":\"before_memory_write\",\"input\":{\"content\":{\"raw\":[1,\"two\",null]},\"package\":\"x\",\"phase_id\":\"x\",\"record_type\":\"x\",\"scope\":{\"raw\":[1,\"two\",null]},\"space\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "BeforeMemoryWriteInput",
 	New: func() any {
 		return new(BeforeMemoryWriteInput)
 	},
-	Seeds: []string{"{\"content\":{\"raw\":[1,\"two\",null]},\"package\":\"x\",\"phase_id\":\"x\",\"record_type\":\"x\",\"scope\":{\"raw\":[1,\"two\",null]},\"space\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/before_memory_write_input",
+	Seeds:  []string{"{\"content\":{\"raw\":[1,\"two\",null]},\"package\":\"x\",\"phase_id\":\"x\",\"record_type\":\"x\",\"scope\":{\"raw\":[1,\"two\",null]},\"space\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "BeforeMemoryWritePatch",
 	New: func() any {
 		return new(BeforeMemoryWritePatch)
 	},
-	Seeds: []string{"{\"content\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/before_memory_write_patch",
+	Seeds:  []string{"{\"content\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "BeforeModelRequestDecision",
 	New: func() any {
 		return new(BeforeModelRequestDecision)
 	},
-	Seeds: []string{"{\"decision\":\"continue\",\"patch\":{\"context_sections\":[{\"content\":\"x\",\"title\":\"x\"}],\"provider_options\":{\"raw\":[1,\"two\",null]}},\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/before_model_request_decision",
+	Seeds:  []string{"{\"decision\":\"continue\",\"patch\":{\"context_sections\":[{\"content\":\"x\",\"title\":\"x\"}],\"provider_options\":{\"raw\":[1,\"two\",null]}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "BeforeModelRequestDecisionContinue",
 	New: func() any {
 		return new(BeforeModelRequestDecisionContinue)
 	},
-	Seeds: []string{"{\"patch\":{\"context_sections\":[{\"content\":\"x\",\"title\":\"x\"}],\"provider_options\":{\"raw\":[1,\"two\",null]}},\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/before_model_request_decision/oneOf/0",
+	Seeds:  []string{"{\"patch\":{\"context_sections\":[{\"content\":\"x\",\"title\":\"x\"}],\"provider_options\":{\"raw\":[1,\"two\",null]}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "BeforeModelRequestHook",
 	New: func() any {
 		return new(BeforeModelRequestHook)
 	},
-	Seeds: []string{"{\"hook\":\"before_model_request\",\"input\":{\"model\":{\"model\":\"x\",\"options\":{\"raw\":[1,\"two\",null]},\"provider\":\"x\",\"vendor_extension\":{\"kept\":true}},\"phase\":{\"completion\":{\"explicit_outcomes\":[\"x\"],\"implicit_complete\":true,\"phase_id\":\"x\",\"vendor_extension\":{\"kept\":true}},\"phase_id\":\"x\",\"phase_objective\":\"x\",\"vendor_extension\":{\"kept\":true}},\"phase_execution_id\":\"x\",\"repair_feedback\":\"x\",\"run_id\":\"x\",\"sections\":[{\"content\":\"x\",\"mutable\":true,\"number\":0,\"title\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/before_model_request_hook",
+	Seeds:  []string{"{\"hook\":\"before_model_request\",\"input\":{\"model\":{\"model\":\"x\",\"options\":{\"raw\":[1,\"two\",null]},\"provider\":\"x\",\"vendor_extension\":{\"kept\":true}},\"phase\":{\"completion\":{\"explicit_outcomes\":[\"x\"],\"implicit_complete\":true,\"phase_id\":\"x\",\"vendor_extension\":{\"kept\":true}},\"phase_id\":\"x\",\"phase_objective\":\"x\",\"vendor_extension\":{\"kept\":true}},\"phase_execution_id\":\"x\",\"repair_feedback\":\"x\",\"run_id\":\"x\",\"sections\":[{\"content\":\"x\",\"mutable\":true,\"number\":0,\"title\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "BeforeModelRequestInput",
 	New: func() any {
 		return new(BeforeModelRequestInput)
 	},
-	Seeds: []string{"{\"model\":{\"model\":\"x\",\"options\":{\"raw\":[1,\"two\",null]},\"provider\":\"x\",\"vendor_extension\":{\"kept\":true}},\"phase\":{\"completion\":{\"explicit_outcomes\":[\"x\"],\"implicit_complete\":true,\"phase_id\":\"x\",\"vendor_extension\":{\"kept\":true}},\"phase_id\":\"x\",\"phase_objective\":\"x\",\"vendor_extension\":{\"kept\":true}},\"phase_execution_id\":\"x\",\"repair_feedback\":\"x\",\"run_id\":\"x\",\"sections\":[{\"content\":\"x\",\"mutable\":true,\"number\":0,\"title\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/before_model_request_input",
+	Seeds:  []string{"{\"model\":{\"model\":\"x\",\"options\":{\"raw\":[1,\"two\",null]},\"provider\":\"x\",\"vendor_extension\":{\"kept\":true}},\"phase\":{\"completion\":{\"explicit_outcomes\":[\"x\"],\"implicit_complete\":true,\"phase_id\":\"x\",\"vendor_extension\":{\"kept\":true}},\"phase_id\":\"x\",\"phase_objective\":\"x\",\"vendor_extension\":{\"kept\":true}},\"phase_execution_id\":\"x\",\"repair_feedback\":\"x\",\"run_id\":\"x\",\"sections\":[{\"content\":\"x\",\"mutable\":true,\"number\":0,\"title\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "BeforeModelRequestPatch",
 	New: func() any {
 		return new(BeforeModelRequestPatch)
 	},
-	Seeds: []string{"{\"context_sections\":[{\"content\":\"x\",\"title\":\"x\"}],\"provider_options\":{\"raw\":[1,\"two\",null]}}"},
+	Schema: "agentpm/service.schema.json#/$defs/before_model_request_patch",
+	Seeds:  []string{"{\"context_sections\":[{\"content\":\"x\",\"title\":\"x\"}],\"provider_options\":{\"raw\":[1,\"two\",null]}}"},
 }, {
 	Name: "BeforeToolCallDecision",
 	New: func() any {
 		return new(BeforeToolCallDecision)
 	},
-	Seeds: []string{"{\"decision\":\"continue\",\"patch\":{\"arguments\":{\"raw\":[1,\"two\",null]}},\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/before_tool_call_decision",
+	Seeds:  []string{"{\"decision\":\"continue\",\"patch\":{\"arguments\":{\"raw\":[1,\"two\",null]}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "BeforeToolCallDecisionContinue",
 	New: func() any {
 		return new(BeforeToolCallDecisionContinue)
 	},
-	Seeds: []string{"{\"patch\":{\"arguments\":{\"raw\":[1,\"two\",null]}},\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/before_tool_call_decision/oneOf/0",
+	Seeds:  []string{"{\"patch\":{\"arguments\":{\"raw\":[1,\"two\",null]}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "BeforeToolCallHook",
 	New: func() any {
 		return new(BeforeToolCallHook)
 	},
-	Seeds: []string{"{\"hook\":\"before_tool_call\",\"input\":{\"arguments\":{\"raw\":[1,\"two\",null]},\"phase_id\":\"x\",\"tool\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/before_tool_call_hook",
+	Seeds:  []string{"{\"hook\":\"before_tool_call\",\"input\":{\"arguments\":{\"raw\":[1,\"two\",null]},\"phase_id\":\"x\",\"tool\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "BeforeToolCallInput",
 	New: func() any {
 		return new(BeforeToolCallInput)
 	},
-	Seeds: []string{"{\"arguments\":{\"raw\":[1,\"two\",null]},\"phase_id\":\"x\",\"tool\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/before_tool_call_input",
+	Seeds:  []string{"{\"arguments\":{\"raw\":[1,\"two\",null]},\"phase_id\":\"x\",\"tool\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "BeforeToolCallPatch",
 	New: func() any {
 		return new(BeforeToolCallPatch)
 	},
-	Seeds: []string{"{\"arguments\":{\"raw\":[1,\"two\",null]}}"},
+	Schema: "agentpm/service.schema.json#/$defs/before_tool_call_patch",
+	Seeds:  []string{"{\"arguments\":{\"raw\":[1,\"two\",null]}}"},
 }, {
 	Name: "BeforeToolSelectionDecision",
 	New: func() any {
 		return new(BeforeToolSelectionDecision)
 	},
-	Seeds: []string{"{\"decision\":\"continue\",\"patch\":{\"candidate_ids\":[\"x\"]},\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/before_tool_selection_decision",
+	Seeds:  []string{"{\"decision\":\"continue\",\"patch\":{\"candidate_ids\":[\"x\"]},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "BeforeToolSelectionDecisionContinue",
 	New: func() any {
 		return new(BeforeToolSelectionDecisionContinue)
 	},
-	Seeds: []string{"{\"patch\":{\"candidate_ids\":[\"x\"]},\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/before_tool_selection_decision/oneOf/0",
+	Seeds:  []string{"{\"patch\":{\"candidate_ids\":[\"x\"]},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "BeforeToolSelectionHook",
 	New: func() any {
 		return new(BeforeToolSelectionHook)
 	},
-	Seeds: []string{"{\"hook\":\"before_tool_selection\",\"input\":{\"candidates\":[{\"canonical_id\":\"x\",\"description\":\"x\",\"source\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"phase\":{\"completion\":{\"explicit_outcomes\":[\"x\"],\"implicit_complete\":true,\"phase_id\":\"x\",\"vendor_extension\":{\"kept\":true}},\"phase_id\":\"x\",\"phase_objective\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/before_tool_selection_hook",
+	Seeds:  []string{"{\"hook\":\"before_tool_selection\",\"input\":{\"candidates\":[{\"canonical_id\":\"x\",\"description\":\"x\",\"source\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"phase\":{\"completion\":{\"explicit_outcomes\":[\"x\"],\"implicit_complete\":true,\"phase_id\":\"x\",\"vendor_extension\":{\"kept\":true}},\"phase_id\":\"x\",\"phase_objective\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "BeforeToolSelectionInput",
 	New: func() any {
 		return new(BeforeToolSelectionInput)
 	},
-	Seeds: []string{"{\"candidates\":[{\"canonical_id\":\"x\",\"description\":\"x\",\"source\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"phase\":{\"completion\":{\"explicit_outcomes\":[\"x\"],\"implicit_complete\":true,\"phase_id\":\"x\",\"vendor_extension\":{\"kept\":true}},\"phase_id\":\"x\",\"phase_objective\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/before_tool_selection_input",
+	Seeds:  []string{"{\"candidates\":[{\"canonical_id\":\"x\",\"description\":\"x\",\"source\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"phase\":{\"completion\":{\"explicit_outcomes\":[\"x\"],\"implicit_complete\":true,\"phase_id\":\"x\",\"vendor_extension\":{\"kept\":true}},\"phase_id\":\"x\",\"phase_objective\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "BeforeToolSelectionPatch",
 	New: func() any {
 		return new(BeforeToolSelectionPatch)
 	},
-	Seeds: []string{"{\"candidate_ids\":[\"x\"]}"},
+	Schema: "agentpm/service.schema.json#/$defs/before_tool_selection_patch",
+	Seeds:  []string{"{\"candidate_ids\":[\"x\"]}"},
 }, {
 	Name: "CommitLifecycleRequest",
 	New: func() any {
 		return new(CommitLifecycleRequest)
 	},
-	Seeds: []string{"{\"expected_sources\":[{\"content_hash\":\"x\",\"id\":\"x\",\"package\":\"x\",\"package_version\":\"x\",\"record_id\":\"x\",\"scope\":{\"k\":\"x\"},\"space\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"now\":\"x\",\"operation\":\"x\",\"operation_state\":{\"armed\":true,\"baseline_at\":\"x\",\"last_completed_at\":\"x\",\"last_observed_value\":1,\"next_eligible_at\":\"x\",\"operation\":\"x\",\"package\":\"x\",\"package_version\":\"x\",\"scope\":{\"k\":\"x\"},\"trigger_type\":\"x\",\"updated_at\":\"x\",\"vendor_extension\":{\"kept\":true},\"watermark\":{\"raw\":[1,\"two\",null]}},\"output_writes\":[{\"content\":{\"raw\":[1,\"two\",null]},\"now\":\"x\",\"operation\":\"create\",\"package\":\"x\",\"package_version\":\"x\",\"provenance\":{\"raw\":[1,\"two\",null]},\"record_id\":\"x\",\"record_type\":\"x\",\"schema_version\":\"x\",\"scope\":{\"k\":\"x\"},\"space\":\"x\",\"space_model\":\"document\",\"vendor_extension\":{\"kept\":true}}],\"package\":\"x\",\"package_version\":\"x\",\"source_mutations\":[{\"content\":{\"raw\":[1,\"two\",null]},\"now\":\"x\",\"operation\":\"create\",\"package\":\"x\",\"package_version\":\"x\",\"provenance\":{\"raw\":[1,\"two\",null]},\"record_id\":\"x\",\"record_type\":\"x\",\"schema_version\":\"x\",\"scope\":{\"k\":\"x\"},\"space\":\"x\",\"space_model\":\"document\",\"vendor_extension\":{\"kept\":true}}],\"trigger_precondition\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/commit_lifecycle_request",
+	Seeds:  []string{"{\"expected_sources\":[{\"content_hash\":\"x\",\"id\":\"x\",\"package\":\"x\",\"package_version\":\"x\",\"record_id\":\"x\",\"scope\":{\"k\":\"x\"},\"space\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"now\":\"x\",\"operation\":\"x\",\"operation_state\":{\"armed\":true,\"baseline_at\":\"x\",\"last_completed_at\":\"x\",\"last_observed_value\":1,\"next_eligible_at\":\"x\",\"operation\":\"x\",\"package\":\"x\",\"package_version\":\"x\",\"scope\":{\"k\":\"x\"},\"trigger_type\":\"x\",\"updated_at\":\"x\",\"vendor_extension\":{\"kept\":true},\"watermark\":{\"raw\":[1,\"two\",null]}},\"output_writes\":[{\"content\":{\"raw\":[1,\"two\",null]},\"now\":\"x\",\"operation\":\"create\",\"package\":\"x\",\"package_version\":\"x\",\"provenance\":{\"raw\":[1,\"two\",null]},\"record_id\":\"x\",\"record_type\":\"x\",\"schema_version\":\"x\",\"scope\":{\"k\":\"x\"},\"space\":\"x\",\"space_model\":\"document\",\"vendor_extension\":{\"kept\":true}}],\"package\":\"x\",\"package_version\":\"x\",\"source_mutations\":[{\"content\":{\"raw\":[1,\"two\",null]},\"now\":\"x\",\"operation\":\"create\",\"package\":\"x\",\"package_version\":\"x\",\"provenance\":{\"raw\":[1,\"two\",null]},\"record_id\":\"x\",\"record_type\":\"x\",\"schema_version\":\"x\",\"scope\":{\"k\":\"x\"},\"space\":\"x\",\"space_model\":\"document\",\"vendor_extension\":{\"kept\":true}}],\"trigger_precondition\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "CommitLifecycleResult",
 	New: func() any {
 		return new(CommitLifecycleResult)
 	},
-	Seeds: []string{"{\"error\":{\"code\":\"x\",\"message\":\"x\",\"vendor_extension\":{\"kept\":true}},\"ok\":true,\"operation\":\"x\",\"output_record_ids\":[\"x\"],\"package\":\"x\",\"package_version\":\"x\",\"source_record_ids\":[\"x\"],\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/commit_lifecycle_result",
+	Seeds:  []string{"{\"error\":{\"code\":\"x\",\"message\":\"x\",\"vendor_extension\":{\"kept\":true}},\"ok\":true,\"operation\":\"x\",\"output_record_ids\":[\"x\"],\"package\":\"x\",\"package_version\":\"x\",\"source_record_ids\":[\"x\"],\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "ContextSection",
 	New: func() any {
 		return new(ContextSection)
 	},
-	Seeds: []string{"{\"content\":\"x\",\"title\":\"x\"}"},
+	Schema: "agentpm/service.schema.json#/$defs/context_section",
+	Seeds:  []string{"{\"content\":\"x\",\"title\":\"x\"}"},
 }, {
 	Name: "CostUsage",
 	New: func() any {
 		return new(CostUsage)
 	},
-	Seeds: []string{"{\"amount\":1,\"currency\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/cost_usage",
+	Seeds:  []string{"{\"amount\":1,\"currency\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "EmbedPayload",
 	New: func() any {
 		return new(EmbedPayload)
 	},
-	Seeds: []string{"{\"dimensions\":0,\"model\":\"x\",\"normalized\":true,\"provider\":\"x\",\"text\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/embed_payload",
+	Seeds:  []string{"{\"dimensions\":0,\"model\":\"x\",\"normalized\":true,\"provider\":\"x\",\"text\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "EmbedResult",
 	New: func() any {
 		return new(EmbedResult)
 	},
-	Seeds: []string{"[1]"},
+	Schema: "agentpm/service.schema.json#/$defs/embed_result",
+	Seeds:  []string{"[1]"},
 }, {
 	Name: "EmbedResultObject",
 	New: func() any {
 		return new(EmbedResultObject)
 	},
-	Seeds: []string{"{\"dimensions\":0,\"model\":\"x\",\"normalized\":true,\"provider\":\"x\",\"vector\":[1],\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/embed_result(object alternatives)",
+	Seeds:  []string{"{\"dimensions\":0,\"model\":\"x\",\"normalized\":true,\"provider\":\"x\",\"vector\":[1],\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "EmbedValues",
 	New: func() any {
 		return new(EmbedValues)
 	},
-	Seeds: []string{"{\"dimensions\":0,\"model\":\"x\",\"normalized\":true,\"provider\":\"x\",\"values\":[1],\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/embed_values",
+	Seeds:  []string{"{\"dimensions\":0,\"model\":\"x\",\"normalized\":true,\"provider\":\"x\",\"values\":[1],\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "EmbedVector",
 	New: func() any {
 		return new(EmbedVector)
 	},
-	Seeds: []string{"{\"dimensions\":0,\"model\":\"x\",\"normalized\":true,\"provider\":\"x\",\"vector\":[1],\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/embed_vector",
+	Seeds:  []string{"{\"dimensions\":0,\"model\":\"x\",\"normalized\":true,\"provider\":\"x\",\"vector\":[1],\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "EmbeddingCapabilities",
 	New: func() any {
 		return new(EmbeddingCapabilities)
 	},
-	Seeds: []string{"{\"embedding_spaces\":[{\"dimensions\":0,\"id\":\"x\",\"metric\":\"x\",\"model\":\"x\",\"normalized\":true,\"provider\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/embedding_capabilities",
+	Seeds:  []string{"{\"embedding_spaces\":[{\"dimensions\":0,\"id\":\"x\",\"metric\":\"x\",\"model\":\"x\",\"normalized\":true,\"provider\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "EmbeddingInitialize",
 	New: func() any {
 		return new(EmbeddingInitialize)
 	},
-	Seeds: []string{"{\"protocol_version\":1,\"registry_id\":\"x\",\"role\":\"embedding\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/embedding_initialize",
+	Seeds:  []string{"{\"protocol_version\":1,\"registry_id\":\"x\",\"role\":\"embedding\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "EmbeddingReadiness",
 	New: func() any {
 		return new(EmbeddingReadiness)
 	},
-	Seeds: []string{"{\"capabilities\":{\"embedding_spaces\":[{\"dimensions\":0,\"id\":\"x\",\"metric\":\"x\",\"model\":\"x\",\"normalized\":true,\"provider\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"vendor_extension\":{\"kept\":true}},\"embedding_spaces\":[{\"dimensions\":0,\"id\":\"x\",\"metric\":\"x\",\"model\":\"x\",\"normalized\":true,\"provider\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"protocol_version\":1,\"ready\":true,\"registry_id\":\"x\",\"role\":\"x\",\"spaces\":[{\"dimensions\":0,\"id\":\"x\",\"metric\":\"x\",\"model\":\"x\",\"normalized\":true,\"provider\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/embedding_readiness",
+	Seeds:  []string{"{\"capabilities\":{\"embedding_spaces\":[{\"dimensions\":0,\"id\":\"x\",\"metric\":\"x\",\"model\":\"x\",\"normalized\":true,\"provider\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"vendor_extension\":{\"kept\":true}},\"embedding_spaces\":[{\"dimensions\":0,\"id\":\"x\",\"metric\":\"x\",\"model\":\"x\",\"normalized\":true,\"provider\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"protocol_version\":1,\"ready\":true,\"registry_id\":\"x\",\"role\":\"x\",\"spaces\":[{\"dimensions\":0,\"id\":\"x\",\"metric\":\"x\",\"model\":\"x\",\"normalized\":true,\"provider\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "EmbeddingSpace",
 	New: func() any {
 		return new(EmbeddingSpace)
 	},
-	Seeds: []string{"{\"dimensions\":0,\"id\":\"x\",\"metric\":\"x\",\"model\":\"x\",\"normalized\":true,\"provider\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/embedding_space",
+	Seeds:  []string{"{\"dimensions\":0,\"id\":\"x\",\"metric\":\"x\",\"model\":\"x\",\"normalized\":true,\"provider\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "ExpectedSource",
 	New: func() any {
 		return new(ExpectedSource)
 	},
-	Seeds: []string{"{\"content_hash\":\"x\",\"id\":\"x\",\"package\":\"x\",\"package_version\":\"x\",\"record_id\":\"x\",\"scope\":{\"k\":\"x\"},\"space\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/expected_source",
+	Seeds:  []string{"{\"content_hash\":\"x\",\"id\":\"x\",\"package\":\"x\",\"package_version\":\"x\",\"record_id\":\"x\",\"scope\":{\"k\":\"x\"},\"space\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "GeneratePayload",
 	New: func() any {
 		return new(GeneratePayload)
 	},
-	Seeds: []string{"{\"request\":{\"effective_phase\":{\"raw\":[1,\"two\",null]},\"model\":{\"model\":\"x\",\"options\":{\"raw\":[1,\"two\",null]},\"provider\":\"x\",\"vendor_extension\":{\"kept\":true}},\"ordered_turns\":[{\"kind\":\"user_input\",\"vendor_extension\":{\"kept\":true}}],\"phase_execution_id\":\"x\",\"phase_id\":\"x\",\"phase_objective\":\"x\",\"prior_phase_results\":[{\"raw\":[1,\"two\",null]}],\"prompt\":{\"action_aliases\":[{\"vendor_extension\":{\"kept\":true}}],\"completion\":{\"explicit_outcomes\":[\"x\"],\"implicit_complete\":true,\"phase_id\":\"x\",\"vendor_extension\":{\"kept\":true}},\"diagnostics\":[\"x\"],\"sections\":[{\"content\":\"x\",\"number\":0,\"title\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"vendor_extension\":{\"kept\":true}},\"repair_feedback\":\"x\",\"run_id\":\"x\",\"run_input\":\"x\",\"runtime\":{\"raw\":[1,\"two\",null]},\"transcript\":[{\"raw\":[1,\"two\",null]}],\"vendor_extension\":{\"kept\":true}},\"selection\":{\"model\":\"x\",\"options\":{\"raw\":[1,\"two\",null]},\"provider\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/generate_payload",
+	Seeds:  []string{"{\"request\":{\"effective_phase\":{\"raw\":[1,\"two\",null]},\"model\":{\"model\":\"x\",\"options\":{\"raw\":[1,\"two\",null]},\"provider\":\"x\",\"vendor_extension\":{\"kept\":true}},\"ordered_turns\":[{\"kind\":\"user_input\",\"vendor_extension\":{\"kept\":true}}],\"phase_execution_id\":\"x\",\"phase_id\":\"x\",\"phase_objective\":\"x\",\"prior_phase_results\":[{\"raw\":[1,\"two\",null]}],\"prompt\":{\"action_aliases\":[{\"vendor_extension\":{\"kept\":true}}],\"completion\":{\"explicit_outcomes\":[\"x\"],\"implicit_complete\":true,\"phase_id\":\"x\",\"vendor_extension\":{\"kept\":true}},\"diagnostics\":[\"x\"],\"sections\":[{\"content\":\"x\",\"number\":0,\"title\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"vendor_extension\":{\"kept\":true}},\"repair_feedback\":\"x\",\"run_id\":\"x\",\"run_input\":\"x\",\"runtime\":{\"raw\":[1,\"two\",null]},\"transcript\":[{\"raw\":[1,\"two\",null]}],\"vendor_extension\":{\"kept\":true}},\"selection\":{\"model\":\"x\",\"options\":{\"raw\":[1,\"two\",null]},\"provider\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "HookDecision",
 	New: func() any {
 		return new(HookDecision)
 	},
-	Seeds: []string{"{\"decision\":\"continue\",\"patch\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/hook_decision",
+	Seeds:  []string{"{\"decision\":\"continue\",\"patch\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "HookDecisionContinue",
 	New: func() any {
 		return new(HookDecisionContinue)
 	},
-	Seeds: []string{"{\"patch\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/hook_decision/oneOf/0",
+	Seeds:  []string{"{\"patch\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "HookID",
 	New: func() any {
 		return new(HookID)
 	},
-	Seeds: []string{"\"before_model_request\""},
+	Schema: "agentpm/service.schema.json#/$defs/hook_id",
+	Seeds:  []string{"\"before_model_request\""},
 }, {
 	Name: "HookInitialize",
 	New: func() any {
 		return new(HookInitialize)
 	},
-	Seeds: []string{"{\"hooks\":[\"before_model_request\"],\"protocol_version\":1,\"registry_id\":\"x\",\"role\":\"hook\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/hook_initialize",
+	Seeds:  []string{"{\"hooks\":[\"before_model_request\"],\"protocol_version\":1,\"registry_id\":\"x\",\"role\":\"hook\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "HookInvocation",
 	New: func() any {
 		return new(HookInvocation)
 	},
-	Seeds: []string{"{\"hook\":\"before_model_request\",\"input\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/hook_invocation",
+	Seeds:  []string{"{\"hook\":\"before_model_request\",\"input\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "HookPhaseSnapshot",
 	New: func() any {
 		return new(HookPhaseSnapshot)
 	},
-	Seeds: []string{"{\"completion\":{\"explicit_outcomes\":[\"x\"],\"implicit_complete\":true,\"phase_id\":\"x\",\"vendor_extension\":{\"kept\":true}},\"phase_id\":\"x\",\"phase_objective\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/hook_phase_snapshot",
+	Seeds:  []string{"{\"completion\":{\"explicit_outcomes\":[\"x\"],\"implicit_complete\":true,\"phase_id\":\"x\",\"vendor_extension\":{\"kept\":true}},\"phase_id\":\"x\",\"phase_objective\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "HookPromptSection",
 	New: func() any {
 		return new(HookPromptSection)
 	},
-	Seeds: []string{"{\"content\":\"x\",\"mutable\":true,\"number\":0,\"title\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/hook_prompt_section",
+	Seeds:  []string{"{\"content\":\"x\",\"mutable\":true,\"number\":0,\"title\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "HookReadiness",
 	New: func() any {
 		return new(HookReadiness)
 	},
-	Seeds: []string{"{\"hooks\":[\"before_model_request\"],\"protocol_version\":1,\"ready\":true,\"registry_id\":\"x\",\"role\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/hook_readiness",
+	Seeds:  []string{"{\"hooks\":[\"before_model_request\"],\"protocol_version\":1,\"ready\":true,\"registry_id\":\"x\",\"role\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "HookReject",
 	New: func() any {
 		return new(HookReject)
 	},
-	Seeds: []string{"{\"decision\":\"reject\",\"message\":\"x\",\"reason\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/hook_reject",
+	Seeds:  []string{"{\"decision\":\"reject\",\"message\":\"x\",\"reason\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "KnowledgeCapabilities",
 	New: func() any {
 		return new(KnowledgeCapabilities)
 	},
-	Seeds: []string{"{\"features\":[\"x\"],\"modes\":[\"x\"],\"packages\":[{\"corpus\":\"x\",\"corpus_hash\":\"x\",\"name\":\"x\",\"package\":\"x\",\"ready\":true,\"vendor_extension\":{\"kept\":true},\"version\":\"x\"}],\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/knowledge_capabilities",
+	Seeds:  []string{"{\"features\":[\"x\"],\"modes\":[\"x\"],\"packages\":[{\"corpus\":\"x\",\"corpus_hash\":\"x\",\"name\":\"x\",\"package\":\"x\",\"ready\":true,\"vendor_extension\":{\"kept\":true},\"version\":\"x\"}],\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "KnowledgeCitation",
 	New: func() any {
 		return new(KnowledgeCitation)
 	},
-	Seeds: []string{"{\"chunk_id\":\"x\",\"source_id\":\"x\",\"title\":\"x\",\"uri\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/knowledge_citation",
+	Seeds:  []string{"{\"chunk_id\":\"x\",\"source_id\":\"x\",\"title\":\"x\",\"uri\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "KnowledgeDocument",
 	New: func() any {
 		return new(KnowledgeDocument)
 	},
-	Seeds: []string{"{\"bytes\":0,\"content_type\":\"x\",\"description\":\"x\",\"path\":\"x\",\"role\":\"x\",\"sha256\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/knowledge_document",
+	Seeds:  []string{"{\"bytes\":0,\"content_type\":\"x\",\"description\":\"x\",\"path\":\"x\",\"role\":\"x\",\"sha256\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "KnowledgeEmbedding",
 	New: func() any {
 		return new(KnowledgeEmbedding)
 	},
-	Seeds: []string{"{\"dimensions\":0,\"id\":\"x\",\"metric\":\"x\",\"model\":\"x\",\"normalized\":true,\"provider\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/knowledge_embedding",
+	Seeds:  []string{"{\"dimensions\":0,\"id\":\"x\",\"metric\":\"x\",\"model\":\"x\",\"normalized\":true,\"provider\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "KnowledgeInitialize",
 	New: func() any {
 		return new(KnowledgeInitialize)
 	},
-	Seeds: []string{"{\"packages\":[{\"description\":\"x\",\"documents\":[{\"path\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"embedding\":{\"dimensions\":0,\"id\":\"x\",\"metric\":\"x\",\"model\":\"x\",\"normalized\":true,\"provider\":\"x\",\"vendor_extension\":{\"kept\":true}},\"mode\":\"context\",\"name\":\"x\",\"readiness_reason\":\"x\",\"retrieval\":{\"default_score_threshold\":1,\"default_top_k\":0,\"return_citations\":true,\"strategy\":\"x\",\"vendor_extension\":{\"kept\":true}},\"root\":\"x\",\"runtime\":\"x\",\"source\":\"x\",\"state\":\"x\",\"vendor_extension\":{\"kept\":true},\"version\":\"x\"}],\"protocol_version\":1,\"registry_id\":\"x\",\"role\":\"knowledge\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/knowledge_initialize",
+	Seeds:  []string{"{\"packages\":[{\"description\":\"x\",\"documents\":[{\"path\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"embedding\":{\"dimensions\":0,\"id\":\"x\",\"metric\":\"x\",\"model\":\"x\",\"normalized\":true,\"provider\":\"x\",\"vendor_extension\":{\"kept\":true}},\"mode\":\"context\",\"name\":\"x\",\"readiness_reason\":\"x\",\"retrieval\":{\"default_score_threshold\":1,\"default_top_k\":0,\"return_citations\":true,\"strategy\":\"x\",\"vendor_extension\":{\"kept\":true}},\"root\":\"x\",\"runtime\":\"x\",\"source\":\"x\",\"state\":\"x\",\"vendor_extension\":{\"kept\":true},\"version\":\"x\"}],\"protocol_version\":1,\"registry_id\":\"x\",\"role\":\"knowledge\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "KnowledgePackageAttestation",
 	New: func() any {
 		return new(KnowledgePackageAttestation)
 	},
-	Seeds: []string{"{\"corpus\":\"x\",\"corpus_hash\":\"x\",\"name\":\"x\",\"package\":\"x\",\"ready\":true,\"vendor_extension\":{\"kept\":true},\"version\":\"x\"}"},
+	Schema: "agentpm/service.schema.json#/$defs/knowledge_package_attestation",
+	Seeds:  []string{"{\"corpus\":\"x\",\"corpus_hash\":\"x\",\"name\":\"x\",\"package\":\"x\",\"ready\":true,\"vendor_extension\":{\"kept\":true},\"version\":\"x\"}"},
 }, {
 	Name: "KnowledgePackageMode",
 	New: func() any {
 		return new(KnowledgePackageMode)
 	},
-	Seeds: []string{"\"context\""},
+	Schema: "agentpm/service.schema.json#/$defs/knowledge_package_mode",
+	Seeds:  []string{"\"context\""},
 }, {
 	Name: "KnowledgeReadiness",
 	New: func() any {
 		return new(KnowledgeReadiness)
 	},
-	Seeds: []string{"{\"attestations\":[{\"corpus\":\"x\",\"corpus_hash\":\"x\",\"name\":\"x\",\"package\":\"x\",\"ready\":true,\"vendor_extension\":{\"kept\":true},\"version\":\"x\"}],\"capabilities\":{\"features\":[\"x\"],\"modes\":[\"x\"],\"packages\":[{\"corpus\":\"x\",\"corpus_hash\":\"x\",\"name\":\"x\",\"package\":\"x\",\"ready\":true,\"vendor_extension\":{\"kept\":true},\"version\":\"x\"}],\"vendor_extension\":{\"kept\":true}},\"features\":[\"x\"],\"modes\":[\"x\"],\"packages\":[{\"corpus\":\"x\",\"corpus_hash\":\"x\",\"name\":\"x\",\"package\":\"x\",\"ready\":true,\"vendor_extension\":{\"kept\":true},\"version\":\"x\"}],\"protocol_version\":1,\"ready\":true,\"registry_id\":\"x\",\"role\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/knowledge_readiness",
+	Seeds:  []string{"{\"attestations\":[{\"corpus\":\"x\",\"corpus_hash\":\"x\",\"name\":\"x\",\"package\":\"x\",\"ready\":true,\"vendor_extension\":{\"kept\":true},\"version\":\"x\"}],\"capabilities\":{\"features\":[\"x\"],\"modes\":[\"x\"],\"packages\":[{\"corpus\":\"x\",\"corpus_hash\":\"x\",\"name\":\"x\",\"package\":\"x\",\"ready\":true,\"vendor_extension\":{\"kept\":true},\"version\":\"x\"}],\"vendor_extension\":{\"kept\":true}},\"features\":[\"x\"],\"modes\":[\"x\"],\"packages\":[{\"corpus\":\"x\",\"corpus_hash\":\"x\",\"name\":\"x\",\"package\":\"x\",\"ready\":true,\"vendor_extension\":{\"kept\":true},\"version\":\"x\"}],\"protocol_version\":1,\"ready\":true,\"registry_id\":\"x\",\"role\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "KnowledgeRequestMode",
 	New: func() any {
 		return new(KnowledgeRequestMode)
 	},
-	Seeds: []string{"\"context_document\""},
+	Schema: "agentpm/service.schema.json#/$defs/knowledge_request_mode",
+	Seeds:  []string{"\"context_document\""},
 }, {
 	Name: "KnowledgeRetrieval",
 	New: func() any {
 		return new(KnowledgeRetrieval)
 	},
-	Seeds: []string{"{\"default_score_threshold\":1,\"default_top_k\":0,\"return_citations\":true,\"strategy\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/knowledge_retrieval",
+	Seeds:  []string{"{\"default_score_threshold\":1,\"default_top_k\":0,\"return_citations\":true,\"strategy\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "KnowledgeRetrievalResult",
 	New: func() any {
 		return new(KnowledgeRetrievalResult)
 	},
-	Seeds: []string{"{\"chunk_id\":\"x\",\"chunk_metadata\":{\"raw\":[1,\"two\",null]},\"rank\":0,\"score\":1,\"source_id\":\"x\",\"source_metadata\":{\"raw\":[1,\"two\",null]},\"source_title\":\"x\",\"source_uri\":\"x\",\"text\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/knowledge_retrieval_result",
+	Seeds:  []string{"{\"chunk_id\":\"x\",\"chunk_metadata\":{\"raw\":[1,\"two\",null]},\"rank\":0,\"score\":1,\"source_id\":\"x\",\"source_metadata\":{\"raw\":[1,\"two\",null]},\"source_title\":\"x\",\"source_uri\":\"x\",\"text\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "KnowledgeRuntimeFailure",
 	New: func() any {
 		return new(KnowledgeRuntimeFailure)
 	},
-	Seeds: []string{"{\"code\":\"x\",\"message\":\"x\",\"retryable\":true,\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/knowledge_runtime_failure",
+	Seeds:  []string{"{\"code\":\"x\",\"message\":\"x\",\"retryable\":true,\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "KnowledgeRuntimeRequest",
 	New: func() any {
 		return new(KnowledgeRuntimeRequest)
 	},
-	Seeds: []string{"{\"document\":\"x\",\"mode\":\"context_document\",\"package\":\"x\",\"query\":\"x\",\"return_citations\":true,\"score_threshold\":1,\"top_k\":0,\"vendor_extension\":{\"kept\":true},\"version\":\"x\"}"},
+	Schema: "agentpm/service.schema.json#/$defs/knowledge_runtime_request",
+	Seeds:  []string{"{\"document\":\"x\",\"mode\":\"context_document\",\"package\":\"x\",\"query\":\"x\",\"return_citations\":true,\"score_threshold\":1,\"top_k\":0,\"vendor_extension\":{\"kept\":true},\"version\":\"x\"}"},
 }, {
 	Name: "KnowledgeRuntimeResult",
 	New: func() any {
 		return new(KnowledgeRuntimeResult)
 	},
-	Seeds: []string{"{\"citations\":[{\"chunk_id\":\"x\",\"source_id\":\"x\",\"title\":\"x\",\"uri\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"content\":\"x\",\"document\":\"x\",\"duration_ms\":0,\"error\":{\"code\":\"x\",\"message\":\"x\",\"retryable\":true,\"vendor_extension\":{\"kept\":true}},\"mode\":\"context_document\",\"ok\":true,\"package\":\"x\",\"query\":\"x\",\"results\":[{\"chunk_id\":\"x\",\"chunk_metadata\":{\"raw\":[1,\"two\",null]},\"rank\":0,\"score\":1,\"source_id\":\"x\",\"source_metadata\":{\"raw\":[1,\"two\",null]},\"source_title\":\"x\",\"source_uri\":\"x\",\"text\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"vendor_extension\":{\"kept\":true},\"version\":\"x\"}"},
+	Schema: "agentpm/service.schema.json#/$defs/knowledge_runtime_result",
+	Seeds:  []string{"{\"citations\":[{\"chunk_id\":\"x\",\"source_id\":\"x\",\"title\":\"x\",\"uri\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"content\":\"x\",\"document\":\"x\",\"duration_ms\":0,\"error\":{\"code\":\"x\",\"message\":\"x\",\"retryable\":true,\"vendor_extension\":{\"kept\":true}},\"mode\":\"context_document\",\"ok\":true,\"package\":\"x\",\"query\":\"x\",\"results\":[{\"chunk_id\":\"x\",\"chunk_metadata\":{\"raw\":[1,\"two\",null]},\"rank\":0,\"score\":1,\"source_id\":\"x\",\"source_metadata\":{\"raw\":[1,\"two\",null]},\"source_title\":\"x\",\"source_uri\":\"x\",\"text\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"vendor_extension\":{\"kept\":true},\"version\":\"x\"}"},
 }, {
 	Name: "KnowledgeRuntimeSnapshot",
 	New: func() any {
 		return new(KnowledgeRuntimeSnapshot)
 	},
-	Seeds: []string{"{\"description\":\"x\",\"documents\":[{\"bytes\":0,\"content_type\":\"x\",\"description\":\"x\",\"path\":\"x\",\"role\":\"x\",\"sha256\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"embedding\":{\"dimensions\":0,\"id\":\"x\",\"metric\":\"x\",\"model\":\"x\",\"normalized\":true,\"provider\":\"x\",\"vendor_extension\":{\"kept\":true}},\"mode\":\"context\",\"name\":\"x\",\"readiness_reason\":\"x\",\"retrieval\":{\"default_score_threshold\":1,\"default_top_k\":0,\"return_citations\":true,\"strategy\":\"x\",\"vendor_extension\":{\"kept\":true}},\"root\":\"x\",\"runtime\":\"x\",\"source\":\"x\",\"state\":\"x\",\"vendor_extension\":{\"kept\":true},\"version\":\"x\"}"},
+	Schema: "agentpm/service.schema.json#/$defs/knowledge_runtime_snapshot",
+	Seeds:  []string{"{\"description\":\"x\",\"documents\":[{\"bytes\":0,\"content_type\":\"x\",\"description\":\"x\",\"path\":\"x\",\"role\":\"x\",\"sha256\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"embedding\":{\"dimensions\":0,\"id\":\"x\",\"metric\":\"x\",\"model\":\"x\",\"normalized\":true,\"provider\":\"x\",\"vendor_extension\":{\"kept\":true}},\"mode\":\"context\",\"name\":\"x\",\"readiness_reason\":\"x\",\"retrieval\":{\"default_score_threshold\":1,\"default_top_k\":0,\"return_citations\":true,\"strategy\":\"x\",\"vendor_extension\":{\"kept\":true}},\"root\":\"x\",\"runtime\":\"x\",\"source\":\"x\",\"state\":\"x\",\"vendor_extension\":{\"kept\":true},\"version\":\"x\"}"},
 }, {
 	Name: "LoopCheckpoint",
 	New: func() any {
 		return new(LoopCheckpoint)
 	},
-	Seeds: []string{"{\"before_phase\":\"x\",\"id\":\"x\",\"on_reject\":\"x\",\"type\":\"approval\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/loop_checkpoint",
+	Seeds:  []string{"{\"before_phase\":\"x\",\"id\":\"x\",\"on_reject\":\"x\",\"type\":\"approval\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "MemoryCapabilities",
 	New: func() any {
 		return new(MemoryCapabilities)
 	},
-	Seeds: []string{"{\"atomic_batches\":true,\"capacity\":true,\"constraints\":[\"append_only\"],\"descriptor\":{\"atomic_batches\":true,\"capacity\":true,\"constraints\":[\"append_only\"],\"durable_trigger_state\":true,\"retention_actions\":[\"delete\"],\"retrieval_modes\":[\"key\"],\"space_models\":[\"document\"],\"vendor_extension\":{\"kept\":true}},\"durable_trigger_state\":true,\"packages\":[{\"name\":\"x\",\"package\":\"x\",\"ready\":true,\"vendor_extension\":{\"kept\":true},\"version\":\"x\"}],\"retention_actions\":[\"delete\"],\"retrieval_modes\":[\"key\"],\"space_models\":[\"document\"],\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/memory_capabilities",
+	Seeds:  []string{"{\"atomic_batches\":true,\"capacity\":true,\"constraints\":[\"append_only\"],\"descriptor\":{\"atomic_batches\":true,\"capacity\":true,\"constraints\":[\"append_only\"],\"durable_trigger_state\":true,\"retention_actions\":[\"delete\"],\"retrieval_modes\":[\"key\"],\"space_models\":[\"document\"],\"vendor_extension\":{\"kept\":true}},\"durable_trigger_state\":true,\"packages\":[{\"name\":\"x\",\"package\":\"x\",\"ready\":true,\"vendor_extension\":{\"kept\":true},\"version\":\"x\"}],\"retention_actions\":[\"delete\"],\"retrieval_modes\":[\"key\"],\"space_models\":[\"document\"],\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "MemoryCommitPayload",
 	New: func() any {
 		return new(MemoryCommitPayload)
 	},
-	Seeds: []string{"{\"request\":{\"expected_sources\":[{\"content_hash\":\"x\",\"id\":\"x\",\"package\":\"x\",\"package_version\":\"x\",\"record_id\":\"x\",\"scope\":{\"k\":\"x\"},\"space\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"now\":\"x\",\"operation\":\"x\",\"operation_state\":{\"armed\":true,\"baseline_at\":\"x\",\"last_completed_at\":\"x\",\"last_observed_value\":1,\"next_eligible_at\":\"x\",\"operation\":\"x\",\"package\":\"x\",\"package_version\":\"x\",\"scope\":{\"k\":\"x\"},\"trigger_type\":\"x\",\"updated_at\":\"x\",\"vendor_extension\":{\"kept\":true},\"watermark\":{\"raw\":[1,\"two\",null]}},\"output_writes\":[{\"content\":{\"raw\":[1,\"two\",null]},\"now\":\"x\",\"operation\":\"create\",\"package\":\"x\",\"package_version\":\"x\",\"provenance\":{\"raw\":[1,\"two\",null]},\"record_id\":\"x\",\"record_type\":\"x\",\"schema_version\":\"x\",\"scope\":{\"k\":\"x\"},\"space\":\"x\",\"space_model\":\"document\",\"vendor_extension\":{\"kept\":true}}],\"package\":\"x\",\"package_version\":\"x\",\"source_mutations\":[{\"content\":{\"raw\":[1,\"two\",null]},\"now\":\"x\",\"operation\":\"create\",\"package\":\"x\",\"package_version\":\"x\",\"provenance\":{\"raw\":[1,\"two\",null]},\"record_id\":\"x\",\"record_type\":\"x\",\"schema_version\":\"x\",\"scope\":{\"k\":\"x\"},\"space\":\"x\",\"space_model\":\"document\",\"vendor_extension\":{\"kept\":true}}],\"trigger_precondition\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/memory_commit_payload",
+	Seeds:  []string{"{\"request\":{\"expected_sources\":[{\"content_hash\":\"x\",\"id\":\"x\",\"package\":\"x\",\"package_version\":\"x\",\"record_id\":\"x\",\"scope\":{\"k\":\"x\"},\"space\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"now\":\"x\",\"operation\":\"x\",\"operation_state\":{\"armed\":true,\"baseline_at\":\"x\",\"last_completed_at\":\"x\",\"last_observed_value\":1,\"next_eligible_at\":\"x\",\"operation\":\"x\",\"package\":\"x\",\"package_version\":\"x\",\"scope\":{\"k\":\"x\"},\"trigger_type\":\"x\",\"updated_at\":\"x\",\"vendor_extension\":{\"kept\":true},\"watermark\":{\"raw\":[1,\"two\",null]}},\"output_writes\":[{\"content\":{\"raw\":[1,\"two\",null]},\"now\":\"x\",\"operation\":\"create\",\"package\":\"x\",\"package_version\":\"x\",\"provenance\":{\"raw\":[1,\"two\",null]},\"record_id\":\"x\",\"record_type\":\"x\",\"schema_version\":\"x\",\"scope\":{\"k\":\"x\"},\"space\":\"x\",\"space_model\":\"document\",\"vendor_extension\":{\"kept\":true}}],\"package\":\"x\",\"package_version\":\"x\",\"source_mutations\":[{\"content\":{\"raw\":[1,\"two\",null]},\"now\":\"x\",\"operation\":\"create\",\"package\":\"x\",\"package_version\":\"x\",\"provenance\":{\"raw\":[1,\"two\",null]},\"record_id\":\"x\",\"record_type\":\"x\",\"schema_version\":\"x\",\"scope\":{\"k\":\"x\"},\"space\":\"x\",\"space_model\":\"document\",\"vendor_extension\":{\"kept\":true}}],\"trigger_precondition\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "MemoryConstraint",
 	New: func() any {
 		return new(MemoryConstraint)
 	},
-	Seeds: []string{"\"append_only\""},
+	Schema: "agentpm/service.schema.json#/$defs/memory_constraint",
+	Seeds:  []string{"\"append_only\""},
 }, {
 	Name: "MemoryCountPayload",
 	New: func() any {
 		return new(MemoryCountPayload)
 	},
-	Seeds: []string{"{\"request\":{\"now\":\"x\",\"package\":\"x\",\"package_version\":\"x\",\"record_type\":\"x\",\"scope\":{\"k\":\"x\"},\"space\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/memory_count_payload",
+	Seeds:  []string{"{\"request\":{\"now\":\"x\",\"package\":\"x\",\"package_version\":\"x\",\"record_type\":\"x\",\"scope\":{\"k\":\"x\"},\"space\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "MemoryCountRequest",
 	New: func() any {
 		return new(MemoryCountRequest)
 	},
-	Seeds: []string{"{\"now\":\"x\",\"package\":\"x\",\"package_version\":\"x\",\"record_type\":\"x\",\"scope\":{\"k\":\"x\"},\"space\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/memory_count_request",
+	Seeds:  []string{"{\"now\":\"x\",\"package\":\"x\",\"package_version\":\"x\",\"record_type\":\"x\",\"scope\":{\"k\":\"x\"},\"space\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "MemoryCountResult",
 	New: func() any {
 		return new(MemoryCountResult)
 	},
-	Seeds: []string{"{\"count\":0,\"error\":{\"code\":\"x\",\"message\":\"x\",\"vendor_extension\":{\"kept\":true}},\"ok\":true,\"package\":\"x\",\"package_version\":\"x\",\"space\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/memory_count_result",
+	Seeds:  []string{"{\"count\":0,\"error\":{\"code\":\"x\",\"message\":\"x\",\"vendor_extension\":{\"kept\":true}},\"ok\":true,\"package\":\"x\",\"package_version\":\"x\",\"space\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "MemoryDescriptor",
 	New: func() any {
 		return new(MemoryDescriptor)
 	},
-	Seeds: []string{"{\"atomic_batches\":true,\"capacity\":true,\"constraints\":[\"append_only\"],\"durable_trigger_state\":true,\"retention_actions\":[\"delete\"],\"retrieval_modes\":[\"key\"],\"space_models\":[\"document\"],\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/memory_descriptor",
+	Seeds:  []string{"{\"atomic_batches\":true,\"capacity\":true,\"constraints\":[\"append_only\"],\"durable_trigger_state\":true,\"retention_actions\":[\"delete\"],\"retrieval_modes\":[\"key\"],\"space_models\":[\"document\"],\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "MemoryInitialize",
 	New: func() any {
 		return new(MemoryInitialize)
 	},
-	Seeds: []string{"{\"protocol_version\":1,\"registry_id\":\"x\",\"role\":\"memory\",\"spaces\":[{\"append_only\":true,\"binding_scope\":\"x\",\"description\":\"x\",\"model\":\"document\",\"package\":\"x\",\"package_version\":\"x\",\"readiness_reason\":\"x\",\"record_types\":[{\"content_schema\":{\"raw\":[1,\"two\",null]},\"name\":\"x\",\"schema_version\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"retrieval_modes\":[\"key\"],\"root\":\"x\",\"runtime\":\"x\",\"scope_keys\":[\"x\"],\"source\":\"x\",\"space\":\"x\",\"state\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/memory_initialize",
+	Seeds:  []string{"{\"protocol_version\":1,\"registry_id\":\"x\",\"role\":\"memory\",\"spaces\":[{\"append_only\":true,\"binding_scope\":\"x\",\"description\":\"x\",\"model\":\"document\",\"package\":\"x\",\"package_version\":\"x\",\"readiness_reason\":\"x\",\"record_types\":[{\"content_schema\":{\"raw\":[1,\"two\",null]},\"name\":\"x\",\"schema_version\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"retrieval_modes\":[\"key\"],\"root\":\"x\",\"runtime\":\"x\",\"scope_keys\":[\"x\"],\"source\":\"x\",\"space\":\"x\",\"state\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "MemoryLoadStatePayload",
 	New: func() any {
 		return new(MemoryLoadStatePayload)
 	},
-	Seeds: []string{"{\"request\":{\"now\":\"x\",\"operation\":\"x\",\"package\":\"x\",\"package_version\":\"x\",\"scope\":{\"k\":\"x\"},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/memory_load_state_payload",
+	Seeds:  []string{"{\"request\":{\"now\":\"x\",\"operation\":\"x\",\"package\":\"x\",\"package_version\":\"x\",\"scope\":{\"k\":\"x\"},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "MemoryOperationState",
 	New: func() any {
 		return new(MemoryOperationState)
 	},
-	Seeds: []string{"{\"armed\":true,\"baseline_at\":\"x\",\"last_completed_at\":\"x\",\"last_observed_value\":1,\"next_eligible_at\":\"x\",\"operation\":\"x\",\"package\":\"x\",\"package_version\":\"x\",\"scope\":{\"k\":\"x\"},\"trigger_type\":\"x\",\"updated_at\":\"x\",\"vendor_extension\":{\"kept\":true},\"watermark\":{\"raw\":[1,\"two\",null]}}"},
+	Schema: "agentpm/service.schema.json#/$defs/memory_operation_state",
+	Seeds:  []string{"{\"armed\":true,\"baseline_at\":\"x\",\"last_completed_at\":\"x\",\"last_observed_value\":1,\"next_eligible_at\":\"x\",\"operation\":\"x\",\"package\":\"x\",\"package_version\":\"x\",\"scope\":{\"k\":\"x\"},\"trigger_type\":\"x\",\"updated_at\":\"x\",\"vendor_extension\":{\"kept\":true},\"watermark\":{\"raw\":[1,\"two\",null]}}"},
 }, {
 	Name: "MemoryOperationStateKey",
 	New: func() any {
 		return new(MemoryOperationStateKey)
 	},
-	Seeds: []string{"{\"now\":\"x\",\"operation\":\"x\",\"package\":\"x\",\"package_version\":\"x\",\"scope\":{\"k\":\"x\"},\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/memory_operation_state_key",
+	Seeds:  []string{"{\"now\":\"x\",\"operation\":\"x\",\"package\":\"x\",\"package_version\":\"x\",\"scope\":{\"k\":\"x\"},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "MemoryPackageAttestation",
 	New: func() any {
 		return new(MemoryPackageAttestation)
 	},
-	Seeds: []string{"{\"name\":\"x\",\"package\":\"x\",\"ready\":true,\"vendor_extension\":{\"kept\":true},\"version\":\"x\"}"},
+	Schema: "agentpm/service.schema.json#/$defs/memory_package_attestation",
+	Seeds:  []string{"{\"name\":\"x\",\"package\":\"x\",\"ready\":true,\"vendor_extension\":{\"kept\":true},\"version\":\"x\"}"},
 }, {
 	Name: "MemoryReadMode",
 	New: func() any {
 		return new(MemoryReadMode)
 	},
-	Seeds: []string{"\"key\""},
+	Schema: "agentpm/service.schema.json#/$defs/memory_read_mode",
+	Seeds:  []string{"\"key\""},
 }, {
 	Name: "MemoryReadPayload",
 	New: func() any {
 		return new(MemoryReadPayload)
 	},
-	Seeds: []string{"{\"request\":{\"filter\":{\"raw\":[1,\"two\",null]},\"limit\":0,\"mode\":\"key\",\"now\":\"x\",\"package\":\"x\",\"package_version\":\"x\",\"query\":\"x\",\"record_id\":\"x\",\"record_type\":\"x\",\"scope\":{\"k\":\"x\"},\"space\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/memory_read_payload",
+	Seeds:  []string{"{\"request\":{\"filter\":{\"raw\":[1,\"two\",null]},\"limit\":0,\"mode\":\"key\",\"now\":\"x\",\"package\":\"x\",\"package_version\":\"x\",\"query\":\"x\",\"record_id\":\"x\",\"record_type\":\"x\",\"scope\":{\"k\":\"x\"},\"space\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "MemoryReadRequest",
 	New: func() any {
 		return new(MemoryReadRequest)
 	},
-	Seeds: []string{"{\"filter\":{\"raw\":[1,\"two\",null]},\"limit\":0,\"mode\":\"key\",\"now\":\"x\",\"package\":\"x\",\"package_version\":\"x\",\"query\":\"x\",\"record_id\":\"x\",\"record_type\":\"x\",\"scope\":{\"k\":\"x\"},\"space\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/memory_read_request",
+	Seeds:  []string{"{\"filter\":{\"raw\":[1,\"two\",null]},\"limit\":0,\"mode\":\"key\",\"now\":\"x\",\"package\":\"x\",\"package_version\":\"x\",\"query\":\"x\",\"record_id\":\"x\",\"record_type\":\"x\",\"scope\":{\"k\":\"x\"},\"space\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "MemoryReadResult",
 	New: func() any {
 		return new(MemoryReadResult)
 	},
-	Seeds: []string{"{\"count\":0,\"embedding_request_duration_ms\":0,\"embedding_requests\":0,\"error\":{\"code\":\"x\",\"message\":\"x\",\"vendor_extension\":{\"kept\":true}},\"mode\":\"key\",\"ok\":true,\"package\":\"x\",\"package_version\":\"x\",\"records\":[{\"archived_at\":\"x\",\"content\":{\"raw\":[1,\"two\",null]},\"created_at\":\"x\",\"expires_at\":\"x\",\"id\":\"x\",\"ordinal\":1,\"package\":\"x\",\"package_version\":\"x\",\"provenance\":{\"raw\":[1,\"two\",null]},\"record_type\":\"x\",\"schema_version\":\"x\",\"scope_hash\":\"x\",\"scope_json\":\"x\",\"space\":\"x\",\"space_model\":\"document\",\"updated_at\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"space\":\"x\",\"vectors_materialized\":0,\"vectors_pending\":0,\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/memory_read_result",
+	Seeds:  []string{"{\"count\":0,\"embedding_request_duration_ms\":0,\"embedding_requests\":0,\"error\":{\"code\":\"x\",\"message\":\"x\",\"vendor_extension\":{\"kept\":true}},\"mode\":\"key\",\"ok\":true,\"package\":\"x\",\"package_version\":\"x\",\"records\":[{\"archived_at\":\"x\",\"content\":{\"raw\":[1,\"two\",null]},\"created_at\":\"x\",\"expires_at\":\"x\",\"id\":\"x\",\"ordinal\":1,\"package\":\"x\",\"package_version\":\"x\",\"provenance\":{\"raw\":[1,\"two\",null]},\"record_type\":\"x\",\"schema_version\":\"x\",\"scope_hash\":\"x\",\"scope_json\":\"x\",\"space\":\"x\",\"space_model\":\"document\",\"updated_at\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"space\":\"x\",\"vectors_materialized\":0,\"vectors_pending\":0,\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "MemoryReadiness",
 	New: func() any {
 		return new(MemoryReadiness)
 	},
-	Seeds: []string{"{\"atomic_batches\":true,\"attestations\":[{\"name\":\"x\",\"package\":\"x\",\"ready\":true,\"vendor_extension\":{\"kept\":true},\"version\":\"x\"}],\"capabilities\":{\"atomic_batches\":true,\"capacity\":true,\"constraints\":[\"append_only\"],\"descriptor\":{\"atomic_batches\":true,\"capacity\":true,\"constraints\":[\"append_only\"],\"durable_trigger_state\":true,\"retention_actions\":[\"delete\"],\"retrieval_modes\":[\"key\"],\"space_models\":[\"document\"],\"vendor_extension\":{\"kept\":true}},\"durable_trigger_state\":true,\"packages\":[{\"name\":\"x\",\"package\":\"x\",\"ready\":true,\"vendor_extension\":{\"kept\":true},\"version\":\"x\"}],\"retention_actions\":[\"delete\"],\"retrieval_modes\":[\"key\"],\"space_models\":[\"document\"],\"vendor_extension\":{\"kept\":true}},\"capacity\":true,\"constraints\":[\"append_only\"],\"descriptor\":{\"atomic_batches\":true,\"capacity\":true,\"constraints\":[\"append_only\"],\"durable_trigger_state\":true,\"retention_actions\":[\"delete\"],\"retrieval_modes\":[\"key\"],\"space_models\":[\"document\"],\"vendor_extension\":{\"kept\":true}},\"durable_trigger_state\":true,\"packages\":[{\"name\":\"x\",\"package\":\"x\",\"ready\":true,\"vendor_extension\":{\"kept\":true},\"version\":\"x\"}],\"protocol_version\":1,\"ready\":true,\"registry_id\":\"x\",\"retention_actions\":[\"delete\"],\"retrieval_modes\":[\"key\"],\"role\":\"memory\",\"space_models\":[\"document\"],\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/memory_readiness",
+	Seeds:  []string{"{\"atomic_batches\":true,\"attestations\":[{\"name\":\"x\",\"package\":\"x\",\"ready\":true,\"vendor_extension\":{\"kept\":true},\"version\":\"x\"}],\"capabilities\":{\"atomic_batches\":true,\"capacity\":true,\"constraints\":[\"append_only\"],\"descriptor\":{\"atomic_batches\":true,\"capacity\":true,\"constraints\":[\"append_only\"],\"durable_trigger_state\":true,\"retention_actions\":[\"delete\"],\"retrieval_modes\":[\"key\"],\"space_models\":[\"document\"],\"vendor_extension\":{\"kept\":true}},\"durable_trigger_state\":true,\"packages\":[{\"name\":\"x\",\"package\":\"x\",\"ready\":true,\"vendor_extension\":{\"kept\":true},\"version\":\"x\"}],\"retention_actions\":[\"delete\"],\"retrieval_modes\":[\"key\"],\"space_models\":[\"document\"],\"vendor_extension\":{\"kept\":true}},\"capacity\":true,\"constraints\":[\"append_only\"],\"descriptor\":{\"atomic_batches\":true,\"capacity\":true,\"constraints\":[\"append_only\"],\"durable_trigger_state\":true,\"retention_actions\":[\"delete\"],\"retrieval_modes\":[\"key\"],\"space_models\":[\"document\"],\"vendor_extension\":{\"kept\":true}},\"durable_trigger_state\":true,\"packages\":[{\"name\":\"x\",\"package\":\"x\",\"ready\":true,\"vendor_extension\":{\"kept\":true},\"version\":\"x\"}],\"protocol_version\":1,\"ready\":true,\"registry_id\":\"x\",\"retention_actions\":[\"delete\"],\"retrieval_modes\":[\"key\"],\"role\":\"memory\",\"space_models\":[\"document\"],\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "MemoryRecordType",
 	New: func() any {
 		return new(MemoryRecordType)
 	},
-	Seeds: []string{"{\"content_schema\":{\"raw\":[1,\"two\",null]},\"name\":\"x\",\"schema_version\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/memory_record_type",
+	Seeds:  []string{"{\"content_schema\":{\"raw\":[1,\"two\",null]},\"name\":\"x\",\"schema_version\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "MemoryRetentionAction",
 	New: func() any {
 		return new(MemoryRetentionAction)
 	},
-	Seeds: []string{"\"delete\""},
+	Schema: "agentpm/service.schema.json#/$defs/memory_retention_action",
+	Seeds:  []string{"\"delete\""},
 }, {
 	Name: "MemoryRuntimeFailure",
 	New: func() any {
 		return new(MemoryRuntimeFailure)
 	},
-	Seeds: []string{"{\"code\":\"x\",\"message\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/memory_runtime_failure",
+	Seeds:  []string{"{\"code\":\"x\",\"message\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "MemoryScope",
 	New: func() any {
 		return new(MemoryScope)
 	},
-	Seeds: []string{"{\"k\":\"x\"}"},
+	Schema: "agentpm/service.schema.json#/$defs/memory_scope",
+	Seeds:  []string{"{\"k\":\"x\"}"},
 }, {
 	Name: "MemorySpaceModel",
 	New: func() any {
 		return new(MemorySpaceModel)
 	},
-	Seeds: []string{"\"document\""},
+	Schema: "agentpm/service.schema.json#/$defs/memory_space_model",
+	Seeds:  []string{"\"document\""},
 }, {
 	Name: "MemorySpaceRuntimeSnapshot",
 	New: func() any {
 		return new(MemorySpaceRuntimeSnapshot)
 	},
-	Seeds: []string{"{\"append_only\":true,\"binding_scope\":\"x\",\"description\":\"x\",\"model\":\"document\",\"package\":\"x\",\"package_version\":\"x\",\"readiness_reason\":\"x\",\"record_types\":[{\"content_schema\":{\"raw\":[1,\"two\",null]},\"name\":\"x\",\"schema_version\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"retrieval_modes\":[\"key\"],\"root\":\"x\",\"runtime\":\"x\",\"scope_keys\":[\"x\"],\"source\":\"x\",\"space\":\"x\",\"state\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/memory_space_runtime_snapshot",
+	Seeds:  []string{"{\"append_only\":true,\"binding_scope\":\"x\",\"description\":\"x\",\"model\":\"document\",\"package\":\"x\",\"package_version\":\"x\",\"readiness_reason\":\"x\",\"record_types\":[{\"content_schema\":{\"raw\":[1,\"two\",null]},\"name\":\"x\",\"schema_version\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"retrieval_modes\":[\"key\"],\"root\":\"x\",\"runtime\":\"x\",\"scope_keys\":[\"x\"],\"source\":\"x\",\"space\":\"x\",\"state\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "MemoryStateResult",
 	New: func() any {
 		return new(MemoryStateResult)
 	},
-	Seeds: []string{"{\"error\":{\"code\":\"x\",\"message\":\"x\",\"vendor_extension\":{\"kept\":true}},\"ok\":true,\"operation\":\"x\",\"package\":\"x\",\"package_version\":\"x\",\"state\":{\"armed\":true,\"baseline_at\":\"x\",\"last_completed_at\":\"x\",\"last_observed_value\":1,\"next_eligible_at\":\"x\",\"operation\":\"x\",\"package\":\"x\",\"package_version\":\"x\",\"scope\":{\"k\":\"x\"},\"trigger_type\":\"x\",\"updated_at\":\"x\",\"vendor_extension\":{\"kept\":true},\"watermark\":{\"raw\":[1,\"two\",null]}},\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/memory_state_result",
+	Seeds:  []string{"{\"error\":{\"code\":\"x\",\"message\":\"x\",\"vendor_extension\":{\"kept\":true}},\"ok\":true,\"operation\":\"x\",\"package\":\"x\",\"package_version\":\"x\",\"state\":{\"armed\":true,\"baseline_at\":\"x\",\"last_completed_at\":\"x\",\"last_observed_value\":1,\"next_eligible_at\":\"x\",\"operation\":\"x\",\"package\":\"x\",\"package_version\":\"x\",\"scope\":{\"k\":\"x\"},\"trigger_type\":\"x\",\"updated_at\":\"x\",\"vendor_extension\":{\"kept\":true},\"watermark\":{\"raw\":[1,\"two\",null]}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "MemoryStoreStatePayload",
 	New: func() any {
 		return new(MemoryStoreStatePayload)
 	},
-	Seeds: []string{"{\"request\":{\"now\":\"x\",\"operation\":\"x\",\"package\":\"x\",\"package_version\":\"x\",\"scope\":{\"k\":\"x\"},\"vendor_extension\":{\"kept\":true}},\"state\":{\"armed\":true,\"baseline_at\":\"x\",\"last_completed_at\":\"x\",\"last_observed_value\":1,\"next_eligible_at\":\"x\",\"operation\":\"x\",\"package\":\"x\",\"package_version\":\"x\",\"scope\":{\"k\":\"x\"},\"trigger_type\":\"x\",\"updated_at\":\"x\",\"vendor_extension\":{\"kept\":true},\"watermark\":{\"raw\":[1,\"two\",null]}},\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/memory_store_state_payload",
+	Seeds:  []string{"{\"request\":{\"now\":\"x\",\"operation\":\"x\",\"package\":\"x\",\"package_version\":\"x\",\"scope\":{\"k\":\"x\"},\"vendor_extension\":{\"kept\":true}},\"state\":{\"armed\":true,\"baseline_at\":\"x\",\"last_completed_at\":\"x\",\"last_observed_value\":1,\"next_eligible_at\":\"x\",\"operation\":\"x\",\"package\":\"x\",\"package_version\":\"x\",\"scope\":{\"k\":\"x\"},\"trigger_type\":\"x\",\"updated_at\":\"x\",\"vendor_extension\":{\"kept\":true},\"watermark\":{\"raw\":[1,\"two\",null]}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "MemoryStoreStateResult",
 	New: func() any {
 		return new(MemoryStoreStateResult)
 	},
-	Seeds: []string{"{\"error\":{\"code\":\"x\",\"message\":\"x\",\"vendor_extension\":{\"kept\":true}},\"ok\":true,\"operation\":\"x\",\"package\":\"x\",\"package_version\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/memory_store_state_result",
+	Seeds:  []string{"{\"error\":{\"code\":\"x\",\"message\":\"x\",\"vendor_extension\":{\"kept\":true}},\"ok\":true,\"operation\":\"x\",\"package\":\"x\",\"package_version\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "MemoryWriteOperation",
 	New: func() any {
 		return new(MemoryWriteOperation)
 	},
-	Seeds: []string{"\"create\""},
+	Schema: "agentpm/service.schema.json#/$defs/memory_write_operation",
+	Seeds:  []string{"\"create\""},
 }, {
 	Name: "MemoryWritePayload",
 	New: func() any {
 		return new(MemoryWritePayload)
 	},
-	Seeds: []string{"{\"request\":{\"content\":{\"raw\":[1,\"two\",null]},\"now\":\"x\",\"operation\":\"create\",\"package\":\"x\",\"package_version\":\"x\",\"provenance\":{\"raw\":[1,\"two\",null]},\"record_id\":\"x\",\"record_type\":\"x\",\"schema_version\":\"x\",\"scope\":{\"k\":\"x\"},\"space\":\"x\",\"space_model\":\"document\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/memory_write_payload",
+	Seeds:  []string{"{\"request\":{\"content\":{\"raw\":[1,\"two\",null]},\"now\":\"x\",\"operation\":\"create\",\"package\":\"x\",\"package_version\":\"x\",\"provenance\":{\"raw\":[1,\"two\",null]},\"record_id\":\"x\",\"record_type\":\"x\",\"schema_version\":\"x\",\"scope\":{\"k\":\"x\"},\"space\":\"x\",\"space_model\":\"document\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "MemoryWriteRequest",
 	New: func() any {
 		return new(MemoryWriteRequest)
 	},
-	Seeds: []string{"{\"content\":{\"raw\":[1,\"two\",null]},\"now\":\"x\",\"operation\":\"create\",\"package\":\"x\",\"package_version\":\"x\",\"provenance\":{\"raw\":[1,\"two\",null]},\"record_id\":\"x\",\"record_type\":\"x\",\"schema_version\":\"x\",\"scope\":{\"k\":\"x\"},\"space\":\"x\",\"space_model\":\"document\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/memory_write_request",
+	Seeds:  []string{"{\"content\":{\"raw\":[1,\"two\",null]},\"now\":\"x\",\"operation\":\"create\",\"package\":\"x\",\"package_version\":\"x\",\"provenance\":{\"raw\":[1,\"two\",null]},\"record_id\":\"x\",\"record_type\":\"x\",\"schema_version\":\"x\",\"scope\":{\"k\":\"x\"},\"space\":\"x\",\"space_model\":\"document\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "MemoryWriteResult",
 	New: func() any {
 		return new(MemoryWriteResult)
 	},
-	Seeds: []string{"{\"embedding_request_duration_ms\":0,\"embedding_requests\":0,\"error\":{\"code\":\"x\",\"message\":\"x\",\"vendor_extension\":{\"kept\":true}},\"ok\":true,\"operation\":\"create\",\"package\":\"x\",\"package_version\":\"x\",\"record\":{\"archived_at\":\"x\",\"content\":{\"raw\":[1,\"two\",null]},\"created_at\":\"x\",\"expires_at\":\"x\",\"id\":\"x\",\"ordinal\":1,\"package\":\"x\",\"package_version\":\"x\",\"provenance\":{\"raw\":[1,\"two\",null]},\"record_type\":\"x\",\"schema_version\":\"x\",\"scope_hash\":\"x\",\"scope_json\":\"x\",\"space\":\"x\",\"space_model\":\"document\",\"updated_at\":\"x\",\"vendor_extension\":{\"kept\":true}},\"record_id\":\"x\",\"semantic_embedding_error\":\"x\",\"space\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/memory_write_result",
+	Seeds:  []string{"{\"embedding_request_duration_ms\":0,\"embedding_requests\":0,\"error\":{\"code\":\"x\",\"message\":\"x\",\"vendor_extension\":{\"kept\":true}},\"ok\":true,\"operation\":\"create\",\"package\":\"x\",\"package_version\":\"x\",\"record\":{\"archived_at\":\"x\",\"content\":{\"raw\":[1,\"two\",null]},\"created_at\":\"x\",\"expires_at\":\"x\",\"id\":\"x\",\"ordinal\":1,\"package\":\"x\",\"package_version\":\"x\",\"provenance\":{\"raw\":[1,\"two\",null]},\"record_type\":\"x\",\"schema_version\":\"x\",\"scope_hash\":\"x\",\"scope_json\":\"x\",\"space\":\"x\",\"space_model\":\"document\",\"updated_at\":\"x\",\"vendor_extension\":{\"kept\":true}},\"record_id\":\"x\",\"semantic_embedding_error\":\"x\",\"space\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "ModelCapabilities",
 	New: func() any {
 		return new(ModelCapabilities)
 	},
-	Seeds: []string{"{\"context_window_tokens\":0,\"model\":\"x\",\"models\":[\"x\"],\"multimodal_input\":true,\"provider\":\"x\",\"semantic_actions\":true,\"structured_output\":true,\"usage_reporting\":true,\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/model_capabilities",
+	Seeds:  []string{"{\"context_window_tokens\":0,\"model\":\"x\",\"models\":[\"x\"],\"multimodal_input\":true,\"provider\":\"x\",\"semantic_actions\":true,\"structured_output\":true,\"usage_reporting\":true,\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "ModelInitialize",
 	New: func() any {
 		return new(ModelInitialize)
 	},
-	Seeds: []string{"{\"model\":\"x\",\"protocol_version\":1,\"registry_id\":\"x\",\"role\":\"model\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/model_initialize",
+	Seeds:  []string{"{\"model\":\"x\",\"protocol_version\":1,\"registry_id\":\"x\",\"role\":\"model\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "ModelPrompt",
 	New: func() any {
 		return new(ModelPrompt)
 	},
-	Seeds: []string{"{\"action_aliases\":[{\"action_kind\":\"x\",\"alias\":\"x\",\"identity\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"completion\":{\"explicit_outcomes\":[\"x\"],\"implicit_complete\":true,\"phase_id\":\"x\",\"vendor_extension\":{\"kept\":true}},\"diagnostics\":[\"x\"],\"sections\":[{\"content\":\"x\",\"number\":0,\"title\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/model_prompt",
+	Seeds:  []string{"{\"action_aliases\":[{\"action_kind\":\"x\",\"alias\":\"x\",\"identity\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"completion\":{\"explicit_outcomes\":[\"x\"],\"implicit_complete\":true,\"phase_id\":\"x\",\"vendor_extension\":{\"kept\":true}},\"diagnostics\":[\"x\"],\"sections\":[{\"content\":\"x\",\"number\":0,\"title\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "ModelProviderSelection",
 	New: func() any {
 		return new(ModelProviderSelection)
 	},
-	Seeds: []string{"{\"model\":\"x\",\"options\":{\"raw\":[1,\"two\",null]},\"provider\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/model_provider_selection",
+	Seeds:  []string{"{\"model\":\"x\",\"options\":{\"raw\":[1,\"two\",null]},\"provider\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "ModelReadiness",
 	New: func() any {
 		return new(ModelReadiness)
 	},
-	Seeds: []string{"{\"capabilities\":{\"context_window_tokens\":0,\"model\":\"x\",\"models\":[\"x\"],\"multimodal_input\":true,\"provider\":\"x\",\"semantic_actions\":true,\"structured_output\":true,\"usage_reporting\":true,\"vendor_extension\":{\"kept\":true}},\"context_window_tokens\":0,\"model\":\"x\",\"multimodal_input\":true,\"protocol_version\":1,\"ready\":true,\"registry_id\":\"x\",\"role\":\"x\",\"semantic_actions\":true,\"structured_output\":true,\"usage_reporting\":true,\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/model_readiness",
+	Seeds:  []string{"{\"capabilities\":{\"context_window_tokens\":0,\"model\":\"x\",\"models\":[\"x\"],\"multimodal_input\":true,\"provider\":\"x\",\"semantic_actions\":true,\"structured_output\":true,\"usage_reporting\":true,\"vendor_extension\":{\"kept\":true}},\"context_window_tokens\":0,\"model\":\"x\",\"multimodal_input\":true,\"protocol_version\":1,\"ready\":true,\"registry_id\":\"x\",\"role\":\"x\",\"semantic_actions\":true,\"structured_output\":true,\"usage_reporting\":true,\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "ModelRequest",
 	New: func() any {
 		return new(ModelRequest)
 	},
-	Seeds: []string{"{\"effective_phase\":{\"raw\":[1,\"two\",null]},\"model\":{\"model\":\"x\",\"options\":{\"raw\":[1,\"two\",null]},\"provider\":\"x\",\"vendor_extension\":{\"kept\":true}},\"ordered_turns\":[{\"kind\":\"user_input\",\"vendor_extension\":{\"kept\":true}}],\"phase_execution_id\":\"x\",\"phase_id\":\"x\",\"phase_objective\":\"x\",\"prior_phase_results\":[{\"raw\":[1,\"two\",null]}],\"prompt\":{\"action_aliases\":[{\"action_kind\":\"x\",\"alias\":\"x\",\"identity\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"completion\":{\"explicit_outcomes\":[\"x\"],\"implicit_complete\":true,\"phase_id\":\"x\",\"vendor_extension\":{\"kept\":true}},\"diagnostics\":[\"x\"],\"sections\":[{\"content\":\"x\",\"number\":0,\"title\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"vendor_extension\":{\"kept\":true}},\"repair_feedback\":\"x\",\"run_id\":\"x\",\"run_input\":\"x\",\"runtime\":{\"raw\":[1,\"two\",null]},\"transcript\":[{\"raw\":[1,\"two\",null]}],\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/model_request",
+	Seeds:  []string{"{\"effective_phase\":{\"raw\":[1,\"two\",null]},\"model\":{\"model\":\"x\",\"options\":{\"raw\":[1,\"two\",null]},\"provider\":\"x\",\"vendor_extension\":{\"kept\":true}},\"ordered_turns\":[{\"kind\":\"user_input\",\"vendor_extension\":{\"kept\":true}}],\"phase_execution_id\":\"x\",\"phase_id\":\"x\",\"phase_objective\":\"x\",\"prior_phase_results\":[{\"raw\":[1,\"two\",null]}],\"prompt\":{\"action_aliases\":[{\"action_kind\":\"x\",\"alias\":\"x\",\"identity\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"completion\":{\"explicit_outcomes\":[\"x\"],\"implicit_complete\":true,\"phase_id\":\"x\",\"vendor_extension\":{\"kept\":true}},\"diagnostics\":[\"x\"],\"sections\":[{\"content\":\"x\",\"number\":0,\"title\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"vendor_extension\":{\"kept\":true}},\"repair_feedback\":\"x\",\"run_id\":\"x\",\"run_input\":\"x\",\"runtime\":{\"raw\":[1,\"two\",null]},\"transcript\":[{\"raw\":[1,\"two\",null]}],\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "ModelRequestTurn",
 	New: func() any {
 		return new(ModelRequestTurn)
 	},
-	Seeds: []string{"{\"kind\":\"user_input\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/model_request_turn",
+	Seeds:  []string{"{\"kind\":\"user_input\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "ModelTurn",
 	New: func() any {
 		return new(ModelTurn)
 	},
-	Seeds: []string{"{\"actions\":[{\"action\":{\"arguments\":{\"raw\":[1,\"two\",null]},\"tool\":\"x\",\"type\":\"agent_pm_tool\",\"vendor_extension\":{\"kept\":true}},\"id\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"assistant_content\":\"x\",\"finish_reason\":\"x\",\"provider_metadata\":{\"raw\":[1,\"two\",null]},\"usage\":{\"accepted_semantic_actions\":0,\"cost\":{\"amount\":1,\"currency\":\"x\",\"vendor_extension\":{\"kept\":true}},\"duration_ms\":0,\"embedding_requests\":0,\"knowledge_requests\":0,\"memory_requests\":0,\"model_calls\":0,\"tokens\":{\"input_tokens\":0,\"output_tokens\":0,\"total_tokens\":0,\"vendor_extension\":{\"kept\":true}},\"tool_calls\":0,\"tool_retries\":0,\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/model_turn",
+	Seeds:  []string{"{\"actions\":[{\"action\":{\"arguments\":{\"raw\":[1,\"two\",null]},\"tool\":\"x\",\"type\":\"agent_pm_tool\",\"vendor_extension\":{\"kept\":true}},\"id\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"assistant_content\":\"x\",\"finish_reason\":\"x\",\"provider_metadata\":{\"raw\":[1,\"two\",null]},\"usage\":{\"accepted_semantic_actions\":0,\"cost\":{\"amount\":1,\"currency\":\"x\",\"vendor_extension\":{\"kept\":true}},\"duration_ms\":0,\"embedding_requests\":0,\"knowledge_requests\":0,\"memory_requests\":0,\"model_calls\":0,\"tokens\":{\"input_tokens\":0,\"output_tokens\":0,\"total_tokens\":0,\"vendor_extension\":{\"kept\":true}},\"tool_calls\":0,\"tool_retries\":0,\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "ModelTurnKind",
 	New: func() any {
 		return new(ModelTurnKind)
 	},
-	Seeds: []string{"\"user_input\""},
+	Schema: "agentpm/service.schema.json#/$defs/model_turn_kind",
+	Seeds:  []string{"\"user_input\""},
 }, {
 	Name: "PhaseCompletionContract",
 	New: func() any {
 		return new(PhaseCompletionContract)
 	},
-	Seeds: []string{"{\"explicit_outcomes\":[\"x\"],\"implicit_complete\":true,\"phase_id\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/phase_completion_contract",
+	Seeds:  []string{"{\"explicit_outcomes\":[\"x\"],\"implicit_complete\":true,\"phase_id\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "PromptSection",
 	New: func() any {
 		return new(PromptSection)
 	},
-	Seeds: []string{"{\"content\":\"x\",\"number\":0,\"title\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/prompt_section",
+	Seeds:  []string{"{\"content\":\"x\",\"number\":0,\"title\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "RequestApprovalPayload",
 	New: func() any {
 		return new(RequestApprovalPayload)
 	},
-	Seeds: []string{"{\"checkpoint\":{\"before_phase\":\"x\",\"id\":\"x\",\"on_reject\":\"x\",\"type\":\"approval\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/request_approval_payload",
+	Seeds:  []string{"{\"checkpoint\":{\"before_phase\":\"x\",\"id\":\"x\",\"on_reject\":\"x\",\"type\":\"approval\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "RetrievalResultPatch",
 	New: func() any {
 		return new(RetrievalResultPatch)
 	},
-	Seeds: []string{"{\"chunk_id\":\"x\",\"source_id\":\"x\",\"text\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/retrieval_result_patch",
+	Seeds:  []string{"{\"chunk_id\":\"x\",\"source_id\":\"x\",\"text\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "RetrievePayload",
 	New: func() any {
 		return new(RetrievePayload)
 	},
-	Seeds: []string{"{\"request\":{\"document\":\"x\",\"mode\":\"context_document\",\"package\":\"x\",\"query\":\"x\",\"return_citations\":true,\"score_threshold\":1,\"top_k\":0,\"vendor_extension\":{\"kept\":true},\"version\":\"x\"},\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/retrieve_payload",
+	Seeds:  []string{"{\"request\":{\"document\":\"x\",\"mode\":\"context_document\",\"package\":\"x\",\"query\":\"x\",\"return_citations\":true,\"score_threshold\":1,\"top_k\":0,\"vendor_extension\":{\"kept\":true},\"version\":\"x\"},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "RunUsage",
 	New: func() any {
 		return new(RunUsage)
 	},
-	Seeds: []string{"{\"accepted_semantic_actions\":0,\"cost\":{\"amount\":1,\"currency\":\"x\",\"vendor_extension\":{\"kept\":true}},\"duration_ms\":0,\"embedding_requests\":0,\"knowledge_requests\":0,\"memory_requests\":0,\"model_calls\":0,\"tokens\":{\"input_tokens\":0,\"output_tokens\":0,\"total_tokens\":0,\"vendor_extension\":{\"kept\":true}},\"tool_calls\":0,\"tool_retries\":0,\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/run_usage",
+	Seeds:  []string{"{\"accepted_semantic_actions\":0,\"cost\":{\"amount\":1,\"currency\":\"x\",\"vendor_extension\":{\"kept\":true}},\"duration_ms\":0,\"embedding_requests\":0,\"knowledge_requests\":0,\"memory_requests\":0,\"model_calls\":0,\"tokens\":{\"input_tokens\":0,\"output_tokens\":0,\"total_tokens\":0,\"vendor_extension\":{\"kept\":true}},\"tool_calls\":0,\"tool_retries\":0,\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "SemanticAction",
 	New: func() any {
 		return new(SemanticAction)
 	},
-	Seeds: []string{"{\"arguments\":{\"raw\":[1,\"two\",null]},\"tool\":\"x\",\"type\":\"agent_pm_tool\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/semantic_action",
+	Seeds:  []string{"{\"arguments\":{\"raw\":[1,\"two\",null]},\"tool\":\"x\",\"type\":\"agent_pm_tool\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "SemanticActionAgentPmTool",
 	New: func() any {
 		return new(SemanticActionAgentPmTool)
 	},
-	Seeds: []string{"{\"arguments\":{\"raw\":[1,\"two\",null]},\"tool\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/semantic_action/oneOf/0",
+	Seeds:  []string{"{\"arguments\":{\"raw\":[1,\"two\",null]},\"tool\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "SemanticActionExternalMCPTool",
 	New: func() any {
 		return new(SemanticActionExternalMCPTool)
 	},
-	Seeds: []string{"{\"arguments\":{\"raw\":[1,\"two\",null]},\"server\":\"x\",\"tool\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/semantic_action/oneOf/1",
+	Seeds:  []string{"{\"arguments\":{\"raw\":[1,\"two\",null]},\"server\":\"x\",\"tool\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "SemanticActionKnowledgeRequest",
 	New: func() any {
 		return new(SemanticActionKnowledgeRequest)
 	},
-	Seeds: []string{"{\"document\":\"x\",\"mode\":\"context_document\",\"package\":\"x\",\"query\":\"x\",\"return_citations\":true,\"score_threshold\":1,\"top_k\":0,\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/semantic_action/oneOf/3",
+	Seeds:  []string{"{\"document\":\"x\",\"mode\":\"context_document\",\"package\":\"x\",\"query\":\"x\",\"return_citations\":true,\"score_threshold\":1,\"top_k\":0,\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "SemanticActionMemoryRead",
 	New: func() any {
 		return new(SemanticActionMemoryRead)
 	},
-	Seeds: []string{"{\"filter\":{\"raw\":[1,\"two\",null]},\"limit\":0,\"mode\":\"key\",\"package\":\"x\",\"query\":\"x\",\"record_id\":\"x\",\"record_type\":\"x\",\"space\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/semantic_action/oneOf/4",
+	Seeds:  []string{"{\"filter\":{\"raw\":[1,\"two\",null]},\"limit\":0,\"mode\":\"key\",\"package\":\"x\",\"query\":\"x\",\"record_id\":\"x\",\"record_type\":\"x\",\"space\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "SemanticActionMemoryWrite",
 	New: func() any {
 		return new(SemanticActionMemoryWrite)
 	},
-	Seeds: []string{"{\"content\":{\"raw\":[1,\"two\",null]},\"operation\":\"create\",\"package\":\"x\",\"record_id\":\"x\",\"record_type\":\"x\",\"space\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/semantic_action/oneOf/5",
+	Seeds:  []string{"{\"content\":{\"raw\":[1,\"two\",null]},\"operation\":\"create\",\"package\":\"x\",\"record_id\":\"x\",\"record_type\":\"x\",\"space\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "SemanticActionPhaseCompletion",
 	New: func() any {
 		return new(SemanticActionPhaseCompletion)
 	},
-	Seeds: []string{"{\"outcome\":\"x\",\"output\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/semantic_action/oneOf/6",
+	Seeds:  []string{"{\"outcome\":\"x\",\"output\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "SemanticActionProposal",
 	New: func() any {
 		return new(SemanticActionProposal)
 	},
-	Seeds: []string{"{\"action\":{\"arguments\":{\"raw\":[1,\"two\",null]},\"tool\":\"x\",\"type\":\"agent_pm_tool\",\"vendor_extension\":{\"kept\":true}},\"id\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/semantic_action_proposal",
+	Seeds:  []string{"{\"action\":{\"arguments\":{\"raw\":[1,\"two\",null]},\"tool\":\"x\",\"type\":\"agent_pm_tool\",\"vendor_extension\":{\"kept\":true}},\"id\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "SemanticActionSkillResourceRead",
 	New: func() any {
 		return new(SemanticActionSkillResourceRead)
 	},
-	Seeds: []string{"{\"resource\":\"x\",\"skill\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/semantic_action/oneOf/2",
+	Seeds:  []string{"{\"resource\":\"x\",\"skill\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "ServiceRole",
 	New: func() any {
 		return new(ServiceRole)
 	},
-	Seeds: []string{"\"model\""},
+	Schema: "agentpm/service.schema.json#/$defs/service_role",
+	Seeds:  []string{"\"model\""},
 }, {
 	Name: "SessionUsage",
 	New: func() any {
 		return new(SessionUsage)
 	},
-	Seeds: []string{"{\"accepted_semantic_actions\":0,\"completed_runs\":0,\"cost\":{\"amount\":1,\"currency\":\"x\",\"vendor_extension\":{\"kept\":true}},\"duration_ms\":0,\"embedding_requests\":0,\"knowledge_requests\":0,\"memory_requests\":0,\"model_calls\":0,\"started_runs\":0,\"tokens\":{\"input_tokens\":0,\"output_tokens\":0,\"total_tokens\":0,\"vendor_extension\":{\"kept\":true}},\"tool_calls\":0,\"tool_retries\":0,\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/session_usage",
+	Seeds:  []string{"{\"accepted_semantic_actions\":0,\"completed_runs\":0,\"cost\":{\"amount\":1,\"currency\":\"x\",\"vendor_extension\":{\"kept\":true}},\"duration_ms\":0,\"embedding_requests\":0,\"knowledge_requests\":0,\"memory_requests\":0,\"model_calls\":0,\"started_runs\":0,\"tokens\":{\"input_tokens\":0,\"output_tokens\":0,\"total_tokens\":0,\"vendor_extension\":{\"kept\":true}},\"tool_calls\":0,\"tool_retries\":0,\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "StoredMemoryRecord",
 	New: func() any {
 		return new(StoredMemoryRecord)
 	},
-	Seeds: []string{"{\"archived_at\":\"x\",\"content\":{\"raw\":[1,\"two\",null]},\"created_at\":\"x\",\"expires_at\":\"x\",\"id\":\"x\",\"ordinal\":1,\"package\":\"x\",\"package_version\":\"x\",\"provenance\":{\"raw\":[1,\"two\",null]},\"record_type\":\"x\",\"schema_version\":\"x\",\"scope_hash\":\"x\",\"scope_json\":\"x\",\"space\":\"x\",\"space_model\":\"document\",\"updated_at\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/stored_memory_record",
+	Seeds:  []string{"{\"archived_at\":\"x\",\"content\":{\"raw\":[1,\"two\",null]},\"created_at\":\"x\",\"expires_at\":\"x\",\"id\":\"x\",\"ordinal\":1,\"package\":\"x\",\"package_version\":\"x\",\"provenance\":{\"raw\":[1,\"two\",null]},\"record_type\":\"x\",\"schema_version\":\"x\",\"scope_hash\":\"x\",\"scope_json\":\"x\",\"space\":\"x\",\"space_model\":\"document\",\"updated_at\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "TokenUsage",
 	New: func() any {
 		return new(TokenUsage)
 	},
-	Seeds: []string{"{\"input_tokens\":0,\"output_tokens\":0,\"total_tokens\":0,\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/token_usage",
+	Seeds:  []string{"{\"input_tokens\":0,\"output_tokens\":0,\"total_tokens\":0,\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "ToolCandidate",
 	New: func() any {
 		return new(ToolCandidate)
 	},
-	Seeds: []string{"{\"canonical_id\":\"x\",\"description\":\"x\",\"source\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "agentpm/service.schema.json#/$defs/tool_candidate",
+	Seeds:  []string{"{\"canonical_id\":\"x\",\"description\":\"x\",\"source\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }}
 
 // FuzzTypes checks that every document that decodes into one of the package's types re-encodes stably.

@@ -1147,21 +1147,6 @@ func (p *ServicePeer) BeforeMemoryOperation(ctx context.Context, params *BeforeM
 	return &res, nil
 }
 
-// Invoke sends the request invoke. The seed's name for calling a hook: {hook, input}. The newest
-// public Harness calls the hook-id methods instead; a tolerant service answers both
-// (agentpmservice.InvokeHooks routes invoke to the hook-id fields).
-func (p *ServicePeer) Invoke(ctx context.Context, params *HookInvocation) (*HookDecision, error) {
-	var res HookDecision
-	if err := p.s.Send(ctx, rpc.Outbound{
-		Method:    MethodInvoke,
-		Params:    params,
-		Qualifier: "hook",
-	}, &res); err != nil {
-		return nil, err
-	}
-	return &res, nil
-}
-
 // Retrieve sends the request retrieve. Retrieves from one Knowledge package: a whole context document,
 // or the top results of a vector query. Domain failures come back as ok:false with a typed error, not
 // as error frames.

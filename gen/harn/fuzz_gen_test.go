@@ -10,89 +10,1173 @@ import (
 
 // fuzzTypes lists every type of package harn for FuzzTypes.
 var fuzzTypes = []wiretest.Type{{
+	Name: "Actor",
+	New: func() any {
+		return new(Actor)
+	},
+	Schema: "harn-session.schema.json#/$defs/actor",
+	Seeds:  []string{"{\"clientId\":\"x\",\"role\":\"x\",\"source\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "ActorHarn",
+	New: func() any {
+		return new(ActorHarn)
+	},
+	Schema: "harn-session.schema.json#/$defs/actor_harn",
+	Seeds:  []string{"{\"actor\":{\"clientId\":\"x\",\"role\":\"x\",\"source\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "ActorMeta",
+	New: func() any {
+		return new(ActorMeta)
+	},
+	Schema: "harn-session.schema.json#/$defs/actor_meta",
+	Seeds:  []string{"{\"harn\":{\"actor\":{\"clientId\":\"x\",\"role\":\"x\",\"source\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "AgentEvent",
+	New: func() any {
+		return new(AgentEvent)
+	},
+	Schema: "harn-host.schema.json#/$defs/agent_event",
+	Seeds:  []string{"{\"kind\":\"boundary_failure\",\"promptCorrelation\":{\"messageId\":\"x\",\"vendor_extension\":{\"kept\":true}},\"sessionId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "AgentEventBoundaryFailure",
+	New: func() any {
+		return new(AgentEventBoundaryFailure)
+	},
+	Schema: "harn-host.schema.json#/$defs/agent_event_boundary_failure",
+	Seeds:  []string{"{\"kind\":\"boundary_failure\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "AgentEventBudgetCircuitBreaker",
+	New: func() any {
+		return new(AgentEventBudgetCircuitBreaker)
+	},
+	Schema: "harn-host.schema.json#/$defs/agent_event_budget_circuit_breaker",
+	Seeds:  []string{"{\"kind\":\"budget_circuit_breaker\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "AgentEventBudgetExhausted",
+	New: func() any {
+		return new(AgentEventBudgetExhausted)
+	},
+	Schema: "harn-host.schema.json#/$defs/agent_event_budget_exhausted",
+	Seeds:  []string{"{\"kind\":\"budget_exhausted\",\"maxIterations\":0,\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "AgentEventCodeLibrarianQueryNlFallback",
+	New: func() any {
+		return new(AgentEventCodeLibrarianQueryNlFallback)
+	},
+	Schema: "harn-host.schema.json#/$defs/agent_event_code_librarian_query_nl_fallback",
+	Seeds:  []string{"{\"kind\":\"code_librarian_query_nl_fallback\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "AgentEventCompassRoutingDecision",
+	New: func() any {
+		return new(AgentEventCompassRoutingDecision)
+	},
+	Schema: "harn-host.schema.json#/$defs/agent_event_compass_routing_decision",
+	Seeds:  []string{"{\"kind\":\"compass_routing_decision\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "AgentEventCompositionChildCall",
+	New: func() any {
+		return new(AgentEventCompositionChildCall)
+	},
+	Schema: "harn-host.schema.json#/$defs/agent_event_composition_child_call",
+	Seeds:  []string{"{\"kind\":\"composition_child_call\",\"policyContext\":{\"raw\":[1,\"two\",null]},\"rawInput\":{\"raw\":[1,\"two\",null]},\"requestedSideEffectLevel\":{\"raw\":[1,\"two\",null]},\"runId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "AgentEventCompositionChildResult",
+	New: func() any {
+		return new(AgentEventCompositionChildResult)
+	},
+	Schema: "harn-host.schema.json#/$defs/agent_event_composition_child_result",
+	Seeds:  []string{"{\"kind\":\"composition_child_result\",\"runId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "AgentEventCompositionError",
+	New: func() any {
+		return new(AgentEventCompositionError)
+	},
+	Schema: "harn-host.schema.json#/$defs/agent_event_composition_error",
+	Seeds:  []string{"{\"kind\":\"composition_error\",\"runId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "AgentEventCompositionFinish",
+	New: func() any {
+		return new(AgentEventCompositionFinish)
+	},
+	Schema: "harn-host.schema.json#/$defs/agent_event_composition_finish",
+	Seeds:  []string{"{\"kind\":\"composition_finish\",\"runId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "AgentEventCompositionStart",
+	New: func() any {
+		return new(AgentEventCompositionStart)
+	},
+	Schema: "harn-host.schema.json#/$defs/agent_event_composition_start",
+	Seeds:  []string{"{\"kind\":\"composition_start\",\"runId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "AgentEventControlOutcome",
+	New: func() any {
+		return new(AgentEventControlOutcome)
+	},
+	Schema: "harn-host.schema.json#/$defs/agent_event_control_outcome",
+	Seeds:  []string{"{\"kind\":\"control_outcome\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "AgentEventDaemonWatchdogTripped",
+	New: func() any {
+		return new(AgentEventDaemonWatchdogTripped)
+	},
+	Schema: "harn-host.schema.json#/$defs/agent_event_daemon_watchdog_tripped",
+	Seeds:  []string{"{\"attempts\":0,\"elapsedMs\":0,\"kind\":\"daemon_watchdog_tripped\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "AgentEventFeedbackInjected",
+	New: func() any {
+		return new(AgentEventFeedbackInjected)
+	},
+	Schema: "harn-host.schema.json#/$defs/agent_event_feedback_injected",
+	Seeds:  []string{"{\"content\":{\"raw\":[1,\"two\",null]},\"feedbackKind\":\"x\",\"kind\":\"feedback_injected\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "AgentEventFinalWrapup",
+	New: func() any {
+		return new(AgentEventFinalWrapup)
+	},
+	Schema: "harn-host.schema.json#/$defs/agent_event_final_wrapup",
+	Seeds:  []string{"{\"kind\":\"final_wrapup\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "AgentEventHostAttachment",
+	New: func() any {
+		return new(AgentEventHostAttachment)
+	},
+	Schema: "harn-host.schema.json#/$defs/agent_event_host_attachment",
+	Seeds:  []string{"{\"kind\":\"host_attachment\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "AgentEventHostToolResult",
+	New: func() any {
+		return new(AgentEventHostToolResult)
+	},
+	Schema: "harn-host.schema.json#/$defs/agent_event_host_tool_result",
+	Seeds:  []string{"{\"kind\":\"host_tool_result\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "AgentEventInputGuardrailVerdict",
+	New: func() any {
+		return new(AgentEventInputGuardrailVerdict)
+	},
+	Schema: "harn-host.schema.json#/$defs/agent_event_input_guardrail_verdict",
+	Seeds:  []string{"{\"kind\":\"input_guardrail_verdict\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "AgentEventIterationEnd",
+	New: func() any {
+		return new(AgentEventIterationEnd)
+	},
+	Schema: "harn-host.schema.json#/$defs/agent_event_iteration_end",
+	Seeds:  []string{"{\"kind\":\"iteration_end\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "AgentEventIterationStart",
+	New: func() any {
+		return new(AgentEventIterationStart)
+	},
+	Schema: "harn-host.schema.json#/$defs/agent_event_iteration_start",
+	Seeds:  []string{"{\"kind\":\"iteration_start\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "AgentEventJudgeDecision",
+	New: func() any {
+		return new(AgentEventJudgeDecision)
+	},
+	Schema: "harn-host.schema.json#/$defs/agent_event_judge_decision",
+	Seeds:  []string{"{\"iteration\":0,\"judgeDurationMs\":0,\"kind\":\"judge_decision\",\"nextStep\":{\"raw\":[1,\"two\",null]},\"reasoning\":\"x\",\"vendor_extension\":{\"kept\":true},\"verdict\":{\"raw\":[1,\"two\",null]}}"},
+}, {
+	Name: "AgentEventJudgeStarted",
+	New: func() any {
+		return new(AgentEventJudgeStarted)
+	},
+	Schema: "harn-host.schema.json#/$defs/agent_event_judge_started",
+	Seeds:  []string{"{\"kind\":\"judge_started\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "AgentEventLoopControlDecision",
+	New: func() any {
+		return new(AgentEventLoopControlDecision)
+	},
+	Schema: "harn-host.schema.json#/$defs/agent_event_loop_control_decision",
+	Seeds:  []string{"{\"action\":\"x\",\"iteration\":0,\"kind\":\"loop_control_decision\",\"newLimit\":1,\"oldLimit\":1,\"reason\":\"x\",\"status\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "AgentEventLoopStuck",
+	New: func() any {
+		return new(AgentEventLoopStuck)
+	},
+	Schema: "harn-host.schema.json#/$defs/agent_event_loop_stuck",
+	Seeds:  []string{"{\"kind\":\"loop_stuck\",\"lastIteration\":0,\"maxNudges\":0,\"tailExcerpt\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "AgentEventMCPAuthRequired",
+	New: func() any {
+		return new(AgentEventMCPAuthRequired)
+	},
+	Schema: "harn-host.schema.json#/$defs/agent_event_mcp_auth_required",
+	Seeds:  []string{"{\"kind\":\"mcp_auth_required\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "AgentEventMCPCatalogChanged",
+	New: func() any {
+		return new(AgentEventMCPCatalogChanged)
+	},
+	Schema: "harn-host.schema.json#/$defs/agent_event_mcp_catalog_changed",
+	Seeds:  []string{"{\"kind\":\"mcp_catalog_changed\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "AgentEventMCPNotification",
+	New: func() any {
+		return new(AgentEventMCPNotification)
+	},
+	Schema: "harn-host.schema.json#/$defs/agent_event_mcp_notification",
+	Seeds:  []string{"{\"kind\":\"mcp_notification\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "AgentEventModelJob",
+	New: func() any {
+		return new(AgentEventModelJob)
+	},
+	Schema: "harn-host.schema.json#/$defs/agent_event_model_job",
+	Seeds:  []string{"{\"kind\":\"model_job\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "AgentEventOrchestrationDecision",
+	New: func() any {
+		return new(AgentEventOrchestrationDecision)
+	},
+	Schema: "harn-host.schema.json#/$defs/agent_event_orchestration_decision",
+	Seeds:  []string{"{\"kind\":\"orchestration_decision\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "AgentEventPackThinkingStripped",
+	New: func() any {
+		return new(AgentEventPackThinkingStripped)
+	},
+	Schema: "harn-host.schema.json#/$defs/agent_event_pack_thinking_stripped",
+	Seeds:  []string{"{\"kind\":\"pack_thinking_stripped\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "AgentEventProgressReported",
+	New: func() any {
+		return new(AgentEventProgressReported)
+	},
+	Schema: "harn-host.schema.json#/$defs/agent_event_progress_reported",
+	Seeds:  []string{"{\"kind\":\"progress_reported\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "AgentEventPurposeLabel",
+	New: func() any {
+		return new(AgentEventPurposeLabel)
+	},
+	Schema: "harn-host.schema.json#/$defs/agent_event_purpose_label",
+	Seeds:  []string{"{\"kind\":\"purpose_label\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "AgentEventRepairOutputContractApplied",
+	New: func() any {
+		return new(AgentEventRepairOutputContractApplied)
+	},
+	Schema: "harn-host.schema.json#/$defs/agent_event_repair_output_contract_applied",
+	Seeds:  []string{"{\"kind\":\"repair_output_contract_applied\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "AgentEventRequireSuccessfulToolsViolation",
+	New: func() any {
+		return new(AgentEventRequireSuccessfulToolsViolation)
+	},
+	Schema: "harn-host.schema.json#/$defs/agent_event_require_successful_tools_violation",
+	Seeds:  []string{"{\"kind\":\"require_successful_tools_violation\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "AgentEventReservedTerminalVerify",
+	New: func() any {
+		return new(AgentEventReservedTerminalVerify)
+	},
+	Schema: "harn-host.schema.json#/$defs/agent_event_reserved_terminal_verify",
+	Seeds:  []string{"{\"kind\":\"reserved_terminal_verify\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "AgentEventScopeClassifierVerdict",
+	New: func() any {
+		return new(AgentEventScopeClassifierVerdict)
+	},
+	Schema: "harn-host.schema.json#/$defs/agent_event_scope_classifier_verdict",
+	Seeds:  []string{"{\"kind\":\"scope_classifier_verdict\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "AgentEventSelfConsistencyTie",
+	New: func() any {
+		return new(AgentEventSelfConsistencyTie)
+	},
+	Schema: "harn-host.schema.json#/$defs/agent_event_self_consistency_tie",
+	Seeds:  []string{"{\"kind\":\"self_consistency_tie\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "AgentEventSessionClosed",
+	New: func() any {
+		return new(AgentEventSessionClosed)
+	},
+	Schema: "harn-host.schema.json#/$defs/agent_event_session_closed",
+	Seeds:  []string{"{\"kind\":\"session_closed\",\"metadata\":{\"raw\":[1,\"two\",null]},\"reason\":\"x\",\"status\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "AgentEventStepJudgeDecision",
+	New: func() any {
+		return new(AgentEventStepJudgeDecision)
+	},
+	Schema: "harn-host.schema.json#/$defs/agent_event_step_judge_decision",
+	Seeds:  []string{"{\"kind\":\"step_judge_decision\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "AgentEventStructuralValidatorDecision",
+	New: func() any {
+		return new(AgentEventStructuralValidatorDecision)
+	},
+	Schema: "harn-host.schema.json#/$defs/agent_event_structural_validator_decision",
+	Seeds:  []string{"{\"kind\":\"structural_validator_decision\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "AgentEventSubagentJoin",
+	New: func() any {
+		return new(AgentEventSubagentJoin)
+	},
+	Schema: "harn-host.schema.json#/$defs/agent_event_subagent_join",
+	Seeds:  []string{"{\"kind\":\"subagent_join\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "AgentEventSubagentStop",
+	New: func() any {
+		return new(AgentEventSubagentStop)
+	},
+	Schema: "harn-host.schema.json#/$defs/agent_event_subagent_stop",
+	Seeds:  []string{"{\"kind\":\"subagent_stop\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "AgentEventToolBatchDisposition",
+	New: func() any {
+		return new(AgentEventToolBatchDisposition)
+	},
+	Schema: "harn-host.schema.json#/$defs/agent_event_tool_batch_disposition",
+	Seeds:  []string{"{\"kind\":\"tool_batch_disposition\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "AgentEventToolCallAudit",
+	New: func() any {
+		return new(AgentEventToolCallAudit)
+	},
+	Schema: "harn-host.schema.json#/$defs/agent_event_tool_call_audit",
+	Seeds:  []string{"{\"audit\":{\"approval_policy\":{\"auto_approve\":[\"x\"],\"auto_deny\":[\"x\"],\"require_approval\":[\"x\"],\"vendor_extension\":{\"kept\":true},\"write_path_allowlist\":[\"x\"]},\"execution_kind\":\"x\",\"mutation_scope\":\"x\",\"parent_session_id\":\"x\",\"run_id\":\"x\",\"session_id\":\"x\",\"vendor_extension\":{\"kept\":true},\"worker_id\":\"x\"},\"kind\":\"tool_call_audit\",\"toolCallId\":\"x\",\"toolName\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "AgentEventToolFormatOverride",
+	New: func() any {
+		return new(AgentEventToolFormatOverride)
+	},
+	Schema: "harn-host.schema.json#/$defs/agent_event_tool_format_override",
+	Seeds:  []string{"{\"kind\":\"tool_format_override\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "AgentEventTurnEnd",
+	New: func() any {
+		return new(AgentEventTurnEnd)
+	},
+	Schema: "harn-host.schema.json#/$defs/agent_event_turn_end",
+	Seeds:  []string{"{\"iteration\":0,\"kind\":\"turn_end\",\"turnInfo\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "AgentEventTurnStart",
+	New: func() any {
+		return new(AgentEventTurnStart)
+	},
+	Schema: "harn-host.schema.json#/$defs/agent_event_turn_start",
+	Seeds:  []string{"{\"iteration\":0,\"kind\":\"turn_start\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "AgentEventTypedCheckpoint",
+	New: func() any {
+		return new(AgentEventTypedCheckpoint)
+	},
+	Schema: "harn-host.schema.json#/$defs/agent_event_typed_checkpoint",
+	Seeds:  []string{"{\"checkpoint\":{\"raw\":[1,\"two\",null]},\"kind\":\"typed_checkpoint\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "AgentIdleParams",
+	New: func() any {
+		return new(AgentIdleParams)
+	},
+	Schema: "harn-host.schema.json#/$defs/agent_idle_params",
+	Seeds:  []string{"{\"backoff_ms\":0,\"iteration\":0,\"persist_path\":\"x\",\"vendor_extension\":{\"kept\":true},\"watch_paths\":[\"x\"]}"},
+}, {
+	Name: "AgentLoopParams",
+	New: func() any {
+		return new(AgentLoopParams)
+	},
+	Schema: "harn-host.schema.json#/$defs/agent_loop_params",
+	Seeds:  []string{"{\"prompt\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "AgentLoopResult",
+	New: func() any {
+		return new(AgentLoopResult)
+	},
+	Schema: "harn-host.schema.json#/$defs/agent_loop_result",
+	Seeds:  []string{"{\"duration_ms\":1,\"iterations\":1,\"status\":\"x\",\"text\":\"x\",\"tools_used\":[\"x\"],\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "AgentResumeParams",
+	New: func() any {
+		return new(AgentResumeParams)
+	},
+	Schema: "harn-session.schema.json#/$defs/agent_resume_params",
+	Seeds:  []string{"{\"sessionId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "ArgumentShape",
+	New: func() any {
+		return new(ArgumentShape)
+	},
+	Schema: "harn-host.schema.json#/$defs/argument_shape",
+	Seeds:  []string{"{\"list_length\":0,\"value_type\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "BuiltinCallParams",
+	New: func() any {
+		return new(BuiltinCallParams)
+	},
+	Schema: "harn-host.schema.json#/$defs/builtin_call_params",
+	Seeds:  []string{"{\"args\":[{\"raw\":[1,\"two\",null]}],\"name\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
 	Name: "CapabilityObject",
 	New: func() any {
 		return new(CapabilityObject)
 	},
-	Seeds: []string{"{\"operations\":[\"x\"],\"ops\":[\"x\"],\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "harn-host.schema.json#/$defs/capability_object",
+	Seeds:  []string{"{\"operations\":[\"x\"],\"ops\":[\"x\"],\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "CapabilityObjectOperations",
 	New: func() any {
 		return new(CapabilityObjectOperations)
 	},
-	Seeds: []string{"[\"x\"]"},
+	Schema: "harn-host.schema.json#/$defs/capability_object/properties/operations",
+	Seeds:  []string{"[\"x\"]"},
 }, {
 	Name: "CapabilityOps",
 	New: func() any {
 		return new(CapabilityOps)
 	},
-	Seeds: []string{"[\"x\"]"},
+	Schema: "harn-host.schema.json#/$defs/capability_ops",
+	Seeds:  []string{"[\"x\"]"},
+}, {
+	Name: "DeliveryMode",
+	New: func() any {
+		return new(DeliveryMode)
+	},
+	Schema: "harn-session.schema.json#/$defs/delivery_mode",
+	Seeds:  []string{"\"interrupt_immediate\""},
+}, {
+	Name: "HITLRequestedParams",
+	New: func() any {
+		return new(HITLRequestedParams)
+	},
+	Schema: "harn-host.schema.json#/$defs/hitl_requested_params",
+	Seeds:  []string{"{\"agent\":\"x\",\"kind\":\"question\",\"payload\":{\"raw\":[1,\"two\",null]},\"request_id\":\"x\",\"requested_at\":\"x\",\"run_id\":\"x\",\"trace_id\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "HITLRequestedParamsKind",
+	New: func() any {
+		return new(HITLRequestedParamsKind)
+	},
+	Schema: "harn-host.schema.json#/$defs/hitl_requested_params/properties/kind",
+	Seeds:  []string{"\"question\""},
+}, {
+	Name: "HITLRespondParams",
+	New: func() any {
+		return new(HITLRespondParams)
+	},
+	Schema: "harn-session.schema.json#/$defs/hitl_respond_params",
+	Seeds:  []string{"{\"accepted\":true,\"answer\":{\"raw\":[1,\"two\",null]},\"approved\":true,\"metadata\":{\"raw\":[1,\"two\",null]},\"reason\":\"x\",\"request_id\":\"x\",\"responded_at\":\"x\",\"reviewer\":\"x\",\"sessionId\":\"x\",\"signature\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "HITLRespondResult",
+	New: func() any {
+		return new(HITLRespondResult)
+	},
+	Schema: "harn-session.schema.json#/$defs/hitl_respond_result",
+	Seeds:  []string{"{\"ok\":true,\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "HostCallHarn",
+	New: func() any {
+		return new(HostCallHarn)
+	},
+	Schema: "harn-host.schema.json#/$defs/host_call_harn",
+	Seeds:  []string{"{\"requestTrace\":{\"arguments\":{\"k\":{\"list_length\":0,\"value_type\":\"x\",\"vendor_extension\":{\"kept\":true}}},\"caller\":{\"function\":\"x\",\"module\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "HostCallParams",
 	New: func() any {
 		return new(HostCallParams)
 	},
-	Seeds: []string{"{\"_meta\":{\"vendor_extension\":{\"kept\":true}},\"args\":{\"raw\":[1,\"two\",null]},\"name\":\"x\",\"sessionId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "harn-host.schema.json#/$defs/host_call_params",
+	Seeds:  []string{"{\"_meta\":{\"harn\":{\"requestTrace\":{\"arguments\":{\"k\":{\"value_type\":\"x\",\"vendor_extension\":{\"kept\":true}}},\"caller\":{\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"args\":{\"raw\":[1,\"two\",null]},\"name\":\"x\",\"sessionId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "HostCapabilities",
 	New: func() any {
 		return new(HostCapabilities)
 	},
-	Seeds: []string{"{\"k\":[\"x\"]}"},
+	Schema: "harn-host.schema.json#/$defs/host_capabilities",
+	Seeds:  []string{"{\"k\":[\"x\"]}"},
 }, {
 	Name: "HostCapabilitiesParams",
 	New: func() any {
 		return new(HostCapabilitiesParams)
 	},
-	Seeds: []string{"{\"sessionId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "harn-host.schema.json#/$defs/host_capabilities_params",
+	Seeds:  []string{"{\"sessionId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "HostEvent",
+	New: func() any {
+		return new(HostEvent)
+	},
+	Schema: "harn-session.schema.json#/$defs/host_event",
+	Seeds:  []string{"{\"delivery\":\"x\",\"kind\":\"x\",\"payload\":{\"raw\":[1,\"two\",null]},\"provenance\":{\"host\":\"x\",\"initiator\":\"x\",\"source\":\"x\",\"ts_ms\":1,\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "HostEventProvenance",
+	New: func() any {
+		return new(HostEventProvenance)
+	},
+	Schema: "harn-session.schema.json#/$defs/host_event_provenance",
+	Seeds:  []string{"{\"host\":\"x\",\"initiator\":\"x\",\"source\":\"x\",\"ts_ms\":1,\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "HostResult",
+	New: func() any {
+		return new(HostResult)
+	},
+	Schema: "harn-host.schema.json#/$defs/host_result",
+	Seeds:  []string{"{\"kind\":\"hypothesis_native_attestation\",\"schema\":\"harn.host-result.v1\"}"},
+}, {
+	Name: "HostTool",
+	New: func() any {
+		return new(HostTool)
+	},
+	Schema: "harn-host.schema.json#/$defs/host_tool",
+	Seeds:  []string{"{\"deprecated\":true,\"description\":\"x\",\"input_schema\":{\"raw\":[1,\"two\",null]},\"name\":\"x\",\"parameters\":{\"raw\":[1,\"two\",null]},\"schema\":{\"raw\":[1,\"two\",null]},\"short_description\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "HostToolsListResult",
+	New: func() any {
+		return new(HostToolsListResult)
+	},
+	Schema: "harn-host.schema.json#/$defs/host_tools_list_result",
+	Seeds:  []string{"{\"tools\":[{\"deprecated\":true,\"description\":\"x\",\"input_schema\":{\"raw\":[1,\"two\",null]},\"name\":\"x\",\"parameters\":{\"raw\":[1,\"two\",null]},\"schema\":{\"raw\":[1,\"two\",null]},\"short_description\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "HostToolsListResultObject",
+	New: func() any {
+		return new(HostToolsListResultObject)
+	},
+	Schema: "harn-host.schema.json#/$defs/host_tools_list_result(object alternatives)",
+	Seeds:  []string{"{\"tools\":[{\"deprecated\":true,\"description\":\"x\",\"input_schema\":{\"raw\":[1,\"two\",null]},\"name\":\"x\",\"parameters\":{\"raw\":[1,\"two\",null]},\"schema\":{\"raw\":[1,\"two\",null]},\"short_description\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "HypothesisAttestArgs",
+	New: func() any {
+		return new(HypothesisAttestArgs)
+	},
+	Schema: "harn-host.schema.json#/$defs/hypothesis_attest_args",
+}, {
+	Name: "HypothesisAttestArgsAuthorityKind",
+	New: func() any {
+		return new(HypothesisAttestArgsAuthorityKind)
+	},
+	Schema: "harn-host.schema.json#/$defs/hypothesis_attest_args/properties/authority_kind",
+	Seeds:  []string{"\"plan_admission\""},
+}, {
+	Name: "HypothesisAttestation",
+	New: func() any {
+		return new(HypothesisAttestation)
+	},
+	Schema: "harn-host.schema.json#/$defs/hypothesis_attestation",
+	Seeds:  []string{"{\"_meta\":{\"harn\":{\"hostResult\":{\"kind\":\"hypothesis_native_attestation\",\"schema\":\"harn.host-result.v1\"}}}}"},
+}, {
+	Name: "HypothesisAttestationHarn",
+	New: func() any {
+		return new(HypothesisAttestationHarn)
+	},
+	Schema: "harn-host.schema.json#/$defs/hypothesis_attestation_harn",
+	Seeds:  []string{"{\"hostResult\":{\"kind\":\"hypothesis_native_attestation\",\"schema\":\"harn.host-result.v1\"}}"},
+}, {
+	Name: "HypothesisAttestationMeta",
+	New: func() any {
+		return new(HypothesisAttestationMeta)
+	},
+	Schema: "harn-host.schema.json#/$defs/hypothesis_attestation_meta",
+	Seeds:  []string{"{\"harn\":{\"hostResult\":{\"kind\":\"hypothesis_native_attestation\",\"schema\":\"harn.host-result.v1\"}}}"},
+}, {
+	Name: "IdleBackoff",
+	New: func() any {
+		return new(IdleBackoff)
+	},
+	Schema: "harn-host.schema.json#/$defs/idle_backoff",
+	Seeds:  []string{"{\"backoff_ms\":0,\"iteration\":0,\"persist_path\":\"x\",\"vendor_extension\":{\"kept\":true},\"watch_paths\":[\"x\"]}"},
+}, {
+	Name: "IdleWait",
+	New: func() any {
+		return new(IdleWait)
+	},
+	Schema: "harn-host.schema.json#/$defs/idle_wait",
+	Seeds:  []string{"{\"session_id\":\"x\",\"timeout_ms\":0,\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "InjectCapabilities",
+	New: func() any {
+		return new(InjectCapabilities)
+	},
+	Schema: "harn-session.schema.json#/$defs/inject_capabilities",
+	Seeds:  []string{"{\"inject\":{\"modes\":[\"x\"],\"pending\":{\"replace\":true,\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"remind\":{\"modes\":[\"x\"],\"pending\":{\"list\":true,\"revoke\":true,\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "InjectCapability",
+	New: func() any {
+		return new(InjectCapability)
+	},
+	Schema: "harn-session.schema.json#/$defs/inject_capability",
+	Seeds:  []string{"{\"modes\":[\"x\"],\"pending\":{\"replace\":true,\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "InjectCapabilityPending",
+	New: func() any {
+		return new(InjectCapabilityPending)
+	},
+	Schema: "harn-session.schema.json#/$defs/inject_capability/properties/pending",
+	Seeds:  []string{"{\"replace\":true,\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "InjectContent",
+	New: func() any {
+		return new(InjectContent)
+	},
+	Schema: "harn-session.schema.json#/$defs/inject_content",
+	Seeds:  []string{"\"x\""},
+}, {
+	Name: "InjectGoal",
+	New: func() any {
+		return new(InjectGoal)
+	},
+	Schema: "harn-session.schema.json#/$defs/inject_goal",
+	Seeds:  []string{"{\"objective\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "InjectMode",
+	New: func() any {
+		return new(InjectMode)
+	},
+	Schema: "harn-session.schema.json#/$defs/inject_mode",
+	Seeds:  []string{"\"queue\""},
+}, {
+	Name: "InjectionRace",
+	New: func() any {
+		return new(InjectionRace)
+	},
+	Schema: "harn-session.schema.json#/$defs/injection_race",
+	Seeds:  []string{"{\"actor\":{\"raw\":[1,\"two\",null]},\"messageId\":\"x\",\"owner\":{\"raw\":[1,\"two\",null]},\"reason\":\"already_delivered\",\"reminderId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "InjectionRaceReason",
+	New: func() any {
+		return new(InjectionRaceReason)
+	},
+	Schema: "harn-session.schema.json#/$defs/injection_race/properties/reason",
+	Seeds:  []string{"\"already_delivered\""},
+}, {
+	Name: "LLMCallParams",
+	New: func() any {
+		return new(LLMCallParams)
+	},
+	Schema: "harn-host.schema.json#/$defs/llm_call_params",
+	Seeds:  []string{"{\"prompt\":\"x\",\"system\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "LLMCallResult",
+	New: func() any {
+		return new(LLMCallResult)
+	},
+	Schema: "harn-host.schema.json#/$defs/llm_call_result",
+	Seeds:  []string{"{\"input_tokens\":1,\"output_tokens\":1,\"text\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "LegacyErrorParams",
+	New: func() any {
+		return new(LegacyErrorParams)
+	},
+	Schema: "harn-host.schema.json#/$defs/legacy_error_params",
+	Seeds:  []string{"{\"message\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "LegacyHostCallParams",
+	New: func() any {
+		return new(LegacyHostCallParams)
+	},
+	Schema: "harn-host.schema.json#/$defs/legacy_host_call_params",
+	Seeds:  []string{"{\"name\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "LegacyUserMessageParams",
+	New: func() any {
+		return new(LegacyUserMessageParams)
+	},
+	Schema: "harn-session.schema.json#/$defs/legacy_user_message_params",
+	Seeds:  []string{"{\"content\":\"x\",\"mode\":\"interrupt_immediate\",\"sessionId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "LegacyUserMessageParamsMode",
+	New: func() any {
+		return new(LegacyUserMessageParamsMode)
+	},
+	Schema: "harn-session.schema.json#/$defs/legacy_user_message_params/properties/mode",
+	Seeds:  []string{"\"interrupt_immediate\""},
 }, {
 	Name: "ListShellsResponse",
 	New: func() any {
 		return new(ListShellsResponse)
 	},
-	Seeds: []string{"{\"default_shell_id\":\"x\",\"shells\":[{\"available\":true,\"default_args\":[\"x\"],\"id\":\"x\",\"label\":\"x\",\"login_args\":[\"x\"],\"path\":\"x\",\"platform\":\"x\",\"source\":\"configured\",\"supports_interactive\":true,\"supports_login\":true}]}"},
+	Schema: "host-shell-discovery.schema.json#/$defs/list_shells_response",
+	Seeds:  []string{"{\"default_shell_id\":\"x\",\"shells\":[{\"available\":true,\"default_args\":[\"x\"],\"id\":\"x\",\"label\":\"x\",\"login_args\":[\"x\"],\"path\":\"x\",\"platform\":\"x\",\"source\":\"configured\",\"supports_interactive\":true,\"supports_login\":true}]}"},
+}, {
+	Name: "LiveMode",
+	New: func() any {
+		return new(LiveMode)
+	},
+	Schema: "harn-session.schema.json#/$defs/live_mode",
+	Seeds:  []string{"\"observer\""},
+}, {
+	Name: "MCPServerConfig",
+	New: func() any {
+		return new(MCPServerConfig)
+	},
+	Schema: "harn-host.schema.json#/$defs/mcp_server_config",
+	Seeds:  []string{"{\"name\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "Meta",
 	New: func() any {
 		return new(Meta)
 	},
-	Seeds: []string{"{\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "harn-host.schema.json#/$defs/meta",
+	Seeds:  []string{"{\"harn\":{\"requestTrace\":{\"arguments\":{\"k\":{\"value_type\":\"x\",\"vendor_extension\":{\"kept\":true}}},\"caller\":{\"function\":\"x\",\"module\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "NoArgs",
 	New: func() any {
 		return new(NoArgs)
 	},
-	Seeds: []string{"{\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "host-shell-discovery.schema.json#/$defs/no_args",
+	Seeds:  []string{"{\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "OpenParams",
+	New: func() any {
+		return new(OpenParams)
+	},
+	Schema: "harn-host.schema.json#/$defs/open_params",
+	Seeds:  []string{"{\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "OutputParams",
+	New: func() any {
+		return new(OutputParams)
+	},
+	Schema: "harn-host.schema.json#/$defs/output_params",
+	Seeds:  []string{"{\"text\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "PendingInjection",
+	New: func() any {
+		return new(PendingInjection)
+	},
+	Schema: "harn-session.schema.json#/$defs/pending_injection",
+	Seeds:  []string{"{\"content\":\"x\",\"id\":\"x\",\"kind\":\"user\",\"messageId\":\"x\",\"mode\":\"interrupt_immediate\",\"position\":0,\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "PendingReminder",
+	New: func() any {
+		return new(PendingReminder)
+	},
+	Schema: "harn-session.schema.json#/$defs/pending_reminder",
+	Seeds:  []string{"{\"body\":\"x\",\"dedupeKey\":\"x\",\"firedAtTurn\":1,\"id\":\"x\",\"kind\":\"reminder\",\"mode\":\"interrupt_immediate\",\"originatingAgentId\":\"x\",\"position\":0,\"preserveOnCompact\":true,\"propagate\":\"all\",\"reminderId\":\"x\",\"roleHint\":\"x\",\"source\":\"x\",\"tags\":[\"x\"],\"ttlTurns\":1,\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "PendingUserMessage",
+	New: func() any {
+		return new(PendingUserMessage)
+	},
+	Schema: "harn-session.schema.json#/$defs/pending_user_message",
+	Seeds:  []string{"{\"content\":\"x\",\"id\":\"x\",\"kind\":\"user\",\"messageId\":\"x\",\"mode\":\"interrupt_immediate\",\"position\":0,\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "PendingUserMessageContent",
+	New: func() any {
+		return new(PendingUserMessageContent)
+	},
+	Schema: "harn-session.schema.json#/$defs/pending_user_message/properties/content",
+	Seeds:  []string{"\"x\""},
+}, {
+	Name: "PromptCorrelation",
+	New: func() any {
+		return new(PromptCorrelation)
+	},
+	Schema: "harn-host.schema.json#/$defs/prompt_correlation",
+	Seeds:  []string{"{\"messageId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "RemindCapability",
+	New: func() any {
+		return new(RemindCapability)
+	},
+	Schema: "harn-session.schema.json#/$defs/remind_capability",
+	Seeds:  []string{"{\"modes\":[\"x\"],\"pending\":{\"list\":true,\"revoke\":true,\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "RemindCapabilityPending",
+	New: func() any {
+		return new(RemindCapabilityPending)
+	},
+	Schema: "harn-session.schema.json#/$defs/remind_capability/properties/pending",
+	Seeds:  []string{"{\"list\":true,\"revoke\":true,\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "ReminderAuthority",
+	New: func() any {
+		return new(ReminderAuthority)
+	},
+	Schema: "harn-session.schema.json#/$defs/reminder_authority",
+	Seeds:  []string{"\"contract\""},
+}, {
+	Name: "ReminderMode",
+	New: func() any {
+		return new(ReminderMode)
+	},
+	Schema: "harn-session.schema.json#/$defs/reminder_mode",
+	Seeds:  []string{"\"interrupt_immediate\""},
+}, {
+	Name: "ReminderPropagate",
+	New: func() any {
+		return new(ReminderPropagate)
+	},
+	Schema: "harn-session.schema.json#/$defs/reminder_propagate",
+	Seeds:  []string{"\"all\""},
+}, {
+	Name: "ReminderRoleHint",
+	New: func() any {
+		return new(ReminderRoleHint)
+	},
+	Schema: "harn-session.schema.json#/$defs/reminder_role_hint",
+	Seeds:  []string{"\"system\""},
+}, {
+	Name: "ReminderSpec",
+	New: func() any {
+		return new(ReminderSpec)
+	},
+	Schema: "harn-session.schema.json#/$defs/reminder_spec",
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"authority\":\"contract\",\"body\":\"x\",\"dedupe_key\":\"x\",\"fired_at_turn\":0,\"goal_pin\":{\"raw\":[1,\"two\",null]},\"id\":\"x\",\"preserve_on_compact\":true,\"propagate\":\"all\",\"role_hint\":\"system\",\"source\":\"bridge\",\"tags\":[\"x\"],\"ttl_turns\":1}"},
+}, {
+	Name: "RequestCaller",
+	New: func() any {
+		return new(RequestCaller)
+	},
+	Schema: "harn-host.schema.json#/$defs/request_caller",
+	Seeds:  []string{"{\"function\":\"x\",\"module\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "RequestTrace",
+	New: func() any {
+		return new(RequestTrace)
+	},
+	Schema: "harn-host.schema.json#/$defs/request_trace",
+	Seeds:  []string{"{\"arguments\":{\"k\":{\"list_length\":0,\"value_type\":\"x\",\"vendor_extension\":{\"kept\":true}}},\"caller\":{\"function\":\"x\",\"module\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "RequestTraceArguments",
+	New: func() any {
+		return new(RequestTraceArguments)
+	},
+	Schema: "harn-host.schema.json#/$defs/request_trace/properties/arguments",
+	Seeds:  []string{"{\"k\":{\"list_length\":0,\"value_type\":\"x\",\"vendor_extension\":{\"kept\":true}}}"},
+}, {
+	Name: "RevokeStatus",
+	New: func() any {
+		return new(RevokeStatus)
+	},
+	Schema: "harn-session.schema.json#/$defs/revoke_status",
+	Seeds:  []string{"\"revoked\""},
+}, {
+	Name: "SessionAttachParams",
+	New: func() any {
+		return new(SessionAttachParams)
+	},
+	Schema: "harn-session.schema.json#/$defs/session_attach_params",
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"clientId\":\"x\",\"metadata\":{\"raw\":[1,\"two\",null]},\"mode\":\"observer\",\"permissionRouting\":true,\"promptInjection\":true,\"sessionId\":\"x\",\"takeover\":true,\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "SessionCancelToolCallParams",
+	New: func() any {
+		return new(SessionCancelToolCallParams)
+	},
+	Schema: "harn-session.schema.json#/$defs/session_cancel_tool_call_params",
+	Seeds:  []string{"{\"callId\":\"x\",\"call_id\":\"x\",\"injectReminder\":true,\"inject_reminder\":true,\"reason\":\"x\",\"sessionId\":\"x\",\"session_id\":\"x\",\"toolCallId\":\"x\",\"tool_call_id\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "SessionCancelToolCallResult",
+	New: func() any {
+		return new(SessionCancelToolCallResult)
+	},
+	Schema: "harn-session.schema.json#/$defs/session_cancel_tool_call_result",
+	Seeds:  []string{"{\"callId\":\"x\",\"status\":\"cancelled\",\"tool\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "SessionCancelToolCallResultStatus",
+	New: func() any {
+		return new(SessionCancelToolCallResultStatus)
+	},
+	Schema: "harn-session.schema.json#/$defs/session_cancel_tool_call_result/properties/status",
+	Seeds:  []string{"\"cancelled\""},
+}, {
+	Name: "SessionClientParams",
+	New: func() any {
+		return new(SessionClientParams)
+	},
+	Schema: "harn-session.schema.json#/$defs/session_client_params",
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"clientId\":\"x\",\"metadata\":{\"raw\":[1,\"two\",null]},\"sessionId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "SessionDetachParams",
+	New: func() any {
+		return new(SessionDetachParams)
+	},
+	Schema: "harn-session.schema.json#/$defs/session_detach_params",
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"clientId\":\"x\",\"metadata\":{\"raw\":[1,\"two\",null]},\"reason\":\"client_detached\",\"sessionId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "SessionDetachParamsReason",
+	New: func() any {
+		return new(SessionDetachParamsReason)
+	},
+	Schema: "harn-session.schema.json#/$defs/session_detach_params/properties/reason",
+	Seeds:  []string{"\"client_detached\""},
+}, {
+	Name: "SessionForkParams",
+	New: func() any {
+		return new(SessionForkParams)
+	},
+	Schema: "harn-session.schema.json#/$defs/session_fork_params",
+	Seeds:  []string{"{\"branch_name\":\"x\",\"id\":\"x\",\"keep_first\":0,\"session_id\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "SessionIDParams",
+	New: func() any {
+		return new(SessionIDParams)
+	},
+	Schema: "harn-session.schema.json#/$defs/session_id_params",
+	Seeds:  []string{"{\"sessionId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "SessionInjectHostEventParams",
+	New: func() any {
+		return new(SessionInjectHostEventParams)
+	},
+	Schema: "harn-session.schema.json#/$defs/session_inject_host_event_params",
+	Seeds:  []string{"{\"event\":{\"delivery\":\"x\",\"kind\":\"x\",\"payload\":{\"raw\":[1,\"two\",null]},\"provenance\":{\"host\":\"x\",\"initiator\":\"x\",\"source\":\"x\",\"ts_ms\":1,\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"sessionId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "SessionInjectParams",
+	New: func() any {
+		return new(SessionInjectParams)
+	},
+	Schema: "harn-session.schema.json#/$defs/session_inject_params",
+	Seeds:  []string{"{\"_meta\":{\"harn\":{\"actor\":{\"clientId\":\"x\",\"role\":\"x\",\"source\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"content\":\"x\",\"goal\":{\"objective\":\"x\",\"vendor_extension\":{\"kept\":true}},\"mode\":\"queue\",\"sessionId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "SessionInjectResult",
+	New: func() any {
+		return new(SessionInjectResult)
+	},
+	Schema: "harn-session.schema.json#/$defs/session_inject_result",
+	Seeds:  []string{"{\"_meta\":{\"harn\":{\"actor\":{\"clientId\":\"x\",\"role\":\"x\",\"source\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"messageId\":\"x\",\"status\":\"accepted\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "SessionLiveClientsResult",
+	New: func() any {
+		return new(SessionLiveClientsResult)
+	},
+	Schema: "harn-session.schema.json#/$defs/session_live_clients_result",
+	Seeds:  []string{"{\"data\":[{\"attached_at\":\"x\",\"client_id\":\"x\",\"last_seen_at\":\"x\",\"metadata\":{\"raw\":[1,\"two\",null]},\"mode\":\"observer\",\"permission_routing\":true,\"prompt_injection\":true,\"vendor_extension\":{\"kept\":true}}],\"object\":\"list\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "SessionPendingInjectionsResult",
+	New: func() any {
+		return new(SessionPendingInjectionsResult)
+	},
+	Schema: "harn-session.schema.json#/$defs/session_pending_injections_result",
+	Seeds:  []string{"{\"injections\":[{\"content\":\"x\",\"id\":\"x\",\"kind\":\"user\",\"messageId\":\"x\",\"mode\":\"interrupt_immediate\",\"position\":0,\"vendor_extension\":{\"kept\":true}}],\"pendingCount\":0,\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "SessionRemindParams",
+	New: func() any {
+		return new(SessionRemindParams)
+	},
+	Schema: "harn-session.schema.json#/$defs/session_remind_params",
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"authority\":\"contract\",\"body\":\"x\",\"dedupe_key\":\"x\",\"fired_at_turn\":0,\"goal_pin\":{\"raw\":[1,\"two\",null]},\"id\":\"x\",\"mode\":\"interrupt_immediate\",\"preserve_on_compact\":true,\"propagate\":\"all\",\"reminder\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"authority\":\"contract\",\"body\":\"x\",\"dedupe_key\":\"x\",\"fired_at_turn\":0,\"goal_pin\":{\"raw\":[1,\"two\",null]},\"id\":\"x\",\"preserve_on_compact\":true,\"propagate\":\"all\",\"role_hint\":\"system\",\"source\":\"bridge\",\"tags\":[\"x\"],\"ttl_turns\":1},\"role_hint\":\"system\",\"sessionId\":\"x\",\"session_id\":\"x\",\"source\":\"bridge\",\"tags\":[\"x\"],\"ttl_turns\":1}"},
+}, {
+	Name: "SessionRemindResult",
+	New: func() any {
+		return new(SessionRemindResult)
+	},
+	Schema: "harn-session.schema.json#/$defs/session_remind_result",
+	Seeds:  []string{"{\"reminderId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "SessionReplaceInjectParams",
+	New: func() any {
+		return new(SessionReplaceInjectParams)
+	},
+	Schema: "harn-session.schema.json#/$defs/session_replace_inject_params",
+	Seeds:  []string{"{\"_meta\":{\"harn\":{\"actor\":{\"clientId\":\"x\",\"role\":\"x\",\"source\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"content\":\"x\",\"messageId\":\"x\",\"sessionId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "SessionReplaceInjectResult",
+	New: func() any {
+		return new(SessionReplaceInjectResult)
+	},
+	Schema: "harn-session.schema.json#/$defs/session_replace_inject_result",
+	Seeds:  []string{"{\"messageId\":\"x\",\"status\":\"replaced\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "SessionRevokeInjectParams",
+	New: func() any {
+		return new(SessionRevokeInjectParams)
+	},
+	Schema: "harn-session.schema.json#/$defs/session_revoke_inject_params",
+	Seeds:  []string{"{\"_meta\":{\"harn\":{\"actor\":{\"clientId\":\"x\",\"role\":\"x\",\"source\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"messageId\":\"x\",\"sessionId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "SessionRevokeInjectResult",
+	New: func() any {
+		return new(SessionRevokeInjectResult)
+	},
+	Schema: "harn-session.schema.json#/$defs/session_revoke_inject_result",
+	Seeds:  []string{"{\"messageId\":\"x\",\"status\":\"revoked\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "SessionRevokeReminderParams",
+	New: func() any {
+		return new(SessionRevokeReminderParams)
+	},
+	Schema: "harn-session.schema.json#/$defs/session_revoke_reminder_params",
+	Seeds:  []string{"{\"reminderId\":\"x\",\"reminder_id\":\"x\",\"sessionId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "SessionRevokeReminderResult",
+	New: func() any {
+		return new(SessionRevokeReminderResult)
+	},
+	Schema: "harn-session.schema.json#/$defs/session_revoke_reminder_result",
+	Seeds:  []string{"{\"reminderId\":\"x\",\"status\":\"revoked\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "SessionSetBudgetParams",
+	New: func() any {
+		return new(SessionSetBudgetParams)
+	},
+	Schema: "harn-session.schema.json#/$defs/session_set_budget_params",
+	Seeds:  []string{"{\"llm_cost_usd\":1,\"llm_tokens\":1,\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "SessionTimelineUpdateParams",
+	New: func() any {
+		return new(SessionTimelineUpdateParams)
+	},
+	Schema: "harn-host.schema.json#/$defs/session_timeline_update_params",
+	Seeds:  []string{"{\"subscriptionId\":\"x\",\"update\":{\"cursor\":{\"raw\":[1,\"two\",null]},\"node\":{\"raw\":[1,\"two\",null]},\"schemaVersion\":1,\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "SetDefaultShellRequest",
 	New: func() any {
 		return new(SetDefaultShellRequest)
 	},
-	Seeds: []string{"{\"shell_id\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "host-shell-discovery.schema.json#/$defs/set_default_shell_request",
+	Seeds:  []string{"{\"shell_id\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "Shell",
 	New: func() any {
 		return new(Shell)
 	},
-	Seeds: []string{"{\"available\":true,\"default_args\":[\"x\"],\"id\":\"x\",\"label\":\"x\",\"login_args\":[\"x\"],\"path\":\"x\",\"platform\":\"x\",\"source\":\"configured\",\"supports_interactive\":true,\"supports_login\":true}"},
+	Schema: "host-shell-discovery.schema.json#/$defs/shell",
+	Seeds:  []string{"{\"available\":true,\"default_args\":[\"x\"],\"id\":\"x\",\"label\":\"x\",\"login_args\":[\"x\"],\"path\":\"x\",\"platform\":\"x\",\"source\":\"configured\",\"supports_interactive\":true,\"supports_login\":true}"},
 }, {
 	Name: "ShellInvocationRequest",
 	New: func() any {
 		return new(ShellInvocationRequest)
 	},
-	Seeds: []string{"{\"command\":\"x\",\"interactive\":true,\"login\":true,\"shell\":{\"available\":true,\"default_args\":[\"x\"],\"id\":\"x\",\"label\":\"x\",\"login_args\":[\"x\"],\"path\":\"x\",\"platform\":\"x\",\"source\":\"configured\",\"supports_interactive\":true,\"supports_login\":true},\"shell_id\":\"x\"}"},
+	Schema: "host-shell-discovery.schema.json#/$defs/shell_invocation_request",
+	Seeds:  []string{"{\"command\":\"x\",\"interactive\":true,\"login\":true,\"shell\":{\"available\":true,\"default_args\":[\"x\"],\"id\":\"x\",\"label\":\"x\",\"login_args\":[\"x\"],\"path\":\"x\",\"platform\":\"x\",\"source\":\"configured\",\"supports_interactive\":true,\"supports_login\":true},\"shell_id\":\"x\"}"},
 }, {
 	Name: "ShellInvocationResponse",
 	New: func() any {
 		return new(ShellInvocationResponse)
 	},
-	Seeds: []string{"{\"args\":[\"x\"],\"command_arg_index\":0,\"program\":\"x\",\"shell\":{\"available\":true,\"default_args\":[\"x\"],\"id\":\"x\",\"label\":\"x\",\"login_args\":[\"x\"],\"path\":\"x\",\"platform\":\"x\",\"source\":\"configured\",\"supports_interactive\":true,\"supports_login\":true}}"},
+	Schema: "host-shell-discovery.schema.json#/$defs/shell_invocation_response",
+	Seeds:  []string{"{\"args\":[\"x\"],\"command_arg_index\":0,\"program\":\"x\",\"shell\":{\"available\":true,\"default_args\":[\"x\"],\"id\":\"x\",\"label\":\"x\",\"login_args\":[\"x\"],\"path\":\"x\",\"platform\":\"x\",\"source\":\"configured\",\"supports_interactive\":true,\"supports_login\":true}}"},
 }, {
 	Name: "ShellSource",
 	New: func() any {
 		return new(ShellSource)
 	},
-	Seeds: []string{"\"configured\""},
+	Schema: "host-shell-discovery.schema.json#/$defs/shell_source",
+	Seeds:  []string{"\"configured\""},
+}, {
+	Name: "Skill",
+	New: func() any {
+		return new(Skill)
+	},
+	Schema: "harn-host.schema.json#/$defs/skill",
+	Seeds:  []string{"{\"allowed_tools\":[\"x\"],\"body\":\"x\",\"description\":\"x\",\"manifest\":{\"allowed_tools\":[\"x\"],\"model\":\"x\",\"paths\":[\"x\"],\"vendor_extension\":{\"kept\":true},\"when_to_use\":\"x\"},\"model\":\"x\",\"name\":\"x\",\"paths\":[\"x\"],\"vendor_extension\":{\"kept\":true},\"when_to_use\":\"x\"}"},
+}, {
+	Name: "SkillCandidate",
+	New: func() any {
+		return new(SkillCandidate)
+	},
+	Schema: "harn-host.schema.json#/$defs/skill_candidate",
+	Seeds:  []string{"{\"description\":\"x\",\"name\":\"x\",\"paths\":[\"x\"],\"vendor_extension\":{\"kept\":true},\"when_to_use\":\"x\"}"},
+}, {
+	Name: "SkillManifest",
+	New: func() any {
+		return new(SkillManifest)
+	},
+	Schema: "harn-host.schema.json#/$defs/skill_manifest",
+	Seeds:  []string{"{\"allowed_tools\":[\"x\"],\"model\":\"x\",\"paths\":[\"x\"],\"vendor_extension\":{\"kept\":true},\"when_to_use\":\"x\"}"},
+}, {
+	Name: "SkillManifestRef",
+	New: func() any {
+		return new(SkillManifestRef)
+	},
+	Schema: "harn-host.schema.json#/$defs/skill_manifest_ref",
+	Seeds:  []string{"{\"description\":\"x\",\"id\":\"x\",\"name\":\"x\",\"source\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "SkillMatch",
+	New: func() any {
+		return new(SkillMatch)
+	},
+	Schema: "harn-host.schema.json#/$defs/skill_match",
+	Seeds:  []string{"{\"name\":\"x\",\"reason\":\"x\",\"score\":0,\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "SkillMatchParams",
+	New: func() any {
+		return new(SkillMatchParams)
+	},
+	Schema: "harn-host.schema.json#/$defs/skill_match_params",
+	Seeds:  []string{"{\"candidates\":[{\"description\":\"x\",\"name\":\"x\",\"paths\":[\"x\"],\"vendor_extension\":{\"kept\":true},\"when_to_use\":\"x\"}],\"prompt\":\"x\",\"strategy\":\"host\",\"vendor_extension\":{\"kept\":true},\"working_files\":[\"x\"]}"},
+}, {
+	Name: "SkillMatchParamsStrategy",
+	New: func() any {
+		return new(SkillMatchParamsStrategy)
+	},
+	Schema: "harn-host.schema.json#/$defs/skill_match_params/properties/strategy",
+	Seeds:  []string{"\"host\""},
+}, {
+	Name: "SkillMatchResult",
+	New: func() any {
+		return new(SkillMatchResult)
+	},
+	Schema: "harn-host.schema.json#/$defs/skill_match_result",
+	Seeds:  []string{"{\"matches\":[{\"name\":\"x\",\"reason\":\"x\",\"score\":0,\"vendor_extension\":{\"kept\":true}}],\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "SkillMatchResultObject",
+	New: func() any {
+		return new(SkillMatchResultObject)
+	},
+	Schema: "harn-host.schema.json#/$defs/skill_match_result(object alternatives)",
+	Seeds:  []string{"{\"matches\":[{\"name\":\"x\",\"reason\":\"x\",\"score\":0,\"vendor_extension\":{\"kept\":true}}],\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "SkillMatches",
+	New: func() any {
+		return new(SkillMatches)
+	},
+	Schema: "harn-host.schema.json#/$defs/skill_matches",
+	Seeds:  []string{"{\"matches\":[{\"name\":\"x\",\"reason\":\"x\",\"score\":0,\"vendor_extension\":{\"kept\":true}}],\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "SkillMatchesAsSkills",
+	New: func() any {
+		return new(SkillMatchesAsSkills)
+	},
+	Schema: "harn-host.schema.json#/$defs/skill_matches_as_skills",
+	Seeds:  []string{"{\"skills\":[{\"name\":\"x\",\"reason\":\"x\",\"score\":0,\"vendor_extension\":{\"kept\":true}}],\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "SkillMatchesEnvelope",
+	New: func() any {
+		return new(SkillMatchesEnvelope)
+	},
+	Schema: "harn-host.schema.json#/$defs/skill_matches_envelope",
+	Seeds:  []string{"{\"result\":{\"matches\":[{\"name\":\"x\",\"reason\":\"x\",\"score\":0,\"vendor_extension\":{\"kept\":true}}],\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "SkillsFetchParams",
+	New: func() any {
+		return new(SkillsFetchParams)
+	},
+	Schema: "harn-host.schema.json#/$defs/skills_fetch_params",
+	Seeds:  []string{"{\"id\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "SkillsList",
+	New: func() any {
+		return new(SkillsList)
+	},
+	Schema: "harn-host.schema.json#/$defs/skills_list",
+	Seeds:  []string{"{\"skills\":[{\"description\":\"x\",\"id\":\"x\",\"name\":\"x\",\"source\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "SkillsListResult",
+	New: func() any {
+		return new(SkillsListResult)
+	},
+	Schema: "harn-host.schema.json#/$defs/skills_list_result",
+	Seeds:  []string{"[{\"description\":\"x\",\"id\":\"x\",\"name\":\"x\",\"source\":\"x\",\"vendor_extension\":{\"kept\":true}}]"},
+}, {
+	Name: "TimelineUpdate",
+	New: func() any {
+		return new(TimelineUpdate)
+	},
+	Schema: "harn-host.schema.json#/$defs/timeline_update",
+	Seeds:  []string{"{\"cursor\":{\"raw\":[1,\"two\",null]},\"node\":{\"raw\":[1,\"two\",null]},\"schemaVersion\":1,\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "ToolExecuteParams",
+	New: func() any {
+		return new(ToolExecuteParams)
+	},
+	Schema: "harn-host.schema.json#/$defs/tool_execute_params",
+	Seeds:  []string{"{\"arguments\":{\"raw\":[1,\"two\",null]},\"name\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "ToolsList",
+	New: func() any {
+		return new(ToolsList)
+	},
+	Schema: "harn-host.schema.json#/$defs/tools_list",
+	Seeds:  []string{"{\"tools\":[{\"deprecated\":true,\"description\":\"x\",\"input_schema\":{\"raw\":[1,\"two\",null]},\"name\":\"x\",\"parameters\":{\"raw\":[1,\"two\",null]},\"schema\":{\"raw\":[1,\"two\",null]},\"short_description\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "ToolsListEnvelope",
+	New: func() any {
+		return new(ToolsListEnvelope)
+	},
+	Schema: "harn-host.schema.json#/$defs/tools_list_envelope",
+	Seeds:  []string{"{\"result\":{\"tools\":[{\"deprecated\":true,\"description\":\"x\",\"input_schema\":{\"raw\":[1,\"two\",null]},\"name\":\"x\",\"parameters\":{\"raw\":[1,\"two\",null]},\"schema\":{\"raw\":[1,\"two\",null]},\"short_description\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }}
 
 // FuzzTypes checks that every document that decodes into one of the package's types re-encodes stably.

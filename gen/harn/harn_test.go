@@ -7,7 +7,6 @@ import (
 	stdjson "encoding/json"
 	"errors"
 	"os"
-	"reflect"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -15,24 +14,49 @@ import (
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/bridgekit/bridgekit/gen/acp"
 	"github.com/bridgekit/bridgekit/gen/harn"
 	"github.com/bridgekit/bridgekit/runtime/wire"
+	"github.com/bridgekit/bridgekit/runtime/wire/wiretest"
 )
 
 // types maps a Go type name to a constructor, for table-driven tests.
 var types = map[string]func() any{
-	"Shell":                   func() any { return new(harn.Shell) },
-	"ListShellsResponse":      func() any { return new(harn.ListShellsResponse) },
-	"ShellInvocationRequest":  func() any { return new(harn.ShellInvocationRequest) },
-	"ShellInvocationResponse": func() any { return new(harn.ShellInvocationResponse) },
-	"SetDefaultShellRequest":  func() any { return new(harn.SetDefaultShellRequest) },
-	"NoArgs":                  func() any { return new(harn.NoArgs) },
-	"HostCallParams":          func() any { return new(harn.HostCallParams) },
-	"HostCapabilitiesParams":  func() any { return new(harn.HostCapabilitiesParams) },
-	"HostCapabilities":        func() any { return new(harn.HostCapabilities) },
-	"CapabilityOps":           func() any { return new(harn.CapabilityOps) },
-	"CapabilityObject":        func() any { return new(harn.CapabilityObject) },
-	"Meta":                    func() any { return new(harn.Meta) },
+	"Shell":                          func() any { return new(harn.Shell) },
+	"ListShellsResponse":             func() any { return new(harn.ListShellsResponse) },
+	"ShellInvocationRequest":         func() any { return new(harn.ShellInvocationRequest) },
+	"ShellInvocationResponse":        func() any { return new(harn.ShellInvocationResponse) },
+	"SetDefaultShellRequest":         func() any { return new(harn.SetDefaultShellRequest) },
+	"NoArgs":                         func() any { return new(harn.NoArgs) },
+	"HostCallParams":                 func() any { return new(harn.HostCallParams) },
+	"HostCapabilitiesParams":         func() any { return new(harn.HostCapabilitiesParams) },
+	"HostCapabilities":               func() any { return new(harn.HostCapabilities) },
+	"CapabilityOps":                  func() any { return new(harn.CapabilityOps) },
+	"CapabilityObject":               func() any { return new(harn.CapabilityObject) },
+	"Meta":                           func() any { return new(harn.Meta) },
+	"HypothesisAttestation":          func() any { return new(harn.HypothesisAttestation) },
+	"AgentIdleParams":                func() any { return new(harn.AgentIdleParams) },
+	"AgentResumeParams":              func() any { return new(harn.AgentResumeParams) },
+	"SessionRemindParams":            func() any { return new(harn.SessionRemindParams) },
+	"SessionAttachParams":            func() any { return new(harn.SessionAttachParams) },
+	"HostToolsListResult":            func() any { return new(harn.HostToolsListResult) },
+	"SkillsListResult":               func() any { return new(harn.SkillsListResult) },
+	"Skill":                          func() any { return new(harn.Skill) },
+	"SkillMatchParams":               func() any { return new(harn.SkillMatchParams) },
+	"SkillMatchResult":               func() any { return new(harn.SkillMatchResult) },
+	"SessionIDParams":                func() any { return new(harn.SessionIDParams) },
+	"SessionRevokeReminderParams":    func() any { return new(harn.SessionRevokeReminderParams) },
+	"SkillsFetchParams":              func() any { return new(harn.SkillsFetchParams) },
+	"SessionInjectParams":            func() any { return new(harn.SessionInjectParams) },
+	"SessionInjectResult":            func() any { return new(harn.SessionInjectResult) },
+	"InjectionRace":                  func() any { return new(harn.InjectionRace) },
+	"SessionPendingInjectionsResult": func() any { return new(harn.SessionPendingInjectionsResult) },
+	"AgentEvent":                     func() any { return new(harn.AgentEvent) },
+	"SessionSetBudgetParams":         func() any { return new(harn.SessionSetBudgetParams) },
+	"SessionCancelToolCallParams":    func() any { return new(harn.SessionCancelToolCallParams) },
+	"SessionCancelToolCallResult":    func() any { return new(harn.SessionCancelToolCallResult) },
+	"HITLRequestedParams":            func() any { return new(harn.HITLRequestedParams) },
+	"BuiltinCallParams":              func() any { return new(harn.BuiltinCallParams) },
 }
 
 func readJSON(t *testing.T, path string, v any) {
@@ -47,17 +71,7 @@ func readJSON(t *testing.T, path string, v any) {
 }
 
 // sameJSON compares two documents structurally (member order aside).
-func sameJSON(t *testing.T, a, b []byte) bool {
-	t.Helper()
-	var x, y any
-	if err := stdjson.Unmarshal(a, &x); err != nil {
-		t.Fatalf("%s: %v", a, err)
-	}
-	if err := stdjson.Unmarshal(b, &y); err != nil {
-		t.Fatalf("%s: %v", b, err)
-	}
-	return reflect.DeepEqual(x, y)
-}
+func sameJSON(t *testing.T, a, b []byte) bool { return wiretest.EqualJSON(t, a, b) }
 
 func roundTrip(t *testing.T, typ string, doc []byte) []byte {
 	t.Helper()
@@ -79,18 +93,6 @@ func roundTrip(t *testing.T, typ string, doc []byte) []byte {
 		t.Fatalf("%s: encoding/json disagrees: %s vs %s (%v)", typ, out1, out, err)
 	}
 	return out
-}
-
-func TestSeedExamplesRoundTrip(t *testing.T) {
-	var seed map[string][]stdjson.RawMessage
-	readJSON(t, "../../testdata/harn/seed_examples.json", &seed)
-	for typ, docs := range seed {
-		for _, doc := range docs {
-			if out := roundTrip(t, typ, doc); !sameJSON(t, doc, out) {
-				t.Errorf("%s: round trip changed\n in: %s\nout: %s", typ, doc, out)
-			}
-		}
-	}
 }
 
 func TestCases(t *testing.T) {
@@ -240,5 +242,50 @@ func TestRawValuesPreservedByteForByte(t *testing.T) {
 	}
 	if string(p.Args) != `{"b":1.50,"a":"\u00e9"}` || !jsontext.Value(p.Args).IsValid() {
 		t.Fatalf("args %s", p.Args)
+	}
+}
+
+// Each union the bridge carries keeps a variant this version does not know
+// verbatim in Unknown and writes it back byte for byte, never as another
+// variant; a known one is typed.
+func TestUnionsKeepUnknownVariants(t *testing.T) {
+	for _, tc := range []struct {
+		doc     string
+		v       any
+		unknown func(any) jsontext.Value
+	}{
+		{`{"sessionUpdate":"future_update","content":{"type":"text","text":"x"},"_meta":{"harn":{"a":1}}}`, new(acp.SessionUpdate),
+			func(v any) jsontext.Value { return v.(*acp.SessionUpdate).Unknown }},
+		{`{"sessionId":"s","kind":"future_event","iteration":"not a number"}`, new(harn.AgentEvent),
+			func(v any) jsontext.Value { return v.(*harn.AgentEvent).Unknown }},
+		{`{"type":"video","uri":"u","_meta":{}}`, new(acp.ContentBlock),
+			func(v any) jsontext.Value { return v.(*acp.ContentBlock).Unknown }},
+		{`{"type":"chart","path":"p","newText":"x"}`, new(acp.ToolCallContent),
+			func(v any) jsontext.Value { return v.(*acp.ToolCallContent).Unknown }},
+		{`{"kind":"a2a_peer","serverName":"s"}`, new(acp.ToolExecutorObject),
+			func(v any) jsontext.Value { return v.(*acp.ToolExecutorObject).Unknown }},
+		{`{"outcome":"deferred","optionId":"allow"}`, new(acp.RequestPermissionOutcome),
+			func(v any) jsontext.Value { return v.(*acp.RequestPermissionOutcome).Unknown }},
+		{`{"kind":"system","id":"x","mode":"audit_only","position":0}`, new(harn.PendingInjection),
+			func(v any) jsontext.Value { return v.(*harn.PendingInjection).Unknown }},
+	} {
+		if err := json.Unmarshal([]byte(tc.doc), tc.v); err != nil {
+			t.Errorf("%T: %v", tc.v, err)
+			continue
+		}
+		if string(tc.unknown(tc.v)) != tc.doc {
+			t.Errorf("%T: Unknown is %s", tc.v, tc.unknown(tc.v))
+		}
+		if out, err := json.Marshal(tc.v, wire.Fidelity); err != nil || string(out) != tc.doc {
+			t.Errorf("%T: re-encoded as %s (%v)", tc.v, out, err)
+		}
+	}
+	// The executor is a string (open: any name) or such an object.
+	var e acp.ToolExecutor
+	if err := json.Unmarshal([]byte(`"host_bridge"`), &e); err != nil || *e.String != acp.ToolExecutorNameHostBridge {
+		t.Fatalf("executor name: %+v %v", e, err)
+	}
+	if err := json.Unmarshal([]byte(`{"kind":"mcp_server","serverName":"linear"}`), &e); err != nil || e.Object.MCPServer.ServerName != "linear" {
+		t.Fatalf("executor object: %+v %v", e, err)
 	}
 }

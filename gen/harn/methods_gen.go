@@ -4,8 +4,19 @@
 Package harn is the generated Go binding of Harn stdio bridge (spec/catalogue/harn.json, framing
 jsonrpc2-ndjson).
 
-JSON-RPC 2.0, one JSON object per line, over the Harn runtime's stdin/stdout. Both peers call and
-notify on one stream.
+JSON-RPC 2.0, one JSON object per line, over the Harn runtime's stdin/stdout (harn serve acp). One
+stream carries ACP (package acp: initialize, session/prompt, session/update with Harn's variants,
+session/request_permission, fs/*, terminal/*), Harn's extensions of ACP and the bridge methods
+listed here: those the VM sends its host (host/call and its operations, host/capabilities,
+host/tools/list, builtin_call, skills/*, skill/match, agent/idle, _harn/agentEvent, progress, log,
+...) and those the host sends the VM (session/inject, session/remind, the live-session methods,
+session/cancel_tool_call, ...). Both peers call and notify.
+
+HostHandler and VMHandler compose this package's handlers with ACP's into the one rpc.Handler a side
+serves, and NewBridgeConn starts a connection with both protocols' cancel rules and preempted
+methods; the peers of both packages call the other side on it. Harn's vendor fields are read only
+under _meta.harn; ReadLegacySessionUpdate and the AcceptLegacy middleware also accept the
+pre-#904/#905 root-level fields.
 
 Each side is served by a <Side>Handlers struct of typed func fields and called through a <Side>Peer
 (docs/handlers.md); NewConn connects them. The types keep the wire rules of docs/generator.md.
@@ -17,6 +28,7 @@ import (
 	"context"
 	"io"
 
+	acp "github.com/bridgekit/bridgekit/gen/acp"
 	"github.com/bridgekit/bridgekit/runtime/jsonrpc"
 	rpc "github.com/bridgekit/bridgekit/runtime/rpc"
 	"github.com/bridgekit/bridgekit/runtime/wire"
@@ -30,6 +42,178 @@ const (
 	MethodHostCapabilities = "host/capabilities"
 	// MethodHostCall is "host/call" (request, vm -> host, stable).
 	MethodHostCall = "host/call"
+	// MethodHostToolsList is "host/tools/list" (request, vm -> host, stable).
+	MethodHostToolsList = "host/tools/list"
+	// MethodBuiltinCall is "builtin_call" (request, vm -> host, stable).
+	MethodBuiltinCall = "builtin_call"
+	// MethodSkillsList is "skills/list" (request, vm -> host, stable).
+	MethodSkillsList = "skills/list"
+	// MethodSkillsFetch is "skills/fetch" (request, vm -> host, stable).
+	MethodSkillsFetch = "skills/fetch"
+	// MethodSkillMatch is "skill/match" (request, vm -> host, stable).
+	MethodSkillMatch = "skill/match"
+	// MethodAgentIdle is "agent/idle" (notification, vm -> host, stable).
+	MethodAgentIdle = "agent/idle"
+	// MethodAgentEvent is "_harn/agentEvent" (notification, vm -> host, stable).
+	MethodAgentEvent = "_harn/agentEvent"
+	// MethodProgress is "progress" (notification, vm -> host, stable).
+	MethodProgress = "progress"
+	// MethodLog is "log" (notification, vm -> host, stable).
+	MethodLog = "log"
+	// MethodOutput is "output" (notification, vm -> host, legacy-tolerated).
+	MethodOutput = "output"
+	// MethodHITLRequested is "harn.hitl.requested" (notification, vm -> host, experimental).
+	MethodHITLRequested = "harn.hitl.requested"
+	// MethodHarnSessionTimelineUpdate is "harn.session_timeline.update" (notification, vm -> host, experimental).
+	MethodHarnSessionTimelineUpdate = "harn.session_timeline.update"
+	// MethodSessionMessage is "session/message" (notification, vm -> host, experimental).
+	MethodSessionMessage = "session/message"
+	// MethodToolPreUse is "tool/pre_use" (request, vm -> host, retired).
+	MethodToolPreUse = "tool/pre_use"
+	// MethodToolPostUse is "tool/post_use" (request, vm -> host, retired).
+	MethodToolPostUse = "tool/post_use"
+	// MethodToolRequestApproval is "tool/request_approval" (request, vm -> host, retired).
+	MethodToolRequestApproval = "tool/request_approval"
+	// MethodToolSearchQuery is "tool_search/query" (request, vm -> host, retired).
+	MethodToolSearchQuery = "tool_search/query"
+	// MethodLLMCall is "llm_call" (request, vm -> host, legacy-tolerated).
+	MethodLLMCall = "llm_call"
+	// MethodToolExecute is "tool_execute" (request, vm -> host, legacy-tolerated).
+	MethodToolExecute = "tool_execute"
+	// MethodLegacyHostCall is "host_call" (request, vm -> host, legacy-tolerated).
+	MethodLegacyHostCall = "host_call"
+	// MethodAgentLoop is "agent_loop" (request, vm -> host, legacy-tolerated).
+	MethodAgentLoop = "agent_loop"
+	// MethodLegacyError is "error" (notification, vm -> host, legacy-tolerated).
+	MethodLegacyError = "error"
+	// MethodSkillsUpdate is "skills/update" (notification, host -> vm, stable).
+	MethodSkillsUpdate = "skills/update"
+	// MethodAgentResume is "agent/resume" (notification, host -> vm, stable).
+	MethodAgentResume = "agent/resume"
+	// MethodCancel is "cancel" (notification, host -> vm, stable).
+	MethodCancel = "cancel"
+	// MethodSessionCancelToolCall is "session/cancel_tool_call" (request_or_notification, host -> vm, experimental).
+	MethodSessionCancelToolCall = "session/cancel_tool_call"
+	// MethodSessionInject is "session/inject" (request, host -> vm, stable).
+	MethodSessionInject = "session/inject"
+	// MethodSessionRevokeInject is "session/revoke_inject" (request, host -> vm, stable).
+	MethodSessionRevokeInject = "session/revoke_inject"
+	// MethodSessionReplaceInject is "session/replace_inject" (request, host -> vm, stable).
+	MethodSessionReplaceInject = "session/replace_inject"
+	// MethodSessionRemind is "session/remind" (request_or_notification, host -> vm, stable).
+	MethodSessionRemind = "session/remind"
+	// MethodSessionPendingInjections is "session/pending_injections" (request, host -> vm, stable).
+	MethodSessionPendingInjections = "session/pending_injections"
+	// MethodSessionRevokeReminder is "session/revoke_reminder" (request, host -> vm, stable).
+	MethodSessionRevokeReminder = "session/revoke_reminder"
+	// MethodSessionAttach is "session/attach" (request, host -> vm, stable).
+	MethodSessionAttach = "session/attach"
+	// MethodSessionDetach is "session/detach" (request, host -> vm, stable).
+	MethodSessionDetach = "session/detach"
+	// MethodSessionHeartbeat is "session/heartbeat" (request, host -> vm, stable).
+	MethodSessionHeartbeat = "session/heartbeat"
+	// MethodSessionTakeover is "session/takeover" (request, host -> vm, stable).
+	MethodSessionTakeover = "session/takeover"
+	// MethodSessionLiveClients is "session/live_clients" (request, host -> vm, experimental).
+	MethodSessionLiveClients = "session/live_clients"
+	// MethodHITLRespond is "harn.hitl.respond" (request, host -> vm, experimental).
+	MethodHITLRespond = "harn.hitl.respond"
+	// MethodSessionInjectHostEvent is "session/inject_host_event" (request, host -> vm, experimental).
+	MethodSessionInjectHostEvent = "session/inject_host_event"
+	// MethodSessionSetBudget is "session/set_budget" (notification, host -> vm, experimental).
+	MethodSessionSetBudget = "session/set_budget"
+	// MethodUserMessage is "user_message" (notification, host -> vm, legacy-tolerated).
+	MethodUserMessage = "user_message"
+	// MethodSessionInput is "session/input" (notification, host -> vm, legacy-tolerated).
+	MethodSessionInput = "session/input"
+	// MethodAgentUserMessage is "agent/user_message" (notification, host -> vm, legacy-tolerated).
+	MethodAgentUserMessage = "agent/user_message"
+	// MethodSessionFork is "session/fork" (request, host -> vm, experimental).
+	MethodSessionFork = "session/fork"
+	// MethodSessionTruncate is "session/truncate" (request, host -> vm, experimental).
+	MethodSessionTruncate = "session/truncate"
+	// MethodSessionRollback is "session/rollback" (request, host -> vm, experimental).
+	MethodSessionRollback = "session/rollback"
+	// MethodSessionRedo is "session/redo" (request, host -> vm, experimental).
+	MethodSessionRedo = "session/redo"
+	// MethodSessionStop is "session/stop" (request, host -> vm, legacy-tolerated).
+	MethodSessionStop = "session/stop"
+	// MethodSessionFsMode is "session/fs_mode" (request, host -> vm, experimental).
+	MethodSessionFsMode = "session/fs_mode"
+	// MethodSessionFsCommitStaged is "session/fs_commit_staged" (request, host -> vm, experimental).
+	MethodSessionFsCommitStaged = "session/fs_commit_staged"
+	// MethodSessionFsDiscardStaged is "session/fs_discard_staged" (request, host -> vm, experimental).
+	MethodSessionFsDiscardStaged = "session/fs_discard_staged"
+	// MethodSessionRestoreToolCall is "session/restore_tool_call" (request, host -> vm, experimental).
+	MethodSessionRestoreToolCall = "session/restore_tool_call"
+	// MethodSessionPlanDocumentMutate is "session/plan_document/mutate" (request, host -> vm, experimental).
+	MethodSessionPlanDocumentMutate = "session/plan_document/mutate"
+	// MethodHarnSessionWorkspaceRoots is "harn.session_workspace_roots" (request, host -> vm, experimental).
+	MethodHarnSessionWorkspaceRoots = "harn.session_workspace_roots"
+	// MethodHarnSessionAddRoot is "harn.session_add_root" (request, host -> vm, experimental).
+	MethodHarnSessionAddRoot = "harn.session_add_root"
+	// MethodHarnSessionReanchor is "harn.session_reanchor" (request, host -> vm, experimental).
+	MethodHarnSessionReanchor = "harn.session_reanchor"
+	// MethodHarnSessionRollback is "harn.session_rollback" (request, host -> vm, legacy-tolerated).
+	MethodHarnSessionRollback = "harn.session_rollback"
+	// MethodHarnSessionRedo is "harn.session_redo" (request, host -> vm, legacy-tolerated).
+	MethodHarnSessionRedo = "harn.session_redo"
+	// MethodHarnSessionViewQuery is "harn.session_view.query" (request, host -> vm, experimental).
+	MethodHarnSessionViewQuery = "harn.session_view.query"
+	// MethodHarnSessionRecapQuery is "harn.session_recap.query" (request, host -> vm, experimental).
+	MethodHarnSessionRecapQuery = "harn.session_recap.query"
+	// MethodHarnSessionTimelineQuery is "harn.session_timeline.query" (request, host -> vm, experimental).
+	MethodHarnSessionTimelineQuery = "harn.session_timeline.query"
+	// MethodHarnSessionTimelineSubscribe is "harn.session_timeline.subscribe" (request, host -> vm, experimental).
+	MethodHarnSessionTimelineSubscribe = "harn.session_timeline.subscribe"
+	// MethodHarnSessionTimelineUnsubscribe is "harn.session_timeline.unsubscribe" (request, host -> vm, experimental).
+	MethodHarnSessionTimelineUnsubscribe = "harn.session_timeline.unsubscribe"
+	// MethodProviderCatalog is "_harn/providerCatalog" (request, host -> vm, experimental).
+	MethodProviderCatalog = "_harn/providerCatalog"
+	// MethodWorkflowSignal is "workflow/signal" (request, host -> vm, experimental).
+	MethodWorkflowSignal = "workflow/signal"
+	// MethodWorkflowQuery is "workflow/query" (request, host -> vm, experimental).
+	MethodWorkflowQuery = "workflow/query"
+	// MethodWorkflowUpdate is "workflow/update" (request, host -> vm, experimental).
+	MethodWorkflowUpdate = "workflow/update"
+	// MethodWorkflowPause is "workflow/pause" (request, host -> vm, experimental).
+	MethodWorkflowPause = "workflow/pause"
+	// MethodWorkflowResume is "workflow/resume" (request, host -> vm, experimental).
+	MethodWorkflowResume = "workflow/resume"
+	// MethodHarnWorkflowSignal is "harn.workflow.signal" (request, host -> vm, legacy-tolerated).
+	MethodHarnWorkflowSignal = "harn.workflow.signal"
+	// MethodHarnWorkflowQuery is "harn.workflow.query" (request, host -> vm, legacy-tolerated).
+	MethodHarnWorkflowQuery = "harn.workflow.query"
+	// MethodHarnWorkflowUpdate is "harn.workflow.update" (request, host -> vm, legacy-tolerated).
+	MethodHarnWorkflowUpdate = "harn.workflow.update"
+	// MethodHarnWorkflowPause is "harn.workflow.pause" (request, host -> vm, legacy-tolerated).
+	MethodHarnWorkflowPause = "harn.workflow.pause"
+	// MethodHarnWorkflowResume is "harn.workflow.resume" (request, host -> vm, legacy-tolerated).
+	MethodHarnWorkflowResume = "harn.workflow.resume"
+	// MethodMCPCatalog is "mcp/catalog" (request, host -> vm, experimental).
+	MethodMCPCatalog = "mcp/catalog"
+	// MethodMCPStatus is "mcp/status" (request, host -> vm, experimental).
+	MethodMCPStatus = "mcp/status"
+	// MethodMCPAuthorize is "mcp/authorize" (request, host -> vm, experimental).
+	MethodMCPAuthorize = "mcp/authorize"
+	// MethodMCPAuthorizeBatch is "mcp/authorize_batch" (request, host -> vm, experimental).
+	MethodMCPAuthorizeBatch = "mcp/authorize_batch"
+	// MethodMCPOAuthCallback is "mcp/oauth_callback" (request, host -> vm, experimental).
+	MethodMCPOAuthCallback = "mcp/oauth_callback"
+	// MethodMCPImportToken is "mcp/import_token" (request, host -> vm, experimental).
+	MethodMCPImportToken = "mcp/import_token"
+	// MethodHarnMCPCatalog is "harn.mcp.catalog" (request, host -> vm, legacy-tolerated).
+	MethodHarnMCPCatalog = "harn.mcp.catalog"
+	// MethodHarnMCPStatus is "harn.mcp.status" (request, host -> vm, legacy-tolerated).
+	MethodHarnMCPStatus = "harn.mcp.status"
+	// MethodHarnMCPAuthorize is "harn.mcp.authorize" (request, host -> vm, legacy-tolerated).
+	MethodHarnMCPAuthorize = "harn.mcp.authorize"
+	// MethodHarnMCPAuthorizeBatch is "harn.mcp.authorize_batch" (request, host -> vm, legacy-tolerated).
+	MethodHarnMCPAuthorizeBatch = "harn.mcp.authorize_batch"
+	// MethodHarnMCPOAuthCallback is "harn.mcp.oauth_callback" (request, host -> vm, legacy-tolerated).
+	MethodHarnMCPOAuthCallback = "harn.mcp.oauth_callback"
+	// MethodHarnMCPImportToken is "harn.mcp.import_token" (request, host -> vm, legacy-tolerated).
+	MethodHarnMCPImportToken = "harn.mcp.import_token"
 )
 
 // Operation names carried inside methods.
@@ -42,6 +226,10 @@ const (
 	OpProcessSetDefaultShell = "process.set_default_shell"
 	// OpProcessShellInvocation is the host/call operation "process.shell_invocation".
 	OpProcessShellInvocation = "process.shell_invocation"
+	// OpHypothesisAttestEvent is the host/call operation "hypothesis.attest_event".
+	OpHypothesisAttestEvent = "hypothesis.attest_event"
+	// OpProjectMCPConfig is the host/call operation "project.mcp_config".
+	OpProjectMCPConfig = "project.mcp_config"
 )
 
 // Methods lists every method of Harn stdio bridge in catalogue order.
@@ -80,27 +268,644 @@ var Methods = []wire.MethodInfo{{
 		Match:      []string{"process.shell_invocation"},
 		Op:         "shell_invocation",
 		Status:     "stable",
+	}, {
+		Capability: "hypothesis",
+		Go:         "HypothesisAttestEvent",
+		Match:      []string{"hypothesis.attest_event"},
+		Op:         "attest_event",
+		Status:     "stable",
+	}, {
+		Capability: "project",
+		Go:         "ProjectMCPConfig",
+		Match:      []string{"project.mcp_config"},
+		Op:         "mcp_config",
+		Status:     "legacy-tolerated",
 	}},
 	Status: "stable",
 	To:     "host",
 	Wire:   "host/call",
+}, {
+	From:   "vm",
+	Go:     "HostToolsList",
+	Kind:   "request",
+	Status: "stable",
+	To:     "host",
+	Wire:   "host/tools/list",
+}, {
+	From:   "vm",
+	Go:     "BuiltinCall",
+	Kind:   "request",
+	Status: "stable",
+	To:     "host",
+	Wire:   "builtin_call",
+}, {
+	From:   "vm",
+	Go:     "SkillsList",
+	Kind:   "request",
+	Status: "stable",
+	To:     "host",
+	Wire:   "skills/list",
+}, {
+	From:   "vm",
+	Go:     "SkillsFetch",
+	Kind:   "request",
+	Status: "stable",
+	To:     "host",
+	Wire:   "skills/fetch",
+}, {
+	From:   "vm",
+	Go:     "SkillMatch",
+	Kind:   "request",
+	Status: "stable",
+	To:     "host",
+	Wire:   "skill/match",
+}, {
+	From:   "vm",
+	Go:     "AgentIdle",
+	Kind:   "notification",
+	Status: "stable",
+	To:     "host",
+	Wire:   "agent/idle",
+}, {
+	From:   "vm",
+	Go:     "AgentEvent",
+	Kind:   "notification",
+	Status: "stable",
+	To:     "host",
+	Wire:   "_harn/agentEvent",
+}, {
+	From:   "vm",
+	Go:     "Progress",
+	Kind:   "notification",
+	Status: "stable",
+	To:     "host",
+	Wire:   "progress",
+}, {
+	From:   "vm",
+	Go:     "Log",
+	Kind:   "notification",
+	Status: "stable",
+	To:     "host",
+	Wire:   "log",
+}, {
+	From:   "vm",
+	Go:     "Output",
+	Kind:   "notification",
+	Status: "legacy-tolerated",
+	To:     "host",
+	Wire:   "output",
+}, {
+	From:   "vm",
+	Go:     "HITLRequested",
+	Kind:   "notification",
+	Status: "experimental",
+	To:     "host",
+	Wire:   "harn.hitl.requested",
+}, {
+	From:   "vm",
+	Go:     "HarnSessionTimelineUpdate",
+	Kind:   "notification",
+	Status: "experimental",
+	To:     "host",
+	Wire:   "harn.session_timeline.update",
+}, {
+	From:   "vm",
+	Go:     "SessionMessage",
+	Kind:   "notification",
+	Status: "experimental",
+	To:     "host",
+	Wire:   "session/message",
+}, {
+	From:   "vm",
+	Go:     "ToolPreUse",
+	Kind:   "request",
+	Status: "retired",
+	To:     "host",
+	Wire:   "tool/pre_use",
+}, {
+	From:   "vm",
+	Go:     "ToolPostUse",
+	Kind:   "request",
+	Status: "retired",
+	To:     "host",
+	Wire:   "tool/post_use",
+}, {
+	From:   "vm",
+	Go:     "ToolRequestApproval",
+	Kind:   "request",
+	Status: "retired",
+	To:     "host",
+	Wire:   "tool/request_approval",
+}, {
+	From:   "vm",
+	Go:     "ToolSearchQuery",
+	Kind:   "request",
+	Status: "retired",
+	To:     "host",
+	Wire:   "tool_search/query",
+}, {
+	From:   "vm",
+	Go:     "LLMCall",
+	Kind:   "request",
+	Status: "legacy-tolerated",
+	To:     "host",
+	Wire:   "llm_call",
+}, {
+	From:   "vm",
+	Go:     "ToolExecute",
+	Kind:   "request",
+	Status: "legacy-tolerated",
+	To:     "host",
+	Wire:   "tool_execute",
+}, {
+	From:   "vm",
+	Go:     "LegacyHostCall",
+	Kind:   "request",
+	Status: "legacy-tolerated",
+	To:     "host",
+	Wire:   "host_call",
+}, {
+	From:   "vm",
+	Go:     "AgentLoop",
+	Kind:   "request",
+	Status: "legacy-tolerated",
+	To:     "host",
+	Wire:   "agent_loop",
+}, {
+	From:   "vm",
+	Go:     "LegacyError",
+	Kind:   "notification",
+	Status: "legacy-tolerated",
+	To:     "host",
+	Wire:   "error",
+}, {
+	From:   "host",
+	Go:     "SkillsUpdate",
+	Kind:   "notification",
+	Status: "stable",
+	To:     "vm",
+	Wire:   "skills/update",
+}, {
+	From:   "host",
+	Go:     "AgentResume",
+	Kind:   "notification",
+	Status: "stable",
+	To:     "vm",
+	Wire:   "agent/resume",
+}, {
+	From:   "host",
+	Go:     "Cancel",
+	Kind:   "notification",
+	Status: "stable",
+	To:     "vm",
+	Wire:   "cancel",
+}, {
+	From:   "host",
+	Go:     "SessionCancelToolCall",
+	Kind:   "request_or_notification",
+	Status: "experimental",
+	To:     "vm",
+	Wire:   "session/cancel_tool_call",
+}, {
+	From:   "host",
+	Go:     "SessionInject",
+	Kind:   "request",
+	Status: "stable",
+	To:     "vm",
+	Wire:   "session/inject",
+}, {
+	From:   "host",
+	Go:     "SessionRevokeInject",
+	Kind:   "request",
+	Status: "stable",
+	To:     "vm",
+	Wire:   "session/revoke_inject",
+}, {
+	From:   "host",
+	Go:     "SessionReplaceInject",
+	Kind:   "request",
+	Status: "stable",
+	To:     "vm",
+	Wire:   "session/replace_inject",
+}, {
+	From:   "host",
+	Go:     "SessionRemind",
+	Kind:   "request_or_notification",
+	Status: "stable",
+	To:     "vm",
+	Wire:   "session/remind",
+}, {
+	From:   "host",
+	Go:     "SessionPendingInjections",
+	Kind:   "request",
+	Status: "stable",
+	To:     "vm",
+	Wire:   "session/pending_injections",
+}, {
+	From:   "host",
+	Go:     "SessionRevokeReminder",
+	Kind:   "request",
+	Status: "stable",
+	To:     "vm",
+	Wire:   "session/revoke_reminder",
+}, {
+	From:   "host",
+	Go:     "SessionAttach",
+	Kind:   "request",
+	Status: "stable",
+	To:     "vm",
+	Wire:   "session/attach",
+}, {
+	From:   "host",
+	Go:     "SessionDetach",
+	Kind:   "request",
+	Status: "stable",
+	To:     "vm",
+	Wire:   "session/detach",
+}, {
+	From:   "host",
+	Go:     "SessionHeartbeat",
+	Kind:   "request",
+	Status: "stable",
+	To:     "vm",
+	Wire:   "session/heartbeat",
+}, {
+	From:   "host",
+	Go:     "SessionTakeover",
+	Kind:   "request",
+	Status: "stable",
+	To:     "vm",
+	Wire:   "session/takeover",
+}, {
+	From:   "host",
+	Go:     "SessionLiveClients",
+	Kind:   "request",
+	Status: "experimental",
+	To:     "vm",
+	Wire:   "session/live_clients",
+}, {
+	From:   "host",
+	Go:     "HITLRespond",
+	Kind:   "request",
+	Status: "experimental",
+	To:     "vm",
+	Wire:   "harn.hitl.respond",
+}, {
+	From:   "host",
+	Go:     "SessionInjectHostEvent",
+	Kind:   "request",
+	Status: "experimental",
+	To:     "vm",
+	Wire:   "session/inject_host_event",
+}, {
+	From:   "host",
+	Go:     "SessionSetBudget",
+	Kind:   "notification",
+	Status: "experimental",
+	To:     "vm",
+	Wire:   "session/set_budget",
+}, {
+	From:   "host",
+	Go:     "UserMessage",
+	Kind:   "notification",
+	Status: "legacy-tolerated",
+	To:     "vm",
+	Wire:   "user_message",
+}, {
+	From:   "host",
+	Go:     "SessionInput",
+	Kind:   "notification",
+	Status: "legacy-tolerated",
+	To:     "vm",
+	Wire:   "session/input",
+}, {
+	From:   "host",
+	Go:     "AgentUserMessage",
+	Kind:   "notification",
+	Status: "legacy-tolerated",
+	To:     "vm",
+	Wire:   "agent/user_message",
+}, {
+	From:   "host",
+	Go:     "SessionFork",
+	Kind:   "request",
+	Status: "experimental",
+	To:     "vm",
+	Wire:   "session/fork",
+}, {
+	From:   "host",
+	Go:     "SessionTruncate",
+	Kind:   "request",
+	Status: "experimental",
+	To:     "vm",
+	Wire:   "session/truncate",
+}, {
+	From:   "host",
+	Go:     "SessionRollback",
+	Kind:   "request",
+	Status: "experimental",
+	To:     "vm",
+	Wire:   "session/rollback",
+}, {
+	From:   "host",
+	Go:     "SessionRedo",
+	Kind:   "request",
+	Status: "experimental",
+	To:     "vm",
+	Wire:   "session/redo",
+}, {
+	From:   "host",
+	Go:     "SessionStop",
+	Kind:   "request",
+	Status: "legacy-tolerated",
+	To:     "vm",
+	Wire:   "session/stop",
+}, {
+	From:   "host",
+	Go:     "SessionFsMode",
+	Kind:   "request",
+	Status: "experimental",
+	To:     "vm",
+	Wire:   "session/fs_mode",
+}, {
+	From:   "host",
+	Go:     "SessionFsCommitStaged",
+	Kind:   "request",
+	Status: "experimental",
+	To:     "vm",
+	Wire:   "session/fs_commit_staged",
+}, {
+	From:   "host",
+	Go:     "SessionFsDiscardStaged",
+	Kind:   "request",
+	Status: "experimental",
+	To:     "vm",
+	Wire:   "session/fs_discard_staged",
+}, {
+	From:   "host",
+	Go:     "SessionRestoreToolCall",
+	Kind:   "request",
+	Status: "experimental",
+	To:     "vm",
+	Wire:   "session/restore_tool_call",
+}, {
+	From:   "host",
+	Go:     "SessionPlanDocumentMutate",
+	Kind:   "request",
+	Status: "experimental",
+	To:     "vm",
+	Wire:   "session/plan_document/mutate",
+}, {
+	From:   "host",
+	Go:     "HarnSessionWorkspaceRoots",
+	Kind:   "request",
+	Status: "experimental",
+	To:     "vm",
+	Wire:   "harn.session_workspace_roots",
+}, {
+	From:   "host",
+	Go:     "HarnSessionAddRoot",
+	Kind:   "request",
+	Status: "experimental",
+	To:     "vm",
+	Wire:   "harn.session_add_root",
+}, {
+	From:   "host",
+	Go:     "HarnSessionReanchor",
+	Kind:   "request",
+	Status: "experimental",
+	To:     "vm",
+	Wire:   "harn.session_reanchor",
+}, {
+	From:   "host",
+	Go:     "HarnSessionRollback",
+	Kind:   "request",
+	Status: "legacy-tolerated",
+	To:     "vm",
+	Wire:   "harn.session_rollback",
+}, {
+	From:   "host",
+	Go:     "HarnSessionRedo",
+	Kind:   "request",
+	Status: "legacy-tolerated",
+	To:     "vm",
+	Wire:   "harn.session_redo",
+}, {
+	From:   "host",
+	Go:     "HarnSessionViewQuery",
+	Kind:   "request",
+	Status: "experimental",
+	To:     "vm",
+	Wire:   "harn.session_view.query",
+}, {
+	From:   "host",
+	Go:     "HarnSessionRecapQuery",
+	Kind:   "request",
+	Status: "experimental",
+	To:     "vm",
+	Wire:   "harn.session_recap.query",
+}, {
+	From:   "host",
+	Go:     "HarnSessionTimelineQuery",
+	Kind:   "request",
+	Status: "experimental",
+	To:     "vm",
+	Wire:   "harn.session_timeline.query",
+}, {
+	From:   "host",
+	Go:     "HarnSessionTimelineSubscribe",
+	Kind:   "request",
+	Status: "experimental",
+	To:     "vm",
+	Wire:   "harn.session_timeline.subscribe",
+}, {
+	From:   "host",
+	Go:     "HarnSessionTimelineUnsubscribe",
+	Kind:   "request",
+	Status: "experimental",
+	To:     "vm",
+	Wire:   "harn.session_timeline.unsubscribe",
+}, {
+	From:   "host",
+	Go:     "ProviderCatalog",
+	Kind:   "request",
+	Status: "experimental",
+	To:     "vm",
+	Wire:   "_harn/providerCatalog",
+}, {
+	From:   "host",
+	Go:     "WorkflowSignal",
+	Kind:   "request",
+	Status: "experimental",
+	To:     "vm",
+	Wire:   "workflow/signal",
+}, {
+	From:   "host",
+	Go:     "WorkflowQuery",
+	Kind:   "request",
+	Status: "experimental",
+	To:     "vm",
+	Wire:   "workflow/query",
+}, {
+	From:   "host",
+	Go:     "WorkflowUpdate",
+	Kind:   "request",
+	Status: "experimental",
+	To:     "vm",
+	Wire:   "workflow/update",
+}, {
+	From:   "host",
+	Go:     "WorkflowPause",
+	Kind:   "request",
+	Status: "experimental",
+	To:     "vm",
+	Wire:   "workflow/pause",
+}, {
+	From:   "host",
+	Go:     "WorkflowResume",
+	Kind:   "request",
+	Status: "experimental",
+	To:     "vm",
+	Wire:   "workflow/resume",
+}, {
+	From:   "host",
+	Go:     "HarnWorkflowSignal",
+	Kind:   "request",
+	Status: "legacy-tolerated",
+	To:     "vm",
+	Wire:   "harn.workflow.signal",
+}, {
+	From:   "host",
+	Go:     "HarnWorkflowQuery",
+	Kind:   "request",
+	Status: "legacy-tolerated",
+	To:     "vm",
+	Wire:   "harn.workflow.query",
+}, {
+	From:   "host",
+	Go:     "HarnWorkflowUpdate",
+	Kind:   "request",
+	Status: "legacy-tolerated",
+	To:     "vm",
+	Wire:   "harn.workflow.update",
+}, {
+	From:   "host",
+	Go:     "HarnWorkflowPause",
+	Kind:   "request",
+	Status: "legacy-tolerated",
+	To:     "vm",
+	Wire:   "harn.workflow.pause",
+}, {
+	From:   "host",
+	Go:     "HarnWorkflowResume",
+	Kind:   "request",
+	Status: "legacy-tolerated",
+	To:     "vm",
+	Wire:   "harn.workflow.resume",
+}, {
+	From:   "host",
+	Go:     "MCPCatalog",
+	Kind:   "request",
+	Status: "experimental",
+	To:     "vm",
+	Wire:   "mcp/catalog",
+}, {
+	From:   "host",
+	Go:     "MCPStatus",
+	Kind:   "request",
+	Status: "experimental",
+	To:     "vm",
+	Wire:   "mcp/status",
+}, {
+	From:   "host",
+	Go:     "MCPAuthorize",
+	Kind:   "request",
+	Status: "experimental",
+	To:     "vm",
+	Wire:   "mcp/authorize",
+}, {
+	From:   "host",
+	Go:     "MCPAuthorizeBatch",
+	Kind:   "request",
+	Status: "experimental",
+	To:     "vm",
+	Wire:   "mcp/authorize_batch",
+}, {
+	From:   "host",
+	Go:     "MCPOAuthCallback",
+	Kind:   "request",
+	Status: "experimental",
+	To:     "vm",
+	Wire:   "mcp/oauth_callback",
+}, {
+	From:   "host",
+	Go:     "MCPImportToken",
+	Kind:   "request",
+	Status: "experimental",
+	To:     "vm",
+	Wire:   "mcp/import_token",
+}, {
+	From:   "host",
+	Go:     "HarnMCPCatalog",
+	Kind:   "request",
+	Status: "legacy-tolerated",
+	To:     "vm",
+	Wire:   "harn.mcp.catalog",
+}, {
+	From:   "host",
+	Go:     "HarnMCPStatus",
+	Kind:   "request",
+	Status: "legacy-tolerated",
+	To:     "vm",
+	Wire:   "harn.mcp.status",
+}, {
+	From:   "host",
+	Go:     "HarnMCPAuthorize",
+	Kind:   "request",
+	Status: "legacy-tolerated",
+	To:     "vm",
+	Wire:   "harn.mcp.authorize",
+}, {
+	From:   "host",
+	Go:     "HarnMCPAuthorizeBatch",
+	Kind:   "request",
+	Status: "legacy-tolerated",
+	To:     "vm",
+	Wire:   "harn.mcp.authorize_batch",
+}, {
+	From:   "host",
+	Go:     "HarnMCPOAuthCallback",
+	Kind:   "request",
+	Status: "legacy-tolerated",
+	To:     "vm",
+	Wire:   "harn.mcp.oauth_callback",
+}, {
+	From:   "host",
+	Go:     "HarnMCPImportToken",
+	Kind:   "request",
+	Status: "legacy-tolerated",
+	To:     "vm",
+	Wire:   "harn.mcp.import_token",
 }}
 
 // MethodNames lists every method name (and qualifier) of the catalogue, so that a connection interns them (rpc.Options.Methods).
-var MethodNames = []string{"host/capabilities", "host/call"}
+var MethodNames = []string{"host/capabilities", "host/call", "host/tools/list", "builtin_call", "skills/list", "skills/fetch", "skill/match", "agent/idle", "_harn/agentEvent", "progress", "log", "output", "harn.hitl.requested", "harn.session_timeline.update", "session/message", "tool/pre_use", "tool/post_use", "tool/request_approval", "tool_search/query", "llm_call", "tool_execute", "host_call", "agent_loop", "error", "skills/update", "agent/resume", "cancel", "session/cancel_tool_call", "session/inject", "session/revoke_inject", "session/replace_inject", "session/remind", "session/pending_injections", "session/revoke_reminder", "session/attach", "session/detach", "session/heartbeat", "session/takeover", "session/live_clients", "harn.hitl.respond", "session/inject_host_event", "session/set_budget", "user_message", "session/input", "agent/user_message", "session/fork", "session/truncate", "session/rollback", "session/redo", "session/stop", "session/fs_mode", "session/fs_commit_staged", "session/fs_discard_staged", "session/restore_tool_call", "session/plan_document/mutate", "harn.session_workspace_roots", "harn.session_add_root", "harn.session_reanchor", "harn.session_rollback", "harn.session_redo", "harn.session_view.query", "harn.session_recap.query", "harn.session_timeline.query", "harn.session_timeline.subscribe", "harn.session_timeline.unsubscribe", "_harn/providerCatalog", "workflow/signal", "workflow/query", "workflow/update", "workflow/pause", "workflow/resume", "harn.workflow.signal", "harn.workflow.query", "harn.workflow.update", "harn.workflow.pause", "harn.workflow.resume", "mcp/catalog", "mcp/status", "mcp/authorize", "mcp/authorize_batch", "mcp/oauth_callback", "mcp/import_token", "harn.mcp.catalog", "harn.mcp.status", "harn.mcp.authorize", "harn.mcp.authorize_batch", "harn.mcp.oauth_callback", "harn.mcp.import_token"}
 
 // CancelRules are the protocol's cancel messages (rpc.Options.Cancels).
 var CancelRules = []rpc.CancelRule{}
+
+// PreemptMethods are handled on the connection's control lane, never behind running handlers (rpc.Options.Preempt).
+var PreemptMethods = []string{MethodSessionCancelToolCall, MethodSessionInject, MethodSessionAttach, MethodSessionDetach, MethodSessionHeartbeat, MethodSessionTakeover, MethodSessionLiveClients, MethodSessionSetBudget}
 
 // NewCodec returns the framing of Harn stdio bridge (JSON-RPC 2.0) for one connection.
 func NewCodec() rpc.Codec {
 	return new(jsonrpc.Codec)
 }
 
-// ConnOptions returns a copy of opts (which may be nil) with the cancel rules and method names of Harn
-// stdio bridge added.
+// ConnOptions returns a copy of opts (which may be nil) with the cancel rules, preempted methods and
+// method names of Harn stdio bridge added.
 func ConnOptions(opts *rpc.Options) *rpc.Options {
-	return rpc.WithOptions(opts, CancelRules, nil, MethodNames)
+	return rpc.WithOptions(opts, CancelRules, PreemptMethods, MethodNames)
 }
 
 // NewConn starts a connection speaking Harn stdio bridge on r and w, serving h (a side's handler
@@ -116,12 +921,16 @@ func NewConn(r io.Reader, w io.Writer, h rpc.Handler, opts *rpc.Options) *rpc.Co
 // an rpc.Handler; wrap it with rpc.Middleware to intercept every method.
 type HostHandlers struct {
 	// HostCapabilities handles host/capabilities (request, stable). Asks which host operations the
-	// host serves, as a map from capability to operation names. Harn adds runtime operations of its
-	// own and treats any error as an empty manifest.
+	// host serves, as a map from capability to operation names (a list, {ops} or {operations}). Harn
+	// adds runtime operations of its own and treats any error or a non-object as an empty manifest;
+	// the ACP adapter sends {sessionId}, the VM's own bridge {}.
 	HostCapabilities func(context.Context, *HostCapabilitiesParams) (HostCapabilities, error)
-	// HostCall handles host/call (request, stable). Calls one privileged host operation. The operation
-	// is selected by name and its arguments travel in args; Harn turns any JSON-RPC error into a
-	// script exception. It serves the operations that have no field of their own (or none is set).
+	// HostCall handles host/call (request, stable). Calls one privileged host operation, selected by
+	// name, with its arguments in args. The VM resolves script mocks, command policy and its own
+	// runtime operations first; only unhandled operations reach the wire. Harn turns any JSON-RPC
+	// error into a script exception (code ignored); it waits up to 300 s
+	// (HARN_HOST_CALL_TIMEOUT_SECS). It serves the operations that have no field of their own (or none
+	// is set).
 	HostCall func(context.Context, *HostCallParams) (jsontext.Value, error)
 	// ProcessListShells handles the host/call operation process.list_shells (stable); it receives the
 	// whole host/call params and the decoded args. Lists the shells the host knows and the session's
@@ -141,6 +950,72 @@ type HostHandlers struct {
 	// (with neither) the default shell into the argv that runs command; the command is exactly one
 	// argument, at command_arg_index.
 	ProcessShellInvocation func(context.Context, *HostCallParams, *ShellInvocationRequest) (*ShellInvocationResponse, error)
+	// HypothesisAttestEvent handles the host/call operation hypothesis.attest_event (stable); it
+	// receives the whole host/call params and the decoded args. Asks the host's trusted adapter to
+	// attest an event of a hypothesis against the receipt of a completed native operation. The only
+	// success is the exact attestation document; an exact retry may return it again, a receipt reused
+	// with other bindings must fail. Advertise it only while a trusted adapter is installed; Harn
+	// never memoises it and script mocks cannot satisfy it.
+	HypothesisAttestEvent func(context.Context, *HostCallParams, *HypothesisAttestArgs) (*HypothesisAttestation, error)
+	// ProjectMCPConfig handles the host/call operation project.mcp_config (legacy-tolerated); it
+	// receives the whole host/call params and the decoded args. Returns the MCP servers the project
+	// configures.
+	ProjectMCPConfig func(context.Context, *HostCallParams, *NoArgs) ([]MCPServerConfig, error)
+	// HostToolsList handles host/tools/list (request, stable). Lists the host's dynamic tools, which
+	// scripts then invoke through builtin_call. Harn accepts {tools}, a bare array or {result:
+	// {tools}}, and normalises each tool to name, description, schema and deprecated.
+	HostToolsList func(context.Context, *NoArgs) (*HostToolsListResult, error)
+	// BuiltinCall handles builtin_call (request, stable). Invokes a host tool or a builtin the VM does
+	// not define; the result is any JSON. Host tools get exactly one argument, the arguments object.
+	BuiltinCall func(context.Context, *BuiltinCallParams) (jsontext.Value, error)
+	// SkillsList handles skills/list (request, stable). Lists the skills of the host's managed store
+	// (layer 8 of skill discovery), as an array or {skills}.
+	SkillsList func(context.Context, *NoArgs) (*SkillsListResult, error)
+	// SkillsFetch handles skills/fetch (request, stable). Fetches one skill by id: name, description,
+	// body and manifest (nested, or flattened to the top level).
+	SkillsFetch func(context.Context, *SkillsFetchParams) (*Skill, error)
+	// SkillMatch handles skill/match (request, stable). Asks the host to rank skill candidates for a
+	// prompt (skill_match strategy host or embedding). The answer is advisory: names not among the
+	// candidates are ignored; score defaults to 1.0 and reason to "host match".
+	SkillMatch func(context.Context, *SkillMatchParams) (*SkillMatchResult, error)
+	// AgentIdle handles agent/idle (notification, stable). Tells the host the daemon entered or stays
+	// in its idle wait, with the current backoff (100 ms, 500 ms, 1 s, 2 s; reset on activity).
+	AgentIdle func(context.Context, *AgentIdleParams) error
+	// AgentEvent handles _harn/agentEvent (notification, stable). Reports an agent-loop event beyond
+	// ACP's updates, selected by kind (composition events group by runId). Unknown kinds must be
+	// ignored.
+	AgentEvent func(context.Context, *AgentEvent) error
+	// Progress handles progress (notification, stable). Reports progress of a long step as a top-level
+	// notification (phase worker for worker lifecycle, llm for model warm-up), beside session/update
+	// progress.
+	Progress func(context.Context, *acp.HarnProgress) error
+	// Log handles log (notification, stable). Sends a log line as a top-level notification.
+	Log func(context.Context, *acp.HarnLog) error
+	// Output handles output (notification, legacy-tolerated). Sends text the script printed.
+	Output func(context.Context, *OutputParams) error
+	// HITLRequested handles harn.hitl.requested (notification, experimental). Asks a human a question,
+	// an approval, a dual control or an escalation; the host answers with harn.hitl.respond.
+	HITLRequested func(context.Context, *HITLRequestedParams) error
+	// HarnSessionTimelineUpdate handles harn.session_timeline.update (notification, experimental).
+	// Streams a timeline change to a harn.session_timeline.subscribe subscriber.
+	HarnSessionTimelineUpdate func(context.Context, *SessionTimelineUpdateParams) error
+	// SessionMessage handles session/message (notification, experimental). A session message
+	// notification Harn's manifest lists; its members are not pinned and are kept.
+	SessionMessage func(context.Context, *OpenParams) error
+	// LLMCall handles llm_call (request, legacy-tolerated). An old mock host's model call, kept so
+	// that a host meeting it decodes it.
+	LLMCall func(context.Context, *LLMCallParams) (*LLMCallResult, error)
+	// ToolExecute handles tool_execute (request, legacy-tolerated). An old mock host's tool execution;
+	// the result is any JSON ({content}, {output, exit_code} or {ok: true} from the mock).
+	ToolExecute func(context.Context, *ToolExecuteParams) (jsontext.Value, error)
+	// LegacyHostCall handles host_call (request, legacy-tolerated). The old spelling of host/call in a
+	// mock host, which answered with a string.
+	LegacyHostCall func(context.Context, *LegacyHostCallParams) (jsontext.Value, error)
+	// AgentLoop handles agent_loop (request, legacy-tolerated). An old mock host's agent loop.
+	AgentLoop func(context.Context, *AgentLoopParams) (*AgentLoopResult, error)
+	// LegacyError handles error (notification, legacy-tolerated). An error notification an old mock
+	// host collected.
+	LegacyError func(context.Context, *LegacyErrorParams) error
 	// Fallback, if set, handles every method (and operation) that no field above serves, for example
 	// extension methods.
 	Fallback rpc.Handler
@@ -160,7 +1035,7 @@ func (h *HostHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error
 			return h.HostCapabilities(ctx, &p)
 		}
 	case MethodHostCall:
-		if h.HostCall != nil || h.ProcessListShells != nil || h.ProcessGetDefaultShell != nil || h.ProcessSetDefaultShell != nil || h.ProcessShellInvocation != nil {
+		if h.HostCall != nil || h.ProcessListShells != nil || h.ProcessGetDefaultShell != nil || h.ProcessSetDefaultShell != nil || h.ProcessShellInvocation != nil || h.HypothesisAttestEvent != nil || h.ProjectMCPConfig != nil {
 			var p HostCallParams
 			if err := rpc.DecodeParams(req.Params, &p); err != nil {
 				return nil, err
@@ -198,6 +1073,22 @@ func (h *HostHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error
 					}
 					return h.ProcessShellInvocation(ctx, &p, &a)
 				}
+			case OpHypothesisAttestEvent:
+				if h.HypothesisAttestEvent != nil {
+					var a HypothesisAttestArgs
+					if err := rpc.DecodeParams(p.Args, &a); err != nil {
+						return nil, err
+					}
+					return h.HypothesisAttestEvent(ctx, &p, &a)
+				}
+			case OpProjectMCPConfig:
+				if h.ProjectMCPConfig != nil {
+					var a NoArgs
+					if err := rpc.DecodeParams(p.Args, &a); err != nil {
+						return nil, err
+					}
+					return h.ProjectMCPConfig(ctx, &p, &a)
+				}
 			}
 			if h.HostCall != nil {
 				return h.HostCall(ctx, &p)
@@ -206,6 +1097,150 @@ func (h *HostHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error
 				return h.Fallback.Handle(ctx, req)
 			}
 			return nil, rpc.UnsupportedOperation(req.Method, p.Name)
+		}
+	case MethodHostToolsList:
+		if h.HostToolsList != nil {
+			var p NoArgs
+			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				return nil, err
+			}
+			return h.HostToolsList(ctx, &p)
+		}
+	case MethodBuiltinCall:
+		if h.BuiltinCall != nil {
+			var p BuiltinCallParams
+			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				return nil, err
+			}
+			return h.BuiltinCall(ctx, &p)
+		}
+	case MethodSkillsList:
+		if h.SkillsList != nil {
+			var p NoArgs
+			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				return nil, err
+			}
+			return h.SkillsList(ctx, &p)
+		}
+	case MethodSkillsFetch:
+		if h.SkillsFetch != nil {
+			var p SkillsFetchParams
+			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				return nil, err
+			}
+			return h.SkillsFetch(ctx, &p)
+		}
+	case MethodSkillMatch:
+		if h.SkillMatch != nil {
+			var p SkillMatchParams
+			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				return nil, err
+			}
+			return h.SkillMatch(ctx, &p)
+		}
+	case MethodAgentIdle:
+		if h.AgentIdle != nil {
+			var p AgentIdleParams
+			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				return nil, err
+			}
+			return nil, h.AgentIdle(ctx, &p)
+		}
+	case MethodAgentEvent:
+		if h.AgentEvent != nil {
+			var p AgentEvent
+			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				return nil, err
+			}
+			return nil, h.AgentEvent(ctx, &p)
+		}
+	case MethodProgress:
+		if h.Progress != nil {
+			var p acp.HarnProgress
+			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				return nil, err
+			}
+			return nil, h.Progress(ctx, &p)
+		}
+	case MethodLog:
+		if h.Log != nil {
+			var p acp.HarnLog
+			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				return nil, err
+			}
+			return nil, h.Log(ctx, &p)
+		}
+	case MethodOutput:
+		if h.Output != nil {
+			var p OutputParams
+			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				return nil, err
+			}
+			return nil, h.Output(ctx, &p)
+		}
+	case MethodHITLRequested:
+		if h.HITLRequested != nil {
+			var p HITLRequestedParams
+			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				return nil, err
+			}
+			return nil, h.HITLRequested(ctx, &p)
+		}
+	case MethodHarnSessionTimelineUpdate:
+		if h.HarnSessionTimelineUpdate != nil {
+			var p SessionTimelineUpdateParams
+			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				return nil, err
+			}
+			return nil, h.HarnSessionTimelineUpdate(ctx, &p)
+		}
+	case MethodSessionMessage:
+		if h.SessionMessage != nil {
+			var p OpenParams
+			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				return nil, err
+			}
+			return nil, h.SessionMessage(ctx, &p)
+		}
+	case MethodLLMCall:
+		if h.LLMCall != nil {
+			var p LLMCallParams
+			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				return nil, err
+			}
+			return h.LLMCall(ctx, &p)
+		}
+	case MethodToolExecute:
+		if h.ToolExecute != nil {
+			var p ToolExecuteParams
+			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				return nil, err
+			}
+			return h.ToolExecute(ctx, &p)
+		}
+	case MethodLegacyHostCall:
+		if h.LegacyHostCall != nil {
+			var p LegacyHostCallParams
+			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				return nil, err
+			}
+			return h.LegacyHostCall(ctx, &p)
+		}
+	case MethodAgentLoop:
+		if h.AgentLoop != nil {
+			var p AgentLoopParams
+			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				return nil, err
+			}
+			return h.AgentLoop(ctx, &p)
+		}
+	case MethodLegacyError:
+		if h.LegacyError != nil {
+			var p LegacyErrorParams
+			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				return nil, err
+			}
+			return nil, h.LegacyError(ctx, &p)
 		}
 	}
 	if h.Fallback != nil {
@@ -223,6 +1258,60 @@ func (h *HostHandlers) Served() []wire.MethodInfo {
 	}
 	if h.HostCall != nil {
 		out = append(out, Methods[1])
+	}
+	if h.HostToolsList != nil {
+		out = append(out, Methods[2])
+	}
+	if h.BuiltinCall != nil {
+		out = append(out, Methods[3])
+	}
+	if h.SkillsList != nil {
+		out = append(out, Methods[4])
+	}
+	if h.SkillsFetch != nil {
+		out = append(out, Methods[5])
+	}
+	if h.SkillMatch != nil {
+		out = append(out, Methods[6])
+	}
+	if h.AgentIdle != nil {
+		out = append(out, Methods[7])
+	}
+	if h.AgentEvent != nil {
+		out = append(out, Methods[8])
+	}
+	if h.Progress != nil {
+		out = append(out, Methods[9])
+	}
+	if h.Log != nil {
+		out = append(out, Methods[10])
+	}
+	if h.Output != nil {
+		out = append(out, Methods[11])
+	}
+	if h.HITLRequested != nil {
+		out = append(out, Methods[12])
+	}
+	if h.HarnSessionTimelineUpdate != nil {
+		out = append(out, Methods[13])
+	}
+	if h.SessionMessage != nil {
+		out = append(out, Methods[14])
+	}
+	if h.LLMCall != nil {
+		out = append(out, Methods[19])
+	}
+	if h.ToolExecute != nil {
+		out = append(out, Methods[20])
+	}
+	if h.LegacyHostCall != nil {
+		out = append(out, Methods[21])
+	}
+	if h.AgentLoop != nil {
+		out = append(out, Methods[22])
+	}
+	if h.LegacyError != nil {
+		out = append(out, Methods[23])
 	}
 	return out
 }
@@ -243,6 +1332,12 @@ func (h *HostHandlers) Operations() []wire.OperationInfo {
 	if h.ProcessShellInvocation != nil {
 		out = append(out, Methods[1].Operations[3])
 	}
+	if h.HypothesisAttestEvent != nil {
+		out = append(out, Methods[1].Operations[4])
+	}
+	if h.ProjectMCPConfig != nil {
+		out = append(out, Methods[1].Operations[5])
+	}
 	return out
 }
 
@@ -258,8 +1353,9 @@ func NewHostPeer(s rpc.Sender) *HostPeer {
 }
 
 // HostCapabilities sends the request host/capabilities. Asks which host operations the host serves, as
-// a map from capability to operation names. Harn adds runtime operations of its own and treats any
-// error as an empty manifest.
+// a map from capability to operation names (a list, {ops} or {operations}). Harn adds runtime
+// operations of its own and treats any error or a non-object as an empty manifest; the ACP adapter
+// sends {sessionId}, the VM's own bridge {}.
 func (p *HostPeer) HostCapabilities(ctx context.Context, params *HostCapabilitiesParams) (HostCapabilities, error) {
 	var res HostCapabilities
 	if err := p.s.Send(ctx, rpc.Outbound{
@@ -271,8 +1367,10 @@ func (p *HostPeer) HostCapabilities(ctx context.Context, params *HostCapabilitie
 	return res, nil
 }
 
-// HostCall sends the request host/call. Calls one privileged host operation. The operation is selected
-// by name and its arguments travel in args; Harn turns any JSON-RPC error into a script exception.
+// HostCall sends the request host/call. Calls one privileged host operation, selected by name, with
+// its arguments in args. The VM resolves script mocks, command policy and its own runtime operations
+// first; only unhandled operations reach the wire. Harn turns any JSON-RPC error into a script
+// exception (code ignored); it waits up to 300 s (HARN_HOST_CALL_TIMEOUT_SECS).
 func (p *HostPeer) HostCall(ctx context.Context, params *HostCallParams) (jsontext.Value, error) {
 	var res jsontext.Value
 	if err := p.s.Send(ctx, rpc.Outbound{
@@ -392,4 +1490,1767 @@ func (p *HostPeer) ProcessShellInvocation(ctx context.Context, call *HostCallPar
 		return nil, err
 	}
 	return &res, nil
+}
+
+// HypothesisAttestEvent calls the host/call operation hypothesis.attest_event. call may carry the
+// other host/call params (nil for none); the selector and payload members are set here. Asks the
+// host's trusted adapter to attest an event of a hypothesis against the receipt of a completed native
+// operation. The only success is the exact attestation document; an exact retry may return it again, a
+// receipt reused with other bindings must fail. Advertise it only while a trusted adapter is
+// installed; Harn never memoises it and script mocks cannot satisfy it.
+func (p *HostPeer) HypothesisAttestEvent(ctx context.Context, call *HostCallParams, args *HypothesisAttestArgs) (*HypothesisAttestation, error) {
+	var c HostCallParams
+	if call != nil {
+		c = *call
+	}
+	c.Name = OpHypothesisAttestEvent
+	raw, err := json.Marshal(args, wire.Fidelity)
+	if err != nil {
+		return nil, err
+	}
+	if string(raw) == "null" {
+		raw = jsontext.Value("{}")
+	}
+	c.Args = raw
+	var res HypothesisAttestation
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method: MethodHostCall,
+		Params: &c,
+	}, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// HostToolsList sends the request host/tools/list. Lists the host's dynamic tools, which scripts then
+// invoke through builtin_call. Harn accepts {tools}, a bare array or {result: {tools}}, and normalises
+// each tool to name, description, schema and deprecated.
+func (p *HostPeer) HostToolsList(ctx context.Context, params *NoArgs) (*HostToolsListResult, error) {
+	var res HostToolsListResult
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method: MethodHostToolsList,
+		Params: params,
+	}, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// BuiltinCall sends the request builtin_call. Invokes a host tool or a builtin the VM does not define;
+// the result is any JSON. Host tools get exactly one argument, the arguments object.
+func (p *HostPeer) BuiltinCall(ctx context.Context, params *BuiltinCallParams) (jsontext.Value, error) {
+	var res jsontext.Value
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method: MethodBuiltinCall,
+		Params: params,
+	}, &res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// SkillsList sends the request skills/list. Lists the skills of the host's managed store (layer 8 of
+// skill discovery), as an array or {skills}.
+func (p *HostPeer) SkillsList(ctx context.Context, params *NoArgs) (*SkillsListResult, error) {
+	var res SkillsListResult
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method: MethodSkillsList,
+		Params: params,
+	}, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// SkillsFetch sends the request skills/fetch. Fetches one skill by id: name, description, body and
+// manifest (nested, or flattened to the top level).
+func (p *HostPeer) SkillsFetch(ctx context.Context, params *SkillsFetchParams) (*Skill, error) {
+	var res Skill
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method: MethodSkillsFetch,
+		Params: params,
+	}, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// SkillMatch sends the request skill/match. Asks the host to rank skill candidates for a prompt
+// (skill_match strategy host or embedding). The answer is advisory: names not among the candidates are
+// ignored; score defaults to 1.0 and reason to "host match".
+func (p *HostPeer) SkillMatch(ctx context.Context, params *SkillMatchParams) (*SkillMatchResult, error) {
+	var res SkillMatchResult
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method: MethodSkillMatch,
+		Params: params,
+	}, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// AgentIdle sends the notification agent/idle. Tells the host the daemon entered or stays in its idle
+// wait, with the current backoff (100 ms, 500 ms, 1 s, 2 s; reset on activity).
+func (p *HostPeer) AgentIdle(ctx context.Context, params *AgentIdleParams) error {
+	return p.s.Send(ctx, rpc.Outbound{
+		Kind:   rpc.KindNotification,
+		Method: MethodAgentIdle,
+		Params: params,
+	}, nil)
+}
+
+// AgentEvent sends the notification _harn/agentEvent. Reports an agent-loop event beyond ACP's
+// updates, selected by kind (composition events group by runId). Unknown kinds must be ignored.
+func (p *HostPeer) AgentEvent(ctx context.Context, params *AgentEvent) error {
+	return p.s.Send(ctx, rpc.Outbound{
+		Kind:   rpc.KindNotification,
+		Method: MethodAgentEvent,
+		Params: params,
+	}, nil)
+}
+
+// Progress sends the notification progress. Reports progress of a long step as a top-level
+// notification (phase worker for worker lifecycle, llm for model warm-up), beside session/update
+// progress.
+func (p *HostPeer) Progress(ctx context.Context, params *acp.HarnProgress) error {
+	return p.s.Send(ctx, rpc.Outbound{
+		Kind:   rpc.KindNotification,
+		Method: MethodProgress,
+		Params: params,
+	}, nil)
+}
+
+// Log sends the notification log. Sends a log line as a top-level notification.
+func (p *HostPeer) Log(ctx context.Context, params *acp.HarnLog) error {
+	return p.s.Send(ctx, rpc.Outbound{
+		Kind:   rpc.KindNotification,
+		Method: MethodLog,
+		Params: params,
+	}, nil)
+}
+
+// HITLRequested sends the notification harn.hitl.requested. Asks a human a question, an approval, a
+// dual control or an escalation; the host answers with harn.hitl.respond.
+func (p *HostPeer) HITLRequested(ctx context.Context, params *HITLRequestedParams) error {
+	return p.s.Send(ctx, rpc.Outbound{
+		Kind:   rpc.KindNotification,
+		Method: MethodHITLRequested,
+		Params: params,
+	}, nil)
+}
+
+// HarnSessionTimelineUpdate sends the notification harn.session_timeline.update. Streams a timeline
+// change to a harn.session_timeline.subscribe subscriber.
+func (p *HostPeer) HarnSessionTimelineUpdate(ctx context.Context, params *SessionTimelineUpdateParams) error {
+	return p.s.Send(ctx, rpc.Outbound{
+		Kind:   rpc.KindNotification,
+		Method: MethodHarnSessionTimelineUpdate,
+		Params: params,
+	}, nil)
+}
+
+// SessionMessage sends the notification session/message. A session message notification Harn's
+// manifest lists; its members are not pinned and are kept.
+func (p *HostPeer) SessionMessage(ctx context.Context, params *OpenParams) error {
+	return p.s.Send(ctx, rpc.Outbound{
+		Kind:   rpc.KindNotification,
+		Method: MethodSessionMessage,
+		Params: params,
+	}, nil)
+}
+
+// VMHandlers serves the methods the vm side receives. The Harn runtime, usually `harn serve acp` (the
+// ACP agent). Set the fields of the methods it serves: the others are answered with
+// rpc.ErrMethodNotFound (or passed to Fallback) and never advertised. A *VMHandlers is an rpc.Handler;
+// wrap it with rpc.Middleware to intercept every method.
+type VMHandlers struct {
+	// SkillsUpdate handles skills/update (notification, stable). Invalidates the VM's cached skill
+	// catalogue; discovery (and another skills/list) runs again at the next iteration boundary.
+	// Ignored without a bridge.
+	SkillsUpdate func(context.Context, *NoArgs) error
+	// AgentResume handles agent/resume (notification, stable). Wakes an idle daemon without injecting
+	// a user-visible message; never answered, even when sent with an id.
+	AgentResume func(context.Context, *AgentResumeParams) error
+	// Cancel handles cancel (notification, stable). Cancels the VM's bridge calls, stickily: every
+	// pending and later call to the host fails with "Bridge: operation cancelled". It ends the VM's
+	// own outbound requests, not handlers, so it is no cancel rule of the engine.
+	Cancel func(context.Context, *NoArgs) error
+	// SessionCancelToolCall handles session/cancel_tool_call (request_or_notification, experimental).
+	// Cancels one in-flight tool call, optionally telling the model with a reminder. Handled on the
+	// control lane while a prompt runs; as a request it reports cancelled, already_cancelled or
+	// not_found.
+	SessionCancelToolCall func(context.Context, *SessionCancelToolCallParams) (*SessionCancelToolCallResult, error)
+	// SessionInject handles session/inject (request, stable). Queues a user message for a running
+	// prompt and answers at once with an agent-owned messageId, which the user_message update echoes
+	// on delivery. Handled on the control lane while a prompt runs.
+	SessionInject func(context.Context, *SessionInjectParams) (*SessionInjectResult, error)
+	// SessionRevokeInject handles session/revoke_inject (request, stable). Withdraws a pending
+	// injected message; revoking it again answers already_revoked.
+	SessionRevokeInject func(context.Context, *SessionRevokeInjectParams) (*SessionRevokeInjectResult, error)
+	// SessionReplaceInject handles session/replace_inject (request, stable). Edits a pending injected
+	// message in place, keeping its id, mode and FIFO position.
+	SessionReplaceInject func(context.Context, *SessionReplaceInjectParams) (*SessionReplaceInjectResult, error)
+	// SessionRemind handles session/remind (request_or_notification, stable). Injects ambient context
+	// that is not a user message, delivered by mode. Sent as a notification, errors are silent.
+	SessionRemind func(context.Context, *SessionRemindParams) (*SessionRemindResult, error)
+	// SessionPendingInjections handles session/pending_injections (request, stable). Lists pending
+	// user messages and reminders in FIFO order, with modes in their canonical names.
+	SessionPendingInjections func(context.Context, *SessionIDParams) (*SessionPendingInjectionsResult, error)
+	// SessionRevokeReminder handles session/revoke_reminder (request, stable). Withdraws a queued
+	// reminder before delivery; revoking it again answers already_revoked.
+	SessionRevokeReminder func(context.Context, *SessionRevokeReminderParams) (*SessionRevokeReminderResult, error)
+	// SessionAttach handles session/attach (request, stable). Attaches a client to a live session as
+	// observer or controller (at most one). Harn emits the live_session_client update before the
+	// answer; reconnecting is a fresh attach with the same clientId.
+	SessionAttach func(context.Context, *SessionAttachParams) (*acp.LiveSessionChange, error)
+	// SessionDetach handles session/detach (request, stable). Detaches a client (reason client_exit
+	// when a broker saw it vanish), releasing control if it was the controller; client is null in the
+	// answer.
+	SessionDetach func(context.Context, *SessionDetachParams) (*acp.LiveSessionChange, error)
+	// SessionHeartbeat handles session/heartbeat (request, stable). Refreshes a client's last-seen
+	// marker and metadata without changing ownership.
+	SessionHeartbeat func(context.Context, *SessionClientParams) (*acp.LiveSessionChange, error)
+	// SessionTakeover handles session/takeover (request, stable). Makes a client the controller,
+	// demoting the previous one to observer.
+	SessionTakeover func(context.Context, *SessionClientParams) (*acp.LiveSessionChange, error)
+	// SessionLiveClients handles session/live_clients (request, experimental). Lists the clients
+	// attached to a live session; emits no update.
+	SessionLiveClients func(context.Context, *SessionIDParams) (*SessionLiveClientsResult, error)
+	// HITLRespond handles harn.hitl.respond (request, experimental). Answers a human-in-the-loop
+	// request (request ids are prefixed hitl_question_, hitl_approval_, hitl_dual_control_,
+	// hitl_escalation_).
+	HITLRespond func(context.Context, *HITLRespondParams) (*HITLRespondResult, error)
+	// SessionInjectHostEvent handles session/inject_host_event (request, experimental). Injects an
+	// event of the host (kind, delivery, payload, provenance) into the session; the result is not
+	// pinned.
+	SessionInjectHostEvent func(context.Context, *SessionInjectHostEventParams) (jsontext.Value, error)
+	// SessionSetBudget handles session/set_budget (notification, experimental). Sets or clears the
+	// session's LLM budgets: an absent member leaves that budget, null clears it. Never answered;
+	// handled on the control lane.
+	SessionSetBudget func(context.Context, *SessionSetBudgetParams) error
+	// UserMessage handles user_message (notification, legacy-tolerated). Queues a user message the old
+	// way; current builds take session/inject.
+	UserMessage func(context.Context, *LegacyUserMessageParams) error
+	// SessionInput handles session/input (notification, legacy-tolerated). Queues a user message the
+	// old way; current builds take session/inject.
+	SessionInput func(context.Context, *LegacyUserMessageParams) error
+	// AgentUserMessage handles agent/user_message (notification, legacy-tolerated). Queues a user
+	// message the old way; current builds take session/inject.
+	AgentUserMessage func(context.Context, *LegacyUserMessageParams) error
+	// SessionFork handles session/fork (request, experimental). Forks the session, keeping its first
+	// turns, as a new branch. Its params are not pinned beyond what is typed; every member is kept,
+	// and the result is any JSON.
+	SessionFork func(context.Context, *SessionForkParams) (jsontext.Value, error)
+	// SessionTruncate handles session/truncate (request, experimental). Truncates the transcript
+	// (cancelling the session first); emits session_truncated. Its params are not pinned beyond what
+	// is typed; every member is kept, and the result is any JSON.
+	SessionTruncate func(context.Context, *OpenParams) (jsontext.Value, error)
+	// SessionRollback handles session/rollback (request, experimental). Rolls the session back a step;
+	// emits session_rollback. Its params are not pinned beyond what is typed; every member is kept,
+	// and the result is any JSON.
+	SessionRollback func(context.Context, *OpenParams) (jsontext.Value, error)
+	// SessionRedo handles session/redo (request, experimental). Redoes a rolled-back step; emits
+	// session_redo. Its params are not pinned beyond what is typed; every member is kept, and the
+	// result is any JSON.
+	SessionRedo func(context.Context, *OpenParams) (jsontext.Value, error)
+	// SessionStop handles session/stop (request, legacy-tolerated). Deprecated alias of ACP's
+	// session/close, to be removed. Its params are not pinned beyond what is typed; every member is
+	// kept, and the result is any JSON.
+	SessionStop func(context.Context, *OpenParams) (jsontext.Value, error)
+	// SessionFsMode handles session/fs_mode (request, experimental). Sets how the session writes files
+	// (direct or staged). Its params are not pinned beyond what is typed; every member is kept, and
+	// the result is any JSON.
+	SessionFsMode func(context.Context, *OpenParams) (jsontext.Value, error)
+	// SessionFsCommitStaged handles session/fs_commit_staged (request, experimental). Commits staged
+	// file writes. Its params are not pinned beyond what is typed; every member is kept, and the
+	// result is any JSON.
+	SessionFsCommitStaged func(context.Context, *OpenParams) (jsontext.Value, error)
+	// SessionFsDiscardStaged handles session/fs_discard_staged (request, experimental). Discards
+	// staged file writes. Its params are not pinned beyond what is typed; every member is kept, and
+	// the result is any JSON.
+	SessionFsDiscardStaged func(context.Context, *OpenParams) (jsontext.Value, error)
+	// SessionRestoreToolCall handles session/restore_tool_call (request, experimental). Restores the
+	// files a tool call changed. Its params are not pinned beyond what is typed; every member is kept,
+	// and the result is any JSON.
+	SessionRestoreToolCall func(context.Context, *OpenParams) (jsontext.Value, error)
+	// SessionPlanDocumentMutate handles session/plan_document/mutate (request, experimental). Edits
+	// the session's plan document. Its params are not pinned beyond what is typed; every member is
+	// kept, and the result is any JSON.
+	SessionPlanDocumentMutate func(context.Context, *OpenParams) (jsontext.Value, error)
+	// HarnSessionWorkspaceRoots handles harn.session_workspace_roots (request, experimental). Lists
+	// the session's workspace roots. Its params are not pinned beyond what is typed; every member is
+	// kept, and the result is any JSON.
+	HarnSessionWorkspaceRoots func(context.Context, *OpenParams) (jsontext.Value, error)
+	// HarnSessionAddRoot handles harn.session_add_root (request, experimental). Adds a workspace root.
+	// Its params are not pinned beyond what is typed; every member is kept, and the result is any
+	// JSON.
+	HarnSessionAddRoot func(context.Context, *OpenParams) (jsontext.Value, error)
+	// HarnSessionReanchor handles harn.session_reanchor (request, experimental). Re-anchors the
+	// session on its workspace. Its params are not pinned beyond what is typed; every member is kept,
+	// and the result is any JSON.
+	HarnSessionReanchor func(context.Context, *OpenParams) (jsontext.Value, error)
+	// HarnSessionRollback handles harn.session_rollback (request, legacy-tolerated). Alias of
+	// session/rollback. Its params are not pinned beyond what is typed; every member is kept, and the
+	// result is any JSON.
+	HarnSessionRollback func(context.Context, *OpenParams) (jsontext.Value, error)
+	// HarnSessionRedo handles harn.session_redo (request, legacy-tolerated). Alias of session/redo.
+	// Its params are not pinned beyond what is typed; every member is kept, and the result is any
+	// JSON.
+	HarnSessionRedo func(context.Context, *OpenParams) (jsontext.Value, error)
+	// HarnSessionViewQuery handles harn.session_view.query (request, experimental). Queries a view of
+	// the session. Its params are not pinned beyond what is typed; every member is kept, and the
+	// result is any JSON.
+	HarnSessionViewQuery func(context.Context, *OpenParams) (jsontext.Value, error)
+	// HarnSessionRecapQuery handles harn.session_recap.query (request, experimental). Queries the
+	// session's recap. Its params are not pinned beyond what is typed; every member is kept, and the
+	// result is any JSON.
+	HarnSessionRecapQuery func(context.Context, *OpenParams) (jsontext.Value, error)
+	// HarnSessionTimelineQuery handles harn.session_timeline.query (request, experimental). Queries
+	// the session's timeline. Its params are not pinned beyond what is typed; every member is kept,
+	// and the result is any JSON.
+	HarnSessionTimelineQuery func(context.Context, *OpenParams) (jsontext.Value, error)
+	// HarnSessionTimelineSubscribe handles harn.session_timeline.subscribe (request, experimental).
+	// Subscribes to timeline changes (harn.session_timeline.update). Its params are not pinned beyond
+	// what is typed; every member is kept, and the result is any JSON.
+	HarnSessionTimelineSubscribe func(context.Context, *OpenParams) (jsontext.Value, error)
+	// HarnSessionTimelineUnsubscribe handles harn.session_timeline.unsubscribe (request,
+	// experimental). Ends a timeline subscription. Its params are not pinned beyond what is typed;
+	// every member is kept, and the result is any JSON.
+	HarnSessionTimelineUnsubscribe func(context.Context, *OpenParams) (jsontext.Value, error)
+	// ProviderCatalog handles _harn/providerCatalog (request, experimental). Returns the model
+	// provider catalogue. Its params are not pinned beyond what is typed; every member is kept, and
+	// the result is any JSON.
+	ProviderCatalog func(context.Context, *OpenParams) (jsontext.Value, error)
+	// WorkflowSignal handles workflow/signal (request, experimental). Sends a workflow signal. Its
+	// params are not pinned beyond what is typed; every member is kept, and the result is any JSON.
+	WorkflowSignal func(context.Context, *OpenParams) (jsontext.Value, error)
+	// WorkflowQuery handles workflow/query (request, experimental). Sends a workflow query. Its params
+	// are not pinned beyond what is typed; every member is kept, and the result is any JSON.
+	WorkflowQuery func(context.Context, *OpenParams) (jsontext.Value, error)
+	// WorkflowUpdate handles workflow/update (request, experimental). Sends a workflow update. Its
+	// params are not pinned beyond what is typed; every member is kept, and the result is any JSON.
+	WorkflowUpdate func(context.Context, *OpenParams) (jsontext.Value, error)
+	// WorkflowPause handles workflow/pause (request, experimental). Sends a workflow pause. Its params
+	// are not pinned beyond what is typed; every member is kept, and the result is any JSON.
+	WorkflowPause func(context.Context, *OpenParams) (jsontext.Value, error)
+	// WorkflowResume handles workflow/resume (request, experimental). Sends a workflow resume. Its
+	// params are not pinned beyond what is typed; every member is kept, and the result is any JSON.
+	WorkflowResume func(context.Context, *OpenParams) (jsontext.Value, error)
+	// HarnWorkflowSignal handles harn.workflow.signal (request, legacy-tolerated). Alias of
+	// workflow/signal. Its params are not pinned beyond what is typed; every member is kept, and the
+	// result is any JSON.
+	HarnWorkflowSignal func(context.Context, *OpenParams) (jsontext.Value, error)
+	// HarnWorkflowQuery handles harn.workflow.query (request, legacy-tolerated). Alias of
+	// workflow/query. Its params are not pinned beyond what is typed; every member is kept, and the
+	// result is any JSON.
+	HarnWorkflowQuery func(context.Context, *OpenParams) (jsontext.Value, error)
+	// HarnWorkflowUpdate handles harn.workflow.update (request, legacy-tolerated). Alias of
+	// workflow/update. Its params are not pinned beyond what is typed; every member is kept, and the
+	// result is any JSON.
+	HarnWorkflowUpdate func(context.Context, *OpenParams) (jsontext.Value, error)
+	// HarnWorkflowPause handles harn.workflow.pause (request, legacy-tolerated). Alias of
+	// workflow/pause. Its params are not pinned beyond what is typed; every member is kept, and the
+	// result is any JSON.
+	HarnWorkflowPause func(context.Context, *OpenParams) (jsontext.Value, error)
+	// HarnWorkflowResume handles harn.workflow.resume (request, legacy-tolerated). Alias of
+	// workflow/resume. Its params are not pinned beyond what is typed; every member is kept, and the
+	// result is any JSON.
+	HarnWorkflowResume func(context.Context, *OpenParams) (jsontext.Value, error)
+	// MCPCatalog handles mcp/catalog (request, experimental). Returns the MCP server catalogue. Its
+	// params are not pinned beyond what is typed; every member is kept, and the result is any JSON.
+	MCPCatalog func(context.Context, *OpenParams) (jsontext.Value, error)
+	// MCPStatus handles mcp/status (request, experimental). Returns MCP servers' status. Its params
+	// are not pinned beyond what is typed; every member is kept, and the result is any JSON.
+	MCPStatus func(context.Context, *OpenParams) (jsontext.Value, error)
+	// MCPAuthorize handles mcp/authorize (request, experimental). Starts an MCP server's
+	// authorization. Its params are not pinned beyond what is typed; every member is kept, and the
+	// result is any JSON.
+	MCPAuthorize func(context.Context, *OpenParams) (jsontext.Value, error)
+	// MCPAuthorizeBatch handles mcp/authorize_batch (request, experimental). Authorizes several MCP
+	// servers. Its params are not pinned beyond what is typed; every member is kept, and the result is
+	// any JSON.
+	MCPAuthorizeBatch func(context.Context, *OpenParams) (jsontext.Value, error)
+	// MCPOAuthCallback handles mcp/oauth_callback (request, experimental). Completes an MCP OAuth
+	// flow. Its params are not pinned beyond what is typed; every member is kept, and the result is
+	// any JSON.
+	MCPOAuthCallback func(context.Context, *OpenParams) (jsontext.Value, error)
+	// MCPImportToken handles mcp/import_token (request, experimental). Imports an MCP server token.
+	// Its params are not pinned beyond what is typed; every member is kept, and the result is any
+	// JSON.
+	MCPImportToken func(context.Context, *OpenParams) (jsontext.Value, error)
+	// HarnMCPCatalog handles harn.mcp.catalog (request, legacy-tolerated). Alias of mcp/catalog. Its
+	// params are not pinned beyond what is typed; every member is kept, and the result is any JSON.
+	HarnMCPCatalog func(context.Context, *OpenParams) (jsontext.Value, error)
+	// HarnMCPStatus handles harn.mcp.status (request, legacy-tolerated). Alias of mcp/status. Its
+	// params are not pinned beyond what is typed; every member is kept, and the result is any JSON.
+	HarnMCPStatus func(context.Context, *OpenParams) (jsontext.Value, error)
+	// HarnMCPAuthorize handles harn.mcp.authorize (request, legacy-tolerated). Alias of mcp/authorize.
+	// Its params are not pinned beyond what is typed; every member is kept, and the result is any
+	// JSON.
+	HarnMCPAuthorize func(context.Context, *OpenParams) (jsontext.Value, error)
+	// HarnMCPAuthorizeBatch handles harn.mcp.authorize_batch (request, legacy-tolerated). Alias of
+	// mcp/authorize_batch. Its params are not pinned beyond what is typed; every member is kept, and
+	// the result is any JSON.
+	HarnMCPAuthorizeBatch func(context.Context, *OpenParams) (jsontext.Value, error)
+	// HarnMCPOAuthCallback handles harn.mcp.oauth_callback (request, legacy-tolerated). Alias of
+	// mcp/oauth_callback. Its params are not pinned beyond what is typed; every member is kept, and
+	// the result is any JSON.
+	HarnMCPOAuthCallback func(context.Context, *OpenParams) (jsontext.Value, error)
+	// HarnMCPImportToken handles harn.mcp.import_token (request, legacy-tolerated). Alias of
+	// mcp/import_token. Its params are not pinned beyond what is typed; every member is kept, and the
+	// result is any JSON.
+	HarnMCPImportToken func(context.Context, *OpenParams) (jsontext.Value, error)
+	// Fallback, if set, handles every method (and operation) that no field above serves, for example
+	// extension methods.
+	Fallback rpc.Handler
+}
+
+// Handle implements rpc.Handler: it decodes and validates the params of the method (and operation) req
+// names and calls its field. Params that do not fit are answered with rpc.ErrInvalidParams; methods
+// and operations with no field set go to Fallback, or are answered with rpc.ErrMethodNotFound.
+func (h *VMHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error) {
+	switch req.Method {
+	case MethodSkillsUpdate:
+		if h.SkillsUpdate != nil {
+			var p NoArgs
+			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				return nil, err
+			}
+			return nil, h.SkillsUpdate(ctx, &p)
+		}
+	case MethodAgentResume:
+		if h.AgentResume != nil {
+			var p AgentResumeParams
+			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				return nil, err
+			}
+			return nil, h.AgentResume(ctx, &p)
+		}
+	case MethodCancel:
+		if h.Cancel != nil {
+			var p NoArgs
+			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				return nil, err
+			}
+			return nil, h.Cancel(ctx, &p)
+		}
+	case MethodSessionCancelToolCall:
+		if h.SessionCancelToolCall != nil {
+			var p SessionCancelToolCallParams
+			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				return nil, err
+			}
+			return h.SessionCancelToolCall(ctx, &p)
+		}
+	case MethodSessionInject:
+		if h.SessionInject != nil {
+			var p SessionInjectParams
+			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				return nil, err
+			}
+			return h.SessionInject(ctx, &p)
+		}
+	case MethodSessionRevokeInject:
+		if h.SessionRevokeInject != nil {
+			var p SessionRevokeInjectParams
+			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				return nil, err
+			}
+			return h.SessionRevokeInject(ctx, &p)
+		}
+	case MethodSessionReplaceInject:
+		if h.SessionReplaceInject != nil {
+			var p SessionReplaceInjectParams
+			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				return nil, err
+			}
+			return h.SessionReplaceInject(ctx, &p)
+		}
+	case MethodSessionRemind:
+		if h.SessionRemind != nil {
+			var p SessionRemindParams
+			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				return nil, err
+			}
+			return h.SessionRemind(ctx, &p)
+		}
+	case MethodSessionPendingInjections:
+		if h.SessionPendingInjections != nil {
+			var p SessionIDParams
+			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				return nil, err
+			}
+			return h.SessionPendingInjections(ctx, &p)
+		}
+	case MethodSessionRevokeReminder:
+		if h.SessionRevokeReminder != nil {
+			var p SessionRevokeReminderParams
+			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				return nil, err
+			}
+			return h.SessionRevokeReminder(ctx, &p)
+		}
+	case MethodSessionAttach:
+		if h.SessionAttach != nil {
+			var p SessionAttachParams
+			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				return nil, err
+			}
+			return h.SessionAttach(ctx, &p)
+		}
+	case MethodSessionDetach:
+		if h.SessionDetach != nil {
+			var p SessionDetachParams
+			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				return nil, err
+			}
+			return h.SessionDetach(ctx, &p)
+		}
+	case MethodSessionHeartbeat:
+		if h.SessionHeartbeat != nil {
+			var p SessionClientParams
+			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				return nil, err
+			}
+			return h.SessionHeartbeat(ctx, &p)
+		}
+	case MethodSessionTakeover:
+		if h.SessionTakeover != nil {
+			var p SessionClientParams
+			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				return nil, err
+			}
+			return h.SessionTakeover(ctx, &p)
+		}
+	case MethodSessionLiveClients:
+		if h.SessionLiveClients != nil {
+			var p SessionIDParams
+			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				return nil, err
+			}
+			return h.SessionLiveClients(ctx, &p)
+		}
+	case MethodHITLRespond:
+		if h.HITLRespond != nil {
+			var p HITLRespondParams
+			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				return nil, err
+			}
+			return h.HITLRespond(ctx, &p)
+		}
+	case MethodSessionInjectHostEvent:
+		if h.SessionInjectHostEvent != nil {
+			var p SessionInjectHostEventParams
+			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				return nil, err
+			}
+			return h.SessionInjectHostEvent(ctx, &p)
+		}
+	case MethodSessionSetBudget:
+		if h.SessionSetBudget != nil {
+			var p SessionSetBudgetParams
+			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				return nil, err
+			}
+			return nil, h.SessionSetBudget(ctx, &p)
+		}
+	case MethodUserMessage:
+		if h.UserMessage != nil {
+			var p LegacyUserMessageParams
+			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				return nil, err
+			}
+			return nil, h.UserMessage(ctx, &p)
+		}
+	case MethodSessionInput:
+		if h.SessionInput != nil {
+			var p LegacyUserMessageParams
+			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				return nil, err
+			}
+			return nil, h.SessionInput(ctx, &p)
+		}
+	case MethodAgentUserMessage:
+		if h.AgentUserMessage != nil {
+			var p LegacyUserMessageParams
+			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				return nil, err
+			}
+			return nil, h.AgentUserMessage(ctx, &p)
+		}
+	case MethodSessionFork:
+		if h.SessionFork != nil {
+			var p SessionForkParams
+			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				return nil, err
+			}
+			return h.SessionFork(ctx, &p)
+		}
+	case MethodSessionTruncate:
+		if h.SessionTruncate != nil {
+			var p OpenParams
+			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				return nil, err
+			}
+			return h.SessionTruncate(ctx, &p)
+		}
+	case MethodSessionRollback:
+		if h.SessionRollback != nil {
+			var p OpenParams
+			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				return nil, err
+			}
+			return h.SessionRollback(ctx, &p)
+		}
+	case MethodSessionRedo:
+		if h.SessionRedo != nil {
+			var p OpenParams
+			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				return nil, err
+			}
+			return h.SessionRedo(ctx, &p)
+		}
+	case MethodSessionStop:
+		if h.SessionStop != nil {
+			var p OpenParams
+			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				return nil, err
+			}
+			return h.SessionStop(ctx, &p)
+		}
+	case MethodSessionFsMode:
+		if h.SessionFsMode != nil {
+			var p OpenParams
+			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				return nil, err
+			}
+			return h.SessionFsMode(ctx, &p)
+		}
+	case MethodSessionFsCommitStaged:
+		if h.SessionFsCommitStaged != nil {
+			var p OpenParams
+			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				return nil, err
+			}
+			return h.SessionFsCommitStaged(ctx, &p)
+		}
+	case MethodSessionFsDiscardStaged:
+		if h.SessionFsDiscardStaged != nil {
+			var p OpenParams
+			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				return nil, err
+			}
+			return h.SessionFsDiscardStaged(ctx, &p)
+		}
+	case MethodSessionRestoreToolCall:
+		if h.SessionRestoreToolCall != nil {
+			var p OpenParams
+			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				return nil, err
+			}
+			return h.SessionRestoreToolCall(ctx, &p)
+		}
+	case MethodSessionPlanDocumentMutate:
+		if h.SessionPlanDocumentMutate != nil {
+			var p OpenParams
+			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				return nil, err
+			}
+			return h.SessionPlanDocumentMutate(ctx, &p)
+		}
+	case MethodHarnSessionWorkspaceRoots:
+		if h.HarnSessionWorkspaceRoots != nil {
+			var p OpenParams
+			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				return nil, err
+			}
+			return h.HarnSessionWorkspaceRoots(ctx, &p)
+		}
+	case MethodHarnSessionAddRoot:
+		if h.HarnSessionAddRoot != nil {
+			var p OpenParams
+			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				return nil, err
+			}
+			return h.HarnSessionAddRoot(ctx, &p)
+		}
+	case MethodHarnSessionReanchor:
+		if h.HarnSessionReanchor != nil {
+			var p OpenParams
+			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				return nil, err
+			}
+			return h.HarnSessionReanchor(ctx, &p)
+		}
+	case MethodHarnSessionRollback:
+		if h.HarnSessionRollback != nil {
+			var p OpenParams
+			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				return nil, err
+			}
+			return h.HarnSessionRollback(ctx, &p)
+		}
+	case MethodHarnSessionRedo:
+		if h.HarnSessionRedo != nil {
+			var p OpenParams
+			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				return nil, err
+			}
+			return h.HarnSessionRedo(ctx, &p)
+		}
+	case MethodHarnSessionViewQuery:
+		if h.HarnSessionViewQuery != nil {
+			var p OpenParams
+			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				return nil, err
+			}
+			return h.HarnSessionViewQuery(ctx, &p)
+		}
+	case MethodHarnSessionRecapQuery:
+		if h.HarnSessionRecapQuery != nil {
+			var p OpenParams
+			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				return nil, err
+			}
+			return h.HarnSessionRecapQuery(ctx, &p)
+		}
+	case MethodHarnSessionTimelineQuery:
+		if h.HarnSessionTimelineQuery != nil {
+			var p OpenParams
+			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				return nil, err
+			}
+			return h.HarnSessionTimelineQuery(ctx, &p)
+		}
+	case MethodHarnSessionTimelineSubscribe:
+		if h.HarnSessionTimelineSubscribe != nil {
+			var p OpenParams
+			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				return nil, err
+			}
+			return h.HarnSessionTimelineSubscribe(ctx, &p)
+		}
+	case MethodHarnSessionTimelineUnsubscribe:
+		if h.HarnSessionTimelineUnsubscribe != nil {
+			var p OpenParams
+			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				return nil, err
+			}
+			return h.HarnSessionTimelineUnsubscribe(ctx, &p)
+		}
+	case MethodProviderCatalog:
+		if h.ProviderCatalog != nil {
+			var p OpenParams
+			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				return nil, err
+			}
+			return h.ProviderCatalog(ctx, &p)
+		}
+	case MethodWorkflowSignal:
+		if h.WorkflowSignal != nil {
+			var p OpenParams
+			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				return nil, err
+			}
+			return h.WorkflowSignal(ctx, &p)
+		}
+	case MethodWorkflowQuery:
+		if h.WorkflowQuery != nil {
+			var p OpenParams
+			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				return nil, err
+			}
+			return h.WorkflowQuery(ctx, &p)
+		}
+	case MethodWorkflowUpdate:
+		if h.WorkflowUpdate != nil {
+			var p OpenParams
+			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				return nil, err
+			}
+			return h.WorkflowUpdate(ctx, &p)
+		}
+	case MethodWorkflowPause:
+		if h.WorkflowPause != nil {
+			var p OpenParams
+			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				return nil, err
+			}
+			return h.WorkflowPause(ctx, &p)
+		}
+	case MethodWorkflowResume:
+		if h.WorkflowResume != nil {
+			var p OpenParams
+			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				return nil, err
+			}
+			return h.WorkflowResume(ctx, &p)
+		}
+	case MethodHarnWorkflowSignal:
+		if h.HarnWorkflowSignal != nil {
+			var p OpenParams
+			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				return nil, err
+			}
+			return h.HarnWorkflowSignal(ctx, &p)
+		}
+	case MethodHarnWorkflowQuery:
+		if h.HarnWorkflowQuery != nil {
+			var p OpenParams
+			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				return nil, err
+			}
+			return h.HarnWorkflowQuery(ctx, &p)
+		}
+	case MethodHarnWorkflowUpdate:
+		if h.HarnWorkflowUpdate != nil {
+			var p OpenParams
+			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				return nil, err
+			}
+			return h.HarnWorkflowUpdate(ctx, &p)
+		}
+	case MethodHarnWorkflowPause:
+		if h.HarnWorkflowPause != nil {
+			var p OpenParams
+			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				return nil, err
+			}
+			return h.HarnWorkflowPause(ctx, &p)
+		}
+	case MethodHarnWorkflowResume:
+		if h.HarnWorkflowResume != nil {
+			var p OpenParams
+			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				return nil, err
+			}
+			return h.HarnWorkflowResume(ctx, &p)
+		}
+	case MethodMCPCatalog:
+		if h.MCPCatalog != nil {
+			var p OpenParams
+			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				return nil, err
+			}
+			return h.MCPCatalog(ctx, &p)
+		}
+	case MethodMCPStatus:
+		if h.MCPStatus != nil {
+			var p OpenParams
+			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				return nil, err
+			}
+			return h.MCPStatus(ctx, &p)
+		}
+	case MethodMCPAuthorize:
+		if h.MCPAuthorize != nil {
+			var p OpenParams
+			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				return nil, err
+			}
+			return h.MCPAuthorize(ctx, &p)
+		}
+	case MethodMCPAuthorizeBatch:
+		if h.MCPAuthorizeBatch != nil {
+			var p OpenParams
+			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				return nil, err
+			}
+			return h.MCPAuthorizeBatch(ctx, &p)
+		}
+	case MethodMCPOAuthCallback:
+		if h.MCPOAuthCallback != nil {
+			var p OpenParams
+			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				return nil, err
+			}
+			return h.MCPOAuthCallback(ctx, &p)
+		}
+	case MethodMCPImportToken:
+		if h.MCPImportToken != nil {
+			var p OpenParams
+			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				return nil, err
+			}
+			return h.MCPImportToken(ctx, &p)
+		}
+	case MethodHarnMCPCatalog:
+		if h.HarnMCPCatalog != nil {
+			var p OpenParams
+			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				return nil, err
+			}
+			return h.HarnMCPCatalog(ctx, &p)
+		}
+	case MethodHarnMCPStatus:
+		if h.HarnMCPStatus != nil {
+			var p OpenParams
+			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				return nil, err
+			}
+			return h.HarnMCPStatus(ctx, &p)
+		}
+	case MethodHarnMCPAuthorize:
+		if h.HarnMCPAuthorize != nil {
+			var p OpenParams
+			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				return nil, err
+			}
+			return h.HarnMCPAuthorize(ctx, &p)
+		}
+	case MethodHarnMCPAuthorizeBatch:
+		if h.HarnMCPAuthorizeBatch != nil {
+			var p OpenParams
+			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				return nil, err
+			}
+			return h.HarnMCPAuthorizeBatch(ctx, &p)
+		}
+	case MethodHarnMCPOAuthCallback:
+		if h.HarnMCPOAuthCallback != nil {
+			var p OpenParams
+			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				return nil, err
+			}
+			return h.HarnMCPOAuthCallback(ctx, &p)
+		}
+	case MethodHarnMCPImportToken:
+		if h.HarnMCPImportToken != nil {
+			var p OpenParams
+			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				return nil, err
+			}
+			return h.HarnMCPImportToken(ctx, &p)
+		}
+	}
+	if h.Fallback != nil {
+		return h.Fallback.Handle(ctx, req)
+	}
+	return nil, rpc.MethodNotFound(req.Method)
+}
+
+// Served lists the methods whose own fields are set, in catalogue order: what this side can claim to
+// serve (Operations lists the operations carried inside methods).
+func (h *VMHandlers) Served() []wire.MethodInfo {
+	var out []wire.MethodInfo
+	if h.SkillsUpdate != nil {
+		out = append(out, Methods[24])
+	}
+	if h.AgentResume != nil {
+		out = append(out, Methods[25])
+	}
+	if h.Cancel != nil {
+		out = append(out, Methods[26])
+	}
+	if h.SessionCancelToolCall != nil {
+		out = append(out, Methods[27])
+	}
+	if h.SessionInject != nil {
+		out = append(out, Methods[28])
+	}
+	if h.SessionRevokeInject != nil {
+		out = append(out, Methods[29])
+	}
+	if h.SessionReplaceInject != nil {
+		out = append(out, Methods[30])
+	}
+	if h.SessionRemind != nil {
+		out = append(out, Methods[31])
+	}
+	if h.SessionPendingInjections != nil {
+		out = append(out, Methods[32])
+	}
+	if h.SessionRevokeReminder != nil {
+		out = append(out, Methods[33])
+	}
+	if h.SessionAttach != nil {
+		out = append(out, Methods[34])
+	}
+	if h.SessionDetach != nil {
+		out = append(out, Methods[35])
+	}
+	if h.SessionHeartbeat != nil {
+		out = append(out, Methods[36])
+	}
+	if h.SessionTakeover != nil {
+		out = append(out, Methods[37])
+	}
+	if h.SessionLiveClients != nil {
+		out = append(out, Methods[38])
+	}
+	if h.HITLRespond != nil {
+		out = append(out, Methods[39])
+	}
+	if h.SessionInjectHostEvent != nil {
+		out = append(out, Methods[40])
+	}
+	if h.SessionSetBudget != nil {
+		out = append(out, Methods[41])
+	}
+	if h.UserMessage != nil {
+		out = append(out, Methods[42])
+	}
+	if h.SessionInput != nil {
+		out = append(out, Methods[43])
+	}
+	if h.AgentUserMessage != nil {
+		out = append(out, Methods[44])
+	}
+	if h.SessionFork != nil {
+		out = append(out, Methods[45])
+	}
+	if h.SessionTruncate != nil {
+		out = append(out, Methods[46])
+	}
+	if h.SessionRollback != nil {
+		out = append(out, Methods[47])
+	}
+	if h.SessionRedo != nil {
+		out = append(out, Methods[48])
+	}
+	if h.SessionStop != nil {
+		out = append(out, Methods[49])
+	}
+	if h.SessionFsMode != nil {
+		out = append(out, Methods[50])
+	}
+	if h.SessionFsCommitStaged != nil {
+		out = append(out, Methods[51])
+	}
+	if h.SessionFsDiscardStaged != nil {
+		out = append(out, Methods[52])
+	}
+	if h.SessionRestoreToolCall != nil {
+		out = append(out, Methods[53])
+	}
+	if h.SessionPlanDocumentMutate != nil {
+		out = append(out, Methods[54])
+	}
+	if h.HarnSessionWorkspaceRoots != nil {
+		out = append(out, Methods[55])
+	}
+	if h.HarnSessionAddRoot != nil {
+		out = append(out, Methods[56])
+	}
+	if h.HarnSessionReanchor != nil {
+		out = append(out, Methods[57])
+	}
+	if h.HarnSessionRollback != nil {
+		out = append(out, Methods[58])
+	}
+	if h.HarnSessionRedo != nil {
+		out = append(out, Methods[59])
+	}
+	if h.HarnSessionViewQuery != nil {
+		out = append(out, Methods[60])
+	}
+	if h.HarnSessionRecapQuery != nil {
+		out = append(out, Methods[61])
+	}
+	if h.HarnSessionTimelineQuery != nil {
+		out = append(out, Methods[62])
+	}
+	if h.HarnSessionTimelineSubscribe != nil {
+		out = append(out, Methods[63])
+	}
+	if h.HarnSessionTimelineUnsubscribe != nil {
+		out = append(out, Methods[64])
+	}
+	if h.ProviderCatalog != nil {
+		out = append(out, Methods[65])
+	}
+	if h.WorkflowSignal != nil {
+		out = append(out, Methods[66])
+	}
+	if h.WorkflowQuery != nil {
+		out = append(out, Methods[67])
+	}
+	if h.WorkflowUpdate != nil {
+		out = append(out, Methods[68])
+	}
+	if h.WorkflowPause != nil {
+		out = append(out, Methods[69])
+	}
+	if h.WorkflowResume != nil {
+		out = append(out, Methods[70])
+	}
+	if h.HarnWorkflowSignal != nil {
+		out = append(out, Methods[71])
+	}
+	if h.HarnWorkflowQuery != nil {
+		out = append(out, Methods[72])
+	}
+	if h.HarnWorkflowUpdate != nil {
+		out = append(out, Methods[73])
+	}
+	if h.HarnWorkflowPause != nil {
+		out = append(out, Methods[74])
+	}
+	if h.HarnWorkflowResume != nil {
+		out = append(out, Methods[75])
+	}
+	if h.MCPCatalog != nil {
+		out = append(out, Methods[76])
+	}
+	if h.MCPStatus != nil {
+		out = append(out, Methods[77])
+	}
+	if h.MCPAuthorize != nil {
+		out = append(out, Methods[78])
+	}
+	if h.MCPAuthorizeBatch != nil {
+		out = append(out, Methods[79])
+	}
+	if h.MCPOAuthCallback != nil {
+		out = append(out, Methods[80])
+	}
+	if h.MCPImportToken != nil {
+		out = append(out, Methods[81])
+	}
+	if h.HarnMCPCatalog != nil {
+		out = append(out, Methods[82])
+	}
+	if h.HarnMCPStatus != nil {
+		out = append(out, Methods[83])
+	}
+	if h.HarnMCPAuthorize != nil {
+		out = append(out, Methods[84])
+	}
+	if h.HarnMCPAuthorizeBatch != nil {
+		out = append(out, Methods[85])
+	}
+	if h.HarnMCPOAuthCallback != nil {
+		out = append(out, Methods[86])
+	}
+	if h.HarnMCPImportToken != nil {
+		out = append(out, Methods[87])
+	}
+	return out
+}
+
+// VMPeer calls the methods that the vm side serves, through any rpc.Sender such as *rpc.Conn. That
+// side: The Harn runtime, usually `harn serve acp` (the ACP agent).
+type VMPeer struct {
+	s rpc.Sender
+}
+
+// NewVMPeer returns a VMPeer that sends through s.
+func NewVMPeer(s rpc.Sender) *VMPeer {
+	return &VMPeer{s: s}
+}
+
+// SkillsUpdate sends the notification skills/update. Invalidates the VM's cached skill catalogue;
+// discovery (and another skills/list) runs again at the next iteration boundary. Ignored without a
+// bridge.
+func (p *VMPeer) SkillsUpdate(ctx context.Context, params *NoArgs) error {
+	return p.s.Send(ctx, rpc.Outbound{
+		Kind:   rpc.KindNotification,
+		Method: MethodSkillsUpdate,
+		Params: params,
+	}, nil)
+}
+
+// AgentResume sends the notification agent/resume. Wakes an idle daemon without injecting a
+// user-visible message; never answered, even when sent with an id.
+func (p *VMPeer) AgentResume(ctx context.Context, params *AgentResumeParams) error {
+	return p.s.Send(ctx, rpc.Outbound{
+		Kind:   rpc.KindNotification,
+		Method: MethodAgentResume,
+		Params: params,
+	}, nil)
+}
+
+// Cancel sends the notification cancel. Cancels the VM's bridge calls, stickily: every pending and
+// later call to the host fails with "Bridge: operation cancelled". It ends the VM's own outbound
+// requests, not handlers, so it is no cancel rule of the engine.
+func (p *VMPeer) Cancel(ctx context.Context, params *NoArgs) error {
+	return p.s.Send(ctx, rpc.Outbound{
+		Kind:   rpc.KindNotification,
+		Method: MethodCancel,
+		Params: params,
+	}, nil)
+}
+
+// SessionCancelToolCall sends the request session/cancel_tool_call. Cancels one in-flight tool call,
+// optionally telling the model with a reminder. Handled on the control lane while a prompt runs; as a
+// request it reports cancelled, already_cancelled or not_found.
+func (p *VMPeer) SessionCancelToolCall(ctx context.Context, params *SessionCancelToolCallParams) (*SessionCancelToolCallResult, error) {
+	var res SessionCancelToolCallResult
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method: MethodSessionCancelToolCall,
+		Params: params,
+	}, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// SessionInject sends the request session/inject. Queues a user message for a running prompt and
+// answers at once with an agent-owned messageId, which the user_message update echoes on delivery.
+// Handled on the control lane while a prompt runs.
+func (p *VMPeer) SessionInject(ctx context.Context, params *SessionInjectParams) (*SessionInjectResult, error) {
+	var res SessionInjectResult
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method: MethodSessionInject,
+		Params: params,
+	}, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// SessionRevokeInject sends the request session/revoke_inject. Withdraws a pending injected message;
+// revoking it again answers already_revoked.
+func (p *VMPeer) SessionRevokeInject(ctx context.Context, params *SessionRevokeInjectParams) (*SessionRevokeInjectResult, error) {
+	var res SessionRevokeInjectResult
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method: MethodSessionRevokeInject,
+		Params: params,
+	}, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// SessionReplaceInject sends the request session/replace_inject. Edits a pending injected message in
+// place, keeping its id, mode and FIFO position.
+func (p *VMPeer) SessionReplaceInject(ctx context.Context, params *SessionReplaceInjectParams) (*SessionReplaceInjectResult, error) {
+	var res SessionReplaceInjectResult
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method: MethodSessionReplaceInject,
+		Params: params,
+	}, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// SessionRemind sends the request session/remind. Injects ambient context that is not a user message,
+// delivered by mode. Sent as a notification, errors are silent.
+func (p *VMPeer) SessionRemind(ctx context.Context, params *SessionRemindParams) (*SessionRemindResult, error) {
+	var res SessionRemindResult
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method: MethodSessionRemind,
+		Params: params,
+	}, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// SessionPendingInjections sends the request session/pending_injections. Lists pending user messages
+// and reminders in FIFO order, with modes in their canonical names.
+func (p *VMPeer) SessionPendingInjections(ctx context.Context, params *SessionIDParams) (*SessionPendingInjectionsResult, error) {
+	var res SessionPendingInjectionsResult
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method: MethodSessionPendingInjections,
+		Params: params,
+	}, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// SessionRevokeReminder sends the request session/revoke_reminder. Withdraws a queued reminder before
+// delivery; revoking it again answers already_revoked.
+func (p *VMPeer) SessionRevokeReminder(ctx context.Context, params *SessionRevokeReminderParams) (*SessionRevokeReminderResult, error) {
+	var res SessionRevokeReminderResult
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method: MethodSessionRevokeReminder,
+		Params: params,
+	}, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// SessionAttach sends the request session/attach. Attaches a client to a live session as observer or
+// controller (at most one). Harn emits the live_session_client update before the answer; reconnecting
+// is a fresh attach with the same clientId.
+func (p *VMPeer) SessionAttach(ctx context.Context, params *SessionAttachParams) (*acp.LiveSessionChange, error) {
+	var res acp.LiveSessionChange
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method: MethodSessionAttach,
+		Params: params,
+	}, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// SessionDetach sends the request session/detach. Detaches a client (reason client_exit when a broker
+// saw it vanish), releasing control if it was the controller; client is null in the answer.
+func (p *VMPeer) SessionDetach(ctx context.Context, params *SessionDetachParams) (*acp.LiveSessionChange, error) {
+	var res acp.LiveSessionChange
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method: MethodSessionDetach,
+		Params: params,
+	}, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// SessionHeartbeat sends the request session/heartbeat. Refreshes a client's last-seen marker and
+// metadata without changing ownership.
+func (p *VMPeer) SessionHeartbeat(ctx context.Context, params *SessionClientParams) (*acp.LiveSessionChange, error) {
+	var res acp.LiveSessionChange
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method: MethodSessionHeartbeat,
+		Params: params,
+	}, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// SessionTakeover sends the request session/takeover. Makes a client the controller, demoting the
+// previous one to observer.
+func (p *VMPeer) SessionTakeover(ctx context.Context, params *SessionClientParams) (*acp.LiveSessionChange, error) {
+	var res acp.LiveSessionChange
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method: MethodSessionTakeover,
+		Params: params,
+	}, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// SessionLiveClients sends the request session/live_clients. Lists the clients attached to a live
+// session; emits no update.
+func (p *VMPeer) SessionLiveClients(ctx context.Context, params *SessionIDParams) (*SessionLiveClientsResult, error) {
+	var res SessionLiveClientsResult
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method: MethodSessionLiveClients,
+		Params: params,
+	}, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// HITLRespond sends the request harn.hitl.respond. Answers a human-in-the-loop request (request ids
+// are prefixed hitl_question_, hitl_approval_, hitl_dual_control_, hitl_escalation_).
+func (p *VMPeer) HITLRespond(ctx context.Context, params *HITLRespondParams) (*HITLRespondResult, error) {
+	var res HITLRespondResult
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method: MethodHITLRespond,
+		Params: params,
+	}, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// SessionInjectHostEvent sends the request session/inject_host_event. Injects an event of the host
+// (kind, delivery, payload, provenance) into the session; the result is not pinned.
+func (p *VMPeer) SessionInjectHostEvent(ctx context.Context, params *SessionInjectHostEventParams) (jsontext.Value, error) {
+	var res jsontext.Value
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method: MethodSessionInjectHostEvent,
+		Params: params,
+	}, &res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// SessionSetBudget sends the notification session/set_budget. Sets or clears the session's LLM
+// budgets: an absent member leaves that budget, null clears it. Never answered; handled on the control
+// lane.
+func (p *VMPeer) SessionSetBudget(ctx context.Context, params *SessionSetBudgetParams) error {
+	return p.s.Send(ctx, rpc.Outbound{
+		Kind:   rpc.KindNotification,
+		Method: MethodSessionSetBudget,
+		Params: params,
+	}, nil)
+}
+
+// SessionFork sends the request session/fork. Forks the session, keeping its first turns, as a new
+// branch. Its params are not pinned beyond what is typed; every member is kept, and the result is any
+// JSON.
+func (p *VMPeer) SessionFork(ctx context.Context, params *SessionForkParams) (jsontext.Value, error) {
+	var res jsontext.Value
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method: MethodSessionFork,
+		Params: params,
+	}, &res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// SessionTruncate sends the request session/truncate. Truncates the transcript (cancelling the session
+// first); emits session_truncated. Its params are not pinned beyond what is typed; every member is
+// kept, and the result is any JSON.
+func (p *VMPeer) SessionTruncate(ctx context.Context, params *OpenParams) (jsontext.Value, error) {
+	var res jsontext.Value
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method: MethodSessionTruncate,
+		Params: params,
+	}, &res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// SessionRollback sends the request session/rollback. Rolls the session back a step; emits
+// session_rollback. Its params are not pinned beyond what is typed; every member is kept, and the
+// result is any JSON.
+func (p *VMPeer) SessionRollback(ctx context.Context, params *OpenParams) (jsontext.Value, error) {
+	var res jsontext.Value
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method: MethodSessionRollback,
+		Params: params,
+	}, &res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// SessionRedo sends the request session/redo. Redoes a rolled-back step; emits session_redo. Its
+// params are not pinned beyond what is typed; every member is kept, and the result is any JSON.
+func (p *VMPeer) SessionRedo(ctx context.Context, params *OpenParams) (jsontext.Value, error) {
+	var res jsontext.Value
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method: MethodSessionRedo,
+		Params: params,
+	}, &res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// SessionFsMode sends the request session/fs_mode. Sets how the session writes files (direct or
+// staged). Its params are not pinned beyond what is typed; every member is kept, and the result is any
+// JSON.
+func (p *VMPeer) SessionFsMode(ctx context.Context, params *OpenParams) (jsontext.Value, error) {
+	var res jsontext.Value
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method: MethodSessionFsMode,
+		Params: params,
+	}, &res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// SessionFsCommitStaged sends the request session/fs_commit_staged. Commits staged file writes. Its
+// params are not pinned beyond what is typed; every member is kept, and the result is any JSON.
+func (p *VMPeer) SessionFsCommitStaged(ctx context.Context, params *OpenParams) (jsontext.Value, error) {
+	var res jsontext.Value
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method: MethodSessionFsCommitStaged,
+		Params: params,
+	}, &res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// SessionFsDiscardStaged sends the request session/fs_discard_staged. Discards staged file writes. Its
+// params are not pinned beyond what is typed; every member is kept, and the result is any JSON.
+func (p *VMPeer) SessionFsDiscardStaged(ctx context.Context, params *OpenParams) (jsontext.Value, error) {
+	var res jsontext.Value
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method: MethodSessionFsDiscardStaged,
+		Params: params,
+	}, &res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// SessionRestoreToolCall sends the request session/restore_tool_call. Restores the files a tool call
+// changed. Its params are not pinned beyond what is typed; every member is kept, and the result is any
+// JSON.
+func (p *VMPeer) SessionRestoreToolCall(ctx context.Context, params *OpenParams) (jsontext.Value, error) {
+	var res jsontext.Value
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method: MethodSessionRestoreToolCall,
+		Params: params,
+	}, &res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// SessionPlanDocumentMutate sends the request session/plan_document/mutate. Edits the session's plan
+// document. Its params are not pinned beyond what is typed; every member is kept, and the result is
+// any JSON.
+func (p *VMPeer) SessionPlanDocumentMutate(ctx context.Context, params *OpenParams) (jsontext.Value, error) {
+	var res jsontext.Value
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method: MethodSessionPlanDocumentMutate,
+		Params: params,
+	}, &res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// HarnSessionWorkspaceRoots sends the request harn.session_workspace_roots. Lists the session's
+// workspace roots. Its params are not pinned beyond what is typed; every member is kept, and the
+// result is any JSON.
+func (p *VMPeer) HarnSessionWorkspaceRoots(ctx context.Context, params *OpenParams) (jsontext.Value, error) {
+	var res jsontext.Value
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method: MethodHarnSessionWorkspaceRoots,
+		Params: params,
+	}, &res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// HarnSessionAddRoot sends the request harn.session_add_root. Adds a workspace root. Its params are
+// not pinned beyond what is typed; every member is kept, and the result is any JSON.
+func (p *VMPeer) HarnSessionAddRoot(ctx context.Context, params *OpenParams) (jsontext.Value, error) {
+	var res jsontext.Value
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method: MethodHarnSessionAddRoot,
+		Params: params,
+	}, &res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// HarnSessionReanchor sends the request harn.session_reanchor. Re-anchors the session on its
+// workspace. Its params are not pinned beyond what is typed; every member is kept, and the result is
+// any JSON.
+func (p *VMPeer) HarnSessionReanchor(ctx context.Context, params *OpenParams) (jsontext.Value, error) {
+	var res jsontext.Value
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method: MethodHarnSessionReanchor,
+		Params: params,
+	}, &res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// HarnSessionViewQuery sends the request harn.session_view.query. Queries a view of the session. Its
+// params are not pinned beyond what is typed; every member is kept, and the result is any JSON.
+func (p *VMPeer) HarnSessionViewQuery(ctx context.Context, params *OpenParams) (jsontext.Value, error) {
+	var res jsontext.Value
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method: MethodHarnSessionViewQuery,
+		Params: params,
+	}, &res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// HarnSessionRecapQuery sends the request harn.session_recap.query. Queries the session's recap. Its
+// params are not pinned beyond what is typed; every member is kept, and the result is any JSON.
+func (p *VMPeer) HarnSessionRecapQuery(ctx context.Context, params *OpenParams) (jsontext.Value, error) {
+	var res jsontext.Value
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method: MethodHarnSessionRecapQuery,
+		Params: params,
+	}, &res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// HarnSessionTimelineQuery sends the request harn.session_timeline.query. Queries the session's
+// timeline. Its params are not pinned beyond what is typed; every member is kept, and the result is
+// any JSON.
+func (p *VMPeer) HarnSessionTimelineQuery(ctx context.Context, params *OpenParams) (jsontext.Value, error) {
+	var res jsontext.Value
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method: MethodHarnSessionTimelineQuery,
+		Params: params,
+	}, &res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// HarnSessionTimelineSubscribe sends the request harn.session_timeline.subscribe. Subscribes to
+// timeline changes (harn.session_timeline.update). Its params are not pinned beyond what is typed;
+// every member is kept, and the result is any JSON.
+func (p *VMPeer) HarnSessionTimelineSubscribe(ctx context.Context, params *OpenParams) (jsontext.Value, error) {
+	var res jsontext.Value
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method: MethodHarnSessionTimelineSubscribe,
+		Params: params,
+	}, &res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// HarnSessionTimelineUnsubscribe sends the request harn.session_timeline.unsubscribe. Ends a timeline
+// subscription. Its params are not pinned beyond what is typed; every member is kept, and the result
+// is any JSON.
+func (p *VMPeer) HarnSessionTimelineUnsubscribe(ctx context.Context, params *OpenParams) (jsontext.Value, error) {
+	var res jsontext.Value
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method: MethodHarnSessionTimelineUnsubscribe,
+		Params: params,
+	}, &res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// ProviderCatalog sends the request _harn/providerCatalog. Returns the model provider catalogue. Its
+// params are not pinned beyond what is typed; every member is kept, and the result is any JSON.
+func (p *VMPeer) ProviderCatalog(ctx context.Context, params *OpenParams) (jsontext.Value, error) {
+	var res jsontext.Value
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method: MethodProviderCatalog,
+		Params: params,
+	}, &res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// WorkflowSignal sends the request workflow/signal. Sends a workflow signal. Its params are not pinned
+// beyond what is typed; every member is kept, and the result is any JSON.
+func (p *VMPeer) WorkflowSignal(ctx context.Context, params *OpenParams) (jsontext.Value, error) {
+	var res jsontext.Value
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method: MethodWorkflowSignal,
+		Params: params,
+	}, &res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// WorkflowQuery sends the request workflow/query. Sends a workflow query. Its params are not pinned
+// beyond what is typed; every member is kept, and the result is any JSON.
+func (p *VMPeer) WorkflowQuery(ctx context.Context, params *OpenParams) (jsontext.Value, error) {
+	var res jsontext.Value
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method: MethodWorkflowQuery,
+		Params: params,
+	}, &res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// WorkflowUpdate sends the request workflow/update. Sends a workflow update. Its params are not pinned
+// beyond what is typed; every member is kept, and the result is any JSON.
+func (p *VMPeer) WorkflowUpdate(ctx context.Context, params *OpenParams) (jsontext.Value, error) {
+	var res jsontext.Value
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method: MethodWorkflowUpdate,
+		Params: params,
+	}, &res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// WorkflowPause sends the request workflow/pause. Sends a workflow pause. Its params are not pinned
+// beyond what is typed; every member is kept, and the result is any JSON.
+func (p *VMPeer) WorkflowPause(ctx context.Context, params *OpenParams) (jsontext.Value, error) {
+	var res jsontext.Value
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method: MethodWorkflowPause,
+		Params: params,
+	}, &res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// WorkflowResume sends the request workflow/resume. Sends a workflow resume. Its params are not pinned
+// beyond what is typed; every member is kept, and the result is any JSON.
+func (p *VMPeer) WorkflowResume(ctx context.Context, params *OpenParams) (jsontext.Value, error) {
+	var res jsontext.Value
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method: MethodWorkflowResume,
+		Params: params,
+	}, &res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// MCPCatalog sends the request mcp/catalog. Returns the MCP server catalogue. Its params are not
+// pinned beyond what is typed; every member is kept, and the result is any JSON.
+func (p *VMPeer) MCPCatalog(ctx context.Context, params *OpenParams) (jsontext.Value, error) {
+	var res jsontext.Value
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method: MethodMCPCatalog,
+		Params: params,
+	}, &res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// MCPStatus sends the request mcp/status. Returns MCP servers' status. Its params are not pinned
+// beyond what is typed; every member is kept, and the result is any JSON.
+func (p *VMPeer) MCPStatus(ctx context.Context, params *OpenParams) (jsontext.Value, error) {
+	var res jsontext.Value
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method: MethodMCPStatus,
+		Params: params,
+	}, &res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// MCPAuthorize sends the request mcp/authorize. Starts an MCP server's authorization. Its params are
+// not pinned beyond what is typed; every member is kept, and the result is any JSON.
+func (p *VMPeer) MCPAuthorize(ctx context.Context, params *OpenParams) (jsontext.Value, error) {
+	var res jsontext.Value
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method: MethodMCPAuthorize,
+		Params: params,
+	}, &res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// MCPAuthorizeBatch sends the request mcp/authorize_batch. Authorizes several MCP servers. Its params
+// are not pinned beyond what is typed; every member is kept, and the result is any JSON.
+func (p *VMPeer) MCPAuthorizeBatch(ctx context.Context, params *OpenParams) (jsontext.Value, error) {
+	var res jsontext.Value
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method: MethodMCPAuthorizeBatch,
+		Params: params,
+	}, &res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// MCPOAuthCallback sends the request mcp/oauth_callback. Completes an MCP OAuth flow. Its params are
+// not pinned beyond what is typed; every member is kept, and the result is any JSON.
+func (p *VMPeer) MCPOAuthCallback(ctx context.Context, params *OpenParams) (jsontext.Value, error) {
+	var res jsontext.Value
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method: MethodMCPOAuthCallback,
+		Params: params,
+	}, &res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// MCPImportToken sends the request mcp/import_token. Imports an MCP server token. Its params are not
+// pinned beyond what is typed; every member is kept, and the result is any JSON.
+func (p *VMPeer) MCPImportToken(ctx context.Context, params *OpenParams) (jsontext.Value, error) {
+	var res jsontext.Value
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method: MethodMCPImportToken,
+		Params: params,
+	}, &res); err != nil {
+		return nil, err
+	}
+	return res, nil
 }

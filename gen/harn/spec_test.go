@@ -56,13 +56,6 @@ var equivalence = []struct {
 	}},
 }
 
-func clone(v any) any {
-	data, _ := stdjson.Marshal(v)
-	var out any
-	_ = stdjson.Unmarshal(data, &out)
-	return out
-}
-
 func sortedKeys(m map[string]any) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
@@ -85,7 +78,7 @@ func TestSpecSchemaMatchesUpstream(t *testing.T) {
 			missingShared(t, err)
 		}
 		for _, base := range tc.base {
-			docs := append([]any{base}, schematest.Mutations(base)...)
+			docs := append([]any{base}, schematest.Mutate(base)...)
 			for _, doc := range docs {
 				total++
 				data, _ := stdjson.Marshal(doc)
@@ -175,7 +168,7 @@ func TestTypesMatchSpecMembers(t *testing.T) {
 			}
 		}
 		for _, p := range props {
-			doc := clone(tc.doc).(map[string]any)
+			doc := schematest.Clone(tc.doc).(map[string]any)
 			delete(doc, p)
 			data, _ := stdjson.Marshal(doc)
 			err := json.Unmarshal(data, tc.goTy())

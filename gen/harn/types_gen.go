@@ -3,11 +3,4041 @@
 package harn
 
 import (
+	"regexp"
 	"slices"
 
+	acp "github.com/bridgekit/bridgekit/gen/acp"
 	"github.com/bridgekit/bridgekit/runtime/wire"
 	"github.com/go-json-experiment/json/jsontext"
 )
+
+// The caller's identity, e.g. {clientId, role, source}; the actor that injected a message owns it.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-session.schema.json#/$defs/actor.
+type Actor struct {
+	ClientID *string
+	Role     *string
+	Source   *string
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objActor = wire.Object{Type: "Actor"}
+
+// UnmarshalJSONFrom decodes Actor, checking required members, kinds and constraints.
+func (x *Actor) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = Actor{}
+	r := wire.ReadObject(dec, &objActor)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *Actor) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "clientId":
+		return wire.Ptr(r, &x.ClientID, wire.StringFrom)
+	case "role":
+		return wire.Ptr(r, &x.Role, wire.StringFrom)
+	case "source":
+		return wire.Ptr(r, &x.Source, wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes Actor, members in schema order, then Extra.
+func (x Actor) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *Actor) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "clientId", x.ClientID, wire.StringTo)
+	wire.PutPtr(w, "role", x.Role, wire.StringTo)
+	wire.PutPtr(w, "source", x.Source, wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x Actor) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *Actor) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Harn's fields of the _meta: the actor.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-session.schema.json#/$defs/actor_harn.
+type ActorHarn struct {
+	// The caller's identity, e.g. {clientId, role, source}; the actor that injected a message owns it.
+	Actor *Actor
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objActorHarn = wire.Object{Type: "ActorHarn"}
+
+// UnmarshalJSONFrom decodes ActorHarn, checking required members, kinds and constraints.
+func (x *ActorHarn) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = ActorHarn{}
+	r := wire.ReadObject(dec, &objActorHarn)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *ActorHarn) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "actor":
+		return wire.Ptr(r, &x.Actor, (*Actor).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes ActorHarn, members in schema order, then Extra.
+func (x ActorHarn) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *ActorHarn) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "actor", x.Actor, Actor.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x ActorHarn) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *ActorHarn) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// A _meta carrying the caller's identity under harn.actor; other keys are kept.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-session.schema.json#/$defs/actor_meta.
+type ActorMeta struct {
+	// Harn's fields of the _meta: the actor.
+	Harn *ActorHarn
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objActorMeta = wire.Object{Type: "ActorMeta"}
+
+// UnmarshalJSONFrom decodes ActorMeta, checking required members, kinds and constraints.
+func (x *ActorMeta) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = ActorMeta{}
+	r := wire.ReadObject(dec, &objActorMeta)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *ActorMeta) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "harn":
+		return wire.Ptr(r, &x.Harn, (*ActorHarn).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes ActorMeta, members in schema order, then Extra.
+func (x ActorMeta) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *ActorMeta) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "harn", x.Harn, ActorHarn.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x ActorMeta) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *ActorMeta) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Params of _harn/agentEvent: flat, {sessionId, kind, ...kind-specific camelCase members}, no _meta.
+// kind selects the variant; a kind this version does not know is kept verbatim in Unknown, to be
+// ignored (consumers that do not render composition events read tool_call/tool_call_update instead).
+//
+// The member "kind" selects the variant; exactly one variant field is set, or Unknown for a value this
+// version does not know (kept verbatim, never decoded as another variant). The members before the
+// variants belong to every variant. Generated from harn-host.schema.json#/$defs/agent_event.
+type AgentEvent struct {
+	// A unique identifier for a conversation session between a client and agent.
+	//
+	// Sessions maintain their own context, conversation history, and state,
+	// allowing multiple independent interactions with the same agent.
+	//
+	// See protocol docs: [Session
+	// ID](https://agentclientprotocol.com/protocol/session-setup#session-id)
+	SessionID acp.SessionID
+	// The prompt an agent event belongs to (newest builds).
+	PromptCorrelation *PromptCorrelation
+	// The boundary_failure event; its members are not pinned and are kept.
+	//
+	// Set when kind is "boundary_failure".
+	BoundaryFailure *AgentEventBoundaryFailure
+	// The budget_circuit_breaker event; its members are not pinned and are kept.
+	//
+	// Set when kind is "budget_circuit_breaker".
+	BudgetCircuitBreaker *AgentEventBudgetCircuitBreaker
+	// The budget_exhausted event.
+	//
+	// Set when kind is "budget_exhausted".
+	BudgetExhausted *AgentEventBudgetExhausted
+	// The code_librarian_query_nl_fallback event; its members are not pinned and are kept.
+	//
+	// Set when kind is "code_librarian_query_nl_fallback".
+	CodeLibrarianQueryNlFallback *AgentEventCodeLibrarianQueryNlFallback
+	// A child binding operation of a composition run, with its raw input, policy context, requested
+	// side-effect level and the tool annotations the policy used. A mutating child stays a mutating
+	// operation whatever the parent says. Members other than those typed here are not pinned and are
+	// kept.
+	//
+	// Set when kind is "composition_child_call".
+	CompositionChildCall *AgentEventCompositionChildCall
+	// A child's status, executor, output or error and timing. Members other than those typed here are
+	// not pinned and are kept.
+	//
+	// Set when kind is "composition_child_result".
+	CompositionChildResult *AgentEventCompositionChildResult
+	// A composition run failed (terminal): the same members and a failure category. Members other than
+	// those typed here are not pinned and are kept.
+	//
+	// Set when kind is "composition_error".
+	CompositionError *AgentEventCompositionError
+	// A composition run ended (terminal): stdout, stderr, artifacts, structured result, duration.
+	// Members other than those typed here are not pinned and are kept.
+	//
+	// Set when kind is "composition_finish".
+	CompositionFinish *AgentEventCompositionFinish
+	// A governed Code Mode composition run starts: snippet language and hash, binding-manifest hash,
+	// requested side-effect ceiling. Group by runId. Members other than those typed here are not
+	// pinned and are kept.
+	//
+	// Set when kind is "composition_start".
+	CompositionStart *AgentEventCompositionStart
+	// The compass_routing_decision event; its members are not pinned and are kept.
+	//
+	// Set when kind is "compass_routing_decision".
+	CompassRoutingDecision *AgentEventCompassRoutingDecision
+	// The control_outcome event; its members are not pinned and are kept.
+	//
+	// Set when kind is "control_outcome".
+	ControlOutcome *AgentEventControlOutcome
+	// The daemon_watchdog_tripped event.
+	//
+	// Set when kind is "daemon_watchdog_tripped".
+	DaemonWatchdogTripped *AgentEventDaemonWatchdogTripped
+	// The feedback_injected event.
+	//
+	// Set when kind is "feedback_injected".
+	FeedbackInjected *AgentEventFeedbackInjected
+	// The final_wrapup event; its members are not pinned and are kept.
+	//
+	// Set when kind is "final_wrapup".
+	FinalWrapup *AgentEventFinalWrapup
+	// The host_attachment event; its members are not pinned and are kept.
+	//
+	// Set when kind is "host_attachment".
+	HostAttachment *AgentEventHostAttachment
+	// The host_tool_result event; its members are not pinned and are kept.
+	//
+	// Set when kind is "host_tool_result".
+	HostToolResult *AgentEventHostToolResult
+	// The input_guardrail_verdict event; its members are not pinned and are kept.
+	//
+	// Set when kind is "input_guardrail_verdict".
+	InputGuardrailVerdict *AgentEventInputGuardrailVerdict
+	// The iteration_end event; its members are not pinned and are kept.
+	//
+	// Set when kind is "iteration_end".
+	IterationEnd *AgentEventIterationEnd
+	// The iteration_start event; its members are not pinned and are kept.
+	//
+	// Set when kind is "iteration_start".
+	IterationStart *AgentEventIterationStart
+	// The judge_decision event.
+	//
+	// Set when kind is "judge_decision".
+	JudgeDecision *AgentEventJudgeDecision
+	// The judge_started event; its members are not pinned and are kept.
+	//
+	// Set when kind is "judge_started".
+	JudgeStarted *AgentEventJudgeStarted
+	// The loop_control_decision event.
+	//
+	// Set when kind is "loop_control_decision".
+	LoopControlDecision *AgentEventLoopControlDecision
+	// The loop_stuck event.
+	//
+	// Set when kind is "loop_stuck".
+	LoopStuck *AgentEventLoopStuck
+	// The mcp_auth_required event; its members are not pinned and are kept.
+	//
+	// Set when kind is "mcp_auth_required".
+	MCPAuthRequired *AgentEventMCPAuthRequired
+	// The mcp_catalog_changed event; its members are not pinned and are kept.
+	//
+	// Set when kind is "mcp_catalog_changed".
+	MCPCatalogChanged *AgentEventMCPCatalogChanged
+	// The mcp_notification event; its members are not pinned and are kept.
+	//
+	// Set when kind is "mcp_notification".
+	MCPNotification *AgentEventMCPNotification
+	// The model_job event; its members are not pinned and are kept.
+	//
+	// Set when kind is "model_job".
+	ModelJob *AgentEventModelJob
+	// The orchestration_decision event; its members are not pinned and are kept.
+	//
+	// Set when kind is "orchestration_decision".
+	OrchestrationDecision *AgentEventOrchestrationDecision
+	// The pack_thinking_stripped event; its members are not pinned and are kept.
+	//
+	// Set when kind is "pack_thinking_stripped".
+	PackThinkingStripped *AgentEventPackThinkingStripped
+	// The progress_reported event; its members are not pinned and are kept.
+	//
+	// Set when kind is "progress_reported".
+	ProgressReported *AgentEventProgressReported
+	// The purpose_label event; its members are not pinned and are kept.
+	//
+	// Set when kind is "purpose_label".
+	PurposeLabel *AgentEventPurposeLabel
+	// The repair_output_contract_applied event; its members are not pinned and are kept.
+	//
+	// Set when kind is "repair_output_contract_applied".
+	RepairOutputContractApplied *AgentEventRepairOutputContractApplied
+	// The require_successful_tools_violation event; its members are not pinned and are kept.
+	//
+	// Set when kind is "require_successful_tools_violation".
+	RequireSuccessfulToolsViolation *AgentEventRequireSuccessfulToolsViolation
+	// The reserved_terminal_verify event; its members are not pinned and are kept.
+	//
+	// Set when kind is "reserved_terminal_verify".
+	ReservedTerminalVerify *AgentEventReservedTerminalVerify
+	// The scope_classifier_verdict event; its members are not pinned and are kept.
+	//
+	// Set when kind is "scope_classifier_verdict".
+	ScopeClassifierVerdict *AgentEventScopeClassifierVerdict
+	// The self_consistency_tie event; its members are not pinned and are kept.
+	//
+	// Set when kind is "self_consistency_tie".
+	SelfConsistencyTie *AgentEventSelfConsistencyTie
+	// The session_closed event.
+	//
+	// Set when kind is "session_closed".
+	SessionClosed *AgentEventSessionClosed
+	// The structural_validator_decision event; its members are not pinned and are kept.
+	//
+	// Set when kind is "structural_validator_decision".
+	StructuralValidatorDecision *AgentEventStructuralValidatorDecision
+	// The subagent_join event; its members are not pinned and are kept.
+	//
+	// Set when kind is "subagent_join".
+	SubagentJoin *AgentEventSubagentJoin
+	// The subagent_stop event; its members are not pinned and are kept.
+	//
+	// Set when kind is "subagent_stop".
+	SubagentStop *AgentEventSubagentStop
+	// The step_judge_decision event; its members are not pinned and are kept.
+	//
+	// Set when kind is "step_judge_decision".
+	StepJudgeDecision *AgentEventStepJudgeDecision
+	// The tool_batch_disposition event; its members are not pinned and are kept.
+	//
+	// Set when kind is "tool_batch_disposition".
+	ToolBatchDisposition *AgentEventToolBatchDisposition
+	// The tool_call_audit event.
+	//
+	// Set when kind is "tool_call_audit".
+	ToolCallAudit *AgentEventToolCallAudit
+	// The tool_format_override event; its members are not pinned and are kept.
+	//
+	// Set when kind is "tool_format_override".
+	ToolFormatOverride *AgentEventToolFormatOverride
+	// The typed_checkpoint event.
+	//
+	// Set when kind is "typed_checkpoint".
+	TypedCheckpoint *AgentEventTypedCheckpoint
+	// The turn_start event (older builds).
+	//
+	// Set when kind is "turn_start".
+	TurnStart *AgentEventTurnStart
+	// The turn_end event (older builds).
+	//
+	// Set when kind is "turn_end".
+	TurnEnd *AgentEventTurnEnd
+	// Unknown holds, verbatim, an object whose kind names no variant this version knows.
+	Unknown jsontext.Value
+}
+
+var objAgentEvent = wire.Object{
+	Required: []string{"sessionId"},
+	Type:     "AgentEvent",
+}
+
+var unionAgentEvent = wire.Union{
+	Common: &objAgentEvent,
+	Tag:    "kind",
+	Type:   "AgentEvent",
+	Variants: []wire.Variant{{
+		Object: &objAgentEventBoundaryFailure,
+		Tag:    "boundary_failure",
+	}, {
+		Object: &objAgentEventBudgetCircuitBreaker,
+		Tag:    "budget_circuit_breaker",
+	}, {
+		Object: &objAgentEventBudgetExhausted,
+		Tag:    "budget_exhausted",
+	}, {
+		Object: &objAgentEventCodeLibrarianQueryNlFallback,
+		Tag:    "code_librarian_query_nl_fallback",
+	}, {
+		Object: &objAgentEventCompositionChildCall,
+		Tag:    "composition_child_call",
+	}, {
+		Object: &objAgentEventCompositionChildResult,
+		Tag:    "composition_child_result",
+	}, {
+		Object: &objAgentEventCompositionError,
+		Tag:    "composition_error",
+	}, {
+		Object: &objAgentEventCompositionFinish,
+		Tag:    "composition_finish",
+	}, {
+		Object: &objAgentEventCompositionStart,
+		Tag:    "composition_start",
+	}, {
+		Object: &objAgentEventCompassRoutingDecision,
+		Tag:    "compass_routing_decision",
+	}, {
+		Object: &objAgentEventControlOutcome,
+		Tag:    "control_outcome",
+	}, {
+		Object: &objAgentEventDaemonWatchdogTripped,
+		Tag:    "daemon_watchdog_tripped",
+	}, {
+		Object: &objAgentEventFeedbackInjected,
+		Tag:    "feedback_injected",
+	}, {
+		Object: &objAgentEventFinalWrapup,
+		Tag:    "final_wrapup",
+	}, {
+		Object: &objAgentEventHostAttachment,
+		Tag:    "host_attachment",
+	}, {
+		Object: &objAgentEventHostToolResult,
+		Tag:    "host_tool_result",
+	}, {
+		Object: &objAgentEventInputGuardrailVerdict,
+		Tag:    "input_guardrail_verdict",
+	}, {
+		Object: &objAgentEventIterationEnd,
+		Tag:    "iteration_end",
+	}, {
+		Object: &objAgentEventIterationStart,
+		Tag:    "iteration_start",
+	}, {
+		Object: &objAgentEventJudgeDecision,
+		Tag:    "judge_decision",
+	}, {
+		Object: &objAgentEventJudgeStarted,
+		Tag:    "judge_started",
+	}, {
+		Object: &objAgentEventLoopControlDecision,
+		Tag:    "loop_control_decision",
+	}, {
+		Object: &objAgentEventLoopStuck,
+		Tag:    "loop_stuck",
+	}, {
+		Object: &objAgentEventMCPAuthRequired,
+		Tag:    "mcp_auth_required",
+	}, {
+		Object: &objAgentEventMCPCatalogChanged,
+		Tag:    "mcp_catalog_changed",
+	}, {
+		Object: &objAgentEventMCPNotification,
+		Tag:    "mcp_notification",
+	}, {
+		Object: &objAgentEventModelJob,
+		Tag:    "model_job",
+	}, {
+		Object: &objAgentEventOrchestrationDecision,
+		Tag:    "orchestration_decision",
+	}, {
+		Object: &objAgentEventPackThinkingStripped,
+		Tag:    "pack_thinking_stripped",
+	}, {
+		Object: &objAgentEventProgressReported,
+		Tag:    "progress_reported",
+	}, {
+		Object: &objAgentEventPurposeLabel,
+		Tag:    "purpose_label",
+	}, {
+		Object: &objAgentEventRepairOutputContractApplied,
+		Tag:    "repair_output_contract_applied",
+	}, {
+		Object: &objAgentEventRequireSuccessfulToolsViolation,
+		Tag:    "require_successful_tools_violation",
+	}, {
+		Object: &objAgentEventReservedTerminalVerify,
+		Tag:    "reserved_terminal_verify",
+	}, {
+		Object: &objAgentEventScopeClassifierVerdict,
+		Tag:    "scope_classifier_verdict",
+	}, {
+		Object: &objAgentEventSelfConsistencyTie,
+		Tag:    "self_consistency_tie",
+	}, {
+		Object: &objAgentEventSessionClosed,
+		Tag:    "session_closed",
+	}, {
+		Object: &objAgentEventStructuralValidatorDecision,
+		Tag:    "structural_validator_decision",
+	}, {
+		Object: &objAgentEventSubagentJoin,
+		Tag:    "subagent_join",
+	}, {
+		Object: &objAgentEventSubagentStop,
+		Tag:    "subagent_stop",
+	}, {
+		Object: &objAgentEventStepJudgeDecision,
+		Tag:    "step_judge_decision",
+	}, {
+		Object: &objAgentEventToolBatchDisposition,
+		Tag:    "tool_batch_disposition",
+	}, {
+		Object: &objAgentEventToolCallAudit,
+		Tag:    "tool_call_audit",
+	}, {
+		Object: &objAgentEventToolFormatOverride,
+		Tag:    "tool_format_override",
+	}, {
+		Object: &objAgentEventTypedCheckpoint,
+		Tag:    "typed_checkpoint",
+	}, {
+		Object: &objAgentEventTurnStart,
+		Tag:    "turn_start",
+	}, {
+		Object: &objAgentEventTurnEnd,
+		Tag:    "turn_end",
+	}},
+}
+
+// Tag returns kind: the set variant's, or the one Unknown carries ("" for none, or for the default variant).
+func (x AgentEvent) Tag() string {
+	switch {
+	case x.BoundaryFailure != nil:
+		return "boundary_failure"
+	case x.BudgetCircuitBreaker != nil:
+		return "budget_circuit_breaker"
+	case x.BudgetExhausted != nil:
+		return "budget_exhausted"
+	case x.CodeLibrarianQueryNlFallback != nil:
+		return "code_librarian_query_nl_fallback"
+	case x.CompositionChildCall != nil:
+		return "composition_child_call"
+	case x.CompositionChildResult != nil:
+		return "composition_child_result"
+	case x.CompositionError != nil:
+		return "composition_error"
+	case x.CompositionFinish != nil:
+		return "composition_finish"
+	case x.CompositionStart != nil:
+		return "composition_start"
+	case x.CompassRoutingDecision != nil:
+		return "compass_routing_decision"
+	case x.ControlOutcome != nil:
+		return "control_outcome"
+	case x.DaemonWatchdogTripped != nil:
+		return "daemon_watchdog_tripped"
+	case x.FeedbackInjected != nil:
+		return "feedback_injected"
+	case x.FinalWrapup != nil:
+		return "final_wrapup"
+	case x.HostAttachment != nil:
+		return "host_attachment"
+	case x.HostToolResult != nil:
+		return "host_tool_result"
+	case x.InputGuardrailVerdict != nil:
+		return "input_guardrail_verdict"
+	case x.IterationEnd != nil:
+		return "iteration_end"
+	case x.IterationStart != nil:
+		return "iteration_start"
+	case x.JudgeDecision != nil:
+		return "judge_decision"
+	case x.JudgeStarted != nil:
+		return "judge_started"
+	case x.LoopControlDecision != nil:
+		return "loop_control_decision"
+	case x.LoopStuck != nil:
+		return "loop_stuck"
+	case x.MCPAuthRequired != nil:
+		return "mcp_auth_required"
+	case x.MCPCatalogChanged != nil:
+		return "mcp_catalog_changed"
+	case x.MCPNotification != nil:
+		return "mcp_notification"
+	case x.ModelJob != nil:
+		return "model_job"
+	case x.OrchestrationDecision != nil:
+		return "orchestration_decision"
+	case x.PackThinkingStripped != nil:
+		return "pack_thinking_stripped"
+	case x.ProgressReported != nil:
+		return "progress_reported"
+	case x.PurposeLabel != nil:
+		return "purpose_label"
+	case x.RepairOutputContractApplied != nil:
+		return "repair_output_contract_applied"
+	case x.RequireSuccessfulToolsViolation != nil:
+		return "require_successful_tools_violation"
+	case x.ReservedTerminalVerify != nil:
+		return "reserved_terminal_verify"
+	case x.ScopeClassifierVerdict != nil:
+		return "scope_classifier_verdict"
+	case x.SelfConsistencyTie != nil:
+		return "self_consistency_tie"
+	case x.SessionClosed != nil:
+		return "session_closed"
+	case x.StructuralValidatorDecision != nil:
+		return "structural_validator_decision"
+	case x.SubagentJoin != nil:
+		return "subagent_join"
+	case x.SubagentStop != nil:
+		return "subagent_stop"
+	case x.StepJudgeDecision != nil:
+		return "step_judge_decision"
+	case x.ToolBatchDisposition != nil:
+		return "tool_batch_disposition"
+	case x.ToolCallAudit != nil:
+		return "tool_call_audit"
+	case x.ToolFormatOverride != nil:
+		return "tool_format_override"
+	case x.TypedCheckpoint != nil:
+		return "typed_checkpoint"
+	case x.TurnStart != nil:
+		return "turn_start"
+	case x.TurnEnd != nil:
+		return "turn_end"
+	}
+	return wire.UnknownTag(x.Unknown, "kind")
+}
+
+// UnmarshalJSONFrom decodes AgentEvent in one pass, streaming members into the variant once it is chosen.
+func (x *AgentEvent) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = AgentEvent{}
+	r := wire.ReadUnion(dec, &unionAgentEvent)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.EndUnion(&x.Unknown)
+}
+
+func (x *AgentEvent) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "sessionId":
+		return wire.Field(r, &x.SessionID, (*acp.SessionID).UnmarshalJSONFrom)
+	case "promptCorrelation":
+		return wire.Ptr(r, &x.PromptCorrelation, (*PromptCorrelation).UnmarshalJSONFrom)
+	}
+	switch r.Variant() {
+	case 0:
+		return wire.New(&x.BoundaryFailure).member(r)
+	case 1:
+		return wire.New(&x.BudgetCircuitBreaker).member(r)
+	case 2:
+		return wire.New(&x.BudgetExhausted).member(r)
+	case 3:
+		return wire.New(&x.CodeLibrarianQueryNlFallback).member(r)
+	case 4:
+		return wire.New(&x.CompositionChildCall).member(r)
+	case 5:
+		return wire.New(&x.CompositionChildResult).member(r)
+	case 6:
+		return wire.New(&x.CompositionError).member(r)
+	case 7:
+		return wire.New(&x.CompositionFinish).member(r)
+	case 8:
+		return wire.New(&x.CompositionStart).member(r)
+	case 9:
+		return wire.New(&x.CompassRoutingDecision).member(r)
+	case 10:
+		return wire.New(&x.ControlOutcome).member(r)
+	case 11:
+		return wire.New(&x.DaemonWatchdogTripped).member(r)
+	case 12:
+		return wire.New(&x.FeedbackInjected).member(r)
+	case 13:
+		return wire.New(&x.FinalWrapup).member(r)
+	case 14:
+		return wire.New(&x.HostAttachment).member(r)
+	case 15:
+		return wire.New(&x.HostToolResult).member(r)
+	case 16:
+		return wire.New(&x.InputGuardrailVerdict).member(r)
+	case 17:
+		return wire.New(&x.IterationEnd).member(r)
+	case 18:
+		return wire.New(&x.IterationStart).member(r)
+	case 19:
+		return wire.New(&x.JudgeDecision).member(r)
+	case 20:
+		return wire.New(&x.JudgeStarted).member(r)
+	case 21:
+		return wire.New(&x.LoopControlDecision).member(r)
+	case 22:
+		return wire.New(&x.LoopStuck).member(r)
+	case 23:
+		return wire.New(&x.MCPAuthRequired).member(r)
+	case 24:
+		return wire.New(&x.MCPCatalogChanged).member(r)
+	case 25:
+		return wire.New(&x.MCPNotification).member(r)
+	case 26:
+		return wire.New(&x.ModelJob).member(r)
+	case 27:
+		return wire.New(&x.OrchestrationDecision).member(r)
+	case 28:
+		return wire.New(&x.PackThinkingStripped).member(r)
+	case 29:
+		return wire.New(&x.ProgressReported).member(r)
+	case 30:
+		return wire.New(&x.PurposeLabel).member(r)
+	case 31:
+		return wire.New(&x.RepairOutputContractApplied).member(r)
+	case 32:
+		return wire.New(&x.RequireSuccessfulToolsViolation).member(r)
+	case 33:
+		return wire.New(&x.ReservedTerminalVerify).member(r)
+	case 34:
+		return wire.New(&x.ScopeClassifierVerdict).member(r)
+	case 35:
+		return wire.New(&x.SelfConsistencyTie).member(r)
+	case 36:
+		return wire.New(&x.SessionClosed).member(r)
+	case 37:
+		return wire.New(&x.StructuralValidatorDecision).member(r)
+	case 38:
+		return wire.New(&x.SubagentJoin).member(r)
+	case 39:
+		return wire.New(&x.SubagentStop).member(r)
+	case 40:
+		return wire.New(&x.StepJudgeDecision).member(r)
+	case 41:
+		return wire.New(&x.ToolBatchDisposition).member(r)
+	case 42:
+		return wire.New(&x.ToolCallAudit).member(r)
+	case 43:
+		return wire.New(&x.ToolFormatOverride).member(r)
+	case 44:
+		return wire.New(&x.TypedCheckpoint).member(r)
+	case 45:
+		return wire.New(&x.TurnStart).member(r)
+	case 46:
+		return wire.New(&x.TurnEnd).member(r)
+	}
+	return nil
+}
+
+// MarshalJSONTo encodes the variant that is set, its tag first, or Unknown as it arrived.
+func (x AgentEvent) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	switch {
+	case x.BoundaryFailure != nil:
+		w.Tag("kind", "boundary_failure")
+		x.members(&w)
+		x.BoundaryFailure.members(&w)
+	case x.BudgetCircuitBreaker != nil:
+		w.Tag("kind", "budget_circuit_breaker")
+		x.members(&w)
+		x.BudgetCircuitBreaker.members(&w)
+	case x.BudgetExhausted != nil:
+		w.Tag("kind", "budget_exhausted")
+		x.members(&w)
+		x.BudgetExhausted.members(&w)
+	case x.CodeLibrarianQueryNlFallback != nil:
+		w.Tag("kind", "code_librarian_query_nl_fallback")
+		x.members(&w)
+		x.CodeLibrarianQueryNlFallback.members(&w)
+	case x.CompositionChildCall != nil:
+		w.Tag("kind", "composition_child_call")
+		x.members(&w)
+		x.CompositionChildCall.members(&w)
+	case x.CompositionChildResult != nil:
+		w.Tag("kind", "composition_child_result")
+		x.members(&w)
+		x.CompositionChildResult.members(&w)
+	case x.CompositionError != nil:
+		w.Tag("kind", "composition_error")
+		x.members(&w)
+		x.CompositionError.members(&w)
+	case x.CompositionFinish != nil:
+		w.Tag("kind", "composition_finish")
+		x.members(&w)
+		x.CompositionFinish.members(&w)
+	case x.CompositionStart != nil:
+		w.Tag("kind", "composition_start")
+		x.members(&w)
+		x.CompositionStart.members(&w)
+	case x.CompassRoutingDecision != nil:
+		w.Tag("kind", "compass_routing_decision")
+		x.members(&w)
+		x.CompassRoutingDecision.members(&w)
+	case x.ControlOutcome != nil:
+		w.Tag("kind", "control_outcome")
+		x.members(&w)
+		x.ControlOutcome.members(&w)
+	case x.DaemonWatchdogTripped != nil:
+		w.Tag("kind", "daemon_watchdog_tripped")
+		x.members(&w)
+		x.DaemonWatchdogTripped.members(&w)
+	case x.FeedbackInjected != nil:
+		w.Tag("kind", "feedback_injected")
+		x.members(&w)
+		x.FeedbackInjected.members(&w)
+	case x.FinalWrapup != nil:
+		w.Tag("kind", "final_wrapup")
+		x.members(&w)
+		x.FinalWrapup.members(&w)
+	case x.HostAttachment != nil:
+		w.Tag("kind", "host_attachment")
+		x.members(&w)
+		x.HostAttachment.members(&w)
+	case x.HostToolResult != nil:
+		w.Tag("kind", "host_tool_result")
+		x.members(&w)
+		x.HostToolResult.members(&w)
+	case x.InputGuardrailVerdict != nil:
+		w.Tag("kind", "input_guardrail_verdict")
+		x.members(&w)
+		x.InputGuardrailVerdict.members(&w)
+	case x.IterationEnd != nil:
+		w.Tag("kind", "iteration_end")
+		x.members(&w)
+		x.IterationEnd.members(&w)
+	case x.IterationStart != nil:
+		w.Tag("kind", "iteration_start")
+		x.members(&w)
+		x.IterationStart.members(&w)
+	case x.JudgeDecision != nil:
+		w.Tag("kind", "judge_decision")
+		x.members(&w)
+		x.JudgeDecision.members(&w)
+	case x.JudgeStarted != nil:
+		w.Tag("kind", "judge_started")
+		x.members(&w)
+		x.JudgeStarted.members(&w)
+	case x.LoopControlDecision != nil:
+		w.Tag("kind", "loop_control_decision")
+		x.members(&w)
+		x.LoopControlDecision.members(&w)
+	case x.LoopStuck != nil:
+		w.Tag("kind", "loop_stuck")
+		x.members(&w)
+		x.LoopStuck.members(&w)
+	case x.MCPAuthRequired != nil:
+		w.Tag("kind", "mcp_auth_required")
+		x.members(&w)
+		x.MCPAuthRequired.members(&w)
+	case x.MCPCatalogChanged != nil:
+		w.Tag("kind", "mcp_catalog_changed")
+		x.members(&w)
+		x.MCPCatalogChanged.members(&w)
+	case x.MCPNotification != nil:
+		w.Tag("kind", "mcp_notification")
+		x.members(&w)
+		x.MCPNotification.members(&w)
+	case x.ModelJob != nil:
+		w.Tag("kind", "model_job")
+		x.members(&w)
+		x.ModelJob.members(&w)
+	case x.OrchestrationDecision != nil:
+		w.Tag("kind", "orchestration_decision")
+		x.members(&w)
+		x.OrchestrationDecision.members(&w)
+	case x.PackThinkingStripped != nil:
+		w.Tag("kind", "pack_thinking_stripped")
+		x.members(&w)
+		x.PackThinkingStripped.members(&w)
+	case x.ProgressReported != nil:
+		w.Tag("kind", "progress_reported")
+		x.members(&w)
+		x.ProgressReported.members(&w)
+	case x.PurposeLabel != nil:
+		w.Tag("kind", "purpose_label")
+		x.members(&w)
+		x.PurposeLabel.members(&w)
+	case x.RepairOutputContractApplied != nil:
+		w.Tag("kind", "repair_output_contract_applied")
+		x.members(&w)
+		x.RepairOutputContractApplied.members(&w)
+	case x.RequireSuccessfulToolsViolation != nil:
+		w.Tag("kind", "require_successful_tools_violation")
+		x.members(&w)
+		x.RequireSuccessfulToolsViolation.members(&w)
+	case x.ReservedTerminalVerify != nil:
+		w.Tag("kind", "reserved_terminal_verify")
+		x.members(&w)
+		x.ReservedTerminalVerify.members(&w)
+	case x.ScopeClassifierVerdict != nil:
+		w.Tag("kind", "scope_classifier_verdict")
+		x.members(&w)
+		x.ScopeClassifierVerdict.members(&w)
+	case x.SelfConsistencyTie != nil:
+		w.Tag("kind", "self_consistency_tie")
+		x.members(&w)
+		x.SelfConsistencyTie.members(&w)
+	case x.SessionClosed != nil:
+		w.Tag("kind", "session_closed")
+		x.members(&w)
+		x.SessionClosed.members(&w)
+	case x.StructuralValidatorDecision != nil:
+		w.Tag("kind", "structural_validator_decision")
+		x.members(&w)
+		x.StructuralValidatorDecision.members(&w)
+	case x.SubagentJoin != nil:
+		w.Tag("kind", "subagent_join")
+		x.members(&w)
+		x.SubagentJoin.members(&w)
+	case x.SubagentStop != nil:
+		w.Tag("kind", "subagent_stop")
+		x.members(&w)
+		x.SubagentStop.members(&w)
+	case x.StepJudgeDecision != nil:
+		w.Tag("kind", "step_judge_decision")
+		x.members(&w)
+		x.StepJudgeDecision.members(&w)
+	case x.ToolBatchDisposition != nil:
+		w.Tag("kind", "tool_batch_disposition")
+		x.members(&w)
+		x.ToolBatchDisposition.members(&w)
+	case x.ToolCallAudit != nil:
+		w.Tag("kind", "tool_call_audit")
+		x.members(&w)
+		x.ToolCallAudit.members(&w)
+	case x.ToolFormatOverride != nil:
+		w.Tag("kind", "tool_format_override")
+		x.members(&w)
+		x.ToolFormatOverride.members(&w)
+	case x.TypedCheckpoint != nil:
+		w.Tag("kind", "typed_checkpoint")
+		x.members(&w)
+		x.TypedCheckpoint.members(&w)
+	case x.TurnStart != nil:
+		w.Tag("kind", "turn_start")
+		x.members(&w)
+		x.TurnStart.members(&w)
+	case x.TurnEnd != nil:
+		w.Tag("kind", "turn_end")
+		x.members(&w)
+		x.TurnEnd.members(&w)
+	default:
+		return wire.WriteUnknown(enc, "AgentEvent", x.Unknown)
+	}
+	return w.End()
+}
+
+func (x *AgentEvent) members(w *wire.ObjectWriter) {
+	wire.Put(w, "sessionId", x.SessionID, acp.SessionID.MarshalJSONTo)
+	wire.PutPtr(w, "promptCorrelation", x.PromptCorrelation, PromptCorrelation.MarshalJSONTo)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x AgentEvent) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *AgentEvent) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The boundary_failure event; its members are not pinned and are kept.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-host.schema.json#/$defs/agent_event_boundary_failure.
+type AgentEventBoundaryFailure struct {
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objAgentEventBoundaryFailure = wire.Object{
+	Required: []string{"kind"},
+	Type:     "AgentEventBoundaryFailure",
+}
+
+// UnmarshalJSONFrom decodes AgentEventBoundaryFailure, checking required members, kinds and constraints.
+func (x *AgentEventBoundaryFailure) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = AgentEventBoundaryFailure{}
+	r := wire.ReadObject(dec, &objAgentEventBoundaryFailure)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *AgentEventBoundaryFailure) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "kind":
+		return wire.Const(r, "boundary_failure", wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes AgentEventBoundaryFailure, members in schema order, then Extra.
+func (x AgentEventBoundaryFailure) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *AgentEventBoundaryFailure) members(w *wire.ObjectWriter) {
+	wire.PutConst(w, "kind", "boundary_failure", wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x AgentEventBoundaryFailure) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *AgentEventBoundaryFailure) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The budget_circuit_breaker event; its members are not pinned and are kept.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-host.schema.json#/$defs/agent_event_budget_circuit_breaker.
+type AgentEventBudgetCircuitBreaker struct {
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objAgentEventBudgetCircuitBreaker = wire.Object{
+	Required: []string{"kind"},
+	Type:     "AgentEventBudgetCircuitBreaker",
+}
+
+// UnmarshalJSONFrom decodes AgentEventBudgetCircuitBreaker, checking required members, kinds and constraints.
+func (x *AgentEventBudgetCircuitBreaker) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = AgentEventBudgetCircuitBreaker{}
+	r := wire.ReadObject(dec, &objAgentEventBudgetCircuitBreaker)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *AgentEventBudgetCircuitBreaker) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "kind":
+		return wire.Const(r, "budget_circuit_breaker", wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes AgentEventBudgetCircuitBreaker, members in schema order, then Extra.
+func (x AgentEventBudgetCircuitBreaker) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *AgentEventBudgetCircuitBreaker) members(w *wire.ObjectWriter) {
+	wire.PutConst(w, "kind", "budget_circuit_breaker", wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x AgentEventBudgetCircuitBreaker) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *AgentEventBudgetCircuitBreaker) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The budget_exhausted event.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-host.schema.json#/$defs/agent_event_budget_exhausted.
+type AgentEventBudgetExhausted struct {
+	MaxIterations *int64
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objAgentEventBudgetExhausted = wire.Object{
+	Required: []string{"kind"},
+	Type:     "AgentEventBudgetExhausted",
+}
+
+// UnmarshalJSONFrom decodes AgentEventBudgetExhausted, checking required members, kinds and constraints.
+func (x *AgentEventBudgetExhausted) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = AgentEventBudgetExhausted{}
+	r := wire.ReadObject(dec, &objAgentEventBudgetExhausted)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *AgentEventBudgetExhausted) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "kind":
+		return wire.Const(r, "budget_exhausted", wire.StringFrom)
+	case "maxIterations":
+		return wire.Ptr(r, &x.MaxIterations, readAgentEventBudgetExhaustedMaxIterations)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes AgentEventBudgetExhausted, members in schema order, then Extra.
+func (x AgentEventBudgetExhausted) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *AgentEventBudgetExhausted) members(w *wire.ObjectWriter) {
+	wire.PutConst(w, "kind", "budget_exhausted", wire.StringTo)
+	wire.PutPtr(w, "maxIterations", x.MaxIterations, wire.IntTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x AgentEventBudgetExhausted) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *AgentEventBudgetExhausted) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The code_librarian_query_nl_fallback event; its members are not pinned and are kept.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-host.schema.json#/$defs/agent_event_code_librarian_query_nl_fallback.
+type AgentEventCodeLibrarianQueryNlFallback struct {
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objAgentEventCodeLibrarianQueryNlFallback = wire.Object{
+	Required: []string{"kind"},
+	Type:     "AgentEventCodeLibrarianQueryNlFallback",
+}
+
+// UnmarshalJSONFrom decodes AgentEventCodeLibrarianQueryNlFallback, checking required members, kinds and constraints.
+func (x *AgentEventCodeLibrarianQueryNlFallback) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = AgentEventCodeLibrarianQueryNlFallback{}
+	r := wire.ReadObject(dec, &objAgentEventCodeLibrarianQueryNlFallback)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *AgentEventCodeLibrarianQueryNlFallback) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "kind":
+		return wire.Const(r, "code_librarian_query_nl_fallback", wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes AgentEventCodeLibrarianQueryNlFallback, members in schema order, then Extra.
+func (x AgentEventCodeLibrarianQueryNlFallback) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *AgentEventCodeLibrarianQueryNlFallback) members(w *wire.ObjectWriter) {
+	wire.PutConst(w, "kind", "code_librarian_query_nl_fallback", wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x AgentEventCodeLibrarianQueryNlFallback) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *AgentEventCodeLibrarianQueryNlFallback) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The compass_routing_decision event; its members are not pinned and are kept.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-host.schema.json#/$defs/agent_event_compass_routing_decision.
+type AgentEventCompassRoutingDecision struct {
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objAgentEventCompassRoutingDecision = wire.Object{
+	Required: []string{"kind"},
+	Type:     "AgentEventCompassRoutingDecision",
+}
+
+// UnmarshalJSONFrom decodes AgentEventCompassRoutingDecision, checking required members, kinds and constraints.
+func (x *AgentEventCompassRoutingDecision) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = AgentEventCompassRoutingDecision{}
+	r := wire.ReadObject(dec, &objAgentEventCompassRoutingDecision)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *AgentEventCompassRoutingDecision) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "kind":
+		return wire.Const(r, "compass_routing_decision", wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes AgentEventCompassRoutingDecision, members in schema order, then Extra.
+func (x AgentEventCompassRoutingDecision) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *AgentEventCompassRoutingDecision) members(w *wire.ObjectWriter) {
+	wire.PutConst(w, "kind", "compass_routing_decision", wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x AgentEventCompassRoutingDecision) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *AgentEventCompassRoutingDecision) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// A child binding operation of a composition run, with its raw input, policy context, requested
+// side-effect level and the tool annotations the policy used. A mutating child stays a mutating
+// operation whatever the parent says. Members other than those typed here are not pinned and are kept.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-host.schema.json#/$defs/agent_event_composition_child_call.
+type AgentEventCompositionChildCall struct {
+	RunID                    *string
+	RawInput                 jsontext.Value
+	PolicyContext            jsontext.Value
+	RequestedSideEffectLevel jsontext.Value
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objAgentEventCompositionChildCall = wire.Object{
+	Required: []string{"kind"},
+	Type:     "AgentEventCompositionChildCall",
+}
+
+// UnmarshalJSONFrom decodes AgentEventCompositionChildCall, checking required members, kinds and constraints.
+func (x *AgentEventCompositionChildCall) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = AgentEventCompositionChildCall{}
+	r := wire.ReadObject(dec, &objAgentEventCompositionChildCall)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *AgentEventCompositionChildCall) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "kind":
+		return wire.Const(r, "composition_child_call", wire.StringFrom)
+	case "runId":
+		return wire.Ptr(r, &x.RunID, wire.StringFrom)
+	case "rawInput":
+		return wire.Field(r, &x.RawInput, wire.RawFrom)
+	case "policyContext":
+		return wire.Field(r, &x.PolicyContext, wire.RawFrom)
+	case "requestedSideEffectLevel":
+		return wire.Field(r, &x.RequestedSideEffectLevel, wire.RawFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes AgentEventCompositionChildCall, members in schema order, then Extra.
+func (x AgentEventCompositionChildCall) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *AgentEventCompositionChildCall) members(w *wire.ObjectWriter) {
+	wire.PutConst(w, "kind", "composition_child_call", wire.StringTo)
+	wire.PutPtr(w, "runId", x.RunID, wire.StringTo)
+	wire.PutIf(w, "rawInput", x.RawInput, x.RawInput != nil, wire.RawTo)
+	wire.PutIf(w, "policyContext", x.PolicyContext, x.PolicyContext != nil, wire.RawTo)
+	wire.PutIf(w, "requestedSideEffectLevel", x.RequestedSideEffectLevel, x.RequestedSideEffectLevel != nil, wire.RawTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x AgentEventCompositionChildCall) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *AgentEventCompositionChildCall) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// A child's status, executor, output or error and timing. Members other than those typed here are not
+// pinned and are kept.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-host.schema.json#/$defs/agent_event_composition_child_result.
+type AgentEventCompositionChildResult struct {
+	RunID *string
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objAgentEventCompositionChildResult = wire.Object{
+	Required: []string{"kind"},
+	Type:     "AgentEventCompositionChildResult",
+}
+
+// UnmarshalJSONFrom decodes AgentEventCompositionChildResult, checking required members, kinds and constraints.
+func (x *AgentEventCompositionChildResult) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = AgentEventCompositionChildResult{}
+	r := wire.ReadObject(dec, &objAgentEventCompositionChildResult)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *AgentEventCompositionChildResult) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "kind":
+		return wire.Const(r, "composition_child_result", wire.StringFrom)
+	case "runId":
+		return wire.Ptr(r, &x.RunID, wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes AgentEventCompositionChildResult, members in schema order, then Extra.
+func (x AgentEventCompositionChildResult) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *AgentEventCompositionChildResult) members(w *wire.ObjectWriter) {
+	wire.PutConst(w, "kind", "composition_child_result", wire.StringTo)
+	wire.PutPtr(w, "runId", x.RunID, wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x AgentEventCompositionChildResult) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *AgentEventCompositionChildResult) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// A composition run failed (terminal): the same members and a failure category. Members other than
+// those typed here are not pinned and are kept.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-host.schema.json#/$defs/agent_event_composition_error.
+type AgentEventCompositionError struct {
+	RunID *string
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objAgentEventCompositionError = wire.Object{
+	Required: []string{"kind"},
+	Type:     "AgentEventCompositionError",
+}
+
+// UnmarshalJSONFrom decodes AgentEventCompositionError, checking required members, kinds and constraints.
+func (x *AgentEventCompositionError) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = AgentEventCompositionError{}
+	r := wire.ReadObject(dec, &objAgentEventCompositionError)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *AgentEventCompositionError) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "kind":
+		return wire.Const(r, "composition_error", wire.StringFrom)
+	case "runId":
+		return wire.Ptr(r, &x.RunID, wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes AgentEventCompositionError, members in schema order, then Extra.
+func (x AgentEventCompositionError) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *AgentEventCompositionError) members(w *wire.ObjectWriter) {
+	wire.PutConst(w, "kind", "composition_error", wire.StringTo)
+	wire.PutPtr(w, "runId", x.RunID, wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x AgentEventCompositionError) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *AgentEventCompositionError) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// A composition run ended (terminal): stdout, stderr, artifacts, structured result, duration. Members
+// other than those typed here are not pinned and are kept.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-host.schema.json#/$defs/agent_event_composition_finish.
+type AgentEventCompositionFinish struct {
+	RunID *string
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objAgentEventCompositionFinish = wire.Object{
+	Required: []string{"kind"},
+	Type:     "AgentEventCompositionFinish",
+}
+
+// UnmarshalJSONFrom decodes AgentEventCompositionFinish, checking required members, kinds and constraints.
+func (x *AgentEventCompositionFinish) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = AgentEventCompositionFinish{}
+	r := wire.ReadObject(dec, &objAgentEventCompositionFinish)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *AgentEventCompositionFinish) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "kind":
+		return wire.Const(r, "composition_finish", wire.StringFrom)
+	case "runId":
+		return wire.Ptr(r, &x.RunID, wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes AgentEventCompositionFinish, members in schema order, then Extra.
+func (x AgentEventCompositionFinish) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *AgentEventCompositionFinish) members(w *wire.ObjectWriter) {
+	wire.PutConst(w, "kind", "composition_finish", wire.StringTo)
+	wire.PutPtr(w, "runId", x.RunID, wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x AgentEventCompositionFinish) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *AgentEventCompositionFinish) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// A governed Code Mode composition run starts: snippet language and hash, binding-manifest hash,
+// requested side-effect ceiling. Group by runId. Members other than those typed here are not pinned
+// and are kept.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-host.schema.json#/$defs/agent_event_composition_start.
+type AgentEventCompositionStart struct {
+	RunID *string
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objAgentEventCompositionStart = wire.Object{
+	Required: []string{"kind"},
+	Type:     "AgentEventCompositionStart",
+}
+
+// UnmarshalJSONFrom decodes AgentEventCompositionStart, checking required members, kinds and constraints.
+func (x *AgentEventCompositionStart) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = AgentEventCompositionStart{}
+	r := wire.ReadObject(dec, &objAgentEventCompositionStart)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *AgentEventCompositionStart) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "kind":
+		return wire.Const(r, "composition_start", wire.StringFrom)
+	case "runId":
+		return wire.Ptr(r, &x.RunID, wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes AgentEventCompositionStart, members in schema order, then Extra.
+func (x AgentEventCompositionStart) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *AgentEventCompositionStart) members(w *wire.ObjectWriter) {
+	wire.PutConst(w, "kind", "composition_start", wire.StringTo)
+	wire.PutPtr(w, "runId", x.RunID, wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x AgentEventCompositionStart) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *AgentEventCompositionStart) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The control_outcome event; its members are not pinned and are kept.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-host.schema.json#/$defs/agent_event_control_outcome.
+type AgentEventControlOutcome struct {
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objAgentEventControlOutcome = wire.Object{
+	Required: []string{"kind"},
+	Type:     "AgentEventControlOutcome",
+}
+
+// UnmarshalJSONFrom decodes AgentEventControlOutcome, checking required members, kinds and constraints.
+func (x *AgentEventControlOutcome) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = AgentEventControlOutcome{}
+	r := wire.ReadObject(dec, &objAgentEventControlOutcome)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *AgentEventControlOutcome) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "kind":
+		return wire.Const(r, "control_outcome", wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes AgentEventControlOutcome, members in schema order, then Extra.
+func (x AgentEventControlOutcome) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *AgentEventControlOutcome) members(w *wire.ObjectWriter) {
+	wire.PutConst(w, "kind", "control_outcome", wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x AgentEventControlOutcome) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *AgentEventControlOutcome) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The daemon_watchdog_tripped event.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-host.schema.json#/$defs/agent_event_daemon_watchdog_tripped.
+type AgentEventDaemonWatchdogTripped struct {
+	Attempts  *int64
+	ElapsedMS *float64
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objAgentEventDaemonWatchdogTripped = wire.Object{
+	Required: []string{"kind"},
+	Type:     "AgentEventDaemonWatchdogTripped",
+}
+
+// UnmarshalJSONFrom decodes AgentEventDaemonWatchdogTripped, checking required members, kinds and constraints.
+func (x *AgentEventDaemonWatchdogTripped) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = AgentEventDaemonWatchdogTripped{}
+	r := wire.ReadObject(dec, &objAgentEventDaemonWatchdogTripped)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *AgentEventDaemonWatchdogTripped) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "kind":
+		return wire.Const(r, "daemon_watchdog_tripped", wire.StringFrom)
+	case "attempts":
+		return wire.Ptr(r, &x.Attempts, readAgentEventDaemonWatchdogTrippedAttempts)
+	case "elapsedMs":
+		return wire.Ptr(r, &x.ElapsedMS, readAgentEventDaemonWatchdogTrippedElapsedMS)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes AgentEventDaemonWatchdogTripped, members in schema order, then Extra.
+func (x AgentEventDaemonWatchdogTripped) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *AgentEventDaemonWatchdogTripped) members(w *wire.ObjectWriter) {
+	wire.PutConst(w, "kind", "daemon_watchdog_tripped", wire.StringTo)
+	wire.PutPtr(w, "attempts", x.Attempts, wire.IntTo)
+	wire.PutPtr(w, "elapsedMs", x.ElapsedMS, wire.FloatTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x AgentEventDaemonWatchdogTripped) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *AgentEventDaemonWatchdogTripped) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The feedback_injected event.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-host.schema.json#/$defs/agent_event_feedback_injected.
+type AgentEventFeedbackInjected struct {
+	FeedbackKind *string
+	Content      jsontext.Value
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objAgentEventFeedbackInjected = wire.Object{
+	Required: []string{"kind"},
+	Type:     "AgentEventFeedbackInjected",
+}
+
+// UnmarshalJSONFrom decodes AgentEventFeedbackInjected, checking required members, kinds and constraints.
+func (x *AgentEventFeedbackInjected) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = AgentEventFeedbackInjected{}
+	r := wire.ReadObject(dec, &objAgentEventFeedbackInjected)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *AgentEventFeedbackInjected) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "kind":
+		return wire.Const(r, "feedback_injected", wire.StringFrom)
+	case "feedbackKind":
+		return wire.Ptr(r, &x.FeedbackKind, wire.StringFrom)
+	case "content":
+		return wire.Field(r, &x.Content, wire.RawFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes AgentEventFeedbackInjected, members in schema order, then Extra.
+func (x AgentEventFeedbackInjected) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *AgentEventFeedbackInjected) members(w *wire.ObjectWriter) {
+	wire.PutConst(w, "kind", "feedback_injected", wire.StringTo)
+	wire.PutPtr(w, "feedbackKind", x.FeedbackKind, wire.StringTo)
+	wire.PutIf(w, "content", x.Content, x.Content != nil, wire.RawTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x AgentEventFeedbackInjected) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *AgentEventFeedbackInjected) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The final_wrapup event; its members are not pinned and are kept.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-host.schema.json#/$defs/agent_event_final_wrapup.
+type AgentEventFinalWrapup struct {
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objAgentEventFinalWrapup = wire.Object{
+	Required: []string{"kind"},
+	Type:     "AgentEventFinalWrapup",
+}
+
+// UnmarshalJSONFrom decodes AgentEventFinalWrapup, checking required members, kinds and constraints.
+func (x *AgentEventFinalWrapup) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = AgentEventFinalWrapup{}
+	r := wire.ReadObject(dec, &objAgentEventFinalWrapup)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *AgentEventFinalWrapup) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "kind":
+		return wire.Const(r, "final_wrapup", wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes AgentEventFinalWrapup, members in schema order, then Extra.
+func (x AgentEventFinalWrapup) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *AgentEventFinalWrapup) members(w *wire.ObjectWriter) {
+	wire.PutConst(w, "kind", "final_wrapup", wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x AgentEventFinalWrapup) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *AgentEventFinalWrapup) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The host_attachment event; its members are not pinned and are kept.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-host.schema.json#/$defs/agent_event_host_attachment.
+type AgentEventHostAttachment struct {
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objAgentEventHostAttachment = wire.Object{
+	Required: []string{"kind"},
+	Type:     "AgentEventHostAttachment",
+}
+
+// UnmarshalJSONFrom decodes AgentEventHostAttachment, checking required members, kinds and constraints.
+func (x *AgentEventHostAttachment) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = AgentEventHostAttachment{}
+	r := wire.ReadObject(dec, &objAgentEventHostAttachment)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *AgentEventHostAttachment) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "kind":
+		return wire.Const(r, "host_attachment", wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes AgentEventHostAttachment, members in schema order, then Extra.
+func (x AgentEventHostAttachment) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *AgentEventHostAttachment) members(w *wire.ObjectWriter) {
+	wire.PutConst(w, "kind", "host_attachment", wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x AgentEventHostAttachment) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *AgentEventHostAttachment) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The host_tool_result event; its members are not pinned and are kept.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-host.schema.json#/$defs/agent_event_host_tool_result.
+type AgentEventHostToolResult struct {
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objAgentEventHostToolResult = wire.Object{
+	Required: []string{"kind"},
+	Type:     "AgentEventHostToolResult",
+}
+
+// UnmarshalJSONFrom decodes AgentEventHostToolResult, checking required members, kinds and constraints.
+func (x *AgentEventHostToolResult) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = AgentEventHostToolResult{}
+	r := wire.ReadObject(dec, &objAgentEventHostToolResult)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *AgentEventHostToolResult) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "kind":
+		return wire.Const(r, "host_tool_result", wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes AgentEventHostToolResult, members in schema order, then Extra.
+func (x AgentEventHostToolResult) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *AgentEventHostToolResult) members(w *wire.ObjectWriter) {
+	wire.PutConst(w, "kind", "host_tool_result", wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x AgentEventHostToolResult) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *AgentEventHostToolResult) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The input_guardrail_verdict event; its members are not pinned and are kept.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-host.schema.json#/$defs/agent_event_input_guardrail_verdict.
+type AgentEventInputGuardrailVerdict struct {
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objAgentEventInputGuardrailVerdict = wire.Object{
+	Required: []string{"kind"},
+	Type:     "AgentEventInputGuardrailVerdict",
+}
+
+// UnmarshalJSONFrom decodes AgentEventInputGuardrailVerdict, checking required members, kinds and constraints.
+func (x *AgentEventInputGuardrailVerdict) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = AgentEventInputGuardrailVerdict{}
+	r := wire.ReadObject(dec, &objAgentEventInputGuardrailVerdict)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *AgentEventInputGuardrailVerdict) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "kind":
+		return wire.Const(r, "input_guardrail_verdict", wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes AgentEventInputGuardrailVerdict, members in schema order, then Extra.
+func (x AgentEventInputGuardrailVerdict) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *AgentEventInputGuardrailVerdict) members(w *wire.ObjectWriter) {
+	wire.PutConst(w, "kind", "input_guardrail_verdict", wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x AgentEventInputGuardrailVerdict) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *AgentEventInputGuardrailVerdict) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The iteration_end event; its members are not pinned and are kept.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-host.schema.json#/$defs/agent_event_iteration_end.
+type AgentEventIterationEnd struct {
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objAgentEventIterationEnd = wire.Object{
+	Required: []string{"kind"},
+	Type:     "AgentEventIterationEnd",
+}
+
+// UnmarshalJSONFrom decodes AgentEventIterationEnd, checking required members, kinds and constraints.
+func (x *AgentEventIterationEnd) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = AgentEventIterationEnd{}
+	r := wire.ReadObject(dec, &objAgentEventIterationEnd)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *AgentEventIterationEnd) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "kind":
+		return wire.Const(r, "iteration_end", wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes AgentEventIterationEnd, members in schema order, then Extra.
+func (x AgentEventIterationEnd) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *AgentEventIterationEnd) members(w *wire.ObjectWriter) {
+	wire.PutConst(w, "kind", "iteration_end", wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x AgentEventIterationEnd) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *AgentEventIterationEnd) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The iteration_start event; its members are not pinned and are kept.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-host.schema.json#/$defs/agent_event_iteration_start.
+type AgentEventIterationStart struct {
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objAgentEventIterationStart = wire.Object{
+	Required: []string{"kind"},
+	Type:     "AgentEventIterationStart",
+}
+
+// UnmarshalJSONFrom decodes AgentEventIterationStart, checking required members, kinds and constraints.
+func (x *AgentEventIterationStart) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = AgentEventIterationStart{}
+	r := wire.ReadObject(dec, &objAgentEventIterationStart)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *AgentEventIterationStart) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "kind":
+		return wire.Const(r, "iteration_start", wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes AgentEventIterationStart, members in schema order, then Extra.
+func (x AgentEventIterationStart) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *AgentEventIterationStart) members(w *wire.ObjectWriter) {
+	wire.PutConst(w, "kind", "iteration_start", wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x AgentEventIterationStart) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *AgentEventIterationStart) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The judge_decision event.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-host.schema.json#/$defs/agent_event_judge_decision.
+type AgentEventJudgeDecision struct {
+	Iteration       *int64
+	Verdict         jsontext.Value
+	Reasoning       *string
+	NextStep        jsontext.Value
+	JudgeDurationMS *float64
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objAgentEventJudgeDecision = wire.Object{
+	Required: []string{"kind"},
+	Type:     "AgentEventJudgeDecision",
+}
+
+// UnmarshalJSONFrom decodes AgentEventJudgeDecision, checking required members, kinds and constraints.
+func (x *AgentEventJudgeDecision) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = AgentEventJudgeDecision{}
+	r := wire.ReadObject(dec, &objAgentEventJudgeDecision)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *AgentEventJudgeDecision) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "kind":
+		return wire.Const(r, "judge_decision", wire.StringFrom)
+	case "iteration":
+		return wire.Ptr(r, &x.Iteration, readAgentEventJudgeDecisionIteration)
+	case "verdict":
+		return wire.Field(r, &x.Verdict, wire.RawFrom)
+	case "reasoning":
+		return wire.Ptr(r, &x.Reasoning, wire.StringFrom)
+	case "nextStep":
+		return wire.Field(r, &x.NextStep, wire.RawFrom)
+	case "judgeDurationMs":
+		return wire.Ptr(r, &x.JudgeDurationMS, readAgentEventJudgeDecisionJudgeDurationMS)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes AgentEventJudgeDecision, members in schema order, then Extra.
+func (x AgentEventJudgeDecision) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *AgentEventJudgeDecision) members(w *wire.ObjectWriter) {
+	wire.PutConst(w, "kind", "judge_decision", wire.StringTo)
+	wire.PutPtr(w, "iteration", x.Iteration, wire.IntTo)
+	wire.PutIf(w, "verdict", x.Verdict, x.Verdict != nil, wire.RawTo)
+	wire.PutPtr(w, "reasoning", x.Reasoning, wire.StringTo)
+	wire.PutIf(w, "nextStep", x.NextStep, x.NextStep != nil, wire.RawTo)
+	wire.PutPtr(w, "judgeDurationMs", x.JudgeDurationMS, wire.FloatTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x AgentEventJudgeDecision) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *AgentEventJudgeDecision) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The judge_started event; its members are not pinned and are kept.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-host.schema.json#/$defs/agent_event_judge_started.
+type AgentEventJudgeStarted struct {
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objAgentEventJudgeStarted = wire.Object{
+	Required: []string{"kind"},
+	Type:     "AgentEventJudgeStarted",
+}
+
+// UnmarshalJSONFrom decodes AgentEventJudgeStarted, checking required members, kinds and constraints.
+func (x *AgentEventJudgeStarted) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = AgentEventJudgeStarted{}
+	r := wire.ReadObject(dec, &objAgentEventJudgeStarted)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *AgentEventJudgeStarted) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "kind":
+		return wire.Const(r, "judge_started", wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes AgentEventJudgeStarted, members in schema order, then Extra.
+func (x AgentEventJudgeStarted) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *AgentEventJudgeStarted) members(w *wire.ObjectWriter) {
+	wire.PutConst(w, "kind", "judge_started", wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x AgentEventJudgeStarted) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *AgentEventJudgeStarted) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The loop_control_decision event.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-host.schema.json#/$defs/agent_event_loop_control_decision.
+type AgentEventLoopControlDecision struct {
+	Action    *string
+	Iteration *int64
+	OldLimit  *int64
+	NewLimit  *int64
+	Reason    *string
+	Status    *string
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objAgentEventLoopControlDecision = wire.Object{
+	Required: []string{"kind"},
+	Type:     "AgentEventLoopControlDecision",
+}
+
+// UnmarshalJSONFrom decodes AgentEventLoopControlDecision, checking required members, kinds and constraints.
+func (x *AgentEventLoopControlDecision) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = AgentEventLoopControlDecision{}
+	r := wire.ReadObject(dec, &objAgentEventLoopControlDecision)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *AgentEventLoopControlDecision) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "kind":
+		return wire.Const(r, "loop_control_decision", wire.StringFrom)
+	case "action":
+		return wire.Ptr(r, &x.Action, wire.StringFrom)
+	case "iteration":
+		return wire.Ptr(r, &x.Iteration, readAgentEventLoopControlDecisionIteration)
+	case "oldLimit":
+		return wire.Ptr(r, &x.OldLimit, wire.IntFrom)
+	case "newLimit":
+		return wire.Ptr(r, &x.NewLimit, wire.IntFrom)
+	case "reason":
+		return wire.Ptr(r, &x.Reason, wire.StringFrom)
+	case "status":
+		return wire.Ptr(r, &x.Status, wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes AgentEventLoopControlDecision, members in schema order, then Extra.
+func (x AgentEventLoopControlDecision) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *AgentEventLoopControlDecision) members(w *wire.ObjectWriter) {
+	wire.PutConst(w, "kind", "loop_control_decision", wire.StringTo)
+	wire.PutPtr(w, "action", x.Action, wire.StringTo)
+	wire.PutPtr(w, "iteration", x.Iteration, wire.IntTo)
+	wire.PutPtr(w, "oldLimit", x.OldLimit, wire.IntTo)
+	wire.PutPtr(w, "newLimit", x.NewLimit, wire.IntTo)
+	wire.PutPtr(w, "reason", x.Reason, wire.StringTo)
+	wire.PutPtr(w, "status", x.Status, wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x AgentEventLoopControlDecision) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *AgentEventLoopControlDecision) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The loop_stuck event.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-host.schema.json#/$defs/agent_event_loop_stuck.
+type AgentEventLoopStuck struct {
+	LastIteration *int64
+	MaxNudges     *int64
+	TailExcerpt   *string
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objAgentEventLoopStuck = wire.Object{
+	Required: []string{"kind"},
+	Type:     "AgentEventLoopStuck",
+}
+
+// UnmarshalJSONFrom decodes AgentEventLoopStuck, checking required members, kinds and constraints.
+func (x *AgentEventLoopStuck) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = AgentEventLoopStuck{}
+	r := wire.ReadObject(dec, &objAgentEventLoopStuck)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *AgentEventLoopStuck) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "kind":
+		return wire.Const(r, "loop_stuck", wire.StringFrom)
+	case "lastIteration":
+		return wire.Ptr(r, &x.LastIteration, readAgentEventLoopStuckLastIteration)
+	case "maxNudges":
+		return wire.Ptr(r, &x.MaxNudges, readAgentEventLoopStuckMaxNudges)
+	case "tailExcerpt":
+		return wire.Ptr(r, &x.TailExcerpt, wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes AgentEventLoopStuck, members in schema order, then Extra.
+func (x AgentEventLoopStuck) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *AgentEventLoopStuck) members(w *wire.ObjectWriter) {
+	wire.PutConst(w, "kind", "loop_stuck", wire.StringTo)
+	wire.PutPtr(w, "lastIteration", x.LastIteration, wire.IntTo)
+	wire.PutPtr(w, "maxNudges", x.MaxNudges, wire.IntTo)
+	wire.PutPtr(w, "tailExcerpt", x.TailExcerpt, wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x AgentEventLoopStuck) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *AgentEventLoopStuck) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The mcp_auth_required event; its members are not pinned and are kept.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-host.schema.json#/$defs/agent_event_mcp_auth_required.
+type AgentEventMCPAuthRequired struct {
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objAgentEventMCPAuthRequired = wire.Object{
+	Required: []string{"kind"},
+	Type:     "AgentEventMCPAuthRequired",
+}
+
+// UnmarshalJSONFrom decodes AgentEventMCPAuthRequired, checking required members, kinds and constraints.
+func (x *AgentEventMCPAuthRequired) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = AgentEventMCPAuthRequired{}
+	r := wire.ReadObject(dec, &objAgentEventMCPAuthRequired)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *AgentEventMCPAuthRequired) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "kind":
+		return wire.Const(r, "mcp_auth_required", wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes AgentEventMCPAuthRequired, members in schema order, then Extra.
+func (x AgentEventMCPAuthRequired) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *AgentEventMCPAuthRequired) members(w *wire.ObjectWriter) {
+	wire.PutConst(w, "kind", "mcp_auth_required", wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x AgentEventMCPAuthRequired) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *AgentEventMCPAuthRequired) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The mcp_catalog_changed event; its members are not pinned and are kept.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-host.schema.json#/$defs/agent_event_mcp_catalog_changed.
+type AgentEventMCPCatalogChanged struct {
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objAgentEventMCPCatalogChanged = wire.Object{
+	Required: []string{"kind"},
+	Type:     "AgentEventMCPCatalogChanged",
+}
+
+// UnmarshalJSONFrom decodes AgentEventMCPCatalogChanged, checking required members, kinds and constraints.
+func (x *AgentEventMCPCatalogChanged) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = AgentEventMCPCatalogChanged{}
+	r := wire.ReadObject(dec, &objAgentEventMCPCatalogChanged)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *AgentEventMCPCatalogChanged) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "kind":
+		return wire.Const(r, "mcp_catalog_changed", wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes AgentEventMCPCatalogChanged, members in schema order, then Extra.
+func (x AgentEventMCPCatalogChanged) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *AgentEventMCPCatalogChanged) members(w *wire.ObjectWriter) {
+	wire.PutConst(w, "kind", "mcp_catalog_changed", wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x AgentEventMCPCatalogChanged) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *AgentEventMCPCatalogChanged) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The mcp_notification event; its members are not pinned and are kept.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-host.schema.json#/$defs/agent_event_mcp_notification.
+type AgentEventMCPNotification struct {
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objAgentEventMCPNotification = wire.Object{
+	Required: []string{"kind"},
+	Type:     "AgentEventMCPNotification",
+}
+
+// UnmarshalJSONFrom decodes AgentEventMCPNotification, checking required members, kinds and constraints.
+func (x *AgentEventMCPNotification) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = AgentEventMCPNotification{}
+	r := wire.ReadObject(dec, &objAgentEventMCPNotification)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *AgentEventMCPNotification) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "kind":
+		return wire.Const(r, "mcp_notification", wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes AgentEventMCPNotification, members in schema order, then Extra.
+func (x AgentEventMCPNotification) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *AgentEventMCPNotification) members(w *wire.ObjectWriter) {
+	wire.PutConst(w, "kind", "mcp_notification", wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x AgentEventMCPNotification) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *AgentEventMCPNotification) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The model_job event; its members are not pinned and are kept.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-host.schema.json#/$defs/agent_event_model_job.
+type AgentEventModelJob struct {
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objAgentEventModelJob = wire.Object{
+	Required: []string{"kind"},
+	Type:     "AgentEventModelJob",
+}
+
+// UnmarshalJSONFrom decodes AgentEventModelJob, checking required members, kinds and constraints.
+func (x *AgentEventModelJob) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = AgentEventModelJob{}
+	r := wire.ReadObject(dec, &objAgentEventModelJob)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *AgentEventModelJob) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "kind":
+		return wire.Const(r, "model_job", wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes AgentEventModelJob, members in schema order, then Extra.
+func (x AgentEventModelJob) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *AgentEventModelJob) members(w *wire.ObjectWriter) {
+	wire.PutConst(w, "kind", "model_job", wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x AgentEventModelJob) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *AgentEventModelJob) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The orchestration_decision event; its members are not pinned and are kept.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-host.schema.json#/$defs/agent_event_orchestration_decision.
+type AgentEventOrchestrationDecision struct {
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objAgentEventOrchestrationDecision = wire.Object{
+	Required: []string{"kind"},
+	Type:     "AgentEventOrchestrationDecision",
+}
+
+// UnmarshalJSONFrom decodes AgentEventOrchestrationDecision, checking required members, kinds and constraints.
+func (x *AgentEventOrchestrationDecision) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = AgentEventOrchestrationDecision{}
+	r := wire.ReadObject(dec, &objAgentEventOrchestrationDecision)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *AgentEventOrchestrationDecision) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "kind":
+		return wire.Const(r, "orchestration_decision", wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes AgentEventOrchestrationDecision, members in schema order, then Extra.
+func (x AgentEventOrchestrationDecision) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *AgentEventOrchestrationDecision) members(w *wire.ObjectWriter) {
+	wire.PutConst(w, "kind", "orchestration_decision", wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x AgentEventOrchestrationDecision) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *AgentEventOrchestrationDecision) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The pack_thinking_stripped event; its members are not pinned and are kept.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-host.schema.json#/$defs/agent_event_pack_thinking_stripped.
+type AgentEventPackThinkingStripped struct {
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objAgentEventPackThinkingStripped = wire.Object{
+	Required: []string{"kind"},
+	Type:     "AgentEventPackThinkingStripped",
+}
+
+// UnmarshalJSONFrom decodes AgentEventPackThinkingStripped, checking required members, kinds and constraints.
+func (x *AgentEventPackThinkingStripped) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = AgentEventPackThinkingStripped{}
+	r := wire.ReadObject(dec, &objAgentEventPackThinkingStripped)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *AgentEventPackThinkingStripped) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "kind":
+		return wire.Const(r, "pack_thinking_stripped", wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes AgentEventPackThinkingStripped, members in schema order, then Extra.
+func (x AgentEventPackThinkingStripped) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *AgentEventPackThinkingStripped) members(w *wire.ObjectWriter) {
+	wire.PutConst(w, "kind", "pack_thinking_stripped", wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x AgentEventPackThinkingStripped) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *AgentEventPackThinkingStripped) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The progress_reported event; its members are not pinned and are kept.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-host.schema.json#/$defs/agent_event_progress_reported.
+type AgentEventProgressReported struct {
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objAgentEventProgressReported = wire.Object{
+	Required: []string{"kind"},
+	Type:     "AgentEventProgressReported",
+}
+
+// UnmarshalJSONFrom decodes AgentEventProgressReported, checking required members, kinds and constraints.
+func (x *AgentEventProgressReported) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = AgentEventProgressReported{}
+	r := wire.ReadObject(dec, &objAgentEventProgressReported)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *AgentEventProgressReported) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "kind":
+		return wire.Const(r, "progress_reported", wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes AgentEventProgressReported, members in schema order, then Extra.
+func (x AgentEventProgressReported) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *AgentEventProgressReported) members(w *wire.ObjectWriter) {
+	wire.PutConst(w, "kind", "progress_reported", wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x AgentEventProgressReported) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *AgentEventProgressReported) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The purpose_label event; its members are not pinned and are kept.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-host.schema.json#/$defs/agent_event_purpose_label.
+type AgentEventPurposeLabel struct {
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objAgentEventPurposeLabel = wire.Object{
+	Required: []string{"kind"},
+	Type:     "AgentEventPurposeLabel",
+}
+
+// UnmarshalJSONFrom decodes AgentEventPurposeLabel, checking required members, kinds and constraints.
+func (x *AgentEventPurposeLabel) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = AgentEventPurposeLabel{}
+	r := wire.ReadObject(dec, &objAgentEventPurposeLabel)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *AgentEventPurposeLabel) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "kind":
+		return wire.Const(r, "purpose_label", wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes AgentEventPurposeLabel, members in schema order, then Extra.
+func (x AgentEventPurposeLabel) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *AgentEventPurposeLabel) members(w *wire.ObjectWriter) {
+	wire.PutConst(w, "kind", "purpose_label", wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x AgentEventPurposeLabel) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *AgentEventPurposeLabel) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The repair_output_contract_applied event; its members are not pinned and are kept.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-host.schema.json#/$defs/agent_event_repair_output_contract_applied.
+type AgentEventRepairOutputContractApplied struct {
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objAgentEventRepairOutputContractApplied = wire.Object{
+	Required: []string{"kind"},
+	Type:     "AgentEventRepairOutputContractApplied",
+}
+
+// UnmarshalJSONFrom decodes AgentEventRepairOutputContractApplied, checking required members, kinds and constraints.
+func (x *AgentEventRepairOutputContractApplied) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = AgentEventRepairOutputContractApplied{}
+	r := wire.ReadObject(dec, &objAgentEventRepairOutputContractApplied)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *AgentEventRepairOutputContractApplied) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "kind":
+		return wire.Const(r, "repair_output_contract_applied", wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes AgentEventRepairOutputContractApplied, members in schema order, then Extra.
+func (x AgentEventRepairOutputContractApplied) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *AgentEventRepairOutputContractApplied) members(w *wire.ObjectWriter) {
+	wire.PutConst(w, "kind", "repair_output_contract_applied", wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x AgentEventRepairOutputContractApplied) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *AgentEventRepairOutputContractApplied) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The require_successful_tools_violation event; its members are not pinned and are kept.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-host.schema.json#/$defs/agent_event_require_successful_tools_violation.
+type AgentEventRequireSuccessfulToolsViolation struct {
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objAgentEventRequireSuccessfulToolsViolation = wire.Object{
+	Required: []string{"kind"},
+	Type:     "AgentEventRequireSuccessfulToolsViolation",
+}
+
+// UnmarshalJSONFrom decodes AgentEventRequireSuccessfulToolsViolation, checking required members, kinds and constraints.
+func (x *AgentEventRequireSuccessfulToolsViolation) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = AgentEventRequireSuccessfulToolsViolation{}
+	r := wire.ReadObject(dec, &objAgentEventRequireSuccessfulToolsViolation)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *AgentEventRequireSuccessfulToolsViolation) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "kind":
+		return wire.Const(r, "require_successful_tools_violation", wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes AgentEventRequireSuccessfulToolsViolation, members in schema order, then Extra.
+func (x AgentEventRequireSuccessfulToolsViolation) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *AgentEventRequireSuccessfulToolsViolation) members(w *wire.ObjectWriter) {
+	wire.PutConst(w, "kind", "require_successful_tools_violation", wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x AgentEventRequireSuccessfulToolsViolation) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *AgentEventRequireSuccessfulToolsViolation) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The reserved_terminal_verify event; its members are not pinned and are kept.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-host.schema.json#/$defs/agent_event_reserved_terminal_verify.
+type AgentEventReservedTerminalVerify struct {
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objAgentEventReservedTerminalVerify = wire.Object{
+	Required: []string{"kind"},
+	Type:     "AgentEventReservedTerminalVerify",
+}
+
+// UnmarshalJSONFrom decodes AgentEventReservedTerminalVerify, checking required members, kinds and constraints.
+func (x *AgentEventReservedTerminalVerify) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = AgentEventReservedTerminalVerify{}
+	r := wire.ReadObject(dec, &objAgentEventReservedTerminalVerify)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *AgentEventReservedTerminalVerify) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "kind":
+		return wire.Const(r, "reserved_terminal_verify", wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes AgentEventReservedTerminalVerify, members in schema order, then Extra.
+func (x AgentEventReservedTerminalVerify) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *AgentEventReservedTerminalVerify) members(w *wire.ObjectWriter) {
+	wire.PutConst(w, "kind", "reserved_terminal_verify", wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x AgentEventReservedTerminalVerify) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *AgentEventReservedTerminalVerify) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The scope_classifier_verdict event; its members are not pinned and are kept.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-host.schema.json#/$defs/agent_event_scope_classifier_verdict.
+type AgentEventScopeClassifierVerdict struct {
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objAgentEventScopeClassifierVerdict = wire.Object{
+	Required: []string{"kind"},
+	Type:     "AgentEventScopeClassifierVerdict",
+}
+
+// UnmarshalJSONFrom decodes AgentEventScopeClassifierVerdict, checking required members, kinds and constraints.
+func (x *AgentEventScopeClassifierVerdict) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = AgentEventScopeClassifierVerdict{}
+	r := wire.ReadObject(dec, &objAgentEventScopeClassifierVerdict)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *AgentEventScopeClassifierVerdict) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "kind":
+		return wire.Const(r, "scope_classifier_verdict", wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes AgentEventScopeClassifierVerdict, members in schema order, then Extra.
+func (x AgentEventScopeClassifierVerdict) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *AgentEventScopeClassifierVerdict) members(w *wire.ObjectWriter) {
+	wire.PutConst(w, "kind", "scope_classifier_verdict", wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x AgentEventScopeClassifierVerdict) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *AgentEventScopeClassifierVerdict) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The self_consistency_tie event; its members are not pinned and are kept.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-host.schema.json#/$defs/agent_event_self_consistency_tie.
+type AgentEventSelfConsistencyTie struct {
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objAgentEventSelfConsistencyTie = wire.Object{
+	Required: []string{"kind"},
+	Type:     "AgentEventSelfConsistencyTie",
+}
+
+// UnmarshalJSONFrom decodes AgentEventSelfConsistencyTie, checking required members, kinds and constraints.
+func (x *AgentEventSelfConsistencyTie) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = AgentEventSelfConsistencyTie{}
+	r := wire.ReadObject(dec, &objAgentEventSelfConsistencyTie)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *AgentEventSelfConsistencyTie) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "kind":
+		return wire.Const(r, "self_consistency_tie", wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes AgentEventSelfConsistencyTie, members in schema order, then Extra.
+func (x AgentEventSelfConsistencyTie) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *AgentEventSelfConsistencyTie) members(w *wire.ObjectWriter) {
+	wire.PutConst(w, "kind", "self_consistency_tie", wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x AgentEventSelfConsistencyTie) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *AgentEventSelfConsistencyTie) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The session_closed event.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-host.schema.json#/$defs/agent_event_session_closed.
+type AgentEventSessionClosed struct {
+	Reason   *string
+	Status   *string
+	Metadata jsontext.Value
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objAgentEventSessionClosed = wire.Object{
+	Required: []string{"kind"},
+	Type:     "AgentEventSessionClosed",
+}
+
+// UnmarshalJSONFrom decodes AgentEventSessionClosed, checking required members, kinds and constraints.
+func (x *AgentEventSessionClosed) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = AgentEventSessionClosed{}
+	r := wire.ReadObject(dec, &objAgentEventSessionClosed)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *AgentEventSessionClosed) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "kind":
+		return wire.Const(r, "session_closed", wire.StringFrom)
+	case "reason":
+		return wire.Ptr(r, &x.Reason, wire.StringFrom)
+	case "status":
+		return wire.Ptr(r, &x.Status, wire.StringFrom)
+	case "metadata":
+		return wire.Field(r, &x.Metadata, wire.RawFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes AgentEventSessionClosed, members in schema order, then Extra.
+func (x AgentEventSessionClosed) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *AgentEventSessionClosed) members(w *wire.ObjectWriter) {
+	wire.PutConst(w, "kind", "session_closed", wire.StringTo)
+	wire.PutPtr(w, "reason", x.Reason, wire.StringTo)
+	wire.PutPtr(w, "status", x.Status, wire.StringTo)
+	wire.PutIf(w, "metadata", x.Metadata, x.Metadata != nil, wire.RawTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x AgentEventSessionClosed) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *AgentEventSessionClosed) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The step_judge_decision event; its members are not pinned and are kept.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-host.schema.json#/$defs/agent_event_step_judge_decision.
+type AgentEventStepJudgeDecision struct {
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objAgentEventStepJudgeDecision = wire.Object{
+	Required: []string{"kind"},
+	Type:     "AgentEventStepJudgeDecision",
+}
+
+// UnmarshalJSONFrom decodes AgentEventStepJudgeDecision, checking required members, kinds and constraints.
+func (x *AgentEventStepJudgeDecision) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = AgentEventStepJudgeDecision{}
+	r := wire.ReadObject(dec, &objAgentEventStepJudgeDecision)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *AgentEventStepJudgeDecision) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "kind":
+		return wire.Const(r, "step_judge_decision", wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes AgentEventStepJudgeDecision, members in schema order, then Extra.
+func (x AgentEventStepJudgeDecision) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *AgentEventStepJudgeDecision) members(w *wire.ObjectWriter) {
+	wire.PutConst(w, "kind", "step_judge_decision", wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x AgentEventStepJudgeDecision) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *AgentEventStepJudgeDecision) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The structural_validator_decision event; its members are not pinned and are kept.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-host.schema.json#/$defs/agent_event_structural_validator_decision.
+type AgentEventStructuralValidatorDecision struct {
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objAgentEventStructuralValidatorDecision = wire.Object{
+	Required: []string{"kind"},
+	Type:     "AgentEventStructuralValidatorDecision",
+}
+
+// UnmarshalJSONFrom decodes AgentEventStructuralValidatorDecision, checking required members, kinds and constraints.
+func (x *AgentEventStructuralValidatorDecision) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = AgentEventStructuralValidatorDecision{}
+	r := wire.ReadObject(dec, &objAgentEventStructuralValidatorDecision)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *AgentEventStructuralValidatorDecision) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "kind":
+		return wire.Const(r, "structural_validator_decision", wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes AgentEventStructuralValidatorDecision, members in schema order, then Extra.
+func (x AgentEventStructuralValidatorDecision) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *AgentEventStructuralValidatorDecision) members(w *wire.ObjectWriter) {
+	wire.PutConst(w, "kind", "structural_validator_decision", wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x AgentEventStructuralValidatorDecision) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *AgentEventStructuralValidatorDecision) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The subagent_join event; its members are not pinned and are kept.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-host.schema.json#/$defs/agent_event_subagent_join.
+type AgentEventSubagentJoin struct {
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objAgentEventSubagentJoin = wire.Object{
+	Required: []string{"kind"},
+	Type:     "AgentEventSubagentJoin",
+}
+
+// UnmarshalJSONFrom decodes AgentEventSubagentJoin, checking required members, kinds and constraints.
+func (x *AgentEventSubagentJoin) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = AgentEventSubagentJoin{}
+	r := wire.ReadObject(dec, &objAgentEventSubagentJoin)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *AgentEventSubagentJoin) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "kind":
+		return wire.Const(r, "subagent_join", wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes AgentEventSubagentJoin, members in schema order, then Extra.
+func (x AgentEventSubagentJoin) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *AgentEventSubagentJoin) members(w *wire.ObjectWriter) {
+	wire.PutConst(w, "kind", "subagent_join", wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x AgentEventSubagentJoin) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *AgentEventSubagentJoin) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The subagent_stop event; its members are not pinned and are kept.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-host.schema.json#/$defs/agent_event_subagent_stop.
+type AgentEventSubagentStop struct {
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objAgentEventSubagentStop = wire.Object{
+	Required: []string{"kind"},
+	Type:     "AgentEventSubagentStop",
+}
+
+// UnmarshalJSONFrom decodes AgentEventSubagentStop, checking required members, kinds and constraints.
+func (x *AgentEventSubagentStop) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = AgentEventSubagentStop{}
+	r := wire.ReadObject(dec, &objAgentEventSubagentStop)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *AgentEventSubagentStop) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "kind":
+		return wire.Const(r, "subagent_stop", wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes AgentEventSubagentStop, members in schema order, then Extra.
+func (x AgentEventSubagentStop) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *AgentEventSubagentStop) members(w *wire.ObjectWriter) {
+	wire.PutConst(w, "kind", "subagent_stop", wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x AgentEventSubagentStop) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *AgentEventSubagentStop) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The tool_batch_disposition event; its members are not pinned and are kept.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-host.schema.json#/$defs/agent_event_tool_batch_disposition.
+type AgentEventToolBatchDisposition struct {
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objAgentEventToolBatchDisposition = wire.Object{
+	Required: []string{"kind"},
+	Type:     "AgentEventToolBatchDisposition",
+}
+
+// UnmarshalJSONFrom decodes AgentEventToolBatchDisposition, checking required members, kinds and constraints.
+func (x *AgentEventToolBatchDisposition) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = AgentEventToolBatchDisposition{}
+	r := wire.ReadObject(dec, &objAgentEventToolBatchDisposition)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *AgentEventToolBatchDisposition) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "kind":
+		return wire.Const(r, "tool_batch_disposition", wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes AgentEventToolBatchDisposition, members in schema order, then Extra.
+func (x AgentEventToolBatchDisposition) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *AgentEventToolBatchDisposition) members(w *wire.ObjectWriter) {
+	wire.PutConst(w, "kind", "tool_batch_disposition", wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x AgentEventToolBatchDisposition) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *AgentEventToolBatchDisposition) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The tool_call_audit event.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-host.schema.json#/$defs/agent_event_tool_call_audit.
+type AgentEventToolCallAudit struct {
+	ToolCallID *string
+	ToolName   *string
+	// The mutation session a tool dispatch belongs to (MutationSessionRecord, snake_case), shared by
+	// tool_call/tool_call_update, worker_update and permission requests. Omitted when no mutation
+	// session is installed.
+	Audit *acp.MutationSessionRecord
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objAgentEventToolCallAudit = wire.Object{
+	Required: []string{"kind"},
+	Type:     "AgentEventToolCallAudit",
+}
+
+// UnmarshalJSONFrom decodes AgentEventToolCallAudit, checking required members, kinds and constraints.
+func (x *AgentEventToolCallAudit) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = AgentEventToolCallAudit{}
+	r := wire.ReadObject(dec, &objAgentEventToolCallAudit)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *AgentEventToolCallAudit) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "kind":
+		return wire.Const(r, "tool_call_audit", wire.StringFrom)
+	case "toolCallId":
+		return wire.Ptr(r, &x.ToolCallID, wire.StringFrom)
+	case "toolName":
+		return wire.Ptr(r, &x.ToolName, wire.StringFrom)
+	case "audit":
+		return wire.Ptr(r, &x.Audit, (*acp.MutationSessionRecord).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes AgentEventToolCallAudit, members in schema order, then Extra.
+func (x AgentEventToolCallAudit) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *AgentEventToolCallAudit) members(w *wire.ObjectWriter) {
+	wire.PutConst(w, "kind", "tool_call_audit", wire.StringTo)
+	wire.PutPtr(w, "toolCallId", x.ToolCallID, wire.StringTo)
+	wire.PutPtr(w, "toolName", x.ToolName, wire.StringTo)
+	wire.PutPtr(w, "audit", x.Audit, acp.MutationSessionRecord.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x AgentEventToolCallAudit) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *AgentEventToolCallAudit) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The tool_format_override event; its members are not pinned and are kept.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-host.schema.json#/$defs/agent_event_tool_format_override.
+type AgentEventToolFormatOverride struct {
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objAgentEventToolFormatOverride = wire.Object{
+	Required: []string{"kind"},
+	Type:     "AgentEventToolFormatOverride",
+}
+
+// UnmarshalJSONFrom decodes AgentEventToolFormatOverride, checking required members, kinds and constraints.
+func (x *AgentEventToolFormatOverride) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = AgentEventToolFormatOverride{}
+	r := wire.ReadObject(dec, &objAgentEventToolFormatOverride)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *AgentEventToolFormatOverride) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "kind":
+		return wire.Const(r, "tool_format_override", wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes AgentEventToolFormatOverride, members in schema order, then Extra.
+func (x AgentEventToolFormatOverride) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *AgentEventToolFormatOverride) members(w *wire.ObjectWriter) {
+	wire.PutConst(w, "kind", "tool_format_override", wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x AgentEventToolFormatOverride) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *AgentEventToolFormatOverride) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The turn_end event (older builds).
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-host.schema.json#/$defs/agent_event_turn_end.
+type AgentEventTurnEnd struct {
+	Iteration *int64
+	TurnInfo  jsontext.Value
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objAgentEventTurnEnd = wire.Object{
+	Required: []string{"kind"},
+	Type:     "AgentEventTurnEnd",
+}
+
+// UnmarshalJSONFrom decodes AgentEventTurnEnd, checking required members, kinds and constraints.
+func (x *AgentEventTurnEnd) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = AgentEventTurnEnd{}
+	r := wire.ReadObject(dec, &objAgentEventTurnEnd)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *AgentEventTurnEnd) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "kind":
+		return wire.Const(r, "turn_end", wire.StringFrom)
+	case "iteration":
+		return wire.Ptr(r, &x.Iteration, readAgentEventTurnEndIteration)
+	case "turnInfo":
+		return wire.Field(r, &x.TurnInfo, wire.RawFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes AgentEventTurnEnd, members in schema order, then Extra.
+func (x AgentEventTurnEnd) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *AgentEventTurnEnd) members(w *wire.ObjectWriter) {
+	wire.PutConst(w, "kind", "turn_end", wire.StringTo)
+	wire.PutPtr(w, "iteration", x.Iteration, wire.IntTo)
+	wire.PutIf(w, "turnInfo", x.TurnInfo, x.TurnInfo != nil, wire.RawTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x AgentEventTurnEnd) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *AgentEventTurnEnd) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The turn_start event (older builds).
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-host.schema.json#/$defs/agent_event_turn_start.
+type AgentEventTurnStart struct {
+	Iteration *int64
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objAgentEventTurnStart = wire.Object{
+	Required: []string{"kind"},
+	Type:     "AgentEventTurnStart",
+}
+
+// UnmarshalJSONFrom decodes AgentEventTurnStart, checking required members, kinds and constraints.
+func (x *AgentEventTurnStart) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = AgentEventTurnStart{}
+	r := wire.ReadObject(dec, &objAgentEventTurnStart)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *AgentEventTurnStart) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "kind":
+		return wire.Const(r, "turn_start", wire.StringFrom)
+	case "iteration":
+		return wire.Ptr(r, &x.Iteration, readAgentEventTurnStartIteration)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes AgentEventTurnStart, members in schema order, then Extra.
+func (x AgentEventTurnStart) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *AgentEventTurnStart) members(w *wire.ObjectWriter) {
+	wire.PutConst(w, "kind", "turn_start", wire.StringTo)
+	wire.PutPtr(w, "iteration", x.Iteration, wire.IntTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x AgentEventTurnStart) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *AgentEventTurnStart) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The typed_checkpoint event.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-host.schema.json#/$defs/agent_event_typed_checkpoint.
+type AgentEventTypedCheckpoint struct {
+	Checkpoint jsontext.Value
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objAgentEventTypedCheckpoint = wire.Object{
+	Required: []string{"kind"},
+	Type:     "AgentEventTypedCheckpoint",
+}
+
+// UnmarshalJSONFrom decodes AgentEventTypedCheckpoint, checking required members, kinds and constraints.
+func (x *AgentEventTypedCheckpoint) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = AgentEventTypedCheckpoint{}
+	r := wire.ReadObject(dec, &objAgentEventTypedCheckpoint)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *AgentEventTypedCheckpoint) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "kind":
+		return wire.Const(r, "typed_checkpoint", wire.StringFrom)
+	case "checkpoint":
+		return wire.Field(r, &x.Checkpoint, wire.RawFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes AgentEventTypedCheckpoint, members in schema order, then Extra.
+func (x AgentEventTypedCheckpoint) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *AgentEventTypedCheckpoint) members(w *wire.ObjectWriter) {
+	wire.PutConst(w, "kind", "typed_checkpoint", wire.StringTo)
+	wire.PutIf(w, "checkpoint", x.Checkpoint, x.Checkpoint != nil, wire.RawTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x AgentEventTypedCheckpoint) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *AgentEventTypedCheckpoint) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Params of agent/idle (snake_case, no sessionId): the loop's backoff, or the daemon wait.
+//
+// The members present select the variant; exactly one variant field is set. Generated from
+// harn-host.schema.json#/$defs/agent_idle_params.
+type AgentIdleParams struct {
+	// The agent loop's idle wait: sent on entering and on every pass (backoff 100 ms, 500 ms, 1 s, 2
+	// s, reset on activity).
+	//
+	// Set when `iteration` or `backoff_ms` is present.
+	IdleBackoff *IdleBackoff
+	// The standard library's daemon wait.
+	//
+	// Set when `session_id` or `timeout_ms` is present.
+	IdleWait *IdleWait
+}
+
+var unionAgentIdleParams = wire.Union{
+	Type: "AgentIdleParams",
+	Variants: []wire.Variant{{
+		Keys:   []string{"iteration", "backoff_ms"},
+		Object: &objIdleBackoff,
+	}, {
+		Keys:   []string{"session_id", "timeout_ms"},
+		Object: &objIdleWait,
+	}},
+}
+
+// UnmarshalJSONFrom decodes AgentIdleParams in one pass, streaming members into the variant once it is chosen.
+func (x *AgentIdleParams) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = AgentIdleParams{}
+	r := wire.ReadUnion(dec, &unionAgentIdleParams)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *AgentIdleParams) member(r *wire.ObjectReader) error {
+	switch r.Variant() {
+	case 0:
+		return wire.New(&x.IdleBackoff).member(r)
+	case 1:
+		return wire.New(&x.IdleWait).member(r)
+	}
+	return nil
+}
+
+// MarshalJSONTo encodes the variant that is set.
+func (x AgentIdleParams) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	switch {
+	case x.IdleBackoff != nil:
+		x.IdleBackoff.members(&w)
+	case x.IdleWait != nil:
+		x.IdleWait.members(&w)
+	default:
+		return wire.NoVariant("AgentIdleParams")
+	}
+	return w.End()
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x AgentIdleParams) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *AgentIdleParams) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Params of the legacy agent_loop.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-host.schema.json#/$defs/agent_loop_params.
+type AgentLoopParams struct {
+	Prompt *string
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objAgentLoopParams = wire.Object{Type: "AgentLoopParams"}
+
+// UnmarshalJSONFrom decodes AgentLoopParams, checking required members, kinds and constraints.
+func (x *AgentLoopParams) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = AgentLoopParams{}
+	r := wire.ReadObject(dec, &objAgentLoopParams)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *AgentLoopParams) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "prompt":
+		return wire.Ptr(r, &x.Prompt, wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes AgentLoopParams, members in schema order, then Extra.
+func (x AgentLoopParams) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *AgentLoopParams) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "prompt", x.Prompt, wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x AgentLoopParams) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *AgentLoopParams) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Result of the legacy agent_loop.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-host.schema.json#/$defs/agent_loop_result.
+type AgentLoopResult struct {
+	Status     *string
+	Text       *string
+	Iterations *int64
+	DurationMS *int64
+	ToolsUsed  []string
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objAgentLoopResult = wire.Object{Type: "AgentLoopResult"}
+
+// UnmarshalJSONFrom decodes AgentLoopResult, checking required members, kinds and constraints.
+func (x *AgentLoopResult) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = AgentLoopResult{}
+	r := wire.ReadObject(dec, &objAgentLoopResult)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *AgentLoopResult) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "status":
+		return wire.Ptr(r, &x.Status, wire.StringFrom)
+	case "text":
+		return wire.Ptr(r, &x.Text, wire.StringFrom)
+	case "iterations":
+		return wire.Ptr(r, &x.Iterations, wire.IntFrom)
+	case "duration_ms":
+		return wire.Ptr(r, &x.DurationMS, wire.IntFrom)
+	case "tools_used":
+		return wire.Field(r, &x.ToolsUsed, readListOfString)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes AgentLoopResult, members in schema order, then Extra.
+func (x AgentLoopResult) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *AgentLoopResult) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "status", x.Status, wire.StringTo)
+	wire.PutPtr(w, "text", x.Text, wire.StringTo)
+	wire.PutPtr(w, "iterations", x.Iterations, wire.IntTo)
+	wire.PutPtr(w, "duration_ms", x.DurationMS, wire.IntTo)
+	wire.PutIf(w, "tools_used", x.ToolsUsed, x.ToolsUsed != nil, writeListOfString)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x AgentLoopResult) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *AgentLoopResult) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Params of agent/resume: wake an idle daemon without a user-visible message (ACP form: the first
+// session by default).
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-session.schema.json#/$defs/agent_resume_params.
+type AgentResumeParams struct {
+	SessionID *string
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objAgentResumeParams = wire.Object{Type: "AgentResumeParams"}
+
+// UnmarshalJSONFrom decodes AgentResumeParams, checking required members, kinds and constraints.
+func (x *AgentResumeParams) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = AgentResumeParams{}
+	r := wire.ReadObject(dec, &objAgentResumeParams)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *AgentResumeParams) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "sessionId":
+		return wire.Ptr(r, &x.SessionID, wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes AgentResumeParams, members in schema order, then Extra.
+func (x AgentResumeParams) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *AgentResumeParams) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "sessionId", x.SessionID, wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x AgentResumeParams) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *AgentResumeParams) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The shape of one argument.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-host.schema.json#/$defs/argument_shape.
+type ArgumentShape struct {
+	ValueType  string
+	ListLength *int64
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objArgumentShape = wire.Object{
+	Required: []string{"value_type"},
+	Type:     "ArgumentShape",
+}
+
+// UnmarshalJSONFrom decodes ArgumentShape, checking required members, kinds and constraints.
+func (x *ArgumentShape) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = ArgumentShape{}
+	r := wire.ReadObject(dec, &objArgumentShape)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *ArgumentShape) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "value_type":
+		return wire.Field(r, &x.ValueType, wire.StringFrom)
+	case "list_length":
+		return wire.Ptr(r, &x.ListLength, readArgumentShapeListLength)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes ArgumentShape, members in schema order, then Extra.
+func (x ArgumentShape) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *ArgumentShape) members(w *wire.ObjectWriter) {
+	wire.Put(w, "value_type", x.ValueType, wire.StringTo)
+	wire.PutPtr(w, "list_length", x.ListLength, wire.IntTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x ArgumentShape) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *ArgumentShape) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Params of builtin_call. Host tools and agent-loop tools run by host_bridge send exactly one element,
+// the arguments object; builtins unknown to the VM are forwarded with all their positional arguments.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-host.schema.json#/$defs/builtin_call_params.
+type BuiltinCallParams struct {
+	// The builtin or host tool.
+	Name string
+	// Positional arguments.
+	Args []jsontext.Value
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objBuiltinCallParams = wire.Object{
+	Required: []string{"name", "args"},
+	Type:     "BuiltinCallParams",
+}
+
+// UnmarshalJSONFrom decodes BuiltinCallParams, checking required members, kinds and constraints.
+func (x *BuiltinCallParams) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = BuiltinCallParams{}
+	r := wire.ReadObject(dec, &objBuiltinCallParams)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *BuiltinCallParams) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "name":
+		return wire.Field(r, &x.Name, readBuiltinCallParamsName)
+	case "args":
+		return wire.Field(r, &x.Args, readListOfRaw)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes BuiltinCallParams, members in schema order, then Extra.
+func (x BuiltinCallParams) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *BuiltinCallParams) members(w *wire.ObjectWriter) {
+	wire.Put(w, "name", x.Name, wire.StringTo)
+	wire.Put(w, "args", x.Args, writeListOfRaw)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x BuiltinCallParams) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *BuiltinCallParams) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
 
 // CapabilityObject has no description in its schema.
 //
@@ -154,6 +4184,372 @@ func (x *CapabilityOps) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
+// A pending item's delivery mode in its canonical bridge name (steer shows as finish_step, queue as
+// audit_only). Open.
+//
+// Other values: A value this version does not know.
+//
+// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
+// from harn-session.schema.json#/$defs/delivery_mode.
+type DeliveryMode string
+
+// Known values of DeliveryMode, in schema order.
+const (
+	DeliveryModeInterruptImmediate DeliveryMode = "interrupt_immediate"
+	DeliveryModeFinishStep         DeliveryMode = "finish_step"
+	DeliveryModeAuditOnly          DeliveryMode = "audit_only"
+)
+
+var valuesDeliveryMode = []DeliveryMode{DeliveryModeInterruptImmediate, DeliveryModeFinishStep, DeliveryModeAuditOnly}
+
+// Known reports whether x is one of the values the schema lists.
+func (x DeliveryMode) Known() bool {
+	return slices.Contains(valuesDeliveryMode, x)
+}
+
+// UnmarshalJSONFrom decodes DeliveryMode, keeping any value.
+func (x *DeliveryMode) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	return wire.StringEnum(dec, x, "DeliveryMode", valuesDeliveryMode, true)
+}
+
+// MarshalJSONTo encodes DeliveryMode.
+func (x DeliveryMode) MarshalJSONTo(enc *jsontext.Encoder) error {
+	return wire.WriteStringEnum(enc, x, "DeliveryMode", valuesDeliveryMode, true)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x DeliveryMode) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *DeliveryMode) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Params of harn.hitl.requested: the agent asks a human; answer with harn.hitl.respond.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-host.schema.json#/$defs/hitl_requested_params.
+type HITLRequestedParams struct {
+	RequestID string
+	// The kind of request. Open.
+	Kind        HITLRequestedParamsKind
+	Agent       *string
+	TraceID     string
+	RunID       *string
+	RequestedAt string
+	// What is asked; an approval carries approval_request, the ApprovalRequest of
+	// session/request_permission.
+	Payload jsontext.Value
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objHITLRequestedParams = wire.Object{
+	Required: []string{"request_id", "kind", "trace_id", "requested_at", "payload"},
+	Type:     "HITLRequestedParams",
+}
+
+// UnmarshalJSONFrom decodes HITLRequestedParams, checking required members, kinds and constraints.
+func (x *HITLRequestedParams) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = HITLRequestedParams{}
+	r := wire.ReadObject(dec, &objHITLRequestedParams)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *HITLRequestedParams) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "request_id":
+		return wire.Field(r, &x.RequestID, wire.StringFrom)
+	case "kind":
+		return wire.Field(r, &x.Kind, (*HITLRequestedParamsKind).UnmarshalJSONFrom)
+	case "agent":
+		return wire.Ptr(r, &x.Agent, wire.StringFrom)
+	case "trace_id":
+		return wire.Field(r, &x.TraceID, wire.StringFrom)
+	case "run_id":
+		return wire.Ptr(r, &x.RunID, wire.StringFrom)
+	case "requested_at":
+		return wire.Field(r, &x.RequestedAt, wire.StringFrom)
+	case "payload":
+		return wire.Field(r, &x.Payload, wire.RawFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes HITLRequestedParams, members in schema order, then Extra.
+func (x HITLRequestedParams) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *HITLRequestedParams) members(w *wire.ObjectWriter) {
+	wire.Put(w, "request_id", x.RequestID, wire.StringTo)
+	wire.Put(w, "kind", x.Kind, HITLRequestedParamsKind.MarshalJSONTo)
+	wire.PutPtr(w, "agent", x.Agent, wire.StringTo)
+	wire.Put(w, "trace_id", x.TraceID, wire.StringTo)
+	wire.PutPtr(w, "run_id", x.RunID, wire.StringTo)
+	wire.Put(w, "requested_at", x.RequestedAt, wire.StringTo)
+	wire.Put(w, "payload", x.Payload, wire.RawTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x HITLRequestedParams) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *HITLRequestedParams) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The kind of request. Open.
+//
+// Other values: A value this version does not know.
+//
+// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
+// from harn-host.schema.json#/$defs/hitl_requested_params/properties/kind.
+type HITLRequestedParamsKind string
+
+// Known values of HITLRequestedParamsKind, in schema order.
+const (
+	HITLRequestedParamsKindQuestion    HITLRequestedParamsKind = "question"
+	HITLRequestedParamsKindApproval    HITLRequestedParamsKind = "approval"
+	HITLRequestedParamsKindDualControl HITLRequestedParamsKind = "dual_control"
+	HITLRequestedParamsKindEscalation  HITLRequestedParamsKind = "escalation"
+)
+
+var valuesHITLRequestedParamsKind = []HITLRequestedParamsKind{HITLRequestedParamsKindQuestion, HITLRequestedParamsKindApproval, HITLRequestedParamsKindDualControl, HITLRequestedParamsKindEscalation}
+
+// Known reports whether x is one of the values the schema lists.
+func (x HITLRequestedParamsKind) Known() bool {
+	return slices.Contains(valuesHITLRequestedParamsKind, x)
+}
+
+// UnmarshalJSONFrom decodes HITLRequestedParamsKind, keeping any value.
+func (x *HITLRequestedParamsKind) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	return wire.StringEnum(dec, x, "HITLRequestedParamsKind", valuesHITLRequestedParamsKind, true)
+}
+
+// MarshalJSONTo encodes HITLRequestedParamsKind.
+func (x HITLRequestedParamsKind) MarshalJSONTo(enc *jsontext.Encoder) error {
+	return wire.WriteStringEnum(enc, x, "HITLRequestedParamsKind", valuesHITLRequestedParamsKind, true)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x HITLRequestedParamsKind) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *HITLRequestedParamsKind) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Params of harn.hitl.respond: answer a harn.hitl.requested (or hitl_request update).
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-session.schema.json#/$defs/hitl_respond_params.
+type HITLRespondParams struct {
+	SessionID   *string
+	RequestID   string
+	Answer      jsontext.Value
+	Approved    *bool
+	Accepted    *bool
+	Reviewer    *string
+	Reason      *string
+	Metadata    jsontext.Value
+	RespondedAt *string
+	Signature   *string
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objHITLRespondParams = wire.Object{
+	Required: []string{"request_id"},
+	Type:     "HITLRespondParams",
+}
+
+// UnmarshalJSONFrom decodes HITLRespondParams, checking required members, kinds and constraints.
+func (x *HITLRespondParams) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = HITLRespondParams{}
+	r := wire.ReadObject(dec, &objHITLRespondParams)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *HITLRespondParams) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "sessionId":
+		return wire.Ptr(r, &x.SessionID, wire.StringFrom)
+	case "request_id":
+		return wire.Field(r, &x.RequestID, readHITLRespondParamsRequestID)
+	case "answer":
+		return wire.Field(r, &x.Answer, wire.RawFrom)
+	case "approved":
+		return wire.Ptr(r, &x.Approved, wire.BoolFrom)
+	case "accepted":
+		return wire.Ptr(r, &x.Accepted, wire.BoolFrom)
+	case "reviewer":
+		return wire.Ptr(r, &x.Reviewer, wire.StringFrom)
+	case "reason":
+		return wire.Ptr(r, &x.Reason, wire.StringFrom)
+	case "metadata":
+		return wire.Field(r, &x.Metadata, wire.RawFrom)
+	case "responded_at":
+		return wire.Ptr(r, &x.RespondedAt, wire.StringFrom)
+	case "signature":
+		return wire.Ptr(r, &x.Signature, wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes HITLRespondParams, members in schema order, then Extra.
+func (x HITLRespondParams) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *HITLRespondParams) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "sessionId", x.SessionID, wire.StringTo)
+	wire.Put(w, "request_id", x.RequestID, wire.StringTo)
+	wire.PutIf(w, "answer", x.Answer, x.Answer != nil, wire.RawTo)
+	wire.PutPtr(w, "approved", x.Approved, wire.BoolTo)
+	wire.PutPtr(w, "accepted", x.Accepted, wire.BoolTo)
+	wire.PutPtr(w, "reviewer", x.Reviewer, wire.StringTo)
+	wire.PutPtr(w, "reason", x.Reason, wire.StringTo)
+	wire.PutIf(w, "metadata", x.Metadata, x.Metadata != nil, wire.RawTo)
+	wire.PutPtr(w, "responded_at", x.RespondedAt, wire.StringTo)
+	wire.PutPtr(w, "signature", x.Signature, wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x HITLRespondParams) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *HITLRespondParams) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Result of harn.hitl.respond.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-session.schema.json#/$defs/hitl_respond_result.
+type HITLRespondResult struct {
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objHITLRespondResult = wire.Object{
+	Required: []string{"ok"},
+	Type:     "HITLRespondResult",
+}
+
+// UnmarshalJSONFrom decodes HITLRespondResult, checking required members, kinds and constraints.
+func (x *HITLRespondResult) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = HITLRespondResult{}
+	r := wire.ReadObject(dec, &objHITLRespondResult)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *HITLRespondResult) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "ok":
+		return wire.Const(r, true, wire.BoolFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes HITLRespondResult, members in schema order, then Extra.
+func (x HITLRespondResult) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *HITLRespondResult) members(w *wire.ObjectWriter) {
+	wire.PutConst(w, "ok", true, wire.BoolTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x HITLRespondResult) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *HITLRespondResult) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Harn's fields of a host/call.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-host.schema.json#/$defs/host_call_harn.
+type HostCallHarn struct {
+	// Who made a host call and the shapes (never the values) of its arguments.
+	RequestTrace *RequestTrace
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objHostCallHarn = wire.Object{Type: "HostCallHarn"}
+
+// UnmarshalJSONFrom decodes HostCallHarn, checking required members, kinds and constraints.
+func (x *HostCallHarn) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = HostCallHarn{}
+	r := wire.ReadObject(dec, &objHostCallHarn)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *HostCallHarn) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "requestTrace":
+		return wire.Ptr(r, &x.RequestTrace, (*RequestTrace).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes HostCallHarn, members in schema order, then Extra.
+func (x HostCallHarn) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *HostCallHarn) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "requestTrace", x.RequestTrace, RequestTrace.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x HostCallHarn) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *HostCallHarn) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
 // Params of host/call: a privileged call of one host operation, named '<capability>.<operation>', with
 // the operation's arguments in args.
 //
@@ -166,7 +4562,8 @@ type HostCallParams struct {
 	Name string
 	// The operation's arguments, normally an object ({} when empty).
 	Args jsontext.Value
-	// ACP extension metadata (_meta). Free-form; Harn's own keys live under harn.
+	// The _meta of host/call: Harn's request attribution under harn (newest builds); other keys are
+	// kept.
 	Meta *Meta
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
@@ -305,6 +4702,1561 @@ func (x *HostCapabilitiesParams) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
+// An event of the host injected into the session.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-session.schema.json#/$defs/host_event.
+type HostEvent struct {
+	Kind     string
+	Delivery *string
+	Payload  jsontext.Value
+	// Where a host event comes from.
+	Provenance HostEventProvenance
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objHostEvent = wire.Object{
+	Required: []string{"kind", "payload", "provenance"},
+	Type:     "HostEvent",
+}
+
+// UnmarshalJSONFrom decodes HostEvent, checking required members, kinds and constraints.
+func (x *HostEvent) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = HostEvent{}
+	r := wire.ReadObject(dec, &objHostEvent)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *HostEvent) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "kind":
+		return wire.Field(r, &x.Kind, wire.StringFrom)
+	case "delivery":
+		return wire.Ptr(r, &x.Delivery, wire.StringFrom)
+	case "payload":
+		return wire.Field(r, &x.Payload, wire.RawObjectFrom)
+	case "provenance":
+		return wire.Field(r, &x.Provenance, (*HostEventProvenance).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes HostEvent, members in schema order, then Extra.
+func (x HostEvent) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *HostEvent) members(w *wire.ObjectWriter) {
+	wire.Put(w, "kind", x.Kind, wire.StringTo)
+	wire.PutPtr(w, "delivery", x.Delivery, wire.StringTo)
+	wire.Put(w, "payload", x.Payload, wire.RawTo)
+	wire.Put(w, "provenance", x.Provenance, HostEventProvenance.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x HostEvent) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *HostEvent) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Where a host event comes from.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-session.schema.json#/$defs/host_event_provenance.
+type HostEventProvenance struct {
+	Initiator string
+	Source    string
+	Host      *string
+	TsMS      int64
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objHostEventProvenance = wire.Object{
+	Required: []string{"initiator", "source", "ts_ms"},
+	Type:     "HostEventProvenance",
+}
+
+// UnmarshalJSONFrom decodes HostEventProvenance, checking required members, kinds and constraints.
+func (x *HostEventProvenance) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = HostEventProvenance{}
+	r := wire.ReadObject(dec, &objHostEventProvenance)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *HostEventProvenance) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "initiator":
+		return wire.Field(r, &x.Initiator, wire.StringFrom)
+	case "source":
+		return wire.Field(r, &x.Source, wire.StringFrom)
+	case "host":
+		return wire.Ptr(r, &x.Host, wire.StringFrom)
+	case "ts_ms":
+		return wire.Field(r, &x.TsMS, wire.IntFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes HostEventProvenance, members in schema order, then Extra.
+func (x HostEventProvenance) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *HostEventProvenance) members(w *wire.ObjectWriter) {
+	wire.Put(w, "initiator", x.Initiator, wire.StringTo)
+	wire.Put(w, "source", x.Source, wire.StringTo)
+	wire.PutPtr(w, "host", x.Host, wire.StringTo)
+	wire.Put(w, "ts_ms", x.TsMS, wire.IntTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x HostEventProvenance) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *HostEventProvenance) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The marker Harn consumes inside the authority-scoped builtin; not an authority token.
+//
+// Closed: members the schema does not name are rejected. Generated from
+// harn-host.schema.json#/$defs/host_result.
+type HostResult struct{}
+
+var objHostResult = wire.Object{
+	Required: []string{"schema", "kind"},
+	Type:     "HostResult",
+}
+
+// UnmarshalJSONFrom decodes HostResult, checking required members, kinds and constraints.
+func (x *HostResult) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = HostResult{}
+	r := wire.ReadObject(dec, &objHostResult)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *HostResult) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "schema":
+		return wire.Const(r, "harn.host-result.v1", wire.StringFrom)
+	case "kind":
+		return wire.Const(r, "hypothesis_native_attestation", wire.StringFrom)
+	}
+	return r.Unknown()
+}
+
+// MarshalJSONTo encodes HostResult, members in schema order.
+func (x HostResult) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *HostResult) members(w *wire.ObjectWriter) {
+	wire.PutConst(w, "schema", "harn.host-result.v1", wire.StringTo)
+	wire.PutConst(w, "kind", "hypothesis_native_attestation", wire.StringTo)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x HostResult) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *HostResult) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// A tool the host exposes. Harn normalises it to {name, description (default ""), schema (object or
+// null), deprecated (default false)}, accepting short_description for description and parameters or
+// input_schema for schema.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-host.schema.json#/$defs/host_tool.
+type HostTool struct {
+	Name        string
+	Description *string
+	// Compatibility name of description.
+	ShortDescription *string
+	// The tool's input JSON Schema.
+	Schema jsontext.Value
+	// Compatibility name of schema.
+	Parameters jsontext.Value
+	// Compatibility name of schema.
+	InputSchema jsontext.Value
+	Deprecated  *bool
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objHostTool = wire.Object{
+	Required: []string{"name"},
+	Type:     "HostTool",
+}
+
+// UnmarshalJSONFrom decodes HostTool, checking required members, kinds and constraints.
+func (x *HostTool) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = HostTool{}
+	r := wire.ReadObject(dec, &objHostTool)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *HostTool) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "name":
+		return wire.Field(r, &x.Name, readHostToolName)
+	case "description":
+		return wire.Ptr(r, &x.Description, wire.StringFrom)
+	case "short_description":
+		return wire.Ptr(r, &x.ShortDescription, wire.StringFrom)
+	case "schema":
+		return wire.Field(r, &x.Schema, wire.RawFrom)
+	case "parameters":
+		return wire.Field(r, &x.Parameters, wire.RawFrom)
+	case "input_schema":
+		return wire.Field(r, &x.InputSchema, wire.RawFrom)
+	case "deprecated":
+		return wire.Ptr(r, &x.Deprecated, wire.BoolFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes HostTool, members in schema order, then Extra.
+func (x HostTool) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *HostTool) members(w *wire.ObjectWriter) {
+	wire.Put(w, "name", x.Name, wire.StringTo)
+	wire.PutPtr(w, "description", x.Description, wire.StringTo)
+	wire.PutPtr(w, "short_description", x.ShortDescription, wire.StringTo)
+	wire.PutIf(w, "schema", x.Schema, x.Schema != nil, wire.RawTo)
+	wire.PutIf(w, "parameters", x.Parameters, x.Parameters != nil, wire.RawTo)
+	wire.PutIf(w, "input_schema", x.InputSchema, x.InputSchema != nil, wire.RawTo)
+	wire.PutPtr(w, "deprecated", x.Deprecated, wire.BoolTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x HostTool) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *HostTool) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Result of host/tools/list: {tools}, a bare array of tools, or {result: {tools}}.
+//
+// The JSON kind of the value selects the variant; exactly one field is set. Generated from
+// harn-host.schema.json#/$defs/host_tools_list_result.
+type HostToolsListResult struct {
+	// Set when the value is a JSON object.
+	Object *HostToolsListResultObject
+	// Set when the value is a JSON array.
+	List []HostTool
+}
+
+// UnmarshalJSONFrom decodes the variant that matches the value's JSON kind.
+func (x *HostToolsListResult) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = HostToolsListResult{}
+	switch dec.PeekKind() {
+	case '{':
+		return wire.Choose(dec, "HostToolsListResult", &x.Object, (*HostToolsListResultObject).UnmarshalJSONFrom)
+	case '[':
+		return wire.Scalar(dec, "HostToolsListResult", &x.List, readListOfHostTool)
+	}
+	return wire.KindError(dec, "HostToolsListResult", "object or array")
+}
+
+// MarshalJSONTo encodes the variant that is set.
+func (x HostToolsListResult) MarshalJSONTo(enc *jsontext.Encoder) error {
+	switch {
+	case x.Object != nil:
+		return HostToolsListResultObject.MarshalJSONTo(*x.Object, enc)
+	case x.List != nil:
+		return writeListOfHostTool(x.List, enc)
+	}
+	return wire.NoVariant("HostToolsListResult")
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x HostToolsListResult) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *HostToolsListResult) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// HostToolsListResultObject has no description in its schema.
+//
+// The members present select the variant; exactly one variant field is set. Generated from
+// harn-host.schema.json#/$defs/host_tools_list_result(object alternatives).
+type HostToolsListResultObject struct {
+	// The canonical host/tools/list result.
+	//
+	// Set when `tools` is present.
+	ToolsList *ToolsList
+	// An ACP-style wrapper of the tool list.
+	//
+	// Set when `result` is present.
+	ToolsListEnvelope *ToolsListEnvelope
+}
+
+var unionHostToolsListResultObject = wire.Union{
+	Type: "HostToolsListResultObject",
+	Variants: []wire.Variant{{
+		Keys:   []string{"tools"},
+		Object: &objToolsList,
+	}, {
+		Keys:   []string{"result"},
+		Object: &objToolsListEnvelope,
+	}},
+}
+
+// UnmarshalJSONFrom decodes HostToolsListResultObject in one pass, streaming members into the variant once it is chosen.
+func (x *HostToolsListResultObject) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = HostToolsListResultObject{}
+	r := wire.ReadUnion(dec, &unionHostToolsListResultObject)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *HostToolsListResultObject) member(r *wire.ObjectReader) error {
+	switch r.Variant() {
+	case 0:
+		return wire.New(&x.ToolsList).member(r)
+	case 1:
+		return wire.New(&x.ToolsListEnvelope).member(r)
+	}
+	return nil
+}
+
+// MarshalJSONTo encodes the variant that is set.
+func (x HostToolsListResultObject) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	switch {
+	case x.ToolsList != nil:
+		x.ToolsList.members(&w)
+	case x.ToolsListEnvelope != nil:
+		x.ToolsListEnvelope.members(&w)
+	default:
+		return wire.NoVariant("HostToolsListResultObject")
+	}
+	return w.End()
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x HostToolsListResultObject) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *HostToolsListResultObject) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Arguments of host/call hypothesis.attest_event. Harn validates them before it sends, so every member
+// is present and nothing else is.
+//
+// Closed: members the schema does not name are rejected. Generated from
+// harn-host.schema.json#/$defs/hypothesis_attest_args.
+type HypothesisAttestArgs struct {
+	// The authority asked for.
+	AuthorityKind HypothesisAttestArgsAuthorityKind
+	// sha256: and 64 lowercase hex digits.
+	EventFingerprint string
+	// sha256: and 64 lowercase hex digits.
+	PlanFingerprint string
+	HypothesisID    string
+	// The adapter-owned receipt of the completed native operation, bound to one exact request.
+	OperationReceiptID string
+	RunID              *string
+}
+
+var objHypothesisAttestArgs = wire.Object{
+	Required: []string{"authority_kind", "event_fingerprint", "plan_fingerprint", "hypothesis_id", "operation_receipt_id", "run_id"},
+	Type:     "HypothesisAttestArgs",
+}
+
+// UnmarshalJSONFrom decodes HypothesisAttestArgs, checking required members, kinds and constraints.
+func (x *HypothesisAttestArgs) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = HypothesisAttestArgs{}
+	r := wire.ReadObject(dec, &objHypothesisAttestArgs)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *HypothesisAttestArgs) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "authority_kind":
+		return wire.Field(r, &x.AuthorityKind, (*HypothesisAttestArgsAuthorityKind).UnmarshalJSONFrom)
+	case "event_fingerprint":
+		return wire.Field(r, &x.EventFingerprint, readHypothesisAttestArgsEventFingerprint)
+	case "plan_fingerprint":
+		return wire.Field(r, &x.PlanFingerprint, readHypothesisAttestArgsPlanFingerprint)
+	case "hypothesis_id":
+		return wire.Field(r, &x.HypothesisID, readHypothesisAttestArgsHypothesisID)
+	case "operation_receipt_id":
+		return wire.Field(r, &x.OperationReceiptID, readHypothesisAttestArgsOperationReceiptID)
+	case "run_id":
+		return wire.NullPtr(r, &x.RunID, readHypothesisAttestArgsRunID)
+	}
+	return r.Unknown()
+}
+
+// MarshalJSONTo encodes HypothesisAttestArgs, members in schema order.
+func (x HypothesisAttestArgs) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *HypothesisAttestArgs) members(w *wire.ObjectWriter) {
+	wire.Put(w, "authority_kind", x.AuthorityKind, HypothesisAttestArgsAuthorityKind.MarshalJSONTo)
+	wire.Put(w, "event_fingerprint", x.EventFingerprint, wire.StringTo)
+	wire.Put(w, "plan_fingerprint", x.PlanFingerprint, wire.StringTo)
+	wire.Put(w, "hypothesis_id", x.HypothesisID, wire.StringTo)
+	wire.Put(w, "operation_receipt_id", x.OperationReceiptID, wire.StringTo)
+	wire.PutNullPtr(w, "run_id", x.RunID, wire.StringTo)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x HypothesisAttestArgs) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *HypothesisAttestArgs) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The authority asked for.
+//
+// Closed: other values are rejected with wire.ErrConstraint, on decode and on encode. Generated from
+// harn-host.schema.json#/$defs/hypothesis_attest_args/properties/authority_kind.
+type HypothesisAttestArgsAuthorityKind string
+
+// Known values of HypothesisAttestArgsAuthorityKind, in schema order.
+const (
+	HypothesisAttestArgsAuthorityKindPlanAdmission     HypothesisAttestArgsAuthorityKind = "plan_admission"
+	HypothesisAttestArgsAuthorityKindNativeApproval    HypothesisAttestArgsAuthorityKind = "native_approval"
+	HypothesisAttestArgsAuthorityKindNativeObservation HypothesisAttestArgsAuthorityKind = "native_observation"
+	HypothesisAttestArgsAuthorityKindLifecycleAudit    HypothesisAttestArgsAuthorityKind = "lifecycle_audit"
+)
+
+var valuesHypothesisAttestArgsAuthorityKind = []HypothesisAttestArgsAuthorityKind{HypothesisAttestArgsAuthorityKindPlanAdmission, HypothesisAttestArgsAuthorityKindNativeApproval, HypothesisAttestArgsAuthorityKindNativeObservation, HypothesisAttestArgsAuthorityKindLifecycleAudit}
+
+// Known reports whether x is one of the values the schema lists.
+func (x HypothesisAttestArgsAuthorityKind) Known() bool {
+	return slices.Contains(valuesHypothesisAttestArgsAuthorityKind, x)
+}
+
+// UnmarshalJSONFrom decodes HypothesisAttestArgsAuthorityKind, rejecting values the schema does not list.
+func (x *HypothesisAttestArgsAuthorityKind) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	return wire.StringEnum(dec, x, "HypothesisAttestArgsAuthorityKind", valuesHypothesisAttestArgsAuthorityKind, false)
+}
+
+// MarshalJSONTo encodes HypothesisAttestArgsAuthorityKind, refusing values the schema does not list.
+func (x HypothesisAttestArgsAuthorityKind) MarshalJSONTo(enc *jsontext.Encoder) error {
+	return wire.WriteStringEnum(enc, x, "HypothesisAttestArgsAuthorityKind", valuesHypothesisAttestArgsAuthorityKind, false)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x HypothesisAttestArgsAuthorityKind) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *HypothesisAttestArgsAuthorityKind) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The one success result of hypothesis.attest_event, exactly
+// {"_meta":{"harn":{"hostResult":{"schema":"harn.host-result.v1","kind":"hypothesis_native_attestation"}}}};
+// Harn rejects a missing, malformed or extended one. A denial is a JSON-RPC error, never a result.
+//
+// Closed: members the schema does not name are rejected. Generated from
+// harn-host.schema.json#/$defs/hypothesis_attestation.
+type HypothesisAttestation struct {
+	// The _meta of the attestation: harn only.
+	Meta HypothesisAttestationMeta
+}
+
+var objHypothesisAttestation = wire.Object{
+	Required: []string{"_meta"},
+	Type:     "HypothesisAttestation",
+}
+
+// UnmarshalJSONFrom decodes HypothesisAttestation, checking required members, kinds and constraints.
+func (x *HypothesisAttestation) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = HypothesisAttestation{}
+	r := wire.ReadObject(dec, &objHypothesisAttestation)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *HypothesisAttestation) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "_meta":
+		return wire.Field(r, &x.Meta, (*HypothesisAttestationMeta).UnmarshalJSONFrom)
+	}
+	return r.Unknown()
+}
+
+// MarshalJSONTo encodes HypothesisAttestation, members in schema order.
+func (x HypothesisAttestation) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *HypothesisAttestation) members(w *wire.ObjectWriter) {
+	wire.Put(w, "_meta", x.Meta, HypothesisAttestationMeta.MarshalJSONTo)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x HypothesisAttestation) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *HypothesisAttestation) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The host result marker.
+//
+// Closed: members the schema does not name are rejected. Generated from
+// harn-host.schema.json#/$defs/hypothesis_attestation_harn.
+type HypothesisAttestationHarn struct {
+	// The marker Harn consumes inside the authority-scoped builtin; not an authority token.
+	HostResult HostResult
+}
+
+var objHypothesisAttestationHarn = wire.Object{
+	Required: []string{"hostResult"},
+	Type:     "HypothesisAttestationHarn",
+}
+
+// UnmarshalJSONFrom decodes HypothesisAttestationHarn, checking required members, kinds and constraints.
+func (x *HypothesisAttestationHarn) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = HypothesisAttestationHarn{}
+	r := wire.ReadObject(dec, &objHypothesisAttestationHarn)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *HypothesisAttestationHarn) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "hostResult":
+		return wire.Field(r, &x.HostResult, (*HostResult).UnmarshalJSONFrom)
+	}
+	return r.Unknown()
+}
+
+// MarshalJSONTo encodes HypothesisAttestationHarn, members in schema order.
+func (x HypothesisAttestationHarn) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *HypothesisAttestationHarn) members(w *wire.ObjectWriter) {
+	wire.Put(w, "hostResult", x.HostResult, HostResult.MarshalJSONTo)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x HypothesisAttestationHarn) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *HypothesisAttestationHarn) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The _meta of the attestation: harn only.
+//
+// Closed: members the schema does not name are rejected. Generated from
+// harn-host.schema.json#/$defs/hypothesis_attestation_meta.
+type HypothesisAttestationMeta struct {
+	// The host result marker.
+	Harn HypothesisAttestationHarn
+}
+
+var objHypothesisAttestationMeta = wire.Object{
+	Required: []string{"harn"},
+	Type:     "HypothesisAttestationMeta",
+}
+
+// UnmarshalJSONFrom decodes HypothesisAttestationMeta, checking required members, kinds and constraints.
+func (x *HypothesisAttestationMeta) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = HypothesisAttestationMeta{}
+	r := wire.ReadObject(dec, &objHypothesisAttestationMeta)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *HypothesisAttestationMeta) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "harn":
+		return wire.Field(r, &x.Harn, (*HypothesisAttestationHarn).UnmarshalJSONFrom)
+	}
+	return r.Unknown()
+}
+
+// MarshalJSONTo encodes HypothesisAttestationMeta, members in schema order.
+func (x HypothesisAttestationMeta) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *HypothesisAttestationMeta) members(w *wire.ObjectWriter) {
+	wire.Put(w, "harn", x.Harn, HypothesisAttestationHarn.MarshalJSONTo)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x HypothesisAttestationMeta) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *HypothesisAttestationMeta) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The agent loop's idle wait: sent on entering and on every pass (backoff 100 ms, 500 ms, 1 s, 2 s,
+// reset on activity).
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-host.schema.json#/$defs/idle_backoff.
+type IdleBackoff struct {
+	Iteration   int64
+	BackoffMS   int64
+	PersistPath wire.Nullable[string]
+	WatchPaths  []string
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objIdleBackoff = wire.Object{
+	Required: []string{"iteration", "backoff_ms"},
+	Type:     "IdleBackoff",
+}
+
+// UnmarshalJSONFrom decodes IdleBackoff, checking required members, kinds and constraints.
+func (x *IdleBackoff) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = IdleBackoff{}
+	r := wire.ReadObject(dec, &objIdleBackoff)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *IdleBackoff) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "iteration":
+		return wire.Field(r, &x.Iteration, readIdleBackoffIteration)
+	case "backoff_ms":
+		return wire.Field(r, &x.BackoffMS, readIdleBackoffBackoffMS)
+	case "persist_path":
+		return wire.Opt(r, &x.PersistPath, wire.StringFrom)
+	case "watch_paths":
+		return wire.Field(r, &x.WatchPaths, readListOfString)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes IdleBackoff, members in schema order, then Extra.
+func (x IdleBackoff) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *IdleBackoff) members(w *wire.ObjectWriter) {
+	wire.Put(w, "iteration", x.Iteration, wire.IntTo)
+	wire.Put(w, "backoff_ms", x.BackoffMS, wire.IntTo)
+	wire.PutOpt(w, "persist_path", x.PersistPath, wire.StringTo)
+	wire.PutIf(w, "watch_paths", x.WatchPaths, x.WatchPaths != nil, writeListOfString)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x IdleBackoff) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *IdleBackoff) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The standard library's daemon wait.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-host.schema.json#/$defs/idle_wait.
+type IdleWait struct {
+	SessionID string
+	TimeoutMS int64
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objIdleWait = wire.Object{
+	Required: []string{"session_id", "timeout_ms"},
+	Type:     "IdleWait",
+}
+
+// UnmarshalJSONFrom decodes IdleWait, checking required members, kinds and constraints.
+func (x *IdleWait) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = IdleWait{}
+	r := wire.ReadObject(dec, &objIdleWait)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *IdleWait) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "session_id":
+		return wire.Field(r, &x.SessionID, wire.StringFrom)
+	case "timeout_ms":
+		return wire.Field(r, &x.TimeoutMS, readIdleWaitTimeoutMS)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes IdleWait, members in schema order, then Extra.
+func (x IdleWait) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *IdleWait) members(w *wire.ObjectWriter) {
+	wire.Put(w, "session_id", x.SessionID, wire.StringTo)
+	wire.Put(w, "timeout_ms", x.TimeoutMS, wire.IntTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x IdleWait) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *IdleWait) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// What agentCapabilities.session advertises (Harn puts it at the root of agentCapabilities, where
+// acp.AgentCapabilities keeps it in Extra under "session"): the inject and remind modes and
+// pending-queue operations.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-session.schema.json#/$defs/inject_capabilities.
+type InjectCapabilities struct {
+	// session/inject support.
+	Inject *InjectCapability
+	// session/remind support.
+	Remind *RemindCapability
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objInjectCapabilities = wire.Object{Type: "InjectCapabilities"}
+
+// UnmarshalJSONFrom decodes InjectCapabilities, checking required members, kinds and constraints.
+func (x *InjectCapabilities) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = InjectCapabilities{}
+	r := wire.ReadObject(dec, &objInjectCapabilities)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *InjectCapabilities) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "inject":
+		return wire.Ptr(r, &x.Inject, (*InjectCapability).UnmarshalJSONFrom)
+	case "remind":
+		return wire.Ptr(r, &x.Remind, (*RemindCapability).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes InjectCapabilities, members in schema order, then Extra.
+func (x InjectCapabilities) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *InjectCapabilities) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "inject", x.Inject, InjectCapability.MarshalJSONTo)
+	wire.PutPtr(w, "remind", x.Remind, RemindCapability.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x InjectCapabilities) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *InjectCapabilities) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// session/inject support.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-session.schema.json#/$defs/inject_capability.
+type InjectCapability struct {
+	Modes []string
+	// Pending-message operations.
+	Pending *InjectCapabilityPending
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objInjectCapability = wire.Object{Type: "InjectCapability"}
+
+// UnmarshalJSONFrom decodes InjectCapability, checking required members, kinds and constraints.
+func (x *InjectCapability) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = InjectCapability{}
+	r := wire.ReadObject(dec, &objInjectCapability)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *InjectCapability) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "modes":
+		return wire.Field(r, &x.Modes, readListOfString)
+	case "pending":
+		return wire.Ptr(r, &x.Pending, (*InjectCapabilityPending).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes InjectCapability, members in schema order, then Extra.
+func (x InjectCapability) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *InjectCapability) members(w *wire.ObjectWriter) {
+	wire.PutIf(w, "modes", x.Modes, x.Modes != nil, writeListOfString)
+	wire.PutPtr(w, "pending", x.Pending, InjectCapabilityPending.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x InjectCapability) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *InjectCapability) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Pending-message operations.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-session.schema.json#/$defs/inject_capability/properties/pending.
+type InjectCapabilityPending struct {
+	Replace *bool
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objInjectCapabilityPending = wire.Object{Type: "InjectCapabilityPending"}
+
+// UnmarshalJSONFrom decodes InjectCapabilityPending, checking required members, kinds and constraints.
+func (x *InjectCapabilityPending) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = InjectCapabilityPending{}
+	r := wire.ReadObject(dec, &objInjectCapabilityPending)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *InjectCapabilityPending) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "replace":
+		return wire.Ptr(r, &x.Replace, wire.BoolFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes InjectCapabilityPending, members in schema order, then Extra.
+func (x InjectCapabilityPending) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *InjectCapabilityPending) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "replace", x.Replace, wire.BoolTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x InjectCapabilityPending) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *InjectCapabilityPending) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// A user message to inject: non-empty text, or a non-empty list of ACP content blocks.
+//
+// The JSON kind of the value selects the variant; exactly one field is set. Generated from
+// harn-session.schema.json#/$defs/inject_content.
+type InjectContent struct {
+	// Set when the value is a JSON string.
+	String *string
+	// Set when the value is a JSON array.
+	List []acp.ContentBlock
+}
+
+// UnmarshalJSONFrom decodes the variant that matches the value's JSON kind.
+func (x *InjectContent) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = InjectContent{}
+	switch dec.PeekKind() {
+	case '"':
+		return wire.Choose(dec, "InjectContent", &x.String, readInjectContentString)
+	case '[':
+		return wire.Scalar(dec, "InjectContent", &x.List, readInjectContentList)
+	}
+	return wire.KindError(dec, "InjectContent", "string or array")
+}
+
+// MarshalJSONTo encodes the variant that is set.
+func (x InjectContent) MarshalJSONTo(enc *jsontext.Encoder) error {
+	switch {
+	case x.String != nil:
+		return wire.StringTo(*x.String, enc)
+	case x.List != nil:
+		return writeListOfACPContentBlock(x.List, enc)
+	}
+	return wire.NoVariant("InjectContent")
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x InjectContent) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *InjectContent) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Retargets the run (newest builds; steer and interrupt_immediate only).
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-session.schema.json#/$defs/inject_goal.
+type InjectGoal struct {
+	Objective string
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objInjectGoal = wire.Object{
+	Required: []string{"objective"},
+	Type:     "InjectGoal",
+}
+
+// UnmarshalJSONFrom decodes InjectGoal, checking required members, kinds and constraints.
+func (x *InjectGoal) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = InjectGoal{}
+	r := wire.ReadObject(dec, &objInjectGoal)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *InjectGoal) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "objective":
+		return wire.Field(r, &x.Objective, wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes InjectGoal, members in schema order, then Extra.
+func (x InjectGoal) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *InjectGoal) members(w *wire.ObjectWriter) {
+	wire.Put(w, "objective", x.Objective, wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x InjectGoal) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *InjectGoal) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// When an injected message is delivered: queue (end of interaction, mapped to audit_only), steer (next
+// safe operation boundary, finish_step) or interrupt_immediate (next eligible checkpoint, before a
+// pending tool batch). Agents list the modes they support in agentCapabilities.session.inject.modes;
+// clients degrade to steer.
+//
+// Closed: other values are rejected with wire.ErrConstraint, on decode and on encode. Generated from
+// harn-session.schema.json#/$defs/inject_mode.
+type InjectMode string
+
+// Known values of InjectMode, in schema order.
+const (
+	InjectModeQueue              InjectMode = "queue"
+	InjectModeSteer              InjectMode = "steer"
+	InjectModeInterruptImmediate InjectMode = "interrupt_immediate"
+)
+
+var valuesInjectMode = []InjectMode{InjectModeQueue, InjectModeSteer, InjectModeInterruptImmediate}
+
+// Known reports whether x is one of the values the schema lists.
+func (x InjectMode) Known() bool {
+	return slices.Contains(valuesInjectMode, x)
+}
+
+// UnmarshalJSONFrom decodes InjectMode, rejecting values the schema does not list.
+func (x *InjectMode) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	return wire.StringEnum(dec, x, "InjectMode", valuesInjectMode, false)
+}
+
+// MarshalJSONTo encodes InjectMode, refusing values the schema does not list.
+func (x InjectMode) MarshalJSONTo(enc *jsontext.Encoder) error {
+	return wire.WriteStringEnum(enc, x, "InjectMode", valuesInjectMode, false)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x InjectMode) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *InjectMode) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The data of the -32602 error that answers a revocation or replacement losing a race: reason says
+// which; not_owner_or_not_authorized also carries actor and owner.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-session.schema.json#/$defs/injection_race.
+type InjectionRace struct {
+	// Why the mutation failed. Open.
+	Reason     InjectionRaceReason
+	MessageID  *string
+	ReminderID *string
+	Actor      jsontext.Value
+	Owner      jsontext.Value
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objInjectionRace = wire.Object{
+	Required: []string{"reason"},
+	Type:     "InjectionRace",
+}
+
+// UnmarshalJSONFrom decodes InjectionRace, checking required members, kinds and constraints.
+func (x *InjectionRace) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = InjectionRace{}
+	r := wire.ReadObject(dec, &objInjectionRace)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *InjectionRace) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "reason":
+		return wire.Field(r, &x.Reason, (*InjectionRaceReason).UnmarshalJSONFrom)
+	case "messageId":
+		return wire.Ptr(r, &x.MessageID, wire.StringFrom)
+	case "reminderId":
+		return wire.Ptr(r, &x.ReminderID, wire.StringFrom)
+	case "actor":
+		return wire.Field(r, &x.Actor, wire.RawFrom)
+	case "owner":
+		return wire.Field(r, &x.Owner, wire.RawFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes InjectionRace, members in schema order, then Extra.
+func (x InjectionRace) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *InjectionRace) members(w *wire.ObjectWriter) {
+	wire.Put(w, "reason", x.Reason, InjectionRaceReason.MarshalJSONTo)
+	wire.PutPtr(w, "messageId", x.MessageID, wire.StringTo)
+	wire.PutPtr(w, "reminderId", x.ReminderID, wire.StringTo)
+	wire.PutIf(w, "actor", x.Actor, x.Actor != nil, wire.RawTo)
+	wire.PutIf(w, "owner", x.Owner, x.Owner != nil, wire.RawTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x InjectionRace) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *InjectionRace) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Why the mutation failed. Open.
+//
+// Other values: A value this version does not know.
+//
+// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
+// from harn-session.schema.json#/$defs/injection_race/properties/reason.
+type InjectionRaceReason string
+
+// Known values of InjectionRaceReason, in schema order.
+const (
+	// A checkpoint drained the item first.
+	InjectionRaceReasonAlreadyDelivered InjectionRaceReason = "already_delivered"
+	// Replace of a revoked message.
+	InjectionRaceReasonAlreadyRevoked InjectionRaceReason = "already_revoked"
+	// No such pending message.
+	InjectionRaceReasonUnknownMessageID InjectionRaceReason = "unknown_message_id"
+	// No such pending reminder.
+	InjectionRaceReasonUnknownReminderID InjectionRaceReason = "unknown_reminder_id"
+	// Another actor owns the message.
+	InjectionRaceReasonNotOwnerOrNotAuthorized InjectionRaceReason = "not_owner_or_not_authorized"
+)
+
+var valuesInjectionRaceReason = []InjectionRaceReason{InjectionRaceReasonAlreadyDelivered, InjectionRaceReasonAlreadyRevoked, InjectionRaceReasonUnknownMessageID, InjectionRaceReasonUnknownReminderID, InjectionRaceReasonNotOwnerOrNotAuthorized}
+
+// Known reports whether x is one of the values the schema lists.
+func (x InjectionRaceReason) Known() bool {
+	return slices.Contains(valuesInjectionRaceReason, x)
+}
+
+// UnmarshalJSONFrom decodes InjectionRaceReason, keeping any value.
+func (x *InjectionRaceReason) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	return wire.StringEnum(dec, x, "InjectionRaceReason", valuesInjectionRaceReason, true)
+}
+
+// MarshalJSONTo encodes InjectionRaceReason.
+func (x InjectionRaceReason) MarshalJSONTo(enc *jsontext.Encoder) error {
+	return wire.WriteStringEnum(enc, x, "InjectionRaceReason", valuesInjectionRaceReason, true)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x InjectionRaceReason) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *InjectionRaceReason) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Params of the legacy llm_call: a model call an old mock host served.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-host.schema.json#/$defs/llm_call_params.
+type LLMCallParams struct {
+	Prompt *string
+	System *string
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objLLMCallParams = wire.Object{Type: "LLMCallParams"}
+
+// UnmarshalJSONFrom decodes LLMCallParams, checking required members, kinds and constraints.
+func (x *LLMCallParams) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = LLMCallParams{}
+	r := wire.ReadObject(dec, &objLLMCallParams)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *LLMCallParams) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "prompt":
+		return wire.Ptr(r, &x.Prompt, wire.StringFrom)
+	case "system":
+		return wire.Ptr(r, &x.System, wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes LLMCallParams, members in schema order, then Extra.
+func (x LLMCallParams) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *LLMCallParams) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "prompt", x.Prompt, wire.StringTo)
+	wire.PutPtr(w, "system", x.System, wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x LLMCallParams) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *LLMCallParams) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Result of the legacy llm_call.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-host.schema.json#/$defs/llm_call_result.
+type LLMCallResult struct {
+	Text         *string
+	InputTokens  *int64
+	OutputTokens *int64
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objLLMCallResult = wire.Object{Type: "LLMCallResult"}
+
+// UnmarshalJSONFrom decodes LLMCallResult, checking required members, kinds and constraints.
+func (x *LLMCallResult) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = LLMCallResult{}
+	r := wire.ReadObject(dec, &objLLMCallResult)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *LLMCallResult) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "text":
+		return wire.Ptr(r, &x.Text, wire.StringFrom)
+	case "input_tokens":
+		return wire.Ptr(r, &x.InputTokens, wire.IntFrom)
+	case "output_tokens":
+		return wire.Ptr(r, &x.OutputTokens, wire.IntFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes LLMCallResult, members in schema order, then Extra.
+func (x LLMCallResult) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *LLMCallResult) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "text", x.Text, wire.StringTo)
+	wire.PutPtr(w, "input_tokens", x.InputTokens, wire.IntTo)
+	wire.PutPtr(w, "output_tokens", x.OutputTokens, wire.IntTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x LLMCallResult) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *LLMCallResult) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Params of the legacy error notification.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-host.schema.json#/$defs/legacy_error_params.
+type LegacyErrorParams struct {
+	Message *string
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objLegacyErrorParams = wire.Object{Type: "LegacyErrorParams"}
+
+// UnmarshalJSONFrom decodes LegacyErrorParams, checking required members, kinds and constraints.
+func (x *LegacyErrorParams) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = LegacyErrorParams{}
+	r := wire.ReadObject(dec, &objLegacyErrorParams)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *LegacyErrorParams) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "message":
+		return wire.Ptr(r, &x.Message, wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes LegacyErrorParams, members in schema order, then Extra.
+func (x LegacyErrorParams) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *LegacyErrorParams) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "message", x.Message, wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x LegacyErrorParams) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *LegacyErrorParams) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Params of the legacy host_call (a mock host answered with a string).
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-host.schema.json#/$defs/legacy_host_call_params.
+type LegacyHostCallParams struct {
+	Name *string
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objLegacyHostCallParams = wire.Object{Type: "LegacyHostCallParams"}
+
+// UnmarshalJSONFrom decodes LegacyHostCallParams, checking required members, kinds and constraints.
+func (x *LegacyHostCallParams) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = LegacyHostCallParams{}
+	r := wire.ReadObject(dec, &objLegacyHostCallParams)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *LegacyHostCallParams) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "name":
+		return wire.Ptr(r, &x.Name, wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes LegacyHostCallParams, members in schema order, then Extra.
+func (x LegacyHostCallParams) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *LegacyHostCallParams) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "name", x.Name, wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x LegacyHostCallParams) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *LegacyHostCallParams) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Params of the legacy user_message, session/input and agent/user_message notifications (mirror
+// builds; use session/inject).
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-session.schema.json#/$defs/legacy_user_message_params.
+type LegacyUserMessageParams struct {
+	Content string
+	// Delivery mode. Open.
+	Mode      *LegacyUserMessageParamsMode
+	SessionID *string
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objLegacyUserMessageParams = wire.Object{
+	Required: []string{"content"},
+	Type:     "LegacyUserMessageParams",
+}
+
+// UnmarshalJSONFrom decodes LegacyUserMessageParams, checking required members, kinds and constraints.
+func (x *LegacyUserMessageParams) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = LegacyUserMessageParams{}
+	r := wire.ReadObject(dec, &objLegacyUserMessageParams)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *LegacyUserMessageParams) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "content":
+		return wire.Field(r, &x.Content, readLegacyUserMessageParamsContent)
+	case "mode":
+		return wire.Ptr(r, &x.Mode, (*LegacyUserMessageParamsMode).UnmarshalJSONFrom)
+	case "sessionId":
+		return wire.Ptr(r, &x.SessionID, wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes LegacyUserMessageParams, members in schema order, then Extra.
+func (x LegacyUserMessageParams) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *LegacyUserMessageParams) members(w *wire.ObjectWriter) {
+	wire.Put(w, "content", x.Content, wire.StringTo)
+	wire.PutPtr(w, "mode", x.Mode, LegacyUserMessageParamsMode.MarshalJSONTo)
+	wire.PutPtr(w, "sessionId", x.SessionID, wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x LegacyUserMessageParams) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *LegacyUserMessageParams) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Delivery mode. Open.
+//
+// Other values: A value this version does not know.
+//
+// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
+// from harn-session.schema.json#/$defs/legacy_user_message_params/properties/mode.
+type LegacyUserMessageParamsMode string
+
+// Known values of LegacyUserMessageParamsMode, in schema order.
+const (
+	LegacyUserMessageParamsModeInterruptImmediate    LegacyUserMessageParamsMode = "interrupt_immediate"
+	LegacyUserMessageParamsModeInterrupt             LegacyUserMessageParamsMode = "interrupt"
+	LegacyUserMessageParamsModeFinishStep            LegacyUserMessageParamsMode = "finish_step"
+	LegacyUserMessageParamsModeAfterCurrentOperation LegacyUserMessageParamsMode = "after_current_operation"
+	LegacyUserMessageParamsModeWaitForCompletion     LegacyUserMessageParamsMode = "wait_for_completion"
+)
+
+var valuesLegacyUserMessageParamsMode = []LegacyUserMessageParamsMode{LegacyUserMessageParamsModeInterruptImmediate, LegacyUserMessageParamsModeInterrupt, LegacyUserMessageParamsModeFinishStep, LegacyUserMessageParamsModeAfterCurrentOperation, LegacyUserMessageParamsModeWaitForCompletion}
+
+// Known reports whether x is one of the values the schema lists.
+func (x LegacyUserMessageParamsMode) Known() bool {
+	return slices.Contains(valuesLegacyUserMessageParamsMode, x)
+}
+
+// UnmarshalJSONFrom decodes LegacyUserMessageParamsMode, keeping any value.
+func (x *LegacyUserMessageParamsMode) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	return wire.StringEnum(dec, x, "LegacyUserMessageParamsMode", valuesLegacyUserMessageParamsMode, true)
+}
+
+// MarshalJSONTo encodes LegacyUserMessageParamsMode.
+func (x LegacyUserMessageParamsMode) MarshalJSONTo(enc *jsontext.Encoder) error {
+	return wire.WriteStringEnum(enc, x, "LegacyUserMessageParamsMode", valuesLegacyUserMessageParamsMode, true)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x LegacyUserMessageParamsMode) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *LegacyUserMessageParamsMode) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
 // Result of process.list_shells.
 //
 // Closed: members the schema does not name are rejected. Generated from
@@ -362,11 +6314,104 @@ func (x *ListShellsResponse) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
-// ACP extension metadata (_meta). Free-form; Harn's own keys live under harn.
+// observer (many per session) or controller (at most one).
+//
+// Closed: other values are rejected with wire.ErrConstraint, on decode and on encode. Generated from
+// harn-session.schema.json#/$defs/live_mode.
+type LiveMode string
+
+// Known values of LiveMode, in schema order.
+const (
+	LiveModeObserver   LiveMode = "observer"
+	LiveModeController LiveMode = "controller"
+)
+
+var valuesLiveMode = []LiveMode{LiveModeObserver, LiveModeController}
+
+// Known reports whether x is one of the values the schema lists.
+func (x LiveMode) Known() bool {
+	return slices.Contains(valuesLiveMode, x)
+}
+
+// UnmarshalJSONFrom decodes LiveMode, rejecting values the schema does not list.
+func (x *LiveMode) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	return wire.StringEnum(dec, x, "LiveMode", valuesLiveMode, false)
+}
+
+// MarshalJSONTo encodes LiveMode, refusing values the schema does not list.
+func (x LiveMode) MarshalJSONTo(enc *jsontext.Encoder) error {
+	return wire.WriteStringEnum(enc, x, "LiveMode", valuesLiveMode, false)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x LiveMode) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *LiveMode) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// One MCP server the project configures (mirror builds ask project.mcp_config once per prompt).
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-host.schema.json#/$defs/mcp_server_config.
+type MCPServerConfig struct {
+	Name *string
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objMCPServerConfig = wire.Object{Type: "MCPServerConfig"}
+
+// UnmarshalJSONFrom decodes MCPServerConfig, checking required members, kinds and constraints.
+func (x *MCPServerConfig) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = MCPServerConfig{}
+	r := wire.ReadObject(dec, &objMCPServerConfig)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *MCPServerConfig) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "name":
+		return wire.Ptr(r, &x.Name, wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes MCPServerConfig, members in schema order, then Extra.
+func (x MCPServerConfig) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *MCPServerConfig) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "name", x.Name, wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x MCPServerConfig) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *MCPServerConfig) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The _meta of host/call: Harn's request attribution under harn (newest builds); other keys are kept.
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
 // harn-host.schema.json#/$defs/meta.
 type Meta struct {
+	// Harn's fields of a host/call.
+	Harn *HostCallHarn
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
 }
@@ -384,6 +6429,10 @@ func (x *Meta) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 }
 
 func (x *Meta) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "harn":
+		return wire.Ptr(r, &x.Harn, (*HostCallHarn).UnmarshalJSONFrom)
+	}
 	return r.Extra(&x.Extra)
 }
 
@@ -395,6 +6444,7 @@ func (x Meta) MarshalJSONTo(enc *jsontext.Encoder) error {
 }
 
 func (x *Meta) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "harn", x.Harn, HostCallHarn.MarshalJSONTo)
 	w.Extras(x.Extra)
 }
 
@@ -451,6 +6501,2730 @@ func (x NoArgs) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
 func (x *NoArgs) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Params whose members Harn has not pinned: every member is kept (Extra) and written back.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-host.schema.json#/$defs/open_params.
+type OpenParams struct {
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objOpenParams = wire.Object{Type: "OpenParams"}
+
+// UnmarshalJSONFrom decodes OpenParams, checking required members, kinds and constraints.
+func (x *OpenParams) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = OpenParams{}
+	r := wire.ReadObject(dec, &objOpenParams)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *OpenParams) member(r *wire.ObjectReader) error {
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes OpenParams, members in schema order, then Extra.
+func (x OpenParams) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *OpenParams) members(w *wire.ObjectWriter) {
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x OpenParams) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *OpenParams) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Params of output: text the script printed (standalone bridge).
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-host.schema.json#/$defs/output_params.
+type OutputParams struct {
+	Text string
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objOutputParams = wire.Object{
+	Required: []string{"text"},
+	Type:     "OutputParams",
+}
+
+// UnmarshalJSONFrom decodes OutputParams, checking required members, kinds and constraints.
+func (x *OutputParams) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = OutputParams{}
+	r := wire.ReadObject(dec, &objOutputParams)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *OutputParams) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "text":
+		return wire.Field(r, &x.Text, wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes OutputParams, members in schema order, then Extra.
+func (x OutputParams) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *OutputParams) members(w *wire.ObjectWriter) {
+	wire.Put(w, "text", x.Text, wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x OutputParams) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *OutputParams) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// One pending injection; kind selects user or reminder, and a kind this version does not know is kept
+// in Unknown.
+//
+// The member "kind" selects the variant; exactly one variant field is set, or Unknown for a value this
+// version does not know (kept verbatim, never decoded as another variant). Generated from
+// harn-session.schema.json#/$defs/pending_injection.
+type PendingInjection struct {
+	// A pending session/inject message.
+	//
+	// Set when kind is "user".
+	User *PendingUserMessage
+	// A pending session/remind reminder (camelCase echo of its spec).
+	//
+	// Set when kind is "reminder".
+	Reminder *PendingReminder
+	// Unknown holds, verbatim, an object whose kind names no variant this version knows.
+	Unknown jsontext.Value
+}
+
+var unionPendingInjection = wire.Union{
+	Tag:  "kind",
+	Type: "PendingInjection",
+	Variants: []wire.Variant{{
+		Object: &objPendingUserMessage,
+		Tag:    "user",
+	}, {
+		Object: &objPendingReminder,
+		Tag:    "reminder",
+	}},
+}
+
+// Tag returns kind: the set variant's, or the one Unknown carries ("" for none, or for the default variant).
+func (x PendingInjection) Tag() string {
+	switch {
+	case x.User != nil:
+		return "user"
+	case x.Reminder != nil:
+		return "reminder"
+	}
+	return wire.UnknownTag(x.Unknown, "kind")
+}
+
+// UnmarshalJSONFrom decodes PendingInjection in one pass, streaming members into the variant once it is chosen.
+func (x *PendingInjection) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = PendingInjection{}
+	r := wire.ReadUnion(dec, &unionPendingInjection)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.EndUnion(&x.Unknown)
+}
+
+func (x *PendingInjection) member(r *wire.ObjectReader) error {
+	switch r.Variant() {
+	case 0:
+		return wire.New(&x.User).member(r)
+	case 1:
+		return wire.New(&x.Reminder).member(r)
+	}
+	return nil
+}
+
+// MarshalJSONTo encodes the variant that is set, its tag first, or Unknown as it arrived.
+func (x PendingInjection) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	switch {
+	case x.User != nil:
+		w.Tag("kind", "user")
+		x.User.members(&w)
+	case x.Reminder != nil:
+		w.Tag("kind", "reminder")
+		x.Reminder.members(&w)
+	default:
+		return wire.WriteUnknown(enc, "PendingInjection", x.Unknown)
+	}
+	return w.End()
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x PendingInjection) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *PendingInjection) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// A pending session/remind reminder (camelCase echo of its spec).
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-session.schema.json#/$defs/pending_reminder.
+type PendingReminder struct {
+	ID         *string
+	ReminderID string
+	// A pending item's delivery mode in its canonical bridge name (steer shows as finish_step, queue
+	// as audit_only). Open.
+	Mode              DeliveryMode
+	Position          int64
+	Body              string
+	Tags              []string
+	DedupeKey         wire.Nullable[string]
+	TTLTurns          wire.Nullable[int64]
+	PreserveOnCompact *bool
+	// Where a reminder propagates (default session); another value is HARN-RMD-005.
+	Propagate          *ReminderPropagate
+	RoleHint           *string
+	Source             *string
+	FiredAtTurn        *int64
+	OriginatingAgentID wire.Nullable[string]
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objPendingReminder = wire.Object{
+	Required: []string{"kind", "reminderId", "mode", "position", "body"},
+	Type:     "PendingReminder",
+}
+
+// UnmarshalJSONFrom decodes PendingReminder, checking required members, kinds and constraints.
+func (x *PendingReminder) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = PendingReminder{}
+	r := wire.ReadObject(dec, &objPendingReminder)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *PendingReminder) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "kind":
+		return wire.Const(r, "reminder", wire.StringFrom)
+	case "id":
+		return wire.Ptr(r, &x.ID, wire.StringFrom)
+	case "reminderId":
+		return wire.Field(r, &x.ReminderID, wire.StringFrom)
+	case "mode":
+		return wire.Field(r, &x.Mode, (*DeliveryMode).UnmarshalJSONFrom)
+	case "position":
+		return wire.Field(r, &x.Position, readPendingReminderPosition)
+	case "body":
+		return wire.Field(r, &x.Body, wire.StringFrom)
+	case "tags":
+		return wire.Field(r, &x.Tags, readListOfString)
+	case "dedupeKey":
+		return wire.Opt(r, &x.DedupeKey, wire.StringFrom)
+	case "ttlTurns":
+		return wire.Opt(r, &x.TTLTurns, wire.IntFrom)
+	case "preserveOnCompact":
+		return wire.Ptr(r, &x.PreserveOnCompact, wire.BoolFrom)
+	case "propagate":
+		return wire.Ptr(r, &x.Propagate, (*ReminderPropagate).UnmarshalJSONFrom)
+	case "roleHint":
+		return wire.Ptr(r, &x.RoleHint, wire.StringFrom)
+	case "source":
+		return wire.Ptr(r, &x.Source, wire.StringFrom)
+	case "firedAtTurn":
+		return wire.Ptr(r, &x.FiredAtTurn, wire.IntFrom)
+	case "originatingAgentId":
+		return wire.Opt(r, &x.OriginatingAgentID, wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes PendingReminder, members in schema order, then Extra.
+func (x PendingReminder) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *PendingReminder) members(w *wire.ObjectWriter) {
+	wire.PutConst(w, "kind", "reminder", wire.StringTo)
+	wire.PutPtr(w, "id", x.ID, wire.StringTo)
+	wire.Put(w, "reminderId", x.ReminderID, wire.StringTo)
+	wire.Put(w, "mode", x.Mode, DeliveryMode.MarshalJSONTo)
+	wire.Put(w, "position", x.Position, wire.IntTo)
+	wire.Put(w, "body", x.Body, wire.StringTo)
+	wire.PutIf(w, "tags", x.Tags, x.Tags != nil, writeListOfString)
+	wire.PutOpt(w, "dedupeKey", x.DedupeKey, wire.StringTo)
+	wire.PutOpt(w, "ttlTurns", x.TTLTurns, wire.IntTo)
+	wire.PutPtr(w, "preserveOnCompact", x.PreserveOnCompact, wire.BoolTo)
+	wire.PutPtr(w, "propagate", x.Propagate, ReminderPropagate.MarshalJSONTo)
+	wire.PutPtr(w, "roleHint", x.RoleHint, wire.StringTo)
+	wire.PutPtr(w, "source", x.Source, wire.StringTo)
+	wire.PutPtr(w, "firedAtTurn", x.FiredAtTurn, wire.IntTo)
+	wire.PutOpt(w, "originatingAgentId", x.OriginatingAgentID, wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x PendingReminder) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *PendingReminder) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// A pending session/inject message.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-session.schema.json#/$defs/pending_user_message.
+type PendingUserMessage struct {
+	ID        *string
+	MessageID string
+	// A pending item's delivery mode in its canonical bridge name (steer shows as finish_step, queue
+	// as audit_only). Open.
+	Mode     DeliveryMode
+	Position int64
+	// The message: text or content blocks.
+	Content PendingUserMessageContent
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objPendingUserMessage = wire.Object{
+	Required: []string{"kind", "messageId", "mode", "position", "content"},
+	Type:     "PendingUserMessage",
+}
+
+// UnmarshalJSONFrom decodes PendingUserMessage, checking required members, kinds and constraints.
+func (x *PendingUserMessage) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = PendingUserMessage{}
+	r := wire.ReadObject(dec, &objPendingUserMessage)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *PendingUserMessage) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "kind":
+		return wire.Const(r, "user", wire.StringFrom)
+	case "id":
+		return wire.Ptr(r, &x.ID, wire.StringFrom)
+	case "messageId":
+		return wire.Field(r, &x.MessageID, wire.StringFrom)
+	case "mode":
+		return wire.Field(r, &x.Mode, (*DeliveryMode).UnmarshalJSONFrom)
+	case "position":
+		return wire.Field(r, &x.Position, readPendingUserMessagePosition)
+	case "content":
+		return wire.Field(r, &x.Content, (*PendingUserMessageContent).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes PendingUserMessage, members in schema order, then Extra.
+func (x PendingUserMessage) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *PendingUserMessage) members(w *wire.ObjectWriter) {
+	wire.PutConst(w, "kind", "user", wire.StringTo)
+	wire.PutPtr(w, "id", x.ID, wire.StringTo)
+	wire.Put(w, "messageId", x.MessageID, wire.StringTo)
+	wire.Put(w, "mode", x.Mode, DeliveryMode.MarshalJSONTo)
+	wire.Put(w, "position", x.Position, wire.IntTo)
+	wire.Put(w, "content", x.Content, PendingUserMessageContent.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x PendingUserMessage) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *PendingUserMessage) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The message: text or content blocks.
+//
+// The JSON kind of the value selects the variant; exactly one field is set. Generated from
+// harn-session.schema.json#/$defs/pending_user_message/properties/content.
+type PendingUserMessageContent struct {
+	// Set when the value is a JSON string.
+	String *string
+	// Set when the value is a JSON array.
+	List []acp.ContentBlock
+}
+
+// UnmarshalJSONFrom decodes the variant that matches the value's JSON kind.
+func (x *PendingUserMessageContent) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = PendingUserMessageContent{}
+	switch dec.PeekKind() {
+	case '"':
+		return wire.Choose(dec, "PendingUserMessageContent", &x.String, wire.StringFrom)
+	case '[':
+		return wire.Scalar(dec, "PendingUserMessageContent", &x.List, readListOfACPContentBlock)
+	}
+	return wire.KindError(dec, "PendingUserMessageContent", "string or array")
+}
+
+// MarshalJSONTo encodes the variant that is set.
+func (x PendingUserMessageContent) MarshalJSONTo(enc *jsontext.Encoder) error {
+	switch {
+	case x.String != nil:
+		return wire.StringTo(*x.String, enc)
+	case x.List != nil:
+		return writeListOfACPContentBlock(x.List, enc)
+	}
+	return wire.NoVariant("PendingUserMessageContent")
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x PendingUserMessageContent) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *PendingUserMessageContent) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The prompt an agent event belongs to (newest builds).
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-host.schema.json#/$defs/prompt_correlation.
+type PromptCorrelation struct {
+	MessageID *string
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objPromptCorrelation = wire.Object{Type: "PromptCorrelation"}
+
+// UnmarshalJSONFrom decodes PromptCorrelation, checking required members, kinds and constraints.
+func (x *PromptCorrelation) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = PromptCorrelation{}
+	r := wire.ReadObject(dec, &objPromptCorrelation)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *PromptCorrelation) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "messageId":
+		return wire.Ptr(r, &x.MessageID, wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes PromptCorrelation, members in schema order, then Extra.
+func (x PromptCorrelation) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *PromptCorrelation) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "messageId", x.MessageID, wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x PromptCorrelation) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *PromptCorrelation) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// session/remind support.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-session.schema.json#/$defs/remind_capability.
+type RemindCapability struct {
+	Modes []string
+	// Pending-reminder operations.
+	Pending *RemindCapabilityPending
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objRemindCapability = wire.Object{Type: "RemindCapability"}
+
+// UnmarshalJSONFrom decodes RemindCapability, checking required members, kinds and constraints.
+func (x *RemindCapability) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = RemindCapability{}
+	r := wire.ReadObject(dec, &objRemindCapability)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *RemindCapability) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "modes":
+		return wire.Field(r, &x.Modes, readListOfString)
+	case "pending":
+		return wire.Ptr(r, &x.Pending, (*RemindCapabilityPending).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes RemindCapability, members in schema order, then Extra.
+func (x RemindCapability) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *RemindCapability) members(w *wire.ObjectWriter) {
+	wire.PutIf(w, "modes", x.Modes, x.Modes != nil, writeListOfString)
+	wire.PutPtr(w, "pending", x.Pending, RemindCapabilityPending.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x RemindCapability) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *RemindCapability) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Pending-reminder operations.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-session.schema.json#/$defs/remind_capability/properties/pending.
+type RemindCapabilityPending struct {
+	List   *bool
+	Revoke *bool
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objRemindCapabilityPending = wire.Object{Type: "RemindCapabilityPending"}
+
+// UnmarshalJSONFrom decodes RemindCapabilityPending, checking required members, kinds and constraints.
+func (x *RemindCapabilityPending) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = RemindCapabilityPending{}
+	r := wire.ReadObject(dec, &objRemindCapabilityPending)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *RemindCapabilityPending) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "list":
+		return wire.Ptr(r, &x.List, wire.BoolFrom)
+	case "revoke":
+		return wire.Ptr(r, &x.Revoke, wire.BoolFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes RemindCapabilityPending, members in schema order, then Extra.
+func (x RemindCapabilityPending) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *RemindCapabilityPending) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "list", x.List, wire.BoolTo)
+	wire.PutPtr(w, "revoke", x.Revoke, wire.BoolTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x RemindCapabilityPending) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *RemindCapabilityPending) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// How binding a reminder is (default contract).
+//
+// Closed: other values are rejected with wire.ErrConstraint, on decode and on encode. Generated from
+// harn-session.schema.json#/$defs/reminder_authority.
+type ReminderAuthority string
+
+// Known values of ReminderAuthority, in schema order.
+const (
+	ReminderAuthorityContract   ReminderAuthority = "contract"
+	ReminderAuthorityCorrective ReminderAuthority = "corrective"
+	ReminderAuthorityAdvisory   ReminderAuthority = "advisory"
+)
+
+var valuesReminderAuthority = []ReminderAuthority{ReminderAuthorityContract, ReminderAuthorityCorrective, ReminderAuthorityAdvisory}
+
+// Known reports whether x is one of the values the schema lists.
+func (x ReminderAuthority) Known() bool {
+	return slices.Contains(valuesReminderAuthority, x)
+}
+
+// UnmarshalJSONFrom decodes ReminderAuthority, rejecting values the schema does not list.
+func (x *ReminderAuthority) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	return wire.StringEnum(dec, x, "ReminderAuthority", valuesReminderAuthority, false)
+}
+
+// MarshalJSONTo encodes ReminderAuthority, refusing values the schema does not list.
+func (x ReminderAuthority) MarshalJSONTo(enc *jsontext.Encoder) error {
+	return wire.WriteStringEnum(enc, x, "ReminderAuthority", valuesReminderAuthority, false)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x ReminderAuthority) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *ReminderAuthority) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// When the reminder is delivered: interrupt_immediate, finish_step or audit_only (drains at loop exit,
+// recorded, never rendered to the model); the aliases interrupt, after_current_operation, steer and
+// queue map to those, and an unknown or missing mode means audit_only.
+//
+// Other values: A value this version does not know.
+//
+// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
+// from harn-session.schema.json#/$defs/reminder_mode.
+type ReminderMode string
+
+// Known values of ReminderMode, in schema order.
+const (
+	ReminderModeInterruptImmediate    ReminderMode = "interrupt_immediate"
+	ReminderModeFinishStep            ReminderMode = "finish_step"
+	ReminderModeAuditOnly             ReminderMode = "audit_only"
+	ReminderModeInterrupt             ReminderMode = "interrupt"
+	ReminderModeAfterCurrentOperation ReminderMode = "after_current_operation"
+	ReminderModeSteer                 ReminderMode = "steer"
+	ReminderModeQueue                 ReminderMode = "queue"
+)
+
+var valuesReminderMode = []ReminderMode{ReminderModeInterruptImmediate, ReminderModeFinishStep, ReminderModeAuditOnly, ReminderModeInterrupt, ReminderModeAfterCurrentOperation, ReminderModeSteer, ReminderModeQueue}
+
+// Known reports whether x is one of the values the schema lists.
+func (x ReminderMode) Known() bool {
+	return slices.Contains(valuesReminderMode, x)
+}
+
+// UnmarshalJSONFrom decodes ReminderMode, keeping any value.
+func (x *ReminderMode) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	return wire.StringEnum(dec, x, "ReminderMode", valuesReminderMode, true)
+}
+
+// MarshalJSONTo encodes ReminderMode.
+func (x ReminderMode) MarshalJSONTo(enc *jsontext.Encoder) error {
+	return wire.WriteStringEnum(enc, x, "ReminderMode", valuesReminderMode, true)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x ReminderMode) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *ReminderMode) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Where a reminder propagates (default session); another value is HARN-RMD-005.
+//
+// Closed: other values are rejected with wire.ErrConstraint, on decode and on encode. Generated from
+// harn-session.schema.json#/$defs/reminder_propagate.
+type ReminderPropagate string
+
+// Known values of ReminderPropagate, in schema order.
+const (
+	ReminderPropagateAll     ReminderPropagate = "all"
+	ReminderPropagateSession ReminderPropagate = "session"
+	ReminderPropagateNone    ReminderPropagate = "none"
+)
+
+var valuesReminderPropagate = []ReminderPropagate{ReminderPropagateAll, ReminderPropagateSession, ReminderPropagateNone}
+
+// Known reports whether x is one of the values the schema lists.
+func (x ReminderPropagate) Known() bool {
+	return slices.Contains(valuesReminderPropagate, x)
+}
+
+// UnmarshalJSONFrom decodes ReminderPropagate, rejecting values the schema does not list.
+func (x *ReminderPropagate) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	return wire.StringEnum(dec, x, "ReminderPropagate", valuesReminderPropagate, false)
+}
+
+// MarshalJSONTo encodes ReminderPropagate, refusing values the schema does not list.
+func (x ReminderPropagate) MarshalJSONTo(enc *jsontext.Encoder) error {
+	return wire.WriteStringEnum(enc, x, "ReminderPropagate", valuesReminderPropagate, false)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x ReminderPropagate) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *ReminderPropagate) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The role a reminder is rendered as (default system).
+//
+// Closed: other values are rejected with wire.ErrConstraint, on decode and on encode. Generated from
+// harn-session.schema.json#/$defs/reminder_role_hint.
+type ReminderRoleHint string
+
+// Known values of ReminderRoleHint, in schema order.
+const (
+	ReminderRoleHintSystem         ReminderRoleHint = "system"
+	ReminderRoleHintDeveloper      ReminderRoleHint = "developer"
+	ReminderRoleHintUserBlock      ReminderRoleHint = "user_block"
+	ReminderRoleHintEphemeralCache ReminderRoleHint = "ephemeral_cache"
+)
+
+var valuesReminderRoleHint = []ReminderRoleHint{ReminderRoleHintSystem, ReminderRoleHintDeveloper, ReminderRoleHintUserBlock, ReminderRoleHintEphemeralCache}
+
+// Known reports whether x is one of the values the schema lists.
+func (x ReminderRoleHint) Known() bool {
+	return slices.Contains(valuesReminderRoleHint, x)
+}
+
+// UnmarshalJSONFrom decodes ReminderRoleHint, rejecting values the schema does not list.
+func (x *ReminderRoleHint) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	return wire.StringEnum(dec, x, "ReminderRoleHint", valuesReminderRoleHint, false)
+}
+
+// MarshalJSONTo encodes ReminderRoleHint, refusing values the schema does not list.
+func (x ReminderRoleHint) MarshalJSONTo(enc *jsontext.Encoder) error {
+	return wire.WriteStringEnum(enc, x, "ReminderRoleHint", valuesReminderRoleHint, false)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x ReminderRoleHint) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *ReminderRoleHint) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// A reminder spec (snake_case). Unknown keys are HARN-RMD-001; content instead of body is
+// HARN-RMD-002.
+//
+// Closed: members the schema does not name are rejected. Generated from
+// harn-session.schema.json#/$defs/reminder_spec.
+type ReminderSpec struct {
+	// The reminder's text (required, trimmed non-empty).
+	Body string
+	// Default: a fresh uuid v7.
+	ID *string
+	// Deduplicated.
+	Tags              []string
+	DedupeKey         *string
+	TTLTurns          *int64
+	PreserveOnCompact *bool
+	// Where a reminder propagates (default session); another value is HARN-RMD-005.
+	Propagate *ReminderPropagate
+	// The role a reminder is rendered as (default system).
+	RoleHint *ReminderRoleHint
+	// How binding a reminder is (default contract).
+	Authority *ReminderAuthority
+	// Only bridge is accepted.
+	//
+	// When present it is "bridge".
+	Source      *string
+	FiredAtTurn *int64
+	// A typed goal-pin projection {spec, control_id, max_body?} (newest builds).
+	GoalPin jsontext.Value
+	// Host metadata belongs here.
+	Meta jsontext.Value
+}
+
+var objReminderSpec = wire.Object{
+	Required: []string{"body"},
+	Type:     "ReminderSpec",
+}
+
+// UnmarshalJSONFrom decodes ReminderSpec, checking required members, kinds and constraints.
+func (x *ReminderSpec) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = ReminderSpec{}
+	r := wire.ReadObject(dec, &objReminderSpec)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *ReminderSpec) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "body":
+		return wire.Field(r, &x.Body, readReminderSpecBody)
+	case "id":
+		return wire.Ptr(r, &x.ID, wire.StringFrom)
+	case "tags":
+		return wire.Field(r, &x.Tags, readReminderSpecTagsElems)
+	case "dedupe_key":
+		return wire.Ptr(r, &x.DedupeKey, wire.StringFrom)
+	case "ttl_turns":
+		return wire.Ptr(r, &x.TTLTurns, readReminderSpecTTLTurns)
+	case "preserve_on_compact":
+		return wire.Ptr(r, &x.PreserveOnCompact, wire.BoolFrom)
+	case "propagate":
+		return wire.Ptr(r, &x.Propagate, (*ReminderPropagate).UnmarshalJSONFrom)
+	case "role_hint":
+		return wire.Ptr(r, &x.RoleHint, (*ReminderRoleHint).UnmarshalJSONFrom)
+	case "authority":
+		return wire.Ptr(r, &x.Authority, (*ReminderAuthority).UnmarshalJSONFrom)
+	case "source":
+		return wire.OptConst(r, &x.Source, "bridge", wire.StringFrom)
+	case "fired_at_turn":
+		return wire.Ptr(r, &x.FiredAtTurn, readReminderSpecFiredAtTurn)
+	case "goal_pin":
+		return wire.Field(r, &x.GoalPin, wire.RawObjectFrom)
+	case "_meta":
+		return wire.Field(r, &x.Meta, wire.RawObjectFrom)
+	case "content":
+		return r.Forbidden()
+	}
+	return r.Unknown()
+}
+
+// MarshalJSONTo encodes ReminderSpec, members in schema order.
+func (x ReminderSpec) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *ReminderSpec) members(w *wire.ObjectWriter) {
+	wire.Put(w, "body", x.Body, wire.StringTo)
+	wire.PutPtr(w, "id", x.ID, wire.StringTo)
+	wire.PutIf(w, "tags", x.Tags, x.Tags != nil, writeListOfString)
+	wire.PutPtr(w, "dedupe_key", x.DedupeKey, wire.StringTo)
+	wire.PutPtr(w, "ttl_turns", x.TTLTurns, wire.IntTo)
+	wire.PutPtr(w, "preserve_on_compact", x.PreserveOnCompact, wire.BoolTo)
+	wire.PutPtr(w, "propagate", x.Propagate, ReminderPropagate.MarshalJSONTo)
+	wire.PutPtr(w, "role_hint", x.RoleHint, ReminderRoleHint.MarshalJSONTo)
+	wire.PutPtr(w, "authority", x.Authority, ReminderAuthority.MarshalJSONTo)
+	wire.PutPtr(w, "source", x.Source, wire.StringTo)
+	wire.PutPtr(w, "fired_at_turn", x.FiredAtTurn, wire.IntTo)
+	wire.PutIf(w, "goal_pin", x.GoalPin, x.GoalPin != nil, wire.RawTo)
+	wire.PutIf(w, "_meta", x.Meta, x.Meta != nil, wire.RawTo)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x ReminderSpec) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *ReminderSpec) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The script function that made the call.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-host.schema.json#/$defs/request_caller.
+type RequestCaller struct {
+	Module   wire.Nullable[string]
+	Function *string
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objRequestCaller = wire.Object{Type: "RequestCaller"}
+
+// UnmarshalJSONFrom decodes RequestCaller, checking required members, kinds and constraints.
+func (x *RequestCaller) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = RequestCaller{}
+	r := wire.ReadObject(dec, &objRequestCaller)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *RequestCaller) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "module":
+		return wire.Opt(r, &x.Module, wire.StringFrom)
+	case "function":
+		return wire.Ptr(r, &x.Function, wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes RequestCaller, members in schema order, then Extra.
+func (x RequestCaller) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *RequestCaller) members(w *wire.ObjectWriter) {
+	wire.PutOpt(w, "module", x.Module, wire.StringTo)
+	wire.PutPtr(w, "function", x.Function, wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x RequestCaller) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *RequestCaller) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Who made a host call and the shapes (never the values) of its arguments.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-host.schema.json#/$defs/request_trace.
+type RequestTrace struct {
+	// The script function that made the call.
+	Caller wire.Nullable[RequestCaller]
+	// Argument shapes by argument name.
+	Arguments RequestTraceArguments
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objRequestTrace = wire.Object{Type: "RequestTrace"}
+
+// UnmarshalJSONFrom decodes RequestTrace, checking required members, kinds and constraints.
+func (x *RequestTrace) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = RequestTrace{}
+	r := wire.ReadObject(dec, &objRequestTrace)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *RequestTrace) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "caller":
+		return wire.Opt(r, &x.Caller, (*RequestCaller).UnmarshalJSONFrom)
+	case "arguments":
+		return wire.Field(r, &x.Arguments, (*RequestTraceArguments).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes RequestTrace, members in schema order, then Extra.
+func (x RequestTrace) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *RequestTrace) members(w *wire.ObjectWriter) {
+	wire.PutOpt(w, "caller", x.Caller, RequestCaller.MarshalJSONTo)
+	wire.PutIf(w, "arguments", x.Arguments, x.Arguments != nil, RequestTraceArguments.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x RequestTrace) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *RequestTrace) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Argument shapes by argument name.
+//
+// Members are written in sorted key order. Generated from
+// harn-host.schema.json#/$defs/request_trace/properties/arguments.
+type RequestTraceArguments map[string]ArgumentShape
+
+// UnmarshalJSONFrom decodes every member with the value schema.
+func (x *RequestTraceArguments) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	return wire.Scalar(dec, "RequestTraceArguments", (*map[string]ArgumentShape)(x), readMapOfArgumentShape)
+}
+
+// MarshalJSONTo encodes the members in sorted key order.
+func (x RequestTraceArguments) MarshalJSONTo(enc *jsontext.Encoder) error {
+	return wire.WriteMapOf(x, enc, ArgumentShape.MarshalJSONTo)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x RequestTraceArguments) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *RequestTraceArguments) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// revoked, or already_revoked for a repeated revocation.
+//
+// Closed: other values are rejected with wire.ErrConstraint, on decode and on encode. Generated from
+// harn-session.schema.json#/$defs/revoke_status.
+type RevokeStatus string
+
+// Known values of RevokeStatus, in schema order.
+const (
+	RevokeStatusRevoked        RevokeStatus = "revoked"
+	RevokeStatusAlreadyRevoked RevokeStatus = "already_revoked"
+)
+
+var valuesRevokeStatus = []RevokeStatus{RevokeStatusRevoked, RevokeStatusAlreadyRevoked}
+
+// Known reports whether x is one of the values the schema lists.
+func (x RevokeStatus) Known() bool {
+	return slices.Contains(valuesRevokeStatus, x)
+}
+
+// UnmarshalJSONFrom decodes RevokeStatus, rejecting values the schema does not list.
+func (x *RevokeStatus) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	return wire.StringEnum(dec, x, "RevokeStatus", valuesRevokeStatus, false)
+}
+
+// MarshalJSONTo encodes RevokeStatus, refusing values the schema does not list.
+func (x RevokeStatus) MarshalJSONTo(enc *jsontext.Encoder) error {
+	return wire.WriteStringEnum(enc, x, "RevokeStatus", valuesRevokeStatus, false)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x RevokeStatus) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *RevokeStatus) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Params of session/attach: join a live session. A second controller fails unless takeover is set;
+// reconnecting is a fresh attach with the same clientId.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-session.schema.json#/$defs/session_attach_params.
+type SessionAttachParams struct {
+	// A unique identifier for a conversation session between a client and agent.
+	//
+	// Sessions maintain their own context, conversation history, and state,
+	// allowing multiple independent interactions with the same agent.
+	//
+	// See protocol docs: [Session
+	// ID](https://agentclientprotocol.com/protocol/session-setup#session-id)
+	SessionID acp.SessionID
+	ClientID  string
+	// observer (many per session) or controller (at most one).
+	//
+	// Schema default "observer" (see GetMode); never written for you.
+	Mode *LiveMode
+	// Demote the current controller to observer.
+	//
+	// Schema default false (see GetTakeover); never written for you.
+	Takeover *bool
+	// Default: whether mode is controller.
+	PromptInjection *bool
+	// Default: whether mode is controller.
+	PermissionRouting *bool
+	// Client metadata; takes precedence over _meta.harn.
+	Metadata jsontext.Value
+	// Client metadata (_meta.harn); metadata takes precedence.
+	Meta jsontext.Value
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objSessionAttachParams = wire.Object{
+	Required: []string{"sessionId", "clientId"},
+	Type:     "SessionAttachParams",
+}
+
+// GetMode returns Mode, or its schema default "observer" when absent.
+func (x *SessionAttachParams) GetMode() LiveMode {
+	if x != nil && x.Mode != nil {
+		return *x.Mode
+	}
+	return wire.Default[LiveMode]("\"observer\"")
+}
+
+// GetTakeover returns Takeover, or its schema default false when absent.
+func (x *SessionAttachParams) GetTakeover() bool {
+	if x != nil && x.Takeover != nil {
+		return *x.Takeover
+	}
+	return false
+}
+
+// UnmarshalJSONFrom decodes SessionAttachParams, checking required members, kinds and constraints.
+func (x *SessionAttachParams) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = SessionAttachParams{}
+	r := wire.ReadObject(dec, &objSessionAttachParams)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *SessionAttachParams) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "sessionId":
+		return wire.Field(r, &x.SessionID, (*acp.SessionID).UnmarshalJSONFrom)
+	case "clientId":
+		return wire.Field(r, &x.ClientID, readSessionAttachParamsClientID)
+	case "mode":
+		return wire.Ptr(r, &x.Mode, (*LiveMode).UnmarshalJSONFrom)
+	case "takeover":
+		return wire.Ptr(r, &x.Takeover, wire.BoolFrom)
+	case "promptInjection":
+		return wire.Ptr(r, &x.PromptInjection, wire.BoolFrom)
+	case "permissionRouting":
+		return wire.Ptr(r, &x.PermissionRouting, wire.BoolFrom)
+	case "metadata":
+		return wire.Field(r, &x.Metadata, wire.RawFrom)
+	case "_meta":
+		return wire.Field(r, &x.Meta, wire.RawObjectFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes SessionAttachParams, members in schema order, then Extra.
+func (x SessionAttachParams) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *SessionAttachParams) members(w *wire.ObjectWriter) {
+	wire.Put(w, "sessionId", x.SessionID, acp.SessionID.MarshalJSONTo)
+	wire.Put(w, "clientId", x.ClientID, wire.StringTo)
+	wire.PutPtr(w, "mode", x.Mode, LiveMode.MarshalJSONTo)
+	wire.PutPtr(w, "takeover", x.Takeover, wire.BoolTo)
+	wire.PutPtr(w, "promptInjection", x.PromptInjection, wire.BoolTo)
+	wire.PutPtr(w, "permissionRouting", x.PermissionRouting, wire.BoolTo)
+	wire.PutIf(w, "metadata", x.Metadata, x.Metadata != nil, wire.RawTo)
+	wire.PutIf(w, "_meta", x.Meta, x.Meta != nil, wire.RawTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x SessionAttachParams) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *SessionAttachParams) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Params of session/cancel_tool_call: cancel one in-flight tool call. Harn accepts the snake_case and
+// callId aliases.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-session.schema.json#/$defs/session_cancel_tool_call_params.
+type SessionCancelToolCallParams struct {
+	SessionID       *string
+	SessionIDSnake  *string
+	ToolCallID      *string
+	ToolCallIDSnake *string
+	CallID          *string
+	CallIDSnake     *string
+	// Default: host cancelled in-flight tool call.
+	Reason *string
+	// Tell the model with a reminder.
+	//
+	// Schema default true (see GetInjectReminder); never written for you.
+	InjectReminder      *bool
+	InjectReminderSnake *bool
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objSessionCancelToolCallParams = wire.Object{Type: "SessionCancelToolCallParams"}
+
+// GetInjectReminder returns InjectReminder, or its schema default true when absent.
+func (x *SessionCancelToolCallParams) GetInjectReminder() bool {
+	if x != nil && x.InjectReminder != nil {
+		return *x.InjectReminder
+	}
+	return true
+}
+
+// UnmarshalJSONFrom decodes SessionCancelToolCallParams, checking required members, kinds and constraints.
+func (x *SessionCancelToolCallParams) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = SessionCancelToolCallParams{}
+	r := wire.ReadObject(dec, &objSessionCancelToolCallParams)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *SessionCancelToolCallParams) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "sessionId":
+		return wire.Ptr(r, &x.SessionID, wire.StringFrom)
+	case "session_id":
+		return wire.Ptr(r, &x.SessionIDSnake, wire.StringFrom)
+	case "toolCallId":
+		return wire.Ptr(r, &x.ToolCallID, wire.StringFrom)
+	case "tool_call_id":
+		return wire.Ptr(r, &x.ToolCallIDSnake, wire.StringFrom)
+	case "callId":
+		return wire.Ptr(r, &x.CallID, wire.StringFrom)
+	case "call_id":
+		return wire.Ptr(r, &x.CallIDSnake, wire.StringFrom)
+	case "reason":
+		return wire.Ptr(r, &x.Reason, wire.StringFrom)
+	case "injectReminder":
+		return wire.Ptr(r, &x.InjectReminder, wire.BoolFrom)
+	case "inject_reminder":
+		return wire.Ptr(r, &x.InjectReminderSnake, wire.BoolFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes SessionCancelToolCallParams, members in schema order, then Extra.
+func (x SessionCancelToolCallParams) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *SessionCancelToolCallParams) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "sessionId", x.SessionID, wire.StringTo)
+	wire.PutPtr(w, "session_id", x.SessionIDSnake, wire.StringTo)
+	wire.PutPtr(w, "toolCallId", x.ToolCallID, wire.StringTo)
+	wire.PutPtr(w, "tool_call_id", x.ToolCallIDSnake, wire.StringTo)
+	wire.PutPtr(w, "callId", x.CallID, wire.StringTo)
+	wire.PutPtr(w, "call_id", x.CallIDSnake, wire.StringTo)
+	wire.PutPtr(w, "reason", x.Reason, wire.StringTo)
+	wire.PutPtr(w, "injectReminder", x.InjectReminder, wire.BoolTo)
+	wire.PutPtr(w, "inject_reminder", x.InjectReminderSnake, wire.BoolTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x SessionCancelToolCallParams) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *SessionCancelToolCallParams) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Result of session/cancel_tool_call sent as a request.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-session.schema.json#/$defs/session_cancel_tool_call_result.
+type SessionCancelToolCallResult struct {
+	// What happened.
+	Status SessionCancelToolCallResultStatus
+	CallID string
+	Tool   *string
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objSessionCancelToolCallResult = wire.Object{
+	Required: []string{"status", "callId", "tool"},
+	Type:     "SessionCancelToolCallResult",
+}
+
+// UnmarshalJSONFrom decodes SessionCancelToolCallResult, checking required members, kinds and constraints.
+func (x *SessionCancelToolCallResult) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = SessionCancelToolCallResult{}
+	r := wire.ReadObject(dec, &objSessionCancelToolCallResult)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *SessionCancelToolCallResult) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "status":
+		return wire.Field(r, &x.Status, (*SessionCancelToolCallResultStatus).UnmarshalJSONFrom)
+	case "callId":
+		return wire.Field(r, &x.CallID, wire.StringFrom)
+	case "tool":
+		return wire.NullPtr(r, &x.Tool, wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes SessionCancelToolCallResult, members in schema order, then Extra.
+func (x SessionCancelToolCallResult) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *SessionCancelToolCallResult) members(w *wire.ObjectWriter) {
+	wire.Put(w, "status", x.Status, SessionCancelToolCallResultStatus.MarshalJSONTo)
+	wire.Put(w, "callId", x.CallID, wire.StringTo)
+	wire.PutNullPtr(w, "tool", x.Tool, wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x SessionCancelToolCallResult) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *SessionCancelToolCallResult) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// What happened.
+//
+// Closed: other values are rejected with wire.ErrConstraint, on decode and on encode. Generated from
+// harn-session.schema.json#/$defs/session_cancel_tool_call_result/properties/status.
+type SessionCancelToolCallResultStatus string
+
+// Known values of SessionCancelToolCallResultStatus, in schema order.
+const (
+	SessionCancelToolCallResultStatusCancelled        SessionCancelToolCallResultStatus = "cancelled"
+	SessionCancelToolCallResultStatusAlreadyCancelled SessionCancelToolCallResultStatus = "already_cancelled"
+	SessionCancelToolCallResultStatusNotFound         SessionCancelToolCallResultStatus = "not_found"
+)
+
+var valuesSessionCancelToolCallResultStatus = []SessionCancelToolCallResultStatus{SessionCancelToolCallResultStatusCancelled, SessionCancelToolCallResultStatusAlreadyCancelled, SessionCancelToolCallResultStatusNotFound}
+
+// Known reports whether x is one of the values the schema lists.
+func (x SessionCancelToolCallResultStatus) Known() bool {
+	return slices.Contains(valuesSessionCancelToolCallResultStatus, x)
+}
+
+// UnmarshalJSONFrom decodes SessionCancelToolCallResultStatus, rejecting values the schema does not list.
+func (x *SessionCancelToolCallResultStatus) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	return wire.StringEnum(dec, x, "SessionCancelToolCallResultStatus", valuesSessionCancelToolCallResultStatus, false)
+}
+
+// MarshalJSONTo encodes SessionCancelToolCallResultStatus, refusing values the schema does not list.
+func (x SessionCancelToolCallResultStatus) MarshalJSONTo(enc *jsontext.Encoder) error {
+	return wire.WriteStringEnum(enc, x, "SessionCancelToolCallResultStatus", valuesSessionCancelToolCallResultStatus, false)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x SessionCancelToolCallResultStatus) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *SessionCancelToolCallResultStatus) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Params of session/heartbeat (refresh last_seen_at, replace metadata) and session/takeover (become
+// controller, demoting the previous one).
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-session.schema.json#/$defs/session_client_params.
+type SessionClientParams struct {
+	// A unique identifier for a conversation session between a client and agent.
+	//
+	// Sessions maintain their own context, conversation history, and state,
+	// allowing multiple independent interactions with the same agent.
+	//
+	// See protocol docs: [Session
+	// ID](https://agentclientprotocol.com/protocol/session-setup#session-id)
+	SessionID acp.SessionID
+	ClientID  string
+	Metadata  jsontext.Value
+	// Client metadata (_meta.harn); metadata takes precedence.
+	Meta jsontext.Value
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objSessionClientParams = wire.Object{
+	Required: []string{"sessionId", "clientId"},
+	Type:     "SessionClientParams",
+}
+
+// UnmarshalJSONFrom decodes SessionClientParams, checking required members, kinds and constraints.
+func (x *SessionClientParams) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = SessionClientParams{}
+	r := wire.ReadObject(dec, &objSessionClientParams)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *SessionClientParams) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "sessionId":
+		return wire.Field(r, &x.SessionID, (*acp.SessionID).UnmarshalJSONFrom)
+	case "clientId":
+		return wire.Field(r, &x.ClientID, readSessionClientParamsClientID)
+	case "metadata":
+		return wire.Field(r, &x.Metadata, wire.RawFrom)
+	case "_meta":
+		return wire.Field(r, &x.Meta, wire.RawObjectFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes SessionClientParams, members in schema order, then Extra.
+func (x SessionClientParams) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *SessionClientParams) members(w *wire.ObjectWriter) {
+	wire.Put(w, "sessionId", x.SessionID, acp.SessionID.MarshalJSONTo)
+	wire.Put(w, "clientId", x.ClientID, wire.StringTo)
+	wire.PutIf(w, "metadata", x.Metadata, x.Metadata != nil, wire.RawTo)
+	wire.PutIf(w, "_meta", x.Meta, x.Meta != nil, wire.RawTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x SessionClientParams) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *SessionClientParams) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Params of session/detach: leave a live session, releasing control if the client was the controller.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-session.schema.json#/$defs/session_detach_params.
+type SessionDetachParams struct {
+	// A unique identifier for a conversation session between a client and agent.
+	//
+	// Sessions maintain their own context, conversation history, and state,
+	// allowing multiple independent interactions with the same agent.
+	//
+	// See protocol docs: [Session
+	// ID](https://agentclientprotocol.com/protocol/session-setup#session-id)
+	SessionID acp.SessionID
+	ClientID  string
+	// Why (default client_detached); a broker that sees a client vanish sends client_exit. Open.
+	Reason   *SessionDetachParamsReason
+	Metadata jsontext.Value
+	// Client metadata (_meta.harn); metadata takes precedence.
+	Meta jsontext.Value
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objSessionDetachParams = wire.Object{
+	Required: []string{"sessionId", "clientId"},
+	Type:     "SessionDetachParams",
+}
+
+// UnmarshalJSONFrom decodes SessionDetachParams, checking required members, kinds and constraints.
+func (x *SessionDetachParams) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = SessionDetachParams{}
+	r := wire.ReadObject(dec, &objSessionDetachParams)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *SessionDetachParams) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "sessionId":
+		return wire.Field(r, &x.SessionID, (*acp.SessionID).UnmarshalJSONFrom)
+	case "clientId":
+		return wire.Field(r, &x.ClientID, readSessionDetachParamsClientID)
+	case "reason":
+		return wire.Ptr(r, &x.Reason, (*SessionDetachParamsReason).UnmarshalJSONFrom)
+	case "metadata":
+		return wire.Field(r, &x.Metadata, wire.RawFrom)
+	case "_meta":
+		return wire.Field(r, &x.Meta, wire.RawObjectFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes SessionDetachParams, members in schema order, then Extra.
+func (x SessionDetachParams) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *SessionDetachParams) members(w *wire.ObjectWriter) {
+	wire.Put(w, "sessionId", x.SessionID, acp.SessionID.MarshalJSONTo)
+	wire.Put(w, "clientId", x.ClientID, wire.StringTo)
+	wire.PutPtr(w, "reason", x.Reason, SessionDetachParamsReason.MarshalJSONTo)
+	wire.PutIf(w, "metadata", x.Metadata, x.Metadata != nil, wire.RawTo)
+	wire.PutIf(w, "_meta", x.Meta, x.Meta != nil, wire.RawTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x SessionDetachParams) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *SessionDetachParams) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Why (default client_detached); a broker that sees a client vanish sends client_exit. Open.
+//
+// Other values: A value this version does not know.
+//
+// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
+// from harn-session.schema.json#/$defs/session_detach_params/properties/reason.
+type SessionDetachParamsReason string
+
+// Known values of SessionDetachParamsReason, in schema order.
+const (
+	SessionDetachParamsReasonClientDetached SessionDetachParamsReason = "client_detached"
+	SessionDetachParamsReasonClientExit     SessionDetachParamsReason = "client_exit"
+)
+
+var valuesSessionDetachParamsReason = []SessionDetachParamsReason{SessionDetachParamsReasonClientDetached, SessionDetachParamsReasonClientExit}
+
+// Known reports whether x is one of the values the schema lists.
+func (x SessionDetachParamsReason) Known() bool {
+	return slices.Contains(valuesSessionDetachParamsReason, x)
+}
+
+// UnmarshalJSONFrom decodes SessionDetachParamsReason, keeping any value.
+func (x *SessionDetachParamsReason) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	return wire.StringEnum(dec, x, "SessionDetachParamsReason", valuesSessionDetachParamsReason, true)
+}
+
+// MarshalJSONTo encodes SessionDetachParamsReason.
+func (x SessionDetachParamsReason) MarshalJSONTo(enc *jsontext.Encoder) error {
+	return wire.WriteStringEnum(enc, x, "SessionDetachParamsReason", valuesSessionDetachParamsReason, true)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x SessionDetachParamsReason) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *SessionDetachParamsReason) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Params of session/fork (snake_case).
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-session.schema.json#/$defs/session_fork_params.
+type SessionForkParams struct {
+	SessionID  *string
+	KeepFirst  *int64
+	ID         *string
+	BranchName *string
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objSessionForkParams = wire.Object{Type: "SessionForkParams"}
+
+// UnmarshalJSONFrom decodes SessionForkParams, checking required members, kinds and constraints.
+func (x *SessionForkParams) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = SessionForkParams{}
+	r := wire.ReadObject(dec, &objSessionForkParams)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *SessionForkParams) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "session_id":
+		return wire.Ptr(r, &x.SessionID, wire.StringFrom)
+	case "keep_first":
+		return wire.Ptr(r, &x.KeepFirst, readSessionForkParamsKeepFirst)
+	case "id":
+		return wire.Ptr(r, &x.ID, wire.StringFrom)
+	case "branch_name":
+		return wire.Ptr(r, &x.BranchName, wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes SessionForkParams, members in schema order, then Extra.
+func (x SessionForkParams) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *SessionForkParams) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "session_id", x.SessionID, wire.StringTo)
+	wire.PutPtr(w, "keep_first", x.KeepFirst, wire.IntTo)
+	wire.PutPtr(w, "id", x.ID, wire.StringTo)
+	wire.PutPtr(w, "branch_name", x.BranchName, wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x SessionForkParams) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *SessionForkParams) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Params naming a session.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-session.schema.json#/$defs/session_id_params.
+type SessionIDParams struct {
+	// A unique identifier for a conversation session between a client and agent.
+	//
+	// Sessions maintain their own context, conversation history, and state,
+	// allowing multiple independent interactions with the same agent.
+	//
+	// See protocol docs: [Session
+	// ID](https://agentclientprotocol.com/protocol/session-setup#session-id)
+	SessionID acp.SessionID
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objSessionIDParams = wire.Object{
+	Required: []string{"sessionId"},
+	Type:     "SessionIDParams",
+}
+
+// UnmarshalJSONFrom decodes SessionIDParams, checking required members, kinds and constraints.
+func (x *SessionIDParams) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = SessionIDParams{}
+	r := wire.ReadObject(dec, &objSessionIDParams)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *SessionIDParams) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "sessionId":
+		return wire.Field(r, &x.SessionID, (*acp.SessionID).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes SessionIDParams, members in schema order, then Extra.
+func (x SessionIDParams) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *SessionIDParams) members(w *wire.ObjectWriter) {
+	wire.Put(w, "sessionId", x.SessionID, acp.SessionID.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x SessionIDParams) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *SessionIDParams) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Params of session/inject_host_event.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-session.schema.json#/$defs/session_inject_host_event_params.
+type SessionInjectHostEventParams struct {
+	// A unique identifier for a conversation session between a client and agent.
+	//
+	// Sessions maintain their own context, conversation history, and state,
+	// allowing multiple independent interactions with the same agent.
+	//
+	// See protocol docs: [Session
+	// ID](https://agentclientprotocol.com/protocol/session-setup#session-id)
+	SessionID acp.SessionID
+	// An event of the host injected into the session.
+	Event HostEvent
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objSessionInjectHostEventParams = wire.Object{
+	Required: []string{"sessionId", "event"},
+	Type:     "SessionInjectHostEventParams",
+}
+
+// UnmarshalJSONFrom decodes SessionInjectHostEventParams, checking required members, kinds and constraints.
+func (x *SessionInjectHostEventParams) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = SessionInjectHostEventParams{}
+	r := wire.ReadObject(dec, &objSessionInjectHostEventParams)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *SessionInjectHostEventParams) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "sessionId":
+		return wire.Field(r, &x.SessionID, (*acp.SessionID).UnmarshalJSONFrom)
+	case "event":
+		return wire.Field(r, &x.Event, (*HostEvent).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes SessionInjectHostEventParams, members in schema order, then Extra.
+func (x SessionInjectHostEventParams) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *SessionInjectHostEventParams) members(w *wire.ObjectWriter) {
+	wire.Put(w, "sessionId", x.SessionID, acp.SessionID.MarshalJSONTo)
+	wire.Put(w, "event", x.Event, HostEvent.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x SessionInjectHostEventParams) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *SessionInjectHostEventParams) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Params of session/inject: queue a user message for a running prompt.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-session.schema.json#/$defs/session_inject_params.
+type SessionInjectParams struct {
+	// A unique identifier for a conversation session between a client and agent.
+	//
+	// Sessions maintain their own context, conversation history, and state,
+	// allowing multiple independent interactions with the same agent.
+	//
+	// See protocol docs: [Session
+	// ID](https://agentclientprotocol.com/protocol/session-setup#session-id)
+	SessionID acp.SessionID
+	// When an injected message is delivered: queue (end of interaction, mapped to audit_only), steer
+	// (next safe operation boundary, finish_step) or interrupt_immediate (next eligible checkpoint,
+	// before a pending tool batch). Agents list the modes they support in
+	// agentCapabilities.session.inject.modes; clients degrade to steer.
+	Mode InjectMode
+	// A user message to inject: non-empty text, or a non-empty list of ACP content blocks.
+	Content InjectContent
+	// Retargets the run (newest builds; steer and interrupt_immediate only).
+	Goal *InjectGoal
+	// A _meta carrying the caller's identity under harn.actor; other keys are kept.
+	Meta *ActorMeta
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objSessionInjectParams = wire.Object{
+	Required: []string{"sessionId", "mode", "content"},
+	Type:     "SessionInjectParams",
+}
+
+// UnmarshalJSONFrom decodes SessionInjectParams, checking required members, kinds and constraints.
+func (x *SessionInjectParams) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = SessionInjectParams{}
+	r := wire.ReadObject(dec, &objSessionInjectParams)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *SessionInjectParams) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "sessionId":
+		return wire.Field(r, &x.SessionID, (*acp.SessionID).UnmarshalJSONFrom)
+	case "mode":
+		return wire.Field(r, &x.Mode, (*InjectMode).UnmarshalJSONFrom)
+	case "content":
+		return wire.Field(r, &x.Content, (*InjectContent).UnmarshalJSONFrom)
+	case "goal":
+		return wire.Ptr(r, &x.Goal, (*InjectGoal).UnmarshalJSONFrom)
+	case "_meta":
+		return wire.Ptr(r, &x.Meta, (*ActorMeta).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes SessionInjectParams, members in schema order, then Extra.
+func (x SessionInjectParams) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *SessionInjectParams) members(w *wire.ObjectWriter) {
+	wire.Put(w, "sessionId", x.SessionID, acp.SessionID.MarshalJSONTo)
+	wire.Put(w, "mode", x.Mode, InjectMode.MarshalJSONTo)
+	wire.Put(w, "content", x.Content, InjectContent.MarshalJSONTo)
+	wire.PutPtr(w, "goal", x.Goal, InjectGoal.MarshalJSONTo)
+	wire.PutPtr(w, "_meta", x.Meta, ActorMeta.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x SessionInjectParams) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *SessionInjectParams) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Result of session/inject, sent at once: the agent-owned messageId that the user_message update later
+// echoes.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-session.schema.json#/$defs/session_inject_result.
+type SessionInjectResult struct {
+	MessageID string
+	// A _meta carrying the caller's identity under harn.actor; other keys are kept.
+	Meta *ActorMeta
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objSessionInjectResult = wire.Object{
+	Required: []string{"messageId", "status"},
+	Type:     "SessionInjectResult",
+}
+
+// UnmarshalJSONFrom decodes SessionInjectResult, checking required members, kinds and constraints.
+func (x *SessionInjectResult) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = SessionInjectResult{}
+	r := wire.ReadObject(dec, &objSessionInjectResult)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *SessionInjectResult) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "messageId":
+		return wire.Field(r, &x.MessageID, wire.StringFrom)
+	case "status":
+		return wire.Const(r, "accepted", wire.StringFrom)
+	case "_meta":
+		return wire.Ptr(r, &x.Meta, (*ActorMeta).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes SessionInjectResult, members in schema order, then Extra.
+func (x SessionInjectResult) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *SessionInjectResult) members(w *wire.ObjectWriter) {
+	wire.Put(w, "messageId", x.MessageID, wire.StringTo)
+	wire.PutConst(w, "status", "accepted", wire.StringTo)
+	wire.PutPtr(w, "_meta", x.Meta, ActorMeta.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x SessionInjectResult) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *SessionInjectResult) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Result of session/live_clients.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-session.schema.json#/$defs/session_live_clients_result.
+type SessionLiveClientsResult struct {
+	Data []acp.LiveClient
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objSessionLiveClientsResult = wire.Object{
+	Required: []string{"object", "data"},
+	Type:     "SessionLiveClientsResult",
+}
+
+// UnmarshalJSONFrom decodes SessionLiveClientsResult, checking required members, kinds and constraints.
+func (x *SessionLiveClientsResult) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = SessionLiveClientsResult{}
+	r := wire.ReadObject(dec, &objSessionLiveClientsResult)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *SessionLiveClientsResult) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "object":
+		return wire.Const(r, "list", wire.StringFrom)
+	case "data":
+		return wire.Field(r, &x.Data, readListOfACPLiveClient)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes SessionLiveClientsResult, members in schema order, then Extra.
+func (x SessionLiveClientsResult) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *SessionLiveClientsResult) members(w *wire.ObjectWriter) {
+	wire.PutConst(w, "object", "list", wire.StringTo)
+	wire.Put(w, "data", x.Data, writeListOfACPLiveClient)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x SessionLiveClientsResult) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *SessionLiveClientsResult) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Result of session/pending_injections, in FIFO order.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-session.schema.json#/$defs/session_pending_injections_result.
+type SessionPendingInjectionsResult struct {
+	PendingCount int64
+	Injections   []PendingInjection
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objSessionPendingInjectionsResult = wire.Object{
+	Required: []string{"pendingCount", "injections"},
+	Type:     "SessionPendingInjectionsResult",
+}
+
+// UnmarshalJSONFrom decodes SessionPendingInjectionsResult, checking required members, kinds and constraints.
+func (x *SessionPendingInjectionsResult) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = SessionPendingInjectionsResult{}
+	r := wire.ReadObject(dec, &objSessionPendingInjectionsResult)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *SessionPendingInjectionsResult) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "pendingCount":
+		return wire.Field(r, &x.PendingCount, readSessionPendingInjectionsResultPendingCount)
+	case "injections":
+		return wire.Field(r, &x.Injections, readListOfPendingInjection)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes SessionPendingInjectionsResult, members in schema order, then Extra.
+func (x SessionPendingInjectionsResult) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *SessionPendingInjectionsResult) members(w *wire.ObjectWriter) {
+	wire.Put(w, "pendingCount", x.PendingCount, wire.IntTo)
+	wire.Put(w, "injections", x.Injections, writeListOfPendingInjection)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x SessionPendingInjectionsResult) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *SessionPendingInjectionsResult) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Params of session/remind: ambient context that is not a user message. The spec's keys sit at the top
+// level beside mode and sessionId, or under reminder. Any other top-level key is rejected
+// (HARN-RMD-001); content instead of body is malformed (HARN-RMD-002).
+//
+// Closed: members the schema does not name are rejected. Generated from
+// harn-session.schema.json#/$defs/session_remind_params.
+type SessionRemindParams struct {
+	// Optional on ACP (the first session by default); stripped before validation.
+	SessionID *string
+	// Alias of sessionId.
+	SessionIDSnake *string
+	// When the reminder is delivered: interrupt_immediate, finish_step or audit_only (drains at loop
+	// exit, recorded, never rendered to the model); the aliases interrupt, after_current_operation,
+	// steer and queue map to those, and an unknown or missing mode means audit_only.
+	Mode *ReminderMode
+	// A reminder spec (snake_case). Unknown keys are HARN-RMD-001; content instead of body is
+	// HARN-RMD-002.
+	Reminder *ReminderSpec
+	// The reminder's text (required, trimmed non-empty).
+	Body *string
+	// Default: a fresh uuid v7.
+	ID *string
+	// Deduplicated.
+	Tags              []string
+	DedupeKey         *string
+	TTLTurns          *int64
+	PreserveOnCompact *bool
+	// Where a reminder propagates (default session); another value is HARN-RMD-005.
+	Propagate *ReminderPropagate
+	// The role a reminder is rendered as (default system).
+	RoleHint *ReminderRoleHint
+	// How binding a reminder is (default contract).
+	Authority *ReminderAuthority
+	// Only bridge is accepted.
+	//
+	// When present it is "bridge".
+	Source      *string
+	FiredAtTurn *int64
+	// A typed goal-pin projection {spec, control_id, max_body?} (newest builds).
+	GoalPin jsontext.Value
+	// Host metadata belongs here.
+	Meta jsontext.Value
+}
+
+var objSessionRemindParams = wire.Object{Type: "SessionRemindParams"}
+
+// UnmarshalJSONFrom decodes SessionRemindParams, checking required members, kinds and constraints.
+func (x *SessionRemindParams) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = SessionRemindParams{}
+	r := wire.ReadObject(dec, &objSessionRemindParams)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *SessionRemindParams) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "sessionId":
+		return wire.Ptr(r, &x.SessionID, wire.StringFrom)
+	case "session_id":
+		return wire.Ptr(r, &x.SessionIDSnake, wire.StringFrom)
+	case "mode":
+		return wire.Ptr(r, &x.Mode, (*ReminderMode).UnmarshalJSONFrom)
+	case "reminder":
+		return wire.Ptr(r, &x.Reminder, (*ReminderSpec).UnmarshalJSONFrom)
+	case "body":
+		return wire.Ptr(r, &x.Body, readSessionRemindParamsBody)
+	case "id":
+		return wire.Ptr(r, &x.ID, wire.StringFrom)
+	case "tags":
+		return wire.Field(r, &x.Tags, readSessionRemindParamsTagsElems)
+	case "dedupe_key":
+		return wire.Ptr(r, &x.DedupeKey, wire.StringFrom)
+	case "ttl_turns":
+		return wire.Ptr(r, &x.TTLTurns, readSessionRemindParamsTTLTurns)
+	case "preserve_on_compact":
+		return wire.Ptr(r, &x.PreserveOnCompact, wire.BoolFrom)
+	case "propagate":
+		return wire.Ptr(r, &x.Propagate, (*ReminderPropagate).UnmarshalJSONFrom)
+	case "role_hint":
+		return wire.Ptr(r, &x.RoleHint, (*ReminderRoleHint).UnmarshalJSONFrom)
+	case "authority":
+		return wire.Ptr(r, &x.Authority, (*ReminderAuthority).UnmarshalJSONFrom)
+	case "source":
+		return wire.OptConst(r, &x.Source, "bridge", wire.StringFrom)
+	case "fired_at_turn":
+		return wire.Ptr(r, &x.FiredAtTurn, readSessionRemindParamsFiredAtTurn)
+	case "goal_pin":
+		return wire.Field(r, &x.GoalPin, wire.RawObjectFrom)
+	case "_meta":
+		return wire.Field(r, &x.Meta, wire.RawObjectFrom)
+	case "content":
+		return r.Forbidden()
+	}
+	return r.Unknown()
+}
+
+// MarshalJSONTo encodes SessionRemindParams, members in schema order.
+func (x SessionRemindParams) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *SessionRemindParams) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "sessionId", x.SessionID, wire.StringTo)
+	wire.PutPtr(w, "session_id", x.SessionIDSnake, wire.StringTo)
+	wire.PutPtr(w, "mode", x.Mode, ReminderMode.MarshalJSONTo)
+	wire.PutPtr(w, "reminder", x.Reminder, ReminderSpec.MarshalJSONTo)
+	wire.PutPtr(w, "body", x.Body, wire.StringTo)
+	wire.PutPtr(w, "id", x.ID, wire.StringTo)
+	wire.PutIf(w, "tags", x.Tags, x.Tags != nil, writeListOfString)
+	wire.PutPtr(w, "dedupe_key", x.DedupeKey, wire.StringTo)
+	wire.PutPtr(w, "ttl_turns", x.TTLTurns, wire.IntTo)
+	wire.PutPtr(w, "preserve_on_compact", x.PreserveOnCompact, wire.BoolTo)
+	wire.PutPtr(w, "propagate", x.Propagate, ReminderPropagate.MarshalJSONTo)
+	wire.PutPtr(w, "role_hint", x.RoleHint, ReminderRoleHint.MarshalJSONTo)
+	wire.PutPtr(w, "authority", x.Authority, ReminderAuthority.MarshalJSONTo)
+	wire.PutPtr(w, "source", x.Source, wire.StringTo)
+	wire.PutPtr(w, "fired_at_turn", x.FiredAtTurn, wire.IntTo)
+	wire.PutIf(w, "goal_pin", x.GoalPin, x.GoalPin != nil, wire.RawTo)
+	wire.PutIf(w, "_meta", x.Meta, x.Meta != nil, wire.RawTo)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x SessionRemindParams) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *SessionRemindParams) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Result of session/remind.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-session.schema.json#/$defs/session_remind_result.
+type SessionRemindResult struct {
+	ReminderID string
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objSessionRemindResult = wire.Object{
+	Required: []string{"reminderId"},
+	Type:     "SessionRemindResult",
+}
+
+// UnmarshalJSONFrom decodes SessionRemindResult, checking required members, kinds and constraints.
+func (x *SessionRemindResult) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = SessionRemindResult{}
+	r := wire.ReadObject(dec, &objSessionRemindResult)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *SessionRemindResult) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "reminderId":
+		return wire.Field(r, &x.ReminderID, wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes SessionRemindResult, members in schema order, then Extra.
+func (x SessionRemindResult) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *SessionRemindResult) members(w *wire.ObjectWriter) {
+	wire.Put(w, "reminderId", x.ReminderID, wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x SessionRemindResult) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *SessionRemindResult) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Params of session/replace_inject: edit a pending injected message in place (same id, mode and FIFO
+// position).
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-session.schema.json#/$defs/session_replace_inject_params.
+type SessionReplaceInjectParams struct {
+	// A unique identifier for a conversation session between a client and agent.
+	//
+	// Sessions maintain their own context, conversation history, and state,
+	// allowing multiple independent interactions with the same agent.
+	//
+	// See protocol docs: [Session
+	// ID](https://agentclientprotocol.com/protocol/session-setup#session-id)
+	SessionID acp.SessionID
+	MessageID string
+	// A user message to inject: non-empty text, or a non-empty list of ACP content blocks.
+	Content InjectContent
+	// A _meta carrying the caller's identity under harn.actor; other keys are kept.
+	Meta *ActorMeta
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objSessionReplaceInjectParams = wire.Object{
+	Required: []string{"sessionId", "messageId", "content"},
+	Type:     "SessionReplaceInjectParams",
+}
+
+// UnmarshalJSONFrom decodes SessionReplaceInjectParams, checking required members, kinds and constraints.
+func (x *SessionReplaceInjectParams) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = SessionReplaceInjectParams{}
+	r := wire.ReadObject(dec, &objSessionReplaceInjectParams)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *SessionReplaceInjectParams) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "sessionId":
+		return wire.Field(r, &x.SessionID, (*acp.SessionID).UnmarshalJSONFrom)
+	case "messageId":
+		return wire.Field(r, &x.MessageID, readSessionReplaceInjectParamsMessageID)
+	case "content":
+		return wire.Field(r, &x.Content, (*InjectContent).UnmarshalJSONFrom)
+	case "_meta":
+		return wire.Ptr(r, &x.Meta, (*ActorMeta).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes SessionReplaceInjectParams, members in schema order, then Extra.
+func (x SessionReplaceInjectParams) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *SessionReplaceInjectParams) members(w *wire.ObjectWriter) {
+	wire.Put(w, "sessionId", x.SessionID, acp.SessionID.MarshalJSONTo)
+	wire.Put(w, "messageId", x.MessageID, wire.StringTo)
+	wire.Put(w, "content", x.Content, InjectContent.MarshalJSONTo)
+	wire.PutPtr(w, "_meta", x.Meta, ActorMeta.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x SessionReplaceInjectParams) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *SessionReplaceInjectParams) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Result of session/replace_inject.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-session.schema.json#/$defs/session_replace_inject_result.
+type SessionReplaceInjectResult struct {
+	MessageID string
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objSessionReplaceInjectResult = wire.Object{
+	Required: []string{"messageId", "status"},
+	Type:     "SessionReplaceInjectResult",
+}
+
+// UnmarshalJSONFrom decodes SessionReplaceInjectResult, checking required members, kinds and constraints.
+func (x *SessionReplaceInjectResult) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = SessionReplaceInjectResult{}
+	r := wire.ReadObject(dec, &objSessionReplaceInjectResult)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *SessionReplaceInjectResult) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "messageId":
+		return wire.Field(r, &x.MessageID, wire.StringFrom)
+	case "status":
+		return wire.Const(r, "replaced", wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes SessionReplaceInjectResult, members in schema order, then Extra.
+func (x SessionReplaceInjectResult) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *SessionReplaceInjectResult) members(w *wire.ObjectWriter) {
+	wire.Put(w, "messageId", x.MessageID, wire.StringTo)
+	wire.PutConst(w, "status", "replaced", wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x SessionReplaceInjectResult) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *SessionReplaceInjectResult) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Params of session/revoke_inject: withdraw a pending injected message.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-session.schema.json#/$defs/session_revoke_inject_params.
+type SessionRevokeInjectParams struct {
+	// A unique identifier for a conversation session between a client and agent.
+	//
+	// Sessions maintain their own context, conversation history, and state,
+	// allowing multiple independent interactions with the same agent.
+	//
+	// See protocol docs: [Session
+	// ID](https://agentclientprotocol.com/protocol/session-setup#session-id)
+	SessionID acp.SessionID
+	MessageID string
+	// A _meta carrying the caller's identity under harn.actor; other keys are kept.
+	Meta *ActorMeta
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objSessionRevokeInjectParams = wire.Object{
+	Required: []string{"sessionId", "messageId"},
+	Type:     "SessionRevokeInjectParams",
+}
+
+// UnmarshalJSONFrom decodes SessionRevokeInjectParams, checking required members, kinds and constraints.
+func (x *SessionRevokeInjectParams) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = SessionRevokeInjectParams{}
+	r := wire.ReadObject(dec, &objSessionRevokeInjectParams)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *SessionRevokeInjectParams) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "sessionId":
+		return wire.Field(r, &x.SessionID, (*acp.SessionID).UnmarshalJSONFrom)
+	case "messageId":
+		return wire.Field(r, &x.MessageID, readSessionRevokeInjectParamsMessageID)
+	case "_meta":
+		return wire.Ptr(r, &x.Meta, (*ActorMeta).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes SessionRevokeInjectParams, members in schema order, then Extra.
+func (x SessionRevokeInjectParams) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *SessionRevokeInjectParams) members(w *wire.ObjectWriter) {
+	wire.Put(w, "sessionId", x.SessionID, acp.SessionID.MarshalJSONTo)
+	wire.Put(w, "messageId", x.MessageID, wire.StringTo)
+	wire.PutPtr(w, "_meta", x.Meta, ActorMeta.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x SessionRevokeInjectParams) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *SessionRevokeInjectParams) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Result of session/revoke_inject.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-session.schema.json#/$defs/session_revoke_inject_result.
+type SessionRevokeInjectResult struct {
+	MessageID string
+	// revoked, or already_revoked for a repeated revocation.
+	Status RevokeStatus
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objSessionRevokeInjectResult = wire.Object{
+	Required: []string{"messageId", "status"},
+	Type:     "SessionRevokeInjectResult",
+}
+
+// UnmarshalJSONFrom decodes SessionRevokeInjectResult, checking required members, kinds and constraints.
+func (x *SessionRevokeInjectResult) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = SessionRevokeInjectResult{}
+	r := wire.ReadObject(dec, &objSessionRevokeInjectResult)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *SessionRevokeInjectResult) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "messageId":
+		return wire.Field(r, &x.MessageID, wire.StringFrom)
+	case "status":
+		return wire.Field(r, &x.Status, (*RevokeStatus).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes SessionRevokeInjectResult, members in schema order, then Extra.
+func (x SessionRevokeInjectResult) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *SessionRevokeInjectResult) members(w *wire.ObjectWriter) {
+	wire.Put(w, "messageId", x.MessageID, wire.StringTo)
+	wire.Put(w, "status", x.Status, RevokeStatus.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x SessionRevokeInjectResult) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *SessionRevokeInjectResult) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Params of session/revoke_reminder (reminder_id is an accepted alias of reminderId).
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-session.schema.json#/$defs/session_revoke_reminder_params.
+type SessionRevokeReminderParams struct {
+	// A unique identifier for a conversation session between a client and agent.
+	//
+	// Sessions maintain their own context, conversation history, and state,
+	// allowing multiple independent interactions with the same agent.
+	//
+	// See protocol docs: [Session
+	// ID](https://agentclientprotocol.com/protocol/session-setup#session-id)
+	SessionID       acp.SessionID
+	ReminderID      *string
+	ReminderIDSnake *string
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objSessionRevokeReminderParams = wire.Object{
+	Required: []string{"sessionId"},
+	Type:     "SessionRevokeReminderParams",
+}
+
+// UnmarshalJSONFrom decodes SessionRevokeReminderParams, checking required members, kinds and constraints.
+func (x *SessionRevokeReminderParams) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = SessionRevokeReminderParams{}
+	r := wire.ReadObject(dec, &objSessionRevokeReminderParams)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *SessionRevokeReminderParams) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "sessionId":
+		return wire.Field(r, &x.SessionID, (*acp.SessionID).UnmarshalJSONFrom)
+	case "reminderId":
+		return wire.Ptr(r, &x.ReminderID, readSessionRevokeReminderParamsReminderID)
+	case "reminder_id":
+		return wire.Ptr(r, &x.ReminderIDSnake, readSessionRevokeReminderParamsReminderIDSnake)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes SessionRevokeReminderParams, members in schema order, then Extra.
+func (x SessionRevokeReminderParams) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *SessionRevokeReminderParams) members(w *wire.ObjectWriter) {
+	wire.Put(w, "sessionId", x.SessionID, acp.SessionID.MarshalJSONTo)
+	wire.PutPtr(w, "reminderId", x.ReminderID, wire.StringTo)
+	wire.PutPtr(w, "reminder_id", x.ReminderIDSnake, wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x SessionRevokeReminderParams) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *SessionRevokeReminderParams) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Result of session/revoke_reminder.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-session.schema.json#/$defs/session_revoke_reminder_result.
+type SessionRevokeReminderResult struct {
+	ReminderID string
+	// revoked, or already_revoked for a repeated revocation.
+	Status RevokeStatus
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objSessionRevokeReminderResult = wire.Object{
+	Required: []string{"reminderId", "status"},
+	Type:     "SessionRevokeReminderResult",
+}
+
+// UnmarshalJSONFrom decodes SessionRevokeReminderResult, checking required members, kinds and constraints.
+func (x *SessionRevokeReminderResult) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = SessionRevokeReminderResult{}
+	r := wire.ReadObject(dec, &objSessionRevokeReminderResult)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *SessionRevokeReminderResult) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "reminderId":
+		return wire.Field(r, &x.ReminderID, wire.StringFrom)
+	case "status":
+		return wire.Field(r, &x.Status, (*RevokeStatus).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes SessionRevokeReminderResult, members in schema order, then Extra.
+func (x SessionRevokeReminderResult) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *SessionRevokeReminderResult) members(w *wire.ObjectWriter) {
+	wire.Put(w, "reminderId", x.ReminderID, wire.StringTo)
+	wire.Put(w, "status", x.Status, RevokeStatus.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x SessionRevokeReminderResult) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *SessionRevokeReminderResult) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Params of session/set_budget, a transport control frame: an absent member leaves that budget
+// unchanged, null clears it.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-session.schema.json#/$defs/session_set_budget_params.
+type SessionSetBudgetParams struct {
+	LLMCostUSD wire.Nullable[float64]
+	LLMTokens  wire.Nullable[float64]
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objSessionSetBudgetParams = wire.Object{Type: "SessionSetBudgetParams"}
+
+// UnmarshalJSONFrom decodes SessionSetBudgetParams, checking required members, kinds and constraints.
+func (x *SessionSetBudgetParams) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = SessionSetBudgetParams{}
+	r := wire.ReadObject(dec, &objSessionSetBudgetParams)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *SessionSetBudgetParams) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "llm_cost_usd":
+		return wire.Opt(r, &x.LLMCostUSD, wire.FloatFrom)
+	case "llm_tokens":
+		return wire.Opt(r, &x.LLMTokens, wire.FloatFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes SessionSetBudgetParams, members in schema order, then Extra.
+func (x SessionSetBudgetParams) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *SessionSetBudgetParams) members(w *wire.ObjectWriter) {
+	wire.PutOpt(w, "llm_cost_usd", x.LLMCostUSD, wire.FloatTo)
+	wire.PutOpt(w, "llm_tokens", x.LLMTokens, wire.FloatTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x SessionSetBudgetParams) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *SessionSetBudgetParams) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Params of harn.session_timeline.update, sent to a subscriber.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-host.schema.json#/$defs/session_timeline_update_params.
+type SessionTimelineUpdateParams struct {
+	SubscriptionID *string
+	// One change of a session timeline.
+	Update *TimelineUpdate
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objSessionTimelineUpdateParams = wire.Object{Type: "SessionTimelineUpdateParams"}
+
+// UnmarshalJSONFrom decodes SessionTimelineUpdateParams, checking required members, kinds and constraints.
+func (x *SessionTimelineUpdateParams) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = SessionTimelineUpdateParams{}
+	r := wire.ReadObject(dec, &objSessionTimelineUpdateParams)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *SessionTimelineUpdateParams) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "subscriptionId":
+		return wire.Ptr(r, &x.SubscriptionID, wire.StringFrom)
+	case "update":
+		return wire.Ptr(r, &x.Update, (*TimelineUpdate).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes SessionTimelineUpdateParams, members in schema order, then Extra.
+func (x SessionTimelineUpdateParams) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *SessionTimelineUpdateParams) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "subscriptionId", x.SubscriptionID, wire.StringTo)
+	wire.PutPtr(w, "update", x.Update, TimelineUpdate.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x SessionTimelineUpdateParams) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *SessionTimelineUpdateParams) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
@@ -811,14 +9585,1224 @@ func (x *ShellSource) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
+// Result of skills/fetch: one skill. Hosts may put the manifest's fields at the top level instead of
+// under manifest.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-host.schema.json#/$defs/skill.
+type Skill struct {
+	Name        *string
+	Description *string
+	Body        *string
+	// A skill's manifest.
+	Manifest     *SkillManifest
+	WhenToUse    *string
+	AllowedTools []string
+	Paths        []string
+	Model        *string
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objSkill = wire.Object{Type: "Skill"}
+
+// UnmarshalJSONFrom decodes Skill, checking required members, kinds and constraints.
+func (x *Skill) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = Skill{}
+	r := wire.ReadObject(dec, &objSkill)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *Skill) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "name":
+		return wire.Ptr(r, &x.Name, wire.StringFrom)
+	case "description":
+		return wire.Ptr(r, &x.Description, wire.StringFrom)
+	case "body":
+		return wire.Ptr(r, &x.Body, wire.StringFrom)
+	case "manifest":
+		return wire.Ptr(r, &x.Manifest, (*SkillManifest).UnmarshalJSONFrom)
+	case "when_to_use":
+		return wire.Ptr(r, &x.WhenToUse, wire.StringFrom)
+	case "allowed_tools":
+		return wire.Field(r, &x.AllowedTools, readListOfString)
+	case "paths":
+		return wire.Field(r, &x.Paths, readListOfString)
+	case "model":
+		return wire.Ptr(r, &x.Model, wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes Skill, members in schema order, then Extra.
+func (x Skill) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *Skill) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "name", x.Name, wire.StringTo)
+	wire.PutPtr(w, "description", x.Description, wire.StringTo)
+	wire.PutPtr(w, "body", x.Body, wire.StringTo)
+	wire.PutPtr(w, "manifest", x.Manifest, SkillManifest.MarshalJSONTo)
+	wire.PutPtr(w, "when_to_use", x.WhenToUse, wire.StringTo)
+	wire.PutIf(w, "allowed_tools", x.AllowedTools, x.AllowedTools != nil, writeListOfString)
+	wire.PutIf(w, "paths", x.Paths, x.Paths != nil, writeListOfString)
+	wire.PutPtr(w, "model", x.Model, wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x Skill) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *Skill) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// A skill the VM may activate; every member is present (empty when unknown).
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-host.schema.json#/$defs/skill_candidate.
+type SkillCandidate struct {
+	Name        string
+	Description string
+	WhenToUse   string
+	Paths       []string
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objSkillCandidate = wire.Object{
+	Required: []string{"name", "description", "when_to_use", "paths"},
+	Type:     "SkillCandidate",
+}
+
+// UnmarshalJSONFrom decodes SkillCandidate, checking required members, kinds and constraints.
+func (x *SkillCandidate) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = SkillCandidate{}
+	r := wire.ReadObject(dec, &objSkillCandidate)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *SkillCandidate) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "name":
+		return wire.Field(r, &x.Name, wire.StringFrom)
+	case "description":
+		return wire.Field(r, &x.Description, wire.StringFrom)
+	case "when_to_use":
+		return wire.Field(r, &x.WhenToUse, wire.StringFrom)
+	case "paths":
+		return wire.Field(r, &x.Paths, readListOfString)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes SkillCandidate, members in schema order, then Extra.
+func (x SkillCandidate) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *SkillCandidate) members(w *wire.ObjectWriter) {
+	wire.Put(w, "name", x.Name, wire.StringTo)
+	wire.Put(w, "description", x.Description, wire.StringTo)
+	wire.Put(w, "when_to_use", x.WhenToUse, wire.StringTo)
+	wire.Put(w, "paths", x.Paths, writeListOfString)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x SkillCandidate) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *SkillCandidate) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// A skill's manifest.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-host.schema.json#/$defs/skill_manifest.
+type SkillManifest struct {
+	WhenToUse    *string
+	AllowedTools []string
+	Paths        []string
+	Model        *string
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objSkillManifest = wire.Object{Type: "SkillManifest"}
+
+// UnmarshalJSONFrom decodes SkillManifest, checking required members, kinds and constraints.
+func (x *SkillManifest) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = SkillManifest{}
+	r := wire.ReadObject(dec, &objSkillManifest)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *SkillManifest) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "when_to_use":
+		return wire.Ptr(r, &x.WhenToUse, wire.StringFrom)
+	case "allowed_tools":
+		return wire.Field(r, &x.AllowedTools, readListOfString)
+	case "paths":
+		return wire.Field(r, &x.Paths, readListOfString)
+	case "model":
+		return wire.Ptr(r, &x.Model, wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes SkillManifest, members in schema order, then Extra.
+func (x SkillManifest) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *SkillManifest) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "when_to_use", x.WhenToUse, wire.StringTo)
+	wire.PutIf(w, "allowed_tools", x.AllowedTools, x.AllowedTools != nil, writeListOfString)
+	wire.PutIf(w, "paths", x.Paths, x.Paths != nil, writeListOfString)
+	wire.PutPtr(w, "model", x.Model, wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x SkillManifest) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *SkillManifest) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// A skill the host's store holds (layer 8 of skill discovery).
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-host.schema.json#/$defs/skill_manifest_ref.
+type SkillManifestRef struct {
+	ID          *string
+	Name        *string
+	Description *string
+	Source      *string
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objSkillManifestRef = wire.Object{Type: "SkillManifestRef"}
+
+// UnmarshalJSONFrom decodes SkillManifestRef, checking required members, kinds and constraints.
+func (x *SkillManifestRef) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = SkillManifestRef{}
+	r := wire.ReadObject(dec, &objSkillManifestRef)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *SkillManifestRef) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "id":
+		return wire.Ptr(r, &x.ID, readSkillManifestRefID)
+	case "name":
+		return wire.Ptr(r, &x.Name, wire.StringFrom)
+	case "description":
+		return wire.Ptr(r, &x.Description, wire.StringFrom)
+	case "source":
+		return wire.Ptr(r, &x.Source, wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes SkillManifestRef, members in schema order, then Extra.
+func (x SkillManifestRef) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *SkillManifestRef) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "id", x.ID, wire.StringTo)
+	wire.PutPtr(w, "name", x.Name, wire.StringTo)
+	wire.PutPtr(w, "description", x.Description, wire.StringTo)
+	wire.PutPtr(w, "source", x.Source, wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x SkillManifestRef) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *SkillManifestRef) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// One advisory match; names not among the candidates are ignored.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-host.schema.json#/$defs/skill_match.
+type SkillMatch struct {
+	Name string
+	// Higher ranks earlier.
+	//
+	// Schema default 1 (see GetScore); never written for you.
+	Score *float64
+	// Stored on the skill_matched and skill_activated transcript events.
+	//
+	// Schema default "host match" (see GetReason); never written for you.
+	Reason *string
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objSkillMatch = wire.Object{
+	Required: []string{"name"},
+	Type:     "SkillMatch",
+}
+
+// GetScore returns Score, or its schema default 1 when absent.
+func (x *SkillMatch) GetScore() float64 {
+	if x != nil && x.Score != nil {
+		return *x.Score
+	}
+	return float64(1.0)
+}
+
+// GetReason returns Reason, or its schema default "host match" when absent.
+func (x *SkillMatch) GetReason() string {
+	if x != nil && x.Reason != nil {
+		return *x.Reason
+	}
+	return "host match"
+}
+
+// UnmarshalJSONFrom decodes SkillMatch, checking required members, kinds and constraints.
+func (x *SkillMatch) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = SkillMatch{}
+	r := wire.ReadObject(dec, &objSkillMatch)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *SkillMatch) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "name":
+		return wire.Field(r, &x.Name, readSkillMatchName)
+	case "score":
+		return wire.Ptr(r, &x.Score, readSkillMatchScore)
+	case "reason":
+		return wire.Ptr(r, &x.Reason, wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes SkillMatch, members in schema order, then Extra.
+func (x SkillMatch) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *SkillMatch) members(w *wire.ObjectWriter) {
+	wire.Put(w, "name", x.Name, wire.StringTo)
+	wire.PutPtr(w, "score", x.Score, wire.FloatTo)
+	wire.PutPtr(w, "reason", x.Reason, wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x SkillMatch) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *SkillMatch) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Params of skill/match (snake_case).
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-host.schema.json#/$defs/skill_match_params.
+type SkillMatchParams struct {
+	// How the agent is configured to match: host, or its alias embedding. Open.
+	Strategy     SkillMatchParamsStrategy
+	Prompt       string
+	WorkingFiles []string
+	Candidates   []SkillCandidate
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objSkillMatchParams = wire.Object{
+	Required: []string{"strategy", "prompt", "working_files", "candidates"},
+	Type:     "SkillMatchParams",
+}
+
+// UnmarshalJSONFrom decodes SkillMatchParams, checking required members, kinds and constraints.
+func (x *SkillMatchParams) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = SkillMatchParams{}
+	r := wire.ReadObject(dec, &objSkillMatchParams)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *SkillMatchParams) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "strategy":
+		return wire.Field(r, &x.Strategy, (*SkillMatchParamsStrategy).UnmarshalJSONFrom)
+	case "prompt":
+		return wire.Field(r, &x.Prompt, wire.StringFrom)
+	case "working_files":
+		return wire.Field(r, &x.WorkingFiles, readListOfString)
+	case "candidates":
+		return wire.Field(r, &x.Candidates, readListOfSkillCandidate)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes SkillMatchParams, members in schema order, then Extra.
+func (x SkillMatchParams) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *SkillMatchParams) members(w *wire.ObjectWriter) {
+	wire.Put(w, "strategy", x.Strategy, SkillMatchParamsStrategy.MarshalJSONTo)
+	wire.Put(w, "prompt", x.Prompt, wire.StringTo)
+	wire.Put(w, "working_files", x.WorkingFiles, writeListOfString)
+	wire.Put(w, "candidates", x.Candidates, writeListOfSkillCandidate)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x SkillMatchParams) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *SkillMatchParams) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// How the agent is configured to match: host, or its alias embedding. Open.
+//
+// Other values: A value this version does not know.
+//
+// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
+// from harn-host.schema.json#/$defs/skill_match_params/properties/strategy.
+type SkillMatchParamsStrategy string
+
+// Known values of SkillMatchParamsStrategy, in schema order.
+const (
+	SkillMatchParamsStrategyHost      SkillMatchParamsStrategy = "host"
+	SkillMatchParamsStrategyEmbedding SkillMatchParamsStrategy = "embedding"
+)
+
+var valuesSkillMatchParamsStrategy = []SkillMatchParamsStrategy{SkillMatchParamsStrategyHost, SkillMatchParamsStrategyEmbedding}
+
+// Known reports whether x is one of the values the schema lists.
+func (x SkillMatchParamsStrategy) Known() bool {
+	return slices.Contains(valuesSkillMatchParamsStrategy, x)
+}
+
+// UnmarshalJSONFrom decodes SkillMatchParamsStrategy, keeping any value.
+func (x *SkillMatchParamsStrategy) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	return wire.StringEnum(dec, x, "SkillMatchParamsStrategy", valuesSkillMatchParamsStrategy, true)
+}
+
+// MarshalJSONTo encodes SkillMatchParamsStrategy.
+func (x SkillMatchParamsStrategy) MarshalJSONTo(enc *jsontext.Encoder) error {
+	return wire.WriteStringEnum(enc, x, "SkillMatchParamsStrategy", valuesSkillMatchParamsStrategy, true)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x SkillMatchParamsStrategy) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *SkillMatchParamsStrategy) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Result of skill/match: {matches}, a bare array, {skills}, or {result: {matches}}. An error answer
+// makes Harn fall back to its own ranker.
+//
+// The JSON kind of the value selects the variant; exactly one field is set. Generated from
+// harn-host.schema.json#/$defs/skill_match_result.
+type SkillMatchResult struct {
+	// Set when the value is a JSON object.
+	Object *SkillMatchResultObject
+	// Set when the value is a JSON array.
+	List []SkillMatch
+}
+
+// UnmarshalJSONFrom decodes the variant that matches the value's JSON kind.
+func (x *SkillMatchResult) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = SkillMatchResult{}
+	switch dec.PeekKind() {
+	case '{':
+		return wire.Choose(dec, "SkillMatchResult", &x.Object, (*SkillMatchResultObject).UnmarshalJSONFrom)
+	case '[':
+		return wire.Scalar(dec, "SkillMatchResult", &x.List, readListOfSkillMatch)
+	}
+	return wire.KindError(dec, "SkillMatchResult", "object or array")
+}
+
+// MarshalJSONTo encodes the variant that is set.
+func (x SkillMatchResult) MarshalJSONTo(enc *jsontext.Encoder) error {
+	switch {
+	case x.Object != nil:
+		return SkillMatchResultObject.MarshalJSONTo(*x.Object, enc)
+	case x.List != nil:
+		return writeListOfSkillMatch(x.List, enc)
+	}
+	return wire.NoVariant("SkillMatchResult")
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x SkillMatchResult) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *SkillMatchResult) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// SkillMatchResultObject has no description in its schema.
+//
+// The members present select the variant; exactly one variant field is set. Generated from
+// harn-host.schema.json#/$defs/skill_match_result(object alternatives).
+type SkillMatchResultObject struct {
+	// The canonical skill/match result.
+	//
+	// Set when `matches` is present.
+	SkillMatches *SkillMatches
+	// The {skills: [...]} form of the skill/match result.
+	//
+	// Set when `skills` is present.
+	SkillMatchesAsSkills *SkillMatchesAsSkills
+	// An ACP-style wrapper of the skill/match result.
+	//
+	// Set when `result` is present.
+	SkillMatchesEnvelope *SkillMatchesEnvelope
+}
+
+var unionSkillMatchResultObject = wire.Union{
+	Type: "SkillMatchResultObject",
+	Variants: []wire.Variant{{
+		Keys:   []string{"matches"},
+		Object: &objSkillMatches,
+	}, {
+		Keys:   []string{"skills"},
+		Object: &objSkillMatchesAsSkills,
+	}, {
+		Keys:   []string{"result"},
+		Object: &objSkillMatchesEnvelope,
+	}},
+}
+
+// UnmarshalJSONFrom decodes SkillMatchResultObject in one pass, streaming members into the variant once it is chosen.
+func (x *SkillMatchResultObject) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = SkillMatchResultObject{}
+	r := wire.ReadUnion(dec, &unionSkillMatchResultObject)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *SkillMatchResultObject) member(r *wire.ObjectReader) error {
+	switch r.Variant() {
+	case 0:
+		return wire.New(&x.SkillMatches).member(r)
+	case 1:
+		return wire.New(&x.SkillMatchesAsSkills).member(r)
+	case 2:
+		return wire.New(&x.SkillMatchesEnvelope).member(r)
+	}
+	return nil
+}
+
+// MarshalJSONTo encodes the variant that is set.
+func (x SkillMatchResultObject) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	switch {
+	case x.SkillMatches != nil:
+		x.SkillMatches.members(&w)
+	case x.SkillMatchesAsSkills != nil:
+		x.SkillMatchesAsSkills.members(&w)
+	case x.SkillMatchesEnvelope != nil:
+		x.SkillMatchesEnvelope.members(&w)
+	default:
+		return wire.NoVariant("SkillMatchResultObject")
+	}
+	return w.End()
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x SkillMatchResultObject) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *SkillMatchResultObject) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The canonical skill/match result.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-host.schema.json#/$defs/skill_matches.
+type SkillMatches struct {
+	Matches []SkillMatch
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objSkillMatches = wire.Object{
+	Required: []string{"matches"},
+	Type:     "SkillMatches",
+}
+
+// UnmarshalJSONFrom decodes SkillMatches, checking required members, kinds and constraints.
+func (x *SkillMatches) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = SkillMatches{}
+	r := wire.ReadObject(dec, &objSkillMatches)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *SkillMatches) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "matches":
+		return wire.Field(r, &x.Matches, readListOfSkillMatch)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes SkillMatches, members in schema order, then Extra.
+func (x SkillMatches) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *SkillMatches) members(w *wire.ObjectWriter) {
+	wire.Put(w, "matches", x.Matches, writeListOfSkillMatch)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x SkillMatches) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *SkillMatches) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The {skills: [...]} form of the skill/match result.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-host.schema.json#/$defs/skill_matches_as_skills.
+type SkillMatchesAsSkills struct {
+	Skills []SkillMatch
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objSkillMatchesAsSkills = wire.Object{
+	Required: []string{"skills"},
+	Type:     "SkillMatchesAsSkills",
+}
+
+// UnmarshalJSONFrom decodes SkillMatchesAsSkills, checking required members, kinds and constraints.
+func (x *SkillMatchesAsSkills) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = SkillMatchesAsSkills{}
+	r := wire.ReadObject(dec, &objSkillMatchesAsSkills)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *SkillMatchesAsSkills) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "skills":
+		return wire.Field(r, &x.Skills, readListOfSkillMatch)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes SkillMatchesAsSkills, members in schema order, then Extra.
+func (x SkillMatchesAsSkills) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *SkillMatchesAsSkills) members(w *wire.ObjectWriter) {
+	wire.Put(w, "skills", x.Skills, writeListOfSkillMatch)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x SkillMatchesAsSkills) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *SkillMatchesAsSkills) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// An ACP-style wrapper of the skill/match result.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-host.schema.json#/$defs/skill_matches_envelope.
+type SkillMatchesEnvelope struct {
+	// The canonical skill/match result.
+	Result SkillMatches
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objSkillMatchesEnvelope = wire.Object{
+	Required: []string{"result"},
+	Type:     "SkillMatchesEnvelope",
+}
+
+// UnmarshalJSONFrom decodes SkillMatchesEnvelope, checking required members, kinds and constraints.
+func (x *SkillMatchesEnvelope) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = SkillMatchesEnvelope{}
+	r := wire.ReadObject(dec, &objSkillMatchesEnvelope)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *SkillMatchesEnvelope) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "result":
+		return wire.Field(r, &x.Result, (*SkillMatches).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes SkillMatchesEnvelope, members in schema order, then Extra.
+func (x SkillMatchesEnvelope) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *SkillMatchesEnvelope) members(w *wire.ObjectWriter) {
+	wire.Put(w, "result", x.Result, SkillMatches.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x SkillMatchesEnvelope) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *SkillMatchesEnvelope) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Params of skills/fetch: the id of a skill skills/list returned.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-host.schema.json#/$defs/skills_fetch_params.
+type SkillsFetchParams struct {
+	ID string
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objSkillsFetchParams = wire.Object{
+	Required: []string{"id"},
+	Type:     "SkillsFetchParams",
+}
+
+// UnmarshalJSONFrom decodes SkillsFetchParams, checking required members, kinds and constraints.
+func (x *SkillsFetchParams) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = SkillsFetchParams{}
+	r := wire.ReadObject(dec, &objSkillsFetchParams)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *SkillsFetchParams) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "id":
+		return wire.Field(r, &x.ID, wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes SkillsFetchParams, members in schema order, then Extra.
+func (x SkillsFetchParams) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *SkillsFetchParams) members(w *wire.ObjectWriter) {
+	wire.Put(w, "id", x.ID, wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x SkillsFetchParams) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *SkillsFetchParams) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The object form of the skills/list result.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-host.schema.json#/$defs/skills_list.
+type SkillsList struct {
+	Skills []SkillManifestRef
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objSkillsList = wire.Object{
+	Required: []string{"skills"},
+	Type:     "SkillsList",
+}
+
+// UnmarshalJSONFrom decodes SkillsList, checking required members, kinds and constraints.
+func (x *SkillsList) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = SkillsList{}
+	r := wire.ReadObject(dec, &objSkillsList)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *SkillsList) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "skills":
+		return wire.Field(r, &x.Skills, readListOfSkillManifestRef)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes SkillsList, members in schema order, then Extra.
+func (x SkillsList) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *SkillsList) members(w *wire.ObjectWriter) {
+	wire.Put(w, "skills", x.Skills, writeListOfSkillManifestRef)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x SkillsList) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *SkillsList) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Result of skills/list: a bare array, or {skills: [...]}.
+//
+// The JSON kind of the value selects the variant; exactly one field is set. Generated from
+// harn-host.schema.json#/$defs/skills_list_result.
+type SkillsListResult struct {
+	// Set when the value is a JSON array.
+	List []SkillManifestRef
+	// Set when the value is a JSON object.
+	Object *SkillsList
+}
+
+// UnmarshalJSONFrom decodes the variant that matches the value's JSON kind.
+func (x *SkillsListResult) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = SkillsListResult{}
+	switch dec.PeekKind() {
+	case '[':
+		return wire.Scalar(dec, "SkillsListResult", &x.List, readListOfSkillManifestRef)
+	case '{':
+		return wire.Choose(dec, "SkillsListResult", &x.Object, (*SkillsList).UnmarshalJSONFrom)
+	}
+	return wire.KindError(dec, "SkillsListResult", "array or object")
+}
+
+// MarshalJSONTo encodes the variant that is set.
+func (x SkillsListResult) MarshalJSONTo(enc *jsontext.Encoder) error {
+	switch {
+	case x.List != nil:
+		return writeListOfSkillManifestRef(x.List, enc)
+	case x.Object != nil:
+		return SkillsList.MarshalJSONTo(*x.Object, enc)
+	}
+	return wire.NoVariant("SkillsListResult")
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x SkillsListResult) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *SkillsListResult) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// One change of a session timeline.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-host.schema.json#/$defs/timeline_update.
+type TimelineUpdate struct {
+	SchemaVersion *int64
+	Cursor        jsontext.Value
+	Node          jsontext.Value
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objTimelineUpdate = wire.Object{Type: "TimelineUpdate"}
+
+// UnmarshalJSONFrom decodes TimelineUpdate, checking required members, kinds and constraints.
+func (x *TimelineUpdate) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = TimelineUpdate{}
+	r := wire.ReadObject(dec, &objTimelineUpdate)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *TimelineUpdate) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "schemaVersion":
+		return wire.Ptr(r, &x.SchemaVersion, wire.IntFrom)
+	case "cursor":
+		return wire.Field(r, &x.Cursor, wire.RawObjectFrom)
+	case "node":
+		return wire.Field(r, &x.Node, wire.RawObjectFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes TimelineUpdate, members in schema order, then Extra.
+func (x TimelineUpdate) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *TimelineUpdate) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "schemaVersion", x.SchemaVersion, wire.IntTo)
+	wire.PutIf(w, "cursor", x.Cursor, x.Cursor != nil, wire.RawTo)
+	wire.PutIf(w, "node", x.Node, x.Node != nil, wire.RawTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x TimelineUpdate) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *TimelineUpdate) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Params of the legacy tool_execute.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-host.schema.json#/$defs/tool_execute_params.
+type ToolExecuteParams struct {
+	Name      *string
+	Arguments jsontext.Value
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objToolExecuteParams = wire.Object{Type: "ToolExecuteParams"}
+
+// UnmarshalJSONFrom decodes ToolExecuteParams, checking required members, kinds and constraints.
+func (x *ToolExecuteParams) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = ToolExecuteParams{}
+	r := wire.ReadObject(dec, &objToolExecuteParams)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *ToolExecuteParams) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "name":
+		return wire.Ptr(r, &x.Name, wire.StringFrom)
+	case "arguments":
+		return wire.Field(r, &x.Arguments, wire.RawObjectFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes ToolExecuteParams, members in schema order, then Extra.
+func (x ToolExecuteParams) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *ToolExecuteParams) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "name", x.Name, wire.StringTo)
+	wire.PutIf(w, "arguments", x.Arguments, x.Arguments != nil, wire.RawTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x ToolExecuteParams) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *ToolExecuteParams) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The canonical host/tools/list result.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-host.schema.json#/$defs/tools_list.
+type ToolsList struct {
+	Tools []HostTool
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objToolsList = wire.Object{
+	Required: []string{"tools"},
+	Type:     "ToolsList",
+}
+
+// UnmarshalJSONFrom decodes ToolsList, checking required members, kinds and constraints.
+func (x *ToolsList) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = ToolsList{}
+	r := wire.ReadObject(dec, &objToolsList)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *ToolsList) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "tools":
+		return wire.Field(r, &x.Tools, readListOfHostTool)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes ToolsList, members in schema order, then Extra.
+func (x ToolsList) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *ToolsList) members(w *wire.ObjectWriter) {
+	wire.Put(w, "tools", x.Tools, writeListOfHostTool)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x ToolsList) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *ToolsList) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// An ACP-style wrapper of the tool list.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-host.schema.json#/$defs/tools_list_envelope.
+type ToolsListEnvelope struct {
+	// The canonical host/tools/list result.
+	Result ToolsList
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objToolsListEnvelope = wire.Object{
+	Required: []string{"result"},
+	Type:     "ToolsListEnvelope",
+}
+
+// UnmarshalJSONFrom decodes ToolsListEnvelope, checking required members, kinds and constraints.
+func (x *ToolsListEnvelope) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = ToolsListEnvelope{}
+	r := wire.ReadObject(dec, &objToolsListEnvelope)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *ToolsListEnvelope) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "result":
+		return wire.Field(r, &x.Result, (*ToolsList).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes ToolsListEnvelope, members in schema order, then Extra.
+func (x ToolsListEnvelope) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *ToolsListEnvelope) members(w *wire.ObjectWriter) {
+	wire.Put(w, "result", x.Result, ToolsList.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x ToolsListEnvelope) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *ToolsListEnvelope) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
 // Readers and writers of composite and constrained values, built once.
 var (
-	readListOfString                           = wire.ListFrom(wire.StringFrom)
-	writeListOfString                          = wire.ListTo(wire.StringTo)
-	readHostCallParamsName                     = wire.Within(wire.StringFrom, &wire.Limits{MinLength: wire.Count(1)})
-	readMapOfCapabilityOps                     = wire.MapFrom((*CapabilityOps).UnmarshalJSONFrom)
-	readListOfShell                            = wire.ListFrom((*Shell).UnmarshalJSONFrom)
-	writeListOfShell                           = wire.ListTo(Shell.MarshalJSONTo)
-	readSetDefaultShellRequestShellID          = wire.Within(wire.StringFrom, &wire.Limits{MinLength: wire.Count(1)})
-	readShellInvocationResponseCommandArgIndex = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readAgentEventBudgetExhaustedMaxIterations     = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readAgentEventDaemonWatchdogTrippedAttempts    = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readAgentEventDaemonWatchdogTrippedElapsedMS   = wire.Within(wire.FloatFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readAgentEventJudgeDecisionIteration           = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readAgentEventJudgeDecisionJudgeDurationMS     = wire.Within(wire.FloatFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readAgentEventLoopControlDecisionIteration     = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readAgentEventLoopStuckLastIteration           = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readAgentEventLoopStuckMaxNudges               = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readAgentEventTurnEndIteration                 = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readAgentEventTurnStartIteration               = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readListOfString                               = wire.ListFrom(wire.StringFrom)
+	writeListOfString                              = wire.ListTo(wire.StringTo)
+	readArgumentShapeListLength                    = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readBuiltinCallParamsName                      = wire.Within(wire.StringFrom, &wire.Limits{MinLength: wire.Count(1)})
+	readListOfRaw                                  = wire.ListFrom(wire.RawFrom)
+	writeListOfRaw                                 = wire.ListTo(wire.RawTo)
+	readHITLRespondParamsRequestID                 = wire.Within(wire.StringFrom, &wire.Limits{MinLength: wire.Count(1)})
+	readHostCallParamsName                         = wire.Within(wire.StringFrom, &wire.Limits{MinLength: wire.Count(1)})
+	readMapOfCapabilityOps                         = wire.MapFrom((*CapabilityOps).UnmarshalJSONFrom)
+	readHostToolName                               = wire.Within(wire.StringFrom, &wire.Limits{MinLength: wire.Count(1)})
+	readListOfHostTool                             = wire.ListFrom((*HostTool).UnmarshalJSONFrom)
+	writeListOfHostTool                            = wire.ListTo(HostTool.MarshalJSONTo)
+	readHypothesisAttestArgsEventFingerprint       = wire.Within(wire.StringFrom, &wire.Limits{Pattern: regexp.MustCompile("^sha256:[0-9a-f]{64}$")})
+	readHypothesisAttestArgsPlanFingerprint        = wire.Within(wire.StringFrom, &wire.Limits{Pattern: regexp.MustCompile("^sha256:[0-9a-f]{64}$")})
+	readHypothesisAttestArgsHypothesisID           = wire.Within(wire.StringFrom, &wire.Limits{MinLength: wire.Count(1)})
+	readHypothesisAttestArgsOperationReceiptID     = wire.Within(wire.StringFrom, &wire.Limits{MinLength: wire.Count(1)})
+	readHypothesisAttestArgsRunID                  = wire.Within(wire.StringFrom, &wire.Limits{MinLength: wire.Count(1)})
+	readIdleBackoffIteration                       = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readIdleBackoffBackoffMS                       = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readIdleWaitTimeoutMS                          = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readInjectContentString                        = wire.Within(wire.StringFrom, &wire.Limits{MinLength: wire.Count(1)})
+	readListOfACPContentBlock                      = wire.ListFrom((*acp.ContentBlock).UnmarshalJSONFrom)
+	readInjectContentList                          = wire.WithinList(readListOfACPContentBlock, &wire.Limits{MinItems: wire.Count(1)})
+	writeListOfACPContentBlock                     = wire.ListTo(acp.ContentBlock.MarshalJSONTo)
+	readLegacyUserMessageParamsContent             = wire.Within(wire.StringFrom, &wire.Limits{MinLength: wire.Count(1)})
+	readListOfShell                                = wire.ListFrom((*Shell).UnmarshalJSONFrom)
+	writeListOfShell                               = wire.ListTo(Shell.MarshalJSONTo)
+	readPendingReminderPosition                    = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readPendingUserMessagePosition                 = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readReminderSpecBody                           = wire.Within(wire.StringFrom, &wire.Limits{MinLength: wire.Count(1)})
+	readReminderSpecTagsItem                       = wire.Within(wire.StringFrom, &wire.Limits{MinLength: wire.Count(1)})
+	readReminderSpecTagsElems                      = wire.ListFrom(readReminderSpecTagsItem)
+	readReminderSpecTTLTurns                       = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(1.0)})
+	readReminderSpecFiredAtTurn                    = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readMapOfArgumentShape                         = wire.MapFrom((*ArgumentShape).UnmarshalJSONFrom)
+	readSessionAttachParamsClientID                = wire.Within(wire.StringFrom, &wire.Limits{MinLength: wire.Count(1)})
+	readSessionClientParamsClientID                = wire.Within(wire.StringFrom, &wire.Limits{MinLength: wire.Count(1)})
+	readSessionDetachParamsClientID                = wire.Within(wire.StringFrom, &wire.Limits{MinLength: wire.Count(1)})
+	readSessionForkParamsKeepFirst                 = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readListOfACPLiveClient                        = wire.ListFrom((*acp.LiveClient).UnmarshalJSONFrom)
+	writeListOfACPLiveClient                       = wire.ListTo(acp.LiveClient.MarshalJSONTo)
+	readSessionPendingInjectionsResultPendingCount = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readListOfPendingInjection                     = wire.ListFrom((*PendingInjection).UnmarshalJSONFrom)
+	writeListOfPendingInjection                    = wire.ListTo(PendingInjection.MarshalJSONTo)
+	readSessionRemindParamsBody                    = wire.Within(wire.StringFrom, &wire.Limits{MinLength: wire.Count(1)})
+	readSessionRemindParamsTagsItem                = wire.Within(wire.StringFrom, &wire.Limits{MinLength: wire.Count(1)})
+	readSessionRemindParamsTagsElems               = wire.ListFrom(readSessionRemindParamsTagsItem)
+	readSessionRemindParamsTTLTurns                = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(1.0)})
+	readSessionRemindParamsFiredAtTurn             = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readSessionReplaceInjectParamsMessageID        = wire.Within(wire.StringFrom, &wire.Limits{MinLength: wire.Count(1)})
+	readSessionRevokeInjectParamsMessageID         = wire.Within(wire.StringFrom, &wire.Limits{MinLength: wire.Count(1)})
+	readSessionRevokeReminderParamsReminderID      = wire.Within(wire.StringFrom, &wire.Limits{MinLength: wire.Count(1)})
+	readSessionRevokeReminderParamsReminderIDSnake = wire.Within(wire.StringFrom, &wire.Limits{MinLength: wire.Count(1)})
+	readSetDefaultShellRequestShellID              = wire.Within(wire.StringFrom, &wire.Limits{MinLength: wire.Count(1)})
+	readShellInvocationResponseCommandArgIndex     = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readSkillManifestRefID                         = wire.Within(wire.StringFrom, &wire.Limits{MinLength: wire.Count(1)})
+	readSkillMatchName                             = wire.Within(wire.StringFrom, &wire.Limits{MinLength: wire.Count(1)})
+	readSkillMatchScore                            = wire.Within(wire.FloatFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readListOfSkillCandidate                       = wire.ListFrom((*SkillCandidate).UnmarshalJSONFrom)
+	writeListOfSkillCandidate                      = wire.ListTo(SkillCandidate.MarshalJSONTo)
+	readListOfSkillMatch                           = wire.ListFrom((*SkillMatch).UnmarshalJSONFrom)
+	writeListOfSkillMatch                          = wire.ListTo(SkillMatch.MarshalJSONTo)
+	readListOfSkillManifestRef                     = wire.ListFrom((*SkillManifestRef).UnmarshalJSONFrom)
+	writeListOfSkillManifestRef                    = wire.ListTo(SkillManifestRef.MarshalJSONTo)
 )

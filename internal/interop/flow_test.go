@@ -271,9 +271,13 @@ func TestGoClientDrivesTypeScriptAgent(t *testing.T) {
 	}
 
 	// The agent's account, from _meta.interop.
-	meta, ok := res.Meta.Get()
+	typed, ok := res.Meta.Get()
 	if !ok {
 		t.Fatal("the prompt result has no _meta")
+	}
+	meta, err := json.Marshal(&typed) // acp types _meta (Harn's part); interop is kept in Extra
+	if err != nil {
+		t.Fatal(err)
 	}
 	var r struct {
 		Interop agentReport `json:"interop"`

@@ -190,9 +190,13 @@ func (a *goAgent) runTour(ctx context.Context, p *acp.PromptRequest) (*acp.Promp
 	for i, r := range tour.permissions {
 		granted[i] = r.granted
 	}
-	meta, err := json.Marshal(map[string]any{"interop": map[string]any{"granted": granted}})
+	raw, err := json.Marshal(map[string]any{"interop": map[string]any{"granted": granted}})
 	if err != nil {
 		return nil, err
 	}
-	return &acp.PromptResponse{StopReason: acp.StopReasonEndTurn, Meta: wire.Some(jsontext.Value(meta))}, nil
+	var meta acp.PromptResponseMeta // acp types _meta; interop is a member it keeps in Extra
+	if err := json.Unmarshal(raw, &meta); err != nil {
+		return nil, err
+	}
+	return &acp.PromptResponse{StopReason: acp.StopReasonEndTurn, Meta: wire.Some(meta)}, nil
 }

@@ -1,7 +1,6 @@
 package interop
 
 import (
-	"bytes"
 	"os"
 	"path/filepath"
 	"testing"
@@ -68,7 +67,7 @@ func tourUpdates() []acp.SessionUpdate {
 		{AgentThoughtChunk: chunk(textBlock("Reading the file first."))},
 		{AgentMessageChunk: chunk(acp.ContentBlock{Text: &acp.TextContent{
 			Text: "Here is the summary.",
-			Meta: wire.Some(jsontext.Value(`{"harn":{"visible_text":"Here is the summary.","visible_delta":"Here is the summary."}}`)),
+			Meta: wire.Some(acp.ContentMeta{Harn: &acp.HarnContent{VisibleText: ptr("Here is the summary."), VisibleDelta: ptr("Here is the summary.")}}),
 		}})},
 		{ToolCall: &acp.ToolCall{
 			ToolCallID: "call-1",
@@ -220,8 +219,8 @@ func checkTourUpdate(t *testing.T, i int, u acp.SessionUpdate) {
 	case 7:
 		c := u.AgentMessageChunk
 		meta, _ := c.Content.Text.Meta.Get()
-		if c.Content.Text.Text != "Here is the summary." || !bytes.Contains(meta, []byte(`"visible_delta"`)) {
-			fail("text %q meta %s", c.Content.Text.Text, meta)
+		if c.Content.Text.Text != "Here is the summary." || meta.Harn == nil || meta.Harn.VisibleDelta == nil || *meta.Harn.VisibleDelta != "Here is the summary." {
+			fail("text %q meta %+v", c.Content.Text.Text, meta.Harn)
 		}
 	case 8:
 		c := u.ToolCall

@@ -19,6 +19,11 @@ var (
 	ErrWrongKind = errors.New("wrong JSON kind")
 	// ErrConstraint: a value broke a schema constraint (minimum, minLength, pattern, enum, const).
 	ErrConstraint = errors.New("constraint violated")
+	// ErrForbiddenMember: a member the schema forbids where it stands (a
+	// property whose schema is false), typically a field that a newer
+	// revision of the protocol moved elsewhere. It wraps ErrUnknownMember, so
+	// errors.Is(err, ErrUnknownMember) holds for it too.
+	ErrForbiddenMember = fmt.Errorf("forbidden member (%w)", ErrUnknownMember)
 )
 
 // DecodeError reports why a JSON document does not fit a generated type.

@@ -466,6 +466,15 @@ func (r *ObjectReader) Unknown() error {
 	return ErrUnknownMember
 }
 
+// Forbidden rejects the current member: the schema forbids it here, even
+// in an open object.
+func (r *ObjectReader) Forbidden() error {
+	if r.nlen < 0 {
+		return nil
+	}
+	return ErrForbiddenMember
+}
+
 // End reports the first error, or the first required member that was absent.
 func (r *ObjectReader) End() error {
 	if r.err != nil {

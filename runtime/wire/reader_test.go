@@ -478,3 +478,51 @@ func (x *threePassChunk) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 	}
 	return r.End()
 }
+
+// moved is an open object that forbids the member "old" (a property whose
+// schema is false): it must be rejected on decode, kept out of Extra, and
+// refused on encode.
+type moved struct {
+	Extra wire.Extras
+}
+
+var objMoved = wire.Object{Type: "moved"}
+
+func (x *moved) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = moved{}
+	r := wire.ReadObject(dec, &objMoved)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *moved) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "old":
+		return r.Forbidden()
+	}
+	return r.Extra(&x.Extra)
+}
+
+func (x moved) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	w.ExtrasExcept(x.Extra, "moved", "old")
+	return w.End()
+}
+
+func TestForbiddenMember(t *testing.T) {
+	var m moved
+	if err := json.Unmarshal([]byte(`{"a":1,"b":{"old":2}}`), &m); err != nil || len(m.Extra) != 2 {
+		t.Fatalf("other members are kept: %v %+v", err, m)
+	}
+	err := json.Unmarshal([]byte(`{"a":1,"old":2}`), &m)
+	var de *wire.DecodeError
+	if !errors.Is(err, wire.ErrForbiddenMember) || !errors.Is(err, wire.ErrUnknownMember) || !errors.As(err, &de) || de.Type != "moved" || de.Member != "old" {
+		t.Fatalf("a forbidden member must fail naming itself: %v", err)
+	}
+	m.Extra.Set("old", jsontext.Value(`1`))
+	if _, err := json.Marshal(m); !errors.Is(err, wire.ErrForbiddenMember) {
+		t.Fatalf("encoding a forbidden member must fail: %v", err)
+	}
+}

@@ -60,6 +60,20 @@ func (w *ObjectWriter) Extras(x Extras) {
 	}
 }
 
+// ExtrasExcept writes the kept members of an open object whose schema forbids
+// the members named in forbidden; a kept member of such a name fails with
+// ErrForbiddenMember, so an encoding never holds what decoding rejects.
+func (w *ObjectWriter) ExtrasExcept(x Extras, typ string, forbidden ...string) {
+	for _, m := range x {
+		for _, f := range forbidden {
+			if m.Name == f && w.err == nil {
+				w.err = &DecodeError{Type: typ, Member: f, Err: ErrForbiddenMember}
+			}
+		}
+	}
+	w.Extras(x)
+}
+
 func (w *ObjectWriter) member(name string) bool {
 	if !w.begin() {
 		return false

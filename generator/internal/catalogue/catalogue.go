@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path"
 	"regexp"
 	"slices"
 	"strings"
@@ -34,18 +33,20 @@ type Catalogue struct {
 	// Schemas are the files under spec/schemas whose $defs make up the
 	// package's types.
 	Schemas []string `json:"schemas"`
-	// Imports names schema files whose $defs are the types of another
-	// catalogue's package: a member or method typed with one of them uses
-	// that package's Go type instead of a copy. Keys are files under
-	// spec/schemas (listed in the other catalogue's schemas), values the Go
-	// import paths of the generated packages that own them.
-	Imports map[string]string `json:"imports,omitempty"`
+	// Imports names other catalogues, by their package, whose types this
+	// one uses instead of generating copies: a $ref into one of their schema
+	// files (or those of the catalogues they import in turn) is their
+	// generated type (acp.ContentBlock, from <module>/gen/acp), with the
+	// shape their overlays give it. Methods and operations may use the files
+	// of the catalogues listed here. Imports form no cycle.
+	Imports []string `json:"imports,omitempty"`
 	// Derive, when set, derives methods from a schema's x-method/x-side
 	// annotations; they come before the listed Methods.
 	Derive *Derive `json:"derive,omitempty"`
 	// Annotations add to derived methods, keyed by wire name.
 	Annotations map[string]Annotation `json:"annotations,omitempty"`
-	// Overlays type members of vendored definitions with schemas of ours.
+	// Overlays extend vendored definitions with schemas of ours: they retype
+	// a member, forbid members or add variants to a union.
 	Overlays []Overlay `json:"overlays,omitempty"`
 	// Errors are the errors any method can get (a frame that fails the
 	// protocol's gates, an unknown method), documented once for all.
@@ -65,6 +66,7 @@ const (
 	JSONRPC2NDJSON Framing = "jsonrpc2-ndjson" // JSON-RPC 2.0, one object per line
 	EnvelopeNDJSON Framing = "envelope-ndjson" // AgentPM's {protocol, version, kind, id, ...} frames
 	StdoutJSON     Framing = "stdout-json"     // one JSON document on stdout
+	JSONRPC2HTTP   Framing = "jsonrpc2-http"   // JSON-RPC 2.0, one request per HTTP exchange (no stream)
 )
 
 // Kind is how a method travels.
@@ -126,6 +128,7 @@ type Annotation struct {
 	Source  string   `json:"source,omitempty"`
 	Errors  []Error  `json:"errors,omitempty"`
 	Cancels *Cancels `json:"cancels,omitempty"`
+	Preempt bool     `json:"preempt,omitempty"`
 }
 
 // Cancels says which running requests a method cancels.
@@ -141,18 +144,27 @@ type Cancels struct {
 	ID string `json:"id,omitempty"`
 }
 
-// Overlay types the member of a vendored definition with a schema of ours,
-// leaving the vendored file untouched. The member keeps the vendored
-// nullability and description.
+// Overlay extends a vendored definition with schemas of ours, leaving the
+// vendored file untouched. It does one of three things: retype a member
+// (Member and Schema; the member keeps the vendored nullability and
+// description), forbid members of an open object (Forbid), or add variants
+// to a union (Variants).
 type Overlay struct {
 	// Def is the vendored definition, "<file>#/$defs/<name>".
 	Def string `json:"def"`
 	// Member is the property of Def that is retyped.
-	Member string `json:"member"`
+	Member string `json:"member,omitempty"`
 	// Schema is our definition, "<file>#/$defs/<name>", in one of the
 	// catalogue's schemas.
-	Schema string `json:"schema"`
-	Reason string `json:"reason"`
+	Schema string `json:"schema,omitempty"`
+	// Forbid names members that must not appear in Def although Def is an
+	// open object, as if Def said "<name>": false for each: decoding rejects
+	// them with wire.ErrForbiddenMember. None may be a property of Def.
+	Forbid []string `json:"forbid,omitempty"`
+	// Variants are definitions of ours ("<file>#/$defs/<name>") added to the
+	// union Def as further alternatives, told apart like Def's own.
+	Variants []string `json:"variants,omitempty"`
+	Reason   string   `json:"reason"`
 }
 
 // Side is one peer of the protocol.
@@ -182,7 +194,11 @@ type Method struct {
 	// FrameID names a string member of an event's params whose value the
 	// event's frame carries as its id, when present (AgentPM's
 	// harness_event frames carry the event's correlation_id).
-	FrameID    string      `json:"frame_id,omitempty"`
+	FrameID string `json:"frame_id,omitempty"`
+	// Preempt: the receiving side handles the method as soon as it arrives,
+	// on the connection's control lane, never behind running handlers (a
+	// control message such as a live-session attach during a prompt).
+	Preempt    bool        `json:"preempt,omitempty"`
 	Operations *Operations `json:"operations,omitempty"`
 }
 
@@ -224,7 +240,7 @@ type Error struct {
 var (
 	Kinds    = []Kind{Request, Notification, RequestOrNotification, Event, Response}
 	Statuses = []Status{Stable, Experimental, LegacyTolerated, Retired}
-	Framings = []Framing{JSONRPC2NDJSON, EnvelopeNDJSON, StdoutJSON}
+	Framings = []Framing{JSONRPC2NDJSON, EnvelopeNDJSON, StdoutJSON, JSONRPC2HTTP}
 )
 
 // Load reads and validates a catalogue file. Unknown members are errors.
@@ -290,12 +306,12 @@ func (c *Catalogue) Validate() error {
 			bad("schema file %q is not a .json path under spec/schemas", f)
 		}
 	}
-	for f, imp := range c.Imports {
-		if !schemaFile.MatchString(f) || slices.Contains(c.Schemas, f) {
-			bad("imports: %q must be a .json path under spec/schemas that schemas does not list", f)
+	for i, imp := range c.Imports {
+		if !goPkg.MatchString(imp) || imp == c.Package {
+			bad("import %q is not the package name of another catalogue", imp)
 		}
-		if !goPkg.MatchString(path.Base(imp)) || strings.Trim(imp, "/") != imp || strings.Contains(imp, "//") {
-			bad("imports: %q for %s is not a Go import path ending in a lower-case package name", imp, f)
+		if slices.Contains(c.Imports[:i], imp) {
+			bad("import %q is listed twice", imp)
 		}
 	}
 	for _, s := range c.Sides {
@@ -325,11 +341,36 @@ func (c *Catalogue) Validate() error {
 		bad("annotations apply to derived methods; this catalogue derives none")
 	}
 	for i, o := range c.Overlays {
-		if !schemaID.MatchString(o.Def) || !schemaID.MatchString(o.Schema) || o.Member == "" || o.Reason == "" {
-			bad("overlays[%d]: needs def and schema (<file>.json#/$defs/<name>), member and reason", i)
+		forms := 0
+		refs := []string{o.Def}
+		if o.Member != "" || o.Schema != "" {
+			forms++
+			refs = append(refs, o.Schema)
+			if o.Member == "" {
+				bad("overlays[%d]: a member overlay needs member and schema", i)
+			}
+		}
+		if len(o.Forbid) > 0 {
+			forms++
+			for _, f := range o.Forbid {
+				if f == "" {
+					bad("overlays[%d]: forbid lists an empty member name", i)
+				}
+			}
+		}
+		if len(o.Variants) > 0 {
+			forms++
+			refs = append(refs, o.Variants...)
+		}
+		if forms != 1 || o.Reason == "" {
+			bad("overlays[%d]: needs def, a reason and exactly one of member+schema, forbid or variants", i)
 			continue
 		}
-		for _, ref := range []string{o.Def, o.Schema} {
+		for _, ref := range refs {
+			if !schemaID.MatchString(ref) {
+				bad("overlays[%d]: %q is not <file>.json#/$defs/<name>", i, ref)
+				continue
+			}
 			if file, _, _ := strings.Cut(ref, "#"); !slices.Contains(c.Schemas, file) {
 				bad("overlays[%d]: schema file %q is not listed in schemas", i, file)
 			}
@@ -353,9 +394,11 @@ func (c *Catalogue) checkMethods(methods []Method) []string {
 		if ref != nil && !schemaID.MatchString(*ref) {
 			bad("%s: %q is not <file>.json#/$defs/<name>", where, *ref)
 		}
-		if ref != nil {
+		// A catalogue that imports others may also name their files; the
+		// generator checks those when it resolves the imports.
+		if ref != nil && len(c.Imports) == 0 {
 			file, _, _ := strings.Cut(*ref, "#")
-			if _, imported := c.Imports[file]; !imported && !slices.Contains(c.Schemas, file) {
+			if !slices.Contains(c.Schemas, file) {
 				bad("%s: schema file %q is not listed in schemas", where, file)
 			}
 		}

@@ -188,6 +188,7 @@ func (c *Catalogue) derive(files map[string]*schema.File, readFile func(string) 
 				m.Errors = a.Errors
 			}
 			m.Cancels = a.Cancels
+			m.Preempt = a.Preempt
 		}
 		out = append(out, m)
 	}

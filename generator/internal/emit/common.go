@@ -13,6 +13,7 @@ import (
 	"golang.org/x/tools/imports"
 
 	"github.com/bridgekit/bridgekit/generator/internal/ir"
+	"github.com/bridgekit/bridgekit/generator/internal/naming"
 )
 
 const (
@@ -138,8 +139,8 @@ func goType(r *ir.Ref) jen.Code {
 	panic(fmt.Sprintf("unknown ref kind %d", r.Kind))
 }
 
-// typeName names a generated type where it is used: qualified by its
-// package when it comes from an imported schema file.
+// typeName names a generated type, qualified by its package when it belongs
+// to an imported catalogue (acp.ContentBlock).
 func typeName(t *ir.Type) *jen.Statement {
 	if t.Import != "" {
 		return jen.Qual(t.Import, t.Name)
@@ -245,6 +246,9 @@ func refName(r *ir.Ref) string {
 		return "ListOf" + refName(r.Elem)
 	case ir.Map:
 		return "MapOf" + refName(r.Elem)
+	}
+	if r.Named.Import != "" {
+		return naming.Go(r.Named.ImportName) + r.Named.Name
 	}
 	return r.Named.Name
 }

@@ -2,7 +2,6 @@ package emit
 
 import (
 	"fmt"
-	"path"
 	"strings"
 
 	"github.com/bridgekit/bridgekit/generator/internal/ir"
@@ -41,7 +40,17 @@ func Docs(pkg *ir.Package) []byte {
 	for _, m := range pkg.Methods {
 		fmt.Fprintf(&b, "\n<a id=\"method-%s\"></a>\n\n### %s\n\n%s\n\n", anchor(m.Go), m.Wire+qualifierDoc(m), strings.TrimSpace(m.Doc))
 		fmt.Fprintf(&b, "- Direction: %s → %s, %s; status %s.\n", m.From.Name, m.To.Name, m.Kind, m.Status)
-		fmt.Fprintf(&b, "- Handler: `%sHandlers.%s`; peer: `%sPeer.%s`.\n", m.To.Go, m.Go, m.To.Go, m.Go)
+		switch {
+		case !m.Status.Served():
+			b.WriteString("- Not served: retired, so no handler field; a side answers it like an unknown method (`-32601`) and never advertises it.\n")
+		case !m.Status.Sent():
+			fmt.Fprintf(&b, "- Handler: `%sHandlers.%s`; no peer method (bridgekit never sends a %s method).\n", m.To.Go, m.Go, m.Status)
+		default:
+			fmt.Fprintf(&b, "- Handler: `%sHandlers.%s`; peer: `%sPeer.%s`.\n", m.To.Go, m.Go, m.To.Go, m.Go)
+		}
+		if m.Preempt {
+			b.WriteString("- Preempted: handled on the connection's control lane, never behind running handlers.\n")
+		}
 		fmt.Fprintf(&b, "- Params: %s\n", refDoc(m.Params, "none"))
 		if !m.Kind.OneWay() {
 			fmt.Fprintf(&b, "- Result: %s\n", refDoc(m.Result, "any JSON value"))
@@ -80,7 +89,16 @@ func Docs(pkg *ir.Package) []byte {
 			fmt.Fprintf(&b, "| `%s` | `%s` | %s | %s | %s | %s |\n", strings.Join(op.MatchValues, "/"), op.Go, refDoc(op.Args, "none"), refDoc(op.Result, "any JSON value"), adv, op.Status)
 		}
 		for _, op := range m.Operations.Items {
-			fmt.Fprintf(&b, "\n#### %s\n\n%s Handler: `%sHandlers.%s`; peer: `%sPeer.%s`.\n\n", strings.Join(op.MatchValues, "/"), oneLine(op.Doc), m.To.Go, op.Go, m.To.Go, op.Go)
+			var serve string
+			switch {
+			case !op.Status.Served():
+				serve = "Retired: no handler field; answered like an unknown operation."
+			case !op.Status.Sent() || !m.Status.Sent():
+				serve = fmt.Sprintf("Handler: `%sHandlers.%s`; no peer method.", m.To.Go, op.Go)
+			default:
+				serve = fmt.Sprintf("Handler: `%sHandlers.%s`; peer: `%sPeer.%s`.", m.To.Go, op.Go, m.To.Go, op.Go)
+			}
+			fmt.Fprintf(&b, "\n#### %s\n\n%s %s\n\n", strings.Join(op.MatchValues, "/"), oneLine(op.Doc), serve)
 			writeErrors(&b, op.Errors)
 		}
 	}
@@ -97,6 +115,9 @@ func Docs(pkg *ir.Package) []byte {
 				b.WriteString("Closed object: unknown members are rejected.\n\n")
 			} else {
 				b.WriteString("Open object: unknown members are kept (`Extra`) and written back.\n\n")
+			}
+			if len(t.Forbidden) > 0 {
+				fmt.Fprintf(&b, "Forbidden members (rejected even though the object is open): %s.\n\n", quoteList(t.Forbidden, ", "))
 			}
 			writeFields(&b, t.Fields)
 		case ir.Enum:
@@ -246,11 +267,10 @@ func refDoc(r *ir.Ref, none string) string {
 	case ir.Map:
 		s = "object of " + refDoc(r.Elem, "")
 	case ir.Named:
-		if imp := r.Named.Import; imp != "" {
-			pkg := path.Base(imp)
-			s = fmt.Sprintf("[`%s.%s`](%s.md#type-%s)", pkg, r.Named.Name, pkg, strings.ToLower(r.Named.Name))
+		if t := r.Named; t.Import != "" {
+			s = fmt.Sprintf("[`%s.%s`](%s.md#type-%s)", t.ImportName, t.Name, t.ImportName, strings.ToLower(t.Name))
 		} else {
-			s = fmt.Sprintf("[`%s`](#type-%s)", r.Named.Name, strings.ToLower(r.Named.Name))
+			s = fmt.Sprintf("[`%s`](#type-%s)", t.Name, strings.ToLower(t.Name))
 		}
 	}
 	if r.Format != "" {

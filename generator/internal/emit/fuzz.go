@@ -24,8 +24,9 @@ func Fuzz(pkg *ir.Package) *jen.File {
 	var rows []jen.Code
 	for _, t := range sortedTypes(pkg.Types) {
 		d := jen.Dict{
-			jen.Id("Name"): jen.Lit(t.Name),
-			jen.Id("New"):  jen.Func().Params().Any().Block(jen.Return(jen.New(jen.Id(t.Name)))),
+			jen.Id("Name"):   jen.Lit(t.Name),
+			jen.Id("New"):    jen.Func().Params().Any().Block(jen.Return(jen.New(jen.Id(t.Name)))),
+			jen.Id("Schema"): jen.Lit(t.Pointer),
 		}
 		if v, ok := example(&ir.Ref{Kind: ir.Named, Named: t}, 0); ok {
 			seed, err := json.Marshal(v)

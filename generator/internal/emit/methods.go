@@ -34,21 +34,30 @@ func Methods(pkg *ir.Package) (*jen.File, error) {
 		return nil, err
 	}
 	for _, side := range pkg.Sides {
-		var ms []*ir.Method
+		// Retired methods get no handler field (they are answered like unknown
+		// ones); legacy-tolerated ones are served but never sent by a peer.
+		var served, sent []*ir.Method
 		for _, m := range pkg.Methods {
-			if m.To.Name == side.Name && isMethod(m) {
-				ms = append(ms, m)
+			if m.To.Name != side.Name || !isMethod(m) {
+				continue
+			}
+			if m.Status.Served() {
+				served = append(served, m)
+			}
+			if m.Status.Sent() {
+				sent = append(sent, m)
 			}
 		}
-		if len(ms) == 0 {
-			continue
+		if len(served) > 0 {
+			if err := emitHandlers(f, side.Go, side.Doc, served); err != nil {
+				return nil, err
+			}
+			emitServed(f, side.Go, served)
+			emitOperations(f, side.Go, served)
 		}
-		if err := emitHandlers(f, side.Go, side.Doc, ms); err != nil {
-			return nil, err
+		if len(sent) > 0 {
+			emitPeer(f, side.Go, side.Doc, sent)
 		}
-		emitServed(f, side.Go, ms)
-		emitOperations(f, side.Go, ms)
-		emitPeer(f, side.Go, side.Doc, ms)
 	}
 	return f, nil
 }
@@ -60,10 +69,20 @@ func packageDoc(pkg *ir.Package) string {
 	if pkg.Doc != "" {
 		doc += "\n\n" + pkg.Doc
 	}
-	if len(pkg.Methods) > 0 {
+	switch {
+	case len(pkg.Methods) > 0 && streamed(pkg):
 		doc += "\n\nEach side is served by a <Side>Handlers struct of typed func fields and called through a <Side>Peer (docs/handlers.md); NewConn connects them."
+	case len(pkg.Methods) > 0:
+		doc += "\n\nEach side is served by a <Side>Handlers struct of typed func fields and called through a <Side>Peer (docs/handlers.md). The framing has no stream connection: a handler struct serves any caller of its Handle method, and a peer sends through any rpc.Sender."
 	}
 	return doc + fmt.Sprintf(" The types keep the wire rules of docs/generator.md. Reference: docs/reference/%s.md.", pkg.Name)
+}
+
+// streamed reports whether the package's framing is a stream that NewConn
+// serves; the other framings (one document on stdout, one request per HTTP
+// exchange) get no connection.
+func streamed(pkg *ir.Package) bool {
+	return pkg.Framing == ir.JSONRPC2NDJSON || pkg.Framing == ir.EnvelopeNDJSON
 }
 
 // isMethod reports whether m is something a side handles and a peer sends
@@ -71,6 +90,18 @@ func packageDoc(pkg *ir.Package) string {
 func isMethod(m *ir.Method) bool { return m.Kind != ir.Response }
 
 func oneWay(m *ir.Method) bool { return m.Kind.OneWay() }
+
+// servedOps are the operations of m that get a handler field (all but the
+// retired ones).
+func servedOps(m *ir.Method) []*ir.Operation {
+	var out []*ir.Operation
+	for _, op := range m.Operations.Items {
+		if op.Status.Served() {
+			out = append(out, op)
+		}
+	}
+	return out
+}
 
 func methodConst(m *ir.Method) string { return "Method" + m.Go }
 func opConst(op *ir.Operation) string { return "Op" + op.Go }
@@ -178,7 +209,8 @@ func emitInfos(f *jen.File, pkg *ir.Package) {
 
 // emitConn emits what a connection speaking the protocol needs: its codec,
 // its cancel rules and method names, and NewConn. A protocol framed as one
-// JSON document on stdout has no connection.
+// JSON document on stdout, or one request per HTTP exchange, has no
+// connection: its handlers and peers work with any rpc.Sender and caller.
 func emitConn(f *jen.File, pkg *ir.Package) error {
 	var names []jen.Code
 	seen := map[string]bool{}
@@ -192,6 +224,12 @@ func emitConn(f *jen.File, pkg *ir.Package) error {
 				seen[n] = true
 				names = append(names, jen.Lit(n))
 			}
+		}
+	}
+	var preempt []jen.Code
+	for _, m := range pkg.Methods {
+		if m.Preempt {
+			preempt = append(preempt, jen.Id(methodConst(m)))
 		}
 	}
 	var rules []jen.Code
@@ -215,6 +253,9 @@ func emitConn(f *jen.File, pkg *ir.Package) error {
 		}
 		rules = append(rules, jen.Values(d))
 	}
+	if !streamed(pkg) {
+		return nil
+	}
 	var codec jen.Code
 	var codecParams []jen.Code
 	var codecDoc string
@@ -237,12 +278,23 @@ func emitConn(f *jen.File, pkg *ir.Package) error {
 	f.Comment("CancelRules are the protocol's cancel messages (rpc.Options.Cancels).")
 	f.Var().Id("CancelRules").Op("=").Index().Qual(pkgRPC, "CancelRule").Values(rules...)
 	f.Line()
+	var preemptArg jen.Code = jen.Nil()
+	if len(preempt) > 0 {
+		f.Comment("PreemptMethods are handled on the connection's control lane, never behind running handlers (rpc.Options.Preempt).")
+		f.Var().Id("PreemptMethods").Op("=").Index().String().Values(preempt...)
+		f.Line()
+		preemptArg = jen.Id("PreemptMethods")
+	}
 	comment(f, codecDoc)
 	f.Func().Id("NewCodec").Params(codecParams...).Qual(pkgRPC, "Codec").Block(codec)
 	f.Line()
-	comment(f, fmt.Sprintf("ConnOptions returns a copy of opts (which may be nil) with the cancel rules and method names of %s added.", pkg.Title))
+	what := "cancel rules and method names"
+	if len(preempt) > 0 {
+		what = "cancel rules, preempted methods and method names"
+	}
+	comment(f, fmt.Sprintf("ConnOptions returns a copy of opts (which may be nil) with the %s of %s added.", what, pkg.Title))
 	f.Func().Id("ConnOptions").Params(jen.Id("opts").Op("*").Qual(pkgRPC, "Options")).Op("*").Qual(pkgRPC, "Options").Block(
-		jen.Return(jen.Qual(pkgRPC, "WithOptions").Call(jen.Id("opts"), jen.Id("CancelRules"), jen.Nil(), jen.Id("MethodNames"))),
+		jen.Return(jen.Qual(pkgRPC, "WithOptions").Call(jen.Id("opts"), jen.Id("CancelRules"), preemptArg, jen.Id("MethodNames"))),
 	)
 	f.Line()
 	newCodec := jen.Id("NewCodec").Call()
@@ -306,7 +358,7 @@ func emitHandlers(f *jen.File, side, sideDoc string, ms []*ir.Method) error {
 		if m.Operations == nil {
 			continue
 		}
-		for _, op := range m.Operations.Items {
+		for _, op := range servedOps(m) {
 			doc := fmt.Sprintf("%s handles the %s operation %s (%s); it receives the whole %s params and the decoded args. %s", op.Go, m.Wire, strings.Join(op.MatchValues, "/"), op.Status, m.Wire, op.Doc)
 			fields = append(fields, fieldComments(doc)...)
 			fields = append(fields, jen.Id(op.Go).Add(opFunc(m, op)))
@@ -414,7 +466,7 @@ func opKey(m *ir.Method) jen.Code {
 func serveOps(m *ir.Method) []jen.Code {
 	served := []jen.Code{jen.Id("h").Dot(m.Go).Op("!=").Nil()}
 	var cases []jen.Code
-	for _, op := range m.Operations.Items {
+	for _, op := range servedOps(m) {
 		served = append(served, jen.Id("h").Dot(op.Go).Op("!=").Nil())
 		body := []jen.Code{}
 		args := []jen.Code{jen.Id("ctx"), jen.Op("&").Id("p")}
@@ -468,6 +520,9 @@ func emitOperations(f *jen.File, side string, ms []*ir.Method) {
 			continue
 		}
 		for i, op := range m.Operations.Items {
+			if !op.Status.Served() {
+				continue
+			}
 			stmts = append(stmts, jen.If(jen.Id("h").Dot(op.Go).Op("!=").Nil()).Block(
 				jen.Id("out").Op("=").Append(jen.Id("out"), jen.Id("Methods").Index(jen.Lit(m.Index)).Dot("Operations").Index(jen.Lit(i))),
 			))
@@ -496,7 +551,9 @@ func emitPeer(f *jen.File, side, sideDoc string, ms []*ir.Method) {
 		emitPeerMethod(f, name, m)
 		if m.Operations != nil {
 			for _, op := range m.Operations.Items {
-				emitPeerOp(f, name, m, op)
+				if op.Status.Sent() {
+					emitPeerOp(f, name, m, op)
+				}
 			}
 		}
 	}

@@ -92,6 +92,9 @@ func (g *typeGen) structType(t *ir.Type) {
 	rule := "Closed: members the schema does not name are rejected."
 	if !t.Closed {
 		rule = "Open: members the schema does not name are kept in Extra and written back."
+		if len(t.Forbidden) > 0 {
+			rule += fmt.Sprintf(" These members are forbidden (wire.ErrForbiddenMember): %s.", quoteList(t.Forbidden, ", "))
+		}
 		fields = append(fields, jen.Comment("Extra keeps members the schema does not name, in arrival order."), jen.Id("Extra").Qual(pkgWire, "Extras"))
 	}
 	comment(g.f, typeDoc(t, rule))
@@ -123,7 +126,14 @@ func (g *typeGen) structType(t *ir.Type) {
 	for _, fl := range t.Fields {
 		writes = append(writes, g.fieldWrite(t, fl))
 	}
-	if !t.Closed {
+	switch {
+	case !t.Closed && len(t.Forbidden) > 0:
+		args := []jen.Code{jen.Id("x").Dot("Extra"), jen.Lit(t.Name)}
+		for _, name := range t.Forbidden {
+			args = append(args, jen.Lit(name))
+		}
+		writes = append(writes, jen.Id("w").Dot("ExtrasExcept").Call(args...))
+	case !t.Closed:
 		writes = append(writes, jen.Id("w").Dot("Extras").Call(jen.Id("x").Dot("Extra")))
 	}
 	g.f.Func().Params(jen.Id("x").Op("*").Id(t.Name)).Id("members").Params(jen.Id("w").Op("*").Qual(pkgWire, "ObjectWriter")).Block(writes...)
@@ -137,6 +147,13 @@ func (g *typeGen) memberSwitch(t *ir.Type, fields []*ir.Field, tail []jen.Code, 
 	var cases []jen.Code
 	for _, fl := range fields {
 		cases = append(cases, jen.Case(jen.Lit(fl.JSON)).Block(jen.Return(g.fieldRead(t, fl))))
+	}
+	if len(t.Forbidden) > 0 && t.Kind == ir.Struct {
+		var names []jen.Code
+		for _, name := range t.Forbidden {
+			names = append(names, jen.Lit(name))
+		}
+		cases = append(cases, jen.Case(names...).Block(jen.Return(jen.Id("r").Dot("Forbidden").Call())))
 	}
 	var body []jen.Code
 	if len(cases) > 0 {

@@ -15,38 +15,86 @@ import (
 )
 
 type builder struct {
-	files    map[string]*schema.File
-	ov       *schema.Overrides
-	overlays map[string]*overlay // by def pointer + "|" + member
-	byPtr    map[string]*Ref
-	building map[string]bool
-	byName   map[string]*Type
-	// imports maps imported schema files to their packages' import paths;
-	// imported holds their types by import path and name.
-	imports  map[string]string
-	imported map[string]*Type
-	errs     []string
+	files      map[string]*schema.File
+	ov         *schema.Overrides
+	overlays   map[string]*overlay // by def pointer + "|" + member
+	forbids    map[string]*overlay // by def pointer
+	extensions map[string]*overlay // variants added to unions, by def pointer
+	byPtr      map[string]*Ref
+	building   map[string]bool
+	byName     map[string]*Type
+	// imports maps the schema files of imported catalogues to their package;
+	// importedNames holds the types built from them, by import path and name.
+	imports       map[string]Import
+	importedNames map[string]*Type
+	// own are the catalogue's own schema files.
+	own  []string
+	errs []string
 }
 
 type overlay struct {
 	catalogue.Overlay
 	used bool
+	// imported: the overlay of an imported catalogue, applied to its types
+	// here so that their shapes match, and never reported unused.
+	imported bool
+}
+
+// Import is a catalogue whose generated package another one uses, with the
+// Go import path of that package.
+type Import struct {
+	Catalogue *catalogue.Catalogue
+	Path      string
 }
 
 // Build turns a catalogue, its expanded methods (catalogue.Expand) and its
 // schema files into a Package. Overrides are consulted and marked used; the
 // caller checks the unused ones across all packages.
 func Build(cat *catalogue.Catalogue, methods []catalogue.Method, files map[string]*schema.File, ov *schema.Overrides) (*Package, error) {
+	return BuildImporting(cat, methods, files, ov, nil)
+}
+
+// BuildImporting is Build for a catalogue that imports others (its
+// Imports): imports are those catalogues and the ones they import in turn,
+// whose schema files must be among files. A type built from one of their
+// files is referred to in its own package, never generated here, and has
+// the shape their overlays give it.
+func BuildImporting(cat *catalogue.Catalogue, methods []catalogue.Method, files map[string]*schema.File, ov *schema.Overrides, imports []Import) (*Package, error) {
 	if ov == nil {
 		ov = &schema.Overrides{}
 	}
 	b := &builder{
-		files: files, ov: ov, overlays: map[string]*overlay{},
+		files: files, ov: ov, overlays: map[string]*overlay{}, forbids: map[string]*overlay{}, extensions: map[string]*overlay{},
 		byPtr: map[string]*Ref{}, building: map[string]bool{}, byName: map[string]*Type{},
-		imports: cat.Imports, imported: map[string]*Type{},
+		imports: map[string]Import{}, importedNames: map[string]*Type{}, own: cat.Schemas,
 	}
-	for _, o := range cat.Overlays {
-		b.overlays[o.Def+"|"+o.Member] = &overlay{Overlay: o}
+	addOverlays := func(list []catalogue.Overlay, imported bool) {
+		for _, o := range list {
+			ol := &overlay{Overlay: o, imported: imported}
+			switch {
+			case len(o.Forbid) > 0:
+				b.forbids[o.Def] = ol
+			case len(o.Variants) > 0:
+				b.extensions[o.Def] = ol
+			default:
+				b.overlays[o.Def+"|"+o.Member] = ol
+			}
+		}
+	}
+	addOverlays(cat.Overlays, false)
+	for _, name := range cat.Imports {
+		if !slices.ContainsFunc(imports, func(im Import) bool { return im.Catalogue.Package == name }) {
+			b.fail("%s: imports %q, which no loaded catalogue generates", cat.File, name)
+		}
+	}
+	for _, im := range imports {
+		for _, f := range im.Catalogue.Schemas {
+			if slices.Contains(cat.Schemas, f) {
+				b.fail("%s: schema file %s is both listed and imported from %s", cat.File, f, im.Catalogue.Package)
+			}
+			b.imports[f] = im
+		}
+		addOverlays(im.Catalogue.Overlays, true)
 	}
 	pkg := &Package{
 		Name: cat.Package, Protocol: cat.Protocol, Title: cat.Title, Doc: cat.Doc,
@@ -72,7 +120,7 @@ func Build(cat *catalogue.Catalogue, methods []catalogue.Method, files map[strin
 		b.defs(f.Root, name+"#")
 	}
 	for _, m := range methods {
-		mm := b.method(pkg, m)
+		mm := b.method(cat, pkg, m)
 		mm.Index = len(pkg.Methods)
 		pkg.Methods = append(pkg.Methods, mm)
 	}
@@ -84,9 +132,19 @@ func Build(cat *catalogue.Catalogue, methods []catalogue.Method, files map[strin
 		}
 	}
 	for _, k := range sortedKeys(b.overlays) {
-		if !b.overlays[k].used {
+		if !b.overlays[k].used && !b.overlays[k].imported {
 			o := b.overlays[k]
 			b.fail("%s: overlay of member %q of %s matches no property", cat.File, o.Member, o.Def)
+		}
+	}
+	for _, k := range sortedKeys(b.forbids) {
+		if !b.forbids[k].used && !b.forbids[k].imported {
+			b.fail("%s: overlay forbidding members of %s matches no object definition", cat.File, k)
+		}
+	}
+	for _, k := range sortedKeys(b.extensions) {
+		if !b.extensions[k].used && !b.extensions[k].imported {
+			b.fail("%s: overlay adding variants to %s matches no union definition", cat.File, k)
 		}
 	}
 	for _, t := range b.byName {
@@ -121,6 +179,8 @@ func framing(f catalogue.Framing) Framing {
 		return EnvelopeNDJSON
 	case catalogue.StdoutJSON:
 		return StdoutJSON
+	case catalogue.JSONRPC2HTTP:
+		return JSONRPC2HTTP
 	}
 	return JSONRPC2NDJSON
 }
@@ -221,19 +281,19 @@ func (b *builder) side(p *Package, name string) *Side {
 	return &Side{Name: name}
 }
 
-func (b *builder) method(p *Package, m catalogue.Method) *Method {
+func (b *builder) method(cat *catalogue.Catalogue, p *Package, m catalogue.Method) *Method {
 	out := &Method{
 		Wire: m.Wire, Go: m.Go, From: b.side(p, m.From), To: b.side(p, m.To), Kind: kind(m.Kind),
-		Errors: errorList(m.Errors), Status: status(m.Status), Source: m.Source, Doc: m.Doc,
+		Errors: errorList(m.Errors), Status: status(m.Status), Source: m.Source, Doc: m.Doc, Preempt: m.Preempt,
 	}
 	for _, k := range sortedKeys(m.Qualifier) {
 		out.Qualifier = append(out.Qualifier, MemberValue{Member: k, Value: m.Qualifier[k]})
 	}
 	if m.Params != nil {
-		out.Params = b.ref(*m.Params, "")
+		out.Params = b.use(cat, m.Wire+" params", *m.Params)
 	}
 	if m.Result != nil {
-		out.Result = b.ref(*m.Result, "")
+		out.Result = b.use(cat, m.Wire+" result", *m.Result)
 	}
 	if m.FrameID != "" {
 		if st := paramsStruct(out); st == nil {
@@ -274,10 +334,10 @@ func (b *builder) method(p *Package, m catalogue.Method) *Method {
 			op.MatchValues = append(op.MatchValues, o.Match[s])
 		}
 		if o.Args != nil {
-			op.Args = b.ref(*o.Args, "")
+			op.Args = b.use(cat, o.Go+" args", *o.Args)
 		}
 		if o.Result != nil {
-			op.Result = b.ref(*o.Result, "")
+			op.Result = b.use(cat, o.Go+" result", *o.Result)
 		}
 		ops.Items = append(ops.Items, op)
 	}
@@ -380,6 +440,17 @@ func (b *builder) resolve(ref, from string) (*schema.Schema, string) {
 	return s, s.Pointer
 }
 
+// use resolves a reference a method or operation makes: into one of the
+// catalogue's own schema files or into a catalogue it imports itself.
+func (b *builder) use(cat *catalogue.Catalogue, where, ptr string) *Ref {
+	file, _, _ := strings.Cut(ptr, "#")
+	im, imported := b.imports[file]
+	if imported && !slices.Contains(cat.Imports, im.Catalogue.Package) || !imported && !slices.Contains(cat.Schemas, file) {
+		b.fail("%s: %s is in neither the catalogue's schemas nor an imported catalogue's", where, ptr)
+	}
+	return b.ref(ptr, "")
+}
+
 // ref resolves a named definition to a Ref, building its type once.
 func (b *builder) ref(ptr, from string) *Ref {
 	s, key := b.resolve(ptr, from)
@@ -470,7 +541,15 @@ func (b *builder) node(s *schema.Schema, name string, named bool) (*Ref, bool) {
 		}
 		return b.ref(s.Ref, s.Pointer), false
 	}
-	if alts := append(slices.Clone(s.AnyOf), s.OneOf...); len(alts) > 0 {
+	alts := append(slices.Clone(s.AnyOf), s.OneOf...)
+	if o, ok := b.extensions[s.Pointer]; ok && len(alts) > 0 {
+		// An overlay adds alternatives of ours to a vendored union.
+		o.used = true
+		for _, v := range o.Variants {
+			alts = append(alts, &schema.Schema{Ref: v, Pointer: v})
+		}
+	}
+	if len(alts) > 0 {
 		if len(s.AnyOf) > 0 && len(s.OneOf) > 0 {
 			b.fail("%s: anyOf together with oneOf is unsupported", s.Pointer)
 		}
@@ -595,7 +674,35 @@ func (b *builder) object(s *schema.Schema, name string, named bool) *Ref {
 	t := b.newType(s, name, Struct)
 	t.Closed = ap.IsFalse()
 	t.Fields = b.fields(s, name, "", map[string]bool{"Extra": true})
+	t.Forbidden = b.forbidden(s, t.Fields)
 	return &Ref{Kind: Named, Named: t}
+}
+
+// forbidden lists the members s forbids: properties whose schema is false,
+// then those an overlay forbids. None may also be a member of fields.
+func (b *builder) forbidden(s *schema.Schema, fields []*Field) []string {
+	var out []string
+	for _, p := range s.Properties {
+		if p.Schema.IsFalse() {
+			out = append(out, p.Name)
+		}
+	}
+	if o, ok := b.forbids[s.Pointer]; ok {
+		o.used = true
+		for _, name := range o.Forbid {
+			if slices.ContainsFunc(s.Properties, func(p schema.Property) bool { return p.Name == name }) {
+				b.fail("%s: overlay forbids member %q, which the definition names", s.Pointer, name)
+				continue
+			}
+			out = append(out, name)
+		}
+	}
+	for i, name := range out {
+		if slices.Contains(out[:i], name) {
+			b.fail("%s: member %q is forbidden twice", s.Pointer, name)
+		}
+	}
+	return out
 }
 
 // fields builds the members of an object schema. skip names a member left
@@ -612,6 +719,9 @@ func (b *builder) fields(s *schema.Schema, name, skip string, reserved map[strin
 		if p.Name == "" {
 			b.fail("%s: a member with an empty name is unsupported", fptr)
 			continue
+		}
+		if p.Schema.IsFalse() {
+			continue // a forbidden member (see forbidden)
 		}
 		f := &Field{JSON: p.Name, Go: naming.Go(p.Name), Doc: strings.TrimSpace(p.Schema.Description), Required: slices.Contains(s.Required, p.Name), Pointer: fptr}
 		if o, ok := b.ov.Field(fptr); ok {
@@ -952,6 +1062,9 @@ func (b *builder) objectUnion(s *schema.Schema, rest []*schema.Schema, name stri
 	reserved := map[string]bool{"Unknown": tag != "", "Tag": tag != ""}
 	t.Closed = s.AdditionalProperties.IsFalse()
 	t.Common = b.fields(s, name, tag, reserved)
+	if len(b.forbidden(s, t.Common)) > 0 {
+		b.fail("%s: forbidden members of a union's common part are unsupported; forbid them in its variants", s.Pointer)
+	}
 	for _, f := range t.Common {
 		reserved[f.Go] = true
 	}
@@ -1089,6 +1202,7 @@ func (b *builder) variants(t *Type, as []*alt, tag string, keys [][]string, def 
 			st := b.newType(a.target, name+v.Go, Struct)
 			st.Closed = a.target.AdditionalProperties.IsFalse()
 			st.Fields = b.fields(a.target, name+v.Go, tag, map[string]bool{"Extra": true})
+			st.Forbidden = b.forbidden(a.target, st.Fields)
 			v.Ref = &Ref{Kind: Named, Named: st}
 		}
 		if v.Ref.Kind != Named || v.Ref.Named.Kind != Struct {
@@ -1279,17 +1393,18 @@ func (b *builder) newType(s *schema.Schema, name string, kind TypeKind) *Type {
 	if o, ok := b.ov.Type(s.Pointer); ok {
 		t.Name = o.Go
 	}
-	byName, key := b.byName, t.Name
-	if file, _, _ := strings.Cut(s.Pointer, "#"); b.imports[file] != "" {
-		// A type of another package: named as that package names it (the
-		// same rules over the same schema), used but not generated here.
-		t.Import = b.imports[file]
-		byName, key = b.imported, t.Import+"."+t.Name
+	names, key := b.byName, t.Name
+	file, _, _ := strings.Cut(s.Pointer, "#")
+	if im, ok := b.imports[file]; ok {
+		t.Import, t.ImportName = im.Path, im.Catalogue.Package
+		names, key = b.importedNames, im.Path+"."+t.Name
+	} else if !slices.Contains(b.own, file) {
+		b.fail("%s: a type of %s, which is neither one of the catalogue's schemas nor an imported catalogue's; import its catalogue", s.Pointer, file)
 	}
-	if prev, ok := byName[key]; ok {
+	if prev, ok := names[key]; ok {
 		b.fail("%s: Go type name %s is already used by %s; add a type override", s.Pointer, t.Name, prev.Pointer)
 	}
-	byName[key] = t
+	names[key] = t
 	return t
 }
 
@@ -1382,6 +1497,11 @@ func fits(r *Ref, v any, nullable bool) string {
 					if !slices.ContainsFunc(t.Fields, func(f *Field) bool { return f.JSON == k }) {
 						return "unknown member " + k
 					}
+				}
+			}
+			for _, k := range t.Forbidden {
+				if _, has := m[k]; has {
+					return "forbidden member " + k
 				}
 			}
 		case Enum, Scalar:

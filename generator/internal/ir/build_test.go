@@ -158,3 +158,45 @@ func TestDefaultsMustFit(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+func buildWithOverlays(t *testing.T, defs string, overlays ...catalogue.Overlay) (*Package, error) {
+	t.Helper()
+	s, err := schema.Parse([]byte(`{"$defs":`+defs+`}`), "t.schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat := &catalogue.Catalogue{Package: "t", Schemas: []string{"t.schema.json"}, Sides: []catalogue.Side{{Name: "a", Go: "A"}, {Name: "b", Go: "B"}}, Overlays: overlays}
+	return Build(cat, nil, map[string]*schema.File{"t.schema.json": {Name: "t.schema.json", Root: s}}, nil)
+}
+
+func TestForbiddenMembersAndAddedVariants(t *testing.T) {
+	defs := `{
+	  "o": {"type":"object","properties":{"a":{"type":"string"},"gone":false}},
+	  "v": {"type":"object","properties":{"k":{"const":"x","type":"string"}},"required":["k"]},
+	  "w": {"type":"object","properties":{"k":{"const":"y","type":"string"}},"required":["k"]},
+	  "u": {"oneOf":[{"$ref":"#/$defs/v"}]}
+	}`
+	p, err := buildWithOverlays(t, defs,
+		catalogue.Overlay{Def: "t.schema.json#/$defs/o", Forbid: []string{"moved"}, Reason: "r"},
+		catalogue.Overlay{Def: "t.schema.json#/$defs/u", Variants: []string{"t.schema.json#/$defs/w"}, Reason: "r"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := types(t, p)
+	if o := got["O"]; len(o.Fields) != 1 || strings.Join(o.Forbidden, ",") != "gone,moved" {
+		t.Errorf("forbidden members: %+v %v", o.Fields, o.Forbidden)
+	}
+	if u := got["U"]; u.Union != ByTag || len(u.Variants) != 2 || u.Variants[1].Tag != "y" || u.Variants[1].Ref.Named != got["W"] {
+		t.Errorf("added variant: %+v", u.Variants)
+	}
+	for name, o := range map[string]catalogue.Overlay{
+		"forbids a named member":   {Def: "t.schema.json#/$defs/o", Forbid: []string{"a"}, Reason: "r"},
+		"forbid matches no object": {Def: "t.schema.json#/$defs/u", Forbid: []string{"z"}, Reason: "r"},
+		"variants match no union":  {Def: "t.schema.json#/$defs/o", Variants: []string{"t.schema.json#/$defs/w"}, Reason: "r"},
+		"variant repeating a tag":  {Def: "t.schema.json#/$defs/u", Variants: []string{"t.schema.json#/$defs/v"}, Reason: "r"},
+	} {
+		if _, err := buildWithOverlays(t, defs, o); err == nil {
+			t.Errorf("%s: want an error", name)
+		}
+	}
+}

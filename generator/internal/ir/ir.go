@@ -16,6 +16,7 @@ const (
 	JSONRPC2NDJSON Framing = iota + 1 // JSON-RPC 2.0, one object per line
 	EnvelopeNDJSON                    // AgentPM's {protocol, version, kind, id, ...} frames
 	StdoutJSON                        // one JSON document on stdout
+	JSONRPC2HTTP                      // JSON-RPC 2.0, one request per HTTP exchange
 )
 
 // String is the framing's catalogue spelling.
@@ -27,6 +28,8 @@ func (f Framing) String() string {
 		return "envelope-ndjson"
 	case StdoutJSON:
 		return "stdout-json"
+	case JSONRPC2HTTP:
+		return "jsonrpc2-http"
 	}
 	return "Framing(" + strconv.Itoa(int(f)) + ")"
 }
@@ -73,6 +76,14 @@ const (
 	LegacyTolerated        // accepted for compatibility, never emitted by bridgekit
 	Retired                // documented so it can be rejected knowingly
 )
+
+// Served reports whether a side serves methods of this status: a retired
+// method gets no handler field and is answered like an unknown one.
+func (s Status) Served() bool { return s != Retired }
+
+// Sent reports whether generated peers send methods of this status: legacy
+// and retired ones are never emitted.
+func (s Status) Sent() bool { return s == Stable || s == Experimental }
 
 // String is the status's catalogue spelling.
 func (s Status) String() string {
@@ -176,6 +187,8 @@ type Method struct {
 	// FrameID is the params member whose value an event's frame carries as
 	// its id, or nil.
 	FrameID *Field
+	// Preempt: the receiver handles it on the connection's control lane.
+	Preempt bool
 	// Index is the method's position in Package.Methods.
 	Index int
 }
@@ -312,21 +325,25 @@ const (
 // Type is a generated Go type.
 type Type struct {
 	Name string
+	// Import is the Go import path of the package that generates the type
+	// when it belongs to an imported catalogue ("" for the package's own);
+	// ImportName is that package's name. Imported types are built only to
+	// know their shape and are referred to, never emitted.
+	Import, ImportName string
 	// Doc is the schema's description.
 	Doc string
 	// Pointer is the schema location it came from (file#/pointer).
 	Pointer string
 	Kind    TypeKind
-	// Import is the Go import path of the package that defines the type,
-	// when it comes from a schema file the catalogue imports; such types
-	// are used, never generated, by the importing package.
-	Import string
 
 	// Fields are a Struct's members, in schema order.
 	Fields []*Field
 	// Closed: a Struct (or a union's Common part) rejects members the schema
 	// does not name; otherwise they are kept in Extra.
 	Closed bool
+	// Forbidden are members a Struct rejects even when open (properties
+	// whose schema is false, or an overlay's forbid list), in schema order.
+	Forbidden []string
 
 	// Base is an Enum's or Scalar's underlying value: String, Int, Float or
 	// Bool, with a Scalar's constraints.

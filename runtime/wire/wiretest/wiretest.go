@@ -25,6 +25,10 @@ type Type struct {
 	New func() any
 	// Seeds are valid documents synthesised by the generator.
 	Seeds []string
+	// Schema is the schema location the type was generated from
+	// ("<file>#/<json pointer>", the file relative to spec/schemas), for
+	// tests that judge documents with a JSON Schema validator too.
+	Schema string
 }
 
 // Fuzz runs one table-driven fuzz target over every type of a generated

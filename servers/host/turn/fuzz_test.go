@@ -31,7 +31,11 @@ func FuzzClassify(f *testing.F) {
 			if err != nil || o.Terminal == nil || o.Terminal.Kind != turn.KindNatural || o.Err() != nil {
 				t.Fatalf("completion without a natural terminal: %+v %v", o, err)
 			}
-			meta, _ := resp.Meta.Get()
+			typed, _ := resp.Meta.Get()
+			meta, err := json.Marshal(&typed)
+			if err != nil {
+				t.Fatal(err)
+			}
 			again, err := turn.ReadTerminal(meta)
 			if err != nil || again == nil || again.Kind != turn.KindNatural {
 				t.Fatalf("ReadTerminal disagrees: %v", err)

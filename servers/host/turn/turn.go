@@ -15,7 +15,10 @@
 //
 // [Classify] reads a gen/acp PromptResponse into an [Outcome]; the
 // outcome's [Class] sorts it into four classes, and [Outcome.Err] is nil only
-// for a completion. A failed prompt is a JSON-RPC error instead, which
+// for a completion. gen/acp types _meta.harn (acp.PromptResponseMeta), so a
+// result whose harn or terminal member has the wrong kind already fails to
+// decode, and the session/prompt call with it; Classify reports a terminal
+// that decodes but lacks reason or owner as [ErrMalformedTerminal]. A failed prompt is a JSON-RPC error instead, which
 // [ReadPromptError] reads when it carries Harn's harn.acp.prompt_error.v1
 // data.
 package turn
@@ -196,7 +199,16 @@ func Classify(resp *acp.PromptResponse) (Outcome, error) {
 		return Outcome{}, errors.New("turn: no prompt result")
 	}
 	o := Outcome{StopReason: resp.StopReason}
-	meta, _ := resp.Meta.Get()
+	var meta jsontext.Value
+	if m, ok := resp.Meta.Get(); ok {
+		// acp types _meta (acp.PromptResponseMeta); ReadTerminal reads it
+		// as sent, which its typed form writes back exactly.
+		raw, err := json.Marshal(&m)
+		if err != nil {
+			return o, fmt.Errorf("%w: %w", ErrMalformedTerminal, err)
+		}
+		meta = raw
+	}
 	t, err := ReadTerminal(meta)
 	if err != nil {
 		return o, err

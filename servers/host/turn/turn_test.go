@@ -7,6 +7,7 @@ import (
 
 	"github.com/bridgekit/bridgekit/gen/acp"
 	"github.com/bridgekit/bridgekit/runtime/rpc"
+	"github.com/bridgekit/bridgekit/runtime/wire"
 	"github.com/bridgekit/bridgekit/servers/host/turn"
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -39,8 +40,6 @@ func TestClassify(t *testing.T) {
 		{"plain ACP end_turn", `{"stopReason":"end_turn"}`, turn.ClassEndTurn, "", "turn ended (end_turn) without a Harn terminal outcome: no completion evidence"},
 		{"end_turn, _meta without harn", `{"stopReason":"end_turn","_meta":{"other":{"terminal":{"kind":"natural"}}}}`, turn.ClassEndTurn, "", "no completion evidence"},
 		{"end_turn, harn without terminal", `{"stopReason":"end_turn","_meta":{"harn":{"trace":1}}}`, turn.ClassEndTurn, "", "no completion evidence"},
-		{"null terminal", `{"stopReason":"end_turn","_meta":{"harn":{"terminal":null}}}`, turn.ClassEndTurn, "", "no completion evidence"},
-		{"null harn", `{"stopReason":"end_turn","_meta":{"harn":null}}`, turn.ClassEndTurn, "", "no completion evidence"},
 		{"natural-looking root fields are not read", `{"stopReason":"end_turn","terminal":{"kind":"natural","reason":"r","owner":"agent"}}`, turn.ClassEndTurn, "", "no completion evidence"},
 		{"cancelled", `{"stopReason":"cancelled"}`, turn.ClassStopped, "", "turn stopped: cancelled"},
 		{"max_tokens", `{"stopReason":"max_tokens"}`, turn.ClassStopped, "", "turn stopped: max_tokens"},
@@ -121,17 +120,28 @@ func TestTerminalFields(t *testing.T) {
 }
 
 // A terminal that is present but malformed is an error, and never a
-// completion.
+// completion: acp types _meta.harn, so most malformed shapes already fail
+// decoding the prompt result (the session/prompt call fails); those it
+// accepts fail Classify.
 func TestMalformedTerminal(t *testing.T) {
 	for _, doc := range []string{
 		terminal("end_turn", `"natural"`),
 		terminal("end_turn", `["natural"]`),
 		terminal("end_turn", `{"reason":"r","owner":"agent"}`),
-		terminal("end_turn", `{"kind":"natural","owner":"agent"}`),
-		terminal("end_turn", `{"kind":"natural","reason":"r"}`),
 		terminal("end_turn", `{"kind":1,"reason":"r","owner":"agent"}`),
 		terminal("end_turn", `{"kind":"natural","reason":"r","owner":"agent","message":7}`),
+		terminal("end_turn", `null`),
 		`{"stopReason":"end_turn","_meta":{"harn":"natural"}}`,
+		`{"stopReason":"end_turn","_meta":{"harn":null}}`,
+	} {
+		var de *wire.DecodeError
+		if err := json.Unmarshal([]byte(doc), new(acp.PromptResponse)); !errors.As(err, &de) {
+			t.Errorf("%s: the typed prompt result must reject it: %v", doc, err)
+		}
+	}
+	for _, doc := range []string{
+		terminal("end_turn", `{"kind":"natural","owner":"agent"}`),
+		terminal("end_turn", `{"kind":"natural","reason":"r"}`),
 	} {
 		o, err := turn.Classify(result(t, doc))
 		if !errors.Is(err, turn.ErrMalformedTerminal) {

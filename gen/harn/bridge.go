@@ -1,0 +1,108 @@
+package harn
+
+import (
+	"context"
+	"io"
+
+	"github.com/bridgekit/bridgekit/gen/acp"
+	"github.com/bridgekit/bridgekit/runtime/rpc"
+)
+
+// The bridge shares its stream with ACP: a host serves this package's
+// HostHandlers and ACP's ClientHandlers on one connection, a runtime
+// VMHandlers and ACP's AgentHandlers. The wire names of the two catalogues
+// never meet in one direction (a test keeps it so), so a method is routed
+// by its name alone.
+
+// methodsTo lists the wire names of this catalogue that side serves.
+func methodsTo(side string) map[string]bool {
+	out := map[string]bool{}
+	for _, m := range Methods {
+		if m.To == side {
+			out[m.Wire] = true
+		}
+	}
+	return out
+}
+
+var (
+	hostMethods = methodsTo("host")
+	vmMethods   = methodsTo("vm")
+)
+
+// router sends a method of this catalogue to bridge and everything else to
+// acp; both fall back to the same handler.
+type router struct {
+	names  map[string]bool
+	bridge rpc.Handler
+	acp    rpc.Handler
+}
+
+func (r *router) Handle(ctx context.Context, req *rpc.Request) (any, error) {
+	if r.names[req.Method] {
+		return r.bridge.Handle(ctx, req)
+	}
+	return r.acp.Handle(ctx, req)
+}
+
+// HostHandler returns the rpc.Handler of a Harn host: the bridge methods of
+// bridge (host/call and its operations, host/capabilities, skills/*,
+// _harn/agentEvent, ...) and ACP's client methods of client (session/update,
+// session/request_permission, fs/*, terminal/*), on one connection. A method
+// whose field is unset in the struct it belongs to goes to the fallback:
+// bridge.Fallback if set, else client.Fallback, else it is answered with
+// rpc.ErrMethodNotFound (an unknown host/call operation with
+// rpc.UnsupportedOperation), so what is unset is never served. Either struct
+// may be nil; both are copied, so later changes to them do not apply.
+func HostHandler(bridge *HostHandlers, client *acp.ClientHandlers) rpc.Handler {
+	b, c := value(bridge), value(client)
+	b.Fallback, c.Fallback = either(b.Fallback, c.Fallback), either(b.Fallback, c.Fallback)
+	return &router{names: hostMethods, bridge: &b, acp: &c}
+}
+
+// VMHandler returns the rpc.Handler of a Harn runtime (or of a broker or
+// test standing in for one): the Harn extension methods of bridge
+// (session/inject, session/remind, session/attach, skills/update, ...) and
+// ACP's agent methods of agent (initialize, session/new, session/prompt,
+// session/cancel, ...), on one connection, with the fallback rules of
+// HostHandler.
+func VMHandler(bridge *VMHandlers, agent *acp.AgentHandlers) rpc.Handler {
+	b, a := value(bridge), value(agent)
+	b.Fallback, a.Fallback = either(b.Fallback, a.Fallback), either(b.Fallback, a.Fallback)
+	return &router{names: vmMethods, bridge: &b, acp: &a}
+}
+
+// value copies *p, or returns the zero value for nil.
+func value[T any](p *T) T {
+	var v T
+	if p != nil {
+		v = *p
+	}
+	return v
+}
+
+// either is a, or b when a is nil.
+func either(a, b rpc.Handler) rpc.Handler {
+	if a != nil {
+		return a
+	}
+	return b
+}
+
+// BridgeConnOptions returns a copy of opts (which may be nil) with the cancel
+// rules, preempted methods and method names of both protocols on the
+// stream: ACP's (session/cancel of a session's prompt, $/cancel_request) and
+// the bridge's (its control-lane methods: session/inject, the live-session
+// methods, session/cancel_tool_call, session/set_budget).
+func BridgeConnOptions(opts *rpc.Options) *rpc.Options {
+	return ConnOptions(acp.ConnOptions(opts))
+}
+
+// NewBridgeConn starts a connection speaking the whole stream between a Harn
+// runtime and its host on r and w: ACP and the bridge, with BridgeConnOptions.
+// h is typically HostHandler(...) on a host and VMHandler(...) on a runtime;
+// call the other side with acp.NewAgentPeer(conn) and NewVMPeer(conn) (from a
+// host) or acp.NewClientPeer(conn) and NewHostPeer(conn) (from a runtime).
+func NewBridgeConn(r io.Reader, w io.Writer, h rpc.Handler, opts *rpc.Options) *rpc.Conn {
+	return rpc.NewConn(r, w, NewCodec(), h, BridgeConnOptions(opts))
+}
