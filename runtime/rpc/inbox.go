@@ -80,8 +80,21 @@ func (q *inbox) waitSpace() bool {
 
 // refuse reports whether a request should be refused as overloaded
 // instead of queued: the queue is full and the reader only goes on because
-// handlers wait for the peer.
+// handlers wait for the peer. If the queue is full but no handler waits
+// any more (the reader got past waitSpace while one did), it waits for
+// room, as waitSpace does, instead of refusing.
 func (q *inbox) refuse() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for !q.closed && q.callers == 0 && q.over(1) {
+		q.signalLocked()
+		q.space.Wait()
+	}
+	return q.over(1)
+}
+
+// full reports whether the queue holds as much as it may.
+func (q *inbox) full() bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return q.over(1)

@@ -198,7 +198,7 @@ func (c *Conn) accept(m *Message) (handedOff bool) {
 		}
 		c.register(it)
 	}
-	if preempt && !c.ctl.refuse() {
+	if preempt && !c.ctl.full() {
 		c.ctlOnce.Do(func() {
 			c.lanes.Add(1)
 			go c.dispatch(&c.ctl)
