@@ -8,6 +8,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/bridgekit/bridgekit/gen/agentpmmachine"
+	"github.com/bridgekit/bridgekit/runtime/rpc"
 )
 
 // ContentPolicy is the Harness's trace.content setting: what frames the
@@ -77,6 +78,9 @@ func Redact(v jsontext.Value, p ContentPolicy) (jsontext.Value, error) {
 	}
 	if err := p.Check(); err != nil {
 		return nil, err
+	}
+	if !v.IsValid() {
+		return nil, fmt.Errorf("harness: redact: not a valid JSON value: %s", rpc.Truncate(string(v), rpc.MaxEcho))
 	}
 	if !mayRedact(v, p) {
 		return v, nil

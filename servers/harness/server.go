@@ -300,6 +300,7 @@ type session struct {
 	order       []regKey
 	run         *Run // the active Run
 	ended       bool // the client's input has ended
+	unclaimed   int  // Runs a cancel_run ended that it has not yet seen
 	started     int64
 	completed   int64
 }
@@ -476,12 +477,19 @@ func (ss *session) cancelRun(context.Context, *agentpmmachine.EmptyParams) (*age
 	// protocol's cancel rule); this answers at once, in every state.
 	ss.mu.Lock()
 	run := ss.run
+	claimed := run == nil && ss.unclaimed > 0
+	if claimed {
+		// The Run this cancel_run ended has already finished.
+		ss.unclaimed--
+	}
 	ss.mu.Unlock()
-	if run == nil {
+	switch {
+	case run != nil:
+		run.cancel()
+	case !claimed:
 		note := "no Run is active"
 		return &agentpmmachine.CancelRunResult{Note: &note}, nil
 	}
-	run.cancel()
 	return &agentpmmachine.CancelRunResult{}, nil
 }
 
@@ -550,6 +558,11 @@ func (ss *session) startRun(ctx context.Context, p *agentpmmachine.StartRunParam
 	ss.run = nil
 	if err == nil {
 		ss.completed++
+	}
+	if ctx.Err() != nil && !run.Cancelled() {
+		// Ended by the engine's cancel rule before its cancel_run was
+		// handled: that cancel_run still reports a Run.
+		ss.unclaimed++
 	}
 	ss.mu.Unlock()
 	run.endMemory()
