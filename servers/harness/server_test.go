@@ -118,7 +118,7 @@ func TestSessionRules(t *testing.T) {
 	var runCtxErr error
 	s := harness.New(&harness.Options{
 		Required: []agentpmmachine.HostServiceRegistration{{Role: agentpmservice.ServiceRoleModel, RegistryID: "default"}},
-		Accept: harness.Configured([]agentpmmachine.HostServiceRegistration{{Role: agentpmservice.ServiceRoleModel, RegistryID: "default"}}),
+		Accept:   harness.Configured([]agentpmmachine.HostServiceRegistration{{Role: agentpmservice.ServiceRoleModel, RegistryID: "default"}}),
 		Run: func(ctx context.Context, r *harness.Run) (*harness.Outcome, error) {
 			if r.Input == "block" {
 				close(entered)
