@@ -114,78 +114,69 @@ func mayRedact(v jsontext.Value, p ContentPolicy) bool {
 // redactValue copies the next value of dec to enc, applying p to the
 // members of the objects it contains.
 func redactValue(dec *jsontext.Decoder, enc *jsontext.Encoder, p ContentPolicy) error {
-	switch dec.PeekKind() {
-	case '{':
-		tok, err := dec.ReadToken()
+	kind := dec.PeekKind()
+	if kind != '{' && kind != '[' {
+		v, err := dec.ReadValue()
 		if err != nil {
 			return err
 		}
-		if err := enc.WriteToken(tok); err != nil {
-			return err
-		}
-		for dec.PeekKind() != '}' {
-			name, err := dec.ReadToken()
-			if err != nil {
-				return err
-			}
-			key := name.String()
-			switch {
-			case secretKey(key):
-				if err := dec.SkipValue(); err != nil {
-					return err
-				}
-				if err := writeMember(enc, key, secretValue); err != nil {
-					return err
-				}
-			case contentKeys[key] && p == ContentNone:
-				if err := dec.SkipValue(); err != nil {
-					return err
-				}
-			case contentKeys[key] && p == ContentRedacted:
-				if err := dec.SkipValue(); err != nil {
-					return err
-				}
-				if err := writeMember(enc, key, redactedValue); err != nil {
-					return err
-				}
-			default:
-				if err := enc.WriteToken(jsontext.String(key)); err != nil {
-					return err
-				}
-				if err := redactValue(dec, enc, p); err != nil {
-					return err
-				}
-			}
-		}
-		tok, err = dec.ReadToken()
-		if err != nil {
-			return err
-		}
-		return enc.WriteToken(tok)
-	case '[':
-		tok, err := dec.ReadToken()
-		if err != nil {
-			return err
-		}
-		if err := enc.WriteToken(tok); err != nil {
-			return err
-		}
-		for dec.PeekKind() != ']' {
+		return enc.WriteValue(v)
+	}
+	if err := copyToken(dec, enc); err != nil { // { or [
+		return err
+	}
+	end := jsontext.Kind('}')
+	if kind == '[' {
+		end = ']'
+	}
+	for dec.PeekKind() != end {
+		if kind == '[' {
 			if err := redactValue(dec, enc, p); err != nil {
 				return err
 			}
+			continue
 		}
-		tok, err = dec.ReadToken()
+		name, err := dec.ReadToken()
 		if err != nil {
 			return err
 		}
-		return enc.WriteToken(tok)
+		key := name.String()
+		var replace jsontext.Value
+		switch {
+		case secretKey(key):
+			replace = secretValue
+		case contentKeys[key] && p == ContentRedacted:
+			replace = redactedValue
+		case contentKeys[key] && p == ContentNone:
+			if err := dec.SkipValue(); err != nil {
+				return err
+			}
+			continue
+		default:
+			if err := enc.WriteToken(jsontext.String(key)); err != nil {
+				return err
+			}
+			if err := redactValue(dec, enc, p); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := dec.SkipValue(); err != nil {
+			return err
+		}
+		if err := writeMember(enc, key, replace); err != nil {
+			return err
+		}
 	}
-	v, err := dec.ReadValue()
+	return copyToken(dec, enc) // } or ]
+}
+
+func copyToken(dec *jsontext.Decoder, enc *jsontext.Encoder) error {
+	tok, err := dec.ReadToken()
 	if err != nil {
 		return err
 	}
-	return enc.WriteValue(v)
+	return enc.WriteToken(tok)
 }
 
 func writeMember(enc *jsontext.Encoder, name string, v jsontext.Value) error {
