@@ -6,6 +6,9 @@
 #                           docs/performance.md
 #   make bench-quick        one short run per build (~1 min); prints only
 #   make bench BENCH_FLAGS='-only rt-inmem-1,burst-inmem -runs 5'
+#   make bench BENCH_FLAGS='-only agentpm-rt-inmem,agentpm-rt-child,agentpm-burst-inmem -out ""'
+#                           AgentPM's envelopes against JSON-RPC on bridgekit's
+#                           engine (service round trips, a harness_event burst)
 #   make bench-test         the bench module's fast sanity tests (CI)
 #
 # bench/ is its own Go module, so none of this runs in the root module's

@@ -45,8 +45,12 @@ type Scenario struct {
 	// Reference scenarios are also run with References (the minimal
 	// one-goroutine runtime), reported apart from the comparison.
 	Reference bool
-	Timeout   time.Duration // hard limit for the whole scenario (the driver kills it after that)
-	Run       func(rt Runtime, p Profile) (Metrics, error)
+	// Envelope scenarios measure bridgekit's engine alone, AgentPM's
+	// envelopes against JSON-RPC 2.0 in one worker (stored under the
+	// bridgekit runtime); the report shows them in a table of their own.
+	Envelope bool
+	Timeout  time.Duration // hard limit for the whole scenario (the driver kills it after that)
+	Run      func(rt Runtime, p Profile) (Metrics, error)
 }
 
 // Scenarios lists every scenario of the report, in report order.
@@ -96,6 +100,9 @@ func Scenarios() []Scenario {
 			}
 			return m, err
 		}},
+		{Name: "agentpm-rt-inmem", Envelope: true, Timeout: time.Minute, Run: agentpmRTInmem},
+		{Name: "agentpm-rt-child", Envelope: true, Timeout: time.Minute, Run: agentpmRTChild},
+		{Name: "agentpm-burst-inmem", Envelope: true, Timeout: time.Minute, Run: agentpmBurstInmem},
 		{Name: "idle", Timeout: time.Minute, Run: func(rt Runtime, p Profile) (Metrics, error) {
 			r, err := IdleMemory(rt, p.n(200, 100))
 			return Metrics{

@@ -62,7 +62,7 @@ func References() []Runtime {
 // Lookup returns the runtime with the given Key or Name.
 func Lookup(name string) (Runtime, error) {
 	var keys []string
-	for _, rt := range append(append(Runtimes(), Variants()...), References()...) {
+	for _, rt := range append(append(append(Runtimes(), Variants()...), References()...), agentpmRuntimes()...) {
 		if rt.Key() == name || rt.Name() == name {
 			return rt, nil
 		}

@@ -51,6 +51,27 @@ func (l Latency) String() string {
 // RoundTrips calls session/prompt with params on c from cfg.Callers
 // goroutines and records each call's latency.
 func RoundTrips(c Conn, cfg LoopConfig, params *PromptParams) (Latency, error) {
+	want := promptSize(params)
+	return Loop(cfg, func() func(context.Context) error {
+		var res PromptResult // one per caller, reused
+		return func(ctx context.Context) error {
+			res = PromptResult{}
+			if err := c.Call(ctx, MethodPrompt, params, &res); err != nil {
+				return err
+			}
+			if res.Echoed != want || res.StopReason != "end_turn" {
+				return fmt.Errorf("wrong result %+v, want echoed=%d", res, want)
+			}
+			return nil
+		}
+	})
+}
+
+// Loop makes calls from cfg.Callers goroutines, each with the call
+// function newCaller returns for it (one round trip that checks its own
+// result): cfg.Warmup of them first, then as many as cfg allows, recording
+// each call's latency.
+func Loop(cfg LoopConfig, newCaller func() func(context.Context) error) (Latency, error) {
 	callers := max(cfg.Callers, 1)
 	if cfg.MaxCalls <= 0 {
 		cfg.MaxCalls = 1 << 30
@@ -58,15 +79,14 @@ func RoundTrips(c Conn, cfg LoopConfig, params *PromptParams) (Latency, error) {
 	if cfg.MaxTime <= 0 {
 		cfg.MaxTime = time.Hour
 	}
-	want := promptSize(params)
 	if cfg.Warmup > 0 {
-		if _, err := callLoop(c, callers, cfg.Warmup, time.Now().Add(time.Minute), params, want); err != nil {
+		if _, err := callLoop(callers, cfg.Warmup, time.Now().Add(time.Minute), newCaller); err != nil {
 			return Latency{}, fmt.Errorf("warm-up: %w", err)
 		}
 	}
 	cpu0 := processCPU()
 	start := time.Now()
-	samples, err := callLoop(c, callers, cfg.MaxCalls, start.Add(cfg.MaxTime), params, want)
+	samples, err := callLoop(callers, cfg.MaxCalls, start.Add(cfg.MaxTime), newCaller)
 	elapsed := time.Since(start)
 	cpu := processCPU() - cpu0
 	if err != nil {
@@ -77,7 +97,7 @@ func RoundTrips(c Conn, cfg LoopConfig, params *PromptParams) (Latency, error) {
 	return l, nil
 }
 
-func callLoop(c Conn, callers, total int, deadline time.Time, params *PromptParams, want int) ([]time.Duration, error) {
+func callLoop(callers, total int, deadline time.Time, newCaller func() func(context.Context) error) ([]time.Duration, error) {
 	var (
 		issued atomic.Int64
 		wg     sync.WaitGroup
@@ -86,25 +106,20 @@ func callLoop(c Conn, callers, total int, deadline time.Time, params *PromptPara
 		errs   []error
 	)
 	for range callers {
+		call := newCaller()
 		wg.Go(func() {
 			ctx := context.Background()
 			samples := make([]time.Duration, 0, min(total/callers+16, 1<<20))
-			var res PromptResult
 			var err error
 			for issued.Add(1) <= int64(total) {
 				t0 := time.Now()
 				if t0.After(deadline) {
 					break
 				}
-				res = PromptResult{}
-				if err = c.Call(ctx, MethodPrompt, params, &res); err != nil {
+				if err = call(ctx); err != nil {
 					break
 				}
 				samples = append(samples, time.Since(t0))
-				if res.Echoed != want || res.StopReason != "end_turn" {
-					err = fmt.Errorf("wrong result %+v, want echoed=%d", res, want)
-					break
-				}
 			}
 			mu.Lock()
 			all = append(all, samples...)

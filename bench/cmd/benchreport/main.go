@@ -171,7 +171,9 @@ func orchestrate(cfg config) error {
 		for _, b := range builds {
 			for _, sc := range scenarios {
 				keys := []string{codecKey}
-				if !sc.Codec {
+				if sc.Envelope {
+					keys = []string{envelopeKey}
+				} else if !sc.Codec {
 					keys = keys[:0]
 					rts := rts
 					if sc.Sequential {
@@ -230,6 +232,9 @@ func publish(rep *report) error {
 	}
 	if ref := rep.references(); ref != "" {
 		fmt.Println(ref)
+	}
+	if env := rep.envelopes(); env != "" {
+		fmt.Println(env)
 	}
 	fmt.Println(rep.targetSummary())
 	if cfg.out != "" {
@@ -427,7 +432,7 @@ func summary(o outcome) string {
 		return "FAILED: " + o.err
 	}
 	var parts []string
-	for _, k := range []string{"req_s", "msg_s", "sys_us_msg", "csw_msg", "peer_csw_msg", "mb_s", "p50_us", "allocs", "ns", "total_kib", "ret_p50_us", "saw_pct", "leaked", "v1double_ns", "v2single_ns", "v1_ns", "v2_ns"} {
+	for _, k := range []string{"req_s", "msg_s", "env_req_s", "jsonrpc_req_s", "env_msg_s", "jsonrpc_msg_s", "sys_us_msg", "csw_msg", "peer_csw_msg", "mb_s", "p50_us", "allocs", "ns", "total_kib", "ret_p50_us", "saw_pct", "leaked", "v1double_ns", "v2single_ns", "v1_ns", "v2_ns"} {
 		if v, ok := o.metrics[k]; ok {
 			parts = append(parts, fmt.Sprintf("%s=%.4g", k, v))
 		}

@@ -773,6 +773,11 @@ func (r *report) document(table, analysis string) string {
 		sb.WriteString(referenceIntro)
 		sb.WriteString(ref)
 	}
+	if env := r.envelopes(); env != "" {
+		sb.WriteString("\n### AgentPM envelopes against JSON-RPC\n\n")
+		sb.WriteString(envelopeIntro)
+		sb.WriteString(env)
+	}
 	sb.WriteString("\n## Targets\n\n")
 	sb.WriteString(strings.TrimPrefix(r.targetSummary(), "Targets (ratios are bridgekit ÷ acp-go-sdk in the same run):\n\n"))
 	sb.WriteString("\n## Failures\n\nEvery run that failed, hung or reported a problem, with the runtime's own words:\n\n")
