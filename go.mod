@@ -1,6 +1,6 @@
 module github.com/bridgekit/bridgekit
 
-go 1.26
+go 1.26.0
 
 require (
 	github.com/go-json-experiment/json v1.27.2
@@ -10,6 +10,7 @@ require (
 )
 
 require (
-	golang.org/x/sys v0.45.0 // indirect
+	golang.org/x/sys v0.50.0 // indirect
+	golang.org/x/term v0.48.0 // indirect
 	golang.org/x/text v0.14.0 // indirect
 )

@@ -24,6 +24,7 @@ type display struct {
 	frame  int
 	stop   chan struct{}
 	done   sync.WaitGroup
+	closed sync.Once
 }
 
 var spinner = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
@@ -171,14 +172,19 @@ func describe(ev harness.Event) string {
 	return " · " + s
 }
 
-// close ends the status line.
+// close ends the status line. It may be called more than once: the
+// program closes the display before printing a summary or an error, and
+// again on its way out.
 func (d *display) close() {
-	if d.tty {
+	if !d.tty {
+		return
+	}
+	d.closed.Do(func() {
 		close(d.stop)
 		d.done.Wait()
 		d.mu.Lock()
 		fmt.Fprint(d.w, "\r\x1b[K")
 		d.status = ""
 		d.mu.Unlock()
-	}
+	})
 }

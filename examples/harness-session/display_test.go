@@ -28,6 +28,7 @@ func TestDisplayTerminal(t *testing.T) {
 	time.Sleep(250 * time.Millisecond) // the spinner redraws
 	d.event(harnessEvent(agentpmmachine.EventTypeRunCompleted, agentpmmachine.EventPayload{Terminal: &agentpmmachine.EventPayloadTerminal{Status: agentpmmachine.TerminalStatusEnded, Output: []byte(`"[redacted]"`)}}))
 	d.close()
+	d.close() // as run does: before the summary, and deferred
 	s := out.String()
 	lines := strings.Split(s, "\n")
 	var kept []string

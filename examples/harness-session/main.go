@@ -42,6 +42,7 @@ import (
 
 	"github.com/bridgekit/bridgekit/clients/harness"
 	"github.com/bridgekit/bridgekit/gen/agentpmmachine"
+	"github.com/bridgekit/bridgekit/internal/tty"
 	sim "github.com/bridgekit/bridgekit/servers/harness"
 )
 
@@ -127,7 +128,7 @@ func run(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) int {
 	if *verbose {
 		o.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	show := newDisplay(stdout, !*plain && isTerminal(stdout))
+	show := newDisplay(stdout, !*plain && tty.Is(stdout))
 	defer show.close()
 	o.OnEvent = show.event
 	if o.Path == "" && os.Getenv(harness.EnvBinary) == "" {
@@ -258,14 +259,4 @@ func indent(v jsontext.Value) string {
 		return string(v)
 	}
 	return string(out)
-}
-
-// isTerminal reports whether w is a terminal that can redraw a line.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok || os.Getenv("TERM") == "dumb" {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
