@@ -5,11 +5,7 @@ go 1.26
 require (
 	github.com/go-json-experiment/json v1.27.2
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
-	go.etcd.io/bbolt v1.5.0
 	go.uber.org/goleak v1.3.0
 )
 
-require (
-	golang.org/x/sys v0.45.0 // indirect
-	golang.org/x/text v0.14.0 // indirect
-)
+require golang.org/x/text v0.14.0 // indirect
