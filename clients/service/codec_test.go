@@ -1,0 +1,79 @@
+package service
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/bridgekit/bridgekit/gen/agentpmservice"
+	"github.com/bridgekit/bridgekit/runtime/envelope"
+	"github.com/bridgekit/bridgekit/runtime/rpc"
+)
+
+func newTestCodec(garbage func(*rpc.FrameError)) *codec {
+	return &codec{Codec: agentpmservice.NewCodec("knowledge-kb-", "").(*envelope.Codec), role: "knowledge", base: 4, garbage: garbage}
+}
+
+// The client's codec never answers the provider, sends every rejected reply
+// with a readable id to the call it names and every other rejected line to
+// the calls in flight, and numbers ids after its base.
+func TestCodec(t *testing.T) {
+	var garbage int
+	k := newTestCodec(func(*rpc.FrameError) { garbage++ })
+	for _, tc := range []struct {
+		line    string
+		want    error
+		id      string
+		garbage bool
+	}{
+		{`{"protocol":"agentpm-service","version":1,"kind":"response","id":"knowledge-kb-5","service":"knowledge","result":{}}`, nil, `"knowledge-kb-5"`, false},
+		{`{"protocol":"agentpm-service","version":1,"kind":"response","id":"knowledge-kb-5","service":"memory","result":{}}`, ErrWrongRole, `"knowledge-kb-5"`, false},
+		{`{"protocol":"agentpm-service","version":1,"kind":"error","id":"knowledge-kb-5","error":{"code":"x","message":"y"}}`, ErrWrongRole, `"knowledge-kb-5"`, false},
+		{`{"protocol":"agentpm-service","version":2,"kind":"response","id":"knowledge-kb-5","service":"knowledge","result":{}}`, envelope.ErrVersion, `"knowledge-kb-5"`, false},
+		{`{"protocol":"agentpm-service","version":1,"kind":"response","id":5,"service":"knowledge","result":{}}`, envelope.ErrMalformed, ``, true},
+		{`not json`, envelope.ErrMalformed, ``, true},
+		{`{"protocol":"agentpm-service","version":1,"kind":"request","id":"x","service":"knowledge","method":"m","payload":{}}`, envelope.ErrKind, ``, false},
+		{`{"protocol":"agentpm-service","version":1,"kind":"event","service":"knowledge","method":"progress","payload":{}}`, nil, ``, false},
+	} {
+		before := garbage
+		var m rpc.Message
+		err := k.Decode([]byte(tc.line), &m)
+		if !errors.Is(err, tc.want) || (err == nil) != (tc.want == nil) {
+			t.Errorf("%s: %v, want %v", tc.line, err, tc.want)
+		}
+		if fe, ok := err.(*rpc.FrameError); ok {
+			if fe.Reply != nil || fe.ID.String() != tc.id || (tc.id != "" && fe.Claimed != rpc.KindResponse) {
+				t.Errorf("%s: %+v", tc.line, fe)
+			}
+		}
+		if (garbage > before) != tc.garbage {
+			t.Errorf("%s: garbage %v", tc.line, garbage > before)
+		}
+	}
+	if seq, ok := k.Seq([]byte(`"knowledge-kb-5"`)); !ok || seq != 1 {
+		t.Errorf("Seq: %d %v", seq, ok)
+	}
+	if _, ok := k.Seq([]byte(`"knowledge-kb-4"`)); ok {
+		t.Error("an id of the previous process matched")
+	}
+	head := string(k.AppendHead(nil, &rpc.Header{Kind: rpc.KindRequest, Seq: 2, Method: "retrieve", Qualifier: "knowledge"}))
+	if want := `{"protocol":"agentpm-service","version":1,"kind":"request","id":"knowledge-kb-6","service":"knowledge","method":"retrieve","payload":`; head != want || k.last.Load() != 6 {
+		t.Errorf("head %s, last %d", head, k.last.Load())
+	}
+}
+
+func FuzzCodec(f *testing.F) {
+	f.Add([]byte(`{"protocol":"agentpm-service","version":1,"kind":"response","id":"knowledge-kb-5","service":"knowledge","result":{}}`))
+	f.Add([]byte(`{"protocol":"agentpm-service","version":1,"kind":"error","id":"knowledge-kb-9","service":"knowledge","error":{"code":"x","message":"y","retryable":true}}`))
+	f.Add([]byte(`{"protocol":"agentpm-service","version":1,"kind":"initialized","id":7}`))
+	f.Fuzz(func(t *testing.T, line []byte) {
+		k := newTestCodec(func(*rpc.FrameError) {})
+		var m rpc.Message
+		err := k.Decode(line, &m)
+		if fe, ok := err.(*rpc.FrameError); ok && fe.Reply != nil {
+			t.Fatalf("the provider's line %q would be answered", line)
+		}
+		if err == nil && (m.Kind == rpc.KindResponse || m.Kind == rpc.KindError) && string(m.Qualifier) != "knowledge" {
+			t.Fatalf("a reply of another role was accepted: %q", line)
+		}
+	})
+}
