@@ -151,4 +151,3 @@ func (r *raw) ask(line string) string {
 }
 
 func ptr[T any](v T) *T { return &v }
-
