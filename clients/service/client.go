@@ -269,6 +269,9 @@ func (cfg *Config) check() error {
 	if cfg.RegistryID == "" || len(cfg.Command) == 0 || cfg.Command[0] == "" {
 		return fmt.Errorf("%w: Role, RegistryID and Command are required", ErrConfig)
 	}
+	if in, _ := cfg.Initialize.(*agentpmservice.ModelInitialize); cfg.Role == agentpmservice.ServiceRoleModel && (in == nil || in.Model == "") {
+		return fmt.Errorf("%w: a model provider's Initialize must name the configured model", ErrConfig)
+	}
 	return nil
 }
 
@@ -493,7 +496,7 @@ func (c *Client) died(p *proc) {
 	if !current || c.ctx.Err() != nil {
 		return
 	}
-	why := &ExitError{Role: c.cfg.Role, RegistryID: c.cfg.RegistryID, Method: "(between calls)", State: p.state, Stderr: p.stderr.String()}
+	why := &ExitError{Role: c.cfg.Role, RegistryID: c.cfg.RegistryID, State: p.state, Stderr: p.stderr.String()}
 	c.emit(Lifecycle{Status: StatusUnhealthy, Attempt: p.gen, Message: why.Error(), Err: why})
 	var last error = why
 	for {

@@ -114,7 +114,8 @@ func (e *UnavailableError) Unwrap() error { return e.Err }
 type ExitError struct {
 	Role       agentpmservice.ServiceRole
 	RegistryID string
-	// Method is the call that failed.
+	// Method is the call that failed; empty when the provider died
+	// between calls (a lifecycle report).
 	Method string
 	// State is the provider's exit state (status or signal); nil when it
 	// could not be collected.
@@ -131,7 +132,11 @@ func (e *ExitError) Error() string {
 	if e.State != nil {
 		state = e.State.String()
 	}
-	msg := fmt.Sprintf("service: %s provider %q exited during %s (%s)", e.Role, e.RegistryID, e.Method, state)
+	during := ""
+	if e.Method != "" {
+		during = " during " + e.Method
+	}
+	msg := fmt.Sprintf("service: %s provider %q exited%s (%s)", e.Role, e.RegistryID, during, state)
 	if e.Stderr != "" {
 		msg += "; stderr: " + e.Stderr
 	}

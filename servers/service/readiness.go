@@ -17,109 +17,86 @@ func (s *Server) wrapInitialize() {
 	h := &s.h
 	switch s.role {
 	case agentpmservice.ServiceRoleModel:
-		user := h.InitializeModel
-		h.InitializeModel = func(ctx context.Context, p *agentpmservice.ModelInitialize) (*agentpmservice.ModelReadiness, error) {
-			r, err := call(ctx, user, p)
-			if err == nil {
-				s.common(&r.RegistryID, &r.Ready, &r.Role, &r.ProtocolVersion, p.RegistryID)
-			}
-			return r, err
-		}
+		h.InitializeModel = complete(h.InitializeModel, func(r *agentpmservice.ModelReadiness, p *agentpmservice.ModelInitialize) {
+			s.common(&r.RegistryID, &r.Ready, &r.Role, &r.ProtocolVersion, p.RegistryID)
+		})
 	case agentpmservice.ServiceRoleEmbedding:
-		user := h.InitializeEmbedding
-		h.InitializeEmbedding = func(ctx context.Context, p *agentpmservice.EmbeddingInitialize) (*agentpmservice.EmbeddingReadiness, error) {
-			r, err := call(ctx, user, p)
-			if err == nil {
-				s.common(&r.RegistryID, &r.Ready, &r.Role, &r.ProtocolVersion, p.RegistryID)
-				spaces := slices.Concat(r.EmbeddingSpaces, r.Spaces)
-				if r.Capabilities != nil {
-					spaces = append(spaces, r.Capabilities.EmbeddingSpaces...)
-				}
-				if !slices.ContainsFunc(spaces, func(e agentpmservice.EmbeddingSpace) bool {
-					return e.Provider != "" && e.Model != "" && e.Dimensions > 0
-				}) {
-					s.notReady(&r.Ready, "it advertises no usable embedding space")
-				}
+		h.InitializeEmbedding = complete(h.InitializeEmbedding, func(r *agentpmservice.EmbeddingReadiness, p *agentpmservice.EmbeddingInitialize) {
+			s.common(&r.RegistryID, &r.Ready, &r.Role, &r.ProtocolVersion, p.RegistryID)
+			spaces := slices.Concat(r.EmbeddingSpaces, r.Spaces)
+			if r.Capabilities != nil {
+				spaces = append(spaces, r.Capabilities.EmbeddingSpaces...)
 			}
-			return r, err
-		}
+			if !slices.ContainsFunc(spaces, func(e agentpmservice.EmbeddingSpace) bool {
+				return e.Provider != "" && e.Model != "" && e.Dimensions > 0
+			}) {
+				s.notReady(&r.Ready, "it advertises no usable embedding space")
+			}
+		})
 	case agentpmservice.ServiceRoleHook:
-		user := h.InitializeHook
-		h.InitializeHook = func(ctx context.Context, p *agentpmservice.HookInitialize) (*agentpmservice.HookReadiness, error) {
-			r, err := call(ctx, user, p)
-			if err == nil {
-				s.common(&r.RegistryID, &r.Ready, &r.Role, &r.ProtocolVersion, p.RegistryID)
-				if served := s.h.Hooks(); len(served) > 0 {
-					r.Hooks = served
-				}
-				if s.h.Fallback == nil {
-					for _, want := range p.Hooks {
-						if !slices.Contains(r.Hooks, want) {
-							s.notReady(&r.Ready, "hook "+string(want)+" is configured but not served")
-							break
-						}
-					}
+		h.InitializeHook = complete(h.InitializeHook, func(r *agentpmservice.HookReadiness, p *agentpmservice.HookInitialize) {
+			s.common(&r.RegistryID, &r.Ready, &r.Role, &r.ProtocolVersion, p.RegistryID)
+			if served := s.h.Hooks(); len(served) > 0 {
+				r.Hooks = served
+			}
+			if s.h.Fallback != nil {
+				return // it may serve hook ids that no field names
+			}
+			for _, want := range p.Hooks {
+				if !slices.Contains(r.Hooks, want) {
+					s.notReady(&r.Ready, "hook "+string(want)+" is configured but not served")
+					break
 				}
 			}
-			return r, err
-		}
+		})
 	case agentpmservice.ServiceRoleKnowledge:
-		user := h.InitializeKnowledge
-		h.InitializeKnowledge = func(ctx context.Context, p *agentpmservice.KnowledgeInitialize) (*agentpmservice.KnowledgeReadiness, error) {
-			r, err := call(ctx, user, p)
-			if err == nil {
-				s.common(&r.RegistryID, &r.Ready, &r.Role, &r.ProtocolVersion, p.RegistryID)
-				modes := r.Modes
-				if r.Capabilities != nil {
-					modes = slices.Concat(modes, r.Capabilities.Modes)
-				}
-				if !slices.ContainsFunc(modes, func(m string) bool {
-					return m == "context_document" || m == "vector_query" || m == "context" || m == "vector"
-				}) {
-					s.notReady(&r.Ready, "it advertises neither context_document nor vector_query")
-				}
+		h.InitializeKnowledge = complete(h.InitializeKnowledge, func(r *agentpmservice.KnowledgeReadiness, p *agentpmservice.KnowledgeInitialize) {
+			s.common(&r.RegistryID, &r.Ready, &r.Role, &r.ProtocolVersion, p.RegistryID)
+			modes := r.Modes
+			if r.Capabilities != nil {
+				modes = slices.Concat(modes, r.Capabilities.Modes)
 			}
-			return r, err
-		}
+			if !slices.ContainsFunc(modes, func(m string) bool {
+				return m == "context_document" || m == "vector_query" || m == "context" || m == "vector"
+			}) {
+				s.notReady(&r.Ready, "it advertises neither context_document nor vector_query")
+			}
+		})
 	case agentpmservice.ServiceRoleMemory:
-		user := h.InitializeMemory
-		h.InitializeMemory = func(ctx context.Context, p *agentpmservice.MemoryInitialize) (*agentpmservice.MemoryReadiness, error) {
-			r, err := call(ctx, user, p)
-			if err == nil {
-				s.common(&r.RegistryID, &r.Ready, &r.Role, &r.ProtocolVersion, p.RegistryID)
-				s.memoryDescriptor(r)
-			}
-			return r, err
-		}
+		h.InitializeMemory = complete(h.InitializeMemory, func(r *agentpmservice.MemoryReadiness, p *agentpmservice.MemoryInitialize) {
+			s.common(&r.RegistryID, &r.Ready, &r.Role, &r.ProtocolVersion, p.RegistryID)
+			s.memoryDescriptor(r)
+		})
 	case agentpmservice.ServiceRoleApproval:
-		user := h.InitializeApproval
-		h.InitializeApproval = func(ctx context.Context, p *agentpmservice.ApprovalInitialize) (*agentpmservice.ApprovalReadiness, error) {
-			r, err := call(ctx, user, p)
-			if err == nil {
-				s.common(&r.RegistryID, &r.Ready, &r.Role, &r.ProtocolVersion, p.RegistryID)
-				yes := true
-				if r.Capabilities != nil {
-					r.Capabilities.RequestApproval, r.Capabilities.Approval = &yes, nil
-				} else {
-					r.RequestApproval, r.Approval = &yes, nil
-				}
+		h.InitializeApproval = complete(h.InitializeApproval, func(r *agentpmservice.ApprovalReadiness, p *agentpmservice.ApprovalInitialize) {
+			s.common(&r.RegistryID, &r.Ready, &r.Role, &r.ProtocolVersion, p.RegistryID)
+			yes := true
+			if r.Capabilities != nil {
+				r.Capabilities.RequestApproval, r.Capabilities.Approval = &yes, nil
+			} else {
+				r.RequestApproval, r.Approval = &yes, nil
 			}
-			return r, err
-		}
+		})
 	}
 }
 
-// call runs the provider's Initialize field, or answers with an empty
-// readiness when it has none.
-func call[P, R any](ctx context.Context, f func(context.Context, *P) (*R, error), p *P) (*R, error) {
-	if f == nil {
-		return new(R), nil
+// complete returns an Initialize field that runs the provider's (or
+// answers with an empty readiness when it has none) and then fill.
+func complete[P, R any](user func(context.Context, *P) (*R, error), fill func(*R, *P)) func(context.Context, *P) (*R, error) {
+	return func(ctx context.Context, p *P) (*R, error) {
+		r := new(R)
+		if user != nil {
+			res, err := user(ctx, p)
+			if err != nil {
+				return nil, err
+			}
+			if res != nil {
+				r = res
+			}
+		}
+		fill(r, p)
+		return r, nil
 	}
-	r, err := f(ctx, p)
-	if err == nil && r == nil {
-		r = new(R)
-	}
-	return r, err
 }
 
 // common fills in the members every handshake answer carries: the role and
