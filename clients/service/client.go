@@ -251,14 +251,12 @@ func Start(ctx context.Context, cfg Config) (*Client, error) {
 		c.cancel()
 		return nil, err
 	}
-	p, err := c.launch(ctx)
-	if err != nil {
+	if err := c.launch(ctx); err != nil {
 		c.cancel()
 		c.wg.Wait()
 		c.emit(Lifecycle{Status: StatusFailed, Message: err.Error(), Err: err})
 		return nil, err
 	}
-	c.cur = p
 	return c, nil
 }
 
@@ -323,22 +321,36 @@ func (c *Client) emit(l Lifecycle) {
 	}
 }
 
-// launch starts a provider process and performs its handshake; on failure
-// the process is stopped and the error is an *UnavailableError.
-func (c *Client) launch(ctx context.Context) (*proc, error) {
+// launch starts a provider process and performs its handshake; on success
+// the process is the client's live provider. On failure the process is
+// stopped and the error is an *UnavailableError, or ErrClosed when the
+// client was closed meanwhile.
+func (c *Client) launch(ctx context.Context) error {
 	c.mu.Lock()
 	gen, base := c.attempts, c.lastID
 	c.mu.Unlock()
 	c.emit(Lifecycle{Status: StatusStarting, Attempt: gen})
 	p, err := c.spawn(gen, base)
 	if err != nil {
-		return nil, c.unavailable(ReasonStart, fmt.Sprintf("start %s: %v", c.cfg.Command[0], err), err)
+		return c.unavailable(ReasonStart, fmt.Sprintf("start %s: %v", c.cfg.Command[0], err), err)
 	}
 	c.wg.Go(func() { c.watch(p) })
 	c.emit(Lifecycle{Status: StatusHandshaking, Attempt: gen})
 	pf, err := c.handshake(ctx, p)
 	c.mu.Lock()
 	c.lastID = max(c.lastID, p.codec.last.Load())
+	switch {
+	case err != nil:
+	case c.failure == ErrClosed:
+		err = ErrClosed
+	case p.dead:
+		// It died between its answer and now: watch has seen it go.
+		err = c.unavailable(ReasonExited, "the provider exited right after its handshake", nil)
+	default:
+		c.cur, c.preflight = p, *pf
+		close(c.changed)
+		c.changed = make(chan struct{})
+	}
 	c.mu.Unlock()
 	if err != nil {
 		p.kill()
@@ -346,13 +358,10 @@ func (c *Client) launch(ctx context.Context) (*proc, error) {
 		if u, ok := errors.AsType[*UnavailableError](err); ok && u.Reason == ReasonExited {
 			u.Stderr = p.stderr.String()
 		}
-		return nil, err
+		return err
 	}
-	c.mu.Lock()
-	c.preflight = *pf
-	c.mu.Unlock()
 	c.emit(Lifecycle{Status: StatusReady, Attempt: gen})
-	return p, nil
+	return nil
 }
 
 // unavailable builds the client's *UnavailableError.
@@ -469,29 +478,29 @@ func (c *Client) current(ctx context.Context) (*proc, error) {
 	}
 }
 
-// set changes the live provider or the failure, waking waiting calls. It
-// reports false, changing nothing, once the client is closed.
-func (c *Client) set(p *proc, failure error) bool {
+// fail makes every call fail with failure (the provider is unavailable),
+// waking waiting calls, unless the client is closed.
+func (c *Client) fail(failure error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.failure == ErrClosed {
-		return false
+		return
 	}
-	c.cur, c.failure = p, failure
+	c.cur, c.failure = nil, failure
 	close(c.changed)
 	c.changed = make(chan struct{})
-	return true
 }
 
 // died handles the end of provider p: unless it was stopped on purpose, the
 // client restarts it within its budget, or fails.
 func (c *Client) died(p *proc) {
 	c.mu.Lock()
+	p.dead = true
 	current := c.cur == p
 	if current {
 		c.cur = nil
-		c.lastID = max(c.lastID, p.codec.last.Load())
 	}
+	c.lastID = max(c.lastID, p.codec.last.Load())
 	c.mu.Unlock()
 	if !current || c.ctx.Err() != nil {
 		return
@@ -509,7 +518,7 @@ func (c *Client) died(p *proc) {
 		c.mu.Unlock()
 		if spent {
 			u := c.unavailable(ReasonRestarts, fmt.Sprintf("the provider failed and its %d restart(s) are spent: %v", c.cfg.Restart.MaxAttempts, last), last)
-			c.set(nil, u)
+			c.fail(u)
 			c.emit(Lifecycle{Status: StatusFailed, Attempt: attempt - 1, Message: u.Error(), Err: u})
 			return
 		}
@@ -521,14 +530,8 @@ func (c *Client) died(p *proc) {
 		case <-c.ctx.Done():
 			return
 		}
-		np, err := c.launch(c.ctx)
-		if err == nil {
-			if !c.set(np, nil) {
-				np.stop(c.cfg.StopGrace) // closed meanwhile
-			}
-			return
-		}
-		if c.ctx.Err() != nil {
+		err := c.launch(c.ctx)
+		if err == nil || c.ctx.Err() != nil {
 			return
 		}
 		last = err

@@ -62,6 +62,7 @@ type proc struct {
 	stderr *tail
 	exited chan struct{} // closed once cmd.Wait has returned
 	state  *os.ProcessState
+	dead   bool // set by Client.died, under Client.mu
 
 	mu       sync.Mutex
 	inflight map[*inflight]struct{}
