@@ -21,7 +21,7 @@ import (
 // bin is the folder holding the providers built from the example mains.
 var bin string
 
-var providers = []string{"knowledge", "embedding", "memory", "hook"}
+var providers = []string{"knowledge", "embedding", "memory", "hook", "approval"}
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "bridgekit-providers-")

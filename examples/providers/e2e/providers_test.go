@@ -371,6 +371,7 @@ func TestProvidersRefuseBadInput(t *testing.T) {
 		{"knowledge", "knowledge", command("knowledge"), `{"role":"knowledge","registry_id":"k","protocol_version":1,"packages":[]}`},
 		{"memory", "memory", command("memory", "-db", filepath.Join(t.TempDir(), "m.db")), `{"role":"memory","registry_id":"m","protocol_version":1,"spaces":[]}`},
 		{"hook", "hook", command("hook", "-policy", "../hook/testdata/policy.json"), `{"role":"hook","registry_id":"h","protocol_version":1,"hooks":[]}`},
+		{"approval", "approval", command("approval"), `{"role":"approval","registry_id":"controller","protocol_version":1}`},
 	} {
 		t.Run(p.name, func(t *testing.T) {
 			r := startRaw(t, p.argv...)
@@ -402,14 +403,43 @@ func TestProvidersRefuseBadInput(t *testing.T) {
 			expect("malformed line", r.ask(`{"protocol":"agentpm-service","version":1,"kind":"initialize","id":"x-4","payload":{`), "error", `"x-4"`, "malformed_frame")
 			expect("initialize", r.ask(frame("agentpm-service", "1", "initialize", `"x-5"`, p.role, "initialize", p.init)), "initialized", `"x-5"`, "")
 			expect("unknown method", r.ask(frame("agentpm-service", "1", "request", `"x-6"`, p.role, "teleport", `{}`)), "error", `"x-6"`, "unsupported_capability")
-			expect("another role's method", r.ask(frame("agentpm-service", "1", "request", `"x-7"`, "approval", "request_approval", `{}`)), "error", `"x-7"`, "unsupported_capability")
+			other := "approval"
+			if p.role == "approval" {
+				other = "knowledge"
+			}
+			expect("another role's method", r.ask(frame("agentpm-service", "1", "request", `"x-7"`, other, "request_approval", `{}`)), "error", `"x-7"`, "unsupported_capability")
 			expect("params that do not fit", r.ask(frame("agentpm-service", "1", "request", `"x-8"`, p.role, methods[p.role], `{"request":7}`)), "error", `"x-8"`, "invalid_request")
 		})
 	}
 }
 
 // methods names a method of each role.
-var methods = map[string]string{"embedding": "embed", "knowledge": "retrieve", "memory": "read", "hook": "before_tool_call"}
+var methods = map[string]string{"embedding": "embed", "knowledge": "retrieve", "memory": "read", "hook": "before_tool_call", "approval": "request_approval"}
+
+// The approval controller decides by its patterns: deny first, then
+// approve, then the default (pending).
+func TestApprovalProvider(t *testing.T) {
+	c := startClient(t, service.Config{Role: agentpmservice.ServiceRoleApproval, RegistryID: "controller",
+		Command: command("approval", "-approve", "review-*,docs", "-deny", "deploy-*")})
+	if r := string(c.Preflight().Readiness); !strings.Contains(r, `"request_approval":true`) {
+		t.Errorf("readiness %s", r)
+	}
+	for _, tc := range []struct {
+		id, phase string
+		want      agentpmservice.ApprovalDecisionValue
+	}{
+		{"review-1", "write", agentpmservice.ApprovalDecisionValueApprove},
+		{"cp-2", "docs", agentpmservice.ApprovalDecisionValueApprove},
+		{"deploy-prod", "review-3", agentpmservice.ApprovalDecisionValueDeny},
+		{"cp-4", "ship", agentpmservice.ApprovalDecisionValuePending},
+	} {
+		d, err := c.RequestApproval(context.Background(), &agentpmservice.RequestApprovalPayload{Checkpoint: agentpmservice.LoopCheckpoint{
+			ID: tc.id, Type: ptr("approval"), BeforePhase: tc.phase, OnReject: "stop"}})
+		if err != nil || d.Outcome() != tc.want {
+			t.Errorf("%s before %s: %v %v, want %s", tc.id, tc.phase, d, err, tc.want)
+		}
+	}
+}
 
 // A provider stops on SIGTERM with status 128+15, closing what it holds:
 // the memory provider's database is free for the next one at once.
