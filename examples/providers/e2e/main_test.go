@@ -50,7 +50,10 @@ func build(dir string) int {
 	if err != nil {
 		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
 	}
-	args := []string{"build", "-race", "-o", dir + string(filepath.Separator)}
+	args := []string{"build", "-o", dir + string(filepath.Separator)}
+	if raceEnabled {
+		args = append(args, "-race")
+	}
 	for _, p := range providers {
 		args = append(args, "../"+p)
 	}
