@@ -99,6 +99,45 @@ func TestPreflightReasons(t *testing.T) {
 	}
 }
 
+// The capability checks of the hook and memory roles.
+func TestPreflightCapabilities(t *testing.T) {
+	hooks := &agentpmservice.HookInitialize{Hooks: []agentpmservice.HookID{"before_tool_call", "before_model_request"}}
+	spaces := func(sp ...agentpmservice.MemorySpaceRuntimeSnapshot) *agentpmservice.MemoryInitialize {
+		return &agentpmservice.MemoryInitialize{Spaces: sp}
+	}
+	notes := agentpmservice.MemorySpaceRuntimeSnapshot{Package: "@a/notes", PackageVersion: "1.0.0", Space: "n", Model: "collection"}
+	other := agentpmservice.MemorySpaceRuntimeSnapshot{Package: "@b/log", PackageVersion: "2.0.0", Space: "l", Model: "sequence"}
+	fullText := notes
+	fullText.RetrievalModes = []agentpmservice.MemoryReadMode{"full_text"}
+	for _, tc := range []struct {
+		name, mode string
+		role       agentpmservice.ServiceRole
+		init       any
+		want       service.Reason
+	}{
+		{"a configured hook not served", "hook-partial", "hook", hooks, service.ReasonCapability},
+		{"every configured hook served", "hook-partial", "hook", &agentpmservice.HookInitialize{Hooks: []agentpmservice.HookID{"before_tool_call"}}, ""},
+		{"an unknown hook id", "hook-unknown", "hook", nil, service.ReasonCapability},
+		{"routed packages attested", "memory-partial", "memory", spaces(notes), ""},
+		{"a routed package not attested", "memory-partial", "memory", spaces(notes, other), service.ReasonCapability},
+		{"a retrieval mode not advertised", "memory-partial", "memory", spaces(fullText), service.ReasonCapability},
+	} {
+		cfg := config(t, tc.mode)
+		cfg.Role, cfg.Initialize = tc.role, tc.init
+		c, err := service.Start(context.Background(), cfg)
+		u, _ := errors.AsType[*service.UnavailableError](err)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		case tc.want != "" && (u == nil || u.Reason != tc.want):
+			t.Errorf("%s: %v, want %s", tc.name, err, tc.want)
+		}
+		if c != nil {
+			c.Close()
+		}
+	}
+}
+
 // The handshake is not sent when it would carry the value of a secret
 // environment variable; the provider's environment holds the baseline and
 // the allowed names only.

@@ -56,7 +56,8 @@ func fake(mode string) int {
 		return 0
 	}
 	var req struct {
-		ID string `json:"id"`
+		ID      string `json:"id"`
+		Service string `json:"service"`
 	}
 	_ = json.Unmarshal(in.Bytes(), &req)
 	reply := func(protocol string, version int, service, result string) {
@@ -76,6 +77,12 @@ func fake(mode string) int {
 		reply("agentpm-service", 1, "knowledge", `{"ready":true,"modes":["telepathy"]}`)
 	case "readiness-malformed":
 		reply("agentpm-service", 1, "knowledge", `{"ready":true,"modes":"vector_query"}`)
+	case "hook-partial":
+		reply("agentpm-service", 1, req.Service, `{"ready":true,"hooks":["before_tool_call"]}`)
+	case "hook-unknown":
+		reply("agentpm-service", 1, req.Service, `{"ready":true,"hooks":["before_tool_call","after_lunch"]}`)
+	case "memory-partial":
+		reply("agentpm-service", 1, req.Service, `{"space_models":["collection"],"retrieval_modes":["key"],"retention_actions":[],"constraints":[],"capacity":false,"durable_trigger_state":false,"atomic_batches":false,"packages":[{"package":"@a/notes","version":"1.0.0","ready":true}]}`)
 	case "frame-service":
 		reply("agentpm-service", 1, "embedding", ok)
 	case "frame-no-service":
