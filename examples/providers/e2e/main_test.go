@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -102,44 +104,66 @@ func (w testWriter) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-// raw starts a provider with pipes of its own, for frames written by hand.
+// raw is a provider started with pipes of its own, for frames written by
+// hand.
 type raw struct {
 	t     *testing.T
+	cmd   *exec.Cmd
 	in    io.WriteCloser
 	lines *bufio.Scanner
+
+	waited   bool // the test waited for the exit itself
+	waitOnce sync.Once
+	waitErr  error
 }
 
+// startRaw starts a provider; at the end of the test it closes its stdin
+// and expects it to exit cleanly, unless the test waited for it itself.
 func startRaw(t *testing.T, argv ...string) *raw {
 	t.Helper()
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Stderr = testWriter{t}
-	in, err := cmd.StdinPipe()
+	r := &raw{t: t, cmd: exec.Command(argv[0], argv[1:]...)}
+	r.cmd.Stderr = testWriter{t}
+	in, err := r.cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := cmd.StdoutPipe()
+	out, err := r.cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
+	if err := r.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	r.in, r.lines = in, bufio.NewScanner(out)
 	t.Cleanup(func() {
 		in.Close()
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("provider exit at the end of its input: %v", err)
-			}
-		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
-			<-done
-			t.Error("the provider did not exit at the end of its input")
+		if err := r.collect(); err != nil && !r.waited {
+			t.Errorf("provider exit at the end of its input: %v", err)
 		}
 	})
-	return &raw{t: t, in: in, lines: bufio.NewScanner(out)}
+	return r
+}
+
+// wait waits for the provider to exit and returns its exit error.
+func (r *raw) wait() error {
+	r.waited = true
+	return r.collect()
+}
+
+// collect waits (10s at most, then kills) for the provider's exit, once.
+func (r *raw) collect() error {
+	r.waitOnce.Do(func() {
+		done := make(chan error, 1)
+		go func() { done <- r.cmd.Wait() }()
+		select {
+		case r.waitErr = <-done:
+		case <-time.After(10 * time.Second):
+			r.cmd.Process.Kill()
+			<-done
+			r.waitErr = errors.New("the provider did not exit within 10s")
+		}
+	})
+	return r.waitErr
 }
 
 func (r *raw) ask(line string) string {

@@ -1,11 +1,9 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -445,39 +443,15 @@ func TestApprovalProvider(t *testing.T) {
 // the memory provider's database is free for the next one at once.
 func TestProviderStopsOnSignal(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "m.db")
-	cmd := exec.Command(filepath.Join(bin, "memory"), "-db", db, "-lock-timeout", "100ms")
-	cmd.Stderr = testWriter{t}
-	in, err := cmd.StdinPipe()
-	if err != nil {
+	r := startRaw(t, command("memory", "-db", db, "-lock-timeout", "100ms")...)
+	if line := r.ask(`{"protocol":"agentpm-service","version":1,"kind":"initialize","id":"memory-m-1","service":"memory","method":"initialize","payload":{"role":"memory","registry_id":"m","protocol_version":1,"spaces":[]}}`); !strings.Contains(line, `"kind":"initialized"`) {
+		t.Fatalf("handshake: %s", line)
+	}
+	if err := r.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
-	if _, err := io.WriteString(in, `{"protocol":"agentpm-service","version":1,"kind":"initialize","id":"memory-m-1","service":"memory","method":"initialize","payload":{"role":"memory","registry_id":"m","protocol_version":1,"spaces":[]}}`+"\n"); err != nil {
-		t.Fatal(err)
-	}
-	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || !strings.Contains(line, `"kind":"initialized"`) {
-		t.Fatalf("handshake: %q %v", line, err)
-	}
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if ee, ok := errors.AsType[*exec.ExitError](err); !ok || ee.ExitCode() != 128+int(syscall.SIGTERM) {
-			t.Fatalf("exit after SIGTERM: %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		cmd.Process.Kill()
-		t.Fatal("the provider did not stop on SIGTERM")
+	if ee, ok := errors.AsType[*exec.ExitError](r.wait()); !ok || ee.ExitCode() != 128+int(syscall.SIGTERM) {
+		t.Fatalf("exit after SIGTERM: %v", r.wait())
 	}
 	// The lock is released: a new provider opens the database within its
 	// 100ms lock timeout.
