@@ -47,27 +47,35 @@
 //
 // # Calls, deaths and restarts
 //
-// Each call runs under Config.RequestTimeout (or its context's deadline,
-// if sooner); a call that times out fails with a *TimeoutError, and the
-// reply that arrives later is dropped and reported (Stats.LateReplies,
-// Config.OnFrameError), never delivered to another call: request ids
-// continue across restarts, as the Harness numbers them
-// (<role>-<registry id>-<n>). A provider that dies while calls wait fails
-// them at once with an *ExitError carrying its exit status and the tail of
-// its stderr; failed calls are never replayed. The client then restarts the
-// provider, up to Config.Restart.MaxAttempts times over its life, waiting
+// Calls are sent one at a time, as the Harness sends them: the Client is
+// safe for concurrent use, and a call waits for the one before it to be
+// answered or to fail. Each call runs under Config.RequestTimeout (or its
+// context's deadline, if sooner), its wait included, and Close fails
+// waiting calls with ErrClosed. A call that times out fails with a
+// *TimeoutError. The reply that arrives later, even while the next call
+// waits for its own, is dropped and reported (Stats.LateReplies,
+// Config.OnFrameError), never delivered to another call: no request id is
+// used twice (ids continue across restarts, numbered as the Harness
+// numbers them, <role>-<registry id>-<n>), and the client tracks the one
+// request it has outstanding, so that only a line whose id cannot be read
+// is taken for that request's answer.
+//
+// A provider that dies while a call waits for its answer fails it at once
+// with an *ExitError carrying its exit status and the tail of its stderr;
+// failed calls are never replayed. The client then restarts the provider,
+// up to Config.Restart.MaxAttempts times over its life, waiting
 // Restart.Backoff (doubling up to Restart.MaxBackoff) before each attempt;
-// calls made meanwhile wait for it (within their timeout). Once the budget is
-// spent, or a restarted provider fails its handshake, every call fails with
-// an *UnavailableError: the client never falls back to another runtime.
-// Config.OnLifecycle sees the Harness's lifecycle statuses
+// calls made meanwhile wait for it (within their timeout). Once the budget
+// is spent, or a restarted provider fails its handshake, every call fails
+// with an *UnavailableError: the client never falls back to another
+// runtime. Config.OnLifecycle sees the Harness's lifecycle statuses
 // (service_starting, service_handshaking, service_ready, service_unhealthy,
 // service_restarting, service_failed, service_stopped).
 //
 // Frames the provider writes are checked as the Harness checks them: a
 // reply in another protocol or version, with another role in its service
 // member, or malformed, fails the call it answers (a line whose id cannot be
-// read fails every call in flight); frames are never answered; events are
+// read fails the pending call); frames are never answered; events are
 // ignored. Diagnostics go to Config.Logger.
 package service
 
@@ -210,6 +218,7 @@ type Client struct {
 	ctx    context.Context // ends at Close
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	slot   chan struct{} // one request in flight, as the Harness sends them
 
 	mu        sync.Mutex
 	cur       *proc         // nil while restarting, failed or closed
@@ -240,7 +249,7 @@ func Start(ctx context.Context, cfg Config) (*Client, error) {
 		return nil, err
 	}
 	cfg.defaults()
-	c := &Client{cfg: cfg, log: cfg.Logger, changed: make(chan struct{})}
+	c := &Client{cfg: cfg, log: cfg.Logger, changed: make(chan struct{}), slot: make(chan struct{}, 1)}
 	c.ServicePeer = agentpmservice.NewServicePeer(c)
 	var err error
 	if c.payload, err = c.handshakePayload(); err != nil {
@@ -337,6 +346,11 @@ func (c *Client) launch(ctx context.Context) error {
 	c.wg.Go(func() { c.watch(p) })
 	c.emit(Lifecycle{Status: StatusHandshaking, Attempt: gen})
 	pf, err := c.handshake(ctx, p)
+	if err == nil {
+		// Reported before the provider is published, so that no call
+		// is answered by it before its readiness is reported.
+		c.emit(Lifecycle{Status: StatusReady, Attempt: gen})
+	}
 	c.mu.Lock()
 	c.lastID = max(c.lastID, p.codec.last.Load())
 	switch {
@@ -358,10 +372,8 @@ func (c *Client) launch(ctx context.Context) error {
 		if u, ok := errors.AsType[*UnavailableError](err); ok && u.Reason == ReasonExited {
 			u.Stderr = p.stderr.String()
 		}
-		return err
 	}
-	c.emit(Lifecycle{Status: StatusReady, Attempt: gen})
-	return nil
+	return err
 }
 
 // unavailable builds the client's *UnavailableError.
@@ -420,21 +432,15 @@ func (c *Client) Send(ctx context.Context, m rpc.Outbound, result any) error {
 	if err != nil {
 		return c.ctxErr(ctx, callCtx, err)
 	}
-	sendCtx, cancelSend := context.WithCancelCause(callCtx)
-	defer cancelSend(nil)
-	untrack := p.track(cancelSend)
-	err = p.conn.Send(sendCtx, m, result)
-	untrack()
+	defer c.release()
+	err = p.conn.Send(callCtx, m, result)
 	switch {
 	case err == nil:
 		return nil
 	case c.ctx.Err() != nil:
 		return fmt.Errorf("%w: %s: %w", ErrClosed, m.Method, err)
-	case sendCtx.Err() != nil:
-		if fe, ok := context.Cause(sendCtx).(*rpc.FrameError); ok {
-			return fe
-		}
-		if errors.Is(context.Cause(sendCtx), ErrTimeout) && c.cfg.RestartOnTimeout {
+	case callCtx.Err() != nil:
+		if errors.Is(context.Cause(callCtx), ErrTimeout) && c.cfg.RestartOnTimeout {
 			c.log.Warn("service: killing a provider that did not answer in time", "role", c.cfg.Role, "registry_id", c.cfg.RegistryID, "method", m.Method)
 			p.kill()
 			<-p.exited // so that the next call waits for the restart
@@ -457,9 +463,29 @@ func (c *Client) ctxErr(ctx, callCtx context.Context, err error) error {
 	return err
 }
 
-// current returns the live provider, waiting while it restarts (or while
-// the end of one that died is being noticed).
+// current waits for the client's one request slot and returns the live
+// provider, waiting while it restarts (or while the end of one that died is
+// being noticed). On success the caller must release the slot.
 func (c *Client) current(ctx context.Context) (*proc, error) {
+	select {
+	case c.slot <- struct{}{}:
+	case <-c.ctx.Done():
+		return nil, ErrClosed
+	case <-ctx.Done():
+		return nil, fmt.Errorf("waiting for the call before: %w", ctx.Err())
+	}
+	p, err := c.live(ctx)
+	if err != nil {
+		c.release()
+	}
+	return p, err
+}
+
+// release frees the request slot.
+func (c *Client) release() { <-c.slot }
+
+// live returns the live provider, waiting while it restarts.
+func (c *Client) live(ctx context.Context) (*proc, error) {
 	for {
 		c.mu.Lock()
 		p, failure, changed := c.cur, c.failure, c.changed
@@ -518,8 +544,8 @@ func (c *Client) died(p *proc) {
 		c.mu.Unlock()
 		if spent {
 			u := c.unavailable(ReasonRestarts, fmt.Sprintf("the provider failed and its %d restart(s) are spent: %v", c.cfg.Restart.MaxAttempts, last), last)
-			c.fail(u)
 			c.emit(Lifecycle{Status: StatusFailed, Attempt: attempt - 1, Message: u.Error(), Err: u})
+			c.fail(u) // after the event: a call that sees the failure has seen it reported
 			return
 		}
 		backoff := c.cfg.Restart.Backoff << min(attempt-1, 16)
@@ -540,7 +566,7 @@ func (c *Client) died(p *proc) {
 }
 
 // Close stops the provider: it closes its stdin and, after
-// Config.StopGrace, kills it. Calls in flight fail with ErrClosed; so do
+// Config.StopGrace, kills it. Calls waiting fail with ErrClosed; so do
 // later ones. Close waits for the client's goroutines and is idempotent.
 func (c *Client) Close() error {
 	c.mu.Lock()

@@ -9,32 +9,35 @@ import (
 	"github.com/bridgekit/bridgekit/runtime/rpc"
 )
 
-func newTestCodec(garbage func(*rpc.FrameError)) *codec {
-	return &codec{Codec: agentpmservice.NewCodec("knowledge-kb-", "").(*envelope.Codec), role: "knowledge", base: 4, garbage: garbage}
+func newTestCodec() *codec {
+	return &codec{Codec: agentpmservice.NewCodec("knowledge-kb-", "").(*envelope.Codec), role: "knowledge", base: 4}
 }
 
 // The client's codec never answers the provider, sends every rejected reply
-// with a readable id to the call it names and every other rejected line to
-// the calls in flight, and numbers ids after its base.
+// to the call whose id it carries or, when no id can be read, to the pending
+// call, and numbers ids after its base.
 func TestCodec(t *testing.T) {
-	var garbage int
-	k := newTestCodec(func(*rpc.FrameError) { garbage++ })
+	k := newTestCodec()
+	head := string(k.AppendHead(nil, &rpc.Header{Kind: rpc.KindRequest, Seq: 1, Method: "retrieve", Qualifier: "knowledge"}))
+	if want := `{"protocol":"agentpm-service","version":1,"kind":"request","id":"knowledge-kb-5","service":"knowledge","method":"retrieve","payload":`; head != want || k.last.Load() != 5 {
+		t.Errorf("head %s, last %d", head, k.last.Load())
+	}
 	for _, tc := range []struct {
-		line    string
-		want    error
-		id      string
-		garbage bool
+		line string
+		want error
+		// id is the id of the call the line fails (or answers)
+		id string
 	}{
-		{`{"protocol":"agentpm-service","version":1,"kind":"response","id":"knowledge-kb-5","service":"knowledge","result":{}}`, nil, `"knowledge-kb-5"`, false},
-		{`{"protocol":"agentpm-service","version":1,"kind":"response","id":"knowledge-kb-5","service":"memory","result":{}}`, ErrWrongRole, `"knowledge-kb-5"`, false},
-		{`{"protocol":"agentpm-service","version":1,"kind":"error","id":"knowledge-kb-5","error":{"code":"x","message":"y"}}`, ErrWrongRole, `"knowledge-kb-5"`, false},
-		{`{"protocol":"agentpm-service","version":2,"kind":"response","id":"knowledge-kb-5","service":"knowledge","result":{}}`, envelope.ErrVersion, `"knowledge-kb-5"`, false},
-		{`{"protocol":"agentpm-service","version":1,"kind":"response","id":5,"service":"knowledge","result":{}}`, envelope.ErrMalformed, ``, true},
-		{`not json`, envelope.ErrMalformed, ``, true},
-		{`{"protocol":"agentpm-service","version":1,"kind":"request","id":"x","service":"knowledge","method":"m","payload":{}}`, envelope.ErrKind, ``, false},
-		{`{"protocol":"agentpm-service","version":1,"kind":"event","service":"knowledge","method":"progress","payload":{}}`, nil, ``, false},
+		{`{"protocol":"agentpm-service","version":1,"kind":"response","id":"knowledge-kb-5","service":"memory","result":{}}`, ErrWrongRole, `"knowledge-kb-5"`},
+		{`{"protocol":"agentpm-service","version":1,"kind":"error","id":"knowledge-kb-5","error":{"code":"x","message":"y"}}`, ErrWrongRole, `"knowledge-kb-5"`},
+		{`{"protocol":"agentpm-service","version":2,"kind":"response","id":"knowledge-kb-5","service":"knowledge","result":{}}`, envelope.ErrVersion, `"knowledge-kb-5"`},
+		{`{"protocol":"agentpm-service","version":1,"kind":"response","id":5,"service":"knowledge","result":{}}`, envelope.ErrMalformed, `"knowledge-kb-5"`},
+		{`not json`, envelope.ErrMalformed, `"knowledge-kb-5"`},
+		{`{"protocol":"agentpm-service","version":1,"kind":"request","id":"x","service":"knowledge","method":"m","payload":{}}`, envelope.ErrKind, ``},
+		{`{"protocol":"agentpm-service","version":1,"kind":"event","service":"knowledge","method":"progress","payload":{}}`, nil, ``},
+		{`{"protocol":"agentpm-service","version":1,"kind":"response","id":"knowledge-kb-5","service":"knowledge","result":{}}`, nil, `"knowledge-kb-5"`},
 	} {
-		before := garbage
+		k.pending.Store(5) // request 5 waits for its answer
 		var m rpc.Message
 		err := k.Decode([]byte(tc.line), &m)
 		if !errors.Is(err, tc.want) || (err == nil) != (tc.want == nil) {
@@ -45,19 +48,20 @@ func TestCodec(t *testing.T) {
 				t.Errorf("%s: %+v", tc.line, fe)
 			}
 		}
-		if (garbage > before) != tc.garbage {
-			t.Errorf("%s: garbage %v", tc.line, garbage > before)
+		if answered := k.pending.Load() == 0; answered != (tc.id != "") {
+			t.Errorf("%s: pending cleared %v", tc.line, answered)
 		}
+	}
+	// A line without an id when nothing is pending fails nothing.
+	var m rpc.Message
+	if fe, ok := k.Decode([]byte(`garbage`), &m).(*rpc.FrameError); !ok || !fe.ID.IsZero() || fe.Claimed != 0 || fe.Reply != nil {
+		t.Errorf("garbage with nothing pending: %+v", fe)
 	}
 	if seq, ok := k.Seq([]byte(`"knowledge-kb-5"`)); !ok || seq != 1 {
 		t.Errorf("Seq: %d %v", seq, ok)
 	}
 	if _, ok := k.Seq([]byte(`"knowledge-kb-4"`)); ok {
 		t.Error("an id of the previous process matched")
-	}
-	head := string(k.AppendHead(nil, &rpc.Header{Kind: rpc.KindRequest, Seq: 2, Method: "retrieve", Qualifier: "knowledge"}))
-	if want := `{"protocol":"agentpm-service","version":1,"kind":"request","id":"knowledge-kb-6","service":"knowledge","method":"retrieve","payload":`; head != want || k.last.Load() != 6 {
-		t.Errorf("head %s, last %d", head, k.last.Load())
 	}
 }
 
@@ -66,7 +70,8 @@ func FuzzCodec(f *testing.F) {
 	f.Add([]byte(`{"protocol":"agentpm-service","version":1,"kind":"error","id":"knowledge-kb-9","service":"knowledge","error":{"code":"x","message":"y","retryable":true}}`))
 	f.Add([]byte(`{"protocol":"agentpm-service","version":1,"kind":"initialized","id":7}`))
 	f.Fuzz(func(t *testing.T, line []byte) {
-		k := newTestCodec(func(*rpc.FrameError) {})
+		k := newTestCodec()
+		k.pending.Store(5)
 		var m rpc.Message
 		err := k.Decode(line, &m)
 		if fe, ok := err.(*rpc.FrameError); ok && fe.Reply != nil {

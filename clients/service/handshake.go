@@ -120,16 +120,9 @@ func (c *Client) unsafeMetadata() error {
 func (c *Client) handshake(ctx context.Context, p *proc) (*Preflight, error) {
 	hctx, cancel := context.WithTimeout(ctx, c.cfg.StartupTimeout)
 	defer cancel()
-	sendCtx, cancelSend := context.WithCancelCause(hctx)
-	defer cancelSend(nil)
-	untrack := p.track(cancelSend)
 	var raw jsontext.Value
-	err := p.conn.Send(sendCtx, rpc.Outbound{Method: agentpmservice.MethodInitializeModel, Qualifier: string(c.cfg.Role), Params: c.payload}, &raw)
-	untrack()
+	err := p.conn.Send(hctx, rpc.Outbound{Method: agentpmservice.MethodInitializeModel, Qualifier: string(c.cfg.Role), Params: c.payload}, &raw)
 	if err != nil {
-		if fe, ok := context.Cause(sendCtx).(*rpc.FrameError); ok {
-			err = fe
-		}
 		return nil, c.handshakeErr(ctx, hctx, p, err)
 	}
 	return c.check(raw)

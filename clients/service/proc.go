@@ -3,7 +3,6 @@ package service
 // One provider process: its pipes, its connection, the tail of its stderr.
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"os"
@@ -63,22 +62,14 @@ type proc struct {
 	exited chan struct{} // closed once cmd.Wait has returned
 	state  *os.ProcessState
 	dead   bool // set by Client.died, under Client.mu
-
-	mu       sync.Mutex
-	inflight map[*inflight]struct{}
 }
-
-// inflight is a call waiting for its answer, which a line that fails the
-// protocol without a readable id fails at once.
-type inflight struct{ cancel context.CancelCauseFunc }
 
 // spawn starts the provider with ids continuing after base.
 func (c *Client) spawn(gen int, base uint64) (*proc, error) {
 	cfg := &c.cfg
 	cmd := exec.Command(cfg.Command[0], cfg.Command[1:]...)
 	cmd.Dir, cmd.Env, cmd.WaitDelay = cfg.Dir, environ(cfg), waitDelay
-	p := &proc{gen: gen, cmd: cmd, stderr: &tail{max: cfg.StderrTail, tee: cfg.Stderr}, exited: make(chan struct{}),
-		inflight: map[*inflight]struct{}{}}
+	p := &proc{gen: gen, cmd: cmd, stderr: &tail{max: cfg.StderrTail, tee: cfg.Stderr}, exited: make(chan struct{})}
 	cmd.Stderr = p.stderr
 	// Pipes of our own rather than StdinPipe/StdoutPipe: Wait would close
 	// our end of stdout as soon as the child exits, losing what it wrote
@@ -102,7 +93,7 @@ func (c *Client) spawn(gen int, base uint64) (*proc, error) {
 		fromChild.Close()
 		return nil, err
 	}
-	p.codec = &codec{Codec: agentpmservice.NewCodec(cfg.idPrefix(), "").(*envelope.Codec), role: string(cfg.Role), base: base, garbage: p.failInflight}
+	p.codec = &codec{Codec: agentpmservice.NewCodec(cfg.idPrefix(), "").(*envelope.Codec), role: string(cfg.Role), base: base}
 	p.codec.last.Store(base)
 	opts := agentpmservice.ConnOptions(&cfg.Conn)
 	connHook := opts.OnFrameError
@@ -176,30 +167,6 @@ func (p *proc) stop(grace time.Duration) {
 	}
 }
 
-// track registers a call in flight; the returned func unregisters it.
-func (p *proc) track(cancel context.CancelCauseFunc) func() {
-	f := &inflight{cancel: cancel}
-	p.mu.Lock()
-	p.inflight[f] = struct{}{}
-	p.mu.Unlock()
-	return func() {
-		p.mu.Lock()
-		delete(p.inflight, f)
-		p.mu.Unlock()
-	}
-}
-
-// failInflight fails every call in flight with fe: a line that fails the
-// protocol, whose id cannot be read, may have been any call's answer (the
-// Harness fails its pending call the same way).
-func (p *proc) failInflight(fe *rpc.FrameError) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for f := range p.inflight {
-		f.cancel(fe)
-	}
-}
-
 // exitError describes the provider's death during method, once it has
 // been collected.
 func (c *Client) exitError(p *proc, method string, err error) *ExitError {
@@ -212,15 +179,18 @@ func (c *Client) exitError(p *proc, method string, err error) *ExitError {
 // previous process), so a late reply can never match another call. Frames
 // the provider writes are never answered: a reply that fails the
 // protocol's gates, or names another role, fails the call whose id it
-// carries; one whose id cannot be read fails every call in flight. A
-// request frame (the protocol has none from a provider) is dropped and
-// reported; events are read and ignored.
+// carries; a line whose id cannot be read fails the pending call (the
+// client sends one request at a time), as the Harness does. A request frame
+// (the protocol has none from a provider) is dropped and reported; events
+// are read and ignored.
 type codec struct {
 	*envelope.Codec
-	role    string
-	base    uint64
-	last    atomic.Uint64 // the highest id number written
-	garbage func(*rpc.FrameError)
+	role string
+	base uint64
+	last atomic.Uint64 // the highest id number written
+	// pending is the id number of the request last written while it has
+	// not been answered, 0 for none.
+	pending atomic.Uint64
 }
 
 // AppendHead implements rpc.Codec, numbering requests after base.
@@ -232,6 +202,7 @@ func (k *codec) AppendHead(dst []byte, h *rpc.Header) []byte {
 	hh.Seq += k.base
 	for last := k.last.Load(); hh.Seq > last && !k.last.CompareAndSwap(last, hh.Seq); last = k.last.Load() {
 	}
+	k.pending.Store(hh.Seq)
 	return k.Codec.AppendHead(dst, &hh)
 }
 
@@ -247,6 +218,13 @@ func (k *codec) Seq(id []byte) (uint64, bool) {
 	return n - k.base, true
 }
 
+// answered clears pending when id answers it.
+func (k *codec) answered(id []byte) {
+	if n, ok := k.Codec.Seq(id); ok {
+		k.pending.CompareAndSwap(n, 0)
+	}
+}
+
 // Decode implements rpc.Codec.
 func (k *codec) Decode(line []byte, m *rpc.Message) error {
 	err := k.Codec.Decode(line, m)
@@ -255,24 +233,32 @@ func (k *codec) Decode(line []byte, m *rpc.Message) error {
 		return &rpc.FrameError{Kind: rpc.FrameInvalid, Err: fmt.Errorf("%w: a provider sends no requests (%s)", envelope.ErrKind,
 			rpc.Truncate(string(m.Method), rpc.MaxEcho))}
 	}
-	if err == nil && (m.Kind == rpc.KindResponse || m.Kind == rpc.KindError) && string(m.Qualifier) != k.role {
-		what := "no service member"
-		if len(m.Qualifier) > 0 {
-			what = fmt.Sprintf("service %q", rpc.Truncate(string(m.Qualifier), rpc.MaxEcho))
+	if err == nil && (m.Kind == rpc.KindResponse || m.Kind == rpc.KindError) {
+		k.answered(m.ID)
+		if string(m.Qualifier) != k.role {
+			what := "no service member"
+			if len(m.Qualifier) > 0 {
+				what = fmt.Sprintf("service %q", rpc.Truncate(string(m.Qualifier), rpc.MaxEcho))
+			}
+			err = &rpc.FrameError{Kind: rpc.FrameInvalid, Claimed: m.Kind, ID: rpc.RawID(m.ID),
+				Err: fmt.Errorf("%w: the reply has %s; this is a %s provider", ErrWrongRole, what, k.role)}
 		}
-		err = &rpc.FrameError{Kind: rpc.FrameInvalid, Claimed: m.Kind, ID: rpc.RawID(m.ID),
-			Err: fmt.Errorf("%w: the reply has %s; this is a %s provider", ErrWrongRole, what, k.role)}
 	}
 	fe, ok := err.(*rpc.FrameError)
 	if !ok {
 		return err
 	}
 	fe.Reply = nil // the provider's frames are never answered
-	switch {
-	case !fe.ID.IsZero():
-		fe.Claimed = rpc.KindResponse // fails the call with that id, if any
-	default:
-		k.garbage(fe)
+	if fe.ID.IsZero() {
+		// Whose answer it was cannot be read: the pending call's.
+		if n := k.pending.Swap(0); n != 0 {
+			fe.ID = rpc.RawID(k.Codec.AppendID(nil, n))
+		}
+	} else {
+		k.answered(fe.ID.Raw())
+	}
+	if !fe.ID.IsZero() {
+		fe.Claimed = rpc.KindResponse // fails the call with that id, if one waits
 	}
 	return fe
 }
