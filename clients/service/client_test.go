@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -48,7 +49,11 @@ func start(t *testing.T, cfg service.Config) *service.Client {
 }
 
 func retrieve(c *service.Client, query string) (*agentpmservice.KnowledgeRuntimeResult, error) {
-	return c.Retrieve(context.Background(), &agentpmservice.RetrievePayload{Request: agentpmservice.KnowledgeRuntimeRequest{
+	return retrieveCtx(context.Background(), c, query)
+}
+
+func retrieveCtx(ctx context.Context, c *service.Client, query string) (*agentpmservice.KnowledgeRuntimeResult, error) {
+	return c.Retrieve(ctx, &agentpmservice.RetrievePayload{Request: agentpmservice.KnowledgeRuntimeRequest{
 		Package: "@zack/docs", Version: "1.2.3", Mode: agentpmservice.KnowledgeRequestModeVectorQuery, Query: &query}})
 }
 
@@ -260,6 +265,80 @@ func TestLateReplyIsDroppedAndReported(t *testing.T) {
 	}
 	if n := c.Stats().LateReplies; n != 1 {
 		t.Errorf("LateReplies = %d", n)
+	}
+}
+
+// The late reply of a call that timed out arrives while the next call
+// waits for its own answer: it is dropped and reported, and the next call
+// still gets its own reply.
+func TestLateReplyWhileTheNextCallWaits(t *testing.T) {
+	cfg := config(t, "knowledge")
+	var next atomic.Bool // the next call is outstanding
+	type report struct {
+		fe          *rpc.FrameError
+		nextPending bool
+	}
+	late := make(chan report, 2)
+	cfg.OnFrameError = func(fe *rpc.FrameError) { late <- report{fe, next.Load()} }
+	c := start(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if _, err := retrieveCtx(ctx, c, "slow:600"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("the slow call: %v", err)
+	}
+	next.Store(true)
+	res, err := retrieve(c, "slow:1200")
+	next.Store(false)
+	if err != nil || *res.Content != "about slow:1200" {
+		t.Fatalf("the next call: %v %v", res, err)
+	}
+	select {
+	case r := <-late:
+		if r.fe.Kind != rpc.FrameUnknownResponse || r.fe.ID.String() != `"knowledge-kb-2"` || !r.nextPending {
+			t.Errorf("late reply %v (id %v), while the next call was outstanding: %v", r.fe, r.fe.ID, r.nextPending)
+		}
+	default:
+		t.Fatal("the late reply was not reported")
+	}
+	if len(late) != 0 {
+		t.Errorf("another line was rejected: %v", (<-late).fe)
+	}
+	if n := c.Stats().LateReplies; n != 1 {
+		t.Errorf("LateReplies = %d", n)
+	}
+}
+
+// A call waits for the one before it, within its context; Close fails the
+// call outstanding and the calls waiting with ErrClosed.
+func TestCallsWaitTheirTurn(t *testing.T) {
+	c := start(t, config(t, "knowledge"))
+	first := make(chan error, 1)
+	go func() { _, err := retrieve(c, "slow:3000"); first <- err }()
+	time.Sleep(100 * time.Millisecond) // the first call is outstanding
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	begun := time.Now()
+	if _, err := retrieveCtx(ctx, c, "impatient"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("a call whose context ends while it waits: %v", err)
+	}
+	if d := time.Since(begun); d > time.Second {
+		t.Errorf("the waiting call returned after %v", d)
+	}
+	waiting := make(chan error, 2)
+	for range 2 {
+		go func() { _, err := retrieve(c, "patient"); waiting <- err }()
+	}
+	time.Sleep(100 * time.Millisecond)
+	c.Close()
+	for _, ch := range []chan error{first, waiting, waiting} {
+		select {
+		case err := <-ch:
+			if !errors.Is(err, service.ErrClosed) {
+				t.Errorf("after Close: %v", err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("a call still waits after Close")
+		}
 	}
 }
 
