@@ -129,7 +129,8 @@ type Config struct {
 	// Session, when set, is sent in the handshake as its session member.
 	Session *Session
 	// StartupTimeout bounds each handshake (default 15s); RequestTimeout
-	// each call (default 120s; approvals may need longer).
+	// each call, its wait for the call before it included (default 120s;
+	// approvals may need longer).
 	StartupTimeout, RequestTimeout time.Duration
 	// Restart is the restart policy for a provider that dies.
 	Restart Restart
