@@ -22,20 +22,26 @@ check: generate
 fmt-check:
 	@out="$$(gofmt -l $$(git ls-files '*.go'))"; if [ -n "$$out" ]; then echo "gofmt needed: $$out"; exit 1; fi
 
+# Modules of their own beside the root one: the generator, and the example
+# providers (whose database dependency SDK users must not inherit). bench/
+# is handled apart, below.
+MODULES := generator examples/providers
+
 vet:
 	$(GO) vet ./...
-	cd generator && $(GO) vet ./...
+	@for m in $(MODULES); do echo "vet $$m"; (cd $$m && $(GO) vet ./...) || exit 1; done
 
 test: fmt-check vet
 	$(GO) test -race ./...
 	$(GO) test -count=1 -run 'Alloc' ./...  # allocation ceilings (skipped under -race)
-	cd generator && $(GO) test -race ./...
+	@for m in $(MODULES); do echo "test $$m"; (cd $$m && $(GO) test -race ./...) || exit 1; done
 	@# bench/ sanity tests run without -race: acp-go-sdk v0.13.0 itself races
 	@# (Connection.SetLogger against its receive goroutine), which is not ours to fix.
 	@if [ -d bench ]; then cd bench && $(GO) vet ./... && $(GO) test -count=1 ./...; fi
 	$(MAKE) fuzz
 
-# Every fuzz target runs for FUZZTIME, one at a time (go test -fuzz takes a
+# Every fuzz target of the root module and the example providers' (the
+# generator has none) runs for FUZZTIME, one at a time (go test -fuzz takes a
 # single target). FUZZTIME is an iteration count: a duration can end a run
 # mid-minimisation with a spurious "context deadline exceeded". Generated
 # packages have one table-driven target each, whatever their number of
@@ -44,10 +50,12 @@ fuzz-long:
 	$(MAKE) fuzz FUZZTIME=$(FUZZTIME_LONG)
 
 fuzz:
-	@for pkg in $$($(GO) list ./...); do \
-		for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
-			echo "fuzz $$pkg $$f"; \
-			$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	@for m in . examples/providers; do \
+		for pkg in $$(cd $$m && $(GO) list ./...); do \
+			for f in $$(cd $$m && $(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+				echo "fuzz $$pkg $$f"; \
+				(cd $$m && $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg) || exit 1; \
+			done; \
 		done; \
 	done
 
