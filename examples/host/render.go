@@ -18,6 +18,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/bridgekit/bridgekit/gen/acp"
+	"github.com/bridgekit/bridgekit/gen/harn"
 )
 
 // renderer writes session/update notifications, permission decisions and
@@ -215,7 +216,7 @@ func (r *renderer) Update(n *acp.SessionNotification) {
 	case u.SessionInfoUpdate != nil:
 		r.line(r.sessionInfo(u.SessionInfoUpdate))
 	default:
-		r.line(r.extension(harnUpdateOf(u)))
+		r.line(r.extension(u))
 	}
 }
 
@@ -473,59 +474,217 @@ func (r *renderer) sessionInfo(s *acp.SessionInfoUpdate) string {
 	return r.paint("session:", cBlue) + " " + strings.Join(out, ", ")
 }
 
-// extension renders a variant ACP v0.12.2 does not define: a Harn
-// extension from its _meta.harn fields, anything else generically.
-func (r *renderer) extension(h harnUpdate) string {
-	r.mu.Lock()
-	isHarn := r.harn[h.Tag]
-	r.mu.Unlock()
-	if !isHarn {
-		fields := h.Root
-		if len(h.Harn) > 0 {
-			fields = h.Harn
-		}
-		return r.paint("update "+clean(h.Tag)+":", cDim) + " " + keyValues(fields, nil)
+// defaultHarnExtensions are the Harn session/update extension variants of
+// the seed, rendered as such until initialize advertises a list of its own
+// (the seed: key rendering off the list, not a local allow-list).
+var defaultHarnExtensions = []string{
+	"artifact", "available_commands_update", "fs_watch", "handoff", "hitl_request", "hitl_resolved", "log",
+	"progress", "reminder_emitted", "skill_activated", "skill_deactivated", "skill_narrow", "skill_scope_tools",
+	"tool_search_query", "tool_search_result", "transcript_compacted", "transcript_projected", "worker_update",
+	"user_message",
+}
+
+// fieldsOf reads an update's members from its encoding: the members of
+// _meta.harn, and the other members at its root (for variants rendered
+// generically).
+func fieldsOf(u *acp.SessionUpdate) (harn, root map[string]jsontext.Value) {
+	raw, err := json.Marshal(u)
+	if err != nil {
+		return nil, nil
 	}
-	label := r.paint("harn "+clean(h.Tag)+":", cMagenta)
-	str := func(key string) string { return scalarText(h.Harn[key]) }
-	var text string
-	switch h.Tag {
-	case "progress":
-		text = join(str("phase")+":", str("message"))
-		if p := str("progress"); p != "" {
-			if t := str("total"); t != "" {
-				p += "/" + t
-			}
-			text += " (" + p + ")"
+	_ = json.Unmarshal(raw, &root)
+	if m, ok := root["_meta"]; ok {
+		var meta struct {
+			Harn map[string]jsontext.Value `json:"harn"`
 		}
-	case "log":
-		text = "[" + str("level") + "] " + str("message")
-	case "worker_update":
-		text = join(str("workerName"), "("+str("workerId")+")", str("event"), "->", r.status(str("status")), strconv.Quote(str("workerTask")))
-	case "skill_activated":
-		text = join(str("skillName"), "iteration "+str("iteration"), str("reason"))
-	case "skill_deactivated":
-		text = join(str("skillName"), "iteration "+str("iteration"))
-	case "skill_scope_tools":
-		text = str("skillName") + ": " + str("allowedTools")
-	case "artifact":
-		text = join(strconv.Quote(str("title")), str("kind"), str("mimeType"), str("artifactId"))
-	case "reminder_emitted":
-		var rem map[string]jsontext.Value
-		_ = json.Unmarshal(h.Harn["reminder"], &rem)
-		text = join(scalarText(rem["reminderId"]), strconv.Quote(truncate(scalarText(rem["body"]), 100)), scalarText(rem["tags"]))
-	case "hitl_request", "hitl_resolved":
-		text = join(str("kind"), str("requestId"), str("outcome"))
-	case "user_message":
-		text = join(scalarText(h.Root["messageId"]), truncate(scalarText(h.Root["content"]), 120))
-	default:
-		fields := h.Harn
+		_ = json.Unmarshal(m, &meta)
+		harn = meta.Harn
+	}
+	delete(root, "_meta")
+	delete(root, "sessionUpdate")
+	return harn, root
+}
+
+// extension renders a variant ACP v0.12.2 does not define: a Harn
+// extension the runtime advertised from its typed _meta.harn fields,
+// anything else generically.
+func (r *renderer) extension(u *acp.SessionUpdate) string {
+	tag := u.Tag()
+	r.mu.Lock()
+	isHarn := r.harn[tag]
+	r.mu.Unlock()
+	harn, root := fieldsOf(u)
+	if !isHarn || u.Unknown != nil {
+		fields := root
+		if len(harn) > 0 {
+			fields = harn
+		}
+		return r.paint("update "+clean(tag)+":", cDim) + " " + keyValues(fields, nil)
+	}
+	text, ok := r.harnText(u)
+	if !ok {
+		fields := harn
 		if len(fields) == 0 {
-			fields = h.Root
+			fields = root
 		}
 		text = keyValues(fields, nil)
 	}
-	return label + " " + strings.TrimSpace(text)
+	return r.paint("harn "+clean(tag)+":", cMagenta) + " " + strings.TrimSpace(text)
+}
+
+// harnText renders the Harn variants a user reads most from their typed
+// fields; ok is false for the others, rendered generically.
+func (r *renderer) harnText(u *acp.SessionUpdate) (string, bool) {
+	switch {
+	case u.Progress != nil:
+		return progressText(&u.Progress.Meta.Harn), true
+	case u.Log != nil:
+		return logText(&u.Log.Meta.Harn), true
+	case u.WorkerUpdate != nil:
+		w := u.WorkerUpdate
+		if w.Meta == nil { // the legacy duplicate, fields under content
+			if c := w.Content; c != nil {
+				return join(str(c.WorkerName), "("+str(c.WorkerID)+")", "->", r.status(str(c.Status)), "(legacy)"), true
+			}
+			return "", false
+		}
+		h := &w.Meta.Harn
+		event, status := "", ""
+		if h.Event != nil {
+			event = string(*h.Event)
+		}
+		if h.Status != nil {
+			status = string(*h.Status)
+		}
+		return join(str(h.WorkerName), "("+str(h.WorkerID)+")", clean(event), "->", r.status(status), strconv.Quote(cleanLine(str(h.WorkerTask)))), true
+	case u.SkillActivated != nil:
+		h := &u.SkillActivated.Meta.Harn
+		return join(clean(h.SkillName), iteration(h.Iteration), cleanLine(str(h.Reason))), true
+	case u.SkillDeactivated != nil:
+		h := &u.SkillDeactivated.Meta.Harn
+		return join(clean(h.SkillName), iteration(h.Iteration)), true
+	case u.SkillScopeTools != nil:
+		h := &u.SkillScopeTools.Meta.Harn
+		return clean(h.SkillName) + ": " + cleanLine(strings.Join(h.AllowedTools, ", ")), true
+	case u.Artifact != nil:
+		h := &u.Artifact.Meta.Harn
+		return join(strconv.Quote(cleanLine(str(h.Title))), clean(str(h.Kind)), clean(str(h.MIMEType)), clean(str(h.ArtifactID))), true
+	case u.ReminderEmitted != nil:
+		rem := &u.ReminderEmitted.Meta.Harn.Reminder
+		return join(clean(rem.ReminderID), strconv.Quote(truncate(cleanLine(rem.Body), 100)), cleanLine(strings.Join(rem.Tags, ", "))), true
+	case u.HITLRequest != nil:
+		h := &u.HITLRequest.Meta.Harn
+		kind := ""
+		if h.Kind != nil {
+			kind = string(*h.Kind)
+		}
+		return join(clean(kind), clean(str(h.RequestID))), true
+	case u.HITLResolved != nil:
+		h := &u.HITLResolved.Meta.Harn
+		return join(clean(str(h.Kind)), clean(str(h.RequestID)), clean(str(h.Outcome))), true
+	case u.UserMessage != nil:
+		m := u.UserMessage
+		var text string
+		switch {
+		case m.Content.String != nil:
+			text = cleanLine(*m.Content.String)
+		default:
+			var parts []string
+			for _, b := range m.Content.List {
+				parts = append(parts, contentBlock(b))
+			}
+			text = strings.Join(parts, " ")
+		}
+		return join(clean(m.MessageID), truncate(text, 120)), true
+	case u.LiveSessionClient != nil:
+		h := &u.LiveSessionClient.Meta.Harn
+		who := "(gone)"
+		if c := h.State.Client; c != nil {
+			who = clean(c.ClientID) + " " + clean(string(c.Mode))
+		}
+		controller := "none"
+		if id := h.State.ActiveControllerID; id != nil {
+			controller = clean(*id)
+		}
+		return join(clean(string(h.Action)), who, fmt.Sprintf("(controller %s, %d clients)", controller, len(h.State.Clients))), true
+	}
+	return "", false
+}
+
+// progressText renders a progress report: phase, message, progress/total.
+func progressText(p *acp.HarnProgress) string {
+	text := join(clean(p.Phase)+":", cleanLine(p.Message))
+	if p.Progress != nil {
+		done := strconv.FormatFloat(*p.Progress, 'f', -1, 64)
+		if p.Total != nil {
+			done += "/" + strconv.FormatFloat(*p.Total, 'f', -1, 64)
+		}
+		text += " (" + done + ")"
+	}
+	return text
+}
+
+// logText renders a log line: [level] message.
+func logText(l *acp.HarnLog) string {
+	return "[" + clean(string(l.Level)) + "] " + cleanLine(l.Message)
+}
+
+func str(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+func iteration(n *int64) string {
+	if n == nil {
+		return ""
+	}
+	return "iteration " + strconv.FormatInt(*n, 10)
+}
+
+// Progress renders a top-level progress notification.
+func (r *renderer) Progress(p *acp.HarnProgress) {
+	r.line(r.paint("bridge progress:", cMagenta) + " " + progressText(p))
+}
+
+// Log renders a top-level log notification.
+func (r *renderer) Log(l *acp.HarnLog) {
+	r.line(r.paint("bridge log:", cMagenta) + " " + logText(l))
+}
+
+// Output renders text a script printed (the output notification).
+func (r *renderer) Output(o *harn.OutputParams) {
+	r.line(r.paint("output:", cDim) + " " + cleanLine(o.Text))
+}
+
+// Idle renders agent/idle: the daemon waits for host activity.
+func (r *renderer) Idle(p *harn.AgentIdleParams) {
+	var text string
+	switch {
+	case p.IdleBackoff != nil:
+		b := p.IdleBackoff
+		text = fmt.Sprintf("iteration %d, backoff %dms", b.Iteration, b.BackoffMS)
+		if path, ok := b.PersistPath.Get(); ok {
+			text += ", persist " + clean(path)
+		}
+		if len(b.WatchPaths) > 0 {
+			text += ", watching " + cleanLine(strings.Join(b.WatchPaths, " "))
+		}
+	case p.IdleWait != nil:
+		text = fmt.Sprintf("session %s, timeout %dms", clean(p.IdleWait.SessionID), p.IdleWait.TimeoutMS)
+	}
+	r.line(r.paint("idle:", cDim) + " " + text)
+}
+
+// AgentEvent renders a _harn/agentEvent by its kind and members.
+func (r *renderer) AgentEvent(e *harn.AgentEvent) {
+	raw, err := json.Marshal(e)
+	var fields map[string]jsontext.Value
+	if err == nil {
+		_ = json.Unmarshal(raw, &fields)
+	}
+	r.line(r.paint("event "+clean(e.Tag())+":", cMagenta) + " " + keyValues(fields, []string{"sessionId", "kind"}))
 }
 
 // keyValues renders members as key=value pairs in name order.

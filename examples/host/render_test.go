@@ -14,6 +14,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/bridgekit/bridgekit/gen/acp"
+	"github.com/bridgekit/bridgekit/gen/harn"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files of the rendering tests")
@@ -271,5 +272,93 @@ func TestColorMode(t *testing.T) {
 		if got, _ := colorMode("auto", tty); got {
 			t.Error("auto colours despite NO_COLOR")
 		}
+	}
+}
+
+// The Harn variants a user reads most are rendered from their typed
+// fields, the others generically from their _meta.harn.
+func TestRenderTypedHarnVariants(t *testing.T) {
+	for _, tc := range []struct{ update, want string }{
+		{`{"sessionUpdate":"reminder_emitted","_meta":{"harn":{"reminder":{"reminderId":"reminder-1","tags":["token_pressure"],` +
+			`"body":"Refresh the compacted context before answering.","roleHint":"developer","renderedRole":"user","source":"stdlib_provider","ttlTurns":2}}}}`,
+			`harn reminder_emitted: reminder-1 "Refresh the compacted context before answering." token_pressure`},
+		{`{"sessionUpdate":"user_message","messageId":"msg_inj_1","content":"use the staging db"}`, "harn user_message: msg_inj_1 use the staging db"},
+		{`{"sessionUpdate":"user_message","messageId":"msg_inj_2","content":[{"type":"text","text":"look"},{"type":"resource_link","uri":"file:///a","name":"a"}]}`,
+			"harn user_message: msg_inj_2 look link a file:///a"},
+		{`{"sessionUpdate":"worker_update","content":{"worker_id":"w1","worker_name":"review","status":"running"}}`, "harn worker_update: review (w1) -> running (legacy)"},
+		{`{"sessionUpdate":"artifact","_meta":{"harn":{"artifactId":"a1","kind":"report","title":"Coverage","mimeType":"text/html"}}}`,
+			`harn artifact: "Coverage" report text/html a1`},
+		{`{"sessionUpdate":"log","_meta":{"harn":{"level":"error","message":"boom"}}}`, "harn log: [error] boom"},
+		{`{"sessionUpdate":"hitl_resolved","_meta":{"harn":{"requestId":"hitl_approval_1","kind":"approval","outcome":"approved"}}}`,
+			"harn hitl_resolved: approval hitl_approval_1 approved"},
+		{`{"sessionUpdate":"transcript_projected","_meta":{"harn":{"policy":"keep","keptCount":3,"droppedCount":1}}}`,
+			"harn transcript_projected: droppedCount=1 keptCount=3 policy=keep"},
+	} {
+		var n acp.SessionNotification
+		if err := json.Unmarshal([]byte(`{"sessionId":"s","update":`+tc.update+`}`), &n); err != nil {
+			t.Fatalf("%s: %v", tc.update, err)
+		}
+		out := &syncBuffer{}
+		r := newRenderer(out, false)
+		r.setHarnExtensions(append(defaultHarnExtensions, "live_session_client"))
+		r.Update(&n)
+		r.close(time.Second)
+		if got := strings.TrimSuffix(out.String(), "\n"); got != tc.want {
+			t.Errorf("got  %q\nwant %q", got, tc.want)
+		}
+	}
+
+	// live_session_client, as servers/harnvm/live sends it.
+	var n acp.SessionNotification
+	doc := `{"sessionId":"s","update":{"sessionUpdate":"live_session_client","_meta":{"harn":{"action":"takeover","state":{"client":` +
+		`{"client_id":"portal","mode":"controller","attached_at":"1","last_seen_at":"1","prompt_injection":true,"permission_routing":true,"metadata":{}},` +
+		`"previous_controller_id":"tui","active_controller_id":"portal","clients":[]}}}}}`
+	if err := json.Unmarshal([]byte(doc), &n); err != nil {
+		t.Fatal(err)
+	}
+	out := &syncBuffer{}
+	r := newRenderer(out, false)
+	r.setHarnExtensions([]string{"live_session_client"})
+	r.Update(&n)
+	r.close(time.Second)
+	if got := out.String(); got != "harn live_session_client: takeover portal controller (controller portal, 0 clients)\n" {
+		t.Errorf("live_session_client: %q", got)
+	}
+}
+
+// The runtime's top-level notifications (agent/idle in both shapes,
+// _harn/agentEvent, progress, log, output) are rendered too.
+func TestRenderBridgeNotifications(t *testing.T) {
+	out := &syncBuffer{}
+	r := newRenderer(out, false)
+	decode := func(doc string, v any) {
+		t.Helper()
+		if err := json.Unmarshal([]byte(doc), v); err != nil {
+			t.Fatalf("%s: %v", doc, err)
+		}
+	}
+	var idle, wait harn.AgentIdleParams
+	decode(`{"iteration":3,"backoff_ms":1000,"persist_path":"/tmp/state","watch_paths":["src"]}`, &idle)
+	decode(`{"session_id":"s1","timeout_ms":5000}`, &wait)
+	r.Idle(&idle)
+	r.Idle(&wait)
+	var ev, unknown harn.AgentEvent
+	decode(`{"sessionId":"s","kind":"budget_exhausted","budget":"llm_cost_usd"}`, &ev)
+	decode(`{"sessionId":"s","kind":"a_future_kind","x":1}`, &unknown)
+	r.AgentEvent(&ev)
+	r.AgentEvent(&unknown)
+	r.Progress(&acp.HarnProgress{Phase: "llm", Message: "warming up"})
+	r.Log(&acp.HarnLog{Level: "debug", Message: "x"})
+	r.Output(&harn.OutputParams{Text: "printed\u001b[2J"})
+	r.close(time.Second)
+	want := "idle: iteration 3, backoff 1000ms, persist /tmp/state, watching src\n" +
+		"idle: session s1, timeout 5000ms\n" +
+		"event budget_exhausted: budget=llm_cost_usd\n" +
+		"event a_future_kind: x=1\n" +
+		"bridge progress: llm: warming up\n" +
+		"bridge log: [debug] x\n" +
+		"output: printed[2J\n"
+	if got := out.String(); got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
 }
