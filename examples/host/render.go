@@ -505,142 +505,32 @@ func fieldsOf(u *acp.SessionUpdate) (harn, root map[string]jsontext.Value) {
 	return harn, root
 }
 
-// extension renders a variant ACP v0.12.2 does not define: a Harn
-// extension the runtime advertised from its typed _meta.harn fields,
-// anything else generically.
+// extension renders a variant ACP v0.12.2 does not define. A variant
+// gen/acp knows is rendered from its typed fields; the label says "harn"
+// when the runtime advertised it as a Harn extension (initialize's list,
+// not a local allow-list) and "update" otherwise. Unknown variants, and
+// known ones with nothing typed to show, are rendered generically from
+// their members (those of _meta.harn when there are any).
 func (r *renderer) extension(u *acp.SessionUpdate) string {
 	tag := u.Tag()
 	r.mu.Lock()
-	isHarn := r.harn[tag]
+	advertised := r.harn[tag]
 	r.mu.Unlock()
+	label := r.paint("update "+clean(tag)+":", cDim)
+	if advertised && u.Unknown == nil {
+		label = r.paint("harn "+clean(tag)+":", cMagenta)
+	}
+	if u.Unknown == nil {
+		if text, ok := r.harnText(u); ok {
+			return label + " " + strings.TrimSpace(text)
+		}
+	}
 	harn, root := fieldsOf(u)
-	if !isHarn || u.Unknown != nil {
-		fields := root
-		if len(harn) > 0 {
-			fields = harn
-		}
-		return r.paint("update "+clean(tag)+":", cDim) + " " + keyValues(fields, nil)
+	fields := root
+	if len(harn) > 0 {
+		fields = harn
 	}
-	text, ok := r.harnText(u)
-	if !ok {
-		fields := harn
-		if len(fields) == 0 {
-			fields = root
-		}
-		text = keyValues(fields, nil)
-	}
-	return r.paint("harn "+clean(tag)+":", cMagenta) + " " + strings.TrimSpace(text)
-}
-
-// harnText renders the Harn variants a user reads most from their typed
-// fields; ok is false for the others, rendered generically.
-func (r *renderer) harnText(u *acp.SessionUpdate) (string, bool) {
-	switch {
-	case u.Progress != nil:
-		return progressText(&u.Progress.Meta.Harn), true
-	case u.Log != nil:
-		return logText(&u.Log.Meta.Harn), true
-	case u.WorkerUpdate != nil:
-		w := u.WorkerUpdate
-		if w.Meta == nil { // the legacy duplicate, fields under content
-			if c := w.Content; c != nil {
-				return join(str(c.WorkerName), "("+str(c.WorkerID)+")", "->", r.status(str(c.Status)), "(legacy)"), true
-			}
-			return "", false
-		}
-		h := &w.Meta.Harn
-		event, status := "", ""
-		if h.Event != nil {
-			event = string(*h.Event)
-		}
-		if h.Status != nil {
-			status = string(*h.Status)
-		}
-		return join(str(h.WorkerName), "("+str(h.WorkerID)+")", clean(event), "->", r.status(status), strconv.Quote(cleanLine(str(h.WorkerTask)))), true
-	case u.SkillActivated != nil:
-		h := &u.SkillActivated.Meta.Harn
-		return join(clean(h.SkillName), iteration(h.Iteration), cleanLine(str(h.Reason))), true
-	case u.SkillDeactivated != nil:
-		h := &u.SkillDeactivated.Meta.Harn
-		return join(clean(h.SkillName), iteration(h.Iteration)), true
-	case u.SkillScopeTools != nil:
-		h := &u.SkillScopeTools.Meta.Harn
-		return clean(h.SkillName) + ": " + cleanLine(strings.Join(h.AllowedTools, ", ")), true
-	case u.Artifact != nil:
-		h := &u.Artifact.Meta.Harn
-		return join(strconv.Quote(cleanLine(str(h.Title))), clean(str(h.Kind)), clean(str(h.MIMEType)), clean(str(h.ArtifactID))), true
-	case u.ReminderEmitted != nil:
-		rem := &u.ReminderEmitted.Meta.Harn.Reminder
-		return join(clean(rem.ReminderID), strconv.Quote(truncate(cleanLine(rem.Body), 100)), cleanLine(strings.Join(rem.Tags, ", "))), true
-	case u.HITLRequest != nil:
-		h := &u.HITLRequest.Meta.Harn
-		kind := ""
-		if h.Kind != nil {
-			kind = string(*h.Kind)
-		}
-		return join(clean(kind), clean(str(h.RequestID))), true
-	case u.HITLResolved != nil:
-		h := &u.HITLResolved.Meta.Harn
-		return join(clean(str(h.Kind)), clean(str(h.RequestID)), clean(str(h.Outcome))), true
-	case u.UserMessage != nil:
-		m := u.UserMessage
-		var text string
-		switch {
-		case m.Content.String != nil:
-			text = cleanLine(*m.Content.String)
-		default:
-			var parts []string
-			for _, b := range m.Content.List {
-				parts = append(parts, contentBlock(b))
-			}
-			text = strings.Join(parts, " ")
-		}
-		return join(clean(m.MessageID), truncate(text, 120)), true
-	case u.LiveSessionClient != nil:
-		h := &u.LiveSessionClient.Meta.Harn
-		who := "(gone)"
-		if c := h.State.Client; c != nil {
-			who = clean(c.ClientID) + " " + clean(string(c.Mode))
-		}
-		controller := "none"
-		if id := h.State.ActiveControllerID; id != nil {
-			controller = clean(*id)
-		}
-		return join(clean(string(h.Action)), who, fmt.Sprintf("(controller %s, %d clients)", controller, len(h.State.Clients))), true
-	}
-	return "", false
-}
-
-// progressText renders a progress report: phase, message, progress/total.
-func progressText(p *acp.HarnProgress) string {
-	text := join(clean(p.Phase)+":", cleanLine(p.Message))
-	if p.Progress != nil {
-		done := strconv.FormatFloat(*p.Progress, 'f', -1, 64)
-		if p.Total != nil {
-			done += "/" + strconv.FormatFloat(*p.Total, 'f', -1, 64)
-		}
-		text += " (" + done + ")"
-	}
-	return text
-}
-
-// logText renders a log line: [level] message.
-func logText(l *acp.HarnLog) string {
-	return "[" + clean(string(l.Level)) + "] " + cleanLine(l.Message)
-}
-
-func str(p *string) string {
-	if p == nil {
-		return ""
-	}
-	return *p
-}
-
-func iteration(n *int64) string {
-	if n == nil {
-		return ""
-	}
-	return "iteration " + strconv.FormatInt(*n, 10)
+	return label + " " + keyValues(fields, nil)
 }
 
 // Progress renders a top-level progress notification.
