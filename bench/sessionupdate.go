@@ -107,87 +107,120 @@ func SameJSON(a, b []byte) (bool, error) {
 	return ca == cb, nil
 }
 
+// view is what a decoder read, a line a value.
 type view []string
 
 func (v *view) add(format string, args ...any) { *v = append(*v, fmt.Sprintf(format, args...)) }
 
-func (v *view) raw(name string, b []byte) error {
-	c, err := canonJSON(b)
-	if err != nil {
-		return fmt.Errorf("%s: %w", name, err)
+// toolView is a tool_call or tool_call_update as either library read it.
+type toolView struct {
+	variant, id         string
+	title, kind, status *string
+	locations, content  []string
+	rawInput, rawOutput []byte
+}
+
+func (t *toolView) addTo(v *view) error {
+	v.add("%s id=%s", t.variant, t.id)
+	for _, m := range []struct {
+		name string
+		val  *string
+	}{{"title", t.title}, {"kind", t.kind}, {"status", t.status}} {
+		if m.val != nil {
+			v.add("%s=%q", m.name, *m.val)
+		}
 	}
-	if c != "" {
-		v.add("%s=%s", name, c)
+	*v = append(append(*v, t.locations...), t.content...)
+	for _, m := range []struct {
+		name string
+		raw  []byte
+	}{{"rawInput", t.rawInput}, {"rawOutput", t.rawOutput}} {
+		c, err := canonJSON(m.raw)
+		if err != nil {
+			return fmt.Errorf("%s: %w", m.name, err)
+		}
+		if c != "" && c != "null" {
+			v.add("%s=%s", m.name, c)
+		}
 	}
 	return nil
 }
 
-func bkText(b acp.ContentBlock) (string, error) {
-	if b.Text == nil {
-		return "", errors.New("content block is not text")
+// with is v followed by t's lines, if there is a t.
+func (v view) with(t *toolView) (view, error) {
+	if t == nil {
+		return v, nil
 	}
-	return b.Text.Text, nil
+	err := t.addTo(&v)
+	return v, err
 }
 
-func bkLocations(v *view, locs []acp.ToolCallLocation) {
-	for _, l := range locs {
-		line, ok := l.Line.Get()
-		v.add("location=%s:%d:%t", l.Path, line, ok)
+func location(path string, line *int64) string {
+	if line == nil {
+		return "location=" + path
 	}
+	return fmt.Sprintf("location=%s:%d", path, *line)
+}
+
+func textContent(text *string) (string, error) {
+	if text == nil {
+		return "", errors.New("content block is not text")
+	}
+	return fmt.Sprintf("content text=%q", *text), nil
+}
+
+func diffContent(path string, old *string, newText string) string {
+	if old == nil {
+		return fmt.Sprintf("content diff %s new=%q", path, newText)
+	}
+	return fmt.Sprintf("content diff %s old=%q new=%q", path, *old, newText)
+}
+
+var errNotCompared = errors.New("tool call content is neither content nor diff")
+
+// asString is a string-kinded value as *string (nil for nil).
+func asString[T ~string](p *T) *string {
+	if p == nil {
+		return nil
+	}
+	s := string(*p)
+	return &s
+}
+
+// got is a wire.Nullable's value as a pointer (nil when absent or null).
+func got[T any](v T, ok bool) *T {
+	if !ok {
+		return nil
+	}
+	return &v
 }
 
 // viewBridgekit is what gen/acp read.
 func viewBridgekit(n *acp.SessionNotification) (view, error) {
 	v := view{"session=" + string(n.SessionID)}
 	u := &n.Update
+	var t *toolView
 	switch {
 	case u.AgentMessageChunk != nil:
-		t, err := bkText(u.AgentMessageChunk.Content)
+		c, err := bkText(u.AgentMessageChunk.Content)
 		if err != nil {
 			return nil, err
 		}
-		v.add("agent_message_chunk text=%q", t)
+		v.add("agent_message_chunk %s", c)
 	case u.ToolCall != nil:
 		c := u.ToolCall
-		v.add("tool_call id=%s title=%q", c.ToolCallID, c.Title)
-		if c.Kind != nil {
-			v.add("kind=%s", *c.Kind)
-		}
-		if c.Status != nil {
-			v.add("status=%s", *c.Status)
-		}
-		bkLocations(&v, c.Locations)
-		if err := bkContents(&v, c.Content); err != nil {
-			return nil, err
-		}
-		if err := v.raw("rawInput", c.RawInput); err != nil {
-			return nil, err
-		}
-		if err := v.raw("rawOutput", c.RawOutput); err != nil {
+		t = &toolView{variant: "tool_call", id: string(c.ToolCallID), title: &c.Title, kind: asString(c.Kind), status: asString(c.Status),
+			rawInput: c.RawInput, rawOutput: c.RawOutput}
+		if err := t.bkLists(c.Locations, c.Content); err != nil {
 			return nil, err
 		}
 	case u.ToolCallUpdate != nil:
 		c := u.ToolCallUpdate
-		v.add("tool_call_update id=%s", c.ToolCallID)
-		if t, ok := c.Title.Get(); ok {
-			v.add("title=%q", t)
-		}
-		if k, ok := c.Kind.Get(); ok {
-			v.add("kind=%s", k)
-		}
-		if s, ok := c.Status.Get(); ok {
-			v.add("status=%s", s)
-		}
+		t = &toolView{variant: "tool_call_update", id: string(c.ToolCallID), title: got(c.Title.Get()),
+			kind: asString(got(c.Kind.Get())), status: asString(got(c.Status.Get())), rawInput: c.RawInput, rawOutput: c.RawOutput}
 		locs, _ := c.Locations.Get()
-		bkLocations(&v, locs)
 		content, _ := c.Content.Get()
-		if err := bkContents(&v, content); err != nil {
-			return nil, err
-		}
-		if err := v.raw("rawInput", c.RawInput); err != nil {
-			return nil, err
-		}
-		if err := v.raw("rawOutput", c.RawOutput); err != nil {
+		if err := t.bkLists(locs, content); err != nil {
 			return nil, err
 		}
 	case u.Plan != nil:
@@ -198,106 +231,60 @@ func viewBridgekit(n *acp.SessionNotification) (view, error) {
 	default:
 		return nil, errors.New("bridgekit read no compared variant")
 	}
-	return v, nil
+	return v.with(t)
 }
 
-func bkContents(v *view, cs []acp.ToolCallContent) error {
-	for _, c := range cs {
+func bkText(b acp.ContentBlock) (string, error) {
+	if b.Text == nil {
+		return textContent(nil)
+	}
+	return textContent(&b.Text.Text)
+}
+
+func (t *toolView) bkLists(locs []acp.ToolCallLocation, content []acp.ToolCallContent) error {
+	for _, l := range locs {
+		t.locations = append(t.locations, location(l.Path, got(l.Line.Get())))
+	}
+	for _, c := range content {
 		switch {
 		case c.Content != nil:
-			t, err := bkText(c.Content.Content)
+			s, err := bkText(c.Content.Content)
 			if err != nil {
 				return err
 			}
-			v.add("content text=%q", t)
+			t.content = append(t.content, s)
 		case c.Diff != nil:
-			old, ok := c.Diff.OldText.Get()
-			v.add("content diff %s old=%q:%t new=%q", c.Diff.Path, old, ok, c.Diff.NewText)
+			t.content = append(t.content, diffContent(c.Diff.Path, got(c.Diff.OldText.Get()), c.Diff.NewText))
 		default:
-			return errors.New("tool call content is neither content nor diff")
+			return errNotCompared
 		}
 	}
 	return nil
-}
-
-func sdkText(b acpsdk.ContentBlock) (string, error) {
-	if b.Text == nil {
-		return "", errors.New("content block is not text")
-	}
-	return b.Text.Text, nil
-}
-
-func sdkLocations(v *view, locs []acpsdk.ToolCallLocation) {
-	for _, l := range locs {
-		var line int64
-		if l.Line != nil {
-			line = int64(*l.Line)
-		}
-		v.add("location=%s:%d:%t", l.Path, line, l.Line != nil)
-	}
-}
-
-func sdkRaw(v *view, name string, x any) error {
-	if x == nil {
-		return nil
-	}
-	b, err := json.Marshal(x)
-	if err != nil {
-		return err
-	}
-	return v.raw(name, b)
 }
 
 // viewACPSDK is what acp-go-sdk read, in viewBridgekit's words.
 func viewACPSDK(n *acpsdk.SessionNotification) (view, error) {
 	v := view{"session=" + string(n.SessionId)}
 	u := &n.Update
+	var t *toolView
+	nonEmpty := func(s string) *string { return got(s, s != "") }
 	switch {
 	case u.AgentMessageChunk != nil:
-		t, err := sdkText(u.AgentMessageChunk.Content)
+		c, err := sdkText(u.AgentMessageChunk.Content)
 		if err != nil {
 			return nil, err
 		}
-		v.add("agent_message_chunk text=%q", t)
+		v.add("agent_message_chunk %s", c)
 	case u.ToolCall != nil:
 		c := u.ToolCall
-		v.add("tool_call id=%s title=%q", c.ToolCallId, c.Title)
-		if c.Kind != "" {
-			v.add("kind=%s", c.Kind)
-		}
-		if c.Status != "" {
-			v.add("status=%s", c.Status)
-		}
-		sdkLocations(&v, c.Locations)
-		if err := sdkContents(&v, c.Content); err != nil {
-			return nil, err
-		}
-		if err := sdkRaw(&v, "rawInput", c.RawInput); err != nil {
-			return nil, err
-		}
-		if err := sdkRaw(&v, "rawOutput", c.RawOutput); err != nil {
+		t = &toolView{variant: "tool_call", id: string(c.ToolCallId), title: &c.Title, kind: nonEmpty(string(c.Kind)), status: nonEmpty(string(c.Status))}
+		if err := t.sdkMembers(c.Locations, c.Content, c.RawInput, c.RawOutput); err != nil {
 			return nil, err
 		}
 	case u.ToolCallUpdate != nil:
 		c := u.ToolCallUpdate
-		v.add("tool_call_update id=%s", c.ToolCallId)
-		if c.Title != nil {
-			v.add("title=%q", *c.Title)
-		}
-		if c.Kind != nil {
-			v.add("kind=%s", *c.Kind)
-		}
-		if c.Status != nil {
-			v.add("status=%s", *c.Status)
-		}
-		sdkLocations(&v, c.Locations)
-		if err := sdkContents(&v, c.Content); err != nil {
-			return nil, err
-		}
-		if err := sdkRaw(&v, "rawInput", c.RawInput); err != nil {
-			return nil, err
-		}
-		if err := sdkRaw(&v, "rawOutput", c.RawOutput); err != nil {
+		t = &toolView{variant: "tool_call_update", id: string(c.ToolCallId), title: c.Title, kind: asString(c.Kind), status: asString(c.Status)}
+		if err := t.sdkMembers(c.Locations, c.Content, c.RawInput, c.RawOutput); err != nil {
 			return nil, err
 		}
 	case u.Plan != nil:
@@ -308,29 +295,44 @@ func viewACPSDK(n *acpsdk.SessionNotification) (view, error) {
 	default:
 		return nil, errors.New("acp-go-sdk read no compared variant")
 	}
-	return v, nil
+	return v.with(t)
 }
 
-func sdkContents(v *view, cs []acpsdk.ToolCallContent) error {
-	for _, c := range cs {
+func sdkText(b acpsdk.ContentBlock) (string, error) {
+	if b.Text == nil {
+		return textContent(nil)
+	}
+	return textContent(&b.Text.Text)
+}
+
+func (t *toolView) sdkMembers(locs []acpsdk.ToolCallLocation, content []acpsdk.ToolCallContent, rawInput, rawOutput any) error {
+	for _, l := range locs {
+		var line *int64
+		if l.Line != nil {
+			line = new(int64(*l.Line))
+		}
+		t.locations = append(t.locations, location(l.Path, line))
+	}
+	for _, c := range content {
 		switch {
 		case c.Content != nil:
-			t, err := sdkText(c.Content.Content)
+			s, err := sdkText(c.Content.Content)
 			if err != nil {
 				return err
 			}
-			v.add("content text=%q", t)
+			t.content = append(t.content, s)
 		case c.Diff != nil:
-			var old string
-			if c.Diff.OldText != nil {
-				old = *c.Diff.OldText
-			}
-			v.add("content diff %s old=%q:%t new=%q", c.Diff.Path, old, c.Diff.OldText != nil, c.Diff.NewText)
+			t.content = append(t.content, diffContent(c.Diff.Path, c.Diff.OldText, c.Diff.NewText))
 		default:
-			return errors.New("tool call content is neither content nor diff")
+			return errNotCompared
 		}
 	}
-	return nil
+	var err error
+	if t.rawInput, err = json.Marshal(rawInput); err != nil {
+		return err
+	}
+	t.rawOutput, err = json.Marshal(rawOutput)
+	return err
 }
 
 // CompareUpdateDecodes reports where bridgekit's and acp-go-sdk's decoded
