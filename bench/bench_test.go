@@ -10,6 +10,10 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	acpsdk "github.com/coder/acp-go-sdk"
+
+	"github.com/bridgekit/bridgekit/gen/acp"
 )
 
 // The testing.B form of the scenarios. Run them with
@@ -48,6 +52,37 @@ func BenchmarkCodec(b *testing.B) {
 			for b.Loop() {
 				var p PromptParams
 				if err := c.f(frame, &p); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkSessionUpdateDecode decodes session/update params into
+// bridgekit's gen/acp types and into acp-go-sdk's, on the same documents
+// (Harn's into bridgekit's alone).
+func BenchmarkSessionUpdateDecode(b *testing.B) {
+	for _, d := range UpdateDocs() {
+		b.Run(d.Name+"/bridgekit", func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(d.JSON)))
+			for b.Loop() {
+				var n acp.SessionNotification
+				if err := DecodeUpdateBridgekit(d.JSON, &n); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		if d.BridgekitOnly {
+			continue
+		}
+		b.Run(d.Name+"/acp-go-sdk", func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(d.JSON)))
+			for b.Loop() {
+				var n acpsdk.SessionNotification
+				if err := DecodeUpdateACPSDK(d.JSON, &n); err != nil {
 					b.Fatal(err)
 				}
 			}

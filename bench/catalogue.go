@@ -58,6 +58,7 @@ func Scenarios() []Scenario {
 	return []Scenario{
 		{Name: "codec-encode", Codec: true, Timeout: time.Minute, Run: codecEncode},
 		{Name: "codec-decode", Codec: true, Timeout: time.Minute, Run: codecDecode},
+		{Name: "codec-session-update", Codec: true, Timeout: time.Minute, Run: codecSessionUpdate},
 		{Name: "encode-notify", Timeout: time.Minute, Run: func(rt Runtime, p Profile) (Metrics, error) {
 			s, err := EncodeNotify(rt, p.pick(500*time.Millisecond, 150*time.Millisecond))
 			return opMetrics(s), err

@@ -3,8 +3,14 @@ package bench
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"strings"
 	"testing"
 	"time"
+
+	acpsdk "github.com/coder/acp-go-sdk"
+
+	"github.com/bridgekit/bridgekit/gen/acp"
 )
 
 // These fast tests run in a plain `go test ./...` (no -bench): every
@@ -48,6 +54,100 @@ func TestCodecsAgree(t *testing.T) {
 		if got.SessionID != p.SessionID || len(got.Prompt) != 2 || got.Prompt[0] != p.Prompt[0] || *got.Meta != *p.Meta {
 			t.Errorf("%s decoded %+v", name, got)
 		}
+	}
+}
+
+// Both decoders read every session/update document, and read the same
+// values; bridgekit's value, encoded again, is the document.
+func TestSessionUpdateDecodersAgree(t *testing.T) {
+	for _, d := range UpdateDocs() {
+		if err := CheckUpdateDecoder(d); err != nil {
+			t.Error(err)
+		}
+	}
+	m, err := codecSessionUpdate(nil, Profile{Quick: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range UpdateDocs() {
+		sides := []string{"_bk_ns", "_acp_ns"}
+		if d.BridgekitOnly {
+			sides = sides[:1]
+			if _, ok := m[d.Name+"_acp_ns"]; ok {
+				t.Errorf("%s: acp-go-sdk measured on a document it has no type for", d.Name)
+			}
+		}
+		for _, side := range sides {
+			if m[d.Name+side] <= 0 {
+				t.Errorf("%s%s not measured", d.Name, side)
+			}
+		}
+	}
+}
+
+// The comparison notices one changed value in any document: the same
+// document with one value changed, decoded by the other library, fails.
+func TestSessionUpdateComparisonFails(t *testing.T) {
+	changes := map[string][2]string{
+		"chunk":      {"database pool", "database pools"},
+		"toolcall":   {`"limit":200`, `"limit":201`},
+		"toolupdate": {`pool: 20`, `pool: 21`},
+		"plan":       {`"priority":"medium"`, `"priority":"low"`},
+	}
+	for _, d := range UpdateDocs() {
+		if d.BridgekitOnly {
+			continue
+		}
+		c, ok := changes[d.Name]
+		if !ok {
+			t.Fatalf("%s: no change to try", d.Name)
+		}
+		changed := []byte(strings.Replace(string(d.JSON), c[0], c[1], 1))
+		if bytes.Equal(changed, d.JSON) {
+			t.Fatalf("%s: %q not in the document", d.Name, c[0])
+		}
+		if same, err := SameJSON(d.JSON, changed); err != nil || same {
+			t.Errorf("%s: SameJSON misses %q changed to %q (%v)", d.Name, c[0], c[1], err)
+		}
+		var b acp.SessionNotification
+		var s acpsdk.SessionNotification
+		if err := DecodeUpdateBridgekit(d.JSON, &b); err != nil {
+			t.Fatal(err)
+		}
+		if err := DecodeUpdateACPSDK(changed, &s); err != nil {
+			t.Fatal(err)
+		}
+		if err := CompareUpdateDecodes(&b, &s); err == nil {
+			t.Errorf("%s: %q changed to %q, yet the decoders agree", d.Name, c[0], c[1])
+		}
+	}
+}
+
+// Harn's documents are bridgekit's alone because acp-go-sdk cannot
+// represent them: it decodes them without an error into another variant,
+// and its value, encoded again, is not the document. bridgekit keeps them.
+func TestSessionUpdateHarnOnlyBridgekit(t *testing.T) {
+	n := 0
+	for _, d := range UpdateDocs() {
+		if !d.BridgekitOnly {
+			continue
+		}
+		n++
+		var s acpsdk.SessionNotification
+		if err := DecodeUpdateACPSDK(d.JSON, &s); err != nil {
+			continue // rejecting it is also "cannot represent"
+		}
+		out, err := json.Marshal(&s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if same, err := SameJSON(d.JSON, out); err != nil || same {
+			t.Errorf("%s: acp-go-sdk now keeps it (%s): compare it too", d.Name, out)
+		}
+		t.Logf("%s: acp-go-sdk reads %s", d.Name, out)
+	}
+	if n == 0 {
+		t.Error("no Harn document")
 	}
 }
 

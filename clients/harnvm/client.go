@@ -7,6 +7,20 @@
 //	c, _ := harnvm.Start(ctx, exec.Command("my-host"), nil)
 //	defer c.Close()
 //	shells, err := c.ProcessListShells(ctx, nil, nil)
+//
+// The connection is the whole stream between a runtime and its host
+// (harn.NewBridgeConn): the bridge and ACP, with both protocols' cancel
+// rules, so Client.ACP calls the host's ACP client methods
+// (session/update, session/request_permission, fs/*, terminal/*) on it, and
+// the handler given to New serves what the host sends (typically
+// harn.VMHandler(&bridge, &agent)).
+//
+// Where Harn reads a host's answer more tolerantly than its canonical
+// shape, so does this package: ListTools, ListSkills, FetchSkill and
+// MatchSkills accept every shape Harn accepts and normalise it as Harn does
+// (ReadTools, ReadSkills, ReadSkill, ReadSkillMatches), Supports reads every
+// host/capabilities form, and InvokeTool tells a rejected tool
+// (ErrToolRejected) from a failed one.
 package harnvm
 
 import (
@@ -19,6 +33,7 @@ import (
 	"os/exec"
 	"slices"
 
+	"github.com/bridgekit/bridgekit/gen/acp"
 	"github.com/bridgekit/bridgekit/gen/harn"
 	"github.com/bridgekit/bridgekit/runtime/rpc"
 	"github.com/go-json-experiment/json"
@@ -28,17 +43,22 @@ import (
 // Client calls a host over one connection.
 type Client struct {
 	*harn.HostPeer
+	// ACP calls the host's ACP client methods on the same connection.
+	ACP  *acp.ClientPeer
 	conn *rpc.Conn
 	cmd  *exec.Cmd
 }
 
-// New speaks the bridge over r (from the host) and w (to the host). h serves
-// what the host sends the VM (notifications such as skills/update), for
-// example a *harn.VMHandlers; nil ignores notifications and answers requests
-// with rpc.ErrMethodNotFound.
+// New speaks the stream between a runtime and its host over r (from the
+// host) and w (to the host): the bridge and ACP, with both protocols' cancel
+// rules and preempted methods (harn.NewBridgeConn). h serves what the host
+// sends the VM, typically harn.VMHandler(&bridge, &agent) (bridge
+// notifications such as skills/update, ACP's initialize, session/prompt,
+// ...); nil ignores notifications and answers requests with
+// rpc.ErrMethodNotFound.
 func New(r io.Reader, w io.Writer, h rpc.Handler, opts *rpc.Options) *Client {
-	conn := harn.NewConn(r, w, h, opts)
-	return &Client{HostPeer: harn.NewHostPeer(conn), conn: conn}
+	conn := harn.NewBridgeConn(r, w, h, opts)
+	return &Client{HostPeer: harn.NewHostPeer(conn), ACP: acp.NewClientPeer(conn), conn: conn}
 }
 
 // Start runs cmd as the host process and speaks the bridge over its stdin and
@@ -127,4 +147,86 @@ func Operations(entry harn.CapabilityOps) []string {
 		}
 	}
 	return out
+}
+
+// call sends a bridge request and returns its raw result.
+func (c *Client) call(ctx context.Context, method string, params any) (jsontext.Value, error) {
+	var res jsontext.Value
+	if err := c.conn.Send(ctx, rpc.Outbound{Method: method, Params: params}, &res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// ListTools asks host/tools/list and reads the answer as Harn does
+// (ReadTools): every tool normalised to name, description, schema and
+// deprecated.
+func (c *Client) ListTools(ctx context.Context) ([]harn.HostTool, error) {
+	res, err := c.call(ctx, harn.MethodHostToolsList, &harn.NoArgs{})
+	if err != nil {
+		return nil, err
+	}
+	return ReadTools(res)
+}
+
+// ListSkills asks skills/list and reads the answer as Harn does
+// (ReadSkills).
+func (c *Client) ListSkills(ctx context.Context) ([]harn.SkillManifestRef, error) {
+	res, err := c.call(ctx, harn.MethodSkillsList, &harn.NoArgs{})
+	if err != nil {
+		return nil, err
+	}
+	return ReadSkills(res)
+}
+
+// FetchSkill asks skills/fetch for the skill id and reads the answer as
+// Harn does (ReadSkill): the manifest nested or flattened.
+func (c *Client) FetchSkill(ctx context.Context, id string) (*harn.Skill, error) {
+	res, err := c.call(ctx, harn.MethodSkillsFetch, &harn.SkillsFetchParams{ID: id})
+	if err != nil {
+		return nil, err
+	}
+	return ReadSkill(res)
+}
+
+// MatchSkills asks skill/match to rank p.Candidates and reads the answer as
+// Harn does (ReadSkillMatches): every shape Harn accepts, names not among
+// the candidates and nameless entries dropped, the default score and
+// reason filled in, best first. Nil working files and candidates are sent
+// as empty arrays, as Harn always sends them. On an error Harn falls back
+// to its own ranker; so should the caller.
+func (c *Client) MatchSkills(ctx context.Context, p *harn.SkillMatchParams) ([]harn.SkillMatch, error) {
+	q := *p
+	if q.WorkingFiles == nil {
+		q.WorkingFiles = []string{}
+	}
+	if q.Candidates == nil {
+		q.Candidates = []harn.SkillCandidate{}
+	}
+	res, err := c.call(ctx, harn.MethodSkillMatch, &q)
+	if err != nil {
+		return nil, err
+	}
+	return ReadSkillMatches(res, q.Candidates)
+}
+
+// CodeToolRejected is the bridge's "rejected" code: a builtin_call answered
+// with it is a tool the host does not permit, which Harn turns into a
+// denied tool result for the model rather than an error of the run.
+const CodeToolRejected = -32001
+
+// ErrToolRejected matches, with errors.Is, a builtin_call answered with
+// CodeToolRejected.
+var ErrToolRejected = &rpc.Error{Code: CodeToolRejected}
+
+// InvokeTool invokes the host tool name (one listed by host/tools/list)
+// through builtin_call, as Harn does: args, the arguments object, is the
+// one positional argument (nil sends {}). A rejected tool is an error
+// matching ErrToolRejected; any other error answer is returned as the
+// *rpc.Error it is.
+func (c *Client) InvokeTool(ctx context.Context, name string, args jsontext.Value) (jsontext.Value, error) {
+	if len(args) == 0 {
+		args = jsontext.Value("{}")
+	}
+	return c.BuiltinCall(ctx, &harn.BuiltinCallParams{Name: name, Args: []jsontext.Value{args}})
 }

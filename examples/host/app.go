@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/bridgekit/bridgekit/gen/acp"
 	"github.com/bridgekit/bridgekit/gen/harn"
 	"github.com/bridgekit/bridgekit/runtime/rpc"
+	"github.com/bridgekit/bridgekit/runtime/wire"
 	"github.com/bridgekit/bridgekit/servers/host/shells"
 )
 
@@ -22,7 +24,7 @@ import (
 type app struct {
 	ws     *workspace
 	policy *policy
-	tools  []toolDescriptor
+	tools  []configTool
 	skills *skillSet
 	render *renderer
 	terms  terminals
@@ -61,25 +63,41 @@ func newApp(o appOptions) (*app, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &app{ws: &workspace{root: root}, policy: pol, skills: skills, render: o.render, log: o.log, tools: []toolDescriptor{}}
-	for _, t := range cfg.Tools {
-		schema := t.Schema
-		if len(schema) == 0 {
-			schema = jsontext.Value("null")
-		}
-		a.tools = append(a.tools, toolDescriptor{Name: t.Name, Description: t.Description, Schema: schema, Deprecated: t.Deprecated})
-	}
-	return a, nil
+	return &app{ws: &workspace{root: root}, policy: pol, skills: skills, render: o.render, log: o.log, tools: cfg.Tools}, nil
 }
 
-// handlers is everything the host serves on its connection: shell
-// discovery (host/call process.*) and host/capabilities, the Harn bridge
-// methods of the configuration, and the ACP client side (session/update,
-// session/request_permission, fs/*, terminal/*).
-func (a *app) handlers(p *shells.Provider) *harn.HostHandlers {
+// bridge is the Harn bridge the host serves, on the generated handler
+// fields: shell discovery (host/call process.*, and host/capabilities from
+// it), host/tools/list and builtin_call when the configuration lists
+// tools, skills/list, skills/fetch and skill/match when it names a skills
+// folder, and the notifications a runtime reports with (agent/idle,
+// _harn/agentEvent, progress, log, output), rendered. What is not
+// configured is left unset, so it is answered -32601.
+func (a *app) bridge(p *shells.Provider) *harn.HostHandlers {
 	var h harn.HostHandlers
 	p.Register(&h)
-	h.Fallback = &bridgeFallback{app: a, next: &acp.ClientHandlers{
+	if len(a.tools) > 0 {
+		h.HostToolsList = a.listTools
+		h.BuiltinCall = a.builtinCall
+	}
+	if a.skills.dir != "" {
+		h.SkillsList = a.listSkills
+		h.SkillsFetch = a.fetchSkill
+		h.SkillMatch = a.matchSkills
+	}
+	h.AgentIdle = func(_ context.Context, p *harn.AgentIdleParams) error { a.render.Idle(p); return nil }
+	h.AgentEvent = func(_ context.Context, e *harn.AgentEvent) error { a.render.AgentEvent(e); return nil }
+	h.Progress = func(_ context.Context, p *acp.HarnProgress) error { a.render.Progress(p); return nil }
+	h.Log = func(_ context.Context, l *acp.HarnLog) error { a.render.Log(l); return nil }
+	h.Output = func(_ context.Context, o *harn.OutputParams) error { a.render.Output(o); return nil }
+	return &h
+}
+
+// client is the ACP client side the host serves on the same connection:
+// session/update (rendered), session/request_permission, fs/* and
+// terminal/* as the policy allows.
+func (a *app) client() *acp.ClientHandlers {
+	return &acp.ClientHandlers{
 		SessionUpdate: func(_ context.Context, n *acp.SessionNotification) error {
 			a.render.Update(n)
 			return nil
@@ -92,50 +110,71 @@ func (a *app) handlers(p *shells.Provider) *harn.HostHandlers {
 		TerminalWaitForExit:      a.terminalWaitForExit,
 		TerminalKill:             a.terminalKill,
 		TerminalRelease:          a.terminalRelease,
-	}}
-	return &h
+	}
 }
 
-// listTools serves host/tools/list from the configuration.
-func (a *app) listTools() *toolsListResult { return &toolsListResult{Tools: a.tools} }
+// listTools serves host/tools/list from the configuration, in the
+// canonical {tools: [...]} shape, every tool {name, description, schema,
+// deprecated}.
+func (a *app) listTools(context.Context, *harn.NoArgs) (*harn.HostToolsListResult, error) {
+	tools := make([]harn.HostTool, 0, len(a.tools))
+	for _, t := range a.tools {
+		schema := t.Schema
+		if len(schema) == 0 {
+			schema = jsontext.Value("null")
+		}
+		tools = append(tools, harn.HostTool{Name: t.Name, Description: new(t.Description), Schema: schema, Deprecated: new(t.Deprecated)})
+	}
+	return &harn.HostToolsListResult{Object: &harn.HostToolsListResultObject{ToolsList: &harn.ToolsList{Tools: tools}}}, nil
+}
 
-// listSkills serves skills/list from the skills folder.
-func (a *app) listSkills() []skillRef {
-	out := make([]skillRef, 0, len(a.skills.list))
+// listSkills serves skills/list from the skills folder: the seed's bare
+// array of {id, name, description, source}.
+func (a *app) listSkills(context.Context, *harn.NoArgs) (*harn.SkillsListResult, error) {
+	out := make([]harn.SkillManifestRef, 0, len(a.skills.list))
 	for _, s := range a.skills.list {
-		out = append(out, skillRef{ID: s.ID, Name: s.Name, Description: s.Description, Source: "host"})
+		out = append(out, harn.SkillManifestRef{ID: new(s.ID), Name: new(s.Name), Description: new(s.Description), Source: new("host")})
 	}
-	return out
+	return &harn.SkillsListResult{List: out}, nil
 }
 
-// fetchSkill serves skills/fetch.
-func (a *app) fetchSkill(id string) (*skillDocument, error) {
-	s, ok := a.skills.byID[id]
+// fetchSkill serves skills/fetch: the skill with its manifest nested.
+func (a *app) fetchSkill(_ context.Context, p *harn.SkillsFetchParams) (*harn.Skill, error) {
+	s, ok := a.skills.byID[p.ID]
 	if !ok {
-		return nil, rpc.NewError(rpc.CodeInvalidParams, fmt.Sprintf("skills/fetch: no skill %q", id), map[string]string{"id": id})
+		return nil, rpc.NewError(rpc.CodeInvalidParams, fmt.Sprintf("skills/fetch: no skill %q", p.ID), map[string]string{"id": p.ID})
 	}
-	m := skillManifest{WhenToUse: s.WhenToUse, AllowedTools: s.AllowedTools, Paths: s.Paths, Model: s.Model, Extra: s.Extra}
+	m := &harn.SkillManifest{WhenToUse: new(s.WhenToUse), AllowedTools: s.AllowedTools, Paths: s.Paths}
+	for _, k := range slices.Sorted(maps.Keys(s.Extra)) { // the front matter's other keys
+		m.Extra = append(m.Extra, wire.Member{Name: k, Value: s.Extra[k]})
+	}
+	if s.Model != "" {
+		m.Model = new(s.Model)
+	}
 	if m.AllowedTools == nil {
 		m.AllowedTools = []string{}
 	}
 	if m.Paths == nil {
 		m.Paths = []string{}
 	}
-	return &skillDocument{Name: s.Name, Description: s.Description, Body: s.Body, Manifest: m}, nil
+	return &harn.Skill{Name: new(s.Name), Description: new(s.Description), Body: new(s.Body), Manifest: m}, nil
 }
 
-// matchSkills serves skill/match with rankSkills.
-func (a *app) matchSkills(p *skillMatchParams) *skillMatchResult {
-	matches := rankSkills(p, a.skills)
+// matchSkills serves skill/match with rankSkills, in the canonical
+// {matches: [...]} shape.
+func (a *app) matchSkills(_ context.Context, p *harn.SkillMatchParams) (*harn.SkillMatchResult, error) {
+	ranked := rankSkills(p, a.skills)
+	matches := make([]harn.SkillMatch, 0, len(ranked))
 	var shown []string
-	for _, m := range matches {
+	for _, m := range ranked {
+		matches = append(matches, harn.SkillMatch{Name: m.Name, Score: new(m.Score), Reason: new(m.Reason)})
 		shown = append(shown, clean(m.Name)+" "+strconv.FormatFloat(m.Score, 'f', -1, 64))
 	}
 	if len(shown) == 0 {
 		shown = []string{"no match"}
 	}
 	a.render.line(a.render.paint("skill/match:", cBlue) + " " + strings.Join(shown, ", "))
-	return &skillMatchResult{Matches: matches}
+	return &harn.SkillMatchResult{Object: &harn.SkillMatchResultObject{SkillMatches: &harn.SkillMatches{Matches: matches}}}, nil
 }
 
 // requestPermission serves session/request_permission from the policy. It
@@ -194,11 +233,7 @@ func (a *app) renderPermission(p *acp.RequestPermissionRequest, d decision, res 
 
 func (a *app) permissionLine(p *acp.RequestPermissionRequest, d decision, res *acp.RequestPermissionResponse) string {
 	r, tc := a.render, &p.ToolCall
-	tool := harnToolName(tc)
-	if tool == "" {
-		tool, _ = tc.Title.Get()
-	}
-	head := r.paint("permission", cBold) + " " + strconv.Quote(cleanLine(tool))
+	head := r.paint("permission", cBold) + " " + strconv.Quote(cleanLine(toolName(tc)))
 	if k, ok := tc.Kind.Get(); ok {
 		head += " (" + string(k) + ")"
 	}

@@ -21,16 +21,20 @@ type config struct {
 	// Skills is a folder of skill files served by skills/list and
 	// skills/fetch. Default: none.
 	Skills string `json:"skills"`
-	// Tools are served by host/tools/list.
+	// Tools are served by host/tools/list, and run by builtin_call.
 	Tools []configTool `json:"tools"`
 }
 
-// configTool is a tool the host advertises with host/tools/list.
+// configTool is a tool the host advertises with host/tools/list and runs,
+// through builtin_call, with one of its builtins.
 type configTool struct {
 	Name        string         `json:"name"`
 	Description string         `json:"description"`
 	Schema      jsontext.Value `json:"schema"`
 	Deprecated  bool           `json:"deprecated"`
+	// Builtin is the builtin that runs the tool (see builtins.go); default:
+	// the builtin of the tool's name.
+	Builtin string `json:"builtin"`
 }
 
 // loadConfig reads and checks a configuration file; path "" is the empty
@@ -63,6 +67,12 @@ func loadConfig(path string) (*config, error) {
 			return nil, fmt.Errorf("config %s: tool %q is listed twice", path, t.Name)
 		case len(t.Schema) > 0 && !bytes.Equal(t.Schema, []byte("null")) && t.Schema.Kind() != '{':
 			return nil, fmt.Errorf("config %s: tool %q: schema must be a JSON Schema object or null", path, t.Name)
+		}
+		if t.Builtin == "" {
+			c.Tools[i].Builtin = t.Name
+		}
+		if _, ok := builtins[c.Tools[i].Builtin]; !ok {
+			return nil, fmt.Errorf("config %s: tool %q: no builtin %q (the builtins are %s)", path, t.Name, c.Tools[i].Builtin, builtinNames())
 		}
 		seen[t.Name] = true
 	}

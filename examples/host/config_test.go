@@ -31,7 +31,8 @@ func TestExampleConfig(t *testing.T) {
 	for _, tool := range c.Tools {
 		names = append(names, tool.Name)
 	}
-	if !slices.Equal(names, []string{"Read", "open_file", "status"}) || !c.Tools[1].Deprecated || c.Tools[2].Schema != nil {
+	if !slices.Equal(names, []string{"Read", "open_file", "status"}) || !c.Tools[1].Deprecated || c.Tools[2].Schema != nil ||
+		c.Tools[0].Builtin != "read_file" || c.Tools[2].Builtin != "workspace_info" {
 		t.Fatalf("tools %+v", c.Tools)
 	}
 	if c, err := loadConfig(""); err != nil || len(c.Tools) != 0 {
@@ -44,7 +45,9 @@ func TestConfigErrors(t *testing.T) {
 	for name, tc := range map[string]struct{ text, want string }{
 		"unknown member": {`{"tool": []}`, `unknown object member name "tool"`},
 		"nameless tool":  {`{"tools": [{"description": "x"}]}`, "tools[0] has no name"},
-		"duplicate tool": {`{"tools": [{"name": "a"}, {"name": "a"}]}`, `tool "a" is listed twice`},
+		"duplicate tool": {`{"tools": [{"name": "list_files"}, {"name": "list_files"}]}`, `tool "list_files" is listed twice`},
+		"no builtin":     {`{"tools": [{"name": "a"}]}`, `tool "a": no builtin "a" (the builtins are list_files, read_file, search_text, workspace_info)`},
+		"bad builtin":    {`{"tools": [{"name": "a", "builtin": "rm"}]}`, `tool "a": no builtin "rm"`},
 		"schema kind":    {`{"tools": [{"name": "a", "schema": "object"}]}`, "schema must be a JSON Schema object or null"},
 		"not json":       {`{"tools": [`, "config"},
 	} {
@@ -57,9 +60,9 @@ func TestConfigErrors(t *testing.T) {
 		t.Error("a missing file is not an error")
 	}
 	// A relative workspace is relative to the file.
-	path := writeFile(t, filepath.Join(dir, "sub", "c.json"), `{"workspace": "ws", "tools": [{"name": "a", "schema": null}]}`)
+	path := writeFile(t, filepath.Join(dir, "sub", "c.json"), `{"workspace": "ws", "tools": [{"name": "search_text", "schema": null}]}`)
 	c, err := loadConfig(path)
-	if err != nil || c.Workspace != filepath.Join(dir, "sub", "ws") {
+	if err != nil || c.Workspace != filepath.Join(dir, "sub", "ws") || c.Tools[0].Builtin != "search_text" {
 		t.Fatalf("%+v %v", c, err)
 	}
 	if _, err := workspaceRoot(filepath.Join(dir, "sub", "ws")); err == nil {

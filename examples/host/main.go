@@ -11,12 +11,15 @@
 //	                                          and exit with a status that says how the prompt ended
 //
 // It serves shell discovery (host/call process.*) and host/capabilities;
-// host/tools/list from the -config file's tools; skills/list and
-// skills/fetch from its skills folder; skill/match with a BM25 ranking;
+// host/tools/list from the -config file's tools, and builtin_call running
+// them with the host's builtins; skills/list and skills/fetch from its
+// skills folder; skill/match with a BM25 ranking;
 // session/request_permission, fs/read_text_file, fs/write_text_file and
 // terminal/* as the -policy file allows, failing closed; and it renders
-// every session/update on stderr, in colour on a terminal and plain in a
-// pipe. README.md documents the file formats and the exit statuses.
+// every session/update, and the runtime's progress, log, output, agent/idle
+// and _harn/agentEvent notifications, on stderr, in colour on a terminal
+// and plain in a pipe. README.md documents the file formats and the exit
+// statuses.
 //
 // Serving a stream, it stops on SIGINT, SIGTERM or SIGHUP: at once when
 // serving its own stdin/stdout; a child first gets SIGTERM, then SIGKILL
@@ -46,7 +49,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/bridgekit/bridgekit/gen/acp"
 	"github.com/bridgekit/bridgekit/runtime/ndjson"
 	"github.com/bridgekit/bridgekit/runtime/rpc"
 	"github.com/bridgekit/bridgekit/servers/host"
@@ -114,11 +116,12 @@ func run(args []string, o options) int {
 		render.Status("shell discovery: %v", err)
 		return exitHostError
 	}
-	srv := host.New(a.handlers(provider), &host.Options{
-		// The connection also carries ACP (the runtime's session/update,
-		// permission, fs and terminal requests; in -prompt mode our calls),
-		// so it keeps ACP's cancel rules.
-		Conn:      rpc.Options{MaxFrame: o.maxFrame, Logger: log, Cancels: acp.CancelRules, Methods: acp.MethodNames},
+	// One connection carries the bridge and ACP (the runtime's
+	// session/update, permission, fs and terminal requests; in -prompt mode
+	// our calls), with both protocols' cancel rules (harn.NewBridgeConn).
+	srv := host.New(a.bridge(provider), &host.Options{
+		Conn:      rpc.Options{MaxFrame: o.maxFrame, Logger: log},
+		Client:    a.client(),
 		StopGrace: o.grace,
 	})
 

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"unicode"
+
+	"github.com/bridgekit/bridgekit/gen/harn"
 )
 
 // BM25 parameters, and how many times a field's words count.
@@ -30,7 +32,7 @@ const (
 // pathBonus. It returns the candidates that scored, best first (ties by
 // name), with scores rounded to 4 decimals: the same request always gets
 // the same answer.
-func rankSkills(p *skillMatchParams, skills *skillSet) []skillMatch {
+func rankSkills(p *harn.SkillMatchParams, skills *skillSet) []rankedSkill {
 	type doc struct {
 		name  string
 		tf    map[string]int
@@ -63,7 +65,7 @@ func rankSkills(p *skillMatchParams, skills *skillSet) []skillMatch {
 		docs = append(docs, d)
 	}
 	if len(docs) == 0 {
-		return []skillMatch{}
+		return []rankedSkill{}
 	}
 	avg := 0.0
 	for _, d := range docs {
@@ -92,7 +94,7 @@ func rankSkills(p *skillMatchParams, skills *skillSet) []skillMatch {
 		}
 	}
 	n := float64(len(docs))
-	out := []skillMatch{}
+	out := []rankedSkill{}
 	for _, d := range docs {
 		score := 0.0
 		var matched []string
@@ -119,15 +121,22 @@ func rankSkills(p *skillMatchParams, skills *skillSet) []skillMatch {
 		if score <= 0 {
 			continue
 		}
-		out = append(out, skillMatch{Name: d.name, Score: math.Round(score*1e4) / 1e4, Reason: strings.Join(reasons, "; ")})
+		out = append(out, rankedSkill{Name: d.name, Score: math.Round(score*1e4) / 1e4, Reason: strings.Join(reasons, "; ")})
 	}
-	slices.SortStableFunc(out, func(a, b skillMatch) int {
+	slices.SortStableFunc(out, func(a, b rankedSkill) int {
 		if c := cmp.Compare(b.Score, a.Score); c != 0 {
 			return c
 		}
 		return strings.Compare(a.Name, b.Name)
 	})
 	return out
+}
+
+// rankedSkill is a candidate that scored.
+type rankedSkill struct {
+	Name   string
+	Score  float64
+	Reason string
 }
 
 // pathMatch finds the first working file that one of the patterns matches.

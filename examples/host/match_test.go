@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/bridgekit/bridgekit/gen/harn"
 )
 
 func TestStem(t *testing.T) {
@@ -36,11 +38,11 @@ func TestStem(t *testing.T) {
 // The seed's skill/match example: "ship" ranks first with a reason, and a
 // candidate that shares no word with the prompt and no path is left out.
 func TestRankSeedExample(t *testing.T) {
-	p := &skillMatchParams{
+	p := &harn.SkillMatchParams{
 		Strategy:     "host",
 		Prompt:       "Ship the new release to production",
 		WorkingFiles: []string{"infra/terraform/cluster.tf"},
-		Candidates: []skillCandidate{
+		Candidates: []harn.SkillCandidate{
 			{Name: "ship", Description: "Ship a production release", WhenToUse: "User says ship/release/deploy", Paths: []string{"infra/**", "Dockerfile"}},
 			{Name: "review", Description: "Review existing code for correctness", WhenToUse: "User asks to review/audit", Paths: []string{}},
 		},
@@ -60,7 +62,7 @@ func TestRankIsDeterministicAndOrdered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	candidates := []skillCandidate{
+	candidates := []harn.SkillCandidate{
 		{Name: "ship", Description: "Ship a production release", WhenToUse: "User says ship, release or deploy"},
 		{Name: "review", Description: "Review existing code for correctness", WhenToUse: "User asks to review or audit code"},
 		{Name: "docs", Description: "Write and update documentation", WhenToUse: "User asks for docs, a README or examples"},
@@ -68,7 +70,7 @@ func TestRankIsDeterministicAndOrdered(t *testing.T) {
 		{Name: "", Description: "nameless entries are skipped"},
 		{Name: "ship", Description: "a second candidate of a name is ignored"},
 	}
-	p := &skillMatchParams{Prompt: "Please review this code for correctness, then update the docs", Candidates: candidates}
+	p := &harn.SkillMatchParams{Prompt: "Please review this code for correctness, then update the docs", Candidates: candidates}
 	first := rankSkills(p, skills)
 	var names []string
 	for _, m := range first {
@@ -89,7 +91,7 @@ func TestRankIsDeterministicAndOrdered(t *testing.T) {
 	for range 20 {
 		shuffled := slices.Clone(candidates[:4])
 		rand.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
-		if again := rankSkills(&skillMatchParams{Prompt: p.Prompt, Candidates: shuffled}, skills); !slices.Equal(again, first) {
+		if again := rankSkills(&harn.SkillMatchParams{Prompt: p.Prompt, Candidates: shuffled}, skills); !slices.Equal(again, first) {
 			t.Fatalf("shuffled candidates ranked %+v, first %+v", again, first)
 		}
 	}
@@ -101,22 +103,22 @@ func TestRankUsesTheHostsSkillBody(t *testing.T) {
 		t.Fatal(err)
 	}
 	// "terraform" and "rollout" appear only in ship's body.
-	p := &skillMatchParams{Prompt: "watch the terraform rollout", Candidates: []skillCandidate{{Name: "ship"}, {Name: "review"}}}
+	p := &harn.SkillMatchParams{Prompt: "watch the terraform rollout", Candidates: []harn.SkillCandidate{{Name: "ship"}, {Name: "review"}}}
 	got := rankSkills(p, skills)
 	if len(got) != 1 || got[0].Name != "ship" || !strings.Contains(got[0].Reason, "terraform, rollout") {
 		t.Fatalf("%+v", got)
 	}
 	// A working file matching the host skill's paths counts when the
 	// candidate names none.
-	p = &skillMatchParams{Prompt: "hello", WorkingFiles: []string{"./Dockerfile"}, Candidates: []skillCandidate{{Name: "ship"}}}
+	p = &harn.SkillMatchParams{Prompt: "hello", WorkingFiles: []string{"./Dockerfile"}, Candidates: []harn.SkillCandidate{{Name: "ship"}}}
 	if got := rankSkills(p, skills); len(got) != 1 || got[0].Score != pathBonus {
 		t.Fatalf("%+v", got)
 	}
-	if got := rankSkills(&skillMatchParams{Prompt: "anything"}, skills); got == nil || len(got) != 0 {
+	if got := rankSkills(&harn.SkillMatchParams{Prompt: "anything"}, skills); got == nil || len(got) != 0 {
 		t.Fatalf("no candidates: %#v", got)
 	}
 	// Ties are broken by name.
-	p = &skillMatchParams{Prompt: "alpha", Candidates: []skillCandidate{{Name: "b", Description: "alpha"}, {Name: "a", Description: "alpha"}}}
+	p = &harn.SkillMatchParams{Prompt: "alpha", Candidates: []harn.SkillCandidate{{Name: "b", Description: "alpha"}, {Name: "a", Description: "alpha"}}}
 	if got := rankSkills(p, skills); len(got) != 2 || got[0].Name != "a" || got[0].Score != got[1].Score {
 		t.Fatalf("%+v", got)
 	}

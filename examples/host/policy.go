@@ -105,13 +105,20 @@ type decision struct {
 func allow(reason string) decision { return decision{Allow: true, Reason: reason} }
 func deny(reason string) decision  { return decision{Reason: reason} }
 
+// toolName is a permission request's tool: Harn's _meta.harn.toolName,
+// else the tool call's title.
+func toolName(tc *acp.ToolCallUpdate) string {
+	if meta, ok := tc.Meta.Get(); ok && meta.Harn != nil && meta.Harn.ToolName != nil {
+		return *meta.Harn.ToolName
+	}
+	title, _ := tc.Title.Get()
+	return title
+}
+
 // permission decides a session/request_permission tool call. Its paths
 // are the call's locations, diff paths and rawInput path members.
 func (p *policy) permission(ws *workspace, tc *acp.ToolCallUpdate) decision {
-	tool := harnToolName(tc)
-	if tool == "" {
-		tool, _ = tc.Title.Get()
-	}
+	tool := toolName(tc)
 	kind, _ := tc.Kind.Get()
 	paths := toolCallPaths(tc)
 	rels := make([]string, 0, len(paths))

@@ -112,9 +112,7 @@ func toolCall(title string, kind acp.ToolKind, harnTool string, raw string, loca
 		tc.Kind = wire.Some(kind)
 	}
 	if harnTool != "" {
-		var h acp.HarnToolLifecycle
-		h.Extra.Set("toolName", jsontext.Value(`"`+harnTool+`"`))
-		tc.Meta = wire.Some(acp.ToolCallMeta{Harn: &h})
+		tc.Meta = wire.Some(acp.ToolCallMeta{Harn: &acp.HarnToolLifecycle{ToolName: &harnTool}})
 	}
 	var locs []acp.ToolCallLocation
 	for _, l := range locations {

@@ -14,6 +14,7 @@ import (
 	"github.com/bridgekit/bridgekit/gen/acp"
 	"github.com/bridgekit/bridgekit/runtime/rpc"
 	"github.com/bridgekit/bridgekit/runtime/wire"
+	"github.com/bridgekit/bridgekit/servers/host/turn"
 )
 
 // Exit statuses of --prompt (README.md, "Exit statuses"). 128+n reports
@@ -87,7 +88,7 @@ func (r *promptRun) run(ctx context.Context, conn *rpc.Conn) outcome {
 		name = clean(info.Name + " " + info.Version)
 	}
 	kind := "a plain ACP agent"
-	if adv, ok := harnAdvertisementOf(init); ok {
+	if adv := harnAdvertisement(init); adv != nil {
 		kind = "a Harn runtime"
 		if len(adv.SessionUpdateExtensions) > 0 {
 			r.app.render.setHarnExtensions(adv.SessionUpdateExtensions)
@@ -166,9 +167,9 @@ func (r *promptRun) failed(ctx context.Context, method string, err error) outcom
 	switch {
 	case errors.As(err, &rerr):
 		summary := fmt.Sprintf("the agent failed %s: error %d: %s", method, rerr.Code, clean(rerr.Message))
-		if pe, ok := harnPromptErrorOf(rerr.Data); ok {
-			summary += " (Harn terminal class " + clean(pe.TerminalClass)
-			if pe.Retryable != nil && *pe.Retryable {
+		if pe, ok := turn.ReadPromptError(rerr); ok {
+			summary += " (Harn terminal class " + clean(pe.TerminalClass())
+			if pe.Data.Retryable != nil && *pe.Data.Retryable {
 				summary += ", retryable"
 			}
 			summary += ")"
@@ -182,31 +183,50 @@ func (r *promptRun) failed(ctx context.Context, method string, err error) outcom
 	return outcome{exitHostError, fmt.Sprintf("%s: %v", method, err)}
 }
 
-// classify says how a prompt ended from the agent's answer: a Harn runtime
-// completes only with _meta.harn.terminal.kind "natural"; a plain ACP agent
-// (one that advertises no terminal outcome) completes with end_turn.
+// harnAdvertisement is what a Harn runtime advertises under initialize's
+// agentCapabilities._meta.harn; nil for an agent that advertises none (a
+// plain ACP agent).
+func harnAdvertisement(res *acp.InitializeResponse) *acp.HarnAgentCapabilities {
+	if res.AgentCapabilities == nil {
+		return nil
+	}
+	meta, ok := res.AgentCapabilities.Meta.Get()
+	if !ok {
+		return nil
+	}
+	return meta.Harn
+}
+
+// classify says how a prompt ended from the agent's answer (turn.Classify):
+// a Harn runtime completes only with _meta.harn.terminal.kind "natural"; a
+// plain ACP agent (one that advertises no terminal outcome) completes with
+// end_turn.
 func (r *promptRun) classify(res *acp.PromptResponse) outcome {
 	r.mu.Lock()
 	sig, harnRuntime := r.cancelledBy, r.harnRuntime
 	r.mu.Unlock()
-	term, hasTerm := harnTerminalOf(res)
+	o, err := turn.Classify(res)
+	if err != nil {
+		return outcome{exitProtocol, "the agent's answer to session/prompt: " + clean(err.Error())}
+	}
+	term := o.Terminal
 	describe := func() string {
-		if !hasTerm {
+		if term == nil {
 			return ""
 		}
-		s := "Harn terminal outcome " + clean(term.Kind)
+		s := "Harn terminal outcome " + clean(string(term.Kind))
 		if term.Reason != "" {
 			s += ", reason " + clean(term.Reason)
 		}
 		if term.Owner != "" {
-			s += ", owner " + clean(term.Owner)
+			s += ", owner " + clean(string(term.Owner))
 		}
 		return s
 	}
 	switch {
-	case hasTerm && term.Kind == "natural":
+	case o.Completed():
 		return outcome{exitCompleted, "completed (" + describe() + ")"}
-	case res.StopReason == acp.StopReasonCancelled || hasTerm && term.Kind == "user_cancelled":
+	case res.StopReason == acp.StopReasonCancelled || term != nil && term.Kind == turn.KindUserCancelled:
 		if sig != nil {
 			return outcome{signalStatus(sig), fmt.Sprintf("cancelled after %v: the agent ended the turn %s", sig, res.StopReason)}
 		}
@@ -217,11 +237,11 @@ func (r *promptRun) classify(res *acp.PromptResponse) outcome {
 		return outcome{exitMaxTokens, "the agent ran out of tokens (stopReason max_tokens)"}
 	case res.StopReason == acp.StopReasonMaxTurnRequests:
 		return outcome{exitMaxTurnRequests, "the agent reached its limit of requests in a turn (stopReason max_turn_requests)"}
-	case hasTerm:
+	case o.Class() == turn.ClassIncomplete:
 		return outcome{exitNotCompleted, "not completed: " + describe() + " (stopReason " + string(res.StopReason) + ")"}
-	case res.StopReason == acp.StopReasonEndTurn && harnRuntime:
+	case o.Class() == turn.ClassEndTurn && harnRuntime:
 		return outcome{exitNotCompleted, "not completed: end_turn without the Harn terminal outcome this runtime advertises"}
-	case res.StopReason == acp.StopReasonEndTurn:
+	case o.Class() == turn.ClassEndTurn:
 		return outcome{exitCompleted, "completed: end_turn (a plain ACP agent, which reports no Harn terminal outcome)"}
 	}
 	return outcome{exitProtocol, fmt.Sprintf("unknown stopReason %q", res.StopReason)}

@@ -13,6 +13,7 @@ import (
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/bridgekit/bridgekit/gen/harn"
 	"github.com/bridgekit/bridgekit/internal/interop/peers"
 )
 
@@ -72,16 +73,21 @@ func TestPromptHarnRuntimeUsesEverything(t *testing.T) {
 		t.Fatalf("no report: %v\n%s", err, r.stderrText())
 	}
 	var rep struct {
-		Capabilities map[string][]string `json:"capabilities"`
-		Tools        struct {
-			Tools []toolDescriptor `json:"tools"`
-		} `json:"tools"`
-		Skills     []skillRef `json:"skills"`
-		Candidates []skillCandidate
-		Match      skillMatchResult `json:"match"`
-		Unknown    struct {
+		Capabilities map[string][]string      `json:"capabilities"`
+		Tools        harn.HostToolsListResult `json:"tools"`
+		Skills       harn.SkillsListResult    `json:"skills"`
+		Candidates   []harn.SkillCandidate    `json:"candidates"`
+		Match        harn.SkillMatchResult    `json:"match"`
+		Unknown      struct {
 			ErrorCode int64 `json:"errorCode"`
 		} `json:"unknownSkill"`
+		Tool struct {
+			Path    string `json:"path"`
+			Content string `json:"content"`
+		} `json:"tool"`
+		RejectedTool struct {
+			ErrorCode int64 `json:"errorCode"`
+		} `json:"rejectedTool"`
 		Permissions []struct {
 			Title   string `json:"title"`
 			Granted bool   `json:"granted"`
@@ -116,14 +122,25 @@ func TestPromptHarnRuntimeUsesEverything(t *testing.T) {
 		}
 	}
 	check(len(rep.Capabilities["process"]) == 4, "host/capabilities")
-	check(len(rep.Tools.Tools) == 3 && rep.Tools.Tools[0].Name == "Read" && rep.Tools.Tools[1].Deprecated &&
-		string(rep.Tools.Tools[2].Schema) == "null", "host/tools/list")
-	check(len(rep.Skills) == 3 && rep.Skills[2].ID == "ship" && rep.Skills[2].Source == "host", "skills/list")
+	var tools []harn.HostTool
+	if o := rep.Tools.Object; o != nil && o.ToolsList != nil {
+		tools = o.ToolsList.Tools
+	}
+	check(len(tools) == 3 && tools[0].Name == "Read" && *tools[1].Deprecated && string(tools[2].Schema) == "null" &&
+		*tools[0].Description == "Read a file from the active workspace", "host/tools/list (canonical {tools})")
+	skills := rep.Skills.List
+	check(len(skills) == 3 && *skills[2].ID == "ship" && *skills[2].Source == "host", "skills/list (a bare array)")
 	check(len(rep.Candidates) == 3 && rep.Candidates[2].WhenToUse == "User says ship, release or deploy" &&
 		strings.Join(rep.Candidates[2].Paths, ",") == "infra/**,Dockerfile", "skills/fetch manifests")
-	check(len(rep.Match.Matches) == 1 && rep.Match.Matches[0].Name == "ship" && rep.Match.Matches[0].Score > 1 &&
-		strings.Contains(rep.Match.Matches[0].Reason, "infra/cluster.tf matches infra/**"), "skill/match")
+	var matches []harn.SkillMatch
+	if o := rep.Match.Object; o != nil && o.SkillMatches != nil {
+		matches = o.SkillMatches.Matches
+	}
+	check(len(matches) == 1 && matches[0].Name == "ship" && *matches[0].Score > 1 &&
+		strings.Contains(*matches[0].Reason, "infra/cluster.tf matches infra/**"), "skill/match (canonical {matches})")
 	check(rep.Unknown.ErrorCode == -32602, "skills/fetch of an unknown id")
+	check(rep.Tool.Path == "README.md" && rep.Tool.Content == "# Workspace readme\nsecond line\n", "builtin_call of a configured tool")
+	check(rep.RejectedTool.ErrorCode == codeDenied, "builtin_call of a tool the host does not offer")
 	check(len(rep.Permissions) == 2 && rep.Permissions[0].Granted && rep.Permissions[0].Outcome.OptionID == "allow" &&
 		!rep.Permissions[1].Granted && rep.Permissions[1].Outcome.OptionID == "reject", "permissions")
 	check(rep.File.Content == "# Workspace readme\n", "fs/read_text_file")
@@ -153,6 +170,12 @@ func TestPromptHarnRuntimeUsesEverything(t *testing.T) {
 		"fs read /etc/hostname: denied",
 		"fs write README.md: denied (fs.write does not list it)",
 		"terminal term-1 echo terminal works: allowed (terminal.allow echo **)",
+		"builtin Read (read_file): done",
+		"builtin rm_rf: rejected (not a tool of this host)",
+		"bridge progress: worker: spawned reviewer (1/2)",
+		"bridge log: [info] tour under way",
+		"event iteration_start: iteration=1",
+		"idle: iteration 1, backoff 100ms",
 		"harn progress: narration: almost done (2/3)",
 		"harn log: [info] bridge calls finished",
 		"agent: Used skill ship; edit granted.\n",

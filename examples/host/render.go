@@ -18,6 +18,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/bridgekit/bridgekit/gen/acp"
+	"github.com/bridgekit/bridgekit/gen/harn"
 )
 
 // renderer writes session/update notifications, permission decisions and
@@ -215,7 +216,7 @@ func (r *renderer) Update(n *acp.SessionNotification) {
 	case u.SessionInfoUpdate != nil:
 		r.line(r.sessionInfo(u.SessionInfoUpdate))
 	default:
-		r.line(r.extension(harnUpdateOf(u)))
+		r.line(r.extension(u))
 	}
 }
 
@@ -473,59 +474,107 @@ func (r *renderer) sessionInfo(s *acp.SessionInfoUpdate) string {
 	return r.paint("session:", cBlue) + " " + strings.Join(out, ", ")
 }
 
-// extension renders a variant ACP v0.12.2 does not define: a Harn
-// extension from its _meta.harn fields, anything else generically.
-func (r *renderer) extension(h harnUpdate) string {
+// defaultHarnExtensions are the Harn session/update extension variants of
+// the seed, rendered as such until initialize advertises a list of its own
+// (the seed: key rendering off the list, not a local allow-list).
+var defaultHarnExtensions = []string{
+	"artifact", "available_commands_update", "fs_watch", "handoff", "hitl_request", "hitl_resolved", "log",
+	"progress", "reminder_emitted", "skill_activated", "skill_deactivated", "skill_narrow", "skill_scope_tools",
+	"tool_search_query", "tool_search_result", "transcript_compacted", "transcript_projected", "worker_update",
+	"user_message",
+}
+
+// fieldsOf reads an update's members from its encoding: the members of
+// _meta.harn, and the other members at its root (for variants rendered
+// generically).
+func fieldsOf(u *acp.SessionUpdate) (harn, root map[string]jsontext.Value) {
+	raw, err := json.Marshal(u)
+	if err != nil {
+		return nil, nil
+	}
+	_ = json.Unmarshal(raw, &root)
+	if m, ok := root["_meta"]; ok {
+		var meta struct {
+			Harn map[string]jsontext.Value `json:"harn"`
+		}
+		_ = json.Unmarshal(m, &meta)
+		harn = meta.Harn
+	}
+	delete(root, "_meta")
+	delete(root, "sessionUpdate")
+	return harn, root
+}
+
+// extension renders a variant ACP v0.12.2 does not define. A variant
+// gen/acp knows is rendered from its typed fields; the label says "harn"
+// when the runtime advertised it as a Harn extension (initialize's list,
+// not a local allow-list) and "update" otherwise. Unknown variants, and
+// known ones with nothing typed to show, are rendered generically from
+// their members (those of _meta.harn when there are any).
+func (r *renderer) extension(u *acp.SessionUpdate) string {
+	tag := u.Tag()
 	r.mu.Lock()
-	isHarn := r.harn[h.Tag]
+	advertised := r.harn[tag]
 	r.mu.Unlock()
-	if !isHarn {
-		fields := h.Root
-		if len(h.Harn) > 0 {
-			fields = h.Harn
-		}
-		return r.paint("update "+clean(h.Tag)+":", cDim) + " " + keyValues(fields, nil)
+	label := r.paint("update "+clean(tag)+":", cDim)
+	if advertised && u.Unknown == nil {
+		label = r.paint("harn "+clean(tag)+":", cMagenta)
 	}
-	label := r.paint("harn "+clean(h.Tag)+":", cMagenta)
-	str := func(key string) string { return scalarText(h.Harn[key]) }
+	if u.Unknown == nil {
+		if text, ok := r.harnText(u); ok {
+			return label + " " + strings.TrimSpace(text)
+		}
+	}
+	harn, root := fieldsOf(u)
+	fields := root
+	if len(harn) > 0 {
+		fields = harn
+	}
+	return label + " " + keyValues(fields, nil)
+}
+
+// Progress renders a top-level progress notification.
+func (r *renderer) Progress(p *acp.HarnProgress) {
+	r.line(r.paint("bridge progress:", cMagenta) + " " + progressText(p))
+}
+
+// Log renders a top-level log notification.
+func (r *renderer) Log(l *acp.HarnLog) {
+	r.line(r.paint("bridge log:", cMagenta) + " " + logText(l))
+}
+
+// Output renders text a script printed (the output notification).
+func (r *renderer) Output(o *harn.OutputParams) {
+	r.line(r.paint("output:", cDim) + " " + cleanLine(o.Text))
+}
+
+// Idle renders agent/idle: the daemon waits for host activity.
+func (r *renderer) Idle(p *harn.AgentIdleParams) {
 	var text string
-	switch h.Tag {
-	case "progress":
-		text = join(str("phase")+":", str("message"))
-		if p := str("progress"); p != "" {
-			if t := str("total"); t != "" {
-				p += "/" + t
-			}
-			text += " (" + p + ")"
+	switch {
+	case p.IdleBackoff != nil:
+		b := p.IdleBackoff
+		text = fmt.Sprintf("iteration %d, backoff %dms", b.Iteration, b.BackoffMS)
+		if path, ok := b.PersistPath.Get(); ok {
+			text += ", persist " + clean(path)
 		}
-	case "log":
-		text = "[" + str("level") + "] " + str("message")
-	case "worker_update":
-		text = join(str("workerName"), "("+str("workerId")+")", str("event"), "->", r.status(str("status")), strconv.Quote(str("workerTask")))
-	case "skill_activated":
-		text = join(str("skillName"), "iteration "+str("iteration"), str("reason"))
-	case "skill_deactivated":
-		text = join(str("skillName"), "iteration "+str("iteration"))
-	case "skill_scope_tools":
-		text = str("skillName") + ": " + str("allowedTools")
-	case "artifact":
-		text = join(strconv.Quote(str("title")), str("kind"), str("mimeType"), str("artifactId"))
-	case "reminder_emitted":
-		var rem map[string]jsontext.Value
-		_ = json.Unmarshal(h.Harn["reminder"], &rem)
-		text = join(scalarText(rem["reminderId"]), strconv.Quote(truncate(scalarText(rem["body"]), 100)), scalarText(rem["tags"]))
-	case "hitl_request", "hitl_resolved":
-		text = join(str("kind"), str("requestId"), str("outcome"))
-	case "user_message":
-		text = join(scalarText(h.Root["messageId"]), truncate(scalarText(h.Root["content"]), 120))
-	default:
-		fields := h.Harn
-		if len(fields) == 0 {
-			fields = h.Root
+		if len(b.WatchPaths) > 0 {
+			text += ", watching " + cleanLine(strings.Join(b.WatchPaths, " "))
 		}
-		text = keyValues(fields, nil)
+	case p.IdleWait != nil:
+		text = fmt.Sprintf("session %s, timeout %dms", clean(p.IdleWait.SessionID), p.IdleWait.TimeoutMS)
 	}
-	return label + " " + strings.TrimSpace(text)
+	r.line(r.paint("idle:", cDim) + " " + text)
+}
+
+// AgentEvent renders a _harn/agentEvent by its kind and members.
+func (r *renderer) AgentEvent(e *harn.AgentEvent) {
+	raw, err := json.Marshal(e)
+	var fields map[string]jsontext.Value
+	if err == nil {
+		_ = json.Unmarshal(raw, &fields)
+	}
+	r.line(r.paint("event "+clean(e.Tag())+":", cMagenta) + " " + keyValues(fields, []string{"sessionId", "kind"}))
 }
 
 // keyValues renders members as key=value pairs in name order.

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/bridgekit/bridgekit/gen/acp"
+	"github.com/bridgekit/bridgekit/gen/harn"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files of the rendering tests")
@@ -156,18 +158,26 @@ func TestRenderHarnExtensions(t *testing.T) {
 	golden(t, "harn-extensions.plain", text)
 }
 
+// The "harn" label follows initialize's advertisement; a variant gen/acp
+// does not know stays generic even when advertised.
 func TestRenderExtensionsFollowTheAdvertisement(t *testing.T) {
-	n := acp.SessionNotification{SessionID: "s"}
+	var n, unknown acp.SessionNotification
 	if err := json.Unmarshal([]byte(`{"sessionUpdate":"stance_transition","_meta":{"harn":{"phase":"enter","escapeTool":"x"}}}`), &n.Update); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(`{"sessionUpdate":"harn_future","_meta":{"harn":{"phase":"enter"}}}`), &unknown.Update); err != nil {
 		t.Fatal(err)
 	}
 	out := &syncBuffer{}
 	r := newRenderer(out, false)
 	r.Update(&n)
-	r.setHarnExtensions([]string{"stance_transition"})
+	r.Update(&unknown)
+	r.setHarnExtensions([]string{"stance_transition", "harn_future"})
 	r.Update(&n)
+	r.Update(&unknown)
 	r.close(time.Second)
-	want := "update stance_transition: escapeTool=x phase=enter\nharn stance_transition: escapeTool=x phase=enter\n"
+	want := "update stance_transition: enter escape x\nupdate harn_future: phase=enter\n" +
+		"harn stance_transition: enter escape x\nupdate harn_future: phase=enter\n"
 	if out.String() != want {
 		t.Errorf("got %q, want %q", out.String(), want)
 	}
@@ -271,5 +281,151 @@ func TestColorMode(t *testing.T) {
 		if got, _ := colorMode("auto", tty); got {
 			t.Error("auto colours despite NO_COLOR")
 		}
+	}
+}
+
+// Every Harn variant is rendered from its typed fields (those with none to
+// show, session_rollback and session_redo, generically from their members),
+// and every variant gen/acp adds beyond ACP v0.12.2's has a case here.
+func TestRenderTypedHarnVariants(t *testing.T) {
+	covered := map[string]bool{}
+	for _, tc := range []struct{ update, want string }{
+		{`{"sessionUpdate":"reminder_emitted","_meta":{"harn":{"reminder":{"reminderId":"reminder-1","tags":["token_pressure"],` +
+			`"body":"Refresh the compacted context before answering.","roleHint":"developer","renderedRole":"user","source":"stdlib_provider","ttlTurns":2}}}}`,
+			`harn reminder_emitted: reminder-1 "Refresh the compacted context before answering." token_pressure`},
+		{`{"sessionUpdate":"user_message","messageId":"msg_inj_1","content":"use the staging db"}`, "harn user_message: msg_inj_1 use the staging db"},
+		{`{"sessionUpdate":"user_message","messageId":"msg_inj_2","content":[{"type":"text","text":"look"},{"type":"resource_link","uri":"file:///a","name":"a"}]}`,
+			"harn user_message: msg_inj_2 look link a file:///a"},
+		{`{"sessionUpdate":"worker_update","content":{"worker_id":"w1","worker_name":"review","status":"running"}}`, "harn worker_update: review (w1) -> running (legacy)"},
+		{`{"sessionUpdate":"artifact","_meta":{"harn":{"artifactId":"a1","kind":"report","title":"Coverage","mimeType":"text/html"}}}`,
+			`harn artifact: "Coverage" report text/html a1`},
+		{`{"sessionUpdate":"log","_meta":{"harn":{"level":"error","message":"boom"}}}`, "harn log: [error] boom"},
+		{`{"sessionUpdate":"hitl_resolved","_meta":{"harn":{"requestId":"hitl_approval_1","kind":"approval","outcome":"approved"}}}`,
+			"harn hitl_resolved: approval hitl_approval_1 approved"},
+		{`{"sessionUpdate":"transcript_projected","_meta":{"harn":{"policy":"keep","keptCount":3,"droppedCount":1,"reclaimedTokens":900}}}`,
+			"harn transcript_projected: kept 3, dropped 1, reclaimed tokens 900 policy keep"},
+		{`{"sessionUpdate":"transcript_compacted","_meta":{"harn":{"mode":"auto","strategy":"summary","archivedMessages":12,"reason":"token_pressure"}}}`,
+			"harn transcript_compacted: (summary, auto) archived 12 messages token_pressure"},
+		{`{"sessionUpdate":"progress","_meta":{"harn":{"phase":"index","message":"scanning","progress":2,"total":8}}}`, "harn progress: index: scanning (2/8)"},
+		{`{"sessionUpdate":"skill_activated","_meta":{"harn":{"skillName":"deploy","iteration":2,"reason":"host match"}}}`, "harn skill_activated: deploy iteration 2 host match"},
+		{`{"sessionUpdate":"skill_deactivated","_meta":{"harn":{"skillName":"deploy","iteration":3}}}`, "harn skill_deactivated: deploy iteration 3"},
+		{`{"sessionUpdate":"skill_scope_tools","_meta":{"harn":{"skillName":"deploy","allowedTools":["bash","git"]}}}`, "harn skill_scope_tools: deploy: bash, git"},
+		{`{"sessionUpdate":"skill_narrow","_meta":{"harn":{"reason":"scoped to deploy","removedTools":["edit","web"],"remainingTools":["bash"]}}}`,
+			"harn skill_narrow: scoped to deploy removed edit, web remaining bash"},
+		{`{"sessionUpdate":"tool_search_query","_meta":{"harn":{"toolUseId":"s1","name":"tool_search","query":"open file","strategy":"bm25","mode":"client"}}}`,
+			"harn tool_search_query: tool_search query open file (bm25, client) s1"},
+		{`{"sessionUpdate":"tool_search_result","_meta":{"harn":{"toolUseId":"s1","promoted":["read",{"name":"grep"}],"strategy":"bm25"}}}`,
+			`harn tool_search_result: promoted read, {"name":"grep"} (bm25) s1`},
+		{`{"sessionUpdate":"fs_watch","_meta":{"harn":{"subscriptionId":"w1","events":[{"kind":"create","paths":["/p/a.go"]},` +
+			`{"kind":"modify","paths":["/p/b.go"],"relative_paths":["b.go"]},{"kind":"error","error":"watch\u001b limit"}]}}}`,
+			`harn fs_watch: w1: create /p/a.go; modify b.go; error error "watch limit"`},
+		{`{"sessionUpdate":"handoff","_meta":{"harn":{"handoffId":"h1","artifactId":"a1","handoff":{"task":"Review the patch","target_persona_or_human":{"label":"reviewer"}}}}}`,
+			`harn handoff: h1 to reviewer "Review the patch" artifact a1`},
+		{`{"sessionUpdate":"hitl_request","_meta":{"harn":{"requestId":"q1","kind":"question","payload":{}}}}`, "harn hitl_request: question q1"},
+		{`{"sessionUpdate":"worker_update","_meta":{"harn":{"workerId":"w1","workerName":"review","workerTask":"review pr","event":"WorkerSpawned","status":"running"}}}`,
+			`harn worker_update: review (w1) WorkerSpawned -> running "review pr"`},
+		{`{"sessionUpdate":"stance_transition","_meta":{"harn":{"phase":"exit","allowedTools":["read"],"justification":"done editing"}}}`,
+			"harn stance_transition: exit allowed read done editing"},
+		{`{"sessionUpdate":"session_truncated","keptTurnCount":4,"removedTurnCount":2,"newTipTurnId":"turn_4","reason":"user"}`,
+			"update session_truncated: kept 4 turns, removed 2, tip turn_4 user"},
+		{`{"sessionUpdate":"session_rollback","turnId":"turn_3"}`, "update session_rollback: turnId=turn_3"},
+		{`{"sessionUpdate":"session_redo","turnId":"turn_4"}`, "update session_redo: turnId=turn_4"},
+		{`{"sessionUpdate":"call_start","content":{"toolCallId":"c1","call_type":"builtin","name":"read_file","script":"main"}}`,
+			"update call_start: read_file (builtin) c1"},
+		{`{"sessionUpdate":"call_progress","content":{"toolCallId":"c1","delta":"raw","visible_delta":"reading…","accumulated_tokens":12}}`,
+			`update call_progress: c1 "reading…" 12 tokens`},
+		{`{"sessionUpdate":"call_end","content":{"toolCallId":"c1","name":"read_file","status":"completed","duration_ms":31}}`,
+			"update call_end: read_file c1 -> completed 31ms"},
+	} {
+		var n acp.SessionNotification
+		if err := json.Unmarshal([]byte(`{"sessionId":"s","update":`+tc.update+`}`), &n); err != nil {
+			t.Fatalf("%s: %v", tc.update, err)
+		}
+		covered[setVariant(t, &n.Update)] = true
+		out := &syncBuffer{}
+		r := newRenderer(out, false)
+		r.setHarnExtensions(append(defaultHarnExtensions, "live_session_client", "stance_transition"))
+		r.Update(&n)
+		r.close(time.Second)
+		if got := strings.TrimSuffix(out.String(), "\n"); got != tc.want {
+			t.Errorf("got  %q\nwant %q", got, tc.want)
+		}
+	}
+
+	// live_session_client, as servers/harnvm/live sends it.
+	var n acp.SessionNotification
+	doc := `{"sessionId":"s","update":{"sessionUpdate":"live_session_client","_meta":{"harn":{"action":"takeover","state":{"client":` +
+		`{"client_id":"portal","mode":"controller","attached_at":"1","last_seen_at":"1","prompt_injection":true,"permission_routing":true,"metadata":{}},` +
+		`"previous_controller_id":"tui","active_controller_id":"portal","clients":[]}}}}}`
+	if err := json.Unmarshal([]byte(doc), &n); err != nil {
+		t.Fatal(err)
+	}
+	out := &syncBuffer{}
+	r := newRenderer(out, false)
+	r.setHarnExtensions([]string{"live_session_client"})
+	r.Update(&n)
+	r.close(time.Second)
+	if got := out.String(); got != "harn live_session_client: takeover portal controller (controller portal, 0 clients)\n" {
+		t.Errorf("live_session_client: %q", got)
+	}
+	covered[setVariant(t, &n.Update)] = true
+
+	// ACP v0.12.2's own variants are the tour's (TestRenderEveryUpdateKind).
+	for _, n := range tourUpdates(t) {
+		covered[setVariant(t, &n.Update)] = true
+	}
+	for f := range reflect.TypeFor[acp.SessionUpdate]().Fields() {
+		if f.Type.Kind() == reflect.Pointer && !covered[f.Name] {
+			t.Errorf("SessionUpdate.%s: no rendering test", f.Name)
+		}
+	}
+}
+
+// setVariant names the SessionUpdate field a decoded update set.
+func setVariant(t *testing.T, u *acp.SessionUpdate) string {
+	t.Helper()
+	v := reflect.ValueOf(u).Elem()
+	for i := range v.NumField() {
+		if f := v.Field(i); f.Kind() == reflect.Pointer && !f.IsNil() {
+			return v.Type().Field(i).Name
+		}
+	}
+	return "Unknown"
+}
+
+// The runtime's top-level notifications (agent/idle in both shapes,
+// _harn/agentEvent, progress, log, output) are rendered too.
+func TestRenderBridgeNotifications(t *testing.T) {
+	out := &syncBuffer{}
+	r := newRenderer(out, false)
+	decode := func(doc string, v any) {
+		t.Helper()
+		if err := json.Unmarshal([]byte(doc), v); err != nil {
+			t.Fatalf("%s: %v", doc, err)
+		}
+	}
+	var idle, wait harn.AgentIdleParams
+	decode(`{"iteration":3,"backoff_ms":1000,"persist_path":"/tmp/state","watch_paths":["src"]}`, &idle)
+	decode(`{"session_id":"s1","timeout_ms":5000}`, &wait)
+	r.Idle(&idle)
+	r.Idle(&wait)
+	var ev, unknown harn.AgentEvent
+	decode(`{"sessionId":"s","kind":"budget_exhausted","budget":"llm_cost_usd"}`, &ev)
+	decode(`{"sessionId":"s","kind":"a_future_kind","x":1}`, &unknown)
+	r.AgentEvent(&ev)
+	r.AgentEvent(&unknown)
+	r.Progress(&acp.HarnProgress{Phase: "llm", Message: "warming up"})
+	r.Log(&acp.HarnLog{Level: "debug", Message: "x"})
+	r.Output(&harn.OutputParams{Text: "printed\u001b[2J"})
+	r.close(time.Second)
+	want := "idle: iteration 3, backoff 1000ms, persist /tmp/state, watching src\n" +
+		"idle: session s1, timeout 5000ms\n" +
+		"event budget_exhausted: budget=llm_cost_usd\n" +
+		"event a_future_kind: x=1\n" +
+		"bridge progress: llm: warming up\n" +
+		"bridge log: [debug] x\n" +
+		"output: printed[2J\n"
+	if got := out.String(); got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
 }

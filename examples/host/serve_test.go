@@ -13,6 +13,8 @@ import (
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/bridgekit/bridgekit/gen/harn"
 )
 
 // Serving its stdin/stdout, the host answers the configured Harn methods,
@@ -60,11 +62,14 @@ func TestServeConfiguredMethodsOverPipes(t *testing.T) {
 	}
 
 	res, _ := call(1, "host/tools/list", `{}`)
-	var tools toolsListResult
-	if json.Unmarshal(res, &tools) != nil || len(tools.Tools) != 3 {
+	var tools harn.HostToolsListResult
+	if json.Unmarshal(res, &tools) != nil || tools.Object == nil || tools.Object.ToolsList == nil || len(tools.Object.ToolsList.Tools) != 3 {
 		t.Errorf("host/tools/list: %s", res)
 	}
-	res, _ = call(2, "skills/list", `null`)
+	if _, code := call(15, "skills/list", `null`); code != -32602 {
+		t.Errorf("skills/list with null params (Harn sends {}): code %d", code)
+	}
+	res, _ = call(2, "skills/list", `{}`)
 	if !strings.Contains(string(res), `{"id":"review","name":"review","description":"Review existing code for correctness","source":"host"}`) {
 		t.Errorf("skills/list: %s", res)
 	}
@@ -97,8 +102,30 @@ func TestServeConfiguredMethodsOverPipes(t *testing.T) {
 	if _, code := call(9, "session/nope", `{}`); code != -32601 {
 		t.Errorf("unknown method: code %d", code)
 	}
-	if _, code := call(10, "builtin_call", `{"name":"x","args":[]}`); code != -32601 {
-		t.Errorf("builtin_call, which the host does not serve: code %d", code)
+	// builtin_call runs a configured tool with its builtin; other names are
+	// rejected (-32001), and a host tool takes one argument.
+	res, _ = call(10, "builtin_call", `{"name":"Read","args":[{"path":"src/main.go"}]}`)
+	if string(res) != `{"path":"src/main.go","content":"package main\n"}` {
+		t.Errorf("builtin_call Read: %s", res)
+	}
+	if _, code := call(11, "builtin_call", `{"name":"hostlib_fs_read","args":[{"path":"src/main.go"}]}`); code != codeDenied {
+		t.Errorf("builtin_call of a name the host does not offer: code %d", code)
+	}
+	if _, code := call(12, "builtin_call", `{"name":"Read","args":[{"path":"src/main.go"},2]}`); code != -32602 {
+		t.Errorf("builtin_call with two arguments: code %d", code)
+	}
+	res, _ = call(13, "builtin_call", `{"name":"status","args":[{}]}`)
+	if !strings.Contains(string(res), `"tools":["Read","open_file","status"]`) || !strings.Contains(string(res), `"skills":["docs","review","ship"]`) {
+		t.Errorf("builtin_call status: %s", res)
+	}
+	// The runtime's own notifications are rendered.
+	notify("progress", `{"phase":"worker","message":"spawned review_captain","progress":1,"total":2}`)
+	notify("log", `{"level":"warn","message":"slow provider"}`)
+	notify("output", `{"text":"hello from the script"}`)
+	notify("agent/idle", `{"iteration":3,"backoff_ms":1000}`)
+	notify("_harn/agentEvent", `{"sessionId":"s","kind":"iteration_start","iteration":2}`)
+	if _, code := call(14, "skills/list", `{}`); code != 0 { // a round trip after the notifications
+		t.Errorf("skills/list: code %d", code)
 	}
 	r.stdin.Close()
 	if got := r.wait(t, 10*time.Second); got != 0 {
@@ -114,9 +141,60 @@ func TestServeConfiguredMethodsOverPipes(t *testing.T) {
 		"plan:\n  [ ] step (high)\n",
 		`harn worker_update: review_captain (w1) WorkerSpawned -> running "Review PR #42"`,
 		"skill/match: review ",
+		"fs read src/main.go: allowed (fs.read)",
+		"builtin Read (read_file): done",
+		"builtin hostlib_fs_read: rejected (not a tool of this host)",
+		"bridge progress: worker: spawned review_captain (1/2)",
+		"bridge log: [warn] slow provider",
+		"output: hello from the script",
+		"idle: iteration 3, backoff 1000ms",
+		"event iteration_start: iteration=2",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, text)
 		}
+	}
+}
+
+// Without a configuration the host serves no tools and no skills: those
+// methods are answered -32601, and host/capabilities lists only what is
+// served.
+func TestServeUnconfiguredMethodsAreNotServed(t *testing.T) {
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Close()
+	r := start(t, exec.Command(hostBin, "-workspace", t.TempDir()), pw)
+	pw.Close()
+	out := bufio.NewReader(pr)
+	for id, req := range []string{
+		`"method":"host/tools/list","params":{}`,
+		`"method":"builtin_call","params":{"name":"Read","args":[{}]}`,
+		`"method":"skills/list","params":{}`,
+		`"method":"skills/fetch","params":{"id":"ship"}`,
+		`"method":"skill/match","params":{"strategy":"host","prompt":"p","working_files":[],"candidates":[]}`,
+	} {
+		if _, err := fmt.Fprintf(r.stdin, `{"jsonrpc":"2.0","id":%d,%s}`+"\n", id, req); err != nil {
+			t.Fatal(err)
+		}
+		line, err := out.ReadBytes('\n')
+		if err != nil || !strings.Contains(string(line), `"code":-32601`) {
+			t.Errorf("%s: %s %v", req, line, err)
+		}
+	}
+	if _, err := fmt.Fprintf(r.stdin, `{"jsonrpc":"2.0","id":9,"method":"host/capabilities","params":{}}`+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	line, err := out.ReadBytes('\n')
+	var reply struct {
+		Result map[string]jsontext.Value `json:"result"`
+	}
+	if err != nil || json.Unmarshal(line, &reply) != nil || len(reply.Result) != 1 || reply.Result["process"] == nil {
+		t.Errorf("host/capabilities: %s %v", line, err)
+	}
+	r.stdin.Close()
+	if got := r.wait(t, 10*time.Second); got != 0 {
+		t.Fatalf("exit status %d", got)
 	}
 }

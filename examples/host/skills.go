@@ -28,6 +28,7 @@ type skill struct {
 
 // skillSet is the skills folder, loaded once.
 type skillSet struct {
+	dir    string   // the folder; "" for none
 	list   []*skill // by ID
 	byID   map[string]*skill
 	byName map[string]*skill // the first skill of each name
@@ -35,7 +36,7 @@ type skillSet struct {
 
 // loadSkills reads every *.md file under dir ("" is no skills).
 func loadSkills(dir string) (*skillSet, error) {
-	set := &skillSet{byID: map[string]*skill{}, byName: map[string]*skill{}}
+	set := &skillSet{dir: dir, byID: map[string]*skill{}, byName: map[string]*skill{}}
 	if dir == "" {
 		return set, nil
 	}

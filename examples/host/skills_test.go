@@ -1,12 +1,15 @@
 package main
 
 import (
+	"context"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/go-json-experiment/json"
+
+	"github.com/bridgekit/bridgekit/gen/harn"
 )
 
 func TestExampleSkills(t *testing.T) {
@@ -139,7 +142,10 @@ func TestFetchSkill(t *testing.T) {
 	if a.skills, err = loadSkills(dir); err != nil {
 		t.Fatal(err)
 	}
-	doc, err := a.fetchSkill("x")
+	fetch := func(id string) (*harn.Skill, error) {
+		return a.fetchSkill(context.Background(), &harn.SkillsFetchParams{ID: id})
+	}
+	doc, err := fetch("x")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,15 +154,16 @@ func TestFetchSkill(t *testing.T) {
 	if !equalJSON(t, got, []byte(want)) {
 		t.Errorf("skills/fetch x: %s, want %s", got, want)
 	}
-	doc, _ = a.fetchSkill("bare")
+	doc, _ = fetch("bare")
 	if got, _ := json.Marshal(doc); !equalJSON(t, got, []byte(`{"name":"bare","description":"just text","body":"just text\n","manifest":{"when_to_use":"","allowed_tools":[],"paths":[]}}`)) {
 		t.Errorf("skills/fetch bare: %s", got)
 	}
-	if _, err := a.fetchSkill("nope"); rpcCode(err) != -32602 {
+	if _, err := fetch("nope"); rpcCode(err) != -32602 {
 		t.Errorf("unknown id: %v", err)
 	}
-	refs := a.listSkills()
-	if len(refs) != 2 || refs[0] != (skillRef{ID: "bare", Name: "bare", Description: "just text", Source: "host"}) {
-		t.Errorf("skills/list: %+v", refs)
+	refs, _ := a.listSkills(context.Background(), nil)
+	got, _ = json.Marshal(refs)
+	if !equalJSON(t, got, []byte(`[{"id":"bare","name":"bare","description":"just text","source":"host"},{"id":"x","name":"x","description":"d","source":"host"}]`)) {
+		t.Errorf("skills/list: %s", got)
 	}
 }

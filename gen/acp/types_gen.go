@@ -13669,9 +13669,9 @@ func (x *TerminalKind) UnmarshalJSON(data []byte) error {
 type TerminalOutcome struct {
 	// The kind of ending. Open: a kind Harn adds later is kept (and is not completion).
 	Kind   TerminalKind
-	Reason *string
+	Reason string
 	// Who ended the loop. Open.
-	Owner         *TerminalOwner
+	Owner         TerminalOwner
 	TerminalClass *string
 	Message       *string
 	Detail        *string
@@ -13680,7 +13680,7 @@ type TerminalOutcome struct {
 }
 
 var objTerminalOutcome = wire.Object{
-	Required: []string{"kind"},
+	Required: []string{"kind", "reason", "owner"},
 	Type:     "TerminalOutcome",
 }
 
@@ -13699,9 +13699,9 @@ func (x *TerminalOutcome) member(r *wire.ObjectReader) error {
 	case "kind":
 		return wire.Field(r, &x.Kind, (*TerminalKind).UnmarshalJSONFrom)
 	case "reason":
-		return wire.Ptr(r, &x.Reason, wire.StringFrom)
+		return wire.Field(r, &x.Reason, wire.StringFrom)
 	case "owner":
-		return wire.Ptr(r, &x.Owner, (*TerminalOwner).UnmarshalJSONFrom)
+		return wire.Field(r, &x.Owner, (*TerminalOwner).UnmarshalJSONFrom)
 	case "terminalClass":
 		return wire.Ptr(r, &x.TerminalClass, wire.StringFrom)
 	case "message":
@@ -13721,8 +13721,8 @@ func (x TerminalOutcome) MarshalJSONTo(enc *jsontext.Encoder) error {
 
 func (x *TerminalOutcome) members(w *wire.ObjectWriter) {
 	wire.Put(w, "kind", x.Kind, TerminalKind.MarshalJSONTo)
-	wire.PutPtr(w, "reason", x.Reason, wire.StringTo)
-	wire.PutPtr(w, "owner", x.Owner, TerminalOwner.MarshalJSONTo)
+	wire.Put(w, "reason", x.Reason, wire.StringTo)
+	wire.Put(w, "owner", x.Owner, TerminalOwner.MarshalJSONTo)
 	wire.PutPtr(w, "terminalClass", x.TerminalClass, wire.StringTo)
 	wire.PutPtr(w, "message", x.Message, wire.StringTo)
 	wire.PutPtr(w, "detail", x.Detail, wire.StringTo)

@@ -128,7 +128,7 @@ func isTypedKind(kind string) bool {
 // hasMember reports whether the open struct v names member as a typed field:
 // some value of it decodes without landing in Extra.
 func hasMember(newV func() any, member string) bool {
-	for _, val := range []string{`"x"`, `1`, `true`, `{}`, `[]`, `{"kind":"mcp_server","serverName":"s"}`, `{"source":"s"}`, `{"kind":"natural"}`} {
+	for _, val := range []string{`"x"`, `1`, `true`, `{}`, `[]`, `{"kind":"mcp_server","serverName":"s"}`, `{"source":"s"}`, `{"kind":"natural","reason":"r","owner":"agent"}`} {
 		v := newV()
 		if json.Unmarshal([]byte(`{"`+member+`":`+val+`}`), v) != nil {
 			continue

@@ -11,6 +11,13 @@
 //	var h harn.HostHandlers
 //	p.Register(&h)
 //	err := host.New(&h, nil).Serve(ctx, os.Stdin, os.Stdout)
+//
+// The runtime's stream carries ACP too: a connection is
+// harn.NewBridgeConn, with both protocols' cancel rules, and serves the ACP
+// client methods of Options.Client (session/update,
+// session/request_permission, fs/*, terminal/*) beside the bridge's, so the
+// host can also call the runtime as its ACP client (acp.NewAgentPeer on the
+// connection Connect or ServeCommandConn hands out).
 package host
 
 import (
@@ -25,6 +32,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/bridgekit/bridgekit/gen/acp"
 	"github.com/bridgekit/bridgekit/gen/harn"
 	"github.com/bridgekit/bridgekit/runtime/rpc"
 )
@@ -44,7 +52,14 @@ const (
 type Options struct {
 	// Conn configures the connection (frame and queue limits, concurrency,
 	// logger). MaxConcurrentRequests 0 means DefaultMaxConcurrentRequests.
+	// The cancel rules and preempted methods of ACP and the bridge are
+	// added to it (harn.BridgeConnOptions).
 	Conn rpc.Options
+	// Client serves the ACP client methods on the same connection
+	// (harn.HostHandler); nil serves none of them: they are answered
+	// rpc.ErrMethodNotFound, unless the bridge handlers' Fallback serves
+	// them.
+	Client *acp.ClientHandlers
 	// Capabilities are advertised by host/capabilities in addition to the
 	// operations whose fields are set (for operations served through the
 	// generic HostCall field).
@@ -60,8 +75,9 @@ type Options struct {
 
 // Server serves one set of handlers on any number of connections.
 type Server struct {
-	h    harn.HostHandlers
-	opts Options
+	h       harn.HostHandlers
+	handler rpc.Handler // h and Options.Client on one stream
+	opts    Options
 }
 
 // New returns a Server for a copy of h. If h.HostCapabilities is nil the
@@ -85,13 +101,14 @@ func New(h *harn.HostHandlers, opts *Options) *Server {
 			return s.Capabilities(), nil
 		}
 	}
+	s.handler = harn.HostHandler(&s.h, s.opts.Client)
 	return s
 }
 
-// Handle serves one inbound request or notification; it implements
-// rpc.Handler.
+// Handle serves one inbound request or notification of either catalogue;
+// it implements rpc.Handler.
 func (s *Server) Handle(ctx context.Context, req *rpc.Request) (any, error) {
-	return s.h.Handle(ctx, req)
+	return s.handler.Handle(ctx, req)
 }
 
 // Capabilities is the host/capabilities answer: every operation whose field
@@ -118,9 +135,10 @@ func (s *Server) Capabilities() harn.HostCapabilities {
 }
 
 // Connect starts serving on r and w and returns the connection at once, so
-// the host can also call the runtime (harn.NewVMPeer(conn)) while it serves.
+// the host can also call the runtime (harn.NewVMPeer(conn), and
+// acp.NewAgentPeer(conn) as its ACP client) while it serves.
 func (s *Server) Connect(r io.Reader, w io.Writer) *rpc.Conn {
-	return harn.NewConn(r, w, s, &s.opts.Conn)
+	return harn.NewBridgeConn(r, w, s.handler, &s.opts.Conn)
 }
 
 // Serve serves on r and w until the peer ends its input, returning nil once

@@ -103,8 +103,14 @@ type row struct {
 	// For runtime-independent codec scenarios: the metric prefixes shown
 	// in the competitor columns and in bridgekit's column.
 	codecComp, codecBK string
-	target, abs        string
-	judge, judgeAbs    func(bk, acp agg) verdict
+	// acpOnly codec rows compare with acp-go-sdk alone (its generated ACP
+	// types); the other competitors have no such types.
+	acpOnly bool
+	// acpNote, when set, stands in acp-go-sdk's column of a codec row that
+	// measures bridgekit alone.
+	acpNote         string
+	target, abs     string
+	judge, judgeAbs func(bk, acp agg) verdict
 }
 
 func rows() []row {
@@ -126,7 +132,7 @@ func rows() []row {
 	large8 := func(m bench.Metrics) string {
 		return fmt.Sprintf("%.0f MB/s · p50 %s · conn OK", m["mb_s"], fmtUS(m["p50_us"]))
 	}
-	return []row{
+	codec := []row{
 		{
 			title: "Codec: encode a request — encoding/json params→RawMessage→envelope (how all three competitors do it) vs go-json-experiment, one pass (bridgekit's codec)", scenario: "codec-encode",
 			metric: "ns", cell: op, codecComp: "v1double", codecBK: "v2single",
@@ -142,6 +148,8 @@ func rows() []row {
 			title: "Codec: decode a request, envelope then params — encoding/json vs go-json-experiment + jsonrpc.DecodeParams", scenario: "codec-decode",
 			metric: "ns", cell: op, codecComp: "v1", codecBK: "v2",
 		},
+	}
+	return slices.Concat(codec, sessionUpdateRows(op), []row{
 		{title: "Send a notification: encode + write (Notify → io.Discard)", scenario: "encode-notify", metric: "ns", cell: op},
 		{title: "Receive a notification: frame + decode + dispatch (pre-encoded stream, batches of 1000)", scenario: "decode-inbound", metric: "ns", cell: op},
 		{
@@ -221,7 +229,28 @@ func rows() []row {
 			},
 			abs: "≤ 64 KiB", judgeAbs: absAll(atMost("total_kib", 64, "KiB")),
 		},
+	})
+}
+
+// sessionUpdateRows are the session/update decoding rows, one a document
+// (bench.UpdateDocs): acp-go-sdk's generated types beside gen/acp's, or
+// gen/acp's alone for Harn's documents, which acp-go-sdk has no type for.
+func sessionUpdateRows(op func(bench.Metrics) string) []row {
+	var rs []row
+	for _, d := range bench.UpdateDocs() {
+		rw := row{
+			title: fmt.Sprintf("Codec: decode session/update params (%s, %d B) — acp-go-sdk's generated types (encoding/json) vs gen/acp (go-json-experiment)",
+				d.What, len(d.JSON)),
+			scenario: "codec-session-update", metric: "ns", cell: op,
+			codecComp: d.Name + "_acp", codecBK: d.Name + "_bk", acpOnly: true,
+		}
+		if d.BridgekitOnly {
+			rw.title = fmt.Sprintf("Codec: decode session/update params (%s, %d B) — gen/acp (go-json-experiment) alone", d.What, len(d.JSON))
+			rw.acpNote = "n/a (acp-go-sdk reads it as another variant)"
+		}
+		rs = append(rs, rw)
 	}
+	return rs
 }
 
 func burstCell(m bench.Metrics) string {
@@ -442,8 +471,16 @@ func (r *report) table() string {
 			}
 			fmt.Fprintf(&sb, "| %s | %s | ", rw.title, b.name)
 			for i, c := range columns {
+				if rw.acpNote != "" && i == 0 {
+					sb.WriteString(rw.acpNote + " | ")
+					continue
+				}
 				if rw.codecComp != "" && i > 0 {
-					sb.WriteString("(same as acp) | ")
+					if rw.acpOnly {
+						sb.WriteString("n/a (no ACP types) | ")
+					} else {
+						sb.WriteString("(same as acp) | ")
+					}
 					continue
 				}
 				sb.WriteString(cellFor(comp[c], rw.cell) + " | ")
@@ -820,7 +857,7 @@ const method = `- **Harness.** ` + "`bench/`" + ` is its own Go module (` + "`gi
 - **Cancellation.** 100 calls to a handler that waits for its context (at most 10 ms); each call's context is cancelled once the handler has started. Reported: cancel → ` + "`Call`" + ` returns (p50), share of handlers whose context was cancelled by the peer, and goroutines still running 2 s after both ends are closed (against the count before the pair was opened).
 - **Allocations.** ` + "`runtime.MemStats`" + ` deltas (Mallocs, TotalAlloc) over 5,000 sequential in-memory round trips (or notifications, sent in batches of 500 each followed by a barrier call), client and server together, after a warm-up.
 - **Idle memory.** Live heap (after two GCs) and goroutine stack growth for 200 in-memory pairs after one call each, divided by 400 connections.
-- **Codec micro-benchmarks.** Time-boxed loops (0.5 s) over the 425-byte request, ` + "`runtime.MemStats`" + ` for allocations.
+- **Codec micro-benchmarks.** Time-boxed loops (0.5 s) over the 425-byte request, ` + "`runtime.MemStats`" + ` for allocations. ` + "`session/update`" + ` decoding: the params of notifications of a prompt turn (` + "`bench/sessionupdate.go`" + `: an ` + "`agent_message_chunk`" + `, a ` + "`tool_call`" + ` with a location and raw input, a ` + "`tool_call_update`" + ` with text content and a diff, a four-entry ` + "`plan`" + `) decoded into acp-go-sdk's generated ` + "`SessionNotification`" + ` with encoding/json (as its connection does) and into gen/acp's with ` + "`rpc.DecodeParams`" + ` (as a bridgekit handler does), and Harn's ` + "`progress`" + ` update (fields under ` + "`_meta.harn`" + `) into gen/acp's alone: acp-go-sdk has no type for it and reads it, without an error, as a ` + "`session_info_update`" + `. A sanity check first requires both libraries to read the same values member by member, and bridgekit's value, encoded again, to be the document.
 - **Isolation and noise.** Every measurement runs in a fresh worker process, and the CPU time other processes used meanwhile is measured (busy time from ` + "`/proc/stat`" + ` minus the worker's own, children included); a measurement disturbed by more than half a CPU of foreign load is repeated up to twice and the least disturbed attempt kept. Each worker is built once per build (default and ` + "`GOEXPERIMENT=jsonv2`" + `) and killed if it exceeds its time limit. Runs are the outer loop (run 1 of both builds, then run 2, …) and the runtime order rotates from run to run, so slow drifts of the machine's load spread over all columns. Figures are medians of the runs; ratios are medians of the per-run ratios. The machine is a shared VM (other jobs may run at the same time): treat differences below about 1.3× as noise.
 - **Reproduce.** ` + "`make bench`" + ` (or ` + "`cd bench && go run ./cmd/benchreport`" + `; ` + "`-quick`" + ` (` + "`make bench-quick`" + `) for a one-minute smoke run that does not touch this file, ` + "`-only rt-inmem-1,burst-inmem`" + ` for a subset, ` + "`-out ''`" + ` to leave this file alone, ` + "`-raw results.json`" + ` to keep every run's figures and ` + "`-render results.json`" + ` to rebuild this file from them without measuring). The same scenarios exist as ` + "`testing.B`" + ` benchmarks: ` + "`cd bench && go test -run '^$' -bench .`" + `; ` + "`go test ./...`" + ` in ` + "`bench/`" + ` runs only the fast sanity tests. To try another concurrency bound, set ` + "`BRIDGEKIT_BENCH_MAX_CONCURRENT=n`" + ` (becomes the compared bridgekit's ` + "`Options.MaxConcurrentRequests`" + ` everywhere, child peers included).
 `

@@ -24,6 +24,13 @@
 // Failures are *[Error]s, whose JSON is Harn's
 // {"error":"external_agent_error","kind":…,"category":…,"message":…}.
 //
+// The wire shapes are gen/externalagent's: [Budget], [Usage], [Status],
+// [Kind] and [Source] are its types, [PlanParams] and [DispatchParams]
+// return its params, and the checkpoint, envelope, advertisement and error
+// encode through it (the Wire methods). The readers of what a peer sends
+// ([ParseCapabilities], [ParseCheckpoint], [ParseUsage]) accept the
+// aliases Harn accepts.
+//
 // The Guard remembers each idempotency key's envelope (bounded by
 // [Options.MaxEntries]) and is safe for concurrent use: concurrent
 // delegations with one key run one at a time, so a key is dispatched at
@@ -43,7 +50,9 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/bridgekit/bridgekit/gen/externalagent"
 	"github.com/bridgekit/bridgekit/runtime/rpc"
+	"github.com/bridgekit/bridgekit/runtime/wire"
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -56,40 +65,59 @@ const (
 	MethodDispatch = "_harn/externalAgent.dispatch"
 )
 
-// Budget caps a delegation. Nil members are no cap.
-type Budget struct {
-	MaxUSD       *float64 `json:"max_usd,omitzero"`
-	MaxTokens    *uint64  `json:"max_tokens,omitzero"`
-	MaxSeconds   *uint64  `json:"max_seconds,omitzero"`
-	MaxToolCalls *uint64  `json:"max_tool_calls,omitzero"`
-}
+// Budget caps a delegation: gen/externalagent's type, whose null or absent
+// members are no cap.
+type Budget = externalagent.Budget
 
 // HasCap reports whether b has at least one positive cap.
-func (b Budget) HasCap() bool {
-	pos := func(p *uint64) bool { return p != nil && *p > 0 }
-	return (b.MaxUSD != nil && *b.MaxUSD > 0) || pos(b.MaxTokens) || pos(b.MaxSeconds) || pos(b.MaxToolCalls)
+func HasCap(b Budget) bool {
+	pos := func(n wire.Nullable[int64]) bool { v, ok := n.Get(); return ok && v > 0 }
+	usd, ok := b.MaxUSD.Get()
+	return (ok && usd > 0) || pos(b.MaxTokens) || pos(b.MaxSeconds) || pos(b.MaxToolCalls)
 }
 
-// Validate requires a positive cap and a finite, non-negative max_usd.
-func (b Budget) Validate() error {
-	if b.MaxUSD != nil && (math.IsNaN(*b.MaxUSD) || math.IsInf(*b.MaxUSD, 0) || *b.MaxUSD < 0) {
+// ValidateBudget requires a positive cap, a finite, non-negative max_usd
+// and non-negative counts.
+func ValidateBudget(b Budget) error {
+	if usd, ok := b.MaxUSD.Get(); ok && (math.IsNaN(usd) || math.IsInf(usd, 0) || usd < 0) {
 		return invalid("budget max_usd must be a finite, non-negative number")
 	}
-	if !b.HasCap() {
+	for name, n := range map[string]wire.Nullable[int64]{"max_tokens": b.MaxTokens, "max_seconds": b.MaxSeconds, "max_tool_calls": b.MaxToolCalls} {
+		if v, ok := n.Get(); ok && v < 0 {
+			return invalid("budget " + name + " must not be negative")
+		}
+	}
+	if !HasCap(b) {
 		return invalid("budget must include at least one positive cap")
 	}
 	return nil
 }
 
 // Exceeded reports whether u is over any cap of b.
-func (b Budget) Exceeded(u Usage) bool {
-	over := func(cap, used *uint64) bool { return cap != nil && used != nil && *used > *cap }
-	return (b.MaxUSD != nil && u.USD != nil && *u.USD > *b.MaxUSD) ||
+func Exceeded(b Budget, u Usage) bool {
+	over := func(limit wire.Nullable[int64], used *int64) bool {
+		v, ok := limit.Get()
+		return ok && used != nil && *used > v
+	}
+	usd, ok := b.MaxUSD.Get()
+	return (ok && u.USD != nil && *u.USD > usd) ||
 		over(b.MaxTokens, u.Tokens) || over(b.MaxSeconds, u.Seconds) || over(b.MaxToolCalls, u.ToolCalls)
 }
 
-func (b Budget) clone() Budget {
-	return Budget{clonePtr(b.MaxUSD), clonePtr(b.MaxTokens), clonePtr(b.MaxSeconds), clonePtr(b.MaxToolCalls)}
+func cloneBudget(b Budget) Budget {
+	b.Extra = cloneExtras(b.Extra)
+	return b
+}
+
+func cloneExtras(x wire.Extras) wire.Extras {
+	if x == nil {
+		return nil
+	}
+	out := make(wire.Extras, len(x))
+	for i, m := range x {
+		out[i] = wire.Member{Name: m.Name, Value: bytes.Clone(m.Value)}
+	}
+	return out
 }
 
 func clonePtr[T any](p *T) *T {
@@ -100,13 +128,9 @@ func clonePtr[T any](p *T) *T {
 	return &v
 }
 
-// Usage is what a peer reports it spent. Nil members were not reported.
-type Usage struct {
-	USD       *float64 `json:"usd,omitzero"`
-	Tokens    *uint64  `json:"tokens,omitzero"`
-	Seconds   *uint64  `json:"seconds,omitzero"`
-	ToolCalls *uint64  `json:"tool_calls,omitzero"`
-}
+// Usage is what a peer reports it spent: gen/externalagent's budget_used,
+// whose nil members were not reported.
+type Usage = externalagent.BudgetUsed
 
 var usageAliases = map[string][]string{
 	"usd":        {"usd", "max_usd", "dollars", "cost_usd"},
@@ -154,10 +178,10 @@ func ParseUsage(result jsontext.Value) (*Usage, error) {
 		}
 		out.USD = &f
 	}
-	for name, dst := range map[string]**uint64{"tokens": &out.Tokens, "seconds": &out.Seconds, "tool_calls": &out.ToolCalls} {
+	for name, dst := range map[string]**int64{"tokens": &out.Tokens, "seconds": &out.Seconds, "tool_calls": &out.ToolCalls} {
 		if v, alias := first(name); v != nil {
-			var n uint64
-			if v.Kind() != '0' || json.Unmarshal(v, &n) != nil {
+			var n int64
+			if v.Kind() != '0' || json.Unmarshal(v, &n) != nil || n < 0 {
 				return nil, fmt.Errorf("usage %s is not a non-negative integer", alias)
 			}
 			*dst = &n
@@ -166,16 +190,29 @@ func ParseUsage(result jsontext.Value) (*Usage, error) {
 	return &out, nil
 }
 
-// Capabilities is a peer's harn.external_agent.v1 advertisement.
+// Capabilities is a peer's harn.external_agent.v1 advertisement, as
+// ParseCapabilities reads it from any of the places and spellings Harn
+// accepts.
 type Capabilities struct {
-	Schema                string   `json:"schema,omitzero"`
-	PreDispatchCheckpoint bool     `json:"pre_dispatch_checkpoint"`
-	BudgetCap             bool     `json:"budget_cap"`
-	Idempotency           bool     `json:"idempotency"`
-	ReviewableHandoff     bool     `json:"reviewable_handoff"`
-	Dispatch              bool     `json:"dispatch"`
-	Operations            []string `json:"operations"`
+	// Schema is the advertised schema id, as given ("" when none).
+	Schema                string
+	PreDispatchCheckpoint bool
+	BudgetCap             bool
+	Idempotency           bool
+	ReviewableHandoff     bool
+	Dispatch              bool
+	Operations            []string
 }
+
+// Wire is c as gen/externalagent's Capability, the contract's canonical
+// advertisement (schema harn.external_agent.v1, snake_case flags).
+func (c Capabilities) Wire() externalagent.Capability {
+	return externalagent.Capability{PreDispatchCheckpoint: &c.PreDispatchCheckpoint, BudgetCap: &c.BudgetCap, Idempotency: &c.Idempotency,
+		ReviewableHandoff: &c.ReviewableHandoff, Dispatch: &c.Dispatch, Operations: nonNil(slices.Clone(c.Operations))}
+}
+
+// MarshalJSON encodes c as the canonical advertisement (Wire).
+func (c Capabilities) MarshalJSON() ([]byte, error) { return json.Marshal(c.Wire()) }
 
 // Missing lists what a dispatch requires that c lacks: dispatch,
 // budget_cap, idempotency, reviewable_handoff, in that order.
@@ -259,13 +296,13 @@ func ParseCapabilities(card jsontext.Value) (Capabilities, error) {
 	return c, nil
 }
 
-// Source is where a checkpoint came from.
-type Source string
+// Source is where a checkpoint came from (gen/externalagent's type).
+type Source = externalagent.CheckpointSource
 
 // The checkpoint sources.
 const (
-	SourceRemote        Source = "remote"
-	SourceLocalFallback Source = "local_fallback"
+	SourceRemote        = externalagent.CheckpointSourceRemote
+	SourceLocalFallback = externalagent.CheckpointSourceLocalFallback
 )
 
 // Checkpoint is the pre-dispatch plan the host approves.
@@ -280,20 +317,19 @@ type Checkpoint struct {
 	Metadata jsontext.Value
 }
 
-// MarshalJSON encodes c as the checkpoint sent with dispatch.
-func (c Checkpoint) MarshalJSON() ([]byte, error) {
-	return json.Marshal(struct {
-		Type          string           `json:"_type"`
-		Schema        string           `json:"schema"`
-		ID            string           `json:"checkpoint_id"`
-		Source        Source           `json:"source"`
-		Plan          string           `json:"plan"`
-		ExpectedScope []string         `json:"expected_scope"`
-		Budget        Budget           `json:"budget"`
-		EvidenceRefs  []jsontext.Value `json:"evidence_refs"`
-		Metadata      jsontext.Value   `json:"metadata"`
-	}{"external_agent_checkpoint", Schema, c.ID, c.Source, c.Plan, nonNil(c.ExpectedScope), c.Budget, nonNil(c.EvidenceRefs), objOrEmpty(c.Metadata)})
+// Wire is c as the checkpoint sent with dispatch (gen/externalagent's
+// Checkpoint): _type external_agent_checkpoint, schema
+// harn.external_agent.v1, and every member present.
+func (c Checkpoint) Wire() externalagent.Checkpoint {
+	typ, schema := "external_agent_checkpoint", Schema
+	budget := cloneBudget(c.Budget)
+	return externalagent.Checkpoint{Type: &typ, Schema: &schema, CheckpointID: &c.ID, Source: &c.Source, Plan: &c.Plan,
+		ExpectedScope: nonNil(slices.Clone(c.ExpectedScope)), Budget: &budget, EvidenceRefs: nonNil(cloneValues(c.EvidenceRefs)),
+		Metadata: objOrEmpty(bytes.Clone(c.Metadata))}
 }
+
+// MarshalJSON encodes c as the checkpoint sent with dispatch (Wire).
+func (c Checkpoint) MarshalJSON() ([]byte, error) { return json.Marshal(c.Wire()) }
 
 func (c *Checkpoint) clone() *Checkpoint {
 	if c == nil {
@@ -301,7 +337,7 @@ func (c *Checkpoint) clone() *Checkpoint {
 	}
 	d := *c
 	d.ExpectedScope = slices.Clone(c.ExpectedScope)
-	d.Budget = c.Budget.clone()
+	d.Budget = cloneBudget(c.Budget)
 	d.EvidenceRefs = cloneValues(c.EvidenceRefs)
 	d.Metadata = bytes.Clone(c.Metadata)
 	return &d
@@ -328,7 +364,7 @@ func ParseCheckpoint(result jsontext.Value, req *Request) (*Checkpoint, error) {
 	if plan == "" {
 		return nil, nil
 	}
-	c := &Checkpoint{Source: SourceRemote, Plan: plan, Budget: req.Budget.clone()}
+	c := &Checkpoint{Source: SourceRemote, Plan: plan, Budget: cloneBudget(req.Budget)}
 	if c.ID = str(m["checkpoint_id"]); c.ID == "" {
 		if c.ID = str(m["id"]); c.ID == "" {
 			c.ID = newID("external_checkpoint")
@@ -397,7 +433,7 @@ func (r *Request) Validate() error {
 	case len(r.Metadata) > 0 && r.Metadata.Kind() != '{' && r.Metadata.Kind() != 'n':
 		return invalid("external_agent_delegate: metadata must be an object")
 	}
-	if err := r.Budget.Validate(); err != nil {
+	if err := ValidateBudget(r.Budget); err != nil {
 		e := err.(*Error)
 		e.Message = "external_agent_delegate: " + e.Message
 		return e
@@ -417,33 +453,19 @@ func (r *Request) fingerprint() string {
 }
 
 // PlanParams returns the params of _harn/externalAgent.plan for req, sent
-// to targetAgent.
-func PlanParams(req *Request, targetAgent string) jsontext.Value {
-	return params(req, targetAgent, nil)
+// to targetAgent (gen/externalagent's type).
+func PlanParams(req *Request, targetAgent string) *externalagent.PlanParams {
+	return &externalagent.PlanParams{TargetAgent: &targetAgent, Task: req.Task, Budget: cloneBudget(req.Budget),
+		IdempotencyKey: req.IdempotencyKey, ExpectedScope: nonNil(slices.Clone(req.ExpectedScope)),
+		Context: nullIfEmpty(bytes.Clone(req.Context)), Metadata: objOrEmpty(bytes.Clone(req.Metadata))}
 }
 
 // DispatchParams returns the params of _harn/externalAgent.dispatch: the
-// plan params plus the approved checkpoint.
-func DispatchParams(req *Request, targetAgent string, cp *Checkpoint) jsontext.Value {
-	return params(req, targetAgent, cp)
-}
-
-func params(req *Request, targetAgent string, cp *Checkpoint) jsontext.Value {
-	b, err := json.Marshal(struct {
-		Schema         string         `json:"schema"`
-		TargetAgent    string         `json:"target_agent"`
-		Task           string         `json:"task"`
-		Budget         Budget         `json:"budget"`
-		IdempotencyKey string         `json:"idempotency_key"`
-		Checkpoint     *Checkpoint    `json:"checkpoint,omitzero"`
-		ExpectedScope  []string       `json:"expected_scope"`
-		Context        jsontext.Value `json:"context"`
-		Metadata       jsontext.Value `json:"metadata"`
-	}{Schema, targetAgent, req.Task, req.Budget, req.IdempotencyKey, cp, nonNil(req.ExpectedScope), nullIfEmpty(req.Context), objOrEmpty(req.Metadata)})
-	if err != nil { // only invalid raw JSON in Context or Metadata can fail
-		return nil
-	}
-	return b
+// plan params plus the approved checkpoint (gen/externalagent's type).
+func DispatchParams(req *Request, targetAgent string, cp *Checkpoint) *externalagent.DispatchParams {
+	p := PlanParams(req, targetAgent)
+	return &externalagent.DispatchParams{TargetAgent: p.TargetAgent, Task: p.Task, Budget: p.Budget, IdempotencyKey: p.IdempotencyKey,
+		ExpectedScope: p.ExpectedScope, Context: p.Context, Metadata: p.Metadata, Checkpoint: cp.Wire()}
 }
 
 // RequestID is the JSON-RPC id Harn gives a plan or dispatch request: the
@@ -464,16 +486,16 @@ type Peer interface {
 	Dispatch(ctx context.Context, req *Request, cp *Checkpoint) (jsontext.Value, error)
 }
 
-// Status is an envelope's status.
-type Status string
+// Status is an envelope's status (gen/externalagent's type).
+type Status = externalagent.EnvelopeStatus
 
 // The envelope statuses.
 const (
-	StatusCheckpointRequired Status = "checkpoint_required"
-	StatusRefused            Status = "refused"
-	StatusCompleted          Status = "completed"
-	StatusBudgetExceeded     Status = "budget_exceeded"
-	StatusReplayed           Status = "replayed"
+	StatusCheckpointRequired = externalagent.EnvelopeStatusCheckpointRequired
+	StatusRefused            = externalagent.EnvelopeStatusRefused
+	StatusCompleted          = externalagent.EnvelopeStatusCompleted
+	StatusBudgetExceeded     = externalagent.EnvelopeStatusBudgetExceeded
+	StatusReplayed           = externalagent.EnvelopeStatusReplayed
 )
 
 // Envelope is the reviewable outcome of a delegation.
@@ -504,41 +526,58 @@ type Envelope struct {
 	Metadata jsontext.Value
 }
 
-// MarshalJSON encodes e as Harn's delegation envelope
-// (_type external_agent_delegation, schema harn.external_agent.handoff.v1).
-func (e Envelope) MarshalJSON() ([]byte, error) {
-	return json.Marshal(struct {
-		Type           string           `json:"_type"`
-		Schema         string           `json:"schema"`
-		ID             string           `json:"id"`
-		Status         Status           `json:"status"`
-		Error          *string          `json:"error"`
-		Target         string           `json:"target"`
-		Task           string           `json:"task"`
-		Budget         Budget           `json:"budget"`
-		BudgetUsed     *Usage           `json:"budget_used"`
-		IdempotencyKey string           `json:"idempotency_key"`
-		Capabilities   *Capabilities    `json:"capabilities"`
-		Checkpoint     *Checkpoint      `json:"checkpoint"`
-		Handoff        jsontext.Value   `json:"handoff"`
-		Diff           jsontext.Value   `json:"diff,omitzero"`
-		Artifacts      []jsontext.Value `json:"artifacts"`
-		Receipts       []jsontext.Value `json:"receipts"`
-		EvidenceRefs   []jsontext.Value `json:"evidence_refs"`
-		Result         jsontext.Value   `json:"result"`
-		Replayed       bool             `json:"replayed"`
-		ReplayOf       *string          `json:"replay_of"`
-		Metadata       jsontext.Value   `json:"metadata"`
-	}{"external_agent_delegation", HandoffSchema, e.ID, e.Status, strOrNull(e.Error), e.Target, e.Task, e.Budget, e.BudgetUsed,
-		e.IdempotencyKey, e.Capabilities, e.Checkpoint, nullIfEmpty(e.Handoff), e.Diff, nonNil(e.Artifacts), nonNil(e.Receipts),
-		nonNil(e.EvidenceRefs), nullIfEmpty(e.Result), e.Replayed, strOrNull(e.ReplayOf), objOrEmpty(e.Metadata)})
+// Wire is e as Harn's delegation envelope (_type
+// external_agent_delegation, schema harn.external_agent.handoff.v1):
+// gen/externalagent's HandoffEnvelope, whose open members carry the rest of
+// the envelope. A checkpoint, handoff or usage that there is none of is
+// left out.
+func (e Envelope) Wire() externalagent.HandoffEnvelope {
+	schema := HandoffSchema
+	h := externalagent.HandoffEnvelope{Schema: &schema, Status: e.Status, Handoff: bytes.Clone(e.Handoff),
+		Artifacts: nonNil(cloneValues(e.Artifacts)), BudgetUsed: e.BudgetUsed}
+	if h.Handoff.Kind() != '{' {
+		h.Handoff = nil
+	}
+	if e.Checkpoint != nil {
+		cp := e.Checkpoint.Wire()
+		h.Checkpoint = &cp
+	}
+	put := func(name string, v any) {
+		if raw, err := json.Marshal(v); err == nil {
+			h.Extra = append(h.Extra, wire.Member{Name: name, Value: raw})
+		}
+	}
+	put("_type", "external_agent_delegation")
+	put("id", e.ID)
+	put("error", strOrNull(e.Error))
+	put("target", e.Target)
+	put("task", e.Task)
+	put("budget", cloneBudget(e.Budget))
+	put("idempotency_key", e.IdempotencyKey)
+	if e.Capabilities != nil {
+		put("capabilities", e.Capabilities.Wire())
+	}
+	if len(e.Diff) > 0 {
+		put("diff", e.Diff)
+	}
+	put("receipts", nonNil(e.Receipts))
+	put("evidence_refs", nonNil(e.EvidenceRefs))
+	put("result", nullIfEmpty(e.Result))
+	put("replayed", e.Replayed)
+	put("replay_of", strOrNull(e.ReplayOf))
+	put("metadata", objOrEmpty(e.Metadata))
+	return h
 }
+
+// MarshalJSON encodes e as Harn's delegation envelope (Wire).
+func (e Envelope) MarshalJSON() ([]byte, error) { return json.Marshal(e.Wire()) }
 
 func (e *Envelope) clone() *Envelope {
 	d := *e
-	d.Budget = e.Budget.clone()
+	d.Budget = cloneBudget(e.Budget)
 	if e.BudgetUsed != nil {
-		u := Usage{clonePtr(e.BudgetUsed.USD), clonePtr(e.BudgetUsed.Tokens), clonePtr(e.BudgetUsed.Seconds), clonePtr(e.BudgetUsed.ToolCalls)}
+		u := Usage{USD: clonePtr(e.BudgetUsed.USD), Tokens: clonePtr(e.BudgetUsed.Tokens), Seconds: clonePtr(e.BudgetUsed.Seconds),
+			ToolCalls: clonePtr(e.BudgetUsed.ToolCalls), Extra: cloneExtras(e.BudgetUsed.Extra)}
 		d.BudgetUsed = &u
 	}
 	if e.Capabilities != nil {
@@ -551,25 +590,25 @@ func (e *Envelope) clone() *Envelope {
 	return &d
 }
 
-// Kind classifies a delegation failure.
-type Kind string
+// Kind classifies a delegation failure (gen/externalagent's type).
+type Kind = externalagent.ErrorKind
 
 // The failure kinds.
 const (
-	KindInvalidRequest Kind = "invalid_request"
-	KindDiscovery      Kind = "discovery"
-	KindDenied         Kind = "denied"
-	KindTimeout        Kind = "timeout"
-	KindCancelled      Kind = "cancelled"
-	KindTransport      Kind = "transport"
-	KindProtocol       Kind = "protocol"
+	KindInvalidRequest = externalagent.ErrorKindInvalidRequest
+	KindDiscovery      = externalagent.ErrorKindDiscovery
+	KindDenied         = externalagent.ErrorKindDenied
+	KindTimeout        = externalagent.ErrorKindTimeout
+	KindCancelled      = externalagent.ErrorKindCancelled
+	KindTransport      = externalagent.ErrorKindTransport
+	KindProtocol       = externalagent.ErrorKindProtocol
 )
 
 // DefaultCategory is the runtime error category of a failure of kind k
 // whose cause detected none: invalid_request, tool_error (discovery and
 // protocol), tool_rejected (denied), timeout, cancelled, and
 // transient_network (transport).
-func (k Kind) DefaultCategory() string {
+func DefaultCategory(k Kind) string {
 	switch k {
 	case KindInvalidRequest:
 		return "invalid_request"
@@ -623,20 +662,18 @@ func (e *Error) Is(target error) bool {
 // Unwrap returns the cause.
 func (e *Error) Unwrap() error { return e.Err }
 
-// MarshalJSON encodes e as Harn's thrown value:
+// Wire is e as Harn's thrown value, gen/externalagent's DelegationError:
 // {"error":"external_agent_error","kind":…,"category":…,"message":…}.
-func (e *Error) MarshalJSON() ([]byte, error) {
+func (e *Error) Wire() externalagent.DelegationError {
 	cat := e.Category
 	if cat == "" {
-		cat = e.Kind.DefaultCategory()
+		cat = DefaultCategory(e.Kind)
 	}
-	return json.Marshal(struct {
-		Error    string `json:"error"`
-		Kind     Kind   `json:"kind"`
-		Category string `json:"category"`
-		Message  string `json:"message"`
-	}{"external_agent_error", e.Kind, cat, e.Message})
+	return externalagent.DelegationError{Kind: e.Kind, Category: cat, Message: e.Message}
 }
+
+// MarshalJSON encodes e as Harn's thrown value (Wire).
+func (e *Error) MarshalJSON() ([]byte, error) { return json.Marshal(e.Wire()) }
 
 // classify turns a Peer's error from method into an *Error: an *Error keeps
 // its kind (its category defaulted), a context error is timeout or
@@ -648,7 +685,7 @@ func classify(method string, err error) *Error {
 	case errors.As(err, &e):
 		c := *e
 		if c.Category == "" {
-			c.Category = c.Kind.DefaultCategory()
+			c.Category = DefaultCategory(c.Kind)
 		}
 		return &c
 	case errors.Is(err, context.DeadlineExceeded):
@@ -662,7 +699,7 @@ func classify(method string, err error) *Error {
 			e = &Error{Kind: KindTransport, Message: method + ": " + err.Error(), Err: err}
 		}
 	}
-	e.Category = e.Kind.DefaultCategory()
+	e.Category = DefaultCategory(e.Kind)
 	return e
 }
 
@@ -744,7 +781,7 @@ func (g *Guard) Delegate(ctx context.Context, req Request) (*Envelope, error) {
 	if err != nil {
 		return nil, classify("discovery", withKind(err, KindDiscovery))
 	}
-	env := &Envelope{ID: newID("external_delegate"), Target: req.Target, Task: req.Task, Budget: req.Budget.clone(),
+	env := &Envelope{ID: newID("external_delegate"), Target: req.Target, Task: req.Task, Budget: cloneBudget(req.Budget),
 		IdempotencyKey: key, Metadata: bytes.Clone(req.Metadata)}
 	c := caps.clone()
 	env.Capabilities = &c
@@ -766,7 +803,7 @@ func (g *Guard) Delegate(ctx context.Context, req Request) (*Envelope, error) {
 			return nil, classify(MethodPlan, err)
 		}
 		if cp, err = ParseCheckpoint(res, &req); err != nil {
-			return nil, &Error{Kind: KindProtocol, Category: KindProtocol.DefaultCategory(), Message: MethodPlan + ": " + err.Error(), Err: err}
+			return nil, &Error{Kind: KindProtocol, Category: DefaultCategory(KindProtocol), Message: MethodPlan + ": " + err.Error(), Err: err}
 		}
 		if cp == nil {
 			return refuse("external agent did not return a pre-dispatch checkpoint")
@@ -789,7 +826,7 @@ func (g *Guard) Delegate(ctx context.Context, req Request) (*Envelope, error) {
 	}
 	used, err := ParseUsage(res)
 	if err != nil {
-		return nil, &Error{Kind: KindProtocol, Category: KindProtocol.DefaultCategory(), Message: MethodDispatch + ": " + err.Error(), Err: err}
+		return nil, &Error{Kind: KindProtocol, Category: DefaultCategory(KindProtocol), Message: MethodDispatch + ": " + err.Error(), Err: err}
 	}
 	m, _ := object(res)
 	env.Result = bytes.Clone(res)
@@ -806,7 +843,7 @@ func (g *Guard) Delegate(ctx context.Context, req Request) (*Envelope, error) {
 	env.Receipts = values(m, "receipts", "receipt_links")
 	env.EvidenceRefs = values(m, "evidence_refs", "evidence")
 	env.Status = StatusCompleted
-	if used != nil && req.Budget.Exceeded(*used) {
+	if used != nil && Exceeded(req.Budget, *used) {
 		env.Status, env.Error = StatusBudgetExceeded, "external agent reported usage over the approved budget cap"
 	}
 	g.store(key, fp, env)
@@ -832,7 +869,7 @@ func localCheckpoint(req *Request) *Checkpoint {
 		plan = "Delegate task after local approval. Task: " + req.Task + " " + scope
 	}
 	return &Checkpoint{ID: newID("external_checkpoint"), Source: SourceLocalFallback, Plan: plan,
-		ExpectedScope: slices.Clone(req.ExpectedScope), Budget: req.Budget.clone()}
+		ExpectedScope: slices.Clone(req.ExpectedScope), Budget: cloneBudget(req.Budget)}
 }
 
 // Forget drops what the Guard remembers of key, so that the next

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/bridgekit/bridgekit/runtime/rpc"
+	"github.com/bridgekit/bridgekit/runtime/wire"
 	"github.com/bridgekit/bridgekit/servers/harnvm/delegation"
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -82,12 +83,13 @@ func goodPeer(t *testing.T) *fakePeer {
 	}
 }
 
-func u64(n uint64) *uint64   { return &n }
-func f64(f float64) *float64 { return &f }
+func n64(n int64) wire.Nullable[int64]     { return wire.Some(n) }
+func f64(f float64) wire.Nullable[float64] { return wire.Some(f) }
+func i64(n int64) *int64                   { return &n }
 
 func request(key string) delegation.Request {
 	return delegation.Request{Target: "https://agent.example", Task: "Fix the flaky test", IdempotencyKey: key,
-		Budget: delegation.Budget{MaxUSD: f64(2), MaxTokens: u64(1000)}, ExpectedScope: []string{"tests/**"}}
+		Budget: delegation.Budget{MaxUSD: f64(2), MaxTokens: n64(1000)}, ExpectedScope: []string{"tests/**"}}
 }
 
 func TestInvalidRequests(t *testing.T) {
@@ -99,7 +101,7 @@ func TestInvalidRequests(t *testing.T) {
 		"no key":    func(r *delegation.Request) { r.IdempotencyKey = "" },
 		"no budget": func(r *delegation.Request) { r.Budget = delegation.Budget{} },
 		"zero caps": func(r *delegation.Request) {
-			r.Budget = delegation.Budget{MaxUSD: f64(0), MaxTokens: u64(0), MaxSeconds: u64(0), MaxToolCalls: u64(0)}
+			r.Budget = delegation.Budget{MaxUSD: f64(0), MaxTokens: n64(0), MaxSeconds: n64(0), MaxToolCalls: n64(0)}
 		},
 		"negative usd":     func(r *delegation.Request) { r.Budget.MaxUSD = f64(-1) },
 		"NaN usd":          func(r *delegation.Request) { r.Budget.MaxUSD = f64(math.NaN()) },
@@ -117,8 +119,8 @@ func TestInvalidRequests(t *testing.T) {
 		t.Errorf("peer contacted for invalid requests: %s", p.Calls())
 	}
 	// One positive cap of any kind is enough.
-	for _, b := range []delegation.Budget{{MaxUSD: f64(0.01)}, {MaxTokens: u64(1)}, {MaxSeconds: u64(1)}, {MaxToolCalls: u64(1)}} {
-		if err := b.Validate(); err != nil {
+	for _, b := range []delegation.Budget{{MaxUSD: f64(0.01)}, {MaxTokens: n64(1)}, {MaxSeconds: n64(1)}, {MaxToolCalls: n64(1)}} {
+		if err := delegation.ValidateBudget(b); err != nil {
 			t.Errorf("%+v: %v", b, err)
 		}
 	}
@@ -285,8 +287,9 @@ func TestBudgetExceeded(t *testing.T) {
 			t.Errorf("%s: error %q", tc.result, env.Error)
 		}
 	}
-	sec := delegation.Budget{MaxSeconds: u64(10), MaxToolCalls: u64(3)}
-	if !sec.Exceeded(delegation.Usage{Seconds: u64(11)}) || !sec.Exceeded(delegation.Usage{ToolCalls: u64(4)}) || sec.Exceeded(delegation.Usage{Seconds: u64(10)}) {
+	sec := delegation.Budget{MaxSeconds: n64(10), MaxToolCalls: n64(3)}
+	if !delegation.Exceeded(sec, delegation.Usage{Seconds: i64(11)}) || !delegation.Exceeded(sec, delegation.Usage{ToolCalls: i64(4)}) ||
+		delegation.Exceeded(sec, delegation.Usage{Seconds: i64(10)}) {
 		t.Error("Exceeded on seconds/tool_calls")
 	}
 	// Unreadable usage is a protocol error, not a clean completion.
@@ -363,8 +366,8 @@ func TestErrors(t *testing.T) {
 				n++
 			}
 		}
-		if n != 1 || k.DefaultCategory() == "generic" {
-			t.Errorf("%s matches %d sentinels, category %s", k, n, k.DefaultCategory())
+		if n != 1 || delegation.DefaultCategory(k) == "generic" {
+			t.Errorf("%s matches %d sentinels, category %s", k, n, delegation.DefaultCategory(k))
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/bridgekit/bridgekit/runtime/wire"
 	"github.com/bridgekit/bridgekit/servers/harnvm/delegation"
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -35,9 +36,8 @@ func Example() {
 	ctx := context.Background()
 	peer := &reviewer{}
 	g := delegation.New(peer, nil)
-	usd := 3.0
 	req := delegation.Request{Target: "https://agents.example/reviewer", Task: "Rename the config flag",
-		Budget: delegation.Budget{MaxUSD: &usd}, IdempotencyKey: "rename-flag-1"}
+		Budget: delegation.Budget{MaxUSD: wire.Some(3.0)}, IdempotencyKey: "rename-flag-1"}
 
 	env, _ := g.Delegate(ctx, req)
 	fmt.Println(env.Status, env.Checkpoint.Plan)

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bridgekit/bridgekit/gen/externalagent"
 	"github.com/bridgekit/bridgekit/servers/harnvm/delegation"
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -54,7 +55,7 @@ func TestParseCheckpoint(t *testing.T) {
 	req := request("k")
 	cp, err := delegation.ParseCheckpoint(jsontext.Value(`{"id":"c9","summary":" Summarised plan ","scope":["src/a.go"],"evidence":[1,2]}`), &req)
 	if err != nil || cp.ID != "c9" || cp.Plan != "Summarised plan" || !slices.Equal(cp.ExpectedScope, []string{"src/a.go"}) ||
-		len(cp.EvidenceRefs) != 2 || cp.Source != delegation.SourceRemote || *cp.Budget.MaxUSD != 2 {
+		len(cp.EvidenceRefs) != 2 || cp.Source != delegation.SourceRemote || func() bool { v, _ := cp.Budget.MaxUSD.Get(); return v != 2 }() {
 		t.Fatalf("aliases at the root: %+v %v", cp, err)
 	}
 	cp, _ = delegation.ParseCheckpoint(jsontext.Value(`{"checkpoint":{"plan":"p","expected_scope":[]}}`), &req)
@@ -78,14 +79,17 @@ func TestParseCheckpoint(t *testing.T) {
 func TestParams(t *testing.T) {
 	req := request("idem-1")
 	req.Context = jsontext.Value(`{"repo":"x"}`)
-	plan := delegation.PlanParams(&req, "agent-7")
+	plan, err := json.Marshal(delegation.PlanParams(&req, "agent-7"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	want := `{"schema":"harn.external_agent.v1","target_agent":"agent-7","task":"Fix the flaky test","budget":{"max_usd":2,"max_tokens":1000},` +
 		`"idempotency_key":"idem-1","expected_scope":["tests/**"],"context":{"repo":"x"},"metadata":{}}`
 	if string(plan) != want {
 		t.Errorf("plan params\n%s\nwant\n%s", plan, want)
 	}
 	cp := &delegation.Checkpoint{ID: "cp-1", Source: delegation.SourceRemote, Plan: "p", Budget: req.Budget}
-	disp := delegation.DispatchParams(&req, "agent-7", cp)
+	disp, _ := json.Marshal(delegation.DispatchParams(&req, "agent-7", cp))
 	var m map[string]jsontext.Value
 	if err := json.Unmarshal(disp, &m); err != nil || !strings.Contains(string(m["checkpoint"]), `"checkpoint_id":"cp-1"`) || len(m) != 9 {
 		t.Errorf("dispatch params %s", disp)
@@ -122,4 +126,48 @@ func TestEnvelopeJSON(t *testing.T) {
 			t.Errorf("%s = %s, want %s", name, m[name], want)
 		}
 	}
+}
+
+// Every document the package writes is one gen/externalagent's decoders
+// accept: the params of both methods, the checkpoint, the envelope in each
+// status, and the thrown error.
+func TestDocumentsFitTheSchema(t *testing.T) {
+	ctx := context.Background()
+	req := request("fit")
+	check := func(name string, v any, into any) {
+		t.Helper()
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if err := json.Unmarshal(b, into); err != nil {
+			t.Errorf("%s %s: %v", name, b, err)
+		}
+	}
+	g := delegation.New(goodPeer(t), nil)
+	env, err := g.Delegate(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("checkpoint_required envelope", env, new(externalagent.HandoffEnvelope))
+	check("plan params", delegation.PlanParams(&req, "a"), new(externalagent.PlanParams))
+	check("dispatch params", delegation.DispatchParams(&req, "a", env.Checkpoint), new(externalagent.DispatchParams))
+	check("checkpoint", env.Checkpoint, new(externalagent.Checkpoint))
+	req.Checkpoint.Approved = true
+	for _, status := range []delegation.Status{delegation.StatusCompleted, delegation.StatusReplayed} {
+		env, err := g.Delegate(ctx, req)
+		if err != nil || env.Status != status {
+			t.Fatalf("%s: %+v %v", status, env, err)
+		}
+		check(string(status)+" envelope", env, new(externalagent.HandoffEnvelope))
+		check("capabilities", env.Capabilities, new(externalagent.Capability))
+	}
+	refused := &fakePeer{}
+	env, err = delegation.New(refused, nil).Delegate(ctx, request("r"))
+	if err != nil || env.Status != delegation.StatusRefused {
+		t.Fatalf("refused: %+v %v", env, err)
+	}
+	check("refused envelope", env, new(externalagent.HandoffEnvelope))
+	_, err = g.Delegate(ctx, delegation.Request{})
+	check("error", err, new(externalagent.DelegationError))
 }

@@ -31,6 +31,14 @@
 //
 // A Registry holds one session's clients and is safe for concurrent use.
 // Client ids are opaque: kept byte for byte, never trimmed.
+//
+// # Serving the methods
+//
+// [Sessions] serves the five methods over the generated gen/harn handlers
+// (Sessions.Register sets the harn.VMHandlers fields): one Registry per open
+// session, answers and results in gen/acp's types ([Change.Wire],
+// [Client.Wire]), and, for every change, the live_session_client
+// session/update ([Change.Update]) sent before the answer, as Harn does.
 package live
 
 import (
@@ -44,18 +52,19 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bridgekit/bridgekit/gen/acp"
 	"github.com/bridgekit/bridgekit/runtime/rpc"
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 )
 
-// Mode is a client's role.
-type Mode string
+// Mode is a client's role, gen/acp's type of the live client's mode.
+type Mode = acp.LiveClientMode
 
 // The two modes.
 const (
-	Observer   Mode = "observer"
-	Controller Mode = "controller"
+	Observer   = acp.LiveClientModeObserver
+	Controller = acp.LiveClientModeController
 )
 
 // ParseMode reads the mode member of session/attach: empty (absent) means
@@ -70,15 +79,16 @@ func ParseMode(s string) (Mode, error) {
 	return "", &Error{Method: MethodAttach, Mode: s, Err: ErrUnsupportedMode}
 }
 
-// Action names a change, as in the live_session_client session/update.
-type Action string
+// Action names a change, as in the live_session_client session/update
+// (gen/acp's type).
+type Action = acp.HarnLiveSessionClientAction
 
 // The actions.
 const (
-	ActionAttached  Action = "attached"
-	ActionTakeover  Action = "takeover"
-	ActionDetached  Action = "detached"
-	ActionHeartbeat Action = "heartbeat"
+	ActionAttached  = acp.HarnLiveSessionClientActionAttached
+	ActionTakeover  = acp.HarnLiveSessionClientActionTakeover
+	ActionDetached  = acp.HarnLiveSessionClientActionDetached
+	ActionHeartbeat = acp.HarnLiveSessionClientActionHeartbeat
 )
 
 // Detach reasons Harn documents. Any other reason is kept as given.
@@ -107,23 +117,19 @@ type Client struct {
 	Metadata jsontext.Value
 }
 
-// MarshalJSON encodes c as Harn's live client object: snake_case members,
-// timestamps as unix seconds in decimal strings.
-func (c Client) MarshalJSON() ([]byte, error) {
+// Wire is c as Harn's live client object (gen/acp's LiveClient):
+// timestamps as unix seconds in decimal strings, {} for no metadata.
+func (c Client) Wire() acp.LiveClient {
 	md := c.Metadata
 	if len(md) == 0 {
 		md = jsontext.Value("{}")
 	}
-	return json.Marshal(struct {
-		ClientID          string         `json:"client_id"`
-		Mode              Mode           `json:"mode"`
-		AttachedAt        string         `json:"attached_at"`
-		LastSeenAt        string         `json:"last_seen_at"`
-		PromptInjection   bool           `json:"prompt_injection"`
-		PermissionRouting bool           `json:"permission_routing"`
-		Metadata          jsontext.Value `json:"metadata"`
-	}{c.ID, c.Mode, unix(c.AttachedAt), unix(c.LastSeenAt), c.PromptInjection, c.PermissionRouting, md})
+	return acp.LiveClient{ClientID: c.ID, Mode: c.Mode, AttachedAt: unix(c.AttachedAt), LastSeenAt: unix(c.LastSeenAt),
+		PromptInjection: c.PromptInjection, PermissionRouting: c.PermissionRouting, Metadata: md}
 }
+
+// MarshalJSON encodes c as Harn's live client object (Wire).
+func (c Client) MarshalJSON() ([]byte, error) { return json.Marshal(c.Wire()) }
 
 // clone copies c, metadata included, so that what callers get never
 // aliases the Registry's state.
@@ -155,20 +161,31 @@ type Change struct {
 	Metadata jsontext.Value
 }
 
-// MarshalJSON encodes c as the result of session/attach, detach, heartbeat
-// and takeover: {client, previous_controller_id, active_controller_id,
-// clients}, with null for no client and no controller.
-func (c Change) MarshalJSON() ([]byte, error) {
-	clients := c.Clients
-	if clients == nil {
-		clients = []Client{}
+// Wire is c as the result of session/attach, detach, heartbeat and
+// takeover (gen/acp's LiveSessionChange): {client, previous_controller_id,
+// active_controller_id, clients}, with null for no client and no
+// controller.
+func (c Change) Wire() *acp.LiveSessionChange {
+	out := &acp.LiveSessionChange{PreviousControllerID: orNull(c.PreviousControllerID), ActiveControllerID: orNull(c.ActiveControllerID),
+		Clients: make([]acp.LiveClient, len(c.Clients))}
+	if c.Client != nil {
+		w := c.Client.Wire()
+		out.Client = &w
 	}
-	return json.Marshal(struct {
-		Client   *Client  `json:"client"`
-		Previous *string  `json:"previous_controller_id"`
-		Active   *string  `json:"active_controller_id"`
-		Clients  []Client `json:"clients"`
-	}{c.Client, orNull(c.PreviousControllerID), orNull(c.ActiveControllerID), clients})
+	for i, cl := range c.Clients {
+		out.Clients[i] = cl.Wire()
+	}
+	return out
+}
+
+// MarshalJSON encodes c as the result of the four methods (Wire).
+func (c Change) MarshalJSON() ([]byte, error) { return json.Marshal(c.Wire()) }
+
+// Update is the live_session_client session/update Harn emits for c
+// before it answers: the action and, as state, the result document.
+func (c Change) Update(session acp.SessionID) *acp.SessionNotification {
+	return &acp.SessionNotification{SessionID: session, Update: acp.SessionUpdate{LiveSessionClient: &acp.LiveSessionClientUpdate{
+		Meta: acp.LiveSessionClientUpdateMeta{Harn: acp.HarnLiveSessionClient{Action: c.Action, State: *c.Wire()}}}}}
 }
 
 func orNull(s string) *string {

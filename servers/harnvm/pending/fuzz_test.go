@@ -23,6 +23,23 @@ type model struct {
 var actors = []pending.Actor{{ID: "a"}, {ID: "b"}, {ID: "h", HostOwner: true}}
 var modes = []pending.Mode{pending.InterruptImmediate, pending.FinishStep, pending.AuditOnly}
 
+// full checks Inject's or Remind's error against the model: ErrQueueFull
+// exactly when DefaultMaxPending entries wait (then nothing was queued),
+// no error otherwise.
+func full(t *testing.T, m *model, err error) bool {
+	t.Helper()
+	if len(m.fifo) >= pending.DefaultMaxPending {
+		if !errors.Is(err, pending.ErrQueueFull) {
+			t.Fatalf("%d pending: got %v, want ErrQueueFull", len(m.fifo), err)
+		}
+		return true
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return false
+}
+
 // FuzzQueue runs random sequences of every operation against the model:
 // FIFO order, drains by checkpoint, and the exact status or race reason of
 // every revoke and replace.
@@ -46,8 +63,8 @@ func FuzzQueue(f *testing.F) {
 			case 0: // inject
 				mode := modes[int(x)%3]
 				id, err := q.Inject(actor, mode, text("m"))
-				if err != nil {
-					t.Fatal(err)
+				if full(t, m, err) {
+					continue
 				}
 				m.fifo = append(m.fifo, id)
 				m.mode[id], m.kind[id], m.owner[id], m.state[id] = mode, pending.KindUser, actor.ID, "pending"
@@ -55,8 +72,8 @@ func FuzzQueue(f *testing.F) {
 			case 1: // remind
 				mode := modes[int(x)%3]
 				id, err := q.Remind(pending.Reminder{Body: "r"}, mode)
-				if err != nil {
-					t.Fatal(err)
+				if full(t, m, err) {
+					continue
 				}
 				m.fifo = append(m.fifo, id)
 				m.mode[id], m.kind[id], m.state[id] = mode, pending.KindReminder, "pending"

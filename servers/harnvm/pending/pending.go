@@ -41,6 +41,17 @@
 // unknown propagate value HARN-RMD-005, as in Harn), each a *[ReminderError].
 //
 // A Queue is safe for concurrent use.
+//
+// # Serving the methods
+//
+// [Sessions] serves the six methods over the generated gen/harn handlers
+// (Sessions.Register sets the harn.VMHandlers fields) with one Queue per
+// open session; rows and results are gen/harn's types ([Entry.Wire],
+// [Listing.Wire]), the caller's identity is read from _meta.harn.actor
+// ([ActorOf]), and [RemindErrors] answers session/remind params the
+// generated decoder would refuse with Harn's HARN-RMD diagnostics.
+// [Entry.UserMessage] is the user_message update a runtime sends when it
+// delivers an injected message.
 package pending
 
 import (
@@ -52,24 +63,27 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/bridgekit/bridgekit/gen/acp"
+	"github.com/bridgekit/bridgekit/gen/harn"
 	"github.com/bridgekit/bridgekit/runtime/rpc"
+	"github.com/bridgekit/bridgekit/runtime/wire"
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 )
 
-// Mode is a canonical delivery mode.
-type Mode string
+// Mode is a canonical delivery mode (gen/harn's type of a pending row's
+// mode).
+type Mode = harn.DeliveryMode
 
 // The canonical delivery modes.
 const (
-	InterruptImmediate Mode = "interrupt_immediate"
-	FinishStep         Mode = "finish_step"
-	AuditOnly          Mode = "audit_only"
+	InterruptImmediate = harn.DeliveryModeInterruptImmediate
+	FinishStep         = harn.DeliveryModeFinishStep
+	AuditOnly          = harn.DeliveryModeAuditOnly
 )
 
 // Checkpoint is a point of the agent loop where injections are delivered.
@@ -157,17 +171,18 @@ type Entry struct {
 	Reminder *Reminder
 }
 
-// MarshalJSON encodes e as a session/pending_injections row.
-func (e Entry) MarshalJSON() ([]byte, error) {
+// Wire is e as a session/pending_injections row (gen/harn's
+// PendingInjection): a user row {kind, id, messageId, mode, position,
+// content}, or a reminder row with the reminder's members in camelCase,
+// null for no dedupe key, ttl or originating agent.
+func (e Entry) Wire() (harn.PendingInjection, error) {
 	if e.Kind == KindUser {
-		return json.Marshal(struct {
-			Kind      Kind           `json:"kind"`
-			ID        string         `json:"id"`
-			MessageID string         `json:"messageId"`
-			Mode      Mode           `json:"mode"`
-			Position  int            `json:"position"`
-			Content   jsontext.Value `json:"content"`
-		}{e.Kind, e.ID, e.ID, e.Mode, e.Position, e.Content})
+		var content harn.PendingUserMessageContent
+		if err := json.Unmarshal(e.Content, &content); err != nil {
+			return harn.PendingInjection{}, fmt.Errorf("pending: content of %s: %w", e.ID, err)
+		}
+		return harn.PendingInjection{User: &harn.PendingUserMessage{ID: &e.ID, MessageID: e.ID, Mode: e.Mode,
+			Position: int64(e.Position), Content: content}}, nil
 	}
 	r := e.Reminder
 	if r == nil {
@@ -177,47 +192,52 @@ func (e Entry) MarshalJSON() ([]byte, error) {
 	if tags == nil {
 		tags = []string{}
 	}
-	var dedupe *string
+	row := &harn.PendingReminder{ID: &e.ID, ReminderID: e.ID, Mode: e.Mode, Position: int64(e.Position), Body: r.Body, Tags: tags,
+		DedupeKey: wire.Null[string](), TTLTurns: wire.Null[int64](), PreserveOnCompact: &r.PreserveOnCompact,
+		Propagate: &r.Propagate, RoleHint: new(string(r.RoleHint)), Source: &r.Source, FiredAtTurn: &r.FiredAtTurn,
+		OriginatingAgentID: wire.Null[string]()}
 	if r.DedupeKey != "" {
-		dedupe = &r.DedupeKey
+		row.DedupeKey = wire.Some(r.DedupeKey)
 	}
-	var ttl *int64
 	if r.TTLTurns > 0 {
-		ttl = &r.TTLTurns
+		row.TTLTurns = wire.Some(r.TTLTurns)
 	}
-	return json.Marshal(struct {
-		Kind               Kind      `json:"kind"`
-		ID                 string    `json:"id"`
-		ReminderID         string    `json:"reminderId"`
-		Mode               Mode      `json:"mode"`
-		Position           int       `json:"position"`
-		Body               string    `json:"body"`
-		Tags               []string  `json:"tags"`
-		DedupeKey          *string   `json:"dedupeKey"`
-		TTLTurns           *int64    `json:"ttlTurns"`
-		PreserveOnCompact  bool      `json:"preserveOnCompact"`
-		Propagate          Propagate `json:"propagate"`
-		RoleHint           RoleHint  `json:"roleHint"`
-		Source             string    `json:"source"`
-		FiredAtTurn        int64     `json:"firedAtTurn"`
-		OriginatingAgentID *string   `json:"originatingAgentId"`
-	}{e.Kind, e.ID, e.ID, e.Mode, e.Position, r.Body, tags, dedupe, ttl, r.PreserveOnCompact, r.Propagate, r.RoleHint,
-		r.Source, r.FiredAtTurn, nil})
+	return harn.PendingInjection{Reminder: row}, nil
+}
+
+// MarshalJSON encodes e as a session/pending_injections row (Wire).
+func (e Entry) MarshalJSON() ([]byte, error) {
+	w, err := e.Wire()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(w)
 }
 
 // Listing is the result of session/pending_injections.
 type Listing []Entry
 
-// MarshalJSON encodes l as {pendingCount, injections}.
-func (l Listing) MarshalJSON() ([]byte, error) {
-	entries := []Entry(l)
-	if entries == nil {
-		entries = []Entry{}
+// Wire is l as the result of session/pending_injections (gen/harn's
+// SessionPendingInjectionsResult): {pendingCount, injections}.
+func (l Listing) Wire() (*harn.SessionPendingInjectionsResult, error) {
+	out := &harn.SessionPendingInjectionsResult{PendingCount: int64(len(l)), Injections: make([]harn.PendingInjection, len(l))}
+	for i, e := range l {
+		w, err := e.Wire()
+		if err != nil {
+			return nil, err
+		}
+		out.Injections[i] = w
 	}
-	return json.Marshal(struct {
-		PendingCount int     `json:"pendingCount"`
-		Injections   []Entry `json:"injections"`
-	}{len(entries), entries})
+	return out, nil
+}
+
+// MarshalJSON encodes l as {pendingCount, injections} (Wire).
+func (l Listing) MarshalJSON() ([]byte, error) {
+	w, err := l.Wire()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(w)
 }
 
 // Status is a successful mutation's status.
@@ -551,11 +571,9 @@ func checkMode(method string, m Mode) error {
 		Detail: fmt.Sprintf("unsupported mode `%s`", rpc.Truncate(string(m), rpc.MaxEcho))}
 }
 
-var blockTypes = []string{"text", "image", "audio", "resource", "resource_link"}
-
 // checkContent accepts a non-empty string or a non-empty array of ACP
-// content blocks (objects whose type is text, image, audio, resource or
-// resource_link; a text block needs a string text).
+// content blocks (gen/acp's ContentBlock: text, image, audio, resource or
+// resource_link, each with its required members).
 func checkContent(method string, content jsontext.Value) error {
 	bad := func(detail string) error { return &InputError{Method: method, Err: ErrInvalidContent, Detail: detail} }
 	switch content.Kind() {
@@ -571,7 +589,7 @@ func checkContent(method string, content jsontext.Value) error {
 		}
 		return nil
 	case '[':
-		var blocks []map[string]jsontext.Value
+		var blocks []jsontext.Value
 		if json.Unmarshal(content, &blocks) != nil {
 			return bad("content must be a string or an array of content blocks")
 		}
@@ -579,14 +597,20 @@ func checkContent(method string, content jsontext.Value) error {
 			return bad("content must not be empty")
 		}
 		for i, b := range blocks {
-			var typ string
-			if b == nil || json.Unmarshal(b["type"], &typ) != nil || !slices.Contains(blockTypes, typ) {
-				return bad(fmt.Sprintf("content block %d has no known type", i))
+			if b.Kind() != '{' {
+				return bad("content must be a string or an array of content blocks")
 			}
-			if typ == "text" {
-				if t, ok := b["text"]; !ok || t.Kind() != '"' {
-					return bad(fmt.Sprintf("content block %d: text block without text", i))
+			var block acp.ContentBlock
+			err := json.Unmarshal(b, &block)
+			switch {
+			case err == nil && block.Unknown == nil:
+			case err == nil || rpc.Member(b, "type").Kind() != '"':
+				return bad(fmt.Sprintf("content block %d has no known type", i))
+			default:
+				if de, ok := errors.AsType[*wire.DecodeError](err); ok {
+					err = de
 				}
+				return bad(fmt.Sprintf("content block %d: %v", i, err))
 			}
 		}
 		return nil

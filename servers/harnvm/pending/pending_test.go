@@ -79,16 +79,17 @@ func TestContentAndModes(t *testing.T) {
 		}
 	}
 	for c, msg := range map[string]string{
-		``:                            "session/inject requires content",
-		`""`:                          "session/inject: content must not be empty",
-		`[]`:                          "session/inject: content must not be empty",
-		`[{}]`:                        "session/inject: content block 0 has no known type",
-		`[{"type":"video"}]`:          "session/inject: content block 0 has no known type",
-		`[{"type":"text"}]`:           "session/inject: content block 0: text block without text",
-		`["hi"]`:                      "session/inject: content must be a string or an array of content blocks",
-		`5`:                           "session/inject: content must be a string or an array of content blocks",
-		`{"type":"text","text":"hi"}`: "session/inject: content must be a string or an array of content blocks",
-		`null`:                        "session/inject: content must be a string or an array of content blocks",
+		``:                              "session/inject requires content",
+		`""`:                            "session/inject: content must not be empty",
+		`[]`:                            "session/inject: content must not be empty",
+		`[{}]`:                          "session/inject: content block 0 has no known type",
+		`[{"type":"video"}]`:            "session/inject: content block 0 has no known type",
+		`[{"type":"text"}]`:             "session/inject: content block 0: decode TextContent.text: missing required member",
+		`[{"type":"image","data":"x"}]`: "session/inject: content block 0: decode ImageContent.mimeType: missing required member",
+		`["hi"]`:                        "session/inject: content must be a string or an array of content blocks",
+		`5`:                             "session/inject: content must be a string or an array of content blocks",
+		`{"type":"text","text":"hi"}`:   "session/inject: content must be a string or an array of content blocks",
+		`null`:                          "session/inject: content must be a string or an array of content blocks",
 	} {
 		_, err := q.Inject(alice, pending.FinishStep, jsontext.Value(c))
 		if !errors.Is(err, pending.ErrInvalidContent) || err.Error() != msg {

@@ -7,40 +7,43 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/bridgekit/bridgekit/gen/harn"
 	"github.com/bridgekit/bridgekit/runtime/rpc"
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 )
 
-// Propagate says how far a reminder travels to sub-agents.
-type Propagate string
+// Propagate says how far a reminder travels to sub-agents (gen/harn's
+// type).
+type Propagate = harn.ReminderPropagate
 
 // The propagate values; PropagateSession is the default.
 const (
-	PropagateAll     Propagate = "all"
-	PropagateSession Propagate = "session"
-	PropagateNone    Propagate = "none"
+	PropagateAll     = harn.ReminderPropagateAll
+	PropagateSession = harn.ReminderPropagateSession
+	PropagateNone    = harn.ReminderPropagateNone
 )
 
-// RoleHint is the role a reminder asks to be rendered as.
-type RoleHint string
+// RoleHint is the role a reminder asks to be rendered as (gen/harn's
+// type).
+type RoleHint = harn.ReminderRoleHint
 
 // The role hints; RoleSystem is the default.
 const (
-	RoleSystem         RoleHint = "system"
-	RoleDeveloper      RoleHint = "developer"
-	RoleUserBlock      RoleHint = "user_block"
-	RoleEphemeralCache RoleHint = "ephemeral_cache"
+	RoleSystem         = harn.ReminderRoleHintSystem
+	RoleDeveloper      = harn.ReminderRoleHintDeveloper
+	RoleUserBlock      = harn.ReminderRoleHintUserBlock
+	RoleEphemeralCache = harn.ReminderRoleHintEphemeralCache
 )
 
-// Authority is how binding a reminder is.
-type Authority string
+// Authority is how binding a reminder is (gen/harn's type).
+type Authority = harn.ReminderAuthority
 
 // The authorities; AuthorityContract is the default.
 const (
-	AuthorityContract   Authority = "contract"
-	AuthorityCorrective Authority = "corrective"
-	AuthorityAdvisory   Authority = "advisory"
+	AuthorityContract   = harn.ReminderAuthorityContract
+	AuthorityCorrective = harn.ReminderAuthorityCorrective
+	AuthorityAdvisory   = harn.ReminderAuthorityAdvisory
 )
 
 // SourceBridge is the only source a session/remind reminder may have.

@@ -6,7 +6,8 @@
 //
 //   - The request's args are exactly authority_kind, event_fingerprint,
 //     plan_fingerprint, hypothesis_id, operation_receipt_id and run_id (a
-//     string or null); [ParseArgs] reads them strictly into a [Binding].
+//     string or null); [ParseArgs] reads them strictly into a [Binding],
+//     gen/harn's HypothesisAttestArgs.
 //   - Success is this exact document and nothing else, which [Success]
 //     returns and [CheckSuccess] verifies on the runtime side:
 //     {"_meta":{"harn":{"hostResult":{"schema":"harn.host-result.v1","kind":"hypothesis_native_attestation"}}}}
@@ -16,7 +17,9 @@
 //     request: an exact retry returns the same success, reuse with different
 //     bindings fails.
 //
-// An [Attestor] implements the receipt rules. The adapter calls
+// An [Attestor] implements the receipt rules; [Attestor.Register] installs
+// it on a host's harn.HostHandlers (the typed operation field), which is
+// also what advertises it. The adapter calls
 // [Attestor.Issue] when a native operation completes, and hands the receipt
 // id to the script; [Attestor.Attest] then checks the request, asks the
 // adapter's [VerifyFunc] once per receipt, and binds the receipt to the
@@ -44,12 +47,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 
+	"github.com/bridgekit/bridgekit/gen/harn"
 	"github.com/bridgekit/bridgekit/runtime/rpc"
+	"github.com/bridgekit/bridgekit/runtime/wire"
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -70,220 +73,91 @@ const (
 var successDoc = []byte(`{"_meta":{"harn":{"hostResult":{"schema":"` + ResultSchema + `","kind":"` + ResultKind + `"}}}}`)
 
 // Success returns the success document, a fresh copy each time (always the
-// same bytes).
+// same bytes: gen/harn's HypothesisAttestation, encoded).
 func Success() jsontext.Value { return bytes.Clone(successDoc) }
 
 // ErrInvalidResult is matched by CheckSuccess's errors.
 var ErrInvalidResult = errors.New("native adapter returned an invalid " + Operation + " result")
 
 // CheckSuccess reports whether result is the success document: the same
-// members and values, in any order and spacing, and nothing else. Harn
-// rejects missing, malformed and extended documents; a runtime written in Go
-// does the same with this.
+// members and values, in any order and spacing, and nothing else (gen/harn's
+// HypothesisAttestation, closed at every level, with its two constants).
+// Harn rejects missing, malformed and extended documents; a runtime written
+// in Go does the same with this.
 func CheckSuccess(result []byte) error {
-	fail := func(format string, args ...any) error {
-		return fmt.Errorf("%w: %s", ErrInvalidResult, fmt.Sprintf(format, args...))
-	}
-	top, err := exactObject(result, "_meta")
-	if err != nil {
-		return fail("result: %v", err)
-	}
-	meta, err := exactObject(top["_meta"], "harn")
-	if err != nil {
-		return fail("_meta: %v", err)
-	}
-	harn, err := exactObject(meta["harn"], "hostResult")
-	if err != nil {
-		return fail("_meta.harn: %v", err)
-	}
-	hr, err := exactObject(harn["hostResult"], "schema", "kind")
-	if err != nil {
-		return fail("_meta.harn.hostResult: %v", err)
-	}
-	for name, want := range map[string]string{"schema": ResultSchema, "kind": ResultKind} {
-		var got string
-		if err := json.Unmarshal(hr[name], &got); err != nil || got != want {
-			return fail("_meta.harn.hostResult.%s is %s, want %q", name, hr[name], want)
+	if err := json.Unmarshal(result, new(harn.HypothesisAttestation)); err != nil {
+		if de, ok := errors.AsType[*wire.DecodeError](err); ok {
+			err = de
 		}
+		return fmt.Errorf("%w: %w", ErrInvalidResult, err)
 	}
 	return nil
 }
 
-// exactObject decodes raw as a JSON object with exactly the members names.
-func exactObject(raw []byte, names ...string) (map[string]jsontext.Value, error) {
-	var m map[string]jsontext.Value
-	if len(raw) == 0 {
-		return nil, errors.New("missing")
-	}
-	if jsontext.Value(raw).Kind() != '{' {
-		return nil, fmt.Errorf("not an object")
-	}
-	if err := json.Unmarshal(raw, &m); err != nil {
-		return nil, err
-	}
-	for _, n := range names {
-		if _, ok := m[n]; !ok {
-			return nil, fmt.Errorf("missing member %q", n)
-		}
-	}
-	if len(m) != len(names) {
-		var extra []string
-		for k := range m {
-			if !slices.Contains(names, k) {
-				extra = append(extra, k)
-			}
-		}
-		slices.Sort(extra)
-		return nil, fmt.Errorf("unexpected member(s) %s", quoteAll(extra))
-	}
-	return m, nil
-}
-
-func quoteAll(names []string) string {
-	q := make([]string, len(names))
-	for i, n := range names {
-		q[i] = fmt.Sprintf("%q", rpc.Truncate(n, rpc.MaxEcho))
-	}
-	return strings.Join(q, ", ")
-}
-
-// AuthorityKind is the kind of authority the script requests.
-type AuthorityKind string
+// AuthorityKind is the kind of authority the script requests (gen/harn's
+// type; Known tells the four apart from anything else).
+type AuthorityKind = harn.HypothesisAttestArgsAuthorityKind
 
 // The authority kinds Harn sends.
 const (
-	PlanAdmission     AuthorityKind = "plan_admission"
-	NativeApproval    AuthorityKind = "native_approval"
-	NativeObservation AuthorityKind = "native_observation"
-	LifecycleAudit    AuthorityKind = "lifecycle_audit"
+	PlanAdmission     = harn.HypothesisAttestArgsAuthorityKindPlanAdmission
+	NativeApproval    = harn.HypothesisAttestArgsAuthorityKindNativeApproval
+	NativeObservation = harn.HypothesisAttestArgsAuthorityKindNativeObservation
+	LifecycleAudit    = harn.HypothesisAttestArgsAuthorityKindLifecycleAudit
 )
 
-// Known reports whether k is one of the four kinds.
-func (k AuthorityKind) Known() bool {
-	switch k {
-	case PlanAdmission, NativeApproval, NativeObservation, LifecycleAudit:
-		return true
-	}
-	return false
-}
+// Binding is one attestation request: the args of hypothesis.attest_event,
+// gen/harn's HypothesisAttestArgs (authority_kind, event_fingerprint and
+// plan_fingerprint of the form sha256:<64 lowercase hex digits>,
+// hypothesis_id, operation_receipt_id, and run_id, nil for null). A
+// receipt is bound to one exact Binding.
+type Binding = harn.HypothesisAttestArgs
 
-// Binding is one attestation request: the args of hypothesis.attest_event.
-// A receipt is bound to one exact Binding.
-type Binding struct {
-	AuthorityKind AuthorityKind
-	// EventFingerprint and PlanFingerprint are "sha256:" and 64 lowercase
-	// hex digits.
-	EventFingerprint string
-	PlanFingerprint  string
-	HypothesisID     string
-	// OperationReceiptID names the receipt of the completed native
-	// operation.
-	OperationReceiptID string
-	// RunID is the run, or nil for null.
-	RunID *string
-}
-
-// Equal reports whether b and o are the same request, member for member.
-func (b Binding) Equal(o Binding) bool {
-	if (b.RunID == nil) != (o.RunID == nil) || (b.RunID != nil && *b.RunID != *o.RunID) {
+// Equal reports whether a and b are the same request, member for member.
+func Equal(a, b Binding) bool {
+	if (a.RunID == nil) != (b.RunID == nil) || (a.RunID != nil && *a.RunID != *b.RunID) {
 		return false
 	}
-	return b.AuthorityKind == o.AuthorityKind && b.EventFingerprint == o.EventFingerprint &&
-		b.PlanFingerprint == o.PlanFingerprint && b.HypothesisID == o.HypothesisID &&
-		b.OperationReceiptID == o.OperationReceiptID
+	return a.AuthorityKind == b.AuthorityKind && a.EventFingerprint == b.EventFingerprint &&
+		a.PlanFingerprint == b.PlanFingerprint && a.HypothesisID == b.HypothesisID &&
+		a.OperationReceiptID == b.OperationReceiptID
 }
 
-// Validate checks b as Harn does before it sends the request: a known
-// authority kind, fingerprints of the form sha256:<64 lowercase hex>,
-// non-empty ids and a non-empty run id when there is one. Its error is an
-// *Error with ReasonInvalidRequest.
-func (b Binding) Validate() error {
-	bad := func(format string, args ...any) error {
-		return &Error{Reason: ReasonInvalidRequest, ReceiptID: b.OperationReceiptID, Detail: fmt.Sprintf(format, args...)}
-	}
-	switch {
-	case !b.AuthorityKind.Known():
-		return bad("authority_kind %q is not plan_admission, native_approval, native_observation or lifecycle_audit", rpc.Truncate(string(b.AuthorityKind), rpc.MaxEcho))
-	case !isFingerprint(b.EventFingerprint):
-		return bad("event_fingerprint is not sha256:<64 lowercase hex digits>")
-	case !isFingerprint(b.PlanFingerprint):
-		return bad("plan_fingerprint is not sha256:<64 lowercase hex digits>")
-	case b.HypothesisID == "":
-		return bad("hypothesis_id is empty")
-	case b.OperationReceiptID == "":
-		return bad("operation_receipt_id is empty")
-	case b.RunID != nil && *b.RunID == "":
-		return bad("run_id is empty (send null for no run)")
-	}
-	return nil
-}
-
-func isFingerprint(s string) bool {
-	hex, ok := strings.CutPrefix(s, "sha256:")
-	if !ok || len(hex) != 64 {
-		return false
-	}
-	for i := range len(hex) {
-		if c := hex[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return false
-		}
-	}
-	return true
-}
-
-var argNames = []string{"authority_kind", "event_fingerprint", "plan_fingerprint", "hypothesis_id", "operation_receipt_id", "run_id"}
-
-// ParseArgs reads the args of a hypothesis.attest_event call strictly: an
-// object with exactly the six members, strings where strings belong, run_id a
-// string or null, and then Validate. Its error is an *Error with
+// Validate checks b as Harn does before it sends the request, which is
+// what the schema says and the generated decoder checks: a known authority
+// kind, fingerprints of the form sha256:<64 lowercase hex>, non-empty ids
+// and a non-empty run id when there is one. Its error is an *Error with
 // ReasonInvalidRequest.
-func ParseArgs(args []byte) (Binding, error) {
-	m, err := exactObject(args, argNames...)
+func Validate(b Binding) error {
+	args, err := json.Marshal(b)
 	if err != nil {
-		return Binding{}, &Error{Reason: ReasonInvalidRequest, Detail: "args: " + err.Error()}
+		return invalid(b.OperationReceiptID, err)
 	}
+	_, err = ParseArgs(args)
+	return err
+}
+
+func invalid(receipt string, err error) error {
+	if de, ok := errors.AsType[*wire.DecodeError](err); ok {
+		err = de
+	}
+	return &Error{Reason: ReasonInvalidRequest, ReceiptID: receipt, Detail: "args: " + err.Error()}
+}
+
+// ParseArgs reads the args of a hypothesis.attest_event call strictly, with
+// gen/harn's decoder: an object with exactly the six members, strings where
+// strings belong, run_id a string or null, every constraint of the schema.
+// Its error is an *Error with ReasonInvalidRequest.
+func ParseArgs(args []byte) (Binding, error) {
 	var b Binding
-	str := func(name string, p *string) error {
-		if err := json.Unmarshal(m[name], p); err != nil || m[name].Kind() != '"' {
-			return &Error{Reason: ReasonInvalidRequest, Detail: name + " is not a string"}
+	if err := json.Unmarshal(args, &b); err != nil {
+		var receipt string
+		if r := rpc.Member(args, "operation_receipt_id"); r.Kind() == '"' {
+			_ = json.Unmarshal(r, &receipt)
 		}
-		return nil
-	}
-	var kind string
-	for _, f := range []struct {
-		name string
-		p    *string
-	}{
-		{"authority_kind", &kind}, {"event_fingerprint", &b.EventFingerprint}, {"plan_fingerprint", &b.PlanFingerprint},
-		{"hypothesis_id", &b.HypothesisID}, {"operation_receipt_id", &b.OperationReceiptID},
-	} {
-		if err := str(f.name, f.p); err != nil {
-			return Binding{}, err
-		}
-	}
-	b.AuthorityKind = AuthorityKind(kind)
-	if m["run_id"].Kind() != 'n' {
-		b.RunID = new(string)
-		if err := str("run_id", b.RunID); err != nil {
-			return Binding{}, &Error{Reason: ReasonInvalidRequest, Detail: "run_id is neither a string nor null"}
-		}
-	}
-	if err := b.Validate(); err != nil {
-		return Binding{}, err
+		return Binding{}, invalid(receipt, err)
 	}
 	return b, nil
-}
-
-// MarshalJSON encodes b as the args object, run_id null when RunID is nil.
-func (b Binding) MarshalJSON() ([]byte, error) {
-	return json.Marshal(struct {
-		AuthorityKind      AuthorityKind `json:"authority_kind"`
-		EventFingerprint   string        `json:"event_fingerprint"`
-		PlanFingerprint    string        `json:"plan_fingerprint"`
-		HypothesisID       string        `json:"hypothesis_id"`
-		OperationReceiptID string        `json:"operation_receipt_id"`
-		RunID              *string       `json:"run_id"`
-	}{b.AuthorityKind, b.EventFingerprint, b.PlanFingerprint, b.HypothesisID, b.OperationReceiptID, b.RunID})
 }
 
 // Reason classifies a failed attestation.
@@ -508,7 +382,7 @@ func (a *Attestor) stale(r *receipt, now time.Time) bool {
 // that arrives while the receipt's first request is being verified waits for
 // that outcome (or for ctx, whose error it then returns).
 func (a *Attestor) Attest(ctx context.Context, b Binding) (jsontext.Value, error) {
-	if err := b.Validate(); err != nil {
+	if err := Validate(b); err != nil {
 		return nil, err
 	}
 	id := b.OperationReceiptID
@@ -529,7 +403,7 @@ func (a *Attestor) Attest(ctx context.Context, b Binding) (jsontext.Value, error
 			return nil, fail(ReasonStaleReceipt, "the operation receipt has expired", nil)
 		}
 		if r.bound != nil {
-			same := r.bound.Equal(b)
+			same := Equal(*r.bound, b)
 			a.mu.Unlock()
 			if same {
 				return Success(), nil
@@ -583,6 +457,30 @@ func (a *Attestor) verify(ctx context.Context, b Binding) (err error) {
 		}
 	}()
 	return a.opts.Verify(ctx, b)
+}
+
+// Register installs a as the host's trusted adapter: it sets
+// h.HypothesisAttestEvent to a.Handle, so that the operation is served and,
+// by servers/host, advertised in host/capabilities (hypothesis:
+// [attest_event]) exactly while it is set.
+func (a *Attestor) Register(h *harn.HostHandlers) { h.HypothesisAttestEvent = a.Handle }
+
+// Handle serves the typed hypothesis.attest_event operation; it has the
+// type of harn.HostHandlers.HypothesisAttestEvent, whose generated decoder
+// has already read args strictly (an invalid request is answered -32602
+// before Handle runs). It answers with the success document or with
+// Error.RPCError; a context error is returned as is.
+func (a *Attestor) Handle(ctx context.Context, _ *harn.HostCallParams, args *harn.HypothesisAttestArgs) (*harn.HypothesisAttestation, error) {
+	if args == nil {
+		return nil, (&Error{Reason: ReasonInvalidRequest, Detail: "args: missing"}).RPCError()
+	}
+	if _, err := a.Attest(ctx, *args); err != nil {
+		if e, ok := errors.AsType[*Error](err); ok {
+			return nil, fmt.Errorf("%w: %w", e, e.RPCError())
+		}
+		return nil, err
+	}
+	return &harn.HypothesisAttestation{}, nil
 }
 
 // HandleArgs serves one hypothesis.attest_event call from its raw args (the

@@ -49,6 +49,9 @@ func TestSuccessDocument(t *testing.T) {
 	if err := attest.CheckSuccess([]byte(want)); err != nil {
 		t.Fatal(err)
 	}
+	if gen, err := json.Marshal(harn.HypothesisAttestation{}); err != nil || string(gen) != want {
+		t.Fatalf("gen/harn's HypothesisAttestation encodes as %s, %v", gen, err)
+	}
 }
 
 func TestCheckSuccess(t *testing.T) {
@@ -91,7 +94,7 @@ func TestParseArgs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !b.Equal(binding("rcpt-1")) {
+	if !attest.Equal(b, binding("rcpt-1")) {
 		t.Fatalf("got %+v", b)
 	}
 	out, _ := json.Marshal(b)
@@ -505,5 +508,70 @@ func TestOverBridge(t *testing.T) {
 	vm.Close()
 	if err := <-served; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The adapter on the typed field: Register installs it, servers/host then
+// advertises hypothesis.attest_event (and not before), and a VM gets the
+// exact document, the same bytes on an exact retry, and Harn's errors.
+func TestRegisteredOnTheTypedField(t *testing.T) {
+	ctx := context.Background()
+	serve := func(h *harn.HostHandlers) (*harnvm.Client, func()) {
+		hostIn, vmOut := io.Pipe()
+		vmIn, hostOut := io.Pipe()
+		served := make(chan error, 1)
+		go func() { served <- host.New(h, nil).Serve(ctx, hostIn, hostOut) }()
+		vm := harnvm.New(vmIn, vmOut, nil, nil)
+		return vm, func() {
+			vm.Close()
+			if err := <-served; err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	vm, stop := serve(&harn.HostHandlers{})
+	if ok, err := vm.Supports(ctx, attest.Capability, attest.Op); err != nil || ok {
+		t.Fatalf("advertised without an adapter: %v %v", ok, err)
+	}
+	if _, err := vm.HypothesisAttestEvent(ctx, nil, new(binding("rcpt-1"))); !errors.Is(err, rpc.ErrMethodNotFound) {
+		t.Fatalf("served without an adapter: %v", err)
+	}
+	stop()
+
+	a := attest.New(nil)
+	_ = a.Issue("rcpt-1")
+	var h harn.HostHandlers
+	a.Register(&h)
+	vm, stop = serve(&h)
+	defer stop()
+	if ok, err := vm.Supports(ctx, attest.Capability, attest.Op); err != nil || !ok {
+		t.Fatalf("not advertised: %v %v", ok, err)
+	}
+	var raw jsontext.Value
+	args, _ := json.Marshal(binding("rcpt-1"))
+	for range 2 {
+		if err := vm.Conn().Call(ctx, harn.MethodHostCall, &harn.HostCallParams{Name: attest.Operation, Args: args}, &raw); err != nil ||
+			!bytes.Equal(raw, attest.Success()) {
+			t.Fatalf("attest: %s %v", raw, err)
+		}
+	}
+	if res, err := vm.HypothesisAttestEvent(ctx, nil, new(binding("rcpt-1"))); err != nil || res == nil {
+		t.Fatalf("typed peer: %v", err)
+	}
+	other := binding("rcpt-1")
+	other.HypothesisID = "hyp-2"
+	_, err := vm.HypothesisAttestEvent(ctx, nil, &other)
+	var re *rpc.Error
+	if !errors.As(err, &re) || re.Code != attest.CodeRejected || string(re.Data) != `{"reason":"receipt_reused","operation_receipt_id":"rcpt-1"}` {
+		t.Fatalf("reuse: %v", err)
+	}
+	_, err = vm.HypothesisAttestEvent(ctx, nil, new(binding("rcpt-9")))
+	if !errors.As(err, &re) || re.Code != attest.CodeRejected || !strings.Contains(re.Message, "unknown_receipt") {
+		t.Fatalf("unknown receipt: %v", err)
+	}
+	// Invalid args never reach the adapter: the generated decoder answers.
+	err = vm.Conn().Call(ctx, harn.MethodHostCall, jsontext.Value(`{"name":"hypothesis.attest_event","args":{"authority_kind":"root"}}`), nil)
+	if !errors.Is(err, rpc.ErrInvalidParams) {
+		t.Fatalf("invalid args: %v", err)
 	}
 }

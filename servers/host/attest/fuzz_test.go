@@ -29,7 +29,7 @@ func FuzzDecode(f *testing.F) {
 				t.Fatal(err)
 			}
 			b2, err := attest.ParseArgs(out)
-			if err != nil || !b2.Equal(b) {
+			if err != nil || !attest.Equal(b2, b) {
 				t.Fatalf("re-encoded args %s: %v", out, err)
 			}
 		}

@@ -37,7 +37,7 @@ func FuzzClassify(f *testing.F) {
 				t.Fatal(err)
 			}
 			again, err := turn.ReadTerminal(meta)
-			if err != nil || again == nil || again.Kind != turn.KindNatural {
+			if err != nil || again == nil || again.Kind != turn.KindNatural || again.Reason != o.Terminal.Reason {
 				t.Fatalf("ReadTerminal disagrees: %v", err)
 			}
 		} else if o.Err() == nil {

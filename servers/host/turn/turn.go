@@ -15,10 +15,11 @@
 //
 // [Classify] reads a gen/acp PromptResponse into an [Outcome]; the
 // outcome's [Class] sorts it into four classes, and [Outcome.Err] is nil only
-// for a completion. gen/acp types _meta.harn (acp.PromptResponseMeta), so a
-// result whose harn or terminal member has the wrong kind already fails to
-// decode, and the session/prompt call with it; Classify reports a terminal
-// that decodes but lacks reason or owner as [ErrMalformedTerminal]. A failed prompt is a JSON-RPC error instead, which
+// for a completion. The terminal is gen/acp's typed
+// acp.TerminalOutcome (kind, reason and owner required, as Harn's catalogue
+// has them), so a result whose terminal is malformed already fails to
+// decode, and the session/prompt call with it; [ReadTerminal] reads one from
+// a raw _meta. A failed prompt is a JSON-RPC error instead, which
 // [ReadPromptError] reads when it carries Harn's harn.acp.prompt_error.v1
 // data.
 package turn
@@ -26,7 +27,6 @@ package turn
 import (
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/bridgekit/bridgekit/gen/acp"
 	"github.com/bridgekit/bridgekit/runtime/rpc"
@@ -34,121 +34,71 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 )
 
-// Kind is terminal.kind: why a Harn agent loop ended. Values this version
-// does not know are kept as sent.
-type Kind string
+// Kind is terminal.kind: why a Harn agent loop ended (gen/acp's type).
+// Values this version does not know are kept as sent; Known tells them
+// apart.
+type Kind = acp.TerminalKind
 
 // The terminal kinds Harn documents. Only KindNatural is completion.
 const (
-	KindNatural              Kind = "natural"
-	KindUserCancelled        Kind = "user_cancelled"
-	KindPolicyBudget         Kind = "policy_budget"
-	KindCompletionUnverified Kind = "completion_unverified"
-	KindPolicyNoProgress     Kind = "policy_no_progress"
-	KindPolicyThrash         Kind = "policy_thrash"
-	KindPolicyGuardrail      Kind = "policy_guardrail"
-	KindPolicyStop           Kind = "policy_stop"
-	KindProviderError        Kind = "provider_error"
-	KindRuntimeError         Kind = "runtime_error"
-	KindSuspended            Kind = "suspended"
-	KindUnknown              Kind = "unknown"
+	KindNatural              = acp.TerminalKindNatural
+	KindUserCancelled        = acp.TerminalKindUserCancelled
+	KindPolicyBudget         = acp.TerminalKindPolicyBudget
+	KindCompletionUnverified = acp.TerminalKindCompletionUnverified
+	KindPolicyNoProgress     = acp.TerminalKindPolicyNoProgress
+	KindPolicyThrash         = acp.TerminalKindPolicyThrash
+	KindPolicyGuardrail      = acp.TerminalKindPolicyGuardrail
+	KindPolicyStop           = acp.TerminalKindPolicyStop
+	KindProviderError        = acp.TerminalKindProviderError
+	KindRuntimeError         = acp.TerminalKindRuntimeError
+	KindSuspended            = acp.TerminalKindSuspended
+	KindUnknown              = acp.TerminalKindUnknown
 )
 
-var kinds = []Kind{KindNatural, KindUserCancelled, KindPolicyBudget, KindCompletionUnverified, KindPolicyNoProgress,
-	KindPolicyThrash, KindPolicyGuardrail, KindPolicyStop, KindProviderError, KindRuntimeError, KindSuspended, KindUnknown}
-
-// Known reports whether k is a documented kind.
-func (k Kind) Known() bool { return slices.Contains(kinds, k) }
-
-// Owner is terminal.owner: who ended the loop. Values this version does not
-// know are kept as sent.
-type Owner string
+// Owner is terminal.owner: who ended the loop (gen/acp's type). Values
+// this version does not know are kept as sent.
+type Owner = acp.TerminalOwner
 
 // The owners Harn documents.
 const (
-	OwnerAgent    Owner = "agent"
-	OwnerUser     Owner = "user"
-	OwnerPolicy   Owner = "policy"
-	OwnerProvider Owner = "provider"
-	OwnerHarness  Owner = "harness"
-	OwnerUnknown  Owner = "unknown"
+	OwnerAgent    = acp.TerminalOwnerAgent
+	OwnerUser     = acp.TerminalOwnerUser
+	OwnerPolicy   = acp.TerminalOwnerPolicy
+	OwnerProvider = acp.TerminalOwnerProvider
+	OwnerHarness  = acp.TerminalOwnerHarness
+	OwnerUnknown  = acp.TerminalOwnerUnknown
 )
 
-var owners = []Owner{OwnerAgent, OwnerUser, OwnerPolicy, OwnerProvider, OwnerHarness, OwnerUnknown}
+// Terminal is _meta.harn.terminal, gen/acp's type: kind, reason and owner,
+// the optional terminalClass, message and detail, and any member this
+// version does not name in Extra.
+type Terminal = acp.TerminalOutcome
 
-// Known reports whether o is a documented owner.
-func (o Owner) Known() bool { return slices.Contains(owners, o) }
-
-// Terminal is _meta.harn.terminal.
-type Terminal struct {
-	Kind   Kind
-	Reason string
-	Owner  Owner
-	// TerminalClass, Message and Detail are empty when absent.
-	TerminalClass string
-	Message       string
-	Detail        string
-	// Raw is the terminal object as it arrived, with any members this
-	// version does not name.
-	Raw jsontext.Value
-}
-
-// ErrMalformedTerminal is matched by errors from Classify and ReadTerminal
-// when _meta.harn.terminal is present but does not have the documented
-// shape (an object with string kind, reason and owner).
+// ErrMalformedTerminal is matched by ReadTerminal's errors when
+// _meta.harn.terminal is present but does not have the documented shape
+// (an object with string kind, reason and owner).
 var ErrMalformedTerminal = errors.New("malformed _meta.harn.terminal")
 
-// ReadTerminal reads _meta.harn.terminal from a result's _meta object. It
+// ReadTerminal reads _meta.harn.terminal from a result's raw _meta object
+// (acp.PromptResponse types it already; this is for _meta kept raw). It
 // returns nil, nil when there is none (no harn member, or no terminal in
-// it, or a null terminal).
+// it).
 func ReadTerminal(meta jsontext.Value) (*Terminal, error) {
 	if len(meta) == 0 || meta.Kind() == 'n' {
 		return nil, nil
 	}
-	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: %s", ErrMalformedTerminal, fmt.Sprintf(format, args...))
+	var m acp.PromptResponseMeta
+	if err := json.Unmarshal(meta, &m); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrMalformedTerminal, err)
 	}
-	var metaObj, harnObj, m map[string]jsontext.Value
-	if meta.Kind() != '{' || json.Unmarshal(meta, &metaObj) != nil {
-		return nil, bad("_meta is not a JSON object")
+	return terminalOf(&m), nil
+}
+
+func terminalOf(m *acp.PromptResponseMeta) *Terminal {
+	if m == nil || m.Harn == nil {
+		return nil
 	}
-	harn := metaObj["harn"]
-	if len(harn) == 0 || harn.Kind() == 'n' {
-		return nil, nil
-	}
-	if harn.Kind() != '{' || json.Unmarshal(harn, &harnObj) != nil {
-		return nil, bad("_meta.harn is not a JSON object")
-	}
-	raw := harnObj["terminal"]
-	if len(raw) == 0 || raw.Kind() == 'n' {
-		return nil, nil
-	}
-	if raw.Kind() != '{' || json.Unmarshal(raw, &m) != nil {
-		return nil, bad("not a JSON object")
-	}
-	t := &Terminal{Raw: raw}
-	var kind, owner string
-	for _, f := range []struct {
-		name     string
-		p        *string
-		required bool
-	}{
-		{"kind", &kind, true}, {"reason", &t.Reason, true}, {"owner", &owner, true},
-		{"terminalClass", &t.TerminalClass, false}, {"message", &t.Message, false}, {"detail", &t.Detail, false},
-	} {
-		v, ok := m[f.name]
-		if !ok {
-			if f.required {
-				return nil, bad("missing %s", f.name)
-			}
-			continue
-		}
-		if v.Kind() != '"' || json.Unmarshal(v, f.p) != nil {
-			return nil, bad("%s is not a string", f.name)
-		}
-	}
-	t.Kind, t.Owner = Kind(kind), Owner(owner)
-	return t, nil
+	return m.Harn.Terminal
 }
 
 // Class sorts outcomes.
@@ -191,29 +141,15 @@ type Outcome struct {
 	Terminal *Terminal
 }
 
-// Classify reads a session/prompt result. A malformed terminal yields an
-// Outcome without it (so never a completion) and an error matching
-// ErrMalformedTerminal. A nil resp is an error too.
+// Classify reads a session/prompt result. A nil resp is an error.
 func Classify(resp *acp.PromptResponse) (Outcome, error) {
 	if resp == nil {
 		return Outcome{}, errors.New("turn: no prompt result")
 	}
 	o := Outcome{StopReason: resp.StopReason}
-	var meta jsontext.Value
 	if m, ok := resp.Meta.Get(); ok {
-		// acp types _meta (acp.PromptResponseMeta); ReadTerminal reads it
-		// as sent, which its typed form writes back exactly.
-		raw, err := json.Marshal(&m)
-		if err != nil {
-			return o, fmt.Errorf("%w: %w", ErrMalformedTerminal, err)
-		}
-		meta = raw
+		o.Terminal = terminalOf(&m)
 	}
-	t, err := ReadTerminal(meta)
-	if err != nil {
-		return o, err
-	}
-	o.Terminal = t
 	return o, nil
 }
 
@@ -273,69 +209,67 @@ func (o Outcome) Err() error {
 // PromptErrorSchema is the data.schema of Harn's prompt failures.
 const PromptErrorSchema = "harn.acp.prompt_error.v1"
 
-// PromptError is the data of a failed session/prompt (JSON-RPC code
-// -32000) from a Harn agent. Empty strings and nil pointers are absent
-// members.
+// PromptError is a failed session/prompt (JSON-RPC code -32000) from a
+// Harn agent.
 type PromptError struct {
 	// Code and Message are the JSON-RPC error's.
 	Code    int64
 	Message string
-	// TerminalClass is one of context_overflow, provider_misconfigured,
-	// provider_unavailable, rate_limited, timeout, resource_busy,
-	// tool_policy_rejected, host_bridge_unimplemented,
-	// agent_loop_protocol_failure, parse_dropped, generic_throw (or a
-	// newer one, kept as sent).
-	TerminalClass string
-	Category      string
-	Kind          string
-	Reason        string
-	// ProviderCode is data.code, passed through from the provider as sent
-	// (a string or a number).
-	ProviderCode jsontext.Value
-	Retryable    *bool
-	RetryAfterMs *int64
-	Provider     string
-	Model        string
-	// Data is error.data as it arrived.
-	Data jsontext.Value
+	// Data is error.data, gen/acp's type: terminalClass (context_overflow,
+	// provider_misconfigured, provider_unavailable, rate_limited, timeout,
+	// resource_busy, tool_policy_rejected, host_bridge_unimplemented,
+	// agent_loop_protocol_failure, parse_dropped, generic_throw, or a newer
+	// one, kept as sent), category, kind, reason, the provider's code as
+	// sent, retryable, retryAfterMs, provider and model. Members of the
+	// wrong type (and null ones) are left out rather than failing the read:
+	// the error is already a failure, and its class should still be shown.
+	Data acp.PromptErrorData
+	// Raw is error.data as it arrived.
+	Raw jsontext.Value
+}
+
+// TerminalClass is Data.TerminalClass, or "" when absent.
+func (p *PromptError) TerminalClass() string {
+	if p.Data.TerminalClass == nil {
+		return ""
+	}
+	return string(*p.Data.TerminalClass)
 }
 
 // ReadPromptError finds, in err's chain, a JSON-RPC error whose data has
-// schema harn.acp.prompt_error.v1, and reads it. Members of the wrong type
-// are left unset rather than failing the read: the error is already a
-// failure, and its class should still be shown.
+// schema harn.acp.prompt_error.v1, and reads it (see PromptError.Data for
+// the members it leaves out).
 func ReadPromptError(err error) (*PromptError, bool) {
 	re, ok := errors.AsType[*rpc.Error](err)
 	if !ok || len(re.Data) == 0 || re.Data.Kind() != '{' {
 		return nil, false
 	}
-	var m map[string]jsontext.Value
-	if json.Unmarshal(re.Data, &m) != nil {
+	p := &PromptError{Code: re.Code, Message: re.Message, Raw: re.Data}
+	if json.Unmarshal(re.Data, &p.Data) == nil {
+		return p, true
+	}
+	// Keep the members that fit on their own (the schema member among
+	// them), then read those.
+	var members map[string]jsontext.Value
+	if json.Unmarshal(re.Data, &members) != nil {
 		return nil, false
 	}
-	var schema string
-	if json.Unmarshal(m["schema"], &schema) != nil || schema != PromptErrorSchema {
+	kept := map[string]jsontext.Value{}
+	for name, value := range members {
+		if value.Kind() == 'n' {
+			continue
+		}
+		one, err := json.Marshal(map[string]jsontext.Value{"schema": members["schema"], name: value})
+		if err == nil && json.Unmarshal(one, new(acp.PromptErrorData)) == nil {
+			kept[name] = value
+		}
+	}
+	if _, ok := kept["schema"]; !ok {
 		return nil, false
 	}
-	p := &PromptError{Code: re.Code, Message: re.Message, Data: re.Data}
-	for name, dst := range map[string]*string{"terminalClass": &p.TerminalClass, "category": &p.Category, "kind": &p.Kind,
-		"reason": &p.Reason, "provider": &p.Provider, "model": &p.Model} {
-		if v, ok := m[name]; ok && v.Kind() == '"' {
-			_ = json.Unmarshal(v, dst)
-		}
-	}
-	if v, ok := m["code"]; ok && v.Kind() != 'n' {
-		p.ProviderCode = v
-	}
-	if v, ok := m["retryable"]; ok && (v.Kind() == 't' || v.Kind() == 'f') {
-		b := v.Kind() == 't'
-		p.Retryable = &b
-	}
-	if v, ok := m["retryAfterMs"]; ok && v.Kind() == '0' {
-		var n int64
-		if json.Unmarshal(v, &n) == nil {
-			p.RetryAfterMs = &n
-		}
+	raw, err := json.Marshal(kept, json.Deterministic(true))
+	if err != nil || json.Unmarshal(raw, &p.Data) != nil {
+		return nil, false
 	}
 	return p, true
 }

@@ -110,24 +110,37 @@ func TestTerminalFields(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := turn.Terminal{Kind: turn.KindProviderError, Reason: "429", Owner: turn.OwnerProvider, TerminalClass: "rate_limited",
-		Message: "slow down", Detail: "retry in 30s", Raw: jsontext.Value(body)}
-	got := *o.Terminal
-	if got.Kind != want.Kind || got.Reason != want.Reason || got.Owner != want.Owner || got.TerminalClass != want.TerminalClass ||
-		got.Message != want.Message || got.Detail != want.Detail || string(got.Raw) != body {
+	got := o.Terminal
+	str := func(p *string) string {
+		if p == nil {
+			return "<nil>"
+		}
+		return *p
+	}
+	if got.Kind != turn.KindProviderError || got.Reason != "429" || got.Owner != turn.OwnerProvider || str(got.TerminalClass) != "rate_limited" ||
+		str(got.Message) != "slow down" || str(got.Detail) != "retry in 30s" {
 		t.Errorf("got %+v", got)
+	}
+	if x, ok := got.Extra.Get("x"); !ok || string(x) != "[1]" {
+		t.Errorf("unknown member not kept: %v", got.Extra)
+	}
+	again, err := json.Marshal(got)
+	if err != nil || string(again) != body {
+		t.Errorf("re-encoded %s, %v", again, err)
 	}
 }
 
-// A terminal that is present but malformed is an error, and never a
-// completion: acp types _meta.harn, so most malformed shapes already fail
-// decoding the prompt result (the session/prompt call fails); those it
-// accepts fail Classify.
+// A terminal that is present but malformed is never a completion: acp
+// types _meta.harn.terminal with kind, reason and owner required (Harn's
+// catalogue), so decoding the prompt result fails (and the session/prompt
+// call with it); ReadTerminal fails the same way on a raw _meta.
 func TestMalformedTerminal(t *testing.T) {
 	for _, doc := range []string{
 		terminal("end_turn", `"natural"`),
 		terminal("end_turn", `["natural"]`),
 		terminal("end_turn", `{"reason":"r","owner":"agent"}`),
+		terminal("end_turn", `{"kind":"natural","owner":"agent"}`),
+		terminal("end_turn", `{"kind":"natural","reason":"r"}`),
 		terminal("end_turn", `{"kind":1,"reason":"r","owner":"agent"}`),
 		terminal("end_turn", `{"kind":"natural","reason":"r","owner":"agent","message":7}`),
 		terminal("end_turn", `null`),
@@ -138,17 +151,14 @@ func TestMalformedTerminal(t *testing.T) {
 		if err := json.Unmarshal([]byte(doc), new(acp.PromptResponse)); !errors.As(err, &de) {
 			t.Errorf("%s: the typed prompt result must reject it: %v", doc, err)
 		}
-	}
-	for _, doc := range []string{
-		terminal("end_turn", `{"kind":"natural","owner":"agent"}`),
-		terminal("end_turn", `{"kind":"natural","reason":"r"}`),
-	} {
-		o, err := turn.Classify(result(t, doc))
-		if !errors.Is(err, turn.ErrMalformedTerminal) {
-			t.Errorf("%s: err = %v", doc, err)
+		var raw struct {
+			Meta jsontext.Value `json:"_meta"`
 		}
-		if o.Completed() || o.Terminal != nil || o.StopReason != acp.StopReasonEndTurn {
-			t.Errorf("%s: outcome %+v", doc, o)
+		if err := json.Unmarshal([]byte(doc), &raw); err != nil {
+			t.Fatal(err)
+		}
+		if tm, err := turn.ReadTerminal(raw.Meta); !errors.Is(err, turn.ErrMalformedTerminal) || tm != nil {
+			t.Errorf("%s: ReadTerminal = %v, %v", doc, tm, err)
 		}
 	}
 	if _, err := turn.Classify(nil); err == nil {
@@ -161,8 +171,14 @@ func TestMalformedTerminal(t *testing.T) {
 	if _, err := turn.ReadTerminal(dup); !errors.Is(err, turn.ErrMalformedTerminal) {
 		t.Errorf("duplicate member: %v", err)
 	}
-	if tm, err := turn.ReadTerminal(nil); tm != nil || err != nil {
-		t.Error("absent _meta")
+	for _, meta := range []string{"", "null", `{}`, `{"harn":{}}`, `{"other":{"terminal":{"kind":"natural"}}}`} {
+		if tm, err := turn.ReadTerminal(jsontext.Value(meta)); tm != nil || err != nil {
+			t.Errorf("%q: %v, %v", meta, tm, err)
+		}
+	}
+	tm, err := turn.ReadTerminal(jsontext.Value(`{"harn":{"terminal":{"kind":"natural","reason":"r","owner":"agent"}}}`))
+	if err != nil || tm == nil || tm.Kind != turn.KindNatural {
+		t.Errorf("ReadTerminal = %+v, %v", tm, err)
 	}
 }
 
@@ -172,10 +188,10 @@ func TestReadPromptError(t *testing.T) {
 	fixture := rpc.NewError(-32000, "Provider-looking prose is not the authority",
 		jsontext.Value(`{"schema":"harn.acp.prompt_error.v1","terminalClass":"tool_policy_rejected"}`))
 	p, ok := turn.ReadPromptError(fixture)
-	if !ok || p.TerminalClass != "tool_policy_rejected" || p.Code != -32000 || p.Message != "Provider-looking prose is not the authority" {
+	if !ok || p.TerminalClass() != "tool_policy_rejected" || p.Code != -32000 || p.Message != "Provider-looking prose is not the authority" {
 		t.Fatalf("got %+v %v", p, ok)
 	}
-	if p.Retryable != nil || p.RetryAfterMs != nil || p.ProviderCode != nil {
+	if p.Data.Retryable != nil || p.Data.RetryAfterMS != nil || p.Data.Code != nil {
 		t.Errorf("absent members set: %+v", p)
 	}
 
@@ -183,12 +199,14 @@ func TestReadPromptError(t *testing.T) {
 		`"category":"rate_limit","kind":"transient","reason":"rate_limit","code":"429","retryable":true,"retryAfterMs":30000,`+
 		`"provider":"anthropic","model":"claude"}`))
 	p, ok = turn.ReadPromptError(errors.Join(errors.New("prompt"), full))
-	if !ok || p.Category != "rate_limit" || p.Kind != "transient" || p.Reason != "rate_limit" || string(p.ProviderCode) != `"429"` ||
-		p.Retryable == nil || !*p.Retryable || p.RetryAfterMs == nil || *p.RetryAfterMs != 30000 || p.Provider != "anthropic" || p.Model != "claude" {
+	d := p.Data
+	if !ok || *d.Category != "rate_limit" || *d.Kind != "transient" || *d.Reason != "rate_limit" || string(d.Code) != `"429"` ||
+		d.Retryable == nil || !*d.Retryable || d.RetryAfterMS == nil || *d.RetryAfterMS != 30000 || *d.Provider != "anthropic" || *d.Model != "claude" {
 		t.Fatalf("got %+v", p)
 	}
-	wrongTypes := rpc.NewError(-32000, "x", jsontext.Value(`{"schema":"harn.acp.prompt_error.v1","terminalClass":5,"retryable":"yes","retryAfterMs":"soon","code":null}`))
-	if p, ok = turn.ReadPromptError(wrongTypes); !ok || p.TerminalClass != "" || p.Retryable != nil || p.RetryAfterMs != nil || p.ProviderCode != nil {
+	wrongTypes := rpc.NewError(-32000, "x", jsontext.Value(`{"schema":"harn.acp.prompt_error.v1","terminalClass":5,"retryable":"yes","retryAfterMs":"soon","code":null,"model":"m","future":[1]}`))
+	if p, ok = turn.ReadPromptError(wrongTypes); !ok || p.TerminalClass() != "" || p.Data.Retryable != nil || p.Data.RetryAfterMS != nil || p.Data.Code != nil ||
+		*p.Data.Model != "m" || len(p.Data.Extra) != 1 || string(p.Raw) != string(wrongTypes.Data) {
 		t.Fatalf("wrong types: %+v %v", p, ok)
 	}
 	for _, err := range []error{
@@ -198,6 +216,8 @@ func TestReadPromptError(t *testing.T) {
 		rpc.NewError(-32000, "x", jsontext.Value(`{"schema":"harn.acp.prompt_error.v2"}`)),
 		rpc.NewError(-32000, "x", jsontext.Value(`"harn.acp.prompt_error.v1"`)),
 		rpc.NewError(-32000, "x", nil),
+		rpc.NewError(-32000, "x", jsontext.Value(`{"terminalClass":"timeout"}`)),
+		rpc.NewError(-32000, "x", jsontext.Value(`{"schema":"harn.acp.prompt_error.v1","schema":"harn.acp.prompt_error.v1","model":1}`)),
 	} {
 		if _, ok := turn.ReadPromptError(err); ok {
 			t.Errorf("%v read as a prompt error", err)

@@ -283,6 +283,15 @@ async function harnTour(params, client, update, promptText) {
   }
   await attempt("unknownSkill", () => client.request("skills/fetch", { id: "no-such-skill" }));
 
+  // A host tool through builtin_call (one argument, the arguments object),
+  // one the host does not offer, and the bridge's own notifications.
+  await attempt("tool", () => client.request("builtin_call", { name: "Read", args: [{ path: "README.md" }] }));
+  await attempt("rejectedTool", () => client.request("builtin_call", { name: "rm_rf", args: [{ path: "/" }] }));
+  await client.notify("progress", { phase: "worker", message: "spawned reviewer", progress: 1, total: 2 });
+  await client.notify("log", { level: "info", message: "tour under way" });
+  await client.notify("_harn/agentEvent", { sessionId, kind: "iteration_start", iteration: 1 });
+  await client.notify("agent/idle", { iteration: 1, backoff_ms: 100 });
+
   // Two permission requests: the host's policy allows the first and denies
   // the second.
   const harnToolCall = (id, tool, kind, path) => ({
