@@ -299,10 +299,12 @@ func (c *Client) handler() rpc.Handler {
 				c.preflight = ev
 			}
 			c.mu.Unlock()
+			// Delivered before Start returns: OnEvent has seen the startup
+			// preflight by the time the caller holds the Client.
+			c.deliver(Event{Preflight: ev})
 			if first {
 				close(c.ready)
 			}
-			c.deliver(Event{Preflight: ev})
 			return nil
 		},
 		HarnessEvent: func(_ context.Context, ev *agentpmmachine.HarnessEvent) error {

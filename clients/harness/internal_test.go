@@ -1,35 +1,9 @@
 package harness
 
 import (
-	"strings"
 	"testing"
 	"time"
 )
-
-// The stderr tail keeps the last bytes, at a rune boundary, and says when
-// it cut.
-func TestTail(t *testing.T) {
-	tl := newTail(8)
-	tl.Write([]byte("abc"))
-	if got := tl.String(); got != "abc" {
-		t.Fatalf("%q", got)
-	}
-	tl.Write([]byte("defgh"))
-	tl.Write([]byte("ij"))
-	if got := tl.String(); got != "…cdefghij" {
-		t.Fatalf("%q", got)
-	}
-	tl.Write([]byte(strings.Repeat("x", 20) + "é"))
-	if got := tl.String(); got != "…xxxxxxé" {
-		t.Fatalf("%q", got)
-	}
-	tl = newTail(2)
-	tl.Write([]byte("é")) // 2 bytes
-	tl.Write([]byte("b")) // cuts é in half
-	if got := tl.String(); got != "…b" {
-		t.Fatalf("%q", got)
-	}
-}
 
 func TestHandlerTimeout(t *testing.T) {
 	for _, tc := range []struct{ registered, want time.Duration }{

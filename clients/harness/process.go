@@ -6,10 +6,10 @@ import (
 	"os"
 	"os/exec"
 	"slices"
-	"sync"
 	"syscall"
 	"time"
-	"unicode/utf8"
+
+	"github.com/bridgekit/bridgekit/internal/child"
 )
 
 // EnvBinary is the environment variable that names the agentpm binary
@@ -69,45 +69,28 @@ func Command(o *Options) (*exec.Cmd, error) {
 type process struct {
 	cmd    *exec.Cmd
 	stdin  *os.File // our end of the child's stdin
-	stderr *tail
+	stderr *child.Tail
 	exited chan struct{} // closed once Wait has returned
 	err    error         // Wait's error, set before exited is closed
 }
 
-// start starts cmd with pipes of our own (exec.Cmd.Wait would close our
-// end of stdout as soon as the child exits, losing what it wrote last).
+// start starts cmd, keeping the end of its stderr.
 func start(cmd *exec.Cmd, o *Options) (p *process, stdout *os.File, err error) {
-	childIn, toChild, err := os.Pipe()
-	if err != nil {
-		return nil, nil, err
+	p = &process{cmd: cmd, stderr: &child.Tail{Max: o.StderrTail, Tee: o.Stderr}, exited: make(chan struct{})}
+	if p.stderr.Max <= 0 {
+		p.stderr.Max = DefaultStderrTail
 	}
-	fromChild, childOut, err := os.Pipe()
-	if err != nil {
-		childIn.Close()
-		toChild.Close()
-		return nil, nil, err
-	}
-	p = &process{cmd: cmd, stdin: toChild, stderr: newTail(o.StderrTail), exited: make(chan struct{})}
-	cmd.Stdin, cmd.Stdout = childIn, childOut
 	cmd.Stderr = p.stderr
-	if o.Stderr != nil {
-		cmd.Stderr = &teeWriter{p.stderr, o.Stderr}
-	}
 	// A grandchild holding stderr open must not hold up Wait for long.
 	cmd.WaitDelay = time.Second
-	err = cmd.Start()
-	childIn.Close()
-	childOut.Close()
-	if err != nil {
-		toChild.Close()
-		fromChild.Close()
+	if p.stdin, stdout, err = child.Start(cmd); err != nil {
 		return nil, nil, fmt.Errorf("harness: start %s: %w", cmd.Path, err)
 	}
 	go func() {
 		p.err = cmd.Wait()
 		close(p.exited)
 	}()
-	return p, fromChild, nil
+	return p, stdout, nil
 }
 
 // done reports whether the process has exited.
@@ -155,63 +138,4 @@ func (p *process) stop(grace time.Duration) {
 		}
 	}
 	<-p.exited
-}
-
-// tail keeps the last max bytes written to it.
-type tail struct {
-	mu   sync.Mutex
-	max  int
-	buf  []byte
-	lost bool // bytes were dropped from the front
-}
-
-func newTail(max int) *tail {
-	if max <= 0 {
-		max = DefaultStderrTail
-	}
-	return &tail{max: max}
-}
-
-func (t *tail) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	n := len(p)
-	if len(p) >= t.max {
-		t.buf = append(t.buf[:0], p[len(p)-t.max:]...)
-		t.lost = true
-		return n, nil
-	}
-	if over := len(t.buf) + len(p) - t.max; over > 0 {
-		t.buf = append(t.buf[:0], t.buf[over:]...)
-		t.lost = true
-	}
-	t.buf = append(t.buf, p...)
-	return n, nil
-}
-
-// String returns what was kept, marked with "…" when the start was lost.
-func (t *tail) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.lost {
-		b := t.buf
-		for len(b) > 0 && !utf8.RuneStart(b[0]) {
-			b = b[1:]
-		}
-		return "…" + string(b)
-	}
-	return string(t.buf)
-}
-
-// teeWriter writes to the tail and to the caller's writer, whose errors
-// are ignored (the Harness must never block on them).
-type teeWriter struct {
-	t *tail
-	w interface{ Write([]byte) (int, error) }
-}
-
-func (w *teeWriter) Write(p []byte) (int, error) {
-	w.t.Write(p)
-	_, _ = w.w.Write(p)
-	return len(p), nil
 }

@@ -32,6 +32,14 @@ func (r *recorder) add(ev harness.Event) {
 	r.mu.Unlock()
 }
 
+// snapshot returns the events so far: tests check a copy, so that a
+// failed check never leaves the recorder locked for a late delivery.
+func (r *recorder) snapshot() []harness.Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.events)
+}
+
 func (r *recorder) types() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -133,11 +141,9 @@ func TestSession(t *testing.T) {
 	if pf := c.StartupPreflight(); pf == nil || pf.Status != agentpmmachine.PreflightStatusReady {
 		t.Fatalf("startup preflight: %+v", pf)
 	}
-	session.mu.Lock()
-	if len(session.events) != 1 || session.events[0].Preflight == nil {
-		t.Fatalf("events before initialize: %+v", session.events)
+	if before := session.snapshot(); len(before) != 1 || before[0].Preflight == nil {
+		t.Fatalf("events before initialize: %+v", before)
 	}
-	session.mu.Unlock()
 
 	// start_run before initialize.
 	if _, err := c.StartRun(ctx, "too early", nil); !errors.Is(err, agentpmmachine.ErrNotInitialized) {
@@ -231,9 +237,8 @@ func TestSession(t *testing.T) {
 	if types[0] != "run_started" || types[len(types)-1] != "run_completed" {
 		t.Errorf("events %v", types)
 	}
-	run.mu.Lock()
 	var sessionSeq int64
-	for _, ev := range run.events {
+	for _, ev := range run.snapshot() {
 		h := ev.Harness
 		if h == nil || h.RunID == nil || *h.RunID != res.Report.RunID || h.SessionSequence <= sessionSeq {
 			t.Fatalf("event %+v", ev)
@@ -249,12 +254,9 @@ func TestSession(t *testing.T) {
 			}
 		}
 	}
-	run.mu.Unlock()
-	session.mu.Lock()
-	if len(session.events) != 1 {
-		t.Errorf("OnEvent got %d events, want only the startup event", len(session.events))
+	if n := len(session.snapshot()); n != 1 {
+		t.Errorf("OnEvent got %d events, want only the startup event", n)
 	}
-	session.mu.Unlock()
 
 	// cancel_run: cancelling StartRun's context sends it; the Run ends
 	// cancelled and StartRun returns its result with ctx's error.
@@ -312,9 +314,7 @@ func TestFullContent(t *testing.T) {
 	if res.OutputContent != agentpmmachine.ContentPresent || string(res.Output) != `{"text":"all done"}` {
 		t.Fatalf("output %s (%v)", res.Output, res.OutputContent)
 	}
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
-	if v, content := rec.events[1].Content(); content != agentpmmachine.ContentPresent || string(v) != `"hello"` {
+	if v, content := rec.snapshot()[1].Content(); content != agentpmmachine.ContentPresent || string(v) != `"hello"` {
 		t.Fatalf("content event: %s %v", v, content)
 	}
 }

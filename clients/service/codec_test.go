@@ -83,18 +83,6 @@ func FuzzCodec(f *testing.F) {
 	})
 }
 
-func TestStderrTail(t *testing.T) {
-	tl := &tail{max: 8}
-	tl.Write([]byte("first line\n"))
-	tl.Write([]byte("the end\n"))
-	if got := tl.String(); got != "…the end" {
-		t.Errorf("tail %q", got)
-	}
-	if got := (&tail{max: 8}).String(); got != "" {
-		t.Errorf("empty tail %q", got)
-	}
-}
-
 func TestSecretName(t *testing.T) {
 	for name, want := range map[string]bool{
 		"OPENAI_API_KEY": true, "GITHUB_TOKEN": true, "DB_PASSWORD": true, "aws_secret_access_key": true, "SSH_KEY": true,

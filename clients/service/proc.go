@@ -4,16 +4,15 @@ package service
 
 import (
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/bridgekit/bridgekit/gen/agentpmservice"
+	"github.com/bridgekit/bridgekit/internal/child"
 	"github.com/bridgekit/bridgekit/runtime/envelope"
 	"github.com/bridgekit/bridgekit/runtime/rpc"
 )
@@ -58,7 +57,7 @@ type proc struct {
 	cmd    *exec.Cmd
 	conn   *rpc.Conn
 	codec  *codec
-	stderr *tail
+	stderr *child.Tail
 	exited chan struct{} // closed once cmd.Wait has returned
 	state  *os.ProcessState
 	dead   bool // set by Client.died, under Client.mu
@@ -69,28 +68,10 @@ func (c *Client) spawn(gen int, base uint64) (*proc, error) {
 	cfg := &c.cfg
 	cmd := exec.Command(cfg.Command[0], cfg.Command[1:]...)
 	cmd.Dir, cmd.Env, cmd.WaitDelay = cfg.Dir, environ(cfg), waitDelay
-	p := &proc{gen: gen, cmd: cmd, stderr: &tail{max: cfg.StderrTail, tee: cfg.Stderr}, exited: make(chan struct{})}
+	p := &proc{gen: gen, cmd: cmd, stderr: &child.Tail{Max: cfg.StderrTail, Tee: cfg.Stderr}, exited: make(chan struct{})}
 	cmd.Stderr = p.stderr
-	// Pipes of our own rather than StdinPipe/StdoutPipe: Wait would close
-	// our end of stdout as soon as the child exits, losing what it wrote
-	// last.
-	childIn, toChild, err := os.Pipe()
+	toChild, fromChild, err := child.Start(cmd)
 	if err != nil {
-		return nil, err
-	}
-	fromChild, childOut, err := os.Pipe()
-	if err != nil {
-		childIn.Close()
-		toChild.Close()
-		return nil, err
-	}
-	cmd.Stdin, cmd.Stdout = childIn, childOut
-	err = cmd.Start()
-	childIn.Close()
-	childOut.Close()
-	if err != nil {
-		toChild.Close()
-		fromChild.Close()
 		return nil, err
 	}
 	p.codec = &codec{Codec: agentpmservice.NewCodec(cfg.idPrefix(), "").(*envelope.Codec), role: string(cfg.Role), base: base}
@@ -261,40 +242,4 @@ func (k *codec) Decode(line []byte, m *rpc.Message) error {
 		fe.Claimed = rpc.KindResponse // fails the call with that id, if one waits
 	}
 	return fe
-}
-
-// tail keeps the last max bytes written to it (the provider's stderr), and
-// copies everything to tee when set.
-type tail struct {
-	max int
-	tee io.Writer
-
-	mu  sync.Mutex
-	buf []byte
-	cut bool
-}
-
-func (t *tail) Write(b []byte) (int, error) {
-	if t.tee != nil {
-		_, _ = t.tee.Write(b) // a failing tee must not block the provider
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf = append(t.buf, b...)
-	if over := len(t.buf) - t.max; over > 0 {
-		t.buf = append(t.buf[:0], t.buf[over:]...)
-		t.cut = true
-	}
-	return len(b), nil
-}
-
-// String returns the tail, trimmed, with "…" in front when it was cut.
-func (t *tail) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	s := strings.TrimSpace(strings.ToValidUTF8(string(t.buf), "\uFFFD"))
-	if t.cut && s != "" {
-		s = "…" + s
-	}
-	return s
 }

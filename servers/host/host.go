@@ -34,6 +34,7 @@ import (
 
 	"github.com/bridgekit/bridgekit/gen/acp"
 	"github.com/bridgekit/bridgekit/gen/harn"
+	"github.com/bridgekit/bridgekit/internal/child"
 	"github.com/bridgekit/bridgekit/runtime/rpc"
 )
 
@@ -188,30 +189,13 @@ func (s *Server) ServeCommandConn(ctx context.Context, cmd *exec.Cmd, use func(*
 	if cmd.Stdin != nil || cmd.Stdout != nil {
 		return errors.New("host: ServeCommand needs cmd.Stdin and cmd.Stdout unset")
 	}
-	// Pipes of our own rather than StdinPipe/StdoutPipe: exec.Cmd.Wait
-	// would close our end of stdout as soon as the child exits, losing what
-	// it wrote last, and these are pollable, so a read deadline can bound
-	// the wait for a grandchild that keeps the pipe open.
-	childIn, toChild, err := os.Pipe()
-	if err != nil {
-		return err
-	}
-	fromChild, childOut, err := os.Pipe()
-	if err != nil {
-		childIn.Close()
-		toChild.Close()
-		return err
-	}
-	cmd.Stdin, cmd.Stdout = childIn, childOut
 	if cmd.Stderr == nil {
 		cmd.Stderr = os.Stderr
 	}
-	err = cmd.Start()
-	childIn.Close()
-	childOut.Close()
+	// child.Start's pipes are pollable, so a read deadline can bound the
+	// wait for a grandchild that keeps the pipe open.
+	toChild, fromChild, err := child.Start(cmd)
 	if err != nil {
-		toChild.Close()
-		fromChild.Close()
 		return fmt.Errorf("host: start %s: %w", cmd.Path, err)
 	}
 	conn := s.Connect(fromChild, toChild)
