@@ -288,7 +288,7 @@ func (r *Run) Yield(ctx context.Context) {
 	var res memResult
 	switch o := &r.ss.s.opts; {
 	case r.Cancelled() || ctx.Err() != nil:
-		res.err = &rpc.Error{Name: agentpmmachine.ErrMemoryOperationCancelled.Name, Message: "the Run was cancelled before the operation ran"}
+		res.err = errMemoryCancelled()
 	case o.MemoryOperation == nil:
 		res.err = &rpc.Error{Name: agentpmmachine.ErrMemoryOperationNotDeclared.Name, Message: fmt.Sprintf("memory package `%s` declares no operation `%s`", op.p.Package, op.p.Operation)}
 	default:
@@ -346,6 +346,12 @@ func (r *Run) failQueued(err error, end bool) {
 	op.done <- memResult{err: err}
 }
 
+// errMemoryCancelled fails a memory_operation whose Run was cancelled
+// before it ran.
+func errMemoryCancelled() error {
+	return &rpc.Error{Name: agentpmmachine.ErrMemoryOperationCancelled.Name, Message: "the Run was cancelled before the operation ran"}
+}
+
 // endMemory ends the queued memory_operation when the Run ends.
 func (r *Run) endMemory() {
 	r.failQueued(&rpc.Error{Name: agentpmmachine.ErrMemoryOperationRunEnded.Name, Message: "the Run ended before the operation ran"}, true)
@@ -358,7 +364,7 @@ func (r *Run) cancel() {
 	if r.stop != nil {
 		r.stop()
 	}
-	r.failQueued(&rpc.Error{Name: agentpmmachine.ErrMemoryOperationCancelled.Name, Message: "the Run was cancelled before the operation ran"}, false)
+	r.failQueued(errMemoryCancelled(), false)
 }
 
 // execute runs the Run and builds start_run's answer.

@@ -3,10 +3,11 @@ package harness_test
 import (
 	"bufio"
 	"bytes"
-	"context"
+	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -60,7 +61,7 @@ func TestCommandArguments(t *testing.T) {
 		{[]string{"--machine", "--config", "/nonexistent.json"}, 1, "no such file"},
 	} {
 		var out, errOut bytes.Buffer
-		code := harness.Command(context.Background(), tc.args, strings.NewReader(""), &out, &errOut)
+		code := harness.Command(timeout(t), tc.args, strings.NewReader(""), &out, &errOut)
 		if code != tc.code || !strings.Contains(errOut.String(), tc.err) || out.Len() != 0 {
 			t.Errorf("%q: exit %d, stderr %q, stdout %q", tc.args, code, errOut.String(), out.String())
 		}
@@ -81,7 +82,7 @@ func TestCommandSession(t *testing.T) {
 	var errOut bytes.Buffer
 	done := make(chan int, 1)
 	go func() {
-		done <- harness.Command(context.Background(), []string{"harness", "@acme/b@2.0.0", "--config", config, "--state-dir=" + dir, "--scope", "tenant=acme", "--input", "from the command line", "--machine"},
+		done <- harness.Command(timeout(t), []string{"harness", "@acme/b@2.0.0", "--config", config, "--state-dir=" + dir, "--scope", "tenant=acme", "--input", "from the command line", "--machine"},
 			toHarness, fromHarness, &errOut)
 		fromHarness.Close()
 	}()
@@ -146,10 +147,74 @@ func TestCommandScriptedExit(t *testing.T) {
 	pr, pw := io.Pipe()
 	go io.Copy(pw, in) // no EOF: the exit must not wait for one
 	var out, errOut bytes.Buffer
-	code := harness.Command(context.Background(), []string{"--machine", "--config", config}, pr, &out, &errOut)
+	code := harness.Command(timeout(t), []string{"--machine", "--config", config}, pr, &out, &errOut)
 	if code != 4 || !strings.Contains(errOut.String(), "out of memory") || strings.Contains(out.String(), `"id":"2"`) {
 		t.Fatalf("exit %d, stderr %q, stdout %s", code, errOut.String(), out.String())
 	}
 	pw.Close()
 	_ = agentpmmachine.MethodStartRun
+}
+
+// Between Runs the Harness handles requests one after another, as it reads
+// them: a client that writes them all at once gets every answer, and
+// start_run finds the session initialized and its host services
+// registered.
+func TestPipelinedRequestsInOrder(t *testing.T) {
+	dir := t.TempDir()
+	config := filepath.Join(dir, "script.json")
+	script := `{"required_host_services": [{"role": "hook", "registry_id": "policy"}], "content": "full",
+	  "runs": [{"steps": [{"end": {"status": "ended", "output": "done"}}]}]}`
+	if err := os.WriteFile(config, []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	req := func(id, method, payload string) string {
+		return `{"protocol":"agentpm-harness-machine","version":1,"kind":"request","id":"` + id + `","method":"` + method + `","payload":` + payload + "}\n"
+	}
+	for range 20 {
+		pr, pw := io.Pipe()
+		outR, outW := io.Pipe()
+		var errOut bytes.Buffer
+		done := make(chan int, 1)
+		go func() {
+			done <- harness.Command(timeout(t), []string{"--machine", "--config", config}, pr, outW, &errOut)
+			outW.Close()
+		}()
+		lines := bufio.NewScanner(outR)
+		go io.WriteString(pw, req("1", "initialize", `{}`)+
+			req("2", "register_host_service", `{"role":"hook","registry_id":"policy","hooks":["before_tool_call"]}`)+
+			req("3", "preflight", `{}`)+
+			req("4", "start_run", `{"input":"go"}`))
+		var ids []string
+		for len(ids) < 4 && lines.Scan() {
+			var f struct {
+				Kind, ID string
+				Payload  struct{ Status string }
+			}
+			if err := json.Unmarshal(lines.Bytes(), &f); err != nil {
+				t.Fatal(err)
+			}
+			switch f.Kind {
+			case "error":
+				t.Fatalf("a request failed: %s", lines.Text())
+			case "response":
+				ids = append(ids, f.ID)
+				if f.ID == "4" && f.Payload.Status != "ended" {
+					t.Fatalf("start_run: %s", lines.Text())
+				}
+			}
+		}
+		// Handled in order; the answers may be written in another (replies
+		// are matched by id).
+		if slices.Sort(ids); strings.Join(ids, ",") != "1,2,3,4" {
+			t.Fatalf("answers %v", ids)
+		}
+		go io.WriteString(pw, req("5", "shutdown", `{}`))
+		if !lines.Scan() || !strings.Contains(lines.Text(), `"id":"5","payload":{"shutdown":true}`) {
+			t.Fatalf("shutdown: %s", lines.Text())
+		}
+		if code := <-done; code != 0 {
+			t.Fatalf("exit %d: %s", code, errOut.String())
+		}
+		pw.Close()
+	}
 }

@@ -223,16 +223,21 @@ func (s *Server) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 		ready: make(chan struct{}),
 		exit:  make(chan error, 1),
 		regs:  map[regKey]*Registration{},
+		turns: newTurns(),
 	}
 	opts := s.opts.Conn
 	user := opts.OnFrameError
 	opts.OnFrameError = func(fe *rpc.FrameError) {
+		if fe.Kind == rpc.FrameOverloaded {
+			sess.turns.drop(fe.ID.String())
+		}
 		sess.frameError(fe)
 		if user != nil {
 			user(fe)
 		}
 	}
-	sess.conn = rpc.NewConn(pr, sess.w, agentpmmachine.NewCodec("host-", ""), rpc.HandlerFunc(sess.handle), agentpmmachine.ConnOptions(&opts))
+	codec := &orderedCodec{Codec: agentpmmachine.NewCodec("host-", ""), turns: sess.turns}
+	sess.conn = rpc.NewConn(pr, sess.w, codec, rpc.HandlerFunc(sess.handle), agentpmmachine.ConnOptions(&opts))
 	defer sess.conn.Close()
 	sess.peer = agentpmmachine.NewClientPeer(sess.conn)
 	go func() {
@@ -297,6 +302,7 @@ type session struct {
 	initialized bool
 	shutdown    bool
 	regs        map[regKey]*Registration
+	turns       *turns // the main loop's order
 	order       []regKey
 	run         *Run // the active Run
 	ended       bool // the client's input has ended
@@ -326,6 +332,14 @@ func (ss *session) handle(ctx context.Context, req *rpc.Request) (any, error) {
 		// The Harness reads nothing but requests; an event from the client
 		// is refused like any frame that is not one.
 		return nil, nil
+	}
+	if req.Method != agentpmmachine.MethodCancelRun {
+		done, err := ss.turns.take(ctx, req.ID.String(), !ss.active())
+		if err != nil {
+			return nil, err
+		}
+		defer done()
+		ctx = context.WithValue(ctx, turnKey{}, done)
 	}
 	res, err := h.Handle(ctx, req)
 	if err != nil || res == nil {
@@ -551,6 +565,7 @@ func (ss *session) startRun(ctx context.Context, p *agentpmmachine.StartRunParam
 		run.cancel()
 	}
 	ss.mu.Unlock()
+	releaseTurn(ctx) // the Run is active: what arrives now is answered meanwhile
 
 	res, err := run.execute(ctx)
 
@@ -565,6 +580,11 @@ func (ss *session) startRun(ctx context.Context, p *agentpmmachine.StartRunParam
 		ss.unclaimed++
 	}
 	ss.mu.Unlock()
+	if ctx.Err() != nil {
+		// Cancelled, possibly by the engine's cancel rule before cancel_run's
+		// handler ran: a queued operation was cancelled, not outlived.
+		run.failQueued(errMemoryCancelled(), false)
+	}
 	run.endMemory()
 	var exit *ExitError
 	if errors.As(err, &exit) {
