@@ -19,6 +19,7 @@ import (
 
 	"github.com/bridgekit/bridgekit/gen/acp"
 	"github.com/bridgekit/bridgekit/gen/harn"
+	"github.com/bridgekit/bridgekit/internal/tty"
 )
 
 // renderer writes session/update notifications, permission decisions and
@@ -64,15 +65,9 @@ func colorMode(mode string, f *os.File) (bool, error) {
 	case "never":
 		return false, nil
 	case "auto", "":
-		return isTerminal(f) && os.Getenv("NO_COLOR") == "" && os.Getenv("TERM") != "dumb", nil
+		return tty.Is(f) && os.Getenv("NO_COLOR") == "", nil
 	}
 	return false, fmt.Errorf("-color must be auto, always or never, not %q", mode)
-}
-
-// isTerminal reports whether f is a terminal (a character device).
-func isTerminal(f *os.File) bool {
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
 // setHarnExtensions sets the session/update variants rendered as Harn

@@ -267,8 +267,13 @@ func TestColorMode(t *testing.T) {
 	if _, err := colorMode("sometimes", f); err == nil {
 		t.Error("a bad mode is accepted")
 	}
-	if isTerminal(f) {
-		t.Error("a file is a terminal")
+	null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer null.Close()
+	if got, _ := colorMode("auto", null); got {
+		t.Error("auto colours /dev/null")
 	}
 	if tty, err := os.OpenFile("/dev/tty", os.O_RDWR, 0); err == nil {
 		defer tty.Close()
