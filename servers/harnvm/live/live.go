@@ -508,6 +508,11 @@ func (r *Registry) Sweep() []Change {
 // Run calls Sweep every interval until ctx ends, then returns ctx's error.
 // The expirations reach Options.OnChange.
 func (r *Registry) Run(ctx context.Context, every time.Duration) error {
+	return tick(ctx, every, func() { r.Sweep() })
+}
+
+// tick calls f every interval until ctx ends, then returns ctx's error.
+func tick(ctx context.Context, every time.Duration, f func()) error {
 	if every <= 0 {
 		return errors.New("live: Run needs a positive interval")
 	}
@@ -518,7 +523,7 @@ func (r *Registry) Run(ctx context.Context, every time.Duration) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-t.C:
-			r.Sweep()
+			f()
 		}
 	}
 }

@@ -216,19 +216,7 @@ func (s *Sessions) Sweep(ctx context.Context) {
 
 // Run calls Sweep every interval until ctx ends, then returns ctx's error.
 func (s *Sessions) Run(ctx context.Context, every time.Duration) error {
-	if every <= 0 {
-		return errors.New("live: Run needs a positive interval")
-	}
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
-			s.Sweep(ctx)
-		}
-	}
+	return tick(ctx, every, func() { s.Sweep(ctx) })
 }
 
 // metadata is the client metadata of a request: metadata, else
