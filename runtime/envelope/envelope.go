@@ -32,6 +32,7 @@ import (
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/bridgekit/bridgekit/runtime/internal/jsonscan"
 	"github.com/bridgekit/bridgekit/runtime/rpc"
 )
 
@@ -130,12 +131,15 @@ var (
 	ErrKind = errors.New("envelope: invalid frame kind")
 )
 
-// Codec frames one Protocol for rpc.Conn.
+// Codec frames one Protocol for rpc.Conn. A Codec holds the reading
+// goroutine's scratch space: use one per connection (NewConn does).
 type Codec struct {
 	p        Protocol
 	idPrefix string
 	role     string
 	names    map[string]int64
+	scan     jsonscan.Scanner // the read goroutine's scratch space
+	fields   members
 }
 
 var _ rpc.Codec = (*Codec)(nil)
@@ -179,6 +183,144 @@ type errorBody struct {
 
 // Decode implements rpc.Codec.
 func (c *Codec) Decode(line []byte, m *rpc.Message) error {
+	if c.decodeFast(line, m) {
+		return nil
+	}
+	return c.decodeSlow(line, m)
+}
+
+// members are the top-level members of a frame as raw JSON aliasing the
+// line; absent members are nil.
+type members struct {
+	protocol, version, kind, id, method, service, payload, result jsontext.Value
+	other                                                         bool // error, or a member of a kind the fast path leaves alone
+}
+
+// SetMember implements jsonscan.Members.
+func (f *members) SetMember(name, value []byte) {
+	switch string(name) {
+	case "protocol":
+		f.protocol = value
+	case "version":
+		f.version = value
+	case "kind":
+		f.kind = value
+	case "id":
+		f.id = value
+	case "method":
+		f.method = value
+	case "service":
+		f.service = value
+	case "payload":
+		f.payload = value
+	case "result":
+		f.result = value
+	case "error":
+		f.other = true
+	}
+}
+
+// decodeFast decodes the common frame, a valid one of this protocol that
+// is not an error frame, without jsontext's general machinery (with
+// jsonscan, as runtime/jsonrpc does), and reports whether it did.
+// Everything else, errors included, is left to decodeSlow, which has the
+// final say: what decodeFast takes, decodeSlow takes the same way
+// (FuzzFastDecode).
+func (c *Codec) decodeFast(line []byte, m *rpc.Message) bool {
+	f := &c.fields
+	*f = members{}
+	if !c.scan.Object(line, f) || f.other {
+		return false
+	}
+	protocol, ok := plain(f.protocol)
+	if !ok || string(protocol) != c.p.Name || !c.version(f.version) {
+		return false
+	}
+	k, ok := plain(f.kind)
+	if !ok {
+		return false
+	}
+	claimed := kinds[string(k)]
+	if claimed == 0 || claimed == rpc.KindError || !c.hasKind(k) || f.id != nil && f.id[0] != '"' {
+		return false
+	}
+	method, ok := optionalPlain(f.method)
+	if !ok {
+		return false
+	}
+	service, ok := optionalPlain(f.service)
+	if !ok {
+		return false
+	}
+	switch claimed {
+	case rpc.KindRequest:
+		ok = method != nil && f.id != nil
+	case rpc.KindNotification:
+		ok = method != nil
+	case rpc.KindResponse:
+		ok = f.id != nil
+	}
+	if !ok {
+		return false
+	}
+	m.Kind, m.ID, m.Body, m.Method, m.Qualifier, m.Err = claimed, f.id, f.payload, method, nil, nil
+	if service != nil && c.p.Qualifier {
+		m.Qualifier = service
+	}
+	if string(m.Body) == "null" {
+		m.Body = nil
+	}
+	if claimed == rpc.KindResponse && !c.p.ReplyInPayload && f.result != nil {
+		m.Body = f.result
+	}
+	return true
+}
+
+// hasKind reports whether k is one of the protocol's frame kinds.
+func (c *Codec) hasKind(k []byte) bool {
+	for _, name := range c.p.Kinds {
+		if name == string(k) {
+			return true
+		}
+	}
+	return false
+}
+
+// version reports whether raw is the protocol's version, written as plain
+// digits.
+func (c *Codec) version(raw []byte) bool {
+	if len(raw) == 0 || len(raw) > 18 {
+		return false
+	}
+	var v int64
+	for _, b := range raw {
+		if b < '0' || b > '9' {
+			return false
+		}
+		v = v*10 + int64(b-'0')
+	}
+	return v == c.p.Version && (raw[0] != '0' || len(raw) == 1)
+}
+
+// plain returns the contents of a JSON string without escapes.
+func plain(raw []byte) ([]byte, bool) {
+	if len(raw) < 2 || raw[0] != '"' || bytes.IndexByte(raw, '\\') >= 0 {
+		return nil, false
+	}
+	return raw[1 : len(raw)-1], true
+}
+
+// optionalPlain is plain for a member that may be absent (nil, true).
+func optionalPlain(raw []byte) ([]byte, bool) {
+	if raw == nil {
+		return nil, true
+	}
+	return plain(raw)
+}
+
+// decodeSlow decodes any line with json.Unmarshal, reporting every way it
+// can fail.
+func (c *Codec) decodeSlow(line []byte, m *rpc.Message) error {
 	var f frame
 	err := json.Unmarshal(line, &f)
 	if err == nil && len(f.ID) > 0 && f.ID.Kind() != '"' {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/bridgekit/bridgekit/runtime/envelope"
@@ -303,4 +304,68 @@ func ExampleCodec_Decode() {
 	// Output:
 	// true
 	// {"protocol":"agentpm-harness-machine","version":1,"kind":"error","id":"c-1","payload":null,"error":{"code":"protocol_error","message":"unsupported protocol version 2; expected 1"}}
+}
+
+// FuzzFastDecode checks the fast path against json.Unmarshal's: whatever
+// the fast path takes, the slow one takes too, into the same message.
+func FuzzFastDecode(f *testing.F) {
+	for _, s := range append(machineFrames, serviceFrames...) {
+		f.Add([]byte(s))
+	}
+	for _, s := range fastSeeds {
+		f.Add([]byte(s))
+	}
+	codecs := []*envelope.Codec{envelope.NewCodec(envelope.Machine, "c-", ""), envelope.NewCodec(envelope.Service, "c-", "r")}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		for _, c := range codecs {
+			var fast rpc.Message
+			if !envelope.DecodeFast(c, line, &fast) {
+				continue
+			}
+			var slow rpc.Message
+			if err := envelope.DecodeSlow(c, line, &slow); err != nil {
+				t.Fatalf("the fast path took %q, which the slow one rejects: %v", line, err)
+			}
+			if fast.Kind != slow.Kind || !bytes.Equal(fast.ID, slow.ID) || !bytes.Equal(fast.Method, slow.Method) ||
+				!bytes.Equal(fast.Qualifier, slow.Qualifier) || !bytes.Equal(fast.Body, slow.Body) || (fast.Body == nil) != (slow.Body == nil) || fast.Err != nil || slow.Err != nil {
+				t.Fatalf("%q: fast %+v, slow %+v", line, fast, slow)
+			}
+		}
+	})
+}
+
+// fastSeeds are frames at the edges of the fast path: ones it takes and
+// ones it must leave to the slow path.
+var fastSeeds = []string{
+	` { "protocol" : "agentpm-harness-machine" , "version" : 1 , "kind" : "request" , "id" : "a\"b" , "method" : "start_run" , "payload" : { "input" : "x" } } `,
+	`{"protocol":"agentpm-harness-machine","version":1,"kind":"event","method":"harness_event","payload":null,"extra":[1,2]}`,
+	`{"protocol":"agentpm-harness-machine","version":1.0,"kind":"request","id":"1","method":"initialize","payload":{}}`,
+	`{"protocol":"agentpm-harness-machine","version":01,"kind":"request","id":"1","method":"initialize"}`,
+	`{"protocol":"agentpm-harness-machine","version":-1,"kind":"request","id":"1","method":"initialize"}`,
+	`{"protocol":"agentpm-harness-machine","version":1,"kind":"request","id":1,"method":"initialize"}`,
+	`{"protocol":"agentpm-harness-machine","version":1,"kind":"request","id":"1","method":null}`,
+	`{"protocol":"agentpm-harness-machine","version":1,"kind":"request","id":"1","method":"init\u0069alize"}`,
+	`{"protocol":"agentpm-harness-m\u0061chine","version":1,"kind":"request","id":"1","method":"initialize"}`,
+	`{"protocol":"agentpm-harness-machine","version":1,"kind":"error","id":"1","error":{"code":"session_busy","message":"busy"}}`,
+	`{"protocol":"agentpm-harness-machine","version":1,"kind":"response","id":"1","payload":{"ok":true},"result":{"no":1}}`,
+	`{"protocol":"agentpm-service","version":1,"service":"knowledge","kind":"response","id":"knowledge-kb-1","result":{"results":[]}}`,
+	`{"protocol":"agentpm-service","version":1,"service":5,"kind":"request","id":"1","method":"retrieve"}`,
+	`{"protocol":"agentpm-service","version":1,"kind":"initialized","id":"1","method":"initialize"}`,
+	`{"protocol":"agentpm-harness-machine","version":1,"kind":"request","id":"1","method":"a","method":"b"}`,
+}
+
+// TestFastDecodeTakesTheCommonFrames: the seed's frames (but error frames)
+// take the fast path.
+func TestFastDecodeTakesTheCommonFrames(t *testing.T) {
+	for _, tc := range []struct {
+		c      *envelope.Codec
+		frames []string
+	}{{envelope.NewCodec(envelope.Machine, "c-", ""), machineFrames}, {envelope.NewCodec(envelope.Service, "c-", "r"), serviceFrames}} {
+		for _, frame := range tc.frames {
+			var m rpc.Message
+			if !envelope.DecodeFast(tc.c, []byte(frame), &m) && !strings.Contains(frame, `"kind":"error"`) {
+				t.Errorf("left to the slow path: %s", frame)
+			}
+		}
+	}
 }

@@ -20,7 +20,7 @@ func BenchmarkDecodeEnvelope(b *testing.B) {
 		decode func(*Codec, []byte) error
 	}{
 		{"scanner", func(c *Codec, frame []byte) error {
-			if !c.scan.envelope(frame, &c.env) {
+			if !scanInto(&c.scan, frame, &c.env) {
 				b.Fatal("scanner declined the frame")
 			}
 			return nil

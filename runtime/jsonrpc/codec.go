@@ -9,6 +9,7 @@ import (
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/bridgekit/bridgekit/runtime/internal/jsonscan"
 	"github.com/bridgekit/bridgekit/runtime/rpc"
 )
 
@@ -23,7 +24,7 @@ import (
 // A Codec holds the reading goroutine's scratch space: use one per
 // connection (NewConn does).
 type Codec struct {
-	scan    scanner
+	scan    jsonscan.Scanner
 	env     envelope
 	dec     jsontext.Decoder
 	decBuf  bytes.Buffer
@@ -35,7 +36,8 @@ var _ rpc.Codec = (*Codec)(nil)
 // Decode implements rpc.Codec.
 func (c *Codec) Decode(line []byte, m *rpc.Message) error {
 	e := &c.env
-	if !c.scan.envelope(line, e) {
+	*e = envelope{}
+	if !c.scan.Object(line, e) {
 		if err := c.decodeSlow(line); err != nil {
 			return &rpc.FrameError{Kind: rpc.FrameMalformed, Err: err, Reply: rpc.ErrParse}
 		}

@@ -36,15 +36,15 @@ func (e *envelope) UnmarshalJSONFrom(d *jsontext.Decoder) error {
 		if bytes.IndexByte(key, '\\') >= 0 {
 			key, _ = jsontext.AppendUnquote(nil, name)
 		}
-		e.set(key, val)
+		e.SetMember(key, val)
 	}
 	_, err := d.ReadToken()
 	return err
 }
 
-// set records the value of a top-level member; unknown members are
+// SetMember records the value of a top-level member; unknown members are
 // ignored.
-func (e *envelope) set(name, value []byte) {
+func (e *envelope) SetMember(name, value []byte) {
 	switch string(name) {
 	case "jsonrpc":
 		e.version = value

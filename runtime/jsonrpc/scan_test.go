@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/bridgekit/bridgekit/runtime/internal/jsonscan"
 )
 
 // scanSeeds are frames for the scanner: ones it must take (the fast path)
@@ -35,8 +37,8 @@ var (
 		`[1]`, `"s"`, `1`, `null`,
 		`{"a\u0062":1}`, `{"params":{"\"":1}}`,
 		`{"a":"\ud83d\ude00"}`, `{"a":"\ud800"}`,
-		`{"a":` + strings.Repeat("[", maxScanDepth) + strings.Repeat("]", maxScanDepth) + `}`,
-		`{"a":{` + manyMembers(maxScanMembers+1) + `}}`,
+		`{"a":` + strings.Repeat("[", jsonscan.MaxDepth) + strings.Repeat("]", jsonscan.MaxDepth) + `}`,
+		`{"a":{` + manyMembers(jsonscan.MaxMembers+1) + `}}`,
 	}
 )
 
@@ -53,11 +55,17 @@ func manyMembers(n int) string {
 	return b.String()
 }
 
+// scanInto scans frame into a cleared e, as Decode does.
+func scanInto(s *jsonscan.Scanner, frame []byte, e *envelope) bool {
+	*e = envelope{}
+	return s.Object(frame, e)
+}
+
 func TestScanEnvelope(t *testing.T) {
-	var s scanner
+	var s jsonscan.Scanner
 	for _, frame := range scanTaken {
 		var e envelope
-		if !s.envelope([]byte(frame), &e) {
+		if !scanInto(&s, []byte(frame), &e) {
 			t.Errorf("declined %s", frame)
 			continue
 		}
@@ -65,27 +73,27 @@ func TestScanEnvelope(t *testing.T) {
 	}
 	for _, frame := range scanDeclined {
 		var e envelope
-		if s.envelope([]byte(frame), &e) {
+		if scanInto(&s, []byte(frame), &e) {
 			t.Errorf("took %q", frame)
 		}
 	}
 	// Limits: the largest nesting and object it takes.
 	for _, frame := range []string{
-		`{"a":` + strings.Repeat("[", maxScanDepth-1) + strings.Repeat("]", maxScanDepth-1) + `}`,
-		`{"a":{` + manyMembers(maxScanMembers) + `}}`,
+		`{"a":` + strings.Repeat("[", jsonscan.MaxDepth-1) + strings.Repeat("]", jsonscan.MaxDepth-1) + `}`,
+		`{"a":{` + manyMembers(jsonscan.MaxMembers) + `}}`,
 	} {
 		var e envelope
-		if !s.envelope([]byte(frame), &e) {
+		if !scanInto(&s, []byte(frame), &e) {
 			t.Errorf("declined %.60s...", frame)
 		}
 	}
 }
 
 func TestScanEnvelopeMembers(t *testing.T) {
-	var s scanner
+	var s jsonscan.Scanner
 	var e envelope
 	frame := ` { "params" : [1, {"id":9}] , "jsonrpc":"2.0","method": "a/b", "id" : "x" , "result":null,"error":{"code":1} } `
-	if !s.envelope([]byte(frame), &e) {
+	if !scanInto(&s, []byte(frame), &e) {
 		t.Fatal("declined")
 	}
 	for _, m := range []struct{ name, got, want string }{
@@ -136,10 +144,10 @@ func FuzzScanEnvelope(f *testing.F) {
 			f.Add([]byte(s))
 		}
 	}
-	var s scanner
+	var s jsonscan.Scanner
 	f.Fuzz(func(t *testing.T, frame []byte) {
 		var e envelope
-		if s.envelope(frame, &e) {
+		if scanInto(&s, frame, &e) {
 			checkScan(t, frame, &e)
 		}
 	})
