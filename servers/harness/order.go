@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"bytes"
 	"context"
 	"slices"
 	"sync"
@@ -9,18 +10,18 @@ import (
 	"github.com/bridgekit/bridgekit/runtime/rpc"
 )
 
-// The Harness's main loop reads a request, handles it, then reads the
-// next: between Runs a client may write initialize and start_run without
-// waiting, and start_run still finds the session initialized. The
+// The Harness's main loop reads a request, handles it, writes its answer,
+// then reads the next: between Runs a client may write initialize and
+// start_run without waiting, and start_run still finds the session
+// initialized; the answers come in the order of the requests. The
 // connection runs handlers concurrently (a Run's start_run lasts the whole
 // Run, and cancel_run, a second start_run or memory_operation must be
 // answered meanwhile), so a session puts them back in order: the codec
-// notes each request's id as it is read, and a handler waits for the
-// requests read before it. A Run's start_run gives up its turn once its
-// Run is active; while a Run is active requests do not wait (the Harness's
-// stdin reader answers them at once, or at the Run's yield points).
-// cancel_run never waits. Replies may still be written in another order
-// than their requests: clients match them by id.
+// notes each request's id as it is read, a handler waits for the requests
+// read before it, and a request gives up its turn once its answer has been
+// written. A Run's start_run gives it up once its Run is active; while a
+// Run is active requests do not wait (the Harness's stdin reader answers
+// them at once, or at the Run's yield points). cancel_run never waits.
 
 // turns is the queue of requests waiting for the main loop, by raw id, in
 // arrival order.
@@ -39,9 +40,9 @@ func (t *turns) arrived(id string) {
 	t.mu.Unlock()
 }
 
-// drop forgets a request that no handler will take (the connection refused
-// it); a later request with the same id is not affected.
-func (t *turns) drop(id string) {
+// replied gives up the turn of the request answered by a frame just
+// written, if it is still waiting.
+func (t *turns) replied(id string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if i := slices.Index(t.ids, id); i >= 0 {
@@ -59,19 +60,12 @@ func (t *turns) remove(i int) {
 }
 
 // take waits until the request id is the oldest one waiting, unless wait is
-// false, and returns the function that gives up its turn (idempotent). It
+// false, and returns the function that gives up its turn early
+// (idempotent); otherwise the turn ends when the answer is written. It
 // fails, having given up its place, when ctx ends first.
 func (t *turns) take(ctx context.Context, id string, wait bool) (func(), error) {
 	var once sync.Once
-	done := func() {
-		once.Do(func() {
-			t.mu.Lock()
-			defer t.mu.Unlock()
-			if i := slices.Index(t.ids, id); i >= 0 {
-				t.remove(i)
-			}
-		})
-	}
+	done := func() { once.Do(func() { t.replied(id) }) }
 	for wait {
 		t.mu.Lock()
 		head, changed := len(t.ids) == 0 || t.ids[0] == id, t.changed
@@ -114,4 +108,48 @@ func releaseTurn(ctx context.Context) {
 	if done, ok := ctx.Value(turnKey{}).(func()); ok {
 		done()
 	}
+}
+
+// replyPrefixes begin the frames that answer a request, as the machine
+// codec writes them (members in the protocol's order).
+var replyPrefixes = []string{
+	`{"protocol":"agentpm-harness-machine","version":1,"kind":"response","id":`,
+	`{"protocol":"agentpm-harness-machine","version":1,"kind":"error","id":`,
+}
+
+// answered calls f with the raw id of every answer among the frames in p.
+func answered(p []byte, f func(id string)) {
+	for len(p) > 0 {
+		line := p
+		if i := bytes.IndexByte(p, '\n'); i >= 0 {
+			line, p = p[:i], p[i+1:]
+		} else {
+			p = nil
+		}
+		for _, prefix := range replyPrefixes {
+			if rest, ok := bytes.CutPrefix(line, []byte(prefix)); ok {
+				if id, ok := leadingString(rest); ok {
+					f(string(id))
+				}
+				break
+			}
+		}
+	}
+}
+
+// leadingString returns the JSON string that b starts with, quotes and
+// escapes as written.
+func leadingString(b []byte) ([]byte, bool) {
+	if len(b) == 0 || b[0] != '"' {
+		return nil, false
+	}
+	for i := 1; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			return b[:i+1], true
+		}
+	}
+	return nil, false
 }

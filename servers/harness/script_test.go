@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
@@ -156,8 +155,8 @@ func TestCommandScriptedExit(t *testing.T) {
 }
 
 // Between Runs the Harness handles requests one after another, as it reads
-// them: a client that writes them all at once gets every answer, and
-// start_run finds the session initialized and its host services
+// them: a client that writes them all at once gets every answer, in order,
+// and start_run finds the session initialized and its host services
 // registered.
 func TestPipelinedRequestsInOrder(t *testing.T) {
 	dir := t.TempDir()
@@ -203,10 +202,8 @@ func TestPipelinedRequestsInOrder(t *testing.T) {
 				}
 			}
 		}
-		// Handled in order; the answers may be written in another (replies
-		// are matched by id).
-		if slices.Sort(ids); strings.Join(ids, ",") != "1,2,3,4" {
-			t.Fatalf("answers %v", ids)
+		if strings.Join(ids, ",") != "1,2,3,4" {
+			t.Fatalf("answers in the order %v", ids)
 		}
 		go io.WriteString(pw, req("5", "shutdown", `{}`))
 		if !lines.Scan() || !strings.Contains(lines.Text(), `"id":"5","payload":{"shutdown":true}`) {

@@ -215,22 +215,20 @@ func (s *Server) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 	// r is (a Read blocked on a terminal or a pipe cannot be interrupted).
 	pr, pw := io.Pipe()
 	defer pr.Close()
+	turns := newTurns()
 	sess := &session{
 		s:     s,
 		id:    newID("sess"),
 		r:     pr,
-		w:     &lockedWriter{w: w},
+		w:     &lockedWriter{w: w, turns: turns},
 		ready: make(chan struct{}),
 		exit:  make(chan error, 1),
 		regs:  map[regKey]*Registration{},
-		turns: newTurns(),
+		turns: turns,
 	}
 	opts := s.opts.Conn
 	user := opts.OnFrameError
 	opts.OnFrameError = func(fe *rpc.FrameError) {
-		if fe.Kind == rpc.FrameOverloaded {
-			sess.turns.drop(fe.ID.String())
-		}
 		sess.frameError(fe)
 		if user != nil {
 			user(fe)
@@ -338,7 +336,6 @@ func (ss *session) handle(ctx context.Context, req *rpc.Request) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		defer done()
 		ctx = context.WithValue(ctx, turnKey{}, done)
 	}
 	res, err := h.Handle(ctx, req)
@@ -648,14 +645,19 @@ func (ss *session) writeReport(rep *agentpmmachine.RunReport) error {
 // lockedWriter serialises the connection's writes and raw lines, so that a
 // raw line never lands inside a frame.
 type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
+	mu    sync.Mutex
+	w     io.Writer
+	turns *turns // told of every answer written
 }
 
 func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.w.Write(p)
+	n, err := l.w.Write(p)
+	if l.turns != nil {
+		answered(p[:n], l.turns.replied)
+	}
+	return n, err
 }
 
 func (l *lockedWriter) writeLine(p []byte) error {
