@@ -42,7 +42,7 @@ type permissionRule struct {
 	ID       string   `json:"id"`
 	Tools    []string `json:"tools"` // glob patterns on the tool name
 	Kinds    []string `json:"kinds"` // ACP tool kinds
-	Paths    []string `json:"paths"` // workspace path patterns every path of the call must match
+	Paths    []string `json:"paths"` // workspace path patterns (see pathsMatch)
 	Decision string   `json:"decision"`
 }
 
@@ -138,7 +138,7 @@ func (p *policy) permission(ws *workspace, tc *acp.ToolCallUpdate) decision {
 		if len(r.Kinds) > 0 && !slices.Contains(r.Kinds, string(kind)) {
 			continue
 		}
-		if len(r.Paths) > 0 && (outside || len(rels) == 0 || !allMatch(r.Paths, rels)) {
+		if len(r.Paths) > 0 && !pathsMatch(r.Decision == "deny", r.Paths, rels, outside) {
 			continue
 		}
 		name := r.ID
@@ -150,10 +150,24 @@ func (p *policy) permission(ws *workspace, tc *acp.ToolCallUpdate) decision {
 	return deny("no rule allows it")
 }
 
-// allMatch reports whether every path matches one of the patterns.
-func allMatch(patterns, paths []string) bool {
-	for _, p := range paths {
-		if !slices.ContainsFunc(patterns, func(g string) bool { return globMatch(g, p) }) {
+// pathsMatch reports whether a rule's path patterns match a call's paths
+// (rels inside the workspace; outside says some path is not), failing
+// closed either way: an allow rule matches only when every path is inside
+// the workspace and matches a pattern, a deny rule as soon as one path
+// matches a pattern or any is outside the workspace. So adding a harmless
+// path to a call can neither escape a deny rule nor earn an allow.
+func pathsMatch(deny bool, patterns, rels []string, outside bool) bool {
+	matches := func(p string) bool {
+		return slices.ContainsFunc(patterns, func(g string) bool { return globMatch(g, p) })
+	}
+	if deny {
+		return outside || slices.ContainsFunc(rels, matches)
+	}
+	if outside || len(rels) == 0 {
+		return false
+	}
+	for _, p := range rels {
+		if !matches(p) {
 			return false
 		}
 	}

@@ -164,6 +164,28 @@ func TestPermissionDecisions(t *testing.T) {
 			t.Errorf("%s: %+v, want allow %v by %q", tc.name, d, tc.want, tc.rule)
 		}
 	}
+	// A deny rule with paths cannot be slipped past by adding a harmless
+	// path, or a path outside the workspace, to the call.
+	secrets := &policy{Permissions: []permissionRule{
+		{ID: "no-secrets", Paths: []string{"secrets/**"}, Decision: "deny"},
+		{ID: "edits", Kinds: []string{"edit"}, Decision: "allow"},
+	}}
+	for _, tc := range []struct {
+		name, input string
+		want        bool
+		rule        string
+	}{
+		{"a secret", `{"path":"secrets/key"}`, false, "rule no-secrets"},
+		{"a secret and a harmless path", `{"paths":["src/a.go","secrets/key"]}`, false, "rule no-secrets"},
+		{"a secret and a path outside", `{"path":"secrets/key","destination":"/etc/x"}`, false, "rule no-secrets"},
+		{"only a path outside", `{"path":"/etc/x"}`, false, "rule no-secrets"},
+		{"harmless paths", `{"paths":["src/a.go","docs/b.md"]}`, true, "rule edits"},
+	} {
+		d := secrets.permission(a.ws, toolCall("edit_file", acp.ToolKindEdit, "", tc.input))
+		if d.Allow != tc.want || !strings.HasPrefix(d.Reason, tc.rule) {
+			t.Errorf("%s: %+v, want allow %v by %q", tc.name, d, tc.want, tc.rule)
+		}
+	}
 	// Without a policy everything is denied.
 	if d := (&policy{}).permission(a.ws, toolCall("read_file", acp.ToolKindRead, "", `{"path":"a"}`)); d.Allow {
 		t.Error("the empty policy allows")

@@ -94,17 +94,22 @@ func (r *renderer) close(timeout time.Duration) {
 	dropped := r.dropped
 	r.closed = true // nothing is queued after this
 	r.mu.Unlock()
-	deadline := time.After(timeout)
+	// One timer for both waits: a receive from it fires once, and a
+	// stderr nobody reads must not hold the exit.
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
 	if dropped > 0 {
 		select {
 		case r.queue <- droppedNote(dropped):
-		case <-deadline:
+		case <-deadline.C:
+			close(r.queue)
+			return
 		}
 	}
 	close(r.queue)
 	select {
 	case <-r.done:
-	case <-deadline:
+	case <-deadline.C:
 	}
 }
 

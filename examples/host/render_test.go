@@ -253,6 +253,28 @@ func TestRenderNeverBlocks(t *testing.T) {
 	}
 }
 
+// Closing gives up after its timeout when stderr is never read, even with
+// dropped lines to report: the host exits.
+func TestRenderCloseWithStderrNeverRead(t *testing.T) {
+	w := &blockingWriter{release: make(chan struct{})}
+	defer close(w.release)
+	r := newRenderer(w, false)
+	n := acp.SessionNotification{SessionID: "s", Update: acp.SessionUpdate{CurrentModeUpdate: &acp.CurrentModeUpdate{CurrentModeID: "code"}}}
+	for range 3 * rendererQueue {
+		r.Update(&n)
+	}
+	closed := make(chan struct{})
+	go func() {
+		r.close(100 * time.Millisecond)
+		close(closed)
+	}()
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("close waited for a stderr nobody reads")
+	}
+}
+
 func TestColorMode(t *testing.T) {
 	f, err := os.Create(filepath.Join(t.TempDir(), "f"))
 	if err != nil {
