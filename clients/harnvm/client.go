@@ -32,9 +32,11 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"time"
 
 	"github.com/bridgekit/bridgekit/gen/acp"
 	"github.com/bridgekit/bridgekit/gen/harn"
+	"github.com/bridgekit/bridgekit/internal/child"
 	"github.com/bridgekit/bridgekit/runtime/rpc"
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -46,8 +48,20 @@ type Client struct {
 	// ACP calls the host's ACP client methods on the same connection.
 	ACP  *acp.ClientPeer
 	conn *rpc.Conn
-	cmd  *exec.Cmd
+
+	// A started host process.
+	cmd     *exec.Cmd
+	exited  chan struct{} // closed once Wait has returned
+	waitErr error         // Wait's error, set before exited is closed
+	unwatch func() bool   // stops the watch on Start's context
+	grace   time.Duration
 }
+
+// StopGrace is how long Close waits for a started host to exit after its
+// input ends, and then after SIGTERM, before it kills it.
+const StopGrace = 5 * time.Second
+
+var stopGrace = StopGrace // shortened by tests
 
 // New speaks the stream between a runtime and its host over r (from the
 // host) and w (to the host): the bridge and ACP, with both protocols' cancel
@@ -61,25 +75,36 @@ func New(r io.Reader, w io.Writer, h rpc.Handler, opts *rpc.Options) *Client {
 	return &Client{HostPeer: harn.NewHostPeer(conn), ACP: acp.NewClientPeer(conn), conn: conn}
 }
 
-// Start runs cmd as the host process and speaks the bridge over its stdin and
-// stdout. The child's stderr goes to cmd.Stderr, or this process's stderr.
+// Start runs cmd as the host process and speaks the bridge over its stdin
+// and stdout; cmd.Stdin and cmd.Stdout must be unset. The child's stderr
+// goes to cmd.Stderr, or this process's stderr. ctx bounds the host's life,
+// as with exec.CommandContext: when it ends the connection is closed (calls
+// in flight fail with rpc.ErrClosed) and the host is stopped as Close stops
+// it.
 func Start(ctx context.Context, cmd *exec.Cmd, opts *rpc.Options) (*Client, error) {
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return nil, err
+	if cmd.Stdin != nil || cmd.Stdout != nil {
+		return nil, errors.New("harnvm: Start needs cmd.Stdin and cmd.Stdout unset")
 	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
+	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	if cmd.Stderr == nil {
 		cmd.Stderr = os.Stderr
 	}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", cmd.Path, err)
+	if cmd.WaitDelay == 0 {
+		cmd.WaitDelay = stopGrace // a grandchild holding stderr must not hold Wait
+	}
+	stdin, stdout, err := child.Start(cmd)
+	if err != nil {
+		return nil, fmt.Errorf("harnvm: start %s: %w", cmd.Path, err)
 	}
 	c := New(stdout, stdin, nil, opts)
-	c.cmd = cmd
+	c.cmd, c.exited, c.grace = cmd, make(chan struct{}), stopGrace
+	go func() {
+		c.waitErr = cmd.Wait()
+		close(c.exited)
+	}()
+	c.unwatch = context.AfterFunc(ctx, func() { c.stop() })
 	return c, nil
 }
 
@@ -87,19 +112,44 @@ func Start(ctx context.Context, cmd *exec.Cmd, opts *rpc.Options) (*Client, erro
 func (c *Client) Conn() *rpc.Conn { return c.conn }
 
 // Close closes the connection; for a started host it then waits for the
-// process to exit (closing its stdin is the signal to stop) and returns its
-// exit error, if any.
+// process to exit (closing its stdin is the signal to stop): after
+// StopGrace it sends SIGTERM, and after another StopGrace it kills it. It
+// returns the host's exit error, if any.
 func (c *Client) Close() error {
+	if c.unwatch != nil {
+		c.unwatch()
+	}
 	err := c.conn.Close()
 	if c.cmd != nil {
-		if werr := c.cmd.Wait(); werr != nil {
-			return werr
+		c.stop()
+		if c.waitErr != nil {
+			return c.waitErr
 		}
 	}
 	if errors.Is(err, rpc.ErrClosed) {
 		return nil
 	}
 	return err
+}
+
+// stop closes the connection and waits for the started host to exit,
+// asking it to stop, then killing it, if it does not.
+func (c *Client) stop() {
+	_ = c.conn.Close()
+	for _, step := range []func(*os.Process){child.Terminate, func(p *os.Process) { _ = p.Kill() }, nil} {
+		t := time.NewTimer(c.grace)
+		select {
+		case <-c.exited:
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		if step == nil {
+			<-c.exited // killed: Wait returns within WaitDelay
+			return
+		}
+		step(c.cmd.Process)
+	}
 }
 
 // Supports asks host/capabilities whether the host serves capability.op,

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"syscall"
 	"unicode/utf8"
 )
 
@@ -39,6 +40,14 @@ func Start(cmd *exec.Cmd) (stdin, stdout *os.File, err error) {
 		return nil, nil, err
 	}
 	return stdin, stdout, nil
+}
+
+// Terminate asks p to stop (SIGTERM) or, where it cannot be asked, kills
+// it.
+func Terminate(p *os.Process) {
+	if err := p.Signal(syscall.SIGTERM); err != nil {
+		_ = p.Kill()
+	}
 }
 
 // Tail is an io.Writer that keeps the last Max bytes written to it (a

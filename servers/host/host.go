@@ -192,6 +192,11 @@ func (s *Server) ServeCommandConn(ctx context.Context, cmd *exec.Cmd, use func(*
 	if cmd.Stderr == nil {
 		cmd.Stderr = os.Stderr
 	}
+	if cmd.WaitDelay == 0 {
+		// A grandchild that inherited a stderr copied by exec must not hold
+		// Wait (and so the end of ServeCommand) past the graces.
+		cmd.WaitDelay = s.opts.StopGrace + s.opts.DrainGrace
+	}
 	// child.Start's pipes are pollable, so a read deadline can bound the
 	// wait for a grandchild that keeps the pipe open.
 	toChild, fromChild, err := child.Start(cmd)
@@ -213,7 +218,7 @@ func (s *Server) ServeCommandConn(ctx context.Context, cmd *exec.Cmd, use func(*
 		select {
 		case <-stopping:
 			stopping = nil
-			terminate(cmd.Process)
+			child.Terminate(cmd.Process)
 			kill = time.After(s.opts.StopGrace)
 		case <-kill:
 			_ = cmd.Process.Kill()
@@ -237,13 +242,6 @@ func (s *Server) ServeCommandConn(ctx context.Context, cmd *exec.Cmd, use func(*
 		return fmt.Errorf("%w: %w", ctx.Err(), err)
 	}
 	return ctx.Err()
-}
-
-// terminate asks p to stop: SIGTERM where there are signals, else a kill.
-func terminate(p *os.Process) {
-	if err := p.Signal(syscall.SIGTERM); err != nil {
-		_ = p.Kill()
-	}
 }
 
 // ExitError reports a child that did not exit cleanly.

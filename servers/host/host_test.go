@@ -1,6 +1,7 @@
 package host_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -112,6 +113,19 @@ func TestServeCommandKillsChildOnCancel(t *testing.T) {
 	err := host.New(generic(), nil).ServeCommand(ctx, exec.Command("sleep", "30"))
 	if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 10*time.Second {
 		t.Fatalf("ServeCommand: %v after %v", err, time.Since(start))
+	}
+}
+
+// A grandchild that inherited a stderr exec copies (not a file) does not
+// hold ServeCommand once the child has exited.
+func TestServeCommandGrandchildHoldingStderr(t *testing.T) {
+	cmd := exec.Command("sh", "-c", "sleep 30 & exit 0")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	start := time.Now()
+	err := host.New(generic(), &host.Options{StopGrace: 200 * time.Millisecond, DrainGrace: 200 * time.Millisecond}).ServeCommand(context.Background(), cmd)
+	if took := time.Since(start); took > 5*time.Second {
+		t.Fatalf("ServeCommand returned after %v (%v)", took, err)
 	}
 }
 
