@@ -65,7 +65,9 @@
 // failed calls are never replayed. The client then restarts the provider,
 // up to Config.Restart.MaxAttempts times over its life, waiting
 // Restart.Backoff (doubling up to Restart.MaxBackoff) before each attempt;
-// calls made meanwhile wait for it (within their timeout). Once the budget
+// calls made meanwhile wait for it (within their timeout). The Harness also
+// restarts a provider after a timeout or an error frame; Config.RestartOnTimeout
+// and Config.RestartOnError do the same here. Once the budget
 // is spent, or a restarted provider fails its handshake, every call fails
 // with an *UnavailableError: the client never falls back to another
 // runtime. Config.OnLifecycle sees the Harness's lifecycle statuses
@@ -139,6 +141,12 @@ type Config struct {
 	// after any failed request). By default a timed-out provider is kept,
 	// and its late reply dropped.
 	RestartOnTimeout bool
+	// RestartOnError makes an error frame from the provider kill it, to be
+	// restarted like one that died, as AgentPM's Harness treats every
+	// failed request. By default the error is returned (an *rpc.Error with
+	// the provider's code, message and retryable flag) and the provider
+	// kept.
+	RestartOnError bool
 	// StopGrace is how long Close waits for the provider to exit after its
 	// stdin is closed before it kills it (default 2s).
 	StopGrace time.Duration
@@ -449,6 +457,10 @@ func (c *Client) Send(ctx context.Context, m rpc.Outbound, result any) error {
 		return c.ctxErr(ctx, callCtx, err)
 	case errors.Is(err, rpc.ErrClosed):
 		return c.exitError(p, m.Method, err)
+	case c.cfg.RestartOnError && errors.As(err, new(*rpc.Error)):
+		c.log.Warn("service: killing a provider that failed a request", "role", c.cfg.Role, "registry_id", c.cfg.RegistryID, "method", m.Method, "err", err)
+		p.kill()
+		<-p.exited // so that the next call waits for the restart
 	}
 	return err
 }

@@ -452,6 +452,28 @@ func TestRestartOnTimeout(t *testing.T) {
 	}
 }
 
+// With RestartOnError an error frame restarts the provider, as the Harness
+// does; by default the provider is kept.
+func TestRestartOnError(t *testing.T) {
+	for _, restart := range []bool{false, true} {
+		cfg := config(t, "knowledge")
+		cfg.RestartOnError = restart
+		c := start(t, cfg)
+		pid := c.PID()
+		_, err := retrieve(c, "refuse")
+		if e, ok := errors.AsType[*rpc.Error](err); !ok || e.Name != "request_failed" {
+			t.Fatalf("restart %v: %v", restart, err)
+		}
+		res, err := retrieve(c, "next")
+		if err != nil || *res.Content != "about next" {
+			t.Fatalf("restart %v: %v %v", restart, res, err)
+		}
+		if restarted := c.PID() != pid; restarted != restart || c.Stats().Restarts != map[bool]int{false: 0, true: 1}[restart] {
+			t.Errorf("restart %v: restarted %v, %d restarts", restart, restarted, c.Stats().Restarts)
+		}
+	}
+}
+
 // Close during a restart's backoff returns at once; the waiting call fails
 // with ErrClosed.
 func TestCloseDuringBackoff(t *testing.T) {

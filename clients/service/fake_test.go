@@ -122,6 +122,8 @@ func fakeKnowledge() int {
 				os.Exit(3)
 			case q == "env":
 				content = strings.Join(os.Environ(), "\n")
+			case q == "refuse":
+				return nil, &rpc.Error{Name: "request_failed", Message: "the index refused the query"}
 			}
 			return &agentpmservice.KnowledgeRuntimeResult{Ok: true, Package: p.Request.Package, Version: p.Request.Version, Mode: p.Request.Mode, Content: &content}, nil
 		},
