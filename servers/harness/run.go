@@ -325,6 +325,13 @@ func (r *Run) queueMemory(ctx context.Context, p *agentpmmachine.MemoryOperation
 	case res := <-op.done:
 		return res.res, res.err
 	case <-ctx.Done():
+		// Nobody waits for it any more: unless it has started, it does not
+		// run, and it does not keep the next one busy.
+		r.memMu.Lock()
+		if r.mem == op && !op.started {
+			r.mem = nil
+		}
+		r.memMu.Unlock()
 		return nil, ctx.Err()
 	}
 }
