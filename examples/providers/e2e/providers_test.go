@@ -356,6 +356,33 @@ func TestMemoryProviderPrimitives(t *testing.T) {
 	if err != nil || !errors.Is(read.Err(), agentpmservice.ErrUnsupportedCapability) {
 		t.Errorf("a semantic read: %+v %v", read, err)
 	}
+	if strings.Contains(string(c.Preflight().Readiness), `"capacity":true`) {
+		t.Errorf("capacity advertised without -capacity: %s", c.Preflight().Readiness)
+	}
+}
+
+// -capacity limits every scope's live records, and only then is capacity
+// advertised.
+func TestMemoryProviderCapacity(t *testing.T) {
+	route := agentpmservice.MemorySpaceRuntimeSnapshot{Package: "@zack/notes", PackageVersion: "1.0.0", Space: "notes", Model: "collection"}
+	c := startClient(t, service.Config{
+		Role: agentpmservice.ServiceRoleMemory, RegistryID: "m", Command: command("memory", "-db", filepath.Join(t.TempDir(), "m.db"), "-capacity", "2"),
+		Initialize: &agentpmservice.MemoryInitialize{Spaces: []agentpmservice.MemorySpaceRuntimeSnapshot{route}},
+	})
+	if r := string(c.Preflight().Readiness); !strings.Contains(r, `"capacity":true`) {
+		t.Errorf("readiness %s", r)
+	}
+	w := agentpmservice.MemoryWriteRequest{Package: route.Package, PackageVersion: route.PackageVersion, Space: route.Space, SpaceModel: "collection",
+		RecordType: "note", SchemaVersion: "1", Scope: agentpmservice.MemoryScope{"project": "p"}, Operation: "create", Content: jsontext.Value(`{"n":1}`), Provenance: jsontext.Value(`{}`), Now: "2026-11-30T12:00:00Z"}
+	for i := range 3 {
+		res, err := c.MemoryWrite(context.Background(), &agentpmservice.MemoryWritePayload{Request: w})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if full := errors.Is(res.Err(), agentpmservice.ErrCapacityExceeded); full != (i == 2) {
+			t.Fatalf("write %d: %v", i+1, res.Err())
+		}
+	}
 }
 
 // Bad input over real pipes, to each example provider: a frame with the

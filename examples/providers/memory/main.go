@@ -46,17 +46,21 @@ import (
 func main() {
 	db := flag.String("db", "", "bbolt database file (created if missing)")
 	lock := flag.Duration("lock-timeout", 5*time.Second, "how long to wait for another process's lock on -db")
+	capacity := flag.Int("capacity", 0, "the most live records a scope may hold in each space (0: no limit, and capacity is not advertised)")
 	verbose := flag.Bool("v", false, "log diagnostics to stderr")
 	flag.Parse()
 	log := cli.Logger(*verbose)
 	if *db == "" {
 		os.Exit(cli.Fatal("memory", errors.New("-db is required")))
 	}
+	if *capacity < 0 {
+		os.Exit(cli.Fatal("memory", errors.New("-capacity must not be negative")))
+	}
 	store, err := memory.Open(*db, memory.Options{LockTimeout: *lock})
 	if err != nil {
 		os.Exit(cli.Fatal("memory", err))
 	}
-	srv, err := service.New(agentpmservice.ServiceRoleMemory, handlers(store), &service.Options{Conn: rpc.Options{Logger: log}})
+	srv, err := service.New(agentpmservice.ServiceRoleMemory, handlers(store, *capacity), &service.Options{Conn: rpc.Options{Logger: log}})
 	if err != nil {
 		store.Close()
 		os.Exit(cli.Fatal("memory", err))
@@ -68,16 +72,18 @@ func main() {
 	}))
 }
 
-// handlers serves the memory role with store.
-func handlers(store *memory.Store) *agentpmservice.ServiceHandlers {
+// handlers serves the memory role with store; capacity, when positive,
+// limits the live records of a scope in every space.
+func handlers(store *memory.Store, capacity int) *agentpmservice.ServiceHandlers {
 	return &agentpmservice.ServiceHandlers{
 		InitializeMemory: func(_ context.Context, p *agentpmservice.MemoryInitialize) (*agentpmservice.MemoryReadiness, error) {
 			rules := map[memory.Route]memory.Rules{}
 			attested := map[[2]string]bool{}
 			r := &agentpmservice.MemoryReadiness{Packages: []agentpmservice.MemoryPackageAttestation{}}
 			for _, sp := range p.Spaces {
-				if sp.AppendOnly != nil && *sp.AppendOnly {
-					rules[memory.Route{Package: sp.Package, PackageVersion: sp.PackageVersion, Space: sp.Space}] = memory.Rules{AppendOnly: true}
+				rule := memory.Rules{AppendOnly: sp.AppendOnly != nil && *sp.AppendOnly, Capacity: capacity}
+				if rule != (memory.Rules{}) {
+					rules[memory.Route{Package: sp.Package, PackageVersion: sp.PackageVersion, Space: sp.Space}] = rule
 				}
 				if k := [2]string{sp.Package, sp.PackageVersion}; !attested[k] {
 					attested[k] = true

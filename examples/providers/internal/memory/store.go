@@ -178,14 +178,21 @@ func (s *Store) rulesFor(r Route) Rules {
 	return s.rules[r]
 }
 
-// Descriptor advertises what the store supports.
+// Descriptor advertises what the store supports as configured: capacity
+// only when a configured space has one.
 func (s *Store) Descriptor() Descriptor {
+	s.mu.RLock()
+	capacity := false
+	for _, r := range s.rules {
+		capacity = capacity || r.Capacity > 0
+	}
+	s.mu.RUnlock()
 	return Descriptor{
 		SpaceModels:         []string{string(Document), string(Collection), string(Sequence)},
 		RetrievalModes:      []string{string(ModeKey), string(ModeFilter), string(ModeChronological), string(ModeFullText)},
 		RetentionActions:    []string{string(Delete), string(Archive)},
 		Constraints:         []string{"append_only"},
-		Capacity:            true,
+		Capacity:            capacity,
 		DurableTriggerState: true,
 		AtomicBatches:       true,
 	}

@@ -651,9 +651,14 @@ func TestDescriptorJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := `{"space_models":["document","collection","sequence"],"retrieval_modes":["key","filter","chronological","full_text"],` +
-		`"retention_actions":["delete","archive"],"constraints":["append_only"],"capacity":true,"durable_trigger_state":true,"atomic_batches":true}`
+		`"retention_actions":["delete","archive"],"constraints":["append_only"],"capacity":false,"durable_trigger_state":true,"atomic_batches":true}`
 	if string(b) != want {
 		t.Fatalf("descriptor %s", b)
+	}
+	// Capacity is advertised only once a space has one.
+	s.Configure(map[Route]Rules{{pkg, ver, "small"}: {Capacity: 2}})
+	if !s.Descriptor().Capacity {
+		t.Fatal("a configured capacity is not advertised")
 	}
 	r := mustWrite(t, s, note(Scope{"u": "j"}, `{"x":1}`))
 	b, _ = json.Marshal(r.Record)
