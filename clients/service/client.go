@@ -139,7 +139,8 @@ type Config struct {
 	// RestartOnTimeout makes a call that times out kill the provider, which
 	// is then restarted like one that died (the Harness restarts a provider
 	// after any failed request). By default a timed-out provider is kept,
-	// and its late reply dropped.
+	// and its late reply dropped; the provider serves one request at a time,
+	// so the next call then waits behind the work it is still doing.
 	RestartOnTimeout bool
 	// RestartOnError makes an error frame from the provider kill it, to be
 	// restarted like one that died, as AgentPM's Harness treats every
