@@ -463,15 +463,7 @@ func TestMissingInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := ss.peer.StartRun(ctx, &agentpmmachine.StartRunParams{})
-	if !errors.Is(err, rpc.ErrClosed) {
-		t.Fatalf("start_run without input: %v", err)
-	}
-	serr := <-ss.served
-	ss.served <- serr
-	var exit *harness.ExitError
-	if !errors.As(serr, &exit) || exit.Code != 1 {
-		t.Fatalf("Serve: %v", serr)
-	}
+	exitedOnStartRun(t, ss, err)
 
 	fallback := "from --input"
 	s = harness.New(&harness.Options{Input: &fallback, Run: func(_ context.Context, r *harness.Run) (*harness.Outcome, error) {
@@ -660,8 +652,15 @@ func TestUndecodablePayloads(t *testing.T) {
 		t.Fatal(err)
 	}
 	var res jsontext.Value
-	if err := ss.conn.Call(ctx, agentpmmachine.MethodStartRun, jsontext.Value(`{"input":["a"]}`), &res); !errors.Is(err, rpc.ErrClosed) {
-		t.Fatalf("start_run with a non-string input: %v", err)
+	exitedOnStartRun(t, ss, ss.conn.Call(ctx, agentpmmachine.MethodStartRun, jsontext.Value(`{"input":["a"]}`), &res))
+}
+
+// exitedOnStartRun checks that the Harness exited (status 1) on a
+// start_run without input, failing it.
+func exitedOnStartRun(t *testing.T, ss *session, err error) {
+	t.Helper()
+	if !errors.Is(err, rpc.ErrClosed) {
+		t.Fatalf("start_run without input: %v", err)
 	}
 	serr := <-ss.served
 	ss.served <- serr
