@@ -16,7 +16,9 @@ import (
 // Defaults of Options' durations.
 const (
 	// DefaultStopGrace is how long Close waits for the Harness to exit after
-	// closing its stdin, and again after SIGTERM, before it kills it.
+	// closing its stdin, and again after SIGTERM, before it kills it; and
+	// then, at most, for event callbacks and host-service handlers still
+	// running.
 	DefaultStopGrace = 5 * time.Second
 	// DefaultCancelGrace is how long StartRun waits for the Run's end after
 	// its context ended and cancel_run was sent.
@@ -55,7 +57,8 @@ type Options struct {
 	// It runs on the connection's event lane: the Harness's next frames
 	// wait for it, so it must not block for long. Nil drops them.
 	OnEvent func(Event)
-	// StopGrace is Close's patience (default DefaultStopGrace).
+	// StopGrace is Close's patience (default DefaultStopGrace): with the
+	// Harness's exit, and with callbacks and handlers that do not return.
 	StopGrace time.Duration
 	// CancelGrace is how long StartRun waits for the Run to end after its
 	// context ended (default DefaultCancelGrace).
@@ -89,6 +92,8 @@ type Client struct {
 	runEnd    context.CancelFunc // ends runCtx
 	fatal     error              // a bad frame from the Harness
 	fatalCh   chan struct{}      // closed once fatal is set
+	closing   context.Context    // ends as soon as Close is called
+	closeNow  context.CancelFunc // ends closing
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -137,6 +142,7 @@ func Connect(ctx context.Context, r io.Reader, w io.Writer, o *Options) (*Client
 
 func newClient(r io.Reader, w io.Writer, o *Options) *Client {
 	c := &Client{opts: *o, ready: make(chan struct{}), services: map[serviceKey]*hostService{}, fatalCh: make(chan struct{})}
+	c.closing, c.closeNow = context.WithCancel(context.Background())
 	if c.opts.StopGrace <= 0 {
 		c.opts.StopGrace = DefaultStopGrace
 	}
@@ -416,7 +422,9 @@ func (c *Client) CancelRun(ctx context.Context) (*agentpmmachine.CancelRunResult
 // When ctx ends first, StartRun sends cancel_run, ends the contexts of the
 // host-service handlers still running for the Run, and waits up to
 // Options.CancelGrace for the Run to end; it then returns ctx's error,
-// with the Run's Result when the Harness reported it in time.
+// with the Run's Result when the Harness reported it in time. Close, from
+// another goroutine, ends StartRun at once, grace or not, with an error
+// matching rpc.ErrClosed (or ctx's error, when ctx had ended).
 //
 // Errors of the Harness match their codes: errors.Is(err,
 // agentpmmachine.ErrSessionBusy) for a start_run while a Run is active
@@ -468,10 +476,14 @@ func (c *Client) Run(ctx context.Context, p *agentpmmachine.StartRunParams, onEv
 	select {
 	case a := <-done:
 		return result(a)
+	case <-c.closing.Done():
+		return nil, errClosing(agentpmmachine.MethodStartRun)
 	case <-ctx.Done():
 	}
 	cause := fmt.Errorf("harness: start_run: %w", context.Cause(ctx))
-	cctx, cancel := context.WithTimeout(context.Background(), c.opts.CancelGrace)
+	// The grace ends early when the client is closed: Close fails the
+	// pending call anyway, and a caller quitting must not wait it out.
+	cctx, cancel := context.WithTimeout(c.closing, c.opts.CancelGrace)
 	defer cancel()
 	if owner {
 		if _, err := c.CancelRun(cctx); err != nil {
@@ -488,6 +500,11 @@ func (c *Client) Run(ctx context.Context, p *agentpmmachine.StartRunParams, onEv
 		<-done
 	}
 	return nil, cause
+}
+
+// errClosing is the error of a call that Close ended.
+func errClosing(method string) error {
+	return fmt.Errorf("harness: %s: the client is closing: %w", method, rpc.ErrClosed)
 }
 
 // Shutdown sends shutdown, which the Harness answers before it exits, then
@@ -515,11 +532,19 @@ func (c *Client) Shutdown(ctx context.Context) error {
 // Close ends the session: it closes the Harness's stdin (the Harness ends
 // its session at end of input), waits Options.StopGrace for it to exit,
 // then sends SIGTERM and, after StopGrace again, SIGKILL; then it closes
-// the connection. Pending calls fail. It returns the process's exit error
-// when it did not exit cleanly (nil once it was stopped by Close), or the
-// bad frame that ended the session.
+// the connection. Pending calls fail, a StartRun at once. It returns the
+// process's exit error when it did not exit cleanly (nil once it was
+// stopped by Close), or the bad frame that ended the session.
+//
+// Close waits at most StopGrace more for event callbacks (OnEvent,
+// StartRun's onEvent) and host-service handlers still running: one that
+// never returns (a callback blocked writing to a stdout nobody reads)
+// cannot hold it. It then returns, logging a warning; those goroutines
+// end when their callbacks return, and Done is closed only then. So
+// Close returns within about three times StopGrace.
 func (c *Client) Close() error {
 	c.closeOnce.Do(func() {
+		c.closeNow()
 		if c.proc != nil {
 			exitedBefore := c.proc.done()
 			c.proc.stop(c.opts.StopGrace)
@@ -532,7 +557,7 @@ func (c *Client) Close() error {
 				}
 			}
 		}
-		c.conn.Close()
+		c.closeConn()
 		c.mu.Lock()
 		if c.fatal != nil {
 			c.closeErr = c.fatal
@@ -540,4 +565,21 @@ func (c *Client) Close() error {
 		c.mu.Unlock()
 	})
 	return c.closeErr
+}
+
+// closeConn closes the connection, waiting at most StopGrace for the
+// callbacks and handlers it waits for.
+func (c *Client) closeConn() {
+	closed := make(chan struct{})
+	go func() {
+		c.conn.Close()
+		close(closed)
+	}()
+	t := time.NewTimer(c.opts.StopGrace)
+	defer t.Stop()
+	select {
+	case <-closed:
+	case <-t.C:
+		c.log.Warn("harness: Close gave up waiting for event callbacks or host-service handlers that did not return", "waited", c.opts.StopGrace)
+	}
 }

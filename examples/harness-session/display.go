@@ -15,31 +15,54 @@ import (
 // printed as lines under a status line that a spinner keeps alive and
 // every event updates; elsewhere (a pipe, a file, -plain) every event and
 // host-service call is a line of its own, with the time since the start.
+//
+// Events are shown from the connection's event lane, which the Harness's
+// next frames wait for, so the display never writes there: what it shows
+// is queued (bounded) for a writer goroutine of its own, and dropped, and
+// counted, when stdout is not being read. Nothing is written while d.mu
+// is held either, so an interrupt's note cannot be held up by stdout.
 type display struct {
-	mu     sync.Mutex
-	w      io.Writer
-	tty    bool
-	start  time.Time
-	status string
-	frame  int
-	stop   chan struct{}
-	done   sync.WaitGroup
-	closed sync.Once
+	mu      sync.Mutex
+	tty     bool
+	start   time.Time
+	status  string
+	frame   int
+	queue   chan []byte // what the writer goroutine writes
+	dropped int         // lines not queued since the last note of it
+	ended   bool        // closed: nothing more is queued
+
+	written chan struct{} // closed once the writer has written all
+	stop    chan struct{}
+	spinner sync.WaitGroup
+	closed  sync.Once
 }
+
+// displayQueue bounds the writes waiting for a slow stdout; displayFlush
+// is how long close waits for them.
+const (
+	displayQueue = 1024
+	displayFlush = time.Second
+)
 
 var spinner = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
 
 func newDisplay(w io.Writer, tty bool) *display {
-	d := &display{w: w, tty: tty, start: time.Now(), stop: make(chan struct{})}
+	d := &display{tty: tty, start: time.Now(), queue: make(chan []byte, displayQueue), written: make(chan struct{}), stop: make(chan struct{})}
+	go func() {
+		defer close(d.written)
+		for b := range d.queue {
+			_, _ = w.Write(b)
+		}
+	}()
 	if tty {
-		d.done.Add(1)
+		d.spinner.Add(1)
 		go d.spin()
 	}
 	return d
 }
 
 func (d *display) spin() {
-	defer d.done.Done()
+	defer d.spinner.Done()
 	t := time.NewTicker(100 * time.Millisecond)
 	defer t.Stop()
 	for {
@@ -55,22 +78,57 @@ func (d *display) spin() {
 	}
 }
 
+// emit queues b for the writer, or drops it when the writer is behind (a
+// status-line redraw is dropped silently: the next one replaces it); d.mu
+// is held.
+func (d *display) emit(b []byte, counted bool) {
+	if d.ended {
+		return
+	}
+	if d.dropped > 0 && len(d.queue) < cap(d.queue)/2 {
+		select {
+		case d.queue <- droppedNote(d.dropped):
+			d.dropped = 0
+		default:
+		}
+	}
+	select {
+	case d.queue <- b:
+	default:
+		if counted {
+			d.dropped++
+		}
+	}
+}
+
+func droppedNote(n int) []byte {
+	return fmt.Appendf(nil, "\n(%d lines not shown: stdout is not being read)\n", n)
+}
+
 // redraw draws the status line; d.mu is held.
 func (d *display) redraw() {
 	if d.status == "" {
 		return
 	}
-	fmt.Fprintf(d.w, "\r\x1b[K%s %5.1fs · %s", spinner[d.frame%len(spinner)], time.Since(d.start).Seconds(), d.status)
+	d.emit(fmt.Appendf(nil, "\r\x1b[K%s %5.1fs · %s", spinner[d.frame%len(spinner)], time.Since(d.start).Seconds(), d.status), false)
 }
 
 // line prints a permanent line; d.mu is held.
 func (d *display) line(kind, text string) {
 	if d.tty {
-		fmt.Fprintf(d.w, "\r\x1b[K%s\n", text)
+		d.emit(fmt.Appendf(nil, "\r\x1b[K%s\n", text), true)
 		d.redraw()
 		return
 	}
-	fmt.Fprintf(d.w, "%8.3fs  %-5s  %s\n", time.Since(d.start).Seconds(), kind, text)
+	d.emit(fmt.Appendf(nil, "%8.3fs  %-5s  %s\n", time.Since(d.start).Seconds(), kind, text), true)
+}
+
+// print queues text as it is (the summary); the display's status line
+// must be closed first.
+func (d *display) print(text string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.emit([]byte(text), true)
 }
 
 // note prints a message of the session itself.
@@ -174,17 +232,45 @@ func describe(ev harness.Event) string {
 
 // close ends the status line. It may be called more than once: the
 // program closes the display before printing a summary or an error, and
-// again on its way out.
+// again on its way out (finish).
 func (d *display) close() {
-	if !d.tty {
-		return
-	}
 	d.closed.Do(func() {
 		close(d.stop)
-		d.done.Wait()
+		d.spinner.Wait()
 		d.mu.Lock()
-		fmt.Fprint(d.w, "\r\x1b[K")
+		defer d.mu.Unlock()
+		if d.tty {
+			d.emit([]byte("\r\x1b[K"), false)
+		}
 		d.status = ""
-		d.mu.Unlock()
 	})
+}
+
+// finish closes the display and writes what is queued, giving up after
+// timeout when stdout is not being read.
+func (d *display) finish(timeout time.Duration) {
+	d.close()
+	d.mu.Lock()
+	if d.ended {
+		d.mu.Unlock()
+		return
+	}
+	dropped := d.dropped
+	d.ended = true // nothing is queued after this
+	d.mu.Unlock()
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	if dropped > 0 {
+		select {
+		case d.queue <- droppedNote(dropped):
+		case <-deadline.C:
+			close(d.queue)
+			return
+		}
+	}
+	close(d.queue)
+	select {
+	case <-d.written:
+	case <-deadline.C:
+	}
 }

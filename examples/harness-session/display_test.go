@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -29,6 +31,7 @@ func TestDisplayTerminal(t *testing.T) {
 	d.event(harnessEvent(agentpmmachine.EventTypeRunCompleted, agentpmmachine.EventPayload{Terminal: &agentpmmachine.EventPayloadTerminal{Status: agentpmmachine.TerminalStatusEnded, Output: []byte(`"[redacted]"`)}}))
 	d.close()
 	d.close() // as run does: before the summary, and deferred
+	d.finish(time.Second)
 	s := out.String()
 	lines := strings.Split(s, "\n")
 	var kept []string
@@ -56,7 +59,7 @@ func TestDisplayPlain(t *testing.T) {
 	d.event(harnessEvent(agentpmmachine.EventTypePromptPrepared, agentpmmachine.EventPayload{Content: &agentpmmachine.EventPayloadContent{Label: "prompt", Content: []byte(`"the secret plan"`)}}))
 	d.event(harnessEvent(agentpmmachine.EventTypeServiceFailed, agentpmmachine.EventPayload{Service: &agentpmmachine.EventPayloadService{Service: "model", Status: "failed"}}))
 	d.event(harness.Event{Preflight: &agentpmmachine.PreflightEvent{Status: agentpmmachine.PreflightStatusReadyWithWarnings}})
-	d.close()
+	d.finish(time.Second)
 	s := out.String()
 	for _, w := range []string{"event  prompt_prepared · prompt [17 bytes of content]", "event  service_failed · model failed", "event  preflight ready_with_warnings (0 diagnostics)"} {
 		if !strings.Contains(s, w) {
@@ -66,4 +69,69 @@ func TestDisplayPlain(t *testing.T) {
 	if strings.Contains(s, "secret plan") || strings.Contains(s, "\x1b") {
 		t.Errorf("output %q", s)
 	}
+}
+
+// stuckWriter blocks every write until released.
+type stuckWriter struct{ release chan struct{} }
+
+func (w stuckWriter) Write(p []byte) (int, error) {
+	<-w.release
+	return len(p), nil
+}
+
+// A stdout nobody reads never blocks the display (whose event method runs
+// on the connection's event lane): lines are dropped, and finish gives up
+// after its timeout.
+func TestDisplayNeverBlocks(t *testing.T) {
+	for _, tty := range []bool{false, true} {
+		w := stuckWriter{release: make(chan struct{})}
+		d := newDisplay(w, tty)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for i := range 5 * displayQueue {
+				d.event(harnessEvent(agentpmmachine.EventTypeRunStarted, agentpmmachine.EventPayload{Lifecycle: &agentpmmachine.EventPayloadLifecycle{Message: fmt.Sprint(i)}}))
+				d.hostCall("model", "generate", time.Millisecond, nil)
+				d.note("note %d", i)
+			}
+			d.print("summary\n")
+			d.close()
+			d.finish(100 * time.Millisecond)
+		}()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			close(w.release)
+			<-done
+			t.Fatalf("tty %v: the display blocked on its writer", tty)
+		}
+		close(w.release)
+	}
+}
+
+// Lines dropped while stdout was not read are counted once it is.
+func TestDisplayCountsDroppedLines(t *testing.T) {
+	var out lockedWriter
+	out.b = &bytes.Buffer{}
+	w := &gatedWriter{gate: make(chan struct{}), w: &out}
+	d := newDisplay(w, false)
+	for i := range displayQueue + 10 {
+		d.note("n%d", i)
+	}
+	close(w.gate)
+	d.finish(5 * time.Second)
+	if s := out.String(); !strings.Contains(s, "lines not shown: stdout is not being read") || !strings.Contains(s, "n0\n") {
+		t.Fatalf("output %q", s[max(0, len(s)-300):])
+	}
+}
+
+// gatedWriter holds writes until gate is closed.
+type gatedWriter struct {
+	gate chan struct{}
+	w    io.Writer
+}
+
+func (g *gatedWriter) Write(p []byte) (int, error) {
+	<-g.gate
+	return g.w.Write(p)
 }

@@ -16,7 +16,10 @@
 // servers/harness built into this program (it starts itself as the child).
 // On a terminal the progress is a live status line under the milestones;
 // piped (or with -plain) it is one line per event and host-service call.
-// The first interrupt cancels the Run (cancel_run), the second exits.
+// The first interrupt cancels the Run (cancel_run), the second closes the
+// session and exits (within about a second: the Harness is sent SIGTERM
+// if it has not exited a second after its stdin closed). Output is never
+// held up by a stdout nobody reads: lines are dropped, and counted.
 //
 // Exit status: 0 when the Run ended (or handed off), 1 when it did not or
 // the session failed, 2 for bad flags, 130 after an interrupt.
@@ -124,12 +127,12 @@ func run(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) int {
 		return 1
 	}
 
-	o := &harness.Options{Path: *agentpm, Agent: *agent, Config: *config, StateDir: *stateDir, Scopes: sc, Stderr: stderr, StopGrace: 3 * time.Second}
+	o := &harness.Options{Path: *agentpm, Agent: *agent, Config: *config, StateDir: *stateDir, Scopes: sc, Stderr: stderr, StopGrace: time.Second}
 	if *verbose {
 		o.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	show := newDisplay(stdout, !*plain && tty.Is(stdout))
-	defer show.close()
+	defer show.finish(displayFlush)
 	o.OnEvent = show.event
 	if o.Path == "" && os.Getenv(harness.EnvBinary) == "" {
 		self, err := os.Executable()
@@ -143,31 +146,52 @@ func run(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) int {
 
 	ctx, cancel := context.WithTimeout(context.Background(), *limit)
 	defer cancel()
-	// The first interrupt cancels the Run, the second ends the session.
+	// The first interrupt cancels the Run, the second ends the session:
+	// closing the client fails its pending calls (StartRun's wait for the
+	// cancelled Run's end included) at once.
 	runCtx, cancelRun := context.WithCancel(ctx)
 	defer cancelRun()
-	var interrupted atomic.Bool
+	var (
+		interrupted atomic.Bool
+		client      atomic.Pointer[harness.Client]
+		quit        = make(chan struct{})
+	)
 	go func() {
+		defer close(quit)
 		select {
 		case <-sigs:
 		case <-ctx.Done():
 			return
 		}
 		interrupted.Store(true)
-		show.note("interrupted: cancelling the Run (again to quit)")
 		cancelRun()
+		show.note("interrupted: cancelling the Run (again to quit)")
 		select {
 		case <-sigs:
 			cancel()
+			if c := client.Load(); c != nil {
+				c.Close()
+			}
 		case <-ctx.Done():
 		}
 	}()
+	// Wait for the interrupt goroutine: a Close it started ends before
+	// the program does.
+	defer func() { <-quit }()
+	defer cancel()
 
 	c, err := harness.Start(ctx, o)
 	if err != nil {
-		show.close()
-		fmt.Fprintf(stderr, "harness-session: %v\n", err)
-		return 1
+		code := fail(show, stderr, err)
+		if interrupted.Load() {
+			code = 130
+		}
+		return code
+	}
+	client.Store(c)
+	if ctx.Err() != nil {
+		// An interrupt came while Start returned.
+		c.Close()
 	}
 	defer c.Close()
 	init, err := c.Initialize(ctx)
@@ -196,7 +220,9 @@ func run(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) int {
 		return code
 	}
 	show.close()
-	summary(stdout, res, *stateDir)
+	var sum strings.Builder
+	summary(&sum, res, *stateDir)
+	show.print(sum.String())
 	if err := c.Shutdown(ctx); err != nil {
 		fmt.Fprintf(stderr, "harness-session: shutdown: %v\n", err)
 	}

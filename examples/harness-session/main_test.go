@@ -242,3 +242,92 @@ func (w *lockedWriter) String() string {
 	defer w.mu.Unlock()
 	return w.b.String()
 }
+
+// deafHarness answers initialize, refuses every registration, floods a
+// Run with events and then ignores cancel_run and the end of its input:
+// the Harness a second interrupt must get the program out of.
+const deafHarness = `#!/bin/sh
+frame() { printf '{"protocol":"agentpm-harness-machine","version":1,%s}\n' "$1"; }
+frame '"kind":"event","method":"preflight","payload":{"status":"ready","report":{"status":"ready","diagnostics":[]}}'
+while read -r line; do
+  id=$(printf '%s' "$line" | sed -n 's/.*"id":"\([^"]*\)".*/\1/p')
+  case "$line" in
+  *'"method":"initialize"'*)
+    frame '"kind":"response","id":"'"$id"'","payload":{"session":{"protocol":"agentpm-harness-machine","version":1},"preflight":{"status":"ready","diagnostics":[]},"mcp_exports":[],"required_host_services":[]}' ;;
+  *'"method":"register_host_service"'*)
+    frame '"kind":"error","id":"'"$id"'","payload":null,"error":{"code":"host_registration_failed","message":"not configured"}' ;;
+  *'"method":"cancel_run"'*)
+    frame '"kind":"response","id":"'"$id"'","payload":{"status":"cancelled","accepted":true}' ;;
+  *'"method":"start_run"'*)
+    i=0
+    while [ $i -lt 4000 ]; do
+      i=$((i+1))
+      frame '"kind":"event","method":"harness_event","payload":{"schema_version":1,"event_id":"e'$i'","session_id":"s","session_sequence":'$i',"timestamp":"2025-01-01T00:00:00Z","event_type":"run_started","payload":{"payload_type":"lifecycle","message":"a line long enough to fill a pipe before long"}}'
+    done
+    echo flooded >&2 ;;
+  esac
+done
+exec sleep 60
+`
+
+// With stdout never read and a Harness that floods events, then ignores
+// cancel_run and its stdin's end, the first interrupt still cancels (the
+// display drops lines rather than stall the connection) and the second
+// ends the program within moments.
+func TestSecondInterruptQuits(t *testing.T) {
+	harnessPath := filepath.Join(t.TempDir(), "deaf")
+	if err := os.WriteFile(harnessPath, []byte(deafHarness), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close() // never read
+	cmd := exec.Command(program, "-agentpm", harnessPath, "-plain", "wait")
+	cmd.Env = withoutAgentpm()
+	var errOut lockedWriter
+	errOut.b = &bytes.Buffer{}
+	cmd.Stdout, cmd.Stderr = w, &errOut
+	cmd.WaitDelay = 2 * time.Second // the Harness, left behind, may hold stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	var waitErr error
+	exited := make(chan struct{})
+	go func() {
+		waitErr = cmd.Wait()
+		close(exited)
+	}()
+	defer func() {
+		select {
+		case <-exited:
+		default:
+			cmd.Process.Kill()
+			<-exited
+		}
+	}()
+	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(errOut.String(), "flooded"); {
+		if time.Now().After(deadline) {
+			t.Fatalf("the Harness did not flood the Run (the program stopped reading it?):\n%s", errOut.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cmd.Process.Signal(syscall.SIGINT)
+	time.Sleep(300 * time.Millisecond)
+	cmd.Process.Signal(syscall.SIGINT)
+	began := time.Now()
+	select {
+	case <-exited:
+		ee, ok := waitErr.(*exec.ExitError)
+		if !ok || ee.ExitCode() != 130 {
+			t.Fatalf("exit %v\n%s", waitErr, errOut.String())
+		}
+		if took := time.Since(began); took > 4*time.Second {
+			t.Errorf("exited %v after the second interrupt", took)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("still running 20s after the second interrupt\n%s", errOut.String())
+	}
+}

@@ -338,11 +338,61 @@ func (ss *session) handle(ctx context.Context, req *rpc.Request) (any, error) {
 		}
 		ctx = context.WithValue(ctx, turnKey{}, done)
 	}
+	req, err := ss.params(req)
+	if err != nil {
+		return nil, err
+	}
 	res, err := h.Handle(ctx, req)
 	if err != nil || res == nil {
 		return res, err
 	}
 	return ss.redact(res)
+}
+
+// params decodes a request's payload as the Harness does, method by
+// method, so that a payload it cannot decode is never answered with a
+// generic invalid-params code, which the machine protocol does not have:
+// initialize, preflight, cancel_run and shutdown ignore their payload;
+// start_run takes payload.input only when it is a string (else it is
+// missing, and the Harness exits); register_host_service fails with
+// host_registration_failed, memory_operation with
+// memory_operation_no_active_run when idle, else
+// memory_operation_invalid_request. It returns the request to handle: req,
+// or a copy with the payload the Harness would have seen.
+func (ss *session) params(req *rpc.Request) (*rpc.Request, error) {
+	var p any
+	switch req.Method {
+	case agentpmmachine.MethodInitialize, agentpmmachine.MethodPreflight, agentpmmachine.MethodCancelRun, agentpmmachine.MethodShutdown:
+		p = &agentpmmachine.EmptyParams{}
+	case agentpmmachine.MethodStartRun:
+		p = &agentpmmachine.StartRunParams{}
+	case agentpmmachine.MethodRegisterHostService:
+		p = &agentpmmachine.RegisterHostServiceParams{}
+	case agentpmmachine.MethodMemoryOperation:
+		p = &agentpmmachine.MemoryOperationParams{}
+	default:
+		return req, nil
+	}
+	err := rpc.DecodeParams(req.Params, p)
+	if err == nil {
+		return req, nil
+	}
+	switch req.Method {
+	case agentpmmachine.MethodRegisterHostService:
+		if ss.active() {
+			return nil, runActive(req.Method)
+		}
+		return nil, registrationFailed("invalid host service registration: %s", rpc.Truncate(err.Error(), rpc.MaxEcho))
+	case agentpmmachine.MethodMemoryOperation:
+		if !ss.active() {
+			return nil, &rpc.Error{Name: agentpmmachine.ErrMemoryOperationNoActiveRun.Name, Message: "memory_operation needs an active Run"}
+		}
+		return nil, &rpc.Error{Name: agentpmmachine.ErrMemoryOperationInvalidRequest.Name, Message: "invalid memory_operation request: " + rpc.Truncate(err.Error(), rpc.MaxEcho)}
+	}
+	// The payload is ignored (start_run: its input is missing).
+	cp := *req
+	cp.Params = jsontext.Value("{}")
+	return &cp, nil
 }
 
 // redact encodes v and applies the content policy.

@@ -463,15 +463,7 @@ func TestMissingInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := ss.peer.StartRun(ctx, &agentpmmachine.StartRunParams{})
-	if !errors.Is(err, rpc.ErrClosed) {
-		t.Fatalf("start_run without input: %v", err)
-	}
-	serr := <-ss.served
-	ss.served <- serr
-	var exit *harness.ExitError
-	if !errors.As(serr, &exit) || exit.Code != 1 {
-		t.Fatalf("Serve: %v", serr)
-	}
+	exitedOnStartRun(t, ss, err)
 
 	fallback := "from --input"
 	s = harness.New(&harness.Options{Input: &fallback, Run: func(_ context.Context, r *harness.Run) (*harness.Outcome, error) {
@@ -598,5 +590,82 @@ func TestEventEnvelope(t *testing.T) {
 	}
 	if evs[1].Payload.Content.Content != nil {
 		t.Errorf("content under policy none: %s", evs[1].Payload.Content.Content)
+	}
+}
+
+// A payload the Harness cannot decode is answered as AgentPM's Harness
+// answers it, method by method, never with a code the machine protocol
+// does not have: initialize, preflight, cancel_run and shutdown ignore
+// their payload; register_host_service fails host_registration_failed;
+// memory_operation fails memory_operation_no_active_run when idle, else
+// memory_operation_invalid_request; a start_run whose input is not a
+// string has no input (the Harness exits, unless it has --input).
+func TestUndecodablePayloads(t *testing.T) {
+	ctx := timeout(t)
+	started := make(chan string, 1)
+	runFn := func(ctx context.Context, r *harness.Run) (*harness.Outcome, error) {
+		started <- r.Input
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	fallback := "from --input"
+	ss := serve(t, harness.New(&harness.Options{Input: &fallback, Run: runFn}), nil, nil)
+	call := func(method, payload string) error {
+		var res jsontext.Value
+		return ss.conn.Call(ctx, method, jsontext.Value(payload), &res)
+	}
+	for _, payload := range []string{`5`, `"x"`, `[1]`, `null`, `{"extra":true}`} {
+		for _, m := range []string{agentpmmachine.MethodInitialize, agentpmmachine.MethodPreflight, agentpmmachine.MethodCancelRun} {
+			if err := call(m, payload); err != nil {
+				t.Fatalf("%s %s: %v", m, payload, err)
+			}
+		}
+	}
+	for _, payload := range []string{`5`, `{"role":7,"registry_id":"x"}`, `{"role":"model","registry_id":"x","hooks":"all"}`} {
+		code(t, call(agentpmmachine.MethodRegisterHostService, payload), agentpmmachine.ErrHostRegistrationFailed, "")
+	}
+	for _, payload := range []string{`5`, `{"package":7}`} {
+		code(t, call(agentpmmachine.MethodMemoryOperation, payload), agentpmmachine.ErrMemoryOperationNoActiveRun, "")
+	}
+
+	// start_run's input is not a string: the --input is used.
+	run := make(chan error, 1)
+	go func() { run <- call(agentpmmachine.MethodStartRun, `{"input":5}`) }()
+	if in := <-started; in != fallback {
+		t.Fatalf("Run input %q", in)
+	}
+	for _, payload := range []string{`5`, `{"package":7}`} {
+		code(t, call(agentpmmachine.MethodMemoryOperation, payload), agentpmmachine.ErrMemoryOperationInvalidRequest, "")
+	}
+	code(t, call(agentpmmachine.MethodRegisterHostService, `5`), agentpmmachine.ErrRunActive, "")
+	if err := call(agentpmmachine.MethodCancelRun, `5`); err != nil {
+		t.Fatal(err)
+	}
+	<-run
+	if err := call(agentpmmachine.MethodShutdown, `5`); err != nil {
+		t.Fatal(err)
+	}
+
+	// Without --input, the Harness exits.
+	ss = serve(t, harness.New(&harness.Options{Run: runFn}), nil, nil)
+	if _, err := ss.peer.Initialize(ctx, empty()); err != nil {
+		t.Fatal(err)
+	}
+	var res jsontext.Value
+	exitedOnStartRun(t, ss, ss.conn.Call(ctx, agentpmmachine.MethodStartRun, jsontext.Value(`{"input":["a"]}`), &res))
+}
+
+// exitedOnStartRun checks that the Harness exited (status 1) on a
+// start_run without input, failing it.
+func exitedOnStartRun(t *testing.T, ss *session, err error) {
+	t.Helper()
+	if !errors.Is(err, rpc.ErrClosed) {
+		t.Fatalf("start_run without input: %v", err)
+	}
+	serr := <-ss.served
+	ss.served <- serr
+	var exit *harness.ExitError
+	if !errors.As(serr, &exit) || exit.Code != 1 {
+		t.Fatalf("Serve: %v", serr)
 	}
 }
