@@ -226,7 +226,7 @@ func (r *promptRun) classify(res *acp.PromptResponse) outcome {
 	switch {
 	case o.Completed():
 		return outcome{exitCompleted, "completed (" + describe() + ")"}
-	case res.StopReason == acp.StopReasonCancelled || term != nil && term.Kind == turn.KindUserCancelled:
+	case res.StopReason == acp.StopReasonCancelled || term != nil && term.Kind == acp.TerminalKindUserCancelled:
 		if sig != nil {
 			return outcome{signalStatus(sig), fmt.Sprintf("cancelled after %v: the agent ended the turn %s", sig, res.StopReason)}
 		}

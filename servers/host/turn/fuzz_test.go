@@ -28,7 +28,7 @@ func FuzzClassify(f *testing.F) {
 		}
 		o, err := turn.Classify(&resp)
 		if o.Completed() {
-			if err != nil || o.Terminal == nil || o.Terminal.Kind != turn.KindNatural || o.Err() != nil {
+			if err != nil || o.Terminal == nil || o.Terminal.Kind != acp.TerminalKindNatural || o.Err() != nil {
 				t.Fatalf("completion without a natural terminal: %+v %v", o, err)
 			}
 			typed, _ := resp.Meta.Get()
@@ -37,7 +37,7 @@ func FuzzClassify(f *testing.F) {
 				t.Fatal(err)
 			}
 			again, err := turn.ReadTerminal(meta)
-			if err != nil || again == nil || again.Kind != turn.KindNatural || again.Reason != o.Terminal.Reason {
+			if err != nil || again == nil || again.Kind != acp.TerminalKindNatural || again.Reason != o.Terminal.Reason {
 				t.Fatalf("ReadTerminal disagrees: %v", err)
 			}
 		} else if o.Err() == nil {

@@ -34,40 +34,16 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 )
 
-// Kind is terminal.kind: why a Harn agent loop ended (gen/acp's type).
-// Values this version does not know are kept as sent; Known tells them
-// apart.
+// Kind is terminal.kind: why a Harn agent loop ended (gen/acp's type, with
+// its constants acp.TerminalKindNatural and the others). Values this
+// version does not know are kept as sent; Known tells them apart. Only
+// acp.TerminalKindNatural is completion.
 type Kind = acp.TerminalKind
 
-// The terminal kinds Harn documents. Only KindNatural is completion.
-const (
-	KindNatural              = acp.TerminalKindNatural
-	KindUserCancelled        = acp.TerminalKindUserCancelled
-	KindPolicyBudget         = acp.TerminalKindPolicyBudget
-	KindCompletionUnverified = acp.TerminalKindCompletionUnverified
-	KindPolicyNoProgress     = acp.TerminalKindPolicyNoProgress
-	KindPolicyThrash         = acp.TerminalKindPolicyThrash
-	KindPolicyGuardrail      = acp.TerminalKindPolicyGuardrail
-	KindPolicyStop           = acp.TerminalKindPolicyStop
-	KindProviderError        = acp.TerminalKindProviderError
-	KindRuntimeError         = acp.TerminalKindRuntimeError
-	KindSuspended            = acp.TerminalKindSuspended
-	KindUnknown              = acp.TerminalKindUnknown
-)
-
-// Owner is terminal.owner: who ended the loop (gen/acp's type). Values
-// this version does not know are kept as sent.
+// Owner is terminal.owner: who ended the loop (gen/acp's type, with its
+// constants acp.TerminalOwnerAgent and the others). Values this version
+// does not know are kept as sent.
 type Owner = acp.TerminalOwner
-
-// The owners Harn documents.
-const (
-	OwnerAgent    = acp.TerminalOwnerAgent
-	OwnerUser     = acp.TerminalOwnerUser
-	OwnerPolicy   = acp.TerminalOwnerPolicy
-	OwnerProvider = acp.TerminalOwnerProvider
-	OwnerHarness  = acp.TerminalOwnerHarness
-	OwnerUnknown  = acp.TerminalOwnerUnknown
-)
 
 // Terminal is _meta.harn.terminal, gen/acp's type: kind, reason and owner,
 // the optional terminalClass, message and detail, and any member this
@@ -156,7 +132,7 @@ func Classify(resp *acp.PromptResponse) (Outcome, error) {
 // Class sorts o into one of the four classes.
 func (o Outcome) Class() Class {
 	switch {
-	case o.Terminal != nil && o.Terminal.Kind == KindNatural:
+	case o.Terminal != nil && o.Terminal.Kind == acp.TerminalKindNatural:
 		return ClassCompleted
 	case o.Terminal != nil:
 		return ClassIncomplete

@@ -34,9 +34,9 @@ func TestClassify(t *testing.T) {
 		kind  turn.Kind
 		msg   string
 	}{
-		{"natural", terminal("end_turn", `{"kind":"natural","reason":"assistant finished","owner":"agent"}`), turn.ClassCompleted, turn.KindNatural, ""},
-		{"natural whatever the stop reason", terminal("max_tokens", `{"kind":"natural","reason":"done","owner":"agent"}`), turn.ClassCompleted, turn.KindNatural, ""},
-		{"natural with extras", terminal("end_turn", `{"kind":"natural","reason":"r","owner":"agent","terminalClass":"none","message":"m","detail":"d","future":{"x":1}}`), turn.ClassCompleted, turn.KindNatural, ""},
+		{"natural", terminal("end_turn", `{"kind":"natural","reason":"assistant finished","owner":"agent"}`), turn.ClassCompleted, acp.TerminalKindNatural, ""},
+		{"natural whatever the stop reason", terminal("max_tokens", `{"kind":"natural","reason":"done","owner":"agent"}`), turn.ClassCompleted, acp.TerminalKindNatural, ""},
+		{"natural with extras", terminal("end_turn", `{"kind":"natural","reason":"r","owner":"agent","terminalClass":"none","message":"m","detail":"d","future":{"x":1}}`), turn.ClassCompleted, acp.TerminalKindNatural, ""},
 		{"plain ACP end_turn", `{"stopReason":"end_turn"}`, turn.ClassEndTurn, "", "turn ended (end_turn) without a Harn terminal outcome: no completion evidence"},
 		{"end_turn, _meta without harn", `{"stopReason":"end_turn","_meta":{"other":{"terminal":{"kind":"natural"}}}}`, turn.ClassEndTurn, "", "no completion evidence"},
 		{"end_turn, harn without terminal", `{"stopReason":"end_turn","_meta":{"harn":{"trace":1}}}`, turn.ClassEndTurn, "", "no completion evidence"},
@@ -45,9 +45,9 @@ func TestClassify(t *testing.T) {
 		{"max_tokens", `{"stopReason":"max_tokens"}`, turn.ClassStopped, "", "turn stopped: max_tokens"},
 		{"max_turn_requests", `{"stopReason":"max_turn_requests"}`, turn.ClassStopped, "", "turn stopped: max_turn_requests"},
 		{"refusal", `{"stopReason":"refusal"}`, turn.ClassStopped, "", "turn stopped: refusal"},
-		{"budget", terminal("end_turn", `{"kind":"policy_budget","reason":"llm_cost_usd cap reached","owner":"policy"}`), turn.ClassIncomplete, turn.KindPolicyBudget,
+		{"budget", terminal("end_turn", `{"kind":"policy_budget","reason":"llm_cost_usd cap reached","owner":"policy"}`), turn.ClassIncomplete, acp.TerminalKindPolicyBudget,
 			"turn did not complete: policy_budget (owner policy): llm_cost_usd cap reached"},
-		{"user cancelled", terminal("cancelled", `{"kind":"user_cancelled","reason":"session/cancel","owner":"user"}`), turn.ClassIncomplete, turn.KindUserCancelled, "user_cancelled"},
+		{"user cancelled", terminal("cancelled", `{"kind":"user_cancelled","reason":"session/cancel","owner":"user"}`), turn.ClassIncomplete, acp.TerminalKindUserCancelled, "user_cancelled"},
 		{"unknown future kind kept", terminal("end_turn", `{"kind":"heat_death","reason":"r","owner":"cosmos"}`), turn.ClassIncomplete, "heat_death", "heat_death (owner cosmos)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -80,18 +80,18 @@ func TestClassify(t *testing.T) {
 // Every documented kind other than natural is incomplete; every documented
 // kind and owner is Known.
 func TestKinds(t *testing.T) {
-	for _, k := range []turn.Kind{turn.KindNatural, turn.KindUserCancelled, turn.KindPolicyBudget, turn.KindCompletionUnverified,
-		turn.KindPolicyNoProgress, turn.KindPolicyThrash, turn.KindPolicyGuardrail, turn.KindPolicyStop, turn.KindProviderError,
-		turn.KindRuntimeError, turn.KindSuspended, turn.KindUnknown} {
+	for _, k := range []turn.Kind{acp.TerminalKindNatural, acp.TerminalKindUserCancelled, acp.TerminalKindPolicyBudget, acp.TerminalKindCompletionUnverified,
+		acp.TerminalKindPolicyNoProgress, acp.TerminalKindPolicyThrash, acp.TerminalKindPolicyGuardrail, acp.TerminalKindPolicyStop, acp.TerminalKindProviderError,
+		acp.TerminalKindRuntimeError, acp.TerminalKindSuspended, acp.TerminalKindUnknown} {
 		if !k.Known() {
 			t.Errorf("%s not Known", k)
 		}
 		o := turn.Outcome{StopReason: acp.StopReasonEndTurn, Terminal: &turn.Terminal{Kind: k}}
-		if o.Completed() != (k == turn.KindNatural) {
+		if o.Completed() != (k == acp.TerminalKindNatural) {
 			t.Errorf("%s: Completed = %v", k, o.Completed())
 		}
 	}
-	for _, o := range []turn.Owner{turn.OwnerAgent, turn.OwnerUser, turn.OwnerPolicy, turn.OwnerProvider, turn.OwnerHarness, turn.OwnerUnknown} {
+	for _, o := range []turn.Owner{acp.TerminalOwnerAgent, acp.TerminalOwnerUser, acp.TerminalOwnerPolicy, acp.TerminalOwnerProvider, acp.TerminalOwnerHarness, acp.TerminalOwnerUnknown} {
 		if !o.Known() {
 			t.Errorf("%s not Known", o)
 		}
@@ -117,7 +117,7 @@ func TestTerminalFields(t *testing.T) {
 		}
 		return *p
 	}
-	if got.Kind != turn.KindProviderError || got.Reason != "429" || got.Owner != turn.OwnerProvider || str(got.TerminalClass) != "rate_limited" ||
+	if got.Kind != acp.TerminalKindProviderError || got.Reason != "429" || got.Owner != acp.TerminalOwnerProvider || str(got.TerminalClass) != "rate_limited" ||
 		str(got.Message) != "slow down" || str(got.Detail) != "retry in 30s" {
 		t.Errorf("got %+v", got)
 	}
@@ -177,7 +177,7 @@ func TestMalformedTerminal(t *testing.T) {
 		}
 	}
 	tm, err := turn.ReadTerminal(jsontext.Value(`{"harn":{"terminal":{"kind":"natural","reason":"r","owner":"agent"}}}`))
-	if err != nil || tm == nil || tm.Kind != turn.KindNatural {
+	if err != nil || tm == nil || tm.Kind != acp.TerminalKindNatural {
 		t.Errorf("ReadTerminal = %+v, %v", tm, err)
 	}
 }
