@@ -110,12 +110,26 @@ func releaseTurn(ctx context.Context) {
 	}
 }
 
-// replyPrefixes begin the frames that answer a request, as the machine
-// codec writes them (members in the protocol's order).
-var replyPrefixes = []string{
-	`{"protocol":"agentpm-harness-machine","version":1,"kind":"response","id":`,
-	`{"protocol":"agentpm-harness-machine","version":1,"kind":"error","id":`,
-}
+// replyPrefixes begin the frames that answer a request, up to their id: the
+// machine codec's own output for a response and an error frame, so that
+// they follow it.
+var replyPrefixes = func() [][]byte {
+	const marker = `"\u0000"`
+	c := agentpmmachine.NewCodec("", "")
+	id := rpc.RawID([]byte(marker))
+	frames := [][]byte{
+		c.AppendHead(nil, &rpc.Header{Kind: rpc.KindResponse, ID: id}),
+		c.AppendError(nil, &rpc.Header{Kind: rpc.KindError, ID: id}, &rpc.Error{Name: "x"}),
+	}
+	for i, f := range frames {
+		at := bytes.Index(f, []byte(marker))
+		if at < 0 {
+			panic("harness: the machine codec does not write a reply's id")
+		}
+		frames[i] = f[:at]
+	}
+	return frames
+}()
 
 // answered calls f with the raw id of every answer among the frames in p.
 func answered(p []byte, f func(id string)) {
@@ -127,7 +141,7 @@ func answered(p []byte, f func(id string)) {
 			p = nil
 		}
 		for _, prefix := range replyPrefixes {
-			if rest, ok := bytes.CutPrefix(line, []byte(prefix)); ok {
+			if rest, ok := bytes.CutPrefix(line, prefix); ok {
 				if id, ok := leadingString(rest); ok {
 					f(string(id))
 				}
