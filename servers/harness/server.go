@@ -20,6 +20,7 @@ import (
 
 	"github.com/bridgekit/bridgekit/gen/agentpmmachine"
 	"github.com/bridgekit/bridgekit/gen/agentpmservice"
+	"github.com/bridgekit/bridgekit/internal/serve"
 	"github.com/bridgekit/bridgekit/runtime/rpc"
 	"github.com/bridgekit/bridgekit/runtime/wire"
 )
@@ -252,7 +253,7 @@ func (s *Server) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 	}
 	select {
 	case <-sess.conn.Done():
-		return endErr(sess.conn.Err())
+		return serve.Ended(sess.conn.Err())
 	case err := <-sess.exit:
 		return err
 	case <-ctx.Done():
@@ -270,14 +271,6 @@ func preflightFailure(rep *agentpmmachine.PreflightReport) string {
 		}
 	}
 	return msg
-}
-
-// endErr is nil for a connection that ended because its input did.
-func endErr(err error) error {
-	if err == nil || errors.Is(err, io.EOF) || errors.Is(err, os.ErrClosed) || errors.Is(err, io.ErrClosedPipe) {
-		return nil
-	}
-	return err
 }
 
 type regKey struct{ role, id string }

@@ -35,6 +35,7 @@ import (
 	"github.com/bridgekit/bridgekit/gen/acp"
 	"github.com/bridgekit/bridgekit/gen/harn"
 	"github.com/bridgekit/bridgekit/internal/child"
+	"github.com/bridgekit/bridgekit/internal/serve"
 	"github.com/bridgekit/bridgekit/runtime/rpc"
 )
 
@@ -147,23 +148,7 @@ func (s *Server) Connect(r io.Reader, w io.Writer) *rpc.Conn {
 // ctx's error at once. A failed write (a closed stdout, a full disk) ends
 // it with that error. The connection is closed before Serve returns.
 func (s *Server) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
-	conn := s.Connect(r, w)
-	select {
-	case <-conn.Done():
-	case <-ctx.Done():
-		conn.Close()
-		return ctx.Err()
-	}
-	conn.Close()
-	return endErr(conn.Err())
-}
-
-// endErr is nil for a connection that ended because its input did.
-func endErr(err error) error {
-	if errors.Is(err, io.EOF) || errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, os.ErrClosed) {
-		return nil
-	}
-	return err
+	return serve.Until(ctx, s.Connect(r, w))
 }
 
 // ServeCommand starts cmd (typically `harn serve acp`) and serves the bridge

@@ -48,13 +48,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"sync/atomic"
 
 	"github.com/go-json-experiment/json"
 
 	"github.com/bridgekit/bridgekit/gen/agentpmservice"
+	"github.com/bridgekit/bridgekit/internal/serve"
 	"github.com/bridgekit/bridgekit/runtime/rpc"
 )
 
@@ -193,18 +193,7 @@ func (s *Server) Connect(r io.Reader, w io.Writer) *rpc.Conn {
 // error at once. A failed write (a closed stdout) ends it with that error.
 // The connection is closed before Serve returns.
 func (s *Server) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
-	conn := s.Connect(r, w)
-	select {
-	case <-conn.Done():
-	case <-ctx.Done():
-		conn.Close()
-		return ctx.Err()
-	}
-	conn.Close()
-	if err := conn.Err(); !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrClosed) {
-		return err
-	}
-	return nil
+	return serve.Until(ctx, s.Connect(r, w))
 }
 
 // session is one connection's handler: it holds the handshake's state.
