@@ -35,6 +35,11 @@ func FuzzRenderUpdate(f *testing.F) {
 		`{"sessionUpdate":"agent_message_chunk","content":{"type":"video","x":"\u0000"}}`,
 		`{"sessionUpdate":"tool_call_update","toolCallId":"t","content":[{"type":"x"}],"_meta":{"harn":{"executor":{"kind":"other"}}}}`,
 		`{"sessionUpdate":"progress","_meta":null}`,
+		`{"sessionUpdate":"user_message_chunk","content":{"type":"audio","data":"","mimeType":"\u007f"}}`,
+		`{"sessionUpdate":"agent_message_chunk","content":{"type":"image","data":"","mimeType":"\u009b2J"}}`,
+		`{"sessionUpdate":"agent_message_chunk","content":{"type":"resource","resource":{"uri":"u","blob":"","mimeType":"\u001b[2J"}}}`,
+		`{"sessionUpdate":"tool_call","toolCallId":"t","title":"x","kind":"\u001b[2J","status":"\u007f"}`,
+		`{"sessionUpdate":"tool_call_update","toolCallId":"t","kind":"\u001b]0;x\u0007","status":"\u0085"}`,
 	} {
 		f.Add([]byte(s))
 	}

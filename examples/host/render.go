@@ -250,9 +250,9 @@ func contentBlock(c acp.ContentBlock) string {
 		return truncate(cleanLine(c.Text.Text), 120)
 	case c.Image != nil:
 		uri, _ := c.Image.URI.Get()
-		return join("image", c.Image.MIMEType, clean(uri), sizeOf(c.Image.Data))
+		return join("image", clean(c.Image.MIMEType), clean(uri), sizeOf(c.Image.Data))
 	case c.Audio != nil:
-		return join("audio", c.Audio.MIMEType, sizeOf(c.Audio.Data))
+		return join("audio", clean(c.Audio.MIMEType), sizeOf(c.Audio.Data))
 	case c.ResourceLink != nil:
 		l := c.ResourceLink
 		title, _ := l.Title.Get()
@@ -265,7 +265,7 @@ func contentBlock(c acp.ContentBlock) string {
 		case res.BlobResourceContents != nil:
 			b := res.BlobResourceContents
 			mime, _ := b.MIMEType.Get()
-			return join("resource", clean(b.URI), mime, sizeOf(b.Blob))
+			return join("resource", clean(b.URI), clean(mime), sizeOf(b.Blob))
 		}
 		return "resource"
 	}
@@ -278,6 +278,7 @@ func sizeOf(b64 string) string {
 }
 
 func (r *renderer) status(s string) string {
+	s = clean(s)
 	switch acp.ToolCallStatus(s) {
 	case acp.ToolCallStatusCompleted:
 		return r.paint(s, cGreen)
@@ -292,7 +293,7 @@ func (r *renderer) status(s string) string {
 func (r *renderer) toolCall(c *acp.ToolCall) string {
 	head := r.paint("tool", cYellow, cBold) + " " + clean(string(c.ToolCallID)) + " " + strconv.Quote(cleanLine(c.Title))
 	if c.Kind != nil {
-		head += " (" + string(*c.Kind) + ")"
+		head += " (" + clean(string(*c.Kind)) + ")"
 	}
 	if c.Status != nil {
 		head += " " + r.status(string(*c.Status))
@@ -307,7 +308,7 @@ func (r *renderer) toolCallUpdate(c *acp.ToolCallUpdate) string {
 		head += " " + strconv.Quote(cleanLine(t))
 	}
 	if k, ok := c.Kind.Get(); ok {
-		head += " (" + string(k) + ")"
+		head += " (" + clean(string(k)) + ")"
 	}
 	if s, ok := c.Status.Get(); ok {
 		head += " " + r.status(string(s))
