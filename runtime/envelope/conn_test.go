@@ -182,3 +182,48 @@ func TestReplyFailingAGateFailsTheCall(t *testing.T) {
 		t.Fatalf("got %v, want ErrVersion", err)
 	}
 }
+
+// A frame over the limit is judged by its start: a request is refused
+// under its own id, and a reply fails the call it answers at once.
+func TestOversizedFrames(t *testing.T) {
+	pr, hw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	hr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Close()
+	defer pw.Close()
+	client := rpc.NewConn(hr, hw, envelope.NewCodec(envelope.Machine, "c-", ""), nil, &rpc.Options{MaxFrame: 200})
+	defer client.Close()
+	peer := bufio.NewReader(pr)
+	long := strings.Repeat("x", 300)
+
+	// A request of the harness's, over the limit.
+	pw.WriteString(`{"protocol":"agentpm-harness-machine","version":1,"kind":"request","id":"host-1","method":"host_service","payload":{"text":"` + long + `"}}` + "\n")
+	line, err := peer.ReadString('\n')
+	if err != nil || !strings.Contains(line, `"kind":"error","id":"host-1"`) || !strings.Contains(line, "frame exceeds the 200-byte limit") {
+		t.Fatalf("the refusal: %q, %v", line, err)
+	}
+
+	// A reply of the harness's, over the limit.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- client.Call(ctx, "start_run", map[string]string{"input": "x"}, nil) }()
+	if line, err = peer.ReadString('\n'); err != nil || !strings.Contains(line, `"id":"c-1"`) {
+		t.Fatalf("the request: %q, %v", line, err)
+	}
+	pw.WriteString(`{"protocol":"agentpm-harness-machine","version":1,"kind":"response","id":"c-1","payload":{"output":"` + long + `"}}` + "\n")
+	select {
+	case err = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the call still waits for its answer")
+	}
+	var fe *rpc.FrameError
+	if !errors.As(err, &fe) || fe.Kind != rpc.FrameTooLarge {
+		t.Fatalf("Call = %v, want a FrameTooLarge error", err)
+	}
+}

@@ -276,6 +276,21 @@ func (c *Codec) decodeFast(line []byte, m *rpc.Message) bool {
 	return true
 }
 
+var _ rpc.HeadDecoder = (*Codec)(nil)
+
+// DecodeHead implements rpc.HeadDecoder: a frame's kind member says what it
+// is, and its id must be a whole string.
+func (c *Codec) DecodeHead(head []byte) (rpc.Kind, []byte) {
+	f := &c.fields
+	*f = members{}
+	c.scan.Head(head, f)
+	k, ok := plain(f.kind)
+	if !ok || !c.hasKind(k) || f.id == nil || f.id[0] != '"' {
+		return 0, nil
+	}
+	return kinds[string(k)], f.id
+}
+
 // hasKind reports whether k is one of the protocol's frame kinds.
 func (c *Codec) hasKind(k []byte) bool {
 	for _, name := range c.p.Kinds {

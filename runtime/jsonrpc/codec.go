@@ -55,6 +55,29 @@ func (c *Codec) Decode(line []byte, m *rpc.Message) error {
 	return invalid(id, "not a request, notification or response")
 }
 
+var _ rpc.HeadDecoder = (*Codec)(nil)
+
+// DecodeHead implements rpc.HeadDecoder: a line with an id is a request
+// when its head shows a method or params, and a reply when it shows a
+// result or an error (whole or cut).
+func (c *Codec) DecodeHead(head []byte) (rpc.Kind, []byte) {
+	e := &c.env
+	*e = envelope{}
+	cut := string(c.scan.Head(head, e))
+	if e.id == nil || !validID(e.id) || string(e.id) == "null" {
+		return 0, nil
+	}
+	switch {
+	case e.method != nil || e.params != nil || cut == "method" || cut == "params":
+		return rpc.KindRequest, e.id
+	case e.err != nil || cut == "error":
+		return rpc.KindError, e.id
+	case e.result != nil || cut == "result":
+		return rpc.KindResponse, e.id
+	}
+	return 0, nil
+}
+
 func (c *Codec) request(e *envelope, m *rpc.Message) error {
 	if !validID(e.id) {
 		return invalid(rpc.ID{}, "id must be a string, number or null")

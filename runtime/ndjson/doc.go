@@ -3,7 +3,8 @@
 //
 // [Reader] splits a byte stream into frames without allocating per frame in
 // the common case and bounds the memory spent on a single line; an oversized
-// line is skipped and reported, and the stream stays usable. [Writer] writes
+// line is skipped and reported with its first [HeadSize] bytes, and the
+// stream stays usable. [Writer] writes
 // whole frames, never interleaved: a frame is written with a Write call of
 // its own when no other is in progress, and frames that arrive during a
 // Write are written together, in order, with one Write call after it

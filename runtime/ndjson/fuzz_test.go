@@ -44,7 +44,8 @@ const tooLargeMark = "<too large>"
 // modelFrames is what a Reader with the given limit must return for data:
 // the lines of data (the last one may lack its '\n'), each without one
 // trailing '\r', with lines holding only spaces, tabs and '\r' left out and
-// lines longer than max replaced by tooLargeMark.
+// lines longer than max replaced by tooLargeMark followed by their first
+// HeadSize bytes (FrameTooLargeError.Head).
 func modelFrames(data []byte, max int) []string {
 	lines := bytes.Split(data, []byte("\n"))
 	if len(lines[len(lines)-1]) == 0 {
@@ -55,7 +56,7 @@ func modelFrames(data []byte, max int) []string {
 		l = bytes.TrimSuffix(l, []byte("\r"))
 		switch {
 		case len(l) > max:
-			frames = append(frames, tooLargeMark)
+			frames = append(frames, tooLargeMark+string(l[:min(len(l), HeadSize)]))
 		case len(bytes.Trim(l, " \t\r")) == 0:
 		default:
 			frames = append(frames, string(l))
@@ -129,7 +130,7 @@ func FuzzReader(f *testing.F) {
 				if !errors.As(err, &fe) || fe.Limit != max || frame != nil {
 					t.Fatalf("too large: frame %q, err %#v (limit %d)", frame, err, max)
 				}
-				got = append(got, tooLargeMark)
+				got = append(got, tooLargeMark+string(fe.Head))
 				continue
 			}
 			if err == io.EOF {

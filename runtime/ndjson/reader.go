@@ -24,10 +24,16 @@ const (
 var ErrFrameTooLarge = errors.New("ndjson: frame too large")
 
 // FrameTooLargeError reports a line that exceeded the reader's limit. The
-// line has been consumed and discarded.
+// line has been consumed and discarded, all but its first bytes: from
+// those a protocol can often still tell what the line was and its id, to
+// answer it or fail the call it answers.
 type FrameTooLargeError struct {
-	Limit int // the limit in bytes, excluding the line terminator
+	Limit int    // the limit in bytes, excluding the line terminator
+	Head  []byte // the line's first HeadSize bytes (fewer if a read error cut it)
 }
+
+// HeadSize is how much of an over-long line FrameTooLargeError keeps.
+const HeadSize = 1 << 10
 
 func (e *FrameTooLargeError) Error() string {
 	return "ndjson: frame exceeds the " + strconv.Itoa(e.Limit) + "-byte limit"
@@ -45,10 +51,11 @@ type Reader struct {
 	max        int
 	buf        []byte // buf[start:end] is read and not yet returned
 	start, end int
-	scanned    int   // buf[start:start+scanned] holds no newline
-	skipping   int   // bytes of an over-long line dropped so far (0: none)
-	small      int   // reads in a row that used little of a burst buffer
-	err        error // the read error to return once buf is drained
+	scanned    int    // buf[start:start+scanned] holds no newline
+	skipping   int    // bytes of an over-long line dropped so far (0: none)
+	head       []byte // the start of the over-long line being dropped
+	small      int    // reads in a row that used little of a burst buffer
+	err        error  // the read error to return once buf is drained
 }
 
 // shrinkAfter is how many small reads in a row make a burst buffer shrink.
@@ -85,11 +92,10 @@ func (r *Reader) ReadFrame() ([]byte, error) {
 			r.start += r.scanned + i + 1
 			r.scanned = 0
 			if r.skipping > 0 {
-				r.skipping = 0
-				return nil, &FrameTooLargeError{Limit: r.max}
+				return nil, r.dropped(line)
 			}
 			if line = trimEOL(line); len(line) > r.max {
-				return nil, &FrameTooLargeError{Limit: r.max}
+				return nil, &FrameTooLargeError{Limit: r.max, Head: bytes.Clone(line[:min(len(line), HeadSize)])}
 			} else if !isBlank(line) {
 				return line, nil
 			}
@@ -97,11 +103,17 @@ func (r *Reader) ReadFrame() ([]byte, error) {
 		}
 		r.scanned = r.end - r.start
 		if r.err != nil {
-			line, skipped := trimEOL(r.buf[r.start:r.end]), r.skipping > 0
-			r.start, r.scanned, r.skipping = r.end, 0, 0
+			rest := r.buf[r.start:r.end]
+			r.start, r.scanned = r.end, 0
+			line := trimEOL(rest)
 			switch {
-			case r.err == io.EOF && (skipped || len(line) > r.max):
-				return nil, &FrameTooLargeError{Limit: r.max}
+			case r.skipping > 0:
+				if err := r.dropped(rest); r.err == io.EOF {
+					return nil, err
+				}
+				return nil, r.err
+			case r.err == io.EOF && len(line) > r.max:
+				return nil, &FrameTooLargeError{Limit: r.max, Head: bytes.Clone(line[:min(len(line), HeadSize)])}
 			case r.err != io.EOF || isBlank(line):
 				return nil, r.err
 			}
@@ -117,6 +129,7 @@ func (r *Reader) ReadFrame() ([]byte, error) {
 func (r *Reader) fill() {
 	pending := r.end - r.start
 	if pending > r.max+1 { // one extra byte for a '\r' before the '\n'
+		r.keepHead(r.buf[r.start:r.end])
 		r.skipping += pending
 		r.start, r.end, r.scanned = 0, 0, 0
 		pending = 0
@@ -155,6 +168,27 @@ func (r *Reader) fill() {
 			r.buf = append(make([]byte, 0, minBuffer), r.buf[:r.end]...)[:minBuffer]
 		}
 	}
+}
+
+// keepHead adds b, the next bytes of the over-long line being dropped, to
+// its head. It keeps one byte beyond HeadSize: a '\r' there may end the
+// line.
+func (r *Reader) keepHead(b []byte) {
+	if n := HeadSize + 1 - len(r.head); n > 0 {
+		r.head = append(r.head, b[:min(len(b), n)]...)
+	}
+}
+
+// dropped ends the over-long line being dropped, whose last bytes are rest
+// (without the '\n'), and reports it.
+func (r *Reader) dropped(rest []byte) error {
+	r.keepHead(rest)
+	head := r.head
+	if r.skipping+len(rest) == len(head) { // the head holds the whole line
+		head = trimEOL(head)
+	}
+	r.head, r.skipping = nil, 0
+	return &FrameTooLargeError{Limit: r.max, Head: head[:min(len(head), HeadSize)]}
 }
 
 // More reports whether a whole frame is already buffered, so that the next

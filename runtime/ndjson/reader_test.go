@@ -222,3 +222,50 @@ func TestDetach(t *testing.T) {
 		}
 	}
 }
+
+// An over-long line is reported with its first HeadSize bytes, however it
+// was read: buffered whole, dropped as it came, or cut by the end of input.
+func TestFrameTooLargeErrorKeepsTheHead(t *testing.T) {
+	line := `{"id":"c-7","result":"` + strings.Repeat("x", 10_000) + `"}`
+	short := `{"id":1,"params":"` + strings.Repeat("y", 40) + `"}`
+	for _, tc := range []struct {
+		name, input string
+		max         int
+		want        string
+	}{
+		{"buffered whole", short + "\n", 20, short},
+		{"dropped as it came", line + "\n", 100, line[:HeadSize]},
+		{"dropped, then end of input", line, 100, line[:HeadSize]},
+		{"buffered whole, then end of input", short, 20, short},
+		{"dropped in one-byte reads", line + "\r\n", 100, line[:HeadSize]},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var src io.Reader = strings.NewReader(tc.input + `{"next":1}` + "\n")
+			if strings.Contains(tc.name, "end of input") {
+				src = strings.NewReader(tc.input)
+			}
+			if strings.Contains(tc.name, "one-byte") {
+				src = iotest.OneByteReader(src)
+			}
+			r := NewReader(src, tc.max)
+			_, err := r.ReadFrame()
+			var tooLarge *FrameTooLargeError
+			if !errors.As(err, &tooLarge) {
+				t.Fatalf("err = %v, want a *FrameTooLargeError", err)
+			}
+			if string(tooLarge.Head) != tc.want {
+				t.Fatalf("Head = %q (%d bytes), want %d bytes %q…", tooLarge.Head, len(tooLarge.Head), len(tc.want), tc.want[:min(len(tc.want), 40)])
+			}
+			next, err := r.ReadFrame()
+			if strings.Contains(tc.name, "end of input") {
+				if err != io.EOF {
+					t.Fatalf("after the line: %q, %v; want io.EOF", next, err)
+				}
+				return
+			}
+			if err != nil || string(next) != `{"next":1}` {
+				t.Fatalf("after the line: %q, %v", next, err)
+			}
+		})
+	}
+}

@@ -52,7 +52,11 @@
 // [MaxEcho] bytes of the peer's method names. Bad lines are answered as the
 // protocol says and reported through [Options.OnFrameError] and the logger
 // from a goroutine of their own, rate-limited, so a flood of garbage or an
-// undrained stderr never stalls the connection.
+// undrained stderr never stalls the connection. A line over
+// [Options.MaxFrame] is dropped unbuffered but for its first bytes, from
+// which a codec that implements [HeadDecoder] (both of ours do) tells what
+// it was: a request is refused under its own id, and a reply fails the
+// call it answers at once rather than leaving the caller to wait.
 //
 // # Shutdown
 //

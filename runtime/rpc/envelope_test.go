@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
 
@@ -341,16 +342,65 @@ func TestBadFramesAnsweredAndSkipped(t *testing.T) {
 	}
 }
 
+// A line over the limit is answered from what its start shows: a request
+// under its own id, anything unreadable under id null.
 func TestOversizedFrame(t *testing.T) {
-	p := newRawPeer(t, okHandler, &rpc.Options{MaxFrame: 100})
-	p.send(`{"jsonrpc":"2.0","id":1,"method":"` + strings.Repeat("x", 200) + `"}`)
-	fe := p.frameError()
-	if fe.Kind != rpc.FrameTooLarge || !errors.Is(fe, ndjson.ErrFrameTooLarge) {
-		t.Errorf("frame error = %v, want FrameTooLarge", fe)
+	const refusal = `"error":{"code":-32600,"message":"invalid request: ndjson: frame exceeds the 100-byte limit"}}`
+	long := strings.Repeat("x", 200)
+	for _, tt := range []struct{ name, line, reply string }{
+		{"request", `{"jsonrpc":"2.0","id":1,"method":"` + long + `"}`, `{"jsonrpc":"2.0","id":1,` + refusal},
+		{"request with a string id", `{"jsonrpc":"2.0","id":"r-1","method":"ok","params":{"p":"` + long + `"}}`, `{"jsonrpc":"2.0","id":"r-1",` + refusal},
+		{"id after the long member", `{"jsonrpc":"2.0","method":"ok","params":{"p":"` + strings.Repeat("x", 2000) + `"},"id":2}`, `{"jsonrpc":"2.0","id":null,` + refusal},
+		{"id cut by the limit of the head", `{"method":"ok","params":"` + strings.Repeat("x", ndjson.HeadSize-33) + `","id":1234567890}`, `{"jsonrpc":"2.0","id":null,` + refusal},
+		{"notification or request", `{"jsonrpc":"2.0","method":"ok","params":"` + long + `"}`, `{"jsonrpc":"2.0","id":null,` + refusal},
+		{"not JSON", long, `{"jsonrpc":"2.0","id":null,` + refusal},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := newRawPeer(t, okHandler, &rpc.Options{MaxFrame: 100})
+			p.send(tt.line)
+			fe := p.frameError()
+			if fe.Kind != rpc.FrameTooLarge || !errors.Is(fe, ndjson.ErrFrameTooLarge) || !strings.HasPrefix(tt.line, fe.Snippet[:len(fe.Snippet)-len("…")]) {
+				t.Errorf("frame error = %v, want FrameTooLarge with the line's start", fe)
+			}
+			p.expect(tt.reply)
+			p.send(`{"jsonrpc":"2.0","id":2,"method":"ok"}`)
+			p.expect(`{"jsonrpc":"2.0","id":2,"result":"ok"}`)
+		})
 	}
-	p.expect(`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"invalid request: ndjson: frame exceeds the 100-byte limit"}}`)
-	p.send(`{"jsonrpc":"2.0","id":2,"method":"ok"}`)
-	p.expect(`{"jsonrpc":"2.0","id":2,"result":"ok"}`)
+}
+
+// A reply over the limit fails the call it answers at once, with an error
+// that says so, and is not answered; one that answers no call is dropped.
+func TestOversizedReplyFailsItsCall(t *testing.T) {
+	long := strings.Repeat("x", 200)
+	for _, tt := range []struct{ name, reply string }{
+		{"result", `{"jsonrpc":"2.0","id":1,"result":"` + long + `"}`},
+		{"error", `{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"` + long + `"}}`},
+		{"result before the id", `{"result":[` + strings.Repeat("1,", 10) + `1],"id":1,"data":"` + long + `"}`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := newRawPeer(t, okHandler, &rpc.Options{MaxFrame: 100})
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			done := callAsync(ctx, p.c, "m", nil, nil)
+			p.expect(`{"jsonrpc":"2.0","id":1,"method":"m","params":{}}`)
+			p.send(`{"jsonrpc":"2.0","id":99,"result":"` + long + `"}`) // answers no call
+			p.send(tt.reply)
+			err := wait(t, done)
+			var fe *rpc.FrameError
+			if !errors.Is(err, ndjson.ErrFrameTooLarge) || !errors.As(err, &fe) || fe.Kind != rpc.FrameTooLarge {
+				t.Fatalf("Call = %v, want a FrameTooLarge error", err)
+			}
+			p.expectSilence()
+			// The connection keeps going, and so do calls.
+			done = callAsync(ctx, p.c, "m", nil, nil)
+			p.expect(`{"jsonrpc":"2.0","id":2,"method":"m","params":{}}`)
+			p.send(`{"jsonrpc":"2.0","id":2,"result":null}`)
+			if err := wait(t, done); err != nil {
+				t.Fatalf("the next Call = %v", err)
+			}
+		})
+	}
 }
 
 func TestLenientEnvelopeParsing(t *testing.T) {

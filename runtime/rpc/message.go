@@ -123,6 +123,19 @@ type Codec interface {
 	Seq(id []byte) (uint64, bool)
 }
 
+// HeadDecoder is implemented by a codec that can tell what a line was from
+// its first bytes alone. A Conn uses it for a line over Options.MaxFrame,
+// of which it keeps only the start (ndjson.HeadSize bytes): a reply fails
+// the call it answers at once, instead of leaving the caller waiting, and
+// a request is answered with its own id.
+type HeadDecoder interface {
+	// DecodeHead reports the kind and raw id of the line that head starts,
+	// or 0 and nil when head does not settle them (an id after a long
+	// member, a request that may be a notification). It must not claim
+	// more than head shows: a cut value is never taken for a whole one.
+	DecodeHead(head []byte) (kind Kind, id []byte)
+}
+
 // Request is an inbound request or notification. A Request and its Params
 // are valid only until the handler returns; copy what must outlive it.
 type Request struct {

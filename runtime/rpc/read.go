@@ -33,8 +33,7 @@ func (c *Conn) read() {
 			continue
 		}
 		if errors.Is(err, ndjson.ErrFrameTooLarge) {
-			e := ErrInvalidRequest.with("invalid request: " + err.Error())
-			c.badFrame(&FrameError{Kind: FrameTooLarge, Err: err, Reply: e}, nil)
+			c.badFrame(c.tooLarge(err), nil)
 			continue
 		}
 		cause = err
@@ -45,6 +44,27 @@ func (c *Conn) read() {
 		return // Close or a write error ended the connection.
 	}
 	c.endInput(fmt.Errorf("%w: %w", ErrClosed, cause))
+}
+
+// tooLarge describes a line over the size limit. What the codec can read
+// from its start decides the answer: a reply fails the call it answers, a
+// request is refused under its own id, and anything else is refused with
+// no id, as JSON-RPC answers a line it cannot read.
+func (c *Conn) tooLarge(err error) *FrameError {
+	fe := &FrameError{Kind: FrameTooLarge, Err: err}
+	var tl *ndjson.FrameTooLargeError
+	if errors.As(err, &tl) {
+		fe.Snippet = snippet(tl.Head)
+		if hd, ok := c.codec.(HeadDecoder); ok {
+			if kind, id := hd.DecodeHead(tl.Head); id != nil {
+				fe.Claimed, fe.ID = kind, RawID(id)
+			}
+		}
+	}
+	if fe.Claimed != KindResponse && fe.Claimed != KindError {
+		fe.Reply = ErrInvalidRequest.with("invalid request: " + err.Error())
+	}
+	return fe
 }
 
 // handleFrame classifies one inbound line. frame is only valid during the

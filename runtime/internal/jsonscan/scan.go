@@ -55,10 +55,46 @@ type Members interface {
 // order, and reports whether it could; when it could not, e may have
 // received some members.
 func (s *Scanner) Object(frame []byte, e Members) bool {
+	ok, _ := s.scan(frame, e)
+	return ok
+}
+
+// Head scans frame, the start of an object cut short (a line over the size
+// limit), handing e the top-level members it holds whole, and returns the
+// name of the top-level member whose value the cut interrupted (nil when
+// the cut fell elsewhere). It stops early, as Object does, on anything
+// outside the scanner's common case, reporting the member it was in.
+func (s *Scanner) Head(frame []byte, e Members) (cut []byte) {
+	h := headMembers{e: e, tail: cap(frame) - len(frame)}
+	if _, cut = s.scan(frame, &h); h.cut != nil {
+		return h.cut
+	}
+	return cut
+}
+
+// headMembers passes on the members of a cut line, except one whose value
+// runs to the cut: a number there ("12" of "1234") may be only its start.
+type headMembers struct {
+	e    Members
+	tail int // cap(frame) - len(frame): what a value ending at the cut has beyond its end
+	cut  []byte
+}
+
+func (h *headMembers) SetMember(name, value []byte) {
+	if cap(value)-len(value) == h.tail {
+		h.cut = name
+		return
+	}
+	h.e.SetMember(name, value)
+}
+
+// scan is Object, also returning, when it gives up, the name of the
+// top-level member whose value it was in.
+func (s *Scanner) scan(frame []byte, e Members) (bool, []byte) {
 	s.open, s.names = s.open[:0], s.names[:0]
 	i := skipSpace(frame, 0)
 	if i == len(frame) || frame[i] != '{' {
-		return false
+		return false, nil
 	}
 	var (
 		member      []byte // the top-level member whose value is being scanned
@@ -75,11 +111,11 @@ func (s *Scanner) Object(frame []byte, e Members) bool {
 		switch c := frame[i]; {
 		case c == '{' || c == '[':
 			if len(s.open) == MaxDepth {
-				return false
+				return false, member
 			}
 			s.open = append(s.open, scanLevel{object: c == '{', names: len(s.names)})
 			if i = skipSpace(frame, i+1); i == len(frame) {
-				return false
+				return false, member
 			}
 			if frame[i] == '}' && c == '{' || frame[i] == ']' && c == '[' {
 				s.pop()
@@ -88,29 +124,29 @@ func (s *Scanner) Object(frame []byte, e Members) bool {
 			}
 			if c == '{' {
 				if i, ok = s.member(frame, i, &member); !ok {
-					return false
+					return false, member
 				}
 			}
 			continue // the first element or member value starts at i
 		case c == '"':
 			if i, _, ok = scanString(frame, i); !ok {
-				return false
+				return false, member
 			}
 		case c == 't':
 			if i, ok = scanLiteral(frame, i, "true"); !ok {
-				return false
+				return false, member
 			}
 		case c == 'f':
 			if i, ok = scanLiteral(frame, i, "false"); !ok {
-				return false
+				return false, member
 			}
 		case c == 'n':
 			if i, ok = scanLiteral(frame, i, "null"); !ok {
-				return false
+				return false, member
 			}
 		default:
 			if i, ok = scanNumber(frame, i); !ok {
-				return false
+				return false, member
 			}
 		}
 		// A value ends at i. Close the containers it completes, then move
@@ -121,25 +157,25 @@ func (s *Scanner) Object(frame []byte, e Members) bool {
 				member = nil
 			}
 			if len(s.open) == 0 {
-				return skipSpace(frame, i) == len(frame)
+				return skipSpace(frame, i) == len(frame), nil
 			}
 			if i = skipSpace(frame, i); i == len(frame) {
-				return false
+				return false, member
 			}
 			top := s.open[len(s.open)-1]
 			if frame[i] == ',' {
 				if i = skipSpace(frame, i+1); i == len(frame) {
-					return false
+					return false, member
 				}
 				if top.object {
 					if i, ok = s.member(frame, i, &member); !ok {
-						return false
+						return false, member
 					}
 				}
 				break
 			}
 			if frame[i] != ']' && frame[i] != '}' || (frame[i] == '}') != top.object {
-				return false
+				return false, member
 			}
 			s.pop()
 			i++

@@ -1,0 +1,51 @@
+package jsonscan
+
+import (
+	"reflect"
+	"testing"
+)
+
+type collect map[string]string
+
+func (c collect) SetMember(name, value []byte) { c[string(name)] = string(value) }
+
+// Head hands over the members a cut line holds whole and names the member
+// the cut fell in, whatever the cut value is.
+func TestHead(t *testing.T) {
+	for _, tc := range []struct {
+		head string
+		want collect
+		cut  string
+	}{
+		{`{"jsonrpc":"2.0","id":3,"result":{"a":[1,2`, collect{"jsonrpc": `"2.0"`, "id": "3"}, "result"},
+		{`{"id":"c-1","result":"abc`, collect{"id": `"c-1"`}, "result"},
+		{`{"id":"c-1", "params" : [ {"x":tru`, collect{"id": `"c-1"`}, "params"},
+		{`{"id":7,"method":"m","params":12345`, collect{"id": "7", "method": `"m"`}, "params"},
+		{`{"result":{"deep":{"er":{}}},"id":1,"er`, collect{"result": `{"deep":{"er":{}}}`, "id": "1"}, ""},
+		{`{"id":1,`, collect{"id": "1"}, ""},
+		{`{"id":1`, collect{}, "id"},
+		{`{"a":"\u00e9","b":"x`, collect{"a": `"\u00e9"`}, "b"},
+		{`[1,2`, collect{}, ""},
+		{``, collect{}, ""},
+	} {
+		got := collect{}
+		var s Scanner
+		cut := s.Head([]byte(tc.head), got)
+		if !reflect.DeepEqual(got, tc.want) || string(cut) != tc.cut {
+			t.Errorf("Head(%s) = %v, cut %q; want %v, cut %q", tc.head, got, cut, tc.want, tc.cut)
+		}
+	}
+}
+
+// On a whole object, Head and Object agree and nothing is cut.
+func TestHeadOfWholeObject(t *testing.T) {
+	const line = `{"jsonrpc":"2.0","id":3,"result":{"a":[1,2]}}`
+	a, b := collect{}, collect{}
+	var s Scanner
+	if !s.Object([]byte(line), a) {
+		t.Fatal("Object refused a valid line")
+	}
+	if cut := s.Head([]byte(line), b); cut != nil || !reflect.DeepEqual(a, b) {
+		t.Fatalf("Head = %v, cut %q; Object gave %v", b, cut, a)
+	}
+}
