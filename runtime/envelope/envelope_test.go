@@ -369,3 +369,33 @@ func TestFastDecodeTakesTheCommonFrames(t *testing.T) {
 		}
 	}
 }
+
+// FuzzDecodeHead cuts frames anywhere: what DecodeHead reads from the start
+// of a frame never contradicts what Decode reads from the whole of it, and
+// a cut value is never taken for a whole one.
+func FuzzDecodeHead(f *testing.F) {
+	for _, s := range append(machineFrames, serviceFrames...) {
+		f.Add([]byte(s), uint16(len(s)/2))
+	}
+	f.Add([]byte(`{"protocol":"agentpm-service","version":1,"kind":"response","id":"k-12","result":{}}`), uint16(65))
+	codecs := []*envelope.Codec{envelope.NewCodec(envelope.Machine, "c-", ""), envelope.NewCodec(envelope.Service, "c-", "r")}
+	f.Fuzz(func(t *testing.T, line []byte, cut uint16) {
+		n := int(cut) % (len(line) + 1)
+		for _, c := range codecs {
+			kind, id := c.DecodeHead(line[:n])
+			if id == nil {
+				continue
+			}
+			if !bytes.Contains(line[:n], id) || id[0] != '"' || kind == 0 {
+				t.Fatalf("DecodeHead(%q) = %v %q", line[:n], kind, id)
+			}
+			var m rpc.Message
+			if c.Decode(line, &m) != nil {
+				continue
+			}
+			if kind != m.Kind || !bytes.Equal(id, m.ID) {
+				t.Fatalf("DecodeHead(%q) = %v %q; the whole frame %q is %v %q", line[:n], kind, id, line, m.Kind, m.ID)
+			}
+		}
+	})
+}

@@ -540,3 +540,43 @@ func FuzzDecodeEnvelope(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDecodeHead cuts lines anywhere: what DecodeHead reads from the start
+// of a line never contradicts what Decode reads from the whole of it (for
+// lines that are plainly a request or plainly a reply), and a cut value is
+// never taken for a whole one.
+func FuzzDecodeHead(f *testing.F) {
+	for _, s := range envelopeSeeds {
+		f.Add([]byte(s), uint16(len(s)/2))
+	}
+	f.Add([]byte(`{"jsonrpc":"2.0","id":12345,"result":"x"}`), uint16(16))
+	f.Add([]byte(`{"jsonrpc":"2.0","id":"a\"b","method":"m","params":[1,2,3]}`), uint16(40))
+	f.Fuzz(func(t *testing.T, line []byte, cut uint16) {
+		var whole, head Codec
+		n := int(cut) % (len(line) + 1)
+		kind, id := head.DecodeHead(line[:n])
+		if id != nil && !bytes.Contains(line[:n], id) {
+			t.Fatalf("DecodeHead(%q) = id %q, not in the line", line[:n], id)
+		}
+		var m rpc.Message
+		if whole.Decode(line, &m) != nil {
+			return
+		}
+		var obj map[string]jsontext.Value
+		if json.Unmarshal(line, &obj) != nil {
+			return
+		}
+		_, method := obj["method"]
+		_, params := obj["params"]
+		_, result := obj["result"]
+		_, errMember := obj["error"]
+		if (method || params) == (result || errMember) || id == nil {
+			return
+		}
+		reply := kind == rpc.KindResponse || kind == rpc.KindError
+		wholeReply := m.Kind == rpc.KindResponse || m.Kind == rpc.KindError
+		if reply != wholeReply || kind == rpc.KindRequest != (m.Kind == rpc.KindRequest) || !bytes.Equal(id, m.ID) {
+			t.Fatalf("DecodeHead(%q) = %v %q; the whole line %q is %v %q", line[:n], kind, id, line, m.Kind, m.ID)
+		}
+	})
+}
