@@ -184,7 +184,8 @@ func TestReplyFailingAGateFailsTheCall(t *testing.T) {
 }
 
 // A frame over the limit is judged by its start: a request is refused
-// under its own id, and a reply fails the call it answers at once.
+// under its own id, an event is not answered, and a reply fails the call
+// it answers at once.
 func TestOversizedFrames(t *testing.T) {
 	pr, hw, err := os.Pipe()
 	if err != nil {
@@ -201,6 +202,9 @@ func TestOversizedFrames(t *testing.T) {
 	peer := bufio.NewReader(pr)
 	long := strings.Repeat("x", 300)
 
+	// An event over the limit is not answered: the next frame written is
+	// the refusal of the request after it.
+	pw.WriteString(`{"protocol":"agentpm-harness-machine","version":1,"kind":"event","id":"corr-1","method":"harness_event","payload":{"text":"` + long + `"}}` + "\n")
 	// A request of the harness's, over the limit.
 	pw.WriteString(`{"protocol":"agentpm-harness-machine","version":1,"kind":"request","id":"host-1","method":"host_service","payload":{"text":"` + long + `"}}` + "\n")
 	line, err := peer.ReadString('\n')

@@ -29,7 +29,7 @@ var ErrFrameTooLarge = errors.New("ndjson: frame too large")
 // answer it or fail the call it answers.
 type FrameTooLargeError struct {
 	Limit int    // the limit in bytes, excluding the line terminator
-	Head  []byte // the line's first HeadSize bytes (fewer if a read error cut it)
+	Head  []byte // the line's first HeadSize bytes (all of it, if shorter)
 }
 
 // HeadSize is how much of an over-long line FrameTooLargeError keeps.

@@ -126,8 +126,8 @@ type Codec interface {
 // HeadDecoder is implemented by a codec that can tell what a line was from
 // its first bytes alone. A Conn uses it for a line over Options.MaxFrame,
 // of which it keeps only the start (ndjson.HeadSize bytes): a reply fails
-// the call it answers at once, instead of leaving the caller waiting, and
-// a request is answered with its own id.
+// the call it answers at once, instead of leaving the caller waiting, a
+// request is answered with its own id, and a notification is not answered.
 type HeadDecoder interface {
 	// DecodeHead reports the kind and raw id of the line that head starts,
 	// or 0 and nil when head does not settle them (an id after a long

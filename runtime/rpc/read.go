@@ -48,8 +48,9 @@ func (c *Conn) read() {
 
 // tooLarge describes a line over the size limit. What the codec can read
 // from its start decides the answer: a reply fails the call it answers, a
-// request is refused under its own id, and anything else is refused with
-// no id, as JSON-RPC answers a line it cannot read.
+// request is refused under its own id, a notification (an AgentPM event)
+// is not answered, and anything else is refused with no id, as JSON-RPC
+// answers a line it cannot read.
 func (c *Conn) tooLarge(err error) *FrameError {
 	fe := &FrameError{Kind: FrameTooLarge, Err: err}
 	var tl *ndjson.FrameTooLargeError
@@ -61,7 +62,7 @@ func (c *Conn) tooLarge(err error) *FrameError {
 			}
 		}
 	}
-	if fe.Claimed != KindResponse && fe.Claimed != KindError {
+	if fe.Claimed == 0 || fe.Claimed == KindRequest {
 		fe.Reply = ErrInvalidRequest.with("invalid request: " + err.Error())
 	}
 	return fe
