@@ -155,18 +155,28 @@ func TestServiceGatesOverPipes(t *testing.T) {
 	}
 }
 
-// A reply that fails a gate fails the call it answers with a typed error.
-func TestReplyFailingAGateFailsTheCall(t *testing.T) {
+// rawPeer connects a Conn's ends (hr, hw) to a peer written by hand, which
+// reads what the Conn writes from pr and writes to it on pw.
+func rawPeer(t *testing.T) (hr, hw, pr, pw *os.File) {
+	t.Helper()
 	pr, hw, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	hr, pw, err := os.Pipe()
+	hr, pw, err = os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer pr.Close()
-	defer pw.Close()
+	t.Cleanup(func() {
+		pr.Close()
+		pw.Close()
+	})
+	return hr, hw, pr, pw
+}
+
+// A reply that fails a gate fails the call it answers with a typed error.
+func TestReplyFailingAGateFailsTheCall(t *testing.T) {
+	hr, hw, pr, pw := rawPeer(t)
 	harness := rpc.NewConn(hr, hw, envelope.NewCodec(envelope.Service, "kb-", ""), nil, nil)
 	defer harness.Close()
 	go func() {
@@ -177,7 +187,7 @@ func TestReplyFailingAGateFailsTheCall(t *testing.T) {
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	err = harness.Send(ctx, rpc.Outbound{Method: "retrieve", Qualifier: "knowledge"}, nil)
+	err := harness.Send(ctx, rpc.Outbound{Method: "retrieve", Qualifier: "knowledge"}, nil)
 	if !errors.Is(err, envelope.ErrVersion) {
 		t.Fatalf("got %v, want ErrVersion", err)
 	}
@@ -187,16 +197,7 @@ func TestReplyFailingAGateFailsTheCall(t *testing.T) {
 // under its own id, an event is not answered, and a reply fails the call
 // it answers at once.
 func TestOversizedFrames(t *testing.T) {
-	pr, hw, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	hr, pw, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pr.Close()
-	defer pw.Close()
+	hr, hw, pr, pw := rawPeer(t)
 	client := rpc.NewConn(hr, hw, envelope.NewCodec(envelope.Machine, "c-", ""), nil, &rpc.Options{MaxFrame: 200})
 	defer client.Close()
 	peer := bufio.NewReader(pr)
