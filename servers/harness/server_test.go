@@ -669,3 +669,42 @@ func exitedOnStartRun(t *testing.T, ss *session, err error) {
 		t.Fatalf("Serve: %v", serr)
 	}
 }
+
+// A request over the line limit is refused under its own id, so that the
+// client's call fails at once; an event over it is not answered.
+func TestOversizedRequestRefusedUnderItsID(t *testing.T) {
+	ctx := timeout(t)
+	toClient, fromHarness := io.Pipe()
+	toHarness, fromClient := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- harness.New(&harness.Options{Conn: rpc.Options{MaxFrame: 4096}}).Serve(ctx, toHarness, fromHarness)
+		fromHarness.Close()
+	}()
+	lines := bufio.NewReader(toClient)
+	if _, err := lines.ReadString('\n'); err != nil { // the startup event
+		t.Fatal(err)
+	}
+	go func() {
+		big := strings.Repeat("a", 8192)
+		fromClient.Write([]byte(`{"protocol":"agentpm-harness-machine","version":1,"kind":"event","id":"ev-1","method":"note","payload":{"x":"` + big + `"}}` + "\n"))
+		fromClient.Write([]byte(`{"protocol":"agentpm-harness-machine","version":1,"kind":"request","id":"big-1","method":"start_run","payload":{"input":"` + big + `"}}` + "\n"))
+		fromClient.Write([]byte(`{"protocol":"agentpm-harness-machine","version":1,"kind":"request","id":"after","method":"shutdown","payload":{}}` + "\n"))
+	}()
+	first, err := lines.ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(first, `"kind":"error","id":"big-1"`) || !strings.Contains(first, `"code":"protocol_error"`) {
+		t.Fatalf("oversized request answered %s", first)
+	}
+	second, err := lines.ReadString('\n')
+	if err != nil || !strings.Contains(second, `"id":"after"`) {
+		t.Fatalf("next frame %q %v", second, err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("Serve: %v", err)
+	}
+	fromClient.Close() // Serve's reader returns with its Read
+	toClient.Close()
+}
