@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/bridgekit/bridgekit/gen/agentpmmachine"
+	"github.com/bridgekit/bridgekit/runtime/ndjson"
 	"github.com/bridgekit/bridgekit/runtime/rpc"
 )
 
@@ -169,7 +171,11 @@ func newClient(r io.Reader, w io.Writer, o *Options) *Client {
 			user(fe)
 		}
 	}
-	codec := &gateCodec{Codec: agentpmmachine.NewCodec("c-", ""), c: c}
+	limit := copts.MaxFrame
+	if limit <= 0 {
+		limit = ndjson.DefaultMaxFrame
+	}
+	codec := &gateCodec{Codec: agentpmmachine.NewCodec("c-", ""), c: c, limit: limit}
 	c.conn = rpc.NewConn(r, w, codec, c.handler(), agentpmmachine.ConnOptions(&copts))
 	c.peer = agentpmmachine.NewHarnessPeer(c.conn)
 	return c
@@ -180,10 +186,36 @@ func newClient(r io.Reader, w io.Writer, o *Options) *Client {
 // Harness's next host-service calls) and makes it end the session.
 type gateCodec struct {
 	rpc.Codec
-	c *Client
+	c     *Client
+	limit int // the connection's MaxFrame
+}
+
+// DecodeHead tells the connection what a line of the Harness over the size
+// limit was (rpc.HeadDecoder) and ends the session with it at once, as
+// Decode does a bad frame: an answer fails the call it answers; anything
+// else is reported as an event, which the connection does not answer, so
+// that the client never answers a bad frame.
+func (g *gateCodec) DecodeHead(head []byte) (rpc.Kind, []byte) {
+	var kind rpc.Kind
+	var id []byte
+	if hd, ok := g.Codec.(rpc.HeadDecoder); ok {
+		kind, id = hd.DecodeHead(head)
+	}
+	fe := &rpc.FrameError{Kind: rpc.FrameTooLarge, Err: &ndjson.FrameTooLargeError{Limit: g.limit, Head: bytes.Clone(head)}, Snippet: snippet(head), Claimed: kind}
+	g.c.violation(fe, fe.Snippet)
+	if kind == rpc.KindResponse || kind == rpc.KindError {
+		return kind, id
+	}
+	return rpc.KindNotification, []byte(`""`)
 }
 
 func (g *gateCodec) Decode(line []byte, m *rpc.Message) error {
+	if fatal := g.c.badFrame(); fatal != nil {
+		// The session ended with that frame: nothing the Harness writes
+		// after it is taken, so that a call pending then fails with it
+		// whatever follows.
+		return &rpc.FrameError{Kind: rpc.FrameInvalid, Err: fmt.Errorf("after %w", fatal)}
+	}
 	err := g.Codec.Decode(line, m)
 	if fe, ok := err.(*rpc.FrameError); ok {
 		fe.Reply = nil
@@ -207,6 +239,13 @@ func (c *Client) violation(fe *rpc.FrameError, line string) {
 	}
 	c.fatal = &BadFrameError{Frame: &cp, Line: line}
 	close(c.fatalCh)
+}
+
+// badFrame returns the bad frame that ended the session, or nil.
+func (c *Client) badFrame() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.fatal
 }
 
 func (c *Client) sawFrame() {
@@ -291,6 +330,12 @@ func (c *Client) callErr(method string, err error) error {
 	}
 	if errors.Is(err, rpc.ErrClosed) {
 		return c.ended(method, err)
+	}
+	if _, ok := errors.AsType[*rpc.FrameError](err); ok {
+		// A bad answer failed the call: it ended the session.
+		if fatal := c.badFrame(); fatal != nil {
+			return fmt.Errorf("harness: %s: %w", method, fatal)
+		}
 	}
 	return fmt.Errorf("harness: %s: %w", method, err)
 }
