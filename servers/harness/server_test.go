@@ -708,3 +708,42 @@ func TestOversizedRequestRefusedUnderItsID(t *testing.T) {
 	fromClient.Close() // Serve's reader returns with its Read
 	toClient.Close()
 }
+
+// An event from the client is refused as the Harness refuses any input
+// frame that is not a request: a protocol_error frame, under the event's
+// id when it has one.
+func TestClientEventRefused(t *testing.T) {
+	ctx := timeout(t)
+	toClient, fromHarness := io.Pipe()
+	toHarness, fromClient := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- harness.New(nil).Serve(ctx, toHarness, fromHarness)
+		fromHarness.Close()
+	}()
+	lines := bufio.NewReader(toClient)
+	if _, err := lines.ReadString('\n'); err != nil { // the startup event
+		t.Fatal(err)
+	}
+	go func() {
+		fromClient.Write([]byte(`{"protocol":"agentpm-harness-machine","version":1,"kind":"event","id":"ev-1","method":"note","payload":{}}` + "\n"))
+		fromClient.Write([]byte(`{"protocol":"agentpm-harness-machine","version":1,"kind":"event","method":"note","payload":{}}` + "\n"))
+		fromClient.Write([]byte(`{"protocol":"agentpm-harness-machine","version":1,"kind":"request","id":"bye","method":"shutdown","payload":{}}` + "\n"))
+	}()
+	want := []string{
+		`{"protocol":"agentpm-harness-machine","version":1,"kind":"error","id":"ev-1","payload":null,"error":{"code":"protocol_error","message":"machine input frames must use kind ` + "`request`" + `"}}`,
+		`{"protocol":"agentpm-harness-machine","version":1,"kind":"error","payload":null,"error":{"code":"protocol_error","message":"machine input frames must use kind ` + "`request`" + `"}}`,
+		`{"protocol":"agentpm-harness-machine","version":1,"kind":"response","id":"bye","payload":{"shutdown":true}}`,
+	}
+	for _, w := range want {
+		line, err := lines.ReadString('\n')
+		if err != nil || strings.TrimSuffix(line, "\n") != w {
+			t.Fatalf("frame %q %v, want %s", line, err, w)
+		}
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("Serve: %v", err)
+	}
+	fromClient.Close()
+	toClient.Close()
+}
