@@ -244,7 +244,7 @@ func fail(show *display, stderr io.Writer, err error) int {
 // summary prints how the Run ended.
 func summary(w io.Writer, res *harness.Result, stateDir string) {
 	rep := &res.Report
-	fmt.Fprintf(w, "\nRun %s: %s", rep.RunID, res.Status)
+	fmt.Fprintf(w, "\nRun %s: %s", shown(rep.RunID), shown(string(res.Status)))
 	if rep.DurationMS != nil {
 		fmt.Fprintf(w, " in %d ms", *rep.DurationMS)
 	}
