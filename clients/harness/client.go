@@ -464,9 +464,11 @@ func (c *Client) CancelRun(ctx context.Context) (*agentpmmachine.CancelRunResult
 // the Harness's next frames wait for it, so a slow callback slows the Run
 // rather than piling events up.
 //
-// When ctx ends first, StartRun sends cancel_run, ends the contexts of the
-// host-service handlers still running for the Run, and waits up to
-// Options.CancelGrace for the Run to end; it then returns ctx's error,
+// A ctx that has already ended starts no Run: StartRun returns its error
+// without sending start_run. When ctx ends during the Run, StartRun sends
+// cancel_run, ends the contexts of the host-service handlers still running
+// for the Run, and waits up to Options.CancelGrace for the Run to end; it
+// then returns ctx's error,
 // with the Run's Result when the Harness reported it in time. Close, from
 // another goroutine, ends StartRun at once, grace or not, with an error
 // matching rpc.ErrClosed (or ctx's error, when ctx had ended).
@@ -482,6 +484,11 @@ func (c *Client) StartRun(ctx context.Context, input string, onEvent func(Event)
 // Run is StartRun with start_run's whole params. A nil Input relies on
 // the Harness's --input (without it the Harness exits).
 func (c *Client) Run(ctx context.Context, p *agentpmmachine.StartRunParams, onEvent func(Event)) (*Result, error) {
+	if ctx.Err() != nil {
+		// Ended before the Run: start none (the request below is sent under
+		// a context that does not end with ctx).
+		return nil, fmt.Errorf("harness: start_run: %w", context.Cause(ctx))
+	}
 	c.mu.Lock()
 	owner := !c.running
 	if owner {
