@@ -153,26 +153,12 @@ func TestBadFramesFromTheHarness(t *testing.T) {
 // line by line over pipes.
 func TestBadFrameIsNeverAnswered(t *testing.T) {
 	ctx := timeout(t, 20*time.Second)
-	toClient, fromHarness := io.Pipe()
-	toHarness, fromClient := io.Pipe()
-	defer toHarness.Close()
+	c, lines, fromHarness, got := playHarness(t, ctx, nil)
 	write := func(s string) {
 		if _, err := fromHarness.Write([]byte(s + "\n")); err != nil {
 			t.Error(err)
 		}
 	}
-	go write(`{"protocol":"agentpm-harness-machine","version":1,"kind":"event","method":"preflight","payload":{"status":"ready","report":{"status":"ready","diagnostics":[]}}}`)
-	c, err := harness.Connect(ctx, toClient, fromClient, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	lines := bufio.NewScanner(toHarness)
-	got := make(chan error, 1)
-	go func() {
-		_, err := c.Preflight(ctx)
-		got <- err
-	}()
 	if !lines.Scan() || !strings.Contains(lines.Text(), `"method":"preflight"`) {
 		t.Fatalf("client wrote %q", lines.Text())
 	}
@@ -272,26 +258,7 @@ func TestOversizedFrameFromTheHarness(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := timeout(t, 20*time.Second)
-			toClient, fromHarness := io.Pipe()
-			toHarness, fromClient := io.Pipe()
-			defer toHarness.Close()
-			write := func(s string) {
-				if _, err := fromHarness.Write([]byte(s + "\n")); err != nil {
-					t.Error(err)
-				}
-			}
-			go write(`{"protocol":"agentpm-harness-machine","version":1,"kind":"event","method":"preflight","payload":{"status":"ready","report":{"status":"ready","diagnostics":[]}}}`)
-			c, err := harness.Connect(ctx, toClient, fromClient, &harness.Options{Conn: rpc.Options{MaxFrame: 4096}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			lines := bufio.NewScanner(toHarness)
-			got := make(chan error, 1)
-			go func() {
-				_, err := c.Preflight(ctx)
-				got <- err
-			}()
+			c, lines, fromHarness, got := playHarness(t, ctx, &harness.Options{Conn: rpc.Options{MaxFrame: 4096}})
 			if !lines.Scan() {
 				t.Fatal("no request")
 			}
@@ -317,4 +284,27 @@ func TestOversizedFrameFromTheHarness(t *testing.T) {
 			fromHarness.Close()
 		})
 	}
+}
+
+// playHarness connects a client to a Harness played line by line over
+// pipes, writes the startup event and sends preflight: it returns the
+// client, the lines the client writes, the Harness's output and the
+// pending preflight's error.
+func playHarness(t *testing.T, ctx context.Context, o *harness.Options) (*harness.Client, *bufio.Scanner, *io.PipeWriter, <-chan error) {
+	t.Helper()
+	toClient, fromHarness := io.Pipe()
+	toHarness, fromClient := io.Pipe()
+	t.Cleanup(func() { toHarness.Close() })
+	go fromHarness.Write([]byte(`{"protocol":"agentpm-harness-machine","version":1,"kind":"event","method":"preflight","payload":{"status":"ready","report":{"status":"ready","diagnostics":[]}}}` + "\n"))
+	c, err := harness.Connect(ctx, toClient, fromClient, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	got := make(chan error, 1)
+	go func() {
+		_, err := c.Preflight(ctx)
+		got <- err
+	}()
+	return c, bufio.NewScanner(toHarness), fromHarness, got
 }

@@ -673,18 +673,7 @@ func exitedOnStartRun(t *testing.T, ss *session, err error) {
 // A request over the line limit is refused under its own id, so that the
 // client's call fails at once; an event over it is not answered.
 func TestOversizedRequestRefusedUnderItsID(t *testing.T) {
-	ctx := timeout(t)
-	toClient, fromHarness := io.Pipe()
-	toHarness, fromClient := io.Pipe()
-	done := make(chan error, 1)
-	go func() {
-		done <- harness.New(&harness.Options{Conn: rpc.Options{MaxFrame: 4096}}).Serve(ctx, toHarness, fromHarness)
-		fromHarness.Close()
-	}()
-	lines := bufio.NewReader(toClient)
-	if _, err := lines.ReadString('\n'); err != nil { // the startup event
-		t.Fatal(err)
-	}
+	lines, fromClient, done := rawSession(t, &harness.Options{Conn: rpc.Options{MaxFrame: 4096}})
 	go func() {
 		big := strings.Repeat("a", 8192)
 		fromClient.Write([]byte(`{"protocol":"agentpm-harness-machine","version":1,"kind":"event","id":"ev-1","method":"note","payload":{"x":"` + big + `"}}` + "\n"))
@@ -705,26 +694,13 @@ func TestOversizedRequestRefusedUnderItsID(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("Serve: %v", err)
 	}
-	fromClient.Close() // Serve's reader returns with its Read
-	toClient.Close()
 }
 
 // An event from the client is refused as the Harness refuses any input
 // frame that is not a request: a protocol_error frame, under the event's
 // id when it has one.
 func TestClientEventRefused(t *testing.T) {
-	ctx := timeout(t)
-	toClient, fromHarness := io.Pipe()
-	toHarness, fromClient := io.Pipe()
-	done := make(chan error, 1)
-	go func() {
-		done <- harness.New(nil).Serve(ctx, toHarness, fromHarness)
-		fromHarness.Close()
-	}()
-	lines := bufio.NewReader(toClient)
-	if _, err := lines.ReadString('\n'); err != nil { // the startup event
-		t.Fatal(err)
-	}
+	lines, fromClient, done := rawSession(t, nil)
 	go func() {
 		fromClient.Write([]byte(`{"protocol":"agentpm-harness-machine","version":1,"kind":"event","id":"ev-1","method":"note","payload":{}}` + "\n"))
 		fromClient.Write([]byte(`{"protocol":"agentpm-harness-machine","version":1,"kind":"event","method":"note","payload":{}}` + "\n"))
@@ -744,6 +720,27 @@ func TestClientEventRefused(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("Serve: %v", err)
 	}
-	fromClient.Close()
-	toClient.Close()
+}
+
+// rawSession serves a session of a Server with opts over pipes, for a
+// client played line by line: it returns the Harness's frames after the
+// startup event, the client's end of the Harness's input and Serve's
+// error.
+func rawSession(t *testing.T, opts *harness.Options) (*bufio.Reader, *io.PipeWriter, <-chan error) {
+	t.Helper()
+	toClient, fromHarness := io.Pipe()
+	toHarness, fromClient := io.Pipe()
+	done := make(chan error, 1)
+	ctx := timeout(t)
+	go func() {
+		done <- harness.New(opts).Serve(ctx, toHarness, fromHarness)
+		fromHarness.Close()
+	}()
+	// Serve's reader returns with its Read.
+	t.Cleanup(func() { fromClient.Close(); toClient.Close() })
+	lines := bufio.NewReader(toClient)
+	if _, err := lines.ReadString('\n'); err != nil { // the startup event
+		t.Fatal(err)
+	}
+	return lines, fromClient, done
 }
