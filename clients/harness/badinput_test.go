@@ -3,11 +3,13 @@ package harness_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +17,7 @@ import (
 	"github.com/bridgekit/bridgekit/clients/harness"
 	"github.com/bridgekit/bridgekit/gen/agentpmmachine"
 	"github.com/bridgekit/bridgekit/runtime/envelope"
+	"github.com/bridgekit/bridgekit/runtime/ndjson"
 	"github.com/bridgekit/bridgekit/runtime/rpc"
 )
 
@@ -150,26 +153,12 @@ func TestBadFramesFromTheHarness(t *testing.T) {
 // line by line over pipes.
 func TestBadFrameIsNeverAnswered(t *testing.T) {
 	ctx := timeout(t, 20*time.Second)
-	toClient, fromHarness := io.Pipe()
-	toHarness, fromClient := io.Pipe()
-	defer toHarness.Close()
+	c, lines, fromHarness, got := playHarness(t, ctx, nil)
 	write := func(s string) {
 		if _, err := fromHarness.Write([]byte(s + "\n")); err != nil {
 			t.Error(err)
 		}
 	}
-	go write(`{"protocol":"agentpm-harness-machine","version":1,"kind":"event","method":"preflight","payload":{"status":"ready","report":{"status":"ready","diagnostics":[]}}}`)
-	c, err := harness.Connect(ctx, toClient, fromClient, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	lines := bufio.NewScanner(toHarness)
-	got := make(chan error, 1)
-	go func() {
-		_, err := c.Preflight(ctx)
-		got <- err
-	}()
 	if !lines.Scan() || !strings.Contains(lines.Text(), `"method":"preflight"`) {
 		t.Fatalf("client wrote %q", lines.Text())
 	}
@@ -234,3 +223,88 @@ func TestStartTimeout(t *testing.T) {
 }
 
 var _ = rpc.ErrClosed
+
+// A bad frame fails the call pending when it arrives even when the
+// Harness goes on writing: its answer, written right after the bad line,
+// is not taken (the session has ended with the bad frame).
+func TestBadFrameFailsThePendingCallEvenIfAnswered(t *testing.T) {
+	for i := range 5 {
+		ctx := timeout(t, 30*time.Second)
+		c := start(t, `{"required_host_services": [], "runs": [{"steps": [
+		  {"raw": "{\"protocol\":\"agentpm-harness-machine\",\"version\":2}"},
+		  {"end": {"status": "ended"}}]}]}`, nil)
+		if _, err := c.Initialize(ctx); err != nil {
+			t.Fatal(err)
+		}
+		res, err := c.StartRun(ctx, "go", nil)
+		if !errors.Is(err, harness.ErrBadFrame) || !errors.Is(err, envelope.ErrVersion) {
+			t.Fatalf("run %d: StartRun = %+v, %v; want the bad frame's error", i, res, err)
+		}
+		if err := c.Close(); !errors.Is(err, envelope.ErrVersion) {
+			t.Fatalf("Close: %v", err)
+		}
+	}
+}
+
+// A line of the Harness over the size limit is a bad frame like the
+// others: never answered (the client writes nothing more), and the call
+// pending then fails with it, even when the Harness answers that call
+// right after the oversized line; an oversized answer fails its call.
+func TestOversizedFrameFromTheHarness(t *testing.T) {
+	for _, tc := range []struct{ name, line string }{
+		{"event", `{"protocol":"agentpm-harness-machine","version":1,"kind":"event","method":"harness_event","payload":{"x":"BIG"}}`},
+		{"answer", `{"protocol":"agentpm-harness-machine","version":1,"kind":"response","id":ID,"payload":{"x":"BIG"}}`},
+		{"request", `{"protocol":"agentpm-harness-machine","version":1,"kind":"request","id":"host-1","method":"host_service","payload":{"x":"BIG"}}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := timeout(t, 20*time.Second)
+			c, lines, fromHarness, got := playHarness(t, ctx, &harness.Options{Conn: rpc.Options{MaxFrame: 4096}})
+			if !lines.Scan() {
+				t.Fatal("no request")
+			}
+			var req struct{ ID string }
+			if err := json.Unmarshal(lines.Bytes(), &req); err != nil {
+				t.Fatal(err)
+			}
+			line := strings.Replace(tc.line, "BIG", strings.Repeat("a", 8192), 1)
+			line = strings.Replace(line, "ID", strconv.Quote(req.ID), 1)
+			go func() {
+				// The client may have ended the session before the answer:
+				// writes fail then.
+				fromHarness.Write([]byte(line + "\n"))
+				fromHarness.Write([]byte(`{"protocol":"agentpm-harness-machine","version":1,"kind":"response","id":` + strconv.Quote(req.ID) + `,"payload":{"report":{"status":"ready","diagnostics":[]},"mcp_exports":[]}}` + "\n"))
+			}()
+			if err := <-got; !errors.Is(err, harness.ErrBadFrame) || !errors.Is(err, ndjson.ErrFrameTooLarge) {
+				t.Fatalf("pending call: %v", err)
+			}
+			<-c.Done()
+			if lines.Scan() {
+				t.Fatalf("the client answered the oversized frame: %q", lines.Text())
+			}
+			fromHarness.Close()
+		})
+	}
+}
+
+// playHarness connects a client to a Harness played line by line over
+// pipes, writes the startup event and sends preflight: it returns the
+// client, the lines the client writes, the Harness's output and the
+// pending preflight's error.
+func playHarness(t *testing.T, ctx context.Context, o *harness.Options) (*harness.Client, *bufio.Scanner, *io.PipeWriter, <-chan error) {
+	t.Helper()
+	toClient, fromHarness := io.Pipe()
+	toHarness, fromClient := io.Pipe()
+	t.Cleanup(func() { toHarness.Close() })
+	go fromHarness.Write([]byte(`{"protocol":"agentpm-harness-machine","version":1,"kind":"event","method":"preflight","payload":{"status":"ready","report":{"status":"ready","diagnostics":[]}}}` + "\n"))
+	c, err := harness.Connect(ctx, toClient, fromClient, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	got := make(chan error, 1)
+	go func() {
+		_, err := c.Preflight(ctx)
+		got <- err
+	}()
+	return c, bufio.NewScanner(toHarness), fromHarness, got
+}

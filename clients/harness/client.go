@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/bridgekit/bridgekit/gen/agentpmmachine"
+	"github.com/bridgekit/bridgekit/runtime/ndjson"
 	"github.com/bridgekit/bridgekit/runtime/rpc"
 )
 
@@ -169,7 +171,11 @@ func newClient(r io.Reader, w io.Writer, o *Options) *Client {
 			user(fe)
 		}
 	}
-	codec := &gateCodec{Codec: agentpmmachine.NewCodec("c-", ""), c: c}
+	limit := copts.MaxFrame
+	if limit <= 0 {
+		limit = ndjson.DefaultMaxFrame
+	}
+	codec := &gateCodec{Codec: agentpmmachine.NewCodec("c-", ""), c: c, limit: limit}
 	c.conn = rpc.NewConn(r, w, codec, c.handler(), agentpmmachine.ConnOptions(&copts))
 	c.peer = agentpmmachine.NewHarnessPeer(c.conn)
 	return c
@@ -180,10 +186,36 @@ func newClient(r io.Reader, w io.Writer, o *Options) *Client {
 // Harness's next host-service calls) and makes it end the session.
 type gateCodec struct {
 	rpc.Codec
-	c *Client
+	c     *Client
+	limit int // the connection's MaxFrame
+}
+
+// DecodeHead tells the connection what a line of the Harness over the size
+// limit was (rpc.HeadDecoder) and ends the session with it at once, as
+// Decode does a bad frame: an answer fails the call it answers; anything
+// else is reported as an event, which the connection does not answer, so
+// that the client never answers a bad frame.
+func (g *gateCodec) DecodeHead(head []byte) (rpc.Kind, []byte) {
+	var kind rpc.Kind
+	var id []byte
+	if hd, ok := g.Codec.(rpc.HeadDecoder); ok {
+		kind, id = hd.DecodeHead(head)
+	}
+	fe := &rpc.FrameError{Kind: rpc.FrameTooLarge, Err: &ndjson.FrameTooLargeError{Limit: g.limit, Head: bytes.Clone(head)}, Snippet: snippet(head), Claimed: kind}
+	g.c.violation(fe, fe.Snippet)
+	if kind == rpc.KindResponse || kind == rpc.KindError {
+		return kind, id
+	}
+	return rpc.KindNotification, []byte(`""`)
 }
 
 func (g *gateCodec) Decode(line []byte, m *rpc.Message) error {
+	if fatal := g.c.badFrame(); fatal != nil {
+		// The session ended with that frame: nothing the Harness writes
+		// after it is taken, so that a call pending then fails with it
+		// whatever follows.
+		return &rpc.FrameError{Kind: rpc.FrameInvalid, Err: fmt.Errorf("after %w", fatal)}
+	}
 	err := g.Codec.Decode(line, m)
 	if fe, ok := err.(*rpc.FrameError); ok {
 		fe.Reply = nil
@@ -207,6 +239,13 @@ func (c *Client) violation(fe *rpc.FrameError, line string) {
 	}
 	c.fatal = &BadFrameError{Frame: &cp, Line: line}
 	close(c.fatalCh)
+}
+
+// badFrame returns the bad frame that ended the session, or nil.
+func (c *Client) badFrame() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.fatal
 }
 
 func (c *Client) sawFrame() {
@@ -291,6 +330,12 @@ func (c *Client) callErr(method string, err error) error {
 	}
 	if errors.Is(err, rpc.ErrClosed) {
 		return c.ended(method, err)
+	}
+	if _, ok := errors.AsType[*rpc.FrameError](err); ok {
+		// A bad answer failed the call: it ended the session.
+		if fatal := c.badFrame(); fatal != nil {
+			return fmt.Errorf("harness: %s: %w", method, fatal)
+		}
 	}
 	return fmt.Errorf("harness: %s: %w", method, err)
 }
@@ -419,9 +464,11 @@ func (c *Client) CancelRun(ctx context.Context) (*agentpmmachine.CancelRunResult
 // the Harness's next frames wait for it, so a slow callback slows the Run
 // rather than piling events up.
 //
-// When ctx ends first, StartRun sends cancel_run, ends the contexts of the
-// host-service handlers still running for the Run, and waits up to
-// Options.CancelGrace for the Run to end; it then returns ctx's error,
+// A ctx that has already ended starts no Run: StartRun returns its error
+// without sending start_run. When ctx ends during the Run, StartRun sends
+// cancel_run, ends the contexts of the host-service handlers still running
+// for the Run, and waits up to Options.CancelGrace for the Run to end; it
+// then returns ctx's error,
 // with the Run's Result when the Harness reported it in time. Close, from
 // another goroutine, ends StartRun at once, grace or not, with an error
 // matching rpc.ErrClosed (or ctx's error, when ctx had ended).
@@ -437,6 +484,11 @@ func (c *Client) StartRun(ctx context.Context, input string, onEvent func(Event)
 // Run is StartRun with start_run's whole params. A nil Input relies on
 // the Harness's --input (without it the Harness exits).
 func (c *Client) Run(ctx context.Context, p *agentpmmachine.StartRunParams, onEvent func(Event)) (*Result, error) {
+	if ctx.Err() != nil {
+		// Ended before the Run: start none (the request below is sent under
+		// a context that does not end with ctx).
+		return nil, fmt.Errorf("harness: start_run: %w", context.Cause(ctx))
+	}
 	c.mu.Lock()
 	owner := !c.running
 	if owner {

@@ -615,3 +615,31 @@ func TestHarnessDiesDuringRun(t *testing.T) {
 const generatePayload = `{"selection":{"provider":"host","model":"m","options":{}},"request":{"runtime":{},"model":null,"prompt":{"sections":[],"action_aliases":[],"completion":{},"diagnostics":[]},"run_id":"r","phase_execution_id":"p","phase_id":"main","phase_objective":"o","run_input":"go","prior_phase_results":[],"transcript":[],"effective_phase":{},"repair_feedback":null}}`
 
 var _ = jsontext.Value(nil)
+
+// StartRun with a context that has already ended starts no Run: it
+// returns the context's error without sending start_run (a caller
+// interrupted before its Run must not have the Harness start one).
+func TestStartRunWithEndedContext(t *testing.T) {
+	ctx := timeout(t, 30*time.Second)
+	state := t.TempDir()
+	c := start(t, `{"required_host_services": [], "runs": [{"steps": [{"end": {"status": "ended"}}]}]}`, &harness.Options{StateDir: state})
+	if _, err := c.Initialize(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ended, cancel := context.WithCancel(ctx)
+	cancel()
+	var rec recorder
+	res, err := c.StartRun(ended, "go", rec.add)
+	if !errors.Is(err, context.Canceled) || res != nil {
+		t.Fatalf("StartRun: %+v %v", res, err)
+	}
+	if err := c.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if types := rec.types(); len(types) > 0 {
+		t.Errorf("events of a Run: %v", types)
+	}
+	if runs, _ := os.ReadDir(filepath.Join(state, "runs")); len(runs) > 0 {
+		t.Errorf("the Harness ran %d Runs", len(runs))
+	}
+}

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/bridgekit/bridgekit/clients/harness"
 	"github.com/bridgekit/bridgekit/gen/agentpmmachine"
@@ -113,8 +115,37 @@ func (d *display) redraw() {
 	d.emit(fmt.Appendf(nil, "\r\x1b[K%s %5.1fs · %s", spinner[d.frame%len(spinner)], time.Since(d.start).Seconds(), d.status), false)
 }
 
+// maxShown bounds the runes of a line or status text.
+const maxShown = 240
+
+// shown makes text safe to show on one line: what comes from the Harness
+// (messages, ids, event types) could otherwise move the cursor, retitle or
+// clear the terminal, forge lines, or be a megabyte long. Line breaks and
+// tabs become spaces, other control characters are dropped, and the text
+// is cut to maxShown runes.
+func shown(text string) string {
+	var b strings.Builder
+	n := 0
+	for _, r := range text {
+		switch {
+		case r == '\n' || r == '\r' || r == '\t':
+			r = ' '
+		case unicode.IsControl(r) || r == utf8.RuneError:
+			continue
+		}
+		if n == maxShown {
+			b.WriteString("…")
+			break
+		}
+		b.WriteRune(r)
+		n++
+	}
+	return b.String()
+}
+
 // line prints a permanent line; d.mu is held.
 func (d *display) line(kind, text string) {
+	text = shown(text)
 	if d.tty {
 		d.emit(fmt.Appendf(nil, "\r\x1b[K%s\n", text), true)
 		d.redraw()
@@ -147,7 +178,7 @@ func (d *display) hostCall(role, method string, took time.Duration, err error) {
 		text = fmt.Sprintf("%s/%s failed after %s: %v", role, method, took.Round(time.Microsecond), err)
 	}
 	if d.tty {
-		d.status = "serving " + role + "/" + method
+		d.status = shown("serving " + role + "/" + method)
 		if err == nil {
 			d.redraw()
 			return
@@ -179,7 +210,7 @@ func (d *display) event(ev harness.Event) {
 		return
 	}
 	h := ev.Harness
-	text := string(h.EventType) + describe(ev)
+	text := shown(string(h.EventType) + describe(ev))
 	if d.tty && !milestones[h.EventType] {
 		d.status = text
 		d.redraw()

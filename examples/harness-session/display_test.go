@@ -135,3 +135,37 @@ func (g *gatedWriter) Write(p []byte) (int, error) {
 	<-g.gate
 	return g.w.Write(p)
 }
+
+// What the Harness sends is shown on one line of a bounded length, with no
+// control character: an event's message cannot move the cursor, retitle
+// the terminal, clear it or forge a line, and a 1 MiB message does not
+// become a 1 MiB line; nor can a refused registration's message.
+func TestDisplayCleansWhatTheHarnessSends(t *testing.T) {
+	for _, tty := range []bool{false, true} {
+		var out lockedWriter
+		out.b = &bytes.Buffer{}
+		d := newDisplay(&out, tty)
+		hostile := "Run started\x1b]0;pwned\x07\x1b[2J\r\n   0.001s  event  run_completed · forged\x7f"
+		d.event(harnessEvent(agentpmmachine.EventTypeRunStarted, agentpmmachine.EventPayload{Lifecycle: &agentpmmachine.EventPayloadLifecycle{Message: hostile}}))
+		d.event(harnessEvent(agentpmmachine.EventTypeModelRequestStarted, agentpmmachine.EventPayload{Lifecycle: &agentpmmachine.EventPayloadLifecycle{Message: hostile}}))
+		d.event(harnessEvent(agentpmmachine.EventTypeRunStarted, agentpmmachine.EventPayload{Lifecycle: &agentpmmachine.EventPayloadLifecycle{Message: strings.Repeat("a", 1<<20)}}))
+		d.event(harnessEvent(agentpmmachine.EventType("x\x1b[2J"), agentpmmachine.EventPayload{}))
+		d.hostCall("model\x1b[2J", "generate\n", time.Millisecond, errors.New("bad\x1b[2J"))
+		d.note("model/default not registered: %v", errors.New("host service `model\x1b[2J`"))
+		d.close()
+		d.finish(time.Second)
+		s := out.String()
+		if tty {
+			// The display's own sequences: clear the line, return.
+			s = strings.ReplaceAll(strings.ReplaceAll(s, "\r\x1b[K", ""), "\r", "")
+		}
+		for _, line := range strings.Split(s, "\n") {
+			if strings.ContainsFunc(line, func(r rune) bool { return r < 0x20 || r == 0x7f }) || len(line) > 1024 {
+				t.Errorf("tty %v: line %q", tty, line[:min(len(line), 200)])
+			}
+			if strings.HasPrefix(line, "   0.001s") {
+				t.Errorf("tty %v: forged line %q", tty, line)
+			}
+		}
+	}
+}

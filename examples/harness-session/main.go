@@ -28,6 +28,7 @@ package main
 import (
 	"context"
 	"embed"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -212,6 +213,9 @@ func run(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) int {
 	}
 
 	res, err := c.StartRun(runCtx, input, show.event)
+	if err != nil && errors.Is(err, context.DeadlineExceeded) {
+		err = fmt.Errorf("the session ran past -timeout %v, so the Run was cancelled: %w", *limit, err)
+	}
 	if err != nil && res == nil {
 		code := fail(show, stderr, err)
 		if interrupted.Load() {
@@ -223,7 +227,14 @@ func run(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) int {
 	var sum strings.Builder
 	summary(&sum, res, *stateDir)
 	show.print(sum.String())
-	if err := c.Shutdown(ctx); err != nil {
+	if err != nil && !interrupted.Load() {
+		fmt.Fprintf(stderr, "harness-session: %v\n", err)
+	}
+	// The session's time limit may have run out: shutting down has a few
+	// seconds of its own (a second interrupt still closes the client).
+	sctx, stopShutdown := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer stopShutdown()
+	if err := c.Shutdown(sctx); err != nil {
 		fmt.Fprintf(stderr, "harness-session: shutdown: %v\n", err)
 	}
 	switch {
@@ -244,7 +255,7 @@ func fail(show *display, stderr io.Writer, err error) int {
 // summary prints how the Run ended.
 func summary(w io.Writer, res *harness.Result, stateDir string) {
 	rep := &res.Report
-	fmt.Fprintf(w, "\nRun %s: %s", rep.RunID, res.Status)
+	fmt.Fprintf(w, "\nRun %s: %s", shown(rep.RunID), shown(string(res.Status)))
 	if rep.DurationMS != nil {
 		fmt.Fprintf(w, " in %d ms", *rep.DurationMS)
 	}

@@ -331,3 +331,22 @@ func TestSecondInterruptQuits(t *testing.T) {
 		t.Fatalf("still running 20s after the second interrupt\n%s", errOut.String())
 	}
 }
+
+// When -timeout runs out during the Run, the Run is cancelled, the
+// program says that the time limit did it, and still shuts the session
+// down cleanly (not with the expired limit's error).
+func TestSessionTimeout(t *testing.T) {
+	config := filepath.Join(t.TempDir(), "harness.json")
+	if err := os.WriteFile(config, []byte(`{"required_host_services": [], "runs": [{"steps": [{"wait_cancel": true}]}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := session(t, []string{"AGENTPM=" + fakeHarness}, "-config", config, "-timeout", "500ms", "wait")
+	if code != 1 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	contains(t, out, "cancelled")
+	contains(t, errOut, "-timeout 500ms")
+	if strings.Contains(errOut, "shutdown") {
+		t.Errorf("shutdown failed: %s", errOut)
+	}
+}

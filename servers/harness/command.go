@@ -44,6 +44,10 @@ func Command(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		}
 		return exit.Code
 	}
+	if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		// Say what stopped it (a signal), not just that ctx ended.
+		err = fmt.Errorf("stopped: %w", context.Cause(ctx))
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "error: %v\n", err)
 		return 1

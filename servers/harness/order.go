@@ -100,6 +100,17 @@ func (c *orderedCodec) Decode(line []byte, m *rpc.Message) error {
 	return err
 }
 
+// DecodeHead tells the connection what a line over its size limit was
+// (rpc.HeadDecoder), as the machine codec does: a request is then refused
+// under its own id and an event is not answered. Without it the wrapper
+// would hide the machine codec's DecodeHead.
+func (c *orderedCodec) DecodeHead(head []byte) (rpc.Kind, []byte) {
+	if hd, ok := c.Codec.(rpc.HeadDecoder); ok {
+		return hd.DecodeHead(head)
+	}
+	return 0, nil
+}
+
 // turnKey carries a start_run's release of its turn in its context.
 type turnKey struct{}
 

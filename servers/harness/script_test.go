@@ -3,7 +3,9 @@ package harness_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -213,5 +215,21 @@ func TestPipelinedRequestsInOrder(t *testing.T) {
 			t.Fatalf("exit %d: %s", code, errOut.String())
 		}
 		pw.Close()
+	}
+}
+
+// A signal (the context's end) ends Command with status 1 and says what
+// ended it (the context's cause, e.g. "interrupt signal received"), not a
+// bare "context canceled".
+func TestCommandStoppedBySignal(t *testing.T) {
+	ctx, cancel := context.WithCancelCause(timeout(t))
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	var out, errOut bytes.Buffer
+	done := make(chan int, 1)
+	go func() { done <- harness.Command(ctx, []string{"--machine"}, pr, &out, &errOut) }()
+	cancel(errors.New("terminated signal received"))
+	if code := <-done; code != 1 || !strings.Contains(errOut.String(), "terminated signal received") {
+		t.Fatalf("exit %d, stderr %q", code, errOut.String())
 	}
 }

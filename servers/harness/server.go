@@ -322,6 +322,7 @@ func (ss *session) handle(ctx context.Context, req *rpc.Request) (any, error) {
 	if req.Kind == rpc.KindNotification {
 		// The Harness reads nothing but requests; an event from the client
 		// is refused like any frame that is not one.
+		ss.protocolError(req.ID, "machine input frames must use kind `request`")
 		return nil, nil
 	}
 	if req.Method != agentpmmachine.MethodCancelRun {
@@ -411,11 +412,21 @@ func (ss *session) frameError(fe *rpc.FrameError) {
 	if fe.Kind != rpc.FrameUnknownResponse || fe.ID.IsZero() {
 		return
 	}
+	ss.protocolError(fe.ID, "unexpected machine frame for id "+rpc.Truncate(fe.ID.String(), rpc.MaxEcho)+": no host service request is waiting for it")
+}
+
+// protocolError writes a protocol_error frame under id (none when it is
+// zero) for a frame the engine does not answer itself.
+func (ss *session) protocolError(id rpc.ID, msg string) {
 	var b []byte
-	b = append(b, `{"protocol":"agentpm-harness-machine","version":1,"kind":"error","id":`...)
-	b = append(b, fe.ID.String()...)
-	b = append(b, `,"payload":null,"error":{"code":"protocol_error","message":`...)
-	b, _ = jsontext.AppendQuote(b, "unexpected machine frame for id "+rpc.Truncate(fe.ID.String(), rpc.MaxEcho)+": no host service request is waiting for it")
+	b = append(b, `{"protocol":"agentpm-harness-machine","version":1,"kind":"error",`...)
+	if !id.IsZero() {
+		b = append(b, `"id":`...)
+		b = append(b, id.String()...)
+		b = append(b, ',')
+	}
+	b = append(b, `"payload":null,"error":{"code":"protocol_error","message":`...)
+	b, _ = jsontext.AppendQuote(b, msg)
 	b = append(b, "}}\n"...)
 	_ = ss.w.writeLine(b)
 }

@@ -669,3 +669,78 @@ func exitedOnStartRun(t *testing.T, ss *session, err error) {
 		t.Fatalf("Serve: %v", serr)
 	}
 }
+
+// A request over the line limit is refused under its own id, so that the
+// client's call fails at once; an event over it is not answered.
+func TestOversizedRequestRefusedUnderItsID(t *testing.T) {
+	lines, fromClient, done := rawSession(t, &harness.Options{Conn: rpc.Options{MaxFrame: 4096}})
+	go func() {
+		big := strings.Repeat("a", 8192)
+		fromClient.Write([]byte(`{"protocol":"agentpm-harness-machine","version":1,"kind":"event","id":"ev-1","method":"note","payload":{"x":"` + big + `"}}` + "\n"))
+		fromClient.Write([]byte(`{"protocol":"agentpm-harness-machine","version":1,"kind":"request","id":"big-1","method":"start_run","payload":{"input":"` + big + `"}}` + "\n"))
+		fromClient.Write([]byte(`{"protocol":"agentpm-harness-machine","version":1,"kind":"request","id":"after","method":"shutdown","payload":{}}` + "\n"))
+	}()
+	first, err := lines.ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(first, `"kind":"error","id":"big-1"`) || !strings.Contains(first, `"code":"protocol_error"`) {
+		t.Fatalf("oversized request answered %s", first)
+	}
+	second, err := lines.ReadString('\n')
+	if err != nil || !strings.Contains(second, `"id":"after"`) {
+		t.Fatalf("next frame %q %v", second, err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("Serve: %v", err)
+	}
+}
+
+// An event from the client is refused as the Harness refuses any input
+// frame that is not a request: a protocol_error frame, under the event's
+// id when it has one.
+func TestClientEventRefused(t *testing.T) {
+	lines, fromClient, done := rawSession(t, nil)
+	go func() {
+		fromClient.Write([]byte(`{"protocol":"agentpm-harness-machine","version":1,"kind":"event","id":"ev-1","method":"note","payload":{}}` + "\n"))
+		fromClient.Write([]byte(`{"protocol":"agentpm-harness-machine","version":1,"kind":"event","method":"note","payload":{}}` + "\n"))
+		fromClient.Write([]byte(`{"protocol":"agentpm-harness-machine","version":1,"kind":"request","id":"bye","method":"shutdown","payload":{}}` + "\n"))
+	}()
+	want := []string{
+		`{"protocol":"agentpm-harness-machine","version":1,"kind":"error","id":"ev-1","payload":null,"error":{"code":"protocol_error","message":"machine input frames must use kind ` + "`request`" + `"}}`,
+		`{"protocol":"agentpm-harness-machine","version":1,"kind":"error","payload":null,"error":{"code":"protocol_error","message":"machine input frames must use kind ` + "`request`" + `"}}`,
+		`{"protocol":"agentpm-harness-machine","version":1,"kind":"response","id":"bye","payload":{"shutdown":true}}`,
+	}
+	for _, w := range want {
+		line, err := lines.ReadString('\n')
+		if err != nil || strings.TrimSuffix(line, "\n") != w {
+			t.Fatalf("frame %q %v, want %s", line, err, w)
+		}
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("Serve: %v", err)
+	}
+}
+
+// rawSession serves a session of a Server with opts over pipes, for a
+// client played line by line: it returns the Harness's frames after the
+// startup event, the client's end of the Harness's input and Serve's
+// error.
+func rawSession(t *testing.T, opts *harness.Options) (*bufio.Reader, *io.PipeWriter, <-chan error) {
+	t.Helper()
+	toClient, fromHarness := io.Pipe()
+	toHarness, fromClient := io.Pipe()
+	done := make(chan error, 1)
+	ctx := timeout(t)
+	go func() {
+		done <- harness.New(opts).Serve(ctx, toHarness, fromHarness)
+		fromHarness.Close()
+	}()
+	// Serve's reader returns with its Read.
+	t.Cleanup(func() { fromClient.Close(); toClient.Close() })
+	lines := bufio.NewReader(toClient)
+	if _, err := lines.ReadString('\n'); err != nil { // the startup event
+		t.Fatal(err)
+	}
+	return lines, fromClient, done
+}
