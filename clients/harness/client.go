@@ -206,7 +206,7 @@ func (g *gateCodec) DecodeHead(head []byte) (rpc.Kind, []byte) {
 	if kind == rpc.KindResponse || kind == rpc.KindError {
 		return kind, id
 	}
-	return rpc.KindNotification, []byte(`""`)
+	return rpc.KindNotification, nil
 }
 
 func (g *gateCodec) Decode(line []byte, m *rpc.Message) error {

@@ -206,6 +206,7 @@ func TestOversizedFrames(t *testing.T) {
 	// An event over the limit is not answered: the next frame written is
 	// the refusal of the request after it.
 	pw.WriteString(`{"protocol":"agentpm-harness-machine","version":1,"kind":"event","id":"corr-1","method":"harness_event","payload":{"text":"` + long + `"}}` + "\n")
+	pw.WriteString(`{"protocol":"agentpm-harness-machine","version":1,"kind":"event","method":"harness_event","payload":{"text":"` + long + `"}}` + "\n")
 	// A request of the harness's, over the limit.
 	pw.WriteString(`{"protocol":"agentpm-harness-machine","version":1,"kind":"request","id":"host-1","method":"host_service","payload":{"text":"` + long + `"}}` + "\n")
 	line, err := peer.ReadString('\n')

@@ -279,14 +279,17 @@ func (c *Codec) decodeFast(line []byte, m *rpc.Message) bool {
 var _ rpc.HeadDecoder = (*Codec)(nil)
 
 // DecodeHead implements rpc.HeadDecoder: a frame's kind member says what it
-// is, and its id must be a whole string.
+// is, and its id is read when it is a whole string.
 func (c *Codec) DecodeHead(head []byte) (rpc.Kind, []byte) {
 	f := &c.fields
 	*f = members{}
 	c.scan.Head(head, f)
 	k, ok := plain(f.kind)
-	if !ok || !c.hasKind(k) || f.id == nil || f.id[0] != '"' {
+	if !ok || !c.hasKind(k) {
 		return 0, nil
+	}
+	if f.id == nil || f.id[0] != '"' {
+		return kinds[string(k)], nil
 	}
 	return kinds[string(k)], f.id
 }

@@ -129,10 +129,11 @@ type Codec interface {
 // the call it answers at once, instead of leaving the caller waiting, a
 // request is answered with its own id, and a notification is not answered.
 type HeadDecoder interface {
-	// DecodeHead reports the kind and raw id of the line that head starts,
-	// or 0 and nil when head does not settle them (an id after a long
-	// member, a request that may be a notification). It must not claim
-	// more than head shows: a cut value is never taken for a whole one.
+	// DecodeHead reports the kind of the line that head starts (0 when
+	// head does not settle it, as for a JSON-RPC line whose id may come
+	// after a long member) and its raw id (nil when head shows none). It
+	// must not claim more than head shows: a cut value is never taken for
+	// a whole one.
 	DecodeHead(head []byte) (kind Kind, id []byte)
 }
 

@@ -57,8 +57,9 @@ func (c *Conn) tooLarge(err error) *FrameError {
 	if errors.As(err, &tl) {
 		fe.Snippet = snippet(tl.Head)
 		if hd, ok := c.codec.(HeadDecoder); ok {
-			if kind, id := hd.DecodeHead(tl.Head); id != nil {
-				fe.Claimed, fe.ID = kind, RawID(id)
+			kind, id := hd.DecodeHead(tl.Head)
+			if fe.Claimed = kind; id != nil {
+				fe.ID = RawID(id)
 			}
 		}
 	}
