@@ -94,6 +94,14 @@ func run(args []string, o options) int {
 		fmt.Fprintln(os.Stderr, "host:", err)
 		return exitUsage
 	}
+	if o.maxFrame < 1 {
+		fmt.Fprintf(os.Stderr, "host: -max-frame must be at least 1, not %d\n", o.maxFrame)
+		return exitUsage
+	}
+	if o.grace < 0 {
+		fmt.Fprintf(os.Stderr, "host: -grace must not be negative, not %v\n", o.grace)
+		return exitUsage
+	}
 	if o.prompt != "" && len(args) == 0 {
 		fmt.Fprintln(os.Stderr, "host: -prompt needs the runtime's command after --")
 		flag.Usage()
