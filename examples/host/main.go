@@ -151,6 +151,7 @@ func serve(a *app, srv *host.Server, sigs chan os.Signal, grace time.Duration, a
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	got := make(chan os.Signal, 1)
+	var process atomic.Pointer[os.Process] // the child, once started
 	go func() {
 		sig := <-sigs
 		got <- sig
@@ -161,6 +162,10 @@ func serve(a *app, srv *host.Server, sigs chan os.Signal, grace time.Duration, a
 		case <-time.After(grace + time.Second):
 			a.render.Status("did not stop within %v of %v: exiting now", grace, sig)
 		}
+		// Exiting now must not leave the child running behind us.
+		if p := process.Load(); p != nil {
+			_ = p.Kill()
+		}
 		a.terms.closeAll(100 * time.Millisecond)
 		a.render.close(100 * time.Millisecond)
 		os.Exit(signalStatus(sig))
@@ -168,7 +173,8 @@ func serve(a *app, srv *host.Server, sigs chan os.Signal, grace time.Duration, a
 
 	var err error
 	if len(args) > 0 {
-		err = srv.ServeCommand(ctx, exec.Command(args[0], args[1:]...))
+		cmd := exec.Command(args[0], args[1:]...)
+		err = srv.ServeCommandConn(ctx, cmd, func(*rpc.Conn) { process.Store(cmd.Process) })
 	} else {
 		err = srv.Serve(ctx, os.Stdin, os.Stdout)
 	}

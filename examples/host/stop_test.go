@@ -292,6 +292,50 @@ func TestSecondSignalForcesExit(t *testing.T) {
 	if got := r.wait(t, 3*time.Second); got != 128+int(syscall.SIGTERM) {
 		t.Fatalf("exit status %d", got)
 	}
+	// Exiting at once must not leave the runtime running behind it.
+	waitGone(t, r.stderrText(), "child ")
+}
+
+// A child that ignores SIGTERM is killed before the host gives up on it,
+// also with -grace 0 (the host used to exit after 1s, leaving it running).
+func TestGraceZeroDoesNotOrphanTheChild(t *testing.T) {
+	skipWithoutSignals(t)
+	bin := buildHost(t)
+	r := childScript(t, bin, `trap '' TERM; echo "child $$" >&2; while :; do sleep 0.05; done`, "-grace", "0")
+	r.waitStderr(t, "child ")
+	defer killFrom(r.stderrText(), "child ")
+	sendSignal(t, r, syscall.SIGTERM)
+	if got := r.wait(t, 10*time.Second); got != 128+int(syscall.SIGTERM) && got != 128+int(syscall.SIGKILL) {
+		t.Fatalf("exit status %d; stderr:\n%s", got, r.stderrText())
+	}
+	waitGone(t, r.stderrText(), "child ")
+}
+
+// waitGone fails unless the process whose pid follows prefix in text has
+// ended (a zombie counts as ended: nobody may reap an orphan here) within
+// a second.
+func waitGone(t *testing.T, text, prefix string) {
+	t.Helper()
+	_, rest, _ := strings.Cut(text, prefix)
+	pid, err := strconv.Atoi(strings.Fields(rest + " x")[0])
+	if err != nil {
+		t.Fatalf("no pid after %q in:\n%s", prefix, text)
+	}
+	for deadline := time.Now().Add(time.Second); ; {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil && syscall.Kill(pid, 0) != nil {
+			return // gone
+		}
+		if err == nil {
+			if _, after, ok := strings.Cut(string(stat), ") "); ok && strings.HasPrefix(after, "Z") {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d (%s) still runs after the host exited", pid, strings.TrimSpace(prefix))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 func TestChildKilledBySignalIsReported(t *testing.T) {
