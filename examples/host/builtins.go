@@ -147,7 +147,7 @@ func (a *app) walk(ctx context.Context, dir, pattern string, visit func(rel, rea
 	if err != nil || !fi.IsDir() {
 		return rpc.NewError(codeNotFound, fmt.Sprintf("%s is not a directory of the workspace", rel), map[string]string{"path": dir})
 	}
-	if err := checkGlob(pattern); err != nil {
+	if err := checkPathGlob(pattern); err != nil {
 		return rpc.InvalidParams(err)
 	}
 	seen := 0

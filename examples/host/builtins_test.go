@@ -74,16 +74,18 @@ func TestBuiltinErrors(t *testing.T) {
 		tool, args string
 		code       int64
 	}{
-		{"rm", `{}`, codeDenied},                                // not a tool of this host
-		{"Read", `{"path":"secret/key.txt"}`, codeDenied},       // the policy does not list it
-		{"Read", `{"path":"../outside"}`, codeDenied},           // outside the workspace
-		{"Read", `{"path":"src/none.go"}`, codeNotFound},        // missing
-		{"Read", `{}`, -32602},                                  // no path
-		{"Read", `{"path":"README.md","mode":"x"}`, -32602},     // unknown member
-		{"list_files", `{"path":"../"}`, codeDenied},            // outside
-		{"list_files", `{"path":"README.md"}`, codeNotFound},    // not a directory
-		{"list_files", `{"limit":0}`, -32602},                   // bad limit
-		{"list_files", `{"pattern":"["}`, -32602},               // bad pattern
+		{"rm", `{}`, codeDenied},                             // not a tool of this host
+		{"Read", `{"path":"secret/key.txt"}`, codeDenied},    // the policy does not list it
+		{"Read", `{"path":"../outside"}`, codeDenied},        // outside the workspace
+		{"Read", `{"path":"src/none.go"}`, codeNotFound},     // missing
+		{"Read", `{}`, -32602},                               // no path
+		{"Read", `{"path":"README.md","mode":"x"}`, -32602},  // unknown member
+		{"list_files", `{"path":"../"}`, codeDenied},         // outside
+		{"list_files", `{"path":"README.md"}`, codeNotFound}, // not a directory
+		{"list_files", `{"limit":0}`, -32602},                // bad limit
+		{"list_files", `{"pattern":"["}`, -32602},            // bad pattern
+		{"list_files", `{"pattern":"/etc/*"}`, -32602},       // absolute pattern: would match nothing
+		{"search_text", `{"query":"x","pattern":"../**"}`, -32602},
 		{"search_text", `{"query":""}`, -32602},                 // empty query
 		{"search_text", `{"query":"x","limit":100000}`, -32602}, // limit too large
 		{"workspace_info", `{"verbose":true}`, -32602},          // takes nothing

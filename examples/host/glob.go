@@ -57,3 +57,19 @@ func checkGlob(pattern string) error {
 	}
 	return nil
 }
+
+// checkPathGlob reports a malformed path pattern, or one that could never
+// match: path patterns match workspace-relative paths such as "src/a.go",
+// so an absolute pattern, or one with an empty, "." or ".." element, would
+// match nothing.
+func checkPathGlob(pattern string) error {
+	if err := checkGlob(pattern); err != nil {
+		return err
+	}
+	for seg := range strings.SplitSeq(pattern, "/") {
+		if seg == "" || seg == "." || seg == ".." {
+			return fmt.Errorf("pattern %q: path patterns are relative to the workspace, with no empty, \".\" or \"..\" elements", pattern)
+		}
+	}
+	return nil
+}

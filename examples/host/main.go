@@ -94,6 +94,14 @@ func run(args []string, o options) int {
 		fmt.Fprintln(os.Stderr, "host:", err)
 		return exitUsage
 	}
+	if o.maxFrame < 1 {
+		fmt.Fprintf(os.Stderr, "host: -max-frame must be at least 1, not %d\n", o.maxFrame)
+		return exitUsage
+	}
+	if o.grace < 0 {
+		fmt.Fprintf(os.Stderr, "host: -grace must not be negative, not %v\n", o.grace)
+		return exitUsage
+	}
 	if o.prompt != "" && len(args) == 0 {
 		fmt.Fprintln(os.Stderr, "host: -prompt needs the runtime's command after --")
 		flag.Usage()
@@ -143,6 +151,7 @@ func serve(a *app, srv *host.Server, sigs chan os.Signal, grace time.Duration, a
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	got := make(chan os.Signal, 1)
+	var process atomic.Pointer[os.Process] // the child, once started
 	go func() {
 		sig := <-sigs
 		got <- sig
@@ -153,6 +162,10 @@ func serve(a *app, srv *host.Server, sigs chan os.Signal, grace time.Duration, a
 		case <-time.After(grace + time.Second):
 			a.render.Status("did not stop within %v of %v: exiting now", grace, sig)
 		}
+		// Exiting now must not leave the child running behind us.
+		if p := process.Load(); p != nil {
+			_ = p.Kill()
+		}
 		a.terms.closeAll(100 * time.Millisecond)
 		a.render.close(100 * time.Millisecond)
 		os.Exit(signalStatus(sig))
@@ -160,7 +173,8 @@ func serve(a *app, srv *host.Server, sigs chan os.Signal, grace time.Duration, a
 
 	var err error
 	if len(args) > 0 {
-		err = srv.ServeCommand(ctx, exec.Command(args[0], args[1:]...))
+		cmd := exec.Command(args[0], args[1:]...)
+		err = srv.ServeCommandConn(ctx, cmd, func(*rpc.Conn) { process.Store(cmd.Process) })
 	} else {
 		err = srv.Serve(ctx, os.Stdin, os.Stdout)
 	}

@@ -75,14 +75,19 @@ func loadPolicy(path string) (*policy, error) {
 				return nil, bad("%s: %q is not an ACP tool kind", name, k)
 			}
 		}
-		for _, g := range slices.Concat(r.Tools, r.Paths) {
+		for _, g := range r.Tools {
 			if err := checkGlob(g); err != nil {
+				return nil, bad("%s: %v", name, err)
+			}
+		}
+		for _, g := range r.Paths {
+			if err := checkPathGlob(g); err != nil {
 				return nil, bad("%s: %v", name, err)
 			}
 		}
 	}
 	for _, g := range slices.Concat(p.FS.Read, p.FS.Write) {
-		if err := checkGlob(g); err != nil {
+		if err := checkPathGlob(g); err != nil {
 			return nil, bad("fs: %v", err)
 		}
 	}

@@ -44,6 +44,16 @@ func TestGlobMatch(t *testing.T) {
 	if checkGlob("a/[") == nil || checkGlob("") == nil || checkGlob("a/**/*.go") != nil {
 		t.Error("checkGlob")
 	}
+	for _, bad := range []string{"/a", "a/../b", "./a", "a/", "a//b", "a/["} {
+		if checkPathGlob(bad) == nil {
+			t.Errorf("checkPathGlob(%q) accepts it", bad)
+		}
+	}
+	for _, good := range []string{"**", "src/**/*.go", "README.md", "*"} {
+		if err := checkPathGlob(good); err != nil {
+			t.Errorf("checkPathGlob(%q): %v", good, err)
+		}
+	}
 }
 
 func TestCommandMatch(t *testing.T) {
@@ -87,13 +97,19 @@ func TestCommandMatch(t *testing.T) {
 func TestPolicyErrors(t *testing.T) {
 	dir := t.TempDir()
 	for name, tc := range map[string]struct{ text, want string }{
-		"decision":     {`{"permissions": [{"id": "r", "decision": "maybe"}]}`, `r: decision must be "allow" or "deny"`},
-		"kind":         {`{"permissions": [{"kinds": ["write"], "decision": "allow"}]}`, `permissions[0]: "write" is not an ACP tool kind`},
-		"tool glob":    {`{"permissions": [{"tools": ["["], "decision": "allow"}]}`, "syntax error in pattern"},
-		"fs glob":      {`{"fs": {"read": ["a/["]}}`, "fs: pattern"},
-		"empty cmd":    {`{"terminal": {"allow": ["  "]}}`, "empty command pattern"},
-		"unknown":      {`{"permission": []}`, `unknown object member name "permission"`},
-		"unknown rule": {`{"permissions": [{"decision": "allow", "path": ["x"]}]}`, `unknown object member name "path"`},
+		"decision":  {`{"permissions": [{"id": "r", "decision": "maybe"}]}`, `r: decision must be "allow" or "deny"`},
+		"kind":      {`{"permissions": [{"kinds": ["write"], "decision": "allow"}]}`, `permissions[0]: "write" is not an ACP tool kind`},
+		"tool glob": {`{"permissions": [{"tools": ["["], "decision": "allow"}]}`, "syntax error in pattern"},
+		"fs glob":   {`{"fs": {"read": ["a/["]}}`, "fs: pattern"},
+		"empty cmd": {`{"terminal": {"allow": ["  "]}}`, "empty command pattern"},
+		// Path patterns match workspace-relative paths: these could never
+		// match anything, so the rule would silently do nothing.
+		"absolute fs":   {`{"fs": {"read": ["/etc/**"]}}`, `fs: pattern "/etc/**": path patterns are relative to the workspace`},
+		"dotdot fs":     {`{"fs": {"write": ["../**"]}}`, `fs: pattern "../**"`},
+		"dot rule path": {`{"permissions": [{"paths": ["./src/**"], "decision": "allow"}]}`, `permissions[0]: pattern "./src/**"`},
+		"empty element": {`{"permissions": [{"paths": ["src//x"], "decision": "deny"}]}`, `pattern "src//x"`},
+		"unknown":       {`{"permission": []}`, `unknown object member name "permission"`},
+		"unknown rule":  {`{"permissions": [{"decision": "allow", "path": ["x"]}]}`, `unknown object member name "path"`},
 	} {
 		path := writeFile(t, filepath.Join(dir, strings.ReplaceAll(name, " ", "-")+".json"), tc.text)
 		if _, err := loadPolicy(path); err == nil || !strings.Contains(err.Error(), tc.want) {

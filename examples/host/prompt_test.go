@@ -225,6 +225,15 @@ func TestPromptExitStatuses(t *testing.T) {
 	if got := r.wait(t, 10*time.Second); got != exitUsage {
 		t.Errorf("-prompt without a runtime: exit status %d", got)
 	}
+	// Values no one means are usage errors, not silently the default (a
+	// -max-frame of 0 or less) or no wait at all (a negative -grace).
+	for _, args := range [][]string{{"-max-frame", "0"}, {"-max-frame", "-5"}, {"-grace", "-1s"}} {
+		r = start(t, exec.Command(hostBin, args...), nil)
+		r.stdin.Close()
+		if got := r.wait(t, 10*time.Second); got != exitUsage || !strings.Contains(r.stderrText(), args[0]) {
+			t.Errorf("%q: exit status %d, want %d naming the flag; stderr:\n%s", args, got, exitUsage, r.stderrText())
+		}
+	}
 }
 
 // Ctrl-C sends session/cancel; the host exits once the agent has answered.

@@ -40,14 +40,25 @@ func loadSkills(dir string) (*skillSet, error) {
 	if dir == "" {
 		return set, nil
 	}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+	// WalkDir does not follow a symlink at its root: walk the folder the
+	// path names.
+	root, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return nil, fmt.Errorf("skills: %w", err)
+	}
+	if fi, err := os.Stat(root); err != nil {
+		return nil, fmt.Errorf("skills: %w", err)
+	} else if !fi.IsDir() {
+		return nil, fmt.Errorf("skills %s is not a directory", dir)
+	}
+	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
 		if d.IsDir() || !strings.EqualFold(filepath.Ext(p), ".md") {
 			return nil
 		}
-		rel, err := filepath.Rel(dir, p)
+		rel, err := filepath.Rel(root, p)
 		if err != nil {
 			return err
 		}

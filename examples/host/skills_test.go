@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -72,8 +73,24 @@ func TestSkillFilesAndIDs(t *testing.T) {
 	if _, err := loadSkills(top); err == nil {
 		t.Error("SKILL.md at the top of the folder is accepted")
 	}
-	if _, err := loadSkills(filepath.Join(dir, "missing")); err == nil {
-		t.Error("a missing folder is accepted")
+	if _, err := loadSkills(filepath.Join(dir, "missing")); err == nil || !strings.Contains(err.Error(), "skills") {
+		t.Errorf("a missing folder: %v, want an error naming the skills folder", err)
+	}
+	// A folder reached through a symlink is walked (WalkDir alone would
+	// see the link, not the folder behind it).
+	real, link := t.TempDir(), filepath.Join(t.TempDir(), "skills")
+	writeFile(t, filepath.Join(real, "ship", "SKILL.md"), "Ship it.\n")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	if set, err := loadSkills(link); err != nil || len(set.list) != 1 || set.byID["ship"] == nil {
+		t.Errorf("a symlinked skills folder: %v, %+v; want its skill ship", err, set)
+	}
+	// A file is not a folder of skills: it must not become a skill with
+	// an empty id.
+	file := filepath.Join(dir, "ops", "review.md")
+	if set, err := loadSkills(file); err == nil || !strings.Contains(err.Error(), "not a directory") {
+		t.Errorf("a skill file as the folder: %v, %+v; want an error saying it is not a directory", err, set)
 	}
 }
 

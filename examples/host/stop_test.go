@@ -239,10 +239,26 @@ func TestChildExitEndsHostDespiteGrandchild(t *testing.T) {
 
 // killFrom kills the process whose pid follows prefix in text.
 func killFrom(text, prefix string) {
-	_, rest, _ := strings.Cut(text, prefix)
-	if pid, err := strconv.Atoi(strings.Fields(rest + " x")[0]); err == nil {
+	if pid, ok := pidAfter(text, prefix); ok {
 		syscall.Kill(pid, syscall.SIGKILL)
 	}
+}
+
+// pidAfter reads the pid that follows prefix in text.
+func pidAfter(text, prefix string) (int, bool) {
+	_, rest, _ := strings.Cut(text, prefix)
+	pid, err := strconv.Atoi(strings.Fields(rest + " x")[0])
+	return pid, err == nil
+}
+
+// stubbornChild runs, as the host's child, a script that ignores SIGTERM
+// and says "child <pid>"; it is killed when the test ends.
+func stubbornChild(t *testing.T, hostArgs ...string) *running {
+	t.Helper()
+	r := childScript(t, buildHost(t), `trap '' TERM; echo "child $$" >&2; while :; do sleep 0.05; done`, hostArgs...)
+	r.waitStderr(t, "child ")
+	t.Cleanup(func() { killFrom(r.stderrText(), "child ") })
+	return r
 }
 
 func TestSignalsAreForwardedAsSIGTERM(t *testing.T) {
@@ -263,10 +279,7 @@ func TestSignalsAreForwardedAsSIGTERM(t *testing.T) {
 
 func TestChildIgnoringSIGTERMIsKilledAfterGrace(t *testing.T) {
 	skipWithoutSignals(t)
-	bin := buildHost(t)
-	r := childScript(t, bin, `trap '' TERM; echo "child $$" >&2; while :; do sleep 0.05; done`, "-grace", "300ms")
-	r.waitStderr(t, "child ")
-	defer killFrom(r.stderrText(), "child ")
+	r := stubbornChild(t, "-grace", "300ms")
 	start := time.Now()
 	sendSignal(t, r, syscall.SIGTERM)
 	if got := r.wait(t, 5*time.Second); got != 128+int(syscall.SIGKILL) {
@@ -282,15 +295,52 @@ func TestChildIgnoringSIGTERMIsKilledAfterGrace(t *testing.T) {
 
 func TestSecondSignalForcesExit(t *testing.T) {
 	skipWithoutSignals(t)
-	bin := buildHost(t)
-	r := childScript(t, bin, `trap '' TERM; echo "child $$" >&2; while :; do sleep 0.05; done`, "-grace", "1m")
-	r.waitStderr(t, "child ")
-	defer killFrom(r.stderrText(), "child ")
+	r := stubbornChild(t, "-grace", "1m")
 	sendSignal(t, r, syscall.SIGTERM)
 	time.Sleep(200 * time.Millisecond)
 	sendSignal(t, r, syscall.SIGTERM)
 	if got := r.wait(t, 3*time.Second); got != 128+int(syscall.SIGTERM) {
 		t.Fatalf("exit status %d", got)
+	}
+	// Exiting at once must not leave the runtime running behind it.
+	waitGone(t, r.stderrText(), "child ")
+}
+
+// A child that ignores SIGTERM is killed before the host gives up on it,
+// also with -grace 0 (the host used to exit after 1s, leaving it running).
+func TestGraceZeroDoesNotOrphanTheChild(t *testing.T) {
+	skipWithoutSignals(t)
+	r := stubbornChild(t, "-grace", "0")
+	sendSignal(t, r, syscall.SIGTERM)
+	if got := r.wait(t, 10*time.Second); got != 128+int(syscall.SIGTERM) && got != 128+int(syscall.SIGKILL) {
+		t.Fatalf("exit status %d; stderr:\n%s", got, r.stderrText())
+	}
+	waitGone(t, r.stderrText(), "child ")
+}
+
+// waitGone fails unless the process whose pid follows prefix in text has
+// ended (a zombie counts as ended: nobody may reap an orphan here) within
+// a second.
+func waitGone(t *testing.T, text, prefix string) {
+	t.Helper()
+	pid, ok := pidAfter(text, prefix)
+	if !ok {
+		t.Fatalf("no pid after %q in:\n%s", prefix, text)
+	}
+	for deadline := time.Now().Add(time.Second); ; {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil && syscall.Kill(pid, 0) != nil {
+			return // gone
+		}
+		if err == nil {
+			if _, after, ok := strings.Cut(string(stat), ") "); ok && strings.HasPrefix(after, "Z") {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d (%s) still runs after the host exited", pid, strings.TrimSpace(prefix))
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 

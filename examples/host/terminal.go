@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"strings"
@@ -94,6 +95,17 @@ func (a *app) terminalCreate(_ context.Context, p *acp.CreateTerminalRequest) (*
 		_, real, err := a.ws.resolve(cwd)
 		if err != nil {
 			return nil, denied("terminal/create cwd", cwd, "outside the workspace")
+		}
+		// Checked here: exec would report a missing cwd as the command
+		// missing.
+		fi, err := os.Stat(real)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return nil, rpc.NewError(codeNotFound, fmt.Sprintf("terminal/create: cwd %s does not exist", cwd), map[string]string{"path": cwd})
+		case err != nil:
+			return nil, err
+		case !fi.IsDir():
+			return nil, rpc.InvalidParams(fmt.Errorf("terminal/create: cwd %s is not a directory", cwd))
 		}
 		dir = real
 	}

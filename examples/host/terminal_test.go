@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -9,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/bridgekit/bridgekit/gen/acp"
+	"github.com/bridgekit/bridgekit/runtime/rpc"
 	"github.com/bridgekit/bridgekit/runtime/wire"
 )
 
@@ -98,6 +101,18 @@ func TestTerminals(t *testing.T) {
 	_, err = a.terminalCreate(ctx, &acp.CreateTerminalRequest{SessionID: "s", Command: "pwd", Cwd: wire.Some(t.TempDir())})
 	if rpcCode(err) != codeDenied {
 		t.Fatalf("cwd outside: %v", err)
+	}
+	// A cwd inside the workspace that is missing, or is a file, is said to
+	// be so (it used to read as the command missing: "fork/exec
+	// /usr/bin/pwd: no such file or directory").
+	_, err = a.terminalCreate(ctx, &acp.CreateTerminalRequest{SessionID: "s", Command: "pwd", Cwd: wire.Some(filepath.Join(a.ws.root, "no-dir"))})
+	if e, ok := errors.AsType[*rpc.Error](err); !ok || e.Code != codeNotFound || !strings.Contains(e.Message, "cwd") || !strings.Contains(string(e.Data), `"path"`) {
+		t.Fatalf("a missing cwd: %v", err)
+	}
+	file := writeFile(t, filepath.Join(a.ws.root, "a-file"), "x")
+	_, err = a.terminalCreate(ctx, &acp.CreateTerminalRequest{SessionID: "s", Command: "pwd", Cwd: wire.Some(file)})
+	if e, ok := errors.AsType[*rpc.Error](err); !ok || e.Code != rpc.CodeInvalidParams || !strings.Contains(e.Message, "not a directory") {
+		t.Fatalf("a file as cwd: %v", err)
 	}
 	a.policy = terminalPolicy("no-such-command-here")
 	if _, err := create("no-such-command-here"); rpcCode(err) != codeNotFound {
