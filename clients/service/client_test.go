@@ -496,6 +496,24 @@ func TestCloseDuringBackoff(t *testing.T) {
 	}
 }
 
+// Close gives a provider StopGrace to finish after the end of its input
+// before it kills it.
+func TestCloseWaitsStopGrace(t *testing.T) {
+	mark := t.TempDir() + "/saved"
+	cfg := config(t, "slow-exit")
+	cfg.SetEnv = append(cfg.SetEnv, "BRIDGEKIT_FAKE_MARK="+mark)
+	cfg.StopGrace = 10 * time.Second
+	c := start(t, cfg)
+	begun := time.Now()
+	c.Close()
+	if _, err := os.Stat(mark); err != nil {
+		t.Fatalf("the provider was killed %v after its input ended, within its StopGrace of %v: %v", time.Since(begun), cfg.StopGrace, err)
+	}
+	if d := time.Since(begun); d > 5*time.Second {
+		t.Errorf("Close took %v", d)
+	}
+}
+
 func TestConfigErrors(t *testing.T) {
 	for name, cfg := range map[string]service.Config{
 		"no command":   {Role: "knowledge", RegistryID: "kb"},

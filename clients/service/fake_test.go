@@ -92,8 +92,16 @@ func fake(mode string) int {
 	case "frame-protocol":
 		reply("agentpm-harness-machine", 1, "knowledge", ok)
 	case "silent":
+	case "slow-exit":
+		reply("agentpm-service", 1, req.Service, ok)
 	}
 	for in.Scan() {
+	}
+	if mode == "slow-exit" {
+		// Work to finish at the end of input (an index to save), then a
+		// mark that it was finished.
+		time.Sleep(500 * time.Millisecond)
+		_ = os.WriteFile(os.Getenv("BRIDGEKIT_FAKE_MARK"), []byte("saved"), 0o600)
 	}
 	return 0
 }

@@ -105,9 +105,15 @@ func (c *Client) watch(p *proc) {
 	select {
 	case <-p.conn.Done():
 		// Its output ended: a provider without stdout can no longer answer.
+		// When the client is closing, Close ended it and gives the
+		// provider StopGrace to finish (kill here only as a backstop).
+		grace := exitGrace
+		if c.ctx.Err() != nil {
+			grace += c.cfg.StopGrace
+		}
 		select {
 		case <-p.exited:
-		case <-time.After(exitGrace):
+		case <-time.After(grace):
 			p.kill()
 			<-p.exited
 		}
