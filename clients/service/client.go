@@ -40,8 +40,8 @@
 // payload is the role data given in Config.Initialize and, when set,
 // Config.Session (session id and workspace). Before it is sent, its string
 // values are checked against the values of this process's environment
-// variables whose names look secret (TOKEN, SECRET, PASSWORD, API_KEY,
-// CREDENTIAL, ...): a payload that would carry one is not sent, and the
+// variables, and of Config.SetEnv's, whose names look secret (TOKEN,
+// SECRET, PASSWORD, API_KEY, CREDENTIAL, ...): a payload that would carry one is not sent, and the
 // provider is unavailable (ReasonUnsafeMetadata). Pass secrets to a
 // provider through Config.Env instead.
 //

@@ -161,6 +161,19 @@ func TestNoSecretsProjectedFromTheEnvironment(t *testing.T) {
 		t.Fatalf("Start: %v", err)
 	}
 
+	// A secret given to the provider through SetEnv is projected through
+	// its environment too.
+	const set = "s3t-by-config-0xdeadbeef"
+	cfg = config(t, "knowledge")
+	cfg.SetEnv = append(cfg.SetEnv, "BRIDGEKIT_TEST_SET_SECRET="+set)
+	cfg.Initialize = &agentpmservice.KnowledgeInitialize{Packages: []agentpmservice.KnowledgeRuntimeSnapshot{
+		{Name: "@zack/docs", Version: "1.2.3", Mode: "vector", Description: "secret " + set}}}
+	_, err = service.Start(context.Background(), cfg)
+	if u, ok := errors.AsType[*service.UnavailableError](err); !ok || u.Reason != service.ReasonUnsafeMetadata ||
+		!strings.Contains(err.Error(), "BRIDGEKIT_TEST_SET_SECRET") || strings.Contains(err.Error(), set) {
+		t.Fatalf("Start with a SetEnv secret in the payload: %v", err)
+	}
+
 	cfg = config(t, "knowledge")
 	cfg.Env = []string{"BRIDGEKIT_TEST_ALLOWED", "BRIDGEKIT_TEST_UNSET"}
 	cfg.Session = &service.Session{ID: "session-1", Workspace: "demo"}

@@ -86,10 +86,11 @@ func secretName(name string) bool {
 const minSecretLen = 8
 
 // unsafeMetadata refuses a handshake payload with a string that contains
-// the value of a secret environment variable of this process.
+// the value of a secret environment variable of this process or of the
+// provider's Config.SetEnv.
 func (c *Client) unsafeMetadata() error {
 	var secrets [][2]string
-	for _, kv := range os.Environ() {
+	for _, kv := range slices.Concat(os.Environ(), c.cfg.SetEnv) {
 		name, value, _ := strings.Cut(kv, "=")
 		if len(value) >= minSecretLen && secretName(name) {
 			secrets = append(secrets, [2]string{name, value})
