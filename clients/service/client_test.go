@@ -509,6 +509,53 @@ func TestCloseDuringBackoff(t *testing.T) {
 	}
 }
 
+// A call, or a handshake, whose frame the provider does not read (a pipe
+// that stays full) fails at its timeout; it does not hang in the write.
+func TestTimeoutWhileTheProviderDoesNotRead(t *testing.T) {
+	big := strings.Repeat("x", 1<<20)
+	within := func(what string, d time.Duration, f func() error) error {
+		t.Helper()
+		done := make(chan error, 1)
+		go func() { done <- f() }()
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(d):
+			t.Fatalf("%s still blocked after %v", what, d)
+			return nil
+		}
+	}
+
+	cfg := config(t, "deaf")
+	cfg.StartupTimeout = 300 * time.Millisecond
+	cfg.Initialize = &agentpmservice.KnowledgeInitialize{Packages: []agentpmservice.KnowledgeRuntimeSnapshot{
+		{Name: "@zack/docs", Version: "1.2.3", Mode: "vector", Description: big}}}
+	err := within("Start", 10*time.Second, func() error {
+		c, err := service.Start(context.Background(), cfg)
+		if err == nil {
+			c.Close()
+		}
+		return err
+	})
+	if u, ok := errors.AsType[*service.UnavailableError](err); !ok || u.Reason != service.ReasonTimeout {
+		t.Fatalf("Start: %v, want a handshake timeout", err)
+	}
+
+	cfg = config(t, "no-read")
+	cfg.RequestTimeout = 300 * time.Millisecond
+	c := start(t, cfg)
+	err = within("the call", 10*time.Second, func() error { _, err := retrieve(c, big); return err })
+	if !errors.Is(err, service.ErrTimeout) {
+		t.Fatalf("the call: %v, want a timeout", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	err = within("the cancelled call", 10*time.Second, func() error { _, err := retrieveCtx(ctx, c, big); return err })
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("the cancelled call: %v", err)
+	}
+}
+
 // Close gives a provider StopGrace to finish after the end of its input
 // before it kills it.
 func TestCloseWaitsStopGrace(t *testing.T) {

@@ -49,6 +49,10 @@ func fake(mode string) int {
 	case "exit":
 		fmt.Fprintln(os.Stderr, "cannot open the index: permission denied")
 		return 1
+	case "deaf":
+		// Reads nothing, answers nothing, until it is killed.
+		time.Sleep(time.Hour)
+		return 0
 	}
 	// The rest answer the handshake by hand, then read until the end of input.
 	in := bufio.NewScanner(os.Stdin)
@@ -94,6 +98,10 @@ func fake(mode string) int {
 	case "silent":
 	case "slow-exit":
 		reply("agentpm-service", 1, req.Service, ok)
+	case "no-read":
+		// Answers the handshake, then reads no more, until it is killed.
+		reply("agentpm-service", 1, req.Service, ok)
+		time.Sleep(time.Hour)
 	}
 	for in.Scan() {
 	}

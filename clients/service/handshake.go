@@ -122,7 +122,7 @@ func (c *Client) handshake(ctx context.Context, p *proc) (*Preflight, error) {
 	hctx, cancel := context.WithTimeout(ctx, c.cfg.StartupTimeout)
 	defer cancel()
 	var raw jsontext.Value
-	err := p.conn.Send(hctx, rpc.Outbound{Method: agentpmservice.MethodInitializeModel, Qualifier: string(c.cfg.Role), Params: c.payload}, &raw)
+	_, err := p.send(hctx, rpc.Outbound{Method: agentpmservice.MethodInitializeModel, Qualifier: string(c.cfg.Role), Params: c.payload}, &raw)
 	if err != nil {
 		return nil, c.handshakeErr(ctx, hctx, p, err)
 	}

@@ -3,6 +3,7 @@ package service
 // One provider process: its pipes, its connection, the tail of its stderr.
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -55,6 +56,7 @@ const (
 type proc struct {
 	gen    int
 	cmd    *exec.Cmd
+	stdin  *stdin
 	conn   *rpc.Conn
 	codec  *codec
 	stderr *child.Tail
@@ -91,7 +93,8 @@ func (c *Client) spawn(gen int, base uint64) (*proc, error) {
 			cfg.OnFrameError(fe)
 		}
 	}
-	p.conn = rpc.NewConn(fromChild, toChild, p.codec, nil, opts)
+	p.stdin = &stdin{File: toChild}
+	p.conn = rpc.NewConn(fromChild, p.stdin, p.codec, nil, opts)
 	go func() {
 		_ = cmd.Wait()
 		p.state = cmd.ProcessState
@@ -138,6 +141,40 @@ func (p *proc) gone() bool {
 	default:
 		return false
 	}
+}
+
+// stdin is the provider's input; it knows when a write to it is under way.
+type stdin struct {
+	*os.File
+	writing atomic.Int32
+}
+
+func (s *stdin) Write(b []byte) (int, error) {
+	s.writing.Add(1)
+	defer s.writing.Add(-1)
+	return s.File.Write(b)
+}
+
+// send sends m on p's connection under ctx. A write the provider does not
+// take (its input pipe stays full) cannot be interrupted, and a frame cut
+// short would corrupt its input: when ctx ends during the write, send
+// kills the provider, which ends the write, and reports that it did once
+// the provider has exited.
+func (p *proc) send(ctx context.Context, m rpc.Outbound, result any) (killed bool, err error) {
+	fired := make(chan bool, 1)
+	stop := context.AfterFunc(ctx, func() {
+		writing := p.stdin.writing.Load() > 0
+		if writing {
+			p.kill()
+		}
+		fired <- writing
+	})
+	err = p.conn.Send(ctx, m, result)
+	if stop() || !<-fired {
+		return false, err
+	}
+	<-p.exited
+	return true, err
 }
 
 // kill ends the process at once (SIGKILL).
