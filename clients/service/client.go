@@ -80,7 +80,8 @@
 // reply in another protocol or version, with another role in its service
 // member, or malformed, fails the call it answers (a line whose id cannot be
 // read fails the pending call); frames are never answered; events are
-// ignored. Diagnostics go to Config.Logger.
+// ignored, except one that carries the pending request's id, which fails
+// that call as it fails the Harness's. Diagnostics go to Config.Logger.
 package service
 
 import (

@@ -434,6 +434,7 @@ func TestBadReplies(t *testing.T) {
 		"wrong-protocol":    envelope.ErrProtocol,
 		"wrong-version":     envelope.ErrVersion,
 		"wrong-service":     service.ErrWrongRole,
+		"event-with-id":     envelope.ErrKind,
 	} {
 		begun := time.Now()
 		_, err := retrieve(c, query)

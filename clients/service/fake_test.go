@@ -171,6 +171,8 @@ func fakeKnowledge() int {
 			fmt.Printf(`{"protocol":"agentpm-harness-machine","version":1,"kind":"response","id":%s,"service":"knowledge","result":{}}`+"\n", id)
 		case "wrong-version":
 			fmt.Printf(`{"protocol":"agentpm-service","version":2,"kind":"response","id":%s,"service":"knowledge","result":{}}`+"\n", id)
+		case "event-with-id":
+			fmt.Printf(`{"protocol":"agentpm-service","version":1,"kind":"event","id":%s,"service":"knowledge","method":"progress","payload":{}}`+"\n", id)
 		case "wrong-service":
 			fmt.Printf(`{"protocol":"agentpm-service","version":1,"kind":"response","id":%s,"service":"memory","result":{}}`+"\n", id)
 		case "malformed-with-id":

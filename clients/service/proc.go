@@ -206,7 +206,8 @@ func (c *Client) exitError(p *proc, method string, err error) *ExitError {
 // carries; a line whose id cannot be read fails the pending call (the
 // client sends one request at a time), as the Harness does. A request frame
 // (the protocol has none from a provider) is dropped and reported; events
-// are read and ignored.
+// are read and ignored, unless one carries the pending request's id: that
+// fails the call, as it does the Harness's.
 type codec struct {
 	*envelope.Codec
 	role string
@@ -256,6 +257,13 @@ func (k *codec) Decode(line []byte, m *rpc.Message) error {
 		// Dropped and reported: neither answered nor taken for a reply.
 		return &rpc.FrameError{Kind: rpc.FrameInvalid, Err: fmt.Errorf("%w: a provider sends no requests (%s)", envelope.ErrKind,
 			rpc.Truncate(string(m.Method), rpc.MaxEcho))}
+	}
+	if err == nil && m.Kind == rpc.KindNotification && len(m.ID) > 0 {
+		if n, ok := k.Codec.Seq(m.ID); ok && n != 0 && k.pending.CompareAndSwap(n, 0) {
+			// The Harness fails a call answered by any frame but a reply.
+			return &rpc.FrameError{Kind: rpc.FrameInvalid, Claimed: rpc.KindResponse, ID: rpc.RawID(m.ID),
+				Err: fmt.Errorf("%w: an event carries the id of the pending request, which only its reply may carry", envelope.ErrKind)}
+		}
 	}
 	if err == nil && (m.Kind == rpc.KindResponse || m.Kind == rpc.KindError) {
 		k.answered(m.ID)
