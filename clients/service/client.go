@@ -40,8 +40,8 @@
 // payload is the role data given in Config.Initialize and, when set,
 // Config.Session (session id and workspace). Before it is sent, its string
 // values are checked against the values of this process's environment
-// variables whose names look secret (TOKEN, SECRET, PASSWORD, API_KEY,
-// CREDENTIAL, ...): a payload that would carry one is not sent, and the
+// variables, and of Config.SetEnv's, whose names look secret (TOKEN,
+// SECRET, PASSWORD, API_KEY, CREDENTIAL, ...): a payload that would carry one is not sent, and the
 // provider is unavailable (ReasonUnsafeMetadata). Pass secrets to a
 // provider through Config.Env instead.
 //
@@ -52,7 +52,9 @@
 // answered or to fail. Each call runs under Config.RequestTimeout (or its
 // context's deadline, if sooner), its wait included, and Close fails
 // waiting calls with ErrClosed. A call that times out fails with a
-// *TimeoutError. The reply that arrives later, even while the next call
+// *TimeoutError. A provider that has not read the whole request when the
+// call's context ends (its input stays full) is killed, since a request
+// cut short would corrupt its input, and restarted like one that died. The reply that arrives later, even while the next call
 // waits for its own, is dropped and reported (Stats.LateReplies,
 // Config.OnFrameError), never delivered to another call: no request id is
 // used twice (ids continue across restarts, numbered as the Harness
@@ -78,7 +80,8 @@
 // reply in another protocol or version, with another role in its service
 // member, or malformed, fails the call it answers (a line whose id cannot be
 // read fails the pending call); frames are never answered; events are
-// ignored. Diagnostics go to Config.Logger.
+// ignored, except one that carries the pending request's id, which fails
+// that call as it fails the Harness's. Diagnostics go to Config.Logger.
 package service
 
 import (
@@ -443,17 +446,23 @@ func (c *Client) Send(ctx context.Context, m rpc.Outbound, result any) error {
 		return c.ctxErr(ctx, callCtx, err)
 	}
 	defer c.release()
-	err = p.conn.Send(callCtx, m, result)
+	killed, err := p.send(callCtx, m, result)
+	if killed {
+		c.log.Warn("service: killed a provider that did not take a request before its context ended", "role", c.cfg.Role, "registry_id", c.cfg.RegistryID, "method", m.Method)
+	}
 	switch {
 	case err == nil:
 		return nil
 	case c.ctx.Err() != nil:
 		return fmt.Errorf("%w: %s: %w", ErrClosed, m.Method, err)
 	case callCtx.Err() != nil:
-		if errors.Is(context.Cause(callCtx), ErrTimeout) && c.cfg.RestartOnTimeout {
+		if errors.Is(context.Cause(callCtx), ErrTimeout) && c.cfg.RestartOnTimeout && !killed {
 			c.log.Warn("service: killing a provider that did not answer in time", "role", c.cfg.Role, "registry_id", c.cfg.RegistryID, "method", m.Method)
 			p.kill()
 			<-p.exited // so that the next call waits for the restart
+		}
+		if killed && ctx.Err() != nil {
+			return fmt.Errorf("%s: %w (the provider had not taken the request and was killed)", m.Method, ctx.Err())
 		}
 		return c.ctxErr(ctx, callCtx, err)
 	case errors.Is(err, rpc.ErrClosed):

@@ -161,6 +161,19 @@ func TestNoSecretsProjectedFromTheEnvironment(t *testing.T) {
 		t.Fatalf("Start: %v", err)
 	}
 
+	// A secret given to the provider through SetEnv is projected through
+	// its environment too.
+	const set = "s3t-by-config-0xdeadbeef"
+	cfg = config(t, "knowledge")
+	cfg.SetEnv = append(cfg.SetEnv, "BRIDGEKIT_TEST_SET_SECRET="+set)
+	cfg.Initialize = &agentpmservice.KnowledgeInitialize{Packages: []agentpmservice.KnowledgeRuntimeSnapshot{
+		{Name: "@zack/docs", Version: "1.2.3", Mode: "vector", Description: "secret " + set}}}
+	_, err = service.Start(context.Background(), cfg)
+	if u, ok := errors.AsType[*service.UnavailableError](err); !ok || u.Reason != service.ReasonUnsafeMetadata ||
+		!strings.Contains(err.Error(), "BRIDGEKIT_TEST_SET_SECRET") || strings.Contains(err.Error(), set) {
+		t.Fatalf("Start with a SetEnv secret in the payload: %v", err)
+	}
+
 	cfg = config(t, "knowledge")
 	cfg.Env = []string{"BRIDGEKIT_TEST_ALLOWED", "BRIDGEKIT_TEST_UNSET"}
 	cfg.Session = &service.Session{ID: "session-1", Workspace: "demo"}
@@ -421,6 +434,7 @@ func TestBadReplies(t *testing.T) {
 		"wrong-protocol":    envelope.ErrProtocol,
 		"wrong-version":     envelope.ErrVersion,
 		"wrong-service":     service.ErrWrongRole,
+		"event-with-id":     envelope.ErrKind,
 	} {
 		begun := time.Now()
 		_, err := retrieve(c, query)
@@ -493,6 +507,71 @@ func TestCloseDuringBackoff(t *testing.T) {
 	}
 	if err := <-waiting; !errors.Is(err, service.ErrClosed) {
 		t.Errorf("the waiting call: %v", err)
+	}
+}
+
+// A call, or a handshake, whose frame the provider does not read (a pipe
+// that stays full) fails at its timeout; it does not hang in the write.
+func TestTimeoutWhileTheProviderDoesNotRead(t *testing.T) {
+	big := strings.Repeat("x", 1<<20)
+	within := func(what string, d time.Duration, f func() error) error {
+		t.Helper()
+		done := make(chan error, 1)
+		go func() { done <- f() }()
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(d):
+			t.Fatalf("%s still blocked after %v", what, d)
+			return nil
+		}
+	}
+
+	cfg := config(t, "deaf")
+	cfg.StartupTimeout = 300 * time.Millisecond
+	cfg.Initialize = &agentpmservice.KnowledgeInitialize{Packages: []agentpmservice.KnowledgeRuntimeSnapshot{
+		{Name: "@zack/docs", Version: "1.2.3", Mode: "vector", Description: big}}}
+	err := within("Start", 10*time.Second, func() error {
+		c, err := service.Start(context.Background(), cfg)
+		if err == nil {
+			c.Close()
+		}
+		return err
+	})
+	if u, ok := errors.AsType[*service.UnavailableError](err); !ok || u.Reason != service.ReasonTimeout {
+		t.Fatalf("Start: %v, want a handshake timeout", err)
+	}
+
+	cfg = config(t, "no-read")
+	cfg.RequestTimeout = 300 * time.Millisecond
+	c := start(t, cfg)
+	err = within("the call", 10*time.Second, func() error { _, err := retrieve(c, big); return err })
+	if !errors.Is(err, service.ErrTimeout) {
+		t.Fatalf("the call: %v, want a timeout", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	err = within("the cancelled call", 10*time.Second, func() error { _, err := retrieveCtx(ctx, c, big); return err })
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("the cancelled call: %v", err)
+	}
+}
+
+// Close gives a provider StopGrace to finish after the end of its input
+// before it kills it.
+func TestCloseWaitsStopGrace(t *testing.T) {
+	mark := t.TempDir() + "/saved"
+	cfg := config(t, "slow-exit")
+	cfg.SetEnv = append(cfg.SetEnv, "BRIDGEKIT_FAKE_MARK="+mark)
+	cfg.StopGrace = 10 * time.Second
+	c := start(t, cfg)
+	begun := time.Now()
+	c.Close()
+	if _, err := os.Stat(mark); err != nil {
+		t.Fatalf("the provider was killed %v after its input ended, within its StopGrace of %v: %v", time.Since(begun), cfg.StopGrace, err)
+	}
+	if d := time.Since(begun); d > 5*time.Second {
+		t.Errorf("Close took %v", d)
 	}
 }
 

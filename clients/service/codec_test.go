@@ -35,6 +35,8 @@ func TestCodec(t *testing.T) {
 		{`not json`, envelope.ErrMalformed, `"knowledge-kb-5"`},
 		{`{"protocol":"agentpm-service","version":1,"kind":"request","id":"x","service":"knowledge","method":"m","payload":{}}`, envelope.ErrKind, ``},
 		{`{"protocol":"agentpm-service","version":1,"kind":"event","service":"knowledge","method":"progress","payload":{}}`, nil, ``},
+		{`{"protocol":"agentpm-service","version":1,"kind":"event","id":"knowledge-kb-4","service":"knowledge","method":"progress","payload":{}}`, nil, ``},
+		{`{"protocol":"agentpm-service","version":1,"kind":"event","id":"knowledge-kb-5","service":"knowledge","method":"progress","payload":{}}`, envelope.ErrKind, `"knowledge-kb-5"`},
 		{`{"protocol":"agentpm-service","version":1,"kind":"response","id":"knowledge-kb-5","service":"knowledge","result":{}}`, nil, `"knowledge-kb-5"`},
 	} {
 		k.pending.Store(5) // request 5 waits for its answer

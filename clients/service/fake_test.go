@@ -49,6 +49,10 @@ func fake(mode string) int {
 	case "exit":
 		fmt.Fprintln(os.Stderr, "cannot open the index: permission denied")
 		return 1
+	case "deaf":
+		// Reads nothing, answers nothing, until it is killed.
+		time.Sleep(time.Hour)
+		return 0
 	}
 	// The rest answer the handshake by hand, then read until the end of input.
 	in := bufio.NewScanner(os.Stdin)
@@ -92,8 +96,20 @@ func fake(mode string) int {
 	case "frame-protocol":
 		reply("agentpm-harness-machine", 1, "knowledge", ok)
 	case "silent":
+	case "slow-exit":
+		reply("agentpm-service", 1, req.Service, ok)
+	case "no-read":
+		// Answers the handshake, then reads no more, until it is killed.
+		reply("agentpm-service", 1, req.Service, ok)
+		time.Sleep(time.Hour)
 	}
 	for in.Scan() {
+	}
+	if mode == "slow-exit" {
+		// Work to finish at the end of input (an index to save), then a
+		// mark that it was finished.
+		time.Sleep(500 * time.Millisecond)
+		_ = os.WriteFile(os.Getenv("BRIDGEKIT_FAKE_MARK"), []byte("saved"), 0o600)
 	}
 	return 0
 }
@@ -155,6 +171,8 @@ func fakeKnowledge() int {
 			fmt.Printf(`{"protocol":"agentpm-harness-machine","version":1,"kind":"response","id":%s,"service":"knowledge","result":{}}`+"\n", id)
 		case "wrong-version":
 			fmt.Printf(`{"protocol":"agentpm-service","version":2,"kind":"response","id":%s,"service":"knowledge","result":{}}`+"\n", id)
+		case "event-with-id":
+			fmt.Printf(`{"protocol":"agentpm-service","version":1,"kind":"event","id":%s,"service":"knowledge","method":"progress","payload":{}}`+"\n", id)
 		case "wrong-service":
 			fmt.Printf(`{"protocol":"agentpm-service","version":1,"kind":"response","id":%s,"service":"memory","result":{}}`+"\n", id)
 		case "malformed-with-id":

@@ -86,10 +86,11 @@ func secretName(name string) bool {
 const minSecretLen = 8
 
 // unsafeMetadata refuses a handshake payload with a string that contains
-// the value of a secret environment variable of this process.
+// the value of a secret environment variable of this process or of the
+// provider's Config.SetEnv.
 func (c *Client) unsafeMetadata() error {
 	var secrets [][2]string
-	for _, kv := range os.Environ() {
+	for _, kv := range slices.Concat(os.Environ(), c.cfg.SetEnv) {
 		name, value, _ := strings.Cut(kv, "=")
 		if len(value) >= minSecretLen && secretName(name) {
 			secrets = append(secrets, [2]string{name, value})
@@ -121,7 +122,7 @@ func (c *Client) handshake(ctx context.Context, p *proc) (*Preflight, error) {
 	hctx, cancel := context.WithTimeout(ctx, c.cfg.StartupTimeout)
 	defer cancel()
 	var raw jsontext.Value
-	err := p.conn.Send(hctx, rpc.Outbound{Method: agentpmservice.MethodInitializeModel, Qualifier: string(c.cfg.Role), Params: c.payload}, &raw)
+	_, err := p.send(hctx, rpc.Outbound{Method: agentpmservice.MethodInitializeModel, Qualifier: string(c.cfg.Role), Params: c.payload}, &raw)
 	if err != nil {
 		return nil, c.handshakeErr(ctx, hctx, p, err)
 	}

@@ -3,6 +3,7 @@ package service
 // One provider process: its pipes, its connection, the tail of its stderr.
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -55,6 +56,7 @@ const (
 type proc struct {
 	gen    int
 	cmd    *exec.Cmd
+	stdin  *stdin
 	conn   *rpc.Conn
 	codec  *codec
 	stderr *child.Tail
@@ -91,7 +93,8 @@ func (c *Client) spawn(gen int, base uint64) (*proc, error) {
 			cfg.OnFrameError(fe)
 		}
 	}
-	p.conn = rpc.NewConn(fromChild, toChild, p.codec, nil, opts)
+	p.stdin = &stdin{File: toChild}
+	p.conn = rpc.NewConn(fromChild, p.stdin, p.codec, nil, opts)
 	go func() {
 		_ = cmd.Wait()
 		p.state = cmd.ProcessState
@@ -105,9 +108,15 @@ func (c *Client) watch(p *proc) {
 	select {
 	case <-p.conn.Done():
 		// Its output ended: a provider without stdout can no longer answer.
+		// When the client is closing, Close ended it and gives the
+		// provider StopGrace to finish (kill here only as a backstop).
+		grace := exitGrace
+		if c.ctx.Err() != nil {
+			grace += c.cfg.StopGrace
+		}
 		select {
 		case <-p.exited:
-		case <-time.After(exitGrace):
+		case <-time.After(grace):
 			p.kill()
 			<-p.exited
 		}
@@ -132,6 +141,40 @@ func (p *proc) gone() bool {
 	default:
 		return false
 	}
+}
+
+// stdin is the provider's input; it knows when a write to it is under way.
+type stdin struct {
+	*os.File
+	writing atomic.Int32
+}
+
+func (s *stdin) Write(b []byte) (int, error) {
+	s.writing.Add(1)
+	defer s.writing.Add(-1)
+	return s.File.Write(b)
+}
+
+// send sends m on p's connection under ctx. A write the provider does not
+// take (its input pipe stays full) cannot be interrupted, and a frame cut
+// short would corrupt its input: when ctx ends during the write, send
+// kills the provider, which ends the write, and reports that it did once
+// the provider has exited.
+func (p *proc) send(ctx context.Context, m rpc.Outbound, result any) (killed bool, err error) {
+	fired := make(chan bool, 1)
+	stop := context.AfterFunc(ctx, func() {
+		writing := p.stdin.writing.Load() > 0
+		if writing {
+			p.kill()
+		}
+		fired <- writing
+	})
+	err = p.conn.Send(ctx, m, result)
+	if stop() || !<-fired {
+		return false, err
+	}
+	<-p.exited
+	return true, err
 }
 
 // kill ends the process at once (SIGKILL).
@@ -163,7 +206,8 @@ func (c *Client) exitError(p *proc, method string, err error) *ExitError {
 // carries; a line whose id cannot be read fails the pending call (the
 // client sends one request at a time), as the Harness does. A request frame
 // (the protocol has none from a provider) is dropped and reported; events
-// are read and ignored.
+// are read and ignored, unless one carries the pending request's id: that
+// fails the call, as it does the Harness's.
 type codec struct {
 	*envelope.Codec
 	role string
@@ -213,6 +257,13 @@ func (k *codec) Decode(line []byte, m *rpc.Message) error {
 		// Dropped and reported: neither answered nor taken for a reply.
 		return &rpc.FrameError{Kind: rpc.FrameInvalid, Err: fmt.Errorf("%w: a provider sends no requests (%s)", envelope.ErrKind,
 			rpc.Truncate(string(m.Method), rpc.MaxEcho))}
+	}
+	if err == nil && m.Kind == rpc.KindNotification && len(m.ID) > 0 {
+		if n, ok := k.Codec.Seq(m.ID); ok && n != 0 && k.pending.CompareAndSwap(n, 0) {
+			// The Harness fails a call answered by any frame but a reply.
+			return &rpc.FrameError{Kind: rpc.FrameInvalid, Claimed: rpc.KindResponse, ID: rpc.RawID(m.ID),
+				Err: fmt.Errorf("%w: an event carries the id of the pending request, which only its reply may carry", envelope.ErrKind)}
+		}
 	}
 	if err == nil && (m.Kind == rpc.KindResponse || m.Kind == rpc.KindError) {
 		k.answered(m.ID)
