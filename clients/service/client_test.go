@@ -57,24 +57,37 @@ func retrieveCtx(ctx context.Context, c *service.Client, query string) (*agentpm
 		Package: "@zack/docs", Version: "1.2.3", Mode: agentpmservice.KnowledgeRequestModeVectorQuery, Query: &query}})
 }
 
+// A protocol version written 1.0 is version 1 (JSON Schema's integers).
+func TestPreflightVersionWrittenAsFloat(t *testing.T) {
+	c, err := service.Start(context.Background(), config(t, "readiness-version-float"))
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	defer c.Close()
+	if pf := c.Preflight(); !strings.Contains(string(pf.Readiness), `"protocol_version":1.0`) {
+		t.Fatalf("preflight readiness %s", pf.Readiness)
+	}
+}
+
 // A provider that reports the wrong role, registry id or protocol, or is
 // not ready, or does not advertise what its role needs, is unavailable at
 // preflight with a typed reason, and stopped.
 func TestPreflightReasons(t *testing.T) {
 	for mode, want := range map[string]service.Reason{
-		"readiness-role":      service.ReasonRole,
-		"frame-service":       service.ReasonRole,
-		"frame-no-service":    service.ReasonRole,
-		"embedding":           service.ReasonRole, // answers unsupported_capability for the knowledge role
-		"readiness-version":   service.ReasonVersion,
-		"frame-version":       service.ReasonVersion,
-		"frame-protocol":      service.ReasonProtocol,
-		"readiness-registry":  service.ReasonRegistry,
-		"readiness-not-ready": service.ReasonNotReady,
-		"readiness-no-modes":  service.ReasonCapability,
-		"readiness-malformed": service.ReasonHandshake,
-		"exit":                service.ReasonExited,
-		"silent":              service.ReasonTimeout,
+		"readiness-role":             service.ReasonRole,
+		"frame-service":              service.ReasonRole,
+		"frame-no-service":           service.ReasonRole,
+		"embedding":                  service.ReasonRole, // answers unsupported_capability for the knowledge role
+		"readiness-version":          service.ReasonVersion,
+		"readiness-version-fraction": service.ReasonVersion,
+		"frame-version":              service.ReasonVersion,
+		"frame-protocol":             service.ReasonProtocol,
+		"readiness-registry":         service.ReasonRegistry,
+		"readiness-not-ready":        service.ReasonNotReady,
+		"readiness-no-modes":         service.ReasonCapability,
+		"readiness-malformed":        service.ReasonHandshake,
+		"exit":                       service.ReasonExited,
+		"silent":                     service.ReasonTimeout,
 	} {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()

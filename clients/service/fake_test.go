@@ -73,6 +73,10 @@ func fake(mode string) int {
 		reply("agentpm-service", 1, "knowledge", `{"role":"embedding","ready":true,"modes":["vector_query"]}`)
 	case "readiness-version":
 		reply("agentpm-service", 1, "knowledge", `{"protocol_version":2,"modes":["vector_query"]}`)
+	case "readiness-version-fraction":
+		reply("agentpm-service", 1, "knowledge", `{"protocol_version":1.5,"modes":["vector_query"]}`)
+	case "readiness-version-float":
+		reply("agentpm-service", 1, "knowledge", `{"protocol_version":1.0,"ready":true,"modes":["vector_query"]}`)
 	case "readiness-registry":
 		reply("agentpm-service", 1, "knowledge", `{"registry_id":"other","modes":["vector_query"]}`)
 	case "readiness-not-ready":

@@ -163,10 +163,10 @@ func (c *Client) check(raw jsontext.Value) (*Preflight, error) {
 	cfg := &c.cfg
 	pf := &Preflight{Role: cfg.Role, RegistryID: cfg.RegistryID, Readiness: raw}
 	var head struct {
-		RegistryID      *string `json:"registry_id"`
-		Ready           *bool   `json:"ready"`
-		Role            *string `json:"role"`
-		ProtocolVersion *int64  `json:"protocol_version"`
+		RegistryID      *string  `json:"registry_id"`
+		Ready           *bool    `json:"ready"`
+		Role            *string  `json:"role"`
+		ProtocolVersion *float64 `json:"protocol_version"` // 1.0 is 1, as in JSON Schema
 	}
 	if raw.Kind() != '{' || json.Unmarshal(raw, &head) != nil {
 		return nil, c.unavailable(ReasonHandshake, "the readiness is not an object of the protocol's shape: "+rpc.Truncate(string(raw), rpc.MaxEcho), nil)
@@ -175,7 +175,7 @@ func (c *Client) check(raw jsontext.Value) (*Preflight, error) {
 	case head.Role != nil && *head.Role != string(cfg.Role):
 		return nil, c.unavailable(ReasonRole, fmt.Sprintf("the provider reports the role %q", rpc.Truncate(*head.Role, rpc.MaxEcho)), nil)
 	case head.ProtocolVersion != nil && *head.ProtocolVersion != 1:
-		return nil, c.unavailable(ReasonVersion, fmt.Sprintf("the provider reports protocol version %d", *head.ProtocolVersion), nil)
+		return nil, c.unavailable(ReasonVersion, fmt.Sprintf("the provider reports protocol version %g", *head.ProtocolVersion), nil)
 	case head.RegistryID != nil && *head.RegistryID != cfg.RegistryID && cfg.Role != agentpmservice.ServiceRoleEmbedding:
 		return nil, c.unavailable(ReasonRegistry, fmt.Sprintf("the provider reports registry id %q", rpc.Truncate(*head.RegistryID, rpc.MaxEcho)), nil)
 	case head.Ready != nil && !*head.Ready:

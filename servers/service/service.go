@@ -247,7 +247,8 @@ func (s *Server) checkHandshake(params []byte) error {
 		return &rpc.Error{Code: rpc.CodeMethodNotFound, Name: agentpmservice.ErrUnsupportedCapability.Name,
 			Message: fmt.Sprintf("unsupported capability: initialize asks for the %s role; this service serves the %s role", rpc.Truncate(role, rpc.MaxEcho), s.role)}
 	}
-	if raw := rpc.Member(params, "protocol_version"); raw != nil && string(raw) != "1" {
+	var version float64 // 1.0 is 1, as in JSON Schema
+	if raw := rpc.Member(params, "protocol_version"); raw != nil && (json.Unmarshal(raw, &version) != nil || version != ProtocolVersion) {
 		return &rpc.Error{Code: rpc.CodeInvalidRequest,
 			Message: fmt.Sprintf("unsupported protocol_version %s; this service speaks agentpm-service %d", rpc.Truncate(string(raw), rpc.MaxEcho), ProtocolVersion)}
 	}

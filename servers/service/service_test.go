@@ -119,6 +119,15 @@ func knowledgeServer(t *testing.T) *service.Server {
 
 const retrieve = `{"request":{"package":"p","version":"1","mode":"vector_query","query":%q}}`
 
+// A protocol version written 1.0 is version 1 (JSON Schema's integers).
+func TestHandshakeVersionWrittenAsFloat(t *testing.T) {
+	w := serve(t, knowledgeServer(t))
+	f := w.ask(request("initialize", `"i-1"`, "knowledge", "initialize", `{"role":"knowledge","registry_id":"kb","protocol_version":1.0,"packages":[]}`))
+	if f.Kind != "initialized" || string(f.ID) != `"i-1"` {
+		t.Fatalf("initialize with protocol_version 1.0: %+v %+v", f, f.Error)
+	}
+}
+
 // Every gate of the handshake and of requests answers with a typed error
 // frame (code, message, retryable), and the server goes on serving.
 func TestHandshakeAndGates(t *testing.T) {
@@ -135,6 +144,10 @@ func TestHandshakeAndGates(t *testing.T) {
 		`"i-2"`, "unsupported_capability")
 	check("another protocol version in the payload", w.ask(request("initialize", `"i-3"`, "knowledge", "initialize", `{"role":"knowledge","registry_id":"kb","protocol_version":2,"packages":[]}`)),
 		`"i-3"`, "protocol_error")
+	check("a protocol version that is not a number", w.ask(request("initialize", `"i-4"`, "knowledge", "initialize", `{"role":"knowledge","registry_id":"kb","protocol_version":"1","packages":[]}`)),
+		`"i-4"`, "protocol_error")
+	check("a protocol version of 1.5", w.ask(request("initialize", `"i-5"`, "knowledge", "initialize", `{"role":"knowledge","registry_id":"kb","protocol_version":1.5,"packages":[]}`)),
+		`"i-5"`, "protocol_error")
 	check("another envelope version", w.ask(strings.Replace(initialize("knowledge", "kb", `,"packages":[]`), `"version":1`, `"version":2`, 1)), `"knowledge-kb-1"`, "protocol_error")
 	check("another protocol", w.ask(strings.Replace(initialize("knowledge", "kb", `,"packages":[]`), `"agentpm-service"`, `"agentpm-harness-machine"`, 1)), `"knowledge-kb-1"`, "protocol_error")
 	check("a payload without packages", w.ask(initialize("knowledge", "kb", "")), `"knowledge-kb-1"`, "invalid_request")
