@@ -34,6 +34,7 @@ type display struct {
 	ended   bool        // closed: nothing more is queued
 
 	written chan struct{} // closed once the writer has written all
+	werr    error         // the first write error; read after written is closed
 	stop    chan struct{}
 	spinner sync.WaitGroup
 	closed  sync.Once
@@ -53,7 +54,9 @@ func newDisplay(w io.Writer, tty bool) *display {
 	go func() {
 		defer close(d.written)
 		for b := range d.queue {
-			_, _ = w.Write(b)
+			if _, err := w.Write(b); err != nil && d.werr == nil {
+				d.werr = err
+			}
 		}
 	}()
 	if tty {
@@ -278,13 +281,15 @@ func (d *display) close() {
 }
 
 // finish closes the display and writes what is queued, giving up after
-// timeout when stdout is not being read.
-func (d *display) finish(timeout time.Duration) {
+// timeout when stdout is not being read. It returns the first error
+// writing to stdout, once everything was written (an unread stdout is not
+// an error: its lines are dropped by design).
+func (d *display) finish(timeout time.Duration) error {
 	d.close()
 	d.mu.Lock()
 	if d.ended {
 		d.mu.Unlock()
-		return
+		return d.writeErr()
 	}
 	dropped := d.dropped
 	d.ended = true // nothing is queued after this
@@ -296,12 +301,23 @@ func (d *display) finish(timeout time.Duration) {
 		case d.queue <- droppedNote(dropped):
 		case <-deadline.C:
 			close(d.queue)
-			return
+			return nil
 		}
 	}
 	close(d.queue)
 	select {
 	case <-d.written:
 	case <-deadline.C:
+	}
+	return d.writeErr()
+}
+
+// writeErr is the first error writing to stdout, once the writer is done.
+func (d *display) writeErr() error {
+	select {
+	case <-d.written:
+		return d.werr
+	default:
+		return nil
 	}
 }

@@ -133,7 +133,7 @@ func run(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) int {
 		o.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	show := newDisplay(stdout, !*plain && tty.Is(stdout))
-	defer show.finish(displayFlush)
+	defer func() { _ = show.finish(displayFlush) }()
 	o.OnEvent = show.event
 	if o.Path == "" && os.Getenv(harness.EnvBinary) == "" {
 		self, err := os.Executable()
@@ -236,6 +236,11 @@ func run(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) int {
 	defer stopShutdown()
 	if err := c.Shutdown(sctx); err != nil {
 		fmt.Fprintf(stderr, "harness-session: shutdown: %v\n", err)
+	}
+	if err := show.finish(displayFlush); err != nil {
+		// The summary was lost: the session must not look fine.
+		fmt.Fprintf(stderr, "harness-session: writing to stdout: %v\n", err)
+		return 1
 	}
 	switch {
 	case interrupted.Load():

@@ -350,3 +350,24 @@ func TestSessionTimeout(t *testing.T) {
 		t.Errorf("shutdown failed: %s", errOut)
 	}
 }
+
+// A stdout that fails every write (a full disk) loses the summary: the
+// session must not exit 0 as if all were well.
+func TestStdoutWriteErrorFailsTheSession(t *testing.T) {
+	full, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
+	if err != nil {
+		t.Skip("no /dev/full here:", err)
+	}
+	defer full.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, program, "The ingest queue is stuck, what do I do?")
+	cmd.Env = withoutAgentpm()
+	var errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = full, &errOut
+	err = cmd.Run()
+	ee, ok := err.(*exec.ExitError)
+	if !ok || ee.ExitCode() != 1 || !strings.Contains(errOut.String(), "writing to stdout") {
+		t.Fatalf("exit %v, want 1 with a word on stdout\n%s", err, errOut.String())
+	}
+}
