@@ -69,10 +69,10 @@
 // Restart.Backoff (doubling up to Restart.MaxBackoff) before each attempt;
 // calls made meanwhile wait for it (within their timeout). The Harness also
 // restarts a provider after a timeout or an error frame; Config.RestartOnTimeout
-// and Config.RestartOnError do the same here. Once the budget
-// is spent, or a restarted provider fails its handshake, every call fails
-// with an *UnavailableError: the client never falls back to another
-// runtime. Config.OnLifecycle sees the Harness's lifecycle statuses
+// and Config.RestartOnError do the same here. A restarted provider that
+// fails to start or to pass its handshake spends an attempt too. Once the
+// budget is spent, every call fails with an *UnavailableError: the client
+// never falls back to another runtime. Config.OnLifecycle sees the Harness's lifecycle statuses
 // (service_starting, service_handshaking, service_ready, service_unhealthy,
 // service_restarting, service_failed, service_stopped).
 //
