@@ -27,6 +27,7 @@ type app struct {
 	tools  []configTool
 	skills *skillSet
 	render *renderer
+	shells *shells.Provider // shell discovery, and the shells terminal/create may use
 	terms  terminals
 	log    *slog.Logger
 
@@ -63,7 +64,11 @@ func newApp(o appOptions) (*app, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &app{ws: &workspace{root: root}, policy: pol, skills: skills, render: o.render, log: o.log, tools: cfg.Tools}, nil
+	provider, err := shells.New(shells.Config{})
+	if err != nil {
+		return nil, fmt.Errorf("shell discovery: %w", err)
+	}
+	return &app{ws: &workspace{root: root}, policy: pol, skills: skills, render: o.render, log: o.log, tools: cfg.Tools, shells: provider}, nil
 }
 
 // bridge is the Harn bridge the host serves, on the generated handler
@@ -73,9 +78,9 @@ func newApp(o appOptions) (*app, error) {
 // folder, and the notifications a runtime reports with (agent/idle,
 // _harn/agentEvent, progress, log, output), rendered. What is not
 // configured is left unset, so it is answered -32601.
-func (a *app) bridge(p *shells.Provider) *harn.HostHandlers {
+func (a *app) bridge() *harn.HostHandlers {
 	var h harn.HostHandlers
-	p.Register(&h)
+	a.shells.Register(&h)
 	if len(a.tools) > 0 {
 		h.HostToolsList = a.listTools
 		h.BuiltinCall = a.builtinCall

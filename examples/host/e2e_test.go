@@ -18,6 +18,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/bridgekit/bridgekit/clients/harnvm"
+	"github.com/bridgekit/bridgekit/gen/acp"
 	"github.com/bridgekit/bridgekit/gen/harn"
 )
 
@@ -334,3 +335,85 @@ func TestChildTopology(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// A Harn runtime runs a command through the host over real pipes, request
+// for request as `harn serve acp` does (acp/builtins.rs acp_terminal_exec):
+// host/capabilities, process.get_default_shell, then terminal/create
+// {sessionId, command, shell} with that shell, terminal/wait_for_exit
+// (whose stdout, stderr, combined, exitCode and success it reads),
+// terminal/output and terminal/release.
+func TestHarnTerminalOverRealPipes(t *testing.T) {
+	ws := t.TempDir()
+	pol := writeFile(t, filepath.Join(t.TempDir(), "policy.json"),
+		`{"terminal": {"allow": ["echo a && echo b >&2", "echo **"]}}`)
+	p := startRaw(t, buildHost(t), "-policy", pol, "-workspace", ws)
+
+	r := p.call("1", "host/capabilities", `{"sessionId":"sess-1"}`)
+	if r.Error != nil || !bytes.Contains(r.Result, []byte(`"get_default_shell"`)) {
+		t.Fatalf("host/capabilities: %s %+v", r.Result, r.Error)
+	}
+	r = p.call("2", "host/call", `{"sessionId":"sess-1","name":"process.get_default_shell","args":{}}`)
+	if r.Error != nil {
+		if os.Getenv("CI") == "" && r.Error.Code == -32000 {
+			t.Skip("no shell on this machine")
+		}
+		t.Fatalf("get_default_shell: %+v", r.Error)
+	}
+	shell := string(r.Result) // passed on verbatim, as Harn does
+
+	r = p.call("3", "terminal/create", `{"sessionId":"sess-1","command":"echo a && echo b >&2","shell":`+shell+`}`)
+	if r.Error != nil {
+		t.Fatalf("terminal/create: %+v", r.Error)
+	}
+	var created struct {
+		TerminalID string `json:"terminalId"`
+	}
+	if err := json.Unmarshal(r.Result, &created); err != nil || created.TerminalID == "" {
+		t.Fatalf("terminal/create: %s", r.Result)
+	}
+	ids := fmt.Sprintf(`{"sessionId":"sess-1","terminalId":%q}`, created.TerminalID)
+	r = p.call("4", "terminal/wait_for_exit", ids)
+	var exit struct {
+		Stdout   *string `json:"stdout"`
+		Stderr   *string `json:"stderr"`
+		Combined *string `json:"combined"`
+		ExitCode *int    `json:"exitCode"`
+		Success  *bool   `json:"success"`
+	}
+	if r.Error != nil || json.Unmarshal(r.Result, &exit) != nil || exit.Stdout == nil || *exit.Stdout != "a\n" ||
+		exit.Stderr == nil || *exit.Stderr != "b\n" || exit.Combined == nil || len(*exit.Combined) != 4 ||
+		exit.ExitCode == nil || *exit.ExitCode != 0 || exit.Success == nil || !*exit.Success {
+		t.Fatalf("terminal/wait_for_exit: %s %+v", r.Result, r.Error)
+	}
+	var acpExit acp.WaitForTerminalExitResponse
+	if err := acpExit.UnmarshalJSON(r.Result); err != nil {
+		t.Fatalf("not an ACP WaitForTerminalExitResponse: %v", err)
+	}
+	r = p.call("5", "terminal/output", ids)
+	if r.Error != nil || !bytes.Contains(r.Result, []byte(`"exitStatus":{"exitCode":0}`)) {
+		t.Fatalf("terminal/output: %s %+v", r.Result, r.Error)
+	}
+	if r = p.call("6", "terminal/release", ids); r.Error != nil {
+		t.Fatalf("terminal/release: %+v", r.Error)
+	}
+
+	// A line that starts with allowed words but runs more is refused, and
+	// so is a shell this host does not offer.
+	r = p.call("7", "terminal/create", `{"sessionId":"sess-1","command":"echo hi; touch pwned","shell":`+shell+`}`)
+	if r.Error == nil || r.Error.Code != codeDenied {
+		t.Fatalf("echo hi; touch pwned: %s %+v", r.Result, r.Error)
+	}
+	var other map[string]any
+	if err := json.Unmarshal([]byte(shell), &other); err != nil {
+		t.Fatal(err)
+	}
+	other["path"] = filepath.Join(ws, "evil")
+	data, _ := json.Marshal(other)
+	r = p.call("8", "terminal/create", `{"sessionId":"sess-1","command":"echo hi","shell":`+string(data)+`}`)
+	if r.Error == nil || r.Error.Code != -32602 {
+		t.Fatalf("a shell path the host does not offer: %s %+v", r.Result, r.Error)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "pwned")); err == nil {
+		t.Fatal("a refused command ran")
+	}
+}

@@ -9,9 +9,13 @@ import (
 	"time"
 
 	"github.com/bridgekit/bridgekit/runtime/wire/wiretest"
+	"github.com/bridgekit/bridgekit/servers/host/shells"
 )
 
 func equalJSON(t *testing.T, a, b []byte) bool { return wiretest.EqualJSON(t, a, b) }
+
+// testShellID is the shell testApp configures: /bin/sh.
+const testShellID = "test-sh"
 
 // testApp is an app on a temporary workspace, rendering into a buffer.
 func testApp(t *testing.T, pol *policy) (*app, *syncBuffer) {
@@ -27,7 +31,12 @@ func testApp(t *testing.T, pol *policy) (*app, *syncBuffer) {
 	r := newRenderer(out, false)
 	t.Cleanup(func() { r.close(0) })
 	skills, _ := loadSkills("")
-	return &app{ws: &workspace{root: root}, policy: pol, skills: skills, render: r, log: slog.New(slog.NewTextHandler(io.Discard, nil))}, out
+	// The machine's shells, after one configured for the tests.
+	provider, err := shells.New(shells.Config{Shells: []shells.Configured{{ID: testShellID, Path: "/bin/sh"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &app{ws: &workspace{root: root}, policy: pol, skills: skills, render: r, shells: provider, log: slog.New(slog.NewTextHandler(io.Discard, nil))}, out
 }
 
 // syncBuffer is a buffer the renderer's goroutine writes while a test reads.

@@ -52,7 +52,6 @@ import (
 	"github.com/bridgekit/bridgekit/runtime/ndjson"
 	"github.com/bridgekit/bridgekit/runtime/rpc"
 	"github.com/bridgekit/bridgekit/servers/host"
-	"github.com/bridgekit/bridgekit/servers/host/shells"
 )
 
 // options are the command line's.
@@ -119,15 +118,10 @@ func run(args []string, o options) int {
 	if o.policy == "" {
 		render.Status("no -policy: every permission request, file access and command is denied")
 	}
-	provider, err := shells.New(shells.Config{})
-	if err != nil {
-		render.Status("shell discovery: %v", err)
-		return exitHostError
-	}
 	// One connection carries the bridge and ACP (the runtime's
 	// session/update, permission, fs and terminal requests; in -prompt mode
 	// our calls), with both protocols' cancel rules (harn.NewBridgeConn).
-	srv := host.New(a.bridge(provider), &host.Options{
+	srv := host.New(a.bridge(), &host.Options{
 		Conn:      rpc.Options{MaxFrame: o.maxFrame, Logger: log},
 		Client:    a.client(),
 		StopGrace: o.grace,

@@ -237,6 +237,55 @@ func (p *policy) command(command string, args []string) decision {
 	return deny("terminal.allow does not list it")
 }
 
+// shellCommand decides a command line a shell is to run (terminal/create
+// with Harn's shell). A plain line, one the shell splits into words and
+// nothing else (see plainShellLine), is decided like the command and
+// arguments those words are. Any other line may contain a second command
+// (;, &&, |, a newline), a substitution ($(...), backticks), a redirection
+// or an expansion, so no wildcard may allow it: it is allowed only by a
+// pattern without * or ? that is the same line.
+func (p *policy) shellCommand(line string) decision {
+	if plainShellLine(line) {
+		words := strings.Fields(line)
+		if len(words) == 0 {
+			return deny("an empty command line")
+		}
+		return p.command(words[0], words[1:])
+	}
+	exact := strings.Trim(line, " \t")
+	for _, c := range p.Terminal.Allow {
+		if c = strings.Trim(c, " \t"); c == exact && !strings.ContainsAny(c, "*?") {
+			return allow("terminal.allow " + c + " (exactly)")
+		}
+	}
+	return deny("terminal.allow does not list it; a shell command line with shell syntax (quotes, ;, &, |, $, backticks, redirections, globs, newlines, ...) is allowed only by a pattern without wildcards equal to it")
+}
+
+// plainShellLine reports whether line consists of words of plain
+// characters separated by spaces and tabs: ASCII letters and digits and
+// - _ . / : + =, with no = starting a word (zsh expands =cmd). No shell of
+// the families shells knows (sh-like, fish, csh, PowerShell, cmd) gives
+// such a line any meaning but its words: there is nothing in it to quote,
+// expand, glob, redirect or start another command with.
+func plainShellLine(line string) bool {
+	start := true // at the start of a word
+	for i := 0; i < len(line); i++ {
+		c := line[i]
+		switch {
+		case c == ' ' || c == '\t':
+			start = true
+			continue
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case c == '=' && !start:
+		case strings.IndexByte("-_./:+", c) >= 0:
+		default:
+			return false
+		}
+		start = false
+	}
+	return true
+}
+
 // commandMatch matches argv against a pattern's words: the first word is
 // the command exactly as the agent gives it, each further word matches one
 // argument (* any characters, ? one), and a last word ** matches any

@@ -290,3 +290,49 @@ func TestRequestPermissionFailsClosed(t *testing.T) {
 		}
 	}
 }
+
+// A shell command line is allowed by a wildcard pattern only when it is
+// plain words; anything the shell could read as more (another command, a
+// substitution, a redirection, an expansion, a quote) needs a pattern
+// without wildcards that is the same line.
+func TestShellCommand(t *testing.T) {
+	p := terminalPolicy("echo **", "go test **", "git status", "ls -?", "echo a && echo b", " printf '%s' x ", "rm *")
+	for _, tc := range []struct {
+		line string
+		want bool
+	}{
+		{"echo", true},
+		{"echo hello world", true},
+		{"  go\ttest ./... -run=TestX -count=1  ", true},
+		{"go test a:b+c_d.e/f", true},
+		{"git status", true},
+		{"git status --short", false},
+		{"ls -l", true},
+		{"echo a && echo b", true}, // exactly
+		{" echo a && echo b\t", true},
+		{"printf '%s' x", true},
+		{"echo a  && echo b", false},
+		{"echo a && echo b;", false},
+		{"go test x; rm -rf ~", false},
+		{"go test x && rm -rf ~", false},
+		{"go test x | sh", false},
+		{"go test $(rm -rf ~)", false},
+		{"go test `rm -rf ~`", false},
+		{"go test x > ~/.bashrc", false},
+		{"go test x\nrm -rf ~", false},
+		{"go test x\x00", false},
+		{"rm *", false}, // the pattern rm * means one argument; the shell would glob
+		{"rm ?", false},
+		{"ls -?", false},
+		{"echo =rm", false},
+		{"echo a=b", true},
+		{"echo é", false},
+		{"", false},
+		{" \t ", false},
+		{"rm x", true},
+	} {
+		if got := p.shellCommand(tc.line); got.Allow != tc.want {
+			t.Errorf("%q: allowed %v (%s)", tc.line, got.Allow, got.Reason)
+		}
+	}
+}

@@ -1,19 +1,24 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 	"unicode/utf8"
 
+	"github.com/go-json-experiment/json"
+
 	"github.com/bridgekit/bridgekit/gen/acp"
+	"github.com/bridgekit/bridgekit/gen/harn"
 	"github.com/bridgekit/bridgekit/runtime/rpc"
 	"github.com/bridgekit/bridgekit/runtime/wire"
 )
@@ -36,7 +41,9 @@ type terminals struct {
 type terminal struct {
 	session acp.SessionID
 	cmd     *exec.Cmd
-	out     *tailBuffer
+	out     *tailBuffer   // stdout and stderr
+	stdout  *tailBuffer   // stdout alone, for a command run with Harn's shell
+	stderr  *tailBuffer   // likewise stderr
 	done    chan struct{} // closed once the command has exited
 	exit    acp.TerminalExitStatus
 }
@@ -82,12 +89,30 @@ func (ts *terminals) closeAll(timeout time.Duration) {
 }
 
 // terminalCreate serves terminal/create: it runs a command the policy
-// allows, without a shell, in the workspace (or Cwd inside it).
-func (a *app) terminalCreate(_ context.Context, p *acp.CreateTerminalRequest) (*acp.CreateTerminalResponse, error) {
+// allows in the workspace (or Cwd inside it): the ACP command and args
+// without a shell, or, when the request carries Harn's shell, the command
+// line through that shell (harnShell).
+func (a *app) terminalCreate(ctx context.Context, p *acp.CreateTerminalRequest) (*acp.CreateTerminalResponse, error) {
 	line := clean(strings.Join(append([]string{p.Command}, p.Args...), " "))
-	d := a.policy.command(p.Command, p.Args)
+	program, argv := p.Command, p.Args
+	via := ""
+	var d decision
+	sh, err := harnShell(p)
+	if err != nil {
+		return nil, err
+	}
+	if sh != nil {
+		if program, argv, err = a.shellArgv(ctx, p, sh); err != nil {
+			a.render.line(a.render.paint("terminal", cRed) + " [" + clean(sh.ID) + "] " + line + ": " + clean(err.Error()))
+			return nil, err
+		}
+		via = " [" + clean(sh.ID) + "]"
+		d = a.policy.shellCommand(p.Command)
+	} else {
+		d = a.policy.command(p.Command, p.Args)
+	}
 	if !d.Allow {
-		a.render.line(a.render.paint("terminal", cRed) + " " + line + ": denied (" + d.Reason + ")")
+		a.render.line(a.render.paint("terminal", cRed) + via + " " + line + ": denied (" + d.Reason + ")")
 		return nil, rpc.NewError(codeDenied, fmt.Sprintf("terminal/create %s denied: %s", p.Command, d.Reason), map[string]string{"command": p.Command, "reason": d.Reason})
 	}
 	dir := a.ws.root
@@ -116,24 +141,33 @@ func (a *app) terminalCreate(_ context.Context, p *acp.CreateTerminalRequest) (*
 		}
 		limit = min(l, maxTerminalOutput)
 	}
-	cmd := exec.Command(p.Command, p.Args...)
+	cmd := exec.Command(program, argv...)
 	cmd.Dir = dir
 	cmd.Env = os.Environ()
 	for _, e := range p.Env {
 		cmd.Env = append(cmd.Env, e.Name+"="+e.Value)
 	}
-	out := &tailBuffer{limit: int(limit)}
-	cmd.Stdout, cmd.Stderr = out, out
+	t := &terminal{session: p.SessionID, cmd: cmd, out: &tailBuffer{limit: int(limit)}, done: make(chan struct{})}
+	var streams []*streamWriter
+	if sh != nil {
+		// Harn reads stdout and stderr apart: two pipes. (A command
+		// without Harn's shell keeps writing both into one pipe, so that
+		// terminal/output has them exactly in the order written.)
+		t.stdout, t.stderr = &tailBuffer{limit: int(limit)}, &tailBuffer{limit: int(limit)}
+		streams = []*streamWriter{{own: t.stdout, all: t.out}, {own: t.stderr, all: t.out}}
+		cmd.Stdout, cmd.Stderr = streams[0], streams[1]
+	} else {
+		cmd.Stdout, cmd.Stderr = t.out, t.out
+	}
 	cmd.WaitDelay = time.Second // a background process keeping the output open
 	ownGroup(cmd)
 	if err := cmd.Start(); err != nil {
-		a.render.line(a.render.paint("terminal", cRed) + " " + line + ": " + clean(err.Error()))
+		a.render.line(a.render.paint("terminal", cRed) + via + " " + line + ": " + clean(err.Error()))
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
 			return nil, rpc.NewError(codeNotFound, "terminal/create: "+err.Error(), map[string]string{"command": p.Command})
 		}
 		return nil, err
 	}
-	t := &terminal{session: p.SessionID, cmd: cmd, out: out, done: make(chan struct{})}
 	a.terms.mu.Lock()
 	if a.terms.m == nil {
 		a.terms.m = map[string]*terminal{}
@@ -142,7 +176,7 @@ func (a *app) terminalCreate(_ context.Context, p *acp.CreateTerminalRequest) (*
 	id := fmt.Sprintf("term-%d", a.terms.next)
 	a.terms.m[id] = t
 	a.terms.mu.Unlock()
-	a.render.line(a.render.paint("terminal", cDim) + " " + id + " " + line + ": allowed (" + d.Reason + ")")
+	a.render.line(a.render.paint("terminal", cDim) + " " + id + via + " " + line + ": allowed (" + d.Reason + ")")
 	go func() {
 		err := cmd.Wait()
 		if ee, ok := errors.AsType[*exec.ExitError](err); ok {
@@ -153,6 +187,11 @@ func (a *app) terminalCreate(_ context.Context, p *acp.CreateTerminalRequest) (*
 			}
 		} else if cmd.ProcessState != nil {
 			t.exit.ExitCode = wire.Some(int64(cmd.ProcessState.ExitCode()))
+		}
+		// Wait has copied all output: what a stream held back of a
+		// character it never finished goes in now.
+		for _, w := range streams {
+			w.flush()
 		}
 		close(t.done)
 	}()
@@ -182,10 +221,34 @@ func (a *app) terminalWaitForExit(ctx context.Context, p *acp.WaitForTerminalExi
 	}
 	select {
 	case <-t.done:
-		return &acp.WaitForTerminalExitResponse{ExitCode: t.exit.ExitCode, Signal: t.exit.Signal}, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+	res := &acp.WaitForTerminalExitResponse{ExitCode: t.exit.ExitCode, Signal: t.exit.Signal}
+	// Harn's members (see README.md, "Harn compatibility"): it reads the
+	// output from this answer, not from terminal/output. stdout and stderr
+	// only where they were captured apart.
+	set := func(name string, value any) error {
+		v, err := json.Marshal(value)
+		if err != nil {
+			return fmt.Errorf("terminal/wait_for_exit: %s: %w", name, err)
+		}
+		res.Extra.Set(name, v)
+		return nil
+	}
+	if t.stdout != nil {
+		stdout, _ := t.stdout.read()
+		stderr, _ := t.stderr.read()
+		if err := errors.Join(set("stdout", stdout), set("stderr", stderr)); err != nil {
+			return nil, err
+		}
+	}
+	combined, _ := t.out.read()
+	code, exited := t.exit.ExitCode.Get()
+	if err := errors.Join(set("combined", combined), set("success", exited && code == 0)); err != nil {
+		return nil, err
+	}
+	return res, nil
 }
 
 // terminalKill serves terminal/kill: the command and every process it
@@ -215,6 +278,87 @@ func (a *app) terminalRelease(_ context.Context, p *acp.ReleaseTerminalRequest) 
 	delete(a.terms.m, p.TerminalID)
 	a.terms.mu.Unlock()
 	return &acp.ReleaseTerminalResponse{}, nil
+}
+
+// harnShell decodes the shell member Harn adds to terminal/create (a
+// Shell of its shell discovery, strictly: every member, nothing else). Nil
+// when there is none. A shell runs the command as one command line, so
+// args must be empty.
+func harnShell(p *acp.CreateTerminalRequest) (*harn.Shell, error) {
+	raw, ok := p.Extra.Get("shell")
+	if !ok {
+		return nil, nil
+	}
+	var sh harn.Shell
+	if err := wire.Unmarshal(raw, &sh); err != nil {
+		return nil, rpc.InvalidParams(fmt.Errorf("terminal/create: shell is not a Shell of Harn's shell discovery: %w", err))
+	}
+	if len(p.Args) > 0 {
+		return nil, rpc.InvalidParams(errors.New("terminal/create: with shell, command is the whole command line: args must be empty"))
+	}
+	return &sh, nil
+}
+
+// shellArgv builds the argv that runs the command line with sh the way
+// process.shell_invocation does, provided sh is a shell this host offers
+// (same id, same path): the runtime cannot name its own program as the
+// shell. The host's description of the shell is used, not the runtime's.
+func (a *app) shellArgv(ctx context.Context, p *acp.CreateTerminalRequest, sh *harn.Shell) (string, []string, error) {
+	if a.shells == nil {
+		return "", nil, rpc.NewError(rpc.CodeInvalidParams, "terminal/create: this host offers no shells", map[string]string{"shell_id": sh.ID})
+	}
+	session := string(p.SessionID)
+	inv, err := a.shells.ProcessShellInvocation(ctx, &harn.HostCallParams{SessionID: &session}, &harn.ShellInvocationRequest{ShellID: &sh.ID, Command: &p.Command})
+	if err != nil {
+		if e, ok := errors.AsType[*rpc.Error](err); ok {
+			return "", nil, rpc.NewError(e.Code, "terminal/create: "+e.Message, e.Data)
+		}
+		return "", nil, err
+	}
+	if inv.Shell.Path != sh.Path {
+		return "", nil, rpc.NewError(rpc.CodeInvalidParams,
+			fmt.Sprintf("terminal/create: shell %s is %s on this host, not %s", strconv.Quote(sh.ID), inv.Shell.Path, sh.Path),
+			map[string]string{"shell_id": sh.ID, "path": sh.Path})
+	}
+	return inv.Program, inv.Args, nil
+}
+
+// streamWriter is a command's stdout or stderr: it keeps the stream in
+// own and adds it to all, the output of both. So that all never has a
+// character of one stream cut by the other's output, a character split
+// between two writes is added to all once complete (or by flush).
+type streamWriter struct {
+	own, all *tailBuffer
+	partial  []byte // the start of a character, not yet in all
+}
+
+func (w *streamWriter) Write(p []byte) (int, error) {
+	w.own.Write(p)
+	buf := p
+	if len(w.partial) > 0 {
+		buf = append(w.partial, p...)
+	}
+	// Hold back a character that the next write completes.
+	cut := len(buf)
+	for i := len(buf) - 1; i >= 0 && i >= len(buf)-utf8.UTFMax; i-- {
+		if utf8.RuneStart(buf[i]) {
+			if !utf8.FullRune(buf[i:]) {
+				cut = i
+			}
+			break
+		}
+	}
+	w.all.Write(buf[:cut])
+	w.partial = bytes.Clone(buf[cut:])
+	return len(p), nil
+}
+
+// flush adds what Write held back to all.
+func (w *streamWriter) flush() {
+	if len(w.partial) > 0 {
+		w.all.Write(w.partial)
+		w.partial = nil
+	}
 }
 
 // tailBuffer keeps the last limit bytes written to it, cut at a character

@@ -1,0 +1,386 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/bridgekit/bridgekit/gen/acp"
+	"github.com/bridgekit/bridgekit/gen/harn"
+	"github.com/bridgekit/bridgekit/runtime/rpc"
+	"github.com/bridgekit/bridgekit/runtime/wire"
+)
+
+// harnWait is wait_for_exit's answer read the two ways: as ACP's type and
+// as the members Harn reads.
+type harnWait struct {
+	acp      acp.WaitForTerminalExitResponse
+	raw      string
+	Stdout   *string `json:"stdout"`
+	Stderr   *string `json:"stderr"`
+	Combined *string `json:"combined"`
+	Success  *bool   `json:"success"`
+	ExitCode *int64  `json:"exitCode"`
+}
+
+// createFromWire decodes terminal/create params as the connection does and
+// serves them.
+func createFromWire(ctx context.Context, t *testing.T, a *app, params string) (string, error) {
+	t.Helper()
+	var p acp.CreateTerminalRequest
+	if err := json.Unmarshal([]byte(params), &p); err != nil {
+		t.Fatalf("%s: %v", params, err)
+	}
+	res, err := a.terminalCreate(ctx, &p)
+	if err != nil {
+		return "", err
+	}
+	return res.TerminalID, nil
+}
+
+// waitFromWire serves terminal/wait_for_exit and decodes the encoded
+// answer both as acp.WaitForTerminalExitResponse and as Harn reads it.
+func waitFromWire(ctx context.Context, t *testing.T, a *app, id string) harnWait {
+	t.Helper()
+	res, err := a.terminalWaitForExit(ctx, &acp.WaitForTerminalExitRequest{SessionID: "s", TerminalID: id})
+	if err != nil {
+		t.Fatalf("wait_for_exit %s: %v", id, err)
+	}
+	data, err := wire.Marshal(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var w harnWait
+	if err := json.Unmarshal(data, &w.acp); err != nil {
+		t.Fatalf("%s does not decode as acp.WaitForTerminalExitResponse: %v", data, err)
+	}
+	if err := json.Unmarshal(data, &w); err != nil {
+		t.Fatal(err)
+	}
+	w.raw = string(data)
+	return w
+}
+
+// shellJSON is a Shell as Harn sends it, with changes applied.
+func shellJSON(t *testing.T, sh harn.Shell, change func(map[string]jsontext.Value)) string {
+	t.Helper()
+	data, err := wire.Marshal(sh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if change == nil {
+		return string(data)
+	}
+	var m map[string]jsontext.Value
+	if err := json.Unmarshal(data, &m); err != nil {
+		t.Fatal(err)
+	}
+	change(m)
+	out, err := json.Marshal(m, json.Deterministic(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out)
+}
+
+func testShell(t *testing.T, a *app) harn.Shell {
+	t.Helper()
+	for _, s := range a.shells.Shells() {
+		if s.ID == testShellID {
+			return s
+		}
+	}
+	t.Fatal("the configured test shell is not listed")
+	return harn.Shell{}
+}
+
+func quoteJSON(s string) string {
+	data, _ := json.Marshal(s)
+	return string(data)
+}
+
+// A Harn runtime's terminal/create (a whole command line and the shell it
+// chose from the host's shell discovery) runs the line through that shell,
+// and wait_for_exit answers with the members Harn reads.
+func TestTerminalHarnShell(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("POSIX shell")
+	}
+	a, out := testApp(t, terminalPolicy(
+		"echo a && echo b",
+		"printf out; printf err >&2; exit 3",
+		`printf 'x\303\251\342\202\254'`,
+		"echo **",
+		"sleep *",
+	))
+	defer a.terms.closeAll(time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	sh := shellJSON(t, testShell(t, a), nil)
+	harnCreate := func(line string) string {
+		return `{"sessionId":"s","command":` + quoteJSON(line) + `,"shell":` + sh + `}`
+	}
+
+	for _, tc := range []struct {
+		name, params           string
+		stdout, stderr         string
+		combined               []string // the interleavings that may be
+		exit                   int64
+		limit                  int
+		success                bool
+		exactJSON, renderedHas string
+	}{
+		{
+			name: "an exactly allowed line with &&", params: harnCreate("echo a && echo b"),
+			stdout: "a\nb\n", combined: []string{"a\nb\n"}, success: true,
+			exactJSON:   `{"exitCode":0,"stdout":"a\nb\n","stderr":"","combined":"a\nb\n","success":true}`,
+			renderedHas: "terminal term-1 [test-sh] echo a && echo b: allowed (terminal.allow echo a && echo b (exactly))",
+		},
+		{
+			name: "stdout and stderr apart, an exit code", params: harnCreate("printf out; printf err >&2; exit 3"),
+			stdout: "out", stderr: "err", combined: []string{"outerr", "errout"}, exit: 3,
+		},
+		{
+			name: "a plain line allowed by a wildcard pattern", params: harnCreate("echo hello   world"),
+			stdout: "hello world\n", combined: []string{"hello world\n"}, success: true,
+			renderedHas: "[test-sh] echo hello   world: allowed (terminal.allow echo **)",
+		},
+		{
+			name: "output cut to the byte limit on a character boundary", params: `{"sessionId":"s","command":` + quoteJSON(`printf 'x\303\251\342\202\254'`) + `,"outputByteLimit":4,"shell":` + sh + `}`,
+			stdout: "€", combined: []string{"€"}, success: true, limit: 4,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			id, err := createFromWire(ctx, t, a, tc.params)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := waitFromWire(ctx, t, a, id)
+			if w.Stdout == nil || *w.Stdout != tc.stdout || w.Stderr == nil || *w.Stderr != tc.stderr || w.Combined == nil || w.Success == nil || *w.Success != tc.success {
+				t.Fatalf("wait_for_exit: %s", w.raw)
+			}
+			found := false
+			for _, c := range tc.combined {
+				found = found || *w.Combined == c
+			}
+			if !found {
+				t.Errorf("combined %q, want one of %q", *w.Combined, tc.combined)
+			}
+			if code, ok := w.acp.ExitCode.Get(); !ok || code != tc.exit || w.ExitCode == nil || *w.ExitCode != tc.exit {
+				t.Errorf("exit code: %s", w.raw)
+			}
+			if tc.exactJSON != "" && !equalJSON(t, []byte(w.raw), []byte(tc.exactJSON)) {
+				t.Errorf("answer %s, want %s", w.raw, tc.exactJSON)
+			}
+			if tc.limit > 0 && (len(*w.Stdout) > tc.limit || !utf8.ValidString(*w.Stdout)) {
+				t.Errorf("stdout beyond the limit or not UTF-8: %q", *w.Stdout)
+			}
+			// terminal/output still answers the combined output.
+			res, err := a.terminalOutput(ctx, &acp.TerminalOutputRequest{SessionID: "s", TerminalID: id})
+			if err != nil || res.Output != *w.Combined || res.Truncated != (tc.limit > 0) {
+				t.Errorf("terminal/output: %+v %v", res, err)
+			}
+		})
+	}
+
+	// A signal: no exit code, success false.
+	id, err := createFromWire(ctx, t, a, harnCreate("sleep 30"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.terminalKill(ctx, &acp.KillTerminalRequest{SessionID: "s", TerminalID: id}); err != nil {
+		t.Fatal(err)
+	}
+	if w := waitFromWire(ctx, t, a, id); w.Success == nil || *w.Success || !w.acp.ExitCode.IsAbsent() || w.acp.Signal.IsAbsent() {
+		t.Errorf("killed: %s", w.raw)
+	}
+
+	text := rendered(a, out)
+	for _, want := range []string{
+		"terminal term-1 [test-sh] echo a && echo b: allowed (terminal.allow echo a && echo b (exactly))",
+		"[test-sh] echo hello   world: allowed (terminal.allow echo **)",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("rendering lacks %q:\n%s", want, text)
+		}
+	}
+}
+
+// What terminal/create refuses of a Harn shell: a shell the host does not
+// offer (an unknown id, a known id with another path), shell with args, a
+// shell that is not a Shell; and every shell command line that would slip
+// more than its words past a wildcard pattern. Nothing refused runs.
+func TestTerminalHarnShellRefused(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("POSIX shell")
+	}
+	a, out := testApp(t, terminalPolicy("echo **", "go test **", "git status", "touch *", "echo a && echo b", "echo *", "ls -?"))
+	defer a.terms.closeAll(time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	known := testShell(t, a)
+	sh := shellJSON(t, known, nil)
+	with := func(name string, v any) string {
+		return shellJSON(t, known, func(m map[string]jsontext.Value) {
+			if v == nil {
+				delete(m, name)
+				return
+			}
+			data, _ := json.Marshal(v)
+			m[name] = data
+		})
+	}
+	pwned := filepath.Join(a.ws.root, "pwned")
+	for _, tc := range []struct {
+		name, params string
+		code         int64
+		message      string
+	}{
+		{"an unknown shell id", `{"sessionId":"s","command":"echo hi","shell":` + with("id", "no-such-shell") + `}`, rpc.CodeInvalidParams, `unknown shell "no-such-shell"`},
+		{"a known id with another path", `{"sessionId":"s","command":"touch pwned","shell":` + with("path", "/tmp/not-the-shell") + `}`, rpc.CodeInvalidParams, `is /bin/sh on this host, not /tmp/not-the-shell`},
+		{"a known id with another path to a shell", `{"sessionId":"s","command":"echo hi","shell":` + with("path", "/bin/bash") + `}`, rpc.CodeInvalidParams, "not /bin/bash"},
+		{"shell and args", `{"sessionId":"s","command":"echo","args":["hi"],"shell":` + sh + `}`, rpc.CodeInvalidParams, "args must be empty"},
+		{"shell null", `{"sessionId":"s","command":"echo hi","shell":null}`, rpc.CodeInvalidParams, "not a Shell"},
+		{"shell a string", `{"sessionId":"s","command":"echo hi","shell":"/bin/sh"}`, rpc.CodeInvalidParams, "not a Shell"},
+		{"shell without a path", `{"sessionId":"s","command":"echo hi","shell":` + with("path", nil) + `}`, rpc.CodeInvalidParams, "missing required member"},
+		{"shell with a member Shell lacks", `{"sessionId":"s","command":"echo hi","shell":` + with("argv0", "x") + `}`, rpc.CodeInvalidParams, "unknown member"},
+		{"shell with a wrong kind", `{"sessionId":"s","command":"echo hi","shell":` + with("default_args", "-c") + `}`, rpc.CodeInvalidParams, "not a Shell"},
+		{"a NUL in the line", `{"sessionId":"s","command":"echo a\u0000b","shell":` + sh + `}`, rpc.CodeInvalidParams, "NUL"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := createFromWire(ctx, t, a, tc.params)
+			if e, ok := errors.AsType[*rpc.Error](err); !ok || e.Code != tc.code || !strings.Contains(e.Message, tc.message) {
+				t.Fatalf("got %v, want code %d with %q", err, tc.code, tc.message)
+			}
+		})
+	}
+
+	// Bypass attempts: each starts with words a wildcard pattern allows.
+	for _, line := range []string{
+		"go test x; touch pwned",
+		"go test x;touch pwned",
+		"go test x && touch pwned",
+		"go test x || touch pwned",
+		"go test x | sh",
+		"go test x & touch pwned",
+		"go test $(touch pwned)",
+		"go test `touch pwned`",
+		"go test ${HOME}",
+		"echo $HOME",
+		"go test x > pwned",
+		"go test x>pwned",
+		"go test x >> pwned",
+		"go test < /etc/passwd",
+		"go test x 2>pwned",
+		"go test x\ntouch pwned",
+		"go test x\rtouch pwned",
+		"go test x\n",
+		"echo (touch pwned)",
+		"echo {a,b}",
+		"echo ~",
+		"echo ~root",
+		"echo *",   // glob: the pattern echo * means one argument, literally
+		"ls -?",    // glob ? in the line
+		"echo [a]", // glob class
+		`echo "$(touch pwned)"`,
+		`echo 'a'`,
+		`echo a\;touch`,
+		"echo =touch",
+		"echo a # b",
+		"echo !!",
+		"echo %PATH%",
+		"echo a,b",
+		"echo @args",
+		"echo a^&touch",
+		"echo\u00a0a",
+		"echo a\u2028b",
+		"echo a && echo b; touch pwned", // an exact pattern allows exactly its line
+		"echo a && echo b && touch pwned",
+		"echo a && echo b\ntouch pwned",
+		"echo a &&  echo b", // not the same line
+		"git status;",
+		"",
+		"   ",
+	} {
+		t.Run("bypass "+line, func(t *testing.T) {
+			_, err := createFromWire(ctx, t, a, `{"sessionId":"s","command":`+quoteJSON(line)+`,"shell":`+sh+`}`)
+			if rpcCode(err) != codeDenied {
+				t.Fatalf("%q: %v, want denied (%d)", line, err, codeDenied)
+			}
+		})
+	}
+	a.terms.closeAll(5 * time.Second)
+	if _, err := os.Stat(pwned); err == nil {
+		t.Fatal("a refused command ran")
+	}
+	if text := rendered(a, out); !strings.Contains(text, "terminal [test-sh] go test x; touch pwned: denied (terminal.allow does not list it; a shell command line with shell syntax") {
+		t.Errorf("rendering:\n%s", text)
+	}
+}
+
+// A terminal without a shell (plain ACP) is decided and run as before:
+// stdout and stderr share one pipe, so terminal/output has them in the
+// order written, and its wait_for_exit adds combined and success (not
+// stdout and stderr, which were not captured apart).
+func TestTerminalACPWaitHasHarnMembers(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("POSIX commands")
+	}
+	a, _ := testApp(t, terminalPolicy("sh -c *", "echo a && echo b"))
+	defer a.terms.closeAll(time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for range 20 {
+		id, err := createFromWire(ctx, t, a, `{"sessionId":"s","command":"sh","args":["-c","echo out; echo err >&2; echo out2; exit 1"]}`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := waitFromWire(ctx, t, a, id)
+		if !equalJSON(t, []byte(w.raw), []byte(`{"exitCode":1,"combined":"out\nerr\nout2\n","success":false}`)) {
+			t.Fatalf("wait_for_exit: %s", w.raw)
+		}
+		res, err := a.terminalOutput(ctx, &acp.TerminalOutputRequest{SessionID: "s", TerminalID: id})
+		if err != nil || res.Output != "out\nerr\nout2\n" {
+			t.Fatalf("terminal/output: %+v %v", res, err)
+		}
+	}
+	// Without a shell the command is one program name: a command line in
+	// it is matched as such, so the words of a pattern do not allow it.
+	id, err := createFromWire(ctx, t, a, `{"sessionId":"s","command":"echo a && echo b"}`)
+	if rpcCode(err) != codeDenied {
+		t.Fatalf("a command line as ACP's command: %q %v", id, err)
+	}
+}
+
+// streamWriter adds a character split between two writes of one stream to
+// the combined output whole, even when the other stream writes between.
+func TestStreamWriter(t *testing.T) {
+	all := &tailBuffer{limit: 64}
+	out := &streamWriter{own: &tailBuffer{limit: 64}, all: all}
+	errs := &streamWriter{own: &tailBuffer{limit: 64}, all: all}
+	out.Write([]byte("a\xe2\x82")) // the start of €
+	errs.Write([]byte("E"))
+	out.Write([]byte("\xac"))
+	errs.Write([]byte("\xc3")) // é, never finished
+	out.Write([]byte("b"))
+	if s, _ := all.read(); s != "aE€b" {
+		t.Fatalf("combined %q", s)
+	}
+	errs.flush()
+	out.flush()
+	s, _ := all.read()
+	o, _ := out.own.read()
+	e, _ := errs.own.read()
+	if s != "aE€b\uFFFD" || o != "a€b" || e != "E\uFFFD" {
+		t.Fatalf("combined %q, stdout %q, stderr %q", s, o, e)
+	}
+}
