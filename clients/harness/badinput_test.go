@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -307,4 +308,86 @@ func playHarness(t *testing.T, ctx context.Context, o *harness.Options) (*harnes
 		got <- err
 	}()
 	return c, bufio.NewScanner(toHarness), fromHarness, got
+}
+
+// Two StartRun calls in flight: when the first Run ends before the Harness
+// reads the second start_run, the second is a Run of its own, and its
+// events go to its own callback, not the first's nor nowhere.
+func TestSecondRunTakesOverWhenTheFirstEnds(t *testing.T) {
+	ctx := timeout(t, 30*time.Second)
+	// A start_run answer of the right shape, from the fake Harness.
+	fake := start(t, `{"required_host_services": [], "runs": [{"steps": [{"end": {"status": "ended"}}]}]}`, nil)
+	if _, err := fake.Initialize(ctx); err != nil {
+		t.Fatal(err)
+	}
+	res, err := fake.StartRun(ctx, "x", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	answer, err := json.Marshal(res.Raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	c, lines, fromHarness, got := playHarness(t, ctx, nil)
+	defer fromHarness.Close()
+	id := func() string {
+		t.Helper()
+		if !lines.Scan() {
+			t.Fatal("no request")
+		}
+		var req struct{ ID string }
+		if err := json.Unmarshal(lines.Bytes(), &req); err != nil {
+			t.Fatal(err)
+		}
+		return strconv.Quote(req.ID)
+	}
+	reply := func(id, payload string) {
+		t.Helper()
+		if _, err := fromHarness.Write([]byte(`{"protocol":"agentpm-harness-machine","version":1,"kind":"response","id":` + id + `,"payload":` + payload + "}\n")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reply(id(), `{"report":{"status":"ready","diagnostics":[]},"mcp_exports":[]}`)
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+
+	var mu sync.Mutex
+	seen := map[int][]string{}
+	run := func(n int) <-chan error {
+		done := make(chan error, 1)
+		go func() {
+			_, err := c.StartRun(ctx, "x", func(ev harness.Event) {
+				if ev.Harness != nil {
+					mu.Lock()
+					seen[n] = append(seen[n], string(ev.Harness.EventType))
+					mu.Unlock()
+				}
+			})
+			done <- err
+		}()
+		return done
+	}
+	first := run(1)
+	id1 := id()
+	second := run(2)
+	id2 := id()
+	reply(id1, string(answer))
+	if err := <-first; err != nil {
+		t.Fatalf("first Run: %v", err)
+	}
+	// The Harness, idle again, reads the second start_run: a Run.
+	if _, err := fromHarness.Write([]byte(`{"protocol":"agentpm-harness-machine","version":1,"kind":"event","method":"harness_event","payload":{"schema_version":1,"event_id":"e2","session_id":"s","session_sequence":2,"timestamp":"2025-01-01T00:00:00Z","event_type":"run_started","payload":{"payload_type":"empty"}}}` + "\n")); err != nil {
+		t.Fatal(err)
+	}
+	reply(id2, string(answer))
+	if err := <-second; err != nil {
+		t.Fatalf("second Run: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen[1]) != 0 || len(seen[2]) != 1 || seen[2][0] != "run_started" {
+		t.Fatalf("events: first Run's callback %v, second's %v; want the second's to have run_started", seen[1], seen[2])
+	}
 }

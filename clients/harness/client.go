@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -90,6 +91,7 @@ type Client struct {
 	services  map[serviceKey]*hostService
 	sink      func(Event)        // the running Run's event callback
 	running   bool               // a Run started by this client is active
+	waiting   []*runClaim        // later StartRun calls in flight, oldest first
 	runCtx    context.Context    // ends when that Run is cancelled or ends
 	runEnd    context.CancelFunc // ends runCtx
 	fatal     error              // a bad frame from the Harness
@@ -375,6 +377,48 @@ func (c *Client) handler() rpc.Handler {
 	})
 }
 
+// runClaim is a StartRun call: the Run it started, or the one it may start.
+type runClaim struct {
+	onEvent func(Event)
+	owner   bool // its Run is the running one; guarded by Client.mu
+}
+
+// ownLocked makes cl's Run the running one. c.mu is held.
+func (c *Client) ownLocked(cl *runClaim) {
+	cl.owner = true
+	c.running, c.sink = true, cl.onEvent
+	c.runCtx, c.runEnd = context.WithCancel(context.Background())
+}
+
+// owns reports whether cl's Run is the running one.
+func (c *Client) owns(cl *runClaim) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return cl.owner
+}
+
+// endClaim ends StartRun call cl. When its Run was the running one, the
+// oldest call still in flight takes over: its start_run may reach a
+// Harness that is no longer busy and start a Run of its own.
+func (c *Client) endClaim(cl *runClaim) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !cl.owner {
+		if i := slices.Index(c.waiting, cl); i >= 0 {
+			c.waiting = slices.Delete(c.waiting, i, i+1)
+		}
+		return
+	}
+	cl.owner = false
+	c.runEnd()
+	c.running, c.sink, c.runCtx, c.runEnd = false, nil, nil, nil
+	if len(c.waiting) > 0 {
+		next := c.waiting[0]
+		c.waiting = slices.Delete(c.waiting, 0, 1)
+		c.ownLocked(next)
+	}
+}
+
 // deliver hands an event to the running Run's callback, or to OnEvent.
 func (c *Client) deliver(ev Event) {
 	c.mu.Lock()
@@ -468,15 +512,17 @@ func (c *Client) CancelRun(ctx context.Context) (*agentpmmachine.CancelRunResult
 // without sending start_run. When ctx ends during the Run, StartRun sends
 // cancel_run, ends the contexts of the host-service handlers still running
 // for the Run, and waits up to Options.CancelGrace for the Run to end; it
-// then returns ctx's error,
-// with the Run's Result when the Harness reported it in time. Close, from
-// another goroutine, ends StartRun at once, grace or not, with an error
-// matching rpc.ErrClosed (or ctx's error, when ctx had ended).
+// then returns ctx's error, with the Run's Result when the Harness
+// reported it in time. Close, from another goroutine, ends StartRun at
+// once, grace or not, with an error matching rpc.ErrClosed (or ctx's
+// error, when ctx had ended).
 //
 // Errors of the Harness match their codes: errors.Is(err,
 // agentpmmachine.ErrSessionBusy) for a start_run while a Run is active
 // (the active Run goes on untouched), ErrNotInitialized,
-// ErrHostServiceNotRegistered, ErrRunFailed, ...
+// ErrHostServiceNotRegistered, ErrRunFailed, ... A StartRun made while
+// another runs is sent too; if that Run ends before the Harness reads
+// it, it starts a Run of its own, whose events then go to its onEvent.
 func (c *Client) StartRun(ctx context.Context, input string, onEvent func(Event)) (*Result, error) {
 	return c.Run(ctx, &agentpmmachine.StartRunParams{Input: &input}, onEvent)
 }
@@ -489,23 +535,19 @@ func (c *Client) Run(ctx context.Context, p *agentpmmachine.StartRunParams, onEv
 		// a context that does not end with ctx).
 		return nil, fmt.Errorf("harness: start_run: %w", context.Cause(ctx))
 	}
+	// A second concurrent Run is sent too (the Harness answers it
+	// session_busy), but the events stay with the first. If the first ends
+	// before the Harness reads the second, the second is a Run of its own:
+	// it takes the events over when the first ends (endClaim).
+	claim := &runClaim{onEvent: onEvent}
 	c.mu.Lock()
-	owner := !c.running
-	if owner {
-		// A second concurrent Run is sent too (the Harness answers it
-		// session_busy), but the events stay with the first.
-		c.running, c.sink = true, onEvent
-		c.runCtx, c.runEnd = context.WithCancel(context.Background())
+	if c.running {
+		c.waiting = append(c.waiting, claim)
+	} else {
+		c.ownLocked(claim)
 	}
 	c.mu.Unlock()
-	if owner {
-		defer func() {
-			c.mu.Lock()
-			c.runEnd()
-			c.running, c.sink, c.runCtx, c.runEnd = false, nil, nil, nil
-			c.mu.Unlock()
-		}()
-	}
+	defer c.endClaim(claim)
 	type answer struct {
 		res *agentpmmachine.StartRunResult
 		err error
@@ -537,7 +579,7 @@ func (c *Client) Run(ctx context.Context, p *agentpmmachine.StartRunParams, onEv
 	// pending call anyway, and a caller quitting must not wait it out.
 	cctx, cancel := context.WithTimeout(c.closing, c.opts.CancelGrace)
 	defer cancel()
-	if owner {
+	if c.owns(claim) {
 		if _, err := c.CancelRun(cctx); err != nil {
 			c.log.Warn("harness: cancel_run failed", "err", err)
 		}
