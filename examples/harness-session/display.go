@@ -11,6 +11,7 @@ import (
 
 	"github.com/bridgekit/bridgekit/clients/harness"
 	"github.com/bridgekit/bridgekit/gen/agentpmmachine"
+	"github.com/bridgekit/bridgekit/internal/lossy"
 )
 
 // display shows a session's progress. On a terminal, milestones are
@@ -24,17 +25,13 @@ import (
 // counted, when stdout is not being read. Nothing is written while d.mu
 // is held either, so an interrupt's note cannot be held up by stdout.
 type display struct {
-	mu      sync.Mutex
-	tty     bool
-	start   time.Time
-	status  string
-	frame   int
-	queue   chan []byte // what the writer goroutine writes
-	dropped int         // lines not queued since the last note of it
-	ended   bool        // closed: nothing more is queued
+	mu     sync.Mutex
+	tty    bool
+	start  time.Time
+	status string
+	frame  int
+	out    *lossy.Writer // stdout, through a bounded queue
 
-	written chan struct{} // closed once the writer has written all
-	werr    error         // the first write error; read after written is closed
 	stop    chan struct{}
 	spinner sync.WaitGroup
 	closed  sync.Once
@@ -50,15 +47,7 @@ const (
 var spinner = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
 
 func newDisplay(w io.Writer, tty bool) *display {
-	d := &display{tty: tty, start: time.Now(), queue: make(chan []byte, displayQueue), written: make(chan struct{}), stop: make(chan struct{})}
-	go func() {
-		defer close(d.written)
-		for b := range d.queue {
-			if _, err := w.Write(b); err != nil && d.werr == nil {
-				d.werr = err
-			}
-		}
-	}()
+	d := &display{tty: tty, start: time.Now(), out: lossy.New(w, "stdout", displayQueue), stop: make(chan struct{})}
 	if tty {
 		d.spinner.Add(1)
 		go d.spin()
@@ -83,32 +72,10 @@ func (d *display) spin() {
 	}
 }
 
-// emit queues b for the writer, or drops it when the writer is behind (a
+// emit queues b for the writer, or drops it when stdout is behind (a
 // status-line redraw is dropped silently: the next one replaces it); d.mu
-// is held.
-func (d *display) emit(b []byte, counted bool) {
-	if d.ended {
-		return
-	}
-	if d.dropped > 0 && len(d.queue) < cap(d.queue)/2 {
-		select {
-		case d.queue <- droppedNote(d.dropped):
-			d.dropped = 0
-		default:
-		}
-	}
-	select {
-	case d.queue <- b:
-	default:
-		if counted {
-			d.dropped++
-		}
-	}
-}
-
-func droppedNote(n int) []byte {
-	return fmt.Appendf(nil, "\n(%d lines not shown: stdout is not being read)\n", n)
-}
+// is held, so that writes keep their order.
+func (d *display) emit(b []byte, counted bool) { d.out.Emit(b, counted) }
 
 // redraw draws the status line; d.mu is held.
 func (d *display) redraw() {
@@ -286,38 +253,5 @@ func (d *display) close() {
 // an error: its lines are dropped by design).
 func (d *display) finish(timeout time.Duration) error {
 	d.close()
-	d.mu.Lock()
-	if d.ended {
-		d.mu.Unlock()
-		return d.writeErr()
-	}
-	dropped := d.dropped
-	d.ended = true // nothing is queued after this
-	d.mu.Unlock()
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	if dropped > 0 {
-		select {
-		case d.queue <- droppedNote(dropped):
-		case <-deadline.C:
-			close(d.queue)
-			return nil
-		}
-	}
-	close(d.queue)
-	select {
-	case <-d.written:
-	case <-deadline.C:
-	}
-	return d.writeErr()
-}
-
-// writeErr is the first error writing to stdout, once the writer is done.
-func (d *display) writeErr() error {
-	select {
-	case <-d.written:
-		return d.werr
-	default:
-		return nil
-	}
+	return d.out.Close(timeout)
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/bridgekit/bridgekit/gen/acp"
 	"github.com/bridgekit/bridgekit/gen/harn"
+	"github.com/bridgekit/bridgekit/internal/lossy"
 	"github.com/bridgekit/bridgekit/internal/tty"
 )
 
@@ -30,29 +31,19 @@ import (
 // stalls the connection (lines are dropped, and counted, instead).
 type renderer struct {
 	color bool
+	out   *lossy.Writer
 
-	mu      sync.Mutex
-	stream  string          // the update kind whose chunks are being streamed on the current line
-	harn    map[string]bool // Harn extension variants, rendered from _meta.harn
-	queue   chan []byte
-	dropped int
-	closed  bool
-
-	done chan struct{}
+	mu     sync.Mutex
+	stream string          // the update kind whose chunks are being streamed on the current line
+	harn   map[string]bool // Harn extension variants, rendered from _meta.harn
 }
 
 // rendererQueue bounds the writes waiting for a slow stderr.
 const rendererQueue = 4096
 
 func newRenderer(w io.Writer, color bool) *renderer {
-	r := &renderer{color: color, queue: make(chan []byte, rendererQueue), done: make(chan struct{})}
+	r := &renderer{color: color, out: lossy.New(w, "stderr", rendererQueue)}
 	r.setHarnExtensions(defaultHarnExtensions)
-	go func() {
-		defer close(r.done)
-		for b := range r.queue {
-			_, _ = w.Write(b)
-		}
-	}()
 	return r
 }
 
@@ -82,66 +73,14 @@ func (r *renderer) setHarnExtensions(tags []string) {
 	r.mu.Unlock()
 }
 
-// close ends the stream line, writes what is queued within timeout, and
-// stops the writer.
+// close ends the stream line and writes what is queued within timeout.
 func (r *renderer) close(timeout time.Duration) {
-	r.mu.Lock()
-	if r.closed {
-		r.mu.Unlock()
-		return
-	}
-	r.endStreamLocked()
-	dropped := r.dropped
-	r.closed = true // nothing is queued after this
-	r.mu.Unlock()
-	// One timer for both waits: a receive from it fires once, and a
-	// stderr nobody reads must not hold the exit.
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	if dropped > 0 {
-		select {
-		case r.queue <- droppedNote(dropped):
-		case <-deadline.C:
-			close(r.queue)
-			return
-		}
-	}
-	close(r.queue)
-	select {
-	case <-r.done:
-	case <-deadline.C:
-	}
+	r.endStream()
+	_ = r.out.Close(timeout) // stderr: nothing to report a failure on
 }
 
-func droppedNote(n int) []byte {
-	return fmt.Appendf(nil, "\n(%d lines not shown: stderr is not being read)\n", n)
-}
-
-// emitLocked queues b, or drops it when the writer is behind.
-func (r *renderer) emitLocked(b []byte) {
-	if r.closed || len(b) == 0 {
-		return
-	}
-	if r.dropped > 0 && len(r.queue) < cap(r.queue)/2 {
-		r.noteDroppedLocked()
-	}
-	select {
-	case r.queue <- b:
-	default:
-		r.dropped++
-	}
-}
-
-func (r *renderer) noteDroppedLocked() {
-	if r.dropped == 0 {
-		return
-	}
-	select {
-	case r.queue <- droppedNote(r.dropped):
-		r.dropped = 0
-	default:
-	}
-}
+// emitLocked queues b, or drops it when stderr is behind.
+func (r *renderer) emitLocked(b []byte) { r.out.Emit(b, true) }
 
 func (r *renderer) endStreamLocked() {
 	if r.stream != "" {
