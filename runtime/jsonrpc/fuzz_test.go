@@ -161,6 +161,12 @@ func modelHead(head []byte) (id string, answer, ambiguous bool) {
 				break
 			}
 			name := tok.String()
+			// A member's value starts after its colon; a name without
+			// one, or cut right after it, is no member yet.
+			rest := bytes.TrimLeft(head[dec.InputOffset():], " \t\r\n")
+			if len(rest) == 0 || rest[0] != ':' || len(bytes.TrimLeft(rest[1:], " \t\r\n")) == 0 {
+				break
+			}
 			val, err := dec.ReadValue()
 			if err != nil || int(dec.InputOffset()) == len(head) {
 				cut = name
