@@ -164,15 +164,8 @@ func newClient(r io.Reader, w io.Writer, o *Options) *Client {
 	if copts.Logger == nil {
 		copts.Logger = c.opts.Logger
 	}
-	user := copts.OnFrameError
-	copts.OnFrameError = func(fe *rpc.FrameError) {
-		if fe.Kind == rpc.FrameTooLarge {
-			c.violation(fe, fe.Snippet)
-		}
-		if user != nil {
-			user(fe)
-		}
-	}
+	// Bad frames, oversized lines included, end the session from the
+	// codec (gateCodec), as they are read.
 	limit := copts.MaxFrame
 	if limit <= 0 {
 		limit = ndjson.DefaultMaxFrame
