@@ -15,7 +15,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/bridgekit/bridgekit/gen/acp"
 	"github.com/bridgekit/bridgekit/gen/harn"
@@ -227,27 +227,20 @@ func (a *app) terminalWaitForExit(ctx context.Context, p *acp.WaitForTerminalExi
 	res := &acp.WaitForTerminalExitResponse{ExitCode: t.exit.ExitCode, Signal: t.exit.Signal}
 	// Harn's members (see README.md, "Harn compatibility"): it reads the
 	// output from this answer, not from terminal/output. stdout and stderr
-	// only where they were captured apart.
-	set := func(name string, value any) error {
-		v, err := json.Marshal(value)
-		if err != nil {
-			return fmt.Errorf("terminal/wait_for_exit: %s: %w", name, err)
-		}
+	// only where they were captured apart. (read returns valid UTF-8, which
+	// always quotes.)
+	text := func(name string, b *tailBuffer) {
+		s, _ := b.read()
+		v, _ := jsontext.AppendQuote(nil, s)
 		res.Extra.Set(name, v)
-		return nil
 	}
 	if t.stdout != nil {
-		stdout, _ := t.stdout.read()
-		stderr, _ := t.stderr.read()
-		if err := errors.Join(set("stdout", stdout), set("stderr", stderr)); err != nil {
-			return nil, err
-		}
+		text("stdout", t.stdout)
+		text("stderr", t.stderr)
 	}
-	combined, _ := t.out.read()
+	text("combined", t.out)
 	code, exited := t.exit.ExitCode.Get()
-	if err := errors.Join(set("combined", combined), set("success", exited && code == 0)); err != nil {
-		return nil, err
-	}
+	res.Extra.Set("success", jsontext.Value(strconv.FormatBool(exited && code == 0)))
 	return res, nil
 }
 
@@ -304,9 +297,6 @@ func harnShell(p *acp.CreateTerminalRequest) (*harn.Shell, error) {
 // (same id, same path): the runtime cannot name its own program as the
 // shell. The host's description of the shell is used, not the runtime's.
 func (a *app) shellArgv(ctx context.Context, p *acp.CreateTerminalRequest, sh *harn.Shell) (string, []string, error) {
-	if a.shells == nil {
-		return "", nil, rpc.NewError(rpc.CodeInvalidParams, "terminal/create: this host offers no shells", map[string]string{"shell_id": sh.ID})
-	}
 	session := string(p.SessionID)
 	inv, err := a.shells.ProcessShellInvocation(ctx, &harn.HostCallParams{SessionID: &session}, &harn.ShellInvocationRequest{ShellID: &sh.ID, Command: &p.Command})
 	if err != nil {
