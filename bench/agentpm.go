@@ -342,8 +342,10 @@ func eventBurst(envelope bool, n int, timeout time.Duration) (BurstResult, error
 	ev := HarnessEventSample()
 	var sent atomic.Int64
 	failed := make(chan error, 1)
+	sentAll := make(chan struct{})
 	start := time.Now()
 	go func() {
+		defer close(sentAll)
 		ctx := context.Background()
 		for range n {
 			if err := send(ctx, ev); err != nil {
@@ -358,6 +360,12 @@ func eventBurst(envelope bool, n int, timeout time.Duration) (BurstResult, error
 	select {
 	case <-all:
 		el := time.Since(start)
+		// The last event can be handled before its Notify has returned:
+		// count it as sent once the sender is done.
+		select {
+		case <-sentAll:
+		case <-t.C:
+		}
 		return BurstResult{Sent: sent.Load(), Seen: seen.Load(), Elapsed: el, PerSec: float64(n) / el.Seconds()}, nil
 	case err := <-failed:
 		return BurstResult{Sent: sent.Load(), Seen: seen.Load()}, err
