@@ -25,7 +25,7 @@ fmt-check:
 # Modules of their own beside the root one: the generator, and the example
 # providers (whose database dependency SDK users must not inherit). bench/
 # is handled apart, below.
-MODULES := generator examples/providers
+MODULES := generator examples/providers cmd/bridgekit
 
 vet:
 	$(GO) vet ./...
@@ -50,7 +50,7 @@ fuzz-long:
 	$(MAKE) fuzz FUZZTIME=$(FUZZTIME_LONG)
 
 fuzz:
-	@for m in . examples/providers; do \
+	@for m in . examples/providers cmd/bridgekit; do \
 		for pkg in $$(cd $$m && $(GO) list ./...); do \
 			for f in $$(cd $$m && $(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
 				echo "fuzz $$pkg $$f"; \

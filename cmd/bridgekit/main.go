@@ -1,0 +1,123 @@
+// Command bridgekit traces, validates, checks and replays the traffic of any
+// implementation of the protocols bridgekit speaks: Harn's stdio bridge, ACP
+// (v0.12.2 and the current stable v1), AgentPM's Harness machine protocol
+// and agentpm-service providers.
+//
+//	bridgekit trace    [flags] -- COMMAND ARGS...   a transparent recording proxy
+//	bridgekit inspect  [flags] DB|FILE              the web inspector
+//	bridgekit validate [flags] FILE...|-            check recorded traffic
+//	bridgekit conform  [flags] -- COMMAND ARGS...   scenario suites against an implementation
+//	bridgekit replay   [flags] FILE -- COMMAND      play one side of a session again
+//	bridgekit probe    [flags] -- COMMAND ARGS...   what an agent or runtime offers
+//	bridgekit scaffold [flags]                      add a method or host/call operation
+//	bridgekit generate [flags]                      regenerate gen/ and docs/reference/
+//
+// Every subcommand takes -h. Exit statuses: 0 success, 1 the check found
+// problems (or the traced command's own status, for trace), 2 a usage error.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"syscall"
+)
+
+// A command is one subcommand. Each lives in a file of its own and adds
+// itself to commands in an init function.
+type command struct {
+	name    string
+	summary string
+	// run runs the subcommand with its arguments (after the name). It
+	// returns the process's exit status.
+	run func(ctx context.Context, env *Env, args []string) int
+}
+
+// Env is what a subcommand reads and writes besides its arguments, so that
+// tests run subcommands in-process.
+type Env struct {
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	// Terminal reports whether Stderr is a terminal (progress is shown only then).
+	Terminal bool
+}
+
+var commands []command
+
+func register(c command) {
+	commands = append(commands, c)
+	slices.SortFunc(commands, func(a, b command) int { return strings.Compare(a.name, b.name) })
+}
+
+// errUsage marks an error in a subcommand's arguments (exit status 2).
+var errUsage = errors.New("usage")
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	env := &Env{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Terminal: isTerminal(os.Stderr)}
+	os.Exit(run(ctx, env, os.Args[1:]))
+}
+
+func run(ctx context.Context, env *Env, args []string) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help" {
+		usage(env.Stderr)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	for _, c := range commands {
+		if c.name == args[0] {
+			return c.run(ctx, env, args[1:])
+		}
+	}
+	fmt.Fprintf(env.Stderr, "bridgekit: unknown command %q\n", args[0])
+	usage(env.Stderr)
+	return 2
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: bridgekit COMMAND [flags] [args]")
+	fmt.Fprintln(w)
+	for _, c := range commands {
+		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Run 'bridgekit COMMAND -h' for a command's flags.")
+}
+
+// newFlags returns a flag set for a subcommand that writes its usage to
+// env.Stderr and returns errors instead of exiting.
+func newFlags(env *Env, name, synopsis string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(env.Stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(env.Stderr, "usage: bridgekit %s %s\n", name, synopsis)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parseFlags parses args and returns the exit status to return at once (0
+// for -h, 2 for a usage error) and whether to stop.
+func parseFlags(fs *flag.FlagSet, args []string) (status int, stop bool) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0, true
+		}
+		return 2, true
+	}
+	return 0, false
+}
+
+func isTerminal(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
