@@ -417,12 +417,25 @@ func (r *Run) execute(ctx context.Context) (*agentpmmachine.StartRunResult, erro
 		err = errors.Join(err, fmt.Errorf("harness: writing the Run report: %w", werr))
 	}
 	if err != nil && status == agentpmmachine.TerminalStatusFailed {
-		if e, ok := errors.AsType[*rpc.Error](err); ok {
+		if e, ok := errors.AsType[*rpc.Error](err); ok && !fromClient(err, e) {
 			return nil, e
 		}
 		return nil, &rpc.Error{Name: agentpmmachine.ErrRunFailed.Name, Message: err.Error()}
 	}
 	return &agentpmmachine.StartRunResult{Status: status, Output: output, Report: *rep}, nil
+}
+
+// fromClient reports whether e, the first *rpc.Error in err's chain, is a
+// client's answer to a host-service call: a host-service failure bubbles
+// up as the Run's failure (run_failed, with the client's code and message
+// in its text), never as the client's own code.
+func fromClient(err error, e *rpc.Error) bool {
+	hse, ok := errors.AsType[*HostServiceError](err)
+	if !ok {
+		return false
+	}
+	inner, ok := errors.AsType[*rpc.Error](hse.Err)
+	return ok && inner == e
 }
 
 // lifecycle returns a lifecycle payload; fields may be nil.

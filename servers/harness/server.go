@@ -95,7 +95,9 @@ type Options struct {
 // host services (Run.HostService) and returns how the Run ended. ctx ends
 // when the client cancels the Run (cancel_run) or the session ends; a Run
 // that returns because of that ends cancelled, whatever it returns. An
-// *rpc.Error is answered as it is (run_failed, ...); an *ExitError ends
+// *rpc.Error is answered as it is (run_failed, ...), except the client's
+// own error from a failed Run.HostService call: a host-service failure
+// fails the Run, answered run_failed with the failure's text; an *ExitError ends
 // the session at once without an answer, as a Harness process that exits
 // does; any other error fails the Run (run_failed with the error's text).
 type RunFunc func(ctx context.Context, r *Run) (*Outcome, error)

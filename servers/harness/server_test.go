@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"sync"
@@ -743,4 +744,40 @@ func rawSession(t *testing.T, opts *harness.Options) (*bufio.Reader, *io.PipeWri
 		t.Fatal(err)
 	}
 	return lines, fromClient, done
+}
+
+// A host-service failure bubbles up as the Run's failure: start_run is
+// answered run_failed (machine.md), never with the client's own code,
+// which is kept in the message; a Run's own *rpc.Error is answered as it is.
+func TestHostServiceFailureIsRunFailed(t *testing.T) {
+	ctx := timeout(t)
+	own := &rpc.Error{Name: agentpmmachine.ErrPreflightNotReady.Name, Message: "the Run's own code"}
+	s := harness.New(&harness.Options{
+		Run: func(ctx context.Context, r *harness.Run) (*harness.Outcome, error) {
+			if r.Input == "own" {
+				return nil, fmt.Errorf("wrapped: %w", own)
+			}
+			err := r.HostService(ctx, agentpmservice.ServiceRoleKnowledge, "kb", "retrieve", map[string]any{}, nil)
+			return nil, fmt.Errorf("retrieving: %w", err)
+		},
+	})
+	ss := serve(t, s, &agentpmmachine.ClientHandlers{
+		HostService: func(context.Context, *agentpmmachine.HostServiceParams) (jsontext.Value, error) {
+			return nil, &rpc.Error{Name: agentpmmachine.ErrHostServiceCallbackFailed.Name, Message: "the index is gone"}
+		},
+	}, nil)
+	p := ss.peer
+	if _, err := p.Initialize(ctx, empty()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.RegisterHostService(ctx, &agentpmmachine.RegisterHostServiceParams{Role: agentpmservice.ServiceRoleKnowledge, RegistryID: ptr("kb")}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := p.StartRun(ctx, input("x"))
+	code(t, err, agentpmmachine.ErrRunFailed, "the index is gone")
+	if errors.Is(err, agentpmmachine.ErrHostServiceCallbackFailed) {
+		t.Fatalf("start_run answered with the client's code: %v", err)
+	}
+	_, err = p.StartRun(ctx, input("own"))
+	code(t, err, agentpmmachine.ErrPreflightNotReady, "the Run's own code")
 }
