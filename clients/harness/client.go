@@ -482,16 +482,22 @@ func (c *Client) MemoryOperation(ctx context.Context, p *agentpmmachine.MemoryOp
 }
 
 // CancelRun sends cancel_run, which the Harness answers at once in every
-// state, and ends the contexts of the host-service handlers running for
-// the active Run (the Harness no longer waits for them). StartRun does
-// this itself when its context ends.
+// state, and then ends the contexts of the host-service handlers running
+// for the Run that was active when it was called (the Harness no longer
+// waits for them). StartRun does this itself when its context ends.
+//
+// The handlers end only once cancel_run is answered (or ctx ends, or the
+// call fails): a handler's failure answered before the Harness has read
+// cancel_run would reach a Run that is not yet cancelled, and fail it
+// (run_failed) instead of letting it end cancelled with its report.
 func (c *Client) CancelRun(ctx context.Context) (*agentpmmachine.CancelRunResult, error) {
 	c.mu.Lock()
-	if c.runEnd != nil {
-		c.runEnd()
-	}
+	end := c.runEnd
 	c.mu.Unlock()
 	res, err := c.peer.CancelRun(ctx, &agentpmmachine.EmptyParams{})
+	if end != nil {
+		end()
+	}
 	return res, c.callErr(agentpmmachine.MethodCancelRun, err)
 }
 
@@ -504,9 +510,10 @@ func (c *Client) CancelRun(ctx context.Context) (*agentpmmachine.CancelRunResult
 // A ctx that has already ended starts no Run: StartRun returns its error
 // without sending start_run. When ctx ends during the Run, StartRun sends
 // cancel_run, ends the contexts of the host-service handlers still running
-// for the Run, and waits up to Options.CancelGrace for the Run to end; it
-// then returns ctx's error, with the Run's Result when the Harness
-// reported it in time. Close, from another goroutine, ends StartRun at
+// for the Run once the Harness has answered it (see CancelRun), and waits
+// up to Options.CancelGrace for the Run to end; it then returns ctx's
+// error, with the Run's Result whenever the Harness reported one in time
+// (cancelled or not). Close, from another goroutine, ends StartRun at
 // once, grace or not, with an error matching rpc.ErrClosed (or ctx's
 // error, when ctx had ended).
 //
