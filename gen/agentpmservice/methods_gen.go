@@ -61,7 +61,7 @@ const (
 	MethodBeforeMemoryWrite = "before_memory_write"
 	// MethodBeforeMemoryOperation is "before_memory_operation" (request, harness -> service, stable).
 	MethodBeforeMemoryOperation = "before_memory_operation"
-	// MethodInvoke is "invoke" (request, harness -> service, legacy-tolerated).
+	// MethodInvoke is "invoke" (request, harness -> service, stable).
 	MethodInvoke = "invoke"
 	// MethodRetrieve is "retrieve" (request, harness -> service, stable).
 	MethodRetrieve = "retrieve"
@@ -329,7 +329,7 @@ var Methods = []wire.MethodInfo{{
 	Go:        "Invoke",
 	Kind:      "request",
 	Qualifier: "hook",
-	Status:    "legacy-tolerated",
+	Status:    "stable",
 	To:        "service",
 	Wire:      "invoke",
 }, {
@@ -500,9 +500,11 @@ type ServiceHandlers struct {
 	// continue, with an optional patch, or reject. An error frame, a missing decision or a patch the
 	// Harness refuses is a hook failure (policy closed fails the operation); reject always stops it.
 	BeforeMemoryOperation func(context.Context, *BeforeMemoryOperationHook) (*BeforeMemoryOperationDecision, error)
-	// Invoke handles invoke (request, legacy-tolerated). The seed's name for calling a hook: {hook,
-	// input}. The newest public Harness calls the hook-id methods instead; a tolerant service answers
-	// both (agentpmservice.InvokeHooks routes invoke to the hook-id fields).
+	// Invoke handles invoke (request, stable). The seed's name for calling a hook: {hook, input}, a
+	// method of the hook role's contract (the seed's minimum methods). The newest public Harness calls
+	// the hook-id methods instead; a tolerant service answers both (agentpmservice.InvokeHooks routes
+	// invoke to the hook-id fields), and ServicePeer.Invoke calls a service that serves only the
+	// seed's name.
 	Invoke func(context.Context, *HookInvocation) (*HookDecision, error)
 	// Retrieve handles retrieve (request, stable). Retrieves from one Knowledge package: a whole
 	// context document, or the top results of a vector query. Domain failures come back as ok:false
@@ -1139,6 +1141,22 @@ func (p *ServicePeer) BeforeMemoryOperation(ctx context.Context, params *BeforeM
 	var res BeforeMemoryOperationDecision
 	if err := p.s.Send(ctx, rpc.Outbound{
 		Method:    MethodBeforeMemoryOperation,
+		Params:    params,
+		Qualifier: "hook",
+	}, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// Invoke sends the request invoke. The seed's name for calling a hook: {hook, input}, a method of the
+// hook role's contract (the seed's minimum methods). The newest public Harness calls the hook-id
+// methods instead; a tolerant service answers both (agentpmservice.InvokeHooks routes invoke to the
+// hook-id fields), and ServicePeer.Invoke calls a service that serves only the seed's name.
+func (p *ServicePeer) Invoke(ctx context.Context, params *HookInvocation) (*HookDecision, error) {
+	var res HookDecision
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method:    MethodInvoke,
 		Params:    params,
 		Qualifier: "hook",
 	}, &res); err != nil {

@@ -216,6 +216,8 @@ func (x *AfterKnowledgeRetrievalDecisionContinue) UnmarshalJSON(data []byte) err
 // Open: members the schema does not name are kept in Extra and written back. Generated from
 // agentpm/service.schema.json#/$defs/after_knowledge_retrieval_hook.
 type AfterKnowledgeRetrievalHook struct {
+	// When present it is "after_knowledge_retrieval".
+	Hook *string
 	// What the after_knowledge_retrieval hook sees.
 	Input AfterKnowledgeRetrievalInput
 	// Extra keeps members the schema does not name, in arrival order.
@@ -223,7 +225,7 @@ type AfterKnowledgeRetrievalHook struct {
 }
 
 var objAfterKnowledgeRetrievalHook = wire.Object{
-	Required: []string{"hook", "input"},
+	Required: []string{"input"},
 	Type:     "AfterKnowledgeRetrievalHook",
 }
 
@@ -240,7 +242,7 @@ func (x *AfterKnowledgeRetrievalHook) UnmarshalJSONFrom(dec *jsontext.Decoder) e
 func (x *AfterKnowledgeRetrievalHook) member(r *wire.ObjectReader) error {
 	switch string(r.Name()) {
 	case "hook":
-		return wire.Const(r, "after_knowledge_retrieval", wire.StringFrom)
+		return wire.OptConst(r, &x.Hook, "after_knowledge_retrieval", wire.StringFrom)
 	case "input":
 		return wire.Field(r, &x.Input, (*AfterKnowledgeRetrievalInput).UnmarshalJSONFrom)
 	}
@@ -255,7 +257,7 @@ func (x AfterKnowledgeRetrievalHook) MarshalJSONTo(enc *jsontext.Encoder) error 
 }
 
 func (x *AfterKnowledgeRetrievalHook) members(w *wire.ObjectWriter) {
-	wire.PutConst(w, "hook", "after_knowledge_retrieval", wire.StringTo)
+	wire.PutPtr(w, "hook", x.Hook, wire.StringTo)
 	wire.Put(w, "input", x.Input, AfterKnowledgeRetrievalInput.MarshalJSONTo)
 	w.Extras(x.Extra)
 }
@@ -846,6 +848,8 @@ func (x *BeforeKnowledgeRequestDecisionContinue) UnmarshalJSON(data []byte) erro
 // Open: members the schema does not name are kept in Extra and written back. Generated from
 // agentpm/service.schema.json#/$defs/before_knowledge_request_hook.
 type BeforeKnowledgeRequestHook struct {
+	// When present it is "before_knowledge_request".
+	Hook *string
 	// What the before_knowledge_request hook sees.
 	Input BeforeKnowledgeRequestInput
 	// Extra keeps members the schema does not name, in arrival order.
@@ -853,7 +857,7 @@ type BeforeKnowledgeRequestHook struct {
 }
 
 var objBeforeKnowledgeRequestHook = wire.Object{
-	Required: []string{"hook", "input"},
+	Required: []string{"input"},
 	Type:     "BeforeKnowledgeRequestHook",
 }
 
@@ -870,7 +874,7 @@ func (x *BeforeKnowledgeRequestHook) UnmarshalJSONFrom(dec *jsontext.Decoder) er
 func (x *BeforeKnowledgeRequestHook) member(r *wire.ObjectReader) error {
 	switch string(r.Name()) {
 	case "hook":
-		return wire.Const(r, "before_knowledge_request", wire.StringFrom)
+		return wire.OptConst(r, &x.Hook, "before_knowledge_request", wire.StringFrom)
 	case "input":
 		return wire.Field(r, &x.Input, (*BeforeKnowledgeRequestInput).UnmarshalJSONFrom)
 	}
@@ -885,7 +889,7 @@ func (x BeforeKnowledgeRequestHook) MarshalJSONTo(enc *jsontext.Encoder) error {
 }
 
 func (x *BeforeKnowledgeRequestHook) members(w *wire.ObjectWriter) {
-	wire.PutConst(w, "hook", "before_knowledge_request", wire.StringTo)
+	wire.PutPtr(w, "hook", x.Hook, wire.StringTo)
 	wire.Put(w, "input", x.Input, BeforeKnowledgeRequestInput.MarshalJSONTo)
 	w.Extras(x.Extra)
 }
@@ -1175,6 +1179,8 @@ func (x *BeforeMemoryOperationDecisionContinue) UnmarshalJSON(data []byte) error
 // Open: members the schema does not name are kept in Extra and written back. Generated from
 // agentpm/service.schema.json#/$defs/before_memory_operation_hook.
 type BeforeMemoryOperationHook struct {
+	// When present it is "before_memory_operation".
+	Hook *string
 	// What the before_memory_operation hook sees.
 	Input BeforeMemoryOperationInput
 	// Extra keeps members the schema does not name, in arrival order.
@@ -1182,7 +1188,7 @@ type BeforeMemoryOperationHook struct {
 }
 
 var objBeforeMemoryOperationHook = wire.Object{
-	Required: []string{"hook", "input"},
+	Required: []string{"input"},
 	Type:     "BeforeMemoryOperationHook",
 }
 
@@ -1199,7 +1205,7 @@ func (x *BeforeMemoryOperationHook) UnmarshalJSONFrom(dec *jsontext.Decoder) err
 func (x *BeforeMemoryOperationHook) member(r *wire.ObjectReader) error {
 	switch string(r.Name()) {
 	case "hook":
-		return wire.Const(r, "before_memory_operation", wire.StringFrom)
+		return wire.OptConst(r, &x.Hook, "before_memory_operation", wire.StringFrom)
 	case "input":
 		return wire.Field(r, &x.Input, (*BeforeMemoryOperationInput).UnmarshalJSONFrom)
 	}
@@ -1214,7 +1220,7 @@ func (x BeforeMemoryOperationHook) MarshalJSONTo(enc *jsontext.Encoder) error {
 }
 
 func (x *BeforeMemoryOperationHook) members(w *wire.ObjectWriter) {
-	wire.PutConst(w, "hook", "before_memory_operation", wire.StringTo)
+	wire.PutPtr(w, "hook", x.Hook, wire.StringTo)
 	wire.Put(w, "input", x.Input, BeforeMemoryOperationInput.MarshalJSONTo)
 	w.Extras(x.Extra)
 }
@@ -1501,6 +1507,8 @@ func (x *BeforeMemoryReadDecisionContinue) UnmarshalJSON(data []byte) error {
 // Open: members the schema does not name are kept in Extra and written back. Generated from
 // agentpm/service.schema.json#/$defs/before_memory_read_hook.
 type BeforeMemoryReadHook struct {
+	// When present it is "before_memory_read".
+	Hook *string
 	// What the before_memory_read hook sees.
 	Input BeforeMemoryReadInput
 	// Extra keeps members the schema does not name, in arrival order.
@@ -1508,7 +1516,7 @@ type BeforeMemoryReadHook struct {
 }
 
 var objBeforeMemoryReadHook = wire.Object{
-	Required: []string{"hook", "input"},
+	Required: []string{"input"},
 	Type:     "BeforeMemoryReadHook",
 }
 
@@ -1525,7 +1533,7 @@ func (x *BeforeMemoryReadHook) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 func (x *BeforeMemoryReadHook) member(r *wire.ObjectReader) error {
 	switch string(r.Name()) {
 	case "hook":
-		return wire.Const(r, "before_memory_read", wire.StringFrom)
+		return wire.OptConst(r, &x.Hook, "before_memory_read", wire.StringFrom)
 	case "input":
 		return wire.Field(r, &x.Input, (*BeforeMemoryReadInput).UnmarshalJSONFrom)
 	}
@@ -1540,7 +1548,7 @@ func (x BeforeMemoryReadHook) MarshalJSONTo(enc *jsontext.Encoder) error {
 }
 
 func (x *BeforeMemoryReadHook) members(w *wire.ObjectWriter) {
-	wire.PutConst(w, "hook", "before_memory_read", wire.StringTo)
+	wire.PutPtr(w, "hook", x.Hook, wire.StringTo)
 	wire.Put(w, "input", x.Input, BeforeMemoryReadInput.MarshalJSONTo)
 	w.Extras(x.Extra)
 }
@@ -1852,6 +1860,8 @@ func (x *BeforeMemoryWriteDecisionContinue) UnmarshalJSON(data []byte) error {
 // Open: members the schema does not name are kept in Extra and written back. Generated from
 // agentpm/service.schema.json#/$defs/before_memory_write_hook.
 type BeforeMemoryWriteHook struct {
+	// When present it is "before_memory_write".
+	Hook *string
 	// What the before_memory_write hook sees.
 	Input BeforeMemoryWriteInput
 	// Extra keeps members the schema does not name, in arrival order.
@@ -1859,7 +1869,7 @@ type BeforeMemoryWriteHook struct {
 }
 
 var objBeforeMemoryWriteHook = wire.Object{
-	Required: []string{"hook", "input"},
+	Required: []string{"input"},
 	Type:     "BeforeMemoryWriteHook",
 }
 
@@ -1876,7 +1886,7 @@ func (x *BeforeMemoryWriteHook) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 func (x *BeforeMemoryWriteHook) member(r *wire.ObjectReader) error {
 	switch string(r.Name()) {
 	case "hook":
-		return wire.Const(r, "before_memory_write", wire.StringFrom)
+		return wire.OptConst(r, &x.Hook, "before_memory_write", wire.StringFrom)
 	case "input":
 		return wire.Field(r, &x.Input, (*BeforeMemoryWriteInput).UnmarshalJSONFrom)
 	}
@@ -1891,7 +1901,7 @@ func (x BeforeMemoryWriteHook) MarshalJSONTo(enc *jsontext.Encoder) error {
 }
 
 func (x *BeforeMemoryWriteHook) members(w *wire.ObjectWriter) {
-	wire.PutConst(w, "hook", "before_memory_write", wire.StringTo)
+	wire.PutPtr(w, "hook", x.Hook, wire.StringTo)
 	wire.Put(w, "input", x.Input, BeforeMemoryWriteInput.MarshalJSONTo)
 	w.Extras(x.Extra)
 }
@@ -2183,6 +2193,8 @@ func (x *BeforeModelRequestDecisionContinue) UnmarshalJSON(data []byte) error {
 // Open: members the schema does not name are kept in Extra and written back. Generated from
 // agentpm/service.schema.json#/$defs/before_model_request_hook.
 type BeforeModelRequestHook struct {
+	// When present it is "before_model_request".
+	Hook *string
 	// What the before_model_request hook sees.
 	Input BeforeModelRequestInput
 	// Extra keeps members the schema does not name, in arrival order.
@@ -2190,7 +2202,7 @@ type BeforeModelRequestHook struct {
 }
 
 var objBeforeModelRequestHook = wire.Object{
-	Required: []string{"hook", "input"},
+	Required: []string{"input"},
 	Type:     "BeforeModelRequestHook",
 }
 
@@ -2207,7 +2219,7 @@ func (x *BeforeModelRequestHook) UnmarshalJSONFrom(dec *jsontext.Decoder) error 
 func (x *BeforeModelRequestHook) member(r *wire.ObjectReader) error {
 	switch string(r.Name()) {
 	case "hook":
-		return wire.Const(r, "before_model_request", wire.StringFrom)
+		return wire.OptConst(r, &x.Hook, "before_model_request", wire.StringFrom)
 	case "input":
 		return wire.Field(r, &x.Input, (*BeforeModelRequestInput).UnmarshalJSONFrom)
 	}
@@ -2222,7 +2234,7 @@ func (x BeforeModelRequestHook) MarshalJSONTo(enc *jsontext.Encoder) error {
 }
 
 func (x *BeforeModelRequestHook) members(w *wire.ObjectWriter) {
-	wire.PutConst(w, "hook", "before_model_request", wire.StringTo)
+	wire.PutPtr(w, "hook", x.Hook, wire.StringTo)
 	wire.Put(w, "input", x.Input, BeforeModelRequestInput.MarshalJSONTo)
 	w.Extras(x.Extra)
 }
@@ -2516,6 +2528,8 @@ func (x *BeforeToolCallDecisionContinue) UnmarshalJSON(data []byte) error {
 // Open: members the schema does not name are kept in Extra and written back. Generated from
 // agentpm/service.schema.json#/$defs/before_tool_call_hook.
 type BeforeToolCallHook struct {
+	// When present it is "before_tool_call".
+	Hook *string
 	// What the before_tool_call hook sees.
 	Input BeforeToolCallInput
 	// Extra keeps members the schema does not name, in arrival order.
@@ -2523,7 +2537,7 @@ type BeforeToolCallHook struct {
 }
 
 var objBeforeToolCallHook = wire.Object{
-	Required: []string{"hook", "input"},
+	Required: []string{"input"},
 	Type:     "BeforeToolCallHook",
 }
 
@@ -2540,7 +2554,7 @@ func (x *BeforeToolCallHook) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 func (x *BeforeToolCallHook) member(r *wire.ObjectReader) error {
 	switch string(r.Name()) {
 	case "hook":
-		return wire.Const(r, "before_tool_call", wire.StringFrom)
+		return wire.OptConst(r, &x.Hook, "before_tool_call", wire.StringFrom)
 	case "input":
 		return wire.Field(r, &x.Input, (*BeforeToolCallInput).UnmarshalJSONFrom)
 	}
@@ -2555,7 +2569,7 @@ func (x BeforeToolCallHook) MarshalJSONTo(enc *jsontext.Encoder) error {
 }
 
 func (x *BeforeToolCallHook) members(w *wire.ObjectWriter) {
-	wire.PutConst(w, "hook", "before_tool_call", wire.StringTo)
+	wire.PutPtr(w, "hook", x.Hook, wire.StringTo)
 	wire.Put(w, "input", x.Input, BeforeToolCallInput.MarshalJSONTo)
 	w.Extras(x.Extra)
 }
@@ -2831,6 +2845,8 @@ func (x *BeforeToolSelectionDecisionContinue) UnmarshalJSON(data []byte) error {
 // Open: members the schema does not name are kept in Extra and written back. Generated from
 // agentpm/service.schema.json#/$defs/before_tool_selection_hook.
 type BeforeToolSelectionHook struct {
+	// When present it is "before_tool_selection".
+	Hook *string
 	// What the before_tool_selection hook sees.
 	Input BeforeToolSelectionInput
 	// Extra keeps members the schema does not name, in arrival order.
@@ -2838,7 +2854,7 @@ type BeforeToolSelectionHook struct {
 }
 
 var objBeforeToolSelectionHook = wire.Object{
-	Required: []string{"hook", "input"},
+	Required: []string{"input"},
 	Type:     "BeforeToolSelectionHook",
 }
 
@@ -2855,7 +2871,7 @@ func (x *BeforeToolSelectionHook) UnmarshalJSONFrom(dec *jsontext.Decoder) error
 func (x *BeforeToolSelectionHook) member(r *wire.ObjectReader) error {
 	switch string(r.Name()) {
 	case "hook":
-		return wire.Const(r, "before_tool_selection", wire.StringFrom)
+		return wire.OptConst(r, &x.Hook, "before_tool_selection", wire.StringFrom)
 	case "input":
 		return wire.Field(r, &x.Input, (*BeforeToolSelectionInput).UnmarshalJSONFrom)
 	}
@@ -2870,7 +2886,7 @@ func (x BeforeToolSelectionHook) MarshalJSONTo(enc *jsontext.Encoder) error {
 }
 
 func (x *BeforeToolSelectionHook) members(w *wire.ObjectWriter) {
-	wire.PutConst(w, "hook", "before_tool_selection", wire.StringTo)
+	wire.PutPtr(w, "hook", x.Hook, wire.StringTo)
 	wire.Put(w, "input", x.Input, BeforeToolSelectionInput.MarshalJSONTo)
 	w.Extras(x.Extra)
 }

@@ -398,7 +398,9 @@ func (l *loop) knowledge(ctx context.Context, id string, k *agentpmservice.Seman
 	for _, h := range l.hooks(agentpmservice.HookIDBeforeKnowledgeRequest) {
 		_ = l.emit(ctx, agentpmmachine.EventTypeHookStarted, action("hook", string(agentpmservice.HookIDBeforeKnowledgeRequest), "started", map[string]any{"registry_id": h.RegistryID}), id)
 		var d agentpmservice.BeforeKnowledgeRequestDecision
-		hook := &agentpmservice.BeforeKnowledgeRequestHook{Input: agentpmservice.BeforeKnowledgeRequestInput{PhaseID: l.a.PhaseID, Request: req}}
+		// The Harness always sends the hook id beside the input.
+		hookID := string(agentpmservice.HookIDBeforeKnowledgeRequest)
+		hook := &agentpmservice.BeforeKnowledgeRequestHook{Hook: &hookID, Input: agentpmservice.BeforeKnowledgeRequestInput{PhaseID: l.a.PhaseID, Request: req}}
 		if err := r.HostService(ctx, agentpmservice.ServiceRoleHook, h.RegistryID, string(agentpmservice.HookIDBeforeKnowledgeRequest), hook, &d); err != nil {
 			// SDK hooks fail closed.
 			_ = l.emit(context.WithoutCancel(ctx), agentpmmachine.EventTypeHookFailed, action("hook", string(agentpmservice.HookIDBeforeKnowledgeRequest), "failed", map[string]any{"registry_id": h.RegistryID}), id)
