@@ -3,43 +3,79 @@ package harn
 import (
 	"context"
 	"io"
+	"slices"
 
 	"github.com/bridgekit/bridgekit/gen/acp"
 	"github.com/bridgekit/bridgekit/runtime/rpc"
+	"github.com/bridgekit/bridgekit/runtime/wire"
 )
 
 // The bridge shares its stream with ACP: a host serves this package's
 // HostHandlers and ACP's ClientHandlers on one connection, a runtime
-// VMHandlers and ACP's AgentHandlers. The wire names of the two catalogues
-// never meet in one direction (a test keeps it so), so a method is routed
-// by its name alone.
+// VMHandlers and ACP's AgentHandlers. A wire name of one catalogue is
+// never the other's in one direction with the same kind (a test keeps it
+// so), so a method is routed by its name and, for the two names both
+// catalogues have, by whether it is a request or a notification: Harn's
+// session/cancel request (ACP's is a notification) and terminal/output
+// notification (ACP's is a request) are the bridge's.
 
-// methodsTo lists the wire names of this catalogue that side serves.
-func methodsTo(side string) map[string]bool {
-	out := map[string]bool{}
+// methodsTo lists the wire names of this catalogue that side serves, with
+// the kinds of message each is served as and whether ACP's side acpSide
+// serves the name too.
+func methodsTo(side, acpSide string) map[string]kinds {
+	out := map[string]kinds{}
 	for _, m := range Methods {
-		if m.To == side {
-			out[m.Wire] = true
+		if m.To != side {
+			continue
 		}
+		k := out[m.Wire]
+		k.shared = k.shared || slices.ContainsFunc(acp.Methods, func(a wire.MethodInfo) bool { return a.Wire == m.Wire && a.To == acpSide })
+		switch m.Kind {
+		case "request":
+			k.request = true
+		case "notification":
+			k.notification = true
+		default: // request_or_notification
+			k.request, k.notification = true, true
+		}
+		out[m.Wire] = k
 	}
 	return out
 }
 
+// kinds says whether a method is served as a request, a notification or
+// both, and whether ACP has the name too (in the same direction).
+type kinds struct{ request, notification, shared bool }
+
+// bridge reports whether a message of this name and kind is the bridge's:
+// always unless ACP has the name too, else when the kind is the bridge's.
+// A bridge method sent as the wrong kind stays the bridge's, which
+// answers it as such.
+func (k kinds) bridge(kind rpc.Kind) bool {
+	switch {
+	case !k.shared:
+		return true
+	case kind == rpc.KindNotification:
+		return k.notification
+	}
+	return k.request
+}
+
 var (
-	hostMethods = methodsTo("host")
-	vmMethods   = methodsTo("vm")
+	hostMethods = methodsTo("host", "client")
+	vmMethods   = methodsTo("vm", "agent")
 )
 
 // router sends a method of this catalogue to bridge and everything else to
 // acp; both fall back to the same handler.
 type router struct {
-	names  map[string]bool
+	names  map[string]kinds
 	bridge rpc.Handler
 	acp    rpc.Handler
 }
 
 func (r *router) Handle(ctx context.Context, req *rpc.Request) (any, error) {
-	if r.names[req.Method] {
+	if k, ok := r.names[req.Method]; ok && k.bridge(req.Kind) {
 		return r.bridge.Handle(ctx, req)
 	}
 	return r.acp.Handle(ctx, req)

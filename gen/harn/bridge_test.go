@@ -33,15 +33,105 @@ func pair(t *testing.T, host, vm rpc.Handler) (hostConn, vmConn *rpc.Conn) {
 }
 
 // Harn's bridge and ACP share one stream, so no wire name may belong to both
-// catalogues in one direction: the composed handlers route by name alone.
+// catalogues in one direction as the same kind of message: the composed
+// handlers route by name, and by kind for the names both have.
 func TestWireNamesDisjointFromACP(t *testing.T) {
 	acpSide := map[string]string{"vm": "agent", "host": "client"}
+	kinds := func(k string) []string {
+		if k == "request_or_notification" {
+			return []string{"request", "notification"}
+		}
+		return []string{k}
+	}
+	shared := 0
 	for _, m := range harn.Methods {
 		for _, a := range acp.Methods {
-			if a.Wire == m.Wire && a.To == acpSide[m.To] {
-				t.Errorf("%s is both a bridge method and an ACP method to the %s", m.Wire, m.To)
+			if a.Wire != m.Wire || a.To != acpSide[m.To] {
+				continue
+			}
+			shared++
+			for _, k := range kinds(m.Kind) {
+				if slices.Contains(kinds(a.Kind), k) {
+					t.Errorf("%s is both a bridge method and an ACP method to the %s, as a %s", m.Wire, m.To, k)
+				}
 			}
 		}
+	}
+	if shared != 2 {
+		t.Errorf("%d names shared with ACP, want 2 (session/cancel, terminal/output)", shared)
+	}
+}
+
+// The two names both catalogues have are routed by kind: Harn's
+// session/cancel request reaches VMHandlers.SessionCancelRequest, ACP's
+// notification AgentHandlers.SessionCancel; Harn's terminal/output
+// notification reaches HostHandlers.TerminalOutputNotification, ACP's
+// request ClientHandlers.TerminalOutput. The request form cancels the
+// session's running session/prompt, as the notification does.
+func TestSharedNamesRoutedByKind(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	notified, outputs := make(chan string, 1), make(chan string, 1)
+	prompting := make(chan struct{})
+	vm := harn.VMHandler(&harn.VMHandlers{
+		SessionCancelRequest: func(_ context.Context, p *acp.CancelNotification) (*harn.SessionCancelResult, error) {
+			sid := p.SessionID
+			return &harn.SessionCancelResult{SessionID: &sid, Status: harn.SessionCancelResultStatusCancelled}, nil
+		},
+	}, &acp.AgentHandlers{
+		SessionCancel: func(_ context.Context, p *acp.CancelNotification) error {
+			notified <- string(p.SessionID)
+			return nil
+		},
+		SessionPrompt: func(ctx context.Context, _ *acp.PromptRequest) (*acp.PromptResponse, error) {
+			close(prompting)
+			<-ctx.Done()
+			return &acp.PromptResponse{StopReason: acp.StopReasonCancelled}, nil
+		},
+	})
+	host := harn.HostHandler(&harn.HostHandlers{
+		TerminalOutputNotification: func(_ context.Context, p jsontext.Value) error {
+			outputs <- string(p)
+			return nil
+		},
+	}, &acp.ClientHandlers{
+		TerminalOutput: func(context.Context, *acp.TerminalOutputRequest) (*acp.TerminalOutputResponse, error) {
+			return &acp.TerminalOutputResponse{Output: "out", Truncated: false}, nil
+		},
+	})
+	hostConn, vmConn := pair(t, host, vm)
+
+	var wg sync.WaitGroup
+	var prompt *acp.PromptResponse
+	var promptErr error
+	wg.Go(func() {
+		prompt, promptErr = acp.NewAgentPeer(hostConn).SessionPrompt(ctx, &acp.PromptRequest{SessionID: "s1", Prompt: []acp.ContentBlock{}})
+	})
+	<-prompting
+	res, err := harn.NewVMPeer(hostConn).SessionCancelRequest(ctx, &acp.CancelNotification{SessionID: "s1"})
+	if err != nil || res.Status != harn.SessionCancelResultStatusCancelled || *res.SessionID != "s1" {
+		t.Fatalf("session/cancel request: %+v %v", res, err)
+	}
+	wg.Wait()
+	if promptErr != nil || prompt.StopReason != acp.StopReasonCancelled {
+		t.Fatalf("the request form did not cancel the prompt: %+v %v", prompt, promptErr)
+	}
+	if err := acp.NewAgentPeer(hostConn).SessionCancel(ctx, &acp.CancelNotification{SessionID: "s2"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-notified; got != "s2" {
+		t.Fatalf("session/cancel notification reached %q", got)
+	}
+
+	out, err := acp.NewClientPeer(vmConn).TerminalOutput(ctx, &acp.TerminalOutputRequest{SessionID: "s", TerminalID: "t"})
+	if err != nil || out.Output != "out" {
+		t.Fatalf("terminal/output request: %+v %v", out, err)
+	}
+	if err := harn.NewHostPeer(vmConn).TerminalOutputNotification(ctx, jsontext.Value(`{"terminalId":"t","chunk":"x"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-outputs; got != `{"terminalId":"t","chunk":"x"}` {
+		t.Fatalf("terminal/output notification: %s", got)
 	}
 }
 

@@ -849,6 +849,34 @@ var fuzzTypes = []wiretest.Type{{
 	Schema: "harn-session.schema.json#/$defs/session_attach_params",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"clientId\":\"x\",\"metadata\":{\"raw\":[1,\"two\",null]},\"mode\":\"observer\",\"permissionRouting\":true,\"promptInjection\":true,\"sessionId\":\"x\",\"takeover\":true,\"vendor_extension\":{\"kept\":true}}"},
 }, {
+	Name: "SessionCancelResult",
+	New: func() any {
+		return new(SessionCancelResult)
+	},
+	Schema: "harn-session.schema.json#/$defs/session_cancel_result",
+	Seeds:  []string{"{\"_meta\":{\"harn\":{\"actor\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"sessionId\":\"x\",\"status\":\"cancelled\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "SessionCancelResultMeta",
+	New: func() any {
+		return new(SessionCancelResultMeta)
+	},
+	Schema: "harn-session.schema.json#/$defs/session_cancel_result_meta",
+	Seeds:  []string{"{\"harn\":{\"actor\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "SessionCancelResultMetaHarn",
+	New: func() any {
+		return new(SessionCancelResultMetaHarn)
+	},
+	Schema: "harn-session.schema.json#/$defs/session_cancel_result_meta/properties/harn",
+	Seeds:  []string{"{\"actor\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "SessionCancelResultStatus",
+	New: func() any {
+		return new(SessionCancelResultStatus)
+	},
+	Schema: "harn-session.schema.json#/$defs/session_cancel_result/properties/status",
+	Seeds:  []string{"\"cancelled\""},
+}, {
 	Name: "SessionCancelToolCallParams",
 	New: func() any {
 		return new(SessionCancelToolCallParams)

@@ -62,6 +62,8 @@ const (
 	MethodLog = "log"
 	// MethodOutput is "output" (notification, vm -> host, legacy-tolerated).
 	MethodOutput = "output"
+	// MethodTerminalOutputNotification is "terminal/output" (notification, vm -> host, experimental).
+	MethodTerminalOutputNotification = "terminal/output"
 	// MethodHITLRequested is "harn.hitl.requested" (notification, vm -> host, experimental).
 	MethodHITLRequested = "harn.hitl.requested"
 	// MethodHarnSessionTimelineUpdate is "harn.session_timeline.update" (notification, vm -> host, experimental).
@@ -92,6 +94,8 @@ const (
 	MethodAgentResume = "agent/resume"
 	// MethodCancel is "cancel" (notification, host -> vm, stable).
 	MethodCancel = "cancel"
+	// MethodSessionCancelRequest is "session/cancel" (request, host -> vm, experimental).
+	MethodSessionCancelRequest = "session/cancel"
 	// MethodSessionCancelToolCall is "session/cancel_tool_call" (request_or_notification, host -> vm, experimental).
 	MethodSessionCancelToolCall = "session/cancel_tool_call"
 	// MethodSessionInject is "session/inject" (request, host -> vm, stable).
@@ -136,7 +140,7 @@ const (
 	MethodSessionRollback = "session/rollback"
 	// MethodSessionRedo is "session/redo" (request, host -> vm, experimental).
 	MethodSessionRedo = "session/redo"
-	// MethodSessionStop is "session/stop" (request, host -> vm, legacy-tolerated).
+	// MethodSessionStop is "session/stop" (request, host -> vm, experimental).
 	MethodSessionStop = "session/stop"
 	// MethodSessionFsMode is "session/fs_mode" (request, host -> vm, experimental).
 	MethodSessionFsMode = "session/fs_mode"
@@ -154,9 +158,9 @@ const (
 	MethodHarnSessionAddRoot = "harn.session_add_root"
 	// MethodHarnSessionReanchor is "harn.session_reanchor" (request, host -> vm, experimental).
 	MethodHarnSessionReanchor = "harn.session_reanchor"
-	// MethodHarnSessionRollback is "harn.session_rollback" (request, host -> vm, legacy-tolerated).
+	// MethodHarnSessionRollback is "harn.session_rollback" (request, host -> vm, experimental).
 	MethodHarnSessionRollback = "harn.session_rollback"
-	// MethodHarnSessionRedo is "harn.session_redo" (request, host -> vm, legacy-tolerated).
+	// MethodHarnSessionRedo is "harn.session_redo" (request, host -> vm, experimental).
 	MethodHarnSessionRedo = "harn.session_redo"
 	// MethodHarnSessionViewQuery is "harn.session_view.query" (request, host -> vm, experimental).
 	MethodHarnSessionViewQuery = "harn.session_view.query"
@@ -180,15 +184,15 @@ const (
 	MethodWorkflowPause = "workflow/pause"
 	// MethodWorkflowResume is "workflow/resume" (request, host -> vm, experimental).
 	MethodWorkflowResume = "workflow/resume"
-	// MethodHarnWorkflowSignal is "harn.workflow.signal" (request, host -> vm, legacy-tolerated).
+	// MethodHarnWorkflowSignal is "harn.workflow.signal" (request, host -> vm, experimental).
 	MethodHarnWorkflowSignal = "harn.workflow.signal"
-	// MethodHarnWorkflowQuery is "harn.workflow.query" (request, host -> vm, legacy-tolerated).
+	// MethodHarnWorkflowQuery is "harn.workflow.query" (request, host -> vm, experimental).
 	MethodHarnWorkflowQuery = "harn.workflow.query"
-	// MethodHarnWorkflowUpdate is "harn.workflow.update" (request, host -> vm, legacy-tolerated).
+	// MethodHarnWorkflowUpdate is "harn.workflow.update" (request, host -> vm, experimental).
 	MethodHarnWorkflowUpdate = "harn.workflow.update"
-	// MethodHarnWorkflowPause is "harn.workflow.pause" (request, host -> vm, legacy-tolerated).
+	// MethodHarnWorkflowPause is "harn.workflow.pause" (request, host -> vm, experimental).
 	MethodHarnWorkflowPause = "harn.workflow.pause"
-	// MethodHarnWorkflowResume is "harn.workflow.resume" (request, host -> vm, legacy-tolerated).
+	// MethodHarnWorkflowResume is "harn.workflow.resume" (request, host -> vm, experimental).
 	MethodHarnWorkflowResume = "harn.workflow.resume"
 	// MethodMCPCatalog is "mcp/catalog" (request, host -> vm, experimental).
 	MethodMCPCatalog = "mcp/catalog"
@@ -202,17 +206,17 @@ const (
 	MethodMCPOAuthCallback = "mcp/oauth_callback"
 	// MethodMCPImportToken is "mcp/import_token" (request, host -> vm, experimental).
 	MethodMCPImportToken = "mcp/import_token"
-	// MethodHarnMCPCatalog is "harn.mcp.catalog" (request, host -> vm, legacy-tolerated).
+	// MethodHarnMCPCatalog is "harn.mcp.catalog" (request, host -> vm, experimental).
 	MethodHarnMCPCatalog = "harn.mcp.catalog"
-	// MethodHarnMCPStatus is "harn.mcp.status" (request, host -> vm, legacy-tolerated).
+	// MethodHarnMCPStatus is "harn.mcp.status" (request, host -> vm, experimental).
 	MethodHarnMCPStatus = "harn.mcp.status"
-	// MethodHarnMCPAuthorize is "harn.mcp.authorize" (request, host -> vm, legacy-tolerated).
+	// MethodHarnMCPAuthorize is "harn.mcp.authorize" (request, host -> vm, experimental).
 	MethodHarnMCPAuthorize = "harn.mcp.authorize"
-	// MethodHarnMCPAuthorizeBatch is "harn.mcp.authorize_batch" (request, host -> vm, legacy-tolerated).
+	// MethodHarnMCPAuthorizeBatch is "harn.mcp.authorize_batch" (request, host -> vm, experimental).
 	MethodHarnMCPAuthorizeBatch = "harn.mcp.authorize_batch"
-	// MethodHarnMCPOAuthCallback is "harn.mcp.oauth_callback" (request, host -> vm, legacy-tolerated).
+	// MethodHarnMCPOAuthCallback is "harn.mcp.oauth_callback" (request, host -> vm, experimental).
 	MethodHarnMCPOAuthCallback = "harn.mcp.oauth_callback"
-	// MethodHarnMCPImportToken is "harn.mcp.import_token" (request, host -> vm, legacy-tolerated).
+	// MethodHarnMCPImportToken is "harn.mcp.import_token" (request, host -> vm, experimental).
 	MethodHarnMCPImportToken = "harn.mcp.import_token"
 )
 
@@ -279,7 +283,7 @@ var Methods = []wire.MethodInfo{{
 		Go:         "ProjectMCPConfig",
 		Match:      []string{"project.mcp_config"},
 		Op:         "mcp_config",
-		Status:     "legacy-tolerated",
+		Status:     "experimental",
 	}},
 	Status: "stable",
 	To:     "host",
@@ -354,6 +358,13 @@ var Methods = []wire.MethodInfo{{
 	Status: "legacy-tolerated",
 	To:     "host",
 	Wire:   "output",
+}, {
+	From:   "vm",
+	Go:     "TerminalOutputNotification",
+	Kind:   "notification",
+	Status: "experimental",
+	To:     "host",
+	Wire:   "terminal/output",
 }, {
 	From:   "vm",
 	Go:     "HITLRequested",
@@ -459,6 +470,13 @@ var Methods = []wire.MethodInfo{{
 	Status: "stable",
 	To:     "vm",
 	Wire:   "cancel",
+}, {
+	From:   "host",
+	Go:     "SessionCancelRequest",
+	Kind:   "request",
+	Status: "experimental",
+	To:     "vm",
+	Wire:   "session/cancel",
 }, {
 	From:   "host",
 	Go:     "SessionCancelToolCall",
@@ -617,7 +635,7 @@ var Methods = []wire.MethodInfo{{
 	From:   "host",
 	Go:     "SessionStop",
 	Kind:   "request",
-	Status: "legacy-tolerated",
+	Status: "experimental",
 	To:     "vm",
 	Wire:   "session/stop",
 }, {
@@ -680,14 +698,14 @@ var Methods = []wire.MethodInfo{{
 	From:   "host",
 	Go:     "HarnSessionRollback",
 	Kind:   "request",
-	Status: "legacy-tolerated",
+	Status: "experimental",
 	To:     "vm",
 	Wire:   "harn.session_rollback",
 }, {
 	From:   "host",
 	Go:     "HarnSessionRedo",
 	Kind:   "request",
-	Status: "legacy-tolerated",
+	Status: "experimental",
 	To:     "vm",
 	Wire:   "harn.session_redo",
 }, {
@@ -771,35 +789,35 @@ var Methods = []wire.MethodInfo{{
 	From:   "host",
 	Go:     "HarnWorkflowSignal",
 	Kind:   "request",
-	Status: "legacy-tolerated",
+	Status: "experimental",
 	To:     "vm",
 	Wire:   "harn.workflow.signal",
 }, {
 	From:   "host",
 	Go:     "HarnWorkflowQuery",
 	Kind:   "request",
-	Status: "legacy-tolerated",
+	Status: "experimental",
 	To:     "vm",
 	Wire:   "harn.workflow.query",
 }, {
 	From:   "host",
 	Go:     "HarnWorkflowUpdate",
 	Kind:   "request",
-	Status: "legacy-tolerated",
+	Status: "experimental",
 	To:     "vm",
 	Wire:   "harn.workflow.update",
 }, {
 	From:   "host",
 	Go:     "HarnWorkflowPause",
 	Kind:   "request",
-	Status: "legacy-tolerated",
+	Status: "experimental",
 	To:     "vm",
 	Wire:   "harn.workflow.pause",
 }, {
 	From:   "host",
 	Go:     "HarnWorkflowResume",
 	Kind:   "request",
-	Status: "legacy-tolerated",
+	Status: "experimental",
 	To:     "vm",
 	Wire:   "harn.workflow.resume",
 }, {
@@ -848,54 +866,54 @@ var Methods = []wire.MethodInfo{{
 	From:   "host",
 	Go:     "HarnMCPCatalog",
 	Kind:   "request",
-	Status: "legacy-tolerated",
+	Status: "experimental",
 	To:     "vm",
 	Wire:   "harn.mcp.catalog",
 }, {
 	From:   "host",
 	Go:     "HarnMCPStatus",
 	Kind:   "request",
-	Status: "legacy-tolerated",
+	Status: "experimental",
 	To:     "vm",
 	Wire:   "harn.mcp.status",
 }, {
 	From:   "host",
 	Go:     "HarnMCPAuthorize",
 	Kind:   "request",
-	Status: "legacy-tolerated",
+	Status: "experimental",
 	To:     "vm",
 	Wire:   "harn.mcp.authorize",
 }, {
 	From:   "host",
 	Go:     "HarnMCPAuthorizeBatch",
 	Kind:   "request",
-	Status: "legacy-tolerated",
+	Status: "experimental",
 	To:     "vm",
 	Wire:   "harn.mcp.authorize_batch",
 }, {
 	From:   "host",
 	Go:     "HarnMCPOAuthCallback",
 	Kind:   "request",
-	Status: "legacy-tolerated",
+	Status: "experimental",
 	To:     "vm",
 	Wire:   "harn.mcp.oauth_callback",
 }, {
 	From:   "host",
 	Go:     "HarnMCPImportToken",
 	Kind:   "request",
-	Status: "legacy-tolerated",
+	Status: "experimental",
 	To:     "vm",
 	Wire:   "harn.mcp.import_token",
 }}
 
 // MethodNames lists every method name (and qualifier) of the catalogue, so that a connection interns them (rpc.Options.Methods).
-var MethodNames = []string{"host/capabilities", "host/call", "host/tools/list", "builtin_call", "skills/list", "skills/fetch", "skill/match", "agent/idle", "_harn/agentEvent", "progress", "log", "output", "harn.hitl.requested", "harn.session_timeline.update", "session/message", "tool/pre_use", "tool/post_use", "tool/request_approval", "tool_search/query", "llm_call", "tool_execute", "host_call", "agent_loop", "error", "skills/update", "agent/resume", "cancel", "session/cancel_tool_call", "session/inject", "session/revoke_inject", "session/replace_inject", "session/remind", "session/pending_injections", "session/revoke_reminder", "session/attach", "session/detach", "session/heartbeat", "session/takeover", "session/live_clients", "harn.hitl.respond", "session/inject_host_event", "session/set_budget", "user_message", "session/input", "agent/user_message", "session/fork", "session/truncate", "session/rollback", "session/redo", "session/stop", "session/fs_mode", "session/fs_commit_staged", "session/fs_discard_staged", "session/restore_tool_call", "session/plan_document/mutate", "harn.session_workspace_roots", "harn.session_add_root", "harn.session_reanchor", "harn.session_rollback", "harn.session_redo", "harn.session_view.query", "harn.session_recap.query", "harn.session_timeline.query", "harn.session_timeline.subscribe", "harn.session_timeline.unsubscribe", "_harn/providerCatalog", "workflow/signal", "workflow/query", "workflow/update", "workflow/pause", "workflow/resume", "harn.workflow.signal", "harn.workflow.query", "harn.workflow.update", "harn.workflow.pause", "harn.workflow.resume", "mcp/catalog", "mcp/status", "mcp/authorize", "mcp/authorize_batch", "mcp/oauth_callback", "mcp/import_token", "harn.mcp.catalog", "harn.mcp.status", "harn.mcp.authorize", "harn.mcp.authorize_batch", "harn.mcp.oauth_callback", "harn.mcp.import_token"}
+var MethodNames = []string{"host/capabilities", "host/call", "host/tools/list", "builtin_call", "skills/list", "skills/fetch", "skill/match", "agent/idle", "_harn/agentEvent", "progress", "log", "output", "terminal/output", "harn.hitl.requested", "harn.session_timeline.update", "session/message", "tool/pre_use", "tool/post_use", "tool/request_approval", "tool_search/query", "llm_call", "tool_execute", "host_call", "agent_loop", "error", "skills/update", "agent/resume", "cancel", "session/cancel", "session/cancel_tool_call", "session/inject", "session/revoke_inject", "session/replace_inject", "session/remind", "session/pending_injections", "session/revoke_reminder", "session/attach", "session/detach", "session/heartbeat", "session/takeover", "session/live_clients", "harn.hitl.respond", "session/inject_host_event", "session/set_budget", "user_message", "session/input", "agent/user_message", "session/fork", "session/truncate", "session/rollback", "session/redo", "session/stop", "session/fs_mode", "session/fs_commit_staged", "session/fs_discard_staged", "session/restore_tool_call", "session/plan_document/mutate", "harn.session_workspace_roots", "harn.session_add_root", "harn.session_reanchor", "harn.session_rollback", "harn.session_redo", "harn.session_view.query", "harn.session_recap.query", "harn.session_timeline.query", "harn.session_timeline.subscribe", "harn.session_timeline.unsubscribe", "_harn/providerCatalog", "workflow/signal", "workflow/query", "workflow/update", "workflow/pause", "workflow/resume", "harn.workflow.signal", "harn.workflow.query", "harn.workflow.update", "harn.workflow.pause", "harn.workflow.resume", "mcp/catalog", "mcp/status", "mcp/authorize", "mcp/authorize_batch", "mcp/oauth_callback", "mcp/import_token", "harn.mcp.catalog", "harn.mcp.status", "harn.mcp.authorize", "harn.mcp.authorize_batch", "harn.mcp.oauth_callback", "harn.mcp.import_token"}
 
 // CancelRules are the protocol's cancel messages (rpc.Options.Cancels).
 var CancelRules = []rpc.CancelRule{}
 
 // PreemptMethods are handled on the connection's control lane, never behind running handlers (rpc.Options.Preempt).
-var PreemptMethods = []string{MethodSessionCancelToolCall, MethodSessionInject, MethodSessionAttach, MethodSessionDetach, MethodSessionHeartbeat, MethodSessionTakeover, MethodSessionLiveClients, MethodSessionSetBudget}
+var PreemptMethods = []string{MethodSessionCancelRequest, MethodSessionCancelToolCall, MethodSessionInject, MethodSessionAttach, MethodSessionDetach, MethodSessionHeartbeat, MethodSessionTakeover, MethodSessionLiveClients, MethodSessionSetBudget}
 
 // NewCodec returns the framing of Harn stdio bridge (JSON-RPC 2.0) for one connection.
 func NewCodec() rpc.Codec {
@@ -944,7 +962,7 @@ type HostHandlers struct {
 	// receives the whole host/call params and the decoded args. Selects the session's default shell
 	// (stateful hosts only). The seed leaves the result open; bridgekit hosts answer with the selected
 	// shell.
-	ProcessSetDefaultShell func(context.Context, *HostCallParams, *SetDefaultShellRequest) (*Shell, error)
+	ProcessSetDefaultShell func(context.Context, *HostCallParams, *SetDefaultShellRequest) (jsontext.Value, error)
 	// ProcessShellInvocation handles the host/call operation process.shell_invocation (stable); it
 	// receives the whole host/call params and the decoded args. Resolves a shell id, a shell object or
 	// (with neither) the default shell into the argv that runs command; the command is exactly one
@@ -957,9 +975,8 @@ type HostHandlers struct {
 	// with other bindings must fail. Advertise it only while a trusted adapter is installed; Harn
 	// never memoises it and script mocks cannot satisfy it.
 	HypothesisAttestEvent func(context.Context, *HostCallParams, *HypothesisAttestArgs) (*HypothesisAttestation, error)
-	// ProjectMCPConfig handles the host/call operation project.mcp_config (legacy-tolerated); it
-	// receives the whole host/call params and the decoded args. Returns the MCP servers the project
-	// configures.
+	// ProjectMCPConfig handles the host/call operation project.mcp_config (experimental); it receives
+	// the whole host/call params and the decoded args. Returns the MCP servers the project configures.
 	ProjectMCPConfig func(context.Context, *HostCallParams, *NoArgs) ([]MCPServerConfig, error)
 	// HostToolsList handles host/tools/list (request, stable). Lists the host's dynamic tools, which
 	// scripts then invoke through builtin_call. Harn accepts {tools}, a bare array or {result:
@@ -993,6 +1010,11 @@ type HostHandlers struct {
 	Log func(context.Context, *acp.HarnLog) error
 	// Output handles output (notification, legacy-tolerated). Sends text the script printed.
 	Output func(context.Context, *OutputParams) error
+	// TerminalOutputNotification handles terminal/output (notification, experimental). terminal/output
+	// sent as a notification: Harn's manifest lists it among the notifications the agent sends,
+	// besides ACP's terminal/output request (acp.ClientHandlers.TerminalOutput), which asks for a
+	// terminal's output. Its shape is not pinned: the params are kept verbatim.
+	TerminalOutputNotification func(context.Context, jsontext.Value) error
 	// HITLRequested handles harn.hitl.requested (notification, experimental). Asks a human a question,
 	// an approval, a dual control or an escalation; the host answers with harn.hitl.respond.
 	HITLRequested func(context.Context, *HITLRequestedParams) error
@@ -1178,6 +1200,14 @@ func (h *HostHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error
 			}
 			return nil, h.Output(ctx, &p)
 		}
+	case MethodTerminalOutputNotification:
+		if h.TerminalOutputNotification != nil {
+			var p jsontext.Value
+			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				return nil, err
+			}
+			return nil, h.TerminalOutputNotification(ctx, p)
+		}
 	case MethodHITLRequested:
 		if h.HITLRequested != nil {
 			var p HITLRequestedParams
@@ -1289,29 +1319,32 @@ func (h *HostHandlers) Served() []wire.MethodInfo {
 	if h.Output != nil {
 		out = append(out, Methods[11])
 	}
-	if h.HITLRequested != nil {
+	if h.TerminalOutputNotification != nil {
 		out = append(out, Methods[12])
 	}
-	if h.HarnSessionTimelineUpdate != nil {
+	if h.HITLRequested != nil {
 		out = append(out, Methods[13])
 	}
-	if h.SessionMessage != nil {
+	if h.HarnSessionTimelineUpdate != nil {
 		out = append(out, Methods[14])
 	}
-	if h.LLMCall != nil {
-		out = append(out, Methods[19])
+	if h.SessionMessage != nil {
+		out = append(out, Methods[15])
 	}
-	if h.ToolExecute != nil {
+	if h.LLMCall != nil {
 		out = append(out, Methods[20])
 	}
-	if h.LegacyHostCall != nil {
+	if h.ToolExecute != nil {
 		out = append(out, Methods[21])
 	}
-	if h.AgentLoop != nil {
+	if h.LegacyHostCall != nil {
 		out = append(out, Methods[22])
 	}
-	if h.LegacyError != nil {
+	if h.AgentLoop != nil {
 		out = append(out, Methods[23])
+	}
+	if h.LegacyError != nil {
+		out = append(out, Methods[24])
 	}
 	return out
 }
@@ -1440,7 +1473,7 @@ func (p *HostPeer) ProcessGetDefaultShell(ctx context.Context, call *HostCallPar
 // other host/call params (nil for none); the selector and payload members are set here. Selects the
 // session's default shell (stateful hosts only). The seed leaves the result open; bridgekit hosts
 // answer with the selected shell.
-func (p *HostPeer) ProcessSetDefaultShell(ctx context.Context, call *HostCallParams, args *SetDefaultShellRequest) (*Shell, error) {
+func (p *HostPeer) ProcessSetDefaultShell(ctx context.Context, call *HostCallParams, args *SetDefaultShellRequest) (jsontext.Value, error) {
 	var c HostCallParams
 	if call != nil {
 		c = *call
@@ -1454,14 +1487,14 @@ func (p *HostPeer) ProcessSetDefaultShell(ctx context.Context, call *HostCallPar
 		raw = jsontext.Value("{}")
 	}
 	c.Args = raw
-	var res Shell
+	var res jsontext.Value
 	if err := p.s.Send(ctx, rpc.Outbound{
 		Method: MethodHostCall,
 		Params: &c,
 	}, &res); err != nil {
 		return nil, err
 	}
-	return &res, nil
+	return res, nil
 }
 
 // ProcessShellInvocation calls the host/call operation process.shell_invocation. call may carry the
@@ -1520,6 +1553,33 @@ func (p *HostPeer) HypothesisAttestEvent(ctx context.Context, call *HostCallPara
 		return nil, err
 	}
 	return &res, nil
+}
+
+// ProjectMCPConfig calls the host/call operation project.mcp_config. call may carry the other
+// host/call params (nil for none); the selector and payload members are set here. Returns the MCP
+// servers the project configures.
+func (p *HostPeer) ProjectMCPConfig(ctx context.Context, call *HostCallParams, args *NoArgs) ([]MCPServerConfig, error) {
+	var c HostCallParams
+	if call != nil {
+		c = *call
+	}
+	c.Name = OpProjectMCPConfig
+	raw, err := json.Marshal(args, wire.Fidelity)
+	if err != nil {
+		return nil, err
+	}
+	if string(raw) == "null" {
+		raw = jsontext.Value("{}")
+	}
+	c.Args = raw
+	var res []MCPServerConfig
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method: MethodHostCall,
+		Params: &c,
+	}, &res); err != nil {
+		return nil, err
+	}
+	return res, nil
 }
 
 // HostToolsList sends the request host/tools/list. Lists the host's dynamic tools, which scripts then
@@ -1629,6 +1689,18 @@ func (p *HostPeer) Log(ctx context.Context, params *acp.HarnLog) error {
 	}, nil)
 }
 
+// TerminalOutputNotification sends the notification terminal/output. terminal/output sent as a
+// notification: Harn's manifest lists it among the notifications the agent sends, besides ACP's
+// terminal/output request (acp.ClientHandlers.TerminalOutput), which asks for a terminal's output. Its
+// shape is not pinned: the params are kept verbatim.
+func (p *HostPeer) TerminalOutputNotification(ctx context.Context, params jsontext.Value) error {
+	return p.s.Send(ctx, rpc.Outbound{
+		Kind:   rpc.KindNotification,
+		Method: MethodTerminalOutputNotification,
+		Params: params,
+	}, nil)
+}
+
 // HITLRequested sends the notification harn.hitl.requested. Asks a human a question, an approval, a
 // dual control or an escalation; the host answers with harn.hitl.respond.
 func (p *HostPeer) HITLRequested(ctx context.Context, params *HITLRequestedParams) error {
@@ -1675,6 +1747,13 @@ type VMHandlers struct {
 	// pending and later call to the host fails with "Bridge: operation cancelled". It ends the VM's
 	// own outbound requests, not handlers, so it is no cancel rule of the engine.
 	Cancel func(context.Context, *NoArgs) error
+	// SessionCancelRequest handles session/cancel (request, experimental). ACP's session/cancel sent
+	// as a request, which Harn answers with the session's cancel status: cancelled, or
+	// already_cancelled. Harn applies it out of band, before the message reaches the busy dispatcher,
+	// so it interrupts a running session/prompt, which then ends with stopReason cancelled. The
+	// notification form is ACP's (acp.AgentPeer.SessionCancel); on a connection with both protocols'
+	// rules (NewBridgeConn) either form cancels the session's running session/prompt.
+	SessionCancelRequest func(context.Context, *acp.CancelNotification) (*SessionCancelResult, error)
 	// SessionCancelToolCall handles session/cancel_tool_call (request_or_notification, experimental).
 	// Cancels one in-flight tool call, optionally telling the model with a reminder. Handled on the
 	// control lane while a prompt runs; as a request it reports cancelled, already_cancelled or
@@ -1753,8 +1832,9 @@ type VMHandlers struct {
 	// session_redo. Its params are not pinned beyond what is typed; every member is kept, and the
 	// result is any JSON.
 	SessionRedo func(context.Context, *OpenParams) (jsontext.Value, error)
-	// SessionStop handles session/stop (request, legacy-tolerated). Deprecated alias of ACP's
-	// session/close, to be removed. Its params are not pinned beyond what is typed; every member is
+	// SessionStop handles session/stop (request, experimental). Deprecated alias of ACP's
+	// session/close, which Harn still serves (newest builds): it flips the session's cancel flag
+	// first, as session/close does. Its params are not pinned beyond what is typed; every member is
 	// kept, and the result is any JSON.
 	SessionStop func(context.Context, *OpenParams) (jsontext.Value, error)
 	// SessionFsMode handles session/fs_mode (request, experimental). Sets how the session writes files
@@ -1789,13 +1869,12 @@ type VMHandlers struct {
 	// session on its workspace. Its params are not pinned beyond what is typed; every member is kept,
 	// and the result is any JSON.
 	HarnSessionReanchor func(context.Context, *OpenParams) (jsontext.Value, error)
-	// HarnSessionRollback handles harn.session_rollback (request, legacy-tolerated). Alias of
+	// HarnSessionRollback handles harn.session_rollback (request, experimental). Alias of
 	// session/rollback. Its params are not pinned beyond what is typed; every member is kept, and the
 	// result is any JSON.
 	HarnSessionRollback func(context.Context, *OpenParams) (jsontext.Value, error)
-	// HarnSessionRedo handles harn.session_redo (request, legacy-tolerated). Alias of session/redo.
-	// Its params are not pinned beyond what is typed; every member is kept, and the result is any
-	// JSON.
+	// HarnSessionRedo handles harn.session_redo (request, experimental). Alias of session/redo. Its
+	// params are not pinned beyond what is typed; every member is kept, and the result is any JSON.
 	HarnSessionRedo func(context.Context, *OpenParams) (jsontext.Value, error)
 	// HarnSessionViewQuery handles harn.session_view.query (request, experimental). Queries a view of
 	// the session. Its params are not pinned beyond what is typed; every member is kept, and the
@@ -1836,23 +1915,23 @@ type VMHandlers struct {
 	// WorkflowResume handles workflow/resume (request, experimental). Sends a workflow resume. Its
 	// params are not pinned beyond what is typed; every member is kept, and the result is any JSON.
 	WorkflowResume func(context.Context, *OpenParams) (jsontext.Value, error)
-	// HarnWorkflowSignal handles harn.workflow.signal (request, legacy-tolerated). Alias of
+	// HarnWorkflowSignal handles harn.workflow.signal (request, experimental). Alias of
 	// workflow/signal. Its params are not pinned beyond what is typed; every member is kept, and the
 	// result is any JSON.
 	HarnWorkflowSignal func(context.Context, *OpenParams) (jsontext.Value, error)
-	// HarnWorkflowQuery handles harn.workflow.query (request, legacy-tolerated). Alias of
-	// workflow/query. Its params are not pinned beyond what is typed; every member is kept, and the
-	// result is any JSON.
+	// HarnWorkflowQuery handles harn.workflow.query (request, experimental). Alias of workflow/query.
+	// Its params are not pinned beyond what is typed; every member is kept, and the result is any
+	// JSON.
 	HarnWorkflowQuery func(context.Context, *OpenParams) (jsontext.Value, error)
-	// HarnWorkflowUpdate handles harn.workflow.update (request, legacy-tolerated). Alias of
+	// HarnWorkflowUpdate handles harn.workflow.update (request, experimental). Alias of
 	// workflow/update. Its params are not pinned beyond what is typed; every member is kept, and the
 	// result is any JSON.
 	HarnWorkflowUpdate func(context.Context, *OpenParams) (jsontext.Value, error)
-	// HarnWorkflowPause handles harn.workflow.pause (request, legacy-tolerated). Alias of
-	// workflow/pause. Its params are not pinned beyond what is typed; every member is kept, and the
-	// result is any JSON.
+	// HarnWorkflowPause handles harn.workflow.pause (request, experimental). Alias of workflow/pause.
+	// Its params are not pinned beyond what is typed; every member is kept, and the result is any
+	// JSON.
 	HarnWorkflowPause func(context.Context, *OpenParams) (jsontext.Value, error)
-	// HarnWorkflowResume handles harn.workflow.resume (request, legacy-tolerated). Alias of
+	// HarnWorkflowResume handles harn.workflow.resume (request, experimental). Alias of
 	// workflow/resume. Its params are not pinned beyond what is typed; every member is kept, and the
 	// result is any JSON.
 	HarnWorkflowResume func(context.Context, *OpenParams) (jsontext.Value, error)
@@ -1878,25 +1957,24 @@ type VMHandlers struct {
 	// Its params are not pinned beyond what is typed; every member is kept, and the result is any
 	// JSON.
 	MCPImportToken func(context.Context, *OpenParams) (jsontext.Value, error)
-	// HarnMCPCatalog handles harn.mcp.catalog (request, legacy-tolerated). Alias of mcp/catalog. Its
+	// HarnMCPCatalog handles harn.mcp.catalog (request, experimental). Alias of mcp/catalog. Its
 	// params are not pinned beyond what is typed; every member is kept, and the result is any JSON.
 	HarnMCPCatalog func(context.Context, *OpenParams) (jsontext.Value, error)
-	// HarnMCPStatus handles harn.mcp.status (request, legacy-tolerated). Alias of mcp/status. Its
-	// params are not pinned beyond what is typed; every member is kept, and the result is any JSON.
+	// HarnMCPStatus handles harn.mcp.status (request, experimental). Alias of mcp/status. Its params
+	// are not pinned beyond what is typed; every member is kept, and the result is any JSON.
 	HarnMCPStatus func(context.Context, *OpenParams) (jsontext.Value, error)
-	// HarnMCPAuthorize handles harn.mcp.authorize (request, legacy-tolerated). Alias of mcp/authorize.
-	// Its params are not pinned beyond what is typed; every member is kept, and the result is any
-	// JSON.
+	// HarnMCPAuthorize handles harn.mcp.authorize (request, experimental). Alias of mcp/authorize. Its
+	// params are not pinned beyond what is typed; every member is kept, and the result is any JSON.
 	HarnMCPAuthorize func(context.Context, *OpenParams) (jsontext.Value, error)
-	// HarnMCPAuthorizeBatch handles harn.mcp.authorize_batch (request, legacy-tolerated). Alias of
+	// HarnMCPAuthorizeBatch handles harn.mcp.authorize_batch (request, experimental). Alias of
 	// mcp/authorize_batch. Its params are not pinned beyond what is typed; every member is kept, and
 	// the result is any JSON.
 	HarnMCPAuthorizeBatch func(context.Context, *OpenParams) (jsontext.Value, error)
-	// HarnMCPOAuthCallback handles harn.mcp.oauth_callback (request, legacy-tolerated). Alias of
+	// HarnMCPOAuthCallback handles harn.mcp.oauth_callback (request, experimental). Alias of
 	// mcp/oauth_callback. Its params are not pinned beyond what is typed; every member is kept, and
 	// the result is any JSON.
 	HarnMCPOAuthCallback func(context.Context, *OpenParams) (jsontext.Value, error)
-	// HarnMCPImportToken handles harn.mcp.import_token (request, legacy-tolerated). Alias of
+	// HarnMCPImportToken handles harn.mcp.import_token (request, experimental). Alias of
 	// mcp/import_token. Its params are not pinned beyond what is typed; every member is kept, and the
 	// result is any JSON.
 	HarnMCPImportToken func(context.Context, *OpenParams) (jsontext.Value, error)
@@ -1933,6 +2011,14 @@ func (h *VMHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error) 
 				return nil, err
 			}
 			return nil, h.Cancel(ctx, &p)
+		}
+	case MethodSessionCancelRequest:
+		if h.SessionCancelRequest != nil {
+			var p acp.CancelNotification
+			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				return nil, err
+			}
+			return h.SessionCancelRequest(ctx, &p)
 		}
 	case MethodSessionCancelToolCall:
 		if h.SessionCancelToolCall != nil {
@@ -2434,196 +2520,199 @@ func (h *VMHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error) 
 func (h *VMHandlers) Served() []wire.MethodInfo {
 	var out []wire.MethodInfo
 	if h.SkillsUpdate != nil {
-		out = append(out, Methods[24])
-	}
-	if h.AgentResume != nil {
 		out = append(out, Methods[25])
 	}
-	if h.Cancel != nil {
+	if h.AgentResume != nil {
 		out = append(out, Methods[26])
 	}
-	if h.SessionCancelToolCall != nil {
+	if h.Cancel != nil {
 		out = append(out, Methods[27])
 	}
-	if h.SessionInject != nil {
+	if h.SessionCancelRequest != nil {
 		out = append(out, Methods[28])
 	}
-	if h.SessionRevokeInject != nil {
+	if h.SessionCancelToolCall != nil {
 		out = append(out, Methods[29])
 	}
-	if h.SessionReplaceInject != nil {
+	if h.SessionInject != nil {
 		out = append(out, Methods[30])
 	}
-	if h.SessionRemind != nil {
+	if h.SessionRevokeInject != nil {
 		out = append(out, Methods[31])
 	}
-	if h.SessionPendingInjections != nil {
+	if h.SessionReplaceInject != nil {
 		out = append(out, Methods[32])
 	}
-	if h.SessionRevokeReminder != nil {
+	if h.SessionRemind != nil {
 		out = append(out, Methods[33])
 	}
-	if h.SessionAttach != nil {
+	if h.SessionPendingInjections != nil {
 		out = append(out, Methods[34])
 	}
-	if h.SessionDetach != nil {
+	if h.SessionRevokeReminder != nil {
 		out = append(out, Methods[35])
 	}
-	if h.SessionHeartbeat != nil {
+	if h.SessionAttach != nil {
 		out = append(out, Methods[36])
 	}
-	if h.SessionTakeover != nil {
+	if h.SessionDetach != nil {
 		out = append(out, Methods[37])
 	}
-	if h.SessionLiveClients != nil {
+	if h.SessionHeartbeat != nil {
 		out = append(out, Methods[38])
 	}
-	if h.HITLRespond != nil {
+	if h.SessionTakeover != nil {
 		out = append(out, Methods[39])
 	}
-	if h.SessionInjectHostEvent != nil {
+	if h.SessionLiveClients != nil {
 		out = append(out, Methods[40])
 	}
-	if h.SessionSetBudget != nil {
+	if h.HITLRespond != nil {
 		out = append(out, Methods[41])
 	}
-	if h.UserMessage != nil {
+	if h.SessionInjectHostEvent != nil {
 		out = append(out, Methods[42])
 	}
-	if h.SessionInput != nil {
+	if h.SessionSetBudget != nil {
 		out = append(out, Methods[43])
 	}
-	if h.AgentUserMessage != nil {
+	if h.UserMessage != nil {
 		out = append(out, Methods[44])
 	}
-	if h.SessionFork != nil {
+	if h.SessionInput != nil {
 		out = append(out, Methods[45])
 	}
-	if h.SessionTruncate != nil {
+	if h.AgentUserMessage != nil {
 		out = append(out, Methods[46])
 	}
-	if h.SessionRollback != nil {
+	if h.SessionFork != nil {
 		out = append(out, Methods[47])
 	}
-	if h.SessionRedo != nil {
+	if h.SessionTruncate != nil {
 		out = append(out, Methods[48])
 	}
-	if h.SessionStop != nil {
+	if h.SessionRollback != nil {
 		out = append(out, Methods[49])
 	}
-	if h.SessionFsMode != nil {
+	if h.SessionRedo != nil {
 		out = append(out, Methods[50])
 	}
-	if h.SessionFsCommitStaged != nil {
+	if h.SessionStop != nil {
 		out = append(out, Methods[51])
 	}
-	if h.SessionFsDiscardStaged != nil {
+	if h.SessionFsMode != nil {
 		out = append(out, Methods[52])
 	}
-	if h.SessionRestoreToolCall != nil {
+	if h.SessionFsCommitStaged != nil {
 		out = append(out, Methods[53])
 	}
-	if h.SessionPlanDocumentMutate != nil {
+	if h.SessionFsDiscardStaged != nil {
 		out = append(out, Methods[54])
 	}
-	if h.HarnSessionWorkspaceRoots != nil {
+	if h.SessionRestoreToolCall != nil {
 		out = append(out, Methods[55])
 	}
-	if h.HarnSessionAddRoot != nil {
+	if h.SessionPlanDocumentMutate != nil {
 		out = append(out, Methods[56])
 	}
-	if h.HarnSessionReanchor != nil {
+	if h.HarnSessionWorkspaceRoots != nil {
 		out = append(out, Methods[57])
 	}
-	if h.HarnSessionRollback != nil {
+	if h.HarnSessionAddRoot != nil {
 		out = append(out, Methods[58])
 	}
-	if h.HarnSessionRedo != nil {
+	if h.HarnSessionReanchor != nil {
 		out = append(out, Methods[59])
 	}
-	if h.HarnSessionViewQuery != nil {
+	if h.HarnSessionRollback != nil {
 		out = append(out, Methods[60])
 	}
-	if h.HarnSessionRecapQuery != nil {
+	if h.HarnSessionRedo != nil {
 		out = append(out, Methods[61])
 	}
-	if h.HarnSessionTimelineQuery != nil {
+	if h.HarnSessionViewQuery != nil {
 		out = append(out, Methods[62])
 	}
-	if h.HarnSessionTimelineSubscribe != nil {
+	if h.HarnSessionRecapQuery != nil {
 		out = append(out, Methods[63])
 	}
-	if h.HarnSessionTimelineUnsubscribe != nil {
+	if h.HarnSessionTimelineQuery != nil {
 		out = append(out, Methods[64])
 	}
-	if h.ProviderCatalog != nil {
+	if h.HarnSessionTimelineSubscribe != nil {
 		out = append(out, Methods[65])
 	}
-	if h.WorkflowSignal != nil {
+	if h.HarnSessionTimelineUnsubscribe != nil {
 		out = append(out, Methods[66])
 	}
-	if h.WorkflowQuery != nil {
+	if h.ProviderCatalog != nil {
 		out = append(out, Methods[67])
 	}
-	if h.WorkflowUpdate != nil {
+	if h.WorkflowSignal != nil {
 		out = append(out, Methods[68])
 	}
-	if h.WorkflowPause != nil {
+	if h.WorkflowQuery != nil {
 		out = append(out, Methods[69])
 	}
-	if h.WorkflowResume != nil {
+	if h.WorkflowUpdate != nil {
 		out = append(out, Methods[70])
 	}
-	if h.HarnWorkflowSignal != nil {
+	if h.WorkflowPause != nil {
 		out = append(out, Methods[71])
 	}
-	if h.HarnWorkflowQuery != nil {
+	if h.WorkflowResume != nil {
 		out = append(out, Methods[72])
 	}
-	if h.HarnWorkflowUpdate != nil {
+	if h.HarnWorkflowSignal != nil {
 		out = append(out, Methods[73])
 	}
-	if h.HarnWorkflowPause != nil {
+	if h.HarnWorkflowQuery != nil {
 		out = append(out, Methods[74])
 	}
-	if h.HarnWorkflowResume != nil {
+	if h.HarnWorkflowUpdate != nil {
 		out = append(out, Methods[75])
 	}
-	if h.MCPCatalog != nil {
+	if h.HarnWorkflowPause != nil {
 		out = append(out, Methods[76])
 	}
-	if h.MCPStatus != nil {
+	if h.HarnWorkflowResume != nil {
 		out = append(out, Methods[77])
 	}
-	if h.MCPAuthorize != nil {
+	if h.MCPCatalog != nil {
 		out = append(out, Methods[78])
 	}
-	if h.MCPAuthorizeBatch != nil {
+	if h.MCPStatus != nil {
 		out = append(out, Methods[79])
 	}
-	if h.MCPOAuthCallback != nil {
+	if h.MCPAuthorize != nil {
 		out = append(out, Methods[80])
 	}
-	if h.MCPImportToken != nil {
+	if h.MCPAuthorizeBatch != nil {
 		out = append(out, Methods[81])
 	}
-	if h.HarnMCPCatalog != nil {
+	if h.MCPOAuthCallback != nil {
 		out = append(out, Methods[82])
 	}
-	if h.HarnMCPStatus != nil {
+	if h.MCPImportToken != nil {
 		out = append(out, Methods[83])
 	}
-	if h.HarnMCPAuthorize != nil {
+	if h.HarnMCPCatalog != nil {
 		out = append(out, Methods[84])
 	}
-	if h.HarnMCPAuthorizeBatch != nil {
+	if h.HarnMCPStatus != nil {
 		out = append(out, Methods[85])
 	}
-	if h.HarnMCPOAuthCallback != nil {
+	if h.HarnMCPAuthorize != nil {
 		out = append(out, Methods[86])
 	}
-	if h.HarnMCPImportToken != nil {
+	if h.HarnMCPAuthorizeBatch != nil {
 		out = append(out, Methods[87])
+	}
+	if h.HarnMCPOAuthCallback != nil {
+		out = append(out, Methods[88])
+	}
+	if h.HarnMCPImportToken != nil {
+		out = append(out, Methods[89])
 	}
 	return out
 }
@@ -2669,6 +2758,23 @@ func (p *VMPeer) Cancel(ctx context.Context, params *NoArgs) error {
 		Method: MethodCancel,
 		Params: params,
 	}, nil)
+}
+
+// SessionCancelRequest sends the request session/cancel. ACP's session/cancel sent as a request, which
+// Harn answers with the session's cancel status: cancelled, or already_cancelled. Harn applies it out
+// of band, before the message reaches the busy dispatcher, so it interrupts a running session/prompt,
+// which then ends with stopReason cancelled. The notification form is ACP's
+// (acp.AgentPeer.SessionCancel); on a connection with both protocols' rules (NewBridgeConn) either
+// form cancels the session's running session/prompt.
+func (p *VMPeer) SessionCancelRequest(ctx context.Context, params *acp.CancelNotification) (*SessionCancelResult, error) {
+	var res SessionCancelResult
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method: MethodSessionCancelRequest,
+		Params: params,
+	}, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
 }
 
 // SessionCancelToolCall sends the request session/cancel_tool_call. Cancels one in-flight tool call,
@@ -2922,6 +3028,20 @@ func (p *VMPeer) SessionRedo(ctx context.Context, params *OpenParams) (jsontext.
 	return res, nil
 }
 
+// SessionStop sends the request session/stop. Deprecated alias of ACP's session/close, which Harn
+// still serves (newest builds): it flips the session's cancel flag first, as session/close does. Its
+// params are not pinned beyond what is typed; every member is kept, and the result is any JSON.
+func (p *VMPeer) SessionStop(ctx context.Context, params *OpenParams) (jsontext.Value, error) {
+	var res jsontext.Value
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method: MethodSessionStop,
+		Params: params,
+	}, &res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
 // SessionFsMode sends the request session/fs_mode. Sets how the session writes files (direct or
 // staged). Its params are not pinned beyond what is typed; every member is kept, and the result is any
 // JSON.
@@ -3024,6 +3144,32 @@ func (p *VMPeer) HarnSessionReanchor(ctx context.Context, params *OpenParams) (j
 	var res jsontext.Value
 	if err := p.s.Send(ctx, rpc.Outbound{
 		Method: MethodHarnSessionReanchor,
+		Params: params,
+	}, &res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// HarnSessionRollback sends the request harn.session_rollback. Alias of session/rollback. Its params
+// are not pinned beyond what is typed; every member is kept, and the result is any JSON.
+func (p *VMPeer) HarnSessionRollback(ctx context.Context, params *OpenParams) (jsontext.Value, error) {
+	var res jsontext.Value
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method: MethodHarnSessionRollback,
+		Params: params,
+	}, &res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// HarnSessionRedo sends the request harn.session_redo. Alias of session/redo. Its params are not
+// pinned beyond what is typed; every member is kept, and the result is any JSON.
+func (p *VMPeer) HarnSessionRedo(ctx context.Context, params *OpenParams) (jsontext.Value, error) {
+	var res jsontext.Value
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method: MethodHarnSessionRedo,
 		Params: params,
 	}, &res); err != nil {
 		return nil, err
@@ -3177,6 +3323,71 @@ func (p *VMPeer) WorkflowResume(ctx context.Context, params *OpenParams) (jsonte
 	return res, nil
 }
 
+// HarnWorkflowSignal sends the request harn.workflow.signal. Alias of workflow/signal. Its params are
+// not pinned beyond what is typed; every member is kept, and the result is any JSON.
+func (p *VMPeer) HarnWorkflowSignal(ctx context.Context, params *OpenParams) (jsontext.Value, error) {
+	var res jsontext.Value
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method: MethodHarnWorkflowSignal,
+		Params: params,
+	}, &res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// HarnWorkflowQuery sends the request harn.workflow.query. Alias of workflow/query. Its params are not
+// pinned beyond what is typed; every member is kept, and the result is any JSON.
+func (p *VMPeer) HarnWorkflowQuery(ctx context.Context, params *OpenParams) (jsontext.Value, error) {
+	var res jsontext.Value
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method: MethodHarnWorkflowQuery,
+		Params: params,
+	}, &res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// HarnWorkflowUpdate sends the request harn.workflow.update. Alias of workflow/update. Its params are
+// not pinned beyond what is typed; every member is kept, and the result is any JSON.
+func (p *VMPeer) HarnWorkflowUpdate(ctx context.Context, params *OpenParams) (jsontext.Value, error) {
+	var res jsontext.Value
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method: MethodHarnWorkflowUpdate,
+		Params: params,
+	}, &res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// HarnWorkflowPause sends the request harn.workflow.pause. Alias of workflow/pause. Its params are not
+// pinned beyond what is typed; every member is kept, and the result is any JSON.
+func (p *VMPeer) HarnWorkflowPause(ctx context.Context, params *OpenParams) (jsontext.Value, error) {
+	var res jsontext.Value
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method: MethodHarnWorkflowPause,
+		Params: params,
+	}, &res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// HarnWorkflowResume sends the request harn.workflow.resume. Alias of workflow/resume. Its params are
+// not pinned beyond what is typed; every member is kept, and the result is any JSON.
+func (p *VMPeer) HarnWorkflowResume(ctx context.Context, params *OpenParams) (jsontext.Value, error) {
+	var res jsontext.Value
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method: MethodHarnWorkflowResume,
+		Params: params,
+	}, &res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
 // MCPCatalog sends the request mcp/catalog. Returns the MCP server catalogue. Its params are not
 // pinned beyond what is typed; every member is kept, and the result is any JSON.
 func (p *VMPeer) MCPCatalog(ctx context.Context, params *OpenParams) (jsontext.Value, error) {
@@ -3248,6 +3459,84 @@ func (p *VMPeer) MCPImportToken(ctx context.Context, params *OpenParams) (jsonte
 	var res jsontext.Value
 	if err := p.s.Send(ctx, rpc.Outbound{
 		Method: MethodMCPImportToken,
+		Params: params,
+	}, &res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// HarnMCPCatalog sends the request harn.mcp.catalog. Alias of mcp/catalog. Its params are not pinned
+// beyond what is typed; every member is kept, and the result is any JSON.
+func (p *VMPeer) HarnMCPCatalog(ctx context.Context, params *OpenParams) (jsontext.Value, error) {
+	var res jsontext.Value
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method: MethodHarnMCPCatalog,
+		Params: params,
+	}, &res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// HarnMCPStatus sends the request harn.mcp.status. Alias of mcp/status. Its params are not pinned
+// beyond what is typed; every member is kept, and the result is any JSON.
+func (p *VMPeer) HarnMCPStatus(ctx context.Context, params *OpenParams) (jsontext.Value, error) {
+	var res jsontext.Value
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method: MethodHarnMCPStatus,
+		Params: params,
+	}, &res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// HarnMCPAuthorize sends the request harn.mcp.authorize. Alias of mcp/authorize. Its params are not
+// pinned beyond what is typed; every member is kept, and the result is any JSON.
+func (p *VMPeer) HarnMCPAuthorize(ctx context.Context, params *OpenParams) (jsontext.Value, error) {
+	var res jsontext.Value
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method: MethodHarnMCPAuthorize,
+		Params: params,
+	}, &res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// HarnMCPAuthorizeBatch sends the request harn.mcp.authorize_batch. Alias of mcp/authorize_batch. Its
+// params are not pinned beyond what is typed; every member is kept, and the result is any JSON.
+func (p *VMPeer) HarnMCPAuthorizeBatch(ctx context.Context, params *OpenParams) (jsontext.Value, error) {
+	var res jsontext.Value
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method: MethodHarnMCPAuthorizeBatch,
+		Params: params,
+	}, &res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// HarnMCPOAuthCallback sends the request harn.mcp.oauth_callback. Alias of mcp/oauth_callback. Its
+// params are not pinned beyond what is typed; every member is kept, and the result is any JSON.
+func (p *VMPeer) HarnMCPOAuthCallback(ctx context.Context, params *OpenParams) (jsontext.Value, error) {
+	var res jsontext.Value
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method: MethodHarnMCPOAuthCallback,
+		Params: params,
+	}, &res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// HarnMCPImportToken sends the request harn.mcp.import_token. Alias of mcp/import_token. Its params
+// are not pinned beyond what is typed; every member is kept, and the result is any JSON.
+func (p *VMPeer) HarnMCPImportToken(ctx context.Context, params *OpenParams) (jsontext.Value, error) {
+	var res jsontext.Value
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method: MethodHarnMCPImportToken,
 		Params: params,
 	}, &res); err != nil {
 		return nil, err

@@ -7671,6 +7671,223 @@ func (x *SessionAttachParams) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
+// Result of ACP's session/cancel sent to Harn as a request (framing 6).
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-session.schema.json#/$defs/session_cancel_result.
+type SessionCancelResult struct {
+	// A unique identifier for a conversation session between a client and agent.
+	//
+	// Sessions maintain their own context, conversation history, and state,
+	// allowing multiple independent interactions with the same agent.
+	//
+	// See protocol docs: [Session
+	// ID](https://agentclientprotocol.com/protocol/session-setup#session-id)
+	SessionID *acp.SessionID
+	// cancelled: the session's cancel flag was set now; already_cancelled: it was set before.
+	Status SessionCancelResultStatus
+	// The _meta of a session/cancel result: Harn's fields under harn; other keys are kept.
+	Meta *SessionCancelResultMeta
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objSessionCancelResult = wire.Object{
+	Required: []string{"status"},
+	Type:     "SessionCancelResult",
+}
+
+// UnmarshalJSONFrom decodes SessionCancelResult, checking required members, kinds and constraints.
+func (x *SessionCancelResult) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = SessionCancelResult{}
+	r := wire.ReadObject(dec, &objSessionCancelResult)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *SessionCancelResult) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "sessionId":
+		return wire.Ptr(r, &x.SessionID, (*acp.SessionID).UnmarshalJSONFrom)
+	case "status":
+		return wire.Field(r, &x.Status, (*SessionCancelResultStatus).UnmarshalJSONFrom)
+	case "_meta":
+		return wire.Ptr(r, &x.Meta, (*SessionCancelResultMeta).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes SessionCancelResult, members in schema order, then Extra.
+func (x SessionCancelResult) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *SessionCancelResult) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "sessionId", x.SessionID, acp.SessionID.MarshalJSONTo)
+	wire.Put(w, "status", x.Status, SessionCancelResultStatus.MarshalJSONTo)
+	wire.PutPtr(w, "_meta", x.Meta, SessionCancelResultMeta.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x SessionCancelResult) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *SessionCancelResult) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The _meta of a session/cancel result: Harn's fields under harn; other keys are kept.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-session.schema.json#/$defs/session_cancel_result_meta.
+type SessionCancelResultMeta struct {
+	// Who cancelled.
+	Harn *SessionCancelResultMetaHarn
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objSessionCancelResultMeta = wire.Object{Type: "SessionCancelResultMeta"}
+
+// UnmarshalJSONFrom decodes SessionCancelResultMeta, checking required members, kinds and constraints.
+func (x *SessionCancelResultMeta) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = SessionCancelResultMeta{}
+	r := wire.ReadObject(dec, &objSessionCancelResultMeta)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *SessionCancelResultMeta) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "harn":
+		return wire.Ptr(r, &x.Harn, (*SessionCancelResultMetaHarn).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes SessionCancelResultMeta, members in schema order, then Extra.
+func (x SessionCancelResultMeta) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *SessionCancelResultMeta) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "harn", x.Harn, SessionCancelResultMetaHarn.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x SessionCancelResultMeta) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *SessionCancelResultMeta) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Who cancelled.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-session.schema.json#/$defs/session_cancel_result_meta/properties/harn.
+type SessionCancelResultMetaHarn struct {
+	// The actor Harn records for the cancellation (not pinned: kept as it is).
+	Actor jsontext.Value
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objSessionCancelResultMetaHarn = wire.Object{Type: "SessionCancelResultMetaHarn"}
+
+// UnmarshalJSONFrom decodes SessionCancelResultMetaHarn, checking required members, kinds and constraints.
+func (x *SessionCancelResultMetaHarn) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = SessionCancelResultMetaHarn{}
+	r := wire.ReadObject(dec, &objSessionCancelResultMetaHarn)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *SessionCancelResultMetaHarn) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "actor":
+		return wire.Field(r, &x.Actor, wire.RawFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes SessionCancelResultMetaHarn, members in schema order, then Extra.
+func (x SessionCancelResultMetaHarn) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *SessionCancelResultMetaHarn) members(w *wire.ObjectWriter) {
+	wire.PutIf(w, "actor", x.Actor, x.Actor != nil, wire.RawTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x SessionCancelResultMetaHarn) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *SessionCancelResultMetaHarn) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// cancelled: the session's cancel flag was set now; already_cancelled: it was set before.
+//
+// Closed: other values are rejected with wire.ErrConstraint, on decode and on encode. Generated from
+// harn-session.schema.json#/$defs/session_cancel_result/properties/status.
+type SessionCancelResultStatus string
+
+// Known values of SessionCancelResultStatus, in schema order.
+const (
+	SessionCancelResultStatusCancelled        SessionCancelResultStatus = "cancelled"
+	SessionCancelResultStatusAlreadyCancelled SessionCancelResultStatus = "already_cancelled"
+)
+
+var valuesSessionCancelResultStatus = []SessionCancelResultStatus{SessionCancelResultStatusCancelled, SessionCancelResultStatusAlreadyCancelled}
+
+// Known reports whether x is one of the values the schema lists.
+func (x SessionCancelResultStatus) Known() bool {
+	return slices.Contains(valuesSessionCancelResultStatus, x)
+}
+
+// UnmarshalJSONFrom decodes SessionCancelResultStatus, rejecting values the schema does not list.
+func (x *SessionCancelResultStatus) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	return wire.StringEnum(dec, x, "SessionCancelResultStatus", valuesSessionCancelResultStatus, false)
+}
+
+// MarshalJSONTo encodes SessionCancelResultStatus, refusing values the schema does not list.
+func (x SessionCancelResultStatus) MarshalJSONTo(enc *jsontext.Encoder) error {
+	return wire.WriteStringEnum(enc, x, "SessionCancelResultStatus", valuesSessionCancelResultStatus, false)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x SessionCancelResultStatus) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *SessionCancelResultStatus) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
 // Params of session/cancel_tool_call: cancel one in-flight tool call. Harn accepts the snake_case and
 // callId aliases.
 //

@@ -9,8 +9,12 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
 	"github.com/bridgekit/bridgekit/gen/harn"
 	"github.com/bridgekit/bridgekit/runtime/rpc"
+	"github.com/bridgekit/bridgekit/runtime/wire"
 )
 
 // Configured is a shell the host lists explicitly, ahead of every discovered
@@ -74,7 +78,7 @@ const DefaultMaxSessions = 1024
 func (p *Provider) Register(h *harn.HostHandlers) {
 	h.ProcessListShells = p.ProcessListShells
 	h.ProcessGetDefaultShell = p.ProcessGetDefaultShell
-	h.ProcessSetDefaultShell = p.ProcessSetDefaultShell
+	h.ProcessSetDefaultShell = p.setDefaultShell
 	h.ProcessShellInvocation = p.ProcessShellInvocation
 }
 
@@ -199,7 +203,8 @@ func (p *Provider) ProcessGetDefaultShell(_ context.Context, call *harn.HostCall
 }
 
 // ProcessSetDefaultShell selects the session's default shell by id and
-// returns it. ErrUnknownShell when the id names no listed shell. A listed
+// returns it (Register's field answers it encoded: the operation's result
+// is any JSON). ErrUnknownShell when the id names no listed shell. A listed
 // but unavailable shell may be selected; invoking it fails until it appears.
 func (p *Provider) ProcessSetDefaultShell(_ context.Context, call *harn.HostCallParams, args *harn.SetDefaultShellRequest) (*harn.Shell, error) {
 	id := ""
@@ -215,6 +220,20 @@ func (p *Provider) ProcessSetDefaultShell(_ context.Context, call *harn.HostCall
 	p.selectLocked(sessionOf(call), id)
 	s := cloneShell(p.shells[i])
 	return &s, nil
+}
+
+// setDefaultShell serves process.set_default_shell, whose result Harn
+// leaves unspecified (any JSON): it answers the selected shell.
+func (p *Provider) setDefaultShell(ctx context.Context, call *harn.HostCallParams, args *harn.SetDefaultShellRequest) (jsontext.Value, error) {
+	s, err := p.ProcessSetDefaultShell(ctx, call, args)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := json.Marshal(s, wire.Fidelity)
+	if err != nil {
+		return nil, fmt.Errorf("shells: encoding shell %q: %w", s.ID, err)
+	}
+	return raw, nil
 }
 
 // ProcessShellInvocation turns a shell and a command into argv. The shell is
