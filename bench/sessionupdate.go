@@ -364,7 +364,7 @@ func checkHarnProgress(doc []byte, n *acp.SessionNotification) error {
 			Meta struct {
 				Harn struct {
 					Phase, Message  string
-					Progress, Total *float64
+					Progress, Total *int64
 					Data            json.RawMessage
 				} `json:"harn"`
 			} `json:"_meta"`

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/bridgekit/bridgekit/gen/acp"
 )
@@ -160,9 +161,9 @@ func (r *renderer) harnText(u *acp.SessionUpdate) (string, bool) {
 func progressText(p *acp.HarnProgress) string {
 	text := join(clean(p.Phase)+":", cleanLine(p.Message))
 	if p.Progress != nil {
-		done := strconv.FormatFloat(*p.Progress, 'f', -1, 64)
+		done := strconv.FormatInt(*p.Progress, 10)
 		if p.Total != nil {
-			done += "/" + strconv.FormatFloat(*p.Total, 'f', -1, 64)
+			done += "/" + strconv.FormatInt(*p.Total, 10)
 		}
 		text += " (" + done + ")"
 	}
@@ -207,19 +208,21 @@ func fsWatchText(h *acp.HarnFsWatch) string {
 }
 
 // compactedText renders a compaction: how, what was archived, and the
-// estimated tokens before and after.
+// estimated tokens before and after. Harn pins none of these members'
+// types: each is shown as the value it is.
 func compactedText(h *acp.HarnTranscriptCompacted) string {
 	var out []string
-	if h.ArchivedMessages != nil {
-		out = append(out, fmt.Sprintf("archived %d messages", *h.ArchivedMessages))
+	if n := truncate(scalarText(h.ArchivedMessages), 20); n != "" {
+		out = append(out, "archived "+n+" messages")
 	}
-	if h.EstimatedTokensBefore != nil && h.EstimatedTokensAfter != nil {
-		out = append(out, fmt.Sprintf("tokens %d -> %d", *h.EstimatedTokensBefore, *h.EstimatedTokensAfter))
+	before, after := truncate(scalarText(h.EstimatedTokensBefore), 20), truncate(scalarText(h.EstimatedTokensAfter), 20)
+	if before != "" && after != "" {
+		out = append(out, "tokens "+before+" -> "+after)
 	}
-	if h.SnapshotAssetID != nil {
-		out = append(out, "snapshot "+clean(*h.SnapshotAssetID))
+	if id := truncate(scalarText(h.SnapshotAssetID), 60); id != "" {
+		out = append(out, "snapshot "+id)
 	}
-	return join(searchHow(h.Strategy, h.Mode), strings.Join(out, ", "), truncate(scalarText(h.Reason), 60))
+	return join(paren(strings.Join(nonEmpty(truncate(scalarText(h.Strategy), 40), truncate(scalarText(h.Mode), 40)), ", ")), strings.Join(out, ", "), truncate(scalarText(h.Reason), 60))
 }
 
 // projectedText renders a projection: messages kept and dropped, what was
@@ -228,13 +231,24 @@ func projectedText(h *acp.HarnTranscriptProjected) string {
 	var out []string
 	for _, c := range []struct {
 		what string
-		n    *int64
+		n    jsontext.Value
 	}{{"kept", h.KeptCount}, {"dropped", h.DroppedCount}, {"redacted", h.RedactedCount}, {"reclaimed tokens", h.ReclaimedTokens}} {
-		if c.n != nil {
-			out = append(out, fmt.Sprintf("%s %d", c.what, *c.n))
+		if n := truncate(scalarText(c.n), 20); n != "" {
+			out = append(out, c.what+" "+n)
 		}
 	}
 	return join(strings.Join(out, ", "), labelled("policy", truncate(scalarText(h.Policy), 40)), truncate(scalarText(h.Reason), 60))
+}
+
+// nonEmpty drops the empty strings of list.
+func nonEmpty(list ...string) []string {
+	var out []string
+	for _, s := range list {
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // handoffText renders a handoff: its ids, and the task and target of the

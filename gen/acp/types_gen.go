@@ -354,8 +354,10 @@ type ApprovalRequest struct {
 	ApproversRequired int64
 	// What the decision can rest on: file_mutation_diff, file_preimage, ...
 	EvidenceRefs []EvidenceRef
-	// What undoing the approved action needs; it carries a copy of the policy decision.
-	UndoMetadata          *UndoMetadata
+	// What undoing the approved action needs; Harn's carries a copy of the policy decision under
+	// policy_decision (a permission_policy_decision). The reference does not pin its kind, so it is
+	// kept verbatim.
+	UndoMetadata          jsontext.Value
 	CapabilitiesRequested []string
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
@@ -395,7 +397,7 @@ func (x *ApprovalRequest) member(r *wire.ObjectReader) error {
 	case "evidence_refs":
 		return wire.Field(r, &x.EvidenceRefs, readListOfEvidenceRef)
 	case "undo_metadata":
-		return wire.Ptr(r, &x.UndoMetadata, (*UndoMetadata).UnmarshalJSONFrom)
+		return wire.Field(r, &x.UndoMetadata, wire.RawFrom)
 	case "capabilities_requested":
 		return wire.Field(r, &x.CapabilitiesRequested, readListOfString)
 	}
@@ -418,7 +420,7 @@ func (x *ApprovalRequest) members(w *wire.ObjectWriter) {
 	wire.PutPtr(w, "deadline", x.Deadline, wire.StringTo)
 	wire.Put(w, "approvers_required", x.ApproversRequired, wire.IntTo)
 	wire.PutIf(w, "evidence_refs", x.EvidenceRefs, x.EvidenceRefs != nil, writeListOfEvidenceRef)
-	wire.PutPtr(w, "undo_metadata", x.UndoMetadata, UndoMetadata.MarshalJSONTo)
+	wire.PutIf(w, "undo_metadata", x.UndoMetadata, x.UndoMetadata != nil, wire.RawTo)
 	wire.PutIf(w, "capabilities_requested", x.CapabilitiesRequested, x.CapabilitiesRequested != nil, writeListOfString)
 	w.Extras(x.Extra)
 }
@@ -2920,7 +2922,8 @@ func (x *EvidenceRef) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
-// What an extension method carries.
+// What an extension method carries, as Harn's own entries of extensionMethods do (decode a value of
+// HarnAgentCapabilities.ExtensionMethods into it).
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
 // harn-acp.schema.json#/$defs/extension_method.
@@ -3771,16 +3774,16 @@ func (x *HarnAgentCapabilities) UnmarshalJSON(data []byte) error {
 //
 // Members are written in sorted key order. Generated from
 // harn-acp.schema.json#/$defs/harn_agent_capabilities/properties/extensionMethods.
-type HarnAgentCapabilitiesExtensionMethods map[string]ExtensionMethod
+type HarnAgentCapabilitiesExtensionMethods map[string]jsontext.Value
 
 // UnmarshalJSONFrom decodes every member with the value schema.
 func (x *HarnAgentCapabilitiesExtensionMethods) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	return wire.Scalar(dec, "HarnAgentCapabilitiesExtensionMethods", (*map[string]ExtensionMethod)(x), readMapOfExtensionMethod)
+	return wire.Scalar(dec, "HarnAgentCapabilitiesExtensionMethods", (*map[string]jsontext.Value)(x), readMapOfRaw)
 }
 
 // MarshalJSONTo encodes the members in sorted key order.
 func (x HarnAgentCapabilitiesExtensionMethods) MarshalJSONTo(enc *jsontext.Encoder) error {
-	return wire.WriteMapOf(x, enc, ExtensionMethod.MarshalJSONTo)
+	return wire.WriteMapOf(x, enc, wire.RawTo)
 }
 
 // MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
@@ -4522,9 +4525,9 @@ type HarnProgress struct {
 	Phase   string
 	Message string
 	// Units done.
-	Progress *float64
+	Progress *int64
 	// Units in all.
-	Total *float64
+	Total *int64
 	Data  jsontext.Value
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
@@ -4552,9 +4555,9 @@ func (x *HarnProgress) member(r *wire.ObjectReader) error {
 	case "message":
 		return wire.Field(r, &x.Message, wire.StringFrom)
 	case "progress":
-		return wire.Ptr(r, &x.Progress, wire.FloatFrom)
+		return wire.Ptr(r, &x.Progress, wire.IntFrom)
 	case "total":
-		return wire.Ptr(r, &x.Total, wire.FloatFrom)
+		return wire.Ptr(r, &x.Total, wire.IntFrom)
 	case "data":
 		return wire.Field(r, &x.Data, wire.RawFrom)
 	}
@@ -4571,8 +4574,8 @@ func (x HarnProgress) MarshalJSONTo(enc *jsontext.Encoder) error {
 func (x *HarnProgress) members(w *wire.ObjectWriter) {
 	wire.Put(w, "phase", x.Phase, wire.StringTo)
 	wire.Put(w, "message", x.Message, wire.StringTo)
-	wire.PutPtr(w, "progress", x.Progress, wire.FloatTo)
-	wire.PutPtr(w, "total", x.Total, wire.FloatTo)
+	wire.PutPtr(w, "progress", x.Progress, wire.IntTo)
+	wire.PutPtr(w, "total", x.Total, wire.IntTo)
 	wire.PutIf(w, "data", x.Data, x.Data != nil, wire.RawTo)
 	w.Extras(x.Extra)
 }
@@ -5284,26 +5287,26 @@ func (x *HarnToolSearchResult) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
-// A compaction of the transcript, with its receipt. Members whose types no fixture pins are kept as
-// raw JSON.
+// A compaction of the transcript, with its receipt. The reference pins no member's type, so every
+// member is kept as raw JSON.
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
 // harn-acp.schema.json#/$defs/harn_transcript_compacted.
 type HarnTranscriptCompacted struct {
 	ReceiptID               jsontext.Value
 	SchemaVersion           jsontext.Value
-	Mode                    *string
+	Mode                    jsontext.Value
 	Reason                  jsontext.Value
-	Strategy                *string
+	Strategy                jsontext.Value
 	EngineStrategy          jsontext.Value
 	RequestedStrategy       jsontext.Value
 	ResolvedThresholdTokens jsontext.Value
 	ThresholdSource         jsontext.Value
 	HardLimitTokens         jsontext.Value
-	ArchivedMessages        *int64
-	EstimatedTokensBefore   *int64
-	EstimatedTokensAfter    *int64
-	SnapshotAssetID         *string
+	ArchivedMessages        jsontext.Value
+	EstimatedTokensBefore   jsontext.Value
+	EstimatedTokensAfter    jsontext.Value
+	SnapshotAssetID         jsontext.Value
 	InstructionMode         jsontext.Value
 	InstructionSource       jsontext.Value
 	CompactionPolicy        jsontext.Value
@@ -5332,11 +5335,11 @@ func (x *HarnTranscriptCompacted) member(r *wire.ObjectReader) error {
 	case "schemaVersion":
 		return wire.Field(r, &x.SchemaVersion, wire.RawFrom)
 	case "mode":
-		return wire.Ptr(r, &x.Mode, wire.StringFrom)
+		return wire.Field(r, &x.Mode, wire.RawFrom)
 	case "reason":
 		return wire.Field(r, &x.Reason, wire.RawFrom)
 	case "strategy":
-		return wire.Ptr(r, &x.Strategy, wire.StringFrom)
+		return wire.Field(r, &x.Strategy, wire.RawFrom)
 	case "engineStrategy":
 		return wire.Field(r, &x.EngineStrategy, wire.RawFrom)
 	case "requestedStrategy":
@@ -5348,13 +5351,13 @@ func (x *HarnTranscriptCompacted) member(r *wire.ObjectReader) error {
 	case "hardLimitTokens":
 		return wire.Field(r, &x.HardLimitTokens, wire.RawFrom)
 	case "archivedMessages":
-		return wire.Ptr(r, &x.ArchivedMessages, readHarnTranscriptCompactedArchivedMessages)
+		return wire.Field(r, &x.ArchivedMessages, wire.RawFrom)
 	case "estimatedTokensBefore":
-		return wire.Ptr(r, &x.EstimatedTokensBefore, readHarnTranscriptCompactedEstimatedTokensBefore)
+		return wire.Field(r, &x.EstimatedTokensBefore, wire.RawFrom)
 	case "estimatedTokensAfter":
-		return wire.Ptr(r, &x.EstimatedTokensAfter, readHarnTranscriptCompactedEstimatedTokensAfter)
+		return wire.Field(r, &x.EstimatedTokensAfter, wire.RawFrom)
 	case "snapshotAssetId":
-		return wire.Ptr(r, &x.SnapshotAssetID, wire.StringFrom)
+		return wire.Field(r, &x.SnapshotAssetID, wire.RawFrom)
 	case "instructionMode":
 		return wire.Field(r, &x.InstructionMode, wire.RawFrom)
 	case "instructionSource":
@@ -5379,18 +5382,18 @@ func (x HarnTranscriptCompacted) MarshalJSONTo(enc *jsontext.Encoder) error {
 func (x *HarnTranscriptCompacted) members(w *wire.ObjectWriter) {
 	wire.PutIf(w, "receiptId", x.ReceiptID, x.ReceiptID != nil, wire.RawTo)
 	wire.PutIf(w, "schemaVersion", x.SchemaVersion, x.SchemaVersion != nil, wire.RawTo)
-	wire.PutPtr(w, "mode", x.Mode, wire.StringTo)
+	wire.PutIf(w, "mode", x.Mode, x.Mode != nil, wire.RawTo)
 	wire.PutIf(w, "reason", x.Reason, x.Reason != nil, wire.RawTo)
-	wire.PutPtr(w, "strategy", x.Strategy, wire.StringTo)
+	wire.PutIf(w, "strategy", x.Strategy, x.Strategy != nil, wire.RawTo)
 	wire.PutIf(w, "engineStrategy", x.EngineStrategy, x.EngineStrategy != nil, wire.RawTo)
 	wire.PutIf(w, "requestedStrategy", x.RequestedStrategy, x.RequestedStrategy != nil, wire.RawTo)
 	wire.PutIf(w, "resolvedThresholdTokens", x.ResolvedThresholdTokens, x.ResolvedThresholdTokens != nil, wire.RawTo)
 	wire.PutIf(w, "thresholdSource", x.ThresholdSource, x.ThresholdSource != nil, wire.RawTo)
 	wire.PutIf(w, "hardLimitTokens", x.HardLimitTokens, x.HardLimitTokens != nil, wire.RawTo)
-	wire.PutPtr(w, "archivedMessages", x.ArchivedMessages, wire.IntTo)
-	wire.PutPtr(w, "estimatedTokensBefore", x.EstimatedTokensBefore, wire.IntTo)
-	wire.PutPtr(w, "estimatedTokensAfter", x.EstimatedTokensAfter, wire.IntTo)
-	wire.PutPtr(w, "snapshotAssetId", x.SnapshotAssetID, wire.StringTo)
+	wire.PutIf(w, "archivedMessages", x.ArchivedMessages, x.ArchivedMessages != nil, wire.RawTo)
+	wire.PutIf(w, "estimatedTokensBefore", x.EstimatedTokensBefore, x.EstimatedTokensBefore != nil, wire.RawTo)
+	wire.PutIf(w, "estimatedTokensAfter", x.EstimatedTokensAfter, x.EstimatedTokensAfter != nil, wire.RawTo)
+	wire.PutIf(w, "snapshotAssetId", x.SnapshotAssetID, x.SnapshotAssetID != nil, wire.RawTo)
 	wire.PutIf(w, "instructionMode", x.InstructionMode, x.InstructionMode != nil, wire.RawTo)
 	wire.PutIf(w, "instructionSource", x.InstructionSource, x.InstructionSource != nil, wire.RawTo)
 	wire.PutIf(w, "compactionPolicy", x.CompactionPolicy, x.CompactionPolicy != nil, wire.RawTo)
@@ -5409,8 +5412,8 @@ func (x *HarnTranscriptCompacted) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
-// How the transcript was projected for a model request. Members whose types are not pinned are kept as
-// raw JSON.
+// How the transcript was projected for a model request. The reference pins no member's type, so every
+// member is kept as raw JSON.
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
 // harn-acp.schema.json#/$defs/harn_transcript_projected.
@@ -5418,11 +5421,11 @@ type HarnTranscriptProjected struct {
 	Policy                jsontext.Value
 	Reason                jsontext.Value
 	PrefixHash            jsontext.Value
-	KeptCount             *int64
-	DroppedCount          *int64
+	KeptCount             jsontext.Value
+	DroppedCount          jsontext.Value
 	ProviderSafetyBlocked jsontext.Value
-	RedactedCount         *int64
-	ReclaimedTokens       *int64
+	RedactedCount         jsontext.Value
+	ReclaimedTokens       jsontext.Value
 	RootsConsulted        jsontext.Value
 	RedactionPointers     jsontext.Value
 	// Extra keeps members the schema does not name, in arrival order.
@@ -5450,15 +5453,15 @@ func (x *HarnTranscriptProjected) member(r *wire.ObjectReader) error {
 	case "prefixHash":
 		return wire.Field(r, &x.PrefixHash, wire.RawFrom)
 	case "keptCount":
-		return wire.Ptr(r, &x.KeptCount, readHarnTranscriptProjectedKeptCount)
+		return wire.Field(r, &x.KeptCount, wire.RawFrom)
 	case "droppedCount":
-		return wire.Ptr(r, &x.DroppedCount, readHarnTranscriptProjectedDroppedCount)
+		return wire.Field(r, &x.DroppedCount, wire.RawFrom)
 	case "providerSafetyBlocked":
 		return wire.Field(r, &x.ProviderSafetyBlocked, wire.RawFrom)
 	case "redactedCount":
-		return wire.Ptr(r, &x.RedactedCount, readHarnTranscriptProjectedRedactedCount)
+		return wire.Field(r, &x.RedactedCount, wire.RawFrom)
 	case "reclaimedTokens":
-		return wire.Ptr(r, &x.ReclaimedTokens, readHarnTranscriptProjectedReclaimedTokens)
+		return wire.Field(r, &x.ReclaimedTokens, wire.RawFrom)
 	case "rootsConsulted":
 		return wire.Field(r, &x.RootsConsulted, wire.RawFrom)
 	case "redactionPointers":
@@ -5478,11 +5481,11 @@ func (x *HarnTranscriptProjected) members(w *wire.ObjectWriter) {
 	wire.PutIf(w, "policy", x.Policy, x.Policy != nil, wire.RawTo)
 	wire.PutIf(w, "reason", x.Reason, x.Reason != nil, wire.RawTo)
 	wire.PutIf(w, "prefixHash", x.PrefixHash, x.PrefixHash != nil, wire.RawTo)
-	wire.PutPtr(w, "keptCount", x.KeptCount, wire.IntTo)
-	wire.PutPtr(w, "droppedCount", x.DroppedCount, wire.IntTo)
+	wire.PutIf(w, "keptCount", x.KeptCount, x.KeptCount != nil, wire.RawTo)
+	wire.PutIf(w, "droppedCount", x.DroppedCount, x.DroppedCount != nil, wire.RawTo)
 	wire.PutIf(w, "providerSafetyBlocked", x.ProviderSafetyBlocked, x.ProviderSafetyBlocked != nil, wire.RawTo)
-	wire.PutPtr(w, "redactedCount", x.RedactedCount, wire.IntTo)
-	wire.PutPtr(w, "reclaimedTokens", x.ReclaimedTokens, wire.IntTo)
+	wire.PutIf(w, "redactedCount", x.RedactedCount, x.RedactedCount != nil, wire.RawTo)
+	wire.PutIf(w, "reclaimedTokens", x.ReclaimedTokens, x.ReclaimedTokens != nil, wire.RawTo)
 	wire.PutIf(w, "rootsConsulted", x.RootsConsulted, x.RootsConsulted != nil, wire.RawTo)
 	wire.PutIf(w, "redactionPointers", x.RedactionPointers, x.RedactionPointers != nil, wire.RawTo)
 	w.Extras(x.Extra)
@@ -15269,8 +15272,8 @@ func (x *TranscriptCompactedUpdate) UnmarshalJSON(data []byte) error {
 // Open: members the schema does not name are kept in Extra and written back. Generated from
 // harn-acp.schema.json#/$defs/transcript_compacted_update_meta.
 type TranscriptCompactedUpdateMeta struct {
-	// A compaction of the transcript, with its receipt. Members whose types no fixture pins are kept
-	// as raw JSON.
+	// A compaction of the transcript, with its receipt. The reference pins no member's type, so every
+	// member is kept as raw JSON.
 	Harn HarnTranscriptCompacted
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
@@ -15390,8 +15393,8 @@ func (x *TranscriptProjectedUpdate) UnmarshalJSON(data []byte) error {
 // Open: members the schema does not name are kept in Extra and written back. Generated from
 // harn-acp.schema.json#/$defs/transcript_projected_update_meta.
 type TranscriptProjectedUpdateMeta struct {
-	// How the transcript was projected for a model request. Members whose types are not pinned are
-	// kept as raw JSON.
+	// How the transcript was projected for a model request. The reference pins no member's type, so
+	// every member is kept as raw JSON.
 	Harn HarnTranscriptProjected
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
@@ -15439,59 +15442,6 @@ func (x TranscriptProjectedUpdateMeta) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
 func (x *TranscriptProjectedUpdateMeta) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// What undoing the approved action needs; it carries a copy of the policy decision.
-//
-// Open: members the schema does not name are kept in Extra and written back. Generated from
-// harn-acp.schema.json#/$defs/undo_metadata.
-type UndoMetadata struct {
-	// The policy rationale of a permission request (type harn.permission_policy_decision.v1).
-	PolicyDecision *PermissionPolicyDecision
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
-}
-
-var objUndoMetadata = wire.Object{Type: "UndoMetadata"}
-
-// UnmarshalJSONFrom decodes UndoMetadata, checking required members, kinds and constraints.
-func (x *UndoMetadata) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = UndoMetadata{}
-	r := wire.ReadObject(dec, &objUndoMetadata)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *UndoMetadata) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "policy_decision":
-		return wire.Ptr(r, &x.PolicyDecision, (*PermissionPolicyDecision).UnmarshalJSONFrom)
-	}
-	return r.Extra(&x.Extra)
-}
-
-// MarshalJSONTo encodes UndoMetadata, members in schema order, then Extra.
-func (x UndoMetadata) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *UndoMetadata) members(w *wire.ObjectWriter) {
-	wire.PutPtr(w, "policy_decision", x.PolicyDecision, PermissionPolicyDecision.MarshalJSONTo)
-	w.Extras(x.Extra)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x UndoMetadata) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *UndoMetadata) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
@@ -16159,63 +16109,56 @@ func (x *WriteTextFileResponse) UnmarshalJSON(data []byte) error {
 
 // Readers and writers of composite and constrained values, built once.
 var (
-	readListOfRole                                   = wire.ListFrom((*Role).UnmarshalJSONFrom)
-	writeListOfRole                                  = wire.ListTo(Role.MarshalJSONTo)
-	readListOfString                                 = wire.ListFrom(wire.StringFrom)
-	writeListOfString                                = wire.ListTo(wire.StringTo)
-	readApprovalRequestApproversRequired             = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
-	readListOfEvidenceRef                            = wire.ListFrom((*EvidenceRef).UnmarshalJSONFrom)
-	writeListOfEvidenceRef                           = wire.ListTo(EvidenceRef.MarshalJSONTo)
-	readListOfAvailableCommand                       = wire.ListFrom((*AvailableCommand).UnmarshalJSONFrom)
-	writeListOfAvailableCommand                      = wire.ListTo(AvailableCommand.MarshalJSONTo)
-	readListOfSessionConfigOption                    = wire.ListFrom((*SessionConfigOption).UnmarshalJSONFrom)
-	writeListOfSessionConfigOption                   = wire.ListTo(SessionConfigOption.MarshalJSONTo)
-	readListOfEnvVariable                            = wire.ListFrom((*EnvVariable).UnmarshalJSONFrom)
-	readCreateTerminalRequestOutputByteLimit         = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
-	writeListOfEnvVariable                           = wire.ListTo(EnvVariable.MarshalJSONTo)
-	readEvidenceRefByteCount                         = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
-	readMapOfExtensionMethod                         = wire.MapFrom((*ExtensionMethod).UnmarshalJSONFrom)
-	readMapOfListOfString                            = wire.MapFrom(readListOfString)
-	readHarnArtifactSizeBytes                        = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
-	readListOfFsWatchEvent                           = wire.ListFrom((*FsWatchEvent).UnmarshalJSONFrom)
-	writeListOfFsWatchEvent                          = wire.ListTo(FsWatchEvent.MarshalJSONTo)
-	readHarnSkillActivatedSkillName                  = wire.Within(wire.StringFrom, &wire.Limits{MinLength: wire.Count(1)})
-	readHarnSkillActivatedIteration                  = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
-	readHarnSkillDeactivatedSkillName                = wire.Within(wire.StringFrom, &wire.Limits{MinLength: wire.Count(1)})
-	readHarnSkillDeactivatedIteration                = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
-	readHarnSkillScopeToolsSkillName                 = wire.Within(wire.StringFrom, &wire.Limits{MinLength: wire.Count(1)})
-	readHarnToolLifecycleDurationMS                  = wire.Within(wire.FloatFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
-	readHarnToolLifecycleExecutionDurationMS         = wire.Within(wire.FloatFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
-	readListOfRaw                                    = wire.ListFrom(wire.RawFrom)
-	writeListOfRaw                                   = wire.ListTo(wire.RawTo)
-	readHarnTranscriptCompactedArchivedMessages      = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
-	readHarnTranscriptCompactedEstimatedTokensBefore = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
-	readHarnTranscriptCompactedEstimatedTokensAfter  = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
-	readHarnTranscriptProjectedKeptCount             = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
-	readHarnTranscriptProjectedDroppedCount          = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
-	readHarnTranscriptProjectedRedactedCount         = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
-	readHarnTranscriptProjectedReclaimedTokens       = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
-	readListOfAuthMethod                             = wire.ListFrom((*AuthMethod).UnmarshalJSONFrom)
-	writeListOfAuthMethod                            = wire.ListTo(AuthMethod.MarshalJSONTo)
-	readLegacyCallEndDurationMS                      = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
-	readLegacyCallProgressAccumulatedTokens          = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
-	readListOfSessionInfo                            = wire.ListFrom((*SessionInfo).UnmarshalJSONFrom)
-	writeListOfSessionInfo                           = wire.ListTo(SessionInfo.MarshalJSONTo)
-	readListOfLiveClient                             = wire.ListFrom((*LiveClient).UnmarshalJSONFrom)
-	writeListOfLiveClient                            = wire.ListTo(LiveClient.MarshalJSONTo)
-	readListOfMCPServer                              = wire.ListFrom((*MCPServer).UnmarshalJSONFrom)
-	writeListOfMCPServer                             = wire.ListTo(MCPServer.MarshalJSONTo)
-	readListOfHTTPHeader                             = wire.ListFrom((*HTTPHeader).UnmarshalJSONFrom)
-	writeListOfHTTPHeader                            = wire.ListTo(HTTPHeader.MarshalJSONTo)
-	readListOfPolicyEvaluation                       = wire.ListFrom((*PolicyEvaluation).UnmarshalJSONFrom)
-	writeListOfPolicyEvaluation                      = wire.ListTo(PolicyEvaluation.MarshalJSONTo)
-	readPermissionPreviewByteCount                   = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
-	readListOfPlanEntry                              = wire.ListFrom((*PlanEntry).UnmarshalJSONFrom)
-	writeListOfPlanEntry                             = wire.ListTo(PlanEntry.MarshalJSONTo)
-	readPromptErrorDataRetryAfterMS                  = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
-	readListOfContentBlock                           = wire.ListFrom((*ContentBlock).UnmarshalJSONFrom)
-	writeListOfContentBlock                          = wire.ListTo(ContentBlock.MarshalJSONTo)
-	readProtocolVersion                              = wire.Within(wire.IntFrom, &wire.Limits{
+	readListOfRole                           = wire.ListFrom((*Role).UnmarshalJSONFrom)
+	writeListOfRole                          = wire.ListTo(Role.MarshalJSONTo)
+	readListOfString                         = wire.ListFrom(wire.StringFrom)
+	writeListOfString                        = wire.ListTo(wire.StringTo)
+	readApprovalRequestApproversRequired     = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readListOfEvidenceRef                    = wire.ListFrom((*EvidenceRef).UnmarshalJSONFrom)
+	writeListOfEvidenceRef                   = wire.ListTo(EvidenceRef.MarshalJSONTo)
+	readListOfAvailableCommand               = wire.ListFrom((*AvailableCommand).UnmarshalJSONFrom)
+	writeListOfAvailableCommand              = wire.ListTo(AvailableCommand.MarshalJSONTo)
+	readListOfSessionConfigOption            = wire.ListFrom((*SessionConfigOption).UnmarshalJSONFrom)
+	writeListOfSessionConfigOption           = wire.ListTo(SessionConfigOption.MarshalJSONTo)
+	readListOfEnvVariable                    = wire.ListFrom((*EnvVariable).UnmarshalJSONFrom)
+	readCreateTerminalRequestOutputByteLimit = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	writeListOfEnvVariable                   = wire.ListTo(EnvVariable.MarshalJSONTo)
+	readEvidenceRefByteCount                 = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readMapOfRaw                             = wire.MapFrom(wire.RawFrom)
+	readMapOfListOfString                    = wire.MapFrom(readListOfString)
+	readHarnArtifactSizeBytes                = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readListOfFsWatchEvent                   = wire.ListFrom((*FsWatchEvent).UnmarshalJSONFrom)
+	writeListOfFsWatchEvent                  = wire.ListTo(FsWatchEvent.MarshalJSONTo)
+	readHarnSkillActivatedSkillName          = wire.Within(wire.StringFrom, &wire.Limits{MinLength: wire.Count(1)})
+	readHarnSkillActivatedIteration          = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readHarnSkillDeactivatedSkillName        = wire.Within(wire.StringFrom, &wire.Limits{MinLength: wire.Count(1)})
+	readHarnSkillDeactivatedIteration        = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readHarnSkillScopeToolsSkillName         = wire.Within(wire.StringFrom, &wire.Limits{MinLength: wire.Count(1)})
+	readHarnToolLifecycleDurationMS          = wire.Within(wire.FloatFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readHarnToolLifecycleExecutionDurationMS = wire.Within(wire.FloatFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readListOfRaw                            = wire.ListFrom(wire.RawFrom)
+	writeListOfRaw                           = wire.ListTo(wire.RawTo)
+	readListOfAuthMethod                     = wire.ListFrom((*AuthMethod).UnmarshalJSONFrom)
+	writeListOfAuthMethod                    = wire.ListTo(AuthMethod.MarshalJSONTo)
+	readLegacyCallEndDurationMS              = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readLegacyCallProgressAccumulatedTokens  = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readListOfSessionInfo                    = wire.ListFrom((*SessionInfo).UnmarshalJSONFrom)
+	writeListOfSessionInfo                   = wire.ListTo(SessionInfo.MarshalJSONTo)
+	readListOfLiveClient                     = wire.ListFrom((*LiveClient).UnmarshalJSONFrom)
+	writeListOfLiveClient                    = wire.ListTo(LiveClient.MarshalJSONTo)
+	readListOfMCPServer                      = wire.ListFrom((*MCPServer).UnmarshalJSONFrom)
+	writeListOfMCPServer                     = wire.ListTo(MCPServer.MarshalJSONTo)
+	readListOfHTTPHeader                     = wire.ListFrom((*HTTPHeader).UnmarshalJSONFrom)
+	writeListOfHTTPHeader                    = wire.ListTo(HTTPHeader.MarshalJSONTo)
+	readListOfPolicyEvaluation               = wire.ListFrom((*PolicyEvaluation).UnmarshalJSONFrom)
+	writeListOfPolicyEvaluation              = wire.ListTo(PolicyEvaluation.MarshalJSONTo)
+	readPermissionPreviewByteCount           = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readListOfPlanEntry                      = wire.ListFrom((*PlanEntry).UnmarshalJSONFrom)
+	writeListOfPlanEntry                     = wire.ListTo(PlanEntry.MarshalJSONTo)
+	readPromptErrorDataRetryAfterMS          = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readListOfContentBlock                   = wire.ListFrom((*ContentBlock).UnmarshalJSONFrom)
+	writeListOfContentBlock                  = wire.ListTo(ContentBlock.MarshalJSONTo)
+	readProtocolVersion                      = wire.Within(wire.IntFrom, &wire.Limits{
 		Maximum: wire.Bound(65535.0),
 		Minimum: wire.Bound(0.0),
 	})

@@ -4,19 +4,22 @@ import (
 	"bytes"
 	"context"
 	stdjson "encoding/json"
+	"fmt"
 	"slices"
 	"testing"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/bridgekit/bridgekit/gen/acp"
 	"github.com/bridgekit/bridgekit/gen/harn"
 	"github.com/bridgekit/bridgekit/runtime/wire"
 )
 
 // Types are no stricter than Harn's reference catalogue: where the
-// reference leaves a value open (any JSON, an open object), every value it
-// allows decodes, is kept and is encoded again unchanged.
+// reference leaves a member open (any JSON, an open object, an integer of
+// any size), every value it allows decodes, is kept and is encoded again
+// unchanged.
 
 // anyKinds are values of every JSON kind.
 var anyKinds = []string{`"text"`, `0`, `-7`, `2.5`, `123456789012345678901234567890`, `true`, `false`, `null`, `{}`, `{"k":[1,{"n":null}]}`, `[]`, `[1,"a",{}]`}
@@ -55,6 +58,96 @@ func jsonEqual(a, b []byte) bool {
 	x, ok1 := canon(a)
 	y, ok2 := canon(b)
 	return ok1 && ok2 && x == y
+}
+
+// referenceOpenMembers returns the members of _meta.harn that the
+// reference's session/update variant tag leaves untyped ({}).
+func referenceOpenMembers(t *testing.T, tag string) []string {
+	t.Helper()
+	var entries []struct {
+		Variant string
+		Params  struct {
+			Properties struct {
+				Update struct {
+					Properties struct {
+						Meta struct {
+							Properties struct {
+								Harn struct {
+									Properties map[string]stdjson.RawMessage
+								}
+							}
+						} `json:"_meta"`
+					}
+				}
+			}
+		}
+	}
+	if err := stdjson.Unmarshal(readShared(t, referenceCatalogue), &entries); err != nil {
+		t.Fatal(err)
+	}
+	var open []string
+	for _, e := range entries {
+		if e.Variant != tag {
+			continue
+		}
+		for name, s := range e.Params.Properties.Update.Properties.Meta.Properties.Harn.Properties {
+			if string(s) == "{}" {
+				open = append(open, name)
+			}
+		}
+	}
+	if len(open) == 0 {
+		t.Fatalf("the reference has no open member of %s", tag)
+	}
+	slices.Sort(open)
+	return open
+}
+
+// Every member of transcript_compacted's and transcript_projected's
+// _meta.harn that the reference leaves untyped takes a value of any kind.
+func TestTranscriptMembersTakeAnyKind(t *testing.T) {
+	for _, tag := range []string{"transcript_compacted", "transcript_projected"} {
+		for _, member := range referenceOpenMembers(t, tag) {
+			for _, v := range anyKinds {
+				doc := fmt.Sprintf(`{"sessionId":"s","update":{"sessionUpdate":%q,"_meta":{"harn":{%q:%s}}}}`, tag, member, v)
+				var n acp.SessionNotification
+				roundTripExact(t, doc, &n)
+				if n.Update.Unknown != nil {
+					t.Errorf("%s: read as an unknown variant", doc)
+				}
+			}
+		}
+	}
+}
+
+// approvalRequest's undo_metadata is untyped in the reference ({}).
+func TestUndoMetadataTakesAnyKind(t *testing.T) {
+	for _, v := range anyKinds {
+		doc := `{"sessionId":"s","toolCall":{"toolCallId":"t","_meta":{"harn":{"approvalRequest":{"id":"t","action":"write","principal":"s","requested_at":"2026-01-01T00:00:00Z","approvers_required":1,"undo_metadata":` + v + `}}}},"options":[]}`
+		roundTripExact(t, doc, new(acp.RequestPermissionRequest))
+	}
+}
+
+// initialize's agentCapabilities._meta.harn.extensionMethods is an open
+// object in the reference: a value of any kind is kept.
+func TestExtensionMethodsTakeAnyValue(t *testing.T) {
+	for _, v := range anyKinds {
+		doc := `{"protocolVersion":1,"agentCapabilities":{"_meta":{"harn":{"extensionMethods":{"_harn/agentEvent":{"kinds":["a"]},"other":` + v + `}}}}}`
+		roundTripExact(t, doc, new(acp.InitializeResponse))
+	}
+}
+
+// A progress update's progress and total are integers in the reference:
+// one beyond float64's exact range is kept exactly.
+func TestProgressKeepsLargeIntegers(t *testing.T) {
+	for _, n := range []string{"9007199254740993", "9223372036854775807", "-9007199254740993", "0"} {
+		doc := `{"sessionId":"s","update":{"sessionUpdate":"progress","_meta":{"harn":{"phase":"p","message":"m","progress":` + n + `,"total":` + n + `}}}}`
+		var u acp.SessionNotification
+		roundTripExact(t, doc, &u)
+		if p := u.Update.Progress; p == nil || p.Meta.Harn.Progress == nil || fmt.Sprint(*p.Meta.Harn.Progress) != n || fmt.Sprint(*p.Meta.Harn.Total) != n {
+			t.Errorf("%s: read as %+v", n, p)
+		}
+	}
 }
 
 // process.set_default_shell's result is unspecified in the reference (any
