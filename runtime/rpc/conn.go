@@ -53,11 +53,15 @@ type Options struct {
 	// their catalogue's. Up to 64 other names are interned as they arrive.
 	Methods []string
 	// Logger receives diagnostics, rate-limited and truncated, from a
-	// goroutine of their own. Nil discards them.
+	// goroutine of their own. Nil discards them, except the reports of
+	// notifications dropped because their params do not decode
+	// (FrameBadParams), which go to slog's default logger.
 	Logger *slog.Logger
 	// OnFrameError, if set, is called with every inbound line that is
-	// rejected or dropped, from the diagnostics goroutine; when it falls
-	// behind, reports are dropped rather than slow the reader.
+	// rejected or dropped, notifications whose params do not decode
+	// included, from the diagnostics goroutine; when it falls behind,
+	// reports are dropped (and counted, see Conn.Stats) rather than slow
+	// the reader.
 	OnFrameError func(*FrameError)
 }
 
@@ -160,9 +164,6 @@ func NewConn(r io.Reader, w io.Writer, codec Codec, h Handler, opts *Options) *C
 	}
 	if o.QueueBytes <= 0 {
 		o.QueueBytes = defaultQueueBytes
-	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	c := &Conn{
 		codec:   codec,

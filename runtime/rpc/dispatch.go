@@ -120,7 +120,12 @@ func (c *Conn) serve(it *inbound, onDispatcher bool) {
 	result, err := c.invoke(ctx, &it.Request)
 	c.gate.add(-1, 0)
 	if it.Kind == KindNotification {
-		if err != nil {
+		switch {
+		case err == nil:
+		case errors.Is(err, ErrInvalidParams):
+			// Dropped: the program hears of it, whether it has a logger or not.
+			c.diag.report(&FrameError{Kind: FrameBadParams, Err: err, ID: it.ID, Method: it.Method, Snippet: snippet(it.frame)}, it.frame)
+		default:
 			level := slog.LevelWarn
 			if errors.Is(err, ErrMethodNotFound) {
 				level = slog.LevelDebug

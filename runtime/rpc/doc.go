@@ -52,7 +52,12 @@
 // [MaxEcho] bytes of the peer's method names. Bad lines are answered as the
 // protocol says and reported through [Options.OnFrameError] and the logger
 // from a goroutine of their own, rate-limited, so a flood of garbage or an
-// undrained stderr never stalls the connection. A line over
+// undrained stderr never stalls the connection. A notification whose
+// handler cannot decode its params (an error matching ErrInvalidParams)
+// is not answered, but it is not dropped silently either: it is reported
+// as a FrameBadParams FrameError with its method and whole line, logged
+// (through slog's default logger when Options.Logger is nil) and counted
+// in [Conn.Stats]. A line over
 // [Options.MaxFrame] is dropped unbuffered but for its first bytes, from
 // which a codec that implements [HeadDecoder] (both of ours do) tells what
 // it was: a request is refused under its own id, and a reply fails the

@@ -16,7 +16,8 @@ type inbound struct {
 	key    string                  // requests a cancel rule targets: the raw value of its Key member
 	// registered: the request is in Conn.running, where cancel messages find it.
 	registered bool
-	size       int // bytes held while queued
+	size       int    // bytes held while queued
+	frame      []byte // a notification's line
 }
 
 // itemOverhead is what an inbound costs besides its params, for the

@@ -83,7 +83,7 @@ func (c *Conn) handleFrame(frame []byte) (handedOff bool) {
 	case KindResponse, KindError:
 		c.deliver(m, frame)
 	case KindRequest, KindNotification:
-		return c.accept(m)
+		return c.accept(m, frame)
 	}
 	return false
 }
@@ -157,17 +157,16 @@ func (c *Conn) badFrame(err error, frame []byte) {
 	if frame != nil {
 		fe.Snippet = snippet(frame)
 	}
+	c.diag.report(fe, frame) // before the call below may read fe
 	if fe.Claimed == KindResponse || fe.Claimed == KindError {
 		if ch := c.take(fe.ID.raw); ch != nil {
 			ch <- callResult{err: fe}
-			c.diag.report(fe)
 			return
 		}
 	}
 	if fe.Reply != nil {
 		c.rejectWith(fe.ID, fe.Reply)
 	}
-	c.diag.report(fe)
 }
 
 // rejectWith answers the message with id (possibly none) with e, without
@@ -183,7 +182,7 @@ func (c *Conn) rejectWith(id ID, e *Error) {
 // accept queues an inbound request or notification, after applying it if
 // it is a cancel message, or handles a notification inline. It reports
 // whether reading moved to another goroutine meanwhile.
-func (c *Conn) accept(m *Message) (handedOff bool) {
+func (c *Conn) accept(m *Message, frame []byte) (handedOff bool) {
 	method := c.intern(m.Method)
 	var qualifier string
 	if len(m.Qualifier) > 0 {
@@ -202,20 +201,26 @@ func (c *Conn) accept(m *Message) (handedOff bool) {
 	if body := m.Body; m.Kind == KindNotification && !preempt && c.q.claimInline() {
 		// Handled right here, while the frame is valid: nothing to copy.
 		it := &c.inline
-		*it = inbound{Request: Request{Kind: KindNotification, ID: id, Method: method, Qualifier: qualifier, Params: body}}
+		*it = inbound{Request: Request{Kind: KindNotification, ID: id, Method: method, Qualifier: qualifier, Params: body}, frame: frame}
 		return c.serveInline(it)
 	}
 	// Names count too: a peer can send a distinct long name every time.
 	size := len(m.Body) + len(m.ID) + len(m.Method) + len(m.Qualifier) + itemOverhead
 	it := &inbound{Request: Request{Kind: m.Kind, ID: id, Method: method, Qualifier: qualifier}, size: size}
-	if len(m.Body) > 0 {
+	if m.Kind == KindNotification {
+		// A notification keeps its line, for the report of params that
+		// do not decode; its params are a part of it, or a copy after it.
+		var n int
+		it.frame, it.Params, n = keep(frame, m.Body)
+		it.size += n - len(m.Body)
+	} else if len(m.Body) > 0 {
 		it.Params = bytes.Clone(m.Body)
 	}
 	if m.Kind == KindRequest {
 		if !preempt && c.q.refuse() {
 			e := ErrOverloaded.with(ErrOverloaded.Message + "; retry later")
 			c.rejectWith(it.ID, e)
-			c.diag.report(&FrameError{Kind: FrameOverloaded, Err: e, ID: it.ID})
+			c.diag.report(&FrameError{Kind: FrameOverloaded, Err: e, ID: it.ID}, nil)
 			return false
 		}
 		c.register(it)
@@ -280,7 +285,7 @@ func (c *Conn) deliver(m *Message, frame []byte) {
 	ch := c.take(string(m.ID))
 	if ch == nil {
 		if c.ctx.Err() == nil {
-			c.diag.report(&FrameError{Kind: FrameUnknownResponse, Err: errNoCall, ID: RawID(m.ID), Snippet: snippet(frame)})
+			c.diag.report(&FrameError{Kind: FrameUnknownResponse, Err: errNoCall, ID: RawID(m.ID), Snippet: snippet(frame)}, frame)
 		}
 		return
 	}
@@ -397,4 +402,21 @@ func newRules(cancels []CancelRule, preempt []string) rules {
 		r.preempt[m] = true
 	}
 	return r
+}
+
+// keep returns a copy of frame and, within the same allocation, of body:
+// the part of the copy that body is, when body is a part of frame.
+// It also returns the bytes it allocated.
+func keep(frame, body []byte) (line, params []byte, n int) {
+	i := cap(frame) - cap(body)
+	if len(body) > 0 && i >= 0 && i+len(body) <= len(frame) && &frame[i] == &body[0] {
+		line = bytes.Clone(frame)
+		return line, line[i : i+len(body) : i+len(body)], len(line)
+	}
+	buf := append(append(make([]byte, 0, len(frame)+len(body)), frame...), body...)
+	line = buf[:len(frame):len(frame)]
+	if len(body) > 0 {
+		params = buf[len(frame):]
+	}
+	return line, params, len(buf)
 }
