@@ -63,6 +63,14 @@ type Options struct {
 	// reports are dropped (and counted, see Conn.Stats) rather than slow
 	// the reader.
 	OnFrameError func(*FrameError)
+	// Observe, if set, sees every frame the connection reads or writes,
+	// once each, in the order of each direction's stream: a line read
+	// before the connection acts on it (bad and oversized lines too), a
+	// frame written just before the Write that writes it (error replies
+	// to bad lines and replies written at shutdown too). It runs on the
+	// goroutine reading or writing, so it must be quick and must not call
+	// the connection. Unset, it costs nothing. See SlogObserver.
+	Observe func(Traffic)
 }
 
 const (
@@ -177,7 +185,11 @@ func NewConn(r io.Reader, w io.Writer, codec Codec, h Handler, opts *Options) *C
 		pending: make(map[uint64]chan callResult),
 		done:    make(chan struct{}),
 	}
-	c.w = ndjson.NewWriter(w, &ndjson.WriterOptions{QueueBytes: o.WriteQueueBytes, OnError: c.writeFailed})
+	wo := &ndjson.WriterOptions{QueueBytes: o.WriteQueueBytes, OnError: c.writeFailed}
+	if o.Observe != nil {
+		wo.OnWrite = c.observeOut
+	}
+	c.w = ndjson.NewWriter(w, wo)
 	c.diag.init(o.Logger, o.OnFrameError)
 	c.log = c.diag.logger() // records are handled off the goroutine that logs
 	c.gate.cond.L = &c.gate.mu

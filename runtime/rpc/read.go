@@ -24,6 +24,9 @@ func (c *Conn) read() {
 	for c.q.waitSpace() {
 		frame, err := c.fr.ReadFrame()
 		if err == nil {
+			if c.opts.Observe != nil {
+				c.observeIn(frame, len(frame))
+			}
 			if c.handleFrame(frame) {
 				return // reading moved on while a handler ran here
 			}
@@ -55,6 +58,9 @@ func (c *Conn) tooLarge(err error) *FrameError {
 	fe := &FrameError{Kind: FrameTooLarge, Err: err}
 	var tl *ndjson.FrameTooLargeError
 	if errors.As(err, &tl) {
+		if c.opts.Observe != nil {
+			c.observeIn(tl.Head, tl.Size)
+		}
 		fe.Snippet = snippet(tl.Head)
 		if hd, ok := c.codec.(HeadDecoder); ok {
 			kind, id := hd.DecodeHead(tl.Head)
