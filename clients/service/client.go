@@ -365,7 +365,7 @@ func (c *Client) launch(ctx context.Context) error {
 		c.emit(Lifecycle{Status: StatusReady, Attempt: gen})
 	}
 	c.mu.Lock()
-	c.lastID = max(c.lastID, p.codec.last.Load())
+	c.lastID = max(c.lastID, p.ids.last.Load())
 	switch {
 	case err != nil:
 	case c.failure == ErrClosed:
@@ -549,7 +549,7 @@ func (c *Client) died(p *proc) {
 	if current {
 		c.cur = nil
 	}
-	c.lastID = max(c.lastID, p.codec.last.Load())
+	c.lastID = max(c.lastID, p.ids.last.Load())
 	c.mu.Unlock()
 	if !current || c.ctx.Err() != nil {
 		return

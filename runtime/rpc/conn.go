@@ -26,6 +26,13 @@ type Options struct {
 	// time, on worker goroutines that are reused and retire once idle.
 	// Notifications are always handled one at a time in arrival order.
 	MaxConcurrentRequests int
+	// Ordered, with MaxConcurrentRequests above 1, starts each request
+	// only once the one before it has returned (its reply queued for
+	// writing, so replies go out in arrival order) or has called Release
+	// with its context: a handler that must answer in turn, but may let
+	// the next request in while it goes on, releases its turn (compare
+	// jsonrpc2's Async). Methods of the preempt lane never wait.
+	Ordered bool
 	// QueueSize and QueueBytes bound the inbound messages waiting for a
 	// handler (defaults 256 and 4 MiB). When either is reached the
 	// connection stops reading, which throttles the peer. While a handler
@@ -63,6 +70,29 @@ type Options struct {
 	// reports are dropped (and counted, see Conn.Stats) rather than slow
 	// the reader.
 	OnFrameError func(*FrameError)
+	// Screen, if set, is called on the reading goroutine with every
+	// message the codec decoded, before the connection acts on it, to add
+	// a program's own gates to the protocol's: a non-nil *FrameError
+	// refuses the message as the codec refuses a bad line (OnBadFrame,
+	// then its Reply, Claimed and ID say what happens). m and its slices
+	// are valid only during the call.
+	Screen func(m *Message) *FrameError
+	// OnBadFrame, if set, is called on the reading goroutine, before the
+	// connection acts on it, with every line that the codec or Screen
+	// refused and every line over MaxFrame (line is then its first
+	// ndjson.HeadSize bytes). It may change fe: clear Reply to leave the
+	// line unanswered, set ID and Claimed (KindResponse) to fail the call
+	// with that id. Returning true ends the connection with that line, as
+	// Close does but without waiting: pending calls fail with an error
+	// matching ErrClosed and wrapping fe, and nothing read after it is
+	// taken. line is valid only during the call.
+	OnBadFrame func(fe *FrameError, line []byte) (end bool)
+	// NextID, if set, numbers outbound requests (the codec writes the id
+	// from the number) instead of counting up from 1, for example to go on
+	// from the ids a previous connection used. It is called once per
+	// request, from the goroutine sending it, and must return distinct
+	// numbers above 0.
+	NextID func() uint64
 	// Observe, if set, sees every frame the connection reads or writes,
 	// once each, in the order of each direction's stream: a line read
 	// before the connection acts on it (bad and oversized lines too), a
@@ -266,9 +296,14 @@ func (c *Conn) abort(cause error) {
 // be written, so the peer can no longer be served.
 func (c *Conn) writeFailed(err error) {
 	c.log.Error("rpc: write failed; closing the connection", "err", err)
-	cause := fmt.Errorf("%w: write: %w", ErrClosed, err)
-	// Shut down before the failed write returns, so that its caller's
-	// error, like every later one, says why.
+	c.fail(fmt.Errorf("%w: write: %w", ErrClosed, err))
+}
+
+// fail ends the connection with cause without waiting for handlers, for
+// a write error and a bad frame that ends it.
+func (c *Conn) fail(cause error) {
+	// Shut down before returning, so that the error of a failed write's
+	// caller, like every later one, says why.
 	c.shutdown(cause)
 	go func() {
 		c.abort(cause)

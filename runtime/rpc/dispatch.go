@@ -34,6 +34,12 @@ func (c *Conn) dispatch(q *inbox) {
 			c.serve(it, true)
 		case c.acquire():
 			c.start(it)
+			if it.turn != nil { // Ordered: the next waits for its turn
+				select {
+				case <-it.turn:
+				case <-c.ctx.Done():
+				}
+			}
 		default:
 			it.release()
 		}
@@ -117,6 +123,9 @@ func (c *Conn) serve(it *inbound, onDispatcher bool) {
 	if ctx == nil {
 		ctx = c.handlerCtx
 	}
+	if it.turn != nil {
+		ctx = context.WithValue(ctx, turnKey{}, it)
+	}
 	result, err := c.invoke(ctx, &it.Request)
 	c.gate.add(-1, 0)
 	if it.Kind == KindNotification {
@@ -186,8 +195,27 @@ func (c *Conn) reply(it *inbound, result any, e *Error, onDispatcher bool) {
 	}
 }
 
+// turnKey is the context key of an Ordered request's *inbound.
+type turnKey struct{}
+
+// Release lets the request whose handler has ctx give up its turn, on a
+// connection with Options.Ordered: the next request starts while this
+// one goes on. It does nothing for other contexts, or called again.
+func Release(ctx context.Context) {
+	if it, ok := ctx.Value(turnKey{}).(*inbound); ok {
+		it.releaseTurn()
+	}
+}
+
+func (it *inbound) releaseTurn() {
+	if it.turn != nil && it.released.CompareAndSwap(false, true) {
+		close(it.turn)
+	}
+}
+
 // finish releases what a handled message held.
 func (c *Conn) finish(it *inbound) {
+	it.releaseTurn()
 	if it.registered {
 		c.mu.Lock()
 		if c.running[it.ID.raw] == it {

@@ -18,6 +18,9 @@ type inbound struct {
 	registered bool
 	size       int    // bytes held while queued
 	frame      []byte // a notification's line
+	// turn, for an Ordered request, is closed when the next may start.
+	turn     chan struct{}
+	released atomic.Bool
 }
 
 // itemOverhead is what an inbound costs besides its params, for the

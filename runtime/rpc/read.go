@@ -36,7 +36,9 @@ func (c *Conn) read() {
 			continue
 		}
 		if errors.Is(err, ndjson.ErrFrameTooLarge) {
-			c.badFrame(c.tooLarge(err), nil)
+			if c.badFrame(c.tooLarge(err), nil) {
+				return
+			}
 			continue
 		}
 		cause = err
@@ -82,8 +84,12 @@ func (c *Conn) handleFrame(frame []byte) (handedOff bool) {
 	m := &c.msg
 	*m = Message{}
 	if err := c.codec.Decode(frame, m); err != nil {
-		c.badFrame(err, frame)
-		return false
+		return c.badFrame(err, frame)
+	}
+	if c.opts.Screen != nil {
+		if fe := c.opts.Screen(m); fe != nil {
+			return c.badFrame(fe, frame)
+		}
 	}
 	switch m.Kind {
 	case KindResponse, KindError:
@@ -153,9 +159,11 @@ func (c *Conn) moveReading() {
 	go c.read()
 }
 
-// badFrame reports a line the codec refused and answers it as the codec
-// says. A reply that failed a gate fails the call it answers.
-func (c *Conn) badFrame(err error, frame []byte) {
+// badFrame reports a line the codec or Screen refused (frame) or that
+// was too large (frame nil) and answers it as the codec and OnBadFrame
+// say. A reply that failed a gate fails the call it answers. It reports
+// whether OnBadFrame ended the connection.
+func (c *Conn) badFrame(err error, frame []byte) (ended bool) {
 	fe, ok := err.(*FrameError)
 	if !ok {
 		fe = &FrameError{Kind: FrameMalformed, Err: err, Reply: ErrParse}
@@ -163,16 +171,27 @@ func (c *Conn) badFrame(err error, frame []byte) {
 	if frame != nil {
 		fe.Snippet = snippet(frame)
 	}
-	c.diag.report(fe, frame) // before the call below may read fe
-	if fe.Claimed == KindResponse || fe.Claimed == KindError {
-		if ch := c.take(fe.ID.raw); ch != nil {
-			ch <- callResult{err: fe}
-			return
+	if c.opts.OnBadFrame != nil {
+		line := frame
+		if tl, ok := errors.AsType[*ndjson.FrameTooLargeError](fe.Err); ok && line == nil {
+			line = tl.Head
 		}
+		ended = c.opts.OnBadFrame(fe, line)
 	}
-	if fe.Reply != nil {
+	c.diag.report(fe, frame) // before the call below may read fe
+	var ch chan callResult
+	if fe.Claimed == KindResponse || fe.Claimed == KindError {
+		ch = c.take(fe.ID.raw)
+	}
+	if ch != nil {
+		ch <- callResult{err: fe}
+	} else if fe.Reply != nil {
 		c.rejectWith(fe.ID, fe.Reply)
 	}
+	if ended {
+		c.fail(fmt.Errorf("%w: %w", ErrClosed, fe))
+	}
+	return ended
 }
 
 // rejectWith answers the message with id (possibly none) with e, without
@@ -230,6 +249,9 @@ func (c *Conn) accept(m *Message, frame []byte) (handedOff bool) {
 			return false
 		}
 		c.register(it)
+		if c.opts.Ordered && c.sem != nil && !preempt {
+			it.turn = make(chan struct{})
+		}
 	}
 	if preempt && !c.ctl.full() {
 		c.ctlOnce.Do(func() {
@@ -251,7 +273,7 @@ func (c *Conn) accept(m *Message, frame []byte) (handedOff bool) {
 // the dispatcher has caught up (everything before this request has been
 // handled or started) and a slot is free. It reports whether it did.
 func (c *Conn) startNow(it *inbound) bool {
-	if c.sem == nil || it.Kind != KindRequest {
+	if c.sem == nil || it.Kind != KindRequest || it.turn != nil {
 		return false
 	}
 	return c.q.whenCaughtUp(func() bool {
