@@ -157,16 +157,14 @@ type Conn struct {
 	pending map[uint64]chan callResult // nil once no reply can arrive
 	running map[string]*inbound        // requests with a context of their own, by id
 	cause   error                      // why the connection shut down
-	closing bool                       // shutting down (cancellable requests are cancelled at once)
-	lanes   sync.WaitGroup             // dispatchers and workers
-	gate    gate                       // handler calls, for Close to wait on
-	ctlOnce sync.Once
+	phase   phase
+	lanes   sync.WaitGroup // dispatchers and workers
+	gate    gate           // handler calls, for Close to wait on
+	ctlLane bool           // the preempt lane's dispatcher runs (reader only)
 
-	diag      diagnostics
-	done      chan struct{}
-	doneOnce  sync.Once
-	abortOnce sync.Once
-	closeErr  error
+	diag     diagnostics
+	done     chan struct{}
+	closeErr error // of closing the streams, set by end before done closes
 }
 
 // callResult is the outcome of a call, sent once on the call's channel.
@@ -272,92 +270,86 @@ func (c *Conn) Err() error {
 // returns the result of closing r and w. It must not be called from a
 // handler.
 func (c *Conn) Close() error {
-	c.abort(ErrClosed)
-	c.gate.wait()
-	c.finished()
+	c.end(ErrClosed, false)
+	<-c.done
 	return c.closeErr
-}
-
-// abort shuts the connection down at once, for Close and write errors.
-func (c *Conn) abort(cause error) {
-	c.abortOnce.Do(func() {
-		c.shutdown(cause)
-		c.q.close(true)
-		c.ctl.close(true)
-		err := c.w.Close()
-		if rc, ok := c.in.(io.Closer); ok && !sameObject(c.in, c.out) {
-			err = errors.Join(err, rc.Close())
-		}
-		c.closeErr = err
-	})
 }
 
 // writeFailed is the writer's error callback: a reply or request could not
 // be written, so the peer can no longer be served.
 func (c *Conn) writeFailed(err error) {
 	c.log.Error("rpc: write failed; closing the connection", "err", err)
-	c.fail(fmt.Errorf("%w: write: %w", ErrClosed, err))
+	c.end(fmt.Errorf("%w: write: %w", ErrClosed, err), false)
 }
 
-// fail ends the connection with cause without waiting for handlers, for
-// a write error and a bad frame that ends it.
-func (c *Conn) fail(cause error) {
-	// Shut down before returning, so that the error of a failed write's
-	// caller, like every later one, says why.
-	c.shutdown(cause)
-	go func() {
-		c.abort(cause)
-		c.gate.wait()
-		c.finished()
-	}()
-}
+// phase is where a connection is in its life. It only moves forward, in
+// end.
+type phase uint8
 
-// shutdown records the first cause, stops handlers from starting, ends
-// handler contexts and fails every pending call.
-func (c *Conn) shutdown(cause error) {
+const (
+	running  phase = iota
+	draining       // the peer's input ended: what was read is handled and answered first
+	closing        // shut down: done is closed once the handlers have returned
+)
+
+// end is the connection's one decision point for its shutdown, whoever
+// calls for it: the reader at the end of input (graceful), Close, a write
+// error, a bad frame that OnBadFrame makes fatal, or the end of draining.
+//
+// Graceful, it fails the pending calls (no reply can arrive any more) and
+// lets what was read be handled, answered and written before it ends the
+// connection. Otherwise it shuts down at once, before it returns, so that
+// every error from now on says why (cause, which Err reports): pending
+// calls fail, handler contexts end, queued input and unwritten replies are
+// dropped and the streams closed; done is closed once the handlers that
+// are not blocked in a write have returned.
+func (c *Conn) end(cause error, graceful bool) {
 	c.mu.Lock()
-	if c.cause == nil {
-		c.cause = cause
+	if c.phase == closing || graceful && c.phase == draining {
+		c.mu.Unlock()
+		return
 	}
-	c.closing = true
-	c.gate.close()
 	pending, running := c.pending, c.running
-	c.pending, c.running = nil, nil
+	c.pending = nil
+	if graceful {
+		c.phase, running = draining, nil
+	} else {
+		c.phase, c.cause, c.running = closing, cause, nil
+	}
 	c.mu.Unlock()
+	for _, ch := range pending {
+		ch <- callResult{err: cause}
+	}
+	if graceful {
+		c.q.close(false)
+		c.ctl.close(false)
+		go c.drain(cause)
+		return
+	}
+	c.gate.close()
 	c.cancel(cause)
 	for _, it := range running {
 		it.cancel(cause)
 	}
-	for _, ch := range pending {
-		ch <- callResult{err: cause}
+	c.q.close(true)
+	c.ctl.close(true)
+	err := c.w.Close()
+	if rc, ok := c.in.(io.Closer); ok && !sameObject(c.in, c.out) {
+		err = errors.Join(err, rc.Close())
 	}
-}
-
-// finished marks the connection done.
-func (c *Conn) finished() {
-	c.doneOnce.Do(func() {
+	c.closeErr = err
+	go func() {
+		c.gate.wait()
 		c.diag.stop()
 		close(c.done)
-	})
+	}()
 }
 
-// endInput is called by the reader when the peer's input ends (cause):
-// no reply can arrive any more, so pending calls fail, but everything
-// already read is still handled and answered before the connection
-// finishes.
-func (c *Conn) endInput(cause error) {
-	c.mu.Lock()
-	pending := c.pending
-	c.pending = nil
-	c.mu.Unlock()
-	for _, ch := range pending {
-		ch <- callResult{err: cause}
-	}
-	c.q.close(false)
-	c.ctl.close(false)
-	// Wait for the dispatchers to handle what was read, unless Close (or a
-	// write error) ends the connection first: a worker may be stuck writing
-	// to a peer that reads nothing.
+// drain waits for the dispatchers to handle what was read and for the
+// replies to be written, then ends the connection; Close (or a write
+// error) may end it first: a worker may be stuck writing to a peer that
+// reads nothing.
+func (c *Conn) drain(cause error) {
 	lanes := make(chan struct{})
 	go func() { c.lanes.Wait(); close(lanes) }()
 	select {
@@ -368,9 +360,7 @@ func (c *Conn) endInput(cause error) {
 	if err := c.w.Flush(c.ctx); err != nil && c.ctx.Err() == nil {
 		cause = fmt.Errorf("%w (and a reply could not be written: %w)", cause, err)
 	}
-	c.abort(cause)
-	c.gate.wait()
-	c.finished()
+	c.end(cause, false)
 }
 
 // gate admits handler calls until the connection shuts down and lets

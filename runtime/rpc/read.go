@@ -48,7 +48,7 @@ func (c *Conn) read() {
 	if cause == nil || c.ctx.Err() != nil {
 		return // Close or a write error ended the connection.
 	}
-	c.endInput(fmt.Errorf("%w: %w", ErrClosed, cause))
+	c.end(fmt.Errorf("%w: %w", ErrClosed, cause), true)
 }
 
 // tooLarge describes a line over the size limit. What the codec can read
@@ -189,7 +189,7 @@ func (c *Conn) badFrame(err error, frame []byte) (ended bool) {
 		c.rejectWith(fe.ID, fe.Reply)
 	}
 	if ended {
-		c.fail(fmt.Errorf("%w: %w", ErrClosed, fe))
+		c.end(fmt.Errorf("%w: %w", ErrClosed, fe), false)
 	}
 	return ended
 }
@@ -254,10 +254,11 @@ func (c *Conn) accept(m *Message, frame []byte) (handedOff bool) {
 		}
 	}
 	if preempt && !c.ctl.full() {
-		c.ctlOnce.Do(func() {
+		if !c.ctlLane {
+			c.ctlLane = true
 			c.lanes.Add(1)
 			go c.dispatch(&c.ctl)
-		})
+		}
 		c.ctl.push(it)
 		c.ctl.flush()
 		return false
@@ -359,7 +360,7 @@ func (c *Conn) register(it *inbound) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.closing {
+	if c.phase == closing {
 		it.cancel(c.cause)
 		return
 	}
