@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/bridgekit/bridgekit/runtime/ndjson"
 )
@@ -98,65 +97,6 @@ func (c *Conn) handleFrame(frame []byte) (handedOff bool) {
 		return c.accept(m, frame)
 	}
 	return false
-}
-
-// inlineWatch is how long a notification's handler may run on the read
-// goroutine before reading moves to a new goroutine.
-const inlineWatch = time.Millisecond
-
-// serveInline handles a notification on the read goroutine and reports
-// whether reading moved to another goroutine meanwhile.
-func (c *Conn) serveInline(it *inbound) bool {
-	c.armWatch()
-	it.ctx = c.readerCtx
-	c.serve(it, false)
-	return c.q.endInline()
-}
-
-// armWatch starts the inline watch timer unless it runs already. It stays
-// armed through a burst of notifications (one timer event per inlineWatch,
-// not a Reset and Stop per notification) and disarms itself once no handler
-// runs inline.
-func (c *Conn) armWatch() {
-	if !c.watching.Swap(true) {
-		c.watch.Reset(inlineWatch)
-	}
-}
-
-// watchdog is the inline watch timer's function: it moves reading on when
-// the notification handled inline has run for inlineWatch, re-arms for a
-// younger one, and otherwise disarms.
-func (c *Conn) watchdog() {
-	ok, wait := c.q.takeOver(inlineWatch)
-	if ok {
-		c.moveReading()
-	}
-	if wait > 0 {
-		c.watch.Reset(wait)
-		return
-	}
-	c.watching.Store(false)
-	// A handler that went inline after takeOver looked found the watch
-	// still armed and left it to this call.
-	if c.q.watched() {
-		c.armWatch()
-	}
-}
-
-// handoff moves reading to a new goroutine while the read goroutine runs a
-// notification's handler that sends a request (whose reply only a reader
-// can read).
-func (c *Conn) handoff() {
-	if ok, _ := c.q.takeOver(0); ok {
-		c.moveReading()
-	}
-}
-
-// moveReading starts a new read goroutine with buffers of its own, since
-// the inline handler's params alias the old ones.
-func (c *Conn) moveReading() {
-	c.fr.Detach()
-	go c.read()
 }
 
 // badFrame reports a line the codec or Screen refused (frame) or that
