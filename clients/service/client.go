@@ -166,7 +166,9 @@ type Config struct {
 	// OnFrameError, if set, receives every line of the provider that is
 	// rejected or dropped, late replies included (see rpc.Options).
 	OnFrameError func(*rpc.FrameError)
-	// Conn configures the connections (frame and queue limits).
+	// Conn configures the connections (frame and queue limits). Its Screen
+	// and OnBadFrame run after the client's own gates; NextID is the
+	// client's (ids go on across restarts).
 	Conn rpc.Options
 }
 

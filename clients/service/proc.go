@@ -80,7 +80,19 @@ func (c *Client) spawn(gen int, base uint64) (*proc, error) {
 	p.ids = &ids{codec: codec, role: string(cfg.Role)}
 	p.ids.last.Store(base)
 	opts := agentpmservice.ConnOptions(&cfg.Conn)
-	opts.NextID, opts.Screen, opts.OnBadFrame = p.ids.next, p.ids.screen, p.ids.badFrame
+	// The provider's frames pass the client's gates, then any of Conn's.
+	screen, onBad := opts.Screen, opts.OnBadFrame
+	opts.NextID = p.ids.next
+	opts.Screen = func(m *rpc.Message) *rpc.FrameError {
+		if fe := p.ids.screen(m); fe != nil || screen == nil {
+			return fe
+		}
+		return screen(m)
+	}
+	opts.OnBadFrame = func(fe *rpc.FrameError, line []byte) bool {
+		end := onBad != nil && onBad(fe, line)
+		return p.ids.badFrame(fe, line) || end
+	}
 	connHook := opts.OnFrameError
 	opts.OnFrameError = func(fe *rpc.FrameError) {
 		if fe.Kind == rpc.FrameUnknownResponse {

@@ -25,7 +25,18 @@
 // replies and cancel messages are still read and the order stays the same.
 // Handlers therefore must not assume which goroutine runs them.
 // Methods listed in [Options.Preempt], and every cancel message, are handled
-// on a lane of their own that never waits behind other handlers.
+// on a lane of their own that never waits behind other handlers. With
+// [Options.Ordered], concurrent requests also wait for their turn: each
+// starts once the one before it has returned or called [Release].
+//
+// # Hooks
+//
+// A program adds its own rules without wrapping the Codec, which is framing
+// and nothing else: [Options.Screen] adds gates to the protocol's,
+// [Options.OnBadFrame] decides, before the connection acts, what becomes of
+// a bad line (answered or not, failing a call, ending the connection),
+// [Options.NextID] numbers outbound requests, and [Options.Observe] sees
+// every frame in and out ([SlogObserver] logs them, redacted).
 //
 // When a reply arrives after some notifications, Send returns only once
 // those notifications have been handled, so a caller sees every progress
