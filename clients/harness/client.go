@@ -1,7 +1,6 @@
 package harness
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -12,7 +11,6 @@ import (
 	"time"
 
 	"github.com/bridgekit/bridgekit/gen/agentpmmachine"
-	"github.com/bridgekit/bridgekit/runtime/ndjson"
 	"github.com/bridgekit/bridgekit/runtime/rpc"
 )
 
@@ -164,61 +162,30 @@ func newClient(r io.Reader, w io.Writer, o *Options) *Client {
 	if copts.Logger == nil {
 		copts.Logger = c.opts.Logger
 	}
-	// Bad frames, oversized lines included, end the session from the
-	// codec (gateCodec), as they are read.
-	limit := copts.MaxFrame
-	if limit <= 0 {
-		limit = ndjson.DefaultMaxFrame
+	// Bad frames, oversized lines included, are never answered (an error
+	// frame would be unsolicited, and can stall the Harness's next
+	// host-service calls) and end the session as they are read: nothing
+	// the Harness writes after one is taken, so that a call pending then
+	// fails with it whatever follows.
+	screen, onBad := copts.Screen, copts.OnBadFrame
+	copts.Screen = func(m *rpc.Message) *rpc.FrameError {
+		c.sawFrame()
+		if screen != nil {
+			return screen(m)
+		}
+		return nil
 	}
-	codec := &gateCodec{Codec: agentpmmachine.NewCodec("c-", ""), c: c, limit: limit}
-	c.conn = rpc.NewConn(r, w, codec, c.handler(), agentpmmachine.ConnOptions(&copts))
+	copts.OnBadFrame = func(fe *rpc.FrameError, line []byte) bool {
+		if onBad != nil {
+			onBad(fe, line)
+		}
+		fe.Reply = nil
+		c.violation(fe, snippet(line))
+		return true
+	}
+	c.conn = rpc.NewConn(r, w, agentpmmachine.NewCodec("c-", ""), c.handler(), agentpmmachine.ConnOptions(&copts))
 	c.peer = agentpmmachine.NewHarnessPeer(c.conn)
 	return c
-}
-
-// gateCodec is the machine codec that never answers a bad frame of the
-// Harness (an error frame would be unsolicited, and can stall the
-// Harness's next host-service calls) and makes it end the session.
-type gateCodec struct {
-	rpc.Codec
-	c     *Client
-	limit int // the connection's MaxFrame
-}
-
-// DecodeHead tells the connection what a line of the Harness over the size
-// limit was (rpc.HeadDecoder) and ends the session with it at once, as
-// Decode does a bad frame: an answer fails the call it answers; anything
-// else is reported as an event, which the connection does not answer, so
-// that the client never answers a bad frame.
-func (g *gateCodec) DecodeHead(head []byte) (rpc.Kind, []byte) {
-	var kind rpc.Kind
-	var id []byte
-	if hd, ok := g.Codec.(rpc.HeadDecoder); ok {
-		kind, id = hd.DecodeHead(head)
-	}
-	fe := &rpc.FrameError{Kind: rpc.FrameTooLarge, Err: &ndjson.FrameTooLargeError{Limit: g.limit, Head: bytes.Clone(head)}, Snippet: snippet(head), Claimed: kind}
-	g.c.violation(fe, fe.Snippet)
-	if kind == rpc.KindResponse || kind == rpc.KindError {
-		return kind, id
-	}
-	return rpc.KindNotification, nil
-}
-
-func (g *gateCodec) Decode(line []byte, m *rpc.Message) error {
-	if fatal := g.c.badFrame(); fatal != nil {
-		// The session ended with that frame: nothing the Harness writes
-		// after it is taken, so that a call pending then fails with it
-		// whatever follows.
-		return &rpc.FrameError{Kind: rpc.FrameInvalid, Err: fmt.Errorf("after %w", fatal)}
-	}
-	err := g.Codec.Decode(line, m)
-	if fe, ok := err.(*rpc.FrameError); ok {
-		fe.Reply = nil
-		g.c.violation(fe, snippet(line))
-	} else if err == nil {
-		g.c.sawFrame()
-	}
-	return err
 }
 
 func snippet(line []byte) string { return rpc.Truncate(string(line[:min(len(line), 200)]), 120) }

@@ -166,7 +166,9 @@ type Config struct {
 	// OnFrameError, if set, receives every line of the provider that is
 	// rejected or dropped, late replies included (see rpc.Options).
 	OnFrameError func(*rpc.FrameError)
-	// Conn configures the connections (frame and queue limits).
+	// Conn configures the connections (frame and queue limits). Its Screen
+	// and OnBadFrame run after the client's own gates; NextID is the
+	// client's (ids go on across restarts).
 	Conn rpc.Options
 }
 
@@ -365,7 +367,7 @@ func (c *Client) launch(ctx context.Context) error {
 		c.emit(Lifecycle{Status: StatusReady, Attempt: gen})
 	}
 	c.mu.Lock()
-	c.lastID = max(c.lastID, p.codec.last.Load())
+	c.lastID = max(c.lastID, p.ids.last.Load())
 	switch {
 	case err != nil:
 	case c.failure == ErrClosed:
@@ -549,7 +551,7 @@ func (c *Client) died(p *proc) {
 	if current {
 		c.cur = nil
 	}
-	c.lastID = max(c.lastID, p.codec.last.Load())
+	c.lastID = max(c.lastID, p.ids.last.Load())
 	c.mu.Unlock()
 	if !current || c.ctx.Err() != nil {
 		return

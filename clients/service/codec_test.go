@@ -9,18 +9,37 @@ import (
 	"github.com/bridgekit/bridgekit/runtime/rpc"
 )
 
-func newTestCodec() *codec {
-	return &codec{Codec: agentpmservice.NewCodec("knowledge-kb-", "").(*envelope.Codec), role: "knowledge", base: 4}
+func newTestIDs() *ids {
+	k := &ids{codec: agentpmservice.NewCodec("knowledge-kb-", "").(*envelope.Codec), role: "knowledge"}
+	k.last.Store(4)
+	return k
 }
 
-// The client's codec never answers the provider, sends every rejected reply
-// to the call whose id it carries or, when no id can be read, to the pending
-// call, and numbers ids after its base.
-func TestCodec(t *testing.T) {
-	k := newTestCodec()
-	head := string(k.AppendHead(nil, &rpc.Header{Kind: rpc.KindRequest, Seq: 1, Method: "retrieve", Qualifier: "knowledge"}))
-	if want := `{"protocol":"agentpm-service","version":1,"kind":"request","id":"knowledge-kb-5","service":"knowledge","method":"retrieve","payload":`; head != want || k.last.Load() != 5 {
-		t.Errorf("head %s, last %d", head, k.last.Load())
+// decode reads line as the provider's connection does: the codec, then
+// the client's screen, then its bad-frame policy.
+func (k *ids) decode(line []byte, m *rpc.Message) error {
+	err := k.codec.Decode(line, m)
+	if err == nil {
+		if fe := k.screen(m); fe != nil {
+			err = fe
+		}
+	}
+	if fe, ok := err.(*rpc.FrameError); ok {
+		if k.badFrame(fe, line) {
+			panic("a bad frame of the provider ended the connection")
+		}
+	}
+	return err
+}
+
+// The client never answers the provider, sends every rejected reply to the
+// call whose id it carries or, when no id can be read, to the pending call,
+// and numbers ids after its base.
+func TestProviderFrames(t *testing.T) {
+	k := newTestIDs()
+	head := string(k.codec.AppendHead(nil, &rpc.Header{Kind: rpc.KindRequest, Seq: k.next(), Method: "retrieve", Qualifier: "knowledge"}))
+	if want := `{"protocol":"agentpm-service","version":1,"kind":"request","id":"knowledge-kb-5","service":"knowledge","method":"retrieve","payload":`; head != want || k.last.Load() != 5 || k.pending.Load() != 5 {
+		t.Errorf("head %s, last %d, pending %d", head, k.last.Load(), k.pending.Load())
 	}
 	for _, tc := range []struct {
 		line string
@@ -41,7 +60,7 @@ func TestCodec(t *testing.T) {
 	} {
 		k.pending.Store(5) // request 5 waits for its answer
 		var m rpc.Message
-		err := k.Decode([]byte(tc.line), &m)
+		err := k.decode([]byte(tc.line), &m)
 		if !errors.Is(err, tc.want) || (err == nil) != (tc.want == nil) {
 			t.Errorf("%s: %v, want %v", tc.line, err, tc.want)
 		}
@@ -56,26 +75,20 @@ func TestCodec(t *testing.T) {
 	}
 	// A line without an id when nothing is pending fails nothing.
 	var m rpc.Message
-	if fe, ok := k.Decode([]byte(`garbage`), &m).(*rpc.FrameError); !ok || !fe.ID.IsZero() || fe.Claimed != 0 || fe.Reply != nil {
+	if fe, ok := k.decode([]byte(`garbage`), &m).(*rpc.FrameError); !ok || !fe.ID.IsZero() || fe.Claimed != 0 || fe.Reply != nil {
 		t.Errorf("garbage with nothing pending: %+v", fe)
-	}
-	if seq, ok := k.Seq([]byte(`"knowledge-kb-5"`)); !ok || seq != 1 {
-		t.Errorf("Seq: %d %v", seq, ok)
-	}
-	if _, ok := k.Seq([]byte(`"knowledge-kb-4"`)); ok {
-		t.Error("an id of the previous process matched")
 	}
 }
 
-func FuzzCodec(f *testing.F) {
+func FuzzProviderFrames(f *testing.F) {
 	f.Add([]byte(`{"protocol":"agentpm-service","version":1,"kind":"response","id":"knowledge-kb-5","service":"knowledge","result":{}}`))
 	f.Add([]byte(`{"protocol":"agentpm-service","version":1,"kind":"error","id":"knowledge-kb-9","service":"knowledge","error":{"code":"x","message":"y","retryable":true}}`))
 	f.Add([]byte(`{"protocol":"agentpm-service","version":1,"kind":"initialized","id":7}`))
 	f.Fuzz(func(t *testing.T, line []byte) {
-		k := newTestCodec()
+		k := newTestIDs()
 		k.pending.Store(5)
 		var m rpc.Message
-		err := k.Decode(line, &m)
+		err := k.decode(line, &m)
 		if fe, ok := err.(*rpc.FrameError); ok && fe.Reply != nil {
 			t.Fatalf("the provider's line %q would be answered", line)
 		}

@@ -58,7 +58,7 @@ type proc struct {
 	cmd    *exec.Cmd
 	stdin  *stdin
 	conn   *rpc.Conn
-	codec  *codec
+	ids    *ids
 	stderr *child.Tail
 	exited chan struct{} // closed once cmd.Wait has returned
 	state  *os.ProcessState
@@ -76,9 +76,23 @@ func (c *Client) spawn(gen int, base uint64) (*proc, error) {
 	if err != nil {
 		return nil, err
 	}
-	p.codec = &codec{Codec: agentpmservice.NewCodec(cfg.idPrefix(), "").(*envelope.Codec), role: string(cfg.Role), base: base}
-	p.codec.last.Store(base)
+	codec := agentpmservice.NewCodec(cfg.idPrefix(), "").(*envelope.Codec)
+	p.ids = &ids{codec: codec, role: string(cfg.Role)}
+	p.ids.last.Store(base)
 	opts := agentpmservice.ConnOptions(&cfg.Conn)
+	// The provider's frames pass the client's gates, then any of Conn's.
+	screen, onBad := opts.Screen, opts.OnBadFrame
+	opts.NextID = p.ids.next
+	opts.Screen = func(m *rpc.Message) *rpc.FrameError {
+		if fe := p.ids.screen(m); fe != nil || screen == nil {
+			return fe
+		}
+		return screen(m)
+	}
+	opts.OnBadFrame = func(fe *rpc.FrameError, line []byte) bool {
+		end := onBad != nil && onBad(fe, line)
+		return p.ids.badFrame(fe, line) || end
+	}
 	connHook := opts.OnFrameError
 	opts.OnFrameError = func(fe *rpc.FrameError) {
 		if fe.Kind == rpc.FrameUnknownResponse {
@@ -94,7 +108,7 @@ func (c *Client) spawn(gen int, base uint64) (*proc, error) {
 		}
 	}
 	p.stdin = &stdin{File: toChild}
-	p.conn = rpc.NewConn(fromChild, p.stdin, p.codec, nil, opts)
+	p.conn = rpc.NewConn(fromChild, p.stdin, codec, nil, opts)
 	go func() {
 		_ = cmd.Wait()
 		p.state = cmd.ProcessState
@@ -198,93 +212,85 @@ func (c *Client) exitError(p *proc, method string, err error) *ExitError {
 	return &ExitError{Role: c.cfg.Role, RegistryID: c.cfg.RegistryID, Method: method, State: p.state, Stderr: p.stderr.String(), Err: err}
 }
 
-// codec is the agentpm-service codec as the client reads the provider's
-// frames. Request ids continue across restarts (base is the last id of the
-// previous process), so a late reply can never match another call. Frames
-// the provider writes are never answered: a reply that fails the
-// protocol's gates, or names another role, fails the call whose id it
-// carries; a line whose id cannot be read fails the pending call (the
-// client sends one request at a time), as the Harness does. A request frame
-// (the protocol has none from a provider) is dropped and reported; events
-// are read and ignored, unless one carries the pending request's id: that
-// fails the call, as it does the Harness's.
-type codec struct {
-	*envelope.Codec
-	role string
-	base uint64
-	last atomic.Uint64 // the highest id number written
-	// pending is the id number of the request last written while it has
-	// not been answered, 0 for none.
+// The agentpm-service connection as the client reads the provider's
+// frames. Request ids continue across restarts (NextID goes on from the
+// last id of the previous process), so a late reply can never match
+// another call. Frames the provider writes are never answered: a reply
+// that fails the protocol's gates, or names another role, fails the call
+// whose id it carries; a line whose id cannot be read fails the pending
+// call (the client sends one request at a time), as the Harness does. A
+// request frame (the protocol has none from a provider) is dropped and
+// reported; events are read and ignored, unless one carries the pending
+// request's id: that fails the call, as it does the Harness's.
+
+// ids numbers a provider's requests and knows which one is pending.
+type ids struct {
+	codec *envelope.Codec
+	role  string
+	last  atomic.Uint64 // the highest id number used
+	// pending is the id number of the request last sent while it has not
+	// been answered, 0 for none.
 	pending atomic.Uint64
+	// request: screen refused a request frame (badFrame then leaves the
+	// pending call alone). Used by the reading goroutine only.
+	request bool
 }
 
-// AppendHead implements rpc.Codec, numbering requests after base.
-func (k *codec) AppendHead(dst []byte, h *rpc.Header) []byte {
-	if h.Kind != rpc.KindRequest {
-		return k.Codec.AppendHead(dst, h)
-	}
-	hh := *h
-	hh.Seq += k.base
-	for last := k.last.Load(); hh.Seq > last && !k.last.CompareAndSwap(last, hh.Seq); last = k.last.Load() {
-	}
-	k.pending.Store(hh.Seq)
-	return k.Codec.AppendHead(dst, &hh)
-}
-
-// AppendID implements rpc.Codec.
-func (k *codec) AppendID(dst []byte, seq uint64) []byte { return k.Codec.AppendID(dst, k.base+seq) }
-
-// Seq implements rpc.Codec.
-func (k *codec) Seq(id []byte) (uint64, bool) {
-	n, ok := k.Codec.Seq(id)
-	if !ok || n <= k.base {
-		return 0, false
-	}
-	return n - k.base, true
+// next is the connection's Options.NextID.
+func (k *ids) next() uint64 {
+	n := k.last.Add(1)
+	k.pending.Store(n)
+	return n
 }
 
 // answered clears pending when id answers it.
-func (k *codec) answered(id []byte) {
-	if n, ok := k.Codec.Seq(id); ok {
+func (k *ids) answered(id []byte) {
+	if n, ok := k.codec.Seq(id); ok {
 		k.pending.CompareAndSwap(n, 0)
 	}
 }
 
-// Decode implements rpc.Codec.
-func (k *codec) Decode(line []byte, m *rpc.Message) error {
-	err := k.Codec.Decode(line, m)
-	if err == nil && m.Kind == rpc.KindRequest {
+// screen is the connection's Options.Screen: the gates of a provider's
+// frames beyond the protocol's.
+func (k *ids) screen(m *rpc.Message) *rpc.FrameError {
+	switch m.Kind {
+	case rpc.KindRequest:
 		// Dropped and reported: neither answered nor taken for a reply.
+		k.request = true
 		return &rpc.FrameError{Kind: rpc.FrameInvalid, Err: fmt.Errorf("%w: a provider sends no requests (%s)", envelope.ErrKind,
 			rpc.Truncate(string(m.Method), rpc.MaxEcho))}
-	}
-	if err == nil && m.Kind == rpc.KindNotification && len(m.ID) > 0 {
-		if n, ok := k.Codec.Seq(m.ID); ok && n != 0 && k.pending.CompareAndSwap(n, 0) {
+	case rpc.KindNotification:
+		if n, ok := k.codec.Seq(m.ID); len(m.ID) > 0 && ok && n != 0 && k.pending.CompareAndSwap(n, 0) {
 			// The Harness fails a call answered by any frame but a reply.
 			return &rpc.FrameError{Kind: rpc.FrameInvalid, Claimed: rpc.KindResponse, ID: rpc.RawID(m.ID),
 				Err: fmt.Errorf("%w: an event carries the id of the pending request, which only its reply may carry", envelope.ErrKind)}
 		}
-	}
-	if err == nil && (m.Kind == rpc.KindResponse || m.Kind == rpc.KindError) {
+	default:
 		k.answered(m.ID)
 		if string(m.Qualifier) != k.role {
 			what := "no service member"
 			if len(m.Qualifier) > 0 {
 				what = fmt.Sprintf("service %q", rpc.Truncate(string(m.Qualifier), rpc.MaxEcho))
 			}
-			err = &rpc.FrameError{Kind: rpc.FrameInvalid, Claimed: m.Kind, ID: rpc.RawID(m.ID),
+			return &rpc.FrameError{Kind: rpc.FrameInvalid, Claimed: m.Kind, ID: rpc.RawID(m.ID),
 				Err: fmt.Errorf("%w: the reply has %s; this is a %s provider", ErrWrongRole, what, k.role)}
 		}
 	}
-	fe, ok := err.(*rpc.FrameError)
-	if !ok {
-		return err
+	return nil
+}
+
+// badFrame is the connection's Options.OnBadFrame: the provider's frames
+// are never answered, and one whose id cannot be read answers the
+// pending call.
+func (k *ids) badFrame(fe *rpc.FrameError, _ []byte) bool {
+	fe.Reply = nil
+	if k.request {
+		k.request = false
+		return false
 	}
-	fe.Reply = nil // the provider's frames are never answered
 	if fe.ID.IsZero() {
-		// Whose answer it was cannot be read: the pending call's.
 		if n := k.pending.Swap(0); n != 0 {
-			fe.ID = rpc.RawID(k.Codec.AppendID(nil, n))
+			fe.ID = rpc.RawID(k.codec.AppendID(nil, n))
 		}
 	} else {
 		k.answered(fe.ID.Raw())
@@ -292,5 +298,5 @@ func (k *codec) Decode(line []byte, m *rpc.Message) error {
 	if !fe.ID.IsZero() {
 		fe.Claimed = rpc.KindResponse // fails the call with that id, if one waits
 	}
-	return fe
+	return false
 }

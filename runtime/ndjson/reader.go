@@ -29,6 +29,7 @@ var ErrFrameTooLarge = errors.New("ndjson: frame too large")
 // answer it or fail the call it answers.
 type FrameTooLargeError struct {
 	Limit int    // the limit in bytes, excluding the line terminator
+	Size  int    // the line's length, excluding its newline (and, mostly, a '\r' before it)
 	Head  []byte // the line's first HeadSize bytes (all of it, if shorter)
 }
 
@@ -95,7 +96,7 @@ func (r *Reader) ReadFrame() ([]byte, error) {
 				return nil, r.dropped(line)
 			}
 			if line = trimEOL(line); len(line) > r.max {
-				return nil, &FrameTooLargeError{Limit: r.max, Head: bytes.Clone(line[:min(len(line), HeadSize)])}
+				return nil, &FrameTooLargeError{Limit: r.max, Size: len(line), Head: bytes.Clone(line[:min(len(line), HeadSize)])}
 			} else if !isBlank(line) {
 				return line, nil
 			}
@@ -113,7 +114,7 @@ func (r *Reader) ReadFrame() ([]byte, error) {
 				}
 				return nil, r.err
 			case r.err == io.EOF && len(line) > r.max:
-				return nil, &FrameTooLargeError{Limit: r.max, Head: bytes.Clone(line[:min(len(line), HeadSize)])}
+				return nil, &FrameTooLargeError{Limit: r.max, Size: len(line), Head: bytes.Clone(line[:min(len(line), HeadSize)])}
 			case r.err != io.EOF || isBlank(line):
 				return nil, r.err
 			}
@@ -184,11 +185,12 @@ func (r *Reader) keepHead(b []byte) {
 func (r *Reader) dropped(rest []byte) error {
 	r.keepHead(rest)
 	head := r.head
+	size := r.skipping + len(trimEOL(rest))
 	if r.skipping+len(rest) == len(head) { // the head holds the whole line
 		head = trimEOL(head)
 	}
 	r.head, r.skipping = nil, 0
-	return &FrameTooLargeError{Limit: r.max, Head: head[:min(len(head), HeadSize)]}
+	return &FrameTooLargeError{Limit: r.max, Size: size, Head: head[:min(len(head), HeadSize)]}
 }
 
 // More reports whether a whole frame is already buffered, so that the next

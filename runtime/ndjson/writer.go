@@ -36,6 +36,10 @@ type WriterOptions struct {
 	// OnError, if set, is called once, with the first error of the
 	// underlying Write (not ErrClosed), from the goroutine that wrote.
 	OnError func(error)
+	// OnWrite, if set, is called with every frame just before the Write
+	// call that writes it, once per frame, in the order of the stream,
+	// from the goroutine writing. line is valid only during the call.
+	OnWrite func(line []byte)
 }
 
 // Writer writes frames to a newline-delimited stream. It is safe for
@@ -49,6 +53,7 @@ type Writer struct {
 	w       io.Writer
 	limit   int
 	onError func(error)
+	onWrite func([]byte)
 
 	mu      sync.Mutex
 	writing bool      // a goroutine holds the writer role
@@ -88,7 +93,7 @@ func NewWriter(w io.Writer, opts *WriterOptions) *Writer {
 		if opts.QueueBytes > 0 {
 			wr.limit = opts.QueueBytes
 		}
-		wr.onError = opts.OnError
+		wr.onError, wr.onWrite = opts.OnError, opts.OnWrite
 	}
 	return wr
 }
@@ -186,6 +191,9 @@ func (w *Writer) lockOpen(line []byte) error {
 func (w *Writer) writeNow(line []byte) error {
 	w.writing = true
 	w.mu.Unlock()
+	if w.onWrite != nil {
+		w.onWrite(line)
+	}
 	err := w.write(line)
 	w.drain(err)
 	return err
@@ -282,6 +290,11 @@ func (w *Writer) drain(werr error) {
 		w.mu.Unlock()
 
 		p := batch[0].line
+		if w.onWrite != nil {
+			for _, wt := range batch {
+				w.onWrite(wt.line)
+			}
+		}
 		if len(batch) > 1 {
 			buf := w.batch[:0]
 			for _, wt := range batch {

@@ -245,3 +245,43 @@ func TestConcurrentWritersDoNotInterleave(t *testing.T) {
 		}
 	}
 }
+
+// OnWrite sees every frame once, in the order of the stream, whether it
+// was written alone, in a batch or from the async queue.
+func TestWriterOnWrite(t *testing.T) {
+	var seen []string
+	pr, pw := io.Pipe()
+	w := NewWriter(pw, &WriterOptions{OnWrite: func(line []byte) { seen = append(seen, string(line)) }})
+	var stream bytes.Buffer
+	done := make(chan struct{})
+	go func() { io.Copy(&stream, pr); close(done) }()
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 50 {
+				line := []byte(fmt.Sprintf("{\"g\":%d,\"i\":%d}\n", g, i))
+				var err error
+				switch i % 3 {
+				case 0:
+					err = w.WriteFrame(context.Background(), line)
+				case 1:
+					err = w.WriteFrameAsync(context.Background(), line)
+				default:
+					err = w.WriteFrameOrQueue(context.Background(), line)
+				}
+				if err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := w.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	pw.Close()
+	<-done
+	if got := strings.Join(seen, ""); got != stream.String() || len(seen) != 400 {
+		t.Fatalf("OnWrite saw %d frames; they differ from the stream: %v", len(seen), got != stream.String())
+	}
+}

@@ -60,7 +60,11 @@ func (c *Conn) Send(ctx context.Context, m Outbound, result any) error {
 		return fmt.Errorf("rpc: send %q: method name is not valid UTF-8", m.Method)
 	}
 	if h.Kind == KindRequest {
-		h.Seq = c.seq.Add(1)
+		if c.opts.NextID != nil {
+			h.Seq = c.opts.NextID()
+		} else {
+			h.Seq = c.seq.Add(1)
+		}
 	}
 	body, err := c.encode(b, h, m.Params)
 	if err != nil {

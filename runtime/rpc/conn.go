@@ -26,6 +26,13 @@ type Options struct {
 	// time, on worker goroutines that are reused and retire once idle.
 	// Notifications are always handled one at a time in arrival order.
 	MaxConcurrentRequests int
+	// Ordered, with MaxConcurrentRequests above 1, starts each request
+	// only once the one before it has returned (its reply queued for
+	// writing, so replies go out in arrival order) or has called Release
+	// with its context: a handler that must answer in turn, but may let
+	// the next request in while it goes on, releases its turn (compare
+	// jsonrpc2's Async). Methods of the preempt lane never wait.
+	Ordered bool
 	// QueueSize and QueueBytes bound the inbound messages waiting for a
 	// handler (defaults 256 and 4 MiB). When either is reached the
 	// connection stops reading, which throttles the peer. While a handler
@@ -53,12 +60,47 @@ type Options struct {
 	// their catalogue's. Up to 64 other names are interned as they arrive.
 	Methods []string
 	// Logger receives diagnostics, rate-limited and truncated, from a
-	// goroutine of their own. Nil discards them.
+	// goroutine of their own. Nil discards them, except the reports of
+	// notifications dropped because their params do not decode
+	// (FrameBadParams), which go to slog's default logger.
 	Logger *slog.Logger
 	// OnFrameError, if set, is called with every inbound line that is
-	// rejected or dropped, from the diagnostics goroutine; when it falls
-	// behind, reports are dropped rather than slow the reader.
+	// rejected or dropped, notifications whose params do not decode
+	// included, from the diagnostics goroutine; when it falls behind,
+	// reports are dropped (and counted, see Conn.Stats) rather than slow
+	// the reader.
 	OnFrameError func(*FrameError)
+	// Screen, if set, is called on the reading goroutine with every
+	// message the codec decoded, before the connection acts on it, to add
+	// a program's own gates to the protocol's: a non-nil *FrameError
+	// refuses the message as the codec refuses a bad line (OnBadFrame,
+	// then its Reply, Claimed and ID say what happens). m and its slices
+	// are valid only during the call.
+	Screen func(m *Message) *FrameError
+	// OnBadFrame, if set, is called on the reading goroutine, before the
+	// connection acts on it, with every line that the codec or Screen
+	// refused and every line over MaxFrame (line is then its first
+	// ndjson.HeadSize bytes). It may change fe: clear Reply to leave the
+	// line unanswered, set ID and Claimed (KindResponse) to fail the call
+	// with that id. Returning true ends the connection with that line, as
+	// Close does but without waiting: pending calls fail with an error
+	// matching ErrClosed and wrapping fe, and nothing read after it is
+	// taken. line is valid only during the call.
+	OnBadFrame func(fe *FrameError, line []byte) (end bool)
+	// NextID, if set, numbers outbound requests (the codec writes the id
+	// from the number) instead of counting up from 1, for example to go on
+	// from the ids a previous connection used. It is called once per
+	// request, from the goroutine sending it, and must return distinct
+	// numbers above 0.
+	NextID func() uint64
+	// Observe, if set, sees every frame the connection reads or writes,
+	// once each, in the order of each direction's stream: a line read
+	// before the connection acts on it (bad and oversized lines too), a
+	// frame written just before the Write that writes it (error replies
+	// to bad lines and replies written at shutdown too). It runs on the
+	// goroutine reading or writing, so it must be quick and must not call
+	// the connection. Unset, it costs nothing. See SlogObserver.
+	Observe func(Traffic)
 }
 
 const (
@@ -115,16 +157,14 @@ type Conn struct {
 	pending map[uint64]chan callResult // nil once no reply can arrive
 	running map[string]*inbound        // requests with a context of their own, by id
 	cause   error                      // why the connection shut down
-	closing bool                       // shutting down (cancellable requests are cancelled at once)
-	lanes   sync.WaitGroup             // dispatchers and workers
-	gate    gate                       // handler calls, for Close to wait on
-	ctlOnce sync.Once
+	phase   phase
+	lanes   sync.WaitGroup // dispatchers and workers
+	gate    gate           // handler calls, for Close to wait on
+	ctlLane bool           // the preempt lane's dispatcher runs (reader only)
 
-	diag      diagnostics
-	done      chan struct{}
-	doneOnce  sync.Once
-	abortOnce sync.Once
-	closeErr  error
+	diag     diagnostics
+	done     chan struct{}
+	closeErr error // of closing the streams, set by end before done closes
 }
 
 // callResult is the outcome of a call, sent once on the call's channel.
@@ -161,9 +201,6 @@ func NewConn(r io.Reader, w io.Writer, codec Codec, h Handler, opts *Options) *C
 	if o.QueueBytes <= 0 {
 		o.QueueBytes = defaultQueueBytes
 	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
 	c := &Conn{
 		codec:   codec,
 		handler: h,
@@ -176,7 +213,11 @@ func NewConn(r io.Reader, w io.Writer, codec Codec, h Handler, opts *Options) *C
 		pending: make(map[uint64]chan callResult),
 		done:    make(chan struct{}),
 	}
-	c.w = ndjson.NewWriter(w, &ndjson.WriterOptions{QueueBytes: o.WriteQueueBytes, OnError: c.writeFailed})
+	wo := &ndjson.WriterOptions{QueueBytes: o.WriteQueueBytes, OnError: c.writeFailed}
+	if o.Observe != nil {
+		wo.OnWrite = c.observeOut
+	}
+	c.w = ndjson.NewWriter(w, wo)
 	c.diag.init(o.Logger, o.OnFrameError)
 	c.log = c.diag.logger() // records are handled off the goroutine that logs
 	c.gate.cond.L = &c.gate.mu
@@ -229,87 +270,86 @@ func (c *Conn) Err() error {
 // returns the result of closing r and w. It must not be called from a
 // handler.
 func (c *Conn) Close() error {
-	c.abort(ErrClosed)
-	c.gate.wait()
-	c.finished()
+	c.end(ErrClosed, false)
+	<-c.done
 	return c.closeErr
-}
-
-// abort shuts the connection down at once, for Close and write errors.
-func (c *Conn) abort(cause error) {
-	c.abortOnce.Do(func() {
-		c.shutdown(cause)
-		c.q.close(true)
-		c.ctl.close(true)
-		err := c.w.Close()
-		if rc, ok := c.in.(io.Closer); ok && !sameObject(c.in, c.out) {
-			err = errors.Join(err, rc.Close())
-		}
-		c.closeErr = err
-	})
 }
 
 // writeFailed is the writer's error callback: a reply or request could not
 // be written, so the peer can no longer be served.
 func (c *Conn) writeFailed(err error) {
 	c.log.Error("rpc: write failed; closing the connection", "err", err)
-	cause := fmt.Errorf("%w: write: %w", ErrClosed, err)
-	// Shut down before the failed write returns, so that its caller's
-	// error, like every later one, says why.
-	c.shutdown(cause)
-	go func() {
-		c.abort(cause)
-		c.gate.wait()
-		c.finished()
-	}()
+	c.end(fmt.Errorf("%w: write: %w", ErrClosed, err), false)
 }
 
-// shutdown records the first cause, stops handlers from starting, ends
-// handler contexts and fails every pending call.
-func (c *Conn) shutdown(cause error) {
+// phase is where a connection is in its life. It only moves forward, in
+// end.
+type phase uint8
+
+const (
+	running  phase = iota
+	draining       // the peer's input ended: what was read is handled and answered first
+	closing        // shut down: done is closed once the handlers have returned
+)
+
+// end is the connection's one decision point for its shutdown, whoever
+// calls for it: the reader at the end of input (graceful), Close, a write
+// error, a bad frame that OnBadFrame makes fatal, or the end of draining.
+//
+// Graceful, it fails the pending calls (no reply can arrive any more) and
+// lets what was read be handled, answered and written before it ends the
+// connection. Otherwise it shuts down at once, before it returns, so that
+// every error from now on says why (cause, which Err reports): pending
+// calls fail, handler contexts end, queued input and unwritten replies are
+// dropped and the streams closed; done is closed once the handlers that
+// are not blocked in a write have returned.
+func (c *Conn) end(cause error, graceful bool) {
 	c.mu.Lock()
-	if c.cause == nil {
-		c.cause = cause
+	if c.phase == closing || graceful && c.phase == draining {
+		c.mu.Unlock()
+		return
 	}
-	c.closing = true
-	c.gate.close()
 	pending, running := c.pending, c.running
-	c.pending, c.running = nil, nil
+	c.pending = nil
+	if graceful {
+		c.phase, running = draining, nil
+	} else {
+		c.phase, c.cause, c.running = closing, cause, nil
+	}
 	c.mu.Unlock()
+	for _, ch := range pending {
+		ch <- callResult{err: cause}
+	}
+	if graceful {
+		c.q.close(false)
+		c.ctl.close(false)
+		go c.drain(cause)
+		return
+	}
+	c.gate.close()
 	c.cancel(cause)
 	for _, it := range running {
 		it.cancel(cause)
 	}
-	for _, ch := range pending {
-		ch <- callResult{err: cause}
+	c.q.close(true)
+	c.ctl.close(true)
+	err := c.w.Close()
+	if rc, ok := c.in.(io.Closer); ok && !sameObject(c.in, c.out) {
+		err = errors.Join(err, rc.Close())
 	}
-}
-
-// finished marks the connection done.
-func (c *Conn) finished() {
-	c.doneOnce.Do(func() {
+	c.closeErr = err
+	go func() {
+		c.gate.wait()
 		c.diag.stop()
 		close(c.done)
-	})
+	}()
 }
 
-// endInput is called by the reader when the peer's input ends (cause):
-// no reply can arrive any more, so pending calls fail, but everything
-// already read is still handled and answered before the connection
-// finishes.
-func (c *Conn) endInput(cause error) {
-	c.mu.Lock()
-	pending := c.pending
-	c.pending = nil
-	c.mu.Unlock()
-	for _, ch := range pending {
-		ch <- callResult{err: cause}
-	}
-	c.q.close(false)
-	c.ctl.close(false)
-	// Wait for the dispatchers to handle what was read, unless Close (or a
-	// write error) ends the connection first: a worker may be stuck writing
-	// to a peer that reads nothing.
+// drain waits for the dispatchers to handle what was read and for the
+// replies to be written, then ends the connection; Close (or a write
+// error) may end it first: a worker may be stuck writing to a peer that
+// reads nothing.
+func (c *Conn) drain(cause error) {
 	lanes := make(chan struct{})
 	go func() { c.lanes.Wait(); close(lanes) }()
 	select {
@@ -320,9 +360,7 @@ func (c *Conn) endInput(cause error) {
 	if err := c.w.Flush(c.ctx); err != nil && c.ctx.Err() == nil {
 		cause = fmt.Errorf("%w (and a reply could not be written: %w)", cause, err)
 	}
-	c.abort(cause)
-	c.gate.wait()
-	c.finished()
+	c.end(cause, false)
 }
 
 // gate admits handler calls until the connection shuts down and lets

@@ -1,10 +1,14 @@
 package rpc
 
 import (
+	"bytes"
 	"context"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/bridgekit/bridgekit/runtime/redact"
 )
 
 // diagnostics reports bad inbound frames and logs away from the read path
@@ -16,6 +20,7 @@ import (
 // later.
 type diagnostics struct {
 	log  *slog.Logger
+	lost *slog.Logger // logs the notifications dropped undecoded (FrameBadParams)
 	on   func(*FrameError)
 	ch   chan *FrameError
 	recs chan diagRecord
@@ -25,6 +30,10 @@ type diagnostics struct {
 
 	mu      sync.Mutex
 	dropped int // reports and records that found their channel full
+
+	counts     [FrameBadParams + 1]atomic.Uint64 // reports, by kind
+	unreported atomic.Uint64                     // reports that found the queue full
+	held       atomic.Int64                      // bytes of FrameError.Frame queued
 }
 
 // diagRecord is a log record waiting for the diagnostics goroutine.
@@ -37,12 +46,19 @@ const (
 	diagQueue = 64               // reports (and records) waiting for the goroutine
 	diagBurst = 10               // log lines about bad frames allowed at once
 	diagEvery = time.Second / 10 // then one per this period
+	diagBytes = 4 << 20          // bytes of whole lines (FrameError.Frame) queued at most
 	// maxErrText bounds the text of a reported FrameError's Err.
 	maxErrText = 4 * MaxEcho
 )
 
+// init sets the logger (nil: discard diagnostics, but log the
+// notifications dropped undecoded through slog's default logger) and the
+// frame error callback.
 func (d *diagnostics) init(log *slog.Logger, on func(*FrameError)) {
-	d.log, d.on = log, on
+	d.log, d.lost, d.on = log, log, on
+	if log == nil {
+		d.log, d.lost = slog.New(slog.DiscardHandler), slog.Default()
+	}
 	d.quit = make(chan struct{})
 	d.stop = sync.OnceFunc(func() { close(d.quit) })
 }
@@ -96,14 +112,48 @@ func (d *diagnostics) drop() {
 	d.mu.Unlock()
 }
 
-// report queues fe without ever blocking.
-func (d *diagnostics) report(fe *FrameError) {
+// report counts fe and queues it without ever blocking. line, if not
+// nil, is the whole line, which fe.Frame gets a copy of while the reports
+// queued hold less than diagBytes of lines.
+func (d *diagnostics) report(fe *FrameError, line []byte) {
+	d.counts[min(int(fe.Kind), len(d.counts)-1)].Add(1)
+	if line != nil && d.on == nil {
+		line = nil // nobody would see it
+	}
+	if line != nil && d.held.Add(int64(len(line))) <= diagBytes {
+		fe.Frame = bytes.Clone(line)
+	} else if line != nil {
+		d.held.Add(-int64(len(line)))
+	}
 	d.start()
 	select {
 	case d.ch <- fe:
 	default:
+		d.held.Add(-int64(len(fe.Frame)))
+		d.unreported.Add(1)
 		d.drop()
 	}
+}
+
+// Stats counts the inbound lines a connection did not take as they came.
+type Stats struct {
+	// FrameErrors counts the lines reported to Options.OnFrameError (and
+	// the logger), by FrameErrorKind: FrameErrors[FrameBadParams] is the
+	// number of notifications dropped because their params did not decode.
+	FrameErrors [FrameBadParams + 1]uint64
+	// Unreported counts the reports, among those, that OnFrameError and
+	// the logger never saw: they came faster than those could take them.
+	Unreported uint64
+}
+
+// Stats returns the connection's counts so far.
+func (c *Conn) Stats() Stats {
+	var s Stats
+	for k := range s.FrameErrors {
+		s.FrameErrors[k] = c.diag.counts[k].Load()
+	}
+	s.Unreported = c.diag.unreported.Load()
+	return s
 }
 
 func (d *diagnostics) run() {
@@ -114,10 +164,12 @@ func (d *diagnostics) run() {
 		case r := <-d.recs:
 			r.h.Handle(context.Background(), r.rec)
 		case fe := <-d.ch:
+			held := len(fe.Frame)
 			fe = bounded(fe)
 			if d.on != nil {
 				d.on(fe)
 			}
+			d.held.Add(-int64(held))
 			now := time.Now()
 			tokens = min(diagBurst, tokens+float64(now.Sub(last))/float64(diagEvery))
 			last = now
@@ -130,15 +182,20 @@ func (d *diagnostics) run() {
 			suppressed += d.dropped
 			d.dropped = 0
 			d.mu.Unlock()
-			args := []any{"kind", fe.Kind.String(), "err", errText(fe.Err), "line", fe.Snippet}
+			// The line is the peer's: it may quote a secret.
+			args := []any{"kind", fe.Kind.String(), "err", redactor.String(errText(fe.Err)), "line", redactor.String(fe.Snippet)}
 			if !fe.ID.IsZero() {
-				args = append(args, "id", fe.ID.String())
+				args = append(args, "id", redactor.String(fe.ID.String()))
 			}
 			if suppressed > 0 {
 				args = append(args, "suppressed", suppressed)
 				suppressed = 0
 			}
-			d.log.Warn("rpc: bad inbound frame", args...)
+			if fe.Kind == FrameBadParams {
+				d.lost.Warn("rpc: notification dropped: its params do not decode", append(args, "method", redactor.String(Truncate(fe.Method, MaxEcho)))...)
+			} else {
+				d.log.Warn("rpc: bad inbound frame", args...)
+			}
 		case <-d.quit:
 			// Log what was queued before the end, such as a write error.
 			for {
@@ -152,6 +209,9 @@ func (d *diagnostics) run() {
 		}
 	}
 }
+
+// redactor masks token shapes in what the diagnostics quote of the peer.
+var redactor = redact.New()
 
 // bounded returns fe, or a copy of it whose fields repeat little of the
 // peer's input: an ID longer than MaxEcho bytes is left out and Err's text

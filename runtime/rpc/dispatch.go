@@ -34,6 +34,12 @@ func (c *Conn) dispatch(q *inbox) {
 			c.serve(it, true)
 		case c.acquire():
 			c.start(it)
+			if it.turn != nil { // Ordered: the next waits for its turn
+				select {
+				case <-it.turn:
+				case <-c.ctx.Done():
+				}
+			}
 		default:
 			it.release()
 		}
@@ -117,10 +123,18 @@ func (c *Conn) serve(it *inbound, onDispatcher bool) {
 	if ctx == nil {
 		ctx = c.handlerCtx
 	}
+	if it.turn != nil {
+		ctx = context.WithValue(ctx, turnKey{}, it)
+	}
 	result, err := c.invoke(ctx, &it.Request)
 	c.gate.add(-1, 0)
 	if it.Kind == KindNotification {
-		if err != nil {
+		switch {
+		case err == nil:
+		case errors.Is(err, ErrInvalidParams):
+			// Dropped: the program hears of it, whether it has a logger or not.
+			c.diag.report(&FrameError{Kind: FrameBadParams, Err: err, ID: it.ID, Method: it.Method, Snippet: snippet(it.frame)}, it.frame)
+		default:
 			level := slog.LevelWarn
 			if errors.Is(err, ErrMethodNotFound) {
 				level = slog.LevelDebug
@@ -181,8 +195,27 @@ func (c *Conn) reply(it *inbound, result any, e *Error, onDispatcher bool) {
 	}
 }
 
+// turnKey is the context key of an Ordered request's *inbound.
+type turnKey struct{}
+
+// Release lets the request whose handler has ctx give up its turn, on a
+// connection with Options.Ordered: the next request starts while this
+// one goes on. It does nothing for other contexts, or called again.
+func Release(ctx context.Context) {
+	if it, ok := ctx.Value(turnKey{}).(*inbound); ok {
+		it.releaseTurn()
+	}
+}
+
+func (it *inbound) releaseTurn() {
+	if it.turn != nil && it.released.CompareAndSwap(false, true) {
+		close(it.turn)
+	}
+}
+
 // finish releases what a handled message held.
 func (c *Conn) finish(it *inbound) {
+	it.releaseTurn()
 	if it.registered {
 		c.mu.Lock()
 		if c.running[it.ID.raw] == it {

@@ -25,7 +25,18 @@
 // replies and cancel messages are still read and the order stays the same.
 // Handlers therefore must not assume which goroutine runs them.
 // Methods listed in [Options.Preempt], and every cancel message, are handled
-// on a lane of their own that never waits behind other handlers.
+// on a lane of their own that never waits behind other handlers. With
+// [Options.Ordered], concurrent requests also wait for their turn: each
+// starts once the one before it has returned or called [Release].
+//
+// # Hooks
+//
+// A program adds its own rules without wrapping the Codec, which is framing
+// and nothing else: [Options.Screen] adds gates to the protocol's,
+// [Options.OnBadFrame] decides, before the connection acts, what becomes of
+// a bad line (answered or not, failing a call, ending the connection),
+// [Options.NextID] numbers outbound requests, and [Options.Observe] sees
+// every frame in and out ([SlogObserver] logs them, redacted).
 //
 // When a reply arrives after some notifications, Send returns only once
 // those notifications have been handled, so a caller sees every progress
@@ -52,7 +63,12 @@
 // [MaxEcho] bytes of the peer's method names. Bad lines are answered as the
 // protocol says and reported through [Options.OnFrameError] and the logger
 // from a goroutine of their own, rate-limited, so a flood of garbage or an
-// undrained stderr never stalls the connection. A line over
+// undrained stderr never stalls the connection. A notification whose
+// handler cannot decode its params (an error matching ErrInvalidParams)
+// is not answered, but it is not dropped silently either: it is reported
+// as a FrameBadParams FrameError with its method and whole line, logged
+// (through slog's default logger when Options.Logger is nil) and counted
+// in [Conn.Stats]. A line over
 // [Options.MaxFrame] is dropped unbuffered but for its first bytes, from
 // which a codec that implements [HeadDecoder] (both of ours do) tells what
 // it was: a request is refused under its own id, and a reply fails the

@@ -159,6 +159,10 @@ const (
 	FrameUnknownResponse
 	// FrameOverloaded: a request refused because the inbound queue was full.
 	FrameOverloaded
+	// FrameBadParams: a notification (an AgentPM event) dropped because
+	// its handler could not decode its params (it returned an error
+	// matching ErrInvalidParams). A request gets its -32602 answer instead.
+	FrameBadParams
 )
 
 func (k FrameErrorKind) String() string {
@@ -173,6 +177,8 @@ func (k FrameErrorKind) String() string {
 		return "unknown response"
 	case FrameOverloaded:
 		return "overloaded"
+	case FrameBadParams:
+		return "bad params"
 	}
 	return "FrameErrorKind(" + strconv.Itoa(int(k)) + ")"
 }
@@ -194,6 +200,14 @@ type FrameError struct {
 	Claimed Kind
 	// Reply is the error to answer with; nil means no answer.
 	Reply *Error
+	// Method is the method of a notification whose params did not decode
+	// (FrameBadParams).
+	Method string
+	// Frame is a copy of the whole line, for the program's own use (it is
+	// the peer's input, unredacted: log it through runtime/redact). It is
+	// nil for a line over MaxFrame, and when the reports waiting for
+	// OnFrameError already hold too many bytes.
+	Frame []byte
 }
 
 func (e *FrameError) Error() string {

@@ -16,7 +16,11 @@ type inbound struct {
 	key    string                  // requests a cancel rule targets: the raw value of its Key member
 	// registered: the request is in Conn.running, where cancel messages find it.
 	registered bool
-	size       int // bytes held while queued
+	size       int    // bytes held while queued
+	frame      []byte // a notification's line
+	// turn, for an Ordered request, is closed when the next may start.
+	turn     chan struct{}
+	released atomic.Bool
 }
 
 // itemOverhead is what an inbound costs besides its params, for the
@@ -199,63 +203,6 @@ func (q *inbox) whenCaughtUp(start func() bool) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return q.idle && q.n == 0 && !q.closed && !q.inline && start()
-}
-
-// claimInline lets the reader handle a notification itself when the
-// dispatcher has caught up (as whenCaughtUp), sparing the hand-off; the
-// dispatcher then waits for endInline. It counts the notification for the
-// response barrier.
-func (q *inbox) claimInline() bool {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if !q.idle || q.n > 0 || q.closed || q.inline {
-		return false
-	}
-	q.inline, q.handoff, q.inlineAt = true, false, time.Now()
-	q.queued.Add(1)
-	return true
-}
-
-// endInline records that the reader finished its notification and lets
-// the dispatcher go on with what was queued meanwhile. It reports whether
-// reading moved to another goroutine during the notification.
-func (q *inbox) endInline() (handedOff bool) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.inline = false
-	q.handled.Add(1)
-	q.wakeLocked()
-	if q.n > 0 || q.closed {
-		// Queued meanwhile, by the reader it handed off to, or closed
-		// meanwhile: either way the dispatcher has something to do.
-		q.ready.Signal()
-	}
-	return q.handoff
-}
-
-// takeOver reports whether the caller may move reading to a new goroutine:
-// the reader has been inside a notification's handler for at least age and
-// reading has not moved yet. Otherwise wait, if positive, is how much
-// longer until that handler is old enough.
-func (q *inbox) takeOver(age time.Duration) (ok bool, wait time.Duration) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if !q.inline || q.handoff || q.closed {
-		return false, 0
-	}
-	if d := age - time.Since(q.inlineAt); d > 0 {
-		return false, d
-	}
-	q.handoff = true
-	return true, 0
-}
-
-// watched reports whether a notification is handled inline and reading has
-// not moved on from it: the inline watch has to time it.
-func (q *inbox) watched() bool {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return q.inline && !q.handoff && !q.closed
 }
 
 // backlog reports whether items are waiting for the dispatcher.

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/bridgekit/bridgekit/runtime/ndjson"
 )
@@ -24,6 +23,9 @@ func (c *Conn) read() {
 	for c.q.waitSpace() {
 		frame, err := c.fr.ReadFrame()
 		if err == nil {
+			if c.opts.Observe != nil {
+				c.observeIn(frame, len(frame))
+			}
 			if c.handleFrame(frame) {
 				return // reading moved on while a handler ran here
 			}
@@ -33,7 +35,9 @@ func (c *Conn) read() {
 			continue
 		}
 		if errors.Is(err, ndjson.ErrFrameTooLarge) {
-			c.badFrame(c.tooLarge(err), nil)
+			if c.badFrame(c.tooLarge(err), nil) {
+				return
+			}
 			continue
 		}
 		cause = err
@@ -43,7 +47,7 @@ func (c *Conn) read() {
 	if cause == nil || c.ctx.Err() != nil {
 		return // Close or a write error ended the connection.
 	}
-	c.endInput(fmt.Errorf("%w: %w", ErrClosed, cause))
+	c.end(fmt.Errorf("%w: %w", ErrClosed, cause), true)
 }
 
 // tooLarge describes a line over the size limit. What the codec can read
@@ -55,6 +59,9 @@ func (c *Conn) tooLarge(err error) *FrameError {
 	fe := &FrameError{Kind: FrameTooLarge, Err: err}
 	var tl *ndjson.FrameTooLargeError
 	if errors.As(err, &tl) {
+		if c.opts.Observe != nil {
+			c.observeIn(tl.Head, tl.Size)
+		}
 		fe.Snippet = snippet(tl.Head)
 		if hd, ok := c.codec.(HeadDecoder); ok {
 			kind, id := hd.DecodeHead(tl.Head)
@@ -76,80 +83,27 @@ func (c *Conn) handleFrame(frame []byte) (handedOff bool) {
 	m := &c.msg
 	*m = Message{}
 	if err := c.codec.Decode(frame, m); err != nil {
-		c.badFrame(err, frame)
-		return false
+		return c.badFrame(err, frame)
+	}
+	if c.opts.Screen != nil {
+		if fe := c.opts.Screen(m); fe != nil {
+			return c.badFrame(fe, frame)
+		}
 	}
 	switch m.Kind {
 	case KindResponse, KindError:
 		c.deliver(m, frame)
 	case KindRequest, KindNotification:
-		return c.accept(m)
+		return c.accept(m, frame)
 	}
 	return false
 }
 
-// inlineWatch is how long a notification's handler may run on the read
-// goroutine before reading moves to a new goroutine.
-const inlineWatch = time.Millisecond
-
-// serveInline handles a notification on the read goroutine and reports
-// whether reading moved to another goroutine meanwhile.
-func (c *Conn) serveInline(it *inbound) bool {
-	c.armWatch()
-	it.ctx = c.readerCtx
-	c.serve(it, false)
-	return c.q.endInline()
-}
-
-// armWatch starts the inline watch timer unless it runs already. It stays
-// armed through a burst of notifications (one timer event per inlineWatch,
-// not a Reset and Stop per notification) and disarms itself once no handler
-// runs inline.
-func (c *Conn) armWatch() {
-	if !c.watching.Swap(true) {
-		c.watch.Reset(inlineWatch)
-	}
-}
-
-// watchdog is the inline watch timer's function: it moves reading on when
-// the notification handled inline has run for inlineWatch, re-arms for a
-// younger one, and otherwise disarms.
-func (c *Conn) watchdog() {
-	ok, wait := c.q.takeOver(inlineWatch)
-	if ok {
-		c.moveReading()
-	}
-	if wait > 0 {
-		c.watch.Reset(wait)
-		return
-	}
-	c.watching.Store(false)
-	// A handler that went inline after takeOver looked found the watch
-	// still armed and left it to this call.
-	if c.q.watched() {
-		c.armWatch()
-	}
-}
-
-// handoff moves reading to a new goroutine while the read goroutine runs a
-// notification's handler that sends a request (whose reply only a reader
-// can read).
-func (c *Conn) handoff() {
-	if ok, _ := c.q.takeOver(0); ok {
-		c.moveReading()
-	}
-}
-
-// moveReading starts a new read goroutine with buffers of its own, since
-// the inline handler's params alias the old ones.
-func (c *Conn) moveReading() {
-	c.fr.Detach()
-	go c.read()
-}
-
-// badFrame reports a line the codec refused and answers it as the codec
-// says. A reply that failed a gate fails the call it answers.
-func (c *Conn) badFrame(err error, frame []byte) {
+// badFrame reports a line the codec or Screen refused (frame) or that
+// was too large (frame nil) and answers it as the codec and OnBadFrame
+// say. A reply that failed a gate fails the call it answers. It reports
+// whether OnBadFrame ended the connection.
+func (c *Conn) badFrame(err error, frame []byte) (ended bool) {
 	fe, ok := err.(*FrameError)
 	if !ok {
 		fe = &FrameError{Kind: FrameMalformed, Err: err, Reply: ErrParse}
@@ -157,17 +111,27 @@ func (c *Conn) badFrame(err error, frame []byte) {
 	if frame != nil {
 		fe.Snippet = snippet(frame)
 	}
-	if fe.Claimed == KindResponse || fe.Claimed == KindError {
-		if ch := c.take(fe.ID.raw); ch != nil {
-			ch <- callResult{err: fe}
-			c.diag.report(fe)
-			return
+	if c.opts.OnBadFrame != nil {
+		line := frame
+		if tl, ok := errors.AsType[*ndjson.FrameTooLargeError](fe.Err); ok && line == nil {
+			line = tl.Head
 		}
+		ended = c.opts.OnBadFrame(fe, line)
 	}
-	if fe.Reply != nil {
+	c.diag.report(fe, frame) // before the call below may read fe
+	var ch chan callResult
+	if fe.Claimed == KindResponse || fe.Claimed == KindError {
+		ch = c.take(fe.ID.raw)
+	}
+	if ch != nil {
+		ch <- callResult{err: fe}
+	} else if fe.Reply != nil {
 		c.rejectWith(fe.ID, fe.Reply)
 	}
-	c.diag.report(fe)
+	if ended {
+		c.end(fmt.Errorf("%w: %w", ErrClosed, fe), false)
+	}
+	return ended
 }
 
 // rejectWith answers the message with id (possibly none) with e, without
@@ -183,7 +147,7 @@ func (c *Conn) rejectWith(id ID, e *Error) {
 // accept queues an inbound request or notification, after applying it if
 // it is a cancel message, or handles a notification inline. It reports
 // whether reading moved to another goroutine meanwhile.
-func (c *Conn) accept(m *Message) (handedOff bool) {
+func (c *Conn) accept(m *Message, frame []byte) (handedOff bool) {
 	method := c.intern(m.Method)
 	var qualifier string
 	if len(m.Qualifier) > 0 {
@@ -202,29 +166,39 @@ func (c *Conn) accept(m *Message) (handedOff bool) {
 	if body := m.Body; m.Kind == KindNotification && !preempt && c.q.claimInline() {
 		// Handled right here, while the frame is valid: nothing to copy.
 		it := &c.inline
-		*it = inbound{Request: Request{Kind: KindNotification, ID: id, Method: method, Qualifier: qualifier, Params: body}}
+		*it = inbound{Request: Request{Kind: KindNotification, ID: id, Method: method, Qualifier: qualifier, Params: body}, frame: frame}
 		return c.serveInline(it)
 	}
 	// Names count too: a peer can send a distinct long name every time.
 	size := len(m.Body) + len(m.ID) + len(m.Method) + len(m.Qualifier) + itemOverhead
 	it := &inbound{Request: Request{Kind: m.Kind, ID: id, Method: method, Qualifier: qualifier}, size: size}
-	if len(m.Body) > 0 {
+	if m.Kind == KindNotification {
+		// A notification keeps its line, for the report of params that
+		// do not decode; its params are a part of it, or a copy after it.
+		var n int
+		it.frame, it.Params, n = keep(frame, m.Body)
+		it.size += n - len(m.Body)
+	} else if len(m.Body) > 0 {
 		it.Params = bytes.Clone(m.Body)
 	}
 	if m.Kind == KindRequest {
 		if !preempt && c.q.refuse() {
 			e := ErrOverloaded.with(ErrOverloaded.Message + "; retry later")
 			c.rejectWith(it.ID, e)
-			c.diag.report(&FrameError{Kind: FrameOverloaded, Err: e, ID: it.ID})
+			c.diag.report(&FrameError{Kind: FrameOverloaded, Err: e, ID: it.ID}, nil)
 			return false
 		}
 		c.register(it)
+		if c.opts.Ordered && c.sem != nil && !preempt {
+			it.turn = make(chan struct{})
+		}
 	}
 	if preempt && !c.ctl.full() {
-		c.ctlOnce.Do(func() {
+		if !c.ctlLane {
+			c.ctlLane = true
 			c.lanes.Add(1)
 			go c.dispatch(&c.ctl)
-		})
+		}
 		c.ctl.push(it)
 		c.ctl.flush()
 		return false
@@ -240,7 +214,7 @@ func (c *Conn) accept(m *Message) (handedOff bool) {
 // the dispatcher has caught up (everything before this request has been
 // handled or started) and a slot is free. It reports whether it did.
 func (c *Conn) startNow(it *inbound) bool {
-	if c.sem == nil || it.Kind != KindRequest {
+	if c.sem == nil || it.Kind != KindRequest || it.turn != nil {
 		return false
 	}
 	return c.q.whenCaughtUp(func() bool {
@@ -280,7 +254,7 @@ func (c *Conn) deliver(m *Message, frame []byte) {
 	ch := c.take(string(m.ID))
 	if ch == nil {
 		if c.ctx.Err() == nil {
-			c.diag.report(&FrameError{Kind: FrameUnknownResponse, Err: errNoCall, ID: RawID(m.ID), Snippet: snippet(frame)})
+			c.diag.report(&FrameError{Kind: FrameUnknownResponse, Err: errNoCall, ID: RawID(m.ID), Snippet: snippet(frame)}, frame)
 		}
 		return
 	}
@@ -326,7 +300,7 @@ func (c *Conn) register(it *inbound) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.closing {
+	if c.phase == closing {
 		it.cancel(c.cause)
 		return
 	}
@@ -397,4 +371,21 @@ func newRules(cancels []CancelRule, preempt []string) rules {
 		r.preempt[m] = true
 	}
 	return r
+}
+
+// keep returns a copy of frame and, within the same allocation, of body:
+// the part of the copy that body is, when body is a part of frame.
+// It also returns the bytes it allocated.
+func keep(frame, body []byte) (line, params []byte, n int) {
+	i := cap(frame) - cap(body)
+	if len(body) > 0 && i >= 0 && i+len(body) <= len(frame) && &frame[i] == &body[0] {
+		line = bytes.Clone(frame)
+		return line, line[i : i+len(body) : i+len(body)], len(line)
+	}
+	buf := append(append(make([]byte, 0, len(frame)+len(body)), frame...), body...)
+	line = buf[:len(frame):len(frame)]
+	if len(body) > 0 {
+		params = buf[len(frame):]
+	}
+	return line, params, len(buf)
 }

@@ -218,16 +218,14 @@ func (s *Server) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 	// r is (a Read blocked on a terminal or a pipe cannot be interrupted).
 	pr, pw := io.Pipe()
 	defer pr.Close()
-	turns := newTurns()
 	sess := &session{
 		s:     s,
 		id:    newID("sess"),
 		r:     pr,
-		w:     &lockedWriter{w: w, turns: turns},
+		w:     &lockedWriter{w: w},
 		ready: make(chan struct{}),
 		exit:  make(chan error, 1),
 		regs:  map[regKey]*Registration{},
-		turns: turns,
 	}
 	opts := s.opts.Conn
 	user := opts.OnFrameError
@@ -237,8 +235,11 @@ func (s *Server) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 			user(fe)
 		}
 	}
-	codec := &orderedCodec{Codec: agentpmmachine.NewCodec("host-", ""), turns: sess.turns}
-	sess.conn = rpc.NewConn(pr, sess.w, codec, rpc.HandlerFunc(sess.handle), agentpmmachine.ConnOptions(&opts))
+	// Requests are answered in turn, as the Harness's main loop reads a
+	// request, handles it and answers it before it reads the next; a Run
+	// in progress gives up its turn (see handle).
+	opts.Ordered = true
+	sess.conn = rpc.NewConn(pr, sess.w, agentpmmachine.NewCodec("host-", ""), rpc.HandlerFunc(sess.handle), agentpmmachine.ConnOptions(&opts))
 	defer sess.conn.Close()
 	sess.peer = agentpmmachine.NewClientPeer(sess.conn)
 	go func() {
@@ -295,7 +296,6 @@ type session struct {
 	initialized bool
 	shutdown    bool
 	regs        map[regKey]*Registration
-	turns       *turns // the main loop's order
 	order       []regKey
 	run         *Run // the active Run
 	ended       bool // the client's input has ended
@@ -327,12 +327,10 @@ func (ss *session) handle(ctx context.Context, req *rpc.Request) (any, error) {
 		ss.protocolError(req.ID, "machine input frames must use kind `request`")
 		return nil, nil
 	}
-	if req.Method != agentpmmachine.MethodCancelRun {
-		done, err := ss.turns.take(ctx, req.ID.String(), !ss.active())
-		if err != nil {
-			return nil, err
-		}
-		ctx = context.WithValue(ctx, turnKey{}, done)
+	if ss.active() {
+		// The Harness's stdin reader answers requests during a Run at
+		// once (or at the Run's yield points), not in turn.
+		rpc.Release(ctx)
 	}
 	req, err := ss.params(req)
 	if err != nil {
@@ -618,7 +616,7 @@ func (ss *session) startRun(ctx context.Context, p *agentpmmachine.StartRunParam
 		run.cancel()
 	}
 	ss.mu.Unlock()
-	releaseTurn(ctx) // the Run is active: what arrives now is answered meanwhile
+	rpc.Release(ctx) // the Run is active: what arrives now is answered meanwhile
 
 	res, err := run.execute(ctx)
 
@@ -701,19 +699,14 @@ func (ss *session) writeReport(rep *agentpmmachine.RunReport) error {
 // lockedWriter serialises the connection's writes and raw lines, so that a
 // raw line never lands inside a frame.
 type lockedWriter struct {
-	mu    sync.Mutex
-	w     io.Writer
-	turns *turns // told of every answer written
+	mu sync.Mutex
+	w  io.Writer
 }
 
 func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	n, err := l.w.Write(p)
-	if l.turns != nil {
-		answered(p[:n], l.turns.replied)
-	}
-	return n, err
+	return l.w.Write(p)
 }
 
 func (l *lockedWriter) writeLine(p []byte) error {
