@@ -140,3 +140,14 @@ func TestLoggerMasks(t *testing.T) {
 		t.Error("Logger(nil) is not nil")
 	}
 }
+
+func TestMaskError(t *testing.T) {
+	base := errors.New("boom")
+	err := MaskError(redact.New("hunter2-secret"), fmt.Errorf("call: %w: hunter2-secret", base))
+	if strings.Contains(err.Error(), "hunter2") || !errors.Is(err, base) {
+		t.Errorf("%v", err)
+	}
+	if MaskError(nil, base) != base || MaskError(nil, nil) != nil {
+		t.Error("changed an error with nothing to mask")
+	}
+}

@@ -74,3 +74,27 @@ func (m *maskHandler) attr(a slog.Attr) slog.Attr {
 	}
 	return slog.Attr{Key: a.Key, Value: v}
 }
+
+// MaskError returns err with its text masked by r: an error whose Error()
+// holds nothing to mask is returned as is; otherwise an error whose text is
+// masked and that unwraps to err, so errors.Is and errors.As still see
+// every error in its chain (whose own fields still hold what they held:
+// quote the returned error, not theirs).
+func MaskError(r *redact.Redactor, err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	if m := r.String(msg); m != msg {
+		return &maskedError{msg: m, err: err}
+	}
+	return err
+}
+
+type maskedError struct {
+	msg string
+	err error
+}
+
+func (e *maskedError) Error() string { return e.msg }
+func (e *maskedError) Unwrap() error { return e.err }
