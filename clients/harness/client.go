@@ -510,16 +510,20 @@ func (c *Client) MemoryOperation(ctx context.Context, p *agentpmmachine.MemoryOp
 }
 
 // CancelRun sends cancel_run, which the Harness answers at once in every
-// state, and ends the contexts of the host-service handlers running for
-// the active Run (the Harness no longer waits for them). StartRun does
+// state, and then ends the contexts of the host-service handlers running
+// for the active Run (the Harness no longer waits for them). StartRun does
 // this itself when its context ends.
 func (c *Client) CancelRun(ctx context.Context) (*agentpmmachine.CancelRunResult, error) {
 	c.mu.Lock()
-	if c.runEnd != nil {
-		c.runEnd()
-	}
+	end := c.runEnd
 	c.mu.Unlock()
 	res, err := c.peer.CancelRun(ctx, &agentpmmachine.EmptyParams{})
+	// Only once cancel_run has reached the Harness: a handler ended before
+	// would answer host_service_callback_failed, which can reach the
+	// Harness first and fail the Run instead of cancelling it.
+	if end != nil {
+		end()
+	}
 	return res, c.callErr(agentpmmachine.MethodCancelRun, err)
 }
 
