@@ -73,3 +73,30 @@ func FuzzGlob(f *testing.F) {
 		}
 	})
 }
+
+// FuzzCommandRule: a command is granted by the policy's "go test **" rule
+// only as plain words starting with go test; any shell syntax is denied.
+func FuzzCommandRule(f *testing.F) {
+	for _, s := range []string{"go test ./...", "go test ./...; rm -rf /", "go test $(id)", "rm -rf x", "go  test\t-run X", "go test ./... > out"} {
+		f.Add(s, false)
+	}
+	p := policyOf(f)
+	f.Fuzz(func(t *testing.T, line string, argv bool) {
+		raw, err := json.Marshal(map[string]any{"command": line})
+		if argv {
+			raw, err = json.Marshal(map[string]any{"command": strings.Fields(line)})
+		}
+		if err != nil {
+			return
+		}
+		c := permission.NewCall(nil, request(acp.ToolKindExecute, string(raw)), 0)
+		v := p.Decide(c)
+		if !v.Allow {
+			return
+		}
+		words := strings.Fields(c.Command)
+		if v.Rule != "tests" || !permission.PlainCommandLine(c.Command) || len(words) < 2 || words[0] != "go" || words[1] != "test" {
+			t.Fatalf("%s granted by %s as %q", raw, v.Rule, c.Command)
+		}
+	})
+}
