@@ -20,7 +20,7 @@ import (
 // returned.
 func TestCloseLeavesNothingRunning(t *testing.T) {
 	defer func(g time.Duration) { stopGrace = g }(stopGrace)
-	stopGrace = 200 * time.Millisecond
+	stopGrace = 5 * time.Second // cat exits at the end of its input; a loaded machine must not make it a SIGTERM
 	pidPath := filepath.Join(t.TempDir(), "pid")
 	cmd := exec.Command("sh", "-c", fmt.Sprintf(`sleep 30 </dev/null >/dev/null 2>&1 & echo $! > %s; exec cat >/dev/null`, pidPath))
 	c, err := Start(context.Background(), cmd, nil)
