@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/bridgekit/bridgekit/gen/agentpmmachine"
+	"github.com/bridgekit/bridgekit/internal/child"
+	"github.com/bridgekit/bridgekit/runtime/redact"
 	"github.com/bridgekit/bridgekit/runtime/rpc"
 )
 
@@ -45,8 +47,16 @@ type Options struct {
 	Args []string
 	// Dir is the working directory of the Harness ("" for this process's).
 	Dir string
-	// Env is the Harness's environment (nil for this process's).
+	// Env is the Harness's whole environment, NAME=value entries. Nil
+	// gives it an allow-listed one: child.BaselineEnv (PATH, HOME, the
+	// locale, ... as clients/service's providers get) and the variables
+	// PassEnv names, taken from this process's environment; nothing else
+	// of this process's environment (API keys included) reaches it.
 	Env []string
+	// PassEnv names the variables of this process's environment passed to
+	// the Harness when Env is nil (the credentials its agents need).
+	// Their values are masked wherever the client quotes the Harness.
+	PassEnv []string
 	// Stderr, if set, also receives what the Harness writes to stderr; the
 	// client keeps the last StderrTail bytes (default DefaultStderrTail)
 	// for its errors either way.
@@ -82,6 +92,8 @@ type Client struct {
 	peer  *agentpmmachine.HarnessPeer
 	proc  *process // nil for Connect
 	ready chan struct{}
+	// redact masks what the Harness writes in every error and log line.
+	redact *redact.Redactor
 
 	mu        sync.Mutex
 	preflight *agentpmmachine.PreflightEvent
@@ -155,6 +167,12 @@ func newClient(r io.Reader, w io.Writer, o *Options) *Client {
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}
+	env := c.opts.Env
+	if env == nil {
+		env = child.Environ(c.opts.PassEnv, nil)
+	}
+	c.redact = child.Redactor(env, c.opts.PassEnv, nil)
+	c.log = child.Logger(c.log, c.redact)
 	copts := c.opts.Conn
 	if copts.MaxConcurrentRequests == 0 {
 		copts.MaxConcurrentRequests = 4
@@ -162,6 +180,7 @@ func newClient(r io.Reader, w io.Writer, o *Options) *Client {
 	if copts.Logger == nil {
 		copts.Logger = c.opts.Logger
 	}
+	copts.Logger = child.Logger(copts.Logger, c.redact)
 	// Bad frames, oversized lines included, are never answered (an error
 	// frame would be unsolicited, and can stall the Harness's next
 	// host-service calls) and end the session as they are read: nothing
@@ -193,13 +212,17 @@ func snippet(line []byte) string { return rpc.Truncate(string(line[:min(len(line
 // violation records the first bad frame; watch then ends the session.
 func (c *Client) violation(fe *rpc.FrameError, line string) {
 	cp := *fe
+	cp.Snippet = c.redact.String(cp.Snippet)
+	if cp.Err != nil {
+		cp.Err = child.MaskError(c.redact, cp.Err)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.framed = true
 	if c.fatal != nil {
 		return
 	}
-	c.fatal = &BadFrameError{Frame: &cp, Line: line}
+	c.fatal = &BadFrameError{Frame: &cp, Line: c.redact.String(line)}
 	close(c.fatalCh)
 }
 
@@ -285,8 +308,13 @@ func (c *Client) ended(op string, err error) error {
 	return fmt.Errorf("harness: %s: %w", op, err)
 }
 
-// callErr wraps a request's error, explaining a connection that ended.
+// callErr wraps a request's error, explaining a connection that ended,
+// with the Harness's secrets masked in its text.
 func (c *Client) callErr(method string, err error) error {
+	return child.MaskError(c.redact, c.callErr1(method, err))
+}
+
+func (c *Client) callErr1(method string, err error) error {
 	if err == nil {
 		return nil
 	}
@@ -553,9 +581,13 @@ func (c *Client) Run(ctx context.Context, p *agentpmmachine.StartRunParams, onEv
 	}
 	select {
 	case a := <-done:
-		if res, err := result(a); err == nil {
+		res, err := result(a)
+		if err == nil {
 			return res, cause
 		}
+		// The Harness's own failure (it died, it wrote a bad frame) is
+		// what happened; the cancel only explains why we were waiting.
+		return nil, fmt.Errorf("%w (while the Run was being cancelled: %w)", err, context.Cause(ctx))
 	case <-cctx.Done():
 		stop()
 		<-done

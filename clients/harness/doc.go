@@ -50,4 +50,18 @@
 // memory_operation_* codes, ... A Harness that exits is reported with an
 // *ExitError carrying the end of its stderr; one that exits before
 // writing any frame (a preflight that fails) also matches ErrNoFrame.
+// Errors and log lines quote the Harness with secrets masked
+// (runtime/redact): the values of the variables passed to it and token
+// shapes.
+//
+// # The process
+//
+// The Harness gets an allow-listed environment unless Options.Env is set:
+// PATH, HOME, the locale and the like, plus the names in Options.PassEnv;
+// no API key of this process reaches it by accident. It runs in a process
+// group of its own, so a terminal's Ctrl-C reaches only this program,
+// which cancels the Run through the protocol (StartRun's context, from
+// signal.NotifyContext) and gets its terminal result; stopping it signals
+// the whole group, and whatever it started is killed once it has exited.
+// On Linux it dies with this process.
 package harness

@@ -19,6 +19,9 @@ import (
 var fakeHarness string
 
 func TestMain(m *testing.M) {
+	if os.Getenv(ctrlCEnv) != "" {
+		os.Exit(ctrlCClient())
+	}
 	dir, err := os.MkdirTemp("", "fakeharness")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -1,7 +1,6 @@
 package harness
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -10,6 +9,7 @@ import (
 	"time"
 
 	"github.com/bridgekit/bridgekit/internal/child"
+	"github.com/bridgekit/bridgekit/runtime/redact"
 )
 
 // EnvBinary is the environment variable that names the agentpm binary
@@ -22,8 +22,9 @@ const DefaultStderrTail = 8 << 10
 
 // Command returns the command Start runs: `agentpm harness [AGENT]
 // [--config F] [--state-dir D] [--scope K=V]... [ARGS...] --machine`, with
-// the scopes in key order, in o.Dir and with o.Env. The binary is o.Path,
-// else $AGENTPM, else agentpm found on PATH.
+// the scopes in key order, in o.Dir and with o.Env (when nil, the
+// allow-listed environment: child.BaselineEnv and o.PassEnv). The binary
+// is o.Path, else $AGENTPM, else agentpm found on PATH.
 func Command(o *Options) (*exec.Cmd, error) {
 	if o == nil {
 		o = &Options{}
@@ -62,6 +63,9 @@ func Command(o *Options) (*exec.Cmd, error) {
 	cmd := exec.Command(path, args...)
 	cmd.Dir = o.Dir
 	cmd.Env = o.Env
+	if cmd.Env == nil {
+		cmd.Env = child.Environ(o.PassEnv, nil)
+	}
 	return cmd, nil
 }
 
@@ -76,7 +80,7 @@ type process struct {
 
 // start starts cmd, keeping the end of its stderr.
 func start(cmd *exec.Cmd, o *Options) (p *process, stdout *os.File, err error) {
-	p = &process{cmd: cmd, stderr: &child.Tail{Max: o.StderrTail, Tee: o.Stderr}, exited: make(chan struct{})}
+	p = &process{cmd: cmd, stderr: &child.Tail{Max: o.StderrTail, Tee: o.Stderr, Redact: redactor(cmd, o)}, exited: make(chan struct{})}
 	if p.stderr.Max <= 0 {
 		p.stderr.Max = DefaultStderrTail
 	}
@@ -88,6 +92,7 @@ func start(cmd *exec.Cmd, o *Options) (p *process, stdout *os.File, err error) {
 	}
 	go func() {
 		p.err = cmd.Wait()
+		child.Reap(cmd.Process) // nothing it started outlives it
 		close(p.exited)
 	}()
 	return p, stdout, nil
@@ -119,23 +124,17 @@ func (p *process) exitError(beforeFrame bool) *ExitError {
 }
 
 // stop ends the process: stdin is closed (the Harness ends its session at
-// end of input), then after grace SIGTERM, then after grace SIGKILL. It
-// returns once the process has exited.
+// end of input), then after grace SIGTERM to its process group, then after
+// grace SIGKILL. It returns once the process has exited, and whatever it
+// started is gone.
 func (p *process) stop(grace time.Duration) {
 	p.stdin.Close()
-	for _, sig := range []os.Signal{nil, syscall.SIGTERM, os.Kill} {
-		if sig != nil {
-			if err := p.cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
-				_ = p.cmd.Process.Kill()
-			}
-		}
-		t := time.NewTimer(grace)
-		select {
-		case <-p.exited:
-			t.Stop()
-			return
-		case <-t.C:
-		}
-	}
-	<-p.exited
+	child.Stop(p.cmd.Process, p.exited, grace, grace)
+}
+
+// redactor masks what the Harness writes: the values of the variables
+// passed to it (PassEnv, and the secret-looking ones of its environment)
+// and token shapes.
+func redactor(cmd *exec.Cmd, o *Options) *redact.Redactor {
+	return child.Redactor(cmd.Env, o.PassEnv, nil)
 }

@@ -37,6 +37,7 @@ import (
 	"github.com/bridgekit/bridgekit/gen/acp"
 	"github.com/bridgekit/bridgekit/gen/harn"
 	"github.com/bridgekit/bridgekit/internal/child"
+	"github.com/bridgekit/bridgekit/runtime/redact"
 	"github.com/bridgekit/bridgekit/runtime/rpc"
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -76,7 +77,9 @@ func New(r io.Reader, w io.Writer, h rpc.Handler, opts *rpc.Options) *Client {
 }
 
 // Start runs cmd as the host process and speaks the bridge over its stdin
-// and stdout; cmd.Stdin and cmd.Stdout must be unset. The child's stderr
+// and stdout; cmd.Stdin and cmd.Stdout must be unset. The host runs in a
+// process group of its own (on Linux it dies with this process), and
+// stopping it ends the whole group. The child's stderr
 // goes to cmd.Stderr, or this process's stderr. ctx bounds the host's life,
 // as with exec.CommandContext: when it ends the connection is closed (calls
 // in flight fail with rpc.ErrClosed) and the host is stopped as Close stops
@@ -98,10 +101,22 @@ func Start(ctx context.Context, cmd *exec.Cmd, opts *rpc.Options) (*Client, erro
 	if err != nil {
 		return nil, fmt.Errorf("harnvm: start %s: %w", cmd.Path, err)
 	}
-	c := New(stdout, stdin, nil, opts)
+	// The connection's diagnostics quote the host's frames: mask the
+	// secrets of its environment and token shapes in them.
+	var o rpc.Options
+	if opts != nil {
+		o = *opts
+	}
+	env := cmd.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	o.Logger = child.Logger(o.Logger, redact.FromEnv(env))
+	c := New(stdout, stdin, nil, &o)
 	c.cmd, c.exited, c.grace = cmd, make(chan struct{}), stopGrace
 	go func() {
 		c.waitErr = cmd.Wait()
+		child.Reap(cmd.Process) // nothing it started outlives it
 		close(c.exited)
 	}()
 	c.unwatch = context.AfterFunc(ctx, func() { c.stop() })
@@ -133,23 +148,12 @@ func (c *Client) Close() error {
 }
 
 // stop closes the connection and waits for the started host to exit,
-// asking it to stop, then killing it, if it does not.
+// asking its process group to stop (SIGTERM) after StopGrace, then killing
+// the group after StopGrace again; whatever it started is killed once it
+// has exited.
 func (c *Client) stop() {
 	_ = c.conn.Close()
-	for _, step := range []func(*os.Process){child.Terminate, func(p *os.Process) { _ = p.Kill() }, nil} {
-		t := time.NewTimer(c.grace)
-		select {
-		case <-c.exited:
-			t.Stop()
-			return
-		case <-t.C:
-		}
-		if step == nil {
-			<-c.exited // killed: Wait returns within WaitDelay
-			return
-		}
-		step(c.cmd.Process)
-	}
+	child.Stop(c.cmd.Process, c.exited, c.grace, c.grace)
 }
 
 // Supports asks host/capabilities whether the host serves capability.op,

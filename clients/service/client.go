@@ -41,9 +41,17 @@
 // Config.Session (session id and workspace). Before it is sent, its string
 // values are checked against the values of this process's environment
 // variables, and of Config.SetEnv's, whose names look secret (TOKEN,
-// SECRET, PASSWORD, API_KEY, CREDENTIAL, ...): a payload that would carry one is not sent, and the
+// SECRET, PASSWORD, API_KEY, CREDENTIAL, DATABASE_URL, WEBHOOK, ...:
+// redact.EnvName): a payload that would carry one is not sent, and the
 // provider is unavailable (ReasonUnsafeMetadata). Pass secrets to a
 // provider through Config.Env instead.
+//
+// What the provider writes is quoted with secrets masked (runtime/redact):
+// the tail of its stderr, its error messages, bad frames and everything
+// logged about it mask the values of Config.Env's and Config.SetEnv's
+// variables, those of its environment whose names look secret, and token
+// shapes. The provider runs in a process group of its own, and whatever
+// it started is killed with it.
 //
 // # Calls, deaths and restarts
 //
@@ -97,6 +105,8 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/bridgekit/bridgekit/gen/agentpmservice"
+	"github.com/bridgekit/bridgekit/internal/child"
+	"github.com/bridgekit/bridgekit/runtime/redact"
 	"github.com/bridgekit/bridgekit/runtime/rpc"
 )
 
@@ -229,6 +239,7 @@ type Client struct {
 	log     *slog.Logger
 	payload jsontext.Value // the handshake's
 	late    atomic.Int64
+	redact  *redact.Redactor // masks what the provider writes, in errors and logs
 
 	ctx    context.Context // ends at Close
 	cancel context.CancelFunc
@@ -264,7 +275,9 @@ func Start(ctx context.Context, cfg Config) (*Client, error) {
 		return nil, err
 	}
 	cfg.defaults()
-	c := &Client{cfg: cfg, log: cfg.Logger, changed: make(chan struct{}), slot: make(chan struct{}, 1)}
+	c := &Client{cfg: cfg, changed: make(chan struct{}), slot: make(chan struct{}, 1)}
+	c.redact = child.Redactor(environ(&c.cfg), c.cfg.Env, c.cfg.SetEnv)
+	c.log = child.Logger(cfg.Logger, c.redact)
 	c.ServicePeer = agentpmservice.NewServicePeer(c)
 	var err error
 	if c.payload, err = c.handshakePayload(); err != nil {
@@ -392,8 +405,9 @@ func (c *Client) launch(ctx context.Context) error {
 }
 
 // unavailable builds the client's *UnavailableError.
+// Detail, which may quote the provider, is masked.
 func (c *Client) unavailable(reason Reason, detail string, err error) *UnavailableError {
-	return &UnavailableError{Role: c.cfg.Role, RegistryID: c.cfg.RegistryID, Reason: reason, Detail: detail, Err: err}
+	return &UnavailableError{Role: c.cfg.Role, RegistryID: c.cfg.RegistryID, Reason: reason, Detail: c.redact.String(detail), Err: err}
 }
 
 // Preflight returns what the last handshake found.
@@ -429,7 +443,14 @@ func (c *Client) Role() agentpmservice.ServiceRole { return c.cfg.Role }
 // can fail into this package's typed errors (see the package doc). The
 // provider's own error frames are returned as *rpc.Error, matching the
 // agentpmservice Err* codes.
+//
+// The text of every error it returns has the provider's secrets masked
+// (see the package doc); errors.Is and errors.As see the same chain.
 func (c *Client) Send(ctx context.Context, m rpc.Outbound, result any) error {
+	return child.MaskError(c.redact, c.send(ctx, m, result))
+}
+
+func (c *Client) send(ctx context.Context, m rpc.Outbound, result any) error {
 	if m.Qualifier != string(c.cfg.Role) {
 		return &rpc.Error{Code: rpc.CodeMethodNotFound, Name: agentpmservice.ErrUnsupportedCapability.Name,
 			Message: fmt.Sprintf("unsupported capability: %s is a method of the %s role; this client's provider serves %s", m.Method, m.Qualifier, c.cfg.Role)}

@@ -3,6 +3,7 @@ package service_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"os"
 	"slices"
 	"strconv"
@@ -627,3 +628,64 @@ func BenchmarkRoundTrip(b *testing.B) {
 		}
 	}
 }
+
+// Secrets named DATABASE_URL and SLACK_WEBHOOK are recognized: a handshake
+// payload that would carry one is not sent.
+func TestUnsafeMetadataNames(t *testing.T) {
+	for _, name := range []string{"DATABASE_URL", "SLACK_WEBHOOK", "SENTRY_DSN"} {
+		const value = "postgres://app:pw-0123456789@db.internal/app"
+		cfg := config(t, "knowledge")
+		cfg.SetEnv = append(cfg.SetEnv, name+"="+value)
+		cfg.Initialize = &agentpmservice.KnowledgeInitialize{Packages: []agentpmservice.KnowledgeRuntimeSnapshot{
+			{Name: "@zack/docs", Version: "1.2.3", Mode: "vector", Description: "db " + value}}}
+		_, err := service.Start(context.Background(), cfg)
+		if u, ok := errors.AsType[*service.UnavailableError](err); !ok || u.Reason != service.ReasonUnsafeMetadata || strings.Contains(err.Error(), value) {
+			t.Errorf("%s: Start: %v", name, err)
+		}
+	}
+}
+
+// A key passed to the provider through Config.Env (or SetEnv) and echoed
+// by it on stderr, in an error frame or in a bad frame, never appears in
+// an error or a log line.
+func TestProviderSecretsAreMasked(t *testing.T) {
+	const key = "pk-live-0123456789abcdef"
+	const other = "other-0123456789abcdef"
+	t.Setenv("BRIDGEKIT_TEST_PROVIDER_KEY", key)
+	var logs strings.Builder
+	var mu sync.Mutex
+	cfg := config(t, "knowledge")
+	cfg.Env = []string{"BRIDGEKIT_TEST_PROVIDER_KEY"}
+	cfg.SetEnv = append(cfg.SetEnv, "BRIDGEKIT_TEST_OTHER_VALUE="+other)
+	cfg.Logger = slog.New(slog.NewTextHandler(writerFunc(func(b []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return logs.Write(b)
+	}), nil))
+	cfg.Restart.MaxAttempts = -1
+	c := start(t, cfg)
+	var errs []string
+	for _, q := range []string{"echo-refuse", "echo-die"} {
+		_, err := retrieve(c, q)
+		if err == nil {
+			t.Fatalf("%s: no error", q)
+		}
+		errs = append(errs, err.Error())
+		if s := c.Stats(); s.Restarts > 0 {
+			break
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	all := strings.Join(errs, "\n") + logs.String()
+	if strings.Contains(all, key) || strings.Contains(all, other) {
+		t.Errorf("a secret leaked:\n%s", all)
+	}
+	if !strings.Contains(all, "[REDACTED]") {
+		t.Errorf("nothing was quoted:\n%s", all)
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(b []byte) (int, error) { return f(b) }

@@ -142,6 +142,11 @@ func fakeKnowledge() int {
 				os.Exit(3)
 			case q == "env":
 				content = strings.Join(os.Environ(), "\n")
+			case q == "echo-refuse":
+				return nil, &rpc.Error{Name: "request_failed", Message: "bad key " + os.Getenv("BRIDGEKIT_TEST_PROVIDER_KEY") + " / " + os.Getenv("BRIDGEKIT_TEST_OTHER_VALUE")}
+			case q == "echo-die":
+				fmt.Fprintln(os.Stderr, "fatal: key", os.Getenv("BRIDGEKIT_TEST_PROVIDER_KEY"), "and", os.Getenv("BRIDGEKIT_TEST_OTHER_VALUE"))
+				os.Exit(3)
 			case q == "refuse":
 				return nil, &rpc.Error{Name: "request_failed", Message: "the index refused the query"}
 			}

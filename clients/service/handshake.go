@@ -17,6 +17,7 @@ import (
 
 	"github.com/bridgekit/bridgekit/gen/agentpmservice"
 	"github.com/bridgekit/bridgekit/runtime/envelope"
+	"github.com/bridgekit/bridgekit/runtime/redact"
 	"github.com/bridgekit/bridgekit/runtime/rpc"
 	"github.com/bridgekit/bridgekit/runtime/wire"
 )
@@ -68,22 +69,15 @@ func (c *Client) handshakePayload() (jsontext.Value, error) {
 	return raw, nil
 }
 
-// secretWords mark the names of environment variables that hold secrets.
-var secretWords = []string{"SECRET", "TOKEN", "PASSWORD", "PASSWD", "PASSPHRASE", "CREDENTIAL", "APIKEY", "API_KEY",
-	"ACCESS_KEY", "PRIVATE_KEY", "AUTH", "COOKIE", "SESSION_KEY", "SIGNING_KEY"}
-
-// secretName reports whether an environment variable's name looks like it
-// holds a secret.
-func secretName(name string) bool {
-	n := strings.ToUpper(name)
-	return strings.HasSuffix(n, "_KEY") || strings.HasSuffix(n, "_PAT") || slices.ContainsFunc(secretWords, func(w string) bool {
-		return strings.Contains(n, w)
-	})
-}
-
 // minSecretLen is the shortest value checked: shorter ones ("1", "true")
 // appear in payloads by chance.
 const minSecretLen = 8
+
+// redactor masks what the provider writes, in every error and log line
+// that quotes it: the values of the variables passed to it (Config.Env
+// and Config.SetEnv, and secret-looking ones of its environment) and
+// token shapes.
+func (c *Client) redactor() *redact.Redactor { return c.redact }
 
 // unsafeMetadata refuses a handshake payload with a string that contains
 // the value of a secret environment variable of this process or of the
@@ -92,7 +86,7 @@ func (c *Client) unsafeMetadata() error {
 	var secrets [][2]string
 	for _, kv := range slices.Concat(os.Environ(), c.cfg.SetEnv) {
 		name, value, _ := strings.Cut(kv, "=")
-		if len(value) >= minSecretLen && secretName(name) {
+		if len(value) >= minSecretLen && redact.EnvName(name) {
 			secrets = append(secrets, [2]string{name, value})
 		}
 	}

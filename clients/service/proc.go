@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"slices"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -22,23 +20,13 @@ import (
 // process's environment, when set: what a program needs to find its
 // executables, home, temporary folder, locale and time zone, and nothing
 // that usually holds a secret. Config.Env adds names; nothing else of this
-// process's environment reaches the provider.
-var BaselineEnv = []string{
-	"PATH", "HOME", "USER", "LOGNAME", "TMPDIR", "TMP", "TEMP", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE",
-	"LC_MESSAGES", "LC_NUMERIC", "LC_TIME", "TZ", "SYSTEMROOT", "WINDIR", "COMSPEC", "PATHEXT",
-}
+// process's environment reaches the provider. It is the allow-list every
+// child bridgekit starts shares (clients/harness's too).
+var BaselineEnv = child.BaselineEnv
 
 // environ is the provider's environment: BaselineEnv and the names of
 // cfg.Env that are set here, then cfg.SetEnv.
-func environ(cfg *Config) []string {
-	var env []string
-	for _, name := range slices.Concat(BaselineEnv, cfg.Env) {
-		if v, ok := os.LookupEnv(name); ok && !slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, name+"=") }) {
-			env = append(env, name+"="+v)
-		}
-	}
-	return append(env, cfg.SetEnv...)
-}
+func environ(cfg *Config) []string { return child.Environ(cfg.Env, cfg.SetEnv) }
 
 // Grace periods of a provider's end.
 const (
@@ -70,7 +58,8 @@ func (c *Client) spawn(gen int, base uint64) (*proc, error) {
 	cfg := &c.cfg
 	cmd := exec.Command(cfg.Command[0], cfg.Command[1:]...)
 	cmd.Dir, cmd.Env, cmd.WaitDelay = cfg.Dir, environ(cfg), waitDelay
-	p := &proc{gen: gen, cmd: cmd, stderr: &child.Tail{Max: cfg.StderrTail, Tee: cfg.Stderr}, exited: make(chan struct{})}
+	p := &proc{gen: gen, cmd: cmd, exited: make(chan struct{})}
+	p.stderr = &child.Tail{Max: cfg.StderrTail, Tee: cfg.Stderr, Redact: c.redactor()}
 	cmd.Stderr = p.stderr
 	toChild, fromChild, err := child.Start(cmd)
 	if err != nil {
@@ -93,6 +82,7 @@ func (c *Client) spawn(gen int, base uint64) (*proc, error) {
 		end := onBad != nil && onBad(fe, line)
 		return p.ids.badFrame(fe, line) || end
 	}
+	opts.Logger = child.Logger(opts.Logger, c.redact)
 	connHook := opts.OnFrameError
 	opts.OnFrameError = func(fe *rpc.FrameError) {
 		if fe.Kind == rpc.FrameUnknownResponse {
@@ -112,6 +102,7 @@ func (c *Client) spawn(gen int, base uint64) (*proc, error) {
 	go func() {
 		_ = cmd.Wait()
 		p.state = cmd.ProcessState
+		child.Reap(cmd.Process) // nothing it started outlives it
 		close(p.exited)
 	}()
 	return p, nil
@@ -191,18 +182,14 @@ func (p *proc) send(ctx context.Context, m rpc.Outbound, result any) (killed boo
 	return true, err
 }
 
-// kill ends the process at once (SIGKILL).
-func (p *proc) kill() { _ = p.cmd.Process.Kill() }
+// kill ends the process and its group at once (SIGKILL).
+func (p *proc) kill() { child.Kill(p.cmd.Process) }
 
-// stop ends the provider: end of input, then a kill after grace.
+// stop ends the provider: end of input, then after grace SIGTERM to its
+// group and, after as long again, SIGKILL; then the rest of its group.
 func (p *proc) stop(grace time.Duration) {
 	p.conn.Close() // closes its stdin: the provider's cue to exit
-	select {
-	case <-p.exited:
-	case <-time.After(grace):
-		p.kill()
-		<-p.exited
-	}
+	child.Stop(p.cmd.Process, p.exited, grace, grace)
 }
 
 // exitError describes the provider's death during method, once it has

@@ -36,6 +36,7 @@ import (
 	"github.com/bridgekit/bridgekit/gen/harn"
 	"github.com/bridgekit/bridgekit/internal/child"
 	"github.com/bridgekit/bridgekit/internal/serve"
+	"github.com/bridgekit/bridgekit/runtime/redact"
 	"github.com/bridgekit/bridgekit/runtime/rpc"
 )
 
@@ -48,6 +49,7 @@ const DefaultMaxConcurrentRequests = 8
 const (
 	DefaultStopGrace  = 5 * time.Second
 	DefaultDrainGrace = time.Second
+	DefaultExitGrace  = child.ExitGrace
 )
 
 // Options configures a Server. The zero value is ready to use.
@@ -73,6 +75,13 @@ type Options struct {
 	// after the child exited, while a process it started still holds the
 	// pipe open (default DefaultDrainGrace).
 	DrainGrace time.Duration
+	// ExitGrace is how long ServeCommand lets the child exit on its own
+	// once the connection has ended (its input closed, by the function
+	// given to ServeCommandConn or by the child closing its output) before
+	// it sends the child's process group SIGTERM, then SIGKILL after
+	// StopGrace (default DefaultExitGrace). Most ACP agents ignore the end
+	// of their input, so this is what stopping one takes after a prompt.
+	ExitGrace time.Duration
 }
 
 // Server serves one set of handlers on any number of connections.
@@ -97,6 +106,9 @@ func New(h *harn.HostHandlers, opts *Options) *Server {
 	}
 	if s.opts.DrainGrace <= 0 {
 		s.opts.DrainGrace = DefaultDrainGrace
+	}
+	if s.opts.ExitGrace <= 0 {
+		s.opts.ExitGrace = DefaultExitGrace
 	}
 	if s.h.HostCapabilities == nil {
 		s.h.HostCapabilities = func(context.Context, *harn.HostCapabilitiesParams) (harn.HostCapabilities, error) {
@@ -156,12 +168,24 @@ func (s *Server) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 // the runtime. The child's stderr goes to cmd.Stderr, or this process's
 // stderr when that is nil; cmd.Stdin and cmd.Stdout must be nil.
 //
+// The child runs in a process group of its own (a terminal's Ctrl-C reaches
+// only this process) and, on Linux, dies with this process. Every signal
+// goes to its whole group, and once the child has exited whatever is left
+// of the group (a background process, the real agent behind an npm
+// wrapper) is killed: nothing ServeCommand started outlives it. The
+// connection's diagnostics mask the values of the child's secret-looking
+// variables and token shapes (runtime/redact).
+//
 // It returns when the child exits: nil after a clean exit, else an
 // *ExitError. What the child wrote before exiting is still read and
 // answered, for up to Options.DrainGrace when something the child started
-// keeps the pipe open. When ctx ends the child gets SIGTERM and, after
-// Options.StopGrace, SIGKILL; once it is gone ServeCommand returns ctx's
-// error, wrapping the child's *ExitError if it did not exit cleanly.
+// keeps the pipe open. Once the connection ends (its input closed, or its
+// output ended) the child gets Options.ExitGrace to exit, then its group
+// SIGTERM and, after Options.StopGrace, SIGKILL; an exit caused so by our
+// own signal is a clean end (nil), not the child's failure. When ctx ends
+// the group gets SIGTERM and, after StopGrace, SIGKILL; once the child is
+// gone ServeCommand returns ctx's error, wrapping the child's *ExitError if
+// it did not exit cleanly.
 func (s *Server) ServeCommand(ctx context.Context, cmd *exec.Cmd) error {
 	return s.ServeCommandConn(ctx, cmd, nil)
 }
@@ -169,7 +193,8 @@ func (s *Server) ServeCommand(ctx context.Context, cmd *exec.Cmd) error {
 // ServeCommandConn is ServeCommand that also hands the live connection to
 // use, for example to send the runtime requests of its own. use runs in its
 // own goroutine; ServeCommandConn waits for it before returning, after the
-// connection is closed.
+// connection is closed. Closing the connection (conn.Close) ends the
+// child's input, so the child is stopped as described at ServeCommand.
 func (s *Server) ServeCommandConn(ctx context.Context, cmd *exec.Cmd, use func(*rpc.Conn)) error {
 	if cmd.Stdin != nil || cmd.Stdout != nil {
 		return errors.New("host: ServeCommand needs cmd.Stdin and cmd.Stdout unset")
@@ -182,13 +207,20 @@ func (s *Server) ServeCommandConn(ctx context.Context, cmd *exec.Cmd, use func(*
 		// Wait (and so the end of ServeCommand) past the graces.
 		cmd.WaitDelay = s.opts.StopGrace + s.opts.DrainGrace
 	}
+	env := cmd.Env
+	if env == nil {
+		env = os.Environ()
+	}
 	// child.Start's pipes are pollable, so a read deadline can bound the
 	// wait for a grandchild that keeps the pipe open.
 	toChild, fromChild, err := child.Start(cmd)
 	if err != nil {
 		return fmt.Errorf("host: start %s: %w", cmd.Path, err)
 	}
-	conn := s.Connect(fromChild, toChild)
+	defer child.Reap(cmd.Process)
+	copts := s.opts.Conn
+	copts.Logger = child.Logger(copts.Logger, redact.FromEnv(env))
+	conn := harn.NewBridgeConn(fromChild, toChild, s.handler, &copts)
 	var wg sync.WaitGroup
 	if use != nil {
 		wg.Go(func() { use(conn) })
@@ -196,17 +228,29 @@ func (s *Server) ServeCommandConn(ctx context.Context, cmd *exec.Cmd, use func(*
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 
-	stopping := ctx.Done()
-	var kill <-chan time.Time
+	stopping, ended := ctx.Done(), conn.Done()
+	var term, kill <-chan time.Time
 	var waitErr error
+	stoppedIdle := false // stopped by us after the connection ended
 	for waiting := true; waiting; {
 		select {
 		case <-stopping:
-			stopping = nil
+			stopping, ended, term = nil, nil, nil
+			stoppedIdle = false
+			child.Terminate(cmd.Process)
+			kill = time.After(s.opts.StopGrace)
+		case <-ended:
+			// Its input is closed or its output ended: it can no longer
+			// be served. One that ignores its end of input is stopped.
+			ended = nil
+			term = time.After(s.opts.ExitGrace)
+		case <-term:
+			term = nil
+			stoppedIdle = true
 			child.Terminate(cmd.Process)
 			kill = time.After(s.opts.StopGrace)
 		case <-kill:
-			_ = cmd.Process.Kill()
+			child.Kill(cmd.Process)
 		case waitErr = <-exited:
 			waiting = false
 		}
@@ -218,8 +262,12 @@ func (s *Server) ServeCommandConn(ctx context.Context, cmd *exec.Cmd, use func(*
 	case <-time.After(s.opts.DrainGrace + time.Second):
 	}
 	conn.Close()
+	child.Reap(cmd.Process)
 	wg.Wait()
 	err = exitError(cmd, waitErr)
+	if stoppedIdle && child.ByUs(cmd.ProcessState) {
+		err = nil // our own signal ended it, as we asked
+	}
 	switch {
 	case ctx.Err() == nil:
 		return err

@@ -12,6 +12,7 @@ import (
 	"github.com/bridgekit/bridgekit/runtime/wire"
 	"github.com/bridgekit/bridgekit/servers/host/permission"
 	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // A host serves session/request_permission with a Gate. Here the policy
@@ -65,4 +66,54 @@ func ExampleCheck() {
 	// <nil> cancelled=false
 	// permission denied: option "allow_once" selected cancelled=false
 	// permission denied: outcome cancelled cancelled=true
+}
+
+// A host decides permission requests with a Policy (the rules of its
+// policy file) and a Tracker fed with every session/update, so that a
+// request that omits what its tool_call said (claude-code-acp sends no
+// kind) is decided on the whole call.
+func ExamplePolicy() {
+	var rules []permission.Rule
+	_ = json.Unmarshal([]byte(`[
+		{"id": "no-secrets", "paths": ["secrets/**"], "decision": "deny"},
+		{"id": "edits", "kinds": ["edit"], "paths": ["src/**"], "decision": "allow"},
+		{"id": "tests", "kinds": ["execute"], "commands": ["go test **"], "decision": "allow"}
+	]`), &rules)
+	policy := &permission.Policy{Rules: rules, Resolve: permission.Workspace("/work/space")}
+	if err := policy.Validate(); err != nil {
+		fmt.Println(err)
+		return
+	}
+	tracker := permission.NewTracker(nil)
+	gate := permission.New(policy.DecideFunc(tracker), nil)
+	_ = &acp.ClientHandlers{
+		SessionUpdate: func(_ context.Context, n *acp.SessionNotification) error {
+			tracker.Observe(n)
+			return nil
+		},
+		SessionRequestPermission: gate.Handle,
+	}
+
+	edit := acp.ToolKindEdit
+	tracker.Observe(&acp.SessionNotification{SessionID: "s", Update: acp.SessionUpdate{ToolCall: &acp.ToolCall{
+		ToolCallID: "call_1", Title: "Write", Kind: &edit, Locations: []acp.ToolCallLocation{{Path: "/work/space/src/main.go"}},
+	}}})
+	options := []acp.PermissionOption{
+		{OptionID: "allow_always", Name: "Always allow", Kind: acp.PermissionOptionKindAllowAlways},
+		{OptionID: "allow", Name: "Allow", Kind: acp.PermissionOptionKindAllowOnce},
+		{OptionID: "reject", Name: "Reject", Kind: acp.PermissionOptionKindRejectOnce},
+	}
+	for _, raw := range []string{
+		`{"file_path": "/work/space/src/main.go"}`,
+		`{"file_path": "/work/space/src/main.go", "backup": {"to": "secrets/copy"}}`,
+	} {
+		req := &acp.RequestPermissionRequest{SessionID: "s", Options: options,
+			ToolCall: acp.ToolCallUpdate{ToolCallID: "call_1", RawInput: jsontext.Value(raw)}}
+		resp, _ := gate.Handle(context.Background(), req)
+		doc, _ := json.Marshal(resp)
+		fmt.Println(string(doc))
+	}
+	// Output:
+	// {"outcome":{"outcome":"selected","optionId":"allow"}}
+	// {"outcome":{"outcome":"selected","optionId":"reject"},"reason":"rule no-secrets"}
 }

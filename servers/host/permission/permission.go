@@ -33,6 +33,32 @@
 //	handlers := &acp.ClientHandlers{SessionRequestPermission: gate.Handle}
 //
 // [Answer] is the pure mapping from a [Decision] to the response document.
+// A denial never selects an option that could read as a grant
+// ([GrantLike]: an allow kind, or an id such as "allow" or "approved"
+// under a reject kind); when the agent offers no safe reject option it
+// answers cancelled, which Harn and every ACP agent take as not granted.
+//
+// # Policies
+//
+// A [Policy] is the one permission rule every host uses: an ordered list
+// of [Rule]s (tools, kinds, workspace paths, commands; the first that
+// matches decides, and what none allows is denied), in the JSON form of a
+// policy file's "permissions". It decides a [Call], built by [NewCall] from
+// the request merged with what a [Tracker] kept of the tool call's earlier
+// tool_call and tool_call_update notifications (kind, title, locations,
+// raw input), so that an agent that leaves the kind out of its request
+// (claude-code-acp) is decided on the whole call. Rules fail closed: an
+// allow rule with paths needs every declared path inside the workspace
+// and matching; a deny rule with paths sees every path-like string in the
+// raw input (any key, nested, words of longer strings) and the locations,
+// and matches any outside the workspace; a call that names more than
+// [Policy.MaxPaths] of them, or whose tracked state outgrew the Tracker's
+// bounds, is denied unread. Deciding takes time linear in the call's size.
+//
+//	policy := &permission.Policy{Rules: rules, Resolve: permission.Workspace(root)}
+//	tracker := permission.NewTracker(nil)
+//	gate := permission.New(policy.DecideFunc(tracker), nil)
+//	// in the SessionUpdate handler: tracker.Observe(n)
 package permission
 
 import (
@@ -40,6 +66,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -142,7 +170,8 @@ func Check(resp *acp.RequestPermissionResponse, err error) error {
 type Decision struct {
 	// Allow grants the call. The answer selects OptionID if set, else the
 	// option "allow"; either must be one the agent offered and must not be
-	// a reject option, or the answer denies instead.
+	// a reject option, or the answer denies instead. GrantOption finds a
+	// plain ACP agent's one-time grant.
 	Allow bool
 	// OptionID optionally names the offered option to select: for an
 	// agent whose grant option is not called "allow" (a plain ACP agent),
@@ -155,11 +184,13 @@ type Decision struct {
 }
 
 // Answer maps d onto the options req offers and returns the response to
-// send. A grant selects the chosen allow option. A deny selects, in this
-// order, OptionID if it is an offered reject option, the offered option
-// "reject", the first offered option of kind reject_once, then of kind
-// reject_always; when req offers none of these it answers with the
-// cancelled outcome, which every ACP agent treats as not granted.
+// send. A grant selects the chosen allow option (see Decision.Allow). A deny never selects an
+// option that could read as a grant (GrantLike: an allow kind, or an id
+// such as "allow" or "approved", whatever its kind says); it selects, in
+// this order, OptionID if it is an offered reject option, the offered
+// option "reject", the first offered option of kind reject_once, then of
+// kind reject_always; when req offers none of these it answers with the
+// cancelled outcome, which Harn and every ACP agent treat as not granted.
 func Answer(req *acp.RequestPermissionRequest, d Decision) *acp.RequestPermissionResponse {
 	var options []acp.PermissionOption
 	if req != nil {
@@ -189,15 +220,15 @@ func Cancelled() *acp.RequestPermissionResponse {
 
 func deny(options []acp.PermissionOption, prefer acp.PermissionOptionID, reason string) *acp.RequestPermissionResponse {
 	pick := func() (acp.PermissionOptionID, bool) {
-		if o, ok := find(options, prefer); ok && prefer != "" && isReject(o.Kind) {
+		if o, ok := find(options, prefer); ok && prefer != "" && isReject(o.Kind) && !GrantLike(o) {
 			return prefer, true
 		}
-		if o, ok := find(options, RejectOptionID); ok && !isAllow(o.Kind) {
+		if o, ok := find(options, RejectOptionID); ok && !GrantLike(o) {
 			return RejectOptionID, true
 		}
 		for _, kind := range []acp.PermissionOptionKind{acp.PermissionOptionKindRejectOnce, acp.PermissionOptionKindRejectAlways} {
 			for _, o := range options {
-				if o.Kind == kind && o.OptionID != AllowOptionID {
+				if o.Kind == kind && !GrantLike(o) {
 					return o.OptionID, true
 				}
 			}
@@ -210,6 +241,49 @@ func deny(options []acp.PermissionOption, prefer acp.PermissionOptionID, reason 
 	resp := Cancelled()
 	setReason(resp, reason)
 	return resp
+}
+
+// GrantOption returns the option a grant of req should select: "allow"
+// when offered (Harn's), else the first offered option of kind
+// allow_once; never a standing (allow_always) grant. ok is false when req
+// offers neither.
+func GrantOption(req *acp.RequestPermissionRequest) (id acp.PermissionOptionID, ok bool) {
+	if req == nil {
+		return "", false
+	}
+	if o, found := find(req.Options, AllowOptionID); found && !isReject(o.Kind) {
+		return AllowOptionID, true
+	}
+	for _, o := range req.Options {
+		if o.Kind == acp.PermissionOptionKindAllowOnce {
+			return o.OptionID, true
+		}
+	}
+	return "", false
+}
+
+// grantWords are words that make an option id read as a grant to some
+// reader: Harn grants "allow" byte for byte, other agents name their grant
+// options approved, approved-for-session, allow_always, yes, ...
+var grantWords = []string{"allow", "approv", "grant", "accept", "permit", "proceed", "confirm", "yes", "agree", "authori", "trust", "continue"}
+
+// GrantLike reports whether selecting o could be read as a grant, so that
+// a denial must never select it: its kind is allow_once or allow_always,
+// or its id, lower-cased, contains a grant word (allow, approv, grant,
+// accept, permit, proceed, confirm, yes, ...) or is "y", "ok", "okay",
+// "true", "1" or "run". "disallow" reads as a grant by this rule too: a
+// denial that finds no option it can safely select answers cancelled,
+// which every reader takes as not granted.
+func GrantLike(o acp.PermissionOption) bool {
+	if isAllow(o.Kind) {
+		return true
+	}
+	id := strings.ToLower(strings.TrimSpace(string(o.OptionID)))
+	switch id {
+	case "y", "ok", "okay", "true", "1", "run", "go", "":
+		return true
+	}
+	return slices.ContainsFunc(grantWords, func(w string) bool { return strings.Contains(id, w) })
 }
 
 func selected(id acp.PermissionOptionID, reason string) *acp.RequestPermissionResponse {

@@ -1,0 +1,209 @@
+package permission
+
+import (
+	"bytes"
+	"io"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/bridgekit/bridgekit/gen/acp"
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// DefaultMaxPaths is how many distinct path-like strings a Call collects
+// unless the Policy says otherwise; past it the call is Overflow and every
+// Policy denies it.
+const DefaultMaxPaths = 4096
+
+// maxPathLen is the longest string taken for a path (PATH_MAX); a longer
+// one names no file.
+const maxPathLen = 4096
+
+// Call is what a decision sees of one tool call: the request's ToolCall
+// merged over the state a Tracker kept for its toolCallId from the
+// session/update notifications before it (the request's own fields win;
+// paths are the union of all). NewCall builds it.
+type Call struct {
+	SessionID  acp.SessionID
+	ToolCallID acp.ToolCallID
+	// Tool is Harn's _meta.harn.toolName, else the title.
+	Tool  string
+	Title string
+	// Kind is the tool kind, "" when neither the request nor an earlier
+	// update gave one.
+	Kind acp.ToolKind
+	// Paths are the paths the call declares it touches: its locations,
+	// its diffs' paths, and the strings of raw-input members whose names
+	// say they hold a path (path, file_path, paths, target, source,
+	// destination, cwd, ...), at any depth. Allow rules with paths must
+	// match every one of them.
+	Paths []string
+	// Mentions are Paths plus every path-like string anywhere in the raw
+	// input, under any member name and inside longer strings (a command
+	// line's words): what deny rules with paths look at.
+	Mentions []string
+	// Command is the command line of an execute call, from the raw
+	// input's "command" or "cmd" member (a string, or an array of words
+	// then joined with spaces) and "args"/"argv"; "" when it has none.
+	Command string
+	// Overflow says that the call names more than the Policy's MaxPaths
+	// path-like strings, or that its tracked state was dropped for its
+	// size: it is denied unread.
+	Overflow bool
+	// Request is the request decided.
+	Request *acp.RequestPermissionRequest
+}
+
+// collector gathers a Call's paths in linear time, deduplicated.
+type collector struct {
+	max      int
+	paths    []string
+	mentions []string
+	seenP    map[string]bool
+	seenM    map[string]bool
+	overflow bool
+	command  []string
+}
+
+func newCollector(max int) *collector {
+	if max <= 0 {
+		max = DefaultMaxPaths
+	}
+	return &collector{max: max, seenP: map[string]bool{}, seenM: map[string]bool{}}
+}
+
+func (c *collector) mention(p string) {
+	if c.overflow || p == "" || len(p) > maxPathLen || c.seenM[p] {
+		return
+	}
+	if len(c.seenM) >= c.max {
+		c.overflow = true
+		return
+	}
+	c.seenM[p] = true
+	c.mentions = append(c.mentions, p)
+}
+
+func (c *collector) declare(p string) {
+	if p == "" || strings.ContainsAny(p, "\n\r\x00") || len(p) > maxPathLen {
+		c.words(p)
+		return
+	}
+	c.mention(p)
+	if strings.ContainsAny(p, " \t") {
+		c.words(p) // a deny rule sees its words too
+	}
+	if c.overflow || c.seenP[p] {
+		return
+	}
+	c.seenP[p] = true
+	c.paths = append(c.paths, p)
+}
+
+// words adds the path-like words of a free-form string.
+func (c *collector) words(s string) {
+	for w := range strings.FieldsSeq(s) {
+		if c.overflow {
+			return
+		}
+		w = strings.Trim(w, "\"'`()[]{}<>,;|&")
+		if i := strings.IndexByte(w, '='); i >= 0 { // --out=/etc/x, KEY=/path
+			c.word(w[:i])
+			w = w[i+1:]
+		}
+		c.word(w)
+	}
+}
+
+func (c *collector) word(w string) {
+	if pathLike(w) {
+		c.mention(w)
+	}
+}
+
+// pathLike reports whether a word could name a file: it has a separator,
+// starts with ~ or ., or looks like name.ext.
+func pathLike(w string) bool {
+	if w == "" || len(w) > maxPathLen || !utf8.ValidString(w) {
+		return false
+	}
+	if strings.ContainsAny(w, `/\`) || w[0] == '~' || w[0] == '.' {
+		return strings.Trim(w, `/\.`) != "" || w == "." || w == ".." || strings.HasPrefix(w, "/")
+	}
+	dot := strings.LastIndexByte(w, '.')
+	return dot > 0 && dot < len(w)-1
+}
+
+// pathKey reports whether a raw-input member's name says it holds paths.
+func pathKey(name string) bool {
+	n := strings.Map(func(r rune) rune {
+		switch r {
+		case '_', '-', ' ':
+			return -1
+		}
+		return r
+	}, strings.ToLower(name))
+	if strings.Contains(n, "content") || strings.Contains(n, "text") {
+		return false
+	}
+	switch n {
+	case "source", "src", "destination", "dest", "dst", "target", "cwd", "location", "root", "from", "to", "glob", "pattern":
+		return true
+	}
+	return strings.Contains(n, "path") || strings.Contains(n, "file") || strings.Contains(n, "dir") || strings.Contains(n, "folder")
+}
+
+// rawInput walks a raw input document once, collecting paths and the
+// command.
+func (c *collector) rawInput(doc jsontext.Value) {
+	if len(doc) == 0 {
+		return
+	}
+	dec := jsontext.NewDecoder(bytes.NewReader(doc), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+	// names has one entry per open container: for an object, the name of
+	// the member being read; for an array, the name it sits under.
+	var names []string
+	top := func() string {
+		if len(names) == 0 {
+			return ""
+		}
+		return names[len(names)-1]
+	}
+	for !c.overflow {
+		tok, err := dec.ReadToken()
+		if err != nil {
+			if err != io.EOF || dec.StackDepth() != 0 {
+				c.overflow = true // unreadable: nothing in it can be checked
+			}
+			return
+		}
+		switch tok.Kind() {
+		case '{', '[':
+			names = append(names, top())
+			continue
+		case '}', ']':
+			names = names[:max(len(names)-1, 0)]
+			continue
+		case '"':
+		default:
+			continue
+		}
+		depth := dec.StackDepth()
+		if kind, n := dec.StackIndex(depth); kind == '{' && n%2 == 1 {
+			names[len(names)-1] = tok.String()
+			continue
+		}
+		s, holder := tok.String(), top()
+		if pathKey(holder) {
+			c.declare(s)
+		} else {
+			c.words(s)
+		}
+		if depth <= 2 {
+			switch strings.ToLower(holder) {
+			case "command", "cmd", "args", "argv", "arguments":
+				c.command = append(c.command, s)
+			}
+		}
+	}
+}

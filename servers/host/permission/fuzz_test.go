@@ -1,0 +1,102 @@
+package permission_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/bridgekit/bridgekit/gen/acp"
+	"github.com/bridgekit/bridgekit/servers/host/permission"
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// FuzzPolicy: whatever the raw input, deciding never panics; a grant
+// implies that every declared path is inside the workspace and allowed;
+// and a secret path hidden anywhere in the input (under any key, at any
+// depth, inside a longer string) is never granted.
+func FuzzPolicy(f *testing.F) {
+	for _, s := range []string{
+		`{"path":"README.md"}`, `{"file_path":"src/a.go","target":"x"}`, `{"a":[{"b":["c"]}]}`,
+		`{"command":"go test ./..."}`, `"just a string"`, `[1,2,{"x":null}]`, `{"path":`, ``,
+	} {
+		f.Add(s, "file", uint8(2), "x ")
+	}
+	p := policyOf(f)
+	f.Fuzz(func(t *testing.T, raw, key string, depth uint8, prefix string) {
+		for _, kind := range []acp.ToolKind{acp.ToolKindRead, acp.ToolKindEdit, acp.ToolKindExecute} {
+			c := permission.NewCall(nil, request(kind, raw), 0)
+			v := p.Decide(c)
+			if v.Allow && v.Rule != "tests" {
+				for _, d := range c.Paths {
+					rel, err := p.Resolve(d)
+					if err != nil || strings.HasPrefix(rel, "secrets/") || strings.HasSuffix(rel, ".pem") {
+						t.Fatalf("%s granted with path %q (%q, %v)", raw, d, rel, err)
+					}
+				}
+			}
+			// Hide a secret path in a document and check it is denied.
+			if strings.ContainsAny(prefix, "/\\.~") || len(prefix) > 64 {
+				continue
+			}
+			var doc any = prefix + " secrets/key"
+			for i := range depth % 6 {
+				if i%2 == 0 {
+					doc = map[string]any{key: doc, "path": "README.md", "file_path": "src/a.go"}
+				} else {
+					doc = []any{doc}
+				}
+			}
+			b, err := json.Marshal(doc)
+			if err != nil {
+				continue
+			}
+			c = permission.NewCall(nil, request(kind, string(jsontext.Value(b))), 0)
+			if v := p.Decide(c); v.Allow {
+				t.Fatalf("%s granted by %s", b, v.Rule)
+			}
+		}
+	})
+}
+
+// FuzzGlob: Glob never panics, "**" matches every name, and a pattern
+// matches itself when it has no metacharacters.
+func FuzzGlob(f *testing.F) {
+	f.Add("src/**/*.go", "src/a/b.go")
+	f.Add("a/b", "a/b")
+	f.Fuzz(func(t *testing.T, pattern, name string) {
+		_ = permission.Glob(pattern, name)
+		if !permission.Glob("**", name) {
+			t.Fatalf("** does not match %q", name)
+		}
+		if !strings.ContainsAny(pattern, `*?[\`) && permission.CheckGlob(pattern) == nil && !permission.Glob(pattern, pattern) {
+			t.Fatalf("%q does not match itself", pattern)
+		}
+	})
+}
+
+// FuzzCommandRule: a command is granted by the policy's "go test **" rule
+// only as plain words starting with go test; any shell syntax is denied.
+func FuzzCommandRule(f *testing.F) {
+	for _, s := range []string{"go test ./...", "go test ./...; rm -rf /", "go test $(id)", "rm -rf x", "go  test\t-run X", "go test ./... > out"} {
+		f.Add(s, false)
+	}
+	p := policyOf(f)
+	f.Fuzz(func(t *testing.T, line string, argv bool) {
+		raw, err := json.Marshal(map[string]any{"command": line})
+		if argv {
+			raw, err = json.Marshal(map[string]any{"command": strings.Fields(line)})
+		}
+		if err != nil {
+			return
+		}
+		c := permission.NewCall(nil, request(acp.ToolKindExecute, string(raw)), 0)
+		v := p.Decide(c)
+		if !v.Allow {
+			return
+		}
+		words := strings.Fields(c.Command)
+		if v.Rule != "tests" || !permission.PlainCommandLine(c.Command) || len(words) < 2 || words[0] != "go" || words[1] != "test" {
+			t.Fatalf("%s granted by %s as %q", raw, v.Rule, c.Command)
+		}
+	})
+}

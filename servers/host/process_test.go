@@ -1,0 +1,153 @@
+//go:build linux
+
+package host_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/bridgekit/bridgekit/runtime/rpc"
+	"github.com/bridgekit/bridgekit/servers/host"
+)
+
+// running reports whether pid is a process that has not exited.
+func running(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || !strings.HasPrefix(s[i+1:], " Z")
+}
+
+// pidFile reads the pid a script wrote to path.
+func pidFile(t *testing.T, path string) int {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		b, err := os.ReadFile(path)
+		if pid, perr := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && perr == nil {
+			return pid
+		}
+	}
+	t.Fatalf("no pid in %s", path)
+	return 0
+}
+
+func assertGone(t *testing.T, pid int) {
+	t.Helper()
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if !running(pid) {
+			return
+		}
+	}
+	_ = syscall.Kill(pid, syscall.SIGKILL)
+	t.Errorf("process %d outlived ServeCommand", pid)
+}
+
+// A runtime (or an npm wrapper) that starts a background process: nothing
+// is left running once ServeCommand has returned, whether the child exits
+// by itself or is stopped because ctx ended.
+func TestServeCommandLeavesNothingRunning(t *testing.T) {
+	for _, stop := range []bool{false, true} {
+		t.Run(fmt.Sprintf("ctx ends %v", stop), func(t *testing.T) {
+			pidPath := filepath.Join(t.TempDir(), "pid")
+			script := fmt.Sprintf(`sleep 30 </dev/null >/dev/null 2>&1 & echo $! > %s; exit 0`, pidPath)
+			if stop {
+				script = fmt.Sprintf(`sleep 30 </dev/null >/dev/null 2>&1 & echo $! > %s; exec sleep 30`, pidPath)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			done := make(chan error, 1)
+			go func() {
+				done <- host.New(generic(), &host.Options{StopGrace: time.Second}).ServeCommand(ctx, exec.Command("sh", "-c", script))
+			}()
+			pid := pidFile(t, pidPath)
+			if stop {
+				cancel()
+			}
+			select {
+			case err := <-done:
+				if !stop && err != nil {
+					t.Errorf("ServeCommand: %v", err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("ServeCommand did not return")
+			}
+			assertGone(t, pid)
+		})
+	}
+}
+
+// An agent that ignores the end of its input is stopped well under a
+// second after the host closes it, and the stop, caused by our own
+// SIGTERM (exit 143 from a shell, or killed by the signal), is no error.
+func TestServeCommandStopsAChildThatIgnoresEOF(t *testing.T) {
+	for _, script := range []string{"exec sleep 30", "trap 'exit 143' TERM; sleep 30 & wait"} {
+		t.Run(script, func(t *testing.T) {
+			var logs bytes.Buffer
+			var mu sync.Mutex
+			log := slog.New(slog.NewTextHandler(&lockedWriter{w: &logs, mu: &mu}, nil))
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			var closed time.Time
+			srv := host.New(generic(), &host.Options{Conn: rpc.Options{Logger: log}})
+			err := srv.ServeCommandConn(ctx, exec.Command("sh", "-c", script), func(conn *rpc.Conn) {
+				time.Sleep(100 * time.Millisecond) // the shell has set its trap
+				closed = time.Now()
+				conn.Close()
+			})
+			took := time.Since(closed)
+			if err != nil || took > 800*time.Millisecond {
+				t.Errorf("ServeCommandConn: %v, %v after the input was closed", err, took)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if strings.Contains(logs.String(), "WARN") || strings.Contains(logs.String(), "ERROR") {
+				t.Errorf("logged %s", logs.String())
+			}
+		})
+	}
+}
+
+// The connection's diagnostics never quote a secret of the child's
+// environment, even in a bad frame the child echoes it in.
+func TestServeCommandMasksSecretsInDiagnostics(t *testing.T) {
+	const key = "sk-proj-0123456789abcdefghij"
+	var logs bytes.Buffer
+	var mu sync.Mutex
+	log := slog.New(slog.NewTextHandler(&lockedWriter{w: &logs, mu: &mu}, nil))
+	cmd := exec.Command("sh", "-c", `echo "not json $MY_SERVICE_CREDENTIAL"; echo "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\",\"params\":\"$MY_SERVICE_CREDENTIAL\"} oops"; sleep 0.5`)
+	cmd.Env = append(os.Environ(), "MY_SERVICE_CREDENTIAL=plain-"+key[8:])
+	err := host.New(generic(), &host.Options{Conn: rpc.Options{Logger: log}}).ServeCommand(context.Background(), cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !strings.Contains(logs.String(), "bad inbound frame") || strings.Contains(logs.String(), key[8:]) {
+		t.Errorf("logged %s", logs.String())
+	}
+}
+
+type lockedWriter struct {
+	w  *bytes.Buffer
+	mu *sync.Mutex
+}
+
+func (l *lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
+}
