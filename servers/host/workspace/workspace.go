@@ -311,6 +311,13 @@ func max64(a, b int64) int64 {
 // ReadFile reads the whole regular file name, at most
 // Limits.MaxReadBytes, checked as ReadText is; it does not require text.
 func (w *Workspace) ReadFile(name string, check Check) ([]byte, error) {
+	return w.ReadFileLimit(name, w.lim.MaxReadBytes, check)
+}
+
+// ReadFileLimit is ReadFile with a cap of its own (at most
+// Limits.MaxReadBytes).
+func (w *Workspace) ReadFileLimit(name string, max int64, check Check) ([]byte, error) {
+	max = min(max, w.lim.MaxReadBytes)
 	rel, err := w.Rel(name)
 	if err != nil {
 		return nil, err
@@ -325,12 +332,15 @@ func (w *Workspace) ReadFile(name string, check Check) ([]byte, error) {
 			return nil, err
 		}
 	}
-	data, err := io.ReadAll(io.LimitReader(f, w.lim.MaxReadBytes+1))
+	if fi, err := f.Stat(); err == nil && fi.Size() > max {
+		return nil, fmt.Errorf("%s: more than %d bytes: %w", rel, max, ErrTooLarge)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
 	if err != nil {
 		return nil, err
 	}
-	if int64(len(data)) > w.lim.MaxReadBytes {
-		return nil, fmt.Errorf("%s: more than %d bytes: %w", rel, w.lim.MaxReadBytes, ErrTooLarge)
+	if int64(len(data)) > max {
+		return nil, fmt.Errorf("%s: more than %d bytes: %w", rel, max, ErrTooLarge)
 	}
 	return data, nil
 }
@@ -484,4 +494,47 @@ func (w *Workspace) Dirname(name string) (string, error) {
 		return "", err
 	}
 	return filepath.Join(w.dir, filepath.FromSlash(real)), nil
+}
+
+// Resolve maps name (absolute or workspace-relative) to the
+// workspace-relative path it leads to now, following links through the
+// deepest part of it that exists; name need not exist. It is for
+// classifying the paths an agent names (a permission request's), not for
+// access: the answer can change the moment after. Anything it cannot
+// resolve (a loop, a permission error) is ErrOutside, so a caller that
+// denies what is outside fails closed.
+func (w *Workspace) Resolve(name string) (string, error) {
+	if _, err := w.Rel(name); err != nil && !errors.Is(err, ErrOutside) {
+		return "", err
+	}
+	p := name
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(w.dir, p)
+	}
+	p = filepath.Clean(p)
+	existing, missing := p, ""
+	for {
+		_, err := os.Lstat(existing)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return "", fmt.Errorf("%s: %v: %w", name, err, ErrOutside)
+		}
+		parent := filepath.Dir(existing)
+		if parent == existing {
+			break
+		}
+		missing = filepath.Join(filepath.Base(existing), missing)
+		existing = parent
+	}
+	real, err := filepath.EvalSymlinks(existing)
+	if err != nil {
+		return "", fmt.Errorf("%s: %v: %w", name, err, ErrOutside)
+	}
+	rel, err := filepath.Rel(w.dir, filepath.Join(real, missing))
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return "", fmt.Errorf("%s: %w", name, ErrOutside)
+	}
+	return filepath.ToSlash(rel), nil
 }

@@ -309,3 +309,24 @@ func TestDirname(t *testing.T) {
 		t.Errorf("outside: %v", err)
 	}
 }
+
+func TestResolve(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("symlinks")
+	}
+	w, dir := open(t, nil)
+	write(t, filepath.Join(dir, "src/a"), "a")
+	os.Symlink(t.TempDir(), filepath.Join(dir, "out"))
+	os.Symlink("src", filepath.Join(dir, "in"))
+	os.Symlink("loop", filepath.Join(dir, "loop"))
+	for in, want := range map[string]string{"src/a": "src/a", "in/a": "src/a", "in/new/x": "src/new/x", dir + "/src": "src"} {
+		if got, err := w.Resolve(in); got != want || err != nil {
+			t.Errorf("Resolve(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"out/x", "../x", "loop/x", "/etc"} {
+		if got, err := w.Resolve(in); !errors.Is(err, ErrOutside) {
+			t.Errorf("Resolve(%q) = %q, %v; want ErrOutside", in, got, err)
+		}
+	}
+}
