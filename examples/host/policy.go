@@ -1,11 +1,8 @@
 package main
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -13,6 +10,8 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/bridgekit/bridgekit/gen/acp"
+	"github.com/bridgekit/bridgekit/servers/host/terminal"
+	"github.com/bridgekit/bridgekit/servers/host/workspace"
 )
 
 // policy decides what the agent may do (see README.md, "Policy"). It fails
@@ -28,9 +27,11 @@ type policy struct {
 		Read  []string `json:"read"`
 		Write []string `json:"write"`
 	} `json:"fs"`
-	// Terminal lists the commands terminal/create may run.
+	// Terminal lists the commands terminal/create may run, and the
+	// environment they get.
 	Terminal struct {
-		Allow []string `json:"allow"`
+		Allow []string           `json:"allow"`
+		Env   terminal.EnvPolicy `json:"env"`
 	} `json:"terminal"`
 
 	commands [][]string // Terminal.Allow split into words
@@ -122,14 +123,14 @@ func toolName(tc *acp.ToolCallUpdate) string {
 
 // permission decides a session/request_permission tool call. Its paths
 // are the call's locations, diff paths and rawInput path members.
-func (p *policy) permission(ws *workspace, tc *acp.ToolCallUpdate) decision {
+func (p *policy) permission(ws *workspace.Workspace, tc *acp.ToolCallUpdate) decision {
 	tool := toolName(tc)
 	kind, _ := tc.Kind.Get()
 	paths := toolCallPaths(tc)
 	rels := make([]string, 0, len(paths))
 	outside := false
 	for _, path := range paths {
-		rel, _, err := ws.resolve(path)
+		rel, err := ws.Resolve(path)
 		if err != nil {
 			outside = true
 			continue
@@ -332,48 +333,4 @@ func wildcard(pat, s string) bool {
 		pi++
 	}
 	return pi == len(p)
-}
-
-// workspace is the directory the session runs in; every path the agent
-// names is confined to it.
-type workspace struct {
-	root string // absolute, without symlinks
-}
-
-// errOutside reports a path outside the workspace.
-var errOutside = errors.New("outside the workspace")
-
-// resolve maps p (absolute, or relative to the workspace) to its path
-// relative to the workspace, slash-separated ("." for the root), and its
-// real path. Symlinks on the way are followed, so a link pointing out of the
-// workspace is outside it. p need not exist.
-func (w *workspace) resolve(p string) (rel, real string, err error) {
-	if !filepath.IsAbs(p) {
-		p = filepath.Join(w.root, p)
-	}
-	p = filepath.Clean(p)
-	// Follow symlinks through the deepest part of p that exists.
-	existing, missing := p, ""
-	for {
-		if _, err := os.Lstat(existing); err == nil {
-			break
-		} else if !errors.Is(err, fs.ErrNotExist) {
-			return "", "", err
-		}
-		parent := filepath.Dir(existing)
-		if parent == existing {
-			break
-		}
-		missing = filepath.Join(filepath.Base(existing), missing)
-		existing = parent
-	}
-	if r, err := filepath.EvalSymlinks(existing); err == nil {
-		existing = r
-	}
-	real = filepath.Join(existing, missing)
-	rel, err = filepath.Rel(w.root, real)
-	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-		return "", "", fmt.Errorf("%s: %w", p, errOutside)
-	}
-	return filepath.ToSlash(rel), real, nil
 }

@@ -146,7 +146,7 @@ func TestPermissionDecisions(t *testing.T) {
 		t.Fatal(err)
 	}
 	a, _ := testApp(t, pol)
-	root := a.ws.root
+	root := a.ws.Dir()
 	if err := os.Mkdir(filepath.Join(root, "src"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -245,8 +245,13 @@ func TestPermissionAnswer(t *testing.T) {
 		{false, permOptions(ao, ra, ro), "opt-reject_once"},
 		{false, permOptions(ao, ra), "opt-reject_always"},
 		{false, permOptions(ao, aa), "cancelled"},
+		// A reject option named "allow" (Harn grants on that id) is never
+		// selected to deny; nor is a grant-kind option.
+		{false, []acp.PermissionOption{{OptionID: "allow", Kind: ro, Name: "No"}}, "cancelled"},
+		{false, []acp.PermissionOption{{OptionID: "allow", Kind: ro, Name: "No"}, {OptionID: "no", Kind: ra, Name: "Never"}}, "no"},
+		{true, []acp.PermissionOption{{OptionID: "allow", Kind: ao, Name: "Yes"}, {OptionID: "x", Kind: aa, Name: "Always"}}, "allow"},
 	} {
-		if got := selected(permissionAnswer(decision{Allow: tc.allow}, tc.opts)); got != tc.want {
+		if got := selected(permissionAnswer(decision{Allow: tc.allow}, &acp.RequestPermissionRequest{Options: tc.opts})); got != tc.want {
 			t.Errorf("allow %v, options %v: %s, want %s", tc.allow, tc.opts, got, tc.want)
 		}
 	}

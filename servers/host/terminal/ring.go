@@ -67,13 +67,12 @@ func (r *ring) read() (string, bool) {
 	}
 	truncated := r.total > int64(len(b))
 	r.mu.Unlock()
-	if truncated {
-		for i := 0; i < utf8.UTFMax && i < len(b); i++ {
-			if utf8.RuneStart(b[i]) {
-				b = b[i:]
-				break
-			}
+	if truncated { // start at the first character that is whole
+		i := 0
+		for i < len(b) && i < utf8.UTFMax && !utf8.RuneStart(b[i]) {
+			i++
 		}
+		b = b[i:]
 	}
 	return strings.ToValidUTF8(string(b), "\uFFFD"), truncated
 }

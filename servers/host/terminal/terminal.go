@@ -139,7 +139,7 @@ type Spec struct {
 	// Env is the whole environment (build it with an EnvPolicy).
 	Env []string
 	// OutputBytes is the output to keep; 0 means Limits.DefaultOutputBytes,
-	// and it is at most Limits.MaxOutputBytes.
+	// a negative value nothing, and it is at most Limits.MaxOutputBytes.
 	OutputBytes int64
 	// Split keeps stdout and stderr apart besides their combined output
 	// (through two pipes; the combined text then interleaves in the order
@@ -152,7 +152,9 @@ type Spec struct {
 type Output struct {
 	Combined  string
 	Truncated bool
-	// Stdout and Stderr apart, for a Split terminal.
+	// Split says the terminal keeps Stdout and Stderr apart, and they
+	// hold them.
+	Split          bool
 	Stdout, Stderr string
 	// Exited says the command has exited, with Status.
 	Exited bool
@@ -224,8 +226,11 @@ func (m *Manager) Start(_ context.Context, spec Spec) (string, error) {
 		return "", fmt.Errorf("%w: no command", ErrInvalid)
 	}
 	keep := spec.OutputBytes
-	if keep <= 0 {
+	switch {
+	case keep == 0:
 		keep = m.lim.DefaultOutputBytes
+	case keep < 0:
+		keep = 0
 	}
 	keep = min(keep, m.lim.MaxOutputBytes)
 	reserve := keep
@@ -353,6 +358,7 @@ func (m *Manager) output(t *term) Output {
 	var cut bool
 	o.Combined, o.Truncated = t.out.read()
 	if t.stdout != nil {
+		o.Split = true
 		budget /= 3
 		o.Stdout, _ = t.stdout.read()
 		o.Stderr, _ = t.stderr.read()

@@ -72,6 +72,8 @@ var (
 	// ErrNotRegular: the name is a directory, a FIFO, a socket, a device
 	// or another file that is not a regular file.
 	ErrNotRegular = errors.New("not a regular file")
+	// ErrIsDir: the name is a directory (it matches ErrNotRegular too).
+	ErrIsDir = errors.New("is a directory")
 	// ErrTooLarge: the data is over the read or write cap.
 	ErrTooLarge = errors.New("over the size limit")
 	// ErrNotText: a read found bytes that are not UTF-8.
@@ -184,7 +186,7 @@ func (w *Workspace) openRegular(rel string) (*os.File, string, error) {
 	}
 	if !fi.Mode().IsRegular() {
 		f.Close()
-		return nil, "", fmt.Errorf("%s (%s): %w", rel, kind(fi.Mode()), ErrNotRegular)
+		return nil, "", notRegular(rel, fi.Mode())
 	}
 	real, err := w.realRel(f, rel)
 	if err != nil {
@@ -209,6 +211,14 @@ func (w *Workspace) realRel(f *os.File, fallback string) (string, error) {
 		return "", fmt.Errorf("%s: %w", fallback, ErrOutside)
 	}
 	return filepath.ToSlash(rel), nil
+}
+
+// notRegular is the error for rel, of mode m, which is not a regular file.
+func notRegular(rel string, m fs.FileMode) error {
+	if m.IsDir() {
+		return fmt.Errorf("%s: %w (%w)", rel, ErrIsDir, ErrNotRegular)
+	}
+	return fmt.Errorf("%s (%s): %w", rel, kind(m), ErrNotRegular)
 }
 
 func kind(m fs.FileMode) string {
@@ -365,7 +375,7 @@ func (w *Workspace) WriteFile(name string, data []byte, check Check) (err error)
 		return err
 	}
 	if rel == "." {
-		return fmt.Errorf("%s: the workspace itself: %w", name, ErrNotRegular)
+		return notRegular(name, fs.ModeDir)
 	}
 	dir, base := path.Split(rel)
 	dir = path.Clean(dir)
@@ -398,7 +408,7 @@ func (w *Workspace) WriteFile(name string, data []byte, check Check) (err error)
 			mode = fi.Mode().Perm()
 		case fi.Mode()&fs.ModeSymlink != 0:
 		default:
-			return fmt.Errorf("%s (%s): %w", rel, kind(fi.Mode()), ErrNotRegular)
+			return notRegular(rel, fi.Mode())
 		}
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return wrap(rel, err)
