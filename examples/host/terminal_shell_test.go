@@ -337,9 +337,14 @@ func TestTerminalACPWaitHasHarnMembers(t *testing.T) {
 	}
 	a, _ := testApp(t, terminalPolicy("sh -c *", "echo a && echo b"))
 	defer a.terms.Close(time.Second)
+	// 10s per command: under the race detector each command's supervisor
+	// is this race-built test binary, which takes about a second to start
+	// on a loaded machine.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for range 20 {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
 		id, err := createFromWire(ctx, t, a, `{"sessionId":"s","command":"sh","args":["-c","echo out; echo err >&2; echo out2; exit 1"]}`)
 		if err != nil {
 			t.Fatal(err)

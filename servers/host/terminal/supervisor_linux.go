@@ -224,38 +224,16 @@ func reap() bool {
 
 // killTree SIGKILLs every descendant of this process, again and again,
 // until none is left alive (or a few seconds passed), reaping them when
-// reap is set. Orphans come to it as its subreaper, so the tree cannot slip
-// away by reparenting.
+// reaping is set. Orphans come to it as its subreaper, so the tree cannot
+// slip away by reparenting.
 func killTree(reaping bool) {
-	self := os.Getpid()
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
-		type info struct {
-			parent int
-			zombie bool
-		}
-		procs := map[int]info{}
-		entries, _ := os.ReadDir("/proc")
-		for _, e := range entries {
-			pid, err := strconv.Atoi(e.Name())
-			if err != nil {
-				continue
-			}
-			if pp, state, ok := stat(pid); ok {
-				procs[pid] = info{pp, state == "Z"}
-			}
-		}
 		alive := 0
-		for pid, in := range procs {
-			if in.zombie {
-				continue
-			}
-			for p, hops := pid, 0; p > 1 && hops < 1000; p, hops = procs[p].parent, hops+1 {
-				if procs[p].parent == self {
-					_ = syscall.Kill(pid, syscall.SIGKILL)
-					alive++
-					break
-				}
+		for _, pid := range descendants(os.Getpid()) {
+			if _, state, ok := stat(pid); ok && state != "Z" {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+				alive++
 			}
 		}
 		if reaping {
@@ -266,6 +244,58 @@ func killTree(reaping bool) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// descendants lists the processes below root: from the kernel's children
+// lists (/proc/PID/task/TID/children), walking only the tree, or, where
+// the kernel has no such lists, from the parents of every process.
+func descendants(root int) []int {
+	if _, err := os.Stat("/proc/self/task/" + strconv.Itoa(os.Getpid()) + "/children"); err != nil {
+		return scanDescendants(root)
+	}
+	var out []int
+	queue := []int{root}
+	seen := map[int]bool{root: true}
+	for len(queue) > 0 && len(out) < 1<<16 {
+		pid := queue[0]
+		queue = queue[1:]
+		tasks, _ := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
+		for _, task := range tasks {
+			b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + task.Name() + "/children")
+			for _, f := range strings.Fields(string(b)) {
+				if c, err := strconv.Atoi(f); err == nil && !seen[c] {
+					seen[c] = true
+					out = append(out, c)
+					queue = append(queue, c)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// scanDescendants finds the processes below root from every process's
+// parent.
+func scanDescendants(root int) []int {
+	parents := map[int]int{}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		if pid, err := strconv.Atoi(e.Name()); err == nil {
+			if pp, _, ok := stat(pid); ok {
+				parents[pid] = pp
+			}
+		}
+	}
+	var out []int
+	for pid := range parents {
+		for p, hops := parents[pid], 0; p > 1 && hops < 1000; p, hops = parents[p], hops+1 {
+			if p == root {
+				out = append(out, pid)
+				break
+			}
+		}
+	}
+	return out
 }
 
 // stat reads the parent and the state of pid from /proc/PID/stat.
