@@ -39,6 +39,18 @@ type app struct {
 	cancelling atomic.Bool
 }
 
+// maxWaits bounds the pending terminal/wait_for_exit calls. Each has a
+// connection slot of its own besides the usual ones (main.go), so that
+// waits never take the slots other requests need; it is kept at the usual
+// count because every slot is also memory a peer that stops reading can
+// make a handler hold.
+const maxWaits = 8
+
+// otherSlots is how many requests other than waits are handled at once:
+// this host decides permissions from its policy, at once, so no request
+// waits long for a person.
+const otherSlots = 4
+
 // appOptions are the files and directories an app is made from.
 type appOptions struct {
 	config, policy, workspace string
@@ -74,7 +86,7 @@ func newApp(o appOptions) (*app, error) {
 	if err != nil {
 		return nil, fmt.Errorf("shell discovery: %w", err)
 	}
-	return &app{ws: ws, terms: terminal.New(nil), policy: pol, skills: skills, render: o.render, log: o.log, tools: cfg.Tools, shells: provider}, nil
+	return &app{ws: ws, terms: terminal.New(&terminal.Limits{MaxWaits: maxWaits}), policy: pol, skills: skills, render: o.render, log: o.log, tools: cfg.Tools, shells: provider}, nil
 }
 
 // bridge is the Harn bridge the host serves, on the generated handler

@@ -127,12 +127,14 @@ func run(args []string, o options) int {
 	//
 	// Pending terminal/wait_for_exit calls must not hold the slots other
 	// requests need: the connection has room for every wait the terminals
-	// allow besides its usual slots, and terminal/output, kill and release,
-	// which never block, are handled on the preempted lane.
+	// allow (maxWaits) besides otherSlots for everything else, and
+	// terminal/output, kill and release, which never block, are handled on
+	// the preempted lane. (Every slot is also memory that a peer which stops
+	// reading can make a handler hold, so the total stays modest.)
 	srv := host.New(a.bridge(), &host.Options{
 		Conn: rpc.Options{
 			MaxFrame: o.maxFrame, Logger: log,
-			MaxConcurrentRequests: host.DefaultMaxConcurrentRequests + a.terms.Limits().MaxWaits,
+			MaxConcurrentRequests: otherSlots + a.terms.Limits().MaxWaits,
 			Preempt:               []string{acp.MethodTerminalOutput, acp.MethodTerminalKill, acp.MethodTerminalRelease},
 		},
 		Client:    a.client(),

@@ -34,7 +34,7 @@ type policy struct {
 		Env   terminal.EnvPolicy `json:"env"`
 	} `json:"terminal"`
 
-	commands [][]string // Terminal.Allow split into words
+	commands *terminal.Commands // Terminal.Allow, parsed
 }
 
 // permissionRule matches a tool call by its tool name, kind and paths;
@@ -92,12 +92,8 @@ func loadPolicy(path string) (*policy, error) {
 			return nil, bad("fs: %v", err)
 		}
 	}
-	for _, c := range p.Terminal.Allow {
-		words := strings.Fields(c)
-		if len(words) == 0 {
-			return nil, bad("terminal: an empty command pattern")
-		}
-		p.commands = append(p.commands, words)
+	if p.commands, err = terminal.NewCommands(p.Terminal.Allow); err != nil {
+		return nil, bad("terminal: %v", err)
 	}
 	return p, nil
 }
@@ -228,109 +224,29 @@ func (p *policy) fsAccess(rel string, write bool) decision {
 	return deny("fs." + what + " does not list it")
 }
 
-// command decides a terminal/create command line.
+// command decides a terminal/create command and its arguments
+// (terminal.Commands.Match).
 func (p *policy) command(command string, args []string) decision {
-	for _, words := range p.commands {
-		if commandMatch(words, command, args) {
-			return allow("terminal.allow " + strings.Join(words, " "))
-		}
+	if pat, ok := p.commands.Match(command, args); ok {
+		return allow("terminal.allow " + pat)
 	}
 	return deny("terminal.allow does not list it")
 }
 
 // shellCommand decides a command line a shell is to run (terminal/create
-// with Harn's shell). A plain line, one the shell splits into words and
-// nothing else (see plainShellLine), is decided like the command and
-// arguments those words are. Any other line may contain a second command
-// (;, &&, |, a newline), a substitution ($(...), backticks), a redirection
-// or an expansion, so no wildcard may allow it: it is allowed only by a
-// pattern without * or ? that is the same line.
+// with Harn's shell; terminal.Commands.MatchShellLine): a plain line word
+// by word, any other only by a pattern without wildcards equal to it.
 func (p *policy) shellCommand(line string) decision {
-	if plainShellLine(line) {
-		words := strings.Fields(line)
-		if len(words) == 0 {
-			return deny("an empty command line")
-		}
-		return p.command(words[0], words[1:])
-	}
-	exact := strings.Trim(line, " \t")
-	for _, c := range p.Terminal.Allow {
-		if c = strings.Trim(c, " \t"); c == exact && !strings.ContainsAny(c, "*?") {
-			return allow("terminal.allow " + c + " (exactly)")
-		}
+	pat, exact, ok := p.commands.MatchShellLine(line)
+	switch {
+	case ok && exact:
+		return allow("terminal.allow " + pat + " (exactly)")
+	case ok:
+		return allow("terminal.allow " + pat)
+	case terminal.PlainShellLine(line) && strings.TrimSpace(line) == "":
+		return deny("an empty command line")
+	case terminal.PlainShellLine(line):
+		return deny("terminal.allow does not list it")
 	}
 	return deny("terminal.allow does not list it; a shell command line with shell syntax (quotes, ;, &, |, $, backticks, redirections, globs, newlines, ...) is allowed only by a pattern without wildcards equal to it")
-}
-
-// plainShellLine reports whether line consists of words of plain
-// characters separated by spaces and tabs: ASCII letters and digits and
-// - _ . / : + =, with no = starting a word (zsh expands =cmd). No shell of
-// the families shells knows (sh-like, fish, csh, PowerShell, cmd) gives
-// such a line any meaning but its words: there is nothing in it to quote,
-// expand, glob, redirect or start another command with.
-func plainShellLine(line string) bool {
-	start := true // at the start of a word
-	for i := 0; i < len(line); i++ {
-		c := line[i]
-		switch {
-		case c == ' ' || c == '\t':
-			start = true
-			continue
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		case c == '=' && !start:
-		case strings.IndexByte("-_./:+", c) >= 0:
-		default:
-			return false
-		}
-		start = false
-	}
-	return true
-}
-
-// commandMatch matches argv against a pattern's words: the first word is
-// the command exactly as the agent gives it, each further word matches one
-// argument (* any characters, ? one), and a last word ** matches any
-// remaining arguments.
-func commandMatch(words []string, command string, args []string) bool {
-	if words[0] != command {
-		return false
-	}
-	rest := words[1:]
-	for i, w := range rest {
-		if w == "**" && i == len(rest)-1 {
-			return true
-		}
-		if i >= len(args) || !wildcard(w, args[i]) {
-			return false
-		}
-	}
-	return len(args) == len(rest)
-}
-
-// wildcard matches s against a pattern in which * matches any characters
-// and ? one; everything else is literal.
-func wildcard(pat, s string) bool {
-	p, r := []rune(pat), []rune(s)
-	// Classic two-pointer match with backtracking to the last *.
-	pi, si, star, mark := 0, 0, -1, 0
-	for si < len(r) {
-		switch {
-		case pi < len(p) && (p[pi] == '?' || p[pi] == r[si]):
-			pi++
-			si++
-		case pi < len(p) && p[pi] == '*':
-			star, mark = pi, si
-			pi++
-		case star >= 0:
-			pi = star + 1
-			mark++
-			si = mark
-		default:
-			return false
-		}
-	}
-	for pi < len(p) && p[pi] == '*' {
-		pi++
-	}
-	return pi == len(p)
 }

@@ -12,15 +12,14 @@ import (
 	"github.com/bridgekit/bridgekit/gen/acp"
 	"github.com/bridgekit/bridgekit/runtime/rpc"
 	"github.com/bridgekit/bridgekit/runtime/wire"
+	"github.com/bridgekit/bridgekit/servers/host/terminal"
 )
 
 func terminalPolicy(allow ...string) *policy {
 	p := &policy{}
 	p.Terminal.Env.Allow = []string{"GREETING"} // the variable TestTerminals sets
-	for _, c := range allow {
-		p.Terminal.Allow = append(p.Terminal.Allow, c)
-		p.commands = append(p.commands, strings.Fields(c))
-	}
+	p.Terminal.Allow = append(p.Terminal.Allow, allow...)
+	p.commands, _ = terminal.NewCommands(allow)
 	return p
 }
 
