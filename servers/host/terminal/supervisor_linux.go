@@ -181,25 +181,41 @@ func supervise(path string, args []string) int {
 		// Reaping before the command's own Wait would steal its status.
 		killTree(exited == nil)
 	}
-	tick := time.NewTicker(100 * time.Millisecond)
+	// Once told to kill, it keeps killing: a process the command left
+	// behind can be on its way to this subreaper (its parent dying) while
+	// the tree is walked, and is caught on the next tick.
+	killing := false
+	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for {
 		select {
 		case end := <-orders:
+			killing = true
 			kill()
 			if end {
 				if exited != nil {
 					<-exited
+					exited = nil
 				}
 				killTree(true)
+				for deadline := time.Now().Add(5 * time.Second); reap() && time.Now().Before(deadline); {
+					killTree(true)
+					time.Sleep(10 * time.Millisecond)
+				}
 				return 0
 			}
 		case <-exited:
 			exited = nil
+			if killing {
+				killTree(true)
+			}
 			if !reap() {
 				return 0
 			}
 		case <-tick.C:
+			if killing {
+				kill()
+			}
 			if exited == nil && !reap() {
 				return 0 // the command and everything it started are gone
 			}

@@ -3,6 +3,13 @@
 // and terminal/release) so that a hostile peer can neither steer them nor
 // make them outlive the host, nor make the host hold unbounded memory.
 //
+// # Commands
+//
+// [Commands] is the allow-list a host decides terminal/create with: word
+// patterns for a command and its arguments, and, for a command line a
+// shell is to run, a stricter rule (only a plain line is matched word by
+// word; any other needs a wildcard-free pattern equal to it).
+//
 // # Environment
 //
 // A command's environment is built by an [EnvPolicy]: nothing of the
