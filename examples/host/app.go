@@ -16,25 +16,40 @@ import (
 	"github.com/bridgekit/bridgekit/gen/harn"
 	"github.com/bridgekit/bridgekit/runtime/rpc"
 	"github.com/bridgekit/bridgekit/runtime/wire"
+	"github.com/bridgekit/bridgekit/servers/host/permission"
 	"github.com/bridgekit/bridgekit/servers/host/shells"
+	"github.com/bridgekit/bridgekit/servers/host/terminal"
+	"github.com/bridgekit/bridgekit/servers/host/workspace"
 )
 
 // app is the host: what it serves, decided by its configuration and
 // policy, to one runtime.
 type app struct {
-	ws     *workspace
+	ws     *workspace.Workspace
 	policy *policy
 	tools  []configTool
 	skills *skillSet
 	render *renderer
 	shells *shells.Provider // shell discovery, and the shells terminal/create may use
-	terms  terminals
+	terms  *terminal.Manager
 	log    *slog.Logger
 
 	// cancelling is set once the host has cancelled the prompt: ACP wants
 	// the permission requests that follow answered "cancelled".
 	cancelling atomic.Bool
 }
+
+// maxWaits bounds the pending terminal/wait_for_exit calls. Each has a
+// connection slot of its own besides the usual ones (main.go), so that
+// waits never take the slots other requests need; it is kept at the usual
+// count because every slot is also memory a peer that stops reading can
+// make a handler hold.
+const maxWaits = 8
+
+// otherSlots is how many requests other than waits are handled at once:
+// this host decides permissions from its policy, at once, so no request
+// waits long for a person.
+const otherSlots = 4
 
 // appOptions are the files and directories an app is made from.
 type appOptions struct {
@@ -56,7 +71,10 @@ func newApp(o appOptions) (*app, error) {
 	if dir == "" {
 		dir = cfg.Workspace
 	}
-	root, err := workspaceRoot(dir)
+	if dir == "" {
+		dir = "."
+	}
+	ws, err := workspace.Open(dir, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -68,7 +86,7 @@ func newApp(o appOptions) (*app, error) {
 	if err != nil {
 		return nil, fmt.Errorf("shell discovery: %w", err)
 	}
-	return &app{ws: &workspace{root: root}, policy: pol, skills: skills, render: o.render, log: o.log, tools: cfg.Tools, shells: provider}, nil
+	return &app{ws: ws, terms: terminal.New(&terminal.Limits{MaxWaits: maxWaits}), policy: pol, skills: skills, render: o.render, log: o.log, tools: cfg.Tools, shells: provider}, nil
 }
 
 // bridge is the Harn bridge the host serves, on the generated handler
@@ -192,37 +210,37 @@ func (a *app) requestPermission(_ context.Context, p *acp.RequestPermissionReque
 		if rec := recover(); rec != nil {
 			a.log.Error("permission: panic while deciding; denying", "panic", rec)
 			d = deny(fmt.Sprint("the host failed to decide: ", rec))
-			res, err = permissionAnswer(d, p.Options), nil
+			res, err = permissionAnswer(d, p), nil
 		}
 		a.renderPermission(p, d, res)
 	}()
 	if a.cancelling.Load() {
 		d = deny("the prompt is being cancelled")
-		return &acp.RequestPermissionResponse{Outcome: acp.RequestPermissionOutcome{Cancelled: &acp.RequestPermissionOutcomeCancelled{}}}, nil
+		return permission.Cancelled(), nil
 	}
 	d = a.policy.permission(a.ws, &p.ToolCall)
-	return permissionAnswer(d, p.Options), nil
+	return permissionAnswer(d, p), nil
 }
 
-// permissionAnswer selects the option the decision calls for: allow_once
-// (else allow_always) to allow, reject_once (else reject_always) to deny;
-// "cancelled" when no option fits a denial.
-func permissionAnswer(d decision, options []acp.PermissionOption) *acp.RequestPermissionResponse {
-	kinds := []acp.PermissionOptionKind{acp.PermissionOptionKindRejectOnce, acp.PermissionOptionKindRejectAlways}
-	if d.Allow {
-		kinds = []acp.PermissionOptionKind{acp.PermissionOptionKindAllowOnce, acp.PermissionOptionKindAllowAlways}
+// permissionAnswer is servers/host/permission's answer to the decision:
+// allowing selects the agent's option "allow" (Harn's), else its first
+// allow_once, else allow_always option; denying never selects an option
+// whose id or kind could read as a grant, and answers "cancelled" when
+// the agent offers no reject option.
+func permissionAnswer(d decision, req *acp.RequestPermissionRequest) *acp.RequestPermissionResponse {
+	if !d.Allow {
+		return permission.Answer(req, permission.Decision{})
 	}
-	for _, k := range kinds {
-		for _, o := range options {
-			if o.Kind == k {
-				return &acp.RequestPermissionResponse{Outcome: acp.RequestPermissionOutcome{Selected: &acp.SelectedPermissionOutcome{OptionID: o.OptionID}}}
+	pd := permission.Decision{Allow: true}
+	if !slices.ContainsFunc(req.Options, func(o acp.PermissionOption) bool { return o.OptionID == permission.AllowOptionID }) {
+		for _, k := range []acp.PermissionOptionKind{acp.PermissionOptionKindAllowOnce, acp.PermissionOptionKindAllowAlways} {
+			if i := slices.IndexFunc(req.Options, func(o acp.PermissionOption) bool { return o.Kind == k }); i >= 0 {
+				pd.OptionID = req.Options[i].OptionID
+				break
 			}
 		}
 	}
-	if d.Allow { // no option allows it: deny instead
-		return permissionAnswer(deny(""), options)
-	}
-	return &acp.RequestPermissionResponse{Outcome: acp.RequestPermissionOutcome{Cancelled: &acp.RequestPermissionOutcomeCancelled{}}}
+	return permission.Answer(req, pd)
 }
 
 // renderPermission shows a permission decision; should describing the
@@ -244,7 +262,7 @@ func (a *app) permissionLine(p *acp.RequestPermissionRequest, d decision, res *a
 	}
 	var shown []string
 	for _, path := range toolCallPaths(tc) {
-		if rel, _, err := a.ws.resolve(path); err == nil {
+		if rel, err := a.ws.Resolve(path); err == nil {
 			path = rel
 		}
 		if !slices.Contains(shown, path) {

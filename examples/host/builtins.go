@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -20,6 +19,7 @@ import (
 	"github.com/bridgekit/bridgekit/gen/harn"
 	"github.com/bridgekit/bridgekit/runtime/rpc"
 	"github.com/bridgekit/bridgekit/runtime/wire"
+	"github.com/bridgekit/bridgekit/servers/host/workspace"
 )
 
 // The host's builtins: what the tools of the configuration run when the
@@ -96,7 +96,7 @@ func (a *app) absolute(path string) string {
 	if filepath.IsAbs(path) {
 		return path
 	}
-	return filepath.Join(a.ws.root, filepath.FromSlash(path))
+	return filepath.Join(a.ws.Dir(), filepath.FromSlash(path))
 }
 
 // builtinReadFile: {path, line?, limit?} → {path, content}; path is
@@ -124,7 +124,7 @@ func (a *app) builtinReadFile(ctx context.Context, args jsontext.Value) (any, er
 	if err != nil {
 		return nil, err
 	}
-	rel, _, _ := a.ws.resolve(req.Path)
+	rel, _ := a.ws.Rel(req.Path)
 	return struct {
 		Path    string `json:"path"`
 		Content string `json:"content"`
@@ -134,17 +134,17 @@ func (a *app) builtinReadFile(ctx context.Context, args jsontext.Value) (any, er
 // walk calls visit with the workspace-relative path of every regular file
 // under dir (a workspace directory) that the policy lets the agent read
 // and pattern matches, in lexical order, until visit returns false. It
-// skips .git and stops after maxWalkedFiles files.
-func (a *app) walk(ctx context.Context, dir, pattern string, visit func(rel, real string) bool) error {
-	rel, real, err := a.ws.resolve(a.absolute(dir))
+// walks through the workspace's root (links are not followed), skips .git
+// and stops after maxWalkedFiles files.
+func (a *app) walk(ctx context.Context, dir, pattern string, visit func(rel string) bool) error {
+	rel, err := a.ws.Rel(a.absolute(dir))
 	if err != nil {
-		if errors.Is(err, errOutside) {
+		if errors.Is(err, workspace.ErrOutside) {
 			return denied("list", dir, "outside the workspace")
 		}
-		return err
+		return rpc.InvalidParams(err)
 	}
-	fi, err := os.Stat(real)
-	if err != nil || !fi.IsDir() {
+	if fi, err := a.ws.Stat(rel); err != nil || !fi.IsDir() {
 		return rpc.NewError(codeNotFound, fmt.Sprintf("%s is not a directory of the workspace", rel), map[string]string{"path": dir})
 	}
 	if err := checkPathGlob(pattern); err != nil {
@@ -152,7 +152,7 @@ func (a *app) walk(ctx context.Context, dir, pattern string, visit func(rel, rea
 	}
 	seen := 0
 	stop := errors.New("stop")
-	err = filepath.WalkDir(real, func(p string, d fs.DirEntry, err error) error {
+	err = fs.WalkDir(a.ws.FS(), rel, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return nil // unreadable entries are left out
 		}
@@ -161,7 +161,7 @@ func (a *app) walk(ctx context.Context, dir, pattern string, visit func(rel, rea
 		}
 		if d.IsDir() {
 			if d.Name() == ".git" {
-				return filepath.SkipDir
+				return fs.SkipDir
 			}
 			return nil
 		}
@@ -171,15 +171,10 @@ func (a *app) walk(ctx context.Context, dir, pattern string, visit func(rel, rea
 		if seen++; seen > maxWalkedFiles {
 			return stop
 		}
-		r, err := filepath.Rel(a.ws.root, p)
-		if err != nil {
+		if !a.policy.fsAccess(p, false).Allow || !globMatch(pattern, p) {
 			return nil
 		}
-		r = filepath.ToSlash(r)
-		if !a.policy.fsAccess(r, false).Allow || !globMatch(pattern, r) {
-			return nil
-		}
-		if !visit(r, p) {
+		if !visit(p) {
 			return stop
 		}
 		return nil
@@ -221,7 +216,7 @@ func (a *app) builtinListFiles(ctx context.Context, args jsontext.Value) (any, e
 		in.Pattern = "**"
 	}
 	files, truncated := []string{}, false
-	err = a.walk(ctx, cmp.Or(in.Path, "."), in.Pattern, func(rel, _ string) bool {
+	err = a.walk(ctx, cmp.Or(in.Path, "."), in.Pattern, func(rel string) bool {
 		if len(files) == limit {
 			truncated = true
 			return false
@@ -269,12 +264,14 @@ func (a *app) builtinSearchText(ctx context.Context, args jsontext.Value) (any, 
 		in.Pattern = "**"
 	}
 	matches, truncated := []match{}, false
-	err = a.walk(ctx, cmp.Or(in.Path, "."), in.Pattern, func(rel, real string) bool {
-		fi, err := os.Stat(real)
-		if err != nil || fi.Size() > maxSearchFileBytes {
-			return true
+	readable := func(rel string) error {
+		if !a.policy.fsAccess(rel, false).Allow {
+			return fs.ErrPermission
 		}
-		data, err := os.ReadFile(real)
+		return nil
+	}
+	err = a.walk(ctx, cmp.Or(in.Path, "."), in.Pattern, func(rel string) bool {
+		data, err := a.ws.ReadFileLimit(rel, maxSearchFileBytes, readable)
 		if err != nil || !utf8.Valid(data) {
 			return true
 		}
@@ -324,7 +321,7 @@ func (a *app) builtinWorkspaceInfo(_ context.Context, args jsontext.Value) (any,
 		Tools     []string   `json:"tools"`
 		Skills    []string   `json:"skills"`
 		Policy    policyInfo `json:"policy"`
-	}{a.ws.root, tools, skills, policyInfo{nonNil(a.policy.FS.Read), nonNil(a.policy.FS.Write), nonNil(a.policy.Terminal.Allow)}}, nil
+	}{a.ws.Dir(), tools, skills, policyInfo{nonNil(a.policy.FS.Read), nonNil(a.policy.FS.Write), nonNil(a.policy.Terminal.Allow)}}, nil
 }
 
 func nonNil(s []string) []string {

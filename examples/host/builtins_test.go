@@ -24,13 +24,13 @@ func builtinApp(t *testing.T) *app {
 		a.tools = append(a.tools, configTool{Name: name, Builtin: name})
 	}
 	a.tools = append(a.tools, configTool{Name: "Read", Builtin: "read_file"})
-	writeFile(t, filepath.Join(a.ws.root, "README.md"), "# readme\nTODO: ship\n")
-	writeFile(t, filepath.Join(a.ws.root, "src", "main.go"), "package main\n// TODO: tests\nfunc main() {}\n")
-	writeFile(t, filepath.Join(a.ws.root, "src", "util", "util.go"), "package util\n")
-	writeFile(t, filepath.Join(a.ws.root, "docs", "guide.md"), "Guide. TODO: write\n")
-	writeFile(t, filepath.Join(a.ws.root, "secret", "key.txt"), "TODO: rotate\n")
-	writeFile(t, filepath.Join(a.ws.root, ".git", "config"), "TODO\n")
-	if err := os.WriteFile(filepath.Join(a.ws.root, "src", "blob.bin"), []byte{0xff, 0xfe, 'T', 'O', 'D', 'O'}, 0o644); err != nil {
+	writeFile(t, filepath.Join(a.ws.Dir(), "README.md"), "# readme\nTODO: ship\n")
+	writeFile(t, filepath.Join(a.ws.Dir(), "src", "main.go"), "package main\n// TODO: tests\nfunc main() {}\n")
+	writeFile(t, filepath.Join(a.ws.Dir(), "src", "util", "util.go"), "package util\n")
+	writeFile(t, filepath.Join(a.ws.Dir(), "docs", "guide.md"), "Guide. TODO: write\n")
+	writeFile(t, filepath.Join(a.ws.Dir(), "secret", "key.txt"), "TODO: rotate\n")
+	writeFile(t, filepath.Join(a.ws.Dir(), ".git", "config"), "TODO\n")
+	if err := os.WriteFile(filepath.Join(a.ws.Dir(), "src", "blob.bin"), []byte{0xff, 0xfe, 'T', 'O', 'D', 'O'}, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return a
@@ -47,7 +47,7 @@ func TestBuiltins(t *testing.T) {
 	for _, tc := range []struct{ tool, args, want string }{
 		{"Read", `{"path":"README.md"}`, `{"path":"README.md","content":"# readme\nTODO: ship\n"}`},
 		{"read_file", `{"path":"src/main.go","line":2,"limit":1}`, `{"path":"src/main.go","content":"// TODO: tests\n"}`},
-		{"read_file", `{"path":"` + filepath.Join(a.ws.root, "README.md") + `","line":2}`, `{"path":"README.md","content":"TODO: ship\n"}`},
+		{"read_file", `{"path":"` + filepath.Join(a.ws.Dir(), "README.md") + `","line":2}`, `{"path":"README.md","content":"TODO: ship\n"}`},
 		{"list_files", `{}`, `{"files":["README.md","docs/guide.md","src/blob.bin","src/main.go","src/util/util.go"],"truncated":false}`},
 		{"list_files", `{"path":"src","pattern":"**/*.go"}`, `{"files":["src/main.go","src/util/util.go"],"truncated":false}`},
 		{"list_files", `{"limit":2}`, `{"files":["README.md","docs/guide.md"],"truncated":true}`},
@@ -63,7 +63,7 @@ func TestBuiltins(t *testing.T) {
 	}
 	got, err := call(t, a, "workspace_info", `{}`)
 	if err != nil || !strings.Contains(got, `"policy":{"fs_read":["src/**","README.md","docs/*.md"],"fs_write":[],"terminal":[]}`) ||
-		!strings.Contains(got, `"workspace":"`+a.ws.root+`"`) {
+		!strings.Contains(got, `"workspace":"`+a.ws.Dir()+`"`) {
 		t.Errorf("workspace_info: %s %v", got, err)
 	}
 }

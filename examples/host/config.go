@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -77,23 +76,4 @@ func loadConfig(path string) (*config, error) {
 		seen[t.Name] = true
 	}
 	return c, nil
-}
-
-// workspaceRoot returns the absolute, symlink-free workspace directory.
-func workspaceRoot(dir string) (string, error) {
-	if dir == "" {
-		dir = "."
-	}
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return "", err
-	}
-	real, err := filepath.EvalSymlinks(abs)
-	if err != nil {
-		return "", fmt.Errorf("workspace: %w", err)
-	}
-	if fi, err := os.Stat(real); err != nil || !fi.IsDir() {
-		return "", errors.Join(fmt.Errorf("workspace %s is not a directory", dir), err)
-	}
-	return real, nil
 }

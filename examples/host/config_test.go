@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/bridgekit/bridgekit/servers/host/workspace"
+
 	"os"
 	"path/filepath"
 	"slices"
@@ -65,10 +67,10 @@ func TestConfigErrors(t *testing.T) {
 	if err != nil || c.Workspace != filepath.Join(dir, "sub", "ws") || c.Tools[0].Builtin != "search_text" {
 		t.Fatalf("%+v %v", c, err)
 	}
-	if _, err := workspaceRoot(filepath.Join(dir, "sub", "ws")); err == nil {
+	if _, err := workspace.Open(filepath.Join(dir, "sub", "ws"), nil); err == nil {
 		t.Error("a missing workspace is accepted")
 	}
-	if _, err := workspaceRoot(path); err == nil {
+	if _, err := workspace.Open(path, nil); err == nil {
 		t.Error("a file is accepted as the workspace")
 	}
 }

@@ -68,15 +68,25 @@ func compileDefs(t *testing.T) map[string]*jsonschema.Schema {
 
 // rawPeer writes lines to the child's stdin and collects its stdout lines.
 type rawPeer struct {
-	t     *testing.T
-	stdin io.WriteCloser
-	lines chan []byte
-	cmd   *exec.Cmd
+	t      *testing.T
+	stdin  io.WriteCloser
+	lines  chan []byte
+	cmd    *exec.Cmd
+	killed bool // the test killed the host: its cleanup expects no clean exit
 }
 
 func startRaw(t *testing.T, bin string, args ...string) *rawPeer {
 	t.Helper()
+	return startRawEnv(t, nil, bin, args...)
+}
+
+// startRawEnv is startRaw with variables added to the host's environment.
+func startRawEnv(t *testing.T, env []string, bin string, args ...string) *rawPeer {
+	t.Helper()
 	cmd := exec.Command(bin, args...)
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	stdin, _ := cmd.StdinPipe()
 	stdout, _ := cmd.StdoutPipe()
 	var stderr bytes.Buffer
@@ -99,7 +109,7 @@ func startRaw(t *testing.T, bin string, args ...string) *rawPeer {
 		go func() { done <- cmd.Wait() }()
 		select {
 		case err := <-done:
-			if err != nil {
+			if err != nil && !p.killed {
 				t.Errorf("host exited with %v; stderr:\n%s", err, stderr.String())
 			}
 		case <-time.After(10 * time.Second):

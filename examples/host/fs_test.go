@@ -33,7 +33,7 @@ func fsPolicy(read, write []string) *policy {
 
 func TestReadTextFile(t *testing.T) {
 	a, out := testApp(t, fsPolicy([]string{"docs/**", "link.txt", "*.bin", "dir"}, nil))
-	root := a.ws.root
+	root := a.ws.Dir()
 	writeFile(t, filepath.Join(root, "docs", "a.md"), "one\ntwo\nthree\nfour")
 	writeFile(t, filepath.Join(root, "secret.txt"), "no")
 	writeFile(t, filepath.Join(root, "bad.bin"), "\xff\xfe")
@@ -93,7 +93,7 @@ func TestReadTextFile(t *testing.T) {
 
 func TestWriteTextFile(t *testing.T) {
 	a, _ := testApp(t, fsPolicy(nil, []string{"src/**"}))
-	root := a.ws.root
+	root := a.ws.Dir()
 	write := func(path, content string) error {
 		_, err := a.writeTextFile(context.Background(), &acp.WriteTextFileRequest{SessionID: "s", Path: path, Content: content})
 		return err

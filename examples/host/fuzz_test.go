@@ -12,6 +12,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/bridgekit/bridgekit/gen/acp"
+	"github.com/bridgekit/bridgekit/servers/host/terminal"
 )
 
 // FuzzRenderUpdate renders any session/update an agent could send: it never
@@ -101,9 +102,7 @@ func FuzzShellCommand(f *testing.F) {
 	}
 	p := &policy{}
 	p.Terminal.Allow = []string{"echo **", "go test *", "git status", "echo a && echo b"}
-	for _, c := range p.Terminal.Allow {
-		p.commands = append(p.commands, strings.Fields(c))
-	}
+	p.commands, _ = terminal.NewCommands(p.Terminal.Allow)
 	plain := regexp.MustCompile(`^[ \t]*([A-Za-z0-9_./:+-][A-Za-z0-9_./:+=-]*[ \t]+)*([A-Za-z0-9_./:+-][A-Za-z0-9_./:+=-]*)?[ \t]*$`)
 	f.Fuzz(func(t *testing.T, line string) {
 		d := p.shellCommand(line)

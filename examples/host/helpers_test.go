@@ -10,6 +10,8 @@ import (
 
 	"github.com/bridgekit/bridgekit/runtime/wire/wiretest"
 	"github.com/bridgekit/bridgekit/servers/host/shells"
+	"github.com/bridgekit/bridgekit/servers/host/terminal"
+	"github.com/bridgekit/bridgekit/servers/host/workspace"
 )
 
 func equalJSON(t *testing.T, a, b []byte) bool { return wiretest.EqualJSON(t, a, b) }
@@ -20,10 +22,13 @@ const testShellID = "test-sh"
 // testApp is an app on a temporary workspace, rendering into a buffer.
 func testApp(t *testing.T, pol *policy) (*app, *syncBuffer) {
 	t.Helper()
-	root, err := workspaceRoot(t.TempDir())
+	ws, err := workspace.Open(t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { ws.Close() })
+	terms := terminal.New(nil)
+	t.Cleanup(func() { terms.Close(5 * time.Second) })
 	if pol == nil {
 		pol = &policy{}
 	}
@@ -36,7 +41,7 @@ func testApp(t *testing.T, pol *policy) (*app, *syncBuffer) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &app{ws: &workspace{root: root}, policy: pol, skills: skills, render: r, shells: provider, log: slog.New(slog.NewTextHandler(io.Discard, nil))}, out
+	return &app{ws: ws, terms: terms, policy: pol, skills: skills, render: r, shells: provider, log: slog.New(slog.NewTextHandler(io.Discard, nil))}, out
 }
 
 // syncBuffer is a buffer the renderer's goroutine writes while a test reads.

@@ -41,14 +41,17 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/exec"
 	"os/signal"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 
+	"github.com/bridgekit/bridgekit/gen/acp"
 	"github.com/bridgekit/bridgekit/runtime/ndjson"
 	"github.com/bridgekit/bridgekit/runtime/rpc"
 	"github.com/bridgekit/bridgekit/servers/host"
@@ -114,15 +117,26 @@ func run(args []string, o options) int {
 		render.Status("%v", err)
 		return exitHostError
 	}
-	defer a.terms.closeAll(o.grace)
+	defer a.terms.Close(o.grace)
 	if o.policy == "" {
 		render.Status("no -policy: every permission request, file access and command is denied")
 	}
 	// One connection carries the bridge and ACP (the runtime's
 	// session/update, permission, fs and terminal requests; in -prompt mode
 	// our calls), with both protocols' cancel rules (harn.NewBridgeConn).
+	//
+	// Pending terminal/wait_for_exit calls must not hold the slots other
+	// requests need: the connection has room for every wait the terminals
+	// allow (maxWaits) besides otherSlots for everything else, and
+	// terminal/output, kill and release, which never block, are handled on
+	// the preempted lane. (Every slot is also memory that a peer which stops
+	// reading can make a handler hold, so the total stays modest.)
 	srv := host.New(a.bridge(), &host.Options{
-		Conn:      rpc.Options{MaxFrame: o.maxFrame, Logger: log},
+		Conn: rpc.Options{
+			MaxFrame: o.maxFrame, Logger: log,
+			MaxConcurrentRequests: otherSlots + a.terms.Limits().MaxWaits,
+			Preempt:               []string{acp.MethodTerminalOutput, acp.MethodTerminalKill, acp.MethodTerminalRelease},
+		},
 		Client:    a.client(),
 		StopGrace: o.grace,
 	})
@@ -160,7 +174,7 @@ func serve(a *app, srv *host.Server, sigs chan os.Signal, grace time.Duration, a
 		if p := process.Load(); p != nil {
 			_ = p.Kill()
 		}
-		a.terms.closeAll(100 * time.Millisecond)
+		a.terms.Close(100 * time.Millisecond)
 		a.render.close(100 * time.Millisecond)
 		os.Exit(signalStatus(sig))
 	}()
@@ -170,7 +184,13 @@ func serve(a *app, srv *host.Server, sigs chan os.Signal, grace time.Duration, a
 		cmd := exec.Command(args[0], args[1:]...)
 		err = srv.ServeCommandConn(ctx, cmd, func(*rpc.Conn) { process.Store(cmd.Process) })
 	} else {
-		err = srv.Serve(ctx, os.Stdin, os.Stdout)
+		// At the end of its input the host answers what it has read and
+		// exits; a wait_for_exit still pending then would hold it forever,
+		// so the terminals are closed (their waits answered) a moment after.
+		in := &eofReader{r: os.Stdin, at: func() {
+			time.AfterFunc(time.Second, func() { a.terms.Close(grace) })
+		}}
+		err = srv.Serve(ctx, in, os.Stdout)
 	}
 	var exit *host.ExitError
 	switch {
@@ -276,7 +296,22 @@ func forceExit(a *app, process *atomic.Pointer[os.Process], sig os.Signal) {
 	if p := process.Load(); p != nil {
 		_ = killGroup(p)
 	}
-	a.terms.closeAll(100 * time.Millisecond)
+	a.terms.Close(100 * time.Millisecond)
 	a.render.close(100 * time.Millisecond)
 	os.Exit(signalStatus(sig))
+}
+
+// eofReader calls at once when r ends (or fails).
+type eofReader struct {
+	r    io.Reader
+	at   func()
+	once sync.Once
+}
+
+func (e *eofReader) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	if err != nil {
+		e.once.Do(e.at)
+	}
+	return n, err
 }

@@ -1,11 +1,8 @@
 package main
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -13,6 +10,8 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/bridgekit/bridgekit/gen/acp"
+	"github.com/bridgekit/bridgekit/servers/host/terminal"
+	"github.com/bridgekit/bridgekit/servers/host/workspace"
 )
 
 // policy decides what the agent may do (see README.md, "Policy"). It fails
@@ -28,12 +27,14 @@ type policy struct {
 		Read  []string `json:"read"`
 		Write []string `json:"write"`
 	} `json:"fs"`
-	// Terminal lists the commands terminal/create may run.
+	// Terminal lists the commands terminal/create may run, and the
+	// environment they get.
 	Terminal struct {
-		Allow []string `json:"allow"`
+		Allow []string           `json:"allow"`
+		Env   terminal.EnvPolicy `json:"env"`
 	} `json:"terminal"`
 
-	commands [][]string // Terminal.Allow split into words
+	commands *terminal.Commands // Terminal.Allow, parsed
 }
 
 // permissionRule matches a tool call by its tool name, kind and paths;
@@ -91,12 +92,8 @@ func loadPolicy(path string) (*policy, error) {
 			return nil, bad("fs: %v", err)
 		}
 	}
-	for _, c := range p.Terminal.Allow {
-		words := strings.Fields(c)
-		if len(words) == 0 {
-			return nil, bad("terminal: an empty command pattern")
-		}
-		p.commands = append(p.commands, words)
+	if p.commands, err = terminal.NewCommands(p.Terminal.Allow); err != nil {
+		return nil, bad("terminal: %v", err)
 	}
 	return p, nil
 }
@@ -122,14 +119,14 @@ func toolName(tc *acp.ToolCallUpdate) string {
 
 // permission decides a session/request_permission tool call. Its paths
 // are the call's locations, diff paths and rawInput path members.
-func (p *policy) permission(ws *workspace, tc *acp.ToolCallUpdate) decision {
+func (p *policy) permission(ws *workspace.Workspace, tc *acp.ToolCallUpdate) decision {
 	tool := toolName(tc)
 	kind, _ := tc.Kind.Get()
 	paths := toolCallPaths(tc)
 	rels := make([]string, 0, len(paths))
 	outside := false
 	for _, path := range paths {
-		rel, _, err := ws.resolve(path)
+		rel, err := ws.Resolve(path)
 		if err != nil {
 			outside = true
 			continue
@@ -227,153 +224,29 @@ func (p *policy) fsAccess(rel string, write bool) decision {
 	return deny("fs." + what + " does not list it")
 }
 
-// command decides a terminal/create command line.
+// command decides a terminal/create command and its arguments
+// (terminal.Commands.Match).
 func (p *policy) command(command string, args []string) decision {
-	for _, words := range p.commands {
-		if commandMatch(words, command, args) {
-			return allow("terminal.allow " + strings.Join(words, " "))
-		}
+	if pat, ok := p.commands.Match(command, args); ok {
+		return allow("terminal.allow " + pat)
 	}
 	return deny("terminal.allow does not list it")
 }
 
 // shellCommand decides a command line a shell is to run (terminal/create
-// with Harn's shell). A plain line, one the shell splits into words and
-// nothing else (see plainShellLine), is decided like the command and
-// arguments those words are. Any other line may contain a second command
-// (;, &&, |, a newline), a substitution ($(...), backticks), a redirection
-// or an expansion, so no wildcard may allow it: it is allowed only by a
-// pattern without * or ? that is the same line.
+// with Harn's shell; terminal.Commands.MatchShellLine): a plain line word
+// by word, any other only by a pattern without wildcards equal to it.
 func (p *policy) shellCommand(line string) decision {
-	if plainShellLine(line) {
-		words := strings.Fields(line)
-		if len(words) == 0 {
-			return deny("an empty command line")
-		}
-		return p.command(words[0], words[1:])
-	}
-	exact := strings.Trim(line, " \t")
-	for _, c := range p.Terminal.Allow {
-		if c = strings.Trim(c, " \t"); c == exact && !strings.ContainsAny(c, "*?") {
-			return allow("terminal.allow " + c + " (exactly)")
-		}
+	pat, exact, ok := p.commands.MatchShellLine(line)
+	switch {
+	case ok && exact:
+		return allow("terminal.allow " + pat + " (exactly)")
+	case ok:
+		return allow("terminal.allow " + pat)
+	case terminal.PlainShellLine(line) && strings.TrimSpace(line) == "":
+		return deny("an empty command line")
+	case terminal.PlainShellLine(line):
+		return deny("terminal.allow does not list it")
 	}
 	return deny("terminal.allow does not list it; a shell command line with shell syntax (quotes, ;, &, |, $, backticks, redirections, globs, newlines, ...) is allowed only by a pattern without wildcards equal to it")
-}
-
-// plainShellLine reports whether line consists of words of plain
-// characters separated by spaces and tabs: ASCII letters and digits and
-// - _ . / : + =, with no = starting a word (zsh expands =cmd). No shell of
-// the families shells knows (sh-like, fish, csh, PowerShell, cmd) gives
-// such a line any meaning but its words: there is nothing in it to quote,
-// expand, glob, redirect or start another command with.
-func plainShellLine(line string) bool {
-	start := true // at the start of a word
-	for i := 0; i < len(line); i++ {
-		c := line[i]
-		switch {
-		case c == ' ' || c == '\t':
-			start = true
-			continue
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		case c == '=' && !start:
-		case strings.IndexByte("-_./:+", c) >= 0:
-		default:
-			return false
-		}
-		start = false
-	}
-	return true
-}
-
-// commandMatch matches argv against a pattern's words: the first word is
-// the command exactly as the agent gives it, each further word matches one
-// argument (* any characters, ? one), and a last word ** matches any
-// remaining arguments.
-func commandMatch(words []string, command string, args []string) bool {
-	if words[0] != command {
-		return false
-	}
-	rest := words[1:]
-	for i, w := range rest {
-		if w == "**" && i == len(rest)-1 {
-			return true
-		}
-		if i >= len(args) || !wildcard(w, args[i]) {
-			return false
-		}
-	}
-	return len(args) == len(rest)
-}
-
-// wildcard matches s against a pattern in which * matches any characters
-// and ? one; everything else is literal.
-func wildcard(pat, s string) bool {
-	p, r := []rune(pat), []rune(s)
-	// Classic two-pointer match with backtracking to the last *.
-	pi, si, star, mark := 0, 0, -1, 0
-	for si < len(r) {
-		switch {
-		case pi < len(p) && (p[pi] == '?' || p[pi] == r[si]):
-			pi++
-			si++
-		case pi < len(p) && p[pi] == '*':
-			star, mark = pi, si
-			pi++
-		case star >= 0:
-			pi = star + 1
-			mark++
-			si = mark
-		default:
-			return false
-		}
-	}
-	for pi < len(p) && p[pi] == '*' {
-		pi++
-	}
-	return pi == len(p)
-}
-
-// workspace is the directory the session runs in; every path the agent
-// names is confined to it.
-type workspace struct {
-	root string // absolute, without symlinks
-}
-
-// errOutside reports a path outside the workspace.
-var errOutside = errors.New("outside the workspace")
-
-// resolve maps p (absolute, or relative to the workspace) to its path
-// relative to the workspace, slash-separated ("." for the root), and its
-// real path. Symlinks on the way are followed, so a link pointing out of the
-// workspace is outside it. p need not exist.
-func (w *workspace) resolve(p string) (rel, real string, err error) {
-	if !filepath.IsAbs(p) {
-		p = filepath.Join(w.root, p)
-	}
-	p = filepath.Clean(p)
-	// Follow symlinks through the deepest part of p that exists.
-	existing, missing := p, ""
-	for {
-		if _, err := os.Lstat(existing); err == nil {
-			break
-		} else if !errors.Is(err, fs.ErrNotExist) {
-			return "", "", err
-		}
-		parent := filepath.Dir(existing)
-		if parent == existing {
-			break
-		}
-		missing = filepath.Join(filepath.Base(existing), missing)
-		existing = parent
-	}
-	if r, err := filepath.EvalSymlinks(existing); err == nil {
-		existing = r
-	}
-	real = filepath.Join(existing, missing)
-	rel, err = filepath.Rel(w.root, real)
-	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-		return "", "", fmt.Errorf("%s: %w", p, errOutside)
-	}
-	return filepath.ToSlash(rel), real, nil
 }

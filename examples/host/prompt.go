@@ -99,7 +99,7 @@ func (r *promptRun) run(ctx context.Context, conn *rpc.Conn) outcome {
 	}
 	r.app.render.Status("agent %s (%s)", name, kind)
 
-	sess, err := agent.SessionNew(ctx, &acp.NewSessionRequest{Cwd: r.app.ws.root, MCPServers: []acp.MCPServer{}})
+	sess, err := agent.SessionNew(ctx, &acp.NewSessionRequest{Cwd: r.app.ws.Dir(), MCPServers: []acp.MCPServer{}})
 	if err != nil {
 		return r.failed(ctx, "session/new", err)
 	}
@@ -110,7 +110,7 @@ func (r *promptRun) run(ctx context.Context, conn *rpc.Conn) outcome {
 	if stopped {
 		return r.failed(ctx, "session/new", context.Canceled)
 	}
-	r.app.render.Status("session %s in %s", clean(string(sess.SessionID)), r.app.ws.root)
+	r.app.render.Status("session %s in %s", clean(string(sess.SessionID)), r.app.ws.Dir())
 
 	res, err := agent.SessionPrompt(ctx, &acp.PromptRequest{
 		SessionID: sess.SessionID,

@@ -8,19 +8,18 @@ import (
 	"strings"
 	"testing"
 	"time"
-	"unicode/utf8"
 
 	"github.com/bridgekit/bridgekit/gen/acp"
 	"github.com/bridgekit/bridgekit/runtime/rpc"
 	"github.com/bridgekit/bridgekit/runtime/wire"
+	"github.com/bridgekit/bridgekit/servers/host/terminal"
 )
 
 func terminalPolicy(allow ...string) *policy {
 	p := &policy{}
-	for _, c := range allow {
-		p.Terminal.Allow = append(p.Terminal.Allow, c)
-		p.commands = append(p.commands, strings.Fields(c))
-	}
+	p.Terminal.Env.Allow = []string{"GREETING"} // the variable TestTerminals sets
+	p.Terminal.Allow = append(p.Terminal.Allow, allow...)
+	p.commands, _ = terminal.NewCommands(allow)
 	return p
 }
 
@@ -29,7 +28,7 @@ func TestTerminals(t *testing.T) {
 		t.Skip("POSIX commands")
 	}
 	a, out := testApp(t, terminalPolicy("sh -c *", "sleep *", "pwd"))
-	defer a.terms.closeAll(time.Second)
+	defer a.terms.Close(time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	create := func(command string, args ...string) (string, error) {
@@ -51,7 +50,7 @@ func TestTerminals(t *testing.T) {
 	}
 	res, err := a.terminalOutput(ctx, &acp.TerminalOutputRequest{SessionID: "s", TerminalID: id})
 	status, ok := res.ExitStatus.Get()
-	if code, _ := status.ExitCode.Get(); err != nil || res.Output != "hi from "+a.ws.root+"\noops\n" || res.Truncated || !ok || code != 3 {
+	if code, _ := status.ExitCode.Get(); err != nil || res.Output != "hi from "+a.ws.Dir()+"\noops\n" || res.Truncated || !ok || code != 3 {
 		t.Fatalf("output: %+v %v", res, err)
 	}
 	if _, err := a.terminalRelease(ctx, &acp.ReleaseTerminalRequest{SessionID: "s", TerminalID: id}); err != nil {
@@ -105,11 +104,11 @@ func TestTerminals(t *testing.T) {
 	// A cwd inside the workspace that is missing, or is a file, is said to
 	// be so (it used to read as the command missing: "fork/exec
 	// /usr/bin/pwd: no such file or directory").
-	_, err = a.terminalCreate(ctx, &acp.CreateTerminalRequest{SessionID: "s", Command: "pwd", Cwd: wire.Some(filepath.Join(a.ws.root, "no-dir"))})
+	_, err = a.terminalCreate(ctx, &acp.CreateTerminalRequest{SessionID: "s", Command: "pwd", Cwd: wire.Some(filepath.Join(a.ws.Dir(), "no-dir"))})
 	if e, ok := errors.AsType[*rpc.Error](err); !ok || e.Code != codeNotFound || !strings.Contains(e.Message, "cwd") || !strings.Contains(string(e.Data), `"path"`) {
 		t.Fatalf("a missing cwd: %v", err)
 	}
-	file := writeFile(t, filepath.Join(a.ws.root, "a-file"), "x")
+	file := writeFile(t, filepath.Join(a.ws.Dir(), "a-file"), "x")
 	_, err = a.terminalCreate(ctx, &acp.CreateTerminalRequest{SessionID: "s", Command: "pwd", Cwd: wire.Some(file)})
 	if e, ok := errors.AsType[*rpc.Error](err); !ok || e.Code != rpc.CodeInvalidParams || !strings.Contains(e.Message, "not a directory") {
 		t.Fatalf("a file as cwd: %v", err)
@@ -120,35 +119,11 @@ func TestTerminals(t *testing.T) {
 	}
 
 	// closeAll kills what still runs.
-	a.terms.closeAll(5 * time.Second)
+	a.terms.Close(5 * time.Second)
 	text := rendered(a, out)
 	for _, want := range []string{"terminal term-1 sh -c echo", "allowed (terminal.allow sh -c *)", "terminal rm -rf x: denied (terminal.allow does not list it)"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("rendering lacks %q:\n%s", want, text)
 		}
-	}
-}
-
-func TestTailBuffer(t *testing.T) {
-	b := &tailBuffer{limit: 8}
-	b.Write([]byte("abc"))
-	if s, tr := b.read(); s != "abc" || tr {
-		t.Fatalf("%q %v", s, tr)
-	}
-	b.Write([]byte("défghij")) // é is two bytes
-	s, tr := b.read()
-	if !tr || len(s) > 8 || !strings.HasSuffix(s, "ghij") || !utf8.ValidString(s) {
-		t.Fatalf("%q %v", s, tr)
-	}
-	// A cut inside a character moves to the next character's start.
-	b = &tailBuffer{limit: 3}
-	b.Write([]byte("é€")) // 2 + 3 bytes
-	if s, _ := b.read(); s != "€" {
-		t.Fatalf("%q", s)
-	}
-	b = &tailBuffer{limit: 2}
-	b.Write([]byte("€"))
-	if s, tr := b.read(); s != "" || !tr {
-		t.Fatalf("%q %v", s, tr)
 	}
 }

@@ -47,6 +47,10 @@ type Config struct {
 	// MaxSessions bounds the sessions whose default shell is remembered
 	// (default DefaultMaxSessions).
 	MaxSessions int
+	// MaxSessionBytes bounds the bytes of the session ids (and shell ids)
+	// remembered, together (default DefaultMaxSessionBytes): a peer sends
+	// ids of any size. A selection larger than it all is refused.
+	MaxSessionBytes int
 }
 
 // Provider serves the process.* shell operations; Register installs them
@@ -60,8 +64,10 @@ type Provider struct {
 	platform Platform
 	conf     []Configured
 	max      int
+	maxBytes int
 
 	mu       sync.Mutex
+	bytes    int // of the selections remembered
 	shells   []harn.Shell
 	byID     map[string]int
 	sessions map[string]*clist.Element // session id -> element of lru
@@ -71,8 +77,11 @@ type Provider struct {
 // selection is a session's default shell.
 type selection struct{ session, shellID string }
 
-// DefaultMaxSessions is Config.MaxSessions's default.
-const DefaultMaxSessions = 1024
+// Defaults of Config.MaxSessions and Config.MaxSessionBytes.
+const (
+	DefaultMaxSessions     = 1024
+	DefaultMaxSessionBytes = 256 << 10
+)
 
 // Register sets h's process.* operation fields to p's.
 func (p *Provider) Register(h *harn.HostHandlers) {
@@ -99,6 +108,9 @@ func New(cfg Config) (*Provider, error) {
 	p := &Provider{platform: cfg.Platform, max: cfg.MaxSessions, sessions: map[string]*clist.Element{}}
 	if p.max <= 0 {
 		p.max = DefaultMaxSessions
+	}
+	if p.maxBytes = cfg.MaxSessionBytes; p.maxBytes <= 0 {
+		p.maxBytes = DefaultMaxSessionBytes
 	}
 	if p.platform == nil {
 		p.platform = OS()
@@ -153,23 +165,27 @@ func (p *Provider) ForgetSession(sessionID string) {
 
 func (p *Provider) forgetLocked(session string) {
 	if e, ok := p.sessions[session]; ok {
+		sel := e.Value.(*selection)
+		p.bytes -= len(sel.session) + len(sel.shellID)
 		p.lru.Remove(e)
 		delete(p.sessions, session)
 	}
 }
 
 // selectLocked records session's default shell, forgetting the least
-// recently used session beyond the bound.
-func (p *Provider) selectLocked(session, shellID string) {
-	if e, ok := p.sessions[session]; ok {
-		e.Value.(*selection).shellID = shellID
-		p.lru.MoveToFront(e)
-		return
+// recently used sessions beyond the bounds. A selection larger than
+// MaxSessionBytes on its own is refused.
+func (p *Provider) selectLocked(session, shellID string) error {
+	if n := len(session) + len(shellID); n > p.maxBytes {
+		return rpc.NewError(rpc.CodeInvalidParams, fmt.Sprintf("shells: a session id of %d bytes is more than this host remembers (%d)", len(session), p.maxBytes), nil)
 	}
+	p.forgetLocked(session)
 	p.sessions[session] = p.lru.PushFront(&selection{session, shellID})
-	for len(p.sessions) > p.max {
+	p.bytes += len(session) + len(shellID)
+	for len(p.sessions) > p.max || p.bytes > p.maxBytes {
 		p.forgetLocked(p.lru.Back().Value.(*selection).session)
 	}
+	return nil
 }
 
 // ProcessListShells lists every shell and the session's default shell id
@@ -217,7 +233,9 @@ func (p *Provider) ProcessSetDefaultShell(_ context.Context, call *harn.HostCall
 	if !ok {
 		return nil, unknownShell(id)
 	}
-	p.selectLocked(sessionOf(call), id)
+	if err := p.selectLocked(sessionOf(call), id); err != nil {
+		return nil, err
+	}
 	s := cloneShell(p.shells[i])
 	return &s, nil
 }

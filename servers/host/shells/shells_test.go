@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 
@@ -760,4 +761,31 @@ func TestConcurrent(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// Session ids of any size cannot grow the provider either: the ids
+// remembered are bounded in bytes (50 ids of 15 MiB once took a host to
+// 1.2 GiB), and one larger than the bound is refused.
+func TestSessionSelectionsAreBoundedInBytes(t *testing.T) {
+	ctx := context.Background()
+	p := mustNew(t, Config{Platform: linuxBox(), MaxSessionBytes: 64 << 10})
+	big := strings.Repeat("x", 20<<10)
+	for i := range 50 {
+		if _, err := p.ProcessSetDefaultShell(ctx, call(fmt.Sprint(i, big)), &harn.SetDefaultShellRequest{ShellID: "bash"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.mu.Lock()
+	n, held := len(p.sessions), p.bytes
+	p.mu.Unlock()
+	if held > 64<<10 || n != 3 {
+		t.Fatalf("%d sessions of %d bytes held", n, held)
+	}
+	if got, _ := p.ProcessGetDefaultShell(ctx, call(fmt.Sprint(49, big)), nil); got.ID != "bash" {
+		t.Fatalf("the latest session forgot its shell: %s", got.ID)
+	}
+	_, err := p.ProcessSetDefaultShell(ctx, call(strings.Repeat("y", 15<<20)), &harn.SetDefaultShellRequest{ShellID: "bash"})
+	if e, ok := errors.AsType[*rpc.Error](err); !ok || e.Code != rpc.CodeInvalidParams {
+		t.Fatalf("a 15 MiB session id: %v", err)
+	}
 }

@@ -1,0 +1,42 @@
+//go:build !linux
+
+package terminal
+
+import (
+	"errors"
+	"os/exec"
+	"syscall"
+)
+
+// startSupervised starts c itself, in a process group of its own where
+// there are groups. Without Linux's subreaper and parent-death signal, a
+// host that is killed outright leaves the command running.
+func startSupervised(c *exec.Cmd) (*process, error) {
+	ownGroup(c)
+	if err := c.Start(); err != nil {
+		return nil, err
+	}
+	p := &process{cmd: c, statusCh: make(chan Status, 1)}
+	go func() {
+		err := c.Wait()
+		var st Status
+		if ee, ok := errors.AsType[*exec.ExitError](err); ok {
+			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+				st.Signal = signalName(ws.Signal())
+			} else {
+				code := ee.ExitCode()
+				st.ExitCode = &code
+			}
+		} else if c.ProcessState != nil {
+			code := c.ProcessState.ExitCode()
+			st.ExitCode = &code
+		} else {
+			st.Signal = "SIGKILL" // no status: it was killed
+		}
+		p.statusCh <- st
+	}()
+	return p, nil
+}
+
+func (p *process) kill()    { killGroup(p.cmd.Process) }
+func (p *process) release() { killGroup(p.cmd.Process) }

@@ -1,0 +1,332 @@
+package workspace
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func open(t *testing.T, lim *Limits) (*Workspace, string) {
+	t.Helper()
+	w, err := Open(t.TempDir(), lim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	return w, w.Dir()
+}
+
+func write(t *testing.T, p, s string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestReadText(t *testing.T) {
+	w, dir := open(t, &Limits{MaxReadBytes: 12})
+	write(t, filepath.Join(dir, "a.txt"), "one\ntwo\nthree\n")
+	write(t, filepath.Join(dir, "big.txt"), strings.Repeat("x\n", 100))
+	write(t, filepath.Join(dir, "bin"), "\xff\xfe")
+	for _, c := range []struct {
+		name string
+		rng  ReadRange
+		want string
+		err  error
+	}{
+		{"a.txt", ReadRange{}, "", ErrTooLarge}, // 14 bytes, cap 12
+		{"a.txt", ReadRange{Line: 2}, "two\nthree\n", nil},
+		{"a.txt", ReadRange{Line: 2, Limit: 1}, "two\n", nil},
+		{filepath.Join(dir, "a.txt"), ReadRange{Limit: 2}, "one\ntwo\n", nil},
+		{"a.txt", ReadRange{Line: 9}, "", nil},
+		{"big.txt", ReadRange{Line: 90, Limit: 3}, "x\nx\nx\n", nil}, // a range within the cap of a file over it
+		{"bin", ReadRange{}, "", ErrNotText},
+		{"missing", ReadRange{}, "", fs.ErrNotExist},
+		{".", ReadRange{}, "", ErrNotRegular},
+		{"../x", ReadRange{}, "", ErrOutside},
+		{"/etc/passwd", ReadRange{}, "", ErrOutside},
+	} {
+		got, err := w.ReadText(c.name, c.rng, nil)
+		if got != c.want || !errors.Is(err, c.err) || (c.err == nil) != (err == nil) {
+			t.Errorf("ReadText(%s, %+v) = %q, %v; want %q, %v", c.name, c.rng, got, err, c.want, c.err)
+		}
+	}
+}
+
+func TestLinks(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("symlinks")
+	}
+	w, dir := open(t, nil)
+	outside := filepath.Join(t.TempDir(), "secret")
+	write(t, outside, "secret")
+	write(t, filepath.Join(dir, "docs/in.txt"), "inside")
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.Symlink(outside, filepath.Join(dir, "abs")))
+	must(os.Symlink("../../"+filepath.Base(filepath.Dir(outside))+"/secret", filepath.Join(dir, "rel")))
+	must(os.Symlink("docs/in.txt", filepath.Join(dir, "ok")))
+	must(os.Symlink("/proc/self/fd/1", filepath.Join(dir, "stdout")))
+	must(os.Symlink("/proc/self/fd/0", filepath.Join(dir, "stdin")))
+	for _, name := range []string{"abs", "rel", "stdout", "stdin"} {
+		if got, err := w.ReadText(name, ReadRange{}, nil); !errors.Is(err, ErrOutside) {
+			t.Errorf("read %s = %q, %v; want ErrOutside", name, got, err)
+		}
+		if err := w.WriteFile(name+"/x", []byte("x"), nil); err == nil {
+			t.Errorf("write under %s succeeded", name)
+		}
+	}
+	// A link inside is followed, and Check sees where it leads.
+	var seen string
+	got, err := w.ReadText("ok", ReadRange{}, func(rel string) error { seen = rel; return nil })
+	if got != "inside" || err != nil {
+		t.Fatalf("read ok = %q, %v", got, err)
+	}
+	if runtime.GOOS == "linux" && seen != "docs/in.txt" {
+		t.Errorf("Check saw %q, want docs/in.txt", seen)
+	}
+	deny := errors.New("no")
+	if _, err := w.ReadText("ok", ReadRange{}, func(string) error { return deny }); err != deny {
+		t.Errorf("Check's refusal: %v", err)
+	}
+	// A write at a link replaces the link, it does not write through it.
+	must(w.WriteFile("abs", []byte("mine"), nil))
+	if b, _ := os.ReadFile(outside); string(b) != "secret" {
+		t.Errorf("the outside file was written: %q", b)
+	}
+}
+
+// TestFIFORefused: a FIFO is refused at once, for reading and writing, and
+// never blocks the caller.
+func TestFIFORefused(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("FIFOs")
+	}
+	w, dir := open(t, nil)
+	if err := syscall.Mkfifo(filepath.Join(dir, "fifo"), 0o644); err != nil {
+		t.Skip(err)
+	}
+	if err := os.Symlink("fifo", filepath.Join(dir, "tofifo")); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for _, n := range []string{"fifo", "tofifo"} {
+			if _, err := w.ReadText(n, ReadRange{}, nil); !errors.Is(err, ErrNotRegular) {
+				t.Errorf("read %s: %v, want ErrNotRegular", n, err)
+			}
+			if _, err := w.ReadFile(n, nil); !errors.Is(err, ErrNotRegular) {
+				t.Errorf("ReadFile %s: %v, want ErrNotRegular", n, err)
+			}
+		}
+		if err := w.WriteFile("fifo", []byte("x"), nil); !errors.Is(err, ErrNotRegular) {
+			t.Errorf("write fifo: %v, want ErrNotRegular", err)
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("blocked on a FIFO")
+	}
+	if fi, err := os.Lstat(filepath.Join(dir, "fifo")); err != nil || fi.Mode()&fs.ModeNamedPipe == 0 {
+		t.Errorf("the FIFO was replaced: %v %v", fi, err)
+	}
+}
+
+func TestWriteFile(t *testing.T) {
+	w, dir := open(t, &Limits{MaxWriteBytes: 8})
+	if err := w.WriteFile("src/deep/a.txt", []byte("hello"), nil); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "src/deep/a.txt")); string(b) != "hello" || err != nil {
+		t.Fatalf("%q %v", b, err)
+	}
+	if err := os.Chmod(filepath.Join(dir, "src/deep/a.txt"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.WriteFile(filepath.Join(dir, "src/deep/a.txt"), []byte("again"), nil); err != nil {
+		t.Fatal(err)
+	}
+	if fi, _ := os.Stat(filepath.Join(dir, "src/deep/a.txt")); fi.Mode().Perm() != 0o600 {
+		t.Errorf("mode %v, want kept 0600", fi.Mode())
+	}
+	if err := w.WriteFile("big", []byte("123456789"), nil); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("over the cap: %v", err)
+	}
+	if err := w.WriteFile("src", []byte("x"), nil); !errors.Is(err, ErrNotRegular) {
+		t.Errorf("over a directory: %v", err)
+	}
+	if err := w.WriteFile("../x", []byte("x"), nil); !errors.Is(err, ErrOutside) {
+		t.Errorf("outside: %v", err)
+	}
+	if err := w.WriteFile("src/b", []byte("x"), func(rel string) error {
+		if rel != "src/b" {
+			t.Errorf("Check saw %q", rel)
+		}
+		return fs.ErrPermission
+	}); !errors.Is(err, fs.ErrPermission) {
+		t.Errorf("Check's refusal: %v", err)
+	}
+	noTemps(t, dir)
+}
+
+// TestWriteFailureLeavesNoTemp: a write that fails after its temporary
+// file exists (here just before the rename) removes it.
+func TestWriteFailureLeavesNoTemp(t *testing.T) {
+	w, dir := open(t, nil)
+	beforeRename = func() error { return errors.New("disk gone") }
+	defer func() { beforeRename = nil }()
+	if err := w.WriteFile("a/x", []byte("x"), nil); err == nil || err.Error() != "disk gone" {
+		t.Fatalf("write: %v", err)
+	}
+	noTemps(t, dir)
+	if _, err := os.Stat(filepath.Join(dir, "a/x")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the target exists: %v", err)
+	}
+}
+
+func noTemps(t *testing.T, dir string) {
+	t.Helper()
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && strings.HasSuffix(p, ".tmp") {
+			t.Errorf("temporary file left: %s", p)
+		}
+		return nil
+	})
+}
+
+// TestSwapRace flips a workspace path between a directory inside and a
+// link to outside while reads and writes go through it, 3,000 times each:
+// no read returns the outside file, and no write lands outside or leaves a
+// temporary file. (d is a link that is atomically replaced, so the path
+// never goes missing and every read or write meets one of the two.)
+func TestSwapRace(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("symlinks")
+	}
+	w, dir := open(t, nil)
+	w.noSync = true // fsync is not what is tested, and costs seconds here
+	outside := t.TempDir()
+	write(t, filepath.Join(outside, "f"), "OUTSIDE")
+	write(t, filepath.Join(dir, "real/f"), "inside")
+	d := filepath.Join(dir, "d")
+	if err := os.Symlink("real", d); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			target := "real"
+			if i%2 == 1 {
+				target = outside
+			}
+			tmp := filepath.Join(dir, "d.new")
+			_ = os.Remove(tmp)
+			if err := os.Symlink(target, tmp); err == nil {
+				_ = os.Rename(tmp, d)
+			}
+		}
+	})
+	const n = 3000
+	reads, writes := 0, 0
+	for i := range n {
+		got, err := w.ReadText("d/f", ReadRange{}, nil)
+		if err == nil {
+			if got != "inside" {
+				t.Fatalf("read %d escaped: %q", i, got)
+			}
+			reads++
+		}
+		if w.WriteFile("d/w", []byte("x"), nil) == nil {
+			writes++
+		}
+	}
+	close(stop)
+	wg.Wait()
+	entries, _ := os.ReadDir(outside)
+	for _, e := range entries {
+		if e.Name() != "f" {
+			t.Errorf("a write escaped: %s/%s", outside, e.Name())
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(outside, "f")); string(b) != "OUTSIDE" {
+		t.Errorf("the outside file changed: %q", b)
+	}
+	noTemps(t, dir)
+	t.Logf("%d of %d reads and %d writes went through the link while it pointed inside", reads, n, writes)
+}
+
+func TestRel(t *testing.T) {
+	w, dir := open(t, nil)
+	for in, want := range map[string]string{
+		dir: ".", dir + "/a/../b": "b", "a/b": "a/b", "./a": "a",
+	} {
+		if got, err := w.Rel(in); got != want || err != nil {
+			t.Errorf("Rel(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"..", "../a", dir + "/..", "/", "", "a\x00b", filepath.Dir(dir) + "/x"} {
+		if got, err := w.Rel(in); err == nil {
+			t.Errorf("Rel(%q) = %q, want an error", in, got)
+		}
+	}
+}
+
+func TestDirname(t *testing.T) {
+	w, dir := open(t, nil)
+	write(t, filepath.Join(dir, "src/a"), "a")
+	if got, err := w.Dirname("src"); got != filepath.Join(dir, "src") || err != nil {
+		t.Errorf("Dirname(src) = %q, %v", got, err)
+	}
+	if _, err := w.Dirname("src/a"); err == nil {
+		t.Error("a file as a directory")
+	}
+	if _, err := w.Dirname("nope"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("missing: %v", err)
+	}
+	if _, err := w.Dirname(".."); !errors.Is(err, ErrOutside) {
+		t.Errorf("outside: %v", err)
+	}
+}
+
+func TestResolve(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("symlinks")
+	}
+	w, dir := open(t, nil)
+	write(t, filepath.Join(dir, "src/a"), "a")
+	os.Symlink(t.TempDir(), filepath.Join(dir, "out"))
+	os.Symlink("src", filepath.Join(dir, "in"))
+	os.Symlink("loop", filepath.Join(dir, "loop"))
+	for in, want := range map[string]string{"src/a": "src/a", "in/a": "src/a", "in/new/x": "src/new/x", dir + "/src": "src"} {
+		if got, err := w.Resolve(in); got != want || err != nil {
+			t.Errorf("Resolve(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"out/x", "../x", "loop/x", "/etc"} {
+		if got, err := w.Resolve(in); !errors.Is(err, ErrOutside) {
+			t.Errorf("Resolve(%q) = %q, %v; want ErrOutside", in, got, err)
+		}
+	}
+}
