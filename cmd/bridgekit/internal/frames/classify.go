@@ -97,11 +97,11 @@ type Frame struct {
 
 // Pending is a request not yet answered.
 type Pending struct {
-	Seq    int64
-	Dir    Direction
-	Method string
-	ID     string
-	At     time.Time
+	Seq    int64     `json:"seq"`
+	Dir    Direction `json:"dir"`
+	Method string    `json:"method"`
+	ID     string    `json:"id"` // raw JSON of the id
+	At     time.Time `json:"time"`
 }
 
 // MaxPending bounds the requests a classifier tracks at once; a request
@@ -406,7 +406,12 @@ func check(t reflect.Type, body []byte, prefix string) (Problem, bool) {
 	if err == nil {
 		return Problem{}, false
 	}
-	return Problem{Code: ProblemSchema, Pointer: prefix + pointerOf(err), Message: err.Error()}, true
+	msg := err.Error()
+	var de *wire.DecodeError
+	if errors.As(err, &de) {
+		msg = de.Error() // without the JSON decoder's offset preamble
+	}
+	return Problem{Code: ProblemSchema, Pointer: prefix + pointerOf(err), Message: msg}, true
 }
 
 // pointerOf returns the JSON pointer, relative to the decoded value, where
