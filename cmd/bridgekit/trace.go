@@ -42,8 +42,8 @@ Flags:`
 
 type traceFlags struct {
 	out, store, ui, protocol, colour, session string
-	pretty, uiRemote, uiKeep                   bool
-	maxRecord                                  int
+	pretty, uiRemote, uiKeep                  bool
+	maxRecord                                 int
 }
 
 func runTrace(ctx context.Context, env *Env, args []string) int {
@@ -278,4 +278,3 @@ func exitStatus(ps *os.ProcessState, err error) (int, string) {
 	}
 	return 1, ""
 }
-
