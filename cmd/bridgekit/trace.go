@@ -7,9 +7,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
+	"sync"
 	"syscall"
 	"time"
 
@@ -109,6 +111,13 @@ func newSessionID() string {
 }
 
 func traceSession(ctx context.Context, env *Env, tf traceFlags, family frames.Family, argv []string) int {
+	if _, ok := env.Stderr.(*os.File); !ok {
+		// The child's stderr is copied by a goroutine of os/exec, the
+		// transcript written by the pumps: one writer must not race them.
+		e := *env
+		e.Stderr = &lockedWriter{w: env.Stderr}
+		env = &e
+	}
 	rec := &recorder{session: tf.session, cls: frames.New(family), red: redact.FromEnv(os.Environ())}
 	var closers []func() error
 	defer func() {
@@ -277,4 +286,16 @@ func exitStatus(ps *os.ProcessState, err error) (int, string) {
 		return 1, ""
 	}
 	return 1, ""
+}
+
+// lockedWriter serialises writes to w.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

@@ -57,6 +57,10 @@ const (
 	Notification Kind = "notification"
 	Response     Kind = "response"
 	Error        Kind = "error"
+	// Truncated: a line recorded cut short before what settles its kind
+	// (a JSON-RPC line whose id may come after a long member). Its
+	// method is still read when the cut start shows it.
+	Truncated Kind = "truncated"
 	// Invalid: not a frame of any known family (not JSON, a JSON value of
 	// the wrong shape, an envelope that fails its gates).
 	Invalid Kind = "invalid"
@@ -165,7 +169,13 @@ func (c *Classifier) Classify(seq int64, dir Direction, at time.Time, line []byt
 		}
 		k, id := hd.DecodeHead(line)
 		f.Kind, f.ID = kindOf(k), string(id)
-		if f.Kind == Invalid || f.ID == "" {
+		if k == 0 {
+			f.Kind = Truncated
+		}
+		if f.Kind != Response && f.Kind != Error {
+			f.Method = headMethod(line)
+		}
+		if f.Kind == Truncated || f.Kind == Invalid || f.ID == "" {
 			return f
 		}
 		if f.Kind == Response || f.Kind == Error {
@@ -432,4 +442,30 @@ func pointerOf(err error) string {
 
 func escapePointer(s string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
+}
+
+// headMethod returns the top-level method member of a cut line when the
+// cut comes after it, else "".
+func headMethod(head []byte) string {
+	dec := jsontext.NewDecoder(bytes.NewReader(head))
+	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
+		return ""
+	}
+	for dec.PeekKind() == '"' {
+		name, err := dec.ReadToken()
+		if err != nil {
+			return ""
+		}
+		if name.String() == "method" && dec.PeekKind() == '"' {
+			v, err := dec.ReadToken()
+			if err != nil {
+				return ""
+			}
+			return v.String()
+		}
+		if err := dec.SkipValue(); err != nil {
+			return ""
+		}
+	}
+	return ""
 }

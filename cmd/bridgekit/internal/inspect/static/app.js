@@ -19,7 +19,14 @@ async function getJSON(url) {
   return r.json();
 }
 
-async function loadRecords(id) {
+// One load per session at a time: two would fetch the same page twice.
+const loading = new Map();
+function loadRecords(id) {
+  if (!loading.has(id)) loading.set(id, fetchRecords(id).finally(() => loading.delete(id)));
+  return loading.get(id);
+}
+
+async function fetchRecords(id) {
   let recs = state.records.get(id) || [];
   for (;;) {
     const after = state.lastSeq.get(id) || 0;
@@ -74,6 +81,7 @@ function selectSession(id) {
   state.current = id;
   state.selected = null;
   renderSessions();
+  renderCurrent();
   loadRecords(id).then(renderCurrent);
 }
 
@@ -98,11 +106,17 @@ function startOf() {
   return recs.length ? Date.parse(recs[0].time) : 0;
 }
 
+// The timeline grows by appending rows; it is rebuilt only when the
+// session or a filter changes.
+const rendered = { key: null, count: 0 };
+
 function renderCurrent() {
   const tbody = $("#timeline tbody");
-  tbody.replaceChildren();
+  const key = [state.current, $("#filter-method").value, $("#filter-errors").checked].join("\u0000");
+  const all = frameRecords();
+  if (rendered.key !== key) { tbody.replaceChildren(); rendered.key = key; rendered.count = 0; tbody.dataset.session = state.current || ""; }
   const t0 = startOf();
-  for (const r of frameRecords()) {
+  for (const r of all.slice(rendered.count)) {
     if (!visible(r)) continue;
     const n = (r.problems || []).length;
     const tr = el("tr", { "data-seq": r.seq, class: (n ? "problem " : "") + (state.selected === r.seq ? "on" : "") },
@@ -118,6 +132,7 @@ function renderCurrent() {
     tr.onclick = () => selectFrame(r.seq);
     tbody.append(tr);
   }
+  rendered.count = all.length;
   const end = (state.records.get(state.current) || []).find((r) => r.type === "end");
   $("#end").textContent = end ? `session ended: exit status ${end.status}${end.signal ? " (" + end.signal + ")" : ""}` +
     ((end.unanswered || []).length ? ` · never answered: ${end.unanswered.map((u) => `${u.method} ${u.id}`).join(", ")}` : "") : "session live";
