@@ -148,7 +148,7 @@ func TestInspectorInBrowser(t *testing.T) {
 	}
 	shot := func(name string) {
 		t.Helper()
-		buf, err := chromedp.Run(bctx, chromedp.FullScreenshot(90))
+		buf, err := chromedp.Run(bctx, chromedp.FullScreenshot(100))
 		if err != nil {
 			t.Fatalf("screenshot: %v", err)
 		}
@@ -188,7 +188,7 @@ func TestInspectorInBrowser(t *testing.T) {
 	if v := text(`#tab-schema-body .violation[data-pointer="/params/cwd"]`); !strings.Contains(v, "missing required member") {
 		t.Errorf("violation in the tree: %q", v)
 	}
-	shot("inspector-schema.jpg")
+	shot("inspector-schema.png")
 
 	// Harn's _meta.harn variant, rendered by kind; the tree and raw tabs.
 	do("harn update", chromedp.Click(css(`#timeline tbody tr[data-seq="8"]`)),
@@ -201,7 +201,7 @@ func TestInspectorInBrowser(t *testing.T) {
 		t.Errorf("raw tab %q", raw)
 	}
 	do("tree tab", chromedp.Click(css(`#detail-tabs button[data-tab="tree"]`)), chromedp.WaitVisible(css(`#tab-tree .tree`)))
-	shot("inspector-harn.jpg")
+	shot("inspector-harn.png")
 
 	// Filters: by method, by problems.
 	do("filter method", chromedp.SendKeys(css(`#filter-method`), "session/update"))
@@ -220,7 +220,7 @@ func TestInspectorInBrowser(t *testing.T) {
 	if n, u := count(`#waterfall .row`), count(`#waterfall .bar.unanswered`); n != 4 || u != 1 {
 		t.Errorf("waterfall: %d bars (want 4), %d unanswered (want 1)", n, u)
 	}
-	shot("inspector-waterfall.jpg")
+	shot("inspector-waterfall.png")
 
 	// A diff between the two Harn sessions: one frame differs.
 	do("diff", chromedp.Click(css(`#views button[data-view="diff"]`)),
@@ -233,7 +233,7 @@ func TestInspectorInBrowser(t *testing.T) {
 	if n := count(`#diff tbody tr.changed`); n != 1 {
 		t.Errorf("%d changed rows", n)
 	}
-	shot("inspector-diff.jpg")
+	shot("inspector-diff.png")
 
 	// The AgentPM session: the harness_event rendered by its kind.
 	do("agentpm", chromedp.Click(css(`#views button[data-view="timeline"]`)),
@@ -244,7 +244,7 @@ func TestInspectorInBrowser(t *testing.T) {
 	if ev := text(`#rendered`); !strings.Contains(ev, "AgentPM event") || !strings.Contains(ev, "empty") {
 		t.Errorf("rendered event %q", ev)
 	}
-	shot("inspector-agentpm.jpg")
+	shot("inspector-agentpm.png")
 
 	// Live: a frame added to the session appears without a reload.
 	rec := &recorder{session: "agentpm-session", cls: frames.New(frames.Unknown), red: redact.New(), sinks: []sink{mem}, seq: 4}
