@@ -35,6 +35,9 @@ type recorder struct {
 	pretty   *prettyPrinter
 	failures []error // first sink errors, reported at the end
 	problems int
+	// queue, when set, takes the pumps' lines to a goroutine of their own
+	// (runQueue); nil records them on the pump's goroutine.
+	queue *lineQueue
 }
 
 func (r *recorder) put(rec *tracelog.Record) {
@@ -165,7 +168,11 @@ func (t *tap) write(p []byte, at time.Time) {
 }
 
 func (t *tap) emit(at time.Time, partial bool) {
-	t.rec.frame(t.dir, at, t.line, t.size, t.size > len(t.line), partial)
+	if q := t.rec.queue; q != nil {
+		q.push(queued{t.dir, at, bytes.Clone(t.line), t.size, t.size > len(t.line), partial})
+	} else {
+		t.rec.frame(t.dir, at, t.line, t.size, t.size > len(t.line), partial)
+	}
 	t.line, t.size = t.line[:0], 0
 	if cap(t.line) > 64<<10 {
 		t.line = nil // do not keep a large buffer for the rest of the session
@@ -184,7 +191,12 @@ func (t *tap) close(at time.Time) {
 // it was forwarded. It returns the first read or write error (nil at EOF).
 func pump(dst io.Writer, src io.Reader, t *tap) (err error) {
 	buf := make([]byte, 64<<10)
-	defer func() { t.close(time.Now()); t.rec.flush() }()
+	defer func() {
+		t.close(time.Now())
+		if t.rec.queue == nil {
+			t.rec.flush()
+		}
+	}()
 	for {
 		n, rerr := src.Read(buf)
 		if n > 0 {
@@ -193,7 +205,9 @@ func pump(dst io.Writer, src io.Reader, t *tap) (err error) {
 				return werr
 			}
 			t.write(buf[:n], at)
-			t.rec.flush()
+			if t.rec.queue == nil {
+				t.rec.flush()
+			}
 		}
 		if rerr == io.EOF {
 			return nil
@@ -201,5 +215,97 @@ func pump(dst io.Writer, src io.Reader, t *tap) (err error) {
 		if rerr != nil {
 			return rerr
 		}
+	}
+}
+
+// A queued line, copied out of the pump's buffer.
+type queued struct {
+	dir                frames.Direction
+	at                 time.Time
+	line               []byte
+	size               int
+	truncated, partial bool
+}
+
+// lineQueue hands lines from the pumps to the recording goroutine, so that
+// forwarding never waits for decoding, masking or the disk. It is bounded
+// in bytes and in lines: when the recorder falls that far behind, push
+// blocks, and the pump with it, which is the pipes' own backpressure.
+type lineQueue struct {
+	mu       sync.Mutex
+	nonEmpty sync.Cond
+	roomy    sync.Cond
+	items    []queued
+	bytes    int
+	closed   bool
+	maxBytes int
+	maxItems int
+}
+
+func newLineQueue(maxBytes, maxItems int) *lineQueue {
+	q := &lineQueue{maxBytes: maxBytes, maxItems: maxItems}
+	q.nonEmpty.L, q.roomy.L = &q.mu, &q.mu
+	return q
+}
+
+func (q *lineQueue) push(it queued) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	// A line larger than the bound still goes in once the queue is empty.
+	for !q.closed && len(q.items) > 0 && (q.bytes+len(it.line) > q.maxBytes || len(q.items) >= q.maxItems) {
+		q.roomy.Wait()
+	}
+	if q.closed {
+		return // the session has ended: nothing records any more
+	}
+	q.items = append(q.items, it)
+	q.bytes += len(it.line)
+	q.nonEmpty.Signal()
+}
+
+// popAll waits for lines and takes every queued one; ok is false once the
+// queue is closed and drained.
+func (q *lineQueue) popAll(dst []queued) ([]queued, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for len(q.items) == 0 && !q.closed {
+		q.nonEmpty.Wait()
+	}
+	if len(q.items) == 0 {
+		return dst, false
+	}
+	dst = append(dst[:0], q.items...)
+	clear(q.items)
+	q.items = q.items[:0]
+	q.bytes = 0
+	q.roomy.Broadcast()
+	return dst, true
+}
+
+func (q *lineQueue) close() {
+	q.mu.Lock()
+	q.closed = true
+	q.nonEmpty.Broadcast()
+	q.roomy.Broadcast()
+	q.mu.Unlock()
+}
+
+// runQueue records queued lines until the queue is closed and drained,
+// flushing the JSONL and the transcript whenever it has caught up.
+func (r *recorder) runQueue(q *lineQueue, done chan<- struct{}) {
+	defer close(done)
+	var batch []queued
+	for {
+		var ok bool
+		batch, ok = q.popAll(batch)
+		if !ok {
+			return
+		}
+		for i := range batch {
+			it := &batch[i]
+			r.frame(it.dir, it.at, it.line, it.size, it.truncated, it.partial)
+			it.line = nil
+		}
+		r.flush()
 	}
 }

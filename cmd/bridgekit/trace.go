@@ -95,6 +95,13 @@ func runTrace(ctx context.Context, env *Env, args []string) int {
 	return traceSession(ctx, env, tf, family, argv)
 }
 
+// The recording queue's bounds: how far recording may lag behind
+// forwarding before the pumps wait for it.
+const (
+	recordQueueBytes = 16 << 20
+	recordQueueLines = 16384
+)
+
 func validFamily(f frames.Family) bool {
 	for _, k := range frames.Families {
 		if k == f {
@@ -189,6 +196,9 @@ func traceSession(ctx context.Context, env *Env, tf traceFlags, family frames.Fa
 	defer signal.Stop(pipeSig)
 
 	rec.start(time.Now(), argv)
+	rec.queue = newLineQueue(recordQueueBytes, recordQueueLines)
+	recorded := make(chan struct{})
+	go rec.runQueue(rec.queue, recorded)
 	err = cmd.Start()
 	inR.Close()
 	outW.Close()
@@ -196,6 +206,8 @@ func traceSession(ctx context.Context, env *Env, tf traceFlags, family frames.Fa
 		childIn.Close()
 		childOut.Close()
 		fmt.Fprintf(env.Stderr, "bridgekit trace: %v\n", err)
+		rec.queue.close()
+		<-recorded
 		rec.end(time.Now(), 127, "")
 		return 1
 	}
@@ -257,7 +269,13 @@ loop:
 		<-outDone
 	}
 	status, sigName := exitStatus(cmd.ProcessState, waitErr)
-	rec.end(time.Now(), status, sigName)
+	endAt := time.Now()
+	// The stdin pump may still push (a peer writing after the command
+	// exited, into a pipe nobody reads): what is queued now is recorded,
+	// later lines are not waited for.
+	rec.queue.close()
+	<-recorded
+	rec.end(endAt, status, sigName)
 	if tf.ui != "" && tf.uiKeep {
 		fmt.Fprintln(env.Stderr, "bridgekit trace: the session has ended; the inspector stays up until SIGINT or SIGTERM")
 		select {
