@@ -187,8 +187,8 @@ func (t *tap) close(at time.Time) {
 }
 
 // pump forwards src to dst unchanged, chunk by chunk as read (so
-// backpressure is the pipes' own), and shows each chunk to the tap after
-// it was forwarded. It returns the first read or write error (nil at EOF).
+// backpressure is the pipes' own), showing each chunk to the tap just
+// before it is forwarded. It returns the first read or write error (nil at EOF).
 func pump(dst io.Writer, src io.Reader, t *tap) (err error) {
 	buf := make([]byte, 64<<10)
 	defer func() {
@@ -201,10 +201,14 @@ func pump(dst io.Writer, src io.Reader, t *tap) (err error) {
 		n, rerr := src.Read(buf)
 		if n > 0 {
 			at := time.Now()
+			// Record before forwarding: once forwarded, the peer may answer,
+			// and the answer (read by the other pump) must not be recorded
+			// before the request it answers. With the queue, tapping is a
+			// copy.
+			t.write(buf[:n], at)
 			if _, werr := dst.Write(buf[:n]); werr != nil {
 				return werr
 			}
-			t.write(buf[:n], at)
 			if t.rec.queue == nil {
 				t.rec.flush()
 			}
