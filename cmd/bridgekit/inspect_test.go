@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -250,4 +252,64 @@ func TestInspectorInBrowser(t *testing.T) {
 	rec := &recorder{session: "agentpm-session", cls: frames.New(frames.Unknown), red: redact.New(), sinks: []sink{mem}, seq: 4}
 	rec.frame(frames.In, time.Now(), []byte(agentpmSession[0].text), len(agentpmSession[0].text), false, false)
 	do("live update", chromedp.WaitVisible(css(`#timeline tbody[data-session="agentpm-session"] tr[data-seq="5"]`)))
+}
+
+func TestInspectUsageErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{"inspect"},
+		{"inspect", "--addr", "0.0.0.0:7878", "x.jsonl"},
+		{"inspect", "a", "b"},
+	} {
+		if status, _, stderr := runCmd(t, "", args...); status != 2 {
+			t.Errorf("%v: status %d, %s", args, status, stderr)
+		}
+	}
+	if status, _, _ := runCmd(t, "", "inspect", "--addr", "127.0.0.1:0", filepath.Join(t.TempDir(), "missing.db")); status != 1 {
+		t.Errorf("missing store: status %d", status)
+	}
+	for addr, ok := range map[string]bool{"127.0.0.1:1": true, "[::1]:1": true, "localhost:1": true, "0.0.0.0:1": false, "10.0.0.1:1": false, "example.com:1": false} {
+		if err := inspect.CheckAddr(addr, false); (err == nil) != ok {
+			t.Errorf("CheckAddr(%s): %v", addr, err)
+		}
+	}
+}
+
+// The handler refuses a Host that is not a loopback name (DNS rebinding)
+// and serves the page with a policy that forbids fetching elsewhere.
+func TestInspectorHandlerGuards(t *testing.T) {
+	mem := inspect.NewMemory(1 << 20)
+	fakeSession(mem, "s", harnSession, 0)
+	srv := httptest.NewServer(inspect.Handler(mem, true))
+	defer srv.Close()
+	req, _ := http.NewRequest("GET", srv.URL+"/api/sessions", nil)
+	req.Host = "evil.example:80"
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Errorf("foreign Host: %d", resp.StatusCode)
+	}
+	resp, err = http.Get(srv.URL + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'self'") || !strings.Contains(string(body), "bridgekit inspector") {
+		t.Errorf("page: CSP %q, body %.80q", csp, body)
+	}
+	if strings.Contains(string(body), "http://") || strings.Contains(string(body), "https://") {
+		t.Error("the page references another origin")
+	}
+	resp, err = http.Get(srv.URL + "/api/records?session=s&after=5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.HasPrefix(string(body), `[{"type":"frame","session":"s","seq":6`) {
+		t.Errorf("records after 5: %.120s", body)
+	}
 }
