@@ -2,9 +2,9 @@ package main
 
 import (
 	"bufio"
-	"flag"
 	"bytes"
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"os"
