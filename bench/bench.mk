@@ -21,9 +21,18 @@ BENCH_FLAGS ?=
 
 bench:
 	cd $(BENCH_DIR) && go run ./cmd/benchreport -out ../docs/performance.md $(BENCH_FLAGS)
+	$(MAKE) bench-trace
 
 bench-quick:
 	cd $(BENCH_DIR) && go run ./cmd/benchreport -quick -out '' $(BENCH_FLAGS)
 
 bench-test:
 	cd $(BENCH_DIR) && go vet ./... && go test -count=1 ./...
+
+# bridgekit trace against a plain relay of the same pipes (issue 16): a
+# round trip through each middle process to the same child, p50 with one
+# caller and throughput with 16; the target is at most 1.2x. Figures go to
+# bench/trace-overhead.json and the test log.
+.PHONY: bench-trace
+bench-trace:
+	cd $(BENCH_DIR)/../cmd/bridgekit && BRIDGEKIT_TRACE_BENCH=$(abspath $(BENCH_DIR))/trace-overhead.json go test -count=1 -run '^TestTraceOverhead$$' -v .

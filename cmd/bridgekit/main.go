@@ -37,6 +37,10 @@ type command struct {
 	// run runs the subcommand with its arguments (after the name). It
 	// returns the process's exit status.
 	run func(ctx context.Context, env *Env, args []string) int
+	// ownSignals says the subcommand reads Env.Signals itself (trace
+	// forwards them to its child); for the others the first signal
+	// cancels ctx.
+	ownSignals bool
 }
 
 // Env is what a subcommand reads and writes besides its arguments, so that
@@ -46,6 +50,9 @@ type Env struct {
 	Stdout, Stderr io.Writer
 	// Terminal reports whether Stderr is a terminal (progress is shown only then).
 	Terminal bool
+	// Signals delivers SIGINT, SIGTERM and SIGHUP as the process gets
+	// them; nil in tests that run subcommands in-process.
+	Signals <-chan os.Signal
 }
 
 var commands []command
@@ -59,10 +66,10 @@ func register(c command) {
 var errUsage = errors.New("usage")
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	env := &Env{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Terminal: isTerminal(os.Stderr)}
-	os.Exit(run(ctx, env, os.Args[1:]))
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	env := &Env{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Terminal: isTerminal(os.Stderr), Signals: sigs}
+	os.Exit(run(context.Background(), env, os.Args[1:]))
 }
 
 func run(ctx context.Context, env *Env, args []string) int {
@@ -75,6 +82,18 @@ func run(ctx context.Context, env *Env, args []string) int {
 	}
 	for _, c := range commands {
 		if c.name == args[0] {
+			if !c.ownSignals && env.Signals != nil {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithCancel(ctx)
+				defer cancel()
+				go func() {
+					select {
+					case <-env.Signals:
+						cancel()
+					case <-ctx.Done():
+					}
+				}()
+			}
 			return c.run(ctx, env, args[1:])
 		}
 	}

@@ -1,0 +1,471 @@
+// Package frames tells what the lines of a recorded or proxied stream are:
+// which protocol family the stream speaks (Harn's bridge, ACP, AgentPM's
+// Harness machine protocol, agentpm-service), each frame's kind, method and
+// id, which request each reply answers and how long it took, and what is
+// wrong with a frame (not a frame of the family, a body its generated type
+// refuses, a reply to no request, a request never answered).
+//
+// A [Classifier] holds the state of one session: feed it every line of
+// both directions in the order they were seen, then ask it for the
+// requests still unanswered when the session ends. It decodes with the
+// generated packages (their catalogues and types, through families.go), so
+// it needs no schema files: a body is checked by decoding it into its
+// method's generated type, which checks required members, closed objects,
+// JSON kinds and constraints, and a failure is reported at its JSON pointer
+// within the frame.
+package frames
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/bridgekit/bridgekit/runtime/rpc"
+	"github.com/bridgekit/bridgekit/runtime/wire"
+)
+
+// Direction says which way a frame went, seen from the traced command:
+// In is what its peer wrote to it (its stdin), Out what it wrote (its
+// stdout).
+type Direction string
+
+const (
+	In  Direction = "in"
+	Out Direction = "out"
+)
+
+// Opposite returns the other direction.
+func (d Direction) Opposite() Direction {
+	if d == In {
+		return Out
+	}
+	return In
+}
+
+// Kind says what a frame is.
+type Kind string
+
+const (
+	Request      Kind = "request"
+	Notification Kind = "notification"
+	Response     Kind = "response"
+	Error        Kind = "error"
+	// Truncated: a line recorded cut short before what settles its kind
+	// (a JSON-RPC line whose id may come after a long member). Its
+	// method is still read when the cut start shows it.
+	Truncated Kind = "truncated"
+	// Invalid: not a frame of any known family (not JSON, a JSON value of
+	// the wrong shape, an envelope that fails its gates).
+	Invalid Kind = "invalid"
+)
+
+// Problem codes.
+const (
+	ProblemMalformed     = "malformed"      // the line is not a frame of its family
+	ProblemSchema        = "schema"         // the body does not fit its method's type
+	ProblemUnknownMethod = "unknown_method" // a method the family's catalogue does not have
+	ProblemUnmatchedID   = "unmatched_id"   // a reply whose id answers no pending request
+	ProblemDuplicateID   = "duplicate_id"   // a request reusing the id of one still pending
+	ProblemUnanswered    = "unanswered"     // a request never answered (end of session)
+	ProblemTooManyCalls  = "too_many_pending"
+)
+
+// A Problem is something wrong with a frame. Pointer is the JSON pointer
+// within the frame (RFC 6901) where it was found, when there is one.
+type Problem struct {
+	Code    string `json:"code"`
+	Pointer string `json:"pointer,omitempty"`
+	Message string `json:"message"`
+}
+
+// Frame is what the classifier made of one line.
+type Frame struct {
+	Family    Family
+	Kind      Kind
+	Method    string // for a reply, its request's method
+	Qualifier string // agentpm-service's service role
+	ID        string // the raw JSON of the id, "" when none
+	// ReplyTo is the sequence number of the request a reply answers (0 if
+	// none), and Latency the time since that request.
+	ReplyTo  int64
+	Latency  time.Duration
+	Problems []Problem
+}
+
+// Pending is a request not yet answered.
+type Pending struct {
+	Seq    int64     `json:"seq"`
+	Dir    Direction `json:"dir"`
+	Method string    `json:"method"`
+	ID     string    `json:"id"` // raw JSON of the id
+	At     time.Time `json:"time"`
+}
+
+// MaxPending bounds the requests a classifier tracks at once; a request
+// beyond it is reported (too_many_pending) and its reply will be unmatched.
+const MaxPending = 65536
+
+type pendingKey struct {
+	dir Direction
+	id  string
+}
+
+type pending struct {
+	Pending
+	qualifier string
+}
+
+// Classifier classifies the frames of one session. It is not safe for
+// concurrent use.
+type Classifier struct {
+	family  Family
+	codecs  map[Family]rpc.Codec
+	pending map[pendingKey]pending
+	msg     rpc.Message
+}
+
+// New returns a classifier for a session whose family is not known yet.
+// Pass a family to fix it (a --protocol flag, say); Unknown detects it.
+func New(family Family) *Classifier {
+	return &Classifier{family: family, codecs: map[Family]rpc.Codec{}, pending: map[pendingKey]pending{}}
+}
+
+// Family returns the session's family as known so far.
+func (c *Classifier) Family() Family { return c.family }
+
+func (c *Classifier) codec(f Family) rpc.Codec {
+	if cd := c.codecs[f]; cd != nil {
+		return cd
+	}
+	cd := indexes[f].codec()
+	c.codecs[f] = cd
+	return cd
+}
+
+// Classify classifies one line (without its newline) of direction dir, seen
+// at time at, the seq'th frame of the session. truncated says that line is
+// only the start of a longer line: its kind and id are then read from what
+// is there, and it is not checked.
+func (c *Classifier) Classify(seq int64, dir Direction, at time.Time, line []byte, truncated bool) Frame {
+	line = bytes.TrimSuffix(line, []byte("\r"))
+	fam, members := sniff(line, c.family)
+	if c.family == Unknown && fam != Unknown && fam != Harn {
+		c.family = fam
+	}
+	f := Frame{Family: c.familyFor(fam)}
+	codec := c.codec(codecFamily(f.Family))
+	if truncated {
+		hd, ok := codec.(rpc.HeadDecoder)
+		if !ok {
+			f.Kind = Invalid
+			return f
+		}
+		k, id := hd.DecodeHead(line)
+		f.Kind, f.ID = kindOf(k), string(id)
+		if k == 0 {
+			f.Kind = Truncated
+		}
+		if f.Kind != Response && f.Kind != Error {
+			f.Method = headMethod(line)
+		}
+		if f.Kind == Truncated || f.Kind == Invalid || f.ID == "" {
+			return f
+		}
+		if f.Kind == Response || f.Kind == Error {
+			c.answer(&f, seq, dir, at)
+		} else if f.Kind == Request {
+			c.ask(&f, seq, dir, at, "")
+		}
+		return f
+	}
+	m := &c.msg
+	*m = rpc.Message{}
+	if err := codec.Decode(line, m); err != nil {
+		f.Kind = Invalid
+		f.Problems = append(f.Problems, Problem{Code: ProblemMalformed, Message: err.Error()})
+		return f
+	}
+	f.Kind = kindOf(m.Kind)
+	f.ID = string(m.ID)
+	f.Method = string(m.Method)
+	f.Qualifier = string(m.Qualifier)
+	switch f.Kind {
+	case Request, Notification:
+		meth := Lookup(f.Family, f.Method, f.Qualifier)
+		if meth == nil && f.Family == ACP && c.family == Unknown || meth == nil && f.Family == ACP && c.family == ACP {
+			// A Harn-only method makes the stream Harn's bridge.
+			if hm := Lookup(Harn, f.Method, f.Qualifier); hm != nil {
+				c.family, f.Family, meth = Harn, Harn, hm
+			}
+		} else if c.family == Unknown && meth != nil {
+			c.family = f.Family
+		}
+		switch {
+		case meth == nil && !strings.HasPrefix(f.Method, "_"):
+			f.Problems = append(f.Problems, Problem{Code: ProblemUnknownMethod, Pointer: "/method",
+				Message: fmt.Sprintf("%s has no method %q%s", familyName(f.Family), f.Method, qualified(f.Qualifier))})
+		case meth != nil && meth.Params != nil && m.Body != nil:
+			if p, bad := check(meth.Params, m.Body, bodyPointer(f.Family, f.Kind, members)); bad {
+				f.Problems = append(f.Problems, p)
+			}
+		}
+		if f.Kind == Request {
+			c.ask(&f, seq, dir, at, f.Qualifier)
+		}
+	case Response, Error:
+		req, ok := c.answer(&f, seq, dir, at)
+		if ok && f.Kind == Response && m.Body != nil {
+			if meth := Lookup(f.Family, req.Method, req.qualifier); meth != nil && meth.Result != nil {
+				if p, bad := check(meth.Result, m.Body, bodyPointer(f.Family, f.Kind, members)); bad {
+					f.Problems = append(f.Problems, p)
+				}
+			}
+		}
+	}
+	return f
+}
+
+// familyFor is the family a frame is read as: the session's once known,
+// else what the line itself shows.
+func (c *Classifier) familyFor(sniffed Family) Family {
+	if sniffed == AgentPMMachine || sniffed == AgentPMService {
+		return sniffed
+	}
+	if c.family == Harn || c.family == ACP {
+		return c.family
+	}
+	if sniffed == Unknown {
+		if c.family != Unknown {
+			return c.family
+		}
+		return ACP
+	}
+	return sniffed
+}
+
+func codecFamily(f Family) Family {
+	if f == Unknown {
+		return ACP
+	}
+	return f
+}
+
+func (c *Classifier) ask(f *Frame, seq int64, dir Direction, at time.Time, qualifier string) {
+	k := pendingKey{dir, f.ID}
+	if _, dup := c.pending[k]; dup {
+		f.Problems = append(f.Problems, Problem{Code: ProblemDuplicateID, Pointer: "/id",
+			Message: fmt.Sprintf("request id %s is already pending", f.ID)})
+		return
+	}
+	if len(c.pending) >= MaxPending {
+		f.Problems = append(f.Problems, Problem{Code: ProblemTooManyCalls,
+			Message: fmt.Sprintf("more than %d requests pending: this one is not tracked", MaxPending)})
+		return
+	}
+	c.pending[k] = pending{Pending{Seq: seq, Dir: dir, Method: f.Method, ID: f.ID, At: at}, qualifier}
+}
+
+func (c *Classifier) answer(f *Frame, seq int64, dir Direction, at time.Time) (pending, bool) {
+	k := pendingKey{dir.Opposite(), f.ID}
+	req, ok := c.pending[k]
+	if !ok {
+		msg := "a reply to no pending request"
+		if f.ID != "" && f.ID != "null" {
+			msg = fmt.Sprintf("reply id %s answers no pending request", f.ID)
+		}
+		if f.ID == "null" && f.Kind == Error {
+			// JSON-RPC's answer to a request too broken to read its id.
+			return req, false
+		}
+		f.Problems = append(f.Problems, Problem{Code: ProblemUnmatchedID, Pointer: "/id", Message: msg})
+		return req, false
+	}
+	delete(c.pending, k)
+	f.Method, f.ReplyTo, f.Latency = req.Method, req.Seq, at.Sub(req.At)
+	if f.Qualifier == "" {
+		f.Qualifier = req.qualifier
+	}
+	return req, true
+}
+
+// Unanswered returns the requests still pending, in the order they were
+// sent. Call it when the session ends.
+func (c *Classifier) Unanswered() []Pending {
+	out := make([]Pending, 0, len(c.pending))
+	for _, p := range c.pending {
+		out = append(out, p.Pending)
+	}
+	slices.SortFunc(out, func(a, b Pending) int { return int(a.Seq - b.Seq) })
+	return out
+}
+
+func kindOf(k rpc.Kind) Kind {
+	switch k {
+	case rpc.KindRequest:
+		return Request
+	case rpc.KindNotification:
+		return Notification
+	case rpc.KindResponse:
+		return Response
+	case rpc.KindError:
+		return Error
+	}
+	return Invalid
+}
+
+func familyName(f Family) string {
+	switch f {
+	case ACP:
+		return "ACP"
+	case Harn:
+		return "Harn's bridge"
+	case AgentPMMachine:
+		return "AgentPM's machine protocol"
+	case AgentPMService:
+		return "agentpm-service"
+	}
+	return "the stream"
+}
+
+func qualified(q string) string {
+	if q == "" {
+		return ""
+	}
+	return " for service " + q
+}
+
+// topMembers records which of a frame's top-level members are present.
+type topMembers struct {
+	jsonrpc, payload, result bool
+}
+
+// sniff reads a line's top-level member names, and the protocol member of
+// an AgentPM envelope. It reads only as far as it needs to decide.
+func sniff(line []byte, known Family) (Family, topMembers) {
+	var tm topMembers
+	dec := jsontext.NewDecoder(bytes.NewReader(line))
+	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
+		return Unknown, tm
+	}
+	fam := Unknown
+	for dec.PeekKind() == '"' {
+		name, err := dec.ReadToken()
+		if err != nil {
+			break
+		}
+		switch name.String() {
+		case "jsonrpc":
+			tm.jsonrpc = true
+		case "payload":
+			tm.payload = true
+		case "result":
+			tm.result = true
+		case "protocol":
+			if dec.PeekKind() == '"' {
+				v, err := dec.ReadToken()
+				if err != nil {
+					return fam, tm
+				}
+				if f, ok := envelopeProtocols[v.String()]; ok {
+					fam = f
+				}
+				continue
+			}
+		}
+		if err := dec.SkipValue(); err != nil {
+			break
+		}
+	}
+	if fam == Unknown && tm.jsonrpc {
+		if known == Harn {
+			return Harn, tm
+		}
+		return ACP, tm
+	}
+	return fam, tm
+}
+
+// bodyPointer is the JSON pointer of a frame's body member.
+func bodyPointer(f Family, k Kind, tm topMembers) string {
+	switch f {
+	case AgentPMMachine:
+		return "/payload"
+	case AgentPMService:
+		if k == Response && (tm.result || !tm.payload) {
+			return "/result"
+		}
+		return "/payload"
+	}
+	if k == Response {
+		return "/result"
+	}
+	return "/params"
+}
+
+// check decodes body into a new value of t and turns a refusal into a
+// schema problem at its JSON pointer within the frame.
+func check(t reflect.Type, body []byte, prefix string) (Problem, bool) {
+	err := decode(t, body)
+	if err == nil {
+		return Problem{}, false
+	}
+	msg := err.Error()
+	var de *wire.DecodeError
+	if errors.As(err, &de) {
+		msg = de.Error() // without the JSON decoder's offset preamble
+	}
+	return Problem{Code: ProblemSchema, Pointer: prefix + pointerOf(err), Message: msg}, true
+}
+
+// pointerOf returns the JSON pointer, relative to the decoded value, where
+// a decode error was found: the member that was wrong, or for a missing
+// member where it should have been.
+func pointerOf(err error) string {
+	ptr := ""
+	var se *json.SemanticError
+	if errors.As(err, &se) {
+		ptr = string(se.JSONPointer)
+	}
+	var de *wire.DecodeError
+	if errors.Is(err, wire.ErrMissingMember) && errors.As(err, &de) && de.Member != "" {
+		ptr += "/" + escapePointer(de.Member)
+	}
+	return ptr
+}
+
+func escapePointer(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
+}
+
+// headMethod returns the top-level method member of a cut line when the
+// cut comes after it, else "".
+func headMethod(head []byte) string {
+	dec := jsontext.NewDecoder(bytes.NewReader(head))
+	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
+		return ""
+	}
+	for dec.PeekKind() == '"' {
+		name, err := dec.ReadToken()
+		if err != nil {
+			return ""
+		}
+		if name.String() == "method" && dec.PeekKind() == '"' {
+			v, err := dec.ReadToken()
+			if err != nil {
+				return ""
+			}
+			return v.String()
+		}
+		if err := dec.SkipValue(); err != nil {
+			return ""
+		}
+	}
+	return ""
+}

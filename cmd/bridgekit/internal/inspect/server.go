@@ -1,0 +1,115 @@
+package inspect
+
+import (
+	"bytes"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+)
+
+//go:embed static
+var static embed.FS
+
+func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
+
+// MaxPage bounds the records one request returns.
+const MaxPage = 2000
+
+// ErrNotLoopback is returned by CheckAddr for an address that is not a
+// loopback one.
+var ErrNotLoopback = errors.New("not a loopback address")
+
+// CheckAddr checks that addr (host:port) names a loopback interface, unless
+// remote is set: the inspector shows the traffic to whoever connects.
+func CheckAddr(addr string, remote bool) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return err
+	}
+	if remote || host == "localhost" {
+		return nil
+	}
+	ip := net.ParseIP(host)
+	if ip == nil || !ip.IsLoopback() {
+		return fmt.Errorf("%s: %w (use 127.0.0.1:PORT, or allow remote access explicitly)", addr, ErrNotLoopback)
+	}
+	return nil
+}
+
+// Handler returns the inspector's HTTP handler over src. When loopbackOnly
+// is set, requests whose Host is not a loopback name are refused (DNS
+// rebinding).
+func Handler(src Source, loopbackOnly bool) http.Handler {
+	mux := http.NewServeMux()
+	files, _ := fs.Sub(static, "static")
+	fileServer := http.FileServerFS(files)
+	mux.Handle("GET /", fileServer)
+	mux.HandleFunc("GET /api/sessions", func(w http.ResponseWriter, r *http.Request) {
+		ss, err := src.Sessions(r.Context())
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		writeJSON(w, ss)
+	})
+	mux.HandleFunc("GET /api/records", func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		after, _ := strconv.ParseInt(q.Get("after"), 10, 64)
+		limit, _ := strconv.Atoi(q.Get("limit"))
+		if limit <= 0 || limit > MaxPage {
+			limit = MaxPage
+		}
+		recs, err := src.Records(r.Context(), q.Get("session"), after, limit)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		if recs == nil {
+			writeJSON(w, []any{})
+			return
+		}
+		writeJSON(w, recs)
+	})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if loopbackOnly && !loopbackHost(r.Host) {
+			http.Error(w, "the inspector answers loopback names only", http.StatusForbidden)
+			return
+		}
+		h := w.Header()
+		h.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'")
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Referrer-Policy", "no-referrer")
+		h.Set("Cache-Control", "no-store")
+		mux.ServeHTTP(w, r)
+	})
+}
+
+func loopbackHost(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.Trim(host, "[]")
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	b, err := json.Marshal(v)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Write(b)
+}
