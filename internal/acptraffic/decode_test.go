@@ -73,3 +73,26 @@ func TestDecodeReportsEveryProblem(t *testing.T) {
 		}
 	}
 }
+
+// Any frames decode without a panic, and each frame is either a message
+// or an error: nothing is dropped without a word.
+func FuzzDecode(f *testing.F) {
+	f.Add(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}`, `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":1}}`)
+	f.Add(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"plan","entries":[]}}}`, `{"jsonrpc":"2.0","id":"x","error":{"code":1,"message":"m"}}`)
+	f.Fuzz(func(t *testing.T, sent, received string) {
+		fs := []recorder.Frame{{Seq: 1, Dir: recorder.Send, Line: sent}, {Seq: 2, Dir: recorder.Recv, Line: received}}
+		msgs, errs := Decode(fs)
+		frameErrs := 0
+		for _, e := range errs {
+			if strings.HasPrefix(e.Error(), "frame ") {
+				frameErrs++
+			}
+		}
+		if len(msgs)+frameErrs != len(fs) {
+			t.Fatalf("%d messages and %d frame errors for %d frames: %v", len(msgs), frameErrs, len(fs), errs)
+		}
+		for _, m := range msgs {
+			_ = Untyped(m.Value)
+		}
+	})
+}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/go-json-experiment/json"
+	"go.uber.org/goleak"
 
 	"github.com/bridgekit/bridgekit/internal/recorder"
 )
@@ -155,3 +156,5 @@ func runTurn(t *testing.T, name string) {
 		}
 	}
 }
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
