@@ -33,7 +33,8 @@ type Client struct {
 	Workspace string
 	// Decide decides a permission request; nil allows everything.
 	Decide func(*acp.RequestPermissionRequest) Decision
-	// Env is the environment of terminal commands (none when empty).
+	// Env is the environment of terminal commands; when empty, only
+	// PATH=/usr/local/bin:/usr/bin:/bin (nothing of the test's own).
 	Env []string
 
 	mu        sync.Mutex
@@ -231,6 +232,9 @@ func (c *Client) terminalCreate(_ context.Context, r *acp.CreateTerminalRequest)
 	}
 	cmd.Dir = dir
 	cmd.Env = append([]string(nil), c.Env...)
+	if len(cmd.Env) == 0 {
+		cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin"}
+	}
 	for _, e := range r.Env {
 		cmd.Env = append(cmd.Env, e.Name+"="+e.Value)
 	}
