@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/bridgekit/bridgekit/internal/recorder"
+	"github.com/bridgekit/bridgekit/runtime/redact"
 	"github.com/bridgekit/bridgekit/runtime/wire/wiretest"
 )
 
@@ -136,5 +137,33 @@ func TestRecordedTrafficIsTyped(t *testing.T) {
 	}
 	if t.Failed() {
 		t.Log("regenerate the baseline with: go test ./internal/acptraffic -run TestRecordedTrafficIsTyped -args -update")
+	}
+}
+
+// The committed traffic holds nothing of the machine it was recorded on:
+// not its host name, no home or repository path, no user name; and no
+// credential but realagent's obviously fake key.
+func TestRecordedTrafficIsScrubbed(t *testing.T) {
+	host, _ := os.Hostname()
+	wd, _ := os.Getwd()
+	repo := filepath.Dir(filepath.Dir(wd))
+	banned := []string{"/home/", "/root", "/Users/", repo}
+	if len(host) > 3 {
+		banned = append(banned, host)
+	}
+	if u := os.Getenv("USER"); len(u) > 3 {
+		banned = append(banned, "/"+u+"/")
+	}
+	for name, frames := range recordings(t) {
+		for _, f := range frames {
+			for _, b := range banned {
+				if strings.Contains(f.Line, b) {
+					t.Errorf("%s frame %d holds %q", name, f.Seq, b)
+				}
+			}
+			if red := redact.New().String(f.Line); red != f.Line {
+				t.Errorf("%s frame %d holds something shaped like a secret: %.300s", name, f.Seq, red)
+			}
+		}
 	}
 }
