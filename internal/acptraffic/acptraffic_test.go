@@ -1,0 +1,169 @@
+package acptraffic
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/bridgekit/bridgekit/internal/recorder"
+	"github.com/bridgekit/bridgekit/runtime/redact"
+	"github.com/bridgekit/bridgekit/runtime/wire/wiretest"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/acp/traffic/untyped_baseline.txt from what the traffic shows")
+
+func trafficDir() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "testdata", "acp", "traffic")
+}
+
+// recordings returns every recorded session: agent directory -> frames.
+func recordings(t *testing.T) map[string][]recorder.Frame {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(trafficDir(), "*", "*.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) < 2 {
+		t.Fatalf("want recorded traffic of at least two agents, found %d files", len(files))
+	}
+	out := map[string][]recorder.Frame{}
+	for _, f := range files {
+		frames, err := recorder.ReadFile(f)
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		rel, _ := filepath.Rel(trafficDir(), f)
+		out[filepath.ToSlash(rel)] = frames
+	}
+	return out
+}
+
+// Every recorded frame of every real agent decodes with gen/acp's types,
+// matched to its method (a reply through its request's id), and encodes
+// again into a document structurally equal to the original (same members
+// and values; member order and insignificant whitespace aside, since the
+// generated encoders write members in schema order).
+func TestRecordedTrafficRoundTrips(t *testing.T) {
+	for name, frames := range recordings(t) {
+		t.Run(name, func(t *testing.T) {
+			msgs, errs := Decode(frames)
+			for _, err := range errs {
+				t.Error(err)
+			}
+			kinds := map[string]int{}
+			for _, m := range msgs {
+				kinds[m.Kind]++
+				if m.Value == nil {
+					continue
+				}
+				if !wiretest.EqualJSON(t, m.Raw, m.Reencoded) {
+					t.Errorf("frame %d (%s %s): re-encoded differently", m.Frame.Seq, m.Method, m.Part)
+				}
+			}
+			if len(msgs) != len(frames) {
+				t.Errorf("%d of %d frames decoded", len(msgs), len(frames))
+			}
+			if kinds[Request] == 0 || kinds[Result] == 0 || kinds[Notification] == 0 {
+				t.Errorf("a whole session has requests, results and notifications: %v", kinds)
+			}
+		})
+	}
+}
+
+// untyped returns what each recording holds that gen/acp keeps only as raw
+// JSON (Extra, Unknown) outside _meta, one line per place:
+// "<recording>  <method> <params|result>  <Type.member or Union{tag}>".
+func untyped(t *testing.T) []string {
+	var lines []string
+	for name, frames := range recordings(t) {
+		msgs, _ := Decode(frames)
+		for _, m := range msgs {
+			if m.Value == nil {
+				continue
+			}
+			for _, u := range Untyped(m.Value) {
+				lines = append(lines, name+"\t"+m.Method+" "+m.Part+"\t"+u)
+			}
+		}
+	}
+	slices.Sort(lines)
+	return slices.Compact(lines)
+}
+
+const baselineHeader = `# Members of the recorded real-agent traffic (testdata/acp/traffic) that gen/acp keeps only as raw
+# JSON (a struct's Extra, a union's Unknown), outside _meta. One line per place:
+#   <recording> TAB <method> <params|result> TAB <Type.member> or <Union{tag=value}>
+# TestRecordedTrafficIsTyped fails on a place not listed here, and on a line listed here that is now
+# typed (stale). Regenerate with: go test ./internal/acptraffic -run TestRecordedTrafficIsTyped -args -update
+`
+
+// Every member of the recorded traffic outside _meta is typed, by the ACP
+// schemas or by an overlay of ours: the test lists each one that is not.
+// Those of today are in the baseline; a new one fails, and so does a
+// baseline entry that is now typed, so the baseline can only shrink.
+func TestRecordedTrafficIsTyped(t *testing.T) {
+	got := untyped(t)
+	path := filepath.Join(trafficDir(), "untyped_baseline.txt")
+	if *update {
+		if err := os.WriteFile(path, []byte(baselineHeader+strings.Join(got, "\n")+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, l := range strings.Split(string(data), "\n") {
+		if l != "" && !strings.HasPrefix(l, "#") {
+			want = append(want, l)
+		}
+	}
+	for _, g := range got {
+		if !slices.Contains(want, g) {
+			t.Errorf("untyped, and not in the baseline: %s", g)
+		}
+	}
+	for _, w := range want {
+		if !slices.Contains(got, w) {
+			t.Errorf("stale baseline entry (now typed, or no longer sent): %s", w)
+		}
+	}
+	if t.Failed() {
+		t.Log("regenerate the baseline with: go test ./internal/acptraffic -run TestRecordedTrafficIsTyped -args -update")
+	}
+}
+
+// The committed traffic holds nothing of the machine it was recorded on:
+// not its host name, no home or repository path, no user name; and no
+// credential but realagent's obviously fake key.
+func TestRecordedTrafficIsScrubbed(t *testing.T) {
+	host, _ := os.Hostname()
+	wd, _ := os.Getwd()
+	repo := filepath.Dir(filepath.Dir(wd))
+	banned := []string{"/home/", "/root", "/Users/", repo}
+	if len(host) > 3 {
+		banned = append(banned, host)
+	}
+	if u := os.Getenv("USER"); len(u) > 3 {
+		banned = append(banned, "/"+u+"/")
+	}
+	for name, frames := range recordings(t) {
+		for _, f := range frames {
+			for _, b := range banned {
+				if strings.Contains(f.Line, b) {
+					t.Errorf("%s frame %d holds %q", name, f.Seq, b)
+				}
+			}
+			if red := redact.New().String(f.Line); red != f.Line {
+				t.Errorf("%s frame %d holds something shaped like a secret: %.300s", name, f.Seq, red)
+			}
+		}
+	}
+}

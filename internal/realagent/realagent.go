@@ -1,0 +1,526 @@
+// Package realagent runs real ACP agents from npm (testdata/agents: codex-acp,
+// claude-agent-acp, claude-code-acp, pinned by its package-lock.json)
+// against a scripted model (internal/scriptedmodel) for tests, with no
+// credentials and no network but a loopback of their own.
+//
+// Prepare(name, opts) makes everything an agent needs to run one test:
+//   - a temporary root with HOME, TMPDIR, the agent's config directory
+//     (CODEX_HOME with a config.toml, CLAUDE_CONFIG_DIR) and a workspace
+//     seeded with opts.Files; nothing of this machine's own configuration is
+//     seen, and the environment is built from nothing (no variable of the
+//     test's is inherited);
+//   - a network namespace of its own (Linux, root) whose only interface is
+//     its loopback. The scripted model listens in it on 127.0.0.1:8080, and
+//     a trap on 127.0.0.1:3128 is every proxy variable's value: a request
+//     to any other host that honours the proxy variables is recorded
+//     there (Outbound) and refused, and one that does not cannot leave the
+//     namespace. Telemetry and update checks are also switched off through
+//     each agent's own settings;
+//   - an *exec.Cmd (Cmd) that runs the agent in that namespace
+//     (nsenter --net=...), in a process group of its own, with that
+//     environment and the workspace as its directory. Argv and Env give the
+//     same command to a program that starts the agent itself (a host under
+//     test);
+//   - the model server (Model), to check what the agent asked.
+//
+// Start starts Cmd on pipes (internal/child.Start); Stop ends it: it closes
+// its stdin, waits, signals the group, then kills every process left in
+// the namespace, which a descendant cannot leave whatever group or session
+// it moves to. Procs lists what still runs there; Close ends everything
+// and removes nothing that a test needs afterwards (the temporary root is
+// the caller's, t.TempDir() in tests).
+//
+// Each agent is pointed at the model as it documents:
+//   - codex-acp: CODEX_HOME/config.toml names a model provider "scripted"
+//     with base_url http://127.0.0.1:8080/v1, wire_api "responses", no
+//     OpenAI auth, websockets off and no retries; the update check,
+//     analytics and feedback are off. The client authenticates with the
+//     agent's env_var method, CODEX_API_KEY, whose value is a fake.
+//   - claude-agent-acp and claude-code-acp: ANTHROPIC_BASE_URL is the model,
+//     ANTHROPIC_API_KEY a fake, CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC,
+//     DISABLE_TELEMETRY, DISABLE_ERROR_REPORTING and DISABLE_AUTOUPDATER
+//     are set. claude-agent-acp also offers gateway authentication to a
+//     client that asks for it (clientCapabilities.auth._meta.gateway); the
+//     gateway's base URL is then the model's (GatewayMeta).
+//
+// Available reports whether an agent can run here; Require skips a test
+// when it cannot, and fails it instead when CI is set.
+package realagent
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/bridgekit/bridgekit/internal/child"
+	"github.com/bridgekit/bridgekit/internal/scriptedmodel"
+)
+
+// Ports in the agent's namespace (its own: nothing else listens there).
+const (
+	ModelPort = 8080
+	TrapPort  = 3128
+)
+
+// FakeKey is the credential value every agent is given where one is
+// required: obviously not a real key, and never sent anywhere but the
+// scripted model.
+const FakeKey = "fake-key-for-the-scripted-model"
+
+// Spec describes one agent.
+type Spec struct {
+	// Name is the agent's name here: "codex-acp", "claude-agent-acp" or
+	// "claude-code-acp".
+	Name string
+	// Package and Version are the npm package and its pinned version
+	// (package.json).
+	Package, Version string
+	// API is the model API it calls: "responses" or "messages".
+	API string
+	// Script is the path of its entry point under node_modules.
+	Script string
+	// AuthMethod is the authenticate method id a client uses with this
+	// agent, or "" when none is needed.
+	AuthMethod string
+	// KnownOutbound lists the requests to outside hosts (as Outbound
+	// shows them) that the agent makes whatever its settings, each refused
+	// by the trap; a test fails on any other.
+	KnownOutbound []string
+
+	setup func(a *Agent) error
+}
+
+// Agents lists every agent, by name.
+var Agents = map[string]*Spec{
+	"codex-acp": {
+		Name: "codex-acp", Package: "@zed-industries/codex-acp", Version: "0.16.0", API: "responses",
+		Script:     "@zed-industries/codex-acp/bin/codex-acp.js",
+		AuthMethod: "codex-api-key",
+		setup:      setupCodex,
+	},
+	"claude-agent-acp": {
+		Name: "claude-agent-acp", Package: "@zed-industries/claude-agent-acp", Version: "0.23.1", API: "messages",
+		Script: "@zed-industries/claude-agent-acp/dist/index.js",
+		setup:  setupClaude,
+	},
+	"claude-code-acp": {
+		Name: "claude-code-acp", Package: "@zed-industries/claude-code-acp", Version: "0.16.2", API: "messages",
+		Script: "@zed-industries/claude-code-acp/dist/index.js",
+		// Its Claude Code (SDK 0.2.44) connects to api.anthropic.com once
+		// per session although ANTHROPIC_BASE_URL is set and nonessential
+		// traffic is off; the trap refuses it and the turn runs regardless.
+		KnownOutbound: []string{"CONNECT api.anthropic.com:443"},
+		setup:         setupClaude,
+	},
+}
+
+// Names returns the agents' names, sorted.
+func Names() []string {
+	var out []string
+	for n := range Agents {
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Dir returns the absolute path of testdata/agents.
+func Dir() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "testdata", "agents")
+}
+
+// Available reports why agent name cannot run here, or nil.
+func Available(name string) error {
+	spec, ok := Agents[name]
+	if !ok {
+		return fmt.Errorf("realagent: no agent %q", name)
+	}
+	if runtime.GOOS != "linux" {
+		return errors.New("realagent: runs on Linux only (network namespaces)")
+	}
+	if _, err := exec.LookPath("node"); err != nil {
+		return errors.New("realagent: node is not on PATH")
+	}
+	if _, err := exec.LookPath("nsenter"); err != nil {
+		return errors.New("realagent: nsenter (util-linux) is not on PATH")
+	}
+	if _, err := os.Stat(filepath.Join(Dir(), "node_modules", spec.Script)); err != nil {
+		return fmt.Errorf("realagent: %s is not installed; run (cd testdata/agents && npm ci)", spec.Package)
+	}
+	if os.Geteuid() != 0 {
+		return errNoNetns
+	}
+	return nil
+}
+
+// Require skips t when agent name cannot run here; in CI (CI set, as
+// .ci/run does) it fails t instead, so that a test cannot pass by not
+// running.
+func Require(t testing.TB, name string) {
+	t.Helper()
+	if err := Available(name); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+}
+
+// Options configures Prepare.
+type Options struct {
+	// Root is the temporary directory everything is made in (t.TempDir()).
+	Root string
+	// Script is what the model answers.
+	Script scriptedmodel.Script
+	// Files seeds the workspace: slash-separated relative paths and their
+	// contents.
+	Files map[string]string
+	// Stderr receives the agent's stderr, when set (it is also kept: Stderr).
+	Stderr io.Writer
+}
+
+// Agent is one prepared agent.
+type Agent struct {
+	Spec *Spec
+	// Cmd runs the agent; Start starts it, or start it yourself (its
+	// Stdin, Stdout and Stderr are unset).
+	Cmd *exec.Cmd
+	// Argv and Env are Cmd's command line and environment, for a program
+	// that starts the agent itself.
+	Argv, Env []string
+	// Root is the temporary root; Workspace, Home and Config are in it.
+	Root, Workspace, Home, Config string
+	// Model is the scripted model, at ModelURL inside the namespace.
+	Model    *scriptedmodel.Server
+	ModelURL string
+
+	ns      *netns
+	trap    *trap
+	tail    child.Tail
+	mu      sync.Mutex
+	exited  chan struct{}
+	waitErr error
+	stdin   *os.File
+	closed  bool
+}
+
+// Prepare makes agent name ready to start (see the package doc).
+func Prepare(name string, opts Options) (*Agent, error) {
+	if err := Available(name); err != nil {
+		return nil, err
+	}
+	spec := Agents[name]
+	if opts.Root == "" {
+		return nil, errors.New("realagent: Options.Root is required")
+	}
+	root, err := filepath.Abs(opts.Root)
+	if err != nil {
+		return nil, err
+	}
+	a := &Agent{Spec: spec, Root: root, Workspace: filepath.Join(root, "workspace"), Home: filepath.Join(root, "home"),
+		ModelURL: fmt.Sprintf("http://127.0.0.1:%d", ModelPort)}
+	a.tail.Max = 64 << 10
+	a.tail.Tee = opts.Stderr
+	for _, d := range []string{a.Workspace, a.Home, filepath.Join(root, "tmp")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return nil, err
+		}
+	}
+	for rel, content := range opts.Files {
+		p := filepath.Join(a.Workspace, filepath.FromSlash(rel))
+		if !strings.HasPrefix(p, a.Workspace+string(filepath.Separator)) {
+			return nil, fmt.Errorf("realagent: file %q is outside the workspace", rel)
+		}
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			return nil, err
+		}
+	}
+	node, _ := exec.LookPath("node")
+	a.Env = []string{
+		"PATH=" + filepath.Dir(node) + ":/usr/local/bin:/usr/bin:/bin",
+		"HOME=" + a.Home,
+		"TMPDIR=" + filepath.Join(root, "tmp"),
+		"LANG=C.UTF-8",
+		"TERM=dumb",
+		"NO_COLOR=1",
+		"USER=agent",
+		"LOGNAME=agent",
+		"SHELL=/bin/sh",
+		"XDG_CONFIG_HOME=" + filepath.Join(a.Home, ".config"),
+		"XDG_CACHE_HOME=" + filepath.Join(a.Home, ".cache"),
+		"XDG_DATA_HOME=" + filepath.Join(a.Home, ".local", "share"),
+		"XDG_STATE_HOME=" + filepath.Join(a.Home, ".local", "state"),
+		// Every proxy variable points at the trap: a request to any host but
+		// loopback is recorded there and refused.
+		fmt.Sprintf("HTTP_PROXY=http://127.0.0.1:%d", TrapPort),
+		fmt.Sprintf("HTTPS_PROXY=http://127.0.0.1:%d", TrapPort),
+		fmt.Sprintf("ALL_PROXY=http://127.0.0.1:%d", TrapPort),
+		fmt.Sprintf("http_proxy=http://127.0.0.1:%d", TrapPort),
+		fmt.Sprintf("https_proxy=http://127.0.0.1:%d", TrapPort),
+		fmt.Sprintf("all_proxy=http://127.0.0.1:%d", TrapPort),
+		"NO_PROXY=127.0.0.1,localhost",
+		"no_proxy=127.0.0.1,localhost",
+		"DO_NOT_TRACK=1",
+	}
+	if err := spec.setup(a); err != nil {
+		return nil, err
+	}
+	ns, lns, err := newNetns(ModelPort, TrapPort)
+	if err != nil {
+		return nil, err
+	}
+	a.ns = ns
+	a.Model = scriptedmodel.New(opts.Script)
+	a.Model.Serve(lns[0])
+	a.trap = newTrap(lns[1])
+	nsenter, _ := exec.LookPath("nsenter")
+	a.Argv = []string{nsenter, "--net=" + ns.path(), "--", node, filepath.Join(Dir(), "node_modules", spec.Script)}
+	a.Cmd = &exec.Cmd{Path: nsenter, Args: a.Argv, Env: a.Env, Dir: a.Workspace,
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true}}
+	return a, nil
+}
+
+func setupCodex(a *Agent) error {
+	a.Config = filepath.Join(a.Root, "codex-home")
+	if err := os.MkdirAll(a.Config, 0o700); err != nil {
+		return err
+	}
+	config := fmt.Sprintf(`# Written by internal/realagent: a scripted model on loopback, nothing else.
+model = "gpt-5.3-codex"
+model_provider = "scripted"
+model_reasoning_summary = "detailed"
+approval_policy = "untrusted"
+sandbox_mode = "read-only"
+check_for_update_on_startup = false
+disable_paste_burst = true
+
+[analytics]
+enabled = false
+
+[feedback]
+enabled = false
+
+[history]
+persistence = "none"
+
+[model_providers.scripted]
+name = "Scripted model"
+base_url = "%s/v1"
+wire_api = "responses"
+env_key = "CODEX_API_KEY"
+requires_openai_auth = false
+supports_websockets = false
+request_max_retries = 0
+stream_max_retries = 0
+stream_idle_timeout_ms = 20000
+
+[projects.%q]
+trust_level = "trusted"
+`, a.ModelURL, a.Workspace)
+	if err := os.WriteFile(filepath.Join(a.Config, "config.toml"), []byte(config), 0o600); err != nil {
+		return err
+	}
+	a.Env = append(a.Env,
+		"CODEX_HOME="+a.Config,
+		"CODEX_API_KEY="+FakeKey,
+		"RUST_LOG=warn",
+	)
+	return nil
+}
+
+func setupClaude(a *Agent) error {
+	a.Config = filepath.Join(a.Root, "claude-config")
+	if err := os.MkdirAll(a.Config, 0o700); err != nil {
+		return err
+	}
+	a.Env = append(a.Env,
+		"CLAUDE_CONFIG_DIR="+a.Config,
+		"ANTHROPIC_BASE_URL="+a.ModelURL,
+		"ANTHROPIC_API_KEY="+FakeKey,
+		"ANTHROPIC_MODEL=claude-sonnet-4-5",
+		"ANTHROPIC_SMALL_FAST_MODEL=claude-haiku-4-5",
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+		"DISABLE_TELEMETRY=1",
+		"DISABLE_ERROR_REPORTING=1",
+		"DISABLE_AUTOUPDATER=1",
+		"DISABLE_BUG_COMMAND=1",
+		"DISABLE_COST_WARNINGS=1",
+		"CLAUDE_CODE_DISABLE_TERMINAL_TITLE=1",
+		"MAX_THINKING_TOKENS=1024",
+		"IS_SANDBOX=1",
+		"CLAUDE_CODE_PLUGIN_CACHE_DIR="+filepath.Join(a.Config, "plugins"),
+	)
+	// Claude Code fetches a plugin blocklist from the Internet at every
+	// start unless its cache is under an hour old: seed a fresh, empty one.
+	if err := os.MkdirAll(filepath.Join(a.Config, "plugins"), 0o700); err != nil {
+		return err
+	}
+	blocklist := fmt.Sprintf(`{"fetchedAt": %q, "plugins": []}`, time.Now().UTC().Format(time.RFC3339Nano))
+	return os.WriteFile(filepath.Join(a.Config, "plugins", "blocklist.json"), []byte(blocklist), 0o600)
+}
+
+// GatewayMeta is the _meta of an authenticate request for
+// claude-agent-acp's "gateway" method that points it at the model.
+func (a *Agent) GatewayMeta() map[string]any {
+	return map[string]any{"gateway": map[string]any{"baseUrl": a.ModelURL, "headers": map[string]any{"x-api-key": FakeKey}}}
+}
+
+// Start starts Cmd with its stdin and stdout on pipes and returns our ends.
+func (a *Agent) Start() (stdin, stdout *os.File, err error) {
+	a.Cmd.Stderr = &a.tail
+	stdin, stdout, err = child.Start(a.Cmd)
+	if err != nil {
+		return nil, nil, fmt.Errorf("realagent: starting %s: %w", a.Spec.Name, err)
+	}
+	a.stdin = stdin
+	a.exited = make(chan struct{})
+	go func() { a.waitErr = a.Cmd.Wait(); close(a.exited) }()
+	return stdin, stdout, nil
+}
+
+// Stderr returns the end of what the agent wrote on stderr.
+func (a *Agent) Stderr() string { return a.tail.String() }
+
+// Stop ends an agent that Start started: it closes the agent's stdin and
+// waits up to grace for it to exit by itself; then it sends SIGTERM to its
+// process group and waits up to a second for every process of the
+// namespace to go; then it kills (SIGKILL) the group and every process
+// left in the namespace, and waits up to 5 s more. It returns the agent's
+// exit error when it exited by itself within grace, and an error naming
+// any process that would not die.
+func (a *Agent) Stop(grace time.Duration) error {
+	if a.exited == nil {
+		return errors.New("realagent: Stop before Start")
+	}
+	a.stdin.Close()
+	var exitErr error
+	select {
+	case <-a.exited:
+		exitErr = a.waitErr
+	case <-time.After(grace):
+	}
+	pgid := a.Cmd.Process.Pid
+	_ = syscall.Kill(-pgid, syscall.SIGTERM)
+	if !a.waitGone(time.Second) {
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		killAll(a.ns.ino)
+		if !a.waitGone(5 * time.Second) {
+			return fmt.Errorf("realagent: %s: processes that would not die: %v", a.Spec.Name, a.Procs())
+		}
+	}
+	<-a.exited
+	return exitErr
+}
+
+// waitGone waits up to d for the agent to have exited and no process to
+// be left in its namespace.
+func (a *Agent) waitGone(d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for {
+		exited := false
+		select {
+		case <-a.exited:
+			exited = true
+		default:
+		}
+		if exited && len(procsIn(a.ns.ino)) == 0 {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// Exited is closed once the agent that Start started has exited.
+func (a *Agent) Exited() <-chan struct{} { return a.exited }
+
+// Procs lists the processes still running in the agent's namespace.
+func (a *Agent) Procs() []Proc { return procsIn(a.ns.ino) }
+
+// Outbound lists the requests to hosts other than loopback that reached
+// the trap ("CONNECT host:443", "GET http://host/path").
+func (a *Agent) Outbound() []string { return a.trap.seen() }
+
+// Close kills every process left in the agent's namespace, waits for them
+// to go (up to 5 s), and stops the model and the trap. It reports the
+// processes that had to be killed, and any that would not die.
+func (a *Agent) Close() error {
+	a.mu.Lock()
+	if a.closed {
+		a.mu.Unlock()
+		return nil
+	}
+	a.closed = true
+	a.mu.Unlock()
+	var errs []error
+	if left := procsIn(a.ns.ino); len(left) > 0 {
+		errs = append(errs, fmt.Errorf("realagent: %s left %d processes running: %v", a.Spec.Name, len(left), left))
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for len(procsIn(a.ns.ino)) > 0 && time.Now().Before(deadline) {
+		killAll(a.ns.ino)
+		time.Sleep(20 * time.Millisecond)
+	}
+	if left := procsIn(a.ns.ino); len(left) > 0 {
+		errs = append(errs, fmt.Errorf("realagent: processes that would not die: %v", left))
+	}
+	if a.exited != nil {
+		<-a.exited
+	}
+	errs = append(errs, a.Model.Close(), a.trap.close(), a.ns.close())
+	return errors.Join(errs...)
+}
+
+// trap is an HTTP proxy that records what it is asked and refuses it.
+type trap struct {
+	srv  *http.Server
+	done chan struct{}
+	mu   sync.Mutex
+	reqs []string
+}
+
+func newTrap(ln net.Listener) *trap {
+	t := &trap{done: make(chan struct{})}
+	t.srv = &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		target := r.URL.String()
+		if r.Method == http.MethodConnect {
+			target = r.Host
+		}
+		t.mu.Lock()
+		t.reqs = append(t.reqs, r.Method+" "+target)
+		t.mu.Unlock()
+		http.Error(w, "realagent: no network outside the namespace's loopback", http.StatusForbidden)
+	})}
+	go func() { defer close(t.done); _ = t.srv.Serve(ln) }()
+	return t
+}
+
+func (t *trap) seen() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return slices.Clone(t.reqs)
+}
+
+func (t *trap) close() error {
+	err := t.srv.Close()
+	<-t.done
+	return err
+}
