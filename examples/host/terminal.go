@@ -195,12 +195,12 @@ func (a *app) terminalCreate(ctx context.Context, p *acp.CreateTerminalRequest) 
 		}
 		close(t.done)
 	}()
-	return &acp.CreateTerminalResponse{TerminalID: id}, nil
+	return &acp.CreateTerminalResponse{TerminalID: acp.TerminalID(id)}, nil
 }
 
 // terminalOutput serves terminal/output.
 func (a *app) terminalOutput(_ context.Context, p *acp.TerminalOutputRequest) (*acp.TerminalOutputResponse, error) {
-	t, err := a.terms.get(p.SessionID, p.TerminalID)
+	t, err := a.terms.get(p.SessionID, string(p.TerminalID))
 	if err != nil {
 		return nil, err
 	}
@@ -215,7 +215,7 @@ func (a *app) terminalOutput(_ context.Context, p *acp.TerminalOutputRequest) (*
 
 // terminalWaitForExit serves terminal/wait_for_exit.
 func (a *app) terminalWaitForExit(ctx context.Context, p *acp.WaitForTerminalExitRequest) (*acp.WaitForTerminalExitResponse, error) {
-	t, err := a.terms.get(p.SessionID, p.TerminalID)
+	t, err := a.terms.get(p.SessionID, string(p.TerminalID))
 	if err != nil {
 		return nil, err
 	}
@@ -247,7 +247,7 @@ func (a *app) terminalWaitForExit(ctx context.Context, p *acp.WaitForTerminalExi
 // terminalKill serves terminal/kill: the command and every process it
 // started are killed; the terminal stays.
 func (a *app) terminalKill(_ context.Context, p *acp.KillTerminalRequest) (*acp.KillTerminalResponse, error) {
-	t, err := a.terms.get(p.SessionID, p.TerminalID)
+	t, err := a.terms.get(p.SessionID, string(p.TerminalID))
 	if err != nil {
 		return nil, err
 	}
@@ -260,7 +260,7 @@ func (a *app) terminalKill(_ context.Context, p *acp.KillTerminalRequest) (*acp.
 // terminalRelease serves terminal/release: it kills a running command and
 // forgets the terminal.
 func (a *app) terminalRelease(_ context.Context, p *acp.ReleaseTerminalRequest) (*acp.ReleaseTerminalResponse, error) {
-	t, err := a.terms.get(p.SessionID, p.TerminalID)
+	t, err := a.terms.get(p.SessionID, string(p.TerminalID))
 	if err != nil {
 		return nil, err
 	}
@@ -268,7 +268,7 @@ func (a *app) terminalRelease(_ context.Context, p *acp.ReleaseTerminalRequest) 
 		_ = killGroup(t.cmd.Process)
 	}
 	a.terms.mu.Lock()
-	delete(a.terms.m, p.TerminalID)
+	delete(a.terms.m, string(p.TerminalID))
 	a.terms.mu.Unlock()
 	return &acp.ReleaseTerminalResponse{}, nil
 }

@@ -5,6 +5,8 @@ package acp_test
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	stdjson "encoding/json"
 	"errors"
 	"os"
@@ -33,18 +35,36 @@ func missingShared(t *testing.T, err error) {
 	t.Skipf("reference material not present: %v", err)
 }
 
+// Every vendored ACP schema is the upstream file byte for byte: v0.12.2
+// (Harn's contract) and v1 with its unstable superset (from
+// @agentclientprotocol/sdk 2.4.0), the latter also by the sha256 that
+// spec/schemas/acp/v1/SOURCES.md records.
 func TestVendoredSchemaIsUpstreamByteForByte(t *testing.T) {
-	for _, f := range []string{"schema.json", "meta.json"} {
-		ours, err := os.ReadFile("../../spec/schemas/acp/v0.12.2/" + f)
+	for _, c := range []struct{ ours, theirs, sha string }{
+		{"v0.12.2/schema.json", "v0.12.2/schema.json", ""},
+		{"v0.12.2/meta.json", "v0.12.2/meta.json", ""},
+		{"v1/schema.json", "v1-sdk-2.4.0/schema.json", "0d0b1ca83c4872e5473f68926a894c7a8203b59b118e2a79bfe43dd76fbcbc1a"},
+		{"v1/schema.unstable.json", "v1-sdk-2.4.0/schema.unstable.json", "ce7881d10c854bcac4f0e7d3a9ce4fb0f612ec0a09e64b572940beec4668c189"},
+	} {
+		ours, err := os.ReadFile("../../spec/schemas/acp/" + c.ours)
 		if err != nil {
 			t.Fatal(err)
 		}
-		theirs, err := os.ReadFile(shared + "acp/v0.12.2/" + f)
+		if c.sha != "" {
+			if sum := sha256.Sum256(ours); hex.EncodeToString(sum[:]) != c.sha {
+				t.Errorf("spec/schemas/acp/%s: sha256 %x, SOURCES.md says %s: never edit vendored schemas, use overlays", c.ours, sum, c.sha)
+			}
+			sources, err := os.ReadFile("../../spec/schemas/acp/v1/SOURCES.md")
+			if err != nil || !bytes.Contains(sources, []byte(c.sha)) {
+				t.Errorf("spec/schemas/acp/v1/SOURCES.md does not record sha256 %s of %s (%v)", c.sha, c.ours, err)
+			}
+		}
+		theirs, err := os.ReadFile(shared + "acp/" + c.theirs)
 		if err != nil {
 			missingShared(t, err)
 		}
 		if !bytes.Equal(ours, theirs) {
-			t.Errorf("spec/schemas/acp/v0.12.2/%s differs from the pinned upstream file: never edit vendored schemas, use overlays", f)
+			t.Errorf("spec/schemas/acp/%s differs from the pinned upstream file: never edit vendored schemas, use overlays", c.ours)
 		}
 	}
 }
@@ -234,7 +254,7 @@ func TestMCPServerDefaultVariant(t *testing.T) {
 		t.Fatalf("stdio still requires its members: %v", err)
 	}
 	out, _ := json.Marshal(acp.MCPServer{Stdio: &acp.MCPServerStdio{Name: "fs", Command: "c"}})
-	if string(out) != `{"args":[],"command":"c","env":[],"name":"fs"}` {
+	if string(out) != `{"name":"fs","command":"c","args":[],"env":[]}` {
 		t.Fatalf("stdio is written without a type: %s", out)
 	}
 }
@@ -394,5 +414,29 @@ func TestBenchDocsDecode(t *testing.T) {
 			t.Fatalf("%s: %v", name, err)
 		}
 		roundTrip(t, []byte(doc), &n)
+	}
+}
+
+// CurrentProtocolVersion is the version the vendored v0.12.2 meta.json states (v1's
+// schema is the same wire version: its SOURCES.md says so).
+func TestCurrentProtocolVersion(t *testing.T) {
+	data, err := os.ReadFile("../../spec/schemas/acp/v0.12.2/meta.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var meta struct{ Version int64 }
+	if err := stdjson.Unmarshal(data, &meta); err != nil {
+		t.Fatal(err)
+	}
+	if int64(acp.CurrentProtocolVersion) != meta.Version {
+		t.Fatalf("ProtocolVersion %d, meta.json %d", acp.CurrentProtocolVersion, meta.Version)
+	}
+	sources, err := os.ReadFile("../../spec/schemas/acp/v1/SOURCES.md")
+	if err != nil || !bytes.Contains(sources, []byte("Wire `protocolVersion` is 1.")) {
+		t.Fatalf("v1 SOURCES.md must state the wire version 1 (%v)", err)
+	}
+	out, err := json.Marshal(acp.InitializeRequest{ProtocolVersion: acp.CurrentProtocolVersion})
+	if err != nil || !bytes.Contains(out, []byte(`"protocolVersion":1`)) {
+		t.Fatalf("%s %v", out, err)
 	}
 }

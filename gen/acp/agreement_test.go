@@ -16,11 +16,22 @@ import (
 // mutations, judged by a JSON Schema validator and by the generated decoder.
 func TestGoldenDocuments(t *testing.T) { schematest.CheckPackage(t, "acp", fuzzTypes) }
 
-// Every params and result definition of ACP, those the schema marks with
-// x-method and x-side, is among the types judged above.
+// Every params and result definition of ACP v1, those the schema marks with
+// x-method and x-side, is among the types judged above, except those
+// spec/overrides.json leaves raw (each with its reason), which are listed.
 func TestEveryMethodDefinitionJudged(t *testing.T) {
-	data, err := os.ReadFile("../../spec/schemas/acp/v0.12.2/schema.json")
+	data, err := os.ReadFile("../../spec/schemas/acp/v1/schema.json")
 	if err != nil {
+		t.Fatal(err)
+	}
+	ovData, err := os.ReadFile("../../spec/overrides.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ov struct {
+		Raw map[string]struct{ Reason string } `json:"raw"`
+	}
+	if err := json.Unmarshal(ovData, &ov); err != nil {
 		t.Fatal(err)
 	}
 	var s struct {
@@ -39,7 +50,12 @@ func TestEveryMethodDefinitionJudged(t *testing.T) {
 			continue
 		}
 		n++
-		if !judged["acp/v0.12.2/schema.json#/$defs/"+name] {
+		loc := "acp/v1/schema.json#/$defs/" + name
+		if raw, ok := ov.Raw[loc]; ok {
+			t.Logf("%s (x-method %v) is not typed: %s", name, def["x-method"], raw.Reason)
+			continue
+		}
+		if !judged[loc] {
 			t.Errorf("%s (x-method %v) is not judged", name, def["x-method"])
 		}
 	}

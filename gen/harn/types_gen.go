@@ -187,11 +187,11 @@ func (x *ActorMeta) UnmarshalJSON(data []byte) error {
 type AgentEvent struct {
 	// A unique identifier for a conversation session between a client and agent.
 	//
-	// Sessions maintain their own context, conversation history, and state,
-	// allowing multiple independent interactions with the same agent.
+	// Each session has its own context, conversation history, and state, so one
+	// agent can run several independent sessions.
 	//
 	// See protocol docs: [Session
-	// ID](https://agentclientprotocol.com/protocol/session-setup#session-id)
+	// ID](https://agentclientprotocol.com/protocol/v1/session-setup#session-id)
 	SessionID acp.SessionID
 	// The prompt an agent event belongs to (newest builds).
 	PromptCorrelation *PromptCorrelation
@@ -7562,11 +7562,11 @@ func (x *RevokeStatus) UnmarshalJSON(data []byte) error {
 type SessionAttachParams struct {
 	// A unique identifier for a conversation session between a client and agent.
 	//
-	// Sessions maintain their own context, conversation history, and state,
-	// allowing multiple independent interactions with the same agent.
+	// Each session has its own context, conversation history, and state, so one
+	// agent can run several independent sessions.
 	//
 	// See protocol docs: [Session
-	// ID](https://agentclientprotocol.com/protocol/session-setup#session-id)
+	// ID](https://agentclientprotocol.com/protocol/v1/session-setup#session-id)
 	SessionID acp.SessionID
 	ClientID  string
 	// observer (many per session) or controller (at most one).
@@ -7880,11 +7880,11 @@ func (x *SessionCancelToolCallResultStatus) UnmarshalJSON(data []byte) error {
 type SessionClientParams struct {
 	// A unique identifier for a conversation session between a client and agent.
 	//
-	// Sessions maintain their own context, conversation history, and state,
-	// allowing multiple independent interactions with the same agent.
+	// Each session has its own context, conversation history, and state, so one
+	// agent can run several independent sessions.
 	//
 	// See protocol docs: [Session
-	// ID](https://agentclientprotocol.com/protocol/session-setup#session-id)
+	// ID](https://agentclientprotocol.com/protocol/v1/session-setup#session-id)
 	SessionID acp.SessionID
 	ClientID  string
 	Metadata  jsontext.Value
@@ -7955,11 +7955,11 @@ func (x *SessionClientParams) UnmarshalJSON(data []byte) error {
 type SessionDetachParams struct {
 	// A unique identifier for a conversation session between a client and agent.
 	//
-	// Sessions maintain their own context, conversation history, and state,
-	// allowing multiple independent interactions with the same agent.
+	// Each session has its own context, conversation history, and state, so one
+	// agent can run several independent sessions.
 	//
 	// See protocol docs: [Session
-	// ID](https://agentclientprotocol.com/protocol/session-setup#session-id)
+	// ID](https://agentclientprotocol.com/protocol/v1/session-setup#session-id)
 	SessionID acp.SessionID
 	ClientID  string
 	// Why (default client_detached); a broker that sees a client vanish sends client_exit. Open.
@@ -8140,11 +8140,11 @@ func (x *SessionForkParams) UnmarshalJSON(data []byte) error {
 type SessionIDParams struct {
 	// A unique identifier for a conversation session between a client and agent.
 	//
-	// Sessions maintain their own context, conversation history, and state,
-	// allowing multiple independent interactions with the same agent.
+	// Each session has its own context, conversation history, and state, so one
+	// agent can run several independent sessions.
 	//
 	// See protocol docs: [Session
-	// ID](https://agentclientprotocol.com/protocol/session-setup#session-id)
+	// ID](https://agentclientprotocol.com/protocol/v1/session-setup#session-id)
 	SessionID acp.SessionID
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
@@ -8202,11 +8202,11 @@ func (x *SessionIDParams) UnmarshalJSON(data []byte) error {
 type SessionInjectHostEventParams struct {
 	// A unique identifier for a conversation session between a client and agent.
 	//
-	// Sessions maintain their own context, conversation history, and state,
-	// allowing multiple independent interactions with the same agent.
+	// Each session has its own context, conversation history, and state, so one
+	// agent can run several independent sessions.
 	//
 	// See protocol docs: [Session
-	// ID](https://agentclientprotocol.com/protocol/session-setup#session-id)
+	// ID](https://agentclientprotocol.com/protocol/v1/session-setup#session-id)
 	SessionID acp.SessionID
 	// An event of the host injected into the session.
 	Event HostEvent
@@ -8269,11 +8269,11 @@ func (x *SessionInjectHostEventParams) UnmarshalJSON(data []byte) error {
 type SessionInjectParams struct {
 	// A unique identifier for a conversation session between a client and agent.
 	//
-	// Sessions maintain their own context, conversation history, and state,
-	// allowing multiple independent interactions with the same agent.
+	// Each session has its own context, conversation history, and state, so one
+	// agent can run several independent sessions.
 	//
 	// See protocol docs: [Session
-	// ID](https://agentclientprotocol.com/protocol/session-setup#session-id)
+	// ID](https://agentclientprotocol.com/protocol/v1/session-setup#session-id)
 	SessionID acp.SessionID
 	// When an injected message is delivered: queue (end of interaction, mapped to audit_only), steer
 	// (next safe operation boundary, finish_step) or interrupt_immediate (next eligible checkpoint,
@@ -8726,11 +8726,11 @@ func (x *SessionRemindResult) UnmarshalJSON(data []byte) error {
 type SessionReplaceInjectParams struct {
 	// A unique identifier for a conversation session between a client and agent.
 	//
-	// Sessions maintain their own context, conversation history, and state,
-	// allowing multiple independent interactions with the same agent.
+	// Each session has its own context, conversation history, and state, so one
+	// agent can run several independent sessions.
 	//
 	// See protocol docs: [Session
-	// ID](https://agentclientprotocol.com/protocol/session-setup#session-id)
+	// ID](https://agentclientprotocol.com/protocol/v1/session-setup#session-id)
 	SessionID acp.SessionID
 	MessageID string
 	// A user message to inject: non-empty text, or a non-empty list of ACP content blocks.
@@ -8860,11 +8860,11 @@ func (x *SessionReplaceInjectResult) UnmarshalJSON(data []byte) error {
 type SessionRevokeInjectParams struct {
 	// A unique identifier for a conversation session between a client and agent.
 	//
-	// Sessions maintain their own context, conversation history, and state,
-	// allowing multiple independent interactions with the same agent.
+	// Each session has its own context, conversation history, and state, so one
+	// agent can run several independent sessions.
 	//
 	// See protocol docs: [Session
-	// ID](https://agentclientprotocol.com/protocol/session-setup#session-id)
+	// ID](https://agentclientprotocol.com/protocol/v1/session-setup#session-id)
 	SessionID acp.SessionID
 	MessageID string
 	// A _meta carrying the caller's identity under harn.actor; other keys are kept.
@@ -8991,11 +8991,11 @@ func (x *SessionRevokeInjectResult) UnmarshalJSON(data []byte) error {
 type SessionRevokeReminderParams struct {
 	// A unique identifier for a conversation session between a client and agent.
 	//
-	// Sessions maintain their own context, conversation history, and state,
-	// allowing multiple independent interactions with the same agent.
+	// Each session has its own context, conversation history, and state, so one
+	// agent can run several independent sessions.
 	//
 	// See protocol docs: [Session
-	// ID](https://agentclientprotocol.com/protocol/session-setup#session-id)
+	// ID](https://agentclientprotocol.com/protocol/v1/session-setup#session-id)
 	SessionID       acp.SessionID
 	ReminderID      *string
 	ReminderIDSnake *string

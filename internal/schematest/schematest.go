@@ -81,6 +81,9 @@ func Load(root string) (*Spec, error) {
 	if err != nil {
 		return nil, err
 	}
+	for _, doc := range docs {
+		discriminate(doc, doc)
+	}
 	cats, _ := filepath.Glob(filepath.Join(root, "spec", "catalogue", "*.json"))
 	for _, p := range cats {
 		if err := applyOverlays(p, docs); err != nil {
@@ -95,6 +98,101 @@ func Load(root string) (*Spec, error) {
 		}
 	}
 	return &Spec{c: c}, nil
+}
+
+// discriminate applies, everywhere in doc, the rule by which ACP's tagged
+// unions choose their default variant and which an anyOf alone does not
+// say: the variant without a tag (McpServer's stdio, AuthMethod's agent) is
+// the one chosen when the tag member is absent. In plain JSON Schema an
+// object tagged "terminal" whose terminal members are wrong still matches
+// the open default variant; the decoders, like ACP's own, choose by the tag.
+// So the default alternative gets not: {required: [tag]}. A union qualifies
+// when every alternative but one fixes the same member to a const (inline,
+// beside its allOf wrapper) and that one has no such member, itself or in
+// the definition it wraps.
+func discriminate(node any, root any) {
+	switch n := node.(type) {
+	case []any:
+		for _, e := range n {
+			discriminate(e, root)
+		}
+	case map[string]any:
+		for _, k := range []string{"anyOf", "oneOf"} {
+			if alts, ok := n[k].([]any); ok {
+				markDefault(alts, root)
+			}
+		}
+		for _, v := range n {
+			discriminate(v, root)
+		}
+	}
+}
+
+func markDefault(alts []any, root any) {
+	tag := ""
+	for _, a := range alts {
+		m, ok := a.(map[string]any)
+		if !ok {
+			return
+		}
+		props, _ := m["properties"].(map[string]any)
+		for name, p := range props {
+			if pm, ok := p.(map[string]any); ok && pm["const"] != nil {
+				if tag != "" && tag != name {
+					return
+				}
+				tag = name
+			}
+		}
+	}
+	if tag == "" {
+		return
+	}
+	def := -1
+	for i, a := range alts {
+		m := a.(map[string]any)
+		props, _ := m["properties"].(map[string]any)
+		if p, has := props[tag]; has {
+			if pm, ok := p.(map[string]any); !ok || pm["const"] == nil && m["not"] == nil {
+				return // the tag is there but fixed by no const, and no catch-all
+			}
+			continue
+		}
+		if def >= 0 {
+			return
+		}
+		def = i
+	}
+	if def < 0 {
+		return
+	}
+	m := alts[def].(map[string]any)
+	if hasMember(m, tag, root) {
+		return
+	}
+	if _, has := m["not"]; has {
+		return
+	}
+	m["not"] = map[string]any{"required": []any{tag}}
+}
+
+// hasMember reports whether s, or the local definition it wraps ($ref or a
+// single-$ref allOf), declares member.
+func hasMember(s map[string]any, member string, root any) bool {
+	ref, _ := s["$ref"].(string)
+	if all, ok := s["allOf"].([]any); ok && len(all) == 1 {
+		if w, ok := all[0].(map[string]any); ok {
+			ref, _ = w["$ref"].(string)
+		}
+	}
+	if !strings.HasPrefix(ref, "#/$defs/") {
+		return ref != "" // another file: assume it may, and leave it alone
+	}
+	defs, _ := root.(map[string]any)["$defs"].(map[string]any)
+	d, _ := defs[strings.TrimPrefix(ref, "#/$defs/")].(map[string]any)
+	props, _ := d["properties"].(map[string]any)
+	_, has := props[member]
+	return d == nil || has
 }
 
 type overlay struct {
