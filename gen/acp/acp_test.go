@@ -230,7 +230,6 @@ func TestSessionUpdateVariants(t *testing.T) {
 		`{"sessionUpdate":"agent_message_chunk"}`:                                                     wire.ErrMissingMember,
 		`{"sessionUpdate":"agent_message_chunk","content":{"type":"text"}}`:                           wire.ErrMissingMember,
 		`{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":1}}`:                  wire.ErrWrongKind,
-		`{"sessionUpdate":"plan","entries":[{"content":"x","priority":"urgent","status":"pending"}]}`: wire.ErrConstraint,
 	} {
 		var v acp.SessionUpdate
 		if err := json.Unmarshal([]byte(doc), &v); !errors.Is(err, want) {
@@ -300,13 +299,18 @@ func TestConfigOptionsGroupedOrNot(t *testing.T) {
 
 func TestEnums(t *testing.T) {
 	var s acp.StopReason
-	err := json.Unmarshal([]byte(`"paused"`), &s)
-	var de *wire.DecodeError
-	if !errors.Is(err, wire.ErrConstraint) || !errors.As(err, &de) || de.Type != "StopReason" {
-		t.Fatalf("closed enums reject other values: %v", err)
+	if err := json.Unmarshal([]byte(`"paused"`), &s); err != nil || s != "paused" || s.Known() {
+		t.Fatalf("string enums are open: an unknown value is kept and told apart: %q %v", s, err)
 	}
-	if _, err := json.Marshal(acp.StopReason("paused")); !errors.Is(err, wire.ErrConstraint) {
-		t.Fatalf("and refuse to write them: %v", err)
+	if out, err := json.Marshal(acp.StopReason("paused")); err != nil || string(out) != `"paused"` {
+		t.Fatalf("and written back unchanged: %s %v", out, err)
+	}
+	if !acp.StopReasonEndTurn.Known() {
+		t.Fatal("a listed value is known")
+	}
+	var de *wire.DecodeError
+	if err := json.Unmarshal([]byte(`1`), &s); !errors.Is(err, wire.ErrWrongKind) || !errors.As(err, &de) || de.Type != "StopReason" {
+		t.Fatalf("a value of another JSON kind still fails: %v", err)
 	}
 	var c acp.SessionConfigOptionCategory
 	if err := json.Unmarshal([]byte(`"_vendor"`), &c); err != nil || c != "_vendor" || c.Known() {
@@ -438,5 +442,45 @@ func TestCurrentProtocolVersion(t *testing.T) {
 	out, err := json.Marshal(acp.InitializeRequest{ProtocolVersion: acp.CurrentProtocolVersion})
 	if err != nil || !bytes.Contains(out, []byte(`"protocolVersion":1`)) {
 		t.Fatalf("%s %v", out, err)
+	}
+}
+
+// A session/prompt result whose stopReason v1 does not list (a mirror of
+// Harn sends "completed") decodes, keeps the value and Harn's terminal
+// evidence under _meta.harn, and re-encodes byte for byte.
+func TestStopReasonCompletedKeepsHarnTerminal(t *testing.T) {
+	in := `{"stopReason":"completed","_meta":{"harn":{"terminal":{"kind":"natural","reason":"done","owner":"agent"}},"other":1}}`
+	var r acp.PromptResponse
+	if err := json.Unmarshal([]byte(in), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.StopReason != "completed" || r.StopReason.Known() {
+		t.Fatalf("stopReason %q known=%v", r.StopReason, r.StopReason.Known())
+	}
+	meta, ok := r.Meta.Get()
+	if !ok || meta.Harn == nil || meta.Harn.Terminal == nil {
+		t.Fatalf("_meta.harn.terminal lost: %+v", r.Meta)
+	}
+	out, err := json.Marshal(&r, wire.Fidelity)
+	if err != nil || string(out) != in {
+		t.Fatalf("re-encoded as %s (%v)", out, err)
+	}
+}
+
+// Plan entries with a status or priority v1 does not list decode, keep
+// them, tell them apart and round-trip.
+func TestPlanEntryUnknownStatusAndPriority(t *testing.T) {
+	in := `{"sessionId":"s","update":{"sessionUpdate":"plan","entries":[{"content":"a","priority":"urgent","status":"cancelled"},{"content":"b","priority":"high","status":"pending"}]}}`
+	var n acp.SessionNotification
+	if err := json.Unmarshal([]byte(in), &n); err != nil {
+		t.Fatal(err)
+	}
+	e := n.Update.Plan.Entries
+	if e[0].Status != "cancelled" || e[0].Status.Known() || e[0].Priority != "urgent" || e[0].Priority.Known() || !e[1].Status.Known() || !e[1].Priority.Known() {
+		t.Fatalf("%+v", e)
+	}
+	out, err := json.Marshal(&n, wire.Fidelity)
+	if err != nil || string(out) != in {
+		t.Fatalf("re-encoded as %s (%v)", out, err)
 	}
 }

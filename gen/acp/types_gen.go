@@ -4469,8 +4469,8 @@ func (x *ElicitationSchemaProperties) UnmarshalJSON(data []byte) error {
 
 // Type discriminator for elicitation schemas.
 //
-// Closed: other values are rejected with wire.ErrConstraint, on decode and on encode. Generated from
-// acp/v1/schema.json#/$defs/ElicitationSchemaType.
+// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
+// from acp/v1/schema.json#/$defs/ElicitationSchemaType.
 type ElicitationSchemaType string
 
 // Known values of ElicitationSchemaType, in schema order.
@@ -4486,14 +4486,14 @@ func (x ElicitationSchemaType) Known() bool {
 	return slices.Contains(valuesElicitationSchemaType, x)
 }
 
-// UnmarshalJSONFrom decodes ElicitationSchemaType, rejecting values the schema does not list.
+// UnmarshalJSONFrom decodes ElicitationSchemaType, keeping any value.
 func (x *ElicitationSchemaType) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	return wire.StringEnum(dec, x, "ElicitationSchemaType", valuesElicitationSchemaType, false)
+	return wire.StringEnum(dec, x, "ElicitationSchemaType", valuesElicitationSchemaType, true)
 }
 
-// MarshalJSONTo encodes ElicitationSchemaType, refusing values the schema does not list.
+// MarshalJSONTo encodes ElicitationSchemaType.
 func (x ElicitationSchemaType) MarshalJSONTo(enc *jsontext.Encoder) error {
-	return wire.WriteStringEnum(enc, x, "ElicitationSchemaType", valuesElicitationSchemaType, false)
+	return wire.WriteStringEnum(enc, x, "ElicitationSchemaType", valuesElicitationSchemaType, true)
 }
 
 // MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
@@ -11226,8 +11226,8 @@ func (x *PermissionDecision) UnmarshalJSON(data []byte) error {
 
 // Who decided.
 //
-// Closed: other values are rejected with wire.ErrConstraint, on decode and on encode. Generated from
-// harn-acp.schema.json#/$defs/permission_decision/properties/decider.
+// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
+// from harn-acp.schema.json#/$defs/permission_decision/properties/decider.
 type PermissionDecisionDecider string
 
 // Known values of PermissionDecisionDecider, in schema order.
@@ -11248,14 +11248,14 @@ func (x PermissionDecisionDecider) Known() bool {
 	return slices.Contains(valuesPermissionDecisionDecider, x)
 }
 
-// UnmarshalJSONFrom decodes PermissionDecisionDecider, rejecting values the schema does not list.
+// UnmarshalJSONFrom decodes PermissionDecisionDecider, keeping any value.
 func (x *PermissionDecisionDecider) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	return wire.StringEnum(dec, x, "PermissionDecisionDecider", valuesPermissionDecisionDecider, false)
+	return wire.StringEnum(dec, x, "PermissionDecisionDecider", valuesPermissionDecisionDecider, true)
 }
 
-// MarshalJSONTo encodes PermissionDecisionDecider, refusing values the schema does not list.
+// MarshalJSONTo encodes PermissionDecisionDecider.
 func (x PermissionDecisionDecider) MarshalJSONTo(enc *jsontext.Encoder) error {
-	return wire.WriteStringEnum(enc, x, "PermissionDecisionDecider", valuesPermissionDecisionDecider, false)
+	return wire.WriteStringEnum(enc, x, "PermissionDecisionDecider", valuesPermissionDecisionDecider, true)
 }
 
 // MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
@@ -11270,8 +11270,8 @@ func (x *PermissionDecisionDecider) UnmarshalJSON(data []byte) error {
 
 // How long an approval holds; only with outcome approved.
 //
-// Closed: other values are rejected with wire.ErrConstraint, on decode and on encode. Generated from
-// harn-acp.schema.json#/$defs/permission_decision/properties/grant_scope.
+// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
+// from harn-acp.schema.json#/$defs/permission_decision/properties/grant_scope.
 type PermissionDecisionGrantScope string
 
 // Known values of PermissionDecisionGrantScope, in schema order.
@@ -11287,14 +11287,14 @@ func (x PermissionDecisionGrantScope) Known() bool {
 	return slices.Contains(valuesPermissionDecisionGrantScope, x)
 }
 
-// UnmarshalJSONFrom decodes PermissionDecisionGrantScope, rejecting values the schema does not list.
+// UnmarshalJSONFrom decodes PermissionDecisionGrantScope, keeping any value.
 func (x *PermissionDecisionGrantScope) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	return wire.StringEnum(dec, x, "PermissionDecisionGrantScope", valuesPermissionDecisionGrantScope, false)
+	return wire.StringEnum(dec, x, "PermissionDecisionGrantScope", valuesPermissionDecisionGrantScope, true)
 }
 
-// MarshalJSONTo encodes PermissionDecisionGrantScope, refusing values the schema does not list.
+// MarshalJSONTo encodes PermissionDecisionGrantScope.
 func (x PermissionDecisionGrantScope) MarshalJSONTo(enc *jsontext.Encoder) error {
-	return wire.WriteStringEnum(enc, x, "PermissionDecisionGrantScope", valuesPermissionDecisionGrantScope, false)
+	return wire.WriteStringEnum(enc, x, "PermissionDecisionGrantScope", valuesPermissionDecisionGrantScope, true)
 }
 
 // MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
@@ -11309,8 +11309,8 @@ func (x *PermissionDecisionGrantScope) UnmarshalJSON(data []byte) error {
 
 // The decision.
 //
-// Closed: other values are rejected with wire.ErrConstraint, on decode and on encode. Generated from
-// harn-acp.schema.json#/$defs/permission_decision/properties/outcome.
+// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
+// from harn-acp.schema.json#/$defs/permission_decision/properties/outcome.
 type PermissionDecisionOutcome string
 
 // Known values of PermissionDecisionOutcome, in schema order.
@@ -11328,14 +11328,14 @@ func (x PermissionDecisionOutcome) Known() bool {
 	return slices.Contains(valuesPermissionDecisionOutcome, x)
 }
 
-// UnmarshalJSONFrom decodes PermissionDecisionOutcome, rejecting values the schema does not list.
+// UnmarshalJSONFrom decodes PermissionDecisionOutcome, keeping any value.
 func (x *PermissionDecisionOutcome) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	return wire.StringEnum(dec, x, "PermissionDecisionOutcome", valuesPermissionDecisionOutcome, false)
+	return wire.StringEnum(dec, x, "PermissionDecisionOutcome", valuesPermissionDecisionOutcome, true)
 }
 
-// MarshalJSONTo encodes PermissionDecisionOutcome, refusing values the schema does not list.
+// MarshalJSONTo encodes PermissionDecisionOutcome.
 func (x PermissionDecisionOutcome) MarshalJSONTo(enc *jsontext.Encoder) error {
-	return wire.WriteStringEnum(enc, x, "PermissionDecisionOutcome", valuesPermissionDecisionOutcome, false)
+	return wire.WriteStringEnum(enc, x, "PermissionDecisionOutcome", valuesPermissionDecisionOutcome, true)
 }
 
 // MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
@@ -11452,8 +11452,8 @@ func (x *PermissionOptionID) UnmarshalJSON(data []byte) error {
 //
 // Helps clients choose appropriate icons and UI treatment.
 //
-// Closed: other values are rejected with wire.ErrConstraint, on decode and on encode. Generated from
-// acp/v1/schema.json#/$defs/PermissionOptionKind.
+// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
+// from acp/v1/schema.json#/$defs/PermissionOptionKind.
 type PermissionOptionKind string
 
 // Known values of PermissionOptionKind, in schema order.
@@ -11475,14 +11475,14 @@ func (x PermissionOptionKind) Known() bool {
 	return slices.Contains(valuesPermissionOptionKind, x)
 }
 
-// UnmarshalJSONFrom decodes PermissionOptionKind, rejecting values the schema does not list.
+// UnmarshalJSONFrom decodes PermissionOptionKind, keeping any value.
 func (x *PermissionOptionKind) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	return wire.StringEnum(dec, x, "PermissionOptionKind", valuesPermissionOptionKind, false)
+	return wire.StringEnum(dec, x, "PermissionOptionKind", valuesPermissionOptionKind, true)
 }
 
-// MarshalJSONTo encodes PermissionOptionKind, refusing values the schema does not list.
+// MarshalJSONTo encodes PermissionOptionKind.
 func (x PermissionOptionKind) MarshalJSONTo(enc *jsontext.Encoder) error {
-	return wire.WriteStringEnum(enc, x, "PermissionOptionKind", valuesPermissionOptionKind, false)
+	return wire.WriteStringEnum(enc, x, "PermissionOptionKind", valuesPermissionOptionKind, true)
 }
 
 // MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
@@ -11848,8 +11848,8 @@ func (x *PlanEntry) UnmarshalJSON(data []byte) error {
 // See protocol docs: [Plan
 // Entries](https://agentclientprotocol.com/protocol/v1/agent-plan#plan-entries)
 //
-// Closed: other values are rejected with wire.ErrConstraint, on decode and on encode. Generated from
-// acp/v1/schema.json#/$defs/PlanEntryPriority.
+// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
+// from acp/v1/schema.json#/$defs/PlanEntryPriority.
 type PlanEntryPriority string
 
 // Known values of PlanEntryPriority, in schema order.
@@ -11869,14 +11869,14 @@ func (x PlanEntryPriority) Known() bool {
 	return slices.Contains(valuesPlanEntryPriority, x)
 }
 
-// UnmarshalJSONFrom decodes PlanEntryPriority, rejecting values the schema does not list.
+// UnmarshalJSONFrom decodes PlanEntryPriority, keeping any value.
 func (x *PlanEntryPriority) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	return wire.StringEnum(dec, x, "PlanEntryPriority", valuesPlanEntryPriority, false)
+	return wire.StringEnum(dec, x, "PlanEntryPriority", valuesPlanEntryPriority, true)
 }
 
-// MarshalJSONTo encodes PlanEntryPriority, refusing values the schema does not list.
+// MarshalJSONTo encodes PlanEntryPriority.
 func (x PlanEntryPriority) MarshalJSONTo(enc *jsontext.Encoder) error {
-	return wire.WriteStringEnum(enc, x, "PlanEntryPriority", valuesPlanEntryPriority, false)
+	return wire.WriteStringEnum(enc, x, "PlanEntryPriority", valuesPlanEntryPriority, true)
 }
 
 // MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
@@ -11895,8 +11895,8 @@ func (x *PlanEntryPriority) UnmarshalJSON(data []byte) error {
 // See protocol docs: [Plan
 // Entries](https://agentclientprotocol.com/protocol/v1/agent-plan#plan-entries)
 //
-// Closed: other values are rejected with wire.ErrConstraint, on decode and on encode. Generated from
-// acp/v1/schema.json#/$defs/PlanEntryStatus.
+// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
+// from acp/v1/schema.json#/$defs/PlanEntryStatus.
 type PlanEntryStatus string
 
 // Known values of PlanEntryStatus, in schema order.
@@ -11916,14 +11916,14 @@ func (x PlanEntryStatus) Known() bool {
 	return slices.Contains(valuesPlanEntryStatus, x)
 }
 
-// UnmarshalJSONFrom decodes PlanEntryStatus, rejecting values the schema does not list.
+// UnmarshalJSONFrom decodes PlanEntryStatus, keeping any value.
 func (x *PlanEntryStatus) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	return wire.StringEnum(dec, x, "PlanEntryStatus", valuesPlanEntryStatus, false)
+	return wire.StringEnum(dec, x, "PlanEntryStatus", valuesPlanEntryStatus, true)
 }
 
-// MarshalJSONTo encodes PlanEntryStatus, refusing values the schema does not list.
+// MarshalJSONTo encodes PlanEntryStatus.
 func (x PlanEntryStatus) MarshalJSONTo(enc *jsontext.Encoder) error {
-	return wire.WriteStringEnum(enc, x, "PlanEntryStatus", valuesPlanEntryStatus, false)
+	return wire.WriteStringEnum(enc, x, "PlanEntryStatus", valuesPlanEntryStatus, true)
 }
 
 // MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
@@ -12004,8 +12004,8 @@ func (x *PolicyEvaluation) UnmarshalJSON(data []byte) error {
 
 // The layer.
 //
-// Closed: other values are rejected with wire.ErrConstraint, on decode and on encode. Generated from
-// harn-acp.schema.json#/$defs/policy_evaluation/properties/layer.
+// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
+// from harn-acp.schema.json#/$defs/policy_evaluation/properties/layer.
 type PolicyEvaluationLayer string
 
 // Known values of PolicyEvaluationLayer, in schema order.
@@ -12023,14 +12023,14 @@ func (x PolicyEvaluationLayer) Known() bool {
 	return slices.Contains(valuesPolicyEvaluationLayer, x)
 }
 
-// UnmarshalJSONFrom decodes PolicyEvaluationLayer, rejecting values the schema does not list.
+// UnmarshalJSONFrom decodes PolicyEvaluationLayer, keeping any value.
 func (x *PolicyEvaluationLayer) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	return wire.StringEnum(dec, x, "PolicyEvaluationLayer", valuesPolicyEvaluationLayer, false)
+	return wire.StringEnum(dec, x, "PolicyEvaluationLayer", valuesPolicyEvaluationLayer, true)
 }
 
-// MarshalJSONTo encodes PolicyEvaluationLayer, refusing values the schema does not list.
+// MarshalJSONTo encodes PolicyEvaluationLayer.
 func (x PolicyEvaluationLayer) MarshalJSONTo(enc *jsontext.Encoder) error {
-	return wire.WriteStringEnum(enc, x, "PolicyEvaluationLayer", valuesPolicyEvaluationLayer, false)
+	return wire.WriteStringEnum(enc, x, "PolicyEvaluationLayer", valuesPolicyEvaluationLayer, true)
 }
 
 // MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
@@ -12045,8 +12045,8 @@ func (x *PolicyEvaluationLayer) UnmarshalJSON(data []byte) error {
 
 // Its verdict.
 //
-// Closed: other values are rejected with wire.ErrConstraint, on decode and on encode. Generated from
-// harn-acp.schema.json#/$defs/policy_evaluation/properties/outcome.
+// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
+// from harn-acp.schema.json#/$defs/policy_evaluation/properties/outcome.
 type PolicyEvaluationOutcome string
 
 // Known values of PolicyEvaluationOutcome, in schema order.
@@ -12064,14 +12064,14 @@ func (x PolicyEvaluationOutcome) Known() bool {
 	return slices.Contains(valuesPolicyEvaluationOutcome, x)
 }
 
-// UnmarshalJSONFrom decodes PolicyEvaluationOutcome, rejecting values the schema does not list.
+// UnmarshalJSONFrom decodes PolicyEvaluationOutcome, keeping any value.
 func (x *PolicyEvaluationOutcome) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	return wire.StringEnum(dec, x, "PolicyEvaluationOutcome", valuesPolicyEvaluationOutcome, false)
+	return wire.StringEnum(dec, x, "PolicyEvaluationOutcome", valuesPolicyEvaluationOutcome, true)
 }
 
-// MarshalJSONTo encodes PolicyEvaluationOutcome, refusing values the schema does not list.
+// MarshalJSONTo encodes PolicyEvaluationOutcome.
 func (x PolicyEvaluationOutcome) MarshalJSONTo(enc *jsontext.Encoder) error {
-	return wire.WriteStringEnum(enc, x, "PolicyEvaluationOutcome", valuesPolicyEvaluationOutcome, false)
+	return wire.WriteStringEnum(enc, x, "PolicyEvaluationOutcome", valuesPolicyEvaluationOutcome, true)
 }
 
 // MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
@@ -13705,8 +13705,8 @@ func (x *ResumeSessionResponse) UnmarshalJSON(data []byte) error {
 
 // The sender or recipient of messages and data in a conversation.
 //
-// Closed: other values are rejected with wire.ErrConstraint, on decode and on encode. Generated from
-// acp/v1/schema.json#/$defs/Role.
+// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
+// from acp/v1/schema.json#/$defs/Role.
 type Role string
 
 // Known values of Role, in schema order.
@@ -13724,14 +13724,14 @@ func (x Role) Known() bool {
 	return slices.Contains(valuesRole, x)
 }
 
-// UnmarshalJSONFrom decodes Role, rejecting values the schema does not list.
+// UnmarshalJSONFrom decodes Role, keeping any value.
 func (x *Role) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	return wire.StringEnum(dec, x, "Role", valuesRole, false)
+	return wire.StringEnum(dec, x, "Role", valuesRole, true)
 }
 
-// MarshalJSONTo encodes Role, refusing values the schema does not list.
+// MarshalJSONTo encodes Role.
 func (x Role) MarshalJSONTo(enc *jsontext.Encoder) error {
-	return wire.WriteStringEnum(enc, x, "Role", valuesRole, false)
+	return wire.WriteStringEnum(enc, x, "Role", valuesRole, true)
 }
 
 // MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
@@ -17207,8 +17207,8 @@ func (x *StanceTransitionUpdateMeta) UnmarshalJSON(data []byte) error {
 // See protocol docs: [Stop
 // Reasons](https://agentclientprotocol.com/protocol/v1/prompt-turn#stop-reasons)
 //
-// Closed: other values are rejected with wire.ErrConstraint, on decode and on encode. Generated from
-// acp/v1/schema.json#/$defs/StopReason.
+// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
+// from acp/v1/schema.json#/$defs/StopReason.
 type StopReason string
 
 // Known values of StopReason, in schema order.
@@ -17240,14 +17240,14 @@ func (x StopReason) Known() bool {
 	return slices.Contains(valuesStopReason, x)
 }
 
-// UnmarshalJSONFrom decodes StopReason, rejecting values the schema does not list.
+// UnmarshalJSONFrom decodes StopReason, keeping any value.
 func (x *StopReason) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	return wire.StringEnum(dec, x, "StopReason", valuesStopReason, false)
+	return wire.StringEnum(dec, x, "StopReason", valuesStopReason, true)
 }
 
-// MarshalJSONTo encodes StopReason, refusing values the schema does not list.
+// MarshalJSONTo encodes StopReason.
 func (x StopReason) MarshalJSONTo(enc *jsontext.Encoder) error {
-	return wire.WriteStringEnum(enc, x, "StopReason", valuesStopReason, false)
+	return wire.WriteStringEnum(enc, x, "StopReason", valuesStopReason, true)
 }
 
 // MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
@@ -17262,8 +17262,8 @@ func (x *StopReason) UnmarshalJSON(data []byte) error {
 
 // String format types for string properties in elicitation schemas.
 //
-// Closed: other values are rejected with wire.ErrConstraint, on decode and on encode. Generated from
-// acp/v1/schema.json#/$defs/StringFormat.
+// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
+// from acp/v1/schema.json#/$defs/StringFormat.
 type StringFormat string
 
 // Known values of StringFormat, in schema order.
@@ -17285,14 +17285,14 @@ func (x StringFormat) Known() bool {
 	return slices.Contains(valuesStringFormat, x)
 }
 
-// UnmarshalJSONFrom decodes StringFormat, rejecting values the schema does not list.
+// UnmarshalJSONFrom decodes StringFormat, keeping any value.
 func (x *StringFormat) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	return wire.StringEnum(dec, x, "StringFormat", valuesStringFormat, false)
+	return wire.StringEnum(dec, x, "StringFormat", valuesStringFormat, true)
 }
 
-// MarshalJSONTo encodes StringFormat, refusing values the schema does not list.
+// MarshalJSONTo encodes StringFormat.
 func (x StringFormat) MarshalJSONTo(enc *jsontext.Encoder) error {
-	return wire.WriteStringEnum(enc, x, "StringFormat", valuesStringFormat, false)
+	return wire.WriteStringEnum(enc, x, "StringFormat", valuesStringFormat, true)
 }
 
 // MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
@@ -18587,8 +18587,8 @@ func (x *ToolCallMeta) UnmarshalJSON(data []byte) error {
 //
 // See protocol docs: [Status](https://agentclientprotocol.com/protocol/v1/tool-calls#status)
 //
-// Closed: other values are rejected with wire.ErrConstraint, on decode and on encode. Generated from
-// acp/v1/schema.json#/$defs/ToolCallStatus.
+// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
+// from acp/v1/schema.json#/$defs/ToolCallStatus.
 type ToolCallStatus string
 
 // Known values of ToolCallStatus, in schema order.
@@ -18611,14 +18611,14 @@ func (x ToolCallStatus) Known() bool {
 	return slices.Contains(valuesToolCallStatus, x)
 }
 
-// UnmarshalJSONFrom decodes ToolCallStatus, rejecting values the schema does not list.
+// UnmarshalJSONFrom decodes ToolCallStatus, keeping any value.
 func (x *ToolCallStatus) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	return wire.StringEnum(dec, x, "ToolCallStatus", valuesToolCallStatus, false)
+	return wire.StringEnum(dec, x, "ToolCallStatus", valuesToolCallStatus, true)
 }
 
-// MarshalJSONTo encodes ToolCallStatus, refusing values the schema does not list.
+// MarshalJSONTo encodes ToolCallStatus.
 func (x ToolCallStatus) MarshalJSONTo(enc *jsontext.Encoder) error {
-	return wire.WriteStringEnum(enc, x, "ToolCallStatus", valuesToolCallStatus, false)
+	return wire.WriteStringEnum(enc, x, "ToolCallStatus", valuesToolCallStatus, true)
 }
 
 // MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
@@ -19040,8 +19040,8 @@ func (x *ToolExecutorObject) UnmarshalJSON(data []byte) error {
 //
 // See protocol docs: [Creating](https://agentclientprotocol.com/protocol/v1/tool-calls#creating)
 //
-// Closed: other values are rejected with wire.ErrConstraint, on decode and on encode. Generated from
-// acp/v1/schema.json#/$defs/ToolKind.
+// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
+// from acp/v1/schema.json#/$defs/ToolKind.
 type ToolKind string
 
 // Known values of ToolKind, in schema order.
@@ -19075,14 +19075,14 @@ func (x ToolKind) Known() bool {
 	return slices.Contains(valuesToolKind, x)
 }
 
-// UnmarshalJSONFrom decodes ToolKind, rejecting values the schema does not list.
+// UnmarshalJSONFrom decodes ToolKind, keeping any value.
 func (x *ToolKind) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	return wire.StringEnum(dec, x, "ToolKind", valuesToolKind, false)
+	return wire.StringEnum(dec, x, "ToolKind", valuesToolKind, true)
 }
 
-// MarshalJSONTo encodes ToolKind, refusing values the schema does not list.
+// MarshalJSONTo encodes ToolKind.
 func (x ToolKind) MarshalJSONTo(enc *jsontext.Encoder) error {
-	return wire.WriteStringEnum(enc, x, "ToolKind", valuesToolKind, false)
+	return wire.WriteStringEnum(enc, x, "ToolKind", valuesToolKind, true)
 }
 
 // MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.

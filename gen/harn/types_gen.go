@@ -5768,8 +5768,8 @@ func (x *InjectGoal) UnmarshalJSON(data []byte) error {
 // pending tool batch). Agents list the modes they support in agentCapabilities.session.inject.modes;
 // clients degrade to steer.
 //
-// Closed: other values are rejected with wire.ErrConstraint, on decode and on encode. Generated from
-// harn-session.schema.json#/$defs/inject_mode.
+// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
+// from harn-session.schema.json#/$defs/inject_mode.
 type InjectMode string
 
 // Known values of InjectMode, in schema order.
@@ -5786,14 +5786,14 @@ func (x InjectMode) Known() bool {
 	return slices.Contains(valuesInjectMode, x)
 }
 
-// UnmarshalJSONFrom decodes InjectMode, rejecting values the schema does not list.
+// UnmarshalJSONFrom decodes InjectMode, keeping any value.
 func (x *InjectMode) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	return wire.StringEnum(dec, x, "InjectMode", valuesInjectMode, false)
+	return wire.StringEnum(dec, x, "InjectMode", valuesInjectMode, true)
 }
 
-// MarshalJSONTo encodes InjectMode, refusing values the schema does not list.
+// MarshalJSONTo encodes InjectMode.
 func (x InjectMode) MarshalJSONTo(enc *jsontext.Encoder) error {
-	return wire.WriteStringEnum(enc, x, "InjectMode", valuesInjectMode, false)
+	return wire.WriteStringEnum(enc, x, "InjectMode", valuesInjectMode, true)
 }
 
 // MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
@@ -6316,8 +6316,8 @@ func (x *ListShellsResponse) UnmarshalJSON(data []byte) error {
 
 // observer (many per session) or controller (at most one).
 //
-// Closed: other values are rejected with wire.ErrConstraint, on decode and on encode. Generated from
-// harn-session.schema.json#/$defs/live_mode.
+// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
+// from harn-session.schema.json#/$defs/live_mode.
 type LiveMode string
 
 // Known values of LiveMode, in schema order.
@@ -6333,14 +6333,14 @@ func (x LiveMode) Known() bool {
 	return slices.Contains(valuesLiveMode, x)
 }
 
-// UnmarshalJSONFrom decodes LiveMode, rejecting values the schema does not list.
+// UnmarshalJSONFrom decodes LiveMode, keeping any value.
 func (x *LiveMode) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	return wire.StringEnum(dec, x, "LiveMode", valuesLiveMode, false)
+	return wire.StringEnum(dec, x, "LiveMode", valuesLiveMode, true)
 }
 
-// MarshalJSONTo encodes LiveMode, refusing values the schema does not list.
+// MarshalJSONTo encodes LiveMode.
 func (x LiveMode) MarshalJSONTo(enc *jsontext.Encoder) error {
-	return wire.WriteStringEnum(enc, x, "LiveMode", valuesLiveMode, false)
+	return wire.WriteStringEnum(enc, x, "LiveMode", valuesLiveMode, true)
 }
 
 // MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
@@ -7094,8 +7094,8 @@ func (x *RemindCapabilityPending) UnmarshalJSON(data []byte) error {
 
 // How binding a reminder is (default contract).
 //
-// Closed: other values are rejected with wire.ErrConstraint, on decode and on encode. Generated from
-// harn-session.schema.json#/$defs/reminder_authority.
+// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
+// from harn-session.schema.json#/$defs/reminder_authority.
 type ReminderAuthority string
 
 // Known values of ReminderAuthority, in schema order.
@@ -7112,14 +7112,14 @@ func (x ReminderAuthority) Known() bool {
 	return slices.Contains(valuesReminderAuthority, x)
 }
 
-// UnmarshalJSONFrom decodes ReminderAuthority, rejecting values the schema does not list.
+// UnmarshalJSONFrom decodes ReminderAuthority, keeping any value.
 func (x *ReminderAuthority) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	return wire.StringEnum(dec, x, "ReminderAuthority", valuesReminderAuthority, false)
+	return wire.StringEnum(dec, x, "ReminderAuthority", valuesReminderAuthority, true)
 }
 
-// MarshalJSONTo encodes ReminderAuthority, refusing values the schema does not list.
+// MarshalJSONTo encodes ReminderAuthority.
 func (x ReminderAuthority) MarshalJSONTo(enc *jsontext.Encoder) error {
-	return wire.WriteStringEnum(enc, x, "ReminderAuthority", valuesReminderAuthority, false)
+	return wire.WriteStringEnum(enc, x, "ReminderAuthority", valuesReminderAuthority, true)
 }
 
 // MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
@@ -7182,8 +7182,8 @@ func (x *ReminderMode) UnmarshalJSON(data []byte) error {
 
 // Where a reminder propagates (default session); another value is HARN-RMD-005.
 //
-// Closed: other values are rejected with wire.ErrConstraint, on decode and on encode. Generated from
-// harn-session.schema.json#/$defs/reminder_propagate.
+// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
+// from harn-session.schema.json#/$defs/reminder_propagate.
 type ReminderPropagate string
 
 // Known values of ReminderPropagate, in schema order.
@@ -7200,14 +7200,14 @@ func (x ReminderPropagate) Known() bool {
 	return slices.Contains(valuesReminderPropagate, x)
 }
 
-// UnmarshalJSONFrom decodes ReminderPropagate, rejecting values the schema does not list.
+// UnmarshalJSONFrom decodes ReminderPropagate, keeping any value.
 func (x *ReminderPropagate) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	return wire.StringEnum(dec, x, "ReminderPropagate", valuesReminderPropagate, false)
+	return wire.StringEnum(dec, x, "ReminderPropagate", valuesReminderPropagate, true)
 }
 
-// MarshalJSONTo encodes ReminderPropagate, refusing values the schema does not list.
+// MarshalJSONTo encodes ReminderPropagate.
 func (x ReminderPropagate) MarshalJSONTo(enc *jsontext.Encoder) error {
-	return wire.WriteStringEnum(enc, x, "ReminderPropagate", valuesReminderPropagate, false)
+	return wire.WriteStringEnum(enc, x, "ReminderPropagate", valuesReminderPropagate, true)
 }
 
 // MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
@@ -7222,8 +7222,8 @@ func (x *ReminderPropagate) UnmarshalJSON(data []byte) error {
 
 // The role a reminder is rendered as (default system).
 //
-// Closed: other values are rejected with wire.ErrConstraint, on decode and on encode. Generated from
-// harn-session.schema.json#/$defs/reminder_role_hint.
+// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
+// from harn-session.schema.json#/$defs/reminder_role_hint.
 type ReminderRoleHint string
 
 // Known values of ReminderRoleHint, in schema order.
@@ -7241,14 +7241,14 @@ func (x ReminderRoleHint) Known() bool {
 	return slices.Contains(valuesReminderRoleHint, x)
 }
 
-// UnmarshalJSONFrom decodes ReminderRoleHint, rejecting values the schema does not list.
+// UnmarshalJSONFrom decodes ReminderRoleHint, keeping any value.
 func (x *ReminderRoleHint) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	return wire.StringEnum(dec, x, "ReminderRoleHint", valuesReminderRoleHint, false)
+	return wire.StringEnum(dec, x, "ReminderRoleHint", valuesReminderRoleHint, true)
 }
 
-// MarshalJSONTo encodes ReminderRoleHint, refusing values the schema does not list.
+// MarshalJSONTo encodes ReminderRoleHint.
 func (x ReminderRoleHint) MarshalJSONTo(enc *jsontext.Encoder) error {
-	return wire.WriteStringEnum(enc, x, "ReminderRoleHint", valuesReminderRoleHint, false)
+	return wire.WriteStringEnum(enc, x, "ReminderRoleHint", valuesReminderRoleHint, true)
 }
 
 // MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
@@ -7517,8 +7517,8 @@ func (x *RequestTraceArguments) UnmarshalJSON(data []byte) error {
 
 // revoked, or already_revoked for a repeated revocation.
 //
-// Closed: other values are rejected with wire.ErrConstraint, on decode and on encode. Generated from
-// harn-session.schema.json#/$defs/revoke_status.
+// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
+// from harn-session.schema.json#/$defs/revoke_status.
 type RevokeStatus string
 
 // Known values of RevokeStatus, in schema order.
@@ -7534,14 +7534,14 @@ func (x RevokeStatus) Known() bool {
 	return slices.Contains(valuesRevokeStatus, x)
 }
 
-// UnmarshalJSONFrom decodes RevokeStatus, rejecting values the schema does not list.
+// UnmarshalJSONFrom decodes RevokeStatus, keeping any value.
 func (x *RevokeStatus) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	return wire.StringEnum(dec, x, "RevokeStatus", valuesRevokeStatus, false)
+	return wire.StringEnum(dec, x, "RevokeStatus", valuesRevokeStatus, true)
 }
 
-// MarshalJSONTo encodes RevokeStatus, refusing values the schema does not list.
+// MarshalJSONTo encodes RevokeStatus.
 func (x RevokeStatus) MarshalJSONTo(enc *jsontext.Encoder) error {
-	return wire.WriteStringEnum(enc, x, "RevokeStatus", valuesRevokeStatus, false)
+	return wire.WriteStringEnum(enc, x, "RevokeStatus", valuesRevokeStatus, true)
 }
 
 // MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
@@ -7834,8 +7834,8 @@ func (x *SessionCancelToolCallResult) UnmarshalJSON(data []byte) error {
 
 // What happened.
 //
-// Closed: other values are rejected with wire.ErrConstraint, on decode and on encode. Generated from
-// harn-session.schema.json#/$defs/session_cancel_tool_call_result/properties/status.
+// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
+// from harn-session.schema.json#/$defs/session_cancel_tool_call_result/properties/status.
 type SessionCancelToolCallResultStatus string
 
 // Known values of SessionCancelToolCallResultStatus, in schema order.
@@ -7852,14 +7852,14 @@ func (x SessionCancelToolCallResultStatus) Known() bool {
 	return slices.Contains(valuesSessionCancelToolCallResultStatus, x)
 }
 
-// UnmarshalJSONFrom decodes SessionCancelToolCallResultStatus, rejecting values the schema does not list.
+// UnmarshalJSONFrom decodes SessionCancelToolCallResultStatus, keeping any value.
 func (x *SessionCancelToolCallResultStatus) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	return wire.StringEnum(dec, x, "SessionCancelToolCallResultStatus", valuesSessionCancelToolCallResultStatus, false)
+	return wire.StringEnum(dec, x, "SessionCancelToolCallResultStatus", valuesSessionCancelToolCallResultStatus, true)
 }
 
-// MarshalJSONTo encodes SessionCancelToolCallResultStatus, refusing values the schema does not list.
+// MarshalJSONTo encodes SessionCancelToolCallResultStatus.
 func (x SessionCancelToolCallResultStatus) MarshalJSONTo(enc *jsontext.Encoder) error {
-	return wire.WriteStringEnum(enc, x, "SessionCancelToolCallResultStatus", valuesSessionCancelToolCallResultStatus, false)
+	return wire.WriteStringEnum(enc, x, "SessionCancelToolCallResultStatus", valuesSessionCancelToolCallResultStatus, true)
 }
 
 // MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.

@@ -14,8 +14,9 @@
 // kind.
 //
 // One divergence is by design and allowed: a union member whose tag names no
-// variant this version knows is kept in the union's Unknown field, where the
-// schema's closed list of variants rejects it (ACP's and Harn's
+// variant this version knows is kept in the union's Unknown field, and a
+// string enum value the schema does not list is kept (Known reports false),
+// where the schema's closed lists reject them (ACP's and Harn's
 // forward-compatibility rule). A document accepted only that way is counted,
 // not reported.
 //
@@ -445,7 +446,8 @@ func encode(v any) []byte {
 }
 
 // HasUnknown reports whether a decoded value holds, anywhere, a union
-// variant this version does not know (a non-empty Unknown field).
+// variant this version does not know (a non-empty Unknown field) or a value
+// of an open string enum that its schema does not list (Known false).
 func HasUnknown(v any) bool {
 	return hasUnknown(reflect.ValueOf(v), 0)
 }
@@ -454,6 +456,13 @@ var rawType = reflect.TypeFor[jsontext.Value]()
 
 func hasUnknown(v reflect.Value, depth int) bool {
 	if depth > 64 {
+		return false
+	}
+	if v.Kind() == reflect.String {
+		// An open enum's value this version does not list.
+		if known := v.MethodByName("Known"); known.IsValid() && known.Type().NumIn() == 0 && known.Type().NumOut() == 1 && known.Type().Out(0).Kind() == reflect.Bool {
+			return !known.Call(nil)[0].Bool()
+		}
 		return false
 	}
 	switch v.Kind() {

@@ -832,10 +832,24 @@ func plainScalar(s *schema.Schema) (string, bool) {
 	return "", false
 }
 
-// enum builds a closed enum from an enum keyword.
+// openByDefault reports whether a string enum keeps values it does not
+// list: every one does (the protocols bridgekit speaks add values in later
+// versions, and ACP's rule is that a receiver ignores what it does not
+// know), unless spec/overrides.json's closed table names it with the
+// protocol's reason. Integer enums stay as their schema says.
+func (b *builder) openByDefault(s *schema.Schema, base RefKind) bool {
+	if base != String {
+		return false
+	}
+	_, closed := b.ov.Closed(s.Pointer)
+	return !closed
+}
+
+// enum builds an enum from an enum keyword.
 func (b *builder) enum(s *schema.Schema, name string, base RefKind, values []json.RawMessage) *Ref {
 	t := b.newType(s, name, Enum)
 	t.Base = &Ref{Kind: base}
+	t.Open = b.openByDefault(s, base)
 	for _, v := range values {
 		b.enumValue(t, v, "", "", s.Pointer)
 	}
@@ -1111,7 +1125,7 @@ func (b *builder) constUnion(s *schema.Schema, rest []*schema.Schema, name strin
 	}
 	t := b.newType(s, name, Enum)
 	t.Base = &Ref{Kind: base}
-	t.Open = plainAlt != nil
+	t.Open = plainAlt != nil || b.openByDefault(s, base)
 	for _, c := range consts {
 		b.enumValue(t, c.Const, c.Title, c.Description, c.Pointer)
 	}

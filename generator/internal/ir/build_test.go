@@ -87,8 +87,8 @@ func TestClassification(t *testing.T) {
 	if e := got["OpenEnum"]; e.Kind != Enum || !e.Open || e.Values[0].Go != "OpenEnumA" || e.Values[0].Doc != "A." {
 		t.Errorf("open enum: %+v", e)
 	}
-	if e := got["ClosedEnum"]; e.Kind != Enum || e.Open || len(e.Values) != 2 {
-		t.Errorf("closed enum: %+v", e)
+	if e := got["ClosedEnum"]; e.Kind != Enum || !e.Open || len(e.Values) != 2 {
+		t.Errorf("a string enum is open unless spec/overrides.json closes it: %+v", e)
 	}
 	if e := got["Codes"]; e.Kind != Enum || !e.Open || e.Base.Kind != Int || e.Values[0].Go != "CodesBadThing" || e.Values[0].Int != -1 {
 		t.Errorf("titled integer enum: %+v", e.Values[0])
@@ -242,5 +242,25 @@ func TestNullableDefinition(t *testing.T) {
 	o := types(t, p)["O"]
 	if o == nil || len(o.Fields) != 1 || !o.Fields[0].Nullable || o.Fields[0].Ref.Named == nil || o.Fields[0].Ref.Named.Name != "ID" {
 		t.Fatalf("%+v", o.Fields[0])
+	}
+}
+
+// A string enum stays closed only where spec/overrides.json's closed table
+// names it; an entry that matches nothing is reported.
+func TestClosedEnumOverride(t *testing.T) {
+	ov := &schema.Overrides{ClosedEnums: map[string]schema.Exclusion{
+		"t.schema.json#/$defs/e":    {Reason: "r"},
+		"t.schema.json#/$defs/gone": {Reason: "r"},
+	}}
+	p, err := build(t, `{"e":{"type":"string","enum":["a","b"]},"f":{"type":"string","enum":["a"]}}`, ov)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := types(t, p)
+	if got["E"].Open || !got["F"].Open {
+		t.Fatalf("E open %v, F open %v", got["E"].Open, got["F"].Open)
+	}
+	if u := ov.Unused(); len(u) != 1 || !strings.Contains(u[0], "closed entry t.schema.json#/$defs/gone") {
+		t.Fatalf("unused: %v", u)
 	}
 }

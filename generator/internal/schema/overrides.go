@@ -23,6 +23,10 @@ type Overrides struct {
 	// value (jsontext.Value), kept byte for byte. For shapes the generator
 	// cannot type yet and for values the runtime owns (JSON-RPC ids).
 	Raw map[string]RawOverride `json:"raw,omitempty"`
+	// Closed keeps a string enum closed (values it does not list fail on
+	// decode and encode); every other string enum is open. The reason says
+	// where its protocol closes it.
+	ClosedEnums map[string]Exclusion `json:"closed,omitempty"`
 
 	used map[string]bool
 }
@@ -99,6 +103,11 @@ func LoadOverrides(path string) (*Overrides, error) {
 			return nil, fmt.Errorf("%s: exclude[%s] needs a reason", path, k)
 		}
 	}
+	for k, v := range o.ClosedEnums {
+		if v.Reason == "" {
+			return nil, fmt.Errorf("%s: closed[%s] needs a reason", path, k)
+		}
+	}
 	for k, v := range o.Raw {
 		if v.Reason == "" || len(v.Example) == 0 {
 			return nil, fmt.Errorf("%s: raw[%s] needs a reason and an example", path, k)
@@ -154,6 +163,15 @@ func (o *Overrides) Excluded(ptr string) bool {
 	return ok
 }
 
+// Closed returns the closed-enum entry at ptr, marking it used.
+func (o *Overrides) Closed(ptr string) (Exclusion, bool) {
+	v, ok := o.ClosedEnums[ptr]
+	if ok {
+		o.use("closed", ptr)
+	}
+	return v, ok
+}
+
 // IsRaw reports whether the definition at ptr is left untyped, marking the
 // entry used.
 func (o *Overrides) IsRaw(ptr string) (RawOverride, bool) {
@@ -179,6 +197,7 @@ func (o *Overrides) Unused() []string {
 	add("unions", keys(o.Unions))
 	add("exclude", keys(o.Exclude))
 	add("raw", keys(o.Raw))
+	add("closed", keys(o.ClosedEnums))
 	slices.Sort(out)
 	return out
 }
