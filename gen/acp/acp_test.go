@@ -226,10 +226,10 @@ func TestSessionUpdateVariants(t *testing.T) {
 		t.Fatalf("unknown variant re-encoded as %s", out)
 	}
 	for doc, want := range map[string]error{
-		`{"content":{"type":"text","text":"x"}}`:                                                      wire.ErrMissingMember,
-		`{"sessionUpdate":"agent_message_chunk"}`:                                                     wire.ErrMissingMember,
-		`{"sessionUpdate":"agent_message_chunk","content":{"type":"text"}}`:                           wire.ErrMissingMember,
-		`{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":1}}`:                  wire.ErrWrongKind,
+		`{"content":{"type":"text","text":"x"}}`:                                     wire.ErrMissingMember,
+		`{"sessionUpdate":"agent_message_chunk"}`:                                    wire.ErrMissingMember,
+		`{"sessionUpdate":"agent_message_chunk","content":{"type":"text"}}`:          wire.ErrMissingMember,
+		`{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":1}}`: wire.ErrWrongKind,
 	} {
 		var v acp.SessionUpdate
 		if err := json.Unmarshal([]byte(doc), &v); !errors.Is(err, want) {
