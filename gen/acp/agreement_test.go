@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/bridgekit/bridgekit/internal/schematest"
+	"github.com/bridgekit/bridgekit/runtime/wire/wiretest"
 )
 
 // TestGoldenDocuments: the golden documents of testdata/acp round-trip
@@ -63,4 +64,25 @@ func TestEveryMethodDefinitionJudged(t *testing.T) {
 		t.Fatalf("only %d x-method definitions found", n)
 	}
 	t.Logf("%d x-method definitions judged", n)
+}
+
+// TestV0122DocumentsUnchanged is the differential test of the move to ACP
+// v1: every document valid under ACP v0.12.2 as Harn's overlays extend it
+// (the version Harn pins) decodes with the v1 types and re-encodes to the
+// same JSON: the seeds, the golden documents of testdata/acp and their
+// systematic mutations, judged by v0.12.2's definition of the same name.
+func TestV0122DocumentsUnchanged(t *testing.T) {
+	spec, err := schematest.LoadRetargeted("../..", "acp/v1/schema.json", "acp/v0.12.2/schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden, err := wiretest.Golden("../../testdata/acp/seed_examples.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := spec.Differential(t, fuzzTypes, "acp/v0.12.2/schema.json", golden, 200)
+	if n < 1000 {
+		t.Fatalf("only %d documents valid under v0.12.2 judged", n)
+	}
+	t.Logf("%d documents valid under v0.12.2 decode and round-trip under the v1 types", n)
 }

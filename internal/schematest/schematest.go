@@ -57,7 +57,17 @@ type Spec struct {
 // Load reads the schema files and catalogues under root/spec, applies the
 // catalogues' overlays to the schema files they name, and prepares a
 // compiler.
-func Load(root string) (*Spec, error) {
+func Load(root string) (*Spec, error) { return load(root, nil) }
+
+// LoadRetargeted is Load, with every overlay of a definition in file from
+// applied also to the definition of the same name in file to: the spec of
+// an older version of a vendored schema as bridgekit's overlays extend it
+// (acp/v1/schema.json's Harn overlays on acp/v0.12.2/schema.json).
+func LoadRetargeted(root, from, to string) (*Spec, error) {
+	return load(root, map[string]string{from: to})
+}
+
+func load(root string, retarget map[string]string) (*Spec, error) {
 	schemas := filepath.Join(root, "spec", "schemas")
 	docs := map[string]any{}
 	err := filepath.WalkDir(schemas, func(p string, d os.DirEntry, err error) error {
@@ -87,7 +97,7 @@ func Load(root string) (*Spec, error) {
 	}
 	cats, _ := filepath.Glob(filepath.Join(root, "spec", "catalogue", "*.json"))
 	for _, p := range cats {
-		if err := applyOverlays(p, docs); err != nil {
+		if err := applyOverlays(p, docs, retarget); err != nil {
 			return nil, err
 		}
 	}
@@ -205,7 +215,7 @@ type overlay struct {
 }
 
 // applyOverlays applies the overlays of one catalogue to the loaded files.
-func applyOverlays(path string, docs map[string]any) error {
+func applyOverlays(path string, docs map[string]any, retarget map[string]string) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return err
@@ -216,7 +226,15 @@ func applyOverlays(path string, docs map[string]any) error {
 	if err := json.Unmarshal(data, &cat); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
+	all := cat.Overlays
 	for _, o := range cat.Overlays {
+		file, frag, _ := strings.Cut(o.Def, "#")
+		if to, ok := retarget[file]; ok {
+			o.Def = to + "#" + frag
+			all = append(all, o)
+		}
+	}
+	for _, o := range all {
 		def, err := lookup(docs, o.Def)
 		if err != nil {
 			return fmt.Errorf("%s: overlay of %s: %w", path, o.Def, err)
@@ -570,4 +588,76 @@ func Clone(v any) any {
 		return a
 	}
 	return v
+}
+
+// Differential checks that every document the spec of an older schema
+// accepts decodes with the generated types of the current one and
+// re-encodes to the same JSON (member order aside): golden documents of
+// the older version (golden, by type name) and their mutations, each judged
+// by the older schema's definition of the same name (older is that file,
+// under spec/schemas). The generated seeds are not used: they hold members
+// only the current version defines, which the older, open objects accept
+// as anything.
+// Types whose definition the older file lacks are skipped. It returns how
+// many documents the older schema accepted.
+func (s *Spec) Differential(t TB, types []wiretest.Type, older string, golden map[string][]json.RawMessage, limit int) (judged int) {
+	t.Helper()
+	for _, typ := range types {
+		_, frag, _ := strings.Cut(typ.Schema, "#")
+		if strings.Contains(typ.Schema, "(") || inlineVariant.MatchString(typ.Schema) || !strings.HasPrefix(frag, "/$defs/") {
+			continue
+		}
+		sch, err := s.Compile(older + "#" + frag)
+		if err != nil {
+			continue // the older file has no such definition
+		}
+		var bases []any
+		for _, d := range golden[typ.Name] {
+			bases = append(bases, decode(t, d))
+		}
+		for _, b := range bases {
+			docs := append([]any{b}, Mutate(b)...)
+			if len(docs) > limit {
+				step := float64(len(docs)) / float64(limit)
+				picked := make([]any, 0, limit)
+				for i := range limit {
+					picked = append(picked, docs[int(float64(i)*step)])
+				}
+				docs = picked
+			}
+			for _, d := range docs {
+				data := encode(d)
+				if sch.Validate(decode(t, data)) != nil {
+					continue
+				}
+				judged++
+				v := typ.New()
+				if err := jsonv2.Unmarshal(data, v); err != nil {
+					t.Errorf("%s: valid under %s, rejected by the current type: %v, for %s", typ.Name, older, err, data)
+					continue
+				}
+				out, err := jsonv2.Marshal(v)
+				if err != nil {
+					t.Errorf("%s: decoded but not re-encoded: %v, for %s", typ.Name, err, data)
+					continue
+				}
+				if !sameJSON(data, out) {
+					t.Errorf("%s: valid under %s, re-encoded differently:\n in  %s\n out %s", typ.Name, older, data, out)
+				}
+			}
+		}
+	}
+	return judged
+}
+
+// sameJSON compares two documents structurally, member order aside.
+func sameJSON(a, b []byte) bool {
+	var x, y any
+	da, db := json.NewDecoder(bytes.NewReader(a)), json.NewDecoder(bytes.NewReader(b))
+	da.UseNumber()
+	db.UseNumber()
+	if da.Decode(&x) != nil || db.Decode(&y) != nil {
+		return false
+	}
+	return reflect.DeepEqual(x, y)
 }
