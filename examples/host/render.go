@@ -154,6 +154,25 @@ func (r *renderer) Update(n *acp.SessionNotification) {
 		r.line(r.configOptions(u.ConfigOptionUpdate))
 	case u.SessionInfoUpdate != nil:
 		r.line(r.sessionInfo(u.SessionInfoUpdate))
+	case u.UsageUpdate != nil:
+		r.line(r.usage(u.UsageUpdate))
+	case u.Notice != nil:
+		n := u.Notice
+		s := r.paint("notice:", cYellow) + " " + clean(string(n.Severity)) + " " + strconv.Quote(cleanLine(n.Title))
+		if d, ok := n.Description.Get(); ok {
+			s += " " + cleanLine(d)
+		}
+		r.line(s)
+	case u.CompactionUpdate != nil:
+		c := u.CompactionUpdate
+		s := r.paint("compaction:", cBlue) + " " + clean(string(c.CompactionID)) + " " + clean(string(c.Status))
+		if e, ok := c.Error.Get(); ok {
+			s += " error " + strconv.Quote(cleanLine(e))
+		}
+		r.line(s)
+	case u.CompactionSummaryChunk != nil:
+		c := u.CompactionSummaryChunk
+		r.chunk("compaction_summary_chunk", r.paint("compaction "+clean(string(c.CompactionID))+":", cDim), c.Content, []string{cDim})
 	default:
 		r.line(r.extension(u))
 	}
@@ -294,7 +313,7 @@ func toolContent(content []acp.ToolCallContent) string {
 			old, _ := c.Diff.OldText.Get()
 			out = append(out, fmt.Sprintf("diff %s (%d -> %d lines)", clean(c.Diff.Path), lineCount(old), lineCount(c.Diff.NewText)))
 		case c.Terminal != nil:
-			out = append(out, "terminal "+clean(c.Terminal.TerminalID))
+			out = append(out, "terminal "+clean(string(c.Terminal.TerminalID)))
 		default:
 			out = append(out, join("content", wireTag(c.Unknown, "type")))
 		}
@@ -399,6 +418,16 @@ func (r *renderer) configOptions(c *acp.ConfigOptionUpdate) string {
 		}
 	}
 	return r.paint("config:", cBlue) + " " + strings.Join(out, "; ")
+}
+
+// usage renders ACP v1's usage_update: the context window's use, and the
+// session's cost when the agent reports one.
+func (r *renderer) usage(u *acp.UsageUpdate) string {
+	s := r.paint("usage:", cBlue) + " " + strconv.FormatInt(u.Used, 10) + "/" + strconv.FormatInt(u.Size, 10) + " tokens"
+	if c, ok := u.Cost.Get(); ok {
+		s += " cost " + strconv.FormatFloat(c.Amount, 'f', -1, 64) + " " + clean(c.Currency)
+	}
+	return s
 }
 
 func (r *renderer) sessionInfo(s *acp.SessionInfoUpdate) string {

@@ -397,6 +397,28 @@ func TestRenderTypedHarnVariants(t *testing.T) {
 	}
 	covered[setVariant(t, &n.Update)] = true
 
+	// ACP v1's variants beyond v0.12.2.
+	for _, tc := range []struct{ update, want string }{
+		{`{"sessionUpdate":"usage_update","used":1200,"size":200000,"cost":{"amount":0.25,"currency":"USD"}}`, "usage: 1200/200000 tokens cost 0.25 USD"},
+		{`{"sessionUpdate":"usage_update","used":5,"size":10}`, "usage: 5/10 tokens"},
+		{`{"sessionUpdate":"notice","severity":"warning","title":"Rate limited","description":"retrying in 5s"}`, `notice: warning "Rate limited" retrying in 5s`},
+		{`{"sessionUpdate":"compaction_update","compactionId":"c1","status":"failed","error":"too\u001b long"}`, `compaction: c1 failed error "too long"`},
+		{`{"sessionUpdate":"compaction_summary_chunk","compactionId":"c1","content":{"type":"text","text":"summary"}}`, "compaction c1: summary"},
+	} {
+		var n acp.SessionNotification
+		if err := json.Unmarshal([]byte(`{"sessionId":"s","update":`+tc.update+`}`), &n); err != nil {
+			t.Fatalf("%s: %v", tc.update, err)
+		}
+		covered[setVariant(t, &n.Update)] = true
+		out := &syncBuffer{}
+		r := newRenderer(out, false)
+		r.Update(&n)
+		r.close(time.Second)
+		if got := strings.TrimSuffix(out.String(), "\n"); got != tc.want {
+			t.Errorf("got  %q\nwant %q", got, tc.want)
+		}
+	}
+
 	// ACP v0.12.2's own variants are the tour's (TestRenderEveryUpdateKind).
 	for _, n := range tourUpdates(t) {
 		covered[setVariant(t, &n.Update)] = true

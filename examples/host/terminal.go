@@ -92,7 +92,7 @@ func (a *app) terminalCreate(ctx context.Context, p *acp.CreateTerminalRequest) 
 		return nil, fail(clean(err.Error()), terminalError("terminal/create", err))
 	}
 	a.render.line(a.render.paint("terminal", cDim) + " " + id + via + " " + line + ": allowed (" + d.Reason + ") env: " + clean(cmpOr(terminal.Audit(env), "(empty)")))
-	return &acp.CreateTerminalResponse{TerminalID: id}, nil
+	return &acp.CreateTerminalResponse{TerminalID: acp.TerminalID(id)}, nil
 }
 
 func cmpOr(s, def string) string {
@@ -116,7 +116,7 @@ func exitStatus(s terminal.Status) acp.TerminalExitStatus {
 
 // terminalOutput serves terminal/output.
 func (a *app) terminalOutput(_ context.Context, p *acp.TerminalOutputRequest) (*acp.TerminalOutputResponse, error) {
-	o, err := a.terms.Output(string(p.SessionID), p.TerminalID)
+	o, err := a.terms.Output(string(p.SessionID), string(p.TerminalID))
 	if err != nil {
 		return nil, terminalError("terminal/output", err)
 	}
@@ -132,7 +132,7 @@ func (a *app) terminalOutput(_ context.Context, p *acp.TerminalOutputRequest) (*
 // combined, success and, for a command run through Harn's shell, stdout
 // and stderr.
 func (a *app) terminalWaitForExit(ctx context.Context, p *acp.WaitForTerminalExitRequest) (*acp.WaitForTerminalExitResponse, error) {
-	o, err := a.terms.Wait(ctx, string(p.SessionID), p.TerminalID)
+	o, err := a.terms.Wait(ctx, string(p.SessionID), string(p.TerminalID))
 	if err != nil {
 		return nil, terminalError("terminal/wait_for_exit", err)
 	}
@@ -154,7 +154,7 @@ func (a *app) terminalWaitForExit(ctx context.Context, p *acp.WaitForTerminalExi
 // terminalKill serves terminal/kill: the command and every process it
 // started are killed; the terminal stays.
 func (a *app) terminalKill(_ context.Context, p *acp.KillTerminalRequest) (*acp.KillTerminalResponse, error) {
-	if err := a.terms.Kill(string(p.SessionID), p.TerminalID); err != nil {
+	if err := a.terms.Kill(string(p.SessionID), string(p.TerminalID)); err != nil {
 		return nil, terminalError("terminal/kill", err)
 	}
 	return &acp.KillTerminalResponse{}, nil
@@ -163,7 +163,7 @@ func (a *app) terminalKill(_ context.Context, p *acp.KillTerminalRequest) (*acp.
 // terminalRelease serves terminal/release: it kills what still runs and
 // forgets the terminal.
 func (a *app) terminalRelease(_ context.Context, p *acp.ReleaseTerminalRequest) (*acp.ReleaseTerminalResponse, error) {
-	if err := a.terms.Release(string(p.SessionID), p.TerminalID); err != nil {
+	if err := a.terms.Release(string(p.SessionID), string(p.TerminalID)); err != nil {
 		return nil, terminalError("terminal/release", err)
 	}
 	return &acp.ReleaseTerminalResponse{}, nil

@@ -44,14 +44,14 @@ func createFromWire(ctx context.Context, t *testing.T, a *app, params string) (s
 	if err != nil {
 		return "", err
 	}
-	return res.TerminalID, nil
+	return string(res.TerminalID), nil
 }
 
 // waitFromWire serves terminal/wait_for_exit and decodes the encoded
 // answer both as acp.WaitForTerminalExitResponse and as Harn reads it.
 func waitFromWire(ctx context.Context, t *testing.T, a *app, id string) harnWait {
 	t.Helper()
-	res, err := a.terminalWaitForExit(ctx, &acp.WaitForTerminalExitRequest{SessionID: "s", TerminalID: id})
+	res, err := a.terminalWaitForExit(ctx, &acp.WaitForTerminalExitRequest{SessionID: "s", TerminalID: acp.TerminalID(id)})
 	if err != nil {
 		t.Fatalf("wait_for_exit %s: %v", id, err)
 	}
@@ -185,7 +185,7 @@ func TestTerminalHarnShell(t *testing.T) {
 				t.Errorf("stdout beyond the limit or not UTF-8: %q", *w.Stdout)
 			}
 			// terminal/output still answers the combined output.
-			res, err := a.terminalOutput(ctx, &acp.TerminalOutputRequest{SessionID: "s", TerminalID: id})
+			res, err := a.terminalOutput(ctx, &acp.TerminalOutputRequest{SessionID: "s", TerminalID: acp.TerminalID(id)})
 			if err != nil || res.Output != *w.Combined || res.Truncated != (tc.limit > 0) {
 				t.Errorf("terminal/output: %+v %v", res, err)
 			}
@@ -197,7 +197,7 @@ func TestTerminalHarnShell(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.terminalKill(ctx, &acp.KillTerminalRequest{SessionID: "s", TerminalID: id}); err != nil {
+	if _, err := a.terminalKill(ctx, &acp.KillTerminalRequest{SessionID: "s", TerminalID: acp.TerminalID(id)}); err != nil {
 		t.Fatal(err)
 	}
 	if w := waitFromWire(ctx, t, a, id); w.Success == nil || *w.Success || !w.acp.ExitCode.IsAbsent() || w.acp.Signal.IsAbsent() {
@@ -353,12 +353,12 @@ func TestTerminalACPWaitHasHarnMembers(t *testing.T) {
 		if !equalJSON(t, []byte(w.raw), []byte(`{"exitCode":1,"combined":"out\nerr\nout2\n","success":false}`)) {
 			t.Fatalf("wait_for_exit: %s", w.raw)
 		}
-		res, err := a.terminalOutput(ctx, &acp.TerminalOutputRequest{SessionID: "s", TerminalID: id})
+		res, err := a.terminalOutput(ctx, &acp.TerminalOutputRequest{SessionID: "s", TerminalID: acp.TerminalID(id)})
 		if err != nil || res.Output != "out\nerr\nout2\n" {
 			t.Fatalf("terminal/output: %+v %v", res, err)
 		}
 		// Released, or the session's terminal quota would stop the loop.
-		if _, err := a.terminalRelease(ctx, &acp.ReleaseTerminalRequest{SessionID: "s", TerminalID: id}); err != nil {
+		if _, err := a.terminalRelease(ctx, &acp.ReleaseTerminalRequest{SessionID: "s", TerminalID: acp.TerminalID(id)}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -36,7 +36,7 @@ func TestTerminals(t *testing.T) {
 		if err != nil {
 			return "", err
 		}
-		return res.TerminalID, nil
+		return string(res.TerminalID), nil
 	}
 
 	// Output, the environment, the exit code.
@@ -44,19 +44,19 @@ func TestTerminals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	exit, err := a.terminalWaitForExit(ctx, &acp.WaitForTerminalExitRequest{SessionID: "s", TerminalID: id})
+	exit, err := a.terminalWaitForExit(ctx, &acp.WaitForTerminalExitRequest{SessionID: "s", TerminalID: acp.TerminalID(id)})
 	if code, _ := exit.ExitCode.Get(); err != nil || code != 3 || !exit.Signal.IsAbsent() {
 		t.Fatalf("wait_for_exit: %+v %v", exit, err)
 	}
-	res, err := a.terminalOutput(ctx, &acp.TerminalOutputRequest{SessionID: "s", TerminalID: id})
+	res, err := a.terminalOutput(ctx, &acp.TerminalOutputRequest{SessionID: "s", TerminalID: acp.TerminalID(id)})
 	status, ok := res.ExitStatus.Get()
 	if code, _ := status.ExitCode.Get(); err != nil || res.Output != "hi from "+a.ws.Dir()+"\noops\n" || res.Truncated || !ok || code != 3 {
 		t.Fatalf("output: %+v %v", res, err)
 	}
-	if _, err := a.terminalRelease(ctx, &acp.ReleaseTerminalRequest{SessionID: "s", TerminalID: id}); err != nil {
+	if _, err := a.terminalRelease(ctx, &acp.ReleaseTerminalRequest{SessionID: "s", TerminalID: acp.TerminalID(id)}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.terminalOutput(ctx, &acp.TerminalOutputRequest{SessionID: "s", TerminalID: id}); rpcCode(err) != codeNotFound {
+	if _, err := a.terminalOutput(ctx, &acp.TerminalOutputRequest{SessionID: "s", TerminalID: acp.TerminalID(id)}); rpcCode(err) != codeNotFound {
 		t.Fatalf("a released terminal: %v", err)
 	}
 
@@ -65,18 +65,18 @@ func TestTerminals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, _ = a.terminalOutput(ctx, &acp.TerminalOutputRequest{SessionID: "s", TerminalID: id})
+	res, _ = a.terminalOutput(ctx, &acp.TerminalOutputRequest{SessionID: "s", TerminalID: acp.TerminalID(id)})
 	if !res.ExitStatus.IsAbsent() {
 		t.Fatalf("a running command has an exit status: %+v", res)
 	}
-	if _, err := a.terminalOutput(ctx, &acp.TerminalOutputRequest{SessionID: "other", TerminalID: id}); rpcCode(err) != codeNotFound {
+	if _, err := a.terminalOutput(ctx, &acp.TerminalOutputRequest{SessionID: "other", TerminalID: acp.TerminalID(id)}); rpcCode(err) != codeNotFound {
 		t.Fatalf("another session's terminal: %v", err)
 	}
 	start := time.Now()
-	if _, err := a.terminalKill(ctx, &acp.KillTerminalRequest{SessionID: "s", TerminalID: id}); err != nil {
+	if _, err := a.terminalKill(ctx, &acp.KillTerminalRequest{SessionID: "s", TerminalID: acp.TerminalID(id)}); err != nil {
 		t.Fatal(err)
 	}
-	exit, err = a.terminalWaitForExit(ctx, &acp.WaitForTerminalExitRequest{SessionID: "s", TerminalID: id})
+	exit, err = a.terminalWaitForExit(ctx, &acp.WaitForTerminalExitRequest{SessionID: "s", TerminalID: acp.TerminalID(id)})
 	if sig, _ := exit.Signal.Get(); err != nil || sig != "SIGKILL" || time.Since(start) > 5*time.Second {
 		t.Fatalf("after kill: %+v %v", exit, err)
 	}
@@ -84,7 +84,7 @@ func TestTerminals(t *testing.T) {
 	// wait_for_exit honours its context.
 	id, _ = create("sleep", "30")
 	short, stop := context.WithTimeout(ctx, 50*time.Millisecond)
-	_, err = a.terminalWaitForExit(short, &acp.WaitForTerminalExitRequest{SessionID: "s", TerminalID: id})
+	_, err = a.terminalWaitForExit(short, &acp.WaitForTerminalExitRequest{SessionID: "s", TerminalID: acp.TerminalID(id)})
 	stop()
 	if err == nil {
 		t.Fatal("wait_for_exit outlived its context")

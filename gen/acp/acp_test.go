@@ -5,6 +5,8 @@ package acp_test
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	stdjson "encoding/json"
 	"errors"
 	"os"
@@ -33,18 +35,36 @@ func missingShared(t *testing.T, err error) {
 	t.Skipf("reference material not present: %v", err)
 }
 
+// Every vendored ACP schema is the upstream file byte for byte: v0.12.2
+// (Harn's contract) and v1 with its unstable superset (from
+// @agentclientprotocol/sdk 2.4.0), the latter also by the sha256 that
+// spec/schemas/acp/v1/SOURCES.md records.
 func TestVendoredSchemaIsUpstreamByteForByte(t *testing.T) {
-	for _, f := range []string{"schema.json", "meta.json"} {
-		ours, err := os.ReadFile("../../spec/schemas/acp/v0.12.2/" + f)
+	for _, c := range []struct{ ours, theirs, sha string }{
+		{"v0.12.2/schema.json", "v0.12.2/schema.json", ""},
+		{"v0.12.2/meta.json", "v0.12.2/meta.json", ""},
+		{"v1/schema.json", "v1-sdk-2.4.0/schema.json", "0d0b1ca83c4872e5473f68926a894c7a8203b59b118e2a79bfe43dd76fbcbc1a"},
+		{"v1/schema.unstable.json", "v1-sdk-2.4.0/schema.unstable.json", "ce7881d10c854bcac4f0e7d3a9ce4fb0f612ec0a09e64b572940beec4668c189"},
+	} {
+		ours, err := os.ReadFile("../../spec/schemas/acp/" + c.ours)
 		if err != nil {
 			t.Fatal(err)
 		}
-		theirs, err := os.ReadFile(shared + "acp/v0.12.2/" + f)
+		if c.sha != "" {
+			if sum := sha256.Sum256(ours); hex.EncodeToString(sum[:]) != c.sha {
+				t.Errorf("spec/schemas/acp/%s: sha256 %x, SOURCES.md says %s: never edit vendored schemas, use overlays", c.ours, sum, c.sha)
+			}
+			sources, err := os.ReadFile("../../spec/schemas/acp/v1/SOURCES.md")
+			if err != nil || !bytes.Contains(sources, []byte(c.sha)) {
+				t.Errorf("spec/schemas/acp/v1/SOURCES.md does not record sha256 %s of %s (%v)", c.sha, c.ours, err)
+			}
+		}
+		theirs, err := os.ReadFile(shared + "acp/" + c.theirs)
 		if err != nil {
 			missingShared(t, err)
 		}
 		if !bytes.Equal(ours, theirs) {
-			t.Errorf("spec/schemas/acp/v0.12.2/%s differs from the pinned upstream file: never edit vendored schemas, use overlays", f)
+			t.Errorf("spec/schemas/acp/%s differs from the pinned upstream file: never edit vendored schemas, use overlays", c.ours)
 		}
 	}
 }
@@ -206,11 +226,10 @@ func TestSessionUpdateVariants(t *testing.T) {
 		t.Fatalf("unknown variant re-encoded as %s", out)
 	}
 	for doc, want := range map[string]error{
-		`{"content":{"type":"text","text":"x"}}`:                                                      wire.ErrMissingMember,
-		`{"sessionUpdate":"agent_message_chunk"}`:                                                     wire.ErrMissingMember,
-		`{"sessionUpdate":"agent_message_chunk","content":{"type":"text"}}`:                           wire.ErrMissingMember,
-		`{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":1}}`:                  wire.ErrWrongKind,
-		`{"sessionUpdate":"plan","entries":[{"content":"x","priority":"urgent","status":"pending"}]}`: wire.ErrConstraint,
+		`{"content":{"type":"text","text":"x"}}`:                                     wire.ErrMissingMember,
+		`{"sessionUpdate":"agent_message_chunk"}`:                                    wire.ErrMissingMember,
+		`{"sessionUpdate":"agent_message_chunk","content":{"type":"text"}}`:          wire.ErrMissingMember,
+		`{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":1}}`: wire.ErrWrongKind,
 	} {
 		var v acp.SessionUpdate
 		if err := json.Unmarshal([]byte(doc), &v); !errors.Is(err, want) {
@@ -234,7 +253,7 @@ func TestMCPServerDefaultVariant(t *testing.T) {
 		t.Fatalf("stdio still requires its members: %v", err)
 	}
 	out, _ := json.Marshal(acp.MCPServer{Stdio: &acp.MCPServerStdio{Name: "fs", Command: "c"}})
-	if string(out) != `{"args":[],"command":"c","env":[],"name":"fs"}` {
+	if string(out) != `{"name":"fs","command":"c","args":[],"env":[]}` {
 		t.Fatalf("stdio is written without a type: %s", out)
 	}
 }
@@ -280,13 +299,18 @@ func TestConfigOptionsGroupedOrNot(t *testing.T) {
 
 func TestEnums(t *testing.T) {
 	var s acp.StopReason
-	err := json.Unmarshal([]byte(`"paused"`), &s)
-	var de *wire.DecodeError
-	if !errors.Is(err, wire.ErrConstraint) || !errors.As(err, &de) || de.Type != "StopReason" {
-		t.Fatalf("closed enums reject other values: %v", err)
+	if err := json.Unmarshal([]byte(`"paused"`), &s); err != nil || s != "paused" || s.Known() {
+		t.Fatalf("string enums are open: an unknown value is kept and told apart: %q %v", s, err)
 	}
-	if _, err := json.Marshal(acp.StopReason("paused")); !errors.Is(err, wire.ErrConstraint) {
-		t.Fatalf("and refuse to write them: %v", err)
+	if out, err := json.Marshal(acp.StopReason("paused")); err != nil || string(out) != `"paused"` {
+		t.Fatalf("and written back unchanged: %s %v", out, err)
+	}
+	if !acp.StopReasonEndTurn.Known() {
+		t.Fatal("a listed value is known")
+	}
+	var de *wire.DecodeError
+	if err := json.Unmarshal([]byte(`1`), &s); !errors.Is(err, wire.ErrWrongKind) || !errors.As(err, &de) || de.Type != "StopReason" {
+		t.Fatalf("a value of another JSON kind still fails: %v", err)
 	}
 	var c acp.SessionConfigOptionCategory
 	if err := json.Unmarshal([]byte(`"_vendor"`), &c); err != nil || c != "_vendor" || c.Known() {
@@ -394,5 +418,69 @@ func TestBenchDocsDecode(t *testing.T) {
 			t.Fatalf("%s: %v", name, err)
 		}
 		roundTrip(t, []byte(doc), &n)
+	}
+}
+
+// CurrentProtocolVersion is the version the vendored v0.12.2 meta.json states (v1's
+// schema is the same wire version: its SOURCES.md says so).
+func TestCurrentProtocolVersion(t *testing.T) {
+	data, err := os.ReadFile("../../spec/schemas/acp/v0.12.2/meta.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var meta struct{ Version int64 }
+	if err := stdjson.Unmarshal(data, &meta); err != nil {
+		t.Fatal(err)
+	}
+	if int64(acp.CurrentProtocolVersion) != meta.Version {
+		t.Fatalf("ProtocolVersion %d, meta.json %d", acp.CurrentProtocolVersion, meta.Version)
+	}
+	sources, err := os.ReadFile("../../spec/schemas/acp/v1/SOURCES.md")
+	if err != nil || !bytes.Contains(sources, []byte("Wire `protocolVersion` is 1.")) {
+		t.Fatalf("v1 SOURCES.md must state the wire version 1 (%v)", err)
+	}
+	out, err := json.Marshal(acp.InitializeRequest{ProtocolVersion: acp.CurrentProtocolVersion})
+	if err != nil || !bytes.Contains(out, []byte(`"protocolVersion":1`)) {
+		t.Fatalf("%s %v", out, err)
+	}
+}
+
+// A session/prompt result whose stopReason v1 does not list (a mirror of
+// Harn sends "completed") decodes, keeps the value and Harn's terminal
+// evidence under _meta.harn, and re-encodes byte for byte.
+func TestStopReasonCompletedKeepsHarnTerminal(t *testing.T) {
+	in := `{"stopReason":"completed","_meta":{"harn":{"terminal":{"kind":"natural","reason":"done","owner":"agent"}},"other":1}}`
+	var r acp.PromptResponse
+	if err := json.Unmarshal([]byte(in), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.StopReason != "completed" || r.StopReason.Known() {
+		t.Fatalf("stopReason %q known=%v", r.StopReason, r.StopReason.Known())
+	}
+	meta, ok := r.Meta.Get()
+	if !ok || meta.Harn == nil || meta.Harn.Terminal == nil {
+		t.Fatalf("_meta.harn.terminal lost: %+v", r.Meta)
+	}
+	out, err := json.Marshal(&r, wire.Fidelity)
+	if err != nil || string(out) != in {
+		t.Fatalf("re-encoded as %s (%v)", out, err)
+	}
+}
+
+// Plan entries with a status or priority v1 does not list decode, keep
+// them, tell them apart and round-trip.
+func TestPlanEntryUnknownStatusAndPriority(t *testing.T) {
+	in := `{"sessionId":"s","update":{"sessionUpdate":"plan","entries":[{"content":"a","priority":"urgent","status":"cancelled"},{"content":"b","priority":"high","status":"pending"}]}}`
+	var n acp.SessionNotification
+	if err := json.Unmarshal([]byte(in), &n); err != nil {
+		t.Fatal(err)
+	}
+	e := n.Update.Plan.Entries
+	if e[0].Status != "cancelled" || e[0].Status.Known() || e[0].Priority != "urgent" || e[0].Priority.Known() || !e[1].Status.Known() || !e[1].Priority.Known() {
+		t.Fatalf("%+v", e)
+	}
+	out, err := json.Marshal(&n, wire.Fidelity)
+	if err != nil || string(out) != in {
+		t.Fatalf("re-encoded as %s (%v)", out, err)
 	}
 }

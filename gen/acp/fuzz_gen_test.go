@@ -10,12 +10,19 @@ import (
 
 // fuzzTypes lists every type of package acp for FuzzTypes.
 var fuzzTypes = []wiretest.Type{{
+	Name: "AgentAuthCapabilities",
+	New: func() any {
+		return new(AgentAuthCapabilities)
+	},
+	Schema: "acp/v1/schema.json#/$defs/AgentAuthCapabilities",
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"logout\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+}, {
 	Name: "AgentCapabilities",
 	New: func() any {
 		return new(AgentCapabilities)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/AgentCapabilities",
-	Seeds:  []string{"{\"_meta\":{\"harn\":{\"contentExtensionFields\":[\"x\"],\"extensionContract\":\"x\",\"extensionMethods\":{\"k\":{\"raw\":[1,\"two\",null]}},\"hostCapabilityOperations\":{\"k\":[\"x\"]},\"promptResultExtensionFields\":[\"x\"],\"schemaCompatibility\":\"x\",\"sessionUpdateExtensions\":[\"x\"],\"toolLifecycleExtensionFields\":[\"x\"],\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"loadSession\":true,\"mcpCapabilities\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"http\":true,\"sse\":true,\"vendor_extension\":{\"kept\":true}},\"promptCapabilities\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"audio\":true,\"embeddedContext\":true,\"image\":true,\"vendor_extension\":{\"kept\":true}},\"sessionCapabilities\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"close\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"list\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"resume\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "acp/v1/schema.json#/$defs/AgentCapabilities",
+	Seeds:  []string{"{\"_meta\":{\"harn\":{\"contentExtensionFields\":[\"x\"],\"extensionContract\":\"x\",\"extensionMethods\":{\"k\":{\"raw\":[1,\"two\",null]}},\"hostCapabilityOperations\":{\"k\":[\"x\"]},\"promptResultExtensionFields\":[\"x\"],\"schemaCompatibility\":\"x\",\"sessionUpdateExtensions\":[\"x\"],\"toolLifecycleExtensionFields\":[\"x\"],\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"auth\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"logout\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"loadSession\":true,\"mcpCapabilities\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"http\":true,\"sse\":true,\"vendor_extension\":{\"kept\":true}},\"promptCapabilities\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"audio\":true,\"embeddedContext\":true,\"image\":true,\"vendor_extension\":{\"kept\":true}},\"sessionCapabilities\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"additionalDirectories\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"close\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"delete\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"list\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"resume\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "AgentCapabilitiesMeta",
 	New: func() any {
@@ -28,7 +35,7 @@ var fuzzTypes = []wiretest.Type{{
 	New: func() any {
 		return new(Annotations)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/Annotations",
+	Schema: "acp/v1/schema.json#/$defs/Annotations",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"audience\":[\"assistant\"],\"lastModified\":\"x\",\"priority\":1,\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "ApprovalPolicy",
@@ -63,64 +70,106 @@ var fuzzTypes = []wiretest.Type{{
 	New: func() any {
 		return new(AudioContent)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/AudioContent",
+	Schema: "acp/v1/schema.json#/$defs/AudioContent",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"annotations\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"audience\":[\"assistant\"],\"lastModified\":\"x\",\"priority\":1,\"vendor_extension\":{\"kept\":true}},\"data\":\"x\",\"mimeType\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "AuthCapabilities",
+	New: func() any {
+		return new(AuthCapabilities)
+	},
+	Schema: "acp/v1/schema.json#/$defs/AuthCapabilities",
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"terminal\":true,\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "AuthMethod",
 	New: func() any {
 		return new(AuthMethod)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/AuthMethod",
-	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"description\":\"x\",\"id\":\"x\",\"name\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "acp/v1/schema.json#/$defs/AuthMethod",
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"args\":[\"x\"],\"description\":\"x\",\"env\":{\"k\":\"x\"},\"id\":\"x\",\"name\":\"x\",\"type\":\"terminal\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "AuthMethodAgent",
 	New: func() any {
 		return new(AuthMethodAgent)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/AuthMethodAgent",
+	Schema: "acp/v1/schema.json#/$defs/AuthMethodAgent",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"description\":\"x\",\"id\":\"x\",\"name\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "AuthMethodID",
+	New: func() any {
+		return new(AuthMethodID)
+	},
+	Schema: "acp/v1/schema.json#/$defs/AuthMethodId",
+	Seeds:  []string{"\"x\""},
+}, {
+	Name: "AuthMethodTerminal",
+	New: func() any {
+		return new(AuthMethodTerminal)
+	},
+	Schema: "acp/v1/schema.json#/$defs/AuthMethodTerminal",
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"args\":[\"x\"],\"description\":\"x\",\"env\":{\"k\":\"x\"},\"id\":\"x\",\"name\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "AuthMethodTerminalEnv",
+	New: func() any {
+		return new(AuthMethodTerminalEnv)
+	},
+	Schema: "acp/v1/schema.json#/$defs/AuthMethodTerminal/properties/env",
+	Seeds:  []string{"{\"k\":\"x\"}"},
 }, {
 	Name: "AuthenticateRequest",
 	New: func() any {
 		return new(AuthenticateRequest)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/AuthenticateRequest",
+	Schema: "acp/v1/schema.json#/$defs/AuthenticateRequest",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"methodId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "AuthenticateResponse",
 	New: func() any {
 		return new(AuthenticateResponse)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/AuthenticateResponse",
+	Schema: "acp/v1/schema.json#/$defs/AuthenticateResponse",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "AvailableCommand",
 	New: func() any {
 		return new(AvailableCommand)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/AvailableCommand",
+	Schema: "acp/v1/schema.json#/$defs/AvailableCommand",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"description\":\"x\",\"input\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"hint\":\"x\",\"vendor_extension\":{\"kept\":true}},\"name\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "AvailableCommandInput",
 	New: func() any {
 		return new(AvailableCommandInput)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/AvailableCommandInput",
+	Schema: "acp/v1/schema.json#/$defs/AvailableCommandInput",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"hint\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "AvailableCommandsUpdate",
 	New: func() any {
 		return new(AvailableCommandsUpdate)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/AvailableCommandsUpdate",
+	Schema: "acp/v1/schema.json#/$defs/AvailableCommandsUpdate",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"availableCommands\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"description\":\"x\",\"input\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"hint\":\"x\",\"vendor_extension\":{\"kept\":true}},\"name\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "BlobResourceContents",
 	New: func() any {
 		return new(BlobResourceContents)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/BlobResourceContents",
+	Schema: "acp/v1/schema.json#/$defs/BlobResourceContents",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"blob\":\"x\",\"mimeType\":\"x\",\"uri\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "BooleanConfigOptionCapabilities",
+	New: func() any {
+		return new(BooleanConfigOptionCapabilities)
+	},
+	Schema: "acp/v1/schema.json#/$defs/BooleanConfigOptionCapabilities",
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "BooleanPropertySchema",
+	New: func() any {
+		return new(BooleanPropertySchema)
+	},
+	Schema: "acp/v1/schema.json#/$defs/BooleanPropertySchema",
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"default\":true,\"description\":\"x\",\"title\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "CallEndUpdate",
 	New: func() any {
@@ -147,64 +196,113 @@ var fuzzTypes = []wiretest.Type{{
 	New: func() any {
 		return new(CancelNotification)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/CancelNotification",
+	Schema: "acp/v1/schema.json#/$defs/CancelNotification",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"sessionId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "CancelRequestNotification",
 	New: func() any {
 		return new(CancelRequestNotification)
 	},
-	Schema: "acp-protocol.schema.json#/$defs/cancel_request_notification",
-	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"requestId\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "acp/v1/schema.json#/$defs/CancelRequestNotification",
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"requestId\":1,\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "ClientCapabilities",
 	New: func() any {
 		return new(ClientCapabilities)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/ClientCapabilities",
-	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"fs\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"readTextFile\":true,\"vendor_extension\":{\"kept\":true},\"writeTextFile\":true},\"terminal\":true,\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "acp/v1/schema.json#/$defs/ClientCapabilities",
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"auth\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"terminal\":true,\"vendor_extension\":{\"kept\":true}},\"elicitation\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"form\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"url\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"fs\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"readTextFile\":true,\"vendor_extension\":{\"kept\":true},\"writeTextFile\":true},\"session\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"compaction\":{\"vendor_extension\":{\"kept\":true}},\"configOptions\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"boolean\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"notices\":{\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"terminal\":true,\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "ClientSessionCapabilities",
+	New: func() any {
+		return new(ClientSessionCapabilities)
+	},
+	Schema: "acp/v1/schema.json#/$defs/ClientSessionCapabilities",
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"compaction\":{\"vendor_extension\":{\"kept\":true}},\"configOptions\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"boolean\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"notices\":{\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "CloseSessionRequest",
 	New: func() any {
 		return new(CloseSessionRequest)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/CloseSessionRequest",
+	Schema: "acp/v1/schema.json#/$defs/CloseSessionRequest",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"sessionId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "CloseSessionResponse",
 	New: func() any {
 		return new(CloseSessionResponse)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/CloseSessionResponse",
+	Schema: "acp/v1/schema.json#/$defs/CloseSessionResponse",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "CompactionCapabilities",
+	New: func() any {
+		return new(CompactionCapabilities)
+	},
+	Schema: "acp/v1/schema.json#/$defs/CompactionCapabilities",
+	Seeds:  []string{"{\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "CompactionID",
+	New: func() any {
+		return new(CompactionID)
+	},
+	Schema: "acp/v1/schema.json#/$defs/CompactionId",
+	Seeds:  []string{"\"x\""},
+}, {
+	Name: "CompactionStatus",
+	New: func() any {
+		return new(CompactionStatus)
+	},
+	Schema: "acp/v1/schema.json#/$defs/CompactionStatus",
+	Seeds:  []string{"\"in_progress\""},
+}, {
+	Name: "CompactionSummaryChunk",
+	New: func() any {
+		return new(CompactionSummaryChunk)
+	},
+	Schema: "acp/v1/schema.json#/$defs/CompactionSummaryChunk",
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"compactionId\":\"x\",\"content\":{\"_meta\":{\"harn\":{\"permission_preview\":{\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true},\"visible_delta\":\"x\",\"visible_text\":\"x\"},\"vendor_extension\":{\"kept\":true}},\"annotations\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"audience\":[\"assistant\"],\"lastModified\":\"x\",\"priority\":1,\"vendor_extension\":{\"kept\":true}},\"text\":\"x\",\"type\":\"text\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "CompactionUpdate",
+	New: func() any {
+		return new(CompactionUpdate)
+	},
+	Schema: "acp/v1/schema.json#/$defs/CompactionUpdate",
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"compactionId\":\"x\",\"error\":\"x\",\"status\":\"in_progress\",\"summary\":[{\"_meta\":{\"harn\":{\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"annotations\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"audience\":[\"assistant\"],\"lastModified\":\"x\",\"priority\":1,\"vendor_extension\":{\"kept\":true}},\"text\":\"x\",\"type\":\"text\",\"vendor_extension\":{\"kept\":true}}],\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "CompleteElicitationNotification",
+	New: func() any {
+		return new(CompleteElicitationNotification)
+	},
+	Schema: "acp/v1/schema.json#/$defs/CompleteElicitationNotification",
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"elicitationId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "ConfigOptionUpdate",
 	New: func() any {
 		return new(ConfigOptionUpdate)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/ConfigOptionUpdate",
+	Schema: "acp/v1/schema.json#/$defs/ConfigOptionUpdate",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"configOptions\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"category\":\"mode\",\"currentValue\":\"x\",\"description\":\"x\",\"id\":\"x\",\"name\":\"x\",\"options\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"description\":\"x\",\"name\":\"x\",\"value\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"type\":\"select\",\"vendor_extension\":{\"kept\":true}}],\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "Content",
 	New: func() any {
 		return new(Content)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/Content",
+	Schema: "acp/v1/schema.json#/$defs/Content",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"content\":{\"_meta\":{\"harn\":{\"permission_preview\":{\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true},\"visible_delta\":\"x\",\"visible_text\":\"x\"},\"vendor_extension\":{\"kept\":true}},\"annotations\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"audience\":[\"assistant\"],\"lastModified\":\"x\",\"priority\":1,\"vendor_extension\":{\"kept\":true}},\"text\":\"x\",\"type\":\"text\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "ContentBlock",
 	New: func() any {
 		return new(ContentBlock)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/ContentBlock",
+	Schema: "acp/v1/schema.json#/$defs/ContentBlock",
 	Seeds:  []string{"{\"_meta\":{\"harn\":{\"permission_preview\":{\"byteCount\":0,\"preimageSha256\":\"x\",\"source\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true},\"visible_delta\":\"x\",\"visible_text\":\"x\"},\"vendor_extension\":{\"kept\":true}},\"annotations\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"audience\":[\"assistant\"],\"lastModified\":\"x\",\"priority\":1,\"vendor_extension\":{\"kept\":true}},\"text\":\"x\",\"type\":\"text\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "ContentChunk",
 	New: func() any {
 		return new(ContentChunk)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/ContentChunk",
-	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"content\":{\"_meta\":{\"harn\":{\"permission_preview\":{\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true},\"visible_delta\":\"x\",\"visible_text\":\"x\"},\"vendor_extension\":{\"kept\":true}},\"annotations\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"audience\":[\"assistant\"],\"lastModified\":\"x\",\"priority\":1,\"vendor_extension\":{\"kept\":true}},\"text\":\"x\",\"type\":\"text\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "acp/v1/schema.json#/$defs/ContentChunk",
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"content\":{\"_meta\":{\"harn\":{\"permission_preview\":{\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true},\"visible_delta\":\"x\",\"visible_text\":\"x\"},\"vendor_extension\":{\"kept\":true}},\"annotations\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"audience\":[\"assistant\"],\"lastModified\":\"x\",\"priority\":1,\"vendor_extension\":{\"kept\":true}},\"text\":\"x\",\"type\":\"text\",\"vendor_extension\":{\"kept\":true}},\"messageId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "ContentMeta",
 	New: func() any {
@@ -213,46 +311,193 @@ var fuzzTypes = []wiretest.Type{{
 	Schema: "harn-acp.schema.json#/$defs/content_meta",
 	Seeds:  []string{"{\"harn\":{\"permission_preview\":{\"byteCount\":0,\"preimageSha256\":\"x\",\"source\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true},\"visible_delta\":\"x\",\"visible_text\":\"x\"},\"vendor_extension\":{\"kept\":true}}"},
 }, {
+	Name: "Cost",
+	New: func() any {
+		return new(Cost)
+	},
+	Schema: "acp/v1/schema.json#/$defs/Cost",
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"amount\":1,\"currency\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "CreateElicitationResponse",
+	New: func() any {
+		return new(CreateElicitationResponse)
+	},
+	Schema: "acp/v1/schema.json#/$defs/CreateElicitationResponse",
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"action\":\"accept\",\"content\":{\"k\":\"x\"},\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "CreateElicitationResponseCancel",
+	New: func() any {
+		return new(CreateElicitationResponseCancel)
+	},
+	Schema: "acp/v1/schema.json#/$defs/CreateElicitationResponse/anyOf/2",
+	Seeds:  []string{"{\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "CreateElicitationResponseDecline",
+	New: func() any {
+		return new(CreateElicitationResponseDecline)
+	},
+	Schema: "acp/v1/schema.json#/$defs/CreateElicitationResponse/anyOf/1",
+	Seeds:  []string{"{\"vendor_extension\":{\"kept\":true}}"},
+}, {
 	Name: "CreateTerminalRequest",
 	New: func() any {
 		return new(CreateTerminalRequest)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/CreateTerminalRequest",
+	Schema: "acp/v1/schema.json#/$defs/CreateTerminalRequest",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"args\":[\"x\"],\"command\":\"x\",\"cwd\":\"x\",\"env\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"name\":\"x\",\"value\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"outputByteLimit\":0,\"sessionId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "CreateTerminalResponse",
 	New: func() any {
 		return new(CreateTerminalResponse)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/CreateTerminalResponse",
+	Schema: "acp/v1/schema.json#/$defs/CreateTerminalResponse",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"terminalId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "CurrentModeUpdate",
 	New: func() any {
 		return new(CurrentModeUpdate)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/CurrentModeUpdate",
+	Schema: "acp/v1/schema.json#/$defs/CurrentModeUpdate",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"currentModeId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "DeleteSessionRequest",
+	New: func() any {
+		return new(DeleteSessionRequest)
+	},
+	Schema: "acp/v1/schema.json#/$defs/DeleteSessionRequest",
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"sessionId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "DeleteSessionResponse",
+	New: func() any {
+		return new(DeleteSessionResponse)
+	},
+	Schema: "acp/v1/schema.json#/$defs/DeleteSessionResponse",
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "Diff",
 	New: func() any {
 		return new(Diff)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/Diff",
+	Schema: "acp/v1/schema.json#/$defs/Diff",
 	Seeds:  []string{"{\"_meta\":{\"harn\":{\"permission_preview\":{\"byteCount\":0,\"preimageSha256\":\"x\",\"source\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true},\"visible_delta\":\"x\",\"visible_text\":\"x\"},\"vendor_extension\":{\"kept\":true}},\"newText\":\"x\",\"oldText\":\"x\",\"path\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "ElicitationAcceptAction",
+	New: func() any {
+		return new(ElicitationAcceptAction)
+	},
+	Schema: "acp/v1/schema.json#/$defs/ElicitationAcceptAction",
+	Seeds:  []string{"{\"content\":{\"k\":\"x\"},\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "ElicitationAcceptActionContent",
+	New: func() any {
+		return new(ElicitationAcceptActionContent)
+	},
+	Schema: "acp/v1/schema.json#/$defs/ElicitationAcceptAction/properties/content",
+	Seeds:  []string{"{\"k\":\"x\"}"},
+}, {
+	Name: "ElicitationCapabilities",
+	New: func() any {
+		return new(ElicitationCapabilities)
+	},
+	Schema: "acp/v1/schema.json#/$defs/ElicitationCapabilities",
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"form\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"url\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "ElicitationContentValue",
+	New: func() any {
+		return new(ElicitationContentValue)
+	},
+	Schema: "acp/v1/schema.json#/$defs/ElicitationContentValue",
+	Seeds:  []string{"\"x\""},
+}, {
+	Name: "ElicitationFormCapabilities",
+	New: func() any {
+		return new(ElicitationFormCapabilities)
+	},
+	Schema: "acp/v1/schema.json#/$defs/ElicitationFormCapabilities",
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "ElicitationFormMode",
+	New: func() any {
+		return new(ElicitationFormMode)
+	},
+	Schema: "acp/v1/schema.json#/$defs/ElicitationFormMode",
+	Seeds:  []string{"{\"requestedSchema\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"description\":\"x\",\"properties\":{\"k\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"default\":\"x\",\"description\":\"x\",\"enum\":[\"x\"],\"format\":\"email\",\"maxLength\":0,\"minLength\":0,\"oneOf\":[{\"const\":\"x\",\"title\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"pattern\":\"x\",\"title\":\"x\",\"type\":\"string\",\"vendor_extension\":{\"kept\":true}}},\"required\":[\"x\"],\"title\":\"x\",\"type\":\"object\",\"vendor_extension\":{\"kept\":true}},\"sessionId\":\"x\",\"toolCallId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "ElicitationID",
+	New: func() any {
+		return new(ElicitationID)
+	},
+	Schema: "acp/v1/schema.json#/$defs/ElicitationId",
+	Seeds:  []string{"\"x\""},
+}, {
+	Name: "ElicitationPropertySchema",
+	New: func() any {
+		return new(ElicitationPropertySchema)
+	},
+	Schema: "acp/v1/schema.json#/$defs/ElicitationPropertySchema",
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"default\":\"x\",\"description\":\"x\",\"enum\":[\"x\"],\"format\":\"email\",\"maxLength\":0,\"minLength\":0,\"oneOf\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"const\":\"x\",\"description\":\"x\",\"title\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"pattern\":\"x\",\"title\":\"x\",\"type\":\"string\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "ElicitationRequestScope",
+	New: func() any {
+		return new(ElicitationRequestScope)
+	},
+	Schema: "acp/v1/schema.json#/$defs/ElicitationRequestScope",
+	Seeds:  []string{"{\"requestId\":1,\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "ElicitationSchema",
+	New: func() any {
+		return new(ElicitationSchema)
+	},
+	Schema: "acp/v1/schema.json#/$defs/ElicitationSchema",
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"description\":\"x\",\"properties\":{\"k\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"default\":\"x\",\"description\":\"x\",\"enum\":[\"x\"],\"format\":\"email\",\"maxLength\":0,\"minLength\":0,\"oneOf\":[{\"const\":\"x\",\"title\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"pattern\":\"x\",\"title\":\"x\",\"type\":\"string\",\"vendor_extension\":{\"kept\":true}}},\"required\":[\"x\"],\"title\":\"x\",\"type\":\"object\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "ElicitationSchemaProperties",
+	New: func() any {
+		return new(ElicitationSchemaProperties)
+	},
+	Schema: "acp/v1/schema.json#/$defs/ElicitationSchema/properties/properties",
+	Seeds:  []string{"{\"k\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"default\":\"x\",\"description\":\"x\",\"enum\":[\"x\"],\"format\":\"email\",\"maxLength\":0,\"minLength\":0,\"oneOf\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"const\":\"x\",\"description\":\"x\",\"title\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"pattern\":\"x\",\"title\":\"x\",\"type\":\"string\",\"vendor_extension\":{\"kept\":true}}}"},
+}, {
+	Name: "ElicitationSchemaType",
+	New: func() any {
+		return new(ElicitationSchemaType)
+	},
+	Schema: "acp/v1/schema.json#/$defs/ElicitationSchemaType",
+	Seeds:  []string{"\"object\""},
+}, {
+	Name: "ElicitationSessionScope",
+	New: func() any {
+		return new(ElicitationSessionScope)
+	},
+	Schema: "acp/v1/schema.json#/$defs/ElicitationSessionScope",
+	Seeds:  []string{"{\"sessionId\":\"x\",\"toolCallId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "ElicitationURLCapabilities",
+	New: func() any {
+		return new(ElicitationURLCapabilities)
+	},
+	Schema: "acp/v1/schema.json#/$defs/ElicitationUrlCapabilities",
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "ElicitationURLMode",
+	New: func() any {
+		return new(ElicitationURLMode)
+	},
+	Schema: "acp/v1/schema.json#/$defs/ElicitationUrlMode",
+	Seeds:  []string{"{\"elicitationId\":\"x\",\"sessionId\":\"x\",\"toolCallId\":\"x\",\"url\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "EmbeddedResource",
 	New: func() any {
 		return new(EmbeddedResource)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/EmbeddedResource",
+	Schema: "acp/v1/schema.json#/$defs/EmbeddedResource",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"annotations\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"audience\":[\"assistant\"],\"lastModified\":\"x\",\"priority\":1,\"vendor_extension\":{\"kept\":true}},\"resource\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"mimeType\":\"x\",\"text\":\"x\",\"uri\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "EmbeddedResourceResource",
 	New: func() any {
 		return new(EmbeddedResourceResource)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/EmbeddedResourceResource",
+	Schema: "acp/v1/schema.json#/$defs/EmbeddedResourceResource",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"mimeType\":\"x\",\"text\":\"x\",\"uri\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "EmittedReminder",
@@ -262,25 +507,32 @@ var fuzzTypes = []wiretest.Type{{
 	Schema: "harn-acp.schema.json#/$defs/emitted_reminder",
 	Seeds:  []string{"{\"authority\":\"x\",\"body\":\"x\",\"reminderId\":\"x\",\"renderedRole\":\"x\",\"roleHint\":\"x\",\"source\":\"x\",\"tags\":[\"x\"],\"ttlTurns\":1,\"vendor_extension\":{\"kept\":true}}"},
 }, {
+	Name: "EnumOption",
+	New: func() any {
+		return new(EnumOption)
+	},
+	Schema: "acp/v1/schema.json#/$defs/EnumOption",
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"const\":\"x\",\"description\":\"x\",\"title\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
 	Name: "EnvVariable",
 	New: func() any {
 		return new(EnvVariable)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/EnvVariable",
+	Schema: "acp/v1/schema.json#/$defs/EnvVariable",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"name\":\"x\",\"value\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "Error",
 	New: func() any {
 		return new(Error)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/Error",
+	Schema: "acp/v1/schema.json#/$defs/Error",
 	Seeds:  []string{"{\"code\":-32700,\"data\":{\"raw\":[1,\"two\",null]},\"message\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "ErrorCode",
 	New: func() any {
 		return new(ErrorCode)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/ErrorCode",
+	Schema: "acp/v1/schema.json#/$defs/ErrorCode",
 	Seeds:  []string{"-32700"},
 }, {
 	Name: "EvidenceRef",
@@ -301,7 +553,7 @@ var fuzzTypes = []wiretest.Type{{
 	New: func() any {
 		return new(FileSystemCapabilities)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/FileSystemCapabilities",
+	Schema: "acp/v1/schema.json#/$defs/FileSystemCapabilities",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"readTextFile\":true,\"vendor_extension\":{\"kept\":true},\"writeTextFile\":true}"},
 }, {
 	Name: "FsWatchEvent",
@@ -357,7 +609,7 @@ var fuzzTypes = []wiretest.Type{{
 	New: func() any {
 		return new(HTTPHeader)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/HttpHeader",
+	Schema: "acp/v1/schema.json#/$defs/HttpHeader",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"name\":\"x\",\"value\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "HandoffUpdate",
@@ -595,42 +847,49 @@ var fuzzTypes = []wiretest.Type{{
 	New: func() any {
 		return new(ImageContent)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/ImageContent",
+	Schema: "acp/v1/schema.json#/$defs/ImageContent",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"annotations\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"audience\":[\"assistant\"],\"lastModified\":\"x\",\"priority\":1,\"vendor_extension\":{\"kept\":true}},\"data\":\"x\",\"mimeType\":\"x\",\"uri\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "Implementation",
 	New: func() any {
 		return new(Implementation)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/Implementation",
+	Schema: "acp/v1/schema.json#/$defs/Implementation",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"name\":\"x\",\"title\":\"x\",\"vendor_extension\":{\"kept\":true},\"version\":\"x\"}"},
 }, {
 	Name: "InitializeRequest",
 	New: func() any {
 		return new(InitializeRequest)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/InitializeRequest",
-	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"clientCapabilities\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"fs\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"readTextFile\":true,\"vendor_extension\":{\"kept\":true},\"writeTextFile\":true},\"terminal\":true,\"vendor_extension\":{\"kept\":true}},\"clientInfo\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"name\":\"x\",\"title\":\"x\",\"vendor_extension\":{\"kept\":true},\"version\":\"x\"},\"protocolVersion\":0,\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "acp/v1/schema.json#/$defs/InitializeRequest",
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"clientCapabilities\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"auth\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"terminal\":true,\"vendor_extension\":{\"kept\":true}},\"elicitation\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"form\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"url\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"fs\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"readTextFile\":true,\"vendor_extension\":{\"kept\":true},\"writeTextFile\":true},\"session\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"compaction\":{\"vendor_extension\":{\"kept\":true}},\"configOptions\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"boolean\":{\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"notices\":{\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"terminal\":true,\"vendor_extension\":{\"kept\":true}},\"clientInfo\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"name\":\"x\",\"title\":\"x\",\"vendor_extension\":{\"kept\":true},\"version\":\"x\"},\"protocolVersion\":0,\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "InitializeResponse",
 	New: func() any {
 		return new(InitializeResponse)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/InitializeResponse",
-	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"agentCapabilities\":{\"_meta\":{\"harn\":{\"contentExtensionFields\":[\"x\"],\"extensionContract\":\"x\",\"extensionMethods\":{\"k\":{\"raw\":[1,\"two\",null]}},\"hostCapabilityOperations\":{\"k\":[\"x\"]},\"promptResultExtensionFields\":[\"x\"],\"schemaCompatibility\":\"x\",\"sessionUpdateExtensions\":[\"x\"],\"toolLifecycleExtensionFields\":[\"x\"],\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"loadSession\":true,\"mcpCapabilities\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"http\":true,\"sse\":true,\"vendor_extension\":{\"kept\":true}},\"promptCapabilities\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"audio\":true,\"embeddedContext\":true,\"image\":true,\"vendor_extension\":{\"kept\":true}},\"sessionCapabilities\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"close\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"list\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"resume\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"agentInfo\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"name\":\"x\",\"title\":\"x\",\"vendor_extension\":{\"kept\":true},\"version\":\"x\"},\"authMethods\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"description\":\"x\",\"id\":\"x\",\"name\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"protocolVersion\":0,\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "acp/v1/schema.json#/$defs/InitializeResponse",
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"agentCapabilities\":{\"_meta\":{\"harn\":{\"contentExtensionFields\":[\"x\"],\"extensionContract\":\"x\",\"extensionMethods\":{\"k\":{\"raw\":[1,\"two\",null]}},\"hostCapabilityOperations\":{\"k\":[\"x\"]},\"promptResultExtensionFields\":[\"x\"],\"schemaCompatibility\":\"x\",\"sessionUpdateExtensions\":[\"x\"],\"toolLifecycleExtensionFields\":[\"x\"],\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"auth\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"logout\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"loadSession\":true,\"mcpCapabilities\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"http\":true,\"sse\":true,\"vendor_extension\":{\"kept\":true}},\"promptCapabilities\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"audio\":true,\"embeddedContext\":true,\"image\":true,\"vendor_extension\":{\"kept\":true}},\"sessionCapabilities\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"additionalDirectories\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"close\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"delete\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"list\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"resume\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"agentInfo\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"name\":\"x\",\"title\":\"x\",\"vendor_extension\":{\"kept\":true},\"version\":\"x\"},\"authMethods\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"args\":[\"x\"],\"description\":\"x\",\"env\":{\"k\":\"x\"},\"id\":\"x\",\"name\":\"x\",\"type\":\"terminal\",\"vendor_extension\":{\"kept\":true}}],\"protocolVersion\":0,\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "IntegerPropertySchema",
+	New: func() any {
+		return new(IntegerPropertySchema)
+	},
+	Schema: "acp/v1/schema.json#/$defs/IntegerPropertySchema",
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"default\":1,\"description\":\"x\",\"maximum\":1,\"minimum\":1,\"title\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "KillTerminalRequest",
 	New: func() any {
 		return new(KillTerminalRequest)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/KillTerminalRequest",
+	Schema: "acp/v1/schema.json#/$defs/KillTerminalRequest",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"sessionId\":\"x\",\"terminalId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "KillTerminalResponse",
 	New: func() any {
 		return new(KillTerminalResponse)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/KillTerminalResponse",
+	Schema: "acp/v1/schema.json#/$defs/KillTerminalResponse",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "LegacyCallEnd",
@@ -665,15 +924,15 @@ var fuzzTypes = []wiretest.Type{{
 	New: func() any {
 		return new(ListSessionsRequest)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/ListSessionsRequest",
+	Schema: "acp/v1/schema.json#/$defs/ListSessionsRequest",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"cursor\":\"x\",\"cwd\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "ListSessionsResponse",
 	New: func() any {
 		return new(ListSessionsResponse)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/ListSessionsResponse",
-	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"nextCursor\":\"x\",\"sessions\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"cwd\":\"x\",\"sessionId\":\"x\",\"title\":\"x\",\"updatedAt\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "acp/v1/schema.json#/$defs/ListSessionsResponse",
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"nextCursor\":\"x\",\"sessions\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"additionalDirectories\":[\"x\"],\"cwd\":\"x\",\"sessionId\":\"x\",\"title\":\"x\",\"updatedAt\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "LiveClient",
 	New: func() any {
@@ -714,14 +973,14 @@ var fuzzTypes = []wiretest.Type{{
 	New: func() any {
 		return new(LoadSessionRequest)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/LoadSessionRequest",
-	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"cwd\":\"x\",\"mcpServers\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"headers\":[{\"name\":\"x\",\"value\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"name\":\"x\",\"type\":\"http\",\"url\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"sessionId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "acp/v1/schema.json#/$defs/LoadSessionRequest",
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"additionalDirectories\":[\"x\"],\"cwd\":\"x\",\"mcpServers\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"headers\":[{\"name\":\"x\",\"value\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"name\":\"x\",\"type\":\"http\",\"url\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"sessionId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "LoadSessionResponse",
 	New: func() any {
 		return new(LoadSessionResponse)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/LoadSessionResponse",
+	Schema: "acp/v1/schema.json#/$defs/LoadSessionResponse",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"configOptions\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"category\":\"mode\",\"currentValue\":\"x\",\"description\":\"x\",\"id\":\"x\",\"name\":\"x\",\"options\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"description\":\"x\",\"name\":\"x\",\"value\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"type\":\"select\",\"vendor_extension\":{\"kept\":true}}],\"modes\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"availableModes\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"description\":\"x\",\"id\":\"x\",\"name\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"currentModeId\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "LogUpdate",
@@ -738,18 +997,39 @@ var fuzzTypes = []wiretest.Type{{
 	Schema: "harn-acp.schema.json#/$defs/log_update_meta",
 	Seeds:  []string{"{\"harn\":{\"fields\":{\"raw\":[1,\"two\",null]},\"level\":\"debug\",\"message\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
+	Name: "LogoutCapabilities",
+	New: func() any {
+		return new(LogoutCapabilities)
+	},
+	Schema: "acp/v1/schema.json#/$defs/LogoutCapabilities",
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "LogoutRequest",
+	New: func() any {
+		return new(LogoutRequest)
+	},
+	Schema: "acp/v1/schema.json#/$defs/LogoutRequest",
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "LogoutResponse",
+	New: func() any {
+		return new(LogoutResponse)
+	},
+	Schema: "acp/v1/schema.json#/$defs/LogoutResponse",
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}}"},
+}, {
 	Name: "MCPCapabilities",
 	New: func() any {
 		return new(MCPCapabilities)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/McpCapabilities",
+	Schema: "acp/v1/schema.json#/$defs/McpCapabilities",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"http\":true,\"sse\":true,\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "MCPServer",
 	New: func() any {
 		return new(MCPServer)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/McpServer",
+	Schema: "acp/v1/schema.json#/$defs/McpServer",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"headers\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"name\":\"x\",\"value\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"name\":\"x\",\"type\":\"http\",\"url\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "MCPServerExecutor",
@@ -763,22 +1043,43 @@ var fuzzTypes = []wiretest.Type{{
 	New: func() any {
 		return new(MCPServerHTTP)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/McpServerHttp",
+	Schema: "acp/v1/schema.json#/$defs/McpServerHttp",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"headers\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"name\":\"x\",\"value\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"name\":\"x\",\"url\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "MCPServerSSE",
 	New: func() any {
 		return new(MCPServerSSE)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/McpServerSse",
+	Schema: "acp/v1/schema.json#/$defs/McpServerSse",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"headers\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"name\":\"x\",\"value\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"name\":\"x\",\"url\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "MCPServerStdio",
 	New: func() any {
 		return new(MCPServerStdio)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/McpServerStdio",
+	Schema: "acp/v1/schema.json#/$defs/McpServerStdio",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"args\":[\"x\"],\"command\":\"x\",\"env\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"name\":\"x\",\"value\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"name\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "MessageID",
+	New: func() any {
+		return new(MessageID)
+	},
+	Schema: "acp/v1/schema.json#/$defs/MessageId",
+	Seeds:  []string{"\"x\""},
+}, {
+	Name: "MultiSelectItems",
+	New: func() any {
+		return new(MultiSelectItems)
+	},
+	Schema: "acp/v1/schema.json#/$defs/MultiSelectItems",
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"enum\":[\"x\"],\"type\":\"string\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "MultiSelectPropertySchema",
+	New: func() any {
+		return new(MultiSelectPropertySchema)
+	},
+	Schema: "acp/v1/schema.json#/$defs/MultiSelectPropertySchema",
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"default\":[\"x\"],\"description\":\"x\",\"items\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"enum\":[\"x\"],\"type\":\"string\",\"vendor_extension\":{\"kept\":true}},\"maxItems\":0,\"minItems\":0,\"title\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "MutationSessionRecord",
 	New: func() any {
@@ -798,15 +1099,43 @@ var fuzzTypes = []wiretest.Type{{
 	New: func() any {
 		return new(NewSessionRequest)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/NewSessionRequest",
-	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"cwd\":\"x\",\"mcpServers\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"headers\":[{\"name\":\"x\",\"value\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"name\":\"x\",\"type\":\"http\",\"url\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "acp/v1/schema.json#/$defs/NewSessionRequest",
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"additionalDirectories\":[\"x\"],\"cwd\":\"x\",\"mcpServers\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"headers\":[{\"name\":\"x\",\"value\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"name\":\"x\",\"type\":\"http\",\"url\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "NewSessionResponse",
 	New: func() any {
 		return new(NewSessionResponse)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/NewSessionResponse",
+	Schema: "acp/v1/schema.json#/$defs/NewSessionResponse",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"configOptions\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"category\":\"mode\",\"currentValue\":\"x\",\"description\":\"x\",\"id\":\"x\",\"name\":\"x\",\"options\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"description\":\"x\",\"name\":\"x\",\"value\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"type\":\"select\",\"vendor_extension\":{\"kept\":true}}],\"modes\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"availableModes\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"description\":\"x\",\"id\":\"x\",\"name\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"currentModeId\":\"x\",\"vendor_extension\":{\"kept\":true}},\"sessionId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "Notice",
+	New: func() any {
+		return new(Notice)
+	},
+	Schema: "acp/v1/schema.json#/$defs/Notice",
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"description\":\"x\",\"severity\":\"info\",\"title\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "NoticeCapabilities",
+	New: func() any {
+		return new(NoticeCapabilities)
+	},
+	Schema: "acp/v1/schema.json#/$defs/NoticeCapabilities",
+	Seeds:  []string{"{\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "NoticeSeverity",
+	New: func() any {
+		return new(NoticeSeverity)
+	},
+	Schema: "acp/v1/schema.json#/$defs/NoticeSeverity",
+	Seeds:  []string{"\"info\""},
+}, {
+	Name: "NumberPropertySchema",
+	New: func() any {
+		return new(NumberPropertySchema)
+	},
+	Schema: "acp/v1/schema.json#/$defs/NumberPropertySchema",
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"default\":1,\"description\":\"x\",\"maximum\":1,\"minimum\":1,\"title\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "PermissionDecision",
 	New: func() any {
@@ -840,21 +1169,21 @@ var fuzzTypes = []wiretest.Type{{
 	New: func() any {
 		return new(PermissionOption)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/PermissionOption",
+	Schema: "acp/v1/schema.json#/$defs/PermissionOption",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"kind\":\"allow_once\",\"name\":\"x\",\"optionId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "PermissionOptionID",
 	New: func() any {
 		return new(PermissionOptionID)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/PermissionOptionId",
+	Schema: "acp/v1/schema.json#/$defs/PermissionOptionId",
 	Seeds:  []string{"\"x\""},
 }, {
 	Name: "PermissionOptionKind",
 	New: func() any {
 		return new(PermissionOptionKind)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/PermissionOptionKind",
+	Schema: "acp/v1/schema.json#/$defs/PermissionOptionKind",
 	Seeds:  []string{"\"allow_once\""},
 }, {
 	Name: "PermissionPolicyDecision",
@@ -882,28 +1211,28 @@ var fuzzTypes = []wiretest.Type{{
 	New: func() any {
 		return new(Plan)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/Plan",
+	Schema: "acp/v1/schema.json#/$defs/Plan",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"entries\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"content\":\"x\",\"priority\":\"high\",\"status\":\"pending\",\"vendor_extension\":{\"kept\":true}}],\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "PlanEntry",
 	New: func() any {
 		return new(PlanEntry)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/PlanEntry",
+	Schema: "acp/v1/schema.json#/$defs/PlanEntry",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"content\":\"x\",\"priority\":\"high\",\"status\":\"pending\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "PlanEntryPriority",
 	New: func() any {
 		return new(PlanEntryPriority)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/PlanEntryPriority",
+	Schema: "acp/v1/schema.json#/$defs/PlanEntryPriority",
 	Seeds:  []string{"\"high\""},
 }, {
 	Name: "PlanEntryStatus",
 	New: func() any {
 		return new(PlanEntryStatus)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/PlanEntryStatus",
+	Schema: "acp/v1/schema.json#/$defs/PlanEntryStatus",
 	Seeds:  []string{"\"pending\""},
 }, {
 	Name: "PolicyEvaluation",
@@ -945,7 +1274,7 @@ var fuzzTypes = []wiretest.Type{{
 	New: func() any {
 		return new(PromptCapabilities)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/PromptCapabilities",
+	Schema: "acp/v1/schema.json#/$defs/PromptCapabilities",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"audio\":true,\"embeddedContext\":true,\"image\":true,\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "PromptErrorData",
@@ -966,14 +1295,14 @@ var fuzzTypes = []wiretest.Type{{
 	New: func() any {
 		return new(PromptRequest)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/PromptRequest",
+	Schema: "acp/v1/schema.json#/$defs/PromptRequest",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"prompt\":[{\"_meta\":{\"harn\":{\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"annotations\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"audience\":[\"assistant\"],\"lastModified\":\"x\",\"priority\":1,\"vendor_extension\":{\"kept\":true}},\"text\":\"x\",\"type\":\"text\",\"vendor_extension\":{\"kept\":true}}],\"sessionId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "PromptResponse",
 	New: func() any {
 		return new(PromptResponse)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/PromptResponse",
+	Schema: "acp/v1/schema.json#/$defs/PromptResponse",
 	Seeds:  []string{"{\"_meta\":{\"harn\":{\"terminal\":{\"detail\":\"x\",\"kind\":\"natural\",\"message\":\"x\",\"owner\":\"agent\",\"reason\":\"x\",\"terminalClass\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"stopReason\":\"end_turn\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "PromptResponseMeta",
@@ -987,35 +1316,35 @@ var fuzzTypes = []wiretest.Type{{
 	New: func() any {
 		return new(ProtocolVersion)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/ProtocolVersion",
+	Schema: "acp/v1/schema.json#/$defs/ProtocolVersion",
 	Seeds:  []string{"0"},
 }, {
 	Name: "ReadTextFileRequest",
 	New: func() any {
 		return new(ReadTextFileRequest)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/ReadTextFileRequest",
+	Schema: "acp/v1/schema.json#/$defs/ReadTextFileRequest",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"limit\":0,\"line\":0,\"path\":\"x\",\"sessionId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "ReadTextFileResponse",
 	New: func() any {
 		return new(ReadTextFileResponse)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/ReadTextFileResponse",
+	Schema: "acp/v1/schema.json#/$defs/ReadTextFileResponse",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"content\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "ReleaseTerminalRequest",
 	New: func() any {
 		return new(ReleaseTerminalRequest)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/ReleaseTerminalRequest",
+	Schema: "acp/v1/schema.json#/$defs/ReleaseTerminalRequest",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"sessionId\":\"x\",\"terminalId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "ReleaseTerminalResponse",
 	New: func() any {
 		return new(ReleaseTerminalResponse)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/ReleaseTerminalResponse",
+	Schema: "acp/v1/schema.json#/$defs/ReleaseTerminalResponse",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "ReminderEmittedUpdate",
@@ -1032,201 +1361,236 @@ var fuzzTypes = []wiretest.Type{{
 	Schema: "harn-acp.schema.json#/$defs/reminder_emitted_update_meta",
 	Seeds:  []string{"{\"harn\":{\"reminder\":{\"authority\":\"x\",\"body\":\"x\",\"reminderId\":\"x\",\"renderedRole\":\"x\",\"roleHint\":\"x\",\"source\":\"x\",\"tags\":[\"x\"],\"ttlTurns\":1,\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
+	Name: "RequestID",
+	New: func() any {
+		return new(RequestID)
+	},
+	Schema: "acp/v1/schema.json#/$defs/RequestId",
+	Seeds:  []string{"1"},
+}, {
 	Name: "RequestPermissionOutcome",
 	New: func() any {
 		return new(RequestPermissionOutcome)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/RequestPermissionOutcome",
+	Schema: "acp/v1/schema.json#/$defs/RequestPermissionOutcome",
 	Seeds:  []string{"{\"outcome\":\"cancelled\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "RequestPermissionOutcomeCancelled",
 	New: func() any {
 		return new(RequestPermissionOutcomeCancelled)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/RequestPermissionOutcome/oneOf/0",
+	Schema: "acp/v1/schema.json#/$defs/RequestPermissionOutcome/oneOf/0",
 	Seeds:  []string{"{\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "RequestPermissionRequest",
 	New: func() any {
 		return new(RequestPermissionRequest)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/RequestPermissionRequest",
-	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"options\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"kind\":\"allow_once\",\"name\":\"x\",\"optionId\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"sessionId\":\"x\",\"toolCall\":{\"_meta\":{\"harn\":{\"approvalRequest\":{\"action\":\"x\",\"approvers_required\":0,\"id\":\"x\",\"principal\":\"x\",\"requested_at\":\"x\",\"vendor_extension\":{\"kept\":true}},\"audit\":{\"vendor_extension\":{\"kept\":true}},\"changedPaths\":[\"x\"],\"data\":{\"raw\":[1,\"two\",null]},\"durationMs\":0,\"error\":\"x\",\"errorCategory\":\"schema_validation\",\"executionDurationMs\":0,\"executor\":\"harn_builtin\",\"mutationStatus\":\"applied\",\"parsing\":true,\"policyDecision\":{\"vendor_extension\":{\"kept\":true}},\"rawInputPartial\":\"x\",\"toolDescriptor\":{\"vendor_extension\":{\"kept\":true}},\"toolName\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"content\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"content\":{\"text\":\"x\",\"type\":\"text\",\"vendor_extension\":{\"kept\":true}},\"type\":\"content\",\"vendor_extension\":{\"kept\":true}}],\"kind\":\"read\",\"locations\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"line\":0,\"path\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"rawInput\":{\"raw\":[1,\"two\",null]},\"rawOutput\":{\"raw\":[1,\"two\",null]},\"status\":\"pending\",\"title\":\"x\",\"toolCallId\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "acp/v1/schema.json#/$defs/RequestPermissionRequest",
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"options\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"kind\":\"allow_once\",\"name\":\"x\",\"optionId\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"sessionId\":\"x\",\"toolCall\":{\"_meta\":{\"harn\":{\"approvalRequest\":{\"action\":\"x\",\"approvers_required\":0,\"id\":\"x\",\"principal\":\"x\",\"requested_at\":\"x\",\"vendor_extension\":{\"kept\":true}},\"audit\":{\"vendor_extension\":{\"kept\":true}},\"changedPaths\":[\"x\"],\"data\":{\"raw\":[1,\"two\",null]},\"durationMs\":0,\"error\":\"x\",\"errorCategory\":\"schema_validation\",\"executionDurationMs\":0,\"executor\":\"harn_builtin\",\"mutationStatus\":\"applied\",\"parsing\":true,\"policyDecision\":{\"vendor_extension\":{\"kept\":true}},\"rawInputPartial\":\"x\",\"toolDescriptor\":{\"vendor_extension\":{\"kept\":true}},\"toolName\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"content\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"content\":{\"text\":\"x\",\"type\":\"text\",\"vendor_extension\":{\"kept\":true}},\"type\":\"content\",\"vendor_extension\":{\"kept\":true}}],\"kind\":\"read\",\"locations\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"line\":0,\"path\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"name\":\"x\",\"rawInput\":{\"raw\":[1,\"two\",null]},\"rawOutput\":{\"raw\":[1,\"two\",null]},\"status\":\"pending\",\"title\":\"x\",\"toolCallId\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "RequestPermissionResponse",
 	New: func() any {
 		return new(RequestPermissionResponse)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/RequestPermissionResponse",
+	Schema: "acp/v1/schema.json#/$defs/RequestPermissionResponse",
 	Seeds:  []string{"{\"_meta\":{\"harn\":{\"permissionDecision\":{\"decider\":\"person\",\"grant_scope\":\"once\",\"outcome\":\"approved\",\"policy_evaluations\":[{\"vendor_extension\":{\"kept\":true}}],\"schema\":\"harn.tool_permission_decision.v1\"},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"outcome\":{\"outcome\":\"cancelled\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "ResourceLink",
 	New: func() any {
 		return new(ResourceLink)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/ResourceLink",
+	Schema: "acp/v1/schema.json#/$defs/ResourceLink",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"annotations\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"audience\":[\"assistant\"],\"lastModified\":\"x\",\"priority\":1,\"vendor_extension\":{\"kept\":true}},\"description\":\"x\",\"mimeType\":\"x\",\"name\":\"x\",\"size\":1,\"title\":\"x\",\"uri\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "ResumeSessionRequest",
 	New: func() any {
 		return new(ResumeSessionRequest)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/ResumeSessionRequest",
-	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"cwd\":\"x\",\"mcpServers\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"headers\":[{\"name\":\"x\",\"value\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"name\":\"x\",\"type\":\"http\",\"url\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"sessionId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "acp/v1/schema.json#/$defs/ResumeSessionRequest",
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"additionalDirectories\":[\"x\"],\"cwd\":\"x\",\"mcpServers\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"headers\":[{\"name\":\"x\",\"value\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"name\":\"x\",\"type\":\"http\",\"url\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"sessionId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "ResumeSessionResponse",
 	New: func() any {
 		return new(ResumeSessionResponse)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/ResumeSessionResponse",
+	Schema: "acp/v1/schema.json#/$defs/ResumeSessionResponse",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"configOptions\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"category\":\"mode\",\"currentValue\":\"x\",\"description\":\"x\",\"id\":\"x\",\"name\":\"x\",\"options\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"description\":\"x\",\"name\":\"x\",\"value\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"type\":\"select\",\"vendor_extension\":{\"kept\":true}}],\"modes\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"availableModes\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"description\":\"x\",\"id\":\"x\",\"name\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"currentModeId\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "Role",
 	New: func() any {
 		return new(Role)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/Role",
+	Schema: "acp/v1/schema.json#/$defs/Role",
 	Seeds:  []string{"\"assistant\""},
 }, {
 	Name: "SelectedPermissionOutcome",
 	New: func() any {
 		return new(SelectedPermissionOutcome)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/SelectedPermissionOutcome",
+	Schema: "acp/v1/schema.json#/$defs/SelectedPermissionOutcome",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"optionId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "SessionAdditionalDirectoriesCapabilities",
+	New: func() any {
+		return new(SessionAdditionalDirectoriesCapabilities)
+	},
+	Schema: "acp/v1/schema.json#/$defs/SessionAdditionalDirectoriesCapabilities",
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "SessionCapabilities",
 	New: func() any {
 		return new(SessionCapabilities)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/SessionCapabilities",
-	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"close\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"list\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"resume\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "acp/v1/schema.json#/$defs/SessionCapabilities",
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"additionalDirectories\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"close\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"delete\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"list\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"resume\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "SessionCloseCapabilities",
 	New: func() any {
 		return new(SessionCloseCapabilities)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/SessionCloseCapabilities",
+	Schema: "acp/v1/schema.json#/$defs/SessionCloseCapabilities",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "SessionConfigBoolean",
+	New: func() any {
+		return new(SessionConfigBoolean)
+	},
+	Schema: "acp/v1/schema.json#/$defs/SessionConfigBoolean",
+	Seeds:  []string{"{\"currentValue\":true,\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "SessionConfigGroupID",
 	New: func() any {
 		return new(SessionConfigGroupID)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/SessionConfigGroupId",
+	Schema: "acp/v1/schema.json#/$defs/SessionConfigGroupId",
 	Seeds:  []string{"\"x\""},
 }, {
 	Name: "SessionConfigID",
 	New: func() any {
 		return new(SessionConfigID)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/SessionConfigId",
+	Schema: "acp/v1/schema.json#/$defs/SessionConfigId",
 	Seeds:  []string{"\"x\""},
 }, {
 	Name: "SessionConfigOption",
 	New: func() any {
 		return new(SessionConfigOption)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/SessionConfigOption",
+	Schema: "acp/v1/schema.json#/$defs/SessionConfigOption",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"category\":\"mode\",\"currentValue\":\"x\",\"description\":\"x\",\"id\":\"x\",\"name\":\"x\",\"options\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"description\":\"x\",\"name\":\"x\",\"value\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"type\":\"select\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "SessionConfigOptionCategory",
 	New: func() any {
 		return new(SessionConfigOptionCategory)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/SessionConfigOptionCategory",
+	Schema: "acp/v1/schema.json#/$defs/SessionConfigOptionCategory",
 	Seeds:  []string{"\"mode\""},
+}, {
+	Name: "SessionConfigOptionsCapabilities",
+	New: func() any {
+		return new(SessionConfigOptionsCapabilities)
+	},
+	Schema: "acp/v1/schema.json#/$defs/SessionConfigOptionsCapabilities",
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"boolean\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "SessionConfigSelect",
 	New: func() any {
 		return new(SessionConfigSelect)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/SessionConfigSelect",
+	Schema: "acp/v1/schema.json#/$defs/SessionConfigSelect",
 	Seeds:  []string{"{\"currentValue\":\"x\",\"options\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"description\":\"x\",\"name\":\"x\",\"value\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "SessionConfigSelectGroup",
 	New: func() any {
 		return new(SessionConfigSelectGroup)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/SessionConfigSelectGroup",
+	Schema: "acp/v1/schema.json#/$defs/SessionConfigSelectGroup",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"group\":\"x\",\"name\":\"x\",\"options\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"description\":\"x\",\"name\":\"x\",\"value\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "SessionConfigSelectOption",
 	New: func() any {
 		return new(SessionConfigSelectOption)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/SessionConfigSelectOption",
+	Schema: "acp/v1/schema.json#/$defs/SessionConfigSelectOption",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"description\":\"x\",\"name\":\"x\",\"value\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "SessionConfigSelectOptions",
 	New: func() any {
 		return new(SessionConfigSelectOptions)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/SessionConfigSelectOptions",
+	Schema: "acp/v1/schema.json#/$defs/SessionConfigSelectOptions",
 	Seeds:  []string{"[{\"_meta\":{\"raw\":[1,\"two\",null]},\"description\":\"x\",\"name\":\"x\",\"value\":\"x\",\"vendor_extension\":{\"kept\":true}}]"},
 }, {
 	Name: "SessionConfigValueID",
 	New: func() any {
 		return new(SessionConfigValueID)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/SessionConfigValueId",
+	Schema: "acp/v1/schema.json#/$defs/SessionConfigValueId",
 	Seeds:  []string{"\"x\""},
+}, {
+	Name: "SessionDeleteCapabilities",
+	New: func() any {
+		return new(SessionDeleteCapabilities)
+	},
+	Schema: "acp/v1/schema.json#/$defs/SessionDeleteCapabilities",
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "SessionID",
 	New: func() any {
 		return new(SessionID)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/SessionId",
+	Schema: "acp/v1/schema.json#/$defs/SessionId",
 	Seeds:  []string{"\"x\""},
 }, {
 	Name: "SessionInfo",
 	New: func() any {
 		return new(SessionInfo)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/SessionInfo",
-	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"cwd\":\"x\",\"sessionId\":\"x\",\"title\":\"x\",\"updatedAt\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "acp/v1/schema.json#/$defs/SessionInfo",
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"additionalDirectories\":[\"x\"],\"cwd\":\"x\",\"sessionId\":\"x\",\"title\":\"x\",\"updatedAt\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "SessionInfoUpdate",
 	New: func() any {
 		return new(SessionInfoUpdate)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/SessionInfoUpdate",
+	Schema: "acp/v1/schema.json#/$defs/SessionInfoUpdate",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"title\":\"x\",\"updatedAt\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "SessionListCapabilities",
 	New: func() any {
 		return new(SessionListCapabilities)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/SessionListCapabilities",
+	Schema: "acp/v1/schema.json#/$defs/SessionListCapabilities",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "SessionMode",
 	New: func() any {
 		return new(SessionMode)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/SessionMode",
+	Schema: "acp/v1/schema.json#/$defs/SessionMode",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"description\":\"x\",\"id\":\"x\",\"name\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "SessionModeID",
 	New: func() any {
 		return new(SessionModeID)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/SessionModeId",
+	Schema: "acp/v1/schema.json#/$defs/SessionModeId",
 	Seeds:  []string{"\"x\""},
 }, {
 	Name: "SessionModeState",
 	New: func() any {
 		return new(SessionModeState)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/SessionModeState",
+	Schema: "acp/v1/schema.json#/$defs/SessionModeState",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"availableModes\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"description\":\"x\",\"id\":\"x\",\"name\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"currentModeId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "SessionNotification",
 	New: func() any {
 		return new(SessionNotification)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/SessionNotification",
-	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"sessionId\":\"x\",\"update\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"content\":{\"_meta\":{\"harn\":{\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"annotations\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"audience\":[\"assistant\"],\"lastModified\":\"x\",\"priority\":1,\"vendor_extension\":{\"kept\":true}},\"text\":\"x\",\"type\":\"text\",\"vendor_extension\":{\"kept\":true}},\"sessionUpdate\":\"user_message_chunk\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "acp/v1/schema.json#/$defs/SessionNotification",
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"sessionId\":\"x\",\"update\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"content\":{\"_meta\":{\"harn\":{\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"annotations\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"audience\":[\"assistant\"],\"lastModified\":\"x\",\"priority\":1,\"vendor_extension\":{\"kept\":true}},\"text\":\"x\",\"type\":\"text\",\"vendor_extension\":{\"kept\":true}},\"messageId\":\"x\",\"sessionUpdate\":\"user_message_chunk\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "SessionRedoUpdate",
 	New: func() any {
@@ -1239,7 +1603,7 @@ var fuzzTypes = []wiretest.Type{{
 	New: func() any {
 		return new(SessionResumeCapabilities)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/SessionResumeCapabilities",
+	Schema: "acp/v1/schema.json#/$defs/SessionResumeCapabilities",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "SessionRollbackUpdate",
@@ -1260,35 +1624,49 @@ var fuzzTypes = []wiretest.Type{{
 	New: func() any {
 		return new(SessionUpdate)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/SessionUpdate",
-	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"content\":{\"_meta\":{\"harn\":{\"permission_preview\":{\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true},\"visible_delta\":\"x\",\"visible_text\":\"x\"},\"vendor_extension\":{\"kept\":true}},\"annotations\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"audience\":[\"assistant\"],\"lastModified\":\"x\",\"priority\":1,\"vendor_extension\":{\"kept\":true}},\"text\":\"x\",\"type\":\"text\",\"vendor_extension\":{\"kept\":true}},\"sessionUpdate\":\"user_message_chunk\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "acp/v1/schema.json#/$defs/SessionUpdate",
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"content\":{\"_meta\":{\"harn\":{\"permission_preview\":{\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true},\"visible_delta\":\"x\",\"visible_text\":\"x\"},\"vendor_extension\":{\"kept\":true}},\"annotations\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"audience\":[\"assistant\"],\"lastModified\":\"x\",\"priority\":1,\"vendor_extension\":{\"kept\":true}},\"text\":\"x\",\"type\":\"text\",\"vendor_extension\":{\"kept\":true}},\"messageId\":\"x\",\"sessionUpdate\":\"user_message_chunk\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "SetSessionConfigOptionRequest",
 	New: func() any {
 		return new(SetSessionConfigOptionRequest)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/SetSessionConfigOptionRequest",
-	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"configId\":\"x\",\"sessionId\":\"x\",\"value\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "acp/v1/schema.json#/$defs/SetSessionConfigOptionRequest",
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"configId\":\"x\",\"sessionId\":\"x\",\"type\":\"boolean\",\"value\":true,\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "SetSessionConfigOptionRequestBoolean",
+	New: func() any {
+		return new(SetSessionConfigOptionRequestBoolean)
+	},
+	Schema: "acp/v1/schema.json#/$defs/SetSessionConfigOptionRequest/anyOf/0",
+	Seeds:  []string{"{\"value\":true,\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "SetSessionConfigOptionRequestValueID",
+	New: func() any {
+		return new(SetSessionConfigOptionRequestValueID)
+	},
+	Schema: "acp/v1/schema.json#/$defs/SetSessionConfigOptionRequest/anyOf/1",
+	Seeds:  []string{"{\"value\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "SetSessionConfigOptionResponse",
 	New: func() any {
 		return new(SetSessionConfigOptionResponse)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/SetSessionConfigOptionResponse",
+	Schema: "acp/v1/schema.json#/$defs/SetSessionConfigOptionResponse",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"configOptions\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"category\":\"mode\",\"currentValue\":\"x\",\"description\":\"x\",\"id\":\"x\",\"name\":\"x\",\"options\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"description\":\"x\",\"name\":\"x\",\"value\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"type\":\"select\",\"vendor_extension\":{\"kept\":true}}],\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "SetSessionModeRequest",
 	New: func() any {
 		return new(SetSessionModeRequest)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/SetSessionModeRequest",
+	Schema: "acp/v1/schema.json#/$defs/SetSessionModeRequest",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"modeId\":\"x\",\"sessionId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "SetSessionModeResponse",
 	New: func() any {
 		return new(SetSessionModeResponse)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/SetSessionModeResponse",
+	Schema: "acp/v1/schema.json#/$defs/SetSessionModeResponse",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "SkillActivatedUpdate",
@@ -1365,22 +1743,50 @@ var fuzzTypes = []wiretest.Type{{
 	New: func() any {
 		return new(StopReason)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/StopReason",
+	Schema: "acp/v1/schema.json#/$defs/StopReason",
 	Seeds:  []string{"\"end_turn\""},
+}, {
+	Name: "StringFormat",
+	New: func() any {
+		return new(StringFormat)
+	},
+	Schema: "acp/v1/schema.json#/$defs/StringFormat",
+	Seeds:  []string{"\"email\""},
+}, {
+	Name: "StringMultiSelectItems",
+	New: func() any {
+		return new(StringMultiSelectItems)
+	},
+	Schema: "acp/v1/schema.json#/$defs/StringMultiSelectItems",
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"enum\":[\"x\"],\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "StringPropertySchema",
+	New: func() any {
+		return new(StringPropertySchema)
+	},
+	Schema: "acp/v1/schema.json#/$defs/StringPropertySchema",
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"default\":\"x\",\"description\":\"x\",\"enum\":[\"x\"],\"format\":\"email\",\"maxLength\":0,\"minLength\":0,\"oneOf\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"const\":\"x\",\"description\":\"x\",\"title\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"pattern\":\"x\",\"title\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "Terminal",
 	New: func() any {
 		return new(Terminal)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/Terminal",
+	Schema: "acp/v1/schema.json#/$defs/Terminal",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"terminalId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "TerminalExitStatus",
 	New: func() any {
 		return new(TerminalExitStatus)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/TerminalExitStatus",
+	Schema: "acp/v1/schema.json#/$defs/TerminalExitStatus",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"exitCode\":0,\"signal\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "TerminalID",
+	New: func() any {
+		return new(TerminalID)
+	},
+	Schema: "acp/v1/schema.json#/$defs/TerminalId",
+	Seeds:  []string{"\"x\""},
 }, {
 	Name: "TerminalKind",
 	New: func() any {
@@ -1400,14 +1806,14 @@ var fuzzTypes = []wiretest.Type{{
 	New: func() any {
 		return new(TerminalOutputRequest)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/TerminalOutputRequest",
+	Schema: "acp/v1/schema.json#/$defs/TerminalOutputRequest",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"sessionId\":\"x\",\"terminalId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "TerminalOutputResponse",
 	New: func() any {
 		return new(TerminalOutputResponse)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/TerminalOutputResponse",
+	Schema: "acp/v1/schema.json#/$defs/TerminalOutputResponse",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"exitStatus\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"exitCode\":0,\"signal\":\"x\",\"vendor_extension\":{\"kept\":true}},\"output\":\"x\",\"truncated\":true,\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "TerminalOwner",
@@ -1421,42 +1827,49 @@ var fuzzTypes = []wiretest.Type{{
 	New: func() any {
 		return new(TextContent)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/TextContent",
+	Schema: "acp/v1/schema.json#/$defs/TextContent",
 	Seeds:  []string{"{\"_meta\":{\"harn\":{\"permission_preview\":{\"byteCount\":0,\"preimageSha256\":\"x\",\"source\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true},\"visible_delta\":\"x\",\"visible_text\":\"x\"},\"vendor_extension\":{\"kept\":true}},\"annotations\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"audience\":[\"assistant\"],\"lastModified\":\"x\",\"priority\":1,\"vendor_extension\":{\"kept\":true}},\"text\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "TextResourceContents",
 	New: func() any {
 		return new(TextResourceContents)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/TextResourceContents",
+	Schema: "acp/v1/schema.json#/$defs/TextResourceContents",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"mimeType\":\"x\",\"text\":\"x\",\"uri\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "TitledMultiSelectItems",
+	New: func() any {
+		return new(TitledMultiSelectItems)
+	},
+	Schema: "acp/v1/schema.json#/$defs/TitledMultiSelectItems",
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"anyOf\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"const\":\"x\",\"description\":\"x\",\"title\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "ToolCall",
 	New: func() any {
 		return new(ToolCall)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/ToolCall",
-	Seeds:  []string{"{\"_meta\":{\"harn\":{\"approvalRequest\":{\"action\":\"x\",\"approvers_required\":0,\"args\":{\"raw\":[1,\"two\",null]},\"capabilities_requested\":[\"x\"],\"deadline\":\"x\",\"evidence_refs\":[{\"vendor_extension\":{\"kept\":true}}],\"id\":\"x\",\"principal\":\"x\",\"requested_at\":\"x\",\"undo_metadata\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"audit\":{\"approval_policy\":{\"vendor_extension\":{\"kept\":true}},\"execution_kind\":\"x\",\"mutation_scope\":\"x\",\"parent_session_id\":\"x\",\"run_id\":\"x\",\"session_id\":\"x\",\"vendor_extension\":{\"kept\":true},\"worker_id\":\"x\"},\"changedPaths\":[\"x\"],\"data\":{\"raw\":[1,\"two\",null]},\"durationMs\":0,\"error\":\"x\",\"errorCategory\":\"schema_validation\",\"executionDurationMs\":0,\"executor\":\"harn_builtin\",\"mutationStatus\":\"applied\",\"parsing\":true,\"policyDecision\":{\"action\":\"x\",\"context\":{\"raw\":[1,\"two\",null]},\"matched_rule\":{\"raw\":[1,\"two\",null]},\"reason\":\"x\",\"risk_labels\":[\"x\"],\"type\":\"x\",\"vendor_extension\":{\"kept\":true}},\"rawInputPartial\":\"x\",\"toolDescriptor\":{\"description\":\"x\",\"inputSchema\":{\"raw\":[1,\"two\",null]},\"schemaChanged\":true,\"vendor_extension\":{\"kept\":true}},\"toolName\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"content\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"content\":{\"_meta\":{\"vendor_extension\":{\"kept\":true}},\"annotations\":{\"vendor_extension\":{\"kept\":true}},\"text\":\"x\",\"type\":\"text\",\"vendor_extension\":{\"kept\":true}},\"type\":\"content\",\"vendor_extension\":{\"kept\":true}}],\"kind\":\"read\",\"locations\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"line\":0,\"path\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"rawInput\":{\"raw\":[1,\"two\",null]},\"rawOutput\":{\"raw\":[1,\"two\",null]},\"status\":\"pending\",\"title\":\"x\",\"toolCallId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "acp/v1/schema.json#/$defs/ToolCall",
+	Seeds:  []string{"{\"_meta\":{\"harn\":{\"approvalRequest\":{\"action\":\"x\",\"approvers_required\":0,\"args\":{\"raw\":[1,\"two\",null]},\"capabilities_requested\":[\"x\"],\"deadline\":\"x\",\"evidence_refs\":[{\"vendor_extension\":{\"kept\":true}}],\"id\":\"x\",\"principal\":\"x\",\"requested_at\":\"x\",\"undo_metadata\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"audit\":{\"approval_policy\":{\"vendor_extension\":{\"kept\":true}},\"execution_kind\":\"x\",\"mutation_scope\":\"x\",\"parent_session_id\":\"x\",\"run_id\":\"x\",\"session_id\":\"x\",\"vendor_extension\":{\"kept\":true},\"worker_id\":\"x\"},\"changedPaths\":[\"x\"],\"data\":{\"raw\":[1,\"two\",null]},\"durationMs\":0,\"error\":\"x\",\"errorCategory\":\"schema_validation\",\"executionDurationMs\":0,\"executor\":\"harn_builtin\",\"mutationStatus\":\"applied\",\"parsing\":true,\"policyDecision\":{\"action\":\"x\",\"context\":{\"raw\":[1,\"two\",null]},\"matched_rule\":{\"raw\":[1,\"two\",null]},\"reason\":\"x\",\"risk_labels\":[\"x\"],\"type\":\"x\",\"vendor_extension\":{\"kept\":true}},\"rawInputPartial\":\"x\",\"toolDescriptor\":{\"description\":\"x\",\"inputSchema\":{\"raw\":[1,\"two\",null]},\"schemaChanged\":true,\"vendor_extension\":{\"kept\":true}},\"toolName\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"content\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"content\":{\"_meta\":{\"vendor_extension\":{\"kept\":true}},\"annotations\":{\"vendor_extension\":{\"kept\":true}},\"text\":\"x\",\"type\":\"text\",\"vendor_extension\":{\"kept\":true}},\"type\":\"content\",\"vendor_extension\":{\"kept\":true}}],\"kind\":\"read\",\"locations\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"line\":0,\"path\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"name\":\"x\",\"rawInput\":{\"raw\":[1,\"two\",null]},\"rawOutput\":{\"raw\":[1,\"two\",null]},\"status\":\"pending\",\"title\":\"x\",\"toolCallId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "ToolCallContent",
 	New: func() any {
 		return new(ToolCallContent)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/ToolCallContent",
+	Schema: "acp/v1/schema.json#/$defs/ToolCallContent",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"content\":{\"_meta\":{\"harn\":{\"permission_preview\":{\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true},\"visible_delta\":\"x\",\"visible_text\":\"x\"},\"vendor_extension\":{\"kept\":true}},\"annotations\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"audience\":[\"assistant\"],\"lastModified\":\"x\",\"priority\":1,\"vendor_extension\":{\"kept\":true}},\"text\":\"x\",\"type\":\"text\",\"vendor_extension\":{\"kept\":true}},\"type\":\"content\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "ToolCallID",
 	New: func() any {
 		return new(ToolCallID)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/ToolCallId",
+	Schema: "acp/v1/schema.json#/$defs/ToolCallId",
 	Seeds:  []string{"\"x\""},
 }, {
 	Name: "ToolCallLocation",
 	New: func() any {
 		return new(ToolCallLocation)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/ToolCallLocation",
+	Schema: "acp/v1/schema.json#/$defs/ToolCallLocation",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"line\":0,\"path\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "ToolCallMeta",
@@ -1470,15 +1883,15 @@ var fuzzTypes = []wiretest.Type{{
 	New: func() any {
 		return new(ToolCallStatus)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/ToolCallStatus",
+	Schema: "acp/v1/schema.json#/$defs/ToolCallStatus",
 	Seeds:  []string{"\"pending\""},
 }, {
 	Name: "ToolCallUpdate",
 	New: func() any {
 		return new(ToolCallUpdate)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/ToolCallUpdate",
-	Seeds:  []string{"{\"_meta\":{\"harn\":{\"approvalRequest\":{\"action\":\"x\",\"approvers_required\":0,\"args\":{\"raw\":[1,\"two\",null]},\"capabilities_requested\":[\"x\"],\"deadline\":\"x\",\"evidence_refs\":[{\"vendor_extension\":{\"kept\":true}}],\"id\":\"x\",\"principal\":\"x\",\"requested_at\":\"x\",\"undo_metadata\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"audit\":{\"approval_policy\":{\"vendor_extension\":{\"kept\":true}},\"execution_kind\":\"x\",\"mutation_scope\":\"x\",\"parent_session_id\":\"x\",\"run_id\":\"x\",\"session_id\":\"x\",\"vendor_extension\":{\"kept\":true},\"worker_id\":\"x\"},\"changedPaths\":[\"x\"],\"data\":{\"raw\":[1,\"two\",null]},\"durationMs\":0,\"error\":\"x\",\"errorCategory\":\"schema_validation\",\"executionDurationMs\":0,\"executor\":\"harn_builtin\",\"mutationStatus\":\"applied\",\"parsing\":true,\"policyDecision\":{\"action\":\"x\",\"context\":{\"raw\":[1,\"two\",null]},\"matched_rule\":{\"raw\":[1,\"two\",null]},\"reason\":\"x\",\"risk_labels\":[\"x\"],\"type\":\"x\",\"vendor_extension\":{\"kept\":true}},\"rawInputPartial\":\"x\",\"toolDescriptor\":{\"description\":\"x\",\"inputSchema\":{\"raw\":[1,\"two\",null]},\"schemaChanged\":true,\"vendor_extension\":{\"kept\":true}},\"toolName\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"content\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"content\":{\"_meta\":{\"vendor_extension\":{\"kept\":true}},\"annotations\":{\"vendor_extension\":{\"kept\":true}},\"text\":\"x\",\"type\":\"text\",\"vendor_extension\":{\"kept\":true}},\"type\":\"content\",\"vendor_extension\":{\"kept\":true}}],\"kind\":\"read\",\"locations\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"line\":0,\"path\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"rawInput\":{\"raw\":[1,\"two\",null]},\"rawOutput\":{\"raw\":[1,\"two\",null]},\"status\":\"pending\",\"title\":\"x\",\"toolCallId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Schema: "acp/v1/schema.json#/$defs/ToolCallUpdate",
+	Seeds:  []string{"{\"_meta\":{\"harn\":{\"approvalRequest\":{\"action\":\"x\",\"approvers_required\":0,\"args\":{\"raw\":[1,\"two\",null]},\"capabilities_requested\":[\"x\"],\"deadline\":\"x\",\"evidence_refs\":[{\"vendor_extension\":{\"kept\":true}}],\"id\":\"x\",\"principal\":\"x\",\"requested_at\":\"x\",\"undo_metadata\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"audit\":{\"approval_policy\":{\"vendor_extension\":{\"kept\":true}},\"execution_kind\":\"x\",\"mutation_scope\":\"x\",\"parent_session_id\":\"x\",\"run_id\":\"x\",\"session_id\":\"x\",\"vendor_extension\":{\"kept\":true},\"worker_id\":\"x\"},\"changedPaths\":[\"x\"],\"data\":{\"raw\":[1,\"two\",null]},\"durationMs\":0,\"error\":\"x\",\"errorCategory\":\"schema_validation\",\"executionDurationMs\":0,\"executor\":\"harn_builtin\",\"mutationStatus\":\"applied\",\"parsing\":true,\"policyDecision\":{\"action\":\"x\",\"context\":{\"raw\":[1,\"two\",null]},\"matched_rule\":{\"raw\":[1,\"two\",null]},\"reason\":\"x\",\"risk_labels\":[\"x\"],\"type\":\"x\",\"vendor_extension\":{\"kept\":true}},\"rawInputPartial\":\"x\",\"toolDescriptor\":{\"description\":\"x\",\"inputSchema\":{\"raw\":[1,\"two\",null]},\"schemaChanged\":true,\"vendor_extension\":{\"kept\":true}},\"toolName\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"content\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"content\":{\"_meta\":{\"vendor_extension\":{\"kept\":true}},\"annotations\":{\"vendor_extension\":{\"kept\":true}},\"text\":\"x\",\"type\":\"text\",\"vendor_extension\":{\"kept\":true}},\"type\":\"content\",\"vendor_extension\":{\"kept\":true}}],\"kind\":\"read\",\"locations\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"line\":0,\"path\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"name\":\"x\",\"rawInput\":{\"raw\":[1,\"two\",null]},\"rawOutput\":{\"raw\":[1,\"two\",null]},\"status\":\"pending\",\"title\":\"x\",\"toolCallId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "ToolDescriptor",
 	New: func() any {
@@ -1519,7 +1932,7 @@ var fuzzTypes = []wiretest.Type{{
 	New: func() any {
 		return new(ToolKind)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/ToolKind",
+	Schema: "acp/v1/schema.json#/$defs/ToolKind",
 	Seeds:  []string{"\"read\""},
 }, {
 	Name: "ToolSearchQueryUpdate",
@@ -1582,8 +1995,15 @@ var fuzzTypes = []wiretest.Type{{
 	New: func() any {
 		return new(UnstructuredCommandInput)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/UnstructuredCommandInput",
+	Schema: "acp/v1/schema.json#/$defs/UnstructuredCommandInput",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"hint\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "UsageUpdate",
+	New: func() any {
+		return new(UsageUpdate)
+	},
+	Schema: "acp/v1/schema.json#/$defs/UsageUpdate",
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"cost\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"amount\":1,\"currency\":\"x\",\"vendor_extension\":{\"kept\":true}},\"size\":0,\"used\":0,\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "UserMessageContent",
 	New: func() any {
@@ -1603,14 +2023,14 @@ var fuzzTypes = []wiretest.Type{{
 	New: func() any {
 		return new(WaitForTerminalExitRequest)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/WaitForTerminalExitRequest",
+	Schema: "acp/v1/schema.json#/$defs/WaitForTerminalExitRequest",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"sessionId\":\"x\",\"terminalId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "WaitForTerminalExitResponse",
 	New: func() any {
 		return new(WaitForTerminalExitResponse)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/WaitForTerminalExitResponse",
+	Schema: "acp/v1/schema.json#/$defs/WaitForTerminalExitResponse",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"exitCode\":0,\"signal\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "WorkerMetadata",
@@ -1638,14 +2058,14 @@ var fuzzTypes = []wiretest.Type{{
 	New: func() any {
 		return new(WriteTextFileRequest)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/WriteTextFileRequest",
+	Schema: "acp/v1/schema.json#/$defs/WriteTextFileRequest",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"content\":\"x\",\"path\":\"x\",\"sessionId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "WriteTextFileResponse",
 	New: func() any {
 		return new(WriteTextFileResponse)
 	},
-	Schema: "acp/v0.12.2/schema.json#/$defs/WriteTextFileResponse",
+	Schema: "acp/v1/schema.json#/$defs/WriteTextFileResponse",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}}"},
 }}
 

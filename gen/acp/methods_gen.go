@@ -4,10 +4,11 @@
 Package acp is the generated Go binding of Agent Client Protocol (spec/catalogue/acp.json, framing
 jsonrpc2-ndjson).
 
-ACP v0.12.2 (the version Harn pins): JSON-RPC 2.0, one JSON object per line, between a code editor
-or other client and a coding agent. Every method and type comes from the vendored schema
-(spec/schemas/acp/v0.12.2/schema.json); Harn's _meta.harn tool-lifecycle fields are typed by
-overlays.
+ACP v1, the current stable protocol (wire protocolVersion 1), between a code editor or other client
+and a coding agent: JSON-RPC 2.0, one JSON object per line. Every method and type comes from the
+vendored schema (spec/schemas/acp/v1/schema.json, from @agentclientprotocol/sdk 2.4.0); documents of
+ACP v0.12.2, the version Harn pins, decode unchanged. Harn's _meta.harn fields are typed by
+overlays. The unstable superset (schema.unstable.json) is vendored but not generated.
 
 Each side is served by a <Side>Handlers struct of typed func fields and called through a <Side>Peer
 (docs/handlers.md); NewConn connects them. The types keep the wire rules of docs/generator.md.
@@ -22,6 +23,7 @@ import (
 	"github.com/bridgekit/bridgekit/runtime/jsonrpc"
 	rpc "github.com/bridgekit/bridgekit/runtime/rpc"
 	"github.com/bridgekit/bridgekit/runtime/wire"
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // Wire method names.
@@ -30,12 +32,16 @@ const (
 	MethodInitialize = "initialize"
 	// MethodAuthenticate is "authenticate" (request, client -> agent, stable).
 	MethodAuthenticate = "authenticate"
+	// MethodLogout is "logout" (request, client -> agent, stable).
+	MethodLogout = "logout"
 	// MethodSessionNew is "session/new" (request, client -> agent, stable).
 	MethodSessionNew = "session/new"
 	// MethodSessionLoad is "session/load" (request, client -> agent, stable).
 	MethodSessionLoad = "session/load"
 	// MethodSessionList is "session/list" (request, client -> agent, stable).
 	MethodSessionList = "session/list"
+	// MethodSessionDelete is "session/delete" (request, client -> agent, stable).
+	MethodSessionDelete = "session/delete"
 	// MethodSessionResume is "session/resume" (request, client -> agent, stable).
 	MethodSessionResume = "session/resume"
 	// MethodSessionClose is "session/close" (request, client -> agent, stable).
@@ -64,9 +70,13 @@ const (
 	MethodTerminalWaitForExit = "terminal/wait_for_exit"
 	// MethodTerminalKill is "terminal/kill" (request, agent -> client, stable).
 	MethodTerminalKill = "terminal/kill"
+	// MethodElicitationCreate is "elicitation/create" (request, agent -> client, stable).
+	MethodElicitationCreate = "elicitation/create"
 	// MethodSessionUpdate is "session/update" (notification, agent -> client, stable).
 	MethodSessionUpdate = "session/update"
-	// MethodCancelRequest is "$/cancel_request" (notification, client -> agent, experimental).
+	// MethodElicitationComplete is "elicitation/complete" (notification, agent -> client, stable).
+	MethodElicitationComplete = "elicitation/complete"
+	// MethodCancelRequest is "$/cancel_request" (notification, client -> agent, stable).
 	MethodCancelRequest = "$/cancel_request"
 )
 
@@ -85,6 +95,13 @@ var Methods = []wire.MethodInfo{{
 	Status: "stable",
 	To:     "agent",
 	Wire:   "authenticate",
+}, {
+	From:   "client",
+	Go:     "Logout",
+	Kind:   "request",
+	Status: "stable",
+	To:     "agent",
+	Wire:   "logout",
 }, {
 	From:   "client",
 	Go:     "SessionNew",
@@ -106,6 +123,13 @@ var Methods = []wire.MethodInfo{{
 	Status: "stable",
 	To:     "agent",
 	Wire:   "session/list",
+}, {
+	From:   "client",
+	Go:     "SessionDelete",
+	Kind:   "request",
+	Status: "stable",
+	To:     "agent",
+	Wire:   "session/delete",
 }, {
 	From:   "client",
 	Go:     "SessionResume",
@@ -206,22 +230,36 @@ var Methods = []wire.MethodInfo{{
 	Wire:   "terminal/kill",
 }, {
 	From:   "agent",
+	Go:     "ElicitationCreate",
+	Kind:   "request",
+	Status: "stable",
+	To:     "client",
+	Wire:   "elicitation/create",
+}, {
+	From:   "agent",
 	Go:     "SessionUpdate",
 	Kind:   "notification",
 	Status: "stable",
 	To:     "client",
 	Wire:   "session/update",
 }, {
+	From:   "agent",
+	Go:     "ElicitationComplete",
+	Kind:   "notification",
+	Status: "stable",
+	To:     "client",
+	Wire:   "elicitation/complete",
+}, {
 	From:   "client",
 	Go:     "CancelRequest",
 	Kind:   "notification",
-	Status: "experimental",
+	Status: "stable",
 	To:     "agent",
 	Wire:   "$/cancel_request",
 }}
 
 // MethodNames lists every method name (and qualifier) of the catalogue, so that a connection interns them (rpc.Options.Methods).
-var MethodNames = []string{"initialize", "authenticate", "session/new", "session/load", "session/list", "session/resume", "session/close", "session/set_mode", "session/set_config_option", "session/prompt", "session/cancel", "fs/write_text_file", "fs/read_text_file", "session/request_permission", "terminal/create", "terminal/output", "terminal/release", "terminal/wait_for_exit", "terminal/kill", "session/update", "$/cancel_request"}
+var MethodNames = []string{"initialize", "authenticate", "logout", "session/new", "session/load", "session/list", "session/delete", "session/resume", "session/close", "session/set_mode", "session/set_config_option", "session/prompt", "session/cancel", "fs/write_text_file", "fs/read_text_file", "session/request_permission", "terminal/create", "terminal/output", "terminal/release", "terminal/wait_for_exit", "terminal/kill", "elicitation/create", "session/update", "elicitation/complete", "$/cancel_request"}
 
 // CancelRules are the protocol's cancel messages (rpc.Options.Cancels).
 var CancelRules = []rpc.CancelRule{{
@@ -266,13 +304,19 @@ type AgentHandlers struct {
 	// specified authentication method.
 	//
 	// Called when the agent requires authentication before allowing session creation.
-	// The client provides the authentication method ID that was advertised during initialization.
+	// The client provides an authentication method ID that was advertised during
+	// initialization and whose type defines the `authenticate` flow.
 	//
 	// After successful authentication, the client can proceed to create sessions with
-	// `new_session` without receiving an `auth_required` error.
+	// `session/new` without receiving an `auth_required` (`-32000`) error.
 	//
-	// See protocol docs: [Initialization](https://agentclientprotocol.com/protocol/initialization)
+	// See protocol docs: [Initialization](https://agentclientprotocol.com/protocol/v1/initialization)
 	Authenticate func(context.Context, *AuthenticateRequest) (*AuthenticateResponse, error)
+	// Logout handles logout (request, stable). Logs out of the current authenticated state.
+	//
+	// After a successful logout, all new sessions will require authentication.
+	// There is no guarantee about the behavior of already running sessions.
+	Logout func(context.Context, *LogoutRequest) (*LogoutResponse, error)
 	// SessionNew handles session/new (request, stable). Creates a new conversation session with the
 	// agent.
 	//
@@ -283,9 +327,9 @@ type AgentHandlers struct {
 	// - Connect to any specified MCP servers
 	// - Return a unique session ID for future requests
 	//
-	// May return an `auth_required` error if the agent requires authentication.
+	// May return an `auth_required` (`-32000`) error if the agent requires authentication.
 	//
-	// See protocol docs: [Session Setup](https://agentclientprotocol.com/protocol/session-setup)
+	// See protocol docs: [Session Setup](https://agentclientprotocol.com/protocol/v1/session-setup)
 	SessionNew func(context.Context, *NewSessionRequest) (*NewSessionResponse, error)
 	// SessionLoad handles session/load (request, stable). Loads an existing session to resume a
 	// previous conversation.
@@ -298,7 +342,7 @@ type AgentHandlers struct {
 	// - Stream the entire conversation history back to the client via notifications
 	//
 	// See protocol docs: [Loading
-	// Sessions](https://agentclientprotocol.com/protocol/session-setup#loading-sessions)
+	// Sessions](https://agentclientprotocol.com/protocol/v1/session-setup#loading-sessions)
 	SessionLoad func(context.Context, *LoadSessionRequest) (*LoadSessionResponse, error)
 	// SessionList handles session/list (request, stable). Lists existing sessions known to the agent.
 	//
@@ -306,6 +350,12 @@ type AgentHandlers struct {
 	//
 	// The agent should return metadata about sessions with optional filtering and pagination support.
 	SessionList func(context.Context, *ListSessionsRequest) (*ListSessionsResponse, error)
+	// SessionDelete handles session/delete (request, stable). Deletes an existing session from
+	// `session/list`.
+	//
+	// This method is only available if the agent advertises the `sessionCapabilities.delete`
+	// capability.
+	SessionDelete func(context.Context, *DeleteSessionRequest) (*DeleteSessionResponse, error)
 	// SessionResume handles session/resume (request, stable). Resumes an existing session without
 	// returning previous messages.
 	//
@@ -336,7 +386,7 @@ type AgentHandlers struct {
 	// This method can be called at any time during a session, whether the Agent is
 	// idle or actively generating a response.
 	//
-	// See protocol docs: [Session Modes](https://agentclientprotocol.com/protocol/session-modes)
+	// See protocol docs: [Session Modes](https://agentclientprotocol.com/protocol/v1/session-modes)
 	SessionSetMode func(context.Context, *SetSessionModeRequest) (*SetSessionModeResponse, error)
 	// SessionSetConfigOption handles session/set_config_option (request, stable). Sets the current
 	// value for a session configuration option.
@@ -354,14 +404,14 @@ type AgentHandlers struct {
 	// - Stop all language model requests as soon as possible
 	// - Abort all tool call invocations in progress
 	// - Send any pending `session/update` notifications
-	// - Respond to the original `session/prompt` request with `StopReason::Cancelled`
+	// - Respond to the original `session/prompt` request with the `cancelled` stop reason
 	//
 	// See protocol docs:
-	// [Cancellation](https://agentclientprotocol.com/protocol/prompt-turn#cancellation)
+	// [Cancellation](https://agentclientprotocol.com/protocol/v1/prompt-turn#cancellation)
 	SessionCancel func(context.Context, *CancelNotification) error
-	// CancelRequest handles $/cancel_request (notification, experimental). Cancels the running request
-	// whose id is requestId. The engine applies it as it arrives (rpc.CancelRule), whichever side
-	// receives it; the field is for observing it.
+	// CancelRequest handles $/cancel_request (notification, stable). Cancels the running request whose
+	// id is requestId. The engine applies it as it arrives (rpc.CancelRule), whichever side receives
+	// it; the field is for observing it.
 	CancelRequest func(context.Context, *CancelRequestNotification) error
 	// Fallback, if set, handles every method (and operation) that no field above serves, for example
 	// extension methods.
@@ -389,6 +439,14 @@ func (h *AgentHandlers) Handle(ctx context.Context, req *rpc.Request) (any, erro
 			}
 			return h.Authenticate(ctx, &p)
 		}
+	case MethodLogout:
+		if h.Logout != nil {
+			var p LogoutRequest
+			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				return nil, err
+			}
+			return h.Logout(ctx, &p)
+		}
 	case MethodSessionNew:
 		if h.SessionNew != nil {
 			var p NewSessionRequest
@@ -412,6 +470,14 @@ func (h *AgentHandlers) Handle(ctx context.Context, req *rpc.Request) (any, erro
 				return nil, err
 			}
 			return h.SessionList(ctx, &p)
+		}
+	case MethodSessionDelete:
+		if h.SessionDelete != nil {
+			var p DeleteSessionRequest
+			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				return nil, err
+			}
+			return h.SessionDelete(ctx, &p)
 		}
 	case MethodSessionResume:
 		if h.SessionResume != nil {
@@ -486,35 +552,41 @@ func (h *AgentHandlers) Served() []wire.MethodInfo {
 	if h.Authenticate != nil {
 		out = append(out, Methods[1])
 	}
-	if h.SessionNew != nil {
+	if h.Logout != nil {
 		out = append(out, Methods[2])
 	}
-	if h.SessionLoad != nil {
+	if h.SessionNew != nil {
 		out = append(out, Methods[3])
 	}
-	if h.SessionList != nil {
+	if h.SessionLoad != nil {
 		out = append(out, Methods[4])
 	}
-	if h.SessionResume != nil {
+	if h.SessionList != nil {
 		out = append(out, Methods[5])
 	}
-	if h.SessionClose != nil {
+	if h.SessionDelete != nil {
 		out = append(out, Methods[6])
 	}
-	if h.SessionSetMode != nil {
+	if h.SessionResume != nil {
 		out = append(out, Methods[7])
 	}
-	if h.SessionSetConfigOption != nil {
+	if h.SessionClose != nil {
 		out = append(out, Methods[8])
 	}
-	if h.SessionPrompt != nil {
+	if h.SessionSetMode != nil {
 		out = append(out, Methods[9])
 	}
-	if h.SessionCancel != nil {
+	if h.SessionSetConfigOption != nil {
 		out = append(out, Methods[10])
 	}
+	if h.SessionPrompt != nil {
+		out = append(out, Methods[11])
+	}
+	if h.SessionCancel != nil {
+		out = append(out, Methods[12])
+	}
 	if h.CancelRequest != nil {
-		out = append(out, Methods[20])
+		out = append(out, Methods[24])
 	}
 	return out
 }
@@ -549,16 +621,32 @@ func (p *AgentPeer) Initialize(ctx context.Context, params *InitializeRequest) (
 // authentication method.
 //
 // Called when the agent requires authentication before allowing session creation.
-// The client provides the authentication method ID that was advertised during initialization.
+// The client provides an authentication method ID that was advertised during
+// initialization and whose type defines the `authenticate` flow.
 //
 // After successful authentication, the client can proceed to create sessions with
-// `new_session` without receiving an `auth_required` error.
+// `session/new` without receiving an `auth_required` (`-32000`) error.
 //
-// See protocol docs: [Initialization](https://agentclientprotocol.com/protocol/initialization)
+// See protocol docs: [Initialization](https://agentclientprotocol.com/protocol/v1/initialization)
 func (p *AgentPeer) Authenticate(ctx context.Context, params *AuthenticateRequest) (*AuthenticateResponse, error) {
 	var res AuthenticateResponse
 	if err := p.s.Send(ctx, rpc.Outbound{
 		Method: MethodAuthenticate,
+		Params: params,
+	}, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// Logout sends the request logout. Logs out of the current authenticated state.
+//
+// After a successful logout, all new sessions will require authentication.
+// There is no guarantee about the behavior of already running sessions.
+func (p *AgentPeer) Logout(ctx context.Context, params *LogoutRequest) (*LogoutResponse, error) {
+	var res LogoutResponse
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method: MethodLogout,
 		Params: params,
 	}, &res); err != nil {
 		return nil, err
@@ -575,9 +663,9 @@ func (p *AgentPeer) Authenticate(ctx context.Context, params *AuthenticateReques
 // - Connect to any specified MCP servers
 // - Return a unique session ID for future requests
 //
-// May return an `auth_required` error if the agent requires authentication.
+// May return an `auth_required` (`-32000`) error if the agent requires authentication.
 //
-// See protocol docs: [Session Setup](https://agentclientprotocol.com/protocol/session-setup)
+// See protocol docs: [Session Setup](https://agentclientprotocol.com/protocol/v1/session-setup)
 func (p *AgentPeer) SessionNew(ctx context.Context, params *NewSessionRequest) (*NewSessionResponse, error) {
 	var res NewSessionResponse
 	if err := p.s.Send(ctx, rpc.Outbound{
@@ -600,7 +688,7 @@ func (p *AgentPeer) SessionNew(ctx context.Context, params *NewSessionRequest) (
 // - Stream the entire conversation history back to the client via notifications
 //
 // See protocol docs: [Loading
-// Sessions](https://agentclientprotocol.com/protocol/session-setup#loading-sessions)
+// Sessions](https://agentclientprotocol.com/protocol/v1/session-setup#loading-sessions)
 func (p *AgentPeer) SessionLoad(ctx context.Context, params *LoadSessionRequest) (*LoadSessionResponse, error) {
 	var res LoadSessionResponse
 	if err := p.s.Send(ctx, rpc.Outbound{
@@ -621,6 +709,20 @@ func (p *AgentPeer) SessionList(ctx context.Context, params *ListSessionsRequest
 	var res ListSessionsResponse
 	if err := p.s.Send(ctx, rpc.Outbound{
 		Method: MethodSessionList,
+		Params: params,
+	}, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// SessionDelete sends the request session/delete. Deletes an existing session from `session/list`.
+//
+// This method is only available if the agent advertises the `sessionCapabilities.delete` capability.
+func (p *AgentPeer) SessionDelete(ctx context.Context, params *DeleteSessionRequest) (*DeleteSessionResponse, error) {
+	var res DeleteSessionResponse
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method: MethodSessionDelete,
 		Params: params,
 	}, &res); err != nil {
 		return nil, err
@@ -676,7 +778,7 @@ func (p *AgentPeer) SessionClose(ctx context.Context, params *CloseSessionReques
 // This method can be called at any time during a session, whether the Agent is
 // idle or actively generating a response.
 //
-// See protocol docs: [Session Modes](https://agentclientprotocol.com/protocol/session-modes)
+// See protocol docs: [Session Modes](https://agentclientprotocol.com/protocol/v1/session-modes)
 func (p *AgentPeer) SessionSetMode(ctx context.Context, params *SetSessionModeRequest) (*SetSessionModeResponse, error) {
 	var res SetSessionModeResponse
 	if err := p.s.Send(ctx, rpc.Outbound{
@@ -723,9 +825,10 @@ func (p *AgentPeer) SessionPrompt(ctx context.Context, params *PromptRequest) (*
 // - Stop all language model requests as soon as possible
 // - Abort all tool call invocations in progress
 // - Send any pending `session/update` notifications
-// - Respond to the original `session/prompt` request with `StopReason::Cancelled`
+// - Respond to the original `session/prompt` request with the `cancelled` stop reason
 //
-// See protocol docs: [Cancellation](https://agentclientprotocol.com/protocol/prompt-turn#cancellation)
+// See protocol docs:
+// [Cancellation](https://agentclientprotocol.com/protocol/v1/prompt-turn#cancellation)
 func (p *AgentPeer) SessionCancel(ctx context.Context, params *CancelNotification) error {
 	return p.s.Send(ctx, rpc.Outbound{
 		Kind:   rpc.KindNotification,
@@ -757,7 +860,7 @@ type ClientHandlers struct {
 	// Only available if the client advertises the `fs.writeTextFile` capability.
 	// Allows the agent to create or modify files within the client's environment.
 	//
-	// See protocol docs: [Client](https://agentclientprotocol.com/protocol/overview#client)
+	// See protocol docs: [Client](https://agentclientprotocol.com/protocol/v1/overview#client)
 	FsWriteTextFile func(context.Context, *WriteTextFileRequest) (*WriteTextFileResponse, error)
 	// FsReadTextFile handles fs/read_text_file (request, stable). Reads content from a text file in
 	// the client's file system.
@@ -765,7 +868,7 @@ type ClientHandlers struct {
 	// Only available if the client advertises the `fs.readTextFile` capability.
 	// Allows the agent to access file contents within the client's environment.
 	//
-	// See protocol docs: [Client](https://agentclientprotocol.com/protocol/overview#client)
+	// See protocol docs: [Client](https://agentclientprotocol.com/protocol/v1/overview#client)
 	FsReadTextFile func(context.Context, *ReadTextFileRequest) (*ReadTextFileResponse, error)
 	// SessionRequestPermission handles session/request_permission (request, stable). Asks the client
 	// to approve a tool call. Harn sends a canonical ToolCallUpdate with its approval request and
@@ -783,7 +886,7 @@ type ClientHandlers struct {
 	// Returns the current content in the terminal without waiting for the command to exit.
 	// If the command has already exited, the exit status is included.
 	//
-	// See protocol docs: [Terminals](https://agentclientprotocol.com/protocol/terminals)
+	// See protocol docs: [Terminals](https://agentclientprotocol.com/protocol/v1/terminals)
 	TerminalOutput func(context.Context, *TerminalOutputRequest) (*TerminalOutputResponse, error)
 	// TerminalRelease handles terminal/release (request, stable). Releases a terminal
 	//
@@ -796,12 +899,12 @@ type ClientHandlers struct {
 	// The `terminal/kill` method can be used to terminate the command without releasing
 	// the terminal, allowing the Agent to call `terminal/output` and other methods.
 	//
-	// See protocol docs: [Terminals](https://agentclientprotocol.com/protocol/terminals)
+	// See protocol docs: [Terminals](https://agentclientprotocol.com/protocol/v1/terminals)
 	TerminalRelease func(context.Context, *ReleaseTerminalRequest) (*ReleaseTerminalResponse, error)
 	// TerminalWaitForExit handles terminal/wait_for_exit (request, stable). Waits for the terminal
 	// command to exit and return its exit status
 	//
-	// See protocol docs: [Terminals](https://agentclientprotocol.com/protocol/terminals)
+	// See protocol docs: [Terminals](https://agentclientprotocol.com/protocol/v1/terminals)
 	TerminalWaitForExit func(context.Context, *WaitForTerminalExitRequest) (*WaitForTerminalExitResponse, error)
 	// TerminalKill handles terminal/kill (request, stable). Kills the terminal command without
 	// releasing the terminal
@@ -815,8 +918,13 @@ type ClientHandlers struct {
 	//
 	// Note: Call `terminal/release` when `TerminalId` is no longer needed.
 	//
-	// See protocol docs: [Terminals](https://agentclientprotocol.com/protocol/terminals)
+	// See protocol docs: [Terminals](https://agentclientprotocol.com/protocol/v1/terminals)
 	TerminalKill func(context.Context, *KillTerminalRequest) (*KillTerminalResponse, error)
+	// ElicitationCreate handles elicitation/create (request, stable). Requests structured user input
+	// via a form or URL.
+	//
+	// See protocol docs: [Elicitation](https://agentclientprotocol.com/protocol/v1/elicitation)
+	ElicitationCreate func(context.Context, jsontext.Value) (*CreateElicitationResponse, error)
 	// SessionUpdate handles session/update (notification, stable). Streams one update of a session to
 	// the client: ACP's variants, and Harn's own (user_message, artifact, progress, log, fs_watch,
 	// worker_update, transcript_compacted, transcript_projected, handoff, skill_*, tool_search_*,
@@ -826,6 +934,12 @@ type ClientHandlers struct {
 	// Unknown. Harn's vendor fields are read only under _meta.harn; gen/harn's legacy reader also
 	// accepts the pre-#904/#905 root-level fields.
 	SessionUpdate func(context.Context, *SessionNotification) error
+	// ElicitationComplete handles elicitation/complete (notification, stable). Notification that a
+	// URL-based elicitation has completed.
+	//
+	// See protocol docs:
+	// [Elicitation](https://agentclientprotocol.com/protocol/v1/elicitation#url-completion)
+	ElicitationComplete func(context.Context, *CompleteElicitationNotification) error
 	// Fallback, if set, handles every method (and operation) that no field above serves, for example
 	// extension methods.
 	Fallback rpc.Handler
@@ -900,6 +1014,14 @@ func (h *ClientHandlers) Handle(ctx context.Context, req *rpc.Request) (any, err
 			}
 			return h.TerminalKill(ctx, &p)
 		}
+	case MethodElicitationCreate:
+		if h.ElicitationCreate != nil {
+			var p jsontext.Value
+			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				return nil, err
+			}
+			return h.ElicitationCreate(ctx, p)
+		}
 	case MethodSessionUpdate:
 		if h.SessionUpdate != nil {
 			var p SessionNotification
@@ -907,6 +1029,14 @@ func (h *ClientHandlers) Handle(ctx context.Context, req *rpc.Request) (any, err
 				return nil, err
 			}
 			return nil, h.SessionUpdate(ctx, &p)
+		}
+	case MethodElicitationComplete:
+		if h.ElicitationComplete != nil {
+			var p CompleteElicitationNotification
+			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				return nil, err
+			}
+			return nil, h.ElicitationComplete(ctx, &p)
 		}
 	}
 	if h.Fallback != nil {
@@ -920,31 +1050,37 @@ func (h *ClientHandlers) Handle(ctx context.Context, req *rpc.Request) (any, err
 func (h *ClientHandlers) Served() []wire.MethodInfo {
 	var out []wire.MethodInfo
 	if h.FsWriteTextFile != nil {
-		out = append(out, Methods[11])
-	}
-	if h.FsReadTextFile != nil {
-		out = append(out, Methods[12])
-	}
-	if h.SessionRequestPermission != nil {
 		out = append(out, Methods[13])
 	}
-	if h.TerminalCreate != nil {
+	if h.FsReadTextFile != nil {
 		out = append(out, Methods[14])
 	}
-	if h.TerminalOutput != nil {
+	if h.SessionRequestPermission != nil {
 		out = append(out, Methods[15])
 	}
-	if h.TerminalRelease != nil {
+	if h.TerminalCreate != nil {
 		out = append(out, Methods[16])
 	}
-	if h.TerminalWaitForExit != nil {
+	if h.TerminalOutput != nil {
 		out = append(out, Methods[17])
 	}
-	if h.TerminalKill != nil {
+	if h.TerminalRelease != nil {
 		out = append(out, Methods[18])
 	}
-	if h.SessionUpdate != nil {
+	if h.TerminalWaitForExit != nil {
 		out = append(out, Methods[19])
+	}
+	if h.TerminalKill != nil {
+		out = append(out, Methods[20])
+	}
+	if h.ElicitationCreate != nil {
+		out = append(out, Methods[21])
+	}
+	if h.SessionUpdate != nil {
+		out = append(out, Methods[22])
+	}
+	if h.ElicitationComplete != nil {
+		out = append(out, Methods[23])
 	}
 	return out
 }
@@ -967,7 +1103,7 @@ func NewClientPeer(s rpc.Sender) *ClientPeer {
 // Only available if the client advertises the `fs.writeTextFile` capability.
 // Allows the agent to create or modify files within the client's environment.
 //
-// See protocol docs: [Client](https://agentclientprotocol.com/protocol/overview#client)
+// See protocol docs: [Client](https://agentclientprotocol.com/protocol/v1/overview#client)
 func (p *ClientPeer) FsWriteTextFile(ctx context.Context, params *WriteTextFileRequest) (*WriteTextFileResponse, error) {
 	var res WriteTextFileResponse
 	if err := p.s.Send(ctx, rpc.Outbound{
@@ -985,7 +1121,7 @@ func (p *ClientPeer) FsWriteTextFile(ctx context.Context, params *WriteTextFileR
 // Only available if the client advertises the `fs.readTextFile` capability.
 // Allows the agent to access file contents within the client's environment.
 //
-// See protocol docs: [Client](https://agentclientprotocol.com/protocol/overview#client)
+// See protocol docs: [Client](https://agentclientprotocol.com/protocol/v1/overview#client)
 func (p *ClientPeer) FsReadTextFile(ctx context.Context, params *ReadTextFileRequest) (*ReadTextFileResponse, error) {
 	var res ReadTextFileResponse
 	if err := p.s.Send(ctx, rpc.Outbound{
@@ -1032,7 +1168,7 @@ func (p *ClientPeer) TerminalCreate(ctx context.Context, params *CreateTerminalR
 // Returns the current content in the terminal without waiting for the command to exit.
 // If the command has already exited, the exit status is included.
 //
-// See protocol docs: [Terminals](https://agentclientprotocol.com/protocol/terminals)
+// See protocol docs: [Terminals](https://agentclientprotocol.com/protocol/v1/terminals)
 func (p *ClientPeer) TerminalOutput(ctx context.Context, params *TerminalOutputRequest) (*TerminalOutputResponse, error) {
 	var res TerminalOutputResponse
 	if err := p.s.Send(ctx, rpc.Outbound{
@@ -1055,7 +1191,7 @@ func (p *ClientPeer) TerminalOutput(ctx context.Context, params *TerminalOutputR
 // The `terminal/kill` method can be used to terminate the command without releasing
 // the terminal, allowing the Agent to call `terminal/output` and other methods.
 //
-// See protocol docs: [Terminals](https://agentclientprotocol.com/protocol/terminals)
+// See protocol docs: [Terminals](https://agentclientprotocol.com/protocol/v1/terminals)
 func (p *ClientPeer) TerminalRelease(ctx context.Context, params *ReleaseTerminalRequest) (*ReleaseTerminalResponse, error) {
 	var res ReleaseTerminalResponse
 	if err := p.s.Send(ctx, rpc.Outbound{
@@ -1070,7 +1206,7 @@ func (p *ClientPeer) TerminalRelease(ctx context.Context, params *ReleaseTermina
 // TerminalWaitForExit sends the request terminal/wait_for_exit. Waits for the terminal command to exit
 // and return its exit status
 //
-// See protocol docs: [Terminals](https://agentclientprotocol.com/protocol/terminals)
+// See protocol docs: [Terminals](https://agentclientprotocol.com/protocol/v1/terminals)
 func (p *ClientPeer) TerminalWaitForExit(ctx context.Context, params *WaitForTerminalExitRequest) (*WaitForTerminalExitResponse, error) {
 	var res WaitForTerminalExitResponse
 	if err := p.s.Send(ctx, rpc.Outbound{
@@ -1094,11 +1230,26 @@ func (p *ClientPeer) TerminalWaitForExit(ctx context.Context, params *WaitForTer
 //
 // Note: Call `terminal/release` when `TerminalId` is no longer needed.
 //
-// See protocol docs: [Terminals](https://agentclientprotocol.com/protocol/terminals)
+// See protocol docs: [Terminals](https://agentclientprotocol.com/protocol/v1/terminals)
 func (p *ClientPeer) TerminalKill(ctx context.Context, params *KillTerminalRequest) (*KillTerminalResponse, error) {
 	var res KillTerminalResponse
 	if err := p.s.Send(ctx, rpc.Outbound{
 		Method: MethodTerminalKill,
+		Params: params,
+	}, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// ElicitationCreate sends the request elicitation/create. Requests structured user input via a form or
+// URL.
+//
+// See protocol docs: [Elicitation](https://agentclientprotocol.com/protocol/v1/elicitation)
+func (p *ClientPeer) ElicitationCreate(ctx context.Context, params jsontext.Value) (*CreateElicitationResponse, error) {
+	var res CreateElicitationResponse
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method: MethodElicitationCreate,
 		Params: params,
 	}, &res); err != nil {
 		return nil, err
@@ -1118,6 +1269,19 @@ func (p *ClientPeer) SessionUpdate(ctx context.Context, params *SessionNotificat
 	return p.s.Send(ctx, rpc.Outbound{
 		Kind:   rpc.KindNotification,
 		Method: MethodSessionUpdate,
+		Params: params,
+	}, nil)
+}
+
+// ElicitationComplete sends the notification elicitation/complete. Notification that a URL-based
+// elicitation has completed.
+//
+// See protocol docs:
+// [Elicitation](https://agentclientprotocol.com/protocol/v1/elicitation#url-completion)
+func (p *ClientPeer) ElicitationComplete(ctx context.Context, params *CompleteElicitationNotification) error {
+	return p.s.Send(ctx, rpc.Outbound{
+		Kind:   rpc.KindNotification,
+		Method: MethodElicitationComplete,
 		Params: params,
 	}, nil)
 }

@@ -9,52 +9,109 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 )
 
+// Authentication-related capabilities supported by the agent.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// acp/v1/schema.json#/$defs/AgentAuthCapabilities.
+type AgentAuthCapabilities struct {
+	// Whether the agent supports the logout method.
+	//
+	// Optional. Omitted or `null` both mean the agent does not advertise support.
+	// Supplying `{}` means the agent supports the logout method.
+	Logout wire.Nullable[LogoutCapabilities]
+	// The _meta property is reserved by ACP to allow clients and agents to attach additional
+	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
+	// these keys.
+	//
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
+	Meta wire.Nullable[jsontext.Value]
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objAgentAuthCapabilities = wire.Object{Type: "AgentAuthCapabilities"}
+
+// UnmarshalJSONFrom decodes AgentAuthCapabilities, checking required members, kinds and constraints.
+func (x *AgentAuthCapabilities) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = AgentAuthCapabilities{}
+	r := wire.ReadObject(dec, &objAgentAuthCapabilities)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *AgentAuthCapabilities) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "logout":
+		return wire.Opt(r, &x.Logout, (*LogoutCapabilities).UnmarshalJSONFrom)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes AgentAuthCapabilities, members in schema order, then Extra.
+func (x AgentAuthCapabilities) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *AgentAuthCapabilities) members(w *wire.ObjectWriter) {
+	wire.PutOpt(w, "logout", x.Logout, LogoutCapabilities.MarshalJSONTo)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x AgentAuthCapabilities) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *AgentAuthCapabilities) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
 // Capabilities supported by the agent.
 //
 // Advertised during initialization to inform the client about
 // available features and content types.
 //
 // See protocol docs: [Agent
-// Capabilities](https://agentclientprotocol.com/protocol/initialization#agent-capabilities)
+// Capabilities](https://agentclientprotocol.com/protocol/v1/initialization#agent-capabilities)
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
-// acp/v0.12.2/schema.json#/$defs/AgentCapabilities.
+// acp/v1/schema.json#/$defs/AgentCapabilities.
 type AgentCapabilities struct {
-	// The _meta property is reserved by ACP to allow clients and agents to attach additional
-	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
-	// these keys.
-	//
-	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
-	Meta wire.Nullable[AgentCapabilitiesMeta]
 	// Whether the agent supports `session/load`.
 	//
 	// Schema default false (see GetLoadSession); never written for you.
 	LoadSession *bool
-	// MCP capabilities supported by the agent.
-	//
-	// Schema default {"http":false,"sse":false} (see GetMCPCapabilities); never written for you.
-	MCPCapabilities *MCPCapabilities
 	// Prompt capabilities supported by the agent.
 	//
 	// Schema default {"audio":false,"embeddedContext":false,"image":false} (see
 	// GetPromptCapabilities); never written for you.
 	PromptCapabilities *PromptCapabilities
-	// Session capabilities supported by the agent.
+	// MCP capabilities supported by the agent.
 	//
-	// As a baseline, all Agents **MUST** support `session/new`, `session/prompt`, `session/cancel`,
-	// and `session/update`.
-	//
-	// Optionally, they **MAY** support other session methods and notifications by specifying
-	// additional capabilities.
-	//
-	// Note: `session/load` is still handled by the top-level `load_session` capability. This will be
-	// unified in future versions of the protocol.
-	//
-	// See protocol docs: [Session
-	// Capabilities](https://agentclientprotocol.com/protocol/initialization#session-capabilities)
+	// Schema default {"http":false,"sse":false} (see GetMCPCapabilities); never written for you.
+	MCPCapabilities *MCPCapabilities
+	// Session lifecycle and prompt capabilities advertised by the agent.
 	//
 	// Schema default {} (see GetSessionCapabilities); never written for you.
 	SessionCapabilities *SessionCapabilities
+	// Authentication-related capabilities supported by the agent.
+	//
+	// Schema default {} (see GetAuth); never written for you.
+	Auth *AgentAuthCapabilities
+	// The _meta property is reserved by ACP to allow clients and agents to attach additional
+	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
+	// these keys.
+	//
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
+	Meta wire.Nullable[AgentCapabilitiesMeta]
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
 }
@@ -69,14 +126,6 @@ func (x *AgentCapabilities) GetLoadSession() bool {
 	return false
 }
 
-// GetMCPCapabilities returns MCPCapabilities, or its schema default {"http":false,"sse":false} when absent.
-func (x *AgentCapabilities) GetMCPCapabilities() MCPCapabilities {
-	if x != nil && x.MCPCapabilities != nil {
-		return *x.MCPCapabilities
-	}
-	return wire.Default[MCPCapabilities]("{\"http\":false,\"sse\":false}")
-}
-
 // GetPromptCapabilities returns PromptCapabilities, or its schema default {"audio":false,"embeddedContext":false,"image":false} when absent.
 func (x *AgentCapabilities) GetPromptCapabilities() PromptCapabilities {
 	if x != nil && x.PromptCapabilities != nil {
@@ -85,12 +134,28 @@ func (x *AgentCapabilities) GetPromptCapabilities() PromptCapabilities {
 	return wire.Default[PromptCapabilities]("{\"audio\":false,\"embeddedContext\":false,\"image\":false}")
 }
 
+// GetMCPCapabilities returns MCPCapabilities, or its schema default {"http":false,"sse":false} when absent.
+func (x *AgentCapabilities) GetMCPCapabilities() MCPCapabilities {
+	if x != nil && x.MCPCapabilities != nil {
+		return *x.MCPCapabilities
+	}
+	return wire.Default[MCPCapabilities]("{\"http\":false,\"sse\":false}")
+}
+
 // GetSessionCapabilities returns SessionCapabilities, or its schema default {} when absent.
 func (x *AgentCapabilities) GetSessionCapabilities() SessionCapabilities {
 	if x != nil && x.SessionCapabilities != nil {
 		return *x.SessionCapabilities
 	}
 	return wire.Default[SessionCapabilities]("{}")
+}
+
+// GetAuth returns Auth, or its schema default {} when absent.
+func (x *AgentCapabilities) GetAuth() AgentAuthCapabilities {
+	if x != nil && x.Auth != nil {
+		return *x.Auth
+	}
+	return wire.Default[AgentAuthCapabilities]("{}")
 }
 
 // UnmarshalJSONFrom decodes AgentCapabilities, checking required members, kinds and constraints.
@@ -105,16 +170,18 @@ func (x *AgentCapabilities) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 
 func (x *AgentCapabilities) member(r *wire.ObjectReader) error {
 	switch string(r.Name()) {
-	case "_meta":
-		return wire.Opt(r, &x.Meta, (*AgentCapabilitiesMeta).UnmarshalJSONFrom)
 	case "loadSession":
 		return wire.Ptr(r, &x.LoadSession, wire.BoolFrom)
-	case "mcpCapabilities":
-		return wire.Ptr(r, &x.MCPCapabilities, (*MCPCapabilities).UnmarshalJSONFrom)
 	case "promptCapabilities":
 		return wire.Ptr(r, &x.PromptCapabilities, (*PromptCapabilities).UnmarshalJSONFrom)
+	case "mcpCapabilities":
+		return wire.Ptr(r, &x.MCPCapabilities, (*MCPCapabilities).UnmarshalJSONFrom)
 	case "sessionCapabilities":
 		return wire.Ptr(r, &x.SessionCapabilities, (*SessionCapabilities).UnmarshalJSONFrom)
+	case "auth":
+		return wire.Ptr(r, &x.Auth, (*AgentAuthCapabilities).UnmarshalJSONFrom)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, (*AgentCapabilitiesMeta).UnmarshalJSONFrom)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -127,11 +194,12 @@ func (x AgentCapabilities) MarshalJSONTo(enc *jsontext.Encoder) error {
 }
 
 func (x *AgentCapabilities) members(w *wire.ObjectWriter) {
-	wire.PutOpt(w, "_meta", x.Meta, AgentCapabilitiesMeta.MarshalJSONTo)
 	wire.PutPtr(w, "loadSession", x.LoadSession, wire.BoolTo)
-	wire.PutPtr(w, "mcpCapabilities", x.MCPCapabilities, MCPCapabilities.MarshalJSONTo)
 	wire.PutPtr(w, "promptCapabilities", x.PromptCapabilities, PromptCapabilities.MarshalJSONTo)
+	wire.PutPtr(w, "mcpCapabilities", x.MCPCapabilities, MCPCapabilities.MarshalJSONTo)
 	wire.PutPtr(w, "sessionCapabilities", x.SessionCapabilities, SessionCapabilities.MarshalJSONTo)
+	wire.PutPtr(w, "auth", x.Auth, AgentAuthCapabilities.MarshalJSONTo)
+	wire.PutOpt(w, "_meta", x.Meta, AgentCapabilitiesMeta.MarshalJSONTo)
 	w.Extras(x.Extra)
 }
 
@@ -203,17 +271,20 @@ func (x *AgentCapabilitiesMeta) UnmarshalJSON(data []byte) error {
 // or displayed
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
-// acp/v0.12.2/schema.json#/$defs/Annotations.
+// acp/v1/schema.json#/$defs/Annotations.
 type Annotations struct {
+	// Intended recipients for this content, such as the user or assistant.
+	Audience wire.Nullable[[]Role]
+	// Timestamp indicating when the underlying resource was last modified.
+	LastModified wire.Nullable[string]
+	// Relative importance of this content when clients choose what to surface.
+	Priority wire.Nullable[float64]
 	// The _meta property is reserved by ACP to allow clients and agents to attach additional
 	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
 	// these keys.
 	//
-	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
-	Meta         wire.Nullable[jsontext.Value]
-	Audience     wire.Nullable[[]Role]
-	LastModified wire.Nullable[string]
-	Priority     wire.Nullable[float64]
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
+	Meta wire.Nullable[jsontext.Value]
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
 }
@@ -232,14 +303,14 @@ func (x *Annotations) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 
 func (x *Annotations) member(r *wire.ObjectReader) error {
 	switch string(r.Name()) {
-	case "_meta":
-		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	case "audience":
 		return wire.Opt(r, &x.Audience, readListOfRole)
 	case "lastModified":
 		return wire.Opt(r, &x.LastModified, wire.StringFrom)
 	case "priority":
 		return wire.Opt(r, &x.Priority, wire.FloatFrom)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -252,10 +323,10 @@ func (x Annotations) MarshalJSONTo(enc *jsontext.Encoder) error {
 }
 
 func (x *Annotations) members(w *wire.ObjectWriter) {
-	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	wire.PutOpt(w, "audience", x.Audience, writeListOfRole)
 	wire.PutOpt(w, "lastModified", x.LastModified, wire.StringTo)
 	wire.PutOpt(w, "priority", x.Priority, wire.FloatTo)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	w.Extras(x.Extra)
 }
 
@@ -557,19 +628,20 @@ func (x *ArtifactUpdateMeta) UnmarshalJSON(data []byte) error {
 // Audio provided to or from an LLM.
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
-// acp/v0.12.2/schema.json#/$defs/AudioContent.
+// acp/v1/schema.json#/$defs/AudioContent.
 type AudioContent struct {
+	// Optional annotations that help clients decide how to display or route this content.
+	Annotations wire.Nullable[Annotations]
+	// Base64-encoded media payload.
+	Data string
+	// MIME type describing the encoded media payload.
+	MIMEType string
 	// The _meta property is reserved by ACP to allow clients and agents to attach additional
 	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
 	// these keys.
 	//
-	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta wire.Nullable[jsontext.Value]
-	// Optional annotations for the client. The client can use annotations to inform how objects are
-	// used or displayed
-	Annotations wire.Nullable[Annotations]
-	Data        string
-	MIMEType    string
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
 }
@@ -591,14 +663,14 @@ func (x *AudioContent) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 
 func (x *AudioContent) member(r *wire.ObjectReader) error {
 	switch string(r.Name()) {
-	case "_meta":
-		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	case "annotations":
 		return wire.Opt(r, &x.Annotations, (*Annotations).UnmarshalJSONFrom)
 	case "data":
 		return wire.Field(r, &x.Data, wire.StringFrom)
 	case "mimeType":
 		return wire.Field(r, &x.MIMEType, wire.StringFrom)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -611,10 +683,10 @@ func (x AudioContent) MarshalJSONTo(enc *jsontext.Encoder) error {
 }
 
 func (x *AudioContent) members(w *wire.ObjectWriter) {
-	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	wire.PutOpt(w, "annotations", x.Annotations, Annotations.MarshalJSONTo)
 	wire.Put(w, "data", x.Data, wire.StringTo)
 	wire.Put(w, "mimeType", x.MIMEType, wire.StringTo)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	w.Extras(x.Extra)
 }
 
@@ -628,6 +700,86 @@ func (x *AudioContent) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
+// Authentication capabilities supported by the client.
+//
+// Advertised during initialization to inform the agent which authentication
+// method types the client can handle. This governs opt-in types that require
+// additional client-side support.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// acp/v1/schema.json#/$defs/AuthCapabilities.
+type AuthCapabilities struct {
+	// Whether the client supports `terminal` authentication methods.
+	//
+	// The client should set this to `true` only when it can reproduce the
+	// configured agent invocation in an interactive terminal. When `true`, the
+	// agent may include `terminal` entries in its authentication methods.
+	//
+	// Schema default false (see GetTerminal); never written for you.
+	Terminal *bool
+	// The _meta property is reserved by ACP to allow clients and agents to attach additional
+	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
+	// these keys.
+	//
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
+	Meta wire.Nullable[jsontext.Value]
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objAuthCapabilities = wire.Object{Type: "AuthCapabilities"}
+
+// GetTerminal returns Terminal, or its schema default false when absent.
+func (x *AuthCapabilities) GetTerminal() bool {
+	if x != nil && x.Terminal != nil {
+		return *x.Terminal
+	}
+	return false
+}
+
+// UnmarshalJSONFrom decodes AuthCapabilities, checking required members, kinds and constraints.
+func (x *AuthCapabilities) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = AuthCapabilities{}
+	r := wire.ReadObject(dec, &objAuthCapabilities)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *AuthCapabilities) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "terminal":
+		return wire.Ptr(r, &x.Terminal, wire.BoolFrom)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes AuthCapabilities, members in schema order, then Extra.
+func (x AuthCapabilities) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *AuthCapabilities) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "terminal", x.Terminal, wire.BoolTo)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x AuthCapabilities) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *AuthCapabilities) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
 // Describes an available authentication method.
 //
 // The `type` field acts as the discriminator in the serialized JSON form.
@@ -635,9 +787,14 @@ func (x *AudioContent) UnmarshalJSON(data []byte) error {
 //
 // The member "type" selects the variant; exactly one variant field is set, or Unknown for a value this
 // version does not know (kept verbatim, never decoded as another variant). Generated from
-// acp/v0.12.2/schema.json#/$defs/AuthMethod.
+// acp/v1/schema.json#/$defs/AuthMethod.
 type AuthMethod struct {
-	// Agent handles authentication itself.
+	// Client runs the configured agent program as a separate interactive
+	// process, without passing this method to `authenticate`.
+	//
+	// Set when type is "terminal".
+	Terminal *AuthMethodTerminal
+	// Agent handles authentication itself through `authenticate`.
 	//
 	// This is the default when no `type` is specified.
 	//
@@ -651,6 +808,9 @@ var unionAuthMethod = wire.Union{
 	Tag:  "type",
 	Type: "AuthMethod",
 	Variants: []wire.Variant{{
+		Object: &objAuthMethodTerminal,
+		Tag:    "terminal",
+	}, {
 		Default: true,
 		Object:  &objAuthMethodAgent,
 	}},
@@ -658,6 +818,10 @@ var unionAuthMethod = wire.Union{
 
 // Tag returns type: the set variant's, or the one Unknown carries ("" for none, or for the default variant).
 func (x AuthMethod) Tag() string {
+	switch {
+	case x.Terminal != nil:
+		return "terminal"
+	}
 	return wire.UnknownTag(x.Unknown, "type")
 }
 
@@ -674,6 +838,8 @@ func (x *AuthMethod) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 func (x *AuthMethod) member(r *wire.ObjectReader) error {
 	switch r.Variant() {
 	case 0:
+		return wire.New(&x.Terminal).member(r)
+	case 1:
 		return wire.New(&x.Agent).member(r)
 	}
 	return nil
@@ -683,6 +849,9 @@ func (x *AuthMethod) member(r *wire.ObjectReader) error {
 func (x AuthMethod) MarshalJSONTo(enc *jsontext.Encoder) error {
 	w := wire.WriteObject(enc)
 	switch {
+	case x.Terminal != nil:
+		w.Tag("type", "terminal")
+		x.Terminal.members(&w)
 	case x.Agent != nil:
 		x.Agent.members(&w)
 	default:
@@ -701,25 +870,25 @@ func (x *AuthMethod) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
-// Agent handles authentication itself.
+// Agent handles authentication itself through `authenticate`.
 //
 // This is the default authentication method type.
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
-// acp/v0.12.2/schema.json#/$defs/AuthMethodAgent.
+// acp/v1/schema.json#/$defs/AuthMethodAgent.
 type AuthMethodAgent struct {
+	// Unique identifier for this authentication method.
+	ID AuthMethodID
+	// Human-readable name of the authentication method.
+	Name string
+	// Optional human-readable description of this authentication method.
+	Description wire.Nullable[string]
 	// The _meta property is reserved by ACP to allow clients and agents to attach additional
 	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
 	// these keys.
 	//
-	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta wire.Nullable[jsontext.Value]
-	// Optional description providing more details about this authentication method.
-	Description wire.Nullable[string]
-	// Unique identifier for this authentication method.
-	ID string
-	// Human-readable name of the authentication method.
-	Name string
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
 }
@@ -741,14 +910,14 @@ func (x *AuthMethodAgent) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 
 func (x *AuthMethodAgent) member(r *wire.ObjectReader) error {
 	switch string(r.Name()) {
-	case "_meta":
-		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
-	case "description":
-		return wire.Opt(r, &x.Description, wire.StringFrom)
 	case "id":
-		return wire.Field(r, &x.ID, wire.StringFrom)
+		return wire.Field(r, &x.ID, (*AuthMethodID).UnmarshalJSONFrom)
 	case "name":
 		return wire.Field(r, &x.Name, wire.StringFrom)
+	case "description":
+		return wire.Opt(r, &x.Description, wire.StringFrom)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -761,10 +930,10 @@ func (x AuthMethodAgent) MarshalJSONTo(enc *jsontext.Encoder) error {
 }
 
 func (x *AuthMethodAgent) members(w *wire.ObjectWriter) {
-	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
-	wire.PutOpt(w, "description", x.Description, wire.StringTo)
-	wire.Put(w, "id", x.ID, wire.StringTo)
+	wire.Put(w, "id", x.ID, AuthMethodID.MarshalJSONTo)
 	wire.Put(w, "name", x.Name, wire.StringTo)
+	wire.PutOpt(w, "description", x.Description, wire.StringTo)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	w.Extras(x.Extra)
 }
 
@@ -778,22 +947,166 @@ func (x *AuthMethodAgent) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
+// Typed identifier used for auth method values on the wire.
+//
+// A JSON string. Generated from acp/v1/schema.json#/$defs/AuthMethodId.
+type AuthMethodID string
+
+// UnmarshalJSONFrom decodes AuthMethodID, checking its kind.
+func (x *AuthMethodID) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	return wire.Scalar(dec, "AuthMethodID", (*string)(x), wire.StringFrom)
+}
+
+// MarshalJSONTo encodes AuthMethodID.
+func (x AuthMethodID) MarshalJSONTo(enc *jsontext.Encoder) error {
+	return wire.StringTo(string(x), enc)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x AuthMethodID) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *AuthMethodID) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Terminal-based authentication method.
+//
+// The client runs the configured agent program as a separate interactive
+// process for the user to authenticate via a TUI. Agents MUST advertise this
+// method only when the client enabled its terminal authentication capability.
+// A zero exit status signals success. Any other termination signals failure.
+// The client MUST NOT pass this method to `authenticate`.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// acp/v1/schema.json#/$defs/AuthMethodTerminal.
+type AuthMethodTerminal struct {
+	// Unique identifier for this authentication method.
+	ID AuthMethodID
+	// Human-readable name of the authentication method.
+	Name string
+	// Optional human-readable description of this authentication method.
+	Description wire.Nullable[string]
+	// Additional arguments to append to the configured agent invocation for terminal auth.
+	Args []string
+	// Additional environment variables to set on the configured agent invocation for terminal auth.
+	// These values override same-named variables in the base launch configuration.
+	Env AuthMethodTerminalEnv
+	// The _meta property is reserved by ACP to allow clients and agents to attach additional
+	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
+	// these keys.
+	//
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
+	Meta wire.Nullable[jsontext.Value]
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objAuthMethodTerminal = wire.Object{
+	Required: []string{"id", "name"},
+	Type:     "AuthMethodTerminal",
+}
+
+// UnmarshalJSONFrom decodes AuthMethodTerminal, checking required members, kinds and constraints.
+func (x *AuthMethodTerminal) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = AuthMethodTerminal{}
+	r := wire.ReadObject(dec, &objAuthMethodTerminal)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *AuthMethodTerminal) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "id":
+		return wire.Field(r, &x.ID, (*AuthMethodID).UnmarshalJSONFrom)
+	case "name":
+		return wire.Field(r, &x.Name, wire.StringFrom)
+	case "description":
+		return wire.Opt(r, &x.Description, wire.StringFrom)
+	case "args":
+		return wire.Field(r, &x.Args, readListOfString)
+	case "env":
+		return wire.Field(r, &x.Env, (*AuthMethodTerminalEnv).UnmarshalJSONFrom)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes AuthMethodTerminal, members in schema order, then Extra.
+func (x AuthMethodTerminal) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *AuthMethodTerminal) members(w *wire.ObjectWriter) {
+	wire.Put(w, "id", x.ID, AuthMethodID.MarshalJSONTo)
+	wire.Put(w, "name", x.Name, wire.StringTo)
+	wire.PutOpt(w, "description", x.Description, wire.StringTo)
+	wire.PutIf(w, "args", x.Args, x.Args != nil, writeListOfString)
+	wire.PutIf(w, "env", x.Env, x.Env != nil, AuthMethodTerminalEnv.MarshalJSONTo)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x AuthMethodTerminal) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *AuthMethodTerminal) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Additional environment variables to set on the configured agent invocation for terminal auth.
+// These values override same-named variables in the base launch configuration.
+//
+// Members are written in sorted key order. Generated from
+// acp/v1/schema.json#/$defs/AuthMethodTerminal/properties/env.
+type AuthMethodTerminalEnv map[string]string
+
+// UnmarshalJSONFrom decodes every member with the value schema.
+func (x *AuthMethodTerminalEnv) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	return wire.Scalar(dec, "AuthMethodTerminalEnv", (*map[string]string)(x), readMapOfString)
+}
+
+// MarshalJSONTo encodes the members in sorted key order.
+func (x AuthMethodTerminalEnv) MarshalJSONTo(enc *jsontext.Encoder) error {
+	return wire.WriteMapOf(x, enc, wire.StringTo)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x AuthMethodTerminalEnv) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *AuthMethodTerminalEnv) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
 // Request parameters for the authenticate method.
 //
 // Specifies which authentication method to use.
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
-// acp/v0.12.2/schema.json#/$defs/AuthenticateRequest.
+// acp/v1/schema.json#/$defs/AuthenticateRequest.
 type AuthenticateRequest struct {
+	// The ID of the authentication method to use.
+	// Must be one of the methods advertised in the initialize response.
+	MethodID AuthMethodID
 	// The _meta property is reserved by ACP to allow clients and agents to attach additional
 	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
 	// these keys.
 	//
-	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta wire.Nullable[jsontext.Value]
-	// The ID of the authentication method to use.
-	// Must be one of the methods advertised in the initialize response.
-	MethodID string
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
 }
@@ -815,10 +1128,10 @@ func (x *AuthenticateRequest) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 
 func (x *AuthenticateRequest) member(r *wire.ObjectReader) error {
 	switch string(r.Name()) {
+	case "methodId":
+		return wire.Field(r, &x.MethodID, (*AuthMethodID).UnmarshalJSONFrom)
 	case "_meta":
 		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
-	case "methodId":
-		return wire.Field(r, &x.MethodID, wire.StringFrom)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -831,8 +1144,8 @@ func (x AuthenticateRequest) MarshalJSONTo(enc *jsontext.Encoder) error {
 }
 
 func (x *AuthenticateRequest) members(w *wire.ObjectWriter) {
+	wire.Put(w, "methodId", x.MethodID, AuthMethodID.MarshalJSONTo)
 	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
-	wire.Put(w, "methodId", x.MethodID, wire.StringTo)
 	w.Extras(x.Extra)
 }
 
@@ -849,13 +1162,13 @@ func (x *AuthenticateRequest) UnmarshalJSON(data []byte) error {
 // Response to the `authenticate` method.
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
-// acp/v0.12.2/schema.json#/$defs/AuthenticateResponse.
+// acp/v1/schema.json#/$defs/AuthenticateResponse.
 type AuthenticateResponse struct {
 	// The _meta property is reserved by ACP to allow clients and agents to attach additional
 	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
 	// these keys.
 	//
-	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta wire.Nullable[jsontext.Value]
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
@@ -906,26 +1219,26 @@ func (x *AuthenticateResponse) UnmarshalJSON(data []byte) error {
 // Information about a command.
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
-// acp/v0.12.2/schema.json#/$defs/AvailableCommand.
+// acp/v1/schema.json#/$defs/AvailableCommand.
 type AvailableCommand struct {
-	// The _meta property is reserved by ACP to allow clients and agents to attach additional
-	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
-	// these keys.
-	//
-	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
-	Meta wire.Nullable[jsontext.Value]
+	// Command name (e.g., `create_plan`, `research_codebase`).
+	Name string
 	// Human-readable description of what the command does.
 	Description string
 	// Input for the command if required
 	Input wire.Nullable[AvailableCommandInput]
-	// Command name (e.g., `create_plan`, `research_codebase`).
-	Name string
+	// The _meta property is reserved by ACP to allow clients and agents to attach additional
+	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
+	// these keys.
+	//
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
+	Meta wire.Nullable[jsontext.Value]
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
 }
 
 var objAvailableCommand = wire.Object{
-	Required: []string{"description", "name"},
+	Required: []string{"name", "description"},
 	Type:     "AvailableCommand",
 }
 
@@ -941,14 +1254,14 @@ func (x *AvailableCommand) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 
 func (x *AvailableCommand) member(r *wire.ObjectReader) error {
 	switch string(r.Name()) {
-	case "_meta":
-		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
+	case "name":
+		return wire.Field(r, &x.Name, wire.StringFrom)
 	case "description":
 		return wire.Field(r, &x.Description, wire.StringFrom)
 	case "input":
 		return wire.Opt(r, &x.Input, (*AvailableCommandInput).UnmarshalJSONFrom)
-	case "name":
-		return wire.Field(r, &x.Name, wire.StringFrom)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -961,10 +1274,10 @@ func (x AvailableCommand) MarshalJSONTo(enc *jsontext.Encoder) error {
 }
 
 func (x *AvailableCommand) members(w *wire.ObjectWriter) {
-	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
+	wire.Put(w, "name", x.Name, wire.StringTo)
 	wire.Put(w, "description", x.Description, wire.StringTo)
 	wire.PutOpt(w, "input", x.Input, AvailableCommandInput.MarshalJSONTo)
-	wire.Put(w, "name", x.Name, wire.StringTo)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	w.Extras(x.Extra)
 }
 
@@ -981,7 +1294,7 @@ func (x *AvailableCommand) UnmarshalJSON(data []byte) error {
 // The input specification for a command.
 //
 // The members present select the variant; exactly one variant field is set. Generated from
-// acp/v0.12.2/schema.json#/$defs/AvailableCommandInput.
+// acp/v1/schema.json#/$defs/AvailableCommandInput.
 type AvailableCommandInput struct {
 	// All text that was typed after the command name is provided as input.
 	//
@@ -1040,16 +1353,16 @@ func (x *AvailableCommandInput) UnmarshalJSON(data []byte) error {
 // Available commands are ready or have changed
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
-// acp/v0.12.2/schema.json#/$defs/AvailableCommandsUpdate.
+// acp/v1/schema.json#/$defs/AvailableCommandsUpdate.
 type AvailableCommandsUpdate struct {
+	// Commands the agent can execute
+	AvailableCommands []AvailableCommand
 	// The _meta property is reserved by ACP to allow clients and agents to attach additional
 	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
 	// these keys.
 	//
-	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta wire.Nullable[jsontext.Value]
-	// Commands the agent can execute
-	AvailableCommands []AvailableCommand
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
 }
@@ -1071,10 +1384,10 @@ func (x *AvailableCommandsUpdate) UnmarshalJSONFrom(dec *jsontext.Decoder) error
 
 func (x *AvailableCommandsUpdate) member(r *wire.ObjectReader) error {
 	switch string(r.Name()) {
-	case "_meta":
-		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	case "availableCommands":
 		return wire.Field(r, &x.AvailableCommands, readListOfAvailableCommand)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -1087,8 +1400,8 @@ func (x AvailableCommandsUpdate) MarshalJSONTo(enc *jsontext.Encoder) error {
 }
 
 func (x *AvailableCommandsUpdate) members(w *wire.ObjectWriter) {
-	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	wire.Put(w, "availableCommands", x.AvailableCommands, writeListOfAvailableCommand)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	w.Extras(x.Extra)
 }
 
@@ -1105,17 +1418,20 @@ func (x *AvailableCommandsUpdate) UnmarshalJSON(data []byte) error {
 // Binary resource contents.
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
-// acp/v0.12.2/schema.json#/$defs/BlobResourceContents.
+// acp/v1/schema.json#/$defs/BlobResourceContents.
 type BlobResourceContents struct {
+	// Base64-encoded bytes for a binary resource payload.
+	Blob string
+	// MIME type describing the encoded media payload.
+	MIMEType wire.Nullable[string]
+	// URI associated with this resource or media payload.
+	URI string
 	// The _meta property is reserved by ACP to allow clients and agents to attach additional
 	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
 	// these keys.
 	//
-	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
-	Meta     wire.Nullable[jsontext.Value]
-	Blob     string
-	MIMEType wire.Nullable[string]
-	URI      string
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
+	Meta wire.Nullable[jsontext.Value]
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
 }
@@ -1137,14 +1453,14 @@ func (x *BlobResourceContents) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 
 func (x *BlobResourceContents) member(r *wire.ObjectReader) error {
 	switch string(r.Name()) {
-	case "_meta":
-		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	case "blob":
 		return wire.Field(r, &x.Blob, wire.StringFrom)
 	case "mimeType":
 		return wire.Opt(r, &x.MIMEType, wire.StringFrom)
 	case "uri":
 		return wire.Field(r, &x.URI, wire.StringFrom)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -1157,10 +1473,10 @@ func (x BlobResourceContents) MarshalJSONTo(enc *jsontext.Encoder) error {
 }
 
 func (x *BlobResourceContents) members(w *wire.ObjectWriter) {
-	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	wire.Put(w, "blob", x.Blob, wire.StringTo)
 	wire.PutOpt(w, "mimeType", x.MIMEType, wire.StringTo)
 	wire.Put(w, "uri", x.URI, wire.StringTo)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	w.Extras(x.Extra)
 }
 
@@ -1171,6 +1487,145 @@ func (x BlobResourceContents) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
 func (x *BlobResourceContents) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Capabilities for boolean session configuration options.
+//
+// Supplying `{}` means the client supports boolean session configuration options.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// acp/v1/schema.json#/$defs/BooleanConfigOptionCapabilities.
+type BooleanConfigOptionCapabilities struct {
+	// The _meta property is reserved by ACP to allow clients and agents to attach additional
+	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
+	// these keys.
+	//
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
+	Meta wire.Nullable[jsontext.Value]
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objBooleanConfigOptionCapabilities = wire.Object{Type: "BooleanConfigOptionCapabilities"}
+
+// UnmarshalJSONFrom decodes BooleanConfigOptionCapabilities, checking required members, kinds and constraints.
+func (x *BooleanConfigOptionCapabilities) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = BooleanConfigOptionCapabilities{}
+	r := wire.ReadObject(dec, &objBooleanConfigOptionCapabilities)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *BooleanConfigOptionCapabilities) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes BooleanConfigOptionCapabilities, members in schema order, then Extra.
+func (x BooleanConfigOptionCapabilities) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *BooleanConfigOptionCapabilities) members(w *wire.ObjectWriter) {
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x BooleanConfigOptionCapabilities) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *BooleanConfigOptionCapabilities) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Schema for boolean properties in an elicitation form.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// acp/v1/schema.json#/$defs/BooleanPropertySchema.
+type BooleanPropertySchema struct {
+	// Optional title for the property.
+	//
+	// Optional. Omitted and `null` are equivalent and mean no title is provided.
+	Title wire.Nullable[string]
+	// Human-readable description.
+	//
+	// Optional. Omitted and `null` are equivalent and mean no description is provided.
+	Description wire.Nullable[string]
+	// Default value.
+	//
+	// Optional. Omitted and `null` are equivalent and mean no default value is provided.
+	Default wire.Nullable[bool]
+	// The _meta property is reserved by ACP to allow clients and agents to attach additional
+	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
+	// these keys.
+	//
+	// Optional. Omitted and `null` are equivalent and mean no metadata.
+	//
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
+	Meta wire.Nullable[jsontext.Value]
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objBooleanPropertySchema = wire.Object{Type: "BooleanPropertySchema"}
+
+// UnmarshalJSONFrom decodes BooleanPropertySchema, checking required members, kinds and constraints.
+func (x *BooleanPropertySchema) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = BooleanPropertySchema{}
+	r := wire.ReadObject(dec, &objBooleanPropertySchema)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *BooleanPropertySchema) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "title":
+		return wire.Opt(r, &x.Title, wire.StringFrom)
+	case "description":
+		return wire.Opt(r, &x.Description, wire.StringFrom)
+	case "default":
+		return wire.Opt(r, &x.Default, wire.BoolFrom)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes BooleanPropertySchema, members in schema order, then Extra.
+func (x BooleanPropertySchema) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *BooleanPropertySchema) members(w *wire.ObjectWriter) {
+	wire.PutOpt(w, "title", x.Title, wire.StringTo)
+	wire.PutOpt(w, "description", x.Description, wire.StringTo)
+	wire.PutOpt(w, "default", x.Default, wire.BoolTo)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x BooleanPropertySchema) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *BooleanPropertySchema) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
@@ -1356,19 +1811,20 @@ func (x *CallStartUpdate) UnmarshalJSON(data []byte) error {
 
 // Notification to cancel ongoing operations for a session.
 //
-// See protocol docs: [Cancellation](https://agentclientprotocol.com/protocol/prompt-turn#cancellation)
+// See protocol docs:
+// [Cancellation](https://agentclientprotocol.com/protocol/v1/prompt-turn#cancellation)
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
-// acp/v0.12.2/schema.json#/$defs/CancelNotification.
+// acp/v1/schema.json#/$defs/CancelNotification.
 type CancelNotification struct {
+	// The ID of the session to cancel operations for.
+	SessionID SessionID
 	// The _meta property is reserved by ACP to allow clients and agents to attach additional
 	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
 	// these keys.
 	//
-	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta wire.Nullable[jsontext.Value]
-	// The ID of the session to cancel operations for.
-	SessionID SessionID
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
 }
@@ -1390,10 +1846,10 @@ func (x *CancelNotification) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 
 func (x *CancelNotification) member(r *wire.ObjectReader) error {
 	switch string(r.Name()) {
-	case "_meta":
-		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	case "sessionId":
 		return wire.Field(r, &x.SessionID, (*SessionID).UnmarshalJSONFrom)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -1406,8 +1862,8 @@ func (x CancelNotification) MarshalJSONTo(enc *jsontext.Encoder) error {
 }
 
 func (x *CancelNotification) members(w *wire.ObjectWriter) {
-	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	wire.Put(w, "sessionId", x.SessionID, SessionID.MarshalJSONTo)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	w.Extras(x.Extra)
 }
 
@@ -1421,16 +1877,20 @@ func (x *CancelNotification) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
-// Asks the receiver to stop handling the request with this id; the request is then answered with error
-// -32800 (request cancelled), or, for methods that define a cancelled outcome, with that outcome.
+// Notification to cancel an ongoing request.
+//
+// See protocol docs: [Cancellation](https://agentclientprotocol.com/protocol/v1/cancellation)
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
-// acp-protocol.schema.json#/$defs/cancel_request_notification.
+// acp/v1/schema.json#/$defs/CancelRequestNotification.
 type CancelRequestNotification struct {
-	// The JSON-RPC id of the request to cancel, exactly as it was sent (a string, a number or null),
-	// kept byte for byte.
-	RequestID jsontext.Value
-	// Reserved by ACP for extension metadata.
+	// The ID of the request to cancel.
+	RequestID *RequestID
+	// The _meta property is reserved by ACP to allow clients and agents to attach additional
+	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
+	// these keys.
+	//
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta wire.Nullable[jsontext.Value]
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
@@ -1454,7 +1914,7 @@ func (x *CancelRequestNotification) UnmarshalJSONFrom(dec *jsontext.Decoder) err
 func (x *CancelRequestNotification) member(r *wire.ObjectReader) error {
 	switch string(r.Name()) {
 	case "requestId":
-		return wire.Field(r, &x.RequestID, wire.RawFrom)
+		return wire.NullPtr(r, &x.RequestID, (*RequestID).UnmarshalJSONFrom)
 	case "_meta":
 		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	}
@@ -1469,7 +1929,7 @@ func (x CancelRequestNotification) MarshalJSONTo(enc *jsontext.Encoder) error {
 }
 
 func (x *CancelRequestNotification) members(w *wire.ObjectWriter) {
-	wire.Put(w, "requestId", x.RequestID, wire.RawTo)
+	wire.PutNullPtr(w, "requestId", x.RequestID, RequestID.MarshalJSONTo)
 	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	w.Extras(x.Extra)
 }
@@ -1490,17 +1950,11 @@ func (x *CancelRequestNotification) UnmarshalJSON(data []byte) error {
 // available features and methods.
 //
 // See protocol docs: [Client
-// Capabilities](https://agentclientprotocol.com/protocol/initialization#client-capabilities)
+// Capabilities](https://agentclientprotocol.com/protocol/v1/initialization#client-capabilities)
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
-// acp/v0.12.2/schema.json#/$defs/ClientCapabilities.
+// acp/v1/schema.json#/$defs/ClientCapabilities.
 type ClientCapabilities struct {
-	// The _meta property is reserved by ACP to allow clients and agents to attach additional
-	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
-	// these keys.
-	//
-	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
-	Meta wire.Nullable[jsontext.Value]
 	// File system capabilities supported by the client.
 	// Determines which file operations the agent can request.
 	//
@@ -1510,6 +1964,29 @@ type ClientCapabilities struct {
 	//
 	// Schema default false (see GetTerminal); never written for you.
 	Terminal *bool
+	// Session-related capabilities supported by the client.
+	//
+	// Optional. Omitted or `null` both mean the client does not advertise any
+	// session-related extensions.
+	Session wire.Nullable[ClientSessionCapabilities]
+	// Authentication capabilities supported by the client.
+	// Determines which authentication method types the agent may include
+	// in its `InitializeResponse`.
+	//
+	// Schema default {"terminal":false} (see GetAuth); never written for you.
+	Auth *AuthCapabilities
+	// Elicitation capabilities supported by the client.
+	// Determines which elicitation modes the agent may use.
+	//
+	// Optional. Omitted or `null` both mean the client does not advertise
+	// elicitation support.
+	Elicitation wire.Nullable[ElicitationCapabilities]
+	// The _meta property is reserved by ACP to allow clients and agents to attach additional
+	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
+	// these keys.
+	//
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
+	Meta wire.Nullable[jsontext.Value]
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
 }
@@ -1532,6 +2009,14 @@ func (x *ClientCapabilities) GetTerminal() bool {
 	return false
 }
 
+// GetAuth returns Auth, or its schema default {"terminal":false} when absent.
+func (x *ClientCapabilities) GetAuth() AuthCapabilities {
+	if x != nil && x.Auth != nil {
+		return *x.Auth
+	}
+	return wire.Default[AuthCapabilities]("{\"terminal\":false}")
+}
+
 // UnmarshalJSONFrom decodes ClientCapabilities, checking required members, kinds and constraints.
 func (x *ClientCapabilities) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 	*x = ClientCapabilities{}
@@ -1544,12 +2029,18 @@ func (x *ClientCapabilities) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 
 func (x *ClientCapabilities) member(r *wire.ObjectReader) error {
 	switch string(r.Name()) {
-	case "_meta":
-		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	case "fs":
 		return wire.Ptr(r, &x.Fs, (*FileSystemCapabilities).UnmarshalJSONFrom)
 	case "terminal":
 		return wire.Ptr(r, &x.Terminal, wire.BoolFrom)
+	case "session":
+		return wire.Opt(r, &x.Session, (*ClientSessionCapabilities).UnmarshalJSONFrom)
+	case "auth":
+		return wire.Ptr(r, &x.Auth, (*AuthCapabilities).UnmarshalJSONFrom)
+	case "elicitation":
+		return wire.Opt(r, &x.Elicitation, (*ElicitationCapabilities).UnmarshalJSONFrom)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -1562,9 +2053,12 @@ func (x ClientCapabilities) MarshalJSONTo(enc *jsontext.Encoder) error {
 }
 
 func (x *ClientCapabilities) members(w *wire.ObjectWriter) {
-	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	wire.PutPtr(w, "fs", x.Fs, FileSystemCapabilities.MarshalJSONTo)
 	wire.PutPtr(w, "terminal", x.Terminal, wire.BoolTo)
+	wire.PutOpt(w, "session", x.Session, ClientSessionCapabilities.MarshalJSONTo)
+	wire.PutPtr(w, "auth", x.Auth, AuthCapabilities.MarshalJSONTo)
+	wire.PutOpt(w, "elicitation", x.Elicitation, ElicitationCapabilities.MarshalJSONTo)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	w.Extras(x.Extra)
 }
 
@@ -1578,6 +2072,85 @@ func (x *ClientCapabilities) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
+// Session-related capabilities supported by the client.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// acp/v1/schema.json#/$defs/ClientSessionCapabilities.
+type ClientSessionCapabilities struct {
+	// Support for ID-addressed context compaction updates. Omitted or `null`
+	// means unsupported. `{}` advertises the complete compaction contract.
+	Compaction wire.Nullable[CompactionCapabilities]
+	// Config option capabilities supported by the client.
+	//
+	// Omitted or `null` both mean the client does not advertise support for any
+	// config option extensions.
+	ConfigOptions wire.Nullable[SessionConfigOptionsCapabilities]
+	// Support for live user-facing `notice` session updates.
+	//
+	// Optional. Omitted or `null` both mean the client does not advertise support.
+	// Supplying `{}` means the client can present notices to the user.
+	Notices wire.Nullable[NoticeCapabilities]
+	// The _meta property is reserved by ACP to allow clients and agents to attach additional
+	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
+	// these keys.
+	//
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
+	Meta wire.Nullable[jsontext.Value]
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objClientSessionCapabilities = wire.Object{Type: "ClientSessionCapabilities"}
+
+// UnmarshalJSONFrom decodes ClientSessionCapabilities, checking required members, kinds and constraints.
+func (x *ClientSessionCapabilities) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = ClientSessionCapabilities{}
+	r := wire.ReadObject(dec, &objClientSessionCapabilities)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *ClientSessionCapabilities) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "compaction":
+		return wire.Opt(r, &x.Compaction, (*CompactionCapabilities).UnmarshalJSONFrom)
+	case "configOptions":
+		return wire.Opt(r, &x.ConfigOptions, (*SessionConfigOptionsCapabilities).UnmarshalJSONFrom)
+	case "notices":
+		return wire.Opt(r, &x.Notices, (*NoticeCapabilities).UnmarshalJSONFrom)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes ClientSessionCapabilities, members in schema order, then Extra.
+func (x ClientSessionCapabilities) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *ClientSessionCapabilities) members(w *wire.ObjectWriter) {
+	wire.PutOpt(w, "compaction", x.Compaction, CompactionCapabilities.MarshalJSONTo)
+	wire.PutOpt(w, "configOptions", x.ConfigOptions, SessionConfigOptionsCapabilities.MarshalJSONTo)
+	wire.PutOpt(w, "notices", x.Notices, NoticeCapabilities.MarshalJSONTo)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x ClientSessionCapabilities) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *ClientSessionCapabilities) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
 // Request parameters for closing an active session.
 //
 // If supported, the agent **must** cancel any ongoing work related to the session
@@ -1587,16 +2160,16 @@ func (x *ClientCapabilities) UnmarshalJSON(data []byte) error {
 // Only available if the Agent supports the `sessionCapabilities.close` capability.
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
-// acp/v0.12.2/schema.json#/$defs/CloseSessionRequest.
+// acp/v1/schema.json#/$defs/CloseSessionRequest.
 type CloseSessionRequest struct {
+	// The ID of the session to close.
+	SessionID SessionID
 	// The _meta property is reserved by ACP to allow clients and agents to attach additional
 	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
 	// these keys.
 	//
-	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta wire.Nullable[jsontext.Value]
-	// The ID of the session to close.
-	SessionID SessionID
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
 }
@@ -1618,10 +2191,10 @@ func (x *CloseSessionRequest) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 
 func (x *CloseSessionRequest) member(r *wire.ObjectReader) error {
 	switch string(r.Name()) {
-	case "_meta":
-		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	case "sessionId":
 		return wire.Field(r, &x.SessionID, (*SessionID).UnmarshalJSONFrom)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -1634,8 +2207,8 @@ func (x CloseSessionRequest) MarshalJSONTo(enc *jsontext.Encoder) error {
 }
 
 func (x *CloseSessionRequest) members(w *wire.ObjectWriter) {
-	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	wire.Put(w, "sessionId", x.SessionID, SessionID.MarshalJSONTo)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	w.Extras(x.Extra)
 }
 
@@ -1652,13 +2225,13 @@ func (x *CloseSessionRequest) UnmarshalJSON(data []byte) error {
 // Response from closing a session.
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
-// acp/v0.12.2/schema.json#/$defs/CloseSessionResponse.
+// acp/v1/schema.json#/$defs/CloseSessionResponse.
 type CloseSessionResponse struct {
 	// The _meta property is reserved by ACP to allow clients and agents to attach additional
 	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
 	// these keys.
 	//
-	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta wire.Nullable[jsontext.Value]
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
@@ -1706,19 +2279,359 @@ func (x *CloseSessionResponse) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
-// Session configuration options have been updated.
+// Client support for ID-addressed context compaction updates.
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
-// acp/v0.12.2/schema.json#/$defs/ConfigOptionUpdate.
-type ConfigOptionUpdate struct {
+// acp/v1/schema.json#/$defs/CompactionCapabilities.
+type CompactionCapabilities struct {
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objCompactionCapabilities = wire.Object{Type: "CompactionCapabilities"}
+
+// UnmarshalJSONFrom decodes CompactionCapabilities, checking required members, kinds and constraints.
+func (x *CompactionCapabilities) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = CompactionCapabilities{}
+	r := wire.ReadObject(dec, &objCompactionCapabilities)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *CompactionCapabilities) member(r *wire.ObjectReader) error {
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes CompactionCapabilities, members in schema order, then Extra.
+func (x CompactionCapabilities) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *CompactionCapabilities) members(w *wire.ObjectWriter) {
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x CompactionCapabilities) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *CompactionCapabilities) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Unique identifier for a context compaction within a session.
+//
+// A JSON string. Generated from acp/v1/schema.json#/$defs/CompactionId.
+type CompactionID string
+
+// UnmarshalJSONFrom decodes CompactionID, checking its kind.
+func (x *CompactionID) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	return wire.Scalar(dec, "CompactionID", (*string)(x), wire.StringFrom)
+}
+
+// MarshalJSONTo encodes CompactionID.
+func (x CompactionID) MarshalJSONTo(enc *jsontext.Encoder) error {
+	return wire.StringTo(string(x), enc)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x CompactionID) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *CompactionID) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Lifecycle state of a context compaction.
+//
+// Other values: Custom or future compaction status.
+//
+// Values beginning with `_` are reserved for implementation-specific
+// extensions. Other unknown values are reserved for future ACP statuses.
+//
+// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
+// from acp/v1/schema.json#/$defs/CompactionStatus.
+type CompactionStatus string
+
+// Known values of CompactionStatus, in schema order.
+const (
+	// Compaction has started and has not finished.
+	CompactionStatusInProgress CompactionStatus = "in_progress"
+	// Compaction finished successfully.
+	CompactionStatusCompleted CompactionStatus = "completed"
+	// Compaction finished unsuccessfully.
+	CompactionStatusFailed CompactionStatus = "failed"
+	// Compaction was cancelled before it finished.
+	CompactionStatusCancelled CompactionStatus = "cancelled"
+)
+
+var valuesCompactionStatus = []CompactionStatus{CompactionStatusInProgress, CompactionStatusCompleted, CompactionStatusFailed, CompactionStatusCancelled}
+
+// Known reports whether x is one of the values the schema lists.
+func (x CompactionStatus) Known() bool {
+	return slices.Contains(valuesCompactionStatus, x)
+}
+
+// UnmarshalJSONFrom decodes CompactionStatus, keeping any value.
+func (x *CompactionStatus) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	return wire.StringEnum(dec, x, "CompactionStatus", valuesCompactionStatus, true)
+}
+
+// MarshalJSONTo encodes CompactionStatus.
+func (x CompactionStatus) MarshalJSONTo(enc *jsontext.Encoder) error {
+	return wire.WriteStringEnum(enc, x, "CompactionStatus", valuesCompactionStatus, true)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x CompactionStatus) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *CompactionStatus) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// A content block appended to a compaction's summary. A first-seen ID creates
+// an in-progress compaction. Chunks append in receive order.
+// Agents MUST only send this update when the Client advertised
+// the `session.compaction` Client capability.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// acp/v1/schema.json#/$defs/CompactionSummaryChunk.
+type CompactionSummaryChunk struct {
+	// ID of the compaction whose summary receives this content.
+	CompactionID CompactionID
+	// One content block to append.
+	Content ContentBlock
+	// Metadata scoped to this chunk. Omission and `null` both mean absent.
+	Meta wire.Nullable[jsontext.Value]
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objCompactionSummaryChunk = wire.Object{
+	Required: []string{"compactionId", "content"},
+	Type:     "CompactionSummaryChunk",
+}
+
+// UnmarshalJSONFrom decodes CompactionSummaryChunk, checking required members, kinds and constraints.
+func (x *CompactionSummaryChunk) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = CompactionSummaryChunk{}
+	r := wire.ReadObject(dec, &objCompactionSummaryChunk)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *CompactionSummaryChunk) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "compactionId":
+		return wire.Field(r, &x.CompactionID, (*CompactionID).UnmarshalJSONFrom)
+	case "content":
+		return wire.Field(r, &x.Content, (*ContentBlock).UnmarshalJSONFrom)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes CompactionSummaryChunk, members in schema order, then Extra.
+func (x CompactionSummaryChunk) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *CompactionSummaryChunk) members(w *wire.ObjectWriter) {
+	wire.Put(w, "compactionId", x.CompactionID, CompactionID.MarshalJSONTo)
+	wire.Put(w, "content", x.Content, ContentBlock.MarshalJSONTo)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x CompactionSummaryChunk) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *CompactionSummaryChunk) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// A context compaction upsert. The first notification fixes the compaction's
+// timeline position. Later updates with the same ID patch that entity in place.
+// Agents MUST only send this update when the Client advertised
+// the `session.compaction` Client capability.
+//
+// `summary`, `error`, and `_meta` have patch semantics: omission leaves the
+// stored value unchanged, `null` clears it, and a concrete value replaces it.
+// `summary: []` also clears the summary.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// acp/v1/schema.json#/$defs/CompactionUpdate.
+type CompactionUpdate struct {
+	// The Agent-owned ID of this compaction, unique within the session.
+	CompactionID CompactionID
+	// Current lifecycle status.
+	Status CompactionStatus
+	// Complete replacement user-displayable summary content for the compaction.
+	Summary wire.Nullable[[]ContentBlock]
+	// Human-readable error details for the compaction.
+	Error wire.Nullable[string]
+	// Extensible metadata patch for this compaction.
+	Meta wire.Nullable[jsontext.Value]
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objCompactionUpdate = wire.Object{
+	Required: []string{"compactionId", "status"},
+	Type:     "CompactionUpdate",
+}
+
+// UnmarshalJSONFrom decodes CompactionUpdate, checking required members, kinds and constraints.
+func (x *CompactionUpdate) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = CompactionUpdate{}
+	r := wire.ReadObject(dec, &objCompactionUpdate)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *CompactionUpdate) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "compactionId":
+		return wire.Field(r, &x.CompactionID, (*CompactionID).UnmarshalJSONFrom)
+	case "status":
+		return wire.Field(r, &x.Status, (*CompactionStatus).UnmarshalJSONFrom)
+	case "summary":
+		return wire.Opt(r, &x.Summary, readListOfContentBlock)
+	case "error":
+		return wire.Opt(r, &x.Error, wire.StringFrom)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes CompactionUpdate, members in schema order, then Extra.
+func (x CompactionUpdate) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *CompactionUpdate) members(w *wire.ObjectWriter) {
+	wire.Put(w, "compactionId", x.CompactionID, CompactionID.MarshalJSONTo)
+	wire.Put(w, "status", x.Status, CompactionStatus.MarshalJSONTo)
+	wire.PutOpt(w, "summary", x.Summary, writeListOfContentBlock)
+	wire.PutOpt(w, "error", x.Error, wire.StringTo)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x CompactionUpdate) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *CompactionUpdate) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Notification sent by the agent when a URL-based elicitation is complete.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// acp/v1/schema.json#/$defs/CompleteElicitationNotification.
+type CompleteElicitationNotification struct {
+	// The ID of the elicitation that completed.
+	ElicitationID ElicitationID
 	// The _meta property is reserved by ACP to allow clients and agents to attach additional
 	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
 	// these keys.
 	//
-	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
+	// Optional. Omitted and `null` are equivalent and mean no metadata.
+	//
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta wire.Nullable[jsontext.Value]
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objCompleteElicitationNotification = wire.Object{
+	Required: []string{"elicitationId"},
+	Type:     "CompleteElicitationNotification",
+}
+
+// UnmarshalJSONFrom decodes CompleteElicitationNotification, checking required members, kinds and constraints.
+func (x *CompleteElicitationNotification) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = CompleteElicitationNotification{}
+	r := wire.ReadObject(dec, &objCompleteElicitationNotification)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *CompleteElicitationNotification) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "elicitationId":
+		return wire.Field(r, &x.ElicitationID, (*ElicitationID).UnmarshalJSONFrom)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes CompleteElicitationNotification, members in schema order, then Extra.
+func (x CompleteElicitationNotification) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *CompleteElicitationNotification) members(w *wire.ObjectWriter) {
+	wire.Put(w, "elicitationId", x.ElicitationID, ElicitationID.MarshalJSONTo)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x CompleteElicitationNotification) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *CompleteElicitationNotification) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Session configuration options have been updated.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// acp/v1/schema.json#/$defs/ConfigOptionUpdate.
+type ConfigOptionUpdate struct {
 	// The full set of configuration options and their current values.
 	ConfigOptions []SessionConfigOption
+	// The _meta property is reserved by ACP to allow clients and agents to attach additional
+	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
+	// these keys.
+	//
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
+	Meta wire.Nullable[jsontext.Value]
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
 }
@@ -1740,10 +2653,10 @@ func (x *ConfigOptionUpdate) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 
 func (x *ConfigOptionUpdate) member(r *wire.ObjectReader) error {
 	switch string(r.Name()) {
-	case "_meta":
-		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	case "configOptions":
 		return wire.Field(r, &x.ConfigOptions, readListOfSessionConfigOption)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -1756,8 +2669,8 @@ func (x ConfigOptionUpdate) MarshalJSONTo(enc *jsontext.Encoder) error {
 }
 
 func (x *ConfigOptionUpdate) members(w *wire.ObjectWriter) {
-	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	wire.Put(w, "configOptions", x.ConfigOptions, writeListOfSessionConfigOption)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	w.Extras(x.Extra)
 }
 
@@ -1774,16 +2687,16 @@ func (x *ConfigOptionUpdate) UnmarshalJSON(data []byte) error {
 // Standard content block (text, images, resources).
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
-// acp/v0.12.2/schema.json#/$defs/Content.
+// acp/v1/schema.json#/$defs/Content.
 type Content struct {
+	// The actual content block.
+	Content ContentBlock
 	// The _meta property is reserved by ACP to allow clients and agents to attach additional
 	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
 	// these keys.
 	//
-	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta wire.Nullable[jsontext.Value]
-	// The actual content block.
-	Content ContentBlock
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
 }
@@ -1805,10 +2718,10 @@ func (x *Content) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 
 func (x *Content) member(r *wire.ObjectReader) error {
 	switch string(r.Name()) {
-	case "_meta":
-		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	case "content":
 		return wire.Field(r, &x.Content, (*ContentBlock).UnmarshalJSONFrom)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -1821,8 +2734,8 @@ func (x Content) MarshalJSONTo(enc *jsontext.Encoder) error {
 }
 
 func (x *Content) members(w *wire.ObjectWriter) {
-	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	wire.Put(w, "content", x.Content, ContentBlock.MarshalJSONTo)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	w.Extras(x.Extra)
 }
 
@@ -1838,22 +2751,19 @@ func (x *Content) UnmarshalJSON(data []byte) error {
 
 // Content blocks represent displayable information in the Agent Client Protocol.
 //
-// They provide a structured way to handle various types of user-facing content—whether
-// it's text from language models, images for analysis, or embedded resources for context.
-//
 // Content blocks appear in:
 // - User prompts sent via `session/prompt`
 // - Language model output streamed through `session/update` notifications
 // - Progress updates and results from tool calls
 //
-// This structure is compatible with the Model Context Protocol (MCP), enabling
-// agents to seamlessly forward content from MCP tool outputs without transformation.
+// This structure is compatible with the Model Context Protocol (MCP), so agents can
+// forward content from MCP tool outputs without transformation.
 //
-// See protocol docs: [Content](https://agentclientprotocol.com/protocol/content)
+// See protocol docs: [Content](https://agentclientprotocol.com/protocol/v1/content)
 //
 // The member "type" selects the variant; exactly one variant field is set, or Unknown for a value this
 // version does not know (kept verbatim, never decoded as another variant). Generated from
-// acp/v0.12.2/schema.json#/$defs/ContentBlock.
+// acp/v1/schema.json#/$defs/ContentBlock.
 type ContentBlock struct {
 	// Text content. May be plain text or formatted with Markdown.
 	//
@@ -1994,16 +2904,21 @@ func (x *ContentBlock) UnmarshalJSON(data []byte) error {
 // A streamed item of content
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
-// acp/v0.12.2/schema.json#/$defs/ContentChunk.
+// acp/v1/schema.json#/$defs/ContentChunk.
 type ContentChunk struct {
+	// A single item of content
+	Content ContentBlock
+	// A unique identifier for the message this chunk belongs to.
+	//
+	// All chunks belonging to the same message share the same `messageId`.
+	// A change in `messageId` indicates a new message has started.
+	MessageID wire.Nullable[MessageID]
 	// The _meta property is reserved by ACP to allow clients and agents to attach additional
 	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
 	// these keys.
 	//
-	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta wire.Nullable[jsontext.Value]
-	// A single item of content
-	Content ContentBlock
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
 }
@@ -2025,10 +2940,12 @@ func (x *ContentChunk) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 
 func (x *ContentChunk) member(r *wire.ObjectReader) error {
 	switch string(r.Name()) {
-	case "_meta":
-		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	case "content":
 		return wire.Field(r, &x.Content, (*ContentBlock).UnmarshalJSONFrom)
+	case "messageId":
+		return wire.Opt(r, &x.MessageID, (*MessageID).UnmarshalJSONFrom)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -2041,8 +2958,9 @@ func (x ContentChunk) MarshalJSONTo(enc *jsontext.Encoder) error {
 }
 
 func (x *ContentChunk) members(w *wire.ObjectWriter) {
-	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	wire.Put(w, "content", x.Content, ContentBlock.MarshalJSONTo)
+	wire.PutOpt(w, "messageId", x.MessageID, MessageID.MarshalJSONTo)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	w.Extras(x.Extra)
 }
 
@@ -2110,25 +3028,308 @@ func (x *ContentMeta) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
-// Request to create a new terminal and execute a command.
+// Cost information for a session.
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
-// acp/v0.12.2/schema.json#/$defs/CreateTerminalRequest.
-type CreateTerminalRequest struct {
+// acp/v1/schema.json#/$defs/Cost.
+type Cost struct {
+	// Total cumulative cost for session.
+	Amount float64
+	// Unit of `amount`: an ISO 4217 currency code (e.g., "USD", "EUR") for money, or another
+	// unit such as "credits".
+	Currency string
 	// The _meta property is reserved by ACP to allow clients and agents to attach additional
 	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
 	// these keys.
 	//
-	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta wire.Nullable[jsontext.Value]
-	// Array of command arguments.
-	Args []string
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objCost = wire.Object{
+	Required: []string{"amount", "currency"},
+	Type:     "Cost",
+}
+
+// UnmarshalJSONFrom decodes Cost, checking required members, kinds and constraints.
+func (x *Cost) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = Cost{}
+	r := wire.ReadObject(dec, &objCost)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *Cost) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "amount":
+		return wire.Field(r, &x.Amount, wire.FloatFrom)
+	case "currency":
+		return wire.Field(r, &x.Currency, wire.StringFrom)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes Cost, members in schema order, then Extra.
+func (x Cost) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *Cost) members(w *wire.ObjectWriter) {
+	wire.Put(w, "amount", x.Amount, wire.FloatTo)
+	wire.Put(w, "currency", x.Currency, wire.StringTo)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x Cost) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *Cost) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Response from the client to an elicitation request.
+//
+// The member "action" selects the variant; exactly one variant field is set, or Unknown for a value
+// this version does not know (kept verbatim, never decoded as another variant). The members before the
+// variants belong to every variant. Generated from
+// acp/v1/schema.json#/$defs/CreateElicitationResponse.
+type CreateElicitationResponse struct {
+	// The _meta property is reserved by ACP to allow clients and agents to attach additional
+	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
+	// these keys.
+	//
+	// Optional. Omitted and `null` are equivalent and mean no metadata.
+	//
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
+	Meta wire.Nullable[jsontext.Value]
+	// The user accepted and provided content.
+	//
+	// Set when action is "accept".
+	Accept *ElicitationAcceptAction
+	// The user declined the elicitation.
+	//
+	// Set when action is "decline".
+	Decline *CreateElicitationResponseDecline
+	// The elicitation was cancelled.
+	//
+	// Set when action is "cancel".
+	Cancel *CreateElicitationResponseCancel
+	// Unknown holds, verbatim, an object whose action names no variant this version knows.
+	Unknown jsontext.Value
+}
+
+var objCreateElicitationResponse = wire.Object{Type: "CreateElicitationResponse"}
+
+var unionCreateElicitationResponse = wire.Union{
+	Common: &objCreateElicitationResponse,
+	Tag:    "action",
+	Type:   "CreateElicitationResponse",
+	Variants: []wire.Variant{{
+		Object: &objElicitationAcceptAction,
+		Tag:    "accept",
+	}, {
+		Object: &objCreateElicitationResponseDecline,
+		Tag:    "decline",
+	}, {
+		Object: &objCreateElicitationResponseCancel,
+		Tag:    "cancel",
+	}},
+}
+
+// Tag returns action: the set variant's, or the one Unknown carries ("" for none, or for the default variant).
+func (x CreateElicitationResponse) Tag() string {
+	switch {
+	case x.Accept != nil:
+		return "accept"
+	case x.Decline != nil:
+		return "decline"
+	case x.Cancel != nil:
+		return "cancel"
+	}
+	return wire.UnknownTag(x.Unknown, "action")
+}
+
+// UnmarshalJSONFrom decodes CreateElicitationResponse in one pass, streaming members into the variant once it is chosen.
+func (x *CreateElicitationResponse) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = CreateElicitationResponse{}
+	r := wire.ReadUnion(dec, &unionCreateElicitationResponse)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.EndUnion(&x.Unknown)
+}
+
+func (x *CreateElicitationResponse) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
+	}
+	switch r.Variant() {
+	case 0:
+		return wire.New(&x.Accept).member(r)
+	case 1:
+		return wire.New(&x.Decline).member(r)
+	case 2:
+		return wire.New(&x.Cancel).member(r)
+	}
+	return nil
+}
+
+// MarshalJSONTo encodes the variant that is set, its tag first, or Unknown as it arrived.
+func (x CreateElicitationResponse) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	switch {
+	case x.Accept != nil:
+		w.Tag("action", "accept")
+		x.members(&w)
+		x.Accept.members(&w)
+	case x.Decline != nil:
+		w.Tag("action", "decline")
+		x.members(&w)
+		x.Decline.members(&w)
+	case x.Cancel != nil:
+		w.Tag("action", "cancel")
+		x.members(&w)
+		x.Cancel.members(&w)
+	default:
+		return wire.WriteUnknown(enc, "CreateElicitationResponse", x.Unknown)
+	}
+	return w.End()
+}
+
+func (x *CreateElicitationResponse) members(w *wire.ObjectWriter) {
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x CreateElicitationResponse) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *CreateElicitationResponse) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The elicitation was cancelled.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// acp/v1/schema.json#/$defs/CreateElicitationResponse/anyOf/2.
+type CreateElicitationResponseCancel struct {
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objCreateElicitationResponseCancel = wire.Object{Type: "CreateElicitationResponseCancel"}
+
+// UnmarshalJSONFrom decodes CreateElicitationResponseCancel, checking required members, kinds and constraints.
+func (x *CreateElicitationResponseCancel) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = CreateElicitationResponseCancel{}
+	r := wire.ReadObject(dec, &objCreateElicitationResponseCancel)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *CreateElicitationResponseCancel) member(r *wire.ObjectReader) error {
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes CreateElicitationResponseCancel, members in schema order, then Extra.
+func (x CreateElicitationResponseCancel) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *CreateElicitationResponseCancel) members(w *wire.ObjectWriter) {
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x CreateElicitationResponseCancel) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *CreateElicitationResponseCancel) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The user declined the elicitation.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// acp/v1/schema.json#/$defs/CreateElicitationResponse/anyOf/1.
+type CreateElicitationResponseDecline struct {
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objCreateElicitationResponseDecline = wire.Object{Type: "CreateElicitationResponseDecline"}
+
+// UnmarshalJSONFrom decodes CreateElicitationResponseDecline, checking required members, kinds and constraints.
+func (x *CreateElicitationResponseDecline) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = CreateElicitationResponseDecline{}
+	r := wire.ReadObject(dec, &objCreateElicitationResponseDecline)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *CreateElicitationResponseDecline) member(r *wire.ObjectReader) error {
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes CreateElicitationResponseDecline, members in schema order, then Extra.
+func (x CreateElicitationResponseDecline) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *CreateElicitationResponseDecline) members(w *wire.ObjectWriter) {
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x CreateElicitationResponseDecline) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *CreateElicitationResponseDecline) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Request to create a new terminal and execute a command.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// acp/v1/schema.json#/$defs/CreateTerminalRequest.
+type CreateTerminalRequest struct {
+	// The session ID for this request.
+	SessionID SessionID
 	// The command to execute.
 	Command string
-	// Working directory for the command (absolute path).
-	Cwd wire.Nullable[string]
+	// Array of command arguments.
+	Args []string
 	// Environment variables for the command.
 	Env []EnvVariable
+	// Working directory for the command. Must be an absolute path.
+	Cwd wire.Nullable[string]
 	// Maximum number of output bytes to retain.
 	//
 	// When the limit is exceeded, the Client truncates from the beginning of the output
@@ -2138,14 +3339,18 @@ type CreateTerminalRequest struct {
 	// string output, even if this means the retained output is slightly less than the
 	// specified limit.
 	OutputByteLimit wire.Nullable[int64]
-	// The session ID for this request.
-	SessionID SessionID
+	// The _meta property is reserved by ACP to allow clients and agents to attach additional
+	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
+	// these keys.
+	//
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
+	Meta wire.Nullable[jsontext.Value]
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
 }
 
 var objCreateTerminalRequest = wire.Object{
-	Required: []string{"command", "sessionId"},
+	Required: []string{"sessionId", "command"},
 	Type:     "CreateTerminalRequest",
 }
 
@@ -2161,20 +3366,20 @@ func (x *CreateTerminalRequest) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 
 func (x *CreateTerminalRequest) member(r *wire.ObjectReader) error {
 	switch string(r.Name()) {
-	case "_meta":
-		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
-	case "args":
-		return wire.Field(r, &x.Args, readListOfString)
-	case "command":
-		return wire.Field(r, &x.Command, wire.StringFrom)
-	case "cwd":
-		return wire.Opt(r, &x.Cwd, wire.StringFrom)
-	case "env":
-		return wire.Field(r, &x.Env, readListOfEnvVariable)
-	case "outputByteLimit":
-		return wire.Opt(r, &x.OutputByteLimit, readCreateTerminalRequestOutputByteLimit)
 	case "sessionId":
 		return wire.Field(r, &x.SessionID, (*SessionID).UnmarshalJSONFrom)
+	case "command":
+		return wire.Field(r, &x.Command, wire.StringFrom)
+	case "args":
+		return wire.Field(r, &x.Args, readListOfString)
+	case "env":
+		return wire.Field(r, &x.Env, readListOfEnvVariable)
+	case "cwd":
+		return wire.Opt(r, &x.Cwd, wire.StringFrom)
+	case "outputByteLimit":
+		return wire.Opt(r, &x.OutputByteLimit, readCreateTerminalRequestOutputByteLimit)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -2187,13 +3392,13 @@ func (x CreateTerminalRequest) MarshalJSONTo(enc *jsontext.Encoder) error {
 }
 
 func (x *CreateTerminalRequest) members(w *wire.ObjectWriter) {
-	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
-	wire.PutIf(w, "args", x.Args, x.Args != nil, writeListOfString)
-	wire.Put(w, "command", x.Command, wire.StringTo)
-	wire.PutOpt(w, "cwd", x.Cwd, wire.StringTo)
-	wire.PutIf(w, "env", x.Env, x.Env != nil, writeListOfEnvVariable)
-	wire.PutOpt(w, "outputByteLimit", x.OutputByteLimit, wire.IntTo)
 	wire.Put(w, "sessionId", x.SessionID, SessionID.MarshalJSONTo)
+	wire.Put(w, "command", x.Command, wire.StringTo)
+	wire.PutIf(w, "args", x.Args, x.Args != nil, writeListOfString)
+	wire.PutIf(w, "env", x.Env, x.Env != nil, writeListOfEnvVariable)
+	wire.PutOpt(w, "cwd", x.Cwd, wire.StringTo)
+	wire.PutOpt(w, "outputByteLimit", x.OutputByteLimit, wire.IntTo)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	w.Extras(x.Extra)
 }
 
@@ -2210,16 +3415,16 @@ func (x *CreateTerminalRequest) UnmarshalJSON(data []byte) error {
 // Response containing the ID of the created terminal.
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
-// acp/v0.12.2/schema.json#/$defs/CreateTerminalResponse.
+// acp/v1/schema.json#/$defs/CreateTerminalResponse.
 type CreateTerminalResponse struct {
+	// The unique identifier for the created terminal.
+	TerminalID TerminalID
 	// The _meta property is reserved by ACP to allow clients and agents to attach additional
 	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
 	// these keys.
 	//
-	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta wire.Nullable[jsontext.Value]
-	// The unique identifier for the created terminal.
-	TerminalID string
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
 }
@@ -2241,10 +3446,10 @@ func (x *CreateTerminalResponse) UnmarshalJSONFrom(dec *jsontext.Decoder) error 
 
 func (x *CreateTerminalResponse) member(r *wire.ObjectReader) error {
 	switch string(r.Name()) {
+	case "terminalId":
+		return wire.Field(r, &x.TerminalID, (*TerminalID).UnmarshalJSONFrom)
 	case "_meta":
 		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
-	case "terminalId":
-		return wire.Field(r, &x.TerminalID, wire.StringFrom)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -2257,8 +3462,8 @@ func (x CreateTerminalResponse) MarshalJSONTo(enc *jsontext.Encoder) error {
 }
 
 func (x *CreateTerminalResponse) members(w *wire.ObjectWriter) {
+	wire.Put(w, "terminalId", x.TerminalID, TerminalID.MarshalJSONTo)
 	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
-	wire.Put(w, "terminalId", x.TerminalID, wire.StringTo)
 	w.Extras(x.Extra)
 }
 
@@ -2274,19 +3479,19 @@ func (x *CreateTerminalResponse) UnmarshalJSON(data []byte) error {
 
 // The current mode of the session has changed
 //
-// See protocol docs: [Session Modes](https://agentclientprotocol.com/protocol/session-modes)
+// See protocol docs: [Session Modes](https://agentclientprotocol.com/protocol/v1/session-modes)
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
-// acp/v0.12.2/schema.json#/$defs/CurrentModeUpdate.
+// acp/v1/schema.json#/$defs/CurrentModeUpdate.
 type CurrentModeUpdate struct {
+	// The ID of the current mode
+	CurrentModeID SessionModeID
 	// The _meta property is reserved by ACP to allow clients and agents to attach additional
 	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
 	// these keys.
 	//
-	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta wire.Nullable[jsontext.Value]
-	// The ID of the current mode
-	CurrentModeID SessionModeID
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
 }
@@ -2308,10 +3513,10 @@ func (x *CurrentModeUpdate) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 
 func (x *CurrentModeUpdate) member(r *wire.ObjectReader) error {
 	switch string(r.Name()) {
-	case "_meta":
-		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	case "currentModeId":
 		return wire.Field(r, &x.CurrentModeID, (*SessionModeID).UnmarshalJSONFrom)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -2324,8 +3529,8 @@ func (x CurrentModeUpdate) MarshalJSONTo(enc *jsontext.Encoder) error {
 }
 
 func (x *CurrentModeUpdate) members(w *wire.ObjectWriter) {
-	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	wire.Put(w, "currentModeId", x.CurrentModeID, SessionModeID.MarshalJSONTo)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	w.Extras(x.Extra)
 }
 
@@ -2339,33 +3544,157 @@ func (x *CurrentModeUpdate) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
-// A diff representing file modifications.
+// Request parameters for deleting an existing session from `session/list`.
 //
-// Shows changes to files in a format suitable for display in the client UI.
-//
-// See protocol docs: [Content](https://agentclientprotocol.com/protocol/tool-calls#content)
+// Only available if the Agent supports the `sessionCapabilities.delete` capability.
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
-// acp/v0.12.2/schema.json#/$defs/Diff.
-type Diff struct {
+// acp/v1/schema.json#/$defs/DeleteSessionRequest.
+type DeleteSessionRequest struct {
+	// The ID of the session to delete.
+	SessionID SessionID
 	// The _meta property is reserved by ACP to allow clients and agents to attach additional
 	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
 	// these keys.
 	//
-	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
-	Meta wire.Nullable[ContentMeta]
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
+	Meta wire.Nullable[jsontext.Value]
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objDeleteSessionRequest = wire.Object{
+	Required: []string{"sessionId"},
+	Type:     "DeleteSessionRequest",
+}
+
+// UnmarshalJSONFrom decodes DeleteSessionRequest, checking required members, kinds and constraints.
+func (x *DeleteSessionRequest) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = DeleteSessionRequest{}
+	r := wire.ReadObject(dec, &objDeleteSessionRequest)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *DeleteSessionRequest) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "sessionId":
+		return wire.Field(r, &x.SessionID, (*SessionID).UnmarshalJSONFrom)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes DeleteSessionRequest, members in schema order, then Extra.
+func (x DeleteSessionRequest) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *DeleteSessionRequest) members(w *wire.ObjectWriter) {
+	wire.Put(w, "sessionId", x.SessionID, SessionID.MarshalJSONTo)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x DeleteSessionRequest) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *DeleteSessionRequest) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Response from deleting a session.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// acp/v1/schema.json#/$defs/DeleteSessionResponse.
+type DeleteSessionResponse struct {
+	// The _meta property is reserved by ACP to allow clients and agents to attach additional
+	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
+	// these keys.
+	//
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
+	Meta wire.Nullable[jsontext.Value]
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objDeleteSessionResponse = wire.Object{Type: "DeleteSessionResponse"}
+
+// UnmarshalJSONFrom decodes DeleteSessionResponse, checking required members, kinds and constraints.
+func (x *DeleteSessionResponse) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = DeleteSessionResponse{}
+	r := wire.ReadObject(dec, &objDeleteSessionResponse)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *DeleteSessionResponse) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes DeleteSessionResponse, members in schema order, then Extra.
+func (x DeleteSessionResponse) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *DeleteSessionResponse) members(w *wire.ObjectWriter) {
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x DeleteSessionResponse) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *DeleteSessionResponse) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// A diff representing file modifications.
+//
+// Shows changes to files in a format suitable for display in the client UI.
+//
+// See protocol docs: [Content](https://agentclientprotocol.com/protocol/v1/tool-calls#content)
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// acp/v1/schema.json#/$defs/Diff.
+type Diff struct {
+	// The absolute file path being modified.
+	Path string
+	// The original content (omitted or `null` for new files).
+	OldText wire.Nullable[string]
 	// The new content after modification.
 	NewText string
-	// The original content (None for new files).
-	OldText wire.Nullable[string]
-	// The file path being modified.
-	Path string
+	// The _meta property is reserved by ACP to allow clients and agents to attach additional
+	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
+	// these keys.
+	//
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
+	Meta wire.Nullable[ContentMeta]
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
 }
 
 var objDiff = wire.Object{
-	Required: []string{"newText", "path"},
+	Required: []string{"path", "newText"},
 	Type:     "Diff",
 }
 
@@ -2381,14 +3710,14 @@ func (x *Diff) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 
 func (x *Diff) member(r *wire.ObjectReader) error {
 	switch string(r.Name()) {
-	case "_meta":
-		return wire.Opt(r, &x.Meta, (*ContentMeta).UnmarshalJSONFrom)
-	case "newText":
-		return wire.Field(r, &x.NewText, wire.StringFrom)
-	case "oldText":
-		return wire.Opt(r, &x.OldText, wire.StringFrom)
 	case "path":
 		return wire.Field(r, &x.Path, wire.StringFrom)
+	case "oldText":
+		return wire.Opt(r, &x.OldText, wire.StringFrom)
+	case "newText":
+		return wire.Field(r, &x.NewText, wire.StringFrom)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, (*ContentMeta).UnmarshalJSONFrom)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -2401,10 +3730,10 @@ func (x Diff) MarshalJSONTo(enc *jsontext.Encoder) error {
 }
 
 func (x *Diff) members(w *wire.ObjectWriter) {
-	wire.PutOpt(w, "_meta", x.Meta, ContentMeta.MarshalJSONTo)
-	wire.Put(w, "newText", x.NewText, wire.StringTo)
-	wire.PutOpt(w, "oldText", x.OldText, wire.StringTo)
 	wire.Put(w, "path", x.Path, wire.StringTo)
+	wire.PutOpt(w, "oldText", x.OldText, wire.StringTo)
+	wire.Put(w, "newText", x.NewText, wire.StringTo)
+	wire.PutOpt(w, "_meta", x.Meta, ContentMeta.MarshalJSONTo)
 	w.Extras(x.Extra)
 }
 
@@ -2418,22 +3747,1005 @@ func (x *Diff) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
-// The contents of a resource, embedded into a prompt or tool call result.
+// The user accepted the elicitation and provided content.
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
-// acp/v0.12.2/schema.json#/$defs/EmbeddedResource.
-type EmbeddedResource struct {
+// acp/v1/schema.json#/$defs/ElicitationAcceptAction.
+type ElicitationAcceptAction struct {
+	// The user-provided content, if any, as an object matching the requested schema.
+	Content wire.Nullable[ElicitationAcceptActionContent]
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objElicitationAcceptAction = wire.Object{Type: "ElicitationAcceptAction"}
+
+// UnmarshalJSONFrom decodes ElicitationAcceptAction, checking required members, kinds and constraints.
+func (x *ElicitationAcceptAction) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = ElicitationAcceptAction{}
+	r := wire.ReadObject(dec, &objElicitationAcceptAction)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *ElicitationAcceptAction) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "content":
+		return wire.Opt(r, &x.Content, (*ElicitationAcceptActionContent).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes ElicitationAcceptAction, members in schema order, then Extra.
+func (x ElicitationAcceptAction) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *ElicitationAcceptAction) members(w *wire.ObjectWriter) {
+	wire.PutOpt(w, "content", x.Content, ElicitationAcceptActionContent.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x ElicitationAcceptAction) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *ElicitationAcceptAction) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The user-provided content, if any, as an object matching the requested schema.
+//
+// Members are written in sorted key order. Generated from
+// acp/v1/schema.json#/$defs/ElicitationAcceptAction/properties/content.
+type ElicitationAcceptActionContent map[string]ElicitationContentValue
+
+// UnmarshalJSONFrom decodes every member with the value schema.
+func (x *ElicitationAcceptActionContent) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	return wire.Scalar(dec, "ElicitationAcceptActionContent", (*map[string]ElicitationContentValue)(x), readMapOfElicitationContentValue)
+}
+
+// MarshalJSONTo encodes the members in sorted key order.
+func (x ElicitationAcceptActionContent) MarshalJSONTo(enc *jsontext.Encoder) error {
+	return wire.WriteMapOf(x, enc, ElicitationContentValue.MarshalJSONTo)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x ElicitationAcceptActionContent) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *ElicitationAcceptActionContent) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Elicitation capabilities supported by the client.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// acp/v1/schema.json#/$defs/ElicitationCapabilities.
+type ElicitationCapabilities struct {
+	// Whether the client supports form-based elicitation.
+	//
+	// Optional. Omitted and `null` are equivalent and mean form support is not advertised.
+	// Supplying `{}` explicitly advertises form support.
+	Form wire.Nullable[ElicitationFormCapabilities]
+	// Whether the client supports URL-based elicitation.
+	//
+	// Optional. Omitted or `null` both mean the client does not advertise support.
+	// Supplying `{}` means the client supports URL-based elicitation.
+	URL wire.Nullable[ElicitationURLCapabilities]
 	// The _meta property is reserved by ACP to allow clients and agents to attach additional
 	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
 	// these keys.
 	//
-	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
+	// Optional. Omitted and `null` are equivalent and mean no metadata.
+	//
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta wire.Nullable[jsontext.Value]
-	// Optional annotations for the client. The client can use annotations to inform how objects are
-	// used or displayed
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objElicitationCapabilities = wire.Object{Type: "ElicitationCapabilities"}
+
+// UnmarshalJSONFrom decodes ElicitationCapabilities, checking required members, kinds and constraints.
+func (x *ElicitationCapabilities) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = ElicitationCapabilities{}
+	r := wire.ReadObject(dec, &objElicitationCapabilities)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *ElicitationCapabilities) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "form":
+		return wire.Opt(r, &x.Form, (*ElicitationFormCapabilities).UnmarshalJSONFrom)
+	case "url":
+		return wire.Opt(r, &x.URL, (*ElicitationURLCapabilities).UnmarshalJSONFrom)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes ElicitationCapabilities, members in schema order, then Extra.
+func (x ElicitationCapabilities) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *ElicitationCapabilities) members(w *wire.ObjectWriter) {
+	wire.PutOpt(w, "form", x.Form, ElicitationFormCapabilities.MarshalJSONTo)
+	wire.PutOpt(w, "url", x.URL, ElicitationURLCapabilities.MarshalJSONTo)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x ElicitationCapabilities) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *ElicitationCapabilities) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Allowed wire representations for `ElicitationContentValue`.
+//
+// The JSON kind of the value selects the variant; exactly one field is set. Generated from
+// acp/v1/schema.json#/$defs/ElicitationContentValue.
+type ElicitationContentValue struct {
+	// String value accepted in elicitation response content.
+	//
+	// Set when the value is a JSON string.
+	String *string
+	// Number value accepted in elicitation response content.
+	//
+	// Set when the value is a JSON number.
+	Number *float64
+	// Boolean value accepted in elicitation response content.
+	//
+	// Set when the value is a JSON boolean.
+	Boolean *bool
+	// String array value accepted in elicitation response content.
+	//
+	// Set when the value is a JSON array.
+	StringArray []string
+}
+
+// UnmarshalJSONFrom decodes the variant that matches the value's JSON kind.
+func (x *ElicitationContentValue) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = ElicitationContentValue{}
+	switch dec.PeekKind() {
+	case '"':
+		return wire.Choose(dec, "ElicitationContentValue", &x.String, wire.StringFrom)
+	case '0':
+		return wire.Choose(dec, "ElicitationContentValue", &x.Number, wire.FloatFrom)
+	case 't', 'f':
+		return wire.Choose(dec, "ElicitationContentValue", &x.Boolean, wire.BoolFrom)
+	case '[':
+		return wire.Scalar(dec, "ElicitationContentValue", &x.StringArray, readListOfString)
+	}
+	return wire.KindError(dec, "ElicitationContentValue", "string or number or boolean or array")
+}
+
+// MarshalJSONTo encodes the variant that is set.
+func (x ElicitationContentValue) MarshalJSONTo(enc *jsontext.Encoder) error {
+	switch {
+	case x.String != nil:
+		return wire.StringTo(*x.String, enc)
+	case x.Number != nil:
+		return wire.FloatTo(*x.Number, enc)
+	case x.Boolean != nil:
+		return wire.BoolTo(*x.Boolean, enc)
+	case x.StringArray != nil:
+		return writeListOfString(x.StringArray, enc)
+	}
+	return wire.NoVariant("ElicitationContentValue")
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x ElicitationContentValue) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *ElicitationContentValue) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Form-based elicitation capabilities.
+//
+// Supplying `{}` means the client supports form-based elicitation.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// acp/v1/schema.json#/$defs/ElicitationFormCapabilities.
+type ElicitationFormCapabilities struct {
+	// The _meta property is reserved by ACP to allow clients and agents to attach additional
+	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
+	// these keys.
+	//
+	// Optional. Omitted and `null` are equivalent and mean no metadata.
+	//
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
+	Meta wire.Nullable[jsontext.Value]
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objElicitationFormCapabilities = wire.Object{Type: "ElicitationFormCapabilities"}
+
+// UnmarshalJSONFrom decodes ElicitationFormCapabilities, checking required members, kinds and constraints.
+func (x *ElicitationFormCapabilities) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = ElicitationFormCapabilities{}
+	r := wire.ReadObject(dec, &objElicitationFormCapabilities)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *ElicitationFormCapabilities) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes ElicitationFormCapabilities, members in schema order, then Extra.
+func (x ElicitationFormCapabilities) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *ElicitationFormCapabilities) members(w *wire.ObjectWriter) {
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x ElicitationFormCapabilities) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *ElicitationFormCapabilities) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Form-based elicitation mode where the client renders a form from the provided schema.
+//
+// The members present select the variant; exactly one variant field is set. The members before the
+// variants belong to every variant. Generated from acp/v1/schema.json#/$defs/ElicitationFormMode.
+type ElicitationFormMode struct {
+	// A JSON Schema describing the form fields to present to the user.
+	RequestedSchema ElicitationSchema
+	// Tied to a session, optionally to a specific tool call within that session.
+	//
+	// Set when `sessionId` is present.
+	Session *ElicitationSessionScope
+	// Tied to a specific JSON-RPC request outside of a session
+	// (e.g., during auth/configuration phases before any session is started).
+	//
+	// Set when `requestId` is present.
+	Request *ElicitationRequestScope
+}
+
+var objElicitationFormMode = wire.Object{
+	Required: []string{"requestedSchema"},
+	Type:     "ElicitationFormMode",
+}
+
+var unionElicitationFormMode = wire.Union{
+	Common: &objElicitationFormMode,
+	Type:   "ElicitationFormMode",
+	Variants: []wire.Variant{{
+		Keys:   []string{"sessionId"},
+		Object: &objElicitationSessionScope,
+	}, {
+		Keys:   []string{"requestId"},
+		Object: &objElicitationRequestScope,
+	}},
+}
+
+// UnmarshalJSONFrom decodes ElicitationFormMode in one pass, streaming members into the variant once it is chosen.
+func (x *ElicitationFormMode) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = ElicitationFormMode{}
+	r := wire.ReadUnion(dec, &unionElicitationFormMode)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *ElicitationFormMode) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "requestedSchema":
+		return wire.Field(r, &x.RequestedSchema, (*ElicitationSchema).UnmarshalJSONFrom)
+	}
+	switch r.Variant() {
+	case 0:
+		return wire.New(&x.Session).member(r)
+	case 1:
+		return wire.New(&x.Request).member(r)
+	}
+	return nil
+}
+
+// MarshalJSONTo encodes the variant that is set.
+func (x ElicitationFormMode) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	switch {
+	case x.Session != nil:
+		x.members(&w)
+		x.Session.members(&w)
+	case x.Request != nil:
+		x.members(&w)
+		x.Request.members(&w)
+	default:
+		return wire.NoVariant("ElicitationFormMode")
+	}
+	return w.End()
+}
+
+func (x *ElicitationFormMode) members(w *wire.ObjectWriter) {
+	wire.Put(w, "requestedSchema", x.RequestedSchema, ElicitationSchema.MarshalJSONTo)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x ElicitationFormMode) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *ElicitationFormMode) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Unique identifier for an elicitation.
+//
+// A JSON string. Generated from acp/v1/schema.json#/$defs/ElicitationId.
+type ElicitationID string
+
+// UnmarshalJSONFrom decodes ElicitationID, checking its kind.
+func (x *ElicitationID) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	return wire.Scalar(dec, "ElicitationID", (*string)(x), wire.StringFrom)
+}
+
+// MarshalJSONTo encodes ElicitationID.
+func (x ElicitationID) MarshalJSONTo(enc *jsontext.Encoder) error {
+	return wire.StringTo(string(x), enc)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x ElicitationID) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *ElicitationID) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Property schema for elicitation form fields.
+//
+// Each variant corresponds to a JSON Schema `"type"` value.
+// Single-select enums use `type: "string"` with `enum` or `oneOf` set.
+// Multi-select enums use `type: "array"`.
+//
+// The member "type" selects the variant; exactly one variant field is set, or Unknown for a value this
+// version does not know (kept verbatim, never decoded as another variant). Generated from
+// acp/v1/schema.json#/$defs/ElicitationPropertySchema.
+type ElicitationPropertySchema struct {
+	// String property (or single-select enum when `enum`/`oneOf` is set).
+	//
+	// Set when type is "string".
+	String *StringPropertySchema
+	// Number (floating-point) property.
+	//
+	// Set when type is "number".
+	Number *NumberPropertySchema
+	// Integer property.
+	//
+	// Set when type is "integer".
+	Integer *IntegerPropertySchema
+	// Boolean property.
+	//
+	// Set when type is "boolean".
+	Boolean *BooleanPropertySchema
+	// Multi-select array property.
+	//
+	// Set when type is "array".
+	Array *MultiSelectPropertySchema
+	// Unknown holds, verbatim, an object whose type names no variant this version knows.
+	Unknown jsontext.Value
+}
+
+var unionElicitationPropertySchema = wire.Union{
+	Tag:  "type",
+	Type: "ElicitationPropertySchema",
+	Variants: []wire.Variant{{
+		Object: &objStringPropertySchema,
+		Tag:    "string",
+	}, {
+		Object: &objNumberPropertySchema,
+		Tag:    "number",
+	}, {
+		Object: &objIntegerPropertySchema,
+		Tag:    "integer",
+	}, {
+		Object: &objBooleanPropertySchema,
+		Tag:    "boolean",
+	}, {
+		Object: &objMultiSelectPropertySchema,
+		Tag:    "array",
+	}},
+}
+
+// Tag returns type: the set variant's, or the one Unknown carries ("" for none, or for the default variant).
+func (x ElicitationPropertySchema) Tag() string {
+	switch {
+	case x.String != nil:
+		return "string"
+	case x.Number != nil:
+		return "number"
+	case x.Integer != nil:
+		return "integer"
+	case x.Boolean != nil:
+		return "boolean"
+	case x.Array != nil:
+		return "array"
+	}
+	return wire.UnknownTag(x.Unknown, "type")
+}
+
+// UnmarshalJSONFrom decodes ElicitationPropertySchema in one pass, streaming members into the variant once it is chosen.
+func (x *ElicitationPropertySchema) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = ElicitationPropertySchema{}
+	r := wire.ReadUnion(dec, &unionElicitationPropertySchema)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.EndUnion(&x.Unknown)
+}
+
+func (x *ElicitationPropertySchema) member(r *wire.ObjectReader) error {
+	switch r.Variant() {
+	case 0:
+		return wire.New(&x.String).member(r)
+	case 1:
+		return wire.New(&x.Number).member(r)
+	case 2:
+		return wire.New(&x.Integer).member(r)
+	case 3:
+		return wire.New(&x.Boolean).member(r)
+	case 4:
+		return wire.New(&x.Array).member(r)
+	}
+	return nil
+}
+
+// MarshalJSONTo encodes the variant that is set, its tag first, or Unknown as it arrived.
+func (x ElicitationPropertySchema) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	switch {
+	case x.String != nil:
+		w.Tag("type", "string")
+		x.String.members(&w)
+	case x.Number != nil:
+		w.Tag("type", "number")
+		x.Number.members(&w)
+	case x.Integer != nil:
+		w.Tag("type", "integer")
+		x.Integer.members(&w)
+	case x.Boolean != nil:
+		w.Tag("type", "boolean")
+		x.Boolean.members(&w)
+	case x.Array != nil:
+		w.Tag("type", "array")
+		x.Array.members(&w)
+	default:
+		return wire.WriteUnknown(enc, "ElicitationPropertySchema", x.Unknown)
+	}
+	return w.End()
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x ElicitationPropertySchema) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *ElicitationPropertySchema) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Request-scoped elicitation, tied to a specific JSON-RPC request outside of a session
+// (e.g., during auth/configuration phases before any session is started).
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// acp/v1/schema.json#/$defs/ElicitationRequestScope.
+type ElicitationRequestScope struct {
+	// The request this elicitation is tied to.
+	RequestID *RequestID
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objElicitationRequestScope = wire.Object{
+	Required: []string{"requestId"},
+	Type:     "ElicitationRequestScope",
+}
+
+// UnmarshalJSONFrom decodes ElicitationRequestScope, checking required members, kinds and constraints.
+func (x *ElicitationRequestScope) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = ElicitationRequestScope{}
+	r := wire.ReadObject(dec, &objElicitationRequestScope)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *ElicitationRequestScope) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "requestId":
+		return wire.NullPtr(r, &x.RequestID, (*RequestID).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes ElicitationRequestScope, members in schema order, then Extra.
+func (x ElicitationRequestScope) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *ElicitationRequestScope) members(w *wire.ObjectWriter) {
+	wire.PutNullPtr(w, "requestId", x.RequestID, RequestID.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x ElicitationRequestScope) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *ElicitationRequestScope) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Type-safe elicitation schema for requesting structured user input.
+//
+// This represents a JSON Schema object with primitive-typed properties,
+// as required by the elicitation specification.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// acp/v1/schema.json#/$defs/ElicitationSchema.
+type ElicitationSchema struct {
+	// Type discriminator. Always `"object"`.
+	//
+	// Schema default "object" (see GetType); never written for you.
+	Type *ElicitationSchemaType
+	// Optional title for the schema.
+	//
+	// Optional. Omitted and `null` are equivalent and mean no title is provided.
+	Title wire.Nullable[string]
+	// Property definitions (must be primitive types).
+	//
+	// Schema default {} (see GetProperties); never written for you.
+	Properties ElicitationSchemaProperties
+	// List of required property names.
+	//
+	// Optional. Omitted and `null` are equivalent and mean no property names are required.
+	Required wire.Nullable[[]string]
+	// Optional description of what this schema represents.
+	//
+	// Optional. Omitted and `null` are equivalent and mean no schema description is provided.
+	Description wire.Nullable[string]
+	// The _meta property is reserved by ACP to allow clients and agents to attach additional
+	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
+	// these keys.
+	//
+	// Optional. Omitted and `null` are equivalent and mean no metadata.
+	//
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
+	Meta wire.Nullable[jsontext.Value]
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objElicitationSchema = wire.Object{Type: "ElicitationSchema"}
+
+// GetType returns Type, or its schema default "object" when absent.
+func (x *ElicitationSchema) GetType() ElicitationSchemaType {
+	if x != nil && x.Type != nil {
+		return *x.Type
+	}
+	return wire.Default[ElicitationSchemaType]("\"object\"")
+}
+
+// GetProperties returns Properties, or its schema default {} when absent.
+func (x *ElicitationSchema) GetProperties() ElicitationSchemaProperties {
+	if x != nil && x.Properties != nil {
+		return x.Properties
+	}
+	return wire.Default[ElicitationSchemaProperties]("{}")
+}
+
+// UnmarshalJSONFrom decodes ElicitationSchema, checking required members, kinds and constraints.
+func (x *ElicitationSchema) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = ElicitationSchema{}
+	r := wire.ReadObject(dec, &objElicitationSchema)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *ElicitationSchema) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "type":
+		return wire.Ptr(r, &x.Type, (*ElicitationSchemaType).UnmarshalJSONFrom)
+	case "title":
+		return wire.Opt(r, &x.Title, wire.StringFrom)
+	case "properties":
+		return wire.Field(r, &x.Properties, (*ElicitationSchemaProperties).UnmarshalJSONFrom)
+	case "required":
+		return wire.Opt(r, &x.Required, readListOfString)
+	case "description":
+		return wire.Opt(r, &x.Description, wire.StringFrom)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes ElicitationSchema, members in schema order, then Extra.
+func (x ElicitationSchema) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *ElicitationSchema) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "type", x.Type, ElicitationSchemaType.MarshalJSONTo)
+	wire.PutOpt(w, "title", x.Title, wire.StringTo)
+	wire.PutIf(w, "properties", x.Properties, x.Properties != nil, ElicitationSchemaProperties.MarshalJSONTo)
+	wire.PutOpt(w, "required", x.Required, writeListOfString)
+	wire.PutOpt(w, "description", x.Description, wire.StringTo)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x ElicitationSchema) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *ElicitationSchema) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Property definitions (must be primitive types).
+//
+// Members are written in sorted key order. Generated from
+// acp/v1/schema.json#/$defs/ElicitationSchema/properties/properties.
+type ElicitationSchemaProperties map[string]ElicitationPropertySchema
+
+// UnmarshalJSONFrom decodes every member with the value schema.
+func (x *ElicitationSchemaProperties) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	return wire.Scalar(dec, "ElicitationSchemaProperties", (*map[string]ElicitationPropertySchema)(x), readMapOfElicitationPropertySchema)
+}
+
+// MarshalJSONTo encodes the members in sorted key order.
+func (x ElicitationSchemaProperties) MarshalJSONTo(enc *jsontext.Encoder) error {
+	return wire.WriteMapOf(x, enc, ElicitationPropertySchema.MarshalJSONTo)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x ElicitationSchemaProperties) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *ElicitationSchemaProperties) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Type discriminator for elicitation schemas.
+//
+// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
+// from acp/v1/schema.json#/$defs/ElicitationSchemaType.
+type ElicitationSchemaType string
+
+// Known values of ElicitationSchemaType, in schema order.
+const (
+	// Object schema type.
+	ElicitationSchemaTypeObject ElicitationSchemaType = "object"
+)
+
+var valuesElicitationSchemaType = []ElicitationSchemaType{ElicitationSchemaTypeObject}
+
+// Known reports whether x is one of the values the schema lists.
+func (x ElicitationSchemaType) Known() bool {
+	return slices.Contains(valuesElicitationSchemaType, x)
+}
+
+// UnmarshalJSONFrom decodes ElicitationSchemaType, keeping any value.
+func (x *ElicitationSchemaType) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	return wire.StringEnum(dec, x, "ElicitationSchemaType", valuesElicitationSchemaType, true)
+}
+
+// MarshalJSONTo encodes ElicitationSchemaType.
+func (x ElicitationSchemaType) MarshalJSONTo(enc *jsontext.Encoder) error {
+	return wire.WriteStringEnum(enc, x, "ElicitationSchemaType", valuesElicitationSchemaType, true)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x ElicitationSchemaType) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *ElicitationSchemaType) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Session-scoped elicitation, optionally tied to a specific tool call.
+//
+// When `toolCallId` is set, the elicitation is tied to a specific tool call.
+// This is useful when an agent receives an elicitation from an MCP server
+// during a tool call and needs to redirect it to the user.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// acp/v1/schema.json#/$defs/ElicitationSessionScope.
+type ElicitationSessionScope struct {
+	// The session this elicitation is tied to.
+	SessionID SessionID
+	// Optional tool call within the session.
+	//
+	// Optional. Omitted and `null` are equivalent and mean the elicitation is scoped to the
+	// session without a specific tool call.
+	ToolCallID wire.Nullable[ToolCallID]
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objElicitationSessionScope = wire.Object{
+	Required: []string{"sessionId"},
+	Type:     "ElicitationSessionScope",
+}
+
+// UnmarshalJSONFrom decodes ElicitationSessionScope, checking required members, kinds and constraints.
+func (x *ElicitationSessionScope) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = ElicitationSessionScope{}
+	r := wire.ReadObject(dec, &objElicitationSessionScope)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *ElicitationSessionScope) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "sessionId":
+		return wire.Field(r, &x.SessionID, (*SessionID).UnmarshalJSONFrom)
+	case "toolCallId":
+		return wire.Opt(r, &x.ToolCallID, (*ToolCallID).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes ElicitationSessionScope, members in schema order, then Extra.
+func (x ElicitationSessionScope) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *ElicitationSessionScope) members(w *wire.ObjectWriter) {
+	wire.Put(w, "sessionId", x.SessionID, SessionID.MarshalJSONTo)
+	wire.PutOpt(w, "toolCallId", x.ToolCallID, ToolCallID.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x ElicitationSessionScope) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *ElicitationSessionScope) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// URL-based elicitation capabilities.
+//
+// Supplying `{}` means the client supports URL-based elicitation.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// acp/v1/schema.json#/$defs/ElicitationUrlCapabilities.
+type ElicitationURLCapabilities struct {
+	// The _meta property is reserved by ACP to allow clients and agents to attach additional
+	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
+	// these keys.
+	//
+	// Optional. Omitted and `null` are equivalent and mean no metadata.
+	//
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
+	Meta wire.Nullable[jsontext.Value]
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objElicitationURLCapabilities = wire.Object{Type: "ElicitationURLCapabilities"}
+
+// UnmarshalJSONFrom decodes ElicitationURLCapabilities, checking required members, kinds and constraints.
+func (x *ElicitationURLCapabilities) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = ElicitationURLCapabilities{}
+	r := wire.ReadObject(dec, &objElicitationURLCapabilities)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *ElicitationURLCapabilities) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes ElicitationURLCapabilities, members in schema order, then Extra.
+func (x ElicitationURLCapabilities) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *ElicitationURLCapabilities) members(w *wire.ObjectWriter) {
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x ElicitationURLCapabilities) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *ElicitationURLCapabilities) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// URL-based elicitation mode where the client directs the user to a URL.
+//
+// The members present select the variant; exactly one variant field is set. The members before the
+// variants belong to every variant. Generated from acp/v1/schema.json#/$defs/ElicitationUrlMode.
+type ElicitationURLMode struct {
+	// The unique identifier for this elicitation.
+	ElicitationID ElicitationID
+	// The URL to direct the user to.
+	URL string
+	// Tied to a session, optionally to a specific tool call within that session.
+	//
+	// Set when `sessionId` is present.
+	Session *ElicitationSessionScope
+	// Tied to a specific JSON-RPC request outside of a session
+	// (e.g., during auth/configuration phases before any session is started).
+	//
+	// Set when `requestId` is present.
+	Request *ElicitationRequestScope
+}
+
+var objElicitationURLMode = wire.Object{
+	Required: []string{"elicitationId", "url"},
+	Type:     "ElicitationURLMode",
+}
+
+var unionElicitationURLMode = wire.Union{
+	Common: &objElicitationURLMode,
+	Type:   "ElicitationURLMode",
+	Variants: []wire.Variant{{
+		Keys:   []string{"sessionId"},
+		Object: &objElicitationSessionScope,
+	}, {
+		Keys:   []string{"requestId"},
+		Object: &objElicitationRequestScope,
+	}},
+}
+
+// UnmarshalJSONFrom decodes ElicitationURLMode in one pass, streaming members into the variant once it is chosen.
+func (x *ElicitationURLMode) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = ElicitationURLMode{}
+	r := wire.ReadUnion(dec, &unionElicitationURLMode)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *ElicitationURLMode) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "elicitationId":
+		return wire.Field(r, &x.ElicitationID, (*ElicitationID).UnmarshalJSONFrom)
+	case "url":
+		return wire.Field(r, &x.URL, wire.StringFrom)
+	}
+	switch r.Variant() {
+	case 0:
+		return wire.New(&x.Session).member(r)
+	case 1:
+		return wire.New(&x.Request).member(r)
+	}
+	return nil
+}
+
+// MarshalJSONTo encodes the variant that is set.
+func (x ElicitationURLMode) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	switch {
+	case x.Session != nil:
+		x.members(&w)
+		x.Session.members(&w)
+	case x.Request != nil:
+		x.members(&w)
+		x.Request.members(&w)
+	default:
+		return wire.NoVariant("ElicitationURLMode")
+	}
+	return w.End()
+}
+
+func (x *ElicitationURLMode) members(w *wire.ObjectWriter) {
+	wire.Put(w, "elicitationId", x.ElicitationID, ElicitationID.MarshalJSONTo)
+	wire.Put(w, "url", x.URL, wire.StringTo)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x ElicitationURLMode) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *ElicitationURLMode) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The contents of a resource, embedded into a prompt or tool call result.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// acp/v1/schema.json#/$defs/EmbeddedResource.
+type EmbeddedResource struct {
+	// Optional annotations that help clients decide how to display or route this content.
 	Annotations wire.Nullable[Annotations]
-	// Resource content that can be embedded in a message.
+	// Embedded resource payload, either text or binary data.
 	Resource EmbeddedResourceResource
+	// The _meta property is reserved by ACP to allow clients and agents to attach additional
+	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
+	// these keys.
+	//
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
+	Meta wire.Nullable[jsontext.Value]
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
 }
@@ -2455,12 +4767,12 @@ func (x *EmbeddedResource) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 
 func (x *EmbeddedResource) member(r *wire.ObjectReader) error {
 	switch string(r.Name()) {
-	case "_meta":
-		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	case "annotations":
 		return wire.Opt(r, &x.Annotations, (*Annotations).UnmarshalJSONFrom)
 	case "resource":
 		return wire.Field(r, &x.Resource, (*EmbeddedResourceResource).UnmarshalJSONFrom)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -2473,9 +4785,9 @@ func (x EmbeddedResource) MarshalJSONTo(enc *jsontext.Encoder) error {
 }
 
 func (x *EmbeddedResource) members(w *wire.ObjectWriter) {
-	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	wire.PutOpt(w, "annotations", x.Annotations, Annotations.MarshalJSONTo)
 	wire.Put(w, "resource", x.Resource, EmbeddedResourceResource.MarshalJSONTo)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	w.Extras(x.Extra)
 }
 
@@ -2492,13 +4804,13 @@ func (x *EmbeddedResource) UnmarshalJSON(data []byte) error {
 // Resource content that can be embedded in a message.
 //
 // The members present select the variant; exactly one variant field is set. Generated from
-// acp/v0.12.2/schema.json#/$defs/EmbeddedResourceResource.
+// acp/v1/schema.json#/$defs/EmbeddedResourceResource.
 type EmbeddedResourceResource struct {
-	// Text-based resource contents.
+	// Text resource contents embedded directly in the message.
 	//
 	// Set when `text` is present.
 	TextResourceContents *TextResourceContents
-	// Binary resource contents.
+	// Binary resource contents embedded directly in the message.
 	//
 	// Set when `blob` is present.
 	BlobResourceContents *BlobResourceContents
@@ -2642,21 +4954,100 @@ func (x *EmittedReminder) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
-// An environment variable to set when launching an MCP server.
+// A titled enum option with a const value, human-readable title, and optional description.
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
-// acp/v0.12.2/schema.json#/$defs/EnvVariable.
-type EnvVariable struct {
+// acp/v1/schema.json#/$defs/EnumOption.
+type EnumOption struct {
+	// The constant value for this option.
+	Const string
+	// Human-readable title for this option.
+	Title string
+	// Human-readable description.
+	//
+	// Optional. Omitted and `null` are equivalent and mean no description is provided.
+	Description wire.Nullable[string]
 	// The _meta property is reserved by ACP to allow clients and agents to attach additional
 	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
 	// these keys.
 	//
-	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
+	// Optional. Omitted and `null` are equivalent and mean no metadata.
+	//
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta wire.Nullable[jsontext.Value]
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objEnumOption = wire.Object{
+	Required: []string{"const", "title"},
+	Type:     "EnumOption",
+}
+
+// UnmarshalJSONFrom decodes EnumOption, checking required members, kinds and constraints.
+func (x *EnumOption) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = EnumOption{}
+	r := wire.ReadObject(dec, &objEnumOption)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *EnumOption) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "const":
+		return wire.Field(r, &x.Const, wire.StringFrom)
+	case "title":
+		return wire.Field(r, &x.Title, wire.StringFrom)
+	case "description":
+		return wire.Opt(r, &x.Description, wire.StringFrom)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes EnumOption, members in schema order, then Extra.
+func (x EnumOption) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *EnumOption) members(w *wire.ObjectWriter) {
+	wire.Put(w, "const", x.Const, wire.StringTo)
+	wire.Put(w, "title", x.Title, wire.StringTo)
+	wire.PutOpt(w, "description", x.Description, wire.StringTo)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x EnumOption) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *EnumOption) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// An environment variable to set when launching an MCP server.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// acp/v1/schema.json#/$defs/EnvVariable.
+type EnvVariable struct {
 	// The name of the environment variable.
 	Name string
 	// The value to set for the environment variable.
 	Value string
+	// The _meta property is reserved by ACP to allow clients and agents to attach additional
+	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
+	// these keys.
+	//
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
+	Meta wire.Nullable[jsontext.Value]
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
 }
@@ -2678,12 +5069,12 @@ func (x *EnvVariable) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 
 func (x *EnvVariable) member(r *wire.ObjectReader) error {
 	switch string(r.Name()) {
-	case "_meta":
-		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	case "name":
 		return wire.Field(r, &x.Name, wire.StringFrom)
 	case "value":
 		return wire.Field(r, &x.Value, wire.StringFrom)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -2696,9 +5087,9 @@ func (x EnvVariable) MarshalJSONTo(enc *jsontext.Encoder) error {
 }
 
 func (x *EnvVariable) members(w *wire.ObjectWriter) {
-	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	wire.Put(w, "name", x.Name, wire.StringTo)
 	wire.Put(w, "value", x.Value, wire.StringTo)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	w.Extras(x.Extra)
 }
 
@@ -2720,17 +5111,17 @@ func (x *EnvVariable) UnmarshalJSON(data []byte) error {
 // See protocol docs: [JSON-RPC Error Object](https://www.jsonrpc.org/specification#error_object)
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
-// acp/v0.12.2/schema.json#/$defs/Error.
+// acp/v1/schema.json#/$defs/Error.
 type Error struct {
 	// A number indicating the error type that occurred.
 	// This must be an integer as defined in the JSON-RPC specification.
 	Code ErrorCode
-	// Optional primitive or structured value that contains additional information about the error.
-	// This may include debugging information or context-specific details.
-	Data jsontext.Value
 	// A string providing a short description of the error.
 	// The message should be limited to a concise single sentence.
 	Message string
+	// Optional primitive or structured value that contains additional information about the error.
+	// This may include debugging information or context-specific details.
+	Data jsontext.Value
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
 }
@@ -2754,10 +5145,10 @@ func (x *Error) member(r *wire.ObjectReader) error {
 	switch string(r.Name()) {
 	case "code":
 		return wire.Field(r, &x.Code, (*ErrorCode).UnmarshalJSONFrom)
-	case "data":
-		return wire.Field(r, &x.Data, wire.RawFrom)
 	case "message":
 		return wire.Field(r, &x.Message, wire.StringFrom)
+	case "data":
+		return wire.Field(r, &x.Data, wire.RawFrom)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -2771,8 +5162,8 @@ func (x Error) MarshalJSONTo(enc *jsontext.Encoder) error {
 
 func (x *Error) members(w *wire.ObjectWriter) {
 	wire.Put(w, "code", x.Code, ErrorCode.MarshalJSONTo)
-	wire.PutIf(w, "data", x.Data, x.Data != nil, wire.RawTo)
 	wire.Put(w, "message", x.Message, wire.StringTo)
+	wire.PutIf(w, "data", x.Data, x.Data != nil, wire.RawTo)
 	w.Extras(x.Extra)
 }
 
@@ -2788,13 +5179,14 @@ func (x *Error) UnmarshalJSON(data []byte) error {
 
 // Predefined error codes for common JSON-RPC and ACP-specific errors.
 //
-// These codes follow the JSON-RPC 2.0 specification for standard errors
-// and use the reserved range (-32000 to -32099) for protocol-specific errors.
+// Standard errors use the JSON-RPC 2.0 codes. ACP-specific errors use the JSON-RPC
+// server-error range (-32000 to -32099), and request cancellation uses -32800 from the
+// range LSP reserves (-32899 to -32800).
 //
 // Other values: Other undefined error code.
 //
 // Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
-// from acp/v0.12.2/schema.json#/$defs/ErrorCode.
+// from acp/v1/schema.json#/$defs/ErrorCode.
 type ErrorCode int64
 
 // Known values of ErrorCode, in schema order.
@@ -2809,15 +5201,18 @@ const (
 	// **Invalid params**: Invalid method parameter(s).
 	ErrorCodeInvalidParams ErrorCode = -32602
 	// **Internal error**: Internal JSON-RPC error.
-	// Reserved for implementation-defined server errors.
 	ErrorCodeInternalError ErrorCode = -32603
+	// **Request cancelled**: Execution of the method was aborted either due to a cancellation request
+	// from the caller or
+	// because of resource constraints or shutdown.
+	ErrorCodeRequestCancelled ErrorCode = -32800
 	// **Authentication required**: Authentication is required before this operation can be performed.
 	ErrorCodeAuthenticationRequired ErrorCode = -32000
-	// **Resource not found**: A given resource, such as a file, was not found.
+	// **Resource not found**: A given resource, such as a session or file, was not found.
 	ErrorCodeResourceNotFound ErrorCode = -32002
 )
 
-var valuesErrorCode = []ErrorCode{ErrorCodeParseError, ErrorCodeInvalidRequest, ErrorCodeMethodNotFound, ErrorCodeInvalidParams, ErrorCodeInternalError, ErrorCodeAuthenticationRequired, ErrorCodeResourceNotFound}
+var valuesErrorCode = []ErrorCode{ErrorCodeParseError, ErrorCodeInvalidRequest, ErrorCodeMethodNotFound, ErrorCodeInvalidParams, ErrorCodeInternalError, ErrorCodeRequestCancelled, ErrorCodeAuthenticationRequired, ErrorCodeResourceNotFound}
 
 // Known reports whether x is one of the values the schema lists.
 func (x ErrorCode) Known() bool {
@@ -2982,17 +5377,12 @@ func (x *ExtensionMethod) UnmarshalJSON(data []byte) error {
 
 // File system capabilities that a client may support.
 //
-// See protocol docs: [FileSystem](https://agentclientprotocol.com/protocol/initialization#filesystem)
+// See protocol docs:
+// [FileSystem](https://agentclientprotocol.com/protocol/v1/initialization#filesystem)
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
-// acp/v0.12.2/schema.json#/$defs/FileSystemCapabilities.
+// acp/v1/schema.json#/$defs/FileSystemCapabilities.
 type FileSystemCapabilities struct {
-	// The _meta property is reserved by ACP to allow clients and agents to attach additional
-	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
-	// these keys.
-	//
-	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
-	Meta wire.Nullable[jsontext.Value]
 	// Whether the Client supports `fs/read_text_file` requests.
 	//
 	// Schema default false (see GetReadTextFile); never written for you.
@@ -3001,6 +5391,12 @@ type FileSystemCapabilities struct {
 	//
 	// Schema default false (see GetWriteTextFile); never written for you.
 	WriteTextFile *bool
+	// The _meta property is reserved by ACP to allow clients and agents to attach additional
+	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
+	// these keys.
+	//
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
+	Meta wire.Nullable[jsontext.Value]
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
 }
@@ -3035,12 +5431,12 @@ func (x *FileSystemCapabilities) UnmarshalJSONFrom(dec *jsontext.Decoder) error 
 
 func (x *FileSystemCapabilities) member(r *wire.ObjectReader) error {
 	switch string(r.Name()) {
-	case "_meta":
-		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	case "readTextFile":
 		return wire.Ptr(r, &x.ReadTextFile, wire.BoolFrom)
 	case "writeTextFile":
 		return wire.Ptr(r, &x.WriteTextFile, wire.BoolFrom)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -3053,9 +5449,9 @@ func (x FileSystemCapabilities) MarshalJSONTo(enc *jsontext.Encoder) error {
 }
 
 func (x *FileSystemCapabilities) members(w *wire.ObjectWriter) {
-	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	wire.PutPtr(w, "readTextFile", x.ReadTextFile, wire.BoolTo)
 	wire.PutPtr(w, "writeTextFile", x.WriteTextFile, wire.BoolTo)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	w.Extras(x.Extra)
 }
 
@@ -3497,18 +5893,18 @@ func (x *HITLResolvedUpdateMeta) UnmarshalJSON(data []byte) error {
 // An HTTP header to set when making requests to the MCP server.
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
-// acp/v0.12.2/schema.json#/$defs/HttpHeader.
+// acp/v1/schema.json#/$defs/HttpHeader.
 type HTTPHeader struct {
-	// The _meta property is reserved by ACP to allow clients and agents to attach additional
-	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
-	// these keys.
-	//
-	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
-	Meta wire.Nullable[jsontext.Value]
 	// The name of the HTTP header.
 	Name string
 	// The value to set for the HTTP header.
 	Value string
+	// The _meta property is reserved by ACP to allow clients and agents to attach additional
+	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
+	// these keys.
+	//
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
+	Meta wire.Nullable[jsontext.Value]
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
 }
@@ -3530,12 +5926,12 @@ func (x *HTTPHeader) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 
 func (x *HTTPHeader) member(r *wire.ObjectReader) error {
 	switch string(r.Name()) {
-	case "_meta":
-		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	case "name":
 		return wire.Field(r, &x.Name, wire.StringFrom)
 	case "value":
 		return wire.Field(r, &x.Value, wire.StringFrom)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -3548,9 +5944,9 @@ func (x HTTPHeader) MarshalJSONTo(enc *jsontext.Encoder) error {
 }
 
 func (x *HTTPHeader) members(w *wire.ObjectWriter) {
-	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	wire.Put(w, "name", x.Name, wire.StringTo)
 	wire.Put(w, "value", x.Value, wire.StringTo)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	w.Extras(x.Extra)
 }
 
@@ -5699,20 +8095,22 @@ func (x *HarnWorkerUpdateStatus) UnmarshalJSON(data []byte) error {
 // An image provided to or from an LLM.
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
-// acp/v0.12.2/schema.json#/$defs/ImageContent.
+// acp/v1/schema.json#/$defs/ImageContent.
 type ImageContent struct {
+	// Optional annotations that help clients decide how to display or route this content.
+	Annotations wire.Nullable[Annotations]
+	// Base64-encoded media payload.
+	Data string
+	// MIME type describing the encoded media payload.
+	MIMEType string
+	// URI associated with this resource or media payload.
+	URI wire.Nullable[string]
 	// The _meta property is reserved by ACP to allow clients and agents to attach additional
 	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
 	// these keys.
 	//
-	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta wire.Nullable[jsontext.Value]
-	// Optional annotations for the client. The client can use annotations to inform how objects are
-	// used or displayed
-	Annotations wire.Nullable[Annotations]
-	Data        string
-	MIMEType    string
-	URI         wire.Nullable[string]
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
 }
@@ -5734,8 +8132,6 @@ func (x *ImageContent) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 
 func (x *ImageContent) member(r *wire.ObjectReader) error {
 	switch string(r.Name()) {
-	case "_meta":
-		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	case "annotations":
 		return wire.Opt(r, &x.Annotations, (*Annotations).UnmarshalJSONFrom)
 	case "data":
@@ -5744,6 +8140,8 @@ func (x *ImageContent) member(r *wire.ObjectReader) error {
 		return wire.Field(r, &x.MIMEType, wire.StringFrom)
 	case "uri":
 		return wire.Opt(r, &x.URI, wire.StringFrom)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -5756,11 +8154,11 @@ func (x ImageContent) MarshalJSONTo(enc *jsontext.Encoder) error {
 }
 
 func (x *ImageContent) members(w *wire.ObjectWriter) {
-	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	wire.PutOpt(w, "annotations", x.Annotations, Annotations.MarshalJSONTo)
 	wire.Put(w, "data", x.Data, wire.StringTo)
 	wire.Put(w, "mimeType", x.MIMEType, wire.StringTo)
 	wire.PutOpt(w, "uri", x.URI, wire.StringTo)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	w.Extras(x.Extra)
 }
 
@@ -5775,22 +8173,16 @@ func (x *ImageContent) UnmarshalJSON(data []byte) error {
 }
 
 // Metadata about the implementation of the client or agent.
-// Describes the name and version of an MCP implementation, with an optional
+// Describes the name and version of an ACP implementation, with an optional
 // title for UI representation.
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
-// acp/v0.12.2/schema.json#/$defs/Implementation.
+// acp/v1/schema.json#/$defs/Implementation.
 type Implementation struct {
-	// The _meta property is reserved by ACP to allow clients and agents to attach additional
-	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
-	// these keys.
-	//
-	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
-	Meta wire.Nullable[jsontext.Value]
 	// Intended for programmatic or logical use, but can be used as a display
-	// name fallback if title isn’t present.
+	// name fallback if title isn't present.
 	Name string
-	// Intended for UI and end-user contexts — optimized to be human-readable
+	// Intended for UI and end-user contexts and optimized to be human-readable
 	// and easily understood.
 	//
 	// If not provided, the name should be used for display.
@@ -5798,6 +8190,12 @@ type Implementation struct {
 	// Version of the implementation. Can be displayed to the user or used
 	// for debugging or metrics purposes. (e.g. "1.0.0").
 	Version string
+	// The _meta property is reserved by ACP to allow clients and agents to attach additional
+	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
+	// these keys.
+	//
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
+	Meta wire.Nullable[jsontext.Value]
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
 }
@@ -5819,14 +8217,14 @@ func (x *Implementation) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 
 func (x *Implementation) member(r *wire.ObjectReader) error {
 	switch string(r.Name()) {
-	case "_meta":
-		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	case "name":
 		return wire.Field(r, &x.Name, wire.StringFrom)
 	case "title":
 		return wire.Opt(r, &x.Title, wire.StringFrom)
 	case "version":
 		return wire.Field(r, &x.Version, wire.StringFrom)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -5839,10 +8237,10 @@ func (x Implementation) MarshalJSONTo(enc *jsontext.Encoder) error {
 }
 
 func (x *Implementation) members(w *wire.ObjectWriter) {
-	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	wire.Put(w, "name", x.Name, wire.StringTo)
 	wire.PutOpt(w, "title", x.Title, wire.StringTo)
 	wire.Put(w, "version", x.Version, wire.StringTo)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	w.Extras(x.Extra)
 }
 
@@ -5860,28 +8258,29 @@ func (x *Implementation) UnmarshalJSON(data []byte) error {
 //
 // Sent by the client to establish connection and negotiate capabilities.
 //
-// See protocol docs: [Initialization](https://agentclientprotocol.com/protocol/initialization)
+// See protocol docs: [Initialization](https://agentclientprotocol.com/protocol/v1/initialization)
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
-// acp/v0.12.2/schema.json#/$defs/InitializeRequest.
+// acp/v1/schema.json#/$defs/InitializeRequest.
 type InitializeRequest struct {
-	// The _meta property is reserved by ACP to allow clients and agents to attach additional
-	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
-	// these keys.
-	//
-	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
-	Meta wire.Nullable[jsontext.Value]
+	// The latest protocol version supported by the client.
+	ProtocolVersion ProtocolVersion
 	// Capabilities supported by the client.
 	//
-	// Schema default {"fs":{"readTextFile":false,"writeTextFile":false},"terminal":false} (see
-	// GetClientCapabilities); never written for you.
+	// Schema default
+	// {"auth":{"terminal":false},"fs":{"readTextFile":false,"writeTextFile":false},"terminal":false}
+	// (see GetClientCapabilities); never written for you.
 	ClientCapabilities *ClientCapabilities
 	// Information about the Client name and version sent to the Agent.
 	//
 	// Note: in future versions of the protocol, this will be required.
 	ClientInfo wire.Nullable[Implementation]
-	// The latest protocol version supported by the client.
-	ProtocolVersion ProtocolVersion
+	// The _meta property is reserved by ACP to allow clients and agents to attach additional
+	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
+	// these keys.
+	//
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
+	Meta wire.Nullable[jsontext.Value]
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
 }
@@ -5891,12 +8290,12 @@ var objInitializeRequest = wire.Object{
 	Type:     "InitializeRequest",
 }
 
-// GetClientCapabilities returns ClientCapabilities, or its schema default {"fs":{"readTextFile":false,"writeTextFile":false},"terminal":false} when absent.
+// GetClientCapabilities returns ClientCapabilities, or its schema default {"auth":{"terminal":false},"fs":{"readTextFile":false,"writeTextFile":false},"terminal":false} when absent.
 func (x *InitializeRequest) GetClientCapabilities() ClientCapabilities {
 	if x != nil && x.ClientCapabilities != nil {
 		return *x.ClientCapabilities
 	}
-	return wire.Default[ClientCapabilities]("{\"fs\":{\"readTextFile\":false,\"writeTextFile\":false},\"terminal\":false}")
+	return wire.Default[ClientCapabilities]("{\"auth\":{\"terminal\":false},\"fs\":{\"readTextFile\":false,\"writeTextFile\":false},\"terminal\":false}")
 }
 
 // UnmarshalJSONFrom decodes InitializeRequest, checking required members, kinds and constraints.
@@ -5911,14 +8310,14 @@ func (x *InitializeRequest) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 
 func (x *InitializeRequest) member(r *wire.ObjectReader) error {
 	switch string(r.Name()) {
-	case "_meta":
-		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
+	case "protocolVersion":
+		return wire.Field(r, &x.ProtocolVersion, (*ProtocolVersion).UnmarshalJSONFrom)
 	case "clientCapabilities":
 		return wire.Ptr(r, &x.ClientCapabilities, (*ClientCapabilities).UnmarshalJSONFrom)
 	case "clientInfo":
 		return wire.Opt(r, &x.ClientInfo, (*Implementation).UnmarshalJSONFrom)
-	case "protocolVersion":
-		return wire.Field(r, &x.ProtocolVersion, (*ProtocolVersion).UnmarshalJSONFrom)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -5931,10 +8330,10 @@ func (x InitializeRequest) MarshalJSONTo(enc *jsontext.Encoder) error {
 }
 
 func (x *InitializeRequest) members(w *wire.ObjectWriter) {
-	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
+	wire.Put(w, "protocolVersion", x.ProtocolVersion, ProtocolVersion.MarshalJSONTo)
 	wire.PutPtr(w, "clientCapabilities", x.ClientCapabilities, ClientCapabilities.MarshalJSONTo)
 	wire.PutOpt(w, "clientInfo", x.ClientInfo, Implementation.MarshalJSONTo)
-	wire.Put(w, "protocolVersion", x.ProtocolVersion, ProtocolVersion.MarshalJSONTo)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	w.Extras(x.Extra)
 }
 
@@ -5952,36 +8351,36 @@ func (x *InitializeRequest) UnmarshalJSON(data []byte) error {
 //
 // Contains the negotiated protocol version and agent capabilities.
 //
-// See protocol docs: [Initialization](https://agentclientprotocol.com/protocol/initialization)
+// See protocol docs: [Initialization](https://agentclientprotocol.com/protocol/v1/initialization)
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
-// acp/v0.12.2/schema.json#/$defs/InitializeResponse.
+// acp/v1/schema.json#/$defs/InitializeResponse.
 type InitializeResponse struct {
-	// The _meta property is reserved by ACP to allow clients and agents to attach additional
-	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
-	// these keys.
-	//
-	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
-	Meta wire.Nullable[jsontext.Value]
-	// Capabilities supported by the agent.
-	//
-	// Schema default
-	// {"loadSession":false,"mcpCapabilities":{"http":false,"sse":false},"promptCapabilities":{"audio":false,"embeddedContext":false,"image":false},"sessionCapabilities":{}}
-	// (see GetAgentCapabilities); never written for you.
-	AgentCapabilities *AgentCapabilities
-	// Information about the Agent name and version sent to the Client.
-	//
-	// Note: in future versions of the protocol, this will be required.
-	AgentInfo wire.Nullable[Implementation]
-	// Authentication methods supported by the agent.
-	//
-	// Schema default [] (see GetAuthMethods); never written for you.
-	AuthMethods []AuthMethod
 	// The protocol version the client specified if supported by the agent,
 	// or the latest protocol version supported by the agent.
 	//
 	// The client should disconnect, if it doesn't support this version.
 	ProtocolVersion ProtocolVersion
+	// Capabilities supported by the agent.
+	//
+	// Schema default
+	// {"auth":{},"loadSession":false,"mcpCapabilities":{"http":false,"sse":false},"promptCapabilities":{"audio":false,"embeddedContext":false,"image":false},"sessionCapabilities":{}}
+	// (see GetAgentCapabilities); never written for you.
+	AgentCapabilities *AgentCapabilities
+	// Authentication methods supported by the agent.
+	//
+	// Schema default [] (see GetAuthMethods); never written for you.
+	AuthMethods []AuthMethod
+	// Information about the Agent name and version sent to the Client.
+	//
+	// Note: in future versions of the protocol, this will be required.
+	AgentInfo wire.Nullable[Implementation]
+	// The _meta property is reserved by ACP to allow clients and agents to attach additional
+	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
+	// these keys.
+	//
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
+	Meta wire.Nullable[jsontext.Value]
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
 }
@@ -5991,12 +8390,12 @@ var objInitializeResponse = wire.Object{
 	Type:     "InitializeResponse",
 }
 
-// GetAgentCapabilities returns AgentCapabilities, or its schema default {"loadSession":false,"mcpCapabilities":{"http":false,"sse":false},"promptCapabilities":{"audio":false,"embeddedContext":false,"image":false},"sessionCapabilities":{}} when absent.
+// GetAgentCapabilities returns AgentCapabilities, or its schema default {"auth":{},"loadSession":false,"mcpCapabilities":{"http":false,"sse":false},"promptCapabilities":{"audio":false,"embeddedContext":false,"image":false},"sessionCapabilities":{}} when absent.
 func (x *InitializeResponse) GetAgentCapabilities() AgentCapabilities {
 	if x != nil && x.AgentCapabilities != nil {
 		return *x.AgentCapabilities
 	}
-	return wire.Default[AgentCapabilities]("{\"loadSession\":false,\"mcpCapabilities\":{\"http\":false,\"sse\":false},\"promptCapabilities\":{\"audio\":false,\"embeddedContext\":false,\"image\":false},\"sessionCapabilities\":{}}")
+	return wire.Default[AgentCapabilities]("{\"auth\":{},\"loadSession\":false,\"mcpCapabilities\":{\"http\":false,\"sse\":false},\"promptCapabilities\":{\"audio\":false,\"embeddedContext\":false,\"image\":false},\"sessionCapabilities\":{}}")
 }
 
 // GetAuthMethods returns AuthMethods, or its schema default [] when absent.
@@ -6019,16 +8418,16 @@ func (x *InitializeResponse) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 
 func (x *InitializeResponse) member(r *wire.ObjectReader) error {
 	switch string(r.Name()) {
-	case "_meta":
-		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
-	case "agentCapabilities":
-		return wire.Ptr(r, &x.AgentCapabilities, (*AgentCapabilities).UnmarshalJSONFrom)
-	case "agentInfo":
-		return wire.Opt(r, &x.AgentInfo, (*Implementation).UnmarshalJSONFrom)
-	case "authMethods":
-		return wire.Field(r, &x.AuthMethods, readListOfAuthMethod)
 	case "protocolVersion":
 		return wire.Field(r, &x.ProtocolVersion, (*ProtocolVersion).UnmarshalJSONFrom)
+	case "agentCapabilities":
+		return wire.Ptr(r, &x.AgentCapabilities, (*AgentCapabilities).UnmarshalJSONFrom)
+	case "authMethods":
+		return wire.Field(r, &x.AuthMethods, readListOfAuthMethod)
+	case "agentInfo":
+		return wire.Opt(r, &x.AgentInfo, (*Implementation).UnmarshalJSONFrom)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -6041,11 +8440,11 @@ func (x InitializeResponse) MarshalJSONTo(enc *jsontext.Encoder) error {
 }
 
 func (x *InitializeResponse) members(w *wire.ObjectWriter) {
-	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
-	wire.PutPtr(w, "agentCapabilities", x.AgentCapabilities, AgentCapabilities.MarshalJSONTo)
-	wire.PutOpt(w, "agentInfo", x.AgentInfo, Implementation.MarshalJSONTo)
-	wire.PutIf(w, "authMethods", x.AuthMethods, x.AuthMethods != nil, writeListOfAuthMethod)
 	wire.Put(w, "protocolVersion", x.ProtocolVersion, ProtocolVersion.MarshalJSONTo)
+	wire.PutPtr(w, "agentCapabilities", x.AgentCapabilities, AgentCapabilities.MarshalJSONTo)
+	wire.PutIf(w, "authMethods", x.AuthMethods, x.AuthMethods != nil, writeListOfAuthMethod)
+	wire.PutOpt(w, "agentInfo", x.AgentInfo, Implementation.MarshalJSONTo)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	w.Extras(x.Extra)
 }
 
@@ -6059,21 +8458,115 @@ func (x *InitializeResponse) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
-// Request to kill a terminal without releasing it.
+// Schema for integer properties in an elicitation form.
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
-// acp/v0.12.2/schema.json#/$defs/KillTerminalRequest.
-type KillTerminalRequest struct {
+// acp/v1/schema.json#/$defs/IntegerPropertySchema.
+type IntegerPropertySchema struct {
+	// Optional title for the property.
+	//
+	// Optional. Omitted and `null` are equivalent and mean no title is provided.
+	Title wire.Nullable[string]
+	// Human-readable description.
+	//
+	// Optional. Omitted and `null` are equivalent and mean no description is provided.
+	Description wire.Nullable[string]
+	// Minimum value (inclusive).
+	//
+	// Optional. Omitted and `null` are equivalent and mean there is no inclusive lower bound.
+	Minimum wire.Nullable[int64]
+	// Maximum value (inclusive).
+	//
+	// Optional. Omitted and `null` are equivalent and mean there is no inclusive upper bound.
+	Maximum wire.Nullable[int64]
+	// Default value.
+	//
+	// Optional. Omitted and `null` are equivalent and mean no default value is provided.
+	Default wire.Nullable[int64]
 	// The _meta property is reserved by ACP to allow clients and agents to attach additional
 	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
 	// these keys.
 	//
-	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
+	// Optional. Omitted and `null` are equivalent and mean no metadata.
+	//
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta wire.Nullable[jsontext.Value]
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objIntegerPropertySchema = wire.Object{Type: "IntegerPropertySchema"}
+
+// UnmarshalJSONFrom decodes IntegerPropertySchema, checking required members, kinds and constraints.
+func (x *IntegerPropertySchema) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = IntegerPropertySchema{}
+	r := wire.ReadObject(dec, &objIntegerPropertySchema)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *IntegerPropertySchema) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "title":
+		return wire.Opt(r, &x.Title, wire.StringFrom)
+	case "description":
+		return wire.Opt(r, &x.Description, wire.StringFrom)
+	case "minimum":
+		return wire.Opt(r, &x.Minimum, wire.IntFrom)
+	case "maximum":
+		return wire.Opt(r, &x.Maximum, wire.IntFrom)
+	case "default":
+		return wire.Opt(r, &x.Default, wire.IntFrom)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes IntegerPropertySchema, members in schema order, then Extra.
+func (x IntegerPropertySchema) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *IntegerPropertySchema) members(w *wire.ObjectWriter) {
+	wire.PutOpt(w, "title", x.Title, wire.StringTo)
+	wire.PutOpt(w, "description", x.Description, wire.StringTo)
+	wire.PutOpt(w, "minimum", x.Minimum, wire.IntTo)
+	wire.PutOpt(w, "maximum", x.Maximum, wire.IntTo)
+	wire.PutOpt(w, "default", x.Default, wire.IntTo)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x IntegerPropertySchema) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *IntegerPropertySchema) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Request to kill a terminal without releasing it.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// acp/v1/schema.json#/$defs/KillTerminalRequest.
+type KillTerminalRequest struct {
 	// The session ID for this request.
 	SessionID SessionID
 	// The ID of the terminal to kill.
-	TerminalID string
+	TerminalID TerminalID
+	// The _meta property is reserved by ACP to allow clients and agents to attach additional
+	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
+	// these keys.
+	//
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
+	Meta wire.Nullable[jsontext.Value]
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
 }
@@ -6095,12 +8588,12 @@ func (x *KillTerminalRequest) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 
 func (x *KillTerminalRequest) member(r *wire.ObjectReader) error {
 	switch string(r.Name()) {
-	case "_meta":
-		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	case "sessionId":
 		return wire.Field(r, &x.SessionID, (*SessionID).UnmarshalJSONFrom)
 	case "terminalId":
-		return wire.Field(r, &x.TerminalID, wire.StringFrom)
+		return wire.Field(r, &x.TerminalID, (*TerminalID).UnmarshalJSONFrom)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -6113,9 +8606,9 @@ func (x KillTerminalRequest) MarshalJSONTo(enc *jsontext.Encoder) error {
 }
 
 func (x *KillTerminalRequest) members(w *wire.ObjectWriter) {
-	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	wire.Put(w, "sessionId", x.SessionID, SessionID.MarshalJSONTo)
-	wire.Put(w, "terminalId", x.TerminalID, wire.StringTo)
+	wire.Put(w, "terminalId", x.TerminalID, TerminalID.MarshalJSONTo)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	w.Extras(x.Extra)
 }
 
@@ -6132,13 +8625,13 @@ func (x *KillTerminalRequest) UnmarshalJSON(data []byte) error {
 // Response to `terminal/kill` method
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
-// acp/v0.12.2/schema.json#/$defs/KillTerminalResponse.
+// acp/v1/schema.json#/$defs/KillTerminalResponse.
 type KillTerminalResponse struct {
 	// The _meta property is reserved by ACP to allow clients and agents to attach additional
 	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
 	// these keys.
 	//
-	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta wire.Nullable[jsontext.Value]
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
@@ -6506,18 +8999,18 @@ func (x *LegacyWorkerContent) UnmarshalJSON(data []byte) error {
 // Only available if the Agent supports the `sessionCapabilities.list` capability.
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
-// acp/v0.12.2/schema.json#/$defs/ListSessionsRequest.
+// acp/v1/schema.json#/$defs/ListSessionsRequest.
 type ListSessionsRequest struct {
+	// Filter sessions by working directory. Must be an absolute path.
+	Cwd wire.Nullable[string]
+	// Opaque cursor token from a previous response's nextCursor field for cursor-based pagination
+	Cursor wire.Nullable[string]
 	// The _meta property is reserved by ACP to allow clients and agents to attach additional
 	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
 	// these keys.
 	//
-	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta wire.Nullable[jsontext.Value]
-	// Opaque cursor token from a previous response's nextCursor field for cursor-based pagination
-	Cursor wire.Nullable[string]
-	// Filter sessions by working directory. Must be an absolute path.
-	Cwd wire.Nullable[string]
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
 }
@@ -6536,12 +9029,12 @@ func (x *ListSessionsRequest) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 
 func (x *ListSessionsRequest) member(r *wire.ObjectReader) error {
 	switch string(r.Name()) {
-	case "_meta":
-		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
-	case "cursor":
-		return wire.Opt(r, &x.Cursor, wire.StringFrom)
 	case "cwd":
 		return wire.Opt(r, &x.Cwd, wire.StringFrom)
+	case "cursor":
+		return wire.Opt(r, &x.Cursor, wire.StringFrom)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -6554,9 +9047,9 @@ func (x ListSessionsRequest) MarshalJSONTo(enc *jsontext.Encoder) error {
 }
 
 func (x *ListSessionsRequest) members(w *wire.ObjectWriter) {
-	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
-	wire.PutOpt(w, "cursor", x.Cursor, wire.StringTo)
 	wire.PutOpt(w, "cwd", x.Cwd, wire.StringTo)
+	wire.PutOpt(w, "cursor", x.Cursor, wire.StringTo)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	w.Extras(x.Extra)
 }
 
@@ -6573,19 +9066,19 @@ func (x *ListSessionsRequest) UnmarshalJSON(data []byte) error {
 // Response from listing sessions.
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
-// acp/v0.12.2/schema.json#/$defs/ListSessionsResponse.
+// acp/v1/schema.json#/$defs/ListSessionsResponse.
 type ListSessionsResponse struct {
+	// Array of session information objects
+	Sessions []SessionInfo
+	// Opaque cursor token. If present, pass this in the next request's cursor parameter
+	// to fetch the next page. If absent, there are no more results.
+	NextCursor wire.Nullable[string]
 	// The _meta property is reserved by ACP to allow clients and agents to attach additional
 	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
 	// these keys.
 	//
-	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta wire.Nullable[jsontext.Value]
-	// Opaque cursor token. If present, pass this in the next request's cursor parameter
-	// to fetch the next page. If absent, there are no more results.
-	NextCursor wire.Nullable[string]
-	// Array of session information objects
-	Sessions []SessionInfo
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
 }
@@ -6607,12 +9100,12 @@ func (x *ListSessionsResponse) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 
 func (x *ListSessionsResponse) member(r *wire.ObjectReader) error {
 	switch string(r.Name()) {
-	case "_meta":
-		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
-	case "nextCursor":
-		return wire.Opt(r, &x.NextCursor, wire.StringFrom)
 	case "sessions":
 		return wire.Field(r, &x.Sessions, readListOfSessionInfo)
+	case "nextCursor":
+		return wire.Opt(r, &x.NextCursor, wire.StringFrom)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -6625,9 +9118,9 @@ func (x ListSessionsResponse) MarshalJSONTo(enc *jsontext.Encoder) error {
 }
 
 func (x *ListSessionsResponse) members(w *wire.ObjectWriter) {
-	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
-	wire.PutOpt(w, "nextCursor", x.NextCursor, wire.StringTo)
 	wire.Put(w, "sessions", x.Sessions, writeListOfSessionInfo)
+	wire.PutOpt(w, "nextCursor", x.NextCursor, wire.StringTo)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	w.Extras(x.Extra)
 }
 
@@ -6957,29 +9450,36 @@ func (x *LiveSessionClientUpdateMeta) UnmarshalJSON(data []byte) error {
 // Only available if the Agent supports the `loadSession` capability.
 //
 // See protocol docs: [Loading
-// Sessions](https://agentclientprotocol.com/protocol/session-setup#loading-sessions)
+// Sessions](https://agentclientprotocol.com/protocol/v1/session-setup#loading-sessions)
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
-// acp/v0.12.2/schema.json#/$defs/LoadSessionRequest.
+// acp/v1/schema.json#/$defs/LoadSessionRequest.
 type LoadSessionRequest struct {
+	// List of MCP servers to connect to for this session.
+	MCPServers []MCPServer
+	// The working directory for this session. Must be an absolute path.
+	Cwd string
+	// Additional workspace roots to activate for this session. Each path must be absolute.
+	//
+	// When omitted or empty, no additional roots are activated. When non-empty,
+	// this is the complete resulting additional-root list for the loaded
+	// session. It may differ from any previously used or reported list as long as
+	// the request `cwd` matches the session's `cwd`.
+	AdditionalDirectories []string
+	// The ID of the session to load.
+	SessionID SessionID
 	// The _meta property is reserved by ACP to allow clients and agents to attach additional
 	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
 	// these keys.
 	//
-	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta wire.Nullable[jsontext.Value]
-	// The working directory for this session.
-	Cwd string
-	// List of MCP servers to connect to for this session.
-	MCPServers []MCPServer
-	// The ID of the session to load.
-	SessionID SessionID
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
 }
 
 var objLoadSessionRequest = wire.Object{
-	Required: []string{"cwd", "mcpServers", "sessionId"},
+	Required: []string{"mcpServers", "cwd", "sessionId"},
 	Type:     "LoadSessionRequest",
 }
 
@@ -6995,14 +9495,16 @@ func (x *LoadSessionRequest) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 
 func (x *LoadSessionRequest) member(r *wire.ObjectReader) error {
 	switch string(r.Name()) {
-	case "_meta":
-		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
-	case "cwd":
-		return wire.Field(r, &x.Cwd, wire.StringFrom)
 	case "mcpServers":
 		return wire.Field(r, &x.MCPServers, readListOfMCPServer)
+	case "cwd":
+		return wire.Field(r, &x.Cwd, wire.StringFrom)
+	case "additionalDirectories":
+		return wire.Field(r, &x.AdditionalDirectories, readListOfString)
 	case "sessionId":
 		return wire.Field(r, &x.SessionID, (*SessionID).UnmarshalJSONFrom)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -7015,10 +9517,11 @@ func (x LoadSessionRequest) MarshalJSONTo(enc *jsontext.Encoder) error {
 }
 
 func (x *LoadSessionRequest) members(w *wire.ObjectWriter) {
-	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
-	wire.Put(w, "cwd", x.Cwd, wire.StringTo)
 	wire.Put(w, "mcpServers", x.MCPServers, writeListOfMCPServer)
+	wire.Put(w, "cwd", x.Cwd, wire.StringTo)
+	wire.PutIf(w, "additionalDirectories", x.AdditionalDirectories, x.AdditionalDirectories != nil, writeListOfString)
 	wire.Put(w, "sessionId", x.SessionID, SessionID.MarshalJSONTo)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	w.Extras(x.Extra)
 }
 
@@ -7035,20 +9538,20 @@ func (x *LoadSessionRequest) UnmarshalJSON(data []byte) error {
 // Response from loading an existing session.
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
-// acp/v0.12.2/schema.json#/$defs/LoadSessionResponse.
+// acp/v1/schema.json#/$defs/LoadSessionResponse.
 type LoadSessionResponse struct {
+	// Initial mode state if supported by the Agent
+	//
+	// See protocol docs: [Session Modes](https://agentclientprotocol.com/protocol/v1/session-modes)
+	Modes wire.Nullable[SessionModeState]
+	// Initial session configuration options if supported by the Agent.
+	ConfigOptions wire.Nullable[[]SessionConfigOption]
 	// The _meta property is reserved by ACP to allow clients and agents to attach additional
 	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
 	// these keys.
 	//
-	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta wire.Nullable[jsontext.Value]
-	// Initial session configuration options if supported by the Agent.
-	ConfigOptions wire.Nullable[[]SessionConfigOption]
-	// Initial mode state if supported by the Agent
-	//
-	// See protocol docs: [Session Modes](https://agentclientprotocol.com/protocol/session-modes)
-	Modes wire.Nullable[SessionModeState]
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
 }
@@ -7067,12 +9570,12 @@ func (x *LoadSessionResponse) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 
 func (x *LoadSessionResponse) member(r *wire.ObjectReader) error {
 	switch string(r.Name()) {
-	case "_meta":
-		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
-	case "configOptions":
-		return wire.Opt(r, &x.ConfigOptions, readListOfSessionConfigOption)
 	case "modes":
 		return wire.Opt(r, &x.Modes, (*SessionModeState).UnmarshalJSONFrom)
+	case "configOptions":
+		return wire.Opt(r, &x.ConfigOptions, readListOfSessionConfigOption)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -7085,9 +9588,9 @@ func (x LoadSessionResponse) MarshalJSONTo(enc *jsontext.Encoder) error {
 }
 
 func (x *LoadSessionResponse) members(w *wire.ObjectWriter) {
-	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
-	wire.PutOpt(w, "configOptions", x.ConfigOptions, writeListOfSessionConfigOption)
 	wire.PutOpt(w, "modes", x.Modes, SessionModeState.MarshalJSONTo)
+	wire.PutOpt(w, "configOptions", x.ConfigOptions, writeListOfSessionConfigOption)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	w.Extras(x.Extra)
 }
 
@@ -7220,25 +9723,200 @@ func (x *LogUpdateMeta) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
-// MCP capabilities supported by the agent
+// Logout capabilities supported by the agent.
+//
+// Supplying `{}` means the agent supports the logout method.
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
-// acp/v0.12.2/schema.json#/$defs/McpCapabilities.
-type MCPCapabilities struct {
+// acp/v1/schema.json#/$defs/LogoutCapabilities.
+type LogoutCapabilities struct {
 	// The _meta property is reserved by ACP to allow clients and agents to attach additional
 	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
 	// these keys.
 	//
-	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta wire.Nullable[jsontext.Value]
-	// Agent supports [`McpServer::Http`].
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objLogoutCapabilities = wire.Object{Type: "LogoutCapabilities"}
+
+// UnmarshalJSONFrom decodes LogoutCapabilities, checking required members, kinds and constraints.
+func (x *LogoutCapabilities) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = LogoutCapabilities{}
+	r := wire.ReadObject(dec, &objLogoutCapabilities)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *LogoutCapabilities) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes LogoutCapabilities, members in schema order, then Extra.
+func (x LogoutCapabilities) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *LogoutCapabilities) members(w *wire.ObjectWriter) {
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x LogoutCapabilities) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *LogoutCapabilities) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Request parameters for the logout method.
+//
+// Terminates the current authenticated session.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// acp/v1/schema.json#/$defs/LogoutRequest.
+type LogoutRequest struct {
+	// The _meta property is reserved by ACP to allow clients and agents to attach additional
+	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
+	// these keys.
+	//
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
+	Meta wire.Nullable[jsontext.Value]
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objLogoutRequest = wire.Object{Type: "LogoutRequest"}
+
+// UnmarshalJSONFrom decodes LogoutRequest, checking required members, kinds and constraints.
+func (x *LogoutRequest) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = LogoutRequest{}
+	r := wire.ReadObject(dec, &objLogoutRequest)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *LogoutRequest) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes LogoutRequest, members in schema order, then Extra.
+func (x LogoutRequest) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *LogoutRequest) members(w *wire.ObjectWriter) {
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x LogoutRequest) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *LogoutRequest) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Response to the `logout` method.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// acp/v1/schema.json#/$defs/LogoutResponse.
+type LogoutResponse struct {
+	// The _meta property is reserved by ACP to allow clients and agents to attach additional
+	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
+	// these keys.
+	//
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
+	Meta wire.Nullable[jsontext.Value]
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objLogoutResponse = wire.Object{Type: "LogoutResponse"}
+
+// UnmarshalJSONFrom decodes LogoutResponse, checking required members, kinds and constraints.
+func (x *LogoutResponse) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = LogoutResponse{}
+	r := wire.ReadObject(dec, &objLogoutResponse)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *LogoutResponse) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes LogoutResponse, members in schema order, then Extra.
+func (x LogoutResponse) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *LogoutResponse) members(w *wire.ObjectWriter) {
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x LogoutResponse) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *LogoutResponse) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// MCP capabilities supported by the agent
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// acp/v1/schema.json#/$defs/McpCapabilities.
+type MCPCapabilities struct {
+	// Agent supports `http` MCP servers.
 	//
 	// Schema default false (see GetHTTP); never written for you.
 	HTTP *bool
-	// Agent supports [`McpServer::Sse`].
+	// Agent supports `sse` MCP servers.
 	//
 	// Schema default false (see GetSSE); never written for you.
 	SSE *bool
+	// The _meta property is reserved by ACP to allow clients and agents to attach additional
+	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
+	// these keys.
+	//
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
+	Meta wire.Nullable[jsontext.Value]
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
 }
@@ -7273,12 +9951,12 @@ func (x *MCPCapabilities) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 
 func (x *MCPCapabilities) member(r *wire.ObjectReader) error {
 	switch string(r.Name()) {
-	case "_meta":
-		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	case "http":
 		return wire.Ptr(r, &x.HTTP, wire.BoolFrom)
 	case "sse":
 		return wire.Ptr(r, &x.SSE, wire.BoolFrom)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -7291,9 +9969,9 @@ func (x MCPCapabilities) MarshalJSONTo(enc *jsontext.Encoder) error {
 }
 
 func (x *MCPCapabilities) members(w *wire.ObjectWriter) {
-	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	wire.PutPtr(w, "http", x.HTTP, wire.BoolTo)
 	wire.PutPtr(w, "sse", x.SSE, wire.BoolTo)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	w.Extras(x.Extra)
 }
 
@@ -7312,11 +9990,12 @@ func (x *MCPCapabilities) UnmarshalJSON(data []byte) error {
 // MCP servers provide tools and context that the agent can use when
 // processing prompts.
 //
-// See protocol docs: [MCP Servers](https://agentclientprotocol.com/protocol/session-setup#mcp-servers)
+// See protocol docs: [MCP
+// Servers](https://agentclientprotocol.com/protocol/v1/session-setup#mcp-servers)
 //
 // The member "type" selects the variant; exactly one variant field is set, or Unknown for a value this
 // version does not know (kept verbatim, never decoded as another variant). Generated from
-// acp/v0.12.2/schema.json#/$defs/McpServer.
+// acp/v1/schema.json#/$defs/McpServer.
 type MCPServer struct {
 	// HTTP transport configuration
 	//
@@ -7478,26 +10157,26 @@ func (x *MCPServerExecutor) UnmarshalJSON(data []byte) error {
 // HTTP transport configuration for MCP.
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
-// acp/v0.12.2/schema.json#/$defs/McpServerHttp.
+// acp/v1/schema.json#/$defs/McpServerHttp.
 type MCPServerHTTP struct {
-	// The _meta property is reserved by ACP to allow clients and agents to attach additional
-	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
-	// these keys.
-	//
-	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
-	Meta wire.Nullable[jsontext.Value]
-	// HTTP headers to set when making requests to the MCP server.
-	Headers []HTTPHeader
 	// Human-readable name identifying this MCP server.
 	Name string
 	// URL to the MCP server.
 	URL string
+	// HTTP headers to set when making requests to the MCP server.
+	Headers []HTTPHeader
+	// The _meta property is reserved by ACP to allow clients and agents to attach additional
+	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
+	// these keys.
+	//
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
+	Meta wire.Nullable[jsontext.Value]
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
 }
 
 var objMCPServerHTTP = wire.Object{
-	Required: []string{"headers", "name", "url"},
+	Required: []string{"name", "url", "headers"},
 	Type:     "MCPServerHTTP",
 }
 
@@ -7513,14 +10192,14 @@ func (x *MCPServerHTTP) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 
 func (x *MCPServerHTTP) member(r *wire.ObjectReader) error {
 	switch string(r.Name()) {
-	case "_meta":
-		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
-	case "headers":
-		return wire.Field(r, &x.Headers, readListOfHTTPHeader)
 	case "name":
 		return wire.Field(r, &x.Name, wire.StringFrom)
 	case "url":
 		return wire.Field(r, &x.URL, wire.StringFrom)
+	case "headers":
+		return wire.Field(r, &x.Headers, readListOfHTTPHeader)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -7533,10 +10212,10 @@ func (x MCPServerHTTP) MarshalJSONTo(enc *jsontext.Encoder) error {
 }
 
 func (x *MCPServerHTTP) members(w *wire.ObjectWriter) {
-	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
-	wire.Put(w, "headers", x.Headers, writeListOfHTTPHeader)
 	wire.Put(w, "name", x.Name, wire.StringTo)
 	wire.Put(w, "url", x.URL, wire.StringTo)
+	wire.Put(w, "headers", x.Headers, writeListOfHTTPHeader)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	w.Extras(x.Extra)
 }
 
@@ -7553,26 +10232,26 @@ func (x *MCPServerHTTP) UnmarshalJSON(data []byte) error {
 // SSE transport configuration for MCP.
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
-// acp/v0.12.2/schema.json#/$defs/McpServerSse.
+// acp/v1/schema.json#/$defs/McpServerSse.
 type MCPServerSSE struct {
-	// The _meta property is reserved by ACP to allow clients and agents to attach additional
-	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
-	// these keys.
-	//
-	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
-	Meta wire.Nullable[jsontext.Value]
-	// HTTP headers to set when making requests to the MCP server.
-	Headers []HTTPHeader
 	// Human-readable name identifying this MCP server.
 	Name string
 	// URL to the MCP server.
 	URL string
+	// HTTP headers to set when making requests to the MCP server.
+	Headers []HTTPHeader
+	// The _meta property is reserved by ACP to allow clients and agents to attach additional
+	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
+	// these keys.
+	//
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
+	Meta wire.Nullable[jsontext.Value]
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
 }
 
 var objMCPServerSSE = wire.Object{
-	Required: []string{"headers", "name", "url"},
+	Required: []string{"name", "url", "headers"},
 	Type:     "MCPServerSSE",
 }
 
@@ -7588,14 +10267,14 @@ func (x *MCPServerSSE) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 
 func (x *MCPServerSSE) member(r *wire.ObjectReader) error {
 	switch string(r.Name()) {
-	case "_meta":
-		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
-	case "headers":
-		return wire.Field(r, &x.Headers, readListOfHTTPHeader)
 	case "name":
 		return wire.Field(r, &x.Name, wire.StringFrom)
 	case "url":
 		return wire.Field(r, &x.URL, wire.StringFrom)
+	case "headers":
+		return wire.Field(r, &x.Headers, readListOfHTTPHeader)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -7608,10 +10287,10 @@ func (x MCPServerSSE) MarshalJSONTo(enc *jsontext.Encoder) error {
 }
 
 func (x *MCPServerSSE) members(w *wire.ObjectWriter) {
-	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
-	wire.Put(w, "headers", x.Headers, writeListOfHTTPHeader)
 	wire.Put(w, "name", x.Name, wire.StringTo)
 	wire.Put(w, "url", x.URL, wire.StringTo)
+	wire.Put(w, "headers", x.Headers, writeListOfHTTPHeader)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	w.Extras(x.Extra)
 }
 
@@ -7628,28 +10307,28 @@ func (x *MCPServerSSE) UnmarshalJSON(data []byte) error {
 // Stdio transport configuration for MCP.
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
-// acp/v0.12.2/schema.json#/$defs/McpServerStdio.
+// acp/v1/schema.json#/$defs/McpServerStdio.
 type MCPServerStdio struct {
+	// Human-readable name identifying this MCP server.
+	Name string
+	// Absolute path to the MCP server executable.
+	Command string
+	// Command-line arguments to pass to the MCP server.
+	Args []string
+	// Environment variables to set when launching the MCP server.
+	Env []EnvVariable
 	// The _meta property is reserved by ACP to allow clients and agents to attach additional
 	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
 	// these keys.
 	//
-	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta wire.Nullable[jsontext.Value]
-	// Command-line arguments to pass to the MCP server.
-	Args []string
-	// Path to the MCP server executable.
-	Command string
-	// Environment variables to set when launching the MCP server.
-	Env []EnvVariable
-	// Human-readable name identifying this MCP server.
-	Name string
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
 }
 
 var objMCPServerStdio = wire.Object{
-	Required: []string{"args", "command", "env", "name"},
+	Required: []string{"name", "command", "args", "env"},
 	Type:     "MCPServerStdio",
 }
 
@@ -7665,16 +10344,16 @@ func (x *MCPServerStdio) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 
 func (x *MCPServerStdio) member(r *wire.ObjectReader) error {
 	switch string(r.Name()) {
-	case "_meta":
-		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
-	case "args":
-		return wire.Field(r, &x.Args, readListOfString)
-	case "command":
-		return wire.Field(r, &x.Command, wire.StringFrom)
-	case "env":
-		return wire.Field(r, &x.Env, readListOfEnvVariable)
 	case "name":
 		return wire.Field(r, &x.Name, wire.StringFrom)
+	case "command":
+		return wire.Field(r, &x.Command, wire.StringFrom)
+	case "args":
+		return wire.Field(r, &x.Args, readListOfString)
+	case "env":
+		return wire.Field(r, &x.Env, readListOfEnvVariable)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -7687,11 +10366,11 @@ func (x MCPServerStdio) MarshalJSONTo(enc *jsontext.Encoder) error {
 }
 
 func (x *MCPServerStdio) members(w *wire.ObjectWriter) {
-	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
-	wire.Put(w, "args", x.Args, writeListOfString)
-	wire.Put(w, "command", x.Command, wire.StringTo)
-	wire.Put(w, "env", x.Env, writeListOfEnvVariable)
 	wire.Put(w, "name", x.Name, wire.StringTo)
+	wire.Put(w, "command", x.Command, wire.StringTo)
+	wire.Put(w, "args", x.Args, writeListOfString)
+	wire.Put(w, "env", x.Env, writeListOfEnvVariable)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	w.Extras(x.Extra)
 }
 
@@ -7702,6 +10381,219 @@ func (x MCPServerStdio) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
 func (x *MCPServerStdio) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Unique identifier for a message within a session.
+//
+// A JSON string. Generated from acp/v1/schema.json#/$defs/MessageId.
+type MessageID string
+
+// UnmarshalJSONFrom decodes MessageID, checking its kind.
+func (x *MessageID) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	return wire.Scalar(dec, "MessageID", (*string)(x), wire.StringFrom)
+}
+
+// MarshalJSONTo encodes MessageID.
+func (x MessageID) MarshalJSONTo(enc *jsontext.Encoder) error {
+	return wire.StringTo(string(x), enc)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x MessageID) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *MessageID) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Items for a multi-select (array) property schema.
+//
+// The member "type" selects the variant; exactly one variant field is set, or Unknown for a value this
+// version does not know (kept verbatim, never decoded as another variant). Generated from
+// acp/v1/schema.json#/$defs/MultiSelectItems.
+type MultiSelectItems struct {
+	// Multi-select string items with plain string values.
+	//
+	// Set when type is "string".
+	String *StringMultiSelectItems
+	// Titled multi-select items with human-readable labels.
+	//
+	// As in MCP, titled items omit `type` and are identified by `anyOf`.
+	//
+	// Set when type is absent (the default variant).
+	Titled *TitledMultiSelectItems
+	// Unknown holds, verbatim, an object whose type names no variant this version knows.
+	Unknown jsontext.Value
+}
+
+var unionMultiSelectItems = wire.Union{
+	Tag:  "type",
+	Type: "MultiSelectItems",
+	Variants: []wire.Variant{{
+		Object: &objStringMultiSelectItems,
+		Tag:    "string",
+	}, {
+		Default: true,
+		Object:  &objTitledMultiSelectItems,
+	}},
+}
+
+// Tag returns type: the set variant's, or the one Unknown carries ("" for none, or for the default variant).
+func (x MultiSelectItems) Tag() string {
+	switch {
+	case x.String != nil:
+		return "string"
+	}
+	return wire.UnknownTag(x.Unknown, "type")
+}
+
+// UnmarshalJSONFrom decodes MultiSelectItems in one pass, streaming members into the variant once it is chosen.
+func (x *MultiSelectItems) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = MultiSelectItems{}
+	r := wire.ReadUnion(dec, &unionMultiSelectItems)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.EndUnion(&x.Unknown)
+}
+
+func (x *MultiSelectItems) member(r *wire.ObjectReader) error {
+	switch r.Variant() {
+	case 0:
+		return wire.New(&x.String).member(r)
+	case 1:
+		return wire.New(&x.Titled).member(r)
+	}
+	return nil
+}
+
+// MarshalJSONTo encodes the variant that is set, its tag first, or Unknown as it arrived.
+func (x MultiSelectItems) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	switch {
+	case x.String != nil:
+		w.Tag("type", "string")
+		x.String.members(&w)
+	case x.Titled != nil:
+		x.Titled.members(&w)
+	default:
+		return wire.WriteUnknown(enc, "MultiSelectItems", x.Unknown)
+	}
+	return w.End()
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x MultiSelectItems) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *MultiSelectItems) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Schema for multi-select (array) properties in an elicitation form.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// acp/v1/schema.json#/$defs/MultiSelectPropertySchema.
+type MultiSelectPropertySchema struct {
+	// Optional title for the property.
+	//
+	// Optional. Omitted and `null` are equivalent and mean no title is provided.
+	Title wire.Nullable[string]
+	// Human-readable description.
+	//
+	// Optional. Omitted and `null` are equivalent and mean no description is provided.
+	Description wire.Nullable[string]
+	// Minimum number of items to select.
+	//
+	// Optional. Omitted and `null` are equivalent and mean there is no minimum selection count.
+	MinItems wire.Nullable[int64]
+	// Maximum number of items to select.
+	//
+	// Optional. Omitted and `null` are equivalent and mean there is no maximum selection count.
+	MaxItems wire.Nullable[int64]
+	// The items definition describing allowed values.
+	Items MultiSelectItems
+	// Default selected values.
+	//
+	// Optional. Omitted and `null` are equivalent and mean no default selections are provided.
+	Default wire.Nullable[[]string]
+	// The _meta property is reserved by ACP to allow clients and agents to attach additional
+	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
+	// these keys.
+	//
+	// Optional. Omitted and `null` are equivalent and mean no metadata.
+	//
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
+	Meta wire.Nullable[jsontext.Value]
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objMultiSelectPropertySchema = wire.Object{
+	Required: []string{"items"},
+	Type:     "MultiSelectPropertySchema",
+}
+
+// UnmarshalJSONFrom decodes MultiSelectPropertySchema, checking required members, kinds and constraints.
+func (x *MultiSelectPropertySchema) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = MultiSelectPropertySchema{}
+	r := wire.ReadObject(dec, &objMultiSelectPropertySchema)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *MultiSelectPropertySchema) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "title":
+		return wire.Opt(r, &x.Title, wire.StringFrom)
+	case "description":
+		return wire.Opt(r, &x.Description, wire.StringFrom)
+	case "minItems":
+		return wire.Opt(r, &x.MinItems, readMultiSelectPropertySchemaMinItems)
+	case "maxItems":
+		return wire.Opt(r, &x.MaxItems, readMultiSelectPropertySchemaMaxItems)
+	case "items":
+		return wire.Field(r, &x.Items, (*MultiSelectItems).UnmarshalJSONFrom)
+	case "default":
+		return wire.Opt(r, &x.Default, readListOfString)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes MultiSelectPropertySchema, members in schema order, then Extra.
+func (x MultiSelectPropertySchema) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *MultiSelectPropertySchema) members(w *wire.ObjectWriter) {
+	wire.PutOpt(w, "title", x.Title, wire.StringTo)
+	wire.PutOpt(w, "description", x.Description, wire.StringTo)
+	wire.PutOpt(w, "minItems", x.MinItems, wire.IntTo)
+	wire.PutOpt(w, "maxItems", x.MaxItems, wire.IntTo)
+	wire.Put(w, "items", x.Items, MultiSelectItems.MarshalJSONTo)
+	wire.PutOpt(w, "default", x.Default, writeListOfString)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x MultiSelectPropertySchema) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *MultiSelectPropertySchema) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
@@ -7832,21 +10724,27 @@ func (x *MutationStatus) UnmarshalJSON(data []byte) error {
 // Request parameters for creating a new session.
 //
 // See protocol docs: [Creating a
-// Session](https://agentclientprotocol.com/protocol/session-setup#creating-a-session)
+// Session](https://agentclientprotocol.com/protocol/v1/session-setup#creating-a-session)
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
-// acp/v0.12.2/schema.json#/$defs/NewSessionRequest.
+// acp/v1/schema.json#/$defs/NewSessionRequest.
 type NewSessionRequest struct {
+	// The working directory for this session. Must be an absolute path.
+	Cwd string
+	// Additional workspace roots for this session. Each path must be absolute.
+	//
+	// These expand the session's filesystem scope without changing `cwd`, which
+	// remains the base for relative paths. When omitted or empty, no
+	// additional roots are activated for the new session.
+	AdditionalDirectories []string
+	// List of MCP (Model Context Protocol) servers the agent should connect to.
+	MCPServers []MCPServer
 	// The _meta property is reserved by ACP to allow clients and agents to attach additional
 	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
 	// these keys.
 	//
-	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta wire.Nullable[jsontext.Value]
-	// The working directory for this session. Must be an absolute path.
-	Cwd string
-	// List of MCP (Model Context Protocol) servers the agent should connect to.
-	MCPServers []MCPServer
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
 }
@@ -7868,12 +10766,14 @@ func (x *NewSessionRequest) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 
 func (x *NewSessionRequest) member(r *wire.ObjectReader) error {
 	switch string(r.Name()) {
-	case "_meta":
-		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	case "cwd":
 		return wire.Field(r, &x.Cwd, wire.StringFrom)
+	case "additionalDirectories":
+		return wire.Field(r, &x.AdditionalDirectories, readListOfString)
 	case "mcpServers":
 		return wire.Field(r, &x.MCPServers, readListOfMCPServer)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -7886,9 +10786,10 @@ func (x NewSessionRequest) MarshalJSONTo(enc *jsontext.Encoder) error {
 }
 
 func (x *NewSessionRequest) members(w *wire.ObjectWriter) {
-	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	wire.Put(w, "cwd", x.Cwd, wire.StringTo)
+	wire.PutIf(w, "additionalDirectories", x.AdditionalDirectories, x.AdditionalDirectories != nil, writeListOfString)
 	wire.Put(w, "mcpServers", x.MCPServers, writeListOfMCPServer)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	w.Extras(x.Extra)
 }
 
@@ -7905,27 +10806,27 @@ func (x *NewSessionRequest) UnmarshalJSON(data []byte) error {
 // Response from creating a new session.
 //
 // See protocol docs: [Creating a
-// Session](https://agentclientprotocol.com/protocol/session-setup#creating-a-session)
+// Session](https://agentclientprotocol.com/protocol/v1/session-setup#creating-a-session)
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
-// acp/v0.12.2/schema.json#/$defs/NewSessionResponse.
+// acp/v1/schema.json#/$defs/NewSessionResponse.
 type NewSessionResponse struct {
-	// The _meta property is reserved by ACP to allow clients and agents to attach additional
-	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
-	// these keys.
-	//
-	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
-	Meta wire.Nullable[jsontext.Value]
-	// Initial session configuration options if supported by the Agent.
-	ConfigOptions wire.Nullable[[]SessionConfigOption]
-	// Initial mode state if supported by the Agent
-	//
-	// See protocol docs: [Session Modes](https://agentclientprotocol.com/protocol/session-modes)
-	Modes wire.Nullable[SessionModeState]
 	// Unique identifier for the created session.
 	//
 	// Used in all subsequent requests for this conversation.
 	SessionID SessionID
+	// Initial mode state if supported by the Agent
+	//
+	// See protocol docs: [Session Modes](https://agentclientprotocol.com/protocol/v1/session-modes)
+	Modes wire.Nullable[SessionModeState]
+	// Initial session configuration options if supported by the Agent.
+	ConfigOptions wire.Nullable[[]SessionConfigOption]
+	// The _meta property is reserved by ACP to allow clients and agents to attach additional
+	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
+	// these keys.
+	//
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
+	Meta wire.Nullable[jsontext.Value]
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
 }
@@ -7947,14 +10848,14 @@ func (x *NewSessionResponse) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 
 func (x *NewSessionResponse) member(r *wire.ObjectReader) error {
 	switch string(r.Name()) {
-	case "_meta":
-		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
-	case "configOptions":
-		return wire.Opt(r, &x.ConfigOptions, readListOfSessionConfigOption)
-	case "modes":
-		return wire.Opt(r, &x.Modes, (*SessionModeState).UnmarshalJSONFrom)
 	case "sessionId":
 		return wire.Field(r, &x.SessionID, (*SessionID).UnmarshalJSONFrom)
+	case "modes":
+		return wire.Opt(r, &x.Modes, (*SessionModeState).UnmarshalJSONFrom)
+	case "configOptions":
+		return wire.Opt(r, &x.ConfigOptions, readListOfSessionConfigOption)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -7967,10 +10868,10 @@ func (x NewSessionResponse) MarshalJSONTo(enc *jsontext.Encoder) error {
 }
 
 func (x *NewSessionResponse) members(w *wire.ObjectWriter) {
-	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
-	wire.PutOpt(w, "configOptions", x.ConfigOptions, writeListOfSessionConfigOption)
-	wire.PutOpt(w, "modes", x.Modes, SessionModeState.MarshalJSONTo)
 	wire.Put(w, "sessionId", x.SessionID, SessionID.MarshalJSONTo)
+	wire.PutOpt(w, "modes", x.Modes, SessionModeState.MarshalJSONTo)
+	wire.PutOpt(w, "configOptions", x.ConfigOptions, writeListOfSessionConfigOption)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	w.Extras(x.Extra)
 }
 
@@ -7981,6 +10882,277 @@ func (x NewSessionResponse) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
 func (x *NewSessionResponse) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Fire-and-forget information for the user.
+//
+// Notices are live events rather than session history. Agents must not rely on
+// a notice being received, displayed, or seen by the user.
+// Agents MUST only send notices when the Client advertised
+// the `session.notices` Client capability. Otherwise, Agents may use an agent
+// message when the information should still be surfaced to the user.
+//
+// See RFD: [Session Notices](https://agentclientprotocol.com/rfds/session-notices)
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// acp/v1/schema.json#/$defs/Notice.
+type Notice struct {
+	// Presentation severity hint.
+	Severity NoticeSeverity
+	// Required non-empty plain-text title that can stand alone.
+	Title string
+	// Optional plain-text detail or guidance.
+	//
+	// Omitted and `null` are equivalent and mean no description was supplied.
+	Description wire.Nullable[string]
+	// Metadata scoped to this notice.
+	//
+	// Omitted and `null` are equivalent and mean no metadata was supplied.
+	Meta wire.Nullable[jsontext.Value]
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objNotice = wire.Object{
+	Required: []string{"severity", "title"},
+	Type:     "Notice",
+}
+
+// UnmarshalJSONFrom decodes Notice, checking required members, kinds and constraints.
+func (x *Notice) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = Notice{}
+	r := wire.ReadObject(dec, &objNotice)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *Notice) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "severity":
+		return wire.Field(r, &x.Severity, (*NoticeSeverity).UnmarshalJSONFrom)
+	case "title":
+		return wire.Field(r, &x.Title, readNoticeTitle)
+	case "description":
+		return wire.Opt(r, &x.Description, wire.StringFrom)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes Notice, members in schema order, then Extra.
+func (x Notice) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *Notice) members(w *wire.ObjectWriter) {
+	wire.Put(w, "severity", x.Severity, NoticeSeverity.MarshalJSONTo)
+	wire.Put(w, "title", x.Title, wire.StringTo)
+	wire.PutOpt(w, "description", x.Description, wire.StringTo)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x Notice) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *Notice) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Client support for presenting live notices to the user.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// acp/v1/schema.json#/$defs/NoticeCapabilities.
+type NoticeCapabilities struct {
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objNoticeCapabilities = wire.Object{Type: "NoticeCapabilities"}
+
+// UnmarshalJSONFrom decodes NoticeCapabilities, checking required members, kinds and constraints.
+func (x *NoticeCapabilities) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = NoticeCapabilities{}
+	r := wire.ReadObject(dec, &objNoticeCapabilities)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *NoticeCapabilities) member(r *wire.ObjectReader) error {
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes NoticeCapabilities, members in schema order, then Extra.
+func (x NoticeCapabilities) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *NoticeCapabilities) members(w *wire.ObjectWriter) {
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x NoticeCapabilities) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *NoticeCapabilities) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Severity hint for a session notice.
+//
+// Other values: Custom or future notice severity.
+//
+// Values beginning with `_` are reserved for implementation-specific
+// extensions. Other unknown values are reserved for future ACP severities.
+//
+// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
+// from acp/v1/schema.json#/$defs/NoticeSeverity.
+type NoticeSeverity string
+
+// Known values of NoticeSeverity, in schema order.
+const (
+	// Informational notice.
+	NoticeSeverityInfo NoticeSeverity = "info"
+	// Warning notice.
+	NoticeSeverityWarning NoticeSeverity = "warning"
+	// Error notice.
+	NoticeSeverityError NoticeSeverity = "error"
+)
+
+var valuesNoticeSeverity = []NoticeSeverity{NoticeSeverityInfo, NoticeSeverityWarning, NoticeSeverityError}
+
+// Known reports whether x is one of the values the schema lists.
+func (x NoticeSeverity) Known() bool {
+	return slices.Contains(valuesNoticeSeverity, x)
+}
+
+// UnmarshalJSONFrom decodes NoticeSeverity, keeping any value.
+func (x *NoticeSeverity) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	return wire.StringEnum(dec, x, "NoticeSeverity", valuesNoticeSeverity, true)
+}
+
+// MarshalJSONTo encodes NoticeSeverity.
+func (x NoticeSeverity) MarshalJSONTo(enc *jsontext.Encoder) error {
+	return wire.WriteStringEnum(enc, x, "NoticeSeverity", valuesNoticeSeverity, true)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x NoticeSeverity) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *NoticeSeverity) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Schema for number (floating-point) properties in an elicitation form.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// acp/v1/schema.json#/$defs/NumberPropertySchema.
+type NumberPropertySchema struct {
+	// Optional title for the property.
+	//
+	// Optional. Omitted and `null` are equivalent and mean no title is provided.
+	Title wire.Nullable[string]
+	// Human-readable description.
+	//
+	// Optional. Omitted and `null` are equivalent and mean no description is provided.
+	Description wire.Nullable[string]
+	// Minimum value (inclusive).
+	//
+	// Optional. Omitted and `null` are equivalent and mean there is no inclusive lower bound.
+	Minimum wire.Nullable[float64]
+	// Maximum value (inclusive).
+	//
+	// Optional. Omitted and `null` are equivalent and mean there is no inclusive upper bound.
+	Maximum wire.Nullable[float64]
+	// Default value.
+	//
+	// Optional. Omitted and `null` are equivalent and mean no default value is provided.
+	Default wire.Nullable[float64]
+	// The _meta property is reserved by ACP to allow clients and agents to attach additional
+	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
+	// these keys.
+	//
+	// Optional. Omitted and `null` are equivalent and mean no metadata.
+	//
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
+	Meta wire.Nullable[jsontext.Value]
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objNumberPropertySchema = wire.Object{Type: "NumberPropertySchema"}
+
+// UnmarshalJSONFrom decodes NumberPropertySchema, checking required members, kinds and constraints.
+func (x *NumberPropertySchema) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = NumberPropertySchema{}
+	r := wire.ReadObject(dec, &objNumberPropertySchema)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *NumberPropertySchema) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "title":
+		return wire.Opt(r, &x.Title, wire.StringFrom)
+	case "description":
+		return wire.Opt(r, &x.Description, wire.StringFrom)
+	case "minimum":
+		return wire.Opt(r, &x.Minimum, wire.FloatFrom)
+	case "maximum":
+		return wire.Opt(r, &x.Maximum, wire.FloatFrom)
+	case "default":
+		return wire.Opt(r, &x.Default, wire.FloatFrom)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes NumberPropertySchema, members in schema order, then Extra.
+func (x NumberPropertySchema) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *NumberPropertySchema) members(w *wire.ObjectWriter) {
+	wire.PutOpt(w, "title", x.Title, wire.StringTo)
+	wire.PutOpt(w, "description", x.Description, wire.StringTo)
+	wire.PutOpt(w, "minimum", x.Minimum, wire.FloatTo)
+	wire.PutOpt(w, "maximum", x.Maximum, wire.FloatTo)
+	wire.PutOpt(w, "default", x.Default, wire.FloatTo)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x NumberPropertySchema) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *NumberPropertySchema) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
@@ -8057,8 +11229,8 @@ func (x *PermissionDecision) UnmarshalJSON(data []byte) error {
 
 // Who decided.
 //
-// Closed: other values are rejected with wire.ErrConstraint, on decode and on encode. Generated from
-// harn-acp.schema.json#/$defs/permission_decision/properties/decider.
+// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
+// from harn-acp.schema.json#/$defs/permission_decision/properties/decider.
 type PermissionDecisionDecider string
 
 // Known values of PermissionDecisionDecider, in schema order.
@@ -8079,14 +11251,14 @@ func (x PermissionDecisionDecider) Known() bool {
 	return slices.Contains(valuesPermissionDecisionDecider, x)
 }
 
-// UnmarshalJSONFrom decodes PermissionDecisionDecider, rejecting values the schema does not list.
+// UnmarshalJSONFrom decodes PermissionDecisionDecider, keeping any value.
 func (x *PermissionDecisionDecider) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	return wire.StringEnum(dec, x, "PermissionDecisionDecider", valuesPermissionDecisionDecider, false)
+	return wire.StringEnum(dec, x, "PermissionDecisionDecider", valuesPermissionDecisionDecider, true)
 }
 
-// MarshalJSONTo encodes PermissionDecisionDecider, refusing values the schema does not list.
+// MarshalJSONTo encodes PermissionDecisionDecider.
 func (x PermissionDecisionDecider) MarshalJSONTo(enc *jsontext.Encoder) error {
-	return wire.WriteStringEnum(enc, x, "PermissionDecisionDecider", valuesPermissionDecisionDecider, false)
+	return wire.WriteStringEnum(enc, x, "PermissionDecisionDecider", valuesPermissionDecisionDecider, true)
 }
 
 // MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
@@ -8101,8 +11273,8 @@ func (x *PermissionDecisionDecider) UnmarshalJSON(data []byte) error {
 
 // How long an approval holds; only with outcome approved.
 //
-// Closed: other values are rejected with wire.ErrConstraint, on decode and on encode. Generated from
-// harn-acp.schema.json#/$defs/permission_decision/properties/grant_scope.
+// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
+// from harn-acp.schema.json#/$defs/permission_decision/properties/grant_scope.
 type PermissionDecisionGrantScope string
 
 // Known values of PermissionDecisionGrantScope, in schema order.
@@ -8118,14 +11290,14 @@ func (x PermissionDecisionGrantScope) Known() bool {
 	return slices.Contains(valuesPermissionDecisionGrantScope, x)
 }
 
-// UnmarshalJSONFrom decodes PermissionDecisionGrantScope, rejecting values the schema does not list.
+// UnmarshalJSONFrom decodes PermissionDecisionGrantScope, keeping any value.
 func (x *PermissionDecisionGrantScope) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	return wire.StringEnum(dec, x, "PermissionDecisionGrantScope", valuesPermissionDecisionGrantScope, false)
+	return wire.StringEnum(dec, x, "PermissionDecisionGrantScope", valuesPermissionDecisionGrantScope, true)
 }
 
-// MarshalJSONTo encodes PermissionDecisionGrantScope, refusing values the schema does not list.
+// MarshalJSONTo encodes PermissionDecisionGrantScope.
 func (x PermissionDecisionGrantScope) MarshalJSONTo(enc *jsontext.Encoder) error {
-	return wire.WriteStringEnum(enc, x, "PermissionDecisionGrantScope", valuesPermissionDecisionGrantScope, false)
+	return wire.WriteStringEnum(enc, x, "PermissionDecisionGrantScope", valuesPermissionDecisionGrantScope, true)
 }
 
 // MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
@@ -8140,8 +11312,8 @@ func (x *PermissionDecisionGrantScope) UnmarshalJSON(data []byte) error {
 
 // The decision.
 //
-// Closed: other values are rejected with wire.ErrConstraint, on decode and on encode. Generated from
-// harn-acp.schema.json#/$defs/permission_decision/properties/outcome.
+// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
+// from harn-acp.schema.json#/$defs/permission_decision/properties/outcome.
 type PermissionDecisionOutcome string
 
 // Known values of PermissionDecisionOutcome, in schema order.
@@ -8159,14 +11331,14 @@ func (x PermissionDecisionOutcome) Known() bool {
 	return slices.Contains(valuesPermissionDecisionOutcome, x)
 }
 
-// UnmarshalJSONFrom decodes PermissionDecisionOutcome, rejecting values the schema does not list.
+// UnmarshalJSONFrom decodes PermissionDecisionOutcome, keeping any value.
 func (x *PermissionDecisionOutcome) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	return wire.StringEnum(dec, x, "PermissionDecisionOutcome", valuesPermissionDecisionOutcome, false)
+	return wire.StringEnum(dec, x, "PermissionDecisionOutcome", valuesPermissionDecisionOutcome, true)
 }
 
-// MarshalJSONTo encodes PermissionDecisionOutcome, refusing values the schema does not list.
+// MarshalJSONTo encodes PermissionDecisionOutcome.
 func (x PermissionDecisionOutcome) MarshalJSONTo(enc *jsontext.Encoder) error {
-	return wire.WriteStringEnum(enc, x, "PermissionDecisionOutcome", valuesPermissionDecisionOutcome, false)
+	return wire.WriteStringEnum(enc, x, "PermissionDecisionOutcome", valuesPermissionDecisionOutcome, true)
 }
 
 // MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
@@ -8182,26 +11354,26 @@ func (x *PermissionDecisionOutcome) UnmarshalJSON(data []byte) error {
 // An option presented to the user when requesting permission.
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
-// acp/v0.12.2/schema.json#/$defs/PermissionOption.
+// acp/v1/schema.json#/$defs/PermissionOption.
 type PermissionOption struct {
+	// Unique identifier for this permission option.
+	OptionID PermissionOptionID
+	// Human-readable label to display to the user.
+	Name string
+	// Hint about the nature of this permission option.
+	Kind PermissionOptionKind
 	// The _meta property is reserved by ACP to allow clients and agents to attach additional
 	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
 	// these keys.
 	//
-	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta wire.Nullable[jsontext.Value]
-	// Hint about the nature of this permission option.
-	Kind PermissionOptionKind
-	// Human-readable label to display to the user.
-	Name string
-	// Unique identifier for this permission option.
-	OptionID PermissionOptionID
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
 }
 
 var objPermissionOption = wire.Object{
-	Required: []string{"kind", "name", "optionId"},
+	Required: []string{"optionId", "name", "kind"},
 	Type:     "PermissionOption",
 }
 
@@ -8217,14 +11389,14 @@ func (x *PermissionOption) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 
 func (x *PermissionOption) member(r *wire.ObjectReader) error {
 	switch string(r.Name()) {
-	case "_meta":
-		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
-	case "kind":
-		return wire.Field(r, &x.Kind, (*PermissionOptionKind).UnmarshalJSONFrom)
-	case "name":
-		return wire.Field(r, &x.Name, wire.StringFrom)
 	case "optionId":
 		return wire.Field(r, &x.OptionID, (*PermissionOptionID).UnmarshalJSONFrom)
+	case "name":
+		return wire.Field(r, &x.Name, wire.StringFrom)
+	case "kind":
+		return wire.Field(r, &x.Kind, (*PermissionOptionKind).UnmarshalJSONFrom)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -8237,10 +11409,10 @@ func (x PermissionOption) MarshalJSONTo(enc *jsontext.Encoder) error {
 }
 
 func (x *PermissionOption) members(w *wire.ObjectWriter) {
-	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
-	wire.Put(w, "kind", x.Kind, PermissionOptionKind.MarshalJSONTo)
-	wire.Put(w, "name", x.Name, wire.StringTo)
 	wire.Put(w, "optionId", x.OptionID, PermissionOptionID.MarshalJSONTo)
+	wire.Put(w, "name", x.Name, wire.StringTo)
+	wire.Put(w, "kind", x.Kind, PermissionOptionKind.MarshalJSONTo)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	w.Extras(x.Extra)
 }
 
@@ -8256,7 +11428,7 @@ func (x *PermissionOption) UnmarshalJSON(data []byte) error {
 
 // Unique identifier for a permission option.
 //
-// A JSON string. Generated from acp/v0.12.2/schema.json#/$defs/PermissionOptionId.
+// A JSON string. Generated from acp/v1/schema.json#/$defs/PermissionOptionId.
 type PermissionOptionID string
 
 // UnmarshalJSONFrom decodes PermissionOptionID, checking its kind.
@@ -8283,8 +11455,8 @@ func (x *PermissionOptionID) UnmarshalJSON(data []byte) error {
 //
 // Helps clients choose appropriate icons and UI treatment.
 //
-// Closed: other values are rejected with wire.ErrConstraint, on decode and on encode. Generated from
-// acp/v0.12.2/schema.json#/$defs/PermissionOptionKind.
+// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
+// from acp/v1/schema.json#/$defs/PermissionOptionKind.
 type PermissionOptionKind string
 
 // Known values of PermissionOptionKind, in schema order.
@@ -8306,14 +11478,14 @@ func (x PermissionOptionKind) Known() bool {
 	return slices.Contains(valuesPermissionOptionKind, x)
 }
 
-// UnmarshalJSONFrom decodes PermissionOptionKind, rejecting values the schema does not list.
+// UnmarshalJSONFrom decodes PermissionOptionKind, keeping any value.
 func (x *PermissionOptionKind) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	return wire.StringEnum(dec, x, "PermissionOptionKind", valuesPermissionOptionKind, false)
+	return wire.StringEnum(dec, x, "PermissionOptionKind", valuesPermissionOptionKind, true)
 }
 
-// MarshalJSONTo encodes PermissionOptionKind, refusing values the schema does not list.
+// MarshalJSONTo encodes PermissionOptionKind.
 func (x PermissionOptionKind) MarshalJSONTo(enc *jsontext.Encoder) error {
-	return wire.WriteStringEnum(enc, x, "PermissionOptionKind", valuesPermissionOptionKind, false)
+	return wire.WriteStringEnum(enc, x, "PermissionOptionKind", valuesPermissionOptionKind, true)
 }
 
 // MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
@@ -8523,22 +11695,22 @@ func (x *PermissionResponseMeta) UnmarshalJSON(data []byte) error {
 // Agents report plans to clients to provide visibility into their execution strategy.
 // Plans can evolve during execution as the agent discovers new requirements or completes tasks.
 //
-// See protocol docs: [Agent Plan](https://agentclientprotocol.com/protocol/agent-plan)
+// See protocol docs: [Agent Plan](https://agentclientprotocol.com/protocol/v1/agent-plan)
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
-// acp/v0.12.2/schema.json#/$defs/Plan.
+// acp/v1/schema.json#/$defs/Plan.
 type Plan struct {
-	// The _meta property is reserved by ACP to allow clients and agents to attach additional
-	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
-	// these keys.
-	//
-	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
-	Meta wire.Nullable[jsontext.Value]
 	// The list of tasks to be accomplished.
 	//
 	// When updating a plan, the agent must send a complete list of all entries
 	// with their current status. The client replaces the entire plan with each update.
 	Entries []PlanEntry
+	// The _meta property is reserved by ACP to allow clients and agents to attach additional
+	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
+	// these keys.
+	//
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
+	Meta wire.Nullable[jsontext.Value]
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
 }
@@ -8560,10 +11732,10 @@ func (x *Plan) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 
 func (x *Plan) member(r *wire.ObjectReader) error {
 	switch string(r.Name()) {
-	case "_meta":
-		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	case "entries":
 		return wire.Field(r, &x.Entries, readListOfPlanEntry)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -8576,8 +11748,8 @@ func (x Plan) MarshalJSONTo(enc *jsontext.Encoder) error {
 }
 
 func (x *Plan) members(w *wire.ObjectWriter) {
-	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	wire.Put(w, "entries", x.Entries, writeListOfPlanEntry)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	w.Extras(x.Extra)
 }
 
@@ -8595,17 +11767,12 @@ func (x *Plan) UnmarshalJSON(data []byte) error {
 //
 // Represents a task or goal that the assistant intends to accomplish
 // as part of fulfilling the user's request.
-// See protocol docs: [Plan Entries](https://agentclientprotocol.com/protocol/agent-plan#plan-entries)
+// See protocol docs: [Plan
+// Entries](https://agentclientprotocol.com/protocol/v1/agent-plan#plan-entries)
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
-// acp/v0.12.2/schema.json#/$defs/PlanEntry.
+// acp/v1/schema.json#/$defs/PlanEntry.
 type PlanEntry struct {
-	// The _meta property is reserved by ACP to allow clients and agents to attach additional
-	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
-	// these keys.
-	//
-	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
-	Meta wire.Nullable[jsontext.Value]
 	// Human-readable description of what this task aims to accomplish.
 	Content string
 	// The relative importance of this task.
@@ -8613,6 +11780,12 @@ type PlanEntry struct {
 	Priority PlanEntryPriority
 	// Current execution status of this task.
 	Status PlanEntryStatus
+	// The _meta property is reserved by ACP to allow clients and agents to attach additional
+	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
+	// these keys.
+	//
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
+	Meta wire.Nullable[jsontext.Value]
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
 }
@@ -8634,14 +11807,14 @@ func (x *PlanEntry) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 
 func (x *PlanEntry) member(r *wire.ObjectReader) error {
 	switch string(r.Name()) {
-	case "_meta":
-		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	case "content":
 		return wire.Field(r, &x.Content, wire.StringFrom)
 	case "priority":
 		return wire.Field(r, &x.Priority, (*PlanEntryPriority).UnmarshalJSONFrom)
 	case "status":
 		return wire.Field(r, &x.Status, (*PlanEntryStatus).UnmarshalJSONFrom)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -8654,10 +11827,10 @@ func (x PlanEntry) MarshalJSONTo(enc *jsontext.Encoder) error {
 }
 
 func (x *PlanEntry) members(w *wire.ObjectWriter) {
-	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	wire.Put(w, "content", x.Content, wire.StringTo)
 	wire.Put(w, "priority", x.Priority, PlanEntryPriority.MarshalJSONTo)
 	wire.Put(w, "status", x.Status, PlanEntryStatus.MarshalJSONTo)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	w.Extras(x.Extra)
 }
 
@@ -8675,10 +11848,11 @@ func (x *PlanEntry) UnmarshalJSON(data []byte) error {
 //
 // Used to indicate the relative importance or urgency of different
 // tasks in the execution plan.
-// See protocol docs: [Plan Entries](https://agentclientprotocol.com/protocol/agent-plan#plan-entries)
+// See protocol docs: [Plan
+// Entries](https://agentclientprotocol.com/protocol/v1/agent-plan#plan-entries)
 //
-// Closed: other values are rejected with wire.ErrConstraint, on decode and on encode. Generated from
-// acp/v0.12.2/schema.json#/$defs/PlanEntryPriority.
+// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
+// from acp/v1/schema.json#/$defs/PlanEntryPriority.
 type PlanEntryPriority string
 
 // Known values of PlanEntryPriority, in schema order.
@@ -8698,14 +11872,14 @@ func (x PlanEntryPriority) Known() bool {
 	return slices.Contains(valuesPlanEntryPriority, x)
 }
 
-// UnmarshalJSONFrom decodes PlanEntryPriority, rejecting values the schema does not list.
+// UnmarshalJSONFrom decodes PlanEntryPriority, keeping any value.
 func (x *PlanEntryPriority) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	return wire.StringEnum(dec, x, "PlanEntryPriority", valuesPlanEntryPriority, false)
+	return wire.StringEnum(dec, x, "PlanEntryPriority", valuesPlanEntryPriority, true)
 }
 
-// MarshalJSONTo encodes PlanEntryPriority, refusing values the schema does not list.
+// MarshalJSONTo encodes PlanEntryPriority.
 func (x PlanEntryPriority) MarshalJSONTo(enc *jsontext.Encoder) error {
-	return wire.WriteStringEnum(enc, x, "PlanEntryPriority", valuesPlanEntryPriority, false)
+	return wire.WriteStringEnum(enc, x, "PlanEntryPriority", valuesPlanEntryPriority, true)
 }
 
 // MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
@@ -8721,10 +11895,11 @@ func (x *PlanEntryPriority) UnmarshalJSON(data []byte) error {
 // Status of a plan entry in the execution flow.
 //
 // Tracks the lifecycle of each task from planning through completion.
-// See protocol docs: [Plan Entries](https://agentclientprotocol.com/protocol/agent-plan#plan-entries)
+// See protocol docs: [Plan
+// Entries](https://agentclientprotocol.com/protocol/v1/agent-plan#plan-entries)
 //
-// Closed: other values are rejected with wire.ErrConstraint, on decode and on encode. Generated from
-// acp/v0.12.2/schema.json#/$defs/PlanEntryStatus.
+// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
+// from acp/v1/schema.json#/$defs/PlanEntryStatus.
 type PlanEntryStatus string
 
 // Known values of PlanEntryStatus, in schema order.
@@ -8744,14 +11919,14 @@ func (x PlanEntryStatus) Known() bool {
 	return slices.Contains(valuesPlanEntryStatus, x)
 }
 
-// UnmarshalJSONFrom decodes PlanEntryStatus, rejecting values the schema does not list.
+// UnmarshalJSONFrom decodes PlanEntryStatus, keeping any value.
 func (x *PlanEntryStatus) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	return wire.StringEnum(dec, x, "PlanEntryStatus", valuesPlanEntryStatus, false)
+	return wire.StringEnum(dec, x, "PlanEntryStatus", valuesPlanEntryStatus, true)
 }
 
-// MarshalJSONTo encodes PlanEntryStatus, refusing values the schema does not list.
+// MarshalJSONTo encodes PlanEntryStatus.
 func (x PlanEntryStatus) MarshalJSONTo(enc *jsontext.Encoder) error {
-	return wire.WriteStringEnum(enc, x, "PlanEntryStatus", valuesPlanEntryStatus, false)
+	return wire.WriteStringEnum(enc, x, "PlanEntryStatus", valuesPlanEntryStatus, true)
 }
 
 // MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
@@ -8832,8 +12007,8 @@ func (x *PolicyEvaluation) UnmarshalJSON(data []byte) error {
 
 // The layer.
 //
-// Closed: other values are rejected with wire.ErrConstraint, on decode and on encode. Generated from
-// harn-acp.schema.json#/$defs/policy_evaluation/properties/layer.
+// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
+// from harn-acp.schema.json#/$defs/policy_evaluation/properties/layer.
 type PolicyEvaluationLayer string
 
 // Known values of PolicyEvaluationLayer, in schema order.
@@ -8851,14 +12026,14 @@ func (x PolicyEvaluationLayer) Known() bool {
 	return slices.Contains(valuesPolicyEvaluationLayer, x)
 }
 
-// UnmarshalJSONFrom decodes PolicyEvaluationLayer, rejecting values the schema does not list.
+// UnmarshalJSONFrom decodes PolicyEvaluationLayer, keeping any value.
 func (x *PolicyEvaluationLayer) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	return wire.StringEnum(dec, x, "PolicyEvaluationLayer", valuesPolicyEvaluationLayer, false)
+	return wire.StringEnum(dec, x, "PolicyEvaluationLayer", valuesPolicyEvaluationLayer, true)
 }
 
-// MarshalJSONTo encodes PolicyEvaluationLayer, refusing values the schema does not list.
+// MarshalJSONTo encodes PolicyEvaluationLayer.
 func (x PolicyEvaluationLayer) MarshalJSONTo(enc *jsontext.Encoder) error {
-	return wire.WriteStringEnum(enc, x, "PolicyEvaluationLayer", valuesPolicyEvaluationLayer, false)
+	return wire.WriteStringEnum(enc, x, "PolicyEvaluationLayer", valuesPolicyEvaluationLayer, true)
 }
 
 // MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
@@ -8873,8 +12048,8 @@ func (x *PolicyEvaluationLayer) UnmarshalJSON(data []byte) error {
 
 // Its verdict.
 //
-// Closed: other values are rejected with wire.ErrConstraint, on decode and on encode. Generated from
-// harn-acp.schema.json#/$defs/policy_evaluation/properties/outcome.
+// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
+// from harn-acp.schema.json#/$defs/policy_evaluation/properties/outcome.
 type PolicyEvaluationOutcome string
 
 // Known values of PolicyEvaluationOutcome, in schema order.
@@ -8892,14 +12067,14 @@ func (x PolicyEvaluationOutcome) Known() bool {
 	return slices.Contains(valuesPolicyEvaluationOutcome, x)
 }
 
-// UnmarshalJSONFrom decodes PolicyEvaluationOutcome, rejecting values the schema does not list.
+// UnmarshalJSONFrom decodes PolicyEvaluationOutcome, keeping any value.
 func (x *PolicyEvaluationOutcome) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	return wire.StringEnum(dec, x, "PolicyEvaluationOutcome", valuesPolicyEvaluationOutcome, false)
+	return wire.StringEnum(dec, x, "PolicyEvaluationOutcome", valuesPolicyEvaluationOutcome, true)
 }
 
-// MarshalJSONTo encodes PolicyEvaluationOutcome, refusing values the schema does not list.
+// MarshalJSONTo encodes PolicyEvaluationOutcome.
 func (x PolicyEvaluationOutcome) MarshalJSONTo(enc *jsontext.Encoder) error {
-	return wire.WriteStringEnum(enc, x, "PolicyEvaluationOutcome", valuesPolicyEvaluationOutcome, false)
+	return wire.WriteStringEnum(enc, x, "PolicyEvaluationOutcome", valuesPolicyEvaluationOutcome, true)
 }
 
 // MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
@@ -9033,8 +12208,8 @@ func (x *ProgressUpdateMeta) UnmarshalJSON(data []byte) error {
 
 // Prompt capabilities supported by the agent in `session/prompt` requests.
 //
-// Baseline agent functionality requires support for [`ContentBlock::Text`]
-// and [`ContentBlock::ResourceLink`] in prompt requests.
+// Baseline agent functionality requires support for `text`
+// and `resource_link` content blocks in prompt requests.
 //
 // Other variants must be explicitly opted in to.
 // Capabilities for different types of content in prompt requests.
@@ -9043,37 +12218,45 @@ func (x *ProgressUpdateMeta) UnmarshalJSON(data []byte) error {
 // the agent can process.
 //
 // See protocol docs: [Prompt
-// Capabilities](https://agentclientprotocol.com/protocol/initialization#prompt-capabilities)
+// Capabilities](https://agentclientprotocol.com/protocol/v1/initialization#prompt-capabilities)
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
-// acp/v0.12.2/schema.json#/$defs/PromptCapabilities.
+// acp/v1/schema.json#/$defs/PromptCapabilities.
 type PromptCapabilities struct {
-	// The _meta property is reserved by ACP to allow clients and agents to attach additional
-	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
-	// these keys.
+	// Agent supports `image` content blocks.
 	//
-	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
-	Meta wire.Nullable[jsontext.Value]
-	// Agent supports [`ContentBlock::Audio`].
+	// Schema default false (see GetImage); never written for you.
+	Image *bool
+	// Agent supports `audio` content blocks.
 	//
 	// Schema default false (see GetAudio); never written for you.
 	Audio *bool
 	// Agent supports embedded context in `session/prompt` requests.
 	//
-	// When enabled, the Client is allowed to include [`ContentBlock::Resource`]
+	// When enabled, the Client is allowed to include `resource` content blocks
 	// in prompt requests for pieces of context that are referenced in the message.
 	//
 	// Schema default false (see GetEmbeddedContext); never written for you.
 	EmbeddedContext *bool
-	// Agent supports [`ContentBlock::Image`].
+	// The _meta property is reserved by ACP to allow clients and agents to attach additional
+	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
+	// these keys.
 	//
-	// Schema default false (see GetImage); never written for you.
-	Image *bool
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
+	Meta wire.Nullable[jsontext.Value]
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
 }
 
 var objPromptCapabilities = wire.Object{Type: "PromptCapabilities"}
+
+// GetImage returns Image, or its schema default false when absent.
+func (x *PromptCapabilities) GetImage() bool {
+	if x != nil && x.Image != nil {
+		return *x.Image
+	}
+	return false
+}
 
 // GetAudio returns Audio, or its schema default false when absent.
 func (x *PromptCapabilities) GetAudio() bool {
@@ -9091,14 +12274,6 @@ func (x *PromptCapabilities) GetEmbeddedContext() bool {
 	return false
 }
 
-// GetImage returns Image, or its schema default false when absent.
-func (x *PromptCapabilities) GetImage() bool {
-	if x != nil && x.Image != nil {
-		return *x.Image
-	}
-	return false
-}
-
 // UnmarshalJSONFrom decodes PromptCapabilities, checking required members, kinds and constraints.
 func (x *PromptCapabilities) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 	*x = PromptCapabilities{}
@@ -9111,14 +12286,14 @@ func (x *PromptCapabilities) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 
 func (x *PromptCapabilities) member(r *wire.ObjectReader) error {
 	switch string(r.Name()) {
-	case "_meta":
-		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
+	case "image":
+		return wire.Ptr(r, &x.Image, wire.BoolFrom)
 	case "audio":
 		return wire.Ptr(r, &x.Audio, wire.BoolFrom)
 	case "embeddedContext":
 		return wire.Ptr(r, &x.EmbeddedContext, wire.BoolFrom)
-	case "image":
-		return wire.Ptr(r, &x.Image, wire.BoolFrom)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -9131,10 +12306,10 @@ func (x PromptCapabilities) MarshalJSONTo(enc *jsontext.Encoder) error {
 }
 
 func (x *PromptCapabilities) members(w *wire.ObjectWriter) {
-	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
+	wire.PutPtr(w, "image", x.Image, wire.BoolTo)
 	wire.PutPtr(w, "audio", x.Audio, wire.BoolTo)
 	wire.PutPtr(w, "embeddedContext", x.EmbeddedContext, wire.BoolTo)
-	wire.PutPtr(w, "image", x.Image, wire.BoolTo)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	w.Extras(x.Extra)
 }
 
@@ -9297,39 +12472,39 @@ func (x *PromptErrorDataTerminalClass) UnmarshalJSON(data []byte) error {
 // Contains the user's message and any additional context.
 //
 // See protocol docs: [User
-// Message](https://agentclientprotocol.com/protocol/prompt-turn#1-user-message)
+// Message](https://agentclientprotocol.com/protocol/v1/prompt-turn#1-user-message)
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
-// acp/v0.12.2/schema.json#/$defs/PromptRequest.
+// acp/v1/schema.json#/$defs/PromptRequest.
 type PromptRequest struct {
+	// The ID of the session to send this user message to
+	SessionID SessionID
+	// The blocks of content that compose the user's message.
+	//
+	// As a baseline, the Agent MUST support `text` and `resource_link` content blocks,
+	// while other variants are optionally enabled via `PromptCapabilities`.
+	//
+	// The Client MUST adapt its interface according to `PromptCapabilities`.
+	//
+	// The client MAY include referenced pieces of context as either
+	// `resource` or `resource_link` content blocks.
+	//
+	// When available, `resource` is preferred
+	// as it avoids extra round-trips and allows the message to include
+	// pieces of context from sources the agent may not have access to.
+	Prompt []ContentBlock
 	// The _meta property is reserved by ACP to allow clients and agents to attach additional
 	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
 	// these keys.
 	//
-	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta wire.Nullable[jsontext.Value]
-	// The blocks of content that compose the user's message.
-	//
-	// As a baseline, the Agent MUST support [`ContentBlock::Text`] and [`ContentBlock::ResourceLink`],
-	// while other variants are optionally enabled via [`PromptCapabilities`].
-	//
-	// The Client MUST adapt its interface according to [`PromptCapabilities`].
-	//
-	// The client MAY include referenced pieces of context as either
-	// [`ContentBlock::Resource`] or [`ContentBlock::ResourceLink`].
-	//
-	// When available, [`ContentBlock::Resource`] is preferred
-	// as it avoids extra round-trips and allows the message to include
-	// pieces of context from sources the agent may not have access to.
-	Prompt []ContentBlock
-	// The ID of the session to send this user message to
-	SessionID SessionID
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
 }
 
 var objPromptRequest = wire.Object{
-	Required: []string{"prompt", "sessionId"},
+	Required: []string{"sessionId", "prompt"},
 	Type:     "PromptRequest",
 }
 
@@ -9345,12 +12520,12 @@ func (x *PromptRequest) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 
 func (x *PromptRequest) member(r *wire.ObjectReader) error {
 	switch string(r.Name()) {
-	case "_meta":
-		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
-	case "prompt":
-		return wire.Field(r, &x.Prompt, readListOfContentBlock)
 	case "sessionId":
 		return wire.Field(r, &x.SessionID, (*SessionID).UnmarshalJSONFrom)
+	case "prompt":
+		return wire.Field(r, &x.Prompt, readListOfContentBlock)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -9363,9 +12538,9 @@ func (x PromptRequest) MarshalJSONTo(enc *jsontext.Encoder) error {
 }
 
 func (x *PromptRequest) members(w *wire.ObjectWriter) {
-	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
-	wire.Put(w, "prompt", x.Prompt, writeListOfContentBlock)
 	wire.Put(w, "sessionId", x.SessionID, SessionID.MarshalJSONTo)
+	wire.Put(w, "prompt", x.Prompt, writeListOfContentBlock)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	w.Extras(x.Extra)
 }
 
@@ -9382,19 +12557,19 @@ func (x *PromptRequest) UnmarshalJSON(data []byte) error {
 // Response from processing a user prompt.
 //
 // See protocol docs: [Check for
-// Completion](https://agentclientprotocol.com/protocol/prompt-turn#4-check-for-completion)
+// Completion](https://agentclientprotocol.com/protocol/v1/prompt-turn#4-check-for-completion)
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
-// acp/v0.12.2/schema.json#/$defs/PromptResponse.
+// acp/v1/schema.json#/$defs/PromptResponse.
 type PromptResponse struct {
+	// Indicates why the agent stopped processing the turn.
+	StopReason StopReason
 	// The _meta property is reserved by ACP to allow clients and agents to attach additional
 	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
 	// these keys.
 	//
-	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta wire.Nullable[PromptResponseMeta]
-	// Indicates why the agent stopped processing the turn.
-	StopReason StopReason
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
 }
@@ -9416,10 +12591,10 @@ func (x *PromptResponse) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 
 func (x *PromptResponse) member(r *wire.ObjectReader) error {
 	switch string(r.Name()) {
-	case "_meta":
-		return wire.Opt(r, &x.Meta, (*PromptResponseMeta).UnmarshalJSONFrom)
 	case "stopReason":
 		return wire.Field(r, &x.StopReason, (*StopReason).UnmarshalJSONFrom)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, (*PromptResponseMeta).UnmarshalJSONFrom)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -9432,8 +12607,8 @@ func (x PromptResponse) MarshalJSONTo(enc *jsontext.Encoder) error {
 }
 
 func (x *PromptResponse) members(w *wire.ObjectWriter) {
-	wire.PutOpt(w, "_meta", x.Meta, PromptResponseMeta.MarshalJSONTo)
 	wire.Put(w, "stopReason", x.StopReason, StopReason.MarshalJSONTo)
+	wire.PutOpt(w, "_meta", x.Meta, PromptResponseMeta.MarshalJSONTo)
 	w.Extras(x.Extra)
 }
 
@@ -9507,7 +12682,7 @@ func (x *PromptResponseMeta) UnmarshalJSON(data []byte) error {
 // Non-breaking changes should be introduced via capabilities.
 //
 // A JSON integer (format uint16); constraints are checked on decode. Generated from
-// acp/v0.12.2/schema.json#/$defs/ProtocolVersion.
+// acp/v1/schema.json#/$defs/ProtocolVersion.
 type ProtocolVersion int64
 
 // UnmarshalJSONFrom decodes ProtocolVersion, checking its kind and constraints.
@@ -9535,28 +12710,28 @@ func (x *ProtocolVersion) UnmarshalJSON(data []byte) error {
 // Only available if the client supports the `fs.readTextFile` capability.
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
-// acp/v0.12.2/schema.json#/$defs/ReadTextFileRequest.
+// acp/v1/schema.json#/$defs/ReadTextFileRequest.
 type ReadTextFileRequest struct {
+	// The session ID for this request.
+	SessionID SessionID
+	// Absolute path to the file to read.
+	Path string
+	// Line number to start reading from (1-based).
+	Line wire.Nullable[int64]
+	// Maximum number of lines to read.
+	Limit wire.Nullable[int64]
 	// The _meta property is reserved by ACP to allow clients and agents to attach additional
 	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
 	// these keys.
 	//
-	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta wire.Nullable[jsontext.Value]
-	// Maximum number of lines to read.
-	Limit wire.Nullable[int64]
-	// Line number to start reading from (1-based).
-	Line wire.Nullable[int64]
-	// Absolute path to the file to read.
-	Path string
-	// The session ID for this request.
-	SessionID SessionID
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
 }
 
 var objReadTextFileRequest = wire.Object{
-	Required: []string{"path", "sessionId"},
+	Required: []string{"sessionId", "path"},
 	Type:     "ReadTextFileRequest",
 }
 
@@ -9572,16 +12747,16 @@ func (x *ReadTextFileRequest) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 
 func (x *ReadTextFileRequest) member(r *wire.ObjectReader) error {
 	switch string(r.Name()) {
-	case "_meta":
-		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
-	case "limit":
-		return wire.Opt(r, &x.Limit, readReadTextFileRequestLimit)
-	case "line":
-		return wire.Opt(r, &x.Line, readReadTextFileRequestLine)
-	case "path":
-		return wire.Field(r, &x.Path, wire.StringFrom)
 	case "sessionId":
 		return wire.Field(r, &x.SessionID, (*SessionID).UnmarshalJSONFrom)
+	case "path":
+		return wire.Field(r, &x.Path, wire.StringFrom)
+	case "line":
+		return wire.Opt(r, &x.Line, readReadTextFileRequestLine)
+	case "limit":
+		return wire.Opt(r, &x.Limit, readReadTextFileRequestLimit)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -9594,11 +12769,11 @@ func (x ReadTextFileRequest) MarshalJSONTo(enc *jsontext.Encoder) error {
 }
 
 func (x *ReadTextFileRequest) members(w *wire.ObjectWriter) {
-	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
-	wire.PutOpt(w, "limit", x.Limit, wire.IntTo)
-	wire.PutOpt(w, "line", x.Line, wire.IntTo)
-	wire.Put(w, "path", x.Path, wire.StringTo)
 	wire.Put(w, "sessionId", x.SessionID, SessionID.MarshalJSONTo)
+	wire.Put(w, "path", x.Path, wire.StringTo)
+	wire.PutOpt(w, "line", x.Line, wire.IntTo)
+	wire.PutOpt(w, "limit", x.Limit, wire.IntTo)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	w.Extras(x.Extra)
 }
 
@@ -9615,15 +12790,16 @@ func (x *ReadTextFileRequest) UnmarshalJSON(data []byte) error {
 // Response containing the contents of a text file.
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
-// acp/v0.12.2/schema.json#/$defs/ReadTextFileResponse.
+// acp/v1/schema.json#/$defs/ReadTextFileResponse.
 type ReadTextFileResponse struct {
+	// Content payload returned by this response.
+	Content string
 	// The _meta property is reserved by ACP to allow clients and agents to attach additional
 	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
 	// these keys.
 	//
-	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
-	Meta    wire.Nullable[jsontext.Value]
-	Content string
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
+	Meta wire.Nullable[jsontext.Value]
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
 }
@@ -9645,10 +12821,10 @@ func (x *ReadTextFileResponse) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 
 func (x *ReadTextFileResponse) member(r *wire.ObjectReader) error {
 	switch string(r.Name()) {
-	case "_meta":
-		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	case "content":
 		return wire.Field(r, &x.Content, wire.StringFrom)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -9661,8 +12837,8 @@ func (x ReadTextFileResponse) MarshalJSONTo(enc *jsontext.Encoder) error {
 }
 
 func (x *ReadTextFileResponse) members(w *wire.ObjectWriter) {
-	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	wire.Put(w, "content", x.Content, wire.StringTo)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	w.Extras(x.Extra)
 }
 
@@ -9679,18 +12855,18 @@ func (x *ReadTextFileResponse) UnmarshalJSON(data []byte) error {
 // Request to release a terminal and free its resources.
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
-// acp/v0.12.2/schema.json#/$defs/ReleaseTerminalRequest.
+// acp/v1/schema.json#/$defs/ReleaseTerminalRequest.
 type ReleaseTerminalRequest struct {
+	// The session ID for this request.
+	SessionID SessionID
+	// The ID of the terminal to release.
+	TerminalID TerminalID
 	// The _meta property is reserved by ACP to allow clients and agents to attach additional
 	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
 	// these keys.
 	//
-	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta wire.Nullable[jsontext.Value]
-	// The session ID for this request.
-	SessionID SessionID
-	// The ID of the terminal to release.
-	TerminalID string
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
 }
@@ -9712,12 +12888,12 @@ func (x *ReleaseTerminalRequest) UnmarshalJSONFrom(dec *jsontext.Decoder) error 
 
 func (x *ReleaseTerminalRequest) member(r *wire.ObjectReader) error {
 	switch string(r.Name()) {
-	case "_meta":
-		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	case "sessionId":
 		return wire.Field(r, &x.SessionID, (*SessionID).UnmarshalJSONFrom)
 	case "terminalId":
-		return wire.Field(r, &x.TerminalID, wire.StringFrom)
+		return wire.Field(r, &x.TerminalID, (*TerminalID).UnmarshalJSONFrom)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -9730,9 +12906,9 @@ func (x ReleaseTerminalRequest) MarshalJSONTo(enc *jsontext.Encoder) error {
 }
 
 func (x *ReleaseTerminalRequest) members(w *wire.ObjectWriter) {
-	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	wire.Put(w, "sessionId", x.SessionID, SessionID.MarshalJSONTo)
-	wire.Put(w, "terminalId", x.TerminalID, wire.StringTo)
+	wire.Put(w, "terminalId", x.TerminalID, TerminalID.MarshalJSONTo)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	w.Extras(x.Extra)
 }
 
@@ -9749,13 +12925,13 @@ func (x *ReleaseTerminalRequest) UnmarshalJSON(data []byte) error {
 // Response to terminal/release method
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
-// acp/v0.12.2/schema.json#/$defs/ReleaseTerminalResponse.
+// acp/v1/schema.json#/$defs/ReleaseTerminalResponse.
 type ReleaseTerminalResponse struct {
 	// The _meta property is reserved by ACP to allow clients and agents to attach additional
 	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
 	// these keys.
 	//
-	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta wire.Nullable[jsontext.Value]
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
@@ -9922,20 +13098,82 @@ func (x *ReminderEmittedUpdateMeta) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
+// JSON RPC Request Id
+//
+// An identifier established by the Client that MUST contain a String, Number, or NULL value if
+// included. If it is not included it is assumed to be a notification. The value SHOULD normally not be
+// Null \[1\] and Numbers SHOULD NOT contain fractional parts \[2\]
+//
+// The Server MUST reply with the same value in the Response object if included. This member is used to
+// correlate the context between the two objects.
+//
+// \[1\] The use of Null as a value for the id member in a Request object is discouraged, because this
+// specification uses a value of Null for Responses with an unknown id. Also, because JSON-RPC 1.0 uses
+// an id value of Null for Notifications this could cause confusion in handling.
+//
+// \[2\] Fractional parts may be problematic, since many decimal fractions cannot be represented
+// exactly as binary fractions.
+//
+// The JSON kind of the value selects the variant; exactly one field is set. Generated from
+// acp/v1/schema.json#/$defs/RequestId.
+type RequestID struct {
+	// A numeric JSON-RPC request id.
+	//
+	// Set when the value is a JSON number.
+	Number *int64
+	// A string JSON-RPC request id.
+	//
+	// Set when the value is a JSON string.
+	Str *string
+}
+
+// UnmarshalJSONFrom decodes the variant that matches the value's JSON kind.
+func (x *RequestID) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = RequestID{}
+	switch dec.PeekKind() {
+	case '0':
+		return wire.Choose(dec, "RequestID", &x.Number, wire.IntFrom)
+	case '"':
+		return wire.Choose(dec, "RequestID", &x.Str, wire.StringFrom)
+	}
+	return wire.KindError(dec, "RequestID", "number or string")
+}
+
+// MarshalJSONTo encodes the variant that is set.
+func (x RequestID) MarshalJSONTo(enc *jsontext.Encoder) error {
+	switch {
+	case x.Number != nil:
+		return wire.IntTo(*x.Number, enc)
+	case x.Str != nil:
+		return wire.StringTo(*x.Str, enc)
+	}
+	return wire.NoVariant("RequestID")
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x RequestID) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *RequestID) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
 // The outcome of a permission request.
 //
 // The member "outcome" selects the variant; exactly one variant field is set, or Unknown for a value
 // this version does not know (kept verbatim, never decoded as another variant). Generated from
-// acp/v0.12.2/schema.json#/$defs/RequestPermissionOutcome.
+// acp/v1/schema.json#/$defs/RequestPermissionOutcome.
 type RequestPermissionOutcome struct {
 	// The prompt turn was cancelled before the user responded.
 	//
 	// When a client sends a `session/cancel` notification to cancel an ongoing
 	// prompt turn, it MUST respond to all pending `session/request_permission`
-	// requests with this `Cancelled` outcome.
+	// requests with this `cancelled` outcome.
 	//
 	// See protocol docs:
-	// [Cancellation](https://agentclientprotocol.com/protocol/prompt-turn#cancellation)
+	// [Cancellation](https://agentclientprotocol.com/protocol/v1/prompt-turn#cancellation)
 	//
 	// Set when outcome is "cancelled".
 	Cancelled *RequestPermissionOutcomeCancelled
@@ -10020,12 +13258,13 @@ func (x *RequestPermissionOutcome) UnmarshalJSON(data []byte) error {
 //
 // When a client sends a `session/cancel` notification to cancel an ongoing
 // prompt turn, it MUST respond to all pending `session/request_permission`
-// requests with this `Cancelled` outcome.
+// requests with this `cancelled` outcome.
 //
-// See protocol docs: [Cancellation](https://agentclientprotocol.com/protocol/prompt-turn#cancellation)
+// See protocol docs:
+// [Cancellation](https://agentclientprotocol.com/protocol/v1/prompt-turn#cancellation)
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
-// acp/v0.12.2/schema.json#/$defs/RequestPermissionOutcome/oneOf/0.
+// acp/v1/schema.json#/$defs/RequestPermissionOutcome/oneOf/0.
 type RequestPermissionOutcomeCancelled struct {
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
@@ -10073,29 +13312,29 @@ func (x *RequestPermissionOutcomeCancelled) UnmarshalJSON(data []byte) error {
 // Sent when the agent needs authorization before performing a sensitive operation.
 //
 // See protocol docs: [Requesting
-// Permission](https://agentclientprotocol.com/protocol/tool-calls#requesting-permission)
+// Permission](https://agentclientprotocol.com/protocol/v1/tool-calls#requesting-permission)
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
-// acp/v0.12.2/schema.json#/$defs/RequestPermissionRequest.
+// acp/v1/schema.json#/$defs/RequestPermissionRequest.
 type RequestPermissionRequest struct {
-	// The _meta property is reserved by ACP to allow clients and agents to attach additional
-	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
-	// these keys.
-	//
-	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
-	Meta wire.Nullable[jsontext.Value]
-	// Available permission options for the user to choose from.
-	Options []PermissionOption
 	// The session ID for this request.
 	SessionID SessionID
 	// Details about the tool call requiring permission.
 	ToolCall ToolCallUpdate
+	// Available permission options for the user to choose from.
+	Options []PermissionOption
+	// The _meta property is reserved by ACP to allow clients and agents to attach additional
+	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
+	// these keys.
+	//
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
+	Meta wire.Nullable[jsontext.Value]
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
 }
 
 var objRequestPermissionRequest = wire.Object{
-	Required: []string{"options", "sessionId", "toolCall"},
+	Required: []string{"sessionId", "toolCall", "options"},
 	Type:     "RequestPermissionRequest",
 }
 
@@ -10111,14 +13350,14 @@ func (x *RequestPermissionRequest) UnmarshalJSONFrom(dec *jsontext.Decoder) erro
 
 func (x *RequestPermissionRequest) member(r *wire.ObjectReader) error {
 	switch string(r.Name()) {
-	case "_meta":
-		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
-	case "options":
-		return wire.Field(r, &x.Options, readListOfPermissionOption)
 	case "sessionId":
 		return wire.Field(r, &x.SessionID, (*SessionID).UnmarshalJSONFrom)
 	case "toolCall":
 		return wire.Field(r, &x.ToolCall, (*ToolCallUpdate).UnmarshalJSONFrom)
+	case "options":
+		return wire.Field(r, &x.Options, readListOfPermissionOption)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -10131,10 +13370,10 @@ func (x RequestPermissionRequest) MarshalJSONTo(enc *jsontext.Encoder) error {
 }
 
 func (x *RequestPermissionRequest) members(w *wire.ObjectWriter) {
-	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
-	wire.Put(w, "options", x.Options, writeListOfPermissionOption)
 	wire.Put(w, "sessionId", x.SessionID, SessionID.MarshalJSONTo)
 	wire.Put(w, "toolCall", x.ToolCall, ToolCallUpdate.MarshalJSONTo)
+	wire.Put(w, "options", x.Options, writeListOfPermissionOption)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	w.Extras(x.Extra)
 }
 
@@ -10151,16 +13390,16 @@ func (x *RequestPermissionRequest) UnmarshalJSON(data []byte) error {
 // Response to a permission request.
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
-// acp/v0.12.2/schema.json#/$defs/RequestPermissionResponse.
+// acp/v1/schema.json#/$defs/RequestPermissionResponse.
 type RequestPermissionResponse struct {
+	// The user's decision on the permission request.
+	Outcome RequestPermissionOutcome
 	// The _meta property is reserved by ACP to allow clients and agents to attach additional
 	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
 	// these keys.
 	//
-	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta wire.Nullable[PermissionResponseMeta]
-	// The user's decision on the permission request.
-	Outcome RequestPermissionOutcome
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
 }
@@ -10182,10 +13421,10 @@ func (x *RequestPermissionResponse) UnmarshalJSONFrom(dec *jsontext.Decoder) err
 
 func (x *RequestPermissionResponse) member(r *wire.ObjectReader) error {
 	switch string(r.Name()) {
-	case "_meta":
-		return wire.Opt(r, &x.Meta, (*PermissionResponseMeta).UnmarshalJSONFrom)
 	case "outcome":
 		return wire.Field(r, &x.Outcome, (*RequestPermissionOutcome).UnmarshalJSONFrom)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, (*PermissionResponseMeta).UnmarshalJSONFrom)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -10198,8 +13437,8 @@ func (x RequestPermissionResponse) MarshalJSONTo(enc *jsontext.Encoder) error {
 }
 
 func (x *RequestPermissionResponse) members(w *wire.ObjectWriter) {
-	wire.PutOpt(w, "_meta", x.Meta, PermissionResponseMeta.MarshalJSONTo)
 	wire.Put(w, "outcome", x.Outcome, RequestPermissionOutcome.MarshalJSONTo)
+	wire.PutOpt(w, "_meta", x.Meta, PermissionResponseMeta.MarshalJSONTo)
 	w.Extras(x.Extra)
 }
 
@@ -10216,23 +13455,28 @@ func (x *RequestPermissionResponse) UnmarshalJSON(data []byte) error {
 // A resource that the server is capable of reading, included in a prompt or tool call result.
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
-// acp/v0.12.2/schema.json#/$defs/ResourceLink.
+// acp/v1/schema.json#/$defs/ResourceLink.
 type ResourceLink struct {
+	// Optional annotations that help clients decide how to display or route this content.
+	Annotations wire.Nullable[Annotations]
+	// Optional human-readable details shown with this protocol object.
+	Description wire.Nullable[string]
+	// MIME type describing the encoded media payload.
+	MIMEType wire.Nullable[string]
+	// Human-readable name shown for this protocol object.
+	Name string
+	// Optional size of the linked resource in bytes, if known.
+	Size wire.Nullable[int64]
+	// Optional display title for end-user UI.
+	Title wire.Nullable[string]
+	// URI associated with this resource or media payload.
+	URI string
 	// The _meta property is reserved by ACP to allow clients and agents to attach additional
 	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
 	// these keys.
 	//
-	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta wire.Nullable[jsontext.Value]
-	// Optional annotations for the client. The client can use annotations to inform how objects are
-	// used or displayed
-	Annotations wire.Nullable[Annotations]
-	Description wire.Nullable[string]
-	MIMEType    wire.Nullable[string]
-	Name        string
-	Size        wire.Nullable[int64]
-	Title       wire.Nullable[string]
-	URI         string
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
 }
@@ -10254,8 +13498,6 @@ func (x *ResourceLink) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 
 func (x *ResourceLink) member(r *wire.ObjectReader) error {
 	switch string(r.Name()) {
-	case "_meta":
-		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	case "annotations":
 		return wire.Opt(r, &x.Annotations, (*Annotations).UnmarshalJSONFrom)
 	case "description":
@@ -10270,6 +13512,8 @@ func (x *ResourceLink) member(r *wire.ObjectReader) error {
 		return wire.Opt(r, &x.Title, wire.StringFrom)
 	case "uri":
 		return wire.Field(r, &x.URI, wire.StringFrom)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -10282,7 +13526,6 @@ func (x ResourceLink) MarshalJSONTo(enc *jsontext.Encoder) error {
 }
 
 func (x *ResourceLink) members(w *wire.ObjectWriter) {
-	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	wire.PutOpt(w, "annotations", x.Annotations, Annotations.MarshalJSONTo)
 	wire.PutOpt(w, "description", x.Description, wire.StringTo)
 	wire.PutOpt(w, "mimeType", x.MIMEType, wire.StringTo)
@@ -10290,6 +13533,7 @@ func (x *ResourceLink) members(w *wire.ObjectWriter) {
 	wire.PutOpt(w, "size", x.Size, wire.IntTo)
 	wire.PutOpt(w, "title", x.Title, wire.StringTo)
 	wire.Put(w, "uri", x.URI, wire.StringTo)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	w.Extras(x.Extra)
 }
 
@@ -10311,26 +13555,33 @@ func (x *ResourceLink) UnmarshalJSON(data []byte) error {
 // Only available if the Agent supports the `sessionCapabilities.resume` capability.
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
-// acp/v0.12.2/schema.json#/$defs/ResumeSessionRequest.
+// acp/v1/schema.json#/$defs/ResumeSessionRequest.
 type ResumeSessionRequest struct {
+	// The ID of the session to resume.
+	SessionID SessionID
+	// The working directory for this session. Must be an absolute path.
+	Cwd string
+	// Additional workspace roots to activate for this session. Each path must be absolute.
+	//
+	// When omitted or empty, no additional roots are activated. When non-empty,
+	// this is the complete resulting additional-root list for the resumed
+	// session. It may differ from any previously used or reported list as long as
+	// the request `cwd` matches the session's `cwd`.
+	AdditionalDirectories []string
+	// List of MCP servers to connect to for this session.
+	MCPServers []MCPServer
 	// The _meta property is reserved by ACP to allow clients and agents to attach additional
 	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
 	// these keys.
 	//
-	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta wire.Nullable[jsontext.Value]
-	// The working directory for this session.
-	Cwd string
-	// List of MCP servers to connect to for this session.
-	MCPServers []MCPServer
-	// The ID of the session to resume.
-	SessionID SessionID
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
 }
 
 var objResumeSessionRequest = wire.Object{
-	Required: []string{"cwd", "sessionId"},
+	Required: []string{"sessionId", "cwd"},
 	Type:     "ResumeSessionRequest",
 }
 
@@ -10346,14 +13597,16 @@ func (x *ResumeSessionRequest) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 
 func (x *ResumeSessionRequest) member(r *wire.ObjectReader) error {
 	switch string(r.Name()) {
-	case "_meta":
-		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
-	case "cwd":
-		return wire.Field(r, &x.Cwd, wire.StringFrom)
-	case "mcpServers":
-		return wire.Field(r, &x.MCPServers, readListOfMCPServer)
 	case "sessionId":
 		return wire.Field(r, &x.SessionID, (*SessionID).UnmarshalJSONFrom)
+	case "cwd":
+		return wire.Field(r, &x.Cwd, wire.StringFrom)
+	case "additionalDirectories":
+		return wire.Field(r, &x.AdditionalDirectories, readListOfString)
+	case "mcpServers":
+		return wire.Field(r, &x.MCPServers, readListOfMCPServer)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -10366,10 +13619,11 @@ func (x ResumeSessionRequest) MarshalJSONTo(enc *jsontext.Encoder) error {
 }
 
 func (x *ResumeSessionRequest) members(w *wire.ObjectWriter) {
-	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
-	wire.Put(w, "cwd", x.Cwd, wire.StringTo)
-	wire.PutIf(w, "mcpServers", x.MCPServers, x.MCPServers != nil, writeListOfMCPServer)
 	wire.Put(w, "sessionId", x.SessionID, SessionID.MarshalJSONTo)
+	wire.Put(w, "cwd", x.Cwd, wire.StringTo)
+	wire.PutIf(w, "additionalDirectories", x.AdditionalDirectories, x.AdditionalDirectories != nil, writeListOfString)
+	wire.PutIf(w, "mcpServers", x.MCPServers, x.MCPServers != nil, writeListOfMCPServer)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	w.Extras(x.Extra)
 }
 
@@ -10386,20 +13640,20 @@ func (x *ResumeSessionRequest) UnmarshalJSON(data []byte) error {
 // Response from resuming an existing session.
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
-// acp/v0.12.2/schema.json#/$defs/ResumeSessionResponse.
+// acp/v1/schema.json#/$defs/ResumeSessionResponse.
 type ResumeSessionResponse struct {
+	// Initial mode state if supported by the Agent
+	//
+	// See protocol docs: [Session Modes](https://agentclientprotocol.com/protocol/v1/session-modes)
+	Modes wire.Nullable[SessionModeState]
+	// Initial session configuration options if supported by the Agent.
+	ConfigOptions wire.Nullable[[]SessionConfigOption]
 	// The _meta property is reserved by ACP to allow clients and agents to attach additional
 	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
 	// these keys.
 	//
-	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta wire.Nullable[jsontext.Value]
-	// Initial session configuration options if supported by the Agent.
-	ConfigOptions wire.Nullable[[]SessionConfigOption]
-	// Initial mode state if supported by the Agent
-	//
-	// See protocol docs: [Session Modes](https://agentclientprotocol.com/protocol/session-modes)
-	Modes wire.Nullable[SessionModeState]
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
 }
@@ -10418,12 +13672,12 @@ func (x *ResumeSessionResponse) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 
 func (x *ResumeSessionResponse) member(r *wire.ObjectReader) error {
 	switch string(r.Name()) {
-	case "_meta":
-		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
-	case "configOptions":
-		return wire.Opt(r, &x.ConfigOptions, readListOfSessionConfigOption)
 	case "modes":
 		return wire.Opt(r, &x.Modes, (*SessionModeState).UnmarshalJSONFrom)
+	case "configOptions":
+		return wire.Opt(r, &x.ConfigOptions, readListOfSessionConfigOption)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -10436,9 +13690,9 @@ func (x ResumeSessionResponse) MarshalJSONTo(enc *jsontext.Encoder) error {
 }
 
 func (x *ResumeSessionResponse) members(w *wire.ObjectWriter) {
-	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
-	wire.PutOpt(w, "configOptions", x.ConfigOptions, writeListOfSessionConfigOption)
 	wire.PutOpt(w, "modes", x.Modes, SessionModeState.MarshalJSONTo)
+	wire.PutOpt(w, "configOptions", x.ConfigOptions, writeListOfSessionConfigOption)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	w.Extras(x.Extra)
 }
 
@@ -10454,14 +13708,16 @@ func (x *ResumeSessionResponse) UnmarshalJSON(data []byte) error {
 
 // The sender or recipient of messages and data in a conversation.
 //
-// Closed: other values are rejected with wire.ErrConstraint, on decode and on encode. Generated from
-// acp/v0.12.2/schema.json#/$defs/Role.
+// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
+// from acp/v1/schema.json#/$defs/Role.
 type Role string
 
 // Known values of Role, in schema order.
 const (
+	// The assistant side of a conversation.
 	RoleAssistant Role = "assistant"
-	RoleUser      Role = "user"
+	// The user side of a conversation.
+	RoleUser Role = "user"
 )
 
 var valuesRole = []Role{RoleAssistant, RoleUser}
@@ -10471,14 +13727,14 @@ func (x Role) Known() bool {
 	return slices.Contains(valuesRole, x)
 }
 
-// UnmarshalJSONFrom decodes Role, rejecting values the schema does not list.
+// UnmarshalJSONFrom decodes Role, keeping any value.
 func (x *Role) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	return wire.StringEnum(dec, x, "Role", valuesRole, false)
+	return wire.StringEnum(dec, x, "Role", valuesRole, true)
 }
 
-// MarshalJSONTo encodes Role, refusing values the schema does not list.
+// MarshalJSONTo encodes Role.
 func (x Role) MarshalJSONTo(enc *jsontext.Encoder) error {
-	return wire.WriteStringEnum(enc, x, "Role", valuesRole, false)
+	return wire.WriteStringEnum(enc, x, "Role", valuesRole, true)
 }
 
 // MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
@@ -10494,16 +13750,16 @@ func (x *Role) UnmarshalJSON(data []byte) error {
 // The user selected one of the provided options.
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
-// acp/v0.12.2/schema.json#/$defs/SelectedPermissionOutcome.
+// acp/v1/schema.json#/$defs/SelectedPermissionOutcome.
 type SelectedPermissionOutcome struct {
+	// The ID of the option the user selected.
+	OptionID PermissionOptionID
 	// The _meta property is reserved by ACP to allow clients and agents to attach additional
 	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
 	// these keys.
 	//
-	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta wire.Nullable[jsontext.Value]
-	// The ID of the option the user selected.
-	OptionID PermissionOptionID
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
 }
@@ -10525,10 +13781,10 @@ func (x *SelectedPermissionOutcome) UnmarshalJSONFrom(dec *jsontext.Decoder) err
 
 func (x *SelectedPermissionOutcome) member(r *wire.ObjectReader) error {
 	switch string(r.Name()) {
-	case "_meta":
-		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	case "optionId":
 		return wire.Field(r, &x.OptionID, (*PermissionOptionID).UnmarshalJSONFrom)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -10541,8 +13797,8 @@ func (x SelectedPermissionOutcome) MarshalJSONTo(enc *jsontext.Encoder) error {
 }
 
 func (x *SelectedPermissionOutcome) members(w *wire.ObjectWriter) {
-	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	wire.Put(w, "optionId", x.OptionID, PermissionOptionID.MarshalJSONTo)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	w.Extras(x.Extra)
 }
 
@@ -10556,6 +13812,68 @@ func (x *SelectedPermissionOutcome) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
+// Capabilities for additional session directories support.
+//
+// Supplying `{}` means the agent supports the `additionalDirectories` field on
+// supported session lifecycle requests. Agents that also support
+// `session/list` may return `SessionInfo.additionalDirectories` to report the
+// complete ordered additional-root list associated with a listed session.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// acp/v1/schema.json#/$defs/SessionAdditionalDirectoriesCapabilities.
+type SessionAdditionalDirectoriesCapabilities struct {
+	// The _meta property is reserved by ACP to allow clients and agents to attach additional
+	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
+	// these keys.
+	//
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
+	Meta wire.Nullable[jsontext.Value]
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objSessionAdditionalDirectoriesCapabilities = wire.Object{Type: "SessionAdditionalDirectoriesCapabilities"}
+
+// UnmarshalJSONFrom decodes SessionAdditionalDirectoriesCapabilities, checking required members, kinds and constraints.
+func (x *SessionAdditionalDirectoriesCapabilities) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = SessionAdditionalDirectoriesCapabilities{}
+	r := wire.ReadObject(dec, &objSessionAdditionalDirectoriesCapabilities)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *SessionAdditionalDirectoriesCapabilities) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes SessionAdditionalDirectoriesCapabilities, members in schema order, then Extra.
+func (x SessionAdditionalDirectoriesCapabilities) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *SessionAdditionalDirectoriesCapabilities) members(w *wire.ObjectWriter) {
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x SessionAdditionalDirectoriesCapabilities) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *SessionAdditionalDirectoriesCapabilities) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
 // Session capabilities supported by the agent.
 //
 // As a baseline, all Agents **MUST** support `session/new`, `session/prompt`, `session/cancel`, and
@@ -10564,27 +13882,51 @@ func (x *SelectedPermissionOutcome) UnmarshalJSON(data []byte) error {
 // Optionally, they **MAY** support other session methods and notifications by specifying additional
 // capabilities.
 //
-// Note: `session/load` is still handled by the top-level `load_session` capability. This will be
+// Note: `session/load` is still handled by the top-level `loadSession` capability. This will be
 // unified in future versions of the protocol.
 //
 // See protocol docs: [Session
-// Capabilities](https://agentclientprotocol.com/protocol/initialization#session-capabilities)
+// Capabilities](https://agentclientprotocol.com/protocol/v1/initialization#session-capabilities)
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
-// acp/v0.12.2/schema.json#/$defs/SessionCapabilities.
+// acp/v1/schema.json#/$defs/SessionCapabilities.
 type SessionCapabilities struct {
+	// Whether the agent supports `session/list`.
+	//
+	// Optional. Omitted or `null` both mean the agent does not advertise support.
+	// Supplying `{}` means the agent supports listing sessions.
+	List wire.Nullable[SessionListCapabilities]
+	// Whether the agent supports `session/delete`.
+	//
+	// Optional. Omitted or `null` both mean the agent does not advertise support.
+	// Supplying `{}` means the agent supports deleting sessions from `session/list`.
+	Delete wire.Nullable[SessionDeleteCapabilities]
+	// Whether the agent supports `additionalDirectories` on supported session lifecycle requests.
+	//
+	// Optional. Omitted or `null` both mean the agent does not advertise support.
+	// Supplying `{}` means the agent supports `additionalDirectories` on
+	// supported session lifecycle requests.
+	//
+	// Agents that also support `session/list` may return
+	// `SessionInfo.additionalDirectories` to report the complete ordered
+	// additional-root list associated with a listed session.
+	AdditionalDirectories wire.Nullable[SessionAdditionalDirectoriesCapabilities]
+	// Whether the agent supports `session/resume`.
+	//
+	// Optional. Omitted or `null` both mean the agent does not advertise support.
+	// Supplying `{}` means the agent supports resuming sessions.
+	Resume wire.Nullable[SessionResumeCapabilities]
+	// Whether the agent supports `session/close`.
+	//
+	// Optional. Omitted or `null` both mean the agent does not advertise support.
+	// Supplying `{}` means the agent supports closing sessions.
+	Close wire.Nullable[SessionCloseCapabilities]
 	// The _meta property is reserved by ACP to allow clients and agents to attach additional
 	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
 	// these keys.
 	//
-	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta wire.Nullable[jsontext.Value]
-	// Whether the agent supports `session/close`.
-	Close wire.Nullable[SessionCloseCapabilities]
-	// Whether the agent supports `session/list`.
-	List wire.Nullable[SessionListCapabilities]
-	// Whether the agent supports `session/resume`.
-	Resume wire.Nullable[SessionResumeCapabilities]
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
 }
@@ -10603,14 +13945,18 @@ func (x *SessionCapabilities) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 
 func (x *SessionCapabilities) member(r *wire.ObjectReader) error {
 	switch string(r.Name()) {
-	case "_meta":
-		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
-	case "close":
-		return wire.Opt(r, &x.Close, (*SessionCloseCapabilities).UnmarshalJSONFrom)
 	case "list":
 		return wire.Opt(r, &x.List, (*SessionListCapabilities).UnmarshalJSONFrom)
+	case "delete":
+		return wire.Opt(r, &x.Delete, (*SessionDeleteCapabilities).UnmarshalJSONFrom)
+	case "additionalDirectories":
+		return wire.Opt(r, &x.AdditionalDirectories, (*SessionAdditionalDirectoriesCapabilities).UnmarshalJSONFrom)
 	case "resume":
 		return wire.Opt(r, &x.Resume, (*SessionResumeCapabilities).UnmarshalJSONFrom)
+	case "close":
+		return wire.Opt(r, &x.Close, (*SessionCloseCapabilities).UnmarshalJSONFrom)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -10623,10 +13969,12 @@ func (x SessionCapabilities) MarshalJSONTo(enc *jsontext.Encoder) error {
 }
 
 func (x *SessionCapabilities) members(w *wire.ObjectWriter) {
-	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
-	wire.PutOpt(w, "close", x.Close, SessionCloseCapabilities.MarshalJSONTo)
 	wire.PutOpt(w, "list", x.List, SessionListCapabilities.MarshalJSONTo)
+	wire.PutOpt(w, "delete", x.Delete, SessionDeleteCapabilities.MarshalJSONTo)
+	wire.PutOpt(w, "additionalDirectories", x.AdditionalDirectories, SessionAdditionalDirectoriesCapabilities.MarshalJSONTo)
 	wire.PutOpt(w, "resume", x.Resume, SessionResumeCapabilities.MarshalJSONTo)
+	wire.PutOpt(w, "close", x.Close, SessionCloseCapabilities.MarshalJSONTo)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	w.Extras(x.Extra)
 }
 
@@ -10642,16 +13990,16 @@ func (x *SessionCapabilities) UnmarshalJSON(data []byte) error {
 
 // Capabilities for the `session/close` method.
 //
-// By supplying `{}` it means that the agent supports closing of sessions.
+// Supplying `{}` means the agent supports closing sessions.
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
-// acp/v0.12.2/schema.json#/$defs/SessionCloseCapabilities.
+// acp/v1/schema.json#/$defs/SessionCloseCapabilities.
 type SessionCloseCapabilities struct {
 	// The _meta property is reserved by ACP to allow clients and agents to attach additional
 	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
 	// these keys.
 	//
-	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta wire.Nullable[jsontext.Value]
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
@@ -10699,9 +14047,65 @@ func (x *SessionCloseCapabilities) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
+// A boolean on/off toggle session configuration option payload.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// acp/v1/schema.json#/$defs/SessionConfigBoolean.
+type SessionConfigBoolean struct {
+	// The current value of the boolean option.
+	CurrentValue bool
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objSessionConfigBoolean = wire.Object{
+	Required: []string{"currentValue"},
+	Type:     "SessionConfigBoolean",
+}
+
+// UnmarshalJSONFrom decodes SessionConfigBoolean, checking required members, kinds and constraints.
+func (x *SessionConfigBoolean) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = SessionConfigBoolean{}
+	r := wire.ReadObject(dec, &objSessionConfigBoolean)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *SessionConfigBoolean) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "currentValue":
+		return wire.Field(r, &x.CurrentValue, wire.BoolFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes SessionConfigBoolean, members in schema order, then Extra.
+func (x SessionConfigBoolean) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *SessionConfigBoolean) members(w *wire.ObjectWriter) {
+	wire.Put(w, "currentValue", x.CurrentValue, wire.BoolTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x SessionConfigBoolean) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *SessionConfigBoolean) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
 // Unique identifier for a session configuration option value group.
 //
-// A JSON string. Generated from acp/v0.12.2/schema.json#/$defs/SessionConfigGroupId.
+// A JSON string. Generated from acp/v1/schema.json#/$defs/SessionConfigGroupId.
 type SessionConfigGroupID string
 
 // UnmarshalJSONFrom decodes SessionConfigGroupID, checking its kind.
@@ -10726,7 +14130,7 @@ func (x *SessionConfigGroupID) UnmarshalJSON(data []byte) error {
 
 // Unique identifier for a session configuration option.
 //
-// A JSON string. Generated from acp/v0.12.2/schema.json#/$defs/SessionConfigId.
+// A JSON string. Generated from acp/v1/schema.json#/$defs/SessionConfigId.
 type SessionConfigID string
 
 // UnmarshalJSONFrom decodes SessionConfigID, checking its kind.
@@ -10753,26 +14157,30 @@ func (x *SessionConfigID) UnmarshalJSON(data []byte) error {
 //
 // The member "type" selects the variant; exactly one variant field is set, or Unknown for a value this
 // version does not know (kept verbatim, never decoded as another variant). The members before the
-// variants belong to every variant. Generated from acp/v0.12.2/schema.json#/$defs/SessionConfigOption.
+// variants belong to every variant. Generated from acp/v1/schema.json#/$defs/SessionConfigOption.
 type SessionConfigOption struct {
-	// The _meta property is reserved by ACP to allow clients and agents to attach additional
-	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
-	// these keys.
-	//
-	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
-	Meta wire.Nullable[jsontext.Value]
-	// Optional semantic category for this option (UX only).
-	Category wire.Nullable[SessionConfigOptionCategory]
-	// Optional description for the Client to display to the user.
-	Description wire.Nullable[string]
 	// Unique identifier for the configuration option.
 	ID SessionConfigID
 	// Human-readable label for the option.
 	Name string
+	// Optional description for the Client to display to the user.
+	Description wire.Nullable[string]
+	// Optional semantic category for this option (UX only).
+	Category wire.Nullable[SessionConfigOptionCategory]
+	// The _meta property is reserved by ACP to allow clients and agents to attach additional
+	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
+	// these keys.
+	//
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
+	Meta wire.Nullable[jsontext.Value]
 	// Single-value selector (dropdown).
 	//
 	// Set when type is "select".
 	Select *SessionConfigSelect
+	// Boolean on/off toggle.
+	//
+	// Set when type is "boolean".
+	Boolean *SessionConfigBoolean
 	// Unknown holds, verbatim, an object whose type names no variant this version knows.
 	Unknown jsontext.Value
 }
@@ -10789,6 +14197,9 @@ var unionSessionConfigOption = wire.Union{
 	Variants: []wire.Variant{{
 		Object: &objSessionConfigSelect,
 		Tag:    "select",
+	}, {
+		Object: &objSessionConfigBoolean,
+		Tag:    "boolean",
 	}},
 }
 
@@ -10797,6 +14208,8 @@ func (x SessionConfigOption) Tag() string {
 	switch {
 	case x.Select != nil:
 		return "select"
+	case x.Boolean != nil:
+		return "boolean"
 	}
 	return wire.UnknownTag(x.Unknown, "type")
 }
@@ -10813,20 +14226,22 @@ func (x *SessionConfigOption) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 
 func (x *SessionConfigOption) member(r *wire.ObjectReader) error {
 	switch string(r.Name()) {
-	case "_meta":
-		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
-	case "category":
-		return wire.Opt(r, &x.Category, (*SessionConfigOptionCategory).UnmarshalJSONFrom)
-	case "description":
-		return wire.Opt(r, &x.Description, wire.StringFrom)
 	case "id":
 		return wire.Field(r, &x.ID, (*SessionConfigID).UnmarshalJSONFrom)
 	case "name":
 		return wire.Field(r, &x.Name, wire.StringFrom)
+	case "description":
+		return wire.Opt(r, &x.Description, wire.StringFrom)
+	case "category":
+		return wire.Opt(r, &x.Category, (*SessionConfigOptionCategory).UnmarshalJSONFrom)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	}
 	switch r.Variant() {
 	case 0:
 		return wire.New(&x.Select).member(r)
+	case 1:
+		return wire.New(&x.Boolean).member(r)
 	}
 	return nil
 }
@@ -10839,6 +14254,10 @@ func (x SessionConfigOption) MarshalJSONTo(enc *jsontext.Encoder) error {
 		w.Tag("type", "select")
 		x.members(&w)
 		x.Select.members(&w)
+	case x.Boolean != nil:
+		w.Tag("type", "boolean")
+		x.members(&w)
+		x.Boolean.members(&w)
 	default:
 		return wire.WriteUnknown(enc, "SessionConfigOption", x.Unknown)
 	}
@@ -10846,11 +14265,11 @@ func (x SessionConfigOption) MarshalJSONTo(enc *jsontext.Encoder) error {
 }
 
 func (x *SessionConfigOption) members(w *wire.ObjectWriter) {
-	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
-	wire.PutOpt(w, "category", x.Category, SessionConfigOptionCategory.MarshalJSONTo)
-	wire.PutOpt(w, "description", x.Description, wire.StringTo)
 	wire.Put(w, "id", x.ID, SessionConfigID.MarshalJSONTo)
 	wire.Put(w, "name", x.Name, wire.StringTo)
+	wire.PutOpt(w, "description", x.Description, wire.StringTo)
+	wire.PutOpt(w, "category", x.Category, SessionConfigOptionCategory.MarshalJSONTo)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 }
 
 // MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
@@ -10876,7 +14295,7 @@ func (x *SessionConfigOption) UnmarshalJSON(data []byte) error {
 // Other values: Unknown / uncategorized selector.
 //
 // Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
-// from acp/v0.12.2/schema.json#/$defs/SessionConfigOptionCategory.
+// from acp/v1/schema.json#/$defs/SessionConfigOptionCategory.
 type SessionConfigOptionCategory string
 
 // Known values of SessionConfigOptionCategory, in schema order.
@@ -10885,11 +14304,13 @@ const (
 	SessionConfigOptionCategoryMode SessionConfigOptionCategory = "mode"
 	// Model selector.
 	SessionConfigOptionCategoryModel SessionConfigOptionCategory = "model"
+	// Model-related configuration parameter.
+	SessionConfigOptionCategoryModelConfig SessionConfigOptionCategory = "model_config"
 	// Thought/reasoning level selector.
 	SessionConfigOptionCategoryThoughtLevel SessionConfigOptionCategory = "thought_level"
 )
 
-var valuesSessionConfigOptionCategory = []SessionConfigOptionCategory{SessionConfigOptionCategoryMode, SessionConfigOptionCategoryModel, SessionConfigOptionCategoryThoughtLevel}
+var valuesSessionConfigOptionCategory = []SessionConfigOptionCategory{SessionConfigOptionCategoryMode, SessionConfigOptionCategoryModel, SessionConfigOptionCategoryModelConfig, SessionConfigOptionCategoryThoughtLevel}
 
 // Known reports whether x is one of the values the schema lists.
 func (x SessionConfigOptionCategory) Known() bool {
@@ -10916,10 +14337,77 @@ func (x *SessionConfigOptionCategory) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
+// Session configuration option capabilities supported by the client.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// acp/v1/schema.json#/$defs/SessionConfigOptionsCapabilities.
+type SessionConfigOptionsCapabilities struct {
+	// Whether the client supports boolean session configuration options.
+	//
+	// Optional. Omitted or `null` both mean the client does not advertise support.
+	// Supplying `{}` means agents may include `type: "boolean"` entries in
+	// `configOptions`, and the client may send `session/set_config_option`
+	// requests with `type: "boolean"` and a boolean `value`.
+	Boolean wire.Nullable[BooleanConfigOptionCapabilities]
+	// The _meta property is reserved by ACP to allow clients and agents to attach additional
+	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
+	// these keys.
+	//
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
+	Meta wire.Nullable[jsontext.Value]
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objSessionConfigOptionsCapabilities = wire.Object{Type: "SessionConfigOptionsCapabilities"}
+
+// UnmarshalJSONFrom decodes SessionConfigOptionsCapabilities, checking required members, kinds and constraints.
+func (x *SessionConfigOptionsCapabilities) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = SessionConfigOptionsCapabilities{}
+	r := wire.ReadObject(dec, &objSessionConfigOptionsCapabilities)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *SessionConfigOptionsCapabilities) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "boolean":
+		return wire.Opt(r, &x.Boolean, (*BooleanConfigOptionCapabilities).UnmarshalJSONFrom)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes SessionConfigOptionsCapabilities, members in schema order, then Extra.
+func (x SessionConfigOptionsCapabilities) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *SessionConfigOptionsCapabilities) members(w *wire.ObjectWriter) {
+	wire.PutOpt(w, "boolean", x.Boolean, BooleanConfigOptionCapabilities.MarshalJSONTo)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x SessionConfigOptionsCapabilities) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *SessionConfigOptionsCapabilities) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
 // A single-value selector (dropdown) session configuration option payload.
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
-// acp/v0.12.2/schema.json#/$defs/SessionConfigSelect.
+// acp/v1/schema.json#/$defs/SessionConfigSelect.
 type SessionConfigSelect struct {
 	// The currently selected value.
 	CurrentValue SessionConfigValueID
@@ -10980,20 +14468,20 @@ func (x *SessionConfigSelect) UnmarshalJSON(data []byte) error {
 // A group of possible values for a session configuration option.
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
-// acp/v0.12.2/schema.json#/$defs/SessionConfigSelectGroup.
+// acp/v1/schema.json#/$defs/SessionConfigSelectGroup.
 type SessionConfigSelectGroup struct {
-	// The _meta property is reserved by ACP to allow clients and agents to attach additional
-	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
-	// these keys.
-	//
-	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
-	Meta wire.Nullable[jsontext.Value]
 	// Unique identifier for this group.
 	Group SessionConfigGroupID
 	// Human-readable label for this group.
 	Name string
 	// The set of option values in this group.
 	Options []SessionConfigSelectOption
+	// The _meta property is reserved by ACP to allow clients and agents to attach additional
+	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
+	// these keys.
+	//
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
+	Meta wire.Nullable[jsontext.Value]
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
 }
@@ -11015,14 +14503,14 @@ func (x *SessionConfigSelectGroup) UnmarshalJSONFrom(dec *jsontext.Decoder) erro
 
 func (x *SessionConfigSelectGroup) member(r *wire.ObjectReader) error {
 	switch string(r.Name()) {
-	case "_meta":
-		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	case "group":
 		return wire.Field(r, &x.Group, (*SessionConfigGroupID).UnmarshalJSONFrom)
 	case "name":
 		return wire.Field(r, &x.Name, wire.StringFrom)
 	case "options":
 		return wire.Field(r, &x.Options, readListOfSessionConfigSelectOption)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -11035,10 +14523,10 @@ func (x SessionConfigSelectGroup) MarshalJSONTo(enc *jsontext.Encoder) error {
 }
 
 func (x *SessionConfigSelectGroup) members(w *wire.ObjectWriter) {
-	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	wire.Put(w, "group", x.Group, SessionConfigGroupID.MarshalJSONTo)
 	wire.Put(w, "name", x.Name, wire.StringTo)
 	wire.Put(w, "options", x.Options, writeListOfSessionConfigSelectOption)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	w.Extras(x.Extra)
 }
 
@@ -11055,26 +14543,26 @@ func (x *SessionConfigSelectGroup) UnmarshalJSON(data []byte) error {
 // A possible value for a session configuration option.
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
-// acp/v0.12.2/schema.json#/$defs/SessionConfigSelectOption.
+// acp/v1/schema.json#/$defs/SessionConfigSelectOption.
 type SessionConfigSelectOption struct {
+	// Unique identifier for this option value.
+	Value SessionConfigValueID
+	// Human-readable label for this option value.
+	Name string
+	// Optional description for this option value.
+	Description wire.Nullable[string]
 	// The _meta property is reserved by ACP to allow clients and agents to attach additional
 	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
 	// these keys.
 	//
-	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta wire.Nullable[jsontext.Value]
-	// Optional description for this option value.
-	Description wire.Nullable[string]
-	// Human-readable label for this option value.
-	Name string
-	// Unique identifier for this option value.
-	Value SessionConfigValueID
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
 }
 
 var objSessionConfigSelectOption = wire.Object{
-	Required: []string{"name", "value"},
+	Required: []string{"value", "name"},
 	Type:     "SessionConfigSelectOption",
 }
 
@@ -11090,14 +14578,14 @@ func (x *SessionConfigSelectOption) UnmarshalJSONFrom(dec *jsontext.Decoder) err
 
 func (x *SessionConfigSelectOption) member(r *wire.ObjectReader) error {
 	switch string(r.Name()) {
-	case "_meta":
-		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
-	case "description":
-		return wire.Opt(r, &x.Description, wire.StringFrom)
-	case "name":
-		return wire.Field(r, &x.Name, wire.StringFrom)
 	case "value":
 		return wire.Field(r, &x.Value, (*SessionConfigValueID).UnmarshalJSONFrom)
+	case "name":
+		return wire.Field(r, &x.Name, wire.StringFrom)
+	case "description":
+		return wire.Opt(r, &x.Description, wire.StringFrom)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -11110,10 +14598,10 @@ func (x SessionConfigSelectOption) MarshalJSONTo(enc *jsontext.Encoder) error {
 }
 
 func (x *SessionConfigSelectOption) members(w *wire.ObjectWriter) {
-	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
-	wire.PutOpt(w, "description", x.Description, wire.StringTo)
-	wire.Put(w, "name", x.Name, wire.StringTo)
 	wire.Put(w, "value", x.Value, SessionConfigValueID.MarshalJSONTo)
+	wire.Put(w, "name", x.Name, wire.StringTo)
+	wire.PutOpt(w, "description", x.Description, wire.StringTo)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	w.Extras(x.Extra)
 }
 
@@ -11130,8 +14618,7 @@ func (x *SessionConfigSelectOption) UnmarshalJSON(data []byte) error {
 // Possible values for a session configuration option.
 //
 // A JSON array whose first element's members select the variant; an empty array is the first variant.
-// Exactly one field is non-nil. Generated from
-// acp/v0.12.2/schema.json#/$defs/SessionConfigSelectOptions.
+// Exactly one field is non-nil. Generated from acp/v1/schema.json#/$defs/SessionConfigSelectOptions.
 type SessionConfigSelectOptions struct {
 	// A flat list of options with no grouping.
 	//
@@ -11203,7 +14690,7 @@ func (x *SessionConfigSelectOptions) UnmarshalJSON(data []byte) error {
 
 // Unique identifier for a session configuration option value.
 //
-// A JSON string. Generated from acp/v0.12.2/schema.json#/$defs/SessionConfigValueId.
+// A JSON string. Generated from acp/v1/schema.json#/$defs/SessionConfigValueId.
 type SessionConfigValueID string
 
 // UnmarshalJSONFrom decodes SessionConfigValueID, checking its kind.
@@ -11226,14 +14713,74 @@ func (x *SessionConfigValueID) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
+// Capabilities for the `session/delete` method.
+//
+// Supplying `{}` means the agent supports deleting sessions from `session/list`.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// acp/v1/schema.json#/$defs/SessionDeleteCapabilities.
+type SessionDeleteCapabilities struct {
+	// The _meta property is reserved by ACP to allow clients and agents to attach additional
+	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
+	// these keys.
+	//
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
+	Meta wire.Nullable[jsontext.Value]
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objSessionDeleteCapabilities = wire.Object{Type: "SessionDeleteCapabilities"}
+
+// UnmarshalJSONFrom decodes SessionDeleteCapabilities, checking required members, kinds and constraints.
+func (x *SessionDeleteCapabilities) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = SessionDeleteCapabilities{}
+	r := wire.ReadObject(dec, &objSessionDeleteCapabilities)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *SessionDeleteCapabilities) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes SessionDeleteCapabilities, members in schema order, then Extra.
+func (x SessionDeleteCapabilities) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *SessionDeleteCapabilities) members(w *wire.ObjectWriter) {
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x SessionDeleteCapabilities) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *SessionDeleteCapabilities) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
 // A unique identifier for a conversation session between a client and agent.
 //
-// Sessions maintain their own context, conversation history, and state,
-// allowing multiple independent interactions with the same agent.
+// Each session has its own context, conversation history, and state, so one
+// agent can run several independent sessions.
 //
-// See protocol docs: [Session ID](https://agentclientprotocol.com/protocol/session-setup#session-id)
+// See protocol docs: [Session
+// ID](https://agentclientprotocol.com/protocol/v1/session-setup#session-id)
 //
-// A JSON string. Generated from acp/v0.12.2/schema.json#/$defs/SessionId.
+// A JSON string. Generated from acp/v1/schema.json#/$defs/SessionId.
 type SessionID string
 
 // UnmarshalJSONFrom decodes SessionID, checking its kind.
@@ -11259,28 +14806,34 @@ func (x *SessionID) UnmarshalJSON(data []byte) error {
 // Information about a session returned by session/list
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
-// acp/v0.12.2/schema.json#/$defs/SessionInfo.
+// acp/v1/schema.json#/$defs/SessionInfo.
 type SessionInfo struct {
-	// The _meta property is reserved by ACP to allow clients and agents to attach additional
-	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
-	// these keys.
-	//
-	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
-	Meta wire.Nullable[jsontext.Value]
-	// The working directory for this session. Must be an absolute path.
-	Cwd string
 	// Unique identifier for the session
 	SessionID SessionID
+	// The working directory for this session. Must be an absolute path.
+	Cwd string
+	// Additional workspace roots reported for this session. Each path must be absolute.
+	//
+	// When present, this is the complete ordered additional-root list reported
+	// by the Agent. Omitted and empty values are equivalent: the response
+	// reports no additional roots.
+	AdditionalDirectories []string
 	// Human-readable title for the session
 	Title wire.Nullable[string]
 	// ISO 8601 timestamp of last activity
 	UpdatedAt wire.Nullable[string]
+	// The _meta property is reserved by ACP to allow clients and agents to attach additional
+	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
+	// these keys.
+	//
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
+	Meta wire.Nullable[jsontext.Value]
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
 }
 
 var objSessionInfo = wire.Object{
-	Required: []string{"cwd", "sessionId"},
+	Required: []string{"sessionId", "cwd"},
 	Type:     "SessionInfo",
 }
 
@@ -11296,16 +14849,18 @@ func (x *SessionInfo) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 
 func (x *SessionInfo) member(r *wire.ObjectReader) error {
 	switch string(r.Name()) {
-	case "_meta":
-		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
-	case "cwd":
-		return wire.Field(r, &x.Cwd, wire.StringFrom)
 	case "sessionId":
 		return wire.Field(r, &x.SessionID, (*SessionID).UnmarshalJSONFrom)
+	case "cwd":
+		return wire.Field(r, &x.Cwd, wire.StringFrom)
+	case "additionalDirectories":
+		return wire.Field(r, &x.AdditionalDirectories, readListOfString)
 	case "title":
 		return wire.Opt(r, &x.Title, wire.StringFrom)
 	case "updatedAt":
 		return wire.Opt(r, &x.UpdatedAt, wire.StringFrom)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -11318,11 +14873,12 @@ func (x SessionInfo) MarshalJSONTo(enc *jsontext.Encoder) error {
 }
 
 func (x *SessionInfo) members(w *wire.ObjectWriter) {
-	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
-	wire.Put(w, "cwd", x.Cwd, wire.StringTo)
 	wire.Put(w, "sessionId", x.SessionID, SessionID.MarshalJSONTo)
+	wire.Put(w, "cwd", x.Cwd, wire.StringTo)
+	wire.PutIf(w, "additionalDirectories", x.AdditionalDirectories, x.AdditionalDirectories != nil, writeListOfString)
 	wire.PutOpt(w, "title", x.Title, wire.StringTo)
 	wire.PutOpt(w, "updatedAt", x.UpdatedAt, wire.StringTo)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	w.Extras(x.Extra)
 }
 
@@ -11339,21 +14895,21 @@ func (x *SessionInfo) UnmarshalJSON(data []byte) error {
 // Update to session metadata. All fields are optional to support partial updates.
 //
 // Agents send this notification to update session information like title or custom metadata.
-// This allows clients to display dynamic session names and track session state changes.
+// Clients can use it to keep session titles and state current.
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
-// acp/v0.12.2/schema.json#/$defs/SessionInfoUpdate.
+// acp/v1/schema.json#/$defs/SessionInfoUpdate.
 type SessionInfoUpdate struct {
-	// The _meta property is reserved by ACP to allow clients and agents to attach additional
-	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
-	// these keys.
-	//
-	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
-	Meta wire.Nullable[jsontext.Value]
 	// Human-readable title for the session. Set to null to clear.
 	Title wire.Nullable[string]
 	// ISO 8601 timestamp of last activity. Set to null to clear.
 	UpdatedAt wire.Nullable[string]
+	// The _meta property is reserved by ACP to allow clients and agents to attach additional
+	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
+	// these keys.
+	//
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
+	Meta wire.Nullable[jsontext.Value]
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
 }
@@ -11372,12 +14928,12 @@ func (x *SessionInfoUpdate) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 
 func (x *SessionInfoUpdate) member(r *wire.ObjectReader) error {
 	switch string(r.Name()) {
-	case "_meta":
-		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	case "title":
 		return wire.Opt(r, &x.Title, wire.StringFrom)
 	case "updatedAt":
 		return wire.Opt(r, &x.UpdatedAt, wire.StringFrom)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -11390,9 +14946,9 @@ func (x SessionInfoUpdate) MarshalJSONTo(enc *jsontext.Encoder) error {
 }
 
 func (x *SessionInfoUpdate) members(w *wire.ObjectWriter) {
-	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	wire.PutOpt(w, "title", x.Title, wire.StringTo)
 	wire.PutOpt(w, "updatedAt", x.UpdatedAt, wire.StringTo)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	w.Extras(x.Extra)
 }
 
@@ -11408,16 +14964,16 @@ func (x *SessionInfoUpdate) UnmarshalJSON(data []byte) error {
 
 // Capabilities for the `session/list` method.
 //
-// By supplying `{}` it means that the agent supports listing of sessions.
+// Supplying `{}` means the agent supports listing sessions.
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
-// acp/v0.12.2/schema.json#/$defs/SessionListCapabilities.
+// acp/v1/schema.json#/$defs/SessionListCapabilities.
 type SessionListCapabilities struct {
 	// The _meta property is reserved by ACP to allow clients and agents to attach additional
 	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
 	// these keys.
 	//
-	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta wire.Nullable[jsontext.Value]
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
@@ -11467,21 +15023,23 @@ func (x *SessionListCapabilities) UnmarshalJSON(data []byte) error {
 
 // A mode the agent can operate in.
 //
-// See protocol docs: [Session Modes](https://agentclientprotocol.com/protocol/session-modes)
+// See protocol docs: [Session Modes](https://agentclientprotocol.com/protocol/v1/session-modes)
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
-// acp/v0.12.2/schema.json#/$defs/SessionMode.
+// acp/v1/schema.json#/$defs/SessionMode.
 type SessionMode struct {
+	// Stable identifier used to refer to this protocol object in later messages.
+	ID SessionModeID
+	// Human-readable name shown for this protocol object.
+	Name string
+	// Optional human-readable details shown with this protocol object.
+	Description wire.Nullable[string]
 	// The _meta property is reserved by ACP to allow clients and agents to attach additional
 	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
 	// these keys.
 	//
-	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
-	Meta        wire.Nullable[jsontext.Value]
-	Description wire.Nullable[string]
-	// Unique identifier for a Session Mode.
-	ID   SessionModeID
-	Name string
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
+	Meta wire.Nullable[jsontext.Value]
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
 }
@@ -11503,14 +15061,14 @@ func (x *SessionMode) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 
 func (x *SessionMode) member(r *wire.ObjectReader) error {
 	switch string(r.Name()) {
-	case "_meta":
-		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
-	case "description":
-		return wire.Opt(r, &x.Description, wire.StringFrom)
 	case "id":
 		return wire.Field(r, &x.ID, (*SessionModeID).UnmarshalJSONFrom)
 	case "name":
 		return wire.Field(r, &x.Name, wire.StringFrom)
+	case "description":
+		return wire.Opt(r, &x.Description, wire.StringFrom)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -11523,10 +15081,10 @@ func (x SessionMode) MarshalJSONTo(enc *jsontext.Encoder) error {
 }
 
 func (x *SessionMode) members(w *wire.ObjectWriter) {
-	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
-	wire.PutOpt(w, "description", x.Description, wire.StringTo)
 	wire.Put(w, "id", x.ID, SessionModeID.MarshalJSONTo)
 	wire.Put(w, "name", x.Name, wire.StringTo)
+	wire.PutOpt(w, "description", x.Description, wire.StringTo)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	w.Extras(x.Extra)
 }
 
@@ -11542,7 +15100,7 @@ func (x *SessionMode) UnmarshalJSON(data []byte) error {
 
 // Unique identifier for a Session Mode.
 //
-// A JSON string. Generated from acp/v0.12.2/schema.json#/$defs/SessionModeId.
+// A JSON string. Generated from acp/v1/schema.json#/$defs/SessionModeId.
 type SessionModeID string
 
 // UnmarshalJSONFrom decodes SessionModeID, checking its kind.
@@ -11568,24 +15126,24 @@ func (x *SessionModeID) UnmarshalJSON(data []byte) error {
 // The set of modes and the one currently active.
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
-// acp/v0.12.2/schema.json#/$defs/SessionModeState.
+// acp/v1/schema.json#/$defs/SessionModeState.
 type SessionModeState struct {
+	// The current mode the Agent is in.
+	CurrentModeID SessionModeID
+	// The set of modes that the Agent can operate in
+	AvailableModes []SessionMode
 	// The _meta property is reserved by ACP to allow clients and agents to attach additional
 	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
 	// these keys.
 	//
-	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta wire.Nullable[jsontext.Value]
-	// The set of modes that the Agent can operate in
-	AvailableModes []SessionMode
-	// The current mode the Agent is in.
-	CurrentModeID SessionModeID
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
 }
 
 var objSessionModeState = wire.Object{
-	Required: []string{"availableModes", "currentModeId"},
+	Required: []string{"currentModeId", "availableModes"},
 	Type:     "SessionModeState",
 }
 
@@ -11601,12 +15159,12 @@ func (x *SessionModeState) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 
 func (x *SessionModeState) member(r *wire.ObjectReader) error {
 	switch string(r.Name()) {
-	case "_meta":
-		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
-	case "availableModes":
-		return wire.Field(r, &x.AvailableModes, readListOfSessionMode)
 	case "currentModeId":
 		return wire.Field(r, &x.CurrentModeID, (*SessionModeID).UnmarshalJSONFrom)
+	case "availableModes":
+		return wire.Field(r, &x.AvailableModes, readListOfSessionMode)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -11619,9 +15177,9 @@ func (x SessionModeState) MarshalJSONTo(enc *jsontext.Encoder) error {
 }
 
 func (x *SessionModeState) members(w *wire.ObjectWriter) {
-	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
-	wire.Put(w, "availableModes", x.AvailableModes, writeListOfSessionMode)
 	wire.Put(w, "currentModeId", x.CurrentModeID, SessionModeID.MarshalJSONTo)
+	wire.Put(w, "availableModes", x.AvailableModes, writeListOfSessionMode)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	w.Extras(x.Extra)
 }
 
@@ -11640,21 +15198,21 @@ func (x *SessionModeState) UnmarshalJSON(data []byte) error {
 // Used to stream real-time progress and results during prompt processing.
 //
 // See protocol docs: [Agent Reports
-// Output](https://agentclientprotocol.com/protocol/prompt-turn#3-agent-reports-output)
+// Output](https://agentclientprotocol.com/protocol/v1/prompt-turn#3-agent-reports-output)
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
-// acp/v0.12.2/schema.json#/$defs/SessionNotification.
+// acp/v1/schema.json#/$defs/SessionNotification.
 type SessionNotification struct {
-	// The _meta property is reserved by ACP to allow clients and agents to attach additional
-	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
-	// these keys.
-	//
-	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
-	Meta wire.Nullable[jsontext.Value]
 	// The ID of the session this update pertains to.
 	SessionID SessionID
 	// The actual update content.
 	Update SessionUpdate
+	// The _meta property is reserved by ACP to allow clients and agents to attach additional
+	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
+	// these keys.
+	//
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
+	Meta wire.Nullable[jsontext.Value]
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
 }
@@ -11676,12 +15234,12 @@ func (x *SessionNotification) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 
 func (x *SessionNotification) member(r *wire.ObjectReader) error {
 	switch string(r.Name()) {
-	case "_meta":
-		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	case "sessionId":
 		return wire.Field(r, &x.SessionID, (*SessionID).UnmarshalJSONFrom)
 	case "update":
 		return wire.Field(r, &x.Update, (*SessionUpdate).UnmarshalJSONFrom)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -11694,9 +15252,9 @@ func (x SessionNotification) MarshalJSONTo(enc *jsontext.Encoder) error {
 }
 
 func (x *SessionNotification) members(w *wire.ObjectWriter) {
-	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	wire.Put(w, "sessionId", x.SessionID, SessionID.MarshalJSONTo)
 	wire.Put(w, "update", x.Update, SessionUpdate.MarshalJSONTo)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	w.Extras(x.Extra)
 }
 
@@ -11770,16 +15328,16 @@ func (x *SessionRedoUpdate) UnmarshalJSON(data []byte) error {
 
 // Capabilities for the `session/resume` method.
 //
-// By supplying `{}` it means that the agent supports resuming of sessions.
+// Supplying `{}` means the agent supports resuming sessions.
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
-// acp/v0.12.2/schema.json#/$defs/SessionResumeCapabilities.
+// acp/v1/schema.json#/$defs/SessionResumeCapabilities.
 type SessionResumeCapabilities struct {
 	// The _meta property is reserved by ACP to allow clients and agents to attach additional
 	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
 	// these keys.
 	//
-	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta wire.Nullable[jsontext.Value]
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
@@ -11964,11 +15522,11 @@ func (x *SessionTruncatedUpdate) UnmarshalJSON(data []byte) error {
 // These updates provide real-time feedback about the agent's progress.
 //
 // See protocol docs: [Agent Reports
-// Output](https://agentclientprotocol.com/protocol/prompt-turn#3-agent-reports-output)
+// Output](https://agentclientprotocol.com/protocol/v1/prompt-turn#3-agent-reports-output)
 //
 // The member "sessionUpdate" selects the variant; exactly one variant field is set, or Unknown for a
 // value this version does not know (kept verbatim, never decoded as another variant). Generated from
-// acp/v0.12.2/schema.json#/$defs/SessionUpdate.
+// acp/v1/schema.json#/$defs/SessionUpdate.
 type SessionUpdate struct {
 	// A chunk of the user's message being streamed.
 	//
@@ -11991,7 +15549,7 @@ type SessionUpdate struct {
 	// Set when sessionUpdate is "tool_call_update".
 	ToolCallUpdate *ToolCallUpdate
 	// The agent's execution plan for complex tasks.
-	// See protocol docs: [Agent Plan](https://agentclientprotocol.com/protocol/agent-plan)
+	// See protocol docs: [Agent Plan](https://agentclientprotocol.com/protocol/v1/agent-plan)
 	//
 	// Set when sessionUpdate is "plan".
 	Plan *Plan
@@ -12001,7 +15559,7 @@ type SessionUpdate struct {
 	AvailableCommandsUpdate *AvailableCommandsUpdate
 	// The current mode of the session has changed
 	//
-	// See protocol docs: [Session Modes](https://agentclientprotocol.com/protocol/session-modes)
+	// See protocol docs: [Session Modes](https://agentclientprotocol.com/protocol/v1/session-modes)
 	//
 	// Set when sessionUpdate is "current_mode_update".
 	CurrentModeUpdate *CurrentModeUpdate
@@ -12013,6 +15571,31 @@ type SessionUpdate struct {
 	//
 	// Set when sessionUpdate is "session_info_update".
 	SessionInfoUpdate *SessionInfoUpdate
+	// Context window and cost update for the session.
+	//
+	// Set when sessionUpdate is "usage_update".
+	UsageUpdate *UsageUpdate
+	// Information for the user that is not part of session history.
+	//
+	// Agents MUST only send this update when the Client advertised
+	// the `session.notices` Client capability.
+	//
+	// Set when sessionUpdate is "notice".
+	Notice *Notice
+	// A context compaction has been created or updated.
+	//
+	// Agents MUST only send this update when the Client advertised
+	// the `session.compaction` Client capability.
+	//
+	// Set when sessionUpdate is "compaction_update".
+	CompactionUpdate *CompactionUpdate
+	// A content block appended to a context compaction's retained summary.
+	//
+	// Agents MUST only send this update when the Client advertised
+	// the `session.compaction` Client capability.
+	//
+	// Set when sessionUpdate is "compaction_summary_chunk".
+	CompactionSummaryChunk *CompactionSummaryChunk
 	// A queued user message (session/inject) delivered to the agent, echoed with the agent-owned
 	// messageId the inject returned (ACP RFD #1261 shape; not in ACP v0.12.2).
 	//
@@ -12182,6 +15765,18 @@ var unionSessionUpdate = wire.Union{
 		Object: &objSessionInfoUpdate,
 		Tag:    "session_info_update",
 	}, {
+		Object: &objUsageUpdate,
+		Tag:    "usage_update",
+	}, {
+		Object: &objNotice,
+		Tag:    "notice",
+	}, {
+		Object: &objCompactionUpdate,
+		Tag:    "compaction_update",
+	}, {
+		Object: &objCompactionSummaryChunk,
+		Tag:    "compaction_summary_chunk",
+	}, {
 		Object: &objUserMessageUpdate,
 		Tag:    "user_message",
 	}, {
@@ -12285,6 +15880,14 @@ func (x SessionUpdate) Tag() string {
 		return "config_option_update"
 	case x.SessionInfoUpdate != nil:
 		return "session_info_update"
+	case x.UsageUpdate != nil:
+		return "usage_update"
+	case x.Notice != nil:
+		return "notice"
+	case x.CompactionUpdate != nil:
+		return "compaction_update"
+	case x.CompactionSummaryChunk != nil:
+		return "compaction_summary_chunk"
 	case x.UserMessage != nil:
 		return "user_message"
 	case x.SessionTruncated != nil:
@@ -12374,56 +15977,64 @@ func (x *SessionUpdate) member(r *wire.ObjectReader) error {
 	case 9:
 		return wire.New(&x.SessionInfoUpdate).member(r)
 	case 10:
-		return wire.New(&x.UserMessage).member(r)
+		return wire.New(&x.UsageUpdate).member(r)
 	case 11:
-		return wire.New(&x.SessionTruncated).member(r)
+		return wire.New(&x.Notice).member(r)
 	case 12:
-		return wire.New(&x.SessionRollback).member(r)
+		return wire.New(&x.CompactionUpdate).member(r)
 	case 13:
-		return wire.New(&x.SessionRedo).member(r)
+		return wire.New(&x.CompactionSummaryChunk).member(r)
 	case 14:
-		return wire.New(&x.Artifact).member(r)
+		return wire.New(&x.UserMessage).member(r)
 	case 15:
-		return wire.New(&x.Progress).member(r)
+		return wire.New(&x.SessionTruncated).member(r)
 	case 16:
-		return wire.New(&x.Log).member(r)
+		return wire.New(&x.SessionRollback).member(r)
 	case 17:
-		return wire.New(&x.FsWatch).member(r)
+		return wire.New(&x.SessionRedo).member(r)
 	case 18:
-		return wire.New(&x.WorkerUpdate).member(r)
+		return wire.New(&x.Artifact).member(r)
 	case 19:
-		return wire.New(&x.TranscriptCompacted).member(r)
+		return wire.New(&x.Progress).member(r)
 	case 20:
-		return wire.New(&x.TranscriptProjected).member(r)
+		return wire.New(&x.Log).member(r)
 	case 21:
-		return wire.New(&x.Handoff).member(r)
+		return wire.New(&x.FsWatch).member(r)
 	case 22:
-		return wire.New(&x.SkillActivated).member(r)
+		return wire.New(&x.WorkerUpdate).member(r)
 	case 23:
-		return wire.New(&x.SkillDeactivated).member(r)
+		return wire.New(&x.TranscriptCompacted).member(r)
 	case 24:
-		return wire.New(&x.SkillScopeTools).member(r)
+		return wire.New(&x.TranscriptProjected).member(r)
 	case 25:
-		return wire.New(&x.SkillNarrow).member(r)
+		return wire.New(&x.Handoff).member(r)
 	case 26:
-		return wire.New(&x.ToolSearchQuery).member(r)
+		return wire.New(&x.SkillActivated).member(r)
 	case 27:
-		return wire.New(&x.ToolSearchResult).member(r)
+		return wire.New(&x.SkillDeactivated).member(r)
 	case 28:
-		return wire.New(&x.HITLRequest).member(r)
+		return wire.New(&x.SkillScopeTools).member(r)
 	case 29:
-		return wire.New(&x.HITLResolved).member(r)
+		return wire.New(&x.SkillNarrow).member(r)
 	case 30:
-		return wire.New(&x.ReminderEmitted).member(r)
+		return wire.New(&x.ToolSearchQuery).member(r)
 	case 31:
-		return wire.New(&x.LiveSessionClient).member(r)
+		return wire.New(&x.ToolSearchResult).member(r)
 	case 32:
-		return wire.New(&x.StanceTransition).member(r)
+		return wire.New(&x.HITLRequest).member(r)
 	case 33:
-		return wire.New(&x.CallStart).member(r)
+		return wire.New(&x.HITLResolved).member(r)
 	case 34:
-		return wire.New(&x.CallProgress).member(r)
+		return wire.New(&x.ReminderEmitted).member(r)
 	case 35:
+		return wire.New(&x.LiveSessionClient).member(r)
+	case 36:
+		return wire.New(&x.StanceTransition).member(r)
+	case 37:
+		return wire.New(&x.CallStart).member(r)
+	case 38:
+		return wire.New(&x.CallProgress).member(r)
+	case 39:
 		return wire.New(&x.CallEnd).member(r)
 	}
 	return nil
@@ -12463,6 +16074,18 @@ func (x SessionUpdate) MarshalJSONTo(enc *jsontext.Encoder) error {
 	case x.SessionInfoUpdate != nil:
 		w.Tag("sessionUpdate", "session_info_update")
 		x.SessionInfoUpdate.members(&w)
+	case x.UsageUpdate != nil:
+		w.Tag("sessionUpdate", "usage_update")
+		x.UsageUpdate.members(&w)
+	case x.Notice != nil:
+		w.Tag("sessionUpdate", "notice")
+		x.Notice.members(&w)
+	case x.CompactionUpdate != nil:
+		w.Tag("sessionUpdate", "compaction_update")
+		x.CompactionUpdate.members(&w)
+	case x.CompactionSummaryChunk != nil:
+		w.Tag("sessionUpdate", "compaction_summary_chunk")
+		x.CompactionSummaryChunk.members(&w)
 	case x.UserMessage != nil:
 		w.Tag("sessionUpdate", "user_message")
 		x.UserMessage.members(&w)
@@ -12559,67 +16182,113 @@ func (x *SessionUpdate) UnmarshalJSON(data []byte) error {
 
 // Request parameters for setting a session configuration option.
 //
-// Open: members the schema does not name are kept in Extra and written back. Generated from
-// acp/v0.12.2/schema.json#/$defs/SetSessionConfigOptionRequest.
+// The member "type" selects the variant; exactly one variant field is set, or Unknown for a value this
+// version does not know (kept verbatim, never decoded as another variant). The members before the
+// variants belong to every variant. Generated from
+// acp/v1/schema.json#/$defs/SetSessionConfigOptionRequest.
 type SetSessionConfigOptionRequest struct {
+	// The ID of the session to set the configuration option for.
+	SessionID SessionID
+	// The ID of the configuration option to set.
+	ConfigID SessionConfigID
 	// The _meta property is reserved by ACP to allow clients and agents to attach additional
 	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
 	// these keys.
 	//
-	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta wire.Nullable[jsontext.Value]
-	// The ID of the configuration option to set.
-	ConfigID SessionConfigID
-	// The ID of the session to set the configuration option for.
-	SessionID SessionID
-	// The ID of the configuration option value to set.
-	Value SessionConfigValueID
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
+	// A boolean value (`type: "boolean"`).
+	//
+	// Set when type is "boolean".
+	Boolean *SetSessionConfigOptionRequestBoolean
+	// A `SessionConfigValueId` string value.
+	//
+	// This is the default when `type` is absent on the wire. Unknown `type`
+	// values with string payloads also gracefully deserialize into this
+	// variant.
+	//
+	// Set when type is absent (the default variant).
+	ValueID *SetSessionConfigOptionRequestValueID
+	// Unknown holds, verbatim, an object whose type names no variant this version knows.
+	Unknown jsontext.Value
 }
 
 var objSetSessionConfigOptionRequest = wire.Object{
-	Required: []string{"configId", "sessionId", "value"},
+	Required: []string{"sessionId", "configId"},
 	Type:     "SetSessionConfigOptionRequest",
 }
 
-// UnmarshalJSONFrom decodes SetSessionConfigOptionRequest, checking required members, kinds and constraints.
+var unionSetSessionConfigOptionRequest = wire.Union{
+	Common: &objSetSessionConfigOptionRequest,
+	Tag:    "type",
+	Type:   "SetSessionConfigOptionRequest",
+	Variants: []wire.Variant{{
+		Object: &objSetSessionConfigOptionRequestBoolean,
+		Tag:    "boolean",
+	}, {
+		Default: true,
+		Object:  &objSetSessionConfigOptionRequestValueID,
+	}},
+}
+
+// Tag returns type: the set variant's, or the one Unknown carries ("" for none, or for the default variant).
+func (x SetSessionConfigOptionRequest) Tag() string {
+	switch {
+	case x.Boolean != nil:
+		return "boolean"
+	}
+	return wire.UnknownTag(x.Unknown, "type")
+}
+
+// UnmarshalJSONFrom decodes SetSessionConfigOptionRequest in one pass, streaming members into the variant once it is chosen.
 func (x *SetSessionConfigOptionRequest) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 	*x = SetSessionConfigOptionRequest{}
-	r := wire.ReadObject(dec, &objSetSessionConfigOptionRequest)
+	r := wire.ReadUnion(dec, &unionSetSessionConfigOptionRequest)
 	for r.Next() {
 		r.Done(x.member(&r))
 	}
-	return r.End()
+	return r.EndUnion(&x.Unknown)
 }
 
 func (x *SetSessionConfigOptionRequest) member(r *wire.ObjectReader) error {
 	switch string(r.Name()) {
-	case "_meta":
-		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
-	case "configId":
-		return wire.Field(r, &x.ConfigID, (*SessionConfigID).UnmarshalJSONFrom)
 	case "sessionId":
 		return wire.Field(r, &x.SessionID, (*SessionID).UnmarshalJSONFrom)
-	case "value":
-		return wire.Field(r, &x.Value, (*SessionConfigValueID).UnmarshalJSONFrom)
+	case "configId":
+		return wire.Field(r, &x.ConfigID, (*SessionConfigID).UnmarshalJSONFrom)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	}
-	return r.Extra(&x.Extra)
+	switch r.Variant() {
+	case 0:
+		return wire.New(&x.Boolean).member(r)
+	case 1:
+		return wire.New(&x.ValueID).member(r)
+	}
+	return nil
 }
 
-// MarshalJSONTo encodes SetSessionConfigOptionRequest, members in schema order, then Extra.
+// MarshalJSONTo encodes the variant that is set, its tag first, or Unknown as it arrived.
 func (x SetSessionConfigOptionRequest) MarshalJSONTo(enc *jsontext.Encoder) error {
 	w := wire.WriteObject(enc)
-	x.members(&w)
+	switch {
+	case x.Boolean != nil:
+		w.Tag("type", "boolean")
+		x.members(&w)
+		x.Boolean.members(&w)
+	case x.ValueID != nil:
+		x.members(&w)
+		x.ValueID.members(&w)
+	default:
+		return wire.WriteUnknown(enc, "SetSessionConfigOptionRequest", x.Unknown)
+	}
 	return w.End()
 }
 
 func (x *SetSessionConfigOptionRequest) members(w *wire.ObjectWriter) {
-	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
-	wire.Put(w, "configId", x.ConfigID, SessionConfigID.MarshalJSONTo)
 	wire.Put(w, "sessionId", x.SessionID, SessionID.MarshalJSONTo)
-	wire.Put(w, "value", x.Value, SessionConfigValueID.MarshalJSONTo)
-	w.Extras(x.Extra)
+	wire.Put(w, "configId", x.ConfigID, SessionConfigID.MarshalJSONTo)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 }
 
 // MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
@@ -12632,19 +16301,135 @@ func (x *SetSessionConfigOptionRequest) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
+// A boolean value (`type: "boolean"`).
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// acp/v1/schema.json#/$defs/SetSessionConfigOptionRequest/anyOf/0.
+type SetSessionConfigOptionRequestBoolean struct {
+	// The boolean value.
+	Value bool
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objSetSessionConfigOptionRequestBoolean = wire.Object{
+	Required: []string{"value"},
+	Type:     "SetSessionConfigOptionRequestBoolean",
+}
+
+// UnmarshalJSONFrom decodes SetSessionConfigOptionRequestBoolean, checking required members, kinds and constraints.
+func (x *SetSessionConfigOptionRequestBoolean) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = SetSessionConfigOptionRequestBoolean{}
+	r := wire.ReadObject(dec, &objSetSessionConfigOptionRequestBoolean)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *SetSessionConfigOptionRequestBoolean) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "value":
+		return wire.Field(r, &x.Value, wire.BoolFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes SetSessionConfigOptionRequestBoolean, members in schema order, then Extra.
+func (x SetSessionConfigOptionRequestBoolean) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *SetSessionConfigOptionRequestBoolean) members(w *wire.ObjectWriter) {
+	wire.Put(w, "value", x.Value, wire.BoolTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x SetSessionConfigOptionRequestBoolean) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *SetSessionConfigOptionRequestBoolean) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// A `SessionConfigValueId` string value.
+//
+// This is the default when `type` is absent on the wire. Unknown `type`
+// values with string payloads also gracefully deserialize into this
+// variant.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// acp/v1/schema.json#/$defs/SetSessionConfigOptionRequest/anyOf/1.
+type SetSessionConfigOptionRequestValueID struct {
+	// The value ID.
+	Value SessionConfigValueID
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objSetSessionConfigOptionRequestValueID = wire.Object{
+	Required: []string{"value"},
+	Type:     "SetSessionConfigOptionRequestValueID",
+}
+
+// UnmarshalJSONFrom decodes SetSessionConfigOptionRequestValueID, checking required members, kinds and constraints.
+func (x *SetSessionConfigOptionRequestValueID) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = SetSessionConfigOptionRequestValueID{}
+	r := wire.ReadObject(dec, &objSetSessionConfigOptionRequestValueID)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *SetSessionConfigOptionRequestValueID) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "value":
+		return wire.Field(r, &x.Value, (*SessionConfigValueID).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes SetSessionConfigOptionRequestValueID, members in schema order, then Extra.
+func (x SetSessionConfigOptionRequestValueID) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *SetSessionConfigOptionRequestValueID) members(w *wire.ObjectWriter) {
+	wire.Put(w, "value", x.Value, SessionConfigValueID.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x SetSessionConfigOptionRequestValueID) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *SetSessionConfigOptionRequestValueID) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
 // Response to `session/set_config_option` method.
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
-// acp/v0.12.2/schema.json#/$defs/SetSessionConfigOptionResponse.
+// acp/v1/schema.json#/$defs/SetSessionConfigOptionResponse.
 type SetSessionConfigOptionResponse struct {
+	// The full set of configuration options and their current values.
+	ConfigOptions []SessionConfigOption
 	// The _meta property is reserved by ACP to allow clients and agents to attach additional
 	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
 	// these keys.
 	//
-	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta wire.Nullable[jsontext.Value]
-	// The full set of configuration options and their current values.
-	ConfigOptions []SessionConfigOption
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
 }
@@ -12666,10 +16451,10 @@ func (x *SetSessionConfigOptionResponse) UnmarshalJSONFrom(dec *jsontext.Decoder
 
 func (x *SetSessionConfigOptionResponse) member(r *wire.ObjectReader) error {
 	switch string(r.Name()) {
-	case "_meta":
-		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	case "configOptions":
 		return wire.Field(r, &x.ConfigOptions, readListOfSessionConfigOption)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -12682,8 +16467,8 @@ func (x SetSessionConfigOptionResponse) MarshalJSONTo(enc *jsontext.Encoder) err
 }
 
 func (x *SetSessionConfigOptionResponse) members(w *wire.ObjectWriter) {
-	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	wire.Put(w, "configOptions", x.ConfigOptions, writeListOfSessionConfigOption)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	w.Extras(x.Extra)
 }
 
@@ -12700,24 +16485,24 @@ func (x *SetSessionConfigOptionResponse) UnmarshalJSON(data []byte) error {
 // Request parameters for setting a session mode.
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
-// acp/v0.12.2/schema.json#/$defs/SetSessionModeRequest.
+// acp/v1/schema.json#/$defs/SetSessionModeRequest.
 type SetSessionModeRequest struct {
+	// The ID of the session to set the mode for.
+	SessionID SessionID
+	// The ID of the mode to set.
+	ModeID SessionModeID
 	// The _meta property is reserved by ACP to allow clients and agents to attach additional
 	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
 	// these keys.
 	//
-	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta wire.Nullable[jsontext.Value]
-	// The ID of the mode to set.
-	ModeID SessionModeID
-	// The ID of the session to set the mode for.
-	SessionID SessionID
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
 }
 
 var objSetSessionModeRequest = wire.Object{
-	Required: []string{"modeId", "sessionId"},
+	Required: []string{"sessionId", "modeId"},
 	Type:     "SetSessionModeRequest",
 }
 
@@ -12733,12 +16518,12 @@ func (x *SetSessionModeRequest) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 
 func (x *SetSessionModeRequest) member(r *wire.ObjectReader) error {
 	switch string(r.Name()) {
-	case "_meta":
-		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
-	case "modeId":
-		return wire.Field(r, &x.ModeID, (*SessionModeID).UnmarshalJSONFrom)
 	case "sessionId":
 		return wire.Field(r, &x.SessionID, (*SessionID).UnmarshalJSONFrom)
+	case "modeId":
+		return wire.Field(r, &x.ModeID, (*SessionModeID).UnmarshalJSONFrom)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -12751,9 +16536,9 @@ func (x SetSessionModeRequest) MarshalJSONTo(enc *jsontext.Encoder) error {
 }
 
 func (x *SetSessionModeRequest) members(w *wire.ObjectWriter) {
-	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
-	wire.Put(w, "modeId", x.ModeID, SessionModeID.MarshalJSONTo)
 	wire.Put(w, "sessionId", x.SessionID, SessionID.MarshalJSONTo)
+	wire.Put(w, "modeId", x.ModeID, SessionModeID.MarshalJSONTo)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	w.Extras(x.Extra)
 }
 
@@ -12770,13 +16555,13 @@ func (x *SetSessionModeRequest) UnmarshalJSON(data []byte) error {
 // Response to `session/set_mode` method.
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
-// acp/v0.12.2/schema.json#/$defs/SetSessionModeResponse.
+// acp/v1/schema.json#/$defs/SetSessionModeResponse.
 type SetSessionModeResponse struct {
 	// The _meta property is reserved by ACP to allow clients and agents to attach additional
 	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
 	// these keys.
 	//
-	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta wire.Nullable[jsontext.Value]
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
@@ -13422,10 +17207,11 @@ func (x *StanceTransitionUpdateMeta) UnmarshalJSON(data []byte) error {
 
 // Reasons why an agent stops processing a prompt turn.
 //
-// See protocol docs: [Stop Reasons](https://agentclientprotocol.com/protocol/prompt-turn#stop-reasons)
+// See protocol docs: [Stop
+// Reasons](https://agentclientprotocol.com/protocol/v1/prompt-turn#stop-reasons)
 //
-// Closed: other values are rejected with wire.ErrConstraint, on decode and on encode. Generated from
-// acp/v0.12.2/schema.json#/$defs/StopReason.
+// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
+// from acp/v1/schema.json#/$defs/StopReason.
 type StopReason string
 
 // Known values of StopReason, in schema order.
@@ -13457,14 +17243,14 @@ func (x StopReason) Known() bool {
 	return slices.Contains(valuesStopReason, x)
 }
 
-// UnmarshalJSONFrom decodes StopReason, rejecting values the schema does not list.
+// UnmarshalJSONFrom decodes StopReason, keeping any value.
 func (x *StopReason) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	return wire.StringEnum(dec, x, "StopReason", valuesStopReason, false)
+	return wire.StringEnum(dec, x, "StopReason", valuesStopReason, true)
 }
 
-// MarshalJSONTo encodes StopReason, refusing values the schema does not list.
+// MarshalJSONTo encodes StopReason.
 func (x StopReason) MarshalJSONTo(enc *jsontext.Encoder) error {
-	return wire.WriteStringEnum(enc, x, "StopReason", valuesStopReason, false)
+	return wire.WriteStringEnum(enc, x, "StopReason", valuesStopReason, true)
 }
 
 // MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
@@ -13477,22 +17263,260 @@ func (x *StopReason) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
-// Embed a terminal created with `terminal/create` by its id.
+// String format types for string properties in elicitation schemas.
 //
-// The terminal must be added before calling `terminal/release`.
-//
-// See protocol docs: [Terminal](https://agentclientprotocol.com/protocol/terminals)
+// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
+// from acp/v1/schema.json#/$defs/StringFormat.
+type StringFormat string
+
+// Known values of StringFormat, in schema order.
+const (
+	// Email address format.
+	StringFormatEmail StringFormat = "email"
+	// URI format.
+	StringFormatURI StringFormat = "uri"
+	// Date format (YYYY-MM-DD).
+	StringFormatDate StringFormat = "date"
+	// Date-time format (ISO 8601).
+	StringFormatDateTime StringFormat = "date-time"
+)
+
+var valuesStringFormat = []StringFormat{StringFormatEmail, StringFormatURI, StringFormatDate, StringFormatDateTime}
+
+// Known reports whether x is one of the values the schema lists.
+func (x StringFormat) Known() bool {
+	return slices.Contains(valuesStringFormat, x)
+}
+
+// UnmarshalJSONFrom decodes StringFormat, keeping any value.
+func (x *StringFormat) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	return wire.StringEnum(dec, x, "StringFormat", valuesStringFormat, true)
+}
+
+// MarshalJSONTo encodes StringFormat.
+func (x StringFormat) MarshalJSONTo(enc *jsontext.Encoder) error {
+	return wire.WriteStringEnum(enc, x, "StringFormat", valuesStringFormat, true)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x StringFormat) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *StringFormat) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// String item schema for multi-select enum properties.
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
-// acp/v0.12.2/schema.json#/$defs/Terminal.
-type Terminal struct {
+// acp/v1/schema.json#/$defs/StringMultiSelectItems.
+type StringMultiSelectItems struct {
+	// Allowed enum values.
+	Enum []string
 	// The _meta property is reserved by ACP to allow clients and agents to attach additional
 	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
 	// these keys.
 	//
-	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
-	Meta       wire.Nullable[jsontext.Value]
-	TerminalID string
+	// Optional. Omitted and `null` are equivalent and mean no metadata.
+	//
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
+	Meta wire.Nullable[jsontext.Value]
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objStringMultiSelectItems = wire.Object{
+	Required: []string{"enum"},
+	Type:     "StringMultiSelectItems",
+}
+
+// UnmarshalJSONFrom decodes StringMultiSelectItems, checking required members, kinds and constraints.
+func (x *StringMultiSelectItems) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = StringMultiSelectItems{}
+	r := wire.ReadObject(dec, &objStringMultiSelectItems)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *StringMultiSelectItems) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "enum":
+		return wire.Field(r, &x.Enum, readListOfString)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes StringMultiSelectItems, members in schema order, then Extra.
+func (x StringMultiSelectItems) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *StringMultiSelectItems) members(w *wire.ObjectWriter) {
+	wire.Put(w, "enum", x.Enum, writeListOfString)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x StringMultiSelectItems) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *StringMultiSelectItems) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Schema for string properties in an elicitation form.
+//
+// When `enum` or `oneOf` is set, this represents a single-select enum
+// with `"type": "string"`.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// acp/v1/schema.json#/$defs/StringPropertySchema.
+type StringPropertySchema struct {
+	// Optional title for the property.
+	//
+	// Optional. Omitted and `null` are equivalent and mean no title is provided.
+	Title wire.Nullable[string]
+	// Human-readable description.
+	//
+	// Optional. Omitted and `null` are equivalent and mean no description is provided.
+	Description wire.Nullable[string]
+	// Minimum string length.
+	//
+	// Optional. Omitted and `null` are equivalent and mean there is no minimum length constraint.
+	MinLength wire.Nullable[int64]
+	// Maximum string length.
+	//
+	// Optional. Omitted and `null` are equivalent and mean there is no maximum length constraint.
+	MaxLength wire.Nullable[int64]
+	// Pattern the string must match.
+	//
+	// Optional. Omitted and `null` are equivalent and mean there is no pattern constraint.
+	Pattern wire.Nullable[string]
+	// String format.
+	//
+	// Optional. Omitted and `null` are equivalent and mean there is no format constraint.
+	Format wire.Nullable[StringFormat]
+	// Default value.
+	//
+	// Optional. Omitted and `null` are equivalent and mean no default value is provided.
+	Default wire.Nullable[string]
+	// Enum values for untitled single-select enums.
+	// Optional. Omitted and `null` are equivalent and mean no untitled single-select choices are
+	// declared by `enum`.
+	Enum wire.Nullable[[]string]
+	// Titled enum options for titled single-select enums.
+	// Optional. Omitted and `null` are equivalent and mean no titled single-select choices are
+	// declared by `oneOf`.
+	OneOf wire.Nullable[[]EnumOption]
+	// The _meta property is reserved by ACP to allow clients and agents to attach additional
+	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
+	// these keys.
+	//
+	// Optional. Omitted and `null` are equivalent and mean no metadata.
+	//
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
+	Meta wire.Nullable[jsontext.Value]
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objStringPropertySchema = wire.Object{Type: "StringPropertySchema"}
+
+// UnmarshalJSONFrom decodes StringPropertySchema, checking required members, kinds and constraints.
+func (x *StringPropertySchema) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = StringPropertySchema{}
+	r := wire.ReadObject(dec, &objStringPropertySchema)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *StringPropertySchema) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "title":
+		return wire.Opt(r, &x.Title, wire.StringFrom)
+	case "description":
+		return wire.Opt(r, &x.Description, wire.StringFrom)
+	case "minLength":
+		return wire.Opt(r, &x.MinLength, readStringPropertySchemaMinLength)
+	case "maxLength":
+		return wire.Opt(r, &x.MaxLength, readStringPropertySchemaMaxLength)
+	case "pattern":
+		return wire.Opt(r, &x.Pattern, wire.StringFrom)
+	case "format":
+		return wire.Opt(r, &x.Format, (*StringFormat).UnmarshalJSONFrom)
+	case "default":
+		return wire.Opt(r, &x.Default, wire.StringFrom)
+	case "enum":
+		return wire.Opt(r, &x.Enum, readListOfString)
+	case "oneOf":
+		return wire.Opt(r, &x.OneOf, readListOfEnumOption)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes StringPropertySchema, members in schema order, then Extra.
+func (x StringPropertySchema) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *StringPropertySchema) members(w *wire.ObjectWriter) {
+	wire.PutOpt(w, "title", x.Title, wire.StringTo)
+	wire.PutOpt(w, "description", x.Description, wire.StringTo)
+	wire.PutOpt(w, "minLength", x.MinLength, wire.IntTo)
+	wire.PutOpt(w, "maxLength", x.MaxLength, wire.IntTo)
+	wire.PutOpt(w, "pattern", x.Pattern, wire.StringTo)
+	wire.PutOpt(w, "format", x.Format, StringFormat.MarshalJSONTo)
+	wire.PutOpt(w, "default", x.Default, wire.StringTo)
+	wire.PutOpt(w, "enum", x.Enum, writeListOfString)
+	wire.PutOpt(w, "oneOf", x.OneOf, writeListOfEnumOption)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x StringPropertySchema) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *StringPropertySchema) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Embed a terminal created with `terminal/create` by its id.
+//
+// The terminal must be added before calling `terminal/release`.
+//
+// See protocol docs: [Terminal](https://agentclientprotocol.com/protocol/v1/terminals)
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// acp/v1/schema.json#/$defs/Terminal.
+type Terminal struct {
+	// Identifier of the terminal instance to embed in the content stream.
+	TerminalID TerminalID
+	// The _meta property is reserved by ACP to allow clients and agents to attach additional
+	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
+	// these keys.
+	//
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
+	Meta wire.Nullable[jsontext.Value]
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
 }
@@ -13514,10 +17538,10 @@ func (x *Terminal) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 
 func (x *Terminal) member(r *wire.ObjectReader) error {
 	switch string(r.Name()) {
+	case "terminalId":
+		return wire.Field(r, &x.TerminalID, (*TerminalID).UnmarshalJSONFrom)
 	case "_meta":
 		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
-	case "terminalId":
-		return wire.Field(r, &x.TerminalID, wire.StringFrom)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -13530,8 +17554,8 @@ func (x Terminal) MarshalJSONTo(enc *jsontext.Encoder) error {
 }
 
 func (x *Terminal) members(w *wire.ObjectWriter) {
+	wire.Put(w, "terminalId", x.TerminalID, TerminalID.MarshalJSONTo)
 	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
-	wire.Put(w, "terminalId", x.TerminalID, wire.StringTo)
 	w.Extras(x.Extra)
 }
 
@@ -13548,18 +17572,18 @@ func (x *Terminal) UnmarshalJSON(data []byte) error {
 // Exit status of a terminal command.
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
-// acp/v0.12.2/schema.json#/$defs/TerminalExitStatus.
+// acp/v1/schema.json#/$defs/TerminalExitStatus.
 type TerminalExitStatus struct {
-	// The _meta property is reserved by ACP to allow clients and agents to attach additional
-	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
-	// these keys.
-	//
-	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
-	Meta wire.Nullable[jsontext.Value]
 	// The process exit code (may be null if terminated by signal).
 	ExitCode wire.Nullable[int64]
 	// The signal that terminated the process (may be null if exited normally).
 	Signal wire.Nullable[string]
+	// The _meta property is reserved by ACP to allow clients and agents to attach additional
+	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
+	// these keys.
+	//
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
+	Meta wire.Nullable[jsontext.Value]
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
 }
@@ -13578,12 +17602,12 @@ func (x *TerminalExitStatus) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 
 func (x *TerminalExitStatus) member(r *wire.ObjectReader) error {
 	switch string(r.Name()) {
-	case "_meta":
-		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	case "exitCode":
 		return wire.Opt(r, &x.ExitCode, readTerminalExitStatusExitCode)
 	case "signal":
 		return wire.Opt(r, &x.Signal, wire.StringFrom)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -13596,9 +17620,9 @@ func (x TerminalExitStatus) MarshalJSONTo(enc *jsontext.Encoder) error {
 }
 
 func (x *TerminalExitStatus) members(w *wire.ObjectWriter) {
-	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	wire.PutOpt(w, "exitCode", x.ExitCode, wire.IntTo)
 	wire.PutOpt(w, "signal", x.Signal, wire.StringTo)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	w.Extras(x.Extra)
 }
 
@@ -13609,6 +17633,31 @@ func (x TerminalExitStatus) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
 func (x *TerminalExitStatus) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Typed identifier used for terminal values on the wire.
+//
+// A JSON string. Generated from acp/v1/schema.json#/$defs/TerminalId.
+type TerminalID string
+
+// UnmarshalJSONFrom decodes TerminalID, checking its kind.
+func (x *TerminalID) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	return wire.Scalar(dec, "TerminalID", (*string)(x), wire.StringFrom)
+}
+
+// MarshalJSONTo encodes TerminalID.
+func (x TerminalID) MarshalJSONTo(enc *jsontext.Encoder) error {
+	return wire.StringTo(string(x), enc)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x TerminalID) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *TerminalID) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
@@ -13745,18 +17794,18 @@ func (x *TerminalOutcome) UnmarshalJSON(data []byte) error {
 // Request to get the current output and status of a terminal.
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
-// acp/v0.12.2/schema.json#/$defs/TerminalOutputRequest.
+// acp/v1/schema.json#/$defs/TerminalOutputRequest.
 type TerminalOutputRequest struct {
+	// The session ID for this request.
+	SessionID SessionID
+	// The ID of the terminal to get output from.
+	TerminalID TerminalID
 	// The _meta property is reserved by ACP to allow clients and agents to attach additional
 	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
 	// these keys.
 	//
-	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta wire.Nullable[jsontext.Value]
-	// The session ID for this request.
-	SessionID SessionID
-	// The ID of the terminal to get output from.
-	TerminalID string
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
 }
@@ -13778,12 +17827,12 @@ func (x *TerminalOutputRequest) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 
 func (x *TerminalOutputRequest) member(r *wire.ObjectReader) error {
 	switch string(r.Name()) {
-	case "_meta":
-		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	case "sessionId":
 		return wire.Field(r, &x.SessionID, (*SessionID).UnmarshalJSONFrom)
 	case "terminalId":
-		return wire.Field(r, &x.TerminalID, wire.StringFrom)
+		return wire.Field(r, &x.TerminalID, (*TerminalID).UnmarshalJSONFrom)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -13796,9 +17845,9 @@ func (x TerminalOutputRequest) MarshalJSONTo(enc *jsontext.Encoder) error {
 }
 
 func (x *TerminalOutputRequest) members(w *wire.ObjectWriter) {
-	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	wire.Put(w, "sessionId", x.SessionID, SessionID.MarshalJSONTo)
-	wire.Put(w, "terminalId", x.TerminalID, wire.StringTo)
+	wire.Put(w, "terminalId", x.TerminalID, TerminalID.MarshalJSONTo)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	w.Extras(x.Extra)
 }
 
@@ -13815,20 +17864,20 @@ func (x *TerminalOutputRequest) UnmarshalJSON(data []byte) error {
 // Response containing the terminal output and exit status.
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
-// acp/v0.12.2/schema.json#/$defs/TerminalOutputResponse.
+// acp/v1/schema.json#/$defs/TerminalOutputResponse.
 type TerminalOutputResponse struct {
-	// The _meta property is reserved by ACP to allow clients and agents to attach additional
-	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
-	// these keys.
-	//
-	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
-	Meta wire.Nullable[jsontext.Value]
-	// Exit status if the command has completed.
-	ExitStatus wire.Nullable[TerminalExitStatus]
 	// The terminal output captured so far.
 	Output string
 	// Whether the output was truncated due to byte limits.
 	Truncated bool
+	// Exit status if the command has completed.
+	ExitStatus wire.Nullable[TerminalExitStatus]
+	// The _meta property is reserved by ACP to allow clients and agents to attach additional
+	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
+	// these keys.
+	//
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
+	Meta wire.Nullable[jsontext.Value]
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
 }
@@ -13850,14 +17899,14 @@ func (x *TerminalOutputResponse) UnmarshalJSONFrom(dec *jsontext.Decoder) error 
 
 func (x *TerminalOutputResponse) member(r *wire.ObjectReader) error {
 	switch string(r.Name()) {
-	case "_meta":
-		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
-	case "exitStatus":
-		return wire.Opt(r, &x.ExitStatus, (*TerminalExitStatus).UnmarshalJSONFrom)
 	case "output":
 		return wire.Field(r, &x.Output, wire.StringFrom)
 	case "truncated":
 		return wire.Field(r, &x.Truncated, wire.BoolFrom)
+	case "exitStatus":
+		return wire.Opt(r, &x.ExitStatus, (*TerminalExitStatus).UnmarshalJSONFrom)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -13870,10 +17919,10 @@ func (x TerminalOutputResponse) MarshalJSONTo(enc *jsontext.Encoder) error {
 }
 
 func (x *TerminalOutputResponse) members(w *wire.ObjectWriter) {
-	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
-	wire.PutOpt(w, "exitStatus", x.ExitStatus, TerminalExitStatus.MarshalJSONTo)
 	wire.Put(w, "output", x.Output, wire.StringTo)
 	wire.Put(w, "truncated", x.Truncated, wire.BoolTo)
+	wire.PutOpt(w, "exitStatus", x.ExitStatus, TerminalExitStatus.MarshalJSONTo)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	w.Extras(x.Extra)
 }
 
@@ -13936,18 +17985,18 @@ func (x *TerminalOwner) UnmarshalJSON(data []byte) error {
 //
 // Open: members the schema does not name are kept in Extra and written back. These members are
 // forbidden (wire.ErrForbiddenMember): `visible_text`, `visible_delta`. Generated from
-// acp/v0.12.2/schema.json#/$defs/TextContent.
+// acp/v1/schema.json#/$defs/TextContent.
 type TextContent struct {
+	// Optional annotations that help clients decide how to display or route this content.
+	Annotations wire.Nullable[Annotations]
+	// Text payload carried by this content block.
+	Text string
 	// The _meta property is reserved by ACP to allow clients and agents to attach additional
 	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
 	// these keys.
 	//
-	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta wire.Nullable[ContentMeta]
-	// Optional annotations for the client. The client can use annotations to inform how objects are
-	// used or displayed
-	Annotations wire.Nullable[Annotations]
-	Text        string
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
 }
@@ -13969,12 +18018,12 @@ func (x *TextContent) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 
 func (x *TextContent) member(r *wire.ObjectReader) error {
 	switch string(r.Name()) {
-	case "_meta":
-		return wire.Opt(r, &x.Meta, (*ContentMeta).UnmarshalJSONFrom)
 	case "annotations":
 		return wire.Opt(r, &x.Annotations, (*Annotations).UnmarshalJSONFrom)
 	case "text":
 		return wire.Field(r, &x.Text, wire.StringFrom)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, (*ContentMeta).UnmarshalJSONFrom)
 	case "visible_text", "visible_delta":
 		return r.Forbidden()
 	}
@@ -13989,9 +18038,9 @@ func (x TextContent) MarshalJSONTo(enc *jsontext.Encoder) error {
 }
 
 func (x *TextContent) members(w *wire.ObjectWriter) {
-	wire.PutOpt(w, "_meta", x.Meta, ContentMeta.MarshalJSONTo)
 	wire.PutOpt(w, "annotations", x.Annotations, Annotations.MarshalJSONTo)
 	wire.Put(w, "text", x.Text, wire.StringTo)
+	wire.PutOpt(w, "_meta", x.Meta, ContentMeta.MarshalJSONTo)
 	w.ExtrasExcept(x.Extra, "TextContent", "visible_text", "visible_delta")
 }
 
@@ -14008,17 +18057,20 @@ func (x *TextContent) UnmarshalJSON(data []byte) error {
 // Text-based resource contents.
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
-// acp/v0.12.2/schema.json#/$defs/TextResourceContents.
+// acp/v1/schema.json#/$defs/TextResourceContents.
 type TextResourceContents struct {
+	// MIME type describing the encoded media payload.
+	MIMEType wire.Nullable[string]
+	// Text payload carried by this content block.
+	Text string
+	// URI associated with this resource or media payload.
+	URI string
 	// The _meta property is reserved by ACP to allow clients and agents to attach additional
 	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
 	// these keys.
 	//
-	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
-	Meta     wire.Nullable[jsontext.Value]
-	MIMEType wire.Nullable[string]
-	Text     string
-	URI      string
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
+	Meta wire.Nullable[jsontext.Value]
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
 }
@@ -14040,14 +18092,14 @@ func (x *TextResourceContents) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 
 func (x *TextResourceContents) member(r *wire.ObjectReader) error {
 	switch string(r.Name()) {
-	case "_meta":
-		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	case "mimeType":
 		return wire.Opt(r, &x.MIMEType, wire.StringFrom)
 	case "text":
 		return wire.Field(r, &x.Text, wire.StringFrom)
 	case "uri":
 		return wire.Field(r, &x.URI, wire.StringFrom)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -14060,10 +18112,10 @@ func (x TextResourceContents) MarshalJSONTo(enc *jsontext.Encoder) error {
 }
 
 func (x *TextResourceContents) members(w *wire.ObjectWriter) {
-	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	wire.PutOpt(w, "mimeType", x.MIMEType, wire.StringTo)
 	wire.Put(w, "text", x.Text, wire.StringTo)
 	wire.Put(w, "uri", x.URI, wire.StringTo)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	w.Extras(x.Extra)
 }
 
@@ -14077,29 +18129,101 @@ func (x *TextResourceContents) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
+// Items definition for titled multi-select enum properties.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// acp/v1/schema.json#/$defs/TitledMultiSelectItems.
+type TitledMultiSelectItems struct {
+	// Titled enum options.
+	AnyOf []EnumOption
+	// The _meta property is reserved by ACP to allow clients and agents to attach additional
+	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
+	// these keys.
+	//
+	// Optional. Omitted and `null` are equivalent and mean no metadata.
+	//
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
+	Meta wire.Nullable[jsontext.Value]
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objTitledMultiSelectItems = wire.Object{
+	Required: []string{"anyOf"},
+	Type:     "TitledMultiSelectItems",
+}
+
+// UnmarshalJSONFrom decodes TitledMultiSelectItems, checking required members, kinds and constraints.
+func (x *TitledMultiSelectItems) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = TitledMultiSelectItems{}
+	r := wire.ReadObject(dec, &objTitledMultiSelectItems)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *TitledMultiSelectItems) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "anyOf":
+		return wire.Field(r, &x.AnyOf, readListOfEnumOption)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes TitledMultiSelectItems, members in schema order, then Extra.
+func (x TitledMultiSelectItems) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *TitledMultiSelectItems) members(w *wire.ObjectWriter) {
+	wire.Put(w, "anyOf", x.AnyOf, writeListOfEnumOption)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x TitledMultiSelectItems) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *TitledMultiSelectItems) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
 // Represents a tool call that the language model has requested.
 //
 // Tool calls are actions that the agent executes on behalf of the language model,
 // such as reading files, executing code, or fetching data from external sources.
 //
-// See protocol docs: [Tool Calls](https://agentclientprotocol.com/protocol/tool-calls)
+// See protocol docs: [Tool Calls](https://agentclientprotocol.com/protocol/v1/tool-calls)
 //
 // Open: members the schema does not name are kept in Extra and written back. These members are
 // forbidden (wire.ErrForbiddenMember): `audit`, `changedPaths`, `data`, `durationMs`, `error`,
 // `errorCategory`, `executionDurationMs`, `executor`, `mutationStatus`, `parsing`, `rawInputPartial`.
-// Generated from acp/v0.12.2/schema.json#/$defs/ToolCall.
+// Generated from acp/v1/schema.json#/$defs/ToolCall.
 type ToolCall struct {
-	// The _meta property is reserved by ACP to allow clients and agents to attach additional
-	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
-	// these keys.
+	// Unique identifier for this tool call within the session.
+	ToolCallID ToolCallID
+	// Human-readable title describing what the tool is doing.
+	Title string
+	// Programmatic name of the tool being invoked.
 	//
-	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
-	Meta wire.Nullable[ToolCallMeta]
-	// Content produced by the tool call.
-	Content []ToolCallContent
+	// This field is optional. Omitting it or sending `null` both mean that no
+	// tool name is available.
+	Name wire.Nullable[string]
 	// The category of tool being invoked.
 	// Helps clients choose appropriate icons and UI treatment.
 	Kind *ToolKind
+	// Current execution status of the tool call.
+	Status *ToolCallStatus
+	// Content produced by the tool call.
+	Content []ToolCallContent
 	// File locations affected by this tool call.
 	// Enables "follow-along" features in clients.
 	Locations []ToolCallLocation
@@ -14107,18 +18231,18 @@ type ToolCall struct {
 	RawInput jsontext.Value
 	// Raw output returned by the tool.
 	RawOutput jsontext.Value
-	// Current execution status of the tool call.
-	Status *ToolCallStatus
-	// Human-readable title describing what the tool is doing.
-	Title string
-	// Unique identifier for this tool call within the session.
-	ToolCallID ToolCallID
+	// The _meta property is reserved by ACP to allow clients and agents to attach additional
+	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
+	// these keys.
+	//
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
+	Meta wire.Nullable[ToolCallMeta]
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
 }
 
 var objToolCall = wire.Object{
-	Required: []string{"title", "toolCallId"},
+	Required: []string{"toolCallId", "title"},
 	Type:     "ToolCall",
 }
 
@@ -14134,24 +18258,26 @@ func (x *ToolCall) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 
 func (x *ToolCall) member(r *wire.ObjectReader) error {
 	switch string(r.Name()) {
-	case "_meta":
-		return wire.Opt(r, &x.Meta, (*ToolCallMeta).UnmarshalJSONFrom)
-	case "content":
-		return wire.Field(r, &x.Content, readListOfToolCallContent)
+	case "toolCallId":
+		return wire.Field(r, &x.ToolCallID, (*ToolCallID).UnmarshalJSONFrom)
+	case "title":
+		return wire.Field(r, &x.Title, wire.StringFrom)
+	case "name":
+		return wire.Opt(r, &x.Name, wire.StringFrom)
 	case "kind":
 		return wire.Ptr(r, &x.Kind, (*ToolKind).UnmarshalJSONFrom)
+	case "status":
+		return wire.Ptr(r, &x.Status, (*ToolCallStatus).UnmarshalJSONFrom)
+	case "content":
+		return wire.Field(r, &x.Content, readListOfToolCallContent)
 	case "locations":
 		return wire.Field(r, &x.Locations, readListOfToolCallLocation)
 	case "rawInput":
 		return wire.Field(r, &x.RawInput, wire.RawFrom)
 	case "rawOutput":
 		return wire.Field(r, &x.RawOutput, wire.RawFrom)
-	case "status":
-		return wire.Ptr(r, &x.Status, (*ToolCallStatus).UnmarshalJSONFrom)
-	case "title":
-		return wire.Field(r, &x.Title, wire.StringFrom)
-	case "toolCallId":
-		return wire.Field(r, &x.ToolCallID, (*ToolCallID).UnmarshalJSONFrom)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, (*ToolCallMeta).UnmarshalJSONFrom)
 	case "audit", "changedPaths", "data", "durationMs", "error", "errorCategory", "executionDurationMs", "executor", "mutationStatus", "parsing", "rawInputPartial":
 		return r.Forbidden()
 	}
@@ -14166,15 +18292,16 @@ func (x ToolCall) MarshalJSONTo(enc *jsontext.Encoder) error {
 }
 
 func (x *ToolCall) members(w *wire.ObjectWriter) {
-	wire.PutOpt(w, "_meta", x.Meta, ToolCallMeta.MarshalJSONTo)
-	wire.PutIf(w, "content", x.Content, x.Content != nil, writeListOfToolCallContent)
+	wire.Put(w, "toolCallId", x.ToolCallID, ToolCallID.MarshalJSONTo)
+	wire.Put(w, "title", x.Title, wire.StringTo)
+	wire.PutOpt(w, "name", x.Name, wire.StringTo)
 	wire.PutPtr(w, "kind", x.Kind, ToolKind.MarshalJSONTo)
+	wire.PutPtr(w, "status", x.Status, ToolCallStatus.MarshalJSONTo)
+	wire.PutIf(w, "content", x.Content, x.Content != nil, writeListOfToolCallContent)
 	wire.PutIf(w, "locations", x.Locations, x.Locations != nil, writeListOfToolCallLocation)
 	wire.PutIf(w, "rawInput", x.RawInput, x.RawInput != nil, wire.RawTo)
 	wire.PutIf(w, "rawOutput", x.RawOutput, x.RawOutput != nil, wire.RawTo)
-	wire.PutPtr(w, "status", x.Status, ToolCallStatus.MarshalJSONTo)
-	wire.Put(w, "title", x.Title, wire.StringTo)
-	wire.Put(w, "toolCallId", x.ToolCallID, ToolCallID.MarshalJSONTo)
+	wire.PutOpt(w, "_meta", x.Meta, ToolCallMeta.MarshalJSONTo)
 	w.ExtrasExcept(x.Extra, "ToolCall", "audit", "changedPaths", "data", "durationMs", "error", "errorCategory", "executionDurationMs", "executor", "mutationStatus", "parsing", "rawInputPartial")
 }
 
@@ -14193,11 +18320,11 @@ func (x *ToolCall) UnmarshalJSON(data []byte) error {
 // Tool calls can produce different types of content including
 // standard content blocks (text, images) or file diffs.
 //
-// See protocol docs: [Content](https://agentclientprotocol.com/protocol/tool-calls#content)
+// See protocol docs: [Content](https://agentclientprotocol.com/protocol/v1/tool-calls#content)
 //
 // The member "type" selects the variant; exactly one variant field is set, or Unknown for a value this
 // version does not know (kept verbatim, never decoded as another variant). Generated from
-// acp/v0.12.2/schema.json#/$defs/ToolCallContent.
+// acp/v1/schema.json#/$defs/ToolCallContent.
 type ToolCallContent struct {
 	// Standard content block (text, images, resources).
 	//
@@ -14211,7 +18338,7 @@ type ToolCallContent struct {
 	//
 	// The terminal must be added before calling `terminal/release`.
 	//
-	// See protocol docs: [Terminal](https://agentclientprotocol.com/protocol/terminals)
+	// See protocol docs: [Terminal](https://agentclientprotocol.com/protocol/v1/terminals)
 	//
 	// Set when type is "terminal".
 	Terminal *Terminal
@@ -14300,7 +18427,7 @@ func (x *ToolCallContent) UnmarshalJSON(data []byte) error {
 
 // Unique identifier for a tool call within a session.
 //
-// A JSON string. Generated from acp/v0.12.2/schema.json#/$defs/ToolCallId.
+// A JSON string. Generated from acp/v1/schema.json#/$defs/ToolCallId.
 type ToolCallID string
 
 // UnmarshalJSONFrom decodes ToolCallID, checking its kind.
@@ -14329,21 +18456,21 @@ func (x *ToolCallID) UnmarshalJSON(data []byte) error {
 // which files the agent is working with in real-time.
 //
 // See protocol docs: [Following the
-// Agent](https://agentclientprotocol.com/protocol/tool-calls#following-the-agent)
+// Agent](https://agentclientprotocol.com/protocol/v1/tool-calls#following-the-agent)
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
-// acp/v0.12.2/schema.json#/$defs/ToolCallLocation.
+// acp/v1/schema.json#/$defs/ToolCallLocation.
 type ToolCallLocation struct {
+	// The absolute file path being accessed or modified.
+	Path string
+	// Optional 1-based line number within the file.
+	Line wire.Nullable[int64]
 	// The _meta property is reserved by ACP to allow clients and agents to attach additional
 	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
 	// these keys.
 	//
-	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta wire.Nullable[jsontext.Value]
-	// Optional line number within the file.
-	Line wire.Nullable[int64]
-	// The file path being accessed or modified.
-	Path string
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
 }
@@ -14365,12 +18492,12 @@ func (x *ToolCallLocation) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 
 func (x *ToolCallLocation) member(r *wire.ObjectReader) error {
 	switch string(r.Name()) {
-	case "_meta":
-		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
-	case "line":
-		return wire.Opt(r, &x.Line, readToolCallLocationLine)
 	case "path":
 		return wire.Field(r, &x.Path, wire.StringFrom)
+	case "line":
+		return wire.Opt(r, &x.Line, readToolCallLocationLine)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -14383,9 +18510,9 @@ func (x ToolCallLocation) MarshalJSONTo(enc *jsontext.Encoder) error {
 }
 
 func (x *ToolCallLocation) members(w *wire.ObjectWriter) {
-	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
-	wire.PutOpt(w, "line", x.Line, wire.IntTo)
 	wire.Put(w, "path", x.Path, wire.StringTo)
+	wire.PutOpt(w, "line", x.Line, wire.IntTo)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	w.Extras(x.Extra)
 }
 
@@ -14461,10 +18588,10 @@ func (x *ToolCallMeta) UnmarshalJSON(data []byte) error {
 //
 // Tool calls progress through different statuses during their lifecycle.
 //
-// See protocol docs: [Status](https://agentclientprotocol.com/protocol/tool-calls#status)
+// See protocol docs: [Status](https://agentclientprotocol.com/protocol/v1/tool-calls#status)
 //
-// Closed: other values are rejected with wire.ErrConstraint, on decode and on encode. Generated from
-// acp/v0.12.2/schema.json#/$defs/ToolCallStatus.
+// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
+// from acp/v1/schema.json#/$defs/ToolCallStatus.
 type ToolCallStatus string
 
 // Known values of ToolCallStatus, in schema order.
@@ -14487,14 +18614,14 @@ func (x ToolCallStatus) Known() bool {
 	return slices.Contains(valuesToolCallStatus, x)
 }
 
-// UnmarshalJSONFrom decodes ToolCallStatus, rejecting values the schema does not list.
+// UnmarshalJSONFrom decodes ToolCallStatus, keeping any value.
 func (x *ToolCallStatus) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	return wire.StringEnum(dec, x, "ToolCallStatus", valuesToolCallStatus, false)
+	return wire.StringEnum(dec, x, "ToolCallStatus", valuesToolCallStatus, true)
 }
 
-// MarshalJSONTo encodes ToolCallStatus, refusing values the schema does not list.
+// MarshalJSONTo encodes ToolCallStatus.
 func (x ToolCallStatus) MarshalJSONTo(enc *jsontext.Encoder) error {
-	return wire.WriteStringEnum(enc, x, "ToolCallStatus", valuesToolCallStatus, false)
+	return wire.WriteStringEnum(enc, x, "ToolCallStatus", valuesToolCallStatus, true)
 }
 
 // MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
@@ -14512,35 +18639,40 @@ func (x *ToolCallStatus) UnmarshalJSON(data []byte) error {
 // Used to report progress and results as tools execute. All fields except
 // the tool call ID are optional - only changed fields need to be included.
 //
-// See protocol docs: [Updating](https://agentclientprotocol.com/protocol/tool-calls#updating)
+// See protocol docs: [Updating](https://agentclientprotocol.com/protocol/v1/tool-calls#updating)
 //
 // Open: members the schema does not name are kept in Extra and written back. These members are
 // forbidden (wire.ErrForbiddenMember): `audit`, `changedPaths`, `data`, `durationMs`, `error`,
 // `errorCategory`, `executionDurationMs`, `executor`, `mutationStatus`, `parsing`, `rawInputPartial`.
-// Generated from acp/v0.12.2/schema.json#/$defs/ToolCallUpdate.
+// Generated from acp/v1/schema.json#/$defs/ToolCallUpdate.
 type ToolCallUpdate struct {
-	// The _meta property is reserved by ACP to allow clients and agents to attach additional
-	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
-	// these keys.
-	//
-	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
-	Meta wire.Nullable[ToolCallMeta]
-	// Replace the content collection.
-	Content wire.Nullable[[]ToolCallContent]
+	// The ID of the tool call being updated.
+	ToolCallID ToolCallID
 	// Update the tool kind.
 	Kind wire.Nullable[ToolKind]
+	// Update the execution status.
+	Status wire.Nullable[ToolCallStatus]
+	// Update the human-readable title.
+	Title wire.Nullable[string]
+	// Update the programmatic name of the tool being invoked.
+	//
+	// This field is optional. Omitting it or sending `null` both mean that
+	// the existing name is left unchanged.
+	Name wire.Nullable[string]
+	// Replace the content collection.
+	Content wire.Nullable[[]ToolCallContent]
 	// Replace the locations collection.
 	Locations wire.Nullable[[]ToolCallLocation]
 	// Update the raw input.
 	RawInput jsontext.Value
 	// Update the raw output.
 	RawOutput jsontext.Value
-	// Update the execution status.
-	Status wire.Nullable[ToolCallStatus]
-	// Update the human-readable title.
-	Title wire.Nullable[string]
-	// The ID of the tool call being updated.
-	ToolCallID ToolCallID
+	// The _meta property is reserved by ACP to allow clients and agents to attach additional
+	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
+	// these keys.
+	//
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
+	Meta wire.Nullable[ToolCallMeta]
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
 }
@@ -14562,24 +18694,26 @@ func (x *ToolCallUpdate) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 
 func (x *ToolCallUpdate) member(r *wire.ObjectReader) error {
 	switch string(r.Name()) {
-	case "_meta":
-		return wire.Opt(r, &x.Meta, (*ToolCallMeta).UnmarshalJSONFrom)
-	case "content":
-		return wire.Opt(r, &x.Content, readListOfToolCallContent)
+	case "toolCallId":
+		return wire.Field(r, &x.ToolCallID, (*ToolCallID).UnmarshalJSONFrom)
 	case "kind":
 		return wire.Opt(r, &x.Kind, (*ToolKind).UnmarshalJSONFrom)
+	case "status":
+		return wire.Opt(r, &x.Status, (*ToolCallStatus).UnmarshalJSONFrom)
+	case "title":
+		return wire.Opt(r, &x.Title, wire.StringFrom)
+	case "name":
+		return wire.Opt(r, &x.Name, wire.StringFrom)
+	case "content":
+		return wire.Opt(r, &x.Content, readListOfToolCallContent)
 	case "locations":
 		return wire.Opt(r, &x.Locations, readListOfToolCallLocation)
 	case "rawInput":
 		return wire.Field(r, &x.RawInput, wire.RawFrom)
 	case "rawOutput":
 		return wire.Field(r, &x.RawOutput, wire.RawFrom)
-	case "status":
-		return wire.Opt(r, &x.Status, (*ToolCallStatus).UnmarshalJSONFrom)
-	case "title":
-		return wire.Opt(r, &x.Title, wire.StringFrom)
-	case "toolCallId":
-		return wire.Field(r, &x.ToolCallID, (*ToolCallID).UnmarshalJSONFrom)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, (*ToolCallMeta).UnmarshalJSONFrom)
 	case "audit", "changedPaths", "data", "durationMs", "error", "errorCategory", "executionDurationMs", "executor", "mutationStatus", "parsing", "rawInputPartial":
 		return r.Forbidden()
 	}
@@ -14594,15 +18728,16 @@ func (x ToolCallUpdate) MarshalJSONTo(enc *jsontext.Encoder) error {
 }
 
 func (x *ToolCallUpdate) members(w *wire.ObjectWriter) {
-	wire.PutOpt(w, "_meta", x.Meta, ToolCallMeta.MarshalJSONTo)
-	wire.PutOpt(w, "content", x.Content, writeListOfToolCallContent)
+	wire.Put(w, "toolCallId", x.ToolCallID, ToolCallID.MarshalJSONTo)
 	wire.PutOpt(w, "kind", x.Kind, ToolKind.MarshalJSONTo)
+	wire.PutOpt(w, "status", x.Status, ToolCallStatus.MarshalJSONTo)
+	wire.PutOpt(w, "title", x.Title, wire.StringTo)
+	wire.PutOpt(w, "name", x.Name, wire.StringTo)
+	wire.PutOpt(w, "content", x.Content, writeListOfToolCallContent)
 	wire.PutOpt(w, "locations", x.Locations, writeListOfToolCallLocation)
 	wire.PutIf(w, "rawInput", x.RawInput, x.RawInput != nil, wire.RawTo)
 	wire.PutIf(w, "rawOutput", x.RawOutput, x.RawOutput != nil, wire.RawTo)
-	wire.PutOpt(w, "status", x.Status, ToolCallStatus.MarshalJSONTo)
-	wire.PutOpt(w, "title", x.Title, wire.StringTo)
-	wire.Put(w, "toolCallId", x.ToolCallID, ToolCallID.MarshalJSONTo)
+	wire.PutOpt(w, "_meta", x.Meta, ToolCallMeta.MarshalJSONTo)
 	w.ExtrasExcept(x.Extra, "ToolCallUpdate", "audit", "changedPaths", "data", "durationMs", "error", "errorCategory", "executionDurationMs", "executor", "mutationStatus", "parsing", "rawInputPartial")
 }
 
@@ -14906,10 +19041,10 @@ func (x *ToolExecutorObject) UnmarshalJSON(data []byte) error {
 // Tool kinds help clients choose appropriate icons and optimize how they
 // display tool execution progress.
 //
-// See protocol docs: [Creating](https://agentclientprotocol.com/protocol/tool-calls#creating)
+// See protocol docs: [Creating](https://agentclientprotocol.com/protocol/v1/tool-calls#creating)
 //
-// Closed: other values are rejected with wire.ErrConstraint, on decode and on encode. Generated from
-// acp/v0.12.2/schema.json#/$defs/ToolKind.
+// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
+// from acp/v1/schema.json#/$defs/ToolKind.
 type ToolKind string
 
 // Known values of ToolKind, in schema order.
@@ -14943,14 +19078,14 @@ func (x ToolKind) Known() bool {
 	return slices.Contains(valuesToolKind, x)
 }
 
-// UnmarshalJSONFrom decodes ToolKind, rejecting values the schema does not list.
+// UnmarshalJSONFrom decodes ToolKind, keeping any value.
 func (x *ToolKind) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	return wire.StringEnum(dec, x, "ToolKind", valuesToolKind, false)
+	return wire.StringEnum(dec, x, "ToolKind", valuesToolKind, true)
 }
 
-// MarshalJSONTo encodes ToolKind, refusing values the schema does not list.
+// MarshalJSONTo encodes ToolKind.
 func (x ToolKind) MarshalJSONTo(enc *jsontext.Encoder) error {
-	return wire.WriteStringEnum(enc, x, "ToolKind", valuesToolKind, false)
+	return wire.WriteStringEnum(enc, x, "ToolKind", valuesToolKind, true)
 }
 
 // MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
@@ -15448,16 +19583,16 @@ func (x *TranscriptProjectedUpdateMeta) UnmarshalJSON(data []byte) error {
 // All text that was typed after the command name is provided as input.
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
-// acp/v0.12.2/schema.json#/$defs/UnstructuredCommandInput.
+// acp/v1/schema.json#/$defs/UnstructuredCommandInput.
 type UnstructuredCommandInput struct {
+	// A hint to display when the input hasn't been provided yet
+	Hint string
 	// The _meta property is reserved by ACP to allow clients and agents to attach additional
 	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
 	// these keys.
 	//
-	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta wire.Nullable[jsontext.Value]
-	// A hint to display when the input hasn't been provided yet
-	Hint string
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
 }
@@ -15479,10 +19614,10 @@ func (x *UnstructuredCommandInput) UnmarshalJSONFrom(dec *jsontext.Decoder) erro
 
 func (x *UnstructuredCommandInput) member(r *wire.ObjectReader) error {
 	switch string(r.Name()) {
-	case "_meta":
-		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	case "hint":
 		return wire.Field(r, &x.Hint, wire.StringFrom)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -15495,8 +19630,8 @@ func (x UnstructuredCommandInput) MarshalJSONTo(enc *jsontext.Encoder) error {
 }
 
 func (x *UnstructuredCommandInput) members(w *wire.ObjectWriter) {
-	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	wire.Put(w, "hint", x.Hint, wire.StringTo)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	w.Extras(x.Extra)
 }
 
@@ -15507,6 +19642,81 @@ func (x UnstructuredCommandInput) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
 func (x *UnstructuredCommandInput) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Context window and cost update for a session.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// acp/v1/schema.json#/$defs/UsageUpdate.
+type UsageUpdate struct {
+	// Tokens currently in context.
+	Used int64
+	// Total context window size in tokens.
+	Size int64
+	// Cumulative session cost (optional).
+	Cost wire.Nullable[Cost]
+	// The _meta property is reserved by ACP to allow clients and agents to attach additional
+	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
+	// these keys.
+	//
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
+	Meta wire.Nullable[jsontext.Value]
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objUsageUpdate = wire.Object{
+	Required: []string{"used", "size"},
+	Type:     "UsageUpdate",
+}
+
+// UnmarshalJSONFrom decodes UsageUpdate, checking required members, kinds and constraints.
+func (x *UsageUpdate) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = UsageUpdate{}
+	r := wire.ReadObject(dec, &objUsageUpdate)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *UsageUpdate) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "used":
+		return wire.Field(r, &x.Used, readUsageUpdateUsed)
+	case "size":
+		return wire.Field(r, &x.Size, readUsageUpdateSize)
+	case "cost":
+		return wire.Opt(r, &x.Cost, (*Cost).UnmarshalJSONFrom)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes UsageUpdate, members in schema order, then Extra.
+func (x UsageUpdate) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *UsageUpdate) members(w *wire.ObjectWriter) {
+	wire.Put(w, "used", x.Used, wire.IntTo)
+	wire.Put(w, "size", x.Size, wire.IntTo)
+	wire.PutOpt(w, "cost", x.Cost, Cost.MarshalJSONTo)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x UsageUpdate) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *UsageUpdate) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
@@ -15625,18 +19835,18 @@ func (x *UserMessageUpdate) UnmarshalJSON(data []byte) error {
 // Request to wait for a terminal command to exit.
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
-// acp/v0.12.2/schema.json#/$defs/WaitForTerminalExitRequest.
+// acp/v1/schema.json#/$defs/WaitForTerminalExitRequest.
 type WaitForTerminalExitRequest struct {
+	// The session ID for this request.
+	SessionID SessionID
+	// The ID of the terminal to wait for.
+	TerminalID TerminalID
 	// The _meta property is reserved by ACP to allow clients and agents to attach additional
 	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
 	// these keys.
 	//
-	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta wire.Nullable[jsontext.Value]
-	// The session ID for this request.
-	SessionID SessionID
-	// The ID of the terminal to wait for.
-	TerminalID string
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
 }
@@ -15658,12 +19868,12 @@ func (x *WaitForTerminalExitRequest) UnmarshalJSONFrom(dec *jsontext.Decoder) er
 
 func (x *WaitForTerminalExitRequest) member(r *wire.ObjectReader) error {
 	switch string(r.Name()) {
-	case "_meta":
-		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	case "sessionId":
 		return wire.Field(r, &x.SessionID, (*SessionID).UnmarshalJSONFrom)
 	case "terminalId":
-		return wire.Field(r, &x.TerminalID, wire.StringFrom)
+		return wire.Field(r, &x.TerminalID, (*TerminalID).UnmarshalJSONFrom)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -15676,9 +19886,9 @@ func (x WaitForTerminalExitRequest) MarshalJSONTo(enc *jsontext.Encoder) error {
 }
 
 func (x *WaitForTerminalExitRequest) members(w *wire.ObjectWriter) {
-	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	wire.Put(w, "sessionId", x.SessionID, SessionID.MarshalJSONTo)
-	wire.Put(w, "terminalId", x.TerminalID, wire.StringTo)
+	wire.Put(w, "terminalId", x.TerminalID, TerminalID.MarshalJSONTo)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	w.Extras(x.Extra)
 }
 
@@ -15695,18 +19905,18 @@ func (x *WaitForTerminalExitRequest) UnmarshalJSON(data []byte) error {
 // Response containing the exit status of a terminal command.
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
-// acp/v0.12.2/schema.json#/$defs/WaitForTerminalExitResponse.
+// acp/v1/schema.json#/$defs/WaitForTerminalExitResponse.
 type WaitForTerminalExitResponse struct {
-	// The _meta property is reserved by ACP to allow clients and agents to attach additional
-	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
-	// these keys.
-	//
-	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
-	Meta wire.Nullable[jsontext.Value]
 	// The process exit code (may be null if terminated by signal).
 	ExitCode wire.Nullable[int64]
 	// The signal that terminated the process (may be null if exited normally).
 	Signal wire.Nullable[string]
+	// The _meta property is reserved by ACP to allow clients and agents to attach additional
+	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
+	// these keys.
+	//
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
+	Meta wire.Nullable[jsontext.Value]
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
 }
@@ -15725,12 +19935,12 @@ func (x *WaitForTerminalExitResponse) UnmarshalJSONFrom(dec *jsontext.Decoder) e
 
 func (x *WaitForTerminalExitResponse) member(r *wire.ObjectReader) error {
 	switch string(r.Name()) {
-	case "_meta":
-		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	case "exitCode":
 		return wire.Opt(r, &x.ExitCode, readWaitForTerminalExitResponseExitCode)
 	case "signal":
 		return wire.Opt(r, &x.Signal, wire.StringFrom)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -15743,9 +19953,9 @@ func (x WaitForTerminalExitResponse) MarshalJSONTo(enc *jsontext.Encoder) error 
 }
 
 func (x *WaitForTerminalExitResponse) members(w *wire.ObjectWriter) {
-	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	wire.PutOpt(w, "exitCode", x.ExitCode, wire.IntTo)
 	wire.PutOpt(w, "signal", x.Signal, wire.StringTo)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	w.Extras(x.Extra)
 }
 
@@ -15978,26 +20188,26 @@ func (x *WorkerUpdateMeta) UnmarshalJSON(data []byte) error {
 // Only available if the client supports the `fs.writeTextFile` capability.
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
-// acp/v0.12.2/schema.json#/$defs/WriteTextFileRequest.
+// acp/v1/schema.json#/$defs/WriteTextFileRequest.
 type WriteTextFileRequest struct {
+	// The session ID for this request.
+	SessionID SessionID
+	// Absolute path to the file to write.
+	Path string
+	// The text content to write to the file.
+	Content string
 	// The _meta property is reserved by ACP to allow clients and agents to attach additional
 	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
 	// these keys.
 	//
-	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta wire.Nullable[jsontext.Value]
-	// The text content to write to the file.
-	Content string
-	// Absolute path to the file to write.
-	Path string
-	// The session ID for this request.
-	SessionID SessionID
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
 }
 
 var objWriteTextFileRequest = wire.Object{
-	Required: []string{"content", "path", "sessionId"},
+	Required: []string{"sessionId", "path", "content"},
 	Type:     "WriteTextFileRequest",
 }
 
@@ -16013,14 +20223,14 @@ func (x *WriteTextFileRequest) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 
 func (x *WriteTextFileRequest) member(r *wire.ObjectReader) error {
 	switch string(r.Name()) {
-	case "_meta":
-		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
-	case "content":
-		return wire.Field(r, &x.Content, wire.StringFrom)
-	case "path":
-		return wire.Field(r, &x.Path, wire.StringFrom)
 	case "sessionId":
 		return wire.Field(r, &x.SessionID, (*SessionID).UnmarshalJSONFrom)
+	case "path":
+		return wire.Field(r, &x.Path, wire.StringFrom)
+	case "content":
+		return wire.Field(r, &x.Content, wire.StringFrom)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -16033,10 +20243,10 @@ func (x WriteTextFileRequest) MarshalJSONTo(enc *jsontext.Encoder) error {
 }
 
 func (x *WriteTextFileRequest) members(w *wire.ObjectWriter) {
-	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
-	wire.Put(w, "content", x.Content, wire.StringTo)
-	wire.Put(w, "path", x.Path, wire.StringTo)
 	wire.Put(w, "sessionId", x.SessionID, SessionID.MarshalJSONTo)
+	wire.Put(w, "path", x.Path, wire.StringTo)
+	wire.Put(w, "content", x.Content, wire.StringTo)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	w.Extras(x.Extra)
 }
 
@@ -16053,13 +20263,13 @@ func (x *WriteTextFileRequest) UnmarshalJSON(data []byte) error {
 // Response to `fs/write_text_file`
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
-// acp/v0.12.2/schema.json#/$defs/WriteTextFileResponse.
+// acp/v1/schema.json#/$defs/WriteTextFileResponse.
 type WriteTextFileResponse struct {
 	// The _meta property is reserved by ACP to allow clients and agents to attach additional
 	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
 	// these keys.
 	//
-	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta wire.Nullable[jsontext.Value]
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
@@ -16116,13 +20326,18 @@ var (
 	readApprovalRequestApproversRequired     = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
 	readListOfEvidenceRef                    = wire.ListFrom((*EvidenceRef).UnmarshalJSONFrom)
 	writeListOfEvidenceRef                   = wire.ListTo(EvidenceRef.MarshalJSONTo)
+	readMapOfString                          = wire.MapFrom(wire.StringFrom)
 	readListOfAvailableCommand               = wire.ListFrom((*AvailableCommand).UnmarshalJSONFrom)
 	writeListOfAvailableCommand              = wire.ListTo(AvailableCommand.MarshalJSONTo)
+	readListOfContentBlock                   = wire.ListFrom((*ContentBlock).UnmarshalJSONFrom)
+	writeListOfContentBlock                  = wire.ListTo(ContentBlock.MarshalJSONTo)
 	readListOfSessionConfigOption            = wire.ListFrom((*SessionConfigOption).UnmarshalJSONFrom)
 	writeListOfSessionConfigOption           = wire.ListTo(SessionConfigOption.MarshalJSONTo)
 	readListOfEnvVariable                    = wire.ListFrom((*EnvVariable).UnmarshalJSONFrom)
 	readCreateTerminalRequestOutputByteLimit = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
 	writeListOfEnvVariable                   = wire.ListTo(EnvVariable.MarshalJSONTo)
+	readMapOfElicitationContentValue         = wire.MapFrom((*ElicitationContentValue).UnmarshalJSONFrom)
+	readMapOfElicitationPropertySchema       = wire.MapFrom((*ElicitationPropertySchema).UnmarshalJSONFrom)
 	readEvidenceRefByteCount                 = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
 	readMapOfRaw                             = wire.MapFrom(wire.RawFrom)
 	readMapOfListOfString                    = wire.MapFrom(readListOfString)
@@ -16150,20 +20365,21 @@ var (
 	writeListOfMCPServer                     = wire.ListTo(MCPServer.MarshalJSONTo)
 	readListOfHTTPHeader                     = wire.ListFrom((*HTTPHeader).UnmarshalJSONFrom)
 	writeListOfHTTPHeader                    = wire.ListTo(HTTPHeader.MarshalJSONTo)
+	readMultiSelectPropertySchemaMinItems    = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readMultiSelectPropertySchemaMaxItems    = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readNoticeTitle                          = wire.Within(wire.StringFrom, &wire.Limits{MinLength: wire.Count(1)})
 	readListOfPolicyEvaluation               = wire.ListFrom((*PolicyEvaluation).UnmarshalJSONFrom)
 	writeListOfPolicyEvaluation              = wire.ListTo(PolicyEvaluation.MarshalJSONTo)
 	readPermissionPreviewByteCount           = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
 	readListOfPlanEntry                      = wire.ListFrom((*PlanEntry).UnmarshalJSONFrom)
 	writeListOfPlanEntry                     = wire.ListTo(PlanEntry.MarshalJSONTo)
 	readPromptErrorDataRetryAfterMS          = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
-	readListOfContentBlock                   = wire.ListFrom((*ContentBlock).UnmarshalJSONFrom)
-	writeListOfContentBlock                  = wire.ListTo(ContentBlock.MarshalJSONTo)
 	readProtocolVersion                      = wire.Within(wire.IntFrom, &wire.Limits{
 		Maximum: wire.Bound(65535.0),
 		Minimum: wire.Bound(0.0),
 	})
-	readReadTextFileRequestLimit               = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
 	readReadTextFileRequestLine                = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readReadTextFileRequestLimit               = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
 	readListOfPermissionOption                 = wire.ListFrom((*PermissionOption).UnmarshalJSONFrom)
 	writeListOfPermissionOption                = wire.ListTo(PermissionOption.MarshalJSONTo)
 	readListOfSessionConfigSelectOption        = wire.ListFrom((*SessionConfigSelectOption).UnmarshalJSONFrom)
@@ -16172,12 +20388,18 @@ var (
 	writeListOfSessionMode                     = wire.ListTo(SessionMode.MarshalJSONTo)
 	readSessionTruncatedUpdateKeptTurnCount    = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
 	readSessionTruncatedUpdateRemovedTurnCount = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readStringPropertySchemaMinLength          = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readStringPropertySchemaMaxLength          = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readListOfEnumOption                       = wire.ListFrom((*EnumOption).UnmarshalJSONFrom)
+	writeListOfEnumOption                      = wire.ListTo(EnumOption.MarshalJSONTo)
 	readTerminalExitStatusExitCode             = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
 	readListOfToolCallContent                  = wire.ListFrom((*ToolCallContent).UnmarshalJSONFrom)
 	readListOfToolCallLocation                 = wire.ListFrom((*ToolCallLocation).UnmarshalJSONFrom)
 	writeListOfToolCallContent                 = wire.ListTo(ToolCallContent.MarshalJSONTo)
 	writeListOfToolCallLocation                = wire.ListTo(ToolCallLocation.MarshalJSONTo)
 	readToolCallLocationLine                   = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readUsageUpdateUsed                        = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readUsageUpdateSize                        = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
 	readUserMessageUpdateMessageID             = wire.Within(wire.StringFrom, &wire.Limits{MinLength: wire.Count(1)})
 	readWaitForTerminalExitResponseExitCode    = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
 )

@@ -5057,8 +5057,8 @@ func (x *KnowledgePackageAttestation) UnmarshalJSON(data []byte) error {
 
 // How a package is consulted.
 //
-// Closed: other values are rejected with wire.ErrConstraint, on decode and on encode. Generated from
-// agentpm/service.schema.json#/$defs/knowledge_package_mode.
+// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
+// from agentpm/service.schema.json#/$defs/knowledge_package_mode.
 type KnowledgePackageMode string
 
 // Known values of KnowledgePackageMode, in schema order.
@@ -5074,14 +5074,14 @@ func (x KnowledgePackageMode) Known() bool {
 	return slices.Contains(valuesKnowledgePackageMode, x)
 }
 
-// UnmarshalJSONFrom decodes KnowledgePackageMode, rejecting values the schema does not list.
+// UnmarshalJSONFrom decodes KnowledgePackageMode, keeping any value.
 func (x *KnowledgePackageMode) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	return wire.StringEnum(dec, x, "KnowledgePackageMode", valuesKnowledgePackageMode, false)
+	return wire.StringEnum(dec, x, "KnowledgePackageMode", valuesKnowledgePackageMode, true)
 }
 
-// MarshalJSONTo encodes KnowledgePackageMode, refusing values the schema does not list.
+// MarshalJSONTo encodes KnowledgePackageMode.
 func (x KnowledgePackageMode) MarshalJSONTo(enc *jsontext.Encoder) error {
-	return wire.WriteStringEnum(enc, x, "KnowledgePackageMode", valuesKnowledgePackageMode, false)
+	return wire.WriteStringEnum(enc, x, "KnowledgePackageMode", valuesKnowledgePackageMode, true)
 }
 
 // MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
@@ -5186,8 +5186,8 @@ func (x *KnowledgeReadiness) UnmarshalJSON(data []byte) error {
 
 // KnowledgeRequestMode has no description in its schema.
 //
-// Closed: other values are rejected with wire.ErrConstraint, on decode and on encode. Generated from
-// agentpm/service.schema.json#/$defs/knowledge_request_mode.
+// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
+// from agentpm/service.schema.json#/$defs/knowledge_request_mode.
 type KnowledgeRequestMode string
 
 // Known values of KnowledgeRequestMode, in schema order.
@@ -5203,14 +5203,14 @@ func (x KnowledgeRequestMode) Known() bool {
 	return slices.Contains(valuesKnowledgeRequestMode, x)
 }
 
-// UnmarshalJSONFrom decodes KnowledgeRequestMode, rejecting values the schema does not list.
+// UnmarshalJSONFrom decodes KnowledgeRequestMode, keeping any value.
 func (x *KnowledgeRequestMode) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	return wire.StringEnum(dec, x, "KnowledgeRequestMode", valuesKnowledgeRequestMode, false)
+	return wire.StringEnum(dec, x, "KnowledgeRequestMode", valuesKnowledgeRequestMode, true)
 }
 
-// MarshalJSONTo encodes KnowledgeRequestMode, refusing values the schema does not list.
+// MarshalJSONTo encodes KnowledgeRequestMode.
 func (x KnowledgeRequestMode) MarshalJSONTo(enc *jsontext.Encoder) error {
-	return wire.WriteStringEnum(enc, x, "KnowledgeRequestMode", valuesKnowledgeRequestMode, false)
+	return wire.WriteStringEnum(enc, x, "KnowledgeRequestMode", valuesKnowledgeRequestMode, true)
 }
 
 // MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.

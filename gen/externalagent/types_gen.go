@@ -317,8 +317,8 @@ func (x *Checkpoint) UnmarshalJSON(data []byte) error {
 
 // Where the plan came from.
 //
-// Closed: other values are rejected with wire.ErrConstraint, on decode and on encode. Generated from
-// harn-external-agent.schema.json#/$defs/checkpoint/properties/source.
+// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
+// from harn-external-agent.schema.json#/$defs/checkpoint/properties/source.
 type CheckpointSource string
 
 // Known values of CheckpointSource, in schema order.
@@ -334,14 +334,14 @@ func (x CheckpointSource) Known() bool {
 	return slices.Contains(valuesCheckpointSource, x)
 }
 
-// UnmarshalJSONFrom decodes CheckpointSource, rejecting values the schema does not list.
+// UnmarshalJSONFrom decodes CheckpointSource, keeping any value.
 func (x *CheckpointSource) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	return wire.StringEnum(dec, x, "CheckpointSource", valuesCheckpointSource, false)
+	return wire.StringEnum(dec, x, "CheckpointSource", valuesCheckpointSource, true)
 }
 
-// MarshalJSONTo encodes CheckpointSource, refusing values the schema does not list.
+// MarshalJSONTo encodes CheckpointSource.
 func (x CheckpointSource) MarshalJSONTo(enc *jsontext.Encoder) error {
-	return wire.WriteStringEnum(enc, x, "CheckpointSource", valuesCheckpointSource, false)
+	return wire.WriteStringEnum(enc, x, "CheckpointSource", valuesCheckpointSource, true)
 }
 
 // MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
@@ -619,8 +619,8 @@ func (x *DispatchResult) UnmarshalJSON(data []byte) error {
 
 // The outcome of a delegation.
 //
-// Closed: other values are rejected with wire.ErrConstraint, on decode and on encode. Generated from
-// harn-external-agent.schema.json#/$defs/envelope_status.
+// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
+// from harn-external-agent.schema.json#/$defs/envelope_status.
 type EnvelopeStatus string
 
 // Known values of EnvelopeStatus, in schema order.
@@ -639,14 +639,14 @@ func (x EnvelopeStatus) Known() bool {
 	return slices.Contains(valuesEnvelopeStatus, x)
 }
 
-// UnmarshalJSONFrom decodes EnvelopeStatus, rejecting values the schema does not list.
+// UnmarshalJSONFrom decodes EnvelopeStatus, keeping any value.
 func (x *EnvelopeStatus) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	return wire.StringEnum(dec, x, "EnvelopeStatus", valuesEnvelopeStatus, false)
+	return wire.StringEnum(dec, x, "EnvelopeStatus", valuesEnvelopeStatus, true)
 }
 
-// MarshalJSONTo encodes EnvelopeStatus, refusing values the schema does not list.
+// MarshalJSONTo encodes EnvelopeStatus.
 func (x EnvelopeStatus) MarshalJSONTo(enc *jsontext.Encoder) error {
-	return wire.WriteStringEnum(enc, x, "EnvelopeStatus", valuesEnvelopeStatus, false)
+	return wire.WriteStringEnum(enc, x, "EnvelopeStatus", valuesEnvelopeStatus, true)
 }
 
 // MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
@@ -661,8 +661,8 @@ func (x *EnvelopeStatus) UnmarshalJSON(data []byte) error {
 
 // What went wrong.
 //
-// Closed: other values are rejected with wire.ErrConstraint, on decode and on encode. Generated from
-// harn-external-agent.schema.json#/$defs/error_kind.
+// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
+// from harn-external-agent.schema.json#/$defs/error_kind.
 type ErrorKind string
 
 // Known values of ErrorKind, in schema order.
@@ -683,14 +683,14 @@ func (x ErrorKind) Known() bool {
 	return slices.Contains(valuesErrorKind, x)
 }
 
-// UnmarshalJSONFrom decodes ErrorKind, rejecting values the schema does not list.
+// UnmarshalJSONFrom decodes ErrorKind, keeping any value.
 func (x *ErrorKind) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	return wire.StringEnum(dec, x, "ErrorKind", valuesErrorKind, false)
+	return wire.StringEnum(dec, x, "ErrorKind", valuesErrorKind, true)
 }
 
-// MarshalJSONTo encodes ErrorKind, refusing values the schema does not list.
+// MarshalJSONTo encodes ErrorKind.
 func (x ErrorKind) MarshalJSONTo(enc *jsontext.Encoder) error {
-	return wire.WriteStringEnum(enc, x, "ErrorKind", valuesErrorKind, false)
+	return wire.WriteStringEnum(enc, x, "ErrorKind", valuesErrorKind, true)
 }
 
 // MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.

@@ -187,11 +187,11 @@ func (x *ActorMeta) UnmarshalJSON(data []byte) error {
 type AgentEvent struct {
 	// A unique identifier for a conversation session between a client and agent.
 	//
-	// Sessions maintain their own context, conversation history, and state,
-	// allowing multiple independent interactions with the same agent.
+	// Each session has its own context, conversation history, and state, so one
+	// agent can run several independent sessions.
 	//
 	// See protocol docs: [Session
-	// ID](https://agentclientprotocol.com/protocol/session-setup#session-id)
+	// ID](https://agentclientprotocol.com/protocol/v1/session-setup#session-id)
 	SessionID acp.SessionID
 	// The prompt an agent event belongs to (newest builds).
 	PromptCorrelation *PromptCorrelation
@@ -5768,8 +5768,8 @@ func (x *InjectGoal) UnmarshalJSON(data []byte) error {
 // pending tool batch). Agents list the modes they support in agentCapabilities.session.inject.modes;
 // clients degrade to steer.
 //
-// Closed: other values are rejected with wire.ErrConstraint, on decode and on encode. Generated from
-// harn-session.schema.json#/$defs/inject_mode.
+// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
+// from harn-session.schema.json#/$defs/inject_mode.
 type InjectMode string
 
 // Known values of InjectMode, in schema order.
@@ -5786,14 +5786,14 @@ func (x InjectMode) Known() bool {
 	return slices.Contains(valuesInjectMode, x)
 }
 
-// UnmarshalJSONFrom decodes InjectMode, rejecting values the schema does not list.
+// UnmarshalJSONFrom decodes InjectMode, keeping any value.
 func (x *InjectMode) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	return wire.StringEnum(dec, x, "InjectMode", valuesInjectMode, false)
+	return wire.StringEnum(dec, x, "InjectMode", valuesInjectMode, true)
 }
 
-// MarshalJSONTo encodes InjectMode, refusing values the schema does not list.
+// MarshalJSONTo encodes InjectMode.
 func (x InjectMode) MarshalJSONTo(enc *jsontext.Encoder) error {
-	return wire.WriteStringEnum(enc, x, "InjectMode", valuesInjectMode, false)
+	return wire.WriteStringEnum(enc, x, "InjectMode", valuesInjectMode, true)
 }
 
 // MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
@@ -6316,8 +6316,8 @@ func (x *ListShellsResponse) UnmarshalJSON(data []byte) error {
 
 // observer (many per session) or controller (at most one).
 //
-// Closed: other values are rejected with wire.ErrConstraint, on decode and on encode. Generated from
-// harn-session.schema.json#/$defs/live_mode.
+// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
+// from harn-session.schema.json#/$defs/live_mode.
 type LiveMode string
 
 // Known values of LiveMode, in schema order.
@@ -6333,14 +6333,14 @@ func (x LiveMode) Known() bool {
 	return slices.Contains(valuesLiveMode, x)
 }
 
-// UnmarshalJSONFrom decodes LiveMode, rejecting values the schema does not list.
+// UnmarshalJSONFrom decodes LiveMode, keeping any value.
 func (x *LiveMode) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	return wire.StringEnum(dec, x, "LiveMode", valuesLiveMode, false)
+	return wire.StringEnum(dec, x, "LiveMode", valuesLiveMode, true)
 }
 
-// MarshalJSONTo encodes LiveMode, refusing values the schema does not list.
+// MarshalJSONTo encodes LiveMode.
 func (x LiveMode) MarshalJSONTo(enc *jsontext.Encoder) error {
-	return wire.WriteStringEnum(enc, x, "LiveMode", valuesLiveMode, false)
+	return wire.WriteStringEnum(enc, x, "LiveMode", valuesLiveMode, true)
 }
 
 // MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
@@ -7094,8 +7094,8 @@ func (x *RemindCapabilityPending) UnmarshalJSON(data []byte) error {
 
 // How binding a reminder is (default contract).
 //
-// Closed: other values are rejected with wire.ErrConstraint, on decode and on encode. Generated from
-// harn-session.schema.json#/$defs/reminder_authority.
+// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
+// from harn-session.schema.json#/$defs/reminder_authority.
 type ReminderAuthority string
 
 // Known values of ReminderAuthority, in schema order.
@@ -7112,14 +7112,14 @@ func (x ReminderAuthority) Known() bool {
 	return slices.Contains(valuesReminderAuthority, x)
 }
 
-// UnmarshalJSONFrom decodes ReminderAuthority, rejecting values the schema does not list.
+// UnmarshalJSONFrom decodes ReminderAuthority, keeping any value.
 func (x *ReminderAuthority) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	return wire.StringEnum(dec, x, "ReminderAuthority", valuesReminderAuthority, false)
+	return wire.StringEnum(dec, x, "ReminderAuthority", valuesReminderAuthority, true)
 }
 
-// MarshalJSONTo encodes ReminderAuthority, refusing values the schema does not list.
+// MarshalJSONTo encodes ReminderAuthority.
 func (x ReminderAuthority) MarshalJSONTo(enc *jsontext.Encoder) error {
-	return wire.WriteStringEnum(enc, x, "ReminderAuthority", valuesReminderAuthority, false)
+	return wire.WriteStringEnum(enc, x, "ReminderAuthority", valuesReminderAuthority, true)
 }
 
 // MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
@@ -7182,8 +7182,8 @@ func (x *ReminderMode) UnmarshalJSON(data []byte) error {
 
 // Where a reminder propagates (default session); another value is HARN-RMD-005.
 //
-// Closed: other values are rejected with wire.ErrConstraint, on decode and on encode. Generated from
-// harn-session.schema.json#/$defs/reminder_propagate.
+// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
+// from harn-session.schema.json#/$defs/reminder_propagate.
 type ReminderPropagate string
 
 // Known values of ReminderPropagate, in schema order.
@@ -7200,14 +7200,14 @@ func (x ReminderPropagate) Known() bool {
 	return slices.Contains(valuesReminderPropagate, x)
 }
 
-// UnmarshalJSONFrom decodes ReminderPropagate, rejecting values the schema does not list.
+// UnmarshalJSONFrom decodes ReminderPropagate, keeping any value.
 func (x *ReminderPropagate) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	return wire.StringEnum(dec, x, "ReminderPropagate", valuesReminderPropagate, false)
+	return wire.StringEnum(dec, x, "ReminderPropagate", valuesReminderPropagate, true)
 }
 
-// MarshalJSONTo encodes ReminderPropagate, refusing values the schema does not list.
+// MarshalJSONTo encodes ReminderPropagate.
 func (x ReminderPropagate) MarshalJSONTo(enc *jsontext.Encoder) error {
-	return wire.WriteStringEnum(enc, x, "ReminderPropagate", valuesReminderPropagate, false)
+	return wire.WriteStringEnum(enc, x, "ReminderPropagate", valuesReminderPropagate, true)
 }
 
 // MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
@@ -7222,8 +7222,8 @@ func (x *ReminderPropagate) UnmarshalJSON(data []byte) error {
 
 // The role a reminder is rendered as (default system).
 //
-// Closed: other values are rejected with wire.ErrConstraint, on decode and on encode. Generated from
-// harn-session.schema.json#/$defs/reminder_role_hint.
+// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
+// from harn-session.schema.json#/$defs/reminder_role_hint.
 type ReminderRoleHint string
 
 // Known values of ReminderRoleHint, in schema order.
@@ -7241,14 +7241,14 @@ func (x ReminderRoleHint) Known() bool {
 	return slices.Contains(valuesReminderRoleHint, x)
 }
 
-// UnmarshalJSONFrom decodes ReminderRoleHint, rejecting values the schema does not list.
+// UnmarshalJSONFrom decodes ReminderRoleHint, keeping any value.
 func (x *ReminderRoleHint) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	return wire.StringEnum(dec, x, "ReminderRoleHint", valuesReminderRoleHint, false)
+	return wire.StringEnum(dec, x, "ReminderRoleHint", valuesReminderRoleHint, true)
 }
 
-// MarshalJSONTo encodes ReminderRoleHint, refusing values the schema does not list.
+// MarshalJSONTo encodes ReminderRoleHint.
 func (x ReminderRoleHint) MarshalJSONTo(enc *jsontext.Encoder) error {
-	return wire.WriteStringEnum(enc, x, "ReminderRoleHint", valuesReminderRoleHint, false)
+	return wire.WriteStringEnum(enc, x, "ReminderRoleHint", valuesReminderRoleHint, true)
 }
 
 // MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
@@ -7517,8 +7517,8 @@ func (x *RequestTraceArguments) UnmarshalJSON(data []byte) error {
 
 // revoked, or already_revoked for a repeated revocation.
 //
-// Closed: other values are rejected with wire.ErrConstraint, on decode and on encode. Generated from
-// harn-session.schema.json#/$defs/revoke_status.
+// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
+// from harn-session.schema.json#/$defs/revoke_status.
 type RevokeStatus string
 
 // Known values of RevokeStatus, in schema order.
@@ -7534,14 +7534,14 @@ func (x RevokeStatus) Known() bool {
 	return slices.Contains(valuesRevokeStatus, x)
 }
 
-// UnmarshalJSONFrom decodes RevokeStatus, rejecting values the schema does not list.
+// UnmarshalJSONFrom decodes RevokeStatus, keeping any value.
 func (x *RevokeStatus) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	return wire.StringEnum(dec, x, "RevokeStatus", valuesRevokeStatus, false)
+	return wire.StringEnum(dec, x, "RevokeStatus", valuesRevokeStatus, true)
 }
 
-// MarshalJSONTo encodes RevokeStatus, refusing values the schema does not list.
+// MarshalJSONTo encodes RevokeStatus.
 func (x RevokeStatus) MarshalJSONTo(enc *jsontext.Encoder) error {
-	return wire.WriteStringEnum(enc, x, "RevokeStatus", valuesRevokeStatus, false)
+	return wire.WriteStringEnum(enc, x, "RevokeStatus", valuesRevokeStatus, true)
 }
 
 // MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
@@ -7562,11 +7562,11 @@ func (x *RevokeStatus) UnmarshalJSON(data []byte) error {
 type SessionAttachParams struct {
 	// A unique identifier for a conversation session between a client and agent.
 	//
-	// Sessions maintain their own context, conversation history, and state,
-	// allowing multiple independent interactions with the same agent.
+	// Each session has its own context, conversation history, and state, so one
+	// agent can run several independent sessions.
 	//
 	// See protocol docs: [Session
-	// ID](https://agentclientprotocol.com/protocol/session-setup#session-id)
+	// ID](https://agentclientprotocol.com/protocol/v1/session-setup#session-id)
 	SessionID acp.SessionID
 	ClientID  string
 	// observer (many per session) or controller (at most one).
@@ -7678,11 +7678,11 @@ func (x *SessionAttachParams) UnmarshalJSON(data []byte) error {
 type SessionCancelResult struct {
 	// A unique identifier for a conversation session between a client and agent.
 	//
-	// Sessions maintain their own context, conversation history, and state,
-	// allowing multiple independent interactions with the same agent.
+	// Each session has its own context, conversation history, and state, so one
+	// agent can run several independent sessions.
 	//
 	// See protocol docs: [Session
-	// ID](https://agentclientprotocol.com/protocol/session-setup#session-id)
+	// ID](https://agentclientprotocol.com/protocol/v1/session-setup#session-id)
 	SessionID *acp.SessionID
 	// cancelled: the session's cancel flag was set now; already_cancelled: it was set before.
 	Status SessionCancelResultStatus
@@ -7851,8 +7851,8 @@ func (x *SessionCancelResultMetaHarn) UnmarshalJSON(data []byte) error {
 
 // cancelled: the session's cancel flag was set now; already_cancelled: it was set before.
 //
-// Closed: other values are rejected with wire.ErrConstraint, on decode and on encode. Generated from
-// harn-session.schema.json#/$defs/session_cancel_result/properties/status.
+// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
+// from harn-session.schema.json#/$defs/session_cancel_result/properties/status.
 type SessionCancelResultStatus string
 
 // Known values of SessionCancelResultStatus, in schema order.
@@ -7868,14 +7868,14 @@ func (x SessionCancelResultStatus) Known() bool {
 	return slices.Contains(valuesSessionCancelResultStatus, x)
 }
 
-// UnmarshalJSONFrom decodes SessionCancelResultStatus, rejecting values the schema does not list.
+// UnmarshalJSONFrom decodes SessionCancelResultStatus, keeping any value.
 func (x *SessionCancelResultStatus) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	return wire.StringEnum(dec, x, "SessionCancelResultStatus", valuesSessionCancelResultStatus, false)
+	return wire.StringEnum(dec, x, "SessionCancelResultStatus", valuesSessionCancelResultStatus, true)
 }
 
-// MarshalJSONTo encodes SessionCancelResultStatus, refusing values the schema does not list.
+// MarshalJSONTo encodes SessionCancelResultStatus.
 func (x SessionCancelResultStatus) MarshalJSONTo(enc *jsontext.Encoder) error {
-	return wire.WriteStringEnum(enc, x, "SessionCancelResultStatus", valuesSessionCancelResultStatus, false)
+	return wire.WriteStringEnum(enc, x, "SessionCancelResultStatus", valuesSessionCancelResultStatus, true)
 }
 
 // MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
@@ -8051,8 +8051,8 @@ func (x *SessionCancelToolCallResult) UnmarshalJSON(data []byte) error {
 
 // What happened.
 //
-// Closed: other values are rejected with wire.ErrConstraint, on decode and on encode. Generated from
-// harn-session.schema.json#/$defs/session_cancel_tool_call_result/properties/status.
+// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
+// from harn-session.schema.json#/$defs/session_cancel_tool_call_result/properties/status.
 type SessionCancelToolCallResultStatus string
 
 // Known values of SessionCancelToolCallResultStatus, in schema order.
@@ -8069,14 +8069,14 @@ func (x SessionCancelToolCallResultStatus) Known() bool {
 	return slices.Contains(valuesSessionCancelToolCallResultStatus, x)
 }
 
-// UnmarshalJSONFrom decodes SessionCancelToolCallResultStatus, rejecting values the schema does not list.
+// UnmarshalJSONFrom decodes SessionCancelToolCallResultStatus, keeping any value.
 func (x *SessionCancelToolCallResultStatus) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	return wire.StringEnum(dec, x, "SessionCancelToolCallResultStatus", valuesSessionCancelToolCallResultStatus, false)
+	return wire.StringEnum(dec, x, "SessionCancelToolCallResultStatus", valuesSessionCancelToolCallResultStatus, true)
 }
 
-// MarshalJSONTo encodes SessionCancelToolCallResultStatus, refusing values the schema does not list.
+// MarshalJSONTo encodes SessionCancelToolCallResultStatus.
 func (x SessionCancelToolCallResultStatus) MarshalJSONTo(enc *jsontext.Encoder) error {
-	return wire.WriteStringEnum(enc, x, "SessionCancelToolCallResultStatus", valuesSessionCancelToolCallResultStatus, false)
+	return wire.WriteStringEnum(enc, x, "SessionCancelToolCallResultStatus", valuesSessionCancelToolCallResultStatus, true)
 }
 
 // MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
@@ -8097,11 +8097,11 @@ func (x *SessionCancelToolCallResultStatus) UnmarshalJSON(data []byte) error {
 type SessionClientParams struct {
 	// A unique identifier for a conversation session between a client and agent.
 	//
-	// Sessions maintain their own context, conversation history, and state,
-	// allowing multiple independent interactions with the same agent.
+	// Each session has its own context, conversation history, and state, so one
+	// agent can run several independent sessions.
 	//
 	// See protocol docs: [Session
-	// ID](https://agentclientprotocol.com/protocol/session-setup#session-id)
+	// ID](https://agentclientprotocol.com/protocol/v1/session-setup#session-id)
 	SessionID acp.SessionID
 	ClientID  string
 	Metadata  jsontext.Value
@@ -8172,11 +8172,11 @@ func (x *SessionClientParams) UnmarshalJSON(data []byte) error {
 type SessionDetachParams struct {
 	// A unique identifier for a conversation session between a client and agent.
 	//
-	// Sessions maintain their own context, conversation history, and state,
-	// allowing multiple independent interactions with the same agent.
+	// Each session has its own context, conversation history, and state, so one
+	// agent can run several independent sessions.
 	//
 	// See protocol docs: [Session
-	// ID](https://agentclientprotocol.com/protocol/session-setup#session-id)
+	// ID](https://agentclientprotocol.com/protocol/v1/session-setup#session-id)
 	SessionID acp.SessionID
 	ClientID  string
 	// Why (default client_detached); a broker that sees a client vanish sends client_exit. Open.
@@ -8357,11 +8357,11 @@ func (x *SessionForkParams) UnmarshalJSON(data []byte) error {
 type SessionIDParams struct {
 	// A unique identifier for a conversation session between a client and agent.
 	//
-	// Sessions maintain their own context, conversation history, and state,
-	// allowing multiple independent interactions with the same agent.
+	// Each session has its own context, conversation history, and state, so one
+	// agent can run several independent sessions.
 	//
 	// See protocol docs: [Session
-	// ID](https://agentclientprotocol.com/protocol/session-setup#session-id)
+	// ID](https://agentclientprotocol.com/protocol/v1/session-setup#session-id)
 	SessionID acp.SessionID
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
@@ -8419,11 +8419,11 @@ func (x *SessionIDParams) UnmarshalJSON(data []byte) error {
 type SessionInjectHostEventParams struct {
 	// A unique identifier for a conversation session between a client and agent.
 	//
-	// Sessions maintain their own context, conversation history, and state,
-	// allowing multiple independent interactions with the same agent.
+	// Each session has its own context, conversation history, and state, so one
+	// agent can run several independent sessions.
 	//
 	// See protocol docs: [Session
-	// ID](https://agentclientprotocol.com/protocol/session-setup#session-id)
+	// ID](https://agentclientprotocol.com/protocol/v1/session-setup#session-id)
 	SessionID acp.SessionID
 	// An event of the host injected into the session.
 	Event HostEvent
@@ -8486,11 +8486,11 @@ func (x *SessionInjectHostEventParams) UnmarshalJSON(data []byte) error {
 type SessionInjectParams struct {
 	// A unique identifier for a conversation session between a client and agent.
 	//
-	// Sessions maintain their own context, conversation history, and state,
-	// allowing multiple independent interactions with the same agent.
+	// Each session has its own context, conversation history, and state, so one
+	// agent can run several independent sessions.
 	//
 	// See protocol docs: [Session
-	// ID](https://agentclientprotocol.com/protocol/session-setup#session-id)
+	// ID](https://agentclientprotocol.com/protocol/v1/session-setup#session-id)
 	SessionID acp.SessionID
 	// When an injected message is delivered: queue (end of interaction, mapped to audit_only), steer
 	// (next safe operation boundary, finish_step) or interrupt_immediate (next eligible checkpoint,
@@ -8943,11 +8943,11 @@ func (x *SessionRemindResult) UnmarshalJSON(data []byte) error {
 type SessionReplaceInjectParams struct {
 	// A unique identifier for a conversation session between a client and agent.
 	//
-	// Sessions maintain their own context, conversation history, and state,
-	// allowing multiple independent interactions with the same agent.
+	// Each session has its own context, conversation history, and state, so one
+	// agent can run several independent sessions.
 	//
 	// See protocol docs: [Session
-	// ID](https://agentclientprotocol.com/protocol/session-setup#session-id)
+	// ID](https://agentclientprotocol.com/protocol/v1/session-setup#session-id)
 	SessionID acp.SessionID
 	MessageID string
 	// A user message to inject: non-empty text, or a non-empty list of ACP content blocks.
@@ -9077,11 +9077,11 @@ func (x *SessionReplaceInjectResult) UnmarshalJSON(data []byte) error {
 type SessionRevokeInjectParams struct {
 	// A unique identifier for a conversation session between a client and agent.
 	//
-	// Sessions maintain their own context, conversation history, and state,
-	// allowing multiple independent interactions with the same agent.
+	// Each session has its own context, conversation history, and state, so one
+	// agent can run several independent sessions.
 	//
 	// See protocol docs: [Session
-	// ID](https://agentclientprotocol.com/protocol/session-setup#session-id)
+	// ID](https://agentclientprotocol.com/protocol/v1/session-setup#session-id)
 	SessionID acp.SessionID
 	MessageID string
 	// A _meta carrying the caller's identity under harn.actor; other keys are kept.
@@ -9208,11 +9208,11 @@ func (x *SessionRevokeInjectResult) UnmarshalJSON(data []byte) error {
 type SessionRevokeReminderParams struct {
 	// A unique identifier for a conversation session between a client and agent.
 	//
-	// Sessions maintain their own context, conversation history, and state,
-	// allowing multiple independent interactions with the same agent.
+	// Each session has its own context, conversation history, and state, so one
+	// agent can run several independent sessions.
 	//
 	// See protocol docs: [Session
-	// ID](https://agentclientprotocol.com/protocol/session-setup#session-id)
+	// ID](https://agentclientprotocol.com/protocol/v1/session-setup#session-id)
 	SessionID       acp.SessionID
 	ReminderID      *string
 	ReminderIDSnake *string

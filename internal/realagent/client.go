@@ -270,7 +270,7 @@ func (c *Client) terminalCreate(_ context.Context, r *acp.CreateTerminalRequest)
 	c.terminals[id] = t
 	c.mu.Unlock()
 	c.log("terminal %s: %s", id, strings.Join(cmd.Args, " "))
-	return &acp.CreateTerminalResponse{TerminalID: id}, nil
+	return &acp.CreateTerminalResponse{TerminalID: acp.TerminalID(id)}, nil
 }
 
 func (c *Client) terminal(id string) (*terminal, error) {
@@ -284,7 +284,7 @@ func (c *Client) terminal(id string) (*terminal, error) {
 }
 
 func (c *Client) terminalOutput(_ context.Context, r *acp.TerminalOutputRequest) (*acp.TerminalOutputResponse, error) {
-	t, err := c.terminal(r.TerminalID)
+	t, err := c.terminal(string(r.TerminalID))
 	if err != nil {
 		return nil, err
 	}
@@ -299,7 +299,7 @@ func (c *Client) terminalOutput(_ context.Context, r *acp.TerminalOutputRequest)
 }
 
 func (c *Client) terminalWaitForExit(ctx context.Context, r *acp.WaitForTerminalExitRequest) (*acp.WaitForTerminalExitResponse, error) {
-	t, err := c.terminal(r.TerminalID)
+	t, err := c.terminal(string(r.TerminalID))
 	if err != nil {
 		return nil, err
 	}
@@ -312,7 +312,7 @@ func (c *Client) terminalWaitForExit(ctx context.Context, r *acp.WaitForTerminal
 }
 
 func (c *Client) terminalKill(_ context.Context, r *acp.KillTerminalRequest) (*acp.KillTerminalResponse, error) {
-	t, err := c.terminal(r.TerminalID)
+	t, err := c.terminal(string(r.TerminalID))
 	if err != nil {
 		return nil, err
 	}
@@ -321,14 +321,14 @@ func (c *Client) terminalKill(_ context.Context, r *acp.KillTerminalRequest) (*a
 }
 
 func (c *Client) terminalRelease(_ context.Context, r *acp.ReleaseTerminalRequest) (*acp.ReleaseTerminalResponse, error) {
-	t, err := c.terminal(r.TerminalID)
+	t, err := c.terminal(string(r.TerminalID))
 	if err != nil {
 		return nil, err
 	}
 	_ = syscall.Kill(-t.cmd.Process.Pid, syscall.SIGKILL)
 	<-t.done
 	c.mu.Lock()
-	delete(c.terminals, r.TerminalID)
+	delete(c.terminals, string(r.TerminalID))
 	c.mu.Unlock()
 	return &acp.ReleaseTerminalResponse{}, nil
 }

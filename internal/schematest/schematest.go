@@ -14,8 +14,9 @@
 // kind.
 //
 // One divergence is by design and allowed: a union member whose tag names no
-// variant this version knows is kept in the union's Unknown field, where the
-// schema's closed list of variants rejects it (ACP's and Harn's
+// variant this version knows is kept in the union's Unknown field, and a
+// string enum value the schema does not list is kept (Known reports false),
+// where the schema's closed lists reject them (ACP's and Harn's
 // forward-compatibility rule). A document accepted only that way is counted,
 // not reported.
 //
@@ -56,7 +57,17 @@ type Spec struct {
 // Load reads the schema files and catalogues under root/spec, applies the
 // catalogues' overlays to the schema files they name, and prepares a
 // compiler.
-func Load(root string) (*Spec, error) {
+func Load(root string) (*Spec, error) { return load(root, nil) }
+
+// LoadRetargeted is Load, with every overlay of a definition in file from
+// applied also to the definition of the same name in file to: the spec of
+// an older version of a vendored schema as bridgekit's overlays extend it
+// (acp/v1/schema.json's Harn overlays on acp/v0.12.2/schema.json).
+func LoadRetargeted(root, from, to string) (*Spec, error) {
+	return load(root, map[string]string{from: to})
+}
+
+func load(root string, retarget map[string]string) (*Spec, error) {
 	schemas := filepath.Join(root, "spec", "schemas")
 	docs := map[string]any{}
 	err := filepath.WalkDir(schemas, func(p string, d os.DirEntry, err error) error {
@@ -81,9 +92,12 @@ func Load(root string) (*Spec, error) {
 	if err != nil {
 		return nil, err
 	}
+	for _, doc := range docs {
+		discriminate(doc, doc)
+	}
 	cats, _ := filepath.Glob(filepath.Join(root, "spec", "catalogue", "*.json"))
 	for _, p := range cats {
-		if err := applyOverlays(p, docs); err != nil {
+		if err := applyOverlays(p, docs, retarget); err != nil {
 			return nil, err
 		}
 	}
@@ -97,6 +111,101 @@ func Load(root string) (*Spec, error) {
 	return &Spec{c: c}, nil
 }
 
+// discriminate applies, everywhere in doc, the rule by which ACP's tagged
+// unions choose their default variant and which an anyOf alone does not
+// say: the variant without a tag (McpServer's stdio, AuthMethod's agent) is
+// the one chosen when the tag member is absent. In plain JSON Schema an
+// object tagged "terminal" whose terminal members are wrong still matches
+// the open default variant; the decoders, like ACP's own, choose by the tag.
+// So the default alternative gets not: {required: [tag]}. A union qualifies
+// when every alternative but one fixes the same member to a const (inline,
+// beside its allOf wrapper) and that one has no such member, itself or in
+// the definition it wraps.
+func discriminate(node any, root any) {
+	switch n := node.(type) {
+	case []any:
+		for _, e := range n {
+			discriminate(e, root)
+		}
+	case map[string]any:
+		for _, k := range []string{"anyOf", "oneOf"} {
+			if alts, ok := n[k].([]any); ok {
+				markDefault(alts, root)
+			}
+		}
+		for _, v := range n {
+			discriminate(v, root)
+		}
+	}
+}
+
+func markDefault(alts []any, root any) {
+	tag := ""
+	for _, a := range alts {
+		m, ok := a.(map[string]any)
+		if !ok {
+			return
+		}
+		props, _ := m["properties"].(map[string]any)
+		for name, p := range props {
+			if pm, ok := p.(map[string]any); ok && pm["const"] != nil {
+				if tag != "" && tag != name {
+					return
+				}
+				tag = name
+			}
+		}
+	}
+	if tag == "" {
+		return
+	}
+	def := -1
+	for i, a := range alts {
+		m := a.(map[string]any)
+		props, _ := m["properties"].(map[string]any)
+		if p, has := props[tag]; has {
+			if pm, ok := p.(map[string]any); !ok || pm["const"] == nil && m["not"] == nil {
+				return // the tag is there but fixed by no const, and no catch-all
+			}
+			continue
+		}
+		if def >= 0 {
+			return
+		}
+		def = i
+	}
+	if def < 0 {
+		return
+	}
+	m := alts[def].(map[string]any)
+	if hasMember(m, tag, root) {
+		return
+	}
+	if _, has := m["not"]; has {
+		return
+	}
+	m["not"] = map[string]any{"required": []any{tag}}
+}
+
+// hasMember reports whether s, or the local definition it wraps ($ref or a
+// single-$ref allOf), declares member.
+func hasMember(s map[string]any, member string, root any) bool {
+	ref, _ := s["$ref"].(string)
+	if all, ok := s["allOf"].([]any); ok && len(all) == 1 {
+		if w, ok := all[0].(map[string]any); ok {
+			ref, _ = w["$ref"].(string)
+		}
+	}
+	if !strings.HasPrefix(ref, "#/$defs/") {
+		return ref != "" // another file: assume it may, and leave it alone
+	}
+	defs, _ := root.(map[string]any)["$defs"].(map[string]any)
+	d, _ := defs[strings.TrimPrefix(ref, "#/$defs/")].(map[string]any)
+	props, _ := d["properties"].(map[string]any)
+	_, has := props[member]
+	return d == nil || has
+}
+
 type overlay struct {
 	Def      string   `json:"def"`
 	Member   string   `json:"member"`
@@ -106,7 +215,7 @@ type overlay struct {
 }
 
 // applyOverlays applies the overlays of one catalogue to the loaded files.
-func applyOverlays(path string, docs map[string]any) error {
+func applyOverlays(path string, docs map[string]any, retarget map[string]string) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return err
@@ -117,7 +226,15 @@ func applyOverlays(path string, docs map[string]any) error {
 	if err := json.Unmarshal(data, &cat); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
+	all := cat.Overlays
 	for _, o := range cat.Overlays {
+		file, frag, _ := strings.Cut(o.Def, "#")
+		if to, ok := retarget[file]; ok {
+			o.Def = to + "#" + frag
+			all = append(all, o)
+		}
+	}
+	for _, o := range all {
 		def, err := lookup(docs, o.Def)
 		if err != nil {
 			return fmt.Errorf("%s: overlay of %s: %w", path, o.Def, err)
@@ -347,7 +464,8 @@ func encode(v any) []byte {
 }
 
 // HasUnknown reports whether a decoded value holds, anywhere, a union
-// variant this version does not know (a non-empty Unknown field).
+// variant this version does not know (a non-empty Unknown field) or a value
+// of an open string enum that its schema does not list (Known false).
 func HasUnknown(v any) bool {
 	return hasUnknown(reflect.ValueOf(v), 0)
 }
@@ -356,6 +474,13 @@ var rawType = reflect.TypeFor[jsontext.Value]()
 
 func hasUnknown(v reflect.Value, depth int) bool {
 	if depth > 64 {
+		return false
+	}
+	if v.Kind() == reflect.String {
+		// An open enum's value this version does not list.
+		if known := v.MethodByName("Known"); known.IsValid() && known.Type().NumIn() == 0 && known.Type().NumOut() == 1 && known.Type().Out(0).Kind() == reflect.Bool {
+			return !known.Call(nil)[0].Bool()
+		}
 		return false
 	}
 	switch v.Kind() {
@@ -463,4 +588,76 @@ func Clone(v any) any {
 		return a
 	}
 	return v
+}
+
+// Differential checks that every document the spec of an older schema
+// accepts decodes with the generated types of the current one and
+// re-encodes to the same JSON (member order aside): golden documents of
+// the older version (golden, by type name) and their mutations, each judged
+// by the older schema's definition of the same name (older is that file,
+// under spec/schemas). The generated seeds are not used: they hold members
+// only the current version defines, which the older, open objects accept
+// as anything.
+// Types whose definition the older file lacks are skipped. It returns how
+// many documents the older schema accepted.
+func (s *Spec) Differential(t TB, types []wiretest.Type, older string, golden map[string][]json.RawMessage, limit int) (judged int) {
+	t.Helper()
+	for _, typ := range types {
+		_, frag, _ := strings.Cut(typ.Schema, "#")
+		if strings.Contains(typ.Schema, "(") || inlineVariant.MatchString(typ.Schema) || !strings.HasPrefix(frag, "/$defs/") {
+			continue
+		}
+		sch, err := s.Compile(older + "#" + frag)
+		if err != nil {
+			continue // the older file has no such definition
+		}
+		var bases []any
+		for _, d := range golden[typ.Name] {
+			bases = append(bases, decode(t, d))
+		}
+		for _, b := range bases {
+			docs := append([]any{b}, Mutate(b)...)
+			if len(docs) > limit {
+				step := float64(len(docs)) / float64(limit)
+				picked := make([]any, 0, limit)
+				for i := range limit {
+					picked = append(picked, docs[int(float64(i)*step)])
+				}
+				docs = picked
+			}
+			for _, d := range docs {
+				data := encode(d)
+				if sch.Validate(decode(t, data)) != nil {
+					continue
+				}
+				judged++
+				v := typ.New()
+				if err := jsonv2.Unmarshal(data, v); err != nil {
+					t.Errorf("%s: valid under %s, rejected by the current type: %v, for %s", typ.Name, older, err, data)
+					continue
+				}
+				out, err := jsonv2.Marshal(v)
+				if err != nil {
+					t.Errorf("%s: decoded but not re-encoded: %v, for %s", typ.Name, err, data)
+					continue
+				}
+				if !sameJSON(data, out) {
+					t.Errorf("%s: valid under %s, re-encoded differently:\n in  %s\n out %s", typ.Name, older, data, out)
+				}
+			}
+		}
+	}
+	return judged
+}
+
+// sameJSON compares two documents structurally, member order aside.
+func sameJSON(a, b []byte) bool {
+	var x, y any
+	da, db := json.NewDecoder(bytes.NewReader(a)), json.NewDecoder(bytes.NewReader(b))
+	da.UseNumber()
+	db.UseNumber()
+	if da.Decode(&x) != nil || db.Decode(&y) != nil {
+		return false
+	}
+	return reflect.DeepEqual(x, y)
 }

@@ -118,6 +118,12 @@ type Derive struct {
 	// Sides maps each x-side value to the catalogue side that serves the
 	// method; the other side sends it.
 	Sides map[string]string `json:"sides"`
+	// Unrouted lists, with a reason each, annotated $defs entries that no
+	// routing definition lists (ACP v1's $/cancel_request, x-side protocol,
+	// is routed by the schema's root): they derive no method, and the
+	// catalogue lists their method under methods instead. An entry that is
+	// routed, or not annotated, fails.
+	Unrouted map[string]string `json:"unrouted,omitempty"`
 }
 
 // Annotation adds to a derived method what the schema does not say.

@@ -89,8 +89,20 @@ func (c *Catalogue) derive(files map[string]*schema.File, readFile func(string) 
 	collect(d.Notifications, "params", Notification)
 	collect(d.Responses, "result", "")
 	for _, name := range f.Root.DefOrder {
-		if annotated[name] && !routed[name] {
+		_, excused := d.Unrouted[name]
+		switch {
+		case annotated[name] && !routed[name] && !excused:
 			bad("%s has x-method but no routing definition lists it", name)
+		case excused && routed[name]:
+			bad("unrouted: %s is listed by a routing definition", name)
+		}
+	}
+	for _, name := range sortedKeys(d.Unrouted) {
+		switch {
+		case !annotated[name]:
+			bad("unrouted: %s is not a $defs entry with x-method", name)
+		case strings.TrimSpace(d.Unrouted[name]) == "":
+			bad("unrouted: %s needs a reason", name)
 		}
 	}
 	type entry struct {

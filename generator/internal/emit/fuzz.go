@@ -72,6 +72,9 @@ func example(r *ir.Ref, depth int) (any, bool) {
 		}
 		return n, true
 	case ir.Raw, ir.RawObject:
+		if r.Example != nil {
+			return r.Example, true
+		}
 		return map[string]any{"raw": []any{1, "two", nil}}, true
 	case ir.Array:
 		e, ok := example(r.Elem, depth+1)

@@ -21,6 +21,7 @@ type builder struct {
 	forbids    map[string]*overlay // by def pointer
 	extensions map[string]*overlay // variants added to unions, by def pointer
 	byPtr      map[string]*Ref
+	nullDefs   map[string]bool // named definitions that admit null
 	building   map[string]bool
 	byName     map[string]*Type
 	// imports maps the schema files of imported catalogues to their package;
@@ -65,7 +66,7 @@ func BuildImporting(cat *catalogue.Catalogue, methods []catalogue.Method, files 
 	}
 	b := &builder{
 		files: files, ov: ov, overlays: map[string]*overlay{}, forbids: map[string]*overlay{}, extensions: map[string]*overlay{},
-		byPtr: map[string]*Ref{}, building: map[string]bool{}, byName: map[string]*Type{},
+		byPtr: map[string]*Ref{}, nullDefs: map[string]bool{}, building: map[string]bool{}, byName: map[string]*Type{},
 		imports: map[string]Import{}, importedNames: map[string]*Type{}, own: cat.Schemas,
 	}
 	addOverlays := func(list []catalogue.Overlay, imported bool) {
@@ -461,6 +462,9 @@ func (b *builder) ref(ptr, from string) *Ref {
 		b.fail("%s: refers to %s, which spec/overrides.json excludes from generation", orDef(from, key), key)
 		return &Ref{Kind: Raw}
 	}
+	if o, ok := b.ov.IsRaw(key); ok {
+		return &Ref{Kind: Raw, Example: o.Example}
+	}
 	if r, ok := b.byPtr[key]; ok {
 		return r
 	}
@@ -475,10 +479,20 @@ func (b *builder) ref(ptr, from string) *Ref {
 	_, def := path.Split(key)
 	r, nullable := b.node(s, naming.Go(def), true)
 	if nullable {
-		b.fail("%s: a nullable definition cannot be named; make the members that use it nullable", key)
+		// A nullable definition (ACP v1's RequestId: null, integer or
+		// string) is named without its null; every member that uses it is
+		// nullable instead (refNull).
+		b.nullDefs[key] = true
 	}
 	b.byPtr[key] = r
 	return r
+}
+
+// refNull is ref, also reporting whether the definition admits null.
+func (b *builder) refNull(ptr, from string) (*Ref, bool) {
+	r := b.ref(ptr, from)
+	_, key := b.resolve(ptr, from)
+	return r, b.nullDefs[key]
 }
 
 func orDef(from, key string) string {
@@ -527,19 +541,23 @@ func (b *builder) node(s *schema.Schema, name string, named bool) (*Ref, bool) {
 		}
 		return &Ref{Kind: Raw}, false
 	}
+	if s.Not != nil || s.UnevaluatedProperties != nil {
+		b.fail("%s: not and unevaluatedProperties are supported only on the catch-all alternative of a tagged union ({properties: {<tag>: {type: string}}, required: [<tag>], not: {anyOf: [every other alternative's {properties: {<tag>: {const}}, required: [<tag>]}]}})", s.Pointer)
+		return &Ref{Kind: Raw}, false
+	}
 	if len(s.AllOf) > 0 {
 		ref := wrapped(s)
 		if ref == "" {
 			b.fail("%s: allOf is supported as a single $ref wrapper (with description or title beside it), or as a union variant {allOf: [{$ref}], properties: {<tag>: {const}}, required: [<tag>]}", s.Pointer)
 			return &Ref{Kind: Raw}, false
 		}
-		return b.ref(ref, s.Pointer), false
+		return b.refNull(ref, s.Pointer)
 	}
 	if s.Ref != "" {
 		if shapeKeywordsBeside(s) {
 			b.fail("%s: $ref with sibling type keywords is unsupported", s.Pointer)
 		}
-		return b.ref(s.Ref, s.Pointer), false
+		return b.refNull(s.Ref, s.Pointer)
 	}
 	alts := append(slices.Clone(s.AnyOf), s.OneOf...)
 	if o, ok := b.extensions[s.Pointer]; ok && len(alts) > 0 {
@@ -814,10 +832,24 @@ func plainScalar(s *schema.Schema) (string, bool) {
 	return "", false
 }
 
-// enum builds a closed enum from an enum keyword.
+// openByDefault reports whether a string enum keeps values it does not
+// list: every one does (the protocols bridgekit speaks add values in later
+// versions, and ACP's rule is that a receiver ignores what it does not
+// know), unless spec/overrides.json's closed table names it with the
+// protocol's reason. Integer enums stay as their schema says.
+func (b *builder) openByDefault(s *schema.Schema, base RefKind) bool {
+	if base != String {
+		return false
+	}
+	_, closed := b.ov.Closed(s.Pointer)
+	return !closed
+}
+
+// enum builds an enum from an enum keyword.
 func (b *builder) enum(s *schema.Schema, name string, base RefKind, values []json.RawMessage) *Ref {
 	t := b.newType(s, name, Enum)
 	t.Base = &Ref{Kind: base}
+	t.Open = b.openByDefault(s, base)
 	for _, v := range values {
 		b.enumValue(t, v, "", "", s.Pointer)
 	}
@@ -956,6 +988,7 @@ func (b *builder) union(s *schema.Schema, alts []*schema.Schema, name string, na
 		b.fail("%s: a union of null only is unsupported", s.Pointer)
 		return &Ref{Kind: Raw}, nullable
 	}
+	rest = b.dropCatchAll(s, rest)
 	if r, ok := b.constUnion(s, rest, name); ok {
 		return r, nullable
 	}
@@ -984,6 +1017,73 @@ func (b *builder) union(s *schema.Schema, alts []*schema.Schema, name string, na
 		return r, nullable
 	}
 	return b.kindUnion(s, rest, name, nullable)
+}
+
+// dropCatchAll removes the catch-all alternative of a tagged union (ACP v1
+// writes one as its "other" variant): an object whose tag member is any
+// string, required, and which excludes with not exactly the tag consts of
+// the other alternatives. A generated tagged union keeps such objects in
+// Unknown, so the alternative adds no variant; anything it says beside the
+// tag (unevaluatedProperties, nested scopes) describes what Unknown holds.
+// A not of any other shape is left in place and fails in node.
+func (b *builder) dropCatchAll(s *schema.Schema, rest []*schema.Schema) []*schema.Schema {
+	for i, a := range rest {
+		if a.Not == nil {
+			continue
+		}
+		tag, excluded, ok := catchAllTag(a)
+		if !ok {
+			return rest
+		}
+		others := slices.Delete(slices.Clone(rest), i, i+1)
+		var consts []string
+		for _, o := range others {
+			x, isObj := b.objectAlt(o)
+			if !isObj {
+				return rest
+			}
+			if v, has := x.consts[tag]; has {
+				consts = append(consts, v)
+			}
+		}
+		slices.Sort(consts)
+		slices.Sort(excluded)
+		if !slices.Equal(consts, excluded) {
+			b.fail("%s: the catch-all alternative excludes %v, but the other alternatives fix %s to %v", a.Pointer, excluded, tag, consts)
+			return others
+		}
+		return others
+	}
+	return rest
+}
+
+// catchAllTag reports the tag of a catch-all alternative and the consts its
+// not excludes.
+func catchAllTag(a *schema.Schema) (string, []string, bool) {
+	if len(a.Properties) != 1 || len(a.Required) != 1 || a.Required[0] != a.Properties[0].Name {
+		return "", nil, false
+	}
+	tag := a.Properties[0].Name
+	if k, ok := plainScalar(a.Properties[0].Schema); !ok || k != "string" {
+		return "", nil, false
+	}
+	if u := a.UnevaluatedProperties; u != nil && (u.Bool == nil || !*u.Bool) {
+		return "", nil, false
+	}
+	n := a.Not
+	if len(n.AnyOf) == 0 || len(n.OneOf)+len(n.AllOf) > 0 || n.Ref != "" || len(n.Properties) > 0 || n.Not != nil {
+		return "", nil, false
+	}
+	var out []string
+	for _, e := range n.AnyOf {
+		var v string
+		if len(e.Properties) != 1 || e.Properties[0].Name != tag || len(e.Required) != 1 || e.Required[0] != tag ||
+			!constOnly(e.Properties[0].Schema) || json.Unmarshal(e.Properties[0].Schema.Const, &v) != nil {
+			return "", nil, false
+		}
+		out = append(out, v)
+	}
+	return tag, out, true
 }
 
 // constUnion builds an enum from alternatives that are all consts, or consts
@@ -1025,7 +1125,7 @@ func (b *builder) constUnion(s *schema.Schema, rest []*schema.Schema, name strin
 	}
 	t := b.newType(s, name, Enum)
 	t.Base = &Ref{Kind: base}
-	t.Open = plainAlt != nil
+	t.Open = plainAlt != nil || b.openByDefault(s, base)
 	for _, c := range consts {
 		b.enumValue(t, c.Const, c.Title, c.Description, c.Pointer)
 	}
@@ -1284,6 +1384,14 @@ func (b *builder) kindUnion(s *schema.Schema, rest []*schema.Schema, name string
 		word := kindName(g.kind)
 		var r *Ref
 		var doc, title string
+		if g.kind == '0' && len(g.alts) == 2 {
+			// {integer} beside {number}: every integer is a number, so the
+			// number alternative takes both (float64; integers beyond 2^53
+			// lose precision).
+			if i := numberOverInteger(g.alts); i >= 0 {
+				g.alts = g.alts[i : i+1]
+			}
+		}
 		if len(g.alts) == 1 {
 			a := g.alts[0]
 			var null bool
@@ -1319,6 +1427,25 @@ func (b *builder) kindUnion(s *schema.Schema, rest []*schema.Schema, name string
 		t.Variants = append(t.Variants, &Variant{Kind: g.kind, Go: goName, Ref: r, Doc: doc})
 	}
 	return &Ref{Kind: Named, Named: t}, nullable
+}
+
+// numberOverInteger returns the index of the plain number alternative of
+// two plain scalar alternatives integer and number, or -1.
+func numberOverInteger(alts []*schema.Schema) int {
+	kinds := [2]string{}
+	for i, a := range alts {
+		if a.Const != nil || a.Ref != "" || len(a.AnyOf)+len(a.OneOf)+len(a.AllOf) > 0 || len(a.Enum) > 0 || a.HasConstraints() || len(a.Types) != 1 {
+			return -1
+		}
+		kinds[i] = a.Types[0]
+	}
+	switch kinds {
+	case [2]string{"integer", "number"}:
+		return 1
+	case [2]string{"number", "integer"}:
+		return 0
+	}
+	return -1
 }
 
 // syntacticKind tells the JSON kind an alternative accepts: from a $ref's

@@ -87,8 +87,8 @@ func TestClassification(t *testing.T) {
 	if e := got["OpenEnum"]; e.Kind != Enum || !e.Open || e.Values[0].Go != "OpenEnumA" || e.Values[0].Doc != "A." {
 		t.Errorf("open enum: %+v", e)
 	}
-	if e := got["ClosedEnum"]; e.Kind != Enum || e.Open || len(e.Values) != 2 {
-		t.Errorf("closed enum: %+v", e)
+	if e := got["ClosedEnum"]; e.Kind != Enum || !e.Open || len(e.Values) != 2 {
+		t.Errorf("a string enum is open unless spec/overrides.json closes it: %+v", e)
 	}
 	if e := got["Codes"]; e.Kind != Enum || !e.Open || e.Base.Kind != Int || e.Values[0].Go != "CodesBadThing" || e.Values[0].Int != -1 {
 		t.Errorf("titled integer enum: %+v", e.Values[0])
@@ -198,5 +198,69 @@ func TestForbiddenMembersAndAddedVariants(t *testing.T) {
 		if _, err := buildWithOverlays(t, defs, o); err == nil {
 			t.Errorf("%s: want an error", name)
 		}
+	}
+}
+
+// ACP v1's catch-all alternative ("other": any tag but the listed ones) adds
+// no variant: the union keeps such objects in Unknown. A not of any other
+// shape, or one that excludes other tags than the variants fix, fails.
+func TestCatchAllAlternative(t *testing.T) {
+	alt := func(tag string) string {
+		return `{"type":"object","properties":{"kind":{"type":"string","const":"` + tag + `"}},"required":["kind"]}`
+	}
+	other := func(tags ...string) string {
+		var ex []string
+		for _, tg := range tags {
+			ex = append(ex, alt(tg))
+		}
+		return `{"title":"other","type":"object","properties":{"kind":{"type":"string"}},"required":["kind"],"unevaluatedProperties":true,"not":{"anyOf":[` + strings.Join(ex, ",") + `]}}`
+	}
+	p, err := build(t, `{"u":{"anyOf":[`+alt("a")+`,`+alt("b")+`,`+other("a", "b")+`]}}`, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := types(t, p)["U"]
+	if u == nil || u.Union != ByTag || u.Tag != "kind" || len(u.Variants) != 2 {
+		t.Fatalf("catch-all: %+v", u)
+	}
+	if _, err := build(t, `{"u":{"anyOf":[`+alt("a")+`,`+alt("b")+`,`+other("a")+`]}}`, nil); err == nil || !strings.Contains(err.Error(), "excludes [a]") {
+		t.Fatalf("a catch-all that excludes too little must fail: %v", err)
+	}
+	if _, err := build(t, `{"u":{"type":"object","properties":{"a":{"type":"string"}},"not":{"required":["a"]}}}`, nil); err == nil || !strings.Contains(err.Error(), "not and unevaluatedProperties are supported only") {
+		t.Fatalf("a stray not must fail: %v", err)
+	}
+}
+
+// A definition that admits null is named without it, and members that use
+// it are nullable (ACP v1's RequestId).
+func TestNullableDefinition(t *testing.T) {
+	p, err := build(t, `{"id":{"anyOf":[{"type":"null"},{"title":"Number","type":"integer"},{"title":"Str","type":"string"}]},
+	  "o":{"type":"object","properties":{"id":{"allOf":[{"$ref":"#/$defs/id"}]}},"required":["id"]}}`, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := types(t, p)["O"]
+	if o == nil || len(o.Fields) != 1 || !o.Fields[0].Nullable || o.Fields[0].Ref.Named == nil || o.Fields[0].Ref.Named.Name != "ID" {
+		t.Fatalf("%+v", o.Fields[0])
+	}
+}
+
+// A string enum stays closed only where spec/overrides.json's closed table
+// names it; an entry that matches nothing is reported.
+func TestClosedEnumOverride(t *testing.T) {
+	ov := &schema.Overrides{ClosedEnums: map[string]schema.Exclusion{
+		"t.schema.json#/$defs/e":    {Reason: "r"},
+		"t.schema.json#/$defs/gone": {Reason: "r"},
+	}}
+	p, err := build(t, `{"e":{"type":"string","enum":["a","b"]},"f":{"type":"string","enum":["a"]}}`, ov)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := types(t, p)
+	if got["E"].Open || !got["F"].Open {
+		t.Fatalf("E open %v, F open %v", got["E"].Open, got["F"].Open)
+	}
+	if u := ov.Unused(); len(u) != 1 || !strings.Contains(u[0], "closed entry t.schema.json#/$defs/gone") {
+		t.Fatalf("unused: %v", u)
 	}
 }

@@ -292,6 +292,9 @@ type Ref struct {
 	Pattern              string
 	// Format is the schema's format annotation (int64, uint32, uri, ...).
 	Format string
+	// Example is, for a Raw use of a definition spec/overrides.json leaves
+	// untyped, a valid value of it (the override's example).
+	Example json.RawMessage
 }
 
 // HasConstraints reports whether decoding must check a constraint.

@@ -19,6 +19,14 @@ type Overrides struct {
 	Fields  map[string]FieldOverride `json:"fields,omitempty"`
 	Unions  map[string]UnionOverride `json:"unions,omitempty"`
 	Exclude map[string]Exclusion     `json:"exclude,omitempty"`
+	// Raw leaves a $defs entry untyped: every reference to it is a raw JSON
+	// value (jsontext.Value), kept byte for byte. For shapes the generator
+	// cannot type yet and for values the runtime owns (JSON-RPC ids).
+	Raw map[string]RawOverride `json:"raw,omitempty"`
+	// Closed keeps a string enum closed (values it does not list fail on
+	// decode and encode); every other string enum is open. The reason says
+	// where its protocol closes it.
+	ClosedEnums map[string]Exclusion `json:"closed,omitempty"`
 
 	used map[string]bool
 }
@@ -49,6 +57,14 @@ type UnionOverride struct {
 // excluded definition fails generation.
 type Exclusion struct {
 	Reason string `json:"reason"`
+}
+
+// RawOverride leaves a $defs entry untyped. Example is a valid value of the
+// definition, which seeds the fuzz and agreement tests where a member of
+// this definition needs a value.
+type RawOverride struct {
+	Reason  string          `json:"reason"`
+	Example json.RawMessage `json:"example"`
 }
 
 // LoadOverrides reads spec/overrides.json; a missing file is an empty table.
@@ -85,6 +101,19 @@ func LoadOverrides(path string) (*Overrides, error) {
 	for k, v := range o.Exclude {
 		if v.Reason == "" {
 			return nil, fmt.Errorf("%s: exclude[%s] needs a reason", path, k)
+		}
+	}
+	for k, v := range o.ClosedEnums {
+		if v.Reason == "" {
+			return nil, fmt.Errorf("%s: closed[%s] needs a reason", path, k)
+		}
+	}
+	for k, v := range o.Raw {
+		if v.Reason == "" || len(v.Example) == 0 {
+			return nil, fmt.Errorf("%s: raw[%s] needs a reason and an example", path, k)
+		}
+		if _, both := o.Exclude[k]; both {
+			return nil, fmt.Errorf("%s: %s is both excluded and raw", path, k)
 		}
 	}
 	return o, nil
@@ -134,6 +163,25 @@ func (o *Overrides) Excluded(ptr string) bool {
 	return ok
 }
 
+// Closed returns the closed-enum entry at ptr, marking it used.
+func (o *Overrides) Closed(ptr string) (Exclusion, bool) {
+	v, ok := o.ClosedEnums[ptr]
+	if ok {
+		o.use("closed", ptr)
+	}
+	return v, ok
+}
+
+// IsRaw reports whether the definition at ptr is left untyped, marking the
+// entry used.
+func (o *Overrides) IsRaw(ptr string) (RawOverride, bool) {
+	v, ok := o.Raw[ptr]
+	if ok {
+		o.use("raw", ptr)
+	}
+	return v, ok
+}
+
 // Unused lists, sorted, the entries no build has used.
 func (o *Overrides) Unused() []string {
 	var out []string
@@ -148,6 +196,8 @@ func (o *Overrides) Unused() []string {
 	add("fields", keys(o.Fields))
 	add("unions", keys(o.Unions))
 	add("exclude", keys(o.Exclude))
+	add("raw", keys(o.Raw))
+	add("closed", keys(o.ClosedEnums))
 	slices.Sort(out)
 	return out
 }

@@ -44,6 +44,14 @@ type Schema struct {
 	// ...) by name, values verbatim.
 	Annotations map[string]json.RawMessage
 
+	// Not and UnevaluatedProperties are parsed for one shape only, which
+	// the IR recognises and every other use of them fails: the catch-all
+	// alternative of a tagged union (ACP v1's "other" variants), an object
+	// whose tag is any string but none of the other alternatives' consts,
+	// which a generated union keeps in Unknown.
+	Not                   *Schema
+	UnevaluatedProperties *Schema
+
 	// Bool is set for the boolean schemas true and false.
 	Bool *bool
 	// Pointer is this node's location: file#/json/pointer.
@@ -104,7 +112,7 @@ var supported = []string{
 	"$schema", "$id", "$defs", "$ref", "$comment", "title", "description", "examples", "deprecated",
 	"type", "properties", "required", "additionalProperties", "items", "enum", "const", "anyOf", "oneOf",
 	"allOf", "default", "minimum", "maximum", "minLength", "maxLength", "minItems", "pattern", "format",
-	"discriminator",
+	"discriminator", "not", "unevaluatedProperties",
 }
 
 // LoadFile reads and parses one schema file; name is its path under
@@ -227,6 +235,8 @@ func parseNode(raw json.RawMessage, ptr string) (*Schema, error) {
 	}
 	s.AdditionalProperties = child("additionalProperties")
 	s.Items = child("items")
+	s.Not = child("not")
+	s.UnevaluatedProperties = child("unevaluatedProperties")
 	if _, ok := members["anyOf"]; ok {
 		s.AnyOf = list("anyOf")
 	}
