@@ -73,22 +73,34 @@ func KeyName(name string) bool {
 		slices.ContainsFunc(keyWords, func(w string) bool { return strings.Contains(n, w) })
 }
 
-// shapes are well-known token shapes. Each match is masked whole except
-// for the groups named keep, which stay (a "Bearer " prefix, a URL's
-// scheme and user).
-var shapes = []*regexp.Regexp{
-	regexp.MustCompile(`-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(-----END [A-Z ]*PRIVATE KEY-----|$)`),
-	regexp.MustCompile(`\bsk-[A-Za-z0-9_\-]{16,}`),                                        // OpenAI, Anthropic (sk-ant-...)
-	regexp.MustCompile(`\b(gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})`),     // GitHub
-	regexp.MustCompile(`\bxox[abprs]-[A-Za-z0-9\-]{10,}`),                                 // Slack
-	regexp.MustCompile(`\bhooks\.slack\.com/services/[A-Za-z0-9/]+`),                      // Slack webhooks
-	regexp.MustCompile(`\b(AKIA|ASIA)[0-9A-Z]{16}\b`),                                     // AWS access key ids
-	regexp.MustCompile(`\bAIza[0-9A-Za-z_\-]{35}`),                                        // Google API keys
-	regexp.MustCompile(`\beyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}`), // JWTs
-	regexp.MustCompile(`(?i)(?P<keep>\b(?:bearer|basic|token)\s+)[A-Za-z0-9._~+/=\-]{8,}`),
-	regexp.MustCompile(`(?P<keep>[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/@]+:)[^\s@/]+@`),
-	regexp.MustCompile(`(?i)(?P<keep>\b[a-z0-9_\-]*(?:secret|password|passwd|api_?key|access_?token|auth_?token)\s*[=:]\s*)[^\s,;&"']{4,}`),
+// A shape is a well-known token shape: each match is masked whole except
+// for the group named keep, which stays (a "Bearer " prefix, a URL's
+// scheme and user). The regular expression runs only on text that holds
+// one of its needles (compared lower-case where fold is set), so that
+// ordinary text costs a few substring searches, not a regexp run each.
+type shape struct {
+	re      *regexp.Regexp
+	needles []string
+	fold    bool
 }
+
+var shapes = []shape{
+	{regexp.MustCompile(`-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(-----END [A-Z ]*PRIVATE KEY-----|$)`), []string{"PRIVATE KEY-----"}, false},
+	{regexp.MustCompile(`\bsk-[A-Za-z0-9_\-]{16,}`), []string{"sk-"}, false}, // OpenAI, Anthropic (sk-ant-...)
+	{regexp.MustCompile(`\b(gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})`), []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"}, false},
+	{regexp.MustCompile(`\bxox[abprs]-[A-Za-z0-9\-]{10,}`), []string{"xox"}, false},                                 // Slack
+	{regexp.MustCompile(`\bhooks\.slack\.com/services/[A-Za-z0-9/]+`), []string{"hooks.slack.com"}, false},          // Slack webhooks
+	{regexp.MustCompile(`\b(AKIA|ASIA)[0-9A-Z]{16}\b`), []string{"AKIA", "ASIA"}, false},                            // AWS access key ids
+	{regexp.MustCompile(`\bAIza[0-9A-Za-z_\-]{35}`), []string{"AIza"}, false},                                       // Google API keys
+	{regexp.MustCompile(`\beyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}`), []string{"eyJ"}, false}, // JWTs
+	{regexp.MustCompile(`(?i)(?P<keep>\b(?:bearer|basic|token)\s+)[A-Za-z0-9._~+/=\-]{8,}`), []string{"bearer", "basic", "token"}, true},
+	{regexp.MustCompile(`(?P<keep>[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/@]+:)[^\s@/]+@`), []string{"://"}, false},
+	{regexp.MustCompile(`(?i)(?P<keep>\b[a-z0-9_\-]*(?:secret|password|passwd|api_?key|access_?token|auth_?token)\s*[=:]\s*)[^\s,;&"']{4,}`),
+		[]string{"secret", "password", "passwd", "api", "token"}, true},
+}
+
+// minShapeLen is shorter than any token shape: shorter text is not searched.
+const minShapeLen = 8
 
 // A Redactor masks secrets in text and JSON. The zero value and nil mask
 // token shapes only; Add and FromEnv add exact values.
@@ -138,8 +150,23 @@ func (r *Redactor) String(s string) string {
 			}
 		}
 	}
-	for _, re := range shapes {
-		s = maskShape(re, s)
+	if len(s) < minShapeLen {
+		return s
+	}
+	lower := ""
+	for _, sh := range shapes {
+		text := s
+		if sh.fold {
+			if lower == "" {
+				lower = strings.ToLower(s)
+			}
+			text = lower
+		}
+		if slices.ContainsFunc(sh.needles, func(n string) bool { return strings.Contains(text, n) }) {
+			if m := maskShape(sh.re, s); m != s {
+				s, lower = m, ""
+			}
+		}
 	}
 	return s
 }
@@ -152,6 +179,45 @@ func (r *Redactor) Bytes(b []byte) []byte {
 		return b
 	}
 	return []byte(s)
+}
+
+// mayHold reports whether doc may hold anything JSON masks: a value r
+// knows, a shape's needle or a secret-looking member name. It is false for
+// most protocol frames, which then cost one case-folded copy and a few
+// substring searches instead of a decode and an encode.
+func (r *Redactor) mayHold(doc []byte) bool {
+	if r != nil {
+		for _, v := range r.values {
+			if bytes.Contains(doc, []byte(v)) {
+				return true
+			}
+		}
+	}
+	lower := bytes.ToLower(doc)
+	for _, sh := range shapes {
+		text := doc
+		if sh.fold {
+			text = lower
+		}
+		for _, n := range sh.needles {
+			if bytes.Contains(text, []byte(n)) {
+				return true
+			}
+		}
+	}
+	for _, w := range keyWords {
+		if bytes.Contains(lower, []byte(w)) {
+			return true
+		}
+	}
+	// Names KeyName matches by their end or whole, spelled with or
+	// without separators: "token", "key", "pat", "api_key", "pass-word".
+	for _, n := range []string{`token"`, `"key"`, `"pat"`, `_key"`, `-key"`, "_secret", "pass_", "pass-", "private_", "private-", "client_", "access_"} {
+		if bytes.Contains(lower, []byte(n)) {
+			return true
+		}
+	}
+	return false
 }
 
 func maskShape(re *regexp.Regexp, s string) string {
@@ -175,6 +241,9 @@ func maskShape(re *regexp.Regexp, s string) string {
 // (String), so nothing of a secret survives a malformed frame either. It
 // returns doc itself when nothing is masked.
 func (r *Redactor) JSON(doc []byte) []byte {
+	if !r.mayHold(doc) {
+		return doc
+	}
 	dec := jsontext.NewDecoder(bytes.NewReader(doc), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
 	var out bytes.Buffer
 	enc := jsontext.NewEncoder(&out, jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))

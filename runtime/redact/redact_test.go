@@ -119,3 +119,12 @@ func ExampleRedactor_String() {
 	// 401: invalid key [REDACTED]
 	// {"method":"authenticate","params":{"apiKey":"[REDACTED]"}}
 }
+
+func BenchmarkJSON(b *testing.B) {
+	r := redact.FromEnv([]string{"OPENAI_API_KEY=not-a-real-key-1234"})
+	doc := []byte(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"sess_1","update":{"sessionUpdate":"tool_call_update","toolCallId":"call_1","status":"completed","title":"Read src/main.go","content":[{"type":"content","content":{"type":"text","text":"package main\n\nfunc main() {\n\tprintln(\"hello, world\")\n}\n"}}],"rawInput":{"path":"/workspace/src/main.go","limit":200}}}}`)
+	b.SetBytes(int64(len(doc)))
+	for b.Loop() {
+		r.JSON(doc)
+	}
+}
