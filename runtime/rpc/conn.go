@@ -59,6 +59,10 @@ type Options struct {
 	// rejected or dropped, from the diagnostics goroutine; when it falls
 	// behind, reports are dropped rather than slow the reader.
 	OnFrameError func(*FrameError)
+	// Middleware wraps the connection's handler, the first element
+	// outermost: Middleware{a, b} serves a(b(h)). It sees every inbound
+	// request and notification, the handshake included (see Chain).
+	Middleware []Middleware
 }
 
 const (
@@ -166,7 +170,7 @@ func NewConn(r io.Reader, w io.Writer, codec Codec, h Handler, opts *Options) *C
 	}
 	c := &Conn{
 		codec:   codec,
-		handler: h,
+		handler: Chain(h, o.Middleware...),
 		log:     o.Logger,
 		opts:    o,
 		rules:   newRules(o.Cancels, o.Preempt),
