@@ -69,28 +69,31 @@ func (x *AgentCapabilities) GetLoadSession() bool {
 	return false
 }
 
-// GetMCPCapabilities returns MCPCapabilities, or its schema default {"http":false,"sse":false} when absent.
-func (x *AgentCapabilities) GetMCPCapabilities() MCPCapabilities {
+// GetMCPCapabilities returns MCPCapabilities, or a fresh copy of its schema default {"http":false,"sse":false} when absent; never nil, so getters chain.
+func (x *AgentCapabilities) GetMCPCapabilities() *MCPCapabilities {
 	if x != nil && x.MCPCapabilities != nil {
-		return *x.MCPCapabilities
+		return x.MCPCapabilities
 	}
-	return wire.Default[MCPCapabilities]("{\"http\":false,\"sse\":false}")
+	d := wire.Default[MCPCapabilities]("{\"http\":false,\"sse\":false}")
+	return &d
 }
 
-// GetPromptCapabilities returns PromptCapabilities, or its schema default {"audio":false,"embeddedContext":false,"image":false} when absent.
-func (x *AgentCapabilities) GetPromptCapabilities() PromptCapabilities {
+// GetPromptCapabilities returns PromptCapabilities, or a fresh copy of its schema default {"audio":false,"embeddedContext":false,"image":false} when absent; never nil, so getters chain.
+func (x *AgentCapabilities) GetPromptCapabilities() *PromptCapabilities {
 	if x != nil && x.PromptCapabilities != nil {
-		return *x.PromptCapabilities
+		return x.PromptCapabilities
 	}
-	return wire.Default[PromptCapabilities]("{\"audio\":false,\"embeddedContext\":false,\"image\":false}")
+	d := wire.Default[PromptCapabilities]("{\"audio\":false,\"embeddedContext\":false,\"image\":false}")
+	return &d
 }
 
-// GetSessionCapabilities returns SessionCapabilities, or its schema default {} when absent.
-func (x *AgentCapabilities) GetSessionCapabilities() SessionCapabilities {
+// GetSessionCapabilities returns SessionCapabilities, or a fresh copy of its schema default {} when absent; never nil, so getters chain.
+func (x *AgentCapabilities) GetSessionCapabilities() *SessionCapabilities {
 	if x != nil && x.SessionCapabilities != nil {
-		return *x.SessionCapabilities
+		return x.SessionCapabilities
 	}
-	return wire.Default[SessionCapabilities]("{}")
+	d := wire.Default[SessionCapabilities]("{}")
+	return &d
 }
 
 // UnmarshalJSONFrom decodes AgentCapabilities, checking required members, kinds and constraints.
@@ -1514,12 +1517,13 @@ type ClientCapabilities struct {
 
 var objClientCapabilities = wire.Object{Type: "ClientCapabilities"}
 
-// GetFs returns Fs, or its schema default {"readTextFile":false,"writeTextFile":false} when absent.
-func (x *ClientCapabilities) GetFs() FileSystemCapabilities {
+// GetFs returns Fs, or a fresh copy of its schema default {"readTextFile":false,"writeTextFile":false} when absent; never nil, so getters chain.
+func (x *ClientCapabilities) GetFs() *FileSystemCapabilities {
 	if x != nil && x.Fs != nil {
-		return *x.Fs
+		return x.Fs
 	}
-	return wire.Default[FileSystemCapabilities]("{\"readTextFile\":false,\"writeTextFile\":false}")
+	d := wire.Default[FileSystemCapabilities]("{\"readTextFile\":false,\"writeTextFile\":false}")
+	return &d
 }
 
 // GetTerminal returns Terminal, or its schema default false when absent.
@@ -5888,12 +5892,13 @@ var objInitializeRequest = wire.Object{
 	Type:     "InitializeRequest",
 }
 
-// GetClientCapabilities returns ClientCapabilities, or its schema default {"fs":{"readTextFile":false,"writeTextFile":false},"terminal":false} when absent.
-func (x *InitializeRequest) GetClientCapabilities() ClientCapabilities {
+// GetClientCapabilities returns ClientCapabilities, or a fresh copy of its schema default {"fs":{"readTextFile":false,"writeTextFile":false},"terminal":false} when absent; never nil, so getters chain.
+func (x *InitializeRequest) GetClientCapabilities() *ClientCapabilities {
 	if x != nil && x.ClientCapabilities != nil {
-		return *x.ClientCapabilities
+		return x.ClientCapabilities
 	}
-	return wire.Default[ClientCapabilities]("{\"fs\":{\"readTextFile\":false,\"writeTextFile\":false},\"terminal\":false}")
+	d := wire.Default[ClientCapabilities]("{\"fs\":{\"readTextFile\":false,\"writeTextFile\":false},\"terminal\":false}")
+	return &d
 }
 
 // UnmarshalJSONFrom decodes InitializeRequest, checking required members, kinds and constraints.
@@ -5988,12 +5993,13 @@ var objInitializeResponse = wire.Object{
 	Type:     "InitializeResponse",
 }
 
-// GetAgentCapabilities returns AgentCapabilities, or its schema default {"loadSession":false,"mcpCapabilities":{"http":false,"sse":false},"promptCapabilities":{"audio":false,"embeddedContext":false,"image":false},"sessionCapabilities":{}} when absent.
-func (x *InitializeResponse) GetAgentCapabilities() AgentCapabilities {
+// GetAgentCapabilities returns AgentCapabilities, or a fresh copy of its schema default {"loadSession":false,"mcpCapabilities":{"http":false,"sse":false},"promptCapabilities":{"audio":false,"embeddedContext":false,"image":false},"sessionCapabilities":{}} when absent; never nil, so getters chain.
+func (x *InitializeResponse) GetAgentCapabilities() *AgentCapabilities {
 	if x != nil && x.AgentCapabilities != nil {
-		return *x.AgentCapabilities
+		return x.AgentCapabilities
 	}
-	return wire.Default[AgentCapabilities]("{\"loadSession\":false,\"mcpCapabilities\":{\"http\":false,\"sse\":false},\"promptCapabilities\":{\"audio\":false,\"embeddedContext\":false,\"image\":false},\"sessionCapabilities\":{}}")
+	d := wire.Default[AgentCapabilities]("{\"loadSession\":false,\"mcpCapabilities\":{\"http\":false,\"sse\":false},\"promptCapabilities\":{\"audio\":false,\"embeddedContext\":false,\"image\":false},\"sessionCapabilities\":{}}")
+	return &d
 }
 
 // GetAuthMethods returns AuthMethods, or its schema default [] when absent.
