@@ -531,6 +531,14 @@ func NewAgentPeer(s rpc.Sender) *AgentPeer {
 	return &AgentPeer{s: s}
 }
 
+// AgentPeerFrom returns a AgentPeer that calls the peer of the connection handling the request whose context is ctx (rpc.SenderFrom), or nil when ctx is not a handler's. A handler reaches its peer this way with no wiring after the connection starts, so there is no race with a request that arrives at once.
+func AgentPeerFrom(ctx context.Context) *AgentPeer {
+	if s := rpc.SenderFrom(ctx); s != nil {
+		return NewAgentPeer(s)
+	}
+	return nil
+}
+
 // Initialize sends the request initialize. Negotiates the protocol version and capabilities. Harn
 // advertises its extension contract under agentCapabilities._meta.harn (session-update extensions,
 // tool-lifecycle, content and prompt-result fields, extension methods, host capability operations).
@@ -959,6 +967,14 @@ type ClientPeer struct {
 // NewClientPeer returns a ClientPeer that sends through s.
 func NewClientPeer(s rpc.Sender) *ClientPeer {
 	return &ClientPeer{s: s}
+}
+
+// ClientPeerFrom returns a ClientPeer that calls the peer of the connection handling the request whose context is ctx (rpc.SenderFrom), or nil when ctx is not a handler's. A handler reaches its peer this way with no wiring after the connection starts, so there is no race with a request that arrives at once.
+func ClientPeerFrom(ctx context.Context) *ClientPeer {
+	if s := rpc.SenderFrom(ctx); s != nil {
+		return NewClientPeer(s)
+	}
+	return nil
 }
 
 // FsWriteTextFile sends the request fs/write_text_file. Writes content to a text file in the client's

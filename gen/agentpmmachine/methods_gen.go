@@ -737,6 +737,14 @@ func NewClientPeer(s rpc.Sender) *ClientPeer {
 	return &ClientPeer{s: s}
 }
 
+// ClientPeerFrom returns a ClientPeer that calls the peer of the connection handling the request whose context is ctx (rpc.SenderFrom), or nil when ctx is not a handler's. A handler reaches its peer this way with no wiring after the connection starts, so there is no race with a request that arrives at once.
+func ClientPeerFrom(ctx context.Context) *ClientPeer {
+	if s := rpc.SenderFrom(ctx); s != nil {
+		return NewClientPeer(s)
+	}
+	return nil
+}
+
 // PreflightEvent sends the notification preflight. The first frame of a session, written before any
 // request, without an id. When preflight fails (or needs an agent selected) the process exits before
 // writing any frame.
@@ -1445,6 +1453,14 @@ type HarnessPeer struct {
 // NewHarnessPeer returns a HarnessPeer that sends through s.
 func NewHarnessPeer(s rpc.Sender) *HarnessPeer {
 	return &HarnessPeer{s: s}
+}
+
+// HarnessPeerFrom returns a HarnessPeer that calls the peer of the connection handling the request whose context is ctx (rpc.SenderFrom), or nil when ctx is not a handler's. A handler reaches its peer this way with no wiring after the connection starts, so there is no race with a request that arrives at once.
+func HarnessPeerFrom(ctx context.Context) *HarnessPeer {
+	if s := rpc.SenderFrom(ctx); s != nil {
+		return NewHarnessPeer(s)
+	}
+	return nil
 }
 
 // Initialize sends the request initialize. Marks the session initialized (start_run needs it) and

@@ -903,6 +903,14 @@ func NewServicePeer(s rpc.Sender) *ServicePeer {
 	return &ServicePeer{s: s}
 }
 
+// ServicePeerFrom returns a ServicePeer that calls the peer of the connection handling the request whose context is ctx (rpc.SenderFrom), or nil when ctx is not a handler's. A handler reaches its peer this way with no wiring after the connection starts, so there is no race with a request that arrives at once.
+func ServicePeerFrom(ctx context.Context) *ServicePeer {
+	if s := rpc.SenderFrom(ctx); s != nil {
+		return NewServicePeer(s)
+	}
+	return nil
+}
+
 // InitializeModel sends the request initialize. Handshake of a model service (envelope kind
 // initialize, answered by initialized or response): the configured model. The result advertises the
 // capabilities; the Run refuses a runtime without semantic actions and structured output.

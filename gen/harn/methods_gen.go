@@ -1352,6 +1352,14 @@ func NewHostPeer(s rpc.Sender) *HostPeer {
 	return &HostPeer{s: s}
 }
 
+// HostPeerFrom returns a HostPeer that calls the peer of the connection handling the request whose context is ctx (rpc.SenderFrom), or nil when ctx is not a handler's. A handler reaches its peer this way with no wiring after the connection starts, so there is no race with a request that arrives at once.
+func HostPeerFrom(ctx context.Context) *HostPeer {
+	if s := rpc.SenderFrom(ctx); s != nil {
+		return NewHostPeer(s)
+	}
+	return nil
+}
+
 // HostCapabilities sends the request host/capabilities. Asks which host operations the host serves, as
 // a map from capability to operation names (a list, {ops} or {operations}). Harn adds runtime
 // operations of its own and treats any error or a non-object as an empty manifest; the ACP adapter
@@ -2637,6 +2645,14 @@ type VMPeer struct {
 // NewVMPeer returns a VMPeer that sends through s.
 func NewVMPeer(s rpc.Sender) *VMPeer {
 	return &VMPeer{s: s}
+}
+
+// VMPeerFrom returns a VMPeer that calls the peer of the connection handling the request whose context is ctx (rpc.SenderFrom), or nil when ctx is not a handler's. A handler reaches its peer this way with no wiring after the connection starts, so there is no race with a request that arrives at once.
+func VMPeerFrom(ctx context.Context) *VMPeer {
+	if s := rpc.SenderFrom(ctx); s != nil {
+		return NewVMPeer(s)
+	}
+	return nil
 }
 
 // SkillsUpdate sends the notification skills/update. Invalidates the VM's cached skill catalogue;

@@ -547,6 +547,12 @@ func emitPeer(f *jen.File, side, sideDoc string, ms []*ir.Method) {
 	f.Comment(fmt.Sprintf("New%s returns a %s that sends through s.", name, name))
 	f.Func().Id("New" + name).Params(jen.Id("s").Qual(pkgRPC, "Sender")).Op("*").Id(name).Block(jen.Return(jen.Op("&").Id(name).Values(jen.Dict{jen.Id("s"): jen.Id("s")})))
 	f.Line()
+	f.Comment(fmt.Sprintf("%sFrom returns a %s that calls the peer of the connection handling the request whose context is ctx (rpc.SenderFrom), or nil when ctx is not a handler's. A handler reaches its peer this way with no wiring after the connection starts, so there is no race with a request that arrives at once.", name, name))
+	f.Func().Id(name+"From").Params(jen.Id("ctx").Qual("context", "Context")).Op("*").Id(name).Block(
+		jen.If(jen.Id("s").Op(":=").Qual(pkgRPC, "SenderFrom").Call(jen.Id("ctx")), jen.Id("s").Op("!=").Nil()).Block(jen.Return(jen.Id("New"+name).Call(jen.Id("s")))),
+		jen.Return(jen.Nil()),
+	)
+	f.Line()
 	for _, m := range ms {
 		emitPeerMethod(f, name, m)
 		if m.Operations != nil {
