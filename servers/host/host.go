@@ -53,7 +53,9 @@ const (
 // Options configures a Server. The zero value is ready to use.
 type Options struct {
 	// Conn configures the connection (frame and queue limits, concurrency,
-	// logger). MaxConcurrentRequests 0 means DefaultMaxConcurrentRequests.
+	// logger, and Middleware wrapping every method served, for example
+	// runtime/middleware's Logging and Recover). MaxConcurrentRequests 0
+	// means DefaultMaxConcurrentRequests.
 	// The cancel rules and preempted methods of ACP and the bridge are
 	// added to it (harn.BridgeConnOptions).
 	Conn rpc.Options
