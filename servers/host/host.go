@@ -68,6 +68,10 @@ type Options struct {
 	// operations whose fields are set (for operations served through the
 	// generic HostCall field).
 	Capabilities map[string][]string
+	// Operations are custom host/call operations with typed arguments and
+	// results (see Op), served before the HostCall field and advertised
+	// by host/capabilities. New panics on a malformed or repeated name.
+	Operations []Operation
 	// StopGrace is how long ServeCommand waits for the child to exit after
 	// SIGTERM before it kills it (default DefaultStopGrace).
 	StopGrace time.Duration
@@ -99,6 +103,13 @@ func New(h *harn.HostHandlers, opts *Options) *Server {
 	}
 	if s.opts.DrainGrace <= 0 {
 		s.opts.DrainGrace = DefaultDrainGrace
+	}
+	if len(s.opts.Operations) > 0 {
+		caps, err := withOperations(&s.h, s.opts.Operations, s.opts.Capabilities)
+		if err != nil {
+			panic(err)
+		}
+		s.opts.Capabilities = caps
 	}
 	if s.h.HostCapabilities == nil {
 		s.h.HostCapabilities = func(context.Context, *harn.HostCapabilitiesParams) (harn.HostCapabilities, error) {
