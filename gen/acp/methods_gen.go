@@ -10,8 +10,10 @@ or other client and a coding agent. Every method and type comes from the vendore
 overlays.
 
 Each side is served by a <Side>Handlers struct of typed func fields and called through a <Side>Peer
-(docs/handlers.md); NewConn connects them. The types keep the wire rules of docs/generator.md.
-Reference: docs/reference/acp.md.
+(docs/handlers.md); NewConn connects them; its doc says how requests are scheduled (one at a time
+unless rpc.Options.MaxConcurrentRequests says otherwise) and handlers reach their peer through their
+context (<Side>PeerFrom). The types keep the wire rules of docs/generator.md. Reference:
+docs/reference/acp.md.
 */
 package acp
 
@@ -247,6 +249,12 @@ func ConnOptions(opts *rpc.Options) *rpc.Options {
 // NewConn starts a connection speaking Agent Client Protocol on r and w, serving h (a side's handler
 // struct, possibly wrapped in middleware; nil serves nothing), with the protocol's cancel rules. opts
 // may be nil. For other codec settings use rpc.NewConn with NewCodec and ConnOptions.
+//
+// Requests are handled one at a time, in arrival order, unless opts.MaxConcurrentRequests is above 1:
+// by default one long request holds up every other request of the connection, so a side whose requests
+// run long (an agent's prompts) sets it. Cancel messages need no free slot: they are applied as they
+// arrive and end the cancelled handler's context. Handlers reach their peer through their context
+// (<Side>PeerFrom); opts.Middleware wraps every method.
 func NewConn(r io.Reader, w io.Writer, h rpc.Handler, opts *rpc.Options) *rpc.Conn {
 	return rpc.NewConn(r, w, NewCodec(), h, ConnOptions(opts))
 }
