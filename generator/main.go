@@ -18,7 +18,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		usage()
+		usage(2)
 	}
 	var err error
 	switch os.Args[1] {
@@ -38,8 +38,10 @@ func main() {
 		root := fs.String("root", "..", "repository root")
 		_ = fs.Parse(os.Args[2:])
 		err = formatCatalogues(*root)
+	case "-h", "-help", "--help", "help":
+		usage(0)
 	default:
-		usage()
+		usage(2)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bridgekit-gen:", err)
@@ -47,7 +49,8 @@ func main() {
 	}
 }
 
-func usage() {
+// usage prints the usage and exits with code (0 when asked for with -h).
+func usage(code int) {
 	fmt.Fprintln(os.Stderr, "usage: bridgekit-gen generate [-root DIR] | fmt [-root DIR] | scaffold [-root DIR] -catalogue NAME -wire METHOD -go NAME -from SIDE -to SIDE [-kind request|notification]")
-	os.Exit(2)
+	os.Exit(code)
 }

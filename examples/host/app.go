@@ -148,7 +148,7 @@ func (a *app) listTools(context.Context, *harn.NoArgs) (*harn.HostToolsListResul
 		}
 		tools = append(tools, harn.HostTool{Name: t.Name, Description: new(t.Description), Schema: schema, Deprecated: new(t.Deprecated)})
 	}
-	return &harn.HostToolsListResult{Object: &harn.HostToolsListResultObject{ToolsList: &harn.ToolsList{Tools: tools}}}, nil
+	return harn.ToolsListResult(tools...), nil
 }
 
 // listSkills serves skills/list from the skills folder: the seed's bare

@@ -11,8 +11,10 @@ ACP v0.12.2, the version Harn pins, decode unchanged. Harn's _meta.harn fields a
 overlays. The unstable superset (schema.unstable.json) is vendored but not generated.
 
 Each side is served by a <Side>Handlers struct of typed func fields and called through a <Side>Peer
-(docs/handlers.md); NewConn connects them. The types keep the wire rules of docs/generator.md.
-Reference: docs/reference/acp.md.
+(docs/handlers.md); NewConn connects them; its doc says how requests are scheduled (one at a time
+unless rpc.Options.MaxConcurrentRequests says otherwise) and handlers reach their peer through their
+context (<Side>PeerFrom). The types keep the wire rules of docs/generator.md. Reference:
+docs/reference/acp.md.
 */
 package acp
 
@@ -285,6 +287,12 @@ func ConnOptions(opts *rpc.Options) *rpc.Options {
 // NewConn starts a connection speaking Agent Client Protocol on r and w, serving h (a side's handler
 // struct, possibly wrapped in middleware; nil serves nothing), with the protocol's cancel rules. opts
 // may be nil. For other codec settings use rpc.NewConn with NewCodec and ConnOptions.
+//
+// Requests are handled one at a time, in arrival order, unless opts.MaxConcurrentRequests is above 1:
+// by default one long request holds up every other request of the connection, so a side whose requests
+// run long (an agent's prompts) sets it. Cancel messages need no free slot: they are applied as they
+// arrive and end the cancelled handler's context. Handlers reach their peer through their context
+// (<Side>PeerFrom); opts.Middleware wraps every method.
 func NewConn(r io.Reader, w io.Writer, h rpc.Handler, opts *rpc.Options) *rpc.Conn {
 	return rpc.NewConn(r, w, NewCodec(), h, ConnOptions(opts))
 }
@@ -601,6 +609,14 @@ type AgentPeer struct {
 // NewAgentPeer returns a AgentPeer that sends through s.
 func NewAgentPeer(s rpc.Sender) *AgentPeer {
 	return &AgentPeer{s: s}
+}
+
+// AgentPeerFrom returns a AgentPeer that calls the peer of the connection handling the request whose context is ctx (rpc.SenderFrom), or nil when ctx is not a handler's. A handler reaches its peer this way with no wiring after the connection starts, so there is no race with a request that arrives at once.
+func AgentPeerFrom(ctx context.Context) *AgentPeer {
+	if s := rpc.SenderFrom(ctx); s != nil {
+		return NewAgentPeer(s)
+	}
+	return nil
 }
 
 // Initialize sends the request initialize. Negotiates the protocol version and capabilities. Harn
@@ -1095,6 +1111,14 @@ type ClientPeer struct {
 // NewClientPeer returns a ClientPeer that sends through s.
 func NewClientPeer(s rpc.Sender) *ClientPeer {
 	return &ClientPeer{s: s}
+}
+
+// ClientPeerFrom returns a ClientPeer that calls the peer of the connection handling the request whose context is ctx (rpc.SenderFrom), or nil when ctx is not a handler's. A handler reaches its peer this way with no wiring after the connection starts, so there is no race with a request that arrives at once.
+func ClientPeerFrom(ctx context.Context) *ClientPeer {
+	if s := rpc.SenderFrom(ctx); s != nil {
+		return NewClientPeer(s)
+	}
+	return nil
 }
 
 // FsWriteTextFile sends the request fs/write_text_file. Writes content to a text file in the client's

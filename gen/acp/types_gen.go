@@ -126,36 +126,40 @@ func (x *AgentCapabilities) GetLoadSession() bool {
 	return false
 }
 
-// GetPromptCapabilities returns PromptCapabilities, or its schema default {"audio":false,"embeddedContext":false,"image":false} when absent.
-func (x *AgentCapabilities) GetPromptCapabilities() PromptCapabilities {
+// GetPromptCapabilities returns PromptCapabilities, or a fresh copy of its schema default {"audio":false,"embeddedContext":false,"image":false} when absent; never nil, so getters chain.
+func (x *AgentCapabilities) GetPromptCapabilities() *PromptCapabilities {
 	if x != nil && x.PromptCapabilities != nil {
-		return *x.PromptCapabilities
+		return x.PromptCapabilities
 	}
-	return wire.Default[PromptCapabilities]("{\"audio\":false,\"embeddedContext\":false,\"image\":false}")
+	d := wire.Default[PromptCapabilities]("{\"audio\":false,\"embeddedContext\":false,\"image\":false}")
+	return &d
 }
 
-// GetMCPCapabilities returns MCPCapabilities, or its schema default {"http":false,"sse":false} when absent.
-func (x *AgentCapabilities) GetMCPCapabilities() MCPCapabilities {
+// GetMCPCapabilities returns MCPCapabilities, or a fresh copy of its schema default {"http":false,"sse":false} when absent; never nil, so getters chain.
+func (x *AgentCapabilities) GetMCPCapabilities() *MCPCapabilities {
 	if x != nil && x.MCPCapabilities != nil {
-		return *x.MCPCapabilities
+		return x.MCPCapabilities
 	}
-	return wire.Default[MCPCapabilities]("{\"http\":false,\"sse\":false}")
+	d := wire.Default[MCPCapabilities]("{\"http\":false,\"sse\":false}")
+	return &d
 }
 
-// GetSessionCapabilities returns SessionCapabilities, or its schema default {} when absent.
-func (x *AgentCapabilities) GetSessionCapabilities() SessionCapabilities {
+// GetSessionCapabilities returns SessionCapabilities, or a fresh copy of its schema default {} when absent; never nil, so getters chain.
+func (x *AgentCapabilities) GetSessionCapabilities() *SessionCapabilities {
 	if x != nil && x.SessionCapabilities != nil {
-		return *x.SessionCapabilities
+		return x.SessionCapabilities
 	}
-	return wire.Default[SessionCapabilities]("{}")
+	d := wire.Default[SessionCapabilities]("{}")
+	return &d
 }
 
-// GetAuth returns Auth, or its schema default {} when absent.
-func (x *AgentCapabilities) GetAuth() AgentAuthCapabilities {
+// GetAuth returns Auth, or a fresh copy of its schema default {} when absent; never nil, so getters chain.
+func (x *AgentCapabilities) GetAuth() *AgentAuthCapabilities {
 	if x != nil && x.Auth != nil {
-		return *x.Auth
+		return x.Auth
 	}
-	return wire.Default[AgentAuthCapabilities]("{}")
+	d := wire.Default[AgentAuthCapabilities]("{}")
+	return &d
 }
 
 // UnmarshalJSONFrom decodes AgentCapabilities, checking required members, kinds and constraints.
@@ -1993,12 +1997,13 @@ type ClientCapabilities struct {
 
 var objClientCapabilities = wire.Object{Type: "ClientCapabilities"}
 
-// GetFs returns Fs, or its schema default {"readTextFile":false,"writeTextFile":false} when absent.
-func (x *ClientCapabilities) GetFs() FileSystemCapabilities {
+// GetFs returns Fs, or a fresh copy of its schema default {"readTextFile":false,"writeTextFile":false} when absent; never nil, so getters chain.
+func (x *ClientCapabilities) GetFs() *FileSystemCapabilities {
 	if x != nil && x.Fs != nil {
-		return *x.Fs
+		return x.Fs
 	}
-	return wire.Default[FileSystemCapabilities]("{\"readTextFile\":false,\"writeTextFile\":false}")
+	d := wire.Default[FileSystemCapabilities]("{\"readTextFile\":false,\"writeTextFile\":false}")
+	return &d
 }
 
 // GetTerminal returns Terminal, or its schema default false when absent.
@@ -2009,12 +2014,13 @@ func (x *ClientCapabilities) GetTerminal() bool {
 	return false
 }
 
-// GetAuth returns Auth, or its schema default {"terminal":false} when absent.
-func (x *ClientCapabilities) GetAuth() AuthCapabilities {
+// GetAuth returns Auth, or a fresh copy of its schema default {"terminal":false} when absent; never nil, so getters chain.
+func (x *ClientCapabilities) GetAuth() *AuthCapabilities {
 	if x != nil && x.Auth != nil {
-		return *x.Auth
+		return x.Auth
 	}
-	return wire.Default[AuthCapabilities]("{\"terminal\":false}")
+	d := wire.Default[AuthCapabilities]("{\"terminal\":false}")
+	return &d
 }
 
 // UnmarshalJSONFrom decodes ClientCapabilities, checking required members, kinds and constraints.
@@ -8290,12 +8296,13 @@ var objInitializeRequest = wire.Object{
 	Type:     "InitializeRequest",
 }
 
-// GetClientCapabilities returns ClientCapabilities, or its schema default {"auth":{"terminal":false},"fs":{"readTextFile":false,"writeTextFile":false},"terminal":false} when absent.
-func (x *InitializeRequest) GetClientCapabilities() ClientCapabilities {
+// GetClientCapabilities returns ClientCapabilities, or a fresh copy of its schema default {"auth":{"terminal":false},"fs":{"readTextFile":false,"writeTextFile":false},"terminal":false} when absent; never nil, so getters chain.
+func (x *InitializeRequest) GetClientCapabilities() *ClientCapabilities {
 	if x != nil && x.ClientCapabilities != nil {
-		return *x.ClientCapabilities
+		return x.ClientCapabilities
 	}
-	return wire.Default[ClientCapabilities]("{\"auth\":{\"terminal\":false},\"fs\":{\"readTextFile\":false,\"writeTextFile\":false},\"terminal\":false}")
+	d := wire.Default[ClientCapabilities]("{\"auth\":{\"terminal\":false},\"fs\":{\"readTextFile\":false,\"writeTextFile\":false},\"terminal\":false}")
+	return &d
 }
 
 // UnmarshalJSONFrom decodes InitializeRequest, checking required members, kinds and constraints.
@@ -8390,12 +8397,13 @@ var objInitializeResponse = wire.Object{
 	Type:     "InitializeResponse",
 }
 
-// GetAgentCapabilities returns AgentCapabilities, or its schema default {"auth":{},"loadSession":false,"mcpCapabilities":{"http":false,"sse":false},"promptCapabilities":{"audio":false,"embeddedContext":false,"image":false},"sessionCapabilities":{}} when absent.
-func (x *InitializeResponse) GetAgentCapabilities() AgentCapabilities {
+// GetAgentCapabilities returns AgentCapabilities, or a fresh copy of its schema default {"auth":{},"loadSession":false,"mcpCapabilities":{"http":false,"sse":false},"promptCapabilities":{"audio":false,"embeddedContext":false,"image":false},"sessionCapabilities":{}} when absent; never nil, so getters chain.
+func (x *InitializeResponse) GetAgentCapabilities() *AgentCapabilities {
 	if x != nil && x.AgentCapabilities != nil {
-		return *x.AgentCapabilities
+		return x.AgentCapabilities
 	}
-	return wire.Default[AgentCapabilities]("{\"auth\":{},\"loadSession\":false,\"mcpCapabilities\":{\"http\":false,\"sse\":false},\"promptCapabilities\":{\"audio\":false,\"embeddedContext\":false,\"image\":false},\"sessionCapabilities\":{}}")
+	d := wire.Default[AgentCapabilities]("{\"auth\":{},\"loadSession\":false,\"mcpCapabilities\":{\"http\":false,\"sse\":false},\"promptCapabilities\":{\"audio\":false,\"embeddedContext\":false,\"image\":false},\"sessionCapabilities\":{}}")
+	return &d
 }
 
 // GetAuthMethods returns AuthMethods, or its schema default [] when absent.

@@ -12,8 +12,10 @@ and runs external Memory operations; the Harness streams events and calls the cl
 in payload; error frames have a code and a message, no retryable flag.
 
 Each side is served by a <Side>Handlers struct of typed func fields and called through a <Side>Peer
-(docs/handlers.md); NewConn connects them. The types keep the wire rules of docs/generator.md.
-Reference: docs/reference/agentpmmachine.md.
+(docs/handlers.md); NewConn connects them; its doc says how requests are scheduled (one at a time
+unless rpc.Options.MaxConcurrentRequests says otherwise) and handlers reach their peer through their
+context (<Side>PeerFrom). The types keep the wire rules of docs/generator.md. Reference:
+docs/reference/agentpmmachine.md.
 */
 package agentpmmachine
 
@@ -344,6 +346,12 @@ func ConnOptions(opts *rpc.Options) *rpc.Options {
 // side's handler struct, possibly wrapped in middleware; nil serves nothing), with the protocol's
 // cancel rules. opts may be nil. For other codec settings use rpc.NewConn with NewCodec and
 // ConnOptions.
+//
+// Requests are handled one at a time, in arrival order, unless opts.MaxConcurrentRequests is above 1:
+// by default one long request holds up every other request of the connection, so a side whose requests
+// run long (an agent's prompts) sets it. Cancel messages need no free slot: they are applied as they
+// arrive and end the cancelled handler's context. Handlers reach their peer through their context
+// (<Side>PeerFrom); opts.Middleware wraps every method.
 func NewConn(r io.Reader, w io.Writer, h rpc.Handler, opts *rpc.Options) *rpc.Conn {
 	return rpc.NewConn(r, w, NewCodec("", ""), h, ConnOptions(opts))
 }
@@ -735,6 +743,14 @@ type ClientPeer struct {
 // NewClientPeer returns a ClientPeer that sends through s.
 func NewClientPeer(s rpc.Sender) *ClientPeer {
 	return &ClientPeer{s: s}
+}
+
+// ClientPeerFrom returns a ClientPeer that calls the peer of the connection handling the request whose context is ctx (rpc.SenderFrom), or nil when ctx is not a handler's. A handler reaches its peer this way with no wiring after the connection starts, so there is no race with a request that arrives at once.
+func ClientPeerFrom(ctx context.Context) *ClientPeer {
+	if s := rpc.SenderFrom(ctx); s != nil {
+		return NewClientPeer(s)
+	}
+	return nil
 }
 
 // PreflightEvent sends the notification preflight. The first frame of a session, written before any
@@ -1445,6 +1461,14 @@ type HarnessPeer struct {
 // NewHarnessPeer returns a HarnessPeer that sends through s.
 func NewHarnessPeer(s rpc.Sender) *HarnessPeer {
 	return &HarnessPeer{s: s}
+}
+
+// HarnessPeerFrom returns a HarnessPeer that calls the peer of the connection handling the request whose context is ctx (rpc.SenderFrom), or nil when ctx is not a handler's. A handler reaches its peer this way with no wiring after the connection starts, so there is no race with a request that arrives at once.
+func HarnessPeerFrom(ctx context.Context) *HarnessPeer {
+	if s := rpc.SenderFrom(ctx); s != nil {
+		return NewHarnessPeer(s)
+	}
+	return nil
 }
 
 // Initialize sends the request initialize. Marks the session initialized (start_run needs it) and

@@ -13,8 +13,10 @@ initialize. Roles: model (generate), embedding (embed), hook (one method per hoo
 (package agentpmmachine).
 
 Each side is served by a <Side>Handlers struct of typed func fields and called through a <Side>Peer
-(docs/handlers.md); NewConn connects them. The types keep the wire rules of docs/generator.md.
-Reference: docs/reference/agentpmservice.md.
+(docs/handlers.md); NewConn connects them; its doc says how requests are scheduled (one at a time
+unless rpc.Options.MaxConcurrentRequests says otherwise) and handlers reach their peer through their
+context (<Side>PeerFrom). The types keep the wire rules of docs/generator.md. Reference:
+docs/reference/agentpmservice.md.
 */
 package agentpmservice
 
@@ -420,6 +422,12 @@ func ConnOptions(opts *rpc.Options) *rpc.Options {
 // NewConn starts a connection speaking AgentPM process services on r and w, serving h (a side's
 // handler struct, possibly wrapped in middleware; nil serves nothing), with the protocol's cancel
 // rules. opts may be nil. For other codec settings use rpc.NewConn with NewCodec and ConnOptions.
+//
+// Requests are handled one at a time, in arrival order, unless opts.MaxConcurrentRequests is above 1:
+// by default one long request holds up every other request of the connection, so a side whose requests
+// run long (an agent's prompts) sets it. Cancel messages need no free slot: they are applied as they
+// arrive and end the cancelled handler's context. Handlers reach their peer through their context
+// (<Side>PeerFrom); opts.Middleware wraps every method.
 func NewConn(r io.Reader, w io.Writer, h rpc.Handler, opts *rpc.Options) *rpc.Conn {
 	return rpc.NewConn(r, w, NewCodec("", ""), h, ConnOptions(opts))
 }
@@ -903,6 +911,14 @@ type ServicePeer struct {
 // NewServicePeer returns a ServicePeer that sends through s.
 func NewServicePeer(s rpc.Sender) *ServicePeer {
 	return &ServicePeer{s: s}
+}
+
+// ServicePeerFrom returns a ServicePeer that calls the peer of the connection handling the request whose context is ctx (rpc.SenderFrom), or nil when ctx is not a handler's. A handler reaches its peer this way with no wiring after the connection starts, so there is no race with a request that arrives at once.
+func ServicePeerFrom(ctx context.Context) *ServicePeer {
+	if s := rpc.SenderFrom(ctx); s != nil {
+		return NewServicePeer(s)
+	}
+	return nil
 }
 
 // InitializeModel sends the request initialize. Handshake of a model service (envelope kind

@@ -119,6 +119,14 @@ func NewAgentPeer(s rpc.Sender) *AgentPeer {
 	return &AgentPeer{s: s}
 }
 
+// AgentPeerFrom returns a AgentPeer that calls the peer of the connection handling the request whose context is ctx (rpc.SenderFrom), or nil when ctx is not a handler's. A handler reaches its peer this way with no wiring after the connection starts, so there is no race with a request that arrives at once.
+func AgentPeerFrom(ctx context.Context) *AgentPeer {
+	if s := rpc.SenderFrom(ctx); s != nil {
+		return NewAgentPeer(s)
+	}
+	return nil
+}
+
 // Plan sends the request _harn/externalAgent.plan. Asks the peer for a pre-dispatch checkpoint:
 // checkpoint_id, plan, expected_scope, evidence and metadata. Harn returns checkpoint_required until
 // the checkpoint is approved.

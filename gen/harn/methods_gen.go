@@ -19,8 +19,10 @@ under _meta.harn; ReadLegacySessionUpdate and the AcceptLegacy middleware also a
 pre-#904/#905 root-level fields.
 
 Each side is served by a <Side>Handlers struct of typed func fields and called through a <Side>Peer
-(docs/handlers.md); NewConn connects them. The types keep the wire rules of docs/generator.md.
-Reference: docs/reference/harn.md.
+(docs/handlers.md); NewConn connects them; its doc says how requests are scheduled (one at a time
+unless rpc.Options.MaxConcurrentRequests says otherwise) and handlers reach their peer through their
+context (<Side>PeerFrom). The types keep the wire rules of docs/generator.md. Reference:
+docs/reference/harn.md.
 */
 package harn
 
@@ -929,6 +931,12 @@ func ConnOptions(opts *rpc.Options) *rpc.Options {
 // NewConn starts a connection speaking Harn stdio bridge on r and w, serving h (a side's handler
 // struct, possibly wrapped in middleware; nil serves nothing), with the protocol's cancel rules. opts
 // may be nil. For other codec settings use rpc.NewConn with NewCodec and ConnOptions.
+//
+// Requests are handled one at a time, in arrival order, unless opts.MaxConcurrentRequests is above 1:
+// by default one long request holds up every other request of the connection, so a side whose requests
+// run long (an agent's prompts) sets it. Cancel messages need no free slot: they are applied as they
+// arrive and end the cancelled handler's context. Handlers reach their peer through their context
+// (<Side>PeerFrom); opts.Middleware wraps every method.
 func NewConn(r io.Reader, w io.Writer, h rpc.Handler, opts *rpc.Options) *rpc.Conn {
 	return rpc.NewConn(r, w, NewCodec(), h, ConnOptions(opts))
 }
@@ -1383,6 +1391,14 @@ type HostPeer struct {
 // NewHostPeer returns a HostPeer that sends through s.
 func NewHostPeer(s rpc.Sender) *HostPeer {
 	return &HostPeer{s: s}
+}
+
+// HostPeerFrom returns a HostPeer that calls the peer of the connection handling the request whose context is ctx (rpc.SenderFrom), or nil when ctx is not a handler's. A handler reaches its peer this way with no wiring after the connection starts, so there is no race with a request that arrives at once.
+func HostPeerFrom(ctx context.Context) *HostPeer {
+	if s := rpc.SenderFrom(ctx); s != nil {
+		return NewHostPeer(s)
+	}
+	return nil
 }
 
 // HostCapabilities sends the request host/capabilities. Asks which host operations the host serves, as
@@ -2726,6 +2742,14 @@ type VMPeer struct {
 // NewVMPeer returns a VMPeer that sends through s.
 func NewVMPeer(s rpc.Sender) *VMPeer {
 	return &VMPeer{s: s}
+}
+
+// VMPeerFrom returns a VMPeer that calls the peer of the connection handling the request whose context is ctx (rpc.SenderFrom), or nil when ctx is not a handler's. A handler reaches its peer this way with no wiring after the connection starts, so there is no race with a request that arrives at once.
+func VMPeerFrom(ctx context.Context) *VMPeer {
+	if s := rpc.SenderFrom(ctx); s != nil {
+		return NewVMPeer(s)
+	}
+	return nil
 }
 
 // SkillsUpdate sends the notification skills/update. Invalidates the VM's cached skill catalogue;

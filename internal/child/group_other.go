@@ -17,3 +17,9 @@ func Contain(*exec.Cmd) {}
 func Signal(p *os.Process, _ syscall.Signal) error { return p.Kill() }
 
 func signalGroup(int, syscall.Signal) error { return errors.ErrUnsupported }
+
+const groupsSupported = false
+
+func ownGroup(*exec.Cmd) {}
+func termGroup(int)      {}
+func killGroup(int)      {}

@@ -44,3 +44,11 @@ func signalGroup(pid int, sig syscall.Signal) error {
 	}
 	return syscall.Kill(-pid, sig)
 }
+
+const groupsSupported = true
+
+// ownGroup, termGroup and killGroup are Process's names for Contain and
+// the group signals.
+func ownGroup(cmd *exec.Cmd) { Contain(cmd) }
+func termGroup(pid int)      { _ = signalGroup(pid, syscall.SIGTERM) }
+func killGroup(pid int)      { _ = signalGroup(pid, syscall.SIGKILL) }

@@ -101,6 +101,10 @@ type Options struct {
 	// goroutine reading or writing, so it must be quick and must not call
 	// the connection. Unset, it costs nothing. See SlogObserver.
 	Observe func(Traffic)
+	// Middleware wraps the connection's handler, the first element
+	// outermost: Middleware{a, b} serves a(b(h)). It sees every inbound
+	// request and notification, the handshake included (see Chain).
+	Middleware []Middleware
 }
 
 const (
@@ -203,7 +207,7 @@ func NewConn(r io.Reader, w io.Writer, codec Codec, h Handler, opts *Options) *C
 	}
 	c := &Conn{
 		codec:   codec,
-		handler: h,
+		handler: Chain(h, o.Middleware...),
 		log:     o.Logger,
 		opts:    o,
 		rules:   newRules(o.Cancels, o.Preempt),

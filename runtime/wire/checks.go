@@ -113,7 +113,18 @@ func Choose[E any](dec *jsontext.Decoder, typ string, p **E, read Reader[E]) err
 }
 
 // NoVariant is the error of encoding a union with no variant set.
-func NoVariant(typ string) error { return &DecodeError{Type: typ, Err: ErrNoVariant} }
+func NoVariant(typ string) error { return &EncodeError{Type: typ, Err: ErrNoVariant} }
+
+// EncodeError reports why a generated value cannot be encoded: Type is its
+// Go type, Err the cause (ErrNoVariant: a union with no variant set).
+type EncodeError struct {
+	Type string
+	Err  error
+}
+
+func (e *EncodeError) Error() string { return "encode " + e.Type + ": " + e.Err.Error() }
+
+func (e *EncodeError) Unwrap() error { return e.Err }
 
 // KindError explains why the next value fits none of a union's JSON kinds.
 func KindError(dec *jsontext.Decoder, typ string, want string) error {

@@ -75,3 +75,14 @@ func ExampleDecodeError() {
 }
 
 func stringsReader(s string) io.Reader { return strings.NewReader(s) }
+
+// An encode failure says encode, not decode.
+func TestNoVariantSaysEncode(t *testing.T) {
+	err := wire.NoVariant("ContentBlock")
+	if !errors.Is(err, wire.ErrNoVariant) || err.Error() != "encode ContentBlock: union has no variant set" {
+		t.Fatalf("NoVariant = %v", err)
+	}
+	if _, ok := errors.AsType[*wire.DecodeError](err); ok {
+		t.Fatal("an encode failure is a DecodeError")
+	}
+}

@@ -21,7 +21,13 @@ import (
 // stdin, 2 for bad arguments, the status of a scripted exit (after writing
 // its message to stderr), 1 after any other failure, including a preflight
 // that does not pass (the Harness then writes no frame at all).
+//
+// -h, -help or --help prints the usage on stderr and returns 0.
 func Command(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if slices.ContainsFunc(args, func(a string) bool { return a == "-h" || a == "-help" || a == "--help" }) {
+		fmt.Fprint(stderr, Usage)
+		return 0
+	}
 	cl, err := parseArgs(args)
 	if err != nil {
 		fmt.Fprintf(stderr, "error: %v\n", err)
@@ -54,6 +60,18 @@ func Command(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	}
 	return 0
 }
+
+// Usage is what Command prints for -h.
+const Usage = `usage: fakeharness [harness] [AGENT] [--config SCRIPT.json] [--state-dir DIR] [--scope KEY=VALUE]... [--input TEXT] --machine
+
+A scripted AgentPM Harness speaking the machine protocol on stdin and stdout.
+  AGENT        select one of the script's agents
+  --config     the script (JSON) saying what the Harness does
+  --state-dir  where Run reports are written
+  --scope      a scope value, reported and given to Memory requests (repeatable)
+  --input      the Run input of a start_run that has none
+  --machine    required: this Harness speaks only the machine protocol
+`
 
 // commandLine is what Command's arguments say.
 type commandLine struct {

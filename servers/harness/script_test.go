@@ -60,6 +60,8 @@ func TestCommandArguments(t *testing.T) {
 		{[]string{"--machine", "--verbose"}, 2, `unknown argument "--verbose"`},
 		{[]string{"a", "b", "--machine"}, 2, "more than one agent selector"},
 		{[]string{"--machine", "--config", "/nonexistent.json"}, 1, "no such file"},
+		{[]string{"-h"}, 0, "usage: fakeharness"},
+		{[]string{"harness", "--machine", "--help"}, 0, "--state-dir"},
 	} {
 		var out, errOut bytes.Buffer
 		code := harness.Command(timeout(t), tc.args, strings.NewReader(""), &out, &errOut)

@@ -55,7 +55,9 @@ const (
 // Options configures a Server. The zero value is ready to use.
 type Options struct {
 	// Conn configures the connection (frame and queue limits, concurrency,
-	// logger). MaxConcurrentRequests 0 means DefaultMaxConcurrentRequests.
+	// logger, and Middleware wrapping every method served, for example
+	// runtime/middleware's Logging and Recover). MaxConcurrentRequests 0
+	// means DefaultMaxConcurrentRequests.
 	// The cancel rules and preempted methods of ACP and the bridge are
 	// added to it (harn.BridgeConnOptions).
 	Conn rpc.Options
@@ -68,6 +70,10 @@ type Options struct {
 	// operations whose fields are set (for operations served through the
 	// generic HostCall field).
 	Capabilities map[string][]string
+	// Operations are custom host/call operations with typed arguments and
+	// results (see Op), served before the HostCall field and advertised
+	// by host/capabilities. New panics on a malformed or repeated name.
+	Operations []Operation
 	// StopGrace is how long ServeCommand waits for the child to exit after
 	// SIGTERM before it kills it (default DefaultStopGrace).
 	StopGrace time.Duration
@@ -109,6 +115,13 @@ func New(h *harn.HostHandlers, opts *Options) *Server {
 	}
 	if s.opts.ExitGrace <= 0 {
 		s.opts.ExitGrace = DefaultExitGrace
+	}
+	if len(s.opts.Operations) > 0 {
+		caps, err := withOperations(&s.h, s.opts.Operations, s.opts.Capabilities)
+		if err != nil {
+			panic(err)
+		}
+		s.opts.Capabilities = caps
 	}
 	if s.h.HostCapabilities == nil {
 		s.h.HostCapabilities = func(context.Context, *harn.HostCapabilitiesParams) (harn.HostCapabilities, error) {

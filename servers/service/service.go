@@ -81,7 +81,8 @@ var (
 // Options configures a Server. The zero value is ready to use.
 type Options struct {
 	// Conn configures each connection (frame and queue limits, request
-	// timeout, logger). Requests are handled one at a time unless
+	// timeout, logger, and Middleware wrapping everything served, the
+	// handshake included: runtime/middleware's Logging and Recover). Requests are handled one at a time unless
 	// Conn.MaxConcurrentRequests says otherwise, as the Harness sends them.
 	Conn rpc.Options
 }

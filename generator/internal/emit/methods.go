@@ -71,7 +71,7 @@ func packageDoc(pkg *ir.Package) string {
 	}
 	switch {
 	case len(pkg.Methods) > 0 && streamed(pkg):
-		doc += "\n\nEach side is served by a <Side>Handlers struct of typed func fields and called through a <Side>Peer (docs/handlers.md); NewConn connects them."
+		doc += "\n\nEach side is served by a <Side>Handlers struct of typed func fields and called through a <Side>Peer (docs/handlers.md); NewConn connects them; its doc says how requests are scheduled (one at a time unless rpc.Options.MaxConcurrentRequests says otherwise) and handlers reach their peer through their context (<Side>PeerFrom)."
 	case len(pkg.Methods) > 0:
 		doc += "\n\nEach side is served by a <Side>Handlers struct of typed func fields and called through a <Side>Peer (docs/handlers.md). The framing has no stream connection: a handler struct serves any caller of its Handle method, and a peer sends through any rpc.Sender."
 	}
@@ -301,7 +301,7 @@ func emitConn(f *jen.File, pkg *ir.Package) error {
 	if pkg.Framing == ir.EnvelopeNDJSON {
 		newCodec = jen.Id("NewCodec").Call(jen.Lit(""), jen.Lit(""))
 	}
-	comment(f, fmt.Sprintf("NewConn starts a connection speaking %s on r and w, serving h (a side's handler struct, possibly wrapped in middleware; nil serves nothing), with the protocol's cancel rules. opts may be nil. For other codec settings use rpc.NewConn with NewCodec and ConnOptions.", pkg.Title))
+	comment(f, fmt.Sprintf("NewConn starts a connection speaking %s on r and w, serving h (a side's handler struct, possibly wrapped in middleware; nil serves nothing), with the protocol's cancel rules. opts may be nil. For other codec settings use rpc.NewConn with NewCodec and ConnOptions.\n\nRequests are handled one at a time, in arrival order, unless opts.MaxConcurrentRequests is above 1: by default one long request holds up every other request of the connection, so a side whose requests run long (an agent's prompts) sets it. Cancel messages need no free slot: they are applied as they arrive and end the cancelled handler's context. Handlers reach their peer through their context (<Side>PeerFrom); opts.Middleware wraps every method.", pkg.Title))
 	f.Func().Id("NewConn").Params(jen.Id("r").Qual("io", "Reader"), jen.Id("w").Qual("io", "Writer"), jen.Id("h").Qual(pkgRPC, "Handler"), jen.Id("opts").Op("*").Qual(pkgRPC, "Options")).Op("*").Qual(pkgRPC, "Conn").Block(
 		jen.Return(jen.Qual(pkgRPC, "NewConn").Call(jen.Id("r"), jen.Id("w"), newCodec, jen.Id("h"), jen.Id("ConnOptions").Call(jen.Id("opts")))),
 	)
@@ -546,6 +546,12 @@ func emitPeer(f *jen.File, side, sideDoc string, ms []*ir.Method) {
 	f.Line()
 	f.Comment(fmt.Sprintf("New%s returns a %s that sends through s.", name, name))
 	f.Func().Id("New" + name).Params(jen.Id("s").Qual(pkgRPC, "Sender")).Op("*").Id(name).Block(jen.Return(jen.Op("&").Id(name).Values(jen.Dict{jen.Id("s"): jen.Id("s")})))
+	f.Line()
+	f.Comment(fmt.Sprintf("%sFrom returns a %s that calls the peer of the connection handling the request whose context is ctx (rpc.SenderFrom), or nil when ctx is not a handler's. A handler reaches its peer this way with no wiring after the connection starts, so there is no race with a request that arrives at once.", name, name))
+	f.Func().Id(name+"From").Params(jen.Id("ctx").Qual("context", "Context")).Op("*").Id(name).Block(
+		jen.If(jen.Id("s").Op(":=").Qual(pkgRPC, "SenderFrom").Call(jen.Id("ctx")), jen.Id("s").Op("!=").Nil()).Block(jen.Return(jen.Id("New"+name).Call(jen.Id("s")))),
+		jen.Return(jen.Nil()),
+	)
 	f.Line()
 	for _, m := range ms {
 		emitPeerMethod(f, name, m)

@@ -268,6 +268,10 @@ func (g *typeGen) getters(t *ir.Type, fields []*ir.Field) {
 			def = jen.Qual(pkgWire, "Default").Types(typ).Call(jen.Lit(ir.Canonical(fl.Default)))
 		}
 		field := jen.Id("x").Dot(fl.Go)
+		if fl.Ref.Kind == ir.Named && fl.Ref.Named.Kind == ir.Struct {
+			g.structGetter(t, fl, st, typ, def)
+			continue
+		}
 		var body []jen.Code
 		switch st {
 		case pointer:
@@ -289,6 +293,34 @@ func (g *typeGen) getters(t *ir.Type, fields []*ir.Field) {
 		g.f.Func().Params(jen.Id("x").Op("*").Id(t.Name)).Id("Get" + fl.Go).Params().Add(typ).Block(body...)
 		g.f.Line()
 	}
+}
+
+// structGetter emits GetX for a struct member with a schema default. It
+// returns a pointer, so that getters chain (caps.GetFs().GetReadTextFile():
+// the struct's methods have pointer receivers, which a returned value could
+// not call): the member itself when present, else a fresh copy of the
+// default, never nil.
+func (g *typeGen) structGetter(t *ir.Type, fl *ir.Field, st storage, typ, def jen.Code) {
+	field := jen.Id("x").Dot(fl.Go)
+	present := jen.Id("x").Op("!=").Nil().Op("&&").Add(field).Op("!=").Nil()
+	var body []jen.Code
+	switch st {
+	case pointer, nilAble:
+		body = []jen.Code{jen.If(present).Block(jen.Return(field))}
+	case optional:
+		body = []jen.Code{jen.If(jen.Id("x").Op("!=").Nil().Op("&&").Op("!").Add(field).Dot("IsAbsent").Call()).Block(
+			jen.List(jen.Id("v"), jen.Id("_")).Op(":=").Add(field).Dot("Get").Call(),
+			jen.Return(jen.Op("&").Id("v")),
+		)}
+	}
+	body = append(body, jen.Id("d").Op(":=").Add(def), jen.Return(jen.Op("&").Id("d")))
+	what := "when absent"
+	if st == optional {
+		what = "when absent (a copy of the value when set; null gives the zero value)"
+	}
+	g.f.Comment(fmt.Sprintf("Get%s returns %s, or a fresh copy of its schema default %s %s; never nil, so getters chain.", fl.Go, fl.Go, ir.Canonical(fl.Default), what))
+	g.f.Func().Params(jen.Id("x").Op("*").Id(t.Name)).Id("Get" + fl.Go).Params().Op("*").Add(typ).Block(body...)
+	g.f.Line()
 }
 
 // v1 adds encoding/json (v1) methods that delegate to the v2 ones, so the

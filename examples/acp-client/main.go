@@ -1,0 +1,198 @@
+// Command acp-client is a small ACP client: it starts an agent as a child
+// process, sends it one prompt and prints the answer as it streams.
+//
+//	acp-client -prompt "hello" -- my-agent --flag
+//
+// The agent's message chunks go to stdout; tool calls and permission
+// requests are reported on stderr. A permission request is answered with
+// the agent's first "allow" option when -allow is given, else its first
+// "reject" option. fs/read_text_file is served for files under -cwd only.
+// Ctrl-C (or -timeout) sends session/cancel, and the client waits for the
+// agent to end the turn.
+//
+// Exit status: 0 when the turn ended normally (end_turn), 3 when it was
+// cancelled, 4 for any other stop reason, 1 when the agent failed, 2 for a
+// usage error.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+
+	"github.com/bridgekit/bridgekit/clients/acpcmd"
+	"github.com/bridgekit/bridgekit/gen/acp"
+	"github.com/bridgekit/bridgekit/runtime/rpc"
+	"github.com/bridgekit/bridgekit/runtime/wire"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run runs the client; cancelling ctx (Ctrl-C) cancels the prompt.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("acp-client", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	prompt := fs.String("prompt", "hello", "the prompt to send")
+	cwd := fs.String("cwd", ".", "the session's working directory; the agent may read files under it")
+	allow := fs.Bool("allow", false, "grant the agent's permission requests (default: reject them)")
+	timeout := fs.Duration("timeout", 0, "cancel the prompt after this long (0: never)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: acp-client [flags] -- AGENT [ARGS...]\n\nStarts AGENT, sends it one prompt over ACP and prints the answer as it streams.")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() == 0 {
+		fs.Usage()
+		return 2
+	}
+	root, err := filepath.Abs(*cwd)
+	if err != nil {
+		fmt.Fprintln(stderr, "acp-client:", err)
+		return 2
+	}
+
+	c := &client{root: root, allow: *allow, out: stdout, log: stderr}
+	agent, err := acpcmd.StartAgent(context.Background(), exec.Command(fs.Arg(0), fs.Args()[1:]...), &acp.ClientHandlers{
+		SessionUpdate:            c.update,
+		SessionRequestPermission: c.permission,
+		FsReadTextFile:           c.readFile,
+	}, &acpcmd.Options{Stderr: stderr})
+	if err != nil {
+		fmt.Fprintln(stderr, "acp-client:", err)
+		return 1
+	}
+	defer agent.Close()
+
+	calls := context.Background() // the calls themselves are not cut short: cancelling is session/cancel
+	readable := true
+	if _, err := agent.Initialize(calls, &acp.InitializeRequest{
+		ProtocolVersion:    1,
+		ClientCapabilities: &acp.ClientCapabilities{Fs: &acp.FileSystemCapabilities{ReadTextFile: &readable}},
+		ClientInfo:         wire.Some(acp.Implementation{Name: "bridgekit-acp-client", Version: "0.1.0"}),
+	}); err != nil {
+		fmt.Fprintln(stderr, "acp-client: initialize:", err)
+		return 1
+	}
+	session, err := agent.SessionNew(calls, &acp.NewSessionRequest{Cwd: root, MCPServers: []acp.MCPServer{}})
+	if err != nil {
+		fmt.Fprintln(stderr, "acp-client: session/new:", err)
+		return 1
+	}
+
+	// Cancel on Ctrl-C or at the timeout: the agent ends the turn itself,
+	// with stopReason "cancelled".
+	cancelAt := ctx
+	if *timeout > 0 {
+		var cancel context.CancelFunc
+		cancelAt, cancel = context.WithTimeout(ctx, *timeout)
+		defer cancel()
+	}
+	stopCancel := context.AfterFunc(cancelAt, func() {
+		fmt.Fprintln(stderr, "acp-client: cancelling the prompt")
+		_ = agent.SessionCancel(calls, &acp.CancelNotification{SessionID: session.SessionID})
+	})
+	defer stopCancel()
+
+	res, err := agent.SessionPrompt(calls, &acp.PromptRequest{SessionID: session.SessionID, Prompt: []acp.ContentBlock{acp.TextBlock(*prompt)}})
+	fmt.Fprintln(stdout)
+	if err != nil {
+		fmt.Fprintln(stderr, "acp-client: session/prompt:", err)
+		if errors.Is(err, rpc.ErrClosed) {
+			fmt.Fprintln(stderr, "acp-client: the agent exited:", agent.Wait(calls))
+		}
+		return 1
+	}
+	fmt.Fprintln(stderr, "acp-client: stop reason", res.StopReason)
+	switch res.StopReason {
+	case acp.StopReasonEndTurn:
+		return 0
+	case acp.StopReasonCancelled:
+		return 3
+	}
+	return 4
+}
+
+// client serves what the agent asks of its client.
+type client struct {
+	root     string
+	allow    bool
+	out, log io.Writer
+}
+
+func (c *client) update(_ context.Context, n *acp.SessionNotification) error {
+	switch u := n.Update; {
+	case u.AgentMessageChunk != nil && u.AgentMessageChunk.Content.Text != nil:
+		fmt.Fprint(c.out, u.AgentMessageChunk.Content.Text.Text)
+	case u.ToolCall != nil:
+		fmt.Fprintf(c.log, "acp-client: tool call %s: %s\n", u.ToolCall.ToolCallID, u.ToolCall.Title)
+	case u.ToolCallUpdate != nil:
+		if st, ok := u.ToolCallUpdate.Status.Get(); ok {
+			fmt.Fprintf(c.log, "acp-client: tool call %s %s\n", u.ToolCallUpdate.ToolCallID, st)
+		}
+	}
+	return nil
+}
+
+func (c *client) permission(_ context.Context, p *acp.RequestPermissionRequest) (*acp.RequestPermissionResponse, error) {
+	want := []acp.PermissionOptionKind{acp.PermissionOptionKindRejectOnce, acp.PermissionOptionKindRejectAlways}
+	if c.allow {
+		want = []acp.PermissionOptionKind{acp.PermissionOptionKindAllowOnce, acp.PermissionOptionKindAllowAlways}
+	}
+	title, _ := p.ToolCall.Title.Get()
+	for _, o := range p.Options {
+		if slices.Contains(want, o.Kind) {
+			fmt.Fprintf(c.log, "acp-client: permission %q: %s\n", title, o.Name)
+			return &acp.RequestPermissionResponse{Outcome: acp.RequestPermissionOutcome{Selected: &acp.SelectedPermissionOutcome{OptionID: o.OptionID}}}, nil
+		}
+	}
+	fmt.Fprintf(c.log, "acp-client: permission %q: no option to choose, refused\n", title)
+	return &acp.RequestPermissionResponse{Outcome: acp.RequestPermissionOutcome{Cancelled: &acp.RequestPermissionOutcomeCancelled{}}}, nil
+}
+
+// readFile serves fs/read_text_file for files under the session's
+// directory, with ACP's 1-based line and line limit.
+func (c *client) readFile(_ context.Context, p *acp.ReadTextFileRequest) (*acp.ReadTextFileResponse, error) {
+	rel, err := filepath.Rel(c.root, filepath.Clean(p.Path))
+	if !filepath.IsAbs(p.Path) || err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return nil, rpc.InvalidParams(fmt.Errorf("%s is not under %s", p.Path, c.root))
+	}
+	root, err := os.OpenRoot(c.root)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	b, err := root.ReadFile(rel)
+	if err != nil {
+		return nil, rpc.NewError(-32002, "resource not found", struct {
+			Path string `json:"path"`
+		}{p.Path})
+	}
+	lines := strings.SplitAfter(string(b), "\n")
+	first := 0
+	if l, ok := p.Line.Get(); ok && l > 1 {
+		first = int(min(l-1, int64(len(lines))))
+	}
+	lines = lines[first:]
+	if n, ok := p.Limit.Get(); ok && n >= 0 && n < int64(len(lines)) {
+		lines = lines[:n]
+	}
+	return &acp.ReadTextFileResponse{Content: strings.Join(lines, "")}, nil
+}
