@@ -46,14 +46,19 @@ func (a *app) fsError(method, what, path string, err error) error {
 	if _, ok := errors.AsType[*rpc.Error](err); ok {
 		return err
 	}
-	a.render.line(a.render.paint("fs", cRed) + " " + what + " " + clean(path) + ": " + clean(err.Error()))
+	say := func(s string) { a.render.line(a.render.paint("fs", cRed) + " " + what + " " + clean(path) + ": " + s) }
 	switch {
 	case errors.Is(err, workspace.ErrOutside):
+		say("denied (outside the workspace)")
 		return denied(what, path, "outside the workspace")
+	case errors.Is(err, workspace.ErrNotRegular):
+		say("denied (not a regular file)")
+		return denied(what, path, "not a regular file")
+	}
+	say(clean(err.Error()))
+	switch {
 	case errors.Is(err, workspace.ErrIsDir):
 		return rpc.InvalidParams(fmt.Errorf("%s: %w", method, err))
-	case errors.Is(err, workspace.ErrNotRegular):
-		return denied(what, path, "not a regular file")
 	case errors.Is(err, fs.ErrNotExist):
 		return rpc.NewError(codeNotFound, method+": "+path+" does not exist", map[string]string{"path": path})
 	case errors.Is(err, workspace.ErrTooLarge), errors.Is(err, workspace.ErrNotText), errors.Is(err, fs.ErrInvalid):

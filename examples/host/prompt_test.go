@@ -200,7 +200,7 @@ func TestPromptExitStatuses(t *testing.T) {
 		{[]string{"--stop-reason=max_tokens"}, exitMaxTokens, "max_tokens"},
 		{[]string{"--stop-reason=max_turn_requests"}, exitMaxTurnRequests, "max_turn_requests"},
 		{[]string{"--stop-reason=cancelled"}, exitAgentCancelled, "the agent cancelled the turn although the host did not ask it to"},
-		{[]string{"--stop-reason=bogus"}, exitProtocol, "the agent's answer to session/prompt does not fit ACP"},
+		{[]string{"--stop-reason=bogus"}, exitProtocol, `unknown stopReason "bogus"`}, // kept by the open enum, then refused by the host
 		{[]string{"--harn", "--terminal=policy_budget"}, exitNotCompleted, "not completed: Harn terminal outcome policy_budget, reason stopped by policy, owner agent (stopReason end_turn)"},
 		{[]string{"--harn", "--terminal=none"}, exitNotCompleted, "not completed: end_turn without the Harn terminal outcome this runtime advertises"},
 	} {
