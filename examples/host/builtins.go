@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/bridgekit/bridgekit/servers/host/permission"
 	"io/fs"
 	"maps"
 	"path/filepath"
@@ -147,7 +148,7 @@ func (a *app) walk(ctx context.Context, dir, pattern string, visit func(rel stri
 	if fi, err := a.ws.Stat(rel); err != nil || !fi.IsDir() {
 		return rpc.NewError(codeNotFound, fmt.Sprintf("%s is not a directory of the workspace", rel), map[string]string{"path": dir})
 	}
-	if err := checkPathGlob(pattern); err != nil {
+	if err := permission.CheckPathGlob(pattern); err != nil {
 		return rpc.InvalidParams(err)
 	}
 	seen := 0
@@ -171,7 +172,7 @@ func (a *app) walk(ctx context.Context, dir, pattern string, visit func(rel stri
 		if seen++; seen > maxWalkedFiles {
 			return stop
 		}
-		if !a.policy.fsAccess(p, false).Allow || !globMatch(pattern, p) {
+		if !a.policy.fsAccess(p, false).Allow || !permission.Glob(pattern, p) {
 			return nil
 		}
 		if !visit(p) {

@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"fmt"
+	"github.com/bridgekit/bridgekit/servers/host/permission"
 	"math"
 	"slices"
 	"strings"
@@ -143,7 +144,7 @@ type rankedSkill struct {
 func pathMatch(patterns, files []string) (pattern, file string, ok bool) {
 	for _, pat := range patterns {
 		for _, f := range files {
-			if globMatch(pat, strings.TrimPrefix(f, "./")) {
+			if permission.Glob(pat, strings.TrimPrefix(f, "./")) {
 				return pat, f, true
 			}
 		}

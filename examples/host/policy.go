@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/bridgekit/bridgekit/servers/host/permission"
 	"os"
 	"slices"
 	"strings"
@@ -77,18 +78,18 @@ func loadPolicy(path string) (*policy, error) {
 			}
 		}
 		for _, g := range r.Tools {
-			if err := checkGlob(g); err != nil {
+			if err := permission.CheckGlob(g); err != nil {
 				return nil, bad("%s: %v", name, err)
 			}
 		}
 		for _, g := range r.Paths {
-			if err := checkPathGlob(g); err != nil {
+			if err := permission.CheckPathGlob(g); err != nil {
 				return nil, bad("%s: %v", name, err)
 			}
 		}
 	}
 	for _, g := range slices.Concat(p.FS.Read, p.FS.Write) {
-		if err := checkPathGlob(g); err != nil {
+		if err := permission.CheckPathGlob(g); err != nil {
 			return nil, bad("fs: %v", err)
 		}
 	}
@@ -134,7 +135,7 @@ func (p *policy) permission(ws *workspace.Workspace, tc *acp.ToolCallUpdate) dec
 		rels = append(rels, rel)
 	}
 	for i, r := range p.Permissions {
-		if len(r.Tools) > 0 && !slices.ContainsFunc(r.Tools, func(g string) bool { return globMatch(g, tool) }) {
+		if len(r.Tools) > 0 && !slices.ContainsFunc(r.Tools, func(g string) bool { return permission.Glob(g, tool) }) {
 			continue
 		}
 		if len(r.Kinds) > 0 && !slices.Contains(r.Kinds, string(kind)) {
@@ -160,7 +161,7 @@ func (p *policy) permission(ws *workspace.Workspace, tc *acp.ToolCallUpdate) dec
 // path to a call can neither escape a deny rule nor earn an allow.
 func pathsMatch(deny bool, patterns, rels []string, outside bool) bool {
 	matches := func(p string) bool {
-		return slices.ContainsFunc(patterns, func(g string) bool { return globMatch(g, p) })
+		return slices.ContainsFunc(patterns, func(g string) bool { return permission.Glob(g, p) })
 	}
 	if deny {
 		return outside || slices.ContainsFunc(rels, matches)
@@ -218,7 +219,7 @@ func (p *policy) fsAccess(rel string, write bool) decision {
 	if write {
 		patterns, what = p.FS.Write, "write"
 	}
-	if slices.ContainsFunc(patterns, func(g string) bool { return globMatch(g, rel) }) {
+	if slices.ContainsFunc(patterns, func(g string) bool { return permission.Glob(g, rel) }) {
 		return allow("fs." + what)
 	}
 	return deny("fs." + what + " does not list it")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"github.com/bridgekit/bridgekit/servers/host/permission"
 	"os"
 	"path/filepath"
 	"strings"
@@ -38,21 +39,21 @@ func TestGlobMatch(t *testing.T) {
 		{"edit_*", "edit_file", true},
 		{"[", "[", false}, // malformed: matches nothing
 	} {
-		if got := globMatch(tc.pattern, tc.name); got != tc.want {
-			t.Errorf("globMatch(%q, %q) = %v", tc.pattern, tc.name, got)
+		if got := permission.Glob(tc.pattern, tc.name); got != tc.want {
+			t.Errorf("permission.Glob(%q, %q) = %v", tc.pattern, tc.name, got)
 		}
 	}
-	if checkGlob("a/[") == nil || checkGlob("") == nil || checkGlob("a/**/*.go") != nil {
+	if permission.CheckGlob("a/[") == nil || permission.CheckGlob("") == nil || permission.CheckGlob("a/**/*.go") != nil {
 		t.Error("checkGlob")
 	}
 	for _, bad := range []string{"/a", "a/../b", "./a", "a/", "a//b", "a/["} {
-		if checkPathGlob(bad) == nil {
-			t.Errorf("checkPathGlob(%q) accepts it", bad)
+		if permission.CheckPathGlob(bad) == nil {
+			t.Errorf("permission.CheckPathGlob(%q) accepts it", bad)
 		}
 	}
 	for _, good := range []string{"**", "src/**/*.go", "README.md", "*"} {
-		if err := checkPathGlob(good); err != nil {
-			t.Errorf("checkPathGlob(%q): %v", good, err)
+		if err := permission.CheckPathGlob(good); err != nil {
+			t.Errorf("permission.CheckPathGlob(%q): %v", good, err)
 		}
 	}
 }
