@@ -48,6 +48,9 @@ func (a *app) fsError(method, what, path string, err error) error {
 	}
 	say := func(s string) { a.render.line(a.render.paint("fs", cRed) + " " + what + " " + clean(path) + ": " + s) }
 	switch {
+	case errors.Is(err, workspace.ErrIsDir):
+		say(clean(err.Error()))
+		return rpc.InvalidParams(fmt.Errorf("%s: %w", method, err))
 	case errors.Is(err, workspace.ErrOutside):
 		say("denied (outside the workspace)")
 		return denied(what, path, "outside the workspace")
@@ -57,8 +60,6 @@ func (a *app) fsError(method, what, path string, err error) error {
 	}
 	say(clean(err.Error()))
 	switch {
-	case errors.Is(err, workspace.ErrIsDir):
-		return rpc.InvalidParams(fmt.Errorf("%s: %w", method, err))
 	case errors.Is(err, fs.ErrNotExist):
 		return rpc.NewError(codeNotFound, method+": "+path+" does not exist", map[string]string{"path": path})
 	case errors.Is(err, workspace.ErrTooLarge), errors.Is(err, workspace.ErrNotText), errors.Is(err, fs.ErrInvalid):
