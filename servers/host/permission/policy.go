@@ -370,17 +370,17 @@ func MatchCommand(pattern, argv []string) bool {
 		if w == "**" && i == len(rest)-1 {
 			return true
 		}
-		if i >= len(args) || !wildcard(w, args[i]) {
+		if i >= len(args) || !Wildcard(w, args[i]) {
 			return false
 		}
 	}
 	return len(args) == len(rest)
 }
 
-// wildcard matches s against a pattern in which * matches any characters
-// and ? one; everything else is literal. Linear in practice (two pointers,
-// backtracking to the last *).
-func wildcard(pat, s string) bool {
+// Wildcard matches s against a pattern in which * matches any characters
+// (slashes too) and ? one; everything else is literal. Linear in practice
+// (two pointers, backtracking to the last *), len(pat)*len(s) at worst.
+func Wildcard(pat, s string) bool {
 	p, r := []rune(pat), []rune(s)
 	pi, si, star, mark := 0, 0, -1, 0
 	for si < len(r) {

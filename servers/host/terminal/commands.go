@@ -2,6 +2,7 @@ package terminal
 
 import (
 	"errors"
+	"github.com/bridgekit/bridgekit/servers/host/permission"
 	"strings"
 )
 
@@ -103,47 +104,13 @@ func PlainShellLine(line string) bool {
 	return true
 }
 
-// matchWords matches argv against a pattern's words.
+// matchWords matches argv against a pattern's words, by the permission
+// rule's command matching.
 func matchWords(words []string, command string, args []string) bool {
-	if words[0] != command {
-		return false
-	}
-	rest := words[1:]
-	for i, w := range rest {
-		if w == "**" && i == len(rest)-1 {
-			return true
-		}
-		if i >= len(args) || !Wildcard(w, args[i]) {
-			return false
-		}
-	}
-	return len(args) == len(rest)
+	return permission.MatchCommand(words, append([]string{command}, args...))
 }
 
 // Wildcard matches s against a pattern in which "*" matches any
 // characters (slashes too) and "?" one character; everything else is
-// literal. It takes time linear in len(pat)*len(s) at worst.
-func Wildcard(pat, s string) bool {
-	p, r := []rune(pat), []rune(s)
-	pi, si, star, mark := 0, 0, -1, 0
-	for si < len(r) {
-		switch {
-		case pi < len(p) && (p[pi] == '?' || p[pi] == r[si]):
-			pi++
-			si++
-		case pi < len(p) && p[pi] == '*':
-			star, mark = pi, si
-			pi++
-		case star >= 0:
-			pi = star + 1
-			mark++
-			si = mark
-		default:
-			return false
-		}
-	}
-	for pi < len(p) && p[pi] == '*' {
-		pi++
-	}
-	return pi == len(p)
-}
+// literal. It is permission.Wildcard.
+func Wildcard(pat, s string) bool { return permission.Wildcard(pat, s) }
