@@ -126,61 +126,43 @@ func (o *Overrides) use(kind, ptr string) {
 	o.used[kind+" "+ptr] = true
 }
 
-// Type returns the type override at ptr, marking it used.
-func (o *Overrides) Type(ptr string) (TypeOverride, bool) {
-	v, ok := o.Types[ptr]
+// lookup returns table's entry at ptr and marks it used under kind.
+func lookup[T any](o *Overrides, table map[string]T, kind, ptr string) (T, bool) {
+	v, ok := table[ptr]
 	if ok {
-		o.use("types", ptr)
+		o.use(kind, ptr)
 	}
 	return v, ok
 }
 
+// Type returns the type override at ptr, marking it used.
+func (o *Overrides) Type(ptr string) (TypeOverride, bool) { return lookup(o, o.Types, "types", ptr) }
+
 // Field returns the field override at ptr (a property's location), marking it used.
 func (o *Overrides) Field(ptr string) (FieldOverride, bool) {
-	v, ok := o.Fields[ptr]
-	if ok {
-		o.use("fields", ptr)
-	}
-	return v, ok
+	return lookup(o, o.Fields, "fields", ptr)
 }
 
 // Union returns the union override at ptr, marking it used.
 func (o *Overrides) Union(ptr string) (UnionOverride, bool) {
-	v, ok := o.Unions[ptr]
-	if ok {
-		o.use("unions", ptr)
-	}
-	return v, ok
+	return lookup(o, o.Unions, "unions", ptr)
 }
 
 // Excluded reports whether the definition at ptr is left out, marking the
 // entry used.
 func (o *Overrides) Excluded(ptr string) bool {
-	_, ok := o.Exclude[ptr]
-	if ok {
-		o.use("exclude", ptr)
-	}
+	_, ok := lookup(o, o.Exclude, "exclude", ptr)
 	return ok
 }
 
 // Closed returns the closed-enum entry at ptr, marking it used.
 func (o *Overrides) Closed(ptr string) (Exclusion, bool) {
-	v, ok := o.ClosedEnums[ptr]
-	if ok {
-		o.use("closed", ptr)
-	}
-	return v, ok
+	return lookup(o, o.ClosedEnums, "closed", ptr)
 }
 
 // IsRaw reports whether the definition at ptr is left untyped, marking the
 // entry used.
-func (o *Overrides) IsRaw(ptr string) (RawOverride, bool) {
-	v, ok := o.Raw[ptr]
-	if ok {
-		o.use("raw", ptr)
-	}
-	return v, ok
-}
+func (o *Overrides) IsRaw(ptr string) (RawOverride, bool) { return lookup(o, o.Raw, "raw", ptr) }
 
 // Unused lists, sorted, the entries no build has used.
 func (o *Overrides) Unused() []string {
