@@ -5,12 +5,12 @@ package harnvm
 import (
 	"context"
 	"fmt"
+	"github.com/bridgekit/bridgekit/internal/proctest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -38,12 +38,5 @@ func TestCloseLeavesNothingRunning(t *testing.T) {
 	if err := c.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
-	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if s := string(b); err != nil || strings.Contains(s[strings.LastIndexByte(s, ')')+1:], " Z ") {
-			return
-		}
-	}
-	_ = syscall.Kill(pid, syscall.SIGKILL)
-	t.Fatalf("the background process %d outlived Close", pid)
+	proctest.Gone(t, pid, 2*time.Second) // the background process must not outlive Close
 }

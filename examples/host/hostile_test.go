@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"github.com/bridgekit/bridgekit/internal/proctest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -135,27 +136,6 @@ func pidsOf(t *testing.T, p *rawPeer, id string, n int) []int {
 	return nil
 }
 
-func procAlive(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	return len(f) > 0 && f[0] != "Z"
-}
-
-func procGone(t *testing.T, pid int) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if !procAlive(pid) {
-			return
-		}
-	}
-	syscall.Kill(pid, syscall.SIGKILL)
-	t.Errorf("process %d outlived its terminal", pid)
-}
-
 const bgScript = `/bin/sleep 100 & echo $!; /bin/sleep 100`
 
 // TestHostileBackgroundChildren: `sleep 100 &` is gone after
@@ -167,7 +147,7 @@ func TestHostileBackgroundChildren(t *testing.T) {
 		r := p.call(id, "terminal/create", `{"sessionId":"s","command":"/bin/sh","args":["-c",`+strconv.Quote(bgScript)+`]}`)
 		term := terminalID(t, r)
 		pid := pidsOf(t, p, term, 1)[0]
-		if !procAlive(pid) {
+		if !proctest.Alive(pid) {
 			t.Fatalf("background %d not running", pid)
 		}
 		return term, pid
@@ -178,24 +158,24 @@ func TestHostileBackgroundChildren(t *testing.T) {
 		if r := p.call("2", "terminal/kill", fmt.Sprintf(`{"sessionId":"s","terminalId":%q}`, term)); r.Error != nil {
 			t.Fatal(r.Error)
 		}
-		procGone(t, pid)
+		proctest.Gone(t, pid, 10*time.Second)
 		term, pid = create(p, "3")
 		if r := p.call("4", "terminal/release", fmt.Sprintf(`{"sessionId":"s","terminalId":%q}`, term)); r.Error != nil {
 			t.Fatal(r.Error)
 		}
-		procGone(t, pid)
+		proctest.Gone(t, pid, 10*time.Second)
 	})
 	t.Run("host exit", func(t *testing.T) {
 		p, _ := hostileHost(t, policy)
 		_, pid := create(p, "1")
 		p.stdin.Close()
-		procGone(t, pid)
+		proctest.Gone(t, pid, 10*time.Second)
 	})
 	t.Run("host SIGKILL", func(t *testing.T) {
 		p, _ := hostileHost(t, policy)
 		_, pid := create(p, "1")
 		p.cmd.Process.Signal(syscall.SIGKILL)
-		procGone(t, pid)
+		proctest.Gone(t, pid, 10*time.Second)
 		p.killed = true
 	})
 }

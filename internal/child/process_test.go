@@ -5,6 +5,7 @@ package child
 import (
 	"bufio"
 	"fmt"
+	"github.com/bridgekit/bridgekit/internal/proctest"
 	"os"
 	"os/exec"
 	"strconv"
@@ -29,30 +30,6 @@ func TestMain(m *testing.M) {
 		select {}
 	}
 	os.Exit(m.Run())
-}
-
-// alive reports whether pid is a process that has not exited (a zombie
-// has).
-func alive(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i < 0 || !strings.HasPrefix(s[i+1:], " Z")
-}
-
-// gone waits up to 2 s for pid to be gone.
-func gone(t *testing.T, pid int) {
-	t.Helper()
-	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if !alive(pid) {
-			return
-		}
-	}
-	t.Errorf("process %d is still running", pid)
-	_ = syscall.Kill(pid, syscall.SIGKILL)
 }
 
 // startWatched starts cmd and returns a channel closed once it has exited.
@@ -112,7 +89,7 @@ func TestStopEndsTheWholeGroup(t *testing.T) {
 			if c.signalled && (took > 800*time.Millisecond || !ByUs(cmd.ProcessState)) {
 				t.Errorf("stopping a child that ignores EOF took %v (state %v, by us %v)", took, cmd.ProcessState, ByUs(cmd.ProcessState))
 			}
-			gone(t, grandchild)
+			proctest.Gone(t, grandchild, 2*time.Second)
 		})
 	}
 }
@@ -149,12 +126,12 @@ func TestChildDiesWithItsHost(t *testing.T) {
 		t.Fatal(err)
 	}
 	pid := readPid(t, bufio.NewReader(out))
-	if !alive(pid) {
+	if !proctest.Alive(pid) {
 		t.Fatalf("the host's child %d is not running", pid)
 	}
 	_ = host.Process.Kill()
 	_ = host.Wait()
-	gone(t, pid)
+	proctest.Gone(t, pid, 2*time.Second)
 }
 
 func TestByUs(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"github.com/bridgekit/bridgekit/internal/proctest"
 	"os"
 	"os/exec"
 	"runtime"
@@ -75,7 +76,7 @@ func TestHostKilled(t *testing.T) {
 		pids = append(pids, n)
 	}
 	for _, p := range pids {
-		if !alive(p) {
+		if !proctest.Alive(p) {
 			t.Fatalf("%d not running before the kill", p)
 		}
 	}
@@ -84,6 +85,6 @@ func TestHostKilled(t *testing.T) {
 	}
 	host.Wait()
 	for _, p := range pids {
-		gone(t, p)
+		proctest.Gone(t, p, 10*time.Second)
 	}
 }

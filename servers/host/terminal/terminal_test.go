@@ -5,13 +5,13 @@ package terminal
 import (
 	"context"
 	"errors"
+	"github.com/bridgekit/bridgekit/internal/proctest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -92,31 +92,6 @@ func TestSignalled(t *testing.T) {
 	}
 }
 
-// alive reports whether pid runs (a zombie is not running).
-func alive(pid int) bool {
-	if syscall.Kill(pid, 0) != nil {
-		return false
-	}
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return runtime.GOOS != "linux"
-	}
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	return len(f) > 0 && f[0] != "Z"
-}
-
-func gone(t *testing.T, pid int) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if !alive(pid) {
-			return
-		}
-	}
-	syscall.Kill(pid, syscall.SIGKILL)
-	t.Fatalf("process %d still runs", pid)
-}
-
 // background starts a command that leaves `sleep 100 &` behind (and one
 // in a session of its own where setsid exists) and returns their pids.
 func background(t *testing.T, m *Manager) (string, []int) {
@@ -144,7 +119,7 @@ func background(t *testing.T, m *Manager) (string, []int) {
 		}
 	}
 	for _, p := range pids {
-		if !alive(p) {
+		if !proctest.Alive(p) {
 			t.Fatalf("background %d not running", p)
 		}
 	}
@@ -171,7 +146,7 @@ func TestBackgroundKilled(t *testing.T) {
 				m.Close(5 * time.Second)
 			}
 			for _, p := range pids {
-				gone(t, p)
+				proctest.Gone(t, p, 10*time.Second)
 			}
 		})
 	}
