@@ -1,12 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"context"
+	"github.com/bridgekit/bridgekit/internal/testio"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -18,23 +17,8 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// syncBuffer is written by the client's handlers and read by the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer is a goroutine-safe sink the test reads.
+type syncBuffer = testio.Buffer
 
 // tsAgent is the command line of the TypeScript SDK's agent of
 // testdata/interop/acp-ts, an independent ACP peer.

@@ -1,10 +1,9 @@
 package main
 
 import (
-	"bytes"
+	"github.com/bridgekit/bridgekit/internal/testio"
 	"io"
 	"log/slog"
-	"sync"
 	"testing"
 	"time"
 
@@ -45,22 +44,7 @@ func testApp(t *testing.T, pol *policy) (*app, *syncBuffer) {
 }
 
 // syncBuffer is a buffer the renderer's goroutine writes while a test reads.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+type syncBuffer = testio.Buffer
 
 // rendered closes the app's renderer and returns everything it wrote.
 func rendered(a *app, out *syncBuffer) string {

@@ -2,13 +2,12 @@ package middleware_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
+	"github.com/bridgekit/bridgekit/internal/testio"
 	"io"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,24 +20,8 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// syncBuffer is a log sink the handlers' goroutines write while a test
-// reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer is a goroutine-safe sink the test reads.
+type syncBuffer = testio.Buffer
 
 // serve starts a JSON-RPC connection serving h with mw and returns a
 // function that sends one line and returns the connection's answer.

@@ -1,11 +1,10 @@
 package rpc_test
 
 import (
-	"bytes"
 	"context"
+	"github.com/bridgekit/bridgekit/internal/testio"
 	"io"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
@@ -237,23 +236,8 @@ func pipePair(tb testing.TB, server rpc.Handler, opts *rpc.Options) (client, srv
 	return connPair(tb, ioPipe, nil, opts, server, opts)
 }
 
-// syncBuffer is a goroutine-safe log sink.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer is a goroutine-safe sink the test reads.
+type syncBuffer = testio.Buffer
 
 // blockingReader blocks every Read until release is closed, then reports
 // EOF. It is not an io.Closer.
