@@ -71,8 +71,8 @@ func TestBackpressureStopsReading(t *testing.T) {
 		slots int
 	}{
 		{"notifications", `{"jsonrpc":"2.0","method":"block"}`, 1},
-		{"inline requests", `{"jsonrpc":"2.0","id":1,"method":"block"}`, 1},
-		{"concurrent requests", `{"jsonrpc":"2.0","id":1,"method":"block"}`, 3},
+		{"inline requests", `{"jsonrpc":"2.0","id":"#","method":"block"}`, 1},
+		{"concurrent requests", `{"jsonrpc":"2.0","id":"#","method":"block"}`, 3},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			const limit, total = 4, 20_000
@@ -109,8 +109,13 @@ func TestBackpressureStopsReading(t *testing.T) {
 				t.Fatal(err)
 			}
 			if strings.Contains(tt.line, `"id"`) {
+				seen := make(map[string]bool, total)
 				for range total {
-					p.expect(`{"jsonrpc":"2.0","id":1,"result":null}`)
+					r := parseReply(t, p.recv())
+					if r.Error != nil || string(r.Result) != "null" || seen[string(r.ID)] {
+						t.Fatalf("reply %+v (id %s), want one null result per request", r, r.ID)
+					}
+					seen[string(r.ID)] = true
 				}
 			}
 			p.send(`{"jsonrpc":"2.0","id":"count","method":"count"}`)
@@ -127,7 +132,7 @@ func TestQueueBytesBound(t *testing.T) {
 	for _, tt := range []struct{ name, line string }{
 		{"long params", `{"jsonrpc":"2.0","method":"block","params":"` + long + `"}`},
 		{"long method names", `{"jsonrpc":"2.0","method":"#` + long + `"}`},
-		{"long ids", `{"jsonrpc":"2.0","id":"` + long + `","method":"block"}`},
+		{"long ids", `{"jsonrpc":"2.0","id":"#` + long + `","method":"block"}`}, // distinct: a duplicate is refused, not queued
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			release := make(chan struct{})

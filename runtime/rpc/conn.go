@@ -159,7 +159,7 @@ type Conn struct {
 
 	mu      sync.Mutex
 	pending map[uint64]chan callResult // nil once no reply can arrive
-	running map[string]*inbound        // requests with a context of their own, by id
+	running map[string]*inbound        // requests in flight (queued or running), by id
 	cause   error                      // why the connection shut down
 	phase   phase
 	lanes   sync.WaitGroup // dispatchers and workers
@@ -333,7 +333,9 @@ func (c *Conn) end(cause error, graceful bool) {
 	c.gate.close()
 	c.cancel(cause)
 	for _, it := range running {
-		it.cancel(cause)
+		if it.cancel != nil {
+			it.cancel(cause)
+		}
 	}
 	c.q.close(true)
 	c.ctl.close(true)

@@ -31,9 +31,9 @@ type diagnostics struct {
 	mu      sync.Mutex
 	dropped int // reports and records that found their channel full
 
-	counts     [FrameBadParams + 1]atomic.Uint64 // reports, by kind
-	unreported atomic.Uint64                     // reports that found the queue full
-	held       atomic.Int64                      // bytes of FrameError.Frame queued
+	counts     [frameKinds]atomic.Uint64 // reports, by kind
+	unreported atomic.Uint64             // reports that found the queue full
+	held       atomic.Int64              // bytes of FrameError.Frame queued
 }
 
 // diagRecord is a log record waiting for the diagnostics goroutine.
@@ -140,7 +140,7 @@ type Stats struct {
 	// FrameErrors counts the lines reported to Options.OnFrameError (and
 	// the logger), by FrameErrorKind: FrameErrors[FrameBadParams] is the
 	// number of notifications dropped because their params did not decode.
-	FrameErrors [FrameBadParams + 1]uint64
+	FrameErrors [frameKinds]uint64
 	// Unreported counts the reports, among those, that OnFrameError and
 	// the logger never saw: they came faster than those could take them.
 	Unreported uint64

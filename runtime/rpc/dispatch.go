@@ -147,6 +147,9 @@ func (c *Conn) serve(it *inbound, onDispatcher bool) {
 	if err != nil {
 		e = replyError(err, ctx.Err())
 	}
+	// The id is free once its reply can reach the peer, which may then
+	// reuse it at once.
+	c.unregister(it)
 	c.reply(it, result, e, onDispatcher)
 }
 
@@ -216,14 +219,21 @@ func (it *inbound) releaseTurn() {
 // finish releases what a handled message held.
 func (c *Conn) finish(it *inbound) {
 	it.releaseTurn()
-	if it.registered {
-		c.mu.Lock()
-		if c.running[it.ID.raw] == it {
-			delete(c.running, it.ID.raw)
-		}
-		c.mu.Unlock()
-	}
+	c.unregister(it)
 	it.release()
+}
+
+// unregister removes a request from those in flight.
+func (c *Conn) unregister(it *inbound) {
+	if !it.registered {
+		return
+	}
+	it.registered = false
+	c.mu.Lock()
+	if c.running[it.ID.raw] == it {
+		delete(c.running, it.ID.raw)
+	}
+	c.mu.Unlock()
 }
 
 // release ends a request's context.

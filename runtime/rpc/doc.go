@@ -68,7 +68,11 @@
 // is not answered, but it is not dropped silently either: it is reported
 // as a FrameBadParams FrameError with its method and whole line, logged
 // (through slog's default logger when Options.Logger is nil) and counted
-// in [Conn.Stats]. A line over
+// in [Conn.Stats]. A request whose id is that of a request still in
+// flight (queued or running) is refused with [ErrDuplicateID] (-32600)
+// and reported as FrameDuplicateID; its handler never runs, and the
+// earlier request gets its own reply, so that one id never carries two
+// answers. An id is free again as soon as its reply is written. A line over
 // [Options.MaxFrame] is dropped unbuffered but for its first bytes, from
 // which a codec that implements [HeadDecoder] (both of ours do) tells what
 // it was: a request is refused under its own id, and a reply fails the

@@ -33,6 +33,9 @@ var (
 	ErrInternal       = &Error{Code: CodeInternalError, Message: "internal error"}
 	ErrCancelled      = &Error{Code: CodeRequestCancelled, Message: "request cancelled"}
 	ErrOverloaded     = &Error{Code: CodeOverloaded, Message: "overloaded: too many inbound messages queued"}
+	// ErrDuplicateID answers a request whose id is that of a request still
+	// in flight; the earlier request keeps running and gets its own reply.
+	ErrDuplicateID = &Error{Code: CodeInvalidRequest, Message: "invalid request: a request with this id is still in flight"}
 )
 
 // ErrClosed is matched by every error caused by the connection shutting
@@ -163,6 +166,11 @@ const (
 	// its handler could not decode its params (it returned an error
 	// matching ErrInvalidParams). A request gets its -32602 answer instead.
 	FrameBadParams
+	// FrameDuplicateID: a request refused (-32600) because a request with
+	// the same id is still in flight.
+	FrameDuplicateID
+
+	frameKinds = FrameDuplicateID + 1 // the number of kinds, for tables by kind
 )
 
 func (k FrameErrorKind) String() string {
@@ -179,6 +187,8 @@ func (k FrameErrorKind) String() string {
 		return "overloaded"
 	case FrameBadParams:
 		return "bad params"
+	case FrameDuplicateID:
+		return "duplicate id"
 	}
 	return "FrameErrorKind(" + strconv.Itoa(int(k)) + ")"
 }

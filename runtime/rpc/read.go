@@ -188,7 +188,12 @@ func (c *Conn) accept(m *Message, frame []byte) (handedOff bool) {
 			c.diag.report(&FrameError{Kind: FrameOverloaded, Err: e, ID: it.ID}, nil)
 			return false
 		}
-		c.register(it)
+		if !c.register(it) {
+			e := ErrDuplicateID
+			c.rejectWith(it.ID, e)
+			c.diag.report(&FrameError{Kind: FrameDuplicateID, Err: e, ID: it.ID, Method: it.Method, Snippet: snippet(frame)}, nil)
+			return false
+		}
 		if c.opts.Ordered && c.sem != nil && !preempt {
 			it.turn = make(chan struct{})
 		}
@@ -282,33 +287,46 @@ func (c *Conn) take(raw string) chan callResult {
 	return ch
 }
 
-// register gives a request that a cancel message or a deadline can reach
-// a context of its own, and records it where cancel messages find it.
-// Other requests share the connection's handler context, at no cost.
-func (c *Conn) register(it *inbound) {
+// register records a request among those in flight, where cancel
+// messages find it, and gives one that a cancel message or a deadline can
+// reach a context of its own (the others share the connection's handler
+// context, at no cost). It reports false, recording nothing, when a
+// request with the same id is still in flight: JSON-RPC ids identify a
+// request until its reply, so a second one is refused rather than
+// answered twice under one id (a peer could otherwise have one answer
+// taken for the other's). The set is bounded as the queue is: every
+// request in it is queued or running, and the queue's bytes count its id.
+func (c *Conn) register(it *inbound) bool {
 	target := c.rules.target[it.Method]
 	d := c.opts.RequestTimeout
-	if target == nil && !c.rules.byID && d <= 0 {
-		return
-	}
+	own := target != nil || c.rules.byID || d > 0
 	if target != nil && target.Key != "" {
 		it.key = string(Member(it.Params, target.Key))
 	}
-	it.ctx, it.cancel = context.WithCancelCause(c.detached)
-	if d > 0 {
-		it.ctx, it.stop = context.WithTimeout(it.ctx, d)
-	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if _, dup := c.running[it.ID.raw]; dup {
+		return false
+	}
+	if own {
+		it.ctx, it.cancel = context.WithCancelCause(c.detached)
+		if d > 0 {
+			it.ctx, it.stop = context.WithTimeout(it.ctx, d)
+		}
+		if c.phase == closing {
+			it.cancel(c.cause)
+			return true
+		}
+	}
 	if c.phase == closing {
-		it.cancel(c.cause)
-		return
+		return true
 	}
 	if c.running == nil {
 		c.running = make(map[string]*inbound)
 	}
 	c.running[it.ID.raw] = it
 	it.registered = true
+	return true
 }
 
 // applyCancel ends the contexts of the running requests that the cancel
@@ -328,13 +346,13 @@ func (c *Conn) applyCancel(r *CancelRule, params []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if r.ByID != "" {
-		if it := c.running[string(key)]; it != nil {
+		if it := c.running[string(key)]; it != nil && it.cancel != nil {
 			it.cancel(cause)
 		}
 		return
 	}
 	for _, it := range c.running {
-		if it.Method == r.Target && (r.Key == "" || it.key == string(key)) {
+		if it.cancel != nil && it.Method == r.Target && (r.Key == "" || it.key == string(key)) {
 			it.cancel(cause)
 		}
 	}
