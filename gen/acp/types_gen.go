@@ -17991,9 +17991,9 @@ func (x *TerminalOwner) UnmarshalJSON(data []byte) error {
 
 // Text provided to or from an LLM.
 //
-// Open: members the schema does not name are kept in Extra and written back. These members are
-// forbidden (wire.ErrForbiddenMember): `visible_text`, `visible_delta`. Generated from
-// acp/v1/schema.json#/$defs/TextContent.
+// Open: members the schema does not name are kept in Extra and written back. Under ContractHarn (the
+// "harn" contract) these members are forbidden too (wire.ErrForbiddenMember); other decodes keep them
+// in Extra: `visible_text`, `visible_delta`. Generated from acp/v1/schema.json#/$defs/TextContent.
 type TextContent struct {
 	// Optional annotations that help clients decide how to display or route this content.
 	Annotations wire.Nullable[Annotations]
@@ -18033,7 +18033,7 @@ func (x *TextContent) member(r *wire.ObjectReader) error {
 	case "_meta":
 		return wire.Opt(r, &x.Meta, (*ContentMeta).UnmarshalJSONFrom)
 	case "visible_text", "visible_delta":
-		return r.Forbidden()
+		return r.Under(ContractHarn, &x.Extra)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -18049,7 +18049,7 @@ func (x *TextContent) members(w *wire.ObjectWriter) {
 	wire.PutOpt(w, "annotations", x.Annotations, Annotations.MarshalJSONTo)
 	wire.Put(w, "text", x.Text, wire.StringTo)
 	wire.PutOpt(w, "_meta", x.Meta, ContentMeta.MarshalJSONTo)
-	w.ExtrasExcept(x.Extra, "TextContent", "visible_text", "visible_delta")
+	w.Extras(x.Extra)
 }
 
 // MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
@@ -18211,10 +18211,11 @@ func (x *TitledMultiSelectItems) UnmarshalJSON(data []byte) error {
 //
 // See protocol docs: [Tool Calls](https://agentclientprotocol.com/protocol/v1/tool-calls)
 //
-// Open: members the schema does not name are kept in Extra and written back. These members are
-// forbidden (wire.ErrForbiddenMember): `audit`, `changedPaths`, `data`, `durationMs`, `error`,
-// `errorCategory`, `executionDurationMs`, `executor`, `mutationStatus`, `parsing`, `rawInputPartial`.
-// Generated from acp/v1/schema.json#/$defs/ToolCall.
+// Open: members the schema does not name are kept in Extra and written back. Under ContractHarn (the
+// "harn" contract) these members are forbidden too (wire.ErrForbiddenMember); other decodes keep them
+// in Extra: `audit`, `changedPaths`, `data`, `durationMs`, `error`, `errorCategory`,
+// `executionDurationMs`, `executor`, `mutationStatus`, `parsing`, `rawInputPartial`. Generated from
+// acp/v1/schema.json#/$defs/ToolCall.
 type ToolCall struct {
 	// Unique identifier for this tool call within the session.
 	ToolCallID ToolCallID
@@ -18287,7 +18288,7 @@ func (x *ToolCall) member(r *wire.ObjectReader) error {
 	case "_meta":
 		return wire.Opt(r, &x.Meta, (*ToolCallMeta).UnmarshalJSONFrom)
 	case "audit", "changedPaths", "data", "durationMs", "error", "errorCategory", "executionDurationMs", "executor", "mutationStatus", "parsing", "rawInputPartial":
-		return r.Forbidden()
+		return r.Under(ContractHarn, &x.Extra)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -18310,7 +18311,7 @@ func (x *ToolCall) members(w *wire.ObjectWriter) {
 	wire.PutIf(w, "rawInput", x.RawInput, x.RawInput != nil, wire.RawTo)
 	wire.PutIf(w, "rawOutput", x.RawOutput, x.RawOutput != nil, wire.RawTo)
 	wire.PutOpt(w, "_meta", x.Meta, ToolCallMeta.MarshalJSONTo)
-	w.ExtrasExcept(x.Extra, "ToolCall", "audit", "changedPaths", "data", "durationMs", "error", "errorCategory", "executionDurationMs", "executor", "mutationStatus", "parsing", "rawInputPartial")
+	w.Extras(x.Extra)
 }
 
 // MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
@@ -18649,10 +18650,11 @@ func (x *ToolCallStatus) UnmarshalJSON(data []byte) error {
 //
 // See protocol docs: [Updating](https://agentclientprotocol.com/protocol/v1/tool-calls#updating)
 //
-// Open: members the schema does not name are kept in Extra and written back. These members are
-// forbidden (wire.ErrForbiddenMember): `audit`, `changedPaths`, `data`, `durationMs`, `error`,
-// `errorCategory`, `executionDurationMs`, `executor`, `mutationStatus`, `parsing`, `rawInputPartial`.
-// Generated from acp/v1/schema.json#/$defs/ToolCallUpdate.
+// Open: members the schema does not name are kept in Extra and written back. Under ContractHarn (the
+// "harn" contract) these members are forbidden too (wire.ErrForbiddenMember); other decodes keep them
+// in Extra: `audit`, `changedPaths`, `data`, `durationMs`, `error`, `errorCategory`,
+// `executionDurationMs`, `executor`, `mutationStatus`, `parsing`, `rawInputPartial`. Generated from
+// acp/v1/schema.json#/$defs/ToolCallUpdate.
 type ToolCallUpdate struct {
 	// The ID of the tool call being updated.
 	ToolCallID ToolCallID
@@ -18723,7 +18725,7 @@ func (x *ToolCallUpdate) member(r *wire.ObjectReader) error {
 	case "_meta":
 		return wire.Opt(r, &x.Meta, (*ToolCallMeta).UnmarshalJSONFrom)
 	case "audit", "changedPaths", "data", "durationMs", "error", "errorCategory", "executionDurationMs", "executor", "mutationStatus", "parsing", "rawInputPartial":
-		return r.Forbidden()
+		return r.Under(ContractHarn, &x.Extra)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -18746,7 +18748,7 @@ func (x *ToolCallUpdate) members(w *wire.ObjectWriter) {
 	wire.PutIf(w, "rawInput", x.RawInput, x.RawInput != nil, wire.RawTo)
 	wire.PutIf(w, "rawOutput", x.RawOutput, x.RawOutput != nil, wire.RawTo)
 	wire.PutOpt(w, "_meta", x.Meta, ToolCallMeta.MarshalJSONTo)
-	w.ExtrasExcept(x.Extra, "ToolCallUpdate", "audit", "changedPaths", "data", "durationMs", "error", "errorCategory", "executionDurationMs", "executor", "mutationStatus", "parsing", "rawInputPartial")
+	w.Extras(x.Extra)
 }
 
 // MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
@@ -20324,6 +20326,31 @@ func (x WriteTextFileResponse) MarshalJSON() ([]byte, error) {
 func (x *WriteTextFileResponse) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
+
+// ContractHarn is the "harn" contract of the catalogue's overlays: decoding under it
+// (ContractHarn.Options(), or rpc.Options.DecodeOptions on a connection) rejects with
+// wire.ErrForbiddenMember the members it forbids, which every other decode keeps in Extra. It forbids,
+// per type: TextContent: `visible_text`, `visible_delta`; ToolCall: `audit`, `changedPaths`, `data`,
+// `durationMs`, `error`, `errorCategory`, `executionDurationMs`, `executor`, `mutationStatus`,
+// `parsing`, `rawInputPartial`; ToolCallUpdate: `audit`, `changedPaths`, `data`, `durationMs`,
+// `error`, `errorCategory`, `executionDurationMs`, `executor`, `mutationStatus`, `parsing`,
+// `rawInputPartial`.
+var ContractHarn = wire.NewContract("harn", []wire.Forbid{{
+	Members: []string{"visible_text", "visible_delta"},
+	Schema:  "acp/v1/schema.json#/$defs/TextContent",
+	Type:    "TextContent",
+}, {
+	Members: []string{"audit", "changedPaths", "data", "durationMs", "error", "errorCategory", "executionDurationMs", "executor", "mutationStatus", "parsing", "rawInputPartial"},
+	Schema:  "acp/v1/schema.json#/$defs/ToolCall",
+	Type:    "ToolCall",
+}, {
+	Members: []string{"audit", "changedPaths", "data", "durationMs", "error", "errorCategory", "executionDurationMs", "executor", "mutationStatus", "parsing", "rawInputPartial"},
+	Schema:  "acp/v1/schema.json#/$defs/ToolCallUpdate",
+	Type:    "ToolCallUpdate",
+}}...)
+
+// Contracts lists the package's contracts, by name.
+var Contracts = []*wire.Contract{ContractHarn}
 
 // Readers and writers of composite and constrained values, built once.
 var (

@@ -18,13 +18,14 @@ import (
 //
 // Since Harn's #904 (tool calls) and #905 (its session/update extensions),
 // every vendor field rides under _meta.harn of the object it extends, and
-// the default reader (acp.SessionNotification's decoder) rejects the older
-// shape, with the fields at the object's root, with wire.ErrForbiddenMember:
-// the spec forbids exactly those members there. The legacy reader accepts
-// both shapes. It is opt-in, for hosts that must talk to older Harn builds:
+// Harn's contract (acp.ContractHarn, applied on every Harn connection by
+// BridgeConnOptions) rejects the older shape, with the fields at the
+// object's root, with wire.ErrForbiddenMember: the spec forbids exactly
+// those members there under that contract (from a plain ACP agent they are
+// kept in Extra). The legacy reader accepts both shapes. It is opt-in, for hosts that must talk to older Harn builds:
 // it relocates each member the default reader forbids, at the root of the
 // update or of its content block, under that object's _meta.harn, and then
-// decodes with the default reader. Which members move is decided by the
+// decodes under Harn's contract. Which members move is decided by the
 // spec (its forbidden members), not by a list kept here.
 
 // ErrLegacyConflict reports a vendor field present both at the root of an
@@ -58,7 +59,7 @@ func UpgradeSessionUpdate(params []byte) ([]byte, error) {
 }
 
 func upgrade(params []byte, n *acp.SessionNotification) ([]byte, error) {
-	err := json.Unmarshal(params, n)
+	err := json.Unmarshal(params, n, acp.ContractHarn.Options())
 	doc := params
 	for range maxRelocations {
 		if err == nil {
@@ -77,7 +78,7 @@ func upgrade(params []byte, n *acp.SessionNotification) ([]byte, error) {
 		}
 		doc = moved
 		*n = acp.SessionNotification{}
-		err = json.Unmarshal(doc, n)
+		err = json.Unmarshal(doc, n, acp.ContractHarn.Options())
 	}
 	return nil, fmt.Errorf("harn: more than %d legacy members: %w", maxRelocations, err)
 }

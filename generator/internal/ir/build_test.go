@@ -201,6 +201,38 @@ func TestForbiddenMembersAndAddedVariants(t *testing.T) {
 	}
 }
 
+// A forbid with a contract scopes its members: they are no field, not
+// forbidden everywhere, and listed under the contract, which the package
+// declares with its types; the same member forbidden twice, in either
+// form, fails.
+func TestContractScopedForbid(t *testing.T) {
+	defs := `{"o": {"type":"object","properties":{"a":{"type":"string"},"gone":false}}, "p": {"type":"object"}}`
+	p, err := buildWithOverlays(t, defs,
+		catalogue.Overlay{Def: "t.schema.json#/$defs/o", Forbid: []string{"moved"}, Reason: "r"},
+		catalogue.Overlay{Def: "t.schema.json#/$defs/o", Forbid: []string{"late", "later"}, Contract: "strict", Reason: "r"},
+		catalogue.Overlay{Def: "t.schema.json#/$defs/p", Forbid: []string{"x"}, Contract: "strict", Reason: "r"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := types(t, p)
+	o := got["O"]
+	if len(o.Fields) != 1 || strings.Join(o.Forbidden, ",") != "gone,moved" || len(o.Scoped) != 1 || o.Scoped[0].Contract != "strict" || o.Scoped[0].Go != "ContractStrict" || strings.Join(o.Scoped[0].Members, ",") != "late,later" {
+		t.Errorf("scoped: %+v %v %+v", o.Fields, o.Forbidden, o.Scoped)
+	}
+	if len(p.Contracts) != 1 || p.Contracts[0].Go != "ContractStrict" || len(p.Contracts[0].Rules) != 2 || p.Contracts[0].Rules[0].Type != o || p.Contracts[0].Rules[1].Type != got["P"] {
+		t.Errorf("contracts: %+v", p.Contracts)
+	}
+	for name, ovs := range map[string][]catalogue.Overlay{
+		"scoped and everywhere": {{Def: "t.schema.json#/$defs/o", Forbid: []string{"moved"}, Reason: "r"}, {Def: "t.schema.json#/$defs/o", Forbid: []string{"moved"}, Contract: "strict", Reason: "r"}},
+		"scoped names a member": {{Def: "t.schema.json#/$defs/o", Forbid: []string{"a"}, Contract: "strict", Reason: "r"}},
+		"scoped and false":      {{Def: "t.schema.json#/$defs/o", Forbid: []string{"gone"}, Contract: "strict", Reason: "r"}},
+	} {
+		if _, err := buildWithOverlays(t, defs, ovs...); err == nil {
+			t.Errorf("%s: want an error", name)
+		}
+	}
+}
+
 // ACP v1's catch-all alternative ("other": any tag but the listed ones) adds
 // no variant: the union keeps such objects in Unknown. A not of any other
 // shape, or one that excludes other tags than the variants fix, fails.
