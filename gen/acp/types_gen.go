@@ -1889,7 +1889,7 @@ func (x *CancelNotification) UnmarshalJSON(data []byte) error {
 // acp/v1/schema.json#/$defs/CancelRequestNotification.
 type CancelRequestNotification struct {
 	// The ID of the request to cancel.
-	RequestID *RequestID
+	RequestID jsontext.Value
 	// The _meta property is reserved by ACP to allow clients and agents to attach additional
 	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
 	// these keys.
@@ -1918,7 +1918,7 @@ func (x *CancelRequestNotification) UnmarshalJSONFrom(dec *jsontext.Decoder) err
 func (x *CancelRequestNotification) member(r *wire.ObjectReader) error {
 	switch string(r.Name()) {
 	case "requestId":
-		return wire.NullPtr(r, &x.RequestID, (*RequestID).UnmarshalJSONFrom)
+		return wire.Field(r, &x.RequestID, readRawOfIntegerNullString)
 	case "_meta":
 		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	}
@@ -1933,7 +1933,7 @@ func (x CancelRequestNotification) MarshalJSONTo(enc *jsontext.Encoder) error {
 }
 
 func (x *CancelRequestNotification) members(w *wire.ObjectWriter) {
-	wire.PutNullPtr(w, "requestId", x.RequestID, RequestID.MarshalJSONTo)
+	wire.Put(w, "requestId", x.RequestID, wire.RawTo)
 	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	w.Extras(x.Extra)
 }
@@ -4286,7 +4286,7 @@ func (x *ElicitationPropertySchema) UnmarshalJSON(data []byte) error {
 // acp/v1/schema.json#/$defs/ElicitationRequestScope.
 type ElicitationRequestScope struct {
 	// The request this elicitation is tied to.
-	RequestID *RequestID
+	RequestID jsontext.Value
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
 }
@@ -4309,7 +4309,7 @@ func (x *ElicitationRequestScope) UnmarshalJSONFrom(dec *jsontext.Decoder) error
 func (x *ElicitationRequestScope) member(r *wire.ObjectReader) error {
 	switch string(r.Name()) {
 	case "requestId":
-		return wire.NullPtr(r, &x.RequestID, (*RequestID).UnmarshalJSONFrom)
+		return wire.Field(r, &x.RequestID, readRawOfIntegerNullString)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -4322,7 +4322,7 @@ func (x ElicitationRequestScope) MarshalJSONTo(enc *jsontext.Encoder) error {
 }
 
 func (x *ElicitationRequestScope) members(w *wire.ObjectWriter) {
-	wire.PutNullPtr(w, "requestId", x.RequestID, RequestID.MarshalJSONTo)
+	wire.Put(w, "requestId", x.RequestID, wire.RawTo)
 	w.Extras(x.Extra)
 }
 
@@ -13106,68 +13106,6 @@ func (x *ReminderEmittedUpdateMeta) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
-// JSON RPC Request Id
-//
-// An identifier established by the Client that MUST contain a String, Number, or NULL value if
-// included. If it is not included it is assumed to be a notification. The value SHOULD normally not be
-// Null \[1\] and Numbers SHOULD NOT contain fractional parts \[2\]
-//
-// The Server MUST reply with the same value in the Response object if included. This member is used to
-// correlate the context between the two objects.
-//
-// \[1\] The use of Null as a value for the id member in a Request object is discouraged, because this
-// specification uses a value of Null for Responses with an unknown id. Also, because JSON-RPC 1.0 uses
-// an id value of Null for Notifications this could cause confusion in handling.
-//
-// \[2\] Fractional parts may be problematic, since many decimal fractions cannot be represented
-// exactly as binary fractions.
-//
-// The JSON kind of the value selects the variant; exactly one field is set. Generated from
-// acp/v1/schema.json#/$defs/RequestId.
-type RequestID struct {
-	// A numeric JSON-RPC request id.
-	//
-	// Set when the value is a JSON number.
-	Number *int64
-	// A string JSON-RPC request id.
-	//
-	// Set when the value is a JSON string.
-	Str *string
-}
-
-// UnmarshalJSONFrom decodes the variant that matches the value's JSON kind.
-func (x *RequestID) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = RequestID{}
-	switch dec.PeekKind() {
-	case '0':
-		return wire.Choose(dec, "RequestID", &x.Number, wire.IntFrom)
-	case '"':
-		return wire.Choose(dec, "RequestID", &x.Str, wire.StringFrom)
-	}
-	return wire.KindError(dec, "RequestID", "number or string")
-}
-
-// MarshalJSONTo encodes the variant that is set.
-func (x RequestID) MarshalJSONTo(enc *jsontext.Encoder) error {
-	switch {
-	case x.Number != nil:
-		return wire.IntTo(*x.Number, enc)
-	case x.Str != nil:
-		return wire.StringTo(*x.Str, enc)
-	}
-	return wire.NoVariant("RequestID")
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x RequestID) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *RequestID) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
 // The outcome of a permission request.
 //
 // The member "outcome" selects the variant; exactly one variant field is set, or Unknown for a value
@@ -20364,6 +20302,7 @@ var (
 	readMapOfString                          = wire.MapFrom(wire.StringFrom)
 	readListOfAvailableCommand               = wire.ListFrom((*AvailableCommand).UnmarshalJSONFrom)
 	writeListOfAvailableCommand              = wire.ListTo(AvailableCommand.MarshalJSONTo)
+	readRawOfIntegerNullString               = wire.RawOfKinds("integer", "null", "string")
 	readListOfContentBlock                   = wire.ListFrom((*ContentBlock).UnmarshalJSONFrom)
 	writeListOfContentBlock                  = wire.ListTo(ContentBlock.MarshalJSONTo)
 	readListOfSessionConfigOption            = wire.ListFrom((*SessionConfigOption).UnmarshalJSONFrom)

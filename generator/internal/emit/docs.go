@@ -263,6 +263,9 @@ func refDoc(r *ir.Ref, none string) string {
 		s = "number"
 	case ir.Raw:
 		s = "any JSON"
+		if len(r.Kinds) > 0 {
+			s = "raw JSON, kept as sent: " + strings.Join(r.Kinds, ", ")
+		}
 	case ir.RawObject:
 		s = "any JSON object"
 	case ir.Array:

@@ -466,7 +466,7 @@ func (b *builder) ref(ptr, from string) *Ref {
 		return &Ref{Kind: Raw}
 	}
 	if o, ok := b.ov.IsRaw(key); ok {
-		return &Ref{Kind: Raw, Example: o.Example}
+		return &Ref{Kind: Raw, Example: o.Example, Kinds: plainKinds(s)}
 	}
 	if r, ok := b.byPtr[key]; ok {
 		return r
@@ -1705,4 +1705,41 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// plainKinds returns the JSON kinds s allows when it is only a list of
+// plain kinds: a type list, or an anyOf/oneOf of alternatives that each
+// name kinds and nothing else (descriptions, titles and formats aside).
+// Otherwise nil.
+func plainKinds(s *schema.Schema) []string {
+	plain := func(a *schema.Schema) bool {
+		return a.Ref == "" && len(a.Properties) == 0 && len(a.Required) == 0 && a.AdditionalProperties == nil && a.Items == nil &&
+			a.Enum == nil && a.Const == nil && len(a.AnyOf)+len(a.OneOf)+len(a.AllOf) == 0 && !a.HasConstraintsOrNot()
+	}
+	var out []string
+	add := func(a *schema.Schema) bool {
+		if len(a.Types) == 0 || !plain(a) {
+			return false
+		}
+		for _, t := range a.Types {
+			if !slices.Contains(out, t) {
+				out = append(out, t)
+			}
+		}
+		return true
+	}
+	alts := append(slices.Clone(s.AnyOf), s.OneOf...)
+	switch {
+	case len(alts) == 0 && add(s):
+	case len(alts) > 0 && len(s.Types) == 0 && len(s.Properties) == 0:
+		for _, a := range alts {
+			if !add(a) {
+				return nil
+			}
+		}
+	default:
+		return nil
+	}
+	slices.Sort(out)
+	return out
 }

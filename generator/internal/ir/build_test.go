@@ -54,6 +54,34 @@ func TestExcludedDefinitionCannotBeUsed(t *testing.T) {
 	}
 }
 
+// A definition kept raw carries the JSON kinds its schema allows when the
+// schema is nothing but kinds, for the decoder to check; one that says
+// more carries none.
+func TestRawKinds(t *testing.T) {
+	ov := &schema.Overrides{Raw: map[string]schema.RawOverride{
+		"t.schema.json#/$defs/id":    {Reason: "r", Example: []byte(`1`)},
+		"t.schema.json#/$defs/shape": {Reason: "r", Example: []byte(`{}`)},
+		"t.schema.json#/$defs/list":  {Reason: "r", Example: []byte(`"a"`)},
+	}}
+	p, err := build(t, `{
+	  "x": {"type":"object","properties":{"a":{"$ref":"#/$defs/id"},"b":{"$ref":"#/$defs/shape"},"c":{"$ref":"#/$defs/list"}}},
+	  "id": {"anyOf":[{"type":"null","title":"Null"},{"type":"integer","format":"int64"},{"type":"string"}]},
+	  "shape": {"anyOf":[{"type":"object","properties":{"k":{"type":"string"}}},{"type":"string"}]},
+	  "list": {"type":["string","number"]}
+	}`, ov)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := types(t, p)["X"]
+	got := map[string]string{}
+	for _, f := range x.Fields {
+		got[f.JSON] = strings.Join(f.Ref.Kinds, ",")
+	}
+	if got["a"] != "integer,null,string" || got["b"] != "" || got["c"] != "number,string" {
+		t.Errorf("kinds: %v", got)
+	}
+}
+
 func TestClassification(t *testing.T) {
 	p, err := build(t, `{
 	  "closed": {"type":"object","properties":{"n":{"type":["string","null"]},"o":{"type":["integer","null"]},"d":{"type":"boolean","default":true}},"required":["n"],"additionalProperties":false},

@@ -318,6 +318,11 @@ type Ref struct {
 	// Example is, for a Raw use of a definition spec/overrides.json leaves
 	// untyped, a valid value of it (the override's example).
 	Example json.RawMessage
+	// Kinds are, for such a Raw use, the JSON kinds its schema allows
+	// when the schema is nothing but plain kinds ("integer", "string",
+	// "null", ...: ACP v1's RequestId), which decoding checks while it
+	// keeps the value byte for byte; nil when the schema says more.
+	Kinds []string
 }
 
 // HasConstraints reports whether decoding must check a constraint.
