@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"slices"
 	"strings"
@@ -218,4 +219,26 @@ func mustMarshal(t *testing.T, v any) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// A root error on a tool_call_update is an extra member of a plain ACP
+// agent's update, and refused under Harn's contract, which a Harn
+// connection applies (harn.BridgeConnOptions sets rpc.Options.DecodeOptions).
+func Example_harnContract() {
+	params := []byte(`{"sessionId":"s","update":{"sessionUpdate":"tool_call_update","toolCallId":"t1","error":"boom"}}`)
+
+	var n acp.SessionNotification
+	if err := json.Unmarshal(params, &n); err == nil {
+		v, _ := n.Update.ToolCallUpdate.Extra.Get("error")
+		fmt.Println("plain ACP: kept in Extra:", string(v))
+	}
+
+	err := rpc.DecodeParams(params, new(acp.SessionNotification), acp.ContractHarn.Options())
+	var se *json.SemanticError
+	fmt.Println("Harn:", errors.Is(err, rpc.ErrInvalidParams), errors.Is(err, wire.ErrForbiddenMember), errors.As(err, &se) && se.JSONPointer == "/update/error")
+	fmt.Println("forbidden on ToolCallUpdate under Harn's contract:", acp.ContractHarn.Forbidden("ToolCallUpdate")[:3])
+	// Output:
+	// plain ACP: kept in Extra: "boom"
+	// Harn: true true true
+	// forbidden on ToolCallUpdate under Harn's contract: [audit changedPaths data]
 }

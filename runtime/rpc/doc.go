@@ -68,7 +68,10 @@
 // is not answered, but it is not dropped silently either: it is reported
 // as a FrameBadParams FrameError with its method and whole line, logged
 // (through slog's default logger when Options.Logger is nil) and counted
-// in [Conn.Stats]. A line over
+// in [Conn.Stats]. [Options.DecodeOptions] gives the decode options of a
+// protocol's flavour (a Harn runtime's contract) to every request's
+// [Request.DecodeParams] and every call's result; an [Error] made by
+// [InvalidParams] unwraps to the decode error, with its JSON pointer. A line over
 // [Options.MaxFrame] is dropped unbuffered but for its first bytes, from
 // which a codec that implements [HeadDecoder] (both of ours do) tells what
 // it was: a request is refused under its own id, and a reply fails the
