@@ -70,7 +70,7 @@ type part struct{ Path, Type string }
 // expect is what one document must be.
 type expect struct {
 	Parts []part
-	// Rejected: the default reader must reject the document with this
+	// Rejected: a decode under Harn's contract must reject the document with this
 	// sentinel (the parts are then decoded with the legacy reader).
 	Rejected error
 	// Excluded says why the document is no message or payload to decode.
