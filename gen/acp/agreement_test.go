@@ -15,7 +15,7 @@ import (
 // catalogues' overlays applied, rebuilt independently of the generator):
 // its synthesised seeds, the golden documents and their systematic
 // mutations, judged by a JSON Schema validator and by the generated decoder.
-func TestGoldenDocuments(t *testing.T) { schematest.CheckPackage(t, "acp", fuzzTypes) }
+func TestGoldenDocuments(t *testing.T) { schematest.CheckPackage(t, "acp", fuzzTypes, Contracts...) }
 
 // Every params and result definition of ACP v1, those the schema marks with
 // x-method and x-side, is among the types judged above, except those

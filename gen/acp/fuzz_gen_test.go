@@ -204,7 +204,7 @@ var fuzzTypes = []wiretest.Type{{
 		return new(CancelRequestNotification)
 	},
 	Schema: "acp/v1/schema.json#/$defs/CancelRequestNotification",
-	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"requestId\":1,\"vendor_extension\":{\"kept\":true}}"},
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"requestId\":7,\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "ClientCapabilities",
 	New: func() any {
@@ -442,7 +442,7 @@ var fuzzTypes = []wiretest.Type{{
 		return new(ElicitationRequestScope)
 	},
 	Schema: "acp/v1/schema.json#/$defs/ElicitationRequestScope",
-	Seeds:  []string{"{\"requestId\":1,\"vendor_extension\":{\"kept\":true}}"},
+	Seeds:  []string{"{\"requestId\":7,\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "ElicitationSchema",
 	New: func() any {
@@ -1360,13 +1360,6 @@ var fuzzTypes = []wiretest.Type{{
 	},
 	Schema: "harn-acp.schema.json#/$defs/reminder_emitted_update_meta",
 	Seeds:  []string{"{\"harn\":{\"reminder\":{\"authority\":\"x\",\"body\":\"x\",\"reminderId\":\"x\",\"renderedRole\":\"x\",\"roleHint\":\"x\",\"source\":\"x\",\"tags\":[\"x\"],\"ttlTurns\":1,\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
-}, {
-	Name: "RequestID",
-	New: func() any {
-		return new(RequestID)
-	},
-	Schema: "acp/v1/schema.json#/$defs/RequestId",
-	Seeds:  []string{"1"},
 }, {
 	Name: "RequestPermissionOutcome",
 	New: func() any {

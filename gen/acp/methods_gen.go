@@ -434,7 +434,7 @@ func (h *AgentHandlers) Handle(ctx context.Context, req *rpc.Request) (any, erro
 	case MethodInitialize:
 		if h.Initialize != nil {
 			var p InitializeRequest
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.Initialize(ctx, &p)
@@ -442,7 +442,7 @@ func (h *AgentHandlers) Handle(ctx context.Context, req *rpc.Request) (any, erro
 	case MethodAuthenticate:
 		if h.Authenticate != nil {
 			var p AuthenticateRequest
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.Authenticate(ctx, &p)
@@ -450,7 +450,7 @@ func (h *AgentHandlers) Handle(ctx context.Context, req *rpc.Request) (any, erro
 	case MethodLogout:
 		if h.Logout != nil {
 			var p LogoutRequest
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.Logout(ctx, &p)
@@ -458,7 +458,7 @@ func (h *AgentHandlers) Handle(ctx context.Context, req *rpc.Request) (any, erro
 	case MethodSessionNew:
 		if h.SessionNew != nil {
 			var p NewSessionRequest
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.SessionNew(ctx, &p)
@@ -466,7 +466,7 @@ func (h *AgentHandlers) Handle(ctx context.Context, req *rpc.Request) (any, erro
 	case MethodSessionLoad:
 		if h.SessionLoad != nil {
 			var p LoadSessionRequest
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.SessionLoad(ctx, &p)
@@ -474,7 +474,7 @@ func (h *AgentHandlers) Handle(ctx context.Context, req *rpc.Request) (any, erro
 	case MethodSessionList:
 		if h.SessionList != nil {
 			var p ListSessionsRequest
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.SessionList(ctx, &p)
@@ -482,7 +482,7 @@ func (h *AgentHandlers) Handle(ctx context.Context, req *rpc.Request) (any, erro
 	case MethodSessionDelete:
 		if h.SessionDelete != nil {
 			var p DeleteSessionRequest
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.SessionDelete(ctx, &p)
@@ -490,7 +490,7 @@ func (h *AgentHandlers) Handle(ctx context.Context, req *rpc.Request) (any, erro
 	case MethodSessionResume:
 		if h.SessionResume != nil {
 			var p ResumeSessionRequest
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.SessionResume(ctx, &p)
@@ -498,7 +498,7 @@ func (h *AgentHandlers) Handle(ctx context.Context, req *rpc.Request) (any, erro
 	case MethodSessionClose:
 		if h.SessionClose != nil {
 			var p CloseSessionRequest
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.SessionClose(ctx, &p)
@@ -506,7 +506,7 @@ func (h *AgentHandlers) Handle(ctx context.Context, req *rpc.Request) (any, erro
 	case MethodSessionSetMode:
 		if h.SessionSetMode != nil {
 			var p SetSessionModeRequest
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.SessionSetMode(ctx, &p)
@@ -514,7 +514,7 @@ func (h *AgentHandlers) Handle(ctx context.Context, req *rpc.Request) (any, erro
 	case MethodSessionSetConfigOption:
 		if h.SessionSetConfigOption != nil {
 			var p SetSessionConfigOptionRequest
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.SessionSetConfigOption(ctx, &p)
@@ -522,7 +522,7 @@ func (h *AgentHandlers) Handle(ctx context.Context, req *rpc.Request) (any, erro
 	case MethodSessionPrompt:
 		if h.SessionPrompt != nil {
 			var p PromptRequest
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.SessionPrompt(ctx, &p)
@@ -530,7 +530,7 @@ func (h *AgentHandlers) Handle(ctx context.Context, req *rpc.Request) (any, erro
 	case MethodSessionCancel:
 		if h.SessionCancel != nil {
 			var p CancelNotification
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return nil, h.SessionCancel(ctx, &p)
@@ -538,7 +538,7 @@ func (h *AgentHandlers) Handle(ctx context.Context, req *rpc.Request) (any, erro
 	case MethodCancelRequest:
 		if h.CancelRequest != nil {
 			var p CancelRequestNotification
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return nil, h.CancelRequest(ctx, &p)
@@ -969,7 +969,7 @@ func (h *ClientHandlers) Handle(ctx context.Context, req *rpc.Request) (any, err
 	case MethodFsWriteTextFile:
 		if h.FsWriteTextFile != nil {
 			var p WriteTextFileRequest
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.FsWriteTextFile(ctx, &p)
@@ -977,7 +977,7 @@ func (h *ClientHandlers) Handle(ctx context.Context, req *rpc.Request) (any, err
 	case MethodFsReadTextFile:
 		if h.FsReadTextFile != nil {
 			var p ReadTextFileRequest
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.FsReadTextFile(ctx, &p)
@@ -985,7 +985,7 @@ func (h *ClientHandlers) Handle(ctx context.Context, req *rpc.Request) (any, err
 	case MethodSessionRequestPermission:
 		if h.SessionRequestPermission != nil {
 			var p RequestPermissionRequest
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.SessionRequestPermission(ctx, &p)
@@ -993,7 +993,7 @@ func (h *ClientHandlers) Handle(ctx context.Context, req *rpc.Request) (any, err
 	case MethodTerminalCreate:
 		if h.TerminalCreate != nil {
 			var p CreateTerminalRequest
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.TerminalCreate(ctx, &p)
@@ -1001,7 +1001,7 @@ func (h *ClientHandlers) Handle(ctx context.Context, req *rpc.Request) (any, err
 	case MethodTerminalOutput:
 		if h.TerminalOutput != nil {
 			var p TerminalOutputRequest
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.TerminalOutput(ctx, &p)
@@ -1009,7 +1009,7 @@ func (h *ClientHandlers) Handle(ctx context.Context, req *rpc.Request) (any, err
 	case MethodTerminalRelease:
 		if h.TerminalRelease != nil {
 			var p ReleaseTerminalRequest
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.TerminalRelease(ctx, &p)
@@ -1017,7 +1017,7 @@ func (h *ClientHandlers) Handle(ctx context.Context, req *rpc.Request) (any, err
 	case MethodTerminalWaitForExit:
 		if h.TerminalWaitForExit != nil {
 			var p WaitForTerminalExitRequest
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.TerminalWaitForExit(ctx, &p)
@@ -1025,7 +1025,7 @@ func (h *ClientHandlers) Handle(ctx context.Context, req *rpc.Request) (any, err
 	case MethodTerminalKill:
 		if h.TerminalKill != nil {
 			var p KillTerminalRequest
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.TerminalKill(ctx, &p)
@@ -1033,7 +1033,7 @@ func (h *ClientHandlers) Handle(ctx context.Context, req *rpc.Request) (any, err
 	case MethodElicitationCreate:
 		if h.ElicitationCreate != nil {
 			var p jsontext.Value
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.ElicitationCreate(ctx, p)
@@ -1041,7 +1041,7 @@ func (h *ClientHandlers) Handle(ctx context.Context, req *rpc.Request) (any, err
 	case MethodSessionUpdate:
 		if h.SessionUpdate != nil {
 			var p SessionNotification
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return nil, h.SessionUpdate(ctx, &p)
@@ -1049,7 +1049,7 @@ func (h *ClientHandlers) Handle(ctx context.Context, req *rpc.Request) (any, err
 	case MethodElicitationComplete:
 		if h.ElicitationComplete != nil {
 			var p CompleteElicitationNotification
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return nil, h.ElicitationComplete(ctx, &p)

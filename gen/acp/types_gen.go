@@ -1889,7 +1889,7 @@ func (x *CancelNotification) UnmarshalJSON(data []byte) error {
 // acp/v1/schema.json#/$defs/CancelRequestNotification.
 type CancelRequestNotification struct {
 	// The ID of the request to cancel.
-	RequestID *RequestID
+	RequestID jsontext.Value
 	// The _meta property is reserved by ACP to allow clients and agents to attach additional
 	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
 	// these keys.
@@ -1918,7 +1918,7 @@ func (x *CancelRequestNotification) UnmarshalJSONFrom(dec *jsontext.Decoder) err
 func (x *CancelRequestNotification) member(r *wire.ObjectReader) error {
 	switch string(r.Name()) {
 	case "requestId":
-		return wire.NullPtr(r, &x.RequestID, (*RequestID).UnmarshalJSONFrom)
+		return wire.Field(r, &x.RequestID, readRawOfIntegerNullString)
 	case "_meta":
 		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	}
@@ -1933,7 +1933,7 @@ func (x CancelRequestNotification) MarshalJSONTo(enc *jsontext.Encoder) error {
 }
 
 func (x *CancelRequestNotification) members(w *wire.ObjectWriter) {
-	wire.PutNullPtr(w, "requestId", x.RequestID, RequestID.MarshalJSONTo)
+	wire.Put(w, "requestId", x.RequestID, wire.RawTo)
 	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	w.Extras(x.Extra)
 }
@@ -4286,7 +4286,7 @@ func (x *ElicitationPropertySchema) UnmarshalJSON(data []byte) error {
 // acp/v1/schema.json#/$defs/ElicitationRequestScope.
 type ElicitationRequestScope struct {
 	// The request this elicitation is tied to.
-	RequestID *RequestID
+	RequestID jsontext.Value
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
 }
@@ -4309,7 +4309,7 @@ func (x *ElicitationRequestScope) UnmarshalJSONFrom(dec *jsontext.Decoder) error
 func (x *ElicitationRequestScope) member(r *wire.ObjectReader) error {
 	switch string(r.Name()) {
 	case "requestId":
-		return wire.NullPtr(r, &x.RequestID, (*RequestID).UnmarshalJSONFrom)
+		return wire.Field(r, &x.RequestID, readRawOfIntegerNullString)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -4322,7 +4322,7 @@ func (x ElicitationRequestScope) MarshalJSONTo(enc *jsontext.Encoder) error {
 }
 
 func (x *ElicitationRequestScope) members(w *wire.ObjectWriter) {
-	wire.PutNullPtr(w, "requestId", x.RequestID, RequestID.MarshalJSONTo)
+	wire.Put(w, "requestId", x.RequestID, wire.RawTo)
 	w.Extras(x.Extra)
 }
 
@@ -13106,68 +13106,6 @@ func (x *ReminderEmittedUpdateMeta) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
-// JSON RPC Request Id
-//
-// An identifier established by the Client that MUST contain a String, Number, or NULL value if
-// included. If it is not included it is assumed to be a notification. The value SHOULD normally not be
-// Null \[1\] and Numbers SHOULD NOT contain fractional parts \[2\]
-//
-// The Server MUST reply with the same value in the Response object if included. This member is used to
-// correlate the context between the two objects.
-//
-// \[1\] The use of Null as a value for the id member in a Request object is discouraged, because this
-// specification uses a value of Null for Responses with an unknown id. Also, because JSON-RPC 1.0 uses
-// an id value of Null for Notifications this could cause confusion in handling.
-//
-// \[2\] Fractional parts may be problematic, since many decimal fractions cannot be represented
-// exactly as binary fractions.
-//
-// The JSON kind of the value selects the variant; exactly one field is set. Generated from
-// acp/v1/schema.json#/$defs/RequestId.
-type RequestID struct {
-	// A numeric JSON-RPC request id.
-	//
-	// Set when the value is a JSON number.
-	Number *int64
-	// A string JSON-RPC request id.
-	//
-	// Set when the value is a JSON string.
-	Str *string
-}
-
-// UnmarshalJSONFrom decodes the variant that matches the value's JSON kind.
-func (x *RequestID) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = RequestID{}
-	switch dec.PeekKind() {
-	case '0':
-		return wire.Choose(dec, "RequestID", &x.Number, wire.IntFrom)
-	case '"':
-		return wire.Choose(dec, "RequestID", &x.Str, wire.StringFrom)
-	}
-	return wire.KindError(dec, "RequestID", "number or string")
-}
-
-// MarshalJSONTo encodes the variant that is set.
-func (x RequestID) MarshalJSONTo(enc *jsontext.Encoder) error {
-	switch {
-	case x.Number != nil:
-		return wire.IntTo(*x.Number, enc)
-	case x.Str != nil:
-		return wire.StringTo(*x.Str, enc)
-	}
-	return wire.NoVariant("RequestID")
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x RequestID) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *RequestID) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
 // The outcome of a permission request.
 //
 // The member "outcome" selects the variant; exactly one variant field is set, or Unknown for a value
@@ -17991,9 +17929,9 @@ func (x *TerminalOwner) UnmarshalJSON(data []byte) error {
 
 // Text provided to or from an LLM.
 //
-// Open: members the schema does not name are kept in Extra and written back. These members are
-// forbidden (wire.ErrForbiddenMember): `visible_text`, `visible_delta`. Generated from
-// acp/v1/schema.json#/$defs/TextContent.
+// Open: members the schema does not name are kept in Extra and written back. Under ContractHarn (the
+// "harn" contract) these members are forbidden too (wire.ErrForbiddenMember); other decodes keep them
+// in Extra: `visible_text`, `visible_delta`. Generated from acp/v1/schema.json#/$defs/TextContent.
 type TextContent struct {
 	// Optional annotations that help clients decide how to display or route this content.
 	Annotations wire.Nullable[Annotations]
@@ -18033,7 +17971,7 @@ func (x *TextContent) member(r *wire.ObjectReader) error {
 	case "_meta":
 		return wire.Opt(r, &x.Meta, (*ContentMeta).UnmarshalJSONFrom)
 	case "visible_text", "visible_delta":
-		return r.Forbidden()
+		return r.Under(ContractHarn, &x.Extra)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -18049,7 +17987,7 @@ func (x *TextContent) members(w *wire.ObjectWriter) {
 	wire.PutOpt(w, "annotations", x.Annotations, Annotations.MarshalJSONTo)
 	wire.Put(w, "text", x.Text, wire.StringTo)
 	wire.PutOpt(w, "_meta", x.Meta, ContentMeta.MarshalJSONTo)
-	w.ExtrasExcept(x.Extra, "TextContent", "visible_text", "visible_delta")
+	w.Extras(x.Extra)
 }
 
 // MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
@@ -18211,10 +18149,11 @@ func (x *TitledMultiSelectItems) UnmarshalJSON(data []byte) error {
 //
 // See protocol docs: [Tool Calls](https://agentclientprotocol.com/protocol/v1/tool-calls)
 //
-// Open: members the schema does not name are kept in Extra and written back. These members are
-// forbidden (wire.ErrForbiddenMember): `audit`, `changedPaths`, `data`, `durationMs`, `error`,
-// `errorCategory`, `executionDurationMs`, `executor`, `mutationStatus`, `parsing`, `rawInputPartial`.
-// Generated from acp/v1/schema.json#/$defs/ToolCall.
+// Open: members the schema does not name are kept in Extra and written back. Under ContractHarn (the
+// "harn" contract) these members are forbidden too (wire.ErrForbiddenMember); other decodes keep them
+// in Extra: `audit`, `changedPaths`, `data`, `durationMs`, `error`, `errorCategory`,
+// `executionDurationMs`, `executor`, `mutationStatus`, `parsing`, `rawInputPartial`. Generated from
+// acp/v1/schema.json#/$defs/ToolCall.
 type ToolCall struct {
 	// Unique identifier for this tool call within the session.
 	ToolCallID ToolCallID
@@ -18287,7 +18226,7 @@ func (x *ToolCall) member(r *wire.ObjectReader) error {
 	case "_meta":
 		return wire.Opt(r, &x.Meta, (*ToolCallMeta).UnmarshalJSONFrom)
 	case "audit", "changedPaths", "data", "durationMs", "error", "errorCategory", "executionDurationMs", "executor", "mutationStatus", "parsing", "rawInputPartial":
-		return r.Forbidden()
+		return r.Under(ContractHarn, &x.Extra)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -18310,7 +18249,7 @@ func (x *ToolCall) members(w *wire.ObjectWriter) {
 	wire.PutIf(w, "rawInput", x.RawInput, x.RawInput != nil, wire.RawTo)
 	wire.PutIf(w, "rawOutput", x.RawOutput, x.RawOutput != nil, wire.RawTo)
 	wire.PutOpt(w, "_meta", x.Meta, ToolCallMeta.MarshalJSONTo)
-	w.ExtrasExcept(x.Extra, "ToolCall", "audit", "changedPaths", "data", "durationMs", "error", "errorCategory", "executionDurationMs", "executor", "mutationStatus", "parsing", "rawInputPartial")
+	w.Extras(x.Extra)
 }
 
 // MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
@@ -18649,10 +18588,11 @@ func (x *ToolCallStatus) UnmarshalJSON(data []byte) error {
 //
 // See protocol docs: [Updating](https://agentclientprotocol.com/protocol/v1/tool-calls#updating)
 //
-// Open: members the schema does not name are kept in Extra and written back. These members are
-// forbidden (wire.ErrForbiddenMember): `audit`, `changedPaths`, `data`, `durationMs`, `error`,
-// `errorCategory`, `executionDurationMs`, `executor`, `mutationStatus`, `parsing`, `rawInputPartial`.
-// Generated from acp/v1/schema.json#/$defs/ToolCallUpdate.
+// Open: members the schema does not name are kept in Extra and written back. Under ContractHarn (the
+// "harn" contract) these members are forbidden too (wire.ErrForbiddenMember); other decodes keep them
+// in Extra: `audit`, `changedPaths`, `data`, `durationMs`, `error`, `errorCategory`,
+// `executionDurationMs`, `executor`, `mutationStatus`, `parsing`, `rawInputPartial`. Generated from
+// acp/v1/schema.json#/$defs/ToolCallUpdate.
 type ToolCallUpdate struct {
 	// The ID of the tool call being updated.
 	ToolCallID ToolCallID
@@ -18723,7 +18663,7 @@ func (x *ToolCallUpdate) member(r *wire.ObjectReader) error {
 	case "_meta":
 		return wire.Opt(r, &x.Meta, (*ToolCallMeta).UnmarshalJSONFrom)
 	case "audit", "changedPaths", "data", "durationMs", "error", "errorCategory", "executionDurationMs", "executor", "mutationStatus", "parsing", "rawInputPartial":
-		return r.Forbidden()
+		return r.Under(ContractHarn, &x.Extra)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -18746,7 +18686,7 @@ func (x *ToolCallUpdate) members(w *wire.ObjectWriter) {
 	wire.PutIf(w, "rawInput", x.RawInput, x.RawInput != nil, wire.RawTo)
 	wire.PutIf(w, "rawOutput", x.RawOutput, x.RawOutput != nil, wire.RawTo)
 	wire.PutOpt(w, "_meta", x.Meta, ToolCallMeta.MarshalJSONTo)
-	w.ExtrasExcept(x.Extra, "ToolCallUpdate", "audit", "changedPaths", "data", "durationMs", "error", "errorCategory", "executionDurationMs", "executor", "mutationStatus", "parsing", "rawInputPartial")
+	w.Extras(x.Extra)
 }
 
 // MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
@@ -20325,6 +20265,31 @@ func (x *WriteTextFileResponse) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
+// ContractHarn is the "harn" contract of the catalogue's overlays: decoding under it
+// (ContractHarn.Options(), or rpc.Options.DecodeOptions on a connection) rejects with
+// wire.ErrForbiddenMember the members it forbids, which every other decode keeps in Extra. It forbids,
+// per type: TextContent: `visible_text`, `visible_delta`; ToolCall: `audit`, `changedPaths`, `data`,
+// `durationMs`, `error`, `errorCategory`, `executionDurationMs`, `executor`, `mutationStatus`,
+// `parsing`, `rawInputPartial`; ToolCallUpdate: `audit`, `changedPaths`, `data`, `durationMs`,
+// `error`, `errorCategory`, `executionDurationMs`, `executor`, `mutationStatus`, `parsing`,
+// `rawInputPartial`.
+var ContractHarn = wire.NewContract("harn", []wire.Forbid{{
+	Members: []string{"visible_text", "visible_delta"},
+	Schema:  "acp/v1/schema.json#/$defs/TextContent",
+	Type:    "TextContent",
+}, {
+	Members: []string{"audit", "changedPaths", "data", "durationMs", "error", "errorCategory", "executionDurationMs", "executor", "mutationStatus", "parsing", "rawInputPartial"},
+	Schema:  "acp/v1/schema.json#/$defs/ToolCall",
+	Type:    "ToolCall",
+}, {
+	Members: []string{"audit", "changedPaths", "data", "durationMs", "error", "errorCategory", "executionDurationMs", "executor", "mutationStatus", "parsing", "rawInputPartial"},
+	Schema:  "acp/v1/schema.json#/$defs/ToolCallUpdate",
+	Type:    "ToolCallUpdate",
+}}...)
+
+// Contracts lists the package's contracts, by name.
+var Contracts = []*wire.Contract{ContractHarn}
+
 // Readers and writers of composite and constrained values, built once.
 var (
 	readListOfRole                           = wire.ListFrom((*Role).UnmarshalJSONFrom)
@@ -20337,6 +20302,7 @@ var (
 	readMapOfString                          = wire.MapFrom(wire.StringFrom)
 	readListOfAvailableCommand               = wire.ListFrom((*AvailableCommand).UnmarshalJSONFrom)
 	writeListOfAvailableCommand              = wire.ListTo(AvailableCommand.MarshalJSONTo)
+	readRawOfIntegerNullString               = wire.RawOfKinds("integer", "null", "string")
 	readListOfContentBlock                   = wire.ListFrom((*ContentBlock).UnmarshalJSONFrom)
 	writeListOfContentBlock                  = wire.ListTo(ContentBlock.MarshalJSONTo)
 	readListOfSessionConfigOption            = wire.ListFrom((*SessionConfigOption).UnmarshalJSONFrom)

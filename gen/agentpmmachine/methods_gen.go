@@ -465,7 +465,7 @@ func (h *ClientHandlers) Handle(ctx context.Context, req *rpc.Request) (any, err
 	case MethodPreflightEvent:
 		if h.PreflightEvent != nil {
 			var p PreflightEvent
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return nil, h.PreflightEvent(ctx, &p)
@@ -473,7 +473,7 @@ func (h *ClientHandlers) Handle(ctx context.Context, req *rpc.Request) (any, err
 	case MethodHarnessEvent:
 		if h.HarnessEvent != nil {
 			var p HarnessEvent
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return nil, h.HarnessEvent(ctx, &p)
@@ -481,7 +481,7 @@ func (h *ClientHandlers) Handle(ctx context.Context, req *rpc.Request) (any, err
 	case MethodMCPExportEvent:
 		if h.MCPExportEvent != nil {
 			var p MCPExportEvent
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return nil, h.MCPExportEvent(ctx, &p)
@@ -489,14 +489,14 @@ func (h *ClientHandlers) Handle(ctx context.Context, req *rpc.Request) (any, err
 	case MethodHostService:
 		if h.HostService != nil || h.ModelGenerate != nil || h.EmbeddingEmbed != nil || h.KnowledgeRetrieve != nil || h.MemoryRead != nil || h.MemoryWrite != nil || h.MemoryCount != nil || h.MemoryLoadOperationState != nil || h.MemoryStoreOperationState != nil || h.MemoryCommitLifecycle != nil || h.HookBeforeModelRequest != nil || h.HookBeforeToolSelection != nil || h.HookBeforeToolCall != nil || h.HookBeforeKnowledgeRequest != nil || h.HookAfterKnowledgeRetrieval != nil || h.HookBeforeMemoryRead != nil || h.HookBeforeMemoryWrite != nil || h.HookBeforeMemoryOperation != nil || h.ApprovalRequestApproval != nil {
 			var p HostServiceParams
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			switch strings.Join([]string{p.Role, "/", p.Method}, "") {
 			case "model/generate":
 				if h.ModelGenerate != nil {
 					var a agentpmservice.GeneratePayload
-					if err := rpc.DecodeParams(p.Payload, &a); err != nil {
+					if err := rpc.DecodeParams(p.Payload, &a, req.Options); err != nil {
 						return nil, err
 					}
 					return h.ModelGenerate(ctx, &p, &a)
@@ -504,7 +504,7 @@ func (h *ClientHandlers) Handle(ctx context.Context, req *rpc.Request) (any, err
 			case "embedding/embed":
 				if h.EmbeddingEmbed != nil {
 					var a agentpmservice.EmbedPayload
-					if err := rpc.DecodeParams(p.Payload, &a); err != nil {
+					if err := rpc.DecodeParams(p.Payload, &a, req.Options); err != nil {
 						return nil, err
 					}
 					return h.EmbeddingEmbed(ctx, &p, &a)
@@ -512,7 +512,7 @@ func (h *ClientHandlers) Handle(ctx context.Context, req *rpc.Request) (any, err
 			case "knowledge/retrieve":
 				if h.KnowledgeRetrieve != nil {
 					var a agentpmservice.RetrievePayload
-					if err := rpc.DecodeParams(p.Payload, &a); err != nil {
+					if err := rpc.DecodeParams(p.Payload, &a, req.Options); err != nil {
 						return nil, err
 					}
 					return h.KnowledgeRetrieve(ctx, &p, &a)
@@ -520,7 +520,7 @@ func (h *ClientHandlers) Handle(ctx context.Context, req *rpc.Request) (any, err
 			case "memory/read":
 				if h.MemoryRead != nil {
 					var a agentpmservice.MemoryReadPayload
-					if err := rpc.DecodeParams(p.Payload, &a); err != nil {
+					if err := rpc.DecodeParams(p.Payload, &a, req.Options); err != nil {
 						return nil, err
 					}
 					return h.MemoryRead(ctx, &p, &a)
@@ -528,7 +528,7 @@ func (h *ClientHandlers) Handle(ctx context.Context, req *rpc.Request) (any, err
 			case "memory/write":
 				if h.MemoryWrite != nil {
 					var a agentpmservice.MemoryWritePayload
-					if err := rpc.DecodeParams(p.Payload, &a); err != nil {
+					if err := rpc.DecodeParams(p.Payload, &a, req.Options); err != nil {
 						return nil, err
 					}
 					return h.MemoryWrite(ctx, &p, &a)
@@ -536,7 +536,7 @@ func (h *ClientHandlers) Handle(ctx context.Context, req *rpc.Request) (any, err
 			case "memory/count":
 				if h.MemoryCount != nil {
 					var a agentpmservice.MemoryCountPayload
-					if err := rpc.DecodeParams(p.Payload, &a); err != nil {
+					if err := rpc.DecodeParams(p.Payload, &a, req.Options); err != nil {
 						return nil, err
 					}
 					return h.MemoryCount(ctx, &p, &a)
@@ -544,7 +544,7 @@ func (h *ClientHandlers) Handle(ctx context.Context, req *rpc.Request) (any, err
 			case "memory/load_operation_state":
 				if h.MemoryLoadOperationState != nil {
 					var a agentpmservice.MemoryLoadStatePayload
-					if err := rpc.DecodeParams(p.Payload, &a); err != nil {
+					if err := rpc.DecodeParams(p.Payload, &a, req.Options); err != nil {
 						return nil, err
 					}
 					return h.MemoryLoadOperationState(ctx, &p, &a)
@@ -552,7 +552,7 @@ func (h *ClientHandlers) Handle(ctx context.Context, req *rpc.Request) (any, err
 			case "memory/store_operation_state":
 				if h.MemoryStoreOperationState != nil {
 					var a agentpmservice.MemoryStoreStatePayload
-					if err := rpc.DecodeParams(p.Payload, &a); err != nil {
+					if err := rpc.DecodeParams(p.Payload, &a, req.Options); err != nil {
 						return nil, err
 					}
 					return h.MemoryStoreOperationState(ctx, &p, &a)
@@ -560,7 +560,7 @@ func (h *ClientHandlers) Handle(ctx context.Context, req *rpc.Request) (any, err
 			case "memory/commit_lifecycle":
 				if h.MemoryCommitLifecycle != nil {
 					var a agentpmservice.MemoryCommitPayload
-					if err := rpc.DecodeParams(p.Payload, &a); err != nil {
+					if err := rpc.DecodeParams(p.Payload, &a, req.Options); err != nil {
 						return nil, err
 					}
 					return h.MemoryCommitLifecycle(ctx, &p, &a)
@@ -568,7 +568,7 @@ func (h *ClientHandlers) Handle(ctx context.Context, req *rpc.Request) (any, err
 			case "hook/before_model_request":
 				if h.HookBeforeModelRequest != nil {
 					var a agentpmservice.BeforeModelRequestHook
-					if err := rpc.DecodeParams(p.Payload, &a); err != nil {
+					if err := rpc.DecodeParams(p.Payload, &a, req.Options); err != nil {
 						return nil, err
 					}
 					return h.HookBeforeModelRequest(ctx, &p, &a)
@@ -576,7 +576,7 @@ func (h *ClientHandlers) Handle(ctx context.Context, req *rpc.Request) (any, err
 			case "hook/before_tool_selection":
 				if h.HookBeforeToolSelection != nil {
 					var a agentpmservice.BeforeToolSelectionHook
-					if err := rpc.DecodeParams(p.Payload, &a); err != nil {
+					if err := rpc.DecodeParams(p.Payload, &a, req.Options); err != nil {
 						return nil, err
 					}
 					return h.HookBeforeToolSelection(ctx, &p, &a)
@@ -584,7 +584,7 @@ func (h *ClientHandlers) Handle(ctx context.Context, req *rpc.Request) (any, err
 			case "hook/before_tool_call":
 				if h.HookBeforeToolCall != nil {
 					var a agentpmservice.BeforeToolCallHook
-					if err := rpc.DecodeParams(p.Payload, &a); err != nil {
+					if err := rpc.DecodeParams(p.Payload, &a, req.Options); err != nil {
 						return nil, err
 					}
 					return h.HookBeforeToolCall(ctx, &p, &a)
@@ -592,7 +592,7 @@ func (h *ClientHandlers) Handle(ctx context.Context, req *rpc.Request) (any, err
 			case "hook/before_knowledge_request":
 				if h.HookBeforeKnowledgeRequest != nil {
 					var a agentpmservice.BeforeKnowledgeRequestHook
-					if err := rpc.DecodeParams(p.Payload, &a); err != nil {
+					if err := rpc.DecodeParams(p.Payload, &a, req.Options); err != nil {
 						return nil, err
 					}
 					return h.HookBeforeKnowledgeRequest(ctx, &p, &a)
@@ -600,7 +600,7 @@ func (h *ClientHandlers) Handle(ctx context.Context, req *rpc.Request) (any, err
 			case "hook/after_knowledge_retrieval":
 				if h.HookAfterKnowledgeRetrieval != nil {
 					var a agentpmservice.AfterKnowledgeRetrievalHook
-					if err := rpc.DecodeParams(p.Payload, &a); err != nil {
+					if err := rpc.DecodeParams(p.Payload, &a, req.Options); err != nil {
 						return nil, err
 					}
 					return h.HookAfterKnowledgeRetrieval(ctx, &p, &a)
@@ -608,7 +608,7 @@ func (h *ClientHandlers) Handle(ctx context.Context, req *rpc.Request) (any, err
 			case "hook/before_memory_read":
 				if h.HookBeforeMemoryRead != nil {
 					var a agentpmservice.BeforeMemoryReadHook
-					if err := rpc.DecodeParams(p.Payload, &a); err != nil {
+					if err := rpc.DecodeParams(p.Payload, &a, req.Options); err != nil {
 						return nil, err
 					}
 					return h.HookBeforeMemoryRead(ctx, &p, &a)
@@ -616,7 +616,7 @@ func (h *ClientHandlers) Handle(ctx context.Context, req *rpc.Request) (any, err
 			case "hook/before_memory_write":
 				if h.HookBeforeMemoryWrite != nil {
 					var a agentpmservice.BeforeMemoryWriteHook
-					if err := rpc.DecodeParams(p.Payload, &a); err != nil {
+					if err := rpc.DecodeParams(p.Payload, &a, req.Options); err != nil {
 						return nil, err
 					}
 					return h.HookBeforeMemoryWrite(ctx, &p, &a)
@@ -624,7 +624,7 @@ func (h *ClientHandlers) Handle(ctx context.Context, req *rpc.Request) (any, err
 			case "hook/before_memory_operation":
 				if h.HookBeforeMemoryOperation != nil {
 					var a agentpmservice.BeforeMemoryOperationHook
-					if err := rpc.DecodeParams(p.Payload, &a); err != nil {
+					if err := rpc.DecodeParams(p.Payload, &a, req.Options); err != nil {
 						return nil, err
 					}
 					return h.HookBeforeMemoryOperation(ctx, &p, &a)
@@ -632,7 +632,7 @@ func (h *ClientHandlers) Handle(ctx context.Context, req *rpc.Request) (any, err
 			case "approval/request_approval":
 				if h.ApprovalRequestApproval != nil {
 					var a agentpmservice.RequestApprovalPayload
-					if err := rpc.DecodeParams(p.Payload, &a); err != nil {
+					if err := rpc.DecodeParams(p.Payload, &a, req.Options); err != nil {
 						return nil, err
 					}
 					return h.ApprovalRequestApproval(ctx, &p, &a)
@@ -1363,7 +1363,7 @@ func (h *HarnessHandlers) Handle(ctx context.Context, req *rpc.Request) (any, er
 	case MethodInitialize:
 		if h.Initialize != nil {
 			var p EmptyParams
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.Initialize(ctx, &p)
@@ -1371,7 +1371,7 @@ func (h *HarnessHandlers) Handle(ctx context.Context, req *rpc.Request) (any, er
 	case MethodRegisterHostService:
 		if h.RegisterHostService != nil {
 			var p RegisterHostServiceParams
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.RegisterHostService(ctx, &p)
@@ -1379,7 +1379,7 @@ func (h *HarnessHandlers) Handle(ctx context.Context, req *rpc.Request) (any, er
 	case MethodPreflight:
 		if h.Preflight != nil {
 			var p EmptyParams
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.Preflight(ctx, &p)
@@ -1387,7 +1387,7 @@ func (h *HarnessHandlers) Handle(ctx context.Context, req *rpc.Request) (any, er
 	case MethodStartRun:
 		if h.StartRun != nil {
 			var p StartRunParams
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.StartRun(ctx, &p)
@@ -1395,7 +1395,7 @@ func (h *HarnessHandlers) Handle(ctx context.Context, req *rpc.Request) (any, er
 	case MethodCancelRun:
 		if h.CancelRun != nil {
 			var p EmptyParams
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.CancelRun(ctx, &p)
@@ -1403,7 +1403,7 @@ func (h *HarnessHandlers) Handle(ctx context.Context, req *rpc.Request) (any, er
 	case MethodMemoryOperation:
 		if h.MemoryOperation != nil {
 			var p MemoryOperationParams
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.MemoryOperation(ctx, &p)
@@ -1411,7 +1411,7 @@ func (h *HarnessHandlers) Handle(ctx context.Context, req *rpc.Request) (any, er
 	case MethodShutdown:
 		if h.Shutdown != nil {
 			var p EmptyParams
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.Shutdown(ctx, &p)

@@ -558,7 +558,7 @@ func (h *ServiceHandlers) Handle(ctx context.Context, req *rpc.Request) (any, er
 		case "model":
 			if h.InitializeModel != nil {
 				var p ModelInitialize
-				if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 					return nil, err
 				}
 				return h.InitializeModel(ctx, &p)
@@ -566,7 +566,7 @@ func (h *ServiceHandlers) Handle(ctx context.Context, req *rpc.Request) (any, er
 		case "embedding":
 			if h.InitializeEmbedding != nil {
 				var p EmbeddingInitialize
-				if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 					return nil, err
 				}
 				return h.InitializeEmbedding(ctx, &p)
@@ -574,7 +574,7 @@ func (h *ServiceHandlers) Handle(ctx context.Context, req *rpc.Request) (any, er
 		case "hook":
 			if h.InitializeHook != nil {
 				var p HookInitialize
-				if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 					return nil, err
 				}
 				return h.InitializeHook(ctx, &p)
@@ -582,7 +582,7 @@ func (h *ServiceHandlers) Handle(ctx context.Context, req *rpc.Request) (any, er
 		case "knowledge":
 			if h.InitializeKnowledge != nil {
 				var p KnowledgeInitialize
-				if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 					return nil, err
 				}
 				return h.InitializeKnowledge(ctx, &p)
@@ -590,7 +590,7 @@ func (h *ServiceHandlers) Handle(ctx context.Context, req *rpc.Request) (any, er
 		case "memory":
 			if h.InitializeMemory != nil {
 				var p MemoryInitialize
-				if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 					return nil, err
 				}
 				return h.InitializeMemory(ctx, &p)
@@ -598,7 +598,7 @@ func (h *ServiceHandlers) Handle(ctx context.Context, req *rpc.Request) (any, er
 		case "approval":
 			if h.InitializeApproval != nil {
 				var p ApprovalInitialize
-				if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 					return nil, err
 				}
 				return h.InitializeApproval(ctx, &p)
@@ -609,7 +609,7 @@ func (h *ServiceHandlers) Handle(ctx context.Context, req *rpc.Request) (any, er
 		case "model":
 			if h.Generate != nil {
 				var p GeneratePayload
-				if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 					return nil, err
 				}
 				return h.Generate(ctx, &p)
@@ -620,7 +620,7 @@ func (h *ServiceHandlers) Handle(ctx context.Context, req *rpc.Request) (any, er
 		case "embedding":
 			if h.Embed != nil {
 				var p EmbedPayload
-				if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 					return nil, err
 				}
 				return h.Embed(ctx, &p)
@@ -631,7 +631,7 @@ func (h *ServiceHandlers) Handle(ctx context.Context, req *rpc.Request) (any, er
 		case "hook":
 			if h.BeforeModelRequest != nil {
 				var p BeforeModelRequestHook
-				if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 					return nil, err
 				}
 				return h.BeforeModelRequest(ctx, &p)
@@ -642,7 +642,7 @@ func (h *ServiceHandlers) Handle(ctx context.Context, req *rpc.Request) (any, er
 		case "hook":
 			if h.BeforeToolSelection != nil {
 				var p BeforeToolSelectionHook
-				if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 					return nil, err
 				}
 				return h.BeforeToolSelection(ctx, &p)
@@ -653,7 +653,7 @@ func (h *ServiceHandlers) Handle(ctx context.Context, req *rpc.Request) (any, er
 		case "hook":
 			if h.BeforeToolCall != nil {
 				var p BeforeToolCallHook
-				if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 					return nil, err
 				}
 				return h.BeforeToolCall(ctx, &p)
@@ -664,7 +664,7 @@ func (h *ServiceHandlers) Handle(ctx context.Context, req *rpc.Request) (any, er
 		case "hook":
 			if h.BeforeKnowledgeRequest != nil {
 				var p BeforeKnowledgeRequestHook
-				if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 					return nil, err
 				}
 				return h.BeforeKnowledgeRequest(ctx, &p)
@@ -675,7 +675,7 @@ func (h *ServiceHandlers) Handle(ctx context.Context, req *rpc.Request) (any, er
 		case "hook":
 			if h.AfterKnowledgeRetrieval != nil {
 				var p AfterKnowledgeRetrievalHook
-				if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 					return nil, err
 				}
 				return h.AfterKnowledgeRetrieval(ctx, &p)
@@ -686,7 +686,7 @@ func (h *ServiceHandlers) Handle(ctx context.Context, req *rpc.Request) (any, er
 		case "hook":
 			if h.BeforeMemoryRead != nil {
 				var p BeforeMemoryReadHook
-				if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 					return nil, err
 				}
 				return h.BeforeMemoryRead(ctx, &p)
@@ -697,7 +697,7 @@ func (h *ServiceHandlers) Handle(ctx context.Context, req *rpc.Request) (any, er
 		case "hook":
 			if h.BeforeMemoryWrite != nil {
 				var p BeforeMemoryWriteHook
-				if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 					return nil, err
 				}
 				return h.BeforeMemoryWrite(ctx, &p)
@@ -708,7 +708,7 @@ func (h *ServiceHandlers) Handle(ctx context.Context, req *rpc.Request) (any, er
 		case "hook":
 			if h.BeforeMemoryOperation != nil {
 				var p BeforeMemoryOperationHook
-				if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 					return nil, err
 				}
 				return h.BeforeMemoryOperation(ctx, &p)
@@ -719,7 +719,7 @@ func (h *ServiceHandlers) Handle(ctx context.Context, req *rpc.Request) (any, er
 		case "hook":
 			if h.Invoke != nil {
 				var p HookInvocation
-				if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 					return nil, err
 				}
 				return h.Invoke(ctx, &p)
@@ -730,7 +730,7 @@ func (h *ServiceHandlers) Handle(ctx context.Context, req *rpc.Request) (any, er
 		case "knowledge":
 			if h.Retrieve != nil {
 				var p RetrievePayload
-				if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 					return nil, err
 				}
 				return h.Retrieve(ctx, &p)
@@ -741,7 +741,7 @@ func (h *ServiceHandlers) Handle(ctx context.Context, req *rpc.Request) (any, er
 		case "memory":
 			if h.MemoryRead != nil {
 				var p MemoryReadPayload
-				if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 					return nil, err
 				}
 				return h.MemoryRead(ctx, &p)
@@ -752,7 +752,7 @@ func (h *ServiceHandlers) Handle(ctx context.Context, req *rpc.Request) (any, er
 		case "memory":
 			if h.MemoryWrite != nil {
 				var p MemoryWritePayload
-				if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 					return nil, err
 				}
 				return h.MemoryWrite(ctx, &p)
@@ -763,7 +763,7 @@ func (h *ServiceHandlers) Handle(ctx context.Context, req *rpc.Request) (any, er
 		case "memory":
 			if h.MemoryCount != nil {
 				var p MemoryCountPayload
-				if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 					return nil, err
 				}
 				return h.MemoryCount(ctx, &p)
@@ -774,7 +774,7 @@ func (h *ServiceHandlers) Handle(ctx context.Context, req *rpc.Request) (any, er
 		case "memory":
 			if h.MemoryLoadOperationState != nil {
 				var p MemoryLoadStatePayload
-				if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 					return nil, err
 				}
 				return h.MemoryLoadOperationState(ctx, &p)
@@ -785,7 +785,7 @@ func (h *ServiceHandlers) Handle(ctx context.Context, req *rpc.Request) (any, er
 		case "memory":
 			if h.MemoryStoreOperationState != nil {
 				var p MemoryStoreStatePayload
-				if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 					return nil, err
 				}
 				return h.MemoryStoreOperationState(ctx, &p)
@@ -796,7 +796,7 @@ func (h *ServiceHandlers) Handle(ctx context.Context, req *rpc.Request) (any, er
 		case "memory":
 			if h.MemoryCommitLifecycle != nil {
 				var p MemoryCommitPayload
-				if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 					return nil, err
 				}
 				return h.MemoryCommitLifecycle(ctx, &p)
@@ -807,7 +807,7 @@ func (h *ServiceHandlers) Handle(ctx context.Context, req *rpc.Request) (any, er
 		case "approval":
 			if h.RequestApproval != nil {
 				var p RequestApprovalPayload
-				if err := rpc.DecodeParams(req.Params, &p); err != nil {
+				if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 					return nil, err
 				}
 				return h.RequestApproval(ctx, &p)

@@ -75,7 +75,7 @@ func (h *AgentHandlers) Handle(ctx context.Context, req *rpc.Request) (any, erro
 	case MethodPlan:
 		if h.Plan != nil {
 			var p PlanParams
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.Plan(ctx, &p)
@@ -83,7 +83,7 @@ func (h *AgentHandlers) Handle(ctx context.Context, req *rpc.Request) (any, erro
 	case MethodDispatch:
 		if h.Dispatch != nil {
 			var p DispatchParams
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.Dispatch(ctx, &p)

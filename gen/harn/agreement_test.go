@@ -3,6 +3,7 @@ package harn
 import (
 	"testing"
 
+	"github.com/bridgekit/bridgekit/gen/acp"
 	"github.com/bridgekit/bridgekit/internal/schematest"
 	"github.com/bridgekit/bridgekit/runtime/wire/wiretest"
 )
@@ -13,7 +14,9 @@ import (
 // catalogues' overlays) accepts: its synthesised seeds, the golden
 // documents and their systematic mutations, judged by a JSON Schema
 // validator and by the generated decoder.
-func TestGoldenDocuments(t *testing.T) { schematest.CheckPackage(t, "harn", fuzzTypes) }
+func TestGoldenDocuments(t *testing.T) {
+	schematest.CheckPackage(t, "harn", fuzzTypes, acp.Contracts...)
+}
 
 // recorder collects what Agreement reports.
 type recorder struct{ errs []string }

@@ -5,6 +5,8 @@ import (
 	"io"
 	"slices"
 
+	"github.com/go-json-experiment/json"
+
 	"github.com/bridgekit/bridgekit/gen/acp"
 	"github.com/bridgekit/bridgekit/runtime/rpc"
 	"github.com/bridgekit/bridgekit/runtime/wire"
@@ -129,9 +131,21 @@ func either(a, b rpc.Handler) rpc.Handler {
 // rules, preempted methods and method names of both protocols on the
 // stream: ACP's (session/cancel of a session's prompt, $/cancel_request) and
 // the bridge's (its control-lane methods: session/inject, the live-session
-// methods, session/cancel_tool_call, session/set_budget).
+// methods, session/cancel_tool_call, session/set_budget), and Harn's
+// contract (acp.ContractHarn) as the decode options of params and results:
+// the members Harn moved under _meta.harn (a tool call's root error,
+// durationMs, executor, ...; a text block's visible_text) are rejected at
+// their old place, inbound requests with -32602 and notifications reported
+// to Options.OnFrameError, where a plain ACP connection keeps them in Extra.
+// DecodeOptions already set in opts come first, joined with the contract's.
 func BridgeConnOptions(opts *rpc.Options) *rpc.Options {
-	return ConnOptions(acp.ConnOptions(opts))
+	o := ConnOptions(acp.ConnOptions(opts))
+	if o.DecodeOptions == nil {
+		o.DecodeOptions = acp.ContractHarn.Options()
+	} else {
+		o.DecodeOptions = json.JoinOptions(o.DecodeOptions, acp.ContractHarn.Options())
+	}
+	return o
 }
 
 // NewBridgeConn starts a connection speaking the whole stream between a Harn

@@ -15,6 +15,7 @@ import (
 	"github.com/bridgekit/bridgekit/gen/acp"
 	"github.com/bridgekit/bridgekit/gen/harn"
 	"github.com/bridgekit/bridgekit/runtime/rpc"
+	"github.com/bridgekit/bridgekit/runtime/wire"
 )
 
 // pair connects a host and a runtime over in-memory pipes, each speaking the
@@ -307,5 +308,12 @@ func TestBridgeConnOptions(t *testing.T) {
 		if !slices.Contains(o.Methods, m) {
 			t.Errorf("method names lack %s", m)
 		}
+	}
+	if o.DecodeOptions == nil {
+		t.Fatal("no decode options")
+	}
+	err := rpc.DecodeParams(jsontext.Value(`{"sessionId":"s","update":{"sessionUpdate":"tool_call","toolCallId":"t","title":"x","executor":"harn"}}`), new(acp.SessionNotification), o.DecodeOptions)
+	if !errors.Is(err, rpc.ErrInvalidParams) || !errors.Is(err, wire.ErrForbiddenMember) {
+		t.Errorf("Harn's contract is not applied: %v", err)
 	}
 }

@@ -70,7 +70,7 @@ type part struct{ Path, Type string }
 // expect is what one document must be.
 type expect struct {
 	Parts []part
-	// Rejected: the default reader must reject the document with this
+	// Rejected: a decode under Harn's contract must reject the document with this
 	// sentinel (the parts are then decoded with the legacy reader).
 	Rejected error
 	// Excluded says why the document is no message or payload to decode.
@@ -182,8 +182,8 @@ func checkParts(t *testing.T, where string, doc []byte, e expect) {
 	t.Helper()
 	if e.Rejected != nil {
 		for _, p := range e.Parts {
-			if err := json.Unmarshal(at(t, doc, p.Path), new(acp.SessionNotification)); !errors.Is(err, e.Rejected) {
-				t.Errorf("%s: the default reader must reject %s with %v, got %v", where, p.Path, e.Rejected, err)
+			if err := json.Unmarshal(at(t, doc, p.Path), new(acp.SessionNotification), acp.ContractHarn.Options()); !errors.Is(err, e.Rejected) {
+				t.Errorf("%s: a decode under Harn's contract must reject %s with %v, got %v", where, p.Path, e.Rejected, err)
 			}
 		}
 	}
@@ -414,10 +414,16 @@ func TestLegacyFixtureRejectedByDefaultAcceptedByLegacyReader(t *testing.T) {
 	}
 	params := f.Documents[0].Params
 	var n acp.SessionNotification
-	err := json.Unmarshal(params, &n)
+	err := json.Unmarshal(params, &n, acp.ContractHarn.Options())
 	var de *wire.DecodeError
 	if !errors.Is(err, wire.ErrForbiddenMember) || !errors.As(err, &de) || de.Type != "ToolCallUpdate" {
-		t.Fatalf("the default reader must reject root-level Harn fields of a tool_call_update: %v", err)
+		t.Fatalf("Harn's contract must reject root-level Harn fields of a tool_call_update: %v", err)
+	}
+	// Without it (a plain ACP agent's update) they are extra members, kept.
+	if err := json.Unmarshal(params, &n); err != nil || n.Update.ToolCallUpdate == nil {
+		t.Fatalf("a plain decode keeps them: %v", err)
+	} else if _, ok := n.Update.ToolCallUpdate.Extra.Get("durationMs"); !ok {
+		t.Fatalf("durationMs not in Extra: %+v", n.Update.ToolCallUpdate.Extra)
 	}
 	l, err := harn.ReadLegacySessionUpdate(params)
 	if err != nil {

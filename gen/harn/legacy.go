@@ -18,13 +18,15 @@ import (
 //
 // Since Harn's #904 (tool calls) and #905 (its session/update extensions),
 // every vendor field rides under _meta.harn of the object it extends, and
-// the default reader (acp.SessionNotification's decoder) rejects the older
-// shape, with the fields at the object's root, with wire.ErrForbiddenMember:
-// the spec forbids exactly those members there. The legacy reader accepts
-// both shapes. It is opt-in, for hosts that must talk to older Harn builds:
-// it relocates each member the default reader forbids, at the root of the
-// update or of its content block, under that object's _meta.harn, and then
-// decodes with the default reader. Which members move is decided by the
+// Harn's contract (acp.ContractHarn, applied on every Harn connection by
+// BridgeConnOptions) rejects the older shape, with the fields at the
+// object's root, with wire.ErrForbiddenMember: the spec forbids exactly
+// those members there under that contract (from a plain ACP agent they are
+// kept in Extra). The legacy reader accepts both shapes. It is opt-in, for
+// hosts that must talk to older Harn builds: it relocates each member that
+// Harn's contract forbids, at the root of the update or of its content
+// block, under that object's _meta.harn, and then decodes under the
+// contract. Which members move is decided by the
 // spec (its forbidden members), not by a list kept here.
 
 // ErrLegacyConflict reports a vendor field present both at the root of an
@@ -34,10 +36,10 @@ var ErrLegacyConflict = errors.New("harn: a vendor field is both at the root and
 // maxRelocations bounds the members one document may have moved.
 const maxRelocations = 256
 
-// ReadLegacySessionUpdate decodes the params of a session/update like the
-// default reader, and also accepts the shapes of Harn builds older than
-// #904/#905, whose vendor fields sit at the root of the update or of its
-// content block instead of under _meta.harn. The result is the current
+// ReadLegacySessionUpdate decodes the params of a session/update like a
+// Harn connection (under acp.ContractHarn), and also accepts the shapes of
+// Harn builds older than #904/#905, whose vendor fields sit at the root of
+// the update or of its content block instead of under _meta.harn. The result is the current
 // shape: re-encoding it writes the fields under _meta.harn.
 func ReadLegacySessionUpdate(params []byte) (*acp.SessionNotification, error) {
 	var n acp.SessionNotification
@@ -48,17 +50,17 @@ func ReadLegacySessionUpdate(params []byte) (*acp.SessionNotification, error) {
 }
 
 // UpgradeSessionUpdate rewrites the params of a session/update in a legacy
-// shape (see ReadLegacySessionUpdate) into the current one, which the
-// default reader accepts. A document already in the current shape is
+// shape (see ReadLegacySessionUpdate) into the current one, which a Harn
+// connection accepts. A document already in the current shape is
 // returned as it is; one that does not decode even after its forbidden
-// members are relocated is an error wrapping the default reader's.
+// members are relocated is an error wrapping the decoder's.
 func UpgradeSessionUpdate(params []byte) ([]byte, error) {
 	var n acp.SessionNotification
 	return upgrade(params, &n)
 }
 
 func upgrade(params []byte, n *acp.SessionNotification) ([]byte, error) {
-	err := json.Unmarshal(params, n)
+	err := json.Unmarshal(params, n, acp.ContractHarn.Options())
 	doc := params
 	for range maxRelocations {
 		if err == nil {
@@ -77,7 +79,7 @@ func upgrade(params []byte, n *acp.SessionNotification) ([]byte, error) {
 		}
 		doc = moved
 		*n = acp.SessionNotification{}
-		err = json.Unmarshal(doc, n)
+		err = json.Unmarshal(doc, n, acp.ContractHarn.Options())
 	}
 	return nil, fmt.Errorf("harn: more than %d legacy members: %w", maxRelocations, err)
 }

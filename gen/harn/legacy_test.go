@@ -41,8 +41,8 @@ func TestLegacyReader(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if err := json.Unmarshal([]byte(tc.in), new(acp.SessionNotification)); !errors.Is(err, wire.ErrForbiddenMember) {
-				t.Fatalf("the default reader must reject the legacy shape: %v", err)
+			if err := json.Unmarshal([]byte(tc.in), new(acp.SessionNotification), acp.ContractHarn.Options()); !errors.Is(err, wire.ErrForbiddenMember) {
+				t.Fatalf("Harn's contract must reject the legacy shape: %v", err)
 			}
 			up, err := harn.UpgradeSessionUpdate([]byte(tc.in))
 			if err != nil {

@@ -1059,7 +1059,7 @@ func (h *HostHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error
 	case MethodHostCapabilities:
 		if h.HostCapabilities != nil {
 			var p HostCapabilitiesParams
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.HostCapabilities(ctx, &p)
@@ -1067,14 +1067,14 @@ func (h *HostHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error
 	case MethodHostCall:
 		if h.HostCall != nil || h.ProcessListShells != nil || h.ProcessGetDefaultShell != nil || h.ProcessSetDefaultShell != nil || h.ProcessShellInvocation != nil || h.HypothesisAttestEvent != nil || h.ProjectMCPConfig != nil {
 			var p HostCallParams
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			switch p.Name {
 			case OpProcessListShells:
 				if h.ProcessListShells != nil {
 					var a NoArgs
-					if err := rpc.DecodeParams(p.Args, &a); err != nil {
+					if err := rpc.DecodeParams(p.Args, &a, req.Options); err != nil {
 						return nil, err
 					}
 					return h.ProcessListShells(ctx, &p, &a)
@@ -1082,7 +1082,7 @@ func (h *HostHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error
 			case OpProcessGetDefaultShell:
 				if h.ProcessGetDefaultShell != nil {
 					var a NoArgs
-					if err := rpc.DecodeParams(p.Args, &a); err != nil {
+					if err := rpc.DecodeParams(p.Args, &a, req.Options); err != nil {
 						return nil, err
 					}
 					return h.ProcessGetDefaultShell(ctx, &p, &a)
@@ -1090,7 +1090,7 @@ func (h *HostHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error
 			case OpProcessSetDefaultShell:
 				if h.ProcessSetDefaultShell != nil {
 					var a SetDefaultShellRequest
-					if err := rpc.DecodeParams(p.Args, &a); err != nil {
+					if err := rpc.DecodeParams(p.Args, &a, req.Options); err != nil {
 						return nil, err
 					}
 					return h.ProcessSetDefaultShell(ctx, &p, &a)
@@ -1098,7 +1098,7 @@ func (h *HostHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error
 			case OpProcessShellInvocation:
 				if h.ProcessShellInvocation != nil {
 					var a ShellInvocationRequest
-					if err := rpc.DecodeParams(p.Args, &a); err != nil {
+					if err := rpc.DecodeParams(p.Args, &a, req.Options); err != nil {
 						return nil, err
 					}
 					return h.ProcessShellInvocation(ctx, &p, &a)
@@ -1106,7 +1106,7 @@ func (h *HostHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error
 			case OpHypothesisAttestEvent:
 				if h.HypothesisAttestEvent != nil {
 					var a HypothesisAttestArgs
-					if err := rpc.DecodeParams(p.Args, &a); err != nil {
+					if err := rpc.DecodeParams(p.Args, &a, req.Options); err != nil {
 						return nil, err
 					}
 					return h.HypothesisAttestEvent(ctx, &p, &a)
@@ -1114,7 +1114,7 @@ func (h *HostHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error
 			case OpProjectMCPConfig:
 				if h.ProjectMCPConfig != nil {
 					var a NoArgs
-					if err := rpc.DecodeParams(p.Args, &a); err != nil {
+					if err := rpc.DecodeParams(p.Args, &a, req.Options); err != nil {
 						return nil, err
 					}
 					return h.ProjectMCPConfig(ctx, &p, &a)
@@ -1131,7 +1131,7 @@ func (h *HostHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error
 	case MethodHostToolsList:
 		if h.HostToolsList != nil {
 			var p NoArgs
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.HostToolsList(ctx, &p)
@@ -1139,7 +1139,7 @@ func (h *HostHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error
 	case MethodBuiltinCall:
 		if h.BuiltinCall != nil {
 			var p BuiltinCallParams
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.BuiltinCall(ctx, &p)
@@ -1147,7 +1147,7 @@ func (h *HostHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error
 	case MethodSkillsList:
 		if h.SkillsList != nil {
 			var p NoArgs
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.SkillsList(ctx, &p)
@@ -1155,7 +1155,7 @@ func (h *HostHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error
 	case MethodSkillsFetch:
 		if h.SkillsFetch != nil {
 			var p SkillsFetchParams
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.SkillsFetch(ctx, &p)
@@ -1163,7 +1163,7 @@ func (h *HostHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error
 	case MethodSkillMatch:
 		if h.SkillMatch != nil {
 			var p SkillMatchParams
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.SkillMatch(ctx, &p)
@@ -1171,7 +1171,7 @@ func (h *HostHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error
 	case MethodAgentIdle:
 		if h.AgentIdle != nil {
 			var p AgentIdleParams
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return nil, h.AgentIdle(ctx, &p)
@@ -1179,7 +1179,7 @@ func (h *HostHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error
 	case MethodAgentEvent:
 		if h.AgentEvent != nil {
 			var p AgentEvent
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return nil, h.AgentEvent(ctx, &p)
@@ -1187,7 +1187,7 @@ func (h *HostHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error
 	case MethodProgress:
 		if h.Progress != nil {
 			var p acp.HarnProgress
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return nil, h.Progress(ctx, &p)
@@ -1195,7 +1195,7 @@ func (h *HostHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error
 	case MethodLog:
 		if h.Log != nil {
 			var p acp.HarnLog
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return nil, h.Log(ctx, &p)
@@ -1203,7 +1203,7 @@ func (h *HostHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error
 	case MethodOutput:
 		if h.Output != nil {
 			var p OutputParams
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return nil, h.Output(ctx, &p)
@@ -1211,7 +1211,7 @@ func (h *HostHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error
 	case MethodTerminalOutputNotification:
 		if h.TerminalOutputNotification != nil {
 			var p jsontext.Value
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return nil, h.TerminalOutputNotification(ctx, p)
@@ -1219,7 +1219,7 @@ func (h *HostHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error
 	case MethodHITLRequested:
 		if h.HITLRequested != nil {
 			var p HITLRequestedParams
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return nil, h.HITLRequested(ctx, &p)
@@ -1227,7 +1227,7 @@ func (h *HostHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error
 	case MethodHarnSessionTimelineUpdate:
 		if h.HarnSessionTimelineUpdate != nil {
 			var p SessionTimelineUpdateParams
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return nil, h.HarnSessionTimelineUpdate(ctx, &p)
@@ -1235,7 +1235,7 @@ func (h *HostHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error
 	case MethodSessionMessage:
 		if h.SessionMessage != nil {
 			var p OpenParams
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return nil, h.SessionMessage(ctx, &p)
@@ -1243,7 +1243,7 @@ func (h *HostHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error
 	case MethodLLMCall:
 		if h.LLMCall != nil {
 			var p LLMCallParams
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.LLMCall(ctx, &p)
@@ -1251,7 +1251,7 @@ func (h *HostHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error
 	case MethodToolExecute:
 		if h.ToolExecute != nil {
 			var p ToolExecuteParams
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.ToolExecute(ctx, &p)
@@ -1259,7 +1259,7 @@ func (h *HostHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error
 	case MethodLegacyHostCall:
 		if h.LegacyHostCall != nil {
 			var p LegacyHostCallParams
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.LegacyHostCall(ctx, &p)
@@ -1267,7 +1267,7 @@ func (h *HostHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error
 	case MethodAgentLoop:
 		if h.AgentLoop != nil {
 			var p AgentLoopParams
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.AgentLoop(ctx, &p)
@@ -1275,7 +1275,7 @@ func (h *HostHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error
 	case MethodLegacyError:
 		if h.LegacyError != nil {
 			var p LegacyErrorParams
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return nil, h.LegacyError(ctx, &p)
@@ -2007,7 +2007,7 @@ func (h *VMHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error) 
 	case MethodSkillsUpdate:
 		if h.SkillsUpdate != nil {
 			var p NoArgs
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return nil, h.SkillsUpdate(ctx, &p)
@@ -2015,7 +2015,7 @@ func (h *VMHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error) 
 	case MethodAgentResume:
 		if h.AgentResume != nil {
 			var p AgentResumeParams
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return nil, h.AgentResume(ctx, &p)
@@ -2023,7 +2023,7 @@ func (h *VMHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error) 
 	case MethodCancel:
 		if h.Cancel != nil {
 			var p NoArgs
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return nil, h.Cancel(ctx, &p)
@@ -2031,7 +2031,7 @@ func (h *VMHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error) 
 	case MethodSessionCancelRequest:
 		if h.SessionCancelRequest != nil {
 			var p acp.CancelNotification
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.SessionCancelRequest(ctx, &p)
@@ -2039,7 +2039,7 @@ func (h *VMHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error) 
 	case MethodSessionCancelToolCall:
 		if h.SessionCancelToolCall != nil {
 			var p SessionCancelToolCallParams
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.SessionCancelToolCall(ctx, &p)
@@ -2047,7 +2047,7 @@ func (h *VMHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error) 
 	case MethodSessionInject:
 		if h.SessionInject != nil {
 			var p SessionInjectParams
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.SessionInject(ctx, &p)
@@ -2055,7 +2055,7 @@ func (h *VMHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error) 
 	case MethodSessionRevokeInject:
 		if h.SessionRevokeInject != nil {
 			var p SessionRevokeInjectParams
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.SessionRevokeInject(ctx, &p)
@@ -2063,7 +2063,7 @@ func (h *VMHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error) 
 	case MethodSessionReplaceInject:
 		if h.SessionReplaceInject != nil {
 			var p SessionReplaceInjectParams
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.SessionReplaceInject(ctx, &p)
@@ -2071,7 +2071,7 @@ func (h *VMHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error) 
 	case MethodSessionRemind:
 		if h.SessionRemind != nil {
 			var p SessionRemindParams
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.SessionRemind(ctx, &p)
@@ -2079,7 +2079,7 @@ func (h *VMHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error) 
 	case MethodSessionPendingInjections:
 		if h.SessionPendingInjections != nil {
 			var p SessionIDParams
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.SessionPendingInjections(ctx, &p)
@@ -2087,7 +2087,7 @@ func (h *VMHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error) 
 	case MethodSessionRevokeReminder:
 		if h.SessionRevokeReminder != nil {
 			var p SessionRevokeReminderParams
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.SessionRevokeReminder(ctx, &p)
@@ -2095,7 +2095,7 @@ func (h *VMHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error) 
 	case MethodSessionAttach:
 		if h.SessionAttach != nil {
 			var p SessionAttachParams
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.SessionAttach(ctx, &p)
@@ -2103,7 +2103,7 @@ func (h *VMHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error) 
 	case MethodSessionDetach:
 		if h.SessionDetach != nil {
 			var p SessionDetachParams
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.SessionDetach(ctx, &p)
@@ -2111,7 +2111,7 @@ func (h *VMHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error) 
 	case MethodSessionHeartbeat:
 		if h.SessionHeartbeat != nil {
 			var p SessionClientParams
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.SessionHeartbeat(ctx, &p)
@@ -2119,7 +2119,7 @@ func (h *VMHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error) 
 	case MethodSessionTakeover:
 		if h.SessionTakeover != nil {
 			var p SessionClientParams
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.SessionTakeover(ctx, &p)
@@ -2127,7 +2127,7 @@ func (h *VMHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error) 
 	case MethodSessionLiveClients:
 		if h.SessionLiveClients != nil {
 			var p SessionIDParams
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.SessionLiveClients(ctx, &p)
@@ -2135,7 +2135,7 @@ func (h *VMHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error) 
 	case MethodHITLRespond:
 		if h.HITLRespond != nil {
 			var p HITLRespondParams
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.HITLRespond(ctx, &p)
@@ -2143,7 +2143,7 @@ func (h *VMHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error) 
 	case MethodSessionInjectHostEvent:
 		if h.SessionInjectHostEvent != nil {
 			var p SessionInjectHostEventParams
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.SessionInjectHostEvent(ctx, &p)
@@ -2151,7 +2151,7 @@ func (h *VMHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error) 
 	case MethodSessionSetBudget:
 		if h.SessionSetBudget != nil {
 			var p SessionSetBudgetParams
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return nil, h.SessionSetBudget(ctx, &p)
@@ -2159,7 +2159,7 @@ func (h *VMHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error) 
 	case MethodUserMessage:
 		if h.UserMessage != nil {
 			var p LegacyUserMessageParams
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return nil, h.UserMessage(ctx, &p)
@@ -2167,7 +2167,7 @@ func (h *VMHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error) 
 	case MethodSessionInput:
 		if h.SessionInput != nil {
 			var p LegacyUserMessageParams
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return nil, h.SessionInput(ctx, &p)
@@ -2175,7 +2175,7 @@ func (h *VMHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error) 
 	case MethodAgentUserMessage:
 		if h.AgentUserMessage != nil {
 			var p LegacyUserMessageParams
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return nil, h.AgentUserMessage(ctx, &p)
@@ -2183,7 +2183,7 @@ func (h *VMHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error) 
 	case MethodSessionFork:
 		if h.SessionFork != nil {
 			var p SessionForkParams
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.SessionFork(ctx, &p)
@@ -2191,7 +2191,7 @@ func (h *VMHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error) 
 	case MethodSessionTruncate:
 		if h.SessionTruncate != nil {
 			var p OpenParams
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.SessionTruncate(ctx, &p)
@@ -2199,7 +2199,7 @@ func (h *VMHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error) 
 	case MethodSessionRollback:
 		if h.SessionRollback != nil {
 			var p OpenParams
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.SessionRollback(ctx, &p)
@@ -2207,7 +2207,7 @@ func (h *VMHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error) 
 	case MethodSessionRedo:
 		if h.SessionRedo != nil {
 			var p OpenParams
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.SessionRedo(ctx, &p)
@@ -2215,7 +2215,7 @@ func (h *VMHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error) 
 	case MethodSessionStop:
 		if h.SessionStop != nil {
 			var p OpenParams
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.SessionStop(ctx, &p)
@@ -2223,7 +2223,7 @@ func (h *VMHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error) 
 	case MethodSessionFsMode:
 		if h.SessionFsMode != nil {
 			var p OpenParams
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.SessionFsMode(ctx, &p)
@@ -2231,7 +2231,7 @@ func (h *VMHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error) 
 	case MethodSessionFsCommitStaged:
 		if h.SessionFsCommitStaged != nil {
 			var p OpenParams
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.SessionFsCommitStaged(ctx, &p)
@@ -2239,7 +2239,7 @@ func (h *VMHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error) 
 	case MethodSessionFsDiscardStaged:
 		if h.SessionFsDiscardStaged != nil {
 			var p OpenParams
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.SessionFsDiscardStaged(ctx, &p)
@@ -2247,7 +2247,7 @@ func (h *VMHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error) 
 	case MethodSessionRestoreToolCall:
 		if h.SessionRestoreToolCall != nil {
 			var p OpenParams
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.SessionRestoreToolCall(ctx, &p)
@@ -2255,7 +2255,7 @@ func (h *VMHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error) 
 	case MethodSessionPlanDocumentMutate:
 		if h.SessionPlanDocumentMutate != nil {
 			var p OpenParams
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.SessionPlanDocumentMutate(ctx, &p)
@@ -2263,7 +2263,7 @@ func (h *VMHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error) 
 	case MethodHarnSessionWorkspaceRoots:
 		if h.HarnSessionWorkspaceRoots != nil {
 			var p OpenParams
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.HarnSessionWorkspaceRoots(ctx, &p)
@@ -2271,7 +2271,7 @@ func (h *VMHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error) 
 	case MethodHarnSessionAddRoot:
 		if h.HarnSessionAddRoot != nil {
 			var p OpenParams
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.HarnSessionAddRoot(ctx, &p)
@@ -2279,7 +2279,7 @@ func (h *VMHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error) 
 	case MethodHarnSessionReanchor:
 		if h.HarnSessionReanchor != nil {
 			var p OpenParams
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.HarnSessionReanchor(ctx, &p)
@@ -2287,7 +2287,7 @@ func (h *VMHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error) 
 	case MethodHarnSessionRollback:
 		if h.HarnSessionRollback != nil {
 			var p OpenParams
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.HarnSessionRollback(ctx, &p)
@@ -2295,7 +2295,7 @@ func (h *VMHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error) 
 	case MethodHarnSessionRedo:
 		if h.HarnSessionRedo != nil {
 			var p OpenParams
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.HarnSessionRedo(ctx, &p)
@@ -2303,7 +2303,7 @@ func (h *VMHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error) 
 	case MethodHarnSessionViewQuery:
 		if h.HarnSessionViewQuery != nil {
 			var p OpenParams
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.HarnSessionViewQuery(ctx, &p)
@@ -2311,7 +2311,7 @@ func (h *VMHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error) 
 	case MethodHarnSessionRecapQuery:
 		if h.HarnSessionRecapQuery != nil {
 			var p OpenParams
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.HarnSessionRecapQuery(ctx, &p)
@@ -2319,7 +2319,7 @@ func (h *VMHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error) 
 	case MethodHarnSessionTimelineQuery:
 		if h.HarnSessionTimelineQuery != nil {
 			var p OpenParams
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.HarnSessionTimelineQuery(ctx, &p)
@@ -2327,7 +2327,7 @@ func (h *VMHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error) 
 	case MethodHarnSessionTimelineSubscribe:
 		if h.HarnSessionTimelineSubscribe != nil {
 			var p OpenParams
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.HarnSessionTimelineSubscribe(ctx, &p)
@@ -2335,7 +2335,7 @@ func (h *VMHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error) 
 	case MethodHarnSessionTimelineUnsubscribe:
 		if h.HarnSessionTimelineUnsubscribe != nil {
 			var p OpenParams
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.HarnSessionTimelineUnsubscribe(ctx, &p)
@@ -2343,7 +2343,7 @@ func (h *VMHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error) 
 	case MethodProviderCatalog:
 		if h.ProviderCatalog != nil {
 			var p OpenParams
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.ProviderCatalog(ctx, &p)
@@ -2351,7 +2351,7 @@ func (h *VMHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error) 
 	case MethodWorkflowSignal:
 		if h.WorkflowSignal != nil {
 			var p OpenParams
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.WorkflowSignal(ctx, &p)
@@ -2359,7 +2359,7 @@ func (h *VMHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error) 
 	case MethodWorkflowQuery:
 		if h.WorkflowQuery != nil {
 			var p OpenParams
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.WorkflowQuery(ctx, &p)
@@ -2367,7 +2367,7 @@ func (h *VMHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error) 
 	case MethodWorkflowUpdate:
 		if h.WorkflowUpdate != nil {
 			var p OpenParams
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.WorkflowUpdate(ctx, &p)
@@ -2375,7 +2375,7 @@ func (h *VMHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error) 
 	case MethodWorkflowPause:
 		if h.WorkflowPause != nil {
 			var p OpenParams
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.WorkflowPause(ctx, &p)
@@ -2383,7 +2383,7 @@ func (h *VMHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error) 
 	case MethodWorkflowResume:
 		if h.WorkflowResume != nil {
 			var p OpenParams
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.WorkflowResume(ctx, &p)
@@ -2391,7 +2391,7 @@ func (h *VMHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error) 
 	case MethodHarnWorkflowSignal:
 		if h.HarnWorkflowSignal != nil {
 			var p OpenParams
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.HarnWorkflowSignal(ctx, &p)
@@ -2399,7 +2399,7 @@ func (h *VMHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error) 
 	case MethodHarnWorkflowQuery:
 		if h.HarnWorkflowQuery != nil {
 			var p OpenParams
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.HarnWorkflowQuery(ctx, &p)
@@ -2407,7 +2407,7 @@ func (h *VMHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error) 
 	case MethodHarnWorkflowUpdate:
 		if h.HarnWorkflowUpdate != nil {
 			var p OpenParams
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.HarnWorkflowUpdate(ctx, &p)
@@ -2415,7 +2415,7 @@ func (h *VMHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error) 
 	case MethodHarnWorkflowPause:
 		if h.HarnWorkflowPause != nil {
 			var p OpenParams
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.HarnWorkflowPause(ctx, &p)
@@ -2423,7 +2423,7 @@ func (h *VMHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error) 
 	case MethodHarnWorkflowResume:
 		if h.HarnWorkflowResume != nil {
 			var p OpenParams
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.HarnWorkflowResume(ctx, &p)
@@ -2431,7 +2431,7 @@ func (h *VMHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error) 
 	case MethodMCPCatalog:
 		if h.MCPCatalog != nil {
 			var p OpenParams
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.MCPCatalog(ctx, &p)
@@ -2439,7 +2439,7 @@ func (h *VMHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error) 
 	case MethodMCPStatus:
 		if h.MCPStatus != nil {
 			var p OpenParams
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.MCPStatus(ctx, &p)
@@ -2447,7 +2447,7 @@ func (h *VMHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error) 
 	case MethodMCPAuthorize:
 		if h.MCPAuthorize != nil {
 			var p OpenParams
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.MCPAuthorize(ctx, &p)
@@ -2455,7 +2455,7 @@ func (h *VMHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error) 
 	case MethodMCPAuthorizeBatch:
 		if h.MCPAuthorizeBatch != nil {
 			var p OpenParams
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.MCPAuthorizeBatch(ctx, &p)
@@ -2463,7 +2463,7 @@ func (h *VMHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error) 
 	case MethodMCPOAuthCallback:
 		if h.MCPOAuthCallback != nil {
 			var p OpenParams
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.MCPOAuthCallback(ctx, &p)
@@ -2471,7 +2471,7 @@ func (h *VMHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error) 
 	case MethodMCPImportToken:
 		if h.MCPImportToken != nil {
 			var p OpenParams
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.MCPImportToken(ctx, &p)
@@ -2479,7 +2479,7 @@ func (h *VMHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error) 
 	case MethodHarnMCPCatalog:
 		if h.HarnMCPCatalog != nil {
 			var p OpenParams
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.HarnMCPCatalog(ctx, &p)
@@ -2487,7 +2487,7 @@ func (h *VMHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error) 
 	case MethodHarnMCPStatus:
 		if h.HarnMCPStatus != nil {
 			var p OpenParams
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.HarnMCPStatus(ctx, &p)
@@ -2495,7 +2495,7 @@ func (h *VMHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error) 
 	case MethodHarnMCPAuthorize:
 		if h.HarnMCPAuthorize != nil {
 			var p OpenParams
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.HarnMCPAuthorize(ctx, &p)
@@ -2503,7 +2503,7 @@ func (h *VMHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error) 
 	case MethodHarnMCPAuthorizeBatch:
 		if h.HarnMCPAuthorizeBatch != nil {
 			var p OpenParams
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.HarnMCPAuthorizeBatch(ctx, &p)
@@ -2511,7 +2511,7 @@ func (h *VMHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error) 
 	case MethodHarnMCPOAuthCallback:
 		if h.HarnMCPOAuthCallback != nil {
 			var p OpenParams
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.HarnMCPOAuthCallback(ctx, &p)
@@ -2519,7 +2519,7 @@ func (h *VMHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error) 
 	case MethodHarnMCPImportToken:
 		if h.HarnMCPImportToken != nil {
 			var p OpenParams
-			if err := rpc.DecodeParams(req.Params, &p); err != nil {
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
 			return h.HarnMCPImportToken(ctx, &p)

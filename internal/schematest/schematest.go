@@ -7,7 +7,9 @@
 // it: the files under spec/schemas with the overlays of every catalogue in
 // spec/catalogue applied (a retyped member, forbidden members as "name":
 // false, variants added to a union), rebuilt here independently of the
-// generator. Each type's location comes from the package's fuzz table
+// generator. Members an overlay forbids only under a contract (Harn's) are
+// forbidden only in the spec loaded for that contract (LoadUnder), which is
+// judged against the decoders run under it (wire.Contract.Options). Each type's location comes from the package's fuzz table
 // (wiretest.Type.Schema). Documents are the table's synthesised seeds and
 // the package's golden documents, each mutated systematically: members
 // removed, replaced by every JSON kind, added, array elements of the wrong
@@ -41,6 +43,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/bridgekit/bridgekit/runtime/wire"
 	"github.com/bridgekit/bridgekit/runtime/wire/wiretest"
 )
 
@@ -57,17 +60,21 @@ type Spec struct {
 // Load reads the schema files and catalogues under root/spec, applies the
 // catalogues' overlays to the schema files they name, and prepares a
 // compiler.
-func Load(root string) (*Spec, error) { return load(root, nil) }
+func Load(root string) (*Spec, error) { return load(root, nil, "") }
+
+// LoadUnder is Load with the members that overlays forbid under contract
+// forbidden too: the spec a decode under that contract answers to.
+func LoadUnder(root, contract string) (*Spec, error) { return load(root, nil, contract) }
 
 // LoadRetargeted is Load, with every overlay of a definition in file from
 // applied also to the definition of the same name in file to: the spec of
 // an older version of a vendored schema as bridgekit's overlays extend it
 // (acp/v1/schema.json's Harn overlays on acp/v0.12.2/schema.json).
 func LoadRetargeted(root, from, to string) (*Spec, error) {
-	return load(root, map[string]string{from: to})
+	return load(root, map[string]string{from: to}, "")
 }
 
-func load(root string, retarget map[string]string) (*Spec, error) {
+func load(root string, retarget map[string]string, contract string) (*Spec, error) {
 	schemas := filepath.Join(root, "spec", "schemas")
 	docs := map[string]any{}
 	err := filepath.WalkDir(schemas, func(p string, d os.DirEntry, err error) error {
@@ -97,7 +104,7 @@ func load(root string, retarget map[string]string) (*Spec, error) {
 	}
 	cats, _ := filepath.Glob(filepath.Join(root, "spec", "catalogue", "*.json"))
 	for _, p := range cats {
-		if err := applyOverlays(p, docs, retarget); err != nil {
+		if err := applyOverlays(p, docs, retarget, contract); err != nil {
 			return nil, err
 		}
 	}
@@ -211,11 +218,13 @@ type overlay struct {
 	Member   string   `json:"member"`
 	Schema   string   `json:"schema"`
 	Forbid   []string `json:"forbid"`
+	Contract string   `json:"contract"`
 	Variants []string `json:"variants"`
 }
 
-// applyOverlays applies the overlays of one catalogue to the loaded files.
-func applyOverlays(path string, docs map[string]any, retarget map[string]string) error {
+// applyOverlays applies the overlays of one catalogue to the loaded files:
+// forbidden members scoped to a contract only when it is contract.
+func applyOverlays(path string, docs map[string]any, retarget map[string]string, contract string) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return err
@@ -235,6 +244,9 @@ func applyOverlays(path string, docs map[string]any, retarget map[string]string)
 		}
 	}
 	for _, o := range all {
+		if o.Contract != "" && o.Contract != contract {
+			continue
+		}
 		def, err := lookup(docs, o.Def)
 		if err != nil {
 			return fmt.Errorf("%s: overlay of %s: %w", path, o.Def, err)
@@ -320,6 +332,9 @@ type Options struct {
 	// MaxMutations bounds the mutated documents judged per base document,
 	// picked evenly from all of them; 0 means 200.
 	MaxMutations int
+	// Decode are the options the decoders run with (a contract's, for a
+	// spec from LoadUnder); nil for none.
+	Decode jsonv2.Options
 }
 
 // Run loads the spec of the checkout at root, reads the package's golden
@@ -327,7 +342,20 @@ type Options struct {
 // when absent) and checks Agreement for types, logging the counts.
 func Run(t *testing.T, root string, types []wiretest.Type, goldenFile string, opts Options) {
 	t.Helper()
-	spec, err := Load(root)
+	runWith(t, Load, root, types, goldenFile, opts)
+}
+
+// RunUnder is Run for the spec of a contract (LoadUnder) and the decoders
+// under it.
+func RunUnder(t *testing.T, root string, c *wire.Contract, types []wiretest.Type, goldenFile string, opts Options) {
+	t.Helper()
+	opts.Decode = c.Options()
+	runWith(t, func(root string) (*Spec, error) { return LoadUnder(root, c.Name()) }, root, types, goldenFile, opts)
+}
+
+func runWith(t *testing.T, load func(string) (*Spec, error), root string, types []wiretest.Type, goldenFile string, opts Options) {
+	t.Helper()
+	spec, err := load(root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -345,8 +373,10 @@ func Run(t *testing.T, root string, types []wiretest.Type, goldenFile string, op
 // testdata/<pkg>/seed_examples.json round-trips (wiretest.GoldenRoundTrip),
 // and the spec and the decoders judge the fuzz table's seeds, the golden
 // documents and their mutations alike (Run). types is the package's
-// generated fuzz table.
-func CheckPackage(t *testing.T, pkg string, types []wiretest.Type) {
+// generated fuzz table. For each contract given (a catalogue's
+// wire.Contracts, or those of a package whose types it uses) the spec of that
+// contract and the decoders under it are judged alike too (RunUnder).
+func CheckPackage(t *testing.T, pkg string, types []wiretest.Type, contracts ...*wire.Contract) {
 	t.Helper()
 	golden := "../../testdata/" + pkg + "/seed_examples.json"
 	t.Run("golden round trip", func(t *testing.T) {
@@ -355,6 +385,11 @@ func CheckPackage(t *testing.T, pkg string, types []wiretest.Type) {
 	t.Run("schema agrees with decoders", func(t *testing.T) {
 		Run(t, "../..", types, golden, Options{})
 	})
+	for _, c := range contracts {
+		t.Run("schema agrees with decoders under contract "+c.Name(), func(t *testing.T) {
+			RunUnder(t, "../..", c, types, golden, Options{})
+		})
+	}
 }
 
 // TB is the part of testing.TB that Agreement reports through.
@@ -399,14 +434,14 @@ func (s *Spec) Agreement(t TB, types []wiretest.Type, opts Options) Result {
 		for _, b := range bases {
 			data := encode(b)
 			if err := sch.Validate(decode(t, data)); err != nil {
-				if v := typ.New(); jsonv2.Unmarshal(data, v) == nil && HasUnknown(v) {
+				if v := typ.New(); unmarshal(data, v, opts.Decode) == nil && HasUnknown(v) {
 					res.Unknown++ // a golden document of a variant this version does not know
 					continue
 				}
 				t.Errorf("%s: a base document the schema rejects: %s: %v", typ.Name, data, err)
 				continue
 			}
-			if err := jsonv2.Unmarshal(data, typ.New()); err != nil {
+			if err := unmarshal(data, typ.New(), opts.Decode); err != nil {
 				t.Errorf("%s: a base document the decoder rejects: %s: %v", typ.Name, data, err)
 				continue
 			}
@@ -424,7 +459,7 @@ func (s *Spec) Agreement(t TB, types []wiretest.Type, opts Options) Result {
 				data := encode(d)
 				schemaErr := sch.Validate(decode(t, data))
 				v := typ.New()
-				goErr := jsonv2.Unmarshal(data, v)
+				goErr := unmarshal(data, v, opts.Decode)
 				switch {
 				case (schemaErr == nil) == (goErr == nil):
 				case goErr == nil && HasUnknown(v):
@@ -436,6 +471,14 @@ func (s *Spec) Agreement(t TB, types []wiretest.Type, opts Options) Result {
 		}
 	}
 	return res
+}
+
+// unmarshal decodes data into v, with opts unless they are nil.
+func unmarshal(data []byte, v any, opts jsonv2.Options) error {
+	if opts == nil {
+		return jsonv2.Unmarshal(data, v)
+	}
+	return jsonv2.Unmarshal(data, v, opts)
 }
 
 func verdict(err error) string {

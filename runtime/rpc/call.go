@@ -103,7 +103,7 @@ func (c *Conn) Send(ctx context.Context, m Outbound, result any) error {
 		}
 	}
 	if result != nil && r.body != nil {
-		if err := json.Unmarshal(r.body, result); err != nil {
+		if err := decodeInto(r.body, result, c.opts.DecodeOptions); err != nil {
 			return fmt.Errorf("rpc: call %s: decode result: %w", m.Method, err)
 		}
 	}

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/go-json-experiment/json"
+
 	"github.com/bridgekit/bridgekit/runtime/ndjson"
 )
 
@@ -101,6 +103,12 @@ type Options struct {
 	// goroutine reading or writing, so it must be quick and must not call
 	// the connection. Unset, it costs nothing. See SlogObserver.
 	Observe func(Traffic)
+	// DecodeOptions, if set, are the go-json-experiment options with which
+	// inbound params (Request.DecodeParams, which generated handlers call)
+	// and the results of calls (Send, Call) are decoded: a flavour's rules
+	// beyond the protocol's schema, such as a Harn runtime's contract
+	// (wire.Contract; harn.BridgeConnOptions sets acp.ContractHarn's).
+	DecodeOptions json.Options
 	// Middleware wraps the connection's handler, the first element
 	// outermost: Middleware{a, b} serves a(b(h)). It sees every inbound
 	// request and notification, the handshake included (see Chain).

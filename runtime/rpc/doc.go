@@ -72,7 +72,11 @@
 // flight (queued or running) is refused with [ErrDuplicateID] (-32600)
 // and reported as FrameDuplicateID; its handler never runs, and the
 // earlier request gets its own reply, so that one id never carries two
-// answers. An id is free again as soon as its reply is written. A line over
+// answers. An id is free again as soon as its reply is written.
+// [Options.DecodeOptions] gives the decode options of a
+// protocol's flavour (a Harn runtime's contract) to every request's
+// [Request.DecodeParams] and every call's result; an [Error] made by
+// [InvalidParams] unwraps to the decode error, with its JSON pointer. A line over
 // [Options.MaxFrame] is dropped unbuffered but for its first bytes, from
 // which a codec that implements [HeadDecoder] (both of ours do) tells what
 // it was: a request is refused under its own id, and a reply fails the

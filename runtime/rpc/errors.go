@@ -57,7 +57,16 @@ type Error struct {
 	Data jsontext.Value
 	// Retryable is agentpm-service's retryable flag; nil when absent.
 	Retryable *bool
+	// cause is the error an InvalidParams error was made from; never sent.
+	cause error
 }
+
+// Unwrap returns the error this one was made from, if any: for an
+// InvalidParams error the decode error, so that errors.As finds its
+// *json.SemanticError (the JSON pointer of the member at fault) and its
+// *wire.DecodeError (type, member and cause, such as wire.ErrForbiddenMember).
+// The cause stays local: it is never written to the peer.
+func (e *Error) Unwrap() error { return e.cause }
 
 // NewError returns an Error whose Data is data marshalled as JSON (a
 // jsontext.Value is used as is); nil data means none. If data cannot be
@@ -128,7 +137,9 @@ func UnsupportedOperation(method, operation string) *Error {
 // InvalidParams is the ErrInvalidParams error for params that do not fit
 // their schema; err says why.
 func InvalidParams(err error) *Error {
-	return ErrInvalidParams.with("invalid params: " + Truncate(err.Error(), 4*MaxEcho))
+	e := ErrInvalidParams.with("invalid params: " + Truncate(err.Error(), 4*MaxEcho))
+	e.cause = err
+	return e
 }
 
 // MaxEcho bounds, in bytes, how much of a peer's input (a method or

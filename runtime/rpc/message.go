@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 
+	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 )
 
@@ -145,6 +146,9 @@ type Request struct {
 	Method    string
 	Qualifier string
 	Params    jsontext.Value // nil when absent
+	// Options are the decode options of the connection
+	// (Options.DecodeOptions), which DecodeParams applies; nil for none.
+	Options json.Options
 }
 
 // Handler handles inbound requests and notifications.

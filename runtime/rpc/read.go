@@ -166,12 +166,12 @@ func (c *Conn) accept(m *Message, frame []byte) (handedOff bool) {
 	if body := m.Body; m.Kind == KindNotification && !preempt && c.q.claimInline() {
 		// Handled right here, while the frame is valid: nothing to copy.
 		it := &c.inline
-		*it = inbound{Request: Request{Kind: KindNotification, ID: id, Method: method, Qualifier: qualifier, Params: body}, frame: frame}
+		*it = inbound{Request: Request{Kind: KindNotification, ID: id, Method: method, Qualifier: qualifier, Params: body, Options: c.opts.DecodeOptions}, frame: frame}
 		return c.serveInline(it)
 	}
 	// Names count too: a peer can send a distinct long name every time.
 	size := len(m.Body) + len(m.ID) + len(m.Method) + len(m.Qualifier) + itemOverhead
-	it := &inbound{Request: Request{Kind: m.Kind, ID: id, Method: method, Qualifier: qualifier}, size: size}
+	it := &inbound{Request: Request{Kind: m.Kind, ID: id, Method: method, Qualifier: qualifier, Options: c.opts.DecodeOptions}, size: size}
 	if m.Kind == KindNotification {
 		// A notification keeps its line, for the report of params that
 		// do not decode; its params are a part of it, or a copy after it.

@@ -2,6 +2,7 @@ package rpc
 
 import (
 	"bytes"
+	"slices"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -10,17 +11,38 @@ import (
 // This file holds what generated handlers and peers (package gen/...) need
 // from the engine besides Handler and Sender.
 
-// DecodeParams decodes raw params into v. Absent params decode as {}. A
-// failure is an InvalidParams error (errors.Is(err, ErrInvalidParams)) whose
-// message says which member is at fault.
-func DecodeParams(raw jsontext.Value, v any) error {
+// DecodeParams decodes raw params into v, with opts (nil ones are
+// skipped). Absent params decode as {}. A failure is an InvalidParams error
+// (errors.Is(err, ErrInvalidParams)) whose message says which member is at
+// fault, at its JSON pointer.
+func DecodeParams(raw jsontext.Value, v any, opts ...json.Options) error {
 	if len(raw) == 0 {
 		raw = jsontext.Value("{}")
 	}
-	if err := json.Unmarshal(raw, v); err != nil {
+	var o json.Options
+	if len(opts) == 1 {
+		o = opts[0]
+	} else if len(opts) > 1 {
+		o = json.JoinOptions(slices.DeleteFunc(slices.Clone(opts), func(o json.Options) bool { return o == nil })...)
+	}
+	if err := decodeInto(raw, v, o); err != nil {
 		return InvalidParams(err)
 	}
 	return nil
+}
+
+// DecodeParams decodes the request's params into v with the options of its
+// connection (Options.DecodeOptions): what generated handlers call.
+func (r *Request) DecodeParams(v any) error {
+	return DecodeParams(r.Params, v, r.Options)
+}
+
+// decodeInto unmarshals data into v, with opts unless they are nil.
+func decodeInto(data []byte, v any, opts json.Options) error {
+	if opts == nil {
+		return json.Unmarshal(data, v)
+	}
+	return json.Unmarshal(data, v, opts)
 }
 
 // WithOptions returns a copy of opts (which may be nil) with a protocol's

@@ -350,7 +350,7 @@ func (r *ObjectReader) choose(i int) {
 	}
 	if len(r.buf) > 0 {
 		r.buf = append(r.buf, '}')
-		r.replay = jsontext.NewDecoder(bytes.NewReader(r.buf))
+		r.replay = jsontext.NewDecoder(bytes.NewReader(r.buf), carryUnmarshalers(r.dec)...)
 		r.buf = nil
 		if _, err := r.replay.ReadToken(); err != nil {
 			r.fail("", err)

@@ -6,6 +6,7 @@ package wire_test
 import (
 	"bytes"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -525,4 +526,50 @@ func TestForbiddenMember(t *testing.T) {
 	if _, err := json.Marshal(m); !errors.Is(err, wire.ErrForbiddenMember) {
 		t.Fatalf("encoding a forbidden member must fail: %v", err)
 	}
+}
+
+// RawOfKinds keeps a value byte for byte and checks its kind; an integer
+// is any number of integral value, however it is spelt.
+func TestRawOfKinds(t *testing.T) {
+	read := wire.RawOfKinds("integer", "null", "string")
+	for in, ok := range map[string]bool{
+		`1`: true, `1.0`: true, `1e3`: true, `-0`: true, `0.0e-5`: true, `12345678901234567890`: true, `1.50e1`: true,
+		`1.5e99999999999999999999`: true, `100e-2`: true, `"x"`: true, `null`: true,
+		`1.5`: false, `1e-1`: false, `10e-2`: false, `1e-99999999999999999999`: false, `true`: false, `{}`: false, `[]`: false,
+	} {
+		var v jsontext.Value
+		err := read(&v, jsontext.NewDecoder(strings.NewReader(in)))
+		if ok != (err == nil) {
+			t.Errorf("%s: %v", in, err)
+		}
+		if ok && string(v) != in {
+			t.Errorf("%s kept as %s", in, v)
+		}
+		if !ok && !errors.Is(err, wire.ErrWrongKind) {
+			t.Errorf("%s: %v, want ErrWrongKind", in, err)
+		}
+	}
+}
+
+func FuzzRawOfKinds(f *testing.F) {
+	for _, s := range []string{`1`, `1.0`, `1e3`, `1.5`, `"x"`, `null`, `{}`, `-12.30e+1`} {
+		f.Add(s)
+	}
+	read := wire.RawOfKinds("integer", "string", "null")
+	f.Fuzz(func(t *testing.T, in string) {
+		var v jsontext.Value
+		if err := read(&v, jsontext.NewDecoder(strings.NewReader(in))); err != nil {
+			return
+		}
+		var x any
+		if json.Unmarshal(v, &x) != nil {
+			t.Fatalf("kept %q, not JSON", v)
+		}
+		if f, ok := x.(float64); ok && !math.IsInf(f, 0) && math.Abs(f) < 1<<52 && f != math.Trunc(f) {
+			t.Fatalf("%s accepted as an integer", v)
+		}
+		if !strings.Contains(in, string(v)) {
+			t.Fatalf("%q kept as %q", in, v)
+		}
+	})
 }

@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -242,4 +243,88 @@ func kindErr(want string, k jsontext.Kind) error {
 		return ErrNullValue
 	}
 	return errorf(ErrWrongKind, "want %s, got %s", want, kindName(k))
+}
+
+// RawOfKinds returns a Reader of a value kept verbatim, like RawFrom, whose
+// JSON kind must be one of kinds, named as JSON Schema names them
+// ("null", "boolean", "object", "array", "number", "string", "integer":
+// a number of integral value, whatever its spelling: 1.0 and 1e3 are
+// integers, and are kept as written). Generated code uses it for a
+// definition kept raw whose schema allows only such kinds (a JSON-RPC id).
+func RawOfKinds(kinds ...string) Reader[jsontext.Value] {
+	want := strings.Join(kinds, " or ")
+	return func(p *jsontext.Value, dec *jsontext.Decoder) error {
+		k := dec.PeekKind()
+		if k == 0 {
+			_, err := dec.ReadToken()
+			return err
+		}
+		v, err := dec.ReadValue()
+		if err != nil {
+			return err
+		}
+		for _, name := range kinds {
+			if kindIs(name, k, v) {
+				*p = bytes.Clone(v)
+				return nil
+			}
+		}
+		if k == '0' && slices.Contains(kinds, "integer") {
+			return errorf(ErrWrongKind, "%s is not an integer", v)
+		}
+		return errorf(ErrWrongKind, "want %s, got %s", want, kindName(k))
+	}
+}
+
+// kindIs reports whether the value v, of kind k, is of the JSON Schema kind
+// name.
+func kindIs(name string, k jsontext.Kind, v []byte) bool {
+	switch name {
+	case "null":
+		return k == 'n'
+	case "boolean":
+		return k == 't' || k == 'f'
+	case "object":
+		return k == '{'
+	case "array":
+		return k == '['
+	case "string":
+		return k == '"'
+	case "number":
+		return k == '0'
+	case "integer":
+		return k == '0' && integral(v)
+	}
+	return false
+}
+
+// integral reports whether the JSON number literal lit has an integral
+// value, exactly, without converting it (1e999999999 is one, 1.5 is not).
+func integral(lit []byte) bool {
+	s := strings.TrimPrefix(string(lit), "-")
+	mant, exp, huge := s, 0, 0
+	if i := strings.IndexAny(s, "eE"); i >= 0 {
+		mant = s[:i]
+		e, err := strconv.Atoi(s[i+1:])
+		switch {
+		case err == nil:
+			exp = e
+		case strings.HasPrefix(s[i+1:], "-"):
+			huge = -1 // an exponent beyond int: only its sign matters
+		default:
+			huge = 1
+		}
+	}
+	intPart, frac, _ := strings.Cut(mant, ".")
+	all := intPart + frac
+	digits := strings.TrimRight(all, "0")
+	switch {
+	case strings.Trim(digits, "0") == "":
+		return true // zero, however written
+	case huge != 0:
+		return huge > 0
+	case exp > len(all):
+		return true
+	}
+	return exp-len(frac)+(len(all)-len(digits)) >= 0
 }

@@ -167,6 +167,13 @@ type Overlay struct {
 	// open object, as if Def said "<name>": false for each: decoding rejects
 	// them with wire.ErrForbiddenMember. None may be a property of Def.
 	Forbid []string `json:"forbid,omitempty"`
+	// Contract, with Forbid, scopes the forbidden members to one flavour
+	// of the protocol: decoding keeps them in Extra, like any other extra
+	// member, unless it applies that contract (a Harn runtime's, "harn"),
+	// which rejects them with wire.ErrForbiddenMember. The generated
+	// package declares each contract its overlays name as a wire.Contract
+	// (Contract<Name>). Without it the members are forbidden everywhere.
+	Contract string `json:"contract,omitempty"`
 	// Variants are definitions of ours ("<file>#/$defs/<name>") added to the
 	// union Def as further alternatives, told apart like Def's own.
 	Variants []string `json:"variants,omitempty"`
@@ -285,6 +292,8 @@ var (
 	schemaFile = regexp.MustCompile(`^([A-Za-z0-9_-][A-Za-z0-9._-]*/)*[A-Za-z0-9_-][A-Za-z0-9._-]*\.json$`)
 	// schemaID is a reference to a (possibly nested) $defs entry of such a file.
 	schemaID = regexp.MustCompile(`^([A-Za-z0-9_-][A-Za-z0-9._-]*/)*[A-Za-z0-9_-][A-Za-z0-9._-]*\.json#(/\$defs/[A-Za-z0-9_.-]+)+$`)
+	// contractName is the name of a contract an overlay scopes members to.
+	contractName = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
 )
 
 // Validate checks the catalogue's own consistency and its listed methods.
@@ -367,6 +376,9 @@ func (c *Catalogue) Validate() error {
 		if len(o.Variants) > 0 {
 			forms++
 			refs = append(refs, o.Variants...)
+		}
+		if o.Contract != "" && (len(o.Forbid) == 0 || !contractName.MatchString(o.Contract)) {
+			bad("overlays[%d]: contract %q needs forbid and a lower-case name ([a-z][a-z0-9_]*)", i, o.Contract)
 		}
 		if forms != 1 || o.Reason == "" {
 			bad("overlays[%d]: needs def, a reason and exactly one of member+schema, forbid or variants", i)

@@ -278,6 +278,15 @@ func (c *codecs) plainReader(r *ir.Ref, ctx string) jen.Code {
 	case ir.Float:
 		return jen.Qual(pkgWire, "FloatFrom")
 	case ir.Raw:
+		if len(r.Kinds) > 0 {
+			var kinds []jen.Code
+			name := "readRawOf"
+			for _, k := range r.Kinds {
+				kinds = append(kinds, jen.Lit(k))
+				name += naming.Go(k)
+			}
+			return c.declare(name, jen.Qual(pkgWire, "RawOfKinds").Call(kinds...))
+		}
 		return jen.Qual(pkgWire, "RawFrom")
 	case ir.RawObject:
 		return jen.Qual(pkgWire, "RawObjectFrom")

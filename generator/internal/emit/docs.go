@@ -119,6 +119,9 @@ func Docs(pkg *ir.Package) []byte {
 			if len(t.Forbidden) > 0 {
 				fmt.Fprintf(&b, "Forbidden members (rejected even though the object is open): %s.\n\n", quoteList(t.Forbidden, ", "))
 			}
+			for _, sc := range t.Scoped {
+				fmt.Fprintf(&b, "Forbidden under the `%s` contract (`%s`), kept in `Extra` otherwise: %s.\n\n", sc.Contract, sc.Go, quoteList(sc.Members, ", "))
+			}
 			writeFields(&b, t.Fields)
 		case ir.Enum:
 			open := "Closed"
@@ -260,6 +263,9 @@ func refDoc(r *ir.Ref, none string) string {
 		s = "number"
 	case ir.Raw:
 		s = "any JSON"
+		if len(r.Kinds) > 0 {
+			s = "raw JSON, kept as sent: " + strings.Join(r.Kinds, ", ")
+		}
 	case ir.RawObject:
 		s = "any JSON object"
 	case ir.Array:

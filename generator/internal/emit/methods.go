@@ -416,7 +416,9 @@ func emitHandlers(f *jen.File, side, sideDoc string, ms []*ir.Method) error {
 }
 
 func decodeInto(target jen.Code, raw jen.Code) jen.Code {
-	return jen.If(jen.Err().Op(":=").Qual(pkgRPC, "DecodeParams").Call(raw, target), jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Err()))
+	// With the connection's decode options (rpc.Options.DecodeOptions): a
+	// flavour's contract applies to operations' arguments too.
+	return jen.If(jen.Err().Op(":=").Qual(pkgRPC, "DecodeParams").Call(raw, target, jen.Id("req").Dot("Options")), jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Err()))
 }
 
 // argRef is how a decoded value v of r is passed to a handler.

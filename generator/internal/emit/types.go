@@ -28,6 +28,7 @@ func Types(pkg *ir.Package) *jen.File {
 			g.mapType(t)
 		}
 	}
+	g.contracts(pkg)
 	if len(g.codecs.decls) > 0 {
 		f.Comment("Readers and writers of composite and constrained values, built once.")
 		f.Var().Defs(g.codecs.decls...)
@@ -95,6 +96,9 @@ func (g *typeGen) structType(t *ir.Type) {
 		if len(t.Forbidden) > 0 {
 			rule += fmt.Sprintf(" These members are forbidden (wire.ErrForbiddenMember): %s.", quoteList(t.Forbidden, ", "))
 		}
+		for _, sc := range t.Scoped {
+			rule += fmt.Sprintf(" Under %s (the %q contract) these members are forbidden too (wire.ErrForbiddenMember); other decodes keep them in Extra: %s.", sc.Go, sc.Contract, quoteList(sc.Members, ", "))
+		}
 		fields = append(fields, jen.Comment("Extra keeps members the schema does not name, in arrival order."), jen.Id("Extra").Qual(pkgWire, "Extras"))
 	}
 	comment(g.f, typeDoc(t, rule))
@@ -154,6 +158,15 @@ func (g *typeGen) memberSwitch(t *ir.Type, fields []*ir.Field, tail []jen.Code, 
 			names = append(names, jen.Lit(name))
 		}
 		cases = append(cases, jen.Case(names...).Block(jen.Return(jen.Id("r").Dot("Forbidden").Call())))
+	}
+	if t.Kind == ir.Struct && !t.Closed {
+		for _, sc := range t.Scoped {
+			var names []jen.Code
+			for _, name := range sc.Members {
+				names = append(names, jen.Lit(name))
+			}
+			cases = append(cases, jen.Case(names...).Block(jen.Return(jen.Id("r").Dot("Under").Call(jen.Id(sc.Go), jen.Op("&").Id("x").Dot("Extra")))))
+		}
 	}
 	var body []jen.Code
 	if len(cases) > 0 {
@@ -388,4 +401,48 @@ func (g *typeGen) mapType(t *ir.Type) {
 	)
 	g.f.Line()
 	v1(g.f, t.Name)
+}
+
+// contracts declares the package's contracts (wire.Contract), each with
+// the members it forbids per type, and Contracts listing them.
+func (g *typeGen) contracts(pkg *ir.Package) {
+	if len(pkg.Contracts) == 0 {
+		return
+	}
+	var list []jen.Code
+	for _, c := range pkg.Contracts {
+		var rules []jen.Code
+		var doc []string
+		for _, r := range c.Rules {
+			var members []jen.Code
+			for _, m := range r.Members {
+				members = append(members, jen.Lit(m))
+			}
+			rules = append(rules, jen.Values(jen.Dict{
+				jen.Id("Type"):    jen.Lit(r.Type.Name),
+				jen.Id("Schema"):  jen.Lit(r.Type.Pointer),
+				jen.Id("Members"): jen.Index().String().Values(members...),
+			}))
+			doc = append(doc, fmt.Sprintf("%s: %s", r.Type.Name, quoteList(r.Members, ", ")))
+		}
+		comment(g.f, fmt.Sprintf("%s is the %q contract of the catalogue's overlays: decoding under it (%s.Options(), or rpc.Options.DecodeOptions on a connection) rejects with wire.ErrForbiddenMember the members it forbids, which every other decode keeps in Extra. It forbids, per type: %s.", c.Go, c.Name, c.Go, joinList(doc)))
+		args := append([]jen.Code{jen.Lit(c.Name)}, jen.Index().Qual(pkgWire, "Forbid").Values(rules...).Op("..."))
+		g.f.Var().Id(c.Go).Op("=").Qual(pkgWire, "NewContract").Call(args...)
+		g.f.Line()
+		list = append(list, jen.Id(c.Go))
+	}
+	g.f.Comment("Contracts lists the package's contracts, by name.")
+	g.f.Var().Id("Contracts").Op("=").Index().Op("*").Qual(pkgWire, "Contract").Values(list...)
+	g.f.Line()
+}
+
+func joinList(ss []string) string {
+	out := ""
+	for i, s := range ss {
+		if i > 0 {
+			out += "; "
+		}
+		out += s
+	}
+	return out
 }

@@ -17,9 +17,9 @@ import (
 type builder struct {
 	files      map[string]*schema.File
 	ov         *schema.Overrides
-	overlays   map[string]*overlay // by def pointer + "|" + member
-	forbids    map[string]*overlay // by def pointer
-	extensions map[string]*overlay // variants added to unions, by def pointer
+	overlays   map[string]*overlay   // by def pointer + "|" + member
+	forbids    map[string][]*overlay // by def pointer
+	extensions map[string]*overlay   // variants added to unions, by def pointer
 	byPtr      map[string]*Ref
 	nullDefs   map[string]bool // named definitions that admit null
 	building   map[string]bool
@@ -65,7 +65,7 @@ func BuildImporting(cat *catalogue.Catalogue, methods []catalogue.Method, files 
 		ov = &schema.Overrides{}
 	}
 	b := &builder{
-		files: files, ov: ov, overlays: map[string]*overlay{}, forbids: map[string]*overlay{}, extensions: map[string]*overlay{},
+		files: files, ov: ov, overlays: map[string]*overlay{}, forbids: map[string][]*overlay{}, extensions: map[string]*overlay{},
 		byPtr: map[string]*Ref{}, nullDefs: map[string]bool{}, building: map[string]bool{}, byName: map[string]*Type{},
 		imports: map[string]Import{}, importedNames: map[string]*Type{}, own: cat.Schemas,
 	}
@@ -74,7 +74,7 @@ func BuildImporting(cat *catalogue.Catalogue, methods []catalogue.Method, files 
 			ol := &overlay{Overlay: o, imported: imported}
 			switch {
 			case len(o.Forbid) > 0:
-				b.forbids[o.Def] = ol
+				b.forbids[o.Def] = append(b.forbids[o.Def], ol)
 			case len(o.Variants) > 0:
 				b.extensions[o.Def] = ol
 			default:
@@ -139,8 +139,10 @@ func BuildImporting(cat *catalogue.Catalogue, methods []catalogue.Method, files 
 		}
 	}
 	for _, k := range sortedKeys(b.forbids) {
-		if !b.forbids[k].used && !b.forbids[k].imported {
-			b.fail("%s: overlay forbidding members of %s matches no object definition", cat.File, k)
+		for _, o := range b.forbids[k] {
+			if !o.used && !o.imported {
+				b.fail("%s: overlay forbidding members of %s matches no object definition", cat.File, k)
+			}
 		}
 	}
 	for _, k := range sortedKeys(b.extensions) {
@@ -155,6 +157,7 @@ func BuildImporting(cat *catalogue.Catalogue, methods []catalogue.Method, files 
 	for _, t := range pkg.Types {
 		b.checkDefaults(t)
 	}
+	pkg.Contracts = contracts(pkg.Types)
 	if len(b.errs) > 0 {
 		slices.Sort(b.errs)
 		return nil, fmt.Errorf("%s", strings.Join(slices.Compact(b.errs), "\n"))
@@ -463,7 +466,7 @@ func (b *builder) ref(ptr, from string) *Ref {
 		return &Ref{Kind: Raw}
 	}
 	if o, ok := b.ov.IsRaw(key); ok {
-		return &Ref{Kind: Raw, Example: o.Example}
+		return &Ref{Kind: Raw, Example: o.Example, Kinds: plainKinds(s)}
 	}
 	if r, ok := b.byPtr[key]; ok {
 		return r
@@ -692,34 +695,67 @@ func (b *builder) object(s *schema.Schema, name string, named bool) *Ref {
 	t := b.newType(s, name, Struct)
 	t.Closed = ap.IsFalse()
 	t.Fields = b.fields(s, name, "", map[string]bool{"Extra": true})
-	t.Forbidden = b.forbidden(s, t.Fields)
+	t.Forbidden, t.Scoped = b.forbidden(s, t.Fields)
 	return &Ref{Kind: Named, Named: t}
 }
 
-// forbidden lists the members s forbids: properties whose schema is false,
-// then those an overlay forbids. None may also be a member of fields.
-func (b *builder) forbidden(s *schema.Schema, fields []*Field) []string {
-	var out []string
+// forbidden lists the members s forbids everywhere (properties whose schema
+// is false, then those an overlay forbids without a contract), and those
+// overlays forbid under a contract, by contract name. None may be a property
+// of s or be forbidden twice.
+func (b *builder) forbidden(s *schema.Schema, fields []*Field) (all []string, scoped []Scoped) {
 	for _, p := range s.Properties {
 		if p.Schema.IsFalse() {
-			out = append(out, p.Name)
+			all = append(all, p.Name)
 		}
 	}
-	if o, ok := b.forbids[s.Pointer]; ok {
+	names := slices.Clone(all)
+	for _, o := range b.forbids[s.Pointer] {
 		o.used = true
+		var list []string
 		for _, name := range o.Forbid {
 			if slices.ContainsFunc(s.Properties, func(p schema.Property) bool { return p.Name == name }) {
 				b.fail("%s: overlay forbids member %q, which the definition names", s.Pointer, name)
 				continue
 			}
-			out = append(out, name)
+			list = append(list, name)
+			names = append(names, name)
+		}
+		switch i := slices.IndexFunc(scoped, func(c Scoped) bool { return c.Contract == o.Contract }); {
+		case o.Contract == "":
+			all = append(all, list...)
+		case i >= 0:
+			scoped[i].Members = append(scoped[i].Members, list...)
+		default:
+			scoped = append(scoped, Scoped{Contract: o.Contract, Go: "Contract" + naming.Go(o.Contract), Members: list})
 		}
 	}
-	for i, name := range out {
-		if slices.Contains(out[:i], name) {
+	for i, name := range names {
+		if slices.Contains(names[:i], name) {
 			b.fail("%s: member %q is forbidden twice", s.Pointer, name)
 		}
 	}
+	return all, scoped
+}
+
+// contracts gathers the package's own types' scoped forbidden members by
+// contract, contracts by name, types by name.
+func contracts(types []*Type) []*Contract {
+	var out []*Contract
+	for _, t := range types {
+		if t.Import != "" {
+			continue
+		}
+		for _, sc := range t.Scoped {
+			i := slices.IndexFunc(out, func(c *Contract) bool { return c.Name == sc.Contract })
+			if i < 0 {
+				out = append(out, &Contract{Name: sc.Contract, Go: sc.Go})
+				i = len(out) - 1
+			}
+			out[i].Rules = append(out[i].Rules, ContractRule{Type: t, Members: sc.Members})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }
 
@@ -1162,7 +1198,7 @@ func (b *builder) objectUnion(s *schema.Schema, rest []*schema.Schema, name stri
 	reserved := map[string]bool{"Unknown": tag != "", "Tag": tag != ""}
 	t.Closed = s.AdditionalProperties.IsFalse()
 	t.Common = b.fields(s, name, tag, reserved)
-	if len(b.forbidden(s, t.Common)) > 0 {
+	if all, scoped := b.forbidden(s, t.Common); len(all)+len(scoped) > 0 {
 		b.fail("%s: forbidden members of a union's common part are unsupported; forbid them in its variants", s.Pointer)
 	}
 	for _, f := range t.Common {
@@ -1302,7 +1338,7 @@ func (b *builder) variants(t *Type, as []*alt, tag string, keys [][]string, def 
 			st := b.newType(a.target, name+v.Go, Struct)
 			st.Closed = a.target.AdditionalProperties.IsFalse()
 			st.Fields = b.fields(a.target, name+v.Go, tag, map[string]bool{"Extra": true})
-			st.Forbidden = b.forbidden(a.target, st.Fields)
+			st.Forbidden, st.Scoped = b.forbidden(a.target, st.Fields)
 			v.Ref = &Ref{Kind: Named, Named: st}
 		}
 		if v.Ref.Kind != Named || v.Ref.Named.Kind != Struct {
@@ -1669,4 +1705,41 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// plainKinds returns the JSON kinds s allows when it is only a list of
+// plain kinds: a type list, or an anyOf/oneOf of alternatives that each
+// name kinds and nothing else (descriptions, titles and formats aside).
+// Otherwise nil.
+func plainKinds(s *schema.Schema) []string {
+	plain := func(a *schema.Schema) bool {
+		return a.Ref == "" && len(a.Properties) == 0 && len(a.Required) == 0 && a.AdditionalProperties == nil && a.Items == nil &&
+			a.Enum == nil && a.Const == nil && len(a.AnyOf)+len(a.OneOf)+len(a.AllOf) == 0 && !a.HasConstraintsOrNot()
+	}
+	var out []string
+	add := func(a *schema.Schema) bool {
+		if len(a.Types) == 0 || !plain(a) {
+			return false
+		}
+		for _, t := range a.Types {
+			if !slices.Contains(out, t) {
+				out = append(out, t)
+			}
+		}
+		return true
+	}
+	alts := append(slices.Clone(s.AnyOf), s.OneOf...)
+	switch {
+	case len(alts) == 0 && add(s):
+	case len(alts) > 0 && len(s.Types) == 0 && len(s.Properties) == 0:
+		for _, a := range alts {
+			if !add(a) {
+				return nil
+			}
+		}
+	default:
+		return nil
+	}
+	slices.Sort(out)
+	return out
 }

@@ -54,6 +54,34 @@ func TestExcludedDefinitionCannotBeUsed(t *testing.T) {
 	}
 }
 
+// A definition kept raw carries the JSON kinds its schema allows when the
+// schema is nothing but kinds, for the decoder to check; one that says
+// more carries none.
+func TestRawKinds(t *testing.T) {
+	ov := &schema.Overrides{Raw: map[string]schema.RawOverride{
+		"t.schema.json#/$defs/id":    {Reason: "r", Example: []byte(`1`)},
+		"t.schema.json#/$defs/shape": {Reason: "r", Example: []byte(`{}`)},
+		"t.schema.json#/$defs/list":  {Reason: "r", Example: []byte(`"a"`)},
+	}}
+	p, err := build(t, `{
+	  "x": {"type":"object","properties":{"a":{"$ref":"#/$defs/id"},"b":{"$ref":"#/$defs/shape"},"c":{"$ref":"#/$defs/list"}}},
+	  "id": {"anyOf":[{"type":"null","title":"Null"},{"type":"integer","format":"int64"},{"type":"string"}]},
+	  "shape": {"anyOf":[{"type":"object","properties":{"k":{"type":"string"}}},{"type":"string"}]},
+	  "list": {"type":["string","number"]}
+	}`, ov)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := types(t, p)["X"]
+	got := map[string]string{}
+	for _, f := range x.Fields {
+		got[f.JSON] = strings.Join(f.Ref.Kinds, ",")
+	}
+	if got["a"] != "integer,null,string" || got["b"] != "" || got["c"] != "number,string" {
+		t.Errorf("kinds: %v", got)
+	}
+}
+
 func TestClassification(t *testing.T) {
 	p, err := build(t, `{
 	  "closed": {"type":"object","properties":{"n":{"type":["string","null"]},"o":{"type":["integer","null"]},"d":{"type":"boolean","default":true}},"required":["n"],"additionalProperties":false},
@@ -196,6 +224,38 @@ func TestForbiddenMembersAndAddedVariants(t *testing.T) {
 		"variant repeating a tag":  {Def: "t.schema.json#/$defs/u", Variants: []string{"t.schema.json#/$defs/v"}, Reason: "r"},
 	} {
 		if _, err := buildWithOverlays(t, defs, o); err == nil {
+			t.Errorf("%s: want an error", name)
+		}
+	}
+}
+
+// A forbid with a contract scopes its members: they are no field, not
+// forbidden everywhere, and listed under the contract, which the package
+// declares with its types; the same member forbidden twice, in either
+// form, fails.
+func TestContractScopedForbid(t *testing.T) {
+	defs := `{"o": {"type":"object","properties":{"a":{"type":"string"},"gone":false}}, "p": {"type":"object"}}`
+	p, err := buildWithOverlays(t, defs,
+		catalogue.Overlay{Def: "t.schema.json#/$defs/o", Forbid: []string{"moved"}, Reason: "r"},
+		catalogue.Overlay{Def: "t.schema.json#/$defs/o", Forbid: []string{"late", "later"}, Contract: "strict", Reason: "r"},
+		catalogue.Overlay{Def: "t.schema.json#/$defs/p", Forbid: []string{"x"}, Contract: "strict", Reason: "r"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := types(t, p)
+	o := got["O"]
+	if len(o.Fields) != 1 || strings.Join(o.Forbidden, ",") != "gone,moved" || len(o.Scoped) != 1 || o.Scoped[0].Contract != "strict" || o.Scoped[0].Go != "ContractStrict" || strings.Join(o.Scoped[0].Members, ",") != "late,later" {
+		t.Errorf("scoped: %+v %v %+v", o.Fields, o.Forbidden, o.Scoped)
+	}
+	if len(p.Contracts) != 1 || p.Contracts[0].Go != "ContractStrict" || len(p.Contracts[0].Rules) != 2 || p.Contracts[0].Rules[0].Type != o || p.Contracts[0].Rules[1].Type != got["P"] {
+		t.Errorf("contracts: %+v", p.Contracts)
+	}
+	for name, ovs := range map[string][]catalogue.Overlay{
+		"scoped and everywhere": {{Def: "t.schema.json#/$defs/o", Forbid: []string{"moved"}, Reason: "r"}, {Def: "t.schema.json#/$defs/o", Forbid: []string{"moved"}, Contract: "strict", Reason: "r"}},
+		"scoped names a member": {{Def: "t.schema.json#/$defs/o", Forbid: []string{"a"}, Contract: "strict", Reason: "r"}},
+		"scoped and false":      {{Def: "t.schema.json#/$defs/o", Forbid: []string{"gone"}, Contract: "strict", Reason: "r"}},
+	} {
+		if _, err := buildWithOverlays(t, defs, ovs...); err == nil {
 			t.Errorf("%s: want an error", name)
 		}
 	}

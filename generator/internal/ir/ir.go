@@ -125,6 +125,29 @@ type Package struct {
 	// "session_busy"), protocol-wide ones first, then the methods' and
 	// operations' in catalogue order of first mention.
 	Codes []*Code
+	// Contracts are the contracts the catalogue's overlays scope forbidden
+	// members to, by name, with the package's own types they apply to.
+	Contracts []*Contract
+}
+
+// Scoped lists the members a type forbids under one contract.
+type Scoped struct {
+	// Contract is the contract's name ("harn"); Go the name of its
+	// generated wire.Contract (ContractHarn).
+	Contract, Go string
+	Members      []string
+}
+
+// Contract is one contract and the types whose members it forbids.
+type Contract struct {
+	Name, Go string
+	Rules    []ContractRule
+}
+
+// ContractRule is what a contract forbids in one type, in schema order.
+type ContractRule struct {
+	Type    *Type
+	Members []string
 }
 
 // Code is one documented string error code.
@@ -295,6 +318,11 @@ type Ref struct {
 	// Example is, for a Raw use of a definition spec/overrides.json leaves
 	// untyped, a valid value of it (the override's example).
 	Example json.RawMessage
+	// Kinds are, for such a Raw use, the JSON kinds its schema allows
+	// when the schema is nothing but plain kinds ("integer", "string",
+	// "null", ...: ACP v1's RequestId), which decoding checks while it
+	// keeps the value byte for byte; nil when the schema says more.
+	Kinds []string
 }
 
 // HasConstraints reports whether decoding must check a constraint.
@@ -347,6 +375,9 @@ type Type struct {
 	// Forbidden are members a Struct rejects even when open (properties
 	// whose schema is false, or an overlay's forbid list), in schema order.
 	Forbidden []string
+	// Scoped are members an open Struct forbids only under a contract (an
+	// overlay's forbid with contract): kept in Extra otherwise.
+	Scoped []Scoped
 
 	// Base is an Enum's or Scalar's underlying value: String, Int, Float or
 	// Bool, with a Scalar's constraints.

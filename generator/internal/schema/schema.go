@@ -331,3 +331,9 @@ func joinErrors(errs []error) error {
 func (s *Schema) HasConstraints() bool {
 	return s.Minimum != nil || s.Maximum != nil || s.MinLength != nil || s.MaxLength != nil || s.MinItems != nil || s.Pattern != ""
 }
+
+// HasConstraintsOrNot reports whether s constrains values beyond their
+// kind (minimum, lengths, pattern, not, unevaluatedProperties).
+func (s *Schema) HasConstraintsOrNot() bool {
+	return s.Minimum != nil || s.Maximum != nil || s.MinLength != nil || s.MaxLength != nil || s.MinItems != nil || s.Pattern != "" || s.Not != nil || s.UnevaluatedProperties != nil
+}

@@ -212,7 +212,7 @@ func (c *Classifier) Classify(seq int64, dir Direction, at time.Time, line []byt
 			f.Problems = append(f.Problems, Problem{Code: ProblemUnknownMethod, Pointer: "/method",
 				Message: fmt.Sprintf("%s has no method %q%s", familyName(f.Family), f.Method, qualified(f.Qualifier))})
 		case meth != nil && meth.Params != nil && m.Body != nil:
-			if p, bad := check(meth.Params, m.Body, bodyPointer(f.Family, f.Kind, members)); bad {
+			if p, bad := check(f.Family, meth.Params, m.Body, bodyPointer(f.Family, f.Kind, members)); bad {
 				f.Problems = append(f.Problems, p)
 			}
 		}
@@ -223,7 +223,7 @@ func (c *Classifier) Classify(seq int64, dir Direction, at time.Time, line []byt
 		req, ok := c.answer(&f, seq, dir, at)
 		if ok && f.Kind == Response && m.Body != nil {
 			if meth := Lookup(f.Family, req.Method, req.qualifier); meth != nil && meth.Result != nil {
-				if p, bad := check(meth.Result, m.Body, bodyPointer(f.Family, f.Kind, members)); bad {
+				if p, bad := check(f.Family, meth.Result, m.Body, bodyPointer(f.Family, f.Kind, members)); bad {
 					f.Problems = append(f.Problems, p)
 				}
 			}
@@ -411,8 +411,8 @@ func bodyPointer(f Family, k Kind, tm topMembers) string {
 
 // check decodes body into a new value of t and turns a refusal into a
 // schema problem at its JSON pointer within the frame.
-func check(t reflect.Type, body []byte, prefix string) (Problem, bool) {
-	err := decode(t, body)
+func check(f Family, t reflect.Type, body []byte, prefix string) (Problem, bool) {
+	err := decode(f, t, body)
 	if err == nil {
 		return Problem{}, false
 	}

@@ -79,6 +79,23 @@ func TestClassifyHarnFromItsMethods(t *testing.T) {
 	}
 }
 
+// A tool_call_update with a root error is an extra member in plain ACP
+// traffic and a schema problem in Harn's, where Harn's contract moved it
+// under _meta.harn.
+func TestClassifyHarnContract(t *testing.T) {
+	update := `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call_update","toolCallId":"t","error":"boom"}}}`
+	for _, tc := range []struct {
+		family  Family
+		problem bool
+	}{{ACP, false}, {Harn, true}} {
+		fs := classifyAll(New(tc.family), []line{{Out, update}})
+		got := len(fs[0].Problems) > 0
+		if got != tc.problem || got && (fs[0].Problems[0].Code != ProblemSchema || fs[0].Problems[0].Pointer != "/params/update/error") {
+			t.Errorf("%s: problems %+v", tc.family, fs[0].Problems)
+		}
+	}
+}
+
 func TestClassifyAgentPMEnvelopes(t *testing.T) {
 	c := New(Unknown)
 	fs := classifyAll(c, []line{

@@ -8,6 +8,8 @@ package frames
 import (
 	"reflect"
 
+	"github.com/go-json-experiment/json"
+
 	"github.com/bridgekit/bridgekit/gen/acp"
 	"github.com/bridgekit/bridgekit/gen/agentpmmachine"
 	"github.com/bridgekit/bridgekit/gen/agentpmservice"
@@ -153,7 +155,13 @@ func Lookup(f Family, wireName, qualifier string) *Method {
 }
 
 // decode unmarshals body into a new value of t with the generated type's
-// own checks (required members, closed objects, kinds, constraints).
-func decode(t reflect.Type, body []byte) error {
+// own checks (required members, closed objects, kinds, constraints), and
+// for Harn's stream under Harn's contract, as a Harn connection decodes
+// (harn.BridgeConnOptions): ACP members Harn moved under _meta.harn are
+// problems there, extra members of a plain ACP peer.
+func decode(f Family, t reflect.Type, body []byte) error {
+	if f == Harn {
+		return json.Unmarshal(body, reflect.New(t).Interface(), acp.ContractHarn.Options())
+	}
 	return wire.Unmarshal(body, reflect.New(t).Interface())
 }
