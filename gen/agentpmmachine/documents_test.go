@@ -267,7 +267,7 @@ func TestAgentPMDocumentsRoundTrip(t *testing.T) {
 				return nil, nil
 			}}
 			_, err := h.Handle(ctx, &rpc.Request{Kind: m.Kind, ID: rpc.RawID(m.ID), Method: string(m.Method), Qualifier: string(m.Qualifier), Params: m.Body})
-			if string(m.Qualifier) != "knowledge" || !errors.Is(err, rpc.ErrInvalidParams) || !strings.Contains(err.Error(), "RetrievePayload.request: missing required member") {
+			if string(m.Qualifier) != "knowledge" || !errors.Is(err, rpc.ErrInvalidParams) || !strings.Contains(err.Error(), "invalid params: /request: missing required member") {
 				t.Errorf("service %s, dispatch: %v", m.Qualifier, err)
 			}
 		})},

@@ -82,7 +82,7 @@ func TestHarnConnectionRejectsContractMembers(t *testing.T) {
 		} `json:"error"`
 	}
 	if err := json.Unmarshal([]byte(line), &reply); err != nil || string(reply.ID) != `"p1"` || reply.Error == nil ||
-		reply.Error.Code != rpc.CodeInvalidParams || !strings.Contains(reply.Error.Message, `"/toolCall/durationMs"`) {
+		reply.Error.Code != rpc.CodeInvalidParams || !strings.Contains(reply.Error.Message, "invalid params: /toolCall/durationMs: forbidden member") {
 		t.Fatalf("reply %s (%v)", line, err)
 	}
 

@@ -7,6 +7,8 @@ import (
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/bridgekit/bridgekit/runtime/wire"
 )
 
 // Error codes of JSON-RPC 2.0 and LSP that the engine itself uses.
@@ -135,9 +137,12 @@ func UnsupportedOperation(method, operation string) *Error {
 }
 
 // InvalidParams is the ErrInvalidParams error for params that do not fit
-// their schema; err says why.
+// their schema; err says why. The message names the place once, as a JSON
+// pointer in the peer's wire names, and the reason without Go type names
+// ("invalid params: /prompt/0/text: want string, got number: wrong JSON
+// kind"); the Error unwraps to err, for errors.As.
 func InvalidParams(err error) *Error {
-	e := ErrInvalidParams.with("invalid params: " + Truncate(err.Error(), 4*MaxEcho))
+	e := ErrInvalidParams.with("invalid params: " + Truncate(wire.Describe(err), 4*MaxEcho))
 	e.cause = err
 	return e
 }

@@ -522,7 +522,7 @@ func RestOf[E any](r *ObjectReader, p *[]E, elem Reader[E]) error {
 		var zero E
 		*p = append(*p, zero)
 		if err := elem(&(*p)[len(*p)-1], r.dec); err != nil {
-			return Wrap(r.union.Type, "", errorf(err, "element %d", len(*p)-1))
+			return Wrap(r.union.Type, "", &elementError{len(*p) - 1, err})
 		}
 	}
 	_, err := r.dec.ReadToken()

@@ -125,7 +125,7 @@ func ListFrom[E any](elem Reader[E]) Reader[[]E] {
 			var zero E
 			out = append(out, zero)
 			if err := elem(&out[len(out)-1], dec); err != nil {
-				return errorf(err, "element %d", len(out)-1)
+				return &elementError{len(out) - 1, err}
 			}
 		}
 		*p = out
