@@ -579,20 +579,25 @@ func (c *Client) Run(ctx context.Context, p *agentpmmachine.StartRunParams, onEv
 			c.log.Warn("harness: cancel_run failed", "err", err)
 		}
 	}
+	var a answer
 	select {
-	case a := <-done:
-		res, err := result(a)
-		if err == nil {
-			return res, cause
-		}
-		// The Harness's own failure (it died, it wrote a bad frame) is
-		// what happened; the cancel only explains why we were waiting.
-		return nil, fmt.Errorf("%w (while the Run was being cancelled: %w)", err, context.Cause(ctx))
+	case a = <-done:
 	case <-cctx.Done():
+		// The grace is over, or the client is closing because the Harness
+		// died: the call may have failed with the Harness's own error
+		// meanwhile, which stop cannot replace.
 		stop()
-		<-done
+		if a = <-done; errors.Is(a.err, context.Canceled) {
+			return nil, cause
+		}
 	}
-	return nil, cause
+	res, err := result(a)
+	if err == nil {
+		return res, cause
+	}
+	// The Harness's own failure (it died, it wrote a bad frame) is what
+	// happened; the cancel only explains why we were waiting.
+	return nil, fmt.Errorf("%w (while the Run was being cancelled: %w)", err, context.Cause(ctx))
 }
 
 // errClosing is the error of a call that Close ended.

@@ -101,7 +101,7 @@ func TestCtrlCReachesOnlyTheClient(t *testing.T) {
 func TestChildErrorWinsOverTheCancel(t *testing.T) {
 	c := start(t, `{"required_host_services": [], "runs": [{"input": "die", "steps": [
 		{"emit": {"event_type": "phase_started", "payload": {"payload_type": "phase", "phase_id": "main"}}},
-		{"exit": {"code": 3, "stderr": "engine lost its state"}}]}]}`, nil)
+		{"exit": {"code": 3, "stderr": "engine lost its state", "after_cancel": true}}]}]}`, nil)
 	ctx := timeout(t, 20*time.Second)
 	if _, err := c.Initialize(ctx); err != nil {
 		t.Fatal(err)

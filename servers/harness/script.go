@@ -136,6 +136,10 @@ type FailStep struct {
 type ExitStep struct {
 	Code   int    `json:"code"`
 	Stderr string `json:"stderr,omitempty"`
+	// AfterCancel waits for the Run to be cancelled (cancel_run, the end
+	// of input), then exits without answering: a Harness that dies while
+	// it is being cancelled.
+	AfterCancel bool `json:"after_cancel,omitempty"`
 }
 
 // MemoryOperationScript answers one memory operation: a result, or an
@@ -245,6 +249,10 @@ func (s *Script) Options(base *Options) *Options {
 func runSteps(ctx context.Context, r *Run, steps []Step) (*Outcome, error) {
 	out := &Outcome{Status: agentpmmachine.TerminalStatusEnded}
 	for i, st := range steps {
+		if st.Exit != nil && st.Exit.AfterCancel {
+			<-ctx.Done()
+			return nil, &ExitError{Code: st.Exit.Code, Message: st.Exit.Stderr}
+		}
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}

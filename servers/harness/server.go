@@ -657,8 +657,10 @@ func (ss *session) inputEnded() {
 	}
 }
 
-// exitNow ends the session at once, without answering what is pending.
+// exitNow ends the session at once, without answering what is pending:
+// nothing is written after it, whatever the handlers still return.
 func (ss *session) exitNow(err error) {
+	ss.w.stop()
 	select {
 	case ss.exit <- err:
 	default:
@@ -699,15 +701,26 @@ func (ss *session) writeReport(rep *agentpmmachine.RunReport) error {
 // lockedWriter serialises the connection's writes and raw lines, so that a
 // raw line never lands inside a frame.
 type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
+	mu   sync.Mutex
+	w    io.Writer
+	shut atomic.Bool // the Harness is exiting: nothing more is written
 }
+
+// errExiting fails the writes of a Harness that is exiting.
+var errExiting = errors.New("harness: exiting")
 
 func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.shut.Load() {
+		return 0, errExiting
+	}
 	return l.w.Write(p)
 }
+
+// stop makes every later write fail, without waiting for the one in
+// progress (which a stdout nobody reads can block).
+func (l *lockedWriter) stop() { l.shut.Store(true) }
 
 func (l *lockedWriter) writeLine(p []byte) error {
 	_, err := l.Write(p)
