@@ -127,6 +127,10 @@ func (r *T) Await(ctx context.Context, method string, id int64) *Reply {
 
 // why says why a wait ended without its frame.
 func (t *T) why(ctx context.Context) string {
+	if _, eof, _ := t.peer.snapshot(); eof {
+		// Its stdout ends as it exits: give the exit a moment to be reaped.
+		t.peer.waitExit(time.Second)
+	}
 	if t.peer.Exited() {
 		t.exitExpected = true // reported here, not again
 		return t.peer.exitDescription()
@@ -232,7 +236,9 @@ func (t *T) ExpectError(r *Reply, codes ...int) bool {
 }
 
 // IsMethodNotFound says whether r is error -32601.
-func IsMethodNotFound(r *Reply) bool { return r != nil && r.Err() != nil && r.Err().Code == CodeMethodNotFound }
+func IsMethodNotFound(r *Reply) bool {
+	return r != nil && r.Err() != nil && r.Err().Code == CodeMethodNotFound
+}
 
 // JSON-RPC's error codes.
 const (
