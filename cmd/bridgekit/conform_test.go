@@ -289,4 +289,3 @@ func TestConformUsage(t *testing.T) {
 		t.Errorf("--list: %d %q", status, stdout)
 	}
 }
-

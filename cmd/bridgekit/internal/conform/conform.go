@@ -157,6 +157,7 @@ func Run(ctx context.Context, side *Side, cfg Config) ([]Result, error) {
 	defer func() { peer.Stop(cfg.Grace) }()
 
 	var results []Result
+	var lastSeq int64
 	for _, sc := range side.Scenarios(&cfg) {
 		if len(cfg.Only) > 0 && !slices.Contains(cfg.Only, sc.ID) {
 			continue
@@ -169,8 +170,16 @@ func Run(ctx context.Context, side *Side, cfg Config) ([]Result, error) {
 			if err := start(); err != nil {
 				return results, err
 			}
+			lastSeq = 0
 		}
-		r := runOne(ctx, peer, sc, cfg)
+		// Frames that came after the previous scenario ended are its.
+		// (Before the first scenario nothing is forgotten: what the
+		// implementation wrote unasked is the first scenario's.)
+		if len(results) > 0 {
+			attributeLate(&results[len(results)-1], peer.mark(lastSeq))
+		}
+		r, seq := runOne(ctx, peer, sc, cfg)
+		lastSeq = seq
 		results = append(results, r)
 		if cfg.Progress != nil {
 			cfg.Progress(r)
@@ -179,8 +188,17 @@ func Run(ctx context.Context, side *Side, cfg Config) ([]Result, error) {
 	return results, nil
 }
 
-func runOne(ctx context.Context, peer *Peer, sc Scenario, cfg Config) Result {
-	peer.mark()
+// attributeLate fails r with the problems of frames that arrived after
+// its scenario ended.
+func attributeLate(r *Result, late []Received) {
+	t := &T{tolerate: map[string]bool{}}
+	t.collectFrom(late)
+	if len(t.problems) > 0 {
+		r.Status, r.Problems = Fail, append(r.Problems, t.problems...)
+	}
+}
+
+func runOne(ctx context.Context, peer *Peer, sc Scenario, cfg Config) (Result, int64) {
 	t := &T{peer: peer, cfg: &cfg, tolerate: map[string]bool{}}
 	sctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
@@ -211,7 +229,7 @@ func runOne(ctx context.Context, peer *Peer, sc Scenario, cfg Config) Result {
 	case t.notImpl:
 		r.Status = NotImplemented
 	}
-	return r
+	return r, t.lastSeq
 }
 
 // lockedWriter serialises writes to w.

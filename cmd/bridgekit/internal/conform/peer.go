@@ -75,7 +75,12 @@ type Peer struct {
 	readErr  error
 	nextID   int64
 	readDone chan struct{}
+	serving  chan struct{} // a slot per request of the implementation being answered
+	servers  sync.WaitGroup
 }
+
+// maxServing bounds the implementation's requests answered at once.
+const maxServing = 16
 
 // startPeer starts argv contained, with stderr kept (and copied to
 // stderrCopy when set).
@@ -90,7 +95,8 @@ func startPeer(argv []string, family frames.Family, stderrCopy *lockedWriter, di
 	if err != nil {
 		return nil, err
 	}
-	p := &Peer{proc: proc, family: family, cls: frames.New(family), changed: make(chan struct{}), readDone: make(chan struct{})}
+	p := &Peer{proc: proc, family: family, cls: frames.New(family), changed: make(chan struct{}), readDone: make(chan struct{}),
+		serving: make(chan struct{}, maxServing)}
 	go p.read()
 	return p, nil
 }
@@ -134,7 +140,17 @@ func (p *Peer) record(line []byte, truncated bool) {
 	p.signal()
 	p.mu.Unlock()
 	if rec.Msg != nil && rec.Msg.Method != "" && rec.Msg.hasID && string(rec.Msg.ID) != "null" {
-		go p.serve(rec.Msg)
+		select {
+		case p.serving <- struct{}{}:
+			p.servers.Add(1)
+			go func() {
+				defer func() { <-p.serving; p.servers.Done() }()
+				p.serve(rec.Msg)
+			}()
+		default:
+			// More requests of the implementation's own pending than
+			// maxServing: this one stays unanswered.
+		}
 	}
 }
 
@@ -207,11 +223,20 @@ func (p *Peer) WriteLine(ctx context.Context, line []byte) error {
 }
 
 // mark starts a new scenario: the frames received so far are forgotten.
-func (p *Peer) mark() {
+// It returns those that arrived after the previous scenario looked (up to
+// seq), so that their problems are not lost.
+func (p *Peer) mark(seq int64) []Received {
 	p.mu.Lock()
+	defer p.mu.Unlock()
+	var late []Received
+	for _, rec := range p.log {
+		if rec.Seq > seq {
+			late = append(late, rec)
+		}
+	}
 	p.log = nil
 	p.logBytes = 0
-	p.mu.Unlock()
+	return late
 }
 
 // snapshot returns the frames received since mark, whether stdout has
@@ -285,6 +310,7 @@ func (p *Peer) Stop(grace time.Duration) {
 	p.proc.Stop(grace)
 	p.proc.Stdout.Close()
 	<-p.readDone
+	p.servers.Wait()
 }
 
 // idText renders an id for messages.

@@ -22,7 +22,7 @@ type T struct {
 	detail       string
 	exitExpected bool
 	tolerate     map[string]bool // frame problem codes this scenario expects
-	seen         int             // frames of the log already looked at by waits
+	lastSeq      int64           // the last frame whose problems were collected
 }
 
 // Config returns the run's configuration.
@@ -277,7 +277,14 @@ func (t *T) CheckBody(r *Reply, typ frames.Operation, body []byte, prefix string
 // collectFrameProblems turns the classifier's findings on received frames
 // into the scenario's problems.
 func (t *T) collectFrameProblems() {
-	for _, rec := range t.Received() {
+	t.collectFrom(t.Received())
+}
+
+func (t *T) collectFrom(log []Received) {
+	for _, rec := range log {
+		if rec.Seq > t.lastSeq {
+			t.lastSeq = rec.Seq
+		}
 		for _, p := range rec.Frame.Problems {
 			if t.tolerate[p.Code] {
 				continue
