@@ -29,7 +29,10 @@ implemented (the method is optional and COMMAND answers -32601), expected
 failure (listed in --baseline) or stale baseline (listed, but it passes).
 
 Sides: harn-host (conform plays a Harn runtime against a host that serves
-the bridge on its stdin/stdout).
+the bridge on its stdin/stdout); acp-client (conform plays an ACP agent:
+the client starts it, as "bridgekit conform --side acp-client --agent
+[--json FILE]", and the scenarios run inside its session/prompt; the
+table goes to stderr).
 
 Exit status: 0 every scenario passed, is not implemented or is an expected
 failure; 1 a scenario failed unexpectedly, a baseline entry is stale, or
@@ -40,11 +43,12 @@ Flags:`
 
 // sides are the roles conform plays, by --side name.
 var sides = map[string]*conform.Side{
-	conform.HarnHost.Name: conform.HarnHost,
+	conform.HarnHost.Name:  conform.HarnHost,
+	conform.ACPClient.Name: conform.ACPClient,
 }
 
 // plannedSides are the issue's other sides, not served yet.
-var plannedSides = []string{"harn-runtime", "acp-agent", "acp-client", "agentpm-service", "agentpm-harness", "agentpm-harness-client"}
+var plannedSides = []string{"harn-runtime", "acp-agent", "agentpm-service", "agentpm-harness", "agentpm-harness-client"}
 
 func runConform(ctx context.Context, env *Env, args []string) int {
 	fs := newFlags(env, "conform", conformSynopsis)
@@ -57,6 +61,7 @@ func runConform(ctx context.Context, env *Env, args []string) int {
 	only := fs.String("run", "", "run only these scenario `IDS` (comma-separated)")
 	list := fs.Bool("list", false, "list the side's scenarios and exit")
 	verbose := fs.Bool("v", false, "copy COMMAND's stderr to stderr")
+	agent := fs.Bool("agent", false, "acp-client: be the agent the client started, on this process's stdin/stdout (no COMMAND)")
 	if status, stop := parseFlags(fs, args); stop {
 		return status
 	}
@@ -76,7 +81,19 @@ func runConform(ctx context.Context, env *Env, args []string) int {
 		}
 		return 0
 	}
-	if len(cfg.Argv) == 0 {
+	if side == conform.ACPClient && !*agent || *agent && side != conform.ACPClient {
+		fmt.Fprintln(env.Stderr, "bridgekit conform: --side acp-client runs with --agent, started by the client (and --agent only with it)")
+		return 2
+	}
+	if *agent && len(cfg.Argv) > 0 {
+		fmt.Fprintln(env.Stderr, "bridgekit conform: --agent takes no COMMAND: the client starts conform")
+		return 2
+	}
+	if *agent && *jsonOut == "-" {
+		fmt.Fprintln(env.Stderr, "bridgekit conform: --json - would mix results into the protocol's stdout; name a file")
+		return 2
+	}
+	if len(cfg.Argv) == 0 && !*agent {
 		fmt.Fprintln(env.Stderr, "bridgekit conform: no COMMAND to run (put it after --)")
 		fs.Usage()
 		return 2
@@ -100,7 +117,7 @@ func runConform(ctx context.Context, env *Env, args []string) int {
 	if *only != "" {
 		cfg.Only = strings.Split(*only, ",")
 	}
-	if cfg.WorkDir == "" {
+	if cfg.WorkDir == "" && !*agent { // an agent's files go to the session's cwd
 		dir, err := os.MkdirTemp("", "bridgekit-conform-")
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "bridgekit conform: %v\n", err)
@@ -116,41 +133,67 @@ func runConform(ctx context.Context, env *Env, args []string) int {
 		cfg.Progress = func(r conform.Result) { fmt.Fprintf(env.Stderr, "\r\x1b[K%s: %s", r.ID, r.Status) }
 	}
 	began := time.Now()
-	results, err := conform.Run(ctx, side, cfg)
-	elapsed := time.Since(began)
-	if env.Terminal {
-		fmt.Fprint(env.Stderr, "\r\x1b[K")
-	}
-	if err != nil {
-		fmt.Fprintf(env.Stderr, "bridgekit conform: %v\n", err)
-		if errors.Is(err, conform.ErrStart) || len(results) == 0 {
-			return 1
+	var (
+		results []conform.Result
+		err     error
+		status  = 1
+	)
+	// finish reports the results: the table (on stderr when stdout is
+	// the protocol's), --json, and the exit status.
+	finish := func(results []conform.Result, err error) {
+		elapsed := time.Since(began)
+		if env.Terminal {
+			fmt.Fprint(env.Stderr, "\r\x1b[K")
+		}
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "bridgekit conform: %v\n", err)
+			if errors.Is(err, conform.ErrStart) || len(results) == 0 {
+				return
+			}
+		}
+		results, _ = bl.Apply(side.Name, results, func(id string) bool { return len(cfg.Only) == 0 || slices.Contains(cfg.Only, id) })
+		summary := conform.Summarize(results)
+		if err != nil {
+			summary.OK = false
+		}
+		table := env.Stdout
+		if *agent {
+			table = env.Stderr
+		}
+		if *jsonOut != "-" {
+			if werr := conform.WriteTable(table, results, elapsed); werr != nil {
+				fmt.Fprintf(env.Stderr, "bridgekit conform: %v\n", werr)
+				return
+			}
+		}
+		if *jsonOut != "" {
+			rep := conform.Report{Side: side.Name, Command: cfg.Argv, Started: began.UTC().Format(time.RFC3339Nano),
+				DurationMS: float64(elapsed.Microseconds()) / 1000, Summary: summary, Scenarios: results}
+			if werr := writeReport(env, *jsonOut, rep); werr != nil {
+				fmt.Fprintf(env.Stderr, "bridgekit conform: --json: %v\n", werr)
+				return
+			}
+		}
+		if summary.OK {
+			status = 0
 		}
 	}
-	results, _ = bl.Apply(side.Name, results, func(id string) bool { return len(cfg.Only) == 0 || slices.Contains(cfg.Only, id) })
-	summary := conform.Summarize(results)
-	if err != nil {
-		summary.OK = false
-	}
-
-	if *jsonOut != "-" {
-		if werr := conform.WriteTable(env.Stdout, results, elapsed); werr != nil {
-			fmt.Fprintf(env.Stderr, "bridgekit conform: %v\n", werr)
-			return 1
+	if *agent {
+		// The results are reported before the prompt is answered: the
+		// client may stop its agent as soon as it has the answer.
+		reported := false
+		results, err = conform.ServeACPClient(ctx, cfg, env.Stdin, env.Stdout, func(rs []conform.Result) {
+			reported = true
+			finish(rs, nil)
+		})
+		if !reported {
+			finish(results, err)
 		}
+		return status
 	}
-	if *jsonOut != "" {
-		rep := conform.Report{Side: side.Name, Command: cfg.Argv, Started: began.UTC().Format(time.RFC3339Nano),
-			DurationMS: float64(elapsed.Microseconds()) / 1000, Summary: summary, Scenarios: results}
-		if werr := writeReport(env, *jsonOut, rep); werr != nil {
-			fmt.Fprintf(env.Stderr, "bridgekit conform: --json: %v\n", werr)
-			return 1
-		}
-	}
-	if !summary.OK {
-		return 1
-	}
-	return 0
+	results, err = conform.Run(ctx, side, cfg)
+	finish(results, err)
+	return status
 }
 
 func writeReport(env *Env, path string, rep conform.Report) error {

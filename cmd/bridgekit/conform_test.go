@@ -79,9 +79,15 @@ func checkConforming(t *testing.T, status int, rep conform.Report, table string)
 func TestConformExampleHost(t *testing.T) {
 	bin := bins.host // built by TestMain (trace_test.go) into a temporary directory
 	ws := t.TempDir()
+	// The example policy lets a runtime write under src/ only: the file
+	// scenarios go there, so that both the read and the write succeed.
+	src := filepath.Join(ws, "src")
+	if err := os.Mkdir(src, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	example := filepath.Join("..", "..", "examples", "host", "example")
 	began := time.Now()
-	status, rep, table := conformRun(t, "--workdir", ws, "--",
+	status, rep, table := conformRun(t, "--workdir", src, "--",
 		bin, "-config", filepath.Join(example, "host.json"), "-policy", filepath.Join(example, "policy.json"), "-workspace", ws)
 	elapsed := time.Since(began)
 	checkConforming(t, status, rep, table)
@@ -90,6 +96,9 @@ func TestConformExampleHost(t *testing.T) {
 		t.Errorf("the harn-host suite took %v against examples/host, want under 10s", elapsed)
 	}
 	t.Logf("harn-host suite against examples/host: %v (%d scenarios)", elapsed, len(rep.Scenarios))
+	if r := byID(rep)["harn-host/fs/write"]; r.Status != conform.Pass || strings.Contains(r.Detail, "refused") {
+		t.Errorf("fs/write: %s %q, want a write that succeeded", r.Status, r.Detail)
+	}
 	if !strings.Contains(table, "harn-host/u64-id") || !strings.Contains(table, "ok: ") {
 		t.Errorf("table:\n%s", table)
 	}
@@ -276,7 +285,7 @@ func TestConformUsage(t *testing.T) {
 	}{
 		{[]string{"conform"}, 2, "no COMMAND"},
 		{[]string{"conform", "--side", "nope", "--", "true"}, 2, "unknown side"},
-		{[]string{"conform", "--side", "acp-client", "--", "true"}, 2, "not available yet"},
+		{[]string{"conform", "--side", "acp-agent", "--", "true"}, 2, "not available yet"},
 		{[]string{"conform", "--", "/nonexistent/conform-impl"}, 1, "cannot start"},
 	} {
 		status, _, stderr := runCmd(t, "", c.args...)
@@ -287,5 +296,62 @@ func TestConformUsage(t *testing.T) {
 	status, stdout, _ := runCmd(t, "", "conform", "--list")
 	if status != 0 || !strings.Contains(stdout, "harn-host/large-line\t") {
 		t.Errorf("--list: %d %q", status, stdout)
+	}
+}
+
+// conform --side acp-client is the agent examples/acp-client starts, and
+// the client passes.
+func TestConformACPClient(t *testing.T) {
+	dir := t.TempDir()
+	client := filepath.Join(dir, "acp-client")
+	build := exec.Command("go", "build", "-o", client, "./examples/acp-client")
+	build.Dir = filepath.Join("..", "..")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building examples/acp-client: %v\n%s", err, out)
+	}
+	ws := t.TempDir()
+	results := filepath.Join(dir, "results.json")
+	cmd := exec.Command(client, "-prompt", "hello", "-cwd", ws, "--", bins.bridgekit, "conform", "--side", "acp-client", "--agent", "--json", results)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("acp-client: %v\n%s", err, out)
+	}
+	b, err := os.ReadFile(results)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep conform.Report
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Summary.OK || rep.Summary.Pass < 13 {
+		t.Fatalf("summary %+v\n%s", rep.Summary, out)
+	}
+	res := byID(rep)
+	for _, id := range []string{"acp-client/initialize", "acp-client/permission", "acp-client/fs/read", "acp-client/big-id", "acp-client/large-line"} {
+		if res[id].Status != conform.Pass {
+			t.Errorf("%s: %s\n%s", id, res[id].Status, out)
+		}
+	}
+	// The client's stdout is the agent's messages, never the table.
+	if !strings.Contains(string(out), "acp-client/initialize") || !strings.Contains(string(out), "stop reason end_turn") {
+		t.Errorf("output:\n%s", out)
+	}
+	entries, _ := os.ReadDir(ws)
+	if len(entries) != 0 {
+		t.Errorf("conform left files in the session's cwd: %v", entries)
+	}
+}
+
+func TestConformAgentUsage(t *testing.T) {
+	for _, args := range [][]string{
+		{"conform", "--side", "acp-client", "--", "true"},
+		{"conform", "--side", "acp-client", "--agent", "--", "true"},
+		{"conform", "--agent"},
+		{"conform", "--side", "acp-client", "--agent", "--json", "-"},
+	} {
+		if status, _, _ := runCmd(t, "", args...); status != 2 {
+			t.Errorf("%q: status %d, want 2", args, status)
+		}
 	}
 }

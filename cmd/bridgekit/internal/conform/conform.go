@@ -102,7 +102,7 @@ type Side struct {
 	Scenarios func(cfg *Config) []Scenario
 	// Answer answers the requests the implementation sends conform (nil:
 	// every one gets -32601).
-	Answer func(m *Message) (result any, rpcErr *RPCError)
+	Answer func(rec Received) (result any, rpcErr *RPCError)
 }
 
 // Config is what a run is given.
@@ -156,30 +156,45 @@ func Run(ctx context.Context, side *Side, cfg Config) ([]Result, error) {
 	}
 	defer func() { peer.Stop(cfg.Grace) }()
 
+	return runScenarios(ctx, peer, side.Scenarios(&cfg), cfg, 0, func() (*Peer, error) {
+		peer.Stop(cfg.Grace)
+		if err := start(); err != nil {
+			return nil, err
+		}
+		return peer, nil
+	})
+}
+
+// runScenarios runs scs in order on peer. lastSeq is the last frame
+// already accounted for: with 0, what the implementation wrote before the
+// first scenario is that scenario's. restart, when not nil, replaces a
+// peer that exited.
+func runScenarios(ctx context.Context, peer *Peer, scs []Scenario, cfg Config, lastSeq int64, restart func() (*Peer, error)) ([]Result, error) {
 	var results []Result
-	var lastSeq int64
-	for _, sc := range side.Scenarios(&cfg) {
+	for _, sc := range scs {
 		if len(cfg.Only) > 0 && !slices.Contains(cfg.Only, sc.ID) {
 			continue
 		}
 		if ctx.Err() != nil {
 			return results, ctx.Err()
 		}
-		if peer.Exited() {
-			peer.Stop(cfg.Grace)
-			if err := start(); err != nil {
+		if peer.Exited() && restart != nil {
+			p, err := restart()
+			if err != nil {
 				return results, err
 			}
-			lastSeq = 0
+			peer, lastSeq = p, 0
 		}
 		// Frames that came after the previous scenario ended are its.
-		// (Before the first scenario nothing is forgotten: what the
-		// implementation wrote unasked is the first scenario's.)
 		if len(results) > 0 {
 			attributeLate(&results[len(results)-1], peer.mark(lastSeq))
+		} else if lastSeq > 0 {
+			peer.forget(lastSeq)
 		}
 		r, seq := runOne(ctx, peer, sc, cfg)
-		lastSeq = seq
+		if seq > lastSeq {
+			lastSeq = seq
+		}
 		results = append(results, r)
 		if cfg.Progress != nil {
 			cfg.Progress(r)

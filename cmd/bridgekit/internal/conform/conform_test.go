@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/bridgekit/bridgekit/cmd/bridgekit/internal/frames"
 )
 
 // The error codes the harn-host suite expects are the ones the catalogue
@@ -156,4 +158,19 @@ func FuzzLoadBaseline(f *testing.F) {
 			seen[e.ID] = true
 		}
 	})
+}
+
+// A frame that arrives after its scenario ended fails that scenario.
+func TestLateFramesFailThePreviousScenario(t *testing.T) {
+	r := Result{ID: "a", Status: Pass}
+	late := []Received{{Seq: 9, Frame: frames.Frame{Method: "skills/list", Problems: []frames.Problem{{Code: frames.ProblemUnmatchedID, Pointer: "/id", Message: "reply id 77 answers no pending request"}}}}}
+	attributeLate(&r, late)
+	if r.Status != Fail || len(r.Problems) != 1 || r.Problems[0].Frame != 9 || r.Problems[0].Pointer != "/id" || r.Problems[0].Method != "skills/list" {
+		t.Fatalf("%+v", r)
+	}
+	clean := Result{ID: "b", Status: Pass}
+	attributeLate(&clean, []Received{{Seq: 10}})
+	if clean.Status != Pass {
+		t.Fatalf("%+v", clean)
+	}
 }

@@ -355,7 +355,11 @@ func permissionParams(session string) map[string]any {
 }
 
 func (h *harnHost) permission(ctx context.Context, t *T) {
-	r := t.Call(ctx, "session/request_permission", permissionParams("conform-session"))
+	h.permissionFor(ctx, t, "conform-session")
+}
+
+func (h *harnHost) permissionFor(ctx context.Context, t *T, session string) {
+	r := t.Call(ctx, "session/request_permission", permissionParams(session))
 	if IsMethodNotFound(r) {
 		t.NotImplemented("session/request_permission is -32601 (Harn then fails closed)")
 		return

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strconv"
@@ -58,10 +59,12 @@ func (m *Message) IsReply() bool { return m.Method == "" && m.hasID }
 // Peer is one started implementation: its process, contained in a group
 // of its own, and the frames it wrote.
 type Peer struct {
-	proc   *child.Process
+	proc   *child.Process // nil for a peer on streams we were given (Serve)
+	in     io.Writer      // the implementation's input
+	out    io.Reader      // its output
 	family frames.Family
 	// answer answers the implementation's own requests (nil: -32601).
-	answer func(m *Message) (result any, rpcErr *RPCError)
+	answer func(rec Received) (result any, rpcErr *RPCError)
 
 	writeMu sync.Mutex
 
@@ -95,15 +98,26 @@ func startPeer(argv []string, family frames.Family, stderrCopy *lockedWriter, di
 	if err != nil {
 		return nil, err
 	}
-	p := &Peer{proc: proc, family: family, cls: frames.New(family), changed: make(chan struct{}), readDone: make(chan struct{}),
+	p := &Peer{proc: proc, in: proc.Stdin, out: proc.Stdout, family: family, cls: frames.New(family), changed: make(chan struct{}), readDone: make(chan struct{}),
 		serving: make(chan struct{}, maxServing)}
 	go p.read()
 	return p, nil
 }
 
+// streamPeer is a peer on streams we were given: the implementation
+// started us (conform as the agent of an ACP client). It reads once
+// started (startReading), so that its answer can be set first.
+func streamPeer(in io.Writer, out io.Reader, family frames.Family) *Peer {
+	return &Peer{in: in, out: out, family: family, cls: frames.New(family), changed: make(chan struct{}), readDone: make(chan struct{}),
+		serving: make(chan struct{}, maxServing)}
+}
+
+// startReading starts the reader of a streamPeer.
+func (p *Peer) startReading() { go p.read() }
+
 func (p *Peer) read() {
 	defer close(p.readDone)
-	r := ndjson.NewReader(p.proc.Stdout, MaxFrame)
+	r := ndjson.NewReader(p.out, MaxFrame)
 	for {
 		line, err := r.ReadFrame()
 		if err != nil {
@@ -145,7 +159,7 @@ func (p *Peer) record(line []byte, truncated bool) {
 			p.servers.Add(1)
 			go func() {
 				defer func() { <-p.serving; p.servers.Done() }()
-				p.serve(rec.Msg)
+				p.serve(rec)
 			}()
 		default:
 			// More requests of the implementation's own pending than
@@ -155,11 +169,12 @@ func (p *Peer) record(line []byte, truncated bool) {
 }
 
 // serve answers a request the implementation sent us.
-func (p *Peer) serve(m *Message) {
+func (p *Peer) serve(rec Received) {
+	m := rec.Msg
 	var result any
 	rpcErr := &RPCError{Code: -32601, Message: "conform does not serve " + m.Method}
 	if p.answer != nil {
-		result, rpcErr = p.answer(m)
+		result, rpcErr = p.answer(rec)
 	}
 	reply := map[string]any{"jsonrpc": "2.0", "id": m.ID}
 	if rpcErr != nil {
@@ -203,10 +218,9 @@ func parseMessage(line []byte) *Message {
 func (p *Peer) WriteLine(ctx context.Context, line []byte) error {
 	p.writeMu.Lock()
 	defer p.writeMu.Unlock()
-	if dl, ok := ctx.Deadline(); ok {
-		_ = p.proc.Stdin.SetWriteDeadline(dl)
-	} else {
-		_ = p.proc.Stdin.SetWriteDeadline(time.Time{})
+	if d, ok := p.in.(interface{ SetWriteDeadline(time.Time) error }); ok {
+		dl, _ := ctx.Deadline()
+		_ = d.SetWriteDeadline(dl)
 	}
 	p.mu.Lock()
 	p.seq++
@@ -215,7 +229,7 @@ func (p *Peer) WriteLine(ctx context.Context, line []byte) error {
 	p.mu.Unlock()
 	buf := make([]byte, 0, len(line)+1)
 	buf = append(append(buf, line...), '\n')
-	_, err := p.proc.Stdin.Write(buf)
+	_, err := p.in.Write(buf)
 	if err != nil {
 		return fmt.Errorf("writing to the implementation: %w", err)
 	}
@@ -239,6 +253,21 @@ func (p *Peer) mark(seq int64) []Received {
 	return late
 }
 
+// forget drops the frames received up to seq and keeps the later ones.
+func (p *Peer) forget(seq int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var keep []Received
+	p.logBytes = 0
+	for _, rec := range p.log {
+		if rec.Seq > seq {
+			keep = append(keep, rec)
+			p.logBytes += len(rec.Raw)
+		}
+	}
+	p.log = keep
+}
+
 // snapshot returns the frames received since mark, whether stdout has
 // ended, and a channel closed at the next change.
 func (p *Peer) snapshot() ([]Received, bool, <-chan struct{}) {
@@ -249,6 +278,9 @@ func (p *Peer) snapshot() ([]Received, bool, <-chan struct{}) {
 
 // Exited reports whether the implementation has exited.
 func (p *Peer) Exited() bool {
+	if p.proc == nil {
+		return false
+	}
 	select {
 	case <-p.proc.Exited():
 		return true
@@ -260,6 +292,9 @@ func (p *Peer) Exited() bool {
 // exitDescription says how the implementation ended, with the end of its
 // stderr.
 func (p *Peer) exitDescription() string {
+	if p.proc == nil {
+		return "the implementation closed its output"
+	}
 	s := "the implementation exited"
 	if err := p.proc.Err(); err != nil {
 		s += " (" + err.Error() + ")"
@@ -281,10 +316,17 @@ func lastLines(s string, n int) string {
 }
 
 // closeInput closes the implementation's stdin.
-func (p *Peer) closeInput() { p.proc.Stdin.Close() }
+func (p *Peer) closeInput() {
+	if c, ok := p.in.(io.Closer); ok {
+		c.Close()
+	}
+}
 
 // waitExit waits up to d for the implementation to exit.
 func (p *Peer) waitExit(d time.Duration) bool {
+	if p.proc == nil {
+		return false
+	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -298,7 +340,7 @@ func (p *Peer) waitExit(d time.Duration) bool {
 // exitCode is the implementation's exit status once it has exited (-1
 // when a signal ended it).
 func (p *Peer) exitCode() int {
-	if p.proc.Cmd.ProcessState == nil {
+	if p.proc == nil || p.proc.Cmd.ProcessState == nil {
 		return -1
 	}
 	return p.proc.Cmd.ProcessState.ExitCode()
