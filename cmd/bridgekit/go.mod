@@ -6,6 +6,7 @@ require (
 	github.com/bridgekit/bridgekit v0.0.0-00010101000000-000000000000
 	github.com/chromedp/chromedp v0.23.0
 	github.com/go-json-experiment/json v1.27.2
+	go.uber.org/goleak v1.3.0
 	modernc.org/sqlite v1.62.0
 )
 

@@ -1,0 +1,221 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/bridgekit/bridgekit/cmd/bridgekit/internal/conform"
+)
+
+func init() {
+	register(command{name: "conform", summary: "run a protocol's scenario suite against an implementation", run: runConform})
+}
+
+const conformSynopsis = `[--side S] [--baseline FILE] [--json FILE] [flags] -- COMMAND ARGS...
+
+Starts COMMAND (any implementation, in any language, that speaks the
+protocol on its stdin and stdout) in a process group of its own, plays the
+other side of the protocol against it, and runs the side's scenarios: the
+catalogue's methods with valid params, the errors the catalogue expects,
+and the bad inputs the protocol must survive. Every frame COMMAND writes is
+decoded with the generated types; a problem is reported with its method,
+frame number and JSON pointer. One row per scenario: pass, fail, not
+implemented (the method is optional and COMMAND answers -32601), expected
+failure (listed in --baseline) or stale baseline (listed, but it passes).
+
+Sides: harn-host (conform plays a Harn runtime against a host that serves
+the bridge on its stdin/stdout); acp-client (conform plays an ACP agent:
+the client starts it, as "bridgekit conform --side acp-client --agent
+[--json FILE]", and the scenarios run inside its session/prompt; the
+table goes to stderr).
+
+Exit status: 0 every scenario passed, is not implemented or is an expected
+failure; 1 a scenario failed unexpectedly, a baseline entry is stale, or
+COMMAND could not be started; 2 a usage error or a bad baseline file.
+docs/bridgekit/conform.md has the scenario ids and the file formats.
+
+Flags:`
+
+// sides are the roles conform plays, by --side name.
+var sides = map[string]*conform.Side{
+	conform.HarnHost.Name:  conform.HarnHost,
+	conform.ACPClient.Name: conform.ACPClient,
+}
+
+// plannedSides are the issue's other sides, not served yet.
+var plannedSides = []string{"harn-runtime", "acp-agent", "agentpm-service", "agentpm-harness", "agentpm-harness-client"}
+
+func runConform(ctx context.Context, env *Env, args []string) int {
+	fs := newFlags(env, "conform", conformSynopsis)
+	sideName := fs.String("side", conform.HarnHost.Name, "the `SIDE` conform plays against COMMAND's")
+	baseline := fs.String("baseline", "", "expected failures: a JSON `FILE` of {id, reason} entries")
+	jsonOut := fs.String("json", "", "write the results as JSON to `FILE` (- for stdout, instead of the table)")
+	timeout := fs.Duration("timeout", 5*time.Second, "bound on each scenario")
+	grace := fs.Duration("grace", 2*time.Second, "how long COMMAND gets to exit at the end of its input before it is signalled")
+	workdir := fs.String("workdir", "", "a `DIR` the file scenarios create their files in, ideally COMMAND's workspace (default: a new temporary directory)")
+	only := fs.String("run", "", "run only these scenario `IDS` (comma-separated)")
+	list := fs.Bool("list", false, "list the side's scenarios and exit")
+	verbose := fs.Bool("v", false, "copy COMMAND's stderr to stderr")
+	agent := fs.Bool("agent", false, "acp-client: be the agent the client started, on this process's stdin/stdout (no COMMAND)")
+	if status, stop := parseFlags(fs, args); stop {
+		return status
+	}
+	side := sides[*sideName]
+	if side == nil {
+		if slices.Contains(plannedSides, *sideName) {
+			fmt.Fprintf(env.Stderr, "bridgekit conform: side %q is not available yet (available: %s)\n", *sideName, sideNames())
+		} else {
+			fmt.Fprintf(env.Stderr, "bridgekit conform: unknown side %q (available: %s)\n", *sideName, sideNames())
+		}
+		return 2
+	}
+	cfg := conform.Config{Argv: fs.Args(), Timeout: *timeout, Grace: *grace, WorkDir: *workdir}
+	if *list {
+		for _, sc := range side.Scenarios(&cfg) {
+			fmt.Fprintf(env.Stdout, "%s\t%s\n", sc.ID, sc.Title)
+		}
+		return 0
+	}
+	if side == conform.ACPClient && !*agent || *agent && side != conform.ACPClient {
+		fmt.Fprintln(env.Stderr, "bridgekit conform: --side acp-client runs with --agent, started by the client (and --agent only with it)")
+		return 2
+	}
+	if *agent && len(cfg.Argv) > 0 {
+		fmt.Fprintln(env.Stderr, "bridgekit conform: --agent takes no COMMAND: the client starts conform")
+		return 2
+	}
+	if *agent && *jsonOut == "-" {
+		fmt.Fprintln(env.Stderr, "bridgekit conform: --json - would mix results into the protocol's stdout; name a file")
+		return 2
+	}
+	if len(cfg.Argv) == 0 && !*agent {
+		fmt.Fprintln(env.Stderr, "bridgekit conform: no COMMAND to run (put it after --)")
+		fs.Usage()
+		return 2
+	}
+	if *timeout <= 0 || *grace <= 0 {
+		fmt.Fprintln(env.Stderr, "bridgekit conform: --timeout and --grace must be positive")
+		return 2
+	}
+	var bl *conform.Baseline
+	if *baseline != "" {
+		var err error
+		if bl, err = conform.LoadBaseline(*baseline); err != nil {
+			fmt.Fprintf(env.Stderr, "bridgekit conform: --baseline: %v\n", err)
+			return 2
+		}
+		if bl.Side != "" && bl.Side != side.Name {
+			fmt.Fprintf(env.Stderr, "bridgekit conform: --baseline is for side %q, not %q\n", bl.Side, side.Name)
+			return 2
+		}
+	}
+	if *only != "" {
+		cfg.Only = strings.Split(*only, ",")
+	}
+	if cfg.WorkDir == "" && !*agent { // an agent's files go to the session's cwd
+		dir, err := os.MkdirTemp("", "bridgekit-conform-")
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "bridgekit conform: %v\n", err)
+			return 1
+		}
+		defer os.RemoveAll(dir)
+		cfg.WorkDir = dir
+	}
+	if *verbose {
+		cfg.Stderr = env.Stderr
+	}
+	if env.Terminal {
+		cfg.Progress = func(r conform.Result) { fmt.Fprintf(env.Stderr, "\r\x1b[K%s: %s", r.ID, r.Status) }
+	}
+	began := time.Now()
+	var (
+		results []conform.Result
+		err     error
+		status  = 1
+	)
+	// finish reports the results: the table (on stderr when stdout is
+	// the protocol's), --json, and the exit status.
+	finish := func(results []conform.Result, err error) {
+		elapsed := time.Since(began)
+		if env.Terminal {
+			fmt.Fprint(env.Stderr, "\r\x1b[K")
+		}
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "bridgekit conform: %v\n", err)
+			if errors.Is(err, conform.ErrStart) || len(results) == 0 {
+				return
+			}
+		}
+		results, _ = bl.Apply(side.Name, results, func(id string) bool { return len(cfg.Only) == 0 || slices.Contains(cfg.Only, id) })
+		summary := conform.Summarize(results)
+		if err != nil {
+			summary.OK = false
+		}
+		table := env.Stdout
+		if *agent {
+			table = env.Stderr
+		}
+		if *jsonOut != "-" {
+			if werr := conform.WriteTable(table, results, elapsed); werr != nil {
+				fmt.Fprintf(env.Stderr, "bridgekit conform: %v\n", werr)
+				return
+			}
+		}
+		if *jsonOut != "" {
+			rep := conform.Report{Side: side.Name, Command: cfg.Argv, Started: began.UTC().Format(time.RFC3339Nano),
+				DurationMS: float64(elapsed.Microseconds()) / 1000, Summary: summary, Scenarios: results}
+			if werr := writeReport(env, *jsonOut, rep); werr != nil {
+				fmt.Fprintf(env.Stderr, "bridgekit conform: --json: %v\n", werr)
+				return
+			}
+		}
+		if summary.OK {
+			status = 0
+		}
+	}
+	if *agent {
+		// The results are reported before the prompt is answered: the
+		// client may stop its agent as soon as it has the answer.
+		reported := false
+		results, err = conform.ServeACPClient(ctx, cfg, env.Stdin, env.Stdout, func(rs []conform.Result) {
+			reported = true
+			finish(rs, nil)
+		})
+		if !reported {
+			finish(results, err)
+		}
+		return status
+	}
+	results, err = conform.Run(ctx, side, cfg)
+	finish(results, err)
+	return status
+}
+
+func writeReport(env *Env, path string, rep conform.Report) error {
+	if path == "-" {
+		return conform.WriteJSON(env.Stdout, rep)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := conform.WriteJSON(f, rep); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func sideNames() string {
+	var names []string
+	for n := range sides {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return strings.Join(names, ", ")
+}

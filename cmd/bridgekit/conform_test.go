@@ -1,0 +1,357 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bridgekit/bridgekit/cmd/bridgekit/internal/conform"
+	"github.com/bridgekit/bridgekit/internal/proctest"
+	"go.uber.org/goleak"
+)
+
+// conformRun runs bridgekit conform in-process with --json and returns
+// the status, the report and the table.
+func conformRun(t *testing.T, args ...string) (int, conform.Report, string) {
+	t.Helper()
+	// Nothing conform started may outlive it.
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	out := filepath.Join(t.TempDir(), "results.json")
+	all := append([]string{"conform", "--json", out}, args...)
+	status, stdout, stderr := runCmd(t, "", all...)
+	var rep conform.Report
+	if b, err := os.ReadFile(out); err == nil {
+		if err := json.Unmarshal(b, &rep); err != nil {
+			t.Fatalf("results.json: %v\n%s", err, b)
+		}
+	} else if status != 2 {
+		t.Fatalf("no results.json (status %d): %v\nstderr: %s", status, err, stderr)
+	}
+	return status, rep, stdout + stderr
+}
+
+func python(t *testing.T) string {
+	t.Helper()
+	p, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 is not installed")
+	}
+	return p
+}
+
+func pythonHost(t *testing.T, workspace string, extra ...string) []string {
+	return append([]string{python(t), filepath.Join("testdata", "conform", "python-host", "host.py"), "--workspace", workspace}, extra...)
+}
+
+func byID(rep conform.Report) map[string]conform.Result {
+	m := map[string]conform.Result{}
+	for _, r := range rep.Scenarios {
+		m[r.ID] = r
+	}
+	return m
+}
+
+// A conforming host passes: every scenario passes or is not implemented,
+// and the ones every host must pass do.
+func checkConforming(t *testing.T, status int, rep conform.Report, table string) {
+	t.Helper()
+	if status != 0 || !rep.Summary.OK {
+		t.Fatalf("status %d, summary %+v\n%s", status, rep.Summary, table)
+	}
+	res := byID(rep)
+	for _, id := range []string{"harn-host/unknown-method", "harn-host/bad-json", "harn-host/large-line", "harn-host/duplicate-id",
+		"harn-host/unknown-reply", "harn-host/u64-id", "harn-host/session-update", "harn-host/end-of-input", "harn-host/capabilities",
+		"harn-host/host-call/process.list_shells", "harn-host/skills-fetch", "harn-host/permission", "harn-host/fs/read"} {
+		if res[id].Status != conform.Pass {
+			t.Errorf("%s: %s, want pass\n%s", id, res[id].Status, table)
+		}
+	}
+	if len(rep.Scenarios) < 25 {
+		t.Errorf("only %d scenarios ran", len(rep.Scenarios))
+	}
+}
+
+func TestConformExampleHost(t *testing.T) {
+	bin := bins.host // built by TestMain (trace_test.go) into a temporary directory
+	ws := t.TempDir()
+	// The example policy lets a runtime write under src/ only: the file
+	// scenarios go there, so that both the read and the write succeed.
+	src := filepath.Join(ws, "src")
+	if err := os.Mkdir(src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	example := filepath.Join("..", "..", "examples", "host", "example")
+	began := time.Now()
+	status, rep, table := conformRun(t, "--workdir", src, "--",
+		bin, "-config", filepath.Join(example, "host.json"), "-policy", filepath.Join(example, "policy.json"), "-workspace", ws)
+	elapsed := time.Since(began)
+	checkConforming(t, status, rep, table)
+	// The whole suite must stay well under the issue's 10 s on a loaded machine.
+	if elapsed > 10*time.Second {
+		t.Errorf("the harn-host suite took %v against examples/host, want under 10s", elapsed)
+	}
+	t.Logf("harn-host suite against examples/host: %v (%d scenarios)", elapsed, len(rep.Scenarios))
+	if r := byID(rep)["harn-host/fs/write"]; r.Status != conform.Pass || strings.Contains(r.Detail, "refused") {
+		t.Errorf("fs/write: %s %q, want a write that succeeded", r.Status, r.Detail)
+	}
+	if !strings.Contains(table, "harn-host/u64-id") || !strings.Contains(table, "ok: ") {
+		t.Errorf("table:\n%s", table)
+	}
+}
+
+func TestConformPythonHost(t *testing.T) {
+	ws := t.TempDir()
+	status, rep, table := conformRun(t, append([]string{"--workdir", ws, "--"}, pythonHost(t, ws)...)...)
+	checkConforming(t, status, rep, table)
+	if res := byID(rep); res["harn-host/fs/write"].Status != conform.Pass || res["harn-host/host-call/process.shell_invocation"].Status != conform.Pass {
+		t.Errorf("fs/write %s, shell_invocation %s\n%s", res["harn-host/fs/write"].Status, res["harn-host/host-call/process.shell_invocation"].Status, table)
+	}
+}
+
+// problemAt reports whether result r failed with a problem naming method,
+// a frame and pointer.
+func problemAt(r conform.Result, method, pointer string) bool {
+	for _, p := range r.Problems {
+		if p.Method == method && p.Frame > 0 && p.Pointer == pointer {
+			return true
+		}
+	}
+	return false
+}
+
+func TestConformBrokenHostFails(t *testing.T) {
+	ws := t.TempDir()
+	t.Run("shapes", func(t *testing.T) {
+		status, rep, table := conformRun(t, append([]string{"--workdir", ws, "--"}, pythonHost(t, ws, "--broken", "shapes")...)...)
+		if status != 1 || rep.Summary.OK {
+			t.Fatalf("status %d\n%s", status, table)
+		}
+		res := byID(rep)
+		for _, c := range []struct{ id, method, pointer string }{
+			{"harn-host/capabilities", "host/capabilities", "/result/process"},
+			{"harn-host/host-call/process.list_shells", "host/call process.list_shells", "/result/shells"},
+			{"harn-host/skills-list", "skills/list", "/result/0/id"},
+		} {
+			if r := res[c.id]; r.Status != conform.Fail || !problemAt(r, c.method, c.pointer) {
+				t.Errorf("%s: %s %+v, want a failure of %s at %s", c.id, r.Status, r.Problems, c.method, c.pointer)
+			}
+		}
+		// The table names them too.
+		if !strings.Contains(table, "host/capabilities: frame 2: /result/process: ") {
+			t.Errorf("table:\n%s", table)
+		}
+	})
+	t.Run("codes", func(t *testing.T) {
+		status, rep, table := conformRun(t, append([]string{"--workdir", ws, "--"}, pythonHost(t, ws, "--broken", "codes")...)...)
+		if status != 1 {
+			t.Fatalf("status %d\n%s", status, table)
+		}
+		res := byID(rep)
+		for _, c := range []struct{ id, method string }{
+			{"harn-host/unknown-method", "conform/no_such_method"},
+			{"harn-host/wrong-params", "session/request_permission"},
+			{"harn-host/skills-fetch/unknown-id", "skills/fetch"},
+			{"harn-host/host-call/unknown-operation", "host/call"},
+		} {
+			if r := res[c.id]; r.Status != conform.Fail || !problemAt(r, c.method, "/error/code") {
+				t.Errorf("%s: %s %+v, want a failure of %s at /error/code", c.id, r.Status, r.Problems, c.method)
+			}
+		}
+		if res["harn-host/session-update"].Status != conform.Pass {
+			t.Errorf("session-update: %s", res["harn-host/session-update"].Status)
+		}
+	})
+}
+
+func writeBaseline(t *testing.T, entries ...conform.BaselineEntry) string {
+	t.Helper()
+	b, err := json.Marshal(conform.Baseline{Side: "harn-host", Expected: entries})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "baseline.json")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestConformBaseline(t *testing.T) {
+	ws := t.TempDir()
+	broken := pythonHost(t, ws, "--broken", "codes")
+	run := "harn-host/unknown-method,harn-host/capabilities"
+	t.Run("an expected failure passes the run", func(t *testing.T) {
+		bl := writeBaseline(t, conform.BaselineEntry{ID: "harn-host/unknown-method", Reason: "answers -32600 for now"})
+		status, rep, table := conformRun(t, append([]string{"--run", run, "--baseline", bl, "--"}, broken...)...)
+		if status != 0 || byID(rep)["harn-host/unknown-method"].Status != conform.ExpectedFail || rep.Summary.ExpectedFail != 1 {
+			t.Fatalf("status %d %+v\n%s", status, rep.Summary, table)
+		}
+		if !strings.Contains(table, "baseline: answers -32600 for now") {
+			t.Errorf("table:\n%s", table)
+		}
+	})
+	t.Run("without it the run fails", func(t *testing.T) {
+		if status, _, table := conformRun(t, append([]string{"--run", run, "--"}, broken...)...); status != 1 {
+			t.Fatalf("status %d\n%s", status, table)
+		}
+	})
+	t.Run("a listed scenario that passes is stale", func(t *testing.T) {
+		bl := writeBaseline(t,
+			conform.BaselineEntry{ID: "harn-host/unknown-method", Reason: "answers -32600 for now"},
+			conform.BaselineEntry{ID: "harn-host/capabilities", Reason: "was broken once"})
+		status, rep, table := conformRun(t, append([]string{"--run", run, "--baseline", bl, "--"}, broken...)...)
+		if status != 1 || byID(rep)["harn-host/capabilities"].Status != conform.Stale || rep.Summary.Stale != 1 {
+			t.Fatalf("status %d %+v\n%s", status, rep.Summary, table)
+		}
+	})
+	t.Run("a listed scenario that does not exist is stale", func(t *testing.T) {
+		bl := writeBaseline(t, conform.BaselineEntry{ID: "harn-host/no-such-scenario", Reason: "typo"})
+		status, rep, table := conformRun(t, append([]string{"--baseline", bl, "--workdir", ws, "--"}, pythonHost(t, ws)...)...)
+		if status != 1 || byID(rep)["harn-host/no-such-scenario"].Status != conform.Stale {
+			t.Fatalf("status %d\n%s", status, table)
+		}
+	})
+	t.Run("an entry without a reason is a usage error", func(t *testing.T) {
+		bl := writeBaseline(t, conform.BaselineEntry{ID: "harn-host/unknown-method"})
+		if status, _, out := conformRun(t, append([]string{"--baseline", bl, "--"}, broken...)...); status != 2 || !strings.Contains(out, "needs a reason") {
+			t.Fatalf("status %d: %s", status, out)
+		}
+	})
+}
+
+// A host that never answers times every scenario out, and it and what it
+// started are gone when conform returns.
+func TestConformStopsAHungHostAndItsGroup(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	script := `sleep 300 & echo $! > ` + pidFile + `; exec sleep 300`
+	began := time.Now()
+	status, rep, table := conformRun(t, "--timeout", "300ms", "--grace", "200ms", "--run", "harn-host/capabilities,harn-host/unknown-method", "--", "sh", "-c", script)
+	if status != 1 || rep.Summary.Fail != 2 {
+		t.Fatalf("status %d %+v\n%s", status, rep.Summary, table)
+	}
+	if !strings.Contains(table, "no answer to request") {
+		t.Errorf("table:\n%s", table)
+	}
+	if d := time.Since(began); d > 5*time.Second {
+		t.Errorf("took %v", d)
+	}
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	proctest.Gone(t, pid, 2*time.Second)
+}
+
+// A host that dies in a scenario fails it, and the next scenario gets a
+// new one.
+func TestConformRestartsAHostThatDied(t *testing.T) {
+	ws := t.TempDir()
+	// Exits at its first bad JSON line: a host that does not survive it.
+	script := `import sys, runpy; sys.argv = sys.argv[1:]
+import json
+_loads = json.loads
+def loads(s, *a, **k):
+    try:
+        return _loads(s, *a, **k)
+    except ValueError:
+        sys.exit(3)
+json.loads = loads
+runpy.run_path(sys.argv[0], run_name="__main__")`
+	argv := append([]string{python(t), "-c", script}, pythonHost(t, ws)[1:]...)
+	status, rep, table := conformRun(t, append([]string{"--run", "harn-host/bad-json,harn-host/unknown-reply", "--"}, argv...)...)
+	res := byID(rep)
+	if status != 1 || res["harn-host/bad-json"].Status != conform.Fail || res["harn-host/unknown-reply"].Status != conform.Pass {
+		t.Fatalf("status %d\n%s", status, table)
+	}
+	if !strings.Contains(table, "exit status 3") {
+		t.Errorf("table does not say how it died:\n%s", table)
+	}
+}
+
+func TestConformUsage(t *testing.T) {
+	for _, c := range []struct {
+		args   []string
+		status int
+		want   string
+	}{
+		{[]string{"conform"}, 2, "no COMMAND"},
+		{[]string{"conform", "--side", "nope", "--", "true"}, 2, "unknown side"},
+		{[]string{"conform", "--side", "acp-agent", "--", "true"}, 2, "not available yet"},
+		{[]string{"conform", "--", "/nonexistent/conform-impl"}, 1, "cannot start"},
+	} {
+		status, _, stderr := runCmd(t, "", c.args...)
+		if status != c.status || !strings.Contains(stderr, c.want) {
+			t.Errorf("%q: status %d, stderr %q; want %d and %q", c.args, status, stderr, c.status, c.want)
+		}
+	}
+	status, stdout, _ := runCmd(t, "", "conform", "--list")
+	if status != 0 || !strings.Contains(stdout, "harn-host/large-line\t") {
+		t.Errorf("--list: %d %q", status, stdout)
+	}
+}
+
+// conform --side acp-client is the agent examples/acp-client starts, and
+// the client passes.
+func TestConformACPClient(t *testing.T) {
+	dir := t.TempDir()
+	client := filepath.Join(dir, "acp-client")
+	build := exec.Command("go", "build", "-o", client, "./examples/acp-client")
+	build.Dir = filepath.Join("..", "..")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building examples/acp-client: %v\n%s", err, out)
+	}
+	ws := t.TempDir()
+	results := filepath.Join(dir, "results.json")
+	cmd := exec.Command(client, "-prompt", "hello", "-cwd", ws, "--", bins.bridgekit, "conform", "--side", "acp-client", "--agent", "--json", results)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("acp-client: %v\n%s", err, out)
+	}
+	b, err := os.ReadFile(results)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep conform.Report
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Summary.OK || rep.Summary.Pass < 13 {
+		t.Fatalf("summary %+v\n%s", rep.Summary, out)
+	}
+	res := byID(rep)
+	for _, id := range []string{"acp-client/initialize", "acp-client/permission", "acp-client/fs/read", "acp-client/big-id", "acp-client/large-line"} {
+		if res[id].Status != conform.Pass {
+			t.Errorf("%s: %s\n%s", id, res[id].Status, out)
+		}
+	}
+	// The client's stdout is the agent's messages, never the table.
+	if !strings.Contains(string(out), "acp-client/initialize") || !strings.Contains(string(out), "stop reason end_turn") {
+		t.Errorf("output:\n%s", out)
+	}
+	entries, _ := os.ReadDir(ws)
+	if len(entries) != 0 {
+		t.Errorf("conform left files in the session's cwd: %v", entries)
+	}
+}
+
+func TestConformAgentUsage(t *testing.T) {
+	for _, args := range [][]string{
+		{"conform", "--side", "acp-client", "--", "true"},
+		{"conform", "--side", "acp-client", "--agent", "--", "true"},
+		{"conform", "--agent"},
+		{"conform", "--side", "acp-client", "--agent", "--json", "-"},
+	} {
+		if status, _, _ := runCmd(t, "", args...); status != 2 {
+			t.Errorf("%q: status %d, want 2", args, status)
+		}
+	}
+}

@@ -1,0 +1,260 @@
+// Package conform drives an implementation of one of bridgekit's protocols
+// through a suite of scenarios and reports, scenario by scenario, whether
+// it behaved as the protocol's catalogue and rules say.
+//
+// An implementation is any program, in any language, that speaks the
+// protocol on its stdin and stdout. Run starts it in a process group of its
+// own, plays the other side of the protocol (a [Side]), and for every
+// scenario sends the frames the scenario is made of: valid requests and
+// notifications from the catalogue, and the bad inputs the protocol must
+// survive. Every frame the implementation writes is classified and decoded
+// with the generated types (package frames); a problem fails the scenario
+// it arrived in, named by method, frame number and JSON pointer. Expected
+// errors are checked by code. A scenario the implementation answers with
+// "method not found" where the protocol makes the method optional is
+// reported as not implemented, not as a failure.
+//
+// The implementation is started once and kept for the whole suite; when a
+// scenario leaves it dead, that scenario fails and the next one starts it
+// again. It is always stopped at the end (end of input, then SIGTERM, then
+// SIGKILL to its group), and nothing it started outlives Run.
+package conform
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/bridgekit/bridgekit/cmd/bridgekit/internal/frames"
+)
+
+// Status is a scenario's outcome.
+type Status string
+
+const (
+	Pass           Status = "pass"
+	Fail           Status = "fail"
+	NotImplemented Status = "not implemented"
+	// ExpectedFail is a failure the baseline lists.
+	ExpectedFail Status = "expected failure"
+	// Stale is a baseline entry whose scenario now passes (or no longer
+	// exists): itself a failure.
+	Stale Status = "stale baseline"
+)
+
+// Failed says whether s fails the run.
+func (s Status) Failed() bool { return s == Fail || s == Stale }
+
+// A Problem is one thing wrong in a scenario: what the implementation did
+// against the protocol, where.
+type Problem struct {
+	Method  string `json:"method,omitempty"`
+	Frame   int64  `json:"frame,omitempty"` // the frame's number in the session, both directions counted
+	Pointer string `json:"pointer,omitempty"`
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+func (p Problem) String() string {
+	s := ""
+	if p.Method != "" {
+		s += p.Method + ": "
+	}
+	if p.Frame > 0 {
+		s += fmt.Sprintf("frame %d: ", p.Frame)
+	}
+	if p.Pointer != "" {
+		s += p.Pointer + ": "
+	}
+	return s + p.Message
+}
+
+// Result is the outcome of one scenario.
+type Result struct {
+	ID       string        `json:"id"`
+	Title    string        `json:"title"`
+	Status   Status        `json:"status"`
+	Detail   string        `json:"detail,omitempty"`
+	Problems []Problem     `json:"problems,omitempty"`
+	Reason   string        `json:"baseline_reason,omitempty"`
+	Duration time.Duration `json:"-"`
+	Millis   float64       `json:"duration_ms"`
+}
+
+// A Scenario is one check. Run drives the implementation through t and
+// reports problems with t.Fail; returning having reported none is a pass.
+type Scenario struct {
+	ID    string
+	Title string
+	Run   func(ctx context.Context, t *T)
+}
+
+// A Side is one role conform can play against an implementation: its
+// protocol family and its scenarios, in the order they run.
+type Side struct {
+	Name      string
+	Family    frames.Family
+	Doc       string
+	Scenarios func(cfg *Config) []Scenario
+	// Answer answers the requests the implementation sends conform (nil:
+	// every one gets -32601).
+	Answer func(rec Received) (result any, rpcErr *RPCError)
+}
+
+// Config is what a run is given.
+type Config struct {
+	Argv []string
+	// Dir is the implementation's working directory ("" for ours).
+	Dir string
+	// WorkDir is a directory conform may create files in for scenarios
+	// that touch files (the implementation's workspace, ideally).
+	WorkDir string
+	// Timeout bounds each scenario (default 5s).
+	Timeout time.Duration
+	// Grace is how long the implementation gets to exit at the end of its
+	// input before it is signalled (default 2s).
+	Grace time.Duration
+	// Stderr, when set, gets a copy of the implementation's stderr.
+	Stderr io.Writer
+	// Progress, when set, is called as each scenario ends.
+	Progress func(Result)
+	// Only, when not empty, runs only the scenarios with these ids.
+	Only []string
+}
+
+// ErrStart is returned (wrapped) when the implementation cannot be started.
+var ErrStart = errors.New("cannot start the implementation")
+
+// Run runs side's scenarios against the implementation cfg.Argv names.
+func Run(ctx context.Context, side *Side, cfg Config) ([]Result, error) {
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 5 * time.Second
+	}
+	if cfg.Grace <= 0 {
+		cfg.Grace = 2 * time.Second
+	}
+	var stderr *lockedWriter
+	if cfg.Stderr != nil {
+		stderr = &lockedWriter{w: cfg.Stderr}
+	}
+	var peer *Peer
+	start := func() error {
+		p, err := startPeer(cfg.Argv, side.Family, stderr, cfg.Dir)
+		if err != nil {
+			return fmt.Errorf("%w: %v", ErrStart, err)
+		}
+		p.answer = side.Answer
+		peer = p
+		return nil
+	}
+	if err := start(); err != nil {
+		return nil, err
+	}
+	defer func() { peer.Stop(cfg.Grace) }()
+
+	return runScenarios(ctx, peer, side.Scenarios(&cfg), cfg, 0, func() (*Peer, error) {
+		peer.Stop(cfg.Grace)
+		if err := start(); err != nil {
+			return nil, err
+		}
+		return peer, nil
+	})
+}
+
+// runScenarios runs scs in order on peer. lastSeq is the last frame
+// already accounted for: with 0, what the implementation wrote before the
+// first scenario is that scenario's. restart, when not nil, replaces a
+// peer that exited.
+func runScenarios(ctx context.Context, peer *Peer, scs []Scenario, cfg Config, lastSeq int64, restart func() (*Peer, error)) ([]Result, error) {
+	var results []Result
+	for _, sc := range scs {
+		if len(cfg.Only) > 0 && !slices.Contains(cfg.Only, sc.ID) {
+			continue
+		}
+		if ctx.Err() != nil {
+			return results, ctx.Err()
+		}
+		if peer.Exited() && restart != nil {
+			p, err := restart()
+			if err != nil {
+				return results, err
+			}
+			peer, lastSeq = p, 0
+		}
+		// Frames that came after the previous scenario ended are its.
+		if len(results) > 0 {
+			attributeLate(&results[len(results)-1], peer.mark(lastSeq))
+		} else if lastSeq > 0 {
+			peer.forget(lastSeq)
+		}
+		r, seq := runOne(ctx, peer, sc, cfg)
+		if seq > lastSeq {
+			lastSeq = seq
+		}
+		results = append(results, r)
+		if cfg.Progress != nil {
+			cfg.Progress(r)
+		}
+	}
+	return results, nil
+}
+
+// attributeLate fails r with the problems of frames that arrived after
+// its scenario ended.
+func attributeLate(r *Result, late []Received) {
+	t := &T{tolerate: map[string]bool{}}
+	t.collectFrom(late)
+	if len(t.problems) > 0 {
+		r.Status, r.Problems = Fail, append(r.Problems, t.problems...)
+	}
+}
+
+func runOne(ctx context.Context, peer *Peer, sc Scenario, cfg Config) (Result, int64) {
+	t := &T{peer: peer, cfg: &cfg, tolerate: map[string]bool{}}
+	sctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+	defer cancel()
+	began := time.Now()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer func() {
+			if v := recover(); v != nil {
+				t.Fail(Problem{Code: "conform", Message: fmt.Sprintf("the scenario itself failed: %v", v)})
+			}
+		}()
+		sc.Run(sctx, t)
+	}()
+	<-done
+	t.collectFrameProblems()
+	if sctx.Err() != nil && ctx.Err() == nil && !t.notImpl && len(t.problems) == 0 {
+		t.Fail(Problem{Code: "timeout", Message: fmt.Sprintf("no conclusion within %v", cfg.Timeout)})
+	}
+	if peer.Exited() && !t.exitExpected {
+		t.Fail(Problem{Code: "exited", Message: peer.exitDescription()})
+	}
+	r := Result{ID: sc.ID, Title: sc.Title, Status: Pass, Detail: t.detail, Duration: time.Since(began)}
+	r.Millis = float64(r.Duration.Microseconds()) / 1000
+	switch {
+	case len(t.problems) > 0:
+		r.Status, r.Problems = Fail, t.problems
+	case t.notImpl:
+		r.Status = NotImplemented
+	}
+	return r, t.lastSeq
+}
+
+// lockedWriter serialises writes to w.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
