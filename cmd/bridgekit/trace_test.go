@@ -24,7 +24,7 @@ import (
 
 // bins holds the binaries TestMain builds: bridgekit itself (signals
 // need a process of its own) and examples/host.
-var bins struct{ bridgekit, host, hostDir string }
+var bins struct{ bridgekit, host, hostDir, dir string }
 
 func TestMain(m *testing.M) {
 	flag.Parse()
@@ -35,6 +35,7 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
+	bins.dir = dir
 	bins.bridgekit = filepath.Join(dir, "bridgekit")
 	bins.host = filepath.Join(dir, "host")
 	bins.hostDir, _ = filepath.Abs("../../examples/host")
