@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -258,8 +259,8 @@ type probeResult struct {
 	// initialize's result, when an agent puts it there.
 	Harn       json.RawMessage `json:"harn,omitempty"`
 	HarnResult json.RawMessage `json:"harnResult,omitempty"`
-	// Called lists the methods the command called on probe (each was
-	// answered "method not found", or acknowledged as a notification).
+	// Called lists the methods other than session/update that the command
+	// called on probe (requests were answered "method not found").
 	Called   []string                   `json:"called,omitempty"`
 	Problems []probeProblem             `json:"problems,omitempty"`
 	Stderr   string                     `json:"stderr,omitempty"`
@@ -353,7 +354,6 @@ func probe(ctx context.Context, argv []string, o *probeOptions) *probeResult {
 				}
 				mu.Unlock()
 			}
-			note("session/update")
 			return nil
 		},
 		Fallback: rpc.HandlerFunc(func(_ context.Context, req *rpc.Request) (any, error) {
@@ -374,25 +374,22 @@ func probe(ctx context.Context, argv []string, o *probeOptions) *probeResult {
 	defer func() {
 		agent.Close()
 		mu.Lock()
-		r.Called = slices.Sorted(func(yield func(string) bool) {
-			for m := range called {
-				if !yield(m) {
-					return
-				}
-			}
-		})
+		r.Called = slices.Sorted(maps.Keys(called))
 		mu.Unlock()
 	}()
 	failed := func(step string, err error) {
+		// When ctx ends, the call may fail first with the connection that
+		// ending closes: ctx says which it was.
 		switch {
-		case errors.Is(err, context.DeadlineExceeded):
+		case errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded):
 			r.Error = fmt.Sprintf("%s: no answer within %s", step, o.timeout)
-		case errors.Is(err, context.Canceled):
+		case ctx.Err() != nil || errors.Is(err, context.Canceled):
 			r.Error = step + ": interrupted"
 		default:
 			r.Error = fmt.Sprintf("%s: %v", step, red.String(err.Error()))
 		}
-		if errors.Is(err, rpc.ErrClosed) || errors.Is(err, context.DeadlineExceeded) {
+		if errors.Is(err, rpc.ErrClosed) && ctx.Err() == nil {
+			// Its output ended: it is exiting, or has.
 			select {
 			case <-agent.Exited():
 				if werr := agent.Wait(context.Background()); werr != nil {
@@ -400,7 +397,7 @@ func probe(ctx context.Context, argv []string, o *probeOptions) *probeResult {
 				} else {
 					r.Error += " (it exited)"
 				}
-			default:
+			case <-time.After(time.Second):
 			}
 		}
 		r.Stderr = agent.Stderr()
@@ -452,7 +449,7 @@ func probe(ctx context.Context, argv []string, o *probeOptions) *probeResult {
 			}
 		default:
 			failed("session/new", err)
-			r.Session.Error = r.Error
+			r.Session.Error = strings.TrimPrefix(r.Error, "session/new: ")
 			r.Error = ""
 		}
 		return r

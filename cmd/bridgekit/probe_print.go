@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -218,7 +219,7 @@ func harnLines(h json.RawMessage) []string {
 		return nil
 	}
 	var out []string
-	for _, k := range slices.Sorted(mapKeys(m)) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		out = append(out, k+": "+harnValue(m[k]))
 	}
 	return out
@@ -230,22 +231,12 @@ func harnValue(v json.RawMessage) string {
 	var obj map[string]json.RawMessage
 	if json.Unmarshal(v, &obj) == nil && len(obj) > 0 {
 		var parts []string
-		for _, k := range slices.Sorted(mapKeys(obj)) {
+		for _, k := range slices.Sorted(maps.Keys(obj)) {
 			parts = append(parts, k+" "+scalarText(obj[k]))
 		}
 		return strings.Join(parts, "; ")
 	}
 	return scalarText(v)
-}
-
-func mapKeys[V any](m map[string]V) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 // matrixRow is one row of the comparison matrix: what each probe shows
@@ -356,7 +347,7 @@ func probeMatrix(rs []*probeResult) []matrixRow {
 	harnKeys := func(r *probeResult) []string {
 		var m map[string]json.RawMessage
 		_ = json.Unmarshal(r.Harn, &m)
-		return slices.Collect(mapKeys(m))
+		return slices.Collect(maps.Keys(m))
 	}
 	for _, k := range union(harnKeys) {
 		add("harn "+k, func(r *probeResult) string {
