@@ -378,3 +378,27 @@ func TestProbeRealAgents(t *testing.T) {
 		})
 	}
 }
+
+// FuzzProbeRead: whatever an agent answers, reading it never panics, and
+// the capabilities come out sorted.
+func FuzzProbeRead(f *testing.F) {
+	f.Add(`{"protocolVersion":1,"agentCapabilities":{"a":{"b":[1,"x"],"c":{}},"_meta":{"harn":{"k":{"p":["q"]}}}},"authMethods":[{"id":"x","type":"env_var","vars":[{"name":"K"}]}]}`)
+	f.Add(`{"modes":{"currentModeId":"a","availableModes":[{"id":"a"}]},"configOptions":[{"id":"o","options":[{"options":[{"value":"v"}]}]}]}`)
+	f.Add(`[]`)
+	f.Fuzz(func(t *testing.T, doc string) {
+		r := &probeResult{}
+		r.readInitialize(json.RawMessage(doc))
+		if !slices.IsSortedFunc(r.Flat, func(a, b capEntry) int { return strings.Compare(a.Path, b.Path) }) {
+			t.Fatalf("capabilities not sorted: %v", r.Flat)
+		}
+		for _, a := range r.AuthMethods {
+			_ = authText(a, true)
+		}
+		_ = harnLines(r.Harn)
+		var s probeSession
+		s.read(json.RawMessage(doc))
+		for _, c := range s.ConfigOptions {
+			_ = configText(c)
+		}
+	})
+}

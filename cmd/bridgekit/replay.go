@@ -510,7 +510,7 @@ func (rp *replayer) run(ctx context.Context, argv []string) (*replayResult, erro
 	if e := rp.sess.end; e != nil && e.Status != nil && e.Signal == "" {
 		switch {
 		case sig != "":
-			rp.diff(replayDiff{Kind: "exit", Message: fmt.Sprintf("did not exit at the end of its input, and was ended by %s (recorded: exit status %d)", sig, *e.Status)})
+			rp.diff(replayDiff{Kind: "exit", Message: fmt.Sprintf("ended by %s, recorded exit status %d", sig, *e.Status)})
 		case status != *e.Status:
 			rp.diff(replayDiff{Kind: "exit", Message: fmt.Sprintf("exit status %d, recorded %d", status, *e.Status)})
 		}
