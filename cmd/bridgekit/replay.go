@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/bridgekit/bridgekit/cmd/bridgekit/internal/frames"
+	"github.com/bridgekit/bridgekit/cmd/bridgekit/internal/store"
 	"github.com/bridgekit/bridgekit/cmd/bridgekit/internal/tracelog"
 	"github.com/bridgekit/bridgekit/internal/child"
 	"github.com/bridgekit/bridgekit/runtime/ndjson"
@@ -28,13 +29,14 @@ func init() {
 
 const replaySynopsis = `[flags] FILE -- COMMAND ARGS...
 
-Reads a session recorded by 'bridgekit trace --out' (FILE, JSONL), starts
-COMMAND in a process group of its own and plays one side of the session
-to it: the recorded peer of the traced command by default (COMMAND stands
-in for the traced command), or the side --side names. The frames COMMAND
-sends back are compared, structurally, with those recorded, and every
-difference is reported with the frame's line in FILE, its method and the
-JSON pointer where it differs.
+Reads a session recorded by 'bridgekit trace' (FILE: its --out JSONL or
+its --store session store), starts COMMAND in a process group of its own
+and plays one side of the session to it: the recorded peer of the traced
+command by default (COMMAND stands in for the traced command), or the
+side --side names. The frames COMMAND sends back are compared,
+structurally, with those recorded, and every difference is reported with
+the frame's line in FILE (its seq in a store), its method and the JSON
+pointer where it differs.
 
 Ids are mapped: requests replay sends keep their recorded ids, and its
 replies to COMMAND's requests carry COMMAND's live ids. Values COMMAND
@@ -65,7 +67,7 @@ func runReplay(ctx context.Context, env *Env, args []string) int {
 	var rf replayFlags
 	fs := newFlags(env, "replay", replaySynopsis)
 	fs.StringVar(&rf.side, "side", "", "the side to play: in (what went to the traced command), out (what it sent), or a role of the session's catalogue: client or agent (ACP), host or runtime (Harn), client or harness (AgentPM) (default: in, the traced command's peer)")
-	fs.StringVar(&rf.session, "session", "", "the session of FILE to replay (default: its first)")
+	fs.StringVar(&rf.session, "session", "", "the session of FILE to replay (default: a JSONL file's first, a store's newest)")
 	fs.BoolVar(&rf.json, "json", false, "print the result as JSON")
 	fs.BoolVar(&rf.listRules, "rules", false, "print the comparison rules in effect and exit")
 	fs.BoolVar(&rf.noDefaults, "no-default-rules", false, "start from no rules instead of the default ones (see --rules)")
@@ -117,7 +119,7 @@ func runReplay(ctx context.Context, env *Env, args []string) int {
 		return 2
 	}
 	file, argv := rest[0], rest[1:]
-	sess, err := loadReplaySession(file, rf.session)
+	sess, err := loadReplaySession(ctx, file, rf.session)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "bridgekit replay: %v\n", err)
 		return 1
@@ -191,15 +193,27 @@ type rframe struct {
 	givenUp bool
 }
 
-func loadReplaySession(path, want string) (*replaySession, error) {
+// sqliteHeader starts every SQLite database file.
+const sqliteHeader = "SQLite format 3\x00"
+
+// loadReplaySession reads the session want (or the first of a JSONL file,
+// the newest of a store) of path: a JSONL trace or a session store.
+func loadReplaySession(ctx context.Context, path, want string) (*replaySession, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	head := make([]byte, len(sqliteHeader))
+	if n, _ := io.ReadFull(f, head); n == len(head) && string(head) == sqliteHeader {
+		return loadStoreSession(ctx, path, want)
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return nil, err
+	}
 	rd := tracelog.NewReader(f, 0)
 	var s *replaySession
-	for {
+	for s == nil || s.end == nil {
 		rec, err := rd.Next()
 		if errors.Is(err, io.EOF) {
 			break
@@ -208,32 +222,70 @@ func loadReplaySession(path, want string) (*replaySession, error) {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
 		if s == nil {
-			if rec.Type != tracelog.TypeSession || want != "" && rec.Session != want {
-				continue
+			if rec.Type == tracelog.TypeSession && (want == "" || rec.Session == want) {
+				s = &replaySession{id: rec.Session, command: rec.Command}
 			}
-			s = &replaySession{id: rec.Session, command: rec.Command}
 			continue
 		}
-		if rec.Session != s.id {
-			continue
+		s.add(rec, int64(rd.Line()))
+	}
+	return s.check(path, want)
+}
+
+func loadStoreSession(ctx context.Context, path, want string) (*replaySession, error) {
+	db, err := store.Open(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	if want == "" {
+		ss, err := db.Sessions(ctx)
+		if err != nil {
+			return nil, err
 		}
-		switch rec.Type {
-		case tracelog.TypeFrame:
-			s.frames = append(s.frames, &rframe{line: int64(rd.Line()), seq: rec.Seq, dir: rec.Dir, kind: rec.Kind, method: rec.Method, qualifier: rec.Qualifier,
-				id: string(rec.ID), replyTo: rec.ReplyTo, raw: rec.Line(), redacted: rec.Redacted, truncated: rec.Truncated, partial: rec.Partial})
-			if s.family == frames.Unknown && rec.Family != "" {
-				s.family = rec.Family
-			}
-		case tracelog.TypeEnd:
-			s.end = rec
-			if rec.Family != "" {
-				s.family = rec.Family
-			}
-		}
-		if s.end != nil {
-			break
+		if len(ss) > 0 {
+			want = ss[0].ID
 		}
 	}
+	recs, err := db.Records(ctx, want, -1, 0)
+	if err != nil {
+		return nil, err
+	}
+	var s *replaySession
+	for _, rec := range recs {
+		if s == nil {
+			if rec.Type == tracelog.TypeSession {
+				s = &replaySession{id: rec.Session, command: rec.Command}
+			}
+			continue
+		}
+		s.add(rec, 0)
+	}
+	return s.check(path, want)
+}
+
+// add adds a frame or end record of the session; line is its line in the
+// file (0 for a store).
+func (s *replaySession) add(rec *tracelog.Record, line int64) {
+	if rec.Session != s.id || s.end != nil {
+		return
+	}
+	switch rec.Type {
+	case tracelog.TypeFrame:
+		s.frames = append(s.frames, &rframe{line: line, seq: rec.Seq, dir: rec.Dir, kind: rec.Kind, method: rec.Method, qualifier: rec.Qualifier,
+			id: string(rec.ID), replyTo: rec.ReplyTo, raw: rec.Line(), redacted: rec.Redacted, truncated: rec.Truncated, partial: rec.Partial})
+		if s.family == frames.Unknown && rec.Family != "" {
+			s.family = rec.Family
+		}
+	case tracelog.TypeEnd:
+		s.end = rec
+		if rec.Family != "" {
+			s.family = rec.Family
+		}
+	}
+}
+
+func (s *replaySession) check(path, want string) (*replaySession, error) {
 	switch {
 	case s == nil && want != "":
 		return nil, fmt.Errorf("%s has no session %q", path, want)
@@ -318,9 +370,12 @@ type replayDiff struct {
 
 func (d replayDiff) text(file string) string {
 	var b strings.Builder
-	if d.Line > 0 {
+	switch {
+	case d.Line > 0:
 		fmt.Fprintf(&b, "%s:%d: ", file, d.Line)
-	} else {
+	case d.Seq > 0: // a frame of a store
+		fmt.Fprintf(&b, "%s: seq %d: ", file, d.Seq)
+	default:
 		fmt.Fprintf(&b, "%s: ", file)
 	}
 	if d.Method != "" {
@@ -518,17 +573,17 @@ func (rp *replayer) run(ctx context.Context, argv []string) (*replayResult, erro
 	if rp.readErr != nil {
 		return nil, fmt.Errorf("reading COMMAND's output: %w", rp.readErr)
 	}
-	// In the recording's order; what it lacks (line 0) last.
+	// In the recording's order; what it lacks (seq 0) last.
 	slices.SortStableFunc(rp.res.Differences, func(a, b replayDiff) int {
 		switch {
-		case a.Line == b.Line:
+		case a.Seq == b.Seq:
 			return 0
-		case a.Line == 0:
+		case a.Seq == 0:
 			return 1
-		case b.Line == 0:
+		case b.Seq == 0:
 			return -1
 		}
-		return int(a.Line - b.Line)
+		return int(a.Seq - b.Seq)
 	})
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("the replay did not end within --timeout: %w", err)

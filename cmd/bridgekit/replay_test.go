@@ -349,3 +349,22 @@ func TestReplayRefusesATruncatedFrameToPlay(t *testing.T) {
 		t.Fatalf("status %d: %s", status, stderr)
 	}
 }
+
+// A session kept in a store (trace --store) replays as its JSONL does;
+// differences name the frame's seq.
+func TestReplayFromAStore(t *testing.T) {
+	_, client, testAgent := testBins(t)
+	dir := t.TempDir()
+	db := filepath.Join(dir, "s.db")
+	c := exec.Command(client, "-prompt", "hi", "--", bins.bridgekit, "trace", "--store", db, "--", testAgent)
+	if b, err := c.CombinedOutput(); err != nil {
+		t.Fatalf("acp-client: %v\n%s", err, b)
+	}
+	if status, stdout, stderr := runCmd(t, "", "replay", db, "--", testAgent); status != 0 || !strings.Contains(stdout, "no differences") {
+		t.Fatalf("status %d\n%s\n%s", status, stdout, stderr)
+	}
+	status, stdout, _ := runCmd(t, "", "replay", db, "--", testAgent, "-variant")
+	if status != 1 || !strings.Contains(stdout, db+": seq ") || !strings.Contains(stdout, `/params/update/content/text recorded "said: ", got "wrote: "`) {
+		t.Fatalf("status %d\n%s", status, stdout)
+	}
+}

@@ -23,7 +23,8 @@ import (
 )
 
 // bins holds the binaries TestMain builds: bridgekit itself (signals
-// need a process of its own) and examples/host.
+// need a process of its own) and examples/host, and dir, theirs (where
+// testBins builds the probe and replay tests' programs).
 var bins struct{ bridgekit, host, hostDir, dir string }
 
 func TestMain(m *testing.M) {
