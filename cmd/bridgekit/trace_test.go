@@ -23,8 +23,9 @@ import (
 )
 
 // bins holds the binaries TestMain builds: bridgekit itself (signals
-// need a process of its own) and examples/host.
-var bins struct{ bridgekit, host, hostDir string }
+// need a process of its own) and examples/host, and dir, theirs (where
+// testBins builds the probe and replay tests' programs).
+var bins struct{ bridgekit, host, hostDir, dir string }
 
 func TestMain(m *testing.M) {
 	flag.Parse()
@@ -35,6 +36,7 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
+	bins.dir = dir
 	bins.bridgekit = filepath.Join(dir, "bridgekit")
 	bins.host = filepath.Join(dir, "host")
 	bins.hostDir, _ = filepath.Abs("../../examples/host")

@@ -469,3 +469,23 @@ func headMethod(head []byte) string {
 	}
 	return ""
 }
+
+// CheckBody checks body, the params of method (reply false) or its result
+// (reply true) in family f, against the method's generated type, as
+// Classify checks a frame's body. It returns the problem, with its JSON
+// pointer relative to the body, and whether there is one; a method the
+// catalogue does not have, or whose body is free-form, has none.
+func CheckBody(f Family, method, qualifier string, reply bool, body []byte) (Problem, bool) {
+	meth := Lookup(f, method, qualifier)
+	if meth == nil {
+		return Problem{}, false
+	}
+	t := meth.Params
+	if reply {
+		t = meth.Result
+	}
+	if t == nil {
+		return Problem{}, false
+	}
+	return check(t, body, "")
+}
