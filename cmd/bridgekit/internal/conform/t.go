@@ -264,10 +264,11 @@ func codeList(codes []int) string {
 	return s
 }
 
-// CheckBody decodes body with the generated type typ and records a schema
+// CheckBody decodes body with the generated type typ (a host/call
+// operation's result, checked as on a Harn connection) and records a schema
 // problem at its pointer (under prefix) when it does not fit.
 func (t *T) CheckBody(r *Reply, typ frames.Operation, body []byte, prefix string) bool {
-	if p, bad := frames.CheckBody(typ.Result, body, prefix); bad {
+	if p, bad := frames.CheckType(frames.Harn, typ.Result, body, prefix); bad {
 		t.Fail(Problem{Method: r.Method, Frame: r.Seq, Pointer: p.Pointer, Code: p.Code, Message: p.Message})
 		return false
 	}

@@ -6,15 +6,15 @@ import (
 	"github.com/bridgekit/bridgekit/runtime/wire"
 )
 
-// CheckBody decodes body as a value of t, the way the classifier checks a
-// frame's params or result, and returns the problem at its JSON pointer
-// (prefixed with pointer, the body's own place in the frame) when t
-// refuses it. A nil t takes any body.
-func CheckBody(t reflect.Type, body []byte, pointer string) (Problem, bool) {
+// CheckType decodes body as a value of t, the way the classifier checks a
+// frame's params or result in family f, and returns the problem at its
+// JSON pointer (prefixed with pointer, the body's own place in the frame)
+// when t refuses it. A nil t takes any body.
+func CheckType(f Family, t reflect.Type, body []byte, pointer string) (Problem, bool) {
 	if t == nil {
 		return Problem{}, false
 	}
-	return check(t, body, pointer)
+	return check(f, t, body, pointer)
 }
 
 // An Operation is one operation carried inside a method (Harn's host/call

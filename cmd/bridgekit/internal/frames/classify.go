@@ -17,14 +17,12 @@ package frames
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"reflect"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/bridgekit/bridgekit/runtime/rpc"
@@ -416,32 +414,8 @@ func check(f Family, t reflect.Type, body []byte, prefix string) (Problem, bool)
 	if err == nil {
 		return Problem{}, false
 	}
-	msg := err.Error()
-	var de *wire.DecodeError
-	if errors.As(err, &de) {
-		msg = de.Error() // without the JSON decoder's offset preamble
-	}
-	return Problem{Code: ProblemSchema, Pointer: prefix + pointerOf(err), Message: msg}, true
-}
-
-// pointerOf returns the JSON pointer, relative to the decoded value, where
-// a decode error was found: the member that was wrong, or for a missing
-// member where it should have been.
-func pointerOf(err error) string {
-	ptr := ""
-	var se *json.SemanticError
-	if errors.As(err, &se) {
-		ptr = string(se.JSONPointer)
-	}
-	var de *wire.DecodeError
-	if errors.Is(err, wire.ErrMissingMember) && errors.As(err, &de) && de.Member != "" {
-		ptr += "/" + escapePointer(de.Member)
-	}
-	return ptr
-}
-
-func escapePointer(s string) string {
-	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
+	// The place is the pointer; the message says why, in wire terms.
+	return Problem{Code: ProblemSchema, Pointer: prefix + wire.Pointer(err), Message: wire.Reason(err)}, true
 }
 
 // headMethod returns the top-level method member of a cut line when the
@@ -487,5 +461,5 @@ func CheckBody(f Family, method, qualifier string, reply bool, body []byte) (Pro
 	if t == nil {
 		return Problem{}, false
 	}
-	return check(t, body, "")
+	return check(f, t, body, "")
 }
