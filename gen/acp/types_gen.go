@@ -1056,7 +1056,8 @@ type AuthMethodEnvVar struct {
 	Name string
 	// What the method needs, for the user.
 	Description wire.Nullable[string]
-	// The environment variables the method reads.
+	// The environment variables the method reads. Not required: an entry of an earlier draft's shape
+	// (a single varName) still decodes, its members kept in Extra.
 	Vars []AuthEnvVar
 	// Where the user obtains the value, when the agent says.
 	Link wire.Nullable[string]
@@ -1067,7 +1068,7 @@ type AuthMethodEnvVar struct {
 }
 
 var objAuthMethodEnvVar = wire.Object{
-	Required: []string{"type", "id", "name", "vars"},
+	Required: []string{"type", "id", "name"},
 	Type:     "AuthMethodEnvVar",
 }
 
@@ -1113,7 +1114,7 @@ func (x *AuthMethodEnvVar) members(w *wire.ObjectWriter) {
 	wire.Put(w, "id", x.ID, AuthMethodID.MarshalJSONTo)
 	wire.Put(w, "name", x.Name, wire.StringTo)
 	wire.PutOpt(w, "description", x.Description, wire.StringTo)
-	wire.Put(w, "vars", x.Vars, writeListOfAuthEnvVar)
+	wire.PutIf(w, "vars", x.Vars, x.Vars != nil, writeListOfAuthEnvVar)
 	wire.PutOpt(w, "link", x.Link, wire.StringTo)
 	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	w.Extras(x.Extra)
