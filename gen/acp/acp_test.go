@@ -298,7 +298,7 @@ func TestNewSessionModelsByOverlay(t *testing.T) {
 		t.Fatalf("%+v %v", r, err)
 	}
 	m, ok := r.Models.Get()
-	if !ok || m.CurrentModelID != "default" || len(m.AvailableModels) != 1 || m.AvailableModels[0].ModelID != "default" {
+	if !ok || m.CurrentModelID == nil || *m.CurrentModelID != "default" || len(m.AvailableModels) != 1 || m.AvailableModels[0].ModelID != "default" {
 		t.Fatalf("%+v", r.Models)
 	}
 	out, err := json.Marshal(r)

@@ -1330,7 +1330,7 @@ type AuthMethodEnvVar struct {
 	// The method's id, as authenticate takes it.
 	ID AuthMethodID
 	// Human-readable name of the method.
-	Name string
+	Name *string
 	// What the method needs, for the user.
 	Description wire.Nullable[string]
 	// The environment variables the method reads. Not required: an entry of an earlier draft's shape
@@ -1345,7 +1345,7 @@ type AuthMethodEnvVar struct {
 }
 
 var objAuthMethodEnvVar = wire.Object{
-	Required: []string{"type", "id", "name"},
+	Required: []string{"type", "id"},
 	Type:     "AuthMethodEnvVar",
 }
 
@@ -1366,7 +1366,7 @@ func (x *AuthMethodEnvVar) member(r *wire.ObjectReader) error {
 	case "id":
 		return wire.Field(r, &x.ID, (*AuthMethodID).UnmarshalJSONFrom)
 	case "name":
-		return wire.Field(r, &x.Name, wire.StringFrom)
+		return wire.Ptr(r, &x.Name, wire.StringFrom)
 	case "description":
 		return wire.Opt(r, &x.Description, wire.StringFrom)
 	case "vars":
@@ -1389,7 +1389,7 @@ func (x AuthMethodEnvVar) MarshalJSONTo(enc *jsontext.Encoder) error {
 func (x *AuthMethodEnvVar) members(w *wire.ObjectWriter) {
 	wire.PutConst(w, "type", "env_var", wire.StringTo)
 	wire.Put(w, "id", x.ID, AuthMethodID.MarshalJSONTo)
-	wire.Put(w, "name", x.Name, wire.StringTo)
+	wire.PutPtr(w, "name", x.Name, wire.StringTo)
 	wire.PutOpt(w, "description", x.Description, wire.StringTo)
 	wire.PutIf(w, "vars", x.Vars, x.Vars != nil, writeListOfAuthEnvVar)
 	wire.PutOpt(w, "link", x.Link, wire.StringTo)
@@ -12557,7 +12557,7 @@ type ModelInfo struct {
 	// The model's id (default, sonnet[1m], haiku).
 	ModelID string
 	// Human-readable name.
-	Name string
+	Name *string
 	// What the model is for, for the user.
 	Description wire.Nullable[string]
 	// Extension metadata (ACP's _meta).
@@ -12567,7 +12567,7 @@ type ModelInfo struct {
 }
 
 var objModelInfo = wire.Object{
-	Required: []string{"modelId", "name"},
+	Required: []string{"modelId"},
 	Type:     "ModelInfo",
 }
 
@@ -12586,7 +12586,7 @@ func (x *ModelInfo) member(r *wire.ObjectReader) error {
 	case "modelId":
 		return wire.Field(r, &x.ModelID, wire.StringFrom)
 	case "name":
-		return wire.Field(r, &x.Name, wire.StringFrom)
+		return wire.Ptr(r, &x.Name, wire.StringFrom)
 	case "description":
 		return wire.Opt(r, &x.Description, wire.StringFrom)
 	case "_meta":
@@ -12604,7 +12604,7 @@ func (x ModelInfo) MarshalJSONTo(enc *jsontext.Encoder) error {
 
 func (x *ModelInfo) members(w *wire.ObjectWriter) {
 	wire.Put(w, "modelId", x.ModelID, wire.StringTo)
-	wire.Put(w, "name", x.Name, wire.StringTo)
+	wire.PutPtr(w, "name", x.Name, wire.StringTo)
 	wire.PutOpt(w, "description", x.Description, wire.StringTo)
 	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	w.Extras(x.Extra)
@@ -19118,17 +19118,14 @@ type SessionModelState struct {
 	// The models the session can use.
 	AvailableModels []ModelInfo
 	// The id of the model in use.
-	CurrentModelID string
+	CurrentModelID *string
 	// Extension metadata (ACP's _meta).
 	Meta wire.Nullable[jsontext.Value]
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
 }
 
-var objSessionModelState = wire.Object{
-	Required: []string{"availableModels", "currentModelId"},
-	Type:     "SessionModelState",
-}
+var objSessionModelState = wire.Object{Type: "SessionModelState"}
 
 // UnmarshalJSONFrom decodes SessionModelState, checking required members, kinds and constraints.
 func (x *SessionModelState) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
@@ -19145,7 +19142,7 @@ func (x *SessionModelState) member(r *wire.ObjectReader) error {
 	case "availableModels":
 		return wire.Field(r, &x.AvailableModels, readListOfModelInfo)
 	case "currentModelId":
-		return wire.Field(r, &x.CurrentModelID, wire.StringFrom)
+		return wire.Ptr(r, &x.CurrentModelID, wire.StringFrom)
 	case "_meta":
 		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	}
@@ -19160,8 +19157,8 @@ func (x SessionModelState) MarshalJSONTo(enc *jsontext.Encoder) error {
 }
 
 func (x *SessionModelState) members(w *wire.ObjectWriter) {
-	wire.Put(w, "availableModels", x.AvailableModels, writeListOfModelInfo)
-	wire.Put(w, "currentModelId", x.CurrentModelID, wire.StringTo)
+	wire.PutIf(w, "availableModels", x.AvailableModels, x.AvailableModels != nil, writeListOfModelInfo)
+	wire.PutPtr(w, "currentModelId", x.CurrentModelID, wire.StringTo)
 	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	w.Extras(x.Extra)
 }
