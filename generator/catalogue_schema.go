@@ -78,6 +78,7 @@ func typeNamed(name string) reflect.Type {
 		reflect.TypeFor[catalogue.Operations](), reflect.TypeFor[catalogue.Operation](), reflect.TypeFor[catalogue.Advertise](),
 		reflect.TypeFor[catalogue.Error](), reflect.TypeFor[catalogue.Envelope](), reflect.TypeFor[catalogue.Derive](),
 		reflect.TypeFor[catalogue.Annotation](), reflect.TypeFor[catalogue.Cancels](), reflect.TypeFor[catalogue.Overlay](),
+		reflect.TypeFor[catalogue.Extends](),
 	} {
 		if t.Name() == name {
 			return t

@@ -106,6 +106,9 @@ func FormatCatalogue(c *catalogue.Catalogue) ([]byte, error) {
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
+	if c.Written != nil {
+		c = c.Written // an extension is written as its file says it, without its base
+	}
 	if err := enc.Encode(c); err != nil {
 		return nil, err
 	}

@@ -263,8 +263,56 @@ func TestAuthMethodKeepsUnknownTypes(t *testing.T) {
 	if err := json.Unmarshal([]byte(`{"id":"i","name":"n"}`), &a); err != nil || a.Agent == nil || a.Agent.ID != "i" {
 		t.Fatalf("%+v %v", a, err)
 	}
-	if err := json.Unmarshal([]byte(`{"id":"i","name":"n","type":"env_var","varName":"K"}`), &a); err != nil || a.Agent != nil || a.Unknown == nil {
+	if err := json.Unmarshal([]byte(`{"id":"i","name":"n","type":"oauth2","url":"u"}`), &a); err != nil || a.Agent != nil || a.Unknown == nil {
 		t.Fatalf("a type this version does not know: %+v %v", a, err)
+	}
+}
+
+// codex-acp's env_var methods are typed by our overlay (no published schema
+// defines them), vars and all, and re-encode byte for byte; an entry of an
+// earlier draft's shape (varName, no vars) still decodes, its member kept.
+func TestAuthMethodEnvVarByOverlay(t *testing.T) {
+	const doc = `{"type":"env_var","id":"codex-api-key","name":"Use CODEX_API_KEY","description":"Requires setting the ` + "`CODEX_API_KEY`" + ` environment variable.","vars":[{"name":"CODEX_API_KEY"}]}`
+	var a acp.AuthMethod
+	if err := json.Unmarshal([]byte(doc), &a); err != nil || a.EnvVar == nil || a.Unknown != nil {
+		t.Fatalf("%+v %v", a, err)
+	}
+	if a.Tag() != "env_var" || a.EnvVar.ID != "codex-api-key" || len(a.EnvVar.Vars) != 1 || a.EnvVar.Vars[0].Name != "CODEX_API_KEY" || !a.EnvVar.Vars[0].Secret.IsAbsent() {
+		t.Fatalf("%+v", a.EnvVar)
+	}
+	out, err := json.Marshal(a)
+	if err != nil || string(out) != doc {
+		t.Fatalf("re-encoded %s %v", out, err)
+	}
+	a = acp.AuthMethod{}
+	if err := json.Unmarshal([]byte(`{"type":"env_var","id":"k","name":"n","varName":"K"}`), &a); err != nil || a.EnvVar == nil || a.EnvVar.Vars != nil || len(a.EnvVar.Extra) != 1 {
+		t.Fatalf("earlier draft: %+v %v", a.EnvVar, err)
+	}
+}
+
+// The Claude agents' session models on session/new are typed by our overlay.
+func TestNewSessionModelsByOverlay(t *testing.T) {
+	const doc = `{"sessionId":"s","models":{"availableModels":[{"modelId":"default","name":"Default"}],"currentModelId":"default"}}`
+	var r acp.NewSessionResponse
+	if err := json.Unmarshal([]byte(doc), &r); err != nil || len(r.Extra) != 0 {
+		t.Fatalf("%+v %v", r, err)
+	}
+	m, ok := r.Models.Get()
+	if !ok || m.CurrentModelID == nil || *m.CurrentModelID != "default" || len(m.AvailableModels) != 1 || m.AvailableModels[0].ModelID != "default" {
+		t.Fatalf("%+v", r.Models)
+	}
+	out, err := json.Marshal(r)
+	if err != nil || string(out) != doc {
+		t.Fatalf("re-encoded %s %v", out, err)
+	}
+	for _, absentOrNull := range []string{`{"sessionId":"s"}`, `{"sessionId":"s","models":null}`} {
+		r = acp.NewSessionResponse{}
+		if err := json.Unmarshal([]byte(absentOrNull), &r); err != nil {
+			t.Fatal(err)
+		}
+		if out, _ := json.Marshal(r); string(out) != absentOrNull {
+			t.Fatalf("%s became %s", absentOrNull, out)
+		}
 	}
 }
 

@@ -80,6 +80,13 @@ var fuzzTypes = []wiretest.Type{{
 	Schema: "acp/v1/schema.json#/$defs/AuthCapabilities",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"terminal\":true,\"vendor_extension\":{\"kept\":true}}"},
 }, {
+	Name: "AuthEnvVar",
+	New: func() any {
+		return new(AuthEnvVar)
+	},
+	Schema: "acp-agents.schema.json#/$defs/auth_env_var",
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"label\":\"x\",\"name\":\"x\",\"optional\":true,\"secret\":true,\"vendor_extension\":{\"kept\":true}}"},
+}, {
 	Name: "AuthMethod",
 	New: func() any {
 		return new(AuthMethod)
@@ -93,6 +100,13 @@ var fuzzTypes = []wiretest.Type{{
 	},
 	Schema: "acp/v1/schema.json#/$defs/AuthMethodAgent",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"description\":\"x\",\"id\":\"x\",\"name\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "AuthMethodEnvVar",
+	New: func() any {
+		return new(AuthMethodEnvVar)
+	},
+	Schema: "acp-agents.schema.json#/$defs/auth_method_env_var",
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"description\":\"x\",\"id\":\"x\",\"link\":\"x\",\"name\":\"x\",\"type\":\"env_var\",\"vars\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"label\":\"x\",\"name\":\"x\",\"optional\":true,\"secret\":true,\"vendor_extension\":{\"kept\":true}}],\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "AuthMethodID",
 	New: func() any {
@@ -1067,6 +1081,13 @@ var fuzzTypes = []wiretest.Type{{
 	Schema: "acp/v1/schema.json#/$defs/MessageId",
 	Seeds:  []string{"\"x\""},
 }, {
+	Name: "ModelInfo",
+	New: func() any {
+		return new(ModelInfo)
+	},
+	Schema: "acp-agents.schema.json#/$defs/model_info",
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"description\":\"x\",\"modelId\":\"x\",\"name\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
 	Name: "MultiSelectItems",
 	New: func() any {
 		return new(MultiSelectItems)
@@ -1107,7 +1128,7 @@ var fuzzTypes = []wiretest.Type{{
 		return new(NewSessionResponse)
 	},
 	Schema: "acp/v1/schema.json#/$defs/NewSessionResponse",
-	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"configOptions\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"category\":\"mode\",\"currentValue\":\"x\",\"description\":\"x\",\"id\":\"x\",\"name\":\"x\",\"options\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"description\":\"x\",\"name\":\"x\",\"value\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"type\":\"select\",\"vendor_extension\":{\"kept\":true}}],\"modes\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"availableModes\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"description\":\"x\",\"id\":\"x\",\"name\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"currentModeId\":\"x\",\"vendor_extension\":{\"kept\":true}},\"sessionId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"configOptions\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"category\":\"mode\",\"currentValue\":\"x\",\"description\":\"x\",\"id\":\"x\",\"name\":\"x\",\"options\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"description\":\"x\",\"name\":\"x\",\"value\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"type\":\"select\",\"vendor_extension\":{\"kept\":true}}],\"models\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"availableModels\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"description\":\"x\",\"modelId\":\"x\",\"name\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"currentModelId\":\"x\",\"vendor_extension\":{\"kept\":true}},\"modes\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"availableModes\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"description\":\"x\",\"id\":\"x\",\"name\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"currentModeId\":\"x\",\"vendor_extension\":{\"kept\":true}},\"sessionId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "Notice",
 	New: func() any {
@@ -1577,6 +1598,13 @@ var fuzzTypes = []wiretest.Type{{
 	},
 	Schema: "acp/v1/schema.json#/$defs/SessionModeState",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"availableModes\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"description\":\"x\",\"id\":\"x\",\"name\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"currentModeId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "SessionModelState",
+	New: func() any {
+		return new(SessionModelState)
+	},
+	Schema: "acp-agents.schema.json#/$defs/session_model_state",
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"availableModels\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"description\":\"x\",\"modelId\":\"x\",\"name\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"currentModelId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "SessionNotification",
 	New: func() any {

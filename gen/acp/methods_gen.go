@@ -8,7 +8,10 @@ ACP v1, the current stable protocol (wire protocolVersion 1), between a code edi
 and a coding agent: JSON-RPC 2.0, one JSON object per line. Every method and type comes from the
 vendored schema (spec/schemas/acp/v1/schema.json, from @agentclientprotocol/sdk 2.4.0); documents of
 ACP v0.12.2, the version Harn pins, decode unchanged. Harn's _meta.harn fields are typed by
-overlays. The unstable superset (schema.unstable.json) is vendored but not generated.
+overlays. Shapes real agents send that no published schema defines (codex-acp's env_var
+authentication methods, the Claude agents' session models) are typed by overlays of ours
+(spec/schemas/acp-agents.schema.json). The unstable superset (schema.unstable.json) is generated
+apart, in gen/acpunstable, for programs that opt in to it.
 
 Each side is served by a <Side>Handlers struct of typed func fields and called through a <Side>Peer
 (docs/handlers.md); NewConn connects them; its doc says how requests are scheduled (one at a time

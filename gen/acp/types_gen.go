@@ -784,6 +784,82 @@ func (x *AuthCapabilities) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
+// One environment variable of an env_var authentication method.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// acp-agents.schema.json#/$defs/auth_env_var.
+type AuthEnvVar struct {
+	// The variable's name (CODEX_API_KEY).
+	Name string
+	// Human-readable label, when the agent gives one.
+	Label wire.Nullable[string]
+	// Whether the value is a secret to hide from display; absent means the agent does not say.
+	Secret wire.Nullable[bool]
+	// Whether the method works without the variable; absent means it is needed.
+	Optional wire.Nullable[bool]
+	// Extension metadata (ACP's _meta).
+	Meta wire.Nullable[jsontext.Value]
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objAuthEnvVar = wire.Object{
+	Required: []string{"name"},
+	Type:     "AuthEnvVar",
+}
+
+// UnmarshalJSONFrom decodes AuthEnvVar, checking required members, kinds and constraints.
+func (x *AuthEnvVar) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = AuthEnvVar{}
+	r := wire.ReadObject(dec, &objAuthEnvVar)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *AuthEnvVar) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "name":
+		return wire.Field(r, &x.Name, wire.StringFrom)
+	case "label":
+		return wire.Opt(r, &x.Label, wire.StringFrom)
+	case "secret":
+		return wire.Opt(r, &x.Secret, wire.BoolFrom)
+	case "optional":
+		return wire.Opt(r, &x.Optional, wire.BoolFrom)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes AuthEnvVar, members in schema order, then Extra.
+func (x AuthEnvVar) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *AuthEnvVar) members(w *wire.ObjectWriter) {
+	wire.Put(w, "name", x.Name, wire.StringTo)
+	wire.PutOpt(w, "label", x.Label, wire.StringTo)
+	wire.PutOpt(w, "secret", x.Secret, wire.BoolTo)
+	wire.PutOpt(w, "optional", x.Optional, wire.BoolTo)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x AuthEnvVar) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *AuthEnvVar) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
 // Describes an available authentication method.
 //
 // The `type` field acts as the discriminator in the serialized JSON form.
@@ -804,6 +880,12 @@ type AuthMethod struct {
 	//
 	// Set when type is absent (the default variant).
 	Agent *AuthMethodAgent
+	// An authentication method satisfied by environment variables (codex-acp 0.16.0: CODEX_API_KEY,
+	// OPENAI_API_KEY): the client sets vars in the agent's environment, starting it again if needed,
+	// and then calls authenticate with the method's id.
+	//
+	// Set when type is "env_var".
+	EnvVar *AuthMethodEnvVar
 	// Unknown holds, verbatim, an object whose type names no variant this version knows.
 	Unknown jsontext.Value
 }
@@ -817,6 +899,9 @@ var unionAuthMethod = wire.Union{
 	}, {
 		Default: true,
 		Object:  &objAuthMethodAgent,
+	}, {
+		Object: &objAuthMethodEnvVar,
+		Tag:    "env_var",
 	}},
 }
 
@@ -825,6 +910,8 @@ func (x AuthMethod) Tag() string {
 	switch {
 	case x.Terminal != nil:
 		return "terminal"
+	case x.EnvVar != nil:
+		return "env_var"
 	}
 	return wire.UnknownTag(x.Unknown, "type")
 }
@@ -845,6 +932,8 @@ func (x *AuthMethod) member(r *wire.ObjectReader) error {
 		return wire.New(&x.Terminal).member(r)
 	case 1:
 		return wire.New(&x.Agent).member(r)
+	case 2:
+		return wire.New(&x.EnvVar).member(r)
 	}
 	return nil
 }
@@ -858,6 +947,9 @@ func (x AuthMethod) MarshalJSONTo(enc *jsontext.Encoder) error {
 		x.Terminal.members(&w)
 	case x.Agent != nil:
 		x.Agent.members(&w)
+	case x.EnvVar != nil:
+		w.Tag("type", "env_var")
+		x.EnvVar.members(&w)
 	default:
 		return wire.WriteUnknown(enc, "AuthMethod", x.Unknown)
 	}
@@ -948,6 +1040,93 @@ func (x AuthMethodAgent) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
 func (x *AuthMethodAgent) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// An authentication method satisfied by environment variables (codex-acp 0.16.0: CODEX_API_KEY,
+// OPENAI_API_KEY): the client sets vars in the agent's environment, starting it again if needed, and
+// then calls authenticate with the method's id.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// acp-agents.schema.json#/$defs/auth_method_env_var.
+type AuthMethodEnvVar struct {
+	// The method's id, as authenticate takes it.
+	ID AuthMethodID
+	// Human-readable name of the method.
+	Name *string
+	// What the method needs, for the user.
+	Description wire.Nullable[string]
+	// The environment variables the method reads. Not required: an entry of an earlier draft's shape
+	// (a single varName) still decodes, its members kept in Extra.
+	Vars []AuthEnvVar
+	// Where the user obtains the value, when the agent says.
+	Link wire.Nullable[string]
+	// Extension metadata (ACP's _meta).
+	Meta wire.Nullable[jsontext.Value]
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objAuthMethodEnvVar = wire.Object{
+	Required: []string{"type", "id"},
+	Type:     "AuthMethodEnvVar",
+}
+
+// UnmarshalJSONFrom decodes AuthMethodEnvVar, checking required members, kinds and constraints.
+func (x *AuthMethodEnvVar) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = AuthMethodEnvVar{}
+	r := wire.ReadObject(dec, &objAuthMethodEnvVar)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *AuthMethodEnvVar) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "type":
+		return wire.Const(r, "env_var", wire.StringFrom)
+	case "id":
+		return wire.Field(r, &x.ID, (*AuthMethodID).UnmarshalJSONFrom)
+	case "name":
+		return wire.Ptr(r, &x.Name, wire.StringFrom)
+	case "description":
+		return wire.Opt(r, &x.Description, wire.StringFrom)
+	case "vars":
+		return wire.Field(r, &x.Vars, readListOfAuthEnvVar)
+	case "link":
+		return wire.Opt(r, &x.Link, wire.StringFrom)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes AuthMethodEnvVar, members in schema order, then Extra.
+func (x AuthMethodEnvVar) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *AuthMethodEnvVar) members(w *wire.ObjectWriter) {
+	wire.PutConst(w, "type", "env_var", wire.StringTo)
+	wire.Put(w, "id", x.ID, AuthMethodID.MarshalJSONTo)
+	wire.PutPtr(w, "name", x.Name, wire.StringTo)
+	wire.PutOpt(w, "description", x.Description, wire.StringTo)
+	wire.PutIf(w, "vars", x.Vars, x.Vars != nil, writeListOfAuthEnvVar)
+	wire.PutOpt(w, "link", x.Link, wire.StringTo)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x AuthMethodEnvVar) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *AuthMethodEnvVar) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
@@ -10417,6 +10596,77 @@ func (x *MessageID) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
+// One model an agent offers.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// acp-agents.schema.json#/$defs/model_info.
+type ModelInfo struct {
+	// The model's id (default, sonnet[1m], haiku).
+	ModelID string
+	// Human-readable name.
+	Name *string
+	// What the model is for, for the user.
+	Description wire.Nullable[string]
+	// Extension metadata (ACP's _meta).
+	Meta wire.Nullable[jsontext.Value]
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objModelInfo = wire.Object{
+	Required: []string{"modelId"},
+	Type:     "ModelInfo",
+}
+
+// UnmarshalJSONFrom decodes ModelInfo, checking required members, kinds and constraints.
+func (x *ModelInfo) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = ModelInfo{}
+	r := wire.ReadObject(dec, &objModelInfo)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *ModelInfo) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "modelId":
+		return wire.Field(r, &x.ModelID, wire.StringFrom)
+	case "name":
+		return wire.Ptr(r, &x.Name, wire.StringFrom)
+	case "description":
+		return wire.Opt(r, &x.Description, wire.StringFrom)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes ModelInfo, members in schema order, then Extra.
+func (x ModelInfo) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *ModelInfo) members(w *wire.ObjectWriter) {
+	wire.Put(w, "modelId", x.ModelID, wire.StringTo)
+	wire.PutPtr(w, "name", x.Name, wire.StringTo)
+	wire.PutOpt(w, "description", x.Description, wire.StringTo)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x ModelInfo) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *ModelInfo) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
 // Items for a multi-select (array) property schema.
 //
 // The member "type" selects the variant; exactly one variant field is set, or Unknown for a value this
@@ -10835,6 +11085,13 @@ type NewSessionResponse struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta wire.Nullable[jsontext.Value]
+	// The models an agent offers for a session and the one in use, as the Claude agents send it on
+	// session/new's result (claude-agent-acp 0.23.1, claude-code-acp 0.16.2).
+	//
+	// Added by bridgekit's overlay (acp-agents.schema.json#/$defs/session_model_state): The Claude
+	// agents (claude-agent-acp 0.23.1, claude-code-acp 0.16.2) answer session/new with the session's
+	// models; no published ACP schema defines the member.
+	Models wire.Nullable[SessionModelState]
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
 }
@@ -10864,6 +11121,8 @@ func (x *NewSessionResponse) member(r *wire.ObjectReader) error {
 		return wire.Opt(r, &x.ConfigOptions, readListOfSessionConfigOption)
 	case "_meta":
 		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
+	case "models":
+		return wire.Opt(r, &x.Models, (*SessionModelState).UnmarshalJSONFrom)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -10880,6 +11139,7 @@ func (x *NewSessionResponse) members(w *wire.ObjectWriter) {
 	wire.PutOpt(w, "modes", x.Modes, SessionModeState.MarshalJSONTo)
 	wire.PutOpt(w, "configOptions", x.ConfigOptions, writeListOfSessionConfigOption)
 	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
+	wire.PutOpt(w, "models", x.Models, SessionModelState.MarshalJSONTo)
 	w.Extras(x.Extra)
 }
 
@@ -15136,6 +15396,70 @@ func (x SessionModeState) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
 func (x *SessionModeState) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The models an agent offers for a session and the one in use, as the Claude agents send it on
+// session/new's result (claude-agent-acp 0.23.1, claude-code-acp 0.16.2).
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// acp-agents.schema.json#/$defs/session_model_state.
+type SessionModelState struct {
+	// The models the session can use.
+	AvailableModels []ModelInfo
+	// The id of the model in use.
+	CurrentModelID *string
+	// Extension metadata (ACP's _meta).
+	Meta wire.Nullable[jsontext.Value]
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objSessionModelState = wire.Object{Type: "SessionModelState"}
+
+// UnmarshalJSONFrom decodes SessionModelState, checking required members, kinds and constraints.
+func (x *SessionModelState) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = SessionModelState{}
+	r := wire.ReadObject(dec, &objSessionModelState)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *SessionModelState) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "availableModels":
+		return wire.Field(r, &x.AvailableModels, readListOfModelInfo)
+	case "currentModelId":
+		return wire.Ptr(r, &x.CurrentModelID, wire.StringFrom)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes SessionModelState, members in schema order, then Extra.
+func (x SessionModelState) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *SessionModelState) members(w *wire.ObjectWriter) {
+	wire.PutIf(w, "availableModels", x.AvailableModels, x.AvailableModels != nil, writeListOfModelInfo)
+	wire.PutPtr(w, "currentModelId", x.CurrentModelID, wire.StringTo)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x SessionModelState) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *SessionModelState) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
@@ -20299,6 +20623,8 @@ var (
 	readApprovalRequestApproversRequired     = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
 	readListOfEvidenceRef                    = wire.ListFrom((*EvidenceRef).UnmarshalJSONFrom)
 	writeListOfEvidenceRef                   = wire.ListTo(EvidenceRef.MarshalJSONTo)
+	readListOfAuthEnvVar                     = wire.ListFrom((*AuthEnvVar).UnmarshalJSONFrom)
+	writeListOfAuthEnvVar                    = wire.ListTo(AuthEnvVar.MarshalJSONTo)
 	readMapOfString                          = wire.MapFrom(wire.StringFrom)
 	readListOfAvailableCommand               = wire.ListFrom((*AvailableCommand).UnmarshalJSONFrom)
 	writeListOfAvailableCommand              = wire.ListTo(AvailableCommand.MarshalJSONTo)
@@ -20360,6 +20686,8 @@ var (
 	writeListOfSessionConfigSelectOption       = wire.ListTo(SessionConfigSelectOption.MarshalJSONTo)
 	readListOfSessionMode                      = wire.ListFrom((*SessionMode).UnmarshalJSONFrom)
 	writeListOfSessionMode                     = wire.ListTo(SessionMode.MarshalJSONTo)
+	readListOfModelInfo                        = wire.ListFrom((*ModelInfo).UnmarshalJSONFrom)
+	writeListOfModelInfo                       = wire.ListTo(ModelInfo.MarshalJSONTo)
 	readSessionTruncatedUpdateKeptTurnCount    = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
 	readSessionTruncatedUpdateRemovedTurnCount = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
 	readStringPropertySchemaMinLength          = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})

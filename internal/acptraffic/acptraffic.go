@@ -1,5 +1,6 @@
 // Package acptraffic decodes recorded ACP traffic (internal/recorder
-// frames) with gen/acp's types and reports what the types do not cover.
+// frames) with gen/acp's types (or gen/acpunstable's) and reports what the
+// types do not cover.
 //
 // Decode matches every frame to its method: a request or notification by
 // its method name in acp.Methods, a reply through its request's id (a
@@ -26,6 +27,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/bridgekit/bridgekit/gen/acp"
+	"github.com/bridgekit/bridgekit/gen/acpunstable"
 	"github.com/bridgekit/bridgekit/internal/recorder"
 	"github.com/bridgekit/bridgekit/runtime/wire"
 )
@@ -69,11 +71,30 @@ type types struct {
 	params, result reflect.Type // nil result: a notification
 }
 
-// methodTypes maps each catalogued wire name to its Go types.
-func methodTypes() map[string]types {
+// Package is a generated ACP package as Decode reads it: its method table
+// and its two peer types.
+type Package struct {
+	Methods []wire.MethodInfo
+	// AgentPeer is the type a client calls the agent through (*acp.AgentPeer),
+	// ClientPeer the one an agent calls the client through.
+	AgentPeer, ClientPeer reflect.Type
+}
+
+// Stable is gen/acp, the package Decode uses.
+var Stable = Package{acp.Methods, reflect.TypeFor[*acp.AgentPeer](), reflect.TypeFor[*acp.ClientPeer]()}
+
+// Unstable is gen/acpunstable, ACP's opt-in unstable superset.
+var Unstable = Package{acpunstable.Methods, reflect.TypeFor[*acpunstable.AgentPeer](), reflect.TypeFor[*acpunstable.ClientPeer]()}
+
+// methodTypes maps each catalogued wire name to its Go types. A wire name
+// served by both sides (the unstable mcp/message) keeps its first entry.
+func (p Package) methodTypes() map[string]types {
 	out := map[string]types{}
-	peers := map[string]reflect.Type{"client": reflect.TypeFor[*acp.AgentPeer](), "agent": reflect.TypeFor[*acp.ClientPeer]()}
-	for _, m := range acp.Methods {
+	peers := map[string]reflect.Type{"client": p.AgentPeer, "agent": p.ClientPeer}
+	for _, m := range p.Methods {
+		if _, dup := out[m.Wire]; dup {
+			continue
+		}
 		peer := peers[m.From]
 		if peer == nil {
 			continue
@@ -94,8 +115,11 @@ func methodTypes() map[string]types {
 // Decode decodes every frame (see the package doc). It returns the
 // messages it could decode and an error for each frame it could not, with
 // the frame's sequence number.
-func Decode(frames []recorder.Frame) ([]Message, []error) {
-	known := methodTypes()
+func Decode(frames []recorder.Frame) ([]Message, []error) { return Stable.Decode(frames) }
+
+// Decode is Decode with p's types.
+func (p Package) Decode(frames []recorder.Frame) ([]Message, []error) {
+	known := p.methodTypes()
 	type key struct {
 		dir string
 		id  string

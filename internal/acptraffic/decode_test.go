@@ -24,7 +24,7 @@ func frames(lines ...string) []recorder.Frame {
 func TestDecodeMatchesRepliesAndFindsUntyped(t *testing.T) {
 	msgs, errs := Decode(frames(
 		`send {"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/w","mcpServers":[],"_meta":{"x":1}}}`,
-		`recv {"jsonrpc":"2.0","id":1,"result":{"sessionId":"s","models":{"currentModelId":"m"}}}`,
+		`recv {"jsonrpc":"2.0","id":1,"result":{"sessionId":"s","brandNew":{"currentModelId":"m"}}}`,
 		`recv {"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"brand_new","x":1}}}`,
 		`recv {"jsonrpc":"2.0","id":"p","method":"fs/read_text_file","params":{"sessionId":"s","path":"/w/a"}}`,
 		`send {"jsonrpc":"2.0","id":"p","error":{"code":-32603,"message":"no"}}`,
@@ -43,7 +43,7 @@ func TestDecodeMatchesRepliesAndFindsUntyped(t *testing.T) {
 	if u := Untyped(msgs[0].Value); len(u) != 0 {
 		t.Errorf("session/new params: untyped %q (only _meta is extra)", u)
 	}
-	if u := Untyped(msgs[1].Value); !slices.Equal(u, []string{"NewSessionResponse.models"}) {
+	if u := Untyped(msgs[1].Value); !slices.Equal(u, []string{"NewSessionResponse.brandNew"}) {
 		t.Errorf("session/new result: untyped %q", u)
 	}
 	if u := Untyped(msgs[2].Value); !slices.Equal(u, []string{"SessionUpdate{sessionUpdate=brand_new}"}) {

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -23,16 +24,22 @@ type Catalogue struct {
 	Doc   string `json:"doc,omitempty"`
 	// Package is the Go package name under gen/.
 	Package string `json:"package"`
+	// Extends, when set, makes this catalogue another's with further
+	// members and some of its schema files replaced (below, and
+	// docs/catalogue.md): the base's framing, envelope and sides, which an
+	// extension does not give, and its schemas, derivation, annotations,
+	// overlays, errors and methods, each followed by the extension's own.
+	Extends *Extends `json:"extends,omitempty"`
 	// Framing says how messages travel.
-	Framing Framing `json:"framing"`
+	Framing Framing `json:"framing,omitempty"`
 	// Envelope gives, for the envelope-ndjson framing, the protocol string and
 	// version every frame carries.
 	Envelope *Envelope `json:"envelope,omitempty"`
 	// Sides are the protocol's two peers.
-	Sides []Side `json:"sides"`
+	Sides []Side `json:"sides,omitempty"`
 	// Schemas are the files under spec/schemas whose $defs make up the
 	// package's types.
-	Schemas []string `json:"schemas"`
+	Schemas []string `json:"schemas,omitempty"`
 	// Imports names other catalogues, by their package, whose types this
 	// one uses instead of generating copies: a $ref into one of their schema
 	// files (or those of the catalogues they import in turn) is their
@@ -56,6 +63,41 @@ type Catalogue struct {
 
 	// File is the path the catalogue was read from (not part of the format).
 	File string `json:"-"`
+	// Written is, for a catalogue that extends another, the catalogue as its
+	// file says it, before the base was merged in (not part of the format):
+	// what bridgekit-gen fmt writes back.
+	Written *Catalogue `json:"-"`
+	// Base is, for a catalogue that extends another, the base as its file
+	// says it (not part of the format).
+	Base *Catalogue `json:"-"`
+}
+
+// Extends names the catalogue another one extends. The extension is the base
+// with every reference into a file of Rebase read as one into the file it
+// maps to (the base's $defs entries of that name in the other file), then
+// the extension's own members added: its schemas, imports, overlays, errors
+// and methods after the base's, its annotations beside the base's (a wire
+// name annotated by both fails), Unrouted beside the derivation's. Its
+// protocol, title, doc and package are its own; framing, envelope and sides
+// are the base's and an extension gives none. A base extends no other.
+type Extends struct {
+	// Catalogue is the base's file name, in the same directory.
+	Catalogue string `json:"catalogue"`
+	// Rebase maps schema files the base lists to the files this catalogue
+	// reads in their place (acp/v1/schema.json to its unstable superset).
+	// A $ref into a mapped file, from any schema file of the package, and a
+	// spec/overrides.json entry of a mapped file apply to the file it maps to.
+	Rebase map[string]string `json:"rebase,omitempty"`
+	// Unrouted adds entries to the base derivation's unrouted list: annotated
+	// definitions of the rebased schema that its routing definitions do not
+	// list, each with the reason it derives no method.
+	Unrouted map[string]string `json:"unrouted,omitempty"`
+	// Status, when set, is the status of every derived method the base does
+	// not derive (experimental for ACP's unstable methods), unless an
+	// annotation gives one.
+	Status Status `json:"status,omitempty"`
+	// Reason says why the package is apart from the base's.
+	Reason string `json:"reason"`
 }
 
 // Framing is how a protocol's messages travel.
@@ -154,12 +196,18 @@ type Cancels struct {
 // vendored file untouched. It does one of three things: retype a member
 // (Member and Schema; the member keeps the vendored nullability and
 // description), forbid members of an open object (Forbid), or add variants
-// to a union (Variants).
+// to a union (Variants). A member overlay with Add adds a member Def does
+// not name instead (optional and nullable): a shape real peers send that no
+// published schema defines.
 type Overlay struct {
 	// Def is the vendored definition, "<file>#/$defs/<name>".
 	Def string `json:"def"`
-	// Member is the property of Def that is retyped.
+	// Member is the property of Def that is retyped (or added, with Add).
 	Member string `json:"member,omitempty"`
+	// Add: Member is not a property of Def and is added to it, optional
+	// and nullable, typed by Schema, after Def's own members. It fails once
+	// Def names the member (then the overlay retypes it, or goes).
+	Add bool `json:"add,omitempty"`
 	// Schema is our definition, "<file>#/$defs/<name>", in one of the
 	// catalogue's schemas.
 	Schema string `json:"schema,omitempty"`
@@ -256,32 +304,211 @@ var (
 	Framings = []Framing{JSONRPC2NDJSON, EnvelopeNDJSON, StdoutJSON, JSONRPC2HTTP}
 )
 
-// Load reads and validates a catalogue file. Unknown members are errors.
+// Load reads and validates a catalogue file. Unknown members are errors. A
+// catalogue that extends another is returned merged with its base (read
+// from the same directory), its own form in Written.
 func Load(path string) (*Catalogue, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	c, err := Parse(data)
+	c, err := decode(data)
 	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if c.Extends != nil {
+		if c, err = c.extend(filepath.Dir(path)); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	if err := c.Validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	c.File = path
 	return c, nil
 }
 
-// Parse decodes and validates catalogue JSON.
+// Parse decodes and validates catalogue JSON. A catalogue that extends
+// another needs Load, which reads the base from the catalogue's directory.
 func Parse(data []byte) (*Catalogue, error) {
+	c, err := decode(data)
+	if err != nil {
+		return nil, err
+	}
+	if c.Extends != nil {
+		return nil, fmt.Errorf("extends %q: a catalogue that extends another is read with Load", c.Extends.Catalogue)
+	}
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func decode(data []byte) (*Catalogue, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	var c Catalogue
 	if err := dec.Decode(&c); err != nil {
 		return nil, err
 	}
-	if err := c.Validate(); err != nil {
-		return nil, err
-	}
 	return &c, nil
+}
+
+// baseFile is the file name of an extended catalogue: no directory.
+var baseFile = regexp.MustCompile(`^[A-Za-z0-9_-][A-Za-z0-9._-]*\.json$`)
+
+// extend merges c's base, read from dir, into a new catalogue (Extends).
+func (c *Catalogue) extend(dir string) (*Catalogue, error) {
+	e := c.Extends
+	var errs []string
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
+	if !baseFile.MatchString(e.Catalogue) {
+		return nil, fmt.Errorf("extends: catalogue %q is not a .json file name in the same directory", e.Catalogue)
+	}
+	if strings.TrimSpace(e.Reason) == "" {
+		bad("extends: needs a reason")
+	}
+	data, err := os.ReadFile(filepath.Join(dir, e.Catalogue))
+	if err != nil {
+		return nil, fmt.Errorf("extends: %w", err)
+	}
+	base, err := decode(data)
+	if err != nil {
+		return nil, fmt.Errorf("extends: %s: %w", e.Catalogue, err)
+	}
+	if base.Extends != nil {
+		return nil, fmt.Errorf("extends: %s extends %s in turn; a base extends no other", e.Catalogue, base.Extends.Catalogue)
+	}
+	if err := base.Validate(); err != nil {
+		return nil, fmt.Errorf("extends: %s: %w", e.Catalogue, err)
+	}
+	if c.Framing != "" || c.Envelope != nil || len(c.Sides) > 0 {
+		bad("extends: framing, envelope and sides are the base's; an extension gives none")
+	}
+	if c.Derive != nil {
+		bad("extends: the derivation is the base's; an extension adds unrouted entries with extends.unrouted")
+	}
+	if c.Package == base.Package {
+		bad("extends: package %q is the base's own", c.Package)
+	}
+	for _, from := range sortedKeys(e.Rebase) {
+		to := e.Rebase[from]
+		switch {
+		case !slices.Contains(base.Schemas, from):
+			bad("extends: rebase %q is not a schema file of %s", from, e.Catalogue)
+		case !schemaFile.MatchString(to) || slices.Contains(base.Schemas, to):
+			bad("extends: rebase %q to %q: not a .json path under spec/schemas the base does not list", from, to)
+		}
+	}
+	if e.Status != "" && !slices.Contains(Statuses, e.Status) {
+		bad("extends: status %q is not one of %v", e.Status, Statuses)
+	}
+	if e.Status != "" && base.Derive == nil {
+		bad("extends: a status for derived methods, but %s derives none", e.Catalogue)
+	}
+	if len(e.Unrouted) > 0 && base.Derive == nil {
+		bad("extends: unrouted entries, but %s derives no methods", e.Catalogue)
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("%s", strings.Join(errs, "\n  "))
+	}
+	rb := func(ref string) string {
+		file, frag, hasFrag := strings.Cut(ref, "#")
+		if to, ok := e.Rebase[file]; ok {
+			file = to
+		}
+		if hasFrag {
+			return file + "#" + frag
+		}
+		return file
+	}
+	rbp := func(ref *string) *string {
+		if ref == nil {
+			return nil
+		}
+		s := rb(*ref)
+		return &s
+	}
+	m := *base
+	m.Protocol, m.Title, m.Doc, m.Package = c.Protocol, c.Title, c.Doc, c.Package
+	m.Extends = c.Extends
+	m.Written = c
+	m.Base = base
+	m.Schemas = nil
+	for _, f := range append(slices.Clone(base.Schemas), c.Schemas...) {
+		f = rb(f)
+		if slices.Contains(m.Schemas, f) {
+			bad("extends: schema file %q is the base's already", f)
+		}
+		m.Schemas = append(m.Schemas, f)
+	}
+	m.Imports = append(slices.Clone(base.Imports), c.Imports...)
+	if d := base.Derive; d != nil {
+		nd := *d
+		nd.Schema = rb(d.Schema)
+		nd.Unrouted = map[string]string{}
+		for k, v := range d.Unrouted {
+			nd.Unrouted[k] = v
+		}
+		for k, v := range e.Unrouted {
+			if _, dup := nd.Unrouted[k]; dup {
+				bad("extends: unrouted %s is the base's already", k)
+			}
+			nd.Unrouted[k] = v
+		}
+		m.Derive = &nd
+	}
+	m.Annotations = map[string]Annotation{}
+	for k, v := range base.Annotations {
+		m.Annotations[k] = v
+	}
+	for k, v := range c.Annotations {
+		if _, dup := m.Annotations[k]; dup {
+			bad("extends: annotation %q is the base's already", k)
+		}
+		m.Annotations[k] = v
+	}
+	m.Overlays = nil
+	for _, o := range append(slices.Clone(base.Overlays), c.Overlays...) {
+		o.Def = rb(o.Def)
+		if o.Schema != "" {
+			o.Schema = rb(o.Schema)
+		}
+		o.Variants = slices.Clone(o.Variants)
+		for i, v := range o.Variants {
+			o.Variants[i] = rb(v)
+		}
+		m.Overlays = append(m.Overlays, o)
+	}
+	m.Errors = append(slices.Clone(base.Errors), c.Errors...)
+	m.Methods = nil
+	for _, x := range append(slices.Clone(base.Methods), c.Methods...) {
+		x.Params, x.Result = rbp(x.Params), rbp(x.Result)
+		if ops := x.Operations; ops != nil {
+			no := *ops
+			no.Items = slices.Clone(ops.Items)
+			for i := range no.Items {
+				no.Items[i].Args, no.Items[i].Result = rbp(no.Items[i].Args), rbp(no.Items[i].Result)
+			}
+			x.Operations = &no
+		}
+		m.Methods = append(m.Methods, x)
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("%s", strings.Join(errs, "\n  "))
+	}
+	return &m, nil
+}
+
+// Rebased returns file as the catalogue reads it: the file its Extends
+// rebases it to, or file itself.
+func (c *Catalogue) Rebased(file string) string {
+	if c.Extends != nil {
+		if to, ok := c.Extends.Rebase[file]; ok {
+			return to
+		}
+	}
+	return file
 }
 
 var (
@@ -364,6 +591,9 @@ func (c *Catalogue) Validate() error {
 			if o.Member == "" {
 				bad("overlays[%d]: a member overlay needs member and schema", i)
 			}
+		}
+		if o.Add && (o.Member == "" || o.Schema == "") {
+			bad("overlays[%d]: add needs member and schema", i)
 		}
 		if len(o.Forbid) > 0 {
 			forms++

@@ -3,6 +3,7 @@ package catalogue
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -165,5 +166,65 @@ func TestDeriveErrors(t *testing.T) {
 				t.Fatalf("got %v, want %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// An extension is its base with the rebased files and its own members; its
+// own form is kept for fmt; what it may not give, or a base that extends in
+// turn, fails.
+func TestExtends(t *testing.T) {
+	dir := t.TempDir()
+	base := `{"protocol":"p","title":"P","package":"p","framing":"jsonrpc2-ndjson",
+	  "sides":[{"name":"a","go":"A"},{"name":"b","go":"B"}],"schemas":["v1/s.json","ours.json"],
+	  "overlays":[{"def":"v1/s.json#/$defs/X","member":"m","add":true,"schema":"ours.json#/$defs/y","reason":"r"},
+	              {"def":"v1/s.json#/$defs/U","variants":["ours.json#/$defs/z"],"reason":"r"}],
+	  "methods":[{"wire":"m","go":"M","from":"a","to":"b","kind":"request","params":"v1/s.json#/$defs/P","result":null,"errors":[],"status":"stable","doc":""}]}`
+	write := func(name, data string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	write("base.json", base)
+	ext := write("ext.json", `{"protocol":"p-next","title":"P next","package":"pnext",
+	  "extends":{"catalogue":"base.json","rebase":{"v1/s.json":"v1/s.next.json"},"reason":"opt in"},
+	  "methods":[{"wire":"n","go":"N","from":"b","to":"a","kind":"notification","params":"v1/s.next.json#/$defs/Q","result":null,"errors":[],"status":"experimental","doc":""}]}`)
+	c, err := Load(ext)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Package != "pnext" || c.Framing != JSONRPC2NDJSON || len(c.Sides) != 2 || !slices.Equal(c.Schemas, []string{"v1/s.next.json", "ours.json"}) {
+		t.Fatalf("merged: %+v", c)
+	}
+	if c.Overlays[0].Def != "v1/s.next.json#/$defs/X" || !c.Overlays[0].Add || c.Overlays[1].Def != "v1/s.next.json#/$defs/U" || c.Overlays[1].Variants[0] != "ours.json#/$defs/z" {
+		t.Fatalf("overlays: %+v", c.Overlays)
+	}
+	if len(c.Methods) != 2 || *c.Methods[0].Params != "v1/s.next.json#/$defs/P" || c.Methods[1].Go != "N" {
+		t.Fatalf("methods: %+v", c.Methods)
+	}
+	if c.Written == nil || c.Written.Framing != "" || len(c.Written.Methods) != 1 || c.Rebased("v1/s.json") != "v1/s.next.json" {
+		t.Fatalf("written form: %+v", c.Written)
+	}
+	if _, err := Parse([]byte(`{"protocol":"x","title":"x","package":"x","extends":{"catalogue":"base.json","reason":"r"},"methods":[]}`)); err == nil {
+		t.Fatal("Parse cannot read a base")
+	}
+	for name, doc := range map[string]string{
+		"framing given":           `{"protocol":"x","title":"x","package":"x","framing":"jsonrpc2-ndjson","extends":{"catalogue":"base.json","reason":"r"},"methods":[]}`,
+		"same package":            `{"protocol":"x","title":"x","package":"p","extends":{"catalogue":"base.json","reason":"r"},"methods":[]}`,
+		"no reason":               `{"protocol":"x","title":"x","package":"x","extends":{"catalogue":"base.json"},"methods":[]}`,
+		"rebase unlisted":         `{"protocol":"x","title":"x","package":"x","extends":{"catalogue":"base.json","rebase":{"v2/s.json":"v3/s.json"},"reason":"r"},"methods":[]}`,
+		"path as base":            `{"protocol":"x","title":"x","package":"x","extends":{"catalogue":"../base.json","reason":"r"},"methods":[]}`,
+		"unrouted, no derivation": `{"protocol":"x","title":"x","package":"x","extends":{"catalogue":"base.json","unrouted":{"D":"r"},"reason":"r"},"methods":[]}`,
+		"base extends":            `{"protocol":"x","title":"x","package":"x","extends":{"catalogue":"ext.json","reason":"r"},"methods":[]}`,
+		"duplicate go":            `{"protocol":"x","title":"x","package":"x","extends":{"catalogue":"base.json","reason":"r"},"methods":[{"wire":"m2","go":"M","from":"a","to":"b","kind":"notification","params":null,"result":null,"errors":[],"status":"stable","doc":""}]}`,
+	} {
+		if _, err := Load(write("bad.json", doc)); err == nil {
+			t.Errorf("%s: loaded", name)
+		}
+	}
+	if _, err := Parse([]byte(`{"protocol":"x","title":"x","package":"x","framing":"jsonrpc2-ndjson","sides":[{"name":"a","go":"A"},{"name":"b","go":"B"}],"schemas":["s.json"],
+	  "overlays":[{"def":"s.json#/$defs/X","add":true,"reason":"r"}],"methods":[]}`)); err == nil {
+		t.Error("an add overlay without member and schema is accepted")
 	}
 }

@@ -24,6 +24,27 @@ func (c *Catalogue) Expand(files map[string]*schema.File, readFile func(name str
 			return nil, fmt.Errorf("derive: %w", err)
 		}
 	}
+	if e := c.Extends; e != nil && e.Status != "" && c.Base != nil {
+		own, err := c.Base.derive(files, readFile)
+		if err != nil {
+			return nil, fmt.Errorf("derive (base %s): %w", e.Catalogue, err)
+		}
+		inBase := map[string]bool{}
+		for _, m := range own {
+			inBase[m.Wire+"|"+m.From+">"+m.To] = true
+		}
+		for i, m := range derived {
+			given := c.Annotations[m.Wire].Status != ""
+			for xside, side := range c.Derive.Sides {
+				if side == m.To && c.Annotations[m.Wire+"@"+xside].Status != "" {
+					given = true
+				}
+			}
+			if !inBase[m.Wire+"|"+m.From+">"+m.To] && !given {
+				derived[i].Status = e.Status
+			}
+		}
+	}
 	all := append(derived, c.Methods...)
 	if errs := c.checkMethods(all); len(errs) > 0 {
 		return nil, fmt.Errorf("invalid catalogue:\n  %s", strings.Join(errs, "\n  "))
@@ -118,14 +139,15 @@ func (c *Catalogue) derive(files map[string]*schema.File, readFile func(string) 
 			bad("%s: x-side %q is not mapped by derive.sides", r.def, r.side)
 			continue
 		}
-		e := byWire[r.wire]
+		// A wire name may be served by each side (ACP's unstable
+		// mcp/message: a request to the client, a notification to the
+		// agent): one method per wire name and x-side.
+		e := byWire[r.wire+"@"+r.side]
 		if e == nil {
 			e = &entry{side: r.side, order: -1}
 			e.m = Method{Wire: r.wire, Go: naming.Go(r.wire), To: serve, From: c.other(serve), Errors: []Error{}, Status: Stable}
-			byWire[r.wire] = e
+			byWire[r.wire+"@"+r.side] = e
 			entries = append(entries, e)
-		} else if e.side != r.side {
-			bad("%s: x-side %q, but another definition of %s says %q", r.def, r.side, r.wire, e.side)
 		}
 		ref := d.Schema + "#/$defs/" + r.def
 		switch {
@@ -182,8 +204,14 @@ func (c *Catalogue) derive(files map[string]*schema.File, readFile func(string) 
 	used := map[string]bool{}
 	for _, e := range entries {
 		m := e.m
-		if a, ok := c.Annotations[m.Wire]; ok {
-			used[m.Wire] = true
+		// "<wire>@<x-side>" annotates the method of one side where both
+		// serve the wire name, and comes before "<wire>".
+		key := m.Wire + "@" + e.side
+		if _, ok := c.Annotations[key]; !ok {
+			key = m.Wire
+		}
+		if a, ok := c.Annotations[key]; ok {
+			used[key] = true
 			if a.Go != "" {
 				m.Go = a.Go
 			}

@@ -18,6 +18,8 @@ type builder struct {
 	files      map[string]*schema.File
 	ov         *schema.Overrides
 	overlays   map[string]*overlay   // by def pointer + "|" + member
+	rebase     map[string]string     // schema files read in place of others (catalogue Extends)
+	adds       map[string][]*overlay // members added by overlays, by def pointer, in catalogue order
 	forbids    map[string][]*overlay // by def pointer
 	extensions map[string]*overlay   // variants added to unions, by def pointer
 	byPtr      map[string]*Ref
@@ -65,9 +67,14 @@ func BuildImporting(cat *catalogue.Catalogue, methods []catalogue.Method, files 
 		ov = &schema.Overrides{}
 	}
 	b := &builder{
-		files: files, ov: ov, overlays: map[string]*overlay{}, forbids: map[string][]*overlay{}, extensions: map[string]*overlay{},
+		files: files, ov: ov, overlays: map[string]*overlay{}, adds: map[string][]*overlay{}, forbids: map[string][]*overlay{}, extensions: map[string]*overlay{},
 		byPtr: map[string]*Ref{}, nullDefs: map[string]bool{}, building: map[string]bool{}, byName: map[string]*Type{},
 		imports: map[string]Import{}, importedNames: map[string]*Type{}, own: cat.Schemas,
+	}
+	if cat.Extends != nil {
+		b.rebase = cat.Extends.Rebase
+		ov = ov.Rebased(cat.Extends.Rebase)
+		b.ov = ov
 	}
 	addOverlays := func(list []catalogue.Overlay, imported bool) {
 		for _, o := range list {
@@ -77,6 +84,8 @@ func BuildImporting(cat *catalogue.Catalogue, methods []catalogue.Method, files 
 				b.forbids[o.Def] = append(b.forbids[o.Def], ol)
 			case len(o.Variants) > 0:
 				b.extensions[o.Def] = ol
+			case o.Add:
+				b.adds[o.Def] = append(b.adds[o.Def], ol)
 			default:
 				b.overlays[o.Def+"|"+o.Member] = ol
 			}
@@ -136,6 +145,13 @@ func BuildImporting(cat *catalogue.Catalogue, methods []catalogue.Method, files 
 		if !b.overlays[k].used && !b.overlays[k].imported {
 			o := b.overlays[k]
 			b.fail("%s: overlay of member %q of %s matches no property", cat.File, o.Member, o.Def)
+		}
+	}
+	for _, k := range sortedKeys(b.adds) {
+		for _, o := range b.adds[k] {
+			if !o.used && !o.imported {
+				b.fail("%s: overlay adding member %q to %s matches no object definition", cat.File, o.Member, k)
+			}
 		}
 	}
 	for _, k := range sortedKeys(b.forbids) {
@@ -430,6 +446,9 @@ func (b *builder) resolve(ref, from string) (*schema.Schema, string) {
 		file = fromFile
 	case fromFile != "":
 		file = path.Join(path.Dir(fromFile), file)
+	}
+	if to, ok := b.rebase[file]; ok {
+		file = to // a file the catalogue reads in place of another (Extends)
 	}
 	f, ok := b.files[file]
 	if !ok {
@@ -809,6 +828,30 @@ func (b *builder) fields(s *schema.Schema, name, skip string, reserved map[strin
 			b.fail("%s: Go name %s is already used by member %q; add a field override", fptr, f.Go, prev)
 		}
 		goNames[f.Go] = p.Name
+		out = append(out, f)
+	}
+	for _, o := range b.adds[s.Pointer] {
+		o.used = true
+		fptr := s.Pointer + "/properties/" + o.Member
+		if slices.ContainsFunc(s.Properties, func(p schema.Property) bool { return p.Name == o.Member }) {
+			b.fail("%s: an overlay adds member %q, which the definition names; retype it instead", s.Pointer, o.Member)
+			continue
+		}
+		if slices.ContainsFunc(b.forbids[s.Pointer], func(f *overlay) bool { return slices.Contains(f.Forbid, o.Member) }) {
+			b.fail("%s: an overlay adds member %q, which another forbids", s.Pointer, o.Member)
+		}
+		f := &Field{JSON: o.Member, Go: naming.Go(o.Member), Pointer: fptr, Nullable: true, Ref: b.ref(o.Schema, "")}
+		if def, _ := b.resolve(o.Schema, ""); def != nil {
+			f.Doc = strings.TrimSpace(def.Description)
+		}
+		f.Doc = strings.TrimSpace(f.Doc + "\n\nAdded by bridgekit's overlay (" + o.Schema + "): " + o.Reason)
+		if o, ok := b.ov.Field(fptr); ok {
+			f.Go = o.Go
+		}
+		if reserved[f.Go] || goNames[f.Go] != "" {
+			b.fail("%s: added member %q collides with Go name %s; add a field override", s.Pointer, o.Member, f.Go)
+		}
+		goNames[f.Go] = o.Member
 		out = append(out, f)
 	}
 	if required > 64 {

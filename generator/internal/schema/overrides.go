@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 )
 
 // Overrides is the hand-kept table of choices the schemas cannot express,
@@ -29,6 +30,26 @@ type Overrides struct {
 	ClosedEnums map[string]Exclusion `json:"closed,omitempty"`
 
 	used map[string]bool
+	// rebased maps a file to the one whose entries also apply to it (see
+	// Rebased).
+	rebased map[string]string
+}
+
+// Rebased returns a view of the table for a catalogue that reads, in place
+// of each schema file from of rebase, the file rebase[from]: a node of that
+// file without an entry of its own takes the entry of the node at the same
+// pointer in from (ACP's unstable superset takes the stable schema's
+// entries). Entries used through the view count as used in o.
+func (o *Overrides) Rebased(rebase map[string]string) *Overrides {
+	if o.used == nil {
+		o.used = map[string]bool{}
+	}
+	v := *o
+	v.rebased = map[string]string{}
+	for from, to := range rebase {
+		v.rebased[to] = from
+	}
+	return &v
 }
 
 // TypeOverride renames a generated type.
@@ -129,6 +150,12 @@ func (o *Overrides) use(kind, ptr string) {
 // lookup returns table's entry at ptr and marks it used under kind.
 func lookup[T any](o *Overrides, table map[string]T, kind, ptr string) (T, bool) {
 	v, ok := table[ptr]
+	if !ok {
+		if file, frag, _ := strings.Cut(ptr, "#"); o.rebased[file] != "" {
+			ptr = o.rebased[file] + "#" + frag
+			v, ok = table[ptr]
+		}
+	}
 	if ok {
 		o.use(kind, ptr)
 	}
