@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -240,15 +239,7 @@ func TestConformStopsAHungHostAndItsGroup(t *testing.T) {
 	if d := time.Since(began); d > 5*time.Second {
 		t.Errorf("took %v", d)
 	}
-	b, err := os.ReadFile(pidFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	proctest.Gone(t, pid, 2*time.Second)
+	proctest.GoneFromFile(t, pidFile, 2*time.Second)
 }
 
 // A host that dies in a scenario fails it, and the next scenario gets a

@@ -40,3 +40,18 @@ func Gone(tb testing.TB, pid int, within time.Duration) {
 	_ = syscall.Kill(pid, syscall.SIGKILL)
 	tb.Errorf("process %d still runs after %v", pid, within)
 }
+
+// GoneFromFile is Gone for the process whose pid a test's child wrote to
+// path (a background grandchild the test cannot otherwise name).
+func GoneFromFile(tb testing.TB, path string, within time.Duration) {
+	tb.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		tb.Fatalf("%s: %v", path, err)
+	}
+	Gone(tb, pid, within)
+}
