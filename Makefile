@@ -50,11 +50,13 @@ fuzz-long:
 	$(MAKE) fuzz FUZZTIME=$(FUZZTIME_LONG)
 
 fuzz:
+	@# Packages and targets are found with go list and grep, which build
+	@# nothing: only the packages that have targets are compiled.
 	@for m in . examples/providers cmd/bridgekit; do \
-		for pkg in $$(cd $$m && $(GO) list ./...); do \
-			for f in $$(cd $$m && $(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
-				echo "fuzz $$pkg $$f"; \
-				(cd $$m && $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg) || exit 1; \
+		for dir in $$(cd $$m && $(GO) list -f '{{.Dir}}' ./...); do \
+			for f in $$(grep -h -o '^func Fuzz[A-Za-z0-9_]*' $$dir/*_test.go 2>/dev/null | sed 's/^func //'); do \
+				echo "fuzz $$dir $$f"; \
+				(cd $$dir && $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) .) || exit 1; \
 			done; \
 		done; \
 	done
