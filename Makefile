@@ -5,7 +5,7 @@
 # docs/performance.md).
 
 GO ?= go
-FUZZTIME ?= 30000x
+FUZZTIME ?= 10000x
 FUZZTIME_LONG ?= 3000000x
 
 .PHONY: generate check test vet fmt-check fuzz fuzz-long bench
