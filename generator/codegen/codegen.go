@@ -315,12 +315,12 @@ type Report struct {
 
 // Generate runs load -> IR -> emit and writes the results under
 // opts.Root, removing generated files that are no longer produced. A
-// problem in the spec is returned as Errors; nothing is written then. It
-// stops between files when ctx ends.
+// problem in the spec is returned as Errors; nothing is written then. The
+// report is never nil. It stops between files when ctx ends.
 func Generate(ctx context.Context, opts Options) (*Report, error) {
 	s, err := Load(opts.Root)
 	if err != nil {
-		return nil, err
+		return &Report{}, err // a spec that does not load: nothing was read in full
 	}
 	return generate(ctx, s)
 }

@@ -16,9 +16,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
@@ -290,4 +293,64 @@ func (s *Spec) Compile(loc string) (*jsonschema.Schema, error) {
 	}
 	s.compiled[loc] = sch
 	return sch, nil
+}
+
+// HasUnknown reports whether a decoded value holds, anywhere, a union
+// variant this version does not know (a non-empty Unknown field) or a value
+// of an open string enum that its schema does not list (Known false). Such
+// a document is accepted by the generated decoders and rejected by the
+// schema's closed lists, by design: ACP's and Harn's forward-compatibility
+// rule.
+func HasUnknown(v any) bool {
+	return hasUnknown(reflect.ValueOf(v), 0)
+}
+
+var rawType = reflect.TypeFor[jsontext.Value]()
+
+func hasUnknown(v reflect.Value, depth int) bool {
+	if depth > 64 {
+		return false
+	}
+	if v.Kind() == reflect.String {
+		// An open enum's value this version does not list.
+		if known := v.MethodByName("Known"); known.IsValid() && known.Type().NumIn() == 0 && known.Type().NumOut() == 1 && known.Type().Out(0).Kind() == reflect.Bool {
+			return !known.Call(nil)[0].Bool()
+		}
+		return false
+	}
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		return !v.IsNil() && hasUnknown(v.Elem(), depth+1)
+	case reflect.Struct:
+		if get := v.MethodByName("Get"); get.IsValid() && get.Type().NumIn() == 0 && get.Type().NumOut() == 2 {
+			// wire.Nullable: its value is unexported.
+			out := get.Call(nil)
+			return out[1].Bool() && hasUnknown(out[0], depth+1)
+		}
+		for i := range v.NumField() {
+			f := v.Type().Field(i)
+			if f.Name == "Unknown" && f.Type == rawType && v.Field(i).Len() > 0 {
+				return true
+			}
+			if f.IsExported() && hasUnknown(v.Field(i), depth+1) {
+				return true
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		if v.Type() == rawType || v.Type().Elem().Kind() == reflect.Uint8 {
+			return false
+		}
+		for i := range v.Len() {
+			if hasUnknown(v.Index(i), depth+1) {
+				return true
+			}
+		}
+	case reflect.Map:
+		for _, k := range v.MapKeys() {
+			if hasUnknown(v.MapIndex(k), depth+1) {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -87,7 +87,10 @@ type Problem struct {
 
 // Frame is what the classifier made of one line.
 type Frame struct {
-	Family    Family
+	Family Family
+	// Dir is the frame's direction: as given to Classify, or as
+	// ClassifyUndirected inferred it.
+	Dir       Direction
 	Kind      Kind
 	Method    string // for a reply, its request's method
 	Qualifier string // agentpm-service's service role
@@ -97,6 +100,14 @@ type Frame struct {
 	ReplyTo  int64
 	Latency  time.Duration
 	Problems []Problem
+	// Body is the frame's params, result or payload as it is in the line
+	// (nil when it has none), BodyPointer its JSON pointer within the
+	// frame (/params, /result, /payload), and Value what the method's
+	// generated type decoded from it (nil when the method has no typed
+	// body or the type refused it). Body aliases the line given.
+	Body        []byte
+	BodyPointer string
+	Value       any
 }
 
 // Pending is a request not yet answered.
@@ -129,6 +140,9 @@ type Classifier struct {
 	codecs  map[Family]rpc.Codec
 	pending map[pendingKey]pending
 	msg     rpc.Message
+	// initiator is, for ClassifyUndirected, the side that sent the first
+	// request or notification of a known method: its frames go In.
+	initiator string
 }
 
 // New returns a classifier for a session whose family is not known yet.
@@ -154,12 +168,54 @@ func (c *Classifier) codec(f Family) rpc.Codec {
 // only the start of a longer line: its kind and id are then read from what
 // is there, and it is not checked.
 func (c *Classifier) Classify(seq int64, dir Direction, at time.Time, line []byte, truncated bool) Frame {
+	return c.classify(seq, dir, false, at, line, truncated)
+}
+
+// ClassifyUndirected is Classify for a stream recorded without directions
+// (raw NDJSON of both peers): a request or notification goes In when the
+// side that sends its method is the side that sent the session's first
+// one, Out otherwise; a reply goes opposite the pending request its id
+// names (the older one, when both directions have one pending).
+func (c *Classifier) ClassifyUndirected(seq int64, at time.Time, line []byte) Frame {
+	return c.classify(seq, In, true, at, line, false)
+}
+
+// senderDir is the direction of a request or notification of method m
+// sent by its catalogue sender, for ClassifyUndirected.
+func (c *Classifier) senderDir(m *Method) Direction {
+	if m == nil || m.Info.From == "" {
+		return In
+	}
+	if c.initiator == "" {
+		c.initiator = m.Info.From
+	}
+	if m.Info.From == c.initiator {
+		return In
+	}
+	return Out
+}
+
+// replyDir is the direction of a reply with id, for ClassifyUndirected.
+func (c *Classifier) replyDir(id string) Direction {
+	in, inOK := c.pending[pendingKey{In, id}]
+	out, outOK := c.pending[pendingKey{Out, id}]
+	switch {
+	case inOK && (!outOK || in.Seq < out.Seq):
+		return Out
+	case outOK:
+		return In
+	}
+	return Out
+}
+
+func (c *Classifier) classify(seq int64, dir Direction, infer bool, at time.Time, line []byte, truncated bool) (f Frame) {
+	defer func() { f.Dir = dir }()
 	line = bytes.TrimSuffix(line, []byte("\r"))
 	fam, members := sniff(line, c.family)
 	if c.family == Unknown && fam != Unknown && fam != Harn {
 		c.family = fam
 	}
-	f := Frame{Family: c.familyFor(fam)}
+	f = Frame{Family: c.familyFor(fam)}
 	codec := c.codec(codecFamily(f.Family))
 	if truncated {
 		hd, ok := codec.(rpc.HeadDecoder)
@@ -196,6 +252,8 @@ func (c *Classifier) Classify(seq int64, dir Direction, at time.Time, line []byt
 	f.ID = string(m.ID)
 	f.Method = string(m.Method)
 	f.Qualifier = string(m.Qualifier)
+	f.Body = m.Body
+	f.BodyPointer = bodyPointer(f.Family, f.Kind, members)
 	switch f.Kind {
 	case Request, Notification:
 		meth := Lookup(f.Family, f.Method, f.Qualifier)
@@ -207,24 +265,36 @@ func (c *Classifier) Classify(seq int64, dir Direction, at time.Time, line []byt
 		} else if c.family == Unknown && meth != nil {
 			c.family = f.Family
 		}
+		if infer {
+			dir = c.senderDir(meth)
+		}
 		switch {
 		case meth == nil && !strings.HasPrefix(f.Method, "_"):
 			f.Problems = append(f.Problems, Problem{Code: ProblemUnknownMethod, Pointer: "/method",
 				Message: fmt.Sprintf("%s has no method %q%s", familyName(f.Family), f.Method, qualified(f.Qualifier))})
 		case meth != nil && meth.Params != nil && m.Body != nil:
-			if p, bad := check(meth.Params, m.Body, bodyPointer(f.Family, f.Kind, members)); bad {
+			v, p, bad := check(meth.Params, m.Body, f.BodyPointer)
+			if bad {
 				f.Problems = append(f.Problems, p)
+			} else {
+				f.Value = v
 			}
 		}
 		if f.Kind == Request {
 			c.ask(&f, seq, dir, at, f.Qualifier)
 		}
 	case Response, Error:
+		if infer {
+			dir = c.replyDir(f.ID)
+		}
 		req, ok := c.answer(&f, seq, dir, at)
 		if ok && f.Kind == Response && m.Body != nil {
 			if meth := Lookup(f.Family, req.Method, req.qualifier); meth != nil && meth.Result != nil {
-				if p, bad := check(meth.Result, m.Body, bodyPointer(f.Family, f.Kind, members)); bad {
+				v, p, bad := check(meth.Result, m.Body, f.BodyPointer)
+				if bad {
 					f.Problems = append(f.Problems, p)
+				} else {
+					f.Value = v
 				}
 			}
 		}
@@ -409,19 +479,19 @@ func bodyPointer(f Family, k Kind, tm topMembers) string {
 	return "/params"
 }
 
-// check decodes body into a new value of t and turns a refusal into a
-// schema problem at its JSON pointer within the frame.
-func check(t reflect.Type, body []byte, prefix string) (Problem, bool) {
-	err := decode(t, body)
+// check decodes body into a new value of t, returned, and turns a refusal
+// into a schema problem at its JSON pointer within the frame.
+func check(t reflect.Type, body []byte, prefix string) (any, Problem, bool) {
+	v, err := decode(t, body)
 	if err == nil {
-		return Problem{}, false
+		return v, Problem{}, false
 	}
 	msg := err.Error()
 	var de *wire.DecodeError
 	if errors.As(err, &de) {
 		msg = de.Error() // without the JSON decoder's offset preamble
 	}
-	return Problem{Code: ProblemSchema, Pointer: prefix + pointerOf(err), Message: msg}, true
+	return nil, Problem{Code: ProblemSchema, Pointer: prefix + pointerOf(err), Message: msg}, true
 }
 
 // pointerOf returns the JSON pointer, relative to the decoded value, where

@@ -152,8 +152,13 @@ func Lookup(f Family, wireName, qualifier string) *Method {
 	return nil
 }
 
-// decode unmarshals body into a new value of t with the generated type's
-// own checks (required members, closed objects, kinds, constraints).
-func decode(t reflect.Type, body []byte) error {
-	return wire.Unmarshal(body, reflect.New(t).Interface())
+// decode unmarshals body into a new value of t, a pointer to which it
+// returns, with the generated type's own checks (required members, closed
+// objects, kinds, constraints).
+func decode(t reflect.Type, body []byte) (any, error) {
+	v := reflect.New(t).Interface()
+	if err := wire.Unmarshal(body, v); err != nil {
+		return nil, err
+	}
+	return v, nil
 }
