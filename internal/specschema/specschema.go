@@ -76,6 +76,7 @@ func load(fsys fs.FS, retarget map[string]string) (*Spec, error) {
 	}
 	for _, doc := range docs {
 		discriminate(doc, doc)
+		guard(doc)
 	}
 	cats, _ := fs.Glob(fsys, "catalogue/*.json")
 	slices.Sort(cats)
@@ -122,23 +123,74 @@ func discriminate(node any, root any) {
 	}
 }
 
-func markDefault(alts []any, root any) {
+// unionTag returns the member that the alternatives of a union fix to a
+// const (the same member in each that fixes one), or "".
+func unionTag(alts []any) string {
 	tag := ""
 	for _, a := range alts {
 		m, ok := a.(map[string]any)
 		if !ok {
-			return
+			return ""
 		}
 		props, _ := m["properties"].(map[string]any)
 		for name, p := range props {
 			if pm, ok := p.(map[string]any); ok && pm["const"] != nil {
 				if tag != "" && tag != name {
-					return
+					return ""
 				}
 				tag = name
 			}
 		}
 	}
+	return tag
+}
+
+// guard makes a tagged union cheap to validate without changing what it
+// accepts: each alternative A that fixes the tag to a const c becomes
+// {"if": {"properties": {tag: {"const": c}}}, "then": A, "else": false}.
+// A implies the if (it has that very property schema), so the two accept
+// the same documents; but a document whose tag names another variant
+// fails at once, where the validator would otherwise evaluate A whole to
+// collect its errors, for every alternative of the union (ACP's
+// SessionUpdate has over a dozen).
+func guard(node any) {
+	switch n := node.(type) {
+	case []any:
+		for _, e := range n {
+			guard(e)
+		}
+	case map[string]any:
+		for _, v := range n {
+			guard(v)
+		}
+		for _, k := range []string{"anyOf", "oneOf"} {
+			alts, ok := n[k].([]any)
+			if !ok {
+				continue
+			}
+			tag := unionTag(alts)
+			if tag == "" {
+				continue
+			}
+			for i, a := range alts {
+				m := a.(map[string]any)
+				props, _ := m["properties"].(map[string]any)
+				p, _ := props[tag].(map[string]any)
+				if p == nil || p["const"] == nil {
+					continue
+				}
+				alts[i] = map[string]any{
+					"if":   map[string]any{"properties": map[string]any{tag: map[string]any{"const": p["const"]}}},
+					"then": m,
+					"else": false,
+				}
+			}
+		}
+	}
+}
+
+func markDefault(alts []any, root any) {
+	tag := unionTag(alts)
 	if tag == "" {
 		return
 	}

@@ -175,7 +175,7 @@ func (c *Classifier) Classify(seq int64, dir Direction, at time.Time, line []byt
 // (raw NDJSON of both peers): a request or notification goes In when the
 // side that sends its method is the side that sent the session's first
 // one, Out otherwise; a reply goes opposite the pending request its id
-// names (the older one, when both directions have one pending).
+// names (see replyDir when both directions have one pending).
 func (c *Classifier) ClassifyUndirected(seq int64, at time.Time, line []byte) Frame {
 	return c.classify(seq, In, true, at, line, false)
 }
@@ -195,17 +195,44 @@ func (c *Classifier) senderDir(m *Method) Direction {
 	return Out
 }
 
-// replyDir is the direction of a reply with id, for ClassifyUndirected.
-func (c *Classifier) replyDir(id string) Direction {
-	in, inOK := c.pending[pendingKey{In, id}]
-	out, outOK := c.pending[pendingKey{Out, id}]
+// replyDir is the direction of a reply with id and body, for
+// ClassifyUndirected. When both directions have a request of that id
+// pending (both peers number their requests alike), the reply answers the
+// one whose result type takes its body; when both or neither do, the
+// newer one (a call made while the other is running is answered first).
+func (c *Classifier) replyDir(f *Frame, body []byte) Direction {
+	in, inOK := c.pending[pendingKey{In, f.ID}]
+	out, outOK := c.pending[pendingKey{Out, f.ID}]
 	switch {
-	case inOK && (!outOK || in.Seq < out.Seq):
+	case inOK && !outOK:
 		return Out
-	case outOK:
+	case outOK && !inOK:
+		return In
+	case !inOK:
+		return Out
+	}
+	fits := func(p pending) bool {
+		if f.Kind != Response || body == nil {
+			return false
+		}
+		m := Lookup(f.Family, p.Method, p.qualifier)
+		if m == nil || m.Result == nil {
+			return false
+		}
+		_, err := decode(m.Result, body)
+		return err == nil
+	}
+	inFits, outFits := fits(in), fits(out)
+	if inFits != outFits {
+		if inFits {
+			return Out
+		}
 		return In
 	}
-	return Out
+	if in.Seq > out.Seq {
+		return Out
+	}
+	return In
 }
 
 func (c *Classifier) classify(seq int64, dir Direction, infer bool, at time.Time, line []byte, truncated bool) (f Frame) {
@@ -285,7 +312,7 @@ func (c *Classifier) classify(seq int64, dir Direction, infer bool, at time.Time
 		}
 	case Response, Error:
 		if infer {
-			dir = c.replyDir(f.ID)
+			dir = c.replyDir(&f, m.Body)
 		}
 		req, ok := c.answer(&f, seq, dir, at)
 		if ok && f.Kind == Response && m.Body != nil {
@@ -504,8 +531,14 @@ func pointerOf(err error) string {
 		ptr = string(se.JSONPointer)
 	}
 	var de *wire.DecodeError
-	if errors.Is(err, wire.ErrMissingMember) && errors.As(err, &de) && de.Member != "" {
-		ptr += "/" + escapePointer(de.Member)
+	if errors.As(err, &de) && de.Member != "" && (errors.Is(err, wire.ErrMissingMember) || errors.Is(err, wire.ErrUnknownMember)) {
+		// A missing member is reported where it should have been; a
+		// forbidden or unknown one at itself, whether the decoder was at
+		// it (its pointer ends with it) or had buffered the object (a
+		// union choosing its variant by a tag that came later).
+		if m := "/" + escapePointer(de.Member); !strings.HasSuffix(ptr, m) {
+			ptr += m
+		}
 	}
 	return ptr
 }

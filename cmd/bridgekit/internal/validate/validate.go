@@ -410,6 +410,10 @@ func (st *stream) frame(lineNo int, dir frames.Direction, undirected bool, line 
 // deepest value the schema refused.
 func (v *Validator) checkSchema(loc string, body []byte, prefix string) (frames.Problem, bool) {
 	sch, err := v.schemas.Compile(loc)
+	if err != nil && strings.HasPrefix(loc, v0122+"#") {
+		return frames.Problem{Code: ProblemSchemaValidation, Pointer: prefix,
+			Message: fmt.Sprintf("%s is not in ACP v0.12.2's schema: the method is newer", strings.TrimPrefix(loc, v0122+"#/$defs/"))}, true
+	}
 	if err != nil {
 		return frames.Problem{Code: ProblemSchemaValidation, Pointer: prefix, Message: fmt.Sprintf("schema %s does not compile: %v", loc, err)}, true
 	}
