@@ -133,7 +133,8 @@ var loaded = struct {
 	err     error
 }{}
 
-// New returns a validator reading the spec embedded in the module.
+// New returns a validator reading the spec embedded in the module. The
+// spec is loaded and compiled on the first call, once per process.
 func New(opts Options) (*Validator, error) {
 	fsys := fs.FS(spec.FS)
 	fam, ok := families[opts.Protocol]
@@ -161,22 +162,40 @@ func New(opts Options) (*Validator, error) {
 	}
 	v := &Validator{family: fam, methods: loaded.methods, retype: func(loc string) string { return loc },
 		printer: message.NewPrinter(language.English)}
-	var err error
-	if opts.Protocol == "acp-v0.12.2" {
-		v.schemas, err = specschema.LoadRetargeted(fsys, v1, v0122)
+	old := opts.Protocol == "acp-v0.12.2"
+	if old {
 		v.retype = func(loc string) string {
 			if frag, ok := strings.CutPrefix(loc, v1+"#"); ok {
 				return v0122 + "#" + frag
 			}
 			return loc
 		}
-	} else {
-		v.schemas, err = specschema.Load(fsys)
 	}
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", specFS, err)
+	sc := &compiled[0]
+	if old {
+		sc = &compiled[1]
 	}
+	sc.once.Do(func() {
+		if old {
+			sc.spec, sc.err = specschema.LoadRetargeted(fsys, v1, v0122)
+		} else {
+			sc.spec, sc.err = specschema.Load(fsys)
+		}
+	})
+	if sc.err != nil {
+		return nil, fmt.Errorf("%s: %w", specFS, sc.err)
+	}
+	v.schemas = sc.spec
 	return v, nil
+}
+
+// compiled are the embedded spec's compiled schemas, loaded once per
+// process (and shared: a specschema.Spec is safe for concurrent use),
+// [0] as it is, [1] with ACP v1's overlays applied to v0.12.2 too.
+var compiled [2]struct {
+	once sync.Once
+	spec *specschema.Spec
+	err  error
 }
 
 // MaxLine bounds one line of input.
