@@ -62,10 +62,12 @@ func runValidate(ctx context.Context, env *Env, args []string) int {
 				status = 1
 				continue
 			}
-			defer f.Close()
 			r = f
 		}
 		st, err := v.Stream(display, &ctxReader{ctx, r}, report)
+		if c, ok := r.(io.Closer); ok && name != "-" {
+			c.Close()
+		}
 		total.Frames += st.Frames
 		total.Checked += st.Checked
 		total.Truncated += st.Truncated

@@ -15,11 +15,11 @@ import (
 // repositories.
 const fixtures = "../../../shared/fixtures"
 
-// fixtureFrames says, for every file under fixtures, how it becomes
-// frames: a list of frames as they are, or a bare payload wrapped into
-// the frame of the method it is for. A file that holds no frame says why
+// A fixtureCase says how a file under fixtures becomes frames: a list of
+// frames as they are, or a bare payload wrapped into the frame of the
+// method it is for (fixtureTable). A file that holds no frame says why
 // (notFrames), so that none is left out silently: the test fails on a
-// file this table does not name.
+// file neither table names.
 type fixtureCase struct {
 	// frames builds the NDJSON to validate from the file's JSON (decoded
 	// into any, but for documents, which keeps each frame as it is).
