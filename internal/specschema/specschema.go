@@ -189,6 +189,19 @@ func guard(node any) {
 	}
 }
 
+// guardedTag returns the tag of a union guard has guarded, or "".
+func guardedTag(alts []any) string {
+	for _, a := range alts {
+		m, _ := a.(map[string]any)
+		cond, _ := m["if"].(map[string]any)
+		props, _ := cond["properties"].(map[string]any)
+		for name := range props {
+			return name
+		}
+	}
+	return ""
+}
+
 func markDefault(alts []any, root any) {
 	tag := unionTag(alts)
 	if tag == "" {
@@ -291,8 +304,22 @@ func applyOverlays(fsys fs.FS, p string, docs map[string]any, retarget map[strin
 				key = "anyOf"
 			}
 			alts, _ := def[key].([]any)
+			tag := guardedTag(alts)
 			for _, v := range o.Variants {
-				alts = append(alts, map[string]any{"$ref": Base + v})
+				var alt any = map[string]any{"$ref": Base + v}
+				// Guarded like the union's own alternatives (see guard)
+				// when the added definition fixes the same tag.
+				if vd, err := lookup(docs, v); err == nil && tag != "" {
+					vprops, _ := vd["properties"].(map[string]any)
+					if p, _ := vprops[tag].(map[string]any); p != nil && p["const"] != nil {
+						alt = map[string]any{
+							"if":   map[string]any{"properties": map[string]any{tag: map[string]any{"const": p["const"]}}},
+							"then": alt,
+							"else": false,
+						}
+					}
+				}
+				alts = append(alts, alt)
 			}
 			def[key] = alts
 		default:

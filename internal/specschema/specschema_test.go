@@ -1,6 +1,7 @@
 package specschema
 
 import (
+	"errors"
 	"io/fs"
 	"os"
 	"strings"
@@ -51,4 +52,48 @@ func TestEmbeddedSpecHasOverlays(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Guarding a tagged union changes nothing it accepts: a variant is judged
+// by its own schema, a tag no variant has is refused, and a wrong member of
+// the chosen variant is found at its own location.
+func TestGuardedUnionJudgesAlike(t *testing.T) {
+	s, err := Load(spec.FS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sch, err := s.Compile("acp/v1/schema.json#/$defs/SessionUpdate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for in, ok := range map[string]bool{
+		`{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"hi"}}`: true,
+		`{"sessionUpdate":"plan","entries":[]}`:                                         true,
+		`{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":7}}`:    false,
+		`{"sessionUpdate":"no_such_update"}`:                                            false,
+		`{"sessionUpdate":"plan"}`:                                                      false,
+		`{"content":{"type":"text","text":"hi"}}`:                                       false,
+	} {
+		err := sch.Validate(doc(t, in))
+		if (err == nil) != ok {
+			t.Errorf("%s: valid %v, want %v (%v)", in, err == nil, ok, err)
+		}
+	}
+	err = sch.Validate(doc(t, `{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":7}}`))
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) || !reaches(ve, "/content/text") {
+		t.Errorf("the wrong member is not among the causes: %v", err)
+	}
+}
+
+func reaches(e *jsonschema.ValidationError, ptr string) bool {
+	if "/"+strings.Join(e.InstanceLocation, "/") == ptr {
+		return true
+	}
+	for _, c := range e.Causes {
+		if reaches(c, ptr) {
+			return true
+		}
+	}
+	return false
 }
