@@ -1,4 +1,5 @@
-# bridgekit: make generate (regenerate gen/ and docs/reference/ from spec/),
+# bridgekit: make generate (regenerate gen/ and docs/reference/ from spec/,
+# with `bridgekit generate`),
 # make test (every module, with the race detector, and a short run of every
 # fuzz target), make check (CI's regenerate-and-diff), make fuzz-long (every
 # fuzz target for much longer), make bench (the comparison table of
@@ -10,8 +11,10 @@ FUZZTIME_LONG ?= 3000000x
 
 .PHONY: generate check test vet fmt-check fuzz fuzz-long bench
 
+# bridgekit generate calls the generator (generator/codegen) as a library;
+# bridgekit-gen (cd generator && go run . generate -root ..) does the same.
 generate:
-	cd generator && $(GO) run . generate -root ..
+	cd cmd/bridgekit && $(GO) run . generate -root ../..
 
 check: generate
 	@if ! git diff --quiet -- gen docs/reference || [ -n "$$(git status --porcelain -- gen docs/reference)" ]; then \

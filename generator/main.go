@@ -7,13 +7,18 @@
 //	bridgekit-gen fmt [-root DIR]        rewrite the catalogues in their canonical layout
 //
 // The stages are explicit: load (catalogue, schema and override files), build
-// the IR, emit Go and Markdown. docs/generator.md describes the mapping rules.
+// the IR, emit Go and Markdown; they live in package codegen, which
+// `bridgekit generate` (what `make generate` runs) calls as a library.
+// docs/generator.md describes the mapping rules.
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"os"
+
+	"github.com/bridgekit/bridgekit/generator/codegen"
 )
 
 func main() {
@@ -26,10 +31,10 @@ func main() {
 		fs := flag.NewFlagSet("generate", flag.ExitOnError)
 		root := fs.String("root", "..", "repository root (holds spec/, gen/ and docs/)")
 		_ = fs.Parse(os.Args[2:])
-		var written []string
-		written, err = Generate(*root)
-		for _, w := range written {
-			fmt.Println("generated", w)
+		var lines []string
+		lines, err = Generate(*root)
+		for _, l := range lines {
+			fmt.Println("generated", l)
 		}
 	case "scaffold":
 		err = scaffoldMain(os.Args[2:])
@@ -53,4 +58,23 @@ func main() {
 func usage(code int) {
 	fmt.Fprintln(os.Stderr, "usage: bridgekit-gen generate [-root DIR] | fmt [-root DIR] | scaffold [-root DIR] -catalogue NAME -wire METHOD -go NAME -from SIDE -to SIDE [-kind request|notification]")
 	os.Exit(code)
+}
+
+// Generate regenerates gen/ and docs/reference/ under root and returns one
+// line per file: its path, "(unchanged)" after it when it was already up
+// to date, "removed " before it for a stale file deleted.
+func Generate(root string) ([]string, error) {
+	rep, err := codegen.Generate(context.Background(), codegen.Options{Root: root})
+	if err != nil {
+		return nil, err
+	}
+	var lines []string
+	lines = append(lines, rep.Written...)
+	for _, u := range rep.Unchanged {
+		lines = append(lines, u+" (unchanged)")
+	}
+	for _, r := range rep.Removed {
+		lines = append(lines, "removed "+r)
+	}
+	return lines, nil
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bridgekit/bridgekit/generator/codegen"
 	"github.com/bridgekit/bridgekit/generator/internal/catalogue"
 	"github.com/bridgekit/bridgekit/generator/internal/naming"
 	"github.com/bridgekit/bridgekit/generator/internal/schema"
@@ -237,7 +238,7 @@ func TestFormatCarriesHarnReference(t *testing.T) {
 	}
 	// Harn accepts some members in two casings (callId and call_id): name
 	// the snake_case twin in the overrides, as a maintainer would.
-	ov, err := canonicalJSON(map[string]any{"fields": fields})
+	ov, err := codegen.CanonicalJSON(map[string]any{"fields": fields})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,335 +29,49 @@ package schematest
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
-	"slices"
 	"sort"
 	"strings"
 	"testing"
 
 	jsonv2 "github.com/go-json-experiment/json"
-	"github.com/go-json-experiment/json/jsontext"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/bridgekit/bridgekit/internal/specschema"
 	"github.com/bridgekit/bridgekit/runtime/wire"
 	"github.com/bridgekit/bridgekit/runtime/wire/wiretest"
 )
 
-// base is the URL the spec's schema files are registered under; their own
-// $id is dropped so that relative references resolve between the files as
-// the generator resolves them (relative to spec/schemas).
-const base = "https://spec.invalid/"
-
-// Spec is the compiled spec of a checkout.
+// Spec is the compiled spec of a checkout (internal/specschema's, which
+// bridgekit validate uses too).
 type Spec struct {
-	c *jsonschema.Compiler
+	*specschema.Spec
 }
 
 // Load reads the schema files and catalogues under root/spec, applies the
 // catalogues' overlays to the schema files they name, and prepares a
-// compiler.
-func Load(root string) (*Spec, error) { return load(root, nil, "") }
+// compiler (specschema.Load).
+func Load(root string) (*Spec, error) {
+	s, err := specschema.Load(os.DirFS(filepath.Join(root, "spec")))
+	return &Spec{s}, err
+}
 
 // LoadUnder is Load with the members that overlays forbid under contract
 // forbidden too: the spec a decode under that contract answers to.
-func LoadUnder(root, contract string) (*Spec, error) { return load(root, nil, contract) }
+func LoadUnder(root, contract string) (*Spec, error) {
+	s, err := specschema.LoadUnder(os.DirFS(filepath.Join(root, "spec")), contract)
+	return &Spec{s}, err
+}
 
 // LoadRetargeted is Load, with every overlay of a definition in file from
-// applied also to the definition of the same name in file to: the spec of
-// an older version of a vendored schema as bridgekit's overlays extend it
-// (acp/v1/schema.json's Harn overlays on acp/v0.12.2/schema.json).
+// applied also to the definition of the same name in file to
+// (specschema.LoadRetargeted).
 func LoadRetargeted(root, from, to string) (*Spec, error) {
-	return load(root, map[string]string{from: to}, "")
-}
-
-func load(root string, retarget map[string]string, contract string) (*Spec, error) {
-	schemas := filepath.Join(root, "spec", "schemas")
-	docs := map[string]any{}
-	err := filepath.WalkDir(schemas, func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".json") {
-			return err
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
-		if err != nil {
-			return fmt.Errorf("%s: %w", p, err)
-		}
-		if m, ok := doc.(map[string]any); ok {
-			delete(m, "$id")
-		}
-		rel, _ := filepath.Rel(schemas, p)
-		docs[filepath.ToSlash(rel)] = doc
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	for _, doc := range docs {
-		discriminate(doc, doc)
-	}
-	cats, _ := filepath.Glob(filepath.Join(root, "spec", "catalogue", "*.json"))
-	for _, p := range cats {
-		if err := applyOverlays(p, docs, retarget, contract); err != nil {
-			return nil, err
-		}
-	}
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft2020)
-	for name, doc := range docs {
-		if err := c.AddResource(base+name, doc); err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
-		}
-	}
-	return &Spec{c: c}, nil
-}
-
-// discriminate applies, everywhere in doc, the rule by which ACP's tagged
-// unions choose their default variant and which an anyOf alone does not
-// say: the variant without a tag (McpServer's stdio, AuthMethod's agent) is
-// the one chosen when the tag member is absent. In plain JSON Schema an
-// object tagged "terminal" whose terminal members are wrong still matches
-// the open default variant; the decoders, like ACP's own, choose by the tag.
-// So the default alternative gets not: {required: [tag]}. A union qualifies
-// when every alternative but one fixes the same member to a const (inline,
-// beside its allOf wrapper) and that one has no such member, itself or in
-// the definition it wraps.
-func discriminate(node any, root any) {
-	switch n := node.(type) {
-	case []any:
-		for _, e := range n {
-			discriminate(e, root)
-		}
-	case map[string]any:
-		for _, k := range []string{"anyOf", "oneOf"} {
-			if alts, ok := n[k].([]any); ok {
-				markDefault(alts, root)
-			}
-		}
-		for _, v := range n {
-			discriminate(v, root)
-		}
-	}
-}
-
-func markDefault(alts []any, root any) {
-	tag := ""
-	for _, a := range alts {
-		m, ok := a.(map[string]any)
-		if !ok {
-			return
-		}
-		props, _ := m["properties"].(map[string]any)
-		for name, p := range props {
-			if pm, ok := p.(map[string]any); ok && pm["const"] != nil {
-				if tag != "" && tag != name {
-					return
-				}
-				tag = name
-			}
-		}
-	}
-	if tag == "" {
-		return
-	}
-	def := -1
-	for i, a := range alts {
-		m := a.(map[string]any)
-		props, _ := m["properties"].(map[string]any)
-		if p, has := props[tag]; has {
-			if pm, ok := p.(map[string]any); !ok || pm["const"] == nil && m["not"] == nil {
-				return // the tag is there but fixed by no const, and no catch-all
-			}
-			continue
-		}
-		if def >= 0 {
-			return
-		}
-		def = i
-	}
-	if def < 0 {
-		return
-	}
-	m := alts[def].(map[string]any)
-	if hasMember(m, tag, root) {
-		return
-	}
-	if _, has := m["not"]; has {
-		return
-	}
-	m["not"] = map[string]any{"required": []any{tag}}
-}
-
-// hasMember reports whether s, or the local definition it wraps ($ref or a
-// single-$ref allOf), declares member.
-func hasMember(s map[string]any, member string, root any) bool {
-	ref, _ := s["$ref"].(string)
-	if all, ok := s["allOf"].([]any); ok && len(all) == 1 {
-		if w, ok := all[0].(map[string]any); ok {
-			ref, _ = w["$ref"].(string)
-		}
-	}
-	if !strings.HasPrefix(ref, "#/$defs/") {
-		return ref != "" // another file: assume it may, and leave it alone
-	}
-	defs, _ := root.(map[string]any)["$defs"].(map[string]any)
-	d, _ := defs[strings.TrimPrefix(ref, "#/$defs/")].(map[string]any)
-	props, _ := d["properties"].(map[string]any)
-	_, has := props[member]
-	return d == nil || has
-}
-
-type overlay struct {
-	Def      string   `json:"def"`
-	Member   string   `json:"member"`
-	Add      bool     `json:"add"`
-	Schema   string   `json:"schema"`
-	Forbid   []string `json:"forbid"`
-	Contract string   `json:"contract"`
-	Variants []string `json:"variants"`
-}
-
-// applyOverlays applies the overlays of one catalogue to the loaded files:
-// forbidden members scoped to a contract only when it is contract.
-func applyOverlays(path string, docs map[string]any, retarget map[string]string, contract string) error {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	var cat struct {
-		Overlays []overlay `json:"overlays"`
-		Extends  *struct {
-			Catalogue string            `json:"catalogue"`
-			Rebase    map[string]string `json:"rebase"`
-		} `json:"extends"`
-	}
-	if err := json.Unmarshal(data, &cat); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	if e := cat.Extends; e != nil {
-		// An extension is its base's overlays, then its own, each read
-		// against the files its rebase maps the base's to.
-		baseData, err := os.ReadFile(filepath.Join(filepath.Dir(path), e.Catalogue))
-		if err != nil {
-			return fmt.Errorf("%s: extends: %w", path, err)
-		}
-		var base struct {
-			Overlays []overlay `json:"overlays"`
-		}
-		if err := json.Unmarshal(baseData, &base); err != nil {
-			return fmt.Errorf("%s: extends: %w", path, err)
-		}
-		rb := func(ref string) string {
-			file, frag, _ := strings.Cut(ref, "#")
-			if to, ok := e.Rebase[file]; ok {
-				return to + "#" + frag
-			}
-			return ref
-		}
-		var own []overlay
-		for _, o := range append(base.Overlays, cat.Overlays...) {
-			o.Def = rb(o.Def)
-			if o.Schema != "" {
-				o.Schema = rb(o.Schema)
-			}
-			o.Variants = slices.Clone(o.Variants)
-			for i, v := range o.Variants {
-				o.Variants[i] = rb(v)
-			}
-			own = append(own, o)
-		}
-		cat.Overlays = own
-	}
-	all := cat.Overlays
-	for _, o := range cat.Overlays {
-		file, frag, _ := strings.Cut(o.Def, "#")
-		if to, ok := retarget[file]; ok {
-			o.Def = to + "#" + frag
-			all = append(all, o)
-		}
-	}
-	for _, o := range all {
-		if o.Contract != "" && o.Contract != contract {
-			continue
-		}
-		def, err := lookup(docs, o.Def)
-		if err != nil {
-			return fmt.Errorf("%s: overlay of %s: %w", path, o.Def, err)
-		}
-		props, _ := def["properties"].(map[string]any)
-		switch {
-		case len(o.Forbid) > 0:
-			if props == nil {
-				props = map[string]any{}
-				def["properties"] = props
-			}
-			for _, f := range o.Forbid {
-				props[f] = false
-			}
-		case len(o.Variants) > 0:
-			key := "oneOf"
-			if _, ok := def["anyOf"]; ok {
-				key = "anyOf"
-			}
-			alts, _ := def[key].([]any)
-			for _, v := range o.Variants {
-				alts = append(alts, map[string]any{"$ref": base + v})
-			}
-			def[key] = alts
-		case o.Add:
-			if props == nil {
-				props = map[string]any{}
-				def["properties"] = props
-			}
-			if _, named := props[o.Member]; named {
-				return fmt.Errorf("%s: overlay of %s adds member %q, which it names", path, o.Def, o.Member)
-			}
-			props[o.Member] = map[string]any{"anyOf": []any{map[string]any{"$ref": base + o.Schema}, map[string]any{"type": "null"}}}
-		default:
-			old, ok := props[o.Member].(map[string]any)
-			if !ok {
-				return fmt.Errorf("%s: overlay of %s: no member %q", path, o.Def, o.Member)
-			}
-			typed := map[string]any{"$ref": base + o.Schema}
-			if t, _ := old["type"].([]any); slices.Contains(t, any("null")) {
-				typed = map[string]any{"anyOf": []any{typed, map[string]any{"type": "null"}}}
-			}
-			props[o.Member] = typed
-		}
-	}
-	return nil
-}
-
-// lookup finds the $defs entry "<file>#/$defs/<name>" among docs.
-func lookup(docs map[string]any, ref string) (map[string]any, error) {
-	file, frag, _ := strings.Cut(ref, "#")
-	node, ok := docs[file]
-	if !ok {
-		return nil, fmt.Errorf("no schema file %s", file)
-	}
-	for _, seg := range strings.Split(strings.TrimPrefix(frag, "/"), "/") {
-		m, ok := node.(map[string]any)
-		if !ok {
-			return nil, fmt.Errorf("%s: not an object at %s", ref, seg)
-		}
-		node = m[seg]
-	}
-	m, ok := node.(map[string]any)
-	if !ok {
-		return nil, fmt.Errorf("%s: no such definition", ref)
-	}
-	return m, nil
-}
-
-// Compile compiles the schema at loc, "<file>#<json pointer>".
-func (s *Spec) Compile(loc string) (*jsonschema.Schema, error) {
-	return s.c.Compile(base + loc)
+	s, err := specschema.LoadRetargeted(os.DirFS(filepath.Join(root, "spec")), from, to)
+	return &Spec{s}, err
 }
 
 // inlineVariant matches the location of an inline alternative of a union.
@@ -590,59 +304,7 @@ func encode(v any) []byte {
 // HasUnknown reports whether a decoded value holds, anywhere, a union
 // variant this version does not know (a non-empty Unknown field) or a value
 // of an open string enum that its schema does not list (Known false).
-func HasUnknown(v any) bool {
-	return hasUnknown(reflect.ValueOf(v), 0)
-}
-
-var rawType = reflect.TypeFor[jsontext.Value]()
-
-func hasUnknown(v reflect.Value, depth int) bool {
-	if depth > 64 {
-		return false
-	}
-	if v.Kind() == reflect.String {
-		// An open enum's value this version does not list.
-		if known := v.MethodByName("Known"); known.IsValid() && known.Type().NumIn() == 0 && known.Type().NumOut() == 1 && known.Type().Out(0).Kind() == reflect.Bool {
-			return !known.Call(nil)[0].Bool()
-		}
-		return false
-	}
-	switch v.Kind() {
-	case reflect.Pointer, reflect.Interface:
-		return !v.IsNil() && hasUnknown(v.Elem(), depth+1)
-	case reflect.Struct:
-		if get := v.MethodByName("Get"); get.IsValid() && get.Type().NumIn() == 0 && get.Type().NumOut() == 2 {
-			// wire.Nullable: its value is unexported.
-			out := get.Call(nil)
-			return out[1].Bool() && hasUnknown(out[0], depth+1)
-		}
-		for i := range v.NumField() {
-			f := v.Type().Field(i)
-			if f.Name == "Unknown" && f.Type == rawType && v.Field(i).Len() > 0 {
-				return true
-			}
-			if f.IsExported() && hasUnknown(v.Field(i), depth+1) {
-				return true
-			}
-		}
-	case reflect.Slice, reflect.Array:
-		if v.Type() == rawType || v.Type().Elem().Kind() == reflect.Uint8 {
-			return false
-		}
-		for i := range v.Len() {
-			if hasUnknown(v.Index(i), depth+1) {
-				return true
-			}
-		}
-	case reflect.Map:
-		for _, k := range v.MapKeys() {
-			if hasUnknown(v.MapIndex(k), depth+1) {
-				return true
-			}
-		}
-	}
-	return false
-}
+func HasUnknown(v any) bool { return specschema.HasUnknown(v) }
 
 // replacements are the values every member and element is replaced with.
 var replacements = []any{nil, json.Number("1"), json.Number("-1"), json.Number("1.5"), "x", "", true, []any{}, map[string]any{}, []any{"x"}, []any{json.Number("1")}}

@@ -100,6 +100,13 @@ func Pointer(err error) string {
 			}
 		}
 		ptr += "/" + escapeToken(de.Member)
+	} else if de != nil && de.Member != "" && errors.Is(de.Err, ErrUnknownMember) {
+		// An unknown or forbidden member is reported at itself, whether the
+		// decoder was at it or had buffered its object (a union choosing
+		// its variant by a tag that came later).
+		if m := "/" + escapeToken(de.Member); !strings.HasSuffix(ptr, m) {
+			ptr += m
+		}
 	}
 	return ptr
 }

@@ -8,7 +8,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"os"
+	pathpkg "path"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -316,15 +318,36 @@ func Load(path string) (*Catalogue, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	if c.Extends != nil {
-		if c, err = c.extend(filepath.Dir(path)); err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-	}
-	if err := c.Validate(); err != nil {
+	read := func(name string) ([]byte, error) { return os.ReadFile(filepath.Join(filepath.Dir(path), name)) }
+	if c, err = c.complete(read); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	c.File = path
+	return c, nil
+}
+
+// LoadFS is Load for the catalogue at p in fsys: data is its content,
+// already read, and a base it extends is read from p's directory in fsys.
+func LoadFS(fsys fs.FS, p string, data []byte) (*Catalogue, error) {
+	c, err := decode(data)
+	if err != nil {
+		return nil, err
+	}
+	read := func(name string) ([]byte, error) { return fs.ReadFile(fsys, pathpkg.Join(pathpkg.Dir(p), name)) }
+	return c.complete(read)
+}
+
+// complete merges the base c extends, read with read, and validates.
+func (c *Catalogue) complete(read func(name string) ([]byte, error)) (*Catalogue, error) {
+	if c.Extends != nil {
+		var err error
+		if c, err = c.extend(read); err != nil {
+			return nil, err
+		}
+	}
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
 	return c, nil
 }
 
@@ -358,7 +381,7 @@ func decode(data []byte) (*Catalogue, error) {
 var baseFile = regexp.MustCompile(`^[A-Za-z0-9_-][A-Za-z0-9._-]*\.json$`)
 
 // extend merges c's base, read from dir, into a new catalogue (Extends).
-func (c *Catalogue) extend(dir string) (*Catalogue, error) {
+func (c *Catalogue) extend(read func(name string) ([]byte, error)) (*Catalogue, error) {
 	e := c.Extends
 	var errs []string
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
@@ -368,7 +391,7 @@ func (c *Catalogue) extend(dir string) (*Catalogue, error) {
 	if strings.TrimSpace(e.Reason) == "" {
 		bad("extends: needs a reason")
 	}
-	data, err := os.ReadFile(filepath.Join(dir, e.Catalogue))
+	data, err := read(e.Catalogue)
 	if err != nil {
 		return nil, fmt.Errorf("extends: %w", err)
 	}

@@ -99,6 +99,13 @@ func LoadOverrides(path string) (*Overrides, error) {
 	if err != nil {
 		return nil, err
 	}
+	return ParseOverrides(data, path)
+}
+
+// ParseOverrides decodes and checks the override table data; name (the
+// file it was read from) prefixes its errors.
+func ParseOverrides(data []byte, path string) (*Overrides, error) {
+	o := &Overrides{}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(o); err != nil {

@@ -14,7 +14,8 @@ func CheckType(f Family, t reflect.Type, body []byte, pointer string) (Problem, 
 	if t == nil {
 		return Problem{}, false
 	}
-	return check(f, t, body, pointer)
+	_, p, bad := check(f, t, body, pointer)
+	return p, bad
 }
 
 // An Operation is one operation carried inside a method (Harn's host/call

@@ -85,7 +85,10 @@ type Problem struct {
 
 // Frame is what the classifier made of one line.
 type Frame struct {
-	Family    Family
+	Family Family
+	// Dir is the frame's direction: as given to Classify, or as
+	// ClassifyUndirected inferred it.
+	Dir       Direction
 	Kind      Kind
 	Method    string // for a reply, its request's method
 	Qualifier string // agentpm-service's service role
@@ -95,6 +98,14 @@ type Frame struct {
 	ReplyTo  int64
 	Latency  time.Duration
 	Problems []Problem
+	// Body is the frame's params, result or payload as it is in the line
+	// (nil when it has none), BodyPointer its JSON pointer within the
+	// frame (/params, /result, /payload), and Value what the method's
+	// generated type decoded from it (nil when the method has no typed
+	// body or the type refused it). Body aliases the line given.
+	Body        []byte
+	BodyPointer string
+	Value       any
 }
 
 // Pending is a request not yet answered.
@@ -127,6 +138,9 @@ type Classifier struct {
 	codecs  map[Family]rpc.Codec
 	pending map[pendingKey]pending
 	msg     rpc.Message
+	// initiator is, for ClassifyUndirected, the side that sent the first
+	// request or notification of a known method: its frames go In.
+	initiator string
 }
 
 // New returns a classifier for a session whose family is not known yet.
@@ -152,12 +166,81 @@ func (c *Classifier) codec(f Family) rpc.Codec {
 // only the start of a longer line: its kind and id are then read from what
 // is there, and it is not checked.
 func (c *Classifier) Classify(seq int64, dir Direction, at time.Time, line []byte, truncated bool) Frame {
+	return c.classify(seq, dir, false, at, line, truncated)
+}
+
+// ClassifyUndirected is Classify for a stream recorded without directions
+// (raw NDJSON of both peers): a request or notification goes In when the
+// side that sends its method is the side that sent the session's first
+// one, Out otherwise; a reply goes opposite the pending request its id
+// names (see replyDir when both directions have one pending).
+func (c *Classifier) ClassifyUndirected(seq int64, at time.Time, line []byte) Frame {
+	return c.classify(seq, In, true, at, line, false)
+}
+
+// senderDir is the direction of a request or notification of method m
+// sent by its catalogue sender, for ClassifyUndirected.
+func (c *Classifier) senderDir(m *Method) Direction {
+	if m == nil || m.Info.From == "" {
+		return In
+	}
+	if c.initiator == "" {
+		c.initiator = m.Info.From
+	}
+	if m.Info.From == c.initiator {
+		return In
+	}
+	return Out
+}
+
+// replyDir is the direction of a reply with id and body, for
+// ClassifyUndirected. When both directions have a request of that id
+// pending (both peers number their requests alike), the reply answers the
+// one whose result type takes its body; when both or neither do, the
+// newer one (a call made while the other is running is answered first).
+func (c *Classifier) replyDir(f *Frame, body []byte) Direction {
+	in, inOK := c.pending[pendingKey{In, f.ID}]
+	out, outOK := c.pending[pendingKey{Out, f.ID}]
+	switch {
+	case inOK && !outOK:
+		return Out
+	case outOK && !inOK:
+		return In
+	case !inOK:
+		return Out
+	}
+	fits := func(p pending) bool {
+		if f.Kind != Response || body == nil {
+			return false
+		}
+		m := Lookup(f.Family, p.Method, p.qualifier)
+		if m == nil || m.Result == nil {
+			return false
+		}
+		_, err := decode(f.Family, m.Result, body)
+		return err == nil
+	}
+	inFits, outFits := fits(in), fits(out)
+	if inFits != outFits {
+		if inFits {
+			return Out
+		}
+		return In
+	}
+	if in.Seq > out.Seq {
+		return Out
+	}
+	return In
+}
+
+func (c *Classifier) classify(seq int64, dir Direction, infer bool, at time.Time, line []byte, truncated bool) (f Frame) {
+	defer func() { f.Dir = dir }()
 	line = bytes.TrimSuffix(line, []byte("\r"))
 	fam, members := sniff(line, c.family)
 	if c.family == Unknown && fam != Unknown && fam != Harn {
 		c.family = fam
 	}
-	f := Frame{Family: c.familyFor(fam)}
+	f = Frame{Family: c.familyFor(fam)}
 	codec := c.codec(codecFamily(f.Family))
 	if truncated {
 		hd, ok := codec.(rpc.HeadDecoder)
@@ -194,6 +277,8 @@ func (c *Classifier) Classify(seq int64, dir Direction, at time.Time, line []byt
 	f.ID = string(m.ID)
 	f.Method = string(m.Method)
 	f.Qualifier = string(m.Qualifier)
+	f.Body = m.Body
+	f.BodyPointer = bodyPointer(f.Family, f.Kind, members)
 	switch f.Kind {
 	case Request, Notification:
 		meth := Lookup(f.Family, f.Method, f.Qualifier)
@@ -205,24 +290,36 @@ func (c *Classifier) Classify(seq int64, dir Direction, at time.Time, line []byt
 		} else if c.family == Unknown && meth != nil {
 			c.family = f.Family
 		}
+		if infer {
+			dir = c.senderDir(meth)
+		}
 		switch {
 		case meth == nil && !strings.HasPrefix(f.Method, "_"):
 			f.Problems = append(f.Problems, Problem{Code: ProblemUnknownMethod, Pointer: "/method",
 				Message: fmt.Sprintf("%s has no method %q%s", familyName(f.Family), f.Method, qualified(f.Qualifier))})
 		case meth != nil && meth.Params != nil && m.Body != nil:
-			if p, bad := check(f.Family, meth.Params, m.Body, bodyPointer(f.Family, f.Kind, members)); bad {
+			v, p, bad := check(f.Family, meth.Params, m.Body, f.BodyPointer)
+			if bad {
 				f.Problems = append(f.Problems, p)
+			} else {
+				f.Value = v
 			}
 		}
 		if f.Kind == Request {
 			c.ask(&f, seq, dir, at, f.Qualifier)
 		}
 	case Response, Error:
+		if infer {
+			dir = c.replyDir(&f, m.Body)
+		}
 		req, ok := c.answer(&f, seq, dir, at)
 		if ok && f.Kind == Response && m.Body != nil {
 			if meth := Lookup(f.Family, req.Method, req.qualifier); meth != nil && meth.Result != nil {
-				if p, bad := check(f.Family, meth.Result, m.Body, bodyPointer(f.Family, f.Kind, members)); bad {
+				v, p, bad := check(f.Family, meth.Result, m.Body, f.BodyPointer)
+				if bad {
 					f.Problems = append(f.Problems, p)
+				} else {
+					f.Value = v
 				}
 			}
 		}
@@ -407,15 +504,15 @@ func bodyPointer(f Family, k Kind, tm topMembers) string {
 	return "/params"
 }
 
-// check decodes body into a new value of t and turns a refusal into a
-// schema problem at its JSON pointer within the frame.
-func check(f Family, t reflect.Type, body []byte, prefix string) (Problem, bool) {
-	err := decode(f, t, body)
+// check decodes body into a new value of t, returned, and turns a refusal
+// into a schema problem at its JSON pointer within the frame.
+func check(f Family, t reflect.Type, body []byte, prefix string) (any, Problem, bool) {
+	v, err := decode(f, t, body)
 	if err == nil {
-		return Problem{}, false
+		return v, Problem{}, false
 	}
 	// The place is the pointer; the message says why, in wire terms.
-	return Problem{Code: ProblemSchema, Pointer: prefix + wire.Pointer(err), Message: wire.Reason(err)}, true
+	return nil, Problem{Code: ProblemSchema, Pointer: prefix + wire.Pointer(err), Message: wire.Reason(err)}, true
 }
 
 // headMethod returns the top-level method member of a cut line when the
@@ -461,5 +558,6 @@ func CheckBody(f Family, method, qualifier string, reply bool, body []byte) (Pro
 	if t == nil {
 		return Problem{}, false
 	}
-	return check(f, t, body, "")
+	_, p, bad := check(f, t, body, "")
+	return p, bad
 }

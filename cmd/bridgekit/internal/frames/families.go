@@ -154,14 +154,22 @@ func Lookup(f Family, wireName, qualifier string) *Method {
 	return nil
 }
 
-// decode unmarshals body into a new value of t with the generated type's
-// own checks (required members, closed objects, kinds, constraints), and
-// for Harn's stream under Harn's contract, as a Harn connection decodes
-// (harn.BridgeConnOptions): ACP members Harn moved under _meta.harn are
-// problems there, extra members of a plain ACP peer.
-func decode(f Family, t reflect.Type, body []byte) error {
+// decode unmarshals body into a new value of t, a pointer to which it
+// returns, with the generated type's own checks (required members, closed
+// objects, kinds, constraints), and for Harn's stream under Harn's
+// contract, as a Harn connection decodes (harn.BridgeConnOptions): ACP
+// members Harn moved under _meta.harn are problems there, extra members of
+// a plain ACP peer.
+func decode(f Family, t reflect.Type, body []byte) (any, error) {
+	v := reflect.New(t).Interface()
+	var err error
 	if f == Harn {
-		return json.Unmarshal(body, reflect.New(t).Interface(), acp.ContractHarn.Options())
+		err = json.Unmarshal(body, v, acp.ContractHarn.Options())
+	} else {
+		err = wire.Unmarshal(body, v)
 	}
-	return wire.Unmarshal(body, reflect.New(t).Interface())
+	if err != nil {
+		return nil, err
+	}
+	return v, nil
 }

@@ -1,4 +1,4 @@
-package main
+package codegen
 
 import (
 	"bytes"
@@ -30,8 +30,8 @@ func TestCatalogueSchemaAgreesWithLoader(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	paths, _ := filepath.Glob("../spec/catalogue/*.json")
-	paths = append(paths, "testdata/features/spec/catalogue/features.json")
+	paths, _ := filepath.Glob("../../spec/catalogue/*.json")
+	paths = append(paths, "../testdata/features/spec/catalogue/features.json")
 	for _, p := range paths {
 		raw, err := os.ReadFile(p)
 		if err != nil {

@@ -1,4 +1,4 @@
-package main
+package codegen
 
 import (
 	"fmt"
@@ -58,7 +58,7 @@ func CatalogueSchema() ([]byte, error) {
 			allowNull(def, t)
 		}
 	}
-	return canonicalJSON(s)
+	return CanonicalJSON(s)
 }
 
 func ptr[T any](v T) *T { return &v }

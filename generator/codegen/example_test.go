@@ -1,0 +1,43 @@
+package codegen_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/bridgekit/bridgekit/generator/codegen"
+)
+
+// Read a spec directory and find where a method's params and result are
+// defined.
+func ExampleSpec_Methods() {
+	s, err := codegen.LoadFS(os.DirFS("../../spec"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	methods, err := s.Methods()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, m := range methods {
+		if m.Package == "acp" && m.Wire == "session/prompt" {
+			fmt.Println(m.From, "->", m.To, m.Params, m.Result)
+		}
+	}
+	// Output: client -> agent acp/v1/schema.json#/$defs/PromptRequest acp/v1/schema.json#/$defs/PromptResponse
+}
+
+// A spec that does not load is reported file by file, with JSON pointers.
+func ExampleGenerate() {
+	_, err := codegen.Generate(context.Background(), codegen.Options{Root: "testdata/no-such-root"})
+	var problems codegen.Errors
+	if errors.As(err, &problems) {
+		for _, p := range problems {
+			fmt.Println(p.File, p.Message)
+		}
+	}
+	// Output: spec/catalogue no catalogues
+}
