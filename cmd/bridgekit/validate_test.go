@@ -111,7 +111,6 @@ func each(svc, method string, reqPayload any) func(*testing.T, []byte) []string 
 	})
 }
 
-
 // hooks wraps knowledge_hooks.json: each hook's input object (the
 // request payload's input) and its decision (the result).
 var hooks = decoded(func(t *testing.T, doc any) []string {
@@ -196,7 +195,13 @@ func TestValidateFixtures(t *testing.T) {
 				t.Fatal(err)
 			}
 			lines := tc.frames(t, data)
-			status, stdout, stderr := runCmd(t, strings.Join(lines, "\n")+"\n", "validate", "-")
+			args := []string{"validate", "-"}
+			if strings.HasPrefix(rel, "harn/") {
+				// Harn's fixtures are a Harn runtime's traffic, judged under
+				// Harn's contract (a plain ACP stream keeps its extra members).
+				args = []string{"validate", "--protocol", "harn", "-"}
+			}
+			status, stdout, stderr := runCmd(t, strings.Join(lines, "\n")+"\n", args...)
 			switch {
 			case tc.problem == "" && (status != 0 || stdout != ""):
 				t.Errorf("status %d, problems:\n%s%s\nframes:\n%s", status, stdout, stderr, strings.Join(lines, "\n"))
