@@ -27,16 +27,24 @@ import (
 type app struct {
 	ws     *workspace.Workspace
 	policy *policy
-	tools  []configTool
-	skills *skillSet
-	render *renderer
-	shells *shells.Provider // shell discovery, and the shells terminal/create may use
-	terms  *terminal.Manager
-	log    *slog.Logger
+	// perms decides session/request_permission on the tool call merged
+	// from what tracker kept of its session/update notifications.
+	perms   *permission.Policy
+	tracker *permission.Tracker
+	tools   []configTool
+	skills  *skillSet
+	render  *renderer
+	shells  *shells.Provider // shell discovery, and the shells terminal/create may use
+	terms   *terminal.Manager
+	log     *slog.Logger
 
 	// cancelling is set once the host has cancelled the prompt: ACP wants
 	// the permission requests that follow answered "cancelled".
 	cancelling atomic.Bool
+	// denied is the last permission request the policy denied ("tool
+	// (kind)"), so that a turn the agent then ends cancelled is reported
+	// as such.
+	denied atomic.Pointer[string]
 }
 
 // maxWaits bounds the pending terminal/wait_for_exit calls. Each has a
@@ -86,7 +94,8 @@ func newApp(o appOptions) (*app, error) {
 	if err != nil {
 		return nil, fmt.Errorf("shell discovery: %w", err)
 	}
-	return &app{ws: ws, terms: terminal.New(&terminal.Limits{MaxWaits: maxWaits}), policy: pol, skills: skills, render: o.render, log: o.log, tools: cfg.Tools, shells: provider}, nil
+	return &app{ws: ws, terms: terminal.New(&terminal.Limits{MaxWaits: maxWaits}), policy: pol, perms: pol.permissions(ws), tracker: permission.NewTracker(nil),
+		skills: skills, render: o.render, log: o.log, tools: cfg.Tools, shells: provider}, nil
 }
 
 // bridge is the Harn bridge the host serves, on the generated handler
@@ -122,6 +131,7 @@ func (a *app) bridge() *harn.HostHandlers {
 func (a *app) client() *acp.ClientHandlers {
 	return &acp.ClientHandlers{
 		SessionUpdate: func(_ context.Context, n *acp.SessionNotification) error {
+			a.tracker.Observe(n)
 			a.render.Update(n)
 			return nil
 		},
@@ -200,68 +210,66 @@ func (a *app) matchSkills(_ context.Context, p *harn.SkillMatchParams) (*harn.Sk
 	return &harn.SkillMatchResult{Object: &harn.SkillMatchResultObject{SkillMatches: &harn.SkillMatches{Matches: matches}}}, nil
 }
 
-// requestPermission serves session/request_permission from the policy. It
-// fails closed: anything but the policy's allow (a panic here included)
-// selects a reject option, or answers "cancelled" when the agent offers
-// none; after the host cancelled the prompt every request is "cancelled".
+// requestPermission serves session/request_permission with the policy's
+// rules (permission.Policy) on the tool call merged with its earlier
+// tool_call and tool_call_update notifications (permission.Tracker). It
+// fails closed: anything but an allow (a panic here included) selects a
+// reject option that cannot read as a grant, or answers "cancelled" when
+// the agent offers none (permission.Answer); after the host cancelled the
+// prompt every request is "cancelled".
 func (a *app) requestPermission(_ context.Context, p *acp.RequestPermissionRequest) (res *acp.RequestPermissionResponse, err error) {
-	d := deny("the host failed to decide")
+	v := permission.Verdict{Reason: "the host failed to decide"}
+	var c *permission.Call
 	defer func() {
 		if rec := recover(); rec != nil {
 			a.log.Error("permission: panic while deciding; denying", "panic", rec)
-			d = deny(fmt.Sprint("the host failed to decide: ", rec))
-			res, err = permissionAnswer(d, p), nil
+			v = permission.Verdict{Reason: fmt.Sprint("the host failed to decide: ", rec)}
+			res, err = permission.Answer(p, v.Decision()), nil
 		}
-		a.renderPermission(p, d, res)
+		if !v.Allow && !a.cancelling.Load() {
+			what := "a tool call"
+			if c != nil {
+				what = strconv.Quote(cleanLine(c.Tool))
+				if c.Kind != "" {
+					what += " (" + string(c.Kind) + ")"
+				}
+			}
+			a.denied.Store(&what)
+		}
+		a.renderPermission(p, c, v, res)
 	}()
+	c = permission.NewCall(a.tracker, p, a.perms.MaxPaths)
 	if a.cancelling.Load() {
-		d = deny("the prompt is being cancelled")
+		v = permission.Verdict{Reason: "the prompt is being cancelled"}
 		return permission.Cancelled(), nil
 	}
-	d = a.policy.permission(a.ws, &p.ToolCall)
-	return permissionAnswer(d, p), nil
-}
-
-// permissionAnswer is servers/host/permission's answer to the decision:
-// allowing selects the agent's option "allow" (Harn's), else its first
-// allow_once, else allow_always option; denying never selects an option
-// whose id or kind could read as a grant, and answers "cancelled" when
-// the agent offers no reject option.
-func permissionAnswer(d decision, req *acp.RequestPermissionRequest) *acp.RequestPermissionResponse {
-	if !d.Allow {
-		return permission.Answer(req, permission.Decision{})
+	v = a.perms.Decide(c)
+	d := v.Decision()
+	if d.Allow {
+		d.OptionID, _ = permission.GrantOption(p)
 	}
-	pd := permission.Decision{Allow: true}
-	if !slices.ContainsFunc(req.Options, func(o acp.PermissionOption) bool { return o.OptionID == permission.AllowOptionID }) {
-		for _, k := range []acp.PermissionOptionKind{acp.PermissionOptionKindAllowOnce, acp.PermissionOptionKindAllowAlways} {
-			if i := slices.IndexFunc(req.Options, func(o acp.PermissionOption) bool { return o.Kind == k }); i >= 0 {
-				pd.OptionID = req.Options[i].OptionID
-				break
-			}
-		}
-	}
-	return permission.Answer(req, pd)
+	return permission.Answer(p, d), nil
 }
 
 // renderPermission shows a permission decision; should describing the
 // tool call fail, it shows the decision alone.
-func (a *app) renderPermission(p *acp.RequestPermissionRequest, d decision, res *acp.RequestPermissionResponse) {
+func (a *app) renderPermission(p *acp.RequestPermissionRequest, c *permission.Call, v permission.Verdict, res *acp.RequestPermissionResponse) {
 	defer func() {
 		if rec := recover(); rec != nil {
-			a.render.line(fmt.Sprintf("%s: %s (%s)", a.render.paint("permission", cBold), a.render.paint("denied", cRed, cBold), d.Reason))
+			a.render.line(fmt.Sprintf("%s: %s (%s)", a.render.paint("permission", cBold), a.render.paint("denied", cRed, cBold), v.Reason))
 		}
 	}()
-	a.render.line(a.permissionLine(p, d, res))
+	a.render.line(a.permissionLine(p, c, v, res))
 }
 
-func (a *app) permissionLine(p *acp.RequestPermissionRequest, d decision, res *acp.RequestPermissionResponse) string {
-	r, tc := a.render, &p.ToolCall
-	head := r.paint("permission", cBold) + " " + strconv.Quote(cleanLine(toolName(tc)))
-	if k, ok := tc.Kind.Get(); ok {
-		head += " (" + string(k) + ")"
+func (a *app) permissionLine(p *acp.RequestPermissionRequest, c *permission.Call, v permission.Verdict, res *acp.RequestPermissionResponse) string {
+	r := a.render
+	head := r.paint("permission", cBold) + " " + strconv.Quote(cleanLine(c.Tool))
+	if c.Kind != "" {
+		head += " (" + string(c.Kind) + ")"
 	}
 	var shown []string
-	for _, path := range toolCallPaths(tc) {
+	for _, path := range c.Paths {
 		if rel, err := a.ws.Resolve(path); err == nil {
 			path = rel
 		}
@@ -281,12 +289,12 @@ func (a *app) permissionLine(p *acp.RequestPermissionRequest, d decision, res *a
 		answer = "cancelled"
 	}
 	verdict := r.paint("denied", cRed, cBold)
-	if res != nil && res.Outcome.Selected != nil {
-		for _, o := range p.Options {
-			if o.OptionID == res.Outcome.Selected.OptionID && (o.Kind == acp.PermissionOptionKindAllowOnce || o.Kind == acp.PermissionOptionKindAllowAlways) {
+	if v.Allow && res != nil && res.Outcome.Selected != nil {
+		for _, o := range p.Options { // a grant the agent offered no option for went out as a denial
+			if o.OptionID == res.Outcome.Selected.OptionID && o.Kind != acp.PermissionOptionKindRejectOnce && o.Kind != acp.PermissionOptionKindRejectAlways {
 				verdict = r.paint("allowed", cGreen, cBold)
 			}
 		}
 	}
-	return fmt.Sprintf("%s: %s (%s) -> %s", head, verdict, d.Reason, answer)
+	return fmt.Sprintf("%s: %s (%s) -> %s", head, verdict, v.Reason, answer)
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/bridgekit/bridgekit/runtime/wire/wiretest"
+	"github.com/bridgekit/bridgekit/servers/host/permission"
 	"github.com/bridgekit/bridgekit/servers/host/shells"
 	"github.com/bridgekit/bridgekit/servers/host/terminal"
 	"github.com/bridgekit/bridgekit/servers/host/workspace"
@@ -40,7 +41,7 @@ func testApp(t *testing.T, pol *policy) (*app, *syncBuffer) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &app{ws: ws, terms: terms, policy: pol, skills: skills, render: r, shells: provider, log: slog.New(slog.NewTextHandler(io.Discard, nil))}, out
+	return &app{ws: ws, terms: terms, policy: pol, perms: pol.permissions(ws), tracker: permission.NewTracker(nil), skills: skills, render: r, shells: provider, log: slog.New(slog.NewTextHandler(io.Discard, nil))}, out
 }
 
 // syncBuffer is a buffer the renderer's goroutine writes while a test reads.

@@ -90,7 +90,7 @@ func TestServeConfiguredMethodsOverPipes(t *testing.T) {
 		t.Errorf("allowed edit: %s", res)
 	}
 	res, _ = call(7, "session/request_permission", fmt.Sprintf(permission, "go.mod"))
-	if string(res) != `{"outcome":{"outcome":"selected","optionId":"reject"}}` {
+	if string(res) != `{"outcome":{"outcome":"selected","optionId":"reject"},"reason":"no rule allows it"}` {
 		t.Errorf("denied edit: %s", res)
 	}
 	res, _ = call(8, "fs/read_text_file", fmt.Sprintf(`{"sessionId":"s","path":%q}`, filepath.Join(ws, "src", "main.go")))
