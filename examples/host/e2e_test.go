@@ -30,6 +30,9 @@ const upstreamSchema = "../../../shared/fixtures/harn/upstream/spec/schemas/host
 var hostBin string
 
 func TestMain(m *testing.M) {
+	if scenario := os.Getenv(fakeAgentEnv); scenario != "" {
+		os.Exit(fakeAgent(scenario))
+	}
 	dir, err := os.MkdirTemp("", "bridgekit-host")
 	if err != nil {
 		panic(err)

@@ -52,10 +52,16 @@ import (
 	"time"
 
 	"github.com/bridgekit/bridgekit/gen/acp"
+	"github.com/bridgekit/bridgekit/internal/tty"
 	"github.com/bridgekit/bridgekit/runtime/ndjson"
 	"github.com/bridgekit/bridgekit/runtime/rpc"
 	"github.com/bridgekit/bridgekit/servers/host"
+	"github.com/bridgekit/bridgekit/servers/host/auth"
 )
+
+// slowInitialize is how long initialize may take before the host says, on
+// a terminal, that it is waiting.
+const slowInitialize = 2 * time.Second
 
 // options are the command line's.
 type options struct {
@@ -65,6 +71,8 @@ type options struct {
 	maxFrame                  int
 	grace                     time.Duration
 	verbose                   bool
+	auth                      string
+	authTerminal              bool
 }
 
 func main() {
@@ -77,6 +85,8 @@ func main() {
 	flag.IntVar(&o.maxFrame, "max-frame", ndjson.DefaultMaxFrame, "largest inbound line in bytes")
 	flag.DurationVar(&o.grace, "grace", host.DefaultStopGrace, "how long to wait for a clean stop after a signal")
 	flag.BoolVar(&o.verbose, "v", false, "log diagnostics to stderr")
+	flag.StringVar(&o.auth, "auth", "", "authenticate with the agent's method `ID` (default: an env_var method whose variables are set)")
+	flag.BoolVar(&o.authTerminal, "auth-terminal", false, "allow running the agent's terminal authentication method (an interactive login)")
 	flag.Usage = func() {
 		fmt.Fprintln(os.Stderr, "usage: host [flags] [-- COMMAND ARGS...]\n       host [flags] -prompt TEXT -- COMMAND ARGS...")
 		flag.PrintDefaults()
@@ -218,7 +228,10 @@ func runPrompt(a *app, srv *host.Server, sigs chan os.Signal, o options, args []
 	runCtx, abandon := context.WithCancel(context.Background())
 	defer abandon()
 
-	pr := &promptRun{app: a, text: o.prompt}
+	pr := &promptRun{app: a, text: o.prompt, argv: args, auth: auth.Options{Method: acp.AuthMethodID(o.auth), Terminal: o.authTerminal}}
+	if tty.Is(os.Stderr) {
+		pr.slow = slowInitialize
+	}
 	var (
 		result   outcome
 		started  atomic.Bool

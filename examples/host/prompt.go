@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"runtime/debug"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -14,6 +16,7 @@ import (
 	"github.com/bridgekit/bridgekit/gen/acp"
 	"github.com/bridgekit/bridgekit/runtime/rpc"
 	"github.com/bridgekit/bridgekit/runtime/wire"
+	"github.com/bridgekit/bridgekit/servers/host/auth"
 	"github.com/bridgekit/bridgekit/servers/host/turn"
 )
 
@@ -31,6 +34,8 @@ const (
 	exitAgentCancelled  = 8
 	exitRuntimeDied     = 9
 	exitProtocol        = 10
+	exitAuth            = 11
+	exitDeniedCancelled = 12
 	exitCannotStart     = 127
 )
 
@@ -44,6 +49,13 @@ type outcome struct {
 type promptRun struct {
 	app  *app
 	text string
+	// argv is the runtime's command, for a terminal authentication method.
+	argv []string
+	// auth steers the choice of authentication method.
+	auth auth.Options
+	// slow is how long initialize may take before a terminal shows that
+	// the host is waiting (0: never; stderr is not a terminal).
+	slow time.Duration
 
 	mu          sync.Mutex
 	agent       *acp.AgentPeer
@@ -69,6 +81,7 @@ func (r *promptRun) run(ctx context.Context, conn *rpc.Conn) outcome {
 	r.agent = agent
 	r.mu.Unlock()
 	yes := true
+	stopNotice := r.notice(ctx, "initialize")
 	init, err := agent.Initialize(ctx, &acp.InitializeRequest{
 		ProtocolVersion: 1,
 		ClientCapabilities: &acp.ClientCapabilities{
@@ -77,6 +90,7 @@ func (r *promptRun) run(ctx context.Context, conn *rpc.Conn) outcome {
 		},
 		ClientInfo: wire.Some(acp.Implementation{Name: "bridgekit-host", Version: hostVersion()}),
 	})
+	stopNotice()
 	if err != nil {
 		return r.failed(ctx, "initialize", err)
 	}
@@ -98,9 +112,16 @@ func (r *promptRun) run(ctx context.Context, conn *rpc.Conn) outcome {
 		r.mu.Unlock()
 	}
 	r.app.render.Status("agent %s (%s)", name, kind)
+	methods := auth.Methods(init)
+	if o, ok := r.authenticate(ctx, agent, methods); !ok {
+		return o
+	}
 
 	sess, err := agent.SessionNew(ctx, &acp.NewSessionRequest{Cwd: r.app.ws.Dir(), MCPServers: []acp.MCPServer{}})
 	if err != nil {
+		if err := auth.Required(err, methods); errors.Is(err, auth.ErrMissing) {
+			return r.authFailed(err)
+		}
 		return r.failed(ctx, "session/new", err)
 	}
 	r.mu.Lock()
@@ -124,6 +145,92 @@ func (r *promptRun) run(ctx context.Context, conn *rpc.Conn) outcome {
 		return r.failed(ctx, "session/prompt", err)
 	}
 	return r.classify(res)
+}
+
+// authenticate authenticates as auth.Choose decides from the agent's
+// methods: authenticate with an env_var method whose variables are set or
+// the method -auth names, or an interactive run of a terminal method when
+// -auth-terminal allows it. ok is false when the prompt cannot go on.
+func (r *promptRun) authenticate(ctx context.Context, agent *acp.AgentPeer, methods []auth.Method) (o outcome, ok bool) {
+	plan, err := auth.Choose(methods, r.auth)
+	if err != nil {
+		return r.authFailed(err), false
+	}
+	switch plan.Action {
+	case auth.Authenticate:
+		r.app.render.Status("authenticating with %s (%s)", clean(string(plan.Method.ID)), plan.Method.Type)
+		if _, err := agent.Authenticate(ctx, &acp.AuthenticateRequest{MethodID: plan.Method.ID}); err != nil {
+			if _, isRPC := errors.AsType[*rpc.Error](err); isRPC {
+				return r.authFailed(fmt.Errorf("authenticate %s: %w%s", plan.Method.ID, err, auth.Describe(methods))), false
+			}
+			return r.failed(ctx, "authenticate", err), false
+		}
+	case auth.RunTerminal:
+		cmd, err := auth.TerminalCommand(plan.Method, r.argv, os.Environ())
+		if err != nil {
+			return r.authFailed(err), false
+		}
+		r.app.render.Status("authenticating with %s: running %s", clean(string(plan.Method.ID)), clean(strings.Join(cmd.Args, " ")))
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stderr, os.Stderr
+		if err := runInteractive(ctx, cmd); err != nil {
+			return r.authFailed(fmt.Errorf("authentication method %s: %s: %w", plan.Method.ID, strings.Join(cmd.Args, " "), err)), false
+		}
+	}
+	return outcome{}, true
+}
+
+// runInteractive runs cmd in the host's own process group (it may read
+// the terminal), killing it when ctx ends.
+func runInteractive(ctx context.Context, cmd *exec.Cmd) error {
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		_ = cmd.Process.Kill()
+		<-done
+		return ctx.Err()
+	}
+}
+
+// authFailed reports a missing credential or a failed authentication.
+func (r *promptRun) authFailed(err error) outcome {
+	lines := strings.Split(err.Error(), "\n")
+	for i, l := range lines {
+		lines[i] = clean(l)
+	}
+	return outcome{exitAuth, strings.Join(lines, "\n") + "\n(choose a method with -auth ID; an env_var method needs its variables set in the host's environment; -auth-terminal lets the host run a terminal method)"}
+}
+
+// notice shows, on a terminal, that the host is still waiting for the
+// agent to answer method, once r.slow has passed and every 5 s after; it
+// returns the function that ends it.
+func (r *promptRun) notice(ctx context.Context, method string) func() {
+	if r.slow <= 0 {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	start := time.Now()
+	go func() {
+		defer close(done)
+		t := time.NewTimer(r.slow)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				r.app.render.Status("waiting for the agent to answer %s (%s)", method, time.Since(start).Round(time.Second))
+				t.Reset(5 * time.Second)
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
 }
 
 // cancel is the first signal's action while a prompt runs: it sends
@@ -229,6 +336,9 @@ func (r *promptRun) classify(res *acp.PromptResponse) outcome {
 	case res.StopReason == acp.StopReasonCancelled || term != nil && term.Kind == acp.TerminalKindUserCancelled:
 		if sig != nil {
 			return outcome{signalStatus(sig), fmt.Sprintf("cancelled after %v: the agent ended the turn %s", sig, res.StopReason)}
+		}
+		if what := r.app.denied.Load(); what != nil {
+			return outcome{exitDeniedCancelled, "the agent ended the turn cancelled after the host denied a permission (" + *what + ")"}
 		}
 		return outcome{exitAgentCancelled, "the agent cancelled the turn although the host did not ask it to"}
 	case res.StopReason == acp.StopReasonRefusal:
