@@ -57,6 +57,11 @@ func (a *app) terminalCreate(ctx context.Context, p *acp.CreateTerminalRequest) 
 			return nil, fail(clean(err.Error()), err)
 		}
 		d = a.policy.shellCommand(p.Command)
+	} else if commandLine(p) {
+		// claude-code-acp sends its Bash tool's whole command line as the
+		// command: it runs through sh, decided as a shell line.
+		via, program, argv = " [sh -c]", "/bin/sh", []string{"-c", p.Command}
+		d = a.policy.shellCommand(p.Command)
 	} else {
 		d = a.policy.command(p.Command, p.Args)
 	}
@@ -167,6 +172,13 @@ func (a *app) terminalRelease(_ context.Context, p *acp.ReleaseTerminalRequest) 
 		return nil, terminalError("terminal/release", err)
 	}
 	return &acp.ReleaseTerminalResponse{}, nil
+}
+
+// commandLine reports whether an ACP terminal/create names a command
+// line rather than a program: no args, and blanks in the command (no
+// program this host would run has them in its name).
+func commandLine(p *acp.CreateTerminalRequest) bool {
+	return len(p.Args) == 0 && strings.ContainsAny(strings.TrimSpace(p.Command), " \t\n")
 }
 
 // harnShell decodes the shell member Harn adds to terminal/create (a

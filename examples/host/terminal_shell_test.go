@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -362,10 +363,21 @@ func TestTerminalACPWaitHasHarnMembers(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// Without a shell the command is one program name: a command line in
-	// it is matched as such, so the words of a pattern do not allow it.
+	// An ACP command with blanks and no args is a command line (what
+	// claude-code-acp sends): it runs through sh, decided by the rule for
+	// shell lines, so only a plain line or an exact pattern allows it.
+	ctx, cancel = context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
 	id, err := createFromWire(ctx, t, a, `{"sessionId":"s","command":"echo a && echo b"}`)
-	if rpcCode(err) != codeDenied {
-		t.Fatalf("a command line as ACP's command: %q %v", id, err)
+	if err != nil {
+		t.Fatalf("an allowed command line as ACP's command: %v", err)
+	}
+	if w := waitFromWire(ctx, t, a, id); !strings.Contains(w.raw, `"combined":"a\nb\n"`) {
+		t.Fatalf("wait_for_exit: %s", w.raw)
+	}
+	for _, line := range []string{"echo a && echo b; id", "echo $HOME", "echo a  && echo b"} {
+		if id, err := createFromWire(ctx, t, a, fmt.Sprintf(`{"sessionId":"s","command":%q}`, line)); rpcCode(err) != codeDenied {
+			t.Errorf("command line %q: %q %v", line, id, err)
+		}
 	}
 }
