@@ -255,3 +255,38 @@ func TestPolicyGate(t *testing.T) {
 		t.Fatalf("deny: %+v", resp.Outcome)
 	}
 }
+
+// claude-code-acp's execute call: a tool_call with an empty raw input, an
+// update with the command, and the request repeating it without a kind.
+// The command is one line, not the updates' lines joined, and a deny rule
+// sees a command any update named.
+func TestTrackerCommandLines(t *testing.T) {
+	p := policyOf(t)
+	tr := permission.NewTracker(nil)
+	kind := acp.ToolKindExecute
+	tr.Observe(update("s", acp.SessionUpdate{ToolCall: &acp.ToolCall{ToolCallID: "call_1", Title: "Terminal", Kind: &kind, RawInput: jsontext.Value(`{}`)}}))
+	tr.Observe(update("s", acp.SessionUpdate{ToolCallUpdate: &acp.ToolCallUpdate{ToolCallID: "call_1", RawInput: jsontext.Value(`{"command":"go test ./...","description":"Run the tests"}`)}}))
+	req := request("", `{"command":"go test ./...","description":"Run the tests"}`)
+	c := permission.NewCall(tr, req, 0)
+	if c.Command != "go test ./..." || len(c.Commands) != 1 {
+		t.Fatalf("command %q, commands %q", c.Command, c.Commands)
+	}
+	if v := p.Decide(c); !v.Allow || v.Rule != "tests" {
+		t.Fatalf("%+v", v)
+	}
+	// An update that named another command: the allow rule must allow
+	// both, and the deny rule sees rm.
+	tr.Observe(update("s", acp.SessionUpdate{ToolCallUpdate: &acp.ToolCallUpdate{ToolCallID: "call_1", RawInput: jsontext.Value(`{"command":"rm -rf src"}`)}}))
+	c = permission.NewCall(tr, req, 0)
+	if c.Command != "go test ./..." || len(c.Commands) != 2 {
+		t.Fatalf("command %q, commands %q", c.Command, c.Commands)
+	}
+	if v := p.Decide(c); v.Allow || v.Rule != "no-rm" {
+		t.Fatalf("a command an update named: %+v", v)
+	}
+	tr2 := permission.NewTracker(nil)
+	tr2.Observe(update("s", acp.SessionUpdate{ToolCall: &acp.ToolCall{ToolCallID: "call_1", Title: "Terminal", Kind: &kind, RawInput: jsontext.Value(`{"command":"go vet ./..."}`)}}))
+	if v := p.Decide(permission.NewCall(tr2, req, 0)); v.Allow {
+		t.Fatalf("an allow rule allowed one of two commands: %+v", v)
+	}
+}
