@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,10 +13,9 @@ import (
 
 	"github.com/bridgekit/bridgekit/gen/acp"
 	"github.com/bridgekit/bridgekit/gen/harn"
-	"github.com/bridgekit/bridgekit/runtime/rpc"
-	"github.com/bridgekit/bridgekit/runtime/wire"
 	"github.com/bridgekit/bridgekit/servers/host/permission"
 	"github.com/bridgekit/bridgekit/servers/host/shells"
+	"github.com/bridgekit/bridgekit/servers/host/skills"
 	"github.com/bridgekit/bridgekit/servers/host/terminal"
 	"github.com/bridgekit/bridgekit/servers/host/workspace"
 )
@@ -32,7 +30,7 @@ type app struct {
 	perms   *permission.Policy
 	tracker *permission.Tracker
 	tools   []configTool
-	skills  *skillSet
+	skills  *skills.Set
 	render  *renderer
 	shells  *shells.Provider // shell discovery, and the shells terminal/create may use
 	terms   *terminal.Manager
@@ -86,7 +84,7 @@ func newApp(o appOptions) (*app, error) {
 	if err != nil {
 		return nil, err
 	}
-	skills, err := loadSkills(cfg.Skills)
+	skillSet, err := skills.Load(cfg.Skills)
 	if err != nil {
 		return nil, err
 	}
@@ -95,7 +93,7 @@ func newApp(o appOptions) (*app, error) {
 		return nil, fmt.Errorf("shell discovery: %w", err)
 	}
 	return &app{ws: ws, terms: terminal.New(&terminal.Limits{MaxWaits: maxWaits}), policy: pol, perms: pol.permissions(ws), tracker: permission.NewTracker(nil),
-		skills: skills, render: o.render, log: o.log, tools: cfg.Tools, shells: provider}, nil
+		skills: skillSet, render: o.render, log: o.log, tools: cfg.Tools, shells: provider}, nil
 }
 
 // bridge is the Harn bridge the host serves, on the generated handler
@@ -112,11 +110,7 @@ func (a *app) bridge() *harn.HostHandlers {
 		h.HostToolsList = a.listTools
 		h.BuiltinCall = a.builtinCall
 	}
-	if a.skills.dir != "" {
-		h.SkillsList = a.listSkills
-		h.SkillsFetch = a.fetchSkill
-		h.SkillMatch = a.matchSkills
-	}
+	a.skills.Register(&h, a.renderMatch)
 	h.AgentIdle = func(_ context.Context, p *harn.AgentIdleParams) error { a.render.Idle(p); return nil }
 	h.AgentEvent = func(_ context.Context, e *harn.AgentEvent) error { a.render.AgentEvent(e); return nil }
 	h.Progress = func(_ context.Context, p *acp.HarnProgress) error { a.render.Progress(p); return nil }
@@ -161,53 +155,16 @@ func (a *app) listTools(context.Context, *harn.NoArgs) (*harn.HostToolsListResul
 	return harn.ToolsListResult(tools...), nil
 }
 
-// listSkills serves skills/list from the skills folder: the seed's bare
-// array of {id, name, description, source}.
-func (a *app) listSkills(context.Context, *harn.NoArgs) (*harn.SkillsListResult, error) {
-	out := make([]harn.SkillManifestRef, 0, len(a.skills.list))
-	for _, s := range a.skills.list {
-		out = append(out, harn.SkillManifestRef{ID: new(s.ID), Name: new(s.Name), Description: new(s.Description), Source: new("host")})
-	}
-	return &harn.SkillsListResult{List: out}, nil
-}
-
-// fetchSkill serves skills/fetch: the skill with its manifest nested.
-func (a *app) fetchSkill(_ context.Context, p *harn.SkillsFetchParams) (*harn.Skill, error) {
-	s, ok := a.skills.byID[p.ID]
-	if !ok {
-		return nil, rpc.NewError(rpc.CodeInvalidParams, fmt.Sprintf("skills/fetch: no skill %q", p.ID), map[string]string{"id": p.ID})
-	}
-	m := &harn.SkillManifest{WhenToUse: new(s.WhenToUse), AllowedTools: s.AllowedTools, Paths: s.Paths}
-	for _, k := range slices.Sorted(maps.Keys(s.Extra)) { // the front matter's other keys
-		m.Extra = append(m.Extra, wire.Member{Name: k, Value: s.Extra[k]})
-	}
-	if s.Model != "" {
-		m.Model = new(s.Model)
-	}
-	if m.AllowedTools == nil {
-		m.AllowedTools = []string{}
-	}
-	if m.Paths == nil {
-		m.Paths = []string{}
-	}
-	return &harn.Skill{Name: new(s.Name), Description: new(s.Description), Body: new(s.Body), Manifest: m}, nil
-}
-
-// matchSkills serves skill/match with rankSkills, in the canonical
-// {matches: [...]} shape.
-func (a *app) matchSkills(_ context.Context, p *harn.SkillMatchParams) (*harn.SkillMatchResult, error) {
-	ranked := rankSkills(p, a.skills)
-	matches := make([]harn.SkillMatch, 0, len(ranked))
+// renderMatch shows a skill/match answer.
+func (a *app) renderMatch(_ *harn.SkillMatchParams, ranked []skills.Ranked) {
 	var shown []string
 	for _, m := range ranked {
-		matches = append(matches, harn.SkillMatch{Name: m.Name, Score: new(m.Score), Reason: new(m.Reason)})
 		shown = append(shown, clean(m.Name)+" "+strconv.FormatFloat(m.Score, 'f', -1, 64))
 	}
 	if len(shown) == 0 {
 		shown = []string{"no match"}
 	}
 	a.render.line(a.render.paint("skill/match:", cBlue) + " " + strings.Join(shown, ", "))
-	return &harn.SkillMatchResult{Object: &harn.SkillMatchResultObject{SkillMatches: &harn.SkillMatches{Matches: matches}}}, nil
 }
 
 // requestPermission serves session/request_permission with the policy's

@@ -308,8 +308,8 @@ func (a *app) builtinWorkspaceInfo(_ context.Context, args jsontext.Value) (any,
 	for _, t := range a.tools {
 		tools = append(tools, t.Name)
 	}
-	skills := make([]string, 0, len(a.skills.list))
-	for _, s := range a.skills.list {
+	skills := make([]string, 0, len(a.skills.List))
+	for _, s := range a.skills.List {
 		skills = append(skills, s.ID)
 	}
 	type policyInfo struct {

@@ -10,6 +10,7 @@ import (
 	"github.com/bridgekit/bridgekit/runtime/wire/wiretest"
 	"github.com/bridgekit/bridgekit/servers/host/permission"
 	"github.com/bridgekit/bridgekit/servers/host/shells"
+	"github.com/bridgekit/bridgekit/servers/host/skills"
 	"github.com/bridgekit/bridgekit/servers/host/terminal"
 	"github.com/bridgekit/bridgekit/servers/host/workspace"
 )
@@ -35,13 +36,13 @@ func testApp(t *testing.T, pol *policy) (*app, *syncBuffer) {
 	out := &syncBuffer{}
 	r := newRenderer(out, false)
 	t.Cleanup(func() { r.close(0) })
-	skills, _ := loadSkills("")
+	skillSet, _ := skills.Load("")
 	// The machine's shells, after one configured for the tests.
 	provider, err := shells.New(shells.Config{Shells: []shells.Configured{{ID: testShellID, Path: "/bin/sh"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &app{ws: ws, terms: terms, policy: pol, perms: pol.permissions(ws), tracker: permission.NewTracker(nil), skills: skills, render: r, shells: provider, log: slog.New(slog.NewTextHandler(io.Discard, nil))}, out
+	return &app{ws: ws, terms: terms, policy: pol, perms: pol.permissions(ws), tracker: permission.NewTracker(nil), skills: skillSet, render: r, shells: provider, log: slog.New(slog.NewTextHandler(io.Discard, nil))}, out
 }
 
 // syncBuffer is a buffer the renderer's goroutine writes while a test reads.
