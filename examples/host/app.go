@@ -13,6 +13,7 @@ import (
 
 	"github.com/bridgekit/bridgekit/gen/acp"
 	"github.com/bridgekit/bridgekit/gen/harn"
+	"github.com/bridgekit/bridgekit/servers/host/files"
 	"github.com/bridgekit/bridgekit/servers/host/permission"
 	"github.com/bridgekit/bridgekit/servers/host/shells"
 	"github.com/bridgekit/bridgekit/servers/host/skills"
@@ -24,6 +25,7 @@ import (
 // policy, to one runtime.
 type app struct {
 	ws     *workspace.Workspace
+	files  *files.Server // fs/* and the file builtins, under the policy's fs
 	policy *policy
 	// perms decides session/request_permission on the tool call merged
 	// from what tracker kept of its session/update notifications.
@@ -92,8 +94,28 @@ func newApp(o appOptions) (*app, error) {
 	if err != nil {
 		return nil, fmt.Errorf("shell discovery: %w", err)
 	}
-	return &app{ws: ws, terms: terminal.New(&terminal.Limits{MaxWaits: maxWaits}), policy: pol, perms: pol.permissions(ws), tracker: permission.NewTracker(nil),
+	return &app{ws: ws, files: newFiles(ws, pol, o.render), terms: terminal.New(&terminal.Limits{MaxWaits: maxWaits}), policy: pol, perms: pol.permissions(ws), tracker: permission.NewTracker(nil),
 		skills: skillSet, render: o.render, log: o.log, tools: cfg.Tools, shells: provider}, nil
+}
+
+// newFiles serves the workspace's files under the policy's fs lists,
+// rendering every decision and failure.
+func newFiles(ws *workspace.Workspace, pol *policy, r *renderer) *files.Server {
+	return &files.Server{WS: ws,
+		Allow: func(rel string, write bool) (bool, string) {
+			d := pol.fsAccess(rel, write)
+			return d.Allow, d.Reason
+		},
+		Observe: func(e files.Access) {
+			switch {
+			case e.Decided && e.Allowed:
+				r.line(r.paint("fs", cDim) + " " + e.Op + " " + clean(e.Path) + ": allowed (" + e.Reason + ")")
+			case e.Decided:
+				r.line(r.paint("fs", cRed) + " " + e.Op + " " + clean(e.Path) + ": denied (" + e.Reason + ")")
+			default:
+				r.line(r.paint("fs", cRed) + " " + e.Op + " " + clean(e.Path) + ": " + clean(e.Reason))
+			}
+		}}
 }
 
 // bridge is the Harn bridge the host serves, on the generated handler
@@ -130,8 +152,8 @@ func (a *app) client() *acp.ClientHandlers {
 			return nil
 		},
 		SessionRequestPermission: a.requestPermission,
-		FsReadTextFile:           a.readTextFile,
-		FsWriteTextFile:          a.writeTextFile,
+		FsReadTextFile:           a.files.ReadTextFile,
+		FsWriteTextFile:          a.files.WriteTextFile,
 		TerminalCreate:           a.terminalCreate,
 		TerminalOutput:           a.terminalOutput,
 		TerminalWaitForExit:      a.terminalWaitForExit,

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"errors"
 	"github.com/bridgekit/bridgekit/internal/testio"
 	"io"
 	"log/slog"
 	"testing"
 	"time"
 
+	"github.com/bridgekit/bridgekit/runtime/rpc"
 	"github.com/bridgekit/bridgekit/runtime/wire/wiretest"
 	"github.com/bridgekit/bridgekit/servers/host/permission"
 	"github.com/bridgekit/bridgekit/servers/host/shells"
@@ -42,7 +44,7 @@ func testApp(t *testing.T, pol *policy) (*app, *syncBuffer) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &app{ws: ws, terms: terms, policy: pol, perms: pol.permissions(ws), tracker: permission.NewTracker(nil), skills: skillSet, render: r, shells: provider, log: slog.New(slog.NewTextHandler(io.Discard, nil))}, out
+	return &app{ws: ws, files: newFiles(ws, pol, r), terms: terms, policy: pol, perms: pol.permissions(ws), tracker: permission.NewTracker(nil), skills: skillSet, render: r, shells: provider, log: slog.New(slog.NewTextHandler(io.Discard, nil))}, out
 }
 
 // syncBuffer is a buffer the renderer's goroutine writes while a test reads.
@@ -52,4 +54,16 @@ type syncBuffer = testio.Buffer
 func rendered(a *app, out *syncBuffer) string {
 	a.render.close(5 * time.Second)
 	return out.String()
+}
+
+// rpcCode is the JSON-RPC code of a handler's error, 0 for none.
+func rpcCode(err error) int64 {
+	var e *rpc.Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	if err != nil {
+		return -1
+	}
+	return 0
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/bridgekit/bridgekit/gen/harn"
 	"github.com/bridgekit/bridgekit/runtime/rpc"
 	"github.com/bridgekit/bridgekit/runtime/wire"
+	"github.com/bridgekit/bridgekit/servers/host/files"
 	"github.com/bridgekit/bridgekit/servers/host/terminal"
 )
 
@@ -22,13 +23,13 @@ import (
 func terminalError(method string, err error) error {
 	switch {
 	case errors.Is(err, terminal.ErrNotFound):
-		return rpc.NewError(codeNotFound, method+": "+err.Error(), nil)
+		return rpc.NewError(files.CodeNotFound, method+": "+err.Error(), nil)
 	case errors.Is(err, terminal.ErrQuota):
-		return rpc.NewError(codeDenied, method+": "+err.Error(), map[string]string{"reason": "quota"})
+		return rpc.NewError(files.CodeDenied, method+": "+err.Error(), map[string]string{"reason": "quota"})
 	case errors.Is(err, terminal.ErrInvalid):
 		return rpc.InvalidParams(fmt.Errorf("%s: %w", method, err))
 	case errors.Is(err, exec.ErrNotFound), errors.Is(err, os.ErrNotExist):
-		return rpc.NewError(codeNotFound, method+": "+err.Error(), nil)
+		return rpc.NewError(files.CodeNotFound, method+": "+err.Error(), nil)
 	}
 	return err
 }
@@ -66,7 +67,7 @@ func (a *app) terminalCreate(ctx context.Context, p *acp.CreateTerminalRequest) 
 		d = a.policy.command(p.Command, p.Args)
 	}
 	if !d.Allow {
-		return nil, fail("denied ("+d.Reason+")", rpc.NewError(codeDenied, fmt.Sprintf("terminal/create %s denied: %s", p.Command, d.Reason), map[string]string{"command": p.Command, "reason": d.Reason}))
+		return nil, fail("denied ("+d.Reason+")", rpc.NewError(files.CodeDenied, fmt.Sprintf("terminal/create %s denied: %s", p.Command, d.Reason), map[string]string{"command": p.Command, "reason": d.Reason}))
 	}
 	vars := make([]terminal.Var, len(p.Env))
 	for i, e := range p.Env {
@@ -74,12 +75,12 @@ func (a *app) terminalCreate(ctx context.Context, p *acp.CreateTerminalRequest) 
 	}
 	env, err := a.policy.Terminal.Env.Build(os.Environ(), vars)
 	if err != nil {
-		return nil, fail("denied ("+clean(err.Error())+")", rpc.NewError(codeDenied, "terminal/create "+p.Command+" denied: "+err.Error(), map[string]string{"command": p.Command, "reason": err.Error()}))
+		return nil, fail("denied ("+clean(err.Error())+")", rpc.NewError(files.CodeDenied, "terminal/create "+p.Command+" denied: "+err.Error(), map[string]string{"command": p.Command, "reason": err.Error()}))
 	}
 	dir := a.ws.Dir()
 	if cwd, ok := p.Cwd.Get(); ok {
 		if dir, err = a.ws.Dirname(cwd); err != nil {
-			return nil, fail("cwd "+clean(err.Error()), a.fsError("terminal/create: cwd", "terminal/create cwd", cwd, err))
+			return nil, fail("cwd "+clean(err.Error()), a.files.Error("terminal/create: cwd", "terminal/create cwd", cwd, err))
 		}
 	}
 	limit, set := p.OutputByteLimit.Get()

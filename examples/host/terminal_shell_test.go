@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/bridgekit/bridgekit/servers/host/files"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -314,8 +315,8 @@ func TestTerminalHarnShellRefused(t *testing.T) {
 	} {
 		t.Run("bypass "+line, func(t *testing.T) {
 			_, err := createFromWire(ctx, t, a, `{"sessionId":"s","command":`+quoteJSON(line)+`,"shell":`+sh+`}`)
-			if rpcCode(err) != codeDenied {
-				t.Fatalf("%q: %v, want denied (%d)", line, err, codeDenied)
+			if rpcCode(err) != files.CodeDenied {
+				t.Fatalf("%q: %v, want denied (%d)", line, err, files.CodeDenied)
 			}
 		})
 	}
@@ -376,7 +377,7 @@ func TestTerminalACPWaitHasHarnMembers(t *testing.T) {
 		t.Fatalf("wait_for_exit: %s", w.raw)
 	}
 	for _, line := range []string{"echo a && echo b; id", "echo $HOME", "echo a  && echo b"} {
-		if id, err := createFromWire(ctx, t, a, fmt.Sprintf(`{"sessionId":"s","command":%q}`, line)); rpcCode(err) != codeDenied {
+		if id, err := createFromWire(ctx, t, a, fmt.Sprintf(`{"sessionId":"s","command":%q}`, line)); rpcCode(err) != files.CodeDenied {
 			t.Errorf("command line %q: %q %v", line, id, err)
 		}
 	}

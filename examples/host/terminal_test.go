@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"github.com/bridgekit/bridgekit/servers/host/files"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -56,7 +57,7 @@ func TestTerminals(t *testing.T) {
 	if _, err := a.terminalRelease(ctx, &acp.ReleaseTerminalRequest{SessionID: "s", TerminalID: acp.TerminalID(id)}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.terminalOutput(ctx, &acp.TerminalOutputRequest{SessionID: "s", TerminalID: acp.TerminalID(id)}); rpcCode(err) != codeNotFound {
+	if _, err := a.terminalOutput(ctx, &acp.TerminalOutputRequest{SessionID: "s", TerminalID: acp.TerminalID(id)}); rpcCode(err) != files.CodeNotFound {
 		t.Fatalf("a released terminal: %v", err)
 	}
 
@@ -69,7 +70,7 @@ func TestTerminals(t *testing.T) {
 	if !res.ExitStatus.IsAbsent() {
 		t.Fatalf("a running command has an exit status: %+v", res)
 	}
-	if _, err := a.terminalOutput(ctx, &acp.TerminalOutputRequest{SessionID: "other", TerminalID: acp.TerminalID(id)}); rpcCode(err) != codeNotFound {
+	if _, err := a.terminalOutput(ctx, &acp.TerminalOutputRequest{SessionID: "other", TerminalID: acp.TerminalID(id)}); rpcCode(err) != files.CodeNotFound {
 		t.Fatalf("another session's terminal: %v", err)
 	}
 	start := time.Now()
@@ -91,21 +92,21 @@ func TestTerminals(t *testing.T) {
 	}
 
 	// Denied commands, a cwd outside the workspace, a missing command.
-	if _, err := create("rm", "-rf", "x"); rpcCode(err) != codeDenied {
+	if _, err := create("rm", "-rf", "x"); rpcCode(err) != files.CodeDenied {
 		t.Fatalf("rm: %v", err)
 	}
-	if _, err := create("sleep"); rpcCode(err) != codeDenied {
+	if _, err := create("sleep"); rpcCode(err) != files.CodeDenied {
 		t.Fatalf("sleep without its argument: %v", err)
 	}
 	_, err = a.terminalCreate(ctx, &acp.CreateTerminalRequest{SessionID: "s", Command: "pwd", Cwd: wire.Some(t.TempDir())})
-	if rpcCode(err) != codeDenied {
+	if rpcCode(err) != files.CodeDenied {
 		t.Fatalf("cwd outside: %v", err)
 	}
 	// A cwd inside the workspace that is missing, or is a file, is said to
 	// be so (it used to read as the command missing: "fork/exec
 	// /usr/bin/pwd: no such file or directory").
 	_, err = a.terminalCreate(ctx, &acp.CreateTerminalRequest{SessionID: "s", Command: "pwd", Cwd: wire.Some(filepath.Join(a.ws.Dir(), "no-dir"))})
-	if e, ok := errors.AsType[*rpc.Error](err); !ok || e.Code != codeNotFound || !strings.Contains(e.Message, "cwd") || !strings.Contains(string(e.Data), `"path"`) {
+	if e, ok := errors.AsType[*rpc.Error](err); !ok || e.Code != files.CodeNotFound || !strings.Contains(e.Message, "cwd") || !strings.Contains(string(e.Data), `"path"`) {
 		t.Fatalf("a missing cwd: %v", err)
 	}
 	file := writeFile(t, filepath.Join(a.ws.Dir(), "a-file"), "x")
@@ -114,7 +115,7 @@ func TestTerminals(t *testing.T) {
 		t.Fatalf("a file as cwd: %v", err)
 	}
 	a.policy = terminalPolicy("no-such-command-here")
-	if _, err := create("no-such-command-here"); rpcCode(err) != codeNotFound {
+	if _, err := create("no-such-command-here"); rpcCode(err) != files.CodeNotFound {
 		t.Fatalf("missing command: %v", err)
 	}
 
