@@ -179,15 +179,4 @@ func TestSlowInitializeNotice(t *testing.T) {
 	if status != exitCompleted || strings.Contains(text, "waiting for the agent") {
 		t.Errorf("stderr is no terminal, yet: status %d:\n%s", status, text)
 	}
-	a, out := testApp(t, nil)
-	pr := &promptRun{app: a, slow: 20 * time.Millisecond}
-	stop := pr.notice(t.Context(), "initialize")
-	time.Sleep(100 * time.Millisecond)
-	stop()
-	stop2 := (&promptRun{app: a}).notice(t.Context(), "initialize") // slow 0: never
-	time.Sleep(50 * time.Millisecond)
-	stop2()
-	if got := strings.Count(rendered(a, out), "waiting for the agent to answer initialize"); got != 1 {
-		t.Errorf("%d notices, want 1", got)
-	}
 }

@@ -7,12 +7,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/bridgekit/bridgekit/gen/acp"
 	"github.com/bridgekit/bridgekit/gen/harn"
+	"github.com/bridgekit/bridgekit/servers/host/acpterm"
 	"github.com/bridgekit/bridgekit/servers/host/files"
 	"github.com/bridgekit/bridgekit/servers/host/permission"
 	"github.com/bridgekit/bridgekit/servers/host/shells"
@@ -27,24 +27,18 @@ type app struct {
 	ws     *workspace.Workspace
 	files  *files.Server // fs/* and the file builtins, under the policy's fs
 	policy *policy
-	// perms decides session/request_permission on the tool call merged
-	// from what tracker kept of its session/update notifications.
-	perms   *permission.Policy
+	// perms answers session/request_permission with the policy's rules on
+	// the tool call merged from what tracker kept of its session/update
+	// notifications.
+	perms   *permission.Host
 	tracker *permission.Tracker
 	tools   []configTool
 	skills  *skills.Set
 	render  *renderer
 	shells  *shells.Provider // shell discovery, and the shells terminal/create may use
 	terms   *terminal.Manager
+	term    *acpterm.Server // terminal/* on terms, under the policy's terminal
 	log     *slog.Logger
-
-	// cancelling is set once the host has cancelled the prompt: ACP wants
-	// the permission requests that follow answered "cancelled".
-	cancelling atomic.Bool
-	// denied is the last permission request the policy denied ("tool
-	// (kind)"), so that a turn the agent then ends cancelled is reported
-	// as such.
-	denied atomic.Pointer[string]
 }
 
 // maxWaits bounds the pending terminal/wait_for_exit calls. Each has a
@@ -94,18 +88,18 @@ func newApp(o appOptions) (*app, error) {
 	if err != nil {
 		return nil, fmt.Errorf("shell discovery: %w", err)
 	}
-	return &app{ws: ws, files: newFiles(ws, pol, o.render), terms: terminal.New(&terminal.Limits{MaxWaits: maxWaits}), policy: pol, perms: pol.permissions(ws), tracker: permission.NewTracker(nil),
-		skills: skillSet, render: o.render, log: o.log, tools: cfg.Tools, shells: provider}, nil
+	a := &app{ws: ws, files: newFiles(ws, pol, o.render), terms: terminal.New(&terminal.Limits{MaxWaits: maxWaits}), policy: pol, tracker: permission.NewTracker(nil),
+		skills: skillSet, render: o.render, log: o.log, tools: cfg.Tools, shells: provider}
+	a.term = newTerm(a.terms, a.files, pol, provider, o.render)
+	a.perms = a.newPerms()
+	return a, nil
 }
 
 // newFiles serves the workspace's files under the policy's fs lists,
 // rendering every decision and failure.
 func newFiles(ws *workspace.Workspace, pol *policy, r *renderer) *files.Server {
 	return &files.Server{WS: ws,
-		Allow: func(rel string, write bool) (bool, string) {
-			d := pol.fsAccess(rel, write)
-			return d.Allow, d.Reason
-		},
+		Allow: pol.fsAccess,
 		Observe: func(e files.Access) {
 			switch {
 			case e.Decided && e.Allowed:
@@ -115,6 +109,27 @@ func newFiles(ws *workspace.Workspace, pol *policy, r *renderer) *files.Server {
 			default:
 				r.line(r.paint("fs", cRed) + " " + e.Op + " " + clean(e.Path) + ": " + clean(e.Reason))
 			}
+		}}
+}
+
+// newTerm serves terminal/* on terms under the policy's terminal lists,
+// rendering every terminal/create.
+func newTerm(terms *terminal.Manager, fs *files.Server, pol *policy, sh *shells.Provider, r *renderer) *acpterm.Server {
+	return &acpterm.Server{Terms: terms, Files: fs, Commands: pol.commands, Env: pol.Terminal.Env, Shells: sh,
+		Observe: func(e acpterm.Event) {
+			via := ""
+			if e.Via != "" {
+				via = " [" + clean(e.Via) + "]"
+			}
+			if !e.Allowed {
+				r.line(r.paint("terminal", cRed) + via + " " + clean(e.Line) + ": " + clean(e.Reason))
+				return
+			}
+			env := e.Env
+			if env == "" {
+				env = "(empty)"
+			}
+			r.line(r.paint("terminal", cDim) + " " + e.ID + via + " " + clean(e.Line) + ": allowed (" + e.Reason + ") env: " + clean(env))
 		}}
 }
 
@@ -145,21 +160,18 @@ func (a *app) bridge() *harn.HostHandlers {
 // session/update (rendered), session/request_permission, fs/* and
 // terminal/* as the policy allows.
 func (a *app) client() *acp.ClientHandlers {
-	return &acp.ClientHandlers{
+	h := &acp.ClientHandlers{
 		SessionUpdate: func(_ context.Context, n *acp.SessionNotification) error {
 			a.tracker.Observe(n)
 			a.render.Update(n)
 			return nil
 		},
-		SessionRequestPermission: a.requestPermission,
+		SessionRequestPermission: a.perms.Handle,
 		FsReadTextFile:           a.files.ReadTextFile,
 		FsWriteTextFile:          a.files.WriteTextFile,
-		TerminalCreate:           a.terminalCreate,
-		TerminalOutput:           a.terminalOutput,
-		TerminalWaitForExit:      a.terminalWaitForExit,
-		TerminalKill:             a.terminalKill,
-		TerminalRelease:          a.terminalRelease,
 	}
+	a.term.Register(h)
+	return h
 }
 
 // listTools serves host/tools/list from the configuration, in the
@@ -189,45 +201,10 @@ func (a *app) renderMatch(_ *harn.SkillMatchParams, ranked []skills.Ranked) {
 	a.render.line(a.render.paint("skill/match:", cBlue) + " " + strings.Join(shown, ", "))
 }
 
-// requestPermission serves session/request_permission with the policy's
-// rules (permission.Policy) on the tool call merged with its earlier
-// tool_call and tool_call_update notifications (permission.Tracker). It
-// fails closed: anything but an allow (a panic here included) selects a
-// reject option that cannot read as a grant, or answers "cancelled" when
-// the agent offers none (permission.Answer); after the host cancelled the
-// prompt every request is "cancelled".
-func (a *app) requestPermission(_ context.Context, p *acp.RequestPermissionRequest) (res *acp.RequestPermissionResponse, err error) {
-	v := permission.Verdict{Reason: "the host failed to decide"}
-	var c *permission.Call
-	defer func() {
-		if rec := recover(); rec != nil {
-			a.log.Error("permission: panic while deciding; denying", "panic", rec)
-			v = permission.Verdict{Reason: fmt.Sprint("the host failed to decide: ", rec)}
-			res, err = permission.Answer(p, v.Decision()), nil
-		}
-		if !v.Allow && !a.cancelling.Load() {
-			what := "a tool call"
-			if c != nil {
-				what = strconv.Quote(cleanLine(c.Tool))
-				if c.Kind != "" {
-					what += " (" + string(c.Kind) + ")"
-				}
-			}
-			a.denied.Store(&what)
-		}
-		a.renderPermission(p, c, v, res)
-	}()
-	c = permission.NewCall(a.tracker, p, a.perms.MaxPaths)
-	if a.cancelling.Load() {
-		v = permission.Verdict{Reason: "the prompt is being cancelled"}
-		return permission.Cancelled(), nil
-	}
-	v = a.perms.Decide(c)
-	d := v.Decision()
-	if d.Allow {
-		d.OptionID, _ = permission.GrantOption(p)
-	}
-	return permission.Answer(p, d), nil
+// newPerms answers permission requests with the policy's rules,
+// rendering each decision.
+func (a *app) newPerms() *permission.Host {
+	return &permission.Host{Policy: a.policy.permissions(a.ws), Tracker: a.tracker, Observe: a.renderPermission, Logger: a.log}
 }
 
 // renderPermission shows a permission decision; should describing the

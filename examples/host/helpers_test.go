@@ -44,7 +44,10 @@ func testApp(t *testing.T, pol *policy) (*app, *syncBuffer) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &app{ws: ws, files: newFiles(ws, pol, r), terms: terms, policy: pol, perms: pol.permissions(ws), tracker: permission.NewTracker(nil), skills: skillSet, render: r, shells: provider, log: slog.New(slog.NewTextHandler(io.Discard, nil))}, out
+	a := &app{ws: ws, files: newFiles(ws, pol, r), terms: terms, policy: pol, tracker: permission.NewTracker(nil), skills: skillSet, render: r, shells: provider, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	a.term = newTerm(terms, a.files, pol, provider, r)
+	a.perms = a.newPerms()
+	return a, out
 }
 
 // syncBuffer is a buffer the renderer's goroutine writes while a test reads.

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"strings"
 
 	"github.com/go-json-experiment/json"
 
@@ -70,51 +69,14 @@ func (p *policy) permissions(ws *workspace.Workspace) *permission.Policy {
 	return &permission.Policy{Rules: p.Permissions, Resolve: ws.Resolve}
 }
 
-// decision is the policy's answer to a file access or a command, with
-// what made it.
-type decision struct {
-	Allow  bool
-	Reason string
-}
-
-func allow(reason string) decision { return decision{Allow: true, Reason: reason} }
-func deny(reason string) decision  { return decision{Reason: reason} }
-
 // fsAccess decides an fs/* request for the workspace path rel.
-func (p *policy) fsAccess(rel string, write bool) decision {
+func (p *policy) fsAccess(rel string, write bool) (ok bool, reason string) {
 	patterns, what := p.FS.Read, "read"
 	if write {
 		patterns, what = p.FS.Write, "write"
 	}
 	if slices.ContainsFunc(patterns, func(g string) bool { return permission.Glob(g, rel) }) {
-		return allow("fs." + what)
+		return true, "fs." + what
 	}
-	return deny("fs." + what + " does not list it")
-}
-
-// command decides a terminal/create command and its arguments
-// (terminal.Commands.Match).
-func (p *policy) command(command string, args []string) decision {
-	if pat, ok := p.commands.Match(command, args); ok {
-		return allow("terminal.allow " + pat)
-	}
-	return deny("terminal.allow does not list it")
-}
-
-// shellCommand decides a command line a shell is to run (terminal/create
-// with Harn's shell; terminal.Commands.MatchShellLine): a plain line word
-// by word, any other only by a pattern without wildcards equal to it.
-func (p *policy) shellCommand(line string) decision {
-	pat, exact, ok := p.commands.MatchShellLine(line)
-	switch {
-	case ok && exact:
-		return allow("terminal.allow " + pat + " (exactly)")
-	case ok:
-		return allow("terminal.allow " + pat)
-	case terminal.PlainShellLine(line) && strings.TrimSpace(line) == "":
-		return deny("an empty command line")
-	case terminal.PlainShellLine(line):
-		return deny("terminal.allow does not list it")
-	}
-	return deny("terminal.allow does not list it; a shell command line with shell syntax (quotes, ;, &, |, $, backticks, redirections, globs, newlines, ...) is allowed only by a pattern without wildcards equal to it")
+	return false, "fs." + what + " does not list it"
 }

@@ -42,7 +42,7 @@ func createFromWire(ctx context.Context, t *testing.T, a *app, params string) (s
 	if err := json.Unmarshal([]byte(params), &p); err != nil {
 		t.Fatalf("%s: %v", params, err)
 	}
-	res, err := a.terminalCreate(ctx, &p)
+	res, err := a.term.Create(ctx, &p)
 	if err != nil {
 		return "", err
 	}
@@ -53,7 +53,7 @@ func createFromWire(ctx context.Context, t *testing.T, a *app, params string) (s
 // answer both as acp.WaitForTerminalExitResponse and as Harn reads it.
 func waitFromWire(ctx context.Context, t *testing.T, a *app, id string) harnWait {
 	t.Helper()
-	res, err := a.terminalWaitForExit(ctx, &acp.WaitForTerminalExitRequest{SessionID: "s", TerminalID: acp.TerminalID(id)})
+	res, err := a.term.WaitForExit(ctx, &acp.WaitForTerminalExitRequest{SessionID: "s", TerminalID: acp.TerminalID(id)})
 	if err != nil {
 		t.Fatalf("wait_for_exit %s: %v", id, err)
 	}
@@ -187,7 +187,7 @@ func TestTerminalHarnShell(t *testing.T) {
 				t.Errorf("stdout beyond the limit or not UTF-8: %q", *w.Stdout)
 			}
 			// terminal/output still answers the combined output.
-			res, err := a.terminalOutput(ctx, &acp.TerminalOutputRequest{SessionID: "s", TerminalID: acp.TerminalID(id)})
+			res, err := a.term.Output(ctx, &acp.TerminalOutputRequest{SessionID: "s", TerminalID: acp.TerminalID(id)})
 			if err != nil || res.Output != *w.Combined || res.Truncated != (tc.limit > 0) {
 				t.Errorf("terminal/output: %+v %v", res, err)
 			}
@@ -199,7 +199,7 @@ func TestTerminalHarnShell(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.terminalKill(ctx, &acp.KillTerminalRequest{SessionID: "s", TerminalID: acp.TerminalID(id)}); err != nil {
+	if _, err := a.term.Kill(ctx, &acp.KillTerminalRequest{SessionID: "s", TerminalID: acp.TerminalID(id)}); err != nil {
 		t.Fatal(err)
 	}
 	if w := waitFromWire(ctx, t, a, id); w.Success == nil || *w.Success || !w.acp.ExitCode.IsAbsent() || w.acp.Signal.IsAbsent() {
@@ -355,12 +355,12 @@ func TestTerminalACPWaitHasHarnMembers(t *testing.T) {
 		if !equalJSON(t, []byte(w.raw), []byte(`{"exitCode":1,"combined":"out\nerr\nout2\n","success":false}`)) {
 			t.Fatalf("wait_for_exit: %s", w.raw)
 		}
-		res, err := a.terminalOutput(ctx, &acp.TerminalOutputRequest{SessionID: "s", TerminalID: acp.TerminalID(id)})
+		res, err := a.term.Output(ctx, &acp.TerminalOutputRequest{SessionID: "s", TerminalID: acp.TerminalID(id)})
 		if err != nil || res.Output != "out\nerr\nout2\n" {
 			t.Fatalf("terminal/output: %+v %v", res, err)
 		}
 		// Released, or the session's terminal quota would stop the loop.
-		if _, err := a.terminalRelease(ctx, &acp.ReleaseTerminalRequest{SessionID: "s", TerminalID: acp.TerminalID(id)}); err != nil {
+		if _, err := a.term.Release(ctx, &acp.ReleaseTerminalRequest{SessionID: "s", TerminalID: acp.TerminalID(id)}); err != nil {
 			t.Fatal(err)
 		}
 	}

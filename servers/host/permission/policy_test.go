@@ -290,3 +290,31 @@ func TestTrackerCommandLines(t *testing.T) {
 		t.Fatalf("an allow rule allowed one of two commands: %+v", v)
 	}
 }
+
+// A Host decides by policy on the tracked call, remembers the last
+// denial, answers cancelled after Cancel, and denies when deciding panics.
+func TestHost(t *testing.T) {
+	var seen []string
+	h := &permission.Host{Policy: policyOf(t), Tracker: permission.NewTracker(nil),
+		Observe: func(_ *acp.RequestPermissionRequest, c *permission.Call, v permission.Verdict, _ *acp.RequestPermissionResponse) {
+			seen = append(seen, v.Reason)
+		}}
+	ctx := context.Background()
+	if res, _ := h.Handle(ctx, request(acp.ToolKindEdit, `{"path":"src/a.go"}`)); !permission.Granted(res) || h.LastDenied() != "" {
+		t.Fatalf("edit in src: %+v, last denied %q", res, h.LastDenied())
+	}
+	if res, _ := h.Handle(ctx, request(acp.ToolKindExecute, `{"command":"rm -rf src"}`)); permission.Granted(res) || h.LastDenied() != `"tool" (execute)` {
+		t.Fatalf("rm: %+v, last denied %q", res, h.LastDenied())
+	}
+	h.Cancel()
+	if res, _ := h.Handle(ctx, request(acp.ToolKindEdit, `{"path":"src/a.go"}`)); res.Outcome.Cancelled == nil {
+		t.Fatalf("after Cancel: %+v", res)
+	}
+	broken := &permission.Host{}
+	if res, err := broken.Handle(ctx, request(acp.ToolKindEdit, `{"path":"src/a.go"}`)); err != nil || permission.Granted(res) || res.Outcome.Selected == nil || res.Outcome.Selected.OptionID != "reject" {
+		t.Fatalf("a panic while deciding: %+v %v", res, err)
+	}
+	if fmt.Sprint(seen) != "[rule edits rule no-rm the prompt is being cancelled]" {
+		t.Errorf("observed %q", seen)
+	}
+}
