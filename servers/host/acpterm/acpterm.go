@@ -238,7 +238,7 @@ func (s *Server) Output(_ context.Context, p *acp.TerminalOutputRequest) (*acp.T
 }
 
 // WaitForExit serves terminal/wait_for_exit, with the members
-// Harn reads its result from (see README.md, "Harn compatibility"):
+// a Harn runtime reads its result from:
 // combined, success and, for a command run through Harn's shell, stdout
 // and stderr.
 func (s *Server) WaitForExit(ctx context.Context, p *acp.WaitForTerminalExitRequest) (*acp.WaitForTerminalExitResponse, error) {

@@ -125,8 +125,8 @@ func hostVersion() string {
 	return "devel"
 }
 
-// Run runs initialize, session/new and session/prompt on conn and says how
-// the prompt ended. ctx ends only to abandon the runtime.
+// Run runs initialize, authentication, session/new and session/prompt on
+// conn and says how the prompt ended. ctx ends only to abandon the runtime.
 func (r *Run) Run(ctx context.Context, conn *rpc.Conn) Outcome {
 	agent := acp.NewAgentPeer(conn)
 	r.mu.Lock()
@@ -206,9 +206,12 @@ func (r *Run) Run(ctx context.Context, conn *rpc.Conn) Outcome {
 }
 
 // authenticate authenticates as auth.Choose decides from the agent's
-// methods: authenticate with an env_var method whose variables are set or
-// the method -auth names, or an interactive run of a terminal method when
-// -auth-terminal allows it. ok is false when the prompt cannot go on.
+// methods and Options.Auth: authenticate with the chosen method or an
+// env_var method whose variables are set, or an interactive run of a
+// terminal method (Options.Argv with its args, in this process's
+// environment with its env, on this process's stdin and stderr) when
+// Options.Auth.Terminal allows it. ok is false when the prompt cannot go
+// on.
 func (r *Run) authenticate(ctx context.Context, agent *acp.AgentPeer, methods []auth.Method) (o Outcome, ok bool) {
 	plan, err := auth.Choose(methods, r.opts.Auth)
 	if err != nil {
