@@ -15,9 +15,10 @@ import (
 )
 
 // realAgents are the npm agents the host is run against end to end
-// (testdata/agents, pinned by its package-lock.json): codex-acp runs its
-// tools itself, claude-code-acp through the host's fs/* and terminal/*.
-var realAgents = []string{"codex-acp", "claude-code-acp"}
+// (testdata/agents, pinned by its package-lock.json): codex-acp and
+// claude-agent-acp run their tools themselves, claude-code-acp through the
+// host's fs/* and terminal/*.
+var realAgents = []string{"codex-acp", "claude-agent-acp", "claude-code-acp"}
 
 // realPolicy is the policy of the end-to-end runs: reads anywhere, the
 // summary written, the commands of the turn allowed, rm denied.
@@ -100,7 +101,7 @@ func TestRealAgentTurnThroughTheHost(t *testing.T) {
 					t.Logf("host stderr:\n%s", text)
 				}
 			}()
-			want := map[string]int{"codex-acp": exitDeniedCancelled, "claude-code-acp": exitCompleted}[name]
+			want := map[string]int{"codex-acp": exitDeniedCancelled, "claude-agent-acp": exitCompleted, "claude-code-acp": exitCompleted}[name]
 			if status != want {
 				t.Errorf("exit status %d, want %d", status, want)
 			}
@@ -150,7 +151,10 @@ func TestRealAgentCtrlCThroughTheHost(t *testing.T) {
 			requireRealAgent(t, name)
 			script := func(string) scriptedmodel.Script {
 				call := scriptedmodel.Call{Name: "exec_command", Input: []byte(`{"cmd":"sleep 37"}`)}
-				if name == "claude-code-acp" {
+				switch name {
+				case "claude-agent-acp":
+					call = scriptedmodel.Call{Name: "Bash", Input: []byte(`{"command":"sleep 37","description":"Wait","timeout":60000}`)}
+				case "claude-code-acp":
 					call = scriptedmodel.Call{Name: "mcp__acp__Bash", Input: []byte(`{"command":"sleep 37","description":"Wait","timeout":60000}`)}
 				}
 				return scriptedmodel.Script{{Text: "Waiting.", Calls: []scriptedmodel.Call{call}}, {Text: "Done."}}
@@ -163,6 +167,11 @@ func TestRealAgentCtrlCThroughTheHost(t *testing.T) {
 			}()
 			deadline := time.Now().Add(90 * time.Second)
 			for !sleeping(a) {
+				select {
+				case <-r.exited:
+					t.Fatal("the host exited before the command started")
+				default:
+				}
 				if time.Now().After(deadline) {
 					t.Fatalf("the command never started; stderr:\n%s", r.stderrText())
 				}
