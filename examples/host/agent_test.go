@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -172,11 +173,27 @@ func TestPromptCancelledAfterDenial(t *testing.T) {
 	}
 }
 
-// Waiting for a slow initialize is shown on a terminal only.
+// Waiting for a slow initialize is shown on a terminal only: not in a
+// pipe, and on a pseudo-terminal (util-linux script gives the host one).
 func TestSlowInitializeNotice(t *testing.T) {
 	withoutKeys(t)
 	status, text := runFake(t, "slow-init", []string{"CODEX_API_KEY=k"})
 	if status != exitCompleted || strings.Contains(text, "waiting for the agent") {
 		t.Errorf("stderr is no terminal, yet: status %d:\n%s", status, text)
+	}
+	scriptBin, err := exec.LookPath("script")
+	if err != nil || runtime.GOOS != "linux" {
+		t.Skip("no util-linux script to give the host a terminal")
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := strings.Join([]string{hostBin, "-prompt", "go", "-workspace", t.TempDir(), "--", self}, " ")
+	cmd := exec.Command(scriptBin, "-qfec", line, "/dev/null")
+	cmd.Env = append(os.Environ(), fakeAgentEnv+"=slow-init", "CODEX_API_KEY=k")
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "waiting for the agent to answer initialize (2s)") || !strings.Contains(string(out), "(exit status 0)") {
+		t.Errorf("on a terminal: %v:\n%s", err, out)
 	}
 }
