@@ -29,6 +29,11 @@
 // killed it), 128+n after this process got signal n, 1 after an error such
 // as a closed stdout.
 //
+// Running a prompt, it authenticates as the agent's authMethods allow
+// (servers/host/auth: -auth ID, else an env_var method whose variables are
+// set, else with -auth-terminal a terminal login); a missing credential
+// exits 11 with the agent's methods and the variables each needs.
+//
 // Running a prompt, the first SIGINT (Ctrl-C), SIGTERM or SIGHUP sends
 // session/cancel and the host exits once the agent has answered, or after
 // -grace; a second one exits at once.
