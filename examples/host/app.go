@@ -4,20 +4,19 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"maps"
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/bridgekit/bridgekit/gen/acp"
 	"github.com/bridgekit/bridgekit/gen/harn"
-	"github.com/bridgekit/bridgekit/runtime/rpc"
-	"github.com/bridgekit/bridgekit/runtime/wire"
+	"github.com/bridgekit/bridgekit/servers/host/acpterm"
+	"github.com/bridgekit/bridgekit/servers/host/files"
 	"github.com/bridgekit/bridgekit/servers/host/permission"
 	"github.com/bridgekit/bridgekit/servers/host/shells"
+	"github.com/bridgekit/bridgekit/servers/host/skills"
 	"github.com/bridgekit/bridgekit/servers/host/terminal"
 	"github.com/bridgekit/bridgekit/servers/host/workspace"
 )
@@ -26,17 +25,20 @@ import (
 // policy, to one runtime.
 type app struct {
 	ws     *workspace.Workspace
+	files  *files.Server // fs/* and the file builtins, under the policy's fs
 	policy *policy
-	tools  []configTool
-	skills *skillSet
-	render *renderer
-	shells *shells.Provider // shell discovery, and the shells terminal/create may use
-	terms  *terminal.Manager
-	log    *slog.Logger
-
-	// cancelling is set once the host has cancelled the prompt: ACP wants
-	// the permission requests that follow answered "cancelled".
-	cancelling atomic.Bool
+	// perms answers session/request_permission with the policy's rules on
+	// the tool call merged from what tracker kept of its session/update
+	// notifications.
+	perms   *permission.Host
+	tracker *permission.Tracker
+	tools   []configTool
+	skills  *skills.Set
+	render  *renderer
+	shells  *shells.Provider // shell discovery, and the shells terminal/create may use
+	terms   *terminal.Manager
+	term    *acpterm.Server // terminal/* on terms, under the policy's terminal
+	log     *slog.Logger
 }
 
 // maxWaits bounds the pending terminal/wait_for_exit calls. Each has a
@@ -78,7 +80,7 @@ func newApp(o appOptions) (*app, error) {
 	if err != nil {
 		return nil, err
 	}
-	skills, err := loadSkills(cfg.Skills)
+	skillSet, err := skills.Load(cfg.Skills)
 	if err != nil {
 		return nil, err
 	}
@@ -86,7 +88,49 @@ func newApp(o appOptions) (*app, error) {
 	if err != nil {
 		return nil, fmt.Errorf("shell discovery: %w", err)
 	}
-	return &app{ws: ws, terms: terminal.New(&terminal.Limits{MaxWaits: maxWaits}), policy: pol, skills: skills, render: o.render, log: o.log, tools: cfg.Tools, shells: provider}, nil
+	a := &app{ws: ws, files: newFiles(ws, pol, o.render), terms: terminal.New(&terminal.Limits{MaxWaits: maxWaits}), policy: pol, tracker: permission.NewTracker(nil),
+		skills: skillSet, render: o.render, log: o.log, tools: cfg.Tools, shells: provider}
+	a.term = newTerm(a.terms, a.files, pol, provider, o.render)
+	a.perms = a.newPerms()
+	return a, nil
+}
+
+// newFiles serves the workspace's files under the policy's fs lists,
+// rendering every decision and failure.
+func newFiles(ws *workspace.Workspace, pol *policy, r *renderer) *files.Server {
+	return &files.Server{WS: ws,
+		Allow: pol.fsAccess,
+		Observe: func(e files.Access) {
+			switch {
+			case e.Decided && e.Allowed:
+				r.line(r.paint("fs", cDim) + " " + e.Op + " " + clean(e.Path) + ": allowed (" + e.Reason + ")")
+			case e.Decided:
+				r.line(r.paint("fs", cRed) + " " + e.Op + " " + clean(e.Path) + ": denied (" + e.Reason + ")")
+			default:
+				r.line(r.paint("fs", cRed) + " " + e.Op + " " + clean(e.Path) + ": " + clean(e.Reason))
+			}
+		}}
+}
+
+// newTerm serves terminal/* on terms under the policy's terminal lists,
+// rendering every terminal/create.
+func newTerm(terms *terminal.Manager, fs *files.Server, pol *policy, sh *shells.Provider, r *renderer) *acpterm.Server {
+	return &acpterm.Server{Terms: terms, Files: fs, Commands: pol.commands, Env: pol.Terminal.Env, Shells: sh,
+		Observe: func(e acpterm.Event) {
+			via := ""
+			if e.Via != "" {
+				via = " [" + clean(e.Via) + "]"
+			}
+			if !e.Allowed {
+				r.line(r.paint("terminal", cRed) + via + " " + clean(e.Line) + ": " + clean(e.Reason))
+				return
+			}
+			env := e.Env
+			if env == "" {
+				env = "(empty)"
+			}
+			r.line(r.paint("terminal", cDim) + " " + e.ID + via + " " + clean(e.Line) + ": allowed (" + e.Reason + ") env: " + clean(env))
+		}}
 }
 
 // bridge is the Harn bridge the host serves, on the generated handler
@@ -103,11 +147,7 @@ func (a *app) bridge() *harn.HostHandlers {
 		h.HostToolsList = a.listTools
 		h.BuiltinCall = a.builtinCall
 	}
-	if a.skills.dir != "" {
-		h.SkillsList = a.listSkills
-		h.SkillsFetch = a.fetchSkill
-		h.SkillMatch = a.matchSkills
-	}
+	a.skills.Register(&h, a.renderMatch)
 	h.AgentIdle = func(_ context.Context, p *harn.AgentIdleParams) error { a.render.Idle(p); return nil }
 	h.AgentEvent = func(_ context.Context, e *harn.AgentEvent) error { a.render.AgentEvent(e); return nil }
 	h.Progress = func(_ context.Context, p *acp.HarnProgress) error { a.render.Progress(p); return nil }
@@ -120,20 +160,18 @@ func (a *app) bridge() *harn.HostHandlers {
 // session/update (rendered), session/request_permission, fs/* and
 // terminal/* as the policy allows.
 func (a *app) client() *acp.ClientHandlers {
-	return &acp.ClientHandlers{
+	h := &acp.ClientHandlers{
 		SessionUpdate: func(_ context.Context, n *acp.SessionNotification) error {
+			a.tracker.Observe(n)
 			a.render.Update(n)
 			return nil
 		},
-		SessionRequestPermission: a.requestPermission,
-		FsReadTextFile:           a.readTextFile,
-		FsWriteTextFile:          a.writeTextFile,
-		TerminalCreate:           a.terminalCreate,
-		TerminalOutput:           a.terminalOutput,
-		TerminalWaitForExit:      a.terminalWaitForExit,
-		TerminalKill:             a.terminalKill,
-		TerminalRelease:          a.terminalRelease,
+		SessionRequestPermission: a.perms.Handle,
+		FsReadTextFile:           a.files.ReadTextFile,
+		FsWriteTextFile:          a.files.WriteTextFile,
 	}
+	a.term.Register(h)
+	return h
 }
 
 // listTools serves host/tools/list from the configuration, in the
@@ -151,117 +189,43 @@ func (a *app) listTools(context.Context, *harn.NoArgs) (*harn.HostToolsListResul
 	return harn.ToolsListResult(tools...), nil
 }
 
-// listSkills serves skills/list from the skills folder: the seed's bare
-// array of {id, name, description, source}.
-func (a *app) listSkills(context.Context, *harn.NoArgs) (*harn.SkillsListResult, error) {
-	out := make([]harn.SkillManifestRef, 0, len(a.skills.list))
-	for _, s := range a.skills.list {
-		out = append(out, harn.SkillManifestRef{ID: new(s.ID), Name: new(s.Name), Description: new(s.Description), Source: new("host")})
-	}
-	return &harn.SkillsListResult{List: out}, nil
-}
-
-// fetchSkill serves skills/fetch: the skill with its manifest nested.
-func (a *app) fetchSkill(_ context.Context, p *harn.SkillsFetchParams) (*harn.Skill, error) {
-	s, ok := a.skills.byID[p.ID]
-	if !ok {
-		return nil, rpc.NewError(rpc.CodeInvalidParams, fmt.Sprintf("skills/fetch: no skill %q", p.ID), map[string]string{"id": p.ID})
-	}
-	m := &harn.SkillManifest{WhenToUse: new(s.WhenToUse), AllowedTools: s.AllowedTools, Paths: s.Paths}
-	for _, k := range slices.Sorted(maps.Keys(s.Extra)) { // the front matter's other keys
-		m.Extra = append(m.Extra, wire.Member{Name: k, Value: s.Extra[k]})
-	}
-	if s.Model != "" {
-		m.Model = new(s.Model)
-	}
-	if m.AllowedTools == nil {
-		m.AllowedTools = []string{}
-	}
-	if m.Paths == nil {
-		m.Paths = []string{}
-	}
-	return &harn.Skill{Name: new(s.Name), Description: new(s.Description), Body: new(s.Body), Manifest: m}, nil
-}
-
-// matchSkills serves skill/match with rankSkills, in the canonical
-// {matches: [...]} shape.
-func (a *app) matchSkills(_ context.Context, p *harn.SkillMatchParams) (*harn.SkillMatchResult, error) {
-	ranked := rankSkills(p, a.skills)
-	matches := make([]harn.SkillMatch, 0, len(ranked))
+// renderMatch shows a skill/match answer.
+func (a *app) renderMatch(_ *harn.SkillMatchParams, ranked []skills.Ranked) {
 	var shown []string
 	for _, m := range ranked {
-		matches = append(matches, harn.SkillMatch{Name: m.Name, Score: new(m.Score), Reason: new(m.Reason)})
 		shown = append(shown, clean(m.Name)+" "+strconv.FormatFloat(m.Score, 'f', -1, 64))
 	}
 	if len(shown) == 0 {
 		shown = []string{"no match"}
 	}
 	a.render.line(a.render.paint("skill/match:", cBlue) + " " + strings.Join(shown, ", "))
-	return &harn.SkillMatchResult{Object: &harn.SkillMatchResultObject{SkillMatches: &harn.SkillMatches{Matches: matches}}}, nil
 }
 
-// requestPermission serves session/request_permission from the policy. It
-// fails closed: anything but the policy's allow (a panic here included)
-// selects a reject option, or answers "cancelled" when the agent offers
-// none; after the host cancelled the prompt every request is "cancelled".
-func (a *app) requestPermission(_ context.Context, p *acp.RequestPermissionRequest) (res *acp.RequestPermissionResponse, err error) {
-	d := deny("the host failed to decide")
-	defer func() {
-		if rec := recover(); rec != nil {
-			a.log.Error("permission: panic while deciding; denying", "panic", rec)
-			d = deny(fmt.Sprint("the host failed to decide: ", rec))
-			res, err = permissionAnswer(d, p), nil
-		}
-		a.renderPermission(p, d, res)
-	}()
-	if a.cancelling.Load() {
-		d = deny("the prompt is being cancelled")
-		return permission.Cancelled(), nil
-	}
-	d = a.policy.permission(a.ws, &p.ToolCall)
-	return permissionAnswer(d, p), nil
-}
-
-// permissionAnswer is servers/host/permission's answer to the decision:
-// allowing selects the agent's option "allow" (Harn's), else its first
-// allow_once, else allow_always option; denying never selects an option
-// whose id or kind could read as a grant, and answers "cancelled" when
-// the agent offers no reject option.
-func permissionAnswer(d decision, req *acp.RequestPermissionRequest) *acp.RequestPermissionResponse {
-	if !d.Allow {
-		return permission.Answer(req, permission.Decision{})
-	}
-	pd := permission.Decision{Allow: true}
-	if !slices.ContainsFunc(req.Options, func(o acp.PermissionOption) bool { return o.OptionID == permission.AllowOptionID }) {
-		for _, k := range []acp.PermissionOptionKind{acp.PermissionOptionKindAllowOnce, acp.PermissionOptionKindAllowAlways} {
-			if i := slices.IndexFunc(req.Options, func(o acp.PermissionOption) bool { return o.Kind == k }); i >= 0 {
-				pd.OptionID = req.Options[i].OptionID
-				break
-			}
-		}
-	}
-	return permission.Answer(req, pd)
+// newPerms answers permission requests with the policy's rules,
+// rendering each decision.
+func (a *app) newPerms() *permission.Host {
+	return &permission.Host{Policy: a.policy.permissions(a.ws), Tracker: a.tracker, Observe: a.renderPermission, Logger: a.log}
 }
 
 // renderPermission shows a permission decision; should describing the
 // tool call fail, it shows the decision alone.
-func (a *app) renderPermission(p *acp.RequestPermissionRequest, d decision, res *acp.RequestPermissionResponse) {
+func (a *app) renderPermission(p *acp.RequestPermissionRequest, c *permission.Call, v permission.Verdict, res *acp.RequestPermissionResponse) {
 	defer func() {
 		if rec := recover(); rec != nil {
-			a.render.line(fmt.Sprintf("%s: %s (%s)", a.render.paint("permission", cBold), a.render.paint("denied", cRed, cBold), d.Reason))
+			a.render.line(fmt.Sprintf("%s: %s (%s)", a.render.paint("permission", cBold), a.render.paint("denied", cRed, cBold), v.Reason))
 		}
 	}()
-	a.render.line(a.permissionLine(p, d, res))
+	a.render.line(a.permissionLine(p, c, v, res))
 }
 
-func (a *app) permissionLine(p *acp.RequestPermissionRequest, d decision, res *acp.RequestPermissionResponse) string {
-	r, tc := a.render, &p.ToolCall
-	head := r.paint("permission", cBold) + " " + strconv.Quote(cleanLine(toolName(tc)))
-	if k, ok := tc.Kind.Get(); ok {
-		head += " (" + string(k) + ")"
+func (a *app) permissionLine(p *acp.RequestPermissionRequest, c *permission.Call, v permission.Verdict, res *acp.RequestPermissionResponse) string {
+	r := a.render
+	head := r.paint("permission", cBold) + " " + strconv.Quote(cleanLine(c.Tool))
+	if c.Kind != "" {
+		head += " (" + string(c.Kind) + ")"
 	}
 	var shown []string
-	for _, path := range toolCallPaths(tc) {
+	for _, path := range c.Paths {
 		if rel, err := a.ws.Resolve(path); err == nil {
 			path = rel
 		}
@@ -281,12 +245,12 @@ func (a *app) permissionLine(p *acp.RequestPermissionRequest, d decision, res *a
 		answer = "cancelled"
 	}
 	verdict := r.paint("denied", cRed, cBold)
-	if res != nil && res.Outcome.Selected != nil {
-		for _, o := range p.Options {
-			if o.OptionID == res.Outcome.Selected.OptionID && (o.Kind == acp.PermissionOptionKindAllowOnce || o.Kind == acp.PermissionOptionKindAllowAlways) {
+	if v.Allow && res != nil && res.Outcome.Selected != nil {
+		for _, o := range p.Options { // a grant the agent offered no option for went out as a denial
+			if o.OptionID == res.Outcome.Selected.OptionID && o.Kind != acp.PermissionOptionKindRejectOnce && o.Kind != acp.PermissionOptionKindRejectAlways {
 				verdict = r.paint("allowed", cGreen, cBold)
 			}
 		}
 	}
-	return fmt.Sprintf("%s: %s (%s) -> %s", head, verdict, d.Reason, answer)
+	return fmt.Sprintf("%s: %s (%s) -> %s", head, verdict, v.Reason, answer)
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -70,8 +72,8 @@ func loadConfig(path string) (*config, error) {
 		if t.Builtin == "" {
 			c.Tools[i].Builtin = t.Name
 		}
-		if _, ok := builtins[c.Tools[i].Builtin]; !ok {
-			return nil, fmt.Errorf("config %s: tool %q: no builtin %q (the builtins are %s)", path, t.Name, c.Tools[i].Builtin, builtinNames())
+		if !slices.Contains(builtinNames, c.Tools[i].Builtin) {
+			return nil, fmt.Errorf("config %s: tool %q: no builtin %q (the builtins are %s)", path, t.Name, c.Tools[i].Builtin, strings.Join(builtinNames, ", "))
 		}
 		seen[t.Name] = true
 	}

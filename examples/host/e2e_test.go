@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/bridgekit/bridgekit/servers/host/files"
 	"io"
 	"os"
 	"os/exec"
@@ -30,6 +31,9 @@ const upstreamSchema = "../../../shared/fixtures/harn/upstream/spec/schemas/host
 var hostBin string
 
 func TestMain(m *testing.M) {
+	if scenario := os.Getenv(fakeAgentEnv); scenario != "" {
+		os.Exit(fakeAgent(scenario))
+	}
 	dir, err := os.MkdirTemp("", "bridgekit-host")
 	if err != nil {
 		panic(err)
@@ -410,7 +414,7 @@ func TestHarnTerminalOverRealPipes(t *testing.T) {
 	// A line that starts with allowed words but runs more is refused, and
 	// so is a shell this host does not offer.
 	r = p.call("7", "terminal/create", `{"sessionId":"sess-1","command":"echo hi; touch pwned","shell":`+shell+`}`)
-	if r.Error == nil || r.Error.Code != codeDenied {
+	if r.Error == nil || r.Error.Code != files.CodeDenied {
 		t.Fatalf("echo hi; touch pwned: %s %+v", r.Result, r.Error)
 	}
 	var other map[string]any

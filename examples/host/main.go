@@ -29,6 +29,11 @@
 // killed it), 128+n after this process got signal n, 1 after an error such
 // as a closed stdout.
 //
+// Running a prompt, it authenticates as the agent's authMethods allow
+// (servers/host/auth: -auth ID, else an env_var method whose variables are
+// set, else with -auth-terminal a terminal login); a missing credential
+// exits 11 with the agent's methods and the variables each needs.
+//
 // Running a prompt, the first SIGINT (Ctrl-C), SIGTERM or SIGHUP sends
 // session/cancel and the host exits once the agent has answered, or after
 // -grace; a second one exits at once.
@@ -46,16 +51,25 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/bridgekit/bridgekit/gen/acp"
+	"github.com/bridgekit/bridgekit/internal/child"
+	"github.com/bridgekit/bridgekit/internal/tty"
 	"github.com/bridgekit/bridgekit/runtime/ndjson"
 	"github.com/bridgekit/bridgekit/runtime/rpc"
 	"github.com/bridgekit/bridgekit/servers/host"
+	"github.com/bridgekit/bridgekit/servers/host/auth"
+	"github.com/bridgekit/bridgekit/servers/host/prompt"
 )
+
+// slowInitialize is how long initialize may take before the host says, on
+// a terminal, that it is waiting.
+const slowInitialize = 2 * time.Second
 
 // options are the command line's.
 type options struct {
@@ -65,6 +79,8 @@ type options struct {
 	maxFrame                  int
 	grace                     time.Duration
 	verbose                   bool
+	auth                      string
+	authTerminal              bool
 }
 
 func main() {
@@ -77,6 +93,8 @@ func main() {
 	flag.IntVar(&o.maxFrame, "max-frame", ndjson.DefaultMaxFrame, "largest inbound line in bytes")
 	flag.DurationVar(&o.grace, "grace", host.DefaultStopGrace, "how long to wait for a clean stop after a signal")
 	flag.BoolVar(&o.verbose, "v", false, "log diagnostics to stderr")
+	flag.StringVar(&o.auth, "auth", "", "authenticate with the agent's method `ID` (default: an env_var method whose variables are set)")
+	flag.BoolVar(&o.authTerminal, "auth-terminal", false, "allow running the agent's terminal authentication method (an interactive login)")
 	flag.Usage = func() {
 		fmt.Fprintln(os.Stderr, "usage: host [flags] [-- COMMAND ARGS...]\n       host [flags] -prompt TEXT -- COMMAND ARGS...")
 		flag.PrintDefaults()
@@ -212,15 +230,33 @@ func runPrompt(a *app, srv *host.Server, sigs chan os.Signal, o options, args []
 	cmd := exec.Command(args[0], args[1:]...)
 	// A Ctrl-C at the terminal must reach only us: the runtime is cancelled
 	// through the protocol, not killed by the terminal's SIGINT.
-	ownGroup(cmd)
+	child.Contain(cmd)
 	serveCtx, stopServe := context.WithCancel(context.Background())
 	defer stopServe()
 	runCtx, abandon := context.WithCancel(context.Background())
 	defer abandon()
 
-	pr := &promptRun{app: a, text: o.prompt}
+	yes := true
+	pr := prompt.New(prompt.Options{
+		Text: o.prompt, Cwd: a.ws.Dir(), Argv: args,
+		Capabilities: &acp.ClientCapabilities{Fs: &acp.FileSystemCapabilities{ReadTextFile: &yes, WriteTextFile: &yes}, Terminal: &yes},
+		Auth:         auth.Options{Method: acp.AuthMethodID(o.auth), Terminal: o.authTerminal},
+		AuthHint:     "(choose a method with -auth ID; an env_var method needs its variables set in the host's environment; -auth-terminal lets the host run a terminal method)",
+		Status:       func(format string, args ...any) { a.render.Status("%s", cleanLines(fmt.Sprintf(format, args...))) },
+		OnHarn: func(adv *acp.HarnAgentCapabilities) {
+			if len(adv.SessionUpdateExtensions) > 0 {
+				a.render.setHarnExtensions(adv.SessionUpdateExtensions)
+			}
+		},
+		PromptDone: a.render.endStream,
+		OnCancel:   a.perms.Cancel,
+		Denied:     a.perms.LastDenied,
+	})
+	if tty.Is(os.Stderr) {
+		pr.SetSlow(slowInitialize)
+	}
 	var (
-		result   outcome
+		result   prompt.Outcome
 		started  atomic.Bool
 		process  atomic.Pointer[os.Process]
 		finished = make(chan struct{})
@@ -228,7 +264,7 @@ func runPrompt(a *app, srv *host.Server, sigs chan os.Signal, o options, args []
 	use := func(conn *rpc.Conn) {
 		started.Store(true)
 		process.Store(cmd.Process)
-		result = pr.run(runCtx, conn)
+		result = pr.Run(runCtx, conn)
 		close(finished)
 		// End the runtime's input: a runtime exits at the end of it; one
 		// that does not is stopped after -grace.
@@ -237,7 +273,7 @@ func runPrompt(a *app, srv *host.Server, sigs chan os.Signal, o options, args []
 
 	go func() {
 		sig := <-sigs
-		if pr.cancel(sig) {
+		if pr.Cancel(sig) {
 			a.render.Status("%v: sent session/cancel; waiting up to %v for the agent to answer (again to quit now)", sig, o.grace)
 			timer := time.NewTimer(o.grace)
 			defer timer.Stop()
@@ -271,22 +307,72 @@ func runPrompt(a *app, srv *host.Server, sigs chan os.Signal, o options, args []
 	var exit *host.ExitError
 	switch {
 	case !started.Load():
-		if sig := pr.signalled(); sig != nil {
+		if sig := pr.Signalled(); sig != nil {
 			return signalStatus(sig)
 		}
 		a.render.Status("%v", err)
 		return exitCannotStart
-	case result.status == exitRuntimeDied && errors.As(err, &exit):
-		result.summary += " (" + exit.Error() + ")"
-	case errors.As(err, &exit) && result.status != exitRuntimeDied:
+	case result.Kind == prompt.RuntimeDied && errors.As(err, &exit):
+		result.Summary += " (" + exit.Error() + ")"
+	case errors.As(err, &exit) && result.Kind != prompt.RuntimeDied:
 		a.log.Warn("the runtime exited uncleanly after the prompt", "err", exit)
 	}
+	status := exitStatus(result)
 	label := a.render.paint("done:", cGreen, cBold)
-	if result.status != exitCompleted {
+	if status != exitCompleted {
 		label = a.render.paint("failed:", cRed, cBold)
 	}
-	a.render.Status("%s %s (exit status %d)", label, result.summary, result.status)
-	return result.status
+	a.render.Status("%s %s (exit status %d)", label, cleanLines(result.Summary), status)
+	return status
+}
+
+// Exit statuses of -prompt (README.md, "Exit statuses"). 128+n reports
+// signal n.
+const (
+	exitCompleted       = 0
+	exitHostError       = 1
+	exitUsage           = 2
+	exitAgentError      = 3
+	exitRefused         = 4
+	exitMaxTokens       = 5
+	exitMaxTurnRequests = 6
+	exitNotCompleted    = 7
+	exitAgentCancelled  = 8
+	exitRuntimeDied     = 9
+	exitProtocol        = 10
+	exitAuth            = 11
+	exitDeniedCancelled = 12
+	exitCannotStart     = 127
+)
+
+// exitStatus is the exit status of a prompt's outcome.
+func exitStatus(o prompt.Outcome) int {
+	if o.Kind == prompt.Signalled {
+		return signalStatus(o.Signal)
+	}
+	return map[prompt.Kind]int{
+		prompt.Completed: exitCompleted, prompt.HostError: exitHostError, prompt.AgentError: exitAgentError,
+		prompt.Refused: exitRefused, prompt.MaxTokens: exitMaxTokens, prompt.MaxTurnRequests: exitMaxTurnRequests,
+		prompt.NotCompleted: exitNotCompleted, prompt.AgentCancelled: exitAgentCancelled, prompt.RuntimeDied: exitRuntimeDied,
+		prompt.Protocol: exitProtocol, prompt.Auth: exitAuth, prompt.DeniedCancelled: exitDeniedCancelled,
+	}[o.Kind]
+}
+
+// signalStatus is the conventional exit status after signal sig.
+func signalStatus(sig os.Signal) int {
+	if s, ok := sig.(syscall.Signal); ok {
+		return 128 + int(s)
+	}
+	return 1
+}
+
+// cleanLines strips control characters from each line of s.
+func cleanLines(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = clean(l)
+	}
+	return strings.Join(lines, "\n")
 }
 
 // forceExit ends the host at once after a second signal, killing the
@@ -294,7 +380,7 @@ func runPrompt(a *app, srv *host.Server, sigs chan os.Signal, o options, args []
 func forceExit(a *app, process *atomic.Pointer[os.Process], sig os.Signal) {
 	a.render.Status("second signal (%v): exiting now", sig)
 	if p := process.Load(); p != nil {
-		_ = killGroup(p)
+		child.Kill(p)
 	}
 	a.terms.Close(100 * time.Millisecond)
 	a.render.close(100 * time.Millisecond)

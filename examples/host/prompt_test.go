@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/bridgekit/bridgekit/servers/host/files"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -140,14 +141,14 @@ func TestPromptHarnRuntimeUsesEverything(t *testing.T) {
 		strings.Contains(*matches[0].Reason, "infra/cluster.tf matches infra/**"), "skill/match (canonical {matches})")
 	check(rep.Unknown.ErrorCode == -32602, "skills/fetch of an unknown id")
 	check(rep.Tool.Path == "README.md" && rep.Tool.Content == "# Workspace readme\nsecond line\n", "builtin_call of a configured tool")
-	check(rep.RejectedTool.ErrorCode == codeDenied, "builtin_call of a tool the host does not offer")
+	check(rep.RejectedTool.ErrorCode == files.CodeDenied, "builtin_call of a tool the host does not offer")
 	check(len(rep.Permissions) == 2 && rep.Permissions[0].Granted && rep.Permissions[0].Outcome.OptionID == "allow" &&
 		!rep.Permissions[1].Granted && rep.Permissions[1].Outcome.OptionID == "reject", "permissions")
 	check(rep.File.Content == "# Workspace readme\n", "fs/read_text_file")
-	check(rep.OutsideFile.ErrorCode == codeDenied, "fs/read_text_file outside the workspace")
-	check(string(rep.Write) == "{}" && rep.DeniedWrite.ErrorCode == codeDenied, "fs/write_text_file")
+	check(rep.OutsideFile.ErrorCode == files.CodeDenied, "fs/read_text_file outside the workspace")
+	check(string(rep.Write) == "{}" && rep.DeniedWrite.ErrorCode == files.CodeDenied, "fs/write_text_file")
 	check(rep.Terminal.Exit.ExitCode != nil && *rep.Terminal.Exit.ExitCode == 0 && rep.Terminal.Output.Output == "terminal works\n", "terminal")
-	check(rep.DeniedTerminal.ErrorCode == codeDenied, "a denied terminal")
+	check(rep.DeniedTerminal.ErrorCode == files.CodeDenied, "a denied terminal")
 
 	if b, _ := os.ReadFile(filepath.Join(ws, "src", "generated.txt")); string(b) != "written by the agent\n" {
 		t.Errorf("src/generated.txt: %q", b)

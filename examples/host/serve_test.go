@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"fmt"
+	"github.com/bridgekit/bridgekit/servers/host/files"
 	"io"
 	"os"
 	"os/exec"
@@ -90,7 +91,7 @@ func TestServeConfiguredMethodsOverPipes(t *testing.T) {
 		t.Errorf("allowed edit: %s", res)
 	}
 	res, _ = call(7, "session/request_permission", fmt.Sprintf(permission, "go.mod"))
-	if string(res) != `{"outcome":{"outcome":"selected","optionId":"reject"}}` {
+	if string(res) != `{"outcome":{"outcome":"selected","optionId":"reject"},"reason":"no rule allows it"}` {
 		t.Errorf("denied edit: %s", res)
 	}
 	res, _ = call(8, "fs/read_text_file", fmt.Sprintf(`{"sessionId":"s","path":%q}`, filepath.Join(ws, "src", "main.go")))
@@ -108,7 +109,7 @@ func TestServeConfiguredMethodsOverPipes(t *testing.T) {
 	if string(res) != `{"path":"src/main.go","content":"package main\n"}` {
 		t.Errorf("builtin_call Read: %s", res)
 	}
-	if _, code := call(11, "builtin_call", `{"name":"hostlib_fs_read","args":[{"path":"src/main.go"}]}`); code != codeDenied {
+	if _, code := call(11, "builtin_call", `{"name":"hostlib_fs_read","args":[{"path":"src/main.go"}]}`); code != files.CodeDenied {
 		t.Errorf("builtin_call of a name the host does not offer: code %d", code)
 	}
 	if _, code := call(12, "builtin_call", `{"name":"Read","args":[{"path":"src/main.go"},2]}`); code != -32602 {

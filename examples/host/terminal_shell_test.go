@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
+	"github.com/bridgekit/bridgekit/servers/host/files"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -40,7 +42,7 @@ func createFromWire(ctx context.Context, t *testing.T, a *app, params string) (s
 	if err := json.Unmarshal([]byte(params), &p); err != nil {
 		t.Fatalf("%s: %v", params, err)
 	}
-	res, err := a.terminalCreate(ctx, &p)
+	res, err := a.term.Create(ctx, &p)
 	if err != nil {
 		return "", err
 	}
@@ -51,7 +53,7 @@ func createFromWire(ctx context.Context, t *testing.T, a *app, params string) (s
 // answer both as acp.WaitForTerminalExitResponse and as Harn reads it.
 func waitFromWire(ctx context.Context, t *testing.T, a *app, id string) harnWait {
 	t.Helper()
-	res, err := a.terminalWaitForExit(ctx, &acp.WaitForTerminalExitRequest{SessionID: "s", TerminalID: acp.TerminalID(id)})
+	res, err := a.term.WaitForExit(ctx, &acp.WaitForTerminalExitRequest{SessionID: "s", TerminalID: acp.TerminalID(id)})
 	if err != nil {
 		t.Fatalf("wait_for_exit %s: %v", id, err)
 	}
@@ -185,7 +187,7 @@ func TestTerminalHarnShell(t *testing.T) {
 				t.Errorf("stdout beyond the limit or not UTF-8: %q", *w.Stdout)
 			}
 			// terminal/output still answers the combined output.
-			res, err := a.terminalOutput(ctx, &acp.TerminalOutputRequest{SessionID: "s", TerminalID: acp.TerminalID(id)})
+			res, err := a.term.Output(ctx, &acp.TerminalOutputRequest{SessionID: "s", TerminalID: acp.TerminalID(id)})
 			if err != nil || res.Output != *w.Combined || res.Truncated != (tc.limit > 0) {
 				t.Errorf("terminal/output: %+v %v", res, err)
 			}
@@ -197,7 +199,7 @@ func TestTerminalHarnShell(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.terminalKill(ctx, &acp.KillTerminalRequest{SessionID: "s", TerminalID: acp.TerminalID(id)}); err != nil {
+	if _, err := a.term.Kill(ctx, &acp.KillTerminalRequest{SessionID: "s", TerminalID: acp.TerminalID(id)}); err != nil {
 		t.Fatal(err)
 	}
 	if w := waitFromWire(ctx, t, a, id); w.Success == nil || *w.Success || !w.acp.ExitCode.IsAbsent() || w.acp.Signal.IsAbsent() {
@@ -313,8 +315,8 @@ func TestTerminalHarnShellRefused(t *testing.T) {
 	} {
 		t.Run("bypass "+line, func(t *testing.T) {
 			_, err := createFromWire(ctx, t, a, `{"sessionId":"s","command":`+quoteJSON(line)+`,"shell":`+sh+`}`)
-			if rpcCode(err) != codeDenied {
-				t.Fatalf("%q: %v, want denied (%d)", line, err, codeDenied)
+			if rpcCode(err) != files.CodeDenied {
+				t.Fatalf("%q: %v, want denied (%d)", line, err, files.CodeDenied)
 			}
 		})
 	}
@@ -353,19 +355,30 @@ func TestTerminalACPWaitHasHarnMembers(t *testing.T) {
 		if !equalJSON(t, []byte(w.raw), []byte(`{"exitCode":1,"combined":"out\nerr\nout2\n","success":false}`)) {
 			t.Fatalf("wait_for_exit: %s", w.raw)
 		}
-		res, err := a.terminalOutput(ctx, &acp.TerminalOutputRequest{SessionID: "s", TerminalID: acp.TerminalID(id)})
+		res, err := a.term.Output(ctx, &acp.TerminalOutputRequest{SessionID: "s", TerminalID: acp.TerminalID(id)})
 		if err != nil || res.Output != "out\nerr\nout2\n" {
 			t.Fatalf("terminal/output: %+v %v", res, err)
 		}
 		// Released, or the session's terminal quota would stop the loop.
-		if _, err := a.terminalRelease(ctx, &acp.ReleaseTerminalRequest{SessionID: "s", TerminalID: acp.TerminalID(id)}); err != nil {
+		if _, err := a.term.Release(ctx, &acp.ReleaseTerminalRequest{SessionID: "s", TerminalID: acp.TerminalID(id)}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	// Without a shell the command is one program name: a command line in
-	// it is matched as such, so the words of a pattern do not allow it.
+	// An ACP command with blanks and no args is a command line (what
+	// claude-code-acp sends): it runs through sh, decided by the rule for
+	// shell lines, so only a plain line or an exact pattern allows it.
+	ctx, cancel = context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
 	id, err := createFromWire(ctx, t, a, `{"sessionId":"s","command":"echo a && echo b"}`)
-	if rpcCode(err) != codeDenied {
-		t.Fatalf("a command line as ACP's command: %q %v", id, err)
+	if err != nil {
+		t.Fatalf("an allowed command line as ACP's command: %v", err)
+	}
+	if w := waitFromWire(ctx, t, a, id); !strings.Contains(w.raw, `"combined":"a\nb\n"`) {
+		t.Fatalf("wait_for_exit: %s", w.raw)
+	}
+	for _, line := range []string{"echo a && echo b; id", "echo $HOME", "echo a  && echo b"} {
+		if id, err := createFromWire(ctx, t, a, fmt.Sprintf(`{"sessionId":"s","command":%q}`, line)); rpcCode(err) != files.CodeDenied {
+			t.Errorf("command line %q: %q %v", line, id, err)
+		}
 	}
 }

@@ -45,7 +45,13 @@ type Call struct {
 	// Command is the command line of an execute call, from the raw
 	// input's "command" or "cmd" member (a string, or an array of words
 	// then joined with spaces) and "args"/"argv"; "" when it has none.
+	// It is the request's own when it has one, else the latest tracked.
 	Command string
+	// Commands are the distinct command lines of the request and of every
+	// tracked update (each repeats the whole command), in order. An
+	// allow rule with commands must allow each; a deny rule matches when
+	// it matches any.
+	Commands []string
 	// Overflow says that the call names more than the Policy's MaxPaths
 	// path-like strings, or that its tracked state was dropped for its
 	// size: it is denied unread.
@@ -62,14 +68,17 @@ type collector struct {
 	seenP    map[string]bool
 	seenM    map[string]bool
 	overflow bool
-	command  []string
+	command  []string // of the raw input being read
+	commands []string // one line per raw input that has one, distinct
+	seenC    map[string]bool
+	last     string // the line of the latest raw input that has one
 }
 
 func newCollector(max int) *collector {
 	if max <= 0 {
 		max = DefaultMaxPaths
 	}
-	return &collector{max: max, seenP: map[string]bool{}, seenM: map[string]bool{}}
+	return &collector{max: max, seenP: map[string]bool{}, seenM: map[string]bool{}, seenC: map[string]bool{}}
 }
 
 func (c *collector) mention(p string) {
@@ -153,12 +162,24 @@ func pathKey(name string) bool {
 	return strings.Contains(n, "path") || strings.Contains(n, "file") || strings.Contains(n, "dir") || strings.Contains(n, "folder")
 }
 
-// rawInput walks a raw input document once, collecting paths and the
-// command.
+// rawInput walks a raw input document once, collecting paths and its
+// command line: each document's own (the tracked updates and the request
+// each repeat the whole command), kept once.
 func (c *collector) rawInput(doc jsontext.Value) {
 	if len(doc) == 0 {
 		return
 	}
+	c.command = nil
+	defer func() {
+		if len(c.command) == 0 {
+			return
+		}
+		c.last = strings.Join(c.command, " ")
+		if !c.seenC[c.last] {
+			c.seenC[c.last] = true
+			c.commands = append(c.commands, c.last)
+		}
+	}()
 	dec := jsontext.NewDecoder(bytes.NewReader(doc), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
 	// names has one entry per open container: for an object, the name of
 	// the member being read; for an array, the name it sits under.

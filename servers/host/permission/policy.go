@@ -213,11 +213,29 @@ func anyGlob(patterns []string, name string) bool {
 	return slices.ContainsFunc(patterns, func(g string) bool { return Glob(g, name) })
 }
 
-// commandRule applies a rule's command patterns, fail-closed.
+// commandRule applies a rule's command patterns to every command line of
+// the call, fail-closed: a deny rule matches when it matches any line, an
+// allow rule only when it allows each.
 func commandRule(deny bool, patterns []string, c *Call) bool {
-	line := strings.TrimSpace(c.Command)
-	if line == "" {
+	lines := c.Commands
+	if len(lines) == 0 && c.Command != "" {
+		lines = []string{c.Command}
+	}
+	if len(lines) == 0 {
 		return deny && c.Kind == acp.ToolKindExecute
+	}
+	for _, line := range lines {
+		if commandLineRule(deny, patterns, strings.TrimSpace(line)) == deny {
+			return deny
+		}
+	}
+	return !deny
+}
+
+// commandLineRule applies a rule's command patterns to one line.
+func commandLineRule(deny bool, patterns []string, line string) bool {
+	if line == "" {
+		return deny
 	}
 	if !PlainCommandLine(line) {
 		if deny {

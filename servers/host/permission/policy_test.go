@@ -255,3 +255,66 @@ func TestPolicyGate(t *testing.T) {
 		t.Fatalf("deny: %+v", resp.Outcome)
 	}
 }
+
+// claude-code-acp's execute call: a tool_call with an empty raw input, an
+// update with the command, and the request repeating it without a kind.
+// The command is one line, not the updates' lines joined, and a deny rule
+// sees a command any update named.
+func TestTrackerCommandLines(t *testing.T) {
+	p := policyOf(t)
+	tr := permission.NewTracker(nil)
+	kind := acp.ToolKindExecute
+	tr.Observe(update("s", acp.SessionUpdate{ToolCall: &acp.ToolCall{ToolCallID: "call_1", Title: "Terminal", Kind: &kind, RawInput: jsontext.Value(`{}`)}}))
+	tr.Observe(update("s", acp.SessionUpdate{ToolCallUpdate: &acp.ToolCallUpdate{ToolCallID: "call_1", RawInput: jsontext.Value(`{"command":"go test ./...","description":"Run the tests"}`)}}))
+	req := request("", `{"command":"go test ./...","description":"Run the tests"}`)
+	c := permission.NewCall(tr, req, 0)
+	if c.Command != "go test ./..." || len(c.Commands) != 1 {
+		t.Fatalf("command %q, commands %q", c.Command, c.Commands)
+	}
+	if v := p.Decide(c); !v.Allow || v.Rule != "tests" {
+		t.Fatalf("%+v", v)
+	}
+	// An update that named another command: the allow rule must allow
+	// both, and the deny rule sees rm.
+	tr.Observe(update("s", acp.SessionUpdate{ToolCallUpdate: &acp.ToolCallUpdate{ToolCallID: "call_1", RawInput: jsontext.Value(`{"command":"rm -rf src"}`)}}))
+	c = permission.NewCall(tr, req, 0)
+	if c.Command != "go test ./..." || len(c.Commands) != 2 {
+		t.Fatalf("command %q, commands %q", c.Command, c.Commands)
+	}
+	if v := p.Decide(c); v.Allow || v.Rule != "no-rm" {
+		t.Fatalf("a command an update named: %+v", v)
+	}
+	tr2 := permission.NewTracker(nil)
+	tr2.Observe(update("s", acp.SessionUpdate{ToolCall: &acp.ToolCall{ToolCallID: "call_1", Title: "Terminal", Kind: &kind, RawInput: jsontext.Value(`{"command":"go vet ./..."}`)}}))
+	if v := p.Decide(permission.NewCall(tr2, req, 0)); v.Allow {
+		t.Fatalf("an allow rule allowed one of two commands: %+v", v)
+	}
+}
+
+// A Host decides by policy on the tracked call, remembers the last
+// denial, answers cancelled after Cancel, and denies when deciding panics.
+func TestHost(t *testing.T) {
+	var seen []string
+	h := &permission.Host{Policy: policyOf(t), Tracker: permission.NewTracker(nil),
+		Observe: func(_ *acp.RequestPermissionRequest, c *permission.Call, v permission.Verdict, _ *acp.RequestPermissionResponse) {
+			seen = append(seen, v.Reason)
+		}}
+	ctx := context.Background()
+	if res, _ := h.Handle(ctx, request(acp.ToolKindEdit, `{"path":"src/a.go"}`)); !permission.Granted(res) || h.LastDenied() != "" {
+		t.Fatalf("edit in src: %+v, last denied %q", res, h.LastDenied())
+	}
+	if res, _ := h.Handle(ctx, request(acp.ToolKindExecute, `{"command":"rm -rf src"}`)); permission.Granted(res) || h.LastDenied() != `"tool" (execute)` {
+		t.Fatalf("rm: %+v, last denied %q", res, h.LastDenied())
+	}
+	h.Cancel()
+	if res, _ := h.Handle(ctx, request(acp.ToolKindEdit, `{"path":"src/a.go"}`)); res.Outcome.Cancelled == nil {
+		t.Fatalf("after Cancel: %+v", res)
+	}
+	broken := &permission.Host{}
+	if res, err := broken.Handle(ctx, request(acp.ToolKindEdit, `{"path":"src/a.go"}`)); err != nil || permission.Granted(res) || res.Outcome.Selected == nil || res.Outcome.Selected.OptionID != "reject" {
+		t.Fatalf("a panic while deciding: %+v %v", res, err)
+	}
+	if fmt.Sprint(seen) != "[rule edits rule no-rm the prompt is being cancelled]" {
+		t.Errorf("observed %q", seen)
+	}
+}

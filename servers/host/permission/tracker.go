@@ -2,7 +2,6 @@ package permission
 
 import (
 	"container/list"
-	"strings"
 	"sync"
 
 	"github.com/bridgekit/bridgekit/gen/acp"
@@ -269,6 +268,6 @@ func NewCall(t *Tracker, req *acp.RequestPermissionRequest, maxPaths int) *Call 
 	col.rawInput(tc.RawInput)
 	c.Paths, c.Mentions = col.paths, col.mentions
 	c.Overflow = c.Overflow || col.overflow
-	c.Command = strings.Join(col.command, " ")
+	c.Commands, c.Command = col.commands, col.last
 	return c
 }

@@ -1,4 +1,27 @@
-package main
+// Package skills serves a Harn host's skills from a folder of skill
+// files: skills/list, skills/fetch and skill/match (Set.Register).
+//
+// Every *.md file under the folder is a skill. Its id is its path in the
+// folder without ".md" (review.md is "review", ops/review.md is
+// "ops/review"), or the folder's path for a file named SKILL.md
+// (ship/SKILL.md is "ship"). Optional front matter between "---" lines
+// sets name (default: the id's last element), description (default: the
+// body's first line of prose), when_to_use, allowed_tools, paths
+// (workspace path patterns) and model; other keys are passed on in the
+// manifest. The front matter is the YAML subset such files use: key:
+// value, quoted values, [a, b] and "- item" lists, > and | blocks, #
+// comments. The rest of the file is the body.
+//
+// skill/match ranks the runtime's candidates with Okapi BM25 (Rank): k1
+// 1.2, b 0.75, over each candidate's name (counted 3 times), description
+// and when_to_use (twice each) and, for a candidate the Set has a skill of
+// the same name, the skill's body. Words are lower-cased, stop words
+// dropped and common English suffixes stripped; a working file that
+// matches one of the candidate's paths adds 1.0. Candidates that score are
+// returned best first (ties by name), scores rounded to 4 decimals, with
+// the matched words in the reason: the same request always gets the same
+// answer.
+package skills
 
 import (
 	"fmt"
@@ -13,8 +36,8 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 )
 
-// skill is one skill file of the skills folder (see README.md, "Skills").
-type skill struct {
+// Skill is one skill file of the skills folder.
+type Skill struct {
 	ID           string // its path in the folder: "deploy" for deploy.md or deploy/SKILL.md
 	Name         string
 	Description  string
@@ -26,17 +49,17 @@ type skill struct {
 	Body         string
 }
 
-// skillSet is the skills folder, loaded once.
-type skillSet struct {
-	dir    string   // the folder; "" for none
-	list   []*skill // by ID
-	byID   map[string]*skill
-	byName map[string]*skill // the first skill of each name
+// Set is the skills folder, loaded once; read-only after Load.
+type Set struct {
+	Dir    string   // the folder; "" for none
+	List   []*Skill // by ID
+	ByID   map[string]*Skill
+	ByName map[string]*Skill // the first skill of each name
 }
 
-// loadSkills reads every *.md file under dir ("" is no skills).
-func loadSkills(dir string) (*skillSet, error) {
-	set := &skillSet{dir: dir, byID: map[string]*skill{}, byName: map[string]*skill{}}
+// Load reads every *.md file under dir ("" is no skills).
+func Load(dir string) (*Set, error) {
+	set := &Set{Dir: dir, ByID: map[string]*Skill{}, ByName: map[string]*Skill{}}
 	if dir == "" {
 		return set, nil
 	}
@@ -74,34 +97,34 @@ func loadSkills(dir string) (*skillSet, error) {
 		if err != nil {
 			return err
 		}
-		s, err := parseSkill(id, string(data))
+		s, err := Parse(id, string(data))
 		if err != nil {
 			return fmt.Errorf("skill %s: %w", p, err)
 		}
-		if prev, dup := set.byID[id]; dup {
+		if prev, dup := set.ByID[id]; dup {
 			return fmt.Errorf("skills %s: two files define skill %q (%s)", dir, id, prev.Name)
 		}
-		set.byID[id] = s
-		set.list = append(set.list, s)
+		set.ByID[id] = s
+		set.List = append(set.List, s)
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	slices.SortFunc(set.list, func(a, b *skill) int { return strings.Compare(a.ID, b.ID) })
-	for _, s := range set.list {
-		if _, ok := set.byName[s.Name]; !ok {
-			set.byName[s.Name] = s
+	slices.SortFunc(set.List, func(a, b *Skill) int { return strings.Compare(a.ID, b.ID) })
+	for _, s := range set.List {
+		if _, ok := set.ByName[s.Name]; !ok {
+			set.ByName[s.Name] = s
 		}
 	}
 	return set, nil
 }
 
-// parseSkill reads a skill file: optional front matter between "---"
+// Parse reads a skill file: optional front matter between "---"
 // lines, then the body. Without front matter the name is the file's and
 // the description its first line of prose.
-func parseSkill(id, text string) (*skill, error) {
-	s := &skill{ID: id, Name: path.Base(id), Body: text}
+func Parse(id, text string) (*Skill, error) {
+	s := &Skill{ID: id, Name: path.Base(id), Body: text}
 	text = strings.ReplaceAll(text, "\r\n", "\n")
 	if rest, ok := strings.CutPrefix(text, "---\n"); ok {
 		end := strings.Index(rest, "\n---\n")
@@ -134,10 +157,10 @@ func parseSkill(id, text string) (*skill, error) {
 }
 
 // apply sets the skill's fields from its front matter.
-func (s *skill) apply(fm []fmEntry) error {
+func (s *Skill) apply(fm []fmEntry) error {
 	for _, e := range fm {
 		str := func() (string, error) {
-			if e.list != nil {
+			if e.List != nil {
 				return "", fmt.Errorf("%s: want a single value, not a list", e.key)
 			}
 			return e.value, nil
@@ -158,8 +181,8 @@ func (s *skill) apply(fm []fmEntry) error {
 			s.Paths = e.items()
 		default:
 			var v any = e.value
-			if e.list != nil {
-				v = e.list
+			if e.List != nil {
+				v = e.List
 			}
 			raw, merr := json.Marshal(v)
 			if merr != nil {
@@ -184,13 +207,13 @@ func (s *skill) apply(fm []fmEntry) error {
 type fmEntry struct {
 	key   string
 	value string
-	list  []string
+	List  []string
 }
 
 // items is the entry as a list: a scalar is a one-item list ("" none).
 func (e fmEntry) items() []string {
-	if e.list != nil {
-		return e.list
+	if e.List != nil {
+		return e.List
 	}
 	if e.value == "" {
 		return []string{}
@@ -238,14 +261,14 @@ func parseFrontMatter(text string) ([]fmEntry, error) {
 			if !strings.HasSuffix(value, "]") || len(block) > 0 && strings.TrimSpace(strings.Join(block, "")) != "" {
 				return nil, fmt.Errorf("front matter line %d: an inline list must end on its line with ]", i+1)
 			}
-			e.list = []string{}
+			e.List = []string{}
 			for item := range strings.SplitSeq(value[1:len(value)-1], ",") {
 				if item = strings.TrimSpace(item); item != "" {
 					v, err := scalar(item)
 					if err != nil {
 						return nil, fmt.Errorf("front matter key %s: %w", key, err)
 					}
-					e.list = append(e.list, v)
+					e.List = append(e.List, v)
 				}
 			}
 		case value == "":
@@ -262,7 +285,7 @@ func parseFrontMatter(text string) ([]fmEntry, error) {
 				if err != nil {
 					return nil, fmt.Errorf("front matter key %s: %w", key, err)
 				}
-				e.list = append(e.list, v)
+				e.List = append(e.List, v)
 			}
 		default:
 			if strings.TrimSpace(strings.Join(block, "")) != "" {

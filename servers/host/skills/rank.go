@@ -1,4 +1,4 @@
-package main
+package skills
 
 import (
 	"cmp"
@@ -27,13 +27,13 @@ const (
 	pathBonus = 1.0
 )
 
-// rankSkills ranks the candidates for the prompt with Okapi BM25 over each
+// Rank ranks the candidates for the prompt with Okapi BM25 over each
 // candidate's name, description, when_to_use and, for a skill this host
 // also has, its body; a working file matching a candidate's paths adds
 // pathBonus. It returns the candidates that scored, best first (ties by
 // name), with scores rounded to 4 decimals: the same request always gets
 // the same answer.
-func rankSkills(p *harn.SkillMatchParams, skills *skillSet) []rankedSkill {
+func Rank(p *harn.SkillMatchParams, skills *Set) []Ranked {
 	type doc struct {
 		name  string
 		tf    map[string]int
@@ -57,7 +57,7 @@ func rankSkills(p *harn.SkillMatchParams, skills *skillSet) []rankedSkill {
 		add(c.Name, weightName)
 		add(c.Description, weightDescription)
 		add(c.WhenToUse, weightWhenToUse)
-		if s, ok := skills.byName[c.Name]; ok {
+		if s, ok := skills.ByName[c.Name]; ok {
 			add(s.Body, weightBody)
 			if len(d.paths) == 0 {
 				d.paths = s.Paths
@@ -66,7 +66,7 @@ func rankSkills(p *harn.SkillMatchParams, skills *skillSet) []rankedSkill {
 		docs = append(docs, d)
 	}
 	if len(docs) == 0 {
-		return []rankedSkill{}
+		return []Ranked{}
 	}
 	avg := 0.0
 	for _, d := range docs {
@@ -95,7 +95,7 @@ func rankSkills(p *harn.SkillMatchParams, skills *skillSet) []rankedSkill {
 		}
 	}
 	n := float64(len(docs))
-	out := []rankedSkill{}
+	out := []Ranked{}
 	for _, d := range docs {
 		score := 0.0
 		var matched []string
@@ -122,9 +122,9 @@ func rankSkills(p *harn.SkillMatchParams, skills *skillSet) []rankedSkill {
 		if score <= 0 {
 			continue
 		}
-		out = append(out, rankedSkill{Name: d.name, Score: math.Round(score*1e4) / 1e4, Reason: strings.Join(reasons, "; ")})
+		out = append(out, Ranked{Name: d.name, Score: math.Round(score*1e4) / 1e4, Reason: strings.Join(reasons, "; ")})
 	}
-	slices.SortStableFunc(out, func(a, b rankedSkill) int {
+	slices.SortStableFunc(out, func(a, b Ranked) int {
 		if c := cmp.Compare(b.Score, a.Score); c != 0 {
 			return c
 		}
@@ -133,8 +133,8 @@ func rankSkills(p *harn.SkillMatchParams, skills *skillSet) []rankedSkill {
 	return out
 }
 
-// rankedSkill is a candidate that scored.
-type rankedSkill struct {
+// Ranked is a candidate that scored.
+type Ranked struct {
 	Name   string
 	Score  float64
 	Reason string

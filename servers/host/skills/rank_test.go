@@ -1,4 +1,4 @@
-package main
+package skills
 
 import (
 	"math/rand/v2"
@@ -47,8 +47,8 @@ func TestRankSeedExample(t *testing.T) {
 			{Name: "review", Description: "Review existing code for correctness", WhenToUse: "User asks to review/audit", Paths: []string{}},
 		},
 	}
-	skills, _ := loadSkills("")
-	got := rankSkills(p, skills)
+	skills, _ := Load("")
+	got := Rank(p, skills)
 	if len(got) != 1 || got[0].Name != "ship" || got[0].Score <= pathBonus {
 		t.Fatalf("matches %+v", got)
 	}
@@ -58,7 +58,7 @@ func TestRankSeedExample(t *testing.T) {
 }
 
 func TestRankIsDeterministicAndOrdered(t *testing.T) {
-	skills, err := loadSkills("example/skills")
+	skills, err := Load("testdata/skills")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func TestRankIsDeterministicAndOrdered(t *testing.T) {
 		{Name: "ship", Description: "a second candidate of a name is ignored"},
 	}
 	p := &harn.SkillMatchParams{Prompt: "Please review this code for correctness, then update the docs", Candidates: candidates}
-	first := rankSkills(p, skills)
+	first := Rank(p, skills)
 	var names []string
 	for _, m := range first {
 		names = append(names, m.Name)
@@ -91,35 +91,35 @@ func TestRankIsDeterministicAndOrdered(t *testing.T) {
 	for range 20 {
 		shuffled := slices.Clone(candidates[:4])
 		rand.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
-		if again := rankSkills(&harn.SkillMatchParams{Prompt: p.Prompt, Candidates: shuffled}, skills); !slices.Equal(again, first) {
+		if again := Rank(&harn.SkillMatchParams{Prompt: p.Prompt, Candidates: shuffled}, skills); !slices.Equal(again, first) {
 			t.Fatalf("shuffled candidates ranked %+v, first %+v", again, first)
 		}
 	}
 }
 
 func TestRankUsesTheHostsSkillBody(t *testing.T) {
-	skills, err := loadSkills("example/skills")
+	skills, err := Load("testdata/skills")
 	if err != nil {
 		t.Fatal(err)
 	}
 	// "terraform" and "rollout" appear only in ship's body.
 	p := &harn.SkillMatchParams{Prompt: "watch the terraform rollout", Candidates: []harn.SkillCandidate{{Name: "ship"}, {Name: "review"}}}
-	got := rankSkills(p, skills)
+	got := Rank(p, skills)
 	if len(got) != 1 || got[0].Name != "ship" || !strings.Contains(got[0].Reason, "terraform, rollout") {
 		t.Fatalf("%+v", got)
 	}
 	// A working file matching the host skill's paths counts when the
 	// candidate names none.
 	p = &harn.SkillMatchParams{Prompt: "hello", WorkingFiles: []string{"./Dockerfile"}, Candidates: []harn.SkillCandidate{{Name: "ship"}}}
-	if got := rankSkills(p, skills); len(got) != 1 || got[0].Score != pathBonus {
+	if got := Rank(p, skills); len(got) != 1 || got[0].Score != pathBonus {
 		t.Fatalf("%+v", got)
 	}
-	if got := rankSkills(&harn.SkillMatchParams{Prompt: "anything"}, skills); got == nil || len(got) != 0 {
+	if got := Rank(&harn.SkillMatchParams{Prompt: "anything"}, skills); got == nil || len(got) != 0 {
 		t.Fatalf("no candidates: %#v", got)
 	}
 	// Ties are broken by name.
 	p = &harn.SkillMatchParams{Prompt: "alpha", Candidates: []harn.SkillCandidate{{Name: "b", Description: "alpha"}, {Name: "a", Description: "alpha"}}}
-	if got := rankSkills(p, skills); len(got) != 2 || got[0].Name != "a" || got[0].Score != got[1].Score {
+	if got := Rank(p, skills); len(got) != 2 || got[0].Name != "a" || got[0].Score != got[1].Score {
 		t.Fatalf("%+v", got)
 	}
 }

@@ -1,0 +1,196 @@
+package auth_test
+
+import (
+	"errors"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/go-json-experiment/json"
+
+	"github.com/bridgekit/bridgekit/gen/acp"
+	"github.com/bridgekit/bridgekit/runtime/rpc"
+	"github.com/bridgekit/bridgekit/servers/host/auth"
+)
+
+// codexInit is codex-acp 0.16.0's initialize answer's authMethods
+// (testdata/acp/traffic/codex-acp-0.16.0/turn.jsonl), with a terminal
+// method added.
+const codexInit = `{"protocolVersion":1,"authMethods":[
+	{"id":"chatgpt","name":"Login with ChatGPT","description":"Use your ChatGPT login"},
+	{"type":"env_var","id":"codex-api-key","name":"Use CODEX_API_KEY","vars":[{"name":"CODEX_API_KEY"}]},
+	{"type":"env_var","id":"openai-api-key","name":"Use OPENAI_API_KEY","vars":[{"name":"OPENAI_API_KEY"},{"name":"OPENAI_ORG","optional":true}]},
+	{"type":"terminal","id":"login","name":"Log in","args":["--login"],"env":{"MODE":"login"}}]}`
+
+func methods(t testing.TB, doc string) []auth.Method {
+	t.Helper()
+	var init acp.InitializeResponse
+	if err := json.Unmarshal([]byte(doc), &init); err != nil {
+		t.Fatal(err)
+	}
+	return auth.Methods(&init)
+}
+
+func env(vars ...string) func(string) (string, bool) {
+	return func(name string) (string, bool) {
+		for _, kv := range vars {
+			if k, v, _ := strings.Cut(kv, "="); k == name {
+				return v, true
+			}
+		}
+		return "", false
+	}
+}
+
+func TestMethods(t *testing.T) {
+	ms := methods(t, codexInit)
+	if len(ms) != 4 {
+		t.Fatalf("%d methods: %+v", len(ms), ms)
+	}
+	if ms[0].Type != auth.TypeAgent || ms[0].Description != "Use your ChatGPT login" {
+		t.Errorf("agent method: %+v", ms[0])
+	}
+	if ms[2].Type != auth.TypeEnvVar || len(ms[2].Vars) != 2 || ms[2].Vars[0].Name != "OPENAI_API_KEY" || !ms[2].Vars[1].Optional || ms[2].Invalid != "" {
+		t.Errorf("env_var method: %+v", ms[2])
+	}
+	if ms[3].Type != auth.TypeTerminal || !slices.Equal(ms[3].Args, []string{"--login"}) || ms[3].Env["MODE"] != "login" {
+		t.Errorf("terminal method: %+v", ms[3])
+	}
+	bad := methods(t, `{"protocolVersion":1,"authMethods":[{"type":"env_var","id":"a","name":"A"},{"type":"env_var","id":"b","name":"B","vars":"X"},{"type":"env_var","id":"c","name":"C","vars":[{"name":"A=B"}]},{"type":"oauth","id":"d","name":"D"}]}`)
+	for i, m := range bad[:3] {
+		if m.Invalid == "" {
+			t.Errorf("method %d is usable: %+v", i, m)
+		}
+	}
+	if bad[1].ID != "b" || bad[3].Type != "oauth" || bad[3].Invalid != "" {
+		t.Errorf("%+v", bad)
+	}
+	if ms := methods(t, `{"protocolVersion":1}`); len(ms) != 0 {
+		t.Errorf("no authMethods: %+v", ms)
+	}
+}
+
+func TestChoose(t *testing.T) {
+	ms := methods(t, codexInit)
+	for _, tc := range []struct {
+		name   string
+		o      auth.Options
+		action auth.Action
+		id     acp.AuthMethodID
+		err    error
+	}{
+		{"nothing set", auth.Options{LookupEnv: env()}, auth.None, "", nil},
+		{"an empty value is not set", auth.Options{LookupEnv: env("CODEX_API_KEY=")}, auth.None, "", nil},
+		{"the first env_var method set", auth.Options{LookupEnv: env("OPENAI_API_KEY=k", "CODEX_API_KEY=c")}, auth.Authenticate, "codex-api-key", nil},
+		{"optional variables not needed", auth.Options{LookupEnv: env("OPENAI_API_KEY=k")}, auth.Authenticate, "openai-api-key", nil},
+		{"terminal when allowed", auth.Options{LookupEnv: env(), Terminal: true}, auth.RunTerminal, "login", nil},
+		{"env_var before terminal", auth.Options{LookupEnv: env("OPENAI_API_KEY=k"), Terminal: true}, auth.Authenticate, "openai-api-key", nil},
+		{"chosen agent method", auth.Options{Method: "chatgpt", LookupEnv: env()}, auth.Authenticate, "chatgpt", nil},
+		{"chosen env_var, set", auth.Options{Method: "openai-api-key", LookupEnv: env("OPENAI_API_KEY=k", "CODEX_API_KEY=c")}, auth.Authenticate, "openai-api-key", nil},
+		{"chosen env_var, unset", auth.Options{Method: "openai-api-key", LookupEnv: env("CODEX_API_KEY=c")}, 0, "", auth.ErrMissing},
+		{"chosen terminal, not allowed", auth.Options{Method: "login", LookupEnv: env()}, 0, "", auth.ErrUnusable},
+		{"chosen terminal", auth.Options{Method: "login", Terminal: true, LookupEnv: env()}, auth.RunTerminal, "login", nil},
+		{"unknown", auth.Options{Method: "nope", LookupEnv: env()}, 0, "", auth.ErrUnknownMethod},
+	} {
+		p, err := auth.Choose(ms, tc.o)
+		if !errors.Is(err, tc.err) || (tc.err != nil) != (err != nil) {
+			t.Errorf("%s: error %v, want %v", tc.name, err, tc.err)
+			continue
+		}
+		if err != nil {
+			continue
+		}
+		if p.Action != tc.action || (p.Method == nil) != (tc.id == "") || p.Method != nil && p.Method.ID != tc.id {
+			t.Errorf("%s: %+v", tc.name, p)
+		}
+	}
+	if _, err := auth.Choose(methods(t, `{"protocolVersion":1,"authMethods":[{"type":"oauth","id":"d","name":"D"}]}`), auth.Options{Method: "d"}); !errors.Is(err, auth.ErrUnusable) {
+		t.Errorf("an unknown type chosen: %v", err)
+	}
+}
+
+// A missing credential names every method and the variables each needs,
+// and never a variable's value.
+func TestMissingCredentialReport(t *testing.T) {
+	ms := methods(t, codexInit)
+	_, err := auth.Choose(ms, auth.Options{Method: "openai-api-key", LookupEnv: env("CODEX_API_KEY=sk-secret-value")})
+	var me *auth.MissingError
+	if !errors.As(err, &me) || !slices.Equal(me.Unset, []string{"OPENAI_API_KEY"}) {
+		t.Fatalf("%v", err)
+	}
+	text := err.Error()
+	for _, want := range []string{
+		`authentication method "openai-api-key" needs OPENAI_API_KEY, which is not set`,
+		"codex-api-key (env_var): set CODEX_API_KEY",
+		"openai-api-key (env_var): set OPENAI_API_KEY, OPENAI_ORG (optional)",
+		"chatgpt (agent): the agent's own login",
+		"login (terminal): an interactive run of the agent with --login in a terminal",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("report lacks %q:\n%s", want, text)
+		}
+	}
+	if strings.Contains(text, "sk-secret") {
+		t.Errorf("the report shows a value: %s", text)
+	}
+	agentErr := rpc.NewError(int64(acp.ErrorCodeAuthenticationRequired), "Authentication required", nil)
+	err = auth.Required(agentErr, ms)
+	if !errors.Is(err, auth.ErrMissing) || !errors.Is(err, agentErr) || !strings.Contains(err.Error(), "set CODEX_API_KEY") {
+		t.Errorf("auth_required: %v", err)
+	}
+	other := rpc.NewError(-32603, "boom", nil)
+	if err := auth.Required(other, ms); err != other {
+		t.Errorf("another error was changed: %v", err)
+	}
+	if got := auth.Describe(nil); !strings.Contains(got, "no authentication method") {
+		t.Error(got)
+	}
+}
+
+func TestTerminalCommand(t *testing.T) {
+	ms := methods(t, codexInit)
+	cmd, err := auth.TerminalCommand(&ms[3], []string{"npx", "codex-acp"}, []string{"PATH=/bin", "MODE=serve"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(cmd.Args, []string{"npx", "codex-acp", "--login"}) || !slices.Equal(cmd.Env, []string{"PATH=/bin", "MODE=login"}) {
+		t.Errorf("%q %q", cmd.Args, cmd.Env)
+	}
+	if _, err := auth.TerminalCommand(&ms[0], []string{"x"}, nil); !errors.Is(err, auth.ErrUnusable) {
+		t.Errorf("an agent method: %v", err)
+	}
+	if _, err := auth.TerminalCommand(&ms[3], nil, nil); !errors.Is(err, auth.ErrUnusable) {
+		t.Errorf("no command: %v", err)
+	}
+	if _, ok := os.LookupEnv("PATH"); ok { // the zero Options read the process environment
+		t.Setenv("BRIDGEKIT_AUTH_TEST", "v")
+		p, err := auth.Choose(methods(t, `{"protocolVersion":1,"authMethods":[{"type":"env_var","id":"e","name":"E","vars":[{"name":"BRIDGEKIT_AUTH_TEST"}]}]}`), auth.Options{})
+		if err != nil || p.Action != auth.Authenticate {
+			t.Errorf("%+v %v", p, err)
+		}
+	}
+}
+
+func FuzzMethods(f *testing.F) {
+	f.Add(codexInit)
+	f.Add(`{"protocolVersion":1,"authMethods":[{"type":"env_var","id":"b","name":"B","vars":[{}]}]}`)
+	f.Fuzz(func(t *testing.T, doc string) {
+		var init acp.InitializeResponse
+		if json.Unmarshal([]byte(doc), &init) != nil {
+			return
+		}
+		ms := auth.Methods(&init)
+		if len(ms) != len(init.AuthMethods) {
+			t.Fatalf("%d methods of %d", len(ms), len(init.AuthMethods))
+		}
+		p, err := auth.Choose(ms, auth.Options{LookupEnv: env("OPENAI_API_KEY=k")})
+		if err == nil && p.Action != auth.None && (p.Method == nil || p.Method.Invalid != "") {
+			t.Fatalf("chose %+v", p)
+		}
+		for _, m := range ms {
+			_ = m.Needs()
+		}
+		_ = auth.Describe(ms)
+	})
+}
