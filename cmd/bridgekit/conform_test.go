@@ -285,7 +285,7 @@ func TestConformUsage(t *testing.T) {
 	}{
 		{[]string{"conform"}, 2, "no COMMAND"},
 		{[]string{"conform", "--side", "nope", "--", "true"}, 2, "unknown side"},
-		{[]string{"conform", "--side", "acp-agent", "--", "true"}, 2, "not available yet"},
+		{[]string{"conform", "--side", "agentpm-service", "--", "true"}, 2, "not available yet"},
 		{[]string{"conform", "--", "/nonexistent/conform-impl"}, 1, "cannot start"},
 	} {
 		status, _, stderr := runCmd(t, "", c.args...)
@@ -354,4 +354,32 @@ func TestConformAgentUsage(t *testing.T) {
 			t.Errorf("%q: status %d, want 2", args, status)
 		}
 	}
+}
+
+// conform --side acp-agent passes against examples/acp-agent: it reads
+// the file of the prompt after a permission allowed once, does not after
+// one rejected, and ends a cancelled "wait" with stopReason cancelled.
+func TestConformACPAgent(t *testing.T) {
+	agent, _, _ := testBins(t)
+	began := time.Now()
+	status, rep, table := conformRun(t, "--side", "acp-agent", "--", agent)
+	if status != 0 || !rep.Summary.OK {
+		t.Fatalf("status %d, summary %+v\n%s", status, rep.Summary, table)
+	}
+	res := byID(rep)
+	for _, sc := range conform.ACPAgent.Scenarios(&conform.Config{}) {
+		want := conform.Pass
+		switch sc.ID {
+		case "acp-agent/authenticate", "acp-agent/fs/write":
+			// It lists no auth method, and it never writes.
+			want = conform.NotImplemented
+		}
+		if res[sc.ID].Status != want {
+			t.Errorf("%s: %s, want %s\n%s", sc.ID, res[sc.ID].Status, want, table)
+		}
+	}
+	if d := res["acp-agent/fs/read"].Detail; !strings.Contains(d, "1 requests") {
+		t.Errorf("fs/read: %q", d)
+	}
+	t.Logf("acp-agent suite against examples/acp-agent: %v", time.Since(began))
 }
