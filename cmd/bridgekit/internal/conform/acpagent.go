@@ -238,7 +238,7 @@ type turn struct {
 	// sinceCancel is how long after session/cancel was sent the answer
 	// came (cancelled turns only).
 	sinceCancel time.Duration
-	toolCalls  map[string]string // toolCallId -> last status reported
+	toolCalls   map[string]string // toolCallId -> last status reported
 }
 
 // runPrompt sends a prompt with the permission policy and waits for its
