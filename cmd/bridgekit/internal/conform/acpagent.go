@@ -475,12 +475,20 @@ func (a *acpAgent) badJSON(ctx context.Context, t *T) {
 	if !t.SendRaw(ctx, "(bad JSON)", []byte(`{not json`)) {
 		return
 	}
-	rec, ok := t.WaitFor(ctx, func(rec Received) bool { return rec.Msg != nil && rec.Msg.IsReply() })
+	// An error without an id member is its answer too, a wrong one.
+	rec, ok := t.WaitFor(ctx, func(rec Received) bool {
+		return rec.Msg != nil && (rec.Msg.IsReply() || rec.Msg.Method == "" && rec.Msg.Error != nil)
+	})
 	if !ok {
 		t.Failf("(bad JSON)", 0, "no_answer", "no -32700 answer to a line that is not JSON: %s", t.why(ctx))
 		return
 	}
-	if string(rec.Msg.ID) != "null" || rec.Msg.Error == nil || rec.Msg.Error.Code != CodeParseError {
+	switch {
+	case !rec.Msg.hasID:
+		t.Tolerate(frames.ProblemMalformed) // reported here, in JSON-RPC's words
+		t.Fail(Problem{Method: "(bad JSON)", Frame: rec.Seq, Pointer: "/id", Code: "id",
+			Message: fmt.Sprintf("answered %s without an id member; JSON-RPC 2.0 answers a parse error with id null", clip(string(rec.Raw)))})
+	case string(rec.Msg.ID) != "null" || rec.Msg.Error == nil || rec.Msg.Error.Code != CodeParseError:
 		t.Fail(Problem{Method: "(bad JSON)", Frame: rec.Seq, Pointer: "/error/code", Code: "error_code",
 			Message: fmt.Sprintf("answered %s, want error -32700 with id null", clip(string(rec.Raw)))})
 	}
