@@ -45,13 +45,14 @@ Flags:`
 
 // sides are the roles conform plays, by --side name.
 var sides = map[string]*conform.Side{
-	conform.HarnHost.Name:  conform.HarnHost,
-	conform.ACPClient.Name: conform.ACPClient,
-	conform.ACPAgent.Name:  conform.ACPAgent,
+	conform.HarnHost.Name:    conform.HarnHost,
+	conform.ACPClient.Name:   conform.ACPClient,
+	conform.ACPAgent.Name:    conform.ACPAgent,
+	conform.HarnRuntime.Name: conform.HarnRuntime,
 }
 
 // plannedSides are the issue's other sides, not served yet.
-var plannedSides = []string{"harn-runtime", "agentpm-service", "agentpm-harness", "agentpm-harness-client"}
+var plannedSides = []string{"agentpm-service", "agentpm-harness", "agentpm-harness-client"}
 
 func runConform(ctx context.Context, env *Env, args []string) int {
 	fs := newFlags(env, "conform", conformSynopsis)

@@ -28,7 +28,28 @@ var ACPAgent = &Side{
 	Family: frames.ACP,
 	Doc:    "conform plays an ACP client against an agent that speaks ACP on its stdin/stdout",
 	Scenarios: func(cfg *Config) []Scenario {
-		a := &acpAgent{cfg: cfg}
+		a := &acpAgent{cfg: cfg, side: "acp-agent"}
+		cfg.answer = a.answer
+		return a.scenarios()
+	},
+}
+
+// HarnRuntime plays a Harn host against a runtime (harn serve acp, or any
+// program serving Harn's stdio bridge as the VM): the acp-agent suite on
+// Harn's stream, where every frame is decoded under Harn's contract
+// (acp.ContractHarn: fields Harn moved under _meta.harn are problems at
+// their old places), initialize must carry agentCapabilities._meta.harn,
+// the extension session/update variants and prompt result fields the
+// runtime uses must be the ones it advertised, and conform answers the
+// bridge requests a runtime makes of its host (host/capabilities,
+// host/call of the operations it advertises, host/tools/list, skills/*,
+// skill/match, builtin_call).
+var HarnRuntime = &Side{
+	Name:   "harn-runtime",
+	Family: frames.Harn,
+	Doc:    "conform plays a Harn host against a runtime that serves the bridge on its stdin/stdout",
+	Scenarios: func(cfg *Config) []Scenario {
+		a := &acpAgent{cfg: cfg, side: "harn-runtime", harn: true}
 		cfg.answer = a.answer
 		return a.scenarios()
 	},
@@ -53,7 +74,12 @@ const (
 // acpAgent is the client's state: what the agent offered, the session,
 // and the agent's requests as conform answered them.
 type acpAgent struct {
-	cfg *Config
+	cfg  *Config
+	side string // the scenario ids' prefix
+	harn bool   // the runtime of Harn's bridge
+	// updateExts and resultExts are the runtime's advertised extensions
+	// (agentCapabilities._meta.harn).
+	updateExts, resultExts []string
 
 	mu        sync.Mutex
 	peer      *Peer // the peer the session was made on
@@ -63,7 +89,8 @@ type acpAgent struct {
 	policy    string // how session/request_permission is answered now
 	phase     string // the prompt scenario running ("" between prompts)
 	asked     []agentRequest
-	file      string // the file {file} names
+	turns     []*turn // the prompts answered, in order
+	file      string  // the file {file} names
 	fileText  string
 }
 
@@ -78,7 +105,7 @@ type agentRequest struct {
 
 func (a *acpAgent) scenarios() []Scenario {
 	g := &harnHost{} // the generic JSON-RPC scenarios use no host state
-	return []Scenario{
+	ss := []Scenario{
 		{"acp-agent/initialize", "initialize answers protocolVersion 1, agentCapabilities and authMethods that fit InitializeResponse", a.initialize},
 		{"acp-agent/authenticate", "authenticate with --auth succeeds when the agent lists that method", a.authenticate},
 		{"acp-agent/session-new", "session/new in a new workspace answers a sessionId", a.sessionNew},
@@ -98,18 +125,55 @@ func (a *acpAgent) scenarios() []Scenario {
 		{"acp-agent/unknown-reply", "a reply to an id the agent never used is ignored", g.unknownReply},
 		{"acp-agent/end-of-input", "at the end of its input the agent answers what it read and exits 0", g.endOfInput},
 	}
+	if !a.harn {
+		return ss
+	}
+	// A Harn runtime: the same scenarios under harn-runtime/, initialize's
+	// title says what it checks more, and the bridge's own scenarios come
+	// after the prompts.
+	var out []Scenario
+	for _, sc := range ss {
+		sc.ID = "harn-runtime/" + strings.TrimPrefix(sc.ID, "acp-agent/")
+		sc.Title = strings.ReplaceAll(sc.Title, "the agent", "the runtime")
+		switch sc.ID {
+		case "harn-runtime/initialize":
+			sc.Title = "initialize answers protocolVersion 1 and agentCapabilities._meta.harn, Harn's extension contract, under Harn's contract"
+		case "harn-runtime/authenticate":
+			continue // Harn's bridge has no authentication
+		}
+		out = append(out, sc)
+		if sc.ID == "harn-runtime/cancel" {
+			out = append(out,
+				Scenario{"harn-runtime/session-update", "the runtime's session/update extension variants are ones it advertised in sessionUpdateExtensions", a.harnUpdates},
+				Scenario{"harn-runtime/prompt-result", "a prompt result's _meta.harn fields are ones advertised in promptResultExtensionFields, with terminal when advertised", a.harnPromptResult},
+				Scenario{"harn-runtime/host-calls", "the runtime's host/call operations are ones the host advertised in host/capabilities", a.harnHostCalls},
+			)
+		}
+	}
+	return out
 }
 
 func (a *acpAgent) initParams() map[string]any {
-	return map[string]any{
-		"protocolVersion": 1,
-		"clientCapabilities": map[string]any{
-			"fs":       map[string]any{"readTextFile": true, "writeTextFile": true},
-			"terminal": false,
-		},
-		"clientInfo": map[string]any{"name": "bridgekit-conform", "version": "1"},
+	caps := map[string]any{
+		"fs":       map[string]any{"readTextFile": true, "writeTextFile": true},
+		"terminal": false,
 	}
+	if a.harn {
+		// A Harn host says it is one; what it serves is in host/capabilities.
+		caps["_meta"] = map[string]any{"harn": map[string]any{"host": "bridgekit-conform"}}
+	}
+	return map[string]any{"protocolVersion": 1, "clientCapabilities": caps,
+		"clientInfo": map[string]any{"name": "bridgekit-conform", "version": "1"}}
 }
+
+// hostManifest is what conform's host/capabilities answers a runtime:
+// the one operation it serves.
+var hostManifest = map[string][]string{"process": {"list_shells"}}
+
+// harnStandardUpdates are the session/update values Harn's bridge treats
+// as ACP's own (the seed's "ACP compatibility contract"); any other a
+// runtime sends must be in its sessionUpdateExtensions.
+var harnStandardUpdates = []string{"user_message", "user_message_chunk", "agent_message_chunk", "agent_thought_chunk", "tool_call", "tool_call_update", "plan"}
 
 func (a *acpAgent) initialize(ctx context.Context, t *T) {
 	r := t.Call(ctx, "initialize", a.initParams())
@@ -138,6 +202,29 @@ func (a *acpAgent) initialize(ctx context.Context, t *T) {
 		a.authIDs = append(a.authIDs, m.ID)
 	}
 	t.Note("protocol version %s, %d auth methods", v.ProtocolVersion, len(v.AuthMethods))
+	if !a.harn {
+		return
+	}
+	var h struct {
+		Caps struct {
+			Meta struct {
+				Harn *struct {
+					Updates []string `json:"sessionUpdateExtensions"`
+					Results []string `json:"promptResultExtensionFields"`
+				} `json:"harn"`
+			} `json:"_meta"`
+		} `json:"agentCapabilities"`
+	}
+	_ = json.Unmarshal(res, &h)
+	if h.Caps.Meta.Harn == nil {
+		t.Fail(Problem{Method: r.Method, Frame: r.Seq, Pointer: "/result/agentCapabilities/_meta/harn", Code: "rule",
+			Message: "a Harn runtime advertises its extension contract here, and it is missing"})
+		return
+	}
+	a.mu.Lock()
+	a.updateExts, a.resultExts = h.Caps.Meta.Harn.Updates, h.Caps.Meta.Harn.Results
+	a.mu.Unlock()
+	t.Note("protocol version %s, %d session/update extensions advertised", v.ProtocolVersion, len(h.Caps.Meta.Harn.Updates))
 }
 
 func (a *acpAgent) authenticate(ctx context.Context, t *T) {
@@ -239,6 +326,8 @@ type turn struct {
 	// came (cancelled turns only).
 	sinceCancel time.Duration
 	toolCalls   map[string]string // toolCallId -> last status reported
+	result      json.RawMessage
+	updates     []Received // the turn's session/update notifications
 }
 
 // runPrompt sends a prompt with the permission policy and waits for its
@@ -298,13 +387,14 @@ func (a *acpAgent) runPrompt(ctx context.Context, t *T, phase, text, policy stri
 		StopReason string `json:"stopReason"`
 	}
 	_ = json.Unmarshal(res, &v)
-	tn.stopReason = v.StopReason
+	tn.stopReason, tn.result = v.StopReason, res
 	updates := 0
 	for _, rec := range t.Received() {
 		if rec.Msg == nil || rec.Msg.Method != "session/update" || rec.Seq > r.Seq {
 			continue
 		}
 		updates++
+		tn.updates = append(tn.updates, rec)
 		var u struct {
 			SessionID string `json:"sessionId"`
 			Update    struct {
@@ -332,6 +422,9 @@ func (a *acpAgent) runPrompt(ctx context.Context, t *T, phase, text, policy stri
 		}
 	}
 	t.Note("stop reason %s, %d updates, %d requests of the agent", tn.stopReason, updates, len(a.requests(phase)))
+	a.mu.Lock()
+	a.turns = append(a.turns, tn)
+	a.mu.Unlock()
 	return tn, true
 }
 
@@ -390,7 +483,7 @@ func (a *acpAgent) permissionRequests(phase string) []agentRequest {
 func (a *acpAgent) permissionAllow(ctx context.Context, t *T) {
 	qs := a.permissionRequests("prompt")
 	if len(qs) == 0 {
-		t.NotImplemented("the agent asked no permission in acp-agent/prompt")
+		t.NotImplemented("the agent asked no permission in the first prompt")
 		return
 	}
 	t.Note("%d permission requests, answered %s", len(qs), qs[0].answered)
@@ -523,13 +616,19 @@ func (a *acpAgent) answer(rec Received) (any, *RPCError) {
 	if len(rec.Frame.Problems) > 0 {
 		// The classifier has the schema problem; refuse what does not fit.
 		rpcErr = &RPCError{Code: CodeInvalidParams, Message: "params do not fit the method's type"}
-	} else if p.SessionID != session && !strings.HasPrefix(q.method, "_") {
+	} else if p.SessionID != session && !strings.HasPrefix(q.method, "_") && !isBridgeRequest(q.method) {
 		fail("/params/sessionId", "rule", "session %q, the client's session is %q", p.SessionID, session)
 		rpcErr = &RPCError{Code: CodeInvalidParams, Message: "unknown session"}
 	} else {
 		switch q.method {
 		case "fs/read_text_file", "fs/write_text_file":
 			result, rpcErr = a.fsAnswer(q.method, p.Path, p.Content, p.Line, p.Limit, ws, fail)
+		case "host/capabilities", "host/call", "host/tools/list", "skills/list", "skills/fetch", "skill/match", "builtin_call":
+			if !a.harn {
+				rpcErr = &RPCError{Code: CodeMethodNotFound, Message: "conform does not serve " + q.method}
+				break
+			}
+			result, rpcErr = a.bridgeAnswer(q.method, rec.Msg.Params)
 		case "session/request_permission":
 			result, q.answered = choose(p.Options, policy)
 			if len(p.Options) == 0 {
@@ -619,4 +718,135 @@ func inside(dir, path string) bool {
 	}
 	d, p := resolve(dir), resolve(path)
 	return p == d || strings.HasPrefix(p, d+string(filepath.Separator))
+}
+
+// isBridgeRequest says whether method is one of the bridge's requests of a
+// runtime to its host, which carry no sessionId.
+func isBridgeRequest(method string) bool {
+	return slices.Contains([]string{"host/capabilities", "host/call", "host/tools/list", "skills/list", "skills/fetch", "skill/match", "builtin_call"}, method)
+}
+
+// bridgeAnswer answers a runtime's bridge request as a host with no tools,
+// no skills and one host/call operation (process.list_shells) does.
+func (a *acpAgent) bridgeAnswer(method string, params json.RawMessage) (any, *RPCError) {
+	switch method {
+	case "host/capabilities":
+		return hostManifest, nil
+	case "host/call":
+		var p struct {
+			Name string `json:"name"`
+		}
+		_ = json.Unmarshal(params, &p)
+		if p.Name == "process.list_shells" {
+			return listShells(), nil
+		}
+		return nil, &RPCError{Code: CodeMethodNotFound, Message: "conform does not serve host/call " + p.Name}
+	case "host/tools/list":
+		return map[string]any{"tools": []any{}}, nil
+	case "skills/list":
+		return []any{}, nil
+	case "skills/fetch":
+		return nil, &RPCError{Code: CodeInvalidParams, Message: "conform has no skills"}
+	case "skill/match":
+		return map[string]any{"matches": []any{}}, nil
+	}
+	return nil, &RPCError{Code: -32001, Message: "conform has no builtin tools"}
+}
+
+// listShells is conform's answer to process.list_shells: /bin/sh.
+func listShells() map[string]any {
+	return map[string]any{"shells": []any{map[string]any{"id": "sh", "label": "sh", "path": "/bin/sh", "platform": "linux",
+		"available": true, "supports_login": false, "supports_interactive": false, "default_args": []string{"-c"},
+		"login_args": []string{}, "source": "conform"}}, "default_shell_id": "sh"}
+}
+
+func (a *acpAgent) harnUpdates(ctx context.Context, t *T) {
+	a.mu.Lock()
+	turns, exts := a.turns, a.updateExts
+	a.mu.Unlock()
+	if len(turns) == 0 {
+		t.NotImplemented("no prompt was answered")
+		return
+	}
+	n, ext := 0, 0
+	for _, tn := range turns {
+		for _, rec := range tn.updates {
+			n++
+			var u struct {
+				Update struct {
+					Kind string `json:"sessionUpdate"`
+				} `json:"update"`
+			}
+			_ = json.Unmarshal(rec.Msg.Params, &u)
+			if slices.Contains(harnStandardUpdates, u.Update.Kind) {
+				continue
+			}
+			ext++
+			if !slices.Contains(exts, u.Update.Kind) {
+				t.Fail(Problem{Method: "session/update", Frame: rec.Seq, Pointer: "/params/update/sessionUpdate", Code: "not_advertised",
+					Message: fmt.Sprintf("variant %q is not in agentCapabilities._meta.harn.sessionUpdateExtensions %q", u.Update.Kind, exts)})
+			}
+		}
+	}
+	t.Note("%d updates decoded under Harn's contract, %d of extension variants", n, ext)
+}
+
+func (a *acpAgent) harnPromptResult(ctx context.Context, t *T) {
+	a.mu.Lock()
+	turns, exts := a.turns, a.resultExts
+	a.mu.Unlock()
+	if len(turns) == 0 {
+		t.NotImplemented("no prompt was answered")
+		return
+	}
+	for _, tn := range turns {
+		var v struct {
+			Meta struct {
+				Harn map[string]json.RawMessage `json:"harn"`
+			} `json:"_meta"`
+		}
+		_ = json.Unmarshal(tn.result, &v)
+		for k := range v.Meta.Harn {
+			if !slices.Contains(exts, k) {
+				t.Fail(Problem{Method: "session/prompt", Frame: tn.reply.Seq, Pointer: "/result/_meta/harn/" + k, Code: "not_advertised",
+					Message: fmt.Sprintf("%q is not in agentCapabilities._meta.harn.promptResultExtensionFields %q", k, exts)})
+			}
+		}
+		// The terminal outcome is what tells a host a prompt completed.
+		if _, ok := v.Meta.Harn["terminal"]; slices.Contains(exts, "terminal") && !ok {
+			t.Fail(Problem{Method: "session/prompt", Frame: tn.reply.Seq, Pointer: "/result/_meta/harn/terminal", Code: "rule",
+				Message: "promptResultExtensionFields advertises terminal, and this result has none"})
+		}
+	}
+	t.Note("%d prompt results", len(turns))
+}
+
+func (a *acpAgent) harnHostCalls(ctx context.Context, t *T) {
+	asked, calls := false, 0
+	for _, q := range a.requests("") {
+		switch q.method {
+		case "host/capabilities":
+			asked = true
+		case "host/call":
+			calls++
+			var p struct {
+				Name string `json:"name"`
+			}
+			_ = json.Unmarshal(q.rec.Msg.Params, &p)
+			capability, op, _ := strings.Cut(p.Name, ".")
+			if !slices.Contains(hostManifest[capability], op) {
+				t.Fail(Problem{Method: "host/call", Frame: q.rec.Seq, Pointer: "/params/name", Code: "not_advertised",
+					Message: fmt.Sprintf("called %q, which the host's host/capabilities did not list", p.Name)})
+			}
+		}
+	}
+	if calls == 0 {
+		if asked {
+			t.NotImplemented("the runtime asked host/capabilities but made no host/call")
+		} else {
+			t.NotImplemented("the runtime made no host/call (nor asked host/capabilities)")
+		}
+		return
+	}
+	t.Note("%d host/call requests", calls)
 }
