@@ -383,3 +383,56 @@ func TestConformACPAgent(t *testing.T) {
 	}
 	t.Logf("acp-agent suite against examples/acp-agent: %v", time.Since(began))
 }
+
+func pythonRuntime(t *testing.T, extra ...string) []string {
+	return append([]string{python(t), filepath.Join("testdata", "conform", "python-runtime", "runtime.py")}, extra...)
+}
+
+// conform --side harn-runtime passes against the Python runtime of
+// testdata/conform, which does everything the suite asks of a runtime.
+func TestConformHarnRuntime(t *testing.T) {
+	began := time.Now()
+	status, rep, table := conformRun(t, append([]string{"--side", "harn-runtime", "--"}, pythonRuntime(t)...)...)
+	if status != 0 || !rep.Summary.OK {
+		t.Fatalf("status %d, summary %+v\n%s", status, rep.Summary, table)
+	}
+	res := byID(rep)
+	for _, sc := range conform.HarnRuntime.Scenarios(&conform.Config{}) {
+		if res[sc.ID].Status != conform.Pass {
+			t.Errorf("%s: %s, want pass\n%s", sc.ID, res[sc.ID].Status, table)
+		}
+	}
+	if len(res) < 20 {
+		t.Errorf("%d scenarios\n%s", len(res), table)
+	}
+	t.Logf("harn-runtime suite against the Python runtime: %v", time.Since(began))
+}
+
+// A runtime that breaks Harn's contract fails, with rows naming the
+// method, the frame and the pointer: a Harn field at the root of a tool
+// call update, a variant it did not advertise, a prompt result without the
+// terminal outcome it advertised.
+func TestConformBrokenRuntimeFails(t *testing.T) {
+	t.Run("variants", func(t *testing.T) {
+		status, rep, table := conformRun(t, append([]string{"--side", "harn-runtime", "--run", "harn-runtime/prompt,harn-runtime/session-update", "--"},
+			pythonRuntime(t, "--broken", "variants")...)...)
+		res := byID(rep)
+		if status != 1 || !problemAt(res["harn-runtime/prompt"], "session/update", "/params/update/executor") ||
+			!problemAt(res["harn-runtime/session-update"], "session/update", "/params/update/sessionUpdate") {
+			t.Fatalf("status %d\n%s", status, table)
+		}
+	})
+	t.Run("terminal", func(t *testing.T) {
+		_, _, testAgent := testBins(t)
+		status, rep, table := conformRun(t, "--side", "harn-runtime", "--", testAgent, "-harn")
+		res := byID(rep)
+		if status != 1 || !problemAt(res["harn-runtime/prompt-result"], "session/prompt", "/result/_meta/harn/terminal") {
+			t.Fatalf("status %d\n%s", status, table)
+		}
+		// Without -harn it is no Harn runtime at all.
+		status, rep, table = conformRun(t, "--side", "harn-runtime", "--run", "harn-runtime/initialize", "--", testAgent)
+		if status != 1 || !problemAt(byID(rep)["harn-runtime/initialize"], "initialize", "/result/agentCapabilities/_meta/harn") {
+			t.Fatalf("status %d\n%s", status, table)
+		}
+	})
+}

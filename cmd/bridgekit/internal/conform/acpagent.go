@@ -421,7 +421,7 @@ func (a *acpAgent) runPrompt(ctx context.Context, t *T, phase, text, policy stri
 			t.Fail(*q.problem)
 		}
 	}
-	t.Note("stop reason %s, %d updates, %d requests of the agent", tn.stopReason, updates, len(a.requests(phase)))
+	t.Note("stop reason %s, %d updates, %d requests of its own", tn.stopReason, updates, len(a.requests(phase)))
 	a.mu.Lock()
 	a.turns = append(a.turns, tn)
 	a.mu.Unlock()
@@ -757,7 +757,7 @@ func (a *acpAgent) bridgeAnswer(method string, params json.RawMessage) (any, *RP
 func listShells() map[string]any {
 	return map[string]any{"shells": []any{map[string]any{"id": "sh", "label": "sh", "path": "/bin/sh", "platform": "linux",
 		"available": true, "supports_login": false, "supports_interactive": false, "default_args": []string{"-c"},
-		"login_args": []string{}, "source": "conform"}}, "default_shell_id": "sh"}
+		"login_args": []string{}, "source": "host"}}, "default_shell_id": "sh"}
 }
 
 func (a *acpAgent) harnUpdates(ctx context.Context, t *T) {
