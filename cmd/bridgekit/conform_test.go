@@ -378,7 +378,7 @@ func TestConformACPAgent(t *testing.T) {
 			t.Errorf("%s: %s, want %s\n%s", sc.ID, res[sc.ID].Status, want, table)
 		}
 	}
-	if d := res["acp-agent/fs/read"].Detail; !strings.Contains(d, "1 requests") {
+	if d := res["acp-agent/fs/read"].Detail; d != "1 requests answered" {
 		t.Errorf("fs/read: %q", d)
 	}
 	t.Logf("acp-agent suite against examples/acp-agent: %v", time.Since(began))
@@ -435,4 +435,20 @@ func TestConformBrokenRuntimeFails(t *testing.T) {
 			t.Fatalf("status %d\n%s", status, table)
 		}
 	})
+}
+
+// An agent that reads outside the session's cwd and ignores session/cancel
+// fails the rows of those, at the frame and pointer.
+func TestConformBrokenAgentFails(t *testing.T) {
+	status, rep, table := conformRun(t, append([]string{"--side", "acp-agent", "--"}, pythonRuntime(t, "--broken", "client")...)...)
+	res := byID(rep)
+	if status != 1 || !problemAt(res["acp-agent/fs/read"], "fs/read_text_file", "/params/path") ||
+		!problemAt(res["acp-agent/cancel"], "session/prompt", "/result/stopReason") || res["acp-agent/prompt"].Status != conform.Pass {
+		t.Fatalf("status %d\n%s", status, table)
+	}
+	// The same program, not broken, is a conforming ACP agent too.
+	status, rep, table = conformRun(t, append([]string{"--side", "acp-agent", "--"}, pythonRuntime(t)...)...)
+	if status != 0 || byID(rep)["acp-agent/fs/write"].Status != conform.Pass {
+		t.Fatalf("status %d\n%s", status, table)
+	}
 }

@@ -19,7 +19,9 @@ agent of a Harn host:
 
 --broken variants makes it send a session/update variant it did not
 advertise and a tool call with a Harn field at the update's root, where
-Harn's contract has it under _meta.harn.
+Harn's contract has it under _meta.harn. --broken client makes it a bad
+ACP agent: it reads a file outside the session's cwd, and ends a cancelled
+turn with end_turn, late.
 """
 
 import json
@@ -28,7 +30,9 @@ import sys
 import threading
 import time
 
-BROKEN = "--broken" in sys.argv and sys.argv[sys.argv.index("--broken") + 1:][:1] == ["variants"]
+BROKEN_MODE = sys.argv[sys.argv.index("--broken") + 1] if "--broken" in sys.argv[:-1] else ""
+BROKEN = BROKEN_MODE == "variants"
+BAD_CLIENT = BROKEN_MODE == "client"
 
 out_lock = threading.Lock()
 pending = {}  # id of a request to the host -> [event, reply]
@@ -119,6 +123,9 @@ def prompt(id_, params):
             say(session, "tick %d " % i)
             i += 1
             time.sleep(0.05)
+        if BAD_CLIENT:
+            time.sleep(0.3)
+            return reply(id_, terminal_result("end_turn", "natural", "ignored the cancel"))
         return reply(id_, terminal_result("cancelled", "cancelled", "the host cancelled"))
     if verb != "read" or not arg:
         for w in ("You said: " + text).split():
@@ -148,6 +155,8 @@ def prompt(id_, params):
         return reply(id_, terminal_result("end_turn", "natural", "denied"))
     fs = sessions.get("_fs") or {}
     status = "failed"
+    if BAD_CLIENT:
+        call("fs/read_text_file", {"sessionId": session, "path": "/etc/hostname"})
     if fs.get("readTextFile"):
         got = call("fs/read_text_file", {"sessionId": session, "path": path, "limit": 1})
         first = ((got.get("result") or {}).get("content") or "").split("\n")[0]
