@@ -34,7 +34,10 @@ the client starts it, as "bridgekit conform --side acp-client --agent
 [--json FILE]", and the scenarios run inside its session/prompt; the
 table goes to stderr); acp-agent (conform plays an ACP client against an
 agent: session/new in --workdir or a new directory, prompts, its fs,
-permission and terminal requests answered, session/cancel).
+permission and terminal requests answered, session/cancel); harn-runtime
+(conform plays a Harn host against a runtime: the acp-agent suite on
+Harn's stream under Harn's contract, with the bridge's requests answered
+and its extensions checked against what the runtime advertised).
 
 Exit status: 0 every scenario passed, is not implemented or is an expected
 failure; 1 a scenario failed unexpectedly, a baseline entry is stale, or
