@@ -69,8 +69,8 @@ func runConform(ctx context.Context, env *Env, args []string) int {
 	list := fs.Bool("list", false, "list the side's scenarios and exit")
 	verbose := fs.Bool("v", false, "copy COMMAND's stderr to stderr")
 	auth := fs.String("auth", "", "acp-agent: the authenticate `METHOD` id to use when the agent lists it")
-	prompt := fs.String("prompt", "", "acp-agent: the prompt's `TEXT` ({file}: a file conform made in the session's cwd; default \""+conform.DefaultPrompt+"\")")
-	cancelPrompt := fs.String("cancel-prompt", "", "acp-agent: the `TEXT` of the prompt conform cancels (default \""+conform.DefaultCancelPrompt+"\")")
+	prompt := fs.String("prompt", "", "acp-agent, harn-runtime: the first two prompts' `TEXT` ({file}: a file conform made in the session's cwd; default \""+conform.DefaultPrompt+"\")")
+	cancelPrompt := fs.String("cancel-prompt", "", "acp-agent, harn-runtime: the `TEXT` of the prompt conform cancels (default \""+conform.DefaultCancelPrompt+"\")")
 	agent := fs.Bool("agent", false, "acp-client: be the agent the client started, on this process's stdin/stdout (no COMMAND)")
 	if status, stop := parseFlags(fs, args); stop {
 		return status

@@ -83,7 +83,6 @@ type acpAgent struct {
 
 	mu        sync.Mutex
 	peer      *Peer // the peer the session was made on
-	initRes   json.RawMessage
 	authIDs   []string
 	sessionID string
 	policy    string // how session/request_permission is answered now
@@ -182,7 +181,7 @@ func (a *acpAgent) initialize(ctx context.Context, t *T) {
 		return
 	}
 	a.mu.Lock()
-	a.peer, a.initRes = t.peer, res
+	a.peer = t.peer
 	a.mu.Unlock()
 	var v struct {
 		ProtocolVersion json.Number `json:"protocolVersion"`
