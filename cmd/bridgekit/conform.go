@@ -32,7 +32,12 @@ Sides: harn-host (conform plays a Harn runtime against a host that serves
 the bridge on its stdin/stdout); acp-client (conform plays an ACP agent:
 the client starts it, as "bridgekit conform --side acp-client --agent
 [--json FILE]", and the scenarios run inside its session/prompt; the
-table goes to stderr).
+table goes to stderr); acp-agent (conform plays an ACP client against an
+agent: session/new in --workdir or a new directory, prompts, its fs,
+permission and terminal requests answered, session/cancel); harn-runtime
+(conform plays a Harn host against a runtime: the acp-agent suite on
+Harn's stream under Harn's contract, with the bridge's requests answered
+and its extensions checked against what the runtime advertised).
 
 Exit status: 0 every scenario passed, is not implemented or is an expected
 failure; 1 a scenario failed unexpectedly, a baseline entry is stale, or
@@ -43,12 +48,14 @@ Flags:`
 
 // sides are the roles conform plays, by --side name.
 var sides = map[string]*conform.Side{
-	conform.HarnHost.Name:  conform.HarnHost,
-	conform.ACPClient.Name: conform.ACPClient,
+	conform.HarnHost.Name:    conform.HarnHost,
+	conform.ACPClient.Name:   conform.ACPClient,
+	conform.ACPAgent.Name:    conform.ACPAgent,
+	conform.HarnRuntime.Name: conform.HarnRuntime,
 }
 
 // plannedSides are the issue's other sides, not served yet.
-var plannedSides = []string{"harn-runtime", "acp-agent", "agentpm-service", "agentpm-harness", "agentpm-harness-client"}
+var plannedSides = []string{"agentpm-service", "agentpm-harness", "agentpm-harness-client"}
 
 func runConform(ctx context.Context, env *Env, args []string) int {
 	fs := newFlags(env, "conform", conformSynopsis)
@@ -61,6 +68,9 @@ func runConform(ctx context.Context, env *Env, args []string) int {
 	only := fs.String("run", "", "run only these scenario `IDS` (comma-separated)")
 	list := fs.Bool("list", false, "list the side's scenarios and exit")
 	verbose := fs.Bool("v", false, "copy COMMAND's stderr to stderr")
+	auth := fs.String("auth", "", "acp-agent: the authenticate `METHOD` id to use when the agent lists it")
+	prompt := fs.String("prompt", "", "acp-agent, harn-runtime: the first two prompts' `TEXT` ({file}: a file conform made in the session's cwd; default \""+conform.DefaultPrompt+"\")")
+	cancelPrompt := fs.String("cancel-prompt", "", "acp-agent, harn-runtime: the `TEXT` of the prompt conform cancels (default \""+conform.DefaultCancelPrompt+"\")")
 	agent := fs.Bool("agent", false, "acp-client: be the agent the client started, on this process's stdin/stdout (no COMMAND)")
 	if status, stop := parseFlags(fs, args); stop {
 		return status
@@ -74,7 +84,8 @@ func runConform(ctx context.Context, env *Env, args []string) int {
 		}
 		return 2
 	}
-	cfg := conform.Config{Argv: fs.Args(), Timeout: *timeout, Grace: *grace, WorkDir: *workdir}
+	cfg := conform.Config{Argv: fs.Args(), Timeout: *timeout, Grace: *grace, WorkDir: *workdir,
+		AuthMethod: *auth, Prompt: *prompt, CancelPrompt: *cancelPrompt}
 	if *list {
 		for _, sc := range side.Scenarios(&cfg) {
 			fmt.Fprintf(env.Stdout, "%s\t%s\n", sc.ID, sc.Title)

@@ -276,7 +276,7 @@ func TestConformUsage(t *testing.T) {
 	}{
 		{[]string{"conform"}, 2, "no COMMAND"},
 		{[]string{"conform", "--side", "nope", "--", "true"}, 2, "unknown side"},
-		{[]string{"conform", "--side", "acp-agent", "--", "true"}, 2, "not available yet"},
+		{[]string{"conform", "--side", "agentpm-service", "--", "true"}, 2, "not available yet"},
 		{[]string{"conform", "--", "/nonexistent/conform-impl"}, 1, "cannot start"},
 	} {
 		status, _, stderr := runCmd(t, "", c.args...)
@@ -344,5 +344,102 @@ func TestConformAgentUsage(t *testing.T) {
 		if status, _, _ := runCmd(t, "", args...); status != 2 {
 			t.Errorf("%q: status %d, want 2", args, status)
 		}
+	}
+}
+
+// conform --side acp-agent passes against examples/acp-agent: it reads
+// the file of the prompt after a permission allowed once, does not after
+// one rejected, and ends a cancelled "wait" with stopReason cancelled.
+func TestConformACPAgent(t *testing.T) {
+	agent, _, _ := testBins(t)
+	began := time.Now()
+	status, rep, table := conformRun(t, "--side", "acp-agent", "--", agent)
+	if status != 0 || !rep.Summary.OK {
+		t.Fatalf("status %d, summary %+v\n%s", status, rep.Summary, table)
+	}
+	res := byID(rep)
+	for _, sc := range conform.ACPAgent.Scenarios(&conform.Config{}) {
+		want := conform.Pass
+		switch sc.ID {
+		case "acp-agent/authenticate", "acp-agent/fs/write":
+			// It lists no auth method, and it never writes.
+			want = conform.NotImplemented
+		}
+		if res[sc.ID].Status != want {
+			t.Errorf("%s: %s, want %s\n%s", sc.ID, res[sc.ID].Status, want, table)
+		}
+	}
+	if d := res["acp-agent/fs/read"].Detail; d != "1 requests answered" {
+		t.Errorf("fs/read: %q", d)
+	}
+	t.Logf("acp-agent suite against examples/acp-agent: %v", time.Since(began))
+}
+
+func pythonRuntime(t *testing.T, extra ...string) []string {
+	return append([]string{python(t), filepath.Join("testdata", "conform", "python-runtime", "runtime.py")}, extra...)
+}
+
+// conform --side harn-runtime passes against the Python runtime of
+// testdata/conform, which does everything the suite asks of a runtime.
+func TestConformHarnRuntime(t *testing.T) {
+	began := time.Now()
+	status, rep, table := conformRun(t, append([]string{"--side", "harn-runtime", "--"}, pythonRuntime(t)...)...)
+	if status != 0 || !rep.Summary.OK {
+		t.Fatalf("status %d, summary %+v\n%s", status, rep.Summary, table)
+	}
+	res := byID(rep)
+	for _, sc := range conform.HarnRuntime.Scenarios(&conform.Config{}) {
+		if res[sc.ID].Status != conform.Pass {
+			t.Errorf("%s: %s, want pass\n%s", sc.ID, res[sc.ID].Status, table)
+		}
+	}
+	if len(res) < 20 {
+		t.Errorf("%d scenarios\n%s", len(res), table)
+	}
+	t.Logf("harn-runtime suite against the Python runtime: %v", time.Since(began))
+}
+
+// A runtime that breaks Harn's contract fails, with rows naming the
+// method, the frame and the pointer: a Harn field at the root of a tool
+// call update, a variant it did not advertise, a prompt result without the
+// terminal outcome it advertised.
+func TestConformBrokenRuntimeFails(t *testing.T) {
+	t.Run("variants", func(t *testing.T) {
+		status, rep, table := conformRun(t, append([]string{"--side", "harn-runtime", "--run", "harn-runtime/prompt,harn-runtime/session-update", "--"},
+			pythonRuntime(t, "--broken", "variants")...)...)
+		res := byID(rep)
+		if status != 1 || !problemAt(res["harn-runtime/prompt"], "session/update", "/params/update/executor") ||
+			!problemAt(res["harn-runtime/session-update"], "session/update", "/params/update/sessionUpdate") {
+			t.Fatalf("status %d\n%s", status, table)
+		}
+	})
+	t.Run("terminal", func(t *testing.T) {
+		_, _, testAgent := testBins(t)
+		status, rep, table := conformRun(t, "--side", "harn-runtime", "--", testAgent, "-harn")
+		res := byID(rep)
+		if status != 1 || !problemAt(res["harn-runtime/prompt-result"], "session/prompt", "/result/_meta/harn/terminal") {
+			t.Fatalf("status %d\n%s", status, table)
+		}
+		// Without -harn it is no Harn runtime at all.
+		status, rep, table = conformRun(t, "--side", "harn-runtime", "--run", "harn-runtime/initialize", "--", testAgent)
+		if status != 1 || !problemAt(byID(rep)["harn-runtime/initialize"], "initialize", "/result/agentCapabilities/_meta/harn") {
+			t.Fatalf("status %d\n%s", status, table)
+		}
+	})
+}
+
+// An agent that reads outside the session's cwd and ignores session/cancel
+// fails the rows of those, at the frame and pointer.
+func TestConformBrokenAgentFails(t *testing.T) {
+	status, rep, table := conformRun(t, append([]string{"--side", "acp-agent", "--"}, pythonRuntime(t, "--broken", "client")...)...)
+	res := byID(rep)
+	if status != 1 || !problemAt(res["acp-agent/fs/read"], "fs/read_text_file", "/params/path") ||
+		!problemAt(res["acp-agent/cancel"], "session/prompt", "/result/stopReason") || res["acp-agent/prompt"].Status != conform.Pass {
+		t.Fatalf("status %d\n%s", status, table)
+	}
+	// The same program, not broken, is a conforming ACP agent too.
+	status, rep, table = conformRun(t, append([]string{"--side", "acp-agent", "--"}, pythonRuntime(t)...)...)
+	if status != 0 || byID(rep)["acp-agent/fs/write"].Status != conform.Pass {
+		t.Fatalf("status %d\n%s", status, table)
 	}
 }

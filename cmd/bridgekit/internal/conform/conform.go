@@ -124,6 +124,18 @@ type Config struct {
 	Progress func(Result)
 	// Only, when not empty, runs only the scenarios with these ids.
 	Only []string
+	// AuthMethod is the authenticate method an agent is authenticated
+	// with when it lists it (acp-agent; "" skips authenticate).
+	AuthMethod string
+	// Prompt and CancelPrompt are the texts of the prompts the acp-agent
+	// and harn-runtime sides send ({file} becomes the absolute path of a
+	// file conform made in the session's cwd); CancelPrompt's turn is
+	// cancelled once it has begun.
+	Prompt, CancelPrompt string
+
+	// answer, when set by a side's Scenarios, answers the
+	// implementation's requests instead of Side.Answer.
+	answer func(rec Received) (result any, rpcErr *RPCError)
 }
 
 // ErrStart is returned (wrapped) when the implementation cannot be started.
@@ -141,6 +153,7 @@ func Run(ctx context.Context, side *Side, cfg Config) ([]Result, error) {
 	if cfg.Stderr != nil {
 		stderr = &lockedWriter{w: cfg.Stderr}
 	}
+	scs := side.Scenarios(&cfg)
 	var peer *Peer
 	start := func() error {
 		p, err := startPeer(cfg.Argv, side.Family, stderr, cfg.Dir)
@@ -148,6 +161,9 @@ func Run(ctx context.Context, side *Side, cfg Config) ([]Result, error) {
 			return fmt.Errorf("%w: %v", ErrStart, err)
 		}
 		p.answer = side.Answer
+		if cfg.answer != nil {
+			p.answer = cfg.answer
+		}
 		peer = p
 		return nil
 	}
@@ -156,7 +172,7 @@ func Run(ctx context.Context, side *Side, cfg Config) ([]Result, error) {
 	}
 	defer func() { peer.Stop(cfg.Grace) }()
 
-	return runScenarios(ctx, peer, side.Scenarios(&cfg), cfg, 0, func() (*Peer, error) {
+	return runScenarios(ctx, peer, scs, cfg, 0, func() (*Peer, error) {
 		peer.Stop(cfg.Grace)
 		if err := start(); err != nil {
 			return nil, err

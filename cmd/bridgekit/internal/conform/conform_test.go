@@ -174,3 +174,28 @@ func TestLateFramesFailThePreviousScenario(t *testing.T) {
 		t.Fatalf("%+v", clean)
 	}
 }
+
+// What conform answers a runtime's host/call process.list_shells fits the
+// operation's generated result type.
+func TestListShellsAnswerFitsItsType(t *testing.T) {
+	b, err := json.Marshal(listShells())
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, op := range frames.Operations(frames.Harn, "host/call") {
+		if op.Info.Match[0] != "process.list_shells" {
+			continue
+		}
+		found = true
+		if p, bad := frames.CheckType(frames.Harn, op.Result, b, ""); bad {
+			t.Fatalf("%s: %s", p.Pointer, p.Message)
+		}
+		if !slices.Contains(hostManifest[op.Info.Capability], op.Info.Op) {
+			t.Errorf("the manifest does not list %s.%s", op.Info.Capability, op.Info.Op)
+		}
+	}
+	if !found {
+		t.Fatal("no process.list_shells operation in the catalogue")
+	}
+}

@@ -477,7 +477,7 @@ func expectSilence(ctx context.Context, t *T, what string) {
 	}
 	t.Settle(ctx, 20*time.Millisecond)
 	for _, rec := range t.Received() {
-		if rec.Msg != nil && rec.Msg.IsReply() && string(rec.Msg.ID) == "null" {
+		if rec.Msg != nil && (rec.Msg.IsReply() && string(rec.Msg.ID) == "null" || rec.Msg.Method == "" && rec.Msg.Error != nil && !rec.Msg.hasID) {
 			t.Fail(Problem{Method: what, Frame: rec.Seq, Pointer: "/id", Code: "answered_notification",
 				Message: "a notification was answered: " + clip(string(rec.Raw))})
 		}

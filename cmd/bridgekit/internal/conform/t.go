@@ -291,7 +291,11 @@ func (t *T) collectFrom(log []Received) {
 				continue
 			}
 			method := rec.Frame.Method
-			t.Fail(Problem{Method: method, Frame: rec.Seq, Pointer: p.Pointer, Code: p.Code, Message: p.Message})
+			msg := p.Message
+			if p.Code == frames.ProblemMalformed {
+				msg += ": " + clip(string(rec.Raw)) // what it was, since it has no method to name
+			}
+			t.Fail(Problem{Method: method, Frame: rec.Seq, Pointer: p.Pointer, Code: p.Code, Message: msg})
 		}
 	}
 }
