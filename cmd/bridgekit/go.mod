@@ -11,6 +11,7 @@ require (
 )
 
 require (
+	github.com/bridgekit/bridgekit/generator v0.0.0-00010101000000-000000000000
 	github.com/chromedp/cdproto v0.159.0 // indirect
 	github.com/dustin/go-humanize v1.1.0 // indirect
 	github.com/google/uuid v1.6.0 // indirect
@@ -24,3 +25,5 @@ require (
 )
 
 replace github.com/bridgekit/bridgekit => ../..
+
+replace github.com/bridgekit/bridgekit/generator => ../../generator
