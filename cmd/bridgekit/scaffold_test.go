@@ -23,7 +23,7 @@ type scaffoldCase struct {
 	args []string
 	// What the program uses.
 	Pkg, Handlers, Peer, Field, Stub, Params, Result string
-	Op                                                bool // an operation: (ctx, call, args)
+	Op                                               bool // an operation: (ctx, call, args)
 	// changed names files the scaffold must change (relative to the root).
 	changed []string
 }

@@ -101,8 +101,21 @@ func HandlerStub(root string, ch *Change, pkg string) ([]byte, error) {
 	for _, p := range used {
 		paths = append(paths, p)
 	}
-	slices.Sort(paths)
+	slices.SortFunc(paths, func(a, b string) int {
+		if ia, ib := isStd(a), isStd(b); ia != ib {
+			if ia {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a, b)
+	})
+	std := true
 	for _, p := range paths {
+		if std && !isStd(p) {
+			std = false
+			b.WriteString("\n") // the standard library's imports first, then the others
+		}
 		fmt.Fprintf(&b, "\t%q\n", p)
 	}
 	fmt.Fprintf(&b, ")\n\n")
@@ -186,4 +199,10 @@ func modulePath(root string) string {
 		}
 	}
 	return "github.com/bridgekit/bridgekit"
+}
+
+// isStd reports whether an import path is the standard library's.
+func isStd(p string) bool {
+	first, _, _ := strings.Cut(p, "/")
+	return !strings.Contains(first, ".")
 }
