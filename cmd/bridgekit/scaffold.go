@@ -145,7 +145,7 @@ func runScaffold(ctx context.Context, env *Env, args []string) int {
 	}
 	src, err := scaffold.HandlerStub(*root, ch, pkg)
 	if err != nil {
-		fmt.Fprintln(env.Stderr, "bridgekit scaffold:", err)
+		fmt.Fprintf(env.Stderr, "bridgekit scaffold: %s is scaffolded and generated, but its handler stub failed: %v\n", ch.Go, err)
 		return 1
 	}
 	if *stub == "" {
@@ -160,7 +160,7 @@ func runScaffold(ctx context.Context, env *Env, args []string) int {
 		}
 	}
 	if err != nil {
-		fmt.Fprintln(env.Stderr, "bridgekit scaffold: handler stub:", err)
+		fmt.Fprintf(env.Stderr, "bridgekit scaffold: %s is scaffolded and generated, but its handler stub failed: %v\n", ch.Go, err)
 		return 1
 	}
 	for _, p := range append(append(changed, generated...), *stub) {
