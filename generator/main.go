@@ -2,7 +2,7 @@
 // docs from the protocol schemas and method catalogues under spec/.
 //
 //	bridgekit-gen generate [-root DIR]   regenerate gen/ and docs/reference/
-//	bridgekit-gen scaffold [-root DIR] -catalogue NAME -wire METHOD -go NAME -from SIDE -to SIDE [-kind KIND]
+//	bridgekit-gen scaffold [-root DIR] -catalogue NAME (-wire METHOD -from SIDE -to SIDE [-kind KIND] [-role R] | -op NAME) [-go NAME]
 //	                                     add a new method (catalogue entry and schema stubs)
 //	bridgekit-gen fmt [-root DIR]        rewrite the catalogues in their canonical layout
 //
@@ -56,7 +56,7 @@ func main() {
 
 // usage prints the usage and exits with code (0 when asked for with -h).
 func usage(code int) {
-	fmt.Fprintln(os.Stderr, "usage: bridgekit-gen generate [-root DIR] | fmt [-root DIR] | scaffold [-root DIR] -catalogue NAME -wire METHOD -go NAME -from SIDE -to SIDE [-kind request|notification]")
+	fmt.Fprintln(os.Stderr, "usage: bridgekit-gen generate [-root DIR] | fmt [-root DIR] | scaffold [-root DIR] -catalogue NAME (-wire METHOD -from SIDE -to SIDE [-kind request|notification] [-role ROLE] | -op NAME [-method WIRE]) [-go NAME] [-schema FILE]")
 	os.Exit(code)
 }
 

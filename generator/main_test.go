@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/bridgekit/bridgekit/generator/internal/catalogue"
+	"github.com/bridgekit/bridgekit/generator/scaffold"
 )
 
 // copySpec copies the repository's spec/ into a temporary root.
@@ -108,7 +109,7 @@ func TestScaffoldThenGenerateCompiles(t *testing.T) {
 		t.Skip("builds a module")
 	}
 	root := copySpec(t)
-	if _, err := Scaffold(root, "harn", "", catalogue.Method{Wire: "host/example_ping", Go: "HostExamplePing", From: "vm", To: "host", Kind: catalogue.Request}); err != nil {
+	if _, err := scaffold.Scaffold(root, scaffold.Request{Catalogue: "harn", Wire: "host/example_ping", Go: "HostExamplePing", From: "vm", To: "host"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := Generate(root); err != nil {
@@ -124,7 +125,7 @@ func TestScaffoldThenGenerateCompiles(t *testing.T) {
 	mod := tempModule(t)
 	copyPackage(t, filepath.Join(root, "gen", "harn"), filepath.Join(mod, "harn"), false)
 	goIn(t, mod, "build", "./...")
-	if _, err := Scaffold(root, "harn", "", catalogue.Method{Wire: "host/example_ping", Go: "HostExamplePing2", From: "vm", To: "host", Kind: catalogue.Request}); err == nil {
+	if _, err := scaffold.Scaffold(root, scaffold.Request{Catalogue: "harn", Wire: "host/example_ping", Go: "HostExamplePing2", From: "vm", To: "host"}); err == nil {
 		t.Fatal("scaffolding the same wire name twice must fail")
 	}
 }
