@@ -32,7 +32,9 @@ Sides: harn-host (conform plays a Harn runtime against a host that serves
 the bridge on its stdin/stdout); acp-client (conform plays an ACP agent:
 the client starts it, as "bridgekit conform --side acp-client --agent
 [--json FILE]", and the scenarios run inside its session/prompt; the
-table goes to stderr).
+table goes to stderr); agentpm-service (conform plays the Harness against
+a process provider of the role --role names: knowledge, memory,
+embedding, approval or hook).
 
 Exit status: 0 every scenario passed, is not implemented or is an expected
 failure; 1 a scenario failed unexpectedly, a baseline entry is stale, or
@@ -43,12 +45,13 @@ Flags:`
 
 // sides are the roles conform plays, by --side name.
 var sides = map[string]*conform.Side{
-	conform.HarnHost.Name:  conform.HarnHost,
-	conform.ACPClient.Name: conform.ACPClient,
+	conform.HarnHost.Name:       conform.HarnHost,
+	conform.ACPClient.Name:      conform.ACPClient,
+	conform.AgentPMService.Name: conform.AgentPMService,
 }
 
 // plannedSides are the issue's other sides, not served yet.
-var plannedSides = []string{"harn-runtime", "acp-agent", "agentpm-service", "agentpm-harness", "agentpm-harness-client"}
+var plannedSides = []string{"harn-runtime", "acp-agent", "agentpm-harness", "agentpm-harness-client"}
 
 func runConform(ctx context.Context, env *Env, args []string) int {
 	fs := newFlags(env, "conform", conformSynopsis)
@@ -61,6 +64,7 @@ func runConform(ctx context.Context, env *Env, args []string) int {
 	only := fs.String("run", "", "run only these scenario `IDS` (comma-separated)")
 	list := fs.Bool("list", false, "list the side's scenarios and exit")
 	verbose := fs.Bool("v", false, "copy COMMAND's stderr to stderr")
+	role := fs.String("role", "", "agentpm-service: the `ROLE` the provider serves ("+strings.Join(conform.ServiceRoles, ", ")+")")
 	agent := fs.Bool("agent", false, "acp-client: be the agent the client started, on this process's stdin/stdout (no COMMAND)")
 	if status, stop := parseFlags(fs, args); stop {
 		return status
@@ -74,7 +78,11 @@ func runConform(ctx context.Context, env *Env, args []string) int {
 		}
 		return 2
 	}
-	cfg := conform.Config{Argv: fs.Args(), Timeout: *timeout, Grace: *grace, WorkDir: *workdir}
+	cfg := conform.Config{Argv: fs.Args(), Timeout: *timeout, Grace: *grace, WorkDir: *workdir, Role: *role}
+	if side == conform.AgentPMService && !slices.Contains(conform.ServiceRoles, *role) || side != conform.AgentPMService && *role != "" {
+		fmt.Fprintf(env.Stderr, "bridgekit conform: --side agentpm-service needs --role, one of %s (and --role only with it)\n", strings.Join(conform.ServiceRoles, ", "))
+		return 2
+	}
 	if *list {
 		for _, sc := range side.Scenarios(&cfg) {
 			fmt.Fprintf(env.Stdout, "%s\t%s\n", sc.ID, sc.Title)

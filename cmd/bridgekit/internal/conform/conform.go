@@ -103,6 +103,11 @@ type Side struct {
 	// Answer answers the requests the implementation sends conform (nil:
 	// every one gets -32601).
 	Answer func(rec Received) (result any, rpcErr *RPCError)
+	// Respond, when set, replaces Answer for a protocol that is not
+	// JSON-RPC (AgentPM's envelopes): it is given every frame that has a
+	// method and an id and returns the whole line to write back, or nil
+	// for none.
+	Respond func(rec Received) []byte
 }
 
 // Config is what a run is given.
@@ -124,6 +129,8 @@ type Config struct {
 	Progress func(Result)
 	// Only, when not empty, runs only the scenarios with these ids.
 	Only []string
+	// Role is the agentpm-service role the implementation serves.
+	Role string
 }
 
 // ErrStart is returned (wrapped) when the implementation cannot be started.
@@ -147,7 +154,7 @@ func Run(ctx context.Context, side *Side, cfg Config) ([]Result, error) {
 		if err != nil {
 			return fmt.Errorf("%w: %v", ErrStart, err)
 		}
-		p.answer = side.Answer
+		p.answer, p.respond = side.Answer, side.Respond
 		peer = p
 		return nil
 	}
