@@ -1,0 +1,137 @@
+package main
+
+import (
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bridgekit/bridgekit/cmd/bridgekit/internal/conform"
+)
+
+// The five example providers of examples/providers (a module of its
+// own) pass the agentpm-service suite of their role.
+func TestConformAgentPMServiceProviders(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds examples/providers")
+	}
+	bin := t.TempDir()
+	build := exec.Command("go", "build", "-o", bin+string(filepath.Separator), "./knowledge", "./embedding", "./memory", "./hook", "./approval")
+	build.Dir = filepath.Join("..", "..", "examples", "providers")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building examples/providers: %v\n%s", err, out)
+	}
+	policy, err := filepath.Abs(filepath.Join("..", "..", "examples", "providers", "hook", "testdata", "policy.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		role    string
+		argv    []string
+		methods []string
+	}{
+		{"knowledge", []string{filepath.Join(bin, "knowledge")}, []string{"retrieve"}},
+		{"embedding", []string{filepath.Join(bin, "embedding"), "-dimensions", "64"}, []string{"embed"}},
+		{"memory", []string{filepath.Join(bin, "memory"), "-db", filepath.Join(t.TempDir(), "m.db")},
+			[]string{"write", "read", "count", "store_operation_state", "load_operation_state", "commit_lifecycle"}},
+		{"hook", []string{filepath.Join(bin, "hook"), "-policy", policy}, []string{"before_tool_call", "before_model_request", "invoke"}},
+		{"approval", []string{filepath.Join(bin, "approval"), "-approve", "conform-*"}, []string{"request_approval"}},
+	} {
+		t.Run(c.role, func(t *testing.T) {
+			began := time.Now()
+			status, rep, table := conformRun(t, append([]string{"--side", "agentpm-service", "--role", c.role, "--"}, c.argv...)...)
+			if status != 0 || !rep.Summary.OK || rep.Summary.NotImplemented != 0 {
+				t.Fatalf("status %d, summary %+v\n%s", status, rep.Summary, table)
+			}
+			res := byID(rep)
+			ids := []string{"agentpm-service/initialize", "agentpm-service/unknown-method", "agentpm-service/bad-json",
+				"agentpm-service/large-line", "agentpm-service/duplicate-id", "agentpm-service/end-of-input", "agentpm-service/wrong-protocol"}
+			for _, m := range c.methods {
+				ids = append(ids, "agentpm-service/"+c.role+"/"+m, "agentpm-service/"+c.role+"/"+m+"/bad-payload")
+			}
+			for _, id := range ids {
+				if res[id].Status != conform.Pass {
+					t.Errorf("%s: %q, want pass\n%s", id, res[id].Status, table)
+				}
+			}
+			if d := res["agentpm-service/"+c.role+"/"+c.methods[0]+"/bad-payload"].Detail; d != "invalid_request" {
+				t.Errorf("bad payload refused with %q, want invalid_request", d)
+			}
+			t.Logf("%s: %d scenarios in %v", c.role, len(rep.Scenarios), time.Since(began))
+		})
+	}
+}
+
+func pythonProvider(t *testing.T, extra ...string) []string {
+	return append([]string{python(t), filepath.Join("testdata", "conform", "python-provider", "provider.py")}, extra...)
+}
+
+// The Python approval provider passes; broken on purpose, it fails with
+// rows naming the method, the frame and the pointer.
+func TestConformAgentPMServicePythonProvider(t *testing.T) {
+	run := func(t *testing.T, extra ...string) (int, map[string]conform.Result, string) {
+		status, rep, table := conformRun(t, append([]string{"--side", "agentpm-service", "--role", "approval", "--"}, pythonProvider(t, extra...)...)...)
+		return status, byID(rep), table
+	}
+	t.Run("conforming", func(t *testing.T) {
+		status, res, table := run(t)
+		if status != 0 || len(res) < 18 {
+			t.Fatalf("status %d, %d scenarios\n%s", status, len(res), table)
+		}
+	})
+	for _, c := range []struct {
+		broken string
+		want   []struct{ id, method, pointer string }
+	}{
+		{"shapes", []struct{ id, method, pointer string }{
+			{"agentpm-service/initialize", "initialize", "/result/ready"},
+			{"agentpm-service/approval/request_approval", "request_approval", "/result/decision"},
+		}},
+		{"codes", []struct{ id, method, pointer string }{
+			{"agentpm-service/unknown-method", "conform_no_such_method", "/error/code"},
+			{"agentpm-service/other-role", "retrieve", "/error/code"},
+			{"agentpm-service/approval/request_approval/bad-payload", "request_approval", "/error/code"},
+		}},
+		{"envelope", []struct{ id, method, pointer string }{
+			{"agentpm-service/initialize", "initialize", "/version"},
+			{"agentpm-service/initialize", "initialize", "/service"},
+			{"agentpm-service/approval/request_approval", "request_approval", "/service"},
+		}},
+	} {
+		t.Run(c.broken, func(t *testing.T) {
+			status, res, table := run(t, "--broken", c.broken)
+			if status != 1 {
+				t.Fatalf("status %d, want 1\n%s", status, table)
+			}
+			for _, w := range c.want {
+				if r := res[w.id]; r.Status != conform.Fail || !problemAt(r, w.method, w.pointer) {
+					t.Errorf("%s: %s %+v, want a failure at %s %s", w.id, r.Status, r.Problems, w.method, w.pointer)
+				}
+			}
+			if r := res["agentpm-service/bad-json"]; r.Status != conform.Pass {
+				t.Errorf("bad-json: %s %+v", r.Status, r.Problems)
+			}
+			if !strings.Contains(table, "FAILED") {
+				t.Errorf("table:\n%s", table)
+			}
+		})
+	}
+}
+
+func TestConformAgentPMServiceUsage(t *testing.T) {
+	for _, args := range [][]string{
+		{"conform", "--side", "agentpm-service", "--", "true"},
+		{"conform", "--side", "agentpm-service", "--role", "teleport", "--", "true"},
+		{"conform", "--role", "memory", "--", "true"},
+	} {
+		status, _, stderr := runCmd(t, "", args...)
+		if status != 2 || !strings.Contains(stderr, "--role") {
+			t.Errorf("%q: status %d, stderr %q; want 2 naming --role", args, status, stderr)
+		}
+	}
+	status, stdout, _ := runCmd(t, "", "conform", "--side", "agentpm-service", "--role", "memory", "--list")
+	if status != 0 || !strings.Contains(stdout, "agentpm-service/memory/commit_lifecycle\t") {
+		t.Errorf("--list: %d %q", status, stdout)
+	}
+}
