@@ -34,7 +34,8 @@ the client starts it, as "bridgekit conform --side acp-client --agent
 [--json FILE]", and the scenarios run inside its session/prompt; the
 table goes to stderr); agentpm-service (conform plays the Harness against
 a process provider of the role --role names: knowledge, memory,
-embedding, approval or hook).
+embedding, approval or hook); agentpm-harness (conform plays the client
+of "agentpm harness --machine" and answers its host_service requests).
 
 Exit status: 0 every scenario passed, is not implemented or is an expected
 failure; 1 a scenario failed unexpectedly, a baseline entry is stale, or
@@ -48,10 +49,11 @@ var sides = map[string]*conform.Side{
 	conform.HarnHost.Name:       conform.HarnHost,
 	conform.ACPClient.Name:      conform.ACPClient,
 	conform.AgentPMService.Name: conform.AgentPMService,
+	conform.AgentPMHarness.Name: conform.AgentPMHarness,
 }
 
 // plannedSides are the issue's other sides, not served yet.
-var plannedSides = []string{"harn-runtime", "acp-agent", "agentpm-harness", "agentpm-harness-client"}
+var plannedSides = []string{"harn-runtime", "acp-agent", "agentpm-harness-client"}
 
 func runConform(ctx context.Context, env *Env, args []string) int {
 	fs := newFlags(env, "conform", conformSynopsis)
