@@ -135,3 +135,68 @@ func TestConformAgentPMServiceUsage(t *testing.T) {
 		t.Errorf("--list: %d %q", status, stdout)
 	}
 }
+
+// fakeHarness builds examples/fakeharness into a temporary directory.
+func fakeHarness(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "fakeharness")
+	build := exec.Command("go", "build", "-o", bin, "./examples/fakeharness")
+	build.Dir = filepath.Join("..", "..")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building examples/fakeharness: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// examples/fakeharness, run with the script of testdata, passes the
+// agentpm-harness suite; the broken script's bad frames fail the rows they
+// arrive in, named by method, frame and pointer. Without a script it
+// accepts every registration, which the suite reports.
+func TestConformAgentPMHarness(t *testing.T) {
+	bin := fakeHarness(t)
+	script := func(name string) string { return filepath.Join("testdata", "conform", "fakeharness", name) }
+	t.Run("conforming", func(t *testing.T) {
+		began := time.Now()
+		status, rep, table := conformRun(t, "--side", "agentpm-harness", "--", bin, "--config", script("script.json"), "--machine")
+		if status != 0 || !rep.Summary.OK || rep.Summary.NotImplemented != 0 || rep.Summary.Pass < 22 {
+			t.Fatalf("status %d, summary %+v\n%s", status, rep.Summary, table)
+		}
+		res := byID(rep)
+		for id, want := range map[string]string{
+			"agentpm-harness/start-run/busy-and-cancel": "cancelled",
+			"agentpm-harness/memory-operation":          "count 2",
+			"agentpm-harness/start-run/not-registered":  "host_service_not_registered",
+		} {
+			if res[id].Detail != want {
+				t.Errorf("%s: detail %q, want %q", id, res[id].Detail, want)
+			}
+		}
+		if d := res["agentpm-harness/start-run"].Detail; !strings.HasPrefix(d, "ended after ") || !strings.Contains(d, "1 host_service calls") {
+			t.Errorf("start-run: %q", d)
+		}
+		t.Logf("agentpm-harness suite against examples/fakeharness: %v", time.Since(began))
+	})
+	t.Run("broken", func(t *testing.T) {
+		status, rep, table := conformRun(t, "--side", "agentpm-harness", "--", bin, "--config", script("broken.json"), "--machine")
+		if status != 1 {
+			t.Fatalf("status %d, want 1\n%s", status, table)
+		}
+		r := byID(rep)["agentpm-harness/start-run"]
+		if r.Status != conform.Fail || !problemAt(r, "harness_event", "/payload/schema_version") {
+			t.Errorf("start-run: %s %+v, want a failure at harness_event /payload/schema_version", r.Status, r.Problems)
+		}
+		if r := byID(rep)["agentpm-harness/unknown-method"]; r.Status != conform.Pass {
+			t.Errorf("unknown-method: %s %+v", r.Status, r.Problems)
+		}
+	})
+	t.Run("unscripted", func(t *testing.T) {
+		status, rep, table := conformRun(t, "--side", "agentpm-harness", "--", bin, "--machine")
+		r := byID(rep)["agentpm-harness/register-host-service/unconfigured"]
+		if status != 1 || r.Status != conform.Fail || !problemAt(r, "register_host_service", "/kind") {
+			t.Errorf("status %d, unconfigured %s %+v\n%s", status, r.Status, r.Problems, table)
+		}
+		if r := byID(rep)["agentpm-harness/start-run"]; r.Status != conform.Pass {
+			t.Errorf("the agent loop's Run: %s %+v", r.Status, r.Problems)
+		}
+	})
+}

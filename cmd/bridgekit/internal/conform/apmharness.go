@@ -56,8 +56,8 @@ func (h *apmHarness) scenarios() []Scenario {
 		{p + "preflight", "preflight answers the preflight report", h.preflight},
 		{p + "memory-operation/idle", "memory_operation without an active Run is refused with memory_operation_no_active_run", h.memoryIdle},
 		{p + "start-run", "a Run streams events, calls host services conform answers, and ends with its terminal result", h.startRun},
-		{p + "start-run/busy-and-cancel", "start_run during a Run is session_busy; cancel_run is accepted and ends the Run", h.busyAndCancel},
 		{p + "memory-operation", "memory_operation during a Run is answered with its result or a memory_operation error", h.memoryDuringRun},
+		{p + "start-run/busy-and-cancel", "start_run during a Run is session_busy; cancel_run is accepted and ends the Run", h.busyAndCancel},
 		{p + "unknown-method", "an unknown method is refused with unknown_method, its id echoed", h.unknownMethod},
 		{p + "wrong-protocol", "a request of another protocol is refused with protocol_error", h.wrongProtocol},
 		{p + "wrong-version", "a request of version 2 is refused with protocol_error", h.wrongVersion},
@@ -114,11 +114,12 @@ func (h *apmHarness) ensure(ctx context.Context, t *T) bool {
 		return false
 	}
 	h.readRequired(body)
-	h.peer = t.peer
+	h.peer, h.registered = t.peer, nil
 	for _, s := range h.required {
 		if _, ok := t.ExpectEnvResult(h.call(ctx, t, h.req("register_host_service", registration(s))), "response"); !ok {
 			return false
 		}
+		h.registered = append(h.registered, s)
 	}
 	return true
 }
