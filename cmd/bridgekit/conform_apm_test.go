@@ -4,6 +4,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,12 +17,7 @@ func TestConformAgentPMServiceProviders(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds examples/providers")
 	}
-	bin := t.TempDir()
-	build := exec.Command("go", "build", "-o", bin+string(filepath.Separator), "./knowledge", "./embedding", "./memory", "./hook", "./approval")
-	build.Dir = filepath.Join("..", "..", "examples", "providers")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building examples/providers: %v\n%s", err, out)
-	}
+	bin := providers.build(t, filepath.Join("..", "..", "examples", "providers"), "providers", "./knowledge", "./embedding", "./memory", "./hook", "./approval")
 	policy, err := filepath.Abs(filepath.Join("..", "..", "examples", "providers", "hook", "testdata", "policy.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -136,16 +132,34 @@ func TestConformAgentPMServiceUsage(t *testing.T) {
 	}
 }
 
-// fakeHarness builds examples/fakeharness into a temporary directory.
+// fakeHarness builds examples/fakeharness, once per test binary.
 func fakeHarness(t *testing.T) string {
+	return filepath.Join(fakeharness.build(t, filepath.Join("..", ".."), "fakeharness", "./examples/fakeharness"), "fakeharness")
+}
+
+// onceBuild builds Go packages once per test binary, into a directory
+// under bins.dir (which TestMain removes).
+type onceBuild struct {
+	once sync.Once
+	dir  string
+	err  error
+	out  []byte
+}
+
+var providers, fakeharness onceBuild
+
+func (b *onceBuild) build(t *testing.T, module, name string, pkgs ...string) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "fakeharness")
-	build := exec.Command("go", "build", "-o", bin, "./examples/fakeharness")
-	build.Dir = filepath.Join("..", "..")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building examples/fakeharness: %v\n%s", err, out)
+	b.once.Do(func() {
+		b.dir = filepath.Join(bins.dir, name)
+		cmd := exec.Command("go", append([]string{"build", "-o", b.dir + string(filepath.Separator)}, pkgs...)...)
+		cmd.Dir = module
+		b.out, b.err = cmd.CombinedOutput()
+	})
+	if b.err != nil {
+		t.Fatalf("building %s: %v\n%s", name, b.err, b.out)
 	}
-	return bin
+	return b.dir
 }
 
 // examples/fakeharness, run with the script of testdata, passes the
