@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"strings"
@@ -35,7 +36,10 @@ the client starts it, as "bridgekit conform --side acp-client --agent
 table goes to stderr); agentpm-service (conform plays the Harness against
 a process provider of the role --role names: knowledge, memory,
 embedding, approval or hook); agentpm-harness (conform plays the client
-of "agentpm harness --machine" and answers its host_service requests).
+of "agentpm harness --machine" and answers its host_service requests);
+agentpm-harness-client (conform plays the Harness: the client starts
+"bridgekit conform --side agentpm-harness-client --agent [--json FILE]" as
+its Harness, and the scenarios run inside its start_run).
 
 Exit status: 0 every scenario passed, is not implemented or is an expected
 failure; 1 a scenario failed unexpectedly, a baseline entry is stale, or
@@ -46,14 +50,22 @@ Flags:`
 
 // sides are the roles conform plays, by --side name.
 var sides = map[string]*conform.Side{
-	conform.HarnHost.Name:       conform.HarnHost,
-	conform.ACPClient.Name:      conform.ACPClient,
-	conform.AgentPMService.Name: conform.AgentPMService,
-	conform.AgentPMHarness.Name: conform.AgentPMHarness,
+	conform.HarnHost.Name:             conform.HarnHost,
+	conform.ACPClient.Name:            conform.ACPClient,
+	conform.AgentPMService.Name:       conform.AgentPMService,
+	conform.AgentPMHarness.Name:       conform.AgentPMHarness,
+	conform.AgentPMHarnessClient.Name: conform.AgentPMHarnessClient,
+}
+
+// agentSides are the sides whose implementation starts conform (--agent),
+// with the function that serves it on conform's stdin/stdout.
+var agentSides = map[*conform.Side]func(context.Context, conform.Config, io.Reader, io.Writer, func([]conform.Result)) ([]conform.Result, error){
+	conform.ACPClient:            conform.ServeACPClient,
+	conform.AgentPMHarnessClient: conform.ServeAgentPMHarnessClient,
 }
 
 // plannedSides are the issue's other sides, not served yet.
-var plannedSides = []string{"harn-runtime", "acp-agent", "agentpm-harness-client"}
+var plannedSides = []string{"harn-runtime", "acp-agent"}
 
 func runConform(ctx context.Context, env *Env, args []string) int {
 	fs := newFlags(env, "conform", conformSynopsis)
@@ -67,7 +79,7 @@ func runConform(ctx context.Context, env *Env, args []string) int {
 	list := fs.Bool("list", false, "list the side's scenarios and exit")
 	verbose := fs.Bool("v", false, "copy COMMAND's stderr to stderr")
 	role := fs.String("role", "", "agentpm-service: the `ROLE` the provider serves ("+strings.Join(conform.ServiceRoles, ", ")+")")
-	agent := fs.Bool("agent", false, "acp-client: be the agent the client started, on this process's stdin/stdout (no COMMAND)")
+	agent := fs.Bool("agent", false, "acp-client, agentpm-harness-client: be the agent the client started, on this process's stdin/stdout (no COMMAND)")
 	if status, stop := parseFlags(fs, args); stop {
 		return status
 	}
@@ -91,8 +103,9 @@ func runConform(ctx context.Context, env *Env, args []string) int {
 		}
 		return 0
 	}
-	if side == conform.ACPClient && !*agent || *agent && side != conform.ACPClient {
-		fmt.Fprintln(env.Stderr, "bridgekit conform: --side acp-client runs with --agent, started by the client (and --agent only with it)")
+	serve := agentSides[side]
+	if serve != nil && !*agent || *agent && serve == nil {
+		fmt.Fprintln(env.Stderr, "bridgekit conform: --side acp-client and agentpm-harness-client run with --agent, started by the client (and --agent only with them)")
 		return 2
 	}
 	if *agent && len(cfg.Argv) > 0 {
@@ -192,7 +205,7 @@ func runConform(ctx context.Context, env *Env, args []string) int {
 		// The results are reported before the prompt is answered: the
 		// client may stop its agent as soon as it has the answer.
 		reported := false
-		results, err = conform.ServeACPClient(ctx, cfg, env.Stdin, env.Stdout, func(rs []conform.Result) {
+		results, err = serve(ctx, cfg, env.Stdin, env.Stdout, func(rs []conform.Result) {
 			reported = true
 			finish(rs, nil)
 		})
