@@ -1,6 +1,8 @@
 package main
 
 import (
+	"encoding/json"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -213,4 +215,55 @@ func TestConformAgentPMHarness(t *testing.T) {
 			t.Errorf("the agent loop's Run: %s %+v", r.Status, r.Problems)
 		}
 	})
+}
+
+var harnessSession onceBuild
+
+// examples/harness-session, pointed (-agentpm) at a script that starts
+// bridgekit conform --side agentpm-harness-client --agent, passes: its
+// Run ends, and the results name every role it serves.
+func TestConformAgentPMHarnessClient(t *testing.T) {
+	client := filepath.Join(harnessSession.build(t, filepath.Join("..", ".."), "harness-session", "./examples/harness-session"), "harness-session")
+	dir := t.TempDir()
+	results := filepath.Join(dir, "results.json")
+	wrapper := filepath.Join(dir, "agentpm")
+	script := "#!/bin/sh\n# harness-session runs: agentpm harness [AGENT] ... --machine\nexec '" + bins.bridgekit + "' conform --side agentpm-harness-client --agent --json '" + results + "'\n"
+	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(client, "-agentpm", wrapper, "-plain", "-timeout", "30s", "hello")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("harness-session: %v\n%s", err, out)
+	}
+	b, err := os.ReadFile(results)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep conform.Report
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Summary.OK || rep.Summary.Pass < 10 {
+		t.Fatalf("summary %+v\n%s", rep.Summary, out)
+	}
+	res := byID(rep)
+	for _, id := range []string{"agentpm-harness-client/register-host-service", "agentpm-harness-client/events",
+		"agentpm-harness-client/host-service/model", "agentpm-harness-client/host-service/knowledge",
+		"agentpm-harness-client/host-service/hook", "agentpm-harness-client/host-service/approval",
+		"agentpm-harness-client/host-service/unregistered", "agentpm-harness-client/host-service/opaque-id"} {
+		if res[id].Status != conform.Pass {
+			t.Errorf("%s: %s %+v", id, res[id].Status, res[id].Problems)
+		}
+	}
+	if !strings.Contains(string(out), "ended") || !strings.Contains(string(out), "agentpm-harness-client/host-service/model") {
+		t.Errorf("output:\n%s", out)
+	}
+}
+
+func TestConformAgentPMHarnessClientUsage(t *testing.T) {
+	status, _, stderr := runCmd(t, "", "conform", "--side", "agentpm-harness-client", "--", "true")
+	if status != 2 || !strings.Contains(stderr, "--agent") {
+		t.Errorf("status %d, stderr %q", status, stderr)
+	}
 }
