@@ -521,6 +521,10 @@ func (h *apmHarness) busyAndCancel(ctx context.Context, t *T) {
 	t.Note("cancelled")
 }
 
+// memoryQueueWait is how long a held host_service request stays held
+// for a memory_operation answer.
+const memoryQueueWait = 250 * time.Millisecond
+
 func (h *apmHarness) memoryDuringRun(ctx context.Context, t *T) {
 	d, id, ok := h.holdRun(ctx, t)
 	if !ok {
@@ -530,8 +534,17 @@ func (h *apmHarness) memoryDuringRun(ctx context.Context, t *T) {
 	if !t.SendEnv(ctx, m) {
 		return
 	}
-	// Answered after memory_operation was written: the Harness has it
-	// queued before the Run goes on.
+	// The Harness services a queued memory_operation at its next yield
+	// point or host-service wait: AgentPM's answers it during the held
+	// wait; one that waits for a yield point (examples/fakeharness) has
+	// had a moment to queue it when the Run goes on.
+	mid, _ := json.Marshal(m.ID)
+	wctx, cancel := context.WithTimeout(ctx, memoryQueueWait)
+	t.WaitFor(wctx, func(rec Received) bool {
+		g, ok := parseEnv(rec.Raw)
+		return ok && string(g.ID) == string(mid) && str(g.Kind) != "event"
+	})
+	cancel()
 	d.hold = false
 	for _, rec := range d.held {
 		d.answer(ctx, rec)
@@ -539,7 +552,6 @@ func (h *apmHarness) memoryDuringRun(ctx context.Context, t *T) {
 	if end := d.wait(ctx, id); end == nil {
 		return
 	}
-	mid, _ := json.Marshal(m.ID)
 	r := t.AwaitEnv(ctx, "memory_operation", mid)
 	if r == nil {
 		return
