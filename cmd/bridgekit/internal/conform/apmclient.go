@@ -245,7 +245,9 @@ func runReport(status agentpmmachine.TerminalStatus, began time.Time) json.RawMe
 // (our stdout). It writes the preflight event, answers the session's
 // requests, runs the agentpm-harness-client scenarios inside the first
 // start_run, calls report with the results, ends the Run, and returns the
-// results when the client ends its output (shutdown or end of input).
+// results when the client ends its output or once shutdown is answered
+// (the Harness exits then; the reader of in is left to the process's
+// end).
 func ServeAgentPMHarnessClient(ctx context.Context, cfg Config, in io.Reader, out io.Writer, report func([]Result)) ([]Result, error) {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 5 * time.Second
@@ -267,6 +269,9 @@ func ServeAgentPMHarnessClient(ctx context.Context, cfg Config, in io.Reader, ou
 		return b
 	}
 	preflight := map[string]any{"status": "ready", "diagnostics": []any{}}
+	// shut is closed by shutdown: the Harness answers it and exits.
+	shut := make(chan struct{})
+	var shutOnce sync.Once
 	peer.respond = func(rec Received) []byte {
 		e, ok := parseEnv(rec.Raw)
 		if !ok || str(e.Kind) != "request" {
@@ -307,6 +312,7 @@ func ServeAgentPMHarnessClient(ctx context.Context, cfg Config, in io.Reader, ou
 		case "memory_operation":
 			return refuse(id, agentpmmachine.ErrMemoryOperationNoActiveRun.Name, "conform runs no memory operation")
 		case "shutdown":
+			shutOnce.Do(func() { close(shut) })
 			return reply(id, map[string]any{"shutdown": true})
 		case "start_run":
 			if ran {
@@ -337,6 +343,9 @@ func ServeAgentPMHarnessClient(ctx context.Context, cfg Config, in io.Reader, ou
 	}
 	select {
 	case <-peer.readDone:
+	case <-shut:
+		// Once the answer is written: the reader is left blocked on the
+		// client's input, which ends with the process.
 	case <-ctx.Done():
 	}
 	peer.servers.Wait()
