@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"strings"
@@ -37,7 +38,14 @@ agent: session/new in --workdir or a new directory, prompts, its fs,
 permission and terminal requests answered, session/cancel); harn-runtime
 (conform plays a Harn host against a runtime: the acp-agent suite on
 Harn's stream under Harn's contract, with the bridge's requests answered
-and its extensions checked against what the runtime advertised).
+and its extensions checked against what the runtime advertised);
+agentpm-service (conform plays the Harness against
+a process provider of the role --role names: knowledge, memory,
+embedding, approval or hook); agentpm-harness (conform plays the client
+of "agentpm harness --machine" and answers its host_service requests);
+agentpm-harness-client (conform plays the Harness: the client starts
+"bridgekit conform --side agentpm-harness-client --agent [--json FILE]" as
+its Harness, and the scenarios run inside its start_run).
 
 Exit status: 0 every scenario passed, is not implemented or is an expected
 failure; 1 a scenario failed unexpectedly, a baseline entry is stale, or
@@ -48,14 +56,21 @@ Flags:`
 
 // sides are the roles conform plays, by --side name.
 var sides = map[string]*conform.Side{
-	conform.HarnHost.Name:    conform.HarnHost,
-	conform.ACPClient.Name:   conform.ACPClient,
-	conform.ACPAgent.Name:    conform.ACPAgent,
-	conform.HarnRuntime.Name: conform.HarnRuntime,
+	conform.HarnHost.Name:             conform.HarnHost,
+	conform.ACPClient.Name:            conform.ACPClient,
+	conform.ACPAgent.Name:             conform.ACPAgent,
+	conform.HarnRuntime.Name:          conform.HarnRuntime,
+	conform.AgentPMService.Name:       conform.AgentPMService,
+	conform.AgentPMHarness.Name:       conform.AgentPMHarness,
+	conform.AgentPMHarnessClient.Name: conform.AgentPMHarnessClient,
 }
 
-// plannedSides are the issue's other sides, not served yet.
-var plannedSides = []string{"agentpm-service", "agentpm-harness", "agentpm-harness-client"}
+// agentSides are the sides whose implementation starts conform (--agent),
+// with the function that serves it on conform's stdin/stdout.
+var agentSides = map[*conform.Side]func(context.Context, conform.Config, io.Reader, io.Writer, func([]conform.Result)) ([]conform.Result, error){
+	conform.ACPClient:            conform.ServeACPClient,
+	conform.AgentPMHarnessClient: conform.ServeAgentPMHarnessClient,
+}
 
 func runConform(ctx context.Context, env *Env, args []string) int {
 	fs := newFlags(env, "conform", conformSynopsis)
@@ -71,29 +86,31 @@ func runConform(ctx context.Context, env *Env, args []string) int {
 	auth := fs.String("auth", "", "acp-agent: the authenticate `METHOD` id to use when the agent lists it")
 	prompt := fs.String("prompt", "", "acp-agent, harn-runtime: the first two prompts' `TEXT` ({file}: a file conform made in the session's cwd; default \""+conform.DefaultPrompt+"\")")
 	cancelPrompt := fs.String("cancel-prompt", "", "acp-agent, harn-runtime: the `TEXT` of the prompt conform cancels (default \""+conform.DefaultCancelPrompt+"\")")
-	agent := fs.Bool("agent", false, "acp-client: be the agent the client started, on this process's stdin/stdout (no COMMAND)")
+	role := fs.String("role", "", "agentpm-service: the `ROLE` the provider serves ("+strings.Join(conform.ServiceRoles, ", ")+")")
+	agent := fs.Bool("agent", false, "acp-client, agentpm-harness-client: be the agent the client started, on this process's stdin/stdout (no COMMAND)")
 	if status, stop := parseFlags(fs, args); stop {
 		return status
 	}
 	side := sides[*sideName]
 	if side == nil {
-		if slices.Contains(plannedSides, *sideName) {
-			fmt.Fprintf(env.Stderr, "bridgekit conform: side %q is not available yet (available: %s)\n", *sideName, sideNames())
-		} else {
-			fmt.Fprintf(env.Stderr, "bridgekit conform: unknown side %q (available: %s)\n", *sideName, sideNames())
-		}
+		fmt.Fprintf(env.Stderr, "bridgekit conform: unknown side %q (available: %s)\n", *sideName, sideNames())
 		return 2
 	}
 	cfg := conform.Config{Argv: fs.Args(), Timeout: *timeout, Grace: *grace, WorkDir: *workdir,
-		AuthMethod: *auth, Prompt: *prompt, CancelPrompt: *cancelPrompt}
+		AuthMethod: *auth, Prompt: *prompt, CancelPrompt: *cancelPrompt, Role: *role}
+	if side == conform.AgentPMService && !slices.Contains(conform.ServiceRoles, *role) || side != conform.AgentPMService && *role != "" {
+		fmt.Fprintf(env.Stderr, "bridgekit conform: --side agentpm-service needs --role, one of %s (and --role only with it)\n", strings.Join(conform.ServiceRoles, ", "))
+		return 2
+	}
 	if *list {
 		for _, sc := range side.Scenarios(&cfg) {
 			fmt.Fprintf(env.Stdout, "%s\t%s\n", sc.ID, sc.Title)
 		}
 		return 0
 	}
-	if side == conform.ACPClient && !*agent || *agent && side != conform.ACPClient {
-		fmt.Fprintln(env.Stderr, "bridgekit conform: --side acp-client runs with --agent, started by the client (and --agent only with it)")
+	serve := agentSides[side]
+	if serve != nil && !*agent || *agent && serve == nil {
+		fmt.Fprintln(env.Stderr, "bridgekit conform: --side acp-client and agentpm-harness-client run with --agent, started by the client (and --agent only with them)")
 		return 2
 	}
 	if *agent && len(cfg.Argv) > 0 {
@@ -193,7 +210,7 @@ func runConform(ctx context.Context, env *Env, args []string) int {
 		// The results are reported before the prompt is answered: the
 		// client may stop its agent as soon as it has the answer.
 		reported := false
-		results, err = conform.ServeACPClient(ctx, cfg, env.Stdin, env.Stdout, func(rs []conform.Result) {
+		results, err = serve(ctx, cfg, env.Stdin, env.Stdout, func(rs []conform.Result) {
 			reported = true
 			finish(rs, nil)
 		})

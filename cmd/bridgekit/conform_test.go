@@ -276,7 +276,7 @@ func TestConformUsage(t *testing.T) {
 	}{
 		{[]string{"conform"}, 2, "no COMMAND"},
 		{[]string{"conform", "--side", "nope", "--", "true"}, 2, "unknown side"},
-		{[]string{"conform", "--side", "agentpm-service", "--", "true"}, 2, "not available yet"},
+		{[]string{"conform", "--side", "agentpm-service", "--", "true"}, 2, "needs --role"},
 		{[]string{"conform", "--", "/nonexistent/conform-impl"}, 1, "cannot start"},
 	} {
 		status, _, stderr := runCmd(t, "", c.args...)

@@ -103,6 +103,11 @@ type Side struct {
 	// Answer answers the requests the implementation sends conform (nil:
 	// every one gets -32601).
 	Answer func(rec Received) (result any, rpcErr *RPCError)
+	// Respond, when set, replaces Answer for a protocol that is not
+	// JSON-RPC (AgentPM's envelopes): it is given every frame that has a
+	// method and an id and returns the whole line to write back, or nil
+	// for none.
+	Respond func(rec Received) []byte
 }
 
 // Config is what a run is given.
@@ -132,6 +137,8 @@ type Config struct {
 	// file conform made in the session's cwd); CancelPrompt's turn is
 	// cancelled once it has begun.
 	Prompt, CancelPrompt string
+	// Role is the agentpm-service role the implementation serves.
+	Role string
 
 	// answer, when set by a side's Scenarios, answers the
 	// implementation's requests instead of Side.Answer.
@@ -160,7 +167,7 @@ func Run(ctx context.Context, side *Side, cfg Config) ([]Result, error) {
 		if err != nil {
 			return fmt.Errorf("%w: %v", ErrStart, err)
 		}
-		p.answer = side.Answer
+		p.answer, p.respond = side.Answer, side.Respond
 		if cfg.answer != nil {
 			p.answer = cfg.answer
 		}

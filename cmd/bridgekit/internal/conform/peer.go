@@ -65,6 +65,8 @@ type Peer struct {
 	family frames.Family
 	// answer answers the implementation's own requests (nil: -32601).
 	answer func(rec Received) (result any, rpcErr *RPCError)
+	// respond, when set, replaces answer: the whole line to write back.
+	respond func(rec Received) []byte
 
 	writeMu sync.Mutex
 
@@ -170,6 +172,14 @@ func (p *Peer) record(line []byte, truncated bool) {
 
 // serve answers a request the implementation sent us.
 func (p *Peer) serve(rec Received) {
+	if p.respond != nil {
+		if line := p.respond(rec); line != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = p.WriteLine(ctx, line)
+		}
+		return
+	}
 	m := rec.Msg
 	var result any
 	rpcErr := &RPCError{Code: -32601, Message: "conform does not serve " + m.Method}
