@@ -57,14 +57,21 @@ func TestMethods(t *testing.T) {
 	if ms[3].Type != auth.TypeTerminal || !slices.Equal(ms[3].Args, []string{"--login"}) || ms[3].Env["MODE"] != "login" {
 		t.Errorf("terminal method: %+v", ms[3])
 	}
-	bad := methods(t, `{"protocolVersion":1,"authMethods":[{"type":"env_var","id":"a","name":"A"},{"type":"env_var","id":"b","name":"B","vars":"X"},{"type":"env_var","id":"c","name":"C","vars":[{"name":"A=B"}]},{"type":"oauth","id":"d","name":"D"}]}`)
-	for i, m := range bad[:3] {
+	bad := methods(t, `{"protocolVersion":1,"authMethods":[{"type":"env_var","id":"a","name":"A"},{"type":"env_var","id":"c","name":"C","vars":[{"name":"A=B"}]},{"type":"oauth","id":"d","name":"D"}]}`)
+	for i, m := range bad[:2] {
 		if m.Invalid == "" {
 			t.Errorf("method %d is usable: %+v", i, m)
 		}
 	}
-	if bad[1].ID != "b" || bad[3].Type != "oauth" || bad[3].Invalid != "" {
+	if bad[1].ID != "c" || bad[2].Type != "oauth" || bad[2].Invalid != "" {
 		t.Errorf("%+v", bad)
+	}
+	// env_var is typed (bridgekit's overlay): vars of the wrong kind fail
+	// the answer's decode, at their pointer, rather than pass as a method.
+	var init acp.InitializeResponse
+	err := json.Unmarshal([]byte(`{"protocolVersion":1,"authMethods":[{"type":"env_var","id":"b","name":"B","vars":"X"}]}`), &init)
+	if err == nil || !strings.Contains(err.Error(), "/authMethods/0/vars") {
+		t.Errorf("vars of the wrong kind: %v", err)
 	}
 	if ms := methods(t, `{"protocolVersion":1}`); len(ms) != 0 {
 		t.Errorf("no authMethods: %+v", ms)
