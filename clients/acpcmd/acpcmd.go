@@ -148,7 +148,9 @@ func start(ctx context.Context, cmd *exec.Cmd, h rpc.Handler, opts *Options) (*P
 // Conn is the connection to the child.
 func (p *Process) Conn() *rpc.Conn { return p.conn }
 
-// Pid is the child's process id (and its process group's).
+// Pid is the process id of the child's process group leader: the child
+// itself, or on Linux its supervisor (internal/child), which exits as the
+// child does.
 func (p *Process) Pid() int { return p.proc.Cmd.Process.Pid }
 
 // Exited is closed once the child has exited.

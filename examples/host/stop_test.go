@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/bridgekit/bridgekit/internal/proctest"
 )
 
 // These tests use the example host the way its users do: input piped in
@@ -234,6 +236,35 @@ func TestChildExitEndsHostDespiteGrandchild(t *testing.T) {
 	defer killFrom(r.stderrText(), "grandchild ")
 	if got := r.wait(t, 5*time.Second); got != 0 {
 		t.Fatalf("exit status %d; stderr:\n%s", got, r.stderrText())
+	}
+}
+
+// TestHostSIGKILLLeavesNothingRunning: a host killed with SIGKILL, which
+// can clean nothing up, leaves neither its runtime nor what the runtime
+// started running: a background process in the runtime's group and one
+// that left it (setsid) are gone within two seconds.
+func TestHostSIGKILLLeavesNothingRunning(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the supervisor is Linux's")
+	}
+	if _, err := exec.LookPath("setsid"); err != nil {
+		t.Skip("no setsid")
+	}
+	r := childScript(t, buildHost(t), `sleep 30 & echo "in-group $!" >&2; setsid sleep 30 & echo "escaped $!" >&2; echo "runtime $$" >&2; exec sleep 30`)
+	r.waitStderr(t, "runtime ")
+	text := r.stderrText()
+	var pids []int
+	for _, prefix := range []string{"in-group ", "escaped ", "runtime "} {
+		pid, ok := pidAfter(text, prefix)
+		if !ok || !proctest.Alive(pid) {
+			t.Fatalf("%s: no running process in:\n%s", prefix, text)
+		}
+		pids = append(pids, pid)
+	}
+	sendSignal(t, r, syscall.SIGKILL)
+	r.wait(t, 5*time.Second)
+	for _, pid := range pids {
+		proctest.Gone(t, pid, 2*time.Second)
 	}
 }
 

@@ -10,10 +10,18 @@
 // process, which stops the child through its protocol, and Signal, Stop
 // and Reap reach every process the child started that stayed in its group
 // (a wrapper such as npm or a shell that starts the real program). On
-// Linux the child also gets SIGKILL when this process dies (Pdeathsig), so
-// a host that is SIGKILLed leaves no direct child running; a grandchild is
-// only reached through the group, which a dead host can no longer signal
-// (it sees the end of its input instead).
+// Linux the child runs under a supervisor (internal/supervisor's Start: a
+// copy of this program, recognised by that package's init before main
+// runs, which every program importing this package links): a child
+// subreaper that leads the child's group, gives the child its stdio
+// descriptors themselves, exits the way the child did once it has killed
+// whatever the child left behind, and kills the whole tree (a grandchild
+// that left the group included) when this process ends, even by SIGKILL.
+// So cmd.Process is the supervisor's (its pid is the group's), and signals
+// are to be sent to the group, as Signal does. Without a supervisor (other
+// systems; a program built as a library) the child gets SIGKILL when this
+// process dies (Pdeathsig, on Linux), and a grandchild is only reached
+// through the group, which a dead host can no longer signal.
 //
 // # Stopping
 //
@@ -46,6 +54,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/bridgekit/bridgekit/internal/supervisor"
 	"github.com/bridgekit/bridgekit/runtime/redact"
 )
 
@@ -98,7 +107,8 @@ func Redactor(env, passed, set []string) *redact.Redactor {
 
 // Start starts cmd with its stdin and stdout on pipes of our own and
 // returns our ends: stdin to write to the child, stdout to read from it.
-// The child runs contained (Contain). Pipes of our own rather than
+// The child runs contained (Contain), on Linux under a supervisor (see
+// the package documentation). Pipes of our own rather than
 // cmd.StdinPipe/StdoutPipe, because exec.Cmd.Wait closes those as soon as
 // the child exits, losing what it wrote last; and these are pollable, so a
 // read deadline can bound the wait for a grandchild that keeps the pipe
@@ -117,7 +127,7 @@ func Start(cmd *exec.Cmd) (stdin, stdout *os.File, err error) {
 	}
 	cmd.Stdin, cmd.Stdout = childIn, childOut
 	Contain(cmd)
-	err = cmd.Start()
+	err = supervisor.Start(cmd)
 	childIn.Close()
 	childOut.Close()
 	if err != nil {

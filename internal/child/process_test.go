@@ -4,23 +4,51 @@ package child
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
-	"github.com/bridgekit/bridgekit/internal/proctest"
+	"io"
+	"io/fs"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/bridgekit/bridgekit/internal/proctest"
 )
 
 // helperEnv makes the test binary a host that starts `sleep` and waits to
 // be killed (TestMain).
 const helperEnv = "BRIDGEKIT_CHILD_TEST_HOST"
 
+// keep holds what the helper host must keep open.
+var keep *os.File
+
 func TestMain(m *testing.M) {
-	if os.Getenv(helperEnv) != "" {
+	switch os.Getenv(helperEnv) {
+	case "":
+	case "grandchildren":
+		// An agent that leaves a grandchild in its group and one that left
+		// it (setsid), says their pids and its own, and serves its input.
+		cmd := exec.Command("sh", "-c", `sleep 30 & echo $!; setsid sleep 30 & echo $!; echo $$; exec cat`)
+		stdin, stdout, err := Start(cmd)
+		if err != nil {
+			fmt.Println("error", err)
+			os.Exit(1)
+		}
+		keep = stdin // cat serves it: it must not be closed when collected
+		r := bufio.NewReader(stdout)
+		var pids []string
+		for range 3 {
+			line, _ := r.ReadString('\n')
+			pids = append(pids, strings.TrimSpace(line))
+		}
+		fmt.Println(strings.Join(pids, " "))
+		select {}
+	default:
 		cmd := exec.Command("sleep", "30")
 		if _, _, err := Start(cmd); err != nil {
 			fmt.Println("error", err)
@@ -132,6 +160,159 @@ func TestChildDiesWithItsHost(t *testing.T) {
 	_ = host.Process.Kill()
 	_ = host.Wait()
 	proctest.Gone(t, pid, 2*time.Second)
+}
+
+// A SIGKILLed host leaves nothing its child started running either: a
+// grandchild in the child's group, and one that left it (setsid), are
+// gone within a second or two (the supervisor sees the host's end).
+func TestGrandchildrenDieWithTheirHost(t *testing.T) {
+	if _, err := exec.LookPath("setsid"); err != nil {
+		t.Skip("no setsid")
+	}
+	host := exec.Command(os.Args[0], "-test.run=^$")
+	host.Env = append(os.Environ(), helperEnv+"=grandchildren")
+	out, err := host.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := host.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pids []int
+	for _, f := range strings.Fields(line) {
+		pid, err := strconv.Atoi(f)
+		if err != nil {
+			t.Fatalf("the host said %q", line)
+		}
+		pids = append(pids, pid)
+	}
+	if len(pids) != 3 {
+		t.Fatalf("the host said %q", line)
+	}
+	for _, pid := range pids {
+		if !proctest.Alive(pid) {
+			t.Fatalf("%d is not running before the host is killed", pid)
+		}
+	}
+	_ = host.Process.Kill()
+	_ = host.Wait()
+	for _, pid := range pids {
+		proctest.Gone(t, pid, 2*time.Second)
+	}
+}
+
+// The child's stdin and stdout are our pipes themselves (nothing copies
+// them through the supervisor), and it gets no other descriptor: none of
+// the supervisor's pipes.
+func TestStartGivesTheChildOurPipesOnly(t *testing.T) {
+	cmd := exec.Command("sh", "-c", `readlink /proc/$$/fd/0 /proc/$$/fd/1; for fd in 3 4 5 6 7 8 9; do [ -e /proc/$$/fd/$fd ] && echo "fd $fd: $(readlink /proc/$$/fd/$fd)"; done; exit 0`)
+	stdin, stdout, exited := startWatched(t, cmd)
+	defer stdin.Close()
+	out, err := io.ReadAll(stdout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-exited
+	ino := func(f *os.File) string {
+		var st syscall.Stat_t
+		if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprintf("pipe:[%d]", st.Ino)
+	}
+	if want := ino(stdin) + "\n" + ino(stdout) + "\n"; string(out) != want {
+		t.Fatalf("the child's descriptors:\n%s\nwant its stdin and stdout to be our pipes:\n%s", out, want)
+	}
+}
+
+// Wait and ProcessState report the child's own end, exit code or signal,
+// and a child whose group got SIGTERM, and that handles it, keeps running
+// until it exits by itself.
+func TestStartReportsTheChildsEnd(t *testing.T) {
+	for _, c := range []struct {
+		script string
+		code   int
+		sig    syscall.Signal
+	}{
+		{"exit 0", 0, 0}, {"exit 3", 3, 0}, {"exit 143", 143, 0},
+		{"kill -TERM $$", -1, syscall.SIGTERM}, {"kill -INT $$", -1, syscall.SIGINT},
+		{"kill -SEGV $$", -1, syscall.SIGSEGV}, {"kill -KILL $$", -1, syscall.SIGKILL},
+	} {
+		cmd := exec.Command("sh", "-c", c.script)
+		stdin, _, exited := startWatched(t, cmd)
+		stdin.Close()
+		<-exited
+		ws := cmd.ProcessState.Sys().(syscall.WaitStatus)
+		if cmd.ProcessState.ExitCode() != c.code || (c.sig != 0) != ws.Signaled() || (c.sig != 0 && ws.Signal() != c.sig) {
+			t.Errorf("%s: %v", c.script, cmd.ProcessState)
+		}
+		if want := c.code == 143 || c.sig == syscall.SIGTERM || c.sig == syscall.SIGKILL; ByUs(cmd.ProcessState) != want {
+			t.Errorf("%s: ByUs = %v", c.script, !want)
+		}
+	}
+	cmd := exec.Command("sh", "-c", `trap 'echo got TERM; sleep 0.2; exit 7' TERM; echo ready; while :; do sleep 0.05; done`)
+	stdin, stdout, exited := startWatched(t, cmd)
+	defer stdin.Close()
+	r := bufio.NewReader(stdout)
+	if line, _ := r.ReadString('\n'); line != "ready\n" {
+		t.Fatalf("the child said %q", line)
+	}
+	if err := Signal(cmd.Process, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if line, _ := r.ReadString('\n'); line != "got TERM\n" {
+		t.Fatalf("after SIGTERM the child said %q", line)
+	}
+	<-exited
+	if cmd.ProcessState.ExitCode() != 7 {
+		t.Errorf("after SIGTERM: %v, want the child's exit 7", cmd.ProcessState)
+	}
+}
+
+// A program that cannot be started fails Start with cmd.Start's error.
+func TestStartFailures(t *testing.T) {
+	_, _, err := Start(exec.Command("/no/such/program"))
+	if !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), "/no/such/program") {
+		t.Errorf("a missing program: %v", err)
+	}
+	notExec := filepath.Join(t.TempDir(), "x")
+	if err := os.WriteFile(notExec, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = Start(exec.Command(notExec))
+	if !errors.Is(err, fs.ErrPermission) || !strings.Contains(err.Error(), notExec) {
+		t.Errorf("a file that is not executable: %v", err)
+	}
+	cmd := exec.Command("sh", "-c", "exit 0")
+	cmd.Dir = filepath.Join(t.TempDir(), "none")
+	_, _, err = Start(cmd)
+	if !errors.Is(err, fs.ErrNotExist) || strings.Contains(err.Error(), "/proc/self/exe") {
+		t.Errorf("a missing directory: %v", err)
+	}
+	if cmd.Path == "/proc/self/exe" || cmd.ExtraFiles != nil || cmd.Env != nil {
+		t.Errorf("cmd changed: %s %q %v", cmd.Path, cmd.Args, cmd.Env)
+	}
+}
+
+// BenchmarkStart measures Start, from the call until it returns with the
+// child running.
+func BenchmarkStart(b *testing.B) {
+	for b.Loop() {
+		cmd := exec.Command("/bin/true")
+		stdin, stdout, err := Start(cmd)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		stdin.Close()
+		_ = cmd.Wait()
+		stdout.Close()
+		b.StartTimer()
+	}
 }
 
 func TestByUs(t *testing.T) {

@@ -35,7 +35,9 @@ func TestStopKillsEverythingInTheNamespace(t *testing.T) {
 	if len(procs) < 4 {
 		t.Fatalf("processes in the namespace: %v", procs)
 	}
-	dev, err := os.ReadFile("/proc/" + itoa(a.Cmd.Process.Pid) + "/net/dev")
+	// A process of the namespace: Cmd.Process is the agent's supervisor
+	// (internal/supervisor), which runs outside it.
+	dev, err := os.ReadFile("/proc/" + itoa(procs[0].PID) + "/net/dev")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -182,10 +182,13 @@ func (s *Server) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 // stderr when that is nil; cmd.Stdin and cmd.Stdout must be nil.
 //
 // The child runs in a process group of its own (a terminal's Ctrl-C reaches
-// only this process) and, on Linux, dies with this process. Every signal
-// goes to its whole group, and once the child has exited whatever is left
-// of the group (a background process, the real agent behind an npm
-// wrapper) is killed: nothing ServeCommand started outlives it. The
+// only this process) and, on Linux, under a supervisor (internal/child)
+// that ends everything the child started when this process ends, even by
+// SIGKILL; cmd.Process is then the supervisor, which leads the group and
+// exits as the child did. Every signal goes to the whole group, and once
+// the child has exited whatever is left of the group (a background
+// process, the real agent behind an npm wrapper) is killed: nothing
+// ServeCommand started outlives it. The
 // connection's diagnostics mask the values of the child's secret-looking
 // variables and token shapes (runtime/redact).
 //

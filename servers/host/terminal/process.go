@@ -2,21 +2,8 @@ package terminal
 
 import (
 	"fmt"
-	"os"
-	"os/exec"
-	"sync"
 	"syscall"
 )
-
-// process is a started command: on Linux its supervisor (see
-// supervisor_linux.go), elsewhere the command itself in a process group of
-// its own.
-type process struct {
-	cmd      *exec.Cmd
-	ctlMu    sync.Mutex
-	ctl      *os.File    // Linux: the control pipe's write end; nil once released
-	statusCh chan Status // receives the command's status once
-}
 
 // Status is how a command ended.
 type Status struct {

@@ -8,6 +8,13 @@ import (
 	"syscall"
 )
 
+// process is a started command, in a process group of its own where there
+// are groups.
+type process struct {
+	cmd      *exec.Cmd
+	statusCh chan Status // receives the command's status once
+}
+
 // startSupervised starts c itself, in a process group of its own where
 // there are groups. Without Linux's subreaper and parent-death signal, a
 // host that is killed outright leaves the command running.
@@ -37,6 +44,9 @@ func startSupervised(c *exec.Cmd) (*process, error) {
 	}()
 	return p, nil
 }
+
+// status waits for the command's exit; it is called once.
+func (p *process) status() Status { return <-p.statusCh }
 
 func (p *process) kill()    { killGroup(p.cmd.Process) }
 func (p *process) release() { killGroup(p.cmd.Process) }

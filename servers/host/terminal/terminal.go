@@ -25,8 +25,10 @@
 //
 // Every command runs in a process group of its own; kill, release and
 // [Manager.Close] end the whole group. On Linux each command runs under a
-// small supervisor (a copy of the host's own program, recognised before
-// main runs) that is a child subreaper, so processes the command leaves
+// small supervisor (internal/supervisor's StartTree: a copy of the host's
+// own program, recognised by that package's init before main runs, which
+// every program importing this package links) that is a child subreaper,
+// so processes the command leaves
 // behind (`sleep 100 &`, a setsid daemon) stay in its tree, and that ends
 // the tree when the host releases the terminal, exits, or is killed with
 // SIGKILL (it watches a pipe only the host holds; the kernel closes it when
@@ -301,7 +303,7 @@ func (m *Manager) Start(_ context.Context, spec Spec) (string, error) {
 		p.release()
 	}
 	go func() {
-		t.status = <-p.statusCh
+		t.status = p.status()
 		// The output pipe drains once the process tree is gone; a process
 		// left in the background may hold it open, so wait for that only
 		// a moment.
