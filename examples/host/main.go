@@ -147,14 +147,11 @@ func run(args []string, o options) int {
 	// requests need: the connection has room for every wait the terminals
 	// allow (maxWaits) besides otherSlots for everything else, and
 	// terminal/output, kill and release, which never block, are handled on
-	// the preempted lane. (Every slot is also memory that a peer which stops
-	// reading can make a handler hold, so the total stays modest.)
+	// the preempted lane (acpterm's ConnOptions).
+	conn := rpc.Options{MaxFrame: o.maxFrame, Logger: log}
+	a.term.ConnOptions(&conn, otherSlots)
 	srv := host.New(a.bridge(), &host.Options{
-		Conn: rpc.Options{
-			MaxFrame: o.maxFrame, Logger: log,
-			MaxConcurrentRequests: otherSlots + a.terms.Limits().MaxWaits,
-			Preempt:               []string{acp.MethodTerminalOutput, acp.MethodTerminalKill, acp.MethodTerminalRelease},
-		},
+		Conn:      conn,
 		Client:    a.client(),
 		StopGrace: o.grace,
 	})

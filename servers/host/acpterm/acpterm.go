@@ -14,7 +14,8 @@
 // the way process.shell_invocation builds it. The environment is
 // Env.Build's (nothing inherited but what it names). terminal/wait_for_exit
 // also answers the members Harn reads: combined, success and, for a
-// Harn shell command, stdout and stderr. Refusals are -32001 with data
+// Harn shell command, stdout and stderr. ConnOptions sets a connection up
+// so that pending waits never starve other requests. Refusals are -32001 with data
 // {command, reason} (data.reason "quota" past a Manager quota), a missing
 // terminal or program -32002.
 package acpterm
@@ -25,6 +26,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -80,6 +82,27 @@ type Event struct {
 func (s *Server) observe(e Event) {
 	if s.Observe != nil {
 		s.Observe(e)
+	}
+}
+
+// Preempt are the terminal/* methods that never block (output, kill and
+// release): ConnOptions has a connection handle them on its preempted
+// lane, so that pending waits never hold them up.
+var Preempt = []string{acp.MethodTerminalOutput, acp.MethodTerminalKill, acp.MethodTerminalRelease}
+
+// ConnOptions sets o for a connection that serves s: room for every
+// terminal/wait_for_exit that s.Terms lets be pending at once
+// (terminal.Limits.MaxWaits) besides others concurrent requests (at least
+// one) for everything else, and Preempt on the preempted lane. Pending
+// waits then never take the slots other requests need. (Every slot is
+// also memory that a peer which stops reading can make a handler hold:
+// keep others modest.)
+func (s *Server) ConnOptions(o *rpc.Options, others int) {
+	o.MaxConcurrentRequests = max(others, 1) + s.Terms.Limits().MaxWaits
+	for _, m := range Preempt {
+		if !slices.Contains(o.Preempt, m) {
+			o.Preempt = append(o.Preempt, m)
+		}
 	}
 }
 
