@@ -81,6 +81,50 @@ type options struct {
 	verbose                   bool
 	auth                      string
 	authTerminal              bool
+	gateway                   string
+	gatewayHeaders            headerFlags
+	gatewayAuth               *auth.Gateway // from gateway and gatewayHeaders, set by run
+}
+
+// headerFlags are -gateway-header's NAME=VAR: a header whose value is
+// environment variable VAR's, so that the secret is in neither argv nor
+// a log.
+type headerFlags []string
+
+func (h *headerFlags) String() string { return strings.Join(*h, ",") }
+
+func (h *headerFlags) Set(v string) error {
+	name, env, ok := strings.Cut(v, "=")
+	if !ok || name == "" || env == "" {
+		return errors.New("want NAME=VAR: the header NAME, its value taken from the environment variable VAR")
+	}
+	*h = append(*h, v)
+	return nil
+}
+
+// gatewayOption is the -gateway flags' auth.Gateway, nil without
+// -gateway; each header's value is read from its variable, which must be
+// set.
+func gatewayOption(o options, lookup func(string) (string, bool)) (*auth.Gateway, error) {
+	if o.gateway == "" {
+		if len(o.gatewayHeaders) > 0 {
+			return nil, errors.New("-gateway-header needs -gateway")
+		}
+		return nil, nil
+	}
+	g := &auth.Gateway{BaseURL: o.gateway, Headers: map[string]string{}}
+	for _, h := range o.gatewayHeaders {
+		name, env, _ := strings.Cut(h, "=")
+		v, ok := lookup(env)
+		if !ok || v == "" {
+			return nil, fmt.Errorf("-gateway-header %s: the variable %s is not set", name, env)
+		}
+		g.Headers[name] = v
+	}
+	if err := g.Validate(); err != nil {
+		return nil, err
+	}
+	return g, nil
 }
 
 func main() {
@@ -95,6 +139,8 @@ func main() {
 	flag.BoolVar(&o.verbose, "v", false, "log diagnostics to stderr")
 	flag.StringVar(&o.auth, "auth", "", "authenticate with the agent's method `ID` (default: an env_var method whose variables are set)")
 	flag.BoolVar(&o.authTerminal, "auth-terminal", false, "allow running the agent's terminal authentication method (an interactive login)")
+	flag.StringVar(&o.gateway, "gateway", "", "with -prompt: authenticate with the agent's gateway method, sending its model requests to the gateway at `URL`")
+	flag.Var(&o.gatewayHeaders, "gateway-header", "with -gateway: a header every request to the gateway carries, `NAME=VAR`, its value read from the environment variable VAR (repeatable)")
 	flag.Usage = func() {
 		fmt.Fprintln(os.Stderr, "usage: host [flags] [-- COMMAND ARGS...]\n       host [flags] -prompt TEXT -- COMMAND ARGS...")
 		flag.PrintDefaults()
@@ -121,6 +167,16 @@ func run(args []string, o options) int {
 	if o.grace < 0 {
 		fmt.Fprintf(os.Stderr, "host: -grace must not be negative, not %v\n", o.grace)
 		return exitUsage
+	}
+	gateway, err := gatewayOption(o, os.LookupEnv)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "host:", err)
+		return exitUsage
+	}
+	if gateway != nil {
+		// Header values are secrets: masked in every diagnostic.
+		log = child.Logger(log, gateway.Redactor())
+		o.gatewayAuth = gateway
 	}
 	if o.prompt != "" && len(args) == 0 {
 		fmt.Fprintln(os.Stderr, "host: -prompt needs the runtime's command after --")
@@ -237,8 +293,8 @@ func runPrompt(a *app, srv *host.Server, sigs chan os.Signal, o options, args []
 	pr := prompt.New(prompt.Options{
 		Text: o.prompt, Cwd: a.ws.Dir(), Argv: args,
 		Capabilities: &acp.ClientCapabilities{Fs: &acp.FileSystemCapabilities{ReadTextFile: &yes, WriteTextFile: &yes}, Terminal: &yes},
-		Auth:         auth.Options{Method: acp.AuthMethodID(o.auth), Terminal: o.authTerminal},
-		AuthHint:     "(choose a method with -auth ID; an env_var method needs its variables set in the host's environment; -auth-terminal lets the host run a terminal method)",
+		Auth:         auth.Options{Method: acp.AuthMethodID(o.auth), Terminal: o.authTerminal, Gateway: o.gatewayAuth},
+		AuthHint:     "(choose a method with -auth ID; an env_var method needs its variables set in the host's environment; -auth-terminal lets the host run a terminal method; -gateway URL a gateway method)",
 		Status:       func(format string, args ...any) { a.render.Status("%s", cleanLines(fmt.Sprintf(format, args...))) },
 		OnHarn: func(adv *acp.HarnAgentCapabilities) {
 			if len(adv.SessionUpdateExtensions) > 0 {

@@ -220,3 +220,91 @@ func cwdOf(pid string) string {
 	s, _ := os.Readlink(fmt.Sprintf("/proc/%s/cwd", pid))
 	return s
 }
+
+// gatewaySecret is the value of the gateway's header in
+// TestRealAgentTurnThroughAGateway: it must reach the model, and never the
+// host's stderr.
+const gatewaySecret = "gw-secret-3f9a1c7e5b2d4860"
+
+// A whole turn of claude-agent-acp through a model gateway the host names
+// with -gateway: initialize says the client supports gateway methods, the
+// host authenticates with the agent's gateway method and passes the
+// gateway's base URL and header (its value read from a variable named by
+// -gateway-header) in authenticate's _meta.gateway. The agent's own
+// environment points nowhere (no ANTHROPIC_BASE_URL, no key): the model
+// is reached through the gateway URL or not at all, and every request it
+// gets carries the gateway's header. The header's value never shows on the
+// host's stderr.
+func TestRealAgentTurnThroughAGateway(t *testing.T) {
+	const name = "claude-agent-acp"
+	requireRealAgent(t, name)
+	turn := realagent.TurnFor(name)
+	root := t.TempDir()
+	a, err := realagent.Prepare(name, realagent.Options{Root: root, Files: turn.Files, Script: turn.Script(filepath.Join(root, "workspace"))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := a.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	var env []string
+	for _, kv := range a.Env {
+		if !strings.HasPrefix(kv, "ANTHROPIC_BASE_URL=") && !strings.HasPrefix(kv, "ANTHROPIC_API_KEY=") {
+			env = append(env, kv)
+		}
+	}
+	env = append(env, "GATEWAY_KEY="+gatewaySecret)
+	policy := filepath.Join(root, "policy.json")
+	if err := os.WriteFile(policy, []byte(realPolicy), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args := append([]string{"-prompt", turn.Prompt, "-policy", policy, "-workspace", a.Workspace, "-grace", "2s", "-v",
+		"-gateway", a.ModelURL, "-gateway-header", "x-api-key=GATEWAY_KEY", "--"}, a.Argv...)
+	cmd := exec.Command(hostBin, args...)
+	cmd.Env = env
+	cmd.Dir = root
+	r := start(t, cmd, nil)
+	r.stdin.Close()
+	status := r.wait(t, 120*time.Second)
+	text := r.stderrText()
+	defer func() {
+		if t.Failed() {
+			t.Logf("host stderr:\n%s", text)
+		}
+	}()
+	if status != exitCompleted {
+		t.Errorf("exit status %d, want %d", status, exitCompleted)
+	}
+	for _, s := range []string{
+		"host: authenticating with gateway (agent) through the gateway " + a.ModelURL,
+		": allowed (rule write-summary) -> option ", ": denied (rule no-rm) -> option ",
+	} {
+		if !strings.Contains(text, s) {
+			t.Errorf("stderr lacks %q", s)
+		}
+	}
+	if strings.Contains(text, gatewaySecret) {
+		t.Error("the host showed the gateway's header value")
+	}
+	main := 0
+	for _, req := range a.Model.Requests() {
+		if got := req.Header.Get("X-Api-Key"); got != gatewaySecret {
+			t.Errorf("%s %s reached the model with x-api-key %q, not the gateway's header", req.Method, req.Path, got)
+		}
+		if req.Main {
+			main++
+		}
+	}
+	if main < 2 {
+		t.Errorf("%d turns of the script reached the model through the gateway", main)
+	}
+	if b, err := os.ReadFile(filepath.Join(a.Workspace, "summary.txt")); err != nil || !strings.Contains(string(b), "two lines") {
+		t.Errorf("summary.txt: %q %v", b, err)
+	}
+	if err := a.Model.Err(); err != nil {
+		t.Error(err)
+	}
+	agentGone(t, a)
+}

@@ -78,7 +78,14 @@ var fuzzTypes = []wiretest.Type{{
 		return new(AuthCapabilities)
 	},
 	Schema: "acp/v1/schema.json#/$defs/AuthCapabilities",
-	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"terminal\":true,\"vendor_extension\":{\"kept\":true}}"},
+	Seeds:  []string{"{\"_meta\":{\"gateway\":true,\"vendor_extension\":{\"kept\":true}},\"terminal\":true,\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "AuthCapabilitiesMeta",
+	New: func() any {
+		return new(AuthCapabilitiesMeta)
+	},
+	Schema: "acp-agents.schema.json#/$defs/auth_capabilities_meta",
+	Seeds:  []string{"{\"gateway\":true,\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "AuthEnvVar",
 	New: func() any {
@@ -134,7 +141,14 @@ var fuzzTypes = []wiretest.Type{{
 		return new(AuthenticateRequest)
 	},
 	Schema: "acp/v1/schema.json#/$defs/AuthenticateRequest",
-	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"methodId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Seeds:  []string{"{\"_meta\":{\"gateway\":{\"baseUrl\":\"x\",\"headers\":{\"k\":\"x\"},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"methodId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "AuthenticateRequestMeta",
+	New: func() any {
+		return new(AuthenticateRequestMeta)
+	},
+	Schema: "acp-agents.schema.json#/$defs/authenticate_request_meta",
+	Seeds:  []string{"{\"gateway\":{\"baseUrl\":\"x\",\"headers\":{\"k\":\"x\"},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "AuthenticateResponse",
 	New: func() any {
@@ -225,7 +239,7 @@ var fuzzTypes = []wiretest.Type{{
 		return new(ClientCapabilities)
 	},
 	Schema: "acp/v1/schema.json#/$defs/ClientCapabilities",
-	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"auth\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"terminal\":true,\"vendor_extension\":{\"kept\":true}},\"elicitation\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"form\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"url\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"fs\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"readTextFile\":true,\"vendor_extension\":{\"kept\":true},\"writeTextFile\":true},\"session\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"compaction\":{\"vendor_extension\":{\"kept\":true}},\"configOptions\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"boolean\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"notices\":{\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"terminal\":true,\"vendor_extension\":{\"kept\":true}}"},
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"auth\":{\"_meta\":{\"gateway\":true,\"vendor_extension\":{\"kept\":true}},\"terminal\":true,\"vendor_extension\":{\"kept\":true}},\"elicitation\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"form\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"url\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"fs\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"readTextFile\":true,\"vendor_extension\":{\"kept\":true},\"writeTextFile\":true},\"session\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"compaction\":{\"vendor_extension\":{\"kept\":true}},\"configOptions\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"boolean\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"notices\":{\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"terminal\":true,\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "ClientSessionCapabilities",
 	New: func() any {
@@ -591,6 +605,20 @@ var fuzzTypes = []wiretest.Type{{
 	Schema: "harn-acp.schema.json#/$defs/fs_watch_update_meta",
 	Seeds:  []string{"{\"harn\":{\"events\":[{\"error\":\"x\",\"kind\":\"x\",\"paths\":[\"x\"],\"raw_kind\":\"x\",\"relative_paths\":[\"x\"],\"vendor_extension\":{\"kept\":true}}],\"subscriptionId\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
+	Name: "GatewayAuth",
+	New: func() any {
+		return new(GatewayAuth)
+	},
+	Schema: "acp-agents.schema.json#/$defs/gateway_auth",
+	Seeds:  []string{"{\"baseUrl\":\"x\",\"headers\":{\"k\":\"x\"},\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "GatewayAuthHeaders",
+	New: func() any {
+		return new(GatewayAuthHeaders)
+	},
+	Schema: "acp-agents.schema.json#/$defs/gateway_auth/properties/headers",
+	Seeds:  []string{"{\"k\":\"x\"}"},
+}, {
 	Name: "HITLRequestUpdate",
 	New: func() any {
 		return new(HITLRequestUpdate)
@@ -876,7 +904,7 @@ var fuzzTypes = []wiretest.Type{{
 		return new(InitializeRequest)
 	},
 	Schema: "acp/v1/schema.json#/$defs/InitializeRequest",
-	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"clientCapabilities\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"auth\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"terminal\":true,\"vendor_extension\":{\"kept\":true}},\"elicitation\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"form\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"url\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"fs\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"readTextFile\":true,\"vendor_extension\":{\"kept\":true},\"writeTextFile\":true},\"session\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"compaction\":{\"vendor_extension\":{\"kept\":true}},\"configOptions\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"boolean\":{\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"notices\":{\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"terminal\":true,\"vendor_extension\":{\"kept\":true}},\"clientInfo\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"name\":\"x\",\"title\":\"x\",\"vendor_extension\":{\"kept\":true},\"version\":\"x\"},\"protocolVersion\":0,\"vendor_extension\":{\"kept\":true}}"},
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"clientCapabilities\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"auth\":{\"_meta\":{\"gateway\":true,\"vendor_extension\":{\"kept\":true}},\"terminal\":true,\"vendor_extension\":{\"kept\":true}},\"elicitation\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"form\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"url\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"fs\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"readTextFile\":true,\"vendor_extension\":{\"kept\":true},\"writeTextFile\":true},\"session\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"compaction\":{\"vendor_extension\":{\"kept\":true}},\"configOptions\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"boolean\":{\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"notices\":{\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"terminal\":true,\"vendor_extension\":{\"kept\":true}},\"clientInfo\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"name\":\"x\",\"title\":\"x\",\"vendor_extension\":{\"kept\":true},\"version\":\"x\"},\"protocolVersion\":0,\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "InitializeResponse",
 	New: func() any {

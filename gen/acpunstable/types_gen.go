@@ -1002,7 +1002,7 @@ type AuthCapabilities struct {
 	//
 	// See protocol docs:
 	// [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-	Meta wire.Nullable[jsontext.Value]
+	Meta wire.Nullable[AuthCapabilitiesMeta]
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
 }
@@ -1032,7 +1032,7 @@ func (x *AuthCapabilities) member(r *wire.ObjectReader) error {
 	case "terminal":
 		return wire.Ptr(r, &x.Terminal, wire.BoolFrom)
 	case "_meta":
-		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
+		return wire.Opt(r, &x.Meta, (*AuthCapabilitiesMeta).UnmarshalJSONFrom)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -1046,7 +1046,7 @@ func (x AuthCapabilities) MarshalJSONTo(enc *jsontext.Encoder) error {
 
 func (x *AuthCapabilities) members(w *wire.ObjectWriter) {
 	wire.PutPtr(w, "terminal", x.Terminal, wire.BoolTo)
-	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
+	wire.PutOpt(w, "_meta", x.Meta, AuthCapabilitiesMeta.MarshalJSONTo)
 	w.Extras(x.Extra)
 }
 
@@ -1057,6 +1057,61 @@ func (x AuthCapabilities) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
 func (x *AuthCapabilities) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The _meta of a client's clientCapabilities.auth: claude-agent-acp 0.23.1 offers its gateway
+// authentication method only to a client that sets gateway to true here.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// acp-agents.schema.json#/$defs/auth_capabilities_meta.
+type AuthCapabilitiesMeta struct {
+	// The client can authenticate with a gateway method: pass a model gateway's base URL and headers
+	// in authenticate's _meta.gateway.
+	Gateway wire.Nullable[bool]
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objAuthCapabilitiesMeta = wire.Object{Type: "AuthCapabilitiesMeta"}
+
+// UnmarshalJSONFrom decodes AuthCapabilitiesMeta, checking required members, kinds and constraints.
+func (x *AuthCapabilitiesMeta) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = AuthCapabilitiesMeta{}
+	r := wire.ReadObject(dec, &objAuthCapabilitiesMeta)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *AuthCapabilitiesMeta) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "gateway":
+		return wire.Opt(r, &x.Gateway, wire.BoolFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes AuthCapabilitiesMeta, members in schema order, then Extra.
+func (x AuthCapabilitiesMeta) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *AuthCapabilitiesMeta) members(w *wire.ObjectWriter) {
+	wire.PutOpt(w, "gateway", x.Gateway, wire.BoolTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x AuthCapabilitiesMeta) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *AuthCapabilitiesMeta) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
@@ -1923,7 +1978,7 @@ type AuthenticateRequest struct {
 	//
 	// See protocol docs:
 	// [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-	Meta wire.Nullable[jsontext.Value]
+	Meta wire.Nullable[AuthenticateRequestMeta]
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
 }
@@ -1948,7 +2003,7 @@ func (x *AuthenticateRequest) member(r *wire.ObjectReader) error {
 	case "methodId":
 		return wire.Field(r, &x.MethodID, (*AuthMethodID).UnmarshalJSONFrom)
 	case "_meta":
-		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
+		return wire.Opt(r, &x.Meta, (*AuthenticateRequestMeta).UnmarshalJSONFrom)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -1962,7 +2017,7 @@ func (x AuthenticateRequest) MarshalJSONTo(enc *jsontext.Encoder) error {
 
 func (x *AuthenticateRequest) members(w *wire.ObjectWriter) {
 	wire.Put(w, "methodId", x.MethodID, AuthMethodID.MarshalJSONTo)
-	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
+	wire.PutOpt(w, "_meta", x.Meta, AuthenticateRequestMeta.MarshalJSONTo)
 	w.Extras(x.Extra)
 }
 
@@ -1973,6 +2028,63 @@ func (x AuthenticateRequest) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
 func (x *AuthenticateRequest) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The _meta of an authenticate request: with a gateway method, gateway says where the agent sends its
+// model requests (claude-agent-acp 0.23.1 runs Claude Code with ANTHROPIC_BASE_URL set to baseUrl and
+// ANTHROPIC_CUSTOM_HEADERS to the headers, one 'Name: value' per line).
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// acp-agents.schema.json#/$defs/authenticate_request_meta.
+type AuthenticateRequestMeta struct {
+	// A model gateway for a gateway authentication method: its base URL and the headers every request
+	// to it carries. claude-agent-acp 0.23.1 needs both members (it reads headers' entries without
+	// checking it is there).
+	Gateway *GatewayAuth
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objAuthenticateRequestMeta = wire.Object{Type: "AuthenticateRequestMeta"}
+
+// UnmarshalJSONFrom decodes AuthenticateRequestMeta, checking required members, kinds and constraints.
+func (x *AuthenticateRequestMeta) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = AuthenticateRequestMeta{}
+	r := wire.ReadObject(dec, &objAuthenticateRequestMeta)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *AuthenticateRequestMeta) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "gateway":
+		return wire.Ptr(r, &x.Gateway, (*GatewayAuth).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes AuthenticateRequestMeta, members in schema order, then Extra.
+func (x AuthenticateRequestMeta) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *AuthenticateRequestMeta) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "gateway", x.Gateway, GatewayAuth.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x AuthenticateRequestMeta) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *AuthenticateRequestMeta) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
@@ -6912,6 +7024,97 @@ func (x FsWatchUpdateMeta) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
 func (x *FsWatchUpdateMeta) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// A model gateway for a gateway authentication method: its base URL and the headers every request to
+// it carries. claude-agent-acp 0.23.1 needs both members (it reads headers' entries without checking
+// it is there).
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// acp-agents.schema.json#/$defs/gateway_auth.
+type GatewayAuth struct {
+	// The gateway's base URL (http://127.0.0.1:8080).
+	BaseURL string
+	// Headers every request to the gateway carries, by name (x-api-key, Authorization). Values are
+	// secrets: never log them.
+	Headers GatewayAuthHeaders
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objGatewayAuth = wire.Object{
+	Required: []string{"baseUrl", "headers"},
+	Type:     "GatewayAuth",
+}
+
+// UnmarshalJSONFrom decodes GatewayAuth, checking required members, kinds and constraints.
+func (x *GatewayAuth) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = GatewayAuth{}
+	r := wire.ReadObject(dec, &objGatewayAuth)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *GatewayAuth) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "baseUrl":
+		return wire.Field(r, &x.BaseURL, wire.StringFrom)
+	case "headers":
+		return wire.Field(r, &x.Headers, (*GatewayAuthHeaders).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes GatewayAuth, members in schema order, then Extra.
+func (x GatewayAuth) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *GatewayAuth) members(w *wire.ObjectWriter) {
+	wire.Put(w, "baseUrl", x.BaseURL, wire.StringTo)
+	wire.Put(w, "headers", x.Headers, GatewayAuthHeaders.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x GatewayAuth) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *GatewayAuth) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Headers every request to the gateway carries, by name (x-api-key, Authorization). Values are
+// secrets: never log them.
+//
+// Members are written in sorted key order. Generated from
+// acp-agents.schema.json#/$defs/gateway_auth/properties/headers.
+type GatewayAuthHeaders map[string]string
+
+// UnmarshalJSONFrom decodes every member with the value schema.
+func (x *GatewayAuthHeaders) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	return wire.Scalar(dec, "GatewayAuthHeaders", (*map[string]string)(x), readMapOfString)
+}
+
+// MarshalJSONTo encodes the members in sorted key order.
+func (x GatewayAuthHeaders) MarshalJSONTo(enc *jsontext.Encoder) error {
+	return wire.WriteMapOf(x, enc, wire.StringTo)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x GatewayAuthHeaders) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *GatewayAuthHeaders) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 

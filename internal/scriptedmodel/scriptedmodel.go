@@ -94,6 +94,8 @@ type Request struct {
 	Tools []string
 	// Body is the request body (up to MaxBody bytes).
 	Body []byte
+	// Header is the request's header.
+	Header http.Header
 }
 
 // MaxBody bounds the bytes of a request body the server reads and keeps.
@@ -213,7 +215,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err == nil && len(body) > MaxBody {
 		err = fmt.Errorf("body over %d bytes", MaxBody)
 	}
-	rec := Request{Time: time.Now(), Method: r.Method, Path: r.URL.Path, Reply: -1, Body: body}
+	rec := Request{Time: time.Now(), Method: r.Method, Path: r.URL.Path, Reply: -1, Body: body, Header: r.Header.Clone()}
 	var api string
 	switch {
 	case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/messages/count_tokens"):

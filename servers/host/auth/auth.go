@@ -24,20 +24,38 @@
 //
 // Agent methods are never chosen unasked: they may open a browser or wait
 // for a person.
+//
+// # Gateways
+//
+// A gateway method is an agent method whose _meta.gateway names the API a
+// model gateway must speak (claude-agent-acp's "gateway",
+// {"protocol":"anthropic"}): the client passes the gateway's base URL and
+// headers in authenticate's _meta.gateway, and the agent sends its model
+// requests there. An agent offers one only to a client that says it can
+// ([Capabilities] sets clientCapabilities.auth._meta.gateway). With
+// [Options.Gateway] set, Choose picks the gateway method (the first, or
+// the one Options.Method names) before any other, and fails when the agent
+// offers none: a client told to use a gateway must not let the agent
+// reach its model another way. [Plan.Request] builds the authenticate
+// request. Header values are secrets: [Gateway.Redactor] masks them.
 package auth
 
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"slices"
 	"strings"
 
 	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/bridgekit/bridgekit/gen/acp"
+	"github.com/bridgekit/bridgekit/runtime/redact"
 	"github.com/bridgekit/bridgekit/runtime/rpc"
+	"github.com/bridgekit/bridgekit/runtime/wire"
 )
 
 // Method types.
@@ -68,6 +86,10 @@ type Method struct {
 	// Args and Env are a terminal method's extra arguments and variables.
 	Args []string
 	Env  map[string]string
+	// Gateway says an agent method is a gateway method; GatewayProtocol
+	// is the API the gateway must speak ("anthropic"), when it says.
+	Gateway         bool
+	GatewayProtocol string
 	// Invalid says why the method cannot be used (its members do not fit
 	// its type); "" when it can.
 	Invalid string
@@ -82,6 +104,25 @@ type method struct {
 	Vars        []Var             `json:"vars"`
 	Args        []string          `json:"args"`
 	Env         map[string]string `json:"env"`
+	Meta        jsontext.Value    `json:"_meta"`
+}
+
+// gatewayOf reads a method's _meta.gateway: whether it is there (an
+// object) and its protocol. A _meta of another shape makes no gateway
+// method, and no invalid one.
+func gatewayOf(meta jsontext.Value) (bool, string) {
+	var m struct {
+		Gateway *struct {
+			Protocol *string `json:"protocol"`
+		} `json:"gateway"`
+	}
+	if len(meta) == 0 || json.Unmarshal(meta, &m) != nil || m.Gateway == nil {
+		return false, ""
+	}
+	if m.Gateway.Protocol == nil {
+		return true, ""
+	}
+	return true, *m.Gateway.Protocol
 }
 
 // Methods reads init's authMethods. It reads each method from its JSON
@@ -122,6 +163,9 @@ func Methods(init *acp.InitializeResponse) []Method {
 			}
 		}
 		mm := Method{ID: acp.AuthMethodID(m.ID), Name: m.Name, Type: m.Type, Vars: m.Vars, Args: m.Args, Env: m.Env, Invalid: invalid}
+		if m.Type == TypeAgent {
+			mm.Gateway, mm.GatewayProtocol = gatewayOf(m.Meta)
+		}
 		if m.Description != nil {
 			mm.Description = *m.Description
 		}
@@ -162,6 +206,13 @@ func (m *Method) Needs() string {
 		}
 		return "an interactive run of the agent with " + strings.Join(m.Args, " ") + " in a terminal"
 	case TypeAgent:
+		if m.Gateway {
+			p := ""
+			if m.GatewayProtocol != "" {
+				p = " speaking " + m.GatewayProtocol
+			}
+			return "a model gateway" + p + " (its base URL and headers), through authenticate"
+		}
 		return "the agent's own login, through authenticate"
 	}
 	return "a method of type " + m.Type + ", which this client does not know"
@@ -177,6 +228,91 @@ type Options struct {
 	// LookupEnv reads the environment the agent runs with; nil is
 	// os.LookupEnv.
 	LookupEnv func(string) (string, bool)
+	// Gateway, when set, is the model gateway to authenticate with, with
+	// a gateway method (see the package documentation).
+	Gateway *Gateway
+}
+
+// Gateway is a model gateway: the base URL the agent sends its model
+// requests to, and the headers each carries (credentials: secrets).
+type Gateway struct {
+	BaseURL string
+	Headers map[string]string
+}
+
+// Validate reports whether g can be passed to an agent: an absolute http
+// or https base URL, header names that are HTTP tokens, and values
+// without control characters (claude-agent-acp joins the headers into
+// one "Name: value" per line: a line break in a value would add a header).
+// Its errors never quote a header value.
+func (g *Gateway) Validate() error {
+	u, err := url.Parse(g.BaseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("auth: gateway base URL %q is not an absolute http or https URL", redactURL(g.BaseURL))
+	}
+	for _, name := range sortedKeys(g.Headers) {
+		if name == "" || strings.IndexFunc(name, func(r rune) bool { return r <= ' ' || r >= 0x7f || strings.ContainsRune(`"(),/:;<=>?@[\]{}`, r) }) >= 0 {
+			return fmt.Errorf("auth: gateway header name %q is not an HTTP token", name)
+		}
+		if strings.ContainsFunc(g.Headers[name], func(r rune) bool { return r < ' ' && r != '\t' || r == 0x7f }) {
+			return fmt.Errorf("auth: gateway header %s: its value holds a control character (a line break would add a header)", name)
+		}
+	}
+	return nil
+}
+
+// redactURL is u with any password masked, for a message.
+func redactURL(u string) string {
+	if p, err := url.Parse(u); err == nil {
+		return p.Redacted()
+	}
+	return "(unparsable)"
+}
+
+// Redactor masks g's header values (and the password of its URL), for
+// every log line and error that could quote them.
+func (g *Gateway) Redactor() *redact.Redactor {
+	r := redact.New()
+	if g == nil {
+		return r
+	}
+	for _, v := range g.Headers {
+		r.Add(v)
+	}
+	if u, err := url.Parse(g.BaseURL); err == nil && u.User != nil {
+		if p, ok := u.User.Password(); ok {
+			r.Add(p)
+		}
+	}
+	return r
+}
+
+// Capabilities returns caps (nil: none) with what o lets the agent offer:
+// clientCapabilities.auth._meta.gateway when o.Gateway is set, and
+// clientCapabilities.auth.terminal when o.Terminal is. caps is not changed.
+func Capabilities(caps *acp.ClientCapabilities, o Options) *acp.ClientCapabilities {
+	var c acp.ClientCapabilities
+	if caps != nil {
+		c = *caps
+	}
+	if o.Gateway == nil && !o.Terminal {
+		return &c
+	}
+	var a acp.AuthCapabilities
+	if c.Auth != nil {
+		a = *c.Auth
+	}
+	if o.Terminal {
+		yes := true
+		a.Terminal = &yes
+	}
+	if o.Gateway != nil {
+		meta, _ := a.Meta.Get()
+		meta.Gateway = wire.Some(true)
+		a.Meta = wire.Some(meta)
+	}
+	c.Auth = &a
+	return &c
 }
 
 // Action is what a Plan asks of the client.
@@ -263,11 +399,42 @@ func Describe(methods []Method) string {
 	return b.String()
 }
 
+// Request is the authenticate request that carries p out: its method's
+// id and, for a gateway method, o.Gateway in _meta.gateway.
+func (p Plan) Request(o Options) *acp.AuthenticateRequest {
+	req := &acp.AuthenticateRequest{}
+	if p.Method == nil {
+		return req
+	}
+	req.MethodID = p.Method.ID
+	if p.Method.Gateway && o.Gateway != nil {
+		headers := map[string]string{}
+		for k, v := range o.Gateway.Headers {
+			headers[k] = v
+		}
+		req.Meta = wire.Some(acp.AuthenticateRequestMeta{Gateway: &acp.GatewayAuth{BaseURL: o.Gateway.BaseURL, Headers: headers}})
+	}
+	return req
+}
+
 // Choose picks how to authenticate (see the package documentation).
 func Choose(methods []Method, o Options) (Plan, error) {
 	lookup := o.LookupEnv
 	if lookup == nil {
 		lookup = os.LookupEnv
+	}
+	if o.Gateway != nil {
+		if err := o.Gateway.Validate(); err != nil {
+			return Plan{}, fmt.Errorf("%w: %w", ErrUnusable, err)
+		}
+		if o.Method == "" {
+			for i := range methods {
+				if m := &methods[i]; m.Gateway && m.Invalid == "" {
+					return Plan{Authenticate, m}, nil
+				}
+			}
+			return Plan{}, fmt.Errorf("%w: a gateway is configured, but the agent offers no gateway method (did initialize say the client supports one?)%s", ErrUnusable, Describe(methods))
+		}
 	}
 	if o.Method != "" {
 		i := slices.IndexFunc(methods, func(m Method) bool { return m.ID == o.Method })
@@ -278,6 +445,8 @@ func Choose(methods []Method, o Options) (Plan, error) {
 		switch {
 		case m.Invalid != "":
 			return Plan{}, fmt.Errorf("%w: %q: %s", ErrUnusable, m.ID, m.Invalid)
+		case o.Gateway != nil && !m.Gateway:
+			return Plan{}, fmt.Errorf("%w: a gateway is configured, and %q is not a gateway method", ErrUnusable, m.ID)
 		case m.Type == TypeEnvVar:
 			if unset := m.Missing(lookup); len(unset) > 0 {
 				return Plan{}, &MissingError{Method: m, Unset: unset, Methods: methods}
@@ -287,6 +456,8 @@ func Choose(methods []Method, o Options) (Plan, error) {
 			return Plan{}, fmt.Errorf("%w: %q is a terminal method, and running one was not allowed", ErrUnusable, m.ID)
 		case m.Type == TypeTerminal:
 			return Plan{RunTerminal, m}, nil
+		case m.Type == TypeAgent && m.Gateway && o.Gateway == nil:
+			return Plan{}, fmt.Errorf("%w: %q is a gateway method, and no gateway was given", ErrUnusable, m.ID)
 		case m.Type == TypeAgent:
 			return Plan{Authenticate, m}, nil
 		}

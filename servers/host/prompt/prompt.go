@@ -16,6 +16,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"runtime/debug"
@@ -112,9 +113,21 @@ func New(opts Options) *Run { return &Run{opts: opts} }
 func (r *Run) SetSlow(d time.Duration) { r.opts.Slow = d }
 
 func (r *Run) status(format string, args ...any) {
-	if r.opts.Status != nil {
+	switch {
+	case r.opts.Status == nil:
+	case r.opts.Auth.Gateway != nil:
+		r.opts.Status("%s", r.opts.Auth.Gateway.Redactor().String(fmt.Sprintf(format, args...)))
+	default:
 		r.opts.Status(format, args...)
 	}
+}
+
+// redactedURL is u with any password masked.
+func redactedURL(u string) string {
+	if p, err := url.Parse(u); err == nil {
+		return p.Redacted()
+	}
+	return "(unparsable URL)"
 }
 
 // hostVersion is this program's module version, for clientInfo.
@@ -127,15 +140,22 @@ func hostVersion() string {
 
 // Run runs initialize, authentication, session/new and session/prompt on
 // conn and says how the prompt ended. ctx ends only to abandon the runtime.
+// With Options.Auth.Gateway set, initialize says the client supports
+// gateway methods, the agent is authenticated with its gateway method,
+// and the gateway's header values are masked in every status line and
+// summary.
 func (r *Run) Run(ctx context.Context, conn *rpc.Conn) Outcome {
+	o := r.run(ctx, conn)
+	o.Summary = r.opts.Auth.Gateway.Redactor().String(o.Summary)
+	return o
+}
+
+func (r *Run) run(ctx context.Context, conn *rpc.Conn) Outcome {
 	agent := acp.NewAgentPeer(conn)
 	r.mu.Lock()
 	r.agent = agent
 	r.mu.Unlock()
-	caps := r.opts.Capabilities
-	if caps == nil {
-		caps = &acp.ClientCapabilities{}
-	}
+	caps := auth.Capabilities(r.opts.Capabilities, auth.Options{Gateway: r.opts.Auth.Gateway})
 	client := r.opts.ClientName
 	if client == "" {
 		client = "bridgekit-host"
@@ -219,8 +239,12 @@ func (r *Run) authenticate(ctx context.Context, agent *acp.AgentPeer, methods []
 	}
 	switch plan.Action {
 	case auth.Authenticate:
-		r.status("authenticating with %s (%s)", string(plan.Method.ID), plan.Method.Type)
-		if _, err := agent.Authenticate(ctx, &acp.AuthenticateRequest{MethodID: plan.Method.ID}); err != nil {
+		if plan.Method.Gateway {
+			r.status("authenticating with %s (%s) through the gateway %s", string(plan.Method.ID), plan.Method.Type, redactedURL(r.opts.Auth.Gateway.BaseURL))
+		} else {
+			r.status("authenticating with %s (%s)", string(plan.Method.ID), plan.Method.Type)
+		}
+		if _, err := agent.Authenticate(ctx, plan.Request(r.opts.Auth)); err != nil {
 			if _, isRPC := errors.AsType[*rpc.Error](err); isRPC {
 				return r.authFailed(fmt.Errorf("authenticate %s: %w%s", plan.Method.ID, err, auth.Describe(methods))), false
 			}
