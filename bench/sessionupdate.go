@@ -209,9 +209,11 @@ func viewBridgekit(n *acp.SessionNotification) (view, error) {
 		v.add("agent_message_chunk %s", c)
 	case u.ToolCall != nil:
 		c := u.ToolCall
-		t = &toolView{variant: "tool_call", id: string(c.ToolCallID), title: &c.Title, kind: asString(c.Kind), status: asString(c.Status),
+		t = &toolView{variant: "tool_call", id: string(c.ToolCallID), title: &c.Title, kind: asString(got(c.Kind.Get())), status: asString(got(c.Status.Get())),
 			rawInput: c.RawInput, rawOutput: c.RawOutput}
-		if err := t.bkLists(c.Locations, c.Content); err != nil {
+		locs, _ := c.Locations.Get()
+		content, _ := c.Content.Get()
+		if err := t.bkLists(locs, content); err != nil {
 			return nil, err
 		}
 	case u.ToolCallUpdate != nil:

@@ -167,9 +167,8 @@ func (a *agent) read(ctx context.Context, client *acp.ClientPeer, session acp.Se
 		path = filepath.Join(cwd.(string), path)
 	}
 	id := acp.ToolCallID("read-1")
-	kind, pending := acp.ToolKindRead, acp.ToolCallStatusPending
 	if err := client.SessionUpdate(ctx, &acp.SessionNotification{SessionID: session, Update: acp.SessionUpdate{
-		ToolCall: &acp.ToolCall{ToolCallID: id, Title: "Read " + path, Kind: &kind, Status: &pending},
+		ToolCall: &acp.ToolCall{ToolCallID: id, Title: "Read " + path, Kind: wire.Some(acp.ToolKindRead), Status: wire.Some(acp.ToolCallStatusPending)},
 	}}); err != nil {
 		return err
 	}

@@ -76,7 +76,8 @@ func start(t *testing.T, answer string, canRead bool) *session {
 					}
 				}
 			case u.ToolCall != nil:
-				s.tools = append(s.tools, string(u.ToolCall.ToolCallID)+":"+string(*u.ToolCall.Status))
+				st, _ := u.ToolCall.Status.Get()
+				s.tools = append(s.tools, string(u.ToolCall.ToolCallID)+":"+string(st))
 			case u.ToolCallUpdate != nil:
 				st, _ := u.ToolCallUpdate.Status.Get()
 				s.tools = append(s.tools, string(u.ToolCallUpdate.ToolCallID)+":"+string(st))

@@ -250,14 +250,16 @@ func (r *renderer) status(s string) string {
 
 func (r *renderer) toolCall(c *acp.ToolCall) string {
 	head := r.paint("tool", cYellow, cBold) + " " + clean(string(c.ToolCallID)) + " " + strconv.Quote(cleanLine(c.Title))
-	if c.Kind != nil {
-		head += " (" + clean(string(*c.Kind)) + ")"
+	if k, ok := c.Kind.Get(); ok {
+		head += " (" + clean(string(k)) + ")"
 	}
-	if c.Status != nil {
-		head += " " + r.status(string(*c.Status))
+	if s, ok := c.Status.Get(); ok {
+		head += " " + r.status(string(s))
 	}
 	meta, _ := c.Meta.Get()
-	return head + details(locations(c.Locations), toolContent(c.Content), rawSummary("input", c.RawInput), harnToolMeta(meta.Harn))
+	locs, _ := c.Locations.Get()
+	content, _ := c.Content.Get()
+	return head + details(locations(locs), toolContent(content), rawSummary("input", c.RawInput), harnToolMeta(meta.Harn))
 }
 
 func (r *renderer) toolCallUpdate(c *acp.ToolCallUpdate) string {

@@ -18693,14 +18693,26 @@ type ToolCall struct {
 	Name wire.Nullable[string]
 	// The category of tool being invoked.
 	// Helps clients choose appropriate icons and UI treatment.
-	Kind *ToolKind
+	//
+	// Held as ToolCallUpdate.kind is, so the two share one Go type; this member is never null:
+	// decoding refuses null and encoding refuses wire.Null (wire.ErrNullValue).
+	Kind wire.Nullable[ToolKind]
 	// Current execution status of the tool call.
-	Status *ToolCallStatus
+	//
+	// Held as ToolCallUpdate.status is, so the two share one Go type; this member is never null:
+	// decoding refuses null and encoding refuses wire.Null (wire.ErrNullValue).
+	Status wire.Nullable[ToolCallStatus]
 	// Content produced by the tool call.
-	Content []ToolCallContent
+	//
+	// Held as ToolCallUpdate.content is, so the two share one Go type; this member is never null:
+	// decoding refuses null and encoding refuses wire.Null (wire.ErrNullValue).
+	Content wire.Nullable[[]ToolCallContent]
 	// File locations affected by this tool call.
 	// Enables "follow-along" features in clients.
-	Locations []ToolCallLocation
+	//
+	// Held as ToolCallUpdate.locations is, so the two share one Go type; this member is never null:
+	// decoding refuses null and encoding refuses wire.Null (wire.ErrNullValue).
+	Locations wire.Nullable[[]ToolCallLocation]
 	// Raw input parameters sent to the tool.
 	RawInput jsontext.Value
 	// Raw output returned by the tool.
@@ -18739,13 +18751,13 @@ func (x *ToolCall) member(r *wire.ObjectReader) error {
 	case "name":
 		return wire.Opt(r, &x.Name, wire.StringFrom)
 	case "kind":
-		return wire.Ptr(r, &x.Kind, (*ToolKind).UnmarshalJSONFrom)
+		return wire.OptValue(r, &x.Kind, (*ToolKind).UnmarshalJSONFrom)
 	case "status":
-		return wire.Ptr(r, &x.Status, (*ToolCallStatus).UnmarshalJSONFrom)
+		return wire.OptValue(r, &x.Status, (*ToolCallStatus).UnmarshalJSONFrom)
 	case "content":
-		return wire.Field(r, &x.Content, readListOfToolCallContent)
+		return wire.OptValue(r, &x.Content, readListOfToolCallContent)
 	case "locations":
-		return wire.Field(r, &x.Locations, readListOfToolCallLocation)
+		return wire.OptValue(r, &x.Locations, readListOfToolCallLocation)
 	case "rawInput":
 		return wire.Field(r, &x.RawInput, wire.RawFrom)
 	case "rawOutput":
@@ -18769,10 +18781,10 @@ func (x *ToolCall) members(w *wire.ObjectWriter) {
 	wire.Put(w, "toolCallId", x.ToolCallID, ToolCallID.MarshalJSONTo)
 	wire.Put(w, "title", x.Title, wire.StringTo)
 	wire.PutOpt(w, "name", x.Name, wire.StringTo)
-	wire.PutPtr(w, "kind", x.Kind, ToolKind.MarshalJSONTo)
-	wire.PutPtr(w, "status", x.Status, ToolCallStatus.MarshalJSONTo)
-	wire.PutIf(w, "content", x.Content, x.Content != nil, writeListOfToolCallContent)
-	wire.PutIf(w, "locations", x.Locations, x.Locations != nil, writeListOfToolCallLocation)
+	wire.PutOptValue(w, "ToolCall", "kind", x.Kind, ToolKind.MarshalJSONTo)
+	wire.PutOptValue(w, "ToolCall", "status", x.Status, ToolCallStatus.MarshalJSONTo)
+	wire.PutOptValue(w, "ToolCall", "content", x.Content, writeListOfToolCallContent)
+	wire.PutOptValue(w, "ToolCall", "locations", x.Locations, writeListOfToolCallLocation)
 	wire.PutIf(w, "rawInput", x.RawInput, x.RawInput != nil, wire.RawTo)
 	wire.PutIf(w, "rawOutput", x.RawOutput, x.RawOutput != nil, wire.RawTo)
 	wire.PutOpt(w, "_meta", x.Meta, ToolCallMeta.MarshalJSONTo)

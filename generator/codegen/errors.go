@@ -53,6 +53,9 @@ var (
 	methodWhere  = regexp.MustCompile(`^methods\[\d+\] (\S+?):? `)
 	overlayWhere = regexp.MustCompile(`^overlays\[(\d+)\]: `)
 	overrideWhat = regexp.MustCompile(`^(\w+) entry (\S+) matches no schema node`)
+	// overrideEntry is the IR's check of an override entry it applies
+	// ("spec/overrides.json: represent entry <key>: ...").
+	overrideEntry = regexp.MustCompile(`^spec/overrides\.json: (\w+) entry (\S+): `)
 	// topWhere maps the first word of a catalogue-wide check to its member.
 	topWhere = map[string]string{"protocol": "/protocol", "package": "/package", "framing": "/framing",
 		"envelope": "/envelope", "schema": "/schemas", "import": "/imports", "side": "/sides", "a": "/sides",
@@ -103,6 +106,10 @@ func (w *where) locate(file, msg string) *Error {
 	e := &Error{File: file, Message: msg}
 	if rest, ok := strings.CutPrefix(msg, "derive: "); ok && w.catalogue {
 		e.Pointer, e.Message = "/derive", rest
+	}
+	if m := overrideEntry.FindStringSubmatch(e.Message); m != nil {
+		e.File, e.Pointer, e.Message = "spec/overrides.json", "/"+m[1]+"/"+escape(m[2]), e.Message[len(m[0]):]
+		return e
 	}
 	// A message about a schema node: the innermost location of the chain.
 	for {

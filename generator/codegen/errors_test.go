@@ -26,6 +26,8 @@ func TestGenerateReportsFileAndPointer(t *testing.T) {
 			Error{File: "spec/catalogue/acp.json", Pointer: "/derive", Message: `annotation for "session/nope" matches no derived method`}},
 		"unused override": {"overrides.json", `"acp/v1/schema.json#/$defs/AuthMethod": {`, `"acp/v1/schema.json#/$defs/NoSuch": {`,
 			Error{File: "spec/overrides.json", Pointer: "/unions/acp~1v1~1schema.json#~1$defs~1NoSuch", Message: "matches no schema node"}},
+		"represent entry that does not fit": {"overrides.json", `"members": ["kind", "status", "content", "locations"]`, `"members": ["kind", "title"]`,
+			Error{File: "spec/overrides.json", Pointer: "/represent/acp~1v1~1schema.json#~1$defs~1ToolCall", Message: `member "title" must be optional in both ToolCall and ToolCallUpdate`}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			root := t.TempDir()

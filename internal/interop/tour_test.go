@@ -72,11 +72,11 @@ func tourUpdates() []acp.SessionUpdate {
 		{ToolCall: &acp.ToolCall{
 			ToolCallID: "call-1",
 			Title:      "Read notes.txt",
-			Kind:       ptr(acp.ToolKindRead),
-			Status:     ptr(acp.ToolCallStatusPending),
-			Locations:  []acp.ToolCallLocation{{Path: "/workspace/notes.txt", Line: wire.Some[int64](3)}},
+			Kind:       wire.Some(acp.ToolKindRead),
+			Status:     wire.Some(acp.ToolCallStatusPending),
+			Locations:  wire.Some([]acp.ToolCallLocation{{Path: "/workspace/notes.txt", Line: wire.Some[int64](3)}}),
 			RawInput:   jsontext.Value(`{"path":"/workspace/notes.txt"}`),
-			Content:    []acp.ToolCallContent{{Content: &acp.Content{Content: textBlock("reading notes.txt")}}},
+			Content:    wire.Some([]acp.ToolCallContent{{Content: &acp.Content{Content: textBlock("reading notes.txt")}}}),
 			Meta: wire.Some(acp.ToolCallMeta{Harn: &acp.HarnToolLifecycle{
 				Executor: &acp.ToolExecutor{Object: &acp.ToolExecutorObject{MCPServer: &acp.MCPServerExecutor{ServerName: "files"}}},
 				Parsing:  ptr(false),
@@ -224,17 +224,25 @@ func checkTourUpdate(t *testing.T, i int, u acp.SessionUpdate) {
 		}
 	case 8:
 		c := u.ToolCall
-		if c == nil || c.ToolCallID != "call-1" || *c.Kind != acp.ToolKindRead || *c.Status != acp.ToolCallStatusPending {
+		if c == nil {
+			fail("no tool_call")
+			return
+		}
+		kind, _ := c.Kind.Get()
+		status, _ := c.Status.Get()
+		locs, _ := c.Locations.Get()
+		content, _ := c.Content.Get()
+		if c.ToolCallID != "call-1" || kind != acp.ToolKindRead || status != acp.ToolCallStatusPending || len(locs) != 1 || len(content) != 1 {
 			fail("%+v", c)
 			return
 		}
-		line, _ := c.Locations[0].Line.Get()
+		line, _ := locs[0].Line.Get()
 		meta, _ := c.Meta.Get()
 		if line != 3 || meta.Harn == nil || meta.Harn.Executor.Object.MCPServer.ServerName != "files" || *meta.Harn.Parsing {
 			fail("line %d meta %+v", line, meta.Harn)
 		}
-		if c.Content[0].Content == nil || c.Content[0].Content.Content.Text.Text != "reading notes.txt" {
-			fail("content %+v", c.Content)
+		if content[0].Content == nil || content[0].Content.Content.Text.Text != "reading notes.txt" {
+			fail("content %+v", content)
 		}
 	case 9:
 		c := u.ToolCallUpdate

@@ -6,7 +6,7 @@
 //     variant a tag or a distinguishing member chooses, in one pass,
 //     buffering only the members that arrive before that choice. Generated
 //     code adds a switch on the member name that decodes each value with
-//     Field, Ptr, NullPtr, NullField, Opt or Const.
+//     Field, Ptr, NullPtr, NullField, Opt, OptValue or Const.
 //   - ObjectWriter, a writer with a sticky error: Put, PutPtr, PutOpt, ...
 //     write one member each.
 //   - Readers and Writers of values (StringFrom, ListFrom, ..., StringTo,

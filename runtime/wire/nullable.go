@@ -1,7 +1,11 @@
 package wire
 
 // Nullable holds an optional member that may also be null, keeping the three
-// wire states apart: absent (the zero value), null, and a value.
+// wire states apart: absent (the zero value), null, and a value. A member
+// whose schema does not admit null may still be held as a Nullable, so that
+// it shares one Go type with the same member of a type where null is
+// allowed (ACP's ToolCall.Kind and ToolCallUpdate.Kind); its decoder then
+// never produces null and its encoder refuses it (OptValue, PutOptValue).
 type Nullable[T any] struct {
 	value T
 	state uint8 // 0 absent, 1 null, 2 value

@@ -587,6 +587,15 @@ func Opt[E any](r *ObjectReader, p *Nullable[E], read Reader[E]) error {
 	return read(&p.value, r.cur)
 }
 
+// OptValue decodes an optional member held as a Nullable whose schema does
+// not admit null (its representation follows a nullable member of another
+// type): null fails as read fails on it, with ErrNullValue for the
+// generated readers, so the Nullable is either absent or a value.
+func OptValue[E any](r *ObjectReader, p *Nullable[E], read Reader[E]) error {
+	p.state = 2
+	return read(&p.value, r.cur)
+}
+
 // Const checks a member whose value the schema fixes.
 func Const[E comparable](r *ObjectReader, want E, read Reader[E]) error {
 	var v E

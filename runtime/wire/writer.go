@@ -158,3 +158,17 @@ func PutOpt[E any](w *ObjectWriter, name string, v Nullable[E], write Writer[E])
 		}
 	}
 }
+
+// PutOptValue writes a member held as a Nullable whose schema does not admit
+// null (see OptValue): nothing when absent, else the value; a null fails
+// with an *EncodeError naming typ.name and wrapping ErrNullValue, so an
+// encoding never holds what decoding refuses.
+func PutOptValue[E any](w *ObjectWriter, typ, name string, v Nullable[E], write Writer[E]) {
+	if v.state == 1 {
+		if w.err == nil {
+			w.err = &EncodeError{Type: typ + "." + name, Err: ErrNullValue}
+		}
+		return
+	}
+	PutOpt(w, name, v, write)
+}

@@ -179,6 +179,8 @@ func fieldStorage(fl *ir.Field) storage {
 	switch {
 	case fl.Const != nil && !fl.Required:
 		return pointer
+	case fl.Represented != "" && !fl.Required:
+		return optional // held as fl.Represented is, null refused
 	case fl.Ref.Kind == ir.Raw:
 		if fl.Required {
 			return direct

@@ -184,6 +184,9 @@ func writeFields(b *strings.Builder, fields []*ir.Field) {
 		if fl.Nullable {
 			notes = append(notes, "nullable")
 		}
+		if fl.Represented != "" {
+			notes = append(notes, "held as `"+fl.Represented+"` (`wire.Nullable`), never null")
+		}
 		if fl.Default != nil {
 			notes = append(notes, "default `"+ir.Canonical(fl.Default)+"`")
 		}

@@ -75,6 +75,9 @@ func structFields(fields []*ir.Field) []jen.Code {
 		if fl.Default != nil {
 			doc = joinDoc(doc, fmt.Sprintf("Schema default %s (see Get%s); never written for you.", ir.Canonical(fl.Default), fl.Go))
 		}
+		if fl.Represented != "" {
+			doc = joinDoc(doc, fmt.Sprintf("Held as %s is, so the two share one Go type; this member is never null: decoding refuses null and encoding refuses wire.Null (wire.ErrNullValue).", fl.Represented))
+		}
 		out = append(out, fieldComments(doc)...)
 		out = append(out, jen.Id(fl.Go).Add(fieldType(fl)))
 	}
@@ -217,6 +220,9 @@ func (g *typeGen) fieldRead(t *ir.Type, fl *ir.Field) jen.Code {
 			return jen.Qual(pkgWire, "NullField").Call(r, p, read)
 		}
 	case optional:
+		if fl.Represented != "" && !fl.Nullable {
+			return jen.Qual(pkgWire, "OptValue").Call(r, p, read)
+		}
 		return jen.Qual(pkgWire, "Opt").Call(r, p, read)
 	}
 	return jen.Qual(pkgWire, "Field").Call(r, p, read)
@@ -248,6 +254,9 @@ func (g *typeGen) fieldWrite(t *ir.Type, fl *ir.Field) jen.Code {
 		}
 		return jen.Qual(pkgWire, "PutIf").Call(w, name, v, present, write)
 	case optional:
+		if fl.Represented != "" && !fl.Nullable {
+			return jen.Qual(pkgWire, "PutOptValue").Call(w, jen.Lit(t.Name), name, v, write)
+		}
 		return jen.Qual(pkgWire, "PutOpt").Call(w, name, v, write)
 	}
 	return jen.Qual(pkgWire, "Put").Call(w, name, v, write)
@@ -299,7 +308,7 @@ func (g *typeGen) getters(t *ir.Type, fields []*ir.Field) {
 		}
 		body = append(body, jen.Return(def))
 		what := "when absent"
-		if st == optional {
+		if st == optional && fl.Represented == "" {
 			what = "when absent (null gives the zero value)"
 		}
 		g.f.Comment(fmt.Sprintf("Get%s returns %s, or its schema default %s %s.", fl.Go, fl.Go, ir.Canonical(fl.Default), what))
@@ -328,7 +337,7 @@ func (g *typeGen) structGetter(t *ir.Type, fl *ir.Field, st storage, typ, def je
 	}
 	body = append(body, jen.Id("d").Op(":=").Add(def), jen.Return(jen.Op("&").Id("d")))
 	what := "when absent"
-	if st == optional {
+	if st == optional && fl.Represented == "" {
 		what = "when absent (a copy of the value when set; null gives the zero value)"
 	}
 	g.f.Comment(fmt.Sprintf("Get%s returns %s, or a fresh copy of its schema default %s %s; never nil, so getters chain.", fl.Go, fl.Go, ir.Canonical(fl.Default), what))

@@ -172,6 +172,10 @@ func BuildImporting(cat *catalogue.Catalogue, methods []catalogue.Method, files 
 	sort.Slice(pkg.Types, func(i, j int) bool { return pkg.Types[i].Name < pkg.Types[j].Name })
 	for _, t := range pkg.Types {
 		b.checkDefaults(t)
+		b.represent(t)
+	}
+	for _, k := range sortedKeys(b.importedNames) {
+		b.represent(b.importedNames[k]) // so an imported type has its package's shape
 	}
 	pkg.Contracts = contracts(pkg.Types)
 	if len(b.errs) > 0 {
@@ -1612,6 +1616,63 @@ func (b *builder) newType(s *schema.Schema, name string, kind TypeKind) *Type {
 	}
 	names[key] = t
 	return t
+}
+
+// represent applies spec/overrides.json's represent entry of t, if any: each
+// member it lists takes the representation of the same member of the entry's
+// other definition (wire.Nullable[T]), after checking that this changes
+// nothing but the member's presence representation.
+func (b *builder) represent(t *Type) {
+	o, key, ok := b.ov.Representation(t.Pointer)
+	if !ok {
+		return
+	}
+	where := "spec/overrides.json: represent entry " + key
+	if t.Kind != Struct {
+		b.fail("%s: %s is not an object with properties", where, t.Name)
+		return
+	}
+	as := b.ref(o.As, t.Pointer)
+	if as.Kind != Named || as.Named.Kind != Struct {
+		b.fail("%s: as %q is not an object definition with properties", where, o.As)
+		return
+	}
+	other := as.Named
+	for _, m := range o.Members {
+		f, of := fieldNamed(t.Fields, m), fieldNamed(other.Fields, m)
+		switch {
+		case f == nil || of == nil:
+			b.fail("%s: member %q is not a property of both %s and %s", where, m, t.Name, other.Name)
+		case f.Required || of.Required:
+			b.fail("%s: member %q must be optional in both %s and %s", where, m, t.Name, other.Name)
+		case f.Const != nil || of.Const != nil || f.Ref.Kind == Raw || of.Ref.Kind == Raw:
+			b.fail("%s: member %q is a const or raw JSON, whose representation does not depend on null", where, m)
+		case f.Nullable || !of.Nullable:
+			b.fail("%s: member %q already has %s.%s's representation (nullable in both or in neither); the entry changes nothing", where, m, other.Name, m)
+		case !sameGoType(f.Ref, of.Ref):
+			b.fail("%s: member %q has another Go type in %s than in %s", where, m, t.Name, other.Name)
+		default:
+			f.Represented = other.Name + "." + m
+		}
+	}
+}
+
+func fieldNamed(fs []*Field, json string) *Field {
+	for _, f := range fs {
+		if f.JSON == json {
+			return f
+		}
+	}
+	return nil
+}
+
+// sameGoType reports whether two references have the same Go type; their
+// constraints, which each member's decoder checks, may differ.
+func sameGoType(a, b *Ref) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Kind == b.Kind && a.Named == b.Named && sameGoType(a.Elem, b.Elem)
 }
 
 // checkDefaults checks that every default fits its member's type, so the

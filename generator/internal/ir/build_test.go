@@ -324,3 +324,67 @@ func TestClosedEnumOverride(t *testing.T) {
 		t.Fatalf("unused: %v", u)
 	}
 }
+
+// A represent entry makes members of one object take another's
+// representation; every way an entry can change nothing or not fit fails,
+// and an entry of no definition is reported unused.
+func TestRepresentOverride(t *testing.T) {
+	defs := `{
+	  "kind": {"type": "string", "enum": ["a", "b"]},
+	  "call": {"type": "object", "required": ["id", "t"], "properties": {
+	    "id": {"type": "string"}, "t": {"type": "string"}, "k": {"allOf": [{"$ref": "#/$defs/kind"}]},
+	    "l": {"type": "array", "items": {"type": "string"}, "minItems": 1}, "n": {"type": "integer"},
+	    "o": {"type": "string"}, "c": {"const": "x"}}},
+	  "upd": {"type": "object", "required": ["id"], "properties": {
+	    "id": {"type": "string"}, "t": {"type": ["string", "null"]}, "k": {"anyOf": [{"$ref": "#/$defs/kind"}, {"type": "null"}]},
+	    "l": {"type": ["array", "null"], "items": {"type": "string"}}, "n": {"type": ["string", "null"]},
+	    "o": {"type": "string"}, "c": {"const": "x"}}}
+	}`
+	entry := func(members ...string) *schema.Overrides {
+		return &schema.Overrides{Represent: map[string]schema.RepresentOverride{
+			"t.schema.json#/$defs/call": {As: "#/$defs/upd", Members: members, Reason: "r"},
+		}}
+	}
+	p, err := build(t, defs, entry("k", "l"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := types(t, p)
+	for _, f := range got["Call"].Fields {
+		want := map[string]string{"k": "Upd.k", "l": "Upd.l"}[f.JSON]
+		if f.Represented != want || f.Nullable {
+			t.Errorf("Call.%s: represented %q nullable %v, want %q and not nullable", f.JSON, f.Represented, f.Nullable, want)
+		}
+	}
+	for _, f := range got["Upd"].Fields {
+		if f.Represented != "" {
+			t.Errorf("Upd.%s is represented as %s", f.JSON, f.Represented)
+		}
+	}
+	for member, want := range map[string]string{
+		"t":    `member "t" must be optional in both Call and Upd`,
+		"id":   `member "id" must be optional in both`,
+		"n":    `member "n" has another Go type in Call than in Upd`,
+		"o":    `member "o" already has Upd.o's representation`,
+		"c":    `member "c" is a const or raw JSON`,
+		"nope": `member "nope" is not a property of both Call and Upd`,
+	} {
+		_, err := build(t, defs, entry("k", member))
+		if err == nil || !strings.Contains(err.Error(), "spec/overrides.json: represent entry t.schema.json#/$defs/call: "+want) {
+			t.Errorf("%s: got %v, want %q", member, err, want)
+		}
+	}
+	ov := entry("k")
+	ov.Represent["t.schema.json#/$defs/call"] = schema.RepresentOverride{As: "#/$defs/kind", Members: []string{"k"}, Reason: "r"}
+	if _, err := build(t, defs, ov); err == nil || !strings.Contains(err.Error(), `as "#/$defs/kind" is not an object definition`) {
+		t.Errorf("as an enum: %v", err)
+	}
+	ov = entry("k")
+	ov.Represent["t.schema.json#/$defs/gone"] = schema.RepresentOverride{As: "#/$defs/upd", Members: []string{"k"}, Reason: "r"}
+	if _, err := build(t, defs, ov); err != nil {
+		t.Fatal(err)
+	}
+	if u := ov.Unused(); len(u) != 1 || !strings.Contains(u[0], "represent entry t.schema.json#/$defs/gone matches no schema node") {
+		t.Fatalf("unused: %v", u)
+	}
+}

@@ -424,6 +424,11 @@ type Field struct {
 	Const json.RawMessage
 	// Pointer is the property's schema location.
 	Pointer string
+	// Represented is, for an optional member that is not nullable but is
+	// held as wire.Nullable[T] because spec/overrides.json's represent
+	// table makes it follow the same member of another type, that member
+	// ("ToolCallUpdate.kind"). Null stays refused on decode and on encode.
+	Represented string
 }
 
 // Variant is one alternative of a Union.

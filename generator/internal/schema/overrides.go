@@ -28,6 +28,13 @@ type Overrides struct {
 	// decode and encode); every other string enum is open. The reason says
 	// where its protocol closes it.
 	ClosedEnums map[string]Exclusion `json:"closed,omitempty"`
+	// Represent, keyed by an object definition, names members whose Go
+	// representation follows the same member of another definition (ACP's
+	// ToolCall kind, status, content and locations are held as
+	// ToolCallUpdate's are, wire.Nullable), so a program that merges the
+	// two uses one type per member. What the member admits on the wire
+	// stays what its own schema says.
+	Represent map[string]RepresentOverride `json:"represent,omitempty"`
 
 	used map[string]bool
 	// rebased maps a file to the one whose entries also apply to it (see
@@ -88,6 +95,18 @@ type RawOverride struct {
 	Example json.RawMessage `json:"example"`
 }
 
+// RepresentOverride makes members of one object definition take the Go
+// representation of the same members of another: As is a $ref to that
+// definition, relative to the file of the entry's definition (so an entry
+// of a rebased file resolves in the file read in its place). Every member
+// must be optional in both, hold the same Go type in both but for its
+// presence, and be nullable in As only: the entry must change something.
+type RepresentOverride struct {
+	As      string   `json:"as"`
+	Members []string `json:"members"`
+	Reason  string   `json:"reason"`
+}
+
 // LoadOverrides reads spec/overrides.json; a missing file is an empty table.
 // Unknown members are errors.
 func LoadOverrides(path string) (*Overrides, error) {
@@ -136,6 +155,11 @@ func ParseOverrides(data []byte, path string) (*Overrides, error) {
 			return nil, fmt.Errorf("%s: closed[%s] needs a reason", path, k)
 		}
 	}
+	for k, v := range o.Represent {
+		if v.As == "" || len(v.Members) == 0 || v.Reason == "" {
+			return nil, fmt.Errorf("%s: represent[%s] needs as, members and a reason", path, k)
+		}
+	}
 	for k, v := range o.Raw {
 		if v.Reason == "" || len(v.Example) == 0 {
 			return nil, fmt.Errorf("%s: raw[%s] needs a reason and an example", path, k)
@@ -156,6 +180,13 @@ func (o *Overrides) use(kind, ptr string) {
 
 // lookup returns table's entry at ptr and marks it used under kind.
 func lookup[T any](o *Overrides, table map[string]T, kind, ptr string) (T, bool) {
+	v, _, ok := lookupKey(o, table, kind, ptr)
+	return v, ok
+}
+
+// lookupKey is lookup that also returns the entry's key (ptr, or the
+// location in the file a rebased file is read in place of).
+func lookupKey[T any](o *Overrides, table map[string]T, kind, ptr string) (T, string, bool) {
 	v, ok := table[ptr]
 	if !ok {
 		if file, frag, _ := strings.Cut(ptr, "#"); o.rebased[file] != "" {
@@ -166,7 +197,7 @@ func lookup[T any](o *Overrides, table map[string]T, kind, ptr string) (T, bool)
 	if ok {
 		o.use(kind, ptr)
 	}
-	return v, ok
+	return v, ptr, ok
 }
 
 // Type returns the type override at ptr, marking it used.
@@ -194,6 +225,12 @@ func (o *Overrides) Closed(ptr string) (Exclusion, bool) {
 	return lookup(o, o.ClosedEnums, "closed", ptr)
 }
 
+// Representation returns the represent entry of the definition at ptr and
+// its key, marking it used.
+func (o *Overrides) Representation(ptr string) (RepresentOverride, string, bool) {
+	return lookupKey(o, o.Represent, "represent", ptr)
+}
+
 // IsRaw reports whether the definition at ptr is left untyped, marking the
 // entry used.
 func (o *Overrides) IsRaw(ptr string) (RawOverride, bool) { return lookup(o, o.Raw, "raw", ptr) }
@@ -214,6 +251,7 @@ func (o *Overrides) Unused() []string {
 	add("exclude", keys(o.Exclude))
 	add("raw", keys(o.Raw))
 	add("closed", keys(o.ClosedEnums))
+	add("represent", keys(o.Represent))
 	slices.Sort(out)
 	return out
 }

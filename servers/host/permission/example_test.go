@@ -94,9 +94,8 @@ func ExamplePolicy() {
 		SessionRequestPermission: gate.Handle,
 	}
 
-	edit := acp.ToolKindEdit
 	tracker.Observe(&acp.SessionNotification{SessionID: "s", Update: acp.SessionUpdate{ToolCall: &acp.ToolCall{
-		ToolCallID: "call_1", Title: "Write", Kind: &edit, Locations: []acp.ToolCallLocation{{Path: "/work/space/src/main.go"}},
+		ToolCallID: "call_1", Title: "Write", Kind: wire.Some(acp.ToolKindEdit), Locations: wire.Some([]acp.ToolCallLocation{{Path: "/work/space/src/main.go"}}),
 	}}})
 	options := []acp.PermissionOption{
 		{OptionID: "allow_always", Name: "Always allow", Kind: acp.PermissionOptionKindAllowAlways},

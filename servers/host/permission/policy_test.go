@@ -105,8 +105,8 @@ func TestTrackerMergesTheToolCall(t *testing.T) {
 	p := policyOf(t)
 	tr := permission.NewTracker(nil)
 	kind := acp.ToolKindEdit
-	tr.Observe(update("s", acp.SessionUpdate{ToolCall: &acp.ToolCall{ToolCallID: "call_1", Title: "Write", Kind: &kind,
-		Locations: []acp.ToolCallLocation{{Path: "/work/space/src/a.go"}}, RawInput: jsontext.Value(`{"file_path":"/work/space/src/a.go"}`)}}))
+	tr.Observe(update("s", acp.SessionUpdate{ToolCall: &acp.ToolCall{ToolCallID: "call_1", Title: "Write", Kind: wire.Some(kind),
+		Locations: wire.Some([]acp.ToolCallLocation{{Path: "/work/space/src/a.go"}}), RawInput: jsontext.Value(`{"file_path":"/work/space/src/a.go"}`)}}))
 	req := request("", `{"file_path":"/work/space/src/a.go"}`)
 	if v := p.Decide(permission.NewCall(nil, req, 0)); v.Allow {
 		t.Fatalf("without the tracker the kind is unknown, yet %+v", v)
@@ -264,7 +264,7 @@ func TestTrackerCommandLines(t *testing.T) {
 	p := policyOf(t)
 	tr := permission.NewTracker(nil)
 	kind := acp.ToolKindExecute
-	tr.Observe(update("s", acp.SessionUpdate{ToolCall: &acp.ToolCall{ToolCallID: "call_1", Title: "Terminal", Kind: &kind, RawInput: jsontext.Value(`{}`)}}))
+	tr.Observe(update("s", acp.SessionUpdate{ToolCall: &acp.ToolCall{ToolCallID: "call_1", Title: "Terminal", Kind: wire.Some(kind), RawInput: jsontext.Value(`{}`)}}))
 	tr.Observe(update("s", acp.SessionUpdate{ToolCallUpdate: &acp.ToolCallUpdate{ToolCallID: "call_1", RawInput: jsontext.Value(`{"command":"go test ./...","description":"Run the tests"}`)}}))
 	req := request("", `{"command":"go test ./...","description":"Run the tests"}`)
 	c := permission.NewCall(tr, req, 0)
@@ -285,7 +285,7 @@ func TestTrackerCommandLines(t *testing.T) {
 		t.Fatalf("a command an update named: %+v", v)
 	}
 	tr2 := permission.NewTracker(nil)
-	tr2.Observe(update("s", acp.SessionUpdate{ToolCall: &acp.ToolCall{ToolCallID: "call_1", Title: "Terminal", Kind: &kind, RawInput: jsontext.Value(`{"command":"go vet ./..."}`)}}))
+	tr2.Observe(update("s", acp.SessionUpdate{ToolCall: &acp.ToolCall{ToolCallID: "call_1", Title: "Terminal", Kind: wire.Some(kind), RawInput: jsontext.Value(`{"command":"go vet ./..."}`)}}))
 	if v := p.Decide(permission.NewCall(tr2, req, 0)); v.Allow {
 		t.Fatalf("an allow rule allowed one of two commands: %+v", v)
 	}

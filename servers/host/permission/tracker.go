@@ -87,19 +87,10 @@ func (t *Tracker) Observe(n *acp.SessionNotification) {
 		return
 	}
 	if tc := n.Update.ToolCall; tc != nil {
-		u := acp.ToolCallUpdate{ToolCallID: tc.ToolCallID, Meta: tc.Meta, RawInput: tc.RawInput, Title: someString(tc.Title)}
-		if tc.Kind != nil {
-			u.Kind = wire.Some(*tc.Kind)
-		}
-		if tc.Status != nil {
-			u.Status = wire.Some(*tc.Status)
-		}
-		if tc.Locations != nil {
-			u.Locations = wire.Some(tc.Locations)
-		}
-		if tc.Content != nil {
-			u.Content = wire.Some(tc.Content)
-		}
+		// The members a tool_call shares with its updates have one type
+		// (spec/overrides.json represent), so they carry over as they are.
+		u := acp.ToolCallUpdate{ToolCallID: tc.ToolCallID, Meta: tc.Meta, RawInput: tc.RawInput, Title: someString(tc.Title),
+			Kind: tc.Kind, Status: tc.Status, Locations: tc.Locations, Content: tc.Content}
 		t.update(n.SessionID, &u)
 		return
 	}
