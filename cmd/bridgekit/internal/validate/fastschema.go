@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"slices"
+	"strings"
 	"sync"
 	"unicode/utf8"
 
@@ -65,7 +67,7 @@ type sNode struct {
 	// objects
 	minProps, maxProps int // -1: none
 	required           []string
-	props              map[string]*sNode
+	props              []prop // sorted by name, as a tree's members are
 	patterns           []patternProp
 	addlFalse          bool   // additionalProperties: false
 	addl               *sNode // additionalProperties: a schema
@@ -81,6 +83,11 @@ type sNode struct {
 
 	// numbers
 	minimum, maximum, exMin, exMax *bound
+}
+
+type prop struct {
+	name string
+	s    *sNode
 }
 
 type patternProp struct {
@@ -202,15 +209,14 @@ func translate(s *jsonschema.Schema, added *[]*jsonschema.Schema) (*sNode, error
 	if s.MaxProperties != nil {
 		n.maxProps = *s.MaxProperties
 	}
-	n.required = s.Required
-	if len(s.Properties) > 0 {
-		n.props = make(map[string]*sNode, len(s.Properties))
-		for name, ps := range s.Properties {
-			var t *sNode
-			one(&t, ps)
-			n.props[name] = t
-		}
+	n.required = slices.Clone(s.Required)
+	for name, ps := range s.Properties {
+		var t *sNode
+		one(&t, ps)
+		n.props = append(n.props, prop{name, t})
 	}
+	slices.SortFunc(n.props, func(a, b prop) int { return strings.Compare(a.name, b.name) })
+	slices.Sort(n.required)
 	for re, ps := range s.PatternProperties {
 		var t *sNode
 		one(&t, ps)
@@ -393,20 +399,32 @@ func (e *evaluator) object(s *sNode, n *node) bool {
 	if s.minProps >= 0 && len(ms) < s.minProps || s.maxProps >= 0 && len(ms) > s.maxProps {
 		return false
 	}
-	for _, r := range s.required {
-		if e.t.member(n, r) < 0 {
-			return false
+	// Members, required names and properties are all sorted by name:
+	// each is matched by merging, not looked up.
+	if len(s.required) > 0 {
+		i := 0
+		for _, r := range s.required {
+			for i < len(ms) && string(e.t.name(ms[i])) < r {
+				i++
+			}
+			if i == len(ms) || string(e.t.name(ms[i])) != r {
+				return false
+			}
 		}
 	}
 	if s.props == nil && s.patterns == nil && !s.addlFalse && s.addl == nil {
 		return true
 	}
+	p := 0
 	for _, m := range ms {
 		name := e.t.name(m)
 		evaluated := false
-		if ps, ok := s.props[string(name)]; ok {
+		for p < len(s.props) && s.props[p].name < string(name) {
+			p++
+		}
+		if p < len(s.props) && s.props[p].name == string(name) {
 			evaluated = true
-			if !e.valid(ps, m.val) {
+			if !e.valid(s.props[p].s, m.val) {
 				return false
 			}
 		}

@@ -367,3 +367,24 @@ func TestTreeParse(t *testing.T) {
 		t.Error("member c found")
 	}
 }
+
+// parseFast accepts only what jsontext's decoder accepts, and reads it
+// into the same tree.
+func FuzzTreeParse(f *testing.F) {
+	for _, s := range []string{`{"b":[1,"x\n"],"a\u00e9":true}`, `{"a":1,"a":2}`, `[1,]`, `-0.5e+3`, `01`, `"\ud800"`, "\"\xff\"", `{"a":{"b":null}} `,
+		`"\u0000\t"`, "\"\t\"", `[[[]]]`, `1.`, `{"a" : [ true , false ] }`, `"\\"`, `{"\u0061":1,"a":2}`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		var fast, dec tree
+		if !fast.parseFast([]byte(s)) {
+			return
+		}
+		if err := dec.parseDecoder([]byte(s), true); err != nil {
+			t.Fatalf("%q: parseFast accepts, jsontext: %v", s, err)
+		}
+		if !slices.Equal(fast.nodes, dec.nodes) || !slices.Equal(fast.kids, dec.kids) || !bytes.Equal(fast.text, dec.text) {
+			t.Fatalf("%q: trees differ:\n%v %v %q\n%v %v %q", s, fast.nodes, fast.kids, fast.text, dec.nodes, dec.kids, dec.text)
+		}
+	})
+}

@@ -264,7 +264,7 @@ type stream struct {
 	// A recording's line, and the decoder that reads it.
 	recLine []byte
 	recDec  *jsontext.Decoder
-	recRd   bytes.Reader
+	recIn   bytes.Buffer
 }
 
 type checkKey struct {
@@ -355,14 +355,14 @@ func (st *stream) recording(line []byte) (frame []byte, recv, cut, ok bool) {
 // a null, a duplicate, an escape jsontext refuses): json.Unmarshal judges
 // those.
 func (st *stream) recordingFast(line []byte) (frame []byte, recv, cut, ok, decided bool) {
-	st.recRd.Reset(line)
+	st.recIn = *bytes.NewBuffer(line) // decoded in place
 	// json.Unmarshal takes duplicate names (the last wins): so does this,
 	// except for the members it reads, whose duplicates it leaves to
 	// json.Unmarshal.
 	if st.recDec == nil {
-		st.recDec = jsontext.NewDecoder(&st.recRd, jsontext.AllowDuplicateNames(true))
+		st.recDec = jsontext.NewDecoder(&st.recIn, jsontext.AllowDuplicateNames(true))
 	} else {
-		st.recDec.Reset(&st.recRd, jsontext.AllowDuplicateNames(true))
+		st.recDec.Reset(&st.recIn, jsontext.AllowDuplicateNames(true))
 	}
 	dec := st.recDec
 	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
