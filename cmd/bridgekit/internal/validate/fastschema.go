@@ -60,6 +60,11 @@ type sNode struct {
 	allOf    []*sNode
 	anyOf    []*sNode
 	oneOf    []*sNode
+	// anyTags and oneTags, for a union whose alternatives are guarded by
+	// a tag (specschema's guard: {if: {properties: {tag: {const: c}}},
+	// then: A, else: false}), let an object with that tag be checked
+	// against the alternatives its tag names only.
+	anyTags, oneTags *tagged
 	ifS      *sNode
 	thenS    *sNode
 	elseS    *sNode
@@ -83,6 +88,62 @@ type sNode struct {
 
 	// numbers
 	minimum, maximum, exMin, exMax *bound
+}
+
+// tagged is the guard of a union's alternatives: tag, and for each
+// alternative the const its guard wants (guarded false: not guarded).
+type tagged struct {
+	tag     string
+	guarded []bool
+	consts  []any
+}
+
+// bare reports whether n has no keyword but those allowed: props (at
+// most one) and const.
+func bare(n *sNode, props, constant bool) bool {
+	return n.always == nil && n.types == 0 && n.hasConst == constant && n.enum == nil && n.ref == nil && n.not == nil &&
+		n.allOf == nil && n.anyOf == nil && n.oneOf == nil && n.ifS == nil && n.thenS == nil && n.elseS == nil &&
+		n.minProps < 0 && n.maxProps < 0 && len(n.required) == 0 && (props && len(n.props) == 1 || !props && len(n.props) == 0) &&
+		n.patterns == nil && !n.addlFalse && n.addl == nil && n.minItems < 0 && n.maxItems < 0 && n.prefix == nil && n.items == nil &&
+		n.minLen < 0 && n.maxLen < 0 && n.pattern == nil && n.minimum == nil && n.maximum == nil && n.exMin == nil && n.exMax == nil
+}
+
+// guardOf returns the tag and const of an alternative guard made, if it
+// is one: its if accepts exactly the values that are not objects, lack
+// the tag, or have it equal to the const; its else refuses everything.
+func guardOf(a *sNode) (string, any, bool) {
+	if a.ifS == nil || a.thenS == nil || a.elseS == nil || a.elseS.always == nil || *a.elseS.always {
+		return "", nil, false
+	}
+	rest := *a
+	rest.ifS, rest.thenS, rest.elseS = nil, nil, nil
+	if !bare(&rest, false, false) || !bare(a.ifS, true, false) {
+		return "", nil, false
+	}
+	p := a.ifS.props[0]
+	if p.s == nil || !bare(p.s, false, true) {
+		return "", nil, false
+	}
+	return p.name, p.s.constV, true
+}
+
+// tagsOf returns the guard of a union's alternatives, nil when fewer than
+// two are guarded by one tag.
+func tagsOf(alts []*sNode) *tagged {
+	t := &tagged{guarded: make([]bool, len(alts)), consts: make([]any, len(alts))}
+	n := 0
+	for i, a := range alts {
+		tag, c, ok := guardOf(a)
+		if !ok || t.tag != "" && tag != t.tag {
+			continue
+		}
+		t.tag, t.guarded[i], t.consts[i] = tag, true, c
+		n++
+	}
+	if n < 2 {
+		return nil
+	}
+	return t
 }
 
 type prop struct {
@@ -137,6 +198,13 @@ func fastSchema(sch *jsonschema.Schema) *sNode {
 			delete(fast.nodes, s)
 		}
 		n = nil
+	} else {
+		// Unions are read once every node is complete (a node still
+		// being translated, in a cycle, lacks members).
+		for _, s := range added {
+			t := fast.nodes[s]
+			t.anyTags, t.oneTags = tagsOf(t.anyOf), tagsOf(t.oneOf)
+		}
 	}
 	fast.roots[sch] = n
 	return n
@@ -340,9 +408,10 @@ func (e *evaluator) eval(s *sNode, v int32) bool {
 		}
 	}
 	if len(s.anyOf) > 0 {
+		tv := e.tagValue(s.anyTags, n)
 		any := false
-		for _, c := range s.anyOf {
-			if e.valid(c, v) {
+		for i, c := range s.anyOf {
+			if e.alternative(s.anyTags, i, tv, c, v) {
 				any = true
 				break
 			}
@@ -352,9 +421,10 @@ func (e *evaluator) eval(s *sNode, v int32) bool {
 		}
 	}
 	if len(s.oneOf) > 0 {
+		tv := e.tagValue(s.oneTags, n)
 		matched := 0
-		for _, c := range s.oneOf {
-			if e.valid(c, v) {
+		for i, c := range s.oneOf {
+			if e.alternative(s.oneTags, i, tv, c, v) {
 				if matched++; matched > 1 {
 					return false
 				}
@@ -374,6 +444,29 @@ func (e *evaluator) eval(s *sNode, v int32) bool {
 		}
 	}
 	return !e.aborted
+}
+
+// tagValue returns the node of n's tag member when n is an object that
+// has one, else -1.
+func (e *evaluator) tagValue(t *tagged, n *node) int32 {
+	if t == nil || n.kind != '{' {
+		return -1
+	}
+	return e.t.member(n, t.tag)
+}
+
+// alternative reports whether v is valid against the i'th alternative c
+// of a union. A guarded alternative of an object whose tag is tv (its
+// guard's if then depends on the tag alone) is its then when the tag is
+// its const, and refuses v otherwise (its else is false).
+func (e *evaluator) alternative(t *tagged, i int, tv int32, c *sNode, v int32) bool {
+	if tv >= 0 && t.guarded[i] {
+		if !e.equalAny(tv, t.consts[i]) {
+			return false
+		}
+		return e.valid(c.thenS, v)
+	}
+	return e.valid(c, v)
 }
 
 func (e *evaluator) typeOK(types uint8, n *node) bool {

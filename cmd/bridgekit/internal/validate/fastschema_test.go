@@ -45,6 +45,20 @@ func TestFastCheckCoversTheSpec(t *testing.T) {
 	if n < 100 {
 		t.Errorf("only %d schemas checked", n)
 	}
+	// specschema's guarded unions (SessionUpdate's, ContentBlock's, ...)
+	// are dispatched by their tag.
+	fast.mu.Lock()
+	unions := 0
+	for _, n := range fast.nodes {
+		if n.anyTags != nil || n.oneTags != nil {
+			unions++
+		}
+	}
+	fast.mu.Unlock()
+	if unions < 5 {
+		t.Errorf("%d unions dispatched by tag", unions)
+	}
+	t.Logf("%d schemas, %d unions dispatched by tag", n, unions)
 }
 
 // A body and the schema it is judged by.
