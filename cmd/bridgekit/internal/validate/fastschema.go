@@ -65,9 +65,9 @@ type sNode struct {
 	// then: A, else: false}), let an object with that tag be checked
 	// against the alternatives its tag names only.
 	anyTags, oneTags *tagged
-	ifS      *sNode
-	thenS    *sNode
-	elseS    *sNode
+	ifS              *sNode
+	thenS            *sNode
+	elseS            *sNode
 
 	// objects
 	minProps, maxProps int // -1: none
