@@ -10,6 +10,10 @@
 #                           AgentPM's envelopes against JSON-RPC on bridgekit's
 #                           engine (service round trips, a harness_event burst)
 #   make bench-test         the bench module's fast sanity tests (CI)
+#   make bench-trace        bridgekit trace against a plain relay, and
+#   make bench-validate     bridgekit validate's frames/s on one core (issue
+#                           16): each writes a JSON file here that make
+#                           bench runs first and benchreport renders
 #
 # bench/ is its own Go module, so none of this runs in the root module's
 # `go test ./...`.
@@ -19,9 +23,10 @@ BENCH_FLAGS ?=
 
 .PHONY: bench bench-quick bench-test
 
-bench:
+# The bridgekit command's figures (bench-trace, bench-validate) are
+# measured first: benchreport renders the JSON files they leave.
+bench: bench-trace bench-validate
 	cd $(BENCH_DIR) && go run ./cmd/benchreport -out ../docs/performance.md $(BENCH_FLAGS)
-	$(MAKE) bench-trace
 
 bench-quick:
 	cd $(BENCH_DIR) && go run ./cmd/benchreport -quick -out '' $(BENCH_FLAGS)
@@ -32,7 +37,16 @@ bench-test:
 # bridgekit trace against a plain relay of the same pipes (issue 16): a
 # round trip through each middle process to the same child, p50 with one
 # caller and throughput with 16; the target is at most 1.2x. Figures go to
-# bench/trace-overhead.json and the test log.
+# bench/trace-overhead.json (which benchreport renders) and the test log.
 .PHONY: bench-trace
 bench-trace:
 	cd $(BENCH_DIR)/../cmd/bridgekit && BRIDGEKIT_TRACE_BENCH=$(abspath $(BENCH_DIR))/trace-overhead.json go test -count=1 -run '^TestTraceOverhead$$' -v .
+
+# bridgekit validate's throughput (issue 16: at least 20,000 frames/s of
+# mixed ACP traffic on one core): the recorded traffic of real agents,
+# GOMAXPROCS=1, by wall time and by CPU time. Figures go to
+# bench/validate-throughput.json (which benchreport renders) and the test
+# log; BRIDGEKIT_VALIDATE_BENCH_QUICK=1 shortens it.
+.PHONY: bench-validate
+bench-validate:
+	cd $(BENCH_DIR)/../cmd/bridgekit && BRIDGEKIT_VALIDATE_BENCH=$(abspath $(BENCH_DIR))/validate-throughput.json go test -count=1 -run '^TestValidateThroughput$$' -v ./internal/validate

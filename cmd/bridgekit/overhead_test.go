@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -24,7 +25,8 @@ import (
 // mode). trace records to a JSONL file (--out), as it would in use.
 //
 // TestTraceOverhead measures when BRIDGEKIT_TRACE_BENCH names a file to
-// write the results to (bench/cmd/benchreport runs it for make bench); else
+// write the results to (make bench-trace, which make bench runs before
+// bench/cmd/benchreport renders the file into docs/performance.md); else
 // it is skipped. BRIDGEKIT_TRACE_BENCH_QUICK=1 shortens it.
 
 // Child modes of the test binary, chosen by environment (see init).
@@ -86,6 +88,8 @@ func relay(child string) int {
 }
 
 type overheadResult struct {
+	Measured                    time.Time
+	LoadAverage                 string  // at the start, 1/5/15 minutes
 	Relay1P50us, Trace1P50us    float64 // 1 caller, p50 round trip
 	Relay16PerS, Trace16PerS    float64 // 16 callers, round trips per second
 	P50Ratio, ThroughputRatio   float64 // trace ÷ relay (p50), relay ÷ trace (throughput): ≤ 1.2 meets the target
@@ -106,6 +110,12 @@ func TestTraceOverhead(t *testing.T) {
 	calls1, calls16, reps := 20000, 100000, 5
 	if os.Getenv("BRIDGEKIT_TRACE_BENCH_QUICK") != "" {
 		calls1, calls16, reps = 3000, 20000, 1
+	}
+	load := "unknown"
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		if f := strings.Fields(string(b)); len(f) >= 3 {
+			load = strings.Join(f[:3], " ")
+		}
 	}
 	dir := t.TempDir()
 	jsonl := filepath.Join(dir, "trace.jsonl")
@@ -142,6 +152,7 @@ func TestTraceOverhead(t *testing.T) {
 		}
 	}
 	res := overheadResult{
+		Measured: time.Now().UTC(), LoadAverage: load,
 		Relay1P50us: median(p50["relay"]), Trace1P50us: median(p50["trace"]),
 		Relay1P99us: median(p99["relay"]), Trace1P99us: median(p99["trace"]),
 		Relay16PerS: median(tput["relay"]), Trace16PerS: median(tput["trace"]),

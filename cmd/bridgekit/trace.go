@@ -7,15 +7,14 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"os/signal"
-	"sync"
 	"syscall"
 	"time"
 
 	"github.com/bridgekit/bridgekit/cmd/bridgekit/internal/frames"
+	"github.com/bridgekit/bridgekit/cmd/bridgekit/internal/syncwriter"
 	"github.com/bridgekit/bridgekit/runtime/redact"
 )
 
@@ -122,7 +121,7 @@ func traceSession(ctx context.Context, env *Env, tf traceFlags, family frames.Fa
 		// The child's stderr is copied by a goroutine of os/exec, the
 		// transcript written by the pumps: one writer must not race them.
 		e := *env
-		e.Stderr = &lockedWriter{w: env.Stderr}
+		e.Stderr = syncwriter.New(env.Stderr)
 		env = &e
 	}
 	rec := &recorder{session: tf.session, cls: frames.New(family), red: redact.FromEnv(os.Environ())}
@@ -304,16 +303,4 @@ func exitStatus(ps *os.ProcessState, err error) (int, string) {
 		return 1, ""
 	}
 	return 1, ""
-}
-
-// lockedWriter serialises writes to w.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }

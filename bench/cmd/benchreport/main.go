@@ -45,6 +45,8 @@ func main() {
 		profile = flag.Bool("profile", true, "profile bridgekit's in-memory round trip and include the top entries")
 		raw     = flag.String("raw", "", "also save the raw results (every run) as JSON to this file")
 		render  = flag.String("render", "", "measure nothing: print and write the report from a file saved with -raw")
+		traceF  = flag.String("trace-figures", "trace-overhead.json", "bridgekit trace's overhead, as `make bench-trace` writes it (empty: leave out)")
+		valF    = flag.String("validate-figures", "validate-throughput.json", "bridgekit validate's throughput, as `make bench-validate` writes it (empty: leave out)")
 	)
 	flag.Parse()
 
@@ -67,7 +69,7 @@ func main() {
 			*runs = 1
 		}
 	}
-	cfg := config{quick: *quick, runs: *runs, out: *out, profile: *profile, raw: *raw}
+	cfg := config{quick: *quick, runs: *runs, out: *out, profile: *profile, raw: *raw, traceFigures: *traceF, validateFigures: *valF}
 	if *render != "" {
 		rep, err := loadRaw(*render)
 		if err != nil {
@@ -114,6 +116,9 @@ type config struct {
 	out     string
 	profile bool
 	raw     string // save the raw results here
+	// The bridgekit command's figures, measured by make bench-trace and
+	// make bench-validate (commands.go).
+	traceFigures, validateFigures string
 }
 
 // build is one compilation of this command, used as the worker binary.
@@ -212,6 +217,7 @@ func orchestrate(cfg config) error {
 		duration: time.Since(start),
 		load:     [2]string{loadStart, loadAverage()},
 		bkOpts:   bench.BridgekitOptions(),
+		commands: loadCommandFigures(cfg.traceFigures, cfg.validateFigures),
 	}
 	if cfg.raw != "" {
 		if err := saveRaw(cfg.raw, rep); err != nil {
@@ -236,6 +242,7 @@ func publish(rep *report) error {
 	if env := rep.envelopes(); env != "" {
 		fmt.Println(env)
 	}
+	fmt.Println(rep.commands.section())
 	fmt.Println(rep.targetSummary())
 	if cfg.out != "" {
 		doc := rep.document(table, readAnalysis(cfg.out))

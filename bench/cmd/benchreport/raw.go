@@ -22,6 +22,7 @@ type rawReport struct {
 	Duration         time.Duration
 	Load             [2]string
 	BridgekitOptions string
+	Commands         commandFigures
 }
 
 type rawBuild struct {
@@ -46,7 +47,7 @@ type rawOutcome struct {
 func saveRaw(path string, r *report) error {
 	raw := rawReport{
 		Quick: r.cfg.quick, Runs: r.cfg.runs, Profile: r.profile,
-		Started: r.started, Duration: r.duration, Load: r.load, BridgekitOptions: r.bkOpts,
+		Started: r.started, Duration: r.duration, Load: r.load, BridgekitOptions: r.bkOpts, Commands: r.commands,
 	}
 	for _, b := range r.builds {
 		raw.Builds = append(raw.Builds, rawBuild{b.name, b.info})
@@ -78,6 +79,13 @@ func loadRaw(path string) (*report, error) {
 		cfg:     config{quick: raw.Quick, runs: raw.Runs},
 		results: map[key][]outcome{},
 		profile: raw.Profile, started: raw.Started, duration: raw.Duration, load: raw.Load, bkOpts: raw.BridgekitOptions,
+		commands: raw.Commands,
+	}
+	if c := &r.commands; c.Trace == nil && c.TraceErr == "" {
+		c.TraceErr = "not in " + path
+	}
+	if c := &r.commands; c.Validate == nil && c.ValidateErr == "" {
+		c.ValidateErr = "not in " + path
 	}
 	for _, b := range raw.Builds {
 		r.builds = append(r.builds, &build{name: b.Name, info: b.Info})

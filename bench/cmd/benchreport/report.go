@@ -24,6 +24,7 @@ type report struct {
 	duration time.Duration
 	load     [2]string // load average at the start and the end
 	bkOpts   string    // bridgekit's options, as bench.BridgekitOptions
+	commands commandFigures
 }
 
 // agg is the aggregate of the runs of one scenario for one runtime.
@@ -665,6 +666,9 @@ func (r *report) targetSummary() string {
 			fmt.Fprintf(&sb, "- [%s] %s — %s (issue): %s\n", b.name, shortTitle(rw.title), rw.target, mark(v))
 		}
 	}
+	for _, l := range r.commands.verdicts() {
+		sb.WriteString("- " + l + "\n")
+	}
 	return sb.String()
 }
 
@@ -815,6 +819,9 @@ func (r *report) document(table, analysis string) string {
 		sb.WriteString(envelopeIntro)
 		sb.WriteString(env)
 	}
+	sb.WriteString("\n### The bridgekit command: trace's overhead and validate's throughput\n\n")
+	sb.WriteString(commandsIntro)
+	sb.WriteString(r.commands.section())
 	sb.WriteString("\n## Targets\n\n")
 	sb.WriteString(strings.TrimPrefix(r.targetSummary(), "Targets (ratios are bridgekit ÷ acp-go-sdk in the same run):\n\n"))
 	sb.WriteString("\n## Failures\n\nEvery run that failed, hung or reported a problem, with the runtime's own words:\n\n")

@@ -26,10 +26,10 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/bridgekit/bridgekit/cmd/bridgekit/internal/frames"
+	"github.com/bridgekit/bridgekit/cmd/bridgekit/internal/syncwriter"
 )
 
 // Status is a scenario's outcome.
@@ -156,9 +156,9 @@ func Run(ctx context.Context, side *Side, cfg Config) ([]Result, error) {
 	if cfg.Grace <= 0 {
 		cfg.Grace = 2 * time.Second
 	}
-	var stderr *lockedWriter
+	var stderr *syncwriter.Writer
 	if cfg.Stderr != nil {
-		stderr = &lockedWriter{w: cfg.Stderr}
+		stderr = syncwriter.New(cfg.Stderr)
 	}
 	scs := side.Scenarios(&cfg)
 	var peer *Peer
@@ -268,16 +268,4 @@ func runOne(ctx context.Context, peer *Peer, sc Scenario, cfg Config) (Result, i
 		r.Status = NotImplemented
 	}
 	return r, t.lastSeq
-}
-
-// lockedWriter serialises writes to w.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/bridgekit/bridgekit/cmd/bridgekit/internal/frames"
+	"github.com/bridgekit/bridgekit/cmd/bridgekit/internal/syncwriter"
 	"github.com/bridgekit/bridgekit/internal/child"
 	"github.com/bridgekit/bridgekit/runtime/ndjson"
 )
@@ -89,7 +90,7 @@ const maxServing = 16
 
 // startPeer starts argv contained, with stderr kept (and copied to
 // stderrCopy when set).
-func startPeer(argv []string, family frames.Family, stderrCopy *lockedWriter, dir string) (*Peer, error) {
+func startPeer(argv []string, family frames.Family, stderrCopy *syncwriter.Writer, dir string) (*Peer, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = dir
 	spec := child.Spec{Group: true, StderrTail: 16 << 10}

@@ -141,6 +141,10 @@ type Classifier struct {
 	// initiator is, for ClassifyUndirected, the side that sent the first
 	// request or notification of a known method: its frames go In.
 	initiator string
+	// sniffDec reads lines for sniff; reused, it keeps the buffers and
+	// name sets a new decoder would allocate for every line.
+	sniffDec *jsontext.Decoder
+	sniffRd  bytes.Reader
 }
 
 // New returns a classifier for a session whose family is not known yet.
@@ -236,7 +240,7 @@ func (c *Classifier) replyDir(f *Frame, body []byte) Direction {
 func (c *Classifier) classify(seq int64, dir Direction, infer bool, at time.Time, line []byte, truncated bool) (f Frame) {
 	defer func() { f.Dir = dir }()
 	line = bytes.TrimSuffix(line, []byte("\r"))
-	fam, members := sniff(line, c.family)
+	fam, members := c.sniff(line, c.family)
 	if c.family == Unknown && fam != Unknown && fam != Harn {
 		c.family = fam
 	}
@@ -443,9 +447,15 @@ type topMembers struct {
 
 // sniff reads a line's top-level member names, and the protocol member of
 // an AgentPM envelope. It reads only as far as it needs to decide.
-func sniff(line []byte, known Family) (Family, topMembers) {
+func (c *Classifier) sniff(line []byte, known Family) (Family, topMembers) {
 	var tm topMembers
-	dec := jsontext.NewDecoder(bytes.NewReader(line))
+	c.sniffRd.Reset(line)
+	if c.sniffDec == nil {
+		c.sniffDec = jsontext.NewDecoder(&c.sniffRd)
+	} else {
+		c.sniffDec.Reset(&c.sniffRd)
+	}
+	dec := c.sniffDec
 	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
 		return Unknown, tm
 	}

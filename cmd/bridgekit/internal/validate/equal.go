@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math/big"
-	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -16,78 +16,103 @@ import (
 // (1.0 and 1, 1e2 and 100). When they differ it returns the JSON pointer,
 // relative to the documents, of the first difference and what it is.
 func Equal(a, b []byte) (pointer, diff string, same bool) {
-	x, err := parse(a)
-	if err != nil {
-		return "", "the original does not parse: " + err.Error(), false
+	var x, y tree
+	return equalTrees(&x, a, &y, b)
+}
+
+// equalTrees is Equal with the trees to parse a and b into (and x holding
+// a already when a is nil).
+func equalTrees(x *tree, a []byte, y *tree, b []byte) (pointer, diff string, same bool) {
+	if a != nil {
+		if err := x.parse(a, false); err != nil {
+			return "", "the original does not parse: " + err.Error(), false
+		}
 	}
-	y, err := parse(b)
-	if err != nil {
+	if err := y.parse(b, false); err != nil {
 		return "", "the re-encoding does not parse: " + err.Error(), false
 	}
-	return compare(x, y, "")
-}
-
-// value is a parsed JSON value: kind is the token kind ('{', '[', '"',
-// '0', 't', 'f', 'n'); str the string or number; members (sorted by
-// name) or elems the children.
-type value struct {
-	kind    jsontext.Kind
-	str     string
-	members []member
-	elems   []value
-}
-
-type member struct {
-	name string
-	val  value
-}
-
-func parse(data []byte) (value, error) {
-	dec := jsontext.NewDecoder(bytes.NewReader(data))
-	return parseValue(dec)
-}
-
-func parseValue(dec *jsontext.Decoder) (value, error) {
-	tok, err := dec.ReadToken()
-	if err != nil {
-		return value{}, err
+	c := comparison{x: x, y: y}
+	if c.equal(0, 0) {
+		return "", "", true
 	}
-	v := value{kind: tok.Kind()}
-	switch v.kind {
+	// The pointer is built only for a difference, from the path kept.
+	var sb strings.Builder
+	for i := len(c.path) - 1; i >= 0; i-- {
+		sb.WriteByte('/')
+		sb.WriteString(escape(c.path[i]))
+	}
+	return sb.String(), c.diff, false
+}
+
+// comparison compares node trees x and y. On a difference, path holds
+// the pointer's tokens, innermost first.
+type comparison struct {
+	x, y *tree
+	path []string
+	diff string
+}
+
+func (c *comparison) equal(i, j int32) bool {
+	x, y := &c.x.nodes[i], &c.y.nodes[j]
+	if x.kind != y.kind {
+		c.diff = fmt.Sprintf("%s became %s", describe(c.x, x), describe(c.y, y))
+		return false
+	}
+	switch x.kind {
 	case '"':
-		v.str = tok.String()
+		if xs, ys := c.x.str(x), c.y.str(y); !bytes.Equal(xs, ys) {
+			c.diff = fmt.Sprintf("%q became %q", xs, ys)
+			return false
+		}
 	case '0':
-		v.str = tok.String()
+		if xs, ys := c.x.str(x), c.y.str(y); !bytes.Equal(xs, ys) && !sameNumber(string(xs), string(ys)) {
+			c.diff = fmt.Sprintf("%s became %s", xs, ys)
+			return false
+		}
 	case '{':
-		for dec.PeekKind() != '}' {
-			tok, err := dec.ReadToken()
-			if err != nil {
-				return v, err
+		xm, ym := c.x.members(x), c.y.members(y)
+		i, j := 0, 0
+		for i < len(xm) || j < len(ym) {
+			var cmp int
+			switch {
+			case j == len(ym):
+				cmp = -1
+			case i == len(xm):
+				cmp = 1
+			default:
+				cmp = bytes.Compare(c.x.name(xm[i]), c.y.name(ym[j]))
 			}
-			name := tok.String()
-			mv, err := parseValue(dec)
-			if err != nil {
-				return v, err
+			switch {
+			case cmp < 0:
+				c.path = append(c.path, string(c.x.name(xm[i])))
+				c.diff = "the member is dropped"
+				return false
+			case cmp > 0:
+				c.path = append(c.path, string(c.y.name(ym[j])))
+				c.diff = fmt.Sprintf("a member is added (%s)", describe(c.y, &c.y.nodes[ym[j].val]))
+				return false
 			}
-			v.members = append(v.members, member{name, mv})
+			if !c.equal(xm[i].val, ym[j].val) {
+				c.path = append(c.path, string(c.x.name(xm[i])))
+				return false
+			}
+			i++
+			j++
 		}
-		if _, err := dec.ReadToken(); err != nil {
-			return v, err
-		}
-		slices.SortStableFunc(v.members, func(a, b member) int { return strings.Compare(a.name, b.name) })
 	case '[':
-		for dec.PeekKind() != ']' {
-			ev, err := parseValue(dec)
-			if err != nil {
-				return v, err
-			}
-			v.elems = append(v.elems, ev)
+		xe, ye := c.x.members(x), c.y.members(y)
+		if len(xe) != len(ye) {
+			c.diff = fmt.Sprintf("an array of %d elements became one of %d", len(xe), len(ye))
+			return false
 		}
-		if _, err := dec.ReadToken(); err != nil {
-			return v, err
+		for k := range xe {
+			if !c.equal(xe[k].val, ye[k].val) {
+				c.path = append(c.path, strconv.Itoa(k))
+				return false
+			}
 		}
 	}
-	return v, nil
+	return true
 }
 
 func kindName(k jsontext.Kind) string {
@@ -112,59 +137,18 @@ func escape(s string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
 }
 
-func compare(x, y value, ptr string) (string, string, bool) {
-	if x.kind != y.kind {
-		return ptr, fmt.Sprintf("%s became %s", describe(x), describe(y)), false
-	}
-	switch x.kind {
+func describe(t *tree, n *node) string {
+	switch n.kind {
 	case '"':
-		if x.str != y.str {
-			return ptr, fmt.Sprintf("%q became %q", x.str, y.str), false
-		}
+		return fmt.Sprintf("%q", t.str(n))
 	case '0':
-		if x.str != y.str && !sameNumber(x.str, y.str) {
-			return ptr, fmt.Sprintf("%s became %s", x.str, y.str), false
-		}
-	case '{':
-		i, j := 0, 0
-		for i < len(x.members) || j < len(y.members) {
-			switch {
-			case j == len(y.members) || i < len(x.members) && x.members[i].name < y.members[j].name:
-				return ptr + "/" + escape(x.members[i].name), "the member is dropped", false
-			case i == len(x.members) || x.members[i].name > y.members[j].name:
-				return ptr + "/" + escape(y.members[j].name), fmt.Sprintf("a member is added (%s)", describe(y.members[j].val)), false
-			}
-			if p, d, ok := compare(x.members[i].val, y.members[j].val, ptr+"/"+escape(x.members[i].name)); !ok {
-				return p, d, false
-			}
-			i++
-			j++
-		}
-	case '[':
-		if len(x.elems) != len(y.elems) {
-			return ptr, fmt.Sprintf("an array of %d elements became one of %d", len(x.elems), len(y.elems)), false
-		}
-		for i := range x.elems {
-			if p, d, ok := compare(x.elems[i], y.elems[i], fmt.Sprintf("%s/%d", ptr, i)); !ok {
-				return p, d, false
-			}
-		}
-	}
-	return "", "", true
-}
-
-func describe(v value) string {
-	switch v.kind {
-	case '"':
-		return fmt.Sprintf("%q", v.str)
-	case '0':
-		return v.str
+		return string(t.str(n))
 	case 't':
 		return "true"
 	case 'f':
 		return "false"
 	}
-	return kindName(v.kind)
+	return kindName(n.kind)
 }
 
 func sameNumber(a, b string) bool {

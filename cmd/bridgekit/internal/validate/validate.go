@@ -21,10 +21,12 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
@@ -251,13 +253,39 @@ type stream struct {
 	// reported at the end (requests never answered).
 	lines map[int64]int
 	seq   int64
+
+	// checks are the schemas this stream has used, by Harn's contract
+	// and location; body is the frame's body parsed once, for the schema
+	// check and the comparison with its re-encoding (parsed into reenc).
+	checks map[checkKey]*schemaCheck
+	body   tree
+	reenc  tree
+	eval   evaluator
+	// A recording's line, and the decoder that reads it.
+	recLine []byte
+	recDec  *jsontext.Decoder
+	recIn   bytes.Buffer
+}
+
+type checkKey struct {
+	harn bool
+	loc  string
+}
+
+// schemaCheck is a schema as a stream checks bodies with it: compiled by
+// the library, and for the fast check (nil when it cannot evaluate the
+// schema); or, when it does not compile, the problem every body gets.
+type schemaCheck struct {
+	sch   *jsonschema.Schema
+	fast  *sNode
+	fails *frames.Problem
 }
 
 // Stream validates the stream r, named name in problems, and calls report
 // for every problem, in input order. It returns what it checked, and an
 // error only when r cannot be read.
 func (v *Validator) Stream(name string, r io.Reader, report func(Problem)) (Stats, error) {
-	st := &stream{v: v, name: name, report: report}
+	st := &stream{v: v, name: name, report: report, checks: map[checkKey]*schemaCheck{}}
 	st.reset()
 	br := bufio.NewReaderSize(r, 64<<10)
 	var buf []byte
@@ -288,22 +316,142 @@ func (v *Validator) Stream(name string, r io.Reader, report func(Problem)) (Stat
 		case formatRaw:
 			st.frame(lineNo, frames.In, true, line, false)
 		case formatRecording:
-			var rec recording
-			if err := json.Unmarshal(line, &rec); err != nil || rec.Seq == nil || rec.Dir != "send" && rec.Dir != "recv" {
+			frame, recv, cut, ok := st.recording(line)
+			if !ok {
 				st.problem(lineNo, "", frames.Problem{Code: ProblemTrace, Message: "not a recording line ({seq, dir: send|recv, line})"})
 				continue
 			}
 			dir := frames.In // send: the client to the recorded agent, on its stdin
-			if rec.Dir == "recv" {
+			if recv {
 				dir = frames.Out
 			}
-			st.frame(lineNo, dir, false, []byte(rec.Line), rec.Cut)
+			st.frame(lineNo, dir, false, frame, cut)
 		case formatTrace:
 			st.traceLine(lineNo, line)
 		}
 	}
 	st.end()
 	return st.stats, nil
+}
+
+// recording reads a line of a recording, as json.Unmarshal into a
+// recording reads it: the frame it holds (valid until the next call),
+// its direction and whether it was cut; ok is false for a line that is
+// not a recording's.
+func (st *stream) recording(line []byte) (frame []byte, recv, cut, ok bool) {
+	if frame, recv, cut, ok, decided := st.recordingFast(line); decided {
+		return frame, recv, cut, ok
+	}
+	var rec recording
+	if err := json.Unmarshal(line, &rec); err != nil || rec.Seq == nil || rec.Dir != "send" && rec.Dir != "recv" {
+		return nil, false, false, false
+	}
+	return []byte(rec.Line), rec.Dir == "recv", rec.Cut, true
+}
+
+// recordingFast is recording for the lines the recorder writes: an
+// object with exactly named members of the right kinds. decided is false
+// for anything else (a name json.Unmarshal would match case-insensitively,
+// a null, a duplicate, an escape jsontext refuses): json.Unmarshal judges
+// those.
+func (st *stream) recordingFast(line []byte) (frame []byte, recv, cut, ok, decided bool) {
+	st.recIn = *bytes.NewBuffer(line) // decoded in place
+	// json.Unmarshal takes duplicate names (the last wins): so does this,
+	// except for the members it reads, whose duplicates it leaves to
+	// json.Unmarshal.
+	if st.recDec == nil {
+		st.recDec = jsontext.NewDecoder(&st.recIn, jsontext.AllowDuplicateNames(true))
+	} else {
+		st.recDec.Reset(&st.recIn, jsontext.AllowDuplicateNames(true))
+	}
+	dec := st.recDec
+	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
+		return
+	}
+	var seq, dirSeen, lineSeen, cutSeen bool
+	dir := ""
+	st.recLine = st.recLine[:0]
+	for dec.PeekKind() == '"' {
+		raw, err := dec.ReadValue()
+		if err != nil || bytes.IndexByte(raw, '\\') >= 0 {
+			return
+		}
+		// raw is valid until the next read: settle the name first.
+		name := raw[1 : len(raw)-1]
+		field := ""
+		switch string(name) {
+		case "seq":
+			field = "seq"
+		case "dir":
+			field = "dir"
+		case "line":
+			field = "line"
+		case "cut":
+			field = "cut"
+		default:
+			for _, known := range [...]string{"seq", "dir", "line", "cut"} {
+				if bytes.EqualFold(name, []byte(known)) {
+					return
+				}
+			}
+		}
+		k := dec.PeekKind()
+		switch field {
+		case "seq":
+			v, err := dec.ReadValue()
+			if err != nil || k != '0' || seq {
+				return
+			}
+			if _, err := strconv.ParseInt(string(v), 10, 64); err != nil {
+				return
+			}
+			seq = true
+		case "dir":
+			v, err := dec.ReadValue()
+			if err != nil || k != '"' || dirSeen {
+				return
+			}
+			switch string(v) {
+			case `"send"`, `"recv"`:
+				dir = string(v[1 : len(v)-1])
+			default:
+				return
+			}
+			dirSeen = true
+		case "line":
+			v, err := dec.ReadValue()
+			if err != nil || k != '"' || lineSeen {
+				return
+			}
+			lineSeen = true
+			if st.recLine, err = jsontext.AppendUnquote(st.recLine[:0], v); err != nil {
+				return
+			}
+		case "cut":
+			if k != 't' && k != 'f' || cutSeen {
+				return
+			}
+			cutSeen = true
+			if _, err := dec.ReadValue(); err != nil {
+				return
+			}
+			cut = k == 't'
+		default:
+			if err := dec.SkipValue(); err != nil {
+				return
+			}
+		}
+	}
+	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '}' {
+		return
+	}
+	if _, err := dec.ReadToken(); !errors.Is(err, io.EOF) {
+		return
+	}
+	if !seq || !dirSeen {
+		return nil, false, false, false, true
+	}
+	return st.recLine, dir == "recv", cut, true, true
 }
 
 func (st *stream) reset() {
@@ -402,7 +550,8 @@ func (st *stream) frame(lineNo int, dir frames.Direction, undirected bool, line 
 		return
 	}
 	st.stats.Checked++
-	if p, bad := st.v.checkSchema(f.Family == frames.Harn, st.v.retype(loc), f.Body, f.BodyPointer); bad {
+	parsed := st.body.parse(f.Body, true) == nil
+	if p, bad := st.checkSchema(f.Family == frames.Harn, loc, f.Body, f.BodyPointer, parsed); bad {
 		if f.Value == nil || p.Code != ProblemSchemaValidation || !specschema.HasUnknown(f.Value) {
 			st.problem(lineNo, f.Method, p)
 			return
@@ -420,7 +569,11 @@ func (st *stream) frame(lineNo int, dir frames.Direction, undirected bool, line 
 		st.problem(lineNo, f.Method, frames.Problem{Code: ProblemRoundTrip, Pointer: f.BodyPointer, Message: "decoded, but not re-encoded: " + err.Error()})
 		return
 	}
-	if ptr, msg, same := Equal(f.Body, out); !same {
+	orig := f.Body
+	if parsed {
+		orig = nil // st.body holds it
+	}
+	if ptr, msg, same := equalTrees(&st.body, orig, &st.reenc, out); !same {
 		st.problem(lineNo, f.Method, frames.Problem{Code: ProblemRoundTrip, Pointer: f.BodyPointer + ptr,
 			Message: "re-encoded differently by the generated type: " + msg})
 	}
@@ -428,27 +581,55 @@ func (st *stream) frame(lineNo int, dir frames.Direction, undirected bool, line 
 
 // checkSchema validates body against the schema at loc and turns a
 // failure into a problem at the JSON pointer, within the frame, of the
-// deepest value the schema refused.
+// deepest value the schema refused. parsed says st.body holds body.
 // A Harn stream is judged under Harn's contract, as a Harn connection
 // decodes: ACP members Harn moved under _meta.harn are refused there.
-func (v *Validator) checkSchema(harn bool, loc string, body []byte, prefix string) (frames.Problem, bool) {
+func (st *stream) checkSchema(harn bool, loc string, body []byte, prefix string, parsed bool) (frames.Problem, bool) {
+	k := checkKey{harn, loc}
+	c := st.checks[k]
+	if c == nil {
+		c = st.v.schemaCheck(harn, st.v.retype(loc))
+		st.checks[k] = c
+	}
+	if c.fails != nil {
+		p := *c.fails
+		p.Pointer = prefix
+		return p, true
+	}
+	if parsed && c.fast != nil {
+		if valid, decided := fastValid(c.fast, &st.body, &st.eval); valid && decided {
+			return frames.Problem{}, false
+		}
+		// Refused (or undecided): the library says where and why.
+	}
+	return st.v.validateSlow(c.sch, body, prefix)
+}
+
+// schemaCheck compiles the schema at loc (as retyped) for a stream.
+func (v *Validator) schemaCheck(harn bool, loc string) *schemaCheck {
 	schemas := v.schemas
 	if harn {
 		h := &compiled[2]
 		h.once.Do(func() { h.spec, h.err = specschema.LoadUnder(spec.FS, acp.ContractHarn.Name()) })
 		if h.err != nil {
-			return frames.Problem{Code: ProblemSchemaValidation, Pointer: prefix, Message: h.err.Error()}, true
+			return &schemaCheck{fails: &frames.Problem{Code: ProblemSchemaValidation, Message: h.err.Error()}}
 		}
 		schemas = h.spec
 	}
 	sch, err := schemas.Compile(loc)
 	if err != nil && strings.HasPrefix(loc, v0122+"#") {
-		return frames.Problem{Code: ProblemSchemaValidation, Pointer: prefix,
-			Message: fmt.Sprintf("%s is not in ACP v0.12.2's schema: the method is newer", strings.TrimPrefix(loc, v0122+"#/$defs/"))}, true
+		return &schemaCheck{fails: &frames.Problem{Code: ProblemSchemaValidation,
+			Message: fmt.Sprintf("%s is not in ACP v0.12.2's schema: the method is newer", strings.TrimPrefix(loc, v0122+"#/$defs/"))}}
 	}
 	if err != nil {
-		return frames.Problem{Code: ProblemSchemaValidation, Pointer: prefix, Message: fmt.Sprintf("schema %s does not compile: %v", loc, err)}, true
+		return &schemaCheck{fails: &frames.Problem{Code: ProblemSchemaValidation, Message: fmt.Sprintf("schema %s does not compile: %v", loc, err)}}
 	}
+	return &schemaCheck{sch: sch, fast: fastSchema(sch)}
+}
+
+// validateSlow validates body with the library, whose error places the
+// problem.
+func (v *Validator) validateSlow(sch *jsonschema.Schema, body []byte, prefix string) (frames.Problem, bool) {
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(body))
 	if err != nil {
 		return frames.Problem{Code: frames.ProblemMalformed, Pointer: prefix, Message: err.Error()}, true

@@ -1,0 +1,163 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strings"
+	"time"
+)
+
+// The targets of issue 16 on the bridgekit command are measured in its own
+// module (cmd/bridgekit), not by the workers: `make bench-trace` and `make
+// bench-validate`, which `make bench` runs before benchreport, leave their
+// figures in JSON files in the bench directory, and benchreport renders
+// them (flags -trace-figures, -validate-figures).
+
+// traceFigures is what cmd/bridgekit's TestTraceOverhead writes.
+type traceFigures struct {
+	Measured                    time.Time
+	LoadAverage                 string
+	Relay1P50us, Trace1P50us    float64
+	Relay16PerS, Trace16PerS    float64
+	P50Ratio, ThroughputRatio   float64
+	Calls1, Calls16, Reps       int
+	Relay1P99us, Trace1P99us    float64
+	TraceJSONLBytesPerRoundTrip float64
+}
+
+// validateFigures is what cmd/bridgekit/internal/validate's
+// TestValidateThroughput writes.
+type validateFigures struct {
+	Measured         time.Time
+	Target           float64
+	FramesPerSec     float64
+	NsPerFrame       float64
+	CPUNsPerFrame    float64
+	UserNsPerFrame   float64
+	CPUFramesPerSec  float64
+	Runs, FramesEach int
+	Seconds          float64
+	GOMAXPROCS       int
+	LoadAverage      string
+}
+
+// commandFigures are both, as read (an error saying why one is missing).
+type commandFigures struct {
+	Trace       *traceFigures    `json:",omitempty"`
+	Validate    *validateFigures `json:",omitempty"`
+	TraceErr    string           `json:",omitempty"`
+	ValidateErr string           `json:",omitempty"`
+}
+
+// The issue's limits.
+const (
+	traceMaxRatio  = 1.2
+	validateTarget = 20000
+)
+
+func loadCommandFigures(tracePath, validatePath string) commandFigures {
+	var c commandFigures
+	read := func(path, make string, v any) string {
+		if path == "" {
+			return "not read (no file given)"
+		}
+		data, err := os.ReadFile(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			return fmt.Sprintf("not measured: %s is missing (`make %s` writes it)", path, make)
+		}
+		if err == nil {
+			err = json.Unmarshal(data, v)
+		}
+		if err != nil {
+			return fmt.Sprintf("%s: %v", path, err)
+		}
+		return ""
+	}
+	var t traceFigures
+	if c.TraceErr = read(tracePath, "bench-trace", &t); c.TraceErr == "" {
+		c.Trace = &t
+	}
+	var v validateFigures
+	if c.ValidateErr = read(validatePath, "bench-validate", &v); c.ValidateErr == "" {
+		c.Validate = &v
+	}
+	return c
+}
+
+func measuredAt(t time.Time, load string) string {
+	s := "time not recorded"
+	if !t.IsZero() {
+		s = t.UTC().Format("2006-01-02 15:04 MST")
+	}
+	if load != "" {
+		s += ", load average " + load
+	}
+	return s
+}
+
+// verdicts are the command's targets with their verdicts, one a line.
+func (c commandFigures) verdicts() []string {
+	var out []string
+	if t := c.Trace; t != nil {
+		out = append(out,
+			fmt.Sprintf("[trace] Round trip through `bridgekit trace`, 1 caller — p50 ≤ %g× a plain relay's (issue 16): %s", traceMaxRatio,
+				mark(atMostRatio(t.P50Ratio, traceMaxRatio, fmt.Sprintf("relay p50 %s, trace %s", fmtUS(t.Relay1P50us), fmtUS(t.Trace1P50us))))),
+			fmt.Sprintf("[trace] Round trips through `bridgekit trace`, 16 callers — throughput ≥ 1/%g of a plain relay's (issue 16): %s", traceMaxRatio,
+				mark(atMostRatio(t.ThroughputRatio, traceMaxRatio, fmt.Sprintf("relay %s, trace %s", fmtRate(t.Relay16PerS, "/s"), fmtRate(t.Trace16PerS, "/s"))))))
+	} else {
+		out = append(out, "[trace] Round trips through `bridgekit trace` ≤ 1.2× a plain relay (issue 16): "+c.TraceErr)
+	}
+	if v := c.Validate; v != nil {
+		vd := verdict{fmt.Sprintf("%s frames/s", fmtRate(v.FramesPerSec, "")), v.FramesPerSec >= validateTarget}
+		if vd.met {
+			vd.text = "met: " + vd.text
+		} else {
+			vd.text = "MISSED: " + vd.text
+		}
+		out = append(out, fmt.Sprintf("[validate] `bridgekit validate`: frames/s of mixed ACP traffic on one core ≥ %s (issue 16): %s (%s CPU per frame: %s frames per CPU second)",
+			fmtRate(validateTarget, ""), mark(vd), fmtNS(v.CPUNsPerFrame), fmtRate(v.CPUFramesPerSec, "")))
+	} else {
+		out = append(out, "[validate] `bridgekit validate` ≥ 20k frames/s on one core (issue 16): "+c.ValidateErr)
+	}
+	return out
+}
+
+func atMostRatio(x, limit float64, detail string) verdict {
+	if x > 0 && x <= limit {
+		return verdict{fmt.Sprintf("met: %.2f× ≤ %g× (%s)", x, limit, detail), true}
+	}
+	return verdict{fmt.Sprintf("MISSED: %.2f× > %g× (%s)", x, limit, detail), false}
+}
+
+// section renders the command's figures for the report.
+func (c commandFigures) section() string {
+	var sb strings.Builder
+	sb.WriteString("| target (issue 16) | figures | met? |\n|---|---|---|\n")
+	if t := c.Trace; t != nil {
+		fmt.Fprintf(&sb, "| `bridgekit trace --out FILE` to a child, 1 caller: p50 ≤ %g× a plain relay's | relay p50 %s (p99 %s), trace p50 %s (p99 %s): **%.2f×**; median of %d runs of %d calls, %s | %s |\n",
+			traceMaxRatio, fmtUS(t.Relay1P50us), fmtUS(t.Relay1P99us), fmtUS(t.Trace1P50us), fmtUS(t.Trace1P99us), t.P50Ratio,
+			t.Reps, t.Calls1, measuredAt(t.Measured, t.LoadAverage), mark(atMostRatio(t.P50Ratio, traceMaxRatio, "p50")))
+		fmt.Fprintf(&sb, "| same, 16 callers: throughput ≥ 1/%g of a plain relay's | relay %s, trace %s: the relay **%.2f×** trace; %d calls a run, %.0f B of JSONL a round trip | %s |\n",
+			traceMaxRatio, fmtRate(t.Relay16PerS, "/s"), fmtRate(t.Trace16PerS, "/s"), t.ThroughputRatio, t.Calls16, t.TraceJSONLBytesPerRoundTrip,
+			mark(atMostRatio(t.ThroughputRatio, traceMaxRatio, "throughput")))
+	} else {
+		fmt.Fprintf(&sb, "| `bridgekit trace` ≤ %g× a plain relay | %s | — |\n", traceMaxRatio, c.TraceErr)
+	}
+	if v := c.Validate; v != nil {
+		met := "❌ MISSED"
+		if v.FramesPerSec >= validateTarget {
+			met = "✅ met"
+		}
+		fmt.Fprintf(&sb, "| `bridgekit validate`: frames/s of mixed ACP traffic on one core ≥ %s | **%s frames/s** (%s a frame) by wall time with GOMAXPROCS=%d; CPU time (user + system) %s a frame, user %s: %s frames per CPU second; median of %d runs of %.1f s (%s frames each), %s | %s |\n",
+			fmtRate(validateTarget, ""), fmtRate(v.FramesPerSec, ""), fmtNS(v.NsPerFrame), v.GOMAXPROCS, fmtNS(v.CPUNsPerFrame), fmtNS(v.UserNsPerFrame),
+			fmtRate(v.CPUFramesPerSec, ""), v.Runs, v.Seconds, fmtCount(float64(v.FramesEach)), measuredAt(v.Measured, v.LoadAverage), met)
+	} else {
+		fmt.Fprintf(&sb, "| `bridgekit validate` ≥ %s frames/s on one core | %s | — |\n", fmtRate(validateTarget, ""), c.ValidateErr)
+	}
+	return sb.String()
+}
+
+const commandsIntro = "Measured in cmd/bridgekit's module by `make bench-trace` and `make bench-validate`, which `make bench` runs first, and read from `bench/trace-overhead.json` and `bench/validate-throughput.json`. **trace**: `cmd/bridgekit/overhead_test.go` (`TestTraceOverhead`): a caller makes JSON-RPC round trips of session/prompt-sized frames through a middle process to the same child responder, the middle being either a plain relay (two `io.Copy` loops) or `bridgekit trace --out FILE`, the two taking turns; the ratio is trace ÷ relay for p50 and relay ÷ trace for throughput. **validate**: `cmd/bridgekit/internal/validate/bench_test.go` (`TestValidateThroughput`, the loop of `BenchmarkValidate`): the recorded traffic of three real ACP agents (`testdata/acp/traffic/*/turn.jsonl`: initialize, session/new, prompts, session/update streams, fs, terminal and permission requests and their replies), every frame matched to its method, validated against its JSON Schema, decoded into its generated type, re-encoded and compared, with GOMAXPROCS=1; frames per CPU second is the rate a core of its own would give, which other jobs on the machine do not depress.\n\n"

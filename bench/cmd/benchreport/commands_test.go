@@ -1,0 +1,48 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The bridgekit command's figures are read from the files make
+// bench-trace and make bench-validate write, judged against issue 16's
+// targets, and rendered with what is missing said so.
+func TestCommandFigures(t *testing.T) {
+	dir := t.TempDir()
+	tr := filepath.Join(dir, "trace.json")
+	va := filepath.Join(dir, "validate.json")
+	os.WriteFile(tr, []byte(`{"Measured":"2026-12-02T10:00:00Z","LoadAverage":"1.0 1.0 1.0","Relay1P50us":90,"Trace1P50us":99,
+		"Relay16PerS":50000,"Trace16PerS":20000,"P50Ratio":1.1,"ThroughputRatio":2.5,"Calls1":20000,"Calls16":100000,"Reps":5}`), 0o644)
+	os.WriteFile(va, []byte(`{"Measured":"2026-12-02T10:00:00Z","Target":20000,"FramesPerSec":25000,"NsPerFrame":40000,
+		"CPUNsPerFrame":38000,"UserNsPerFrame":37000,"CPUFramesPerSec":26315,"Runs":5,"FramesEach":50000,"Seconds":2,"GOMAXPROCS":1}`), 0o644)
+	c := loadCommandFigures(tr, va)
+	if c.Trace == nil || c.Validate == nil {
+		t.Fatalf("not read: %+v", c)
+	}
+	v := strings.Join(c.verdicts(), "\n")
+	for _, want := range []string{"✅ met: 1.10× ≤ 1.2×", "❌ MISSED: 2.50× > 1.2×", "✅ met: 25.0k frames/s", "26.3k frames per CPU second"} {
+		if !strings.Contains(v, want) {
+			t.Errorf("verdicts lack %q:\n%s", want, v)
+		}
+	}
+	sec := c.section()
+	for _, want := range []string{"**25.0k frames/s**", "2026-12-02 10:00 UTC", "relay 50.0k/s, trace 20.0k/s"} {
+		if !strings.Contains(sec, want) {
+			t.Errorf("section lacks %q:\n%s", want, sec)
+		}
+	}
+	os.WriteFile(va, []byte(`{"FramesPerSec":9000,"CPUNsPerFrame":55000}`), 0o644)
+	if v := strings.Join(loadCommandFigures(tr, va).verdicts(), "\n"); !strings.Contains(v, "❌ MISSED: 9.0k frames/s") {
+		t.Errorf("below the target: %s", v)
+	}
+	missing := loadCommandFigures(filepath.Join(dir, "none.json"), "")
+	if missing.Trace != nil || !strings.Contains(missing.TraceErr, "make bench-trace") || missing.ValidateErr == "" {
+		t.Errorf("missing files: %+v", missing)
+	}
+	if sec := missing.section(); !strings.Contains(sec, "not measured") {
+		t.Errorf("section for missing files:\n%s", sec)
+	}
+}
