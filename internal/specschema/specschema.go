@@ -328,8 +328,13 @@ func applyOverlays(fsys fs.FS, p string, docs map[string]any, retarget map[strin
 	for _, o := range cat.Overlays {
 		file, frag, _ := strings.Cut(o.Def, "#")
 		if to, ok := retarget[file]; ok {
+			// A definition the older version lacks (v0.12.2 has no
+			// AuthCapabilities) has nothing to extend: its documents
+			// cannot hold the member.
 			o.Def = to + "#" + frag
-			all = append(all, o)
+			if _, err := lookup(docs, o.Def); err == nil {
+				all = append(all, o)
+			}
 		}
 	}
 	for _, o := range all {
