@@ -46,13 +46,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"os/exec"
 	"os/signal"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -210,6 +208,11 @@ func run(args []string, o options) int {
 		Conn:      conn,
 		Client:    a.client(),
 		StopGrace: o.grace,
+		// At the end of its input the host answers what it has read and
+		// exits; a wait_for_exit still pending then would hold it for
+		// ever, so the terminals are closed (their waits answered) a
+		// moment after.
+		InputEnded: func() { time.AfterFunc(time.Second, func() { a.terms.Close(o.grace) }) },
 	})
 
 	// A write to a closed stdout must fail with EPIPE, and end the session
@@ -255,13 +258,7 @@ func serve(a *app, srv *host.Server, sigs chan os.Signal, grace time.Duration, a
 		cmd := exec.Command(args[0], args[1:]...)
 		err = srv.ServeCommandConn(ctx, cmd, func(*rpc.Conn) { process.Store(cmd.Process) })
 	} else {
-		// At the end of its input the host answers what it has read and
-		// exits; a wait_for_exit still pending then would hold it forever,
-		// so the terminals are closed (their waits answered) a moment after.
-		in := &eofReader{r: os.Stdin, at: func() {
-			time.AfterFunc(time.Second, func() { a.terms.Close(grace) })
-		}}
-		err = srv.Serve(ctx, in, os.Stdout)
+		err = srv.Serve(ctx, os.Stdin, os.Stdout)
 	}
 	var exit *host.ExitError
 	switch {
@@ -438,19 +435,4 @@ func forceExit(a *app, process *atomic.Pointer[os.Process], sig os.Signal) {
 	a.terms.Close(100 * time.Millisecond)
 	a.render.close(100 * time.Millisecond)
 	os.Exit(signalStatus(sig))
-}
-
-// eofReader calls at once when r ends (or fails).
-type eofReader struct {
-	r    io.Reader
-	at   func()
-	once sync.Once
-}
-
-func (e *eofReader) Read(p []byte) (int, error) {
-	n, err := e.r.Read(p)
-	if err != nil {
-		e.once.Do(e.at)
-	}
-	return n, err
 }

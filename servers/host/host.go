@@ -88,6 +88,15 @@ type Options struct {
 	// StopGrace (default DefaultExitGrace). Most ACP agents ignore the end
 	// of their input, so this is what stopping one takes after a prompt.
 	ExitGrace time.Duration
+	// InputEnded, when set, is called once, in a goroutine of its own,
+	// when the input of a connection made by Connect or Serve ends or
+	// fails. Serve answers every request it has read before it returns,
+	// so a request that can stay pending for ever (a
+	// terminal/wait_for_exit whose command never exits) would hold it:
+	// InputEnded is where a host ends such requests, for example by
+	// closing its terminal.Manager a moment later, which answers the
+	// waits.
+	InputEnded func()
 }
 
 // Server serves one set of handlers on any number of connections.
@@ -165,7 +174,25 @@ func (s *Server) Capabilities() harn.HostCapabilities {
 // the host can also call the runtime (harn.NewVMPeer(conn), and
 // acp.NewAgentPeer(conn) as its ACP client) while it serves.
 func (s *Server) Connect(r io.Reader, w io.Writer) *rpc.Conn {
+	if s.opts.InputEnded != nil {
+		r = &endReader{r: r, at: s.opts.InputEnded}
+	}
 	return harn.NewBridgeConn(r, w, s.handler, &s.opts.Conn)
+}
+
+// endReader starts at, once, when r returns an error (io.EOF included).
+type endReader struct {
+	r    io.Reader
+	at   func()
+	once sync.Once
+}
+
+func (e *endReader) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	if err != nil {
+		e.once.Do(func() { go e.at() })
+	}
+	return n, err
 }
 
 // Serve serves on r and w until the peer ends its input, returning nil once

@@ -6,6 +6,9 @@ import (
 	"errors"
 	"io"
 	"os/exec"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -135,4 +138,60 @@ func TestServeCommandReturnsChildExit(t *testing.T) {
 	if !errors.As(err, &exit) || exit.Code != 3 || exit.Status() != 3 {
 		t.Fatalf("got %v", err)
 	}
+}
+
+// A request pending when the input ends holds Serve, which answers every
+// request it read; InputEnded (called once) is where the host ends it.
+func TestInputEndedReleasesPendingRequests(t *testing.T) {
+	release := make(chan struct{})
+	var calls atomic.Int32
+	h := &harn.HostHandlers{HostCall: func(ctx context.Context, p *harn.HostCallParams) (jsontext.Value, error) {
+		select {
+		case <-release:
+			return jsontext.Value(`"released"`), nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}}
+	srv := host.New(h, &host.Options{InputEnded: func() {
+		if calls.Add(1) == 1 {
+			close(release)
+		}
+	}})
+	in := strings.NewReader(`{"jsonrpc":"2.0","id":7,"method":"host/call","params":{"name":"wait.forever","args":{}}}` + "\n")
+	var out syncBuffer
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(context.Background(), in, &out) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Serve: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a request pending at the end of input held Serve")
+	}
+	if got := out.String(); !strings.Contains(got, `"id":7`) || !strings.Contains(got, `"result":"released"`) {
+		t.Fatalf("reply: %q", got)
+	}
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("InputEnded called %d times", n)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
