@@ -69,7 +69,7 @@ func FuzzMarshal(f *testing.F) {
 		at := time.Unix(0, nanos).UTC()
 		r := &Record{Type: TypeFrame, Session: "s" + session, Seq: seq, Time: at, Dir: frames.Out, Size: len(raw),
 			Method: method, Qualifier: msg, ReplyTo: seq, LatencyUS: &latency, Signal: msg,
-			Problems: []frames.Problem{{Code: msg, Pointer: method, Message: raw}},
+			Problems:   []frames.Problem{{Code: msg, Pointer: method, Message: raw}},
 			Unanswered: []frames.Pending{{Seq: seq, Method: method, ID: id, At: at}}, Command: []string{raw, msg}}
 		r.SetLine([]byte(raw))
 		if json.Valid([]byte(id)) {
