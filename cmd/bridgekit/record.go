@@ -32,6 +32,7 @@ type recorder struct {
 	red      *redact.Redactor
 	sinks    []sink
 	jsonl    *bufio.Writer // --out, flushed after every chunk a pump read
+	buf      []byte        // the record being written to jsonl
 	pretty   *prettyPrinter
 	failures []error // first sink errors, reported at the end
 	problems int
@@ -46,9 +47,12 @@ type recorder struct {
 
 func (r *recorder) put(rec *tracelog.Record) {
 	if r.jsonl != nil {
-		b, err := rec.Marshal(nil)
+		b, err := rec.Marshal(r.buf[:0])
 		if err == nil {
 			_, err = r.jsonl.Write(b)
+		}
+		if r.buf = b; cap(b) > 64<<10 {
+			r.buf = nil // do not keep a large line's buffer
 		}
 		if err != nil {
 			r.fail(fmt.Errorf("--out: %w", err))
