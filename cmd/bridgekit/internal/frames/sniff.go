@@ -12,10 +12,14 @@ import (
 // answer. Anything else (a name or protocol value with escapes, a \u
 // escape of a surrogate, a malformed line, a deep or very wide object)
 // is not ok, and left to sniffSlow: FuzzSniff checks that the two agree.
-func sniffFast(line []byte, known Family) (Family, topMembers, bool) {
+//
+// names is scratch space for the member names, kept by the caller from
+// line to line so that sniffing allocates nothing.
+func sniffFast(line []byte, known Family, names *[][]byte) (Family, topMembers, bool) {
 	var tm topMembers
 	fam := Unknown
-	sc := fastScanner{b: line}
+	sc := fastScanner{b: line, names: (*names)[:0]}
+	defer func() { clear(sc.names[:cap(sc.names)]); *names = sc.names[:0] }()
 	sc.space()
 	if sc.i >= len(line) || line[sc.i] != '{' {
 		return fam, tm, false

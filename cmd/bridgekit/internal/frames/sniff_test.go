@@ -32,7 +32,7 @@ func TestSniffFastAgrees(t *testing.T) {
 	}
 	// The common frames are decided fast.
 	for _, line := range sniffCorpus[:4] {
-		if _, _, ok := sniffFast([]byte(line), Unknown); !ok {
+		if _, _, ok := sniffFast([]byte(line), Unknown, new([][]byte)); !ok {
 			t.Errorf("sniffFast left %s to sniffSlow", line)
 		}
 	}
@@ -40,7 +40,7 @@ func TestSniffFastAgrees(t *testing.T) {
 
 func checkSniff(t *testing.T, c *Classifier, line []byte, known Family) {
 	t.Helper()
-	fam, tm, ok := sniffFast(line, known)
+	fam, tm, ok := sniffFast(line, known, &c.sniffNames)
 	if !ok {
 		return
 	}
