@@ -293,8 +293,12 @@ func (l *loss) String() string {
 // queue, in its place, before the next line that fits (or at close), so
 // the recorder reports it where it happened.
 type lineQueue struct {
-	mu       sync.Mutex
-	nonEmpty sync.Cond
+	mu sync.Mutex
+	// wake tells the recorder to look now rather than at its next tick:
+	// the queue is filling or closed. Lines trickling in are taken at the
+	// tick, so a pump does not wake another goroutine (a futex call) for
+	// every line it forwards.
+	wake     chan struct{}
 	items    []queued
 	bytes    int
 	closed   bool
@@ -304,9 +308,7 @@ type lineQueue struct {
 }
 
 func newLineQueue(maxBytes, maxItems int) *lineQueue {
-	q := &lineQueue{maxBytes: maxBytes, maxItems: maxItems}
-	q.nonEmpty.L = &q.mu
-	return q
+	return &lineQueue{maxBytes: maxBytes, maxItems: maxItems, wake: make(chan struct{}, 1)}
 }
 
 // room reports whether items more items holding n bytes fit. Anything
@@ -338,8 +340,24 @@ func (q *lineQueue) push(it queued) {
 	it.line = bytes.Clone(it.line)
 	q.items = append(q.items, it)
 	q.bytes += len(it.line)
-	q.nonEmpty.Signal()
+	if len(q.items) >= q.maxItems/8 || q.bytes >= q.maxBytes/8 {
+		q.poke()
+	}
 }
+
+func (q *lineQueue) poke() {
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+// How often the recorder looks at the queue: every recordTick while lines
+// come, backing off to recordIdleTick when none do.
+const (
+	recordTick     = time.Millisecond
+	recordIdleTick = 50 * time.Millisecond
+)
 
 func btoi(b bool) int {
 	if b {
@@ -351,19 +369,35 @@ func btoi(b bool) int {
 // popAll waits for lines and takes every queued one; ok is false once the
 // queue is closed and drained.
 func (q *lineQueue) popAll(dst []queued) ([]queued, bool) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	for len(q.items) == 0 && !q.closed {
-		q.nonEmpty.Wait()
+	var timer *time.Timer
+	for tick := recordTick; ; tick = min(2*tick, recordIdleTick) {
+		q.mu.Lock()
+		if len(q.items) > 0 {
+			dst = append(dst[:0], q.items...)
+			clear(q.items)
+			q.items = q.items[:0]
+			q.bytes = 0
+			q.mu.Unlock()
+			if timer != nil {
+				timer.Stop()
+			}
+			return dst, true
+		}
+		closed := q.closed
+		q.mu.Unlock()
+		if closed {
+			return dst, false
+		}
+		if timer == nil {
+			timer = time.NewTimer(tick)
+		} else {
+			timer.Reset(tick)
+		}
+		select {
+		case <-q.wake:
+		case <-timer.C:
+		}
 	}
-	if len(q.items) == 0 {
-		return dst, false
-	}
-	dst = append(dst[:0], q.items...)
-	clear(q.items)
-	q.items = q.items[:0]
-	q.bytes = 0
-	return dst, true
 }
 
 // close ends the queue; what was lost since the last item is queued last.
@@ -374,8 +408,8 @@ func (q *lineQueue) close() {
 		q.lost = nil
 	}
 	q.closed = true
-	q.nonEmpty.Broadcast()
 	q.mu.Unlock()
+	q.poke()
 }
 
 // runQueue records queued lines until the queue is closed and drained,

@@ -153,3 +153,35 @@ func TestRecorderFallingBehindIsReported(t *testing.T) {
 		t.Fatalf("end record's problems %+v (lost %+v)", end.Problems, rec.lost)
 	}
 }
+
+// A line trickling in does not wake the recorder (no futex call on the
+// pump's path): the recorder takes it at its next tick. A queue filling
+// up, or closing, wakes it at once.
+func TestLineQueueWakesOnlyWhenFilling(t *testing.T) {
+	q := newLineQueue(1<<20, 64)
+	line := []byte(`{"jsonrpc":"2.0","method":"x"}`)
+	q.push(queued{dir: frames.In, line: line, size: len(line)})
+	if len(q.wake) != 0 {
+		t.Fatal("one line woke the recorder")
+	}
+	start := time.Now()
+	batch, ok := q.popAll(nil)
+	if !ok || len(batch) != 1 || time.Since(start) > 10*time.Second {
+		t.Fatalf("popAll: %d lines, %v, after %v", len(batch), ok, time.Since(start))
+	}
+	for range 64 / 8 {
+		q.push(queued{dir: frames.In, line: line, size: len(line)})
+	}
+	if len(q.wake) != 1 {
+		t.Fatal("an eighth of the queue's bound did not wake the recorder")
+	}
+	<-q.wake
+	q.popAll(nil)
+	q.close()
+	if len(q.wake) != 1 {
+		t.Fatal("close did not wake the recorder")
+	}
+	if _, ok := q.popAll(nil); ok {
+		t.Fatal("a closed, empty queue gave lines")
+	}
+}
