@@ -144,10 +144,25 @@ func (sc *fastScanner) name(mark int) ([]byte, bool) {
 	return name, true
 }
 
+// plain marks the bytes a string holds as they are: printable ASCII
+// other than '"' and '\\'.
+var plain = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
 // str reads a string literal at sc.i (a '"'): esc says it has escapes.
 func (sc *fastScanner) str() (esc, ok bool) {
 	b := sc.b
 	for j := sc.i + 1; j < len(b); {
+		for j < len(b) && plain[b[j]] {
+			j++
+		}
+		if j >= len(b) {
+			break
+		}
 		c := b[j]
 		switch {
 		case c == '"':
@@ -214,41 +229,18 @@ func (sc *fastScanner) value() bool {
 		if sc.depth++; sc.depth > fastMaxDepth {
 			return false
 		}
-		sc.i++
 		mark := sc.pushObject()
-		defer func() { sc.names = sc.names[:mark]; sc.depth-- }()
-		sc.space()
-		if sc.i < len(b) && b[sc.i] == '}' {
-			sc.i++
-			return true
-		}
-		for {
-			if _, ok := sc.name(mark); !ok || !sc.value() {
-				return false
-			}
-			if another, ok := sc.more('}'); !another {
-				return ok
-			}
-		}
+		ok := sc.object(mark)
+		sc.names = sc.names[:mark]
+		sc.depth--
+		return ok
 	case c == '[':
 		if sc.depth++; sc.depth > fastMaxDepth {
 			return false
 		}
-		defer func() { sc.depth-- }()
-		sc.i++
-		sc.space()
-		if sc.i < len(b) && b[sc.i] == ']' {
-			sc.i++
-			return true
-		}
-		for {
-			if !sc.value() {
-				return false
-			}
-			if another, ok := sc.more(']'); !another {
-				return ok
-			}
-		}
+		ok := sc.array()
+		sc.depth--
+		return ok
 	case c == 't':
 		return sc.literal("true")
 	case c == 'f':
@@ -257,6 +249,44 @@ func (sc *fastScanner) value() bool {
 		return sc.literal("null")
 	default:
 		return sc.number()
+	}
+}
+
+// object reads an object at sc.i, whose names start at mark.
+func (sc *fastScanner) object(mark int) bool {
+	b := sc.b
+	sc.i++
+	sc.space()
+	if sc.i < len(b) && b[sc.i] == '}' {
+		sc.i++
+		return true
+	}
+	for {
+		if _, ok := sc.name(mark); !ok || !sc.value() {
+			return false
+		}
+		if another, ok := sc.more('}'); !another {
+			return ok
+		}
+	}
+}
+
+// array reads an array at sc.i.
+func (sc *fastScanner) array() bool {
+	b := sc.b
+	sc.i++
+	sc.space()
+	if sc.i < len(b) && b[sc.i] == ']' {
+		sc.i++
+		return true
+	}
+	for {
+		if !sc.value() {
+			return false
+		}
+		if another, ok := sc.more(']'); !another {
+			return ok
+		}
 	}
 }
 

@@ -62,3 +62,20 @@ func FuzzSniff(f *testing.F) {
 		checkSniff(t, New(Unknown), line, known)
 	})
 }
+
+func BenchmarkSniff(b *testing.B) {
+	line := []byte(`{"jsonrpc":"2.0","id":7,"method":"session/prompt","params":{"sessionId":"sess-0123456789","prompt":[{"type":"text","text":"Summarise the open pull requests and flag the ones that touch the runtime."}]}}`)
+	c := New(Unknown)
+	b.Run("fast", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			sniffFast(line, Unknown, &c.sniffNames)
+		}
+	})
+	b.Run("jsontext", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			c.sniffSlow(line, Unknown)
+		}
+	})
+}
