@@ -357,3 +357,27 @@ func (sc *fastScanner) number() bool {
 	sc.i = i
 	return true
 }
+
+// ScanString reads the JSON string literal at b[i] (a '"') as jsontext
+// reads it by default: end is just past its closing quote, esc whether it
+// has escapes. ok is false for a malformed literal, invalid UTF-8 or a
+// \u escape of a surrogate (which jsontext may still take: ask it).
+func ScanString(b []byte, i int) (end int, esc, ok bool) {
+	sc := fastScanner{b: b, i: i}
+	if i >= len(b) || b[i] != '"' {
+		return 0, false, false
+	}
+	esc, ok = sc.str()
+	return sc.i, esc, ok
+}
+
+// ScanValue reads the JSON value at b[i] as jsontext reads it by default
+// and returns the index just past it. ok is false for what jsontext
+// refuses, and for what it might take but this does not decide: a
+// surrogate escape, a deep or very wide object, a duplicate name (which
+// jsontext may allow, when told to).
+func ScanValue(b []byte, i int) (end int, ok bool) {
+	sc := fastScanner{b: b, i: i}
+	ok = sc.value()
+	return sc.i, ok
+}
