@@ -56,12 +56,16 @@ type Writer struct {
 	onWrite func([]byte)
 
 	mu      sync.Mutex
-	writing bool      // a goroutine holds the writer role
-	closed  bool      // Close was called
-	err     error     // the first write error (sticky)
-	pending []*waiter // frames waiting for the next batch, in order
-	copied  int       // bytes of queued copies (WriteFrameAsync, WriteFrameOrQueue)
-	idle    chan struct{}
+	writing bool // a goroutine holds the writer role
+	closed  bool // Close was called
+	// reported is closed once OnError has returned for w.err: no call
+	// returns the error before that, so a caller that sees it also sees
+	// what OnError did about it (the connection's cause).
+	reported chan struct{}
+	err      error     // the first write error (sticky)
+	pending  []*waiter // frames waiting for the next batch, in order
+	copied   int       // bytes of queued copies (WriteFrameAsync, WriteFrameOrQueue)
+	idle     chan struct{}
 
 	// Owned by the goroutine holding the writer role.
 	batch    []byte
@@ -180,7 +184,11 @@ func (w *Writer) lockOpen(line []byte) error {
 		return ErrClosed
 	}
 	if err := w.err; err != nil {
+		reported := w.reported
 		w.mu.Unlock()
+		if reported != nil {
+			<-reported
+		}
 		return err
 	}
 	return nil
@@ -250,14 +258,7 @@ func (wt *waiter) release(err error) error {
 func (w *Writer) drain(werr error) {
 	w.mu.Lock()
 	for {
-		if werr != nil && w.err == nil && !w.closed {
-			w.err = werr
-			if w.onError != nil {
-				w.mu.Unlock()
-				w.onError(werr)
-				w.mu.Lock()
-			}
-		}
+		w.failLocked(werr)
 		if len(w.pending) == 0 {
 			w.writing = false
 			if w.idle != nil {
@@ -308,11 +309,33 @@ func (w *Writer) drain(werr error) {
 			}
 		}
 		werr = w.write(p)
+		if werr != nil {
+			// OnError runs before any waiter learns of the error.
+			w.mu.Lock()
+			w.failLocked(werr)
+			w.mu.Unlock()
+		}
 		for i, wt := range batch {
 			wt.notify(werr)
 			batch[i] = nil
 		}
 		w.mu.Lock()
+	}
+}
+
+// failLocked records werr, the first write error, and reports it to
+// OnError; it is called with w.mu held, which it releases around OnError.
+func (w *Writer) failLocked(werr error) {
+	if werr == nil || w.err != nil || w.closed {
+		return
+	}
+	w.err = werr
+	if w.onError != nil {
+		w.reported = make(chan struct{})
+		w.mu.Unlock()
+		w.onError(werr)
+		w.mu.Lock()
+		close(w.reported)
 	}
 }
 

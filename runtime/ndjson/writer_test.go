@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -283,5 +284,57 @@ func TestWriterOnWrite(t *testing.T) {
 	<-done
 	if got := strings.Join(seen, ""); got != stream.String() || len(seen) != 400 {
 		t.Fatalf("OnWrite saw %d frames; they differ from the stream: %v", len(seen), got != stream.String())
+	}
+}
+
+// secondFails's first Write waits for release; every later one fails.
+type secondFails struct {
+	entered, release chan struct{}
+	calls            int
+}
+
+var errSecondWrite = errors.New("broken pipe")
+
+func (g *secondFails) Write(p []byte) (int, error) {
+	g.calls++ // only the writer role writes: no lock needed
+	if g.calls == 1 {
+		close(g.entered)
+		<-g.release
+		return len(p), nil
+	}
+	return 0, errSecondWrite
+}
+
+// A frame queued behind a write learns of its own write's failure only
+// after OnError has returned, so a caller that sees the error also sees
+// what OnError did about it (rpc ends the connection there, with a cause
+// that the caller's error must carry).
+func TestQueuedFrameSeesErrorAfterOnError(t *testing.T) {
+	g := &secondFails{entered: make(chan struct{}), release: make(chan struct{})}
+	var reported atomic.Bool
+	w := NewWriter(g, &WriterOptions{OnError: func(error) {
+		time.Sleep(50 * time.Millisecond)
+		reported.Store(true)
+	}})
+	first := make(chan error, 1)
+	go func() { first <- w.WriteFrame(context.Background(), []byte("a\n")) }()
+	<-g.entered
+	second := make(chan bool, 1)
+	go func() {
+		err := w.WriteFrame(context.Background(), []byte("b\n"))
+		second <- errors.Is(err, errSecondWrite) && reported.Load()
+	}()
+	for queued := false; !queued; {
+		w.mu.Lock()
+		queued = len(w.pending) == 1
+		w.mu.Unlock()
+		time.Sleep(time.Millisecond)
+	}
+	close(g.release)
+	if err := <-first; err != nil {
+		t.Fatalf("first frame: %v", err)
+	}
+	if !<-second {
+		t.Fatal("the queued frame's error came back before OnError had returned")
 	}
 }
