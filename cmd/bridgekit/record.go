@@ -32,14 +32,9 @@ type recorder struct {
 	red      *redact.Redactor
 	sinks    []sink
 	jsonl    *bufio.Writer // --out, flushed after every chunk a pump read
-	buf      []byte        // the record being written to jsonl
 	pretty   *prettyPrinter
 	failures []error // first sink errors, reported at the end
 	problems int
-	// lostNote is the loss the next frame record reports; lost totals
-	// every loss of the session, which the end record reports.
-	lostNote *loss
-	lost     loss
 	// queue, when set, takes the pumps' lines to a goroutine of their own
 	// (runQueue); nil records them on the pump's goroutine.
 	queue *lineQueue
@@ -47,12 +42,9 @@ type recorder struct {
 
 func (r *recorder) put(rec *tracelog.Record) {
 	if r.jsonl != nil {
-		b, err := rec.Marshal(r.buf[:0])
+		b, err := rec.Marshal(nil)
 		if err == nil {
 			_, err = r.jsonl.Write(b)
-		}
-		if r.buf = b; cap(b) > 64<<10 {
-			r.buf = nil // do not keep a large line's buffer
 		}
 		if err != nil {
 			r.fail(fmt.Errorf("--out: %w", err))
@@ -99,34 +91,12 @@ func (r *recorder) frame(dir frames.Direction, at time.Time, line []byte, size i
 	for i := range rec.Problems {
 		rec.Problems[i].Message = r.red.String(rec.Problems[i].Message)
 	}
-	if l := r.lostNote; l != nil {
-		r.lostNote = nil
-		rec.Problems = append(rec.Problems, frames.Problem{Code: ProblemNotRecorded,
-			Message: fmt.Sprintf("%s before this one were forwarded but not recorded: recording fell behind", l)})
-	}
 	r.problems += len(rec.Problems)
 	r.put(rec)
 	if r.pretty != nil {
 		r.pretty.frame(rec)
 	}
 }
-
-// lose takes note of lines the queue had no room for: the next frame
-// record and the end record report them.
-func (r *recorder) lose(l *loss) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.lostNote == nil {
-		r.lostNote = &loss{}
-	}
-	for _, t := range []*loss{r.lostNote, &r.lost} {
-		t.in, t.out, t.bytes = t.in+l.in, t.out+l.out, t.bytes+l.bytes
-	}
-}
-
-// ProblemNotRecorded reports lines trace forwarded but could not record
-// because recording fell too far behind.
-const ProblemNotRecorded = "not_recorded"
 
 // end records the end of the session: the command's status and the
 // requests never answered.
@@ -139,10 +109,6 @@ func (r *recorder) end(at time.Time, status int, signal string) *tracelog.Record
 	for _, p := range rec.Unanswered {
 		rec.Problems = append(rec.Problems, frames.Problem{Code: frames.ProblemUnanswered,
 			Message: fmt.Sprintf("%s request %s (frame %d) was never answered", p.Method, p.ID, p.Seq)})
-	}
-	if r.lost.in+r.lost.out > 0 {
-		rec.Problems = append(rec.Problems, frames.Problem{Code: ProblemNotRecorded,
-			Message: fmt.Sprintf("%s were forwarded but not recorded: recording fell behind", &r.lost)})
 	}
 	r.problems += len(rec.Problems)
 	r.put(rec)
@@ -203,7 +169,7 @@ func (t *tap) write(p []byte, at time.Time) {
 
 func (t *tap) emit(at time.Time, partial bool) {
 	if q := t.rec.queue; q != nil {
-		q.push(queued{dir: t.dir, at: at, line: t.line, size: t.size, truncated: t.size > len(t.line), partial: partial})
+		q.push(queued{t.dir, at, bytes.Clone(t.line), t.size, t.size > len(t.line), partial})
 	} else {
 		t.rec.frame(t.dir, at, t.line, t.size, t.size > len(t.line), partial)
 	}
@@ -256,160 +222,76 @@ func pump(dst io.Writer, src io.Reader, t *tap) (err error) {
 	}
 }
 
-// A queued line, copied out of the pump's buffer, or (lost set) the
-// count of lines the queue had no room for since the previous item.
+// A queued line, copied out of the pump's buffer.
 type queued struct {
 	dir                frames.Direction
 	at                 time.Time
 	line               []byte
 	size               int
 	truncated, partial bool
-	lost               *loss
-}
-
-// loss counts lines forwarded but not recorded, by direction.
-type loss struct {
-	in, out int   // lines
-	bytes   int64 // their whole sizes
-}
-
-func (l *loss) add(dir frames.Direction, size int) {
-	if dir == frames.In {
-		l.in++
-	} else {
-		l.out++
-	}
-	l.bytes += int64(size)
-}
-
-func (l *loss) String() string {
-	return fmt.Sprintf("%d lines (%d in, %d out; %d bytes)", l.in+l.out, l.in, l.out, l.bytes)
 }
 
 // lineQueue hands lines from the pumps to the recording goroutine, so that
 // forwarding never waits for decoding, masking or the disk. It is bounded
-// in bytes and in lines, and push never blocks: a line that finds the
-// queue full is forwarded but not recorded, and the loss goes into the
-// queue, in its place, before the next line that fits (or at close), so
-// the recorder reports it where it happened.
+// in bytes and in lines: when the recorder falls that far behind, push
+// blocks, and the pump with it, which is the pipes' own backpressure.
 type lineQueue struct {
-	mu sync.Mutex
-	// wake tells the recorder to look now rather than at its next tick:
-	// the queue is filling or closed. Lines trickling in are taken at the
-	// tick, so a pump does not wake another goroutine (a futex call) for
-	// every line it forwards.
-	wake     chan struct{}
+	mu       sync.Mutex
+	nonEmpty sync.Cond
+	roomy    sync.Cond
 	items    []queued
 	bytes    int
 	closed   bool
 	maxBytes int
 	maxItems int
-	lost     *loss // lines dropped since the last item queued
 }
 
 func newLineQueue(maxBytes, maxItems int) *lineQueue {
-	return &lineQueue{maxBytes: maxBytes, maxItems: maxItems, wake: make(chan struct{}, 1)}
+	q := &lineQueue{maxBytes: maxBytes, maxItems: maxItems}
+	q.nonEmpty.L, q.roomy.L = &q.mu, &q.mu
+	return q
 }
 
-// room reports whether items more items holding n bytes fit. Anything
-// fits into an empty queue (a line larger than the byte bound, say).
-func (q *lineQueue) room(n, items int) bool {
-	return len(q.items) == 0 || q.bytes+n <= q.maxBytes && len(q.items)+items <= q.maxItems
-}
-
-// push queues a line taken from the pump's buffer (copied only when it is
-// queued), or counts it lost when the queue is full.
 func (q *lineQueue) push(it queued) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	// A line larger than the bound still goes in once the queue is empty.
+	for !q.closed && len(q.items) > 0 && (q.bytes+len(it.line) > q.maxBytes || len(q.items) >= q.maxItems) {
+		q.roomy.Wait()
+	}
 	if q.closed {
 		return // the session has ended: nothing records any more
 	}
-	// Room for the line and, before it, the report of what was lost.
-	if !q.room(len(it.line), 1+btoi(q.lost != nil)) {
-		if q.lost == nil {
-			q.lost = &loss{}
-		}
-		q.lost.add(it.dir, it.size)
-		return
-	}
-	if q.lost != nil {
-		q.items = append(q.items, queued{lost: q.lost})
-		q.lost = nil
-	}
-	it.line = bytes.Clone(it.line)
 	q.items = append(q.items, it)
 	q.bytes += len(it.line)
-	if len(q.items) >= q.maxItems/8 || q.bytes >= q.maxBytes/8 {
-		q.poke()
-	}
-}
-
-func (q *lineQueue) poke() {
-	select {
-	case q.wake <- struct{}{}:
-	default:
-	}
-}
-
-// How often the recorder looks at the queue: every recordTick while lines
-// come, backing off to recordIdleTick when none do.
-const (
-	recordTick     = time.Millisecond
-	recordIdleTick = 50 * time.Millisecond
-)
-
-func btoi(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
+	q.nonEmpty.Signal()
 }
 
 // popAll waits for lines and takes every queued one; ok is false once the
 // queue is closed and drained.
 func (q *lineQueue) popAll(dst []queued) ([]queued, bool) {
-	var timer *time.Timer
-	for tick := recordTick; ; tick = min(2*tick, recordIdleTick) {
-		q.mu.Lock()
-		if len(q.items) > 0 {
-			dst = append(dst[:0], q.items...)
-			clear(q.items)
-			q.items = q.items[:0]
-			q.bytes = 0
-			q.mu.Unlock()
-			if timer != nil {
-				timer.Stop()
-			}
-			return dst, true
-		}
-		closed := q.closed
-		q.mu.Unlock()
-		if closed {
-			return dst, false
-		}
-		if timer == nil {
-			timer = time.NewTimer(tick)
-		} else {
-			timer.Reset(tick)
-		}
-		select {
-		case <-q.wake:
-		case <-timer.C:
-		}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for len(q.items) == 0 && !q.closed {
+		q.nonEmpty.Wait()
 	}
+	if len(q.items) == 0 {
+		return dst, false
+	}
+	dst = append(dst[:0], q.items...)
+	clear(q.items)
+	q.items = q.items[:0]
+	q.bytes = 0
+	q.roomy.Broadcast()
+	return dst, true
 }
 
-// close ends the queue; what was lost since the last item is queued last.
 func (q *lineQueue) close() {
 	q.mu.Lock()
-	if !q.closed && q.lost != nil {
-		q.items = append(q.items, queued{lost: q.lost})
-		q.lost = nil
-	}
 	q.closed = true
+	q.nonEmpty.Broadcast()
+	q.roomy.Broadcast()
 	q.mu.Unlock()
-	q.poke()
 }
 
 // runQueue records queued lines until the queue is closed and drained,
@@ -425,12 +307,8 @@ func (r *recorder) runQueue(q *lineQueue, done chan<- struct{}) {
 		}
 		for i := range batch {
 			it := &batch[i]
-			if it.lost != nil {
-				r.lose(it.lost)
-			} else {
-				r.frame(it.dir, it.at, it.line, it.size, it.truncated, it.partial)
-			}
-			it.line, it.lost = nil, nil
+			r.frame(it.dir, it.at, it.line, it.size, it.truncated, it.partial)
+			it.line = nil
 		}
 		r.flush()
 	}

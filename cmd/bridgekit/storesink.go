@@ -13,9 +13,8 @@ import (
 // storeSink writes records to the session store from a goroutine of its
 // own, in batches (one transaction per batch), so that the proxy does not
 // wait for the disk on every frame. Its queue is bounded: when the store
-// falls behind, Put blocks, and the recording goroutine with it (the pumps
-// do not wait: the line queue in front of the recorder reports what it
-// has no room for as not recorded).
+// falls behind, Put blocks and so does the pump, which is the pipes'
+// backpressure.
 type storeSink struct {
 	db    *store.DB
 	queue chan *tracelog.Record

@@ -95,9 +95,7 @@ func runTrace(ctx context.Context, env *Env, args []string) int {
 }
 
 // The recording queue's bounds: how far recording may lag behind
-// forwarding. Lines that find it full are forwarded, not recorded, and
-// the loss is reported (a not_recorded problem in the next frame record,
-// in the end record and on stderr); forwarding never waits for recording.
+// forwarding before the pumps wait for it.
 const (
 	recordQueueBytes = 16 << 20
 	recordQueueLines = 16384
@@ -286,9 +284,6 @@ loop:
 	}
 	for _, err := range rec.failures {
 		fmt.Fprintf(env.Stderr, "bridgekit trace: recording: %v\n", err)
-	}
-	if l := rec.lost; l.in+l.out > 0 {
-		fmt.Fprintf(env.Stderr, "bridgekit trace: recording fell behind: %s were forwarded but not recorded\n", &l)
 	}
 	return status
 }

@@ -105,8 +105,7 @@ const minShapeLen = 8
 // A Redactor masks secrets in text and JSON. The zero value and nil mask
 // token shapes only; Add and FromEnv add exact values.
 type Redactor struct {
-	values  []string // longest first, so a value containing another is masked whole
-	bvalues [][]byte // values as bytes, for clean
+	values []string // longest first, so a value containing another is masked whole
 }
 
 // New returns a Redactor that masks values (those of MinValueLen bytes or
@@ -140,10 +139,6 @@ func (r *Redactor) Add(values ...string) {
 		}
 	}
 	slices.SortStableFunc(r.values, func(a, b string) int { return len(b) - len(a) })
-	r.bvalues = r.bvalues[:0]
-	for _, v := range r.values {
-		r.bvalues = append(r.bvalues, []byte(v))
-	}
 }
 
 // String returns s with every secret masked.
@@ -186,6 +181,45 @@ func (r *Redactor) Bytes(b []byte) []byte {
 	return []byte(s)
 }
 
+// mayHold reports whether doc may hold anything JSON masks: a value r
+// knows, a shape's needle or a secret-looking member name. It is false for
+// most protocol frames, which then cost one case-folded copy and a few
+// substring searches instead of a decode and an encode.
+func (r *Redactor) mayHold(doc []byte) bool {
+	if r != nil {
+		for _, v := range r.values {
+			if bytes.Contains(doc, []byte(v)) {
+				return true
+			}
+		}
+	}
+	lower := bytes.ToLower(doc)
+	for _, sh := range shapes {
+		text := doc
+		if sh.fold {
+			text = lower
+		}
+		for _, n := range sh.needles {
+			if bytes.Contains(text, []byte(n)) {
+				return true
+			}
+		}
+	}
+	for _, w := range keyWords {
+		if bytes.Contains(lower, []byte(w)) {
+			return true
+		}
+	}
+	// Names KeyName matches by their end or whole, spelled with or
+	// without separators: "token", "key", "pat", "api_key", "pass-word".
+	for _, n := range []string{`token"`, `"key"`, `"pat"`, `_key"`, `-key"`, "_secret", "pass_", "pass-", "private_", "private-", "client_", "access_"} {
+		if bytes.Contains(lower, []byte(n)) {
+			return true
+		}
+	}
+	return false
+}
+
 func maskShape(re *regexp.Regexp, s string) string {
 	keep := re.SubexpIndex("keep")
 	if keep < 0 {
@@ -207,16 +241,9 @@ func maskShape(re *regexp.Regexp, s string) string {
 // (String), so nothing of a secret survives a malformed frame either. It
 // returns doc itself when nothing is masked.
 func (r *Redactor) JSON(doc []byte) []byte {
-	if r.clean(doc) {
+	if !r.mayHold(doc) {
 		return doc
 	}
-	return r.rewrite(doc)
-}
-
-// rewrite is JSON's slow path: it decodes doc token by token and encodes
-// it again with the secrets masked. clean (fastjson.go) says, without
-// allocating, when it would return doc unchanged.
-func (r *Redactor) rewrite(doc []byte) []byte {
 	dec := jsontext.NewDecoder(bytes.NewReader(doc), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
 	var out bytes.Buffer
 	enc := jsontext.NewEncoder(&out, jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))

@@ -143,9 +143,8 @@ type Classifier struct {
 	initiator string
 	// sniffDec reads lines for sniff; reused, it keeps the buffers and
 	// name sets a new decoder would allocate for every line.
-	sniffDec   *jsontext.Decoder
-	sniffRd    bytes.Reader
-	sniffNames [][]byte // sniffFast's scratch
+	sniffDec *jsontext.Decoder
+	sniffRd  bytes.Reader
 }
 
 // New returns a classifier for a session whose family is not known yet.
@@ -449,15 +448,6 @@ type topMembers struct {
 // sniff reads a line's top-level member names, and the protocol member of
 // an AgentPM envelope. It reads only as far as it needs to decide.
 func (c *Classifier) sniff(line []byte, known Family) (Family, topMembers) {
-	if fam, tm, ok := sniffFast(line, known, &c.sniffNames); ok {
-		return fam, tm
-	}
-	return c.sniffSlow(line, known)
-}
-
-// sniffSlow is sniff with jsontext, which has the final say on every line
-// sniffFast (sniff.go) leaves to it.
-func (c *Classifier) sniffSlow(line []byte, known Family) (Family, topMembers) {
 	var tm topMembers
 	c.sniffRd.Reset(line)
 	if c.sniffDec == nil {

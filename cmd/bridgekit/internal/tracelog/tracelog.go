@@ -116,18 +116,8 @@ func (r *Record) SetFrame(f frames.Frame) {
 	r.Problems = f.Problems
 }
 
-// Marshal appends r as one JSON line to dst: what encoding/json makes of
-// r, byte for byte (see marshal.go).
+// Marshal appends r as one JSON line to dst.
 func (r *Record) Marshal(dst []byte) ([]byte, error) {
-	if b, ok := r.appendJSON(dst); ok {
-		return append(b, '\n'), nil
-	}
-	return r.marshalStd(dst)
-}
-
-// marshalStd is Marshal through encoding/json, for the records
-// appendJSON leaves to it.
-func (r *Record) marshalStd(dst []byte) ([]byte, error) {
 	b, err := json.Marshal(r)
 	if err != nil {
 		return dst, err

