@@ -19,6 +19,7 @@ package redact
 
 import (
 	"bytes"
+	"io"
 	"regexp"
 	"slices"
 	"strings"
@@ -247,14 +248,24 @@ func (r *Redactor) JSON(doc []byte) []byte {
 	dec := jsontext.NewDecoder(bytes.NewReader(doc), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
 	var out bytes.Buffer
 	enc := jsontext.NewEncoder(&out, jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
-	changed := false
+	changed, values := false, 0
 	for {
 		tok, err := dec.ReadToken()
 		if err != nil {
-			if dec.StackDepth() != 0 || out.Len() == 0 {
+			if err != io.EOF || dec.StackDepth() != 0 || out.Len() == 0 {
+				// Not one JSON value (cut short, or invalid): masked as
+				// text.
 				return r.Bytes(doc)
 			}
 			break
+		}
+		if dec.StackDepth() == 0 {
+			// A top-level value ended here. The decoder reads a stream of
+			// them ("00010000" is four numbers); a document is one, and
+			// the rest is masked as text.
+			if values++; values > 1 {
+				return r.Bytes(doc)
+			}
 		}
 		if tok.Kind() == '"' {
 			s := tok.String()
@@ -283,6 +294,14 @@ func (r *Redactor) JSON(doc []byte) []byte {
 			if m := r.String(s); m != s {
 				changed = true
 				tok = jsontext.String(m)
+			}
+		}
+		if tok.Kind() == '0' {
+			// A known value may be all digits: a number holding one is
+			// masked whole.
+			if s := tok.String(); r.String(s) != s {
+				changed = true
+				tok = jsontext.String(Mask)
 			}
 		}
 		if err := enc.WriteToken(tok); err != nil {

@@ -97,6 +97,9 @@ func FuzzJSON(f *testing.F) {
 	f.Add([]byte(`{"apiKey":"sk-abcdefghijklmnopqrstuvwx","x":[1,"hunter2hunter2"]}`), "hunter2hunter2")
 	f.Add([]byte(`{"password":`), "abcdefgh")
 	f.Add([]byte(`"abc"`), "")
+	f.Add([]byte(`999999`), "999999")           // a value that is a number
+	f.Add([]byte(`{"n":[1234567]}`), "1234567") // and inside one
+	f.Add([]byte(`0000qq`), "0000qq")           // not one JSON value: masked as text
 	f.Fuzz(func(t *testing.T, doc []byte, secret string) {
 		r := redact.New(secret)
 		out := r.JSON(doc)
