@@ -17,10 +17,9 @@ import (
 	"github.com/go-json-experiment/json"
 
 	"github.com/bridgekit/bridgekit/gen/acp"
+	"github.com/bridgekit/bridgekit/gen/acpunstable"
 	"github.com/bridgekit/bridgekit/runtime/wire"
 )
-
-const toolCallSchema = "../../spec/schemas/acp/v1/schema.json"
 
 // kindOf takes the kind of a ToolCall and of a ToolCallUpdate alike: it
 // compiles only while both are one type, as do the assignments in
@@ -70,8 +69,26 @@ func TestToolCallAndUpdateShareMemberTypes(t *testing.T) {
 
 	// Every member both schemas name and ToolCall does not require has one
 	// Go type in both structs (a required one, title, cannot be absent in
-	// ToolCall, so it stays a plain string there).
-	data, err := os.ReadFile(toolCallSchema)
+	// ToolCall, so it stays a plain string there), in the stable package
+	// and in the unstable one, which the same generator path emits (its
+	// round trips are the ones tested below).
+	for _, pkg := range []struct {
+		schema    string
+		call, upd reflect.Type
+	}{
+		{"../../spec/schemas/acp/v1/schema.json", reflect.TypeFor[acp.ToolCall](), reflect.TypeFor[acp.ToolCallUpdate]()},
+		{"../../spec/schemas/acp/v1/schema.unstable.json", reflect.TypeFor[acpunstable.ToolCall](), reflect.TypeFor[acpunstable.ToolCallUpdate]()},
+	} {
+		sharedMemberTypes(t, pkg.schema, pkg.call, pkg.upd)
+	}
+}
+
+// sharedMemberTypes checks that callT and updT, generated from schema's
+// ToolCall and ToolCallUpdate, give each optional member they share one
+// Go type.
+func sharedMemberTypes(t *testing.T, schema string, callT, updT reflect.Type) {
+	t.Helper()
+	data, err := os.ReadFile(schema)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +108,7 @@ func TestToolCallAndUpdateShareMemberTypes(t *testing.T) {
 				return f
 			}
 		}
-		t.Fatalf("%s has no field for member %q", typ.Name(), member)
+		t.Fatalf("%s has no field for member %q", typ, member)
 		return reflect.StructField{}
 	}
 	var shared []string
@@ -100,13 +117,13 @@ func TestToolCallAndUpdateShareMemberTypes(t *testing.T) {
 			continue
 		}
 		shared = append(shared, m)
-		if a, b := field(reflect.TypeFor[acp.ToolCall](), m), field(reflect.TypeFor[acp.ToolCallUpdate](), m); a.Type != b.Type {
-			t.Errorf("member %q: ToolCall.%s is %v, ToolCallUpdate.%s is %v", m, a.Name, a.Type, b.Name, b.Type)
+		if a, b := field(callT, m), field(updT, m); a.Type != b.Type {
+			t.Errorf("%s: member %q: %v.%s is %v, %v.%s is %v", schema, m, callT, a.Name, a.Type, updT, b.Name, b.Type)
 		}
 	}
 	for _, m := range []string{"kind", "status", "content", "locations"} {
 		if !slices.Contains(shared, m) {
-			t.Errorf("member %q was not compared (compared %v)", m, shared)
+			t.Errorf("%s: member %q was not compared (compared %v)", schema, m, shared)
 		}
 	}
 }

@@ -34,7 +34,9 @@ type WriterOptions struct {
 	// it they wait like WriteFrame, which throttles their callers.
 	QueueBytes int
 	// OnError, if set, is called once, with the first error of the
-	// underlying Write (not ErrClosed), from the goroutine that wrote.
+	// underlying Write (not ErrClosed), from the goroutine that wrote. No
+	// call returns that error before OnError has returned, so OnError
+	// must not write to the Writer itself (Close is fine).
 	OnError func(error)
 	// OnWrite, if set, is called with every frame just before the Write
 	// call that writes it, once per frame, in the order of the stream,

@@ -7,7 +7,6 @@ import (
 	"io"
 	"os/exec"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/bridgekit/bridgekit/clients/harnvm"
 	"github.com/bridgekit/bridgekit/gen/harn"
+	"github.com/bridgekit/bridgekit/internal/testio"
 	"github.com/bridgekit/bridgekit/runtime/rpc"
 	"github.com/bridgekit/bridgekit/servers/host"
 	"github.com/go-json-experiment/json/jsontext"
@@ -159,7 +159,7 @@ func TestInputEndedReleasesPendingRequests(t *testing.T) {
 		}
 	}})
 	in := strings.NewReader(`{"jsonrpc":"2.0","id":7,"method":"host/call","params":{"name":"wait.forever","args":{}}}` + "\n")
-	var out syncBuffer
+	var out testio.Buffer
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(context.Background(), in, &out) }()
 	select {
@@ -176,22 +176,4 @@ func TestInputEndedReleasesPendingRequests(t *testing.T) {
 	if n := calls.Load(); n != 1 {
 		t.Fatalf("InputEnded called %d times", n)
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for a writer and a reader.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -123,19 +123,9 @@ func (t *tree) value() (int32, error) {
 		if _, err := t.dec.ReadToken(); err != nil {
 			return i, err
 		}
-		a := len(t.kids)
-		t.kids = append(t.kids, t.stack[base:]...)
-		t.stack = t.stack[:base]
-		if k == '{' {
-			ms := t.kids[a:]
-			t.sortMembers(ms)
-			for j := 1; j < len(ms); j++ {
-				if bytes.Equal(t.name(ms[j-1]), t.name(ms[j])) {
-					return i, fmt.Errorf("%w %q", errDuplicate, t.name(ms[j]))
-				}
-			}
+		if dup := t.closeNode(i, base, k == '{'); dup != nil {
+			return i, fmt.Errorf("%w %q", errDuplicate, dup)
 		}
-		t.nodes[i].a, t.nodes[i].b = int32(a), int32(len(t.kids))
 	case '"':
 		raw, err := t.dec.ReadValue()
 		if err != nil {
@@ -179,6 +169,27 @@ func unquote(dst, raw []byte) ([]byte, error) {
 }
 
 // sortMembers sorts members by name, stably: by insertion for the small
+
+// closeNode ends container node i, whose children are t.stack[base:]:
+// they move to t.kids, an object's sorted by name. It returns the name
+// that an object repeats, if any (the node is then not to be used).
+func (t *tree) closeNode(i int32, base int, object bool) []byte {
+	a := len(t.kids)
+	t.kids = append(t.kids, t.stack[base:]...)
+	t.stack = t.stack[:base]
+	if object {
+		ms := t.kids[a:]
+		t.sortMembers(ms)
+		for j := 1; j < len(ms); j++ {
+			if bytes.Equal(t.name(ms[j-1]), t.name(ms[j])) {
+				return t.name(ms[j])
+			}
+		}
+	}
+	t.nodes[i].a, t.nodes[i].b = int32(a), int32(len(t.kids))
+	return nil
+}
+
 // objects protocol bodies are made of.
 func (t *tree) sortMembers(ms []kid) {
 	if len(ms) > 16 {
@@ -271,7 +282,7 @@ func (p *fastParser) value(depth int) bool {
 		if depth >= maxFastDepth {
 			return false
 		}
-		i := len(t.nodes)
+		i := int32(len(t.nodes))
 		t.nodes = append(t.nodes, node{kind: jsontext.Kind(c)})
 		p.pos++
 		base := len(t.stack)
@@ -317,20 +328,7 @@ func (p *fastParser) value(depth int) bool {
 				break
 			}
 		}
-		a := len(t.kids)
-		t.kids = append(t.kids, t.stack[base:]...)
-		t.stack = t.stack[:base]
-		if c == '{' {
-			ms := t.kids[a:]
-			t.sortMembers(ms)
-			for j := 1; j < len(ms); j++ {
-				if bytes.Equal(t.name(ms[j-1]), t.name(ms[j])) {
-					return false
-				}
-			}
-		}
-		t.nodes[i].a, t.nodes[i].b = int32(a), int32(len(t.kids))
-		return true
+		return t.closeNode(i, base, c == '{') == nil
 	case '"':
 		a := int32(len(t.text))
 		if !p.str() {
