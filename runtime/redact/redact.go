@@ -100,6 +100,10 @@ var shapes = []shape{
 		[]string{"secret", "password", "passwd", "api", "token"}, true},
 }
 
+// A case-folded shape (fold) must need, after its needle, one of the bytes
+// of foldGate (clean.go): the JSON pre-filter skips folded needles in text
+// without them.
+
 // minShapeLen is shorter than any token shape: shorter text is not searched.
 const minShapeLen = 8
 
@@ -182,45 +186,6 @@ func (r *Redactor) Bytes(b []byte) []byte {
 	return []byte(s)
 }
 
-// mayHold reports whether doc may hold anything JSON masks: a value r
-// knows, a shape's needle or a secret-looking member name. It is false for
-// most protocol frames, which then cost one case-folded copy and a few
-// substring searches instead of a decode and an encode.
-func (r *Redactor) mayHold(doc []byte) bool {
-	if r != nil {
-		for _, v := range r.values {
-			if bytes.Contains(doc, []byte(v)) {
-				return true
-			}
-		}
-	}
-	lower := bytes.ToLower(doc)
-	for _, sh := range shapes {
-		text := doc
-		if sh.fold {
-			text = lower
-		}
-		for _, n := range sh.needles {
-			if bytes.Contains(text, []byte(n)) {
-				return true
-			}
-		}
-	}
-	for _, w := range keyWords {
-		if bytes.Contains(lower, []byte(w)) {
-			return true
-		}
-	}
-	// Names KeyName matches by their end or whole, spelled with or
-	// without separators: "token", "key", "pat", "api_key", "pass-word".
-	for _, n := range []string{`token"`, `"key"`, `"pat"`, `_key"`, `-key"`, "_secret", "pass_", "pass-", "private_", "private-", "client_", "access_"} {
-		if bytes.Contains(lower, []byte(n)) {
-			return true
-		}
-	}
-	return false
-}
-
 func maskShape(re *regexp.Regexp, s string) string {
 	keep := re.SubexpIndex("keep")
 	if keep < 0 {
@@ -236,15 +201,21 @@ func maskShape(re *regexp.Regexp, s string) string {
 }
 
 // JSON returns doc with the value of every member whose name looks secret
-// (KeyName) replaced by the string Mask, and every other string masked as
-// String masks it. Member order, names and every other value are kept; the
-// result is compact. A document that is not valid JSON is masked as text
+// (KeyName) replaced by the string Mask, and every other string, name and
+// number masked as String masks it. Member order and every other value are
+// kept; the result is compact. A document that is not valid JSON is masked as text
 // (String), so nothing of a secret survives a malformed frame either. It
 // returns doc itself when nothing is masked.
 func (r *Redactor) JSON(doc []byte) []byte {
-	if !r.mayHold(doc) {
+	if r.clean(doc) {
 		return doc
 	}
+	return r.mask(doc)
+}
+
+// mask is JSON without the pre-filter: it decodes doc token by token and
+// re-encodes what it masks.
+func (r *Redactor) mask(doc []byte) []byte {
 	dec := jsontext.NewDecoder(bytes.NewReader(doc), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
 	var out bytes.Buffer
 	enc := jsontext.NewEncoder(&out, jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
@@ -271,6 +242,12 @@ func (r *Redactor) JSON(doc []byte) []byte {
 			s := tok.String()
 			// A name is the token read at an even index of an object.
 			if kind, n := dec.StackIndex(dec.StackDepth()); kind == '{' && n%2 == 1 {
+				// A name is masked as text too: a map keyed by a secret
+				// must not show it.
+				if m := r.String(s); m != s {
+					changed = true
+					tok = jsontext.String(m)
+				}
 				if err := enc.WriteToken(tok); err != nil {
 					return r.Bytes(doc)
 				}
