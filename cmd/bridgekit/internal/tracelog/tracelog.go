@@ -116,15 +116,6 @@ func (r *Record) SetFrame(f frames.Frame) {
 	r.Problems = f.Problems
 }
 
-// Marshal appends r as one JSON line to dst.
-func (r *Record) Marshal(dst []byte) ([]byte, error) {
-	b, err := json.Marshal(r)
-	if err != nil {
-		return dst, err
-	}
-	return append(append(dst, b...), '\n'), nil
-}
-
 // MaxRecord bounds one record line a Reader accepts.
 const MaxRecord = 64 << 20
 
