@@ -235,21 +235,41 @@ type queued struct {
 // forwarding never waits for decoding, masking or the disk. It is bounded
 // in bytes and in lines: when the recorder falls that far behind, push
 // blocks, and the pump with it, which is the pipes' own backpressure.
+//
+// While traffic flows the recorder takes what is queued on a tick
+// (recordTick) rather than being woken for every line: a wake-up costs the
+// forwarding pump a futex call and the recorder a context switch per
+// line, a tick neither. After idleTicks empty ticks it sleeps until the
+// next push wakes it, so an idle session costs nothing.
 type lineQueue struct {
 	mu       sync.Mutex
-	nonEmpty sync.Cond
 	roomy    sync.Cond
 	items    []queued
 	bytes    int
 	closed   bool
+	sleeping bool          // the recorder waits for kick, not for its tick
+	kick     chan struct{} // wakes the recorder early; capacity 1
 	maxBytes int
 	maxItems int
 }
 
+const (
+	recordTick = time.Millisecond
+	idleTicks  = 20
+)
+
 func newLineQueue(maxBytes, maxItems int) *lineQueue {
-	q := &lineQueue{maxBytes: maxBytes, maxItems: maxItems}
-	q.nonEmpty.L, q.roomy.L = &q.mu, &q.mu
+	q := &lineQueue{maxBytes: maxBytes, maxItems: maxItems, kick: make(chan struct{}, 1)}
+	q.roomy.L = &q.mu
 	return q
+}
+
+func (q *lineQueue) wake() {
+	q.sleeping = false
+	select {
+	case q.kick <- struct{}{}:
+	default:
+	}
 }
 
 func (q *lineQueue) push(it queued) {
@@ -257,6 +277,7 @@ func (q *lineQueue) push(it queued) {
 	defer q.mu.Unlock()
 	// A line larger than the bound still goes in once the queue is empty.
 	for !q.closed && len(q.items) > 0 && (q.bytes+len(it.line) > q.maxBytes || len(q.items) >= q.maxItems) {
+		q.wake()
 		q.roomy.Wait()
 	}
 	if q.closed {
@@ -264,52 +285,78 @@ func (q *lineQueue) push(it queued) {
 	}
 	q.items = append(q.items, it)
 	q.bytes += len(it.line)
-	q.nonEmpty.Signal()
+	if q.sleeping || q.bytes >= q.maxBytes/2 || len(q.items) >= q.maxItems/2 {
+		q.wake()
+	}
 }
 
-// popAll waits for lines and takes every queued one; ok is false once the
-// queue is closed and drained.
-func (q *lineQueue) popAll(dst []queued) ([]queued, bool) {
+// take moves every queued line to dst; closed says the queue is closed (a
+// closed queue may still hand out its last lines).
+func (q *lineQueue) take(dst []queued) ([]queued, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	for len(q.items) == 0 && !q.closed {
-		q.nonEmpty.Wait()
-	}
-	if len(q.items) == 0 {
-		return dst, false
-	}
 	dst = append(dst[:0], q.items...)
-	clear(q.items)
-	q.items = q.items[:0]
-	q.bytes = 0
-	q.roomy.Broadcast()
-	return dst, true
+	if len(q.items) > 0 {
+		clear(q.items)
+		q.items = q.items[:0]
+		q.bytes = 0
+		q.roomy.Broadcast()
+	}
+	return dst, q.closed
+}
+
+// sleep marks the recorder asleep until the next push, unless there is
+// something to take already.
+func (q *lineQueue) sleep() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.items) > 0 || q.closed {
+		return false
+	}
+	q.sleeping = true
+	return true
 }
 
 func (q *lineQueue) close() {
 	q.mu.Lock()
 	q.closed = true
-	q.nonEmpty.Broadcast()
+	q.wake()
 	q.roomy.Broadcast()
 	q.mu.Unlock()
 }
 
 // runQueue records queued lines until the queue is closed and drained,
-// flushing the JSONL and the transcript whenever it has caught up.
+// flushing the JSONL and the transcript after each batch.
 func (r *recorder) runQueue(q *lineQueue, done chan<- struct{}) {
 	defer close(done)
+	tick := time.NewTicker(recordTick)
+	defer tick.Stop()
 	var batch []queued
+	idle := 0
 	for {
-		var ok bool
-		batch, ok = q.popAll(batch)
-		if !ok {
-			return
-		}
+		var closed bool
+		batch, closed = q.take(batch)
 		for i := range batch {
 			it := &batch[i]
 			r.frame(it.dir, it.at, it.line, it.size, it.truncated, it.partial)
 			it.line = nil
 		}
-		r.flush()
+		switch {
+		case len(batch) > 0:
+			r.flush()
+			idle = 0
+			continue // more may have come meanwhile
+		case closed:
+			return
+		}
+		if idle++; idle >= idleTicks && q.sleep() {
+			<-q.kick
+			idle = 0
+			continue
+		}
+		select {
+		case <-tick.C:
+		case <-q.kick:
+		}
 	}
 }
