@@ -240,7 +240,16 @@ func (c *Classifier) replyDir(f *Frame, body []byte) Direction {
 func (c *Classifier) classify(seq int64, dir Direction, infer bool, at time.Time, line []byte, truncated bool) (f Frame) {
 	defer func() { f.Dir = dir }()
 	line = bytes.TrimSuffix(line, []byte("\r"))
-	fam, members := c.sniff(line, c.family)
+	var fam Family
+	var members topMembers
+	if (c.family == ACP || c.family == Harn) && !bytes.Contains(line, []byte(`"protocol"`)) && !bytes.Contains(line, []byte(`\u`)) {
+		// A JSON-RPC session's frame: only an AgentPM envelope's protocol
+		// member (which an escape may spell) changes how it is read, and
+		// the top-level members matter to AgentPM's body pointers alone.
+		fam = c.family
+	} else {
+		fam, members = c.sniff(line, c.family)
+	}
 	if c.family == Unknown && fam != Unknown && fam != Harn {
 		c.family = fam
 	}
