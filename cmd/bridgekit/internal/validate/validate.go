@@ -569,6 +569,9 @@ func (st *stream) frame(lineNo int, dir frames.Direction, undirected bool, line 
 		st.problem(lineNo, f.Method, frames.Problem{Code: ProblemRoundTrip, Pointer: f.BodyPointer, Message: "decoded, but not re-encoded: " + err.Error()})
 		return
 	}
+	if bytes.Equal(out, bytes.TrimSpace(f.Body)) {
+		return // the same bytes: structurally the same, without building the trees
+	}
 	orig := f.Body
 	if parsed {
 		orig = nil // st.body holds it
