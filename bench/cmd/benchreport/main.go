@@ -44,7 +44,7 @@ func main() {
 		only    = flag.String("only", "", "comma-separated scenarios to run (default all)")
 		profile = flag.Bool("profile", true, "profile bridgekit's in-memory round trip and include the top entries")
 		raw     = flag.String("raw", "", "also save the raw results (every run) as JSON to this file")
-		render  = flag.String("render", "", "measure nothing: print and write the report from a file saved with -raw")
+		render  = flag.String("render", "", "measure nothing: print and write the report from a file saved with -raw (and the figures -trace-figures and -validate-figures name, when given)")
 		traceF  = flag.String("trace-figures", "trace-overhead.json", "bridgekit trace's overhead, as `make bench-trace` writes it (empty: leave out)")
 		valF    = flag.String("validate-figures", "validate-throughput.json", "bridgekit validate's throughput, as `make bench-validate` writes it (empty: leave out)")
 	)
@@ -76,6 +76,13 @@ func main() {
 			fatalf("%v", err)
 		}
 		rep.cfg.out = cfg.out
+		// The command's figures are read afresh when named: a later
+		// make bench-trace or bench-validate renders into a saved run.
+		flag.Visit(func(f *flag.Flag) {
+			if f.Name == "trace-figures" || f.Name == "validate-figures" {
+				rep.commands = loadCommandFigures(cfg.traceFigures, cfg.validateFigures)
+			}
+		})
 		if err := publish(rep); err != nil {
 			fatalf("%v", err)
 		}
