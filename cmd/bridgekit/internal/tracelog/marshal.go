@@ -2,6 +2,7 @@ package tracelog
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -25,7 +26,9 @@ func (r *Record) Marshal(dst []byte) ([]byte, error) {
 		return dst, errors.New("tracelog: latency is not a finite number")
 	}
 	id := bytes.TrimSpace(r.ID)
-	if len(id) > 0 && !jsontext.Value(id).IsValid() {
+	// Valid as encoding/json judges it (SetFrame does too), which lets
+	// invalid UTF-8 through in a string, as a reader of it does.
+	if len(id) > 0 && !json.Valid(id) {
 		return dst, errors.New("tracelog: id is not JSON")
 	}
 	b := append(dst, `{"type":`...)
