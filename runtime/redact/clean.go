@@ -123,7 +123,7 @@ func (r *Redactor) holdsKnown(b []byte) bool {
 		return false
 	}
 	for _, v := range r.values {
-		if len(v) <= len(b) && bytes.Contains(b, []byte(v)) {
+		if bytes.Contains(b, []byte(v)) {
 			return true
 		}
 	}

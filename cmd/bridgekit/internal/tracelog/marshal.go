@@ -19,8 +19,13 @@ import (
 // write them (FuzzMarshal checks that both read back alike). It is written
 // by hand because trace encodes a record for every frame it forwards.
 func (r *Record) Marshal(dst []byte) ([]byte, error) {
-	if y := r.Time.Year(); y < 0 || y > 9999 {
-		return dst, fmt.Errorf("tracelog: time %v outside years 0-9999", r.Time)
+	if err := checkTime(r.Time); err != nil {
+		return dst, err
+	}
+	for _, p := range r.Unanswered {
+		if err := checkTime(p.At); err != nil {
+			return dst, err
+		}
 	}
 	if r.LatencyUS != nil && (math.IsNaN(*r.LatencyUS) || math.IsInf(*r.LatencyUS, 0)) {
 		return dst, errors.New("tracelog: latency is not a finite number")
@@ -39,25 +44,10 @@ func (r *Record) Marshal(dst []byte) ([]byte, error) {
 	b = strconv.AppendInt(b, r.Seq, 10)
 	b = append(b, `,"time":`...)
 	b = appendTime(b, r.Time)
-	if r.Version != 0 {
-		b = append(b, `,"v":`...)
-		b = strconv.AppendInt(b, int64(r.Version), 10)
-	}
-	if len(r.Command) > 0 {
-		b = append(b, `,"command":[`...)
-		for i, a := range r.Command {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = quote(b, a)
-		}
-		b = append(b, ']')
-	}
+	b = intMember(b, "v", int64(r.Version))
+	b = list(b, "command", r.Command, quote)
 	b = member(b, "dir", string(r.Dir))
-	if r.Size != 0 {
-		b = append(b, `,"size":`...)
-		b = strconv.AppendInt(b, int64(r.Size), 10)
-	}
+	b = intMember(b, "size", int64(r.Size))
 	if r.Raw != nil {
 		b = append(b, `,"raw":`...)
 		b = quote(b, *r.Raw)
@@ -74,42 +64,18 @@ func (r *Record) Marshal(dst []byte) ([]byte, error) {
 		b = append(b, `,"id":`...)
 		b = append(b, id...)
 	}
-	if r.ReplyTo != 0 {
-		b = append(b, `,"reply_to":`...)
-		b = strconv.AppendInt(b, r.ReplyTo, 10)
-	}
+	b = intMember(b, "reply_to", r.ReplyTo)
 	if r.LatencyUS != nil {
 		b = append(b, `,"latency_us":`...)
 		b = appendFloat(b, *r.LatencyUS)
 	}
-	if len(r.Problems) > 0 {
-		b = append(b, `,"problems":[`...)
-		for i, p := range r.Problems {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendProblem(b, p)
-		}
-		b = append(b, ']')
-	}
+	b = list(b, "problems", r.Problems, appendProblem)
 	if r.Status != nil {
 		b = append(b, `,"status":`...)
 		b = strconv.AppendInt(b, int64(*r.Status), 10)
 	}
 	b = member(b, "signal", r.Signal)
-	if len(r.Unanswered) > 0 {
-		b = append(b, `,"unanswered":[`...)
-		for i, p := range r.Unanswered {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			var err error
-			if b, err = appendPending(b, p); err != nil {
-				return dst, err
-			}
-		}
-		b = append(b, ']')
-	}
+	b = list(b, "unanswered", r.Unanswered, appendPending)
 	return append(b, "}\n"...), nil
 }
 
@@ -125,19 +91,55 @@ func member(b []byte, name, v string) []byte {
 	if v == "" {
 		return b
 	}
+	b = key(b, name)
+	return quote(b, v)
+}
+
+// key appends a member's name after a comma, and its colon.
+func key(b []byte, name string) []byte {
 	b = append(b, ',', '"')
 	b = append(b, name...)
-	b = append(b, '"', ':')
-	return quote(b, v)
+	return append(b, '"', ':')
+}
+
+// intMember appends an integer member unless it is 0 (omitempty).
+func intMember(b []byte, name string, v int64) []byte {
+	if v == 0 {
+		return b
+	}
+	b = key(b, name)
+	return strconv.AppendInt(b, v, 10)
+}
+
+// list appends an array member unless it is empty (omitempty), each
+// element written by add.
+func list[T any](b []byte, name string, items []T, add func([]byte, T) []byte) []byte {
+	if len(items) == 0 {
+		return b
+	}
+	b = append(key(b, name), '[')
+	for i, it := range items {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = add(b, it)
+	}
+	return append(b, ']')
+}
+
+// checkTime refuses a time RFC 3339 cannot write, as encoding/json does.
+func checkTime(t time.Time) error {
+	if y := t.Year(); y < 0 || y > 9999 {
+		return fmt.Errorf("tracelog: time %v outside years 0-9999", t)
+	}
+	return nil
 }
 
 func flag(b []byte, name string, v bool) []byte {
 	if !v {
 		return b
 	}
-	b = append(b, ',', '"')
-	b = append(b, name...)
-	return append(b, `":true`...)
+	return append(key(b, name), "true"...)
 }
 
 func appendTime(b []byte, t time.Time) []byte {
@@ -164,10 +166,7 @@ func appendProblem(b []byte, p frames.Problem) []byte {
 	return append(b, '}')
 }
 
-func appendPending(b []byte, p frames.Pending) ([]byte, error) {
-	if y := p.At.Year(); y < 0 || y > 9999 {
-		return b, fmt.Errorf("tracelog: time %v outside years 0-9999", p.At)
-	}
+func appendPending(b []byte, p frames.Pending) []byte {
 	b = append(b, `{"seq":`...)
 	b = strconv.AppendInt(b, p.Seq, 10)
 	b = append(b, `,"dir":`...)
@@ -178,5 +177,5 @@ func appendPending(b []byte, p frames.Pending) ([]byte, error) {
 	b = quote(b, p.ID)
 	b = append(b, `,"time":`...)
 	b = appendTime(b, p.At)
-	return append(b, '}'), nil
+	return append(b, '}')
 }
