@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"math/bits"
 	"strconv"
+	"sync"
 )
 
 // DefaultMaxFrame is the frame size limit used when NewReader is given a
@@ -83,7 +85,7 @@ func NewReader(r io.Reader, maxFrame int) *Reader {
 func (r *Reader) ReadFrame() ([]byte, error) {
 	if len(r.buf) > burstBuffer && r.end-r.start < minBuffer && r.skipping == 0 {
 		// The long line last returned is done with: give its memory back.
-		r.buf = append(make([]byte, 0, minBuffer), r.buf[r.start:r.end]...)[:minBuffer]
+		r.buf = r.replace(append(make([]byte, 0, minBuffer), r.buf[r.start:r.end]...)[:minBuffer])
 		r.end -= r.start
 		r.start = 0
 	}
@@ -143,9 +145,9 @@ func (r *Reader) fill() {
 		size = minBuffer // after a long line
 	}
 	if size != len(r.buf) {
-		buf := make([]byte, size)
+		buf := getBuffer(size)
 		copy(buf, r.buf[r.start:r.end])
-		r.buf = buf
+		r.buf = r.replace(buf)
 	} else if r.start > 0 {
 		copy(r.buf, r.buf[r.start:r.end])
 	}
@@ -160,13 +162,13 @@ func (r *Reader) fill() {
 		r.err = err
 	case n == len(r.buf)-pending && len(r.buf) < burstBuffer:
 		// The read filled the buffer: more is waiting. Read more at once.
-		buf := make([]byte, burstBuffer)
+		buf := getBuffer(burstBuffer)
 		copy(buf, r.buf[:r.end])
-		r.buf, r.small = buf, 0
+		r.buf, r.small = r.replace(buf), 0
 	case len(r.buf) == burstBuffer && pending == 0 && n < minBuffer:
 		// The peer has slowed down: after a while, give the memory back.
 		if r.small++; r.small == shrinkAfter {
-			r.buf = append(make([]byte, 0, minBuffer), r.buf[:r.end]...)[:minBuffer]
+			r.buf = r.replace(append(make([]byte, 0, minBuffer), r.buf[:r.end]...)[:minBuffer])
 		}
 	}
 }
@@ -233,4 +235,44 @@ func isBlank(b []byte) bool {
 		}
 	}
 	return true
+}
+
+// replace returns buf, to become the Reader's buffer, and gives the one it
+// replaces to the pool of large buffers: the frame ReadFrame last returned
+// is no longer valid, and Detach never recycles (the frame it keeps valid
+// still points into the buffer it lets go).
+func (r *Reader) replace(buf []byte) []byte {
+	putBuffer(r.buf)
+	return buf
+}
+
+// Buffers of 64 KiB and more, by power of two up to 32 MiB, are shared by
+// every Reader: a peer that sends long lines one after another would
+// otherwise make the Reader allocate (and zero) a buffer for each, twice
+// as it grows. An unused buffer goes at the garbage collector's pace.
+var largeBuffers [10]sync.Pool
+
+// largeClass is the pool of a buffer of n bytes; ok is false for sizes
+// that are not pooled (small ones, and the odd size of a limit's line).
+func largeClass(n int) (class int, ok bool) {
+	if n < burstBuffer || n&(n-1) != 0 {
+		return 0, false
+	}
+	class = bits.Len(uint(n)) - bits.Len(uint(burstBuffer))
+	return class, class < len(largeBuffers)
+}
+
+func getBuffer(n int) []byte {
+	if c, ok := largeClass(n); ok {
+		if b, _ := largeBuffers[c].Get().(*[]byte); b != nil {
+			return *b
+		}
+	}
+	return make([]byte, n)
+}
+
+func putBuffer(b []byte) {
+	if c, ok := largeClass(len(b)); ok && cap(b) == len(b) {
+		largeBuffers[c].Put(&b)
+	}
 }

@@ -1,0 +1,5 @@
+//go:build !race
+
+package ndjson
+
+const raceEnabled = false
