@@ -162,6 +162,22 @@ func CheckPackage(t *testing.T, pkg string, types []wiretest.Type, contracts ...
 	}
 }
 
+// raceMutations is MutationLimit's cap under the race detector.
+const raceMutations = 20
+
+// MutationLimit is how many mutations of one base document Agreement and
+// Differential judge when asked for limit: limit itself, except under the
+// race detector, which makes these single-goroutine codec checks several
+// times slower and can find nothing in them, where an evenly spread tenth
+// (at most raceMutations) is judged. make test runs them again without
+// -race, in full.
+func MutationLimit(limit int) int {
+	if !Thorough {
+		return min(limit, raceMutations)
+	}
+	return limit
+}
+
 // TB is the part of testing.TB that Agreement reports through.
 type TB interface {
 	Helper()
@@ -179,6 +195,7 @@ func (s *Spec) Agreement(t TB, types []wiretest.Type, opts Options) Result {
 	if limit == 0 {
 		limit = 200
 	}
+	limit = MutationLimit(limit)
 	var res Result
 	for _, typ := range types {
 		if strings.Contains(typ.Schema, "(") || inlineVariant.MatchString(typ.Schema) {
@@ -388,6 +405,7 @@ func Clone(v any) any {
 // many documents the older schema accepted.
 func (s *Spec) Differential(t TB, types []wiretest.Type, older string, golden map[string][]json.RawMessage, limit int) (judged int) {
 	t.Helper()
+	limit = MutationLimit(limit)
 	for _, typ := range types {
 		_, frag, _ := strings.Cut(typ.Schema, "#")
 		if strings.Contains(typ.Schema, "(") || inlineVariant.MatchString(typ.Schema) || !strings.HasPrefix(frag, "/$defs/") {

@@ -1,0 +1,6 @@
+//go:build race
+
+package schematest
+
+// Thorough is false under the race detector: see MutationLimit.
+const Thorough = false
