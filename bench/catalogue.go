@@ -67,7 +67,7 @@ func Scenarios() []Scenario {
 			s, err := DecodeInbound(rt, 1000, p.n(10, 3))
 			return opMetrics(s), err
 		}},
-		{Name: "rt-inmem-1", Sequential: true, Timeout: time.Minute, Run: rtInmem(1)},
+		{Name: "rt-inmem-1", Sequential: true, Reference: true, Timeout: time.Minute, Run: rtInmem(1)},
 		{Name: "rt-inmem-16", Sequential: true, Timeout: time.Minute, Run: rtInmem(16)},
 		{Name: "rt-child-1", Sequential: true, Timeout: time.Minute, Run: rtChild(1)},
 		{Name: "rt-child-16", Sequential: true, Timeout: time.Minute, Run: rtChild(16)},
