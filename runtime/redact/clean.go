@@ -2,7 +2,6 @@ package redact
 
 import (
 	"bytes"
-	"slices"
 	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -29,7 +28,11 @@ func (r *Redactor) clean(doc []byte) bool {
 	objects := stack[:0]
 	name := false
 	var scratch []byte
+	// What the whole document does not hold, no unescaped text of it
+	// does: a text is searched for a needle or a known value only when
+	// the document holds one or the text had escapes.
 	docNeedle := hasNeedle(doc, true)
+	docKnown := r.holdsKnown(doc)
 	for i := 0; i < len(doc); {
 		switch c := doc[i]; c {
 		case '{', '[':
@@ -53,7 +56,7 @@ func (r *Redactor) clean(doc []byte) bool {
 				scratch, _ = jsontext.AppendUnquote(scratch[:0], doc[i:end+1])
 				text = scratch
 			}
-			if !r.textKeeps(text, docNeedle || escaped) {
+			if !r.textKeeps(text, docNeedle || escaped, docKnown || escaped) {
 				return false
 			}
 			i = end + 1
@@ -74,7 +77,7 @@ func (r *Redactor) clean(doc []byte) bool {
 			for i < len(doc) && isNumberByte(doc[i]) {
 				i++
 			}
-			if !r.textKeeps(doc[start:i], docNeedle) {
+			if !r.textKeeps(doc[start:i], docNeedle, docKnown) {
 				return false
 			}
 		}
@@ -131,11 +134,11 @@ func (r *Redactor) holdsKnown(b []byte) bool {
 }
 
 // textKeeps reports whether String would return text unchanged. mayNeedle
-// says text may hold a shape's needle (the document holds one somewhere,
-// or text had escapes); without one, text that holds no known value keeps.
-// Otherwise it asks String itself.
-func (r *Redactor) textKeeps(text []byte, mayNeedle bool) bool {
-	if r.holdsKnown(text) {
+// says text may hold a shape's needle, mayKnown a known value (the
+// document holds one somewhere, or text had escapes); without one, text
+// that holds no known value keeps. Otherwise it asks String itself.
+func (r *Redactor) textKeeps(text []byte, mayNeedle, mayKnown bool) bool {
+	if mayKnown && r.holdsKnown(text) {
 		return false
 	}
 	if len(text) < minShapeLen {
@@ -174,16 +177,58 @@ var exactNeedles, foldNeedles = func() (exact, fold [256][][]byte) {
 // text without any of them cannot match one.
 const foldGate = " \t\n\f\r=:"
 
+// needlePairs holds the first two bytes of every needle, exact ones as
+// they are and folded ones in every ASCII case, as a bit set of 16-bit
+// pairs: hasNeedle looks at the needles of a position only when its pair
+// is one of them (every needle has at least two bytes).
+var exactPairs, foldPairs = func() (exact, fold [1 << 16 / 64]uint64) {
+	set := func(t *[1 << 16 / 64]uint64, a, b byte) {
+		p := uint16(a)<<8 | uint16(b)
+		t[p/64] |= 1 << (p % 64)
+	}
+	for _, sh := range shapes {
+		for _, n := range sh.needles {
+			if !sh.fold {
+				set(&exact, n[0], n[1])
+				continue
+			}
+			for _, a := range []byte{n[0], upperASCII(n[0])} {
+				for _, b := range []byte{n[1], upperASCII(n[1])} {
+					set(&fold, a, b)
+				}
+			}
+		}
+	}
+	return exact, fold
+}()
+
+func hasPair(t *[1 << 16 / 64]uint64, a, b byte) bool {
+	p := uint16(a)<<8 | uint16(b)
+	return t[p/64]&(1<<(p%64)) != 0
+}
+
+func upperASCII(c byte) byte {
+	if c >= 'a' && c <= 'z' {
+		return c - ('a' - 'A')
+	}
+	return c
+}
+
 // hasNeedle reports whether text holds a shape's needle, in one pass; a
 // folded one in any ASCII case, when fold is set.
 func hasNeedle(text []byte, fold bool) bool {
-	for i, c := range text {
+	for i := 0; i+1 < len(text); i++ {
+		c, d := text[i], text[i+1]
+		exact, folded := hasPair(&exactPairs, c, d), fold && hasPair(&foldPairs, c, d)
+		if !exact && !folded {
+			continue
+		}
 		for _, n := range exactNeedles[c] {
 			if bytes.HasPrefix(text[i:], n) {
 				return true
 			}
 		}
-		if !fold {
+		if !folded {
 			continue
 		}
 		for _, n := range foldNeedles[lowerASCII(c)] {
@@ -216,9 +261,10 @@ func lowerASCII(c byte) byte {
 	return c
 }
 
-var keyWordBytes = func() (out [][]byte) {
+// keyWordsBy holds keyWords by their first byte.
+var keyWordsBy = func() (out [256][][]byte) {
 	for _, w := range keyWords {
-		out = append(out, []byte(w))
+		out[w[0]] = append(out[w[0]], []byte(w))
 	}
 	return out
 }()
@@ -239,6 +285,15 @@ func secretName(name []byte) bool {
 			n = append(n, lowerASCII(c))
 		}
 	}
-	return bytes.HasSuffix(n, []byte("token")) || string(n) == "key" || string(n) == "pat" ||
-		slices.ContainsFunc(keyWordBytes, func(w []byte) bool { return bytes.Contains(n, w) })
+	if bytes.HasSuffix(n, []byte("token")) || string(n) == "key" || string(n) == "pat" {
+		return true
+	}
+	for i, c := range n {
+		for _, w := range keyWordsBy[c] {
+			if bytes.HasPrefix(n[i:], w) {
+				return true
+			}
+		}
+	}
+	return false
 }

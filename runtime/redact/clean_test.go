@@ -66,3 +66,18 @@ func BenchmarkClean(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkCleanTrace is clean on the two frames of trace's overhead
+// benchmark (a session/prompt request and its reply).
+func BenchmarkCleanTrace(b *testing.B) {
+	r := FromEnv([]string{"OPENAI_API_KEY=not-a-real-key-1234"})
+	req := []byte(`{"jsonrpc":"2.0","id":7,"method":"session/prompt","params":{"sessionId":"sess-0123456789","prompt":[{"type":"text","text":"Summarise the open pull requests and flag the ones that touch the runtime."}]}}`)
+	resp := []byte(`{"jsonrpc":"2.0","id":7,"result":{"stopReason":"end_turn","_meta":{"usage":{"inputTokens":120,"outputTokens":48}}}}`)
+	b.SetBytes(int64(len(req) + len(resp)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if !r.clean(req) || !r.clean(resp) {
+			b.Fatal("not clean")
+		}
+	}
+}
