@@ -18,7 +18,7 @@ var (
 
 const (
 	// DefaultQueueBytes is the default bound on the bytes of frames queued
-	// by WriteFrameAsync and WriteFrameOrQueue.
+	// by WriteFrameAsync.
 	DefaultQueueBytes = 4 << 20
 	// maxBatch bounds the bytes gathered into one batched Write; a single
 	// frame larger than that is written on its own.
@@ -29,9 +29,9 @@ const (
 
 // WriterOptions configures a Writer. The zero value is ready to use.
 type WriterOptions struct {
-	// QueueBytes bounds the bytes of frames that WriteFrameAsync and
-	// WriteFrameOrQueue may leave queued (default DefaultQueueBytes); past
-	// it they wait like WriteFrame, which throttles their callers.
+	// QueueBytes bounds the bytes of frames that WriteFrameAsync may leave
+	// queued (default DefaultQueueBytes); past it it waits like WriteFrame,
+	// which throttles its callers.
 	QueueBytes int
 	// OnError, if set, is called once, with the first error of the
 	// underlying Write (not ErrClosed), from the goroutine that wrote. No
@@ -66,13 +66,12 @@ type Writer struct {
 	reported chan struct{}
 	err      error     // the first write error (sticky)
 	pending  []*waiter // frames waiting for the next batch, in order
-	copied   int       // bytes of queued copies (WriteFrameAsync, WriteFrameOrQueue)
+	copied   int       // bytes of queued copies (WriteFrameAsync)
 	idle     chan struct{}
 
 	// Owned by the goroutine holding the writer role.
 	batch    []byte
 	inflight []*waiter
-	once     sync.Once
 }
 
 // waiter is a frame queued behind a Write in progress.
@@ -137,21 +136,6 @@ func (w *Writer) WriteFrame(ctx context.Context, line []byte) error {
 // Errors writing the frame are not returned to the caller (see
 // WriterOptions.OnError); they make later calls fail.
 func (w *Writer) WriteFrameAsync(ctx context.Context, line []byte) error {
-	return w.queue(ctx, line, true)
-}
-
-// WriteFrameOrQueue writes line like WriteFrame when no write is in
-// progress. Otherwise it queues a copy of line, which the goroutine writing
-// then writes with the rest of the queue, and returns without waiting,
-// unless the queued copies would exceed the queue bound: then it waits like
-// WriteFrame. It suits producers that run side by side, such as concurrent
-// request handlers: none of them waits for another's frame to be written,
-// and no goroutine is started.
-func (w *Writer) WriteFrameOrQueue(ctx context.Context, line []byte) error {
-	return w.queue(ctx, line, false)
-}
-
-func (w *Writer) queue(ctx context.Context, line []byte, async bool) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -161,7 +145,7 @@ func (w *Writer) queue(ctx context.Context, line []byte, async bool) error {
 	switch {
 	case w.writing && w.copied+len(line) > w.limit:
 		return w.wait(ctx, line)
-	case !w.writing && (!async || len(line) > w.limit):
+	case !w.writing && len(line) > w.limit:
 		return w.writeNow(line)
 	}
 	w.pending = append(w.pending, &waiter{line: bytes.Clone(line), copied: true})
@@ -392,28 +376,29 @@ func (w *Writer) Flush(ctx context.Context) error {
 // not wait for a Write in progress. Only the first call has an effect;
 // later calls return nil.
 func (w *Writer) Close() error {
-	var err error
-	w.once.Do(func() {
-		w.mu.Lock()
-		w.closed = true
-		queued := w.pending
-		w.pending, w.copied = nil, 0
-		for _, wt := range queued {
-			wt.taken = true
-		}
-		if w.idle != nil {
-			close(w.idle)
-			w.idle = nil
-		}
+	w.mu.Lock()
+	if w.closed {
 		w.mu.Unlock()
-		for _, wt := range queued {
-			wt.notify(ErrClosed)
-		}
-		if c, ok := w.w.(io.Closer); ok {
-			err = c.Close()
-		}
-	})
-	return err
+		return nil
+	}
+	w.closed = true
+	queued := w.pending
+	w.pending, w.copied = nil, 0
+	for _, wt := range queued {
+		wt.taken = true
+	}
+	if w.idle != nil {
+		close(w.idle)
+		w.idle = nil
+	}
+	w.mu.Unlock()
+	for _, wt := range queued {
+		wt.notify(ErrClosed)
+	}
+	if c, ok := w.w.(io.Closer); ok {
+		return c.Close()
+	}
+	return nil
 }
 
 func checkFrame(line []byte) error {

@@ -262,13 +262,10 @@ func TestWriterOnWrite(t *testing.T) {
 			for i := range 50 {
 				line := []byte(fmt.Sprintf("{\"g\":%d,\"i\":%d}\n", g, i))
 				var err error
-				switch i % 3 {
-				case 0:
+				if i%2 == 0 {
 					err = w.WriteFrame(context.Background(), line)
-				case 1:
+				} else {
 					err = w.WriteFrameAsync(context.Background(), line)
-				default:
-					err = w.WriteFrameOrQueue(context.Background(), line)
 				}
 				if err != nil {
 					t.Error(err)
