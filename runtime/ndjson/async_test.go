@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"strings"
 	"testing"
 	"time"
 )
@@ -110,5 +111,75 @@ func idle(t *testing.T, w *Writer) {
 			t.Fatal("the writer stayed busy")
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestWriteFrameOrQueue(t *testing.T) {
+	g := newGateWriter()
+	w := NewWriter(g, smallQueue)
+	ctx := context.Background()
+
+	// No write in progress: the caller writes its frame itself.
+	first := make(chan error, 1)
+	go func() { first <- w.WriteFrameOrQueue(ctx, []byte("0\n")) }()
+	<-g.started
+	select {
+	case err := <-first:
+		t.Fatalf("returned %v before its frame was written", err)
+	case <-time.After(20 * time.Millisecond):
+	}
+
+	// A write in progress: frames are queued and the callers return at
+	// once, their buffers not retained.
+	line := []byte("1\n")
+	if err := w.WriteFrameOrQueue(ctx, line); err != nil {
+		t.Fatal(err)
+	}
+	line[0] = 'x'
+	if err := w.WriteFrameOrQueue(ctx, []byte("2\n")); err != nil {
+		t.Fatal(err)
+	}
+	queued(t, w, 2)
+	g.release <- nil // "0\n"; the first caller goes on to write the queue
+	<-g.started
+	g.release <- nil // "1\n2\n" in one batch
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	idle(t, w)
+	if got := g.recorded(); len(got) != 2 || got[0] != "0\n" || got[1] != "1\n2\n" {
+		t.Fatalf("writes = %q", got)
+	}
+
+	// A full queue makes the caller wait, honouring ctx.
+	go func() { first <- w.WriteFrameOrQueue(ctx, []byte("3\n")) }()
+	<-g.started
+	for range queueFrames {
+		if err := w.WriteFrameOrQueue(ctx, []byte("q\n")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	over := make(chan error, 1)
+	go func() { over <- w.WriteFrameOrQueue(cctx, []byte("over\n")) }()
+	queued(t, w, queueFrames+1)
+	cancel()
+	if err := <-over; !errors.Is(err, context.Canceled) {
+		t.Fatalf("a full queue must make the caller wait (and honour ctx): %v", err)
+	}
+	g.release <- nil // "3\n"
+	<-g.started
+	g.release <- nil // the queue, without "over\n"
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	if got := g.recorded(); len(got) != 4 || got[3] != strings.Repeat("q\n", queueFrames) {
+		t.Fatalf("last write = %.40q..., %d writes", got[len(got)-1], len(got))
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.WriteFrameOrQueue(ctx, []byte("late\n")); !errors.Is(err, ErrClosed) {
+		t.Fatalf("after Close: %v", err)
 	}
 }

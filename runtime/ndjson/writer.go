@@ -18,7 +18,7 @@ var (
 
 const (
 	// DefaultQueueBytes is the default bound on the bytes of frames queued
-	// by WriteFrameAsync.
+	// by WriteFrameAsync and WriteFrameOrQueue.
 	DefaultQueueBytes = 4 << 20
 	// maxBatch bounds the bytes gathered into one batched Write; a single
 	// frame larger than that is written on its own.
@@ -29,9 +29,9 @@ const (
 
 // WriterOptions configures a Writer. The zero value is ready to use.
 type WriterOptions struct {
-	// QueueBytes bounds the bytes of frames that WriteFrameAsync may leave
-	// queued (default DefaultQueueBytes); past it it waits like WriteFrame,
-	// which throttles its callers.
+	// QueueBytes bounds the bytes of frames that WriteFrameAsync and
+	// WriteFrameOrQueue may leave queued (default DefaultQueueBytes); past
+	// it they wait like WriteFrame, which throttles their callers.
 	QueueBytes int
 	// OnError, if set, is called once, with the first error of the
 	// underlying Write (not ErrClosed), from the goroutine that wrote. No
@@ -66,7 +66,7 @@ type Writer struct {
 	reported chan struct{}
 	err      error     // the first write error (sticky)
 	pending  []*waiter // frames waiting for the next batch, in order
-	copied   int       // bytes of queued copies (WriteFrameAsync)
+	copied   int       // bytes of queued copies (WriteFrameAsync, WriteFrameOrQueue)
 	idle     chan struct{}
 
 	// Owned by the goroutine holding the writer role.
@@ -136,6 +136,21 @@ func (w *Writer) WriteFrame(ctx context.Context, line []byte) error {
 // Errors writing the frame are not returned to the caller (see
 // WriterOptions.OnError); they make later calls fail.
 func (w *Writer) WriteFrameAsync(ctx context.Context, line []byte) error {
+	return w.queue(ctx, line, true)
+}
+
+// WriteFrameOrQueue writes line like WriteFrame when no write is in
+// progress. Otherwise it queues a copy of line, which the goroutine writing
+// then writes with the rest of the queue, and returns without waiting,
+// unless the queued copies would exceed the queue bound: then it waits like
+// WriteFrame. It suits producers that run side by side, such as concurrent
+// request handlers: none of them waits for another's frame to be written,
+// and no goroutine is started.
+func (w *Writer) WriteFrameOrQueue(ctx context.Context, line []byte) error {
+	return w.queue(ctx, line, false)
+}
+
+func (w *Writer) queue(ctx context.Context, line []byte, async bool) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -145,7 +160,7 @@ func (w *Writer) WriteFrameAsync(ctx context.Context, line []byte) error {
 	switch {
 	case w.writing && w.copied+len(line) > w.limit:
 		return w.wait(ctx, line)
-	case !w.writing && len(line) > w.limit:
+	case !w.writing && (!async || len(line) > w.limit):
 		return w.writeNow(line)
 	}
 	w.pending = append(w.pending, &waiter{line: bytes.Clone(line), copied: true})

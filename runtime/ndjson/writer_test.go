@@ -262,10 +262,13 @@ func TestWriterOnWrite(t *testing.T) {
 			for i := range 50 {
 				line := []byte(fmt.Sprintf("{\"g\":%d,\"i\":%d}\n", g, i))
 				var err error
-				if i%2 == 0 {
+				switch i % 3 {
+				case 0:
 					err = w.WriteFrame(context.Background(), line)
-				} else {
+				case 1:
 					err = w.WriteFrameAsync(context.Background(), line)
+				default:
+					err = w.WriteFrameOrQueue(context.Background(), line)
 				}
 				if err != nil {
 					t.Error(err)

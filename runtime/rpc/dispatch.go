@@ -169,8 +169,8 @@ func (c *Conn) invoke(ctx context.Context, req *Request) (result any, err error)
 
 // reply writes the reply to a request. On the main dispatcher with more
 // messages queued it hands the frame to the writer and moves on, so the
-// replies queued meanwhile go out together; otherwise it writes the reply,
-// or waits while the write in progress takes it along.
+// replies queued meanwhile go out together; a worker writes its reply
+// unless another is being written, which then takes this one along.
 func (c *Conn) reply(it *inbound, result any, e *Error, onDispatcher bool) {
 	b := getBuffer()
 	defer putBuffer(b)
@@ -187,7 +187,10 @@ func (c *Conn) reply(it *inbound, result any, e *Error, onDispatcher bool) {
 		b.B = c.codec.AppendError(b.B[:0], h, e)
 	}
 	write := c.w.WriteFrame
-	if onDispatcher && c.q.backlog() {
+	switch {
+	case !onDispatcher:
+		write = c.w.WriteFrameOrQueue
+	case c.q.backlog():
 		write = c.w.WriteFrameAsync
 	}
 	if err := write(c.ctx, b.B); err != nil {
