@@ -26,7 +26,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 
 	"github.com/go-json-experiment/json"
@@ -140,6 +139,7 @@ type Codec struct {
 	names    map[string]int64
 	scan     jsonscan.Scanner // the read goroutine's scratch space
 	fields   members
+	scratch  []byte // unescaped strings
 }
 
 var _ rpc.Codec = (*Codec)(nil)
@@ -160,20 +160,6 @@ func NewCodec(p Protocol, idPrefix, role string) *Codec {
 	return c
 }
 
-// frame is an inbound frame. Unknown members are ignored; a duplicate
-// member, invalid UTF-8 or a value of the wrong kind make it malformed.
-type frame struct {
-	Protocol string         `json:"protocol"`
-	Version  *int64         `json:"version"`
-	Kind     string         `json:"kind"`
-	ID       jsontext.Value `json:"id"`
-	Method   *string        `json:"method"`
-	Service  *string        `json:"service"`
-	Payload  jsontext.Value `json:"payload"`
-	Result   jsontext.Value `json:"result"`
-	Error    jsontext.Value `json:"error"`
-}
-
 // errorBody is the error member of an error frame.
 type errorBody struct {
 	Code      *string `json:"code"`
@@ -181,19 +167,10 @@ type errorBody struct {
 	Retryable *bool   `json:"retryable"`
 }
 
-// Decode implements rpc.Codec.
-func (c *Codec) Decode(line []byte, m *rpc.Message) error {
-	if c.decodeFast(line, m) {
-		return nil
-	}
-	return c.decodeSlow(line, m)
-}
-
 // members are the top-level members of a frame as raw JSON aliasing the
-// line; absent members are nil.
+// line; absent members are nil. Unknown members are ignored.
 type members struct {
-	protocol, version, kind, id, method, service, payload, result jsontext.Value
-	other                                                         bool // error, or a member of a kind the fast path leaves alone
+	protocol, version, kind, id, method, service, payload, result, err jsontext.Value
 }
 
 // SetMember implements jsonscan.Members.
@@ -216,64 +193,107 @@ func (f *members) SetMember(name, value []byte) {
 	case "result":
 		f.result = value
 	case "error":
-		f.other = true
+		f.err = value
 	}
 }
 
-// decodeFast decodes the common frame, a valid one of this protocol that
-// is not an error frame, without jsontext's general machinery (with
-// jsonscan, as runtime/jsonrpc does), and reports whether it did.
-// Everything else, errors included, is left to decodeSlow, which has the
-// final say: what decodeFast takes, decodeSlow takes the same way
-// (FuzzFastDecode).
-func (c *Codec) decodeFast(line []byte, m *rpc.Message) bool {
+// Decode implements rpc.Codec. A frame must be a JSON object without
+// duplicate members or invalid UTF-8, its id a string and its protocol,
+// kind, method and service strings (null is absent), its version an
+// integer; then it passes the protocol's gates.
+func (c *Codec) Decode(line []byte, m *rpc.Message) error {
 	f := &c.fields
 	*f = members{}
-	if !c.scan.Object(line, f) || f.other {
-		return false
+	object, err := c.scan.Decode(line, f)
+	if err == nil && !object {
+		err = errors.New("a frame must be a JSON object")
 	}
-	protocol, ok := plain(f.protocol)
-	if !ok || string(protocol) != c.p.Name || !c.version(f.version) {
-		return false
+	if err != nil {
+		return c.frameErr(rpc.FrameMalformed, ErrMalformed, err.Error(), stringID(line), 0)
 	}
-	k, ok := plain(f.kind)
-	if !ok {
-		return false
+	if f.id != nil && f.id[0] != '"' {
+		return c.frameErr(rpc.FrameMalformed, ErrMalformed, fmt.Sprintf("id %s is not a string", rpc.Truncate(string(f.id), rpc.MaxEcho)), nil, 0)
 	}
-	claimed := kinds[string(k)]
-	if claimed == 0 || claimed == rpc.KindError || !c.hasKind(k) || f.id != nil && f.id[0] != '"' {
-		return false
+	c.scratch = c.scratch[:0]
+	protocol, err1 := c.text("protocol", f.protocol)
+	k, err2 := c.text("kind", f.kind)
+	method, err3 := c.text("method", f.method)
+	service, err4 := c.text("service", f.service)
+	var version int64
+	var err5 error
+	hasVersion := f.version != nil && string(f.version) != "null"
+	if hasVersion {
+		if version, err5 = strconv.ParseInt(string(f.version), 10, 64); err5 != nil {
+			err5 = fmt.Errorf("version %s is not an integer", rpc.Truncate(string(f.version), rpc.MaxEcho))
+		}
 	}
-	method, ok := optionalPlain(f.method)
-	if !ok {
-		return false
+	if err := errors.Join(err1, err2, err3, err4, err5); err != nil {
+		return c.frameErr(rpc.FrameMalformed, ErrMalformed, err.Error(), f.id, 0)
 	}
-	service, ok := optionalPlain(f.service)
-	if !ok {
-		return false
+	var claimed rpc.Kind
+	if c.hasKind(k) {
+		claimed = kinds[string(k)]
 	}
-	switch claimed {
-	case rpc.KindRequest:
-		ok = method != nil && f.id != nil
-	case rpc.KindNotification:
-		ok = method != nil
-	case rpc.KindResponse:
-		ok = f.id != nil
+	switch {
+	case string(protocol) != c.p.Name:
+		return c.frameErr(rpc.FrameInvalid, ErrProtocol, fmt.Sprintf("unsupported protocol %q; expected %q", protocol, c.p.Name), f.id, claimed)
+	case !hasVersion || version != c.p.Version:
+		v := "none"
+		if hasVersion {
+			v = strconv.FormatInt(version, 10)
+		}
+		return c.frameErr(rpc.FrameInvalid, ErrVersion, fmt.Sprintf("unsupported protocol version %s; expected %d", v, c.p.Version), f.id, claimed)
+	case claimed == 0:
+		return c.frameErr(rpc.FrameInvalid, ErrKind, fmt.Sprintf("frame kind %q is not one of %q", k, c.p.Kinds), f.id, claimed)
+	case claimed == rpc.KindRequest && (method == nil || f.id == nil):
+		return c.frameErr(rpc.FrameInvalid, ErrKind, "a request needs a method and an id", f.id, claimed)
+	case claimed == rpc.KindNotification && method == nil:
+		return c.frameErr(rpc.FrameInvalid, ErrKind, "an event needs a method", f.id, claimed)
+	case claimed == rpc.KindResponse && f.id == nil:
+		// An error frame may lack one: it answers a frame too malformed
+		// for its id to be read.
+		return c.frameErr(rpc.FrameInvalid, ErrKind, "a response needs an id", f.id, claimed)
 	}
-	if !ok {
-		return false
-	}
-	m.Kind, m.ID, m.Body, m.Method, m.Qualifier, m.Err = claimed, f.id, f.payload, method, nil, nil
-	if service != nil && c.p.Qualifier {
+	m.Kind, m.ID, m.Body, m.Method = claimed, f.id, f.payload, method
+	if c.p.Qualifier {
 		m.Qualifier = service
 	}
 	if string(m.Body) == "null" {
 		m.Body = nil
 	}
-	if claimed == rpc.KindResponse && !c.p.ReplyInPayload && f.result != nil {
+	switch {
+	case claimed == rpc.KindResponse && !c.p.ReplyInPayload && f.result != nil:
 		m.Body = f.result
+	case claimed == rpc.KindError:
+		var e errorBody
+		if f.err != nil && string(f.err) != "null" {
+			if err := json.Unmarshal(f.err, &e); err != nil {
+				return c.frameErr(rpc.FrameInvalid, ErrMalformed, "error member: "+err.Error(), f.id, claimed)
+			}
+		}
+		if e.Code == nil {
+			e.Code, e.Message = &c.p.MissingError, "error frame without an error code"
+		}
+		m.Err = &rpc.Error{Name: *e.Code, Code: c.names[*e.Code], Message: e.Message, Retryable: e.Retryable}
 	}
-	return true
+	return nil
+}
+
+// text returns the contents of the string member name whose raw value is
+// raw, unescaped (into the codec's scratch space when it has escapes), or
+// nil when it is absent or null.
+func (c *Codec) text(name string, raw []byte) ([]byte, error) {
+	switch {
+	case raw == nil || string(raw) == "null":
+		return nil, nil
+	case raw[0] != '"':
+		return nil, fmt.Errorf("%s %s is not a string", name, rpc.Truncate(string(raw), rpc.MaxEcho))
+	case bytes.IndexByte(raw, '\\') < 0:
+		return raw[1 : len(raw)-1], nil
+	}
+	n := len(c.scratch)
+	c.scratch, _ = jsontext.AppendUnquote(c.scratch, raw) // valid: the scanner checked it
+	return c.scratch[n:len(c.scratch):len(c.scratch)], nil
 }
 
 var _ rpc.HeadDecoder = (*Codec)(nil)
@@ -304,100 +324,12 @@ func (c *Codec) hasKind(k []byte) bool {
 	return false
 }
 
-// version reports whether raw is the protocol's version, written as plain
-// digits.
-func (c *Codec) version(raw []byte) bool {
-	if len(raw) == 0 || len(raw) > 18 {
-		return false
-	}
-	var v int64
-	for _, b := range raw {
-		if b < '0' || b > '9' {
-			return false
-		}
-		v = v*10 + int64(b-'0')
-	}
-	return v == c.p.Version && (raw[0] != '0' || len(raw) == 1)
-}
-
 // plain returns the contents of a JSON string without escapes.
 func plain(raw []byte) ([]byte, bool) {
 	if len(raw) < 2 || raw[0] != '"' || bytes.IndexByte(raw, '\\') >= 0 {
 		return nil, false
 	}
 	return raw[1 : len(raw)-1], true
-}
-
-// optionalPlain is plain for a member that may be absent (nil, true).
-func optionalPlain(raw []byte) ([]byte, bool) {
-	if raw == nil {
-		return nil, true
-	}
-	return plain(raw)
-}
-
-// decodeSlow decodes any line with json.Unmarshal, reporting every way it
-// can fail.
-func (c *Codec) decodeSlow(line []byte, m *rpc.Message) error {
-	var f frame
-	err := json.Unmarshal(line, &f)
-	if err == nil && len(f.ID) > 0 && f.ID.Kind() != '"' {
-		err = fmt.Errorf("id %s is not a string", rpc.Truncate(string(f.ID), rpc.MaxEcho))
-	}
-	if err != nil {
-		f.ID = stringID(line)
-		return c.frameErr(rpc.FrameMalformed, ErrMalformed, err.Error(), f.ID, 0)
-	}
-	var claimed rpc.Kind
-	if slices.Contains(c.p.Kinds, f.Kind) {
-		claimed = kinds[f.Kind]
-	}
-	switch {
-	case f.Protocol != c.p.Name:
-		return c.frameErr(rpc.FrameInvalid, ErrProtocol, fmt.Sprintf("unsupported protocol %q; expected %q", f.Protocol, c.p.Name), f.ID, claimed)
-	case f.Version == nil || *f.Version != c.p.Version:
-		v := "none"
-		if f.Version != nil {
-			v = strconv.FormatInt(*f.Version, 10)
-		}
-		return c.frameErr(rpc.FrameInvalid, ErrVersion, fmt.Sprintf("unsupported protocol version %s; expected %d", v, c.p.Version), f.ID, claimed)
-	case claimed == 0:
-		return c.frameErr(rpc.FrameInvalid, ErrKind, fmt.Sprintf("frame kind %q is not one of %q", f.Kind, c.p.Kinds), f.ID, claimed)
-	case claimed == rpc.KindRequest && (f.Method == nil || f.ID == nil):
-		return c.frameErr(rpc.FrameInvalid, ErrKind, "a request needs a method and an id", f.ID, claimed)
-	case claimed == rpc.KindNotification && f.Method == nil:
-		return c.frameErr(rpc.FrameInvalid, ErrKind, "an event needs a method", f.ID, claimed)
-	case claimed == rpc.KindResponse && f.ID == nil:
-		// An error frame may lack one: it answers a frame too malformed
-		// for its id to be read.
-		return c.frameErr(rpc.FrameInvalid, ErrKind, "a response needs an id", f.ID, claimed)
-	}
-	m.Kind, m.ID, m.Body = claimed, f.ID, f.Payload
-	if f.Method != nil {
-		m.Method = []byte(*f.Method)
-	}
-	if f.Service != nil && c.p.Qualifier {
-		m.Qualifier = []byte(*f.Service)
-	}
-	if string(m.Body) == "null" {
-		m.Body = nil
-	}
-	switch {
-	case claimed == rpc.KindResponse && !c.p.ReplyInPayload && f.Result != nil:
-		m.Body = f.Result
-	case claimed == rpc.KindError:
-		var e errorBody
-		if f.Error != nil && string(f.Error) != "null" {
-			if err := json.Unmarshal(f.Error, &e); err != nil {
-				return c.frameErr(rpc.FrameInvalid, ErrMalformed, "error member: "+err.Error(), f.ID, claimed)
-			}
-		}
-		if e.Code == nil {
-			e.Code, e.Message = &c.p.MissingError, "error frame without an error code"
-		}
-		m.Err = &rpc.Error{Name: *e.Code, Code: c.names[*e.Code], Message: e.Message, Retryable: e.Retryable}
-	}
-	return nil
 }
 
 // kinds maps frame kinds to message kinds.

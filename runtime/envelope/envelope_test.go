@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"strings"
 	"testing"
 
 	"github.com/bridgekit/bridgekit/runtime/envelope"
+	"github.com/bridgekit/bridgekit/runtime/internal/jsonscan"
 	"github.com/bridgekit/bridgekit/runtime/rpc"
 )
 
@@ -306,9 +306,10 @@ func ExampleCodec_Decode() {
 	// {"protocol":"agentpm-harness-machine","version":1,"kind":"error","id":"c-1","payload":null,"error":{"code":"protocol_error","message":"unsupported protocol version 2; expected 1"}}
 }
 
-// FuzzFastDecode checks the fast path against json.Unmarshal's: whatever
-// the fast path takes, the slow one takes too, into the same message.
-func FuzzFastDecode(f *testing.F) {
+// FuzzDecodeReference checks Decode against a reference written with
+// json.Unmarshal (DecodeReference): both take the same lines into the same
+// message, and refuse the same lines for the same reason.
+func FuzzDecodeReference(f *testing.F) {
 	for _, s := range append(machineFrames, serviceFrames...) {
 		f.Add([]byte(s))
 	}
@@ -318,17 +319,28 @@ func FuzzFastDecode(f *testing.F) {
 	codecs := []*envelope.Codec{envelope.NewCodec(envelope.Machine, "c-", ""), envelope.NewCodec(envelope.Service, "c-", "r")}
 	f.Fuzz(func(t *testing.T, line []byte) {
 		for _, c := range codecs {
-			var fast rpc.Message
-			if !envelope.DecodeFast(c, line, &fast) {
+			var got, want rpc.Message
+			err := c.Decode(line, &got)
+			werr := envelope.DecodeReference(c, line, &want)
+			if (err == nil) != (werr == nil) {
+				t.Fatalf("%q: Decode says %v, the reference %v", line, err, werr)
+			}
+			if err != nil {
+				fe, _ := errors.AsType[*rpc.FrameError](err)
+				we, _ := errors.AsType[*rpc.FrameError](werr)
+				same := fe != nil && we != nil && fe.Kind == we.Kind && fe.ID == we.ID && fe.Claimed == we.Claimed && (fe.Reply == nil) == (we.Reply == nil)
+				for _, s := range []error{envelope.ErrMalformed, envelope.ErrProtocol, envelope.ErrVersion, envelope.ErrKind} {
+					same = same && errors.Is(err, s) == errors.Is(werr, s)
+				}
+				if !same {
+					t.Fatalf("%q: Decode says %v, the reference %v", line, err, werr)
+				}
 				continue
 			}
-			var slow rpc.Message
-			if err := envelope.DecodeSlow(c, line, &slow); err != nil {
-				t.Fatalf("the fast path took %q, which the slow one rejects: %v", line, err)
-			}
-			if fast.Kind != slow.Kind || !bytes.Equal(fast.ID, slow.ID) || !bytes.Equal(fast.Method, slow.Method) ||
-				!bytes.Equal(fast.Qualifier, slow.Qualifier) || !bytes.Equal(fast.Body, slow.Body) || (fast.Body == nil) != (slow.Body == nil) || fast.Err != nil || slow.Err != nil {
-				t.Fatalf("%q: fast %+v, slow %+v", line, fast, slow)
+			if got.Kind != want.Kind || !bytes.Equal(got.ID, want.ID) || !bytes.Equal(got.Method, want.Method) || (got.Method == nil) != (want.Method == nil) ||
+				!bytes.Equal(got.Qualifier, want.Qualifier) || !bytes.Equal(got.Body, want.Body) || (got.Body == nil) != (want.Body == nil) ||
+				(got.Err == nil) != (want.Err == nil) || got.Err != nil && (got.Err.Name != want.Err.Name || got.Err.Code != want.Err.Code || got.Err.Message != want.Err.Message) {
+				t.Fatalf("%q: Decode %+v, the reference %+v", line, got, want)
 			}
 		}
 	})
@@ -354,21 +366,25 @@ var fastSeeds = []string{
 	`{"protocol":"agentpm-harness-machine","version":1,"kind":"request","id":"1","method":"a","method":"b"}`,
 }
 
-// TestFastDecodeTakesTheCommonFrames: the seed's frames (but error frames)
-// take the fast path.
+// TestFastDecodeTakesTheCommonFrames: the seed's frames take jsonscan's
+// fast path.
 func TestFastDecodeTakesTheCommonFrames(t *testing.T) {
 	for _, tc := range []struct {
 		c      *envelope.Codec
 		frames []string
 	}{{envelope.NewCodec(envelope.Machine, "c-", ""), machineFrames}, {envelope.NewCodec(envelope.Service, "c-", "r"), serviceFrames}} {
 		for _, frame := range tc.frames {
-			var m rpc.Message
-			if !envelope.DecodeFast(tc.c, []byte(frame), &m) && !strings.Contains(frame, `"kind":"error"`) {
+			var s jsonscan.Scanner
+			if !s.Object([]byte(frame), discard{}) {
 				t.Errorf("left to the slow path: %s", frame)
 			}
 		}
 	}
 }
+
+type discard struct{}
+
+func (discard) SetMember(name, value []byte) {}
 
 // FuzzDecodeHead cuts frames anywhere: what DecodeHead reads from the start
 // of a frame never contradicts what Decode reads from the whole of it, and

@@ -3,7 +3,6 @@ package jsonrpc
 import (
 	"bytes"
 	"errors"
-	"io"
 	"strconv"
 
 	"github.com/go-json-experiment/json"
@@ -26,8 +25,6 @@ import (
 type Codec struct {
 	scan    jsonscan.Scanner
 	env     envelope
-	dec     jsontext.Decoder
-	decBuf  bytes.Buffer
 	scratch []byte
 }
 
@@ -37,10 +34,8 @@ var _ rpc.Codec = (*Codec)(nil)
 func (c *Codec) Decode(line []byte, m *rpc.Message) error {
 	e := &c.env
 	*e = envelope{}
-	if !c.scan.Object(line, e) {
-		if err := c.decodeSlow(line); err != nil {
-			return &rpc.FrameError{Kind: rpc.FrameMalformed, Err: err, Reply: rpc.ErrParse}
-		}
+	if _, err := c.scan.Decode(line, e); err != nil {
+		return &rpc.FrameError{Kind: rpc.FrameMalformed, Err: err, Reply: rpc.ErrParse}
 	}
 	switch {
 	case e.method != nil:
@@ -128,25 +123,6 @@ type wireErr struct {
 func invalid(id rpc.ID, why string) error {
 	e := rpc.NewError(rpc.CodeInvalidRequest, "invalid request: "+why, nil)
 	return &rpc.FrameError{Kind: rpc.FrameInvalid, Err: e, ID: id, Reply: e}
-}
-
-var errTrailingData = errors.New("jsonrpc: unexpected data after the message")
-
-// decodeSlow decodes the envelope with jsontext, for the lines the fast
-// scanner leaves alone, with the same checks as json.Unmarshal.
-func (c *Codec) decodeSlow(line []byte) error {
-	c.decBuf = *bytes.NewBuffer(line)
-	c.dec.Reset(&c.decBuf)
-	if err := c.env.UnmarshalJSONFrom(&c.dec); err != nil {
-		return err
-	}
-	if _, err := c.dec.ReadToken(); err != io.EOF {
-		if err == nil {
-			err = errTrailingData
-		}
-		return err
-	}
-	return nil
 }
 
 // validID reports whether the raw id of an inbound request is absent, a

@@ -114,11 +114,11 @@ func TestScanEnvelopeMembers(t *testing.T) {
 // members as the scanner did.
 func checkScan(t *testing.T, frame []byte, fast *envelope) {
 	t.Helper()
-	var c Codec
-	if err := c.decodeSlow(frame); err != nil {
+	var s jsonscan.Scanner
+	slow := new(envelope)
+	if _, err := s.Slow(frame, slow); err != nil {
 		t.Fatalf("scanner took %q, which jsontext rejects: %v", frame, err)
 	}
-	slow := &c.env
 	for _, m := range []struct {
 		name       string
 		fast, slow []byte

@@ -72,7 +72,6 @@ type Writer struct {
 	// Owned by the goroutine holding the writer role.
 	batch    []byte
 	inflight []*waiter
-	once     sync.Once
 }
 
 // waiter is a frame queued behind a Write in progress.
@@ -392,28 +391,29 @@ func (w *Writer) Flush(ctx context.Context) error {
 // not wait for a Write in progress. Only the first call has an effect;
 // later calls return nil.
 func (w *Writer) Close() error {
-	var err error
-	w.once.Do(func() {
-		w.mu.Lock()
-		w.closed = true
-		queued := w.pending
-		w.pending, w.copied = nil, 0
-		for _, wt := range queued {
-			wt.taken = true
-		}
-		if w.idle != nil {
-			close(w.idle)
-			w.idle = nil
-		}
+	w.mu.Lock()
+	if w.closed {
 		w.mu.Unlock()
-		for _, wt := range queued {
-			wt.notify(ErrClosed)
-		}
-		if c, ok := w.w.(io.Closer); ok {
-			err = c.Close()
-		}
-	})
-	return err
+		return nil
+	}
+	w.closed = true
+	queued := w.pending
+	w.pending, w.copied = nil, 0
+	for _, wt := range queued {
+		wt.taken = true
+	}
+	if w.idle != nil {
+		close(w.idle)
+		w.idle = nil
+	}
+	w.mu.Unlock()
+	for _, wt := range queued {
+		wt.notify(ErrClosed)
+	}
+	if c, ok := w.w.(io.Closer); ok {
+		return c.Close()
+	}
+	return nil
 }
 
 func checkFrame(line []byte) error {

@@ -73,7 +73,7 @@ func (c *Conn) Send(ctx context.Context, m Outbound, result any) error {
 	mark := c.mark(ctx)
 	if h.Kind == KindNotification {
 		if err := c.write(ctx, mark, b.B); err != nil {
-			return fmt.Errorf("rpc: send %s: %w", m.Method, c.sendError(ctx, err))
+			return fmt.Errorf("rpc: send %s: %w", m.Method, c.sendError(err))
 		}
 		return nil
 	}
@@ -149,11 +149,11 @@ func (c *Conn) roundTrip(ctx context.Context, mark *handlerMark, h *Header, fram
 			err = ctx.Err()
 		}
 	}
-	if !c.retire(h.Seq) {
+	if c.retire(h.Seq) == nil {
 		<-ch // the reply (or the shutdown's failure) is already on its way
 	}
 	replyPool.Put(ch)
-	return callResult{}, sent, c.sendError(ctx, err)
+	return callResult{}, sent, c.sendError(err)
 }
 
 // write writes an outbound frame. A handler's write is counted as such,
@@ -170,22 +170,12 @@ func (c *Conn) write(ctx context.Context, mark *handlerMark, frame []byte) error
 var errNoInput = fmt.Errorf("%w: the peer's input has ended", ErrClosed)
 
 // sendError explains a failed write or wait: why the connection shut
-// down, if it did (a handler's context ends because of it), else ctx's
-// error or err.
-func (c *Conn) sendError(ctx context.Context, err error) error {
+// down, if it did (a handler's context ends because of it), else err.
+func (c *Conn) sendError(err error) error {
 	if cause := c.Err(); cause != nil {
 		return cause
 	}
 	return err
-}
-
-// retire removes a pending call, reporting whether it was still pending.
-func (c *Conn) retire(seq uint64) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	_, ok := c.pending[seq]
-	delete(c.pending, seq)
-	return ok
 }
 
 // cancelTimeout bounds the sending of a cancel message.

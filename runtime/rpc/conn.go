@@ -121,12 +121,8 @@ const (
 )
 
 // Conn is a connection on which both peers may send requests and
-// notifications, framed by a Codec on a newline-delimited stream.
-//
-// One goroutine reads: it routes replies straight to their callers, applies
-// cancel messages at once, and queues requests and notifications for a
-// dispatcher goroutine, which handles them in arrival order (see
-// Options.MaxConcurrentRequests). Send, Call, Notify and Close are safe for
+// notifications, framed by a Codec on a newline-delimited stream (see the
+// package documentation). Send, Call, Notify and Close are safe for
 // concurrent use.
 type Conn struct {
 	codec   Codec

@@ -28,9 +28,7 @@ type diagnostics struct {
 	once sync.Once
 	stop func()
 
-	mu      sync.Mutex
-	dropped int // reports and records that found their channel full
-
+	dropped    atomic.Int64              // reports and records that found their channel full
 	counts     [frameKinds]atomic.Uint64 // reports, by kind
 	unreported atomic.Uint64             // reports that found the queue full
 	held       atomic.Int64              // bytes of FrameError.Frame queued
@@ -83,7 +81,7 @@ func (h *diagHandler) Handle(_ context.Context, r slog.Record) error {
 	select {
 	case h.d.recs <- diagRecord{h.h, r.Clone()}:
 	default:
-		h.d.drop()
+		h.d.dropped.Add(1)
 	}
 	return nil
 }
@@ -106,12 +104,6 @@ func (d *diagnostics) start() {
 	})
 }
 
-func (d *diagnostics) drop() {
-	d.mu.Lock()
-	d.dropped++
-	d.mu.Unlock()
-}
-
 // report counts fe and queues it without ever blocking. line, if not
 // nil, is the whole line, which fe.Frame gets a copy of while the reports
 // queued hold less than diagBytes of lines.
@@ -131,7 +123,7 @@ func (d *diagnostics) report(fe *FrameError, line []byte) {
 	default:
 		d.held.Add(-int64(len(fe.Frame)))
 		d.unreported.Add(1)
-		d.drop()
+		d.dropped.Add(1)
 	}
 }
 
@@ -178,10 +170,7 @@ func (d *diagnostics) run() {
 				continue
 			}
 			tokens--
-			d.mu.Lock()
-			suppressed += d.dropped
-			d.dropped = 0
-			d.mu.Unlock()
+			suppressed += int(d.dropped.Swap(0))
 			// The line is the peer's: it may quote a secret.
 			args := []any{"kind", fe.Kind.String(), "err", redactor.String(errText(fe.Err)), "line", redactor.String(fe.Snippet)}
 			if !fe.ID.IsZero() {

@@ -63,27 +63,22 @@
 // [MaxEcho] bytes of the peer's method names. Bad lines are answered as the
 // protocol says and reported through [Options.OnFrameError] and the logger
 // from a goroutine of their own, rate-limited, so a flood of garbage or an
-// undrained stderr never stalls the connection. A notification whose
-// handler cannot decode its params (an error matching ErrInvalidParams)
-// is not answered, but it is not dropped silently either: it is reported
-// as a FrameBadParams FrameError with its method and whole line, logged
-// (through slog's default logger when Options.Logger is nil) and counted
-// in [Conn.Stats]. A request whose id is that of a request still in
-// flight (queued or running) is refused with [ErrDuplicateID] (-32600)
-// and reported as FrameDuplicateID; its handler never runs, and the
-// earlier request gets its own reply, so that one id never carries two
-// answers. An id is free again as soon as its reply is written.
-// [Options.DecodeOptions] gives the decode options of a
-// protocol's flavour (a Harn runtime's contract) to every request's
-// [Request.DecodeParams] and every call's result; an [Error] made by
-// [InvalidParams] unwraps to the decode error, with its JSON pointer. A line over
-// [Options.MaxFrame] is dropped unbuffered but for its first bytes, from
-// which a codec that implements [HeadDecoder] (both of ours do) tells what
-// it was: a request is refused under its own id, and a reply fails the
-// call it answers at once rather than leaving the caller to wait.
+// undrained stderr never stalls the connection; [Conn.Stats] counts them.
+// A notification whose handler cannot decode its params (an error matching
+// ErrInvalidParams) is not answered but reported ([FrameBadParams]), through
+// slog's default logger when Options.Logger is nil. A request whose id is
+// that of a request still in flight is refused with [ErrDuplicateID], so
+// that one id never carries two answers. A line over [Options.MaxFrame] is
+// dropped unbuffered but for its first bytes, from which a codec that
+// implements [HeadDecoder] (both of ours do) tells what it was: a request
+// is refused under its own id, a reply fails its call at once.
+// [Options.DecodeOptions] gives a protocol flavour's decode options to
+// [Request.DecodeParams] and to every call's result.
 //
 // # Shutdown
 //
+// Every end (the peer's input ending, Close, a write error, a bad frame
+// that [Options.OnBadFrame] makes fatal) goes through one decision point.
 // When the peer's input ends (EOF, also after an unterminated last line),
 // every request already read is handled and answered and every reply is
 // written before [Conn.Done] is closed. [Conn.Close] ends everything at

@@ -189,22 +189,14 @@ const (
 	frameKinds = FrameDuplicateID + 1 // the number of kinds, for tables by kind
 )
 
+var frameKindNames = [frameKinds]string{
+	FrameMalformed: "malformed", FrameTooLarge: "too large", FrameInvalid: "invalid", FrameUnknownResponse: "unknown response",
+	FrameOverloaded: "overloaded", FrameBadParams: "bad params", FrameDuplicateID: "duplicate id",
+}
+
 func (k FrameErrorKind) String() string {
-	switch k {
-	case FrameMalformed:
-		return "malformed"
-	case FrameTooLarge:
-		return "too large"
-	case FrameInvalid:
-		return "invalid"
-	case FrameUnknownResponse:
-		return "unknown response"
-	case FrameOverloaded:
-		return "overloaded"
-	case FrameBadParams:
-		return "bad params"
-	case FrameDuplicateID:
-		return "duplicate id"
+	if k < frameKinds && k > 0 {
+		return frameKindNames[k]
 	}
 	return "FrameErrorKind(" + strconv.Itoa(int(k)) + ")"
 }

@@ -68,33 +68,19 @@ func (q *inbox) over(limit int) bool {
 	return q.n >= limit*q.maxN || q.bytes >= limit*q.maxBytes
 }
 
-// waitSpace blocks the reader while the queue is full, handing the items
-// to the dispatcher first. While a handler waits inside Send for a reply,
-// the reader keeps reading up to the hard bound, so that the reply can
-// arrive. It reports false once the inbox is closed.
-func (q *inbox) waitSpace() bool {
+// room blocks the reader while the queue is full and no handler waits
+// inside Send for a reply, handing the items to the dispatcher first; with
+// hard set, also while it holds twice its bound, the most the reader takes
+// while handlers wait for the peer. It reports whether the inbox is still
+// open and whether the queue is full.
+func (q *inbox) room(hard bool) (open, full bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	for !q.closed && (q.callers == 0 && q.over(1) || q.over(2)) {
+	for !q.closed && (q.callers == 0 && q.over(1) || hard && q.over(2)) {
 		q.signalLocked()
 		q.space.Wait()
 	}
-	return !q.closed
-}
-
-// refuse reports whether a request should be refused as overloaded
-// instead of queued: the queue is full and the reader only goes on because
-// handlers wait for the peer. If the queue is full but no handler waits
-// any more (the reader got past waitSpace while one did), it waits for
-// room, as waitSpace does, instead of refusing.
-func (q *inbox) refuse() bool {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	for !q.closed && q.callers == 0 && q.over(1) {
-		q.signalLocked()
-		q.space.Wait()
-	}
-	return q.over(1)
+	return !q.closed, q.over(1)
 }
 
 // full reports whether the queue holds as much as it may.

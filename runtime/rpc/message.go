@@ -22,16 +22,13 @@ const (
 	KindError                        // an error reply
 )
 
+var kindNames = [...]string{
+	KindRequest: "request", KindNotification: "notification", KindResponse: "response", KindError: "error",
+}
+
 func (k Kind) String() string {
-	switch k {
-	case KindRequest:
-		return "request"
-	case KindNotification:
-		return "notification"
-	case KindResponse:
-		return "response"
-	case KindError:
-		return "error"
+	if int(k) < len(kindNames) && k > 0 {
+		return kindNames[k]
 	}
 	return "Kind(" + strconv.Itoa(int(k)) + ")"
 }

@@ -17,11 +17,8 @@ const (
 )
 
 func (d Direction) String() string {
-	switch d {
-	case In:
-		return "in"
-	case Out:
-		return "out"
+	if d == In || d == Out {
+		return [...]string{In: "in", Out: "out"}[d]
 	}
 	return "?"
 }

@@ -10,17 +10,15 @@ import (
 )
 
 // read is the read goroutine. It routes replies to their callers, applies
-// cancel messages, queues everything else for the dispatchers and, when the
-// peer's input ends, sees the connection through its graceful end.
-//
-// A notification that arrives when the dispatcher has caught up is handled
-// by the read goroutine itself, sparing a hand-off per message. If its
-// handler sends a request (whose reply only a reader can read) or runs
-// longer than inlineWatch, reading moves to a new goroutine, and this one
-// exits once the handler returns.
+// cancel messages, queues everything else for the dispatchers or handles a
+// notification itself (see inline.go) and, when the peer's input ends,
+// sees the connection through its graceful end.
 func (c *Conn) read() {
 	var cause error
-	for c.q.waitSpace() {
+	for {
+		if open, _ := c.q.room(true); !open {
+			break
+		}
 		frame, err := c.fr.ReadFrame()
 		if err == nil {
 			if c.opts.Observe != nil {
@@ -182,7 +180,9 @@ func (c *Conn) accept(m *Message, frame []byte) (handedOff bool) {
 		it.Params = bytes.Clone(m.Body)
 	}
 	if m.Kind == KindRequest {
-		if !preempt && c.q.refuse() {
+		// The queue full, the reader waits for room while no handler waits
+		// for the peer, and refuses the request while one does.
+		if !preempt && c.overloaded() {
 			e := ErrOverloaded.with(ErrOverloaded.Message + "; retry later")
 			c.rejectWith(it.ID, e)
 			c.diag.report(&FrameError{Kind: FrameOverloaded, Err: e, ID: it.ID}, nil)
@@ -212,6 +212,12 @@ func (c *Conn) accept(m *Message, frame []byte) (handedOff bool) {
 		c.q.push(it)
 	}
 	return false
+}
+
+// overloaded is room's verdict on a request: refuse it.
+func (c *Conn) overloaded() bool {
+	_, full := c.q.room(false)
+	return full
 }
 
 // startNow starts a concurrent request straight from the read goroutine,
@@ -276,10 +282,14 @@ var errNoCall = errors.New("no pending call has this id")
 
 // take removes and returns the pending call whose id is raw, if any.
 func (c *Conn) take(raw string) chan callResult {
-	seq, ok := c.codec.Seq([]byte(raw))
-	if !ok {
-		return nil
+	if seq, ok := c.codec.Seq([]byte(raw)); ok {
+		return c.retire(seq)
 	}
+	return nil
+}
+
+// retire removes and returns pending call seq, if any.
+func (c *Conn) retire(seq uint64) chan callResult {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	ch := c.pending[seq]

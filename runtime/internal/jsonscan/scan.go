@@ -1,11 +1,16 @@
-// Package jsonscan is the runtime's fast path for reading the top level of
-// an inbound frame; the codecs fall back to jsontext for everything else.
+// Package jsonscan reads the top level of an inbound frame for both codecs:
+// a fast path of its own for the common frames, jsontext for the rest.
 package jsonscan
 
 import (
+	"bytes"
 	"encoding/binary"
+	"errors"
+	"io"
 	"math/bits"
 	"unicode/utf8"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // Scanner is the read goroutine's fast path for inbound frames. In one pass
@@ -23,10 +28,12 @@ import (
 // accepts, jsontext accepts the frame too, with the same members: one JSON
 // value, nothing after it but whitespace, valid UTF-8 and escapes, and no
 // duplicate member name in any object. FuzzScanEnvelope (runtime/jsonrpc)
-// and FuzzFastDecode (runtime/envelope) check exactly that.
+// checks exactly that against Slow, which reads with jsontext.
 type Scanner struct {
 	open  []scanLevel // open containers, outermost first
 	names []scanSpan  // member names of the open objects, outermost first
+	dec   jsontext.Decoder
+	buf   bytes.Buffer
 }
 
 // scanLevel is an open container.
@@ -57,6 +64,66 @@ type Members interface {
 func (s *Scanner) Object(frame []byte, e Members) bool {
 	ok, _ := s.scan(frame, e)
 	return ok
+}
+
+// Decode reads frame, one JSON value, handing the top-level members of an
+// object to e in order, and reports whether it is an object. Frames the fast
+// path leaves alone are read with jsontext, whose error says what is wrong;
+// either way, a duplicate member name, invalid UTF-8 or anything but
+// whitespace after the value is an error.
+func (s *Scanner) Decode(frame []byte, e Members) (object bool, err error) {
+	if s.Object(frame, e) {
+		return true, nil
+	}
+	return s.Slow(frame, e)
+}
+
+var errTrailingData = errors.New("unexpected data after the JSON value")
+
+// Slow is Decode with jsontext alone. Member names are handed to e
+// unescaped, values as they are in frame (but in the decoder's buffer,
+// valid until the next call).
+func (s *Scanner) Slow(frame []byte, e Members) (object bool, err error) {
+	s.buf = *bytes.NewBuffer(frame)
+	s.dec.Reset(&s.buf)
+	if object = s.dec.PeekKind() == '{'; object {
+		err = s.members(e)
+	} else {
+		_, err = s.dec.ReadValue()
+	}
+	if err == nil {
+		if _, err = s.dec.ReadToken(); err == nil {
+			err = errTrailingData
+		} else if err == io.EOF {
+			err = nil
+		}
+	}
+	return object, err
+}
+
+// members reads an object with jsontext, handing its members to e.
+func (s *Scanner) members(e Members) error {
+	d := &s.dec
+	if _, err := d.ReadToken(); err != nil {
+		return err
+	}
+	for d.PeekKind() != '}' {
+		name, err := d.ReadValue()
+		if err != nil {
+			return err
+		}
+		val, err := d.ReadValue()
+		if err != nil {
+			return err
+		}
+		key := name[1 : len(name)-1]
+		if bytes.IndexByte(key, '\\') >= 0 {
+			key, _ = jsontext.AppendUnquote(nil, name)
+		}
+		e.SetMember(key, val)
+	}
+	_, err := d.ReadToken()
+	return err
 }
 
 // Head scans frame, the start of an object cut short (a line over the size
