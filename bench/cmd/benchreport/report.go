@@ -736,7 +736,7 @@ func (r *report) targetSummary() string {
 				continue
 			}
 			v := rw.judgeAbs(r.agg(b.name, rw.scenario, "bridgekit"), r.acpGauge(b.name))
-			fmt.Fprintf(&sb, "- [%s] %s — %s (§7, scaled to this machine): %s\n", b.name, shortTitle(rw.title), rw.abs, mark(v))
+			fmt.Fprintf(&sb, "- [%s] %s — %s (§7): %s\n", b.name, shortTitle(rw.title), rw.abs, mark(v))
 		}
 	}
 	for _, rw := range referenceRows() {
