@@ -613,8 +613,6 @@ func TestConfigErrors(t *testing.T) {
 	}
 }
 
-func ptr[T any](v T) *T { return &v }
-
 // A retrieve round trip through the client to a provider child process
 // over real pipes (the fake knowledge provider, on servers/service).
 func BenchmarkRoundTrip(b *testing.B) {

@@ -9,15 +9,12 @@ import (
 	"time"
 
 	"github.com/bridgekit/bridgekit/runtime/rpc"
-	"github.com/bridgekit/bridgekit/runtime/wire/wiretest"
 	"github.com/bridgekit/bridgekit/servers/host/permission"
 	"github.com/bridgekit/bridgekit/servers/host/shells"
 	"github.com/bridgekit/bridgekit/servers/host/skills"
 	"github.com/bridgekit/bridgekit/servers/host/terminal"
 	"github.com/bridgekit/bridgekit/servers/host/workspace"
 )
-
-func equalJSON(t *testing.T, a, b []byte) bool { return wiretest.EqualJSON(t, a, b) }
 
 // testShellID is the shell testApp configures: /bin/sh.
 const testShellID = "test-sh"

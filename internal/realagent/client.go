@@ -12,8 +12,6 @@ import (
 	"sync"
 	"syscall"
 
-	"github.com/go-json-experiment/json/jsontext"
-
 	"github.com/bridgekit/bridgekit/gen/acp"
 	"github.com/bridgekit/bridgekit/runtime/wire"
 )
@@ -344,7 +342,3 @@ func (c *Client) Close() {
 		<-t.done
 	}
 }
-
-// raw is a JSON document built from Go values (for the requests the client
-// sends as raw JSON, so that it can send members its types may not have).
-func raw(s string) jsontext.Value { return jsontext.Value(s) }
