@@ -230,45 +230,60 @@ func (c *Codec) Decode(line []byte, m *rpc.Message) error {
 	if err := errors.Join(err1, err2, err3, err4, err5); err != nil {
 		return c.frameErr(rpc.FrameMalformed, ErrMalformed, err.Error(), f.id, 0)
 	}
+	return c.judge(&header{protocol: protocol, kind: k, method: method, service: service, version: version, hasVersion: hasVersion,
+		id: f.id, payload: f.payload, result: f.result, err: f.err}, m)
+}
+
+// header is a frame's members once read: strings unescaped (nil when
+// absent or null), the version parsed, the rest raw JSON.
+type header struct {
+	protocol, kind, method, service []byte
+	version                         int64
+	hasVersion                      bool
+	id, payload, result, err        jsontext.Value
+}
+
+// judge applies the protocol's gates to h and fills m from it.
+func (c *Codec) judge(h *header, m *rpc.Message) error {
 	var claimed rpc.Kind
-	if c.hasKind(k) {
-		claimed = kinds[string(k)]
+	if c.hasKind(h.kind) {
+		claimed = kinds[string(h.kind)]
 	}
 	switch {
-	case string(protocol) != c.p.Name:
-		return c.frameErr(rpc.FrameInvalid, ErrProtocol, fmt.Sprintf("unsupported protocol %q; expected %q", protocol, c.p.Name), f.id, claimed)
-	case !hasVersion || version != c.p.Version:
+	case string(h.protocol) != c.p.Name:
+		return c.frameErr(rpc.FrameInvalid, ErrProtocol, fmt.Sprintf("unsupported protocol %q; expected %q", h.protocol, c.p.Name), h.id, claimed)
+	case !h.hasVersion || h.version != c.p.Version:
 		v := "none"
-		if hasVersion {
-			v = strconv.FormatInt(version, 10)
+		if h.hasVersion {
+			v = strconv.FormatInt(h.version, 10)
 		}
-		return c.frameErr(rpc.FrameInvalid, ErrVersion, fmt.Sprintf("unsupported protocol version %s; expected %d", v, c.p.Version), f.id, claimed)
+		return c.frameErr(rpc.FrameInvalid, ErrVersion, fmt.Sprintf("unsupported protocol version %s; expected %d", v, c.p.Version), h.id, claimed)
 	case claimed == 0:
-		return c.frameErr(rpc.FrameInvalid, ErrKind, fmt.Sprintf("frame kind %q is not one of %q", k, c.p.Kinds), f.id, claimed)
-	case claimed == rpc.KindRequest && (method == nil || f.id == nil):
-		return c.frameErr(rpc.FrameInvalid, ErrKind, "a request needs a method and an id", f.id, claimed)
-	case claimed == rpc.KindNotification && method == nil:
-		return c.frameErr(rpc.FrameInvalid, ErrKind, "an event needs a method", f.id, claimed)
-	case claimed == rpc.KindResponse && f.id == nil:
+		return c.frameErr(rpc.FrameInvalid, ErrKind, fmt.Sprintf("frame kind %q is not one of %q", h.kind, c.p.Kinds), h.id, claimed)
+	case claimed == rpc.KindRequest && (h.method == nil || h.id == nil):
+		return c.frameErr(rpc.FrameInvalid, ErrKind, "a request needs a method and an id", h.id, claimed)
+	case claimed == rpc.KindNotification && h.method == nil:
+		return c.frameErr(rpc.FrameInvalid, ErrKind, "an event needs a method", h.id, claimed)
+	case claimed == rpc.KindResponse && h.id == nil:
 		// An error frame may lack one: it answers a frame too malformed
 		// for its id to be read.
-		return c.frameErr(rpc.FrameInvalid, ErrKind, "a response needs an id", f.id, claimed)
+		return c.frameErr(rpc.FrameInvalid, ErrKind, "a response needs an id", h.id, claimed)
 	}
-	m.Kind, m.ID, m.Body, m.Method = claimed, f.id, f.payload, method
+	m.Kind, m.ID, m.Body, m.Method, m.Qualifier, m.Err = claimed, h.id, h.payload, h.method, nil, nil
 	if c.p.Qualifier {
-		m.Qualifier = service
+		m.Qualifier = h.service
 	}
 	if string(m.Body) == "null" {
 		m.Body = nil
 	}
 	switch {
-	case claimed == rpc.KindResponse && !c.p.ReplyInPayload && f.result != nil:
-		m.Body = f.result
+	case claimed == rpc.KindResponse && !c.p.ReplyInPayload && h.result != nil:
+		m.Body = h.result
 	case claimed == rpc.KindError:
 		var e errorBody
-		if f.err != nil && string(f.err) != "null" {
-			if err := json.Unmarshal(f.err, &e); err != nil {
-				return c.frameErr(rpc.FrameInvalid, ErrMalformed, "error member: "+err.Error(), f.id, claimed)
+		if h.err != nil && string(h.err) != "null" {
+			if err := json.Unmarshal(h.err, &e); err != nil {
+				return c.frameErr(rpc.FrameInvalid, ErrMalformed, "error member: "+err.Error(), h.id, claimed)
 			}
 		}
 		if e.Code == nil {

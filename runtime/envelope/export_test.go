@@ -2,7 +2,6 @@ package envelope
 
 import (
 	"fmt"
-	"slices"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -10,15 +9,16 @@ import (
 	"github.com/bridgekit/bridgekit/runtime/rpc"
 )
 
-// DecodeReference decodes line as Decode did with json.Unmarshal, written
-// independently of it, for FuzzDecodeReference: Decode must agree with it.
-// It differs in one point only: a line that is JSON null is malformed
+// DecodeReference reads line's members with json.Unmarshal, written
+// independently of Decode's scanner, then judges them as Decode does
+// (Codec.judge), for FuzzDecodeReference: Decode must agree with it. It
+// differs in one point only: a line that is JSON null is malformed
 // (json.Unmarshal leaves the frame empty, which fails the protocol gate).
 func DecodeReference(c *Codec, line []byte, m *rpc.Message) error {
 	var f struct {
-		Protocol string         `json:"protocol"`
+		Protocol *string        `json:"protocol"`
 		Version  *int64         `json:"version"`
-		Kind     string         `json:"kind"`
+		Kind     *string        `json:"kind"`
 		ID       jsontext.Value `json:"id"`
 		Method   *string        `json:"method"`
 		Service  *string        `json:"service"`
@@ -36,45 +36,18 @@ func DecodeReference(c *Codec, line []byte, m *rpc.Message) error {
 	if err != nil {
 		return c.frameErr(rpc.FrameMalformed, ErrMalformed, err.Error(), stringID(line), 0)
 	}
-	var claimed rpc.Kind
-	if slices.Contains(c.p.Kinds, f.Kind) {
-		claimed = kinds[f.Kind]
+	h := &header{protocol: bytesOf(f.Protocol), kind: bytesOf(f.Kind), method: bytesOf(f.Method), service: bytesOf(f.Service),
+		id: f.ID, payload: f.Payload, result: f.Result, err: f.Error}
+	if f.Version != nil {
+		h.version, h.hasVersion = *f.Version, true
 	}
-	switch {
-	case f.Protocol != c.p.Name:
-		return c.frameErr(rpc.FrameInvalid, ErrProtocol, "protocol", f.ID, claimed)
-	case f.Version == nil || *f.Version != c.p.Version:
-		return c.frameErr(rpc.FrameInvalid, ErrVersion, "version", f.ID, claimed)
-	case claimed == 0,
-		claimed == rpc.KindRequest && (f.Method == nil || f.ID == nil),
-		claimed == rpc.KindNotification && f.Method == nil,
-		claimed == rpc.KindResponse && f.ID == nil:
-		return c.frameErr(rpc.FrameInvalid, ErrKind, "kind", f.ID, claimed)
+	return c.judge(h, m)
+}
+
+// bytesOf is s's bytes, nil when s is.
+func bytesOf(s *string) []byte {
+	if s == nil {
+		return nil
 	}
-	m.Kind, m.ID, m.Body = claimed, f.ID, f.Payload
-	if f.Method != nil {
-		m.Method = []byte(*f.Method)
-	}
-	if f.Service != nil && c.p.Qualifier {
-		m.Qualifier = []byte(*f.Service)
-	}
-	if string(m.Body) == "null" {
-		m.Body = nil
-	}
-	switch {
-	case claimed == rpc.KindResponse && !c.p.ReplyInPayload && f.Result != nil:
-		m.Body = f.Result
-	case claimed == rpc.KindError:
-		var e errorBody
-		if f.Error != nil && string(f.Error) != "null" {
-			if err := json.Unmarshal(f.Error, &e); err != nil {
-				return c.frameErr(rpc.FrameInvalid, ErrMalformed, "error member: "+err.Error(), f.ID, claimed)
-			}
-		}
-		if e.Code == nil {
-			e.Code, e.Message = &c.p.MissingError, "error frame without an error code"
-		}
-		m.Err = &rpc.Error{Name: *e.Code, Code: c.names[*e.Code], Message: e.Message, Retryable: e.Retryable}
-	}
-	return nil
+	return []byte(*s)
 }
