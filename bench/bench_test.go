@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	acpsdk "github.com/coder/acp-go-sdk"
+	"github.com/go-json-experiment/json"
 
 	"github.com/bridgekit/bridgekit/gen/acp"
 )
@@ -163,6 +165,56 @@ func BenchmarkRoundTrip(b *testing.B) {
 					benchRoundTrips(b, c, mode == "par16")
 				})
 			}
+		}
+	}
+}
+
+// BenchmarkPipePingPong is what the in-memory round trip costs with no
+// runtime and no JSON: the standard request's line and a reply's go
+// through the same two io.Pipes, read with bufio.Reader.ReadSlice, the
+// client's reader handing each reply to the caller over a channel, as a
+// runtime's does.
+func BenchmarkPipePingPong(b *testing.B) {
+	req, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": MethodPrompt, "params": NewPrompt()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	req = append(req, '\n')
+	reply := []byte(`{"jsonrpc":"2.0","id":1,"result":{"stopReason":"end_turn","echoed":2}}` + "\n")
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	defer inW.Close()
+	defer outR.Close()
+	go func() {
+		defer outW.Close()
+		r := bufio.NewReaderSize(inR, 64<<10)
+		for {
+			if _, err := r.ReadSlice('\n'); err != nil {
+				return
+			}
+			if _, err := outW.Write(reply); err != nil {
+				return
+			}
+		}
+	}()
+	got := make(chan struct{}, 1)
+	go func() {
+		r := bufio.NewReaderSize(outR, 64<<10)
+		for {
+			if _, err := r.ReadSlice('\n'); err != nil {
+				close(got)
+				return
+			}
+			got <- struct{}{}
+		}
+	}()
+	b.SetBytes(int64(len(req)))
+	for b.Loop() {
+		if _, err := inW.Write(req); err != nil {
+			b.Fatal(err)
+		}
+		if _, ok := <-got; !ok {
+			b.Fatal("pipe closed")
 		}
 	}
 }

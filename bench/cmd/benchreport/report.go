@@ -181,9 +181,13 @@ func rows() []row {
 		{
 			title: "50k-notification burst then a barrier request, in memory", scenario: "burst-inmem", metric: "msg_s", higher: true, cell: burstCell,
 			target: "100% delivered, no disconnect", judge: allDelivered,
-			// §7 has no acp-go-sdk burst figure (it overflowed there): the
-			// machine is gauged by its round trip on the same transport.
-			abs: "≥ 150k msg/s where acp-go-sdk does 23k round trips/s in memory", judgeAbs: absAll(atLeast("msg_s", 150_000, "msg/s").scaledBy("rt-inmem-1", "req_s", 23_000)),
+			// §7's table says overflow/disconnect, but §4 measured
+			// acp-go-sdk's in-memory burst at 91k msg/s in the 2 of 3 runs
+			// it survived: that gauges the machine, as the median of the
+			// runs it survives here; when it survives none, its round trip
+			// on the same transport does.
+			abs: "≥ 150k msg/s where acp-go-sdk does 91k msg/s (§4, the runs it survived)", judgeAbs: absAll(atLeast("msg_s", 150_000, "msg/s").
+				scaled("burst-inmem", 91_000).scaledBy("rt-inmem-1", "req_s", 23_000)),
 		},
 		{
 			title: "50k-notification burst then a barrier request, child stdio", scenario: "burst-child", metric: "msg_s", higher: true, cell: burstCell,
@@ -290,8 +294,7 @@ func burstUsageCell(m bench.Metrics) string {
 // reference's figures where the main table's gives acp-go-sdk's.
 func referenceRows() []row {
 	return []row{
-		// The floor of a round trip in memory: no target, it tells how much
-		// of a round trip is the engine's.
+		// A reference for a round trip in memory, with no target.
 		{title: "Round trip in memory (io.Pipe), 1 caller", scenario: "rt-inmem-1", metric: "req_s", higher: true, cell: func(m bench.Metrics) string {
 			return fmt.Sprintf("%s · p50 %s · %s CPU/call", fmtRate(m["req_s"], "/s"), fmtUS(m["p50_us"]), fmtUS(m["cpu_us_per_call"]))
 		}},
@@ -386,8 +389,17 @@ type cond struct {
 	limit        float64
 	atLeast      bool
 
-	basis, basisMetric string // what gauges the machine; "" for a fixed limit
-	anchor             float64
+	// gauges are what gauge the machine, in order of preference: the
+	// first of which acp-go-sdk has a figure here scales limit. None: a
+	// fixed limit.
+	gauges []gauge
+}
+
+// A gauge is acp-go-sdk's figure of metric in scenario, which was anchor
+// on §7's machine.
+type gauge struct {
+	scenario, metric string
+	anchor           float64
 }
 
 func atLeast(metric string, limit float64, unit string) cond {
@@ -403,24 +415,30 @@ func (c cond) scaled(scenario string, anchor float64) cond {
 	return c.scaledBy(scenario, c.metric, anchor)
 }
 
-// scaledBy scales c by acp-go-sdk's figure of metric in scenario.
+// scaledBy scales c by acp-go-sdk's figure of metric in scenario; called
+// again, it adds a gauge for when acp-go-sdk has no figure of the first.
 func (c cond) scaledBy(scenario, metric string, anchor float64) cond {
-	c.basis, c.basisMetric, c.anchor = scenario, metric, anchor
+	c.gauges = append(slices.Clip(c.gauges), gauge{scenario, metric, anchor})
 	return c
 }
 
 // limitHere is c's limit on this machine, with a note of how it was
 // scaled; ok is false when acp-go-sdk has no figure to scale by.
 func (c cond) limitHere(acp func(string) agg) (limit float64, note string, ok bool) {
-	if c.basis == "" {
+	if len(c.gauges) == 0 {
 		return c.limit, "", true
 	}
-	a := acp(c.basis)
-	here := a.m[c.basisMetric]
-	if !a.valid() || here <= 0 {
-		return 0, "", false
+	for i, g := range c.gauges {
+		a := acp(g.scenario)
+		if here := a.m[g.metric]; a.valid() && here > 0 {
+			note := fmt.Sprintf("%s × %s/%s", fmtNum(c.limit), fmtNum(here), fmtNum(g.anchor))
+			if i > 0 {
+				note += fmt.Sprintf(": acp-go-sdk's %s, as it has no %s here", g.scenario, c.gauges[0].scenario)
+			}
+			return c.limit * here / g.anchor, note, true
+		}
 	}
-	return c.limit * here / c.anchor, fmt.Sprintf("%s × %s/%s", fmtNum(c.limit), fmtNum(here), fmtNum(c.anchor)), true
+	return 0, "", false
 }
 
 // fixed judges figures that do not depend on the machine, as an issue's
@@ -440,7 +458,7 @@ func absAll(conds ...cond) func(bk agg, acp func(string) agg) verdict {
 		for _, c := range conds {
 			limit, note, ok := c.limitHere(acp)
 			if !ok {
-				return verdict{"n/a: no acp-go-sdk figure of " + c.basis + " to scale §7's by", false}
+				return verdict{"n/a: no acp-go-sdk figure of " + c.gauges[0].scenario + " to scale §7's by", false}
 			}
 			v := bk.m[c.metric]
 			pass, op := v <= limit, "≤"
@@ -926,7 +944,7 @@ func (r *report) document(table, analysis string) string {
 	return sb.String()
 }
 
-const referenceIntro = `The issue measured bridgekit delivering notification bursts to a child process at 0.79–0.90× the rate of a minimal runtime that reads, decodes and handles every message on one goroutine, with about twice the system time and 4–5× the context switches, and set parity as the goal. ` + "`bench.Minimal`" + ` (` + "`bench/rt_minimal.go`" + `) is that runtime: one goroutine per connection reads a line (` + "`bufio.Reader.ReadSlice`" + `), decodes its envelope once with go-json-experiment, runs the same handler with the same params decoding as bridgekit's adapter there and then, and hands responses to the callers waiting for them; every message is written with one ` + "`Write`" + ` under a mutex. It has no concurrency, no backpressure beyond the pipe and no cancellation, so it is a lower bound, not a competitor, and it is measured only in the burst scenarios, in the same runs as the table above. Both ends of a connection run the runtime under test, so the senders differ too (the minimal runtime makes one ` + "`write`" + ` per notification). The 1-caller round trip in memory is measured against it too, for no target: it is the floor of a round trip on this machine (the pipe, the payload's JSON and one goroutine a side), and shows how much of bridgekit's is the engine's.
+const referenceIntro = `The issue measured bridgekit delivering notification bursts to a child process at 0.79–0.90× the rate of a minimal runtime that reads, decodes and handles every message on one goroutine, with about twice the system time and 4–5× the context switches, and set parity as the goal. ` + "`bench.Minimal`" + ` (` + "`bench/rt_minimal.go`" + `) is that runtime: one goroutine per connection reads a line (` + "`bufio.Reader.ReadSlice`" + `), decodes its envelope once with go-json-experiment, runs the same handler with the same params decoding as bridgekit's adapter there and then, and hands responses to the callers waiting for them; every message is written with one ` + "`Write`" + ` under a mutex. It has no concurrency, no backpressure beyond the pipe and no cancellation, so it is a lower bound, not a competitor, and it is measured in the burst scenarios, in the same runs as the table above. Both ends of a connection run the runtime under test, so the senders differ too (the minimal runtime makes one ` + "`write`" + ` per notification). The 1-caller round trip in memory is measured against it too, for no target, as a reference: a runtime with one goroutine a side and nothing but the pipe, the payload's JSON and its own envelope decoding (reflective, so slower than bridgekit's) between two calls. It is not a floor: an ` + "`io.Pipe`" + ` ping-pong of the same line with no JSON at all takes about 4 µs a round trip on this machine (` + "`go test -run '^$' -bench PipePingPong`" + ` in bench/).
 
 CPU time and context switches per notification come from getrusage: in memory, the worker process during the burst (both ends); to a child, the worker during the burst plus the child over its whole life (its start-up adds about 2.5 ms and 40 switches, under 0.05 µs and 0.001 switches per notification) — and the receiving child alone, shown separately, since the hand-off the issue suspects is on the receiving side. The kernel splits CPU time into user and system by sampling at the clock tick, so the system time of one burst is approximate (it is not compared below 0.05 µs per notification); context switches are counted exactly. Quotients are bridgekit ÷ minimal within each run, then the median over the runs: above 1× is better for msg/s, below 1× is better for time and switches.
 

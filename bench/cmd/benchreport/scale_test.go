@@ -51,6 +51,22 @@ func TestSection7Scaled(t *testing.T) {
 		t.Errorf("burst gauged by rt-child-1: %+v", v)
 	}
 
+	// The in-memory burst is gauged by acp-go-sdk's own in-memory burst
+	// (§4's 91k msg/s), and by its in-memory round trip when it survived
+	// no burst run here.
+	inmem := rowFor(t, "burst-inmem")
+	put("default", "burst-inmem", "bridgekit", bench.Metrics{"msg_s": 80_000})
+	r.results[key{"default", "burst-inmem", "acp"}] = []outcome{{err: "notification queue overflow"}}
+	v = inmem.judgeAbs(r.agg("default", "burst-inmem", "bridgekit"), r.acpGauge("default"))
+	if v.met || !strings.Contains(v.text, "80.0k < 93.3k msg/s (150.0k × 14.3k/23.0k: acp-go-sdk's rt-inmem-1, as it has no burst-inmem here)") {
+		t.Errorf("in-memory burst gauged by the round trip: %+v", v)
+	}
+	r.results[key{"default", "burst-inmem", "acp"}] = append(r.results[key{"default", "burst-inmem", "acp"}], outcome{metrics: bench.Metrics{"msg_s": 45_500}})
+	v = inmem.judgeAbs(r.agg("default", "burst-inmem", "bridgekit"), r.acpGauge("default"))
+	if !v.met || !strings.Contains(v.text, "80.0k ≥ 75.0k msg/s (150.0k × 45.5k/91.0k)") {
+		t.Errorf("in-memory burst gauged by acp-go-sdk's burst: %+v", v)
+	}
+
 	// Allocation figures do not depend on the machine.
 	alloc := rowFor(t, "allocs-rt")
 	put("default", "allocs-rt", "bridgekit", bench.Metrics{"allocs": 13, "bytes": 2000})
