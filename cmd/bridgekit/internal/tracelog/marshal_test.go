@@ -1,10 +1,13 @@
 package tracelog
 
 import (
+	"bytes"
 	"encoding/json"
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/bridgekit/bridgekit/cmd/bridgekit/internal/frames"
 )
@@ -73,4 +76,18 @@ func BenchmarkMarshal(b *testing.B) {
 	for b.Loop() {
 		buf, _ = r.Marshal(buf[:0])
 	}
+}
+
+// FuzzQuote checks quote's fast path against jsontext: the same bytes for
+// any string.
+func FuzzQuote(f *testing.F) {
+	for _, s := range []string{"", `{"jsonrpc":"2.0","id":"a\"b","params":{"path":"C:\\x"}}`, "tab\there", "é\"", "\xff\"", "\u2028", "\x7f"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		want, _ := jsontext.AppendQuote([]byte("x"), s)
+		if got := quote([]byte("x"), s); !bytes.Equal(got, want) {
+			t.Fatalf("quote(%q) = %s, jsontext writes %s", s, got, want)
+		}
+	})
 }
