@@ -5,7 +5,9 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/bridgekit/bridgekit/cmd/bridgekit/internal/frames"
@@ -33,6 +35,7 @@ type recorder struct {
 	sinks    []sink
 	jsonl    *bufio.Writer // --out, flushed after every chunk a pump read
 	pretty   *prettyPrinter
+	one      job     // frame's, reused
 	failures []error // first sink errors, reported at the end
 	problems int
 	// queue, when set, takes the pumps' lines to a goroutine of their own
@@ -40,17 +43,35 @@ type recorder struct {
 	queue *lineQueue
 }
 
+// maxKeptRecord is the largest encoding buffer a job keeps for the next
+// record, and maxKeptJobs the most jobs runQueue keeps for the next
+// batch: a burst's batch does not pin its memory.
+const (
+	maxKeptRecord = 4 << 10
+	maxKeptJobs   = 1024
+)
+
+// put records rec, a session's start or end.
 func (r *recorder) put(rec *tracelog.Record) {
 	if r.jsonl != nil {
 		b, err := rec.Marshal(nil)
-		if err == nil {
-			_, err = r.jsonl.Write(b)
-		}
-		if err != nil {
-			r.fail(fmt.Errorf("--out: %w", err))
-			r.jsonl = nil
-		}
+		r.write(b, err)
 	}
+	r.sink(rec)
+}
+
+// write writes one encoded record (or fails with err) to the JSONL.
+func (r *recorder) write(b []byte, err error) {
+	if err == nil {
+		_, err = r.jsonl.Write(b)
+	}
+	if err != nil {
+		r.fail(fmt.Errorf("--out: %w", err))
+		r.jsonl = nil
+	}
+}
+
+func (r *recorder) sink(rec *tracelog.Record) {
 	for _, s := range r.sinks {
 		if err := s.Put(rec); err != nil {
 			r.fail(err)
@@ -77,24 +98,69 @@ func (r *recorder) start(at time.Time, command []string) {
 func (r *recorder) frame(dir frames.Direction, at time.Time, line []byte, size int, truncated, partial bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	j := &r.one
+	r.classify(j, queued{dir, at, line, size, truncated, partial})
+	j.finish(r.red, r.jsonl != nil)
+	r.emit(j)
+	j.rec, j.f, j.it = nil, frames.Frame{}, queued{}
+}
+
+// A job is one line on its way to the record: classified in the order of
+// the stream (classify), then checked, masked and encoded, which needs
+// nothing but the job (finish, so a batch's jobs may finish on several
+// goroutines), then written in order (emit).
+type job struct {
+	rec  *tracelog.Record
+	f    frames.Frame
+	it   queued
+	line []byte // the record's JSONL, when --out is set
+	err  error  // why it could not be encoded
+}
+
+// classify starts j's record: the frame's place in the session, its
+// method, id and pairing. The schema check is left to finish.
+func (r *recorder) classify(j *job, it queued) {
 	r.seq++
-	f := r.cls.Classify(r.seq, dir, at, line, truncated)
-	rec := &tracelog.Record{Type: tracelog.TypeFrame, Session: r.session, Seq: r.seq, Time: at.UTC(), Dir: dir,
-		Size: size, Truncated: truncated, Partial: partial}
-	rec.SetFrame(f)
-	masked := r.red.JSON(line)
-	if truncated {
-		masked = r.red.Bytes(line)
+	r.cls.DeferChecks = true // finish checks
+	j.it = it
+	j.f = r.cls.Classify(r.seq, it.dir, it.at, it.line, it.truncated)
+	j.rec = &tracelog.Record{Type: tracelog.TypeFrame, Session: r.session, Seq: r.seq, Time: it.at.UTC(), Dir: it.dir,
+		Size: it.size, Truncated: it.truncated, Partial: it.partial}
+	j.err = nil
+}
+
+// finish checks j's frame against its schema, masks secrets in the line
+// and the problems, and encodes the record when encode is set.
+func (j *job) finish(red *redact.Redactor, encode bool) {
+	j.f.Check()
+	rec, line := j.rec, j.it.line
+	rec.SetFrame(j.f)
+	masked := red.JSON(line)
+	if j.it.truncated {
+		masked = red.Bytes(line)
 	}
 	rec.Redacted = !bytes.Equal(masked, line)
 	rec.SetLine(masked)
 	for i := range rec.Problems {
-		rec.Problems[i].Message = r.red.String(rec.Problems[i].Message)
+		rec.Problems[i].Message = red.String(rec.Problems[i].Message)
 	}
-	r.problems += len(rec.Problems)
-	r.put(rec)
+	if encode {
+		j.line, j.err = rec.Marshal(j.line[:0])
+	}
+}
+
+// emit hands j's record to the JSONL, the sinks and the transcript.
+func (r *recorder) emit(j *job) {
+	r.problems += len(j.rec.Problems)
+	if r.jsonl != nil {
+		r.write(j.line, j.err)
+		if cap(j.line) > maxKeptRecord {
+			j.line = nil
+		}
+	}
+	r.sink(j.rec)
 	if r.pretty != nil {
-		r.pretty.frame(rec)
+		r.pretty.frame(j.rec)
 	}
 }
 
@@ -331,15 +397,17 @@ func (r *recorder) runQueue(q *lineQueue, done chan<- struct{}) {
 	defer close(done)
 	tick := time.NewTicker(recordTick)
 	defer tick.Stop()
-	var batch []queued
+	var (
+		batch []queued
+		jobs  []job
+	)
 	idle := 0
 	for {
 		var closed bool
 		batch, closed = q.take(batch)
+		jobs = r.record(batch, jobs)
 		for i := range batch {
-			it := &batch[i]
-			r.frame(it.dir, it.at, it.line, it.size, it.truncated, it.partial)
-			it.line = nil
+			batch[i].line = nil
 		}
 		switch {
 		case len(batch) > 0:
@@ -359,4 +427,51 @@ func (r *recorder) runQueue(q *lineQueue, done chan<- struct{}) {
 		case <-q.kick:
 		}
 	}
+}
+
+// minPerWorker is the fewest lines of a batch worth a goroutine of their
+// own to finish.
+const minPerWorker = 16
+
+// record records a batch of queued lines: classified in order, finished
+// on up to GOMAXPROCS goroutines (the schema checks, masking and encoding
+// are most of a record's cost, and a burst's lines are independent once
+// classified), then written in order. jobs is reused from batch to batch
+// and returned.
+func (r *recorder) record(batch []queued, jobs []job) []job {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if cap(jobs) < len(batch) {
+		jobs = append(jobs[:cap(jobs)], make([]job, len(batch)-cap(jobs))...)
+	}
+	jobs = jobs[:len(batch)]
+	for i := range batch {
+		r.classify(&jobs[i], batch[i])
+	}
+	encode := r.jsonl != nil
+	workers := min(runtime.GOMAXPROCS(0), len(jobs)/minPerWorker)
+	if workers <= 1 {
+		for i := range jobs {
+			jobs[i].finish(r.red, encode)
+		}
+	} else {
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		for range workers {
+			wg.Go(func() {
+				for i := int(next.Add(1)) - 1; i < len(jobs); i = int(next.Add(1)) - 1 {
+					jobs[i].finish(r.red, encode)
+				}
+			})
+		}
+		wg.Wait()
+	}
+	for i := range jobs {
+		r.emit(&jobs[i])
+		jobs[i].rec, jobs[i].f, jobs[i].it = nil, frames.Frame{}, queued{}
+	}
+	if cap(jobs) > maxKeptJobs {
+		return nil
+	}
+	return jobs
 }

@@ -106,6 +106,46 @@ type Frame struct {
 	Body        []byte
 	BodyPointer string
 	Value       any
+
+	check deferred // the check Classify left to Check
+}
+
+// deferred is a schema check a classifier with DeferChecks left undone.
+type deferred struct {
+	family Family
+	t      reflect.Type // nil: none
+	body   []byte
+	at     int // where the check's problem goes in Problems, to keep their order
+}
+
+// Check runs the schema check that a classifier with DeferChecks left to
+// it, if any, adding its problem or setting Value as Classify would have.
+// It reads only the frame: frames of one session may be checked on
+// several goroutines at once.
+func (f *Frame) Check() {
+	d := f.check
+	if d.t == nil {
+		return
+	}
+	f.check = deferred{}
+	v, p, bad := check(d.family, d.t, d.body, f.BodyPointer)
+	if !bad {
+		f.Value = v
+		return
+	}
+	f.Problems = slices.Insert(f.Problems, min(d.at, len(f.Problems)), p)
+}
+
+// checkBody checks f's body against t now, or leaves it to Check with a
+// copy of body: a codec's slow path may hand out bodies in a buffer the
+// next line reuses.
+func (c *Classifier) checkBody(f *Frame, t reflect.Type, body []byte) {
+	if !c.DeferChecks {
+		f.check = deferred{f.Family, t, body, len(f.Problems)}
+		f.Check()
+		return
+	}
+	f.check = deferred{f.Family, t, bytes.Clone(body), len(f.Problems)}
 }
 
 // Pending is a request not yet answered.
@@ -134,6 +174,12 @@ type pending struct {
 // Classifier classifies the frames of one session. It is not safe for
 // concurrent use.
 type Classifier struct {
+	// DeferChecks leaves each frame's schema check (decoding its body into
+	// the method's generated type) to Frame.Check, which may run on
+	// another goroutine: what must happen in order (pairing, latency, the
+	// session's family) is done by Classify, the costly check need not be.
+	DeferChecks bool
+
 	family  Family
 	codecs  map[Family]rpc.Codec
 	pending map[pendingKey]pending
@@ -311,12 +357,7 @@ func (c *Classifier) classify(seq int64, dir Direction, infer bool, at time.Time
 			f.Problems = append(f.Problems, Problem{Code: ProblemUnknownMethod, Pointer: "/method",
 				Message: fmt.Sprintf("%s has no method %q%s", familyName(f.Family), f.Method, qualified(f.Qualifier))})
 		case meth != nil && meth.Params != nil && m.Body != nil:
-			v, p, bad := check(f.Family, meth.Params, m.Body, f.BodyPointer)
-			if bad {
-				f.Problems = append(f.Problems, p)
-			} else {
-				f.Value = v
-			}
+			c.checkBody(&f, meth.Params, m.Body)
 		}
 		if f.Kind == Request {
 			c.ask(&f, seq, dir, at, f.Qualifier)
@@ -328,12 +369,7 @@ func (c *Classifier) classify(seq int64, dir Direction, infer bool, at time.Time
 		req, ok := c.answer(&f, seq, dir, at)
 		if ok && f.Kind == Response && m.Body != nil {
 			if meth := Lookup(f.Family, req.Method, req.qualifier); meth != nil && meth.Result != nil {
-				v, p, bad := check(f.Family, meth.Result, m.Body, f.BodyPointer)
-				if bad {
-					f.Problems = append(f.Problems, p)
-				} else {
-					f.Value = v
-				}
+				c.checkBody(&f, meth.Result, m.Body)
 			}
 		}
 	}

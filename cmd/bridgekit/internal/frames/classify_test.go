@@ -1,6 +1,7 @@
 package frames
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -154,15 +155,23 @@ func FuzzClassify(f *testing.F) {
 		f.Add(s, false, byte(0))
 	}
 	f.Fuzz(func(t *testing.T, s string, truncated bool, dir byte) {
-		c := New(Unknown)
+		c, deferring := New(Unknown), New(Unknown)
+		deferring.DeferChecks = true
 		d := In
 		if dir&1 == 1 {
 			d = Out
 		}
+		at := time.Now()
 		for i := range 3 {
-			fr := c.Classify(int64(i+1), d, time.Now(), []byte(s), truncated)
+			fr := c.Classify(int64(i+1), d, at, []byte(s), truncated)
 			if fr.Kind == "" {
 				t.Fatalf("no kind for %q", s)
+			}
+			// Deferred, the check comes to the same frame.
+			later := deferring.Classify(int64(i+1), d, at, []byte(s), truncated)
+			later.Check()
+			if !reflect.DeepEqual(fr, later) {
+				t.Fatalf("%q: checked at once %+v, deferred %+v", s, fr, later)
 			}
 			d = d.Opposite()
 		}
