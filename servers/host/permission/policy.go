@@ -225,7 +225,10 @@ func commandRule(deny bool, patterns []string, c *Call) bool {
 		return deny && c.Kind == acp.ToolKindExecute
 	}
 	for _, line := range lines {
-		if commandLineRule(deny, patterns, strings.TrimSpace(line)) == deny {
+		// Only the blanks a plain line may hold are trimmed: a line ending
+		// in "\r" or another control byte is not the line a rule names
+		// (a shell keeps the "\r" in the last argument).
+		if commandLineRule(deny, patterns, strings.Trim(line, " \t")) == deny {
 			return deny
 		}
 	}

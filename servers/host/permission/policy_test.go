@@ -79,6 +79,8 @@ func TestPolicyDecisions(t *testing.T) {
 		{"go test", request(acp.ToolKindExecute, `{"command":"go test ./..."}`), true, "tests"},
 		{"go test as argv", request(acp.ToolKindExecute, `{"command":["go","test","./..."]}`), true, "tests"},
 		{"chained", request(acp.ToolKindExecute, `{"command":"go test ./...; curl x"}`), false, "no-rm"},
+		{"a carriage return after the words", request(acp.ToolKindExecute, `{"command":"go test\r"}`), false, "no-rm"},
+		{"blanks around the words", request(acp.ToolKindExecute, `{"command":" go test ./...\t"}`), true, "tests"},
 		{"rm", request(acp.ToolKindExecute, `{"command":"rm -rf build"}`), false, "no-rm"},
 		{"hidden command", request(acp.ToolKindExecute, `{"script":"rm -rf build"}`), false, "no-rm"},
 		{"unknown kind", request("", `{"path":"README.md"}`), false, ""},
