@@ -44,12 +44,8 @@ type recorder struct {
 }
 
 // maxKeptRecord is the largest encoding buffer a job keeps for the next
-// record, and maxKeptJobs the most jobs runQueue keeps for the next
-// batch: a burst's batch does not pin its memory.
-const (
-	maxKeptRecord = 4 << 10
-	maxKeptJobs   = 1024
-)
+// record.
+const maxKeptRecord = 4 << 10
 
 // put records rec, a session's start or end.
 func (r *recorder) put(rec *tracelog.Record) {
@@ -433,14 +429,36 @@ func (r *recorder) runQueue(q *lineQueue, done chan<- struct{}) {
 // own to finish.
 const minPerWorker = 16
 
-// record records a batch of queued lines: classified in order, finished
-// on up to GOMAXPROCS goroutines (the schema checks, masking and encoding
-// are most of a record's cost, and a burst's lines are independent once
-// classified), then written in order. jobs is reused from batch to batch
-// and returned.
+// A batch is recorded in chunks of at most chunkLines lines and, beyond
+// its first line, chunkBytes bytes of lines: what a chunk holds at once
+// (records, masked copies, encodings) stays a few times that, whatever
+// the queue's bound.
+const (
+	chunkLines = 1024
+	chunkBytes = 1 << 20
+)
+
+// record records a batch of queued lines, chunk by chunk: classified in
+// order, finished on up to GOMAXPROCS goroutines (the schema checks,
+// masking and encoding are most of a record's cost, and a burst's lines
+// are independent once classified), then written in order. jobs is reused
+// from batch to batch and returned.
 func (r *recorder) record(batch []queued, jobs []job) []job {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	for len(batch) > 0 {
+		n, size := 1, len(batch[0].line)
+		for n < len(batch) && n < chunkLines && size+len(batch[n].line) <= chunkBytes {
+			size += len(batch[n].line)
+			n++
+		}
+		jobs = r.chunk(batch[:n], jobs)
+		batch = batch[n:]
+	}
+	return jobs
+}
+
+func (r *recorder) chunk(batch []queued, jobs []job) []job {
 	if cap(jobs) < len(batch) {
 		jobs = append(jobs[:cap(jobs)], make([]job, len(batch)-cap(jobs))...)
 	}
@@ -469,9 +487,6 @@ func (r *recorder) record(batch []queued, jobs []job) []job {
 	for i := range jobs {
 		r.emit(&jobs[i])
 		jobs[i].rec, jobs[i].f, jobs[i].it = nil, frames.Frame{}, queued{}
-	}
-	if cap(jobs) > maxKeptJobs {
-		return nil
 	}
 	return jobs
 }

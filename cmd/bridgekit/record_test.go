@@ -73,9 +73,9 @@ func TestLineQueue(t *testing.T) {
 // A batch of queued lines, finished on several goroutines, is recorded as
 // the same JSONL, the same records to the sinks and the same problem
 // count as the lines recorded one at a time: the recorded traffic of the
-// real ACP agents, with a secret to mask, schema problems and an
-// unmatched reply added, in batches of many sizes, up to several workers'
-// shares.
+// real ACP agents, with a secret to mask, schema problems, an unmatched
+// reply and long lines added, in batches of many sizes, up to several
+// workers' shares and several chunks.
 func TestBatchRecordsAsOneAtATime(t *testing.T) {
 	files, _ := filepath.Glob("../../testdata/acp/traffic/*/turn.jsonl")
 	if len(files) == 0 {
@@ -108,6 +108,10 @@ func TestBatchRecordsAsOneAtATime(t *testing.T) {
 	add(frames.In, `{"jsonrpc":"2.0","id":903,"method":"no/such","params":{}}`)
 	add(frames.Out, `{"jsonrpc":"2.0","id":901,"result":{}}`)
 	add(frames.In, `{"jsonrpc":"2.0","id":902,"method":"session/prompt","params":{"sessionId":"s","prompt":"no"}}`)
+	// Long lines, so that a whole batch spans several chunks of bytes.
+	for range 5 {
+		add(frames.Out, `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"`+strings.Repeat("x", chunkBytes/3)+`"}}}}`)
+	}
 	for len(lines) < 400 {
 		add(frames.Out, fmt.Sprintf(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"%d"}}}}`, len(lines)))
 	}
