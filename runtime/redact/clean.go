@@ -177,10 +177,10 @@ var exactNeedles, foldNeedles = func() (exact, fold [256][][]byte) {
 // text without any of them cannot match one.
 const foldGate = " \t\n\f\r=:"
 
-// needlePairs holds the first two bytes of every needle, exact ones as
-// they are and folded ones in every ASCII case, as a bit set of 16-bit
-// pairs: hasNeedle looks at the needles of a position only when its pair
-// is one of them (every needle has at least two bytes).
+// exactPairs and foldPairs hold the first two bytes of every needle,
+// exact ones as they are and folded ones in every ASCII case, as bit sets
+// of 16-bit pairs: hasNeedle looks at the needles of a position only when
+// its pair is in one (every needle has at least two bytes).
 var exactPairs, foldPairs = func() (exact, fold [1 << 16 / 64]uint64) {
 	set := func(t *[1 << 16 / 64]uint64, a, b byte) {
 		p := uint16(a)<<8 | uint16(b)

@@ -377,10 +377,9 @@ func ratioOver(other, metric string, want float64) func(bk, o agg) verdict {
 //
 // §7's figures were measured on the anchors' machine, and §7 says how to
 // carry them to another: scale by the competitor's ratio. A scaled cond
-// knows acp-go-sdk's figure there (anchor, of metric basisMetric in
-// scenario basis) and multiplies limit by acp-go-sdk's figure here ÷
-// anchor, for rates (a slower machine lowers a rate target) and
-// latencies (it raises a latency bound) alike. acp-go-sdk's figure here
+// knows acp-go-sdk's figure there (a gauge's anchor) and multiplies limit
+// by acp-go-sdk's figure here ÷ anchor, for rates (a slower machine
+// lowers a rate target) and latencies (it raises a latency bound) alike. acp-go-sdk's figure here
 // is the default build's, as §7's was (encoding/json v1), for both
 // builds, so that it gauges the machine and not the build. Allocation
 // and memory figures do not depend on the machine and are not scaled.
@@ -742,19 +741,22 @@ func (r *report) targetSummary() string {
 		if rw.codecComp != "" {
 			continue
 		}
-		for _, b := range r.builds {
-			if _, ok := r.results[key{b.name, rw.scenario, "bridgekit"}]; !ok || rw.judge == nil {
-				continue
-			}
-			v := rw.judge(r.agg(b.name, rw.scenario, "bridgekit"), r.agg(b.name, rw.scenario, "acp"))
-			fmt.Fprintf(&sb, "- [%s] %s — %s (issue): %s\n", b.name, shortTitle(rw.title), rw.target, mark(v))
+		issue := func(build string) verdict {
+			return rw.judge(r.agg(build, rw.scenario, "bridgekit"), r.agg(build, rw.scenario, "acp"))
 		}
-		for _, b := range r.builds {
-			if _, ok := r.results[key{b.name, rw.scenario, "bridgekit"}]; !ok || rw.judgeAbs == nil {
-				continue
+		section7 := func(build string) verdict {
+			return rw.judgeAbs(r.agg(build, rw.scenario, "bridgekit"), r.acpGauge(build))
+		}
+		for _, j := range []struct {
+			target, kind string
+			set          bool
+			judge        func(build string) verdict
+		}{{rw.target, "issue", rw.judge != nil, issue}, {rw.abs, "§7", rw.judgeAbs != nil, section7}} {
+			for _, b := range r.builds {
+				if _, ok := r.results[key{b.name, rw.scenario, "bridgekit"}]; ok && j.set {
+					fmt.Fprintf(&sb, "- [%s] %s — %s (%s): %s\n", b.name, shortTitle(rw.title), j.target, j.kind, mark(j.judge(b.name)))
+				}
 			}
-			v := rw.judgeAbs(r.agg(b.name, rw.scenario, "bridgekit"), r.acpGauge(b.name))
-			fmt.Fprintf(&sb, "- [%s] %s — %s (§7): %s\n", b.name, shortTitle(rw.title), rw.abs, mark(v))
 		}
 	}
 	for _, rw := range referenceRows() {
@@ -944,7 +946,7 @@ func (r *report) document(table, analysis string) string {
 	return sb.String()
 }
 
-const referenceIntro = `The issue measured bridgekit delivering notification bursts to a child process at 0.79–0.90× the rate of a minimal runtime that reads, decodes and handles every message on one goroutine, with about twice the system time and 4–5× the context switches, and set parity as the goal. ` + "`bench.Minimal`" + ` (` + "`bench/rt_minimal.go`" + `) is that runtime: one goroutine per connection reads a line (` + "`bufio.Reader.ReadSlice`" + `), decodes its envelope once with go-json-experiment, runs the same handler with the same params decoding as bridgekit's adapter there and then, and hands responses to the callers waiting for them; every message is written with one ` + "`Write`" + ` under a mutex. It has no concurrency, no backpressure beyond the pipe and no cancellation, so it is a lower bound, not a competitor, and it is measured in the burst scenarios, in the same runs as the table above. Both ends of a connection run the runtime under test, so the senders differ too (the minimal runtime makes one ` + "`write`" + ` per notification). The 1-caller round trip in memory is measured against it too, for no target, as a reference: a runtime with one goroutine a side and nothing but the pipe, the payload's JSON and its own envelope decoding (reflective, so slower than bridgekit's) between two calls. It is not a floor: an ` + "`io.Pipe`" + ` ping-pong of the same line with no JSON at all takes about 4 µs a round trip on this machine (` + "`go test -run '^$' -bench PipePingPong`" + ` in bench/).
+const referenceIntro = `The issue measured bridgekit delivering notification bursts to a child process at 0.79–0.90× the rate of a minimal runtime that reads, decodes and handles every message on one goroutine, with about twice the system time and 4–5× the context switches, and set parity as the goal. ` + "`bench.Minimal`" + ` (` + "`bench/rt_minimal.go`" + `) is that runtime: one goroutine per connection reads a line (` + "`bufio.Reader.ReadSlice`" + `), decodes its envelope once with go-json-experiment, runs the same handler with the same params decoding as bridgekit's adapter there and then, and hands responses to the callers waiting for them; every message is written with one ` + "`Write`" + ` under a mutex. It has no concurrency, no backpressure beyond the pipe and no cancellation, so it is a lower bound, not a competitor, and it is measured in the burst scenarios, in the same runs as the table above. Both ends of a connection run the runtime under test, so the senders differ too (the minimal runtime makes one ` + "`write`" + ` per notification). The 1-caller round trip in memory is measured against it too, for no target, as a reference: a runtime with one goroutine a side and nothing but the pipe, the payload's JSON and its own envelope decoding (reflective, so slower than bridgekit's) between two calls. It is not a floor: an ` + "`io.Pipe`" + ` ping-pong of the same line with no JSON at all costs a fraction of its round trip (` + "`go test -run '^$' -bench PipePingPong`" + ` in bench/ measures it).
 
 CPU time and context switches per notification come from getrusage: in memory, the worker process during the burst (both ends); to a child, the worker during the burst plus the child over its whole life (its start-up adds about 2.5 ms and 40 switches, under 0.05 µs and 0.001 switches per notification) — and the receiving child alone, shown separately, since the hand-off the issue suspects is on the receiving side. The kernel splits CPU time into user and system by sampling at the clock tick, so the system time of one burst is approximate (it is not compared below 0.05 µs per notification); context switches are counted exactly. Quotients are bridgekit ÷ minimal within each run, then the median over the runs: above 1× is better for msg/s, below 1× is better for time and switches.
 
