@@ -3,6 +3,8 @@ package rpc_test
 import (
 	"context"
 	"fmt"
+	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/go-json-experiment/json"
@@ -114,5 +116,50 @@ func TestInternedMethodNames(t *testing.T) {
 	// The names are those sent, whatever the table holds.
 	for _, name := range []string{names[0], names[63], names[64], names[2999], "seeded/name"} {
 		notify(name)
+	}
+}
+
+// TestLargeValueBytes bounds the bytes allocated by sending a 256 KiB
+// value to a handler: the sender encodes it straight into its pooled
+// buffer, and the receiver, handling it as it reads, copies nothing (a
+// queued notification would cost one copy of its line). An encoder that
+// copies out of a buffer of its own, which it drops past 64 KiB,
+// allocated the value and more again for every message.
+func TestLargeValueBytes(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts are inflated under the race detector")
+	}
+	const size = 256 << 10
+	handled := make(chan int, 1)
+	client, _ := pipePair(t, rpc.HandlerFunc(func(_ context.Context, req *rpc.Request) (any, error) {
+		handled <- len(req.Params)
+		return nil, nil
+	}), nil)
+	p := struct {
+		Text string `json:"text"`
+	}{strings.Repeat("x", size)}
+	ctx := context.Background()
+	send := func() {
+		if err := client.Notify(ctx, "bench/large", &p); err != nil {
+			t.Fatal(err)
+		}
+		if n := <-handled; n < size {
+			t.Fatalf("handler got %d bytes of params", n)
+		}
+	}
+	for range 5 {
+		send() // warm the pools
+	}
+	const n = 200
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range n {
+		send()
+	}
+	runtime.ReadMemStats(&after)
+	perSend := float64(after.TotalAlloc-before.TotalAlloc) / n
+	t.Logf("%.0f bytes allocated per %d-byte value sent and received", perSend, size)
+	if perSend > size/2 {
+		t.Errorf("%.0f bytes allocated per %d-byte value, want at most %d", perSend, size, size/2)
 	}
 }

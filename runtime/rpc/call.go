@@ -223,16 +223,16 @@ func appendObject(dst []byte, name string, value []byte) []byte {
 	return append(dst, '}')
 }
 
-// buffer is a pooled encoding buffer, an io.Writer for MarshalWrite, with
-// room for the header of the message it holds.
+// buffer is a pooled encoding buffer with room for the header of the
+// message it holds.
 type buffer struct {
 	B []byte
 	h Header
-}
-
-func (b *buffer) Write(p []byte) (int, error) {
-	b.B = append(b.B, p...)
-	return len(p), nil
+	// w lends B to MarshalWrite, which appends straight into a
+	// bytes.Buffer's storage; to any other writer it would copy the value
+	// from a buffer of its own, which it drops past 64 KiB, so a large
+	// value would cost a new allocation and a copy every time.
+	w bytes.Buffer
 }
 
 var bufferPool = sync.Pool{New: func() any { return &buffer{B: make([]byte, 0, 1024)} }}
@@ -260,7 +260,9 @@ func (c *Conn) encode(b *buffer, h *Header, v any) (body [2]int, err error) {
 	if raw, ok := rawJSON(v); ok {
 		err = appendRaw(b, raw)
 	} else if v != nil {
-		err = json.MarshalWrite(b, v, preserve)
+		b.w = *bytes.NewBuffer(b.B)
+		err = json.MarshalWrite(&b.w, v, preserve)
+		b.B, b.w = b.w.Bytes(), bytes.Buffer{}
 	}
 	if err != nil {
 		b.B = b.B[:0]
