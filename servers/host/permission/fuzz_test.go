@@ -1,6 +1,7 @@
 package permission_test
 
 import (
+	"path"
 	"strings"
 	"testing"
 
@@ -58,13 +59,24 @@ func FuzzPolicy(f *testing.F) {
 	})
 }
 
-// FuzzGlob: Glob never panics, "**" matches every name, and a pattern
-// matches itself when it has no metacharacters.
+// FuzzGlob: Glob never panics, agrees with a plain backtracking matcher
+// (globReference), "**" matches every name, and a pattern matches itself
+// when it has no metacharacters.
 func FuzzGlob(f *testing.F) {
 	f.Add("src/**/*.go", "src/a/b.go")
 	f.Add("a/b", "a/b")
+	f.Add("**/a/**/b/**", "a/a/b/a/b")
+	f.Add("**/x/**/x", "x/x/y/x")
+	f.Add("a/**", "a")
+	f.Add("**/[", "a/[")
 	f.Fuzz(func(t *testing.T, pattern, name string) {
-		_ = permission.Glob(pattern, name)
+		got := permission.Glob(pattern, name)
+		// The reference takes time exponential in the "**": keep it small.
+		if strings.Count(pattern, "**") <= 6 && strings.Count(name, "/") <= 32 {
+			if want := globReference(strings.Split(pattern, "/"), strings.Split(name, "/")); got != want {
+				t.Fatalf("Glob(%q, %q) = %v, the reference says %v", pattern, name, got, want)
+			}
+		}
 		if !permission.Glob("**", name) {
 			t.Fatalf("** does not match %q", name)
 		}
@@ -99,4 +111,25 @@ func FuzzCommandRule(f *testing.F) {
 			t.Fatalf("%s granted by %s as %q", raw, v.Rule, c.Command)
 		}
 	})
+}
+
+// globReference is Glob's definition, matched by trying every way each
+// "**" can split the name.
+func globReference(pat, name []string) bool {
+	if len(pat) == 0 {
+		return len(name) == 0
+	}
+	if pat[0] == "**" {
+		for i := 0; i <= len(name); i++ {
+			if globReference(pat[1:], name[i:]) {
+				return true
+			}
+		}
+		return false
+	}
+	if len(name) == 0 {
+		return false
+	}
+	ok, err := path.Match(pat[0], name[0])
+	return ok && err == nil && globReference(pat[1:], name[1:])
 }

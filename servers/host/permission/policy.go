@@ -293,35 +293,45 @@ func Workspace(root string) func(string) (string, error) {
 // pattern: segments are matched with path.Match (*, ?, [...] within one
 // segment) and a "**" segment matches any number of segments, none
 // included. A malformed pattern matches nothing (CheckGlob reports it).
+// It takes at most len(pattern's segments) × len(name's segments) segment
+// matches, however many "**" the pattern has: both sides may come from
+// the peer.
 func Glob(pattern, name string) bool {
 	return matchSegments(strings.Split(pattern, "/"), strings.Split(name, "/"))
 }
 
+// matchSegments matches greedily and, on a mismatch, goes back only to the
+// last "**", which then takes one more segment. That is enough: the
+// segments after it must match a run of name somewhere, and matching that
+// run earliest leaves the most for the rest, so no earlier "**" need take
+// more. (Backtracking into every "**" took time exponential in their
+// number.)
 func matchSegments(pat, name []string) bool {
-	for len(pat) > 0 {
-		if pat[0] == "**" {
-			for len(pat) > 0 && pat[0] == "**" {
-				pat = pat[1:]
-			}
-			if len(pat) == 0 {
-				return true
-			}
-			for i := range name {
-				if matchSegments(pat, name[i:]) {
-					return true
-				}
-			}
+	p, n := 0, 0
+	star, resume := -1, 0 // the last "**" seen, and the first name segment it does not take
+	for n < len(name) {
+		switch {
+		case p < len(pat) && pat[p] == "**":
+			star, resume = p, n
+			p++
+		case p < len(pat) && segmentMatch(pat[p], name[n]):
+			p, n = p+1, n+1
+		case star >= 0:
+			resume++
+			p, n = star+1, resume
+		default:
 			return false
 		}
-		if len(name) == 0 {
-			return false
-		}
-		if ok, err := path.Match(pat[0], name[0]); !ok || err != nil {
-			return false
-		}
-		pat, name = pat[1:], name[1:]
 	}
-	return len(name) == 0
+	for p < len(pat) && pat[p] == "**" {
+		p++
+	}
+	return p == len(pat)
+}
+
+func segmentMatch(pattern, name string) bool {
+	ok, err := path.Match(pattern, name)
+	return ok && err == nil
 }
 
 // CheckGlob reports a malformed pattern.

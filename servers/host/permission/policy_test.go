@@ -323,3 +323,35 @@ func TestHost(t *testing.T) {
 		t.Errorf("observed %q", seen)
 	}
 }
+
+// TestGlobIsPolynomial: a pattern of many "**" against a long name that
+// almost matches, both of which the peer may choose (skill/match's paths
+// and working files, list_files' pattern), is decided at once. Backtracking
+// into every "**" took longer than 10 s for this pattern, and minutes for
+// Decide over the paths below.
+func TestGlobIsPolynomial(t *testing.T) {
+	pattern := strings.Repeat("**/a/", 12) + "b"
+	name := strings.TrimSuffix(strings.Repeat("a/", 40), "/")
+	began := time.Now()
+	if permission.Glob(pattern, name) {
+		t.Fatalf("%q matched %q", pattern, name)
+	}
+	if !permission.Glob(pattern, name+"/b") {
+		t.Fatalf("%q did not match %q", pattern, name+"/b")
+	}
+	p := &permission.Policy{Rules: []permission.Rule{
+		{ID: "no-keys", Paths: []string{"**/secrets/**/*.pem"}, Decision: permission.DecisionDeny},
+		{ID: "read", Kinds: []acp.ToolKind{acp.ToolKindRead}, Paths: []string{"**"}, Decision: permission.DecisionAllow},
+	}, Resolve: permission.Workspace("/ws")}
+	paths := make([]string, 200)
+	for i := range paths {
+		paths[i] = fmt.Sprintf(`"%s%d"`, strings.Repeat("secrets/", 500), i)
+	}
+	req := request(acp.ToolKindRead, `{"paths":[`+strings.Join(paths, ",")+`]}`)
+	if v := p.Decide(permission.NewCall(nil, req, 0)); !v.Allow {
+		t.Fatalf("200 deep paths: %+v", v)
+	}
+	if d := time.Since(began); d > 2*time.Second {
+		t.Fatalf("took %v", d)
+	}
+}
