@@ -44,8 +44,13 @@ type Call struct {
 	Mentions []string
 	// Command is the command line of an execute call, from the raw
 	// input's "command" or "cmd" member (a string, or an array of words
-	// then joined with spaces) and "args"/"argv"; "" when it has none.
+	// then joined with spaces) and "args"/"argv"/"arguments", all members
+	// of one object at the top or one level down; "" when it has none.
 	// It is the request's own when it has one, else the latest tracked.
+	// A raw input that names its command ambiguously (two such objects,
+	// a member twice, "command" and "cmd" both, or a value other than a
+	// string or an array of strings) is Overflow: a tool that kept the
+	// other member would run a command nobody checked.
 	Command string
 	// Commands are the distinct command lines of the request and of every
 	// tracked update (each repeats the whole command), in order. An
@@ -53,8 +58,9 @@ type Call struct {
 	// it matches any.
 	Commands []string
 	// Overflow says that the call names more than the Policy's MaxPaths
-	// path-like strings, or that its tracked state was dropped for its
-	// size: it is denied unread.
+	// path-like strings, that its tracked state was dropped for its size,
+	// or that its raw input is unreadable or names its command
+	// ambiguously: it is denied unread.
 	Overflow bool
 	// Request is the request decided.
 	Request *acp.RequestPermissionRequest
@@ -182,14 +188,18 @@ func (c *collector) rawInput(doc jsontext.Value) {
 	}()
 	dec := jsontext.NewDecoder(bytes.NewReader(doc), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
 	// names has one entry per open container: for an object, the name of
-	// the member being read; for an array, the name it sits under.
+	// the member being read; for an array, the name it sits under. objects
+	// has one too: the object's number, or for an array its object's.
 	var names []string
-	top := func() string {
+	var objects []int
+	opened := 0
+	top := func() (string, int) {
 		if len(names) == 0 {
-			return ""
+			return "", 0
 		}
-		return names[len(names)-1]
+		return names[len(names)-1], objects[len(objects)-1]
 	}
+	var cmd commandMembers
 	for !c.overflow {
 		tok, err := dec.ReadToken()
 		if err != nil {
@@ -198,33 +208,92 @@ func (c *collector) rawInput(doc jsontext.Value) {
 			}
 			return
 		}
-		switch tok.Kind() {
+		depth := dec.StackDepth()
+		holder, object := top()
+		inCommand := cmd.holds(holder, object)
+		switch k := tok.Kind(); k {
 		case '{', '[':
-			names = append(names, top())
+			if inCommand && (k == '{' || depth != cmd.depth+1) {
+				c.overflow = true // an object or a nested array as a command
+				return
+			}
+			if k == '{' {
+				opened++
+				object = opened
+			}
+			names, objects = append(names, holder), append(objects, object)
 			continue
 		case '}', ']':
-			names = names[:max(len(names)-1, 0)]
+			names, objects = names[:max(len(names)-1, 0)], objects[:max(len(objects)-1, 0)]
 			continue
 		case '"':
 		default:
+			if inCommand {
+				c.overflow = true // a number, boolean or null as a command word
+				return
+			}
 			continue
 		}
-		depth := dec.StackDepth()
 		if kind, n := dec.StackIndex(depth); kind == '{' && n%2 == 1 {
-			names[len(names)-1] = tok.String()
+			name := tok.String()
+			names[len(names)-1] = name
+			if depth <= 2 && !cmd.add(name, object, depth) {
+				c.overflow = true // the command named twice
+				return
+			}
 			continue
 		}
-		s, holder := tok.String(), top()
+		s := tok.String()
 		if pathKey(holder) {
 			c.declare(s)
 		} else {
 			c.words(s)
 		}
-		if depth <= 2 {
-			switch strings.ToLower(holder) {
-			case "command", "cmd", "args", "argv", "arguments":
-				c.command = append(c.command, s)
-			}
+		if inCommand {
+			c.command = append(c.command, s)
 		}
 	}
+}
+
+// commandMembers are the members of a raw input that make up its command
+// line: a program ("command", "cmd") and its arguments ("args", "argv",
+// "arguments"), each at most once, in one object at depth 1 or 2.
+type commandMembers struct {
+	object           int // the object holding them, 0 before the first
+	depth            int // its depth
+	program, argList bool
+}
+
+// commandRole says whether a member name is a program (1), arguments (2)
+// or neither (0).
+func commandRole(name string) int {
+	switch strings.ToLower(name) {
+	case "command", "cmd":
+		return 1
+	case "args", "argv", "arguments":
+		return 2
+	}
+	return 0
+}
+
+// add records the member name of object, at depth, and reports false when
+// it makes the command ambiguous.
+func (m *commandMembers) add(name string, object, depth int) bool {
+	role := commandRole(name)
+	if role == 0 {
+		return true
+	}
+	if m.object != 0 && m.object != object || role == 1 && m.program || role == 2 && m.argList {
+		return false
+	}
+	m.object, m.depth = object, depth
+	m.program = m.program || role == 1
+	m.argList = m.argList || role == 2
+	return true
+}
+
+// holds reports whether a value under the member holder of object is
+// part of the command line.
+func (m *commandMembers) holds(holder string, object int) bool {
+	return m.object != 0 && object == m.object && commandRole(holder) != 0
 }

@@ -1,7 +1,9 @@
 package permission_test
 
 import (
+	"fmt"
 	"path"
+	"slices"
 	"strings"
 	"testing"
 
@@ -132,4 +134,75 @@ func globReference(pat, name []string) bool {
 	}
 	ok, err := path.Match(pat[0], name[0])
 	return ok && err == nil && globReference(pat[1:], name[1:])
+}
+
+// FuzzCommandMembers: whatever the raw input, a grant by the "go test **"
+// rule means that the command a tool reading the input would run, its
+// duplicate members resolved as JSON.parse and encoding/json do (the last
+// wins), is a plain go test line.
+func FuzzCommandMembers(f *testing.F) {
+	for _, s := range []string{
+		`{"command":"go test ./..."}`, `{"command":"go test ./...","command":"rm -rf /"}`,
+		`{"command":"go test","cmd":"rm -rf /"}`, `{"command":"go","args":["test"],"args":["x;rm"]}`,
+		`{"command":"go test","input":{"command":"rm -rf /"}}`, `{"input":{"command":["go","test","./..."]}}`,
+		`{"command":["go","test",{"x":"rm"}]}`, `{"CMD":"go test","Command":"rm"}`,
+	} {
+		f.Add(s)
+	}
+	p := policyOf(f)
+	f.Fuzz(func(t *testing.T, raw string) {
+		c := permission.NewCall(nil, request(acp.ToolKindExecute, raw), 0)
+		v := p.Decide(c)
+		if !v.Allow {
+			return
+		}
+		var doc map[string]any
+		if json.Unmarshal([]byte(raw), &doc, jsontext.AllowDuplicateNames(true)) != nil {
+			return
+		}
+		for _, obj := range append([]map[string]any{doc}, nestedObjects(doc)...) {
+			line := toolCommand(obj)
+			if line == "" {
+				continue
+			}
+			words := strings.Fields(line)
+			if !permission.PlainCommandLine(line) || len(words) < 2 || words[0] != "go" || words[1] != "test" {
+				t.Fatalf("%s granted by %s (checked %q), a tool would run %q", raw, v.Rule, c.Command, line)
+			}
+		}
+	})
+}
+
+func nestedObjects(doc map[string]any) []map[string]any {
+	var out []map[string]any
+	for _, v := range doc {
+		if m, ok := v.(map[string]any); ok {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// toolCommand is the command line a tool would build from obj: its
+// program member and its arguments, words joined with spaces.
+func toolCommand(obj map[string]any) string {
+	var words []string
+	for _, roles := range [][]string{{"command", "cmd"}, {"args", "argv", "arguments"}} {
+		for name, v := range obj {
+			if !slices.Contains(roles, strings.ToLower(name)) {
+				continue
+			}
+			switch v := v.(type) {
+			case string:
+				words = append(words, v)
+			case []any:
+				for _, w := range v {
+					words = append(words, fmt.Sprint(w))
+				}
+			default:
+				words = append(words, fmt.Sprint(v))
+			}
+		}
+	}
+	return strings.Join(words, " ")
 }

@@ -129,7 +129,7 @@ func ruleName(i int, r Rule) string {
 // Reasons of a Policy's denials that no rule made.
 const (
 	ReasonNoRule   = "no rule allows it"
-	ReasonOverflow = "the tool call names too many paths to check"
+	ReasonOverflow = "the tool call cannot be checked: it names too many paths, its input is unreadable or its command ambiguous"
 )
 
 // Decide decides c. It takes time linear in c's paths and the rules'

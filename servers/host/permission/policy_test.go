@@ -83,6 +83,19 @@ func TestPolicyDecisions(t *testing.T) {
 		{"blanks around the words", request(acp.ToolKindExecute, `{"command":" go test ./...\t"}`), true, "tests"},
 		{"rm", request(acp.ToolKindExecute, `{"command":"rm -rf build"}`), false, "no-rm"},
 		{"hidden command", request(acp.ToolKindExecute, `{"script":"rm -rf build"}`), false, "no-rm"},
+		// A command named ambiguously is not decided: a tool reading
+		// the other member would run what nobody checked.
+		{"a command named twice", request(acp.ToolKindExecute, `{"command":"go test ./...","command":"rm -rf /home/user"}`), false, ""},
+		{"a deny rule's command named second", request(acp.ToolKindExecute, `{"command":"go test","command":"rm -rf x"}`), false, ""},
+		{"command and cmd", request(acp.ToolKindExecute, `{"command":"go test ./...","cmd":"rm -rf x"}`), false, ""},
+		{"commands in two objects", request(acp.ToolKindExecute, `{"command":"go test","input":{"command":"rm -rf x"}}`), false, ""},
+		{"arguments named twice", request(acp.ToolKindExecute, `{"command":"go","args":["test"],"args":["vet"]}`), false, ""},
+		{"an object as the command", request(acp.ToolKindExecute, `{"command":{"line":"go test ./..."}}`), false, ""},
+		{"a nested array as the command", request(acp.ToolKindExecute, `{"command":[["go","test"]]}`), false, ""},
+		{"a number among the words", request(acp.ToolKindExecute, `{"command":["go","test",1]}`), false, ""},
+		{"program and arguments", request(acp.ToolKindExecute, `{"command":"go","args":["test","./..."],"description":"tests"}`), true, "tests"},
+		{"argv one level down", request(acp.ToolKindExecute, `{"input":{"command":["go","test","./..."]}}`), true, "tests"},
+		{"a command deeper down is not the command", request(acp.ToolKindExecute, `{"a":{"b":{"command":"go test ./..."}}}`), false, "no-rm"},
 		{"unknown kind", request("", `{"path":"README.md"}`), false, ""},
 		{"not JSON", request(acp.ToolKindRead, `{"path":`), false, ""},
 	} {
