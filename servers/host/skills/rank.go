@@ -3,13 +3,13 @@ package skills
 import (
 	"cmp"
 	"fmt"
-	"github.com/bridgekit/bridgekit/servers/host/permission"
 	"math"
 	"slices"
 	"strings"
 	"unicode"
 
 	"github.com/bridgekit/bridgekit/gen/harn"
+	"github.com/bridgekit/bridgekit/servers/host/permission"
 )
 
 // BM25 parameters, and how many times a field's words count.
@@ -25,6 +25,12 @@ const (
 	// pathBonus is added to a skill's score when one of the prompt's
 	// working files matches one of its path patterns.
 	pathBonus = 1.0
+
+	// maxPathWork bounds the segment matches that matching working files
+	// against path patterns may take in one Rank: the runtime sends both
+	// lists, and every pattern meets every file. Past it, the candidates
+	// left get no path bonus.
+	maxPathWork = 1 << 24
 )
 
 // Rank ranks the candidates for the prompt with Okapi BM25 over each
@@ -32,7 +38,8 @@ const (
 // also has, its body; a working file matching a candidate's paths adds
 // pathBonus. It returns the candidates that scored, best first (ties by
 // name), with scores rounded to 4 decimals: the same request always gets
-// the same answer.
+// the same answer. It takes time linear in the request's size, except that
+// path matching may take up to maxPathWork segment matches.
 func Rank(p *harn.SkillMatchParams, skills *Set) []Ranked {
 	type doc struct {
 		name  string
@@ -76,30 +83,44 @@ func Rank(p *harn.SkillMatchParams, skills *Set) []Ranked {
 	if avg == 0 {
 		avg = 1
 	}
-	var query []string           // unique stems, in prompt order
+	// Only the stems some candidate has can score. Each doc is scored by
+	// its own terms, in prompt order: time linear in the prompt and the
+	// candidates, however many distinct words either has.
+	df := map[string]int{}
+	for _, d := range docs {
+		for w := range d.tf {
+			df[w]++
+		}
+	}
+	var query []string           // unique stems some candidate has, in prompt order
+	place := map[string]int{}    // stem -> its index in query
 	shown := map[string]string{} // stem -> the prompt's first word for it
 	for _, w := range strings.FieldsFunc(p.Prompt, notWordRune) {
 		for _, s := range words(w) {
-			if !slices.Contains(query, s) {
-				query = append(query, s)
-				shown[s] = strings.ToLower(w)
+			if _, ok := place[s]; ok || df[s] == 0 {
+				continue
 			}
-		}
-	}
-	df := map[string]int{}
-	for _, w := range query {
-		for _, d := range docs {
-			if d.tf[w] > 0 {
-				df[w]++
-			}
+			place[s] = len(query)
+			query = append(query, s)
+			shown[s] = strings.ToLower(w)
 		}
 	}
 	n := float64(len(docs))
 	out := []Ranked{}
+	var hits []int
+	pathWork := maxPathWork
 	for _, d := range docs {
 		score := 0.0
 		var matched []string
-		for _, w := range query {
+		hits = hits[:0]
+		for w := range d.tf {
+			if i, ok := place[w]; ok {
+				hits = append(hits, i)
+			}
+		}
+		slices.Sort(hits)
+		for _, i := range hits {
+			w := query[i]
 			tf := float64(d.tf[w])
 			if tf == 0 {
 				continue
@@ -115,7 +136,7 @@ func Rank(p *harn.SkillMatchParams, skills *Set) []Ranked {
 			}
 			reasons = append(reasons, "bm25 on "+strings.Join(matched, ", "))
 		}
-		if pat, file, ok := pathMatch(d.paths, p.WorkingFiles); ok {
+		if pat, file, ok := pathMatch(d.paths, p.WorkingFiles, &pathWork); ok {
 			score += pathBonus
 			reasons = append(reasons, fmt.Sprintf("%s matches %s", file, pat))
 		}
@@ -140,11 +161,17 @@ type Ranked struct {
 	Reason string
 }
 
-// pathMatch finds the first working file that one of the patterns matches.
-func pathMatch(patterns, files []string) (pattern, file string, ok bool) {
+// pathMatch finds the first working file that one of the patterns matches,
+// taking the segment matches it may make from budget.
+func pathMatch(patterns, files []string, budget *int) (pattern, file string, ok bool) {
 	for _, pat := range patterns {
+		segs := strings.Count(pat, "/") + 1
 		for _, f := range files {
-			if permission.Glob(pat, strings.TrimPrefix(f, "./")) {
+			name := strings.TrimPrefix(f, "./")
+			if *budget -= segs * (strings.Count(name, "/") + 1); *budget < 0 {
+				return "", "", false
+			}
+			if permission.Glob(pat, name) {
 				return pat, f, true
 			}
 		}

@@ -1,10 +1,12 @@
 package skills
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/bridgekit/bridgekit/gen/harn"
 )
@@ -121,5 +123,36 @@ func TestRankUsesTheHostsSkillBody(t *testing.T) {
 	p = &harn.SkillMatchParams{Prompt: "alpha", Candidates: []harn.SkillCandidate{{Name: "b", Description: "alpha"}, {Name: "a", Description: "alpha"}}}
 	if got := Rank(p, skills); len(got) != 2 || got[0].Name != "a" || got[0].Score != got[1].Score {
 		t.Fatalf("%+v", got)
+	}
+}
+
+// TestRankIsLinear: what a runtime's skill/match may hold costs time
+// linear in its size: a prompt of 200,000 distinct words (finding each
+// word among the earlier ones took minutes), and 3,000 path patterns
+// against 3,000 working files, of which only the first 2 ** 24 segment
+// matches are made.
+func TestRankIsLinear(t *testing.T) {
+	var b strings.Builder
+	for i := range 200_000 {
+		fmt.Fprintf(&b, "w%dq ", i)
+	}
+	b.WriteString("deploy")
+	pats := make([]string, 3000)
+	files := make([]string, 3000)
+	for i := range pats {
+		pats[i] = fmt.Sprintf("**/p%d/**/x/*.go", i)
+		files[i] = fmt.Sprintf("src/a/b/c/d/e/f%d.go", i)
+	}
+	p := &harn.SkillMatchParams{Prompt: b.String(), WorkingFiles: files, Candidates: []harn.SkillCandidate{
+		{Name: "deploy", Description: "deploy the service", Paths: pats},
+		{Name: "late", Description: "other", Paths: []string{"src/**"}},
+	}}
+	began := time.Now()
+	got := Rank(p, &Set{ByName: map[string]*Skill{}})
+	if d := time.Since(began); d > 5*time.Second {
+		t.Fatalf("Rank took %v", d)
+	}
+	if len(got) != 1 || got[0].Name != "deploy" {
+		t.Fatalf("ranked %+v, want deploy alone (its path patterns spent the budget before late's)", got)
 	}
 }
