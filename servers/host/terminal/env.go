@@ -40,26 +40,46 @@ func (e *EnvError) Error() string {
 }
 
 // The variables that change what a program runs or loads: a shell's
-// startup files (BASH_ENV, ENV, ZDOTDIR, a function exported in
-// BASH_FUNC_*), the search path (PATH), the shell a program spawns
-// (SHELL), the dynamic loader (LD_*, DYLD_*), language runtimes' options
-// and module paths (NODE_OPTIONS, PYTHON*, PERL5OPT, RUBYOPT, JAVA_TOOL_OPTIONS, ...),
-// the Go command's flags and configuration (GO*: GOFLAGS=-exec=...,
-// GOENV, GOTOOLCHAIN), git's helpers and configuration (GIT_*), build
-// tools' compilers and wrappers (CC, CGO_*, RUSTC_WRAPPER, MAKEFLAGS, ...),
-// editors, pagers and askpass helpers, and HOME/XDG_CONFIG_HOME, which
-// choose the configuration files those programs read.
+// startup files and prompts (BASH_ENV, ENV, ZDOTDIR, PS*, a function
+// exported in BASH_FUNC_*), the search path (PATH), the shell a program
+// spawns (SHELL), the dynamic loader and the C library (LD_*, DYLD_*,
+// GLIBC_TUNABLES, MALLOC_*, GCONV_PATH), language runtimes' options and
+// module paths (NODE_*, PYTHON*, PERL*, RUBY*, JAVA*, DOTNET_*, PHP*, ...),
+// the Go command's flags and configuration (GO*: GOFLAGS=-exec=...),
+// git's and Mercurial's helpers and configuration (GIT_*, HG*), build
+// tools' compilers, flags, wrappers and included files (CC, CFLAGS, which
+// can load a compiler plugin, CGO_*, CMAKE_*, MAKE*, CONFIG_SITE, ...),
+// package managers' configuration (NPM_CONFIG_*, PIP_*, CARGO_*, ...),
+// plugin and module paths of libraries (OPENSSL_*, QT_*, GTK_*, GST_*,
+// VK_*), tools that run a helper their configuration names (AWS_*, KUBE*,
+// DOCKER_*, SSH_*, TAR_OPTIONS), network proxies, editors, pagers and
+// askpass helpers, and HOME/XDG_*, which choose the configuration files
+// those programs read. The list cannot be complete: a policy that allows
+// a pattern trusts the programs it runs with every other name.
 var (
 	steeringNames = []string{
-		"BASH_ENV", "ENV", "SHELL", "PATH", "IFS", "CDPATH", "PS4", "PROMPT_COMMAND", "ZDOTDIR", "SHELLOPTS", "BASHOPTS", "FPATH",
-		"HOME", "XDG_CONFIG_HOME", "EDITOR", "VISUAL", "PAGER", "MANPAGER", "LESSOPEN", "LESSCLOSE", "BROWSER",
-		"CC", "CXX", "CPP", "LD", "AR", "MAKE", "MAKEFLAGS", "MFLAGS", "GNUMAKEFLAGS",
-		"NODE_OPTIONS", "NODE_PATH", "PERL5OPT", "PERL5LIB", "PERLLIB", "PERL5DB", "RUBYOPT", "RUBYLIB",
-		"JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "CLASSPATH", "MAVEN_OPTS", "GRADLE_OPTS",
-		"RUSTC", "RUSTC_WRAPPER", "RUSTFLAGS", "RUSTDOCFLAGS", "SSH_ASKPASS", "SUDO_ASKPASS",
-		"LUA_INIT", "TCLLIBPATH", "VIMINIT", "EXINIT", "GCONV_PATH", "LOCPATH", "HOSTALIASES", "TMUX", "TMUX_TMPDIR",
+		"BASH_ENV", "ENV", "SHELL", "PATH", "IFS", "CDPATH", "PROMPT_COMMAND", "ZDOTDIR", "SHELLOPTS", "BASHOPTS", "FPATH",
+		"INPUTRC", "HISTFILE", "BROWSER", "TERMINAL", "TERMINFO", "TERMINFO_DIRS", "TERMCAP",
+		"HOME", "EDITOR", "VISUAL", "PAGER", "MANPAGER", "MANOPT", "SUDO_EDITOR", "FCEDIT", "SVN_EDITOR", "CVS_RSH", "RSYNC_RSH",
+		"CC", "CXX", "CPP", "LD", "AR", "AS", "NM", "OBJCOPY", "OBJDUMP", "RANLIB", "STRIP", "FC", "F77", "YACC", "LEX", "M4",
+		"CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS", "LDLIBS", "FFLAGS", "ARFLAGS", "MFLAGS", "CONFIG_SITE",
+		"LIBRARY_PATH", "CPATH", "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH", "OBJC_INCLUDE_PATH", "COMPILER_PATH",
+		"CLASSPATH", "MAVEN_OPTS", "GRADLE_OPTS", "SBT_OPTS", "RUSTC", "RUSTC_WRAPPER", "RUSTFLAGS", "RUSTDOCFLAGS",
+		"GCONV_PATH", "LOCPATH", "NLSPATH", "TZDIR", "HOSTALIASES", "LOCALDOMAIN", "RES_OPTIONS", "GLIBC_TUNABLES",
+		"KUBECONFIG", "TAR_OPTIONS", "CURL_HOME", "WGETRC", "NETRC", "SSLKEYLOGFILE", "SSL_CERT_FILE", "SSL_CERT_DIR",
+		"CURL_CA_BUNDLE", "REQUESTS_CA_BUNDLE", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "FTP_PROXY",
+		"VIMINIT", "MYVIMRC", "EXINIT", "TMUX", "TMUX_TMPDIR", "GOOGLE_APPLICATION_CREDENTIALS",
 	}
-	steeringPrefixes = []string{"LD_", "DYLD_", "GO", "PYTHON", "GIT_", "CGO_", "NPM_CONFIG_", "YARN_", "CARGO_", "BUNDLE_", "GEM_", "BASH_FUNC_", "LUA_INIT", "PERL"}
+	steeringPrefixes = []string{
+		"LD_", "DYLD_", "MALLOC_", "BASH_FUNC_", "PS", "LESS", "XDG_",
+		"GO", "PYTHON", "PERL", "RUBY", "GEM_", "BUNDLE_", "NODE_", "NPM_CONFIG_", "YARN_", "PNPM_", "BUN_", "DENO_",
+		"JAVA", "_JAVA_", "JDK_", "DOTNET_", "CORECLR_", "COMPLUS_", "PHP", "COMPOSER", "LUA_", "TCL", "TK_", "ERL_",
+		"ELIXIR_", "MIX_", "JULIA_", "R_", "PIP_", "PIPENV_", "POETRY_", "UV_", "CONDA", "VIRTUAL_ENV", "CARGO_",
+		"GIT_", "HG", "CGO_", "CMAKE_", "CCACHE_", "DISTCC_", "MAKE", "GNUMAKE", "GCC_", "CLANG_", "PKG_CONFIG", "NIX_",
+		"OPENSSL_", "QT_", "GTK_", "GDK_", "GIO_", "GST_", "VK_", "LIBGL_", "MESA_", "__EGL_", "ELECTRON_",
+		"AWS_", "AZURE_", "CLOUDSDK_", "KUBE", "HELM_", "DOCKER_", "TF_", "ANSIBLE_", "PULUMI_", "KRB5", "GNUPG", "GPG_",
+		"SSH_", "SUDO_", "EMACS", "VIM", "NVIM", "ZSH", "FISH_",
+	}
 )
 
 // Steering reports whether a variable changes what a program runs or

@@ -92,3 +92,36 @@ func FuzzFitJSON(f *testing.F) {
 		}
 	})
 }
+
+// TestPatternsPassNoCodeLoader: a policy of patterns alone ("*", or one
+// that a loader's name happens to start with) passes none of the
+// variables known to make a program run or load other code: make's
+// included makefiles, OpenSSL's engines, autoconf's site file, kubectl's
+// and the AWS CLI's credential helpers, .NET's startup hooks, PHP's ini,
+// glibc's tunables, a compiler plugin through CFLAGS, tar's
+// --to-command, a Qt or GTK plugin path.
+func TestPatternsPassNoCodeLoader(t *testing.T) {
+	loaders := []string{
+		"MAKEFILES", "OPENSSL_CONF", "OPENSSL_ENGINES", "OPENSSL_MODULES", "CONFIG_SITE", "KUBECONFIG", "HGRCPATH",
+		"DOTNET_STARTUP_HOOKS", "CORECLR_PROFILER_PATH", "COMPlus_x", "PHPRC", "PHP_INI_SCAN_DIR", "GLIBC_TUNABLES",
+		"AWS_CONFIG_FILE", "CFLAGS", "TAR_OPTIONS", "QT_PLUGIN_PATH", "GTK_MODULES", "GST_PLUGIN_PATH", "VK_LAYER_PATH",
+		"PS1", "LESSOPEN", "XDG_CONFIG_DIRS", "PIP_CONFIG_FILE", "CMAKE_C_COMPILER_LAUNCHER", "SSH_ASKPASS_REQUIRE",
+		"https_proxy", "NODE_EXTRA_CA_CERTS", "JAVA_HOME", "DOCKER_HOST",
+	}
+	for _, allow := range [][]string{{"*"}, {"MAKE*", "OPENSSL*", "C*", "K*", "H*", "D*", "P*", "G*", "A*", "T*", "Q*", "V*", "L*", "X*", "S*", "N*", "J*"}} {
+		p := &EnvPolicy{Inherit: allow, Allow: allow}
+		for _, n := range loaders {
+			if _, err := p.Build(nil, []Var{{n, "x"}}); err == nil {
+				t.Errorf("Allow %q passed %s", allow, n)
+			}
+			if got, _ := p.Build([]string{n + "=x"}, nil); len(got) != 0 {
+				t.Errorf("Inherit %q passed %q", allow, got)
+			}
+		}
+	}
+	// Ordinary names still pass a pattern.
+	p := &EnvPolicy{Allow: []string{"*"}}
+	if got, err := p.Build(nil, []Var{{"CI", "1"}, {"NO_COLOR", "1"}, {"APP_MODE", "x"}, {"LC_ALL", "C"}}); err != nil || len(got) != 4 {
+		t.Errorf("ordinary names: %q %v", got, err)
+	}
+}
