@@ -213,6 +213,40 @@ func (w *Workspace) realRel(f *os.File, fallback string) (string, error) {
 	return filepath.ToSlash(rel), nil
 }
 
+// checkMissing decides, before any missing directory of dir is made,
+// on the path the write would reach: the real path of dir's deepest
+// existing directory, then the names still to be made, then base. (A
+// directory the policy denies would otherwise be made before the check
+// that denies writing in it.)
+func (w *Workspace) checkMissing(dir, base string, check Check) error {
+	existing, missing := dir, ""
+	for existing != "." {
+		if fi, err := w.root.Stat(filepath.FromSlash(existing)); err == nil && fi.IsDir() {
+			break
+		}
+		missing = path.Join(path.Base(existing), missing)
+		existing = path.Dir(existing)
+	}
+	if missing == "" {
+		return nil // nothing to make: the check after opening dir decides
+	}
+	d, err := w.root.OpenRoot(filepath.FromSlash(existing))
+	if err != nil {
+		return wrap(existing, err)
+	}
+	defer d.Close()
+	df, err := d.Open(".")
+	if err != nil {
+		return wrap(existing, err)
+	}
+	defer df.Close()
+	real, err := w.realRel(df, existing)
+	if err != nil {
+		return err
+	}
+	return check(path.Join(real, missing, base))
+}
+
 // notRegular is the error for rel, of mode m, which is not a regular file.
 func notRegular(rel string, m fs.FileMode) error {
 	if m.IsDir() {
@@ -359,7 +393,8 @@ func (w *Workspace) ReadFileLimit(name string, max int64, check Check) ([]byte, 
 // workspace-relative, with data, creating missing directories (0755). The
 // target's directory is opened once, beneath the root; check, if not nil,
 // decides on its real path plus the file's name before anything is
-// written. The data goes to a temporary file in that directory (".NAME.*.tmp"),
+// written, and, when directories are missing, on the path they would
+// make before they are made. The data goes to a temporary file in that directory (".NAME.*.tmp"),
 // synced, then renamed over the target, keeping an existing file's
 // permissions (new files get 0644); on any failure the temporary file is
 // removed. An existing target that is not a regular file (a directory, a
@@ -379,6 +414,11 @@ func (w *Workspace) WriteFile(name string, data []byte, check Check) (err error)
 	}
 	dir, base := path.Split(rel)
 	dir = path.Clean(dir)
+	if check != nil {
+		if err := w.checkMissing(dir, base, check); err != nil {
+			return err
+		}
+	}
 	if err := w.root.MkdirAll(filepath.FromSlash(dir), 0o755); err != nil {
 		return wrap(rel, err)
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"slices"
 	"testing"
 	"time"
 )
@@ -328,5 +329,49 @@ func TestResolve(t *testing.T) {
 		if got, err := w.Resolve(in); !errors.Is(err, ErrOutside) {
 			t.Errorf("Resolve(%q) = %q, %v; want ErrOutside", in, got, err)
 		}
+	}
+}
+
+// TestDeniedWriteMakesNoDirectory: a write that check refuses makes none
+// of the directories it would need, and check sees the real path they
+// would make, through a link to another directory too.
+func TestDeniedWriteMakesNoDirectory(t *testing.T) {
+	w, dir := open(t, nil)
+	if err := os.MkdirAll(filepath.Join(dir, "secret"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("secret", filepath.Join(dir, "pub")); err != nil {
+		t.Fatal(err)
+	}
+	var seen []string
+	deny := func(rel string) error {
+		seen = append(seen, rel)
+		return fs.ErrPermission
+	}
+	for _, name := range []string{"a/b/c/d/f.txt", "pub/new/f.txt"} {
+		seen = nil
+		if err := w.WriteFile(name, []byte("x"), deny); !errors.Is(err, fs.ErrPermission) {
+			t.Errorf("%s: %v", name, err)
+		}
+		if len(seen) != 1 {
+			t.Errorf("%s: check saw %q", name, seen)
+		}
+	}
+	if seen[0] != "secret/new/f.txt" {
+		t.Errorf("check saw %q through the link, want the real path secret/new/f.txt", seen[0])
+	}
+	for _, d := range []string{"a", "secret/new"} {
+		if _, err := os.Lstat(filepath.Join(dir, d)); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s was made for a denied write: %v", d, err)
+		}
+	}
+	// Allowed, the directories are made and the check runs again on the
+	// opened directory's real path.
+	seen = nil
+	if err := w.WriteFile("pub/new/f.txt", []byte("x"), func(rel string) error { seen = append(seen, rel); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"secret/new/f.txt", "secret/new/f.txt"}; !slices.Equal(seen, want) {
+		t.Errorf("check saw %q, want %q", seen, want)
 	}
 }
