@@ -6,10 +6,10 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
-	"slices"
 	"testing"
 	"time"
 )
