@@ -81,7 +81,7 @@ func Start(cmd *exec.Cmd) error {
 	if err != nil {
 		return err
 	}
-	st, err := launch(cmd, modeMirror, ctl)
+	st, _, err := launch(cmd, modeMirror, ctl)
 	if err != nil {
 		return err
 	}
@@ -105,12 +105,12 @@ func supervisable(cmd *exec.Cmd) bool {
 // launch starts c's program under a supervisor in mode, with ctl (the
 // read end of a control pipe) as its control pipe, and waits for the
 // supervisor to have started it. It returns the status pipe, positioned
-// after the supervisor's "started" line. c is changed to start the
-// supervisor and changed back before launch returns.
-func launch(c *exec.Cmd, mode string, ctl *os.File) (*statusPipe, error) {
+// after the supervisor's "started PID" line, and the command's PID. c is
+// changed to start the supervisor and changed back before launch returns.
+func launch(c *exec.Cmd, mode string, ctl *os.File) (*statusPipe, int, error) {
 	stR, stW, err := os.Pipe()
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	path, args, env, extra, attr := c.Path, c.Args, c.Env, c.ExtraFiles, c.SysProcAttr
 	supEnv := slices.DeleteFunc(c.Environ(), func(kv string) bool { return strings.HasPrefix(kv, envVar+"=") })
@@ -143,7 +143,7 @@ func launch(c *exec.Cmd, mode string, ctl *os.File) (*statusPipe, error) {
 		if pe, ok := errors.AsType[*fs.PathError](err); ok && pe.Path == exe {
 			pe.Path = path // a bad Dir: say so of the command, as cmd.Start would
 		}
-		return nil, err
+		return nil, 0, err
 	}
 	st := &statusPipe{f: stR, r: bufio.NewReader(stR)}
 	// The supervisor's first report: "started PID" or "error ERRNO TEXT".
@@ -155,8 +155,9 @@ func launch(c *exec.Cmd, mode string, ctl *os.File) (*statusPipe, error) {
 	case <-time.After(startTimeout):
 		line = "error 0 the supervisor did not start " + path + " within " + startTimeout.String()
 	}
-	if strings.HasPrefix(line, "started ") {
-		return st, nil
+	if rest, ok := strings.CutPrefix(line, "started "); ok {
+		pid, _ := strconv.Atoi(rest)
+		return st, pid, nil
 	}
 	_ = c.Process.Kill()
 	_ = c.Wait()
@@ -164,11 +165,11 @@ func launch(c *exec.Cmd, mode string, ctl *os.File) (*statusPipe, error) {
 	if rest, ok := strings.CutPrefix(line, "error "); ok {
 		code, msg, _ := strings.Cut(rest, " ")
 		if n, err := strconv.Atoi(code); err == nil && n > 0 {
-			return nil, &fs.PathError{Op: "fork/exec", Path: path, Err: syscall.Errno(n)}
+			return nil, 0, &fs.PathError{Op: "fork/exec", Path: path, Err: syscall.Errno(n)}
 		}
-		return nil, errors.New(msg)
+		return nil, 0, errors.New(msg)
 	}
-	return nil, fmt.Errorf("fork/exec %s: the supervisor ended before starting it (%v)", path, c.ProcessState)
+	return nil, 0, fmt.Errorf("fork/exec %s: the supervisor ended before starting it (%v)", path, c.ProcessState)
 }
 
 // statusPipe is the read end of a supervisor's status pipe.

@@ -106,12 +106,17 @@ func supervise(mode string, extra int, path string, args []string) int {
 			}
 		}
 	}()
+	if status != nil {
+		// The last word, once everything is gone: a status pipe that ends
+		// without it tells the host that something killed the supervisor,
+		// which then kills what is left in the command's group itself.
+		defer fmt.Fprint(status, "done\n")
+	}
 	exited := make(chan struct{})
 	go func() {
 		_ = cmd.Wait()
 		if status != nil {
 			fmt.Fprintf(status, "%s\n", report(cmd.ProcessState))
-			status.Close()
 		}
 		close(exited)
 	}()

@@ -38,6 +38,12 @@ type Exit struct {
 // command left behind run, until Release (or this program's end) kills
 // them. c must not have been started; its Stdin, Stdout and Stderr are the
 // command's, its Path, Args, Dir, Env and ExtraFiles say what to run.
+//
+// The command can kill its supervisor (it runs as the same user). When the
+// supervisor's status pipe ends without its last word, this program kills
+// what is left in the command's group itself; a process that has also
+// left the group (setsid), or a kill within moments of the start, before
+// the supervisor has reported the command's pid, escapes that.
 func StartTree(c *exec.Cmd) (*Tree, error) {
 	if c.Err != nil {
 		return nil, c.Err
@@ -46,7 +52,7 @@ func StartTree(c *exec.Cmd) (*Tree, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := launch(c, modeTree, ctlR)
+	st, pid, err := launch(c, modeTree, ctlR)
 	ctlR.Close()
 	if err != nil {
 		ctlW.Close()
@@ -54,9 +60,21 @@ func StartTree(c *exec.Cmd) (*Tree, error) {
 	}
 	t := &Tree{Cmd: c, ctl: ctlW, exit: make(chan Exit, 1)}
 	go func() {
+		defer st.Close()
 		line := st.line()
-		st.Close()
 		t.exit <- parseExit(line)
+		if line == "" || st.line() != "done" {
+			// Something killed the supervisor, before or after the
+			// command's end (the command itself can: it runs as the same
+			// user), so what the command left behind is no subreaper's
+			// child now. What is still in its group is killed from here;
+			// the group cannot have been reused, since those processes
+			// hold its id. A process that also left the group (setsid)
+			// escapes: only a cgroup or a PID namespace could hold it.
+			if pid > 0 {
+				_ = syscall.Kill(-pid, syscall.SIGKILL)
+			}
+		}
 	}()
 	return t, nil
 }

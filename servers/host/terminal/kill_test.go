@@ -88,3 +88,38 @@ func TestHostKilled(t *testing.T) {
 		proctest.Gone(t, p, 10*time.Second)
 	}
 }
+
+// TestSupervisorKilledByTheCommand: a command may kill its own supervisor
+// (it runs as the same user), before its end or, from a process it left
+// behind, after it. What is left in its process group is killed all the
+// same: the host sees the supervisor's status pipe end without its last
+// word. (A command that kills it before the supervisor has reported its
+// start, within moments of the exec, fails the start and is not found:
+// the scripts wait a moment first.)
+func TestSupervisorKilledByTheCommand(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the supervisor is Linux's")
+	}
+	for name, script := range map[string]string{
+		"before its end": `sleep 100 </dev/null >/dev/null 2>&1 & echo $!; sleep 0.2; kill -9 $PPID; sleep 1`,
+		"after its end":  `sup=$PPID; (sleep 0.3; kill -9 $sup; exec sleep 100) </dev/null >/dev/null 2>&1 & echo $!; exit 0`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			m := New(nil)
+			defer m.Close(2 * time.Second)
+			id, err := m.Start(context.Background(), Spec{Session: "s", Program: "/bin/sh", Args: []string{"-c", script}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			o, err := m.Wait(context.Background(), "s", id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pid, err := strconv.Atoi(strings.TrimSpace(o.Combined))
+			if err != nil {
+				t.Fatalf("output %q", o.Combined)
+			}
+			proctest.Gone(t, pid, 10*time.Second)
+		})
+	}
+}
