@@ -142,7 +142,17 @@ func (s *Server) walk(ctx context.Context, dir, pattern string, visit func(rel s
 		}
 		return rpc.InvalidParams(err)
 	}
-	if fi, err := s.WS.Stat(rel); err != nil || !fi.IsDir() {
+	// The walk starts from the directory's real path, so that a link to a
+	// directory the policy denies shows nothing of it: the files below
+	// are checked and named by the paths they really have.
+	real, err := s.WS.Dirname(rel)
+	if err == nil {
+		rel, err = s.WS.Rel(real)
+	}
+	if errors.Is(err, workspace.ErrOutside) {
+		return Denied("list", dir, "outside the workspace")
+	}
+	if err != nil {
 		return rpc.NewError(CodeNotFound, fmt.Sprintf("%s is not a directory of the workspace", rel), map[string]string{"path": dir})
 	}
 	if err := permission.CheckPathGlob(pattern); err != nil {

@@ -269,3 +269,27 @@ func TestBuiltinErrors(t *testing.T) {
 		t.Error("a cancelled walk succeeded")
 	}
 }
+
+// TestWalkThroughALink: listing or searching a directory through a link
+// walks the directory's real path, so a link to a directory the policy
+// does not list shows neither the names nor the text of its files, and a
+// link to one it lists names the files by their real paths.
+func TestWalkThroughALink(t *testing.T) {
+	s := builtinServer(t)
+	root := s.WS.Dir()
+	for link, target := range map[string]string{"pub": "secret", "code": "src/util"} {
+		if err := os.Symlink(target, filepath.Join(root, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct{ tool, args, want string }{
+		{"list_files", `{"path":"pub"}`, `{"files":[],"truncated":false}`},
+		{"search_text", `{"query":"TODO","path":"pub"}`, `{"matches":[],"truncated":false}`},
+		{"list_files", `{"path":"code"}`, `{"files":["src/util/util.go"],"truncated":false}`},
+	} {
+		got, err := call(t, s, tc.tool, tc.args)
+		if err != nil || got != tc.want {
+			t.Errorf("%s %s:\ngot  %s %v\nwant %s", tc.tool, tc.args, got, err, tc.want)
+		}
+	}
+}

@@ -521,7 +521,10 @@ func (w *Workspace) Stat(name string) (fs.FileInfo, error) {
 // workspace-relative) names, after checking through the root that it is a
 // directory inside the workspace, for use as a command's working
 // directory. The path is the real one (links resolved on Linux), so a
-// later swap of the name does not move the command.
+// link swapped in for name later does not move the command. A command is
+// still started by path: a directory on that path that is replaced by a
+// link between this call and the start (by another command of the agent)
+// moves it.
 func (w *Workspace) Dirname(name string) (string, error) {
 	rel, err := w.Rel(name)
 	if err != nil {
