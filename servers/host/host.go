@@ -215,7 +215,10 @@ func (s *Server) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 // exits as the child did. Every signal goes to the whole group, and once
 // the child has exited whatever is left of the group (a background
 // process, the real agent behind an npm wrapper) is killed: nothing
-// ServeCommand started outlives it. The
+// ServeCommand started outlives it, unless the child kills its own
+// supervisor (it runs as the same user): what is still in the group is
+// killed then, but a process that also left the group (setsid) escapes,
+// which only a cgroup or a PID namespace would prevent. The
 // connection's diagnostics mask the values of the child's secret-looking
 // variables and token shapes (runtime/redact).
 //
