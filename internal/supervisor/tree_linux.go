@@ -67,10 +67,12 @@ func StartTree(c *exec.Cmd) (*Tree, error) {
 			// Something killed the supervisor, before or after the
 			// command's end (the command itself can: it runs as the same
 			// user), so what the command left behind is no subreaper's
-			// child now. What is still in its group is killed from here;
-			// the group cannot have been reused, since those processes
-			// hold its id. A process that also left the group (setsid)
-			// escapes: only a cgroup or a PID namespace could hold it.
+			// child now. What is still in its group is killed from here:
+			// the group's id stays theirs while any of them runs (were
+			// none left, it would have been free only since the
+			// supervisor died, a moment ago). A process that also left
+			// the group (setsid) escapes: only a cgroup or a PID
+			// namespace could hold it.
 			if pid > 0 {
 				_ = syscall.Kill(-pid, syscall.SIGKILL)
 			}

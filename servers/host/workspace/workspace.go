@@ -394,13 +394,13 @@ func (w *Workspace) ReadFileLimit(name string, max int64, check Check) ([]byte, 
 // target's directory is opened once, beneath the root; check, if not nil,
 // decides on its real path plus the file's name before anything is
 // written, and, when directories are missing, on the path they would
-// make before they are made. The data goes to a temporary file in that directory (".NAME.*.tmp"),
-// synced, then renamed over the target, keeping an existing file's
-// permissions (new files get 0644); on any failure the temporary file is
-// removed. An existing target that is not a regular file (a directory, a
-// FIFO, ...) is ErrNotRegular; a link at the target is replaced, not
-// followed. data over Limits.MaxWriteBytes is ErrTooLarge, and nothing is
-// touched.
+// make before they are made. The data goes to a temporary file in that
+// directory (".NAME.*.tmp"), synced, then renamed over the target, keeping
+// an existing file's permissions (new files get 0644); on any failure the
+// temporary file is removed. An existing target that is not a regular
+// file (a directory, a FIFO, ...) is ErrNotRegular; a link at the target is
+// replaced, not followed. data over Limits.MaxWriteBytes is ErrTooLarge,
+// and nothing is touched.
 func (w *Workspace) WriteFile(name string, data []byte, check Check) (err error) {
 	if int64(len(data)) > w.lim.MaxWriteBytes {
 		return fmt.Errorf("%s: %d bytes, more than %d: %w", name, len(data), w.lim.MaxWriteBytes, ErrTooLarge)
