@@ -121,10 +121,7 @@ func Rank(p *harn.SkillMatchParams, skills *Set) []Ranked {
 		slices.Sort(hits)
 		for _, i := range hits {
 			w := query[i]
-			tf := float64(d.tf[w])
-			if tf == 0 {
-				continue
-			}
+			tf := float64(d.tf[w]) // above 0: every term of d.tf was counted with a positive weight
 			idf := math.Log(1 + (n-float64(df[w])+0.5)/(float64(df[w])+0.5))
 			score += idf * tf * (bm25K1 + 1) / (tf + bm25K1*(1-bm25B+bm25B*float64(d.len)/avg))
 			matched = append(matched, shown[w])

@@ -230,21 +230,33 @@ func (w *Workspace) checkMissing(dir, base string, check Check) error {
 	if missing == "" {
 		return nil // nothing to make: the check after opening dir decides
 	}
-	d, err := w.root.OpenRoot(filepath.FromSlash(existing))
-	if err != nil {
-		return wrap(existing, err)
-	}
-	defer d.Close()
-	df, err := d.Open(".")
-	if err != nil {
-		return wrap(existing, err)
-	}
-	defer df.Close()
-	real, err := w.realRel(df, existing)
+	d, real, err := w.openDir(existing)
 	if err != nil {
 		return err
 	}
+	d.Close()
 	return check(path.Join(real, missing, base))
+}
+
+// openDir opens the directory dir, beneath the root, and returns it with
+// its real workspace-relative path. The caller closes it.
+func (w *Workspace) openDir(dir string) (*os.Root, string, error) {
+	d, err := w.root.OpenRoot(filepath.FromSlash(dir))
+	if err != nil {
+		return nil, "", wrap(dir, err)
+	}
+	df, err := d.Open(".")
+	if err != nil {
+		d.Close()
+		return nil, "", wrap(dir, err)
+	}
+	defer df.Close()
+	real, err := w.realRel(df, dir)
+	if err != nil {
+		d.Close()
+		return nil, "", err
+	}
+	return d, real, nil
 }
 
 // notRegular is the error for rel, of mode m, which is not a regular file.
@@ -422,20 +434,11 @@ func (w *Workspace) WriteFile(name string, data []byte, check Check) (err error)
 	if err := w.root.MkdirAll(filepath.FromSlash(dir), 0o755); err != nil {
 		return wrap(rel, err)
 	}
-	d, err := w.root.OpenRoot(filepath.FromSlash(dir))
+	d, realDir, err := w.openDir(dir)
 	if err != nil {
-		return wrap(rel, err)
+		return err
 	}
 	defer d.Close()
-	df, err := d.Open(".")
-	if err != nil {
-		return err
-	}
-	defer df.Close()
-	realDir, err := w.realRel(df, dir)
-	if err != nil {
-		return err
-	}
 	if check != nil {
 		if err := check(path.Join(realDir, base)); err != nil {
 			return err
@@ -484,7 +487,10 @@ func (w *Workspace) WriteFile(name string, data []byte, check Check) (err error)
 		return wrap(rel, err)
 	}
 	if !w.noSync {
-		_ = df.Sync() // the rename itself, best effort
+		if df, err := d.Open("."); err == nil {
+			_ = df.Sync() // the rename itself, best effort
+			df.Close()
+		}
 	}
 	return nil
 }
