@@ -211,12 +211,17 @@ func (s *Server) Create(ctx context.Context, p *acp.CreateTerminalRequest) (*acp
 	if err != nil {
 		return nil, fail("denied ("+err.Error()+")", rpc.NewError(files.CodeDenied, "terminal/create "+p.Command+" denied: "+err.Error(), map[string]string{"command": p.Command, "reason": err.Error()}))
 	}
-	dir := s.Files.WS.Dir()
-	if cwd, ok := p.Cwd.Get(); ok {
-		if dir, err = s.Files.WS.Dirname(cwd); err != nil {
-			return nil, fail("cwd "+err.Error(), s.Files.Error("terminal/create: cwd", "terminal/create cwd", cwd, err))
-		}
+	// The command starts in the directory checked here, even if the agent
+	// swaps a link in for its path before the start.
+	cwd, ok := p.Cwd.Get()
+	if !ok {
+		cwd = "."
 	}
+	dirFile, dir, err := s.Files.WS.OpenDir(cwd)
+	if err != nil {
+		return nil, fail("cwd "+err.Error(), s.Files.Error("terminal/create: cwd", "terminal/create cwd", cwd, err))
+	}
+	defer dirFile.Close()
 	limit, set := p.OutputByteLimit.Get()
 	if limit < 0 {
 		return nil, rpc.InvalidParams(errors.New("terminal/create: outputByteLimit must not be negative"))
@@ -225,7 +230,7 @@ func (s *Server) Create(ctx context.Context, p *acp.CreateTerminalRequest) (*acp
 		limit = -1 // keep nothing
 	}
 	id, err := s.Terms.Start(ctx, terminal.Spec{
-		Session: string(p.SessionID), Program: program, Args: argv, Dir: dir, Env: env,
+		Session: string(p.SessionID), Program: program, Args: argv, Dir: dir, DirFile: dirFile, Env: env,
 		OutputBytes: limit, Split: sh != nil,
 	})
 	if err != nil {

@@ -1,7 +1,11 @@
 package terminal
 
 import (
+	"os"
 	"os/exec"
+	"strconv"
+	"sync"
+	"syscall"
 
 	"github.com/bridgekit/bridgekit/internal/supervisor"
 )
@@ -37,3 +41,22 @@ func (p *process) kill() { p.tree.Kill() }
 
 // release kills the tree and lets the supervisor exit.
 func (p *process) release() { p.tree.Release() }
+
+// openDir names the open directory f for exec.Cmd.Dir: the starting
+// process changes into /proc/self/fd/N, the very directory f is, whatever
+// its path dir leads to by then. Without /proc, dir is used.
+func openDir(f *os.File, dir string) string {
+	if !procFD() {
+		return dir
+	}
+	return "/proc/self/fd/" + strconv.Itoa(int(f.Fd()))
+}
+
+var procFD = sync.OnceValue(func() bool {
+	fi, err := os.Stat("/proc/self/fd")
+	return err == nil && fi.IsDir()
+})
+
+// enterable reports why a process could not change into dir, if it could
+// not.
+func enterable(dir string) error { return syscall.Access(dir, 1) } // X_OK

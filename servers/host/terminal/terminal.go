@@ -60,7 +60,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"sync"
 	"time"
@@ -145,6 +148,11 @@ type Spec struct {
 	Args    []string
 	// Dir is the working directory (absolute).
 	Dir string
+	// DirFile, if set, is Dir opened (see workspace.OpenDir). On Linux
+	// the command then starts in that very directory, even if Dir's path
+	// leads elsewhere by the time it starts (a directory replaced by a
+	// link); elsewhere Dir is used. It must stay open until Start returns.
+	DirFile *os.File
 	// Env is the whole environment (build it with an EnvPolicy).
 	Env []string
 	// OutputBytes is the output to keep; 0 means Limits.DefaultOutputBytes,
@@ -273,6 +281,9 @@ func (m *Manager) Start(_ context.Context, spec Spec) (string, error) {
 
 	cmd := exec.Command(spec.Program, spec.Args...)
 	cmd.Dir = spec.Dir
+	if spec.DirFile != nil {
+		cmd.Dir = openDir(spec.DirFile, spec.Dir)
+	}
 	cmd.Env = spec.Env
 	if cmd.Env == nil {
 		cmd.Env = []string{}
@@ -291,8 +302,18 @@ func (m *Manager) Start(_ context.Context, spec Spec) (string, error) {
 		return "", cmd.Err
 	}
 	p, err := startSupervised(cmd)
+	if spec.DirFile != nil {
+		runtime.KeepAlive(spec.DirFile) // its descriptor names cmd.Dir until the start
+	}
 	if err != nil {
 		m.forget(id, t)
+		if cmd.Dir != spec.Dir {
+			// A start that fails to change into the directory reads as the
+			// program missing ("fork/exec PROGRAM: ..."): say which it was.
+			if aerr := enterable(cmd.Dir); aerr != nil {
+				err = &fs.PathError{Op: "chdir", Path: spec.Dir, Err: aerr}
+			}
+		}
 		return "", startError(spec.Program, err)
 	}
 	m.mu.Lock()

@@ -525,34 +525,50 @@ func (w *Workspace) Stat(name string) (fs.FileInfo, error) {
 
 // Dirname returns the absolute path of the directory name (absolute or
 // workspace-relative) names, after checking through the root that it is a
-// directory inside the workspace, for use as a command's working
-// directory. The path is the real one (links resolved on Linux), so a
-// link swapped in for name later does not move the command. A command is
-// still started by path: a directory on that path that is replaced by a
-// link between this call and the start (by another command of the agent)
-// moves it.
+// directory inside the workspace. The path is the real one (links resolved
+// on Linux), so a link swapped in for name later does not change it; but
+// the directory on that path can itself be replaced by a link afterwards.
+// To start a command in the directory that was checked, use OpenDir.
 func (w *Workspace) Dirname(name string) (string, error) {
+	f, path, err := w.OpenDir(name)
+	if err != nil {
+		return "", err
+	}
+	f.Close()
+	return path, nil
+}
+
+// OpenDir opens the directory name (absolute or workspace-relative) names,
+// through the root, and returns it with its real absolute path (as
+// Dirname's). It is for a command's working directory: a command started
+// in the open directory (terminal.Spec.DirFile) runs in it, wherever its
+// path leads by then. The caller closes f.
+func (w *Workspace) OpenDir(name string) (f *os.File, path string, err error) {
 	rel, err := w.Rel(name)
 	if err != nil {
-		return "", err
+		return nil, "", err
 	}
-	f, err := w.root.Open(filepath.FromSlash(rel))
+	f, err = w.root.Open(filepath.FromSlash(rel))
 	if err != nil {
-		return "", wrap(rel, err)
+		return nil, "", wrap(rel, err)
 	}
-	defer f.Close()
+	defer func() {
+		if err != nil {
+			f.Close()
+		}
+	}()
 	fi, err := f.Stat()
 	if err != nil {
-		return "", err
+		return nil, "", err
 	}
 	if !fi.IsDir() {
-		return "", fmt.Errorf("%s: not a directory: %w", rel, fs.ErrInvalid)
+		return nil, "", fmt.Errorf("%s: not a directory: %w", rel, fs.ErrInvalid)
 	}
 	real, err := w.realRel(f, rel)
 	if err != nil {
-		return "", err
+		return nil, "", err
 	}
-	return filepath.Join(w.dir, filepath.FromSlash(real)), nil
+	return f, filepath.Join(w.dir, filepath.FromSlash(real)), nil
 }
 
 // Resolve maps name (absolute or workspace-relative) to the

@@ -311,6 +311,39 @@ func TestDirname(t *testing.T) {
 	}
 }
 
+// OpenDir opens the directory it checked: renamed afterwards, the open
+// file is still that directory, whatever now sits at its path.
+func TestOpenDir(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("symlinks")
+	}
+	w, dir := open(t, nil)
+	write(t, filepath.Join(dir, "src/a"), "a")
+	os.Symlink("src", filepath.Join(dir, "in"))
+	os.Symlink(t.TempDir(), filepath.Join(dir, "out"))
+	f, path, err := w.OpenDir("in")
+	if err != nil || (runtime.GOOS == "linux" && path != filepath.Join(dir, "src")) {
+		t.Fatalf("OpenDir(in) = %q, %v", path, err)
+	}
+	defer f.Close()
+	if err := os.Rename(filepath.Join(dir, "src"), filepath.Join(dir, "moved")); err != nil {
+		t.Fatal(err)
+	}
+	os.Symlink(t.TempDir(), filepath.Join(dir, "src"))
+	names, err := f.Readdirnames(-1)
+	if err != nil || len(names) != 1 || names[0] != "a" {
+		t.Errorf("the open directory lists %q, %v", names, err)
+	}
+	for name, want := range map[string]error{"out": ErrOutside, "src": ErrOutside, "moved/a": fs.ErrInvalid, "nope": fs.ErrNotExist, "..": ErrOutside} {
+		if f, _, err := w.OpenDir(name); !errors.Is(err, want) {
+			t.Errorf("OpenDir(%q): %v, want %v", name, err, want)
+			if f != nil {
+				f.Close()
+			}
+		}
+	}
+}
+
 func TestResolve(t *testing.T) {
 	if runtime.GOOS == "windows" {
 		t.Skip("symlinks")
