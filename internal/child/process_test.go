@@ -47,7 +47,10 @@ func TestMain(m *testing.M) {
 			pids = append(pids, strings.TrimSpace(line))
 		}
 		fmt.Println(strings.Join(pids, " "))
-		select {}
+		// Not select {}: a program whose goroutines all block on nothing
+		// dies at once ("all goroutines are asleep"); a sleep holds a timer.
+		time.Sleep(time.Hour)
+		os.Exit(0)
 	default:
 		cmd := exec.Command("sleep", "30")
 		if _, _, err := Start(cmd); err != nil {
@@ -55,7 +58,10 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 		fmt.Println(cmd.Process.Pid)
-		select {}
+		// Not select {}: a program whose goroutines all block on nothing
+		// dies at once ("all goroutines are asleep"); a sleep holds a timer.
+		time.Sleep(time.Hour)
+		os.Exit(0)
 	}
 	os.Exit(m.Run())
 }
