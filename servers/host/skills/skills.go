@@ -25,6 +25,7 @@ package skills
 
 import (
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -57,7 +58,17 @@ type Set struct {
 	ByName map[string]*Skill // the first skill of each name
 }
 
-// Load reads every *.md file under dir ("" is no skills).
+// The bounds of a skills folder, which can come with a repository the
+// host did not write: a skill file of more than MaxFileBytes, or a folder
+// of more than MaxTotalBytes of skill files, fails Load.
+const (
+	MaxFileBytes  = 1 << 20
+	MaxTotalBytes = 64 << 20
+)
+
+// Load reads every *.md file under dir ("" is no skills). A *.md entry
+// that is not a regular file (a link to a device, a FIFO), or that is
+// larger than the bounds above, fails it, naming the file.
 func Load(dir string) (*Set, error) {
 	set := &Set{Dir: dir, ByID: map[string]*Skill{}, ByName: map[string]*Skill{}}
 	if dir == "" {
@@ -74,6 +85,7 @@ func Load(dir string) (*Set, error) {
 	} else if !fi.IsDir() {
 		return nil, fmt.Errorf("skills %s is not a directory", dir)
 	}
+	total := 0
 	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -93,10 +105,11 @@ func Load(dir string) (*Set, error) {
 				return fmt.Errorf("skills %s: SKILL.md belongs in a folder named after the skill", dir)
 			}
 		}
-		data, err := os.ReadFile(p)
+		data, err := readSkill(p, MaxTotalBytes-total)
 		if err != nil {
 			return err
 		}
+		total += len(data)
 		s, err := Parse(id, string(data))
 		if err != nil {
 			return fmt.Errorf("skill %s: %w", p, err)
@@ -118,6 +131,40 @@ func Load(dir string) (*Set, error) {
 		}
 	}
 	return set, nil
+}
+
+// readSkill reads the skill file p, a regular file (a link is followed)
+// of at most MaxFileBytes and left bytes.
+func readSkill(p string, left int) ([]byte, error) {
+	// Stat before opening: opening a FIFO would wait for a writer.
+	fi, err := os.Stat(p)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("skill %s is not a regular file (%s)", p, fi.Mode().Type())
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if fi, err = f.Stat(); err != nil {
+		return nil, err
+	} else if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("skill %s is not a regular file (%s)", p, fi.Mode().Type())
+	}
+	limit := min(MaxFileBytes, left)
+	data, err := io.ReadAll(io.LimitReader(f, int64(limit)+1))
+	switch {
+	case err != nil:
+		return nil, err
+	case len(data) > limit && limit == MaxFileBytes:
+		return nil, fmt.Errorf("skill %s is larger than %d bytes", p, MaxFileBytes)
+	case len(data) > limit:
+		return nil, fmt.Errorf("skill %s: the skills folder holds more than %d bytes of skill files", p, MaxTotalBytes)
+	}
+	return data, nil
 }
 
 // Parse reads a skill file: optional front matter between "---"
