@@ -31,8 +31,9 @@
 // with data {reason, messageId | reminderId, actor?, owner?}.
 //
 // The queue remembers the ids of settled (delivered or revoked) entries up
-// to [Options.MaxSettled]; an id forgotten since answers unknown_*, never a
-// success. [Options.MaxPending] bounds what may wait.
+// to [Options.MaxSettled] and [Options.MaxSettledBytes]; an id forgotten
+// since answers unknown_*, never a success. [Options.MaxPending] and
+// [Options.MaxPendingBytes] bound what may wait.
 //
 // # Reminders
 //
@@ -253,18 +254,24 @@ const (
 
 // Defaults of Options.
 const (
-	DefaultMaxPending = 1024
-	DefaultMaxSettled = 4096
+	DefaultMaxPending      = 1024
+	DefaultMaxPendingBytes = 32 << 20
+	DefaultMaxSettled      = 4096
+	DefaultMaxSettledBytes = 4 << 20
 )
 
 // Options configures a Queue. The zero value is ready to use.
 type Options struct {
-	// MaxPending bounds the entries waiting; Inject and Remind beyond it
-	// fail with ErrQueueFull. Zero means DefaultMaxPending.
-	MaxPending int
-	// MaxSettled bounds how many delivered and revoked ids are remembered
-	// for already_* answers. Zero means DefaultMaxSettled.
-	MaxSettled int
+	// MaxPending and MaxPendingBytes bound the entries waiting, in number
+	// and in bytes (content, reminder members and ids, plus a little per
+	// entry); Inject, Replace and Remind beyond them fail with
+	// ErrQueueFull. Zero means DefaultMaxPending, DefaultMaxPendingBytes.
+	MaxPending, MaxPendingBytes int
+	// MaxSettled and MaxSettledBytes bound how many delivered and revoked
+	// ids are remembered for already_* answers, in number and in bytes
+	// (the ids and their owners); the oldest are forgotten first. Zero
+	// means DefaultMaxSettled, DefaultMaxSettledBytes.
+	MaxSettled, MaxSettledBytes int
 	// NewMessageID and NewReminderID mint ids; by default
 	// "msg_inj_<uuid v7, no hyphens>" and a hyphenated uuid v7, as Harn.
 	NewMessageID  func() string
@@ -277,9 +284,11 @@ type Queue struct {
 
 	mu      sync.Mutex
 	entries []*Entry // FIFO
+	bytes   int      // held by entries (Entry.size)
 	// settled remembers ids no longer pending, by kind and id.
-	settled map[settledKey]*list.Element // of settledEntry
-	order   list.List
+	settled      map[settledKey]*list.Element // of settledEntry
+	order        list.List
+	settledBytes int // held by settled (settledEntry.size)
 	// wake is closed (and replaced) whenever an entry is added.
 	wake chan struct{}
 }
@@ -307,6 +316,12 @@ func NewQueue(opts *Options) *Queue {
 	if q.opts.MaxSettled <= 0 {
 		q.opts.MaxSettled = DefaultMaxSettled
 	}
+	if q.opts.MaxPendingBytes <= 0 {
+		q.opts.MaxPendingBytes = DefaultMaxPendingBytes
+	}
+	if q.opts.MaxSettledBytes <= 0 {
+		q.opts.MaxSettledBytes = DefaultMaxSettledBytes
+	}
 	if q.opts.NewMessageID == nil {
 		q.opts.NewMessageID = func() string { u := uuidV7(); return "msg_inj_" + hex.EncodeToString(u[:]) }
 	}
@@ -331,10 +346,14 @@ func (q *Queue) Inject(actor Actor, mode Mode, content jsontext.Value) (string, 
 	if len(q.entries) >= q.opts.MaxPending {
 		return "", &InputError{Method: MethodInject, Err: ErrQueueFull, Detail: "too many pending injections"}
 	}
-	id := q.opts.NewMessageID()
-	q.forget(settledKey{KindUser, id})
-	q.push(&Entry{Kind: KindUser, ID: id, Mode: mode, Content: bytes.Clone(content), Owner: actor})
-	return id, nil
+	e := &Entry{Kind: KindUser, ID: q.opts.NewMessageID(), Mode: mode, Content: content, Owner: actor}
+	if err := q.room(MethodInject, e.size()); err != nil {
+		return "", err
+	}
+	e.Content = bytes.Clone(content)
+	q.forget(settledKey{KindUser, e.ID})
+	q.push(e)
+	return e.ID, nil
 }
 
 // Remind queues a validated reminder (from ParseRemind) and returns its id:
@@ -359,14 +378,42 @@ func (q *Queue) Remind(r Reminder, mode Mode) (string, error) {
 		return "", &InputError{Method: MethodRemind, Err: ErrDuplicateID,
 			Detail: fmt.Sprintf("reminder id `%s` is already pending", rpc.Truncate(r.ID, rpc.MaxEcho))}
 	}
+	e := &Entry{Kind: KindReminder, ID: r.ID, Mode: mode, Reminder: &r}
+	if err := q.room(MethodRemind, e.size()); err != nil {
+		return "", err
+	}
 	q.forget(settledKey{KindReminder, r.ID})
 	r.Tags = append([]string(nil), r.Tags...)
 	r.GoalPin, r.Meta = bytes.Clone(r.GoalPin), bytes.Clone(r.Meta)
-	q.push(&Entry{Kind: KindReminder, ID: r.ID, Mode: mode, Reminder: &r})
+	q.push(e)
 	return r.ID, nil
 }
 
+// room reports ErrQueueFull unless n more bytes fit the pending entries.
+func (q *Queue) room(method string, n int) error {
+	if q.bytes+n > q.opts.MaxPendingBytes {
+		return &InputError{Method: method, Err: ErrQueueFull, Detail: fmt.Sprintf("pending injections would hold more than %d bytes", q.opts.MaxPendingBytes)}
+	}
+	return nil
+}
+
+// entryOverhead is what an entry costs besides its members' bytes.
+const entryOverhead = 128
+
+// size is what e holds, for Options.MaxPendingBytes.
+func (e *Entry) size() int {
+	n := entryOverhead + len(e.ID) + len(e.Content) + len(e.Owner.ID) + len(e.Owner.Raw)
+	if r := e.Reminder; r != nil {
+		n += len(r.Body) + len(r.DedupeKey) + len(r.Source) + len(r.GoalPin) + len(r.Meta)
+		for _, t := range r.Tags {
+			n += len(t) + 16
+		}
+	}
+	return n
+}
+
 func (q *Queue) push(e *Entry) {
+	q.bytes += e.size()
 	q.entries = append(q.entries, e)
 	close(q.wake)
 	q.wake = make(chan struct{})
@@ -394,9 +441,7 @@ func (q *Queue) Revoke(actor Actor, messageID string) (Status, error) {
 		if owner := q.entries[i].Owner; !owns(actor, owner) {
 			return "", notOwner(MethodRevokeInject, messageID, actor, owner)
 		}
-		e := q.entries[i]
-		q.entries = append(q.entries[:i], q.entries[i+1:]...)
-		q.settle(e, false)
+		q.settle(q.remove(i), false)
 		return StatusRevoked, nil
 	}
 	s, ok := q.settledAs(KindUser, messageID)
@@ -424,7 +469,12 @@ func (q *Queue) Replace(actor Actor, messageID string, content jsontext.Value) e
 		if err := checkContent(MethodReplaceInject, content); err != nil {
 			return err
 		}
-		q.entries[i].Content = bytes.Clone(content)
+		e := q.entries[i]
+		if err := q.room(MethodReplaceInject, len(content)-len(e.Content)); err != nil {
+			return err
+		}
+		q.bytes += len(content) - len(e.Content)
+		e.Content = bytes.Clone(content)
 		return nil
 	}
 	s, ok := q.settledAs(KindUser, messageID)
@@ -446,9 +496,7 @@ func (q *Queue) RevokeReminder(reminderID string) (Status, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if i := q.find(KindReminder, reminderID); i >= 0 {
-		e := q.entries[i]
-		q.entries = append(q.entries[:i], q.entries[i+1:]...)
-		q.settle(e, false)
+		q.settle(q.remove(i), false)
 		return StatusRevoked, nil
 	}
 	s, ok := q.settledAs(KindReminder, reminderID)
@@ -493,6 +541,7 @@ func (q *Queue) drain(mode Mode) []Entry {
 	for i, e := range q.entries {
 		if e.Mode == mode {
 			out = append(out, e.copy(i))
+			q.bytes -= e.size()
 			q.settle(e, true)
 		} else {
 			kept = append(kept, e)
@@ -536,19 +585,34 @@ func (e *Entry) copy(pos int) Entry {
 	return c
 }
 
+// remove takes entry i out of the FIFO.
+func (q *Queue) remove(i int) *Entry {
+	e := q.entries[i]
+	q.entries = append(q.entries[:i], q.entries[i+1:]...)
+	q.entries[len(q.entries) : len(q.entries)+1][0] = nil
+	q.bytes -= e.size()
+	return e
+}
+
 func (q *Queue) settle(e *Entry, delivered bool) {
 	k := settledKey{e.Kind, e.ID}
 	q.forget(k)
-	for q.order.Len() >= q.opts.MaxSettled {
-		front := q.order.Front()
-		delete(q.settled, front.Value.(*settledEntry).key)
-		q.order.Remove(front)
+	s := &settledEntry{key: k, delivered: delivered, owner: e.Owner}
+	for q.order.Len() > 0 && (q.order.Len() >= q.opts.MaxSettled || q.settledBytes+s.size() > q.opts.MaxSettledBytes) {
+		q.forget(q.order.Front().Value.(*settledEntry).key)
 	}
-	q.settled[k] = q.order.PushBack(&settledEntry{key: k, delivered: delivered, owner: e.Owner})
+	q.settled[k] = q.order.PushBack(s)
+	q.settledBytes += s.size()
+}
+
+// size is what s holds, for Options.MaxSettledBytes.
+func (s *settledEntry) size() int {
+	return entryOverhead + len(s.key.id) + len(s.owner.ID) + len(s.owner.Raw)
 }
 
 func (q *Queue) forget(k settledKey) {
 	if el, ok := q.settled[k]; ok {
+		q.settledBytes -= el.Value.(*settledEntry).size()
 		q.order.Remove(el)
 		delete(q.settled, k)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -356,6 +357,57 @@ func TestBounds(t *testing.T) {
 	}
 	if st, err := q.Revoke(alice, c); err != nil || st != pending.StatusAlreadyRevoked {
 		t.Errorf("remembered id: %s %v", st, err)
+	}
+}
+
+// The bounds hold in bytes too: a peer cannot fill memory with few, large
+// messages, nor with long reminder ids kept for already_* answers.
+func TestByteBounds(t *testing.T) {
+	q := pending.NewQueue(&pending.Options{MaxPendingBytes: 4096, MaxSettledBytes: 1024})
+	big := text(strings.Repeat("x", 3000))
+	a, err := q.Inject(alice, pending.FinishStep, big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.Inject(alice, pending.FinishStep, big); !errors.Is(err, pending.ErrQueueFull) {
+		t.Fatalf("past the byte bound: %v", err)
+	}
+	if _, err := q.Remind(pending.Reminder{Body: strings.Repeat("y", 2000)}, pending.FinishStep); !errors.Is(err, pending.ErrQueueFull) {
+		t.Fatalf("a reminder past the byte bound: %v", err)
+	}
+	small, err := q.Inject(alice, pending.FinishStep, text("small"))
+	if err != nil {
+		t.Fatalf("a small message under the bound: %v", err)
+	}
+	if err := q.Replace(alice, small, big); !errors.Is(err, pending.ErrQueueFull) {
+		t.Fatalf("a replace past the byte bound: %v", err)
+	}
+	// Revoking frees the bytes.
+	if _, err := q.Revoke(alice, a); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Replace(alice, small, big); err != nil {
+		t.Fatalf("a replace once there is room: %v", err)
+	}
+	q.Drain(pending.AtStepBoundary)
+	if _, err := q.Inject(alice, pending.FinishStep, big); err != nil {
+		t.Fatalf("after the drain: %v", err)
+	}
+	// Settled ids are forgotten, oldest first, past their byte bound.
+	long := strings.Repeat("r", 600)
+	for _, id := range []string{long + "1", long + "2"} {
+		if _, err := q.Remind(pending.Reminder{ID: id, Body: "b"}, pending.InterruptImmediate); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := q.RevokeReminder(id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := q.RevokeReminder(long + "1"); !errors.Is(err, pending.ErrUnknownReminderID) {
+		t.Errorf("the older long id is still remembered: %v", err)
+	}
+	if st, err := q.RevokeReminder(long + "2"); err != nil || st != pending.StatusAlreadyRevoked {
+		t.Errorf("the newer long id: %s %v", st, err)
 	}
 }
 
