@@ -211,6 +211,9 @@ var (
 	// ErrNotPermitted: the controller did not get the capability asked for
 	// (it attached with promptInjection or permissionRouting false).
 	ErrNotPermitted = errors.New("live: controller lacks the capability")
+	// ErrTooManyClients: the attach or heartbeat would pass
+	// Options.MaxClients or Options.MaxBytes.
+	ErrTooManyClients = errors.New("live: too many clients")
 )
 
 // Error is a refused operation.
@@ -244,6 +247,8 @@ func (e *Error) Error() string {
 		return fmt.Sprintf("live client '%s' is not the active controller", id)
 	case ErrNotPermitted:
 		return fmt.Sprintf("live client '%s' cannot %s for this session", id, e.Capability.verb())
+	case ErrTooManyClients:
+		return fmt.Sprintf("live session cannot hold client '%s': too many clients attached, or too much of their metadata", id)
 	}
 	return "live: " + e.Err.Error()
 }
@@ -296,7 +301,18 @@ type Options struct {
 	// OnChange, when set, receives every change in order, expirations
 	// included. It runs with the Registry locked and must not call it.
 	OnChange func(Change)
+	// MaxClients and MaxBytes bound the clients attached, in number and
+	// in bytes (their ids and metadata, plus a little per client): an
+	// attach or heartbeat beyond them fails with ErrTooManyClients. Zero
+	// means DefaultMaxClients, DefaultMaxBytes.
+	MaxClients, MaxBytes int
 }
+
+// Defaults of Options.
+const (
+	DefaultMaxClients = 256
+	DefaultMaxBytes   = 4 << 20
+)
 
 // Registry is one live session's clients.
 type Registry struct {
@@ -316,7 +332,38 @@ func New(opts *Options) *Registry {
 	if r.opts.Now == nil {
 		r.opts.Now = time.Now
 	}
+	if r.opts.MaxClients <= 0 {
+		r.opts.MaxClients = DefaultMaxClients
+	}
+	if r.opts.MaxBytes <= 0 {
+		r.opts.MaxBytes = DefaultMaxBytes
+	}
 	return r
+}
+
+// clientOverhead is what a client costs besides its id and metadata.
+const clientOverhead = 256
+
+func clientSize(id string, metadata jsontext.Value) int {
+	return clientOverhead + len(id) + len(metadata)
+}
+
+// room refuses a client of n bytes, in place of replacing (nil for a new
+// one), when the clients would pass the bounds.
+func (r *Registry) room(method, id string, replacing *Client, n int) error {
+	count, total := len(r.clients), n
+	if replacing == nil {
+		count++
+	}
+	for _, c := range r.clients {
+		if c != replacing {
+			total += clientSize(c.ID, c.Metadata)
+		}
+	}
+	if count > r.opts.MaxClients || total > r.opts.MaxBytes {
+		return &Error{Method: method, ClientID: id, Err: ErrTooManyClients}
+	}
+	return nil
 }
 
 func validID(method, id string) error {
@@ -356,6 +403,9 @@ func (r *Registry) attach(method string, action Action, req AttachRequest) (Chan
 	r.expire(now)
 	prev := r.controller
 	id := req.ClientID
+	if err := r.room(method, id, r.clients[id], clientSize(id, req.Metadata)); err != nil {
+		return Change{}, err
+	}
 	if mode == Controller {
 		if prev != "" && prev != id {
 			if !req.Takeover {
@@ -440,12 +490,15 @@ func (r *Registry) Heartbeat(clientID string, metadata jsontext.Value) (Change, 
 	if !ok {
 		return Change{}, &Error{Method: MethodHeartbeat, ClientID: clientID, Err: ErrNotAttached}
 	}
-	c.LastSeenAt = now
 	var md jsontext.Value
 	if !isNull(metadata) {
+		if err := r.room(MethodHeartbeat, clientID, c, clientSize(clientID, metadata)); err != nil {
+			return Change{}, err
+		}
 		c.Metadata = bytes.Clone(metadata)
 		md = c.Metadata
 	}
+	c.LastSeenAt = now
 	return r.emit(Change{Action: ActionHeartbeat, Client: c, ClientID: clientID, PreviousControllerID: r.controller, Metadata: md}), nil
 }
 

@@ -3,6 +3,7 @@ package live_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -384,4 +385,37 @@ func TestNoAliasing(t *testing.T) {
 	if got := string(r.Clients()[0].Metadata); got != `{"a":1}` {
 		t.Errorf("state changed through a returned value: %s", got)
 	}
+}
+
+// The clients are bounded in number and in bytes: a peer cannot attach
+// without end, nor store a frame's worth of metadata per client; a refused
+// attach changes nothing, a controller included.
+func TestClientBounds(t *testing.T) {
+	clk := newClock()
+	r := live.New(&live.Options{Now: clk.Now, MaxClients: 2, MaxBytes: 4096})
+	must(t)(r.Attach(live.AttachRequest{ClientID: "a", Mode: live.Controller}))
+	must(t)(r.Attach(live.AttachRequest{ClientID: "b"}))
+	_, err := r.Attach(live.AttachRequest{ClientID: "c", Mode: live.Controller, Takeover: true})
+	if !errors.Is(err, live.ErrTooManyClients) || !strings.Contains(err.Error(), "'c'") {
+		t.Fatalf("a third client: %v", err)
+	}
+	if ctl, ok := r.Controller(); !ok || ctl.ID != "a" || len(r.Clients()) != 2 {
+		t.Fatalf("a refused takeover changed the session: %+v %v", r.Clients(), ok)
+	}
+	// Re-attaching a client replaces it: no new room needed.
+	must(t)(r.Attach(live.AttachRequest{ClientID: "b", Metadata: jsontext.Value(`{"n":1}`)}))
+	big := jsontext.Value(`{"x":"` + strings.Repeat("y", 4000) + `"}`)
+	if _, err := r.Heartbeat("b", big); !errors.Is(err, live.ErrTooManyClients) {
+		t.Fatalf("metadata past the byte bound: %v", err)
+	}
+	if _, err := r.Attach(live.AttachRequest{ClientID: "b", Metadata: big}); !errors.Is(err, live.ErrTooManyClients) {
+		t.Fatalf("an attach past the byte bound: %v", err)
+	}
+	for _, c := range r.Clients() {
+		if c.ID == "b" && string(c.Metadata) != `{"n":1}` {
+			t.Errorf("a refused heartbeat changed the metadata: %s", c.Metadata)
+		}
+	}
+	must(t)(r.Detach("a", "", nil))
+	must(t)(r.Attach(live.AttachRequest{ClientID: "c"}))
 }
