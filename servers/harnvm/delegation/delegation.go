@@ -703,9 +703,13 @@ func classify(method string, err error) *Error {
 	return e
 }
 
-// DefaultMaxEntries is how many idempotency keys a Guard remembers unless
-// Options.MaxEntries says otherwise.
-const DefaultMaxEntries = 1024
+// DefaultMaxEntries and DefaultMaxBytes are how many idempotency keys a
+// Guard remembers, and how many bytes of envelopes, unless Options says
+// otherwise.
+const (
+	DefaultMaxEntries = 1024
+	DefaultMaxBytes   = 16 << 20
+)
 
 // Options configures a Guard. The zero value is ready to use.
 type Options struct {
@@ -713,6 +717,10 @@ type Options struct {
 	// oldest is forgotten, and a later delegation with it starts afresh
 	// (the peer's own idempotency then keeps it from running twice).
 	MaxEntries int
+	// MaxBytes bounds, in the same way, the bytes of the envelopes
+	// remembered (their task, results, artifacts and the rest); an
+	// envelope larger than that alone is not remembered.
+	MaxBytes int
 }
 
 // Guard runs delegations through the safe sequence.
@@ -723,6 +731,7 @@ type Guard struct {
 	mu      sync.Mutex
 	entries map[string]*list.Element // of *entry, oldest first
 	order   list.List
+	bytes   int // of the entries (entry.size)
 	busy    map[string]chan struct{}
 }
 
@@ -730,6 +739,23 @@ type entry struct {
 	key         string
 	fingerprint string
 	env         *Envelope
+	size        int
+}
+
+// entrySize is what an entry holds, for Options.MaxBytes.
+func entrySize(key, fp string, e *Envelope) int {
+	n := 512 + len(key) + len(fp) + len(e.ID) + len(e.Error) + len(e.Target) + len(e.Task) + len(e.IdempotencyKey) +
+		len(e.Result) + len(e.Handoff) + len(e.Diff) + len(e.ReplayOf) + len(e.Metadata)
+	for _, vs := range [][]jsontext.Value{e.Artifacts, e.Receipts, e.EvidenceRefs} {
+		for _, v := range vs {
+			n += 24 + len(v)
+		}
+	}
+	if e.Checkpoint != nil {
+		b, _ := json.Marshal(e.Checkpoint)
+		n += len(b)
+	}
+	return n
 }
 
 // New returns a Guard that delegates through peer.
@@ -740,6 +766,9 @@ func New(peer Peer, opts *Options) *Guard {
 	}
 	if g.opts.MaxEntries <= 0 {
 		g.opts.MaxEntries = DefaultMaxEntries
+	}
+	if g.opts.MaxBytes <= 0 {
+		g.opts.MaxBytes = DefaultMaxBytes
 	}
 	return g
 }
@@ -922,15 +951,24 @@ func (g *Guard) lookup(key string) *entry {
 func (g *Guard) store(key, fp string, env *Envelope) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	g.forget(key)
+	n := entrySize(key, fp, env)
+	if n > g.opts.MaxBytes {
+		return
+	}
+	for g.order.Len() > 0 && (g.order.Len() >= g.opts.MaxEntries || g.bytes+n > g.opts.MaxBytes) {
+		g.forget(g.order.Front().Value.(*entry).key)
+	}
+	g.entries[key] = g.order.PushBack(&entry{key: key, fingerprint: fp, env: env.clone(), size: n})
+	g.bytes += n
+}
+
+func (g *Guard) forget(key string) {
 	if el, ok := g.entries[key]; ok {
+		g.bytes -= el.Value.(*entry).size
 		g.order.Remove(el)
+		delete(g.entries, key)
 	}
-	for g.order.Len() >= g.opts.MaxEntries {
-		front := g.order.Front()
-		delete(g.entries, front.Value.(*entry).key)
-		g.order.Remove(front)
-	}
-	g.entries[key] = g.order.PushBack(&entry{key: key, fingerprint: fp, env: env.clone()})
 }
 
 func newID(prefix string) string {

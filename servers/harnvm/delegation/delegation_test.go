@@ -443,6 +443,37 @@ func TestEviction(t *testing.T) {
 	}
 }
 
+// The envelopes remembered are bounded in bytes too: a large task pushes
+// out the oldest, and one larger than the bound alone is not remembered.
+func TestEvictionByBytes(t *testing.T) {
+	p := goodPeer(t)
+	g := delegation.New(p, &delegation.Options{MaxBytes: 8 << 10})
+	ctx := context.Background()
+	big := func(key string) delegation.Request {
+		req := request(key)
+		req.Task = strings.Repeat("t", 3<<10)
+		req.Checkpoint.Approved = true
+		return req
+	}
+	for _, k := range []string{"a", "b", "c"} {
+		if env, err := g.Delegate(ctx, big(k)); err != nil || env.Status != delegation.StatusCompleted {
+			t.Fatalf("%s: %+v %v", k, env, err)
+		}
+	}
+	if env, _ := g.Delegate(ctx, big("c")); env.Status != delegation.StatusReplayed {
+		t.Errorf("the newest key: %s", env.Status)
+	}
+	if env, _ := g.Delegate(ctx, big("a")); env.Status != delegation.StatusCompleted {
+		t.Errorf("the oldest key, past the byte bound, was not started afresh: %s", env.Status)
+	}
+	huge := big("h")
+	huge.Task = strings.Repeat("t", 9<<10)
+	g.Delegate(ctx, huge)
+	if env, _ := g.Delegate(ctx, huge); env.Status != delegation.StatusCompleted {
+		t.Errorf("an envelope larger than the bound was remembered: %s", env.Status)
+	}
+}
+
 func TestReturnedEnvelopesAreCopies(t *testing.T) {
 	p := goodPeer(t)
 	g := delegation.New(p, nil)
