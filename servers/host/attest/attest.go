@@ -45,6 +45,8 @@ import (
 	"bytes"
 	"container/list"
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"sync"
@@ -121,6 +123,31 @@ func Equal(a, b Binding) bool {
 	return a.AuthorityKind == b.AuthorityKind && a.EventFingerprint == b.EventFingerprint &&
 		a.PlanFingerprint == b.PlanFingerprint && a.HypothesisID == b.HypothesisID &&
 		a.OperationReceiptID == b.OperationReceiptID
+}
+
+// digest identifies b, member for member, as Equal compares it.
+func digest(b Binding) [sha256.Size]byte {
+	h := sha256.New()
+	field := func(s string) {
+		var n [8]byte
+		binary.BigEndian.PutUint64(n[:], uint64(len(s)))
+		h.Write(n[:])
+		h.Write([]byte(s))
+	}
+	field(string(b.AuthorityKind))
+	field(b.EventFingerprint)
+	field(b.PlanFingerprint)
+	field(b.HypothesisID)
+	field(b.OperationReceiptID)
+	if b.RunID != nil {
+		h.Write([]byte{1})
+		field(*b.RunID)
+	} else {
+		h.Write([]byte{0})
+	}
+	var d [sha256.Size]byte
+	h.Sum(d[:0])
+	return d
 }
 
 // Validate checks b as Harn does before it sends the request, which is
@@ -296,7 +323,10 @@ type Attestor struct {
 type receipt struct {
 	id     string
 	issued time.Time
-	bound  *Binding
+	// bound is the digest of the request the receipt is bound to (its
+	// hypothesis and run ids are the peer's, of any length), nil while
+	// unbound.
+	bound *[sha256.Size]byte
 	// busy is closed when a verification in flight ends.
 	busy chan struct{}
 }
@@ -403,7 +433,7 @@ func (a *Attestor) Attest(ctx context.Context, b Binding) (jsontext.Value, error
 			return nil, fail(ReasonStaleReceipt, "the operation receipt has expired", nil)
 		}
 		if r.bound != nil {
-			same := Equal(*r.bound, b)
+			same := *r.bound == digest(b)
 			a.mu.Unlock()
 			if same {
 				return Success(), nil
@@ -428,8 +458,8 @@ func (a *Attestor) Attest(ctx context.Context, b Binding) (jsontext.Value, error
 		close(r.busy)
 		r.busy = nil
 		if err == nil {
-			bound := b
-			r.bound = &bound
+			d := digest(b)
+			r.bound = &d
 		}
 		a.mu.Unlock()
 		if err == nil {

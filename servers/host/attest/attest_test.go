@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -573,5 +574,41 @@ func TestRegisteredOnTheTypedField(t *testing.T) {
 	err = vm.Conn().Call(ctx, harn.MethodHostCall, jsontext.Value(`{"name":"hypothesis.attest_event","args":{"authority_kind":"root"}}`), nil)
 	if !errors.Is(err, rpc.ErrInvalidParams) {
 		t.Fatalf("invalid args: %v", err)
+	}
+}
+
+// A bound receipt holds a digest of its request, not the request: the
+// hypothesis and run ids are the runtime's, of any length. Exact retries
+// and reuse are still told apart.
+func TestBindingHoldsLittle(t *testing.T) {
+	a := attest.New(nil)
+	long := func(n int) string { return strings.Repeat("h", 512<<10-n) }
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for i := range 16 {
+		id := fmt.Sprintf("rcpt-%d", i)
+		if err := a.Issue(id); err != nil {
+			t.Fatal(err)
+		}
+		b := binding(id)
+		b.HypothesisID = long(i)
+		if _, err := a.Attest(context.Background(), b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	if grew := int64(after.HeapAlloc) - int64(before.HeapAlloc); grew > 2<<20 {
+		t.Errorf("16 bindings of 512 KiB ids hold %d bytes", grew)
+	}
+	b := binding("rcpt-3")
+	b.HypothesisID = long(3)
+	if _, err := a.Attest(context.Background(), b); err != nil {
+		t.Errorf("an exact retry: %v", err)
+	}
+	b.HypothesisID = long(4)
+	if _, err := a.Attest(context.Background(), b); !errors.Is(err, attest.ErrReceiptReused) {
+		t.Errorf("another request on a bound receipt: %v", err)
 	}
 }
