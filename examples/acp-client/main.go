@@ -8,11 +8,13 @@
 // the agent's first "allow" option when -allow is given, else its first
 // "reject" option. fs/read_text_file is served for files under -cwd only.
 // Ctrl-C (or -timeout) sends session/cancel, and the client waits for the
-// agent to end the turn.
+// agent to end the turn; a second Ctrl-C stops waiting and exits. Before
+// the prompt is sent (initialize, session/new), Ctrl-C stops waiting at
+// once.
 //
 // Exit status: 0 when the turn ended normally (end_turn), 3 when it was
 // cancelled, 4 for any other stop reason, 1 when the agent failed, 2 for a
-// usage error.
+// usage error, 130 when an interrupt ended the wait for the agent.
 package main
 
 import (
@@ -36,13 +38,23 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	ctx, interrupt := context.WithCancel(context.Background())
+	force, quit := context.WithCancel(context.Background())
+	go func() {
+		<-sigs
+		interrupt()
+		<-sigs
+		quit()
+	}()
+	os.Exit(run(ctx, force, os.Args[1:], os.Stdout, os.Stderr))
 }
 
-// run runs the client; cancelling ctx (Ctrl-C) cancels the prompt.
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+// run runs the client. Cancelling ctx (the first Ctrl-C) ends the wait for
+// initialize and session/new, and cancels the prompt with session/cancel;
+// cancelling force (the second) ends the wait for the prompt's answer.
+func run(ctx, force context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("acp-client", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	prompt := fs.String("prompt", "hello", "the prompt to send")
@@ -81,20 +93,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	defer agent.Close()
 
-	calls := context.Background() // the calls themselves are not cut short: cancelling is session/cancel
+	// An agent that never answers initialize or session/new must not
+	// hold the client past an interrupt.
 	readable := true
-	if _, err := agent.Initialize(calls, &acp.InitializeRequest{
+	if _, err := agent.Initialize(ctx, &acp.InitializeRequest{
 		ProtocolVersion:    1,
 		ClientCapabilities: &acp.ClientCapabilities{Fs: &acp.FileSystemCapabilities{ReadTextFile: &readable}},
 		ClientInfo:         wire.Some(acp.Implementation{Name: "bridgekit-acp-client", Version: "0.1.0"}),
 	}); err != nil {
-		fmt.Fprintln(stderr, "acp-client: initialize:", err)
-		return 1
+		return failed(ctx, stderr, "initialize", err)
 	}
-	session, err := agent.SessionNew(calls, &acp.NewSessionRequest{Cwd: root, MCPServers: []acp.MCPServer{}})
+	session, err := agent.SessionNew(ctx, &acp.NewSessionRequest{Cwd: root, MCPServers: []acp.MCPServer{}})
 	if err != nil {
-		fmt.Fprintln(stderr, "acp-client: session/new:", err)
-		return 1
+		return failed(ctx, stderr, "session/new", err)
 	}
 
 	// Cancel on Ctrl-C or at the timeout: the agent ends the turn itself,
@@ -107,18 +118,22 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	stopCancel := context.AfterFunc(cancelAt, func() {
 		fmt.Fprintln(stderr, "acp-client: cancelling the prompt")
-		_ = agent.SessionCancel(calls, &acp.CancelNotification{SessionID: session.SessionID})
+		_ = agent.SessionCancel(context.Background(), &acp.CancelNotification{SessionID: session.SessionID})
 	})
 	defer stopCancel()
 
-	res, err := agent.SessionPrompt(calls, &acp.PromptRequest{SessionID: session.SessionID, Prompt: []acp.ContentBlock{acp.TextBlock(*prompt)}})
+	// The prompt is not cut short by the first interrupt, which cancels it
+	// with session/cancel: the agent ends the turn itself. Only a second
+	// one stops waiting for an agent that does not.
+	res, err := agent.SessionPrompt(force, &acp.PromptRequest{SessionID: session.SessionID, Prompt: []acp.ContentBlock{acp.TextBlock(*prompt)}})
 	fmt.Fprintln(stdout)
 	if err != nil {
-		fmt.Fprintln(stderr, "acp-client: session/prompt:", err)
 		if errors.Is(err, rpc.ErrClosed) {
-			fmt.Fprintln(stderr, "acp-client: the agent exited:", agent.Wait(calls))
+			fmt.Fprintln(stderr, "acp-client: session/prompt:", err)
+			fmt.Fprintln(stderr, "acp-client: the agent exited:", agent.Wait(context.Background()))
+			return 1
 		}
-		return 1
+		return failed(force, stderr, "session/prompt", err)
 	}
 	fmt.Fprintln(stderr, "acp-client: stop reason", res.StopReason)
 	switch res.StopReason {
@@ -128,6 +143,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 3
 	}
 	return 4
+}
+
+// failed reports the failed call method and returns the exit status: 130
+// when ctx, an interrupt, ended the wait for it, else 1.
+func failed(ctx context.Context, stderr io.Writer, method string, err error) int {
+	if ctx.Err() != nil {
+		fmt.Fprintf(stderr, "acp-client: %s: interrupted before the agent answered\n", method)
+		return 130
+	}
+	fmt.Fprintf(stderr, "acp-client: %s: %v\n", method, err)
+	return 1
 }
 
 // client serves what the agent asks of its client.
