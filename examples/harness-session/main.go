@@ -22,7 +22,7 @@
 // held up by a stdout nobody reads: lines are dropped, and counted.
 //
 // Exit status: 0 when the Run ended (or handed off), 1 when it did not or
-// the session failed, 2 for bad flags, 130 after an interrupt.
+// the session failed, 2 for bad flags (0 for -h), 130 after an interrupt.
 package main
 
 import (
@@ -106,6 +106,9 @@ func run(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) int {
 		flags.PrintDefaults()
 	}
 	if err := flags.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
 		return 2
 	}
 	input := strings.Join(flags.Args(), " ")

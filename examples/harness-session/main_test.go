@@ -180,6 +180,16 @@ func TestInterruptCancelsTheRun(t *testing.T) {
 	contains(t, cmd.Stdout.(*lockedWriter).String(), "interrupted: cancelling the Run", "run_cancelled", "Run run-", ": cancelled")
 }
 
+// -h is asked for, not a bad flag: the usage on stderr and exit 0, as
+// every other example does.
+func TestHelp(t *testing.T) {
+	for _, arg := range []string{"-h", "-help", "--help"} {
+		if _, errOut, code := session(t, nil, arg); code != 0 || !strings.Contains(errOut, "usage: harness-session") {
+			t.Errorf("%s: exit %d: %s", arg, code, errOut)
+		}
+	}
+}
+
 func TestBadFlags(t *testing.T) {
 	for _, args := range [][]string{{}, {"-scope", "novalue", "q"}, {"-nope", "q"}} {
 		if _, errOut, code := session(t, nil, args...); code != 2 || !strings.Contains(errOut, "usage") && !strings.Contains(errOut, "KEY=VALUE") {
