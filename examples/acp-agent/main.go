@@ -9,7 +9,8 @@
 //     with a read tool call) and, if allowed, reads PATH through the client
 //     (fs/read_text_file) and streams the file's first line back;
 //   - "wait" streams a tick every 50ms until the client sends
-//     session/cancel, then ends the turn with stopReason "cancelled".
+//     session/cancel (or its input ends), then ends the turn with
+//     stopReason "cancelled".
 //
 // Its handlers reach the client through acp.ClientPeerFrom(ctx): the
 // handler's context carries its connection from the first message on, so
@@ -73,7 +74,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		level = slog.LevelInfo
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	a := &agent{}
+	in := &inputEnd{r: stdin, ended: make(chan struct{})}
+	a := &agent{inputEnded: in.ended}
 	h := &acp.AgentHandlers{
 		Initialize:    a.initialize,
 		SessionNew:    a.newSession,
@@ -82,7 +84,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		// handler only has to be there so that the notification is served.
 		SessionCancel: func(context.Context, *acp.CancelNotification) error { return nil },
 	}
-	conn := acp.NewConn(stdin, stdout, h, &rpc.Options{
+	conn := acp.NewConn(in, stdout, h, &rpc.Options{
 		MaxConcurrentRequests: 8,
 		Logger:                logger,
 		Middleware:            []rpc.Middleware{middleware.Logging(logger, nil), middleware.Recover(logger)},
@@ -101,6 +103,25 @@ type agent struct {
 	last    atomic.Int64
 	cwds    sync.Map // acp.SessionID -> string, the session's cwd
 	canRead atomic.Bool
+	// inputEnded is closed at the end of the client's input, after which
+	// no session/cancel can come: a "wait" ends there as cancelled, or it
+	// would run for ever.
+	inputEnded <-chan struct{}
+}
+
+// inputEnd reads r and closes ended once a read fails (EOF or any error).
+type inputEnd struct {
+	r     io.Reader
+	ended chan struct{}
+	once  sync.Once
+}
+
+func (e *inputEnd) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	if err != nil {
+		e.once.Do(func() { close(e.ended) })
+	}
+	return n, err
 }
 
 func (a *agent) initialize(_ context.Context, p *acp.InitializeRequest) (*acp.InitializeResponse, error) {
@@ -135,6 +156,8 @@ func (a *agent) prompt(ctx context.Context, p *acp.PromptRequest) (*acp.PromptRe
 			select {
 			case <-ctx.Done():
 				return cancelledOr(ctx, ctx.Err())
+			case <-a.inputEnded:
+				return &acp.PromptResponse{StopReason: acp.StopReasonCancelled}, nil
 			case <-time.After(50 * time.Millisecond):
 			}
 		}

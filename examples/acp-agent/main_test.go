@@ -196,6 +196,28 @@ func TestWaitCancelled(t *testing.T) {
 	}
 }
 
+// A "wait" whose client closes its input ends the turn cancelled, since no
+// session/cancel can come any more, and the agent exits 0: before, it
+// ticked for ever after the end of its input.
+func TestWaitEndsAtTheEndOfInput(t *testing.T) {
+	in := strings.Join([]string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}`,
+		`{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"/tmp","mcpServers":[]}}`,
+		`{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"session-1","prompt":[{"type":"text","text":"wait"}]}}`,
+	}, "\n") + "\n"
+	var out bytes.Buffer
+	done := make(chan int, 1)
+	go func() { done <- run(nil, strings.NewReader(in), &out, io.Discard) }()
+	select {
+	case code := <-done:
+		if code != 0 || !strings.Contains(out.String(), `{"jsonrpc":"2.0","id":3,"result":{"stopReason":"cancelled"}}`) {
+			t.Fatalf("exit %d\n%s", code, out.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the agent went on after the end of its input")
+	}
+}
+
 func TestUsage(t *testing.T) {
 	var stderr bytes.Buffer
 	if code := run([]string{"-h"}, nil, io.Discard, &stderr); code != 0 || !strings.Contains(stderr.String(), "usage: acp-agent") {
