@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"io"
+	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -166,5 +168,32 @@ func TestClientOverOneConnection(t *testing.T) {
 	case <-skillsUpdated:
 	case <-ctx.Done():
 		t.Fatal("skills/update not delivered")
+	}
+}
+
+// A host that answers with a frame of empty objects cannot make the
+// client decode them into Go values (each a hundred times its two
+// bytes): the reply is refused whole, the call fails with
+// rpc.ErrTooManyObjects, and little memory is taken.
+func TestAnswerOfManyObjectsIsRefused(t *testing.T) {
+	huge := jsontext.Value(`{"tools":[` + strings.Repeat("{},", 500_000) + `{}]}`)
+	host := rpc.HandlerFunc(func(_ context.Context, req *rpc.Request) (any, error) {
+		if req.Method == harn.MethodHostToolsList {
+			return huge, nil
+		}
+		return nil, rpc.MethodNotFound(req.Method)
+	})
+	c, _ := connect(t, host, nil)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := c.ListTools(ctx); !errors.Is(err, rpc.ErrTooManyObjects) {
+		t.Fatalf("ListTools = %v, want rpc.ErrTooManyObjects", err)
+	}
+	runtime.ReadMemStats(&after)
+	if got := after.TotalAlloc - before.TotalAlloc; got > 64<<20 {
+		t.Errorf("the refused answer cost %d bytes of allocation", got)
 	}
 }

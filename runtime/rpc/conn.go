@@ -22,6 +22,12 @@ type Options struct {
 	// ndjson.DefaultMaxFrame). Longer lines are answered with an error and
 	// skipped.
 	MaxFrame int
+	// MaxObjects bounds the JSON objects and arrays of an inbound line
+	// (default DefaultMaxObjects; negative: no bound). A line with more is
+	// refused as one over MaxFrame is: decoded into Go values, each of them
+	// would cost a hundred times its two bytes, so a frame of "{}"s could
+	// take gigabytes. Only lines over 2*MaxObjects bytes are counted.
+	MaxObjects int
 	// MaxConcurrentRequests bounds inbound request concurrency. At 0 or 1
 	// requests are handled one at a time in arrival order. Above 1 they are
 	// started in arrival order and run concurrently, at most that many at a
@@ -118,6 +124,8 @@ type Options struct {
 const (
 	defaultQueueSize  = 256
 	defaultQueueBytes = 4 << 20
+	// DefaultMaxObjects is the default of Options.MaxObjects.
+	DefaultMaxObjects = 1 << 17
 )
 
 // Conn is a connection on which both peers may send requests and
@@ -208,6 +216,9 @@ func NewConn(r io.Reader, w io.Writer, codec Codec, h Handler, opts *Options) *C
 	}
 	if o.QueueBytes <= 0 {
 		o.QueueBytes = defaultQueueBytes
+	}
+	if o.MaxObjects == 0 {
+		o.MaxObjects = DefaultMaxObjects
 	}
 	c := &Conn{
 		codec:   codec,

@@ -71,7 +71,10 @@
 // that one id never carries two answers. A line over [Options.MaxFrame] is
 // dropped unbuffered but for its first bytes, from which a codec that
 // implements [HeadDecoder] (both of ours do) tells what it was: a request
-// is refused under its own id, a reply fails its call at once.
+// is refused under its own id, a reply fails its call at once. A line of
+// more JSON objects and arrays than [Options.MaxObjects] is refused in the
+// same way ([ErrTooManyObjects]) before anything decodes it: decoded into
+// Go values, a frame of "{}"s would take a hundred times its size.
 // [Options.DecodeOptions] gives a protocol flavour's decode options to
 // [Request.DecodeParams] and to every call's result.
 //

@@ -403,6 +403,45 @@ func TestOversizedReplyFailsItsCall(t *testing.T) {
 	}
 }
 
+// A line with more objects and arrays than MaxObjects is refused as one
+// over MaxFrame is, whole, before anything decodes it: a request under its
+// id (wherever the id is), a reply by failing its call; one at the bound is
+// taken.
+func TestTooManyObjects(t *testing.T) {
+	const refusal = `"error":{"code":-32600,"message":"invalid request: rpc: too many JSON objects and arrays (more than 10)"}}`
+	many := "[" + strings.Repeat("{},", 10) + "{}]" // 12 containers
+	p := newRawPeer(t, okHandler, &rpc.Options{MaxObjects: 10})
+	for _, tt := range []struct{ name, line, reply string }{
+		{"request", `{"jsonrpc":"2.0","id":1,"method":"ok","params":` + many + `}`, `{"jsonrpc":"2.0","id":1,` + refusal},
+		{"id after the params", `{"jsonrpc":"2.0","method":"ok","params":` + many + `,"id":"late"}`, `{"jsonrpc":"2.0","id":"late",` + refusal},
+		{"brackets in strings do not count", `{"jsonrpc":"2.0","id":3,"method":"ok","params":["[[[[{{{{\"[[[[{{{{\\","{{{{[[[["]}`, `{"jsonrpc":"2.0","id":3,"result":"ok"}`},
+		{"at the bound", `{"jsonrpc":"2.0","id":4,"method":"ok","params":[` + strings.Repeat("[],", 7) + `[]]}`, `{"jsonrpc":"2.0","id":4,"result":"ok"}`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p.send(tt.line)
+			if strings.Contains(tt.reply, "error") {
+				if fe := p.frameError(); fe.Kind != rpc.FrameTooLarge || !errors.Is(fe, rpc.ErrTooManyObjects) {
+					t.Errorf("frame error = %v, want FrameTooLarge matching ErrTooManyObjects", fe)
+				}
+			}
+			p.expect(tt.reply)
+		})
+	}
+	// The line's own envelope counts: 10 objects and arrays in all above.
+	// A reply with too many fails its call, and the connection goes on.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	done := callAsync(ctx, p.c, "m", nil, nil)
+	p.expect(`{"jsonrpc":"2.0","id":1,"method":"m","params":{}}`)
+	p.send(`{"jsonrpc":"2.0","result":` + many + `,"id":1}`)
+	if err := wait(t, done); !errors.Is(err, rpc.ErrTooManyObjects) {
+		t.Fatalf("Call = %v, want ErrTooManyObjects", err)
+	}
+	p.frameError()
+	p.send(`{"jsonrpc":"2.0","id":5,"method":"ok"}`)
+	p.expect(`{"jsonrpc":"2.0","id":5,"result":"ok"}`)
+}
+
 func TestLenientEnvelopeParsing(t *testing.T) {
 	p := newRawPeer(t, okHandler, nil)
 	for _, in := range []string{

@@ -44,6 +44,10 @@ var (
 // down: failed pending calls, calls made after shutdown and Conn.Err.
 var ErrClosed = errors.New("rpc: connection closed")
 
+// ErrTooManyObjects is matched by the error of a FrameTooLarge report for
+// a line with more JSON objects and arrays than Options.MaxObjects.
+var ErrTooManyObjects = errors.New("rpc: too many JSON objects and arrays")
+
 // Error is an error reply. Handlers return it (possibly wrapped) to choose
 // the error the peer gets; Send returns it when the peer answers with one.
 type Error struct {
@@ -169,7 +173,8 @@ type FrameErrorKind uint8
 const (
 	// FrameMalformed: the line is not valid JSON of the protocol's shape.
 	FrameMalformed FrameErrorKind = iota + 1
-	// FrameTooLarge: the line exceeds Options.MaxFrame.
+	// FrameTooLarge: the line exceeds Options.MaxFrame, or
+	// Options.MaxObjects (its Err matches ErrTooManyObjects).
 	FrameTooLarge
 	// FrameInvalid: a well-formed message the protocol does not allow
 	// (bad envelope, wrong protocol or version, wrong id kind).

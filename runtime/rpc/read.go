@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/bridgekit/bridgekit/runtime/internal/jsonscan"
 	"github.com/bridgekit/bridgekit/runtime/ndjson"
 )
 
@@ -23,6 +24,13 @@ func (c *Conn) read() {
 		if err == nil {
 			if c.opts.Observe != nil {
 				c.observeIn(frame, len(frame))
+			}
+			if n := c.opts.MaxObjects; n > 0 && len(frame) > 2*n && jsonscan.Containers(frame, n) {
+				err := fmt.Errorf("%w (more than %d)", ErrTooManyObjects, n)
+				if c.badFrame(c.oversize(err, frame), frame) {
+					return
+				}
+				continue
 			}
 			if c.handleFrame(frame) {
 				return // reading moved on while a handler ran here
@@ -54,15 +62,24 @@ func (c *Conn) read() {
 // is not answered, and anything else is refused with no id, as JSON-RPC
 // answers a line it cannot read.
 func (c *Conn) tooLarge(err error) *FrameError {
-	fe := &FrameError{Kind: FrameTooLarge, Err: err}
-	var tl *ndjson.FrameTooLargeError
-	if errors.As(err, &tl) {
+	var head []byte
+	if tl, ok := errors.AsType[*ndjson.FrameTooLargeError](err); ok {
 		if c.opts.Observe != nil {
 			c.observeIn(tl.Head, tl.Size)
 		}
-		fe.Snippet = snippet(tl.Head)
+		head = tl.Head
+	}
+	return c.oversize(err, head)
+}
+
+// oversize describes a line too large to take, as tooLarge says, from
+// head: the line, or its start (nil if unknown).
+func (c *Conn) oversize(err error, head []byte) *FrameError {
+	fe := &FrameError{Kind: FrameTooLarge, Err: err}
+	if head != nil {
+		fe.Snippet = snippet(head)
 		if hd, ok := c.codec.(HeadDecoder); ok {
-			kind, id := hd.DecodeHead(tl.Head)
+			kind, id := hd.DecodeHead(head)
 			if fe.Claimed = kind; id != nil {
 				fe.ID = RawID(id)
 			}

@@ -454,3 +454,35 @@ func skipDigits(b []byte, i int) int {
 	}
 	return i
 }
+
+// Containers reports whether frame holds more than limit JSON objects and
+// arrays, counting them outside strings (which it skips to their closing
+// quote). Each of them is two bytes at least, so a frame of at most
+// 2*limit bytes never does; the caller skips those.
+func Containers(frame []byte, limit int) bool {
+	n := 0
+	for i := 0; i < len(frame); i++ {
+		switch frame[i] {
+		case '{', '[':
+			if n++; n > limit {
+				return true
+			}
+		case '"':
+			for {
+				j := bytes.IndexByte(frame[i+1:], '"')
+				if j < 0 {
+					return false
+				}
+				i += 1 + j
+				k := i - 1
+				for frame[k] == '\\' {
+					k--
+				}
+				if (i-1-k)%2 == 0 {
+					break // not escaped
+				}
+			}
+		}
+	}
+	return false
+}

@@ -1,8 +1,11 @@
 package jsonscan
 
 import (
+	"bytes"
 	"reflect"
 	"testing"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 type collect map[string]string
@@ -48,4 +51,43 @@ func TestHeadOfWholeObject(t *testing.T) {
 	if cut := s.Head([]byte(line), b); cut != nil || !reflect.DeepEqual(a, b) {
 		t.Fatalf("Head = %v, cut %q; Object gave %v", b, cut, a)
 	}
+}
+
+// containersOf counts the objects and arrays of a valid JSON text with
+// jsontext, the reference Containers is checked against.
+func containersOf(text []byte) int {
+	dec := jsontext.NewDecoder(bytes.NewReader(text), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+	n := 0
+	for {
+		tok, err := dec.ReadToken()
+		if err != nil {
+			return n
+		}
+		if k := tok.Kind(); k == '{' || k == '[' {
+			n++
+		}
+	}
+}
+
+// On valid JSON, Containers agrees with jsontext's count at every limit
+// around it, escapes inside strings included.
+func FuzzContainers(f *testing.F) {
+	for _, s := range []string{`{}`, `[[],{}]`, `{"a":"[{\"","b":["\\",{"c":"\\\"]"}]}`, `"{"`, `["\\\\\\"]`, `[1,"x",[true,null]]`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, text []byte) {
+		if !jsontext.Value(text).IsValid(jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true)) {
+			Containers(text, 1) // must not panic on anything
+			return
+		}
+		n := containersOf(text)
+		for _, limit := range []int{0, n - 1, n, n + 1} {
+			if limit < 0 {
+				continue
+			}
+			if got := Containers(text, limit); got != (n > limit) {
+				t.Fatalf("Containers(%q, %d) = %v; the text has %d", text, limit, got, n)
+			}
+		}
+	})
 }
