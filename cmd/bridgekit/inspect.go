@@ -48,12 +48,22 @@ func runInspect(ctx context.Context, env *Env, args []string) int {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	if isJSONL(path) {
+		// Follow reads in the background: what cannot be read at all is
+		// said here, before serving.
+		if err := checkReadable(path); err != nil {
+			fmt.Fprintf(env.Stderr, "bridgekit inspect: %v\n", err)
+			return 1
+		}
 		mem := inspect.NewMemory(1 << 30)
-		follow := make(chan error, 1)
+		follow := make(chan struct{})
 		go func() {
-			follow <- inspect.Follow(ctx, path, mem, 500*time.Millisecond, func(err error) {
+			defer close(follow)
+			err := inspect.Follow(ctx, path, mem, 500*time.Millisecond, func(err error) {
 				fmt.Fprintf(env.Stderr, "bridgekit inspect: %s: %v\n", path, err)
 			})
+			if err != nil {
+				fmt.Fprintf(env.Stderr, "bridgekit inspect: %v (serving what was read)\n", err)
+			}
 		}()
 		src = mem
 		defer func() { cancel(); <-follow }()
@@ -80,6 +90,23 @@ func runInspect(ctx context.Context, env *Env, args []string) int {
 	defer scancel()
 	srv.Shutdown(sctx)
 	return 0
+}
+
+// checkReadable says why path cannot be read as a file, if it cannot.
+func checkReadable(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if fi.IsDir() {
+		return fmt.Errorf("%s: is a directory", path)
+	}
+	return nil
 }
 
 // isJSONL tells a JSONL trace from a store by its name, else its first byte.

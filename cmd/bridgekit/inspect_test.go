@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -17,6 +18,8 @@ import (
 
 	"github.com/bridgekit/bridgekit/cmd/bridgekit/internal/frames"
 	"github.com/bridgekit/bridgekit/cmd/bridgekit/internal/inspect"
+	"github.com/bridgekit/bridgekit/cmd/bridgekit/internal/store"
+	"github.com/bridgekit/bridgekit/cmd/bridgekit/internal/tracelog"
 	"github.com/bridgekit/bridgekit/runtime/redact"
 )
 
@@ -311,5 +314,104 @@ func TestInspectorHandlerGuards(t *testing.T) {
 	resp.Body.Close()
 	if !strings.HasPrefix(string(body), `[{"type":"frame","session":"s","seq":6`) {
 		t.Errorf("records after 5: %.120s", body)
+	}
+}
+
+// A JSONL trace that cannot be read is said at once (status 1), not
+// served as an empty inspector.
+func TestInspectRefusesAFileItCannotRead(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "d.jsonl"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"missing.jsonl", "d.jsonl"} {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		var out, errb strings.Builder
+		status := run(ctx, &Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb},
+			[]string{"inspect", "--addr", "127.0.0.1:0", filepath.Join(dir, name)})
+		cancel()
+		if status != 1 || !strings.Contains(errb.String(), name) || strings.Contains(errb.String(), "inspector on") {
+			t.Errorf("%s: status %d, stderr %q", name, status, errb.String())
+		}
+	}
+}
+
+// Follow hands each complete line over as it is read, not once the file
+// has been read to its end: a large trace is never held whole, and a
+// file still being written shows what it has.
+func TestFollowHandsOverLinesAsRead(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "t.jsonl")
+	if err := syscall.Mkfifo(path, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	mem := inspect.NewMemory(1 << 20)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- inspect.Follow(ctx, path, mem, 10*time.Millisecond, nil) }()
+	w, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The writer stays open: the pipe has no end yet.
+	if _, err := w.WriteString(`{"type":"session","session":"s","seq":0,"time":"2026-12-01T12:00:00Z","v":1,"command":["x"]}` + "\n"); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if ss, _ := mem.Sessions(ctx); len(ss) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the session line was not handed over while the file was open")
+		}
+	}
+	cancel()
+	w.Close()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Past its limit, Memory drops frames in bulk: dropping copies the rest of
+// the session, so dropping one frame per record put would make every Put
+// of a long session cost as much as the whole session.
+func TestMemoryDropsInBulk(t *testing.T) {
+	mem := inspect.NewMemory(1 << 20)
+	line := `{"jsonrpc":"2.0","method":"session/update","params":{}}`
+	put := func(seq int64) {
+		raw := line
+		mem.Put(&tracelog.Record{Type: tracelog.TypeFrame, Session: "s", Seq: seq, Dir: frames.Out, Size: len(raw), Raw: &raw})
+	}
+	seq := int64(1)
+	for ; mem.Dropped == 0; seq++ {
+		put(seq)
+	}
+	dropped := mem.Dropped
+	for range 100 {
+		put(seq)
+		seq++
+	}
+	if mem.Dropped != dropped || dropped < 100 {
+		t.Errorf("dropped %d at the limit, then %d more over 100 puts", dropped, mem.Dropped-dropped)
+	}
+}
+
+// A store with no session yet lists none as an empty array, which the
+// page reads, not as null.
+func TestInspectorListsNoSessionsAsAnArray(t *testing.T) {
+	db, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	srv := httptest.NewServer(inspect.Handler(db, true))
+	defer srv.Close()
+	resp, err := http.Get(srv.URL + "/api/sessions")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || string(body) != "[]" {
+		t.Errorf("sessions of an empty store: %d %s", resp.StatusCode, body)
 	}
 }

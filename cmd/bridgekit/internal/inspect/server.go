@@ -1,12 +1,10 @@
 package inspect
 
 import (
-	"bytes"
 	"embed"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"net"
 	"net/http"
@@ -16,8 +14,6 @@ import (
 
 //go:embed static
 var static embed.FS
-
-func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
 
 // MaxPage bounds the records one request returns.
 const MaxPage = 2000
@@ -55,6 +51,11 @@ func Handler(src Source, loopbackOnly bool) http.Handler {
 		ss, err := src.Sessions(r.Context())
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		if ss == nil {
+			// A store without sessions yet: the page reads an array.
+			writeJSON(w, []any{})
 			return
 		}
 		writeJSON(w, ss)

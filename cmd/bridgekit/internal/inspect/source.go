@@ -5,6 +5,7 @@
 package inspect
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -96,15 +97,22 @@ func (m *Memory) Put(r *tracelog.Record) error {
 	return nil
 }
 
+// trim drops the oldest frames once m holds more than its limit, down to
+// an eighth below it: dropping copies the rest of a session's records, which
+// is then done once per eighth of the limit, not once per record put.
 func (m *Memory) trim() {
+	if m.bytes <= m.limit {
+		return
+	}
+	target := m.limit - m.limit/8
 	for _, id := range m.order {
-		if m.bytes <= m.limit {
+		if m.bytes <= target {
 			return
 		}
 		s := m.sessions[id]
 		kept := s.recs[:0]
 		for _, r := range s.recs {
-			if m.bytes > m.limit && r.Type == tracelog.TypeFrame {
+			if m.bytes > target && r.Type == tracelog.TypeFrame {
 				m.bytes -= recordSize(r)
 				m.Dropped++
 				continue
@@ -147,7 +155,9 @@ func (m *Memory) Records(_ context.Context, session string, after int64, limit i
 // Follow reads the JSONL trace at path into m, then keeps reading what is
 // appended to it every interval until ctx is done. It returns the first
 // error reading the file (a record that is not one is skipped and counted
-// in bad).
+// in bad). The file is read a chunk at a time, its complete lines handed
+// over as they come, so that what Follow holds besides m is one record
+// line at most, and ctx ends it between chunks however large the file.
 func Follow(ctx context.Context, path string, m *Memory, interval time.Duration, bad func(error)) error {
 	f, err := os.Open(path)
 	if err != nil {
@@ -155,44 +165,68 @@ func Follow(ctx context.Context, path string, m *Memory, interval time.Duration,
 	}
 	defer f.Close()
 	var pending []byte
+	// skipping says pending's line grew past tracelog.MaxRecord: the rest
+	// of it, up to its newline, is dropped.
+	skipping := false
 	buf := make([]byte, 256<<10)
 	for {
-		for {
-			n, err := f.Read(buf)
-			pending = append(pending, buf[:n]...)
-			if err == io.EOF || n == 0 {
-				break
-			}
-			if err != nil {
-				return err
+		n, err := f.Read(buf)
+		chunk := buf[:n]
+		if skipping {
+			i := bytes.IndexByte(chunk, '\n')
+			if i >= 0 {
+				chunk, skipping = chunk[i+1:], false
+			} else {
+				chunk = nil
 			}
 		}
+		pending = append(pending, chunk...)
 		// Hand over the complete lines; keep a line being written.
 		if end := lastNewline(pending); end >= 0 {
-			rd := tracelog.NewReader(bytesReader(pending[:end+1]), 0)
-			for {
-				r, err := rd.Next()
-				if errors.Is(err, io.EOF) {
-					break
-				}
-				if err != nil {
-					if bad != nil {
-						bad(err)
-					}
-					continue
-				}
-				m.Put(r)
-			}
+			put(m, pending[:end+1], bad)
 			pending = append(pending[:0], pending[end+1:]...)
 		}
 		if len(pending) > tracelog.MaxRecord {
-			pending = pending[:0]
+			if bad != nil {
+				bad(tracelog.ErrTooLong)
+			}
+			pending, skipping = nil, true
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil && err != io.EOF {
+			return err
+		}
+		if n > 0 {
+			continue
+		}
+		if cap(pending) > 1<<20 {
+			pending = append([]byte(nil), pending...)
 		}
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-time.After(interval):
 		}
+	}
+}
+
+// put hands the records of lines, complete lines of a JSONL trace, to m.
+func put(m *Memory, lines []byte, bad func(error)) {
+	rd := tracelog.NewReader(bytes.NewReader(lines), 0)
+	for {
+		r, err := rd.Next()
+		if errors.Is(err, io.EOF) {
+			return
+		}
+		if err != nil {
+			if bad != nil {
+				bad(err)
+			}
+			continue
+		}
+		m.Put(r)
 	}
 }
 
