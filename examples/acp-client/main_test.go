@@ -41,7 +41,11 @@ func stubbornAgent() {
 		},
 		SessionPrompt: func(context.Context, *acp.PromptRequest) (*acp.PromptResponse, error) {
 			fmt.Fprintln(os.Stderr, "stubborn agent: prompted")
-			select {} // deaf to session/cancel
+			// Deaf to session/cancel. Not select {}: should every other
+			// goroutine block too, the runtime's deadlock check would end
+			// the agent.
+			time.Sleep(time.Hour)
+			return nil, nil
 		},
 		SessionCancel: func(context.Context, *acp.CancelNotification) error { return nil },
 	}

@@ -302,9 +302,7 @@ func (m *Manager) Start(_ context.Context, spec Spec) (string, error) {
 		return "", cmd.Err
 	}
 	p, err := startSupervised(cmd)
-	if spec.DirFile != nil {
-		runtime.KeepAlive(spec.DirFile) // its descriptor names cmd.Dir until the start
-	}
+	runtime.KeepAlive(spec.DirFile) // its descriptor names cmd.Dir until the start
 	if err != nil {
 		m.forget(id, t)
 		if cmd.Dir != spec.Dir {
