@@ -4,7 +4,7 @@ go 1.26.0
 
 require (
 	github.com/bridgekit/bridgekit v0.0.0-00010101000000-000000000000
-	github.com/coder/acp-go-sdk v0.13.0
+	github.com/coder/acp-go-sdk v0.13.5
 	github.com/go-json-experiment/json v1.27.2
 	github.com/sourcegraph/jsonrpc2 v0.2.3
 	golang.org/x/exp/jsonrpc2 v0.0.0-20260709172345-9ea1abe57597
