@@ -64,7 +64,8 @@ var (
 		MissingError:   "host_service_error",
 	}
 	// Service is agentpm-service v1: replies carry result, every frame a service writes names its role in
-	// service, the handshake uses the initialize and initialized kinds, and errors say whether they are retryable.
+	// service, the handshake uses the initialize and initialized kinds, and errors say whether they are
+	// retryable.
 	Service = Protocol{
 		Name: "agentpm-service", Version: 1,
 		Kinds:        []string{"initialize", "initialized", "request", "response", "event", "error"},
@@ -292,8 +293,8 @@ func (c *Codec) text(name string, raw []byte) ([]byte, error) {
 
 var _ rpc.HeadDecoder = (*Codec)(nil)
 
-// DecodeHead implements rpc.HeadDecoder: a frame's kind member says what it is, and its id is read when it
-// is a whole string.
+// DecodeHead implements rpc.HeadDecoder: a frame's kind member says what it is, and its id is read when it is
+// a whole string.
 func (c *Codec) DecodeHead(head []byte) (rpc.Kind, []byte) {
 	h := &c.head
 	*h = header{}
@@ -430,8 +431,8 @@ func (c *Codec) NullBody(h *rpc.Header) string {
 	return "null"
 }
 
-// AppendError implements rpc.Codec: an error frame whose code is the error's Name, or the protocol's name
-// for its Code (for internal_error when it has none).
+// AppendError implements rpc.Codec: an error frame whose code is the error's Name, or the protocol's name for
+// its Code (for internal_error when it has none).
 func (c *Codec) AppendError(dst []byte, h *rpc.Header, e *rpc.Error) []byte {
 	dst = c.start(dst, "error")
 	dst = appendID(dst, h.ID)

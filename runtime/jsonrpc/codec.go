@@ -13,8 +13,8 @@ import (
 	"github.com/bridgekit/bridgekit/runtime/rpc"
 )
 
-// NewConn starts an rpc.Conn that speaks JSON-RPC 2.0 on r and w; see rpc.NewConn. h may be nil and opts
-// may be nil.
+// NewConn starts an rpc.Conn that speaks JSON-RPC 2.0 on r and w; see rpc.NewConn. h may be nil and opts may
+// be nil.
 func NewConn(r io.Reader, w io.Writer, h rpc.Handler, opts *rpc.Options) *rpc.Conn {
 	return rpc.NewConn(r, w, new(Codec), h, opts)
 }
@@ -23,8 +23,8 @@ func NewConn(r io.Reader, w io.Writer, h rpc.Handler, opts *rpc.Options) *rpc.Co
 //
 // Inbound ids are kept byte for byte; outbound request ids are integers counting up from 1. A request's
 // params are always written (nil params as {}). Lines that are not JSON are answered with ErrParse and id
-// null; valid JSON that is not a request, notification or response (a batch, a wrong "jsonrpc" member, an
-// id of the wrong kind) with ErrInvalidRequest.
+// null; valid JSON that is not a request, notification or response (a batch, a wrong "jsonrpc" member, an id
+// of the wrong kind) with ErrInvalidRequest.
 //
 // A Codec holds the reading goroutine's scratch space: use one per connection (NewConn does).
 type Codec struct {
@@ -200,8 +200,8 @@ func (c *Codec) NullBody(h *rpc.Header) string {
 	return "{}"
 }
 
-// AppendError implements rpc.Codec. An error with a string code only (from another protocol's vocabulary)
-// is sent as a server error (-32000) whose message starts with the name. Invalid UTF-8 in the message is
+// AppendError implements rpc.Codec. An error with a string code only (from another protocol's vocabulary) is
+// sent as a server error (-32000) whose message starts with the name. Invalid UTF-8 in the message is
 // replaced; data that is not valid JSON is left out.
 func (c *Codec) AppendError(dst []byte, h *rpc.Header, e *rpc.Error) []byte {
 	dst = append(dst, `{"jsonrpc":"2.0",`...)

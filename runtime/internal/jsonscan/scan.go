@@ -1,5 +1,5 @@
-// Package jsonscan reads the top level of an inbound frame for both codecs:
-// a fast path of its own for the common frames, jsontext for the rest.
+// Package jsonscan reads the top level of an inbound frame for both codecs: a fast path of its own for the
+// common frames, jsontext for the rest.
 package jsonscan
 
 import (
@@ -31,8 +31,8 @@ type Scanner struct {
 	buf   bytes.Buffer
 }
 
-// span is a member name: frame[start:end], without its quotes. Offsets, not slices, so that the Scanner
-// holds no pointer into the last frame.
+// span is a member name: frame[start:end], without its quotes. Offsets, not slices, so that the Scanner holds
+// no pointer into the last frame.
 type span struct{ start, end int }
 
 // The limits of what Scanner takes: deeper nesting or larger objects are left to jsontext.
@@ -41,25 +41,23 @@ const (
 	MaxMembers = 32
 )
 
-// Members receives the top-level members of a scanned object: their names
-// (unquoted, never escaped) and raw values, both aliasing the frame.
+// Members receives the top-level members of a scanned object: their names (unquoted, never escaped) and raw
+// values, both aliasing the frame.
 type Members interface {
 	SetMember(name, value []byte)
 }
 
-// Object scans frame, an object, handing its top-level members to e in
-// order, and reports whether it could; when it could not, e may have
-// received some members.
+// Object scans frame, an object, handing its top-level members to e in order, and reports whether it could;
+// when it could not, e may have received some members.
 func (s *Scanner) Object(frame []byte, e Members) bool {
 	ok, _ := s.scan(frame, e)
 	return ok
 }
 
-// Decode reads frame, one JSON value, handing the top-level members of an
-// object to e in order, and reports whether it is an object. Frames the fast
-// path leaves alone are read with jsontext, whose error says what is wrong;
-// either way, a duplicate member name, invalid UTF-8 or anything but
-// whitespace after the value is an error.
+// Decode reads frame, one JSON value, handing the top-level members of an object to e in order, and reports
+// whether it is an object. Frames the fast path leaves alone are read with jsontext, whose error says what is
+// wrong; either way, a duplicate member name, invalid UTF-8 or anything but whitespace after the value is an
+// error.
 func (s *Scanner) Decode(frame []byte, e Members) (object bool, err error) {
 	if s.Object(frame, e) {
 		return true, nil
@@ -69,9 +67,8 @@ func (s *Scanner) Decode(frame []byte, e Members) (object bool, err error) {
 
 var errTrailingData = errors.New("unexpected data after the JSON value")
 
-// Slow is Decode with jsontext alone. Member names are handed to e
-// unescaped, values as they are in frame (but in the decoder's buffer,
-// valid until the next call).
+// Slow is Decode with jsontext alone. Member names are handed to e unescaped, values as they are in frame
+// (but in the decoder's buffer, valid until the next call).
 func (s *Scanner) Slow(frame []byte, e Members) (object bool, err error) {
 	s.buf = *bytes.NewBuffer(frame)
 	s.dec.Reset(&s.buf)
@@ -115,11 +112,10 @@ func (s *Scanner) members(e Members) error {
 	return err
 }
 
-// Head scans frame, the start of an object cut short (a line over the size
-// limit), handing e the top-level members it holds whole, and returns the
-// name of the top-level member whose value the cut interrupted (nil when
-// the cut fell elsewhere). It stops early, as Object does, on anything
-// outside the scanner's common case, reporting the member it was in.
+// Head scans frame, the start of an object cut short (a line over the size limit), handing e the top-level
+// members it holds whole, and returns the name of the top-level member whose value the cut interrupted (nil
+// when the cut fell elsewhere). It stops early, as Object does, on anything outside the scanner's common
+// case, reporting the member it was in.
 func (s *Scanner) Head(frame []byte, e Members) (cut []byte) {
 	h := headMembers{e: e, tail: cap(frame) - len(frame)}
 	if _, cut = s.scan(frame, &h); h.cut != nil {
@@ -128,8 +124,8 @@ func (s *Scanner) Head(frame []byte, e Members) (cut []byte) {
 	return cut
 }
 
-// headMembers passes on the members of a cut line, except one whose value
-// runs to the cut: a number there ("12" of "1234") may be only its start.
+// headMembers passes on the members of a cut line, except one whose value runs to the cut: a number there
+// ("12" of "1234") may be only its start.
 type headMembers struct {
 	e    Members
 	tail int // cap(frame) - len(frame): what a value ending at the cut has beyond its end
@@ -144,8 +140,7 @@ func (h *headMembers) SetMember(name, value []byte) {
 	h.e.SetMember(name, value)
 }
 
-// scan is Object, also returning, when it gives up, the name of the
-// top-level member whose value it was in.
+// scan is Object, also returning, when it gives up, the name of the top-level member whose value it was in.
 func (s *Scanner) scan(frame []byte, e Members) (bool, []byte) {
 	s.names = s.names[:0]
 	i := skipSpace(frame, 0)
@@ -261,8 +256,8 @@ var plainByte = func() (t [256]bool) {
 	return t
 }()
 
-// scanString checks the string starting with the quote at i and returns the
-// index after its closing quote, and whether the string has escapes.
+// scanString checks the string starting with the quote at i and returns the index after its closing quote,
+// and whether the string has escapes.
 func scanString(b []byte, i int) (next int, escaped, ok bool) {
 	i++
 	for {
@@ -309,8 +304,8 @@ func scanString(b []byte, i int) (next int, escaped, ok bool) {
 	}
 }
 
-// scanEscape checks the escape sequence at i and returns the index after it. \u escapes of surrogate
-// halves are left to jsontext, which checks that they pair up.
+// scanEscape checks the escape sequence at i and returns the index after it. \u escapes of surrogate halves
+// are left to jsontext, which checks that they pair up.
 func scanEscape(b []byte, i int) (int, bool) {
 	if i+1 == len(b) {
 		return 0, false
@@ -382,7 +377,8 @@ func skipDigits(b []byte, i int) int {
 }
 
 // Containers reports whether frame holds more than limit JSON objects and arrays, counting them outside
-// strings. Each is two bytes at least, so a frame of at most 2*limit bytes never does; the caller skips those.
+// strings. Each is two bytes at least, so a frame of at most 2*limit bytes never does; the caller skips
+// those.
 func Containers(frame []byte, limit int) bool {
 	n := 0
 	for i := 0; i < len(frame); i++ {
