@@ -1,29 +1,24 @@
-// Package envelope frames AgentPM's process protocols for bridgekit's
-// connection engine (package rpc): the Harness machine protocol
-// (agentpm-harness-machine, `agentpm harness --machine`) and the
-// process-service protocol (agentpm-service, configured process providers).
+// Package envelope frames AgentPM's process protocols for bridgekit's connection engine (package rpc): the
+// Harness machine protocol (agentpm-harness-machine, `agentpm harness --machine`) and the process-service
+// protocol (agentpm-service, configured process providers).
 //
-// Both wrap every message in an envelope that names the protocol and its
-// version, the frame kind and an opaque string id; they differ in which
-// kinds exist, where a reply's data travels (payload or result) and what an
-// error frame carries. A [Codec] maps their frames onto rpc messages:
-// request (and agentpm-service's initialize) frames are requests, event
-// frames notifications, response (and initialized) frames replies, error
-// frames error replies.
+// Both wrap every message in an envelope that names the protocol and its version, the frame kind and an
+// opaque string id; they differ in which kinds exist, where a reply's data travels (payload or result) and
+// what an error frame carries. A [Codec] maps request (and initialize) frames to requests, event frames to
+// notifications, response (and initialized) frames to replies and error frames to error replies.
 //
-// Every inbound frame passes the protocol's gates: the protocol name and
-// version must match, the kind must be one of the protocol's, the id must be
-// a string. A frame that fails is answered with an error frame that echoes
-// its id when it could be read, and a reply that fails fails the call it
-// answers, as an *rpc.FrameError matching ErrProtocol, ErrVersion, ErrKind
-// or ErrMalformed. Ids are written back exactly as read. Error codes are
-// strings; the engine's standard failures map to each protocol's names, so
-// errors.Is(err, rpc.ErrMethodNotFound) holds for an unknown_method (machine)
-// or unsupported_capability (agentpm-service) error frame too.
+// Every inbound frame passes the protocol's gates: the protocol name and version must match, the kind must be
+// one of the protocol's, the id must be a string. A frame that fails is answered with an error frame that
+// echoes its id when it could be read, and a reply that fails fails the call it answers, as an
+// *rpc.FrameError matching ErrProtocol, ErrVersion, ErrKind or ErrMalformed. Ids are written back exactly as
+// read. Error codes are strings; the engine's standard failures map to each protocol's names, so
+// errors.Is(err, rpc.ErrMethodNotFound) holds for an unknown_method (machine) or unsupported_capability
+// (agentpm-service) error frame too.
 package envelope
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"strconv"
@@ -39,21 +34,19 @@ import (
 type Protocol struct {
 	Name    string
 	Version int64
-	// Kinds are the frame kinds the protocol has.
-	Kinds []string
-	// ReplyInPayload says that replies carry their data in payload; else
-	// they carry result, falling back to payload when result is absent.
+	Kinds   []string // the frame kinds the protocol has
+	// ReplyInPayload says that replies carry their data in payload; else they carry result, falling back to
+	// payload when result is absent.
 	ReplyInPayload bool
-	// Qualifier says that frames carry a service member that, with the
-	// method name, identifies a method (agentpm-service's role).
+	// Qualifier says that frames carry a service member that, with the method name, identifies a method
+	// (agentpm-service's role).
 	Qualifier bool
-	// Handshake is the method whose request and reply frames have kinds of
-	// their own (agentpm-service: initialize / initialized); empty for none.
+	// Handshake is the method whose request and reply frames have kinds of their own (agentpm-service:
+	// initialize / initialized); empty for none.
 	Handshake string
-	// Retryable says whether error frames carry a retryable flag.
-	Retryable bool
-	// Codes names the engine's standard failures (rpc.Code*) in the
-	// protocol's string codes; decoding maps them back.
+	Retryable bool // error frames carry a retryable flag
+	// Codes names the engine's standard failures (rpc.Code*) in the protocol's string codes; decoding maps
+	// them back.
 	Codes map[int64]string
 	// MissingError is the code of an error frame without an error member.
 	MissingError string
@@ -61,39 +54,38 @@ type Protocol struct {
 
 // The AgentPM protocols.
 var (
-	// Machine is agentpm-harness-machine v1: replies carry their data in
-	// payload, and error frames have no retryable flag.
+	// Machine is agentpm-harness-machine v1: replies carry their data in payload, and error frames have no
+	// retryable flag.
 	Machine = Protocol{
 		Name: "agentpm-harness-machine", Version: 1,
 		Kinds:          []string{"request", "response", "event", "error"},
 		ReplyInPayload: true,
-		Codes: map[int64]string{
-			rpc.CodeParseError: "malformed_json", rpc.CodeInvalidRequest: "protocol_error",
-			rpc.CodeMethodNotFound: "unknown_method", rpc.CodeInvalidParams: "invalid_request",
-			rpc.CodeInternalError: "internal_error", rpc.CodeRequestCancelled: "cancelled",
-			rpc.CodeOverloaded: "overloaded",
-		},
-		MissingError: "host_service_error",
+		Codes:          codes("malformed_json", "unknown_method"),
+		MissingError:   "host_service_error",
 	}
-	// Service is agentpm-service v1: replies carry result, every frame a
-	// service writes names its role in service, the handshake uses the
-	// initialize and initialized kinds, and errors say whether they are
+	// Service is agentpm-service v1: replies carry result, every frame a service writes names its role in
+	// service, the handshake uses the initialize and initialized kinds, and errors say whether they are
 	// retryable.
 	Service = Protocol{
 		Name: "agentpm-service", Version: 1,
-		Kinds:     []string{"initialize", "initialized", "request", "response", "event", "error"},
-		Qualifier: true,
-		Handshake: "initialize",
-		Retryable: true,
-		Codes: map[int64]string{
-			rpc.CodeParseError: "malformed_frame", rpc.CodeInvalidRequest: "protocol_error",
-			rpc.CodeMethodNotFound: "unsupported_capability", rpc.CodeInvalidParams: "invalid_request",
-			rpc.CodeInternalError: "internal_error", rpc.CodeRequestCancelled: "cancelled",
-			rpc.CodeOverloaded: "overloaded",
-		},
+		Kinds:        []string{"initialize", "initialized", "request", "response", "event", "error"},
+		Qualifier:    true,
+		Handshake:    "initialize",
+		Retryable:    true,
+		Codes:        codes("malformed_frame", "unsupported_capability"),
 		MissingError: "service_error",
 	}
 )
+
+// codes names the engine's standard failures: the protocols differ in two names.
+func codes(parseError, methodNotFound string) map[int64]string {
+	return map[int64]string{
+		rpc.CodeParseError: parseError, rpc.CodeInvalidRequest: "protocol_error",
+		rpc.CodeMethodNotFound: methodNotFound, rpc.CodeInvalidParams: "invalid_request",
+		rpc.CodeInternalError: "internal_error", rpc.CodeRequestCancelled: "cancelled",
+		rpc.CodeOverloaded: "overloaded",
+	}
+}
 
 // Lookup returns the protocol this package frames under name and version.
 func Lookup(name string, version int64) (Protocol, bool) {
@@ -105,8 +97,8 @@ func Lookup(name string, version int64) (Protocol, bool) {
 	return Protocol{}, false
 }
 
-// MustLookup is Lookup for generated packages, whose catalogues name the
-// protocol: it panics when this package does not frame it.
+// MustLookup is Lookup for generated packages, whose catalogues name the protocol: it panics when this
+// package does not frame it.
 func MustLookup(name string, version int64) Protocol {
 	p, ok := Lookup(name, version)
 	if !ok {
@@ -115,47 +107,49 @@ func MustLookup(name string, version int64) Protocol {
 	return p
 }
 
-// Sentinel causes of an *rpc.FrameError for a frame that fails a gate;
-// compare with errors.Is.
+// Sentinel causes of an *rpc.FrameError for a frame that fails a gate; compare with errors.Is.
 var (
-	// ErrMalformed: not a JSON object of the envelope's shape (the machine
-	// protocol's malformed_json), including an id that is not a string.
+	// ErrMalformed: not a JSON object of the envelope's shape (the machine protocol's malformed_json),
+	// including an id that is not a string.
 	ErrMalformed = errors.New("envelope: malformed frame")
 	// ErrProtocol: protocol names another protocol, or is missing.
 	ErrProtocol = errors.New("envelope: wrong protocol")
 	// ErrVersion: version is not the one this side speaks.
 	ErrVersion = errors.New("envelope: incompatible protocol version")
-	// ErrKind: kind is missing or not one of the protocol's, or the frame
-	// lacks what its kind needs (a request's method or id).
+	// ErrKind: kind is missing or not one of the protocol's, or the frame lacks what its kind needs (a
+	// request's method or id).
 	ErrKind = errors.New("envelope: invalid frame kind")
 )
 
-// Codec frames one Protocol for rpc.Conn. A Codec holds the reading
-// goroutine's scratch space: use one per connection (NewConn does).
+// Codec frames one Protocol for rpc.Conn. A Codec holds the reading goroutine's scratch space: use one per
+// connection (NewConn does).
 type Codec struct {
 	p        Protocol
 	idPrefix string
 	role     string
-	names    map[string]int64
-	scan     jsonscan.Scanner // the read goroutine's scratch space
-	fields   members
+	names    map[string]int64    // Protocol.Codes reversed
+	kinds    map[string]rpc.Kind // the protocol's frame kinds
+	scan     jsonscan.Scanner
+	head     header
 	scratch  []byte // unescaped strings
 }
 
 var _ rpc.Codec = (*Codec)(nil)
 
-// NewCodec returns a codec for p. Outbound request ids are idPrefix followed
-// by a number counting up from 1 ("c-" gives "c-1", "c-2", ...). role, for
-// agentpm-service, is the service role written on frames that answer a
-// request whose role is unknown (a frame too malformed to read); it may be
-// empty.
+// NewCodec returns a codec for p. Outbound request ids are idPrefix followed by a number counting up from 1
+// ("c-" gives "c-1", "c-2", ...). role, for agentpm-service, is the service role written on frames that
+// answer a request whose role is unknown (a frame too malformed to read); it may be empty.
 func NewCodec(p Protocol, idPrefix, role string) *Codec {
 	if q, err := jsontext.AppendQuote(nil, idPrefix); err != nil || string(q) != `"`+idPrefix+`"` {
 		panic(fmt.Sprintf("envelope: id prefix %q must need no escaping in JSON", idPrefix))
 	}
-	c := &Codec{p: p, idPrefix: idPrefix, role: role, names: make(map[string]int64, len(p.Codes))}
+	c := &Codec{p: p, idPrefix: idPrefix, role: role, names: make(map[string]int64, len(p.Codes)),
+		kinds: make(map[string]rpc.Kind, len(p.Kinds))}
 	for code, name := range p.Codes {
 		c.names[name] = code
+	}
+	for _, k := range p.Kinds {
+		c.kinds[k] = kinds[k]
 	}
 	return c
 }
@@ -167,88 +161,76 @@ type errorBody struct {
 	Retryable *bool   `json:"retryable"`
 }
 
-// members are the top-level members of a frame as raw JSON aliasing the
-// line; absent members are nil. Unknown members are ignored.
-type members struct {
-	protocol, version, kind, id, method, service, payload, result, err jsontext.Value
+// header holds a frame's members. SetMember records them as raw JSON aliasing the line (absent members are
+// nil; unknown ones are ignored); Decode then unescapes the strings (nil when null) and parses the version.
+type header struct {
+	protocol, kind, method, service []byte
+	version                         int64
+	hasVersion                      bool
+	rawVersion                      jsontext.Value
+	id, payload, result, err        jsontext.Value
 }
 
 // SetMember implements jsonscan.Members.
-func (f *members) SetMember(name, value []byte) {
+func (h *header) SetMember(name, value []byte) {
 	switch string(name) {
 	case "protocol":
-		f.protocol = value
+		h.protocol = value
 	case "version":
-		f.version = value
+		h.rawVersion = value
 	case "kind":
-		f.kind = value
+		h.kind = value
 	case "id":
-		f.id = value
+		h.id = value
 	case "method":
-		f.method = value
+		h.method = value
 	case "service":
-		f.service = value
+		h.service = value
 	case "payload":
-		f.payload = value
+		h.payload = value
 	case "result":
-		f.result = value
+		h.result = value
 	case "error":
-		f.err = value
+		h.err = value
 	}
 }
 
-// Decode implements rpc.Codec. A frame must be a JSON object without
-// duplicate members or invalid UTF-8, its id a string and its protocol,
-// kind, method and service strings (null is absent), its version an
-// integer; then it passes the protocol's gates.
+// Decode implements rpc.Codec. A frame must be a JSON object without duplicate members or invalid UTF-8, its
+// id a string and its protocol, kind, method and service strings (null is absent), its version an integer;
+// then it passes the protocol's gates.
 func (c *Codec) Decode(line []byte, m *rpc.Message) error {
-	f := &c.fields
-	*f = members{}
-	object, err := c.scan.Decode(line, f)
+	h := &c.head
+	*h = header{}
+	object, err := c.scan.Decode(line, h)
 	if err == nil && !object {
 		err = errors.New("a frame must be a JSON object")
 	}
 	if err != nil {
 		return c.frameErr(rpc.FrameMalformed, ErrMalformed, err.Error(), stringID(line), 0)
 	}
-	if f.id != nil && f.id[0] != '"' {
-		return c.frameErr(rpc.FrameMalformed, ErrMalformed, fmt.Sprintf("id %s is not a string", rpc.Truncate(string(f.id), rpc.MaxEcho)), nil, 0)
+	if h.id != nil && h.id[0] != '"' {
+		return c.frameErr(rpc.FrameMalformed, ErrMalformed, fmt.Sprintf("id %s is not a string", rpc.Truncate(string(h.id), rpc.MaxEcho)), nil, 0)
 	}
 	c.scratch = c.scratch[:0]
-	protocol, err1 := c.text("protocol", f.protocol)
-	k, err2 := c.text("kind", f.kind)
-	method, err3 := c.text("method", f.method)
-	service, err4 := c.text("service", f.service)
-	var version int64
-	var err5 error
-	hasVersion := f.version != nil && string(f.version) != "null"
-	if hasVersion {
-		if version, err5 = strconv.ParseInt(string(f.version), 10, 64); err5 != nil {
-			err5 = fmt.Errorf("version %s is not an integer", rpc.Truncate(string(f.version), rpc.MaxEcho))
+	var err1, err2, err3, err4, err5 error
+	h.protocol, err1 = c.text("protocol", h.protocol)
+	h.kind, err2 = c.text("kind", h.kind)
+	h.method, err3 = c.text("method", h.method)
+	h.service, err4 = c.text("service", h.service)
+	if h.hasVersion = h.rawVersion != nil && string(h.rawVersion) != "null"; h.hasVersion {
+		if h.version, err5 = strconv.ParseInt(string(h.rawVersion), 10, 64); err5 != nil {
+			err5 = fmt.Errorf("version %s is not an integer", rpc.Truncate(string(h.rawVersion), rpc.MaxEcho))
 		}
 	}
 	if err := errors.Join(err1, err2, err3, err4, err5); err != nil {
-		return c.frameErr(rpc.FrameMalformed, ErrMalformed, err.Error(), f.id, 0)
+		return c.frameErr(rpc.FrameMalformed, ErrMalformed, err.Error(), h.id, 0)
 	}
-	return c.judge(&header{protocol: protocol, kind: k, method: method, service: service, version: version, hasVersion: hasVersion,
-		id: f.id, payload: f.payload, result: f.result, err: f.err}, m)
-}
-
-// header is a frame's members once read: strings unescaped (nil when
-// absent or null), the version parsed, the rest raw JSON.
-type header struct {
-	protocol, kind, method, service []byte
-	version                         int64
-	hasVersion                      bool
-	id, payload, result, err        jsontext.Value
+	return c.judge(h, m)
 }
 
 // judge applies the protocol's gates to h and fills m from it.
 func (c *Codec) judge(h *header, m *rpc.Message) error {
-	var claimed rpc.Kind
-	if c.hasKind(h.kind) {
-		claimed = kinds[string(h.kind)]
-	}
+	claimed := c.kinds[string(h.kind)]
 	switch {
 	case string(h.protocol) != c.p.Name:
 		return c.frameErr(rpc.FrameInvalid, ErrProtocol, fmt.Sprintf("unsupported protocol %q; expected %q", h.protocol, c.p.Name), h.id, claimed)
@@ -265,8 +247,7 @@ func (c *Codec) judge(h *header, m *rpc.Message) error {
 	case claimed == rpc.KindNotification && h.method == nil:
 		return c.frameErr(rpc.FrameInvalid, ErrKind, "an event needs a method", h.id, claimed)
 	case claimed == rpc.KindResponse && h.id == nil:
-		// An error frame may lack one: it answers a frame too malformed
-		// for its id to be read.
+		// An error frame may lack one: it answers a frame too malformed for its id to be read.
 		return c.frameErr(rpc.FrameInvalid, ErrKind, "a response needs an id", h.id, claimed)
 	}
 	m.Kind, m.ID, m.Body, m.Method, m.Qualifier, m.Err = claimed, h.id, h.payload, h.method, nil, nil
@@ -294,9 +275,8 @@ func (c *Codec) judge(h *header, m *rpc.Message) error {
 	return nil
 }
 
-// text returns the contents of the string member name whose raw value is
-// raw, unescaped (into the codec's scratch space when it has escapes), or
-// nil when it is absent or null.
+// text returns the contents of the string member name whose raw value is raw, unescaped (into the codec's
+// scratch space when it has escapes), or nil when it is absent or null.
 func (c *Codec) text(name string, raw []byte) ([]byte, error) {
 	switch {
 	case raw == nil || string(raw) == "null":
@@ -313,30 +293,21 @@ func (c *Codec) text(name string, raw []byte) ([]byte, error) {
 
 var _ rpc.HeadDecoder = (*Codec)(nil)
 
-// DecodeHead implements rpc.HeadDecoder: a frame's kind member says what it
-// is, and its id is read when it is a whole string.
+// DecodeHead implements rpc.HeadDecoder: a frame's kind member says what it is, and its id is read when it is
+// a whole string.
 func (c *Codec) DecodeHead(head []byte) (rpc.Kind, []byte) {
-	f := &c.fields
-	*f = members{}
-	c.scan.Head(head, f)
-	k, ok := plain(f.kind)
-	if !ok || !c.hasKind(k) {
+	h := &c.head
+	*h = header{}
+	c.scan.Head(head, h)
+	name, ok := plain(h.kind)
+	kind, has := c.kinds[string(name)]
+	if !ok || !has {
 		return 0, nil
 	}
-	if f.id == nil || f.id[0] != '"' {
-		return kinds[string(k)], nil
+	if h.id == nil || h.id[0] != '"' {
+		return kind, nil
 	}
-	return kinds[string(k)], f.id
-}
-
-// hasKind reports whether k is one of the protocol's frame kinds.
-func (c *Codec) hasKind(k []byte) bool {
-	for _, name := range c.p.Kinds {
-		if name == string(k) {
-			return true
-		}
-	}
-	return false
+	return kind, h.id
 }
 
 // plain returns the contents of a JSON string without escapes.
@@ -353,9 +324,8 @@ var kinds = map[string]rpc.Kind{
 	"response": rpc.KindResponse, "initialized": rpc.KindResponse, "error": rpc.KindError,
 }
 
-// frameErr builds the FrameError for a frame that fails a gate: requests
-// are answered (malformed frames as such, the rest as protocol errors),
-// replies fail the call they answer.
+// frameErr builds the FrameError for a frame that fails a gate: requests are answered (malformed frames as
+// such, the rest as protocol errors), replies fail the call they answer.
 func (c *Codec) frameErr(kind rpc.FrameErrorKind, cause error, detail string, id jsontext.Value, claimed rpc.Kind) error {
 	fe := &rpc.FrameError{Kind: kind, Err: fmt.Errorf("%w: %s", cause, detail), Claimed: claimed}
 	if id != nil {
@@ -371,8 +341,7 @@ func (c *Codec) frameErr(kind rpc.FrameErrorKind, cause error, detail string, id
 	return fe
 }
 
-// stringID finds the string id of a malformed frame, so that the error
-// frame answering it can echo the id when there is one to echo.
+// stringID finds the string id of a malformed frame, for the error frame answering it to echo.
 func stringID(line []byte) jsontext.Value {
 	if id := rpc.Member(line, "id"); id.Kind() == '"' {
 		return id
@@ -380,16 +349,13 @@ func stringID(line []byte) jsontext.Value {
 	return nil
 }
 
-// AppendHead implements rpc.Codec. Members are written in the order the
-// AgentPM writers use: protocol, version, kind, id, service, method, then
-// the body member.
+// AppendHead implements rpc.Codec. Members are written in the order the AgentPM writers use: protocol,
+// version, kind, id, service, method, then the body member.
 func (c *Codec) AppendHead(dst []byte, h *rpc.Header) []byte {
 	dst = c.start(dst, c.kind(h))
-	switch h.Kind {
-	case rpc.KindRequest:
-		dst = append(dst, `,"id":`...)
-		dst = c.AppendID(dst, h.Seq)
-	default:
+	if h.Kind == rpc.KindRequest {
+		dst = c.AppendID(append(dst, `,"id":`...), h.Seq)
+	} else {
 		dst = appendID(dst, h.ID) // a reply's, or the id an event carries
 	}
 	dst = c.qualifier(dst, h)
@@ -440,8 +406,7 @@ func appendID(dst []byte, id rpc.ID) []byte {
 	return append(append(dst, `,"id":`...), id.String()...)
 }
 
-// qualifier appends the qualifier member: the header's, else the codec's
-// role for frames this side writes.
+// qualifier appends the qualifier member: the header's, else the codec's role for replies this side writes.
 func (c *Codec) qualifier(dst []byte, h *rpc.Header) []byte {
 	q := h.Qualifier
 	if q == "" && h.Kind != rpc.KindRequest && h.Kind != rpc.KindNotification {
@@ -466,8 +431,8 @@ func (c *Codec) NullBody(h *rpc.Header) string {
 	return "null"
 }
 
-// AppendError implements rpc.Codec: an error frame whose code is the
-// error's Name, or the protocol's name for its Code.
+// AppendError implements rpc.Codec: an error frame whose code is the error's Name, or the protocol's name for
+// its Code (for internal_error when it has none).
 func (c *Codec) AppendError(dst []byte, h *rpc.Header, e *rpc.Error) []byte {
 	dst = c.start(dst, "error")
 	dst = appendID(dst, h.ID)
@@ -475,15 +440,8 @@ func (c *Codec) AppendError(dst []byte, h *rpc.Header, e *rpc.Error) []byte {
 	if c.p.ReplyInPayload {
 		dst = append(dst, `,"payload":null`...)
 	}
-	name := e.Name
-	if name == "" {
-		name = c.p.Codes[e.Code]
-	}
-	if name == "" {
-		name = c.p.Codes[rpc.CodeInternalError]
-	}
 	dst = append(dst, `,"error":{"code":`...)
-	dst, _ = jsontext.AppendQuote(dst, name)
+	dst, _ = jsontext.AppendQuote(dst, cmp.Or(e.Name, c.p.Codes[e.Code], c.p.Codes[rpc.CodeInternalError]))
 	dst = append(dst, `,"message":`...)
 	dst, _ = jsontext.AppendQuote(dst, e.Message)
 	if c.p.Retryable {
@@ -493,8 +451,7 @@ func (c *Codec) AppendError(dst []byte, h *rpc.Header, e *rpc.Error) []byte {
 	return append(dst, "}}\n"...)
 }
 
-// AppendID implements rpc.Codec: the id of request seq is the string
-// idPrefix + seq.
+// AppendID implements rpc.Codec: the id of request seq is the string idPrefix + seq.
 func (c *Codec) AppendID(dst []byte, seq uint64) []byte {
 	dst = append(dst, '"')
 	dst = append(dst, c.idPrefix...) // NewCodec checked that it needs no escaping

@@ -3,6 +3,7 @@ package jsonrpc
 import (
 	"bytes"
 	"errors"
+	"io"
 	"strconv"
 
 	"github.com/go-json-experiment/json"
@@ -12,20 +13,47 @@ import (
 	"github.com/bridgekit/bridgekit/runtime/rpc"
 )
 
+// NewConn starts an rpc.Conn that speaks JSON-RPC 2.0 on r and w; see rpc.NewConn. h may be nil and opts may
+// be nil.
+func NewConn(r io.Reader, w io.Writer, h rpc.Handler, opts *rpc.Options) *rpc.Conn {
+	return rpc.NewConn(r, w, new(Codec), h, opts)
+}
+
 // Codec frames JSON-RPC 2.0 messages, one per line, for rpc.Conn.
 //
-// Inbound ids are kept byte for byte; outbound request ids are integers
-// counting up from 1. A request's params are always written (nil params as
-// {}). Lines that are not JSON are answered with ErrParse and id null;
-// valid JSON that is not a request, notification or response (a batch, a
-// wrong "jsonrpc" member, an id of the wrong kind) with ErrInvalidRequest.
+// Inbound ids are kept byte for byte; outbound request ids are integers counting up from 1. A request's
+// params are always written (nil params as {}). Lines that are not JSON are answered with ErrParse and id
+// null; valid JSON that is not a request, notification or response (a batch, a wrong "jsonrpc" member, an id
+// of the wrong kind) with ErrInvalidRequest.
 //
-// A Codec holds the reading goroutine's scratch space: use one per
-// connection (NewConn does).
+// A Codec holds the reading goroutine's scratch space: use one per connection (NewConn does).
 type Codec struct {
 	scan    jsonscan.Scanner
 	env     envelope
-	scratch []byte
+	scratch []byte // an unescaped method name
+}
+
+// envelope holds the members of an inbound message as raw JSON aliasing the frame; absent members are nil.
+type envelope struct {
+	version, id, method, params, result, err jsontext.Value
+}
+
+// SetMember implements jsonscan.Members; unknown members are ignored.
+func (e *envelope) SetMember(name, value []byte) {
+	switch string(name) {
+	case "jsonrpc":
+		e.version = value
+	case "id":
+		e.id = value
+	case "method":
+		e.method = value
+	case "params":
+		e.params = value
+	case "result":
+		e.result = value
+	case "error":
+		e.err = value
+	}
 }
 
 var _ rpc.Codec = (*Codec)(nil)
@@ -52,9 +80,8 @@ func (c *Codec) Decode(line []byte, m *rpc.Message) error {
 
 var _ rpc.HeadDecoder = (*Codec)(nil)
 
-// DecodeHead implements rpc.HeadDecoder: a line with an id is a request
-// when its head shows a method or params, and a reply when it shows a
-// result or an error (whole or cut).
+// DecodeHead implements rpc.HeadDecoder: a line with an id is a request when its head shows a method or
+// params, and a reply when it shows a result or an error (whole or cut).
 func (c *Codec) DecodeHead(head []byte) (rpc.Kind, []byte) {
 	e := &c.env
 	*e = envelope{}
@@ -125,8 +152,7 @@ func invalid(id rpc.ID, why string) error {
 	return &rpc.FrameError{Kind: rpc.FrameInvalid, Err: e, ID: id, Reply: e}
 }
 
-// validID reports whether the raw id of an inbound request is absent, a
-// string, a number or null.
+// validID reports whether the raw id of an inbound request is absent, a string, a number or null.
 func validID(raw []byte) bool {
 	if raw == nil {
 		return true
@@ -174,10 +200,9 @@ func (c *Codec) NullBody(h *rpc.Header) string {
 	return "{}"
 }
 
-// AppendError implements rpc.Codec. An error with a string code only (from
-// another protocol's vocabulary) is sent as a server error (-32000) whose
-// message starts with the name. Invalid UTF-8 in the message is replaced;
-// data that is not valid JSON is left out.
+// AppendError implements rpc.Codec. An error with a string code only (from another protocol's vocabulary) is
+// sent as a server error (-32000) whose message starts with the name. Invalid UTF-8 in the message is
+// replaced; data that is not valid JSON is left out.
 func (c *Codec) AppendError(dst []byte, h *rpc.Header, e *rpc.Error) []byte {
 	dst = append(dst, `{"jsonrpc":"2.0",`...)
 	dst = append(appendID(dst, h.ID), `,"error":{"code":`...)
