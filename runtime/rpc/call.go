@@ -14,8 +14,8 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 )
 
-// Call sends a request and waits for its reply, then decodes the reply's
-// body into result (unless result is nil). See Send.
+// Call sends a request and waits for its reply, then decodes the reply's body into result (unless result
+// is nil). See Send.
 func (c *Conn) Call(ctx context.Context, method string, params, result any) error {
 	return c.Send(ctx, Outbound{Method: method, Params: params}, result)
 }
@@ -25,25 +25,21 @@ func (c *Conn) Notify(ctx context.Context, method string, params any) error {
 	return c.Send(ctx, Outbound{Kind: KindNotification, Method: method, Params: params}, nil)
 }
 
-// Send sends m. Params are marshalled as JSON in the same pass as the
-// frame; raw JSON (jsontext.Value, json.RawMessage) is sent as is, and nil
-// params as the protocol's null body. A notification returns once written.
+// Send sends m. Params are marshalled in the same pass as the frame; raw JSON (jsontext.Value,
+// json.RawMessage) is sent as is, and nil params as the protocol's null body. A notification returns once
+// written.
 //
-// A request waits for its reply: a peer's error reply is returned as an
-// *Error, a reply that fails the protocol's gates as a *FrameError. If ctx
-// ends first, Send stops waiting (a late reply is dropped), sends the
-// protocol's cancel message for the request if it has one (see CancelRule),
-// and returns an error wrapping ctx.Err(). Once the connection has shut
-// down, or the peer's input has ended, the error matches ErrClosed.
+// A request waits for its reply: a peer's error reply is returned as an *Error, a reply that fails the
+// protocol's gates as a *FrameError. If ctx ends first, Send stops waiting (a late reply is dropped),
+// sends the protocol's cancel message for the request if it has one (CancelRule), and returns an error
+// wrapping ctx.Err(). Once the connection has shut down, or the peer's input has ended, the error matches
+// ErrClosed.
 //
-// Before returning, Send waits until every notification received ahead of
-// the reply has been handled, so that e.g. progress notifications are
-// observed before the final result. Sends made with a handler context of
-// this connection skip that wait, since they may be made from the very
-// handler it would wait for.
+// Before returning, Send waits until every notification received ahead of the reply has been handled, so
+// that progress notifications are observed before the final result. Sends made with a handler context of
+// this connection skip that wait: they may come from the very handler it would wait for.
 func (c *Conn) Send(ctx context.Context, m Outbound, result any) error {
-	// The header lives in the pooled buffer: a *Header passed to the codec's
-	// methods escapes, and would otherwise cost an allocation per message.
+	// The header lives in the pooled buffer: a *Header passed to the codec escapes (an allocation).
 	b := getBuffer()
 	defer putBuffer(b)
 	h := &b.h
@@ -87,9 +83,8 @@ func (c *Conn) Send(ctx context.Context, m Outbound, result any) error {
 	r, sent, err := c.roundTrip(ctx, mark, h, b.B)
 	if err != nil {
 		if sent && ctx.Err() != nil {
-			// Only a request the peer may have received needs cancelling:
-			// for a Key rule, another request of the same key would be
-			// cancelled instead.
+			// Only a request the peer may have received is cancelled: for a Key rule, another request
+			// of the same key would be cancelled instead.
 			c.cancelOutbound(h, b.B[body[0]:body[1]])
 		}
 		return fmt.Errorf("rpc: call %s: %w", m.Method, err)
@@ -113,9 +108,8 @@ func (c *Conn) Send(ctx context.Context, m Outbound, result any) error {
 // replyPool recycles the buffered channels on which calls receive replies.
 var replyPool = sync.Pool{New: func() any { return make(chan callResult, 1) }}
 
-// roundTrip registers call h.Seq, writes its frame and waits for the
-// reply. A non-nil error means the call was abandoned locally; sent
-// reports whether its frame had been written.
+// roundTrip registers call h.Seq, writes its frame and waits for the reply. A non-nil error means the
+// call was abandoned locally; sent reports whether its frame had been written.
 func (c *Conn) roundTrip(ctx context.Context, mark *handlerMark, h *Header, frame []byte) (r callResult, sent bool, err error) {
 	ch := replyPool.Get().(chan callResult)
 	c.mu.Lock()
@@ -156,8 +150,8 @@ func (c *Conn) roundTrip(ctx context.Context, mark *handlerMark, h *Header, fram
 	return callResult{}, sent, c.sendError(err)
 }
 
-// write writes an outbound frame. A handler's write is counted as such,
-// so that Close does not wait for a handler stuck in it.
+// write writes an outbound frame. A handler's write is counted, so that Close does not wait for a
+// handler stuck in it.
 func (c *Conn) write(ctx context.Context, mark *handlerMark, frame []byte) error {
 	if mark == nil {
 		return c.w.WriteFrame(ctx, frame)
@@ -169,8 +163,7 @@ func (c *Conn) write(ctx context.Context, mark *handlerMark, frame []byte) error
 
 var errNoInput = fmt.Errorf("%w: the peer's input has ended", ErrClosed)
 
-// sendError explains a failed write or wait: why the connection shut
-// down, if it did (a handler's context ends because of it), else err.
+// sendError explains a failed write or wait: why the connection shut down, if it did, else err.
 func (c *Conn) sendError(err error) error {
 	if cause := c.Err(); cause != nil {
 		return cause
@@ -181,8 +174,8 @@ func (c *Conn) sendError(err error) error {
 // cancelTimeout bounds the sending of a cancel message.
 const cancelTimeout = 5 * time.Second
 
-// cancelOutbound sends the protocol's cancel message for an abandoned
-// outbound request whose params were body, in the background.
+// cancelOutbound sends, in the background, the protocol's cancel message for an abandoned request whose
+// params were body.
 func (c *Conn) cancelOutbound(h *Header, body []byte) {
 	r, params := c.rules.target[h.Method], []byte(nil)
 	switch {
@@ -223,15 +216,12 @@ func appendObject(dst []byte, name string, value []byte) []byte {
 	return append(dst, '}')
 }
 
-// buffer is a pooled encoding buffer with room for the header of the
-// message it holds.
+// buffer is a pooled encoding buffer with room for the header of the message it holds.
 type buffer struct {
 	B []byte
 	h Header
-	// w lends B to MarshalWrite, which appends straight into a
-	// bytes.Buffer's storage; to any other writer it would copy the value
-	// from a buffer of its own, which it drops past 64 KiB, so a large
-	// value would cost a new allocation and a copy every time.
+	// w lends B to MarshalWrite, which appends straight into a bytes.Buffer's storage; to another writer
+	// it would copy the value from a buffer of its own, dropped past 64 KiB (an allocation per value).
 	w bytes.Buffer
 }
 
@@ -248,12 +238,10 @@ func putBuffer(b *buffer) {
 	}
 }
 
-// preserve writes raw JSON values (inside generated types too) byte for
-// byte, escapes included.
+// preserve writes raw JSON values (inside generated types too) byte for byte, escapes included.
 var preserve = jsontext.PreserveRawStrings(true)
 
-// encode appends the frame for h with body v to b in one pass and returns
-// where the body lies in it.
+// encode appends the frame for h with body v to b in one pass and returns where the body lies in it.
 func (c *Conn) encode(b *buffer, h *Header, v any) (body [2]int, err error) {
 	b.B = c.codec.AppendHead(b.B, h)
 	start := len(b.B)
@@ -276,8 +264,7 @@ func (c *Conn) encode(b *buffer, h *Header, v any) (body [2]int, err error) {
 	return body, nil
 }
 
-// rawOptions accept what a peer may legitimately have sent, so that raw
-// values can be forwarded.
+// rawOptions accept what a peer may legitimately have sent, so that raw values can be forwarded.
 var rawOptions = []jsontext.Options{jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true)}
 
 var errInvalidRaw = errors.New("rpc: invalid raw JSON value")

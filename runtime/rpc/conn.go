@@ -18,106 +18,70 @@ import (
 
 // Options configures a Conn. The zero value is ready to use.
 type Options struct {
-	// MaxFrame limits the size of an inbound line (default
-	// ndjson.DefaultMaxFrame). Longer lines are answered with an error and
-	// skipped.
+	// MaxFrame limits the size of an inbound line (default ndjson.DefaultMaxFrame). Longer lines are
+	// answered with an error and skipped.
 	MaxFrame int
-	// MaxObjects bounds the JSON objects and arrays of an inbound line
-	// (default DefaultMaxObjects; negative: no bound). A line with more is
-	// refused as one over MaxFrame is: decoded into Go values, each of them
-	// would cost a hundred times its two bytes, so a frame of "{}"s could
-	// take gigabytes. Only lines over 2*MaxObjects bytes are counted.
+	// MaxObjects bounds the JSON objects and arrays of an inbound line (default DefaultMaxObjects;
+	// negative: no bound). A line with more is refused as one over MaxFrame is: decoded, each would cost
+	// a hundred times its two bytes. Only lines over 2*MaxObjects bytes are counted.
 	MaxObjects int
-	// MaxConcurrentRequests bounds inbound request concurrency. At 0 or 1
-	// requests are handled one at a time in arrival order. Above 1 they are
-	// started in arrival order and run concurrently, at most that many at a
-	// time, on worker goroutines that are reused and retire once idle.
-	// Notifications are always handled one at a time in arrival order.
+	// MaxConcurrentRequests bounds inbound request concurrency. At 0 or 1 requests are handled one at a
+	// time in arrival order; above 1 they are started in arrival order and run concurrently on reused
+	// worker goroutines. Notifications are always handled one at a time in arrival order.
 	MaxConcurrentRequests int
-	// Ordered, with MaxConcurrentRequests above 1, starts each request
-	// only once the one before it has returned (its reply queued for
-	// writing, so replies go out in arrival order) or has called Release
-	// with its context: a handler that must answer in turn, but may let
-	// the next request in while it goes on, releases its turn (compare
+	// Ordered, with MaxConcurrentRequests above 1, starts each request only once the one before it has
+	// returned (so replies go out in arrival order) or has called Release with its context (compare
 	// jsonrpc2's Async). Methods of the preempt lane never wait.
 	Ordered bool
-	// QueueSize and QueueBytes bound the inbound messages waiting for a
-	// handler (defaults 256 and 4 MiB). When either is reached the
-	// connection stops reading, which throttles the peer. While a handler
-	// waits inside Send for the peer's reply, reading goes on up to twice
-	// the bounds, so that the reply can arrive: requests that arrive
-	// meanwhile are refused with ErrOverloaded, notifications are queued.
+	// QueueSize and QueueBytes bound the inbound messages waiting for a handler (defaults 256 and 4 MiB).
+	// When either is reached the connection stops reading, which throttles the peer. While a handler waits
+	// inside Send for the peer's reply, reading goes on up to twice the bounds so that the reply can
+	// arrive: requests arriving meanwhile are refused with ErrOverloaded, notifications are queued.
 	QueueSize, QueueBytes int
-	// WriteQueueBytes bounds the bytes of replies queued for writing while
-	// the peer is slow to read (default ndjson.DefaultQueueBytes); past it
-	// handlers wait for their reply to be written.
+	// WriteQueueBytes bounds the replies queued for a slow peer (default ndjson.DefaultQueueBytes); past
+	// it handlers wait for their reply to be written.
 	WriteQueueBytes int
-	// RequestTimeout, if positive, is the deadline of each inbound request's
-	// context.
+	// RequestTimeout, if positive, is the deadline of each inbound request's context.
 	RequestTimeout time.Duration
-	// Cancels are the protocol's cancel messages. Generated packages
-	// provide their catalogue's (for example ACP's session/cancel).
+	// Cancels are the protocol's cancel messages (generated packages pass their catalogue's).
 	Cancels []CancelRule
-	// Preempt lists methods handled as soon as they arrive, in order among
-	// themselves, on a lane of their own that never waits behind other
-	// handlers (control messages such as AgentPM's cancel_run). The methods
-	// of Cancels are always preempted.
+	// Preempt lists methods handled as soon as they arrive, in order among themselves, on a lane of their
+	// own that never waits behind other handlers. The methods of Cancels are always preempted.
 	Preempt []string
-	// Methods seeds the table of method names the connection interns, so
-	// that a request's Method costs no allocation; generated packages pass
-	// their catalogue's. Up to 64 other names are interned as they arrive.
+	// Methods seeds the method names the connection interns, so that a request's Method costs no
+	// allocation; up to 64 other names are interned as they arrive.
 	Methods []string
-	// Logger receives diagnostics, rate-limited and truncated, from a
-	// goroutine of their own. Nil discards them, except the reports of
-	// notifications dropped because their params do not decode
+	// Logger receives diagnostics, rate-limited and truncated, from a goroutine of their own. Nil
+	// discards them, except reports of notifications dropped because their params do not decode
 	// (FrameBadParams), which go to slog's default logger.
 	Logger *slog.Logger
-	// OnFrameError, if set, is called with every inbound line that is
-	// rejected or dropped, notifications whose params do not decode
-	// included, from the diagnostics goroutine; when it falls behind,
-	// reports are dropped (and counted, see Conn.Stats) rather than slow
-	// the reader.
+	// OnFrameError, if set, is called from the diagnostics goroutine with every inbound line rejected or
+	// dropped, undecodable notifications included; when it falls behind, reports are dropped and counted
+	// (Conn.Stats) rather than slow the reader.
 	OnFrameError func(*FrameError)
-	// Screen, if set, is called on the reading goroutine with every
-	// message the codec decoded, before the connection acts on it, to add
-	// a program's own gates to the protocol's: a non-nil *FrameError
-	// refuses the message as the codec refuses a bad line (OnBadFrame,
-	// then its Reply, Claimed and ID say what happens). m and its slices
-	// are valid only during the call.
+	// Screen, if set, is called on the reading goroutine with every decoded message before the connection
+	// acts on it, to add a program's gates to the protocol's: a non-nil *FrameError refuses the message as
+	// the codec refuses a bad line. m and its slices are valid only during the call.
 	Screen func(m *Message) *FrameError
-	// OnBadFrame, if set, is called on the reading goroutine, before the
-	// connection acts on it, with every line that the codec or Screen
-	// refused and every line over MaxFrame (line is then its first
-	// ndjson.HeadSize bytes). It may change fe: clear Reply to leave the
-	// line unanswered, set ID and Claimed (KindResponse) to fail the call
-	// with that id. Returning true ends the connection with that line, as
-	// Close does but without waiting: pending calls fail with an error
-	// matching ErrClosed and wrapping fe, and nothing read after it is
-	// taken. line is valid only during the call.
+	// OnBadFrame, if set, is called on the reading goroutine, before the connection acts, with every line
+	// that the codec or Screen refused or that is over MaxFrame (line is then its first ndjson.HeadSize
+	// bytes). It may change fe: clear Reply to leave the line unanswered, set ID and Claimed
+	// (KindResponse) to fail the call with that id. Returning true ends the connection at once: pending
+	// calls fail with an error matching ErrClosed and wrapping fe. line is valid only during the call.
 	OnBadFrame func(fe *FrameError, line []byte) (end bool)
-	// NextID, if set, numbers outbound requests (the codec writes the id
-	// from the number) instead of counting up from 1, for example to go on
-	// from the ids a previous connection used. It is called once per
-	// request, from the goroutine sending it, and must return distinct
-	// numbers above 0.
+	// NextID, if set, numbers outbound requests (the codec writes the id from the number) instead of
+	// counting up from 1. It is called from the sending goroutine and must return distinct numbers > 0.
 	NextID func() uint64
-	// Observe, if set, sees every frame the connection reads or writes,
-	// once each, in the order of each direction's stream: a line read
-	// before the connection acts on it (bad and oversized lines too), a
-	// frame written just before the Write that writes it (error replies
-	// to bad lines and replies written at shutdown too). It runs on the
-	// goroutine reading or writing, so it must be quick and must not call
-	// the connection. Unset, it costs nothing. See SlogObserver.
+	// Observe, if set, sees every frame read or written, once each, in each direction's order: a line
+	// read before the connection acts on it (bad and oversized lines too), a frame written just before
+	// its Write. It runs on the reading or writing goroutine, so it must be quick and must not call the
+	// connection. Unset, it costs nothing. See SlogObserver.
 	Observe func(Traffic)
-	// DecodeOptions, if set, are the go-json-experiment options with which
-	// inbound params (Request.DecodeParams, which generated handlers call)
-	// and the results of calls (Send, Call) are decoded: a flavour's rules
-	// beyond the protocol's schema, such as a Harn runtime's contract
-	// (wire.Contract; harn.BridgeConnOptions sets acp.ContractHarn's).
+	// DecodeOptions, if set, decode inbound params (Request.DecodeParams) and the results of calls: a
+	// flavour's rules beyond the schema, such as a Harn runtime's contract (harn.BridgeConnOptions).
 	DecodeOptions json.Options
-	// Middleware wraps the connection's handler, the first element
-	// outermost: Middleware{a, b} serves a(b(h)). It sees every inbound
-	// request and notification, the handshake included (see Chain).
+	// Middleware wraps the connection's handler, the first element outermost (see Chain). It sees every
+	// inbound request and notification.
 	Middleware []Middleware
 }
 
@@ -128,9 +92,8 @@ const (
 	DefaultMaxObjects = 1 << 17
 )
 
-// Conn is a connection on which both peers may send requests and
-// notifications, framed by a Codec on a newline-delimited stream (see the
-// package documentation). Send, Call, Notify and Close are safe for
+// Conn is a connection on which both peers may send requests and notifications, framed by a Codec on a
+// newline-delimited stream (see the package documentation). Send, Call, Notify and Close are safe for
 // concurrent use.
 type Conn struct {
 	codec   Codec
@@ -148,17 +111,13 @@ type Conn struct {
 
 	ctx    context.Context // ends, with the reason, at shutdown
 	cancel context.CancelCauseFunc
-	// handlerCtx is the context of handlers that no cancel message or
-	// deadline can reach alone; it ends at shutdown. detached parents the
-	// contexts of the others, which shutdown ends one by one (a context
-	// derived from handlerCtx would register with it, under its lock, for
-	// every request).
+	// handlerCtx is the context of handlers that no cancel message or deadline can reach alone. detached
+	// parents the others' contexts, which shutdown ends one by one (deriving them from handlerCtx would
+	// register each with it, under its lock).
 	handlerCtx, detached context.Context
-	// readerCtx is the context of a notification handled by the read
-	// goroutine itself; a request sent with it moves reading elsewhere.
-	readerCtx context.Context
-	watch     *time.Timer // moves reading elsewhere when such a handler runs long
-	watching  atomic.Bool // watch is armed
+	readerCtx            context.Context // of a notification handled inline (inline.go)
+	watch                *time.Timer     // moves reading elsewhere when an inline handler runs long
+	watching             atomic.Bool     // watch is armed
 
 	q    inbox         // the main lane
 	ctl  inbox         // the preempt lane
@@ -180,7 +139,7 @@ type Conn struct {
 
 	diag     diagnostics
 	done     chan struct{}
-	closeErr error // of closing the streams, set by end before done closes
+	closeErr error // of closing the streams, set before done closes
 }
 
 // callResult is the outcome of a call, sent once on the call's channel.
@@ -190,20 +149,18 @@ type callResult struct {
 	seq  uint64 // notifications received before the reply
 }
 
-// handlerKey is the context key of a *handlerMark.
+// handlerKey is the context key of a *handlerMark, which marks the contexts of one Conn's handlers;
+// reader marks a notification handled on the read goroutine.
 type handlerKey struct{}
 
-// handlerMark identifies the contexts of one Conn's handlers; reader marks
-// a notification's handler running on the read goroutine.
 type handlerMark struct {
 	conn   *Conn
 	reader bool
 }
 
-// NewConn starts a connection reading frames from r and writing them to w,
-// framed by codec. h handles inbound requests and notifications; if it is
-// nil, requests are answered with ErrMethodNotFound and notifications are
-// ignored. opts may be nil.
+// NewConn starts a connection reading frames from r and writing them to w, framed by codec. h handles
+// inbound requests and notifications; if it is nil, requests are answered with ErrMethodNotFound and
+// notifications are ignored. opts may be nil.
 //
 // The caller must call Close to release the connection, even after Done.
 func NewConn(r io.Reader, w io.Writer, codec Codec, h Handler, opts *Options) *Conn {
@@ -223,13 +180,13 @@ func NewConn(r io.Reader, w io.Writer, codec Codec, h Handler, opts *Options) *C
 	c := &Conn{
 		codec:   codec,
 		handler: Chain(h, o.Middleware...),
-		log:     o.Logger,
 		opts:    o,
 		rules:   newRules(o.Cancels, o.Preempt),
 		in:      r,
 		out:     w,
 		fr:      ndjson.NewReader(r, o.MaxFrame),
 		pending: make(map[uint64]chan callResult),
+		methods: make(map[string]string, len(o.Methods)),
 		done:    make(chan struct{}),
 	}
 	wo := &ndjson.WriterOptions{QueueBytes: o.WriteQueueBytes, OnError: c.writeFailed}
@@ -251,7 +208,6 @@ func NewConn(r io.Reader, w io.Writer, codec Codec, h Handler, opts *Options) *C
 		c.sem = make(chan struct{}, o.MaxConcurrentRequests)
 		c.work = make(chan *inbound)
 	}
-	c.methods = make(map[string]string, len(o.Methods))
 	for _, m := range o.Methods {
 		c.methods[m] = m
 	}
@@ -267,61 +223,51 @@ func NewConn(r io.Reader, w io.Writer, codec Codec, h Handler, opts *Options) *C
 	return c
 }
 
-// Done returns a channel that is closed once the connection has finished:
-// after the peer's end of input, every request read has been answered and
-// every reply written; after Close or a write error, at once.
+// Done returns a channel that is closed once the connection has finished: after the peer's end of input,
+// every request read has been answered and every reply written; after Close or a write error, at once.
 func (c *Conn) Done() <-chan struct{} { return c.done }
 
-// Err returns why the connection finished, or nil while it runs. The
-// error matches ErrClosed and, when the peer ended its input, io.EOF.
+// Err returns why the connection finished, or nil while it runs. The error matches ErrClosed and, when
+// the peer ended its input, io.EOF.
 func (c *Conn) Err() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.cause
 }
 
-// Close shuts the connection down: pending calls fail with ErrClosed,
-// handler contexts end, queued inbound messages and unwritten replies are
-// dropped, and r and w are closed if they implement io.Closer. It waits for
-// running handlers to return, but not for a Read or Write that is blocked
-// in the underlying stream, a handler's own included: a goroutine stuck
-// there goes on when that call returns. Close is idempotent; every call
-// returns the result of closing r and w. It must not be called from a
-// handler.
+// Close shuts the connection down: pending calls fail with ErrClosed, handler contexts end, queued
+// inbound messages and unwritten replies are dropped, and r and w are closed if they are io.Closers. It
+// waits for running handlers to return, but not for a Read or Write blocked in the underlying stream (a
+// goroutine stuck there goes on when that call returns). Close is idempotent; every call returns the
+// result of closing r and w. It must not be called from a handler.
 func (c *Conn) Close() error {
 	c.end(ErrClosed, false)
 	<-c.done
 	return c.closeErr
 }
 
-// writeFailed is the writer's error callback: a reply or request could not
-// be written, so the peer can no longer be served.
+// writeFailed is the writer's error callback: the peer can no longer be served.
 func (c *Conn) writeFailed(err error) {
 	c.log.Error("rpc: write failed; closing the connection", "err", err)
 	c.end(fmt.Errorf("%w: write: %w", ErrClosed, err), false)
 }
 
-// phase is where a connection is in its life. It only moves forward, in
-// end.
+// phase is where a connection is in its life; it only moves forward, in end.
 type phase uint8
 
 const (
 	running  phase = iota
 	draining       // the peer's input ended: what was read is handled and answered first
-	closing        // shut down: done is closed once the handlers have returned
+	closing        // shut down: done closes once the handlers have returned
 )
 
-// end is the connection's one decision point for its shutdown, whoever
-// calls for it: the reader at the end of input (graceful), Close, a write
-// error, a bad frame that OnBadFrame makes fatal, or the end of draining.
+// end is the one decision point for shutdown, whoever calls for it: the reader at the end of input
+// (graceful), Close, a write error, a bad frame that OnBadFrame makes fatal, or the end of draining.
 //
-// Graceful, it fails the pending calls (no reply can arrive any more) and
-// lets what was read be handled, answered and written before it ends the
-// connection. Otherwise it shuts down at once, before it returns, so that
-// every error from now on says why (cause, which Err reports): pending
-// calls fail, handler contexts end, queued input and unwritten replies are
-// dropped and the streams closed; done is closed once the handlers that
-// are not blocked in a write have returned.
+// Graceful, it fails the pending calls (no reply can arrive) and lets what was read be handled and
+// answered first. Otherwise it shuts down before it returns, so that every later error says why (cause):
+// pending calls fail, handler contexts end, queued input and unwritten replies are dropped and the
+// streams closed; done closes once the handlers not blocked in a write have returned.
 func (c *Conn) end(cause error, graceful bool) {
 	c.mu.Lock()
 	if c.phase == closing || graceful && c.phase == draining {
@@ -366,9 +312,8 @@ func (c *Conn) end(cause error, graceful bool) {
 	}()
 }
 
-// drain waits for the dispatchers to handle what was read and for the
-// replies to be written, then ends the connection; Close (or a write
-// error) may end it first: a worker may be stuck writing to a peer that
+// drain waits for the dispatchers to handle what was read and for the replies to be written, then ends
+// the connection. Close or a write error may end it first: a worker may be stuck writing to a peer that
 // reads nothing.
 func (c *Conn) drain(cause error) {
 	lanes := make(chan struct{})
@@ -384,9 +329,8 @@ func (c *Conn) drain(cause error) {
 	c.end(cause, false)
 }
 
-// gate admits handler calls until the connection shuts down and lets
-// shutdown wait for those in progress, except the ones blocked writing to
-// the peer (a handler's own Send), which only the stream can unblock.
+// gate admits handler calls until shutdown and lets shutdown wait for those in progress, except the ones
+// blocked writing to the peer (a handler's own Send), which only the stream can unblock.
 type gate struct {
 	mu      sync.Mutex
 	cond    sync.Cond
@@ -399,15 +343,14 @@ type gate struct {
 func (g *gate) enter() bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.closed {
-		return false
+	if !g.closed {
+		g.running++
 	}
-	g.running++
-	return true
+	return !g.closed
 }
 
-// add records a handler call leaving (running -1) or entering and leaving
-// a write of its own (writing +1, -1).
+// add records a handler call leaving (running -1) or entering and leaving a write of its own (writing
+// +1, -1).
 func (g *gate) add(running, writing int) {
 	g.mu.Lock()
 	g.running += running
@@ -418,15 +361,13 @@ func (g *gate) add(running, writing int) {
 	g.mu.Unlock()
 }
 
-// close stops admitting handler calls.
 func (g *gate) close() {
 	g.mu.Lock()
 	g.closed = true
 	g.mu.Unlock()
 }
 
-// wait stops admitting handler calls and waits for those in progress that
-// are not blocked in a write.
+// wait closes the gate and waits for the handler calls in progress that are not blocked in a write.
 func (g *gate) wait() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -444,8 +385,7 @@ func (c *Conn) mark(ctx context.Context) *handlerMark {
 	return nil
 }
 
-// sameObject reports whether r and w are the same value, such as one
-// net.Conn used for both directions.
+// sameObject reports whether r and w are the same value, such as one net.Conn for both directions.
 func sameObject(r io.Reader, w io.Writer) bool {
 	t := reflect.TypeOf(r)
 	return t == reflect.TypeOf(w) && t.Comparable() && any(r) == any(w)

@@ -9,10 +9,9 @@ import (
 	"time"
 )
 
-// dispatch is a dispatcher goroutine: it takes the messages of one lane in
-// arrival order, handles notifications itself, and runs requests itself
-// or, when they may run concurrently (main lane only), hands them to
-// workers.
+// dispatch is a dispatcher goroutine: it takes one lane's messages in arrival order, handles
+// notifications itself, and runs requests itself or, when they may run concurrently (main lane only),
+// hands them to workers.
 func (c *Conn) dispatch(q *inbox) {
 	defer c.lanes.Done()
 	concurrent := q == &c.q && c.sem != nil
@@ -61,8 +60,7 @@ func (c *Conn) acquire() bool {
 	}
 }
 
-// start hands it, which holds a concurrency slot, to an idle worker, or
-// starts a worker for it.
+// start hands it, which holds a concurrency slot, to an idle worker, or starts a worker for it.
 func (c *Conn) start(it *inbound) {
 	select {
 	case c.work <- it:
@@ -72,18 +70,16 @@ func (c *Conn) start(it *inbound) {
 	}
 }
 
-// workerIdle is how often a worker checks whether it has been idle; one
-// that served no request in a whole period exits.
-var workerIdle atomic.Int64 // nanoseconds; atomic, so that tests can shorten it while workers run
+// workerIdle is how often a worker checks whether it has been idle; one that served no request in a
+// whole period exits. Nanoseconds; atomic, so that tests can shorten it while workers run.
+var workerIdle atomic.Int64
 
 func init() { workerIdle.Store(int64(time.Second)) }
 
-// worker serves it, then whatever requests the dispatcher hands it, each
-// holding a concurrency slot that the worker releases once it has replied.
-// Reusing workers spares a goroutine start per request under load. A worker
-// exits when the dispatcher has finished, or when a check finds it has
-// served nothing for a whole workerIdle period (one timer per worker, not
-// per request).
+// worker serves it, then whatever requests the dispatcher hands it, each holding a concurrency slot that
+// the worker releases once it has replied: reuse spares a goroutine start per request under load. A
+// worker exits when the dispatcher has finished, or when it has served nothing for a whole workerIdle
+// period (one timer per worker, not per request).
 func (c *Conn) worker(it *inbound) {
 	defer c.lanes.Done()
 	idle := time.NewTimer(time.Duration(workerIdle.Load()))
@@ -111,9 +107,8 @@ func (c *Conn) worker(it *inbound) {
 	}
 }
 
-// serve runs the handler for it and, for a request, writes the reply.
-// onDispatcher says whether it runs on the main lane's dispatcher, which
-// then queues its reply and moves on when more messages wait.
+// serve runs the handler for it and, for a request, writes the reply. onDispatcher says whether it runs
+// on the main lane's dispatcher, which then queues its reply and moves on when more messages wait.
 func (c *Conn) serve(it *inbound, onDispatcher bool) {
 	defer c.finish(it)
 	if !c.gate.enter() {
@@ -147,8 +142,7 @@ func (c *Conn) serve(it *inbound, onDispatcher bool) {
 	if err != nil {
 		e = replyError(err, ctx.Err())
 	}
-	// The id is free once its reply can reach the peer, which may then
-	// reuse it at once.
+	// The id is free once its reply can reach the peer, which may then reuse it at once.
 	c.unregister(it)
 	c.reply(it, result, e, onDispatcher)
 }
@@ -167,10 +161,9 @@ func (c *Conn) invoke(ctx context.Context, req *Request) (result any, err error)
 	return c.handler.Handle(ctx, req)
 }
 
-// reply writes the reply to a request. On the main dispatcher with more
-// messages queued it hands the frame to the writer and moves on, so the
-// replies queued meanwhile go out together; a worker writes its reply
-// unless another is being written, which then takes this one along.
+// reply writes the reply to a request. On the main dispatcher with more messages queued it hands the
+// frame to the writer and moves on, so that replies go out together; a worker writes its reply unless
+// another is being written, which then takes this one along.
 func (c *Conn) reply(it *inbound, result any, e *Error, onDispatcher bool) {
 	b := getBuffer()
 	defer putBuffer(b)
@@ -201,9 +194,9 @@ func (c *Conn) reply(it *inbound, result any, e *Error, onDispatcher bool) {
 // turnKey is the context key of an Ordered request's *inbound.
 type turnKey struct{}
 
-// Release lets the request whose handler has ctx give up its turn, on a
-// connection with Options.Ordered: the next request starts while this
-// one goes on. It does nothing for other contexts, or called again.
+// Release lets the request whose handler has ctx give up its turn, on a connection with
+// Options.Ordered: the next request starts while this one goes on. It does nothing for other contexts,
+// or called again.
 func Release(ctx context.Context) {
 	if it, ok := ctx.Value(turnKey{}).(*inbound); ok {
 		it.releaseTurn()

@@ -10,48 +10,40 @@ import (
 // inbound is a request or notification read from the peer.
 type inbound struct {
 	Request
-	ctx    context.Context         // requests: ends on Close, a cancel message or the deadline
-	cancel context.CancelCauseFunc // requests: releases ctx
-	stop   context.CancelFunc      // requests with a deadline: releases its timer
-	key    string                  // requests a cancel rule targets: the raw value of its Key member
-	// registered: the request is in Conn.running, where cancel messages find it.
-	registered bool
-	size       int    // bytes held while queued
-	frame      []byte // a notification's line
-	// turn, for an Ordered request, is closed when the next may start.
-	turn     chan struct{}
-	released atomic.Bool
+	ctx        context.Context         // requests: ends on Close, a cancel message or the deadline
+	cancel     context.CancelCauseFunc // requests: releases ctx
+	stop       context.CancelFunc      // requests with a deadline: releases its timer
+	key        string                  // requests a cancel rule targets: the raw value of its Key member
+	registered bool                    // in Conn.running, where cancel messages find it
+	size       int                     // bytes held while queued
+	frame      []byte                  // a notification's line
+	turn       chan struct{}           // an Ordered request's: closed when the next may start
+	released   atomic.Bool
 }
 
-// itemOverhead is what an inbound costs besides its params, for the
-// queue's byte bound.
+// itemOverhead is what an inbound costs besides its params, for the queue's byte bound.
 const itemOverhead = 256
 
-// inbox is an ordered queue between the reader and a dispatcher. It bounds
-// the messages and bytes held, making the reader wait (which throttles the
-// peer), and counts notifications for the response barrier.
+// inbox is an ordered queue between the reader and a dispatcher. It bounds the messages and bytes held,
+// making the reader wait (which throttles the peer), and counts notifications for the response barrier.
 type inbox struct {
 	mu    sync.Mutex
 	ready sync.Cond // the dispatcher waits here for items
 	space sync.Cond // the reader waits here for room
 
-	ring     []*inbound
-	head, n  int
-	bytes    int
-	maxN     int
-	maxBytes int
-	closed   bool      // no more items will be pushed
-	dropped  bool      // the queued items were discarded
-	idle     bool      // the dispatcher waits in pop with everything before it handled or started
-	inline   bool      // the reader handles a notification itself; the dispatcher waits for it
-	inlineAt time.Time // when that began
-	handoff  bool      // during inline: reading has moved to a new goroutine
-	unsent   bool      // items were pushed since the dispatcher was last signalled
-	callers  int       // handlers of this connection waiting inside Send
-	waiting  atomic.Bool
+	ring            []*inbound
+	head, n, bytes  int
+	maxN, maxBytes  int
+	closed, dropped bool      // no more items will be pushed; the queued ones were discarded
+	idle            bool      // the dispatcher waits in pop with everything before it handled or started
+	inline          bool      // the reader handles a notification itself (inline.go)
+	inlineAt        time.Time // when that began
+	handoff         bool      // during inline: reading has moved to a new goroutine
+	unsent          bool      // items were pushed since the dispatcher was last signalled
+	callers         int       // handlers of this connection waiting inside Send
+	waiting         atomic.Bool
 
-	// Notifications pushed and handled so far, for the response barrier;
-	// written under mu, readable without it.
+	// Notifications pushed and handled so far, for the response barrier; written under mu.
 	queued, handled atomic.Uint64
 	progress        chan struct{} // closed when handled advances; made on demand
 }
@@ -62,17 +54,15 @@ func (q *inbox) init(maxN, maxBytes int) {
 	q.maxN, q.maxBytes = maxN, maxBytes
 }
 
-// over reports whether the queue holds as much as it may. With limit 2 it
-// tests the hard bound that applies while handlers wait for the peer.
+// over reports whether the queue holds limit times its bound (limit 2: the bound while handlers wait for
+// the peer).
 func (q *inbox) over(limit int) bool {
 	return q.n >= limit*q.maxN || q.bytes >= limit*q.maxBytes
 }
 
-// room blocks the reader while the queue is full and no handler waits
-// inside Send for a reply, handing the items to the dispatcher first; with
-// hard set, also while it holds twice its bound, the most the reader takes
-// while handlers wait for the peer. It reports whether the inbox is still
-// open and whether the queue is full.
+// room blocks the reader while the queue is full and no handler waits inside Send for a reply (handing the
+// items to the dispatcher first) and, with hard set, while it holds twice its bound. It reports whether
+// the inbox is still open and whether the queue is full.
 func (q *inbox) room(hard bool) (open, full bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -83,15 +73,13 @@ func (q *inbox) room(hard bool) (open, full bool) {
 	return !q.closed, q.over(1)
 }
 
-// full reports whether the queue holds as much as it may.
 func (q *inbox) full() bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return q.over(1)
 }
 
-// caller records a handler of this connection entering (1) or leaving (-1)
-// Send.
+// caller records a handler of this connection entering (1) or leaving (-1) Send.
 func (q *inbox) caller(delta int) {
 	q.mu.Lock()
 	q.callers += delta
@@ -99,8 +87,7 @@ func (q *inbox) caller(delta int) {
 	q.mu.Unlock()
 }
 
-// push appends it. The dispatcher is woken by flush, so that the reader
-// can hand over every frame it already has buffered at once.
+// push appends it. flush wakes the dispatcher, so that the reader hands over everything buffered at once.
 func (q *inbox) push(it *inbound) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -125,7 +112,6 @@ func (q *inbox) push(it *inbound) {
 	}
 }
 
-// flush wakes the dispatcher if it waits for the items pushed since.
 func (q *inbox) flush() {
 	q.mu.Lock()
 	q.signalLocked()
@@ -139,8 +125,8 @@ func (q *inbox) signalLocked() {
 	}
 }
 
-// pop returns the next item, waiting for one. After close it returns the
-// remaining items, unless they were dropped, then reports false.
+// pop returns the next item, waiting for one. After close it returns the remaining items, unless they
+// were dropped, then reports false.
 func (q *inbox) pop() (*inbound, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -162,8 +148,7 @@ func (q *inbox) pop() (*inbound, bool) {
 	return it, true
 }
 
-// close stops the queue. Items already queued are still returned by pop,
-// unless drop is set.
+// close stops the queue; pop still returns the items queued unless drop is set.
 func (q *inbox) close(drop bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -181,10 +166,8 @@ func (q *inbox) close(drop bool) {
 	q.space.Broadcast()
 }
 
-// whenCaughtUp calls start, with the inbox locked, if the dispatcher waits
-// for work with everything queued so far handled or started, and reports
-// what start returns (false if it was not called). Holding the lock keeps
-// the inbox from closing meanwhile.
+// whenCaughtUp calls start, locked (so the inbox cannot close meanwhile), if the dispatcher waits with
+// everything queued so far handled or started, and reports what start returns (false if not called).
 func (q *inbox) whenCaughtUp(start func() bool) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -194,7 +177,6 @@ func (q *inbox) whenCaughtUp(start func() bool) bool {
 // backlog reports whether items are waiting for the dispatcher.
 func (q *inbox) backlog() bool { return q.waiting.Load() }
 
-// notificationHandled records that the dispatcher finished a notification.
 func (q *inbox) notificationHandled() {
 	q.mu.Lock()
 	q.handled.Add(1)
@@ -209,8 +191,7 @@ func (q *inbox) wakeLocked() {
 	}
 }
 
-// waitHandled blocks until the first n notifications have been handled
-// (or dropped), or ctx ends.
+// waitHandled blocks until the first n notifications have been handled (or dropped), or ctx ends.
 func (q *inbox) waitHandled(ctx context.Context, n uint64) error {
 	if q.handled.Load() >= n {
 		return nil

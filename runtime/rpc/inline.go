@@ -2,35 +2,19 @@ package rpc
 
 import "time"
 
-// The notification fast path. A notification that arrives when the
-// dispatcher has caught up (nothing queued, nothing running) is handled by
-// the reading goroutine itself, sparing a hand-off per message: that keeps
-// a burst of notifications to a child at the rate of a one-goroutine
-// runtime. Reading must still go on while such a handler runs, for the
-// replies and cancel messages it may be waiting for, so:
-//
-//   - a handler that sends a request (whose reply only a reader can read)
-//     moves reading to a new goroutine at once (handoff);
-//   - a handler that runs longer than inlineWatch has reading moved by the
-//     watch timer (watchdog), armed once per burst;
-//
-// and the new goroutine reads with a buffer of its own (ndjson's Detach),
-// since the handler's params alias the old one. The dispatcher waits for
-// the inline handler to end (inbox.inline) so that the order of handling
-// stays the order of arrival. The reader's goroutine, once its handler
-// returns, exits when reading has moved.
-//
-// Everything the fast path needs outside this file: Conn.inline,
-// readerCtx, watch and watching; inbox.inline, inlineAt and handoff; the
-// claimInline call in accept, the handoff call in Send, and the end of the
-// inbox's pop and whenCaughtUp waiting while a handler runs inline.
+// The notification fast path. A notification that arrives when the dispatcher has caught up is handled by
+// the reading goroutine itself, sparing a hand-off per message: that keeps a burst of notifications to a
+// child at the rate of a one-goroutine runtime. Reading must go on while such a handler runs, for the
+// replies and cancel messages it may wait for, so a handler that sends a request (handoff) or runs longer
+// than inlineWatch (watchdog) moves reading to a new goroutine, which reads into a buffer of its own
+// (ndjson's Detach: the handler's params alias the old one). The dispatcher waits for the inline handler
+// (inbox.inline), so handling keeps the order of arrival; the old read goroutine exits once its handler
+// returns.
 
-// inlineWatch is how long a notification's handler may run on the read
-// goroutine before reading moves to a new goroutine.
+// inlineWatch is how long a notification's handler may run on the read goroutine before reading moves.
 const inlineWatch = time.Millisecond
 
-// serveInline handles a notification on the read goroutine and reports
-// whether reading moved to another goroutine meanwhile.
+// serveInline handles a notification on the read goroutine and reports whether reading moved meanwhile.
 func (c *Conn) serveInline(it *inbound) bool {
 	c.armWatch()
 	it.ctx = c.readerCtx
@@ -38,19 +22,16 @@ func (c *Conn) serveInline(it *inbound) bool {
 	return c.q.endInline()
 }
 
-// armWatch starts the inline watch timer unless it runs already. It stays
-// armed through a burst of notifications (one timer event per inlineWatch,
-// not a Reset and Stop per notification) and disarms itself once no handler
-// runs inline.
+// armWatch starts the watch timer unless it runs already. It stays armed through a burst (one timer event
+// per inlineWatch, not a Reset and Stop per notification) and disarms once no handler runs inline.
 func (c *Conn) armWatch() {
 	if !c.watching.Swap(true) {
 		c.watch.Reset(inlineWatch)
 	}
 }
 
-// watchdog is the inline watch timer's function: it moves reading on when
-// the notification handled inline has run for inlineWatch, re-arms for a
-// younger one, and otherwise disarms.
+// watchdog moves reading on when the inline handler has run for inlineWatch, re-arms for a younger one,
+// and otherwise disarms.
 func (c *Conn) watchdog() {
 	ok, wait := c.q.takeOver(inlineWatch)
 	if ok {
@@ -61,33 +42,26 @@ func (c *Conn) watchdog() {
 		return
 	}
 	c.watching.Store(false)
-	// A handler that went inline after takeOver looked found the watch
-	// still armed and left it to this call.
+	// A handler that went inline after takeOver looked found the watch armed and left it to this call.
 	if c.q.watched() {
 		c.armWatch()
 	}
 }
 
-// handoff moves reading to a new goroutine while the read goroutine runs a
-// notification's handler that sends a request (whose reply only a reader
-// can read).
+// handoff moves reading on for an inline handler that sends a request, whose reply only a reader reads.
 func (c *Conn) handoff() {
 	if ok, _ := c.q.takeOver(0); ok {
 		c.moveReading()
 	}
 }
 
-// moveReading starts a new read goroutine with buffers of its own, since
-// the inline handler's params alias the old ones.
 func (c *Conn) moveReading() {
 	c.fr.Detach()
 	go c.read()
 }
 
-// claimInline lets the reader handle a notification itself when the
-// dispatcher has caught up (as whenCaughtUp), sparing the hand-off; the
-// dispatcher then waits for endInline. It counts the notification for the
-// response barrier.
+// claimInline lets the reader handle a notification itself when the dispatcher has caught up (as
+// whenCaughtUp); the dispatcher then waits for endInline. It counts the notification for the barrier.
 func (q *inbox) claimInline() bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -99,9 +73,7 @@ func (q *inbox) claimInline() bool {
 	return true
 }
 
-// endInline records that the reader finished its notification and lets
-// the dispatcher go on with what was queued meanwhile. It reports whether
-// reading moved to another goroutine during the notification.
+// endInline lets the dispatcher go on with what was queued meanwhile and reports whether reading moved.
 func (q *inbox) endInline() (handedOff bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -109,17 +81,13 @@ func (q *inbox) endInline() (handedOff bool) {
 	q.handled.Add(1)
 	q.wakeLocked()
 	if q.n > 0 || q.closed {
-		// Queued meanwhile, by the reader it handed off to, or closed
-		// meanwhile: either way the dispatcher has something to do.
-		q.ready.Signal()
+		q.ready.Signal() // queued by the new reader, or closed: the dispatcher has work
 	}
 	return q.handoff
 }
 
-// takeOver reports whether the caller may move reading to a new goroutine:
-// the reader has been inside a notification's handler for at least age and
-// reading has not moved yet. Otherwise wait, if positive, is how much
-// longer until that handler is old enough.
+// takeOver reports whether the caller may move reading: the reader has been inside an inline handler for
+// at least age and reading has not moved yet. Otherwise wait, if positive, is how long until it has.
 func (q *inbox) takeOver(age time.Duration) (ok bool, wait time.Duration) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -133,8 +101,7 @@ func (q *inbox) takeOver(age time.Duration) (ok bool, wait time.Duration) {
 	return true, 0
 }
 
-// watched reports whether a notification is handled inline and reading has
-// not moved on from it: the inline watch has to time it.
+// watched reports whether a handler runs inline and reading has not moved on from it.
 func (q *inbox) watched() bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()

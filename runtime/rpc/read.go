@@ -10,27 +10,32 @@ import (
 	"github.com/bridgekit/bridgekit/runtime/ndjson"
 )
 
-// read is the read goroutine. It routes replies to their callers, applies
-// cancel messages, queues everything else for the dispatchers or handles a
-// notification itself (see inline.go) and, when the peer's input ends,
-// sees the connection through its graceful end.
+// read is the read goroutine. It routes replies to their callers, applies cancel messages, queues the
+// rest for the dispatchers or handles a notification itself (inline.go), and ends the connection
+// gracefully when the peer's input ends.
 func (c *Conn) read() {
-	var cause error
 	for {
 		if open, _ := c.q.room(true); !open {
-			break
+			break // Close or a write error ended the connection.
 		}
 		frame, err := c.fr.ReadFrame()
-		if err == nil {
+		var fe *FrameError
+		switch {
+		case errors.Is(err, ndjson.ErrFrameTooLarge):
+			fe = c.tooLarge(err)
+		case err != nil:
+			c.q.flush()
+			if c.ctx.Err() == nil {
+				c.end(fmt.Errorf("%w: %w", ErrClosed, err), true)
+			}
+			return
+		default:
 			if c.opts.Observe != nil {
 				c.observeIn(frame, len(frame))
 			}
 			if n := c.opts.MaxObjects; n > 0 && len(frame) > 2*n && jsonscan.Containers(frame, n) {
-				err := fmt.Errorf("%w (more than %d)", ErrTooManyObjects, n)
-				if c.badFrame(c.oversize(err, frame), frame) {
-					return
-				}
-				continue
+				fe = c.oversize(fmt.Errorf("%w (more than %d)", ErrTooManyObjects, n), frame)
+				break
 			}
 			if c.handleFrame(frame) {
 				return // reading moved on while a handler ran here
@@ -40,27 +45,14 @@ func (c *Conn) read() {
 			}
 			continue
 		}
-		if errors.Is(err, ndjson.ErrFrameTooLarge) {
-			if c.badFrame(c.tooLarge(err), nil) {
-				return
-			}
-			continue
+		if c.badFrame(fe, frame) {
+			return
 		}
-		cause = err
-		break
 	}
 	c.q.flush()
-	if cause == nil || c.ctx.Err() != nil {
-		return // Close or a write error ended the connection.
-	}
-	c.end(fmt.Errorf("%w: %w", ErrClosed, cause), true)
 }
 
-// tooLarge describes a line over the size limit. What the codec can read
-// from its start decides the answer: a reply fails the call it answers, a
-// request is refused under its own id, a notification (an AgentPM event)
-// is not answered, and anything else is refused with no id, as JSON-RPC
-// answers a line it cannot read.
+// tooLarge describes a line over the size limit from what the codec can read of its start (oversize).
 func (c *Conn) tooLarge(err error) *FrameError {
 	var head []byte
 	if tl, ok := errors.AsType[*ndjson.FrameTooLargeError](err); ok {
@@ -72,8 +64,9 @@ func (c *Conn) tooLarge(err error) *FrameError {
 	return c.oversize(err, head)
 }
 
-// oversize describes a line too large to take, as tooLarge says, from
-// head: the line, or its start (nil if unknown).
+// oversize describes a line too large to take from head, the line or its start (nil if unknown): a
+// reply fails the call it answers, a request is refused under its own id, a notification (an AgentPM
+// event) is not answered, anything else is refused with no id, as JSON-RPC answers an unreadable line.
 func (c *Conn) oversize(err error, head []byte) *FrameError {
 	fe := &FrameError{Kind: FrameTooLarge, Err: err}
 	if head != nil {
@@ -91,9 +84,8 @@ func (c *Conn) oversize(err error, head []byte) *FrameError {
 	return fe
 }
 
-// handleFrame classifies one inbound line. frame is only valid during the
-// call, so whatever outlives it is copied. It reports whether reading moved
-// to another goroutine meanwhile.
+// handleFrame classifies one inbound line, valid only during the call (what outlives it is copied). It
+// reports whether reading moved to another goroutine meanwhile.
 func (c *Conn) handleFrame(frame []byte) (handedOff bool) {
 	m := &c.msg
 	*m = Message{}
@@ -114,9 +106,8 @@ func (c *Conn) handleFrame(frame []byte) (handedOff bool) {
 	return false
 }
 
-// badFrame reports a line the codec or Screen refused (frame) or that
-// was too large (frame nil) and answers it as the codec and OnBadFrame
-// say. A reply that failed a gate fails the call it answers. It reports
+// badFrame reports a line that the codec or Screen refused (frame) or that was too large (frame nil),
+// and answers it as the codec and OnBadFrame say; a reply that failed a gate fails its call. It reports
 // whether OnBadFrame ended the connection.
 func (c *Conn) badFrame(err error, frame []byte) (ended bool) {
 	fe, ok := err.(*FrameError)
@@ -149,8 +140,7 @@ func (c *Conn) badFrame(err error, frame []byte) (ended bool) {
 	return ended
 }
 
-// rejectWith answers the message with id (possibly none) with e, without
-// waiting for the peer to read it.
+// rejectWith answers the message with id (possibly none) with e, without waiting for the peer to read.
 func (c *Conn) rejectWith(id ID, e *Error) {
 	b := getBuffer()
 	defer putBuffer(b)
@@ -159,9 +149,8 @@ func (c *Conn) rejectWith(id ID, e *Error) {
 	_ = c.w.WriteFrameAsync(c.ctx, b.B)
 }
 
-// accept queues an inbound request or notification, after applying it if
-// it is a cancel message, or handles a notification inline. It reports
-// whether reading moved to another goroutine meanwhile.
+// accept queues an inbound request or notification, after applying it if it is a cancel message, or
+// handles a notification inline. It reports whether reading moved to another goroutine meanwhile.
 func (c *Conn) accept(m *Message, frame []byte) (handedOff bool) {
 	method := c.intern(m.Method)
 	var qualifier string
@@ -176,8 +165,7 @@ func (c *Conn) accept(m *Message, frame []byte) (handedOff bool) {
 	if m.ID != nil {
 		id = ID{raw: string(m.ID)} // an event may carry one too
 	}
-	// m is not read past claimInline: once it succeeds, reading may move to
-	// another goroutine, which reuses m (not the frame, see handoff).
+	// m is not read past claimInline: once it succeeds, reading may move to a goroutine that reuses m.
 	if body := m.Body; m.Kind == KindNotification && !preempt && c.q.claimInline() {
 		// Handled right here, while the frame is valid: nothing to copy.
 		it := &c.inline
@@ -188,8 +176,7 @@ func (c *Conn) accept(m *Message, frame []byte) (handedOff bool) {
 	size := len(m.Body) + len(m.ID) + len(m.Method) + len(m.Qualifier) + itemOverhead
 	it := &inbound{Request: Request{Kind: m.Kind, ID: id, Method: method, Qualifier: qualifier, Options: c.opts.DecodeOptions}, size: size}
 	if m.Kind == KindNotification {
-		// A notification keeps its line, for the report of params that
-		// do not decode; its params are a part of it, or a copy after it.
+		// A notification keeps its line, for the report of params that do not decode.
 		var n int
 		it.frame, it.Params, n = keep(frame, m.Body)
 		it.size += n - len(m.Body)
@@ -197,8 +184,8 @@ func (c *Conn) accept(m *Message, frame []byte) (handedOff bool) {
 		it.Params = bytes.Clone(m.Body)
 	}
 	if m.Kind == KindRequest {
-		// The queue full, the reader waits for room while no handler waits
-		// for the peer, and refuses the request while one does.
+		// The queue full, the reader waits for room (room) unless a handler waits for the peer: then the
+		// request is refused.
 		if !preempt && c.overloaded() {
 			e := ErrOverloaded.with(ErrOverloaded.Message + "; retry later")
 			c.rejectWith(it.ID, e)
@@ -237,10 +224,8 @@ func (c *Conn) overloaded() bool {
 	return full
 }
 
-// startNow starts a concurrent request straight from the read goroutine,
-// sparing the hand-off through the dispatcher, when that changes nothing:
-// the dispatcher has caught up (everything before this request has been
-// handled or started) and a slot is free. It reports whether it did.
+// startNow starts a concurrent request from the read goroutine, sparing the hand-off through the
+// dispatcher, when that changes nothing: the dispatcher has caught up and a slot is free.
 func (c *Conn) startNow(it *inbound) bool {
 	if c.sem == nil || it.Kind != KindRequest || it.turn != nil {
 		return false
@@ -256,16 +241,14 @@ func (c *Conn) startNow(it *inbound) bool {
 	})
 }
 
-// maxInterned bounds the method names a connection interns beyond its
-// seeds, and maxInternedLen their length, so that a peer can neither grow
-// the table nor make it hold much memory.
+// maxInterned and maxInternedLen bound the names interned beyond the seeds, so that a peer can neither
+// grow the table nor make it hold much memory.
 const (
 	maxInterned    = 64
 	maxInternedLen = 256
 )
 
-// intern returns b as a string, interning the names it sees so that a
-// request's Method costs no allocation once its name is known.
+// intern returns b as a string, interning it so that a known name costs no allocation.
 func (c *Conn) intern(b []byte) string {
 	if s, ok := c.methods[string(b)]; ok {
 		return s
@@ -314,15 +297,11 @@ func (c *Conn) retire(seq uint64) chan callResult {
 	return ch
 }
 
-// register records a request among those in flight, where cancel
-// messages find it, and gives one that a cancel message or a deadline can
-// reach a context of its own (the others share the connection's handler
-// context, at no cost). It reports false, recording nothing, when a
-// request with the same id is still in flight: JSON-RPC ids identify a
-// request until its reply, so a second one is refused rather than
-// answered twice under one id (a peer could otherwise have one answer
-// taken for the other's). The set is bounded as the queue is: every
-// request in it is queued or running, and the queue's bytes count its id.
+// register records a request among those in flight, where cancel messages find it, and gives one that a
+// cancel message or a deadline can reach a context of its own (the others share handlerCtx). It reports
+// false, recording nothing, when a request with the same id is in flight: an id names a request until its
+// reply, so a second one is refused rather than answered twice under one id. The set is bounded as the
+// queue is: each request in it is queued or running, and the queue's bytes count its id.
 func (c *Conn) register(it *inbound) bool {
 	target := c.rules.target[it.Method]
 	d := c.opts.RequestTimeout
@@ -356,8 +335,7 @@ func (c *Conn) register(it *inbound) bool {
 	return true
 }
 
-// applyCancel ends the contexts of the running requests that the cancel
-// message with params cancels.
+// applyCancel ends the contexts of the running requests that the cancel message with params cancels.
 func (c *Conn) applyCancel(r *CancelRule, params []byte) {
 	var key []byte
 	switch {
@@ -418,9 +396,8 @@ func newRules(cancels []CancelRule, preempt []string) rules {
 	return r
 }
 
-// keep returns a copy of frame and, within the same allocation, of body:
-// the part of the copy that body is, when body is a part of frame.
-// It also returns the bytes it allocated.
+// keep returns a copy of frame and, in the same allocation, of body (the part of the copy that body is,
+// when body is a part of frame), and the bytes it allocated.
 func keep(frame, body []byte) (line, params []byte, n int) {
 	i := cap(frame) - cap(body)
 	if len(body) > 0 && i >= 0 && i+len(body) <= len(frame) && &frame[i] == &body[0] {
