@@ -11,47 +11,47 @@ import (
 	"github.com/bridgekit/bridgekit/runtime/redact"
 )
 
-// diagnostics reports bad inbound frames and logs away from the read path
-// and the handlers: reports and log records go through bounded channels to
-// a goroutine of their own, which calls Options.OnFrameError and the
-// logger's handler, logging bad frames at a limited rate. A peer that
-// floods garbage while nobody drains stderr therefore never stops the
-// connection answering; what cannot be queued is counted and summarised
-// later.
+// diagnostics hands reports of bad frames and the connection's log records, through one bounded queue that is
+// never waited on, to a goroutine of its own, which calls Options.OnFrameError and the logger and logs bad
+// frames at a limited rate. A peer flooding garbage while nobody drains stderr therefore never stalls reading
+// or the handlers: what finds the queue full is counted and summarised in the next line logged.
 type diagnostics struct {
 	log  *slog.Logger
-	lost *slog.Logger // logs the notifications dropped undecoded (FrameBadParams)
+	lost *slog.Logger // logs FrameBadParams reports, to slog's default logger when log discards
 	on   func(*FrameError)
-	ch   chan *FrameError
-	recs chan diagRecord
+	ch   chan diagItem
 	quit chan struct{}
 	once sync.Once
 	stop func()
 
-	dropped    atomic.Int64              // reports and records that found their channel full
+	dropped    atomic.Int64              // items that found the queue full, not yet logged
 	counts     [frameKinds]atomic.Uint64 // reports, by kind
 	unreported atomic.Uint64             // reports that found the queue full
 	held       atomic.Int64              // bytes of FrameError.Frame queued
+
+	// The rate limit of the log lines about bad frames (run's goroutine only).
+	tokens     float64
+	last       time.Time
+	suppressed int
 }
 
-// diagRecord is a log record waiting for the diagnostics goroutine.
-type diagRecord struct {
+// diagItem is a report, or a log record for h.
+type diagItem struct {
+	fe  *FrameError
 	h   slog.Handler
 	rec slog.Record
 }
 
 const (
-	diagQueue = 64               // reports (and records) waiting for the goroutine
-	diagBurst = 10               // log lines about bad frames allowed at once
-	diagEvery = time.Second / 10 // then one per this period
-	diagBytes = 4 << 20          // bytes of whole lines (FrameError.Frame) queued at most
-	// maxErrText bounds the text of a reported FrameError's Err.
-	maxErrText = 4 * MaxEcho
+	diagQueue  = 64               // items queued at most (about 20 KiB, so made on first use)
+	diagBurst  = 10               // bad frames logged at once,
+	diagEvery  = time.Second / 10 // then one per period
+	diagBytes  = 4 << 20          // bytes of whole lines (FrameError.Frame) queued at most
+	maxErrText = 4 * MaxEcho      // bounds the text of a reported FrameError's Err
 )
 
-// init sets the logger (nil: discard diagnostics, but log the
-// notifications dropped undecoded through slog's default logger) and the
-// frame error callback.
+// init sets the logger (nil: discard diagnostics, but log FrameBadParams reports through slog's default
+// logger) and the frame error callback.
 func (d *diagnostics) init(log *slog.Logger, on func(*FrameError)) {
 	d.log, d.lost, d.on = log, log, on
 	if log == nil {
@@ -61,151 +61,141 @@ func (d *diagnostics) init(log *slog.Logger, on func(*FrameError)) {
 	d.stop = sync.OnceFunc(func() { close(d.quit) })
 }
 
-// logger returns the connection's logger: its records are handled by the
-// diagnostics goroutine, so that a handler that blocks (a full stderr)
-// never stalls the goroutine that logs.
+// logger returns the connection's logger, whose records the diagnostics goroutine handles.
 func (d *diagnostics) logger() *slog.Logger {
-	return slog.New(&diagHandler{d: d, h: d.log.Handler()})
+	return slog.New(&diagHandler{d.log.Handler(), d})
 }
 
-// diagHandler hands records to the diagnostics goroutine.
+// diagHandler queues the records of the Handler it embeds.
 type diagHandler struct {
+	slog.Handler
 	d *diagnostics
-	h slog.Handler
 }
-
-func (h *diagHandler) Enabled(ctx context.Context, l slog.Level) bool { return h.h.Enabled(ctx, l) }
 
 func (h *diagHandler) Handle(_ context.Context, r slog.Record) error {
-	h.d.start()
-	select {
-	case h.d.recs <- diagRecord{h.h, r.Clone()}:
-	default:
-		h.d.dropped.Add(1)
-	}
+	h.d.push(diagItem{h: h.Handler, rec: r.Clone()})
 	return nil
 }
 
 func (h *diagHandler) WithAttrs(as []slog.Attr) slog.Handler {
-	return &diagHandler{d: h.d, h: h.h.WithAttrs(as)}
+	return &diagHandler{h.Handler.WithAttrs(as), h.d}
 }
 
 func (h *diagHandler) WithGroup(name string) slog.Handler {
-	return &diagHandler{d: h.d, h: h.h.WithGroup(name)}
+	return &diagHandler{h.Handler.WithGroup(name), h.d}
 }
 
-// start makes the queues and starts the goroutine on first use: most
-// connections never report anything, and the queues are about 17 KiB.
-func (d *diagnostics) start() {
+// push queues it without blocking, and reports whether there was room. The queue and its goroutine are made
+// on first use: most connections never report anything.
+func (d *diagnostics) push(it diagItem) bool {
 	d.once.Do(func() {
-		d.ch = make(chan *FrameError, diagQueue)
-		d.recs = make(chan diagRecord, diagQueue)
+		d.ch = make(chan diagItem, diagQueue)
 		go d.run()
 	})
+	select {
+	case d.ch <- it:
+		return true
+	default:
+		d.dropped.Add(1)
+		return false
+	}
 }
 
-// report counts fe and queues it without ever blocking. line, if not
-// nil, is the whole line, which fe.Frame gets a copy of while the reports
-// queued hold less than diagBytes of lines.
+// report counts fe and queues it. line, if not nil, is the whole line, which fe.Frame gets a copy of for
+// OnFrameError while the queued reports hold less than diagBytes of lines.
 func (d *diagnostics) report(fe *FrameError, line []byte) {
 	d.counts[min(int(fe.Kind), len(d.counts)-1)].Add(1)
-	if line != nil && d.on == nil {
-		line = nil // nobody would see it
+	if line != nil && d.on != nil { // only OnFrameError sees Frame
+		if n := int64(len(line)); d.held.Add(n) <= diagBytes {
+			fe.Frame = bytes.Clone(line)
+		} else {
+			d.held.Add(-n)
+		}
 	}
-	if line != nil && d.held.Add(int64(len(line))) <= diagBytes {
-		fe.Frame = bytes.Clone(line)
-	} else if line != nil {
-		d.held.Add(-int64(len(line)))
-	}
-	d.start()
-	select {
-	case d.ch <- fe:
-	default:
+	if !d.push(diagItem{fe: fe}) {
 		d.held.Add(-int64(len(fe.Frame)))
 		d.unreported.Add(1)
-		d.dropped.Add(1)
 	}
 }
 
 // Stats counts the inbound lines a connection did not take as they came.
 type Stats struct {
-	// FrameErrors counts the lines reported to Options.OnFrameError (and
-	// the logger), by FrameErrorKind: FrameErrors[FrameBadParams] is the
-	// number of notifications dropped because their params did not decode.
+	// FrameErrors counts the lines reported to Options.OnFrameError (and the logger), by FrameErrorKind:
+	// FrameErrors[FrameBadParams] is the number of notifications dropped because their params did not decode.
 	FrameErrors [frameKinds]uint64
-	// Unreported counts the reports, among those, that OnFrameError and
-	// the logger never saw: they came faster than those could take them.
+	// Unreported counts the reports, among those, that OnFrameError and the logger never saw: they came
+	// faster than those could take them.
 	Unreported uint64
 }
 
 // Stats returns the connection's counts so far.
 func (c *Conn) Stats() Stats {
-	var s Stats
+	s := Stats{Unreported: c.diag.unreported.Load()} // first: a report is counted before it is unreported
 	for k := range s.FrameErrors {
 		s.FrameErrors[k] = c.diag.counts[k].Load()
 	}
-	s.Unreported = c.diag.unreported.Load()
 	return s
 }
 
 func (d *diagnostics) run() {
-	tokens, last := float64(diagBurst), time.Now()
-	suppressed := 0
+	d.tokens, d.last = diagBurst, time.Now()
 	for {
 		select {
-		case r := <-d.recs:
-			r.h.Handle(context.Background(), r.rec)
-		case fe := <-d.ch:
-			held := len(fe.Frame)
-			fe = bounded(fe)
-			if d.on != nil {
-				d.on(fe)
-			}
-			d.held.Add(-int64(held))
-			now := time.Now()
-			tokens = min(diagBurst, tokens+float64(now.Sub(last))/float64(diagEvery))
-			last = now
-			if tokens < 1 {
-				suppressed++
-				continue
-			}
-			tokens--
-			suppressed += int(d.dropped.Swap(0))
-			// The line is the peer's: it may quote a secret.
-			args := []any{"kind", fe.Kind.String(), "err", redactor.String(errText(fe.Err)), "line", redactor.String(fe.Snippet)}
-			if !fe.ID.IsZero() {
-				args = append(args, "id", redactor.String(fe.ID.String()))
-			}
-			if suppressed > 0 {
-				args = append(args, "suppressed", suppressed)
-				suppressed = 0
-			}
-			if fe.Kind == FrameBadParams {
-				d.lost.Warn("rpc: notification dropped: its params do not decode", append(args, "method", redactor.String(Truncate(fe.Method, MaxEcho)))...)
-			} else {
-				d.log.Warn("rpc: bad inbound frame", args...)
-			}
+		case it := <-d.ch:
+			d.deliver(it)
 		case <-d.quit:
-			// Log what was queued before the end, such as a write error.
-			for {
-				select {
-				case r := <-d.recs:
-					r.h.Handle(context.Background(), r.rec)
-				default:
-					return
-				}
+			// Deliver what was queued before the end, such as the log record of a write error.
+			for len(d.ch) > 0 {
+				d.deliver(<-d.ch)
 			}
+			return
 		}
+	}
+}
+
+// deliver handles a log record, or calls OnFrameError with a report and logs it if the rate allows.
+func (d *diagnostics) deliver(it diagItem) {
+	if it.fe == nil {
+		it.h.Handle(context.Background(), it.rec)
+		return
+	}
+	held := len(it.fe.Frame)
+	fe := bounded(it.fe)
+	if d.on != nil {
+		d.on(fe)
+	}
+	d.held.Add(-int64(held))
+	now := time.Now()
+	d.tokens = min(diagBurst, d.tokens+float64(now.Sub(d.last))/float64(diagEvery))
+	d.last = now
+	if d.tokens < 1 {
+		d.suppressed++
+		return
+	}
+	d.tokens--
+	d.suppressed += int(d.dropped.Swap(0))
+	// The line is the peer's: it may quote a secret.
+	args := []any{"kind", fe.Kind.String(), "err", redactor.String(errText(fe.Err)), "line", redactor.String(fe.Snippet)}
+	if !fe.ID.IsZero() {
+		args = append(args, "id", redactor.String(fe.ID.String()))
+	}
+	if d.suppressed > 0 {
+		args = append(args, "suppressed", d.suppressed)
+		d.suppressed = 0
+	}
+	if fe.Kind == FrameBadParams {
+		d.lost.Warn("rpc: notification dropped: its params do not decode", append(args, "method", redactor.String(Truncate(fe.Method, MaxEcho)))...)
+	} else {
+		d.log.Warn("rpc: bad inbound frame", args...)
 	}
 }
 
 // redactor masks token shapes in what the diagnostics quote of the peer.
 var redactor = redact.New()
 
-// bounded returns fe, or a copy of it whose fields repeat little of the
-// peer's input: an ID longer than MaxEcho bytes is left out and Err's text
-// is cut to maxErrText bytes (Err still unwraps to the original error).
-// fe itself may be shared, as the error of the call a bad reply answered.
+// bounded returns fe, or a copy of it (fe may be shared, as the error of the call a bad reply answered) whose
+// ID is left out if longer than MaxEcho bytes and whose Err's text is cut to maxErrText bytes, still
+// unwrapping to the original error.
 func bounded(fe *FrameError) *FrameError {
 	long := len(fe.ID.raw) > MaxEcho
 	text := errText(fe.Err)
