@@ -11,39 +11,34 @@ import (
 	"github.com/bridgekit/bridgekit/runtime/redact"
 )
 
-// diagnostics hands reports of bad frames and the connection's log records, through one bounded queue that is
+// diagnostics hands reports of bad frames and the connection's log records, through bounded queues that are
 // never waited on, to a goroutine of its own, which calls Options.OnFrameError and the logger and logs bad
 // frames at a limited rate. A peer flooding garbage while nobody drains stderr therefore never stalls reading
-// or the handlers: what finds the queue full is counted and summarised in the next line logged.
+// or the handlers: what finds its queue full is counted and summarised in the next line logged.
 type diagnostics struct {
 	log  *slog.Logger
 	lost *slog.Logger // logs FrameBadParams reports, to slog's default logger when log discards
 	on   func(*FrameError)
-	ch   chan diagItem
+	ch   chan *FrameError
+	recs chan diagRecord
 	quit chan struct{}
 	once sync.Once
 	stop func()
 
-	dropped    atomic.Int64              // items that found the queue full, not yet logged
+	dropped    atomic.Int64              // reports and records that found their queue full, not yet logged
 	counts     [frameKinds]atomic.Uint64 // reports, by kind
 	unreported atomic.Uint64             // reports that found the queue full
 	held       atomic.Int64              // bytes of FrameError.Frame queued
-
-	// The rate limit of the log lines about bad frames (run's goroutine only).
-	tokens     float64
-	last       time.Time
-	suppressed int
 }
 
-// diagItem is a report, or a log record for h.
-type diagItem struct {
-	fe  *FrameError
+// diagRecord is a log record waiting for the diagnostics goroutine.
+type diagRecord struct {
 	h   slog.Handler
 	rec slog.Record
 }
 
 const (
-	diagQueue  = 64               // items queued at most (about 20 KiB, so made on first use)
+	diagQueue  = 64               // reports, and records, queued at most
 	diagBurst  = 10               // bad frames logged at once,
 	diagEvery  = time.Second / 10 // then one per period
 	diagBytes  = 4 << 20          // bytes of whole lines (FrameError.Frame) queued at most
@@ -73,7 +68,12 @@ type diagHandler struct {
 }
 
 func (h *diagHandler) Handle(_ context.Context, r slog.Record) error {
-	h.d.push(diagItem{h: h.Handler, rec: r.Clone()})
+	h.d.start()
+	select {
+	case h.d.recs <- diagRecord{h.Handler, r.Clone()}:
+	default:
+		h.d.dropped.Add(1)
+	}
 	return nil
 }
 
@@ -85,24 +85,18 @@ func (h *diagHandler) WithGroup(name string) slog.Handler {
 	return &diagHandler{h.Handler.WithGroup(name), h.d}
 }
 
-// push queues it without blocking, and reports whether there was room. The queue and its goroutine are made
-// on first use: most connections never report anything.
-func (d *diagnostics) push(it diagItem) bool {
+// start makes the queues (about 17 KiB) and starts their goroutine on first use: most connections never
+// report anything.
+func (d *diagnostics) start() {
 	d.once.Do(func() {
-		d.ch = make(chan diagItem, diagQueue)
+		d.ch = make(chan *FrameError, diagQueue)
+		d.recs = make(chan diagRecord, diagQueue)
 		go d.run()
 	})
-	select {
-	case d.ch <- it:
-		return true
-	default:
-		d.dropped.Add(1)
-		return false
-	}
 }
 
-// report counts fe and queues it. line, if not nil, is the whole line, which fe.Frame gets a copy of for
-// OnFrameError while the queued reports hold less than diagBytes of lines.
+// report counts fe and queues it without blocking. line, if not nil, is the whole line, which fe.Frame gets a
+// copy of for OnFrameError while the queued reports hold less than diagBytes of lines.
 func (d *diagnostics) report(fe *FrameError, line []byte) {
 	d.counts[min(int(fe.Kind), len(d.counts)-1)].Add(1)
 	if line != nil && d.on != nil { // only OnFrameError sees Frame
@@ -112,9 +106,13 @@ func (d *diagnostics) report(fe *FrameError, line []byte) {
 			d.held.Add(-n)
 		}
 	}
-	if !d.push(diagItem{fe: fe}) {
+	d.start()
+	select {
+	case d.ch <- fe:
+	default:
 		d.held.Add(-int64(len(fe.Frame)))
 		d.unreported.Add(1)
+		d.dropped.Add(1)
 	}
 }
 
@@ -130,7 +128,7 @@ type Stats struct {
 
 // Stats returns the connection's counts so far.
 func (c *Conn) Stats() Stats {
-	s := Stats{Unreported: c.diag.unreported.Load()} // first: a report is counted before it is unreported
+	s := Stats{Unreported: c.diag.unreported.Load()} // loaded first, so never above the counts
 	for k := range s.FrameErrors {
 		s.FrameErrors[k] = c.diag.counts[k].Load()
 	}
@@ -138,55 +136,50 @@ func (c *Conn) Stats() Stats {
 }
 
 func (d *diagnostics) run() {
-	d.tokens, d.last = diagBurst, time.Now()
+	tokens, last := float64(diagBurst), time.Now()
+	suppressed := 0
 	for {
 		select {
-		case it := <-d.ch:
-			d.deliver(it)
+		case r := <-d.recs:
+			r.h.Handle(context.Background(), r.rec)
+		case fe := <-d.ch:
+			held := len(fe.Frame)
+			fe = bounded(fe)
+			if d.on != nil {
+				d.on(fe)
+			}
+			d.held.Add(-int64(held))
+			now := time.Now()
+			tokens = min(diagBurst, tokens+float64(now.Sub(last))/float64(diagEvery))
+			last = now
+			if tokens < 1 {
+				suppressed++
+				continue
+			}
+			tokens--
+			suppressed += int(d.dropped.Swap(0))
+			// The line is the peer's: it may quote a secret.
+			args := []any{"kind", fe.Kind.String(), "err", redactor.String(errText(fe.Err)), "line", redactor.String(fe.Snippet)}
+			if !fe.ID.IsZero() {
+				args = append(args, "id", redactor.String(fe.ID.String()))
+			}
+			if suppressed > 0 {
+				args = append(args, "suppressed", suppressed)
+				suppressed = 0
+			}
+			if fe.Kind == FrameBadParams {
+				d.lost.Warn("rpc: notification dropped: its params do not decode", append(args, "method", redactor.String(Truncate(fe.Method, MaxEcho)))...)
+			} else {
+				d.log.Warn("rpc: bad inbound frame", args...)
+			}
 		case <-d.quit:
-			// Deliver what was queued before the end, such as the log record of a write error.
-			for len(d.ch) > 0 {
-				d.deliver(<-d.ch)
+			// Log what was queued before the end, such as a write error.
+			for len(d.recs) > 0 {
+				r := <-d.recs
+				r.h.Handle(context.Background(), r.rec)
 			}
 			return
 		}
-	}
-}
-
-// deliver handles a log record, or calls OnFrameError with a report and logs it if the rate allows.
-func (d *diagnostics) deliver(it diagItem) {
-	if it.fe == nil {
-		it.h.Handle(context.Background(), it.rec)
-		return
-	}
-	held := len(it.fe.Frame)
-	fe := bounded(it.fe)
-	if d.on != nil {
-		d.on(fe)
-	}
-	d.held.Add(-int64(held))
-	now := time.Now()
-	d.tokens = min(diagBurst, d.tokens+float64(now.Sub(d.last))/float64(diagEvery))
-	d.last = now
-	if d.tokens < 1 {
-		d.suppressed++
-		return
-	}
-	d.tokens--
-	d.suppressed += int(d.dropped.Swap(0))
-	// The line is the peer's: it may quote a secret.
-	args := []any{"kind", fe.Kind.String(), "err", redactor.String(errText(fe.Err)), "line", redactor.String(fe.Snippet)}
-	if !fe.ID.IsZero() {
-		args = append(args, "id", redactor.String(fe.ID.String()))
-	}
-	if d.suppressed > 0 {
-		args = append(args, "suppressed", d.suppressed)
-		d.suppressed = 0
-	}
-	if fe.Kind == FrameBadParams {
-		d.lost.Warn("rpc: notification dropped: its params do not decode", append(args, "method", redactor.String(Truncate(fe.Method, MaxEcho)))...)
-	} else {
-		d.log.Warn("rpc: bad inbound frame", args...)
 	}
 }
 
