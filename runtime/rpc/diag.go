@@ -11,16 +11,13 @@ import (
 	"github.com/bridgekit/bridgekit/runtime/redact"
 )
 
-// diagnostics reports bad inbound frames and logs away from the read path
-// and the handlers: reports and log records go through bounded channels to
-// a goroutine of their own, which calls Options.OnFrameError and the
-// logger's handler, logging bad frames at a limited rate. A peer that
-// floods garbage while nobody drains stderr therefore never stops the
-// connection answering; what cannot be queued is counted and summarised
-// later.
+// diagnostics hands reports of bad frames and the connection's log records, through bounded queues that are
+// never waited on, to a goroutine of its own, which calls Options.OnFrameError and the logger and logs bad
+// frames at a limited rate. A peer flooding garbage while nobody drains stderr therefore never stalls reading
+// or the handlers: what finds its queue full is counted and summarised in the next line logged.
 type diagnostics struct {
 	log  *slog.Logger
-	lost *slog.Logger // logs the notifications dropped undecoded (FrameBadParams)
+	lost *slog.Logger // logs FrameBadParams reports, to slog's default logger when log discards
 	on   func(*FrameError)
 	ch   chan *FrameError
 	recs chan diagRecord
@@ -28,7 +25,7 @@ type diagnostics struct {
 	once sync.Once
 	stop func()
 
-	dropped    atomic.Int64              // reports and records that found their channel full
+	dropped    atomic.Int64              // reports and records that found their queue full, not yet logged
 	counts     [frameKinds]atomic.Uint64 // reports, by kind
 	unreported atomic.Uint64             // reports that found the queue full
 	held       atomic.Int64              // bytes of FrameError.Frame queued
@@ -41,17 +38,15 @@ type diagRecord struct {
 }
 
 const (
-	diagQueue = 64               // reports (and records) waiting for the goroutine
-	diagBurst = 10               // log lines about bad frames allowed at once
-	diagEvery = time.Second / 10 // then one per this period
-	diagBytes = 4 << 20          // bytes of whole lines (FrameError.Frame) queued at most
-	// maxErrText bounds the text of a reported FrameError's Err.
-	maxErrText = 4 * MaxEcho
+	diagQueue  = 64               // reports, and records, queued at most
+	diagBurst  = 10               // bad frames logged at once,
+	diagEvery  = time.Second / 10 // then one per period
+	diagBytes  = 4 << 20          // bytes of whole lines (FrameError.Frame) queued at most
+	maxErrText = 4 * MaxEcho      // bounds the text of a reported FrameError's Err
 )
 
-// init sets the logger (nil: discard diagnostics, but log the
-// notifications dropped undecoded through slog's default logger) and the
-// frame error callback.
+// init sets the logger (nil: discard diagnostics, but log FrameBadParams reports through slog's default
+// logger) and the frame error callback.
 func (d *diagnostics) init(log *slog.Logger, on func(*FrameError)) {
 	d.log, d.lost, d.on = log, log, on
 	if log == nil {
@@ -61,25 +56,21 @@ func (d *diagnostics) init(log *slog.Logger, on func(*FrameError)) {
 	d.stop = sync.OnceFunc(func() { close(d.quit) })
 }
 
-// logger returns the connection's logger: its records are handled by the
-// diagnostics goroutine, so that a handler that blocks (a full stderr)
-// never stalls the goroutine that logs.
+// logger returns the connection's logger, whose records the diagnostics goroutine handles.
 func (d *diagnostics) logger() *slog.Logger {
-	return slog.New(&diagHandler{d: d, h: d.log.Handler()})
+	return slog.New(&diagHandler{d.log.Handler(), d})
 }
 
-// diagHandler hands records to the diagnostics goroutine.
+// diagHandler queues the records of the Handler it embeds.
 type diagHandler struct {
+	slog.Handler
 	d *diagnostics
-	h slog.Handler
 }
-
-func (h *diagHandler) Enabled(ctx context.Context, l slog.Level) bool { return h.h.Enabled(ctx, l) }
 
 func (h *diagHandler) Handle(_ context.Context, r slog.Record) error {
 	h.d.start()
 	select {
-	case h.d.recs <- diagRecord{h.h, r.Clone()}:
+	case h.d.recs <- diagRecord{h.Handler, r.Clone()}:
 	default:
 		h.d.dropped.Add(1)
 	}
@@ -87,15 +78,15 @@ func (h *diagHandler) Handle(_ context.Context, r slog.Record) error {
 }
 
 func (h *diagHandler) WithAttrs(as []slog.Attr) slog.Handler {
-	return &diagHandler{d: h.d, h: h.h.WithAttrs(as)}
+	return &diagHandler{h.Handler.WithAttrs(as), h.d}
 }
 
 func (h *diagHandler) WithGroup(name string) slog.Handler {
-	return &diagHandler{d: h.d, h: h.h.WithGroup(name)}
+	return &diagHandler{h.Handler.WithGroup(name), h.d}
 }
 
-// start makes the queues and starts the goroutine on first use: most
-// connections never report anything, and the queues are about 17 KiB.
+// start makes the queues (about 17 KiB) and starts their goroutine on first use: most connections never
+// report anything.
 func (d *diagnostics) start() {
 	d.once.Do(func() {
 		d.ch = make(chan *FrameError, diagQueue)
@@ -104,18 +95,16 @@ func (d *diagnostics) start() {
 	})
 }
 
-// report counts fe and queues it without ever blocking. line, if not
-// nil, is the whole line, which fe.Frame gets a copy of while the reports
-// queued hold less than diagBytes of lines.
+// report counts fe and queues it without blocking. line, if not nil, is the whole line, which fe.Frame gets a
+// copy of for OnFrameError while the queued reports hold less than diagBytes of lines.
 func (d *diagnostics) report(fe *FrameError, line []byte) {
 	d.counts[min(int(fe.Kind), len(d.counts)-1)].Add(1)
-	if line != nil && d.on == nil {
-		line = nil // nobody would see it
-	}
-	if line != nil && d.held.Add(int64(len(line))) <= diagBytes {
-		fe.Frame = bytes.Clone(line)
-	} else if line != nil {
-		d.held.Add(-int64(len(line)))
+	if line != nil && d.on != nil { // only OnFrameError sees Frame
+		if n := int64(len(line)); d.held.Add(n) <= diagBytes {
+			fe.Frame = bytes.Clone(line)
+		} else {
+			d.held.Add(-n)
+		}
 	}
 	d.start()
 	select {
@@ -129,22 +118,20 @@ func (d *diagnostics) report(fe *FrameError, line []byte) {
 
 // Stats counts the inbound lines a connection did not take as they came.
 type Stats struct {
-	// FrameErrors counts the lines reported to Options.OnFrameError (and
-	// the logger), by FrameErrorKind: FrameErrors[FrameBadParams] is the
-	// number of notifications dropped because their params did not decode.
+	// FrameErrors counts the lines reported to Options.OnFrameError (and the logger), by FrameErrorKind:
+	// FrameErrors[FrameBadParams] is the number of notifications dropped because their params did not decode.
 	FrameErrors [frameKinds]uint64
-	// Unreported counts the reports, among those, that OnFrameError and
-	// the logger never saw: they came faster than those could take them.
+	// Unreported counts the reports, among those, that OnFrameError and the logger never saw: they came
+	// faster than those could take them.
 	Unreported uint64
 }
 
 // Stats returns the connection's counts so far.
 func (c *Conn) Stats() Stats {
-	var s Stats
+	s := Stats{Unreported: c.diag.unreported.Load()} // loaded first, so never above the counts
 	for k := range s.FrameErrors {
 		s.FrameErrors[k] = c.diag.counts[k].Load()
 	}
-	s.Unreported = c.diag.unreported.Load()
 	return s
 }
 
@@ -187,14 +174,11 @@ func (d *diagnostics) run() {
 			}
 		case <-d.quit:
 			// Log what was queued before the end, such as a write error.
-			for {
-				select {
-				case r := <-d.recs:
-					r.h.Handle(context.Background(), r.rec)
-				default:
-					return
-				}
+			for len(d.recs) > 0 {
+				r := <-d.recs
+				r.h.Handle(context.Background(), r.rec)
 			}
+			return
 		}
 	}
 }
@@ -202,10 +186,9 @@ func (d *diagnostics) run() {
 // redactor masks token shapes in what the diagnostics quote of the peer.
 var redactor = redact.New()
 
-// bounded returns fe, or a copy of it whose fields repeat little of the
-// peer's input: an ID longer than MaxEcho bytes is left out and Err's text
-// is cut to maxErrText bytes (Err still unwraps to the original error).
-// fe itself may be shared, as the error of the call a bad reply answered.
+// bounded returns fe, or a copy of it (fe may be shared, as the error of the call a bad reply answered) whose
+// ID is left out if longer than MaxEcho bytes and whose Err's text is cut to maxErrText bytes, still
+// unwrapping to the original error.
 func bounded(fe *FrameError) *FrameError {
 	long := len(fe.ID.raw) > MaxEcho
 	text := errText(fe.Err)

@@ -11,10 +11,7 @@ import (
 // Kind says what a message is.
 type Kind uint8
 
-// Message kinds. A protocol's frame kinds map onto these: JSON-RPC has
-// requests, notifications and responses (success or error); AgentPM's
-// envelopes have request, response, error and event frames (an event is a
-// notification).
+// Message kinds, onto which a protocol's frame kinds map (an AgentPM event is a notification).
 const (
 	KindRequest      Kind = iota + 1 // expects a reply
 	KindNotification                 // one-way: JSON-RPC notification, envelope event
@@ -26,16 +23,10 @@ var kindNames = [...]string{
 	KindRequest: "request", KindNotification: "notification", KindResponse: "response", KindError: "error",
 }
 
-func (k Kind) String() string {
-	if int(k) < len(kindNames) && k > 0 {
-		return kindNames[k]
-	}
-	return "Kind(" + strconv.Itoa(int(k)) + ")"
-}
+func (k Kind) String() string { return enumName(kindNames[:], int(k), "Kind") }
 
-// ID is a message id: the raw JSON text of a string, a number or null,
-// kept byte for byte so that replies echo it unchanged. The zero ID means
-// "no id". IDs are comparable and can be map keys.
+// ID is a message id: the raw JSON text of a string, a number or null, kept byte for byte so that replies
+// echo it unchanged. The zero ID means "no id". IDs are comparable and can be map keys.
 type ID struct {
 	raw string
 }
@@ -46,8 +37,7 @@ func RawID(raw []byte) ID { return ID{raw: string(raw)} }
 // Int64ID returns the ID for the JSON number n.
 func Int64ID(n int64) ID { return ID{raw: strconv.FormatInt(n, 10)} }
 
-// StringID returns the ID for the JSON string s. Invalid UTF-8 in s is
-// replaced with U+FFFD.
+// StringID returns the ID for the JSON string s. Invalid UTF-8 in s is replaced with U+FFFD.
 func StringID(s string) ID {
 	b, _ := jsontext.AppendQuote(nil, s)
 	return ID{raw: string(b)}
@@ -67,98 +57,78 @@ func (id ID) Raw() jsontext.Value {
 // String returns the id's JSON text, or "" for the zero ID.
 func (id ID) String() string { return id.raw }
 
-// Message is one decoded inbound message. Its byte slices alias the line
-// it was decoded from (or the codec's scratch space) and are valid only
-// until the next Decode.
+// Message is one decoded inbound message. Its byte slices alias the line it was decoded from (or the codec's
+// scratch space) and are valid only until the next Decode.
 type Message struct {
-	Kind Kind
-	// ID is the raw JSON of the id; nil when the message has none.
-	ID []byte
-	// Method is the method name, unquoted (requests and notifications).
-	Method []byte
-	// Qualifier is the member that identifies the method together with its
-	// name in protocols that have one (agentpm-service: the service role).
+	Kind   Kind
+	ID     []byte // the raw JSON of the id; nil when the message has none
+	Method []byte // the method name, unquoted (requests and notifications)
+	// Qualifier is the member that identifies the method together with its name in protocols that have one
+	// (agentpm-service: the service role).
 	Qualifier []byte
-	// Body is the raw JSON of the params, payload or result; nil when absent.
-	Body []byte
-	// Err is the error of a KindError message.
-	Err *Error
+	Body      []byte // the raw JSON of the params, payload or result; nil when absent
+	Err       *Error // the error of a KindError message
 }
 
 // Header describes an outbound message for a Codec to frame.
 type Header struct {
-	Kind Kind
-	// ID is the id a reply echoes.
-	ID ID
-	// Seq numbers an outbound request; the codec writes its id from it.
-	Seq uint64
-	// Method is the method of a request or notification, and of the
-	// request a reply answers.
-	Method    string
+	Kind      Kind
+	ID        ID     // the id a reply echoes
+	Seq       uint64 // numbers an outbound request; the codec writes its id from it
+	Method    string // of a request or notification, and of the request a reply answers
 	Qualifier string
 }
 
-// Codec frames messages for one protocol family. A codec is used by one
-// connection's goroutines concurrently: Decode only from the reading
-// goroutine, the Append methods from any; implementations keep per-call
-// state out of the codec value or guard it.
+// Codec frames messages for one protocol family. A codec is used by one connection's goroutines concurrently:
+// Decode only from the reading goroutine, the Append methods from any; implementations keep per-call state
+// out of the codec value or guard it.
 type Codec interface {
-	// Decode parses one line into m. A line it cannot accept gives a
-	// *FrameError saying how to answer it.
+	// Decode parses one line into m. A line it cannot accept gives a *FrameError saying how to answer it.
 	Decode(line []byte, m *Message) error
-	// AppendHead appends a message's framing up to where its body value
-	// goes; AppendTail appends what follows the body, through the newline.
+	// AppendHead appends a message's framing up to where its body value goes; AppendTail appends what follows
+	// the body, through the newline.
 	AppendHead(dst []byte, h *Header) []byte
 	AppendTail(dst []byte, h *Header) []byte
-	// NullBody is the body written for a message whose body is nil or null
-	// (JSON-RPC params are {}, results null).
+	// NullBody is the body written for a nil or null body (JSON-RPC params are {}, results null).
 	NullBody(h *Header) string
 	// AppendError appends a whole error reply, through the newline.
 	AppendError(dst []byte, h *Header, e *Error) []byte
-	// AppendID appends the id that AppendHead writes for request seq;
-	// Seq returns the sequence number of such an id, and whether id is one.
+	// AppendID appends the id that AppendHead writes for request seq; Seq returns the sequence number of such
+	// an id, and whether id is one.
 	AppendID(dst []byte, seq uint64) []byte
 	Seq(id []byte) (uint64, bool)
 }
 
-// HeadDecoder is implemented by a codec that can tell what a line was from
-// its first bytes alone. A Conn uses it for a line over Options.MaxFrame,
-// of which it keeps only the start (ndjson.HeadSize bytes): a reply fails
-// the call it answers at once, instead of leaving the caller waiting, a
-// request is answered with its own id, and a notification is not answered.
+// HeadDecoder is implemented by a codec that can tell what a line was from its first bytes alone. A Conn uses
+// it for a line over Options.MaxFrame, of which it keeps only the start (ndjson.HeadSize bytes): a reply
+// fails the call it answers at once, instead of leaving the caller waiting, a request is answered with its
+// own id, and a notification is not answered.
 type HeadDecoder interface {
-	// DecodeHead reports the kind of the line that head starts (0 when
-	// head does not settle it, as for a JSON-RPC line whose id may come
-	// after a long member) and its raw id (nil when head shows none). It
-	// must not claim more than head shows: a cut value is never taken for
-	// a whole one.
+	// DecodeHead reports the kind of the line that head starts (0 when head does not settle it, as for a
+	// JSON-RPC line whose id may come after a long member) and its raw id (nil when head shows none). It must
+	// not claim more than head shows: a cut value is never taken for a whole one.
 	DecodeHead(head []byte) (kind Kind, id []byte)
 }
 
-// Request is an inbound request or notification. A Request and its Params
-// are valid only until the handler returns; copy what must outlive it.
+// Request is an inbound request or notification. A Request and its Params are valid only until the handler
+// returns; copy what must outlive it.
 type Request struct {
 	Kind      Kind // KindRequest or KindNotification
 	ID        ID   // a request's id; a notification's, if its protocol gives one (AgentPM events)
 	Method    string
 	Qualifier string
 	Params    jsontext.Value // nil when absent
-	// Options are the decode options of the connection
-	// (Options.DecodeOptions), which DecodeParams applies; nil for none.
+	// Options are the decode options of the connection (Options.DecodeOptions), which DecodeParams applies;
+	// nil for none.
 	Options json.Options
 }
 
-// Handler handles inbound requests and notifications.
-//
-// The result is marshalled as the reply's body (nil becomes the protocol's
-// null body). An error that is or wraps an *Error is sent as that error;
-// the context's own error, after a cancel message or deadline, is sent as
-// ErrCancelled; any other error is sent as ErrInternal with the error's
-// text. Notifications never get a reply; their errors are logged.
-//
-// ctx ends when the connection is closed, when the protocol's cancel
-// message for the request arrives, or at the request's deadline. Handlers
-// may call back into the connection with ctx.
+// Handler handles inbound requests and notifications. The result is marshalled as the reply's body (nil
+// becomes the protocol's null body). An error that is or wraps an *Error is sent as that error; the context's
+// own error, after a cancel message or deadline, is sent as ErrCancelled; any other error is sent as
+// ErrInternal with the error's text. Notifications never get a reply; their errors are logged. ctx ends when
+// the connection is closed, when the protocol's cancel message for the request arrives, or at the request's
+// deadline. Handlers may call back into the connection with ctx.
 type Handler interface {
 	Handle(ctx context.Context, req *Request) (result any, err error)
 }
@@ -169,8 +139,7 @@ type HandlerFunc func(ctx context.Context, req *Request) (any, error)
 // Handle calls f(ctx, req).
 func (f HandlerFunc) Handle(ctx context.Context, req *Request) (any, error) { return f(ctx, req) }
 
-// Middleware wraps a Handler, for example to log, trace or authorise every
-// method a side serves.
+// Middleware wraps a Handler, for example to log, trace or authorise every method a side serves.
 type Middleware func(next Handler) Handler
 
 // Outbound is a message to send.
@@ -179,25 +148,21 @@ type Outbound struct {
 	Method    string
 	Qualifier string
 	Params    any
-	// ID is an id for a notification to carry, in protocols whose events
-	// may have one (AgentPM's harness_event); requests get ids of their own.
+	// ID is an id for a notification to carry, in protocols whose events may have one (AgentPM's
+	// harness_event); requests get ids of their own.
 	ID ID
 }
 
-// Sender is the outbound side of a connection, the interface generated
-// peers depend on. *Conn implements it.
+// Sender is the outbound side of a connection, the interface generated peers depend on. *Conn implements it.
 type Sender interface {
-	// Send sends m; for a request it waits for the reply and decodes its
-	// body into result (unless result is nil).
+	// Send sends m; for a request it waits for the reply and decodes its body into result, if not nil.
 	Send(ctx context.Context, m Outbound, result any) error
 }
 
-// CancelRule describes a protocol's cancel message: Method, when it
-// arrives, ends the context of running Target requests whose Key member
-// has the same value as the cancel message's (or of every running Target
-// request when Key is empty), or of the request whose id the cancel
-// message's ByID member holds. When an outbound Target request's context
-// ends, the connection sends Method with the request's Key value (or id).
+// CancelRule describes a protocol's cancel message: Method, when it arrives, ends the context of running
+// Target requests whose Key member has the same value as the cancel message's (or of every running Target
+// request when Key is empty), or of the request whose id the cancel message's ByID member holds. When an
+// outbound Target request's context ends, the connection sends Method with the request's Key value (or id).
 type CancelRule struct {
 	Method string
 	Kind   Kind // of the cancel message: KindNotification (default) or KindRequest

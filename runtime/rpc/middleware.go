@@ -2,9 +2,8 @@ package rpc
 
 import "context"
 
-// Chain returns h wrapped in mw, the first outermost: Chain(h, a, b) is
-// a(b(h)). A nil h answers every request with ErrMethodNotFound, as a
-// connection with no handler does, so that middleware still sees it.
+// Chain returns h wrapped in mw, the first outermost: Chain(h, a, b) is a(b(h)). A nil h answers every
+// request with ErrMethodNotFound, as a connection with no handler does, so that middleware still sees it.
 // With no middleware Chain returns h itself.
 func Chain(h Handler, mw ...Middleware) Handler {
 	if len(mw) == 0 {
@@ -21,12 +20,9 @@ func Chain(h Handler, mw ...Middleware) Handler {
 	return h
 }
 
-// SenderFrom returns the connection that is handling the request whose
-// context is ctx (a handler's, or one derived from it), or nil for any
-// other context. A handler uses it to call its own peer, for example
-// acp.ClientPeerFrom(ctx) in an agent's session/prompt: the context
-// carries the connection from before the first message is read, so there
-// is nothing to wire up after NewConn returns, and no race with a request
+// SenderFrom returns the connection that is handling the request whose context is ctx (a handler's, or one
+// derived from it), or nil for any other context: a handler's way to call its own peer (acp.ClientPeerFrom).
+// The context carries the connection from before the first message is read, so nothing races with a request
 // that arrives at once.
 func SenderFrom(ctx context.Context) Sender {
 	if m, ok := ctx.Value(handlerKey{}).(*handlerMark); ok && m.conn != nil {

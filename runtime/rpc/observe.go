@@ -27,11 +27,9 @@ func (d Direction) String() string {
 type Traffic struct {
 	Dir  Direction
 	Time time.Time
-	// Size is the line's length in bytes, without its newline.
-	Size int
-	// Line is the line, without its newline, valid only during the call:
-	// copy what must outlive it. For a line over Options.MaxFrame it is
-	// only its first ndjson.HeadSize bytes.
+	Size int // the line's length in bytes, without its newline
+	// Line is the line, without its newline, valid only during the call: copy what must outlive it. For a
+	// line over Options.MaxFrame it is only its first ndjson.HeadSize bytes.
 	Line []byte
 }
 
@@ -49,14 +47,11 @@ func (c *Conn) observeOut(frame []byte) {
 // MaxLoggedLine bounds, in bytes, how much of a frame SlogObserver logs.
 const MaxLoggedLine = 64 << 10
 
-// SlogObserver returns an Options.Observe function that logs every frame
-// to l at level Debug, as "rpc: frame" with its direction ("in" or "out"),
-// size and line (cut to MaxLoggedLine bytes). Secret-looking values are
-// masked first, with runtime/redact's Redactor.JSON (red, or token shapes
-// only if red is nil): members whose names look secret, and strings shaped
-// like tokens. Records are handled on the goroutine that reads or writes,
-// so l's handler should be quick; when Debug is disabled a frame costs
-// little more than the check.
+// SlogObserver returns an Options.Observe function that logs every frame to l at level Debug, as "rpc: frame"
+// with its direction ("in" or "out"), size and line (cut to MaxLoggedLine bytes). Secret-looking values are
+// masked first, with runtime/redact's Redactor.JSON (red, or token shapes only if red is nil): members whose
+// names look secret, and strings shaped like tokens. Records are handled on the goroutine that reads or
+// writes, so l's handler should be quick; when Debug is disabled a frame costs little more than the check.
 func SlogObserver(l *slog.Logger, red *redact.Redactor) func(Traffic) {
 	return func(t Traffic) {
 		ctx := context.Background()

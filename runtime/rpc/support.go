@@ -8,12 +8,10 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 )
 
-// This file holds what generated handlers and peers (package gen/...) need
-// from the engine besides Handler and Sender.
+// What generated handlers and peers (package gen/...) need from the engine besides Handler and Sender.
 
-// DecodeParams decodes raw params into v, with opts (nil ones are
-// skipped). Absent params decode as {}. A failure is an InvalidParams error
-// (errors.Is(err, ErrInvalidParams)) whose message says which member is at
+// DecodeParams decodes raw params into v, with opts (nil ones are skipped). Absent params decode as {}. A
+// failure is an InvalidParams error (errors.Is(err, ErrInvalidParams)) whose message says which member is at
 // fault, at its JSON pointer.
 func DecodeParams(raw jsontext.Value, v any, opts ...json.Options) error {
 	if len(raw) == 0 {
@@ -23,7 +21,7 @@ func DecodeParams(raw jsontext.Value, v any, opts ...json.Options) error {
 	if len(opts) == 1 {
 		o = opts[0]
 	} else if len(opts) > 1 {
-		o = json.JoinOptions(slices.DeleteFunc(slices.Clone(opts), func(o json.Options) bool { return o == nil })...)
+		o = json.JoinOptions(opts...) // which skips nil ones
 	}
 	if err := decodeInto(raw, v, o); err != nil {
 		return InvalidParams(err)
@@ -31,8 +29,8 @@ func DecodeParams(raw jsontext.Value, v any, opts ...json.Options) error {
 	return nil
 }
 
-// DecodeParams decodes the request's params into v with the options of its
-// connection (Options.DecodeOptions): what generated handlers call.
+// DecodeParams decodes the request's params into v with the options of its connection
+// (Options.DecodeOptions): what generated handlers call.
 func (r *Request) DecodeParams(v any) error {
 	return DecodeParams(r.Params, v, r.Options)
 }
@@ -45,25 +43,22 @@ func decodeInto(data []byte, v any, opts json.Options) error {
 	return json.Unmarshal(data, v, opts)
 }
 
-// WithOptions returns a copy of opts (which may be nil) with a protocol's
-// cancel rules, preempted methods and method names added, for generated
-// packages' connection constructors.
+// WithOptions returns a copy of opts (which may be nil) with a protocol's cancel rules, preempted methods and
+// method names added, for generated packages' connection constructors.
 func WithOptions(opts *Options, cancels []CancelRule, preempt, methods []string) *Options {
 	var o Options
 	if opts != nil {
 		o = *opts
 	}
-	o.Cancels = append(append([]CancelRule(nil), cancels...), o.Cancels...)
-	o.Preempt = append(append([]string(nil), preempt...), o.Preempt...)
-	o.Methods = append(append([]string(nil), methods...), o.Methods...)
+	o.Cancels = slices.Concat(cancels, o.Cancels)
+	o.Preempt = slices.Concat(preempt, o.Preempt)
+	o.Methods = slices.Concat(methods, o.Methods)
 	return &o
 }
 
-// Member returns a copy of the raw value of the top-level member name of the
-// JSON object obj, or nil. It reads obj only up to that member, so it also
-// finds a member ahead of the point where a malformed line goes wrong (a
-// codec echoing the id of a line it cannot decode). The member name is
-// compared after unescaping.
+// Member returns a copy of the raw value of the top-level member name of the JSON object obj, or nil. It
+// reads obj only up to that member, so it also finds a member ahead of the point where a malformed line goes
+// wrong (a codec echoing the id of a line it cannot decode). The member name is compared after unescaping.
 func Member(obj []byte, name string) jsontext.Value {
 	if len(obj) == 0 {
 		return nil
