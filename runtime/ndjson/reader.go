@@ -25,9 +25,8 @@ const (
 // reader's limit.
 var ErrFrameTooLarge = errors.New("ndjson: frame too large")
 
-// FrameTooLargeError reports a line that exceeded the reader's limit. The line has been consumed and
-// discarded, all but its first bytes: from those a protocol can often still tell what the line was and
-// its id, to answer it or fail the call it answers.
+// FrameTooLargeError reports a line over the reader's limit, consumed and discarded but for its head, from
+// which a protocol can often still tell what the line was and its id, to answer it or fail its call.
 type FrameTooLargeError struct {
 	Limit int    // the limit in bytes, excluding the line terminator
 	Size  int    // the line's length, excluding its newline (and, mostly, a '\r' before it)
@@ -65,11 +64,9 @@ func NewReader(r io.Reader, maxFrame int) *Reader {
 	return &Reader{r: r, max: maxFrame, buf: make([]byte, minBuffer)}
 }
 
-// ReadFrame returns the next non-blank line without its "\n" or "\r\n" terminator. Lines holding only
-// JSON whitespace are skipped. The returned slice is only valid until the next call.
-//
-// A line longer than the limit is consumed without being buffered and reported as a *FrameTooLargeError;
-// the following call continues with the next line. Bytes after the last newline are returned as a final
+// ReadFrame returns the next line that is not all JSON whitespace, without its "\n" or "\r\n", valid
+// until the next call. A line longer than the limit is consumed without being buffered and reported as a
+// *FrameTooLargeError; the next call goes on with the next line. Bytes after the last newline are a final
 // frame before io.EOF. Other read errors are returned as they are, dropping any incomplete line.
 func (r *Reader) ReadFrame() ([]byte, error) {
 	if len(r.buf) > burstBuffer && r.end-r.start < minBuffer {
@@ -100,9 +97,8 @@ func (r *Reader) ReadFrame() ([]byte, error) {
 	}
 }
 
-// fill reads more into the buffer, after making room: the unreturned bytes move to its start, and it
-// grows for a long line or a busy peer, or shrinks back when idle. A line past the limit is dropped as
-// it comes.
+// fill reads more into the buffer, after moving the unreturned bytes to its start, growing it for a long
+// line or a busy peer or shrinking it when idle. A line past the limit is dropped as it comes.
 func (r *Reader) fill() {
 	if r.end-r.start > r.max+1 { // one extra byte for a '\r' before the '\n'
 		r.keepHead(r.buf[r.start:r.end])
@@ -137,8 +133,8 @@ func (r *Reader) fill() {
 	}
 }
 
-// resize moves the unreturned bytes to the start of a new buffer of n bytes, and gives the old one to
-// the pool of large buffers: the frame ReadFrame last returned is no longer valid.
+// resize moves the unreturned bytes to a new buffer of n bytes and pools the old one, where the frame
+// ReadFrame last returned was.
 func (r *Reader) resize(n int) {
 	buf := getBuffer(n)
 	r.end = copy(buf, r.buf[r.start:r.end])
@@ -146,8 +142,8 @@ func (r *Reader) resize(n int) {
 	r.buf, r.start = buf, 0
 }
 
-// keepHead adds b, the next bytes of the over-long line being dropped, to its head. It keeps one byte
-// beyond HeadSize: a '\r' there may end the line.
+// keepHead adds b, the next bytes of the line being dropped, to its head, up to one byte beyond HeadSize:
+// a '\r' there may end the line.
 func (r *Reader) keepHead(b []byte) {
 	r.head = append(r.head, b[:min(len(b), HeadSize+1-len(r.head))]...)
 }
@@ -176,9 +172,8 @@ func (r *Reader) More() bool {
 	return false
 }
 
-// Detach gives the Reader a buffer of its own, so that the frame ReadFrame last returned stays valid,
-// unchanged, while reading goes on: for a caller that hands the reading to another goroutine while it
-// still uses that frame. What was buffered but not yet returned is kept. The old buffer is not pooled.
+// Detach gives the Reader a buffer of its own (keeping what is buffered), so that the frame ReadFrame
+// last returned stays valid, unchanged, while another goroutine reads on. The old buffer is not pooled.
 func (r *Reader) Detach() {
 	buf := make([]byte, max(minBuffer, r.end-r.start))
 	r.end = copy(buf, r.buf[r.start:r.end])
@@ -201,24 +196,22 @@ func isBlank(b []byte) bool {
 	return true
 }
 
-// Buffers of 64 KiB and more, by power of two up to 32 MiB, are shared by every Reader: a peer that
-// sends long lines one after another would otherwise make the Reader allocate (and zero) a buffer for
-// each, twice as it grows. An unused buffer goes at the garbage collector's pace.
+// Buffers of 64 KiB to 32 MiB, by power of two, are shared by every Reader: long lines one after another
+// would otherwise make it allocate (and zero) a buffer for each, twice as it grows.
 var largeBuffers [10]sync.Pool
 
-// largeClass is the pool of a buffer of n bytes; ok is false for sizes that are not pooled (small
-// ones, and the odd size of a limit's line).
-func largeClass(n int) (class int, ok bool) {
-	if n < burstBuffer || n&(n-1) != 0 {
-		return 0, false
+// pool is the pool of buffers of n bytes, or nil if they are not pooled (small ones, a limit's line).
+func pool(n int) *sync.Pool {
+	c := bits.Len(uint(n)) - bits.Len(burstBuffer)
+	if n&(n-1) != 0 || c < 0 || c >= len(largeBuffers) {
+		return nil
 	}
-	class = bits.Len(uint(n)) - bits.Len(uint(burstBuffer))
-	return class, class < len(largeBuffers)
+	return &largeBuffers[c]
 }
 
 func getBuffer(n int) []byte {
-	if c, ok := largeClass(n); ok {
-		if b, _ := largeBuffers[c].Get().(*[]byte); b != nil {
+	if p := pool(n); p != nil {
+		if b, _ := p.Get().(*[]byte); b != nil {
 			return *b
 		}
 	}
@@ -226,7 +219,7 @@ func getBuffer(n int) []byte {
 }
 
 func putBuffer(b []byte) {
-	if c, ok := largeClass(len(b)); ok && cap(b) == len(b) {
-		largeBuffers[c].Put(&b)
+	if p := pool(len(b)); p != nil && cap(b) == len(b) {
+		p.Put(&b)
 	}
 }

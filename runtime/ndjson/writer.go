@@ -38,12 +38,9 @@ type WriterOptions struct {
 	OnWrite func(line []byte)
 }
 
-// Writer writes frames to a newline-delimited stream. It is safe for concurrent use: frames from
-// concurrent writers never interleave.
-//
-// Writes are group-committed: while one goroutine is inside the underlying Write, frames from other
-// goroutines are queued; when that Write returns, the writing goroutine writes every queued frame (up
-// to a bound) with one Write call, and repeats until the queue is empty.
+// Writer writes frames to a newline-delimited stream. It is safe for concurrent use: frames never
+// interleave. While one goroutine is inside the underlying Write, frames from others are queued; when it
+// returns, that goroutine writes the queued frames (up to a bound) with one Write call, until none is left.
 type Writer struct {
 	w io.Writer
 	o WriterOptions
@@ -61,7 +58,7 @@ type Writer struct {
 	batch    []byte
 }
 
-// waiter is a queued frame: a caller's, which waits on ch (buffered) for the outcome, or a copy (ch nil).
+// waiter is a queued frame: a caller's, who waits on ch (buffered) for the outcome, or a copy (ch nil).
 type waiter struct {
 	line []byte
 	ch   chan error
@@ -81,37 +78,33 @@ func NewWriter(w io.Writer, opts *WriterOptions) *Writer {
 	return wr
 }
 
-// WriteFrame writes line, which must end with exactly one '\n' and contain no other newline. Frames
-// never interleave and are written in the order their calls queued them: with a Write call of its own
-// when no other frame is being written, or else later, together with the frames queued meanwhile.
-// WriteFrame returns once its frame has been written or has failed; line is not retained.
-//
-// If ctx ends while the frame is still queued, it is dropped and ctx.Err() is returned. A Write in
-// progress cannot be interrupted by ctx, only by Close (when the underlying writer unblocks on Close).
-// After a write error every later call returns that error.
+// WriteFrame writes line, which must end with exactly one '\n' and contain no other newline, with a
+// Write call of its own when no other frame is being written, or else later, with the frames queued
+// meanwhile, in the order the calls queued them. It returns once its frame has been written or has
+// failed; line is not retained. If ctx ends while the frame is still queued, it is dropped and ctx.Err()
+// is returned; a Write in progress only Close can interrupt (if the writer unblocks on Close). After a
+// write error every later call returns that error.
 func (w *Writer) WriteFrame(ctx context.Context, line []byte) error {
 	return w.send(ctx, line, false, false)
 }
 
-// WriteFrameAsync queues a copy of line to be written in order with every other frame and returns
-// without waiting for the write, unless the queued copies would exceed the queue bound: then it waits
-// like WriteFrame. A goroutine is started to write the queue when no write is in progress. Errors
-// writing the frame are not returned (see WriterOptions.OnError); they make later calls fail.
+// WriteFrameAsync queues a copy of line and returns, starting a goroutine to write the queue if no write
+// is in progress, unless the queued copies would exceed the queue bound: then it waits like WriteFrame.
+// Errors writing the frame are not returned (see WriterOptions.OnError); they make later calls fail.
 func (w *Writer) WriteFrameAsync(ctx context.Context, line []byte) error {
 	return w.send(ctx, line, true, true)
 }
 
-// WriteFrameOrQueue writes line like WriteFrame when no write is in progress. Otherwise it queues a
-// copy of line, which the goroutine writing then writes with the rest of the queue, and returns without
-// waiting, unless the queued copies would exceed the queue bound: then it waits like WriteFrame. It
-// suits producers that run side by side, such as concurrent request handlers: none of them waits for
-// another's frame to be written, and no goroutine is started.
+// WriteFrameOrQueue writes line like WriteFrame when no write is in progress. Otherwise it queues a copy
+// for the goroutine writing and returns, unless the queued copies would exceed the queue bound: then it
+// waits like WriteFrame. So producers side by side (request handlers) never wait for one another's
+// frames, and no goroutine is started.
 func (w *Writer) WriteFrameOrQueue(ctx context.Context, line []byte) error {
 	return w.send(ctx, line, true, false)
 }
 
-// send writes line, or queues it and waits; or, within the queue bound, it queues a copy and returns:
-// if copyBusy while a write is in progress, and if copyIdle otherwise, starting a goroutine to write it.
+// send writes line, or queues it and waits; or, within the queue bound, it queues a copy and returns: if
+// copyBusy while a write is in progress, if copyIdle otherwise (starting a goroutine to write it).
 func (w *Writer) send(ctx context.Context, line []byte, copyBusy, copyIdle bool) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -162,8 +155,7 @@ func (w *Writer) write(p []byte) error {
 	return err
 }
 
-// wait queues line behind the Write in progress and waits for its outcome. It is called with w.mu held
-// and releases it.
+// wait, called with w.mu held, queues line behind the Write in progress, releases w.mu and waits.
 func (w *Writer) wait(ctx context.Context, line []byte) error {
 	wt := waiterPool.Get().(*waiter)
 	wt.line = line
@@ -188,8 +180,8 @@ func (w *Writer) wait(ctx context.Context, line []byte) error {
 	return err
 }
 
-// drain is run by the goroutine holding the writer role after its own Write (whose error is werr): it
-// writes the queued frames in batches until none is left, then gives up the role.
+// drain, run by the writer role after its own Write (whose error is werr), writes the queued frames in
+// batches until none is left, then gives up the role.
 func (w *Writer) drain(werr error) {
 	w.mu.Lock()
 	for {
@@ -239,8 +231,7 @@ func (w *Writer) drain(werr error) {
 	}
 }
 
-// failLocked records werr, the first write error, and reports it to OnError; it is called with w.mu
-// held, which it releases around OnError.
+// failLocked records werr, the first write error, and calls OnError, releasing w.mu around it.
 func (w *Writer) failLocked(werr error) {
 	if werr == nil || w.err != nil || w.closed {
 		return
@@ -254,8 +245,7 @@ func (w *Writer) failLocked(werr error) {
 	close(w.reported)
 }
 
-// notifyAll hands err to the callers waiting for the frames in q and returns q emptied. The channels
-// are buffered: it may be called with w.mu held.
+// notifyAll hands err to the callers waiting on q's frames (without blocking) and returns q emptied.
 func notifyAll(q []*waiter, err error) []*waiter {
 	for _, wt := range q {
 		if wt.ch != nil {
@@ -266,8 +256,8 @@ func notifyAll(q []*waiter, err error) []*waiter {
 	return q[:0]
 }
 
-// Flush waits until every frame queued so far has been written (or has failed) and no write is in
-// progress, or until ctx ends. It returns the stream's write error, if any.
+// Flush waits until every frame queued has been written (or has failed) and no write is in progress, or
+// until ctx ends. It returns the stream's write error, if any.
 func (w *Writer) Flush(ctx context.Context) error {
 	w.mu.Lock()
 	for w.writing && !w.closed {
@@ -291,9 +281,8 @@ func (w *Writer) Flush(ctx context.Context) error {
 }
 
 // Close makes later and queued calls fail with ErrClosed and closes the underlying writer if it is an
-// io.Closer, which also unblocks a Write in progress for most writers (pipes, files, network
-// connections). It does not wait for a Write in progress. Only the first call has an effect; later
-// calls return nil.
+// io.Closer, which unblocks a Write in progress for most (pipes, files, connections); it does not wait
+// for that Write. Only the first call has an effect; later calls return nil.
 func (w *Writer) Close() error {
 	w.mu.Lock()
 	if w.closed {
@@ -314,11 +303,10 @@ func (w *Writer) Close() error {
 }
 
 func checkFrame(line []byte) error {
-	n := len(line)
-	if n == 0 || line[n-1] != '\n' {
+	if n := len(line); n == 0 || line[n-1] != '\n' {
 		return errNoNewline
 	}
-	if bytes.IndexByte(line[:n-1], '\n') >= 0 {
+	if bytes.IndexByte(line, '\n') < len(line)-1 {
 		return errEmbeddedNewline
 	}
 	return nil
