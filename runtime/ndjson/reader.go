@@ -81,7 +81,7 @@ func (r *Reader) ReadFrame() ([]byte, error) {
 			r.scanned = r.end - r.start
 			r.fill()
 			continue
-		} else {
+		} else { // the input ended: the rest is a last line at io.EOF, else dropped
 			line, r.start, r.scanned = r.buf[r.start:r.end], r.end, 0
 			if r.err != io.EOF || len(line) == 0 && r.skipping == 0 {
 				return nil, r.err
