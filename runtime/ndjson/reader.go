@@ -55,8 +55,7 @@ type Reader struct {
 	err        error  // the read error to return once buf is drained
 }
 
-// NewReader returns a Reader that reads from r and rejects frames longer than maxFrame bytes
-// (DefaultMaxFrame if maxFrame <= 0).
+// NewReader returns a Reader of r that rejects frames over maxFrame bytes (DefaultMaxFrame if <= 0).
 func NewReader(r io.Reader, maxFrame int) *Reader {
 	if maxFrame <= 0 {
 		maxFrame = DefaultMaxFrame

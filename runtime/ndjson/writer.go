@@ -146,7 +146,6 @@ func (w *Writer) send(ctx context.Context, line []byte, copyBusy, copyIdle bool)
 	return nil
 }
 
-// write writes p with one Write call.
 func (w *Writer) write(p []byte) error {
 	n, err := w.w.Write(p)
 	if err == nil && n < len(p) {
