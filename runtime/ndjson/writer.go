@@ -170,7 +170,8 @@ func (w *Writer) wait(ctx context.Context, line []byte) error {
 			w.pending = slices.Delete(w.pending, i, i+1)
 		}
 		w.mu.Unlock()
-		if err = ctx.Err(); i < 0 { // a batch or Close took the frame: its outcome is coming
+		err = ctx.Err()
+		if i < 0 { // a batch or Close took the frame: its outcome is coming
 			err = <-wt.ch
 		}
 	}
@@ -185,7 +186,8 @@ func (w *Writer) drain(werr error) {
 	w.mu.Lock()
 	for {
 		w.failLocked(werr) // before the frames written learn of werr
-		if w.inflight = notifyAll(w.inflight, werr); w.err != nil {
+		w.inflight = notifyAll(w.inflight, werr)
+		if w.err != nil {
 			w.pending, w.copied = notifyAll(w.pending, w.err), 0
 		}
 		if len(w.pending) == 0 {
