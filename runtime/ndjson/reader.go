@@ -9,34 +9,29 @@ import (
 	"sync"
 )
 
-// DefaultMaxFrame is the frame size limit used when NewReader is given a
-// non-positive limit.
+// DefaultMaxFrame is the frame size limit used when NewReader is given a non-positive limit.
 const DefaultMaxFrame = 16 << 20
 
+// HeadSize is how much of an over-long line FrameTooLargeError keeps.
+const HeadSize = 1 << 10
+
 const (
-	// minBuffer is the buffer an idle Reader holds.
-	minBuffer = 4 << 10
-	// burstBuffer is what the buffer grows to while reads keep filling it
-	// (the peer writes faster than we read): fewer, larger reads.
-	burstBuffer = 64 << 10
+	minBuffer   = 4 << 10  // the buffer an idle Reader holds
+	burstBuffer = 64 << 10 // the buffer while reads keep filling it (a busy peer): fewer, larger reads
+	shrinkAfter = 16       // small reads into a burst buffer that make it shrink back
 )
 
-// ErrFrameTooLarge is matched (with errors.Is) by the error ReadFrame returns
-// for a line longer than the reader's limit.
+// ErrFrameTooLarge is matched (with errors.Is) by the error ReadFrame returns for a line longer than the
+// reader's limit.
 var ErrFrameTooLarge = errors.New("ndjson: frame too large")
 
-// FrameTooLargeError reports a line that exceeded the reader's limit. The
-// line has been consumed and discarded, all but its first bytes: from
-// those a protocol can often still tell what the line was and its id, to
-// answer it or fail the call it answers.
+// FrameTooLargeError reports a line over the reader's limit, consumed and discarded but for its head, from
+// which a protocol can often still tell what the line was and its id, to answer it or fail its call.
 type FrameTooLargeError struct {
 	Limit int    // the limit in bytes, excluding the line terminator
 	Size  int    // the line's length, excluding its newline (and, mostly, a '\r' before it)
 	Head  []byte // the line's first HeadSize bytes (all of it, if shorter)
 }
-
-// HeadSize is how much of an over-long line FrameTooLargeError keeps.
-const HeadSize = 1 << 10
 
 func (e *FrameTooLargeError) Error() string {
 	return "ndjson: frame exceeds the " + strconv.Itoa(e.Limit) + "-byte limit"
@@ -45,10 +40,9 @@ func (e *FrameTooLargeError) Error() string {
 // Is reports whether target is ErrFrameTooLarge.
 func (e *FrameTooLargeError) Is(target error) bool { return target == ErrFrameTooLarge }
 
-// Reader reads frames from a newline-delimited stream. It buffers 4 KiB
-// while idle, 64 KiB while the peer keeps it busy, and as much as the
-// longest acceptable line needs while it reads one, then shrinks back.
-// A Reader is not safe for concurrent use.
+// Reader reads frames from a newline-delimited stream. It buffers 4 KiB while idle, 64 KiB while the
+// peer keeps it busy, and as much as the longest acceptable line needs while it reads one, then shrinks
+// back. A Reader is not safe for concurrent use.
 type Reader struct {
 	r          io.Reader
 	max        int
@@ -56,16 +50,12 @@ type Reader struct {
 	start, end int
 	scanned    int    // buf[start:start+scanned] holds no newline
 	skipping   int    // bytes of an over-long line dropped so far (0: none)
-	head       []byte // the start of the over-long line being dropped
-	small      int    // reads in a row that used little of a burst buffer
+	head       []byte // the first bytes of the over-long line being dropped
+	small      int    // small reads into the burst buffer since it grew
 	err        error  // the read error to return once buf is drained
 }
 
-// shrinkAfter is how many small reads in a row make a burst buffer shrink.
-const shrinkAfter = 16
-
-// NewReader returns a Reader that reads from r and rejects frames longer
-// than maxFrame bytes (DefaultMaxFrame if maxFrame <= 0).
+// NewReader returns a Reader of r that rejects frames over maxFrame bytes (DefaultMaxFrame if <= 0).
 func NewReader(r io.Reader, maxFrame int) *Reader {
 	if maxFrame <= 0 {
 		maxFrame = DefaultMaxFrame
@@ -73,85 +63,57 @@ func NewReader(r io.Reader, maxFrame int) *Reader {
 	return &Reader{r: r, max: maxFrame, buf: make([]byte, minBuffer)}
 }
 
-// ReadFrame returns the next non-blank line without its "\n" or "\r\n"
-// terminator. Lines holding only JSON whitespace are skipped. The returned
-// slice is only valid until the next call.
-//
-// A line longer than the limit is consumed without being buffered and
-// reported as a *FrameTooLargeError; the following call continues with the
-// next line. Bytes after the last newline are returned as a final frame
-// before io.EOF. Other read errors are returned as they are, dropping any
-// incomplete line.
+// ReadFrame returns the next line that is not all JSON whitespace, without its "\n" or "\r\n", valid
+// until the next call. A line longer than the limit is consumed without being buffered and reported as a
+// *FrameTooLargeError; the next call goes on with the next line. Bytes after the last newline are a final
+// frame before io.EOF. Other read errors are returned as they are, dropping any incomplete line.
 func (r *Reader) ReadFrame() ([]byte, error) {
-	if len(r.buf) > burstBuffer && r.end-r.start < minBuffer && r.skipping == 0 {
-		// The long line last returned is done with: give its memory back.
-		r.buf = r.replace(append(make([]byte, 0, minBuffer), r.buf[r.start:r.end]...)[:minBuffer])
-		r.end -= r.start
-		r.start = 0
+	if len(r.buf) > burstBuffer && r.end-r.start < minBuffer {
+		r.resize(minBuffer) // the long line last returned is done with: give its memory back
 	}
 	for {
+		var line []byte
 		if i := bytes.IndexByte(r.buf[r.start+r.scanned:r.end], '\n'); i >= 0 {
-			line := r.buf[r.start : r.start+r.scanned+i]
+			line = r.buf[r.start : r.start+r.scanned+i]
 			r.start += r.scanned + i + 1
-			r.scanned = 0
-			if r.skipping > 0 {
-				return nil, r.dropped(line)
-			}
-			if line = trimEOL(line); len(line) > r.max {
-				return nil, &FrameTooLargeError{Limit: r.max, Size: len(line), Head: bytes.Clone(line[:min(len(line), HeadSize)])}
-			} else if !isBlank(line) {
-				return line, nil
-			}
+		} else if r.err == nil {
+			r.scanned = r.end - r.start
+			r.fill()
 			continue
-		}
-		r.scanned = r.end - r.start
-		if r.err != nil {
-			rest := r.buf[r.start:r.end]
-			r.start, r.scanned = r.end, 0
-			line := trimEOL(rest)
-			switch {
-			case r.skipping > 0:
-				if err := r.dropped(rest); r.err == io.EOF {
-					return nil, err
-				}
-				return nil, r.err
-			case r.err == io.EOF && len(line) > r.max:
-				return nil, &FrameTooLargeError{Limit: r.max, Size: len(line), Head: bytes.Clone(line[:min(len(line), HeadSize)])}
-			case r.err != io.EOF || isBlank(line):
+		} else { // the input ended: the rest is a last line at io.EOF, else dropped
+			line, r.start, r.scanned = r.buf[r.start:r.end], r.end, 0
+			if r.err != io.EOF || len(line) == 0 && r.skipping == 0 {
 				return nil, r.err
 			}
-			return line, nil
 		}
-		r.fill()
+		r.scanned = 0
+		switch l := trimEOL(line); {
+		case r.skipping > 0 || len(l) > r.max:
+			return nil, r.dropped(line)
+		case !isBlank(l):
+			return l, nil
+		}
 	}
 }
 
-// fill reads more into the buffer, after making room: the unreturned bytes
-// move to its start, and it grows for a long line or a busy peer, or
-// shrinks back when idle. A line past the limit is dropped as it comes.
+// fill reads more into the buffer, after moving the unreturned bytes to its start, growing it for a long
+// line or a busy peer or shrinking it when idle. A line past the limit is dropped as it comes.
 func (r *Reader) fill() {
-	pending := r.end - r.start
-	if pending > r.max+1 { // one extra byte for a '\r' before the '\n'
+	if r.end-r.start > r.max+1 { // one extra byte for a '\r' before the '\n'
 		r.keepHead(r.buf[r.start:r.end])
-		r.skipping += pending
+		r.skipping += r.end - r.start
 		r.start, r.end, r.scanned = 0, 0, 0
-		pending = 0
 	}
-	size := len(r.buf)
+	pending, size := r.end-r.start, len(r.buf)
 	switch {
 	case pending >= size/2 && size < r.max+2:
-		size = min(2*size, r.max+2) // a long line
+		r.resize(min(2*size, r.max+2)) // a long line
 	case pending == 0 && size > burstBuffer && r.skipping == 0:
-		size = minBuffer // after a long line
+		r.resize(minBuffer) // after a long line
+	case r.start > 0:
+		r.end = copy(r.buf, r.buf[r.start:r.end])
+		r.start = 0
 	}
-	if size != len(r.buf) {
-		buf := getBuffer(size)
-		copy(buf, r.buf[r.start:r.end])
-		r.buf = r.replace(buf)
-	} else if r.start > 0 {
-		copy(r.buf, r.buf[r.start:r.end])
-	}
-	r.start, r.end = 0, pending
 	n, err := r.r.Read(r.buf[r.end:])
 	if n < 0 || n > len(r.buf)-r.end {
 		n, err = 0, io.ErrNoProgress
@@ -160,34 +122,35 @@ func (r *Reader) fill() {
 	switch {
 	case err != nil:
 		r.err = err
-	case n == len(r.buf)-pending && len(r.buf) < burstBuffer:
-		// The read filled the buffer: more is waiting. Read more at once.
-		buf := getBuffer(burstBuffer)
-		copy(buf, r.buf[:r.end])
-		r.buf, r.small = r.replace(buf), 0
+	case r.end == len(r.buf) && len(r.buf) < burstBuffer:
+		r.resize(burstBuffer) // the read filled the buffer: more is waiting
+		r.small = 0
 	case len(r.buf) == burstBuffer && pending == 0 && n < minBuffer:
-		// The peer has slowed down: after a while, give the memory back.
-		if r.small++; r.small == shrinkAfter {
-			r.buf = r.replace(append(make([]byte, 0, minBuffer), r.buf[:r.end]...)[:minBuffer])
+		if r.small++; r.small == shrinkAfter { // the peer has slowed down
+			r.resize(minBuffer)
 		}
 	}
 }
 
-// keepHead adds b, the next bytes of the over-long line being dropped, to
-// its head. It keeps one byte beyond HeadSize: a '\r' there may end the
-// line.
-func (r *Reader) keepHead(b []byte) {
-	if n := HeadSize + 1 - len(r.head); n > 0 {
-		r.head = append(r.head, b[:min(len(b), n)]...)
-	}
+// resize moves the unreturned bytes to a new buffer of n bytes and pools the old one, where the frame
+// ReadFrame last returned was.
+func (r *Reader) resize(n int) {
+	buf := getBuffer(n)
+	r.end = copy(buf, r.buf[r.start:r.end])
+	putBuffer(r.buf)
+	r.buf, r.start = buf, 0
 }
 
-// dropped ends the over-long line being dropped, whose last bytes are rest
-// (without the '\n'), and reports it.
+// keepHead adds b, the next bytes of the line being dropped, to its head, up to one byte beyond HeadSize:
+// a '\r' there may end the line.
+func (r *Reader) keepHead(b []byte) {
+	r.head = append(r.head, b[:min(len(b), HeadSize+1-len(r.head))]...)
+}
+
+// dropped ends the over-long line, whose last bytes are rest (without the '\n'), and reports it.
 func (r *Reader) dropped(rest []byte) error {
 	r.keepHead(rest)
-	head := r.head
-	size := r.skipping + len(trimEOL(rest))
+	head, size := r.head, r.skipping+len(trimEOL(rest))
 	if r.skipping+len(rest) == len(head) { // the head holds the whole line
 		head = trimEOL(head)
 	}
@@ -195,26 +158,21 @@ func (r *Reader) dropped(rest []byte) error {
 	return &FrameTooLargeError{Limit: r.max, Size: size, Head: head[:min(len(head), HeadSize)]}
 }
 
-// More reports whether a whole frame is already buffered, so that the next
-// ReadFrame returns without reading from the underlying reader.
+// More reports whether a whole frame is already buffered, so that the next ReadFrame returns without
+// reading from the underlying reader.
 func (r *Reader) More() bool {
-	buf := r.buf[r.start+r.scanned : r.end]
-	for {
-		i := bytes.IndexByte(buf, '\n')
-		if i < 0 {
-			return false
-		}
-		if !isBlank(buf[:i]) || r.skipping > 0 {
+	buf := r.buf[r.start:r.end]
+	for i := bytes.IndexByte(buf, '\n'); i >= 0; i = bytes.IndexByte(buf, '\n') {
+		if !isBlank(buf[:i]) {
 			return true
 		}
 		buf = buf[i+1:]
 	}
+	return false
 }
 
-// Detach gives the Reader a buffer of its own, so that the frame ReadFrame
-// last returned stays valid, unchanged, while reading goes on: for a caller
-// that hands the reading to another goroutine while it still uses that
-// frame. What was buffered but not yet returned is kept.
+// Detach gives the Reader a buffer of its own (keeping what is buffered), so that the frame ReadFrame
+// last returned stays valid, unchanged, while another goroutine reads on. The old buffer is not pooled.
 func (r *Reader) Detach() {
 	buf := make([]byte, max(minBuffer, r.end-r.start))
 	r.end = copy(buf, r.buf[r.start:r.end])
@@ -237,34 +195,22 @@ func isBlank(b []byte) bool {
 	return true
 }
 
-// replace returns buf, to become the Reader's buffer, and gives the one it
-// replaces to the pool of large buffers: the frame ReadFrame last returned
-// is no longer valid, and Detach never recycles (the frame it keeps valid
-// still points into the buffer it lets go).
-func (r *Reader) replace(buf []byte) []byte {
-	putBuffer(r.buf)
-	return buf
-}
-
-// Buffers of 64 KiB and more, by power of two up to 32 MiB, are shared by
-// every Reader: a peer that sends long lines one after another would
-// otherwise make the Reader allocate (and zero) a buffer for each, twice
-// as it grows. An unused buffer goes at the garbage collector's pace.
+// Buffers of 64 KiB to 32 MiB, by power of two, are shared by every Reader: long lines one after another
+// would otherwise make it allocate (and zero) a buffer for each, twice as it grows.
 var largeBuffers [10]sync.Pool
 
-// largeClass is the pool of a buffer of n bytes; ok is false for sizes
-// that are not pooled (small ones, and the odd size of a limit's line).
-func largeClass(n int) (class int, ok bool) {
-	if n < burstBuffer || n&(n-1) != 0 {
-		return 0, false
+// pool is the pool of buffers of n bytes, or nil if they are not pooled (small ones, a limit's line).
+func pool(n int) *sync.Pool {
+	c := bits.Len(uint(n)) - bits.Len(burstBuffer)
+	if n&(n-1) != 0 || c < 0 || c >= len(largeBuffers) {
+		return nil
 	}
-	class = bits.Len(uint(n)) - bits.Len(uint(burstBuffer))
-	return class, class < len(largeBuffers)
+	return &largeBuffers[c]
 }
 
 func getBuffer(n int) []byte {
-	if c, ok := largeClass(n); ok {
-		if b, _ := largeBuffers[c].Get().(*[]byte); b != nil {
+	if p := pool(n); p != nil {
+		if b, _ := p.Get().(*[]byte); b != nil {
 			return *b
 		}
 	}
@@ -272,7 +218,7 @@ func getBuffer(n int) []byte {
 }
 
 func putBuffer(b []byte) {
-	if c, ok := largeClass(len(b)); ok && cap(b) == len(b) {
-		largeBuffers[c].Put(&b)
+	if p := pool(len(b)); p != nil && cap(b) == len(b) {
+		p.Put(&b)
 	}
 }
