@@ -88,9 +88,10 @@ func (w *Writer) WriteFrame(ctx context.Context, line []byte) error {
 	return w.send(ctx, line, false, false)
 }
 
-// WriteFrameAsync queues a copy of line and returns, starting a goroutine to write the queue if no write
-// is in progress, unless the queued copies would exceed the queue bound: then it waits like WriteFrame.
-// Errors writing the frame are not returned (see WriterOptions.OnError); they make later calls fail.
+// WriteFrameAsync queues a copy of line, to be written in order with every other frame, and returns,
+// starting a goroutine to write the queue if no write is in progress, unless the queued copies would exceed
+// the queue bound: then it waits like WriteFrame. Errors writing the frame are not returned (see
+// WriterOptions.OnError); they make later calls fail.
 func (w *Writer) WriteFrameAsync(ctx context.Context, line []byte) error {
 	return w.send(ctx, line, true, true)
 }

@@ -26,12 +26,14 @@ type Options struct {
 	// a hundred times its two bytes. Only lines over 2*MaxObjects bytes are counted.
 	MaxObjects int
 	// MaxConcurrentRequests bounds inbound request concurrency. At 0 or 1 requests are handled one at a
-	// time in arrival order; above 1 they are started in arrival order and run concurrently on reused
-	// worker goroutines. Notifications are always handled one at a time in arrival order.
+	// time in arrival order; above 1 they are started in arrival order and run concurrently, at most that
+	// many at a time, on worker goroutines that are reused and retire once idle. Notifications are always
+	// handled one at a time in arrival order.
 	MaxConcurrentRequests int
 	// Ordered, with MaxConcurrentRequests above 1, starts each request only once the one before it has
-	// returned (so replies go out in arrival order) or has called Release with its context (compare
-	// jsonrpc2's Async). Methods of the preempt lane never wait.
+	// returned (its reply queued for writing, so replies go out in arrival order) or has called Release
+	// with its context: a handler that must answer in turn, but may let the next request in while it goes
+	// on, releases its turn (compare jsonrpc2's Async). Methods of the preempt lane never wait.
 	Ordered bool
 	// QueueSize and QueueBytes bound the inbound messages waiting for a handler (defaults 256 and 4 MiB).
 	// When either is reached the connection stops reading, which throttles the peer. While a handler waits
@@ -66,22 +68,24 @@ type Options struct {
 	// OnBadFrame, if set, is called on the reading goroutine, before the connection acts, with every line
 	// that the codec or Screen refused or that is over MaxFrame (line is then its first ndjson.HeadSize
 	// bytes). It may change fe: clear Reply to leave the line unanswered, set ID and Claimed
-	// (KindResponse) to fail the call with that id. Returning true ends the connection at once: pending
-	// calls fail with an error matching ErrClosed and wrapping fe. line is valid only during the call.
+	// (KindResponse) to fail the call with that id. Returning true ends the connection with that line, as
+	// Close does but without waiting: pending calls fail with an error matching ErrClosed and wrapping fe,
+	// and nothing read after it is taken. line is valid only during the call.
 	OnBadFrame func(fe *FrameError, line []byte) (end bool)
 	// NextID, if set, numbers outbound requests (the codec writes the id from the number) instead of
-	// counting up from 1. It is called from the sending goroutine and must return distinct numbers > 0.
+	// counting up from 1 (to go on from the ids a previous connection used, say). It is called once per
+	// request, from the goroutine sending it, and must return distinct numbers above 0.
 	NextID func() uint64
 	// Observe, if set, sees every frame read or written, once each, in each direction's order: a line
 	// read before the connection acts on it (bad and oversized lines too), a frame written just before
-	// its Write. It runs on the reading or writing goroutine, so it must be quick and must not call the
+	// its Write (error replies to bad lines and replies written at shutdown too). It runs on the reading or writing goroutine, so it must be quick and must not call the
 	// connection. Unset, it costs nothing. See SlogObserver.
 	Observe func(Traffic)
 	// DecodeOptions, if set, decode inbound params (Request.DecodeParams) and the results of calls: a
 	// flavour's rules beyond the schema, such as a Harn runtime's contract (harn.BridgeConnOptions).
 	DecodeOptions json.Options
 	// Middleware wraps the connection's handler, the first element outermost (see Chain). It sees every
-	// inbound request and notification.
+	// inbound request and notification, the handshake included.
 	Middleware []Middleware
 }
 
@@ -237,8 +241,8 @@ func (c *Conn) Err() error {
 
 // Close shuts the connection down: pending calls fail with ErrClosed, handler contexts end, queued
 // inbound messages and unwritten replies are dropped, and r and w are closed if they are io.Closers. It
-// waits for running handlers to return, but not for a Read or Write blocked in the underlying stream (a
-// goroutine stuck there goes on when that call returns). Close is idempotent; every call returns the
+// waits for running handlers to return, but not for a Read or Write blocked in the underlying stream, a
+// handler's own included (a goroutine stuck there goes on when that call returns). Close is idempotent; every call returns the
 // result of closing r and w. It must not be called from a handler.
 func (c *Conn) Close() error {
 	c.end(ErrClosed, false)

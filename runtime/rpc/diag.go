@@ -14,7 +14,8 @@ import (
 // diagnostics hands reports of bad frames and the connection's log records, through bounded queues that are
 // never waited on, to a goroutine of its own, which calls Options.OnFrameError and the logger and logs bad
 // frames at a limited rate. A peer flooding garbage while nobody drains stderr therefore never stalls reading
-// or the handlers: what finds its queue full is counted and summarised in the next line logged.
+// or the handlers: what finds its queue full is counted, and the count logged (as "suppressed") with the next
+// bad frame logged.
 type diagnostics struct {
 	log  *slog.Logger
 	lost *slog.Logger // logs FrameBadParams reports, to slog's default logger when log discards

@@ -34,12 +34,15 @@
 // bytes ([HeadDecoder]); a request reusing the id of one in flight is refused ([ErrDuplicateID]); error
 // replies repeat at most [MaxEcho] bytes of the peer's input. Bad lines are answered as the protocol says and
 // reported ([Options.OnFrameError], [Options.Logger], [Conn.Stats]) off the reading goroutine, bounded and
-// rate-limited, so that neither a flood of garbage nor an undrained stderr stalls the connection.
+// rate-limited, so that neither a flood of garbage nor an undrained stderr stalls the connection. A
+// notification whose handler cannot decode its params (an error matching ErrInvalidParams) is not answered
+// but reported ([FrameBadParams]), through slog's default logger when Options.Logger is nil.
 //
 // # Shutdown
 //
 // Every end (the peer's input ending, Close, a write error, a fatal bad frame) goes through one decision
-// point. When the peer's input ends, every request already read is answered and every reply written before
-// [Conn.Done] is closed. [Conn.Close] ends everything at once, even while a Read or Write is blocked. A
+// point. When the peer's input ends (EOF, also after an unterminated last line), every request already read
+// is answered and every reply written before [Conn.Done] is closed. [Conn.Close] ends everything at once and
+// returns promptly even while a Read or Write is blocked. A
 // failed write ends the connection with its error, which [Conn.Err] reports.
 package rpc

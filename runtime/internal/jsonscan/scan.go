@@ -233,7 +233,10 @@ func (s *Scanner) name(b []byte, i, first int) (next int, name []byte, ok bool) 
 	if i = skipSpace(b, end); i == len(b) || b[i] != ':' {
 		return 0, nil, false
 	}
-	return skipSpace(b, i+1), name, true
+	if i = skipSpace(b, i+1); i == len(b) { // a cut before the value interrupts none: no name for Head
+		return 0, nil, false
+	}
+	return i, name, true
 }
 
 func skipSpace(b []byte, i int) int {

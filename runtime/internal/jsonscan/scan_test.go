@@ -91,3 +91,22 @@ func FuzzContainers(f *testing.F) {
 		}
 	})
 }
+
+// A cut that falls after a member's colon, before its value starts, interrupts no value: Head names no
+// member, as it does for a cut inside the name or before the colon. (A codec's DecodeHead takes a cut
+// "result" or "params" for what the line is.)
+func TestHeadCutBeforeValue(t *testing.T) {
+	for _, head := range []string{
+		`{"id":1,"result":`,
+		`{"id":1,"result": `,
+		`{"id":1,"result" : ` + "\n\t",
+		`{"id":1,"result"`,
+		`{"id":1,"resu`,
+	} {
+		got := collect{}
+		var s Scanner
+		if cut := s.Head([]byte(head), got); cut != nil || !reflect.DeepEqual(got, collect{"id": "1"}) {
+			t.Errorf("Head(%q) = %v, cut %q; want map[id:1], no cut", head, got, cut)
+		}
+	}
+}
