@@ -78,8 +78,9 @@ type Options struct {
 	NextID func() uint64
 	// Observe, if set, sees every frame read or written, once each, in each direction's order: a line
 	// read before the connection acts on it (bad and oversized lines too), a frame written just before
-	// its Write (error replies to bad lines and replies written at shutdown too). It runs on the reading or writing goroutine, so it must be quick and must not call the
-	// connection. Unset, it costs nothing. See SlogObserver.
+	// its Write (error replies to bad lines and replies written at shutdown too). It runs on the reading
+	// or writing goroutine, so it must be quick and must not call the connection. Unset, it costs
+	// nothing. See SlogObserver.
 	Observe func(Traffic)
 	// DecodeOptions, if set, decode inbound params (Request.DecodeParams) and the results of calls: a
 	// flavour's rules beyond the schema, such as a Harn runtime's contract (harn.BridgeConnOptions).
@@ -242,8 +243,8 @@ func (c *Conn) Err() error {
 // Close shuts the connection down: pending calls fail with ErrClosed, handler contexts end, queued
 // inbound messages and unwritten replies are dropped, and r and w are closed if they are io.Closers. It
 // waits for running handlers to return, but not for a Read or Write blocked in the underlying stream, a
-// handler's own included (a goroutine stuck there goes on when that call returns). Close is idempotent; every call returns the
-// result of closing r and w. It must not be called from a handler.
+// handler's own included (a goroutine stuck there goes on when that call returns). Close is idempotent;
+// every call returns the result of closing r and w. It must not be called from a handler.
 func (c *Conn) Close() error {
 	c.end(ErrClosed, false)
 	<-c.done
