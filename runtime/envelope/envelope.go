@@ -60,32 +60,32 @@ var (
 		Name: "agentpm-harness-machine", Version: 1,
 		Kinds:          []string{"request", "response", "event", "error"},
 		ReplyInPayload: true,
-		Codes:          codes("malformed_json", "unknown_method"),
-		MissingError:   "host_service_error",
+		Codes: map[int64]string{
+			rpc.CodeParseError: "malformed_json", rpc.CodeInvalidRequest: "protocol_error",
+			rpc.CodeMethodNotFound: "unknown_method", rpc.CodeInvalidParams: "invalid_request",
+			rpc.CodeInternalError: "internal_error", rpc.CodeRequestCancelled: "cancelled",
+			rpc.CodeOverloaded: "overloaded",
+		},
+		MissingError: "host_service_error",
 	}
 	// Service is agentpm-service v1: replies carry result, every frame a service writes names its role in
 	// service, the handshake uses the initialize and initialized kinds, and errors say whether they are
 	// retryable.
 	Service = Protocol{
 		Name: "agentpm-service", Version: 1,
-		Kinds:        []string{"initialize", "initialized", "request", "response", "event", "error"},
-		Qualifier:    true,
-		Handshake:    "initialize",
-		Retryable:    true,
-		Codes:        codes("malformed_frame", "unsupported_capability"),
+		Kinds:     []string{"initialize", "initialized", "request", "response", "event", "error"},
+		Qualifier: true,
+		Handshake: "initialize",
+		Retryable: true,
+		Codes: map[int64]string{
+			rpc.CodeParseError: "malformed_frame", rpc.CodeInvalidRequest: "protocol_error",
+			rpc.CodeMethodNotFound: "unsupported_capability", rpc.CodeInvalidParams: "invalid_request",
+			rpc.CodeInternalError: "internal_error", rpc.CodeRequestCancelled: "cancelled",
+			rpc.CodeOverloaded: "overloaded",
+		},
 		MissingError: "service_error",
 	}
 )
-
-// codes names the engine's standard failures: the protocols differ in two names.
-func codes(parseError, methodNotFound string) map[int64]string {
-	return map[int64]string{
-		rpc.CodeParseError: parseError, rpc.CodeInvalidRequest: "protocol_error",
-		rpc.CodeMethodNotFound: methodNotFound, rpc.CodeInvalidParams: "invalid_request",
-		rpc.CodeInternalError: "internal_error", rpc.CodeRequestCancelled: "cancelled",
-		rpc.CodeOverloaded: "overloaded",
-	}
-}
 
 // Lookup returns the protocol this package frames under name and version.
 func Lookup(name string, version int64) (Protocol, bool) {
@@ -162,7 +162,8 @@ type errorBody struct {
 }
 
 // header holds a frame's members. SetMember records them as raw JSON aliasing the line (absent members are
-// nil; unknown ones are ignored); Decode then unescapes the strings (nil when null) and parses the version.
+// nil; unknown ones are ignored); Decode then unescapes the strings (nil when null) and parses the version
+// (hasVersion false when absent or null).
 type header struct {
 	protocol, kind, method, service []byte
 	version                         int64
