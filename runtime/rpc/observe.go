@@ -16,12 +16,9 @@ const (
 	Out                      // written to the peer
 )
 
-func (d Direction) String() string {
-	if d == In || d == Out {
-		return [...]string{In: "in", Out: "out"}[d]
-	}
-	return "?"
-}
+var directionNames = [...]string{In: "in", Out: "out"}
+
+func (d Direction) String() string { return enumName(directionNames[:], int(d), "Direction") }
 
 // Traffic is one frame that crossed a connection, for Options.Observe.
 type Traffic struct {
