@@ -300,23 +300,16 @@ func (c *Codec) DecodeHead(head []byte) (rpc.Kind, []byte) {
 	h := &c.head
 	*h = header{}
 	c.scan.Head(head, h)
-	name, ok := plain(h.kind)
-	kind, has := c.kinds[string(name)]
-	if !ok || !has {
+	c.scratch = c.scratch[:0]
+	name, err := c.text("kind", h.kind) // as Decode reads it, escapes included
+	kind, ok := c.kinds[string(name)]
+	if err != nil || !ok {
 		return 0, nil
 	}
 	if h.id == nil || h.id[0] != '"' {
 		return kind, nil
 	}
 	return kind, h.id
-}
-
-// plain returns the contents of a JSON string without escapes.
-func plain(raw []byte) ([]byte, bool) {
-	if len(raw) < 2 || raw[0] != '"' || bytes.IndexByte(raw, '\\') >= 0 {
-		return nil, false
-	}
-	return raw[1 : len(raw)-1], true
 }
 
 // kinds maps frame kinds to message kinds.

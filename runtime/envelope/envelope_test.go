@@ -412,3 +412,25 @@ func FuzzDecodeHead(f *testing.F) {
 		}
 	})
 }
+
+// DecodeHead reads the kind as Decode does, escapes included: an over-long request whose kind is written
+// "r\u0065quest" is still a request, answered under its id.
+func TestDecodeHeadEscapedKind(t *testing.T) {
+	c := envelope.NewCodec(envelope.Machine, "c-", "")
+	for _, tc := range []struct {
+		head string
+		kind rpc.Kind
+		id   string
+	}{
+		{`{"protocol":"agentpm-harness-machine","version":1,"kind":"r\u0065quest","id":"7","payload":{"text":"aaa`, rpc.KindRequest, `"7"`},
+		{`{"protocol":"agentpm-harness-machine","version":1,"kind":"\u0065vent","method":"m","payload":[1,2`, rpc.KindNotification, ""},
+		{`{"protocol":"agentpm-harness-machine","version":1,"kind":"r\u0065ply","id":"7","payload":{"text":"aaa`, 0, ""},
+		{`{"protocol":"agentpm-harness-machine","version":1,"kind":null,"id":"7","payload":{"text":"aaa`, 0, ""},
+		{`{"protocol":"agentpm-harness-machine","version":1,"kind":3,"id":"7","payload":{"text":"aaa`, 0, ""},
+	} {
+		kind, id := c.DecodeHead([]byte(tc.head))
+		if kind != tc.kind || string(id) != tc.id {
+			t.Errorf("DecodeHead(%s) = %v, %s; want %v, %s", tc.head, kind, id, tc.kind, tc.id)
+		}
+	}
+}
