@@ -56,6 +56,7 @@ import (
 	"time"
 
 	"github.com/bridgekit/bridgekit/gen/acp"
+	"github.com/bridgekit/bridgekit/gen/harn"
 	"github.com/bridgekit/bridgekit/internal/child"
 	"github.com/bridgekit/bridgekit/internal/tty"
 	"github.com/bridgekit/bridgekit/runtime/ndjson"
@@ -293,7 +294,7 @@ func runPrompt(a *app, srv *host.Server, sigs chan os.Signal, o options, args []
 		Auth:         auth.Options{Method: acp.AuthMethodID(o.auth), Terminal: o.authTerminal, Gateway: o.gatewayAuth},
 		AuthHint:     "(choose a method with -auth ID; an env_var method needs its variables set in the host's environment; -auth-terminal lets the host run a terminal method; -gateway URL a gateway method)",
 		Status:       func(format string, args ...any) { a.render.Status("%s", cleanLines(fmt.Sprintf(format, args...))) },
-		OnHarn: func(adv *acp.HarnAgentCapabilities) {
+		OnHarn: func(adv *harn.AgentCapabilities) {
 			if len(adv.SessionUpdateExtensions) > 0 {
 				a.render.setHarnExtensions(adv.SessionUpdateExtensions)
 			}

@@ -102,6 +102,7 @@ func Docs(pkg *ir.Package) []byte {
 			writeErrors(&b, op.Errors)
 		}
 	}
+	writeDialect(&b, pkg)
 	b.WriteString("\n## Types\n")
 	for _, t := range sortedTypes(pkg.Types) {
 		fmt.Fprintf(&b, "\n### type %s\n\n", t.Name)
@@ -306,3 +307,36 @@ func refDoc(r *ir.Ref, none string) string {
 	}
 	return s
 }
+
+// writeDialect lists the catalogue's overlays scoped to a contract on types
+// of imported packages: what the dialect adds to the protocol it extends,
+// which leaves that protocol's Go types unchanged.
+func writeDialect(b *strings.Builder, pkg *ir.Package) {
+	if len(pkg.Dialect) == 0 {
+		return
+	}
+	b.WriteString("\n## The protocols this one extends, under its contracts\n\n")
+	b.WriteString("Overlays scoped to a contract on the types of an imported package: they leave those Go types as they are (a member stays as its own package types it, a variant lands in `Unknown`), the spec applies them under the contract, and a decode under the contract (`Contract<Name>.Options()`, which a connection of this dialect sets) applies the forbidden members and the added variants.\n\n")
+	b.WriteString("| contract | type | what | reason |\n| --- | --- | --- | --- |\n")
+	for _, d := range pkg.Dialect {
+		typ := d.Type.Name
+		if d.Type.Import != "" {
+			typ = fmt.Sprintf("[`%s.%s`](%s.md#type-%s)", d.Type.ImportName, d.Type.Name, d.Type.ImportName, strings.ToLower(d.Type.Name))
+		}
+		var what string
+		switch {
+		case len(d.Forbid) > 0:
+			what = "forbids " + quoteList(d.Forbid, ", ")
+		case d.Member != "":
+			what = fmt.Sprintf("types `%s` as %s", d.Member, refDoc(d.Schema, ""))
+		default:
+			var vs []string
+			for _, v := range d.Variants {
+				vs = append(vs, refDoc(v, ""))
+			}
+			what = "adds the variants " + strings.Join(vs, ", ")
+		}
+		fmt.Fprintf(b, "| `%s` | %s | %s | %s |\n", d.Contract, typ, what, oneLine(d.Reason))
+	}
+}
+
