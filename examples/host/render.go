@@ -19,9 +19,9 @@ import (
 
 	"github.com/bridgekit/bridgekit/gen/acp"
 	"github.com/bridgekit/bridgekit/gen/harn"
-	"github.com/bridgekit/bridgekit/runtime/wire"
 	"github.com/bridgekit/bridgekit/internal/lossy"
 	"github.com/bridgekit/bridgekit/internal/tty"
+	"github.com/bridgekit/bridgekit/runtime/wire"
 )
 
 // renderer writes session/update notifications, permission decisions and

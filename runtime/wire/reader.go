@@ -87,7 +87,7 @@ type ObjectReader struct {
 	buf     []byte // members read before the choice, as `{"name":value,...`
 	unknown []byte
 	utag    string // the tag of unknown, kept when the decode applies a contract
-	array   bool // the union chooses by the first element of an array
+	array   bool   // the union chooses by the first element of an array
 }
 
 // ReadObject starts decoding an object described by obj.

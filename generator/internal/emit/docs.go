@@ -339,4 +339,3 @@ func writeDialect(b *strings.Builder, pkg *ir.Package) {
 		fmt.Fprintf(b, "| `%s` | %s | %s | %s |\n", d.Contract, typ, what, oneLine(d.Reason))
 	}
 }
-
