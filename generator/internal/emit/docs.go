@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/dave/jennifer/jen"
+
 	"github.com/bridgekit/bridgekit/generator/internal/ir"
 )
 
@@ -156,7 +158,7 @@ func Docs(pkg *ir.Package) []byte {
 				case v.Default:
 					when = "by default"
 				}
-				vs = append(vs, fmt.Sprintf("%s → `%s` %s", when, v.Go, refDoc(v.Ref, "")))
+				vs = append(vs, fmt.Sprintf("%s → `%s %s` (%s)", when, v.Go, goTypeText(variantType(t, v)), refDoc(v.Ref, "")))
 			}
 			fmt.Fprintf(&b, "One of: %s.", strings.Join(vs, "; "))
 			if t.Union == ir.ByTag {
@@ -179,7 +181,7 @@ func writeFields(b *strings.Builder, fields []*ir.Field) {
 	if len(fields) == 0 {
 		return
 	}
-	b.WriteString("| member | Go field | type | required | notes |\n| --- | --- | --- | --- | --- |\n")
+	b.WriteString("| member | Go field | Go type | schema type | required | notes |\n| --- | --- | --- | --- | --- | --- |\n")
 	for _, fl := range fields {
 		var notes []string
 		if fl.Nullable {
@@ -201,11 +203,11 @@ func writeFields(b *strings.Builder, fields []*ir.Field) {
 		if fl.Required {
 			req = "yes"
 		}
-		goField := "`" + fl.Go + "`"
+		goField, goTyp := "`"+fl.Go+"`", "`"+goTypeText(fieldType(fl))+"`"
 		if fl.Const != nil && fl.Required {
-			goField = "—"
+			goField, goTyp = "—", "— (not stored)"
 		}
-		fmt.Fprintf(b, "| `%s` | %s | %s | %s | %s |\n", fl.JSON, goField, refDoc(fl.Ref, ""), req, strings.Join(notes, "; "))
+		fmt.Fprintf(b, "| `%s` | %s | %s | %s | %s | %s |\n", fl.JSON, goField, goTyp, refDoc(fl.Ref, ""), req, strings.Join(notes, "; "))
 	}
 }
 
@@ -338,4 +340,11 @@ func writeDialect(b *strings.Builder, pkg *ir.Package) {
 		}
 		fmt.Fprintf(b, "| `%s` | %s | %s | %s |\n", d.Contract, typ, what, oneLine(d.Reason))
 	}
+}
+
+// goTypeText renders a Go type as a reader of the package writes it: its
+// own types bare, others qualified by their package name
+// (wire.Nullable[acp.ContentBlock]).
+func goTypeText(c jen.Code) string {
+	return strings.ReplaceAll(fmt.Sprintf("%#v", jen.Null().Add(c)), "|", "\\|")
 }
