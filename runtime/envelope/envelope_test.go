@@ -80,7 +80,7 @@ func TestDecodeThenEncodeIsExact(t *testing.T) {
 			if m.Kind == rpc.KindRequest {
 				method = string(m.Method)
 			}
-			if out := reencode(c, &m, method); string(out) != in+"\n" {
+			if out := reencode(c, &m, method); string(out) != in {
 				t.Errorf("round trip\n in: %s\nout: %s", in, out)
 			}
 		}
@@ -221,7 +221,7 @@ func TestEncode(t *testing.T) {
 			}
 			out = tc.c.AppendTail(append(out, body...), &tc.h)
 		}
-		if string(out) != tc.want+"\n" {
+		if string(out) != tc.want {
 			t.Errorf("got\n%swant\n%s", out, tc.want)
 		}
 	}

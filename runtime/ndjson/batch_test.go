@@ -64,15 +64,15 @@ func queued(t *testing.T, w *Writer, n int) {
 
 func TestWriterBatchesQueuedFrames(t *testing.T) {
 	g := newGateWriter()
-	w := NewWriter(g, nil)
+	w := NewWriter(g)
 	ctx := context.Background()
 	errs := make(chan error, 8)
-	go func() { errs <- w.WriteFrame(ctx, []byte("0\n")) }()
+	go func() { errs <- w.Write(ctx, []byte("0")) }()
 	<-g.started
 	// Queue frames in a known order behind the blocked write.
 	for i := 1; i <= 4; i++ {
-		line := []byte(fmt.Sprintf("%d\n", i))
-		go func() { errs <- w.WriteFrame(ctx, line) }()
+		line := []byte(fmt.Sprintf("%d", i))
+		go func() { errs <- w.Write(ctx, line) }()
 		queued(t, w, i)
 	}
 	g.release <- nil // first write
@@ -89,7 +89,7 @@ func TestWriterBatchesQueuedFrames(t *testing.T) {
 	}
 	// Uncontended again: one Write per frame.
 	go func() { <-g.started; g.release <- nil }()
-	if err := w.WriteFrame(ctx, []byte("5\n")); err != nil {
+	if err := w.Write(ctx, []byte("5")); err != nil {
 		t.Fatal(err)
 	}
 	if got := g.recorded(); len(got) != 3 || got[2] != "5\n" {
@@ -99,18 +99,17 @@ func TestWriterBatchesQueuedFrames(t *testing.T) {
 
 func TestWriterBatchSizeIsBounded(t *testing.T) {
 	g := newGateWriter()
-	w := NewWriter(g, nil)
+	w := NewWriter(g)
 	ctx := context.Background()
 	errs := make(chan error, 8)
-	go func() { errs <- w.WriteFrame(ctx, []byte("0\n")) }()
+	go func() { errs <- w.Write(ctx, []byte("0")) }()
 	<-g.started
-	big := make([]byte, maxBatch/2)
+	big := make([]byte, maxBatch/2-1) // two fit in a batch with their newlines
 	for i := range big {
 		big[i] = 'x'
 	}
-	big[len(big)-1] = '\n'
 	for i := 1; i <= 3; i++ {
-		go func() { errs <- w.WriteFrame(ctx, big) }()
+		go func() { errs <- w.Write(ctx, big) }()
 		queued(t, w, i)
 	}
 	for range 2 {
@@ -124,25 +123,25 @@ func TestWriterBatchSizeIsBounded(t *testing.T) {
 		}
 	}
 	got := g.recorded()
-	if len(got) != 3 || len(got[1]) != 2*len(big) || len(got[2]) != len(big) {
+	if len(got) != 3 || len(got[1]) != 2*(len(big)+1) || len(got[2]) != len(big)+1 {
 		t.Fatalf("%d writes, want 3: the first frame, two big frames, the last big frame", len(got))
 	}
 }
 
 func TestWriterQueuedFrameHonoursContext(t *testing.T) {
 	g := newGateWriter()
-	w := NewWriter(g, nil)
+	w := NewWriter(g)
 	bg := context.Background()
 	errs := make(chan error, 4)
-	go func() { errs <- w.WriteFrame(bg, []byte("0\n")) }()
+	go func() { errs <- w.Write(bg, []byte("0")) }()
 	<-g.started
-	go func() { errs <- w.WriteFrame(bg, []byte("1\n")) }()
+	go func() { errs <- w.Write(bg, []byte("1")) }()
 	queued(t, w, 1)
 	ctx, cancel := context.WithCancel(bg)
 	cancelled := make(chan error, 1)
-	go func() { cancelled <- w.WriteFrame(ctx, []byte("2\n")) }()
+	go func() { cancelled <- w.Write(ctx, []byte("2")) }()
 	queued(t, w, 2)
-	go func() { errs <- w.WriteFrame(bg, []byte("3\n")) }()
+	go func() { errs <- w.Write(bg, []byte("3")) }()
 	queued(t, w, 3)
 	cancel()
 	if err := <-cancelled; err != context.Canceled {
@@ -163,14 +162,14 @@ func TestWriterQueuedFrameHonoursContext(t *testing.T) {
 
 func TestWriterTakenFrameIgnoresContext(t *testing.T) {
 	g := newGateWriter()
-	w := NewWriter(g, nil)
+	w := NewWriter(g)
 	bg := context.Background()
 	first := make(chan error, 1)
-	go func() { first <- w.WriteFrame(bg, []byte("0\n")) }()
+	go func() { first <- w.Write(bg, []byte("0")) }()
 	<-g.started
 	ctx, cancel := context.WithCancel(bg)
 	second := make(chan error, 1)
-	go func() { second <- w.WriteFrame(ctx, []byte("1\n")) }()
+	go func() { second <- w.Write(ctx, []byte("1")) }()
 	queued(t, w, 1)
 	g.release <- nil
 	<-g.started // the batch holding frame 1 is being written
@@ -191,14 +190,14 @@ func TestWriterTakenFrameIgnoresContext(t *testing.T) {
 
 func TestWriterCloseFailsQueuedFrames(t *testing.T) {
 	g := newGateWriter()
-	w := NewWriter(g, nil)
+	w := NewWriter(g)
 	bg := context.Background()
 	first := make(chan error, 1)
-	go func() { first <- w.WriteFrame(bg, []byte("0\n")) }()
+	go func() { first <- w.Write(bg, []byte("0")) }()
 	<-g.started
 	errs := make(chan error, 3)
 	for i := 1; i <= 3; i++ {
-		go func() { errs <- w.WriteFrame(bg, []byte("1\n")) }()
+		go func() { errs <- w.Write(bg, []byte("1")) }()
 		queued(t, w, i)
 	}
 	if err := w.Close(); err != nil {
@@ -209,7 +208,7 @@ func TestWriterCloseFailsQueuedFrames(t *testing.T) {
 			t.Fatalf("queued frame: err = %v, want ErrClosed", err)
 		}
 	}
-	if err := w.WriteFrame(bg, []byte("2\n")); err != ErrClosed {
+	if err := w.Write(bg, []byte("2")); err != ErrClosed {
 		t.Fatalf("after Close: err = %v, want ErrClosed", err)
 	}
 	g.release <- nil // the write in progress completes
@@ -233,14 +232,14 @@ func TestWriterBatchErrors(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			g := newGateWriter()
-			w := NewWriter(g, nil)
+			w := NewWriter(g)
 			bg := context.Background()
 			first := make(chan error, 1)
-			go func() { first <- w.WriteFrame(bg, []byte("0\n")) }()
+			go func() { first <- w.Write(bg, []byte("0")) }()
 			<-g.started
 			errs := make(chan error, 2)
 			for i := 1; i <= 2; i++ {
-				go func() { errs <- w.WriteFrame(bg, []byte("1\n")) }()
+				go func() { errs <- w.Write(bg, []byte("1")) }()
 				queued(t, w, i)
 			}
 			g.release <- nil
@@ -262,7 +261,7 @@ func TestWriterBatchErrors(t *testing.T) {
 				t.Fatal(err)
 			}
 			if tt.sticky {
-				if err := w.WriteFrame(bg, []byte("2\n")); err != io.ErrShortWrite {
+				if err := w.Write(bg, []byte("2")); err != io.ErrShortWrite {
 					t.Fatalf("after a partial batch: err = %v, want io.ErrShortWrite", err)
 				}
 			}
@@ -270,11 +269,12 @@ func TestWriterBatchErrors(t *testing.T) {
 	}
 }
 
-func TestWriteFrameUncontendedDoesNotAllocate(t *testing.T) {
-	w := NewWriter(io.Discard, nil)
-	line := []byte("{}\n")
+func TestWriteUncontendedDoesNotAllocate(t *testing.T) {
+	w := NewWriter(io.Discard)
+	line := []byte("{}")
+	_ = w.Write(context.Background(), line) // the batch buffer
 	ctx := context.Background()
-	if n := testing.AllocsPerRun(1000, func() { _ = w.WriteFrame(ctx, line) }); n != 0 {
+	if n := testing.AllocsPerRun(1000, func() { _ = w.Write(ctx, line) }); n != 0 {
 		t.Errorf("%.1f allocations per uncontended frame, want 0", n)
 	}
 }

@@ -160,55 +160,57 @@ func TestQueueBytesBound(t *testing.T) {
 // to twice its bounds: notifications are queued, requests refused as
 // overloaded.
 func TestCallbackWhileQueueFull(t *testing.T) {
-	ready := make(chan struct{})
-	var notes atomic.Int32
-	var p *rawPeer
-	p = newRawPeer(t, methods{
-		"work": func(ctx context.Context, _ *rpc.Request) (any, error) {
-			<-ready
-			var s string
-			err := p.c.Call(ctx, "callback", nil, &s)
-			return s, err
-		},
-		"note": func(context.Context, *rpc.Request) (any, error) { notes.Add(1); return nil, nil },
-		"req":  func(context.Context, *rpc.Request) (any, error) { return "ok", nil },
-	}, &rpc.Options{QueueSize: 2})
-	p.send(`{"jsonrpc":"2.0","id":"w","method":"work"}`)
-	p.send(`{"jsonrpc":"2.0","method":"note"}`, `{"jsonrpc":"2.0","method":"note"}`) // the queue is full
-	more := make(chan struct{})
-	go func() {
-		defer close(more)
-		p.send(`{"jsonrpc":"2.0","method":"note"}`, `{"jsonrpc":"2.0","id":5,"method":"req"}`)
-	}()
-	select {
-	case <-more:
-		t.Fatal("the peer's writes went through with the queue full")
-	case <-time.After(50 * time.Millisecond):
-	}
-	close(ready)
-	// The callback and the refusal of request 5, which the reader reads as
-	// soon as the handler is inside Call, go out in either order.
-	want := []string{
-		`{"jsonrpc":"2.0","id":1,"method":"callback","params":{}}`,
-		`{"jsonrpc":"2.0","id":5,"error":{"code":-32050,"message":"overloaded: too many inbound messages queued; retry later"}}`,
-	}
-	got := []string{p.recv(), p.recv()}
-	slices.Sort(got)
-	slices.Sort(want)
-	if !slices.Equal(got, want) {
-		t.Fatalf("Conn wrote %q, want %q", got, want)
-	}
-	wait(t, more)
-	if fe := p.frameError(); fe.Kind != rpc.FrameOverloaded || fe.ID.String() != "5" {
-		t.Fatalf("frame error %+v", fe)
-	}
-	p.send(`{"jsonrpc":"2.0","id":1,"result":"pong"}`)
-	p.expect(`{"jsonrpc":"2.0","id":"w","result":"pong"}`)
-	p.send(`{"jsonrpc":"2.0","id":6,"method":"req"}`)
-	p.expect(`{"jsonrpc":"2.0","id":6,"result":"ok"}`)
-	if n := notes.Load(); n != 3 {
-		t.Fatalf("%d notifications handled, want 3", n)
-	}
+	forTransports(t, func(t *testing.T, tr transport) {
+		ready := make(chan struct{})
+		var notes atomic.Int32
+		var p *rawPeer
+		p = tr.rawPeer(t, methods{
+			"work": func(ctx context.Context, _ *rpc.Request) (any, error) {
+				<-ready
+				var s string
+				err := p.c.Call(ctx, "callback", nil, &s)
+				return s, err
+			},
+			"note": func(context.Context, *rpc.Request) (any, error) { notes.Add(1); return nil, nil },
+			"req":  func(context.Context, *rpc.Request) (any, error) { return "ok", nil },
+		}, &rpc.Options{QueueSize: 2})
+		p.send(`{"jsonrpc":"2.0","id":"w","method":"work"}`)
+		p.send(`{"jsonrpc":"2.0","method":"note"}`, `{"jsonrpc":"2.0","method":"note"}`) // the queue is full
+		more := make(chan struct{})
+		go func() {
+			defer close(more)
+			p.send(`{"jsonrpc":"2.0","method":"note"}`, `{"jsonrpc":"2.0","id":5,"method":"req"}`)
+		}()
+		select {
+		case <-more:
+			t.Fatal("the peer's writes went through with the queue full")
+		case <-time.After(50 * time.Millisecond):
+		}
+		close(ready)
+		// The callback and the refusal of request 5, which the reader reads as
+		// soon as the handler is inside Call, go out in either order.
+		want := []string{
+			`{"jsonrpc":"2.0","id":1,"method":"callback","params":{}}`,
+			`{"jsonrpc":"2.0","id":5,"error":{"code":-32050,"message":"overloaded: too many inbound messages queued; retry later"}}`,
+		}
+		got := []string{p.recv(), p.recv()}
+		slices.Sort(got)
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Fatalf("Conn wrote %q, want %q", got, want)
+		}
+		wait(t, more)
+		if fe := p.frameError(); fe.Kind != rpc.FrameOverloaded || fe.ID.String() != "5" {
+			t.Fatalf("frame error %+v", fe)
+		}
+		p.send(`{"jsonrpc":"2.0","id":1,"result":"pong"}`)
+		p.expect(`{"jsonrpc":"2.0","id":"w","result":"pong"}`)
+		p.send(`{"jsonrpc":"2.0","id":6,"method":"req"}`)
+		p.expect(`{"jsonrpc":"2.0","id":6,"result":"ok"}`)
+		if n := notes.Load(); n != 3 {
+			t.Fatalf("%d notifications handled, want 3", n)
+		}
+	})
 }
 
 // TestCallbackBoundedWhilePeerFloods: while a handler waits for the peer,
@@ -258,7 +260,7 @@ func TestSlotWaitKeepsReading(t *testing.T) {
 		},
 	}
 	clientHandler := methods{"callback": func(context.Context, *rpc.Request) (any, error) { return "pong", nil }}
-	client, srv := connPair(t, osPipe, clientHandler, nil, serverHandler, &rpc.Options{QueueSize: 4, MaxConcurrentRequests: slots})
+	client, srv := ndjsonOS.pair(t, clientHandler, nil, serverHandler, &rpc.Options{QueueSize: 4, MaxConcurrentRequests: slots})
 	server = srv
 	var calls []<-chan error
 	for range slots + 1 {
@@ -291,7 +293,7 @@ func TestNotificationBurstDeliveredOverOSPipe(t *testing.T) {
 		},
 		"count": func(context.Context, *rpc.Request) (any, error) { return handled.Load(), nil },
 	}
-	client, _ := connPair(t, osPipe, nil, nil, server, nil)
+	client, _ := ndjsonOS.pair(t, nil, nil, server, nil)
 	ctx := context.Background()
 	params := map[string]any{"sessionId": "s1", "update": map[string]string{"kind": "text", "text": "chunk"}}
 	start := time.Now()
@@ -312,22 +314,25 @@ func TestNotificationBurstDeliveredOverOSPipe(t *testing.T) {
 
 // TestMaxEcho: error replies repeat at most MaxEcho bytes of a method name.
 func TestMaxEcho(t *testing.T) {
-	p := newRawPeer(t, nil, nil)
-	name := strings.Repeat("m", 1<<20)
-	p.send(`{"jsonrpc":"2.0","id":1,"method":"` + name + `"}`)
-	want := `{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"method not found: ` + name[:rpc.MaxEcho] + `…"}}`
-	p.expect(want)
-	if len(want) > 300 {
-		t.Fatalf("reply of %d bytes", len(want))
-	}
+	forTransports(t, func(t *testing.T, tr transport) {
+		p := tr.rawPeer(t, nil, nil)
+		name := strings.Repeat("m", 1<<20)
+		p.send(`{"jsonrpc":"2.0","id":1,"method":"` + name + `"}`)
+		want := `{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"method not found: ` + name[:rpc.MaxEcho] + `…"}}`
+		p.expect(want)
+		if len(want) > 300 {
+			t.Fatalf("reply of %d bytes", len(want))
+		}
+	})
 }
 
-// TestWriteQueueBytesBound: replies wait for a peer that does not read in
-// a queue bounded in bytes; past it the handlers wait.
-func TestWriteQueueBytesBound(t *testing.T) {
+// TestRepliesWaitForSlowPeer: a reply is written by its handler's
+// goroutine, which waits for the peer to read it: with a peer that does not
+// read, no more handlers return than there are slots, and nothing piles up.
+func TestRepliesWaitForSlowPeer(t *testing.T) {
 	for _, slots := range []int{1, 4} {
 		t.Run(fmt.Sprintf("MaxConcurrentRequests=%d", slots), func(t *testing.T) {
-			const writeQueue, resultSize, total = 64 << 10, 10 << 10, 100
+			const resultSize, total = 10 << 10, 100
 			open := make(chan struct{})
 			var sink syncBuffer
 			inR, inW := io.Pipe()
@@ -337,7 +342,7 @@ func TestWriteQueueBytesBound(t *testing.T) {
 			c := jsonrpc.NewConn(inR, gateWriter{open: open, w: &sink}, rpc.HandlerFunc(func(context.Context, *rpc.Request) (any, error) {
 				returned.Add(1)
 				return result, nil
-			}), &rpc.Options{WriteQueueBytes: writeQueue, MaxConcurrentRequests: slots})
+			}), &rpc.Options{MaxConcurrentRequests: slots})
 			defer c.Close()
 			_, writerDone := flood(inW, `{"jsonrpc":"2.0","id":1,"method":"m"}`, total)
 			var n atomic.Int64
@@ -353,10 +358,8 @@ func TestWriteQueueBytesBound(t *testing.T) {
 				}
 			}()
 			got := waitStalled(&n)
-			// The replies in the blocked Write (queued copies the writer
-			// took into its batch, up to a queue's worth), the queue's
-			// worth, and one waiting handler per slot.
-			if bound := int64(2*writeQueue/resultSize + 2 + slots); got > bound {
+			// One handler per slot, each waiting for its reply's write.
+			if bound := int64(slots); got > bound {
 				t.Fatalf("%d handlers returned while the peer read nothing, want at most %d", got, bound)
 			}
 			t.Logf("%d handlers returned while the peer read nothing", got)
