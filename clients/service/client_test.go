@@ -277,11 +277,6 @@ func TestLateReplyIsDroppedAndReported(t *testing.T) {
 	}
 	// The provider answers one request at a time: once it has answered the
 	// slow call, too late, the next call gets its own reply.
-	time.Sleep(600 * time.Millisecond)
-	res, err := retrieve(c, "fast")
-	if err != nil || *res.Content != "about fast" {
-		t.Fatalf("the next call: %v %v", res, err)
-	}
 	select {
 	case fe := <-late:
 		if fe.ID.String() != `"knowledge-kb-2"` {
@@ -289,6 +284,10 @@ func TestLateReplyIsDroppedAndReported(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("the late reply was not reported")
+	}
+	res, err := retrieve(c, "fast")
+	if err != nil || *res.Content != "about fast" {
+		t.Fatalf("the next call: %v %v", res, err)
 	}
 	if n := c.Stats().LateReplies; n != 1 {
 		t.Errorf("LateReplies = %d", n)
@@ -338,10 +337,24 @@ func TestLateReplyWhileTheNextCallWaits(t *testing.T) {
 // A call waits for the one before it, within its context; Close fails the
 // call outstanding and the calls waiting with ErrClosed.
 func TestCallsWaitTheirTurn(t *testing.T) {
-	c := start(t, config(t, "knowledge"))
+	cfg := config(t, "knowledge")
+	sent := make(chan struct{}, 1)
+	cfg.Conn.Observe = func(tr rpc.Traffic) {
+		if tr.Dir == rpc.Out && strings.Contains(string(tr.Line), "slow:3000") {
+			select {
+			case sent <- struct{}{}:
+			default:
+			}
+		}
+	}
+	c := start(t, cfg)
 	first := make(chan error, 1)
 	go func() { _, err := retrieve(c, "slow:3000"); first <- err }()
-	time.Sleep(100 * time.Millisecond) // the first call is outstanding
+	select {
+	case <-sent: // the first call is outstanding
+	case <-time.After(5 * time.Second):
+		t.Fatal("the first call was not sent")
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	begun := time.Now()
@@ -351,11 +364,16 @@ func TestCallsWaitTheirTurn(t *testing.T) {
 	if d := time.Since(begun); d > time.Second {
 		t.Errorf("the waiting call returned after %v", d)
 	}
-	waiting := make(chan error, 2)
+	waiting, calling := make(chan error, 2), make(chan struct{}, 2)
 	for range 2 {
-		go func() { _, err := retrieve(c, "patient"); waiting <- err }()
+		go func() {
+			calling <- struct{}{}
+			_, err := retrieve(c, "patient")
+			waiting <- err
+		}()
 	}
-	time.Sleep(100 * time.Millisecond)
+	<-calling // both calls are made before Close: they wait, or are about to
+	<-calling
 	c.Close()
 	for _, ch := range []chan error{first, waiting, waiting} {
 		select {

@@ -36,6 +36,9 @@ type Writer struct {
 
 	inflight []*waiter // the frames being written, and the batch buffer: owned by the busy goroutine
 	batch    []byte
+
+	// waiters recycles the waiters of this Writer (their channels stay in one testing/synctest bubble).
+	waiters sync.Pool
 }
 
 // waiter is a frame waiting for the goroutine writing; its caller waits on ch for the outcome.
@@ -44,10 +47,12 @@ type waiter struct {
 	ch    chan error
 }
 
-var waiters = sync.Pool{New: func() any { return &waiter{ch: make(chan error, 1)} }}
-
 // NewWriter returns a Writer that writes to w.
-func NewWriter(w io.Writer) *Writer { return &Writer{w: w} }
+func NewWriter(w io.Writer) *Writer {
+	wr := &Writer{w: w}
+	wr.waiters.New = func() any { return &waiter{ch: make(chan error, 1)} }
+	return wr
+}
 
 // Write writes frame, which must not contain a newline, and a newline after it: with a Write call of its
 // own when no other frame is being written, or else with the frames that wait meanwhile, in the order they
@@ -101,7 +106,7 @@ func (w *Writer) write(p []byte) error {
 
 // wait, called with w.mu held, queues frame behind the Write in progress, releases w.mu and waits.
 func (w *Writer) wait(ctx context.Context, frame []byte) error {
-	wt := waiters.Get().(*waiter)
+	wt := w.waiters.Get().(*waiter)
 	wt.frame = frame
 	w.pending = append(w.pending, wt)
 	w.mu.Unlock()
@@ -121,7 +126,7 @@ func (w *Writer) wait(ctx context.Context, frame []byte) error {
 		}
 	}
 	wt.frame = nil
-	waiters.Put(wt)
+	w.waiters.Put(wt)
 	return err
 }
 

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -168,31 +169,24 @@ func TestWriterClose(t *testing.T) {
 }
 
 func TestWriterCloseUnblocksWriters(t *testing.T) {
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pr.Close()
-	w := NewWriter(pw)
-	big := bytes.Repeat([]byte("x"), 1<<20) // more than the pipe holds; nobody reads
-	errs := make(chan error, 2)
-	for range 2 {
-		go func() { errs <- w.Write(context.Background(), big) }()
-	}
-	time.Sleep(20 * time.Millisecond)
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	for range 2 {
-		select {
-		case err := <-errs:
-			if err == nil {
-				t.Error("blocked WriteFrame succeeded after Close")
-			}
-		case <-time.After(5 * time.Second):
-			t.Fatal("WriteFrame still blocked after Close")
+	synctest.Test(t, func(t *testing.T) {
+		pr, pw := io.Pipe()
+		defer pr.Close() // nobody reads
+		w := NewWriter(pw)
+		errs := make(chan error, 2)
+		for range 2 {
+			go func() { errs <- w.Write(context.Background(), []byte("{}")) }()
 		}
-	}
+		synctest.Wait() // one Write is blocked in the pipe, the other waits for it
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		for range 2 {
+			if err := <-errs; err == nil {
+				t.Error("blocked Write succeeded after Close")
+			}
+		}
+	})
 }
 
 // TestConcurrentWritersDoNotInterleave checks, over a real pipe and with

@@ -102,13 +102,10 @@ func (c *Conn) Send(ctx context.Context, m Outbound, result any) error {
 	return nil
 }
 
-// replyPool recycles the buffered channels on which calls receive replies.
-var replyPool = sync.Pool{New: func() any { return make(chan callResult, 1) }}
-
 // roundTrip registers call h.Seq, writes its frame and waits for the reply. A non-nil error means the
 // call was abandoned locally; sent reports whether its frame had been written.
 func (c *Conn) roundTrip(ctx context.Context, mark *handlerMark, h *Header, frame []byte) (r callResult, sent bool, err error) {
-	ch := replyPool.Get().(chan callResult)
+	ch := c.replies.Get().(chan callResult)
 	c.mu.Lock()
 	if c.pending == nil {
 		err := c.cause
@@ -116,7 +113,7 @@ func (c *Conn) roundTrip(ctx context.Context, mark *handlerMark, h *Header, fram
 			err = errNoInput
 		}
 		c.mu.Unlock()
-		replyPool.Put(ch)
+		c.replies.Put(ch)
 		return callResult{}, false, err
 	}
 	c.pending[h.Seq] = ch
@@ -129,12 +126,12 @@ func (c *Conn) roundTrip(ctx context.Context, mark *handlerMark, h *Header, fram
 		done := ctx.Done()
 		if done == nil {
 			r := <-ch
-			replyPool.Put(ch)
+			c.replies.Put(ch)
 			return r, true, nil
 		}
 		select {
 		case r := <-ch:
-			replyPool.Put(ch)
+			c.replies.Put(ch)
 			return r, true, nil
 		case <-done:
 			err = ctx.Err()
@@ -143,7 +140,7 @@ func (c *Conn) roundTrip(ctx context.Context, mark *handlerMark, h *Header, fram
 	if c.retire(h.Seq) == nil {
 		<-ch // the reply (or the shutdown's failure) is already on its way
 	}
-	replyPool.Put(ch)
+	c.replies.Put(ch)
 	return callResult{}, sent, c.sendError(err)
 }
 

@@ -26,10 +26,11 @@ var (
 // ends, reporting each start and end; "session/cancel" and "note" are
 // recorded in the order they are handled.
 type prompts struct {
-	mu      sync.Mutex
-	order   []string
-	started chan string // the prompt's sessionId
-	ended   chan ended
+	mu       sync.Mutex
+	order    []string
+	recorded chan string // each entry of order, as it is recorded
+	started  chan string // the prompt's sessionId
+	ended    chan ended
 }
 
 type ended struct {
@@ -39,13 +40,17 @@ type ended struct {
 }
 
 func newPrompts() *prompts {
-	return &prompts{started: make(chan string, 16), ended: make(chan ended, 16)}
+	return &prompts{recorded: make(chan string, 64), started: make(chan string, 16), ended: make(chan ended, 16)}
 }
 
 func (p *prompts) record(s string) {
 	p.mu.Lock()
 	p.order = append(p.order, s)
 	p.mu.Unlock()
+	select {
+	case p.recorded <- s:
+	default:
+	}
 }
 
 func (p *prompts) handled() []string {
@@ -134,18 +139,17 @@ func TestSessionCancel(t *testing.T) {
 		// Cancel messages are handled on a lane of their own, in order among
 		// themselves; the main lane kept its order. That lane's handler for the
 		// last cancel may still be running: its rule was applied on arrival.
-		var cancels, main []string
-		for deadline := time.Now().Add(timeout); ; time.Sleep(time.Millisecond) {
-			cancels, main = nil, nil
-			for _, s := range h.handled() {
-				if strings.HasPrefix(s, "cancel ") {
-					cancels = append(cancels, s)
-				} else {
-					main = append(main, s)
-				}
+		for n := 0; n < 3; {
+			if strings.HasPrefix(wait(t, h.recorded), "cancel ") {
+				n++
 			}
-			if len(cancels) == 3 || time.Now().After(deadline) {
-				break
+		}
+		var cancels, main []string
+		for _, s := range h.handled() {
+			if strings.HasPrefix(s, "cancel ") {
+				cancels = append(cancels, s)
+			} else {
+				main = append(main, s)
 			}
 		}
 		if want := "[cancel s9 cancel s1 cancel s2]"; fmt.Sprint(cancels) != want {
@@ -326,26 +330,22 @@ func TestOutboundCancel(t *testing.T) {
 // waits behind a blocked write is never sent, so no cancel message is.
 func TestOutboundCancelWhileQueued(t *testing.T) {
 	open := make(chan struct{})
+	entered := make(chan struct{}, 1)
 	inR, inW := io.Pipe()
 	defer inW.Close()
 	outR, outW := io.Pipe()
 	defer outR.Close()
 	var out syncBuffer
+	read := make(chan struct{})
 	go func() { // the peer reads once the gate opens
-		buf := make([]byte, 4096)
-		for {
-			n, err := outR.Read(buf)
-			out.Write(buf[:n])
-			if err != nil {
-				return
-			}
-		}
+		defer close(read)
+		io.Copy(&out, outR)
 	}()
-	c := newConnOver(inR, gateWriter{open: open, w: outW}, &rpc.Options{Cancels: []rpc.CancelRule{acpCancel}})
+	c := newConnOver(inR, gateWriter{open: open, entered: entered, w: outW}, &rpc.Options{Cancels: []rpc.CancelRule{acpCancel}})
 	defer c.Close()
 	blocked := make(chan error, 1)
 	go func() { blocked <- c.Notify(context.Background(), "first", nil) }()
-	time.Sleep(20 * time.Millisecond) // the notification holds the writer
+	wait(t, entered) // the notification holds the writer
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
 	if err := c.Call(ctx, "session/prompt", map[string]string{"sessionId": "s1"}, nil); !errors.Is(err, context.DeadlineExceeded) {
@@ -358,24 +358,13 @@ func TestOutboundCancelWhileQueued(t *testing.T) {
 	if err := c.Notify(context.Background(), "last", nil); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, func() bool {
-		return len(out.String()) > 0 && out.String()[len(out.String())-1] == '\n' && countLines(out.String()) >= 2
-	}, func() string { return "written: " + out.String() })
-	time.Sleep(20 * time.Millisecond)
+	c.Close() // nothing more is written: the peer reads to the end
+	outW.Close()
+	wait(t, read)
 	want := `{"jsonrpc":"2.0","method":"first","params":{}}` + "\n" + `{"jsonrpc":"2.0","method":"last","params":{}}` + "\n"
 	if got := out.String(); got != want {
 		t.Fatalf("peer received\n%s\nwant\n%s", got, want)
 	}
-}
-
-func countLines(s string) int {
-	n := 0
-	for _, c := range s {
-		if c == '\n' {
-			n++
-		}
-	}
-	return n
 }
 
 // TestPreempt: preempted methods are handled on their own lane, in order

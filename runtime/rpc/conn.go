@@ -117,6 +117,9 @@ type Conn struct {
 	wlock   chan struct{} // with Observe: held while a frame is observed and handed to the transport
 	seq     atomic.Uint64 // outbound request numbers
 	reading reader        // the reader's own state
+	// replies recycles the buffered channels on which calls receive replies: a connection's own, so that a
+	// testing/synctest bubble keeps its channels to itself.
+	replies sync.Pool
 
 	mu      sync.Mutex
 	pending map[uint64]chan callResult // nil once no reply can arrive
@@ -179,6 +182,7 @@ func NewTransportConn(t frame.Transport, codec Codec, h Handler, opts *Options) 
 		pending: make(map[uint64]chan callResult),
 		done:    make(chan struct{}),
 	}
+	c.replies.New = func() any { return make(chan callResult, 1) }
 	c.diag.init(o.Logger, o.OnFrameError)
 	c.log = c.diag.logger() // records are handled off the goroutine that logs
 	c.gate.cond.L = &c.gate.mu

@@ -122,10 +122,11 @@ func TestWriteErrorWithStuckLogger(t *testing.T) {
 }
 
 // recorder is a slog.Handler that keeps every record's message and
-// attributes as text.
+// attributes as text, and tells added (if set) of each.
 type recorder struct {
 	mu      sync.Mutex
 	records []string
+	added   chan struct{}
 }
 
 func (r *recorder) Enabled(context.Context, slog.Level) bool { return true }
@@ -139,6 +140,10 @@ func (r *recorder) Handle(_ context.Context, rec slog.Record) error {
 	r.mu.Lock()
 	r.records = append(r.records, b.String())
 	r.mu.Unlock()
+	select {
+	case r.added <- struct{}{}:
+	default:
+	}
 	return nil
 }
 func (r *recorder) WithAttrs([]slog.Attr) slog.Handler { return r }
@@ -157,17 +162,8 @@ func TestDiagnosticsTruncated(t *testing.T) {
 	forTransports(t, func(t *testing.T, tr transport) {
 		const limit = 1 << 10
 		huge := strings.Repeat("x", 10<<20)
-		var rec recorder
-		var mu sync.Mutex
-		var fes []*rpc.FrameError
-		p := tr.rawPeer(t, nil, &rpc.Options{
-			Logger: slog.New(&rec),
-			OnFrameError: func(fe *rpc.FrameError) {
-				mu.Lock()
-				fes = append(fes, fe)
-				mu.Unlock()
-			},
-		})
+		rec := recorder{added: make(chan struct{}, 64)}
+		p := tr.rawPeer(t, nil, &rpc.Options{Logger: slog.New(&rec)})
 		bad := []string{
 			`{"jsonrpc":"1.0","id":"` + huge + `","method":"m"}`,         // invalid, with the id echoed
 			`{"jsonrpc":"2.0","id":"` + huge + `"}`,                      // neither request nor response
@@ -192,14 +188,8 @@ func TestDiagnosticsTruncated(t *testing.T) {
 				break
 			}
 		}
-		waitUntil(t, func() bool {
-			mu.Lock()
-			defer mu.Unlock()
-			return len(fes) == 7
-		}, func() string { return fmt.Sprintf("%d frame errors, want 7", len(fes)) })
-		mu.Lock()
-		defer mu.Unlock()
-		for i, fe := range fes {
+		for i := range 7 {
+			fe := p.frameError()
 			for name, s := range map[string]string{"Snippet": fe.Snippet, "ID": fe.ID.String(), "Err": fe.Err.Error(), "Error()": fe.Error()} {
 				if len(s) > limit {
 					t.Errorf("frame error %d (%v): %s of %d bytes", i, fe.Kind, name, len(s))
@@ -209,7 +199,9 @@ func TestDiagnosticsTruncated(t *testing.T) {
 				t.Errorf("frame error %d: reply message of %d bytes", i, len(fe.Reply.Message))
 			}
 		}
-		waitUntil(t, func() bool { return len(rec.all()) >= 8 }, func() string { return fmt.Sprintf("%d log records", len(rec.all())) })
+		for range 8 {
+			wait(t, rec.added)
+		}
 		for _, r := range rec.all() {
 			if len(r) > 2*limit {
 				t.Errorf("log record of %d bytes: %.200s", len(r), r)

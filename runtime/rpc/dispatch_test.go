@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/go-json-experiment/json"
@@ -158,8 +158,8 @@ func TestHandlerPanicRecovered(t *testing.T) {
 	forTransports(t, func(t *testing.T, tr transport) {
 		for _, n := range []int{1, 4} {
 			t.Run(fmt.Sprintf("MaxConcurrentRequests=%d", n), func(t *testing.T) {
-				var logs syncBuffer
-				logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+				logs := newLogSink()
+				logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 				p := tr.rawPeer(t, methods{
 					"boom": func(context.Context, *rpc.Request) (any, error) { panic("kaboom") },
 					"ok":   okHandler,
@@ -169,9 +169,7 @@ func TestHandlerPanicRecovered(t *testing.T) {
 				p.send(`{"jsonrpc":"2.0","method":"boom"}`, `{"jsonrpc":"2.0","id":2,"method":"ok"}`)
 				p.expect(`{"jsonrpc":"2.0","id":2,"result":"ok"}`)
 				// Diagnostics are logged from a goroutine of their own.
-				waitUntil(t, func() bool { return strings.Count(logs.String(), "kaboom") >= 2 }, func() string {
-					return "panics not logged; log:\n" + logs.String()
-				})
+				logs.waitFor(t, "kaboom", 2)
 			})
 		}
 	})
@@ -216,6 +214,12 @@ func TestHandlerContext(t *testing.T) {
 // served all along.
 func TestConcurrencyBound(t *testing.T) {
 	forTransports(t, func(t *testing.T, tr transport) {
+		synctest.Test(t, func(t *testing.T) { testConcurrencyBound(t, tr) })
+	})
+}
+
+func testConcurrencyBound(t *testing.T, tr transport) {
+	{
 		const slots = 3
 		p, hold := newHoldingPeer(t, tr, slots)
 		for i := range 50 {
@@ -225,12 +229,11 @@ func TestConcurrencyBound(t *testing.T) {
 		// Twice as many held requests as slots: `slots` run at once, no more.
 		hold.start(p, 2*slots)
 		hold.waitRunning(t, slots)
-		time.Sleep(20 * time.Millisecond) // room for a request beyond the bound to start
 		hold.finish(p, 2*slots)
 		if most := hold.most(); most != slots {
 			t.Errorf("at most %d requests ran at once, want %d", most, slots)
 		}
-	})
+	}
 }
 
 // TestConcurrentHandlersExit: a request handled concurrently runs on a
@@ -238,19 +241,22 @@ func TestConcurrencyBound(t *testing.T) {
 // served after that.
 func TestConcurrentHandlersExit(t *testing.T) {
 	forTransports(t, func(t *testing.T, tr transport) {
-		const slots = 3
-		p, hold := newHoldingPeer(t, tr, slots)
-		hold.start(p, slots)
-		hold.waitRunning(t, slots)
-		busy := runtime.NumGoroutine()
-		hold.finish(p, slots)
-		waitUntil(t, func() bool { return runtime.NumGoroutine() <= busy-slots }, func() string {
-			return fmt.Sprintf("%d goroutines once the requests were answered, %d with %d requests running: handler goroutines did not exit", runtime.NumGoroutine(), busy, slots)
+		synctest.Test(t, func(t *testing.T) {
+			const slots = 3
+			p, hold := newHoldingPeer(t, tr, slots)
+			hold.start(p, slots)
+			hold.waitRunning(t, slots)
+			busy := runtime.NumGoroutine()
+			hold.finish(p, slots)
+			synctest.Wait()
+			if n := runtime.NumGoroutine(); n > busy-slots {
+				t.Fatalf("%d goroutines once the requests were answered, %d with %d requests running: handler goroutines did not exit", n, busy, slots)
+			}
+			for i := range 2 * slots {
+				p.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"ping"}`, i))
+				p.expect(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":"pong"}`, i))
+			}
 		})
-		for i := range 2 * slots {
-			p.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"ping"}`, i))
-			p.expect(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":"pong"}`, i))
-		}
 	})
 }
 
@@ -282,17 +288,16 @@ func (h *holds) start(p *rawPeer, n int) {
 	}
 }
 
-// waitRunning waits until n hold requests run at once.
+// waitRunning checks, in a testing/synctest bubble, that n hold requests run once every goroutine is
+// blocked: as many as may have started, and no more.
 func (h *holds) waitRunning(t *testing.T, n int) {
 	t.Helper()
-	running := func() int {
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		return h.running
+	synctest.Wait()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.running != n {
+		t.Fatalf("%d requests running, want %d", h.running, n)
 	}
-	waitUntil(t, func() bool { return running() == n }, func() string {
-		return fmt.Sprintf("%d requests running, want %d", running(), n)
-	})
 }
 
 // finish releases the hold requests and reads their n replies.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -240,15 +241,36 @@ func (p *rawPeer) frameError() *rpc.FrameError {
 	}
 }
 
-// waitUntil polls cond until it holds, failing with what() after timeout.
-func waitUntil(t testing.TB, cond func() bool, what func() string) {
+// logSink is where a test's slog handler writes: it keeps the log and hands each record, as written, to
+// the test.
+type logSink struct {
+	syncBuffer
+	records chan string
+}
+
+func newLogSink() *logSink { return &logSink{records: make(chan string, 1<<12)} }
+
+func (s *logSink) Write(p []byte) (int, error) {
+	s.syncBuffer.Write(p)
+	select {
+	case s.records <- string(p):
+	default:
+	}
+	return len(p), nil
+}
+
+// waitFor waits until n more records holding sub have been written.
+func (s *logSink) waitFor(t testing.TB, sub string, n int) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal(what())
+	for n > 0 {
+		select {
+		case r := <-s.records:
+			if strings.Contains(r, sub) {
+				n--
+			}
+		case <-time.After(timeout):
+			t.Fatalf("timed out waiting for %d more log records with %q; the log:\n%s", n, sub, s.String())
 		}
-		time.Sleep(time.Millisecond)
 	}
 }
 
@@ -350,13 +372,47 @@ func (w blockingWriter) Write(p []byte) (int, error) {
 	return 0, io.ErrClosedPipe
 }
 
-// gateWriter passes writes to w once open is closed; until then they block.
+// enteringWriter tells entered, if it can, as a Write starts, then writes to the WriteCloser.
+type enteringWriter struct {
+	io.WriteCloser
+	entered chan struct{}
+}
+
+func (e enteringWriter) Write(p []byte) (int, error) {
+	select {
+	case e.entered <- struct{}{}:
+	default:
+	}
+	return e.WriteCloser.Write(p)
+}
+
+// signalReader tells reads, if it can, as each Read starts, then reads from r.
+type signalReader struct {
+	r     io.Reader
+	reads chan struct{}
+}
+
+func (s signalReader) Read(p []byte) (int, error) {
+	select {
+	case s.reads <- struct{}{}:
+	default:
+	}
+	return s.r.Read(p)
+}
+
+// gateWriter passes writes to w once open is closed; until then they block. entered, if set, receives a
+// value, if it can, as a Write starts.
 type gateWriter struct {
-	open chan struct{}
-	w    io.Writer
+	open    chan struct{}
+	entered chan struct{}
+	w       io.Writer
 }
 
 func (g gateWriter) Write(p []byte) (int, error) {
+	select {
+	case g.entered <- struct{}{}:
+	default:
+	}
 	<-g.open
 	return g.w.Write(p)
 }

@@ -78,12 +78,13 @@ func TestPeerNotReading(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pr.Close() // open but never read
-	c := jsonrpc.NewConn(cr, cw, nil, nil)
+	entered := make(chan struct{}, 1)
+	c := jsonrpc.NewConn(cr, enteringWriter{cw, entered}, nil, nil)
 	defer c.Close()
 
 	big := jsontext.Value(`"` + string(bytes.Repeat([]byte("x"), 1<<20)) + `"`)
 	stuck := callAsync(context.Background(), c, "big", big, nil)
-	time.Sleep(50 * time.Millisecond)
+	wait(t, entered) // more than the pipe holds: the Write blocks
 
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
@@ -321,15 +322,19 @@ func TestCloseWithBlockedRead(t *testing.T) {
 			var in io.Reader
 			release := make(chan struct{})
 			defer close(release) // the stuck Read returns, for goleak
+			reads := make(chan struct{}, 8)
 			var pw *io.PipeWriter
 			if closer {
 				var pr *io.PipeReader
 				pr, pw = io.Pipe()
-				in = pr
+				in = struct {
+					signalReader
+					io.Closer
+				}{signalReader{pr, reads}, pr}
 			} else {
 				pr, w := io.Pipe()
 				pw = w
-				in = io.MultiReader(pr, blockingReader{release})
+				in = signalReader{io.MultiReader(pr, blockingReader{release}), reads}
 			}
 			defer pw.Close()
 			c := jsonrpc.NewConn(in, io.Discard, rpc.HandlerFunc(func(ctx context.Context, _ *rpc.Request) (any, error) {
@@ -344,7 +349,8 @@ func TestCloseWithBlockedRead(t *testing.T) {
 				pw.Close() // the reader goes on to the Read that blocks forever
 			}
 			wait(t, running)
-			time.Sleep(10 * time.Millisecond) // the reader is back in Read
+			wait(t, reads) // the line
+			wait(t, reads) // the reader is back in Read
 			closeWithin(t, c, time.Second)
 			if !sawCancel.Load() {
 				t.Error("Close returned before the handler saw its context end")
@@ -367,11 +373,7 @@ func TestCloseWithBlockedWrite(t *testing.T) {
 				if closer {
 					pr, pw := io.Pipe() // never read
 					defer pr.Close()
-					out = pw
-					go func() { // report the Write once it is under way
-						time.Sleep(20 * time.Millisecond)
-						entered <- struct{}{}
-					}()
+					out = enteringWriter{pw, entered}
 				}
 				inR, inW := io.Pipe()
 				defer inW.Close()
@@ -479,12 +481,14 @@ func TestQueueAfterPeerEOF(t *testing.T) {
 			},
 			"req": func(context.Context, *rpc.Request) (any, error) { requests.Add(1); return "answered", nil },
 		}, nil)
+		pending := callAsync(context.Background(), p.c, "m", nil, nil)
+		p.recv()
 		p.send(`{"jsonrpc":"2.0","method":"first"}`, `{"jsonrpc":"2.0","id":1,"method":"req"}`)
 		for range n {
 			p.send(`{"jsonrpc":"2.0","method":"note"}`)
 		}
 		p.w.Close()
-		time.Sleep(20 * time.Millisecond)
+		wait(t, pending) // fails once the input has ended
 		close(release)
 		p.expect(`{"jsonrpc":"2.0","id":1,"result":"answered"}`)
 		wait(t, p.c.Done())

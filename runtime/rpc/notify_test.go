@@ -12,14 +12,13 @@ import (
 	"github.com/bridgekit/bridgekit/runtime/rpc"
 )
 
-// A notification that arrives when nothing is queued is handled by the
-// reading goroutine itself. These tests pin what must not change for its
-// handler or for anyone else: it may call the peer, it may be slow, it keeps
-// its params, and the order of handling is the order of arrival.
+// What a notification's handler may do, and what others see meanwhile: it
+// may call the peer, it may be slow, it keeps its params, and the order of
+// handling is the order of arrival.
 
 // A notification's handler that calls the peer gets its reply: reading
-// moves on while it waits.
-func TestInlineNotificationCallsBack(t *testing.T) {
+// goes on while it waits.
+func TestNotificationCallsBack(t *testing.T) {
 	forTransports(t, func(t *testing.T, tr transport) {
 		var p *rawPeer
 		got := make(chan string, 1)
@@ -47,7 +46,7 @@ func TestInlineNotificationCallsBack(t *testing.T) {
 // cancel messages are still read; what arrives after the notification is
 // handled after it, in order; and the handler's params stay intact though
 // reading went on.
-func TestSlowInlineNotification(t *testing.T) {
+func TestSlowNotification(t *testing.T) {
 	forTransports(t, func(t *testing.T, tr transport) {
 		release := make(chan struct{})
 		var mu sync.Mutex
@@ -90,7 +89,6 @@ func TestSlowInlineNotification(t *testing.T) {
 		p.send(`{"jsonrpc":"2.0","id":"t","method":"task"}`)
 		big := `"` + strings.Repeat("p", 100<<10) + `"`
 		p.send(`{"jsonrpc":"2.0","method":"slow","params":` + big + `}`)
-		time.Sleep(5 * time.Millisecond) // past the watch: reading has moved on
 		p.send(`{"jsonrpc":"2.0","method":"next","params":1}`, `{"jsonrpc":"2.0","method":"next","params":2}`)
 		p.send(`{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":"t"}}`)
 		wait(t, canceled)
@@ -125,8 +123,8 @@ func TestSlowInlineNotification(t *testing.T) {
 	})
 }
 
-// Many notifications in a burst are each handled once, in order, whether
-// handled by the reader or queued.
+// Many notifications in a burst are each handled once, in order, handlers
+// slow now and then or not.
 func TestNotificationBurstOrder(t *testing.T) {
 	forTransports(t, func(t *testing.T, tr transport) {
 		var mu sync.Mutex
@@ -134,7 +132,7 @@ func TestNotificationBurstOrder(t *testing.T) {
 		p := tr.rawPeer(t, methods{
 			"n": func(_ context.Context, req *rpc.Request) (any, error) {
 				if len(got)%100 == 0 {
-					time.Sleep(2 * time.Millisecond) // now and then, long enough to move reading on
+					time.Sleep(2 * time.Millisecond) // now and then: the burst queues up
 				}
 				mu.Lock()
 				got = append(got, string(req.Params))
@@ -152,8 +150,8 @@ func TestNotificationBurstOrder(t *testing.T) {
 		for i := range n {
 			lines = append(lines, fmt.Sprintf(`{"jsonrpc":"2.0","method":"n","params":%d}`, i))
 		}
-		go p.send(lines...)
-		waitUntil(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(got) == n }, func() string { return fmt.Sprint(len(got), " handled") })
+		go p.send(append(lines, `{"jsonrpc":"2.0","id":1,"method":"count"}`)...)
+		p.expect(fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"result":%d}`, n)) // after the burst
 		mu.Lock()
 		defer mu.Unlock()
 		for i, s := range got {
@@ -165,32 +163,33 @@ func TestNotificationBurstOrder(t *testing.T) {
 }
 
 // The connection ends cleanly when the peer's input ends, or Close is
-// called, while a notification's handler runs on the reading goroutine:
-// once the handler returns, nothing is left waiting (goleak checks the
-// dispatcher).
-func TestInputEndsDuringInlineNotification(t *testing.T) {
+// called, while a notification's handler runs: once the handler returns,
+// nothing is left waiting (goleak checks the lanes).
+func TestInputEndsDuringNotification(t *testing.T) {
 	forTransports(t, func(t *testing.T, tr transport) {
 		for _, how := range []string{"eof", "close"} {
 			t.Run(how, func(t *testing.T) {
-				entered := make(chan struct{})
+				entered := make(chan context.Context, 1)
 				release := make(chan struct{})
 				p := tr.rawPeer(t, methods{
-					"slow": func(context.Context, *rpc.Request) (any, error) {
-						close(entered)
+					"slow": func(ctx context.Context, _ *rpc.Request) (any, error) {
+						entered <- ctx
 						<-release
 						return nil, nil
 					},
 				}, nil)
+				pending := callAsync(context.Background(), p.c, "m", nil, nil)
+				p.recv()
 				p.send(`{"jsonrpc":"2.0","method":"slow"}`)
-				wait(t, entered)
-				time.Sleep(5 * time.Millisecond) // past the watch: reading has moved on
+				ctx := wait(t, entered)
 				closed := make(chan error, 1)
 				if how == "eof" {
 					p.w.Close()
+					wait(t, pending) // fails once the input has ended
 				} else {
 					go func() { closed <- p.c.Close() }()
+					wait(t, ctx.Done()) // Close has begun
 				}
-				time.Sleep(10 * time.Millisecond)
 				close(release)
 				select {
 				case <-p.c.Done():
