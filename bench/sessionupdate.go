@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
+	"runtime"
 	"strings"
 	"time"
 
@@ -37,9 +40,10 @@ type UpdateDoc struct {
 // UpdateDocs are representative updates of a prompt turn: a streamed
 // message chunk, a tool call with a location and raw input, a tool call
 // update carrying text content and a diff, a plan of four entries, and
-// Harn's progress update (its fields under _meta.harn).
+// Harn's progress update (its fields under _meta.harn); then frames the
+// agents of today sent (RecordedUpdateDocs).
 func UpdateDocs() []UpdateDoc {
-	return []UpdateDoc{
+	docs := []UpdateDoc{
 		{"chunk", "agent_message_chunk", []byte(`{"sessionId":"sess_6f1c2a9e4b7d","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text",` +
 			`"text":"I'll start by reading the service configuration to see how the HTTP port and the database pool are wired."}}}`), false},
 		{"toolcall", "tool_call with a location and raw input", []byte(`{"sessionId":"sess_6f1c2a9e4b7d","update":{"sessionUpdate":"tool_call","toolCallId":"call_0001",` +
@@ -59,6 +63,58 @@ func UpdateDocs() []UpdateDoc {
 			`"phase":"indexing","message":"Indexing the workspace for symbol search","progress":128,"total":512,` +
 			`"data":{"root":"/home/dev/service","skipped":["node_modules",".git"]}}}}}`), true},
 	}
+	return append(docs, RecordedUpdateDocs()...)
+}
+
+// recordedUpdates are session/update frames of today's agents, from
+// their recorded turns through the host (testdata/acp/traffic): the
+// recording and the frame's sequence number.
+var recordedUpdates = []struct {
+	name, what, recording string
+	seq                   int
+}{
+	{"rec-qwen-chunk", "qwen 0.24.4: agent_message_chunk", "qwen-0.24.4", 9},
+	{"rec-codex-diff", "codex-acp 2.6.0: tool_call with a diff (its _meta in the diff)", "codex-acp-2.6.0", 22},
+	{"rec-gemini-diff", "gemini 0.61.0: tool_call_update with a diff, a location and the kind", "gemini-0.61.0", 22},
+	{"rec-opencode-output", "opencode 1.18.33: tool_call_update with text content and a large raw output", "opencode-1.18.33", 13},
+	{"rec-claude-write", "claude-agent-acp 0.101.0: tool_call_update with _meta first, raw input and a diff", "claude-agent-acp-0.101.0", 22},
+}
+
+// RecordedUpdateDocs are recordedUpdates' params, read from the
+// repository's testdata; it panics when a frame is missing (the
+// recordings are committed with the module that reads them).
+func RecordedUpdateDocs() []UpdateDoc {
+	_, file, _, _ := runtime.Caller(0)
+	dir := filepath.Join(filepath.Dir(file), "..", "testdata", "acp", "traffic")
+	var out []UpdateDoc
+	for _, r := range recordedUpdates {
+		data, err := os.ReadFile(filepath.Join(dir, r.recording, "turn.jsonl"))
+		if err != nil {
+			panic(err)
+		}
+		var params []byte
+		for line := range strings.SplitSeq(string(data), "\n") {
+			var f struct {
+				Seq  int    `json:"seq"`
+				Line string `json:"line"`
+			}
+			if line == "" || json.Unmarshal([]byte(line), &f) != nil || f.Seq != r.seq {
+				continue
+			}
+			var frame struct {
+				Params json.RawMessage `json:"params"`
+			}
+			if err := json.Unmarshal([]byte(f.Line), &frame); err != nil {
+				panic(err)
+			}
+			params = frame.Params
+		}
+		if params == nil {
+			panic(fmt.Sprintf("bench: no frame %d in %s", r.seq, r.recording))
+		}
+		out = append(out, UpdateDoc{Name: r.name, What: r.what, JSON: params})
+	}
+	return out
 }
 
 // DecodeUpdateBridgekit decodes params as a bridgekit handler does

@@ -200,6 +200,11 @@ func (r *renderer) chunk(kind, label string, c acp.ContentBlock, styles []string
 		return
 	}
 	if r.stream != kind {
+		// A new line starts with text: line breaks before it would leave
+		// the label alone on its line.
+		if text = strings.TrimLeft(text, "\n"); text == "" {
+			return
+		}
 		r.endStreamLocked()
 		r.emitLocked([]byte(label + " "))
 		r.stream = kind

@@ -84,6 +84,10 @@ const (
 	MethodElicitationComplete = "elicitation/complete"
 	// MethodCancelRequest is "$/cancel_request" (notification, client -> agent, stable).
 	MethodCancelRequest = "$/cancel_request"
+	// MethodExtAuthStatusUpdate is "_auth/status_update" (notification, agent -> client, experimental).
+	MethodExtAuthStatusUpdate = "_auth/status_update"
+	// MethodDrainMidTurnQueue is "craft/drainMidTurnQueue" (request, agent -> client, experimental).
+	MethodDrainMidTurnQueue = "craft/drainMidTurnQueue"
 )
 
 // Methods lists every method of Agent Client Protocol in catalogue order.
@@ -262,10 +266,24 @@ var Methods = []wire.MethodInfo{{
 	Status: "stable",
 	To:     "agent",
 	Wire:   "$/cancel_request",
+}, {
+	From:   "agent",
+	Go:     "ExtAuthStatusUpdate",
+	Kind:   "notification",
+	Status: "experimental",
+	To:     "client",
+	Wire:   "_auth/status_update",
+}, {
+	From:   "agent",
+	Go:     "DrainMidTurnQueue",
+	Kind:   "request",
+	Status: "experimental",
+	To:     "client",
+	Wire:   "craft/drainMidTurnQueue",
 }}
 
 // MethodNames lists every method name (and qualifier) of the catalogue, so that a connection interns them (rpc.Options.Methods).
-var MethodNames = []string{"initialize", "authenticate", "logout", "session/new", "session/load", "session/list", "session/delete", "session/resume", "session/close", "session/set_mode", "session/set_config_option", "session/prompt", "session/cancel", "fs/write_text_file", "fs/read_text_file", "session/request_permission", "terminal/create", "terminal/output", "terminal/release", "terminal/wait_for_exit", "terminal/kill", "elicitation/create", "session/update", "elicitation/complete", "$/cancel_request"}
+var MethodNames = []string{"initialize", "authenticate", "logout", "session/new", "session/load", "session/list", "session/delete", "session/resume", "session/close", "session/set_mode", "session/set_config_option", "session/prompt", "session/cancel", "fs/write_text_file", "fs/read_text_file", "session/request_permission", "terminal/create", "terminal/output", "terminal/release", "terminal/wait_for_exit", "terminal/kill", "elicitation/create", "session/update", "elicitation/complete", "$/cancel_request", "_auth/status_update", "craft/drainMidTurnQueue"}
 
 // CancelRules are the protocol's cancel messages (rpc.Options.Cancels).
 var CancelRules = []rpc.CancelRule{{
@@ -967,6 +985,15 @@ type ClientHandlers struct {
 	// See protocol docs:
 	// [Elicitation](https://agentclientprotocol.com/protocol/v1/elicitation#url-completion)
 	ElicitationComplete func(context.Context, *CompleteElicitationNotification) error
+	// ExtAuthStatusUpdate handles _auth/status_update (notification, experimental). Tells the client
+	// the agent's login status (an ACP extension method of claude-agent-acp and codex-acp; ACP's
+	// unstable schema has auth/status_update for the same purpose). A client needs not serve it.
+	ExtAuthStatusUpdate func(context.Context, *AuthStatusUpdate) error
+	// DrainMidTurnQueue handles craft/drainMidTurnQueue (request, experimental). Asks the client for
+	// the prompts the user queued while a turn runs (qwen's extension, its name not _-prefixed as ACP
+	// asks). A client that queues nothing answers method not found, which qwen takes as an empty
+	// queue.
+	DrainMidTurnQueue func(context.Context, *DrainMidTurnQueueRequest) (*DrainMidTurnQueueResponse, error)
 	// Fallback, if set, handles every method (and operation) that no field above serves, for example
 	// extension methods.
 	Fallback rpc.Handler
@@ -1065,6 +1092,22 @@ func (h *ClientHandlers) Handle(ctx context.Context, req *rpc.Request) (any, err
 			}
 			return nil, h.ElicitationComplete(ctx, &p)
 		}
+	case MethodExtAuthStatusUpdate:
+		if h.ExtAuthStatusUpdate != nil {
+			var p AuthStatusUpdate
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
+				return nil, err
+			}
+			return nil, h.ExtAuthStatusUpdate(ctx, &p)
+		}
+	case MethodDrainMidTurnQueue:
+		if h.DrainMidTurnQueue != nil {
+			var p DrainMidTurnQueueRequest
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
+				return nil, err
+			}
+			return h.DrainMidTurnQueue(ctx, &p)
+		}
 	}
 	if h.Fallback != nil {
 		return h.Fallback.Handle(ctx, req)
@@ -1108,6 +1151,12 @@ func (h *ClientHandlers) Served() []wire.MethodInfo {
 	}
 	if h.ElicitationComplete != nil {
 		out = append(out, Methods[23])
+	}
+	if h.ExtAuthStatusUpdate != nil {
+		out = append(out, Methods[25])
+	}
+	if h.DrainMidTurnQueue != nil {
+		out = append(out, Methods[26])
 	}
 	return out
 }
@@ -1319,4 +1368,29 @@ func (p *ClientPeer) ElicitationComplete(ctx context.Context, params *CompleteEl
 		Method: MethodElicitationComplete,
 		Params: params,
 	}, nil)
+}
+
+// ExtAuthStatusUpdate sends the notification _auth/status_update. Tells the client the agent's login
+// status (an ACP extension method of claude-agent-acp and codex-acp; ACP's unstable schema has
+// auth/status_update for the same purpose). A client needs not serve it.
+func (p *ClientPeer) ExtAuthStatusUpdate(ctx context.Context, params *AuthStatusUpdate) error {
+	return p.s.Send(ctx, rpc.Outbound{
+		Kind:   rpc.KindNotification,
+		Method: MethodExtAuthStatusUpdate,
+		Params: params,
+	}, nil)
+}
+
+// DrainMidTurnQueue sends the request craft/drainMidTurnQueue. Asks the client for the prompts the
+// user queued while a turn runs (qwen's extension, its name not _-prefixed as ACP asks). A client that
+// queues nothing answers method not found, which qwen takes as an empty queue.
+func (p *ClientPeer) DrainMidTurnQueue(ctx context.Context, params *DrainMidTurnQueueRequest) (*DrainMidTurnQueueResponse, error) {
+	var res DrainMidTurnQueueResponse
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method: MethodDrainMidTurnQueue,
+		Params: params,
+	}, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
 }

@@ -1329,6 +1329,134 @@ func (x *AuthMethodTerminalEnv) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
+// An agent's login status.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// acp-agents.schema.json#/$defs/auth_status.
+type AuthStatus struct {
+	// What the agent is logged in with (none, api-key, gateway, ...).
+	Kind string
+	// The status, for a person.
+	Label wire.Nullable[string]
+	// More about it (the gateway's name), when the agent says.
+	Detail wire.Nullable[string]
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objAuthStatus = wire.Object{
+	Required: []string{"kind"},
+	Type:     "AuthStatus",
+}
+
+// UnmarshalJSONFrom decodes AuthStatus, checking required members, kinds and constraints.
+func (x *AuthStatus) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = AuthStatus{}
+	r := wire.ReadObject(dec, &objAuthStatus)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *AuthStatus) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "kind":
+		return wire.Field(r, &x.Kind, wire.StringFrom)
+	case "label":
+		return wire.Opt(r, &x.Label, wire.StringFrom)
+	case "detail":
+		return wire.Opt(r, &x.Detail, wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes AuthStatus, members in schema order, then Extra.
+func (x AuthStatus) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *AuthStatus) members(w *wire.ObjectWriter) {
+	wire.Put(w, "kind", x.Kind, wire.StringTo)
+	wire.PutOpt(w, "label", x.Label, wire.StringTo)
+	wire.PutOpt(w, "detail", x.Detail, wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x AuthStatus) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *AuthStatus) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The params of _auth/status_update: the agent's login status, sent after initialize and when it
+// changes (claude-agent-acp 0.101.0, codex-acp 2.6.0).
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// acp-agents.schema.json#/$defs/auth_status_update.
+type AuthStatusUpdate struct {
+	// An agent's login status.
+	AuthStatus AuthStatus
+	// Extension metadata (ACP's _meta).
+	Meta wire.Nullable[jsontext.Value]
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objAuthStatusUpdate = wire.Object{
+	Required: []string{"authStatus"},
+	Type:     "AuthStatusUpdate",
+}
+
+// UnmarshalJSONFrom decodes AuthStatusUpdate, checking required members, kinds and constraints.
+func (x *AuthStatusUpdate) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = AuthStatusUpdate{}
+	r := wire.ReadObject(dec, &objAuthStatusUpdate)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *AuthStatusUpdate) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "authStatus":
+		return wire.Field(r, &x.AuthStatus, (*AuthStatus).UnmarshalJSONFrom)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes AuthStatusUpdate, members in schema order, then Extra.
+func (x AuthStatusUpdate) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *AuthStatusUpdate) members(w *wire.ObjectWriter) {
+	wire.Put(w, "authStatus", x.AuthStatus, AuthStatus.MarshalJSONTo)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x AuthStatusUpdate) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *AuthStatusUpdate) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
 // Request parameters for the authenticate method.
 //
 // Specifies which authentication method to use.
@@ -4041,6 +4169,138 @@ func (x Diff) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
 func (x *Diff) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The params of qwen 0.24.4's craft/drainMidTurnQueue: the agent asks the client, during a turn, for
+// the prompts the user queued meanwhile.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// acp-agents.schema.json#/$defs/drain_mid_turn_queue_request.
+type DrainMidTurnQueueRequest struct {
+	// The session whose queue to drain.
+	SessionID SessionID
+	// The prompt under way, when the agent says.
+	PromptID wire.Nullable[string]
+	// Asks the client to say whether a prompt is queued (hasQueuedPrompt).
+	TodoStopGuardWatchQueuedPrompt wire.Nullable[bool]
+	// Extension metadata (ACP's _meta).
+	Meta wire.Nullable[jsontext.Value]
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objDrainMidTurnQueueRequest = wire.Object{
+	Required: []string{"sessionId"},
+	Type:     "DrainMidTurnQueueRequest",
+}
+
+// UnmarshalJSONFrom decodes DrainMidTurnQueueRequest, checking required members, kinds and constraints.
+func (x *DrainMidTurnQueueRequest) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = DrainMidTurnQueueRequest{}
+	r := wire.ReadObject(dec, &objDrainMidTurnQueueRequest)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *DrainMidTurnQueueRequest) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "sessionId":
+		return wire.Field(r, &x.SessionID, (*SessionID).UnmarshalJSONFrom)
+	case "promptId":
+		return wire.Opt(r, &x.PromptID, wire.StringFrom)
+	case "todoStopGuardWatchQueuedPrompt":
+		return wire.Opt(r, &x.TodoStopGuardWatchQueuedPrompt, wire.BoolFrom)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes DrainMidTurnQueueRequest, members in schema order, then Extra.
+func (x DrainMidTurnQueueRequest) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *DrainMidTurnQueueRequest) members(w *wire.ObjectWriter) {
+	wire.Put(w, "sessionId", x.SessionID, SessionID.MarshalJSONTo)
+	wire.PutOpt(w, "promptId", x.PromptID, wire.StringTo)
+	wire.PutOpt(w, "todoStopGuardWatchQueuedPrompt", x.TodoStopGuardWatchQueuedPrompt, wire.BoolTo)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x DrainMidTurnQueueRequest) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *DrainMidTurnQueueRequest) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The result of craft/drainMidTurnQueue: whether a prompt is queued, and the queued prompts (qwen's
+// shape, kept as sent). A client that queues nothing answers method not found, which qwen takes as no
+// queue.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// acp-agents.schema.json#/$defs/drain_mid_turn_queue_response.
+type DrainMidTurnQueueResponse struct {
+	// Whether a prompt is queued.
+	HasQueuedPrompt wire.Nullable[bool]
+	// Extension metadata (ACP's _meta).
+	Meta wire.Nullable[jsontext.Value]
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objDrainMidTurnQueueResponse = wire.Object{Type: "DrainMidTurnQueueResponse"}
+
+// UnmarshalJSONFrom decodes DrainMidTurnQueueResponse, checking required members, kinds and constraints.
+func (x *DrainMidTurnQueueResponse) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = DrainMidTurnQueueResponse{}
+	r := wire.ReadObject(dec, &objDrainMidTurnQueueResponse)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *DrainMidTurnQueueResponse) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "hasQueuedPrompt":
+		return wire.Opt(r, &x.HasQueuedPrompt, wire.BoolFrom)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes DrainMidTurnQueueResponse, members in schema order, then Extra.
+func (x DrainMidTurnQueueResponse) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *DrainMidTurnQueueResponse) members(w *wire.ObjectWriter) {
+	wire.PutOpt(w, "hasQueuedPrompt", x.HasQueuedPrompt, wire.BoolTo)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x DrainMidTurnQueueResponse) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *DrainMidTurnQueueResponse) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
@@ -14336,6 +14596,13 @@ type SessionCapabilities struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta wire.Nullable[jsontext.Value]
+	// codex-acp 2.6.0 says it runs subagents (sessionCapabilities.subagents: {}); neither ACP schema
+	// defines the member. An open object: its members are the agent's.
+	//
+	// Added by bridgekit's overlay (acp-agents.schema.json#/$defs/session_capabilities_subagents):
+	// codex-acp 2.6.0 advertises sessionCapabilities.subagents; no published ACP schema defines the
+	// member.
+	Subagents wire.Nullable[SessionCapabilitiesSubagents]
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
 }
@@ -14366,6 +14633,8 @@ func (x *SessionCapabilities) member(r *wire.ObjectReader) error {
 		return wire.Opt(r, &x.Close, (*SessionCloseCapabilities).UnmarshalJSONFrom)
 	case "_meta":
 		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
+	case "subagents":
+		return wire.Opt(r, &x.Subagents, (*SessionCapabilitiesSubagents).UnmarshalJSONFrom)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -14384,6 +14653,7 @@ func (x *SessionCapabilities) members(w *wire.ObjectWriter) {
 	wire.PutOpt(w, "resume", x.Resume, SessionResumeCapabilities.MarshalJSONTo)
 	wire.PutOpt(w, "close", x.Close, SessionCloseCapabilities.MarshalJSONTo)
 	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
+	wire.PutOpt(w, "subagents", x.Subagents, SessionCapabilitiesSubagents.MarshalJSONTo)
 	w.Extras(x.Extra)
 }
 
@@ -14394,6 +14664,53 @@ func (x SessionCapabilities) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
 func (x *SessionCapabilities) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// codex-acp 2.6.0 says it runs subagents (sessionCapabilities.subagents: {}); neither ACP schema
+// defines the member. An open object: its members are the agent's.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// acp-agents.schema.json#/$defs/session_capabilities_subagents.
+type SessionCapabilitiesSubagents struct {
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objSessionCapabilitiesSubagents = wire.Object{Type: "SessionCapabilitiesSubagents"}
+
+// UnmarshalJSONFrom decodes SessionCapabilitiesSubagents, checking required members, kinds and constraints.
+func (x *SessionCapabilitiesSubagents) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = SessionCapabilitiesSubagents{}
+	r := wire.ReadObject(dec, &objSessionCapabilitiesSubagents)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *SessionCapabilitiesSubagents) member(r *wire.ObjectReader) error {
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes SessionCapabilitiesSubagents, members in schema order, then Extra.
+func (x SessionCapabilitiesSubagents) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *SessionCapabilitiesSubagents) members(w *wire.ObjectWriter) {
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x SessionCapabilitiesSubagents) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *SessionCapabilitiesSubagents) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 

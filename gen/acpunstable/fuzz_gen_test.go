@@ -22,7 +22,7 @@ var fuzzTypes = []wiretest.Type{{
 		return new(AgentCapabilities)
 	},
 	Schema: "acp/v1/schema.unstable.json#/$defs/AgentCapabilities",
-	Seeds:  []string{"{\"_meta\":{\"harn\":{\"contentExtensionFields\":[\"x\"],\"extensionContract\":\"x\",\"extensionMethods\":{\"k\":{\"raw\":[1,\"two\",null]}},\"hostCapabilityOperations\":{\"k\":[\"x\"]},\"promptResultExtensionFields\":[\"x\"],\"schemaCompatibility\":\"x\",\"sessionUpdateExtensions\":[\"x\"],\"toolLifecycleExtensionFields\":[\"x\"],\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"auth\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"logout\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"status\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"loadSession\":true,\"mcpCapabilities\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"acp\":true,\"http\":true,\"sse\":true,\"vendor_extension\":{\"kept\":true}},\"promptCapabilities\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"audio\":true,\"embeddedContext\":true,\"image\":true,\"vendor_extension\":{\"kept\":true}},\"providers\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"sessionCapabilities\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"additionalDirectories\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"archive\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"close\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"delete\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"fork\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"list\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"resume\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"status\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"systemPrompt\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"mode\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"override\":{\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"title\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+	Seeds:  []string{"{\"_meta\":{\"harn\":{\"contentExtensionFields\":[\"x\"],\"extensionContract\":\"x\",\"extensionMethods\":{\"k\":{\"raw\":[1,\"two\",null]}},\"hostCapabilityOperations\":{\"k\":[\"x\"]},\"promptResultExtensionFields\":[\"x\"],\"schemaCompatibility\":\"x\",\"sessionUpdateExtensions\":[\"x\"],\"toolLifecycleExtensionFields\":[\"x\"],\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"auth\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"logout\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"status\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"loadSession\":true,\"mcpCapabilities\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"acp\":true,\"http\":true,\"sse\":true,\"vendor_extension\":{\"kept\":true}},\"promptCapabilities\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"audio\":true,\"embeddedContext\":true,\"image\":true,\"vendor_extension\":{\"kept\":true}},\"providers\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"sessionCapabilities\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"additionalDirectories\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"archive\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"close\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"delete\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"fork\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"list\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"resume\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"status\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"subagents\":{\"vendor_extension\":{\"kept\":true}},\"systemPrompt\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"mode\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"override\":{\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"title\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "AgentCapabilitiesMeta",
 	New: func() any {
@@ -164,6 +164,13 @@ var fuzzTypes = []wiretest.Type{{
 	Schema: "acp/v1/schema.unstable.json#/$defs/AuthState",
 	Seeds:  []string{"\"authenticated\""},
 }, {
+	Name: "AuthStatus",
+	New: func() any {
+		return new(AuthStatus)
+	},
+	Schema: "acp-agents.schema.json#/$defs/auth_status",
+	Seeds:  []string{"{\"detail\":\"x\",\"kind\":\"x\",\"label\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
 	Name: "AuthStatusCapabilities",
 	New: func() any {
 		return new(AuthStatusCapabilities)
@@ -184,6 +191,13 @@ var fuzzTypes = []wiretest.Type{{
 	},
 	Schema: "acp/v1/schema.unstable.json#/$defs/AuthStatusResponse",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"accounts\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"active\":true,\"email\":\"x\",\"label\":\"x\",\"name\":\"x\",\"organization\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"state\":\"authenticated\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "AuthStatusUpdate",
+	New: func() any {
+		return new(AuthStatusUpdate)
+	},
+	Schema: "acp-agents.schema.json#/$defs/auth_status_update",
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"authStatus\":{\"detail\":\"x\",\"kind\":\"x\",\"label\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "AuthStatusUpdateNotification",
 	New: func() any {
@@ -478,6 +492,20 @@ var fuzzTypes = []wiretest.Type{{
 	},
 	Schema: "acp/v1/schema.unstable.json#/$defs/DisableProviderResponse",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "DrainMidTurnQueueRequest",
+	New: func() any {
+		return new(DrainMidTurnQueueRequest)
+	},
+	Schema: "acp-agents.schema.json#/$defs/drain_mid_turn_queue_request",
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"promptId\":\"x\",\"sessionId\":\"x\",\"todoStopGuardWatchQueuedPrompt\":true,\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "DrainMidTurnQueueResponse",
+	New: func() any {
+		return new(DrainMidTurnQueueResponse)
+	},
+	Schema: "acp-agents.schema.json#/$defs/drain_mid_turn_queue_response",
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"hasQueuedPrompt\":true,\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "ElicitationAcceptAction",
 	New: func() any {
@@ -1002,7 +1030,7 @@ var fuzzTypes = []wiretest.Type{{
 		return new(InitializeResponse)
 	},
 	Schema: "acp/v1/schema.unstable.json#/$defs/InitializeResponse",
-	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"agentCapabilities\":{\"_meta\":{\"harn\":{\"contentExtensionFields\":[\"x\"],\"extensionContract\":\"x\",\"extensionMethods\":{\"k\":{\"raw\":[1,\"two\",null]}},\"hostCapabilityOperations\":{\"k\":[\"x\"]},\"promptResultExtensionFields\":[\"x\"],\"schemaCompatibility\":\"x\",\"sessionUpdateExtensions\":[\"x\"],\"toolLifecycleExtensionFields\":[\"x\"],\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"auth\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"logout\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"status\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"loadSession\":true,\"mcpCapabilities\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"acp\":true,\"http\":true,\"sse\":true,\"vendor_extension\":{\"kept\":true}},\"promptCapabilities\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"audio\":true,\"embeddedContext\":true,\"image\":true,\"vendor_extension\":{\"kept\":true}},\"providers\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"sessionCapabilities\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"additionalDirectories\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"archive\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"close\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"delete\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"fork\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"list\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"resume\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"status\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"systemPrompt\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"mode\":{\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"title\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"agentInfo\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"name\":\"x\",\"title\":\"x\",\"vendor_extension\":{\"kept\":true},\"version\":\"x\"},\"authMethods\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"args\":[\"x\"],\"description\":\"x\",\"env\":{\"k\":\"x\"},\"id\":\"x\",\"name\":\"x\",\"type\":\"terminal\",\"vendor_extension\":{\"kept\":true}}],\"protocolVersion\":0,\"vendor_extension\":{\"kept\":true}}"},
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"agentCapabilities\":{\"_meta\":{\"harn\":{\"contentExtensionFields\":[\"x\"],\"extensionContract\":\"x\",\"extensionMethods\":{\"k\":{\"raw\":[1,\"two\",null]}},\"hostCapabilityOperations\":{\"k\":[\"x\"]},\"promptResultExtensionFields\":[\"x\"],\"schemaCompatibility\":\"x\",\"sessionUpdateExtensions\":[\"x\"],\"toolLifecycleExtensionFields\":[\"x\"],\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"auth\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"logout\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"status\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"loadSession\":true,\"mcpCapabilities\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"acp\":true,\"http\":true,\"sse\":true,\"vendor_extension\":{\"kept\":true}},\"promptCapabilities\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"audio\":true,\"embeddedContext\":true,\"image\":true,\"vendor_extension\":{\"kept\":true}},\"providers\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"sessionCapabilities\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"additionalDirectories\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"archive\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"close\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"delete\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"fork\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"list\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"resume\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"status\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"subagents\":{\"vendor_extension\":{\"kept\":true}},\"systemPrompt\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"mode\":{\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"title\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"agentInfo\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"name\":\"x\",\"title\":\"x\",\"vendor_extension\":{\"kept\":true},\"version\":\"x\"},\"authMethods\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"args\":[\"x\"],\"description\":\"x\",\"env\":{\"k\":\"x\"},\"id\":\"x\",\"name\":\"x\",\"type\":\"terminal\",\"vendor_extension\":{\"kept\":true}}],\"protocolVersion\":0,\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "IntegerPropertySchema",
 	New: func() any {
@@ -1793,7 +1821,14 @@ var fuzzTypes = []wiretest.Type{{
 		return new(SessionCapabilities)
 	},
 	Schema: "acp/v1/schema.unstable.json#/$defs/SessionCapabilities",
-	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"additionalDirectories\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"archive\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"close\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"delete\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"fork\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"list\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"resume\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"status\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"systemPrompt\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"mode\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"override\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"title\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"additionalDirectories\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"archive\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"close\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"delete\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"fork\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"list\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"resume\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"status\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"subagents\":{\"vendor_extension\":{\"kept\":true}},\"systemPrompt\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"mode\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"override\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"title\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "SessionCapabilitiesSubagents",
+	New: func() any {
+		return new(SessionCapabilitiesSubagents)
+	},
+	Schema: "acp-agents.schema.json#/$defs/session_capabilities_subagents",
+	Seeds:  []string{"{\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "SessionCloseCapabilities",
 	New: func() any {
