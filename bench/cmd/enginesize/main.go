@@ -3,8 +3,10 @@
 // statements of each package's non-test Go files. The peers' sources come from the module cache, fetched
 // with `go mod download -json MODULE@VERSION`.
 //
-//	cd bench && go run ./cmd/enginesize            # the table, in Markdown
-//	cd bench && go run ./cmd/enginesize -root ..   # bridgekit's checkout (default ..)
+//	cd bench && go run ./cmd/enginesize                               # the table, in Markdown
+//	cd bench && go run ./cmd/enginesize -doc ../docs/architecture.md  # into the doc, between its markers
+//
+// -root names bridgekit's checkout (default ..).
 package main
 
 import (
@@ -50,34 +52,68 @@ func (s *size) add(t size) {
 	s.gos += t.gos
 }
 
+// The markers of the table in docs/architecture.md.
+const (
+	beginMarker = "<!-- enginesize:begin -->\n"
+	endMarker   = "<!-- enginesize:end -->"
+)
+
 func main() {
 	root := flag.String("root", "..", "bridgekit's checkout")
+	doc := flag.String("doc", "", "write the table into this file, between its markers, instead of to stdout")
 	flag.Parse()
-	fmt.Println("| | files | non-blank lines | decision points (if/for/case/select) | `go` statements |")
-	fmt.Println("|---|---|---|---|---|")
+	var sb strings.Builder
+	sb.WriteString("| | files | non-blank lines | decision points (if/for/case/select) | `go` statements |\n|---|---|---|---|---|\n")
+	sb.WriteString(ownRows(*root))
+	for _, p := range peers {
+		dir, err := download(p.module, p.version)
+		if err != nil {
+			fail(err)
+		}
+		sb.WriteString(row(fmt.Sprintf("%s (%s)", p.name, p.version), count(filepath.Join(dir, p.dir))))
+	}
+	if *doc == "" {
+		fmt.Print(sb.String())
+		return
+	}
+	text, err := os.ReadFile(*doc)
+	if err != nil {
+		fail(err)
+	}
+	i, j := strings.Index(string(text), beginMarker), strings.Index(string(text), endMarker)
+	if i < 0 || j < i {
+		fail(fmt.Errorf("%s has no %q ... %q markers", *doc, beginMarker, endMarker))
+	}
+	out := string(text[:i+len(beginMarker)]) + sb.String() + string(text[j:])
+	if err := os.WriteFile(*doc, []byte(out), 0o644); err != nil {
+		fail(err)
+	}
+}
+
+// ownRows are the rows of bridgekit's packages, under the checkout root.
+func ownRows(root string) string {
+	var sb strings.Builder
 	var total size
 	for _, p := range parts {
 		var s size
 		for _, d := range p.dirs {
-			s.add(count(filepath.Join(*root, d)))
+			s.add(count(filepath.Join(root, d)))
 		}
 		total.add(s)
-		row("bridgekit "+p.name, s)
+		sb.WriteString(row("bridgekit "+p.name, s))
 	}
-	row("**bridgekit: engine, codecs and NDJSON transport**", total)
-	row("bridgekit transport seam and in-memory pair: runtime/frame", count(filepath.Join(*root, "runtime/frame")))
-	for _, p := range peers {
-		dir, err := download(p.module, p.version)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "enginesize:", err)
-			os.Exit(1)
-		}
-		row(fmt.Sprintf("%s (%s)", p.name, p.version), count(filepath.Join(dir, p.dir)))
-	}
+	sb.WriteString(row("**bridgekit: engine, codecs and NDJSON transport**", total))
+	sb.WriteString(row("bridgekit transport seam and in-memory pair: runtime/frame", count(filepath.Join(root, "runtime/frame"))))
+	return sb.String()
 }
 
-func row(name string, s size) {
-	fmt.Printf("| %s | %d | %s | %d | %d |\n", name, s.files, thousands(s.lines), s.decisions, s.gos)
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "enginesize:", err)
+	os.Exit(1)
+}
+
+func row(name string, s size) string {
+	return fmt.Sprintf("| %s | %d | %s | %d | %d |\n", name, s.files, thousands(s.lines), s.decisions, s.gos)
 }
 
 func thousands(n int) string {
@@ -104,8 +140,7 @@ func download(module, version string) (string, error) {
 func count(dir string) size {
 	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
 	if err != nil || len(files) == 0 {
-		fmt.Fprintf(os.Stderr, "enginesize: no Go files in %s\n", dir)
-		os.Exit(1)
+		fail(fmt.Errorf("no Go files in %s", dir))
 	}
 	var s size
 	for _, path := range files {
@@ -114,13 +149,11 @@ func count(dir string) size {
 		}
 		src, err := os.ReadFile(path)
 		if err != nil {
-			fmt.Fprintln(os.Stderr, "enginesize:", err)
-			os.Exit(1)
+			fail(err)
 		}
 		f, err := parser.ParseFile(token.NewFileSet(), path, src, parser.SkipObjectResolution)
 		if err != nil {
-			fmt.Fprintln(os.Stderr, "enginesize:", err)
-			os.Exit(1)
+			fail(err)
 		}
 		s.files++
 		for _, l := range bytes.Split(src, []byte("\n")) {
