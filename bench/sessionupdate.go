@@ -16,6 +16,7 @@ import (
 	jsonv2 "github.com/go-json-experiment/json"
 
 	"github.com/bridgekit/bridgekit/gen/acp"
+	"github.com/bridgekit/bridgekit/gen/harn"
 	"github.com/bridgekit/bridgekit/runtime/rpc"
 )
 
@@ -33,7 +34,9 @@ type UpdateDoc struct {
 	JSON []byte
 	// BridgekitOnly documents are Harn's: acp-go-sdk has no type for them
 	// (it reads them, without an error, as another variant), so only
-	// bridgekit's decode is measured.
+	// bridgekit's decode is measured, as a Harn host decodes them: gen/acp
+	// keeps the update verbatim (ACP does not know its tag) and gen/harn
+	// types it (DecodeUpdateHarn).
 	BridgekitOnly bool
 }
 
@@ -121,6 +124,26 @@ func RecordedUpdateDocs() []UpdateDoc {
 // (rpc.DecodeParams into gen/acp's SessionNotification).
 func DecodeUpdateBridgekit(params []byte, n *acp.SessionNotification) error {
 	return rpc.DecodeParams(params, n)
+}
+
+// DecodeUpdateHarn decodes params as a Harn host does: into gen/acp's
+// SessionNotification, then the update, whose tag ACP does not know, into
+// gen/harn's variant (harn.UpdateOf).
+func DecodeUpdateHarn(params []byte, n *acp.SessionNotification) (harn.SessionUpdate, error) {
+	if err := rpc.DecodeParams(params, n); err != nil {
+		return harn.SessionUpdate{}, err
+	}
+	return harn.UpdateOf(n.Update)
+}
+
+// decodeBridgekit decodes d as bridgekit's users do: Harn's documents
+// through gen/harn too.
+func (d UpdateDoc) decodeBridgekit(n *acp.SessionNotification) error {
+	if d.BridgekitOnly {
+		_, err := DecodeUpdateHarn(d.JSON, n)
+		return err
+	}
+	return DecodeUpdateBridgekit(d.JSON, n)
 }
 
 // DecodeUpdateACPSDK decodes params as acp-go-sdk's connection does
@@ -410,10 +433,14 @@ func CompareUpdateDecodes(b *acp.SessionNotification, s *acpsdk.SessionNotificat
 	return nil
 }
 
-// checkHarnProgress compares gen/acp's typed progress update with the
+// checkHarnProgress compares gen/harn's typed progress update with the
 // document's _meta.harn, read generically.
-func checkHarnProgress(doc []byte, n *acp.SessionNotification) error {
-	p := n.Update.Progress
+func checkHarnProgress(doc []byte) error {
+	u, err := DecodeUpdateHarn(doc, new(acp.SessionNotification))
+	if err != nil {
+		return err
+	}
+	p := u.Progress
 	if p == nil {
 		return errors.New("not read as progress")
 	}
@@ -459,7 +486,7 @@ func CheckUpdateDecoder(d UpdateDoc) error {
 		return fmt.Errorf("%s: bridgekit: encoded again as %s (%v)", d.Name, out, err)
 	}
 	if d.BridgekitOnly {
-		if err := checkHarnProgress(d.JSON, &b); err != nil {
+		if err := checkHarnProgress(d.JSON); err != nil {
 			return fmt.Errorf("%s: bridgekit: %w", d.Name, err)
 		}
 		return nil
@@ -499,7 +526,7 @@ func codecSessionUpdate(_ Runtime, p Profile) (Metrics, error) {
 	for _, doc := range UpdateDocs() {
 		bk, err := Measure(d, func() error {
 			var n acp.SessionNotification
-			return DecodeUpdateBridgekit(doc.JSON, &n)
+			return doc.decodeBridgekit(&n)
 		})
 		if err != nil {
 			return nil, err

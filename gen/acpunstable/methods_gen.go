@@ -10,8 +10,8 @@ members the schema marks UNSTABLE (session/fork, session/set_title, session/stat
 and session/unarchive, providers/*, auth/status and auth/status_update, mcp/message, token usage,
 plans, ...), which may change or go away in any ACP release. Opt in by importing this package
 instead of gen/acp; the two are separate, so a program that imports gen/acp never sees an unstable
-name. The catalogue extends acp.json: the same annotations and overlays (Harn's _meta.harn fields
-typed alike), read against the unstable schema.
+name. The catalogue extends acp.json: the same annotations and overlays, read against the unstable
+schema.
 
 Each side is served by a <Side>Handlers struct of typed func fields and called through a <Side>Peer
 (docs/handlers.md); NewConn connects them; its doc says how requests are scheduled (one at a time
@@ -441,9 +441,8 @@ func NewTransportConn(t frame.Transport, h rpc.Handler, opts *rpc.Options) *rpc.
 // rpc.Handler; wrap it with rpc.Middleware to intercept every method.
 type AgentHandlers struct {
 	// Initialize handles initialize (request, stable). Negotiates the protocol version and
-	// capabilities. Harn advertises its extension contract under agentCapabilities._meta.harn
-	// (session-update extensions, tool-lifecycle, content and prompt-result fields, extension methods,
-	// host capability operations).
+	// capabilities. An agent advertises its extensions under agentCapabilities._meta, which this
+	// package keeps as sent.
 	Initialize func(context.Context, *InitializeRequest) (*InitializeResponse, error)
 	// Authenticate handles authenticate (request, stable). Authenticates the client using the
 	// specified authentication method.
@@ -622,8 +621,7 @@ type AgentHandlers struct {
 	// value for a session configuration option.
 	SessionSetConfigOption func(context.Context, *SetSessionConfigOptionRequest) (*SetSessionConfigOptionResponse, error)
 	// SessionPrompt handles session/prompt (request, stable). Sends a user prompt and waits for the
-	// turn to end. From Harn the result carries the loop's terminal outcome under _meta.harn.terminal:
-	// only kind natural is completion; stopReason end_turn alone proves nothing.
+	// turn to end; the result says why the turn stopped (stopReason).
 	SessionPrompt func(context.Context, *PromptRequest) (*PromptResponse, error)
 	// SessionCancel handles session/cancel (notification, stable). Cancels ongoing operations for a
 	// session.
@@ -957,9 +955,8 @@ func AgentPeerFrom(ctx context.Context) *AgentPeer {
 	return nil
 }
 
-// Initialize sends the request initialize. Negotiates the protocol version and capabilities. Harn
-// advertises its extension contract under agentCapabilities._meta.harn (session-update extensions,
-// tool-lifecycle, content and prompt-result fields, extension methods, host capability operations).
+// Initialize sends the request initialize. Negotiates the protocol version and capabilities. An agent
+// advertises its extensions under agentCapabilities._meta, which this package keeps as sent.
 func (p *AgentPeer) Initialize(ctx context.Context, params *InitializeRequest) (*InitializeResponse, error) {
 	var res InitializeResponse
 	if err := p.s.Send(ctx, rpc.Outbound{
@@ -1326,9 +1323,8 @@ func (p *AgentPeer) SessionSetConfigOption(ctx context.Context, params *SetSessi
 	return &res, nil
 }
 
-// SessionPrompt sends the request session/prompt. Sends a user prompt and waits for the turn to end.
-// From Harn the result carries the loop's terminal outcome under _meta.harn.terminal: only kind
-// natural is completion; stopReason end_turn alone proves nothing.
+// SessionPrompt sends the request session/prompt. Sends a user prompt and waits for the turn to end;
+// the result says why the turn stopped (stopReason).
 func (p *AgentPeer) SessionPrompt(ctx context.Context, params *PromptRequest) (*PromptResponse, error) {
 	var res PromptResponse
 	if err := p.s.Send(ctx, rpc.Outbound{
@@ -1407,14 +1403,11 @@ type ClientHandlers struct {
 	// See protocol docs: [Client](https://agentclientprotocol.com/protocol/v1/draft/overview#client)
 	FsReadTextFile func(context.Context, *ReadTextFileRequest) (*ReadTextFileResponse, error)
 	// SessionRequestPermission handles session/request_permission (request, stable). Asks the client
-	// to approve a tool call. Harn sends a canonical ToolCallUpdate with its approval request and
-	// policy rationale under toolCall._meta.harn, offers exactly allow (allow_once) and reject
-	// (reject_once), and fails closed: only the outcome selected with optionId allow grants; an error,
-	// a cancelled chooser, a rejection or any other answer denies.
+	// to approve a tool call: the client answers with the option the user selected, or cancelled when
+	// the prompt turn was cancelled.
 	SessionRequestPermission func(context.Context, *RequestPermissionRequest) (*RequestPermissionResponse, error)
 	// TerminalCreate handles terminal/create (request, stable). Starts a command in a new terminal.
-	// Harn adds a non-standard shell object (host shell discovery's Shell) at the root, kept in Extra;
-	// an empty terminalId makes Harn run the command itself.
+	// Members the schema does not name (a vendor's, such as a shell object) are kept in Extra.
 	TerminalCreate func(context.Context, *CreateTerminalRequest) (*CreateTerminalResponse, error)
 	// TerminalOutput handles terminal/output (request, stable). Gets the terminal output and exit
 	// status
@@ -1468,13 +1461,9 @@ type ClientHandlers struct {
 	// Exchanges an MCP-over-ACP message.
 	MCPMessage func(context.Context, *MessageMCPRequest) (*MessageMCPResponse, error)
 	// SessionUpdate handles session/update (notification, stable). Streams one update of a session to
-	// the client: ACP's variants, and Harn's own (user_message, artifact, progress, log, fs_watch,
-	// worker_update, transcript_compacted, transcript_projected, handoff, skill_*, tool_search_*,
-	// hitl_*, reminder_emitted, live_session_client, stance_transition, session_truncated,
-	// session_rollback, session_redo, and the legacy call_start, call_progress and call_end), each a
-	// typed variant of SessionUpdate; a variant this version does not know is kept verbatim in
-	// Unknown. Harn's vendor fields are read only under _meta.harn; gen/harn's legacy reader also
-	// accepts the pre-#904/#905 root-level fields.
+	// the client. A variant this version of ACP does not know (a vendor's, or a later ACP's) is kept
+	// verbatim in SessionUpdate.Unknown and written back unchanged; a dialect's package types its own
+	// (gen/harn's UpdateOf).
 	SessionUpdate func(context.Context, *SessionNotification) error
 	// ElicitationComplete handles elicitation/complete (notification, stable). Notification that a
 	// URL-based elicitation has completed.
@@ -1745,10 +1734,8 @@ func (p *ClientPeer) FsReadTextFile(ctx context.Context, params *ReadTextFileReq
 }
 
 // SessionRequestPermission sends the request session/request_permission. Asks the client to approve a
-// tool call. Harn sends a canonical ToolCallUpdate with its approval request and policy rationale
-// under toolCall._meta.harn, offers exactly allow (allow_once) and reject (reject_once), and fails
-// closed: only the outcome selected with optionId allow grants; an error, a cancelled chooser, a
-// rejection or any other answer denies.
+// tool call: the client answers with the option the user selected, or cancelled when the prompt turn
+// was cancelled.
 func (p *ClientPeer) SessionRequestPermission(ctx context.Context, params *RequestPermissionRequest) (*RequestPermissionResponse, error) {
 	var res RequestPermissionResponse
 	if err := p.s.Send(ctx, rpc.Outbound{
@@ -1760,9 +1747,8 @@ func (p *ClientPeer) SessionRequestPermission(ctx context.Context, params *Reque
 	return &res, nil
 }
 
-// TerminalCreate sends the request terminal/create. Starts a command in a new terminal. Harn adds a
-// non-standard shell object (host shell discovery's Shell) at the root, kept in Extra; an empty
-// terminalId makes Harn run the command itself.
+// TerminalCreate sends the request terminal/create. Starts a command in a new terminal. Members the
+// schema does not name (a vendor's, such as a shell object) are kept in Extra.
 func (p *ClientPeer) TerminalCreate(ctx context.Context, params *CreateTerminalRequest) (*CreateTerminalResponse, error) {
 	var res CreateTerminalResponse
 	if err := p.s.Send(ctx, rpc.Outbound{
@@ -1884,14 +1870,10 @@ func (p *ClientPeer) MCPMessage(ctx context.Context, params *MessageMCPRequest) 
 	return &res, nil
 }
 
-// SessionUpdate sends the notification session/update. Streams one update of a session to the client:
-// ACP's variants, and Harn's own (user_message, artifact, progress, log, fs_watch, worker_update,
-// transcript_compacted, transcript_projected, handoff, skill_*, tool_search_*, hitl_*,
-// reminder_emitted, live_session_client, stance_transition, session_truncated, session_rollback,
-// session_redo, and the legacy call_start, call_progress and call_end), each a typed variant of
-// SessionUpdate; a variant this version does not know is kept verbatim in Unknown. Harn's vendor
-// fields are read only under _meta.harn; gen/harn's legacy reader also accepts the pre-#904/#905
-// root-level fields.
+// SessionUpdate sends the notification session/update. Streams one update of a session to the client.
+// A variant this version of ACP does not know (a vendor's, or a later ACP's) is kept verbatim in
+// SessionUpdate.Unknown and written back unchanged; a dialect's package types its own (gen/harn's
+// UpdateOf).
 func (p *ClientPeer) SessionUpdate(ctx context.Context, params *SessionNotification) error {
 	return p.s.Send(ctx, rpc.Outbound{
 		Kind:   rpc.KindNotification,
