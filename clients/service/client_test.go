@@ -18,11 +18,12 @@ import (
 
 	"github.com/bridgekit/bridgekit/clients/service"
 	"github.com/bridgekit/bridgekit/gen/agentpmservice"
+	"github.com/bridgekit/bridgekit/internal/proctest"
 	"github.com/bridgekit/bridgekit/runtime/envelope"
 	"github.com/bridgekit/bridgekit/runtime/rpc"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, proctest.IgnoreSpawner()) }
 
 // config is a knowledge client of the fake provider in mode.
 func config(t *testing.T, mode string) service.Config {

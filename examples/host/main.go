@@ -183,6 +183,14 @@ func run(args []string, o options) int {
 	}
 	render := newRenderer(os.Stderr, color)
 	defer render.close(time.Second)
+	// Which means keeps the runtime and every command from outliving this
+	// host (README.md, "Containment"); one that cannot be had is an error.
+	if c := host.CurrentContainment(); c.Err != nil {
+		render.Status("containment: %v", c.Err)
+		return exitHostError
+	} else {
+		render.Status("containment: %s", c)
+	}
 
 	a, err := newApp(appOptions{config: o.config, policy: o.policy, workspace: o.workspace, render: render, log: log})
 	if err != nil {

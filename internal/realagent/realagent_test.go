@@ -14,6 +14,7 @@ import (
 	"github.com/go-json-experiment/json"
 	"go.uber.org/goleak"
 
+	"github.com/bridgekit/bridgekit/internal/proctest"
 	"github.com/bridgekit/bridgekit/internal/recorder"
 )
 
@@ -157,4 +158,4 @@ func runTurn(t *testing.T, name string) {
 	}
 }
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, proctest.IgnoreSpawner()) }
