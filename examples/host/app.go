@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/go-json-experiment/json/jsontext"
 
@@ -39,6 +40,10 @@ type app struct {
 	terms   *terminal.Manager
 	term    *acpterm.Server // terminal/* on terms, under the policy's terminal
 	log     *slog.Logger
+	// harnPeer says the runtime speaks Harn's extensions: it advertised
+	// them in initialize (-prompt), or it is served the Harn bridge.
+	// Only then do answers carry Harn's members (a denial's "reason").
+	harnPeer atomic.Bool
 }
 
 // maxWaits bounds the pending terminal/wait_for_exit calls. Each has a
@@ -204,7 +209,7 @@ func (a *app) renderMatch(_ *harn.SkillMatchParams, ranked []skills.Ranked) {
 // newPerms answers permission requests with the policy's rules,
 // rendering each decision.
 func (a *app) newPerms() *permission.Host {
-	return &permission.Host{Policy: a.policy.permissions(a.ws), Tracker: a.tracker, Observe: a.renderPermission, Logger: a.log}
+	return &permission.Host{Policy: a.policy.permissions(a.ws), Tracker: a.tracker, Observe: a.renderPermission, Logger: a.log, HarnPeer: a.harnPeer.Load}
 }
 
 // renderPermission shows a permission decision; should describing the

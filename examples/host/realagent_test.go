@@ -261,7 +261,7 @@ func TestRealAgentTurnThroughAGateway(t *testing.T) {
 		t.Fatal(err)
 	}
 	args := append([]string{"-prompt", turn.Prompt, "-policy", policy, "-workspace", a.Workspace, "-grace", "2s", "-v",
-		"-gateway", a.ModelURL, "-gateway-header", "x-api-key=GATEWAY_KEY", "--"}, a.Argv...)
+		"-gateway", a.ModelURL, "-gateway-protocol", "anthropic", "-gateway-header", "x-api-key=GATEWAY_KEY", "--"}, a.Argv...)
 	cmd := exec.Command(hostBin, args...)
 	cmd.Env = env
 	cmd.Dir = root

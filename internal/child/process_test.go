@@ -70,7 +70,7 @@ func TestMain(m *testing.M) {
 		}
 		fmt.Println("ready")
 		_, _ = io.Copy(io.Discard, os.Stdin)
-		signalled := Stop(p.Cmd.Process, p.Exited(), ExitGrace, 500*time.Millisecond)
+		signalled := Stop(p.Cmd.Process, p.Exited(), 200*time.Millisecond, 500*time.Millisecond)
 		fmt.Println("stopped", signalled)
 		os.Exit(0)
 	default:
@@ -130,7 +130,7 @@ func TestStopEndsTheWholeGroup(t *testing.T) {
 		exitGrace time.Duration
 	}{
 		{"exits at EOF", `sleep 30 & echo started; exec cat >/dev/null`, false, 10 * time.Second},
-		{"ignores EOF", `sleep 30 & echo started; exec sleep 30 </dev/null`, true, ExitGrace},
+		{"ignores EOF", `sleep 30 & echo started; exec sleep 30 </dev/null`, true, 200 * time.Millisecond},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			mark := proctest.Mark(t)

@@ -85,8 +85,10 @@ type Options struct {
 	// once the connection has ended (its input closed, by the function
 	// given to ServeCommandConn or by the child closing its output) before
 	// it sends the child's process group SIGTERM, then SIGKILL after
-	// StopGrace (default DefaultExitGrace). Most ACP agents ignore the end
-	// of their input, so this is what stopping one takes after a prompt.
+	// StopGrace (default DefaultExitGrace). The ACP agents of today exit
+	// by themselves at the end of their input, some after seconds of
+	// shutting down (codex-acp takes about 2 s): a shorter grace cuts
+	// their shutdown, and their last frames, short.
 	ExitGrace time.Duration
 	// InputEnded, when set, is called once, in a goroutine of its own,
 	// when the input of a connection made by Connect or Serve ends or
@@ -223,7 +225,8 @@ func (s *Server) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 // start (Info).
 //
 // It returns when the child exits: nil after a clean exit, else an
-// *ExitError. What the child wrote before exiting is still read and
+// *ExitError; and a *CutFrameError (joined with the *ExitError, if any)
+// when the child's output ended in the middle of a frame. What the child wrote before exiting is still read and
 // answered, for up to Options.DrainGrace when something the child started
 // keeps the pipe open. Once the connection ends (its input closed, or its
 // output ended) the child gets Options.ExitGrace to exit, then its group
@@ -270,7 +273,8 @@ func (s *Server) ServeCommandConn(ctx context.Context, cmd *exec.Cmd, use func(*
 		c := CurrentContainment()
 		copts.Logger.Info("containment", "means", c.Means, "detail", c.String())
 	}
-	conn := harn.NewBridgeConn(fromChild, toChild, s.handler, &copts)
+	output := &tailReader{r: fromChild}
+	conn := harn.NewBridgeConn(output, toChild, s.handler, &copts)
 	var wg sync.WaitGroup
 	if use != nil {
 		wg.Go(func() { use(conn) })
@@ -317,6 +321,9 @@ func (s *Server) ServeCommandConn(ctx context.Context, cmd *exec.Cmd, use func(*
 	err = exitError(cmd, waitErr)
 	if stoppedIdle && child.ByUs(cmd.ProcessState) {
 		err = nil // our own signal ended it, as we asked
+	}
+	if cut := output.cut.Load(); cut != nil {
+		err = errors.Join(err, cut) // a frame lost: never silently
 	}
 	switch {
 	case ctx.Err() == nil:
