@@ -144,7 +144,7 @@ func TestCloseEndsTheGroup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	proctest.WaitMarked(t, mark, 2, 10*time.Second) // the shell and its background sleep
+	proctest.WaitMarked(t, mark, 2, 30*time.Second) // the shell and its background sleep
 	start := time.Now()
 	err = agent.Close()
 	if err == nil || time.Since(start) > 5*time.Second {

@@ -24,7 +24,7 @@ func TestCloseLeavesNothingRunning(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	proctest.WaitMarked(t, mark, 2, 5*time.Second) // cat and the background sleep
+	proctest.WaitMarked(t, mark, 2, 30*time.Second) // cat and the background sleep
 	if err := c.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}

@@ -2,13 +2,13 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -81,7 +81,7 @@ func TestRedTeamRuntime(t *testing.T) {
 			r := start(t, exec.Command(buildHost(t), args...), nil)
 			t.Cleanup(func() { proctest.KillMarked(mark) })
 			r.waitStderr(t, "attacked")                     // its stderr passes through the host
-			proctest.WaitMarked(t, mark, 4, 10*time.Second) // the attacker, its daemon, bridge and joiner
+			proctest.WaitMarked(t, mark, 4, 30*time.Second) // the attacker, its daemon, bridge and joiner
 			switch how {
 			case "SIGTERM":
 				sendSignal(t, r, syscall.SIGTERM)
@@ -140,7 +140,7 @@ func TestRedTeamTerminal(t *testing.T) {
 				}
 				time.Sleep(20 * time.Millisecond)
 			}
-			proctest.WaitMarked(t, mark, 4, 10*time.Second)
+			proctest.WaitMarked(t, mark, 4, 30*time.Second)
 			switch how {
 			case "terminal/kill", "terminal/release":
 				if r := p.call("2", how, ids); r.Error != nil {
@@ -176,7 +176,7 @@ func TestKillFloodDoesNotHangTheHost(t *testing.T) {
 	t.Cleanup(func() { proctest.KillMarked(mark) })
 	victim := terminalID(t, p.call("1", "terminal/create", fmt.Sprintf(`{"sessionId":"s","command":"/bin/sleep","args":["100"],"env":%s}`, markEnv(mark, ""))))
 	other := terminalID(t, p.call("2", "terminal/create", `{"sessionId":"s","command":"/bin/sh","args":["-c","echo other; exec sleep 100"]}`))
-	proctest.WaitMarked(t, mark, 1, 10*time.Second)
+	proctest.WaitMarked(t, mark, 1, 30*time.Second)
 	var sups []int
 	for deadline := time.Now().Add(5 * time.Second); len(sups) == 0 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		sups = proctest.Supervisors(mark)
@@ -193,8 +193,17 @@ func TestKillFloodDoesNotHangTheHost(t *testing.T) {
 	var mu sync.Mutex
 	came := map[string]time.Time{}
 	results := map[string]string{}
+	kills := 0
 	go func() {
 		for line := range p.lines {
+			// Only the probes' replies are decoded: this reader (built with
+			// the race detector, maybe) must keep up with 66,000 replies.
+			if !bytes.Contains(line, []byte(`"id":"`)) {
+				mu.Lock()
+				kills++
+				mu.Unlock()
+				continue
+			}
 			var r struct {
 				ID     json.RawMessage
 				Result json.RawMessage
@@ -275,12 +284,6 @@ func TestKillFloodDoesNotHangTheHost(t *testing.T) {
 		t.Fatal("SIGTERM did not end the host within 5s (grace 1s)")
 	}
 	mu.Lock()
-	kills := 0
-	for id := range came {
-		if _, err := strconv.Atoi(id); err == nil {
-			kills++
-		}
-	}
-	mu.Unlock()
 	t.Logf("%d of %d terminal/kill answered before the end", kills, n)
+	mu.Unlock()
 }

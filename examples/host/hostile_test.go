@@ -124,7 +124,7 @@ func TestHostileBackgroundChildren(t *testing.T) {
 		script := "export " + mark + "; /bin/sleep 100 & /bin/sleep 100"
 		r := p.call(id, "terminal/create", `{"sessionId":"s","command":"/bin/sh","args":["-c",`+strconv.Quote(script)+`]}`)
 		term := terminalID(t, r)
-		proctest.WaitMarked(t, mark, 2, 10*time.Second)
+		proctest.WaitMarked(t, mark, 2, 30*time.Second)
 		return term, mark
 	}
 	t.Run("kill and release", func(t *testing.T) {

@@ -258,7 +258,7 @@ func TestHostSIGKILLLeavesNothingRunning(t *testing.T) {
 	}
 	r := childScript(t, buildHost(t), `sleep 30 & setsid sleep 30 & echo "runtime-started" >&2; exec sleep 30`)
 	r.waitStderr(t, "runtime-started")
-	proctest.WaitMarked(t, r.mark, 3, 5*time.Second)
+	proctest.WaitMarked(t, r.mark, 3, 30*time.Second)
 	sendSignal(t, r, syscall.SIGKILL)
 	r.wait(t, 5*time.Second)
 	proctest.MarkedGone(t, r.mark, 2*time.Second)

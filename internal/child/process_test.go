@@ -143,7 +143,7 @@ func TestStopEndsTheWholeGroup(t *testing.T) {
 			if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || line != "started\n" {
 				t.Fatalf("the child said %q (%v)", line, err)
 			}
-			proctest.WaitMarked(t, mark, 2, 5*time.Second)
+			proctest.WaitMarked(t, mark, 2, 30*time.Second)
 			stdin.Close()
 			began := time.Now()
 			signalled := Stop(cmd.Process, exited, c.exitGrace, TermGrace)
@@ -192,7 +192,7 @@ func TestChildDiesWithItsHost(t *testing.T) {
 		t.Fatal(err)
 	}
 	readPid(t, bufio.NewReader(out)) // the supervisor's
-	proctest.WaitMarked(t, mark, 1, 5*time.Second)
+	proctest.WaitMarked(t, mark, 1, 30*time.Second)
 	_ = host.Process.Kill()
 	_ = host.Wait()
 	proctest.MarkedGone(t, mark, 2*time.Second)
@@ -219,7 +219,7 @@ func TestGrandchildrenDieWithTheirHost(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The child (cat, the shell's exec) and its two sleeps.
-	proctest.WaitMarked(t, mark, 3, 5*time.Second)
+	proctest.WaitMarked(t, mark, 3, 30*time.Second)
 	_ = host.Process.Kill()
 	_ = host.Wait()
 	proctest.MarkedGone(t, mark, 2*time.Second)
@@ -383,7 +383,7 @@ func TestRedTeamRuntimeStopsSupervisor(t *testing.T) {
 				if line, err := r.ReadString('\n'); line != "ready\n" {
 					t.Fatalf("the host said %q (%v)", line, err)
 				}
-				proctest.WaitMarked(t, mark, 4, 10*time.Second) // the attacker, its daemon, bridge and joiner
+				proctest.WaitMarked(t, mark, 4, 30*time.Second) // the attacker, its daemon, bridge and joiner
 				if how == "SIGKILL" {
 					_ = host.Process.Kill()
 					if means != supervisor.PIDNamespace {

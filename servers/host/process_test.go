@@ -41,7 +41,7 @@ func TestServeCommandLeavesNothingRunning(t *testing.T) {
 				done <- host.New(generic(), &host.Options{StopGrace: time.Second}).ServeCommand(ctx, cmd)
 			}()
 			if stop {
-				proctest.WaitMarked(t, mark, 2, 5*time.Second)
+				proctest.WaitMarked(t, mark, 2, 30*time.Second)
 				cancel()
 			}
 			select {

@@ -125,7 +125,7 @@ func helperHostAs(t *testing.T, role, bin string, cred *syscall.Credential) (hos
 func TestHostKilled(t *testing.T) {
 	proctest.EachMeans(t, func(t *testing.T, _ supervisor.Means) {
 		host, _, mark := helperHost(t, "background")
-		proctest.WaitMarked(t, mark, 3, 10*time.Second)
+		proctest.WaitMarked(t, mark, 3, 30*time.Second)
 		if err := host.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
@@ -150,7 +150,7 @@ func TestRedTeamStoppedSupervisor(t *testing.T) {
 			t.Run(how, func(t *testing.T) {
 				host, stdin, mark := helperHost(t, "attack")
 				// The attacker, its daemon, the bridge and the joiner.
-				proctest.WaitMarked(t, mark, 4, 10*time.Second)
+				proctest.WaitMarked(t, mark, 4, 30*time.Second)
 				switch how {
 				case "end of input":
 					stdin.Close()
@@ -198,7 +198,7 @@ func TestSupervisorKilledByTheCommand(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				proctest.WaitMarked(t, mark, 1, 5*time.Second)
+				proctest.WaitMarked(t, mark, 1, 30*time.Second)
 				if _, err := m.Wait(context.Background(), "s", id); err != nil {
 					t.Fatal(err)
 				}
@@ -238,7 +238,7 @@ func TestKillFloodWithStoppedSupervisor(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		proctest.WaitMarked(t, mark, 2, 10*time.Second)
+		proctest.WaitMarked(t, mark, 2, 30*time.Second)
 		tv, err := m.get("s", victim)
 		if err != nil {
 			t.Fatal(err)
@@ -322,7 +322,7 @@ func TestRedTeamUnprivileged(t *testing.T) {
 	for _, how := range []string{"kill", "release", "end of input", "SIGKILL"} {
 		t.Run(how, func(t *testing.T) {
 			host, stdin, mark := helperHostAs(t, "attack", bin, nobody)
-			proctest.WaitMarked(t, mark, 4, 10*time.Second)
+			proctest.WaitMarked(t, mark, 4, 30*time.Second)
 			switch how {
 			case "end of input":
 				stdin.Close()
