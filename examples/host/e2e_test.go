@@ -33,6 +33,12 @@ var hostBin string
 
 func TestMain(m *testing.M) {
 	proctest.RunRole() // the red team's attacker (containment_test.go)
+	switch {
+	case os.Getenv(floodEnv) != "":
+		os.Exit(floodRuntime())
+	case os.Getenv(forgeEnv) != "":
+		os.Exit(forgeRuntime())
+	}
 	if scenario := os.Getenv(fakeAgentEnv); scenario != "" {
 		os.Exit(fakeAgent(scenario))
 	}
