@@ -38,6 +38,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"unicode/utf8"
@@ -213,30 +214,78 @@ func (w *Workspace) realRel(f *os.File, fallback string) (string, error) {
 	return filepath.ToSlash(rel), nil
 }
 
-// checkMissing decides, before any missing directory of dir is made,
-// on the path the write would reach: the real path of dir's deepest
-// existing directory, then the names still to be made, then base. (A
-// directory the policy denies would otherwise be made before the check
-// that denies writing in it.)
-func (w *Workspace) checkMissing(dir, base string, check Check) error {
-	existing, missing := dir, ""
+// ErrLink: a write would make a directory through a link that leads
+// nowhere (a dangling link on its way), where no policy can see where it
+// would land.
+var ErrLink = errors.New("a dangling link on the way")
+
+// makeMissing makes the missing directories of dir (workspace-relative,
+// slash-separated) after check, if not nil, allowed the path the write
+// would reach: the real path of dir's deepest existing directory, then the
+// names still to be made, then base. The directories are made one by one
+// from that very directory, by descriptor, each opened without following a
+// link: a directory swapped for a link while they are made stops it
+// (ErrLink), and nothing is made anywhere else. A dangling link on the way
+// is ErrLink too: the write would land wherever it points. (A directory
+// the policy denies would otherwise be made before the check that denies
+// writing in it.)
+func (w *Workspace) makeMissing(dir, base string, check Check) error {
+	existing, missing := dir, []string(nil)
 	for existing != "." {
-		if fi, err := w.root.Stat(filepath.FromSlash(existing)); err == nil && fi.IsDir() {
+		fi, err := w.root.Lstat(filepath.FromSlash(existing))
+		if err == nil && fi.IsDir() {
 			break
 		}
-		missing = path.Join(path.Base(existing), missing)
+		if err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+			target, err := w.root.Stat(filepath.FromSlash(existing))
+			switch {
+			case err == nil && target.IsDir():
+			case errors.Is(err, fs.ErrNotExist):
+				return fmt.Errorf("%s: %w", existing, ErrLink)
+			case err == nil:
+				return notRegular(existing, target.Mode())
+			default:
+				return wrap(existing, err)
+			}
+			break // a link to a directory: followed, beneath the root
+		}
+		if err == nil {
+			return fmt.Errorf("%s: not a directory: %w", existing, fs.ErrInvalid)
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return wrap(existing, err)
+		}
+		missing = append(missing, path.Base(existing))
 		existing = path.Dir(existing)
 	}
-	if missing == "" {
+	if len(missing) == 0 {
 		return nil // nothing to make: the check after opening dir decides
 	}
+	slices.Reverse(missing)
 	d, real, err := w.openDir(existing)
 	if err != nil {
 		return err
 	}
-	d.Close()
-	return check(path.Join(real, missing, base))
+	defer d.Close()
+	if check != nil {
+		if err := check(path.Join(real, path.Join(missing...), base)); err != nil {
+			return err
+		}
+	}
+	df, err := d.Open(".")
+	if err != nil {
+		return wrap(existing, err)
+	}
+	defer df.Close()
+	if err := mkdirChain(d, df, missing); err != nil {
+		return fmt.Errorf("%s: %w", dir, err)
+	}
+	return nil
 }
+
+// afterMkdir, when set (tests only), runs after each directory a write
+// makes, with its name.
+var afterMkdir func(name string)
 
 // openDir opens the directory dir, beneath the root, and returns it with
 // its real workspace-relative path. The caller closes it.
@@ -406,7 +455,8 @@ func (w *Workspace) ReadFileLimit(name string, max int64, check Check) ([]byte, 
 // target's directory is opened once, beneath the root; check, if not nil,
 // decides on its real path plus the file's name before anything is
 // written, and, when directories are missing, on the path they would
-// make before they are made. The data goes to a temporary file in that
+// make before they are made (makeMissing: never through a link, so a write
+// that is denied makes nothing, a dangling link on the way is ErrLink). The data goes to a temporary file in that
 // directory (".NAME.*.tmp"), synced, then renamed over the target, keeping
 // an existing file's permissions (new files get 0644); on any failure the
 // temporary file is removed. An existing target that is not a regular
@@ -426,13 +476,8 @@ func (w *Workspace) WriteFile(name string, data []byte, check Check) (err error)
 	}
 	dir, base := path.Split(rel)
 	dir = path.Clean(dir)
-	if check != nil {
-		if err := w.checkMissing(dir, base, check); err != nil {
-			return err
-		}
-	}
-	if err := w.root.MkdirAll(filepath.FromSlash(dir), 0o755); err != nil {
-		return wrap(rel, err)
+	if err := w.makeMissing(dir, base, check); err != nil {
+		return err
 	}
 	d, realDir, err := w.openDir(dir)
 	if err != nil {
