@@ -303,10 +303,14 @@ func order(ctl *os.File) bool {
 func killBelow(root int) { killBelowFor(root, 5*time.Second) }
 
 // killBelowFor is killBelow for at most d.
+//
+// It stops after a few passes in a row find nothing alive: a process whose
+// parent was just killed is on its way to the subreaper, and a walk made
+// meanwhile can miss it.
 func killBelowFor(root int, d time.Duration) {
 	deadline := time.Now().Add(d)
-	pause := time.Millisecond
-	for time.Now().Before(deadline) {
+	pause, quiet := time.Millisecond, 0
+	for time.Now().Before(deadline) && quiet < 3 {
 		alive := 0
 		for _, pid := range descendants(root) {
 			if _, state, ok := stat(pid); ok && state != "Z" {
@@ -315,7 +319,9 @@ func killBelowFor(root int, d time.Duration) {
 			}
 		}
 		if alive == 0 {
-			return
+			quiet++
+		} else {
+			quiet = 0
 		}
 		time.Sleep(pause)
 		pause = min(2*pause, 10*time.Millisecond)
