@@ -46,6 +46,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -58,6 +59,7 @@ import (
 
 	"github.com/bridgekit/bridgekit/gen/acp"
 	"github.com/bridgekit/bridgekit/internal/child"
+	"github.com/bridgekit/bridgekit/internal/recorder"
 	"github.com/bridgekit/bridgekit/internal/tty"
 	"github.com/bridgekit/bridgekit/runtime/ndjson"
 	"github.com/bridgekit/bridgekit/runtime/rpc"
@@ -84,6 +86,7 @@ type options struct {
 	gateway, gatewayProtocol  string
 	gatewayHeaders            headerFlags
 	gatewayAuth               *auth.Gateway // from gateway and gatewayHeaders, set by run
+	record                    string
 }
 
 // headerFlags are -gateway-header's NAME=VAR: a header whose value is
@@ -141,6 +144,7 @@ func main() {
 	flag.DurationVar(&o.grace, "grace", host.DefaultStopGrace, "how long to wait for a clean stop after a signal")
 	flag.BoolVar(&o.verbose, "v", false, "log diagnostics to stderr")
 	flag.BoolVar(&o.rawStderr, "raw-stderr", false, "pass the runtime's stderr through untouched (by default each line is shown visibly, after \"stderr:\", like the rest of its text)")
+	flag.StringVar(&o.record, "record", "", "with a runtime after --: write every frame exchanged with it to `file` when the host exits, one JSON object per line ({seq, ms, dir, method, id, line, cut}, as testdata/acp/traffic)")
 	flag.StringVar(&o.auth, "auth", "", "authenticate with the agent's method `ID` (default: an env_var method whose variables are set)")
 	flag.BoolVar(&o.authTerminal, "auth-terminal", false, "allow running the agent's terminal authentication method (an interactive login)")
 	flag.StringVar(&o.gateway, "gateway", "", "with -prompt: authenticate with the agent's gateway method, sending its model requests to the gateway at `URL`")
@@ -236,7 +240,20 @@ func run(args []string, o options) int {
 	// the preempted lane (acpterm's ConnOptions).
 	conn := rpc.Options{MaxFrame: o.maxFrame, Logger: log}
 	a.term.ConnOptions(&conn, otherSlots)
+	var tap func(io.Reader, io.Writer) (io.Reader, io.Writer)
+	if o.record != "" {
+		rec := recorder.New()
+		tap = func(r io.Reader, w io.Writer) (io.Reader, io.Writer) {
+			return rec.Reader(recorder.Recv, r), rec.Writer(recorder.Send, w)
+		}
+		defer func() {
+			if err := recorder.WriteFile(o.record, rec.Frames()); err != nil {
+				render.Status("-record: %v", err)
+			}
+		}()
+	}
 	srv := host.New(a.bridge(), &host.Options{
+		Tap:       tap,
 		Conn:      conn,
 		Client:    a.client(),
 		StopGrace: o.grace,
@@ -420,6 +437,8 @@ func runPrompt(a *app, srv *host.Server, sigs chan os.Signal, o options, args []
 	}
 	if u := result.Usage; u != nil {
 		a.render.line(a.render.paint("usage:", cBlue) + " the turn used " + u.String())
+	} else if u := a.metaUsage.total(); u != nil {
+		a.render.line(a.render.paint("usage:", cBlue) + " the turn used " + u.String() + " (as the agent's updates report it)")
 	}
 	status := exitStatus(result)
 	label := a.render.paint("done:", cGreen, cBold)

@@ -254,6 +254,14 @@ func (r *renderer) chunk(kind, label string, c acp.ContentBlock, styles []string
 		return
 	}
 	if r.stream != kind {
+		// A new line starts with text: line breaks before it would leave
+		// the label alone on its line.
+		for strings.HasPrefix(text, "↵\n"+contMark) {
+			text = text[len("↵\n"+contMark):]
+		}
+		if text == "" {
+			return
+		}
 		r.endStreamLocked()
 		r.emitLocked([]byte(label + " "))
 		r.stream = kind

@@ -496,6 +496,8 @@ func TestRenderNoEmptyLines(t *testing.T) {
 		`{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":""}}`,
 		`{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":" there."}}`,
 		`{"sessionUpdate":"tool_call_update","toolCallId":"call_2","status":"completed"}`,
+		`{"sessionUpdate":"agent_thought_chunk","content":{"type":"text","text":"\n\n"}}`,
+		`{"sessionUpdate":"agent_thought_chunk","content":{"type":"text","text":"\nPondering."}}`,
 		`{"sessionUpdate":"session_info_update","title":"Notes"}`,
 	} {
 		var n acp.SessionNotification
@@ -505,7 +507,7 @@ func TestRenderNoEmptyLines(t *testing.T) {
 		ns = append(ns, n)
 	}
 	got := renderAll(false, ns)
-	want := "agent: Hello there.\ntool call_2 completed\nsession: title \"Notes\"\n"
+	want := "agent: Hello there.\ntool call_2 completed\nthinking: Pondering.\nsession: title \"Notes\"\n"
 	if got != want {
 		t.Errorf("rendered:\n%s\nwant:\n%s", got, want)
 	}

@@ -2,8 +2,10 @@ package host
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
+	"os"
 	"sync/atomic"
 )
 
@@ -32,7 +34,7 @@ func (e *CutFrameError) Error() string {
 // what happened. Only the bytes after the last newline of each read are
 // scanned: a frame is scanned once, when it spans reads.
 type tailReader struct {
-	r   io.ReadCloser
+	r   io.Reader
 	cut atomic.Pointer[CutFrameError]
 
 	// The state of the frame being written (used by Read's goroutine only).
@@ -56,7 +58,29 @@ func (t *tailReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-func (t *tailReader) Close() error { return t.r.Close() }
+// Close closes what it reads when that is an io.Closer.
+func (t *tailReader) Close() error {
+	if c, ok := t.r.(io.Closer); ok {
+		return c.Close()
+	}
+	return nil
+}
+
+// closer is a writer whose Close closes f, whatever wraps it.
+type closer struct {
+	io.Writer
+	f io.Closer
+}
+
+func (c *closer) Close() error {
+	if wc, ok := c.Writer.(io.Closer); ok && any(wc) != any(c.f) {
+		_ = wc.Close()
+	}
+	if err := c.f.Close(); !errors.Is(err, os.ErrClosed) {
+		return err
+	}
+	return nil
+}
 
 // scan follows b, the next bytes of the output.
 func (t *tailReader) scan(b []byte) {

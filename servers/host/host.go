@@ -90,6 +90,11 @@ type Options struct {
 	// shutting down (codex-acp takes about 2 s): a shorter grace cuts
 	// their shutdown, and their last frames, short.
 	ExitGrace time.Duration
+	// Tap, when set, wraps the runtime's output and input as
+	// ServeCommand reads and writes them, before anything else sees them
+	// (to record the traffic, for example): the connection reads the r and
+	// writes the w it returns.
+	Tap func(r io.Reader, w io.Writer) (io.Reader, io.Writer)
 	// InputEnded, when set, is called once, in a goroutine of its own,
 	// when the input of a connection made by Connect or Serve ends or
 	// fails. Serve answers every request it has read before it returns,
@@ -273,8 +278,15 @@ func (s *Server) ServeCommandConn(ctx context.Context, cmd *exec.Cmd, use func(*
 		c := CurrentContainment()
 		copts.Logger.Info("containment", "means", c.Means, "detail", c.String())
 	}
-	output := &tailReader{r: fromChild}
-	conn := harn.NewBridgeConn(output, toChild, s.handler, &copts)
+	defer fromChild.Close()
+	defer toChild.Close()
+	var in io.Reader = fromChild
+	var out io.Writer = toChild
+	if s.opts.Tap != nil {
+		in, out = s.opts.Tap(fromChild, toChild)
+	}
+	output := &tailReader{r: in}
+	conn := harn.NewBridgeConn(output, &closer{out, toChild}, s.handler, &copts)
 	var wg sync.WaitGroup
 	if use != nil {
 		wg.Go(func() { use(conn) })

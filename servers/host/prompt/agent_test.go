@@ -166,8 +166,10 @@ func TestPromptUsage(t *testing.T) {
 	for doc, want := range map[string]string{
 		`{"stopReason":"end_turn","usage":{"totalTokens":1240,"inputTokens":1200,"outputTokens":40,"thoughtTokens":12,"cachedReadTokens":800,"cachedWriteTokens":0}}`: "1240 tokens: 1200 input (800 cached), 40 output (12 thinking)",
 		`{"stopReason":"end_turn","usage":{"totalTokens":3,"inputTokens":2,"outputTokens":1}}`:                                                                        "3 tokens: 2 input, 1 output",
-		`{"stopReason":"end_turn"}`:                         "",
-		`{"stopReason":"end_turn","usage":"not an object"}`: "",
+		`{"stopReason":"end_turn"}`: "",
+		// gemini 0.61: only in _meta.
+		`{"stopReason":"end_turn","_meta":{"quota":{"token_count":{"input_tokens":49845,"output_tokens":169},"model_usage":[]}}}`: "50014 tokens: 49845 input, 169 output",
+		`{"stopReason":"end_turn","usage":"not an object"}`:                                                                       "",
 	} {
 		o := (&fakeAgent{answers: map[string]any{
 			acp.MethodInitialize: claudeInit, acp.MethodSessionNew: `{"sessionId":"s1"}`, acp.MethodSessionPrompt: doc,

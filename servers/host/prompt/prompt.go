@@ -102,18 +102,62 @@ func (u *Usage) String() string {
 	return b.String()
 }
 
-// usageOf reads res's usage member, or nil when it has none that reads as
-// one.
+// usageOf reads res's usage member or, when it has none, the token count
+// some agents put in its _meta instead (codex-acp and gemini:
+// _meta.quota.token_count, with names of either case); nil when it has
+// neither.
 func usageOf(res *acp.PromptResponse) *Usage {
-	raw, ok := res.Extra.Get("usage")
+	if raw, ok := res.Extra.Get("usage"); ok {
+		var u Usage
+		if json.Unmarshal(raw, &u, json.RejectUnknownMembers(false)) != nil {
+			return nil
+		}
+		return &u
+	}
+	meta, ok := res.Meta.Get()
 	if !ok {
 		return nil
 	}
-	var u Usage
-	if json.Unmarshal(raw, &u, json.RejectUnknownMembers(false)) != nil {
+	raw, err := json.Marshal(&meta)
+	if err != nil {
 		return nil
 	}
-	return &u
+	var m struct {
+		Quota struct {
+			Count map[string]int64 `json:"token_count"`
+		} `json:"quota"`
+	}
+	if json.Unmarshal(raw, &m, json.RejectUnknownMembers(false)) != nil || len(m.Quota.Count) == 0 {
+		return nil
+	}
+	c := m.Quota.Count
+	count := func(names ...string) (int64, bool) {
+		for _, n := range names {
+			if v, ok := c[n]; ok {
+				return v, true
+			}
+		}
+		return 0, false
+	}
+	opt := func(names ...string) *int64 {
+		if v, ok := count(names...); ok {
+			return &v
+		}
+		return nil
+	}
+	in, okIn := count("inputTokens", "input_tokens")
+	out, okOut := count("outputTokens", "output_tokens")
+	if !okIn && !okOut {
+		return nil
+	}
+	total, ok := count("totalTokens", "total_tokens")
+	if !ok {
+		total = in + out
+	}
+	return &Usage{Total: total, Input: in, Output: out,
+		Thought:     opt("reasoningOutputTokens", "thoughtTokens", "reasoning_output_tokens"),
+		CachedRead:  opt("cachedInputTokens", "cachedReadTokens", "cached_input_tokens"),
+		CachedWrite: opt("cacheWriteInputTokens", "cachedWriteTokens", "cache_write_input_tokens")}
 }
 
 // Options configure a Run. Every callback is optional.
