@@ -7,6 +7,7 @@ import (
 	"github.com/bridgekit/bridgekit/internal/proctest"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"testing"
 	"time"
 )
@@ -18,13 +19,21 @@ func TestCloseLeavesNothingRunning(t *testing.T) {
 	defer func(g time.Duration) { stopGrace = g }(stopGrace)
 	stopGrace = 5 * time.Second // cat exits at the end of its input; a loaded machine must not make it a SIGTERM
 	mark := proctest.Mark(t)
-	cmd := exec.Command("sh", "-c", `sleep 30 </dev/null >/dev/null 2>&1 & exec cat >/dev/null`)
+	started := filepath.Join(t.TempDir(), "started")
+	cmd := exec.Command("sh", "-c", `sleep 30 </dev/null >/dev/null 2>&1 & : > "$1"; exec cat >/dev/null`, "sh", started)
 	cmd.Env = append(os.Environ(), mark)
 	c, err := Start(context.Background(), cmd, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	proctest.WaitMarked(t, mark, 2, 30*time.Second) // cat and the background sleep
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(started); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the wrapper did not start its background process")
+		}
+	}
 	if err := c.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
