@@ -104,11 +104,12 @@ func TestPreflightReasons(t *testing.T) {
 			if c != nil || !ok || !errors.Is(err, service.ErrUnavailable) || u.Reason != want || u.Role != "knowledge" || u.RegistryID != "kb" {
 				t.Fatalf("Start: %v, want reason %s", err, want)
 			}
-			// Decided on what the provider said, not by the timeout: well
-			// before it. (Fourteen providers start at once here, each under
-			// a relay and a namespace's init, both this race-built binary:
-			// a second is not enough on two loaded cores.)
-			if mode != "silent" && time.Since(begun) > cfg.StartupTimeout {
+			// Decided on what the provider said, not by the timeout (the
+			// reason above says which); the bound only catches a hang.
+			// (Fourteen providers start at once here, each under a relay
+			// and a namespace's init, both this race-built binary: on two
+			// loaded cores that takes seconds.)
+			if mode != "silent" && time.Since(begun) > 5*cfg.StartupTimeout {
 				t.Errorf("preflight took %v", time.Since(begun))
 			}
 			if mode == "exit" && !strings.Contains(u.Stderr, "permission denied") {
