@@ -39,3 +39,6 @@ func mkdirChain(r *os.Root, _ *os.File, names []string) error {
 	}
 	return nil
 }
+
+// realPath is the path p leads to, every link followed.
+func realPath(p string) (string, error) { return filepath.EvalSymlinks(p) }

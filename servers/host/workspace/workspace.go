@@ -38,7 +38,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
 	"unicode/utf8"
@@ -230,16 +229,18 @@ var ErrLink = errors.New("a dangling link on the way")
 // the policy denies would otherwise be made before the check that denies
 // writing in it.)
 func (w *Workspace) makeMissing(dir, base string, check Check) error {
-	existing, missing := dir, []string(nil)
-	for existing != "." {
+	existing, missing := deepestExisting(dir, "/", ".", func(p string) error {
+		_, err := w.root.Lstat(filepath.FromSlash(p))
+		return err
+	})
+	if existing != "." || len(missing) == 0 {
 		fi, err := w.root.Lstat(filepath.FromSlash(existing))
-		if err == nil && fi.IsDir() {
-			break
-		}
-		if err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		switch {
+		case err == nil && fi.IsDir():
+		case err == nil && fi.Mode()&fs.ModeSymlink != 0:
 			target, err := w.root.Stat(filepath.FromSlash(existing))
 			switch {
-			case err == nil && target.IsDir():
+			case err == nil && target.IsDir(): // a link to a directory: followed, beneath the root
 			case errors.Is(err, fs.ErrNotExist):
 				return fmt.Errorf("%s: %w", existing, ErrLink)
 			case err == nil:
@@ -247,21 +248,15 @@ func (w *Workspace) makeMissing(dir, base string, check Check) error {
 			default:
 				return wrap(existing, err)
 			}
-			break // a link to a directory: followed, beneath the root
-		}
-		if err == nil {
+		case err == nil:
 			return fmt.Errorf("%s: not a directory: %w", existing, fs.ErrInvalid)
-		}
-		if !errors.Is(err, fs.ErrNotExist) {
+		default:
 			return wrap(existing, err)
 		}
-		missing = append(missing, path.Base(existing))
-		existing = path.Dir(existing)
 	}
 	if len(missing) == 0 {
 		return nil // nothing to make: the check after opening dir decides
 	}
-	slices.Reverse(missing)
 	d, real, err := w.openDir(existing)
 	if err != nil {
 		return err
@@ -281,6 +276,76 @@ func (w *Workspace) makeMissing(dir, base string, check Check) error {
 		return fmt.Errorf("%s: %w", dir, err)
 	}
 	return nil
+}
+
+// deepestExisting splits p, a clean path of elements separated by sep,
+// into its deepest prefix that lstat finds (root when none: "/" or "."),
+// and the names of the missing elements after it. When lstat fails on p
+// with anything but fs.ErrNotExist, or finds it, p is that prefix and
+// nothing is missing: the caller sees the failure again.
+//
+// A path that exists implies each of its prefixes does, so the prefix is
+// found by galloping and bisecting on the number of elements: O(log n)
+// lstat calls, of the existing prefix's length at most, where walking up
+// one element at a time costs O(n) calls of O(n) bytes each, which a peer
+// naming deep missing paths turns into CPU squared in its request's bytes
+// (issue 33, finding 4).
+func deepestExisting(p, sep, root string, lstat func(string) error) (existing string, missing []string) {
+	if err := lstat(p); err == nil || !errors.Is(err, fs.ErrNotExist) {
+		return p, nil
+	}
+	rest := p
+	if root != "." {
+		if rest = strings.TrimPrefix(p, root); rest == p {
+			return p, nil
+		}
+	}
+	if rest == "" || rest == "." {
+		return p, nil
+	}
+	// ends[k] is the length of rest's first k+1 elements.
+	var ends []int
+	for i := 0; i < len(rest); i++ {
+		if rest[i] == sep[0] {
+			ends = append(ends, i)
+		}
+	}
+	ends = append(ends, len(rest))
+	prefix := func(k int) string { // the first k elements, k ≥ 1
+		if root == "." {
+			return rest[:ends[k-1]]
+		}
+		return root + rest[:ends[k-1]]
+	}
+	// Invariant: the first lo elements exist (0: the root), the first hi
+	// do not. Galloping from the root first bounds the bytes looked up by
+	// four times the deepest existing prefix's (a peer's missing path is
+	// deep in what does not exist, rarely in what does).
+	lo, hi := 0, len(ends)
+	for k := 1; k < hi; k *= 2 {
+		if lstat(prefix(k)) != nil {
+			hi = k
+			break
+		}
+		lo = k
+	}
+	for hi-lo > 1 {
+		mid := int(uint(lo+hi) >> 1)
+		if lstat(prefix(mid)) == nil {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	existing = root
+	if lo > 0 {
+		existing = prefix(lo)
+	}
+	tail := rest
+	if lo > 0 {
+		tail = rest[ends[lo-1]+1:]
+	}
+	return existing, strings.Split(tail, sep)
 }
 
 // afterMkdir, when set (tests only), runs after each directory a write
@@ -632,23 +697,16 @@ func (w *Workspace) Resolve(name string) (string, error) {
 		p = filepath.Join(w.dir, p)
 	}
 	p = filepath.Clean(p)
-	existing, missing := p, ""
-	for {
-		_, err := os.Lstat(existing)
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, fs.ErrNotExist) {
-			return "", fmt.Errorf("%s: %v: %w", name, err, ErrOutside)
-		}
-		parent := filepath.Dir(existing)
-		if parent == existing {
-			break
-		}
-		missing = filepath.Join(filepath.Base(existing), missing)
-		existing = parent
+	sep := string(filepath.Separator)
+	existing, names := deepestExisting(p, sep, filepath.VolumeName(p)+sep, func(p string) error {
+		_, err := os.Lstat(p)
+		return err
+	})
+	if _, err := os.Lstat(existing); err != nil && (len(names) == 0 || !errors.Is(err, fs.ErrNotExist)) {
+		return "", fmt.Errorf("%s: %v: %w", name, err, ErrOutside)
 	}
-	real, err := filepath.EvalSymlinks(existing)
+	missing := filepath.Join(names...)
+	real, err := realPath(existing)
 	if err != nil {
 		return "", fmt.Errorf("%s: %v: %w", name, err, ErrOutside)
 	}
