@@ -162,7 +162,7 @@ func newApp(o appOptions) (*app, error) {
 // rendering every decision and failure.
 func newFiles(ws *workspace.Workspace, pol *policy, r *renderer) *files.Server {
 	return &files.Server{WS: ws,
-		Allow: pol.fsAccess,
+		Allow: pol.FSAccess,
 		Observe: func(e files.Access) {
 			switch {
 			case e.Decided && e.Allowed:
@@ -178,7 +178,7 @@ func newFiles(ws *workspace.Workspace, pol *policy, r *renderer) *files.Server {
 // newTerm serves terminal/* on terms under the policy's terminal lists,
 // rendering every terminal/create.
 func newTerm(terms *terminal.Manager, fs *files.Server, pol *policy, sh *shells.Provider, r *renderer) *acpterm.Server {
-	return &acpterm.Server{Terms: terms, Files: fs, Commands: pol.commands, Env: pol.Terminal.Env, Shells: sh,
+	return &acpterm.Server{Terms: terms, Files: fs, Commands: pol.Commands(), Env: pol.Terminal.Env, Shells: sh,
 		Observe: func(e acpterm.Event) {
 			via := ""
 			if e.Via != "" {
@@ -272,7 +272,7 @@ func (a *app) renderMatch(_ *harn.SkillMatchParams, ranked []skills.Ranked) {
 // newPerms answers permission requests with the policy's rules,
 // rendering each decision.
 func (a *app) newPerms() *permission.Host {
-	return &permission.Host{Policy: a.policy.permissions(a.ws), Tracker: a.tracker, Observe: a.renderPermission, Logger: a.log, HarnPeer: a.harnPeer.Load}
+	return &permission.Host{Policy: a.policy.PermissionPolicy(a.ws.Resolve), Tracker: a.tracker, Observe: a.renderPermission, Logger: a.log, HarnPeer: a.harnPeer.Load}
 }
 
 // renderPermission shows a permission decision; should describing the

@@ -83,7 +83,7 @@ func (a *app) workspaceInfo(_ context.Context, args jsontext.Value) (any, error)
 		Tools     []string   `json:"tools"`
 		Skills    []string   `json:"skills"`
 		Policy    policyInfo `json:"policy"`
-	}{a.ws.Dir(), tools, skills, policyInfo{nonNil(a.policy.FS.Read), nonNil(a.policy.FS.Write), nonNil(a.policy.Terminal.Allow)}}, nil
+	}{a.ws.Dir(), tools, skills, policyInfo{nonNil(a.policy.FS.Read), nonNil(a.policy.FS.Write), nonNil(a.policy.Terminal.Patterns())}}, nil
 }
 
 func nonNil(s []string) []string {
