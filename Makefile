@@ -40,8 +40,9 @@ test: fmt-check vet
 	$(GO) test -race -timeout 25m ./...
 	@# Without -race: the allocation ceilings (skipped under it) and the
 	@# schema/decoder document checks in full (a tenth of their mutations
-	@# under it: see internal/schematest's MutationLimit).
-	$(GO) test -count=1 -run 'Alloc|^TestGoldenDocuments$$|^TestV0122DocumentsUnchanged$$' ./...
+	@# under it: see internal/schematest's MutationLimit), and the CPU
+	@# bound of permission decisions (skipped under it: five times slower).
+	$(GO) test -count=1 -run 'Alloc|^TestGoldenDocuments$$|^TestV0122DocumentsUnchanged$$|^TestDecisionCostIsLinearInBytes$$' ./...
 	@# The generator starts no goroutine, so -race would only slow its tests
 	@# (whole-spec generations) down several times; the grep keeps that true.
 	@if grep -rqE --include='*.go' '(^|[[:space:]])go (func|[A-Za-z_][A-Za-z0-9_.]*\()' generator; then \

@@ -5,11 +5,8 @@ import (
 	"errors"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -17,6 +14,7 @@ import (
 
 	"github.com/bridgekit/bridgekit/clients/acpcmd"
 	"github.com/bridgekit/bridgekit/gen/acp"
+	"github.com/bridgekit/bridgekit/internal/proctest"
 	"github.com/bridgekit/bridgekit/runtime/rpc"
 )
 
@@ -28,7 +26,7 @@ func TestMain(m *testing.M) {
 		agentMain()
 		return
 	}
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(m, proctest.IgnoreSpawner())
 }
 
 // agentMain is a minimal agent: each prompt streams its text back through
@@ -139,33 +137,20 @@ func TestAgentDies(t *testing.T) {
 // Close ends the child's whole process group: an agent that ignores the end
 // of its input and SIGTERM, and the process it started, are killed.
 func TestCloseEndsTheGroup(t *testing.T) {
-	pidFile := filepath.Join(t.TempDir(), "pid")
-	cmd := exec.Command("/bin/sh", "-c", `trap "" TERM; sleep 300 & echo $! > "$1"; while :; do sleep 1; done`, "sh", pidFile)
+	mark := proctest.Mark(t)
+	cmd := exec.Command("/bin/sh", "-c", `trap "" TERM; sleep 300 & while :; do sleep 1; done`)
+	cmd.Env = append(os.Environ(), mark)
 	agent, err := acpcmd.StartAgent(context.Background(), cmd, nil, &acpcmd.Options{StopGrace: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var grandchild int
-	deadline := time.Now().Add(10 * time.Second)
-	for grandchild == 0 && time.Now().Before(deadline) {
-		b, _ := os.ReadFile(pidFile)
-		grandchild, _ = strconv.Atoi(strings.TrimSpace(string(b)))
-		time.Sleep(10 * time.Millisecond)
-	}
-	if grandchild == 0 {
-		t.Fatal("the agent did not start its child")
-	}
+	proctest.WaitMarked(t, mark, 2, 30*time.Second) // the shell and its background sleep
 	start := time.Now()
 	err = agent.Close()
 	if err == nil || time.Since(start) > 5*time.Second {
 		t.Fatalf("Close = %v after %v, want the kill reported within the graces", err, time.Since(start))
 	}
-	for syscall.Kill(grandchild, 0) == nil {
-		if time.Now().After(deadline) {
-			t.Fatalf("the agent's child %d outlived Close", grandchild)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	proctest.MarkedGone(t, mark, 10*time.Second)
 }
 
 // The context given to StartAgent bounds the agent's life.

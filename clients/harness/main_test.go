@@ -11,6 +11,8 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/bridgekit/bridgekit/internal/proctest"
+
 	"github.com/bridgekit/bridgekit/clients/harness"
 )
 
@@ -38,7 +40,7 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	os.RemoveAll(dir)
 	if code == 0 {
-		if err := goleak.Find(); err != nil {
+		if err := goleak.Find(proctest.IgnoreSpawner()); err != nil {
 			fmt.Fprintln(os.Stderr, "goleak:", err)
 			code = 1
 		}

@@ -19,7 +19,7 @@ import (
 func conformRun(t *testing.T, args ...string) (int, conform.Report, string) {
 	t.Helper()
 	// Nothing conform started may outlive it.
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent(), proctest.IgnoreSpawner())
 	out := filepath.Join(t.TempDir(), "results.json")
 	all := append([]string{"conform", "--json", out}, args...)
 	status, stdout, stderr := runCmd(t, "", all...)
@@ -226,8 +226,8 @@ func TestConformBaseline(t *testing.T) {
 // A host that never answers times every scenario out, and it and what it
 // started are gone when conform returns.
 func TestConformStopsAHungHostAndItsGroup(t *testing.T) {
-	pidFile := filepath.Join(t.TempDir(), "pid")
-	script := `sleep 300 & echo $! > ` + pidFile + `; exec sleep 300`
+	mark := proctest.Mark(t)
+	script := `export ` + mark + `; sleep 300 & exec sleep 300`
 	began := time.Now()
 	status, rep, table := conformRun(t, "--timeout", "300ms", "--grace", "200ms", "--run", "harn-host/capabilities,harn-host/unknown-method", "--", "sh", "-c", script)
 	if status != 1 || rep.Summary.Fail != 2 {
@@ -239,7 +239,7 @@ func TestConformStopsAHungHostAndItsGroup(t *testing.T) {
 	if d := time.Since(began); d > 5*time.Second {
 		t.Errorf("took %v", d)
 	}
-	proctest.GoneFromFile(t, pidFile, 2*time.Second)
+	proctest.MarkedGone(t, mark, 2*time.Second)
 }
 
 // A host that dies in a scenario fails it, and the next scenario gets a

@@ -11,6 +11,7 @@
 //	bridgekit probe    [flags] -- COMMAND ARGS...   what an agent or runtime offers
 //	bridgekit scaffold [flags]                      add a method or host/call operation
 //	bridgekit generate [flags]                      regenerate gen/ and docs/reference/
+//	bridgekit policy   check FILE...                 check a host policy file
 //
 // Every subcommand takes -h. Exit statuses: 0 success, 1 the check found
 // problems (or the traced command's own status, for trace), 2 a usage error.

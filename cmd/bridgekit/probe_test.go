@@ -245,9 +245,9 @@ func TestProbeMatrixComparesCommands(t *testing.T) {
 }
 
 func TestProbeTimesOutAndStopsTheGroup(t *testing.T) {
-	pidFile := filepath.Join(t.TempDir(), "pid")
+	mark := proctest.Mark(t)
 	// It never answers; its background job must not outlive the probe.
-	script := "sleep 60 & echo $! > " + pidFile + "; exec cat > /dev/null"
+	script := "export " + mark + "; sleep 60 & exec cat > /dev/null"
 	start := time.Now()
 	status, out, _ := probeJSON(t, "--timeout", "300ms", "--", "sh", "-c", script)
 	if p := out.Probes[0]; status != 1 || p.OK || !strings.Contains(p.Error, "initialize: no answer within 300ms") {
@@ -256,7 +256,7 @@ func TestProbeTimesOutAndStopsTheGroup(t *testing.T) {
 	if d := time.Since(start); d > 10*time.Second {
 		t.Fatalf("took %v", d)
 	}
-	proctest.GoneFromFile(t, pidFile, 5*time.Second)
+	proctest.MarkedGone(t, mark, 5*time.Second)
 }
 
 func TestProbeUsage(t *testing.T) {

@@ -20,6 +20,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/bridgekit/bridgekit/gen/acp"
+	"github.com/bridgekit/bridgekit/internal/proctest"
 	"github.com/bridgekit/bridgekit/runtime/rpc"
 )
 
@@ -31,7 +32,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv(envRun) == "1" {
 		os.Exit(run(nil, os.Stdin, os.Stdout, os.Stderr))
 	}
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(m, proctest.IgnoreSpawner())
 }
 
 // session is a Go ACP client connected to the agent over pipes, recording

@@ -162,15 +162,15 @@ func newApp(o appOptions) (*app, error) {
 // rendering every decision and failure.
 func newFiles(ws *workspace.Workspace, pol *policy, r *renderer) *files.Server {
 	return &files.Server{WS: ws,
-		Allow: pol.fsAccess,
+		Allow: pol.FSAccess,
 		Observe: func(e files.Access) {
 			switch {
 			case e.Decided && e.Allowed:
-				r.line(r.paint("fs", cDim) + " " + e.Op + " " + clean(e.Path) + ": allowed (" + e.Reason + ")")
+				r.hostLine(r.paint("fs", cDim) + " " + e.Op + " " + clean(e.Path) + ": allowed (" + clean(e.Reason) + ")")
 			case e.Decided:
-				r.line(r.paint("fs", cRed) + " " + e.Op + " " + clean(e.Path) + ": denied (" + e.Reason + ")")
+				r.hostLine(r.paint("fs", cRed) + " " + e.Op + " " + clean(e.Path) + ": denied (" + clean(e.Reason) + ")")
 			default:
-				r.line(r.paint("fs", cRed) + " " + e.Op + " " + clean(e.Path) + ": " + clean(e.Reason))
+				r.hostLine(r.paint("fs", cRed) + " " + e.Op + " " + clean(e.Path) + ": " + clean(e.Reason))
 			}
 		}}
 }
@@ -178,21 +178,21 @@ func newFiles(ws *workspace.Workspace, pol *policy, r *renderer) *files.Server {
 // newTerm serves terminal/* on terms under the policy's terminal lists,
 // rendering every terminal/create.
 func newTerm(terms *terminal.Manager, fs *files.Server, pol *policy, sh *shells.Provider, r *renderer) *acpterm.Server {
-	return &acpterm.Server{Terms: terms, Files: fs, Commands: pol.commands, Env: pol.Terminal.Env, Shells: sh,
+	return &acpterm.Server{Terms: terms, Files: fs, Commands: pol.Commands(), Env: pol.Terminal.Env, Shells: sh,
 		Observe: func(e acpterm.Event) {
 			via := ""
 			if e.Via != "" {
 				via = " [" + clean(e.Via) + "]"
 			}
 			if !e.Allowed {
-				r.line(r.paint("terminal", cRed) + via + " " + clean(e.Line) + ": " + clean(e.Reason))
+				r.hostLine(r.paint("terminal", cRed) + via + " " + clean(e.Line) + ": " + clean(e.Reason))
 				return
 			}
 			env := e.Env
 			if env == "" {
 				env = "(empty)"
 			}
-			r.line(r.paint("terminal", cDim) + " " + e.ID + via + " " + clean(e.Line) + ": allowed (" + e.Reason + ") env: " + clean(env))
+			r.hostLine(r.paint("terminal", cDim) + " " + clean(e.ID) + via + " " + clean(e.Line) + ": allowed (" + clean(e.Reason) + ") env: " + clean(env))
 		}}
 }
 
@@ -266,13 +266,13 @@ func (a *app) renderMatch(_ *harn.SkillMatchParams, ranked []skills.Ranked) {
 	if len(shown) == 0 {
 		shown = []string{"no match"}
 	}
-	a.render.line(a.render.paint("skill/match:", cBlue) + " " + strings.Join(shown, ", "))
+	a.render.hostLine(a.render.paint("skill/match:", cBlue) + " " + strings.Join(shown, ", "))
 }
 
 // newPerms answers permission requests with the policy's rules,
 // rendering each decision.
 func (a *app) newPerms() *permission.Host {
-	return &permission.Host{Policy: a.policy.permissions(a.ws), Tracker: a.tracker, Observe: a.renderPermission, Logger: a.log, HarnPeer: a.harnPeer.Load}
+	return &permission.Host{Policy: a.policy.PermissionPolicy(a.ws.Resolve), Tracker: a.tracker, Observe: a.renderPermission, Logger: a.log, HarnPeer: a.harnPeer.Load}
 }
 
 // renderPermission shows a permission decision; should describing the
@@ -280,10 +280,10 @@ func (a *app) newPerms() *permission.Host {
 func (a *app) renderPermission(p *acp.RequestPermissionRequest, c *permission.Call, v permission.Verdict, res *acp.RequestPermissionResponse) {
 	defer func() {
 		if rec := recover(); rec != nil {
-			a.render.line(fmt.Sprintf("%s: %s (%s)", a.render.paint("permission", cBold), a.render.paint("denied", cRed, cBold), v.Reason))
+			a.render.hostLine(fmt.Sprintf("%s: %s (%s)", a.render.paint("permission", cBold), a.render.paint("denied", cRed, cBold), clean(v.Reason)))
 		}
 	}()
-	a.render.line(a.permissionLine(p, c, v, res))
+	a.render.hostLine(a.permissionLine(p, c, v, res))
 }
 
 func (a *app) permissionLine(p *acp.RequestPermissionRequest, c *permission.Call, v permission.Verdict, res *acp.RequestPermissionResponse) string {
@@ -320,5 +320,5 @@ func (a *app) permissionLine(p *acp.RequestPermissionRequest, c *permission.Call
 			}
 		}
 	}
-	return fmt.Sprintf("%s: %s (%s) -> %s", head, verdict, v.Reason, answer)
+	return fmt.Sprintf("%s: %s (%s) -> %s", head, verdict, clean(v.Reason), answer)
 }

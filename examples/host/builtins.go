@@ -35,7 +35,7 @@ func (a *app) builtinCall(ctx context.Context, p *harn.BuiltinCallParams) (res j
 	i := slices.IndexFunc(a.tools, func(t configTool) bool { return t.Name == p.Name })
 	label := a.render.paint("builtin", cBold) + " " + clean(p.Name)
 	if i < 0 {
-		a.render.line(label + ": " + a.render.paint("rejected", cRed, cBold) + " (not a tool of this host)")
+		a.render.hostLine(label + ": " + a.render.paint("rejected", cRed, cBold) + " (not a tool of this host)")
 		return nil, rpc.NewError(files.CodeDenied, fmt.Sprintf("builtin_call: %s is not a tool of this host", rpc.Truncate(p.Name, rpc.MaxEcho)),
 			map[string]string{"tool": rpc.Truncate(p.Name, rpc.MaxEcho), "reason": "not a tool of this host"})
 	}
@@ -43,9 +43,9 @@ func (a *app) builtinCall(ctx context.Context, p *harn.BuiltinCallParams) (res j
 	label += " (" + tool.Builtin + ")"
 	defer func() {
 		if err != nil {
-			a.render.line(label + ": " + a.render.paint("failed", cRed) + " (" + clean(err.Error()) + ")")
+			a.render.hostLine(label + ": " + a.render.paint("failed", cRed) + " (" + clean(err.Error()) + ")")
 		} else {
-			a.render.line(label + ": " + a.render.paint("done", cGreen))
+			a.render.hostLine(label + ": " + a.render.paint("done", cGreen))
 		}
 	}()
 	if len(p.Args) != 1 || p.Args[0].Kind() != '{' {
@@ -83,7 +83,7 @@ func (a *app) workspaceInfo(_ context.Context, args jsontext.Value) (any, error)
 		Tools     []string   `json:"tools"`
 		Skills    []string   `json:"skills"`
 		Policy    policyInfo `json:"policy"`
-	}{a.ws.Dir(), tools, skills, policyInfo{nonNil(a.policy.FS.Read), nonNil(a.policy.FS.Write), nonNil(a.policy.Terminal.Allow)}}, nil
+	}{a.ws.Dir(), tools, skills, policyInfo{nonNil(a.policy.FS.Read), nonNil(a.policy.FS.Write), nonNil(a.policy.Terminal.Patterns())}}, nil
 }
 
 func nonNil(s []string) []string {

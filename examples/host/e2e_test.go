@@ -21,6 +21,7 @@ import (
 	"github.com/bridgekit/bridgekit/clients/harnvm"
 	"github.com/bridgekit/bridgekit/gen/acp"
 	"github.com/bridgekit/bridgekit/gen/harn"
+	"github.com/bridgekit/bridgekit/internal/proctest"
 )
 
 // upstreamSchema is Harn's own shell-discovery schema: every success result
@@ -31,6 +32,13 @@ const upstreamSchema = "../../../shared/fixtures/harn/upstream/spec/schemas/host
 var hostBin string
 
 func TestMain(m *testing.M) {
+	proctest.RunRole() // the red team's attacker (containment_test.go)
+	switch {
+	case os.Getenv(floodEnv) != "":
+		os.Exit(floodRuntime())
+	case os.Getenv(forgeEnv) != "":
+		os.Exit(forgeRuntime())
+	}
 	if scenario := os.Getenv(fakeAgentEnv); scenario != "" {
 		os.Exit(fakeAgent(scenario))
 	}
@@ -47,7 +55,7 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	os.RemoveAll(dir)
 	// No goroutine of the renderer, a terminal or a test peer outlives the tests.
-	if err := goleak.Find(); code == 0 && err != nil {
+	if err := goleak.Find(proctest.IgnoreSpawner()); code == 0 && err != nil {
 		fmt.Fprintln(os.Stderr, "goleak:", err)
 		code = 1
 	}

@@ -114,68 +114,43 @@ func TestHostileSpecialFiles(t *testing.T) {
 	}
 }
 
-// pidsOf polls terminal/output until it holds n numbers.
-func pidsOf(t *testing.T, p *rawPeer, id string, n int) []int {
-	t.Helper()
-	for deadline, i := time.Now().Add(10*time.Second), 0; time.Now().Before(deadline); i++ {
-		r := p.call(strconv.Itoa(9000+i), "terminal/output", fmt.Sprintf(`{"sessionId":"s","terminalId":%q}`, id))
-		var o struct{ Output string }
-		json.Unmarshal(r.Result, &o)
-		var pids []int
-		for _, f := range strings.Fields(o.Output) {
-			if v, err := strconv.Atoi(f); err == nil {
-				pids = append(pids, v)
-			}
-		}
-		if len(pids) >= n {
-			return pids
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatal("the command printed no pids")
-	return nil
-}
-
-const bgScript = `/bin/sleep 100 & echo $!; /bin/sleep 100`
-
 // TestHostileBackgroundChildren: `sleep 100 &` is gone after
 // terminal/kill, terminal/release, the host's exit and a SIGKILL of the
 // host.
 func TestHostileBackgroundChildren(t *testing.T) {
 	policy := `{"terminal": {"allow": ["/bin/sh -c *"]}}`
-	create := func(p *rawPeer, id string) (string, int) {
-		r := p.call(id, "terminal/create", `{"sessionId":"s","command":"/bin/sh","args":["-c",`+strconv.Quote(bgScript)+`]}`)
+	create := func(p *rawPeer, id string) (string, string) {
+		mark := proctest.Mark(t)
+		script := "export " + mark + "; /bin/sleep 100 & /bin/sleep 100"
+		r := p.call(id, "terminal/create", `{"sessionId":"s","command":"/bin/sh","args":["-c",`+strconv.Quote(script)+`]}`)
 		term := terminalID(t, r)
-		pid := pidsOf(t, p, term, 1)[0]
-		if !proctest.Alive(pid) {
-			t.Fatalf("background %d not running", pid)
-		}
-		return term, pid
+		proctest.WaitMarked(t, mark, 2, 30*time.Second)
+		return term, mark
 	}
 	t.Run("kill and release", func(t *testing.T) {
 		p, _ := hostileHost(t, policy)
-		term, pid := create(p, "1")
+		term, mark := create(p, "1")
 		if r := p.call("2", "terminal/kill", fmt.Sprintf(`{"sessionId":"s","terminalId":%q}`, term)); r.Error != nil {
 			t.Fatal(r.Error)
 		}
-		proctest.Gone(t, pid, 10*time.Second)
-		term, pid = create(p, "3")
+		proctest.MarkedGone(t, mark, 10*time.Second)
+		term, mark = create(p, "3")
 		if r := p.call("4", "terminal/release", fmt.Sprintf(`{"sessionId":"s","terminalId":%q}`, term)); r.Error != nil {
 			t.Fatal(r.Error)
 		}
-		proctest.Gone(t, pid, 10*time.Second)
+		proctest.MarkedGone(t, mark, 10*time.Second)
 	})
 	t.Run("host exit", func(t *testing.T) {
 		p, _ := hostileHost(t, policy)
-		_, pid := create(p, "1")
+		_, mark := create(p, "1")
 		p.stdin.Close()
-		proctest.Gone(t, pid, 10*time.Second)
+		proctest.MarkedGone(t, mark, 10*time.Second)
 	})
 	t.Run("host SIGKILL", func(t *testing.T) {
 		p, _ := hostileHost(t, policy)
-		_, pid := create(p, "1")
+		_, mark := create(p, "1")
 		p.cmd.Process.Signal(syscall.SIGKILL)
-		proctest.Gone(t, pid, 10*time.Second)
+		proctest.MarkedGone(t, mark, 10*time.Second)
 		p.killed = true
 	})
 }

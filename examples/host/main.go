@@ -5,7 +5,7 @@
 //
 //	host [flags]                              serve the bridge on this process's stdin/stdout
 //	host [flags] -- harn serve acp            start the runtime as a child and serve the bridge
-//	                                          over the child's pipes (its stderr passes through)
+//	                                          over the child's pipes (its stderr shown line by line, visibly)
 //	host [flags] -prompt TEXT -- COMMAND ...  start the runtime, run initialize, session/new and
 //	                                          session/prompt TEXT as its ACP client, serve it meanwhile,
 //	                                          and exit with a status that says how the prompt ended
@@ -51,6 +51,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -80,6 +81,7 @@ type options struct {
 	maxFrame                  int
 	grace                     time.Duration
 	verbose                   bool
+	rawStderr                 bool
 	auth                      string
 	authTerminal              bool
 	gateway, gatewayProtocol  string
@@ -142,6 +144,7 @@ func main() {
 	flag.IntVar(&o.maxFrame, "max-frame", ndjson.DefaultMaxFrame, "largest inbound line in bytes")
 	flag.DurationVar(&o.grace, "grace", host.DefaultStopGrace, "how long to wait for a clean stop after a signal")
 	flag.BoolVar(&o.verbose, "v", false, "log diagnostics to stderr")
+	flag.BoolVar(&o.rawStderr, "raw-stderr", false, "pass the runtime's stderr through untouched (by default each line is shown visibly, after \"stderr:\", like the rest of its text)")
 	flag.StringVar(&o.record, "record", "", "with a runtime after --: write every frame exchanged with it to `file` when the host exits, one JSON object per line ({seq, ms, dir, method, id, line, cut}, as testdata/acp/traffic)")
 	flag.StringVar(&o.auth, "auth", "", "authenticate with the agent's method `ID` (default: an env_var method whose variables are set)")
 	flag.BoolVar(&o.authTerminal, "auth-terminal", false, "allow running the agent's terminal authentication method (an interactive login)")
@@ -156,12 +159,20 @@ func main() {
 	os.Exit(run(flag.Args(), o))
 }
 
+// memoryLimit is the host's soft memory limit (runtime/debug's, unless
+// GOMEMLIMIT sets one): every queue a runtime can fill is bounded in bytes,
+// but the buffers a flood of large frames leaves would otherwise let the
+// heap grow to twice their size before the collector runs.
+const memoryLimit = 128 << 20
+
 func run(args []string, o options) int {
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(memoryLimit)
+	}
 	level := slog.LevelWarn
 	if o.verbose {
 		level = slog.LevelDebug
 	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	color, err := colorMode(o.color, os.Stderr)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "host:", err)
@@ -181,8 +192,6 @@ func run(args []string, o options) int {
 		return exitUsage
 	}
 	if gateway != nil {
-		// Header values are secrets: masked in every diagnostic.
-		log = child.Logger(log, gateway.Redactor())
 		o.gatewayAuth = gateway
 	}
 	if o.prompt != "" && len(args) == 0 {
@@ -192,10 +201,29 @@ func run(args []string, o options) int {
 	}
 	render := newRenderer(os.Stderr, color)
 	defer render.close(time.Second)
+	// Diagnostics go through the renderer's bounded queue: a stderr nobody
+	// reads never blocks a log call, nor grows the host.
+	log := slog.New(slog.NewTextHandler(logWriter{render}, &slog.HandlerOptions{Level: level}))
+	if gateway != nil {
+		// Header values are secrets: masked in every diagnostic.
+		log = child.Logger(log, gateway.Redactor())
+	}
+	// Which means keeps the runtime and every command from outliving this
+	// host (README.md, "Containment"); one that cannot be had is an error.
+	if c := host.CurrentContainment(); c.Err != nil {
+		render.Status("containment: %v", c.Err)
+		return exitHostError
+	} else {
+		render.Status("containment: %s", c)
+	}
 
 	a, err := newApp(appOptions{config: o.config, policy: o.policy, workspace: o.workspace, render: render, log: log})
 	if err != nil {
-		render.Status("%v", err)
+		// One line each (a policy's findings are several), each shown
+		// visibly.
+		for line := range strings.SplitSeq(err.Error(), "\n") {
+			render.Status("%s", line)
+		}
 		return exitHostError
 	}
 	defer a.terms.Close(o.grace)
@@ -250,12 +278,12 @@ func run(args []string, o options) int {
 	if o.prompt != "" {
 		return runPrompt(a, srv, sigs, o, args)
 	}
-	return serve(a, srv, sigs, o.grace, args)
+	return serve(a, srv, sigs, o.grace, o.rawStderr, args)
 }
 
 // serve serves the bridge on stdin/stdout, or over a child's pipes. The
 // peer speaks Harn's bridge, so it gets Harn's members in answers.
-func serve(a *app, srv *host.Server, sigs chan os.Signal, grace time.Duration, args []string) int {
+func serve(a *app, srv *host.Server, sigs chan os.Signal, grace time.Duration, rawStderr bool, args []string) int {
 	a.harnPeer.Store(true)
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
@@ -283,6 +311,7 @@ func serve(a *app, srv *host.Server, sigs chan os.Signal, grace time.Duration, a
 	var err error
 	if len(args) > 0 {
 		cmd := exec.Command(args[0], args[1:]...)
+		defer runtimeStderr(a, cmd, rawStderr)()
 		err = srv.ServeCommandConn(ctx, cmd, func(*rpc.Conn) { process.Store(cmd.Process) })
 	} else {
 		err = srv.Serve(ctx, os.Stdin, os.Stdout)
@@ -308,6 +337,7 @@ func serve(a *app, srv *host.Server, sigs chan os.Signal, grace time.Duration, a
 // serving it, and returns the prompt's exit status.
 func runPrompt(a *app, srv *host.Server, sigs chan os.Signal, o options, args []string) int {
 	cmd := exec.Command(args[0], args[1:]...)
+	defer runtimeStderr(a, cmd, o.rawStderr)()
 	// A Ctrl-C at the terminal must reach only us: the runtime is cancelled
 	// through the protocol, not killed by the terminal's SIGINT.
 	child.Contain(cmd)
@@ -321,7 +351,7 @@ func runPrompt(a *app, srv *host.Server, sigs chan os.Signal, o options, args []
 		Capabilities: &acp.ClientCapabilities{Fs: &acp.FileSystemCapabilities{ReadTextFile: new(true), WriteTextFile: new(true)}, Terminal: new(true)},
 		Auth:         auth.Options{Method: acp.AuthMethodID(o.auth), Terminal: o.authTerminal, Gateway: o.gatewayAuth},
 		AuthHint:     "(choose a method with -auth ID; an env_var method needs its variables set in the host's environment; -auth-terminal lets the host run a terminal method; -gateway URL a gateway method)",
-		Status:       func(format string, args ...any) { a.render.Status("%s", cleanLines(fmt.Sprintf(format, args...))) },
+		Status:       a.render.Status,
 		OnHarn: func(adv *harn.AgentCapabilities) {
 			a.harnPeer.Store(true)
 			if len(adv.SessionUpdateExtensions) > 0 {
@@ -415,8 +445,22 @@ func runPrompt(a *app, srv *host.Server, sigs chan os.Signal, o options, args []
 	if status != exitCompleted {
 		label = a.render.paint("failed:", cRed, cBold)
 	}
-	a.render.Status("%s %s (exit status %d)", label, cleanLines(result.Summary), status)
+	a.render.Status("%s %s (exit status %d)", hostText(label), result.Summary, status)
 	return status
+}
+
+// runtimeStderr sets the runtime's stderr: the host's own, untouched, with
+// raw; else the renderer's filter, which shows each line visibly. It
+// returns what shows the filter's unfinished last line, once the runtime
+// is gone.
+func runtimeStderr(a *app, cmd *exec.Cmd, raw bool) func() {
+	if raw {
+		cmd.Stderr = os.Stderr
+		return func() {}
+	}
+	w := a.render.stderr()
+	cmd.Stderr = w
+	return w.Flush
 }
 
 // Exit statuses of -prompt (README.md, "Exit statuses"). 128+n reports
@@ -457,15 +501,6 @@ func signalStatus(sig os.Signal) int {
 		return 128 + int(s)
 	}
 	return 1
-}
-
-// cleanLines strips control characters from each line of s.
-func cleanLines(s string) string {
-	lines := strings.Split(s, "\n")
-	for i, l := range lines {
-		lines[i] = clean(l)
-	}
-	return strings.Join(lines, "\n")
 }
 
 // forceExit ends the host at once after a second signal, killing the

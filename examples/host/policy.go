@@ -1,82 +1,21 @@
 package main
 
 import (
-	"fmt"
-	"os"
-	"slices"
-
-	"github.com/go-json-experiment/json"
-
-	"github.com/bridgekit/bridgekit/servers/host/permission"
-	"github.com/bridgekit/bridgekit/servers/host/terminal"
-	"github.com/bridgekit/bridgekit/servers/host/workspace"
+	hostpolicy "github.com/bridgekit/bridgekit/servers/host/policy"
 )
 
-// policy decides what the agent may do (see README.md, "Policy"). It fails
-// closed: whatever no rule allows is denied, and so is everything when
-// there is no policy file.
-type policy struct {
-	// Permissions answer session/request_permission: servers/host/permission's
-	// rules, of which the first that matches the tool call (merged with its
-	// earlier updates) decides.
-	Permissions []permission.Rule `json:"permissions"`
-	// FS lists the workspace paths fs/read_text_file and
-	// fs/write_text_file may touch.
-	FS struct {
-		Read  []string `json:"read"`
-		Write []string `json:"write"`
-	} `json:"fs"`
-	// Terminal lists the commands terminal/create may run, and the
-	// environment they get.
-	Terminal struct {
-		Allow []string           `json:"allow"`
-		Env   terminal.EnvPolicy `json:"env"`
-	} `json:"terminal"`
+// policy decides what the agent may do (see README.md, "Policy"): it is
+// servers/host/policy's, which `bridgekit policy check` checks too. It
+// fails closed: whatever no rule allows is denied, and so is everything
+// when there is no policy file.
+type policy = hostpolicy.Policy
 
-	commands *terminal.Commands // Terminal.Allow, parsed
-}
-
-// loadPolicy reads and checks a policy file; path "" denies everything.
+// loadPolicy reads and checks a policy file (hostpolicy.Load: a command
+// that runs workspace code where the runtime may write is refused); path
+// "" denies everything.
 func loadPolicy(path string) (*policy, error) {
-	p := &policy{}
 	if path == "" {
-		return p, nil
+		return &policy{}, nil
 	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("policy: %w", err)
-	}
-	if err := json.Unmarshal(data, p, json.RejectUnknownMembers(true)); err != nil {
-		return nil, fmt.Errorf("policy %s: %w", path, err)
-	}
-	if err := (&permission.Policy{Rules: p.Permissions}).Validate(); err != nil {
-		return nil, fmt.Errorf("policy %s: %w", path, err)
-	}
-	for _, g := range slices.Concat(p.FS.Read, p.FS.Write) {
-		if err := permission.CheckPathGlob(g); err != nil {
-			return nil, fmt.Errorf("policy %s: fs: %w", path, err)
-		}
-	}
-	if p.commands, err = terminal.NewCommands(p.Terminal.Allow); err != nil {
-		return nil, fmt.Errorf("policy %s: terminal: %w", path, err)
-	}
-	return p, nil
-}
-
-// permissions is the permission.Policy of p's rules in workspace ws: paths
-// are resolved as the workspace resolves them, links included.
-func (p *policy) permissions(ws *workspace.Workspace) *permission.Policy {
-	return &permission.Policy{Rules: p.Permissions, Resolve: ws.Resolve}
-}
-
-// fsAccess decides an fs/* request for the workspace path rel.
-func (p *policy) fsAccess(rel string, write bool) (ok bool, reason string) {
-	patterns, what := p.FS.Read, "read"
-	if write {
-		patterns, what = p.FS.Write, "write"
-	}
-	if slices.ContainsFunc(patterns, func(g string) bool { return permission.Glob(g, rel) }) {
-		return true, "fs." + what
-	}
-	return false, "fs." + what + " does not list it"
+	return hostpolicy.Load(path)
 }

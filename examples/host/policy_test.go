@@ -32,6 +32,10 @@ func TestPolicyErrors(t *testing.T) {
 		"empty element": {`{"permissions": [{"paths": ["src//x"], "decision": "deny"}]}`, `pattern "src//x"`},
 		"unknown":       {`{"permission": []}`, `unknown object member name "permission"`},
 		"unknown rule":  {`{"permissions": [{"decision": "allow", "path": ["x"]}]}`, `unknown object member name "path"`},
+		// Issue 33, finding 5: git status runs src/.git/config's
+		// core.fsmonitor, which the runtime may write.
+		"workspace code": {`{"fs": {"write": ["src/**"]}, "terminal": {"allow": ["git status"]}}`, `terminal.allow[0] "git status" runs code from the workspace`},
+		"cwd glob":       {`{"terminal": {"allow": [{"command": "ls", "cwd": ["/etc"]}]}}`, `terminal.allow[0] cwd: pattern "/etc"`},
 	} {
 		path := writeFile(t, filepath.Join(dir, strings.ReplaceAll(name, " ", "-")+".json"), tc.text)
 		if _, err := loadPolicy(path); err == nil || !strings.Contains(err.Error(), tc.want) {

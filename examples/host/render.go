@@ -26,10 +26,12 @@ import (
 
 // renderer writes session/update notifications, permission decisions and
 // the host's own status lines readably to a writer (stderr), with ANSI
-// colours when it is a terminal. Text from the agent is stripped of control
-// characters, so an agent cannot drive the terminal. Writing happens on a
-// goroutine of its own behind a bounded queue: a stderr nobody reads never
-// stalls the connection (lines are dropped, and counted, instead).
+// colours when it is a terminal. Text from the agent is rendered visibly
+// (visible, below): an agent can neither drive the terminal nor write a
+// line that passes for the host's, every one of which starts with
+// "host:". Writing happens on a goroutine of its own behind a queue
+// bounded in writes and bytes: a stderr nobody reads never stalls the
+// connection nor grows the host (lines are dropped, and counted, instead).
 type renderer struct {
 	color bool
 	out   *lossy.Writer
@@ -39,11 +41,17 @@ type renderer struct {
 	harn   map[string]bool // Harn extension variants, rendered from _meta.harn
 }
 
-// rendererQueue bounds the writes waiting for a slow stderr.
-const rendererQueue = 4096
+// rendererQueue bounds the writes waiting for a slow stderr, and
+// rendererBytes their bytes; maxChunkShown bounds the text of one chunk
+// that is shown (the rest is counted).
+const (
+	rendererQueue = 4096
+	rendererBytes = 4 << 20
+	maxChunkShown = 256 << 10
+)
 
 func newRenderer(w io.Writer, color bool) *renderer {
-	r := &renderer{color: color, out: lossy.New(w, "stderr", rendererQueue)}
+	r := &renderer{color: color, out: lossy.NewSize(w, "stderr", rendererQueue, rendererBytes)}
 	r.setHarnExtensions(defaultHarnExtensions)
 	return r
 }
@@ -109,9 +117,35 @@ func (r *renderer) line(s string) {
 	r.emitLocked([]byte(s + "\n"))
 }
 
-// Status writes a line of the host's own.
+// Status writes a line of the host's own, "host: " and the message; each
+// argument that is text (a string, an error, a Stringer: it may quote the
+// runtime) is rendered visibly, on one line, but a hostText.
 func (r *renderer) Status(format string, args ...any) {
-	r.line(r.paint("host:", cBold) + " " + fmt.Sprintf(format, args...))
+	for i, a := range args {
+		switch v := a.(type) {
+		case hostText:
+			args[i] = string(v)
+		case string:
+			args[i] = clean(v)
+		case error:
+			args[i] = clean(v.Error())
+		case fmt.Stringer:
+			args[i] = clean(v.String())
+		}
+	}
+	r.hostLine(fmt.Sprintf(format, args...))
+}
+
+// hostText is text of the host's own (a painted label) that Status shows
+// as it is.
+type hostText string
+
+// hostLine writes one line of the host's own: "host: " and s, which must
+// hold nothing of the runtime's but what clean rendered. A line break in s
+// (the host's own) starts another "host: " line.
+func (r *renderer) hostLine(s string) {
+	prefix := r.paint("host:", cBold) + " "
+	r.line(prefix + strings.ReplaceAll(s, "\n", "\n"+prefix))
 }
 
 // ANSI styles.
@@ -186,9 +220,29 @@ func (r *renderer) Update(n *acp.SessionNotification) {
 // chunk streams a content chunk: chunks of one kind in a row share a line.
 func (r *renderer) chunk(kind, label string, c acp.ContentBlock, styles []string) {
 	var text string
+	if c.Text != nil && r.out.Full() {
+		// stderr is behind: it would be dropped, so it is not rendered
+		// (counted all the same).
+		r.out.Drop(len(c.Text.Text))
+		return
+	}
 	if c.Text != nil {
-		if text = cleanText(c.Text.Text); text == "" {
+		raw := c.Text.Text
+		var more int
+		if len(raw) > maxChunkShown {
+			// One chunk of megabytes would flood the terminal: its start is
+			// shown, and how much more there was.
+			cut := maxChunkShown
+			for cut > 0 && !utf8.RuneStart(raw[cut]) {
+				cut--
+			}
+			raw, more = raw[:cut], len(raw)-cut
+		}
+		if text = cleanText(raw); text == "" {
 			return // an empty chunk: no label without text after it
+		}
+		if more > 0 {
+			text += fmt.Sprintf(" [%d more bytes of this chunk not shown]", more)
 		}
 	} else {
 		text = "[" + contentBlock(c) + "]"
@@ -203,7 +257,10 @@ func (r *renderer) chunk(kind, label string, c acp.ContentBlock, styles []string
 	if r.stream != kind {
 		// A new line starts with text: line breaks before it would leave
 		// the label alone on its line.
-		if text = strings.TrimLeft(text, "\n"); text == "" {
+		for strings.HasPrefix(text, "↵\n"+contMark) {
+			text = text[len("↵\n"+contMark):]
+		}
+		if text == "" {
 			return
 		}
 		r.endStreamLocked()
@@ -231,7 +288,7 @@ func contentBlock(c acp.ContentBlock) string {
 		switch res := c.Resource.Resource; {
 		case res.TextResourceContents != nil:
 			t := res.TextResourceContents
-			return join("resource", clean(t.URI), strconv.Quote(truncate(strings.TrimSpace(cleanLine(t.Text)), 60)))
+			return join("resource", clean(t.URI), strconv.Quote(truncate(cleanLine(strings.TrimSpace(t.Text)), 60)))
 		case res.BlobResourceContents != nil:
 			b := res.BlobResourceContents
 			mime, _ := b.MIMEType.Get()
@@ -639,32 +696,154 @@ func truncate(s string, n int) string {
 	return string([]rune(s)[:n-1]) + "…"
 }
 
-// clean removes every control character (escape sequences included) from a
-// string that must stay on one line.
-func clean(s string) string {
-	return strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) || r == utf8.RuneError {
-			return -1
+// Runtime text is rendered visibly: nothing the runtime sends can move
+// the cursor, start a line, reorder the text around it (a bidi control) or
+// hide in it (a zero-width character), so nothing it sends can pass for a
+// host line (every host line starts with "host:", and every line of
+// runtime text with a label of the renderer's or contMark).
+//
+//   - a C0 control character or DEL is shown as its Unicode control
+//     picture (U+2400 + its code: ␛ for ESC, ␍ for CR, ␉ for a tab, ␡ for
+//     DEL), a line break as ↵;
+//   - a C1 control, a format character (bidi controls such as U+202E,
+//     zero-width characters, the BOM) and a line or paragraph separator
+//     (U+2028, U+2029) as <U+XXXX>;
+//   - a byte that is not UTF-8 as U+FFFD.
+
+// contMark starts each further line of multi-line runtime text (streamed
+// chunks, the runtime's stderr): a mark no host line starts with.
+const contMark = "  ┆ "
+
+// clean renders s visibly (above) on one line.
+func clean(s string) string { return visible(s, false) }
+
+// cleanLine is clean: a line break in a single-line field shows as ↵.
+func cleanLine(s string) string { return visible(s, false) }
+
+// cleanText renders streamed text visibly, its line breaks kept as breaks
+// (after a ↵) whose next line starts with contMark.
+func cleanText(s string) string { return visible(s, true) }
+
+// visible renders s as the comment above says; with breaks, a line break
+// is also a break, followed by contMark.
+func visible(s string, breaks bool) string {
+	clean := true
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f {
+			clean = false
+			break
 		}
-		return r
-	}, s)
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + len(s)/8)
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n <= 1:
+			b.WriteRune(utf8.RuneError)
+		case r == '\n' && breaks:
+			b.WriteString("↵\n" + contMark)
+		case r == '\n':
+			b.WriteString("↵")
+		case r < 0x20:
+			b.WriteRune(0x2400 + r)
+		case r == 0x7f:
+			b.WriteRune('␡')
+		case r >= 0x80 && r < 0xa0, unicode.Is(unicode.Cf, r), r == 0x2028, r == 0x2029:
+			fmt.Fprintf(&b, "<U+%04X>", r)
+		default:
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
 }
 
-// cleanLine is clean with line breaks and tabs shown as spaces.
-func cleanLine(s string) string {
-	return clean(strings.NewReplacer("\r\n", " ", "\n", " ", "\t", " ").Replace(s))
+// maxStderrLine bounds how much of one line of the runtime's stderr is
+// held before it is shown: a longer line is shown in pieces.
+const maxStderrLine = 4 << 10
+
+// stderrWriter renders what the runtime writes on its stderr through the
+// same filter as the rest of its text: line by line, each "stderr: " and
+// the line shown visibly (a line longer than maxStderrLine in pieces, the
+// further ones after contMark), so that the runtime can neither drive the
+// terminal nor write a line that passes for the host's. It never blocks:
+// lines go to the renderer's bounded queue. Flush shows an unfinished
+// last line.
+type stderrWriter struct {
+	r    *renderer
+	mu   sync.Mutex
+	buf  []byte
+	cont bool // the line being read was begun in an earlier piece
 }
 
-// cleanText keeps line breaks and tabs of streamed text, and removes every
-// other control character.
-func cleanText(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r == '\n' || r == '\t' {
-			return r
+func (r *renderer) stderr() *stderrWriter { return &stderrWriter{r: r} }
+
+func (w *stderrWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := len(p)
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, '\n')
+		end := i
+		if i < 0 {
+			end = len(p)
 		}
-		if unicode.IsControl(r) || r == utf8.RuneError {
-			return -1
+		w.buf = append(w.buf, p[:end]...)
+		for len(w.buf) > maxStderrLine { // a long line: shown in pieces
+			cut := maxStderrLine
+			for cut > maxStderrLine-utf8.UTFMax && !utf8.RuneStart(w.buf[cut]) {
+				cut--
+			}
+			w.show(w.buf[:cut])
+			w.buf = append(w.buf[:0], w.buf[cut:]...)
+			w.cont = true
 		}
-		return r
-	}, s)
+		if i < 0 {
+			break
+		}
+		w.show(w.buf)
+		w.buf, w.cont = w.buf[:0], false
+		p = p[i+1:]
+	}
+	return n, nil
+}
+
+// show renders one line, or one piece of a long one.
+func (w *stderrWriter) show(line []byte) {
+	if w.r.out.Full() { // it would be dropped: do not render it
+		w.r.out.Drop(len(line))
+		return
+	}
+	label := w.r.paint("stderr:", cDim) + " "
+	if w.cont {
+		label = contMark
+	}
+	w.r.line(label + clean(string(line)))
+}
+
+// Flush shows what is left of an unfinished last line.
+func (w *stderrWriter) Flush() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.buf) > 0 {
+		w.show(w.buf)
+		w.buf, w.cont = w.buf[:0], false
+	}
+}
+
+// logWriter is the host's diagnostics' output (a log/slog handler's): the
+// renderer's bounded queue, so that logging never blocks on a stderr
+// nobody reads.
+type logWriter struct{ r *renderer }
+
+func (w logWriter) Write(p []byte) (int, error) {
+	w.r.mu.Lock()
+	defer w.r.mu.Unlock()
+	w.r.endStreamLocked()
+	w.r.emitLocked(bytes.Clone(p))
+	return len(p), nil
 }

@@ -184,7 +184,8 @@ func TestRenderExtensionsFollowTheAdvertisement(t *testing.T) {
 }
 
 // An agent cannot drive the terminal: control characters in its text are
-// removed, line breaks kept only in streamed text.
+// shown visibly (control pictures), and line breaks too (↵), kept as
+// breaks only in streamed text, whose next line starts with contMark.
 func TestRenderStripsControlCharacters(t *testing.T) {
 	var ns []acp.SessionNotification
 	for _, doc := range []string{
@@ -205,7 +206,7 @@ func TestRenderStripsControlCharacters(t *testing.T) {
 		}
 	}
 	plain := ansi(text)
-	for _, want := range []string{"agent: red[31m and\nnext\tline\n", `tool c]0;title "t[2J x" (read)`, "harn progress: p: m[1m n"} {
+	for _, want := range []string{"agent: red␛[31m␇ and↵\n" + contMark + "next␉line\n", `tool c␛]0;title␇ "t␛[2J↵x" (read)`, "harn progress: p: m␛[1m↵n"} {
 		if !strings.Contains(plain, want) {
 			t.Errorf("rendering lacks %q:\n%q", want, plain)
 		}
@@ -345,7 +346,7 @@ func TestRenderTypedHarnVariants(t *testing.T) {
 			`harn tool_search_result: promoted read, {"name":"grep"} (bm25) s1`},
 		{`{"sessionUpdate":"fs_watch","_meta":{"harn":{"subscriptionId":"w1","events":[{"kind":"create","paths":["/p/a.go"]},` +
 			`{"kind":"modify","paths":["/p/b.go"],"relative_paths":["b.go"]},{"kind":"error","error":"watch\u001b limit"}]}}}`,
-			`harn fs_watch: w1: create /p/a.go; modify b.go; error error "watch limit"`},
+			`harn fs_watch: w1: create /p/a.go; modify b.go; error error "watch␛ limit"`},
 		{`{"sessionUpdate":"handoff","_meta":{"harn":{"handoffId":"h1","artifactId":"a1","handoff":{"task":"Review the patch","target_persona_or_human":{"label":"reviewer"}}}}}`,
 			`harn handoff: h1 to reviewer "Review the patch" artifact a1`},
 		{`{"sessionUpdate":"hitl_request","_meta":{"harn":{"requestId":"q1","kind":"question","payload":{}}}}`, "harn hitl_request: question q1"},
@@ -402,7 +403,7 @@ func TestRenderTypedHarnVariants(t *testing.T) {
 		{`{"sessionUpdate":"usage_update","used":1200,"size":200000,"cost":{"amount":0.25,"currency":"USD"}}`, "usage: 1200/200000 tokens cost 0.25 USD"},
 		{`{"sessionUpdate":"usage_update","used":5,"size":10}`, "usage: 5/10 tokens"},
 		{`{"sessionUpdate":"notice","severity":"warning","title":"Rate limited","description":"retrying in 5s"}`, `notice: warning "Rate limited" retrying in 5s`},
-		{`{"sessionUpdate":"compaction_update","compactionId":"c1","status":"failed","error":"too\u001b long"}`, `compaction: c1 failed error "too long"`},
+		{`{"sessionUpdate":"compaction_update","compactionId":"c1","status":"failed","error":"too\u001b long"}`, `compaction: c1 failed error "too␛ long"`},
 		{`{"sessionUpdate":"compaction_summary_chunk","compactionId":"c1","content":{"type":"text","text":"summary"}}`, "compaction c1: summary"},
 	} {
 		var n acp.SessionNotification
@@ -473,7 +474,7 @@ func TestRenderBridgeNotifications(t *testing.T) {
 		"event a_future_kind: x=1\n" +
 		"bridge progress: llm: warming up\n" +
 		"bridge log: [debug] x\n" +
-		"output: printed[2J\n"
+		"output: printed␛[2J\n"
 	if got := out.String(); got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}

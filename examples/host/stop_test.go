@@ -79,6 +79,7 @@ func TestPipedInputIsAnsweredBeforeExit(t *testing.T) {
 
 // running is a host process with its pipes.
 type running struct {
+	mark   string // the runtime's, from childScript
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	stderr *os.File // a file, so that nothing waits for the pipe's other writers
@@ -223,17 +224,22 @@ func TestClosedStdoutEndsWithAMessage(t *testing.T) {
 // running host.
 func childScript(t *testing.T, bin, script string, hostArgs ...string) *running {
 	t.Helper()
-	args := append(append([]string{}, hostArgs...), "--", "/bin/sh", "-c", script)
-	return start(t, exec.Command(bin, args...), nil)
+	// The mark reaches the runtime and what it starts through env, not
+	// the host (proctest.Marked must not count the host).
+	mark := proctest.Mark(t)
+	args := append(append([]string{}, hostArgs...), "--", "/usr/bin/env", mark, "/bin/sh", "-c", script)
+	r := start(t, exec.Command(bin, args...), nil)
+	r.mark = mark
+	t.Cleanup(func() { proctest.KillMarked(mark) })
+	return r
 }
 
 func TestChildExitEndsHostDespiteGrandchild(t *testing.T) {
 	skipWithoutSignals(t)
 	bin := buildHost(t)
 	// The grandchild inherits the child's stdin and stdout and outlives it.
-	r := childScript(t, bin, `sleep 30 & echo "grandchild $!" >&2; exit 0`)
-	r.waitStderr(t, "grandchild ")
-	defer killFrom(r.stderrText(), "grandchild ")
+	r := childScript(t, bin, `sleep 30 & echo "grandchild-started" >&2; exit 0`)
+	r.waitStderr(t, "grandchild-started")
 	if got := r.wait(t, 5*time.Second); got != 0 {
 		t.Fatalf("exit status %d; stderr:\n%s", got, r.stderrText())
 	}
@@ -250,45 +256,20 @@ func TestHostSIGKILLLeavesNothingRunning(t *testing.T) {
 	if _, err := exec.LookPath("setsid"); err != nil {
 		t.Skip("no setsid")
 	}
-	r := childScript(t, buildHost(t), `sleep 30 & echo "in-group $!" >&2; setsid sleep 30 & echo "escaped $!" >&2; echo "runtime $$" >&2; exec sleep 30`)
-	r.waitStderr(t, "runtime ")
-	text := r.stderrText()
-	var pids []int
-	for _, prefix := range []string{"in-group ", "escaped ", "runtime "} {
-		pid, ok := pidAfter(text, prefix)
-		if !ok || !proctest.Alive(pid) {
-			t.Fatalf("%s: no running process in:\n%s", prefix, text)
-		}
-		pids = append(pids, pid)
-	}
+	r := childScript(t, buildHost(t), `sleep 30 & setsid sleep 30 & echo "runtime-started" >&2; exec sleep 30`)
+	r.waitStderr(t, "runtime-started")
+	proctest.WaitMarked(t, r.mark, 3, 30*time.Second)
 	sendSignal(t, r, syscall.SIGKILL)
 	r.wait(t, 5*time.Second)
-	for _, pid := range pids {
-		proctest.Gone(t, pid, 2*time.Second)
-	}
-}
-
-// killFrom kills the process whose pid follows prefix in text.
-func killFrom(text, prefix string) {
-	if pid, ok := pidAfter(text, prefix); ok {
-		syscall.Kill(pid, syscall.SIGKILL)
-	}
-}
-
-// pidAfter reads the pid that follows prefix in text.
-func pidAfter(text, prefix string) (int, bool) {
-	_, rest, _ := strings.Cut(text, prefix)
-	pid, err := strconv.Atoi(strings.Fields(rest + " x")[0])
-	return pid, err == nil
+	proctest.MarkedGone(t, r.mark, 2*time.Second)
 }
 
 // stubbornChild runs, as the host's child, a script that ignores SIGTERM
-// and says "child <pid>"; it is killed when the test ends.
+// and says "stubborn-ready"; it is killed when the test ends.
 func stubbornChild(t *testing.T, hostArgs ...string) *running {
 	t.Helper()
-	r := childScript(t, buildHost(t), `trap '' TERM; echo "child $$" >&2; while :; do sleep 0.05; done`, hostArgs...)
-	r.waitStderr(t, "child ")
-	t.Cleanup(func() { killFrom(r.stderrText(), "child ") })
+	r := childScript(t, buildHost(t), `trap '' TERM; echo "stubborn-ready" >&2; while :; do sleep 0.05; done`, hostArgs...)
+	r.waitStderr(t, "stubborn-ready")
 	return r
 }
 
@@ -334,7 +315,7 @@ func TestSecondSignalForcesExit(t *testing.T) {
 		t.Fatalf("exit status %d", got)
 	}
 	// Exiting at once must not leave the runtime running behind it.
-	waitGone(t, r.stderrText(), "child ")
+	proctest.MarkedGone(t, r.mark, time.Second)
 }
 
 // A child that ignores SIGTERM is killed before the host gives up on it,
@@ -346,33 +327,7 @@ func TestGraceZeroDoesNotOrphanTheChild(t *testing.T) {
 	if got := r.wait(t, 10*time.Second); got != 128+int(syscall.SIGTERM) && got != 128+int(syscall.SIGKILL) {
 		t.Fatalf("exit status %d; stderr:\n%s", got, r.stderrText())
 	}
-	waitGone(t, r.stderrText(), "child ")
-}
-
-// waitGone fails unless the process whose pid follows prefix in text has
-// ended (a zombie counts as ended: nobody may reap an orphan here) within
-// a second.
-func waitGone(t *testing.T, text, prefix string) {
-	t.Helper()
-	pid, ok := pidAfter(text, prefix)
-	if !ok {
-		t.Fatalf("no pid after %q in:\n%s", prefix, text)
-	}
-	for deadline := time.Now().Add(time.Second); ; {
-		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil && syscall.Kill(pid, 0) != nil {
-			return // gone
-		}
-		if err == nil {
-			if _, after, ok := strings.Cut(string(stat), ") "); ok && strings.HasPrefix(after, "Z") {
-				return
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("process %d (%s) still runs after the host exited", pid, strings.TrimSpace(prefix))
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	proctest.MarkedGone(t, r.mark, time.Second)
 }
 
 func TestChildKilledBySignalIsReported(t *testing.T) {

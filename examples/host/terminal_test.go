@@ -11,7 +11,7 @@ import (
 
 	"github.com/bridgekit/bridgekit/gen/acp"
 	"github.com/bridgekit/bridgekit/runtime/wire"
-	"github.com/bridgekit/bridgekit/servers/host/terminal"
+	hostpolicy "github.com/bridgekit/bridgekit/servers/host/policy"
 )
 
 // The terminal/* handlers are servers/host/acpterm's, tested there; what
@@ -21,8 +21,12 @@ import (
 func terminalPolicy(allow ...string) *policy {
 	p := &policy{}
 	p.Terminal.Env.Allow = []string{"GREETING"}
-	p.Terminal.Allow = append(p.Terminal.Allow, allow...)
-	p.commands, _ = terminal.NewCommands(allow)
+	for _, a := range allow {
+		p.Terminal.Allow = append(p.Terminal.Allow, hostpolicy.Command{Pattern: a})
+	}
+	if err := p.Validate(); err != nil {
+		panic(err)
+	}
 	return p
 }
 

@@ -12,11 +12,12 @@
 // (a wrapper such as npm or a shell that starts the real program). On
 // Linux the child runs under a supervisor (internal/supervisor's Start: a
 // copy of this program, recognised by that package's init before main
-// runs, which every program importing this package links): a child
-// subreaper that leads the child's group, gives the child its stdio
-// descriptors themselves, exits the way the child did once it has killed
-// whatever the child left behind, and kills the whole tree (a grandchild
-// that left the group included) when this process ends, even by SIGKILL.
+// runs, which every program importing this package links), in a PID
+// namespace of its own where the system allows (else a child subreaper):
+// it leads the child's group, gives the child its stdio descriptors
+// themselves, exits the way the child did once it has killed whatever the
+// child left behind, and kills the whole tree (a grandchild that left the
+// group included) when this process ends, even by SIGKILL.
 // So cmd.Process is the supervisor's (its pid is the group's), and signals
 // are to be sent to the group, as Signal does. Without a supervisor (other
 // systems; a program built as a library) the child gets SIGKILL when this
@@ -159,11 +160,13 @@ func Terminate(p *os.Process) {
 	}
 }
 
-// Kill kills p's process group (or p alone where it has none).
+// Kill kills p's process group (or p alone where it has none), and
+// everything p's supervisor holds (its cgroup, its PID namespace).
 func Kill(p *os.Process) {
 	if err := Signal(p, syscall.SIGKILL); err != nil {
 		_ = p.Kill()
 	}
+	supervisor.KillAll(p)
 }
 
 // Stop ends the child p, whose input the caller has closed; exited is
@@ -192,6 +195,7 @@ func Stop(p *os.Process, exited <-chan struct{}, exitGrace, termGrace time.Durat
 func Reap(p *os.Process) {
 	if p != nil {
 		_ = signalGroup(p.Pid, syscall.SIGKILL)
+		supervisor.KillAll(p)
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/bridgekit/bridgekit/internal/proctest"
+	"github.com/bridgekit/bridgekit/internal/supervisor"
 )
 
 // helperEnv makes the test binary a host that starts `sleep` and waits to
@@ -28,6 +29,7 @@ const helperEnv = "BRIDGEKIT_CHILD_TEST_HOST"
 var keep *os.File
 
 func TestMain(m *testing.M) {
+	proctest.RunRole()
 	switch os.Getenv(helperEnv) {
 	case "":
 	case "grandchildren":
@@ -50,6 +52,26 @@ func TestMain(m *testing.M) {
 		// Not select {}: a program whose goroutines all block on nothing
 		// dies at once ("all goroutines are asleep"); a sleep holds a timer.
 		time.Sleep(time.Hour)
+		os.Exit(0)
+	case "attack":
+		// A runtime that attacks containment (proctest.AttackEnv); at the
+		// end of this host's stdin it is stopped as a host stops its
+		// runtime at the end of its own input.
+		cmd := exec.Command(os.Args[0])
+		cmd.Env = append(os.Environ(), proctest.AttackEnv)
+		p, err := Spawn(cmd, Spec{Group: true})
+		if err != nil {
+			fmt.Println("error", err)
+			os.Exit(1)
+		}
+		if line, _ := bufio.NewReader(p.Stdout).ReadString('\n'); line != "attacked\n" {
+			fmt.Printf("error the attacker said %q\n", line)
+			os.Exit(1)
+		}
+		fmt.Println("ready")
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		signalled := Stop(p.Cmd.Process, p.Exited(), 200*time.Millisecond, 500*time.Millisecond)
+		fmt.Println("stopped", signalled)
 		os.Exit(0)
 	default:
 		cmd := exec.Command("sleep", "30")
@@ -107,16 +129,21 @@ func TestStopEndsTheWholeGroup(t *testing.T) {
 		// does not make it look like one that does not.
 		exitGrace time.Duration
 	}{
-		{"exits at EOF", `sleep 30 & echo $!; exec cat >/dev/null`, false, 10 * time.Second},
-		{"ignores EOF", `sleep 30 & echo $!; exec sleep 30 </dev/null`, true, 200 * time.Millisecond},
+		{"exits at EOF", `sleep 30 & echo started; exec cat >/dev/null`, false, 10 * time.Second},
+		{"ignores EOF", `sleep 30 & echo started; exec sleep 30 </dev/null`, true, 200 * time.Millisecond},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			mark := proctest.Mark(t)
 			cmd := exec.Command("sh", "-c", c.script)
+			cmd.Env = append(os.Environ(), mark)
 			stdin, stdout, exited := startWatched(t, cmd)
 			if pgid, err := syscall.Getpgid(cmd.Process.Pid); err != nil || pgid != cmd.Process.Pid {
 				t.Errorf("the child's group is %d (%v), want its own %d", pgid, err, cmd.Process.Pid)
 			}
-			grandchild := readPid(t, bufio.NewReader(stdout))
+			if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || line != "started\n" {
+				t.Fatalf("the child said %q (%v)", line, err)
+			}
+			proctest.WaitMarked(t, mark, 2, 30*time.Second)
 			stdin.Close()
 			began := time.Now()
 			signalled := Stop(cmd.Process, exited, c.exitGrace, TermGrace)
@@ -127,7 +154,7 @@ func TestStopEndsTheWholeGroup(t *testing.T) {
 			if c.signalled && (took > 800*time.Millisecond || !ByUs(cmd.ProcessState)) {
 				t.Errorf("stopping a child that ignores EOF took %v (state %v, by us %v)", took, cmd.ProcessState, ByUs(cmd.ProcessState))
 			}
-			proctest.Gone(t, grandchild, 2*time.Second)
+			proctest.MarkedGone(t, mark, 2*time.Second)
 		})
 	}
 }
@@ -154,8 +181,9 @@ func TestStopKillsWhatIgnoresSIGTERM(t *testing.T) {
 
 // A SIGKILLed host leaves no child running (Pdeathsig).
 func TestChildDiesWithItsHost(t *testing.T) {
+	mark := proctest.Mark(t)
 	host := exec.Command(os.Args[0], "-test.run=^$")
-	host.Env = append(os.Environ(), helperEnv+"=1")
+	host.Env = append(os.Environ(), helperEnv+"=1", proctest.PassMark(mark))
 	out, err := host.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -163,13 +191,11 @@ func TestChildDiesWithItsHost(t *testing.T) {
 	if err := host.Start(); err != nil {
 		t.Fatal(err)
 	}
-	pid := readPid(t, bufio.NewReader(out))
-	if !proctest.Alive(pid) {
-		t.Fatalf("the host's child %d is not running", pid)
-	}
+	readPid(t, bufio.NewReader(out)) // the supervisor's
+	proctest.WaitMarked(t, mark, 1, 30*time.Second)
 	_ = host.Process.Kill()
 	_ = host.Wait()
-	proctest.Gone(t, pid, 2*time.Second)
+	proctest.MarkedGone(t, mark, 2*time.Second)
 }
 
 // A SIGKILLed host leaves nothing its child started running either: a
@@ -179,8 +205,9 @@ func TestGrandchildrenDieWithTheirHost(t *testing.T) {
 	if _, err := exec.LookPath("setsid"); err != nil {
 		t.Skip("no setsid")
 	}
+	mark := proctest.Mark(t)
 	host := exec.Command(os.Args[0], "-test.run=^$")
-	host.Env = append(os.Environ(), helperEnv+"=grandchildren")
+	host.Env = append(os.Environ(), helperEnv+"=grandchildren", proctest.PassMark(mark))
 	out, err := host.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -188,31 +215,14 @@ func TestGrandchildrenDieWithTheirHost(t *testing.T) {
 	if err := host.Start(); err != nil {
 		t.Fatal(err)
 	}
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
+	if _, err := bufio.NewReader(out).ReadString('\n'); err != nil {
 		t.Fatal(err)
 	}
-	var pids []int
-	for _, f := range strings.Fields(line) {
-		pid, err := strconv.Atoi(f)
-		if err != nil {
-			t.Fatalf("the host said %q", line)
-		}
-		pids = append(pids, pid)
-	}
-	if len(pids) != 3 {
-		t.Fatalf("the host said %q", line)
-	}
-	for _, pid := range pids {
-		if !proctest.Alive(pid) {
-			t.Fatalf("%d is not running before the host is killed", pid)
-		}
-	}
+	// The child (cat, the shell's exec) and its two sleeps.
+	proctest.WaitMarked(t, mark, 3, 30*time.Second)
 	_ = host.Process.Kill()
 	_ = host.Wait()
-	for _, pid := range pids {
-		proctest.Gone(t, pid, 2*time.Second)
-	}
+	proctest.MarkedGone(t, mark, 2*time.Second)
 }
 
 // The child's stdin and stdout are our pipes themselves (nothing copies
@@ -341,4 +351,54 @@ func TestByUs(t *testing.T) {
 	if ByUs(nil) {
 		t.Error("ByUs(nil)")
 	}
+}
+
+// TestRedTeamRuntimeStopsSupervisor is finding 1 of issue 33's red team
+// against a runtime: it stops its supervisor, leaves a daemon in a
+// session of its own and keeps its group from being orphaned. The host's
+// stop at the end of its input, and a SIGKILL of the host, must each
+// leave none of its processes running. Under PIDNamespace nothing in the
+// namespace can stop the supervisor; under the other means the host kills
+// the tree itself, but a SIGKILLed host leaves it (README, "Containment").
+func TestRedTeamRuntimeStopsSupervisor(t *testing.T) {
+	proctest.EachMeans(t, func(t *testing.T, means supervisor.Means) {
+		for _, how := range []string{"end of input", "SIGKILL"} {
+			t.Run(how, func(t *testing.T) {
+				mark := proctest.Mark(t)
+				host := exec.Command(os.Args[0], "-test.run=^$")
+				host.Env = append(os.Environ(), helperEnv+"=attack", proctest.PassMark(mark))
+				in, err := host.StdinPipe()
+				if err != nil {
+					t.Fatal(err)
+				}
+				out, err := host.StdoutPipe()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := host.Start(); err != nil {
+					t.Fatal(err)
+				}
+				defer func() { _ = host.Process.Kill(); _ = host.Wait() }()
+				r := bufio.NewReader(out)
+				if line, err := r.ReadString('\n'); line != "ready\n" {
+					t.Fatalf("the host said %q (%v)", line, err)
+				}
+				proctest.WaitMarked(t, mark, 4, 30*time.Second) // the attacker, its daemon, bridge and joiner
+				if how == "SIGKILL" {
+					_ = host.Process.Kill()
+					if means != supervisor.PIDNamespace {
+						time.Sleep(3 * time.Second)
+						t.Logf("%v: as the README says, a stopped supervisor and a SIGKILLed host leave %d processes", means, len(proctest.Marked(mark)))
+						proctest.KillMarked(mark)
+						t.SkipNow()
+					}
+				} else {
+					in.Close()
+					line, _ := r.ReadString('\n')
+					t.Logf("the host: %s", strings.TrimSpace(line))
+				}
+				proctest.MarkedGone(t, mark, 10*time.Second)
+			})
+		}
+	})
 }

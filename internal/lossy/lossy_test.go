@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 type buffer struct {
@@ -91,7 +92,7 @@ func TestOutputNotRead(t *testing.T) {
 	// note of the counted drops comes last, if it found room.
 	out := g.out.String()
 	if i := strings.Index(out, "\n("); i >= 0 {
-		if !strings.HasSuffix(out, " lines not shown: stdout is not being read)\n") {
+		if !strings.Contains(out, " lines not shown: stdout is not being read; ") {
 			t.Fatalf("note: %q", out)
 		}
 		out = out[:i+1]
@@ -118,7 +119,7 @@ func TestDropsNoted(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := g.out.String()
-	if dropped < 7 || dropped > 9 || !strings.HasSuffix(out, "lines not shown: stderr is not being read)\n") ||
+	if dropped < 7 || dropped > 9 || !strings.HasSuffix(out, "lines not shown: stderr is not being read; "+strconv.Itoa(2*dropped)+" bytes dropped)\n") ||
 		!strings.Contains(out, "("+strconv.Itoa(dropped)+" lines not shown") {
 		t.Fatalf("dropped %d, wrote %q", dropped, out)
 	}
@@ -143,5 +144,52 @@ func TestWriteError(t *testing.T) {
 	}
 	if err := w.Close(time.Second); !errors.Is(err, errFull) {
 		t.Fatalf("second Close = %v", err)
+	}
+}
+
+// The queue is bounded in bytes too: 1 GiB emitted, in writes of 8 MiB
+// and of 1 KiB, to an output nobody reads, holds at most the bound (the
+// writes' own memory aside, which the caller frees), and what was dropped
+// is counted in writes and bytes. A write larger than the bound is queued
+// in pieces while the output keeps up.
+func TestBoundedInBytes(t *testing.T) {
+	g := &gate{open: make(chan struct{})}
+	w := NewSize(g, "stderr", 1<<20, 1<<20)
+	big := make([]byte, 8<<20)
+	small := make([]byte, 1<<10)
+	for range 64 {
+		w.Emit(big, true)
+		for range 8 {
+			w.Emit(small, true)
+		}
+	}
+	w.mu.Lock()
+	queued, dropped, droppedBytes := w.queued, w.dropped, w.droppedBytes
+	w.mu.Unlock()
+	if queued > 1<<20 {
+		t.Errorf("queued %d bytes, more than the bound", queued)
+	}
+	if dropped == 0 || droppedBytes < 500<<20 {
+		t.Errorf("dropped %d writes of %d bytes", dropped, droppedBytes)
+	}
+	close(g.open)
+	if err := w.Close(5 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(g.out.String(), "bytes dropped)") {
+		t.Errorf("no note of the drops")
+	}
+
+	// A write larger than the bound shows its start, and the rest is
+	// counted, with the queue never holding more than the bound.
+	var out buffer
+	w = NewSize(&out, "stderr", 64, 1<<20)
+	w.Emit([]byte(strings.Repeat("é", 4<<20)), true)
+	if err := w.Close(10 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	text, _, _ := strings.Cut(out.String(), "\n(")
+	if len(text) == 0 || len(text) > 1<<20 || !utf8.ValidString(text) || !strings.Contains(out.String(), "bytes dropped)") {
+		t.Errorf("wrote %d bytes (valid UTF-8: %v) of an 8 MiB write", len(text), utf8.ValidString(text))
 	}
 }

@@ -218,16 +218,16 @@ func (s *Server) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 // The child runs in a process group of its own (a terminal's Ctrl-C reaches
 // only this process) and, on Linux, under a supervisor (internal/child)
 // that ends everything the child started when this process ends, even by
-// SIGKILL; cmd.Process is then the supervisor, which leads the group and
-// exits as the child did. Every signal goes to the whole group, and once
-// the child has exited whatever is left of the group (a background
-// process, the real agent behind an npm wrapper) is killed: nothing
-// ServeCommand started outlives it, unless the child kills its own
-// supervisor (it runs as the same user): what is still in the group is
-// killed then, but a process that also left the group (setsid) escapes,
-// which only a cgroup or a PID namespace would prevent. The
-// connection's diagnostics mask the values of the child's secret-looking
-// variables and token shapes (runtime/redact).
+// SIGKILL: with user namespaces (CurrentContainment's "pidns") in a PID
+// namespace of its own whose init dies with this process, which nothing
+// the child does can stop; cmd.Process is then the supervisor, which
+// leads the group and exits as the child did. Every signal goes to the
+// whole group, and once the child has exited whatever is left of it (a
+// background process, the real agent behind an npm wrapper) is killed:
+// nothing ServeCommand started outlives it. The connection's diagnostics
+// mask the values of the child's secret-looking variables and token
+// shapes (runtime/redact); the containment in force is logged at the
+// start (Info).
 //
 // It returns when the child exits: nil after a clean exit, else an
 // *ExitError; and a *CutFrameError (joined with the *ExitError, if any)
@@ -274,6 +274,10 @@ func (s *Server) ServeCommandConn(ctx context.Context, cmd *exec.Cmd, use func(*
 	defer child.Reap(cmd.Process)
 	copts := s.opts.Conn
 	copts.Logger = child.Logger(copts.Logger, redact.FromEnv(env))
+	if copts.Logger != nil {
+		c := CurrentContainment()
+		copts.Logger.Info("containment", "means", c.Means, "detail", c.String())
+	}
 	defer fromChild.Close()
 	defer toChild.Close()
 	var in io.Reader = fromChild

@@ -15,13 +15,14 @@ import (
 
 	"github.com/bridgekit/bridgekit/clients/harnvm"
 	"github.com/bridgekit/bridgekit/gen/harn"
+	"github.com/bridgekit/bridgekit/internal/proctest"
 	"github.com/bridgekit/bridgekit/internal/testio"
 	"github.com/bridgekit/bridgekit/runtime/rpc"
 	"github.com/bridgekit/bridgekit/servers/host"
 	"github.com/go-json-experiment/json/jsontext"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, proctest.IgnoreSpawner()) }
 
 // pair serves h and returns a VM-side client for it.
 func pair(t *testing.T, h *harn.HostHandlers, opts *host.Options) *harnvm.Client {

@@ -6,55 +6,19 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/bridgekit/bridgekit/internal/proctest"
 	"github.com/bridgekit/bridgekit/runtime/rpc"
 	"github.com/bridgekit/bridgekit/servers/host"
 )
-
-// running reports whether pid is a process that has not exited.
-func running(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i < 0 || !strings.HasPrefix(s[i+1:], " Z")
-}
-
-// pidFile reads the pid a script wrote to path.
-func pidFile(t *testing.T, path string) int {
-	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		b, err := os.ReadFile(path)
-		if pid, perr := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && perr == nil {
-			return pid
-		}
-	}
-	t.Fatalf("no pid in %s", path)
-	return 0
-}
-
-func assertGone(t *testing.T, pid int) {
-	t.Helper()
-	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if !running(pid) {
-			return
-		}
-	}
-	_ = syscall.Kill(pid, syscall.SIGKILL)
-	t.Errorf("process %d outlived ServeCommand", pid)
-}
 
 // A runtime (or an npm wrapper) that starts a background process: nothing
 // is left running once ServeCommand has returned, whether the child exits
@@ -62,19 +26,22 @@ func assertGone(t *testing.T, pid int) {
 func TestServeCommandLeavesNothingRunning(t *testing.T) {
 	for _, stop := range []bool{false, true} {
 		t.Run(fmt.Sprintf("ctx ends %v", stop), func(t *testing.T) {
-			pidPath := filepath.Join(t.TempDir(), "pid")
-			script := fmt.Sprintf(`sleep 30 </dev/null >/dev/null 2>&1 & echo $! > %s; exit 0`, pidPath)
+			mark := proctest.Mark(t)
+			script := `sleep 30 </dev/null >/dev/null 2>&1 & echo started >&2; exit 0`
 			if stop {
-				script = fmt.Sprintf(`sleep 30 </dev/null >/dev/null 2>&1 & echo $! > %s; exec sleep 30`, pidPath)
+				script = `sleep 30 </dev/null >/dev/null 2>&1 & echo started >&2; exec sleep 30`
 			}
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			done := make(chan error, 1)
+			cmd := exec.Command("sh", "-c", script)
+			cmd.Env = append(os.Environ(), mark)
+			cmd.Stderr = io.Discard
 			go func() {
-				done <- host.New(generic(), &host.Options{StopGrace: time.Second}).ServeCommand(ctx, exec.Command("sh", "-c", script))
+				done <- host.New(generic(), &host.Options{StopGrace: time.Second}).ServeCommand(ctx, cmd)
 			}()
-			pid := pidFile(t, pidPath)
 			if stop {
+				proctest.WaitMarked(t, mark, 2, 30*time.Second)
 				cancel()
 			}
 			select {
@@ -85,7 +52,7 @@ func TestServeCommandLeavesNothingRunning(t *testing.T) {
 			case <-time.After(10 * time.Second):
 				t.Fatal("ServeCommand did not return")
 			}
-			assertGone(t, pid)
+			proctest.MarkedGone(t, mark, 2*time.Second)
 		})
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/bridgekit/bridgekit/clients/service"
+	"github.com/bridgekit/bridgekit/internal/proctest"
 )
 
 // bin is the folder holding the providers built from the example mains.
@@ -36,7 +37,7 @@ func TestMain(m *testing.M) {
 		bin = dir
 		status = m.Run()
 		if status == 0 {
-			if err := goleak.Find(); err != nil {
+			if err := goleak.Find(proctest.IgnoreSpawner()); err != nil {
 				fmt.Fprintln(os.Stderr, "goleak:", err)
 				status = 1
 			}

@@ -26,6 +26,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -113,24 +114,34 @@ func (s *Server) Register(h *acp.ClientHandlers) {
 }
 
 // DecideCommand decides a command and its arguments run without a shell
-// (terminal.Commands.Match).
-func (s *Server) DecideCommand(command string, args []string) (ok bool, reason string) {
+// in the workspace directory dir (slash-separated, "." the root; see
+// terminal.Commands.MatchIn).
+func (s *Server) DecideCommand(dir, command string, args []string) (ok bool, reason string) {
 	if s.Commands != nil {
-		if pat, ok := s.Commands.Match(command, args); ok {
+		if pat, ok := s.Commands.MatchIn(dir, command, args); ok {
 			return true, "terminal.allow " + pat
 		}
 	}
-	return false, "terminal.allow does not list it"
+	return false, "terminal.allow does not list it" + s.where(dir)
 }
 
-// DecideLine decides a command line a shell is to run
-// (terminal.Commands.MatchShellLine): a plain line word by word, any other
-// only by a pattern without wildcards equal to it.
-func (s *Server) DecideLine(line string) (ok bool, reason string) {
+// where is " in DIR" when the allow-list has rules for some directories
+// only, so that a denial says where it was asked.
+func (s *Server) where(dir string) string {
+	if s.Commands.Scoped() {
+		return " in " + dir
+	}
+	return ""
+}
+
+// DecideLine decides a command line a shell is to run in the workspace
+// directory dir (terminal.Commands.MatchShellLineIn): a plain line word by
+// word, any other only by a pattern without wildcards equal to it.
+func (s *Server) DecideLine(dir, line string) (ok bool, reason string) {
 	var pat string
 	var exact bool
 	if s.Commands != nil {
-		pat, exact, ok = s.Commands.MatchShellLine(line)
+		pat, exact, ok = s.Commands.MatchShellLineIn(dir, line)
 	}
 	switch {
 	case ok && exact:
@@ -140,7 +151,7 @@ func (s *Server) DecideLine(line string) (ok bool, reason string) {
 	case terminal.PlainShellLine(line) && strings.TrimSpace(line) == "":
 		return false, "an empty command line"
 	case terminal.PlainShellLine(line):
-		return false, "terminal.allow does not list it"
+		return false, "terminal.allow does not list it" + s.where(dir)
 	}
 	return false, "terminal.allow does not list it; a shell command line with shell syntax (quotes, ;, &, |, $, backticks, redirections, globs, newlines, ...) is allowed only by a pattern without wildcards equal to it"
 }
@@ -173,7 +184,23 @@ func (s *Server) Create(ctx context.Context, p *acp.CreateTerminalRequest) (*acp
 		s.observe(Event{Via: via, Line: line, Reason: what})
 		return err
 	}
-	var ok bool
+	// The command starts in the directory checked here, even if the agent
+	// swaps a link in for its path before the start; the policy decides on
+	// where that directory is (its real path in the workspace).
+	cwd, ok := p.Cwd.Get()
+	if !ok {
+		cwd = "."
+	}
+	dirFile, dir, err := s.Files.WS.OpenDir(cwd)
+	if err != nil {
+		return nil, fail("cwd "+err.Error(), s.Files.Error("terminal/create: cwd", "terminal/create cwd", cwd, err))
+	}
+	defer dirFile.Close()
+	rel, err := filepath.Rel(s.Files.WS.Dir(), dir)
+	if err != nil {
+		return nil, fail("cwd "+err.Error(), err)
+	}
+	rel = filepath.ToSlash(rel)
 	var reason string
 	sh, err := harnShell(p)
 	if err != nil {
@@ -187,14 +214,14 @@ func (s *Server) Create(ctx context.Context, p *acp.CreateTerminalRequest) (*acp
 		if program, argv, err = s.shellArgv(ctx, p, sh); err != nil {
 			return nil, fail(err.Error(), err)
 		}
-		ok, reason = s.DecideLine(p.Command)
+		ok, reason = s.DecideLine(rel, p.Command)
 	} else if commandLine(p) {
 		// claude-code-acp sends its Bash tool's whole command line as the
 		// command: it runs through sh, decided as a shell line.
 		via, program, argv = "sh -c", "/bin/sh", []string{"-c", p.Command}
-		ok, reason = s.DecideLine(p.Command)
+		ok, reason = s.DecideLine(rel, p.Command)
 	} else {
-		ok, reason = s.DecideCommand(p.Command, p.Args)
+		ok, reason = s.DecideCommand(rel, p.Command, p.Args)
 	}
 	if !ok {
 		return nil, fail("denied ("+reason+")", rpc.NewError(files.CodeDenied, fmt.Sprintf("terminal/create %s denied: %s", p.Command, reason), map[string]string{"command": p.Command, "reason": reason}))
@@ -211,17 +238,6 @@ func (s *Server) Create(ctx context.Context, p *acp.CreateTerminalRequest) (*acp
 	if err != nil {
 		return nil, fail("denied ("+err.Error()+")", rpc.NewError(files.CodeDenied, "terminal/create "+p.Command+" denied: "+err.Error(), map[string]string{"command": p.Command, "reason": err.Error()}))
 	}
-	// The command starts in the directory checked here, even if the agent
-	// swaps a link in for its path before the start.
-	cwd, ok := p.Cwd.Get()
-	if !ok {
-		cwd = "."
-	}
-	dirFile, dir, err := s.Files.WS.OpenDir(cwd)
-	if err != nil {
-		return nil, fail("cwd "+err.Error(), s.Files.Error("terminal/create: cwd", "terminal/create cwd", cwd, err))
-	}
-	defer dirFile.Close()
 	limit, set := p.OutputByteLimit.Get()
 	if limit < 0 {
 		return nil, rpc.InvalidParams(errors.New("terminal/create: outputByteLimit must not be negative"))

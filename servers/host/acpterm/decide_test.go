@@ -36,7 +36,7 @@ func TestCommandMatch(t *testing.T) {
 		{[]string{"ls", "-la"}, false},
 		{[]string{"rm", "-rf", "/"}, false},
 	} {
-		if got, _ := p.DecideCommand(tc.argv[0], tc.argv[1:]); got != tc.want {
+		if got, _ := p.DecideCommand(".", tc.argv[0], tc.argv[1:]); got != tc.want {
 			t.Errorf("%q: allowed %v", tc.argv, got)
 		}
 	}
@@ -82,7 +82,7 @@ func TestShellCommand(t *testing.T) {
 		{" \t ", false},
 		{"rm x", true},
 	} {
-		if got, reason := p.DecideLine(tc.line); got != tc.want {
+		if got, reason := p.DecideLine(".", tc.line); got != tc.want {
 			t.Errorf("%q: allowed %v (%s)", tc.line, got, reason)
 		}
 	}
@@ -99,7 +99,7 @@ func FuzzShellCommand(f *testing.F) {
 	p := server("echo **", "go test *", "git status", "echo a && echo b")
 	plain := regexp.MustCompile(`^[ \t]*([A-Za-z0-9_./:+-][A-Za-z0-9_./:+=-]*[ \t]+)*([A-Za-z0-9_./:+-][A-Za-z0-9_./:+=-]*)?[ \t]*$`)
 	f.Fuzz(func(t *testing.T, line string) {
-		ok, reason := p.DecideLine(line)
+		ok, reason := p.DecideLine(".", line)
 		if !ok {
 			return
 		}

@@ -14,7 +14,7 @@ func ExampleServer_DecideLine() {
 	commands, _ := terminal.NewCommands([]string{"go test **", "echo a && echo b"})
 	s := &acpterm.Server{Commands: commands}
 	for _, line := range []string{"go test ./...", "go test x; rm -rf ~", "echo a && echo b"} {
-		ok, reason := s.DecideLine(line)
+		ok, reason := s.DecideLine(".", line)
 		fmt.Println(ok, reason)
 	}
 	// Output:

@@ -51,6 +51,11 @@ type Rule struct {
 	Commands []string `json:"commands,omitempty"`
 	// Decision is DecisionAllow or DecisionDeny.
 	Decision string `json:"decision"`
+	// TrustWorkspaceCode, on an allow rule for commands that run code
+	// from the workspace (git, make, go test, ...), says that running
+	// what the runtime may have written there is meant. Deciding ignores
+	// it; servers/host/policy's Check reports such a rule without it.
+	TrustWorkspaceCode bool `json:"trust_workspace_code,omitempty"`
 }
 
 // Policy decides permission requests by its Rules; what no rule allows

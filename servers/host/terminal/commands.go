@@ -2,8 +2,10 @@ package terminal
 
 import (
 	"errors"
-	"github.com/bridgekit/bridgekit/servers/host/permission"
+	"slices"
 	"strings"
+
+	"github.com/bridgekit/bridgekit/servers/host/permission"
 )
 
 // Commands is an allow-list of the commands an agent may run, one pattern
@@ -22,33 +24,77 @@ import (
 type Commands struct {
 	patterns []string
 	words    [][]string
+	cwd      [][]string // per pattern: where it may run; nil anywhere
+}
+
+// CommandRule is a command pattern and, when Cwd is set, the workspace
+// directories (slash-separated patterns relative to the workspace, "."
+// its root, permission.Glob's syntax) the command may run in.
+type CommandRule struct {
+	Pattern string
+	Cwd     []string
 }
 
 // NewCommands parses patterns; an empty pattern is an error.
 func NewCommands(patterns []string) (*Commands, error) {
+	rules := make([]CommandRule, len(patterns))
+	for i, p := range patterns {
+		rules[i] = CommandRule{Pattern: p}
+	}
+	return NewCommandRules(rules)
+}
+
+// NewCommandRules parses rules; an empty pattern is an error.
+func NewCommandRules(rules []CommandRule) (*Commands, error) {
 	c := &Commands{}
-	for _, p := range patterns {
-		w := strings.Fields(p)
+	for _, r := range rules {
+		w := strings.Fields(r.Pattern)
 		if len(w) == 0 {
 			return nil, errors.New("an empty command pattern")
 		}
-		c.patterns = append(c.patterns, p)
+		c.patterns = append(c.patterns, r.Pattern)
 		c.words = append(c.words, w)
+		c.cwd = append(c.cwd, r.Cwd)
 	}
 	return c, nil
 }
 
-// Match returns the pattern that allows command with args, if one does.
+// Match returns the pattern that allows command with args, if one does,
+// among the patterns that may run anywhere (MatchIn decides the others).
 func (c *Commands) Match(command string, args []string) (string, bool) {
+	return c.MatchIn("", command, args)
+}
+
+// MatchIn returns the pattern that allows command with args run in the
+// workspace directory dir (slash-separated, relative to the workspace,
+// "." its root; "" unknown, which only a pattern that may run anywhere
+// allows), if one does.
+func (c *Commands) MatchIn(dir, command string, args []string) (string, bool) {
 	if c == nil {
 		return "", false
 	}
-	for _, words := range c.words {
-		if matchWords(words, command, args) {
+	for i, words := range c.words {
+		if c.mayRunIn(i, dir) && matchWords(words, command, args) {
 			return strings.Join(words, " "), true
 		}
 	}
 	return "", false
+}
+
+// Scoped reports whether some pattern may run only in some directories.
+func (c *Commands) Scoped() bool {
+	return c != nil && slices.ContainsFunc(c.cwd, func(d []string) bool { return len(d) > 0 })
+}
+
+// mayRunIn reports whether pattern i may run in dir.
+func (c *Commands) mayRunIn(i int, dir string) bool {
+	if len(c.cwd[i]) == 0 {
+		return true
+	}
+	if dir == "" {
+		return false
+	}
+	return slices.ContainsFunc(c.cwd[i], func(g string) bool { return g == dir || g != "." && permission.Glob(g, dir) })
 }
 
 // MatchShellLine returns the pattern that allows a command line a shell is
@@ -59,6 +105,12 @@ func (c *Commands) Match(command string, args []string) (string, bool) {
 // without "*" or "?" that is the same line (spaces and tabs around it
 // aside) does.
 func (c *Commands) MatchShellLine(line string) (pattern string, exact, ok bool) {
+	return c.MatchShellLineIn("", line)
+}
+
+// MatchShellLineIn is MatchShellLine for a line run in the workspace
+// directory dir (see MatchIn).
+func (c *Commands) MatchShellLineIn(dir, line string) (pattern string, exact, ok bool) {
 	if c == nil {
 		return "", false, false
 	}
@@ -67,12 +119,12 @@ func (c *Commands) MatchShellLine(line string) (pattern string, exact, ok bool) 
 		if len(words) == 0 {
 			return "", false, false
 		}
-		p, ok := c.Match(words[0], words[1:])
+		p, ok := c.MatchIn(dir, words[0], words[1:])
 		return p, false, ok
 	}
 	want := strings.Trim(line, " \t")
-	for _, p := range c.patterns {
-		if p = strings.Trim(p, " \t"); p == want && !strings.ContainsAny(p, "*?") {
+	for i, p := range c.patterns {
+		if p = strings.Trim(p, " \t"); p == want && !strings.ContainsAny(p, "*?") && c.mayRunIn(i, dir) {
 			return p, true, true
 		}
 	}

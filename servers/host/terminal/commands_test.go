@@ -94,3 +94,44 @@ func FuzzShellLine(f *testing.F) {
 		}
 	})
 }
+
+// TestCommandsIn: a rule with Cwd allows its command only in the
+// directories it names ("." the workspace's root, patterns
+// permission.Glob's); one without allows it anywhere, an unknown
+// directory ("") too.
+func TestCommandsIn(t *testing.T) {
+	c, err := NewCommandRules([]CommandRule{{Pattern: "make test", Cwd: []string{"build", "pkg/**"}}, {Pattern: "ls", Cwd: []string{"."}}, {Pattern: "echo **"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.Scoped() {
+		t.Error("not scoped")
+	}
+	for _, tc := range []struct {
+		dir, line string
+		want      bool
+	}{
+		{"build", "make test", true}, {"pkg", "make test", true}, {"pkg/a/b", "make test", true},
+		{"src", "make test", false}, {".", "make test", false}, {"", "make test", false}, {"build/x", "make test", false},
+		{".", "ls", true}, {"src", "ls", false}, {"", "ls", false},
+		{"src", "echo hi", true}, {"", "echo hi", true},
+	} {
+		w := strings.Fields(tc.line)
+		if _, ok := c.MatchIn(tc.dir, w[0], w[1:]); ok != tc.want {
+			t.Errorf("MatchIn(%q, %q) = %v", tc.dir, tc.line, ok)
+		}
+		if _, _, ok := c.MatchShellLineIn(tc.dir, tc.line); ok != tc.want {
+			t.Errorf("MatchShellLineIn(%q, %q) = %v", tc.dir, tc.line, ok)
+		}
+	}
+	exact, _ := NewCommandRules([]CommandRule{{Pattern: "cd a && make", Cwd: []string{"src"}}})
+	if _, _, ok := exact.MatchShellLineIn("src", "cd a && make"); !ok {
+		t.Error("an exact line in its directory")
+	}
+	if _, _, ok := exact.MatchShellLineIn("docs", "cd a && make"); ok {
+		t.Error("an exact line elsewhere")
+	}
+	if plain, _ := NewCommands([]string{"ls"}); plain.Scoped() {
+		t.Error("scoped without a cwd")
+	}
+}

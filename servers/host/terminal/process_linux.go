@@ -14,7 +14,6 @@ import (
 // (internal/supervisor's StartTree), which ends the whole tree when the
 // terminal is killed or released, or the host ends however it ends.
 type process struct {
-	cmd  *exec.Cmd // the supervisor's
 	tree *supervisor.Tree
 }
 
@@ -23,8 +22,12 @@ func startSupervised(c *exec.Cmd) (*process, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &process{cmd: t.Cmd, tree: t}, nil
+	return &process{tree: t}, nil
 }
+
+// wait waits for the supervisor to be gone (with the whole tree, or
+// released); the output is copied by then.
+func (p *process) wait() { p.tree.Wait() }
 
 // status waits for the command's exit; it is called once.
 func (p *process) status() Status {
@@ -41,6 +44,9 @@ func (p *process) kill() { p.tree.Kill() }
 
 // release kills the tree and lets the supervisor exit.
 func (p *process) release() { p.tree.Release() }
+
+// killNow kills the tree, supervisor included, from the host at once.
+func (p *process) killNow() { p.tree.KillNow() }
 
 // openDir names the open directory f for exec.Cmd.Dir: the starting
 // process changes into /proc/self/fd/N, the very directory f is, whatever

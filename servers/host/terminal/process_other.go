@@ -13,7 +13,8 @@ import (
 // are groups.
 type process struct {
 	cmd      *exec.Cmd
-	statusCh chan Status // receives the command's status once
+	statusCh chan Status   // receives the command's status once
+	waited   chan struct{} // closed once Wait has returned
 }
 
 // startSupervised starts c itself, in a process group of its own where
@@ -24,9 +25,10 @@ func startSupervised(c *exec.Cmd) (*process, error) {
 	if err := c.Start(); err != nil {
 		return nil, err
 	}
-	p := &process{cmd: c, statusCh: make(chan Status, 1)}
+	p := &process{cmd: c, statusCh: make(chan Status, 1), waited: make(chan struct{})}
 	go func() {
 		err := c.Wait()
+		defer close(p.waited)
 		var st Status
 		if ee, ok := errors.AsType[*exec.ExitError](err); ok {
 			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
@@ -51,6 +53,10 @@ func (p *process) status() Status { return <-p.statusCh }
 
 func (p *process) kill()    { killGroup(p.cmd.Process) }
 func (p *process) release() { killGroup(p.cmd.Process) }
+func (p *process) killNow() { killGroup(p.cmd.Process) }
+
+// wait waits for the command's end (statusCh is filled by then).
+func (p *process) wait() { <-p.waited }
 
 // openDir names the open directory f for exec.Cmd.Dir: its path dir, for
 // want of a way to start a command in an open directory here.

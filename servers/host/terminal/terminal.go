@@ -24,17 +24,19 @@
 // # Containment
 //
 // Every command runs in a process group of its own; kill, release and
-// [Manager.Close] end the whole group. On Linux each command runs under a
+// [Manager.Close] end the whole tree. On Linux each command runs under a
 // small supervisor (internal/supervisor's StartTree: a copy of the host's
 // own program, recognised by that package's init before main runs, which
-// every program importing this package links) that is a child subreaper,
-// so processes the command leaves
-// behind (`sleep 100 &`, a setsid daemon) stay in its tree, and that ends
-// the tree when the host releases the terminal, exits, or is killed with
-// SIGKILL (it watches a pipe only the host holds; the kernel closes it when
-// the host dies). Elsewhere the command is started directly, in its own
-// group where the platform has groups, and a host killed outright leaves it
-// running.
+// every program importing this package links): where user namespaces are
+// available, the init of a PID namespace of its own, which the command
+// can neither stop nor kill, and whose death (with the host's, even by
+// SIGKILL) kills everything in it; else a child subreaper, so that what
+// the command leaves behind (`sleep 100 &`, a setsid daemon) stays in its
+// tree. Kill and release never block: a supervisor that does not answer
+// within a second has its tree killed by the host itself. The root
+// README's "Containment" says what each means leaves possible. Elsewhere
+// the command is started directly, in its own group where the platform
+// has groups, and a host killed outright leaves it running.
 //
 // # Quotas
 //
@@ -335,7 +337,7 @@ func (m *Manager) Start(_ context.Context, spec Spec) (string, error) {
 		close(t.done)
 	}()
 	go func() {
-		_ = p.cmd.Wait() // the supervisor (or the command): reaped, output copied
+		p.wait() // the supervisor (or the command): reaped, output copied
 		for _, w := range t.streams {
 			w.flush()
 		}
@@ -491,6 +493,13 @@ func (m *Manager) Close(timeout time.Duration) {
 		select {
 		case <-t.gone:
 		case <-deadline.C:
+			// Out of time: what is left is killed from here, without
+			// waiting for its supervisor.
+			for _, t := range all {
+				if t.proc != nil {
+					t.proc.killNow()
+				}
+			}
 			return
 		}
 	}

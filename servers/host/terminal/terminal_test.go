@@ -5,15 +5,16 @@ package terminal
 import (
 	"context"
 	"errors"
-	"github.com/bridgekit/bridgekit/internal/proctest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/bridgekit/bridgekit/internal/proctest"
+	"github.com/bridgekit/bridgekit/internal/supervisor"
 )
 
 func posix(t *testing.T) {
@@ -93,63 +94,46 @@ func TestSignalled(t *testing.T) {
 }
 
 // background starts a command that leaves `sleep 100 &` behind (and one
-// in a session of its own where setsid exists) and returns their pids.
-func background(t *testing.T, m *Manager) (string, []int) {
+// in a session of its own where setsid exists), and waits for them all to
+// run; its processes carry the mark it returns.
+func background(t *testing.T, m *Manager) (string, string) {
 	t.Helper()
-	script := `sleep 100 & echo $!; if command -v setsid >/dev/null; then setsid sleep 100 & echo $!; fi; sleep 100`
-	id, err := m.Start(context.Background(), Spec{Session: "s", Program: "sh", Args: []string{"-c", script}, Env: []string{"PATH=" + os.Getenv("PATH")}})
+	mark := proctest.Mark(t)
+	script := `sleep 100 & if command -v setsid >/dev/null; then setsid sleep 100 & fi; sleep 100`
+	id, err := m.Start(context.Background(), Spec{Session: "s", Program: "sh", Args: []string{"-c", script}, Env: []string{"PATH=" + os.Getenv("PATH"), mark}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := 1
+	want := 2 // the shell (or its last sleep) and the background sleep
 	if _, err := exec.LookPath("setsid"); err == nil {
-		want = 2
+		want = 3
 	}
-	var pids []int
-	for deadline := time.Now().Add(10 * time.Second); len(pids) < want; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("no pids printed")
-		}
-		o, _ := m.Output("s", id)
-		pids = pids[:0]
-		for _, f := range strings.Fields(o.Combined) {
-			if n, err := strconv.Atoi(f); err == nil {
-				pids = append(pids, n)
-			}
-		}
-	}
-	for _, p := range pids {
-		if !proctest.Alive(p) {
-			t.Fatalf("background %d not running", p)
-		}
-	}
-	return id, pids
+	proctest.WaitMarked(t, mark, want, 10*time.Second)
+	return id, mark
 }
 
 // TestBackgroundKilled: what a command leaves running is gone after
-// terminal/kill, terminal/release and the host's Close.
+// terminal/kill, terminal/release and the host's Close, under every means
+// of containment.
 func TestBackgroundKilled(t *testing.T) {
 	posix(t)
-	m := newManager(t, nil)
-	for _, how := range []string{"kill", "release", "close"} {
-		t.Run(how, func(t *testing.T) {
-			if how != "close" && runtime.GOOS != "linux" {
-				// Without a subreaper a setsid child escapes the group.
-			}
-			id, pids := background(t, m)
-			switch how {
-			case "kill":
-				m.Kill("s", id)
-			case "release":
-				m.Release("s", id)
-			case "close":
-				m.Close(5 * time.Second)
-			}
-			for _, p := range pids {
-				proctest.Gone(t, p, 10*time.Second)
-			}
-		})
-	}
+	proctest.EachMeans(t, func(t *testing.T, _ supervisor.Means) {
+		m := newManager(t, nil)
+		for _, how := range []string{"kill", "release", "close"} {
+			t.Run(how, func(t *testing.T) {
+				id, mark := background(t, m)
+				switch how {
+				case "kill":
+					m.Kill("s", id)
+				case "release":
+					m.Release("s", id)
+				case "close":
+					m.Close(5 * time.Second)
+				}
+				proctest.MarkedGone(t, mark, 10*time.Second)
+			})
+		}
+	})
 }
 
 func TestQuotas(t *testing.T) {

@@ -213,30 +213,144 @@ func (w *Workspace) realRel(f *os.File, fallback string) (string, error) {
 	return filepath.ToSlash(rel), nil
 }
 
-// checkMissing decides, before any missing directory of dir is made,
-// on the path the write would reach: the real path of dir's deepest
-// existing directory, then the names still to be made, then base. (A
-// directory the policy denies would otherwise be made before the check
-// that denies writing in it.)
-func (w *Workspace) checkMissing(dir, base string, check Check) error {
-	existing, missing := dir, ""
-	for existing != "." {
-		if fi, err := w.root.Stat(filepath.FromSlash(existing)); err == nil && fi.IsDir() {
-			break
+// ErrLink: a write would make a directory through a link that leads
+// nowhere (a dangling link on its way), where no policy can see where it
+// would land.
+var ErrLink = errors.New("a dangling link on the way")
+
+// makeMissing makes the missing directories of dir (workspace-relative,
+// slash-separated) after check, if not nil, allowed the path the write
+// would reach: the real path of dir's deepest existing directory, then the
+// names still to be made, then base. The directories are made one by one
+// from that very directory, by descriptor, each opened without following a
+// link: a directory swapped for a link while they are made stops it
+// (ErrLink), and nothing is made anywhere else. A dangling link on the way
+// is ErrLink too: the write would land wherever it points. (A directory
+// the policy denies would otherwise be made before the check that denies
+// writing in it.)
+func (w *Workspace) makeMissing(dir, base string, check Check) error {
+	existing, missing := deepestExisting(dir, "/", ".", func(p string) error {
+		_, err := w.root.Lstat(filepath.FromSlash(p))
+		return err
+	})
+	if existing != "." || len(missing) == 0 {
+		fi, err := w.root.Lstat(filepath.FromSlash(existing))
+		switch {
+		case err == nil && fi.IsDir():
+		case err == nil && fi.Mode()&fs.ModeSymlink != 0:
+			target, err := w.root.Stat(filepath.FromSlash(existing))
+			switch {
+			case err == nil && target.IsDir(): // a link to a directory: followed, beneath the root
+			case errors.Is(err, fs.ErrNotExist):
+				return fmt.Errorf("%s: %w", existing, ErrLink)
+			case err == nil:
+				return notRegular(existing, target.Mode())
+			default:
+				return wrap(existing, err)
+			}
+		case err == nil:
+			return fmt.Errorf("%s: not a directory: %w", existing, fs.ErrInvalid)
+		default:
+			return wrap(existing, err)
 		}
-		missing = path.Join(path.Base(existing), missing)
-		existing = path.Dir(existing)
 	}
-	if missing == "" {
+	if len(missing) == 0 {
 		return nil // nothing to make: the check after opening dir decides
 	}
 	d, real, err := w.openDir(existing)
 	if err != nil {
 		return err
 	}
-	d.Close()
-	return check(path.Join(real, missing, base))
+	defer d.Close()
+	if check != nil {
+		if err := check(path.Join(real, path.Join(missing...), base)); err != nil {
+			return err
+		}
+	}
+	df, err := d.Open(".")
+	if err != nil {
+		return wrap(existing, err)
+	}
+	defer df.Close()
+	if err := mkdirChain(d, df, missing); err != nil {
+		return fmt.Errorf("%s: %w", dir, err)
+	}
+	return nil
 }
+
+// deepestExisting splits p, a clean path of elements separated by sep,
+// into its deepest prefix that lstat finds (root when none: "/" or "."),
+// and the names of the missing elements after it. When lstat fails on p
+// with anything but fs.ErrNotExist, or finds it, p is that prefix and
+// nothing is missing: the caller sees the failure again.
+//
+// A path that exists implies each of its prefixes does, so the prefix is
+// found by galloping and bisecting on the number of elements: O(log n)
+// lstat calls, of the existing prefix's length at most, where walking up
+// one element at a time costs O(n) calls of O(n) bytes each, which a peer
+// naming deep missing paths turns into CPU squared in its request's bytes
+// (issue 33, finding 4).
+func deepestExisting(p, sep, root string, lstat func(string) error) (existing string, missing []string) {
+	if err := lstat(p); err == nil || !errors.Is(err, fs.ErrNotExist) {
+		return p, nil
+	}
+	rest := p
+	if root != "." {
+		if rest = strings.TrimPrefix(p, root); rest == p {
+			return p, nil
+		}
+	}
+	if rest == "" || rest == "." {
+		return p, nil
+	}
+	// ends[k] is the length of rest's first k+1 elements.
+	var ends []int
+	for i := 0; i < len(rest); i++ {
+		if rest[i] == sep[0] {
+			ends = append(ends, i)
+		}
+	}
+	ends = append(ends, len(rest))
+	prefix := func(k int) string { // the first k elements, k ≥ 1
+		if root == "." {
+			return rest[:ends[k-1]]
+		}
+		return root + rest[:ends[k-1]]
+	}
+	// Invariant: the first lo elements exist (0: the root), the first hi
+	// do not. Galloping from the root first bounds the bytes looked up by
+	// four times the deepest existing prefix's (a peer's missing path is
+	// deep in what does not exist, rarely in what does).
+	lo, hi := 0, len(ends)
+	for k := 1; k < hi; k *= 2 {
+		if lstat(prefix(k)) != nil {
+			hi = k
+			break
+		}
+		lo = k
+	}
+	for hi-lo > 1 {
+		mid := int(uint(lo+hi) >> 1)
+		if lstat(prefix(mid)) == nil {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	existing = root
+	if lo > 0 {
+		existing = prefix(lo)
+	}
+	tail := rest
+	if lo > 0 {
+		tail = rest[ends[lo-1]+1:]
+	}
+	return existing, strings.Split(tail, sep)
+}
+
+// afterMkdir, when set (tests only), runs after each directory a write
+// makes, with its name.
+var afterMkdir func(name string)
 
 // openDir opens the directory dir, beneath the root, and returns it with
 // its real workspace-relative path. The caller closes it.
@@ -406,7 +520,8 @@ func (w *Workspace) ReadFileLimit(name string, max int64, check Check) ([]byte, 
 // target's directory is opened once, beneath the root; check, if not nil,
 // decides on its real path plus the file's name before anything is
 // written, and, when directories are missing, on the path they would
-// make before they are made. The data goes to a temporary file in that
+// make before they are made (makeMissing: never through a link, so a write
+// that is denied makes nothing, a dangling link on the way is ErrLink). The data goes to a temporary file in that
 // directory (".NAME.*.tmp"), synced, then renamed over the target, keeping
 // an existing file's permissions (new files get 0644); on any failure the
 // temporary file is removed. An existing target that is not a regular
@@ -426,13 +541,8 @@ func (w *Workspace) WriteFile(name string, data []byte, check Check) (err error)
 	}
 	dir, base := path.Split(rel)
 	dir = path.Clean(dir)
-	if check != nil {
-		if err := w.checkMissing(dir, base, check); err != nil {
-			return err
-		}
-	}
-	if err := w.root.MkdirAll(filepath.FromSlash(dir), 0o755); err != nil {
-		return wrap(rel, err)
+	if err := w.makeMissing(dir, base, check); err != nil {
+		return err
 	}
 	d, realDir, err := w.openDir(dir)
 	if err != nil {
@@ -587,23 +697,16 @@ func (w *Workspace) Resolve(name string) (string, error) {
 		p = filepath.Join(w.dir, p)
 	}
 	p = filepath.Clean(p)
-	existing, missing := p, ""
-	for {
-		_, err := os.Lstat(existing)
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, fs.ErrNotExist) {
-			return "", fmt.Errorf("%s: %v: %w", name, err, ErrOutside)
-		}
-		parent := filepath.Dir(existing)
-		if parent == existing {
-			break
-		}
-		missing = filepath.Join(filepath.Base(existing), missing)
-		existing = parent
+	sep := string(filepath.Separator)
+	existing, names := deepestExisting(p, sep, filepath.VolumeName(p)+sep, func(p string) error {
+		_, err := os.Lstat(p)
+		return err
+	})
+	if _, err := os.Lstat(existing); err != nil && (len(names) == 0 || !errors.Is(err, fs.ErrNotExist)) {
+		return "", fmt.Errorf("%s: %v: %w", name, err, ErrOutside)
 	}
-	real, err := filepath.EvalSymlinks(existing)
+	missing := filepath.Join(names...)
+	real, err := realPath(existing)
 	if err != nil {
 		return "", fmt.Errorf("%s: %v: %w", name, err, ErrOutside)
 	}

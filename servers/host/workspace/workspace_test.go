@@ -408,3 +408,134 @@ func TestDeniedWriteMakesNoDirectory(t *testing.T) {
 		t.Errorf("check saw %q, want %q", seen, want)
 	}
 }
+
+// TestDeniedWriteCreatesNothing is finding 6 of issue 33's red team: a
+// write the policy denies creates nothing (no directory, no file, no
+// link), through a dangling link or a race. The policy here allows
+// src/** only; secrets/ is in the workspace, where os.Root lets a link
+// lead.
+func TestDeniedWriteCreatesNothing(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("symlinks")
+	}
+	srcOnly := func(rel string) error {
+		if strings.HasPrefix(rel, "src/") {
+			return nil
+		}
+		return fs.ErrPermission
+	}
+	setup := func(t *testing.T) (*Workspace, string) {
+		w, dir := open(t, nil)
+		w.noSync = true
+		for _, d := range []string{"src", "secrets"} {
+			if err := os.Mkdir(filepath.Join(dir, d), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return w, dir
+	}
+	// secretsUntouched fails unless secrets/ holds exactly want.
+	secretsUntouched := func(t *testing.T, dir string, want ...string) {
+		t.Helper()
+		var got []string
+		filepath.WalkDir(filepath.Join(dir, "secrets"), func(p string, _ fs.DirEntry, _ error) error {
+			if rel, _ := filepath.Rel(dir, p); rel != "secrets" {
+				got = append(got, filepath.ToSlash(rel))
+			}
+			return nil
+		})
+		if !slices.Equal(got, want) {
+			t.Errorf("secrets/ holds %q, want %q", got, want)
+		}
+	}
+	t.Run("dangling link to a directory", func(t *testing.T) {
+		// The red team's: src/sd -> ../secrets/newdir, missing.
+		w, dir := setup(t)
+		os.Symlink("../secrets/newdir", filepath.Join(dir, "src/sd"))
+		if err := w.WriteFile("src/sd/x/f.txt", []byte("x"), srcOnly); err == nil {
+			t.Fatal("the write was allowed")
+		}
+		secretsUntouched(t, dir)
+	})
+	t.Run("dangling link deeper", func(t *testing.T) {
+		w, dir := setup(t)
+		os.MkdirAll(filepath.Join(dir, "src/a/b"), 0o755)
+		os.Symlink("../../../secrets/n1/n2", filepath.Join(dir, "src/a/b/l"))
+		if err := w.WriteFile("src/a/b/l/c/d/f.txt", []byte("x"), srcOnly); !errors.Is(err, ErrLink) {
+			t.Fatalf("got %v, want ErrLink", err)
+		}
+		secretsUntouched(t, dir)
+	})
+	t.Run("link to a denied directory", func(t *testing.T) {
+		w, dir := setup(t)
+		os.Symlink("../secrets", filepath.Join(dir, "src/ld"))
+		if err := w.WriteFile("src/ld/new/f.txt", []byte("x"), srcOnly); !errors.Is(err, fs.ErrPermission) {
+			t.Fatalf("got %v", err)
+		}
+		if err := w.WriteFile("src/ld/f.txt", []byte("x"), srcOnly); !errors.Is(err, fs.ErrPermission) {
+			t.Fatalf("got %v", err)
+		}
+		secretsUntouched(t, dir)
+	})
+	t.Run("dangling link as the target", func(t *testing.T) {
+		// Allowed (src/tl is the path written), and the link is replaced,
+		// never followed to make secrets/t.txt.
+		w, dir := setup(t)
+		os.Symlink("../secrets/t.txt", filepath.Join(dir, "src/tl"))
+		if err := w.WriteFile("src/tl", []byte("x"), srcOnly); err != nil {
+			t.Fatal(err)
+		}
+		if fi, err := os.Lstat(filepath.Join(dir, "src/tl")); err != nil || !fi.Mode().IsRegular() {
+			t.Errorf("src/tl: %v %v", fi, err)
+		}
+		secretsUntouched(t, dir)
+	})
+	t.Run("denied in an existing directory", func(t *testing.T) {
+		w, dir := setup(t)
+		if err := w.WriteFile("secrets/f.txt", []byte("x"), srcOnly); !errors.Is(err, fs.ErrPermission) {
+			t.Fatal(err)
+		}
+		secretsUntouched(t, dir)
+	})
+	t.Run("race: a made directory swapped for a link", func(t *testing.T) {
+		// Between the making of src/r1 and that of src/r1/r2, the runtime
+		// replaces src/r1 with a link to secrets: nothing is made there.
+		w, dir := setup(t)
+		defer func() { afterMkdir = nil }()
+		afterMkdir = func(name string) {
+			if name == "r1" {
+				os.Remove(filepath.Join(dir, "src/r1"))
+				os.Symlink("../secrets", filepath.Join(dir, "src/r1"))
+			}
+		}
+		if err := w.WriteFile("src/r1/r2/r3/f.txt", []byte("x"), srcOnly); !errors.Is(err, ErrLink) {
+			t.Fatalf("got %v, want ErrLink", err)
+		}
+		secretsUntouched(t, dir)
+	})
+	t.Run("race: the existing directory swapped for a link", func(t *testing.T) {
+		// src/e exists; once the check passed on it and before the missing
+		// directories are made, it becomes a link to secrets.
+		w, dir := setup(t)
+		os.Mkdir(filepath.Join(dir, "src/e"), 0o755)
+		defer func() { afterMkdir = nil }()
+		swapped := false
+		afterMkdir = func(name string) {
+			if !swapped {
+				swapped = true
+				os.Rename(filepath.Join(dir, "src/e"), filepath.Join(dir, "src/e.old"))
+				os.Symlink("../secrets", filepath.Join(dir, "src/e"))
+			}
+		}
+		// The directories go on in the directory that was checked (now
+		// src/e.old); the file's directory, opened by its path again, is
+		// not found (or would be refused).
+		if err := w.WriteFile("src/e/n1/n2/f.txt", []byte("x"), srcOnly); err == nil {
+			t.Fatal("the write was done")
+		}
+		secretsUntouched(t, dir)
+		if _, err := os.Stat(filepath.Join(dir, "src/e.old/n1/n2")); err != nil {
+			t.Errorf("the directories were not made where checked: %v", err)
+		}
+	})
+}

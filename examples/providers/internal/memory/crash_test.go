@@ -13,6 +13,8 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 	"go.uber.org/goleak"
+
+	"github.com/bridgekit/bridgekit/internal/proctest"
 )
 
 // childEnv turns the test binary into a writer process that the crash test
@@ -24,7 +26,7 @@ func TestMain(m *testing.M) {
 	if path := os.Getenv(childEnv); path != "" {
 		os.Exit(crashChild(path))
 	}
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(m, proctest.IgnoreSpawner())
 }
 
 func crashChild(path string) int {
