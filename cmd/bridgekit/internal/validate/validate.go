@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -28,6 +29,7 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
 
@@ -647,7 +649,13 @@ func (v *Validator) validateSlow(sch *jsonschema.Schema, body []byte, prefix str
 	}
 	leaf := deepest(ve)
 	ptr := ""
-	for _, tok := range leaf.InstanceLocation {
+	loc := leaf.InstanceLocation
+	if req, ok := leaf.ErrorKind.(*kind.Required); ok && len(req.Missing) > 0 {
+		// A missing member is placed as the decoders place it: the
+		// object that lacks it, joined with its name.
+		loc = append(slices.Clone(loc), req.Missing[0])
+	}
+	for _, tok := range loc {
 		ptr += "/" + strings.ReplaceAll(strings.ReplaceAll(tok, "~", "~0"), "/", "~1")
 	}
 	return frames.Problem{Code: ProblemSchemaValidation, Pointer: prefix + ptr,

@@ -75,6 +75,17 @@ func TestCorruptedFramesRefused(t *testing.T) {
 			Problem{Line: 3, Method: "session/prompt", Code: "schema", Pointer: "/params/prompt/0/text"}, ""},
 		"missing member": {`{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"prompt":[]}}`,
 			Problem{Line: 3, Method: "session/prompt", Code: "schema", Pointer: "/params/sessionId"}, "missing"},
+		// The issue's three: a missing member's pointer names the object
+		// that lacks it, its own segment included.
+		"missing member in a nested object": {`{"jsonrpc":"2.0","id":1,"method":"session/request_permission","params":{"sessionId":"s","toolCall":{"title":"t"},"options":[]}}`,
+			Problem{Line: 3, Method: "session/request_permission", Code: "schema", Pointer: "/params/toolCall/toolCallId"}, "missing"},
+		"missing member in a union's member": {`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text"}}}}`,
+			Problem{Line: 3, Method: "session/update", Code: "schema", Pointer: "/params/update/content/text"}, "missing"},
+		"missing member in a result's union": {`{"jsonrpc":"2.0","id":1,"method":"session/request_permission","params":{"sessionId":"s","toolCall":{"toolCallId":"c"},"options":[{"optionId":"a","name":"Allow","kind":"allow_once"}]}}` + "\n" +
+			`{"jsonrpc":"2.0","id":1,"result":{"outcome":{"outcome":"selected"}}}`,
+			Problem{Line: 4, Method: "session/request_permission", Code: "schema", Pointer: "/result/outcome/optionId"}, "missing"},
+		"missing member in an array element": {`{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"s","prompt":[{"type":"text","text":"a"},{"type":"text"}]}}`,
+			Problem{Line: 3, Method: "session/prompt", Code: "schema", Pointer: "/params/prompt/1/text"}, "missing"},
 		"unknown method": {`{"jsonrpc":"2.0","id":1,"method":"session/nope","params":{}}`,
 			Problem{Line: 3, Method: "session/nope", Code: "unknown_method", Pointer: "/method"}, "no method"},
 		"reply to unknown id": {`{"jsonrpc":"2.0","id":42,"result":{}}`,
