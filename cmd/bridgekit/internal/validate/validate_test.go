@@ -30,11 +30,25 @@ func check(t *testing.T, v *Validator, name, input string) ([]Problem, Stats) {
 }
 
 // The committed traffic of real ACP agents (testdata/acp/traffic) is
-// valid, every body with a schema judged by it and by its type.
+// valid, every body with a schema judged by it and by its type, but for
+// the methods outside ACP that the traffic's baseline of untyped places
+// lists (qwen's craft/drainMidTurnQueue): each is reported as an unknown
+// method, and nothing else is.
 func TestRealAgentTrafficIsValid(t *testing.T) {
-	files, _ := filepath.Glob("../../../../testdata/acp/traffic/*/turn.jsonl")
+	const traffic = "../../../../testdata/acp/traffic"
+	files, _ := filepath.Glob(traffic + "/*/turn.jsonl")
 	if len(files) == 0 {
 		t.Fatal("no recorded traffic")
+	}
+	baseline, err := os.ReadFile(traffic + "/untyped_baseline.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	untyped := map[string]bool{} // recording/turn.jsonl TAB method
+	for _, l := range strings.Split(string(baseline), "\n") {
+		if f := strings.Split(l, "\t"); len(f) == 3 && f[2] == "(a method no catalogue types)" {
+			untyped[f[0]+"\t"+strings.Fields(f[1])[0]] = true
+		}
 	}
 	v := newValidator(t, "")
 	for _, f := range files {
@@ -42,8 +56,12 @@ func TestRealAgentTrafficIsValid(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		rec := filepath.Base(filepath.Dir(f)) + "/turn.jsonl"
 		ps, st := check(t, v, f, string(data))
 		for _, p := range ps {
+			if p.Code == "unknown_method" && untyped[rec+"\t"+p.Method] {
+				continue
+			}
 			t.Errorf("%s", p)
 		}
 		if st.Frames == 0 || st.Checked < st.Frames/2 {
