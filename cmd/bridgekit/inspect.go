@@ -29,8 +29,8 @@ Flags:`
 
 func runInspect(ctx context.Context, env *Env, args []string) int {
 	fs := newFlags(env, "inspect", inspectSynopsis)
-	addr := fs.String("addr", "127.0.0.1:7878", "listen on `ADDR` (loopback only unless --allow-remote)")
-	remote := fs.Bool("allow-remote", false, "let --addr be a non-loopback address")
+	addr := fs.String("addr", "127.0.0.1:7878", usageOf("addr", "host:port, loopback only unless --allow-remote"))
+	remote := fs.Bool("allow-remote", false, usageOf("allow-remote", "--addr may then name any interface (the inspector shows the traffic, masked, to whoever connects)"))
 	if status, stop := parseFlags(fs, args); stop {
 		return status
 	}

@@ -151,12 +151,19 @@ func TestReplaySides(t *testing.T) {
 		{dir: frames.In, kind: frames.Request, method: "initialize"},
 		{dir: frames.In, kind: frames.Response, method: "initialize"},
 	}}
-	for side, want := range map[string]frames.Direction{"": frames.In, "in": frames.In, "out": frames.Out, "client": frames.In, "agent": frames.Out} {
+	for side, want := range map[string]frames.Direction{"": frames.In, "peer": frames.In, "traced": frames.Out, "client": frames.In, "agent": frames.Out} {
 		if got, err := s.playDirection(side); err != nil || got != want {
 			t.Errorf("--side %q: %q, %v; want %q", side, got, err, want)
 		}
 	}
-	if _, err := s.playDirection("host"); err == nil || !strings.Contains(err.Error(), "sides are in, out, agent, client") {
+	// The old names, read backwards as often as not, are refused with the
+	// new ones.
+	for old, now := range map[string]string{"in": "--side peer", "out": "--side traced"} {
+		if _, err := s.playDirection(old); err == nil || !strings.Contains(err.Error(), now) {
+			t.Errorf("--side %s: %v", old, err)
+		}
+	}
+	if _, err := s.playDirection("host"); err == nil || !strings.Contains(err.Error(), "sides are peer, traced, agent, client") {
 		t.Errorf("--side host for an ACP session: %v", err)
 	}
 	// A runtime (the peer) calls the traced host.
