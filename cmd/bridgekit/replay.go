@@ -18,6 +18,7 @@ import (
 	"github.com/bridgekit/bridgekit/cmd/bridgekit/internal/frames"
 	"github.com/bridgekit/bridgekit/cmd/bridgekit/internal/store"
 	"github.com/bridgekit/bridgekit/cmd/bridgekit/internal/tracelog"
+	"github.com/bridgekit/bridgekit/cmd/bridgekit/internal/traffic"
 	"github.com/bridgekit/bridgekit/internal/child"
 	"github.com/bridgekit/bridgekit/runtime/ndjson"
 	"github.com/bridgekit/bridgekit/runtime/redact"
@@ -29,8 +30,9 @@ func init() {
 
 const replaySynopsis = `[flags] FILE -- COMMAND ARGS...
 
-Reads a session recorded by 'bridgekit trace' (FILE: its --out JSONL or
-its --store session store), starts COMMAND in a process group of its own
+Reads a recorded session (FILE: a trace, trace --out's JSONL; a session
+store, trace --store's; a recording; or the protocol's own NDJSON, a tee
+log of both sides), starts COMMAND in a process group of its own
 and plays one side of the session to it: by default the traced command's
 peer (--side peer: COMMAND stands in for the traced command); with --side
 traced, the traced command itself (COMMAND stands in for its peer); or the
@@ -211,41 +213,36 @@ type rframe struct {
 	givenUp bool
 }
 
-// sqliteHeader starts every SQLite database file.
-const sqliteHeader = "SQLite format 3\x00"
+// errFound stops reading a file once the session wanted has ended.
+var errFound = errors.New("session found")
 
-// loadReplaySession reads the session want (or the first of a JSONL file,
-// the newest of a store) of path: a JSONL trace or a session store.
+// loadReplaySession reads the session want (or the first of a file, the
+// newest of a store) of path: any form of recorded traffic (package
+// traffic), whose frames are classified afresh as they are read.
 func loadReplaySession(ctx context.Context, path, want string) (*replaySession, error) {
-	f, err := os.Open(path)
+	format, err := traffic.Sniff(path)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	head := make([]byte, len(sqliteHeader))
-	if n, _ := io.ReadFull(f, head); n == len(head) && string(head) == sqliteHeader {
+	if format == traffic.Store {
 		return loadStoreSession(ctx, path, want)
 	}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return nil, err
-	}
-	rd := tracelog.NewReader(f, 0)
 	var s *replaySession
-	for s == nil || s.end == nil {
-		rec, err := rd.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
+	err = traffic.Read(ctx, path, format, "", func(line int, rec *tracelog.Record) error {
 		if s == nil {
 			if rec.Type == tracelog.TypeSession && (want == "" || rec.Session == want) {
 				s = &replaySession{id: rec.Session, command: rec.Command}
 			}
-			continue
+			return nil
 		}
-		s.add(rec, int64(rd.Line()))
+		s.add(rec, int64(line))
+		if s.end != nil {
+			return errFound
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errFound) {
+		return nil, err
 	}
 	return s.check(path, want)
 }

@@ -375,3 +375,55 @@ func TestReplayFromAStore(t *testing.T) {
 		t.Fatalf("status %d\n%s", status, stdout)
 	}
 }
+
+// replay reads what the other subcommands read: a tee log (the frames of
+// both sides, NDJSON) and a recording are replayed as the trace they came
+// from; a file that is no traffic is refused with the reason.
+func TestReplayReadsEveryForm(t *testing.T) {
+	agent, _, _ := testBins(t)
+	trace := recordSession(t, "read notes.txt", agent)
+	data, err := os.ReadFile(trace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tee, rec strings.Builder
+	n := 0
+	for line := range strings.SplitSeq(strings.TrimSpace(string(data)), "\n") {
+		var r struct {
+			Type, Dir string
+			Raw       *string
+		}
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatal(err)
+		}
+		if r.Type != "frame" || r.Raw == nil {
+			continue
+		}
+		n++
+		tee.WriteString(*r.Raw + "\n")
+		dir := "send"
+		if r.Dir == "out" {
+			dir = "recv"
+		}
+		b, _ := json.Marshal(map[string]any{"seq": n, "ms": n, "dir": dir, "line": *r.Raw})
+		rec.WriteString(string(b) + "\n")
+	}
+	dir := t.TempDir()
+	for name, data := range map[string]string{"tee.log": tee.String(), "recording.jsonl": rec.String()} {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		status, stdout, stderr := runCmd(t, "", "replay", path, "--", agent)
+		if status != 0 || !strings.Contains(stdout, "no differences (5 frames sent, 8 compared)") {
+			t.Errorf("%s: status %d\nstdout: %s\nstderr: %s", name, status, stdout, stderr)
+		}
+	}
+	log := filepath.Join(dir, "agent.log")
+	if err := os.WriteFile(log, []byte("starting\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if status, _, stderr := runCmd(t, "", "replay", log, "--", agent); status != 1 || !strings.Contains(stderr, "not recorded traffic") {
+		t.Errorf("a log: status %d, %s", status, stderr)
+	}
+}

@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
+	"github.com/bridgekit/bridgekit/cmd/bridgekit/internal/store"
+	"github.com/bridgekit/bridgekit/cmd/bridgekit/internal/traffic"
 	"github.com/bridgekit/bridgekit/cmd/bridgekit/internal/validate"
 )
 
@@ -94,6 +97,28 @@ func runValidate(ctx context.Context, env *Env, args []string) int {
 		if name == "-" {
 			r, display = env.Stdin, "<stdin>"
 		} else {
+			// What is no traffic is refused with the reason; a store is
+			// checked session by session.
+			format, err := traffic.Sniff(name)
+			if err != nil {
+				fmt.Fprintln(env.Stderr, "bridgekit validate:", err)
+				status = 1
+				continue
+			}
+			if format == traffic.Store {
+				st, err := validateStore(ctx, v, name, report)
+				total.Frames += st.Frames
+				total.Checked += st.Checked
+				total.Truncated += st.Truncated
+				if err != nil {
+					fmt.Fprintf(env.Stderr, "bridgekit validate: %s: %v\n", display, err)
+					status = 1
+				}
+				if env.Terminal {
+					fmt.Fprintf(env.Stderr, "%s: %d frames, %d bodies checked\n", display, st.Frames, st.Checked)
+				}
+				continue
+			}
 			f, err := os.Open(name)
 			if err != nil {
 				fmt.Fprintln(env.Stderr, "bridgekit validate:", err)
@@ -132,6 +157,64 @@ func runValidate(ctx context.Context, env *Env, args []string) int {
 		status = 1
 	}
 	return status
+}
+
+// validateStore validates every session of the store at path, each as
+// the trace it holds, named "path#session" in problems.
+func validateStore(ctx context.Context, v *validate.Validator, path string, report func(validate.Problem)) (validate.Stats, error) {
+	var total validate.Stats
+	db, err := store.Open(ctx, path)
+	if err != nil {
+		return total, err
+	}
+	defer db.Close()
+	sessions, err := db.Sessions(ctx)
+	if err != nil {
+		return total, err
+	}
+	slices.SortFunc(sessions, func(a, b store.Session) int { return a.Started.Compare(b.Started) })
+	for _, s := range sessions {
+		// The records go to the validator through a pipe, a page at a
+		// time: a long session is never held whole.
+		pr, pw := io.Pipe()
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			const page = 512
+			var line []byte
+			for after := int64(-1); ; {
+				recs, err := db.Records(ctx, s.ID, after, page)
+				if err != nil {
+					pw.CloseWithError(err)
+					return
+				}
+				for _, r := range recs {
+					if line, err = r.Marshal(line[:0]); err == nil {
+						_, err = pw.Write(line)
+					}
+					if err != nil {
+						pw.CloseWithError(err)
+						return
+					}
+					after = r.Seq
+				}
+				if len(recs) < page {
+					pw.Close()
+					return
+				}
+			}
+		}()
+		st, err := v.Stream(path+"#"+s.ID, &ctxReader{ctx, pr}, report)
+		pr.CloseWithError(io.ErrClosedPipe) // ends the writer if Stream stopped early
+		<-done
+		total.Frames += st.Frames
+		total.Checked += st.Checked
+		total.Truncated += st.Truncated
+		if err != nil {
+			return total, fmt.Errorf("session %s: %w", s.ID, err)
+		}
+	}
+	return total, nil
 }
 
 // ctxReader ends a read once ctx has ended (a signal), so validating a
