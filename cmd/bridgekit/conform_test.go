@@ -484,3 +484,25 @@ func TestConformBrokenAgentFails(t *testing.T) {
 		t.Fatalf("status %d\n%s", status, table)
 	}
 }
+
+// acp-agent/bad-json accepts what harn-host and acp-client accept: a line
+// that is not JSON dropped, or answered -32700 with id null; an answer
+// without an id member, or with another code, fails at its pointer.
+func TestConformACPAgentBadJSON(t *testing.T) {
+	for mode, want := range map[string]string{"": "", "drop-bad-json": "", "bad-json-no-id": "/id", "bad-json-code": "/error/code"} {
+		args := []string{"--side", "acp-agent", "--run", "acp-agent/bad-json", "--"}
+		if mode != "" {
+			args = append(args, pythonRuntime(t, "--broken", mode)...)
+		} else {
+			args = append(args, pythonRuntime(t)...)
+		}
+		status, rep, table := conformRun(t, args...)
+		r := byID(rep)["acp-agent/bad-json"]
+		switch {
+		case want == "" && (status != 0 || r.Status != conform.Pass):
+			t.Errorf("%q: status %d\n%s", mode, status, table)
+		case want != "" && (status != 1 || !problemAt(r, "(bad JSON)", want)):
+			t.Errorf("%q: status %d, want a problem at %s\n%s", mode, status, want, table)
+		}
+	}
+}
