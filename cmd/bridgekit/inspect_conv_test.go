@@ -164,4 +164,36 @@ func TestInspectorConversationInBrowser(t *testing.T) {
 		t.Errorf("the request beside it: %q", q)
 	}
 	shot("inspector-pair.png")
+
+	// Finding things: full-text search over the frames, and filters by
+	// direction, kind and update type.
+	set := func(sel, v string) {
+		t.Helper()
+		if _, err := chromedp.Run(bctx, chromedp.Evaluate[string](fmt.Sprintf(
+			`(() => { const e = document.querySelector(%q); e.value = %q; e.dispatchEvent(new Event("input")); return "" })()`, sel, v))); err != nil {
+			t.Fatalf("browser, set %s: %v", sel, err)
+		}
+	}
+	set(`#filter-text`, "DRAINmidturn")
+	if n := count(`#timeline tbody tr`); n != 2 {
+		t.Errorf("search: %d rows, want the request and its reply", n)
+	}
+	set(`#filter-text`, "")
+	set(`#filter-update`, "tool_call")
+	if n := count(`#timeline tbody tr`); n != 4 {
+		t.Errorf("tool_call updates: %d rows, want 4", n)
+	}
+	set(`#filter-update`, "")
+	set(`#filter-kind`, "error")
+	if n := count(`#timeline tbody tr`); n != 1 {
+		t.Errorf("error replies: %d rows, want 1", n)
+	}
+	set(`#filter-dir`, "out")
+	if n := count(`#timeline tbody tr`); n != 0 {
+		t.Errorf("error replies the agent sent: %d rows, want 0", n)
+	}
+	set(`#filter-kind`, "request")
+	if n := count(`#timeline tbody tr`); n != 6 {
+		t.Errorf("the agent's requests: %d rows, want 6 (fs read and write, three permissions, craft/drainMidTurnQueue)", n)
+	}
 }

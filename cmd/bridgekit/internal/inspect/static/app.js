@@ -87,9 +87,26 @@ function selectSession(id) {
 
 const frameRecords = () => (state.records.get(state.current) || []).filter((r) => r.type === "frame");
 
+// updateTypeOf returns an ACP session/update's sessionUpdate, or "".
+function updateTypeOf(r) {
+  if (r.method !== "session/update") return "";
+  const d = parseRaw(r);
+  return (d && d.params && d.params.update && d.params.update.sessionUpdate) || "";
+}
+
+const filterIDs = ["#filter-text", "#filter-method", "#filter-dir", "#filter-kind", "#filter-update", "#filter-errors"];
+const filterKey = () => filterIDs.map((id) => { const e = $(id); return e.type === "checkbox" ? e.checked : e.value; }).join("\u0000");
+
 function visible(r) {
   const m = $("#filter-method").value.trim();
   if (m && !(r.method || "").includes(m)) return false;
+  // Full text: the frame as recorded, case-insensitive.
+  const q = $("#filter-text").value.trim().toLowerCase();
+  if (q && !(r.raw || "").toLowerCase().includes(q)) return false;
+  if ($("#filter-dir").value && r.dir !== $("#filter-dir").value) return false;
+  const k = $("#filter-kind").value;
+  if (k && r.kind !== k && !(k === "error" && errorOf(r))) return false;
+  if ($("#filter-update").value && updateTypeOf(r) !== $("#filter-update").value) return false;
   if ($("#filter-errors").checked && !(r.problems && r.problems.length)) return false;
   return true;
 }
@@ -112,8 +129,14 @@ const rendered = { key: null, count: 0 };
 
 function renderCurrent() {
   const tbody = $("#timeline tbody");
-  const key = [state.current, $("#filter-method").value, $("#filter-errors").checked].join("\u0000");
+  const key = state.current + "\u0000" + filterKey();
   const all = frameRecords();
+  // The update types the session has, for the filter.
+  const ut = $("#filter-update"), known = new Set([...ut.options].map((o) => o.value));
+  for (const r of all.slice(rendered.count)) {
+    const u = updateTypeOf(r);
+    if (u && !known.has(u)) { ut.append(el("option", { value: u, text: u })); known.add(u); }
+  }
   if (rendered.key !== key) { tbody.replaceChildren(); rendered.key = key; rendered.count = 0; tbody.dataset.session = state.current || ""; }
   const t0 = startOf();
   for (const r of all.slice(rendered.count)) {
@@ -521,8 +544,7 @@ function init() {
     for (const t of document.querySelectorAll("#detail .tab")) t.classList.toggle("on", t.id === "tab-" + b.dataset.tab || t.id === "tab-" + b.dataset.tab + "-body");
   };
   $("#session").onchange = (e) => selectSession(e.target.value);
-  $("#filter-method").oninput = renderCurrent;
-  $("#filter-errors").onchange = renderCurrent;
+  for (const id of filterIDs) { $(id).oninput = renderCurrent; $(id).onchange = renderCurrent; }
   $("#diff-go").onclick = renderDiff;
   poll();
   setInterval(poll, 1000);
