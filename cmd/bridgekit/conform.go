@@ -17,7 +17,7 @@ func init() {
 	register(command{name: "conform", summary: "run a protocol's scenario suite against an implementation", run: runConform})
 }
 
-const conformSynopsis = `[--side S] [--baseline FILE] [--json FILE] [flags] -- COMMAND ARGS...
+const conformSynopsis = `[--side S] [--baseline FILE] [--json | --json-out FILE] [flags] -- COMMAND ARGS...
 
 Starts COMMAND (any implementation, in any language, that speaks the
 protocol on its stdin and stdout) in a process group of its own, plays the
@@ -32,7 +32,7 @@ failure (listed in --baseline) or stale baseline (listed, but it passes).
 Sides: harn-host (conform plays a Harn runtime against a host that serves
 the bridge on its stdin/stdout); acp-client (conform plays an ACP agent:
 the client starts it, as "bridgekit conform --side acp-client --agent
-[--json FILE]", and the scenarios run inside its session/prompt; the
+[--json-out FILE]", and the scenarios run inside its session/prompt; the
 table goes to stderr); acp-agent (conform plays an ACP client against an
 agent: session/new in --workdir or a new directory, prompts, its fs,
 permission and terminal requests answered, session/cancel); harn-runtime
@@ -44,7 +44,7 @@ a process provider of the role --role names: knowledge, memory,
 embedding, approval or hook); agentpm-harness (conform plays the client
 of "agentpm harness --machine" and answers its host_service requests);
 agentpm-harness-client (conform plays the Harness: the client starts
-"bridgekit conform --side agentpm-harness-client --agent [--json FILE]" as
+"bridgekit conform --side agentpm-harness-client --agent [--json-out FILE]" as
 its Harness, and the scenarios run inside its start_run).
 
 Exit status: 0 every scenario passed, is not implemented or is an expected
@@ -74,19 +74,21 @@ var agentSides = map[*conform.Side]func(context.Context, conform.Config, io.Read
 
 func runConform(ctx context.Context, env *Env, args []string) int {
 	fs := newFlags(env, "conform", conformSynopsis)
-	sideName := fs.String("side", conform.HarnHost.Name, "the `SIDE` conform plays against COMMAND's")
+	sideName := fs.String("side", conform.HarnHost.Name, usageOf("side", "the protocol's part conform plays against COMMAND's ("+sideNames()+")"))
 	baseline := fs.String("baseline", "", "expected failures: a JSON `FILE` of {id, reason} entries")
-	jsonOut := fs.String("json", "", "write the results as JSON to `FILE` (- for stdout, instead of the table)")
-	timeout := fs.Duration("timeout", 5*time.Second, "bound on each scenario")
+	jsonOut := addJSON(fs, "the results (a report object), instead of the table")
+	timeout := addTimeout(fs, 5*time.Second, "a scenario's exchanges with COMMAND")
+	deadline := addDeadline(fs, 0, "the scenarios not run by then are reported \"not run\"")
 	grace := fs.Duration("grace", 2*time.Second, "how long COMMAND gets to exit at the end of its input before it is signalled")
 	workdir := fs.String("workdir", "", "a `DIR` the file scenarios create their files in, ideally COMMAND's workspace (default: a new temporary directory)")
 	only := fs.String("run", "", "run only these scenario `IDS` (comma-separated)")
 	list := fs.Bool("list", false, "list the side's scenarios and exit")
-	verbose := fs.Bool("v", false, "copy COMMAND's stderr to stderr")
-	auth := fs.String("auth", "", "acp-agent: the authenticate `METHOD` id to use when the agent lists it")
+	passStderr := addStderr(fs, "COMMAND's (default: kept for the report's detail only)")
+	strict := fs.Bool("strict", false, usageOf("strict", "enum values and union variants this version does not know, in what COMMAND sends, fail their scenario (otherwise they are listed under it as notes)"))
+	auth := fs.String("authenticate", "", usageOf("authenticate", "acp-agent: the method to use when the agent lists it"))
 	prompt := fs.String("prompt", "", "acp-agent, harn-runtime: the first two prompts' `TEXT` ({file}: a file conform made in the session's cwd; default \""+conform.DefaultPrompt+"\")")
 	cancelPrompt := fs.String("cancel-prompt", "", "acp-agent, harn-runtime: the `TEXT` of the prompt conform cancels (default \""+conform.DefaultCancelPrompt+"\")")
-	role := fs.String("role", "", "agentpm-service: the `ROLE` the provider serves ("+strings.Join(conform.ServiceRoles, ", ")+")")
+	role := fs.String("role", "", usageOf("role", "agentpm-service: the role the provider serves ("+strings.Join(conform.ServiceRoles, ", ")+")"))
 	agent := fs.Bool("agent", false, "acp-client, agentpm-harness-client: be the agent the client started, on this process's stdin/stdout (no COMMAND)")
 	if status, stop := parseFlags(fs, args); stop {
 		return status
@@ -97,7 +99,7 @@ func runConform(ctx context.Context, env *Env, args []string) int {
 		return 2
 	}
 	cfg := conform.Config{Argv: fs.Args(), Timeout: *timeout, Grace: *grace, WorkDir: *workdir,
-		AuthMethod: *auth, Prompt: *prompt, CancelPrompt: *cancelPrompt, Role: *role}
+		AuthMethod: *auth, Prompt: *prompt, CancelPrompt: *cancelPrompt, Role: *role, Strict: *strict}
 	if side == conform.AgentPMService && !slices.Contains(conform.ServiceRoles, *role) || side != conform.AgentPMService && *role != "" {
 		fmt.Fprintf(env.Stderr, "bridgekit conform: --side agentpm-service needs --role, one of %s (and --role only with it)\n", strings.Join(conform.ServiceRoles, ", "))
 		return 2
@@ -117,8 +119,8 @@ func runConform(ctx context.Context, env *Env, args []string) int {
 		fmt.Fprintln(env.Stderr, "bridgekit conform: --agent takes no COMMAND: the client starts conform")
 		return 2
 	}
-	if *agent && *jsonOut == "-" {
-		fmt.Fprintln(env.Stderr, "bridgekit conform: --json - would mix results into the protocol's stdout; name a file")
+	if *agent && jsonOut.stdout {
+		fmt.Fprintln(env.Stderr, "bridgekit conform: --json with --agent would mix results into the protocol's stdout; use --json-out FILE")
 		return 2
 	}
 	if len(cfg.Argv) == 0 && !*agent {
@@ -126,8 +128,8 @@ func runConform(ctx context.Context, env *Env, args []string) int {
 		fs.Usage()
 		return 2
 	}
-	if *timeout <= 0 || *grace <= 0 {
-		fmt.Fprintln(env.Stderr, "bridgekit conform: --timeout and --grace must be positive")
+	if *timeout <= 0 || *grace <= 0 || *deadline < 0 {
+		fmt.Fprintln(env.Stderr, "bridgekit conform: --timeout and --grace must be positive, --deadline not negative")
 		return 2
 	}
 	var bl *conform.Baseline
@@ -154,8 +156,11 @@ func runConform(ctx context.Context, env *Env, args []string) int {
 		defer os.RemoveAll(dir)
 		cfg.WorkDir = dir
 	}
-	if *verbose {
+	if *passStderr {
 		cfg.Stderr = env.Stderr
+	}
+	if *deadline > 0 {
+		cfg.Deadline = time.Now().Add(*deadline)
 	}
 	if env.Terminal {
 		cfg.Progress = func(r conform.Result) { fmt.Fprintf(env.Stderr, "\r\x1b[K%s: %s", r.ID, r.Status) }
@@ -188,17 +193,17 @@ func runConform(ctx context.Context, env *Env, args []string) int {
 		if *agent {
 			table = env.Stderr
 		}
-		if *jsonOut != "-" {
+		if !jsonOut.stdout {
 			if werr := conform.WriteTable(table, results, elapsed); werr != nil {
 				fmt.Fprintf(env.Stderr, "bridgekit conform: %v\n", werr)
 				return
 			}
 		}
-		if *jsonOut != "" {
+		if jsonOut.wanted() {
 			rep := conform.Report{Side: side.Name, Command: cfg.Argv, Started: began.UTC().Format(time.RFC3339Nano),
 				DurationMS: float64(elapsed.Microseconds()) / 1000, Summary: summary, Scenarios: results}
-			if werr := writeReport(env, *jsonOut, rep); werr != nil {
-				fmt.Fprintf(env.Stderr, "bridgekit conform: --json: %v\n", werr)
+			if werr := writeReport(env, jsonOut, rep); werr != nil {
+				fmt.Fprintf(env.Stderr, "bridgekit conform: %v\n", werr)
 				return
 			}
 		}
@@ -224,19 +229,16 @@ func runConform(ctx context.Context, env *Env, args []string) int {
 	return status
 }
 
-func writeReport(env *Env, path string, rep conform.Report) error {
-	if path == "-" {
-		return conform.WriteJSON(env.Stdout, rep)
-	}
-	f, err := os.Create(path)
+func writeReport(env *Env, j *jsonOutput, rep conform.Report) error {
+	w, closeFile, err := j.open(env.Stdout)
 	if err != nil {
 		return err
 	}
-	if err := conform.WriteJSON(f, rep); err != nil {
-		f.Close()
+	if err := conform.WriteJSON(w, rep); err != nil {
+		closeFile()
 		return err
 	}
-	return f.Close()
+	return closeFile()
 }
 
 func sideNames() string {

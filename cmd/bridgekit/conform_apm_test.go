@@ -229,7 +229,7 @@ func TestConformAgentPMHarnessClient(t *testing.T) {
 	dir := t.TempDir()
 	results := filepath.Join(dir, "results.json")
 	wrapper := filepath.Join(dir, "agentpm")
-	script := "#!/bin/sh\n# harness-session runs: agentpm harness [AGENT] ... --machine\nexec '" + bins.bridgekit + "' conform --side agentpm-harness-client --agent --json '" + results + "'\n"
+	script := "#!/bin/sh\n# harness-session runs: agentpm harness [AGENT] ... --machine\nexec '" + bins.bridgekit + "' conform --side agentpm-harness-client --agent --json-out '" + results + "'\n"
 	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}

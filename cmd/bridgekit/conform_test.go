@@ -21,7 +21,7 @@ func conformRun(t *testing.T, args ...string) (int, conform.Report, string) {
 	// Nothing conform started may outlive it.
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent(), proctest.IgnoreSpawner())
 	out := filepath.Join(t.TempDir(), "results.json")
-	all := append([]string{"conform", "--json", out}, args...)
+	all := append([]string{"conform", "--json-out", out}, args...)
 	status, stdout, stderr := runCmd(t, "", all...)
 	var rep conform.Report
 	if b, err := os.ReadFile(out); err == nil {
@@ -242,9 +242,10 @@ func TestConformStopsAHungHostAndItsGroup(t *testing.T) {
 	proctest.MarkedGone(t, mark, 2*time.Second)
 }
 
-// A host that dies in a scenario fails it, and the next scenario gets a
-// new one.
-func TestConformRestartsAHostThatDied(t *testing.T) {
+// A host that dies in a scenario ends the run: that scenario fails with
+// one problem that says when and how (its exit status, the end of its
+// stderr), and the rest are not run, not failed on a broken pipe.
+func TestConformEndsTheRunWhenTheHostDies(t *testing.T) {
 	ws := t.TempDir()
 	// Exits at its first bad JSON line: a host that does not survive it.
 	script := `import sys, runpy; sys.argv = sys.argv[1:]
@@ -254,17 +255,57 @@ def loads(s, *a, **k):
     try:
         return _loads(s, *a, **k)
     except ValueError:
+        sys.stderr.write("host: cannot parse its input\n")
         sys.exit(3)
 json.loads = loads
 runpy.run_path(sys.argv[0], run_name="__main__")`
 	argv := append([]string{python(t), "-c", script}, pythonHost(t, ws)[1:]...)
-	status, rep, table := conformRun(t, append([]string{"--run", "harn-host/bad-json,harn-host/unknown-reply", "--"}, argv...)...)
+	// In the side's order: capabilities, bad-json, large-line, unknown-reply.
+	status, rep, table := conformRun(t, append([]string{"--timeout", "60s", "--run", "harn-host/capabilities,harn-host/bad-json,harn-host/unknown-reply,harn-host/large-line", "--"}, argv...)...)
 	res := byID(rep)
-	if status != 1 || res["harn-host/bad-json"].Status != conform.Fail || res["harn-host/unknown-reply"].Status != conform.Pass {
-		t.Fatalf("status %d\n%s", status, table)
+	died := res["harn-host/bad-json"]
+	if status != 1 || res["harn-host/capabilities"].Status != conform.Pass || died.Status != conform.Fail ||
+		res["harn-host/unknown-reply"].Status != conform.NotRun || res["harn-host/large-line"].Status != conform.NotRun ||
+		rep.Summary.NotRun != 2 || rep.Summary.OK {
+		t.Fatalf("status %d %+v\n%s", status, rep.Summary, table)
 	}
-	if !strings.Contains(table, "exit status 3") {
-		t.Errorf("table does not say how it died:\n%s", table)
+	if len(died.Problems) != 1 {
+		t.Errorf("the row it died in has %d problems, want one:\n%s", len(died.Problems), table)
+	}
+	for _, want := range []string{"exit status 3", "after it started", "cannot parse its input"} {
+		if !strings.Contains(died.Problems[0].Message, want) {
+			t.Errorf("the problem does not say %q: %s", want, died.Problems[0].Message)
+		}
+	}
+	if d := res["harn-host/unknown-reply"].Detail; !strings.Contains(d, "died in harn-host/bad-json") {
+		t.Errorf("not run, but why: %q", d)
+	}
+	if strings.Contains(table, "broken pipe") || !strings.Contains(table, "not run") {
+		t.Errorf("table:\n%s", table)
+	}
+}
+
+// --deadline bounds the whole run: the scenario it passes in fails saying
+// so, those not begun are not run, and the run fails, in about the
+// deadline, whatever each scenario's --timeout.
+func TestConformDeadline(t *testing.T) {
+	began := time.Now()
+	status, rep, table := conformRun(t, "--timeout", "20s", "--deadline", "800ms", "--grace", "200ms",
+		"--run", "harn-host/capabilities,harn-host/unknown-method,harn-host/unknown-reply", "--", "sh", "-c", "exec sleep 300")
+	if status != 1 || rep.Summary.OK || rep.Summary.NotRun == 0 || len(rep.Scenarios) != 3 {
+		t.Fatalf("status %d %+v\n%s", status, rep.Summary, table)
+	}
+	// A slow start may use the whole deadline: then nothing is begun.
+	for _, r := range rep.Scenarios {
+		switch {
+		case r.Status == conform.NotRun && strings.Contains(r.Detail, "deadline passed"):
+		case r.Status == conform.Fail && len(r.Problems) == 1 && strings.Contains(r.Problems[0].Message, "deadline"):
+		default:
+			t.Errorf("%s: %s %v", r.ID, r.Status, r.Problems)
+		}
+	}
+	if d := time.Since(began); d > 10*time.Second {
+		t.Errorf("took %v", d)
 	}
 }
 
@@ -302,7 +343,7 @@ func TestConformACPClient(t *testing.T) {
 	}
 	ws := t.TempDir()
 	results := filepath.Join(dir, "results.json")
-	cmd := exec.Command(client, "-prompt", "hello", "-cwd", ws, "--", bins.bridgekit, "conform", "--side", "acp-client", "--agent", "--json", results)
+	cmd := exec.Command(client, "-prompt", "hello", "-cwd", ws, "--", bins.bridgekit, "conform", "--side", "acp-client", "--agent", "--json-out", results)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("acp-client: %v\n%s", err, out)
@@ -339,7 +380,7 @@ func TestConformAgentUsage(t *testing.T) {
 		{"conform", "--side", "acp-client", "--", "true"},
 		{"conform", "--side", "acp-client", "--agent", "--", "true"},
 		{"conform", "--agent"},
-		{"conform", "--side", "acp-client", "--agent", "--json", "-"},
+		{"conform", "--side", "acp-client", "--agent", "--json"},
 	} {
 		if status, _, _ := runCmd(t, "", args...); status != 2 {
 			t.Errorf("%q: status %d, want 2", args, status)
@@ -441,5 +482,27 @@ func TestConformBrokenAgentFails(t *testing.T) {
 	status, rep, table = conformRun(t, append([]string{"--side", "acp-agent", "--"}, pythonRuntime(t)...)...)
 	if status != 0 || byID(rep)["acp-agent/fs/write"].Status != conform.Pass {
 		t.Fatalf("status %d\n%s", status, table)
+	}
+}
+
+// acp-agent/bad-json accepts what harn-host and acp-client accept: a line
+// that is not JSON dropped, or answered -32700 with id null; an answer
+// without an id member, or with another code, fails at its pointer.
+func TestConformACPAgentBadJSON(t *testing.T) {
+	for mode, want := range map[string]string{"": "", "drop-bad-json": "", "bad-json-no-id": "/id", "bad-json-code": "/error/code"} {
+		args := []string{"--side", "acp-agent", "--run", "acp-agent/bad-json", "--"}
+		if mode != "" {
+			args = append(args, pythonRuntime(t, "--broken", mode)...)
+		} else {
+			args = append(args, pythonRuntime(t)...)
+		}
+		status, rep, table := conformRun(t, args...)
+		r := byID(rep)["acp-agent/bad-json"]
+		switch {
+		case want == "" && (status != 0 || r.Status != conform.Pass):
+			t.Errorf("%q: status %d\n%s", mode, status, table)
+		case want != "" && (status != 1 || !problemAt(r, "(bad JSON)", want)):
+			t.Errorf("%q: status %d, want a problem at %s\n%s", mode, status, want, table)
+		}
 	}
 }

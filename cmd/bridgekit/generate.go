@@ -14,8 +14,14 @@ func init() {
 
 // runGenerate is `bridgekit generate [-root DIR] [-v]`.
 func runGenerate(ctx context.Context, env *Env, args []string) int {
-	fs := newFlags(env, "generate", "[-root DIR] [-v]")
-	root := fs.String("root", ".", "repository root: spec/ is read from it, gen/ and docs/reference/ written under it")
+	fs := newFlags(env, "generate", `[--root DIR] [-v]
+
+Regenerates gen/ and docs/reference/ from spec/ (the schemas and the
+catalogues), as make generate does, and says what it wrote. A spec that
+does not load is reported one problem a line, file#pointer: message.
+
+Flags:`)
+	root := fs.String("root", ".", usageOf("root", "spec/ is read from it, gen/ and docs/reference/ written under it"))
 	verbose := fs.Bool("v", false, "list every file written, unchanged or removed")
 	if status, stop := parseFlags(fs, args); stop {
 		return status

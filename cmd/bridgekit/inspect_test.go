@@ -20,6 +20,7 @@ import (
 	"github.com/bridgekit/bridgekit/cmd/bridgekit/internal/inspect"
 	"github.com/bridgekit/bridgekit/cmd/bridgekit/internal/store"
 	"github.com/bridgekit/bridgekit/cmd/bridgekit/internal/tracelog"
+	"github.com/bridgekit/bridgekit/cmd/bridgekit/internal/traffic"
 	"github.com/bridgekit/bridgekit/runtime/redact"
 )
 
@@ -317,14 +318,24 @@ func TestInspectorHandlerGuards(t *testing.T) {
 	}
 }
 
-// A JSONL trace that cannot be read is said at once (status 1), not
-// served as an empty inspector.
+// A file that cannot be read, or is no traffic, is said at once (status
+// 1), not served as an empty inspector.
 func TestInspectRefusesAFileItCannotRead(t *testing.T) {
 	dir := t.TempDir()
 	if err := os.Mkdir(filepath.Join(dir, "d.jsonl"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"missing.jsonl", "d.jsonl"} {
+	// Files that are no traffic: each was once served as an empty list.
+	for name, data := range map[string]string{
+		"binary.jsonl": "\x00\x01\x02ELF",
+		"log.txt":      "2026-12-06 starting agent\nready\n",
+		"object.json":  `{"name":"not a frame"}` + "\n",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range []string{"missing.jsonl", "d.jsonl", "binary.jsonl", "log.txt", "object.json"} {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		var out, errb strings.Builder
 		status := run(ctx, &Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb},
@@ -347,7 +358,9 @@ func TestFollowHandsOverLinesAsRead(t *testing.T) {
 	mem := inspect.NewMemory(1 << 20)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- inspect.Follow(ctx, path, mem, 10*time.Millisecond, nil) }()
+	go func() {
+		done <- inspect.Follow(ctx, path, mem, 10*time.Millisecond, true, traffic.NewConverter(traffic.Trace, path, "").Line, nil)
+	}()
 	w, err := os.OpenFile(path, os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)

@@ -13,8 +13,11 @@
 //	bridgekit generate [flags]                      regenerate gen/ and docs/reference/
 //	bridgekit policy   check FILE...                 check a host policy file
 //
-// Every subcommand takes -h. Exit statuses: 0 success, 1 the check found
-// problems (or the traced command's own status, for trace), 2 a usage error.
+// Every subcommand takes -h ("bridgekit help SUB" says the same), and the
+// subcommands share one vocabulary of flags (vocab.go). "bridgekit
+// --version" prints the version. Exit statuses: 0 success, 1 the check
+// found problems (or the traced command's own status, for trace), 2 a
+// usage error.
 package main
 
 import (
@@ -25,6 +28,8 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"syscall"
@@ -42,6 +47,10 @@ type command struct {
 	// forwards them to its child); for the others the first signal
 	// cancels ctx.
 	ownSignals bool
+	// subcommands names the subcommand's own subcommands, each with a
+	// flag set of its own ("bridgekit scaffold method"): help reaches
+	// them, and so does the test of the flag vocabulary.
+	subcommands []string
 }
 
 // Env is what a subcommand reads and writes besides its arguments, so that
@@ -54,6 +63,11 @@ type Env struct {
 	// Signals delivers SIGINT, SIGTERM and SIGHUP as the process gets
 	// them; nil in tests that run subcommands in-process.
 	Signals <-chan os.Signal
+
+	// flagSet, when set, is told of every flag set a subcommand makes,
+	// by the subcommand's full name ("scaffold method"): the test of the
+	// flag vocabulary reads them through it.
+	flagSet func(name string, fs *flag.FlagSet)
 }
 
 var commands []command
@@ -74,11 +88,23 @@ func main() {
 }
 
 func run(ctx context.Context, env *Env, args []string) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help" {
+	if len(args) == 0 {
 		usage(env.Stderr)
-		if len(args) == 0 {
-			return 2
+		return 2
+	}
+	switch args[0] {
+	case "-h", "-help", "--help":
+		usage(env.Stderr)
+		return 0
+	case "help":
+		if len(args) == 1 {
+			usage(env.Stderr)
+			return 0
 		}
+		// bridgekit help SUB [SUBSUB] is bridgekit SUB [SUBSUB] -h.
+		return run(ctx, env, append(slices.Clone(args[1:]), "-h"))
+	case "-version", "--version":
+		fmt.Fprintln(env.Stdout, versionLine())
 		return 0
 	}
 	for _, c := range commands {
@@ -110,17 +136,59 @@ func usage(w io.Writer) {
 		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Run 'bridgekit COMMAND -h' for a command's flags.")
+	fmt.Fprintln(w, "Run 'bridgekit help COMMAND' (or 'bridgekit COMMAND -h') for a command's flags,")
+	fmt.Fprintln(w, "'bridgekit --version' for the version.")
+}
+
+// versionLine says which bridgekit this is: the module version it was
+// installed at (go install …@VERSION), else "(devel)" with the commit the
+// build recorded, then the SDK it was built with and the Go toolchain.
+func versionLine() string {
+	v, sdk := "(devel)", ""
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		if bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+			v = bi.Main.Version
+		} else {
+			var rev, dirty string
+			for _, s := range bi.Settings {
+				switch {
+				case s.Key == "vcs.revision" && len(s.Value) >= 12:
+					rev = s.Value[:12]
+				case s.Key == "vcs.modified" && s.Value == "true":
+					dirty = "+dirty"
+				}
+			}
+			if rev != "" {
+				v += " " + rev + dirty
+			}
+		}
+		for _, d := range bi.Deps {
+			if d.Path == "github.com/bridgekit/bridgekit" && d.Version != "" && d.Version != "(devel)" {
+				if d.Replace != nil {
+					sdk = "SDK " + d.Version + " replaced by " + d.Replace.Path + ", "
+				} else {
+					sdk = "SDK " + d.Version + ", "
+				}
+			}
+		}
+	}
+	return fmt.Sprintf("bridgekit %s (%s%s %s/%s)", v, sdk, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 }
 
 // newFlags returns a flag set for a subcommand that writes its usage to
 // env.Stderr and returns errors instead of exiting.
+//
+// name is the subcommand's full name ("scaffold method"); env's flag-set
+// hook, when set (tests), is told of the set.
 func newFlags(env *Env, name, synopsis string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(env.Stderr)
 	fs.Usage = func() {
 		fmt.Fprintf(env.Stderr, "usage: bridgekit %s %s\n", name, synopsis)
 		fs.PrintDefaults()
+	}
+	if env.flagSet != nil {
+		env.flagSet(name, fs)
 	}
 	return fs
 }

@@ -82,6 +82,13 @@ func (p *prettyPrinter) frame(r *tracelog.Record) {
 	for _, pr := range r.Problems {
 		p.problem(&b, pr)
 	}
+	for _, n := range r.Notes {
+		at := ""
+		if n.Pointer != "" {
+			at = " at " + n.Pointer
+		}
+		fmt.Fprintf(&b, "           %s %s\n", p.c(cDim, "note "+n.Code+at+":"), n.Message)
+	}
 	p.w.WriteString(b.String())
 }
 

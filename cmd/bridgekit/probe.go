@@ -28,8 +28,8 @@ func init() {
 	register(command{name: "probe", summary: "what an ACP agent or Harn runtime offers", run: runProbe})
 }
 
-const probeSynopsis = `[--json] [flags] -- COMMAND ARGS... [';' COMMAND ARGS...]
-       bridgekit probe [--json] [flags] --cmd 'COMMAND ARGS' --cmd 'COMMAND ARGS' ...
+const probeSynopsis = `[--json | --json-out FILE] [flags] -- COMMAND ARGS... [';' COMMAND ARGS...]
+       bridgekit probe [--json | --json-out FILE] [flags] --cmd 'COMMAND ARGS' --cmd 'COMMAND ARGS' ...
 
 Starts COMMAND, an ACP agent or a Harn runtime, in a process group of its
 own, initializes it and prints what it offers: its protocol version, agent
@@ -77,17 +77,18 @@ const probeClientCapabilities = `{"fs":{"readTextFile":true,"writeTextFile":true
 
 func runProbe(ctx context.Context, env *Env, args []string) int {
 	fs := newFlags(env, "probe", probeSynopsis)
-	asJSON := fs.Bool("json", false, "print JSON instead of text")
+	jsonOut := addJSON(fs, "what each command offers, and the comparison matrix")
 	var cmds stringList
 	fs.Var(&cmds, "cmd", "a `COMMAND` line to probe (repeatable; split into words with shell quoting)")
 	var o probeOptions
-	fs.DurationVar(&o.timeout, "timeout", 30*time.Second, "give up on a command after `D` (starting, initialize, authenticate and session/new together)")
+	fs.DurationVar(&o.timeout, "timeout", 30*time.Second, usageOf("timeout", "a scenario is one command probed: starting, initialize, authenticate and session/new together"))
+	deadline := addDeadline(fs, 0, "the commands not probed by then are reported as not run")
 	fs.IntVar(&o.version, "protocol-version", int(acp.CurrentProtocolVersion), "the protocolVersion to send in initialize")
 	caps := fs.String("client-capabilities", probeClientCapabilities, "the clientCapabilities to send in initialize, as a JSON `OBJECT`")
-	fs.StringVar(&o.authenticate, "authenticate", "", "call authenticate with this method `ID` before session/new")
+	fs.StringVar(&o.authenticate, "authenticate", "", usageOf("authenticate", "call authenticate with it before session/new"))
 	fs.BoolVar(&o.noSession, "no-session", false, "do not open a session (no modes, models or config options)")
-	fs.BoolVar(&o.strict, "strict", false, "exit 1 also when session/new fails or an answer does not fit its schema")
-	fs.BoolVar(&o.passStderr, "stderr", false, "pass each command's stderr through to ours (default: keep only its end for errors)")
+	fs.BoolVar(&o.strict, "strict", false, usageOf("strict", "exit 1 also when session/new fails or an answer does not fit its schema"))
+	fs.BoolVar(&o.passStderr, "stderr", false, usageOf("stderr", "each command's (default: keep only its end for errors)"))
 	if status, stop := parseFlags(fs, args); stop {
 		return status
 	}
@@ -96,9 +97,14 @@ func runProbe(ctx context.Context, env *Env, args []string) int {
 		return 2
 	}
 	o.capabilities = json.RawMessage(*caps)
-	if o.timeout <= 0 {
-		fmt.Fprintln(env.Stderr, "bridgekit probe: --timeout must be positive")
+	if o.timeout <= 0 || *deadline < 0 {
+		fmt.Fprintln(env.Stderr, "bridgekit probe: --timeout must be positive, --deadline not negative")
 		return 2
+	}
+	if *deadline > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, *deadline)
+		defer cancel()
 	}
 	argvs, err := probeCommands(cmds, fs.Args())
 	if err != nil {
@@ -109,16 +115,21 @@ func runProbe(ctx context.Context, env *Env, args []string) int {
 	o.stderr = env.Stderr
 	results := make([]*probeResult, 0, len(argvs))
 	for i, argv := range argvs {
+		if ctx.Err() != nil {
+			why := "not run: interrupted"
+			if *deadline > 0 && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				why = fmt.Sprintf("not run: the run's --deadline (%v) passed", *deadline)
+			}
+			results = append(results, &probeResult{Command: argv, Error: why, AuthMethods: []authMethod{}})
+			continue
+		}
 		if env.Terminal {
 			fmt.Fprintf(env.Stderr, "bridgekit probe: [%d/%d] %s\n", i+1, len(argvs), strings.Join(argv, " "))
 		}
 		results = append(results, probe(ctx, argv, &o))
-		if ctx.Err() != nil {
-			break
-		}
 	}
 	labelProbes(results)
-	if *asJSON {
+	if jsonOut.wanted() {
 		out := struct {
 			Probes []*probeResult `json:"probes"`
 			Matrix []matrixRow    `json:"matrix,omitempty"`
@@ -131,11 +142,26 @@ func runProbe(ctx context.Context, env *Env, args []string) int {
 			fmt.Fprintf(env.Stderr, "bridgekit probe: %v\n", err)
 			return 1
 		}
-		env.Stdout.Write(append(b, '\n'))
-	} else if len(results) == 1 {
-		printProbe(env.Stdout, results[0])
-	} else {
-		printMatrix(env.Stdout, results)
+		w, closeFile, err := jsonOut.open(env.Stdout)
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "bridgekit probe: %v\n", err)
+			return 1
+		}
+		_, werr := w.Write(append(b, '\n'))
+		if err := closeFile(); werr == nil {
+			werr = err
+		}
+		if werr != nil {
+			fmt.Fprintf(env.Stderr, "bridgekit probe: --json-out: %v\n", werr)
+			return 1
+		}
+	}
+	if !jsonOut.stdout {
+		if len(results) == 1 {
+			printProbe(env.Stdout, results[0])
+		} else {
+			printMatrix(env.Stdout, results)
+		}
 	}
 	status := 0
 	for _, r := range results {

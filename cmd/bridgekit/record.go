@@ -12,6 +12,7 @@ import (
 
 	"github.com/bridgekit/bridgekit/cmd/bridgekit/internal/frames"
 	"github.com/bridgekit/bridgekit/cmd/bridgekit/internal/tracelog"
+	"github.com/bridgekit/bridgekit/cmd/bridgekit/internal/validate"
 	"github.com/bridgekit/bridgekit/runtime/redact"
 )
 
@@ -41,6 +42,64 @@ type recorder struct {
 	// queue, when set, takes the pumps' lines to a goroutine of their own
 	// (runQueue); nil records them on the pump's goroutine.
 	queue *lineQueue
+	// judges judge each frame beyond its generated type's decode: its
+	// notes (enum values and union variants this version does not know),
+	// and with --protocol acp-v0.12.2 all of it, by that version's schema.
+	judges *judgePool
+}
+
+// judgePool hands out validate.FrameJudges, one per goroutine finishing
+// records. Its validator is made when first needed: a trace whose frames
+// hold nothing unknown never loads the schemas.
+type judgePool struct {
+	protocol string // validate's --protocol ("" for the family's own)
+	full     bool   // judge everything, not only the notes
+	strict   bool   // notes are problems
+	once     sync.Once
+	v        *validate.Validator
+	err      error
+	pool     sync.Pool
+}
+
+func newJudgePool(protocol string, full, strict bool) *judgePool {
+	p := &judgePool{protocol: protocol, full: full, strict: strict}
+	p.pool.New = func() any {
+		p.once.Do(func() { p.v, p.err = validate.New(validate.Options{Protocol: p.protocol}) })
+		if p.v == nil {
+			return nil
+		}
+		return p.v.NewFrameJudge()
+	}
+	return p
+}
+
+// judge adds what a judge finds in f to its problems, and returns its
+// notes (added to its problems when strict).
+func (p *judgePool) judge(f *frames.Frame) []frames.Problem {
+	if p == nil || f.Value == nil && !p.full {
+		return nil
+	}
+	if !p.full && !validate.HasUnknown(f.Value) {
+		return nil // what Notes would find out first, without a judge
+	}
+	j, _ := p.pool.Get().(*validate.FrameJudge)
+	if j == nil {
+		return []frames.Problem{{Code: "bridgekit", Message: "cannot judge the frame: " + p.err.Error()}}
+	}
+	defer p.pool.Put(j)
+	var notes []frames.Problem
+	if p.full {
+		var problems []frames.Problem
+		problems, notes = j.Judge(*f)
+		f.Problems = append(f.Problems, problems...)
+	} else {
+		notes = j.Notes(*f)
+	}
+	if p.strict {
+		f.Problems = append(f.Problems, notes...)
+		return nil
+	}
+	return notes
 }
 
 // maxKeptRecord is the largest encoding buffer a job keeps for the next
@@ -111,6 +170,8 @@ type job struct {
 	it   queued
 	line []byte // the record's JSONL, when --out is set
 	err  error  // why it could not be encoded
+	// judges judge the frame beyond its type's decode (nil: nothing more).
+	judges *judgePool
 }
 
 // classify starts j's record: the frame's place in the session, its
@@ -120,6 +181,7 @@ func (r *recorder) classify(j *job, it queued) {
 	r.cls.DeferChecks = true // finish checks
 	j.it = it
 	j.f = r.cls.Classify(r.seq, it.dir, it.at, it.line, it.truncated)
+	j.judges = r.judges
 	j.rec = &tracelog.Record{Type: tracelog.TypeFrame, Session: r.session, Seq: r.seq, Time: it.at.UTC(), Dir: it.dir,
 		Size: it.size, Truncated: it.truncated, Partial: it.partial}
 	j.err = nil
@@ -129,8 +191,10 @@ func (r *recorder) classify(j *job, it queued) {
 // and the problems, and encodes the record when encode is set.
 func (j *job) finish(red *redact.Redactor, encode bool) {
 	j.f.Check()
+	notes := j.judges.judge(&j.f)
 	rec, line := j.rec, j.it.line
 	rec.SetFrame(j.f)
+	rec.Notes = notes
 	masked := red.JSON(line)
 	if j.it.truncated {
 		masked = red.Bytes(line)
@@ -139,6 +203,9 @@ func (j *job) finish(red *redact.Redactor, encode bool) {
 	rec.SetLine(masked)
 	for i := range rec.Problems {
 		rec.Problems[i].Message = red.String(rec.Problems[i].Message)
+	}
+	for i := range rec.Notes {
+		rec.Notes[i].Message = red.String(rec.Notes[i].Message)
 	}
 	if encode {
 		j.line, j.err = rec.Marshal(j.line[:0])

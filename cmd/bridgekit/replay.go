@@ -18,6 +18,7 @@ import (
 	"github.com/bridgekit/bridgekit/cmd/bridgekit/internal/frames"
 	"github.com/bridgekit/bridgekit/cmd/bridgekit/internal/store"
 	"github.com/bridgekit/bridgekit/cmd/bridgekit/internal/tracelog"
+	"github.com/bridgekit/bridgekit/cmd/bridgekit/internal/traffic"
 	"github.com/bridgekit/bridgekit/internal/child"
 	"github.com/bridgekit/bridgekit/runtime/ndjson"
 	"github.com/bridgekit/bridgekit/runtime/redact"
@@ -29,11 +30,13 @@ func init() {
 
 const replaySynopsis = `[flags] FILE -- COMMAND ARGS...
 
-Reads a session recorded by 'bridgekit trace' (FILE: its --out JSONL or
-its --store session store), starts COMMAND in a process group of its own
-and plays one side of the session to it: the recorded peer of the traced
-command by default (COMMAND stands in for the traced command), or the
-side --side names. The frames COMMAND sends back are compared,
+Reads a recorded session (FILE: a trace, trace --out's JSONL; a session
+store, trace --store's; a recording; or the protocol's own NDJSON, a tee
+log of both sides), starts COMMAND in a process group of its own
+and plays one side of the session to it: by default the traced command's
+peer (--side peer: COMMAND stands in for the traced command); with --side
+traced, the traced command itself (COMMAND stands in for its peer); or the
+side a role names (--side client, agent, host, runtime, harness). The frames COMMAND sends back are compared,
 structurally, with those recorded, and every difference is reported with
 the frame's line in FILE (its seq in a store), its method and the JSON
 pointer where it differs.
@@ -54,29 +57,30 @@ error.
 Flags:`
 
 type replayFlags struct {
-	side, session   string
-	json, listRules bool
-	noDefaults      bool
-	ignore, bind    stringList
-	wait, timeout   time.Duration
-	maxDiffs        int
-	passStderr      bool
+	side, session  string
+	json           *jsonOutput
+	listRules      bool
+	noDefaults     bool
+	ignore, bind   stringList
+	wait, deadline time.Duration
+	maxDiffs       int
+	passStderr     bool
 }
 
 func runReplay(ctx context.Context, env *Env, args []string) int {
 	var rf replayFlags
 	fs := newFlags(env, "replay", replaySynopsis)
-	fs.StringVar(&rf.side, "side", "", "the side to play: in (what went to the traced command), out (what it sent), or a role of the session's catalogue: client or agent (ACP), host or runtime (Harn), client or harness (AgentPM) (default: in, the traced command's peer)")
-	fs.StringVar(&rf.session, "session", "", "the session of FILE to replay (default: a JSONL file's first, a store's newest)")
-	fs.BoolVar(&rf.json, "json", false, "print the result as JSON")
+	fs.StringVar(&rf.side, "side", "peer", usageOf("side", "peer (the traced command's peer: COMMAND stands in for the traced command), traced (the traced command: COMMAND stands in for its peer), or a role of the session's catalogue: client or agent (ACP), host or runtime (Harn), client or harness (AgentPM)"))
+	fs.StringVar(&rf.session, "session", "", usageOf("session", "the session of FILE to replay (default: a JSONL file's first, a store's newest)"))
+	rf.json = addJSON(fs, "the result: its differences and counts")
 	fs.BoolVar(&rf.listRules, "rules", false, "print the comparison rules in effect and exit")
 	fs.BoolVar(&rf.noDefaults, "no-default-rules", false, "start from no rules instead of the default ones (see --rules)")
 	fs.Var(&rf.ignore, "ignore", "ignore members matching `[METHOD] POINTER` (repeatable)")
 	fs.Var(&rf.bind, "bind", "bind members matching `[METHOD] POINTER`: values COMMAND chooses (repeatable)")
 	fs.DurationVar(&rf.wait, "wait", 10*time.Second, "how long to wait for a frame COMMAND sent in the recording before going on without it")
-	fs.DurationVar(&rf.timeout, "timeout", 5*time.Minute, "give up on the whole replay after `D`")
+	fs.DurationVar(&rf.deadline, "deadline", 5*time.Minute, usageOf("deadline", "the whole replay"))
 	fs.IntVar(&rf.maxDiffs, "max-diffs", 100, "report at most `N` differences")
-	fs.BoolVar(&rf.passStderr, "stderr", false, "pass COMMAND's stderr through to ours (default: keep its end for errors)")
+	fs.BoolVar(&rf.passStderr, "stderr", false, usageOf("stderr", "COMMAND's (default: keep its end for errors)"))
 	if status, stop := parseFlags(fs, args); stop {
 		return status
 	}
@@ -114,8 +118,8 @@ func runReplay(ctx context.Context, env *Env, args []string) int {
 		fs.Usage()
 		return 2
 	}
-	if rf.wait <= 0 || rf.timeout <= 0 || rf.maxDiffs <= 0 {
-		fmt.Fprintln(env.Stderr, "bridgekit replay: --wait, --timeout and --max-diffs must be positive")
+	if rf.wait <= 0 || rf.deadline < 0 || rf.maxDiffs <= 0 {
+		fmt.Fprintln(env.Stderr, "bridgekit replay: --wait and --max-diffs must be positive, --deadline not negative")
 		return 2
 	}
 	file, argv := rest[0], rest[1:]
@@ -129,8 +133,11 @@ func runReplay(ctx context.Context, env *Env, args []string) int {
 		fmt.Fprintf(env.Stderr, "bridgekit replay: %v\n", err)
 		return 2
 	}
-	ctx, cancel := context.WithTimeout(ctx, rf.timeout)
-	defer cancel()
+	if rf.deadline > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, rf.deadline)
+		defer cancel()
+	}
 	rp := &replayer{sess: sess, play: play, rules: newReplayRules(rules), wait: rf.wait, max: rf.maxDiffs,
 		red: redact.FromEnv(os.Environ()), file: file, log: env.Stderr, progress: env.Terminal}
 	if rf.passStderr {
@@ -141,10 +148,23 @@ func runReplay(ctx context.Context, env *Env, args []string) int {
 		fmt.Fprintf(env.Stderr, "bridgekit replay: %v\n", err)
 		return 1
 	}
-	if rf.json {
+	if rf.json.wanted() {
 		b, _ := json.MarshalIndent(res, "", "  ")
-		env.Stdout.Write(append(b, '\n'))
-	} else {
+		w, closeFile, err := rf.json.open(env.Stdout)
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "bridgekit replay: %v\n", err)
+			return 1
+		}
+		_, werr := w.Write(append(b, '\n'))
+		if err := closeFile(); werr == nil {
+			werr = err
+		}
+		if werr != nil {
+			fmt.Fprintf(env.Stderr, "bridgekit replay: --json-out: %v\n", werr)
+			return 1
+		}
+	}
+	if !rf.json.stdout {
 		for _, d := range res.Differences {
 			fmt.Fprintln(env.Stdout, d.text(file))
 		}
@@ -193,41 +213,36 @@ type rframe struct {
 	givenUp bool
 }
 
-// sqliteHeader starts every SQLite database file.
-const sqliteHeader = "SQLite format 3\x00"
+// errFound stops reading a file once the session wanted has ended.
+var errFound = errors.New("session found")
 
-// loadReplaySession reads the session want (or the first of a JSONL file,
-// the newest of a store) of path: a JSONL trace or a session store.
+// loadReplaySession reads the session want (or the first of a file, the
+// newest of a store) of path: any form of recorded traffic (package
+// traffic), whose frames are classified afresh as they are read.
 func loadReplaySession(ctx context.Context, path, want string) (*replaySession, error) {
-	f, err := os.Open(path)
+	format, err := traffic.Sniff(path)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	head := make([]byte, len(sqliteHeader))
-	if n, _ := io.ReadFull(f, head); n == len(head) && string(head) == sqliteHeader {
+	if format == traffic.Store {
 		return loadStoreSession(ctx, path, want)
 	}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return nil, err
-	}
-	rd := tracelog.NewReader(f, 0)
 	var s *replaySession
-	for s == nil || s.end == nil {
-		rec, err := rd.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
+	err = traffic.Read(ctx, path, format, "", func(line int, rec *tracelog.Record) error {
 		if s == nil {
 			if rec.Type == tracelog.TypeSession && (want == "" || rec.Session == want) {
 				s = &replaySession{id: rec.Session, command: rec.Command}
 			}
-			continue
+			return nil
 		}
-		s.add(rec, int64(rd.Line()))
+		s.add(rec, int64(line))
+		if s.end != nil {
+			return errFound
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errFound) {
+		return nil, err
 	}
 	return s.check(path, want)
 }
@@ -298,15 +313,21 @@ func (s *replaySession) check(path, want string) (*replaySession, error) {
 }
 
 // playDirection returns the direction of the frames to play for --side:
-// in, out, or a role, told by the catalogue's sender and receiver of the
-// session's requests and notifications (ACP's client and agent, Harn's
-// host and vm, ...).
+// peer (what went in to the traced command), traced (what it sent), or a
+// role, told by the catalogue's sender and receiver of the session's
+// requests and notifications (ACP's client and agent, Harn's host and vm,
+// ...). The old names in and out, read backwards as often as not, are
+// refused with the new ones.
 func (s *replaySession) playDirection(side string) (frames.Direction, error) {
 	switch side {
-	case "", "in":
+	case "", "peer":
 		return frames.In, nil
-	case "out":
+	case "traced":
 		return frames.Out, nil
+	case "in":
+		return "", errors.New("--side in is now --side peer: play what the traced command's peer sent it, COMMAND standing in for the traced command")
+	case "out":
+		return "", errors.New("--side out is now --side traced: play what the traced command sent, COMMAND standing in for its peer")
 	}
 	roles := map[string]frames.Direction{} // role -> the direction of what it sends
 	for _, f := range s.frames {
@@ -322,7 +343,7 @@ func (s *replaySession) playDirection(side string) (frames.Direction, error) {
 				continue
 			}
 			if d, ok := roles[role]; ok && d != dir {
-				return "", fmt.Errorf("--side %q: the session has %s on both sides; give in or out", side, role)
+				return "", fmt.Errorf("--side %q: the session has %s on both sides; give peer or traced", side, role)
 			}
 			roles[role] = dir
 		}
@@ -340,9 +361,9 @@ func (s *replaySession) playDirection(side string) (frames.Direction, error) {
 		return d, nil
 	}
 	if len(roles) == 0 {
-		return "", fmt.Errorf("--side %q: the session has no request of its catalogue to tell the sides by; give in or out", side)
+		return "", fmt.Errorf("--side %q: the session has no request of its catalogue to tell the sides by; give peer or traced", side)
 	}
-	return "", fmt.Errorf("--side %q: this %s session's sides are in, out, %s", side, s.family, strings.Join(sortedKeys(roles), ", "))
+	return "", fmt.Errorf("--side %q: this %s session's sides are peer, traced, %s", side, s.family, strings.Join(sortedKeys(roles), ", "))
 }
 
 func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }

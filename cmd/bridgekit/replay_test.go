@@ -151,12 +151,19 @@ func TestReplaySides(t *testing.T) {
 		{dir: frames.In, kind: frames.Request, method: "initialize"},
 		{dir: frames.In, kind: frames.Response, method: "initialize"},
 	}}
-	for side, want := range map[string]frames.Direction{"": frames.In, "in": frames.In, "out": frames.Out, "client": frames.In, "agent": frames.Out} {
+	for side, want := range map[string]frames.Direction{"": frames.In, "peer": frames.In, "traced": frames.Out, "client": frames.In, "agent": frames.Out} {
 		if got, err := s.playDirection(side); err != nil || got != want {
 			t.Errorf("--side %q: %q, %v; want %q", side, got, err, want)
 		}
 	}
-	if _, err := s.playDirection("host"); err == nil || !strings.Contains(err.Error(), "sides are in, out, agent, client") {
+	// The old names, read backwards as often as not, are refused with the
+	// new ones.
+	for old, now := range map[string]string{"in": "--side peer", "out": "--side traced"} {
+		if _, err := s.playDirection(old); err == nil || !strings.Contains(err.Error(), now) {
+			t.Errorf("--side %s: %v", old, err)
+		}
+	}
+	if _, err := s.playDirection("host"); err == nil || !strings.Contains(err.Error(), "sides are peer, traced, agent, client") {
 		t.Errorf("--side host for an ACP session: %v", err)
 	}
 	// A runtime (the peer) calls the traced host.
@@ -366,5 +373,57 @@ func TestReplayFromAStore(t *testing.T) {
 	status, stdout, _ := runCmd(t, "", "replay", db, "--", testAgent, "-variant")
 	if status != 1 || !strings.Contains(stdout, db+": seq ") || !strings.Contains(stdout, `/params/update/content/text recorded "said: ", got "wrote: "`) {
 		t.Fatalf("status %d\n%s", status, stdout)
+	}
+}
+
+// replay reads what the other subcommands read: a tee log (the frames of
+// both sides, NDJSON) and a recording are replayed as the trace they came
+// from; a file that is no traffic is refused with the reason.
+func TestReplayReadsEveryForm(t *testing.T) {
+	agent, _, _ := testBins(t)
+	trace := recordSession(t, "read notes.txt", agent)
+	data, err := os.ReadFile(trace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tee, rec strings.Builder
+	n := 0
+	for line := range strings.SplitSeq(strings.TrimSpace(string(data)), "\n") {
+		var r struct {
+			Type, Dir string
+			Raw       *string
+		}
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatal(err)
+		}
+		if r.Type != "frame" || r.Raw == nil {
+			continue
+		}
+		n++
+		tee.WriteString(*r.Raw + "\n")
+		dir := "send"
+		if r.Dir == "out" {
+			dir = "recv"
+		}
+		b, _ := json.Marshal(map[string]any{"seq": n, "ms": n, "dir": dir, "line": *r.Raw})
+		rec.WriteString(string(b) + "\n")
+	}
+	dir := t.TempDir()
+	for name, data := range map[string]string{"tee.log": tee.String(), "recording.jsonl": rec.String()} {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		status, stdout, stderr := runCmd(t, "", "replay", path, "--", agent)
+		if status != 0 || !strings.Contains(stdout, "no differences (5 frames sent, 8 compared)") {
+			t.Errorf("%s: status %d\nstdout: %s\nstderr: %s", name, status, stdout, stderr)
+		}
+	}
+	log := filepath.Join(dir, "agent.log")
+	if err := os.WriteFile(log, []byte("starting\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if status, _, stderr := runCmd(t, "", "replay", log, "--", agent); status != 1 || !strings.Contains(stderr, "not recorded traffic") {
+		t.Errorf("a log: status %d, %s", status, stderr)
 	}
 }

@@ -17,7 +17,8 @@ import (
 )
 
 func init() {
-	register(command{name: "scaffold", summary: "add a method or host/call operation, regenerate, write a handler stub", run: runScaffold})
+	register(command{name: "scaffold", summary: "add a method or host/call operation, regenerate, write a handler stub", run: runScaffold,
+		subcommands: []string{"method", "operation"}})
 }
 
 const scaffoldSynopsis = `method|operation [flags]
@@ -28,7 +29,29 @@ const scaffoldSynopsis = `method|operation [flags]
 Adds the catalogue entry (status experimental) and open-object stub schemas in
 a schema file of ours (never a vendored one), regenerates gen/ and
 docs/reference/, then prints a handler func for the new field on stdout, or
-writes it to --stub FILE. A name that exists already fails and changes nothing.`
+writes it to --stub FILE. A name that exists already fails and changes nothing.
+
+Run 'bridgekit help scaffold method' or 'bridgekit help scaffold operation'
+for their flags.`
+
+// scaffoldSubSynopsis are the usage texts of scaffold's subcommands.
+var scaffoldSubSynopsis = map[string]string{
+	"method": `--catalogue C --wire NAME --from SIDE --to SIDE [--kind request|notification] [--role R] [flags]
+
+Adds a method to catalogue C (status experimental) with open-object stub
+schemas for its params and result, regenerates, and writes a handler func
+for the field the receiving side's handler struct gets.
+
+Flags:`,
+	"operation": `--name NS.OP [--catalogue C] [--method WIRE] [flags]
+
+Adds a host/call operation (or an operation of another method that
+carries them: --method, --match) to catalogue C (default harn), with
+stub schemas for its arguments and result, regenerates, and writes a
+handler func for its field.
+
+Flags:`,
+}
 
 func runScaffold(ctx context.Context, env *Env, args []string) int {
 	if len(args) == 0 || (args[0] != "method" && args[0] != "operation") {
@@ -40,16 +63,16 @@ func runScaffold(ctx context.Context, env *Env, args []string) int {
 		return 2
 	}
 	what := args[0]
-	fs := newFlags(env, "scaffold", scaffoldSynopsis)
+	fs := newFlags(env, "scaffold "+what, scaffoldSubSynopsis[what])
 	var req scaffold.Request
-	root := fs.String("root", ".", "repository root (holds spec/, gen/ and generator/)")
+	root := fs.String("root", ".", usageOf("root", "it holds spec/, gen/ and generator/"))
 	fs.StringVar(&req.Catalogue, "catalogue", "", "catalogue name under spec/catalogue (harn, acp, agentpm-service, ...)")
 	fs.StringVar(&req.Go, "go", "", "Go name of the handler field and peer method (default: from the wire or operation name)")
 	fs.StringVar(&req.Schema, "schema", "", "schema file under spec/schemas for the stubs (default: the catalogue's first if ours, else <package>-extensions.schema.json)")
 	fs.StringVar(&req.Doc, "doc", "", "doc of the new entry")
-	stub := fs.String("stub", "", "write the handler stub to this Go `file` (must not exist) instead of stdout")
+	stub := fs.String("stub", "", "write the handler stub to this Go `FILE` (must not exist) instead of stdout")
 	stubPkg := fs.String("stub-package", "", "package of the stub (default: that of the Go files beside --stub, else the directory's name, else main)")
-	noGen := fs.Bool("no-generate", false, "change spec/ only; run `make generate` yourself (no stub then)")
+	noGen := fs.Bool("no-generate", false, "change spec/ only, and write no stub: run make generate yourself")
 	var kind string
 	var match string
 	if what == "method" {
@@ -57,7 +80,7 @@ func runScaffold(ctx context.Context, env *Env, args []string) int {
 		fs.StringVar(&req.From, "from", "", "sending side (harn: vm or host; acp: client or agent; agentpm-service: harness)")
 		fs.StringVar(&req.To, "to", "", "receiving side: its handler struct gets the field")
 		fs.StringVar(&kind, "kind", "request", "request or notification")
-		fs.StringVar(&req.Role, "role", "", "the method's qualifier, for agentpm-service its role (model, knowledge, ...)")
+		fs.StringVar(&req.Role, "role", "", usageOf("role", "agentpm-service: the method's qualifier (model, knowledge, ...)"))
 	} else {
 		fs.StringVar(&req.Operation, "name", "", "operation name, host/call's name member: <capability>.<operation>")
 		fs.StringVar(&match, "match", "", "for a method selecting by several members: key=value,key=value (agentpm host_service: role=...,method=...)")

@@ -241,11 +241,19 @@ func TestScaffoldRefusesWithoutWriting(t *testing.T) {
 }
 
 func TestScaffoldUsage(t *testing.T) {
-	for _, args := range [][]string{{"scaffold", "-h"}, {"scaffold", "method", "-h"}, {"scaffold", "operation", "-h"}} {
-		status, _, stderr := runCmd(t, "", args...)
-		if status != 0 || !strings.Contains(stderr, "usage: bridgekit scaffold") || !strings.Contains(stderr, "scaffold operation --catalogue C --name NS.OP") {
+	for args, want := range map[string]string{
+		"scaffold -h":           "scaffold operation --catalogue C --name NS.OP",
+		"scaffold method -h":    "usage: bridgekit scaffold method --catalogue C --wire NAME",
+		"scaffold operation -h": "usage: bridgekit scaffold operation --name NS.OP",
+	} {
+		status, _, stderr := runCmd(t, "", strings.Fields(args)...)
+		if status != 0 || !strings.Contains(stderr, want) || strings.Contains(stderr, "make generate\n") {
 			t.Errorf("%v: status %d, %q", args, status, stderr)
 		}
+	}
+	// -no-generate's text names no value (a back-quoted word would).
+	if _, _, stderr := runCmd(t, "", "scaffold", "method", "-h"); !strings.Contains(stderr, "  -no-generate\n") {
+		t.Errorf("scaffold method -h: %q", stderr)
 	}
 	if status, _, stderr := runCmd(t, "", "scaffold", "method", "-h"); !strings.Contains(stderr, "-role") || status != 0 {
 		t.Errorf("scaffold method -h lists no -role: %q", stderr)

@@ -10,11 +10,13 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/bridgekit/bridgekit/cmd/bridgekit/internal/frames"
 	"github.com/bridgekit/bridgekit/cmd/bridgekit/internal/syncwriter"
+	"github.com/bridgekit/bridgekit/cmd/bridgekit/internal/validate"
 	"github.com/bridgekit/bridgekit/runtime/redact"
 )
 
@@ -43,7 +45,7 @@ Flags:`
 
 type traceFlags struct {
 	out, store, ui, protocol, colour, session string
-	pretty, uiRemote, uiKeep                  bool
+	pretty, uiRemote, uiKeep, strict          bool
 	maxRecord                                 int
 }
 
@@ -57,8 +59,9 @@ func runTrace(ctx context.Context, env *Env, args []string) int {
 	fs.BoolVar(&tf.uiKeep, "ui-keep", false, "keep serving --ui after COMMAND exits, until SIGINT or SIGTERM")
 	fs.BoolVar(&tf.pretty, "pretty", false, "print a readable transcript on stderr")
 	fs.StringVar(&tf.colour, "color", "auto", "colour the transcript: auto (on a terminal), always or never")
-	fs.StringVar(&tf.protocol, "protocol", "", "read the traffic as this family (acp, harn, agentpm-machine, agentpm-service) instead of detecting it")
-	fs.StringVar(&tf.session, "session", "", "the session's `ID` (default: a new random one)")
+	fs.StringVar(&tf.protocol, "protocol", "", usageOf("protocol", strings.Join(validate.Protocols, ", ")+" (default: told from the traffic; acp-v0.12.2, the ACP Harn pins, is never told apart from v1: it judges each frame by ACP v0.12.2's schema too)"))
+	fs.StringVar(&tf.session, "session", "", usageOf("session", "the one the recorded session gets (default: a new random one)"))
+	fs.BoolVar(&tf.strict, "strict", false, usageOf("strict", "enum values and union variants this version does not know are recorded as problems, not notes"))
 	fs.IntVar(&tf.maxRecord, "max-record", 1<<20, "record at most `BYTES` of a line; a longer one passes whole but is recorded truncated, with its length")
 	if status, stop := parseFlags(fs, args); stop {
 		return status
@@ -70,8 +73,11 @@ func runTrace(ctx context.Context, env *Env, args []string) int {
 		return 2
 	}
 	family := frames.Family(tf.protocol)
+	if tf.protocol == "acp-v0.12.2" {
+		family = frames.ACP
+	}
 	if tf.protocol != "" && !validFamily(family) {
-		fmt.Fprintf(env.Stderr, "bridgekit trace: unknown --protocol %q (acp, harn, agentpm-machine, agentpm-service)\n", tf.protocol)
+		fmt.Fprintf(env.Stderr, "bridgekit trace: unknown --protocol %q (%s)\n", tf.protocol, strings.Join(validate.Protocols, ", "))
 		return 2
 	}
 	if tf.colour != "auto" && tf.colour != "always" && tf.colour != "never" {
@@ -125,6 +131,11 @@ func traceSession(ctx context.Context, env *Env, tf traceFlags, family frames.Fa
 		env = &e
 	}
 	rec := &recorder{session: tf.session, cls: frames.New(family), red: redact.FromEnv(os.Environ())}
+	if tf.protocol == "acp-v0.12.2" {
+		rec.judges = newJudgePool(tf.protocol, true, tf.strict)
+	} else {
+		rec.judges = newJudgePool(tf.protocol, false, tf.strict)
+	}
 	var closers []func() error
 	defer func() {
 		for i := len(closers) - 1; i >= 0; i-- {

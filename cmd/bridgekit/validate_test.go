@@ -2,12 +2,18 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/bridgekit/bridgekit/cmd/bridgekit/internal/frames"
+	"github.com/bridgekit/bridgekit/cmd/bridgekit/internal/store"
+	"github.com/bridgekit/bridgekit/cmd/bridgekit/internal/tracelog"
 )
 
 // fixtures is the upstream reference material (../shared/fixtures beside
@@ -271,13 +277,77 @@ func TestValidateOutputAndStatus(t *testing.T) {
 	}
 }
 
-// The real agents' traffic passes through the command.
+// The real agents' traffic passes through the command, but for the
+// methods outside ACP that the traffic's untyped baseline lists (qwen's
+// craft/drainMidTurnQueue), each an unknown method and nothing else.
 func TestValidateRealAgentTraffic(t *testing.T) {
 	files, _ := filepath.Glob("../../testdata/acp/traffic/*/turn.jsonl")
 	if len(files) == 0 {
 		t.Fatal("no traffic")
 	}
-	if status, stdout, stderr := runCmd(t, "", append([]string{"validate"}, files...)...); status != 0 {
-		t.Errorf("status %d:\n%s%s", status, stdout, stderr)
+	_, stdout, stderr := runCmd(t, "", append([]string{"validate"}, files...)...)
+	baseline, err := os.ReadFile("../../testdata/acp/traffic/untyped_baseline.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(stdout), "\n") {
+		if line == "" {
+			continue
+		}
+		// FILE:LINE: METHOD: /method: ACP has no method "METHOD"
+		rec, rest, _ := strings.Cut(strings.TrimPrefix(line, "../../testdata/acp/traffic/"), ":")
+		_, rest, _ = strings.Cut(rest, ": ")
+		method, _, _ := strings.Cut(rest, ":")
+		if !strings.Contains(line, "/method: ACP has no method") || !strings.Contains(string(baseline), rec+"\t"+method+" params\t(a method no catalogue types)") {
+			t.Errorf("%s", line)
+		}
+	}
+	if stderr != "" {
+		t.Errorf("stderr: %s", stderr)
+	}
+}
+
+// A store is checked session by session, as the traces it holds (it was
+// once read as lines of NDJSON: a "malformed frame" per line); a file that
+// is no traffic is refused with the reason, not checked.
+func TestValidateReadsAStoreAndRefusesOtherFiles(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "s.db")
+	db, err := store.Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 12, 6, 10, 0, 0, 0, time.UTC)
+	recs := []*tracelog.Record{{Type: tracelog.TypeSession, Session: "a", Time: at, Version: tracelog.Version, Command: []string{"agent"}}}
+	for i, l := range []string{
+		`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}`,
+		`{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1}}`,
+		`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":7,"update":{}}}`,
+	} {
+		dir := frames.In
+		if i > 0 {
+			dir = frames.Out
+		}
+		r := &tracelog.Record{Type: tracelog.TypeFrame, Session: "a", Seq: int64(i + 1), Time: at, Dir: dir, Size: len(l)}
+		r.SetLine([]byte(l))
+		recs = append(recs, r)
+	}
+	recs = append(recs, &tracelog.Record{Type: tracelog.TypeEnd, Session: "a", Seq: 4, Time: at})
+	if err := db.Put(context.Background(), recs); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	status, stdout, stderr := runCmd(t, "", "validate", path)
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
+	if status != 1 || len(lines) != 1 || !strings.HasPrefix(lines[0], path+"#a:4: session/update: /params/sessionId: ") || stderr != "" {
+		t.Errorf("a store: status %d, stdout:\n%s\nstderr: %s", status, stdout, stderr)
+	}
+	log := filepath.Join(dir, "agent.log")
+	if err := os.WriteFile(log, []byte("starting agent\nready\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	status, stdout, stderr = runCmd(t, "", "validate", log)
+	if status != 1 || stdout != "" || !strings.Contains(stderr, log) || !strings.Contains(stderr, "not recorded traffic") {
+		t.Errorf("a log: status %d, stdout %q, stderr %q", status, stdout, stderr)
 	}
 }

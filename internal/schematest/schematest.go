@@ -34,6 +34,7 @@ import (
 	"reflect"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -81,8 +82,10 @@ var inlineVariant = regexp.MustCompile(`/(oneOf|anyOf)/[0-9]+$`)
 type Result struct {
 	// Types and Documents judged; Unknown: documents the decoder accepted
 	// only by keeping an unknown union variant; Raw: documents the schema
-	// rejected only in a member kept raw (Options.RawMembers).
-	Types, Documents, Unknown, Raw int
+	// rejected only in a member kept raw (Options.RawMembers); Pointers:
+	// refusals whose pointer was compared with the document and the place
+	// the mutation changed (wiretest.CheckPointer).
+	Types, Documents, Unknown, Raw, Pointers int
 	// Skipped lists types judged only through their union (a group of a
 	// union's object alternatives, an inline alternative), by name.
 	Skipped []string
@@ -135,7 +138,7 @@ func runWith(t *testing.T, load func(string) (*Spec, error), root string, types 
 	}
 	opts.Golden = golden
 	res := spec.Agreement(t, types, opts)
-	t.Logf("%d types, %d documents judged alike (%d accepted only as unknown union variants, %d rejected by the schema only in a member kept raw); judged through their union: %v", res.Types, res.Documents, res.Unknown, res.Raw, res.Skipped)
+	t.Logf("%d types, %d documents judged alike (%d accepted only as unknown union variants, %d rejected by the schema only in a member kept raw), %d refusals' pointers checked; judged through their union: %v", res.Types, res.Documents, res.Unknown, res.Raw, res.Pointers, res.Skipped)
 }
 
 // CheckPackage runs the document tests of the generated package pkg from
@@ -232,21 +235,29 @@ func (s *Spec) Agreement(t TB, types []wiretest.Type, opts Options) Result {
 				t.Errorf("%s: a base document the decoder rejects: %s: %v", typ.Name, data, err)
 				continue
 			}
-			docs := Mutate(b)
+			docs := Mutations(b)
 			if len(docs) > limit {
 				step := float64(len(docs)) / float64(limit)
-				picked := make([]any, 0, limit)
+				picked := make([]Mutation, 0, limit)
 				for i := range limit {
 					picked = append(picked, docs[int(float64(i)*step)])
 				}
 				docs = picked
 			}
-			for _, d := range docs {
+			for _, m := range docs {
 				res.Documents++
+				d := m.Doc
 				data := encode(d)
 				schemaErr := sch.Validate(decode(t, data))
 				v := typ.New()
 				goErr := unmarshal(data, v, opts.Decode)
+				judged, p := wiretest.CheckPointer(data, goErr, m.Place)
+				if p != "" {
+					t.Errorf("%s: %s, for %s", typ.Name, p, data)
+				}
+				if judged {
+					res.Pointers++
+				}
 				switch {
 				case (schemaErr == nil) == (goErr == nil):
 				case goErr == nil && HasUnknown(v):
@@ -333,12 +344,31 @@ var replacements = []any{nil, json.Number("1"), json.Number("-1"), json.Number("
 // JSON value (maps, slices, json.Number, strings, booleans, nil); it is not
 // modified.
 func Mutate(doc any) []any {
-	var out []any
+	ms := Mutations(doc)
+	out := make([]any, len(ms))
+	for i, m := range ms {
+		out[i] = m.Doc
+	}
+	return out
+}
+
+// A Mutation is one document of Mutate with the place it changed: the JSON
+// pointer of the object that gained or lost a member, the array that
+// gained an element, or the value replaced. A decoder's refusal of Doc lies
+// there or below.
+type Mutation struct {
+	Doc   any
+	Place string
+}
+
+// Mutations is Mutate with each document's place.
+func Mutations(doc any) []Mutation {
+	var out []Mutation
 	switch d := doc.(type) {
 	case map[string]any:
 		withExtra := Clone(d).(map[string]any)
 		withExtra["extra"] = json.Number("1")
-		out = append(out, withExtra)
+		out = append(out, Mutation{withExtra, ""})
 		keys := make([]string, 0, len(d))
 		for k := range d {
 			keys = append(keys, k)
@@ -347,27 +377,28 @@ func Mutate(doc any) []any {
 		for _, k := range keys {
 			del := Clone(d).(map[string]any)
 			delete(del, k)
-			out = append(out, del)
+			out = append(out, Mutation{del, ""})
+			at := "/" + strings.ReplaceAll(strings.ReplaceAll(k, "~", "~0"), "/", "~1")
 			for _, r := range replacements {
 				m := Clone(d).(map[string]any)
 				m[k] = r
-				out = append(out, m)
+				out = append(out, Mutation{m, at})
 			}
-			for _, sub := range Mutate(d[k]) {
+			for _, sub := range Mutations(d[k]) {
 				m := Clone(d).(map[string]any)
-				m[k] = sub
-				out = append(out, m)
+				m[k] = sub.Doc
+				out = append(out, Mutation{m, at + sub.Place})
 			}
 		}
 	case []any:
 		for _, extra := range []any{json.Number("1"), "s", nil, map[string]any{}} {
-			out = append(out, append(Clone(d).([]any), extra))
+			out = append(out, Mutation{append(Clone(d).([]any), extra), ""})
 		}
 		for i := range d {
-			for _, sub := range Mutate(d[i]) {
+			for _, sub := range Mutations(d[i]) {
 				a := Clone(d).([]any)
-				a[i] = sub
-				out = append(out, a)
+				a[i] = sub.Doc
+				out = append(out, Mutation{a, "/" + strconv.Itoa(i) + sub.Place})
 			}
 		}
 	}

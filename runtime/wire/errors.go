@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // Sentinel causes carried by DecodeError. Compare with errors.Is.
@@ -81,34 +82,87 @@ func errorf(cause error, format string, args ...any) error {
 
 // Pointer returns the JSON pointer, relative to the decoded document, of
 // where a decode error was found: the member that was wrong or, for a
-// missing member, where it should have been. It is "" for the document
-// itself, or when err says nothing of where.
+// missing member, the object that lacks it joined with the member's name
+// (/params/toolCall/toolCallId). It is "" for the document itself, or when
+// err says nothing of where.
+//
+// The generated decoders place every error they return as it arises, from
+// the decoder's position, so the pointer is exact at any depth, in arrays,
+// maps and unions (members a union buffered before its tag included). An
+// error they did not place (a whole document that is not an object) falls
+// back to the JSON decoder's own pointer.
 func Pointer(err error) string {
-	ptr := ""
+	if p := placeOf(err); p != nil {
+		return p.at
+	}
 	var se *json.SemanticError
 	if errors.As(err, &se) {
-		ptr = string(se.JSONPointer)
+		return string(se.JSONPointer)
 	}
-	if de := innermost(err); de != nil && de.Member != "" && errors.Is(de.Err, ErrMissingMember) {
-		// A missing member is found at its object's end, where the
-		// decoder's pointer no longer names an array element the object
-		// was: the element's index comes from the error.
-		var el *elementError
-		if errors.As(err, &el) {
-			if i := "/" + strconv.Itoa(el.index); !strings.HasSuffix(ptr, i) {
-				ptr += i
+	return ""
+}
+
+// placedError gives an error its place: at is the JSON pointer of the
+// member that is wrong, or of the object that lacks a member joined with
+// the member's name. The readers place an error where it arises, relative
+// to the decoder they read; a union replaying the members it buffered
+// before its tag prefixes the place with its own (see ObjectReader.Done).
+// It adds nothing to the error's text.
+type placedError struct {
+	at  string
+	err error
+}
+
+func (e *placedError) Error() string { return e.err.Error() }
+func (e *placedError) Unwrap() error { return e.err }
+
+// placeOf returns the place in err's chain, or nil.
+func placeOf(err error) *placedError {
+	var p *placedError
+	if errors.As(err, &p) {
+		return p
+	}
+	return nil
+}
+
+// place gives err the place at unless it has one already.
+func place(err error, at string) error {
+	if err == nil || placeOf(err) != nil {
+		return err
+	}
+	return &placedError{at: at, err: err}
+}
+
+// truncatePointer returns the first n reference tokens of p (names in a
+// pointer escape '/', so each '/' starts one).
+func truncatePointer(p string, n int) string {
+	if n <= 0 {
+		return ""
+	}
+	for i := 1; i < len(p); i++ {
+		if p[i] == '/' {
+			if n--; n == 0 {
+				return p[:i]
 			}
 		}
-		ptr += "/" + escapeToken(de.Member)
-	} else if de != nil && de.Member != "" && errors.Is(de.Err, ErrUnknownMember) {
-		// An unknown or forbidden member is reported at itself, whether the
-		// decoder was at it or had buffered its object (a union choosing
-		// its variant by a tag that came later).
-		if m := "/" + escapeToken(de.Member); !strings.HasSuffix(ptr, m) {
-			ptr += m
-		}
 	}
-	return ptr
+	return p
+}
+
+// containerPointer returns the pointer of the object or array that dec is
+// in or has just closed, opened at stack depth depth: the first depth-1
+// tokens of dec's pointer, which stay those of the container while it is
+// read (its enclosing levels still name it) and after it closes.
+func containerPointer(dec *jsontext.Decoder, depth int) string {
+	return truncatePointer(string(dec.StackPointer()), depth-1)
+}
+
+// elementPointer returns the pointer of element i of the array that dec
+// is in, opened at stack depth depth. The index is given, not read from
+// dec: an element refused at its first token was peeked, not read, and
+// dec's pointer still names the one before.
+func elementPointer(dec *jsontext.Decoder, depth, i int) string {
+	return containerPointer(dec, depth) + "/" + strconv.Itoa(i)
 }
 
 // elementError attributes an error to an array element.
@@ -121,6 +175,15 @@ func (e *elementError) Error() string {
 	return "element " + strconv.Itoa(e.index) + ": " + e.err.Error()
 }
 func (e *elementError) Unwrap() error { return e.err }
+
+// memberError attributes an error to a member of a map.
+type memberError struct {
+	name string
+	err  error
+}
+
+func (e *memberError) Error() string { return "member " + strconv.Quote(e.name) + ": " + e.err.Error() }
+func (e *memberError) Unwrap() error { return e.err }
 
 // Reason returns why a document did not decode, in the protocol's terms:
 // the cause of the innermost DecodeError ("want string, got number: wrong

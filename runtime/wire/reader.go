@@ -88,6 +88,7 @@ type ObjectReader struct {
 	unknown []byte
 	utag    string // the tag of unknown, kept when the decode applies a contract
 	array   bool   // the union chooses by the first element of an array
+	depth   int    // dec's stack depth inside the object: see place
 }
 
 // ReadObject starts decoding an object described by obj.
@@ -125,19 +126,47 @@ func ReadFirstElement(dec *jsontext.Decoder, u *Union) ObjectReader {
 	if dec.PeekKind() == ']' {
 		r.variant = 0
 		r.state = stClosed | stDecided
+		r.depth = dec.StackDepth() + 1
 		return r
 	}
 	r.begin(u.Type)
-	if r.err == nil {
-		r.chooseImmediately()
+	if r.err != nil {
+		// The first element is not an object: place it as an element.
+		r.err = place(r.err, elementPointer(dec, dec.StackDepth(), 0))
+		return r
 	}
+	r.chooseImmediately()
 	return r
 }
 
 func (r *ObjectReader) begin(typ string) {
 	if err := BeginObject(r.dec, typ); err != nil {
 		r.err = err
+		return
 	}
+	r.depth = r.dec.StackDepth()
+}
+
+// pointer returns the JSON pointer of the object, relative to the root of
+// r.dec, while it is read and after it has ended.
+func (r *ObjectReader) pointer() string { return containerPointer(r.dec, r.depth) }
+
+// place gives err the place of member (the object itself for "") unless
+// it has one. An error placed while reading a replayed member is placed
+// relative to the replay, whose root is this object: it is prefixed with
+// the object's own pointer, once, here.
+func (r *ObjectReader) place(member string, err error, replayed bool) error {
+	if p := placeOf(err); p != nil {
+		if replayed {
+			p.at = r.pointer() + p.at
+		}
+		return err
+	}
+	at := r.pointer()
+	if member != "" {
+		at += "/" + escapeToken(member)
+	}
+	return place(err, at)
 }
 
 // chooseImmediately picks a union's only way out: a default variant when no
@@ -373,15 +402,19 @@ func (r *ObjectReader) chooseAtEnd() {
 			return
 		}
 	}
-	member := u.Tag
+	member, at := u.Tag, u.Tag
 	if member == "" {
 		var keys []string
 		for _, v := range u.Variants {
 			keys = append(keys, v.Keys...)
 		}
+		// The pointer names the first of the members that would choose.
 		member = strings.Join(keys, " or ")
+		if len(keys) > 0 {
+			at = keys[0]
+		}
 	}
-	r.err = &DecodeError{Type: u.Type, Member: member, Err: ErrMissingMember}
+	r.err = r.place(at, &DecodeError{Type: u.Type, Member: member, Err: ErrMissingMember}, false)
 }
 
 // readName reads a member name from dec into r (see Name) and returns it quoted,
@@ -434,17 +467,21 @@ func (r *ObjectReader) typ() string {
 	return r.obj.Type
 }
 
+// fail records an error found reading the object itself (a name, or a
+// member buffered or skipped while a union chooses its variant).
 func (r *ObjectReader) fail(member string, err error) {
 	if r.err == nil {
-		r.err = Wrap(r.typ(), member, err)
+		r.err = r.place(member, Wrap(r.typ(), member, err), false)
 	}
 }
 
 // Done records the outcome of decoding the current member's value, naming
-// the type and member in an error that does not name them yet.
+// the type and member in an error that does not name them yet, and placing
+// it at the member unless a reader inside the value placed it deeper.
 func (r *ObjectReader) Done(err error) {
 	if err != nil && r.err == nil {
-		r.err = Wrap(r.typ(), string(r.Name()), err)
+		name := string(r.Name())
+		r.err = r.place(name, Wrap(r.typ(), name, err), r.cur != r.dec)
 	}
 }
 
@@ -489,10 +526,13 @@ func (r *ObjectReader) End() error {
 	if r.err != nil {
 		return r.err
 	}
-	if err := missing(r.obj, r.seen); err != nil {
-		return err
+	if de := missing(r.obj, r.seen); de != nil {
+		return r.place(de.Member, de, false)
 	}
-	return missing(r.vobj, r.vseen)
+	if de := missing(r.vobj, r.vseen); de != nil {
+		return r.place(de.Member, de, false)
+	}
+	return nil
 }
 
 // EndUnion is End for unions: an object whose tag names no known variant is
@@ -503,6 +543,11 @@ func (r *ObjectReader) EndUnion(unknown *jsontext.Value) error {
 	if r.err == nil && r.unknown != nil {
 		if r.utag != "" {
 			if err := contractOf(r.dec).checkVariant(r.union.Type, r.utag, r.unknown, r.dec.StackPointer()); err != nil {
+				// The variant was decoded on its own: a place in it is
+				// relative to this object.
+				if p := placeOf(err); p != nil {
+					p.at = r.pointer() + p.at
+				}
 				return err
 			}
 		}
@@ -512,7 +557,7 @@ func (r *ObjectReader) EndUnion(unknown *jsontext.Value) error {
 	return r.End()
 }
 
-func missing(o *Object, seen uint64) error {
+func missing(o *Object, seen uint64) *DecodeError {
 	if o == nil {
 		return nil
 	}
@@ -538,7 +583,10 @@ func RestOf[E any](r *ObjectReader, p *[]E, elem Reader[E]) error {
 		var zero E
 		*p = append(*p, zero)
 		if err := elem(&(*p)[len(*p)-1], r.dec); err != nil {
-			return Wrap(r.union.Type, "", &elementError{len(*p) - 1, err})
+			// The first element was an object at r.depth: the array is
+			// one level up.
+			i := len(*p) - 1
+			return Wrap(r.union.Type, "", &elementError{i, place(err, elementPointer(r.dec, r.depth-1, i))})
 		}
 	}
 	_, err := r.dec.ReadToken()

@@ -120,12 +120,14 @@ func ListFrom[E any](elem Reader[E]) Reader[[]E] {
 		if _, err := dec.ReadToken(); err != nil {
 			return err
 		}
+		depth := dec.StackDepth()
 		out := make([]E, 0, 4)
 		for dec.PeekKind() != ']' {
 			var zero E
 			out = append(out, zero)
 			if err := elem(&out[len(out)-1], dec); err != nil {
-				return &elementError{len(out) - 1, err}
+				i := len(out) - 1
+				return &elementError{i, place(err, elementPointer(dec, depth, i))}
 			}
 		}
 		*p = out
@@ -143,6 +145,7 @@ func MapFrom[E any](elem Reader[E]) Reader[map[string]E] {
 		if _, err := dec.ReadToken(); err != nil {
 			return err
 		}
+		depth := dec.StackDepth()
 		out := make(map[string]E)
 		for dec.PeekKind() != '}' {
 			name, err := ReadName(dec, "")
@@ -152,7 +155,7 @@ func MapFrom[E any](elem Reader[E]) Reader[map[string]E] {
 			key := string(name)
 			var v E
 			if err := elem(&v, dec); err != nil {
-				return errorf(err, "member %q", key)
+				return &memberError{key, place(err, containerPointer(dec, depth)+"/"+escapeToken(key))}
 			}
 			out[key] = v
 		}

@@ -34,7 +34,8 @@ type Type struct {
 // Fuzz runs one table-driven fuzz target over every type of a generated
 // package. An input is a type name, a newline and a document: the name picks
 // the type, the document is decoded, re-encoded, decoded again and encoded
-// again, and the two encodings must be equal. The corpus is seeded with each
+// again, and the two encodings must be equal; a document that does not
+// decode must be refused at a place that fits it (CheckPointer). The corpus is seeded with each
 // type's synthesised documents, the golden documents in goldenFile (a JSON
 // object from type name to a list of documents; skipped when the file does
 // not exist), and values every decoder must reject without panicking.
@@ -113,11 +114,15 @@ func sortedKeys[V any](m map[string]V) []string {
 }
 
 // RoundTrip decodes data into a new value; if that succeeds, the encoding
-// must succeed, decode again, and encode to the same bytes.
+// must succeed, decode again, and encode to the same bytes. If it fails,
+// the error's pointer must fit data (CheckPointer).
 func RoundTrip(t *testing.T, newValue func() any, data []byte) {
 	t.Helper()
 	v := newValue()
-	if jsonv2.Unmarshal(data, v) != nil {
+	if err := jsonv2.Unmarshal(data, v); err != nil {
+		if _, p := CheckPointer(data, err, ""); p != "" {
+			t.Fatalf("%T: %s\ndoc: %q", v, p, data)
+		}
 		return
 	}
 	out, err := jsonv2.Marshal(v, wire.Fidelity)

@@ -77,6 +77,9 @@ func (bl *Baseline) Apply(side string, results []Result, ran func(id string) boo
 		}
 		r := &results[i]
 		r.Reason = e.Reason
+		if r.Status == NotRun {
+			continue // neither confirmed nor contradicted
+		}
 		if r.Status == Fail {
 			r.Status = ExpectedFail
 			continue

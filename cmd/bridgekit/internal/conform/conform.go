@@ -14,10 +14,13 @@
 // "method not found" where the protocol makes the method optional is
 // reported as not implemented, not as a failure.
 //
-// The implementation is started once and kept for the whole suite; when a
-// scenario leaves it dead, that scenario fails and the next one starts it
-// again. It is always stopped at the end (end of input, then SIGTERM, then
-// SIGKILL to its group), and nothing it started outlives Run.
+// The implementation is started once and kept for the whole suite. A
+// scenario that ends it on purpose (its end of input) has the next one
+// start it again; an implementation that dies otherwise ends the run: the
+// scenario it died in fails, saying when and how, and the rest are "not
+// run". So does the run's deadline, when it passes. The implementation is
+// always stopped at the end (end of input, then SIGTERM, then SIGKILL to
+// its group), and nothing it started outlives Run.
 package conform
 
 import (
@@ -44,10 +47,13 @@ const (
 	// Stale is a baseline entry whose scenario now passes (or no longer
 	// exists): itself a failure.
 	Stale Status = "stale baseline"
+	// NotRun is a scenario the run never reached: the implementation died
+	// in an earlier one, or the run's deadline passed. The run fails.
+	NotRun Status = "not run"
 )
 
 // Failed says whether s fails the run.
-func (s Status) Failed() bool { return s == Fail || s == Stale }
+func (s Status) Failed() bool { return s == Fail || s == Stale || s == NotRun }
 
 // A Problem is one thing wrong in a scenario: what the implementation did
 // against the protocol, where.
@@ -75,11 +81,15 @@ func (p Problem) String() string {
 
 // Result is the outcome of one scenario.
 type Result struct {
-	ID       string        `json:"id"`
-	Title    string        `json:"title"`
-	Status   Status        `json:"status"`
-	Detail   string        `json:"detail,omitempty"`
-	Problems []Problem     `json:"problems,omitempty"`
+	ID       string    `json:"id"`
+	Title    string    `json:"title"`
+	Status   Status    `json:"status"`
+	Detail   string    `json:"detail,omitempty"`
+	Problems []Problem `json:"problems,omitempty"`
+	// Notes are enum values and union variants the implementation sent
+	// that this version does not know: right to accept, worth a word
+	// (Config.Strict makes them problems).
+	Notes    []Problem     `json:"notes,omitempty"`
 	Reason   string        `json:"baseline_reason,omitempty"`
 	Duration time.Duration `json:"-"`
 	Millis   float64       `json:"duration_ms"`
@@ -120,6 +130,9 @@ type Config struct {
 	WorkDir string
 	// Timeout bounds each scenario (default 5s).
 	Timeout time.Duration
+	// Deadline, when not zero, bounds the whole run: a scenario gets what
+	// is left of it at most, and those not begun by then are not run.
+	Deadline time.Time
 	// Grace is how long the implementation gets to exit at the end of its
 	// input before it is signalled (default 2s).
 	Grace time.Duration
@@ -139,6 +152,9 @@ type Config struct {
 	Prompt, CancelPrompt string
 	// Role is the agentpm-service role the implementation serves.
 	Role string
+	// Strict makes the enum values and union variants this version does
+	// not know problems, not notes.
+	Strict bool
 
 	// answer, when set by a side's Scenarios, answers the
 	// implementation's requests instead of Side.Answer.
@@ -194,12 +210,30 @@ func Run(ctx context.Context, side *Side, cfg Config) ([]Result, error) {
 // peer that exited.
 func runScenarios(ctx context.Context, peer *Peer, scs []Scenario, cfg Config, lastSeq int64, restart func() (*Peer, error)) ([]Result, error) {
 	var results []Result
+	if !cfg.Deadline.IsZero() {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, cfg.Deadline)
+		defer cancel()
+	}
+	// notRun, once set, says why the scenarios left are not run.
+	notRun := ""
 	for _, sc := range scs {
 		if len(cfg.Only) > 0 && !slices.Contains(cfg.Only, sc.ID) {
 			continue
 		}
-		if ctx.Err() != nil {
-			return results, ctx.Err()
+		if notRun == "" && ctx.Err() != nil {
+			if cfg.Deadline.IsZero() || !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return results, ctx.Err()
+			}
+			notRun = fmt.Sprintf("the run's deadline passed (%s)", cfg.Deadline.Format(time.TimeOnly))
+		}
+		if notRun != "" {
+			r := Result{ID: sc.ID, Title: sc.Title, Status: NotRun, Detail: notRun}
+			results = append(results, r)
+			if cfg.Progress != nil {
+				cfg.Progress(r)
+			}
+			continue
 		}
 		if peer.Exited() && restart != nil {
 			p, err := restart()
@@ -214,13 +248,16 @@ func runScenarios(ctx context.Context, peer *Peer, scs []Scenario, cfg Config, l
 		} else if lastSeq > 0 {
 			peer.forget(lastSeq)
 		}
-		r, seq := runOne(ctx, peer, sc, cfg)
+		r, seq, died := runOne(ctx, peer, sc, cfg)
 		if seq > lastSeq {
 			lastSeq = seq
 		}
 		results = append(results, r)
 		if cfg.Progress != nil {
 			cfg.Progress(r)
+		}
+		if died {
+			notRun = "the implementation died in " + sc.ID
 		}
 	}
 	return results, nil
@@ -236,7 +273,9 @@ func attributeLate(r *Result, late []Received) {
 	}
 }
 
-func runOne(ctx context.Context, peer *Peer, sc Scenario, cfg Config) (Result, int64) {
+// runOne runs sc, and says whether the implementation died in it (exited
+// when the scenario did not mean it to).
+func runOne(ctx context.Context, peer *Peer, sc Scenario, cfg Config) (Result, int64, bool) {
 	t := &T{peer: peer, cfg: &cfg, tolerate: map[string]bool{}}
 	sctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
@@ -253,13 +292,22 @@ func runOne(ctx context.Context, peer *Peer, sc Scenario, cfg Config) (Result, i
 	}()
 	<-done
 	t.collectFrameProblems()
-	if sctx.Err() != nil && ctx.Err() == nil && !t.notImpl && len(t.problems) == 0 {
-		t.Fail(Problem{Code: "timeout", Message: fmt.Sprintf("no conclusion within %v", cfg.Timeout)})
+	if sctx.Err() != nil && !t.notImpl && len(t.problems) == 0 {
+		if ctx.Err() != nil {
+			t.Fail(Problem{Code: "deadline", Message: "the run's deadline passed in this scenario"})
+		} else {
+			t.Fail(Problem{Code: "timeout", Message: fmt.Sprintf("no conclusion within %v", cfg.Timeout)})
+		}
 	}
-	if peer.Exited() && !t.exitExpected {
+	if _, eof, _ := peer.snapshot(); eof && !peer.Exited() {
+		// Its stdout ends as it exits: give the exit a moment to be reaped.
+		peer.waitExit(time.Second)
+	}
+	died := peer.Exited() && !t.exitExpected
+	if died && !t.exitReported {
 		t.Fail(Problem{Code: "exited", Message: peer.exitDescription()})
 	}
-	r := Result{ID: sc.ID, Title: sc.Title, Status: Pass, Detail: t.detail, Duration: time.Since(began)}
+	r := Result{ID: sc.ID, Title: sc.Title, Status: Pass, Detail: t.detail, Duration: time.Since(began), Notes: t.notes}
 	r.Millis = float64(r.Duration.Microseconds()) / 1000
 	switch {
 	case len(t.problems) > 0:
@@ -267,5 +315,5 @@ func runOne(ctx context.Context, peer *Peer, sc Scenario, cfg Config) (Result, i
 	case t.notImpl:
 		r.Status = NotImplemented
 	}
-	return r, t.lastSeq
+	return r, t.lastSeq, died
 }

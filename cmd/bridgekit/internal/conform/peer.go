@@ -11,10 +11,12 @@ import (
 	"os/exec"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/bridgekit/bridgekit/cmd/bridgekit/internal/frames"
 	"github.com/bridgekit/bridgekit/cmd/bridgekit/internal/syncwriter"
+	"github.com/bridgekit/bridgekit/cmd/bridgekit/internal/validate"
 	"github.com/bridgekit/bridgekit/internal/child"
 	"github.com/bridgekit/bridgekit/runtime/ndjson"
 )
@@ -35,6 +37,9 @@ type Received struct {
 	// Msg is the frame decoded as a JSON-RPC message (nil when it is
 	// not a JSON object).
 	Msg *Message
+	// Notes are the enum values and union variants in the frame that
+	// this version does not know (validate.FrameJudge.Notes).
+	Notes []frames.Problem
 }
 
 // Message is the members of a JSON-RPC message conform reads.
@@ -83,6 +88,26 @@ type Peer struct {
 	readDone chan struct{}
 	serving  chan struct{} // a slot per request of the implementation being answered
 	servers  sync.WaitGroup
+
+	started  time.Time
+	exitedAt atomic.Pointer[time.Time] // when its exit was reaped
+
+	judge *validate.FrameJudge // made when a frame first holds an unknown
+}
+
+// notes returns the notes of f, a frame just classified (under p.mu).
+func (p *Peer) notes(f frames.Frame) []frames.Problem {
+	if f.Value == nil || !validate.HasUnknown(f.Value) {
+		return nil
+	}
+	if p.judge == nil {
+		v, err := validate.New(validate.Options{Protocol: string(f.Family)})
+		if err != nil {
+			return []frames.Problem{{Code: "conform", Message: "cannot judge the frame: " + err.Error()}}
+		}
+		p.judge = v.NewFrameJudge()
+	}
+	return p.judge.Notes(f)
 }
 
 // maxServing bounds the implementation's requests answered at once.
@@ -102,8 +127,13 @@ func startPeer(argv []string, family frames.Family, stderrCopy *syncwriter.Write
 		return nil, err
 	}
 	p := &Peer{proc: proc, in: proc.Stdin, out: proc.Stdout, family: family, cls: frames.New(family), changed: make(chan struct{}), readDone: make(chan struct{}),
-		serving: make(chan struct{}, maxServing)}
+		serving: make(chan struct{}, maxServing), started: time.Now()}
 	go p.read()
+	go func() {
+		<-proc.Exited()
+		now := time.Now()
+		p.exitedAt.Store(&now)
+	}()
 	return p, nil
 }
 
@@ -147,6 +177,7 @@ func (p *Peer) record(line []byte, truncated bool) {
 	p.seq++
 	rec := Received{Seq: p.seq, Raw: line}
 	rec.Frame = p.cls.Classify(p.seq, frames.Out, time.Now(), line, truncated)
+	rec.Notes = p.notes(rec.Frame)
 	rec.Msg = parseMessage(line)
 	p.log = append(p.log, rec)
 	p.logBytes += len(line)
@@ -307,6 +338,14 @@ func (p *Peer) exitDescription() string {
 		return "the implementation closed its output"
 	}
 	s := "the implementation exited"
+	at := p.exitedAt.Load()
+	if at == nil && p.Exited() {
+		now := time.Now() // reaped a moment ago; the goroutine noting when has not run yet
+		at = &now
+	}
+	if at != nil {
+		s += fmt.Sprintf(" %v after it started, at %s", at.Sub(p.started).Round(time.Millisecond), at.Format("15:04:05.000"))
+	}
 	if err := p.proc.Err(); err != nil {
 		s += " (" + err.Error() + ")"
 	} else if p.Exited() {

@@ -19,6 +19,7 @@ type Summary struct {
 	NotImplemented int  `json:"not_implemented"`
 	ExpectedFail   int  `json:"expected_failures"`
 	Stale          int  `json:"stale"`
+	NotRun         int  `json:"not_run"`
 	OK             bool `json:"ok"`
 }
 
@@ -37,9 +38,11 @@ func Summarize(results []Result) Summary {
 			s.ExpectedFail++
 		case Stale:
 			s.Stale++
+		case NotRun:
+			s.NotRun++
 		}
 	}
-	s.OK = s.Fail == 0 && s.Stale == 0
+	s.OK = s.Fail == 0 && s.Stale == 0 && s.NotRun == 0
 	return s
 }
 
@@ -57,6 +60,9 @@ func WriteTable(w io.Writer, results []Result, elapsed time.Duration) error {
 		for _, p := range r.Problems {
 			fmt.Fprintf(tw, "\t\t- %s\n", oneLine(p.String()))
 		}
+		for _, p := range r.Notes {
+			fmt.Fprintf(tw, "\t\t  note: %s\n", oneLine(p.String()))
+		}
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -66,8 +72,12 @@ func WriteTable(w io.Writer, results []Result, elapsed time.Duration) error {
 	if !s.OK {
 		verdict = "FAILED"
 	}
-	_, err := fmt.Fprintf(w, "%s: %d passed, %d failed, %d not implemented, %d expected failures, %d stale baseline entries (%v)\n",
-		verdict, s.Pass, s.Fail, s.NotImplemented, s.ExpectedFail, s.Stale, elapsed.Round(time.Millisecond))
+	notRun := ""
+	if s.NotRun > 0 {
+		notRun = fmt.Sprintf(", %d not run", s.NotRun)
+	}
+	_, err := fmt.Fprintf(w, "%s: %d passed, %d failed, %d not implemented, %d expected failures, %d stale baseline entries%s (%v)\n",
+		verdict, s.Pass, s.Fail, s.NotImplemented, s.ExpectedFail, s.Stale, notRun, elapsed.Round(time.Millisecond))
 	return err
 }
 

@@ -20,9 +20,11 @@ type T struct {
 	problems     []Problem
 	notImpl      bool
 	detail       string
-	exitExpected bool
+	exitExpected bool            // the scenario ends the implementation on purpose
+	exitReported bool            // the exit is a problem reported already
 	tolerate     map[string]bool // frame problem codes this scenario expects
 	lastSeq      int64           // the last frame whose problems were collected
+	notes        []Problem       // what frames held that this version does not know
 }
 
 // Config returns the run's configuration.
@@ -132,13 +134,16 @@ func (t *T) why(ctx context.Context) string {
 		t.peer.waitExit(time.Second)
 	}
 	if t.peer.Exited() {
-		t.exitExpected = true // reported here, not again
+		t.exitReported = true // reported here, not again
 		return t.peer.exitDescription()
 	}
 	if _, eof, _ := t.peer.snapshot(); eof {
 		return "the implementation closed its stdout"
 	}
 	if ctx.Err() != nil {
+		if d := t.cfg.Deadline; !d.IsZero() && !time.Now().Before(d) {
+			return fmt.Sprintf("the run's deadline (%s) passed", d.Format(time.TimeOnly))
+		}
 		return fmt.Sprintf("nothing within the scenario's %v", t.cfg.Timeout)
 	}
 	return "gave up"
@@ -296,6 +301,14 @@ func (t *T) collectFrom(log []Received) {
 				msg += ": " + clip(string(rec.Raw)) // what it was, since it has no method to name
 			}
 			t.Fail(Problem{Method: method, Frame: rec.Seq, Pointer: p.Pointer, Code: p.Code, Message: msg})
+		}
+		for _, n := range rec.Notes {
+			p := Problem{Method: rec.Frame.Method, Frame: rec.Seq, Pointer: n.Pointer, Code: n.Code, Message: n.Message}
+			if t.cfg != nil && t.cfg.Strict {
+				t.Fail(p)
+			} else {
+				t.notes = append(t.notes, p)
+			}
 		}
 	}
 }

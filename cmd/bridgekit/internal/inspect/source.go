@@ -7,7 +7,6 @@ package inspect
 import (
 	"bytes"
 	"context"
-	"errors"
 	"io"
 	"os"
 	"slices"
@@ -152,13 +151,18 @@ func (m *Memory) Records(_ context.Context, session string, after int64, limit i
 	return slices.Clone(recs), nil
 }
 
-// Follow reads the JSONL trace at path into m, then keeps reading what is
-// appended to it every interval until ctx is done. It returns the first
-// error reading the file (a record that is not one is skipped and counted
-// in bad). The file is read a chunk at a time, its complete lines handed
-// over as they come, so that what Follow holds besides m is one record
-// line at most, and ctx ends it between chunks however large the file.
-func Follow(ctx context.Context, path string, m *Memory, interval time.Duration, bad func(error)) error {
+// Convert turns one line of a file into records (traffic.Converter.Line).
+type Convert func(line []byte) ([]*tracelog.Record, error)
+
+// Follow reads the file at path into m, each complete line turned into
+// records by convert, then keeps reading what is appended to it every
+// interval until ctx is done (with follow false it returns at the end of
+// the file). It returns the first error reading the file (a line convert
+// refuses is skipped and handed to bad). The file is read a chunk at a
+// time, its complete lines handed over as they come, so that what Follow
+// holds besides m is one line at most, and ctx ends it between chunks
+// however large the file.
+func Follow(ctx context.Context, path string, m *Memory, interval time.Duration, follow bool, convert Convert, bad func(error)) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
@@ -183,7 +187,7 @@ func Follow(ctx context.Context, path string, m *Memory, interval time.Duration,
 		pending = append(pending, chunk...)
 		// Hand over the complete lines; keep a line being written.
 		if end := lastNewline(pending); end >= 0 {
-			put(m, pending[:end+1], bad)
+			put(m, pending[:end+1], convert, bad)
 			pending = append(pending[:0], pending[end+1:]...)
 		}
 		if len(pending) > tracelog.MaxRecord {
@@ -201,6 +205,12 @@ func Follow(ctx context.Context, path string, m *Memory, interval time.Duration,
 		if n > 0 {
 			continue
 		}
+		if !follow {
+			if len(pending) > 0 {
+				put(m, append(pending, '\n'), convert, bad)
+			}
+			return nil
+		}
 		if cap(pending) > 1<<20 {
 			pending = append([]byte(nil), pending...)
 		}
@@ -212,21 +222,22 @@ func Follow(ctx context.Context, path string, m *Memory, interval time.Duration,
 	}
 }
 
-// put hands the records of lines, complete lines of a JSONL trace, to m.
-func put(m *Memory, lines []byte, bad func(error)) {
-	rd := tracelog.NewReader(bytes.NewReader(lines), 0)
-	for {
-		r, err := rd.Next()
-		if errors.Is(err, io.EOF) {
-			return
-		}
+// put hands the records of lines, complete lines, to m.
+func put(m *Memory, lines []byte, convert Convert, bad func(error)) {
+	for len(lines) > 0 {
+		i := bytes.IndexByte(lines, '\n')
+		line := lines[:i]
+		lines = lines[i+1:]
+		recs, err := convert(line)
 		if err != nil {
 			if bad != nil {
 				bad(err)
 			}
 			continue
 		}
-		m.Put(r)
+		for _, r := range recs {
+			m.Put(r)
+		}
 	}
 }
 

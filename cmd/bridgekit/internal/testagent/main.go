@@ -29,10 +29,10 @@ func main() {
 }
 
 type agent struct {
-	harn, requireAuth, variant bool
-	mu                         sync.Mutex
-	authed                     bool
-	sessions                   map[string]bool
+	harn, requireAuth, variant, typos bool
+	mu                                sync.Mutex
+	authed                            bool
+	sessions                          map[string]bool
 }
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -42,6 +42,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.BoolVar(&a.harn, "harn", false, "advertise Harn's extension contract and call host/capabilities during initialize, as a Harn runtime does")
 	fs.BoolVar(&a.requireAuth, "require-auth", false, "refuse session/new until the client has authenticated")
 	fs.BoolVar(&a.variant, "variant", false, "answer prompts with other words (\"You wrote:\")")
+	fs.BoolVar(&a.typos, "typos", false, "misspell values in a turn: an agent_mesage_chunk update, a tool call status \"bogus\", stop reason \"done\" (what --strict finds)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -151,6 +152,18 @@ func (a *agent) prompt(ctx context.Context, params json.RawMessage) (any, error)
 		lead = "You wrote:"
 	}
 	client := rpc.SenderFrom(ctx)
+	if a.typos {
+		for _, u := range []string{
+			`{"sessionUpdate":"agent_mesage_chunk","content":{"type":"text","text":"misspelt "}}`,
+			`{"sessionUpdate":"tool_call","toolCallId":"t1","title":"Read a file","status":"pending"}`,
+			`{"sessionUpdate":"tool_call_update","toolCallId":"t1","status":"bogus"}`,
+		} {
+			params := json.RawMessage(fmt.Sprintf(`{"sessionId":%q,"update":%s}`, p.SessionID, u))
+			if err := client.Send(ctx, rpc.Outbound{Kind: rpc.KindNotification, Method: "session/update", Params: params}, nil); err != nil {
+				return nil, err
+			}
+		}
+	}
 	for _, w := range strings.Fields(lead + " " + strings.Join(text, " ")) {
 		update := map[string]any{
 			"sessionId": p.SessionID,
@@ -163,6 +176,9 @@ func (a *agent) prompt(ctx context.Context, params json.RawMessage) (any, error)
 		if err := client.Send(ctx, rpc.Outbound{Kind: rpc.KindNotification, Method: "session/update", Params: update}, nil); err != nil {
 			return nil, err
 		}
+	}
+	if a.typos {
+		return json.RawMessage(`{"stopReason":"done"}`), nil
 	}
 	return json.RawMessage(`{"stopReason":"end_turn"}`), nil
 }

@@ -71,6 +71,7 @@ func (r *Record) Marshal(dst []byte) ([]byte, error) {
 		b = appendFloat(b, *r.LatencyUS)
 	}
 	b = list(b, "problems", r.Problems, appendProblem)
+	b = list(b, "notes", r.Notes, appendProblem)
 	if r.Status != nil {
 		b = append(b, `,"status":`...)
 		b = strconv.AppendInt(b, int64(*r.Status), 10)

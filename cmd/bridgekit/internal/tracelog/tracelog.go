@@ -54,20 +54,24 @@ type Record struct {
 	// it (so it is not what went over the wire), Truncated that it holds
 	// only the first bytes of the line, Partial that the stream ended
 	// without a newline after it.
-	Raw       *string           `json:"raw,omitempty"`
-	RawBase64 string            `json:"raw_base64,omitempty"`
-	Redacted  bool              `json:"redacted,omitempty"`
-	Truncated bool              `json:"truncated,omitempty"`
-	Partial   bool              `json:"partial,omitempty"`
-	Family    frames.Family     `json:"family,omitempty"`
-	Kind      frames.Kind       `json:"kind,omitempty"`
-	Method    string            `json:"method,omitempty"`
-	Qualifier string            `json:"qualifier,omitempty"`
-	ID        json.RawMessage   `json:"id,omitempty"`
-	ReplyTo   int64             `json:"reply_to,omitempty"`
-	LatencyUS *float64          `json:"latency_us,omitempty"`
-	Problems  []frames.Problem  `json:"problems,omitempty"`
-	Extra     map[string]string `json:"-"`
+	Raw       *string          `json:"raw,omitempty"`
+	RawBase64 string           `json:"raw_base64,omitempty"`
+	Redacted  bool             `json:"redacted,omitempty"`
+	Truncated bool             `json:"truncated,omitempty"`
+	Partial   bool             `json:"partial,omitempty"`
+	Family    frames.Family    `json:"family,omitempty"`
+	Kind      frames.Kind      `json:"kind,omitempty"`
+	Method    string           `json:"method,omitempty"`
+	Qualifier string           `json:"qualifier,omitempty"`
+	ID        json.RawMessage  `json:"id,omitempty"`
+	ReplyTo   int64            `json:"reply_to,omitempty"`
+	LatencyUS *float64         `json:"latency_us,omitempty"`
+	Problems  []frames.Problem `json:"problems,omitempty"`
+	// Notes are what a checker says of a frame that is not a problem: an
+	// enum value or union variant this version does not know, which the
+	// wire keeps (trace --strict reports them as problems instead).
+	Notes []frames.Problem  `json:"notes,omitempty"`
+	Extra map[string]string `json:"-"`
 
 	// end
 	Status     *int             `json:"status,omitempty"`

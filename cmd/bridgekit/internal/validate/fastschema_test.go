@@ -257,13 +257,13 @@ func TestFastCheckAgreesWithLibrary(t *testing.T) {
 
 // A body the fast check refuses goes to the library, whose verdict and
 // error decide: a union variant this version does not know is refused by
-// the schema's closed list but kept by the type (counted as Unknown, no
-// problem), while a wrong member is a problem at its pointer.
+// the schema's closed list but kept by the type (counted as Unknown, and
+// a note, not a problem), while a wrong member is a problem at its pointer.
 func TestFastCheckRefusalsGoToTheLibrary(t *testing.T) {
 	v := newValidator(t, "")
 	unknown := `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"zz_future_update","x":1}}}`
 	ps, st := check(t, v, "t.ndjson", initReq+"\n"+initResp+"\n"+unknown+"\n")
-	if len(ps) != 0 || st.Unknown != 1 || st.Checked != 3 {
+	if len(ps) != 1 || !ps[0].Note || ps[0].Pointer != "/params/update/sessionUpdate" || st.Unknown != 1 || st.Notes != 1 || st.Checked != 3 {
 		t.Errorf("unknown variant: problems %v, stats %+v", ps, st)
 	}
 	c := v.schemaCheck(false, "acp/v1/schema.json#/$defs/SessionNotification")

@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -28,6 +29,7 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
 
@@ -66,6 +68,10 @@ type Problem struct {
 	Code    string `json:"code"`
 	Pointer string `json:"pointer,omitempty"`
 	Message string `json:"message"`
+	// Note marks a note, not a problem: a value the wire keeps that this
+	// version does not know (NoteUnknownValue, NoteUnknownVariant);
+	// Options.Strict reports them as problems.
+	Note bool `json:"note,omitempty"`
 }
 
 // String renders p as file:line: method: pointer: message, with "-" for
@@ -78,6 +84,9 @@ func (p Problem) String() string {
 	if ptr == "" {
 		ptr = "-"
 	}
+	if p.Note {
+		return fmt.Sprintf("%s:%d: %s: %s: note: %s", p.File, p.Line, m, ptr, p.Message)
+	}
 	return fmt.Sprintf("%s:%d: %s: %s: %s", p.File, p.Line, m, ptr, p.Message)
 }
 
@@ -87,14 +96,18 @@ type Stats struct {
 	// type; Truncated: frames recorded cut short, which cannot be checked;
 	// Unknown: bodies the schema refuses only for a union variant or enum
 	// value this version does not know, which the generated type keeps
-	// (accepted when they round-trip, as the decoders accept them).
-	Frames, Checked, Truncated, Unknown int
+	// (accepted when they round-trip, as the decoders accept them): one
+	// note or more each (Notes counts them).
+	Frames, Checked, Truncated, Unknown, Notes int
 }
 
 // Options configure a Validator.
 type Options struct {
 	// Protocol forces a family (one of Protocols); "" sniffs it.
 	Protocol string
+	// Strict reports notes (enum values and union variants this version
+	// does not know) as problems.
+	Strict bool
 }
 
 // A Validator validates streams. It is safe for concurrent use; each
@@ -107,6 +120,7 @@ type Validator struct {
 	methods map[methodKey]codegen.MethodSchema
 	retype  func(loc string) string
 	printer *message.Printer
+	strict  bool
 }
 
 type methodKey struct{ pkg, goName string }
@@ -164,7 +178,7 @@ func New(opts Options) (*Validator, error) {
 		return nil, loaded.err
 	}
 	v := &Validator{family: fam, methods: loaded.methods, retype: func(loc string) string { return loc },
-		printer: message.NewPrinter(language.English)}
+		printer: message.NewPrinter(language.English), strict: opts.Strict}
 	old := opts.Protocol == "acp-v0.12.2"
 	if old {
 		v.retype = func(loc string) string {
@@ -498,6 +512,10 @@ func (st *stream) problem(lineNo int, method string, p frames.Problem) {
 	st.report(Problem{File: st.name, Line: lineNo, Method: method, Code: p.Code, Pointer: p.Pointer, Message: p.Message})
 }
 
+func (st *stream) note(lineNo int, method string, p frames.Problem) {
+	st.report(Problem{File: st.name, Line: lineNo, Method: method, Code: p.Code, Pointer: p.Pointer, Message: p.Message, Note: true})
+}
+
 // end reports the requests of the session never answered.
 func (st *stream) end() {
 	for _, p := range st.cls.Unanswered() {
@@ -525,61 +543,142 @@ func (st *stream) frame(lineNo int, dir frames.Direction, undirected bool, line 
 	for _, p := range f.Problems {
 		st.problem(lineNo, f.Method, p)
 	}
-	if len(f.Problems) > 0 || f.Body == nil || f.Method == "" {
-		return
+	problems, notes := st.judge(f)
+	for _, p := range problems {
+		st.problem(lineNo, f.Method, p)
 	}
-	var loc string
+	for _, n := range notes {
+		st.stats.Notes++
+		if st.v.strict {
+			st.problem(lineNo, f.Method, n)
+		} else {
+			st.note(lineNo, f.Method, n)
+		}
+	}
+}
+
+// location returns the schema location of f's body ("" for none).
+func (st *stream) location(f frames.Frame) string {
+	if f.Body == nil || f.Method == "" {
+		return ""
+	}
 	switch f.Kind {
 	case frames.Request, frames.Notification, frames.Response:
-		m := frames.Lookup(f.Family, f.Method, f.Qualifier)
-		if m == nil {
-			return
-		}
-		ms, ok := st.v.methods[methodKey{packages[m.Family], m.Info.Go}]
-		if !ok {
-			return
-		}
-		loc = ms.Params
-		if f.Kind == frames.Response {
-			loc = ms.Result
-		}
 	default:
-		return
+		return ""
 	}
+	m := frames.Lookup(f.Family, f.Method, f.Qualifier)
+	if m == nil {
+		return ""
+	}
+	ms, ok := st.v.methods[methodKey{packages[m.Family], m.Info.Go}]
+	if !ok {
+		return ""
+	}
+	if f.Kind == frames.Response {
+		return ms.Result
+	}
+	return ms.Params
+}
+
+// judge checks a classified frame's body against its JSON Schema and
+// through a decode and re-encode round trip, and returns the problems, and
+// notes of the enum values and union variants it holds that this version
+// does not know (the generated type keeps them).
+func (st *stream) judge(f frames.Frame) (problems, notes []frames.Problem) {
+	if len(f.Problems) > 0 {
+		return nil, nil
+	}
+	loc := st.location(f)
 	if loc == "" {
-		return
+		return nil, nil
 	}
 	st.stats.Checked++
 	parsed := st.body.parse(f.Body, true) == nil
 	if p, bad := st.checkSchema(f.Family == frames.Harn, loc, f.Body, f.BodyPointer, parsed); bad {
-		if f.Value == nil || p.Code != ProblemSchemaValidation || !specschema.HasUnknown(f.Value) {
-			st.problem(lineNo, f.Method, p)
-			return
+		if f.Value == nil || p.Code != ProblemSchemaValidation || !HasUnknown(f.Value) {
+			return []frames.Problem{p}, nil
 		}
 		// A union variant or enum value this version does not know: the
 		// schema's closed list refuses it, the type keeps it (ACP's and
 		// Harn's forward-compatibility rule), and it must round-trip.
 		st.stats.Unknown++
+		notes = st.notes(f, loc)
 	}
 	if f.Value == nil {
-		return // free-form: the schema is all there is to judge by
+		return nil, notes // free-form: the schema is all there is to judge by
 	}
 	out, err := wire.Marshal(f.Value)
 	if err != nil {
-		st.problem(lineNo, f.Method, frames.Problem{Code: ProblemRoundTrip, Pointer: f.BodyPointer, Message: "decoded, but not re-encoded: " + err.Error()})
-		return
+		return []frames.Problem{{Code: ProblemRoundTrip, Pointer: f.BodyPointer, Message: "decoded, but not re-encoded: " + err.Error()}}, notes
 	}
 	if bytes.Equal(out, bytes.TrimSpace(f.Body)) {
-		return // the same bytes: structurally the same, without building the trees
+		return nil, notes // the same bytes: structurally the same, without building the trees
 	}
 	orig := f.Body
 	if parsed {
 		orig = nil // st.body holds it
 	}
 	if ptr, msg, same := equalTrees(&st.body, orig, &st.reenc, out); !same {
-		st.problem(lineNo, f.Method, frames.Problem{Code: ProblemRoundTrip, Pointer: f.BodyPointer + ptr,
-			Message: "re-encoded differently by the generated type: " + msg})
+		return []frames.Problem{{Code: ProblemRoundTrip, Pointer: f.BodyPointer + ptr,
+			Message: "re-encoded differently by the generated type: " + msg}}, notes
 	}
+	return nil, notes
+}
+
+// notes places the unknown values and variants of f's body, whose schema
+// is at loc, by walking the body with the schema; a body whose unknowns it
+// cannot place gets one note at the body.
+func (st *stream) notes(f frames.Frame, loc string) []frames.Problem {
+	var out []frames.Problem
+	if c := st.checks[checkKey{f.Family == frames.Harn, loc}]; c != nil && c.sch != nil {
+		if doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(f.Body)); err == nil {
+			out = notes(c.sch, doc, f.BodyPointer)
+		}
+	}
+	if len(out) == 0 {
+		out = []frames.Problem{{Code: NoteUnknownValue, Pointer: f.BodyPointer,
+			Message: "holds an enum value or union variant this version does not know (the schema refuses it, the type keeps it)"}}
+	}
+	return out
+}
+
+// A FrameJudge judges frames classified elsewhere (by trace's recorder,
+// conform's peer) as Stream judges the frames it reads. It is not safe for
+// concurrent use: take one per goroutine.
+type FrameJudge struct{ st *stream }
+
+// NewFrameJudge returns a FrameJudge of v's protocol.
+func (v *Validator) NewFrameJudge() *FrameJudge {
+	st := &stream{v: v, checks: map[checkKey]*schemaCheck{}}
+	st.reset()
+	return &FrameJudge{st}
+}
+
+// Judge judges f, classified and checked (frames.Frame.Check) by a
+// classifier of the validator's family, against its JSON Schema and
+// through a decode and re-encode round trip, and returns its problems (the
+// classifier's own aside) and its notes (see Notes).
+func (j *FrameJudge) Judge(f frames.Frame) (problems, notes []frames.Problem) { return j.st.judge(f) }
+
+// Notes returns a note for each enum value and union variant this version
+// does not know in f's body, at its JSON pointer with the nearest known
+// value, or nil when there is none (HasUnknown(f.Value) is false, which
+// is cheap to find): the generated type keeps them, as the protocols
+// require, and a checker says so.
+func (j *FrameJudge) Notes(f frames.Frame) []frames.Problem {
+	if f.Value == nil || len(f.Problems) > 0 || !HasUnknown(f.Value) {
+		return nil
+	}
+	loc := j.st.location(f)
+	if loc == "" {
+		return nil
+	}
+	k := checkKey{f.Family == frames.Harn, loc}
+	if j.st.checks[k] == nil {
+		j.st.checks[k] = j.st.v.schemaCheck(k.harn, j.st.v.retype(loc))
+	}
+	return j.st.notes(f, loc)
 }
 
 // checkSchema validates body against the schema at loc and turns a
@@ -647,7 +746,13 @@ func (v *Validator) validateSlow(sch *jsonschema.Schema, body []byte, prefix str
 	}
 	leaf := deepest(ve)
 	ptr := ""
-	for _, tok := range leaf.InstanceLocation {
+	loc := leaf.InstanceLocation
+	if req, ok := leaf.ErrorKind.(*kind.Required); ok && len(req.Missing) > 0 {
+		// A missing member is placed as the decoders place it: the
+		// object that lacks it, joined with its name.
+		loc = append(slices.Clone(loc), req.Missing[0])
+	}
+	for _, tok := range loc {
 		ptr += "/" + strings.ReplaceAll(strings.ReplaceAll(tok, "~", "~0"), "/", "~1")
 	}
 	return frames.Problem{Code: ProblemSchemaValidation, Pointer: prefix + ptr,

@@ -30,11 +30,25 @@ func check(t *testing.T, v *Validator, name, input string) ([]Problem, Stats) {
 }
 
 // The committed traffic of real ACP agents (testdata/acp/traffic) is
-// valid, every body with a schema judged by it and by its type.
+// valid, every body with a schema judged by it and by its type, but for
+// the methods outside ACP that the traffic's baseline of untyped places
+// lists (qwen's craft/drainMidTurnQueue): each is reported as an unknown
+// method, and nothing else is.
 func TestRealAgentTrafficIsValid(t *testing.T) {
-	files, _ := filepath.Glob("../../../../testdata/acp/traffic/*/turn.jsonl")
+	const traffic = "../../../../testdata/acp/traffic"
+	files, _ := filepath.Glob(traffic + "/*/turn.jsonl")
 	if len(files) == 0 {
 		t.Fatal("no recorded traffic")
+	}
+	baseline, err := os.ReadFile(traffic + "/untyped_baseline.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	untyped := map[string]bool{} // recording/turn.jsonl TAB method
+	for _, l := range strings.Split(string(baseline), "\n") {
+		if f := strings.Split(l, "\t"); len(f) == 3 && f[2] == "(a method no catalogue types)" {
+			untyped[f[0]+"\t"+strings.Fields(f[1])[0]] = true
+		}
 	}
 	v := newValidator(t, "")
 	for _, f := range files {
@@ -42,8 +56,12 @@ func TestRealAgentTrafficIsValid(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		rec := filepath.Base(filepath.Dir(f)) + "/turn.jsonl"
 		ps, st := check(t, v, f, string(data))
 		for _, p := range ps {
+			if p.Code == "unknown_method" && untyped[rec+"\t"+p.Method] {
+				continue
+			}
 			t.Errorf("%s", p)
 		}
 		if st.Frames == 0 || st.Checked < st.Frames/2 {
@@ -75,6 +93,17 @@ func TestCorruptedFramesRefused(t *testing.T) {
 			Problem{Line: 3, Method: "session/prompt", Code: "schema", Pointer: "/params/prompt/0/text"}, ""},
 		"missing member": {`{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"prompt":[]}}`,
 			Problem{Line: 3, Method: "session/prompt", Code: "schema", Pointer: "/params/sessionId"}, "missing"},
+		// The issue's three: a missing member's pointer names the object
+		// that lacks it, its own segment included.
+		"missing member in a nested object": {`{"jsonrpc":"2.0","id":1,"method":"session/request_permission","params":{"sessionId":"s","toolCall":{"title":"t"},"options":[]}}`,
+			Problem{Line: 3, Method: "session/request_permission", Code: "schema", Pointer: "/params/toolCall/toolCallId"}, "missing"},
+		"missing member in a union's member": {`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text"}}}}`,
+			Problem{Line: 3, Method: "session/update", Code: "schema", Pointer: "/params/update/content/text"}, "missing"},
+		"missing member in a result's union": {`{"jsonrpc":"2.0","id":1,"method":"session/request_permission","params":{"sessionId":"s","toolCall":{"toolCallId":"c"},"options":[{"optionId":"a","name":"Allow","kind":"allow_once"}]}}` + "\n" +
+			`{"jsonrpc":"2.0","id":1,"result":{"outcome":{"outcome":"selected"}}}`,
+			Problem{Line: 4, Method: "session/request_permission", Code: "schema", Pointer: "/result/outcome/optionId"}, "missing"},
+		"missing member in an array element": {`{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"s","prompt":[{"type":"text","text":"a"},{"type":"text"}]}}`,
+			Problem{Line: 3, Method: "session/prompt", Code: "schema", Pointer: "/params/prompt/1/text"}, "missing"},
 		"unknown method": {`{"jsonrpc":"2.0","id":1,"method":"session/nope","params":{}}`,
 			Problem{Line: 3, Method: "session/nope", Code: "unknown_method", Pointer: "/method"}, "no method"},
 		"reply to unknown id": {`{"jsonrpc":"2.0","id":42,"result":{}}`,

@@ -87,9 +87,26 @@ function selectSession(id) {
 
 const frameRecords = () => (state.records.get(state.current) || []).filter((r) => r.type === "frame");
 
+// updateTypeOf returns an ACP session/update's sessionUpdate, or "".
+function updateTypeOf(r) {
+  if (r.method !== "session/update") return "";
+  const d = parseRaw(r);
+  return (d && d.params && d.params.update && d.params.update.sessionUpdate) || "";
+}
+
+const filterIDs = ["#filter-text", "#filter-method", "#filter-dir", "#filter-kind", "#filter-update", "#filter-errors"];
+const filterKey = () => filterIDs.map((id) => { const e = $(id); return e.type === "checkbox" ? e.checked : e.value; }).join("\u0000");
+
 function visible(r) {
   const m = $("#filter-method").value.trim();
   if (m && !(r.method || "").includes(m)) return false;
+  // Full text: the frame as recorded, case-insensitive.
+  const q = $("#filter-text").value.trim().toLowerCase();
+  if (q && !(r.raw || "").toLowerCase().includes(q)) return false;
+  if ($("#filter-dir").value && r.dir !== $("#filter-dir").value) return false;
+  const k = $("#filter-kind").value;
+  if (k && r.kind !== k && !(k === "error" && errorOf(r))) return false;
+  if ($("#filter-update").value && updateTypeOf(r) !== $("#filter-update").value) return false;
   if ($("#filter-errors").checked && !(r.problems && r.problems.length)) return false;
   return true;
 }
@@ -112,8 +129,14 @@ const rendered = { key: null, count: 0 };
 
 function renderCurrent() {
   const tbody = $("#timeline tbody");
-  const key = [state.current, $("#filter-method").value, $("#filter-errors").checked].join("\u0000");
+  const key = state.current + "\u0000" + filterKey();
   const all = frameRecords();
+  // The update types the session has, for the filter.
+  const ut = $("#filter-update"), known = new Set([...ut.options].map((o) => o.value));
+  for (const r of all.slice(rendered.count)) {
+    const u = updateTypeOf(r);
+    if (u && !known.has(u)) { ut.append(el("option", { value: u, text: u })); known.add(u); }
+  }
   if (rendered.key !== key) { tbody.replaceChildren(); rendered.key = key; rendered.count = 0; tbody.dataset.session = state.current || ""; }
   const t0 = startOf();
   for (const r of all.slice(rendered.count)) {
@@ -123,7 +146,8 @@ function renderCurrent() {
       el("td", { text: r.seq }),
       el("td", { class: "mono", text: "+" + ((Date.parse(r.time) - t0) / 1000).toFixed(3) + "s" }),
       el("td", { class: "dir-" + r.dir, text: r.dir === "in" ? "→ in" : "← out" }),
-      el("td", { text: r.kind }),
+      el("td", { class: errorOf(r) ? "err" : "", title: errorOf(r) ? `${errorOf(r).code} ${errorOf(r).message || ""}` : "",
+        text: r.kind + (errorOf(r) ? ` ${errorOf(r).code} ${errorOf(r).message || ""}` : "") }),
       el("td", { class: "mono", text: (r.method || "") + (r.qualifier ? ` [${r.qualifier}]` : "") }),
       el("td", { class: "mono", text: r.id != null ? JSON.stringify(r.id) : "" }),
       el("td", { text: fmtSize(r.size || 0) + (r.truncated ? " (cut)" : "") }),
@@ -137,11 +161,56 @@ function renderCurrent() {
   $("#end").textContent = end ? `session ended: exit status ${end.status}${end.signal ? " (" + end.signal + ")" : ""}` +
     ((end.unanswered || []).length ? ` · never answered: ${end.unanswered.map((u) => `${u.method} ${u.id}`).join(", ")}` : "") : "session live";
   if (state.view === "waterfall") renderWaterfall();
+  if (state.view === "conversation") renderConversation();
 }
 
+const parsed = new WeakMap();
 function parseRaw(r) {
   if (r.raw == null) return undefined;
-  try { return JSON.parse(r.raw); } catch { return undefined; }
+  if (parsed.has(r)) return structuredClone(parsed.get(r));
+  let d;
+  try { d = JSON.parse(r.raw); } catch { d = undefined; }
+  parsed.set(r, d);
+  return structuredClone(d);
+}
+
+// errorOf returns a reply's error object ({code, message}), or null.
+function errorOf(r) {
+  if (r.kind !== "response" && r.kind !== "error" && !r.reply_to) return null;
+  const d = parseRaw(r);
+  if (!d || typeof d !== "object") return null;
+  const e = d.error || (d.kind === "error" ? d.payload : null);
+  return e && typeof e === "object" ? e : null;
+}
+
+// The request a reply answers, and the reply of a request, both ways.
+function pairOf(r) {
+  const frs = frameRecords();
+  if (r.reply_to) return frs.find((x) => x.seq === r.reply_to) || null;
+  if (r.kind === "request") return frs.find((x) => x.reply_to === r.seq) || null;
+  return null;
+}
+
+// renderPair shows a request and its reply side by side, each a link to
+// the other; an error reply with its code and message, in red.
+function renderPair(r) {
+  const box = $("#pair");
+  box.replaceChildren();
+  if (r.kind !== "request" && !r.reply_to) return;
+  const other = pairOf(r);
+  const [q, a] = r.reply_to ? [other, r] : [r, other];
+  const side = (x, label) => {
+    const d = el("div", { class: "side" + (x === r ? " on" : ""), "data-side": label });
+    if (!x) { d.append(el("h2", { text: label + ": never answered" })); return d; }
+    const link = el("a", { "data-seq": x.seq, text: `#${x.seq}` });
+    link.onclick = () => selectFrame(x.seq);
+    d.append(el("h2", {}, label + " ", link, x.latency_us != null ? ` · ${fmtLatency(x.latency_us)}` : ""));
+    const e = errorOf(x);
+    if (e) d.append(el("div", { class: "errline", text: `error ${e.code}: ${e.message || ""}` }));
+    d.append(el("pre", { text: x.raw != null ? x.raw : "(base64) " + x.raw_base64 }));
+    return d;
+  };
+  box.append(side(q, "request"), side(a, "reply"));
 }
 
 function selectFrame(seq) {
@@ -156,6 +225,8 @@ function selectFrame(seq) {
   $("#tab-raw").textContent = r.raw != null ? r.raw : "(base64) " + r.raw_base64;
   renderSchema(r, doc);
   renderRendered(r, doc);
+  renderPair(r);
+  for (const e of document.querySelectorAll("#conversation [data-seq]")) e.classList.toggle("on", +e.dataset.seq === seq);
 }
 
 function tree(v, ptr, bad, key) {
@@ -240,6 +311,167 @@ function renderRendered(r, doc) {
   }
 }
 
+// conversation assembles the frames into what was said, per ACP session
+// (params.sessionId; a reply goes with its request): user prompts, agent
+// message and thought text with their chunks joined, plans, one card per
+// tool call (its updates, its permission request with the options and the
+// answer chosen, the fs/terminal requests made while it ran), replies that
+// are errors, Harn's _meta.harn variants and AgentPM events by kind.
+function conversation(frs) {
+  const replyOf = new Map(frs.filter((r) => r.reply_to).map((r) => [r.reply_to, r]));
+  const sessionOf = new Map();
+  const convs = new Map();
+  const conv = (sid) => {
+    if (!convs.has(sid)) convs.set(sid, { id: sid, items: [], tools: new Map(), running: [] });
+    return convs.get(sid);
+  };
+  const text = (c) => (c && typeof c === "object" ? (c.type === "text" ? c.text : c.type === "resource_link" ? c.uri : `[${c.type}]`) : "");
+  for (const r of frs) {
+    const d = parseRaw(r);
+    if (!d || typeof d !== "object") continue;
+    const p = (d.params && typeof d.params === "object" ? d.params : null) || (d.payload && typeof d.payload === "object" ? d.payload : {});
+    let sid = p.sessionId || p.session_id || (r.reply_to && sessionOf.get(r.reply_to)) || "(no session)";
+    if (r.kind === "request") sessionOf.set(r.seq, sid);
+    if (r.reply_to && !sessionOf.has(r.reply_to)) continue; // replies of requests outside a session (initialize)
+    const c = conv(sid);
+    const push = (item) => { c.items.push(item); return item; };
+    const last = c.items[c.items.length - 1];
+    if (r.method === "session/prompt" && r.kind === "request") {
+      push({ type: "user", seq: r.seq, text: (p.prompt || []).map(text).join("") });
+      continue;
+    }
+    if (r.method === "session/update" && p.update) {
+      const u = p.update, kind = u.sessionUpdate;
+      const harn = (u._meta && u._meta.harn) || (p._meta && p._meta.harn);
+      if (kind === "agent_message_chunk" || kind === "agent_thought_chunk" || kind === "user_message_chunk") {
+        const type = kind === "agent_message_chunk" ? "agent" : kind === "agent_thought_chunk" ? "thought" : "user";
+        const t = text(u.content);
+        // Consecutive chunks of one kind are one message.
+        if (last && last.type === type) { last.text += t; last.seqs.push(r.seq); }
+        else if (t) push({ type, seq: r.seq, seqs: [r.seq], text: t });
+      } else if (kind === "plan") {
+        push({ type: "plan", seq: r.seq, entries: u.entries || [] });
+      } else if (kind === "tool_call" || kind === "tool_call_update") {
+        let card = c.tools.get(u.toolCallId);
+        if (!card) {
+          card = push({ type: "tool", seq: r.seq, id: u.toolCallId, title: "", kind: "", status: "pending", start: Date.parse(r.time), updates: [], permission: null, requests: [] });
+          c.tools.set(u.toolCallId, card);
+          c.running.push(card);
+        }
+        card.updates.push(r.seq);
+        if (u.title) card.title = u.title;
+        if (u.kind) card.kind = u.kind;
+        if (u.status) card.status = u.status;
+        if (u.status === "completed" || u.status === "failed") {
+          card.end = Date.parse(r.time);
+          c.running = c.running.filter((x) => x !== card);
+        }
+      } else if (harn) {
+        push({ type: "harn", seq: r.seq, kind: harn.kind || harn.type || kind, data: harn });
+      } else {
+        push({ type: "note", seq: r.seq, text: kind });
+      }
+      continue;
+    }
+    if (r.method === "session/request_permission" && r.kind === "request") {
+      const tc = p.toolCall || {};
+      let card = c.tools.get(tc.toolCallId);
+      if (!card) {
+        card = push({ type: "tool", seq: r.seq, id: tc.toolCallId || "?", title: tc.title || "", kind: tc.kind || "", status: "pending", start: Date.parse(r.time), updates: [], permission: null, requests: [] });
+        c.tools.set(tc.toolCallId, card);
+      }
+      const a = replyOf.get(r.seq), ad = a ? parseRaw(a) : null;
+      const outcome = ad && ad.result && ad.result.outcome;
+      const chosen = outcome && outcome.optionId ? (p.options || []).find((o) => o.optionId === outcome.optionId) : null;
+      card.permission = { seq: r.seq, reply: a ? a.seq : null, options: p.options || [], outcome: outcome ? outcome.outcome : (a ? "error" : "unanswered"), chosen };
+      continue;
+    }
+    if (r.kind === "request" && /^(fs|terminal)\//.test(r.method || "")) {
+      const card = c.running[c.running.length - 1];
+      const a = replyOf.get(r.seq);
+      const req = { seq: r.seq, reply: a ? a.seq : null, method: r.method, what: p.path || p.command || p.terminalId || "", error: a ? errorOf(a) : null };
+      if (card) card.requests.push(req); else push({ type: "request", ...req });
+      continue;
+    }
+    if (r.reply_to) {
+      const e = errorOf(r);
+      if (e) push({ type: "error", seq: r.seq, request: r.reply_to, method: (frs.find((x) => x.seq === r.reply_to) || {}).method, code: e.code, message: e.message });
+      else if (d.result && d.result.stopReason) push({ type: "stop", seq: r.seq, text: "stop reason: " + d.result.stopReason });
+      continue;
+    }
+    if (r.method === "harness_event" || (r.family || "").startsWith("agentpm") && r.kind === "notification") {
+      push({ type: "harn", seq: r.seq, kind: p.event_type || r.method, data: p.payload || {} });
+      continue;
+    }
+    if (p._meta && p._meta.harn) push({ type: "harn", seq: r.seq, kind: r.method, data: p._meta.harn });
+  }
+  return [...convs.values()].filter((c) => c.items.length);
+}
+
+function renderConversation() {
+  const box = $("#conversation");
+  box.replaceChildren();
+  const pick = (seq) => () => selectFrame(seq);
+  for (const c of conversation(frameRecords())) {
+    const sec = el("div", { class: "conv-session", "data-acp-session": c.id }, el("h3", { text: "ACP session " + c.id }));
+    for (const it of c.items) {
+      let node;
+      switch (it.type) {
+        case "user": case "agent": case "thought":
+          node = el("div", { class: "msg " + it.type, "data-seq": it.seq, title: it.seqs ? `${it.seqs.length} chunks` : "" }, it.text);
+          break;
+        case "plan": {
+          const ol = el("ol", { class: "plan" });
+          for (const e of it.entries) ol.append(el("li", { "data-status": e.status || "" }, `${e.content || ""} `, el("span", { class: "badge", text: e.status || "" })));
+          node = el("div", { class: "msg agent", "data-seq": it.seq }, el("strong", { text: "plan" }), ol);
+          break;
+        }
+        case "tool": {
+          const dur = it.end ? fmtLatency((it.end - it.start) * 1000) : "running";
+          const head = el("div", { class: "head" }, el("span", { class: "badge", text: it.kind || "tool" }), el("strong", { text: it.title || it.id }),
+            el("span", { class: "badge status", text: it.status }), el("span", { class: "dim", text: `${dur} · ${it.updates.length} updates` }));
+          head.onclick = pick(it.seq);
+          node = el("div", { class: "toolcard", "data-tool-call": it.id, "data-status": it.status, "data-seq": it.seq }, head);
+          if (it.permission) {
+            const pm = it.permission, ul = el("ul", { class: "options" });
+            for (const o of pm.options) ul.append(el("li", { "data-option": o.optionId, class: pm.chosen && pm.chosen.optionId === o.optionId ? "chosen" : "" }, `${o.name} `, el("span", { class: "dim", text: o.kind || "" })));
+            const kind = pm.chosen ? (String(pm.chosen.kind).startsWith("allow") ? "allow" : "reject") : "reject";
+            const answer = el("div", { class: "answer " + kind, "data-seq": pm.reply || "" }, "answer: " + (pm.chosen ? pm.chosen.name + " (" + pm.chosen.optionId + ")" : pm.outcome));
+            if (pm.reply) answer.onclick = pick(pm.reply);
+            const q = el("div", { "data-seq": pm.seq }, "permission asked (#" + pm.seq + ")");
+            q.onclick = pick(pm.seq);
+            node.append(el("div", { class: "permission" }, q, ul, answer));
+          }
+          if (it.requests.length) {
+            const ul = el("ul", { class: "caused" });
+            for (const q of it.requests) {
+              const li = el("li", { "data-seq": q.seq, class: q.error ? "err" : "" }, `${q.method} ${q.what} → ${q.reply == null ? "never answered" : q.error ? `error ${q.error.code}: ${q.error.message}` : "ok"}`);
+              li.onclick = pick(q.seq);
+              ul.append(li);
+            }
+            node.append(ul);
+          }
+          break;
+        }
+        case "request":
+          node = el("div", { class: "msg note" + (it.error ? " error" : ""), "data-seq": it.seq }, `${it.method} ${it.what}` + (it.error ? ` → error ${it.error.code}: ${it.error.message}` : ""));
+          break;
+        case "error":
+          node = el("div", { class: "msg error", "data-seq": it.seq }, `${it.method || "request"} #${it.request} → error ${it.code}: ${it.message || ""}`);
+          break;
+        case "harn":
+          node = el("div", { class: "msg note", "data-seq": it.seq, "data-render": it.kind }, el("span", { class: "badge harn", text: it.kind }), JSON.stringify(it.data));
+          break;
+        default:
+          node = el("div", { class: "msg " + it.type, "data-seq": it.seq }, it.text || "");
+      }
+      if (!node.onclick && it.type !== "tool") node.onclick = pick(it.seq);
+      sec.append(node);
+    }
+    box.append(sec);
+  }
+}
+
 function renderWaterfall() {
   const box = $("#waterfall");
   box.replaceChildren();
@@ -302,6 +534,7 @@ function showView(v) {
   for (const b of document.querySelectorAll("#views button")) b.classList.toggle("on", b.dataset.view === v);
   for (const d of document.querySelectorAll(".view")) d.classList.toggle("on", d.id === "view-" + v);
   if (v === "waterfall") renderWaterfall();
+  if (v === "conversation") renderConversation();
 }
 
 function init() {
@@ -311,8 +544,7 @@ function init() {
     for (const t of document.querySelectorAll("#detail .tab")) t.classList.toggle("on", t.id === "tab-" + b.dataset.tab || t.id === "tab-" + b.dataset.tab + "-body");
   };
   $("#session").onchange = (e) => selectSession(e.target.value);
-  $("#filter-method").oninput = renderCurrent;
-  $("#filter-errors").onchange = renderCurrent;
+  for (const id of filterIDs) { $(id).oninput = renderCurrent; $(id).onchange = renderCurrent; }
   $("#diff-go").onclick = renderDiff;
   poll();
   setInterval(poll, 1000);

@@ -199,7 +199,17 @@ def main():
         try:
             msg = json.loads(line)
         except ValueError:
-            reply(None, error={"code": -32700, "message": "parse error"})
+            # --broken drop-bad-json drops the line, as agents on the
+            # TypeScript ACP SDK do (allowed); --broken bad-json-no-id
+            # answers without an id member and --broken bad-json-code with
+            # the wrong code (both wrong).
+            if BROKEN_MODE == "drop-bad-json":
+                continue
+            if BROKEN_MODE == "bad-json-no-id":
+                write({"jsonrpc": "2.0", "error": {"code": -32700, "message": "parse error"}})
+                continue
+            code = -32600 if BROKEN_MODE == "bad-json-code" else -32700
+            reply(None, error={"code": code, "message": "parse error"})
             continue
         if not isinstance(msg, dict):
             reply(None, error={"code": -32600, "message": "invalid request"})
