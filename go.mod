@@ -12,6 +12,7 @@ require (
 )
 
 require (
+	github.com/coder/websocket v1.8.14 // indirect
 	github.com/stretchr/testify v1.11.1 // indirect
 	golang.org/x/text v0.14.0 // indirect
 )
