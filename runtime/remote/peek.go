@@ -31,7 +31,7 @@ type msg struct {
 	hasSess   bool
 	hasHarn   bool   // a top-level _harn member
 	harn      []byte // its value
-	hasJSONRP bool // "jsonrpc":"2.0"
+	hasJSONRP bool   // "jsonrpc":"2.0"
 
 	params, result, errv []byte
 	hasID, hasResult     bool
