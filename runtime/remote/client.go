@@ -44,6 +44,22 @@ type DialOptions struct {
 	ClientID string
 	// Logger gets diagnostics (reconnections); nil discards them.
 	Logger *slog.Logger
+	// Resume, with the WebSocket transport, attaches to a session an earlier client (an earlier process,
+	// say) started, instead of starting a connection: the server replays the session's frames after
+	// Resume.After and the socket goes on with the session. The engine on the transport must not send
+	// initialize.
+	Resume *Resume
+	// OnForeignResponse, if set, is called with the responses to requests this transport did not send
+	// (those of a resumed session's earlier client: the result of a prompt it started, say), which are
+	// not handed to the engine.
+	OnForeignResponse func(frame []byte)
+}
+
+// Resume names a session to attach to and the last event id already seen of it (0: replay all the
+// server retained).
+type Resume struct {
+	SessionID string
+	After     uint64
 }
 
 func (o *DialOptions) header() http.Header {
@@ -126,6 +142,8 @@ type wsClient struct {
 	unacked []outFrame
 	bytes   int
 	lost    uint64 // the highest seq dropped from unacked
+	sent    map[string]bool // ids of the requests written, until answered
+	fresh   bool            // attaching to another client's session (DialOptions.Resume), not yet answered
 	closed  bool
 	err     error // why the transport ended for good
 
@@ -143,7 +161,14 @@ type outFrame struct {
 }
 
 func dialWS(ctx context.Context, url string, o *DialOptions) (*wsClient, error) {
-	c := &wsClient{url: url, opts: o}
+	c := &wsClient{url: url, opts: o, sent: map[string]bool{}}
+	if o.Resume != nil {
+		c.session, c.last, c.fresh = o.Resume.SessionID, o.Resume.After, true
+		if err := c.reconnect(ctx); err != nil {
+			return nil, err
+		}
+		return c, nil
+	}
 	t, connID, err := c.dial(ctx, "")
 	if err != nil {
 		return nil, err
@@ -236,6 +261,19 @@ func (c *wsClient) Read(ctx context.Context) ([]byte, error) {
 				continue // already delivered before the socket dropped
 			}
 			c.last = id
+		}
+		if m.kind == kindResponse {
+			k := idKey(m.id)
+			c.mu.Lock()
+			mine := c.sent[k]
+			delete(c.sent, k)
+			c.mu.Unlock()
+			if !mine {
+				if c.opts.OnForeignResponse != nil {
+					c.opts.OnForeignResponse(b)
+				}
+				continue
+			}
 		}
 		if m.kind == kindResponse && m.hasSess && m.sessionID != "" {
 			c.session = m.sessionID
@@ -371,6 +409,18 @@ func (c *wsClient) resumed(t *wsframe.Transport, m *msg) error {
 	c.writeMu.Lock()
 	defer c.writeMu.Unlock()
 	c.mu.Lock()
+	if c.fresh {
+		// A transport attaching to a session another client started: the server's count is of that
+		// client's frames, and none of ours has reached it. Ours are numbered on from there.
+		c.fresh = false
+		for i := range c.unacked {
+			c.unacked[i].seq += received
+		}
+		c.seq += received
+		if c.lost > 0 {
+			c.lost += received
+		}
+	}
 	if received < c.lost {
 		c.mu.Unlock()
 		return fmt.Errorf("remote: resuming session %s: frames the server lacks were dropped from the resend buffer", c.session)
@@ -420,6 +470,10 @@ func (c *wsClient) Write(ctx context.Context, b []byte) error {
 		return err
 	}
 	c.seq++
+	var p peeker
+	if m := p.peek(b); m.kind == kindRequest {
+		c.sent[idKey(m.id)] = true
+	}
 	if !c.opts.NoResume {
 		c.unacked = append(c.unacked, outFrame{c.seq, append([]byte(nil), b...)})
 		c.bytes += len(b)

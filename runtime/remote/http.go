@@ -76,8 +76,9 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request, principal string) 
 	rc := http.NewResponseController(w)
 	rc.SetReadDeadline(time.Now().Add(s.opts.BodyTimeout))
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, int64(s.opts.MaxFrame)))
-	rc.SetReadDeadline(time.Time{})
 	if err != nil {
+		// The deadline stays: net/http would otherwise wait for the rest of the body after the answer.
+		w.Header().Set("Connection", "close")
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			plain(w, http.StatusRequestEntityTooLarge, "Request body exceeds "+strconv.Itoa(s.opts.MaxFrame)+" bytes")
@@ -86,6 +87,7 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request, principal string) 
 		plain(w, http.StatusBadRequest, "Request body could not be read")
 		return
 	}
+	rc.SetReadDeadline(time.Time{})
 	var p peeker
 	m := p.peek(body)
 	switch m.kind {

@@ -153,6 +153,18 @@ func (p *peeker) peek(frame []byte) *msg {
 	return m
 }
 
+// peekHead reads what it can of the start of an over-long frame: its kind and id, so that a request is
+// answered under its id.
+func (p *peeker) peekHead(head []byte) *msg {
+	p.m = msg{}
+	m := &p.m
+	p.scan.Head(head, m)
+	if m.hasID && validID(m.id) && m.method != "" {
+		m.kind = kindRequest
+	}
+	return m
+}
+
 // validID reports whether a raw id is a string, a number or null (the TS SDK's rule).
 func validID(id []byte) bool {
 	if len(id) == 0 {

@@ -341,7 +341,7 @@ func (c *conn) readSocket(a *wsAttach, first []byte) {
 			if errors.Is(err, frame.ErrTooLarge) {
 				var tl *frame.TooLargeError
 				errors.As(err, &tl)
-				m := p.peek(tl.Head)
+				m := p.peekHead(tl.Head)
 				ctx, cancel := context.WithTimeout(context.Background(), c.s.opts.writeTimeout())
 				a.t.Write(ctx, errorFrame(m.id, -32600, "Message exceeds maxMessageBytes ("+strconv.Itoa(c.s.opts.MaxFrame)+")"))
 				cancel()
