@@ -227,9 +227,9 @@ func TestWebSocketFirstMessage(t *testing.T) {
 	_, hs, _ := startServer(t, nil)
 	c := wsDial(t, hs)
 	for in, want := range map[string]string{
-		`not json`:    `"code":-32700`,
-		`[1,2]`:       `batches are not supported`,
-		`"primitive"`: `"data":"primitive"`,
+		`not json`:                       `"code":-32700`,
+		`[1,2]`:                          `batches are not supported`,
+		`"primitive"`:                    `"data":"primitive"`,
 		`{"jsonrpc":"2.0","nonsense":1}`: `"code":-32600`,
 	} {
 		wsSend(t, c, in)

@@ -141,7 +141,7 @@ type wsClient struct {
 	seq     uint64 // client frames numbered
 	unacked []outFrame
 	bytes   int
-	lost    uint64 // the highest seq dropped from unacked
+	lost    uint64          // the highest seq dropped from unacked
 	sent    map[string]bool // ids of the requests written, until answered
 	fresh   bool            // attaching to another client's session (DialOptions.Resume), not yet answered
 	closed  bool
