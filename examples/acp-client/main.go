@@ -78,6 +78,7 @@ func run(ctx, force context.Context, args []string, stdout, stderr io.Writer) in
 	timeout := fs.Duration("timeout", 0, "cancel the prompt after this long (0: never)")
 	url := fs.String("url", "", "reach the agent at this `URL` (ws://, wss://, http://, https://) instead of starting AGENT")
 	resume := fs.String("resume", "", "with -url (WebSocket): attach to the running `SESSION` an earlier client started and print its turn, instead of prompting")
+	connection := fs.String("connection", "", "with -resume: the `ID` of the connection that started the session (printed by the client that did)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: acp-client [flags] -- AGENT [ARGS...]\n       acp-client -url URL [flags]\n\nStarts AGENT (or reaches the agent at URL), sends it one prompt over ACP and prints the answer as it streams.")
 		fs.PrintDefaults()
@@ -105,13 +106,14 @@ func run(ctx, force context.Context, args []string, stdout, stderr io.Writer) in
 		FsReadTextFile:           c.readFile,
 	}
 	if *resume != "" {
-		return c.resume(ctx, *url, *resume, handlers)
+		return c.resume(ctx, *url, *resume, *connection, handlers)
 	}
 	// The one line that differs between a child process and a URL.
 	var agent interface {
 		Close() error
 		Wait(context.Context) error
 	}
+	connID := func() string { return "" }
 	var peer *acp.AgentPeer
 	if *url != "" {
 		a, err := acpremote.DialAgent(context.Background(), *url, handlers, &acpremote.Options{Dial: remote.DialOptions{Token: os.Getenv("BRIDGEKIT_TOKEN")}})
@@ -119,7 +121,7 @@ func run(ctx, force context.Context, args []string, stdout, stderr io.Writer) in
 			fmt.Fprintln(stderr, "acp-client:", err)
 			return 1
 		}
-		agent, peer = a, a.AgentPeer
+		agent, peer, connID = a, a.AgentPeer, a.ConnectionID
 	} else {
 		a, err := acpcmd.StartAgent(context.Background(), exec.Command(fs.Arg(0), fs.Args()[1:]...), handlers, &acpcmd.Options{Stderr: stderr})
 		if err != nil {
@@ -144,7 +146,11 @@ func run(ctx, force context.Context, args []string, stdout, stderr io.Writer) in
 	if err != nil {
 		return failed(ctx, stderr, "session/new", err)
 	}
-	fmt.Fprintln(stderr, "acp-client: session", session.SessionID)
+	if id := connID(); id != "" {
+		fmt.Fprintln(stderr, "acp-client: session", session.SessionID, "on connection", id)
+	} else {
+		fmt.Fprintln(stderr, "acp-client: session", session.SessionID)
+	}
 
 	// Cancel on Ctrl-C or at the timeout: the agent ends the turn itself,
 	// with stopReason "cancelled".
@@ -186,11 +192,11 @@ func run(ctx, force context.Context, args []string, stdout, stderr io.Writer) in
 // resume attaches to session over the WebSocket at url, prints its turn
 // (the updates replayed from the start, then live) and returns the exit
 // status of the turn's stop reason once its result arrives.
-func (c *client) resume(ctx context.Context, url, session string, handlers *acp.ClientHandlers) int {
+func (c *client) resume(ctx context.Context, url, session, connection string, handlers *acp.ClientHandlers) int {
 	result := make(chan []byte, 1)
 	agent, err := acpremote.DialAgent(ctx, url, handlers, &acpremote.Options{Dial: remote.DialOptions{
 		Token:  os.Getenv("BRIDGEKIT_TOKEN"),
-		Resume: &remote.Resume{SessionID: session},
+		Resume: &remote.Resume{SessionID: session, ConnectionID: connection},
 		OnForeignResponse: func(frame []byte) {
 			if strings.Contains(string(frame), `"stopReason"`) {
 				select {

@@ -56,10 +56,12 @@ type DialOptions struct {
 }
 
 // Resume names a session to attach to and the last event id already seen of it (0: replay all the
-// server retained).
+// server retained). ConnectionID, the Acp-Connection-Id of the connection that started it, tells the
+// server which session is meant when several connections hold one of that id.
 type Resume struct {
-	SessionID string
-	After     uint64
+	SessionID    string
+	ConnectionID string
+	After        uint64
 }
 
 func (o *DialOptions) header() http.Header {
@@ -163,7 +165,7 @@ type outFrame struct {
 func dialWS(ctx context.Context, url string, o *DialOptions) (*wsClient, error) {
 	c := &wsClient{url: url, opts: o, sent: map[string]bool{}}
 	if o.Resume != nil {
-		c.session, c.last, c.fresh = o.Resume.SessionID, o.Resume.After, true
+		c.session, c.last, c.fresh, c.connID = o.Resume.SessionID, o.Resume.After, true, o.Resume.ConnectionID
 		if err := c.reconnect(ctx); err != nil {
 			return nil, err
 		}

@@ -135,6 +135,9 @@ func (c *conn) deliver(b []byte, p *peeker) {
 		c.initID = ""
 		c.initCh <- append([]byte(nil), b...)
 		if c.transport == "http" {
+			if c.s.opts.Observe != nil {
+				c.s.opts.Observe(Traffic{Conn: c.id, Dir: ToClient, Frame: b})
+			}
 			return // the answer of the initialize POST, not a stream's
 		}
 	}

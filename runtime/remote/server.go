@@ -266,19 +266,25 @@ func (s *Server) lookup(id string) *conn {
 	return s.conns[id]
 }
 
-// findSession returns the live connection of principal that holds session sid, preferring connID.
-func (s *Server) findSession(connID, principal, sid string) *conn {
+// findSession returns the live connection of principal that holds session sid: connID's, else the only
+// one that holds it. Agents that number their sessions from 1 in every process make a session id
+// ambiguous across connections: ambiguous reports that the client must name the connection.
+func (s *Server) findSession(connID, principal, sid string) (c *conn, ambiguous bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if c := s.conns[connID]; c != nil && c.principal == principal && c.hasSession(sid) {
-		return c
+		return c, false
 	}
+	var found *conn
 	for _, c := range s.conns {
 		if c.principal == principal && c.hasSession(sid) {
-			return c
+			if found != nil {
+				return nil, true
+			}
+			found = c
 		}
 	}
-	return nil
+	return found, false
 }
 
 var errServerClosed = errors.New("server closed")

@@ -402,7 +402,11 @@ func (s *Server) resumeWebSocket(ctx context.Context, t *wsframe.Transport, r *h
 		t.Write(ctx, errorFrame(m.id, -32011, "ACP client role is not authorized for this method"))
 		return nil, nil
 	}
-	c := s.findSession(r.Header.Get(HeaderConnectionID), principal, lp.SessionID)
+	c, ambiguous := s.findSession(r.Header.Get(HeaderConnectionID), principal, lp.SessionID)
+	if ambiguous {
+		t.Write(ctx, errorFrame(m.id, -32004, "Session "+lp.SessionID+" is held by several connections: name yours in Acp-Connection-Id"))
+		return nil, nil
+	}
 	if c == nil {
 		s.replayOnly(ctx, t, principal, r.Header.Get(HeaderConnectionID), lp.SessionID, after, m)
 		return nil, nil
