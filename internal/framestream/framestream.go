@@ -173,7 +173,7 @@ func (l *lines) Close() error {
 
 // Pair returns two connected in-memory transports: what one writes the other reads.
 func Pair() (frame.Transport, frame.Transport) {
-	a, b := make(chan []byte, 64), make(chan []byte, 64)
+	a, b := make(chan []byte, 4), make(chan []byte, 4)
 	done := make(chan struct{})
 	once := &sync.Once{}
 	return &mem{in: a, out: b, done: done, once: once}, &mem{in: b, out: a, done: done, once: once}

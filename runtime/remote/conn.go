@@ -22,7 +22,6 @@ type conn struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	back   frame.Transport
-	peek   peeker // the pump's
 	done   chan struct{}
 
 	mu        sync.Mutex
@@ -113,9 +112,15 @@ func (c *conn) pump() {
 			c.shutdown(err)
 			return
 		}
-		c.deliver(b, &c.peek)
+		p := peekers.Get().(*peeker)
+		c.deliver(b, p)
+		peekers.Put(p)
 	}
 }
+
+// peekers are shared by the connections' pumps: a peeker is a few kilobytes, which an idle connection
+// need not hold.
+var peekers = sync.Pool{New: func() any { return new(peeker) }}
 
 var (
 	errAgentExited = errors.New("the agent ended the connection")
@@ -207,7 +212,9 @@ func (c *conn) forward(ctx context.Context, b []byte, m *msg, session string) er
 		if (m.method == "session/new" || m.method == "session/fork") && c.sessionsLocked() >= c.s.opts.MaxSessions {
 			c.routes[idKey(m.id)] = session
 			c.mu.Unlock()
-			c.deliver(errorFrame(m.id, -32000, "Connection exceeds maxSessions ("+strconv.Itoa(c.s.opts.MaxSessions)+")"), &peeker{})
+			p := peekers.Get().(*peeker)
+			c.deliver(errorFrame(m.id, -32000, "Connection exceeds maxSessions ("+strconv.Itoa(c.s.opts.MaxSessions)+")"), p)
+			peekers.Put(p)
 			return nil
 		}
 		route := session

@@ -166,7 +166,7 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request, principal string) 
 
 // initialize creates a connection for an initialize POST and answers with the agent's answer.
 func (s *Server) initialize(w http.ResponseWriter, r *http.Request, principal string, body []byte, m *msg) {
-	c, err := s.newConn("http", principal, r.RemoteAddr)
+	c, err := s.newConn("", "http", principal, r.RemoteAddr)
 	if err != nil {
 		plain(w, http.StatusServiceUnavailable, "Too many connections")
 		return

@@ -2,6 +2,7 @@ package remote
 
 import (
 	"context"
+	"os"
 	"errors"
 	"net/http/httptest"
 	"path/filepath"
@@ -62,7 +63,9 @@ func TestRestartResume(t *testing.T) {
 	tr.Close()
 	// The agent asks permission at update 20: answer it through a second socket resumed live, so that
 	// the turn ends while the first client is away.
-	tr2, err := Dial(context.Background(), wsURL(hs), &DialOptions{Resume: &Resume{SessionID: ns.SessionID, After: last}})
+	ended := make(chan struct{}, 1)
+	tr2, err := Dial(context.Background(), wsURL(hs), &DialOptions{Resume: &Resume{SessionID: ns.SessionID, After: last},
+		OnForeignResponse: func([]byte) { ended <- struct{}{} }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,6 +87,16 @@ func TestRestartResume(t *testing.T) {
 			break
 		}
 	}
+	// The turn's result (to a request the first client sent) comes after its updates: read on until it
+	// has, so that the turn is over and logged before the server stops.
+	go func() {
+		for {
+			if _, err := tr2.Read(context.Background()); err != nil {
+				return
+			}
+		}
+	}()
+	<-ended
 	tr2.Close()
 
 	// The server stops (its agents with it) and starts again on the same log.
@@ -123,6 +136,8 @@ func TestRestartResume(t *testing.T) {
 		json.Unmarshal(b, &m)
 		if m.Method == "session/update" {
 			c3.updates = append(c3.updates, string(b))
+		} else if os.Getenv("DBG") != "" {
+			t.Logf("tr3 got %s", b)
 		}
 	}
 	if ee.Reason != "agent_gone" {

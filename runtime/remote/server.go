@@ -217,8 +217,8 @@ func (s *Server) originAllowed(r *http.Request) bool {
 // errLimit refuses a connection past a bound.
 var errLimit = errors.New("too many connections")
 
-// newConn registers a connection for principal, within the bounds.
-func (s *Server) newConn(transport, principal, remote string) (*conn, error) {
+// newConn registers a connection for principal, within the bounds, under id (a new one if "").
+func (s *Server) newConn(id, transport, principal, remote string) (*conn, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -227,7 +227,10 @@ func (s *Server) newConn(transport, principal, remote string) (*conn, error) {
 	if len(s.conns) >= s.opts.MaxConns || s.byPrinc[principal] >= s.opts.MaxConnsPerPrincipal {
 		return nil, errLimit
 	}
-	c := newConn(s, newID(), transport, principal, remote)
+	if id == "" {
+		id = newID()
+	}
+	c := newConn(s, id, transport, principal, remote)
 	s.conns[c.id] = c
 	s.byPrinc[principal]++
 	return c, nil

@@ -44,16 +44,20 @@ func invalidRequest(b []byte) []byte {
 }
 
 // wsAttach is a client socket attached to a connection: what the agent sends is queued for it and
-// written by its sender goroutine.
+// written by a sender goroutine that runs only while there is something to write (an idle session holds
+// no goroutine for it).
 type wsAttach struct {
-	c     *conn
-	t     *wsframe.Transport
-	queue [][]byte
-	bytes int64
-	wake  chan struct{}
-	gone  chan struct{} // closed when the socket is detached
-	once  sync.Once
-	stop  func() // stops the pings
+	c       *conn
+	t       *wsframe.Transport
+	queue   [][]byte
+	bytes   int64
+	started bool  // frames may be written (after a resume's replay)
+	sending bool  // a sender goroutine runs
+	ended   bool  // the connection ended: close the socket once the queue is written
+	endErr  error // why
+	gone    chan struct{} // closed when the socket is detached
+	once    sync.Once
+	stop    func() // stops the pings
 }
 
 // queueLocked queues a stamped frame (c.mu held); past the bound the socket is closed 1008.
@@ -62,44 +66,64 @@ func (a *wsAttach) queueLocked(b []byte) {
 	a.bytes += int64(len(b))
 	if a.bytes > a.c.s.opts.MaxQueuedBytes {
 		a.c.s.logger.Warn("remote: client too slow; socket closed", "conn", a.c.id, "queued", a.bytes)
+		a.queue, a.bytes = nil, 0
 		a.c.detachLocked(a)
 		a.t.CloseWith(websocket.StatusPolicyViolation, "Connection exceeds maxQueuedBytes ("+strconv.FormatInt(a.c.s.opts.MaxQueuedBytes, 10)+")")
 		return
 	}
-	select {
-	case a.wake <- struct{}{}:
-	default:
-	}
+	a.kickLocked()
 }
 
-// send writes the queue to the socket until the socket is detached; once the connection has ended it
-// writes what is left and closes the socket.
+// kickLocked starts the sender when there is something to do and none runs (c.mu held).
+func (a *wsAttach) kickLocked() {
+	if !a.started || a.sending || len(a.queue) == 0 && !a.ended {
+		return
+	}
+	a.sending = true
+	a.c.s.wg.Add(1)
+	go a.send()
+}
+
+// startLocked lets frames be written (c.mu held).
+func (a *wsAttach) startLocked() {
+	a.started = true
+	a.kickLocked()
+}
+
+// send writes the queue to the socket until it is empty; once the connection has ended it closes the
+// socket after the last frame.
 func (a *wsAttach) send() {
 	defer a.c.s.wg.Done()
 	for {
 		a.c.mu.Lock()
 		q := a.queue
 		a.queue, a.bytes = nil, 0
-		ended, attached := a.c.ended, a.c.ws == a
+		if len(q) == 0 {
+			a.sending = false
+			ended, err := a.ended, a.endErr
+			a.c.mu.Unlock()
+			if ended {
+				code, reason := websocket.StatusNormalClosure, ""
+				if errors.Is(err, errServerClosed) {
+					code, reason = websocket.StatusGoingAway, reasonShutdown
+				}
+				a.t.CloseWith(code, reason)
+			}
+			return
+		}
 		a.c.mu.Unlock()
 		for _, b := range q {
 			ctx, cancel := context.WithTimeout(context.Background(), a.c.s.opts.writeTimeout())
 			err := a.t.Write(ctx, b)
 			cancel()
 			if err != nil {
-				a.c.detach(a)
+				a.c.mu.Lock()
+				a.sending = false
+				a.queue, a.bytes = nil, 0
+				a.c.detachLocked(a)
+				a.c.mu.Unlock()
 				return
 			}
-		}
-		if len(q) > 0 {
-			continue
-		}
-		if ended || !attached {
-			return
-		}
-		select {
-		case <-a.wake:
-		case <-a.gone:
 		}
 	}
 }
@@ -108,18 +132,10 @@ func (o *Options) writeTimeout() time.Duration { return 30 * time.Second }
 
 // end closes the socket of an ended connection once its queue is written.
 func (a *wsAttach) end(err error) {
-	select {
-	case a.wake <- struct{}{}:
-	default:
-	}
-	go func() {
-		<-a.gone
-		code, reason := websocket.StatusNormalClosure, ""
-		if errors.Is(err, errServerClosed) {
-			code, reason = websocket.StatusGoingAway, reasonShutdown
-		}
-		a.t.CloseWith(code, reason)
-	}()
+	a.c.mu.Lock()
+	defer a.c.mu.Unlock()
+	a.ended, a.endErr = true, err
+	a.kickLocked()
 }
 
 // detach takes a socket off its connection (once), which is kept for Retention for the client to come
@@ -149,7 +165,7 @@ func (c *conn) detachLocked(a *wsAttach) {
 // attach puts a socket on the connection, replacing (and closing) one still there, and returns it with
 // the last event id given so far: later frames are queued for it.
 func (c *conn) attach(t *wsframe.Transport) (*wsAttach, uint64, error) {
-	a := &wsAttach{c: c, t: t, wake: make(chan struct{}, 1), gone: make(chan struct{})}
+	a := &wsAttach{c: c, t: t, gone: make(chan struct{})}
 	c.mu.Lock()
 	if c.ended {
 		c.mu.Unlock()
@@ -192,7 +208,7 @@ func (s *Server) serveWebSocket(w http.ResponseWriter, r *http.Request, principa
 	defer s.wg.Done()
 	ctx, cancel := context.WithTimeout(context.Background(), s.opts.InitTimeout)
 	defer cancel()
-	var p peeker
+	p := peekers.Get().(*peeker) // not on this goroutine's stack, which lives as long as the socket
 	for {
 		b, err := t.Read(ctx)
 		if err != nil {
@@ -231,6 +247,7 @@ func (s *Server) serveWebSocket(w http.ResponseWriter, r *http.Request, principa
 				<-t.Done()
 				return
 			}
+			peekers.Put(p)
 			s.startWebSocket(t, r, principal, id, b)
 			return
 		case "session/list":
@@ -241,6 +258,7 @@ func (s *Server) serveWebSocket(w http.ResponseWriter, r *http.Request, principa
 		case "session/load":
 			if m.kind == kindRequest {
 				if c, a := s.resumeWebSocket(ctx, t, r, principal, m); a != nil {
+					peekers.Put(p)
 					c.readSocket(a, nil)
 					return
 				}
@@ -255,14 +273,8 @@ func (s *Server) serveWebSocket(w http.ResponseWriter, r *http.Request, principa
 
 // startWebSocket starts a connection for the socket with its initialize request.
 func (s *Server) startWebSocket(t *wsframe.Transport, r *http.Request, principal, id string, init []byte) {
-	c, err := s.newConn("websocket", principal, r.RemoteAddr)
+	c, err := s.newConn(id, "websocket", principal, r.RemoteAddr) // the id the 101 carried
 	if err == nil {
-		c.id = id
-		s.mu.Lock()
-		delete(s.conns, c.id)
-		s.conns[id] = c
-		s.mu.Unlock()
-		// the id the 101 carried
 		err = c.start(context.Background())
 	}
 	if err != nil {
@@ -282,16 +294,18 @@ func (s *Server) startWebSocket(t *wsframe.Transport, r *http.Request, principal
 		<-t.Done()
 		return
 	}
-	s.wg.Add(1)
-	go a.send()
+	c.mu.Lock()
+	a.startLocked()
+	c.mu.Unlock()
 	c.readSocket(a, init)
 }
 
 // readSocket forwards the client's frames to the agent until the socket ends; first is a frame already
 // read (nil if none).
 func (c *conn) readSocket(a *wsAttach, first []byte) {
-	var p peeker
 	handle := func(b []byte) {
+		p := peekers.Get().(*peeker)
+		defer peekers.Put(p)
 		// Frames are counted (the count tells a resuming client what to send again) and taken only while
 		// this socket is the connection's: a replaced socket's last frames are sent again by the client.
 		c.mu.Lock()
@@ -341,10 +355,12 @@ func (c *conn) readSocket(a *wsAttach, first []byte) {
 			if errors.Is(err, frame.ErrTooLarge) {
 				var tl *frame.TooLargeError
 				errors.As(err, &tl)
+				p := peekers.Get().(*peeker)
 				m := p.peekHead(tl.Head)
 				ctx, cancel := context.WithTimeout(context.Background(), c.s.opts.writeTimeout())
 				a.t.Write(ctx, errorFrame(m.id, -32600, "Message exceeds maxMessageBytes ("+strconv.Itoa(c.s.opts.MaxFrame)+")"))
 				cancel()
+				peekers.Put(p)
 				continue
 			}
 			c.detach(a)
@@ -453,8 +469,9 @@ func (s *Server) resumeWebSocket(ctx context.Context, t *wsframe.Transport, r *h
 		c.detach(a)
 		return nil, nil
 	}
-	s.wg.Add(1)
-	go a.send()
+	c.mu.Lock()
+	a.startLocked()
+	c.mu.Unlock()
 	return c, a
 }
 

@@ -6,8 +6,9 @@
 //
 // URL is http://… (Streamable HTTP) or ws://… (WebSocket). The "turn" scenario (the default):
 // initialize, session/new, session/prompt "20 updates" answering the permission request with the allow
-// option, then session/prompt "until cancelled" with session/cancel after 3 updates. "bench N": N
-// round trips of the extension request _bench/echo, then a prompt "burst N"; the report gives the times.
+// option, then session/prompt "until cancelled" with session/cancel after 3 updates. "bench CALLS BURST":
+// CALLS round trips of the extension request _bench/echo, then a prompt "burst BURST"; the report gives
+// the times.
 // The report (JSON) goes to REPORT; logs to stderr.
 import { writeFileSync } from "node:fs";
 import WebSocket from "ws";
@@ -17,7 +18,7 @@ import { createWebSocketStream } from "@agentclientprotocol/sdk/experimental/ws-
 
 const log = (...args) => console.error("[acp-ts remote client]", ...args);
 const identity = (params) => params;
-const [url, reportPath, scenario = "turn", count = "1000"] = process.argv.slice(2);
+const [url, reportPath, scenario = "turn", calls = "1000", burst = "1000"] = process.argv.slice(2);
 const headers = process.env.ACP_TOKEN ? { Authorization: `Bearer ${process.env.ACP_TOKEN}` } : {};
 const stream = url.startsWith("ws")
   ? createWebSocketStream(url, { WebSocket, headers })
@@ -58,14 +59,14 @@ try {
     const session = await agent.request(acp.methods.agent.session.new, { cwd: "/", mcpServers: [] });
     sessionId = session.sessionId;
     if (scenario === "bench") {
-      const n = Number(count);
+      const n = Number(calls);
       phase = "bench";
       let t0 = process.hrtime.bigint();
       for (let i = 0; i < n; i++) await agent.request("_bench/echo", { i });
-      report.roundTripNs = Number(process.hrtime.bigint() - t0) / n;
+      report.roundTripNs = n > 0 ? Number(process.hrtime.bigint() - t0) / n : 0;
       updates = 0;
       t0 = process.hrtime.bigint();
-      const res = await agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: "text", text: `burst ${n}` }] });
+      const res = await agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: "text", text: `burst ${burst}` }] });
       report.burstNs = Number(process.hrtime.bigint() - t0);
       report.burstUpdates = updates;
       report.stopReason = res.stopReason;
