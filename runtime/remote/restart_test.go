@@ -2,9 +2,9 @@ package remote
 
 import (
 	"context"
-	"os"
 	"errors"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"

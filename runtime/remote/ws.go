@@ -51,10 +51,10 @@ type wsAttach struct {
 	t       *wsframe.Transport
 	queue   [][]byte
 	bytes   int64
-	started bool  // frames may be written (after a resume's replay)
-	sending bool  // a sender goroutine runs
-	ended   bool  // the connection ended: close the socket once the queue is written
-	endErr  error // why
+	started bool          // frames may be written (after a resume's replay)
+	sending bool          // a sender goroutine runs
+	ended   bool          // the connection ended: close the socket once the queue is written
+	endErr  error         // why
 	gone    chan struct{} // closed when the socket is detached
 	once    sync.Once
 	stop    func() // stops the pings
