@@ -771,6 +771,9 @@ func (r *report) targetSummary() string {
 	for _, l := range r.commands.verdicts() {
 		sb.WriteString("- " + l + "\n")
 	}
+	for _, l := range r.commands.remoteVerdicts() {
+		sb.WriteString("- " + l + "\n")
+	}
 	return sb.String()
 }
 
@@ -924,6 +927,9 @@ func (r *report) document(table, analysis string) string {
 	sb.WriteString("\n### The bridgekit command: trace's overhead and validate's throughput\n\n")
 	sb.WriteString(commandsIntro)
 	sb.WriteString(r.commands.section())
+	sb.WriteString("\n### Remote transports: bridgekit against the TypeScript SDK's\n\n")
+	sb.WriteString(remoteIntro)
+	sb.WriteString(r.commands.remoteSection())
 	sb.WriteString("\n## Targets\n\n")
 	sb.WriteString(strings.TrimPrefix(r.targetSummary(), "Targets (ratios are bridgekit ÷ acp-go-sdk in the same run):\n\n"))
 	sb.WriteString("\n## Failures\n\nEvery run that failed, hung or reported a problem, with the runtime's own words:\n\n")
