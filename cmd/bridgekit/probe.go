@@ -259,9 +259,12 @@ type probeResult struct {
 	// initialize's result, when an agent puts it there.
 	Harn       json.RawMessage `json:"harn,omitempty"`
 	HarnResult json.RawMessage `json:"harnResult,omitempty"`
-	// Called lists the methods other than session/update that the command
-	// called on probe (requests were answered "method not found").
+	// Called lists the methods of the requests the command sent probe
+	// (answered "method not found"), Notified those of its notifications
+	// other than session/update (_auth/status_update), which need no
+	// answer.
 	Called   []string                   `json:"called,omitempty"`
+	Notified []string                   `json:"notified,omitempty"`
 	Problems []probeProblem             `json:"problems,omitempty"`
 	Stderr   string                     `json:"stderr,omitempty"`
 	Raw      map[string]json.RawMessage `json:"raw,omitempty"`
@@ -337,11 +340,15 @@ func probe(ctx context.Context, argv []string, o *probeOptions) *probeResult {
 	defer cancel()
 
 	var mu sync.Mutex
-	called := map[string]bool{}
+	called, notified := map[string]bool{}, map[string]bool{}
 	var commands []string
-	note := func(method string) {
+	note := func(req *rpc.Request) {
 		mu.Lock()
-		called[method] = true
+		if req.Kind == rpc.KindNotification {
+			notified[req.Method] = true
+		} else {
+			called[req.Method] = true
+		}
 		mu.Unlock()
 	}
 	handlers := &acp.ClientHandlers{
@@ -357,7 +364,10 @@ func probe(ctx context.Context, argv []string, o *probeOptions) *probeResult {
 			return nil
 		},
 		Fallback: rpc.HandlerFunc(func(_ context.Context, req *rpc.Request) (any, error) {
-			note(req.Method)
+			note(req)
+			if req.Kind == rpc.KindNotification {
+				return nil, nil // nothing to answer, and nothing to do
+			}
 			return nil, rpc.MethodNotFound(req.Method)
 		}),
 	}
@@ -375,6 +385,7 @@ func probe(ctx context.Context, argv []string, o *probeOptions) *probeResult {
 		agent.Close()
 		mu.Lock()
 		r.Called = slices.Sorted(maps.Keys(called))
+		r.Notified = slices.Sorted(maps.Keys(notified))
 		mu.Unlock()
 	}()
 	failed := func(step string, err error) {

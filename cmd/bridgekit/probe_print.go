@@ -75,6 +75,9 @@ func printProbe(w io.Writer, r *probeResult) {
 	if len(r.Called) > 0 {
 		line("called back", "%s (requests answered \"method not found\")", strings.Join(r.Called, ", "))
 	}
+	if len(r.Notified) > 0 {
+		line("notified", "%s (notifications, which need no answer)", strings.Join(r.Notified, ", "))
+	}
 	if len(r.Problems) > 0 {
 		var ps []string
 		for _, p := range r.Problems {

@@ -1,13 +1,17 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 
+	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/bridgekit/bridgekit/gen/acp"
@@ -15,6 +19,7 @@ import (
 	"github.com/bridgekit/bridgekit/servers/host/acpterm"
 	"github.com/bridgekit/bridgekit/servers/host/files"
 	"github.com/bridgekit/bridgekit/servers/host/permission"
+	"github.com/bridgekit/bridgekit/servers/host/prompt"
 	"github.com/bridgekit/bridgekit/servers/host/shells"
 	"github.com/bridgekit/bridgekit/servers/host/skills"
 	"github.com/bridgekit/bridgekit/servers/host/terminal"
@@ -39,6 +44,64 @@ type app struct {
 	terms   *terminal.Manager
 	term    *acpterm.Server // terminal/* on terms, under the policy's terminal
 	log     *slog.Logger
+	// harnPeer says the runtime speaks Harn's extensions: it advertised
+	// them in initialize (-prompt), or it is served the Harn bridge.
+	// Only then do answers carry Harn's members (a denial's "reason").
+	harnPeer atomic.Bool
+	// metaUsage adds up the usage an agent reports only in its updates'
+	// _meta (qwen: _meta.usage of a message chunk, per model request).
+	metaUsage usageSum
+}
+
+// usageSum adds up usages reported one model request at a time.
+type usageSum struct {
+	mu   sync.Mutex
+	sum  prompt.Usage
+	seen bool
+}
+
+// add adds the usage of an update's _meta ({"usage": {...}}), if it has one.
+func (s *usageSum) add(meta jsontext.Value) {
+	if !bytes.Contains(meta, []byte(`"usage"`)) {
+		return
+	}
+	var m struct {
+		Usage *prompt.Usage `json:"usage"`
+	}
+	if json.Unmarshal(meta, &m, json.RejectUnknownMembers(false)) != nil || m.Usage == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.seen = true
+	s.sum.Total += m.Usage.Total
+	s.sum.Input += m.Usage.Input
+	s.sum.Output += m.Usage.Output
+	s.sum.Thought = addCount(s.sum.Thought, m.Usage.Thought)
+	s.sum.CachedRead = addCount(s.sum.CachedRead, m.Usage.CachedRead)
+	s.sum.CachedWrite = addCount(s.sum.CachedWrite, m.Usage.CachedWrite)
+}
+
+// addCount adds an optional count to an optional sum.
+func addCount(sum, n *int64) *int64 {
+	switch {
+	case n == nil:
+		return sum
+	case sum == nil:
+		return new(*n)
+	}
+	return new(*sum + *n)
+}
+
+// total is the sum, or nil when no update reported usage.
+func (s *usageSum) total() *prompt.Usage {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.seen {
+		return nil
+	}
+	u := s.sum
+	return &u
 }
 
 // maxWaits bounds the pending terminal/wait_for_exit calls. Each has a
@@ -164,6 +227,11 @@ func (a *app) client() *acp.ClientHandlers {
 		SessionUpdate: func(_ context.Context, n *acp.SessionNotification) error {
 			a.tracker.Observe(n)
 			a.render.Update(n)
+			if c := n.Update.AgentMessageChunk; c != nil {
+				if meta, ok := c.Meta.Get(); ok {
+					a.metaUsage.add(meta)
+				}
+			}
 			return nil
 		},
 		SessionRequestPermission: a.perms.Handle,
@@ -204,7 +272,7 @@ func (a *app) renderMatch(_ *harn.SkillMatchParams, ranked []skills.Ranked) {
 // newPerms answers permission requests with the policy's rules,
 // rendering each decision.
 func (a *app) newPerms() *permission.Host {
-	return &permission.Host{Policy: a.policy.permissions(a.ws), Tracker: a.tracker, Observe: a.renderPermission, Logger: a.log}
+	return &permission.Host{Policy: a.policy.permissions(a.ws), Tracker: a.tracker, Observe: a.renderPermission, Logger: a.log, HarnPeer: a.harnPeer.Load}
 }
 
 // renderPermission shows a permission decision; should describing the

@@ -32,11 +32,15 @@ func TestGatewayFlags(t *testing.T) {
 	if err != nil || g == nil || g.BaseURL != "http://127.0.0.1:8080" || len(g.Headers) != 1 || g.Headers["x-api-key"] != secret {
 		t.Fatalf("%+v %v", g, err)
 	}
+	if g, err := gatewayOption(options{gateway: "http://127.0.0.1:8080", gatewayProtocol: "bedrock"}, lookup); err != nil || g.Protocol != "bedrock" {
+		t.Errorf("-gateway-protocol: %+v %v", g, err)
+	}
 	if g, err := gatewayOption(options{}, lookup); g != nil || err != nil {
 		t.Errorf("no -gateway: %+v %v", g, err)
 	}
 	for _, o := range []options{
-		{gatewayHeaders: h}, // a header without a gateway
+		{gatewayHeaders: h},            // a header without a gateway
+		{gatewayProtocol: "anthropic"}, // a protocol without a gateway
 		{gateway: "http://127.0.0.1", gatewayHeaders: headerFlags{"x-api-key=UNSET"}},  // a variable not set
 		{gateway: "http://127.0.0.1", gatewayHeaders: headerFlags{"x-api-key=GW_BAD"}}, // a line break in the value
 		{gateway: "127.0.0.1:8080"}, // not a URL

@@ -46,6 +46,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -57,6 +58,7 @@ import (
 
 	"github.com/bridgekit/bridgekit/gen/acp"
 	"github.com/bridgekit/bridgekit/internal/child"
+	"github.com/bridgekit/bridgekit/internal/recorder"
 	"github.com/bridgekit/bridgekit/internal/tty"
 	"github.com/bridgekit/bridgekit/runtime/ndjson"
 	"github.com/bridgekit/bridgekit/runtime/rpc"
@@ -79,9 +81,10 @@ type options struct {
 	verbose                   bool
 	auth                      string
 	authTerminal              bool
-	gateway                   string
+	gateway, gatewayProtocol  string
 	gatewayHeaders            headerFlags
 	gatewayAuth               *auth.Gateway // from gateway and gatewayHeaders, set by run
+	record                    string
 }
 
 // headerFlags are -gateway-header's NAME=VAR: a header whose value is
@@ -108,9 +111,12 @@ func gatewayOption(o options, lookup func(string) (string, bool)) (*auth.Gateway
 		if len(o.gatewayHeaders) > 0 {
 			return nil, errors.New("-gateway-header needs -gateway")
 		}
+		if o.gatewayProtocol != "" {
+			return nil, errors.New("-gateway-protocol needs -gateway")
+		}
 		return nil, nil
 	}
-	g := &auth.Gateway{BaseURL: o.gateway, Headers: map[string]string{}}
+	g := &auth.Gateway{BaseURL: o.gateway, Protocol: o.gatewayProtocol, Headers: map[string]string{}}
 	for _, h := range o.gatewayHeaders {
 		name, env, _ := strings.Cut(h, "=")
 		v, ok := lookup(env)
@@ -135,9 +141,11 @@ func main() {
 	flag.IntVar(&o.maxFrame, "max-frame", ndjson.DefaultMaxFrame, "largest inbound line in bytes")
 	flag.DurationVar(&o.grace, "grace", host.DefaultStopGrace, "how long to wait for a clean stop after a signal")
 	flag.BoolVar(&o.verbose, "v", false, "log diagnostics to stderr")
+	flag.StringVar(&o.record, "record", "", "with a runtime after --: write every frame exchanged with it to `file` when the host exits, one JSON object per line ({seq, ms, dir, method, id, line, cut}, as testdata/acp/traffic)")
 	flag.StringVar(&o.auth, "auth", "", "authenticate with the agent's method `ID` (default: an env_var method whose variables are set)")
 	flag.BoolVar(&o.authTerminal, "auth-terminal", false, "allow running the agent's terminal authentication method (an interactive login)")
 	flag.StringVar(&o.gateway, "gateway", "", "with -prompt: authenticate with the agent's gateway method, sending its model requests to the gateway at `URL`")
+	flag.StringVar(&o.gatewayProtocol, "gateway-protocol", "", "with -gateway: the API the gateway speaks (`NAME`: anthropic, openai, google, bedrock, as the agent's gateway methods name it); the agent's gateway method for it is used")
 	flag.Var(&o.gatewayHeaders, "gateway-header", "with -gateway: a header every request to the gateway carries, `NAME=VAR`, its value read from the environment variable VAR (repeatable)")
 	flag.Usage = func() {
 		fmt.Fprintln(os.Stderr, "usage: host [flags] [-- COMMAND ARGS...]\n       host [flags] -prompt TEXT -- COMMAND ARGS...")
@@ -204,10 +212,26 @@ func run(args []string, o options) int {
 	// the preempted lane (acpterm's ConnOptions).
 	conn := rpc.Options{MaxFrame: o.maxFrame, Logger: log}
 	a.term.ConnOptions(&conn, otherSlots)
+	var tap func(io.Reader, io.Writer) (io.Reader, io.Writer)
+	if o.record != "" {
+		rec := recorder.New()
+		tap = func(r io.Reader, w io.Writer) (io.Reader, io.Writer) {
+			return rec.Reader(recorder.Recv, r), rec.Writer(recorder.Send, w)
+		}
+		defer func() {
+			if err := recorder.WriteFile(o.record, rec.Frames()); err != nil {
+				render.Status("-record: %v", err)
+			}
+		}()
+	}
 	srv := host.New(a.bridge(), &host.Options{
+		Tap:       tap,
 		Conn:      conn,
 		Client:    a.client(),
 		StopGrace: o.grace,
+		// At the end of its input a runtime exits by itself, some after
+		// seconds of shutting down: it gets -grace before SIGTERM.
+		ExitGrace: o.grace,
 		// At the end of its input the host answers what it has read and
 		// exits; a wait_for_exit still pending then would hold it for
 		// ever, so the terminals are closed (their waits answered) a
@@ -228,8 +252,10 @@ func run(args []string, o options) int {
 	return serve(a, srv, sigs, o.grace, args)
 }
 
-// serve serves the bridge on stdin/stdout, or over a child's pipes.
+// serve serves the bridge on stdin/stdout, or over a child's pipes. The
+// peer speaks Harn's bridge, so it gets Harn's members in answers.
 func serve(a *app, srv *host.Server, sigs chan os.Signal, grace time.Duration, args []string) int {
+	a.harnPeer.Store(true)
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	got := make(chan os.Signal, 1)
@@ -261,6 +287,9 @@ func serve(a *app, srv *host.Server, sigs chan os.Signal, grace time.Duration, a
 		err = srv.Serve(ctx, os.Stdin, os.Stdout)
 	}
 	var exit *host.ExitError
+	if cut, ok := errors.AsType[*host.CutFrameError](err); ok {
+		a.render.Status("%v", cut)
+	}
 	switch {
 	case errors.As(err, &exit):
 		a.render.Status("%v", exit)
@@ -294,6 +323,7 @@ func runPrompt(a *app, srv *host.Server, sigs chan os.Signal, o options, args []
 		AuthHint:     "(choose a method with -auth ID; an env_var method needs its variables set in the host's environment; -auth-terminal lets the host run a terminal method; -gateway URL a gateway method)",
 		Status:       func(format string, args ...any) { a.render.Status("%s", cleanLines(fmt.Sprintf(format, args...))) },
 		OnHarn: func(adv *acp.HarnAgentCapabilities) {
+			a.harnPeer.Store(true)
 			if len(adv.SessionUpdateExtensions) > 0 {
 				a.render.setHarnExtensions(adv.SessionUpdateExtensions)
 			}
@@ -344,17 +374,20 @@ func runPrompt(a *app, srv *host.Server, sigs chan os.Signal, o options, args []
 		forceExit(a, &process, <-sigs)
 	}()
 	go func() {
+		// The server stops a runtime that has not exited -grace after the
+		// end of its input (host.Options.ExitGrace); say so.
 		<-finished
 		select {
 		case <-serveCtx.Done():
 		case <-time.After(o.grace):
 			a.render.Status("the runtime did not exit within %v of the end of its input: stopping it", o.grace)
-			stopServe()
 		}
 	}()
 
 	err := srv.ServeCommandConn(serveCtx, cmd, use)
+	stopServe() // the runtime is gone: the goroutine above says nothing more
 	var exit *host.ExitError
+	cut, cutShort := errors.AsType[*host.CutFrameError](err)
 	switch {
 	case !started.Load():
 		if sig := pr.Signalled(); sig != nil {
@@ -366,6 +399,16 @@ func runPrompt(a *app, srv *host.Server, sigs chan os.Signal, o options, args []
 		result.Summary += " (" + exit.Error() + ")"
 	case errors.As(err, &exit) && result.Kind != prompt.RuntimeDied:
 		a.log.Warn("the runtime exited uncleanly after the prompt", "err", exit)
+	}
+	if cutShort {
+		// A frame lost is never silent: the agent stopped, or was stopped,
+		// while it wrote it.
+		a.render.Status("%v", cut)
+	}
+	if u := result.Usage; u != nil {
+		a.render.line(a.render.paint("usage:", cBlue) + " the turn used " + u.String())
+	} else if u := a.metaUsage.total(); u != nil {
+		a.render.line(a.render.paint("usage:", cBlue) + " the turn used " + u.String() + " (as the agent's updates report it)")
 	}
 	status := exitStatus(result)
 	label := a.render.paint("done:", cGreen, cBold)

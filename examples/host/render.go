@@ -96,8 +96,12 @@ func (r *renderer) endStream() {
 	r.endStreamLocked()
 }
 
-// line writes one complete line (or lines) of output.
+// line writes one complete line (or lines) of output; "" writes nothing
+// (an update with nothing to show makes no line).
 func (r *renderer) line(s string) {
+	if s == "" {
+		return
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.endStreamLocked()
@@ -182,7 +186,9 @@ func (r *renderer) Update(n *acp.SessionNotification) {
 func (r *renderer) chunk(kind, label string, c acp.ContentBlock, styles []string) {
 	var text string
 	if c.Text != nil {
-		text = cleanText(c.Text.Text)
+		if text = cleanText(c.Text.Text); text == "" {
+			return // an empty chunk: no label without text after it
+		}
 	} else {
 		text = "[" + contentBlock(c) + "]"
 	}
@@ -194,6 +200,11 @@ func (r *renderer) chunk(kind, label string, c acp.ContentBlock, styles []string
 		return
 	}
 	if r.stream != kind {
+		// A new line starts with text: line breaks before it would leave
+		// the label alone on its line.
+		if text = strings.TrimLeft(text, "\n"); text == "" {
+			return
+		}
 		r.endStreamLocked()
 		r.emitLocked([]byte(label + " "))
 		r.stream = kind
@@ -262,8 +273,11 @@ func (r *renderer) toolCall(c *acp.ToolCall) string {
 	return head + details(locations(locs), toolContent(content), rawSummary("input", c.RawInput), harnToolMeta(meta.Harn))
 }
 
+// toolCallUpdate shows an update of a tool call, or "" when it carries
+// nothing to show but the call's id (a bare "tool ID" line says nothing).
 func (r *renderer) toolCallUpdate(c *acp.ToolCallUpdate) string {
 	head := r.paint("tool", cYellow, cBold) + " " + clean(string(c.ToolCallID))
+	bare := len(head)
 	if t, ok := c.Title.Get(); ok {
 		head += " " + strconv.Quote(cleanLine(t))
 	}
@@ -276,7 +290,11 @@ func (r *renderer) toolCallUpdate(c *acp.ToolCallUpdate) string {
 	locs, _ := c.Locations.Get()
 	content, _ := c.Content.Get()
 	meta, _ := c.Meta.Get()
-	return head + details(locations(locs), toolContent(content), rawSummary("output", c.RawOutput), harnToolMeta(meta.Harn))
+	more := details(locations(locs), toolContent(content), rawSummary("output", c.RawOutput), harnToolMeta(meta.Harn))
+	if len(head) == bare && more == "" {
+		return ""
+	}
+	return head + more
 }
 
 // details joins the non-empty parts after a colon.
@@ -441,6 +459,9 @@ func (r *renderer) sessionInfo(s *acp.SessionInfoUpdate) string {
 	}
 	if t, ok := s.UpdatedAt.Get(); ok {
 		out = append(out, "updated "+clean(t))
+	}
+	if len(out) == 0 {
+		return "" // only _meta, or members this version does not show
 	}
 	return r.paint("session:", cBlue) + " " + strings.Join(out, ", ")
 }

@@ -478,3 +478,36 @@ func TestRenderBridgeNotifications(t *testing.T) {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
 }
+
+// An update with nothing to show makes no line: no "agent:" label before
+// an empty chunk, no "session:" line for a session_info_update of _meta
+// alone, no bare "tool ID" line for an update that names only its call
+// (problem 6 of issue 34: each of the six agents sends some of these).
+func TestRenderNoEmptyLines(t *testing.T) {
+	var ns []acp.SessionNotification
+	for _, raw := range []string{
+		`{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":""}}`,
+		`{"sessionUpdate":"agent_thought_chunk","content":{"type":"text","text":""}}`,
+		`{"sessionUpdate":"session_info_update","_meta":{"claudeCode":{"x":1}}}`,
+		`{"sessionUpdate":"tool_call_update","toolCallId":"call_1"}`,
+		`{"sessionUpdate":"tool_call_update","toolCallId":"call_1","_meta":{"claudeCode":{"toolName":"Read"}}}`,
+		`{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"Hello"}}`,
+		`{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":""}}`,
+		`{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":" there."}}`,
+		`{"sessionUpdate":"tool_call_update","toolCallId":"call_2","status":"completed"}`,
+		`{"sessionUpdate":"agent_thought_chunk","content":{"type":"text","text":"\n\n"}}`,
+		`{"sessionUpdate":"agent_thought_chunk","content":{"type":"text","text":"\nPondering."}}`,
+		`{"sessionUpdate":"session_info_update","title":"Notes"}`,
+	} {
+		var n acp.SessionNotification
+		if err := json.Unmarshal([]byte(`{"sessionId":"s","update":`+raw+`}`), &n); err != nil {
+			t.Fatalf("%s: %v", raw, err)
+		}
+		ns = append(ns, n)
+	}
+	got := renderAll(false, ns)
+	want := "agent: Hello there.\ntool call_2 completed\nthinking: Pondering.\nsession: title \"Notes\"\n"
+	if got != want {
+		t.Errorf("rendered:\n%s\nwant:\n%s", got, want)
+	}
+}

@@ -55,6 +55,10 @@ type Message struct {
 	Value any
 	// Reencoded is Value encoded again.
 	Reencoded []byte
+	// Untyped says the method is not in the package's catalogue (an
+	// extension method such as claude-agent-acp's _auth/status_update):
+	// Value is nil, Raw is kept.
+	Untyped bool
 }
 
 // envelope is a JSON-RPC frame's members.
@@ -150,7 +154,14 @@ func (p Package) Decode(frames []recorder.Frame) ([]Message, []error) {
 		case env.Method != "":
 			t, ok := known[env.Method]
 			if !ok {
-				fail(f, "method %q is not in the catalogue", env.Method)
+				// An extension method: kept as it came, and listed by
+				// Untyped's callers as a method no type covers.
+				m.Method, m.Part, m.Raw, m.Untyped, m.Kind = env.Method, "params", env.Params, true, Notification
+				if len(env.ID) > 0 {
+					m.Kind = Request
+					pending[key{f.Dir, string(env.ID)}] = env.Method
+				}
+				msgs = append(msgs, m)
 				continue
 			}
 			m.Method, m.Part, m.Raw, typ = env.Method, "params", env.Params, t.params
@@ -179,6 +190,14 @@ func (p Package) Decode(frames []recorder.Frame) ([]Message, []error) {
 			}
 			delete(pending, k)
 			m.Method = method
+			if _, typed := known[method]; !typed {
+				m.Kind, m.Part, m.Raw, m.Untyped = Result, "result", env.Result, true
+				if len(env.Error) > 0 {
+					m.Kind, m.Part, m.Raw = Error, "error", env.Error
+				}
+				msgs = append(msgs, m)
+				continue
+			}
 			if len(env.Error) > 0 {
 				m.Kind, m.Part, m.Raw = Error, "error", env.Error
 				msgs = append(msgs, m)

@@ -141,10 +141,12 @@ func Start(cmd *exec.Cmd) (stdin, stdout *os.File, err error) {
 // Defaults of Stop's graces.
 const (
 	// ExitGrace is how long a child whose input was closed gets to exit
-	// on its own before its group is sent SIGTERM. Short on purpose: the
-	// protocols here end a session at end of input, and an agent that
-	// ignores it (most ACP agents do) must not hold its host for seconds.
-	ExitGrace = 200 * time.Millisecond
+	// on its own before its group is sent SIGTERM. The protocols here end
+	// a session at end of input, and the ACP agents of today exit by
+	// themselves then, some after seconds of shutting down (codex-acp
+	// takes about 2 s; qwen writes a last frame of hundreds of KB): a
+	// shorter grace kills agents that are stopping cleanly, mid-frame.
+	ExitGrace = 5 * time.Second
 	// TermGrace is how long the group gets after SIGTERM before SIGKILL.
 	TermGrace = 2 * time.Second
 )

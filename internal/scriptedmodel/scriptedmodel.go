@@ -3,23 +3,39 @@
 // model, so that whole agent turns (thinking, plans, tool calls, tool
 // results, usage) run on 127.0.0.1 with no credentials and no network.
 //
-// It speaks the two streaming APIs the ACP agents from npm call:
-//   - the OpenAI Responses API, POST {base}/responses with "stream": true,
-//     answered with its server-sent events (codex, codex-acp);
+// It speaks every API the ACP agents from npm call:
+//   - the OpenAI Responses API, POST {base}/responses, streamed (codex,
+//     codex-acp);
 //   - the Anthropic Messages API, POST {base}/v1/messages, streamed or not,
 //     and POST {base}/v1/messages/count_tokens (Claude Code, and so
-//     claude-agent-acp and claude-code-acp).
+//     claude-agent-acp; pi with an anthropic model);
+//   - OpenAI chat completions, POST {base}/chat/completions, streamed or
+//     not, thinking as delta.reasoning_content (qwen-code, opencode with an
+//     openai-compatible provider);
+//   - the Gemini API, POST {base}/v1beta/models/MODEL:streamGenerateContent
+//     (server-sent events), :generateContent and :countTokens, and
+//     GET {base}/v1beta/models (gemini-cli);
+//   - a model list, GET {base}/models and {base}/v1/models, in a shape that
+//     both OpenAI's and Anthropic's clients read.
 //
 // A Script is the list of replies the model gives to the agent's main
 // requests, in order. A request is main when it offers tools (an agent's
-// turn always does); other requests (Claude Code asks a small model for a
-// title, or probes the quota) get a short text reply and do not consume the
-// script. A reply can stream thinking, text and tool calls, and reports
-// usage. A tool call must name a tool the request offers: otherwise the
-// request is answered with HTTP 400 and the mismatch is kept in Errors, so
-// that a test fails with the tools the agent did offer. Every request is
-// kept (Requests) for the test to inspect, including those to paths the
-// server does not serve, which are answered 404 and are also an error.
+// turn always does); other requests (a title, a quota probe, a check of
+// who speaks next) get a short text reply and do not consume the script.
+// A reply can stream thinking, text and tool calls, reports usage, and can
+// be slow (Reply.Delay: a turn still running when a test cancels it).
+//
+// A tool call names the tool, or several a reply may use (Call.Names: the
+// first the request offers wins), and gives its arguments exactly (Input)
+// or by meaning (Args): "path", "content", "command", ... are then filled
+// into the properties of the tool's own schema, as the request declares it
+// (a path into file_path, filePath, absolute_path or path, whichever it
+// has), and its other required properties get their schema's default or a
+// value of their type. A call naming no tool the request offers fails the
+// request with HTTP 400 and the mismatch is kept in Errors, so that a test
+// fails with the tools the agent did offer. Every request is kept
+// (Requests) for the test to inspect, including those to paths the server
+// does not serve, which are answered 404 and are also an error.
 //
 // The server binds only loopback addresses: Listen refuses any other.
 package scriptedmodel
@@ -47,7 +63,9 @@ type Script []Reply
 // Reply is one model response.
 type Reply struct {
 	// Thinking is streamed first, as reasoning (a reasoning summary on the
-	// Responses API, a thinking block on the Messages API), when not empty.
+	// Responses API, a thinking block on the Messages API, a thought part
+	// on the Gemini API, reasoning_content in chat completions), when not
+	// empty.
 	Thinking string
 	// Text is streamed next, as the assistant's message, when not empty.
 	Text string
@@ -57,17 +75,31 @@ type Reply struct {
 	// Usage is reported for the reply; zero values are reported as small
 	// counts derived from the request and reply sizes.
 	Usage Usage
+	// Delay, when set, makes the reply slow: after its first streamed
+	// event it waits Delay, or until the client goes away (an agent that
+	// cancels its turn closes the request), before the rest.
+	Delay time.Duration
 }
 
 // Call is one tool call.
 type Call struct {
 	// Name is the tool's name as the request offers it ("Read",
-	// "mcp__acp__Write", "exec_command", "update_plan", ...).
-	Name string
-	// Input is the call's arguments: a JSON object for a function tool, or
-	// a JSON string for a freeform (custom) tool such as codex's
+	// "exec_command", "read_file", ...). Names, instead, lists the names
+	// of tools of one meaning across agents: the first the request offers
+	// is called.
+	Name  string
+	Names []string
+	// Input is the call's arguments, exactly: a JSON object for a function
+	// tool, or a JSON string for a freeform (custom) tool such as codex's
 	// apply_patch, whose raw text is the string's value.
 	Input jsontext.Value
+	// Args, when Input is nil, are the call's arguments by meaning, filled
+	// into the tool's schema (see Fill): {"path": "/ws/notes.txt"} becomes
+	// {"file_path": ...} for Claude's Read and {"filePath": ...} for
+	// opencode's read. Optional are filled the same way where the schema
+	// has a property for them, and left out where it has none (a
+	// description some tools ask for).
+	Args, Optional map[string]any
 	// ID is the call's id; empty means one is made up ("call_N"/"toolu_N").
 	ID string
 }
@@ -82,13 +114,15 @@ type Request struct {
 	Time   time.Time
 	Method string
 	Path   string
-	// API is "responses", "messages", "count_tokens" or "" (not served).
+	// API is "responses", "messages", "count_tokens", "chat", "gemini",
+	// "gemini_count_tokens", "models" or "" (not served).
 	API string
 	// Main reports whether the request consumed a reply of the script.
 	Main bool
 	// Reply is the index in the script of the reply it got, or -1.
 	Reply int
-	// Model is the request's "model" member.
+	// Model is the request's model (its "model" member, or the Gemini
+	// path's).
 	Model string
 	// Tools are the names of the tools the request offered.
 	Tools []string
@@ -107,6 +141,7 @@ type Server struct {
 	mu       sync.Mutex
 	script   Script
 	next     int
+	past     int
 	requests []Request
 	errs     []error
 	ids      int
@@ -175,6 +210,33 @@ func (s *Server) Requests() []Request {
 	return slices.Clone(s.requests)
 }
 
+// main reports whether a request offering tools is one of the turn's (it
+// gets the script's next reply): one that offers several tools, or one
+// tool that the script calls somewhere. A request offering a single tool
+// that no reply calls (qwen's respond_in_schema, to check who speaks
+// next) is a side request. Called with s.mu held.
+func (s *Server) main(tools []string) bool {
+	if len(tools) != 1 {
+		return len(tools) > 1
+	}
+	for _, r := range s.script {
+		for _, c := range r.Calls {
+			if c.Name == tools[0] || slices.Contains(c.Names, tools[0]) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Past returns how many main requests came once the script was used up
+// (each answered with a closing text).
+func (s *Server) Past() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.past
+}
+
 // Used returns how many replies of the script were given.
 func (s *Server) Used() int {
 	s.mu.Lock()
@@ -197,17 +259,92 @@ func (s *Server) fail(err error) {
 	s.mu.Unlock()
 }
 
-// request is the part of a Responses or Messages request the server reads.
+// request is the part of a model request the server reads: the model, and
+// the tools with their schemas, in any of the APIs' shapes.
 type request struct {
 	Model  string `json:"model"`
 	Stream bool   `json:"stream"`
 	Tools  []struct {
-		Name     string `json:"name"`
-		Type     string `json:"type"`
-		Function *struct {
-			Name string `json:"name"`
+		Name        string         `json:"name"`
+		Type        string         `json:"type"`
+		Parameters  jsontext.Value `json:"parameters"`   // Responses
+		InputSchema jsontext.Value `json:"input_schema"` // Messages
+		Function    *struct {      // chat completions
+			Name       string         `json:"name"`
+			Parameters jsontext.Value `json:"parameters"`
 		} `json:"function"`
+		FunctionDeclarations []struct { // Gemini
+			Name                 string         `json:"name"`
+			Parameters           jsontext.Value `json:"parameters"`
+			ParametersJSONSchema jsontext.Value `json:"parametersJsonSchema"`
+		} `json:"functionDeclarations"`
 	} `json:"tools"`
+}
+
+// tool is one offered tool: its name and the JSON Schema of its arguments
+// (nil when the request gives none).
+type tool struct {
+	name   string
+	schema jsontext.Value
+}
+
+// tools lists the tools of r.
+func (r *request) tools() []tool {
+	var out []tool
+	for _, t := range r.Tools {
+		switch {
+		case len(t.FunctionDeclarations) > 0:
+			for _, f := range t.FunctionDeclarations {
+				schema := f.ParametersJSONSchema
+				if len(schema) == 0 {
+					schema = f.Parameters
+				}
+				out = append(out, tool{f.Name, schema})
+			}
+		case t.Function != nil:
+			out = append(out, tool{t.Function.Name, t.Function.Parameters})
+		case t.Name != "":
+			schema := t.InputSchema
+			if len(schema) == 0 {
+				schema = t.Parameters
+			}
+			out = append(out, tool{t.Name, schema})
+		case t.Type != "":
+			out = append(out, tool{name: t.Type}) // a built-in tool such as web_search
+		}
+	}
+	return out
+}
+
+// route says which API a request calls, and the model a Gemini path names.
+func route(r *http.Request) (api, model string) {
+	p := r.URL.Path
+	if i := strings.LastIndex(p, "/models/"); i >= 0 && strings.Contains(p[i:], ":") {
+		name, verb, _ := strings.Cut(p[i+len("/models/"):], ":")
+		switch {
+		case r.Method != http.MethodPost:
+		case verb == "streamGenerateContent" || verb == "generateContent":
+			return "gemini", name
+		case verb == "countTokens":
+			return "gemini_count_tokens", name
+		}
+		return "", name
+	}
+	switch {
+	case r.Method == http.MethodGet && (strings.HasSuffix(p, "/models") || strings.Contains(p, "/models/")):
+		return "models", ""
+	case r.Method != http.MethodPost:
+		return "", ""
+	case strings.HasSuffix(p, "/messages/count_tokens"):
+		return "count_tokens", ""
+	case strings.HasSuffix(p, "/messages"):
+		return "messages", ""
+	case strings.HasSuffix(p, "/responses"):
+		return "responses", ""
+	case strings.HasSuffix(p, "/chat/completions"):
+		return "chat", ""
+	}
+	return "", ""
 }
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -216,46 +353,44 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		err = fmt.Errorf("body over %d bytes", MaxBody)
 	}
 	rec := Request{Time: time.Now(), Method: r.Method, Path: r.URL.Path, Reply: -1, Body: body, Header: r.Header.Clone()}
-	var api string
-	switch {
-	case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/messages/count_tokens"):
-		api = "count_tokens"
-	case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/messages"):
-		api = "messages"
-	case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/responses"):
-		api = "responses"
-	}
+	api, pathModel := route(r)
 	rec.API = api
 	var req request
-	if err == nil && api != "" {
+	if err == nil && api != "" && api != "models" {
 		if err = json.Unmarshal(body, &req, json.RejectUnknownMembers(false)); err != nil {
 			err = fmt.Errorf("decoding the body: %w", err)
 		}
 	}
+	if req.Model == "" {
+		req.Model = pathModel
+	}
 	rec.Model = req.Model
-	for _, t := range req.Tools {
-		name := t.Name
-		if name == "" && t.Function != nil {
-			name = t.Function.Name
-		}
-		if name == "" {
-			name = t.Type // a built-in tool such as web_search
-		}
-		rec.Tools = append(rec.Tools, name)
+	tools := req.tools()
+	for _, t := range tools {
+		rec.Tools = append(rec.Tools, t.name)
 	}
 	var reply Reply
 	s.mu.Lock()
-	if err == nil && api != "" && api != "count_tokens" && len(rec.Tools) > 0 {
+	switch {
+	case err != nil || api == "" || api == "models":
+	case (api == "responses" || api == "messages" || api == "chat" || api == "gemini") && s.main(rec.Tools):
 		rec.Main = true
 		if s.next < len(s.script) {
 			rec.Reply = s.next
 			reply = s.script[s.next]
 			s.next++
 		} else {
-			err = fmt.Errorf("request %d past the end of the %d-reply script", s.next+1, len(s.script))
-			s.next++
+			// An agent that asks again once its turn is over (Claude
+			// Code's suggestions): an answer that ends the turn, counted.
+			s.past++
+			reply = Reply{Text: "Done."}
 		}
-	} else if api != "" {
+	case len(tools) == 1 && tools[0].schema != nil:
+		// A side request that must answer with its one tool (qwen's
+		// respond_in_schema): that tool, its arguments the schema's
+		// defaults.
+		reply = Reply{Calls: []Call{{Name: tools[0].name, Args: map[string]any{}}}}
+	default:
 		reply = Reply{Text: "Scripted."}
 	}
 	s.requests = append(s.requests, rec)
@@ -264,12 +399,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err == nil && api == "" {
 		err = errors.New("not a model API this server serves")
 	}
+	var calls []resolved
 	if err == nil {
-		for _, c := range reply.Calls {
-			if !slices.Contains(rec.Tools, c.Name) {
-				err = fmt.Errorf("reply %d calls %q, which the request does not offer (it offers %s)", rec.Reply+1, c.Name, strings.Join(rec.Tools, ", "))
-				break
-			}
+		calls, err = resolve(reply.Calls, tools)
+		if err != nil {
+			err = fmt.Errorf("reply %d: %w", rec.Reply+1, err)
 		}
 	}
 	if err != nil {
@@ -283,17 +417,125 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if reply.Usage == (Usage{}) {
 		reply.Usage = Usage{Input: 1 + len(body)/4, Output: 1 + (len(reply.Thinking)+len(reply.Text))/4}
-		for _, c := range reply.Calls {
-			reply.Usage.Output += 1 + len(c.Input)/4
+		for _, c := range calls {
+			reply.Usage.Output += 1 + len(c.input)/4
 		}
 	}
+	t := &turn{s: s, w: w, r: r, reply: reply, calls: calls, model: req.Model}
 	switch api {
+	case "models":
+		writeJSON(w, modelList())
 	case "count_tokens":
 		writeJSON(w, map[string]any{"input_tokens": 1 + len(body)/4})
+	case "gemini_count_tokens":
+		writeJSON(w, map[string]any{"totalTokens": 1 + len(body)/4})
 	case "messages":
-		s.messages(w, req.Model, req.Stream, reply)
+		t.messages(req.Stream)
 	case "responses":
-		s.responses(w, reply)
+		t.responses()
+	case "chat":
+		t.chat(req.Stream)
+	case "gemini":
+		t.gemini(strings.Contains(r.URL.Path, ":streamGenerateContent"))
+	}
+}
+
+// resolved is a call of a reply made for one request: the tool's name as
+// offered, and its arguments.
+type resolved struct {
+	id, name string
+	input    jsontext.Value
+}
+
+// text returns the call's input as the JSON text of its arguments
+// (function tools) or the raw text (a JSON string: freeform tools).
+func (c resolved) text() (string, bool) { return Call{Input: c.input}.inputString() }
+
+// resolve picks, for each call, the tool the request offers, and fills its
+// arguments from Args when Input is not given.
+func resolve(calls []Call, tools []tool) ([]resolved, error) {
+	var names []string
+	for _, t := range tools {
+		names = append(names, t.name)
+	}
+	var out []resolved
+	for _, c := range calls {
+		wanted := c.Names
+		if c.Name != "" {
+			wanted = append([]string{c.Name}, wanted...)
+		}
+		i := slices.IndexFunc(wanted, func(n string) bool { return slices.Contains(names, n) })
+		if i < 0 {
+			return nil, fmt.Errorf("it calls %s, which the request does not offer (it offers %s)", quoteAll(wanted), strings.Join(names, ", "))
+		}
+		rc := resolved{id: c.ID, name: wanted[i], input: c.Input}
+		if rc.input == nil {
+			var schema jsontext.Value
+			for _, t := range tools {
+				if t.name == rc.name {
+					schema = t.schema
+				}
+			}
+			in, err := Fill(schema, c.Args, c.Optional)
+			if err != nil {
+				return nil, fmt.Errorf("filling %s's arguments: %w", rc.name, err)
+			}
+			rc.input = in
+		}
+		out = append(out, rc)
+	}
+	return out, nil
+}
+
+func quoteAll(names []string) string {
+	var q []string
+	for _, n := range names {
+		q = append(q, quote(n))
+	}
+	if len(q) == 0 {
+		return "no tool"
+	}
+	return strings.Join(q, " or ")
+}
+
+// modelList is the answer to a model list: OpenAI's shape ({object, data:
+// [{id, object, created, owned_by}]}) with the members Anthropic's adds
+// (type, display_name, created_at, has_more, first_id, last_id).
+func modelList() map[string]any {
+	var data []any
+	for _, id := range ModelIDs {
+		data = append(data, map[string]any{"id": id, "object": "model", "created": 1767225600, "owned_by": "scripted",
+			"type": "model", "display_name": id, "created_at": "2026-01-01T00:00:00Z"})
+	}
+	return map[string]any{"object": "list", "data": data, "has_more": false, "first_id": ModelIDs[0], "last_id": ModelIDs[len(ModelIDs)-1]}
+}
+
+// ModelIDs are the models the model list names.
+var ModelIDs = []string{"scripted-model"}
+
+// turn is one reply being written.
+type turn struct {
+	s     *Server
+	w     http.ResponseWriter
+	r     *http.Request
+	reply Reply
+	calls []resolved
+	model string
+	slept bool
+}
+
+// pause waits the reply's Delay once, after the first streamed event, or
+// until the client goes away.
+func (t *turn) pause() {
+	if t.slept || t.reply.Delay <= 0 {
+		return
+	}
+	t.slept = true
+	timer := time.NewTimer(t.reply.Delay)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+	case <-t.r.Context().Done():
 	}
 }
 
@@ -334,6 +576,10 @@ func (e *sse) event(name string, v map[string]any) {
 	e.buf.Reset()
 	fmt.Fprintf(&e.buf, "event: %s\ndata: %s\n\n", name, data)
 	_, _ = e.w.Write(e.buf.Bytes())
+	e.flush()
+}
+
+func (e *sse) flush() {
 	if f, ok := e.w.(http.Flusher); ok {
 		f.Flush()
 	}
@@ -370,10 +616,12 @@ func (c Call) inputString() (text string, freeform bool) {
 	return string(in), false
 }
 
-func (s *Server) responses(w http.ResponseWriter, reply Reply) {
-	e := newSSE(w)
+func (t *turn) responses() {
+	s, reply := t.s, t.reply
+	e := newSSE(t.w)
 	respID := s.id("resp")
 	e.event("response.created", map[string]any{"response": map[string]any{"id": respID, "object": "response", "status": "in_progress", "output": []any{}}})
+	t.pause()
 	out := 0
 	if reply.Thinking != "" {
 		id := s.id("rs")
@@ -398,18 +646,18 @@ func (s *Server) responses(w http.ResponseWriter, reply Reply) {
 		e.event("response.output_item.done", map[string]any{"output_index": out, "item": map[string]any{"type": "message", "id": id, "role": "assistant", "status": "completed", "content": []any{map[string]any{"type": "output_text", "text": reply.Text, "annotations": []any{}}}}})
 		out++
 	}
-	for _, c := range reply.Calls {
+	for _, c := range t.calls {
 		id := s.id("fc")
-		callID := c.ID
+		callID := c.id
 		if callID == "" {
 			callID = s.id("call")
 		}
-		in, freeform := c.inputString()
+		in, freeform := c.text()
 		var item map[string]any
 		if freeform {
-			item = map[string]any{"type": "custom_tool_call", "id": id, "call_id": callID, "name": c.Name, "input": in, "status": "completed"}
+			item = map[string]any{"type": "custom_tool_call", "id": id, "call_id": callID, "name": c.name, "input": in, "status": "completed"}
 		} else {
-			item = map[string]any{"type": "function_call", "id": id, "call_id": callID, "name": c.Name, "arguments": in, "status": "completed"}
+			item = map[string]any{"type": "function_call", "id": id, "call_id": callID, "name": c.name, "arguments": in, "status": "completed"}
 		}
 		e.event("response.output_item.added", map[string]any{"output_index": out, "item": item})
 		e.event("response.output_item.done", map[string]any{"output_index": out, "item": item})
@@ -426,10 +674,11 @@ func (s *Server) responses(w http.ResponseWriter, reply Reply) {
 	}})
 }
 
-func (s *Server) messages(w http.ResponseWriter, model string, stream bool, reply Reply) {
+func (t *turn) messages(stream bool) {
+	s, reply, model := t.s, t.reply, t.model
 	msgID := s.id("msg")
 	stop := "end_turn"
-	if len(reply.Calls) > 0 {
+	if len(t.calls) > 0 {
 		stop = "tool_use"
 	}
 	u := reply.Usage
@@ -456,29 +705,31 @@ func (s *Server) messages(w http.ResponseWriter, model string, stream bool, repl
 		}
 		blocks = append(blocks, b)
 	}
-	for _, c := range reply.Calls {
-		id := c.ID
+	for _, c := range t.calls {
+		id := c.id
 		if id == "" {
 			id = s.id("toolu")
 		}
-		in, _ := c.inputString()
+		in, _ := c.text()
 		var input any
 		_ = json.Unmarshal([]byte(in), &input)
-		b := block{start: map[string]any{"type": "tool_use", "id": id, "name": c.Name, "input": map[string]any{}}, full: map[string]any{"type": "tool_use", "id": id, "name": c.Name, "input": input}}
+		b := block{start: map[string]any{"type": "tool_use", "id": id, "name": c.name, "input": map[string]any{}}, full: map[string]any{"type": "tool_use", "id": id, "name": c.name, "input": input}}
 		b.delta = append(b.delta, map[string]any{"type": "input_json_delta", "partial_json": in})
 		blocks = append(blocks, b)
 	}
 	if !stream {
+		t.pause()
 		content := []any{}
 		for _, b := range blocks {
 			content = append(content, b.full)
 		}
-		writeJSON(w, map[string]any{"id": msgID, "type": "message", "role": "assistant", "model": model, "content": content, "stop_reason": stop, "stop_sequence": nil, "usage": usage})
+		writeJSON(t.w, map[string]any{"id": msgID, "type": "message", "role": "assistant", "model": model, "content": content, "stop_reason": stop, "stop_sequence": nil, "usage": usage})
 		return
 	}
-	e := newSSE(w)
+	e := newSSE(t.w)
 	e.event("message_start", map[string]any{"message": map[string]any{"id": msgID, "type": "message", "role": "assistant", "model": model, "content": []any{}, "stop_reason": nil, "stop_sequence": nil,
 		"usage": map[string]any{"input_tokens": u.Input, "output_tokens": 1, "cache_creation_input_tokens": 0, "cache_read_input_tokens": u.CachedInput}}})
+	t.pause()
 	for i, b := range blocks {
 		e.event("content_block_start", map[string]any{"index": i, "content_block": b.start})
 		for _, d := range b.delta {

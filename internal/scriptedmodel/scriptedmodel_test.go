@@ -113,9 +113,10 @@ func TestResponsesStream(t *testing.T) {
 	if s.Used() != 2 || len(s.Requests()) != 3 || s.Err() != nil {
 		t.Errorf("used %d, %d requests, err %v", s.Used(), len(s.Requests()), s.Err())
 	}
-	// Past the end of the script: an error, reported.
-	if status, _ := post(t, s.URL()+"/v1/responses", `{"model":"m","stream":true,"tools":[{"type":"function","name":"read"}]}`); status != 400 || s.Err() == nil {
-		t.Errorf("past the end: status %d, err %v", status, s.Err())
+	// Past the end of the script (an agent that asks again once its turn
+	// is over): a closing text, counted.
+	if _, body := post(t, s.URL()+"/v1/responses", `{"model":"m","stream":true,"tools":[{"type":"function","name":"read"}]}`); !strings.Contains(body, "Done.") || s.Past() != 1 || s.Err() != nil {
+		t.Errorf("past the end: %d past, err %v: %s", s.Past(), s.Err(), body)
 	}
 }
 
@@ -163,7 +164,7 @@ func TestMessagesStream(t *testing.T) {
 // not serve, fail the request and are kept in Err.
 func TestMismatchesAreErrors(t *testing.T) {
 	s := start(t, script)
-	if status, body := post(t, s.URL()+"/v1/messages", `{"model":"m","stream":true,"tools":[{"name":"write"}]}`); status != 400 || !strings.Contains(body, `"read"`) {
+	if status, body := post(t, s.URL()+"/v1/messages", `{"model":"m","stream":true,"tools":[{"name":"write"},{"name":"edit"}]}`); status != 400 || !strings.Contains(body, `"read"`) {
 		t.Errorf("unoffered tool: %d %s", status, body)
 	}
 	if status, _ := post(t, s.URL()+"/v1/other", `{}`); status != 404 {
@@ -185,5 +186,108 @@ func TestListenRefusesNonLoopback(t *testing.T) {
 			ln.Close()
 			t.Errorf("Listen(%q) succeeded", addr)
 		}
+	}
+}
+
+// Chat completions stream reasoning_content, content and tool_calls
+// deltas, the finish reason with usage, then [DONE]; arguments given by
+// meaning are filled into the tool's own schema.
+func TestChatCompletions(t *testing.T) {
+	s := start(t, Script{
+		{Thinking: "Hmm.", Text: "Reading.", Calls: []Call{{Names: []string{"Read", "read_file"}, Args: map[string]any{"path": "/ws/a.txt"}, Optional: map[string]any{"description": "Read a"}}}},
+		{Text: "Done.", Usage: Usage{Input: 7, Output: 3, CachedInput: 2, Reasoning: 1}},
+	})
+	tools := `"tools":[{"type":"function","function":{"name":"read_file","parameters":{"type":"object","properties":{"absolute_path":{"type":"string"},"limit":{"type":"integer"},"mode":{"type":"string","enum":["text","bytes"]}},"required":["absolute_path","mode"]}}},{"type":"function","function":{"name":"write_file"}}]`
+	status, body := post(t, s.URL()+"/v1/chat/completions", `{"model":"m","stream":true,`+tools+`}`)
+	if status != 200 || !strings.HasSuffix(strings.TrimSpace(body), "data: [DONE]") {
+		t.Fatalf("status %d: %s", status, body)
+	}
+	for _, want := range []string{`"reasoning_content":"Hmm."`, `"content":"Reading."`, `"name":"read_file"`,
+		`"arguments":"{\"absolute_path\":\"/ws/a.txt\",\"mode\":\"text\"}"`, `"finish_reason":"tool_calls"`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("stream lacks %s:\n%s", want, body)
+		}
+	}
+	_, body = post(t, s.URL()+"/v1/chat/completions", `{"model":"m",`+tools+`}`)
+	if !strings.Contains(body, `"finish_reason":"stop"`) || !strings.Contains(body, `"prompt_tokens":7`) || !strings.Contains(body, `"cached_tokens":2`) {
+		t.Errorf("non-streamed: %s", body)
+	}
+	if s.Used() != 2 || s.Err() != nil {
+		t.Errorf("used %d, err %v", s.Used(), s.Err())
+	}
+}
+
+// The Gemini API: streamGenerateContent as server-sent events with a
+// thought part, text parts and a functionCall; generateContent,
+// countTokens and the model list; a single-tool side request is answered
+// with that tool.
+func TestGemini(t *testing.T) {
+	s := start(t, Script{{Thinking: "Plan.", Text: "Running.", Calls: []Call{{Names: []string{"run_shell_command"}, Args: map[string]any{"command": "ls"}}}}, {Text: "Bye."}})
+	tools := `"tools":[{"functionDeclarations":[{"name":"run_shell_command","parametersJsonSchema":{"type":"object","properties":{"command":{"type":"string"}},"required":["command"]}},{"name":"read_file"}]}]`
+	status, body := post(t, s.URL()+"/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse", `{"contents":[],`+tools+`}`)
+	if status != 200 {
+		t.Fatalf("status %d: %s", status, body)
+	}
+	for _, want := range []string{`"thought":true`, `"text":"Running."`, `"functionCall":{"args":{"command":"ls"},"name":"run_shell_command"}`, `"finishReason":"STOP"`, `"usageMetadata"`, `"modelVersion":"gemini-2.5-pro"`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("stream lacks %s:\n%s", want, body)
+		}
+	}
+	if _, body := post(t, s.URL()+"/v1beta/models/gemini-2.5-pro:generateContent", `{"contents":[],`+tools+`}`); !strings.Contains(body, `"text":"Bye."`) {
+		t.Errorf("generateContent: %s", body)
+	}
+	if _, body := post(t, s.URL()+"/v1beta/models/gemini-2.5-pro:countTokens", `{"contents":[]}`); !strings.Contains(body, `"totalTokens"`) {
+		t.Errorf("countTokens: %s", body)
+	}
+	if _, body := post(t, s.URL()+"/v1beta/models/x:generateContent", `{"tools":[{"functionDeclarations":[{"name":"next_speaker","parameters":{"type":"object","properties":{"next_speaker":{"type":"string","enum":["user","model"]}},"required":["next_speaker"]}}]}]}`); !strings.Contains(body, `"args":{"next_speaker":"user"}`) {
+		t.Errorf("a single-tool side request: %s", body)
+	}
+	res, err := http.Get(s.URL() + "/v1beta/models")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if !strings.Contains(string(data), `"id":"scripted-model"`) {
+		t.Errorf("model list: %s", data)
+	}
+	if s.Used() != 2 || s.Err() != nil {
+		t.Errorf("used %d, err %v", s.Used(), s.Err())
+	}
+}
+
+// A slow reply waits after its first event until its delay passes or the
+// client goes away.
+func TestSlowReply(t *testing.T) {
+	s := start(t, Script{{Text: "Slowly.", Delay: time.Minute}})
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.URL()+"/v1/messages", strings.NewReader(`{"model":"m","stream":true,"tools":[{"name":"a"},{"name":"b"}]}`))
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(res.Body).ReadString('\n')
+	if err != nil || !strings.Contains(line, "message_start") {
+		t.Fatalf("first event: %q %v", line, err)
+	}
+	began := time.Now()
+	cancel()
+	res.Body.Close()
+	if err := s.Close(); err != nil || time.Since(began) > 10*time.Second {
+		t.Errorf("close: %v after %v", err, time.Since(began))
+	}
+}
+
+func TestFill(t *testing.T) {
+	schema := jsontext.Value(`{"type":"object","properties":{"filePath":{"type":"string"},"content":{"type":"string"},"overwrite":{"type":"boolean","default":true},"n":{"type":["integer","null"]}},"required":["filePath","content","overwrite","n"]}`)
+	got, err := Fill(schema, map[string]any{"path": "/ws/s.txt", "content": "x"}, map[string]any{"description": "d"})
+	if err != nil || string(got) != `{"content":"x","filePath":"/ws/s.txt","n":0,"overwrite":true}` {
+		t.Errorf("%s %v", got, err)
+	}
+	if _, err := Fill(schema, map[string]any{"command": "ls"}, nil); err == nil || !strings.Contains(err.Error(), `no property for "command"`) {
+		t.Errorf("an argument the tool has no property for: %v", err)
+	}
+	if got, err := Fill(nil, map[string]any{"a": 1}, nil); err != nil || string(got) != `{"a":1}` {
+		t.Errorf("no schema: %s %v", got, err)
 	}
 }

@@ -85,9 +85,16 @@ type Options struct {
 	// once the connection has ended (its input closed, by the function
 	// given to ServeCommandConn or by the child closing its output) before
 	// it sends the child's process group SIGTERM, then SIGKILL after
-	// StopGrace (default DefaultExitGrace). Most ACP agents ignore the end
-	// of their input, so this is what stopping one takes after a prompt.
+	// StopGrace (default DefaultExitGrace). The ACP agents of today exit
+	// by themselves at the end of their input, some after seconds of
+	// shutting down (codex-acp takes about 2 s): a shorter grace cuts
+	// their shutdown, and their last frames, short.
 	ExitGrace time.Duration
+	// Tap, when set, wraps the runtime's output and input as
+	// ServeCommand reads and writes them, before anything else sees them
+	// (to record the traffic, for example): the connection reads the r and
+	// writes the w it returns.
+	Tap func(r io.Reader, w io.Writer) (io.Reader, io.Writer)
 	// InputEnded, when set, is called once, in a goroutine of its own,
 	// when the input of a connection made by Connect or Serve ends or
 	// fails. Serve answers every request it has read before it returns,
@@ -223,7 +230,8 @@ func (s *Server) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 // variables and token shapes (runtime/redact).
 //
 // It returns when the child exits: nil after a clean exit, else an
-// *ExitError. What the child wrote before exiting is still read and
+// *ExitError; and a *CutFrameError (joined with the *ExitError, if any)
+// when the child's output ended in the middle of a frame. What the child wrote before exiting is still read and
 // answered, for up to Options.DrainGrace when something the child started
 // keeps the pipe open. Once the connection ends (its input closed, or its
 // output ended) the child gets Options.ExitGrace to exit, then its group
@@ -266,7 +274,15 @@ func (s *Server) ServeCommandConn(ctx context.Context, cmd *exec.Cmd, use func(*
 	defer child.Reap(cmd.Process)
 	copts := s.opts.Conn
 	copts.Logger = child.Logger(copts.Logger, redact.FromEnv(env))
-	conn := harn.NewBridgeConn(fromChild, toChild, s.handler, &copts)
+	defer fromChild.Close()
+	defer toChild.Close()
+	var in io.Reader = fromChild
+	var out io.Writer = toChild
+	if s.opts.Tap != nil {
+		in, out = s.opts.Tap(fromChild, toChild)
+	}
+	output := &tailReader{r: in}
+	conn := harn.NewBridgeConn(output, &closer{out, toChild}, s.handler, &copts)
 	var wg sync.WaitGroup
 	if use != nil {
 		wg.Go(func() { use(conn) })
@@ -313,6 +329,9 @@ func (s *Server) ServeCommandConn(ctx context.Context, cmd *exec.Cmd, use func(*
 	err = exitError(cmd, waitErr)
 	if stoppedIdle && child.ByUs(cmd.ProcessState) {
 		err = nil // our own signal ended it, as we asked
+	}
+	if cut := output.cut.Load(); cut != nil {
+		err = errors.Join(err, cut) // a frame lost: never silently
 	}
 	switch {
 	case ctx.Err() == nil:

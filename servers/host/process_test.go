@@ -90,9 +90,10 @@ func TestServeCommandLeavesNothingRunning(t *testing.T) {
 	}
 }
 
-// An agent that ignores the end of its input is stopped well under a
-// second after the host closes it, and the stop, caused by our own
-// SIGTERM (exit 143 from a shell, or killed by the signal), is no error.
+// An agent that ignores the end of its input is stopped right after
+// ExitGrace (here 200 ms) from when the host closes it, and the stop,
+// caused by our own SIGTERM (exit 143 from a shell, or killed by the
+// signal), is no error.
 func TestServeCommandStopsAChildThatIgnoresEOF(t *testing.T) {
 	for _, script := range []string{"exec sleep 30", "trap 'exit 143' TERM; sleep 30 & wait"} {
 		t.Run(script, func(t *testing.T) {
@@ -102,7 +103,7 @@ func TestServeCommandStopsAChildThatIgnoresEOF(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			var closed time.Time
-			srv := host.New(generic(), &host.Options{Conn: rpc.Options{Logger: log}})
+			srv := host.New(generic(), &host.Options{Conn: rpc.Options{Logger: log}, ExitGrace: 200 * time.Millisecond})
 			err := srv.ServeCommandConn(ctx, exec.Command("sh", "-c", script), func(conn *rpc.Conn) {
 				time.Sleep(100 * time.Millisecond) // the shell has set its trap
 				closed = time.Now()

@@ -15,15 +15,30 @@
 //     Choose fails;
 //   - otherwise the first env_var method whose required variables are all
 //     set is used;
+//   - otherwise the first API-key method whose key variable is set (see
+//     below);
 //   - otherwise the first terminal method, when [Options.Terminal] allows
 //     running one;
 //   - otherwise nothing: the client goes on without authenticate, and when
-//     the agent then answers auth_required (-32000), [Required] turns that
-//     into a [*MissingError] that lists every method and the variables
-//     each needs.
+//     the agent then answers auth_required (-32000) to any request,
+//     [Required] turns that into a [*MissingError] that lists every method
+//     and what each needs.
 //
-// Agent methods are never chosen unasked: they may open a browser or wait
-// for a person.
+// Other agent methods are never chosen unasked: they may open a browser or
+// wait for a person.
+//
+// # API keys
+//
+// An API-key method is an agent method whose _meta["api-key"] names the
+// provider whose key it takes (codex-acp's "api-key", {"provider":
+// "openai"}; gemini's "gemini-api-key", {"provider": "google"}). The agent
+// reads the key from its own environment when authenticate carries none,
+// which is how this package uses it: the key is never put in a payload.
+// [KeyVars] names the variable each provider's key is read from
+// (OPENAI_API_KEY, GEMINI_API_KEY, ANTHROPIC_API_KEY); the method is
+// chosen when that variable is set in the environment the agent runs with
+// ([Options.LookupEnv]: a host passes the agent only what its policy
+// allows), and a missing key is reported by its variable's name.
 //
 // # Gateways
 //
@@ -90,6 +105,13 @@ type Method struct {
 	// is the API the gateway must speak ("anthropic"), when it says.
 	Gateway         bool
 	GatewayProtocol string
+	// APIKey says an agent method takes an API key (its _meta["api-key"]);
+	// KeyProvider is the provider it names ("openai"), and KeyVars the
+	// variables its key is read from (KeyVars[KeyProvider]; none for a
+	// provider this package does not know).
+	APIKey      bool
+	KeyProvider string
+	KeyVars     []string
 	// Invalid says why the method cannot be used (its members do not fit
 	// its type); "" when it can.
 	Invalid string
@@ -105,6 +127,32 @@ type method struct {
 	Args        []string          `json:"args"`
 	Env         map[string]string `json:"env"`
 	Meta        jsontext.Value    `json:"_meta"`
+}
+
+// KeyVars names, for each provider an API-key method may name, the
+// environment variables its agent reads the key from, in the order it
+// tries them: those the provider's own SDK reads.
+var KeyVars = map[string][]string{
+	"anthropic": {"ANTHROPIC_API_KEY"},
+	"google":    {"GEMINI_API_KEY"},
+	"openai":    {"OPENAI_API_KEY"},
+}
+
+// apiKeyOf reads a method's _meta["api-key"]: whether it is there (an
+// object) and the provider it names.
+func apiKeyOf(meta jsontext.Value) (bool, string) {
+	var m struct {
+		APIKey *struct {
+			Provider *string `json:"provider"`
+		} `json:"api-key"`
+	}
+	if len(meta) == 0 || json.Unmarshal(meta, &m) != nil || m.APIKey == nil {
+		return false, ""
+	}
+	if m.APIKey.Provider == nil {
+		return true, ""
+	}
+	return true, *m.APIKey.Provider
 }
 
 // gatewayOf reads a method's _meta.gateway: whether it is there (an
@@ -165,6 +213,10 @@ func Methods(init *acp.InitializeResponse) []Method {
 		mm := Method{ID: acp.AuthMethodID(m.ID), Name: m.Name, Type: m.Type, Vars: m.Vars, Args: m.Args, Env: m.Env, Invalid: invalid}
 		if m.Type == TypeAgent {
 			mm.Gateway, mm.GatewayProtocol = gatewayOf(m.Meta)
+			if !mm.Gateway {
+				mm.APIKey, mm.KeyProvider = apiKeyOf(m.Meta)
+				mm.KeyVars = slices.Clone(KeyVars[mm.KeyProvider])
+			}
 		}
 		if m.Description != nil {
 			mm.Description = *m.Description
@@ -175,9 +227,18 @@ func Methods(init *acp.InitializeResponse) []Method {
 }
 
 // Missing returns the names of m's required variables that lookup does
-// not find set (to a non-empty value).
+// not find set (to a non-empty value). An API-key method needs one of its
+// KeyVars: all of them when none is set.
 func (m *Method) Missing(lookup func(string) (string, bool)) []string {
 	var out []string
+	if m.APIKey {
+		for _, name := range m.KeyVars {
+			if val, ok := lookup(name); ok && val != "" {
+				return nil
+			}
+		}
+		return slices.Clone(m.KeyVars)
+	}
 	for _, v := range m.Vars {
 		if val, ok := lookup(v.Name); !v.Optional && (!ok || val == "") {
 			out = append(out, v.Name)
@@ -213,6 +274,16 @@ func (m *Method) Needs() string {
 			}
 			return "a model gateway" + p + " (its base URL and headers), through authenticate"
 		}
+		if m.APIKey {
+			provider := m.KeyProvider
+			if provider == "" {
+				provider = "its provider"
+			}
+			if len(m.KeyVars) == 0 {
+				return "an API key for " + provider + " in the agent's environment (this client does not know its variable), through authenticate"
+			}
+			return "an API key for " + provider + " in " + strings.Join(m.KeyVars, " or ") + " (read by the agent from its environment), through authenticate"
+		}
 		return "the agent's own login, through authenticate"
 	}
 	return "a method of type " + m.Type + ", which this client does not know"
@@ -225,8 +296,9 @@ type Options struct {
 	Method acp.AuthMethodID
 	// Terminal allows running a terminal method.
 	Terminal bool
-	// LookupEnv reads the environment the agent runs with; nil is
-	// os.LookupEnv.
+	// LookupEnv reads the environment the agent runs with (what the host
+	// passes it, under its policy: an env_var or API-key method is chosen
+	// only when the agent will see its variables); nil is os.LookupEnv.
 	LookupEnv func(string) (string, bool)
 	// Gateway, when set, is the model gateway to authenticate with, with
 	// a gateway method (see the package documentation).
@@ -238,6 +310,10 @@ type Options struct {
 type Gateway struct {
 	BaseURL string
 	Headers map[string]string
+	// Protocol is the API the gateway speaks, as gateway methods name it
+	// in _meta.gateway.protocol ("anthropic", "openai", "google",
+	// "bedrock"); "" fits an agent whose gateway methods all speak one.
+	Protocol string
 }
 
 // Validate reports whether g can be passed to an agent: an absolute http
@@ -362,6 +438,8 @@ type MissingError struct {
 func (e *MissingError) Error() string {
 	var b strings.Builder
 	switch {
+	case e.Method != nil && len(e.Unset) > 0 && e.Method.APIKey && len(e.Unset) > 1:
+		fmt.Fprintf(&b, "authentication method %q needs one of %s, none of which is set", e.Method.ID, strings.Join(e.Unset, ", "))
 	case e.Method != nil && len(e.Unset) > 0:
 		fmt.Fprintf(&b, "authentication method %q needs %s, which is not set", e.Method.ID, strings.Join(e.Unset, ", "))
 	case e.Err != nil:
@@ -428,12 +506,7 @@ func Choose(methods []Method, o Options) (Plan, error) {
 			return Plan{}, fmt.Errorf("%w: %w", ErrUnusable, err)
 		}
 		if o.Method == "" {
-			for i := range methods {
-				if m := &methods[i]; m.Gateway && m.Invalid == "" {
-					return Plan{Authenticate, m}, nil
-				}
-			}
-			return Plan{}, fmt.Errorf("%w: a gateway is configured, but the agent offers no gateway method (did initialize say the client supports one?)%s", ErrUnusable, Describe(methods))
+			return chooseGateway(methods, o.Gateway.Protocol)
 		}
 	}
 	if o.Method != "" {
@@ -447,6 +520,13 @@ func Choose(methods []Method, o Options) (Plan, error) {
 			return Plan{}, fmt.Errorf("%w: %q: %s", ErrUnusable, m.ID, m.Invalid)
 		case o.Gateway != nil && !m.Gateway:
 			return Plan{}, fmt.Errorf("%w: a gateway is configured, and %q is not a gateway method", ErrUnusable, m.ID)
+		case o.Gateway != nil && o.Gateway.Protocol != "" && m.GatewayProtocol != "" && m.GatewayProtocol != o.Gateway.Protocol:
+			return Plan{}, fmt.Errorf("%w: %q is a gateway method for %s, and the gateway speaks %s", ErrUnusable, m.ID, m.GatewayProtocol, o.Gateway.Protocol)
+		case m.APIKey && len(m.KeyVars) > 0:
+			if unset := m.Missing(lookup); len(unset) > 0 {
+				return Plan{}, &MissingError{Method: m, Unset: unset, Methods: methods}
+			}
+			return Plan{Authenticate, m}, nil
 		case m.Type == TypeEnvVar:
 			if unset := m.Missing(lookup); len(unset) > 0 {
 				return Plan{}, &MissingError{Method: m, Unset: unset, Methods: methods}
@@ -468,6 +548,11 @@ func Choose(methods []Method, o Options) (Plan, error) {
 			return Plan{Authenticate, m}, nil
 		}
 	}
+	for i := range methods {
+		if m := &methods[i]; m.APIKey && m.Invalid == "" && len(m.KeyVars) > 0 && len(m.Missing(lookup)) == 0 {
+			return Plan{Authenticate, m}, nil
+		}
+	}
 	if o.Terminal {
 		for i := range methods {
 			if m := &methods[i]; m.Type == TypeTerminal && m.Invalid == "" {
@@ -476,6 +561,35 @@ func Choose(methods []Method, o Options) (Plan, error) {
 		}
 	}
 	return Plan{}, nil
+}
+
+// chooseGateway picks the gateway method for a gateway speaking protocol:
+// the one whose protocol it is; with protocol "", the one gateway method,
+// or the first of several that all speak one protocol (or say none).
+func chooseGateway(methods []Method, protocol string) (Plan, error) {
+	var usable []*Method
+	protocols := map[string]bool{}
+	for i := range methods {
+		if m := &methods[i]; m.Gateway && m.Invalid == "" {
+			usable = append(usable, m)
+			protocols[m.GatewayProtocol] = true
+		}
+	}
+	if len(usable) == 0 {
+		return Plan{}, fmt.Errorf("%w: a gateway is configured, but the agent offers no gateway method (did initialize say the client supports one?)%s", ErrUnusable, Describe(methods))
+	}
+	if protocol == "" {
+		if len(protocols) > 1 {
+			return Plan{}, fmt.Errorf("%w: the agent offers gateway methods for several APIs; say which one the gateway speaks%s", ErrUnusable, Describe(methods))
+		}
+		return Plan{Authenticate, usable[0]}, nil
+	}
+	for _, m := range usable {
+		if m.GatewayProtocol == protocol {
+			return Plan{Authenticate, m}, nil
+		}
+	}
+	return Plan{}, fmt.Errorf("%w: the gateway speaks %s, and the agent offers no gateway method for it%s", ErrUnusable, protocol, Describe(methods))
 }
 
 // Required turns an agent's auth_required error (-32000) into a

@@ -201,3 +201,74 @@ func FuzzMethods(f *testing.F) {
 		_ = auth.Describe(ms)
 	})
 }
+
+// codexInit26 and geminiInit are the authMethods of codex-acp 2.6.0 and
+// gemini-cli 0.61.0 to a client that supports gateways: agent methods, the
+// API-key one marked by _meta["api-key"], the gateways by their protocol.
+const (
+	codexInit26 = `{"protocolVersion":1,"authMethods":[
+	{"id":"api-key","name":"API Key","description":"Use an API key to authenticate","_meta":{"api-key":{"provider":"openai"}}},
+	{"id":"chat-gpt","name":"ChatGPT","description":"Use ChatGPT to authenticate"},
+	{"id":"gateway","name":"Custom model gateway","_meta":{"gateway":{"protocol":"openai","restartRequired":"false"}}}]}`
+	geminiInit = `{"protocolVersion":1,"authMethods":[
+	{"id":"oauth-personal","name":"Log in with Google","description":"Log in with your Google account"},
+	{"id":"gemini-api-key","name":"Gemini API key","_meta":{"api-key":{"provider":"google"}}},
+	{"id":"vertex-ai","name":"Vertex AI","description":"Use an API key with Vertex AI GenAI API"},
+	{"id":"gateway","name":"AI API Gateway","_meta":{"gateway":{"protocol":"google","restartRequired":"false"}}}]}`
+)
+
+// An agent method marked _meta["api-key"] is an API-key method: chosen
+// unasked when its provider's variable is set in the agent's environment,
+// reported by that variable when it is not (problem 5 of issue 34: the
+// automatic choice knew only env_var methods, and the exit-11 listing
+// called codex's api-key "the agent's own login").
+func TestAPIKeyMethods(t *testing.T) {
+	for _, tc := range []struct {
+		doc, id, provider, variable string
+	}{
+		{codexInit26, "api-key", "openai", "OPENAI_API_KEY"},
+		{geminiInit, "gemini-api-key", "google", "GEMINI_API_KEY"},
+	} {
+		ms := methods(t, tc.doc)
+		i := slices.IndexFunc(ms, func(m auth.Method) bool { return m.ID == acp.AuthMethodID(tc.id) })
+		if i < 0 || !ms[i].APIKey || ms[i].KeyProvider != tc.provider || !slices.Equal(ms[i].KeyVars, []string{tc.variable}) || ms[i].Gateway {
+			t.Fatalf("%s: %+v", tc.id, ms)
+		}
+		if needs := ms[i].Needs(); !strings.Contains(needs, "an API key for "+tc.provider+" in "+tc.variable) || strings.Contains(needs, "own login") {
+			t.Errorf("%s needs: %s", tc.id, needs)
+		}
+		p, err := auth.Choose(ms, auth.Options{LookupEnv: env(tc.variable + "=k")})
+		if err != nil || p.Action != auth.Authenticate || p.Method.ID != acp.AuthMethodID(tc.id) {
+			t.Errorf("%s set: %+v %v", tc.variable, p, err)
+		}
+		// The key goes to the agent through its environment, never in the
+		// request.
+		if req, _ := json.Marshal(p.Request(auth.Options{})); string(req) != `{"methodId":"`+tc.id+`"}` {
+			t.Errorf("authenticate %s", req)
+		}
+		if p, err := auth.Choose(ms, auth.Options{LookupEnv: env()}); err != nil || p.Action != auth.None {
+			t.Errorf("%s unset: %+v %v", tc.variable, p, err)
+		}
+		_, err = auth.Choose(ms, auth.Options{Method: acp.AuthMethodID(tc.id), LookupEnv: env("OTHER=x")})
+		var me *auth.MissingError
+		if !errors.As(err, &me) || !slices.Equal(me.Unset, []string{tc.variable}) || !strings.Contains(err.Error(), tc.variable+", which is not set") {
+			t.Errorf("%s named, %s unset: %v", tc.id, tc.variable, err)
+		}
+		// The listing of a missing credential names the variable.
+		if text := auth.Required(rpc.NewError(-32000, "Authentication required", nil), ms).Error(); !strings.Contains(text, tc.id+" (agent): an API key for "+tc.provider+" in "+tc.variable) {
+			t.Errorf("listing:\n%s", text)
+		}
+	}
+	// A provider this package does not know: never chosen unasked, and
+	// named, used as the agent's own.
+	ms := methods(t, `{"protocolVersion":1,"authMethods":[{"id":"k","name":"K","_meta":{"api-key":{"provider":"acme"}}}]}`)
+	if p, err := auth.Choose(ms, auth.Options{LookupEnv: env("ACME_API_KEY=x")}); err != nil || p.Action != auth.None {
+		t.Errorf("unknown provider chosen unasked: %+v %v", p, err)
+	}
+	if p, err := auth.Choose(ms, auth.Options{Method: "k", LookupEnv: env()}); err != nil || p.Action != auth.Authenticate {
+		t.Errorf("unknown provider named: %+v %v", p, err)
+	}
+	if needs := ms[0].Needs(); !strings.Contains(needs, "an API key for acme in the agent's environment") {
+		t.Errorf("needs %s", needs)
+	}
+}

@@ -129,3 +129,39 @@ func TestGatewayValidateAndRedact(t *testing.T) {
 		t.Errorf("nil gateway's redactor: %q", s)
 	}
 }
+
+// claudeInit101 is claude-agent-acp 0.101.0's authMethods to a client
+// that supports gateways: two gateway methods, anthropic's first.
+const claudeInit101 = `{"protocolVersion":1,"authMethods":[
+	{"id":"gateway","name":"Custom model gateway","_meta":{"gateway":{"protocol":"anthropic"}}},
+	{"id":"gateway-bedrock","name":"Custom model gateway","_meta":{"gateway":{"protocol":"bedrock"}}}]}`
+
+// The gateway method is chosen by the protocol the gateway speaks
+// (problem 5 of issue 34: the first gateway method was taken, right for
+// Claude only because its anthropic method comes first).
+func TestGatewayChosenByProtocol(t *testing.T) {
+	ms := methods(t, claudeInit101)
+	g := gateway()
+	for protocol, want := range map[string]string{"bedrock": "gateway-bedrock", "anthropic": "gateway"} {
+		g.Protocol = protocol
+		p, err := auth.Choose(ms, auth.Options{Gateway: g, LookupEnv: env()})
+		if err != nil || p.Method.ID != acp.AuthMethodID(want) {
+			t.Errorf("a %s gateway: %+v %v", protocol, p, err)
+		}
+	}
+	g.Protocol = "openai"
+	if _, err := auth.Choose(ms, auth.Options{Gateway: g, LookupEnv: env()}); !errors.Is(err, auth.ErrUnusable) || !strings.Contains(err.Error(), "the gateway speaks openai") {
+		t.Errorf("no method for the gateway's protocol: %v", err)
+	}
+	if _, err := auth.Choose(ms, auth.Options{Method: "gateway-bedrock", Gateway: g, LookupEnv: env()}); !errors.Is(err, auth.ErrUnusable) {
+		t.Errorf("a named method of another protocol: %v", err)
+	}
+	// Unsaid, the protocol is the agent's only one, and ambiguous between several.
+	g.Protocol = ""
+	if _, err := auth.Choose(ms, auth.Options{Gateway: g, LookupEnv: env()}); !errors.Is(err, auth.ErrUnusable) || !strings.Contains(err.Error(), "several APIs") {
+		t.Errorf("two protocols, the gateway's unsaid: %v", err)
+	}
+	if p, err := auth.Choose(methods(t, codexInit26), auth.Options{Gateway: g, LookupEnv: env()}); err != nil || p.Method.ID != "gateway" {
+		t.Errorf("one gateway method, the protocol unsaid: %+v %v", p, err)
+	}
+}

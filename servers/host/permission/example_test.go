@@ -28,6 +28,9 @@ func ExampleGate() {
 	gate := permission.New(policy, &permission.Options{
 		Timeout: time.Minute,
 		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
+		// The runtime advertised Harn's extensions (agentCapabilities._meta.harn):
+		// a denial says why in Harn's root "reason" member.
+		HarnPeer: func() bool { return true },
 	})
 	_ = &acp.ClientHandlers{SessionRequestPermission: gate.Handle}
 
@@ -85,7 +88,7 @@ func ExamplePolicy() {
 		return
 	}
 	tracker := permission.NewTracker(nil)
-	gate := permission.New(policy.DecideFunc(tracker), nil)
+	gate := permission.New(policy.DecideFunc(tracker), &permission.Options{HarnPeer: func() bool { return true }})
 	_ = &acp.ClientHandlers{
 		SessionUpdate: func(_ context.Context, n *acp.SessionNotification) error {
 			tracker.Observe(n)

@@ -28,6 +28,11 @@ type Host struct {
 	Observe func(req *acp.RequestPermissionRequest, c *Call, v Verdict, res *acp.RequestPermissionResponse)
 	// Logger receives a panic while deciding; nil is slog.Default().
 	Logger *slog.Logger
+	// HarnPeer reports whether the agent advertised Harn's extension
+	// contract: only then does a denial carry the root "reason" member
+	// (ForPeer). Nil means it did not: a plain ACP agent gets nothing
+	// ACP does not define.
+	HarnPeer func() bool
 
 	cancelled atomic.Bool
 	denied    atomic.Pointer[string]
@@ -64,6 +69,7 @@ func (h *Host) Handle(_ context.Context, req *acp.RequestPermissionRequest) (res
 			}
 			h.denied.Store(&what)
 		}
+		res = ForPeer(res, h.HarnPeer != nil && h.HarnPeer())
 		if h.Observe != nil {
 			h.Observe(req, c, v, res)
 		}

@@ -179,8 +179,21 @@ type Decision struct {
 	OptionID acp.PermissionOptionID
 	// Reason is written as the answer's top-level "reason" member when the
 	// answer denies (Harn records it as the denial reason); empty writes
-	// none.
+	// none. The member is Harn's: ACP defines none, so a Gate or a Host
+	// sends it only to a peer that advertised Harn's extensions
+	// (Options.HarnPeer, Host.HarnPeer).
 	Reason string
+}
+
+// ForPeer returns resp as it may go to its peer: unchanged for a Harn
+// runtime (harn), and without Harn's root "reason" member for a plain ACP
+// agent, which the member's absence from ACP's schema would make a member
+// it does not know.
+func ForPeer(resp *acp.RequestPermissionResponse, harn bool) *acp.RequestPermissionResponse {
+	if !harn && resp != nil {
+		resp.Extra.Delete("reason")
+	}
+	return resp
 }
 
 // Answer maps d onto the options req offers and returns the response to
@@ -333,6 +346,10 @@ type Options struct {
 	// Logger receives one record per decision that failed (error, panic,
 	// timeout). Nil means slog.Default().
 	Logger *slog.Logger
+	// HarnPeer reports whether the peer advertised Harn's extension
+	// contract (agentCapabilities._meta.harn): only then does a denial
+	// carry the root "reason" member (ForPeer). Nil means it did not.
+	HarnPeer func() bool
 }
 
 // Reasons a Gate writes when a decision failed.
@@ -373,6 +390,11 @@ func New(decide DecideFunc, opts *Options) *Gate {
 // Handle answers one request; it has the type of
 // acp.ClientHandlers.SessionRequestPermission and never returns an error.
 func (g *Gate) Handle(ctx context.Context, req *acp.RequestPermissionRequest) (*acp.RequestPermissionResponse, error) {
+	res, err := g.handle(ctx, req)
+	return ForPeer(res, g.opts.HarnPeer != nil && g.opts.HarnPeer()), err
+}
+
+func (g *Gate) handle(ctx context.Context, req *acp.RequestPermissionRequest) (*acp.RequestPermissionResponse, error) {
 	if req == nil {
 		return Cancelled(), nil
 	}

@@ -194,20 +194,27 @@ func TestGateFailures(t *testing.T) {
 		{"nil decide", nil, nil, `{"outcome":{"outcome":"selected","optionId":"reject"}}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			opts := &permission.Options{Logger: quiet()}
-			if tc.opts != nil {
-				opts.Timeout = tc.opts.Timeout
-			}
-			g := permission.New(tc.decide, opts)
-			resp, err := g.Handle(ctx, harnRequest())
-			if err != nil {
-				t.Fatalf("Handle returned an error: %v", err)
-			}
-			if got := encode(t, resp); got != tc.want {
-				t.Errorf("got  %s\nwant %s", got, tc.want)
-			}
-			if g.Pending("session_123") != 0 {
-				t.Error("request still tracked")
+			for _, harn := range []bool{true, false} {
+				opts := &permission.Options{Logger: quiet(), HarnPeer: func() bool { return harn }}
+				if tc.opts != nil {
+					opts.Timeout = tc.opts.Timeout
+				}
+				g := permission.New(tc.decide, opts)
+				resp, err := g.Handle(ctx, harnRequest())
+				if err != nil {
+					t.Fatalf("Handle returned an error: %v", err)
+				}
+				// The reason is Harn's: a plain ACP peer never gets it.
+				want := tc.want
+				if before, _, found := strings.Cut(want, `,"reason"`); found && !harn {
+					want = before + "}"
+				}
+				if got := encode(t, resp); got != want {
+					t.Errorf("Harn peer %v: got  %s\nwant %s", harn, got, want)
+				}
+				if g.Pending("session_123") != 0 {
+					t.Error("request still tracked")
+				}
 			}
 		})
 	}
@@ -306,7 +313,7 @@ func TestGateOverConnection(t *testing.T) {
 			return permission.Decision{Reason: "rejected by user"}, nil
 		}
 		return permission.Decision{}, errors.New("handler error")
-	}, &permission.Options{Logger: quiet()})
+	}, &permission.Options{Logger: quiet(), HarnPeer: func() bool { return true }})
 
 	clientIn, agentOut := io.Pipe()
 	agentIn, clientOut := io.Pipe()

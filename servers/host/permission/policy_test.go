@@ -368,3 +368,31 @@ func TestGlobIsPolynomial(t *testing.T) {
 		t.Fatalf("took %v", d)
 	}
 }
+
+// A Host's denial carries Harn's root "reason" only to a peer that
+// advertised Harn's extensions; a plain ACP agent gets the outcome alone,
+// nothing ACP does not define (problem 3 of issue 34: every denial carried
+// {"reason":"rule ..."}, Harn or not). The Observe callback sees what is
+// sent.
+func TestHostSendsReasonOnlyToHarn(t *testing.T) {
+	ctx := context.Background()
+	for _, harn := range []bool{false, true} {
+		var observed string
+		h := &permission.Host{Policy: policyOf(t), Tracker: permission.NewTracker(nil),
+			Observe: func(_ *acp.RequestPermissionRequest, _ *permission.Call, _ permission.Verdict, res *acp.RequestPermissionResponse) {
+				observed = encode(t, res)
+			}}
+		if harn {
+			h.HarnPeer = func() bool { return true }
+		}
+		res, _ := h.Handle(ctx, request(acp.ToolKindExecute, `{"command":"rm -rf src"}`))
+		got := encode(t, res)
+		want := `{"outcome":{"outcome":"selected","optionId":"reject"}}`
+		if harn {
+			want = `{"outcome":{"outcome":"selected","optionId":"reject"},"reason":"rule no-rm"}`
+		}
+		if got != want || observed != got {
+			t.Errorf("Harn peer %v: sent %s, observed %s, want %s", harn, got, observed, want)
+		}
+	}
+}

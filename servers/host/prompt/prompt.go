@@ -8,8 +8,9 @@
 // "natural" (servers/host/turn); a plain ACP agent completes with
 // end_turn. A turn the agent ends cancelled is the host's cancel when Cancel
 // was called, a reaction to a denial when Options.Denied names one, and
-// spontaneous otherwise. An auth_required answer to session/new is
-// reported with the agent's methods and what each needs.
+// spontaneous otherwise. An auth_required answer (-32000) to any request,
+// session/prompt included, is an Auth outcome that lists the agent's
+// methods and what each needs.
 package prompt
 
 import (
@@ -24,6 +25,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/go-json-experiment/json"
 
 	"github.com/bridgekit/bridgekit/gen/acp"
 	"github.com/bridgekit/bridgekit/runtime/rpc"
@@ -58,6 +61,103 @@ type Outcome struct {
 	Kind    Kind
 	Signal  os.Signal // for Signalled
 	Summary string
+	// Usage is the turn's token usage when the agent's answer reports it;
+	// nil otherwise.
+	Usage *Usage
+}
+
+// Usage is a turn's token usage as an agent reports it in its
+// session/prompt result: ACP's unstable PromptResponse.usage (read here
+// whatever gen/acp types, as gen/acp keeps it among the result's extra
+// members).
+type Usage struct {
+	Total  int64 `json:"totalTokens"`
+	Input  int64 `json:"inputTokens"`
+	Output int64 `json:"outputTokens"`
+	// The optional counts: nil when the agent does not say.
+	Thought     *int64 `json:"thoughtTokens"`
+	CachedRead  *int64 `json:"cachedReadTokens"`
+	CachedWrite *int64 `json:"cachedWriteTokens"`
+}
+
+// String says the usage in a line: "1234 tokens: 1200 input (800 cached),
+// 34 output (12 thinking)".
+func (u *Usage) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d tokens: %d input", u.Total, u.Input)
+	var cached []string
+	if u.CachedRead != nil && *u.CachedRead > 0 {
+		cached = append(cached, fmt.Sprintf("%d cached", *u.CachedRead))
+	}
+	if u.CachedWrite != nil && *u.CachedWrite > 0 {
+		cached = append(cached, fmt.Sprintf("%d written to the cache", *u.CachedWrite))
+	}
+	if len(cached) > 0 {
+		b.WriteString(" (" + strings.Join(cached, ", ") + ")")
+	}
+	fmt.Fprintf(&b, ", %d output", u.Output)
+	if u.Thought != nil && *u.Thought > 0 {
+		fmt.Fprintf(&b, " (%d thinking)", *u.Thought)
+	}
+	return b.String()
+}
+
+// usageOf reads res's usage member or, when it has none, the token count
+// some agents put in its _meta instead (codex-acp and gemini:
+// _meta.quota.token_count, with names of either case); nil when it has
+// neither.
+func usageOf(res *acp.PromptResponse) *Usage {
+	if raw, ok := res.Extra.Get("usage"); ok {
+		var u Usage
+		if json.Unmarshal(raw, &u, json.RejectUnknownMembers(false)) != nil {
+			return nil
+		}
+		return &u
+	}
+	meta, ok := res.Meta.Get()
+	if !ok {
+		return nil
+	}
+	raw, err := json.Marshal(&meta)
+	if err != nil {
+		return nil
+	}
+	var m struct {
+		Quota struct {
+			Count map[string]int64 `json:"token_count"`
+		} `json:"quota"`
+	}
+	if json.Unmarshal(raw, &m, json.RejectUnknownMembers(false)) != nil || len(m.Quota.Count) == 0 {
+		return nil
+	}
+	c := m.Quota.Count
+	count := func(names ...string) (int64, bool) {
+		for _, n := range names {
+			if v, ok := c[n]; ok {
+				return v, true
+			}
+		}
+		return 0, false
+	}
+	opt := func(names ...string) *int64 {
+		if v, ok := count(names...); ok {
+			return &v
+		}
+		return nil
+	}
+	in, okIn := count("inputTokens", "input_tokens")
+	out, okOut := count("outputTokens", "output_tokens")
+	if !okIn && !okOut {
+		return nil
+	}
+	total, ok := count("totalTokens", "total_tokens")
+	if !ok {
+		total = in + out
+	}
+	return &Usage{Total: total, Input: in, Output: out,
+		Thought:     opt("reasoningOutputTokens", "thoughtTokens", "reasoning_output_tokens"),
+		CachedRead:  opt("cachedInputTokens", "cachedReadTokens", "cached_input_tokens"),
+		CachedWrite: opt("cacheWriteInputTokens", "cachedWriteTokens", "cache_write_input_tokens")}
 }
 
 // Options configure a Run. Every callback is optional.
@@ -104,6 +204,7 @@ type Run struct {
 	prompting   bool      // session/prompt is in flight
 	cancelledBy os.Signal // the signal that made the host cancel, or stop
 	harnRuntime bool      // the agent advertises Harn's terminal outcome
+	methods     []auth.Method
 }
 
 // New returns a Run with opts.
@@ -155,7 +256,10 @@ func (r *Run) run(ctx context.Context, conn *rpc.Conn) Outcome {
 	r.mu.Lock()
 	r.agent = agent
 	r.mu.Unlock()
-	caps := auth.Capabilities(r.opts.Capabilities, auth.Options{Gateway: r.opts.Auth.Gateway})
+	// The agent is told what the client can do to authenticate: run a
+	// terminal login (claude-agent-acp lists its terminal methods only
+	// then), use a gateway.
+	caps := auth.Capabilities(r.opts.Capabilities, auth.Options{Gateway: r.opts.Auth.Gateway, Terminal: r.opts.Auth.Terminal})
 	client := r.opts.ClientName
 	if client == "" {
 		client = "bridgekit-host"
@@ -189,15 +293,15 @@ func (r *Run) run(ctx context.Context, conn *rpc.Conn) Outcome {
 	}
 	r.status("agent %s (%s)", name, kind)
 	methods := auth.Methods(init)
+	r.mu.Lock()
+	r.methods = methods
+	r.mu.Unlock()
 	if o, ok := r.authenticate(ctx, agent, methods); !ok {
 		return o
 	}
 
 	sess, err := agent.SessionNew(ctx, &acp.NewSessionRequest{Cwd: r.opts.Cwd, MCPServers: []acp.MCPServer{}})
 	if err != nil {
-		if err := auth.Required(err, methods); errors.Is(err, auth.ErrMissing) {
-			return r.authFailed(err)
-		}
 		return r.failed(ctx, "session/new", err)
 	}
 	r.mu.Lock()
@@ -222,7 +326,9 @@ func (r *Run) run(ctx context.Context, conn *rpc.Conn) Outcome {
 	if err != nil {
 		return r.failed(ctx, "session/prompt", err)
 	}
-	return r.classify(res)
+	o := r.classify(res)
+	o.Usage = usageOf(res)
+	return o
 }
 
 // authenticate authenticates as auth.Choose decides from the agent's
@@ -358,8 +464,21 @@ func (r *Run) failed(ctx context.Context, method string, err error) Outcome {
 		return Outcome{Kind: Signalled, Signal: sig, Summary: fmt.Sprintf("stopped by %v before the agent answered %s", sig, method)}
 	}
 	var rerr *rpc.Error
+	if errors.As(err, &rerr) {
+		if _, harnError := turn.ReadPromptError(rerr); !harnError {
+			// ACP's auth_required (-32000), to whatever request: a missing
+			// credential, listed with the agent's methods. (A Harn prompt
+			// error reuses the code with a document of its own.)
+			r.mu.Lock()
+			methods := r.methods
+			r.mu.Unlock()
+			if aerr := auth.Required(err, methods); errors.Is(aerr, auth.ErrMissing) {
+				return r.authFailed(fmt.Errorf("%s: %w", method, aerr))
+			}
+		}
+	}
 	switch {
-	case errors.As(err, &rerr):
+	case rerr != nil:
 		summary := fmt.Sprintf("the agent failed %s: error %d: %s", method, rerr.Code, rerr.Message)
 		if pe, ok := turn.ReadPromptError(rerr); ok {
 			summary += " (Harn terminal class " + pe.TerminalClass()

@@ -16,7 +16,7 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const identity = (params) => params;
 
 // Flags: --harn, --fail, --crash, --stop-reason=R, --terminal=KIND,
-// --ignore-cancel, --report=PATH.
+// --ignore-cancel, --report=PATH, --auth.
 const flags = {};
 for (const arg of process.argv.slice(2)) {
   const m = /^--([a-z-]+)(?:=(.*))?$/.exec(arg);
@@ -46,16 +46,35 @@ const harnCapabilities = {
   },
 };
 
+// With --auth, authMethods as today's agents offer them: an API-key agent
+// method (codex-acp's shape), and a terminal login only to a client that
+// says it can run one (claude-agent-acp's rule).
+let authenticated = false;
+const authMethods = (caps) => [
+  { id: "api-key", name: "API Key", description: "Use an API key", _meta: { "api-key": { provider: "openai" } } },
+  ...(caps?.auth?.terminal ? [{ id: "login", name: "Log in", type: "terminal", args: ["--login"] }] : []),
+];
+
 const app = acp
   .agent({ name: "bridgekit-interop-agent" })
   .onRequest(acp.methods.agent.initialize, ({ params }) => {
-    log("initialize, client protocolVersion", params.protocolVersion);
+    log("initialize, client protocolVersion", params.protocolVersion, "clientCapabilities", JSON.stringify(params.clientCapabilities ?? {}));
     return {
       protocolVersion: acp.PROTOCOL_VERSION,
       agentCapabilities: flags.harn ? harnCapabilities : {},
-      authMethods: [],
+      authMethods: flags.auth ? authMethods(params.clientCapabilities) : [],
       agentInfo: { name: "bridgekit-interop-agent", version: "0.0.0" },
     };
+  })
+  // With --auth: the API-key method takes OPENAI_API_KEY from the agent's
+  // environment (as codex-acp's does); a prompt before it is refused.
+  .onRequest(acp.methods.agent.authenticate, ({ params }) => {
+    log("authenticate", params.methodId);
+    if (params.methodId !== "api-key" || !process.env.OPENAI_API_KEY) {
+      throw new acp.RequestError(-32603, "OPENAI_API_KEY is not set");
+    }
+    authenticated = true;
+    return {};
   })
   .onRequest(acp.methods.agent.session.new, ({ params }) => {
     const sessionId = `interop-${nextSession++}`;
@@ -87,6 +106,10 @@ const app = acp
     log("session/prompt", sessionId, "id", requestId);
     const update = (u) => client.notify(acp.methods.client.session.update, { sessionId, update: u });
     const promptText = params.prompt.map((block) => (block.type === "text" ? block.text : "")).join("");
+    if (flags.auth && !authenticated) {
+      // As Claude does: session/new is accepted, the prompt is refused.
+      throw acp.RequestError.authRequired();
+    }
 
     // Failure modes, for hosts' exit statuses: each streams one update first.
     if (flags.fail || flags.crash || flags["stop-reason"]) {
@@ -107,6 +130,21 @@ const app = acp
 
     if (promptText === "interop tour") {
       return interopTour(params, client, update);
+    }
+    // A prompt whose text is "ask permission" asks the client to delete a
+    // file and, with --report=PATH, writes the answer as it came.
+    if (promptText === "ask permission") {
+      const cwd = sessions.get(sessionId)?.cwd ?? "/";
+      const res = await askPermission(client, sessionId, {
+        toolCallId: "delete-1",
+        title: "delete_file",
+        kind: "delete",
+        status: "pending",
+        locations: [{ path: `${cwd}/README.md` }],
+        rawInput: { path: "README.md" },
+      });
+      if (flags.report) writeFileSync(flags.report, JSON.stringify({ permission: res }));
+      return { stopReason: "end_turn" };
     }
     if (flags.harn && promptText !== "until cancelled") {
       return harnTour(params, client, update, promptText);
@@ -188,7 +226,7 @@ async function askPermission(client, sessionId, toolCall) {
       toolCall,
       options: permissionOptions,
     });
-    return { title: toolCall.title, outcome: res.outcome, granted: grantedBy(res) };
+    return { title: toolCall.title, outcome: res.outcome, granted: grantedBy(res), raw: res };
   } catch (err) {
     return { title: toolCall.title, errorCode: err instanceof acp.RequestError ? err.code : String(err), granted: false };
   }

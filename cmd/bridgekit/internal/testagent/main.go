@@ -96,6 +96,12 @@ func (a *agent) handle(ctx context.Context, req *rpc.Request) (any, error) {
 }
 
 func (a *agent) initialize(ctx context.Context) (any, error) {
+	// As claude-agent-acp and codex-acp do: the login status, in an
+	// extension notification (no answer expected).
+	status := rpc.Outbound{Kind: rpc.KindNotification, Method: "_auth/status_update", Params: json.RawMessage(`{"authStatus":{"kind":"none","label":"Not logged in"}}`)}
+	if err := rpc.SenderFrom(ctx).Send(ctx, status, nil); err != nil {
+		return nil, err
+	}
 	meta := ""
 	if a.harn {
 		// A Harn runtime asks its host what it offers before it answers.
