@@ -10,6 +10,7 @@ package eventlog
 import (
 	"errors"
 	"fmt"
+	"sort"
 	"sync"
 )
 
@@ -148,13 +149,9 @@ func (m *Memory) Replay(key string, after uint64, fn func(Event) error) error {
 		return &ExpiredError{Key: key, After: after, Dropped: dropped}
 	}
 	evs := s.events[s.head:]
-	i := len(evs)
-	for j, e := range evs {
-		if e.ID > after {
-			i = j
-			break
-		}
-	}
+	// Ids increase: the first event after the cursor is found by bisection, so that a reader that
+	// follows a long stream a few events at a time does not scan it from its start every time.
+	i := sort.Search(len(evs), func(j int) bool { return evs[j].ID > after })
 	// The frames are never changed once appended, so the slice of events may be read unlocked.
 	evs = evs[i:len(evs):len(evs)]
 	m.mu.Unlock()
