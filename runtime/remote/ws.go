@@ -3,6 +3,7 @@ package remote
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"strconv"
 	"sync"
@@ -363,7 +364,15 @@ func (c *conn) readSocket(a *wsAttach, first []byte) {
 				peekers.Put(p)
 				continue
 			}
+			// A client that closed its socket cleanly (1000, or no code as the TS SDK does) ended the
+			// connection, as ACP's transports have it; one whose socket dropped is kept for it to resume.
+			c.mu.Lock()
+			current := c.ws == a
+			c.mu.Unlock()
 			c.detach(a)
+			if current && errors.Is(err, io.EOF) {
+				c.shutdown(errDeleted)
+			}
 			a.t.CloseWith(websocket.StatusNormalClosure, "")
 			<-a.t.Done()
 			return
