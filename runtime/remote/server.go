@@ -96,8 +96,9 @@ type Options struct {
 	// BodyTimeout bounds the reading of a POST body (default 30 s).
 	BodyTimeout time.Duration
 	// DraftCursor turns on the cursor of the draft "Durable & Resumable Transport" RFD (DRAFT: the RFD is
-	// not adopted and may change): every SSE event carries its event id (id: line), which a GET resumes
-	// from with Last-Event-ID, and every message to the client carries it as _meta["acp/cursor"].
+	// not adopted and may change) over Streamable HTTP: every SSE event carries its event id (an id:
+	// line), and a GET with Last-Event-ID resumes its stream after that id (410 when the log no longer
+	// covers it). The RFD's copy of the cursor in the message, _meta["acp/cursor"], is not written.
 	DraftCursor bool
 	// Logger gets the server's diagnostics (never a token nor a frame's content); nil discards them.
 	Logger *slog.Logger
