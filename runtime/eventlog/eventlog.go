@@ -74,12 +74,19 @@ func (e *ExpiredError) Is(target error) bool { return target == ErrExpired }
 // DefaultMaxBytes is Memory's default bound on the frame bytes of one key: 8 MiB.
 const DefaultMaxBytes = 8 << 20
 
-// Memory is a Log in memory, bounded in bytes per key.
+// DefaultMaxTotalBytes is Memory's default bound on the frame bytes of all its keys together: 256 MiB.
+const DefaultMaxTotalBytes = 256 << 20
+
+// Memory is a Log in memory, bounded in bytes per key and in all.
 type Memory struct {
-	maxBytes int64
-	mu       sync.Mutex
-	keys     map[string]*stream
-	closed   bool
+	maxBytes, maxTotal int64
+	mu                 sync.Mutex
+	keys               map[string]*stream
+	total              int64   // the frame bytes retained, all keys
+	live               int     // the events retained, all keys
+	order              []entry // every event appended, oldest first; order[ohead:] may still be retained
+	ohead              int
+	closed             bool
 }
 
 type stream struct {
@@ -87,15 +94,44 @@ type stream struct {
 	head        int
 	bytes       int64
 	last, dropd uint64
+	deleted     bool
+}
+
+// entry names an event in Memory's order of appends.
+type entry struct {
+	s  *stream
+	id uint64
 }
 
 // NewMemory returns a Log in memory that keeps at most maxBytes of frames per key (DefaultMaxBytes if
-// maxBytes <= 0), dropping the oldest first. An event larger than that is kept alone.
-func NewMemory(maxBytes int64) *Memory {
-	if maxBytes <= 0 {
-		maxBytes = DefaultMaxBytes
+// maxBytes <= 0) and DefaultMaxTotalBytes in all, dropping the oldest first. An event larger than that is
+// kept alone.
+func NewMemory(maxBytes int64) *Memory { return NewMemoryLimits(maxBytes, 0) }
+
+// NewMemoryLimits returns a Log in memory that keeps at most perKey bytes of frames per key
+// (DefaultMaxBytes if perKey <= 0) and total bytes of frames across its keys (DefaultMaxTotalBytes if
+// total <= 0). Past the total, the events appended first are dropped first, whichever their key: a key
+// that loses events this way answers a Replay that needs them with an *ExpiredError, as for the bound per
+// key. The last event appended is kept even if it alone passes a bound.
+func NewMemoryLimits(perKey, total int64) *Memory {
+	if perKey <= 0 {
+		perKey = DefaultMaxBytes
 	}
-	return &Memory{maxBytes: maxBytes, keys: map[string]*stream{}}
+	if total <= 0 {
+		total = DefaultMaxTotalBytes
+	}
+	return &Memory{maxBytes: perKey, maxTotal: total, keys: map[string]*stream{}}
+}
+
+// dropHead drops s's oldest retained event. The dropped event is left in place, not cleared: a Replay
+// may be reading it unlocked. Compaction releases it.
+func (m *Memory) dropHead(s *stream) {
+	old := s.events[s.head]
+	s.bytes -= int64(len(old.Frame))
+	m.total -= int64(len(old.Frame))
+	m.live--
+	s.dropd = old.ID
+	s.head++
 }
 
 // Append implements Log.
@@ -115,12 +151,16 @@ func (m *Memory) Append(key string, e Event) error {
 	}
 	n := int64(len(e.Frame))
 	for s.head < len(s.events) && s.bytes+n > m.maxBytes {
-		// The dropped event is left in place, not cleared: a Replay may be reading it unlocked. Compaction
-		// below releases it.
-		old := s.events[s.head]
-		s.bytes -= int64(len(old.Frame))
-		s.dropd = old.ID
-		s.head++
+		m.dropHead(s)
+	}
+	// Past the total, the oldest events of any key go first.
+	for m.ohead < len(m.order) && m.total+n > m.maxTotal {
+		o := m.order[m.ohead]
+		m.order[m.ohead] = entry{}
+		m.ohead++
+		if !o.s.deleted && o.s.head < len(o.s.events) && o.s.events[o.s.head].ID == o.id {
+			m.dropHead(o.s)
+		}
 	}
 	if s.head > 32 && s.head*2 > len(s.events) {
 		s.events = append(s.events[:0:0], s.events[s.head:]...)
@@ -129,7 +169,26 @@ func (m *Memory) Append(key string, e Event) error {
 	s.events = append(s.events, Event{ID: e.ID, Frame: append([]byte(nil), e.Frame...)})
 	s.bytes += n
 	s.last = e.ID
+	m.total += n
+	m.live++
+	m.order = append(m.order, entry{s, e.ID})
+	if pending := len(m.order) - m.ohead; pending > 64 && pending > 2*m.live {
+		m.compactOrder()
+	}
 	return nil
+}
+
+// compactOrder forgets the entries of events no longer retained (dropped by their key's bound, or their
+// key deleted), so that the order holds about as many entries as there are events.
+func (m *Memory) compactOrder() {
+	keep := m.order[:0:0]
+	for _, o := range m.order[m.ohead:] {
+		if o.s.deleted || o.s.head >= len(o.s.events) || o.id < o.s.events[o.s.head].ID {
+			continue
+		}
+		keep = append(keep, o)
+	}
+	m.order, m.ohead = keep, 0
 }
 
 // Replay implements Log. fn runs without the log's lock held, on events retained when Replay began.
@@ -198,7 +257,12 @@ func (m *Memory) Delete(key string) error {
 	if m.closed {
 		return ErrClosed
 	}
-	delete(m.keys, key)
+	if s := m.keys[key]; s != nil {
+		s.deleted = true
+		m.total -= s.bytes
+		m.live -= len(s.events) - s.head
+		delete(m.keys, key)
+	}
 	return nil
 }
 
@@ -206,6 +270,6 @@ func (m *Memory) Delete(key string) error {
 func (m *Memory) Close() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.closed, m.keys = true, nil
+	m.closed, m.keys, m.order, m.ohead, m.total, m.live = true, nil, nil, 0, 0, 0
 	return nil
 }

@@ -22,6 +22,9 @@ import (
 const (
 	HeaderConnectionID = "Acp-Connection-Id"
 	HeaderSessionID    = "Acp-Session-Id"
+	// HeaderSeq numbers a client's POSTs on a connection (1, 2, …), so that one sent again after a cut
+	// connection is taken once. A bridgekit extension: clients that do not send it are served as before.
+	HeaderSeq = "Bridgekit-Seq"
 )
 
 // Backend starts the agent side of a new remote connection and returns the transport to it. ctx ends
@@ -74,10 +77,14 @@ type Options struct {
 	// MaxQueuedBytes bounds the output queued for a WebSocket client that reads too slowly (default
 	// 8 MiB): past it the socket is closed with 1008, and the client may resume from the log.
 	MaxQueuedBytes int64
-	// Log keeps the frames sent to clients for replay. Default: eventlog.NewMemory(MaxLogBytes).
+	// Log keeps the frames sent to clients for replay. Default: eventlog.NewMemoryLimits(MaxLogBytes,
+	// MaxLogTotalBytes).
 	Log eventlog.Log
-	// MaxLogBytes bounds the default Log per session (default eventlog.DefaultMaxBytes).
-	MaxLogBytes int64
+	// MaxLogBytes bounds the default Log per session (default eventlog.DefaultMaxBytes), and
+	// MaxLogTotalBytes all its sessions together, every connection's (default
+	// eventlog.DefaultMaxTotalBytes): past it, the oldest frames of any session go first, and a client
+	// that needed them gets expired_replay_only (410 over HTTP).
+	MaxLogBytes, MaxLogTotalBytes int64
 	// Retention is how long a connection whose client went away is kept for it to resume (default
 	// 5 minutes, as Harn's hub); then its agent is stopped.
 	Retention time.Duration
@@ -155,7 +162,7 @@ func NewServer(b Backend, opts *Options) *Server {
 	defd(&o.BodyTimeout, 30*time.Second)
 	s.log = o.Log
 	if s.log == nil {
-		s.log = eventlog.NewMemory(o.MaxLogBytes)
+		s.log = eventlog.NewMemoryLimits(o.MaxLogBytes, o.MaxLogTotalBytes)
 	}
 	s.logger = o.Logger
 	if s.logger == nil {
