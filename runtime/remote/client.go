@@ -118,9 +118,10 @@ func Dial(ctx context.Context, url string, opts *DialOptions) (Transport, error)
 	return nil, fmt.Errorf("remote: %q: the URL must be ws://, wss://, http:// or https://", url)
 }
 
-// ExpiredError reports a WebSocket session that could not be resumed in full: the server answered
-// liveState "expired_replay_only" (its agent is gone, or frames the client lacked were dropped). The
-// frames it still had were delivered first.
+// ExpiredError reports a session that could not be resumed in full. Over WebSocket the server answered
+// liveState "expired_replay_only" (its agent is gone, or frames the client lacked were dropped), and the
+// frames it still had were delivered first; over Streamable HTTP it answered a resuming GET with 410
+// (SessionID is "" for the connection's own stream).
 type ExpiredError struct {
 	SessionID string
 	Reason    string // "agent_gone" or "frames_dropped"

@@ -27,6 +27,7 @@ type conn struct {
 	mu        sync.Mutex
 	events    uint64             // the last event id given
 	received  uint64             // client frames handed to the agent
+	postSeq   uint64             // the highest HeaderSeq of a POST taken (HTTP)
 	streams   map[string]*stream // by session id; "" is the connection's own stream
 	routes    map[string]string  // client request id -> the stream its answer goes to
 	agentReqs map[string]string  // agent request id -> the stream it went out on
@@ -46,6 +47,8 @@ type stream struct {
 	sent    uint64 // the last event id written to a receiver (HTTP)
 	recv    bool   // a GET is reading it
 	wake    chan struct{}
+	kick    chan struct{} // closed to end the receiver's GET (a resuming GET takes the stream over)
+	left    chan struct{} // closed once the receiver's GET has ended
 }
 
 func newConn(s *Server, id, transport, principal, remote string) *conn {

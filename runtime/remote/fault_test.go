@@ -111,3 +111,45 @@ func TestCutMidTurn(t *testing.T) {
 	}
 	t.Logf("%d cuts", cuts)
 }
+
+// The same over Streamable HTTP with the draft cursor: the client resumes each dropped SSE stream with
+// Last-Event-ID, and sends a POST the cut interrupted again (each taken once, by its Bridgekit-Seq).
+func TestCutMidTurnHTTP(t *testing.T) {
+	_, hs, fb := startServer(t, &Options{DraftCursor: true})
+	proxy := newCutProxy(t, strings.TrimPrefix(hs.URL, "http://"))
+	tr, err := Dial(context.Background(), "http://"+proxy.ln.Addr().String()+"/acp", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	c := &client{t: tr, tb: t}
+	c.call("initialize", `{"protocolVersion":1}`)
+	res := c.call("session/new", `{"cwd":"/","mcpServers":[]}`)
+	var ns struct {
+		SessionID string `json:"sessionId"`
+	}
+	json.Unmarshal(res.Result, &ns)
+	const updates = 60
+	cuts := 0
+	for turn := 0; turn < 50; turn++ {
+		points := map[int]bool{rand.IntN(updates + 3): true, rand.IntN(updates + 3): true}
+		frames := 0
+		c.onFrame = func() {
+			frames++
+			if points[frames] {
+				cuts++
+				proxy.cut()
+			}
+		}
+		c.updates = nil
+		res := c.call("session/prompt", `{"sessionId":"`+ns.SessionID+`","prompt":[{"type":"text","text":"60 updates"}]}`)
+		if !strings.Contains(string(res.Result), "end_turn") {
+			t.Fatalf("turn %d: result %s", turn, res.Result)
+		}
+		wantUpdates(t, c.updates, updates)
+	}
+	if fb.starts != 1 {
+		t.Errorf("%d agents started, want 1", fb.starts)
+	}
+	t.Logf("%d cuts", cuts)
+}

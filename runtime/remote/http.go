@@ -127,6 +127,28 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request, principal string) 
 		plain(w, http.StatusBadRequest, "Initialize not allowed on existing connection")
 		return
 	}
+	// A client that numbers its POSTs (HeaderSeq) sends one again when it could not tell whether the
+	// server took it (a connection cut before the answer): the server takes each number once. Once taken,
+	// the frame goes to the agent even if this request's client goes away.
+	fctx := r.Context()
+	if v := r.Header.Get(HeaderSeq); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil || n == 0 {
+			plain(w, http.StatusBadRequest, "Invalid "+HeaderSeq)
+			return
+		}
+		c.mu.Lock()
+		dup := n <= c.postSeq
+		if !dup {
+			c.postSeq = n
+		}
+		c.mu.Unlock()
+		if dup {
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		fctx = c.ctx
+	}
 	header := r.Header.Get(HeaderSessionID)
 	session := header
 	switch m.kind {
@@ -153,8 +175,8 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request, principal string) 
 			return
 		}
 	}
-	if err := c.forward(r.Context(), body, m, session); err != nil {
-		if r.Context().Err() != nil {
+	if err := c.forward(fctx, body, m, session); err != nil {
+		if r.Context().Err() != nil && fctx == r.Context() {
 			plain(w, 499, "Request aborted")
 			return
 		}
@@ -231,32 +253,55 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, principal string) {
 		plain(w, http.StatusBadRequest, "Acp-Session-Id exceeds maxIdLength ("+strconv.Itoa(maxIDLength)+")")
 		return
 	}
-	c.mu.Lock()
-	st := c.streamLocked(session)
-	if st.recv {
-		c.mu.Unlock()
-		plain(w, http.StatusConflict, "Outbound stream already has an active receiver")
-		return
-	}
-	cursor := st.sent
+	var cursor uint64
+	resume := false
 	if s.opts.DraftCursor {
 		if v := r.Header.Get("Last-Event-ID"); v != "" {
 			n, err := strconv.ParseUint(v, 10, 64)
 			if err != nil {
-				c.mu.Unlock()
 				plain(w, http.StatusBadRequest, "Invalid Last-Event-ID")
 				return
 			}
-			cursor = n
+			cursor, resume = n, true
 		}
 	}
+	c.mu.Lock()
+	st := c.streamLocked(session)
+	for st.recv {
+		if !resume {
+			c.mu.Unlock()
+			plain(w, http.StatusConflict, "Outbound stream already has an active receiver")
+			return
+		}
+		// A client resuming from its cursor has lost its stream, though the server may not know yet (a
+		// half-open TCP connection): the new GET takes the stream over.
+		kick, left := st.kick, st.left
+		select {
+		case <-kick:
+		default:
+			close(kick)
+		}
+		c.mu.Unlock()
+		select {
+		case <-left:
+		case <-r.Context().Done():
+			return
+		}
+		c.mu.Lock()
+	}
+	if !resume {
+		cursor = st.sent
+	}
 	st.recv = true
+	st.kick, st.left = make(chan struct{}), make(chan struct{})
+	kick, left := st.kick, st.left
 	c.gets++
 	c.disarmLocked()
 	c.mu.Unlock()
 	defer func() {
 		c.mu.Lock()
 		st.recv = false
+		close(left)
 		if c.gets--; c.gets == 0 && c.ws == nil {
 			c.armLocked()
 		}
@@ -275,10 +320,20 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, principal string) {
 	}
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
+	var buf []byte
+	if s.opts.DraftCursor {
+		// The stream's position before its first event: an id field alone, which sets a client's last
+		// event id without an event, so that a client whose stream drops before any event resumes from
+		// here.
+		buf = append(append(append(buf, "id: "...), sse.FormatID(cursor)...), "\n\n"...)
+		rc.SetWriteDeadline(time.Now().Add(s.opts.writeTimeout()))
+		if _, err := w.Write(buf); err != nil {
+			return
+		}
+	}
 	rc.Flush()
 	keep := time.NewTicker(s.opts.KeepAlive)
 	defer keep.Stop()
-	var buf []byte
 	for {
 		buf = buf[:0]
 		err := s.log.Replay(st.key, cursor, func(e eventlog.Event) error {
@@ -324,6 +379,8 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, principal string) {
 		case <-st.wake:
 		case <-c.done:
 		case <-r.Context().Done():
+			return
+		case <-kick:
 			return
 		case <-keep.C:
 			rc.SetWriteDeadline(time.Now().Add(s.opts.writeTimeout()))

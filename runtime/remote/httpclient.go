@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/bridgekit/bridgekit/runtime/frame"
 	"github.com/bridgekit/bridgekit/runtime/sse"
@@ -26,7 +29,11 @@ type httpClient struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
+	postMu sync.Mutex // POSTs go one at a time, in order
+	seq    uint64     // the last HeaderSeq sent (postMu)
+
 	mu        sync.Mutex
+	isClosing bool
 	connID    string
 	streams   map[string]chan struct{} // open GETs by session ("" the connection's), closed once open
 	agentReqs map[string]string        // agent request id -> the session stream it came on
@@ -77,7 +84,7 @@ func (c *httpClient) fail(err error) {
 	c.once.Do(func() { close(c.done); c.cancel() })
 }
 
-func (c *httpClient) request(ctx context.Context, method string, body []byte, session string) (*http.Response, error) {
+func (c *httpClient) request(ctx context.Context, method string, body []byte, session string, extra http.Header) (*http.Response, error) {
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
@@ -102,6 +109,9 @@ func (c *httpClient) request(ctx context.Context, method string, body []byte, se
 	}
 	if method == http.MethodGet {
 		req.Header.Set("Accept", "text/event-stream")
+	}
+	for k, v := range extra {
+		req.Header[k] = v
 	}
 	return c.opts.HTTPClient.Do(req)
 }
@@ -137,6 +147,8 @@ func (c *httpClient) Write(ctx context.Context, b []byte) error {
 	}
 	c.mu.Unlock()
 	if connID == "" {
+		c.postMu.Lock()
+		defer c.postMu.Unlock()
 		return c.initialize(ctx, b, m)
 	}
 	if session != "" {
@@ -144,7 +156,7 @@ func (c *httpClient) Write(ctx context.Context, b []byte) error {
 			return err
 		}
 	}
-	resp, err := c.request(ctx, http.MethodPost, b, session)
+	resp, err := c.post(ctx, b, session)
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -174,6 +186,39 @@ func (c *httpClient) Write(ctx context.Context, b []byte) error {
 	return nil
 }
 
+// post POSTs a frame, numbered (HeaderSeq), and sends it again when the connection fails before the
+// answer (a cut connection: the server may or may not have it, and takes each number once), with backoff
+// until ResumeTimeout.
+func (c *httpClient) post(ctx context.Context, b []byte, session string) (*http.Response, error) {
+	c.postMu.Lock()
+	defer c.postMu.Unlock()
+	c.seq++
+	hdr := http.Header{HeaderSeq: {strconv.FormatUint(c.seq, 10)}}
+	var deadline time.Time
+	wait := 50 * time.Millisecond
+	for {
+		resp, err := c.request(ctx, http.MethodPost, b, session, hdr)
+		if err == nil || c.opts.NoResume || ctx.Err() != nil || c.closing() {
+			return resp, err
+		}
+		if deadline.IsZero() {
+			deadline = time.Now().Add(c.opts.ResumeTimeout)
+		}
+		if time.Now().Add(wait).After(deadline) {
+			return nil, err
+		}
+		c.opts.Logger.Info("remote: POST failed; sending it again", "err", err)
+		select {
+		case <-time.After(wait + rand.N(wait/2+1)):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-c.done:
+			return nil, err
+		}
+		wait = min(wait*2, 2*time.Second)
+	}
+}
+
 func (c *httpClient) push(b []byte) {
 	select {
 	case c.in <- b:
@@ -185,7 +230,7 @@ func (c *httpClient) initialize(ctx context.Context, b []byte, m *msg) error {
 	if m.kind != kindRequest || m.method != "initialize" {
 		return errors.New("remote: the first message over Streamable HTTP must be the initialize request")
 	}
-	resp, err := c.request(ctx, http.MethodPost, b, "")
+	resp, err := c.request(ctx, http.MethodPost, b, "", nil)
 	if err != nil {
 		return err
 	}
@@ -241,8 +286,11 @@ func (c *httpClient) openStream(ctx context.Context, session string) error {
 	}
 }
 
-// stream reads one SSE stream until it ends. The end of the connection's stream ends the transport; a
-// session's is reopened by its next message.
+// stream reads one SSE stream until it ends. A stream whose server gives it a position (the draft
+// cursor: an id field) is resumed when it drops: the GET is sent again with Last-Event-ID, with backoff
+// until ResumeTimeout, and every event after the last one read comes once, in order; a server that no
+// longer has them answers 410, and the transport ends with an *ExpiredError. Without a position, the end
+// of the connection's stream ends the transport, and a session's is reopened by its next message.
 func (c *httpClient) stream(session string, ready chan struct{}) {
 	defer c.wg.Done()
 	opened := false
@@ -256,66 +304,143 @@ func (c *httpClient) stream(session string, ready chan struct{}) {
 		}
 		c.mu.Unlock()
 	}()
-	resp, err := c.request(c.ctx, http.MethodGet, nil, session)
-	if err != nil {
-		if session == "" {
-			c.fail(err)
+	var (
+		p        peeker
+		last     uint64 // the position read: the last event id
+		cursor   bool   // the server gave the stream a position
+		deadline time.Time
+		wait     time.Duration
+	)
+	// retry waits before the next GET of a dropped stream; false when it is too late or the transport is
+	// closing.
+	retry := func() bool {
+		if time.Now().Add(wait).After(deadline) {
+			return false
 		}
-		return
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		text, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
-		if session == "" || resp.StatusCode == 401 || resp.StatusCode == 403 || resp.StatusCode == 404 || resp.StatusCode == 410 {
-			c.fail(&StatusError{Status: resp.StatusCode, Body: string(text)})
+		select {
+		case <-time.After(wait + rand.N(wait/2+1)):
+		case <-c.ctx.Done():
+			return false
 		}
-		return
+		wait = min(wait*2, 2*time.Second)
+		return !c.closing()
 	}
-	close(ready)
-	opened = true
-	d := sse.NewDecoder(resp.Body, c.opts.MaxFrame)
-	var p peeker
 	for {
-		ev, err := d.Next()
+		var hdr http.Header
+		if cursor {
+			hdr = http.Header{"Last-Event-Id": {strconv.FormatUint(last, 10)}}
+		}
+		resp, err := c.request(c.ctx, http.MethodGet, nil, session, hdr)
 		if err != nil {
-			if errors.Is(err, frame.ErrTooLarge) {
-				c.fail(err) // as the TS SDK: an over-long event ends the transport
+			if c.ctx.Err() != nil {
 				return
 			}
-			if session == "" {
-				if c.ctx.Err() == nil {
-					c.fail(io.EOF)
-				}
+			if cursor && retry() {
+				continue
+			}
+			if session == "" || cursor {
+				c.fail(c.dropErr(session, err))
 			}
 			return
 		}
-		m := p.peek(ev.Data)
-		if m.kind == kindUnparsable || m.kind == kindNotObject || m.kind == kindBatch {
+		if resp.StatusCode != http.StatusOK {
+			text, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
+			resp.Body.Close()
+			switch {
+			case cursor && resp.StatusCode == http.StatusGone:
+				c.fail(&ExpiredError{SessionID: session, Reason: "frames_dropped"})
+			case cursor && resp.StatusCode == http.StatusNotFound:
+				c.fail(io.EOF) // the connection ended (its agent exited, or it outlived the retention) meanwhile
+			case cursor && resp.StatusCode/100 == 5 && retry():
+				continue
+			case session == "" || cursor || resp.StatusCode == 401 || resp.StatusCode == 403 || resp.StatusCode == 404 || resp.StatusCode == 410:
+				c.fail(&StatusError{Status: resp.StatusCode, Body: string(text)})
+			}
+			return
+		}
+		if !opened {
+			close(ready)
+			opened = true
+		}
+		d := sse.NewDecoder(resp.Body, c.opts.MaxFrame)
+		for {
+			ev, err := d.Next()
+			if err != nil {
+				resp.Body.Close()
+				if errors.Is(err, frame.ErrTooLarge) {
+					c.fail(err) // as the TS SDK: an over-long event ends the transport
+					return
+				}
+				if id, ok := d.LastEventID(); ok && !cursor {
+					if n, perr := strconv.ParseUint(id, 10, 64); perr == nil {
+						last, cursor = n, true
+					}
+				}
+				break
+			}
+			if ev.HasID {
+				if n, perr := strconv.ParseUint(ev.ID, 10, 64); perr == nil {
+					if cursor && n <= last {
+						continue // read before the stream dropped
+					}
+					last, cursor = n, true
+				}
+			}
+			m := p.peek(ev.Data)
+			if m.kind == kindUnparsable || m.kind == kindNotObject || m.kind == kindBatch {
+				continue
+			}
+			if m.kind == kindRequest {
+				c.mu.Lock()
+				c.agentReqs[idKey(m.id)] = session
+				c.mu.Unlock()
+			}
+			if m.kind == kindResponse && m.hasSess && m.sessionID != "" {
+				c.openStream(c.ctx, m.sessionID)
+			}
+			c.push(append([]byte(nil), ev.Data...))
+		}
+		if c.ctx.Err() != nil || c.closing() {
+			return
+		}
+		if cursor && !c.opts.NoResume {
+			c.opts.Logger.Info("remote: event stream dropped; resuming", "session", session, "after", last)
+			deadline, wait = time.Now().Add(c.opts.ResumeTimeout), 50*time.Millisecond
 			continue
 		}
-		if m.kind == kindRequest {
-			c.mu.Lock()
-			c.agentReqs[idKey(m.id)] = session
-			c.mu.Unlock()
+		if session == "" {
+			c.fail(io.EOF)
 		}
-		if m.kind == kindResponse && m.hasSess && m.sessionID != "" {
-			c.openStream(c.ctx, m.sessionID)
-		}
-		c.push(append([]byte(nil), ev.Data...))
+		return
 	}
+}
+
+// dropErr is the error that ends the transport when a stream cannot be had again.
+func (c *httpClient) dropErr(session string, err error) error {
+	if session == "" {
+		return err
+	}
+	return fmt.Errorf("remote: the event stream of session %s: %w", session, err)
+}
+
+func (c *httpClient) closing() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.isClosing
 }
 
 // Close implements frame.Transport: the streams end and the connection is deleted (DELETE).
 func (c *httpClient) Close() error {
 	c.mu.Lock()
 	connID := c.connID
+	c.isClosing = true
 	c.mu.Unlock()
 	select {
 	case <-c.done:
 	default:
 		if connID != "" {
 			ctx, cancel := context.WithTimeout(context.Background(), 5e9)
-			if resp, err := c.request(ctx, http.MethodDelete, nil, ""); err == nil {
+			if resp, err := c.request(ctx, http.MethodDelete, nil, "", nil); err == nil {
 				resp.Body.Close()
 			}
 			cancel()

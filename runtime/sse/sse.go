@@ -84,6 +84,10 @@ func (d *Decoder) Next() (Event, error) {
 	}
 }
 
+// LastEventID returns the stream's last event id so far (the standard's last event ID buffer): the last
+// id field read, whether or not an event followed it. ok is false before any id field.
+func (d *Decoder) LastEventID() (id string, ok bool) { return d.id, d.hasID }
+
 // dispatch ends the current event: ok when it had data, or the TooLargeError of a discarded one.
 func (d *Decoder) dispatch() (Event, bool, error) {
 	if d.over != nil {
