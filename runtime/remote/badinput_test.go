@@ -240,6 +240,9 @@ func TestWebSocketFirstMessage(t *testing.T) {
 	}
 	wsSend(t, c, `{"jsonrpc":"2.0","id":1,"result":{}}`) // response-shaped: dropped
 	c.Write(context.Background(), websocket.MessageBinary, []byte(`{}`))
+	if got, err := wsRecv(t, c); err != nil || got != binaryError {
+		t.Fatalf("binary message before initialize: %s %v", got, err)
+	}
 	wsSend(t, c, `{"jsonrpc":"2.0","id":1,"method":"session/new","params":{}}`)
 	_, err := wsRecv(t, c)
 	if websocket.CloseStatus(err) != websocket.StatusProtocolError || !strings.Contains(err.Error(), "First message must be initialize") {
@@ -272,10 +275,31 @@ func TestWebSocketBadFrames(t *testing.T) {
 			t.Fatalf("%.40s: %s %v", tc.in, got, err)
 		}
 	}
+	// A binary message is answered as Harn's profile has it, not forwarded, and the socket stays.
+	c.Write(context.Background(), websocket.MessageBinary, []byte(`{"jsonrpc":"2.0","id":9,"method":"session/new","params":{}}`))
+	if got, err := wsRecv(t, c); err != nil || got != binaryError {
+		t.Fatalf("binary message: %s %v", got, err)
+	}
+	wsSend(t, c, `{"jsonrpc":"2.0","id":2,"method":"session/new","params":{}}`)
+	if got, err := wsRecv(t, c); err != nil || !strings.Contains(got, `"id":2,"result":{"sessionId":"sess-1"}`) {
+		t.Fatalf("session/new after bad frames (the binary one not forwarded): %s %v", got, err)
+	}
+}
+
+const binaryError = `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"ACP WebSocket transport only accepts JSON-RPC text frames"}}`
+
+// With IgnoreBinary, as the TS SDK's server: a binary message gets no answer and is not forwarded.
+func TestWebSocketIgnoreBinary(t *testing.T) {
+	_, hs, _ := startServer(t, &Options{IgnoreBinary: true})
+	c := wsDial(t, hs)
+	wsSend(t, c, initBody)
+	if _, err := wsRecv(t, c); err != nil {
+		t.Fatal(err)
+	}
 	c.Write(context.Background(), websocket.MessageBinary, []byte(`{"jsonrpc":"2.0","id":9,"method":"session/new","params":{}}`))
 	wsSend(t, c, `{"jsonrpc":"2.0","id":2,"method":"session/new","params":{}}`)
 	if got, err := wsRecv(t, c); err != nil || !strings.Contains(got, `"id":2,"result":{"sessionId":"sess-1"}`) {
-		t.Fatalf("session/new after bad frames (the binary one ignored): %s %v", got, err)
+		t.Fatalf("the next answer after a binary message: %s %v", got, err)
 	}
 }
 

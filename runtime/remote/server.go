@@ -102,6 +102,10 @@ type Options struct {
 	InitTimeout time.Duration
 	// BodyTimeout bounds the reading of a POST body (default 30 s).
 	BodyTimeout time.Duration
+	// IgnoreBinary drops a WebSocket client's binary messages without a word, as the TS SDK's server
+	// and the RFD do. By default each is answered as Harn's profile has it (and the draft acp.remote.v2
+	// asks: rejected, not ignored): a JSON-RPC error -32600 of id null, and the socket stays open.
+	IgnoreBinary bool
 	// DraftCursor turns on the cursor of the draft "Durable & Resumable Transport" RFD (DRAFT: the RFD is
 	// not adopted and may change) over Streamable HTTP: every SSE event carries its event id (an id:
 	// line), and a GET with Last-Event-ID resumes its stream after that id (410 when the log no longer

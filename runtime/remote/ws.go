@@ -204,7 +204,11 @@ func (s *Server) serveWebSocket(w http.ResponseWriter, r *http.Request, principa
 	if err != nil {
 		return // Accept answered
 	}
-	t := wsframe.New(ws, &wsframe.Options{MaxFrame: s.opts.MaxFrame})
+	binary := wsframe.RejectBinary
+	if s.opts.IgnoreBinary {
+		binary = wsframe.IgnoreBinary
+	}
+	t := wsframe.New(ws, &wsframe.Options{MaxFrame: s.opts.MaxFrame, Binary: binary})
 	s.wg.Add(1)
 	defer s.wg.Done()
 	ctx, cancel := context.WithTimeout(context.Background(), s.opts.InitTimeout)
