@@ -10,7 +10,7 @@ import (
 	"github.com/bridgekit/bridgekit/runtime/sse"
 )
 
-// With the draft cursor, SSE events carry their event ids, and a GET with Last-Event-ID gets the
+// With the draft cursor, SSE events carry their event ids (in the id field and in _meta["acp/cursor"]), and a GET with Last-Event-ID gets the
 // stream again after that id; a cursor the log no longer covers gets 410.
 func TestDraftCursor(t *testing.T) {
 	_, hs, _ := startServer(t, &Options{DraftCursor: true, MaxLogBytes: 4096})
@@ -52,6 +52,10 @@ func TestDraftCursor(t *testing.T) {
 		if !ev.HasID || !strings.Contains(string(ev.Data), `"sessionId":"sess-`) {
 			t.Fatalf("event %q id %q", ev.Data, ev.ID)
 		}
+		// The draft's copy of the cursor, in the result's _meta.
+		if !strings.HasSuffix(string(ev.Data), `,"_meta":{"acp/cursor":"`+ev.ID+`"}}}`) {
+			t.Fatalf("event %q id %q: no _meta cursor", ev.Data, ev.ID)
+		}
 		ids = append(ids, ev.ID)
 	}
 	cancel()
@@ -63,8 +67,8 @@ func TestDraftCursor(t *testing.T) {
 	d = sse.NewDecoder(resp.Body, 0)
 	for _, want := range ids[1:] {
 		ev, err := d.Next()
-		if err != nil || ev.ID != want {
-			t.Fatalf("replayed %q id %q (%v), want id %s", ev.Data, ev.ID, err, want)
+		if err != nil || ev.ID != want || !strings.Contains(string(ev.Data), `"acp/cursor":"`+want+`"`) {
+			t.Fatalf("replayed %q id %q (%v), want id %s, the same in _meta", ev.Data, ev.ID, err, want)
 		}
 	}
 	cancel()

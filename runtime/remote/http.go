@@ -320,7 +320,7 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, principal string) {
 	}
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
-	var buf []byte
+	var buf, scratch []byte
 	if s.opts.DraftCursor {
 		// The stream's position before its first event: an id field alone, which sets a client's last
 		// event id without an event, so that a client whose stream drops before any event resumes from
@@ -337,11 +337,13 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, principal string) {
 	for {
 		buf = buf[:0]
 		err := s.log.Replay(st.key, cursor, func(e eventlog.Event) error {
-			id := ""
+			id, f := "", e.Frame
 			if s.opts.DraftCursor {
 				id = sse.FormatID(e.ID)
+				scratch = appendWithCursor(scratch[:0], e.Frame, id)
+				f = scratch
 			}
-			buf = sse.AppendEvent(buf, id, e.Frame)
+			buf = sse.AppendEvent(buf, id, f)
 			cursor = e.ID
 			if len(buf) > 64<<10 {
 				return errFlush

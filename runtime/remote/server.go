@@ -107,9 +107,11 @@ type Options struct {
 	// asks: rejected, not ignored): a JSON-RPC error -32600 of id null, and the socket stays open.
 	IgnoreBinary bool
 	// DraftCursor turns on the cursor of the draft "Durable & Resumable Transport" RFD (DRAFT: the RFD is
-	// not adopted and may change) over Streamable HTTP: every SSE event carries its event id (an id:
-	// line), and a GET with Last-Event-ID resumes its stream after that id (410 when the log no longer
-	// covers it). The RFD's copy of the cursor in the message, _meta["acp/cursor"], is not written.
+	// not adopted and may change) over Streamable HTTP: every SSE event carries its event id, in an id
+	// field and in the message's _meta["acp/cursor"] (that of its params, or of its result; a message
+	// with neither object, an error answer say, has the id field only), and a GET with Last-Event-ID
+	// resumes its stream after that id (410 when the log no longer covers it). Clients of Dial resume
+	// their streams so.
 	DraftCursor bool
 	// Logger gets the server's diagnostics (never a token nor a frame's content); nil discards them.
 	Logger *slog.Logger
