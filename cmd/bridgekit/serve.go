@@ -67,8 +67,9 @@ type serveFlags struct {
 	origins                                         multiFlag
 	out, traceStore, ui                             string
 	maxConns, maxPerToken, maxSessions, maxFrame    int
+	maxLog, maxLogTotal                             int64
 	retention                                       time.Duration
-	verbose                                         bool
+	logConns, uiRemote, draftCursor                 bool
 }
 
 type multiFlag []string
@@ -86,15 +87,21 @@ func runServe(ctx context.Context, env *Env, args []string) int {
 	fs.StringVar(&sf.tlsCert, "tls-cert", "", "serve TLS with this certificate `FILE` (PEM)")
 	fs.StringVar(&sf.tlsKey, "tls-key", "", "and this key `FILE` (PEM)")
 	fs.Var(&sf.origins, "allow-origin", "let browsers from `ORIGIN` (https://host[:port]) connect; repeatable; * allows any")
-	fs.StringVar(&sf.out, "out", "", "append every connection's traffic as trace records (JSONL) to `FILE`")
-	fs.StringVar(&sf.traceStore, "trace-store", "", "keep every connection's traffic in the SQLite session store `DB`, for 'bridgekit inspect'")
-	fs.StringVar(&sf.ui, "ui", "", "serve the live inspector of the traffic on `ADDR` (loopback)")
+	// --out, --ui and --ui-allow-remote mean what they mean to 'bridgekit trace'; trace's --store (a
+	// session store) is --trace-store here, where --store is the event log's directory.
+	fs.StringVar(&sf.out, "out", "", "append the sessions' records as JSONL to `FILE` (one trace session per connection)")
+	fs.StringVar(&sf.traceStore, "trace-store", "", "keep the sessions in the SQLite session store `DB` (created if missing; 'bridgekit trace --store', one session per connection)")
+	fs.StringVar(&sf.ui, "ui", "", "serve the live inspector on `ADDR` (host:port, loopback only unless --ui-allow-remote)")
+	fs.BoolVar(&sf.uiRemote, "ui-allow-remote", false, "let --ui listen on a non-loopback address (the inspector shows the traffic, masked, to whoever connects)")
 	fs.IntVar(&sf.maxConns, "max-conns", 256, "at most `N` connections at once (detached ones included)")
 	fs.IntVar(&sf.maxPerToken, "max-conns-per-token", 64, "at most `N` connections per token")
 	fs.IntVar(&sf.maxSessions, "max-sessions", 64, "at most `N` sessions per connection")
 	fs.IntVar(&sf.maxFrame, "max-frame", frame.DefaultMaxFrame, "refuse messages over `BYTES`")
+	fs.Int64Var(&sf.maxLog, "max-log-bytes", eventlog.DefaultMaxBytes, "keep at most `BYTES` of the frames sent to clients per session, for resuming")
+	fs.Int64Var(&sf.maxLogTotal, "max-log-total", eventlog.DefaultMaxTotalBytes, "and at most `BYTES` in all, every session's (the oldest go first)")
 	fs.DurationVar(&sf.retention, "retention", 5*time.Minute, "keep a connection whose client went away this long for it to resume")
-	fs.BoolVar(&sf.verbose, "v", false, "log every connection on stderr")
+	fs.BoolVar(&sf.draftCursor, "draft-cursor", false, "DRAFT: number Streamable HTTP's events (SSE id and _meta[\"acp/cursor\"]) and resume a GET with Last-Event-ID, as the draft durable-transport RFD has it")
+	fs.BoolVar(&sf.logConns, "log-connections", false, "log every connection on stderr (when it opens, resumes, ends)")
 	if status, stop := parseFlags(fs, args); stop {
 		return status
 	}
@@ -118,13 +125,13 @@ func runServe(ctx context.Context, env *Env, args []string) int {
 		return 2
 	}
 	if sf.ui != "" {
-		if err := checkListenAddr(sf.ui, false); err != nil {
+		if err := checkListenAddr(sf.ui, sf.uiRemote); err != nil {
 			fmt.Fprintf(env.Stderr, "bridgekit serve: --ui: %v\n", err)
 			return 2
 		}
 	}
 	logLevel := slog.LevelWarn
-	if sf.verbose {
+	if sf.logConns {
 		logLevel = slog.LevelInfo
 	}
 	stderr := syncwriter.New(env.Stderr)
@@ -137,6 +144,9 @@ func runServe(ctx context.Context, env *Env, args []string) int {
 		MaxSessions:          sf.maxSessions,
 		MaxFrame:             sf.maxFrame,
 		Retention:            sf.retention,
+		MaxLogBytes:          sf.maxLog,
+		MaxLogTotalBytes:     sf.maxLogTotal,
+		DraftCursor:          sf.draftCursor,
 		Logger:               logger,
 	}
 	if sf.tokenFile != "" {
@@ -153,7 +163,7 @@ func runServe(ctx context.Context, env *Env, args []string) int {
 			fmt.Fprintf(env.Stderr, "bridgekit serve: --store: %v\n", err)
 			return 1
 		}
-		bl, err := boltlog.Open(filepath.Join(sf.store, "events.db"), nil)
+		bl, err := boltlog.Open(filepath.Join(sf.store, "events.db"), &boltlog.Options{MaxBytes: sf.maxLog})
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "bridgekit serve: --store: %v\n", err)
 			return 1

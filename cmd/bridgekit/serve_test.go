@@ -67,15 +67,16 @@ func TestServeRefusesAnOpenAddressWithoutToken(t *testing.T) {
 	}
 }
 
-// An agent program behind serve: a turn over each transport, with a token; the traffic recorded as
-// trace records, one session per connection; nothing without the token.
+// An agent program behind serve: a turn over each transport, with a token, the draft cursor on (the
+// typed engine reads messages that carry _meta["acp/cursor"]); the traffic recorded as trace records,
+// one session per connection; nothing without the token.
 func TestServe(t *testing.T) {
 	agentBin, _, _ := testBins(t)
 	dir := t.TempDir()
 	tokens := filepath.Join(dir, "tokens")
 	os.WriteFile(tokens, []byte("# a comment\nsecret-one\n"), 0o600)
 	out := filepath.Join(dir, "trace.jsonl")
-	addr := startServe(t, "--token-file", tokens, "--out", out, "--", agentBin)
+	addr := startServe(t, "--token-file", tokens, "--out", out, "--draft-cursor", "--", agentBin)
 	if resp, err := http.Post("http://"+addr+"/acp", "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}`)); err != nil || resp.StatusCode != 401 {
 		t.Fatalf("without a token: %v %v", resp, err)
 	}
