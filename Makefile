@@ -35,7 +35,9 @@ vet:
 	@for m in $(MODULES); do echo "vet $$m"; (cd $$m && $(GO) vet ./...) || exit 1; done
 
 test: fmt-check vet
-	$(GO) test -race ./...
+	@# -timeout 25m: examples/host runs six real agents' turns and Ctrl-Cs
+	@# (about 7 minutes of them on a loaded machine), past go test's 10.
+	$(GO) test -race -timeout 25m ./...
 	@# Without -race: the allocation ceilings (skipped under it) and the
 	@# schema/decoder document checks in full (a tenth of their mutations
 	@# under it: see internal/schematest's MutationLimit).

@@ -93,6 +93,12 @@ func TestSessionUpdateComparisonFails(t *testing.T) {
 		"toolcall":   {`"limit":200`, `"limit":201`},
 		"toolupdate": {`pool: 20`, `pool: 21`},
 		"plan":       {`"priority":"medium"`, `"priority":"low"`},
+		// The recorded frames of today's agents.
+		"rec-qwen-chunk":      {"Reading the notes.", "Reading the notes!"},
+		"rec-codex-diff":      {"two lines", "2 lines"},
+		"rec-gemini-diff":     {"two lines", "2 lines"},
+		"rec-opencode-output": {"End of file", "End of the file"},
+		"rec-claude-write":    {`"newText":"The notes have two lines.`, `"newText":"The notes have 2 lines.`},
 	}
 	for _, d := range UpdateDocs() {
 		if d.BridgekitOnly {

@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
+	"runtime"
 	"strings"
 	"time"
 
@@ -13,6 +16,7 @@ import (
 	jsonv2 "github.com/go-json-experiment/json"
 
 	"github.com/bridgekit/bridgekit/gen/acp"
+	"github.com/bridgekit/bridgekit/gen/harn"
 	"github.com/bridgekit/bridgekit/runtime/rpc"
 )
 
@@ -30,16 +34,19 @@ type UpdateDoc struct {
 	JSON []byte
 	// BridgekitOnly documents are Harn's: acp-go-sdk has no type for them
 	// (it reads them, without an error, as another variant), so only
-	// bridgekit's decode is measured.
+	// bridgekit's decode is measured, as a Harn host decodes them: gen/acp
+	// keeps the update verbatim (ACP does not know its tag) and gen/harn
+	// types it (DecodeUpdateHarn).
 	BridgekitOnly bool
 }
 
 // UpdateDocs are representative updates of a prompt turn: a streamed
 // message chunk, a tool call with a location and raw input, a tool call
 // update carrying text content and a diff, a plan of four entries, and
-// Harn's progress update (its fields under _meta.harn).
+// Harn's progress update (its fields under _meta.harn); then frames the
+// agents of today sent (RecordedUpdateDocs).
 func UpdateDocs() []UpdateDoc {
-	return []UpdateDoc{
+	docs := []UpdateDoc{
 		{"chunk", "agent_message_chunk", []byte(`{"sessionId":"sess_6f1c2a9e4b7d","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text",` +
 			`"text":"I'll start by reading the service configuration to see how the HTTP port and the database pool are wired."}}}`), false},
 		{"toolcall", "tool_call with a location and raw input", []byte(`{"sessionId":"sess_6f1c2a9e4b7d","update":{"sessionUpdate":"tool_call","toolCallId":"call_0001",` +
@@ -59,12 +66,84 @@ func UpdateDocs() []UpdateDoc {
 			`"phase":"indexing","message":"Indexing the workspace for symbol search","progress":128,"total":512,` +
 			`"data":{"root":"/home/dev/service","skipped":["node_modules",".git"]}}}}}`), true},
 	}
+	return append(docs, RecordedUpdateDocs()...)
+}
+
+// recordedUpdates are session/update frames of today's agents, from
+// their recorded turns through the host (testdata/acp/traffic): the
+// recording and the frame's sequence number.
+var recordedUpdates = []struct {
+	name, what, recording string
+	seq                   int
+}{
+	{"rec-qwen-chunk", "qwen 0.24.4: agent_message_chunk", "qwen-0.24.4", 9},
+	{"rec-codex-diff", "codex-acp 2.6.0: tool_call with a diff (its _meta in the diff)", "codex-acp-2.6.0", 22},
+	{"rec-gemini-diff", "gemini 0.61.0: tool_call_update with a diff, a location and the kind", "gemini-0.61.0", 22},
+	{"rec-opencode-output", "opencode 1.18.33: tool_call_update with text content and a large raw output", "opencode-1.18.33", 13},
+	{"rec-claude-write", "claude-agent-acp 0.101.0: tool_call_update with _meta first, raw input and a diff", "claude-agent-acp-0.101.0", 22},
+}
+
+// RecordedUpdateDocs are recordedUpdates' params, read from the
+// repository's testdata; it panics when a frame is missing (the
+// recordings are committed with the module that reads them).
+func RecordedUpdateDocs() []UpdateDoc {
+	_, file, _, _ := runtime.Caller(0)
+	dir := filepath.Join(filepath.Dir(file), "..", "testdata", "acp", "traffic")
+	var out []UpdateDoc
+	for _, r := range recordedUpdates {
+		data, err := os.ReadFile(filepath.Join(dir, r.recording, "turn.jsonl"))
+		if err != nil {
+			panic(err)
+		}
+		var params []byte
+		for line := range strings.SplitSeq(string(data), "\n") {
+			var f struct {
+				Seq  int    `json:"seq"`
+				Line string `json:"line"`
+			}
+			if line == "" || json.Unmarshal([]byte(line), &f) != nil || f.Seq != r.seq {
+				continue
+			}
+			var frame struct {
+				Params json.RawMessage `json:"params"`
+			}
+			if err := json.Unmarshal([]byte(f.Line), &frame); err != nil {
+				panic(err)
+			}
+			params = frame.Params
+		}
+		if params == nil {
+			panic(fmt.Sprintf("bench: no frame %d in %s", r.seq, r.recording))
+		}
+		out = append(out, UpdateDoc{Name: r.name, What: r.what, JSON: params})
+	}
+	return out
 }
 
 // DecodeUpdateBridgekit decodes params as a bridgekit handler does
 // (rpc.DecodeParams into gen/acp's SessionNotification).
 func DecodeUpdateBridgekit(params []byte, n *acp.SessionNotification) error {
 	return rpc.DecodeParams(params, n)
+}
+
+// DecodeUpdateHarn decodes params as a Harn host does: into gen/acp's
+// SessionNotification, then the update, whose tag ACP does not know, into
+// gen/harn's variant (harn.UpdateOf).
+func DecodeUpdateHarn(params []byte, n *acp.SessionNotification) (harn.SessionUpdate, error) {
+	if err := rpc.DecodeParams(params, n); err != nil {
+		return harn.SessionUpdate{}, err
+	}
+	return harn.UpdateOf(n.Update)
+}
+
+// decodeBridgekit decodes d as bridgekit's users do: Harn's documents
+// through gen/harn too.
+func (d UpdateDoc) decodeBridgekit(n *acp.SessionNotification) error {
+	if d.BridgekitOnly {
+		_, err := DecodeUpdateHarn(d.JSON, n)
+		return err
+	}
+	return DecodeUpdateBridgekit(d.JSON, n)
 }
 
 // DecodeUpdateACPSDK decodes params as acp-go-sdk's connection does
@@ -354,10 +433,14 @@ func CompareUpdateDecodes(b *acp.SessionNotification, s *acpsdk.SessionNotificat
 	return nil
 }
 
-// checkHarnProgress compares gen/acp's typed progress update with the
+// checkHarnProgress compares gen/harn's typed progress update with the
 // document's _meta.harn, read generically.
-func checkHarnProgress(doc []byte, n *acp.SessionNotification) error {
-	p := n.Update.Progress
+func checkHarnProgress(doc []byte) error {
+	u, err := DecodeUpdateHarn(doc, new(acp.SessionNotification))
+	if err != nil {
+		return err
+	}
+	p := u.Progress
 	if p == nil {
 		return errors.New("not read as progress")
 	}
@@ -403,7 +486,7 @@ func CheckUpdateDecoder(d UpdateDoc) error {
 		return fmt.Errorf("%s: bridgekit: encoded again as %s (%v)", d.Name, out, err)
 	}
 	if d.BridgekitOnly {
-		if err := checkHarnProgress(d.JSON, &b); err != nil {
+		if err := checkHarnProgress(d.JSON); err != nil {
 			return fmt.Errorf("%s: bridgekit: %w", d.Name, err)
 		}
 		return nil
@@ -443,7 +526,7 @@ func codecSessionUpdate(_ Runtime, p Profile) (Metrics, error) {
 	for _, doc := range UpdateDocs() {
 		bk, err := Measure(d, func() error {
 			var n acp.SessionNotification
-			return DecodeUpdateBridgekit(doc.JSON, &n)
+			return doc.decodeBridgekit(&n)
 		})
 		if err != nil {
 			return nil, err

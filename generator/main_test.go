@@ -285,10 +285,15 @@ func goIn(t *testing.T, dir string, args ...string) {
 // unexported in the other package).
 func TestImportErrors(t *testing.T) {
 	for name, tc := range map[string]struct{ file, from, to, want string }{
-		"unknown package": {"catalogue/features.json", `"imports": [`, `"imports": ["nosuch", `, `imports "nosuch", which no catalogue generates`},
-		"cycle":           {"catalogue/vendored.json", `"schemas": [`, `"imports": ["featuresuse"], "schemas": [`, "import cycle"},
-		"listed twice":    {"catalogue/features.json", `"schemas": [`, `"schemas": ["vendored.schema.json", `, "both listed and imported"},
-		"not direct":      {"catalogue/featuresuse.json", `"result": "featuresuse.schema.json#/$defs/wrapper"`, `"result": "vendored.schema.json#/$defs/item"`, "in neither the catalogue's schemas nor an imported catalogue's"},
+		"unknown package":               {"catalogue/features.json", `"imports": [`, `"imports": ["nosuch", `, `imports "nosuch", which no catalogue generates`},
+		"cycle":                         {"catalogue/vendored.json", `"schemas": [`, `"imports": ["featuresuse"], "schemas": [`, "import cycle"},
+		"listed twice":                  {"catalogue/features.json", `"schemas": [`, `"schemas": ["vendored.schema.json", `, "both listed and imported"},
+		"not direct":                    {"catalogue/featuresuse.json", `"result": "featuresuse.schema.json#/$defs/wrapper"`, `"result": "vendored.schema.json#/$defs/item"`, "in neither the catalogue's schemas nor an imported catalogue's"},
+		"dialect variant repeats a tag": {"schemas/featuresuse.schema.json", `"kind": {"const": "dialect_note"`, `"kind": {"const": "text"`, `tag "text" is already Update's`},
+		"dialect member missing":        {"catalogue/featuresuse.json", `"member": "_meta"`, `"member": "_nope"`, `overlay of member "_nope" of features.schema.json#/$defs/text_update scoped to contract "dialect" matches no property`},
+		"dialect forbids a property":    {"catalogue/featuresuse.json", `"old_note"`, `"text"`, `forbids member "text", which the definition names`},
+		"dialect on an own definition":  {"catalogue/featuresuse.json", `"def": "features.schema.json#/$defs/update"`, `"def": "featuresuse.schema.json#/$defs/wrapper"`, "only forbidden members may be scoped to a contract in the catalogue's own definitions"},
+		"dialect of an unrelated file":  {"catalogue/featuresuse.json", `"def": "features.schema.json#/$defs/update"`, `"def": "featuresevents.schema.json#/$defs/tagged"`, "is neither a schema file of the catalogue nor one of an imported catalogue"},
 		"union of imported variants": {"schemas/featuresuse.schema.json", `"scalar": {`,
 			`"mine": {"oneOf": [{"$ref": "features.schema.json#/$defs/text_update"}, {"$ref": "features.schema.json#/$defs/progress_update"}]}, "scalar": {`,
 			"a union's variants must be types of its own package"},

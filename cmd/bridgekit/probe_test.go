@@ -348,10 +348,18 @@ func TestProbeRealAgents(t *testing.T) {
 			if a.Spec.AuthMethod != "" && !slices.ContainsFunc(p.AuthMethods, func(m authMethod) bool { return m.ID == a.Spec.AuthMethod }) {
 				t.Errorf("no auth method %s in %+v", a.Spec.AuthMethod, p.AuthMethods)
 			}
+			// codex-acp 2.6.0 offers its API key as an "agent" method whose
+			// _meta names the provider: the probe keeps the method's raw
+			// JSON, _meta and all.
 			if name == "codex-acp" && !slices.ContainsFunc(p.AuthMethods, func(m authMethod) bool {
-				return m.Type == "env_var" && slices.ContainsFunc(m.Vars, func(v authVar) bool { return v.Name == "CODEX_API_KEY" })
+				var raw struct {
+					Meta map[string]struct {
+						Provider string `json:"provider"`
+					} `json:"_meta"`
+				}
+				return m.ID == "api-key" && m.Type == "agent" && json.Unmarshal(m.Raw, &raw) == nil && raw.Meta["api-key"].Provider == "openai"
 			}) {
-				t.Errorf("codex-acp: no env_var method needing CODEX_API_KEY in %+v", p.AuthMethods)
+				t.Errorf("codex-acp: no agent method api-key with its _meta kept in %+v", p.AuthMethods)
 			}
 			t.Logf("%s: %d capabilities, auth %v, %d modes, %d models, %d config options, problems %v", name, len(p.Flat),
 				slices.Collect(func(yield func(string) bool) {

@@ -221,7 +221,7 @@ func (a *agent) read(ctx context.Context, client *acp.ClientPeer, session acp.Se
 	if s := answer.Outcome.Selected; s == nil || s.OptionID != "allow" {
 		return say("Permission denied: I did not read " + path + ".")
 	}
-	file, err := client.FsReadTextFile(ctx, &acp.ReadTextFileRequest{SessionID: session, Path: path, Limit: wire.Some[int64](1)})
+	file, err := client.FsReadTextFile(ctx, &acp.ReadTextFileRequest{SessionID: session, Path: path, Limit: wire.Some(int64(1))})
 	if err != nil {
 		return say("The client could not read " + path + ": " + err.Error())
 	}

@@ -134,10 +134,9 @@ func run(ctx, force context.Context, args []string, stdout, stderr io.Writer) in
 
 	// An agent that never answers initialize or session/new must not
 	// hold the client past an interrupt.
-	readable := true
 	if _, err := peer.Initialize(ctx, &acp.InitializeRequest{
 		ProtocolVersion:    1,
-		ClientCapabilities: &acp.ClientCapabilities{Fs: &acp.FileSystemCapabilities{ReadTextFile: &readable}},
+		ClientCapabilities: &acp.ClientCapabilities{Fs: &acp.FileSystemCapabilities{ReadTextFile: new(true)}},
 		ClientInfo:         wire.Some(acp.Implementation{Name: "bridgekit-acp-client", Version: "0.1.0"}),
 	}); err != nil {
 		return failed(ctx, stderr, "initialize", err)

@@ -232,8 +232,7 @@ func planner(_ context.Context, p *agentpmservice.GeneratePayload) (*agentpmserv
 }
 
 func usage(in, out int64) *agentpmservice.RunUsage {
-	calls := int64(1)
-	return &agentpmservice.RunUsage{ModelCalls: &calls, Tokens: &agentpmservice.TokenUsage{
+	return &agentpmservice.RunUsage{ModelCalls: new(int64(1)), Tokens: &agentpmservice.TokenUsage{
 		InputTokens: wire.Some(in), OutputTokens: wire.Some(out), TotalTokens: wire.Some(in + out)}}
 }
 
@@ -252,8 +251,7 @@ func firstSentence(s string) string {
 func queryPolicy(_ context.Context, h *agentpmservice.BeforeKnowledgeRequestHook) (*agentpmservice.BeforeKnowledgeRequestDecision, error) {
 	r := h.Input.Request
 	if r.Query == nil || strings.TrimSpace(*r.Query) == "" {
-		reason := "empty queries are not sent to the docs"
-		return &agentpmservice.BeforeKnowledgeRequestDecision{Reject: &agentpmservice.HookReject{Reason: &reason}}, nil
+		return &agentpmservice.BeforeKnowledgeRequestDecision{Reject: &agentpmservice.HookReject{Reason: new("empty queries are not sent to the docs")}}, nil
 	}
 	q := strings.Join(strings.Fields(strings.TrimRight(*r.Query, "?!. ")), " ")
 	top := int64(3)

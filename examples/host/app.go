@@ -213,8 +213,8 @@ func (a *app) bridge() *harn.HostHandlers {
 	a.skills.Register(&h, a.renderMatch)
 	h.AgentIdle = func(_ context.Context, p *harn.AgentIdleParams) error { a.render.Idle(p); return nil }
 	h.AgentEvent = func(_ context.Context, e *harn.AgentEvent) error { a.render.AgentEvent(e); return nil }
-	h.Progress = func(_ context.Context, p *acp.HarnProgress) error { a.render.Progress(p); return nil }
-	h.Log = func(_ context.Context, l *acp.HarnLog) error { a.render.Log(l); return nil }
+	h.Progress = func(_ context.Context, p *harn.Progress) error { a.render.Progress(p); return nil }
+	h.Log = func(_ context.Context, l *harn.Log) error { a.render.Log(l); return nil }
 	h.Output = func(_ context.Context, o *harn.OutputParams) error { a.render.Output(o); return nil }
 	return &h
 }

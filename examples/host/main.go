@@ -57,6 +57,7 @@ import (
 	"time"
 
 	"github.com/bridgekit/bridgekit/gen/acp"
+	"github.com/bridgekit/bridgekit/gen/harn"
 	"github.com/bridgekit/bridgekit/internal/child"
 	"github.com/bridgekit/bridgekit/internal/recorder"
 	"github.com/bridgekit/bridgekit/internal/tty"
@@ -315,14 +316,13 @@ func runPrompt(a *app, srv *host.Server, sigs chan os.Signal, o options, args []
 	runCtx, abandon := context.WithCancel(context.Background())
 	defer abandon()
 
-	yes := true
 	pr := prompt.New(prompt.Options{
 		Text: o.prompt, Cwd: a.ws.Dir(), Argv: args,
-		Capabilities: &acp.ClientCapabilities{Fs: &acp.FileSystemCapabilities{ReadTextFile: &yes, WriteTextFile: &yes}, Terminal: &yes},
+		Capabilities: &acp.ClientCapabilities{Fs: &acp.FileSystemCapabilities{ReadTextFile: new(true), WriteTextFile: new(true)}, Terminal: new(true)},
 		Auth:         auth.Options{Method: acp.AuthMethodID(o.auth), Terminal: o.authTerminal, Gateway: o.gatewayAuth},
 		AuthHint:     "(choose a method with -auth ID; an env_var method needs its variables set in the host's environment; -auth-terminal lets the host run a terminal method; -gateway URL a gateway method)",
 		Status:       func(format string, args ...any) { a.render.Status("%s", cleanLines(fmt.Sprintf(format, args...))) },
-		OnHarn: func(adv *acp.HarnAgentCapabilities) {
+		OnHarn: func(adv *harn.AgentCapabilities) {
 			a.harnPeer.Store(true)
 			if len(adv.SessionUpdateExtensions) > 0 {
 				a.render.setHarnExtensions(adv.SessionUpdateExtensions)

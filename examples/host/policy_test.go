@@ -12,6 +12,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/bridgekit/bridgekit/gen/acp"
+	"github.com/bridgekit/bridgekit/gen/harn"
 	"github.com/bridgekit/bridgekit/runtime/wire"
 )
 
@@ -49,7 +50,9 @@ func toolCall(title string, kind acp.ToolKind, harnTool string, raw string, loca
 		tc.Kind = wire.Some(kind)
 	}
 	if harnTool != "" {
-		tc.Meta = wire.Some(acp.ToolCallMeta{Harn: &acp.HarnToolLifecycle{ToolName: &harnTool}})
+		if err := harn.SetMeta(&tc.Meta, &harn.ToolLifecycle{ToolName: &harnTool}); err != nil {
+			panic(err)
+		}
 	}
 	var locs []acp.ToolCallLocation
 	for _, l := range locations {

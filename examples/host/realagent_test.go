@@ -268,6 +268,7 @@ const gatewaySecret = "gw-secret-3f9a1c7e5b2d4860"
 // gets carries the gateway's header. The header's value never shows on the
 // host's stderr.
 func TestRealAgentTurnThroughAGateway(t *testing.T) {
+	t.Parallel() // with the other real agents' turns
 	const name = "claude-agent-acp"
 	requireRealAgent(t, name)
 	turn := realagent.TurnFor(name)

@@ -21,6 +21,7 @@ import (
 	"github.com/bridgekit/bridgekit/gen/harn"
 	"github.com/bridgekit/bridgekit/internal/lossy"
 	"github.com/bridgekit/bridgekit/internal/tty"
+	"github.com/bridgekit/bridgekit/runtime/wire"
 )
 
 // renderer writes session/update notifications, permission decisions and
@@ -267,10 +268,9 @@ func (r *renderer) toolCall(c *acp.ToolCall) string {
 	if s, ok := c.Status.Get(); ok {
 		head += " " + r.status(string(s))
 	}
-	meta, _ := c.Meta.Get()
 	locs, _ := c.Locations.Get()
 	content, _ := c.Content.Get()
-	return head + details(locations(locs), toolContent(content), rawSummary("input", c.RawInput), harnToolMeta(meta.Harn))
+	return head + details(locations(locs), toolContent(content), rawSummary("input", c.RawInput), harnToolMeta(c.Meta))
 }
 
 // toolCallUpdate shows an update of a tool call, or "" when it carries
@@ -289,8 +289,7 @@ func (r *renderer) toolCallUpdate(c *acp.ToolCallUpdate) string {
 	}
 	locs, _ := c.Locations.Get()
 	content, _ := c.Content.Get()
-	meta, _ := c.Meta.Get()
-	more := details(locations(locs), toolContent(content), rawSummary("output", c.RawOutput), harnToolMeta(meta.Harn))
+	more := details(locations(locs), toolContent(content), rawSummary("output", c.RawOutput), harnToolMeta(c.Meta))
 	if len(head) == bare && more == "" {
 		return ""
 	}
@@ -356,8 +355,13 @@ func rawSummary(label string, raw jsontext.Value) string {
 	return label + " " + compact(raw, 80)
 }
 
-// harnToolMeta shows the Harn tool-lifecycle metadata a user cares about.
-func harnToolMeta(h *acp.HarnToolLifecycle) string {
+// harnToolMeta shows the Harn tool-lifecycle metadata a user cares about
+// (_meta.harn of a tool call), or what is wrong with it.
+func harnToolMeta(meta wire.Nullable[jsontext.Value]) string {
+	h, err := harn.ToolLifecycleOf(meta)
+	if err != nil {
+		return "_meta.harn: " + cleanLine(err.Error())
+	}
 	if h == nil {
 		return ""
 	}
@@ -497,41 +501,43 @@ func fieldsOf(u *acp.SessionUpdate) (harn, root map[string]jsontext.Value) {
 	return harn, root
 }
 
-// extension renders a variant ACP v0.12.2 does not define. A variant
-// gen/acp knows is rendered from its typed fields; the label says "harn"
-// when the runtime advertised it as a Harn extension (initialize's list,
-// not a local allow-list) and "update" otherwise. Unknown variants, and
-// known ones with nothing typed to show, are rendered generically from
-// their members (those of _meta.harn when there are any).
+// extension renders a variant ACP does not define. One of Harn's, typed
+// by gen/harn (harn.UpdateOf), is rendered from its typed fields; the label
+// says "harn" when the runtime advertised it as a Harn extension
+// (initialize's list, not a local allow-list) and "update" otherwise.
+// Unknown variants, and Harn's with nothing typed to show, are rendered
+// generically from their members (those of _meta.harn when there are any).
 func (r *renderer) extension(u *acp.SessionUpdate) string {
 	tag := u.Tag()
 	r.mu.Lock()
 	advertised := r.harn[tag]
 	r.mu.Unlock()
+	h, err := harn.UpdateOf(*u)
+	typed := err == nil && h.Unknown == nil && h.Tag() != ""
 	label := r.paint("update "+clean(tag)+":", cDim)
-	if advertised && u.Unknown == nil {
+	if advertised && typed {
 		label = r.paint("harn "+clean(tag)+":", cMagenta)
 	}
-	if u.Unknown == nil {
-		if text, ok := r.harnText(u); ok {
+	if typed {
+		if text, ok := r.harnText(&h); ok {
 			return label + " " + strings.TrimSpace(text)
 		}
 	}
-	harn, root := fieldsOf(u)
+	hf, root := fieldsOf(u)
 	fields := root
-	if len(harn) > 0 {
-		fields = harn
+	if len(hf) > 0 {
+		fields = hf
 	}
 	return label + " " + keyValues(fields, nil)
 }
 
 // Progress renders a top-level progress notification.
-func (r *renderer) Progress(p *acp.HarnProgress) {
+func (r *renderer) Progress(p *harn.Progress) {
 	r.line(r.paint("bridge progress:", cMagenta) + " " + progressText(p))
 }
 
 // Log renders a top-level log notification.
-func (r *renderer) Log(l *acp.HarnLog) {
+func (r *renderer) Log(l *harn.Log) {
 	r.line(r.paint("bridge log:", cMagenta) + " " + logText(l))
 }
 

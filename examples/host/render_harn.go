@@ -8,14 +8,14 @@ import (
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
-	"github.com/bridgekit/bridgekit/gen/acp"
+	"github.com/bridgekit/bridgekit/gen/harn"
 )
 
 // harnText renders a Harn variant from its typed fields; ok is false when
 // it has none to show (session_rollback and session_redo, whose members
 // Harn does not pin, and a worker_update with neither shape), rendered
 // generically then.
-func (r *renderer) harnText(u *acp.SessionUpdate) (string, bool) {
+func (r *renderer) harnText(u *harn.SessionUpdate) (string, bool) {
 	switch {
 	case u.Progress != nil:
 		return progressText(&u.Progress.Meta.Harn), true
@@ -158,7 +158,7 @@ func (r *renderer) harnText(u *acp.SessionUpdate) (string, bool) {
 }
 
 // progressText renders a progress report: phase, message, progress/total.
-func progressText(p *acp.HarnProgress) string {
+func progressText(p *harn.Progress) string {
 	text := join(clean(p.Phase)+":", cleanLine(p.Message))
 	if p.Progress != nil {
 		done := strconv.FormatInt(*p.Progress, 10)
@@ -171,7 +171,7 @@ func progressText(p *acp.HarnProgress) string {
 }
 
 // logText renders a log line: [level] message.
-func logText(l *acp.HarnLog) string {
+func logText(l *harn.Log) string {
 	return "[" + clean(string(l.Level)) + "] " + cleanLine(l.Message)
 }
 
@@ -191,7 +191,7 @@ func iteration(n *int64) string {
 
 // fsWatchText renders a watch's events: kind and paths (relative ones when
 // given), and an error.
-func fsWatchText(h *acp.HarnFsWatch) string {
+func fsWatchText(h *harn.FsWatch) string {
 	var events []string
 	for _, e := range h.Events {
 		paths := e.RelativePaths
@@ -210,7 +210,7 @@ func fsWatchText(h *acp.HarnFsWatch) string {
 // compactedText renders a compaction: how, what was archived, and the
 // estimated tokens before and after. Harn pins none of these members'
 // types: each is shown as the value it is.
-func compactedText(h *acp.HarnTranscriptCompacted) string {
+func compactedText(h *harn.TranscriptCompacted) string {
 	var out []string
 	if n := truncate(scalarText(h.ArchivedMessages), 20); n != "" {
 		out = append(out, "archived "+n+" messages")
@@ -227,7 +227,7 @@ func compactedText(h *acp.HarnTranscriptCompacted) string {
 
 // projectedText renders a projection: messages kept and dropped, what was
 // redacted and reclaimed, under which policy.
-func projectedText(h *acp.HarnTranscriptProjected) string {
+func projectedText(h *harn.TranscriptProjected) string {
 	var out []string
 	for _, c := range []struct {
 		what string
@@ -253,7 +253,7 @@ func nonEmpty(list ...string) []string {
 
 // handoffText renders a handoff: its ids, and the task and target of the
 // handoff_artifact record when it has them.
-func handoffText(h *acp.HarnHandoff) string {
+func handoffText(h *harn.Handoff) string {
 	var rec struct {
 		Task   string `json:"task"`
 		Target struct {

@@ -463,8 +463,8 @@ func TestRenderBridgeNotifications(t *testing.T) {
 	decode(`{"sessionId":"s","kind":"a_future_kind","x":1}`, &unknown)
 	r.AgentEvent(&ev)
 	r.AgentEvent(&unknown)
-	r.Progress(&acp.HarnProgress{Phase: "llm", Message: "warming up"})
-	r.Log(&acp.HarnLog{Level: "debug", Message: "x"})
+	r.Progress(&harn.Progress{Phase: "llm", Message: "warming up"})
+	r.Log(&harn.Log{Level: "debug", Message: "x"})
 	r.Output(&harn.OutputParams{Text: "printed\u001b[2J"})
 	r.close(time.Second)
 	want := "idle: iteration 3, backoff 1000ms, persist /tmp/state, watching src\n" +

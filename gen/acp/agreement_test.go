@@ -15,7 +15,7 @@ import (
 // catalogues' overlays applied, rebuilt independently of the generator):
 // its synthesised seeds, the golden documents and their systematic
 // mutations, judged by a JSON Schema validator and by the generated decoder.
-func TestGoldenDocuments(t *testing.T) { schematest.CheckPackage(t, "acp", fuzzTypes, Contracts...) }
+func TestGoldenDocuments(t *testing.T) { schematest.CheckPackage(t, "acp", fuzzTypes) }
 
 // Every params and result definition of ACP v1, those the schema marks with
 // x-method and x-side, is among the types judged above, except those
@@ -67,8 +67,8 @@ func TestEveryMethodDefinitionJudged(t *testing.T) {
 }
 
 // TestV0122DocumentsUnchanged is the differential test of the move to ACP
-// v1: every document valid under ACP v0.12.2 as Harn's overlays extend it
-// (the version Harn pins) decodes with the v1 types and re-encodes to the
+// v1: every document valid under ACP v0.12.2 as the catalogue's overlays
+// extend it decodes with the v1 types and re-encodes to the
 // same JSON: the seeds, the golden documents of testdata/acp and their
 // systematic mutations, judged by v0.12.2's definition of the same name.
 func TestV0122DocumentsUnchanged(t *testing.T) {

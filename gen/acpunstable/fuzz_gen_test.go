@@ -22,14 +22,7 @@ var fuzzTypes = []wiretest.Type{{
 		return new(AgentCapabilities)
 	},
 	Schema: "acp/v1/schema.unstable.json#/$defs/AgentCapabilities",
-	Seeds:  []string{"{\"_meta\":{\"harn\":{\"contentExtensionFields\":[\"x\"],\"extensionContract\":\"x\",\"extensionMethods\":{\"k\":{\"raw\":[1,\"two\",null]}},\"hostCapabilityOperations\":{\"k\":[\"x\"]},\"promptResultExtensionFields\":[\"x\"],\"schemaCompatibility\":\"x\",\"sessionUpdateExtensions\":[\"x\"],\"toolLifecycleExtensionFields\":[\"x\"],\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"auth\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"logout\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"status\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"loadSession\":true,\"mcpCapabilities\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"acp\":true,\"http\":true,\"sse\":true,\"vendor_extension\":{\"kept\":true}},\"promptCapabilities\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"audio\":true,\"embeddedContext\":true,\"image\":true,\"vendor_extension\":{\"kept\":true}},\"providers\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"sessionCapabilities\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"additionalDirectories\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"archive\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"close\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"delete\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"fork\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"list\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"resume\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"status\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"systemPrompt\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"mode\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"override\":{\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"title\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
-}, {
-	Name: "AgentCapabilitiesMeta",
-	New: func() any {
-		return new(AgentCapabilitiesMeta)
-	},
-	Schema: "harn-acp.schema.json#/$defs/agent_capabilities_meta",
-	Seeds:  []string{"{\"harn\":{\"contentExtensionFields\":[\"x\"],\"extensionContract\":\"x\",\"extensionMethods\":{\"k\":{\"raw\":[1,\"two\",null]}},\"hostCapabilityOperations\":{\"k\":[\"x\"]},\"promptResultExtensionFields\":[\"x\"],\"schemaCompatibility\":\"x\",\"sessionUpdateExtensions\":[\"x\"],\"toolLifecycleExtensionFields\":[\"x\"],\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"auth\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"logout\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"status\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"loadSession\":true,\"mcpCapabilities\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"acp\":true,\"http\":true,\"sse\":true,\"vendor_extension\":{\"kept\":true}},\"promptCapabilities\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"audio\":true,\"embeddedContext\":true,\"image\":true,\"vendor_extension\":{\"kept\":true}},\"providers\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"sessionCapabilities\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"additionalDirectories\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"archive\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"close\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"delete\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"fork\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"list\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"resume\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"status\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"subagents\":{\"vendor_extension\":{\"kept\":true}},\"systemPrompt\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"mode\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"override\":{\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"title\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "Annotations",
 	New: func() any {
@@ -37,20 +30,6 @@ var fuzzTypes = []wiretest.Type{{
 	},
 	Schema: "acp/v1/schema.unstable.json#/$defs/Annotations",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"audience\":[\"assistant\"],\"lastModified\":\"x\",\"priority\":1,\"vendor_extension\":{\"kept\":true}}"},
-}, {
-	Name: "ApprovalPolicy",
-	New: func() any {
-		return new(ApprovalPolicy)
-	},
-	Schema: "harn-acp.schema.json#/$defs/approval_policy",
-	Seeds:  []string{"{\"auto_approve\":[\"x\"],\"auto_deny\":[\"x\"],\"require_approval\":[\"x\"],\"vendor_extension\":{\"kept\":true},\"write_path_allowlist\":[\"x\"]}"},
-}, {
-	Name: "ApprovalRequest",
-	New: func() any {
-		return new(ApprovalRequest)
-	},
-	Schema: "harn-acp.schema.json#/$defs/approval_request",
-	Seeds:  []string{"{\"action\":\"x\",\"approvers_required\":0,\"args\":{\"raw\":[1,\"two\",null]},\"capabilities_requested\":[\"x\"],\"deadline\":\"x\",\"evidence_refs\":[{\"byteCount\":0,\"kind\":\"x\",\"newText\":\"x\",\"oldText\":\"x\",\"path\":\"x\",\"preimageSha256\":\"x\",\"source\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"id\":\"x\",\"principal\":\"x\",\"requested_at\":\"x\",\"undo_metadata\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "ArchiveSessionRequest",
 	New: func() any {
@@ -65,20 +44,6 @@ var fuzzTypes = []wiretest.Type{{
 	},
 	Schema: "acp/v1/schema.unstable.json#/$defs/ArchiveSessionResponse",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}}"},
-}, {
-	Name: "ArtifactUpdate",
-	New: func() any {
-		return new(ArtifactUpdate)
-	},
-	Schema: "harn-acp.schema.json#/$defs/artifact_update",
-	Seeds:  []string{"{\"_meta\":{\"harn\":{\"artifactId\":\"x\",\"fallback\":{\"raw\":[1,\"two\",null]},\"kind\":\"x\",\"metadata\":{\"raw\":[1,\"two\",null]},\"mimeType\":\"x\",\"provenance\":{\"raw\":[1,\"two\",null]},\"sizeBytes\":0,\"spec\":{\"raw\":[1,\"two\",null]},\"title\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"sessionUpdate\":\"artifact\",\"vendor_extension\":{\"kept\":true}}"},
-}, {
-	Name: "ArtifactUpdateMeta",
-	New: func() any {
-		return new(ArtifactUpdateMeta)
-	},
-	Schema: "harn-acp.schema.json#/$defs/artifact_update_meta",
-	Seeds:  []string{"{\"harn\":{\"artifactId\":\"x\",\"fallback\":{\"raw\":[1,\"two\",null]},\"kind\":\"x\",\"metadata\":{\"raw\":[1,\"two\",null]},\"mimeType\":\"x\",\"provenance\":{\"raw\":[1,\"two\",null]},\"sizeBytes\":0,\"spec\":{\"raw\":[1,\"two\",null]},\"title\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "AudioContent",
 	New: func() any {
@@ -164,6 +129,13 @@ var fuzzTypes = []wiretest.Type{{
 	Schema: "acp/v1/schema.unstable.json#/$defs/AuthState",
 	Seeds:  []string{"\"authenticated\""},
 }, {
+	Name: "AuthStatus",
+	New: func() any {
+		return new(AuthStatus)
+	},
+	Schema: "acp-agents.schema.json#/$defs/auth_status",
+	Seeds:  []string{"{\"detail\":\"x\",\"kind\":\"x\",\"label\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
 	Name: "AuthStatusCapabilities",
 	New: func() any {
 		return new(AuthStatusCapabilities)
@@ -184,6 +156,13 @@ var fuzzTypes = []wiretest.Type{{
 	},
 	Schema: "acp/v1/schema.unstable.json#/$defs/AuthStatusResponse",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"accounts\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"active\":true,\"email\":\"x\",\"label\":\"x\",\"name\":\"x\",\"organization\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"state\":\"authenticated\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "AuthStatusUpdate",
+	New: func() any {
+		return new(AuthStatusUpdate)
+	},
+	Schema: "acp-agents.schema.json#/$defs/auth_status_update",
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"authStatus\":{\"detail\":\"x\",\"kind\":\"x\",\"label\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "AuthStatusUpdateNotification",
 	New: func() any {
@@ -255,27 +234,6 @@ var fuzzTypes = []wiretest.Type{{
 	Schema: "acp/v1/schema.unstable.json#/$defs/BooleanPropertySchema",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"default\":true,\"description\":\"x\",\"title\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
-	Name: "CallEndUpdate",
-	New: func() any {
-		return new(CallEndUpdate)
-	},
-	Schema: "harn-acp.schema.json#/$defs/call_end_update",
-	Seeds:  []string{"{\"content\":{\"call_type\":\"x\",\"duration_ms\":0,\"metadata\":{\"raw\":[1,\"two\",null]},\"name\":\"x\",\"script\":\"x\",\"status\":\"x\",\"toolCallId\":\"x\",\"vendor_extension\":{\"kept\":true}},\"sessionUpdate\":\"call_end\",\"vendor_extension\":{\"kept\":true}}"},
-}, {
-	Name: "CallProgressUpdate",
-	New: func() any {
-		return new(CallProgressUpdate)
-	},
-	Schema: "harn-acp.schema.json#/$defs/call_progress_update",
-	Seeds:  []string{"{\"content\":{\"accumulated_tokens\":0,\"delta\":\"x\",\"toolCallId\":\"x\",\"user_visible\":true,\"vendor_extension\":{\"kept\":true},\"visible_delta\":\"x\",\"visible_text\":\"x\"},\"sessionUpdate\":\"call_progress\",\"vendor_extension\":{\"kept\":true}}"},
-}, {
-	Name: "CallStartUpdate",
-	New: func() any {
-		return new(CallStartUpdate)
-	},
-	Schema: "harn-acp.schema.json#/$defs/call_start_update",
-	Seeds:  []string{"{\"content\":{\"call_type\":\"x\",\"metadata\":{\"raw\":[1,\"two\",null]},\"name\":\"x\",\"script\":\"x\",\"toolCallId\":\"x\",\"vendor_extension\":{\"kept\":true}},\"sessionUpdate\":\"call_start\",\"vendor_extension\":{\"kept\":true}}"},
-}, {
 	Name: "CancelNotification",
 	New: func() any {
 		return new(CancelNotification)
@@ -344,14 +302,14 @@ var fuzzTypes = []wiretest.Type{{
 		return new(CompactionSummaryChunk)
 	},
 	Schema: "acp/v1/schema.unstable.json#/$defs/CompactionSummaryChunk",
-	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"compactionId\":\"x\",\"content\":{\"_meta\":{\"harn\":{\"permission_preview\":{\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true},\"visible_delta\":\"x\",\"visible_text\":\"x\"},\"vendor_extension\":{\"kept\":true}},\"annotations\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"audience\":[\"assistant\"],\"lastModified\":\"x\",\"priority\":1,\"vendor_extension\":{\"kept\":true}},\"text\":\"x\",\"type\":\"text\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"compactionId\":\"x\",\"content\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"annotations\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"audience\":[\"assistant\"],\"lastModified\":\"x\",\"priority\":1,\"vendor_extension\":{\"kept\":true}},\"text\":\"x\",\"type\":\"text\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "CompactionUpdate",
 	New: func() any {
 		return new(CompactionUpdate)
 	},
 	Schema: "acp/v1/schema.unstable.json#/$defs/CompactionUpdate",
-	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"compactionId\":\"x\",\"error\":\"x\",\"status\":\"in_progress\",\"summary\":[{\"_meta\":{\"harn\":{\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"annotations\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"audience\":[\"assistant\"],\"lastModified\":\"x\",\"priority\":1,\"vendor_extension\":{\"kept\":true}},\"text\":\"x\",\"type\":\"text\",\"vendor_extension\":{\"kept\":true}}],\"vendor_extension\":{\"kept\":true}}"},
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"compactionId\":\"x\",\"error\":\"x\",\"status\":\"in_progress\",\"summary\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"annotations\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"audience\":[\"assistant\"],\"lastModified\":\"x\",\"priority\":1,\"vendor_extension\":{\"kept\":true}},\"text\":\"x\",\"type\":\"text\",\"vendor_extension\":{\"kept\":true}}],\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "CompleteElicitationNotification",
 	New: func() any {
@@ -372,28 +330,21 @@ var fuzzTypes = []wiretest.Type{{
 		return new(Content)
 	},
 	Schema: "acp/v1/schema.unstable.json#/$defs/Content",
-	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"content\":{\"_meta\":{\"harn\":{\"permission_preview\":{\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true},\"visible_delta\":\"x\",\"visible_text\":\"x\"},\"vendor_extension\":{\"kept\":true}},\"annotations\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"audience\":[\"assistant\"],\"lastModified\":\"x\",\"priority\":1,\"vendor_extension\":{\"kept\":true}},\"text\":\"x\",\"type\":\"text\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"content\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"annotations\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"audience\":[\"assistant\"],\"lastModified\":\"x\",\"priority\":1,\"vendor_extension\":{\"kept\":true}},\"text\":\"x\",\"type\":\"text\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "ContentBlock",
 	New: func() any {
 		return new(ContentBlock)
 	},
 	Schema: "acp/v1/schema.unstable.json#/$defs/ContentBlock",
-	Seeds:  []string{"{\"_meta\":{\"harn\":{\"permission_preview\":{\"byteCount\":0,\"preimageSha256\":\"x\",\"source\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true},\"visible_delta\":\"x\",\"visible_text\":\"x\"},\"vendor_extension\":{\"kept\":true}},\"annotations\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"audience\":[\"assistant\"],\"lastModified\":\"x\",\"priority\":1,\"vendor_extension\":{\"kept\":true}},\"text\":\"x\",\"type\":\"text\",\"vendor_extension\":{\"kept\":true}}"},
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"annotations\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"audience\":[\"assistant\"],\"lastModified\":\"x\",\"priority\":1,\"vendor_extension\":{\"kept\":true}},\"text\":\"x\",\"type\":\"text\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "ContentChunk",
 	New: func() any {
 		return new(ContentChunk)
 	},
 	Schema: "acp/v1/schema.unstable.json#/$defs/ContentChunk",
-	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"content\":{\"_meta\":{\"harn\":{\"permission_preview\":{\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true},\"visible_delta\":\"x\",\"visible_text\":\"x\"},\"vendor_extension\":{\"kept\":true}},\"annotations\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"audience\":[\"assistant\"],\"lastModified\":\"x\",\"priority\":1,\"vendor_extension\":{\"kept\":true}},\"text\":\"x\",\"type\":\"text\",\"vendor_extension\":{\"kept\":true}},\"messageId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
-}, {
-	Name: "ContentMeta",
-	New: func() any {
-		return new(ContentMeta)
-	},
-	Schema: "harn-acp.schema.json#/$defs/content_meta",
-	Seeds:  []string{"{\"harn\":{\"permission_preview\":{\"byteCount\":0,\"preimageSha256\":\"x\",\"source\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true},\"visible_delta\":\"x\",\"visible_text\":\"x\"},\"vendor_extension\":{\"kept\":true}}"},
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"content\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"annotations\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"audience\":[\"assistant\"],\"lastModified\":\"x\",\"priority\":1,\"vendor_extension\":{\"kept\":true}},\"text\":\"x\",\"type\":\"text\",\"vendor_extension\":{\"kept\":true}},\"messageId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "Cost",
 	New: func() any {
@@ -463,7 +414,7 @@ var fuzzTypes = []wiretest.Type{{
 		return new(Diff)
 	},
 	Schema: "acp/v1/schema.unstable.json#/$defs/Diff",
-	Seeds:  []string{"{\"_meta\":{\"harn\":{\"permission_preview\":{\"byteCount\":0,\"preimageSha256\":\"x\",\"source\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true},\"visible_delta\":\"x\",\"visible_text\":\"x\"},\"vendor_extension\":{\"kept\":true}},\"newText\":\"x\",\"oldText\":\"x\",\"path\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"newText\":\"x\",\"oldText\":\"x\",\"path\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "DisableProviderRequest",
 	New: func() any {
@@ -478,6 +429,20 @@ var fuzzTypes = []wiretest.Type{{
 	},
 	Schema: "acp/v1/schema.unstable.json#/$defs/DisableProviderResponse",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "DrainMidTurnQueueRequest",
+	New: func() any {
+		return new(DrainMidTurnQueueRequest)
+	},
+	Schema: "acp-agents.schema.json#/$defs/drain_mid_turn_queue_request",
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"promptId\":\"x\",\"sessionId\":\"x\",\"todoStopGuardWatchQueuedPrompt\":true,\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "DrainMidTurnQueueResponse",
+	New: func() any {
+		return new(DrainMidTurnQueueResponse)
+	},
+	Schema: "acp-agents.schema.json#/$defs/drain_mid_turn_queue_response",
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"hasQueuedPrompt\":true,\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "ElicitationAcceptAction",
 	New: func() any {
@@ -598,13 +563,6 @@ var fuzzTypes = []wiretest.Type{{
 	Schema: "acp/v1/schema.unstable.json#/$defs/EmbeddedResourceResource",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"mimeType\":\"x\",\"text\":\"x\",\"uri\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
-	Name: "EmittedReminder",
-	New: func() any {
-		return new(EmittedReminder)
-	},
-	Schema: "harn-acp.schema.json#/$defs/emitted_reminder",
-	Seeds:  []string{"{\"authority\":\"x\",\"body\":\"x\",\"reminderId\":\"x\",\"renderedRole\":\"x\",\"roleHint\":\"x\",\"source\":\"x\",\"tags\":[\"x\"],\"ttlTurns\":1,\"vendor_extension\":{\"kept\":true}}"},
-}, {
 	Name: "EnumOption",
 	New: func() any {
 		return new(EnumOption)
@@ -640,20 +598,6 @@ var fuzzTypes = []wiretest.Type{{
 	Schema: "acp/v1/schema.unstable.json#/$defs/ErrorStopReason",
 	Seeds:  []string{"{\"error\":{\"code\":-32700,\"data\":{\"raw\":[1,\"two\",null]},\"message\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
-	Name: "EvidenceRef",
-	New: func() any {
-		return new(EvidenceRef)
-	},
-	Schema: "harn-acp.schema.json#/$defs/evidence_ref",
-	Seeds:  []string{"{\"byteCount\":0,\"kind\":\"x\",\"newText\":\"x\",\"oldText\":\"x\",\"path\":\"x\",\"preimageSha256\":\"x\",\"source\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
-}, {
-	Name: "ExtensionMethod",
-	New: func() any {
-		return new(ExtensionMethod)
-	},
-	Schema: "harn-acp.schema.json#/$defs/extension_method",
-	Seeds:  []string{"{\"kinds\":[\"x\"],\"schema\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
-}, {
 	Name: "FileSystemCapabilities",
 	New: func() any {
 		return new(FileSystemCapabilities)
@@ -666,7 +610,7 @@ var fuzzTypes = []wiretest.Type{{
 		return new(ForkSessionRequest)
 	},
 	Schema: "acp/v1/schema.unstable.json#/$defs/ForkSessionRequest",
-	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"additionalDirectories\":[\"x\"],\"cwd\":\"x\",\"mcpServers\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"headers\":[{\"name\":\"x\",\"value\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"name\":\"x\",\"type\":\"http\",\"url\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"sessionId\":\"x\",\"systemPrompt\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"content\":[{\"_meta\":{\"vendor_extension\":{\"kept\":true}},\"annotations\":{\"vendor_extension\":{\"kept\":true}},\"text\":\"x\",\"type\":\"text\",\"vendor_extension\":{\"kept\":true}}],\"mode\":\"append\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"additionalDirectories\":[\"x\"],\"cwd\":\"x\",\"mcpServers\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"headers\":[{\"name\":\"x\",\"value\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"name\":\"x\",\"type\":\"http\",\"url\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"sessionId\":\"x\",\"systemPrompt\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"content\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"annotations\":{\"vendor_extension\":{\"kept\":true}},\"text\":\"x\",\"type\":\"text\",\"vendor_extension\":{\"kept\":true}}],\"mode\":\"append\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "ForkSessionResponse",
 	New: func() any {
@@ -674,27 +618,6 @@ var fuzzTypes = []wiretest.Type{{
 	},
 	Schema: "acp/v1/schema.unstable.json#/$defs/ForkSessionResponse",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"configOptions\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"category\":\"mode\",\"currentValue\":\"x\",\"description\":\"x\",\"id\":\"x\",\"name\":\"x\",\"options\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"description\":\"x\",\"name\":\"x\",\"value\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"type\":\"select\",\"vendor_extension\":{\"kept\":true}}],\"modes\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"availableModes\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"description\":\"x\",\"id\":\"x\",\"name\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"currentModeId\":\"x\",\"vendor_extension\":{\"kept\":true}},\"sessionId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
-}, {
-	Name: "FsWatchEvent",
-	New: func() any {
-		return new(FsWatchEvent)
-	},
-	Schema: "harn-acp.schema.json#/$defs/fs_watch_event",
-	Seeds:  []string{"{\"error\":\"x\",\"kind\":\"x\",\"paths\":[\"x\"],\"raw_kind\":\"x\",\"relative_paths\":[\"x\"],\"vendor_extension\":{\"kept\":true}}"},
-}, {
-	Name: "FsWatchUpdate",
-	New: func() any {
-		return new(FsWatchUpdate)
-	},
-	Schema: "harn-acp.schema.json#/$defs/fs_watch_update",
-	Seeds:  []string{"{\"_meta\":{\"harn\":{\"events\":[{\"vendor_extension\":{\"kept\":true}}],\"subscriptionId\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"sessionUpdate\":\"fs_watch\",\"vendor_extension\":{\"kept\":true}}"},
-}, {
-	Name: "FsWatchUpdateMeta",
-	New: func() any {
-		return new(FsWatchUpdateMeta)
-	},
-	Schema: "harn-acp.schema.json#/$defs/fs_watch_update_meta",
-	Seeds:  []string{"{\"harn\":{\"events\":[{\"error\":\"x\",\"kind\":\"x\",\"paths\":[\"x\"],\"raw_kind\":\"x\",\"relative_paths\":[\"x\"],\"vendor_extension\":{\"kept\":true}}],\"subscriptionId\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "GatewayAuth",
 	New: func() any {
@@ -710,271 +633,12 @@ var fuzzTypes = []wiretest.Type{{
 	Schema: "acp-agents.schema.json#/$defs/gateway_auth/properties/headers",
 	Seeds:  []string{"{\"k\":\"x\"}"},
 }, {
-	Name: "HITLRequestUpdate",
-	New: func() any {
-		return new(HITLRequestUpdate)
-	},
-	Schema: "harn-acp.schema.json#/$defs/hitl_request_update",
-	Seeds:  []string{"{\"_meta\":{\"harn\":{\"kind\":\"question\",\"payload\":{\"raw\":[1,\"two\",null]},\"requestId\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"sessionUpdate\":\"hitl_request\",\"vendor_extension\":{\"kept\":true}}"},
-}, {
-	Name: "HITLRequestUpdateMeta",
-	New: func() any {
-		return new(HITLRequestUpdateMeta)
-	},
-	Schema: "harn-acp.schema.json#/$defs/hitl_request_update_meta",
-	Seeds:  []string{"{\"harn\":{\"kind\":\"question\",\"payload\":{\"raw\":[1,\"two\",null]},\"requestId\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
-}, {
-	Name: "HITLResolvedUpdate",
-	New: func() any {
-		return new(HITLResolvedUpdate)
-	},
-	Schema: "harn-acp.schema.json#/$defs/hitl_resolved_update",
-	Seeds:  []string{"{\"_meta\":{\"harn\":{\"kind\":\"x\",\"outcome\":\"x\",\"requestId\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"sessionUpdate\":\"hitl_resolved\",\"vendor_extension\":{\"kept\":true}}"},
-}, {
-	Name: "HITLResolvedUpdateMeta",
-	New: func() any {
-		return new(HITLResolvedUpdateMeta)
-	},
-	Schema: "harn-acp.schema.json#/$defs/hitl_resolved_update_meta",
-	Seeds:  []string{"{\"harn\":{\"kind\":\"x\",\"outcome\":\"x\",\"requestId\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
-}, {
 	Name: "HTTPHeader",
 	New: func() any {
 		return new(HTTPHeader)
 	},
 	Schema: "acp/v1/schema.unstable.json#/$defs/HttpHeader",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"name\":\"x\",\"value\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
-}, {
-	Name: "HandoffUpdate",
-	New: func() any {
-		return new(HandoffUpdate)
-	},
-	Schema: "harn-acp.schema.json#/$defs/handoff_update",
-	Seeds:  []string{"{\"_meta\":{\"harn\":{\"artifactId\":\"x\",\"handoff\":{\"raw\":[1,\"two\",null]},\"handoffId\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"sessionUpdate\":\"handoff\",\"vendor_extension\":{\"kept\":true}}"},
-}, {
-	Name: "HandoffUpdateMeta",
-	New: func() any {
-		return new(HandoffUpdateMeta)
-	},
-	Schema: "harn-acp.schema.json#/$defs/handoff_update_meta",
-	Seeds:  []string{"{\"harn\":{\"artifactId\":\"x\",\"handoff\":{\"raw\":[1,\"two\",null]},\"handoffId\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
-}, {
-	Name: "HarnAgentCapabilities",
-	New: func() any {
-		return new(HarnAgentCapabilities)
-	},
-	Schema: "harn-acp.schema.json#/$defs/harn_agent_capabilities",
-	Seeds:  []string{"{\"contentExtensionFields\":[\"x\"],\"extensionContract\":\"x\",\"extensionMethods\":{\"k\":{\"raw\":[1,\"two\",null]}},\"hostCapabilityOperations\":{\"k\":[\"x\"]},\"promptResultExtensionFields\":[\"x\"],\"schemaCompatibility\":\"x\",\"sessionUpdateExtensions\":[\"x\"],\"toolLifecycleExtensionFields\":[\"x\"],\"vendor_extension\":{\"kept\":true}}"},
-}, {
-	Name: "HarnAgentCapabilitiesExtensionMethods",
-	New: func() any {
-		return new(HarnAgentCapabilitiesExtensionMethods)
-	},
-	Schema: "harn-acp.schema.json#/$defs/harn_agent_capabilities/properties/extensionMethods",
-	Seeds:  []string{"{\"k\":{\"raw\":[1,\"two\",null]}}"},
-}, {
-	Name: "HarnAgentCapabilitiesHostCapabilityOperations",
-	New: func() any {
-		return new(HarnAgentCapabilitiesHostCapabilityOperations)
-	},
-	Schema: "harn-acp.schema.json#/$defs/harn_agent_capabilities/properties/hostCapabilityOperations",
-	Seeds:  []string{"{\"k\":[\"x\"]}"},
-}, {
-	Name: "HarnArtifact",
-	New: func() any {
-		return new(HarnArtifact)
-	},
-	Schema: "harn-acp.schema.json#/$defs/harn_artifact",
-	Seeds:  []string{"{\"artifactId\":\"x\",\"fallback\":{\"raw\":[1,\"two\",null]},\"kind\":\"x\",\"metadata\":{\"raw\":[1,\"two\",null]},\"mimeType\":\"x\",\"provenance\":{\"raw\":[1,\"two\",null]},\"sizeBytes\":0,\"spec\":{\"raw\":[1,\"two\",null]},\"title\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
-}, {
-	Name: "HarnContent",
-	New: func() any {
-		return new(HarnContent)
-	},
-	Schema: "harn-acp.schema.json#/$defs/harn_content",
-	Seeds:  []string{"{\"permission_preview\":{\"byteCount\":0,\"preimageSha256\":\"x\",\"source\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true},\"visible_delta\":\"x\",\"visible_text\":\"x\"}"},
-}, {
-	Name: "HarnFsWatch",
-	New: func() any {
-		return new(HarnFsWatch)
-	},
-	Schema: "harn-acp.schema.json#/$defs/harn_fs_watch",
-	Seeds:  []string{"{\"events\":[{\"error\":\"x\",\"kind\":\"x\",\"paths\":[\"x\"],\"raw_kind\":\"x\",\"relative_paths\":[\"x\"],\"vendor_extension\":{\"kept\":true}}],\"subscriptionId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
-}, {
-	Name: "HarnHITLRequest",
-	New: func() any {
-		return new(HarnHITLRequest)
-	},
-	Schema: "harn-acp.schema.json#/$defs/harn_hitl_request",
-	Seeds:  []string{"{\"kind\":\"question\",\"payload\":{\"raw\":[1,\"two\",null]},\"requestId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
-}, {
-	Name: "HarnHITLRequestKind",
-	New: func() any {
-		return new(HarnHITLRequestKind)
-	},
-	Schema: "harn-acp.schema.json#/$defs/harn_hitl_request/properties/kind",
-	Seeds:  []string{"\"question\""},
-}, {
-	Name: "HarnHITLResolved",
-	New: func() any {
-		return new(HarnHITLResolved)
-	},
-	Schema: "harn-acp.schema.json#/$defs/harn_hitl_resolved",
-	Seeds:  []string{"{\"kind\":\"x\",\"outcome\":\"x\",\"requestId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
-}, {
-	Name: "HarnHandoff",
-	New: func() any {
-		return new(HarnHandoff)
-	},
-	Schema: "harn-acp.schema.json#/$defs/harn_handoff",
-	Seeds:  []string{"{\"artifactId\":\"x\",\"handoff\":{\"raw\":[1,\"two\",null]},\"handoffId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
-}, {
-	Name: "HarnLiveSessionClient",
-	New: func() any {
-		return new(HarnLiveSessionClient)
-	},
-	Schema: "harn-acp.schema.json#/$defs/harn_live_session_client",
-	Seeds:  []string{"{\"action\":\"attached\",\"state\":{\"active_controller_id\":\"x\",\"client\":{\"attached_at\":\"x\",\"client_id\":\"x\",\"last_seen_at\":\"x\",\"metadata\":{\"raw\":[1,\"two\",null]},\"mode\":\"observer\",\"permission_routing\":true,\"prompt_injection\":true,\"vendor_extension\":{\"kept\":true}},\"clients\":[{\"attached_at\":\"x\",\"client_id\":\"x\",\"last_seen_at\":\"x\",\"metadata\":{\"raw\":[1,\"two\",null]},\"mode\":\"observer\",\"permission_routing\":true,\"prompt_injection\":true,\"vendor_extension\":{\"kept\":true}}],\"previous_controller_id\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
-}, {
-	Name: "HarnLiveSessionClientAction",
-	New: func() any {
-		return new(HarnLiveSessionClientAction)
-	},
-	Schema: "harn-acp.schema.json#/$defs/harn_live_session_client/properties/action",
-	Seeds:  []string{"\"attached\""},
-}, {
-	Name: "HarnLog",
-	New: func() any {
-		return new(HarnLog)
-	},
-	Schema: "harn-acp.schema.json#/$defs/harn_log",
-	Seeds:  []string{"{\"fields\":{\"raw\":[1,\"two\",null]},\"level\":\"debug\",\"message\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
-}, {
-	Name: "HarnLogLevel",
-	New: func() any {
-		return new(HarnLogLevel)
-	},
-	Schema: "harn-acp.schema.json#/$defs/harn_log/properties/level",
-	Seeds:  []string{"\"debug\""},
-}, {
-	Name: "HarnPermissionResponse",
-	New: func() any {
-		return new(HarnPermissionResponse)
-	},
-	Schema: "harn-acp.schema.json#/$defs/harn_permission_response",
-	Seeds:  []string{"{\"permissionDecision\":{\"decider\":\"person\",\"grant_scope\":\"once\",\"outcome\":\"approved\",\"policy_evaluations\":[{\"layer\":\"user_policy\",\"outcome\":\"allowed\",\"risk_labels\":[\"x\"],\"rule_id\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"schema\":\"harn.tool_permission_decision.v1\"},\"vendor_extension\":{\"kept\":true}}"},
-}, {
-	Name: "HarnProgress",
-	New: func() any {
-		return new(HarnProgress)
-	},
-	Schema: "harn-acp.schema.json#/$defs/harn_progress",
-	Seeds:  []string{"{\"data\":{\"raw\":[1,\"two\",null]},\"message\":\"x\",\"phase\":\"x\",\"progress\":1,\"total\":1,\"vendor_extension\":{\"kept\":true}}"},
-}, {
-	Name: "HarnPromptResult",
-	New: func() any {
-		return new(HarnPromptResult)
-	},
-	Schema: "harn-acp.schema.json#/$defs/harn_prompt_result",
-	Seeds:  []string{"{\"terminal\":{\"detail\":\"x\",\"kind\":\"natural\",\"message\":\"x\",\"owner\":\"agent\",\"reason\":\"x\",\"terminalClass\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
-}, {
-	Name: "HarnReminderEmitted",
-	New: func() any {
-		return new(HarnReminderEmitted)
-	},
-	Schema: "harn-acp.schema.json#/$defs/harn_reminder_emitted",
-	Seeds:  []string{"{\"reminder\":{\"authority\":\"x\",\"body\":\"x\",\"reminderId\":\"x\",\"renderedRole\":\"x\",\"roleHint\":\"x\",\"source\":\"x\",\"tags\":[\"x\"],\"ttlTurns\":1,\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
-}, {
-	Name: "HarnSkillActivated",
-	New: func() any {
-		return new(HarnSkillActivated)
-	},
-	Schema: "harn-acp.schema.json#/$defs/harn_skill_activated",
-	Seeds:  []string{"{\"iteration\":0,\"reason\":\"x\",\"skillName\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
-}, {
-	Name: "HarnSkillDeactivated",
-	New: func() any {
-		return new(HarnSkillDeactivated)
-	},
-	Schema: "harn-acp.schema.json#/$defs/harn_skill_deactivated",
-	Seeds:  []string{"{\"iteration\":0,\"skillName\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
-}, {
-	Name: "HarnSkillNarrow",
-	New: func() any {
-		return new(HarnSkillNarrow)
-	},
-	Schema: "harn-acp.schema.json#/$defs/harn_skill_narrow",
-	Seeds:  []string{"{\"keptToolDetails\":{\"raw\":[1,\"two\",null]},\"policy\":{\"raw\":[1,\"two\",null]},\"reason\":\"x\",\"remainingTools\":[\"x\"],\"removedToolDetails\":{\"raw\":[1,\"two\",null]},\"removedTools\":[\"x\"],\"vendor_extension\":{\"kept\":true}}"},
-}, {
-	Name: "HarnSkillScopeTools",
-	New: func() any {
-		return new(HarnSkillScopeTools)
-	},
-	Schema: "harn-acp.schema.json#/$defs/harn_skill_scope_tools",
-	Seeds:  []string{"{\"allowedTools\":[\"x\"],\"skillName\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
-}, {
-	Name: "HarnStanceTransition",
-	New: func() any {
-		return new(HarnStanceTransition)
-	},
-	Schema: "harn-acp.schema.json#/$defs/harn_stance_transition",
-	Seeds:  []string{"{\"allowedTools\":[\"x\"],\"consent\":{\"raw\":[1,\"two\",null]},\"escapeTool\":\"x\",\"justification\":\"x\",\"phase\":\"x\",\"reason\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
-}, {
-	Name: "HarnToolLifecycle",
-	New: func() any {
-		return new(HarnToolLifecycle)
-	},
-	Schema: "harn-acp.schema.json#/$defs/harn_tool_lifecycle",
-	Seeds:  []string{"{\"approvalRequest\":{\"action\":\"x\",\"approvers_required\":0,\"args\":{\"raw\":[1,\"two\",null]},\"capabilities_requested\":[\"x\"],\"deadline\":\"x\",\"evidence_refs\":[{\"byteCount\":0,\"kind\":\"x\",\"newText\":\"x\",\"oldText\":\"x\",\"path\":\"x\",\"preimageSha256\":\"x\",\"source\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"id\":\"x\",\"principal\":\"x\",\"requested_at\":\"x\",\"undo_metadata\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"audit\":{\"approval_policy\":{\"auto_approve\":[\"x\"],\"auto_deny\":[\"x\"],\"require_approval\":[\"x\"],\"vendor_extension\":{\"kept\":true},\"write_path_allowlist\":[\"x\"]},\"execution_kind\":\"x\",\"mutation_scope\":\"x\",\"parent_session_id\":\"x\",\"run_id\":\"x\",\"session_id\":\"x\",\"vendor_extension\":{\"kept\":true},\"worker_id\":\"x\"},\"changedPaths\":[\"x\"],\"data\":{\"raw\":[1,\"two\",null]},\"durationMs\":0,\"error\":\"x\",\"errorCategory\":\"schema_validation\",\"executionDurationMs\":0,\"executor\":\"harn_builtin\",\"mutationStatus\":\"applied\",\"parsing\":true,\"policyDecision\":{\"action\":\"x\",\"context\":{\"raw\":[1,\"two\",null]},\"matched_rule\":{\"raw\":[1,\"two\",null]},\"reason\":\"x\",\"risk_labels\":[\"x\"],\"type\":\"x\",\"vendor_extension\":{\"kept\":true}},\"rawInputPartial\":\"x\",\"toolDescriptor\":{\"description\":\"x\",\"inputSchema\":{\"raw\":[1,\"two\",null]},\"schemaChanged\":true,\"vendor_extension\":{\"kept\":true}},\"toolName\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
-}, {
-	Name: "HarnToolSearchQuery",
-	New: func() any {
-		return new(HarnToolSearchQuery)
-	},
-	Schema: "harn-acp.schema.json#/$defs/harn_tool_search_query",
-	Seeds:  []string{"{\"mode\":\"x\",\"name\":\"x\",\"query\":{\"raw\":[1,\"two\",null]},\"strategy\":\"x\",\"toolUseId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
-}, {
-	Name: "HarnToolSearchResult",
-	New: func() any {
-		return new(HarnToolSearchResult)
-	},
-	Schema: "harn-acp.schema.json#/$defs/harn_tool_search_result",
-	Seeds:  []string{"{\"mode\":\"x\",\"promoted\":[{\"raw\":[1,\"two\",null]}],\"strategy\":\"x\",\"toolUseId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
-}, {
-	Name: "HarnTranscriptCompacted",
-	New: func() any {
-		return new(HarnTranscriptCompacted)
-	},
-	Schema: "harn-acp.schema.json#/$defs/harn_transcript_compacted",
-	Seeds:  []string{"{\"archivedMessages\":{\"raw\":[1,\"two\",null]},\"compactionPolicy\":{\"raw\":[1,\"two\",null]},\"engineStrategy\":{\"raw\":[1,\"two\",null]},\"estimatedTokensAfter\":{\"raw\":[1,\"two\",null]},\"estimatedTokensBefore\":{\"raw\":[1,\"two\",null]},\"hardLimitTokens\":{\"raw\":[1,\"two\",null]},\"instructionMode\":{\"raw\":[1,\"two\",null]},\"instructionSource\":{\"raw\":[1,\"two\",null]},\"mode\":{\"raw\":[1,\"two\",null]},\"reason\":{\"raw\":[1,\"two\",null]},\"recap\":{\"raw\":[1,\"two\",null]},\"receiptId\":{\"raw\":[1,\"two\",null]},\"requestedStrategy\":{\"raw\":[1,\"two\",null]},\"resolvedThresholdTokens\":{\"raw\":[1,\"two\",null]},\"schemaVersion\":{\"raw\":[1,\"two\",null]},\"snapshotAssetId\":{\"raw\":[1,\"two\",null]},\"sourceMeasurement\":{\"raw\":[1,\"two\",null]},\"strategy\":{\"raw\":[1,\"two\",null]},\"thresholdSource\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}}"},
-}, {
-	Name: "HarnTranscriptProjected",
-	New: func() any {
-		return new(HarnTranscriptProjected)
-	},
-	Schema: "harn-acp.schema.json#/$defs/harn_transcript_projected",
-	Seeds:  []string{"{\"droppedCount\":{\"raw\":[1,\"two\",null]},\"keptCount\":{\"raw\":[1,\"two\",null]},\"policy\":{\"raw\":[1,\"two\",null]},\"prefixHash\":{\"raw\":[1,\"two\",null]},\"providerSafetyBlocked\":{\"raw\":[1,\"two\",null]},\"reason\":{\"raw\":[1,\"two\",null]},\"reclaimedTokens\":{\"raw\":[1,\"two\",null]},\"redactedCount\":{\"raw\":[1,\"two\",null]},\"redactionPointers\":{\"raw\":[1,\"two\",null]},\"rootsConsulted\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}}"},
-}, {
-	Name: "HarnWorkerUpdate",
-	New: func() any {
-		return new(HarnWorkerUpdate)
-	},
-	Schema: "harn-acp.schema.json#/$defs/harn_worker_update",
-	Seeds:  []string{"{\"audit\":{\"approval_policy\":{\"auto_approve\":[\"x\"],\"auto_deny\":[\"x\"],\"require_approval\":[\"x\"],\"vendor_extension\":{\"kept\":true},\"write_path_allowlist\":[\"x\"]},\"execution_kind\":\"x\",\"mutation_scope\":\"x\",\"parent_session_id\":\"x\",\"run_id\":\"x\",\"session_id\":\"x\",\"vendor_extension\":{\"kept\":true},\"worker_id\":\"x\"},\"event\":\"WorkerSpawned\",\"metadata\":{\"audit\":{\"raw\":[1,\"two\",null]},\"awaiting_started_at\":\"x\",\"child_run_id\":\"x\",\"child_run_path\":\"x\",\"error\":{\"raw\":[1,\"two\",null]},\"finished_at\":\"x\",\"mode\":\"x\",\"snapshot_path\":\"x\",\"started_at\":\"x\",\"task\":\"x\",\"vendor_extension\":{\"kept\":true}},\"status\":\"running\",\"terminal\":true,\"vendor_extension\":{\"kept\":true},\"workerId\":\"x\",\"workerMode\":\"x\",\"workerName\":\"x\",\"workerTask\":\"x\"}"},
-}, {
-	Name: "HarnWorkerUpdateEvent",
-	New: func() any {
-		return new(HarnWorkerUpdateEvent)
-	},
-	Schema: "harn-acp.schema.json#/$defs/harn_worker_update/properties/event",
-	Seeds:  []string{"\"WorkerSpawned\""},
-}, {
-	Name: "HarnWorkerUpdateStatus",
-	New: func() any {
-		return new(HarnWorkerUpdateStatus)
-	},
-	Schema: "harn-acp.schema.json#/$defs/harn_worker_update/properties/status",
-	Seeds:  []string{"\"running\""},
 }, {
 	Name: "ImageContent",
 	New: func() any {
@@ -1002,7 +666,7 @@ var fuzzTypes = []wiretest.Type{{
 		return new(InitializeResponse)
 	},
 	Schema: "acp/v1/schema.unstable.json#/$defs/InitializeResponse",
-	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"agentCapabilities\":{\"_meta\":{\"harn\":{\"contentExtensionFields\":[\"x\"],\"extensionContract\":\"x\",\"extensionMethods\":{\"k\":{\"raw\":[1,\"two\",null]}},\"hostCapabilityOperations\":{\"k\":[\"x\"]},\"promptResultExtensionFields\":[\"x\"],\"schemaCompatibility\":\"x\",\"sessionUpdateExtensions\":[\"x\"],\"toolLifecycleExtensionFields\":[\"x\"],\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"auth\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"logout\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"status\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"loadSession\":true,\"mcpCapabilities\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"acp\":true,\"http\":true,\"sse\":true,\"vendor_extension\":{\"kept\":true}},\"promptCapabilities\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"audio\":true,\"embeddedContext\":true,\"image\":true,\"vendor_extension\":{\"kept\":true}},\"providers\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"sessionCapabilities\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"additionalDirectories\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"archive\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"close\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"delete\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"fork\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"list\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"resume\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"status\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"systemPrompt\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"mode\":{\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"title\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"agentInfo\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"name\":\"x\",\"title\":\"x\",\"vendor_extension\":{\"kept\":true},\"version\":\"x\"},\"authMethods\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"args\":[\"x\"],\"description\":\"x\",\"env\":{\"k\":\"x\"},\"id\":\"x\",\"name\":\"x\",\"type\":\"terminal\",\"vendor_extension\":{\"kept\":true}}],\"protocolVersion\":0,\"vendor_extension\":{\"kept\":true}}"},
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"agentCapabilities\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"auth\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"logout\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"status\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"loadSession\":true,\"mcpCapabilities\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"acp\":true,\"http\":true,\"sse\":true,\"vendor_extension\":{\"kept\":true}},\"promptCapabilities\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"audio\":true,\"embeddedContext\":true,\"image\":true,\"vendor_extension\":{\"kept\":true}},\"providers\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"sessionCapabilities\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"additionalDirectories\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"archive\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"close\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"delete\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"fork\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"list\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"resume\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"status\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"subagents\":{\"vendor_extension\":{\"kept\":true}},\"systemPrompt\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"mode\":{\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"title\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"agentInfo\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"name\":\"x\",\"title\":\"x\",\"vendor_extension\":{\"kept\":true},\"version\":\"x\"},\"authMethods\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"args\":[\"x\"],\"description\":\"x\",\"env\":{\"k\":\"x\"},\"id\":\"x\",\"name\":\"x\",\"type\":\"terminal\",\"vendor_extension\":{\"kept\":true}}],\"protocolVersion\":0,\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "IntegerPropertySchema",
 	New: func() any {
@@ -1032,34 +696,6 @@ var fuzzTypes = []wiretest.Type{{
 	Schema: "acp/v1/schema.unstable.json#/$defs/LlmProtocol",
 	Seeds:  []string{"\"anthropic\""},
 }, {
-	Name: "LegacyCallEnd",
-	New: func() any {
-		return new(LegacyCallEnd)
-	},
-	Schema: "harn-acp.schema.json#/$defs/legacy_call_end",
-	Seeds:  []string{"{\"call_type\":\"x\",\"duration_ms\":0,\"metadata\":{\"raw\":[1,\"two\",null]},\"name\":\"x\",\"script\":\"x\",\"status\":\"x\",\"toolCallId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
-}, {
-	Name: "LegacyCallProgress",
-	New: func() any {
-		return new(LegacyCallProgress)
-	},
-	Schema: "harn-acp.schema.json#/$defs/legacy_call_progress",
-	Seeds:  []string{"{\"accumulated_tokens\":0,\"delta\":\"x\",\"toolCallId\":\"x\",\"user_visible\":true,\"vendor_extension\":{\"kept\":true},\"visible_delta\":\"x\",\"visible_text\":\"x\"}"},
-}, {
-	Name: "LegacyCallStart",
-	New: func() any {
-		return new(LegacyCallStart)
-	},
-	Schema: "harn-acp.schema.json#/$defs/legacy_call_start",
-	Seeds:  []string{"{\"call_type\":\"x\",\"metadata\":{\"raw\":[1,\"two\",null]},\"name\":\"x\",\"script\":\"x\",\"toolCallId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
-}, {
-	Name: "LegacyWorkerContent",
-	New: func() any {
-		return new(LegacyWorkerContent)
-	},
-	Schema: "harn-acp.schema.json#/$defs/legacy_worker_content",
-	Seeds:  []string{"{\"audit\":{\"approval_policy\":{\"auto_approve\":[\"x\"],\"auto_deny\":[\"x\"],\"require_approval\":[\"x\"],\"vendor_extension\":{\"kept\":true},\"write_path_allowlist\":[\"x\"]},\"execution_kind\":\"x\",\"mutation_scope\":\"x\",\"parent_session_id\":\"x\",\"run_id\":\"x\",\"session_id\":\"x\",\"vendor_extension\":{\"kept\":true},\"worker_id\":\"x\"},\"finished_at\":{\"raw\":[1,\"two\",null]},\"lifecycle\":{\"raw\":[1,\"two\",null]},\"metadata\":{\"raw\":[1,\"two\",null]},\"run_id\":{\"raw\":[1,\"two\",null]},\"run_path\":{\"raw\":[1,\"two\",null]},\"script\":\"x\",\"snapshot_path\":{\"raw\":[1,\"two\",null]},\"started_at\":{\"raw\":[1,\"two\",null]},\"status\":\"x\",\"vendor_extension\":{\"kept\":true},\"worker_id\":\"x\",\"worker_name\":\"x\"}"},
-}, {
 	Name: "ListProvidersRequest",
 	New: func() any {
 		return new(ListProvidersRequest)
@@ -1088,47 +724,12 @@ var fuzzTypes = []wiretest.Type{{
 	Schema: "acp/v1/schema.unstable.json#/$defs/ListSessionsResponse",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"nextCursor\":\"x\",\"sessions\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"additionalDirectories\":[\"x\"],\"archived\":true,\"cwd\":\"x\",\"sessionId\":\"x\",\"title\":\"x\",\"updatedAt\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"vendor_extension\":{\"kept\":true}}"},
 }, {
-	Name: "LiveClient",
-	New: func() any {
-		return new(LiveClient)
-	},
-	Schema: "harn-acp.schema.json#/$defs/live_client",
-	Seeds:  []string{"{\"attached_at\":\"x\",\"client_id\":\"x\",\"last_seen_at\":\"x\",\"metadata\":{\"raw\":[1,\"two\",null]},\"mode\":\"observer\",\"permission_routing\":true,\"prompt_injection\":true,\"vendor_extension\":{\"kept\":true}}"},
-}, {
-	Name: "LiveClientMode",
-	New: func() any {
-		return new(LiveClientMode)
-	},
-	Schema: "harn-acp.schema.json#/$defs/live_client/properties/mode",
-	Seeds:  []string{"\"observer\""},
-}, {
-	Name: "LiveSessionChange",
-	New: func() any {
-		return new(LiveSessionChange)
-	},
-	Schema: "harn-acp.schema.json#/$defs/live_session_change",
-	Seeds:  []string{"{\"active_controller_id\":\"x\",\"client\":{\"attached_at\":\"x\",\"client_id\":\"x\",\"last_seen_at\":\"x\",\"metadata\":{\"raw\":[1,\"two\",null]},\"mode\":\"observer\",\"permission_routing\":true,\"prompt_injection\":true,\"vendor_extension\":{\"kept\":true}},\"clients\":[{\"attached_at\":\"x\",\"client_id\":\"x\",\"last_seen_at\":\"x\",\"metadata\":{\"raw\":[1,\"two\",null]},\"mode\":\"observer\",\"permission_routing\":true,\"prompt_injection\":true,\"vendor_extension\":{\"kept\":true}}],\"previous_controller_id\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
-}, {
-	Name: "LiveSessionClientUpdate",
-	New: func() any {
-		return new(LiveSessionClientUpdate)
-	},
-	Schema: "harn-acp.schema.json#/$defs/live_session_client_update",
-	Seeds:  []string{"{\"_meta\":{\"harn\":{\"action\":\"attached\",\"state\":{\"active_controller_id\":\"x\",\"client\":{\"attached_at\":\"x\",\"client_id\":\"x\",\"last_seen_at\":\"x\",\"metadata\":{\"raw\":[1,\"two\",null]},\"mode\":\"observer\",\"permission_routing\":true,\"prompt_injection\":true,\"vendor_extension\":{\"kept\":true}},\"clients\":[{\"attached_at\":\"x\",\"client_id\":\"x\",\"last_seen_at\":\"x\",\"metadata\":{\"raw\":[1,\"two\",null]},\"mode\":\"observer\",\"permission_routing\":true,\"prompt_injection\":true,\"vendor_extension\":{\"kept\":true}}],\"previous_controller_id\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"sessionUpdate\":\"live_session_client\",\"vendor_extension\":{\"kept\":true}}"},
-}, {
-	Name: "LiveSessionClientUpdateMeta",
-	New: func() any {
-		return new(LiveSessionClientUpdateMeta)
-	},
-	Schema: "harn-acp.schema.json#/$defs/live_session_client_update_meta",
-	Seeds:  []string{"{\"harn\":{\"action\":\"attached\",\"state\":{\"active_controller_id\":\"x\",\"client\":{\"attached_at\":\"x\",\"client_id\":\"x\",\"last_seen_at\":\"x\",\"metadata\":{\"raw\":[1,\"two\",null]},\"mode\":\"observer\",\"permission_routing\":true,\"prompt_injection\":true,\"vendor_extension\":{\"kept\":true}},\"clients\":[{\"attached_at\":\"x\",\"client_id\":\"x\",\"last_seen_at\":\"x\",\"metadata\":{\"raw\":[1,\"two\",null]},\"mode\":\"observer\",\"permission_routing\":true,\"prompt_injection\":true,\"vendor_extension\":{\"kept\":true}}],\"previous_controller_id\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
-}, {
 	Name: "LoadSessionRequest",
 	New: func() any {
 		return new(LoadSessionRequest)
 	},
 	Schema: "acp/v1/schema.unstable.json#/$defs/LoadSessionRequest",
-	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"additionalDirectories\":[\"x\"],\"cwd\":\"x\",\"mcpServers\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"headers\":[{\"name\":\"x\",\"value\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"name\":\"x\",\"type\":\"http\",\"url\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"sessionId\":\"x\",\"systemPrompt\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"content\":[{\"_meta\":{\"vendor_extension\":{\"kept\":true}},\"annotations\":{\"vendor_extension\":{\"kept\":true}},\"text\":\"x\",\"type\":\"text\",\"vendor_extension\":{\"kept\":true}}],\"mode\":\"append\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"additionalDirectories\":[\"x\"],\"cwd\":\"x\",\"mcpServers\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"headers\":[{\"name\":\"x\",\"value\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"name\":\"x\",\"type\":\"http\",\"url\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"sessionId\":\"x\",\"systemPrompt\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"content\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"annotations\":{\"vendor_extension\":{\"kept\":true}},\"text\":\"x\",\"type\":\"text\",\"vendor_extension\":{\"kept\":true}}],\"mode\":\"append\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "LoadSessionResponse",
 	New: func() any {
@@ -1136,20 +737,6 @@ var fuzzTypes = []wiretest.Type{{
 	},
 	Schema: "acp/v1/schema.unstable.json#/$defs/LoadSessionResponse",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"configOptions\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"category\":\"mode\",\"currentValue\":\"x\",\"description\":\"x\",\"id\":\"x\",\"name\":\"x\",\"options\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"description\":\"x\",\"name\":\"x\",\"value\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"type\":\"select\",\"vendor_extension\":{\"kept\":true}}],\"modes\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"availableModes\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"description\":\"x\",\"id\":\"x\",\"name\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"currentModeId\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
-}, {
-	Name: "LogUpdate",
-	New: func() any {
-		return new(LogUpdate)
-	},
-	Schema: "harn-acp.schema.json#/$defs/log_update",
-	Seeds:  []string{"{\"_meta\":{\"harn\":{\"fields\":{\"raw\":[1,\"two\",null]},\"level\":\"debug\",\"message\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"sessionUpdate\":\"log\",\"vendor_extension\":{\"kept\":true}}"},
-}, {
-	Name: "LogUpdateMeta",
-	New: func() any {
-		return new(LogUpdateMeta)
-	},
-	Schema: "harn-acp.schema.json#/$defs/log_update_meta",
-	Seeds:  []string{"{\"harn\":{\"fields\":{\"raw\":[1,\"two\",null]},\"level\":\"debug\",\"message\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "LogoutCapabilities",
 	New: func() any {
@@ -1213,13 +800,6 @@ var fuzzTypes = []wiretest.Type{{
 	},
 	Schema: "acp/v1/schema.unstable.json#/$defs/McpServerAcpId",
 	Seeds:  []string{"\"x\""},
-}, {
-	Name: "MCPServerExecutor",
-	New: func() any {
-		return new(MCPServerExecutor)
-	},
-	Schema: "harn-acp.schema.json#/$defs/mcp_server_executor",
-	Seeds:  []string{"{\"kind\":\"mcp_server\",\"serverName\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "MCPServerHTTP",
 	New: func() any {
@@ -1305,26 +885,12 @@ var fuzzTypes = []wiretest.Type{{
 	Schema: "acp/v1/schema.unstable.json#/$defs/MultiSelectPropertySchema",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"default\":[\"x\"],\"description\":\"x\",\"items\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"enum\":[\"x\"],\"type\":\"string\",\"vendor_extension\":{\"kept\":true}},\"maxItems\":0,\"minItems\":0,\"title\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
-	Name: "MutationSessionRecord",
-	New: func() any {
-		return new(MutationSessionRecord)
-	},
-	Schema: "harn-acp.schema.json#/$defs/mutation_session_record",
-	Seeds:  []string{"{\"approval_policy\":{\"auto_approve\":[\"x\"],\"auto_deny\":[\"x\"],\"require_approval\":[\"x\"],\"vendor_extension\":{\"kept\":true},\"write_path_allowlist\":[\"x\"]},\"execution_kind\":\"x\",\"mutation_scope\":\"x\",\"parent_session_id\":\"x\",\"run_id\":\"x\",\"session_id\":\"x\",\"vendor_extension\":{\"kept\":true},\"worker_id\":\"x\"}"},
-}, {
-	Name: "MutationStatus",
-	New: func() any {
-		return new(MutationStatus)
-	},
-	Schema: "harn-acp.schema.json#/$defs/mutation_status",
-	Seeds:  []string{"\"applied\""},
-}, {
 	Name: "NewSessionRequest",
 	New: func() any {
 		return new(NewSessionRequest)
 	},
 	Schema: "acp/v1/schema.unstable.json#/$defs/NewSessionRequest",
-	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"additionalDirectories\":[\"x\"],\"cwd\":\"x\",\"mcpServers\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"headers\":[{\"name\":\"x\",\"value\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"name\":\"x\",\"type\":\"http\",\"url\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"systemPrompt\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"content\":[{\"_meta\":{\"vendor_extension\":{\"kept\":true}},\"annotations\":{\"vendor_extension\":{\"kept\":true}},\"text\":\"x\",\"type\":\"text\",\"vendor_extension\":{\"kept\":true}}],\"mode\":\"append\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"additionalDirectories\":[\"x\"],\"cwd\":\"x\",\"mcpServers\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"headers\":[{\"name\":\"x\",\"value\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"name\":\"x\",\"type\":\"http\",\"url\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"systemPrompt\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"content\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"annotations\":{\"vendor_extension\":{\"kept\":true}},\"text\":\"x\",\"type\":\"text\",\"vendor_extension\":{\"kept\":true}}],\"mode\":\"append\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "NewSessionResponse",
 	New: func() any {
@@ -1361,34 +927,6 @@ var fuzzTypes = []wiretest.Type{{
 	Schema: "acp/v1/schema.unstable.json#/$defs/NumberPropertySchema",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"default\":1,\"description\":\"x\",\"maximum\":1,\"minimum\":1,\"title\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
-	Name: "PermissionDecision",
-	New: func() any {
-		return new(PermissionDecision)
-	},
-	Schema: "harn-acp.schema.json#/$defs/permission_decision",
-	Seeds:  []string{"{\"decider\":\"person\",\"grant_scope\":\"once\",\"outcome\":\"approved\",\"policy_evaluations\":[{\"layer\":\"user_policy\",\"outcome\":\"allowed\",\"risk_labels\":[\"x\"],\"rule_id\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"schema\":\"harn.tool_permission_decision.v1\"}"},
-}, {
-	Name: "PermissionDecisionDecider",
-	New: func() any {
-		return new(PermissionDecisionDecider)
-	},
-	Schema: "harn-acp.schema.json#/$defs/permission_decision/properties/decider",
-	Seeds:  []string{"\"person\""},
-}, {
-	Name: "PermissionDecisionGrantScope",
-	New: func() any {
-		return new(PermissionDecisionGrantScope)
-	},
-	Schema: "harn-acp.schema.json#/$defs/permission_decision/properties/grant_scope",
-	Seeds:  []string{"\"once\""},
-}, {
-	Name: "PermissionDecisionOutcome",
-	New: func() any {
-		return new(PermissionDecisionOutcome)
-	},
-	Schema: "harn-acp.schema.json#/$defs/permission_decision/properties/outcome",
-	Seeds:  []string{"\"approved\""},
-}, {
 	Name: "PermissionOption",
 	New: func() any {
 		return new(PermissionOption)
@@ -1409,27 +947,6 @@ var fuzzTypes = []wiretest.Type{{
 	},
 	Schema: "acp/v1/schema.unstable.json#/$defs/PermissionOptionKind",
 	Seeds:  []string{"\"allow_once\""},
-}, {
-	Name: "PermissionPolicyDecision",
-	New: func() any {
-		return new(PermissionPolicyDecision)
-	},
-	Schema: "harn-acp.schema.json#/$defs/permission_policy_decision",
-	Seeds:  []string{"{\"action\":\"x\",\"context\":{\"raw\":[1,\"two\",null]},\"matched_rule\":{\"raw\":[1,\"two\",null]},\"reason\":\"x\",\"risk_labels\":[\"x\"],\"type\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
-}, {
-	Name: "PermissionPreview",
-	New: func() any {
-		return new(PermissionPreview)
-	},
-	Schema: "harn-acp.schema.json#/$defs/permission_preview",
-	Seeds:  []string{"{\"byteCount\":0,\"preimageSha256\":\"x\",\"source\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
-}, {
-	Name: "PermissionResponseMeta",
-	New: func() any {
-		return new(PermissionResponseMeta)
-	},
-	Schema: "harn-acp.schema.json#/$defs/permission_response_meta",
-	Seeds:  []string{"{\"harn\":{\"permissionDecision\":{\"decider\":\"person\",\"grant_scope\":\"once\",\"outcome\":\"approved\",\"policy_evaluations\":[{\"vendor_extension\":{\"kept\":true}}],\"schema\":\"harn.tool_permission_decision.v1\"},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "Plan",
 	New: func() any {
@@ -1515,41 +1032,6 @@ var fuzzTypes = []wiretest.Type{{
 	Schema: "acp/v1/schema.unstable.json#/$defs/PlanUpdateContent",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"entries\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"content\":\"x\",\"priority\":\"high\",\"status\":\"pending\",\"vendor_extension\":{\"kept\":true}}],\"planId\":\"x\",\"type\":\"items\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
-	Name: "PolicyEvaluation",
-	New: func() any {
-		return new(PolicyEvaluation)
-	},
-	Schema: "harn-acp.schema.json#/$defs/policy_evaluation",
-	Seeds:  []string{"{\"layer\":\"user_policy\",\"outcome\":\"allowed\",\"risk_labels\":[\"x\"],\"rule_id\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
-}, {
-	Name: "PolicyEvaluationLayer",
-	New: func() any {
-		return new(PolicyEvaluationLayer)
-	},
-	Schema: "harn-acp.schema.json#/$defs/policy_evaluation/properties/layer",
-	Seeds:  []string{"\"user_policy\""},
-}, {
-	Name: "PolicyEvaluationOutcome",
-	New: func() any {
-		return new(PolicyEvaluationOutcome)
-	},
-	Schema: "harn-acp.schema.json#/$defs/policy_evaluation/properties/outcome",
-	Seeds:  []string{"\"allowed\""},
-}, {
-	Name: "ProgressUpdate",
-	New: func() any {
-		return new(ProgressUpdate)
-	},
-	Schema: "harn-acp.schema.json#/$defs/progress_update",
-	Seeds:  []string{"{\"_meta\":{\"harn\":{\"data\":{\"raw\":[1,\"two\",null]},\"message\":\"x\",\"phase\":\"x\",\"progress\":1,\"total\":1,\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"sessionUpdate\":\"progress\",\"vendor_extension\":{\"kept\":true}}"},
-}, {
-	Name: "ProgressUpdateMeta",
-	New: func() any {
-		return new(ProgressUpdateMeta)
-	},
-	Schema: "harn-acp.schema.json#/$defs/progress_update_meta",
-	Seeds:  []string{"{\"harn\":{\"data\":{\"raw\":[1,\"two\",null]},\"message\":\"x\",\"phase\":\"x\",\"progress\":1,\"total\":1,\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
-}, {
 	Name: "PromptCapabilities",
 	New: func() any {
 		return new(PromptCapabilities)
@@ -1557,40 +1039,19 @@ var fuzzTypes = []wiretest.Type{{
 	Schema: "acp/v1/schema.unstable.json#/$defs/PromptCapabilities",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"audio\":true,\"embeddedContext\":true,\"image\":true,\"vendor_extension\":{\"kept\":true}}"},
 }, {
-	Name: "PromptErrorData",
-	New: func() any {
-		return new(PromptErrorData)
-	},
-	Schema: "harn-acp.schema.json#/$defs/prompt_error_data",
-	Seeds:  []string{"{\"category\":\"x\",\"code\":{\"raw\":[1,\"two\",null]},\"kind\":\"x\",\"model\":\"x\",\"provider\":\"x\",\"reason\":\"x\",\"retryAfterMs\":0,\"retryable\":true,\"schema\":\"harn.acp.prompt_error.v1\",\"terminalClass\":\"context_overflow\",\"vendor_extension\":{\"kept\":true}}"},
-}, {
-	Name: "PromptErrorDataTerminalClass",
-	New: func() any {
-		return new(PromptErrorDataTerminalClass)
-	},
-	Schema: "harn-acp.schema.json#/$defs/prompt_error_data/properties/terminalClass",
-	Seeds:  []string{"\"context_overflow\""},
-}, {
 	Name: "PromptRequest",
 	New: func() any {
 		return new(PromptRequest)
 	},
 	Schema: "acp/v1/schema.unstable.json#/$defs/PromptRequest",
-	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"prompt\":[{\"_meta\":{\"harn\":{\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"annotations\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"audience\":[\"assistant\"],\"lastModified\":\"x\",\"priority\":1,\"vendor_extension\":{\"kept\":true}},\"text\":\"x\",\"type\":\"text\",\"vendor_extension\":{\"kept\":true}}],\"sessionId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"prompt\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"annotations\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"audience\":[\"assistant\"],\"lastModified\":\"x\",\"priority\":1,\"vendor_extension\":{\"kept\":true}},\"text\":\"x\",\"type\":\"text\",\"vendor_extension\":{\"kept\":true}}],\"sessionId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "PromptResponse",
 	New: func() any {
 		return new(PromptResponse)
 	},
 	Schema: "acp/v1/schema.unstable.json#/$defs/PromptResponse",
-	Seeds:  []string{"{\"_meta\":{\"harn\":{\"terminal\":{\"detail\":\"x\",\"kind\":\"natural\",\"message\":\"x\",\"owner\":\"agent\",\"reason\":\"x\",\"terminalClass\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"stopReason\":\"end_turn\",\"usage\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"cachedReadTokens\":0,\"cachedWriteTokens\":0,\"inputTokens\":0,\"outputTokens\":0,\"thoughtTokens\":0,\"totalTokens\":0,\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
-}, {
-	Name: "PromptResponseMeta",
-	New: func() any {
-		return new(PromptResponseMeta)
-	},
-	Schema: "harn-acp.schema.json#/$defs/prompt_response_meta",
-	Seeds:  []string{"{\"harn\":{\"terminal\":{\"detail\":\"x\",\"kind\":\"natural\",\"message\":\"x\",\"owner\":\"agent\",\"reason\":\"x\",\"terminalClass\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"stopReason\":\"end_turn\",\"usage\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"cachedReadTokens\":0,\"cachedWriteTokens\":0,\"inputTokens\":0,\"outputTokens\":0,\"thoughtTokens\":0,\"totalTokens\":0,\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "ProtocolVersion",
 	New: func() any {
@@ -1669,20 +1130,6 @@ var fuzzTypes = []wiretest.Type{{
 	Schema: "acp/v1/schema.unstable.json#/$defs/ReleaseTerminalResponse",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}}"},
 }, {
-	Name: "ReminderEmittedUpdate",
-	New: func() any {
-		return new(ReminderEmittedUpdate)
-	},
-	Schema: "harn-acp.schema.json#/$defs/reminder_emitted_update",
-	Seeds:  []string{"{\"_meta\":{\"harn\":{\"reminder\":{\"authority\":\"x\",\"body\":\"x\",\"reminderId\":\"x\",\"renderedRole\":\"x\",\"roleHint\":\"x\",\"source\":\"x\",\"tags\":[\"x\"],\"ttlTurns\":1,\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"sessionUpdate\":\"reminder_emitted\",\"vendor_extension\":{\"kept\":true}}"},
-}, {
-	Name: "ReminderEmittedUpdateMeta",
-	New: func() any {
-		return new(ReminderEmittedUpdateMeta)
-	},
-	Schema: "harn-acp.schema.json#/$defs/reminder_emitted_update_meta",
-	Seeds:  []string{"{\"harn\":{\"reminder\":{\"authority\":\"x\",\"body\":\"x\",\"reminderId\":\"x\",\"renderedRole\":\"x\",\"roleHint\":\"x\",\"source\":\"x\",\"tags\":[\"x\"],\"ttlTurns\":1,\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
-}, {
 	Name: "RequestPermissionOutcome",
 	New: func() any {
 		return new(RequestPermissionOutcome)
@@ -1702,14 +1149,14 @@ var fuzzTypes = []wiretest.Type{{
 		return new(RequestPermissionRequest)
 	},
 	Schema: "acp/v1/schema.unstable.json#/$defs/RequestPermissionRequest",
-	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"options\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"kind\":\"allow_once\",\"name\":\"x\",\"optionId\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"sessionId\":\"x\",\"toolCall\":{\"_meta\":{\"harn\":{\"approvalRequest\":{\"action\":\"x\",\"approvers_required\":0,\"id\":\"x\",\"principal\":\"x\",\"requested_at\":\"x\",\"vendor_extension\":{\"kept\":true}},\"audit\":{\"vendor_extension\":{\"kept\":true}},\"changedPaths\":[\"x\"],\"data\":{\"raw\":[1,\"two\",null]},\"durationMs\":0,\"error\":\"x\",\"errorCategory\":\"schema_validation\",\"executionDurationMs\":0,\"executor\":\"harn_builtin\",\"mutationStatus\":\"applied\",\"parsing\":true,\"policyDecision\":{\"vendor_extension\":{\"kept\":true}},\"rawInputPartial\":\"x\",\"toolDescriptor\":{\"vendor_extension\":{\"kept\":true}},\"toolName\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"content\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"content\":{\"text\":\"x\",\"type\":\"text\",\"vendor_extension\":{\"kept\":true}},\"type\":\"content\",\"vendor_extension\":{\"kept\":true}}],\"kind\":\"read\",\"locations\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"line\":0,\"path\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"name\":\"x\",\"rawInput\":{\"raw\":[1,\"two\",null]},\"rawOutput\":{\"raw\":[1,\"two\",null]},\"status\":\"pending\",\"title\":\"x\",\"toolCallId\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"options\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"kind\":\"allow_once\",\"name\":\"x\",\"optionId\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"sessionId\":\"x\",\"toolCall\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"content\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"content\":{\"text\":\"x\",\"type\":\"text\",\"vendor_extension\":{\"kept\":true}},\"type\":\"content\",\"vendor_extension\":{\"kept\":true}}],\"kind\":\"read\",\"locations\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"line\":0,\"path\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"name\":\"x\",\"rawInput\":{\"raw\":[1,\"two\",null]},\"rawOutput\":{\"raw\":[1,\"two\",null]},\"status\":\"pending\",\"title\":\"x\",\"toolCallId\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "RequestPermissionResponse",
 	New: func() any {
 		return new(RequestPermissionResponse)
 	},
 	Schema: "acp/v1/schema.unstable.json#/$defs/RequestPermissionResponse",
-	Seeds:  []string{"{\"_meta\":{\"harn\":{\"permissionDecision\":{\"decider\":\"person\",\"grant_scope\":\"once\",\"outcome\":\"approved\",\"policy_evaluations\":[{\"vendor_extension\":{\"kept\":true}}],\"schema\":\"harn.tool_permission_decision.v1\"},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"outcome\":{\"outcome\":\"cancelled\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"outcome\":{\"outcome\":\"cancelled\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "RequiresActionStateUpdate",
 	New: func() any {
@@ -1730,7 +1177,7 @@ var fuzzTypes = []wiretest.Type{{
 		return new(ResumeSessionRequest)
 	},
 	Schema: "acp/v1/schema.unstable.json#/$defs/ResumeSessionRequest",
-	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"additionalDirectories\":[\"x\"],\"cwd\":\"x\",\"mcpServers\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"headers\":[{\"name\":\"x\",\"value\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"name\":\"x\",\"type\":\"http\",\"url\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"sessionId\":\"x\",\"systemPrompt\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"content\":[{\"_meta\":{\"vendor_extension\":{\"kept\":true}},\"annotations\":{\"vendor_extension\":{\"kept\":true}},\"text\":\"x\",\"type\":\"text\",\"vendor_extension\":{\"kept\":true}}],\"mode\":\"append\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"additionalDirectories\":[\"x\"],\"cwd\":\"x\",\"mcpServers\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"headers\":[{\"name\":\"x\",\"value\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"name\":\"x\",\"type\":\"http\",\"url\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"sessionId\":\"x\",\"systemPrompt\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"content\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"annotations\":{\"vendor_extension\":{\"kept\":true}},\"text\":\"x\",\"type\":\"text\",\"vendor_extension\":{\"kept\":true}}],\"mode\":\"append\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "ResumeSessionResponse",
 	New: func() any {
@@ -1793,7 +1240,14 @@ var fuzzTypes = []wiretest.Type{{
 		return new(SessionCapabilities)
 	},
 	Schema: "acp/v1/schema.unstable.json#/$defs/SessionCapabilities",
-	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"additionalDirectories\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"archive\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"close\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"delete\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"fork\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"list\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"resume\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"status\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"systemPrompt\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"mode\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"override\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"title\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"additionalDirectories\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"archive\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"close\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"delete\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"fork\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"list\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"resume\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"status\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"subagents\":{\"vendor_extension\":{\"kept\":true}},\"systemPrompt\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"mode\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"override\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"title\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "SessionCapabilitiesSubagents",
+	New: func() any {
+		return new(SessionCapabilitiesSubagents)
+	},
+	Schema: "acp-agents.schema.json#/$defs/session_capabilities_subagents",
+	Seeds:  []string{"{\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "SessionCloseCapabilities",
 	New: func() any {
@@ -1926,14 +1380,14 @@ var fuzzTypes = []wiretest.Type{{
 		return new(SessionMessage)
 	},
 	Schema: "acp/v1/schema.unstable.json#/$defs/SessionMessage",
-	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"content\":[{\"_meta\":{\"harn\":{\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"annotations\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"audience\":[\"assistant\"],\"lastModified\":\"x\",\"priority\":1,\"vendor_extension\":{\"kept\":true}},\"text\":\"x\",\"type\":\"text\",\"vendor_extension\":{\"kept\":true}}],\"messageId\":\"x\",\"recipientMessageId\":\"x\",\"recipientSessionId\":\"x\",\"senderMessageId\":\"x\",\"senderSessionId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"content\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"annotations\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"audience\":[\"assistant\"],\"lastModified\":\"x\",\"priority\":1,\"vendor_extension\":{\"kept\":true}},\"text\":\"x\",\"type\":\"text\",\"vendor_extension\":{\"kept\":true}}],\"messageId\":\"x\",\"recipientMessageId\":\"x\",\"recipientSessionId\":\"x\",\"senderMessageId\":\"x\",\"senderSessionId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "SessionMessageChunk",
 	New: func() any {
 		return new(SessionMessageChunk)
 	},
 	Schema: "acp/v1/schema.unstable.json#/$defs/SessionMessageChunk",
-	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"content\":{\"_meta\":{\"harn\":{\"permission_preview\":{\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true},\"visible_delta\":\"x\",\"visible_text\":\"x\"},\"vendor_extension\":{\"kept\":true}},\"annotations\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"audience\":[\"assistant\"],\"lastModified\":\"x\",\"priority\":1,\"vendor_extension\":{\"kept\":true}},\"text\":\"x\",\"type\":\"text\",\"vendor_extension\":{\"kept\":true}},\"messageId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"content\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"annotations\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"audience\":[\"assistant\"],\"lastModified\":\"x\",\"priority\":1,\"vendor_extension\":{\"kept\":true}},\"text\":\"x\",\"type\":\"text\",\"vendor_extension\":{\"kept\":true}},\"messageId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "SessionMode",
 	New: func() any {
@@ -1968,14 +1422,7 @@ var fuzzTypes = []wiretest.Type{{
 		return new(SessionNotification)
 	},
 	Schema: "acp/v1/schema.unstable.json#/$defs/SessionNotification",
-	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"sessionId\":\"x\",\"update\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"content\":{\"_meta\":{\"harn\":{\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"annotations\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"audience\":[\"assistant\"],\"lastModified\":\"x\",\"priority\":1,\"vendor_extension\":{\"kept\":true}},\"text\":\"x\",\"type\":\"text\",\"vendor_extension\":{\"kept\":true}},\"messageId\":\"x\",\"sessionUpdate\":\"user_message_chunk\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
-}, {
-	Name: "SessionRedoUpdate",
-	New: func() any {
-		return new(SessionRedoUpdate)
-	},
-	Schema: "harn-acp.schema.json#/$defs/session_redo_update",
-	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"sessionUpdate\":\"session_redo\",\"vendor_extension\":{\"kept\":true}}"},
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"sessionId\":\"x\",\"update\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"content\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"annotations\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"audience\":[\"assistant\"],\"lastModified\":\"x\",\"priority\":1,\"vendor_extension\":{\"kept\":true}},\"text\":\"x\",\"type\":\"text\",\"vendor_extension\":{\"kept\":true}},\"messageId\":\"x\",\"sessionUpdate\":\"user_message_chunk\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "SessionResumeCapabilities",
 	New: func() any {
@@ -1983,13 +1430,6 @@ var fuzzTypes = []wiretest.Type{{
 	},
 	Schema: "acp/v1/schema.unstable.json#/$defs/SessionResumeCapabilities",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}}"},
-}, {
-	Name: "SessionRollbackUpdate",
-	New: func() any {
-		return new(SessionRollbackUpdate)
-	},
-	Schema: "harn-acp.schema.json#/$defs/session_rollback_update",
-	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"sessionUpdate\":\"session_rollback\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "SessionStatus",
 	New: func() any {
@@ -2047,19 +1487,12 @@ var fuzzTypes = []wiretest.Type{{
 	Schema: "acp/v1/schema.unstable.json#/$defs/SessionTitleCapabilities",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}}"},
 }, {
-	Name: "SessionTruncatedUpdate",
-	New: func() any {
-		return new(SessionTruncatedUpdate)
-	},
-	Schema: "harn-acp.schema.json#/$defs/session_truncated_update",
-	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"keptTurnCount\":0,\"newTipTurnId\":\"x\",\"reason\":\"x\",\"removedTurnCount\":0,\"sessionUpdate\":\"session_truncated\",\"vendor_extension\":{\"kept\":true}}"},
-}, {
 	Name: "SessionUpdate",
 	New: func() any {
 		return new(SessionUpdate)
 	},
 	Schema: "acp/v1/schema.unstable.json#/$defs/SessionUpdate",
-	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"content\":{\"_meta\":{\"harn\":{\"permission_preview\":{\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true},\"visible_delta\":\"x\",\"visible_text\":\"x\"},\"vendor_extension\":{\"kept\":true}},\"annotations\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"audience\":[\"assistant\"],\"lastModified\":\"x\",\"priority\":1,\"vendor_extension\":{\"kept\":true}},\"text\":\"x\",\"type\":\"text\",\"vendor_extension\":{\"kept\":true}},\"messageId\":\"x\",\"sessionUpdate\":\"user_message_chunk\",\"vendor_extension\":{\"kept\":true}}"},
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"content\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"annotations\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"audience\":[\"assistant\"],\"lastModified\":\"x\",\"priority\":1,\"vendor_extension\":{\"kept\":true}},\"text\":\"x\",\"type\":\"text\",\"vendor_extension\":{\"kept\":true}},\"messageId\":\"x\",\"sessionUpdate\":\"user_message_chunk\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "SetProviderRequest",
 	New: func() any {
@@ -2138,76 +1571,6 @@ var fuzzTypes = []wiretest.Type{{
 	Schema: "acp/v1/schema.unstable.json#/$defs/SetSessionTitleResponse",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"title\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
-	Name: "SkillActivatedUpdate",
-	New: func() any {
-		return new(SkillActivatedUpdate)
-	},
-	Schema: "harn-acp.schema.json#/$defs/skill_activated_update",
-	Seeds:  []string{"{\"_meta\":{\"harn\":{\"iteration\":0,\"reason\":\"x\",\"skillName\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"sessionUpdate\":\"skill_activated\",\"vendor_extension\":{\"kept\":true}}"},
-}, {
-	Name: "SkillActivatedUpdateMeta",
-	New: func() any {
-		return new(SkillActivatedUpdateMeta)
-	},
-	Schema: "harn-acp.schema.json#/$defs/skill_activated_update_meta",
-	Seeds:  []string{"{\"harn\":{\"iteration\":0,\"reason\":\"x\",\"skillName\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
-}, {
-	Name: "SkillDeactivatedUpdate",
-	New: func() any {
-		return new(SkillDeactivatedUpdate)
-	},
-	Schema: "harn-acp.schema.json#/$defs/skill_deactivated_update",
-	Seeds:  []string{"{\"_meta\":{\"harn\":{\"iteration\":0,\"skillName\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"sessionUpdate\":\"skill_deactivated\",\"vendor_extension\":{\"kept\":true}}"},
-}, {
-	Name: "SkillDeactivatedUpdateMeta",
-	New: func() any {
-		return new(SkillDeactivatedUpdateMeta)
-	},
-	Schema: "harn-acp.schema.json#/$defs/skill_deactivated_update_meta",
-	Seeds:  []string{"{\"harn\":{\"iteration\":0,\"skillName\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
-}, {
-	Name: "SkillNarrowUpdate",
-	New: func() any {
-		return new(SkillNarrowUpdate)
-	},
-	Schema: "harn-acp.schema.json#/$defs/skill_narrow_update",
-	Seeds:  []string{"{\"_meta\":{\"harn\":{\"keptToolDetails\":{\"raw\":[1,\"two\",null]},\"policy\":{\"raw\":[1,\"two\",null]},\"reason\":\"x\",\"remainingTools\":[\"x\"],\"removedToolDetails\":{\"raw\":[1,\"two\",null]},\"removedTools\":[\"x\"],\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"sessionUpdate\":\"skill_narrow\",\"vendor_extension\":{\"kept\":true}}"},
-}, {
-	Name: "SkillNarrowUpdateMeta",
-	New: func() any {
-		return new(SkillNarrowUpdateMeta)
-	},
-	Schema: "harn-acp.schema.json#/$defs/skill_narrow_update_meta",
-	Seeds:  []string{"{\"harn\":{\"keptToolDetails\":{\"raw\":[1,\"two\",null]},\"policy\":{\"raw\":[1,\"two\",null]},\"reason\":\"x\",\"remainingTools\":[\"x\"],\"removedToolDetails\":{\"raw\":[1,\"two\",null]},\"removedTools\":[\"x\"],\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
-}, {
-	Name: "SkillScopeToolsUpdate",
-	New: func() any {
-		return new(SkillScopeToolsUpdate)
-	},
-	Schema: "harn-acp.schema.json#/$defs/skill_scope_tools_update",
-	Seeds:  []string{"{\"_meta\":{\"harn\":{\"allowedTools\":[\"x\"],\"skillName\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"sessionUpdate\":\"skill_scope_tools\",\"vendor_extension\":{\"kept\":true}}"},
-}, {
-	Name: "SkillScopeToolsUpdateMeta",
-	New: func() any {
-		return new(SkillScopeToolsUpdateMeta)
-	},
-	Schema: "harn-acp.schema.json#/$defs/skill_scope_tools_update_meta",
-	Seeds:  []string{"{\"harn\":{\"allowedTools\":[\"x\"],\"skillName\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
-}, {
-	Name: "StanceTransitionUpdate",
-	New: func() any {
-		return new(StanceTransitionUpdate)
-	},
-	Schema: "harn-acp.schema.json#/$defs/stance_transition_update",
-	Seeds:  []string{"{\"_meta\":{\"harn\":{\"allowedTools\":[\"x\"],\"consent\":{\"raw\":[1,\"two\",null]},\"escapeTool\":\"x\",\"justification\":\"x\",\"phase\":\"x\",\"reason\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"sessionUpdate\":\"stance_transition\",\"vendor_extension\":{\"kept\":true}}"},
-}, {
-	Name: "StanceTransitionUpdateMeta",
-	New: func() any {
-		return new(StanceTransitionUpdateMeta)
-	},
-	Schema: "harn-acp.schema.json#/$defs/stance_transition_update_meta",
-	Seeds:  []string{"{\"harn\":{\"allowedTools\":[\"x\"],\"consent\":{\"raw\":[1,\"two\",null]},\"escapeTool\":\"x\",\"justification\":\"x\",\"phase\":\"x\",\"reason\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
-}, {
 	Name: "StopReason",
 	New: func() any {
 		return new(StopReason)
@@ -2262,7 +1625,7 @@ var fuzzTypes = []wiretest.Type{{
 		return new(SystemPrompt)
 	},
 	Schema: "acp/v1/schema.unstable.json#/$defs/SystemPrompt",
-	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"content\":[{\"_meta\":{\"harn\":{\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"annotations\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"audience\":[\"assistant\"],\"lastModified\":\"x\",\"priority\":1,\"vendor_extension\":{\"kept\":true}},\"text\":\"x\",\"type\":\"text\",\"vendor_extension\":{\"kept\":true}}],\"mode\":\"append\",\"vendor_extension\":{\"kept\":true}}"},
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"content\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"annotations\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"audience\":[\"assistant\"],\"lastModified\":\"x\",\"priority\":1,\"vendor_extension\":{\"kept\":true}},\"text\":\"x\",\"type\":\"text\",\"vendor_extension\":{\"kept\":true}}],\"mode\":\"append\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "SystemPromptMode",
 	New: func() any {
@@ -2292,20 +1655,6 @@ var fuzzTypes = []wiretest.Type{{
 	Schema: "acp/v1/schema.unstable.json#/$defs/TerminalId",
 	Seeds:  []string{"\"x\""},
 }, {
-	Name: "TerminalKind",
-	New: func() any {
-		return new(TerminalKind)
-	},
-	Schema: "harn-acp.schema.json#/$defs/terminal_kind",
-	Seeds:  []string{"\"natural\""},
-}, {
-	Name: "TerminalOutcome",
-	New: func() any {
-		return new(TerminalOutcome)
-	},
-	Schema: "harn-acp.schema.json#/$defs/terminal_outcome",
-	Seeds:  []string{"{\"detail\":\"x\",\"kind\":\"natural\",\"message\":\"x\",\"owner\":\"agent\",\"reason\":\"x\",\"terminalClass\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
-}, {
 	Name: "TerminalOutputRequest",
 	New: func() any {
 		return new(TerminalOutputRequest)
@@ -2320,19 +1669,12 @@ var fuzzTypes = []wiretest.Type{{
 	Schema: "acp/v1/schema.unstable.json#/$defs/TerminalOutputResponse",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"exitStatus\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"exitCode\":0,\"signal\":\"x\",\"vendor_extension\":{\"kept\":true}},\"output\":\"x\",\"truncated\":true,\"vendor_extension\":{\"kept\":true}}"},
 }, {
-	Name: "TerminalOwner",
-	New: func() any {
-		return new(TerminalOwner)
-	},
-	Schema: "harn-acp.schema.json#/$defs/terminal_owner",
-	Seeds:  []string{"\"agent\""},
-}, {
 	Name: "TextContent",
 	New: func() any {
 		return new(TextContent)
 	},
 	Schema: "acp/v1/schema.unstable.json#/$defs/TextContent",
-	Seeds:  []string{"{\"_meta\":{\"harn\":{\"permission_preview\":{\"byteCount\":0,\"preimageSha256\":\"x\",\"source\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true},\"visible_delta\":\"x\",\"visible_text\":\"x\"},\"vendor_extension\":{\"kept\":true}},\"annotations\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"audience\":[\"assistant\"],\"lastModified\":\"x\",\"priority\":1,\"vendor_extension\":{\"kept\":true}},\"text\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"annotations\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"audience\":[\"assistant\"],\"lastModified\":\"x\",\"priority\":1,\"vendor_extension\":{\"kept\":true}},\"text\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "TextResourceContents",
 	New: func() any {
@@ -2353,14 +1695,14 @@ var fuzzTypes = []wiretest.Type{{
 		return new(ToolCall)
 	},
 	Schema: "acp/v1/schema.unstable.json#/$defs/ToolCall",
-	Seeds:  []string{"{\"_meta\":{\"harn\":{\"approvalRequest\":{\"action\":\"x\",\"approvers_required\":0,\"args\":{\"raw\":[1,\"two\",null]},\"capabilities_requested\":[\"x\"],\"deadline\":\"x\",\"evidence_refs\":[{\"vendor_extension\":{\"kept\":true}}],\"id\":\"x\",\"principal\":\"x\",\"requested_at\":\"x\",\"undo_metadata\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"audit\":{\"approval_policy\":{\"vendor_extension\":{\"kept\":true}},\"execution_kind\":\"x\",\"mutation_scope\":\"x\",\"parent_session_id\":\"x\",\"run_id\":\"x\",\"session_id\":\"x\",\"vendor_extension\":{\"kept\":true},\"worker_id\":\"x\"},\"changedPaths\":[\"x\"],\"data\":{\"raw\":[1,\"two\",null]},\"durationMs\":0,\"error\":\"x\",\"errorCategory\":\"schema_validation\",\"executionDurationMs\":0,\"executor\":\"harn_builtin\",\"mutationStatus\":\"applied\",\"parsing\":true,\"policyDecision\":{\"action\":\"x\",\"context\":{\"raw\":[1,\"two\",null]},\"matched_rule\":{\"raw\":[1,\"two\",null]},\"reason\":\"x\",\"risk_labels\":[\"x\"],\"type\":\"x\",\"vendor_extension\":{\"kept\":true}},\"rawInputPartial\":\"x\",\"toolDescriptor\":{\"description\":\"x\",\"inputSchema\":{\"raw\":[1,\"two\",null]},\"schemaChanged\":true,\"vendor_extension\":{\"kept\":true}},\"toolName\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"content\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"content\":{\"_meta\":{\"vendor_extension\":{\"kept\":true}},\"annotations\":{\"vendor_extension\":{\"kept\":true}},\"text\":\"x\",\"type\":\"text\",\"vendor_extension\":{\"kept\":true}},\"type\":\"content\",\"vendor_extension\":{\"kept\":true}}],\"kind\":\"read\",\"locations\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"line\":0,\"path\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"name\":\"x\",\"rawInput\":{\"raw\":[1,\"two\",null]},\"rawOutput\":{\"raw\":[1,\"two\",null]},\"status\":\"pending\",\"title\":\"x\",\"toolCallId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"content\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"content\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"annotations\":{\"vendor_extension\":{\"kept\":true}},\"text\":\"x\",\"type\":\"text\",\"vendor_extension\":{\"kept\":true}},\"type\":\"content\",\"vendor_extension\":{\"kept\":true}}],\"kind\":\"read\",\"locations\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"line\":0,\"path\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"name\":\"x\",\"rawInput\":{\"raw\":[1,\"two\",null]},\"rawOutput\":{\"raw\":[1,\"two\",null]},\"status\":\"pending\",\"title\":\"x\",\"toolCallId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "ToolCallContent",
 	New: func() any {
 		return new(ToolCallContent)
 	},
 	Schema: "acp/v1/schema.unstable.json#/$defs/ToolCallContent",
-	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"content\":{\"_meta\":{\"harn\":{\"permission_preview\":{\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true},\"visible_delta\":\"x\",\"visible_text\":\"x\"},\"vendor_extension\":{\"kept\":true}},\"annotations\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"audience\":[\"assistant\"],\"lastModified\":\"x\",\"priority\":1,\"vendor_extension\":{\"kept\":true}},\"text\":\"x\",\"type\":\"text\",\"vendor_extension\":{\"kept\":true}},\"type\":\"content\",\"vendor_extension\":{\"kept\":true}}"},
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"content\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"annotations\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"audience\":[\"assistant\"],\"lastModified\":\"x\",\"priority\":1,\"vendor_extension\":{\"kept\":true}},\"text\":\"x\",\"type\":\"text\",\"vendor_extension\":{\"kept\":true}},\"type\":\"content\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "ToolCallID",
 	New: func() any {
@@ -2376,13 +1718,6 @@ var fuzzTypes = []wiretest.Type{{
 	Schema: "acp/v1/schema.unstable.json#/$defs/ToolCallLocation",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"line\":0,\"path\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
-	Name: "ToolCallMeta",
-	New: func() any {
-		return new(ToolCallMeta)
-	},
-	Schema: "harn-acp.schema.json#/$defs/tool_call_meta",
-	Seeds:  []string{"{\"harn\":{\"approvalRequest\":{\"action\":\"x\",\"approvers_required\":0,\"args\":{\"raw\":[1,\"two\",null]},\"capabilities_requested\":[\"x\"],\"deadline\":\"x\",\"evidence_refs\":[{\"vendor_extension\":{\"kept\":true}}],\"id\":\"x\",\"principal\":\"x\",\"requested_at\":\"x\",\"undo_metadata\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"audit\":{\"approval_policy\":{\"auto_approve\":[\"x\"],\"auto_deny\":[\"x\"],\"require_approval\":[\"x\"],\"vendor_extension\":{\"kept\":true},\"write_path_allowlist\":[\"x\"]},\"execution_kind\":\"x\",\"mutation_scope\":\"x\",\"parent_session_id\":\"x\",\"run_id\":\"x\",\"session_id\":\"x\",\"vendor_extension\":{\"kept\":true},\"worker_id\":\"x\"},\"changedPaths\":[\"x\"],\"data\":{\"raw\":[1,\"two\",null]},\"durationMs\":0,\"error\":\"x\",\"errorCategory\":\"schema_validation\",\"executionDurationMs\":0,\"executor\":\"harn_builtin\",\"mutationStatus\":\"applied\",\"parsing\":true,\"policyDecision\":{\"action\":\"x\",\"context\":{\"raw\":[1,\"two\",null]},\"matched_rule\":{\"raw\":[1,\"two\",null]},\"reason\":\"x\",\"risk_labels\":[\"x\"],\"type\":\"x\",\"vendor_extension\":{\"kept\":true}},\"rawInputPartial\":\"x\",\"toolDescriptor\":{\"description\":\"x\",\"inputSchema\":{\"raw\":[1,\"two\",null]},\"schemaChanged\":true,\"vendor_extension\":{\"kept\":true}},\"toolName\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
-}, {
 	Name: "ToolCallStatus",
 	New: func() any {
 		return new(ToolCallStatus)
@@ -2395,42 +1730,7 @@ var fuzzTypes = []wiretest.Type{{
 		return new(ToolCallUpdate)
 	},
 	Schema: "acp/v1/schema.unstable.json#/$defs/ToolCallUpdate",
-	Seeds:  []string{"{\"_meta\":{\"harn\":{\"approvalRequest\":{\"action\":\"x\",\"approvers_required\":0,\"args\":{\"raw\":[1,\"two\",null]},\"capabilities_requested\":[\"x\"],\"deadline\":\"x\",\"evidence_refs\":[{\"vendor_extension\":{\"kept\":true}}],\"id\":\"x\",\"principal\":\"x\",\"requested_at\":\"x\",\"undo_metadata\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"audit\":{\"approval_policy\":{\"vendor_extension\":{\"kept\":true}},\"execution_kind\":\"x\",\"mutation_scope\":\"x\",\"parent_session_id\":\"x\",\"run_id\":\"x\",\"session_id\":\"x\",\"vendor_extension\":{\"kept\":true},\"worker_id\":\"x\"},\"changedPaths\":[\"x\"],\"data\":{\"raw\":[1,\"two\",null]},\"durationMs\":0,\"error\":\"x\",\"errorCategory\":\"schema_validation\",\"executionDurationMs\":0,\"executor\":\"harn_builtin\",\"mutationStatus\":\"applied\",\"parsing\":true,\"policyDecision\":{\"action\":\"x\",\"context\":{\"raw\":[1,\"two\",null]},\"matched_rule\":{\"raw\":[1,\"two\",null]},\"reason\":\"x\",\"risk_labels\":[\"x\"],\"type\":\"x\",\"vendor_extension\":{\"kept\":true}},\"rawInputPartial\":\"x\",\"toolDescriptor\":{\"description\":\"x\",\"inputSchema\":{\"raw\":[1,\"two\",null]},\"schemaChanged\":true,\"vendor_extension\":{\"kept\":true}},\"toolName\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"content\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"content\":{\"_meta\":{\"vendor_extension\":{\"kept\":true}},\"annotations\":{\"vendor_extension\":{\"kept\":true}},\"text\":\"x\",\"type\":\"text\",\"vendor_extension\":{\"kept\":true}},\"type\":\"content\",\"vendor_extension\":{\"kept\":true}}],\"kind\":\"read\",\"locations\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"line\":0,\"path\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"name\":\"x\",\"rawInput\":{\"raw\":[1,\"two\",null]},\"rawOutput\":{\"raw\":[1,\"two\",null]},\"status\":\"pending\",\"title\":\"x\",\"toolCallId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
-}, {
-	Name: "ToolDescriptor",
-	New: func() any {
-		return new(ToolDescriptor)
-	},
-	Schema: "harn-acp.schema.json#/$defs/tool_descriptor",
-	Seeds:  []string{"{\"description\":\"x\",\"inputSchema\":{\"raw\":[1,\"two\",null]},\"schemaChanged\":true,\"vendor_extension\":{\"kept\":true}}"},
-}, {
-	Name: "ToolErrorCategory",
-	New: func() any {
-		return new(ToolErrorCategory)
-	},
-	Schema: "harn-acp.schema.json#/$defs/tool_error_category",
-	Seeds:  []string{"\"schema_validation\""},
-}, {
-	Name: "ToolExecutor",
-	New: func() any {
-		return new(ToolExecutor)
-	},
-	Schema: "harn-acp.schema.json#/$defs/tool_executor",
-	Seeds:  []string{"\"harn_builtin\""},
-}, {
-	Name: "ToolExecutorName",
-	New: func() any {
-		return new(ToolExecutorName)
-	},
-	Schema: "harn-acp.schema.json#/$defs/tool_executor_name",
-	Seeds:  []string{"\"harn_builtin\""},
-}, {
-	Name: "ToolExecutorObject",
-	New: func() any {
-		return new(ToolExecutorObject)
-	},
-	Schema: "harn-acp.schema.json#/$defs/tool_executor_object",
-	Seeds:  []string{"{\"kind\":\"mcp_server\",\"serverName\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"content\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"content\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"annotations\":{\"vendor_extension\":{\"kept\":true}},\"text\":\"x\",\"type\":\"text\",\"vendor_extension\":{\"kept\":true}},\"type\":\"content\",\"vendor_extension\":{\"kept\":true}}],\"kind\":\"read\",\"locations\":[{\"_meta\":{\"raw\":[1,\"two\",null]},\"line\":0,\"path\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"name\":\"x\",\"rawInput\":{\"raw\":[1,\"two\",null]},\"rawOutput\":{\"raw\":[1,\"two\",null]},\"status\":\"pending\",\"title\":\"x\",\"toolCallId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "ToolKind",
 	New: func() any {
@@ -2438,62 +1738,6 @@ var fuzzTypes = []wiretest.Type{{
 	},
 	Schema: "acp/v1/schema.unstable.json#/$defs/ToolKind",
 	Seeds:  []string{"\"read\""},
-}, {
-	Name: "ToolSearchQueryUpdate",
-	New: func() any {
-		return new(ToolSearchQueryUpdate)
-	},
-	Schema: "harn-acp.schema.json#/$defs/tool_search_query_update",
-	Seeds:  []string{"{\"_meta\":{\"harn\":{\"mode\":\"x\",\"name\":\"x\",\"query\":{\"raw\":[1,\"two\",null]},\"strategy\":\"x\",\"toolUseId\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"sessionUpdate\":\"tool_search_query\",\"vendor_extension\":{\"kept\":true}}"},
-}, {
-	Name: "ToolSearchQueryUpdateMeta",
-	New: func() any {
-		return new(ToolSearchQueryUpdateMeta)
-	},
-	Schema: "harn-acp.schema.json#/$defs/tool_search_query_update_meta",
-	Seeds:  []string{"{\"harn\":{\"mode\":\"x\",\"name\":\"x\",\"query\":{\"raw\":[1,\"two\",null]},\"strategy\":\"x\",\"toolUseId\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
-}, {
-	Name: "ToolSearchResultUpdate",
-	New: func() any {
-		return new(ToolSearchResultUpdate)
-	},
-	Schema: "harn-acp.schema.json#/$defs/tool_search_result_update",
-	Seeds:  []string{"{\"_meta\":{\"harn\":{\"mode\":\"x\",\"promoted\":[{\"raw\":[1,\"two\",null]}],\"strategy\":\"x\",\"toolUseId\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"sessionUpdate\":\"tool_search_result\",\"vendor_extension\":{\"kept\":true}}"},
-}, {
-	Name: "ToolSearchResultUpdateMeta",
-	New: func() any {
-		return new(ToolSearchResultUpdateMeta)
-	},
-	Schema: "harn-acp.schema.json#/$defs/tool_search_result_update_meta",
-	Seeds:  []string{"{\"harn\":{\"mode\":\"x\",\"promoted\":[{\"raw\":[1,\"two\",null]}],\"strategy\":\"x\",\"toolUseId\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
-}, {
-	Name: "TranscriptCompactedUpdate",
-	New: func() any {
-		return new(TranscriptCompactedUpdate)
-	},
-	Schema: "harn-acp.schema.json#/$defs/transcript_compacted_update",
-	Seeds:  []string{"{\"_meta\":{\"harn\":{\"archivedMessages\":{\"raw\":[1,\"two\",null]},\"compactionPolicy\":{\"raw\":[1,\"two\",null]},\"engineStrategy\":{\"raw\":[1,\"two\",null]},\"estimatedTokensAfter\":{\"raw\":[1,\"two\",null]},\"estimatedTokensBefore\":{\"raw\":[1,\"two\",null]},\"hardLimitTokens\":{\"raw\":[1,\"two\",null]},\"instructionMode\":{\"raw\":[1,\"two\",null]},\"instructionSource\":{\"raw\":[1,\"two\",null]},\"mode\":{\"raw\":[1,\"two\",null]},\"reason\":{\"raw\":[1,\"two\",null]},\"recap\":{\"raw\":[1,\"two\",null]},\"receiptId\":{\"raw\":[1,\"two\",null]},\"requestedStrategy\":{\"raw\":[1,\"two\",null]},\"resolvedThresholdTokens\":{\"raw\":[1,\"two\",null]},\"schemaVersion\":{\"raw\":[1,\"two\",null]},\"snapshotAssetId\":{\"raw\":[1,\"two\",null]},\"sourceMeasurement\":{\"raw\":[1,\"two\",null]},\"strategy\":{\"raw\":[1,\"two\",null]},\"thresholdSource\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"sessionUpdate\":\"transcript_compacted\",\"vendor_extension\":{\"kept\":true}}"},
-}, {
-	Name: "TranscriptCompactedUpdateMeta",
-	New: func() any {
-		return new(TranscriptCompactedUpdateMeta)
-	},
-	Schema: "harn-acp.schema.json#/$defs/transcript_compacted_update_meta",
-	Seeds:  []string{"{\"harn\":{\"archivedMessages\":{\"raw\":[1,\"two\",null]},\"compactionPolicy\":{\"raw\":[1,\"two\",null]},\"engineStrategy\":{\"raw\":[1,\"two\",null]},\"estimatedTokensAfter\":{\"raw\":[1,\"two\",null]},\"estimatedTokensBefore\":{\"raw\":[1,\"two\",null]},\"hardLimitTokens\":{\"raw\":[1,\"two\",null]},\"instructionMode\":{\"raw\":[1,\"two\",null]},\"instructionSource\":{\"raw\":[1,\"two\",null]},\"mode\":{\"raw\":[1,\"two\",null]},\"reason\":{\"raw\":[1,\"two\",null]},\"recap\":{\"raw\":[1,\"two\",null]},\"receiptId\":{\"raw\":[1,\"two\",null]},\"requestedStrategy\":{\"raw\":[1,\"two\",null]},\"resolvedThresholdTokens\":{\"raw\":[1,\"two\",null]},\"schemaVersion\":{\"raw\":[1,\"two\",null]},\"snapshotAssetId\":{\"raw\":[1,\"two\",null]},\"sourceMeasurement\":{\"raw\":[1,\"two\",null]},\"strategy\":{\"raw\":[1,\"two\",null]},\"thresholdSource\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
-}, {
-	Name: "TranscriptProjectedUpdate",
-	New: func() any {
-		return new(TranscriptProjectedUpdate)
-	},
-	Schema: "harn-acp.schema.json#/$defs/transcript_projected_update",
-	Seeds:  []string{"{\"_meta\":{\"harn\":{\"droppedCount\":{\"raw\":[1,\"two\",null]},\"keptCount\":{\"raw\":[1,\"two\",null]},\"policy\":{\"raw\":[1,\"two\",null]},\"prefixHash\":{\"raw\":[1,\"two\",null]},\"providerSafetyBlocked\":{\"raw\":[1,\"two\",null]},\"reason\":{\"raw\":[1,\"two\",null]},\"reclaimedTokens\":{\"raw\":[1,\"two\",null]},\"redactedCount\":{\"raw\":[1,\"two\",null]},\"redactionPointers\":{\"raw\":[1,\"two\",null]},\"rootsConsulted\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"sessionUpdate\":\"transcript_projected\",\"vendor_extension\":{\"kept\":true}}"},
-}, {
-	Name: "TranscriptProjectedUpdateMeta",
-	New: func() any {
-		return new(TranscriptProjectedUpdateMeta)
-	},
-	Schema: "harn-acp.schema.json#/$defs/transcript_projected_update_meta",
-	Seeds:  []string{"{\"harn\":{\"droppedCount\":{\"raw\":[1,\"two\",null]},\"keptCount\":{\"raw\":[1,\"two\",null]},\"policy\":{\"raw\":[1,\"two\",null]},\"prefixHash\":{\"raw\":[1,\"two\",null]},\"providerSafetyBlocked\":{\"raw\":[1,\"two\",null]},\"reason\":{\"raw\":[1,\"two\",null]},\"reclaimedTokens\":{\"raw\":[1,\"two\",null]},\"redactedCount\":{\"raw\":[1,\"two\",null]},\"redactionPointers\":{\"raw\":[1,\"two\",null]},\"rootsConsulted\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "UnarchiveSessionRequest",
 	New: func() any {
@@ -2537,20 +1781,6 @@ var fuzzTypes = []wiretest.Type{{
 	Schema: "acp/v1/schema.unstable.json#/$defs/UsageUpdate",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"cost\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"amount\":1,\"currency\":\"x\",\"vendor_extension\":{\"kept\":true}},\"size\":0,\"used\":0,\"vendor_extension\":{\"kept\":true}}"},
 }, {
-	Name: "UserMessageContent",
-	New: func() any {
-		return new(UserMessageContent)
-	},
-	Schema: "harn-acp.schema.json#/$defs/user_message_content",
-	Seeds:  []string{"\"x\""},
-}, {
-	Name: "UserMessageUpdate",
-	New: func() any {
-		return new(UserMessageUpdate)
-	},
-	Schema: "harn-acp.schema.json#/$defs/user_message_update",
-	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"content\":\"x\",\"messageId\":\"x\",\"sessionUpdate\":\"user_message\",\"vendor_extension\":{\"kept\":true}}"},
-}, {
 	Name: "WaitForTerminalExitRequest",
 	New: func() any {
 		return new(WaitForTerminalExitRequest)
@@ -2564,27 +1794,6 @@ var fuzzTypes = []wiretest.Type{{
 	},
 	Schema: "acp/v1/schema.unstable.json#/$defs/WaitForTerminalExitResponse",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"exitCode\":0,\"signal\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
-}, {
-	Name: "WorkerMetadata",
-	New: func() any {
-		return new(WorkerMetadata)
-	},
-	Schema: "harn-acp.schema.json#/$defs/worker_metadata",
-	Seeds:  []string{"{\"audit\":{\"raw\":[1,\"two\",null]},\"awaiting_started_at\":\"x\",\"child_run_id\":\"x\",\"child_run_path\":\"x\",\"error\":{\"raw\":[1,\"two\",null]},\"finished_at\":\"x\",\"mode\":\"x\",\"snapshot_path\":\"x\",\"started_at\":\"x\",\"task\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
-}, {
-	Name: "WorkerUpdate",
-	New: func() any {
-		return new(WorkerUpdate)
-	},
-	Schema: "harn-acp.schema.json#/$defs/worker_update",
-	Seeds:  []string{"{\"_meta\":{\"harn\":{\"audit\":{\"approval_policy\":{\"vendor_extension\":{\"kept\":true}},\"execution_kind\":\"x\",\"mutation_scope\":\"x\",\"parent_session_id\":\"x\",\"run_id\":\"x\",\"session_id\":\"x\",\"vendor_extension\":{\"kept\":true},\"worker_id\":\"x\"},\"event\":\"WorkerSpawned\",\"metadata\":{\"audit\":{\"raw\":[1,\"two\",null]},\"awaiting_started_at\":\"x\",\"child_run_id\":\"x\",\"child_run_path\":\"x\",\"error\":{\"raw\":[1,\"two\",null]},\"finished_at\":\"x\",\"mode\":\"x\",\"snapshot_path\":\"x\",\"started_at\":\"x\",\"task\":\"x\",\"vendor_extension\":{\"kept\":true}},\"status\":\"running\",\"terminal\":true,\"vendor_extension\":{\"kept\":true},\"workerId\":\"x\",\"workerMode\":\"x\",\"workerName\":\"x\",\"workerTask\":\"x\"},\"vendor_extension\":{\"kept\":true}},\"content\":{\"audit\":{\"approval_policy\":{\"auto_approve\":[\"x\"],\"auto_deny\":[\"x\"],\"require_approval\":[\"x\"],\"vendor_extension\":{\"kept\":true},\"write_path_allowlist\":[\"x\"]},\"execution_kind\":\"x\",\"mutation_scope\":\"x\",\"parent_session_id\":\"x\",\"run_id\":\"x\",\"session_id\":\"x\",\"vendor_extension\":{\"kept\":true},\"worker_id\":\"x\"},\"finished_at\":{\"raw\":[1,\"two\",null]},\"lifecycle\":{\"raw\":[1,\"two\",null]},\"metadata\":{\"raw\":[1,\"two\",null]},\"run_id\":{\"raw\":[1,\"two\",null]},\"run_path\":{\"raw\":[1,\"two\",null]},\"script\":\"x\",\"snapshot_path\":{\"raw\":[1,\"two\",null]},\"started_at\":{\"raw\":[1,\"two\",null]},\"status\":\"x\",\"vendor_extension\":{\"kept\":true},\"worker_id\":\"x\",\"worker_name\":\"x\"},\"sessionUpdate\":\"worker_update\",\"vendor_extension\":{\"kept\":true}}"},
-}, {
-	Name: "WorkerUpdateMeta",
-	New: func() any {
-		return new(WorkerUpdateMeta)
-	},
-	Schema: "harn-acp.schema.json#/$defs/worker_update_meta",
-	Seeds:  []string{"{\"harn\":{\"audit\":{\"approval_policy\":{\"auto_approve\":[\"x\"],\"auto_deny\":[\"x\"],\"require_approval\":[\"x\"],\"vendor_extension\":{\"kept\":true},\"write_path_allowlist\":[\"x\"]},\"execution_kind\":\"x\",\"mutation_scope\":\"x\",\"parent_session_id\":\"x\",\"run_id\":\"x\",\"session_id\":\"x\",\"vendor_extension\":{\"kept\":true},\"worker_id\":\"x\"},\"event\":\"WorkerSpawned\",\"metadata\":{\"audit\":{\"raw\":[1,\"two\",null]},\"awaiting_started_at\":\"x\",\"child_run_id\":\"x\",\"child_run_path\":\"x\",\"error\":{\"raw\":[1,\"two\",null]},\"finished_at\":\"x\",\"mode\":\"x\",\"snapshot_path\":\"x\",\"started_at\":\"x\",\"task\":\"x\",\"vendor_extension\":{\"kept\":true}},\"status\":\"running\",\"terminal\":true,\"vendor_extension\":{\"kept\":true},\"workerId\":\"x\",\"workerMode\":\"x\",\"workerName\":\"x\",\"workerTask\":\"x\"},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "WriteTextFileRequest",
 	New: func() any {

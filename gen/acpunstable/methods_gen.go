@@ -10,8 +10,8 @@ members the schema marks UNSTABLE (session/fork, session/set_title, session/stat
 and session/unarchive, providers/*, auth/status and auth/status_update, mcp/message, token usage,
 plans, ...), which may change or go away in any ACP release. Opt in by importing this package
 instead of gen/acp; the two are separate, so a program that imports gen/acp never sees an unstable
-name. The catalogue extends acp.json: the same annotations and overlays (Harn's _meta.harn fields
-typed alike), read against the unstable schema.
+name. The catalogue extends acp.json: the same annotations and overlays, read against the unstable
+schema.
 
 Each side is served by a <Side>Handlers struct of typed func fields and called through a <Side>Peer
 (docs/handlers.md); NewConn connects them; its doc says how requests are scheduled (one at a time
@@ -107,6 +107,10 @@ const (
 	MethodAuthStatusUpdate = "auth/status_update"
 	// MethodCancelRequest is "$/cancel_request" (notification, client -> agent, stable).
 	MethodCancelRequest = "$/cancel_request"
+	// MethodExtAuthStatusUpdate is "_auth/status_update" (notification, agent -> client, experimental).
+	MethodExtAuthStatusUpdate = "_auth/status_update"
+	// MethodDrainMidTurnQueue is "craft/drainMidTurnQueue" (request, agent -> client, experimental).
+	MethodDrainMidTurnQueue = "craft/drainMidTurnQueue"
 )
 
 // Methods lists every method of Agent Client Protocol, unstable in catalogue order.
@@ -369,10 +373,24 @@ var Methods = []wire.MethodInfo{{
 	Status: "stable",
 	To:     "agent",
 	Wire:   "$/cancel_request",
+}, {
+	From:   "agent",
+	Go:     "ExtAuthStatusUpdate",
+	Kind:   "notification",
+	Status: "experimental",
+	To:     "client",
+	Wire:   "_auth/status_update",
+}, {
+	From:   "agent",
+	Go:     "DrainMidTurnQueue",
+	Kind:   "request",
+	Status: "experimental",
+	To:     "client",
+	Wire:   "craft/drainMidTurnQueue",
 }}
 
 // MethodNames lists every method name (and qualifier) of the catalogue, so that a connection interns them (rpc.Options.Methods).
-var MethodNames = []string{"initialize", "authenticate", "providers/list", "providers/set", "providers/disable", "logout", "auth/status", "session/new", "session/load", "session/list", "session/delete", "session/fork", "session/archive", "session/unarchive", "session/status", "session/set_title", "session/resume", "session/close", "session/set_mode", "session/set_config_option", "session/prompt", "session/cancel", "mcp/message", "fs/write_text_file", "fs/read_text_file", "session/request_permission", "terminal/create", "terminal/output", "terminal/release", "terminal/wait_for_exit", "terminal/kill", "elicitation/create", "session/update", "elicitation/complete", "auth/status_update", "$/cancel_request"}
+var MethodNames = []string{"initialize", "authenticate", "providers/list", "providers/set", "providers/disable", "logout", "auth/status", "session/new", "session/load", "session/list", "session/delete", "session/fork", "session/archive", "session/unarchive", "session/status", "session/set_title", "session/resume", "session/close", "session/set_mode", "session/set_config_option", "session/prompt", "session/cancel", "mcp/message", "fs/write_text_file", "fs/read_text_file", "session/request_permission", "terminal/create", "terminal/output", "terminal/release", "terminal/wait_for_exit", "terminal/kill", "elicitation/create", "session/update", "elicitation/complete", "auth/status_update", "$/cancel_request", "_auth/status_update", "craft/drainMidTurnQueue"}
 
 // CancelRules are the protocol's cancel messages (rpc.Options.Cancels).
 var CancelRules = []rpc.CancelRule{{
@@ -415,9 +433,8 @@ func NewConn(r io.Reader, w io.Writer, h rpc.Handler, opts *rpc.Options) *rpc.Co
 // rpc.Handler; wrap it with rpc.Middleware to intercept every method.
 type AgentHandlers struct {
 	// Initialize handles initialize (request, stable). Negotiates the protocol version and
-	// capabilities. Harn advertises its extension contract under agentCapabilities._meta.harn
-	// (session-update extensions, tool-lifecycle, content and prompt-result fields, extension methods,
-	// host capability operations).
+	// capabilities. An agent advertises its extensions under agentCapabilities._meta, which this
+	// package keeps as sent.
 	Initialize func(context.Context, *InitializeRequest) (*InitializeResponse, error)
 	// Authenticate handles authenticate (request, stable). Authenticates the client using the
 	// specified authentication method.
@@ -596,8 +613,7 @@ type AgentHandlers struct {
 	// value for a session configuration option.
 	SessionSetConfigOption func(context.Context, *SetSessionConfigOptionRequest) (*SetSessionConfigOptionResponse, error)
 	// SessionPrompt handles session/prompt (request, stable). Sends a user prompt and waits for the
-	// turn to end. From Harn the result carries the loop's terminal outcome under _meta.harn.terminal:
-	// only kind natural is completion; stopReason end_turn alone proves nothing.
+	// turn to end; the result says why the turn stopped (stopReason).
 	SessionPrompt func(context.Context, *PromptRequest) (*PromptResponse, error)
 	// SessionCancel handles session/cancel (notification, stable). Cancels ongoing operations for a
 	// session.
@@ -931,9 +947,8 @@ func AgentPeerFrom(ctx context.Context) *AgentPeer {
 	return nil
 }
 
-// Initialize sends the request initialize. Negotiates the protocol version and capabilities. Harn
-// advertises its extension contract under agentCapabilities._meta.harn (session-update extensions,
-// tool-lifecycle, content and prompt-result fields, extension methods, host capability operations).
+// Initialize sends the request initialize. Negotiates the protocol version and capabilities. An agent
+// advertises its extensions under agentCapabilities._meta, which this package keeps as sent.
 func (p *AgentPeer) Initialize(ctx context.Context, params *InitializeRequest) (*InitializeResponse, error) {
 	var res InitializeResponse
 	if err := p.s.Send(ctx, rpc.Outbound{
@@ -1300,9 +1315,8 @@ func (p *AgentPeer) SessionSetConfigOption(ctx context.Context, params *SetSessi
 	return &res, nil
 }
 
-// SessionPrompt sends the request session/prompt. Sends a user prompt and waits for the turn to end.
-// From Harn the result carries the loop's terminal outcome under _meta.harn.terminal: only kind
-// natural is completion; stopReason end_turn alone proves nothing.
+// SessionPrompt sends the request session/prompt. Sends a user prompt and waits for the turn to end;
+// the result says why the turn stopped (stopReason).
 func (p *AgentPeer) SessionPrompt(ctx context.Context, params *PromptRequest) (*PromptResponse, error) {
 	var res PromptResponse
 	if err := p.s.Send(ctx, rpc.Outbound{
@@ -1381,14 +1395,11 @@ type ClientHandlers struct {
 	// See protocol docs: [Client](https://agentclientprotocol.com/protocol/v1/draft/overview#client)
 	FsReadTextFile func(context.Context, *ReadTextFileRequest) (*ReadTextFileResponse, error)
 	// SessionRequestPermission handles session/request_permission (request, stable). Asks the client
-	// to approve a tool call. Harn sends a canonical ToolCallUpdate with its approval request and
-	// policy rationale under toolCall._meta.harn, offers exactly allow (allow_once) and reject
-	// (reject_once), and fails closed: only the outcome selected with optionId allow grants; an error,
-	// a cancelled chooser, a rejection or any other answer denies.
+	// to approve a tool call: the client answers with the option the user selected, or cancelled when
+	// the prompt turn was cancelled.
 	SessionRequestPermission func(context.Context, *RequestPermissionRequest) (*RequestPermissionResponse, error)
 	// TerminalCreate handles terminal/create (request, stable). Starts a command in a new terminal.
-	// Harn adds a non-standard shell object (host shell discovery's Shell) at the root, kept in Extra;
-	// an empty terminalId makes Harn run the command itself.
+	// Members the schema does not name (a vendor's, such as a shell object) are kept in Extra.
 	TerminalCreate func(context.Context, *CreateTerminalRequest) (*CreateTerminalResponse, error)
 	// TerminalOutput handles terminal/output (request, stable). Gets the terminal output and exit
 	// status
@@ -1442,13 +1453,9 @@ type ClientHandlers struct {
 	// Exchanges an MCP-over-ACP message.
 	MCPMessage func(context.Context, *MessageMCPRequest) (*MessageMCPResponse, error)
 	// SessionUpdate handles session/update (notification, stable). Streams one update of a session to
-	// the client: ACP's variants, and Harn's own (user_message, artifact, progress, log, fs_watch,
-	// worker_update, transcript_compacted, transcript_projected, handoff, skill_*, tool_search_*,
-	// hitl_*, reminder_emitted, live_session_client, stance_transition, session_truncated,
-	// session_rollback, session_redo, and the legacy call_start, call_progress and call_end), each a
-	// typed variant of SessionUpdate; a variant this version does not know is kept verbatim in
-	// Unknown. Harn's vendor fields are read only under _meta.harn; gen/harn's legacy reader also
-	// accepts the pre-#904/#905 root-level fields.
+	// the client. A variant this version of ACP does not know (a vendor's, or a later ACP's) is kept
+	// verbatim in SessionUpdate.Unknown and written back unchanged; a dialect's package types its own
+	// (gen/harn's UpdateOf).
 	SessionUpdate func(context.Context, *SessionNotification) error
 	// ElicitationComplete handles elicitation/complete (notification, stable). Notification that a
 	// URL-based elicitation has completed.
@@ -1464,6 +1471,15 @@ type ClientHandlers struct {
 	//
 	// Only sent by agents that advertise the `auth.status` capability.
 	AuthStatusUpdate func(context.Context, *AuthStatusUpdateNotification) error
+	// ExtAuthStatusUpdate handles _auth/status_update (notification, experimental). Tells the client
+	// the agent's login status (an ACP extension method of claude-agent-acp and codex-acp; ACP's
+	// unstable schema has auth/status_update for the same purpose). A client needs not serve it.
+	ExtAuthStatusUpdate func(context.Context, *AuthStatusUpdate) error
+	// DrainMidTurnQueue handles craft/drainMidTurnQueue (request, experimental). Asks the client for
+	// the prompts the user queued while a turn runs (qwen's extension, its name not _-prefixed as ACP
+	// asks). A client that queues nothing answers method not found, which qwen takes as an empty
+	// queue.
+	DrainMidTurnQueue func(context.Context, *DrainMidTurnQueueRequest) (*DrainMidTurnQueueResponse, error)
 	// Fallback, if set, handles every method (and operation) that no field above serves, for example
 	// extension methods.
 	Fallback rpc.Handler
@@ -1578,6 +1594,22 @@ func (h *ClientHandlers) Handle(ctx context.Context, req *rpc.Request) (any, err
 			}
 			return nil, h.AuthStatusUpdate(ctx, &p)
 		}
+	case MethodExtAuthStatusUpdate:
+		if h.ExtAuthStatusUpdate != nil {
+			var p AuthStatusUpdate
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
+				return nil, err
+			}
+			return nil, h.ExtAuthStatusUpdate(ctx, &p)
+		}
+	case MethodDrainMidTurnQueue:
+		if h.DrainMidTurnQueue != nil {
+			var p DrainMidTurnQueueRequest
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
+				return nil, err
+			}
+			return h.DrainMidTurnQueue(ctx, &p)
+		}
 	}
 	if h.Fallback != nil {
 		return h.Fallback.Handle(ctx, req)
@@ -1627,6 +1659,12 @@ func (h *ClientHandlers) Served() []wire.MethodInfo {
 	}
 	if h.AuthStatusUpdate != nil {
 		out = append(out, Methods[35])
+	}
+	if h.ExtAuthStatusUpdate != nil {
+		out = append(out, Methods[37])
+	}
+	if h.DrainMidTurnQueue != nil {
+		out = append(out, Methods[38])
 	}
 	return out
 }
@@ -1688,10 +1726,8 @@ func (p *ClientPeer) FsReadTextFile(ctx context.Context, params *ReadTextFileReq
 }
 
 // SessionRequestPermission sends the request session/request_permission. Asks the client to approve a
-// tool call. Harn sends a canonical ToolCallUpdate with its approval request and policy rationale
-// under toolCall._meta.harn, offers exactly allow (allow_once) and reject (reject_once), and fails
-// closed: only the outcome selected with optionId allow grants; an error, a cancelled chooser, a
-// rejection or any other answer denies.
+// tool call: the client answers with the option the user selected, or cancelled when the prompt turn
+// was cancelled.
 func (p *ClientPeer) SessionRequestPermission(ctx context.Context, params *RequestPermissionRequest) (*RequestPermissionResponse, error) {
 	var res RequestPermissionResponse
 	if err := p.s.Send(ctx, rpc.Outbound{
@@ -1703,9 +1739,8 @@ func (p *ClientPeer) SessionRequestPermission(ctx context.Context, params *Reque
 	return &res, nil
 }
 
-// TerminalCreate sends the request terminal/create. Starts a command in a new terminal. Harn adds a
-// non-standard shell object (host shell discovery's Shell) at the root, kept in Extra; an empty
-// terminalId makes Harn run the command itself.
+// TerminalCreate sends the request terminal/create. Starts a command in a new terminal. Members the
+// schema does not name (a vendor's, such as a shell object) are kept in Extra.
 func (p *ClientPeer) TerminalCreate(ctx context.Context, params *CreateTerminalRequest) (*CreateTerminalResponse, error) {
 	var res CreateTerminalResponse
 	if err := p.s.Send(ctx, rpc.Outbound{
@@ -1827,14 +1862,10 @@ func (p *ClientPeer) MCPMessage(ctx context.Context, params *MessageMCPRequest) 
 	return &res, nil
 }
 
-// SessionUpdate sends the notification session/update. Streams one update of a session to the client:
-// ACP's variants, and Harn's own (user_message, artifact, progress, log, fs_watch, worker_update,
-// transcript_compacted, transcript_projected, handoff, skill_*, tool_search_*, hitl_*,
-// reminder_emitted, live_session_client, stance_transition, session_truncated, session_rollback,
-// session_redo, and the legacy call_start, call_progress and call_end), each a typed variant of
-// SessionUpdate; a variant this version does not know is kept verbatim in Unknown. Harn's vendor
-// fields are read only under _meta.harn; gen/harn's legacy reader also accepts the pre-#904/#905
-// root-level fields.
+// SessionUpdate sends the notification session/update. Streams one update of a session to the client.
+// A variant this version of ACP does not know (a vendor's, or a later ACP's) is kept verbatim in
+// SessionUpdate.Unknown and written back unchanged; a dialect's package types its own (gen/harn's
+// UpdateOf).
 func (p *ClientPeer) SessionUpdate(ctx context.Context, params *SessionNotification) error {
 	return p.s.Send(ctx, rpc.Outbound{
 		Kind:   rpc.KindNotification,
@@ -1869,4 +1900,29 @@ func (p *ClientPeer) AuthStatusUpdate(ctx context.Context, params *AuthStatusUpd
 		Method: MethodAuthStatusUpdate,
 		Params: params,
 	}, nil)
+}
+
+// ExtAuthStatusUpdate sends the notification _auth/status_update. Tells the client the agent's login
+// status (an ACP extension method of claude-agent-acp and codex-acp; ACP's unstable schema has
+// auth/status_update for the same purpose). A client needs not serve it.
+func (p *ClientPeer) ExtAuthStatusUpdate(ctx context.Context, params *AuthStatusUpdate) error {
+	return p.s.Send(ctx, rpc.Outbound{
+		Kind:   rpc.KindNotification,
+		Method: MethodExtAuthStatusUpdate,
+		Params: params,
+	}, nil)
+}
+
+// DrainMidTurnQueue sends the request craft/drainMidTurnQueue. Asks the client for the prompts the
+// user queued while a turn runs (qwen's extension, its name not _-prefixed as ACP asks). A client that
+// queues nothing answers method not found, which qwen takes as an empty queue.
+func (p *ClientPeer) DrainMidTurnQueue(ctx context.Context, params *DrainMidTurnQueueRequest) (*DrainMidTurnQueueResponse, error) {
+	var res DrainMidTurnQueueResponse
+	if err := p.s.Send(ctx, rpc.Outbound{
+		Method: MethodDrainMidTurnQueue,
+		Params: params,
+	}, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
 }

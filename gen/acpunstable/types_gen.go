@@ -135,7 +135,7 @@ type AgentCapabilities struct {
 	//
 	// See protocol docs:
 	// [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-	Meta wire.Nullable[AgentCapabilitiesMeta]
+	Meta wire.Nullable[jsontext.Value]
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
 }
@@ -211,7 +211,7 @@ func (x *AgentCapabilities) member(r *wire.ObjectReader) error {
 	case "providers":
 		return wire.Opt(r, &x.Providers, (*ProvidersCapabilities).UnmarshalJSONFrom)
 	case "_meta":
-		return wire.Opt(r, &x.Meta, (*AgentCapabilitiesMeta).UnmarshalJSONFrom)
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -230,7 +230,7 @@ func (x *AgentCapabilities) members(w *wire.ObjectWriter) {
 	wire.PutPtr(w, "sessionCapabilities", x.SessionCapabilities, SessionCapabilities.MarshalJSONTo)
 	wire.PutPtr(w, "auth", x.Auth, AgentAuthCapabilities.MarshalJSONTo)
 	wire.PutOpt(w, "providers", x.Providers, ProvidersCapabilities.MarshalJSONTo)
-	wire.PutOpt(w, "_meta", x.Meta, AgentCapabilitiesMeta.MarshalJSONTo)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	w.Extras(x.Extra)
 }
 
@@ -241,60 +241,6 @@ func (x AgentCapabilities) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
 func (x *AgentCapabilities) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// The _meta of initialize's agentCapabilities: Harn's extension contract under harn. Hosts key
-// rendering off these lists rather than a local allow-list.
-//
-// Open: members the schema does not name are kept in Extra and written back. Generated from
-// harn-acp.schema.json#/$defs/agent_capabilities_meta.
-type AgentCapabilitiesMeta struct {
-	// What a Harn agent advertises about its ACP extensions.
-	Harn *HarnAgentCapabilities
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
-}
-
-var objAgentCapabilitiesMeta = wire.Object{Type: "AgentCapabilitiesMeta"}
-
-// UnmarshalJSONFrom decodes AgentCapabilitiesMeta, checking required members, kinds and constraints.
-func (x *AgentCapabilitiesMeta) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = AgentCapabilitiesMeta{}
-	r := wire.ReadObject(dec, &objAgentCapabilitiesMeta)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *AgentCapabilitiesMeta) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "harn":
-		return wire.Ptr(r, &x.Harn, (*HarnAgentCapabilities).UnmarshalJSONFrom)
-	}
-	return r.Extra(&x.Extra)
-}
-
-// MarshalJSONTo encodes AgentCapabilitiesMeta, members in schema order, then Extra.
-func (x AgentCapabilitiesMeta) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *AgentCapabilitiesMeta) members(w *wire.ObjectWriter) {
-	wire.PutPtr(w, "harn", x.Harn, HarnAgentCapabilities.MarshalJSONTo)
-	w.Extras(x.Extra)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x AgentCapabilitiesMeta) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *AgentCapabilitiesMeta) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
@@ -369,172 +315,6 @@ func (x Annotations) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
 func (x *Annotations) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// The tool approval policy of a mutation session: glob patterns of tool names and paths.
-//
-// Open: members the schema does not name are kept in Extra and written back. Generated from
-// harn-acp.schema.json#/$defs/approval_policy.
-type ApprovalPolicy struct {
-	AutoApprove        []string
-	AutoDeny           []string
-	RequireApproval    []string
-	WritePathAllowlist []string
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
-}
-
-var objApprovalPolicy = wire.Object{Type: "ApprovalPolicy"}
-
-// UnmarshalJSONFrom decodes ApprovalPolicy, checking required members, kinds and constraints.
-func (x *ApprovalPolicy) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = ApprovalPolicy{}
-	r := wire.ReadObject(dec, &objApprovalPolicy)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *ApprovalPolicy) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "auto_approve":
-		return wire.Field(r, &x.AutoApprove, readListOfString)
-	case "auto_deny":
-		return wire.Field(r, &x.AutoDeny, readListOfString)
-	case "require_approval":
-		return wire.Field(r, &x.RequireApproval, readListOfString)
-	case "write_path_allowlist":
-		return wire.Field(r, &x.WritePathAllowlist, readListOfString)
-	}
-	return r.Extra(&x.Extra)
-}
-
-// MarshalJSONTo encodes ApprovalPolicy, members in schema order, then Extra.
-func (x ApprovalPolicy) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *ApprovalPolicy) members(w *wire.ObjectWriter) {
-	wire.PutIf(w, "auto_approve", x.AutoApprove, x.AutoApprove != nil, writeListOfString)
-	wire.PutIf(w, "auto_deny", x.AutoDeny, x.AutoDeny != nil, writeListOfString)
-	wire.PutIf(w, "require_approval", x.RequireApproval, x.RequireApproval != nil, writeListOfString)
-	wire.PutIf(w, "write_path_allowlist", x.WritePathAllowlist, x.WritePathAllowlist != nil, writeListOfString)
-	w.Extras(x.Extra)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x ApprovalPolicy) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *ApprovalPolicy) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// Harn's canonical ApprovalRequest (snake_case), under toolCall._meta.harn of
-// session/request_permission.
-//
-// Open: members the schema does not name are kept in Extra and written back. Generated from
-// harn-acp.schema.json#/$defs/approval_request.
-type ApprovalRequest struct {
-	// The request's id (the tool call's id).
-	ID string
-	// What is to be approved, usually the tool's name.
-	Action string
-	// The tool's arguments.
-	Args jsontext.Value
-	// Who asks: the session.
-	Principal string
-	// RFC 3339 time of the request.
-	RequestedAt string
-	// RFC 3339 time after which the request lapses.
-	Deadline          *string
-	ApproversRequired int64
-	// What the decision can rest on: file_mutation_diff, file_preimage, ...
-	EvidenceRefs []EvidenceRef
-	// What undoing the approved action needs; Harn's carries a copy of the policy decision under
-	// policy_decision (a permission_policy_decision). The reference does not pin its kind, so it is
-	// kept verbatim.
-	UndoMetadata          jsontext.Value
-	CapabilitiesRequested []string
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
-}
-
-var objApprovalRequest = wire.Object{
-	Required: []string{"id", "action", "principal", "requested_at", "approvers_required"},
-	Type:     "ApprovalRequest",
-}
-
-// UnmarshalJSONFrom decodes ApprovalRequest, checking required members, kinds and constraints.
-func (x *ApprovalRequest) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = ApprovalRequest{}
-	r := wire.ReadObject(dec, &objApprovalRequest)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *ApprovalRequest) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "id":
-		return wire.Field(r, &x.ID, wire.StringFrom)
-	case "action":
-		return wire.Field(r, &x.Action, wire.StringFrom)
-	case "args":
-		return wire.Field(r, &x.Args, wire.RawFrom)
-	case "principal":
-		return wire.Field(r, &x.Principal, wire.StringFrom)
-	case "requested_at":
-		return wire.Field(r, &x.RequestedAt, wire.StringFrom)
-	case "deadline":
-		return wire.Ptr(r, &x.Deadline, wire.StringFrom)
-	case "approvers_required":
-		return wire.Field(r, &x.ApproversRequired, readApprovalRequestApproversRequired)
-	case "evidence_refs":
-		return wire.Field(r, &x.EvidenceRefs, readListOfEvidenceRef)
-	case "undo_metadata":
-		return wire.Field(r, &x.UndoMetadata, wire.RawFrom)
-	case "capabilities_requested":
-		return wire.Field(r, &x.CapabilitiesRequested, readListOfString)
-	}
-	return r.Extra(&x.Extra)
-}
-
-// MarshalJSONTo encodes ApprovalRequest, members in schema order, then Extra.
-func (x ApprovalRequest) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *ApprovalRequest) members(w *wire.ObjectWriter) {
-	wire.Put(w, "id", x.ID, wire.StringTo)
-	wire.Put(w, "action", x.Action, wire.StringTo)
-	wire.PutIf(w, "args", x.Args, x.Args != nil, wire.RawTo)
-	wire.Put(w, "principal", x.Principal, wire.StringTo)
-	wire.Put(w, "requested_at", x.RequestedAt, wire.StringTo)
-	wire.PutPtr(w, "deadline", x.Deadline, wire.StringTo)
-	wire.Put(w, "approvers_required", x.ApproversRequired, wire.IntTo)
-	wire.PutIf(w, "evidence_refs", x.EvidenceRefs, x.EvidenceRefs != nil, writeListOfEvidenceRef)
-	wire.PutIf(w, "undo_metadata", x.UndoMetadata, x.UndoMetadata != nil, wire.RawTo)
-	wire.PutIf(w, "capabilities_requested", x.CapabilitiesRequested, x.CapabilitiesRequested != nil, writeListOfString)
-	w.Extras(x.Extra)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x ApprovalRequest) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *ApprovalRequest) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
@@ -674,125 +454,6 @@ func (x ArchiveSessionResponse) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
 func (x *ArchiveSessionResponse) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// An artifact the agent produced. Vendor fields live under _meta.harn; at the update's root (pre-#905)
-// they are forbidden (see the legacy reader in gen/harn).
-//
-// Open: members the schema does not name are kept in Extra and written back. These members are
-// forbidden (wire.ErrForbiddenMember): `artifactId`, `kind`, `title`, `mimeType`, `spec`, `fallback`,
-// `sizeBytes`, `provenance`, `metadata`. Generated from harn-acp.schema.json#/$defs/artifact_update.
-type ArtifactUpdate struct {
-	// The _meta of a artifact update: Harn's fields under harn; other keys are kept.
-	Meta ArtifactUpdateMeta
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
-}
-
-var objArtifactUpdate = wire.Object{
-	Required: []string{"sessionUpdate", "_meta"},
-	Type:     "ArtifactUpdate",
-}
-
-// UnmarshalJSONFrom decodes ArtifactUpdate, checking required members, kinds and constraints.
-func (x *ArtifactUpdate) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = ArtifactUpdate{}
-	r := wire.ReadObject(dec, &objArtifactUpdate)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *ArtifactUpdate) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "sessionUpdate":
-		return wire.Const(r, "artifact", wire.StringFrom)
-	case "_meta":
-		return wire.Field(r, &x.Meta, (*ArtifactUpdateMeta).UnmarshalJSONFrom)
-	case "artifactId", "kind", "title", "mimeType", "spec", "fallback", "sizeBytes", "provenance", "metadata":
-		return r.Forbidden()
-	}
-	return r.Extra(&x.Extra)
-}
-
-// MarshalJSONTo encodes ArtifactUpdate, members in schema order, then Extra.
-func (x ArtifactUpdate) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *ArtifactUpdate) members(w *wire.ObjectWriter) {
-	wire.PutConst(w, "sessionUpdate", "artifact", wire.StringTo)
-	wire.Put(w, "_meta", x.Meta, ArtifactUpdateMeta.MarshalJSONTo)
-	w.ExtrasExcept(x.Extra, "ArtifactUpdate", "artifactId", "kind", "title", "mimeType", "spec", "fallback", "sizeBytes", "provenance", "metadata")
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x ArtifactUpdate) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *ArtifactUpdate) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// The _meta of a artifact update: Harn's fields under harn; other keys are kept.
-//
-// Open: members the schema does not name are kept in Extra and written back. Generated from
-// harn-acp.schema.json#/$defs/artifact_update_meta.
-type ArtifactUpdateMeta struct {
-	// An artifact the agent produced.
-	Harn HarnArtifact
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
-}
-
-var objArtifactUpdateMeta = wire.Object{
-	Required: []string{"harn"},
-	Type:     "ArtifactUpdateMeta",
-}
-
-// UnmarshalJSONFrom decodes ArtifactUpdateMeta, checking required members, kinds and constraints.
-func (x *ArtifactUpdateMeta) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = ArtifactUpdateMeta{}
-	r := wire.ReadObject(dec, &objArtifactUpdateMeta)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *ArtifactUpdateMeta) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "harn":
-		return wire.Field(r, &x.Harn, (*HarnArtifact).UnmarshalJSONFrom)
-	}
-	return r.Extra(&x.Extra)
-}
-
-// MarshalJSONTo encodes ArtifactUpdateMeta, members in schema order, then Extra.
-func (x ArtifactUpdateMeta) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *ArtifactUpdateMeta) members(w *wire.ObjectWriter) {
-	wire.Put(w, "harn", x.Harn, HarnArtifact.MarshalJSONTo)
-	w.Extras(x.Extra)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x ArtifactUpdateMeta) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *ArtifactUpdateMeta) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
@@ -1663,6 +1324,72 @@ func (x *AuthState) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
+// An agent's login status.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// acp-agents.schema.json#/$defs/auth_status.
+type AuthStatus struct {
+	// What the agent is logged in with (none, api-key, gateway, ...).
+	Kind string
+	// The status, for a person.
+	Label wire.Nullable[string]
+	// More about it (the gateway's name), when the agent says.
+	Detail wire.Nullable[string]
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objAuthStatus = wire.Object{
+	Required: []string{"kind"},
+	Type:     "AuthStatus",
+}
+
+// UnmarshalJSONFrom decodes AuthStatus, checking required members, kinds and constraints.
+func (x *AuthStatus) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = AuthStatus{}
+	r := wire.ReadObject(dec, &objAuthStatus)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *AuthStatus) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "kind":
+		return wire.Field(r, &x.Kind, wire.StringFrom)
+	case "label":
+		return wire.Opt(r, &x.Label, wire.StringFrom)
+	case "detail":
+		return wire.Opt(r, &x.Detail, wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes AuthStatus, members in schema order, then Extra.
+func (x AuthStatus) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *AuthStatus) members(w *wire.ObjectWriter) {
+	wire.Put(w, "kind", x.Kind, wire.StringTo)
+	wire.PutOpt(w, "label", x.Label, wire.StringTo)
+	wire.PutOpt(w, "detail", x.Detail, wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x AuthStatus) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *AuthStatus) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
 // **UNSTABLE**
 //
 // This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -1873,6 +1600,68 @@ func (x AuthStatusResponse) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
 func (x *AuthStatusResponse) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The params of _auth/status_update: the agent's login status, sent after initialize and when it
+// changes (claude-agent-acp 0.101.0, codex-acp 2.6.0).
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// acp-agents.schema.json#/$defs/auth_status_update.
+type AuthStatusUpdate struct {
+	// An agent's login status.
+	AuthStatus AuthStatus
+	// Extension metadata (ACP's _meta).
+	Meta wire.Nullable[jsontext.Value]
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objAuthStatusUpdate = wire.Object{
+	Required: []string{"authStatus"},
+	Type:     "AuthStatusUpdate",
+}
+
+// UnmarshalJSONFrom decodes AuthStatusUpdate, checking required members, kinds and constraints.
+func (x *AuthStatusUpdate) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = AuthStatusUpdate{}
+	r := wire.ReadObject(dec, &objAuthStatusUpdate)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *AuthStatusUpdate) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "authStatus":
+		return wire.Field(r, &x.AuthStatus, (*AuthStatus).UnmarshalJSONFrom)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes AuthStatusUpdate, members in schema order, then Extra.
+func (x AuthStatusUpdate) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *AuthStatusUpdate) members(w *wire.ObjectWriter) {
+	wire.Put(w, "authStatus", x.AuthStatus, AuthStatus.MarshalJSONTo)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x AuthStatusUpdate) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *AuthStatusUpdate) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
@@ -2561,186 +2350,6 @@ func (x BooleanPropertySchema) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
 func (x *BooleanPropertySchema) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// A bridge call ended. Legacy: still produced by Harn's standalone HostBridge, never advertised;
-// decoded so that nothing is dropped.
-//
-// Open: members the schema does not name are kept in Extra and written back. Generated from
-// harn-acp.schema.json#/$defs/call_end_update.
-type CallEndUpdate struct {
-	// The content of a legacy call_end update (snake_case).
-	Content *LegacyCallEnd
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
-}
-
-var objCallEndUpdate = wire.Object{
-	Required: []string{"sessionUpdate"},
-	Type:     "CallEndUpdate",
-}
-
-// UnmarshalJSONFrom decodes CallEndUpdate, checking required members, kinds and constraints.
-func (x *CallEndUpdate) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = CallEndUpdate{}
-	r := wire.ReadObject(dec, &objCallEndUpdate)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *CallEndUpdate) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "sessionUpdate":
-		return wire.Const(r, "call_end", wire.StringFrom)
-	case "content":
-		return wire.Ptr(r, &x.Content, (*LegacyCallEnd).UnmarshalJSONFrom)
-	}
-	return r.Extra(&x.Extra)
-}
-
-// MarshalJSONTo encodes CallEndUpdate, members in schema order, then Extra.
-func (x CallEndUpdate) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *CallEndUpdate) members(w *wire.ObjectWriter) {
-	wire.PutConst(w, "sessionUpdate", "call_end", wire.StringTo)
-	wire.PutPtr(w, "content", x.Content, LegacyCallEnd.MarshalJSONTo)
-	w.Extras(x.Extra)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x CallEndUpdate) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *CallEndUpdate) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// A bridge call streamed progress. Legacy: still produced by Harn's standalone HostBridge, never
-// advertised; decoded so that nothing is dropped.
-//
-// Open: members the schema does not name are kept in Extra and written back. Generated from
-// harn-acp.schema.json#/$defs/call_progress_update.
-type CallProgressUpdate struct {
-	// The content of a legacy call_progress update (snake_case).
-	Content *LegacyCallProgress
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
-}
-
-var objCallProgressUpdate = wire.Object{
-	Required: []string{"sessionUpdate"},
-	Type:     "CallProgressUpdate",
-}
-
-// UnmarshalJSONFrom decodes CallProgressUpdate, checking required members, kinds and constraints.
-func (x *CallProgressUpdate) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = CallProgressUpdate{}
-	r := wire.ReadObject(dec, &objCallProgressUpdate)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *CallProgressUpdate) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "sessionUpdate":
-		return wire.Const(r, "call_progress", wire.StringFrom)
-	case "content":
-		return wire.Ptr(r, &x.Content, (*LegacyCallProgress).UnmarshalJSONFrom)
-	}
-	return r.Extra(&x.Extra)
-}
-
-// MarshalJSONTo encodes CallProgressUpdate, members in schema order, then Extra.
-func (x CallProgressUpdate) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *CallProgressUpdate) members(w *wire.ObjectWriter) {
-	wire.PutConst(w, "sessionUpdate", "call_progress", wire.StringTo)
-	wire.PutPtr(w, "content", x.Content, LegacyCallProgress.MarshalJSONTo)
-	w.Extras(x.Extra)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x CallProgressUpdate) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *CallProgressUpdate) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// A bridge call started. Legacy: still produced by Harn's standalone HostBridge, never advertised;
-// decoded so that nothing is dropped.
-//
-// Open: members the schema does not name are kept in Extra and written back. Generated from
-// harn-acp.schema.json#/$defs/call_start_update.
-type CallStartUpdate struct {
-	// The content of a legacy call_start update (snake_case).
-	Content *LegacyCallStart
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
-}
-
-var objCallStartUpdate = wire.Object{
-	Required: []string{"sessionUpdate"},
-	Type:     "CallStartUpdate",
-}
-
-// UnmarshalJSONFrom decodes CallStartUpdate, checking required members, kinds and constraints.
-func (x *CallStartUpdate) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = CallStartUpdate{}
-	r := wire.ReadObject(dec, &objCallStartUpdate)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *CallStartUpdate) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "sessionUpdate":
-		return wire.Const(r, "call_start", wire.StringFrom)
-	case "content":
-		return wire.Ptr(r, &x.Content, (*LegacyCallStart).UnmarshalJSONFrom)
-	}
-	return r.Extra(&x.Extra)
-}
-
-// MarshalJSONTo encodes CallStartUpdate, members in schema order, then Extra.
-func (x CallStartUpdate) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *CallStartUpdate) members(w *wire.ObjectWriter) {
-	wire.PutConst(w, "sessionUpdate", "call_start", wire.StringTo)
-	wire.PutPtr(w, "content", x.Content, LegacyCallStart.MarshalJSONTo)
-	w.Extras(x.Extra)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x CallStartUpdate) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *CallStartUpdate) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
@@ -3947,60 +3556,6 @@ func (x *ContentChunk) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
-// The _meta of an ACP content block (text) or tool-call diff as Harn fills it: Harn's content
-// extension fields (advertised as agentCapabilities._meta.harn.contentExtensionFields) under harn.
-//
-// Open: members the schema does not name are kept in Extra and written back. Generated from
-// harn-acp.schema.json#/$defs/content_meta.
-type ContentMeta struct {
-	// Harn's content extension fields.
-	Harn *HarnContent
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
-}
-
-var objContentMeta = wire.Object{Type: "ContentMeta"}
-
-// UnmarshalJSONFrom decodes ContentMeta, checking required members, kinds and constraints.
-func (x *ContentMeta) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = ContentMeta{}
-	r := wire.ReadObject(dec, &objContentMeta)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *ContentMeta) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "harn":
-		return wire.Ptr(r, &x.Harn, (*HarnContent).UnmarshalJSONFrom)
-	}
-	return r.Extra(&x.Extra)
-}
-
-// MarshalJSONTo encodes ContentMeta, members in schema order, then Extra.
-func (x ContentMeta) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *ContentMeta) members(w *wire.ObjectWriter) {
-	wire.PutPtr(w, "harn", x.Harn, HarnContent.MarshalJSONTo)
-	w.Extras(x.Extra)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x ContentMeta) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *ContentMeta) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
 // Cost information for a session.
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
@@ -4669,7 +4224,7 @@ type Diff struct {
 	//
 	// See protocol docs:
 	// [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-	Meta wire.Nullable[ContentMeta]
+	Meta wire.Nullable[jsontext.Value]
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
 }
@@ -4698,7 +4253,7 @@ func (x *Diff) member(r *wire.ObjectReader) error {
 	case "newText":
 		return wire.Field(r, &x.NewText, wire.StringFrom)
 	case "_meta":
-		return wire.Opt(r, &x.Meta, (*ContentMeta).UnmarshalJSONFrom)
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -4714,7 +4269,7 @@ func (x *Diff) members(w *wire.ObjectWriter) {
 	wire.Put(w, "path", x.Path, wire.StringTo)
 	wire.PutOpt(w, "oldText", x.OldText, wire.StringTo)
 	wire.Put(w, "newText", x.NewText, wire.StringTo)
-	wire.PutOpt(w, "_meta", x.Meta, ContentMeta.MarshalJSONTo)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	w.Extras(x.Extra)
 }
 
@@ -4857,6 +4412,138 @@ func (x DisableProviderResponse) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
 func (x *DisableProviderResponse) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The params of qwen 0.24.4's craft/drainMidTurnQueue: the agent asks the client, during a turn, for
+// the prompts the user queued meanwhile.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// acp-agents.schema.json#/$defs/drain_mid_turn_queue_request.
+type DrainMidTurnQueueRequest struct {
+	// The session whose queue to drain.
+	SessionID SessionID
+	// The prompt under way, when the agent says.
+	PromptID wire.Nullable[string]
+	// Asks the client to say whether a prompt is queued (hasQueuedPrompt).
+	TodoStopGuardWatchQueuedPrompt wire.Nullable[bool]
+	// Extension metadata (ACP's _meta).
+	Meta wire.Nullable[jsontext.Value]
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objDrainMidTurnQueueRequest = wire.Object{
+	Required: []string{"sessionId"},
+	Type:     "DrainMidTurnQueueRequest",
+}
+
+// UnmarshalJSONFrom decodes DrainMidTurnQueueRequest, checking required members, kinds and constraints.
+func (x *DrainMidTurnQueueRequest) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = DrainMidTurnQueueRequest{}
+	r := wire.ReadObject(dec, &objDrainMidTurnQueueRequest)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *DrainMidTurnQueueRequest) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "sessionId":
+		return wire.Field(r, &x.SessionID, (*SessionID).UnmarshalJSONFrom)
+	case "promptId":
+		return wire.Opt(r, &x.PromptID, wire.StringFrom)
+	case "todoStopGuardWatchQueuedPrompt":
+		return wire.Opt(r, &x.TodoStopGuardWatchQueuedPrompt, wire.BoolFrom)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes DrainMidTurnQueueRequest, members in schema order, then Extra.
+func (x DrainMidTurnQueueRequest) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *DrainMidTurnQueueRequest) members(w *wire.ObjectWriter) {
+	wire.Put(w, "sessionId", x.SessionID, SessionID.MarshalJSONTo)
+	wire.PutOpt(w, "promptId", x.PromptID, wire.StringTo)
+	wire.PutOpt(w, "todoStopGuardWatchQueuedPrompt", x.TodoStopGuardWatchQueuedPrompt, wire.BoolTo)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x DrainMidTurnQueueRequest) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *DrainMidTurnQueueRequest) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The result of craft/drainMidTurnQueue: whether a prompt is queued, and the queued prompts (qwen's
+// shape, kept as sent). A client that queues nothing answers method not found, which qwen takes as no
+// queue.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// acp-agents.schema.json#/$defs/drain_mid_turn_queue_response.
+type DrainMidTurnQueueResponse struct {
+	// Whether a prompt is queued.
+	HasQueuedPrompt wire.Nullable[bool]
+	// Extension metadata (ACP's _meta).
+	Meta wire.Nullable[jsontext.Value]
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objDrainMidTurnQueueResponse = wire.Object{Type: "DrainMidTurnQueueResponse"}
+
+// UnmarshalJSONFrom decodes DrainMidTurnQueueResponse, checking required members, kinds and constraints.
+func (x *DrainMidTurnQueueResponse) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = DrainMidTurnQueueResponse{}
+	r := wire.ReadObject(dec, &objDrainMidTurnQueueResponse)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *DrainMidTurnQueueResponse) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "hasQueuedPrompt":
+		return wire.Opt(r, &x.HasQueuedPrompt, wire.BoolFrom)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes DrainMidTurnQueueResponse, members in schema order, then Extra.
+func (x DrainMidTurnQueueResponse) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *DrainMidTurnQueueResponse) members(w *wire.ObjectWriter) {
+	wire.PutOpt(w, "hasQueuedPrompt", x.HasQueuedPrompt, wire.BoolTo)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x DrainMidTurnQueueResponse) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *DrainMidTurnQueueResponse) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
@@ -5991,89 +5678,6 @@ func (x *EmbeddedResourceResource) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
-// A reminder as rendered into a model request (camelCase echo of a session/remind spec).
-//
-// Open: members the schema does not name are kept in Extra and written back. Generated from
-// harn-acp.schema.json#/$defs/emitted_reminder.
-type EmittedReminder struct {
-	ReminderID   string
-	Tags         []string
-	Body         string
-	RoleHint     *string
-	Authority    *string
-	RenderedRole *string
-	Source       *string
-	TTLTurns     wire.Nullable[int64]
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
-}
-
-var objEmittedReminder = wire.Object{
-	Required: []string{"reminderId", "body"},
-	Type:     "EmittedReminder",
-}
-
-// UnmarshalJSONFrom decodes EmittedReminder, checking required members, kinds and constraints.
-func (x *EmittedReminder) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = EmittedReminder{}
-	r := wire.ReadObject(dec, &objEmittedReminder)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *EmittedReminder) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "reminderId":
-		return wire.Field(r, &x.ReminderID, wire.StringFrom)
-	case "tags":
-		return wire.Field(r, &x.Tags, readListOfString)
-	case "body":
-		return wire.Field(r, &x.Body, wire.StringFrom)
-	case "roleHint":
-		return wire.Ptr(r, &x.RoleHint, wire.StringFrom)
-	case "authority":
-		return wire.Ptr(r, &x.Authority, wire.StringFrom)
-	case "renderedRole":
-		return wire.Ptr(r, &x.RenderedRole, wire.StringFrom)
-	case "source":
-		return wire.Ptr(r, &x.Source, wire.StringFrom)
-	case "ttlTurns":
-		return wire.Opt(r, &x.TTLTurns, wire.IntFrom)
-	}
-	return r.Extra(&x.Extra)
-}
-
-// MarshalJSONTo encodes EmittedReminder, members in schema order, then Extra.
-func (x EmittedReminder) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *EmittedReminder) members(w *wire.ObjectWriter) {
-	wire.Put(w, "reminderId", x.ReminderID, wire.StringTo)
-	wire.PutIf(w, "tags", x.Tags, x.Tags != nil, writeListOfString)
-	wire.Put(w, "body", x.Body, wire.StringTo)
-	wire.PutPtr(w, "roleHint", x.RoleHint, wire.StringTo)
-	wire.PutPtr(w, "authority", x.Authority, wire.StringTo)
-	wire.PutPtr(w, "renderedRole", x.RenderedRole, wire.StringTo)
-	wire.PutPtr(w, "source", x.Source, wire.StringTo)
-	wire.PutOpt(w, "ttlTurns", x.TTLTurns, wire.IntTo)
-	w.Extras(x.Extra)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x EmittedReminder) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *EmittedReminder) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
 // A titled enum option with a const value, human-readable title, and optional description.
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
@@ -6421,142 +6025,6 @@ func (x *ErrorStopReason) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
-// One piece of evidence of an approval request, selected by kind (file_mutation_diff carries path,
-// oldText, newText, preimageSha256, byteCount, source; file_preimage an unavailability reason when the
-// pre-image could not be read).
-//
-// Open: members the schema does not name are kept in Extra and written back. Generated from
-// harn-acp.schema.json#/$defs/evidence_ref.
-type EvidenceRef struct {
-	Kind           *string
-	Path           *string
-	OldText        wire.Nullable[string]
-	NewText        *string
-	PreimageSha256 wire.Nullable[string]
-	ByteCount      wire.Nullable[int64]
-	Source         *string
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
-}
-
-var objEvidenceRef = wire.Object{Type: "EvidenceRef"}
-
-// UnmarshalJSONFrom decodes EvidenceRef, checking required members, kinds and constraints.
-func (x *EvidenceRef) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = EvidenceRef{}
-	r := wire.ReadObject(dec, &objEvidenceRef)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *EvidenceRef) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "kind":
-		return wire.Ptr(r, &x.Kind, wire.StringFrom)
-	case "path":
-		return wire.Ptr(r, &x.Path, wire.StringFrom)
-	case "oldText":
-		return wire.Opt(r, &x.OldText, wire.StringFrom)
-	case "newText":
-		return wire.Ptr(r, &x.NewText, wire.StringFrom)
-	case "preimageSha256":
-		return wire.Opt(r, &x.PreimageSha256, wire.StringFrom)
-	case "byteCount":
-		return wire.Opt(r, &x.ByteCount, readEvidenceRefByteCount)
-	case "source":
-		return wire.Ptr(r, &x.Source, wire.StringFrom)
-	}
-	return r.Extra(&x.Extra)
-}
-
-// MarshalJSONTo encodes EvidenceRef, members in schema order, then Extra.
-func (x EvidenceRef) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *EvidenceRef) members(w *wire.ObjectWriter) {
-	wire.PutPtr(w, "kind", x.Kind, wire.StringTo)
-	wire.PutPtr(w, "path", x.Path, wire.StringTo)
-	wire.PutOpt(w, "oldText", x.OldText, wire.StringTo)
-	wire.PutPtr(w, "newText", x.NewText, wire.StringTo)
-	wire.PutOpt(w, "preimageSha256", x.PreimageSha256, wire.StringTo)
-	wire.PutOpt(w, "byteCount", x.ByteCount, wire.IntTo)
-	wire.PutPtr(w, "source", x.Source, wire.StringTo)
-	w.Extras(x.Extra)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x EvidenceRef) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *EvidenceRef) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// What an extension method carries, as Harn's own entries of extensionMethods do (decode a value of
-// HarnAgentCapabilities.ExtensionMethods into it).
-//
-// Open: members the schema does not name are kept in Extra and written back. Generated from
-// harn-acp.schema.json#/$defs/extension_method.
-type ExtensionMethod struct {
-	// _harn/agentEvent: the kinds it may send.
-	Kinds  []string
-	Schema *string
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
-}
-
-var objExtensionMethod = wire.Object{Type: "ExtensionMethod"}
-
-// UnmarshalJSONFrom decodes ExtensionMethod, checking required members, kinds and constraints.
-func (x *ExtensionMethod) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = ExtensionMethod{}
-	r := wire.ReadObject(dec, &objExtensionMethod)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *ExtensionMethod) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "kinds":
-		return wire.Field(r, &x.Kinds, readListOfString)
-	case "schema":
-		return wire.Ptr(r, &x.Schema, wire.StringFrom)
-	}
-	return r.Extra(&x.Extra)
-}
-
-// MarshalJSONTo encodes ExtensionMethod, members in schema order, then Extra.
-func (x ExtensionMethod) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *ExtensionMethod) members(w *wire.ObjectWriter) {
-	wire.PutIf(w, "kinds", x.Kinds, x.Kinds != nil, writeListOfString)
-	wire.PutPtr(w, "schema", x.Schema, wire.StringTo)
-	w.Extras(x.Extra)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x ExtensionMethod) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *ExtensionMethod) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
 // File system capabilities that a client may support.
 //
 // See protocol docs:
@@ -6840,193 +6308,6 @@ func (x *ForkSessionResponse) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
-// One file-system change.
-//
-// Open: members the schema does not name are kept in Extra and written back. Generated from
-// harn-acp.schema.json#/$defs/fs_watch_event.
-type FsWatchEvent struct {
-	Kind          *string
-	Paths         []string
-	RelativePaths []string
-	RawKind       *string
-	Error         wire.Nullable[string]
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
-}
-
-var objFsWatchEvent = wire.Object{Type: "FsWatchEvent"}
-
-// UnmarshalJSONFrom decodes FsWatchEvent, checking required members, kinds and constraints.
-func (x *FsWatchEvent) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = FsWatchEvent{}
-	r := wire.ReadObject(dec, &objFsWatchEvent)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *FsWatchEvent) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "kind":
-		return wire.Ptr(r, &x.Kind, wire.StringFrom)
-	case "paths":
-		return wire.Field(r, &x.Paths, readListOfString)
-	case "relative_paths":
-		return wire.Field(r, &x.RelativePaths, readListOfString)
-	case "raw_kind":
-		return wire.Ptr(r, &x.RawKind, wire.StringFrom)
-	case "error":
-		return wire.Opt(r, &x.Error, wire.StringFrom)
-	}
-	return r.Extra(&x.Extra)
-}
-
-// MarshalJSONTo encodes FsWatchEvent, members in schema order, then Extra.
-func (x FsWatchEvent) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *FsWatchEvent) members(w *wire.ObjectWriter) {
-	wire.PutPtr(w, "kind", x.Kind, wire.StringTo)
-	wire.PutIf(w, "paths", x.Paths, x.Paths != nil, writeListOfString)
-	wire.PutIf(w, "relative_paths", x.RelativePaths, x.RelativePaths != nil, writeListOfString)
-	wire.PutPtr(w, "raw_kind", x.RawKind, wire.StringTo)
-	wire.PutOpt(w, "error", x.Error, wire.StringTo)
-	w.Extras(x.Extra)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x FsWatchEvent) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *FsWatchEvent) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// Changes seen by a file-system watch. Vendor fields live under _meta.harn; at the update's root
-// (pre-#905) they are forbidden (see the legacy reader in gen/harn).
-//
-// Open: members the schema does not name are kept in Extra and written back. These members are
-// forbidden (wire.ErrForbiddenMember): `subscriptionId`, `events`. Generated from
-// harn-acp.schema.json#/$defs/fs_watch_update.
-type FsWatchUpdate struct {
-	// The _meta of a fs_watch update: Harn's fields under harn; other keys are kept.
-	Meta FsWatchUpdateMeta
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
-}
-
-var objFsWatchUpdate = wire.Object{
-	Required: []string{"sessionUpdate", "_meta"},
-	Type:     "FsWatchUpdate",
-}
-
-// UnmarshalJSONFrom decodes FsWatchUpdate, checking required members, kinds and constraints.
-func (x *FsWatchUpdate) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = FsWatchUpdate{}
-	r := wire.ReadObject(dec, &objFsWatchUpdate)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *FsWatchUpdate) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "sessionUpdate":
-		return wire.Const(r, "fs_watch", wire.StringFrom)
-	case "_meta":
-		return wire.Field(r, &x.Meta, (*FsWatchUpdateMeta).UnmarshalJSONFrom)
-	case "subscriptionId", "events":
-		return r.Forbidden()
-	}
-	return r.Extra(&x.Extra)
-}
-
-// MarshalJSONTo encodes FsWatchUpdate, members in schema order, then Extra.
-func (x FsWatchUpdate) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *FsWatchUpdate) members(w *wire.ObjectWriter) {
-	wire.PutConst(w, "sessionUpdate", "fs_watch", wire.StringTo)
-	wire.Put(w, "_meta", x.Meta, FsWatchUpdateMeta.MarshalJSONTo)
-	w.ExtrasExcept(x.Extra, "FsWatchUpdate", "subscriptionId", "events")
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x FsWatchUpdate) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *FsWatchUpdate) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// The _meta of a fs_watch update: Harn's fields under harn; other keys are kept.
-//
-// Open: members the schema does not name are kept in Extra and written back. Generated from
-// harn-acp.schema.json#/$defs/fs_watch_update_meta.
-type FsWatchUpdateMeta struct {
-	// Changes seen by a file-system watch.
-	Harn HarnFsWatch
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
-}
-
-var objFsWatchUpdateMeta = wire.Object{
-	Required: []string{"harn"},
-	Type:     "FsWatchUpdateMeta",
-}
-
-// UnmarshalJSONFrom decodes FsWatchUpdateMeta, checking required members, kinds and constraints.
-func (x *FsWatchUpdateMeta) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = FsWatchUpdateMeta{}
-	r := wire.ReadObject(dec, &objFsWatchUpdateMeta)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *FsWatchUpdateMeta) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "harn":
-		return wire.Field(r, &x.Harn, (*HarnFsWatch).UnmarshalJSONFrom)
-	}
-	return r.Extra(&x.Extra)
-}
-
-// MarshalJSONTo encodes FsWatchUpdateMeta, members in schema order, then Extra.
-func (x FsWatchUpdateMeta) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *FsWatchUpdateMeta) members(w *wire.ObjectWriter) {
-	wire.Put(w, "harn", x.Harn, HarnFsWatch.MarshalJSONTo)
-	w.Extras(x.Extra)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x FsWatchUpdateMeta) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *FsWatchUpdateMeta) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
 // A model gateway for a gateway authentication method: its base URL and the headers every request to
 // it carries. claude-agent-acp 0.23.1 needs both members (it reads headers' entries without checking
 // it is there).
@@ -7118,244 +6399,6 @@ func (x *GatewayAuthHeaders) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
-// The agent asks a human. Vendor fields live under _meta.harn; at the update's root (pre-#905) they
-// are forbidden (see the legacy reader in gen/harn).
-//
-// Open: members the schema does not name are kept in Extra and written back. These members are
-// forbidden (wire.ErrForbiddenMember): `requestId`, `kind`, `payload`. Generated from
-// harn-acp.schema.json#/$defs/hitl_request_update.
-type HITLRequestUpdate struct {
-	// The _meta of a hitl_request update: Harn's fields under harn; other keys are kept.
-	Meta HITLRequestUpdateMeta
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
-}
-
-var objHITLRequestUpdate = wire.Object{
-	Required: []string{"sessionUpdate", "_meta"},
-	Type:     "HITLRequestUpdate",
-}
-
-// UnmarshalJSONFrom decodes HITLRequestUpdate, checking required members, kinds and constraints.
-func (x *HITLRequestUpdate) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = HITLRequestUpdate{}
-	r := wire.ReadObject(dec, &objHITLRequestUpdate)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *HITLRequestUpdate) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "sessionUpdate":
-		return wire.Const(r, "hitl_request", wire.StringFrom)
-	case "_meta":
-		return wire.Field(r, &x.Meta, (*HITLRequestUpdateMeta).UnmarshalJSONFrom)
-	case "requestId", "kind", "payload":
-		return r.Forbidden()
-	}
-	return r.Extra(&x.Extra)
-}
-
-// MarshalJSONTo encodes HITLRequestUpdate, members in schema order, then Extra.
-func (x HITLRequestUpdate) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *HITLRequestUpdate) members(w *wire.ObjectWriter) {
-	wire.PutConst(w, "sessionUpdate", "hitl_request", wire.StringTo)
-	wire.Put(w, "_meta", x.Meta, HITLRequestUpdateMeta.MarshalJSONTo)
-	w.ExtrasExcept(x.Extra, "HITLRequestUpdate", "requestId", "kind", "payload")
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x HITLRequestUpdate) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *HITLRequestUpdate) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// The _meta of a hitl_request update: Harn's fields under harn; other keys are kept.
-//
-// Open: members the schema does not name are kept in Extra and written back. Generated from
-// harn-acp.schema.json#/$defs/hitl_request_update_meta.
-type HITLRequestUpdateMeta struct {
-	// The agent asks a human (answer with harn.hitl.respond; requestId is prefixed hitl_<kind>_).
-	Harn HarnHITLRequest
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
-}
-
-var objHITLRequestUpdateMeta = wire.Object{
-	Required: []string{"harn"},
-	Type:     "HITLRequestUpdateMeta",
-}
-
-// UnmarshalJSONFrom decodes HITLRequestUpdateMeta, checking required members, kinds and constraints.
-func (x *HITLRequestUpdateMeta) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = HITLRequestUpdateMeta{}
-	r := wire.ReadObject(dec, &objHITLRequestUpdateMeta)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *HITLRequestUpdateMeta) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "harn":
-		return wire.Field(r, &x.Harn, (*HarnHITLRequest).UnmarshalJSONFrom)
-	}
-	return r.Extra(&x.Extra)
-}
-
-// MarshalJSONTo encodes HITLRequestUpdateMeta, members in schema order, then Extra.
-func (x HITLRequestUpdateMeta) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *HITLRequestUpdateMeta) members(w *wire.ObjectWriter) {
-	wire.Put(w, "harn", x.Harn, HarnHITLRequest.MarshalJSONTo)
-	w.Extras(x.Extra)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x HITLRequestUpdateMeta) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *HITLRequestUpdateMeta) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// A human-in-the-loop request was resolved. Vendor fields live under _meta.harn; at the update's root
-// (pre-#905) they are forbidden (see the legacy reader in gen/harn).
-//
-// Open: members the schema does not name are kept in Extra and written back. These members are
-// forbidden (wire.ErrForbiddenMember): `requestId`, `kind`, `outcome`. Generated from
-// harn-acp.schema.json#/$defs/hitl_resolved_update.
-type HITLResolvedUpdate struct {
-	// The _meta of a hitl_resolved update: Harn's fields under harn; other keys are kept.
-	Meta HITLResolvedUpdateMeta
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
-}
-
-var objHITLResolvedUpdate = wire.Object{
-	Required: []string{"sessionUpdate", "_meta"},
-	Type:     "HITLResolvedUpdate",
-}
-
-// UnmarshalJSONFrom decodes HITLResolvedUpdate, checking required members, kinds and constraints.
-func (x *HITLResolvedUpdate) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = HITLResolvedUpdate{}
-	r := wire.ReadObject(dec, &objHITLResolvedUpdate)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *HITLResolvedUpdate) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "sessionUpdate":
-		return wire.Const(r, "hitl_resolved", wire.StringFrom)
-	case "_meta":
-		return wire.Field(r, &x.Meta, (*HITLResolvedUpdateMeta).UnmarshalJSONFrom)
-	case "requestId", "kind", "outcome":
-		return r.Forbidden()
-	}
-	return r.Extra(&x.Extra)
-}
-
-// MarshalJSONTo encodes HITLResolvedUpdate, members in schema order, then Extra.
-func (x HITLResolvedUpdate) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *HITLResolvedUpdate) members(w *wire.ObjectWriter) {
-	wire.PutConst(w, "sessionUpdate", "hitl_resolved", wire.StringTo)
-	wire.Put(w, "_meta", x.Meta, HITLResolvedUpdateMeta.MarshalJSONTo)
-	w.ExtrasExcept(x.Extra, "HITLResolvedUpdate", "requestId", "kind", "outcome")
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x HITLResolvedUpdate) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *HITLResolvedUpdate) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// The _meta of a hitl_resolved update: Harn's fields under harn; other keys are kept.
-//
-// Open: members the schema does not name are kept in Extra and written back. Generated from
-// harn-acp.schema.json#/$defs/hitl_resolved_update_meta.
-type HITLResolvedUpdateMeta struct {
-	// A human-in-the-loop request was resolved.
-	Harn HarnHITLResolved
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
-}
-
-var objHITLResolvedUpdateMeta = wire.Object{
-	Required: []string{"harn"},
-	Type:     "HITLResolvedUpdateMeta",
-}
-
-// UnmarshalJSONFrom decodes HITLResolvedUpdateMeta, checking required members, kinds and constraints.
-func (x *HITLResolvedUpdateMeta) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = HITLResolvedUpdateMeta{}
-	r := wire.ReadObject(dec, &objHITLResolvedUpdateMeta)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *HITLResolvedUpdateMeta) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "harn":
-		return wire.Field(r, &x.Harn, (*HarnHITLResolved).UnmarshalJSONFrom)
-	}
-	return r.Extra(&x.Extra)
-}
-
-// MarshalJSONTo encodes HITLResolvedUpdateMeta, members in schema order, then Extra.
-func (x HITLResolvedUpdateMeta) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *HITLResolvedUpdateMeta) members(w *wire.ObjectWriter) {
-	wire.Put(w, "harn", x.Harn, HarnHITLResolved.MarshalJSONTo)
-	w.Extras(x.Extra)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x HITLResolvedUpdateMeta) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *HITLResolvedUpdateMeta) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
 // An HTTP header to set when making requests to the MCP server.
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
@@ -7424,2138 +6467,6 @@ func (x HTTPHeader) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
 func (x *HTTPHeader) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// A handoff artifact was produced. Vendor fields live under _meta.harn; at the update's root
-// (pre-#905) they are forbidden (see the legacy reader in gen/harn).
-//
-// Open: members the schema does not name are kept in Extra and written back. These members are
-// forbidden (wire.ErrForbiddenMember): `handoffId`, `artifactId`, `handoff`. Generated from
-// harn-acp.schema.json#/$defs/handoff_update.
-type HandoffUpdate struct {
-	// The _meta of a handoff update: Harn's fields under harn; other keys are kept.
-	Meta HandoffUpdateMeta
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
-}
-
-var objHandoffUpdate = wire.Object{
-	Required: []string{"sessionUpdate", "_meta"},
-	Type:     "HandoffUpdate",
-}
-
-// UnmarshalJSONFrom decodes HandoffUpdate, checking required members, kinds and constraints.
-func (x *HandoffUpdate) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = HandoffUpdate{}
-	r := wire.ReadObject(dec, &objHandoffUpdate)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *HandoffUpdate) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "sessionUpdate":
-		return wire.Const(r, "handoff", wire.StringFrom)
-	case "_meta":
-		return wire.Field(r, &x.Meta, (*HandoffUpdateMeta).UnmarshalJSONFrom)
-	case "handoffId", "artifactId", "handoff":
-		return r.Forbidden()
-	}
-	return r.Extra(&x.Extra)
-}
-
-// MarshalJSONTo encodes HandoffUpdate, members in schema order, then Extra.
-func (x HandoffUpdate) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *HandoffUpdate) members(w *wire.ObjectWriter) {
-	wire.PutConst(w, "sessionUpdate", "handoff", wire.StringTo)
-	wire.Put(w, "_meta", x.Meta, HandoffUpdateMeta.MarshalJSONTo)
-	w.ExtrasExcept(x.Extra, "HandoffUpdate", "handoffId", "artifactId", "handoff")
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x HandoffUpdate) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *HandoffUpdate) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// The _meta of a handoff update: Harn's fields under harn; other keys are kept.
-//
-// Open: members the schema does not name are kept in Extra and written back. Generated from
-// harn-acp.schema.json#/$defs/handoff_update_meta.
-type HandoffUpdateMeta struct {
-	// A handoff artifact was produced.
-	Harn HarnHandoff
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
-}
-
-var objHandoffUpdateMeta = wire.Object{
-	Required: []string{"harn"},
-	Type:     "HandoffUpdateMeta",
-}
-
-// UnmarshalJSONFrom decodes HandoffUpdateMeta, checking required members, kinds and constraints.
-func (x *HandoffUpdateMeta) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = HandoffUpdateMeta{}
-	r := wire.ReadObject(dec, &objHandoffUpdateMeta)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *HandoffUpdateMeta) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "harn":
-		return wire.Field(r, &x.Harn, (*HarnHandoff).UnmarshalJSONFrom)
-	}
-	return r.Extra(&x.Extra)
-}
-
-// MarshalJSONTo encodes HandoffUpdateMeta, members in schema order, then Extra.
-func (x HandoffUpdateMeta) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *HandoffUpdateMeta) members(w *wire.ObjectWriter) {
-	wire.Put(w, "harn", x.Harn, HarnHandoff.MarshalJSONTo)
-	w.Extras(x.Extra)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x HandoffUpdateMeta) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *HandoffUpdateMeta) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// What a Harn agent advertises about its ACP extensions.
-//
-// Open: members the schema does not name are kept in Extra and written back. Generated from
-// harn-acp.schema.json#/$defs/harn_agent_capabilities.
-type HarnAgentCapabilities struct {
-	// The pinned ACP schema, e.g. agentclientprotocol/agent-client-protocol schema v0.12.2.
-	SchemaCompatibility *string
-	ExtensionContract   *string
-	// sessionUpdate values beyond ACP's that the agent emits.
-	SessionUpdateExtensions []string
-	// Keys of tool_call._meta.harn.
-	ToolLifecycleExtensionFields []string
-	// Keys of content._meta.harn.
-	ContentExtensionFields []string
-	// Keys of the session/prompt result's _meta.harn.
-	PromptResultExtensionFields []string
-	// Harn's extension methods by name, e.g. _harn/agentEvent.
-	ExtensionMethods HarnAgentCapabilitiesExtensionMethods
-	// host/call operations by capability that the agent may call.
-	HostCapabilityOperations HarnAgentCapabilitiesHostCapabilityOperations
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
-}
-
-var objHarnAgentCapabilities = wire.Object{Type: "HarnAgentCapabilities"}
-
-// UnmarshalJSONFrom decodes HarnAgentCapabilities, checking required members, kinds and constraints.
-func (x *HarnAgentCapabilities) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = HarnAgentCapabilities{}
-	r := wire.ReadObject(dec, &objHarnAgentCapabilities)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *HarnAgentCapabilities) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "schemaCompatibility":
-		return wire.Ptr(r, &x.SchemaCompatibility, wire.StringFrom)
-	case "extensionContract":
-		return wire.Ptr(r, &x.ExtensionContract, wire.StringFrom)
-	case "sessionUpdateExtensions":
-		return wire.Field(r, &x.SessionUpdateExtensions, readListOfString)
-	case "toolLifecycleExtensionFields":
-		return wire.Field(r, &x.ToolLifecycleExtensionFields, readListOfString)
-	case "contentExtensionFields":
-		return wire.Field(r, &x.ContentExtensionFields, readListOfString)
-	case "promptResultExtensionFields":
-		return wire.Field(r, &x.PromptResultExtensionFields, readListOfString)
-	case "extensionMethods":
-		return wire.Field(r, &x.ExtensionMethods, (*HarnAgentCapabilitiesExtensionMethods).UnmarshalJSONFrom)
-	case "hostCapabilityOperations":
-		return wire.Field(r, &x.HostCapabilityOperations, (*HarnAgentCapabilitiesHostCapabilityOperations).UnmarshalJSONFrom)
-	}
-	return r.Extra(&x.Extra)
-}
-
-// MarshalJSONTo encodes HarnAgentCapabilities, members in schema order, then Extra.
-func (x HarnAgentCapabilities) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *HarnAgentCapabilities) members(w *wire.ObjectWriter) {
-	wire.PutPtr(w, "schemaCompatibility", x.SchemaCompatibility, wire.StringTo)
-	wire.PutPtr(w, "extensionContract", x.ExtensionContract, wire.StringTo)
-	wire.PutIf(w, "sessionUpdateExtensions", x.SessionUpdateExtensions, x.SessionUpdateExtensions != nil, writeListOfString)
-	wire.PutIf(w, "toolLifecycleExtensionFields", x.ToolLifecycleExtensionFields, x.ToolLifecycleExtensionFields != nil, writeListOfString)
-	wire.PutIf(w, "contentExtensionFields", x.ContentExtensionFields, x.ContentExtensionFields != nil, writeListOfString)
-	wire.PutIf(w, "promptResultExtensionFields", x.PromptResultExtensionFields, x.PromptResultExtensionFields != nil, writeListOfString)
-	wire.PutIf(w, "extensionMethods", x.ExtensionMethods, x.ExtensionMethods != nil, HarnAgentCapabilitiesExtensionMethods.MarshalJSONTo)
-	wire.PutIf(w, "hostCapabilityOperations", x.HostCapabilityOperations, x.HostCapabilityOperations != nil, HarnAgentCapabilitiesHostCapabilityOperations.MarshalJSONTo)
-	w.Extras(x.Extra)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x HarnAgentCapabilities) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *HarnAgentCapabilities) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// Harn's extension methods by name, e.g. _harn/agentEvent.
-//
-// Members are written in sorted key order. Generated from
-// harn-acp.schema.json#/$defs/harn_agent_capabilities/properties/extensionMethods.
-type HarnAgentCapabilitiesExtensionMethods map[string]jsontext.Value
-
-// UnmarshalJSONFrom decodes every member with the value schema.
-func (x *HarnAgentCapabilitiesExtensionMethods) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	return wire.Scalar(dec, "HarnAgentCapabilitiesExtensionMethods", (*map[string]jsontext.Value)(x), readMapOfRaw)
-}
-
-// MarshalJSONTo encodes the members in sorted key order.
-func (x HarnAgentCapabilitiesExtensionMethods) MarshalJSONTo(enc *jsontext.Encoder) error {
-	return wire.WriteMapOf(x, enc, wire.RawTo)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x HarnAgentCapabilitiesExtensionMethods) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *HarnAgentCapabilitiesExtensionMethods) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// host/call operations by capability that the agent may call.
-//
-// Members are written in sorted key order. Generated from
-// harn-acp.schema.json#/$defs/harn_agent_capabilities/properties/hostCapabilityOperations.
-type HarnAgentCapabilitiesHostCapabilityOperations map[string][]string
-
-// UnmarshalJSONFrom decodes every member with the value schema.
-func (x *HarnAgentCapabilitiesHostCapabilityOperations) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	return wire.Scalar(dec, "HarnAgentCapabilitiesHostCapabilityOperations", (*map[string][]string)(x), readMapOfListOfString)
-}
-
-// MarshalJSONTo encodes the members in sorted key order.
-func (x HarnAgentCapabilitiesHostCapabilityOperations) MarshalJSONTo(enc *jsontext.Encoder) error {
-	return wire.WriteMapOf(x, enc, writeListOfString)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x HarnAgentCapabilitiesHostCapabilityOperations) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *HarnAgentCapabilitiesHostCapabilityOperations) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// An artifact the agent produced.
-//
-// Open: members the schema does not name are kept in Extra and written back. Generated from
-// harn-acp.schema.json#/$defs/harn_artifact.
-type HarnArtifact struct {
-	ArtifactID *string
-	Kind       *string
-	Title      *string
-	MIMEType   *string
-	Spec       jsontext.Value
-	Fallback   jsontext.Value
-	SizeBytes  *int64
-	Provenance jsontext.Value
-	Metadata   jsontext.Value
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
-}
-
-var objHarnArtifact = wire.Object{Type: "HarnArtifact"}
-
-// UnmarshalJSONFrom decodes HarnArtifact, checking required members, kinds and constraints.
-func (x *HarnArtifact) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = HarnArtifact{}
-	r := wire.ReadObject(dec, &objHarnArtifact)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *HarnArtifact) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "artifactId":
-		return wire.Ptr(r, &x.ArtifactID, wire.StringFrom)
-	case "kind":
-		return wire.Ptr(r, &x.Kind, wire.StringFrom)
-	case "title":
-		return wire.Ptr(r, &x.Title, wire.StringFrom)
-	case "mimeType":
-		return wire.Ptr(r, &x.MIMEType, wire.StringFrom)
-	case "spec":
-		return wire.Field(r, &x.Spec, wire.RawFrom)
-	case "fallback":
-		return wire.Field(r, &x.Fallback, wire.RawFrom)
-	case "sizeBytes":
-		return wire.Ptr(r, &x.SizeBytes, readHarnArtifactSizeBytes)
-	case "provenance":
-		return wire.Field(r, &x.Provenance, wire.RawFrom)
-	case "metadata":
-		return wire.Field(r, &x.Metadata, wire.RawFrom)
-	}
-	return r.Extra(&x.Extra)
-}
-
-// MarshalJSONTo encodes HarnArtifact, members in schema order, then Extra.
-func (x HarnArtifact) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *HarnArtifact) members(w *wire.ObjectWriter) {
-	wire.PutPtr(w, "artifactId", x.ArtifactID, wire.StringTo)
-	wire.PutPtr(w, "kind", x.Kind, wire.StringTo)
-	wire.PutPtr(w, "title", x.Title, wire.StringTo)
-	wire.PutPtr(w, "mimeType", x.MIMEType, wire.StringTo)
-	wire.PutIf(w, "spec", x.Spec, x.Spec != nil, wire.RawTo)
-	wire.PutIf(w, "fallback", x.Fallback, x.Fallback != nil, wire.RawTo)
-	wire.PutPtr(w, "sizeBytes", x.SizeBytes, wire.IntTo)
-	wire.PutIf(w, "provenance", x.Provenance, x.Provenance != nil, wire.RawTo)
-	wire.PutIf(w, "metadata", x.Metadata, x.Metadata != nil, wire.RawTo)
-	w.Extras(x.Extra)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x HarnArtifact) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *HarnArtifact) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// Harn's content extension fields.
-//
-// Open: members the schema does not name are kept in Extra and written back. Generated from
-// harn-acp.schema.json#/$defs/harn_content.
-type HarnContent struct {
-	// agent_message_chunk: the text shown to the user so far.
-	VisibleText *string
-	// agent_message_chunk: the part of visible_text this chunk adds.
-	VisibleDelta *string
-	// How the diff of a permission request was built: from a pre-image read just before approval,
-	// bounded to 1 MiB per file and 16 files.
-	PermissionPreview *PermissionPreview
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
-}
-
-var objHarnContent = wire.Object{Type: "HarnContent"}
-
-// UnmarshalJSONFrom decodes HarnContent, checking required members, kinds and constraints.
-func (x *HarnContent) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = HarnContent{}
-	r := wire.ReadObject(dec, &objHarnContent)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *HarnContent) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "visible_text":
-		return wire.Ptr(r, &x.VisibleText, wire.StringFrom)
-	case "visible_delta":
-		return wire.Ptr(r, &x.VisibleDelta, wire.StringFrom)
-	case "permission_preview":
-		return wire.Ptr(r, &x.PermissionPreview, (*PermissionPreview).UnmarshalJSONFrom)
-	}
-	return r.Extra(&x.Extra)
-}
-
-// MarshalJSONTo encodes HarnContent, members in schema order, then Extra.
-func (x HarnContent) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *HarnContent) members(w *wire.ObjectWriter) {
-	wire.PutPtr(w, "visible_text", x.VisibleText, wire.StringTo)
-	wire.PutPtr(w, "visible_delta", x.VisibleDelta, wire.StringTo)
-	wire.PutPtr(w, "permission_preview", x.PermissionPreview, PermissionPreview.MarshalJSONTo)
-	w.Extras(x.Extra)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x HarnContent) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *HarnContent) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// Changes seen by a file-system watch.
-//
-// Open: members the schema does not name are kept in Extra and written back. Generated from
-// harn-acp.schema.json#/$defs/harn_fs_watch.
-type HarnFsWatch struct {
-	SubscriptionID *string
-	Events         []FsWatchEvent
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
-}
-
-var objHarnFsWatch = wire.Object{Type: "HarnFsWatch"}
-
-// UnmarshalJSONFrom decodes HarnFsWatch, checking required members, kinds and constraints.
-func (x *HarnFsWatch) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = HarnFsWatch{}
-	r := wire.ReadObject(dec, &objHarnFsWatch)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *HarnFsWatch) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "subscriptionId":
-		return wire.Ptr(r, &x.SubscriptionID, wire.StringFrom)
-	case "events":
-		return wire.Field(r, &x.Events, readListOfFsWatchEvent)
-	}
-	return r.Extra(&x.Extra)
-}
-
-// MarshalJSONTo encodes HarnFsWatch, members in schema order, then Extra.
-func (x HarnFsWatch) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *HarnFsWatch) members(w *wire.ObjectWriter) {
-	wire.PutPtr(w, "subscriptionId", x.SubscriptionID, wire.StringTo)
-	wire.PutIf(w, "events", x.Events, x.Events != nil, writeListOfFsWatchEvent)
-	w.Extras(x.Extra)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x HarnFsWatch) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *HarnFsWatch) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// The agent asks a human (answer with harn.hitl.respond; requestId is prefixed hitl_<kind>_).
-//
-// Open: members the schema does not name are kept in Extra and written back. Generated from
-// harn-acp.schema.json#/$defs/harn_hitl_request.
-type HarnHITLRequest struct {
-	RequestID *string
-	// The kind of human-in-the-loop request. Open.
-	Kind    *HarnHITLRequestKind
-	Payload jsontext.Value
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
-}
-
-var objHarnHITLRequest = wire.Object{Type: "HarnHITLRequest"}
-
-// UnmarshalJSONFrom decodes HarnHITLRequest, checking required members, kinds and constraints.
-func (x *HarnHITLRequest) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = HarnHITLRequest{}
-	r := wire.ReadObject(dec, &objHarnHITLRequest)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *HarnHITLRequest) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "requestId":
-		return wire.Ptr(r, &x.RequestID, wire.StringFrom)
-	case "kind":
-		return wire.Ptr(r, &x.Kind, (*HarnHITLRequestKind).UnmarshalJSONFrom)
-	case "payload":
-		return wire.Field(r, &x.Payload, wire.RawFrom)
-	}
-	return r.Extra(&x.Extra)
-}
-
-// MarshalJSONTo encodes HarnHITLRequest, members in schema order, then Extra.
-func (x HarnHITLRequest) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *HarnHITLRequest) members(w *wire.ObjectWriter) {
-	wire.PutPtr(w, "requestId", x.RequestID, wire.StringTo)
-	wire.PutPtr(w, "kind", x.Kind, HarnHITLRequestKind.MarshalJSONTo)
-	wire.PutIf(w, "payload", x.Payload, x.Payload != nil, wire.RawTo)
-	w.Extras(x.Extra)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x HarnHITLRequest) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *HarnHITLRequest) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// The kind of human-in-the-loop request. Open.
-//
-// Other values: A value this version does not know.
-//
-// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
-// from harn-acp.schema.json#/$defs/harn_hitl_request/properties/kind.
-type HarnHITLRequestKind string
-
-// Known values of HarnHITLRequestKind, in schema order.
-const (
-	HarnHITLRequestKindQuestion    HarnHITLRequestKind = "question"
-	HarnHITLRequestKindApproval    HarnHITLRequestKind = "approval"
-	HarnHITLRequestKindDualControl HarnHITLRequestKind = "dual_control"
-	HarnHITLRequestKindEscalation  HarnHITLRequestKind = "escalation"
-)
-
-var valuesHarnHITLRequestKind = []HarnHITLRequestKind{HarnHITLRequestKindQuestion, HarnHITLRequestKindApproval, HarnHITLRequestKindDualControl, HarnHITLRequestKindEscalation}
-
-// Known reports whether x is one of the values the schema lists.
-func (x HarnHITLRequestKind) Known() bool {
-	return slices.Contains(valuesHarnHITLRequestKind, x)
-}
-
-// UnmarshalJSONFrom decodes HarnHITLRequestKind, keeping any value.
-func (x *HarnHITLRequestKind) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	return wire.StringEnum(dec, x, "HarnHITLRequestKind", valuesHarnHITLRequestKind, true)
-}
-
-// MarshalJSONTo encodes HarnHITLRequestKind.
-func (x HarnHITLRequestKind) MarshalJSONTo(enc *jsontext.Encoder) error {
-	return wire.WriteStringEnum(enc, x, "HarnHITLRequestKind", valuesHarnHITLRequestKind, true)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x HarnHITLRequestKind) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *HarnHITLRequestKind) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// A human-in-the-loop request was resolved.
-//
-// Open: members the schema does not name are kept in Extra and written back. Generated from
-// harn-acp.schema.json#/$defs/harn_hitl_resolved.
-type HarnHITLResolved struct {
-	RequestID *string
-	Kind      *string
-	Outcome   *string
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
-}
-
-var objHarnHITLResolved = wire.Object{Type: "HarnHITLResolved"}
-
-// UnmarshalJSONFrom decodes HarnHITLResolved, checking required members, kinds and constraints.
-func (x *HarnHITLResolved) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = HarnHITLResolved{}
-	r := wire.ReadObject(dec, &objHarnHITLResolved)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *HarnHITLResolved) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "requestId":
-		return wire.Ptr(r, &x.RequestID, wire.StringFrom)
-	case "kind":
-		return wire.Ptr(r, &x.Kind, wire.StringFrom)
-	case "outcome":
-		return wire.Ptr(r, &x.Outcome, wire.StringFrom)
-	}
-	return r.Extra(&x.Extra)
-}
-
-// MarshalJSONTo encodes HarnHITLResolved, members in schema order, then Extra.
-func (x HarnHITLResolved) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *HarnHITLResolved) members(w *wire.ObjectWriter) {
-	wire.PutPtr(w, "requestId", x.RequestID, wire.StringTo)
-	wire.PutPtr(w, "kind", x.Kind, wire.StringTo)
-	wire.PutPtr(w, "outcome", x.Outcome, wire.StringTo)
-	w.Extras(x.Extra)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x HarnHITLResolved) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *HarnHITLResolved) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// A handoff artifact was produced.
-//
-// Open: members the schema does not name are kept in Extra and written back. Generated from
-// harn-acp.schema.json#/$defs/harn_handoff.
-type HarnHandoff struct {
-	HandoffID  *string
-	ArtifactID *string
-	// The handoff_artifact record (snake_case).
-	Handoff jsontext.Value
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
-}
-
-var objHarnHandoff = wire.Object{Type: "HarnHandoff"}
-
-// UnmarshalJSONFrom decodes HarnHandoff, checking required members, kinds and constraints.
-func (x *HarnHandoff) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = HarnHandoff{}
-	r := wire.ReadObject(dec, &objHarnHandoff)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *HarnHandoff) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "handoffId":
-		return wire.Ptr(r, &x.HandoffID, wire.StringFrom)
-	case "artifactId":
-		return wire.Ptr(r, &x.ArtifactID, wire.StringFrom)
-	case "handoff":
-		return wire.Field(r, &x.Handoff, wire.RawObjectFrom)
-	}
-	return r.Extra(&x.Extra)
-}
-
-// MarshalJSONTo encodes HarnHandoff, members in schema order, then Extra.
-func (x HarnHandoff) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *HarnHandoff) members(w *wire.ObjectWriter) {
-	wire.PutPtr(w, "handoffId", x.HandoffID, wire.StringTo)
-	wire.PutPtr(w, "artifactId", x.ArtifactID, wire.StringTo)
-	wire.PutIf(w, "handoff", x.Handoff, x.Handoff != nil, wire.RawTo)
-	w.Extras(x.Extra)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x HarnHandoff) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *HarnHandoff) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// The live-client registry changed.
-//
-// Open: members the schema does not name are kept in Extra and written back. Generated from
-// harn-acp.schema.json#/$defs/harn_live_session_client.
-type HarnLiveSessionClient struct {
-	// What changed. Open.
-	Action HarnLiveSessionClientAction
-	// The live-client registry after a session/attach, detach, heartbeat or takeover: the result of
-	// those methods and the state of the live_session_client update. client is null after a detach.
-	State LiveSessionChange
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
-}
-
-var objHarnLiveSessionClient = wire.Object{
-	Required: []string{"action", "state"},
-	Type:     "HarnLiveSessionClient",
-}
-
-// UnmarshalJSONFrom decodes HarnLiveSessionClient, checking required members, kinds and constraints.
-func (x *HarnLiveSessionClient) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = HarnLiveSessionClient{}
-	r := wire.ReadObject(dec, &objHarnLiveSessionClient)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *HarnLiveSessionClient) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "action":
-		return wire.Field(r, &x.Action, (*HarnLiveSessionClientAction).UnmarshalJSONFrom)
-	case "state":
-		return wire.Field(r, &x.State, (*LiveSessionChange).UnmarshalJSONFrom)
-	}
-	return r.Extra(&x.Extra)
-}
-
-// MarshalJSONTo encodes HarnLiveSessionClient, members in schema order, then Extra.
-func (x HarnLiveSessionClient) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *HarnLiveSessionClient) members(w *wire.ObjectWriter) {
-	wire.Put(w, "action", x.Action, HarnLiveSessionClientAction.MarshalJSONTo)
-	wire.Put(w, "state", x.State, LiveSessionChange.MarshalJSONTo)
-	w.Extras(x.Extra)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x HarnLiveSessionClient) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *HarnLiveSessionClient) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// What changed. Open.
-//
-// Other values: A value this version does not know.
-//
-// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
-// from harn-acp.schema.json#/$defs/harn_live_session_client/properties/action.
-type HarnLiveSessionClientAction string
-
-// Known values of HarnLiveSessionClientAction, in schema order.
-const (
-	HarnLiveSessionClientActionAttached  HarnLiveSessionClientAction = "attached"
-	HarnLiveSessionClientActionTakeover  HarnLiveSessionClientAction = "takeover"
-	HarnLiveSessionClientActionDetached  HarnLiveSessionClientAction = "detached"
-	HarnLiveSessionClientActionHeartbeat HarnLiveSessionClientAction = "heartbeat"
-)
-
-var valuesHarnLiveSessionClientAction = []HarnLiveSessionClientAction{HarnLiveSessionClientActionAttached, HarnLiveSessionClientActionTakeover, HarnLiveSessionClientActionDetached, HarnLiveSessionClientActionHeartbeat}
-
-// Known reports whether x is one of the values the schema lists.
-func (x HarnLiveSessionClientAction) Known() bool {
-	return slices.Contains(valuesHarnLiveSessionClientAction, x)
-}
-
-// UnmarshalJSONFrom decodes HarnLiveSessionClientAction, keeping any value.
-func (x *HarnLiveSessionClientAction) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	return wire.StringEnum(dec, x, "HarnLiveSessionClientAction", valuesHarnLiveSessionClientAction, true)
-}
-
-// MarshalJSONTo encodes HarnLiveSessionClientAction.
-func (x HarnLiveSessionClientAction) MarshalJSONTo(enc *jsontext.Encoder) error {
-	return wire.WriteStringEnum(enc, x, "HarnLiveSessionClientAction", valuesHarnLiveSessionClientAction, true)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x HarnLiveSessionClientAction) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *HarnLiveSessionClientAction) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// A log line of the agent.
-//
-// Open: members the schema does not name are kept in Extra and written back. Generated from
-// harn-acp.schema.json#/$defs/harn_log.
-type HarnLog struct {
-	// Severity. Open.
-	Level   HarnLogLevel
-	Message string
-	Fields  jsontext.Value
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
-}
-
-var objHarnLog = wire.Object{
-	Required: []string{"level", "message"},
-	Type:     "HarnLog",
-}
-
-// UnmarshalJSONFrom decodes HarnLog, checking required members, kinds and constraints.
-func (x *HarnLog) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = HarnLog{}
-	r := wire.ReadObject(dec, &objHarnLog)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *HarnLog) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "level":
-		return wire.Field(r, &x.Level, (*HarnLogLevel).UnmarshalJSONFrom)
-	case "message":
-		return wire.Field(r, &x.Message, wire.StringFrom)
-	case "fields":
-		return wire.Field(r, &x.Fields, wire.RawFrom)
-	}
-	return r.Extra(&x.Extra)
-}
-
-// MarshalJSONTo encodes HarnLog, members in schema order, then Extra.
-func (x HarnLog) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *HarnLog) members(w *wire.ObjectWriter) {
-	wire.Put(w, "level", x.Level, HarnLogLevel.MarshalJSONTo)
-	wire.Put(w, "message", x.Message, wire.StringTo)
-	wire.PutIf(w, "fields", x.Fields, x.Fields != nil, wire.RawTo)
-	w.Extras(x.Extra)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x HarnLog) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *HarnLog) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// Severity. Open.
-//
-// Other values: A value this version does not know.
-//
-// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
-// from harn-acp.schema.json#/$defs/harn_log/properties/level.
-type HarnLogLevel string
-
-// Known values of HarnLogLevel, in schema order.
-const (
-	HarnLogLevelDebug HarnLogLevel = "debug"
-	HarnLogLevelInfo  HarnLogLevel = "info"
-	HarnLogLevelWarn  HarnLogLevel = "warn"
-	HarnLogLevelError HarnLogLevel = "error"
-)
-
-var valuesHarnLogLevel = []HarnLogLevel{HarnLogLevelDebug, HarnLogLevelInfo, HarnLogLevelWarn, HarnLogLevelError}
-
-// Known reports whether x is one of the values the schema lists.
-func (x HarnLogLevel) Known() bool {
-	return slices.Contains(valuesHarnLogLevel, x)
-}
-
-// UnmarshalJSONFrom decodes HarnLogLevel, keeping any value.
-func (x *HarnLogLevel) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	return wire.StringEnum(dec, x, "HarnLogLevel", valuesHarnLogLevel, true)
-}
-
-// MarshalJSONTo encodes HarnLogLevel.
-func (x HarnLogLevel) MarshalJSONTo(enc *jsontext.Encoder) error {
-	return wire.WriteStringEnum(enc, x, "HarnLogLevel", valuesHarnLogLevel, true)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x HarnLogLevel) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *HarnLogLevel) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// Harn's fields of a permission result.
-//
-// Open: members the schema does not name are kept in Extra and written back. Generated from
-// harn-acp.schema.json#/$defs/harn_permission_response.
-type HarnPermissionResponse struct {
-	// A typed account of how a permission was decided. Harn checks it against the outcome; incoherent
-	// metadata is a denial by host_unavailable.
-	PermissionDecision *PermissionDecision
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
-}
-
-var objHarnPermissionResponse = wire.Object{Type: "HarnPermissionResponse"}
-
-// UnmarshalJSONFrom decodes HarnPermissionResponse, checking required members, kinds and constraints.
-func (x *HarnPermissionResponse) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = HarnPermissionResponse{}
-	r := wire.ReadObject(dec, &objHarnPermissionResponse)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *HarnPermissionResponse) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "permissionDecision":
-		return wire.Ptr(r, &x.PermissionDecision, (*PermissionDecision).UnmarshalJSONFrom)
-	}
-	return r.Extra(&x.Extra)
-}
-
-// MarshalJSONTo encodes HarnPermissionResponse, members in schema order, then Extra.
-func (x HarnPermissionResponse) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *HarnPermissionResponse) members(w *wire.ObjectWriter) {
-	wire.PutPtr(w, "permissionDecision", x.PermissionDecision, PermissionDecision.MarshalJSONTo)
-	w.Extras(x.Extra)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x HarnPermissionResponse) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *HarnPermissionResponse) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// Progress of a long step (message-only agent_progress uses phase narration).
-//
-// Open: members the schema does not name are kept in Extra and written back. Generated from
-// harn-acp.schema.json#/$defs/harn_progress.
-type HarnProgress struct {
-	Phase   string
-	Message string
-	// Units done.
-	Progress *int64
-	// Units in all.
-	Total *int64
-	Data  jsontext.Value
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
-}
-
-var objHarnProgress = wire.Object{
-	Required: []string{"phase", "message"},
-	Type:     "HarnProgress",
-}
-
-// UnmarshalJSONFrom decodes HarnProgress, checking required members, kinds and constraints.
-func (x *HarnProgress) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = HarnProgress{}
-	r := wire.ReadObject(dec, &objHarnProgress)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *HarnProgress) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "phase":
-		return wire.Field(r, &x.Phase, wire.StringFrom)
-	case "message":
-		return wire.Field(r, &x.Message, wire.StringFrom)
-	case "progress":
-		return wire.Ptr(r, &x.Progress, wire.IntFrom)
-	case "total":
-		return wire.Ptr(r, &x.Total, wire.IntFrom)
-	case "data":
-		return wire.Field(r, &x.Data, wire.RawFrom)
-	}
-	return r.Extra(&x.Extra)
-}
-
-// MarshalJSONTo encodes HarnProgress, members in schema order, then Extra.
-func (x HarnProgress) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *HarnProgress) members(w *wire.ObjectWriter) {
-	wire.Put(w, "phase", x.Phase, wire.StringTo)
-	wire.Put(w, "message", x.Message, wire.StringTo)
-	wire.PutPtr(w, "progress", x.Progress, wire.IntTo)
-	wire.PutPtr(w, "total", x.Total, wire.IntTo)
-	wire.PutIf(w, "data", x.Data, x.Data != nil, wire.RawTo)
-	w.Extras(x.Extra)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x HarnProgress) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *HarnProgress) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// Harn's fields of a prompt result.
-//
-// Open: members the schema does not name are kept in Extra and written back. Generated from
-// harn-acp.schema.json#/$defs/harn_prompt_result.
-type HarnPromptResult struct {
-	// How the agent loop ended. Only kind natural means the prompt completed; stopReason end_turn
-	// alone is no evidence of completion.
-	Terminal *TerminalOutcome
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
-}
-
-var objHarnPromptResult = wire.Object{Type: "HarnPromptResult"}
-
-// UnmarshalJSONFrom decodes HarnPromptResult, checking required members, kinds and constraints.
-func (x *HarnPromptResult) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = HarnPromptResult{}
-	r := wire.ReadObject(dec, &objHarnPromptResult)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *HarnPromptResult) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "terminal":
-		return wire.Ptr(r, &x.Terminal, (*TerminalOutcome).UnmarshalJSONFrom)
-	}
-	return r.Extra(&x.Extra)
-}
-
-// MarshalJSONTo encodes HarnPromptResult, members in schema order, then Extra.
-func (x HarnPromptResult) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *HarnPromptResult) members(w *wire.ObjectWriter) {
-	wire.PutPtr(w, "terminal", x.Terminal, TerminalOutcome.MarshalJSONTo)
-	w.Extras(x.Extra)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x HarnPromptResult) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *HarnPromptResult) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// A pending system reminder was rendered into the next model request.
-//
-// Open: members the schema does not name are kept in Extra and written back. Generated from
-// harn-acp.schema.json#/$defs/harn_reminder_emitted.
-type HarnReminderEmitted struct {
-	// A reminder as rendered into a model request (camelCase echo of a session/remind spec).
-	Reminder EmittedReminder
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
-}
-
-var objHarnReminderEmitted = wire.Object{
-	Required: []string{"reminder"},
-	Type:     "HarnReminderEmitted",
-}
-
-// UnmarshalJSONFrom decodes HarnReminderEmitted, checking required members, kinds and constraints.
-func (x *HarnReminderEmitted) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = HarnReminderEmitted{}
-	r := wire.ReadObject(dec, &objHarnReminderEmitted)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *HarnReminderEmitted) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "reminder":
-		return wire.Field(r, &x.Reminder, (*EmittedReminder).UnmarshalJSONFrom)
-	}
-	return r.Extra(&x.Extra)
-}
-
-// MarshalJSONTo encodes HarnReminderEmitted, members in schema order, then Extra.
-func (x HarnReminderEmitted) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *HarnReminderEmitted) members(w *wire.ObjectWriter) {
-	wire.Put(w, "reminder", x.Reminder, EmittedReminder.MarshalJSONTo)
-	w.Extras(x.Extra)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x HarnReminderEmitted) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *HarnReminderEmitted) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// A skill became active.
-//
-// Open: members the schema does not name are kept in Extra and written back. Generated from
-// harn-acp.schema.json#/$defs/harn_skill_activated.
-type HarnSkillActivated struct {
-	SkillName string
-	Iteration *int64
-	Reason    *string
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
-}
-
-var objHarnSkillActivated = wire.Object{
-	Required: []string{"skillName"},
-	Type:     "HarnSkillActivated",
-}
-
-// UnmarshalJSONFrom decodes HarnSkillActivated, checking required members, kinds and constraints.
-func (x *HarnSkillActivated) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = HarnSkillActivated{}
-	r := wire.ReadObject(dec, &objHarnSkillActivated)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *HarnSkillActivated) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "skillName":
-		return wire.Field(r, &x.SkillName, readHarnSkillActivatedSkillName)
-	case "iteration":
-		return wire.Ptr(r, &x.Iteration, readHarnSkillActivatedIteration)
-	case "reason":
-		return wire.Ptr(r, &x.Reason, wire.StringFrom)
-	}
-	return r.Extra(&x.Extra)
-}
-
-// MarshalJSONTo encodes HarnSkillActivated, members in schema order, then Extra.
-func (x HarnSkillActivated) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *HarnSkillActivated) members(w *wire.ObjectWriter) {
-	wire.Put(w, "skillName", x.SkillName, wire.StringTo)
-	wire.PutPtr(w, "iteration", x.Iteration, wire.IntTo)
-	wire.PutPtr(w, "reason", x.Reason, wire.StringTo)
-	w.Extras(x.Extra)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x HarnSkillActivated) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *HarnSkillActivated) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// A skill became inactive.
-//
-// Open: members the schema does not name are kept in Extra and written back. Generated from
-// harn-acp.schema.json#/$defs/harn_skill_deactivated.
-type HarnSkillDeactivated struct {
-	SkillName string
-	Iteration *int64
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
-}
-
-var objHarnSkillDeactivated = wire.Object{
-	Required: []string{"skillName"},
-	Type:     "HarnSkillDeactivated",
-}
-
-// UnmarshalJSONFrom decodes HarnSkillDeactivated, checking required members, kinds and constraints.
-func (x *HarnSkillDeactivated) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = HarnSkillDeactivated{}
-	r := wire.ReadObject(dec, &objHarnSkillDeactivated)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *HarnSkillDeactivated) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "skillName":
-		return wire.Field(r, &x.SkillName, readHarnSkillDeactivatedSkillName)
-	case "iteration":
-		return wire.Ptr(r, &x.Iteration, readHarnSkillDeactivatedIteration)
-	}
-	return r.Extra(&x.Extra)
-}
-
-// MarshalJSONTo encodes HarnSkillDeactivated, members in schema order, then Extra.
-func (x HarnSkillDeactivated) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *HarnSkillDeactivated) members(w *wire.ObjectWriter) {
-	wire.Put(w, "skillName", x.SkillName, wire.StringTo)
-	wire.PutPtr(w, "iteration", x.Iteration, wire.IntTo)
-	w.Extras(x.Extra)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x HarnSkillDeactivated) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *HarnSkillDeactivated) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// Skills narrowed the tool set.
-//
-// Open: members the schema does not name are kept in Extra and written back. Generated from
-// harn-acp.schema.json#/$defs/harn_skill_narrow.
-type HarnSkillNarrow struct {
-	Reason             *string
-	RemovedTools       []string
-	RemainingTools     []string
-	Policy             jsontext.Value
-	RemovedToolDetails jsontext.Value
-	KeptToolDetails    jsontext.Value
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
-}
-
-var objHarnSkillNarrow = wire.Object{Type: "HarnSkillNarrow"}
-
-// UnmarshalJSONFrom decodes HarnSkillNarrow, checking required members, kinds and constraints.
-func (x *HarnSkillNarrow) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = HarnSkillNarrow{}
-	r := wire.ReadObject(dec, &objHarnSkillNarrow)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *HarnSkillNarrow) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "reason":
-		return wire.Ptr(r, &x.Reason, wire.StringFrom)
-	case "removedTools":
-		return wire.Field(r, &x.RemovedTools, readListOfString)
-	case "remainingTools":
-		return wire.Field(r, &x.RemainingTools, readListOfString)
-	case "policy":
-		return wire.Field(r, &x.Policy, wire.RawFrom)
-	case "removedToolDetails":
-		return wire.Field(r, &x.RemovedToolDetails, wire.RawFrom)
-	case "keptToolDetails":
-		return wire.Field(r, &x.KeptToolDetails, wire.RawFrom)
-	}
-	return r.Extra(&x.Extra)
-}
-
-// MarshalJSONTo encodes HarnSkillNarrow, members in schema order, then Extra.
-func (x HarnSkillNarrow) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *HarnSkillNarrow) members(w *wire.ObjectWriter) {
-	wire.PutPtr(w, "reason", x.Reason, wire.StringTo)
-	wire.PutIf(w, "removedTools", x.RemovedTools, x.RemovedTools != nil, writeListOfString)
-	wire.PutIf(w, "remainingTools", x.RemainingTools, x.RemainingTools != nil, writeListOfString)
-	wire.PutIf(w, "policy", x.Policy, x.Policy != nil, wire.RawTo)
-	wire.PutIf(w, "removedToolDetails", x.RemovedToolDetails, x.RemovedToolDetails != nil, wire.RawTo)
-	wire.PutIf(w, "keptToolDetails", x.KeptToolDetails, x.KeptToolDetails != nil, wire.RawTo)
-	w.Extras(x.Extra)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x HarnSkillNarrow) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *HarnSkillNarrow) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// An active skill scoped the tools the model may use.
-//
-// Open: members the schema does not name are kept in Extra and written back. Generated from
-// harn-acp.schema.json#/$defs/harn_skill_scope_tools.
-type HarnSkillScopeTools struct {
-	SkillName    string
-	AllowedTools []string
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
-}
-
-var objHarnSkillScopeTools = wire.Object{
-	Required: []string{"skillName", "allowedTools"},
-	Type:     "HarnSkillScopeTools",
-}
-
-// UnmarshalJSONFrom decodes HarnSkillScopeTools, checking required members, kinds and constraints.
-func (x *HarnSkillScopeTools) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = HarnSkillScopeTools{}
-	r := wire.ReadObject(dec, &objHarnSkillScopeTools)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *HarnSkillScopeTools) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "skillName":
-		return wire.Field(r, &x.SkillName, readHarnSkillScopeToolsSkillName)
-	case "allowedTools":
-		return wire.Field(r, &x.AllowedTools, readListOfString)
-	}
-	return r.Extra(&x.Extra)
-}
-
-// MarshalJSONTo encodes HarnSkillScopeTools, members in schema order, then Extra.
-func (x HarnSkillScopeTools) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *HarnSkillScopeTools) members(w *wire.ObjectWriter) {
-	wire.Put(w, "skillName", x.SkillName, wire.StringTo)
-	wire.Put(w, "allowedTools", x.AllowedTools, writeListOfString)
-	w.Extras(x.Extra)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x HarnSkillScopeTools) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *HarnSkillScopeTools) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// The agent changed its stance (beyond the seed's list).
-//
-// Open: members the schema does not name are kept in Extra and written back. Generated from
-// harn-acp.schema.json#/$defs/harn_stance_transition.
-type HarnStanceTransition struct {
-	Phase         *string
-	EscapeTool    *string
-	AllowedTools  []string
-	Justification *string
-	Consent       jsontext.Value
-	Reason        *string
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
-}
-
-var objHarnStanceTransition = wire.Object{Type: "HarnStanceTransition"}
-
-// UnmarshalJSONFrom decodes HarnStanceTransition, checking required members, kinds and constraints.
-func (x *HarnStanceTransition) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = HarnStanceTransition{}
-	r := wire.ReadObject(dec, &objHarnStanceTransition)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *HarnStanceTransition) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "phase":
-		return wire.Ptr(r, &x.Phase, wire.StringFrom)
-	case "escapeTool":
-		return wire.Ptr(r, &x.EscapeTool, wire.StringFrom)
-	case "allowedTools":
-		return wire.Field(r, &x.AllowedTools, readListOfString)
-	case "justification":
-		return wire.Ptr(r, &x.Justification, wire.StringFrom)
-	case "consent":
-		return wire.Field(r, &x.Consent, wire.RawFrom)
-	case "reason":
-		return wire.Ptr(r, &x.Reason, wire.StringFrom)
-	}
-	return r.Extra(&x.Extra)
-}
-
-// MarshalJSONTo encodes HarnStanceTransition, members in schema order, then Extra.
-func (x HarnStanceTransition) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *HarnStanceTransition) members(w *wire.ObjectWriter) {
-	wire.PutPtr(w, "phase", x.Phase, wire.StringTo)
-	wire.PutPtr(w, "escapeTool", x.EscapeTool, wire.StringTo)
-	wire.PutIf(w, "allowedTools", x.AllowedTools, x.AllowedTools != nil, writeListOfString)
-	wire.PutPtr(w, "justification", x.Justification, wire.StringTo)
-	wire.PutIf(w, "consent", x.Consent, x.Consent != nil, wire.RawTo)
-	wire.PutPtr(w, "reason", x.Reason, wire.StringTo)
-	w.Extras(x.Extra)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x HarnStanceTransition) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *HarnStanceTransition) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// Harn's fields of a tool call: the tool-lifecycle extension fields (advertised as
-// agentCapabilities._meta.harn.toolLifecycleExtensionFields) on session/update, and on the toolCall of
-// session/request_permission also the approval request, the policy rationale and the tool's
-// descriptor. Hosts migrating from pre-#904 builds read these here instead of at the update's root.
-//
-// Open: members the schema does not name are kept in Extra and written back. Generated from
-// harn-acp.schema.json#/$defs/harn_tool_lifecycle.
-type HarnToolLifecycle struct {
-	// The mutation session a tool dispatch belongs to (MutationSessionRecord, snake_case), shared by
-	// tool_call/tool_call_update, worker_update and permission requests. Omitted when no mutation
-	// session is installed.
-	Audit *MutationSessionRecord
-	// Workspace paths the tool changed.
-	ChangedPaths []string
-	// Tool-specific structured data, any JSON.
-	Data jsontext.Value
-	// Wall time of the whole dispatch, in milliseconds.
-	DurationMS *float64
-	// Error message of a failed call.
-	Error *string
-	// Why a tool call failed. Open: a category Harn adds later is kept.
-	ErrorCategory *ToolErrorCategory
-	// Time the executor spent running the tool, in milliseconds.
-	ExecutionDurationMS *float64
-	// The backend that ran the tool: a name, or an object for tools from an MCP server. Omitted while
-	// the backend is not yet chosen.
-	Executor *ToolExecutor
-	// What the call did to the workspace. Open: a status Harn adds later is kept.
-	MutationStatus *MutationStatus
-	// Whether the call's arguments are still being parsed (streamed tool input).
-	Parsing *bool
-	// The raw arguments received so far while parsing is true.
-	RawInputPartial *string
-	// session/request_permission: the tool's name.
-	ToolName *string
-	// Harn's canonical ApprovalRequest (snake_case), under toolCall._meta.harn of
-	// session/request_permission.
-	ApprovalRequest *ApprovalRequest
-	// The policy rationale of a permission request (type harn.permission_policy_decision.v1).
-	PolicyDecision *PermissionPolicyDecision
-	// The tool as the model saw it, when known.
-	ToolDescriptor *ToolDescriptor
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
-}
-
-var objHarnToolLifecycle = wire.Object{Type: "HarnToolLifecycle"}
-
-// UnmarshalJSONFrom decodes HarnToolLifecycle, checking required members, kinds and constraints.
-func (x *HarnToolLifecycle) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = HarnToolLifecycle{}
-	r := wire.ReadObject(dec, &objHarnToolLifecycle)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *HarnToolLifecycle) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "audit":
-		return wire.Ptr(r, &x.Audit, (*MutationSessionRecord).UnmarshalJSONFrom)
-	case "changedPaths":
-		return wire.Field(r, &x.ChangedPaths, readListOfString)
-	case "data":
-		return wire.Field(r, &x.Data, wire.RawFrom)
-	case "durationMs":
-		return wire.Ptr(r, &x.DurationMS, readHarnToolLifecycleDurationMS)
-	case "error":
-		return wire.Ptr(r, &x.Error, wire.StringFrom)
-	case "errorCategory":
-		return wire.Ptr(r, &x.ErrorCategory, (*ToolErrorCategory).UnmarshalJSONFrom)
-	case "executionDurationMs":
-		return wire.Ptr(r, &x.ExecutionDurationMS, readHarnToolLifecycleExecutionDurationMS)
-	case "executor":
-		return wire.Ptr(r, &x.Executor, (*ToolExecutor).UnmarshalJSONFrom)
-	case "mutationStatus":
-		return wire.Ptr(r, &x.MutationStatus, (*MutationStatus).UnmarshalJSONFrom)
-	case "parsing":
-		return wire.Ptr(r, &x.Parsing, wire.BoolFrom)
-	case "rawInputPartial":
-		return wire.Ptr(r, &x.RawInputPartial, wire.StringFrom)
-	case "toolName":
-		return wire.Ptr(r, &x.ToolName, wire.StringFrom)
-	case "approvalRequest":
-		return wire.Ptr(r, &x.ApprovalRequest, (*ApprovalRequest).UnmarshalJSONFrom)
-	case "policyDecision":
-		return wire.Ptr(r, &x.PolicyDecision, (*PermissionPolicyDecision).UnmarshalJSONFrom)
-	case "toolDescriptor":
-		return wire.Ptr(r, &x.ToolDescriptor, (*ToolDescriptor).UnmarshalJSONFrom)
-	}
-	return r.Extra(&x.Extra)
-}
-
-// MarshalJSONTo encodes HarnToolLifecycle, members in schema order, then Extra.
-func (x HarnToolLifecycle) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *HarnToolLifecycle) members(w *wire.ObjectWriter) {
-	wire.PutPtr(w, "audit", x.Audit, MutationSessionRecord.MarshalJSONTo)
-	wire.PutIf(w, "changedPaths", x.ChangedPaths, x.ChangedPaths != nil, writeListOfString)
-	wire.PutIf(w, "data", x.Data, x.Data != nil, wire.RawTo)
-	wire.PutPtr(w, "durationMs", x.DurationMS, wire.FloatTo)
-	wire.PutPtr(w, "error", x.Error, wire.StringTo)
-	wire.PutPtr(w, "errorCategory", x.ErrorCategory, ToolErrorCategory.MarshalJSONTo)
-	wire.PutPtr(w, "executionDurationMs", x.ExecutionDurationMS, wire.FloatTo)
-	wire.PutPtr(w, "executor", x.Executor, ToolExecutor.MarshalJSONTo)
-	wire.PutPtr(w, "mutationStatus", x.MutationStatus, MutationStatus.MarshalJSONTo)
-	wire.PutPtr(w, "parsing", x.Parsing, wire.BoolTo)
-	wire.PutPtr(w, "rawInputPartial", x.RawInputPartial, wire.StringTo)
-	wire.PutPtr(w, "toolName", x.ToolName, wire.StringTo)
-	wire.PutPtr(w, "approvalRequest", x.ApprovalRequest, ApprovalRequest.MarshalJSONTo)
-	wire.PutPtr(w, "policyDecision", x.PolicyDecision, PermissionPolicyDecision.MarshalJSONTo)
-	wire.PutPtr(w, "toolDescriptor", x.ToolDescriptor, ToolDescriptor.MarshalJSONTo)
-	w.Extras(x.Extra)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x HarnToolLifecycle) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *HarnToolLifecycle) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// A client-executed tool search ran a query.
-//
-// Open: members the schema does not name are kept in Extra and written back. Generated from
-// harn-acp.schema.json#/$defs/harn_tool_search_query.
-type HarnToolSearchQuery struct {
-	ToolUseID *string
-	Name      *string
-	Query     jsontext.Value
-	Strategy  *string
-	Mode      *string
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
-}
-
-var objHarnToolSearchQuery = wire.Object{Type: "HarnToolSearchQuery"}
-
-// UnmarshalJSONFrom decodes HarnToolSearchQuery, checking required members, kinds and constraints.
-func (x *HarnToolSearchQuery) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = HarnToolSearchQuery{}
-	r := wire.ReadObject(dec, &objHarnToolSearchQuery)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *HarnToolSearchQuery) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "toolUseId":
-		return wire.Ptr(r, &x.ToolUseID, wire.StringFrom)
-	case "name":
-		return wire.Ptr(r, &x.Name, wire.StringFrom)
-	case "query":
-		return wire.Field(r, &x.Query, wire.RawFrom)
-	case "strategy":
-		return wire.Ptr(r, &x.Strategy, wire.StringFrom)
-	case "mode":
-		return wire.Ptr(r, &x.Mode, wire.StringFrom)
-	}
-	return r.Extra(&x.Extra)
-}
-
-// MarshalJSONTo encodes HarnToolSearchQuery, members in schema order, then Extra.
-func (x HarnToolSearchQuery) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *HarnToolSearchQuery) members(w *wire.ObjectWriter) {
-	wire.PutPtr(w, "toolUseId", x.ToolUseID, wire.StringTo)
-	wire.PutPtr(w, "name", x.Name, wire.StringTo)
-	wire.PutIf(w, "query", x.Query, x.Query != nil, wire.RawTo)
-	wire.PutPtr(w, "strategy", x.Strategy, wire.StringTo)
-	wire.PutPtr(w, "mode", x.Mode, wire.StringTo)
-	w.Extras(x.Extra)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x HarnToolSearchQuery) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *HarnToolSearchQuery) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// A client-executed tool search promoted tools.
-//
-// Open: members the schema does not name are kept in Extra and written back. Generated from
-// harn-acp.schema.json#/$defs/harn_tool_search_result.
-type HarnToolSearchResult struct {
-	ToolUseID *string
-	Promoted  []jsontext.Value
-	Strategy  *string
-	Mode      *string
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
-}
-
-var objHarnToolSearchResult = wire.Object{Type: "HarnToolSearchResult"}
-
-// UnmarshalJSONFrom decodes HarnToolSearchResult, checking required members, kinds and constraints.
-func (x *HarnToolSearchResult) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = HarnToolSearchResult{}
-	r := wire.ReadObject(dec, &objHarnToolSearchResult)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *HarnToolSearchResult) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "toolUseId":
-		return wire.Ptr(r, &x.ToolUseID, wire.StringFrom)
-	case "promoted":
-		return wire.Field(r, &x.Promoted, readListOfRaw)
-	case "strategy":
-		return wire.Ptr(r, &x.Strategy, wire.StringFrom)
-	case "mode":
-		return wire.Ptr(r, &x.Mode, wire.StringFrom)
-	}
-	return r.Extra(&x.Extra)
-}
-
-// MarshalJSONTo encodes HarnToolSearchResult, members in schema order, then Extra.
-func (x HarnToolSearchResult) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *HarnToolSearchResult) members(w *wire.ObjectWriter) {
-	wire.PutPtr(w, "toolUseId", x.ToolUseID, wire.StringTo)
-	wire.PutIf(w, "promoted", x.Promoted, x.Promoted != nil, writeListOfRaw)
-	wire.PutPtr(w, "strategy", x.Strategy, wire.StringTo)
-	wire.PutPtr(w, "mode", x.Mode, wire.StringTo)
-	w.Extras(x.Extra)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x HarnToolSearchResult) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *HarnToolSearchResult) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// A compaction of the transcript, with its receipt. The reference pins no member's type, so every
-// member is kept as raw JSON.
-//
-// Open: members the schema does not name are kept in Extra and written back. Generated from
-// harn-acp.schema.json#/$defs/harn_transcript_compacted.
-type HarnTranscriptCompacted struct {
-	ReceiptID               jsontext.Value
-	SchemaVersion           jsontext.Value
-	Mode                    jsontext.Value
-	Reason                  jsontext.Value
-	Strategy                jsontext.Value
-	EngineStrategy          jsontext.Value
-	RequestedStrategy       jsontext.Value
-	ResolvedThresholdTokens jsontext.Value
-	ThresholdSource         jsontext.Value
-	HardLimitTokens         jsontext.Value
-	ArchivedMessages        jsontext.Value
-	EstimatedTokensBefore   jsontext.Value
-	EstimatedTokensAfter    jsontext.Value
-	SnapshotAssetID         jsontext.Value
-	InstructionMode         jsontext.Value
-	InstructionSource       jsontext.Value
-	CompactionPolicy        jsontext.Value
-	Recap                   jsontext.Value
-	SourceMeasurement       jsontext.Value
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
-}
-
-var objHarnTranscriptCompacted = wire.Object{Type: "HarnTranscriptCompacted"}
-
-// UnmarshalJSONFrom decodes HarnTranscriptCompacted, checking required members, kinds and constraints.
-func (x *HarnTranscriptCompacted) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = HarnTranscriptCompacted{}
-	r := wire.ReadObject(dec, &objHarnTranscriptCompacted)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *HarnTranscriptCompacted) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "receiptId":
-		return wire.Field(r, &x.ReceiptID, wire.RawFrom)
-	case "schemaVersion":
-		return wire.Field(r, &x.SchemaVersion, wire.RawFrom)
-	case "mode":
-		return wire.Field(r, &x.Mode, wire.RawFrom)
-	case "reason":
-		return wire.Field(r, &x.Reason, wire.RawFrom)
-	case "strategy":
-		return wire.Field(r, &x.Strategy, wire.RawFrom)
-	case "engineStrategy":
-		return wire.Field(r, &x.EngineStrategy, wire.RawFrom)
-	case "requestedStrategy":
-		return wire.Field(r, &x.RequestedStrategy, wire.RawFrom)
-	case "resolvedThresholdTokens":
-		return wire.Field(r, &x.ResolvedThresholdTokens, wire.RawFrom)
-	case "thresholdSource":
-		return wire.Field(r, &x.ThresholdSource, wire.RawFrom)
-	case "hardLimitTokens":
-		return wire.Field(r, &x.HardLimitTokens, wire.RawFrom)
-	case "archivedMessages":
-		return wire.Field(r, &x.ArchivedMessages, wire.RawFrom)
-	case "estimatedTokensBefore":
-		return wire.Field(r, &x.EstimatedTokensBefore, wire.RawFrom)
-	case "estimatedTokensAfter":
-		return wire.Field(r, &x.EstimatedTokensAfter, wire.RawFrom)
-	case "snapshotAssetId":
-		return wire.Field(r, &x.SnapshotAssetID, wire.RawFrom)
-	case "instructionMode":
-		return wire.Field(r, &x.InstructionMode, wire.RawFrom)
-	case "instructionSource":
-		return wire.Field(r, &x.InstructionSource, wire.RawFrom)
-	case "compactionPolicy":
-		return wire.Field(r, &x.CompactionPolicy, wire.RawFrom)
-	case "recap":
-		return wire.Field(r, &x.Recap, wire.RawFrom)
-	case "sourceMeasurement":
-		return wire.Field(r, &x.SourceMeasurement, wire.RawFrom)
-	}
-	return r.Extra(&x.Extra)
-}
-
-// MarshalJSONTo encodes HarnTranscriptCompacted, members in schema order, then Extra.
-func (x HarnTranscriptCompacted) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *HarnTranscriptCompacted) members(w *wire.ObjectWriter) {
-	wire.PutIf(w, "receiptId", x.ReceiptID, x.ReceiptID != nil, wire.RawTo)
-	wire.PutIf(w, "schemaVersion", x.SchemaVersion, x.SchemaVersion != nil, wire.RawTo)
-	wire.PutIf(w, "mode", x.Mode, x.Mode != nil, wire.RawTo)
-	wire.PutIf(w, "reason", x.Reason, x.Reason != nil, wire.RawTo)
-	wire.PutIf(w, "strategy", x.Strategy, x.Strategy != nil, wire.RawTo)
-	wire.PutIf(w, "engineStrategy", x.EngineStrategy, x.EngineStrategy != nil, wire.RawTo)
-	wire.PutIf(w, "requestedStrategy", x.RequestedStrategy, x.RequestedStrategy != nil, wire.RawTo)
-	wire.PutIf(w, "resolvedThresholdTokens", x.ResolvedThresholdTokens, x.ResolvedThresholdTokens != nil, wire.RawTo)
-	wire.PutIf(w, "thresholdSource", x.ThresholdSource, x.ThresholdSource != nil, wire.RawTo)
-	wire.PutIf(w, "hardLimitTokens", x.HardLimitTokens, x.HardLimitTokens != nil, wire.RawTo)
-	wire.PutIf(w, "archivedMessages", x.ArchivedMessages, x.ArchivedMessages != nil, wire.RawTo)
-	wire.PutIf(w, "estimatedTokensBefore", x.EstimatedTokensBefore, x.EstimatedTokensBefore != nil, wire.RawTo)
-	wire.PutIf(w, "estimatedTokensAfter", x.EstimatedTokensAfter, x.EstimatedTokensAfter != nil, wire.RawTo)
-	wire.PutIf(w, "snapshotAssetId", x.SnapshotAssetID, x.SnapshotAssetID != nil, wire.RawTo)
-	wire.PutIf(w, "instructionMode", x.InstructionMode, x.InstructionMode != nil, wire.RawTo)
-	wire.PutIf(w, "instructionSource", x.InstructionSource, x.InstructionSource != nil, wire.RawTo)
-	wire.PutIf(w, "compactionPolicy", x.CompactionPolicy, x.CompactionPolicy != nil, wire.RawTo)
-	wire.PutIf(w, "recap", x.Recap, x.Recap != nil, wire.RawTo)
-	wire.PutIf(w, "sourceMeasurement", x.SourceMeasurement, x.SourceMeasurement != nil, wire.RawTo)
-	w.Extras(x.Extra)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x HarnTranscriptCompacted) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *HarnTranscriptCompacted) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// How the transcript was projected for a model request. The reference pins no member's type, so every
-// member is kept as raw JSON.
-//
-// Open: members the schema does not name are kept in Extra and written back. Generated from
-// harn-acp.schema.json#/$defs/harn_transcript_projected.
-type HarnTranscriptProjected struct {
-	Policy                jsontext.Value
-	Reason                jsontext.Value
-	PrefixHash            jsontext.Value
-	KeptCount             jsontext.Value
-	DroppedCount          jsontext.Value
-	ProviderSafetyBlocked jsontext.Value
-	RedactedCount         jsontext.Value
-	ReclaimedTokens       jsontext.Value
-	RootsConsulted        jsontext.Value
-	RedactionPointers     jsontext.Value
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
-}
-
-var objHarnTranscriptProjected = wire.Object{Type: "HarnTranscriptProjected"}
-
-// UnmarshalJSONFrom decodes HarnTranscriptProjected, checking required members, kinds and constraints.
-func (x *HarnTranscriptProjected) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = HarnTranscriptProjected{}
-	r := wire.ReadObject(dec, &objHarnTranscriptProjected)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *HarnTranscriptProjected) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "policy":
-		return wire.Field(r, &x.Policy, wire.RawFrom)
-	case "reason":
-		return wire.Field(r, &x.Reason, wire.RawFrom)
-	case "prefixHash":
-		return wire.Field(r, &x.PrefixHash, wire.RawFrom)
-	case "keptCount":
-		return wire.Field(r, &x.KeptCount, wire.RawFrom)
-	case "droppedCount":
-		return wire.Field(r, &x.DroppedCount, wire.RawFrom)
-	case "providerSafetyBlocked":
-		return wire.Field(r, &x.ProviderSafetyBlocked, wire.RawFrom)
-	case "redactedCount":
-		return wire.Field(r, &x.RedactedCount, wire.RawFrom)
-	case "reclaimedTokens":
-		return wire.Field(r, &x.ReclaimedTokens, wire.RawFrom)
-	case "rootsConsulted":
-		return wire.Field(r, &x.RootsConsulted, wire.RawFrom)
-	case "redactionPointers":
-		return wire.Field(r, &x.RedactionPointers, wire.RawFrom)
-	}
-	return r.Extra(&x.Extra)
-}
-
-// MarshalJSONTo encodes HarnTranscriptProjected, members in schema order, then Extra.
-func (x HarnTranscriptProjected) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *HarnTranscriptProjected) members(w *wire.ObjectWriter) {
-	wire.PutIf(w, "policy", x.Policy, x.Policy != nil, wire.RawTo)
-	wire.PutIf(w, "reason", x.Reason, x.Reason != nil, wire.RawTo)
-	wire.PutIf(w, "prefixHash", x.PrefixHash, x.PrefixHash != nil, wire.RawTo)
-	wire.PutIf(w, "keptCount", x.KeptCount, x.KeptCount != nil, wire.RawTo)
-	wire.PutIf(w, "droppedCount", x.DroppedCount, x.DroppedCount != nil, wire.RawTo)
-	wire.PutIf(w, "providerSafetyBlocked", x.ProviderSafetyBlocked, x.ProviderSafetyBlocked != nil, wire.RawTo)
-	wire.PutIf(w, "redactedCount", x.RedactedCount, x.RedactedCount != nil, wire.RawTo)
-	wire.PutIf(w, "reclaimedTokens", x.ReclaimedTokens, x.ReclaimedTokens != nil, wire.RawTo)
-	wire.PutIf(w, "rootsConsulted", x.RootsConsulted, x.RootsConsulted != nil, wire.RawTo)
-	wire.PutIf(w, "redactionPointers", x.RedactionPointers, x.RedactionPointers != nil, wire.RawTo)
-	w.Extras(x.Extra)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x HarnTranscriptProjected) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *HarnTranscriptProjected) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// A delegated worker's lifecycle event. status is the value Harn persists for the worker; terminal is
-// derived (completed, failed, stopped, cancelled).
-//
-// Open: members the schema does not name are kept in Extra and written back. Generated from
-// harn-acp.schema.json#/$defs/harn_worker_update.
-type HarnWorkerUpdate struct {
-	WorkerID   *string
-	WorkerName *string
-	WorkerTask *string
-	WorkerMode *string
-	// The typed lifecycle event (WorkerEvent variant name). Open.
-	Event *HarnWorkerUpdateEvent
-	// The persisted worker status. Open.
-	Status   *HarnWorkerUpdateStatus
-	Terminal *bool
-	// Timing, child run and snapshot paths of a worker.
-	Metadata *WorkerMetadata
-	// The mutation session a tool dispatch belongs to (MutationSessionRecord, snake_case), shared by
-	// tool_call/tool_call_update, worker_update and permission requests. Omitted when no mutation
-	// session is installed.
-	Audit *MutationSessionRecord
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
-}
-
-var objHarnWorkerUpdate = wire.Object{Type: "HarnWorkerUpdate"}
-
-// UnmarshalJSONFrom decodes HarnWorkerUpdate, checking required members, kinds and constraints.
-func (x *HarnWorkerUpdate) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = HarnWorkerUpdate{}
-	r := wire.ReadObject(dec, &objHarnWorkerUpdate)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *HarnWorkerUpdate) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "workerId":
-		return wire.Ptr(r, &x.WorkerID, wire.StringFrom)
-	case "workerName":
-		return wire.Ptr(r, &x.WorkerName, wire.StringFrom)
-	case "workerTask":
-		return wire.Ptr(r, &x.WorkerTask, wire.StringFrom)
-	case "workerMode":
-		return wire.Ptr(r, &x.WorkerMode, wire.StringFrom)
-	case "event":
-		return wire.Ptr(r, &x.Event, (*HarnWorkerUpdateEvent).UnmarshalJSONFrom)
-	case "status":
-		return wire.Ptr(r, &x.Status, (*HarnWorkerUpdateStatus).UnmarshalJSONFrom)
-	case "terminal":
-		return wire.Ptr(r, &x.Terminal, wire.BoolFrom)
-	case "metadata":
-		return wire.Ptr(r, &x.Metadata, (*WorkerMetadata).UnmarshalJSONFrom)
-	case "audit":
-		return wire.Ptr(r, &x.Audit, (*MutationSessionRecord).UnmarshalJSONFrom)
-	}
-	return r.Extra(&x.Extra)
-}
-
-// MarshalJSONTo encodes HarnWorkerUpdate, members in schema order, then Extra.
-func (x HarnWorkerUpdate) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *HarnWorkerUpdate) members(w *wire.ObjectWriter) {
-	wire.PutPtr(w, "workerId", x.WorkerID, wire.StringTo)
-	wire.PutPtr(w, "workerName", x.WorkerName, wire.StringTo)
-	wire.PutPtr(w, "workerTask", x.WorkerTask, wire.StringTo)
-	wire.PutPtr(w, "workerMode", x.WorkerMode, wire.StringTo)
-	wire.PutPtr(w, "event", x.Event, HarnWorkerUpdateEvent.MarshalJSONTo)
-	wire.PutPtr(w, "status", x.Status, HarnWorkerUpdateStatus.MarshalJSONTo)
-	wire.PutPtr(w, "terminal", x.Terminal, wire.BoolTo)
-	wire.PutPtr(w, "metadata", x.Metadata, WorkerMetadata.MarshalJSONTo)
-	wire.PutPtr(w, "audit", x.Audit, MutationSessionRecord.MarshalJSONTo)
-	w.Extras(x.Extra)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x HarnWorkerUpdate) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *HarnWorkerUpdate) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// The typed lifecycle event (WorkerEvent variant name). Open.
-//
-// Other values: A value this version does not know.
-//
-// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
-// from harn-acp.schema.json#/$defs/harn_worker_update/properties/event.
-type HarnWorkerUpdateEvent string
-
-// Known values of HarnWorkerUpdateEvent, in schema order.
-const (
-	// Began a new cycle (status running).
-	HarnWorkerUpdateEventWorkerSpawned HarnWorkerUpdateEvent = "WorkerSpawned"
-	// A retriggerable worker resumes (progressed).
-	HarnWorkerUpdateEventWorkerProgressed HarnWorkerUpdateEvent = "WorkerProgressed"
-	// Parked until the next trigger (awaiting_input).
-	HarnWorkerUpdateEventWorkerWaitingForInput HarnWorkerUpdateEvent = "WorkerWaitingForInput"
-	// Suspended (suspended).
-	HarnWorkerUpdateEventWorkerSuspended HarnWorkerUpdateEvent = "WorkerSuspended"
-	// Resumed after a suspension.
-	HarnWorkerUpdateEventWorkerResumed HarnWorkerUpdateEvent = "WorkerResumed"
-	// Finished successfully (completed, terminal).
-	HarnWorkerUpdateEventWorkerCompleted HarnWorkerUpdateEvent = "WorkerCompleted"
-	// Terminated with an error (failed, terminal).
-	HarnWorkerUpdateEventWorkerFailed HarnWorkerUpdateEvent = "WorkerFailed"
-	// Stopped after a handoff summary (stopped, terminal).
-	HarnWorkerUpdateEventWorkerStopped HarnWorkerUpdateEvent = "WorkerStopped"
-	// Cancelled (cancelled, terminal).
-	HarnWorkerUpdateEventWorkerCancelled HarnWorkerUpdateEvent = "WorkerCancelled"
-)
-
-var valuesHarnWorkerUpdateEvent = []HarnWorkerUpdateEvent{HarnWorkerUpdateEventWorkerSpawned, HarnWorkerUpdateEventWorkerProgressed, HarnWorkerUpdateEventWorkerWaitingForInput, HarnWorkerUpdateEventWorkerSuspended, HarnWorkerUpdateEventWorkerResumed, HarnWorkerUpdateEventWorkerCompleted, HarnWorkerUpdateEventWorkerFailed, HarnWorkerUpdateEventWorkerStopped, HarnWorkerUpdateEventWorkerCancelled}
-
-// Known reports whether x is one of the values the schema lists.
-func (x HarnWorkerUpdateEvent) Known() bool {
-	return slices.Contains(valuesHarnWorkerUpdateEvent, x)
-}
-
-// UnmarshalJSONFrom decodes HarnWorkerUpdateEvent, keeping any value.
-func (x *HarnWorkerUpdateEvent) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	return wire.StringEnum(dec, x, "HarnWorkerUpdateEvent", valuesHarnWorkerUpdateEvent, true)
-}
-
-// MarshalJSONTo encodes HarnWorkerUpdateEvent.
-func (x HarnWorkerUpdateEvent) MarshalJSONTo(enc *jsontext.Encoder) error {
-	return wire.WriteStringEnum(enc, x, "HarnWorkerUpdateEvent", valuesHarnWorkerUpdateEvent, true)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x HarnWorkerUpdateEvent) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *HarnWorkerUpdateEvent) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// The persisted worker status. Open.
-//
-// Other values: A value this version does not know.
-//
-// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
-// from harn-acp.schema.json#/$defs/harn_worker_update/properties/status.
-type HarnWorkerUpdateStatus string
-
-// Known values of HarnWorkerUpdateStatus, in schema order.
-const (
-	HarnWorkerUpdateStatusRunning       HarnWorkerUpdateStatus = "running"
-	HarnWorkerUpdateStatusProgressed    HarnWorkerUpdateStatus = "progressed"
-	HarnWorkerUpdateStatusAwaitingInput HarnWorkerUpdateStatus = "awaiting_input"
-	HarnWorkerUpdateStatusSuspended     HarnWorkerUpdateStatus = "suspended"
-	HarnWorkerUpdateStatusCompleted     HarnWorkerUpdateStatus = "completed"
-	HarnWorkerUpdateStatusFailed        HarnWorkerUpdateStatus = "failed"
-	HarnWorkerUpdateStatusStopped       HarnWorkerUpdateStatus = "stopped"
-	HarnWorkerUpdateStatusCancelled     HarnWorkerUpdateStatus = "cancelled"
-)
-
-var valuesHarnWorkerUpdateStatus = []HarnWorkerUpdateStatus{HarnWorkerUpdateStatusRunning, HarnWorkerUpdateStatusProgressed, HarnWorkerUpdateStatusAwaitingInput, HarnWorkerUpdateStatusSuspended, HarnWorkerUpdateStatusCompleted, HarnWorkerUpdateStatusFailed, HarnWorkerUpdateStatusStopped, HarnWorkerUpdateStatusCancelled}
-
-// Known reports whether x is one of the values the schema lists.
-func (x HarnWorkerUpdateStatus) Known() bool {
-	return slices.Contains(valuesHarnWorkerUpdateStatus, x)
-}
-
-// UnmarshalJSONFrom decodes HarnWorkerUpdateStatus, keeping any value.
-func (x *HarnWorkerUpdateStatus) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	return wire.StringEnum(dec, x, "HarnWorkerUpdateStatus", valuesHarnWorkerUpdateStatus, true)
-}
-
-// MarshalJSONTo encodes HarnWorkerUpdateStatus.
-func (x HarnWorkerUpdateStatus) MarshalJSONTo(enc *jsontext.Encoder) error {
-	return wire.WriteStringEnum(enc, x, "HarnWorkerUpdateStatus", valuesHarnWorkerUpdateStatus, true)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x HarnWorkerUpdateStatus) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *HarnWorkerUpdateStatus) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
@@ -10215,321 +7126,6 @@ func (x *LLMProtocol) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
-// The content of a legacy call_end update (snake_case).
-//
-// Open: members the schema does not name are kept in Extra and written back. Generated from
-// harn-acp.schema.json#/$defs/legacy_call_end.
-type LegacyCallEnd struct {
-	ToolCallID *string
-	CallType   *string
-	Name       *string
-	Script     *string
-	DurationMS *int64
-	Status     *string
-	Metadata   jsontext.Value
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
-}
-
-var objLegacyCallEnd = wire.Object{Type: "LegacyCallEnd"}
-
-// UnmarshalJSONFrom decodes LegacyCallEnd, checking required members, kinds and constraints.
-func (x *LegacyCallEnd) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = LegacyCallEnd{}
-	r := wire.ReadObject(dec, &objLegacyCallEnd)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *LegacyCallEnd) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "toolCallId":
-		return wire.Ptr(r, &x.ToolCallID, wire.StringFrom)
-	case "call_type":
-		return wire.Ptr(r, &x.CallType, wire.StringFrom)
-	case "name":
-		return wire.Ptr(r, &x.Name, wire.StringFrom)
-	case "script":
-		return wire.Ptr(r, &x.Script, wire.StringFrom)
-	case "duration_ms":
-		return wire.Ptr(r, &x.DurationMS, readLegacyCallEndDurationMS)
-	case "status":
-		return wire.Ptr(r, &x.Status, wire.StringFrom)
-	case "metadata":
-		return wire.Field(r, &x.Metadata, wire.RawObjectFrom)
-	}
-	return r.Extra(&x.Extra)
-}
-
-// MarshalJSONTo encodes LegacyCallEnd, members in schema order, then Extra.
-func (x LegacyCallEnd) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *LegacyCallEnd) members(w *wire.ObjectWriter) {
-	wire.PutPtr(w, "toolCallId", x.ToolCallID, wire.StringTo)
-	wire.PutPtr(w, "call_type", x.CallType, wire.StringTo)
-	wire.PutPtr(w, "name", x.Name, wire.StringTo)
-	wire.PutPtr(w, "script", x.Script, wire.StringTo)
-	wire.PutPtr(w, "duration_ms", x.DurationMS, wire.IntTo)
-	wire.PutPtr(w, "status", x.Status, wire.StringTo)
-	wire.PutIf(w, "metadata", x.Metadata, x.Metadata != nil, wire.RawTo)
-	w.Extras(x.Extra)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x LegacyCallEnd) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *LegacyCallEnd) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// The content of a legacy call_progress update (snake_case).
-//
-// Open: members the schema does not name are kept in Extra and written back. Generated from
-// harn-acp.schema.json#/$defs/legacy_call_progress.
-type LegacyCallProgress struct {
-	ToolCallID        *string
-	Delta             *string
-	AccumulatedTokens *int64
-	VisibleText       *string
-	VisibleDelta      *string
-	UserVisible       *bool
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
-}
-
-var objLegacyCallProgress = wire.Object{Type: "LegacyCallProgress"}
-
-// UnmarshalJSONFrom decodes LegacyCallProgress, checking required members, kinds and constraints.
-func (x *LegacyCallProgress) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = LegacyCallProgress{}
-	r := wire.ReadObject(dec, &objLegacyCallProgress)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *LegacyCallProgress) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "toolCallId":
-		return wire.Ptr(r, &x.ToolCallID, wire.StringFrom)
-	case "delta":
-		return wire.Ptr(r, &x.Delta, wire.StringFrom)
-	case "accumulated_tokens":
-		return wire.Ptr(r, &x.AccumulatedTokens, readLegacyCallProgressAccumulatedTokens)
-	case "visible_text":
-		return wire.Ptr(r, &x.VisibleText, wire.StringFrom)
-	case "visible_delta":
-		return wire.Ptr(r, &x.VisibleDelta, wire.StringFrom)
-	case "user_visible":
-		return wire.Ptr(r, &x.UserVisible, wire.BoolFrom)
-	}
-	return r.Extra(&x.Extra)
-}
-
-// MarshalJSONTo encodes LegacyCallProgress, members in schema order, then Extra.
-func (x LegacyCallProgress) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *LegacyCallProgress) members(w *wire.ObjectWriter) {
-	wire.PutPtr(w, "toolCallId", x.ToolCallID, wire.StringTo)
-	wire.PutPtr(w, "delta", x.Delta, wire.StringTo)
-	wire.PutPtr(w, "accumulated_tokens", x.AccumulatedTokens, wire.IntTo)
-	wire.PutPtr(w, "visible_text", x.VisibleText, wire.StringTo)
-	wire.PutPtr(w, "visible_delta", x.VisibleDelta, wire.StringTo)
-	wire.PutPtr(w, "user_visible", x.UserVisible, wire.BoolTo)
-	w.Extras(x.Extra)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x LegacyCallProgress) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *LegacyCallProgress) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// The content of a legacy call_start update (snake_case).
-//
-// Open: members the schema does not name are kept in Extra and written back. Generated from
-// harn-acp.schema.json#/$defs/legacy_call_start.
-type LegacyCallStart struct {
-	ToolCallID *string
-	CallType   *string
-	Name       *string
-	Script     *string
-	Metadata   jsontext.Value
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
-}
-
-var objLegacyCallStart = wire.Object{Type: "LegacyCallStart"}
-
-// UnmarshalJSONFrom decodes LegacyCallStart, checking required members, kinds and constraints.
-func (x *LegacyCallStart) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = LegacyCallStart{}
-	r := wire.ReadObject(dec, &objLegacyCallStart)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *LegacyCallStart) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "toolCallId":
-		return wire.Ptr(r, &x.ToolCallID, wire.StringFrom)
-	case "call_type":
-		return wire.Ptr(r, &x.CallType, wire.StringFrom)
-	case "name":
-		return wire.Ptr(r, &x.Name, wire.StringFrom)
-	case "script":
-		return wire.Ptr(r, &x.Script, wire.StringFrom)
-	case "metadata":
-		return wire.Field(r, &x.Metadata, wire.RawObjectFrom)
-	}
-	return r.Extra(&x.Extra)
-}
-
-// MarshalJSONTo encodes LegacyCallStart, members in schema order, then Extra.
-func (x LegacyCallStart) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *LegacyCallStart) members(w *wire.ObjectWriter) {
-	wire.PutPtr(w, "toolCallId", x.ToolCallID, wire.StringTo)
-	wire.PutPtr(w, "call_type", x.CallType, wire.StringTo)
-	wire.PutPtr(w, "name", x.Name, wire.StringTo)
-	wire.PutPtr(w, "script", x.Script, wire.StringTo)
-	wire.PutIf(w, "metadata", x.Metadata, x.Metadata != nil, wire.RawTo)
-	w.Extras(x.Extra)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x LegacyCallStart) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *LegacyCallStart) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// The legacy duplicate worker_update's fields (HostBridge, snake_case, unadvertised).
-//
-// Open: members the schema does not name are kept in Extra and written back. Generated from
-// harn-acp.schema.json#/$defs/legacy_worker_content.
-type LegacyWorkerContent struct {
-	WorkerID     *string
-	WorkerName   *string
-	Status       *string
-	Script       *string
-	StartedAt    jsontext.Value
-	FinishedAt   jsontext.Value
-	SnapshotPath jsontext.Value
-	RunID        jsontext.Value
-	RunPath      jsontext.Value
-	Lifecycle    jsontext.Value
-	// The mutation session a tool dispatch belongs to (MutationSessionRecord, snake_case), shared by
-	// tool_call/tool_call_update, worker_update and permission requests. Omitted when no mutation
-	// session is installed.
-	Audit    wire.Nullable[MutationSessionRecord]
-	Metadata jsontext.Value
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
-}
-
-var objLegacyWorkerContent = wire.Object{Type: "LegacyWorkerContent"}
-
-// UnmarshalJSONFrom decodes LegacyWorkerContent, checking required members, kinds and constraints.
-func (x *LegacyWorkerContent) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = LegacyWorkerContent{}
-	r := wire.ReadObject(dec, &objLegacyWorkerContent)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *LegacyWorkerContent) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "worker_id":
-		return wire.Ptr(r, &x.WorkerID, wire.StringFrom)
-	case "worker_name":
-		return wire.Ptr(r, &x.WorkerName, wire.StringFrom)
-	case "status":
-		return wire.Ptr(r, &x.Status, wire.StringFrom)
-	case "script":
-		return wire.Ptr(r, &x.Script, wire.StringFrom)
-	case "started_at":
-		return wire.Field(r, &x.StartedAt, wire.RawFrom)
-	case "finished_at":
-		return wire.Field(r, &x.FinishedAt, wire.RawFrom)
-	case "snapshot_path":
-		return wire.Field(r, &x.SnapshotPath, wire.RawFrom)
-	case "run_id":
-		return wire.Field(r, &x.RunID, wire.RawFrom)
-	case "run_path":
-		return wire.Field(r, &x.RunPath, wire.RawFrom)
-	case "lifecycle":
-		return wire.Field(r, &x.Lifecycle, wire.RawObjectFrom)
-	case "audit":
-		return wire.Opt(r, &x.Audit, (*MutationSessionRecord).UnmarshalJSONFrom)
-	case "metadata":
-		return wire.Field(r, &x.Metadata, wire.RawObjectFrom)
-	}
-	return r.Extra(&x.Extra)
-}
-
-// MarshalJSONTo encodes LegacyWorkerContent, members in schema order, then Extra.
-func (x LegacyWorkerContent) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *LegacyWorkerContent) members(w *wire.ObjectWriter) {
-	wire.PutPtr(w, "worker_id", x.WorkerID, wire.StringTo)
-	wire.PutPtr(w, "worker_name", x.WorkerName, wire.StringTo)
-	wire.PutPtr(w, "status", x.Status, wire.StringTo)
-	wire.PutPtr(w, "script", x.Script, wire.StringTo)
-	wire.PutIf(w, "started_at", x.StartedAt, x.StartedAt != nil, wire.RawTo)
-	wire.PutIf(w, "finished_at", x.FinishedAt, x.FinishedAt != nil, wire.RawTo)
-	wire.PutIf(w, "snapshot_path", x.SnapshotPath, x.SnapshotPath != nil, wire.RawTo)
-	wire.PutIf(w, "run_id", x.RunID, x.RunID != nil, wire.RawTo)
-	wire.PutIf(w, "run_path", x.RunPath, x.RunPath != nil, wire.RawTo)
-	wire.PutIf(w, "lifecycle", x.Lifecycle, x.Lifecycle != nil, wire.RawTo)
-	wire.PutOpt(w, "audit", x.Audit, MutationSessionRecord.MarshalJSONTo)
-	wire.PutIf(w, "metadata", x.Metadata, x.Metadata != nil, wire.RawTo)
-	w.Extras(x.Extra)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x LegacyWorkerContent) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *LegacyWorkerContent) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
 // **UNSTABLE**
 //
 // This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -10818,317 +7414,6 @@ func (x *ListSessionsResponse) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
-// A client attached to a live session. Timestamps are unix seconds as decimal strings.
-//
-// Open: members the schema does not name are kept in Extra and written back. Generated from
-// harn-acp.schema.json#/$defs/live_client.
-type LiveClient struct {
-	ClientID string
-	// observer or controller. Open.
-	Mode       LiveClientMode
-	AttachedAt string
-	LastSeenAt string
-	// Whether it may inject prompts (only the active controller does).
-	PromptInjection bool
-	// Whether permission requests are routed to it.
-	PermissionRouting bool
-	Metadata          jsontext.Value
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
-}
-
-var objLiveClient = wire.Object{
-	Required: []string{"client_id", "mode", "attached_at", "last_seen_at", "prompt_injection", "permission_routing", "metadata"},
-	Type:     "LiveClient",
-}
-
-// UnmarshalJSONFrom decodes LiveClient, checking required members, kinds and constraints.
-func (x *LiveClient) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = LiveClient{}
-	r := wire.ReadObject(dec, &objLiveClient)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *LiveClient) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "client_id":
-		return wire.Field(r, &x.ClientID, wire.StringFrom)
-	case "mode":
-		return wire.Field(r, &x.Mode, (*LiveClientMode).UnmarshalJSONFrom)
-	case "attached_at":
-		return wire.Field(r, &x.AttachedAt, wire.StringFrom)
-	case "last_seen_at":
-		return wire.Field(r, &x.LastSeenAt, wire.StringFrom)
-	case "prompt_injection":
-		return wire.Field(r, &x.PromptInjection, wire.BoolFrom)
-	case "permission_routing":
-		return wire.Field(r, &x.PermissionRouting, wire.BoolFrom)
-	case "metadata":
-		return wire.Field(r, &x.Metadata, wire.RawFrom)
-	}
-	return r.Extra(&x.Extra)
-}
-
-// MarshalJSONTo encodes LiveClient, members in schema order, then Extra.
-func (x LiveClient) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *LiveClient) members(w *wire.ObjectWriter) {
-	wire.Put(w, "client_id", x.ClientID, wire.StringTo)
-	wire.Put(w, "mode", x.Mode, LiveClientMode.MarshalJSONTo)
-	wire.Put(w, "attached_at", x.AttachedAt, wire.StringTo)
-	wire.Put(w, "last_seen_at", x.LastSeenAt, wire.StringTo)
-	wire.Put(w, "prompt_injection", x.PromptInjection, wire.BoolTo)
-	wire.Put(w, "permission_routing", x.PermissionRouting, wire.BoolTo)
-	wire.Put(w, "metadata", x.Metadata, wire.RawTo)
-	w.Extras(x.Extra)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x LiveClient) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *LiveClient) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// observer or controller. Open.
-//
-// Other values: A value this version does not know.
-//
-// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
-// from harn-acp.schema.json#/$defs/live_client/properties/mode.
-type LiveClientMode string
-
-// Known values of LiveClientMode, in schema order.
-const (
-	LiveClientModeObserver   LiveClientMode = "observer"
-	LiveClientModeController LiveClientMode = "controller"
-)
-
-var valuesLiveClientMode = []LiveClientMode{LiveClientModeObserver, LiveClientModeController}
-
-// Known reports whether x is one of the values the schema lists.
-func (x LiveClientMode) Known() bool {
-	return slices.Contains(valuesLiveClientMode, x)
-}
-
-// UnmarshalJSONFrom decodes LiveClientMode, keeping any value.
-func (x *LiveClientMode) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	return wire.StringEnum(dec, x, "LiveClientMode", valuesLiveClientMode, true)
-}
-
-// MarshalJSONTo encodes LiveClientMode.
-func (x LiveClientMode) MarshalJSONTo(enc *jsontext.Encoder) error {
-	return wire.WriteStringEnum(enc, x, "LiveClientMode", valuesLiveClientMode, true)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x LiveClientMode) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *LiveClientMode) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// The live-client registry after a session/attach, detach, heartbeat or takeover: the result of those
-// methods and the state of the live_session_client update. client is null after a detach.
-//
-// Open: members the schema does not name are kept in Extra and written back. Generated from
-// harn-acp.schema.json#/$defs/live_session_change.
-type LiveSessionChange struct {
-	// A client attached to a live session. Timestamps are unix seconds as decimal strings.
-	Client               *LiveClient
-	PreviousControllerID *string
-	ActiveControllerID   *string
-	Clients              []LiveClient
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
-}
-
-var objLiveSessionChange = wire.Object{
-	Required: []string{"client", "previous_controller_id", "active_controller_id", "clients"},
-	Type:     "LiveSessionChange",
-}
-
-// UnmarshalJSONFrom decodes LiveSessionChange, checking required members, kinds and constraints.
-func (x *LiveSessionChange) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = LiveSessionChange{}
-	r := wire.ReadObject(dec, &objLiveSessionChange)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *LiveSessionChange) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "client":
-		return wire.NullPtr(r, &x.Client, (*LiveClient).UnmarshalJSONFrom)
-	case "previous_controller_id":
-		return wire.NullPtr(r, &x.PreviousControllerID, wire.StringFrom)
-	case "active_controller_id":
-		return wire.NullPtr(r, &x.ActiveControllerID, wire.StringFrom)
-	case "clients":
-		return wire.Field(r, &x.Clients, readListOfLiveClient)
-	}
-	return r.Extra(&x.Extra)
-}
-
-// MarshalJSONTo encodes LiveSessionChange, members in schema order, then Extra.
-func (x LiveSessionChange) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *LiveSessionChange) members(w *wire.ObjectWriter) {
-	wire.PutNullPtr(w, "client", x.Client, LiveClient.MarshalJSONTo)
-	wire.PutNullPtr(w, "previous_controller_id", x.PreviousControllerID, wire.StringTo)
-	wire.PutNullPtr(w, "active_controller_id", x.ActiveControllerID, wire.StringTo)
-	wire.Put(w, "clients", x.Clients, writeListOfLiveClient)
-	w.Extras(x.Extra)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x LiveSessionChange) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *LiveSessionChange) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// The live-client registry changed (beyond the seed's list). Vendor fields live under _meta.harn; at
-// the update's root (pre-#905) they are forbidden (see the legacy reader in gen/harn).
-//
-// Open: members the schema does not name are kept in Extra and written back. These members are
-// forbidden (wire.ErrForbiddenMember): `action`, `state`. Generated from
-// harn-acp.schema.json#/$defs/live_session_client_update.
-type LiveSessionClientUpdate struct {
-	// The _meta of a live_session_client update: Harn's fields under harn; other keys are kept.
-	Meta LiveSessionClientUpdateMeta
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
-}
-
-var objLiveSessionClientUpdate = wire.Object{
-	Required: []string{"sessionUpdate", "_meta"},
-	Type:     "LiveSessionClientUpdate",
-}
-
-// UnmarshalJSONFrom decodes LiveSessionClientUpdate, checking required members, kinds and constraints.
-func (x *LiveSessionClientUpdate) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = LiveSessionClientUpdate{}
-	r := wire.ReadObject(dec, &objLiveSessionClientUpdate)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *LiveSessionClientUpdate) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "sessionUpdate":
-		return wire.Const(r, "live_session_client", wire.StringFrom)
-	case "_meta":
-		return wire.Field(r, &x.Meta, (*LiveSessionClientUpdateMeta).UnmarshalJSONFrom)
-	case "action", "state":
-		return r.Forbidden()
-	}
-	return r.Extra(&x.Extra)
-}
-
-// MarshalJSONTo encodes LiveSessionClientUpdate, members in schema order, then Extra.
-func (x LiveSessionClientUpdate) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *LiveSessionClientUpdate) members(w *wire.ObjectWriter) {
-	wire.PutConst(w, "sessionUpdate", "live_session_client", wire.StringTo)
-	wire.Put(w, "_meta", x.Meta, LiveSessionClientUpdateMeta.MarshalJSONTo)
-	w.ExtrasExcept(x.Extra, "LiveSessionClientUpdate", "action", "state")
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x LiveSessionClientUpdate) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *LiveSessionClientUpdate) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// The _meta of a live_session_client update: Harn's fields under harn; other keys are kept.
-//
-// Open: members the schema does not name are kept in Extra and written back. Generated from
-// harn-acp.schema.json#/$defs/live_session_client_update_meta.
-type LiveSessionClientUpdateMeta struct {
-	// The live-client registry changed.
-	Harn HarnLiveSessionClient
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
-}
-
-var objLiveSessionClientUpdateMeta = wire.Object{
-	Required: []string{"harn"},
-	Type:     "LiveSessionClientUpdateMeta",
-}
-
-// UnmarshalJSONFrom decodes LiveSessionClientUpdateMeta, checking required members, kinds and constraints.
-func (x *LiveSessionClientUpdateMeta) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = LiveSessionClientUpdateMeta{}
-	r := wire.ReadObject(dec, &objLiveSessionClientUpdateMeta)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *LiveSessionClientUpdateMeta) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "harn":
-		return wire.Field(r, &x.Harn, (*HarnLiveSessionClient).UnmarshalJSONFrom)
-	}
-	return r.Extra(&x.Extra)
-}
-
-// MarshalJSONTo encodes LiveSessionClientUpdateMeta, members in schema order, then Extra.
-func (x LiveSessionClientUpdateMeta) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *LiveSessionClientUpdateMeta) members(w *wire.ObjectWriter) {
-	wire.Put(w, "harn", x.Harn, HarnLiveSessionClient.MarshalJSONTo)
-	w.Extras(x.Extra)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x LiveSessionClientUpdateMeta) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *LiveSessionClientUpdateMeta) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
 // Request parameters for loading an existing session.
 //
 // Only available if the Agent supports the `loadSession` capability.
@@ -11303,125 +7588,6 @@ func (x LoadSessionResponse) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
 func (x *LoadSessionResponse) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// A log line of the agent. Vendor fields live under _meta.harn; at the update's root (pre-#905) they
-// are forbidden (see the legacy reader in gen/harn).
-//
-// Open: members the schema does not name are kept in Extra and written back. These members are
-// forbidden (wire.ErrForbiddenMember): `level`, `message`, `fields`. Generated from
-// harn-acp.schema.json#/$defs/log_update.
-type LogUpdate struct {
-	// The _meta of a log update: Harn's fields under harn; other keys are kept.
-	Meta LogUpdateMeta
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
-}
-
-var objLogUpdate = wire.Object{
-	Required: []string{"sessionUpdate", "_meta"},
-	Type:     "LogUpdate",
-}
-
-// UnmarshalJSONFrom decodes LogUpdate, checking required members, kinds and constraints.
-func (x *LogUpdate) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = LogUpdate{}
-	r := wire.ReadObject(dec, &objLogUpdate)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *LogUpdate) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "sessionUpdate":
-		return wire.Const(r, "log", wire.StringFrom)
-	case "_meta":
-		return wire.Field(r, &x.Meta, (*LogUpdateMeta).UnmarshalJSONFrom)
-	case "level", "message", "fields":
-		return r.Forbidden()
-	}
-	return r.Extra(&x.Extra)
-}
-
-// MarshalJSONTo encodes LogUpdate, members in schema order, then Extra.
-func (x LogUpdate) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *LogUpdate) members(w *wire.ObjectWriter) {
-	wire.PutConst(w, "sessionUpdate", "log", wire.StringTo)
-	wire.Put(w, "_meta", x.Meta, LogUpdateMeta.MarshalJSONTo)
-	w.ExtrasExcept(x.Extra, "LogUpdate", "level", "message", "fields")
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x LogUpdate) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *LogUpdate) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// The _meta of a log update: Harn's fields under harn; other keys are kept.
-//
-// Open: members the schema does not name are kept in Extra and written back. Generated from
-// harn-acp.schema.json#/$defs/log_update_meta.
-type LogUpdateMeta struct {
-	// A log line of the agent.
-	Harn HarnLog
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
-}
-
-var objLogUpdateMeta = wire.Object{
-	Required: []string{"harn"},
-	Type:     "LogUpdateMeta",
-}
-
-// UnmarshalJSONFrom decodes LogUpdateMeta, checking required members, kinds and constraints.
-func (x *LogUpdateMeta) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = LogUpdateMeta{}
-	r := wire.ReadObject(dec, &objLogUpdateMeta)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *LogUpdateMeta) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "harn":
-		return wire.Field(r, &x.Harn, (*HarnLog).UnmarshalJSONFrom)
-	}
-	return r.Extra(&x.Extra)
-}
-
-// MarshalJSONTo encodes LogUpdateMeta, members in schema order, then Extra.
-func (x LogUpdateMeta) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *LogUpdateMeta) members(w *wire.ObjectWriter) {
-	wire.Put(w, "harn", x.Harn, HarnLog.MarshalJSONTo)
-	w.Extras(x.Extra)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x LogUpdateMeta) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *LogUpdateMeta) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
@@ -12054,65 +8220,6 @@ func (x MCPServerACPID) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
 func (x *MCPServerACPID) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// The tool came from mcp_list_tools against the named MCP server.
-//
-// Open: members the schema does not name are kept in Extra and written back. Generated from
-// harn-acp.schema.json#/$defs/mcp_server_executor.
-type MCPServerExecutor struct {
-	// The configured name of the MCP server.
-	ServerName string
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
-}
-
-var objMCPServerExecutor = wire.Object{
-	Required: []string{"kind", "serverName"},
-	Type:     "MCPServerExecutor",
-}
-
-// UnmarshalJSONFrom decodes MCPServerExecutor, checking required members, kinds and constraints.
-func (x *MCPServerExecutor) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = MCPServerExecutor{}
-	r := wire.ReadObject(dec, &objMCPServerExecutor)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *MCPServerExecutor) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "kind":
-		return wire.Const(r, "mcp_server", wire.StringFrom)
-	case "serverName":
-		return wire.Field(r, &x.ServerName, wire.StringFrom)
-	}
-	return r.Extra(&x.Extra)
-}
-
-// MarshalJSONTo encodes MCPServerExecutor, members in schema order, then Extra.
-func (x MCPServerExecutor) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *MCPServerExecutor) members(w *wire.ObjectWriter) {
-	wire.PutConst(w, "kind", "mcp_server", wire.StringTo)
-	wire.Put(w, "serverName", x.ServerName, wire.StringTo)
-	w.Extras(x.Extra)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x MCPServerExecutor) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *MCPServerExecutor) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
@@ -13012,130 +9119,6 @@ func (x *MultiSelectPropertySchema) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
-// The mutation session a tool dispatch belongs to (MutationSessionRecord, snake_case), shared by
-// tool_call/tool_call_update, worker_update and permission requests. Omitted when no mutation session
-// is installed.
-//
-// Open: members the schema does not name are kept in Extra and written back. Generated from
-// harn-acp.schema.json#/$defs/mutation_session_record.
-type MutationSessionRecord struct {
-	SessionID       *string
-	ParentSessionID wire.Nullable[string]
-	RunID           wire.Nullable[string]
-	WorkerID        wire.Nullable[string]
-	// For example worker.
-	ExecutionKind *string
-	// For example read_only or apply_workspace.
-	MutationScope *string
-	// The tool approval policy of a mutation session: glob patterns of tool names and paths.
-	ApprovalPolicy *ApprovalPolicy
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
-}
-
-var objMutationSessionRecord = wire.Object{Type: "MutationSessionRecord"}
-
-// UnmarshalJSONFrom decodes MutationSessionRecord, checking required members, kinds and constraints.
-func (x *MutationSessionRecord) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = MutationSessionRecord{}
-	r := wire.ReadObject(dec, &objMutationSessionRecord)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *MutationSessionRecord) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "session_id":
-		return wire.Ptr(r, &x.SessionID, wire.StringFrom)
-	case "parent_session_id":
-		return wire.Opt(r, &x.ParentSessionID, wire.StringFrom)
-	case "run_id":
-		return wire.Opt(r, &x.RunID, wire.StringFrom)
-	case "worker_id":
-		return wire.Opt(r, &x.WorkerID, wire.StringFrom)
-	case "execution_kind":
-		return wire.Ptr(r, &x.ExecutionKind, wire.StringFrom)
-	case "mutation_scope":
-		return wire.Ptr(r, &x.MutationScope, wire.StringFrom)
-	case "approval_policy":
-		return wire.Ptr(r, &x.ApprovalPolicy, (*ApprovalPolicy).UnmarshalJSONFrom)
-	}
-	return r.Extra(&x.Extra)
-}
-
-// MarshalJSONTo encodes MutationSessionRecord, members in schema order, then Extra.
-func (x MutationSessionRecord) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *MutationSessionRecord) members(w *wire.ObjectWriter) {
-	wire.PutPtr(w, "session_id", x.SessionID, wire.StringTo)
-	wire.PutOpt(w, "parent_session_id", x.ParentSessionID, wire.StringTo)
-	wire.PutOpt(w, "run_id", x.RunID, wire.StringTo)
-	wire.PutOpt(w, "worker_id", x.WorkerID, wire.StringTo)
-	wire.PutPtr(w, "execution_kind", x.ExecutionKind, wire.StringTo)
-	wire.PutPtr(w, "mutation_scope", x.MutationScope, wire.StringTo)
-	wire.PutPtr(w, "approval_policy", x.ApprovalPolicy, ApprovalPolicy.MarshalJSONTo)
-	w.Extras(x.Extra)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x MutationSessionRecord) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *MutationSessionRecord) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// What the call did to the workspace. Open: a status Harn adds later is kept.
-//
-// Other values: A status this version does not know.
-//
-// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
-// from harn-acp.schema.json#/$defs/mutation_status.
-type MutationStatus string
-
-// Known values of MutationStatus, in schema order.
-const (
-	MutationStatusApplied    MutationStatus = "applied"
-	MutationStatusUnchanged  MutationStatus = "unchanged"
-	MutationStatusNotApplied MutationStatus = "not_applied"
-	MutationStatusUnknown    MutationStatus = "unknown"
-)
-
-var valuesMutationStatus = []MutationStatus{MutationStatusApplied, MutationStatusUnchanged, MutationStatusNotApplied, MutationStatusUnknown}
-
-// Known reports whether x is one of the values the schema lists.
-func (x MutationStatus) Known() bool {
-	return slices.Contains(valuesMutationStatus, x)
-}
-
-// UnmarshalJSONFrom decodes MutationStatus, keeping any value.
-func (x *MutationStatus) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	return wire.StringEnum(dec, x, "MutationStatus", valuesMutationStatus, true)
-}
-
-// MarshalJSONTo encodes MutationStatus.
-func (x MutationStatus) MarshalJSONTo(enc *jsontext.Encoder) error {
-	return wire.WriteStringEnum(enc, x, "MutationStatus", valuesMutationStatus, true)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x MutationStatus) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *MutationStatus) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
 // Request parameters for creating a new session.
 //
 // See protocol docs: [Creating a
@@ -13598,201 +9581,6 @@ func (x *NumberPropertySchema) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
-// A typed account of how a permission was decided. Harn checks it against the outcome; incoherent
-// metadata is a denial by host_unavailable.
-//
-// Closed: members the schema does not name are rejected. Generated from
-// harn-acp.schema.json#/$defs/permission_decision.
-type PermissionDecision struct {
-	// The decision.
-	Outcome PermissionDecisionOutcome
-	// Who decided.
-	Decider           PermissionDecisionDecider
-	PolicyEvaluations []PolicyEvaluation
-	// How long an approval holds; only with outcome approved.
-	GrantScope *PermissionDecisionGrantScope
-}
-
-var objPermissionDecision = wire.Object{
-	Required: []string{"schema", "outcome", "decider", "policy_evaluations"},
-	Type:     "PermissionDecision",
-}
-
-// UnmarshalJSONFrom decodes PermissionDecision, checking required members, kinds and constraints.
-func (x *PermissionDecision) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = PermissionDecision{}
-	r := wire.ReadObject(dec, &objPermissionDecision)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *PermissionDecision) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "schema":
-		return wire.Const(r, "harn.tool_permission_decision.v1", wire.StringFrom)
-	case "outcome":
-		return wire.Field(r, &x.Outcome, (*PermissionDecisionOutcome).UnmarshalJSONFrom)
-	case "decider":
-		return wire.Field(r, &x.Decider, (*PermissionDecisionDecider).UnmarshalJSONFrom)
-	case "policy_evaluations":
-		return wire.Field(r, &x.PolicyEvaluations, readListOfPolicyEvaluation)
-	case "grant_scope":
-		return wire.Ptr(r, &x.GrantScope, (*PermissionDecisionGrantScope).UnmarshalJSONFrom)
-	}
-	return r.Unknown()
-}
-
-// MarshalJSONTo encodes PermissionDecision, members in schema order.
-func (x PermissionDecision) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *PermissionDecision) members(w *wire.ObjectWriter) {
-	wire.PutConst(w, "schema", "harn.tool_permission_decision.v1", wire.StringTo)
-	wire.Put(w, "outcome", x.Outcome, PermissionDecisionOutcome.MarshalJSONTo)
-	wire.Put(w, "decider", x.Decider, PermissionDecisionDecider.MarshalJSONTo)
-	wire.Put(w, "policy_evaluations", x.PolicyEvaluations, writeListOfPolicyEvaluation)
-	wire.PutPtr(w, "grant_scope", x.GrantScope, PermissionDecisionGrantScope.MarshalJSONTo)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x PermissionDecision) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *PermissionDecision) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// Who decided.
-//
-// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
-// from harn-acp.schema.json#/$defs/permission_decision/properties/decider.
-type PermissionDecisionDecider string
-
-// Known values of PermissionDecisionDecider, in schema order.
-const (
-	PermissionDecisionDeciderPerson          PermissionDecisionDecider = "person"
-	PermissionDecisionDeciderRememberedRule  PermissionDecisionDecider = "remembered_rule"
-	PermissionDecisionDeciderUserPolicy      PermissionDecisionDecider = "user_policy"
-	PermissionDecisionDeciderManagedPolicy   PermissionDecisionDecider = "managed_policy"
-	PermissionDecisionDeciderRuntimePolicy   PermissionDecisionDecider = "runtime_policy"
-	PermissionDecisionDeciderHostUnavailable PermissionDecisionDecider = "host_unavailable"
-	PermissionDecisionDeciderAutoReviewer    PermissionDecisionDecider = "auto_reviewer"
-)
-
-var valuesPermissionDecisionDecider = []PermissionDecisionDecider{PermissionDecisionDeciderPerson, PermissionDecisionDeciderRememberedRule, PermissionDecisionDeciderUserPolicy, PermissionDecisionDeciderManagedPolicy, PermissionDecisionDeciderRuntimePolicy, PermissionDecisionDeciderHostUnavailable, PermissionDecisionDeciderAutoReviewer}
-
-// Known reports whether x is one of the values the schema lists.
-func (x PermissionDecisionDecider) Known() bool {
-	return slices.Contains(valuesPermissionDecisionDecider, x)
-}
-
-// UnmarshalJSONFrom decodes PermissionDecisionDecider, keeping any value.
-func (x *PermissionDecisionDecider) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	return wire.StringEnum(dec, x, "PermissionDecisionDecider", valuesPermissionDecisionDecider, true)
-}
-
-// MarshalJSONTo encodes PermissionDecisionDecider.
-func (x PermissionDecisionDecider) MarshalJSONTo(enc *jsontext.Encoder) error {
-	return wire.WriteStringEnum(enc, x, "PermissionDecisionDecider", valuesPermissionDecisionDecider, true)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x PermissionDecisionDecider) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *PermissionDecisionDecider) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// How long an approval holds; only with outcome approved.
-//
-// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
-// from harn-acp.schema.json#/$defs/permission_decision/properties/grant_scope.
-type PermissionDecisionGrantScope string
-
-// Known values of PermissionDecisionGrantScope, in schema order.
-const (
-	PermissionDecisionGrantScopeOnce    PermissionDecisionGrantScope = "once"
-	PermissionDecisionGrantScopeSession PermissionDecisionGrantScope = "session"
-)
-
-var valuesPermissionDecisionGrantScope = []PermissionDecisionGrantScope{PermissionDecisionGrantScopeOnce, PermissionDecisionGrantScopeSession}
-
-// Known reports whether x is one of the values the schema lists.
-func (x PermissionDecisionGrantScope) Known() bool {
-	return slices.Contains(valuesPermissionDecisionGrantScope, x)
-}
-
-// UnmarshalJSONFrom decodes PermissionDecisionGrantScope, keeping any value.
-func (x *PermissionDecisionGrantScope) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	return wire.StringEnum(dec, x, "PermissionDecisionGrantScope", valuesPermissionDecisionGrantScope, true)
-}
-
-// MarshalJSONTo encodes PermissionDecisionGrantScope.
-func (x PermissionDecisionGrantScope) MarshalJSONTo(enc *jsontext.Encoder) error {
-	return wire.WriteStringEnum(enc, x, "PermissionDecisionGrantScope", valuesPermissionDecisionGrantScope, true)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x PermissionDecisionGrantScope) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *PermissionDecisionGrantScope) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// The decision.
-//
-// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
-// from harn-acp.schema.json#/$defs/permission_decision/properties/outcome.
-type PermissionDecisionOutcome string
-
-// Known values of PermissionDecisionOutcome, in schema order.
-const (
-	PermissionDecisionOutcomeApproved  PermissionDecisionOutcome = "approved"
-	PermissionDecisionOutcomeDenied    PermissionDecisionOutcome = "denied"
-	PermissionDecisionOutcomeTimedOut  PermissionDecisionOutcome = "timed_out"
-	PermissionDecisionOutcomeCancelled PermissionDecisionOutcome = "cancelled"
-)
-
-var valuesPermissionDecisionOutcome = []PermissionDecisionOutcome{PermissionDecisionOutcomeApproved, PermissionDecisionOutcomeDenied, PermissionDecisionOutcomeTimedOut, PermissionDecisionOutcomeCancelled}
-
-// Known reports whether x is one of the values the schema lists.
-func (x PermissionDecisionOutcome) Known() bool {
-	return slices.Contains(valuesPermissionDecisionOutcome, x)
-}
-
-// UnmarshalJSONFrom decodes PermissionDecisionOutcome, keeping any value.
-func (x *PermissionDecisionOutcome) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	return wire.StringEnum(dec, x, "PermissionDecisionOutcome", valuesPermissionDecisionOutcome, true)
-}
-
-// MarshalJSONTo encodes PermissionDecisionOutcome.
-func (x PermissionDecisionOutcome) MarshalJSONTo(enc *jsontext.Encoder) error {
-	return wire.WriteStringEnum(enc, x, "PermissionDecisionOutcome", valuesPermissionDecisionOutcome, true)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x PermissionDecisionOutcome) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *PermissionDecisionOutcome) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
 // An option presented to the user when requesting permission.
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
@@ -13938,197 +9726,6 @@ func (x PermissionOptionKind) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
 func (x *PermissionOptionKind) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// The policy rationale of a permission request (type harn.permission_policy_decision.v1).
-//
-// Open: members the schema does not name are kept in Extra and written back. Generated from
-// harn-acp.schema.json#/$defs/permission_policy_decision.
-type PermissionPolicyDecision struct {
-	// The record's schema id, harn.permission_policy_decision.v1.
-	Type *string
-	// allow, deny or ask.
-	Action *string
-	Reason *string
-	// The policy rule that matched: source, action, id, index.
-	MatchedRule jsontext.Value
-	RiskLabels  []string
-	// What the policy looked at: tool_name, tool_kind, side_effect, paths, ...
-	Context jsontext.Value
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
-}
-
-var objPermissionPolicyDecision = wire.Object{Type: "PermissionPolicyDecision"}
-
-// UnmarshalJSONFrom decodes PermissionPolicyDecision, checking required members, kinds and constraints.
-func (x *PermissionPolicyDecision) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = PermissionPolicyDecision{}
-	r := wire.ReadObject(dec, &objPermissionPolicyDecision)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *PermissionPolicyDecision) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "type":
-		return wire.Ptr(r, &x.Type, wire.StringFrom)
-	case "action":
-		return wire.Ptr(r, &x.Action, wire.StringFrom)
-	case "reason":
-		return wire.Ptr(r, &x.Reason, wire.StringFrom)
-	case "matched_rule":
-		return wire.Field(r, &x.MatchedRule, wire.RawObjectFrom)
-	case "risk_labels":
-		return wire.Field(r, &x.RiskLabels, readListOfString)
-	case "context":
-		return wire.Field(r, &x.Context, wire.RawObjectFrom)
-	}
-	return r.Extra(&x.Extra)
-}
-
-// MarshalJSONTo encodes PermissionPolicyDecision, members in schema order, then Extra.
-func (x PermissionPolicyDecision) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *PermissionPolicyDecision) members(w *wire.ObjectWriter) {
-	wire.PutPtr(w, "type", x.Type, wire.StringTo)
-	wire.PutPtr(w, "action", x.Action, wire.StringTo)
-	wire.PutPtr(w, "reason", x.Reason, wire.StringTo)
-	wire.PutIf(w, "matched_rule", x.MatchedRule, x.MatchedRule != nil, wire.RawTo)
-	wire.PutIf(w, "risk_labels", x.RiskLabels, x.RiskLabels != nil, writeListOfString)
-	wire.PutIf(w, "context", x.Context, x.Context != nil, wire.RawTo)
-	w.Extras(x.Extra)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x PermissionPolicyDecision) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *PermissionPolicyDecision) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// How the diff of a permission request was built: from a pre-image read just before approval, bounded
-// to 1 MiB per file and 16 files.
-//
-// Open: members the schema does not name are kept in Extra and written back. Generated from
-// harn-acp.schema.json#/$defs/permission_preview.
-type PermissionPreview struct {
-	// For example pre_approval.
-	Source         *string
-	PreimageSha256 wire.Nullable[string]
-	ByteCount      wire.Nullable[int64]
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
-}
-
-var objPermissionPreview = wire.Object{Type: "PermissionPreview"}
-
-// UnmarshalJSONFrom decodes PermissionPreview, checking required members, kinds and constraints.
-func (x *PermissionPreview) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = PermissionPreview{}
-	r := wire.ReadObject(dec, &objPermissionPreview)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *PermissionPreview) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "source":
-		return wire.Ptr(r, &x.Source, wire.StringFrom)
-	case "preimageSha256":
-		return wire.Opt(r, &x.PreimageSha256, wire.StringFrom)
-	case "byteCount":
-		return wire.Opt(r, &x.ByteCount, readPermissionPreviewByteCount)
-	}
-	return r.Extra(&x.Extra)
-}
-
-// MarshalJSONTo encodes PermissionPreview, members in schema order, then Extra.
-func (x PermissionPreview) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *PermissionPreview) members(w *wire.ObjectWriter) {
-	wire.PutPtr(w, "source", x.Source, wire.StringTo)
-	wire.PutOpt(w, "preimageSha256", x.PreimageSha256, wire.StringTo)
-	wire.PutOpt(w, "byteCount", x.ByteCount, wire.IntTo)
-	w.Extras(x.Extra)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x PermissionPreview) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *PermissionPreview) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// The _meta of a session/request_permission result: a host may add a typed decision under harn.
-//
-// Open: members the schema does not name are kept in Extra and written back. Generated from
-// harn-acp.schema.json#/$defs/permission_response_meta.
-type PermissionResponseMeta struct {
-	// Harn's fields of a permission result.
-	Harn *HarnPermissionResponse
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
-}
-
-var objPermissionResponseMeta = wire.Object{Type: "PermissionResponseMeta"}
-
-// UnmarshalJSONFrom decodes PermissionResponseMeta, checking required members, kinds and constraints.
-func (x *PermissionResponseMeta) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = PermissionResponseMeta{}
-	r := wire.ReadObject(dec, &objPermissionResponseMeta)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *PermissionResponseMeta) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "harn":
-		return wire.Ptr(r, &x.Harn, (*HarnPermissionResponse).UnmarshalJSONFrom)
-	}
-	return r.Extra(&x.Extra)
-}
-
-// MarshalJSONTo encodes PermissionResponseMeta, members in schema order, then Extra.
-func (x PermissionResponseMeta) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *PermissionResponseMeta) members(w *wire.ObjectWriter) {
-	wire.PutPtr(w, "harn", x.Harn, HarnPermissionResponse.MarshalJSONTo)
-	w.Extras(x.Extra)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x PermissionResponseMeta) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *PermissionResponseMeta) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
@@ -14948,273 +10545,6 @@ func (x *PlanUpdateContent) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
-// One policy layer's verdict.
-//
-// Open: members the schema does not name are kept in Extra and written back. Generated from
-// harn-acp.schema.json#/$defs/policy_evaluation.
-type PolicyEvaluation struct {
-	// The layer.
-	Layer *PolicyEvaluationLayer
-	// Its verdict.
-	Outcome    *PolicyEvaluationOutcome
-	RuleID     *string
-	RiskLabels []string
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
-}
-
-var objPolicyEvaluation = wire.Object{Type: "PolicyEvaluation"}
-
-// UnmarshalJSONFrom decodes PolicyEvaluation, checking required members, kinds and constraints.
-func (x *PolicyEvaluation) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = PolicyEvaluation{}
-	r := wire.ReadObject(dec, &objPolicyEvaluation)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *PolicyEvaluation) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "layer":
-		return wire.Ptr(r, &x.Layer, (*PolicyEvaluationLayer).UnmarshalJSONFrom)
-	case "outcome":
-		return wire.Ptr(r, &x.Outcome, (*PolicyEvaluationOutcome).UnmarshalJSONFrom)
-	case "rule_id":
-		return wire.Ptr(r, &x.RuleID, wire.StringFrom)
-	case "risk_labels":
-		return wire.Field(r, &x.RiskLabels, readListOfString)
-	}
-	return r.Extra(&x.Extra)
-}
-
-// MarshalJSONTo encodes PolicyEvaluation, members in schema order, then Extra.
-func (x PolicyEvaluation) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *PolicyEvaluation) members(w *wire.ObjectWriter) {
-	wire.PutPtr(w, "layer", x.Layer, PolicyEvaluationLayer.MarshalJSONTo)
-	wire.PutPtr(w, "outcome", x.Outcome, PolicyEvaluationOutcome.MarshalJSONTo)
-	wire.PutPtr(w, "rule_id", x.RuleID, wire.StringTo)
-	wire.PutIf(w, "risk_labels", x.RiskLabels, x.RiskLabels != nil, writeListOfString)
-	w.Extras(x.Extra)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x PolicyEvaluation) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *PolicyEvaluation) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// The layer.
-//
-// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
-// from harn-acp.schema.json#/$defs/policy_evaluation/properties/layer.
-type PolicyEvaluationLayer string
-
-// Known values of PolicyEvaluationLayer, in schema order.
-const (
-	PolicyEvaluationLayerUserPolicy     PolicyEvaluationLayer = "user_policy"
-	PolicyEvaluationLayerManagedPolicy  PolicyEvaluationLayer = "managed_policy"
-	PolicyEvaluationLayerRuntimePolicy  PolicyEvaluationLayer = "runtime_policy"
-	PolicyEvaluationLayerRememberedRule PolicyEvaluationLayer = "remembered_rule"
-)
-
-var valuesPolicyEvaluationLayer = []PolicyEvaluationLayer{PolicyEvaluationLayerUserPolicy, PolicyEvaluationLayerManagedPolicy, PolicyEvaluationLayerRuntimePolicy, PolicyEvaluationLayerRememberedRule}
-
-// Known reports whether x is one of the values the schema lists.
-func (x PolicyEvaluationLayer) Known() bool {
-	return slices.Contains(valuesPolicyEvaluationLayer, x)
-}
-
-// UnmarshalJSONFrom decodes PolicyEvaluationLayer, keeping any value.
-func (x *PolicyEvaluationLayer) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	return wire.StringEnum(dec, x, "PolicyEvaluationLayer", valuesPolicyEvaluationLayer, true)
-}
-
-// MarshalJSONTo encodes PolicyEvaluationLayer.
-func (x PolicyEvaluationLayer) MarshalJSONTo(enc *jsontext.Encoder) error {
-	return wire.WriteStringEnum(enc, x, "PolicyEvaluationLayer", valuesPolicyEvaluationLayer, true)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x PolicyEvaluationLayer) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *PolicyEvaluationLayer) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// Its verdict.
-//
-// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
-// from harn-acp.schema.json#/$defs/policy_evaluation/properties/outcome.
-type PolicyEvaluationOutcome string
-
-// Known values of PolicyEvaluationOutcome, in schema order.
-const (
-	PolicyEvaluationOutcomeAllowed          PolicyEvaluationOutcome = "allowed"
-	PolicyEvaluationOutcomeDenied           PolicyEvaluationOutcome = "denied"
-	PolicyEvaluationOutcomeApprovalRequired PolicyEvaluationOutcome = "approval_required"
-	PolicyEvaluationOutcomeUnavailable      PolicyEvaluationOutcome = "unavailable"
-)
-
-var valuesPolicyEvaluationOutcome = []PolicyEvaluationOutcome{PolicyEvaluationOutcomeAllowed, PolicyEvaluationOutcomeDenied, PolicyEvaluationOutcomeApprovalRequired, PolicyEvaluationOutcomeUnavailable}
-
-// Known reports whether x is one of the values the schema lists.
-func (x PolicyEvaluationOutcome) Known() bool {
-	return slices.Contains(valuesPolicyEvaluationOutcome, x)
-}
-
-// UnmarshalJSONFrom decodes PolicyEvaluationOutcome, keeping any value.
-func (x *PolicyEvaluationOutcome) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	return wire.StringEnum(dec, x, "PolicyEvaluationOutcome", valuesPolicyEvaluationOutcome, true)
-}
-
-// MarshalJSONTo encodes PolicyEvaluationOutcome.
-func (x PolicyEvaluationOutcome) MarshalJSONTo(enc *jsontext.Encoder) error {
-	return wire.WriteStringEnum(enc, x, "PolicyEvaluationOutcome", valuesPolicyEvaluationOutcome, true)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x PolicyEvaluationOutcome) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *PolicyEvaluationOutcome) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// Progress of a long step. Vendor fields live under _meta.harn; at the update's root (pre-#905) they
-// are forbidden (see the legacy reader in gen/harn).
-//
-// Open: members the schema does not name are kept in Extra and written back. These members are
-// forbidden (wire.ErrForbiddenMember): `phase`, `message`, `progress`, `total`, `data`. Generated from
-// harn-acp.schema.json#/$defs/progress_update.
-type ProgressUpdate struct {
-	// The _meta of a progress update: Harn's fields under harn; other keys are kept.
-	Meta ProgressUpdateMeta
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
-}
-
-var objProgressUpdate = wire.Object{
-	Required: []string{"sessionUpdate", "_meta"},
-	Type:     "ProgressUpdate",
-}
-
-// UnmarshalJSONFrom decodes ProgressUpdate, checking required members, kinds and constraints.
-func (x *ProgressUpdate) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = ProgressUpdate{}
-	r := wire.ReadObject(dec, &objProgressUpdate)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *ProgressUpdate) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "sessionUpdate":
-		return wire.Const(r, "progress", wire.StringFrom)
-	case "_meta":
-		return wire.Field(r, &x.Meta, (*ProgressUpdateMeta).UnmarshalJSONFrom)
-	case "phase", "message", "progress", "total", "data":
-		return r.Forbidden()
-	}
-	return r.Extra(&x.Extra)
-}
-
-// MarshalJSONTo encodes ProgressUpdate, members in schema order, then Extra.
-func (x ProgressUpdate) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *ProgressUpdate) members(w *wire.ObjectWriter) {
-	wire.PutConst(w, "sessionUpdate", "progress", wire.StringTo)
-	wire.Put(w, "_meta", x.Meta, ProgressUpdateMeta.MarshalJSONTo)
-	w.ExtrasExcept(x.Extra, "ProgressUpdate", "phase", "message", "progress", "total", "data")
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x ProgressUpdate) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *ProgressUpdate) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// The _meta of a progress update: Harn's fields under harn; other keys are kept.
-//
-// Open: members the schema does not name are kept in Extra and written back. Generated from
-// harn-acp.schema.json#/$defs/progress_update_meta.
-type ProgressUpdateMeta struct {
-	// Progress of a long step (message-only agent_progress uses phase narration).
-	Harn HarnProgress
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
-}
-
-var objProgressUpdateMeta = wire.Object{
-	Required: []string{"harn"},
-	Type:     "ProgressUpdateMeta",
-}
-
-// UnmarshalJSONFrom decodes ProgressUpdateMeta, checking required members, kinds and constraints.
-func (x *ProgressUpdateMeta) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = ProgressUpdateMeta{}
-	r := wire.ReadObject(dec, &objProgressUpdateMeta)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *ProgressUpdateMeta) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "harn":
-		return wire.Field(r, &x.Harn, (*HarnProgress).UnmarshalJSONFrom)
-	}
-	return r.Extra(&x.Extra)
-}
-
-// MarshalJSONTo encodes ProgressUpdateMeta, members in schema order, then Extra.
-func (x ProgressUpdateMeta) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *ProgressUpdateMeta) members(w *wire.ObjectWriter) {
-	wire.Put(w, "harn", x.Harn, HarnProgress.MarshalJSONTo)
-	w.Extras(x.Extra)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x ProgressUpdateMeta) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *ProgressUpdateMeta) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
 // Prompt capabilities supported by the agent in `session/prompt` requests.
 //
 // Baseline agent functionality requires support for `text`
@@ -15333,150 +10663,6 @@ func (x *PromptCapabilities) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
-// The data of a -32000 error answering session/prompt (schema harn.acp.prompt_error.v1): why the
-// prompt failed, for retry and rendering decisions.
-//
-// Open: members the schema does not name are kept in Extra and written back. Generated from
-// harn-acp.schema.json#/$defs/prompt_error_data.
-type PromptErrorData struct {
-	// The failure's class. Open.
-	TerminalClass *PromptErrorDataTerminalClass
-	Category      *string
-	// transient or terminal.
-	Kind   *string
-	Reason *string
-	// The provider's own error code, passed through.
-	Code         jsontext.Value
-	Retryable    *bool
-	RetryAfterMS *int64
-	Provider     *string
-	Model        *string
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
-}
-
-var objPromptErrorData = wire.Object{
-	Required: []string{"schema"},
-	Type:     "PromptErrorData",
-}
-
-// UnmarshalJSONFrom decodes PromptErrorData, checking required members, kinds and constraints.
-func (x *PromptErrorData) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = PromptErrorData{}
-	r := wire.ReadObject(dec, &objPromptErrorData)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *PromptErrorData) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "schema":
-		return wire.Const(r, "harn.acp.prompt_error.v1", wire.StringFrom)
-	case "terminalClass":
-		return wire.Ptr(r, &x.TerminalClass, (*PromptErrorDataTerminalClass).UnmarshalJSONFrom)
-	case "category":
-		return wire.Ptr(r, &x.Category, wire.StringFrom)
-	case "kind":
-		return wire.Ptr(r, &x.Kind, wire.StringFrom)
-	case "reason":
-		return wire.Ptr(r, &x.Reason, wire.StringFrom)
-	case "code":
-		return wire.Field(r, &x.Code, wire.RawFrom)
-	case "retryable":
-		return wire.Ptr(r, &x.Retryable, wire.BoolFrom)
-	case "retryAfterMs":
-		return wire.Ptr(r, &x.RetryAfterMS, readPromptErrorDataRetryAfterMS)
-	case "provider":
-		return wire.Ptr(r, &x.Provider, wire.StringFrom)
-	case "model":
-		return wire.Ptr(r, &x.Model, wire.StringFrom)
-	}
-	return r.Extra(&x.Extra)
-}
-
-// MarshalJSONTo encodes PromptErrorData, members in schema order, then Extra.
-func (x PromptErrorData) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *PromptErrorData) members(w *wire.ObjectWriter) {
-	wire.PutConst(w, "schema", "harn.acp.prompt_error.v1", wire.StringTo)
-	wire.PutPtr(w, "terminalClass", x.TerminalClass, PromptErrorDataTerminalClass.MarshalJSONTo)
-	wire.PutPtr(w, "category", x.Category, wire.StringTo)
-	wire.PutPtr(w, "kind", x.Kind, wire.StringTo)
-	wire.PutPtr(w, "reason", x.Reason, wire.StringTo)
-	wire.PutIf(w, "code", x.Code, x.Code != nil, wire.RawTo)
-	wire.PutPtr(w, "retryable", x.Retryable, wire.BoolTo)
-	wire.PutPtr(w, "retryAfterMs", x.RetryAfterMS, wire.IntTo)
-	wire.PutPtr(w, "provider", x.Provider, wire.StringTo)
-	wire.PutPtr(w, "model", x.Model, wire.StringTo)
-	w.Extras(x.Extra)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x PromptErrorData) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *PromptErrorData) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// The failure's class. Open.
-//
-// Other values: A value this version does not know.
-//
-// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
-// from harn-acp.schema.json#/$defs/prompt_error_data/properties/terminalClass.
-type PromptErrorDataTerminalClass string
-
-// Known values of PromptErrorDataTerminalClass, in schema order.
-const (
-	PromptErrorDataTerminalClassContextOverflow          PromptErrorDataTerminalClass = "context_overflow"
-	PromptErrorDataTerminalClassProviderMisconfigured    PromptErrorDataTerminalClass = "provider_misconfigured"
-	PromptErrorDataTerminalClassProviderUnavailable      PromptErrorDataTerminalClass = "provider_unavailable"
-	PromptErrorDataTerminalClassRateLimited              PromptErrorDataTerminalClass = "rate_limited"
-	PromptErrorDataTerminalClassTimeout                  PromptErrorDataTerminalClass = "timeout"
-	PromptErrorDataTerminalClassResourceBusy             PromptErrorDataTerminalClass = "resource_busy"
-	PromptErrorDataTerminalClassToolPolicyRejected       PromptErrorDataTerminalClass = "tool_policy_rejected"
-	PromptErrorDataTerminalClassHostBridgeUnimplemented  PromptErrorDataTerminalClass = "host_bridge_unimplemented"
-	PromptErrorDataTerminalClassAgentLoopProtocolFailure PromptErrorDataTerminalClass = "agent_loop_protocol_failure"
-	PromptErrorDataTerminalClassParseDropped             PromptErrorDataTerminalClass = "parse_dropped"
-	PromptErrorDataTerminalClassGenericThrow             PromptErrorDataTerminalClass = "generic_throw"
-)
-
-var valuesPromptErrorDataTerminalClass = []PromptErrorDataTerminalClass{PromptErrorDataTerminalClassContextOverflow, PromptErrorDataTerminalClassProviderMisconfigured, PromptErrorDataTerminalClassProviderUnavailable, PromptErrorDataTerminalClassRateLimited, PromptErrorDataTerminalClassTimeout, PromptErrorDataTerminalClassResourceBusy, PromptErrorDataTerminalClassToolPolicyRejected, PromptErrorDataTerminalClassHostBridgeUnimplemented, PromptErrorDataTerminalClassAgentLoopProtocolFailure, PromptErrorDataTerminalClassParseDropped, PromptErrorDataTerminalClassGenericThrow}
-
-// Known reports whether x is one of the values the schema lists.
-func (x PromptErrorDataTerminalClass) Known() bool {
-	return slices.Contains(valuesPromptErrorDataTerminalClass, x)
-}
-
-// UnmarshalJSONFrom decodes PromptErrorDataTerminalClass, keeping any value.
-func (x *PromptErrorDataTerminalClass) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	return wire.StringEnum(dec, x, "PromptErrorDataTerminalClass", valuesPromptErrorDataTerminalClass, true)
-}
-
-// MarshalJSONTo encodes PromptErrorDataTerminalClass.
-func (x PromptErrorDataTerminalClass) MarshalJSONTo(enc *jsontext.Encoder) error {
-	return wire.WriteStringEnum(enc, x, "PromptErrorDataTerminalClass", valuesPromptErrorDataTerminalClass, true)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x PromptErrorDataTerminalClass) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *PromptErrorDataTerminalClass) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
 // Request parameters for sending a user prompt to the agent.
 //
 // Contains the user's message and any additional context.
@@ -15587,7 +10773,7 @@ type PromptResponse struct {
 	//
 	// See protocol docs:
 	// [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-	Meta wire.Nullable[PromptResponseMeta]
+	Meta wire.Nullable[jsontext.Value]
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
 }
@@ -15614,7 +10800,7 @@ func (x *PromptResponse) member(r *wire.ObjectReader) error {
 	case "usage":
 		return wire.Opt(r, &x.Usage, (*Usage).UnmarshalJSONFrom)
 	case "_meta":
-		return wire.Opt(r, &x.Meta, (*PromptResponseMeta).UnmarshalJSONFrom)
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -15629,7 +10815,7 @@ func (x PromptResponse) MarshalJSONTo(enc *jsontext.Encoder) error {
 func (x *PromptResponse) members(w *wire.ObjectWriter) {
 	wire.Put(w, "stopReason", x.StopReason, StopReason.MarshalJSONTo)
 	wire.PutOpt(w, "usage", x.Usage, Usage.MarshalJSONTo)
-	wire.PutOpt(w, "_meta", x.Meta, PromptResponseMeta.MarshalJSONTo)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	w.Extras(x.Extra)
 }
 
@@ -15640,60 +10826,6 @@ func (x PromptResponse) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
 func (x *PromptResponse) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// The _meta of a session/prompt result: Harn's producer-owned terminal outcome under harn (advertised
-// as promptResultExtensionFields).
-//
-// Open: members the schema does not name are kept in Extra and written back. Generated from
-// harn-acp.schema.json#/$defs/prompt_response_meta.
-type PromptResponseMeta struct {
-	// Harn's fields of a prompt result.
-	Harn *HarnPromptResult
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
-}
-
-var objPromptResponseMeta = wire.Object{Type: "PromptResponseMeta"}
-
-// UnmarshalJSONFrom decodes PromptResponseMeta, checking required members, kinds and constraints.
-func (x *PromptResponseMeta) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = PromptResponseMeta{}
-	r := wire.ReadObject(dec, &objPromptResponseMeta)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *PromptResponseMeta) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "harn":
-		return wire.Ptr(r, &x.Harn, (*HarnPromptResult).UnmarshalJSONFrom)
-	}
-	return r.Extra(&x.Extra)
-}
-
-// MarshalJSONTo encodes PromptResponseMeta, members in schema order, then Extra.
-func (x PromptResponseMeta) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *PromptResponseMeta) members(w *wire.ObjectWriter) {
-	wire.PutPtr(w, "harn", x.Harn, HarnPromptResult.MarshalJSONTo)
-	w.Extras(x.Extra)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x PromptResponseMeta) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *PromptResponseMeta) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
@@ -16444,125 +11576,6 @@ func (x *ReleaseTerminalResponse) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
-// A pending system reminder was rendered into the next model request. Vendor fields live under
-// _meta.harn; at the update's root (pre-#905) they are forbidden (see the legacy reader in gen/harn).
-//
-// Open: members the schema does not name are kept in Extra and written back. These members are
-// forbidden (wire.ErrForbiddenMember): `reminder`. Generated from
-// harn-acp.schema.json#/$defs/reminder_emitted_update.
-type ReminderEmittedUpdate struct {
-	// The _meta of a reminder_emitted update: Harn's fields under harn; other keys are kept.
-	Meta ReminderEmittedUpdateMeta
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
-}
-
-var objReminderEmittedUpdate = wire.Object{
-	Required: []string{"sessionUpdate", "_meta"},
-	Type:     "ReminderEmittedUpdate",
-}
-
-// UnmarshalJSONFrom decodes ReminderEmittedUpdate, checking required members, kinds and constraints.
-func (x *ReminderEmittedUpdate) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = ReminderEmittedUpdate{}
-	r := wire.ReadObject(dec, &objReminderEmittedUpdate)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *ReminderEmittedUpdate) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "sessionUpdate":
-		return wire.Const(r, "reminder_emitted", wire.StringFrom)
-	case "_meta":
-		return wire.Field(r, &x.Meta, (*ReminderEmittedUpdateMeta).UnmarshalJSONFrom)
-	case "reminder":
-		return r.Forbidden()
-	}
-	return r.Extra(&x.Extra)
-}
-
-// MarshalJSONTo encodes ReminderEmittedUpdate, members in schema order, then Extra.
-func (x ReminderEmittedUpdate) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *ReminderEmittedUpdate) members(w *wire.ObjectWriter) {
-	wire.PutConst(w, "sessionUpdate", "reminder_emitted", wire.StringTo)
-	wire.Put(w, "_meta", x.Meta, ReminderEmittedUpdateMeta.MarshalJSONTo)
-	w.ExtrasExcept(x.Extra, "ReminderEmittedUpdate", "reminder")
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x ReminderEmittedUpdate) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *ReminderEmittedUpdate) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// The _meta of a reminder_emitted update: Harn's fields under harn; other keys are kept.
-//
-// Open: members the schema does not name are kept in Extra and written back. Generated from
-// harn-acp.schema.json#/$defs/reminder_emitted_update_meta.
-type ReminderEmittedUpdateMeta struct {
-	// A pending system reminder was rendered into the next model request.
-	Harn HarnReminderEmitted
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
-}
-
-var objReminderEmittedUpdateMeta = wire.Object{
-	Required: []string{"harn"},
-	Type:     "ReminderEmittedUpdateMeta",
-}
-
-// UnmarshalJSONFrom decodes ReminderEmittedUpdateMeta, checking required members, kinds and constraints.
-func (x *ReminderEmittedUpdateMeta) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = ReminderEmittedUpdateMeta{}
-	r := wire.ReadObject(dec, &objReminderEmittedUpdateMeta)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *ReminderEmittedUpdateMeta) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "harn":
-		return wire.Field(r, &x.Harn, (*HarnReminderEmitted).UnmarshalJSONFrom)
-	}
-	return r.Extra(&x.Extra)
-}
-
-// MarshalJSONTo encodes ReminderEmittedUpdateMeta, members in schema order, then Extra.
-func (x ReminderEmittedUpdateMeta) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *ReminderEmittedUpdateMeta) members(w *wire.ObjectWriter) {
-	wire.Put(w, "harn", x.Harn, HarnReminderEmitted.MarshalJSONTo)
-	w.Extras(x.Extra)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x ReminderEmittedUpdateMeta) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *ReminderEmittedUpdateMeta) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
 // The outcome of a permission request.
 //
 // The member "outcome" selects the variant; exactly one variant field is set, or Unknown for a value
@@ -16804,7 +11817,7 @@ type RequestPermissionResponse struct {
 	//
 	// See protocol docs:
 	// [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-	Meta wire.Nullable[PermissionResponseMeta]
+	Meta wire.Nullable[jsontext.Value]
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
 }
@@ -16829,7 +11842,7 @@ func (x *RequestPermissionResponse) member(r *wire.ObjectReader) error {
 	case "outcome":
 		return wire.Field(r, &x.Outcome, (*RequestPermissionOutcome).UnmarshalJSONFrom)
 	case "_meta":
-		return wire.Opt(r, &x.Meta, (*PermissionResponseMeta).UnmarshalJSONFrom)
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -16843,7 +11856,7 @@ func (x RequestPermissionResponse) MarshalJSONTo(enc *jsontext.Encoder) error {
 
 func (x *RequestPermissionResponse) members(w *wire.ObjectWriter) {
 	wire.Put(w, "outcome", x.Outcome, RequestPermissionOutcome.MarshalJSONTo)
-	wire.PutOpt(w, "_meta", x.Meta, PermissionResponseMeta.MarshalJSONTo)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	w.Extras(x.Extra)
 }
 
@@ -17699,6 +12712,13 @@ type SessionCapabilities struct {
 	// See protocol docs:
 	// [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
 	Meta wire.Nullable[jsontext.Value]
+	// codex-acp 2.6.0 says it runs subagents (sessionCapabilities.subagents: {}); neither ACP schema
+	// defines the member. An open object: its members are the agent's.
+	//
+	// Added by bridgekit's overlay (acp-agents.schema.json#/$defs/session_capabilities_subagents):
+	// codex-acp 2.6.0 advertises sessionCapabilities.subagents; no published ACP schema defines the
+	// member.
+	Subagents wire.Nullable[SessionCapabilitiesSubagents]
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
 }
@@ -17739,6 +12759,8 @@ func (x *SessionCapabilities) member(r *wire.ObjectReader) error {
 		return wire.Opt(r, &x.Close, (*SessionCloseCapabilities).UnmarshalJSONFrom)
 	case "_meta":
 		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
+	case "subagents":
+		return wire.Opt(r, &x.Subagents, (*SessionCapabilitiesSubagents).UnmarshalJSONFrom)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -17762,6 +12784,7 @@ func (x *SessionCapabilities) members(w *wire.ObjectWriter) {
 	wire.PutOpt(w, "resume", x.Resume, SessionResumeCapabilities.MarshalJSONTo)
 	wire.PutOpt(w, "close", x.Close, SessionCloseCapabilities.MarshalJSONTo)
 	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
+	wire.PutOpt(w, "subagents", x.Subagents, SessionCapabilitiesSubagents.MarshalJSONTo)
 	w.Extras(x.Extra)
 }
 
@@ -17772,6 +12795,53 @@ func (x SessionCapabilities) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
 func (x *SessionCapabilities) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// codex-acp 2.6.0 says it runs subagents (sessionCapabilities.subagents: {}); neither ACP schema
+// defines the member. An open object: its members are the agent's.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// acp-agents.schema.json#/$defs/session_capabilities_subagents.
+type SessionCapabilitiesSubagents struct {
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objSessionCapabilitiesSubagents = wire.Object{Type: "SessionCapabilitiesSubagents"}
+
+// UnmarshalJSONFrom decodes SessionCapabilitiesSubagents, checking required members, kinds and constraints.
+func (x *SessionCapabilitiesSubagents) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = SessionCapabilitiesSubagents{}
+	r := wire.ReadObject(dec, &objSessionCapabilitiesSubagents)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *SessionCapabilitiesSubagents) member(r *wire.ObjectReader) error {
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes SessionCapabilitiesSubagents, members in schema order, then Extra.
+func (x SessionCapabilitiesSubagents) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *SessionCapabilitiesSubagents) members(w *wire.ObjectWriter) {
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x SessionCapabilitiesSubagents) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *SessionCapabilitiesSubagents) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
@@ -19390,64 +14460,6 @@ func (x *SessionNotification) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
-// A rolled-back step was redone (session/redo); Harn-owned, its fields are not pinned and are kept.
-//
-// Open: members the schema does not name are kept in Extra and written back. Generated from
-// harn-acp.schema.json#/$defs/session_redo_update.
-type SessionRedoUpdate struct {
-	Meta wire.Nullable[jsontext.Value]
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
-}
-
-var objSessionRedoUpdate = wire.Object{
-	Required: []string{"sessionUpdate"},
-	Type:     "SessionRedoUpdate",
-}
-
-// UnmarshalJSONFrom decodes SessionRedoUpdate, checking required members, kinds and constraints.
-func (x *SessionRedoUpdate) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = SessionRedoUpdate{}
-	r := wire.ReadObject(dec, &objSessionRedoUpdate)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *SessionRedoUpdate) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "sessionUpdate":
-		return wire.Const(r, "session_redo", wire.StringFrom)
-	case "_meta":
-		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
-	}
-	return r.Extra(&x.Extra)
-}
-
-// MarshalJSONTo encodes SessionRedoUpdate, members in schema order, then Extra.
-func (x SessionRedoUpdate) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *SessionRedoUpdate) members(w *wire.ObjectWriter) {
-	wire.PutConst(w, "sessionUpdate", "session_redo", wire.StringTo)
-	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
-	w.Extras(x.Extra)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x SessionRedoUpdate) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *SessionRedoUpdate) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
 // Capabilities for the `session/resume` method.
 //
 // Supplying `{}` means the agent supports resuming sessions.
@@ -19505,64 +14517,6 @@ func (x SessionResumeCapabilities) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
 func (x *SessionResumeCapabilities) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// The session was rolled back (session/rollback); Harn-owned, its fields are not pinned and are kept.
-//
-// Open: members the schema does not name are kept in Extra and written back. Generated from
-// harn-acp.schema.json#/$defs/session_rollback_update.
-type SessionRollbackUpdate struct {
-	Meta wire.Nullable[jsontext.Value]
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
-}
-
-var objSessionRollbackUpdate = wire.Object{
-	Required: []string{"sessionUpdate"},
-	Type:     "SessionRollbackUpdate",
-}
-
-// UnmarshalJSONFrom decodes SessionRollbackUpdate, checking required members, kinds and constraints.
-func (x *SessionRollbackUpdate) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = SessionRollbackUpdate{}
-	r := wire.ReadObject(dec, &objSessionRollbackUpdate)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *SessionRollbackUpdate) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "sessionUpdate":
-		return wire.Const(r, "session_rollback", wire.StringFrom)
-	case "_meta":
-		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
-	}
-	return r.Extra(&x.Extra)
-}
-
-// MarshalJSONTo encodes SessionRollbackUpdate, members in schema order, then Extra.
-func (x SessionRollbackUpdate) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *SessionRollbackUpdate) members(w *wire.ObjectWriter) {
-	wire.PutConst(w, "sessionUpdate", "session_rollback", wire.StringTo)
-	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
-	w.Extras(x.Extra)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x SessionRollbackUpdate) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *SessionRollbackUpdate) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
@@ -20116,80 +15070,6 @@ func (x *SessionTitleCapabilities) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
-// The transcript was truncated (session/truncate); Harn-owned, fields at the root.
-//
-// Open: members the schema does not name are kept in Extra and written back. Generated from
-// harn-acp.schema.json#/$defs/session_truncated_update.
-type SessionTruncatedUpdate struct {
-	KeptTurnCount    int64
-	RemovedTurnCount int64
-	NewTipTurnID     wire.Nullable[string]
-	Reason           *string
-	Meta             wire.Nullable[jsontext.Value]
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
-}
-
-var objSessionTruncatedUpdate = wire.Object{
-	Required: []string{"sessionUpdate", "keptTurnCount", "removedTurnCount"},
-	Type:     "SessionTruncatedUpdate",
-}
-
-// UnmarshalJSONFrom decodes SessionTruncatedUpdate, checking required members, kinds and constraints.
-func (x *SessionTruncatedUpdate) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = SessionTruncatedUpdate{}
-	r := wire.ReadObject(dec, &objSessionTruncatedUpdate)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *SessionTruncatedUpdate) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "sessionUpdate":
-		return wire.Const(r, "session_truncated", wire.StringFrom)
-	case "keptTurnCount":
-		return wire.Field(r, &x.KeptTurnCount, readSessionTruncatedUpdateKeptTurnCount)
-	case "removedTurnCount":
-		return wire.Field(r, &x.RemovedTurnCount, readSessionTruncatedUpdateRemovedTurnCount)
-	case "newTipTurnId":
-		return wire.Opt(r, &x.NewTipTurnID, wire.StringFrom)
-	case "reason":
-		return wire.Ptr(r, &x.Reason, wire.StringFrom)
-	case "_meta":
-		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
-	}
-	return r.Extra(&x.Extra)
-}
-
-// MarshalJSONTo encodes SessionTruncatedUpdate, members in schema order, then Extra.
-func (x SessionTruncatedUpdate) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *SessionTruncatedUpdate) members(w *wire.ObjectWriter) {
-	wire.PutConst(w, "sessionUpdate", "session_truncated", wire.StringTo)
-	wire.Put(w, "keptTurnCount", x.KeptTurnCount, wire.IntTo)
-	wire.Put(w, "removedTurnCount", x.RemovedTurnCount, wire.IntTo)
-	wire.PutOpt(w, "newTipTurnId", x.NewTipTurnID, wire.StringTo)
-	wire.PutPtr(w, "reason", x.Reason, wire.StringTo)
-	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
-	w.Extras(x.Extra)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x SessionTruncatedUpdate) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *SessionTruncatedUpdate) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
 // Different types of updates that can be sent during session processing.
 //
 // These updates provide real-time feedback about the agent's progress.
@@ -20312,137 +15192,6 @@ type SessionUpdate struct {
 	//
 	// Set when sessionUpdate is "session_message_chunk".
 	SessionMessageChunk *SessionMessageChunk
-	// A queued user message (session/inject) delivered to the agent, echoed with the agent-owned
-	// messageId the inject returned (ACP RFD #1261 shape; not in ACP v0.12.2).
-	//
-	// Set when sessionUpdate is "user_message".
-	UserMessage *UserMessageUpdate
-	// The transcript was truncated (session/truncate); Harn-owned, fields at the root.
-	//
-	// Set when sessionUpdate is "session_truncated".
-	SessionTruncated *SessionTruncatedUpdate
-	// The session was rolled back (session/rollback); Harn-owned, its fields are not pinned and are
-	// kept.
-	//
-	// Set when sessionUpdate is "session_rollback".
-	SessionRollback *SessionRollbackUpdate
-	// A rolled-back step was redone (session/redo); Harn-owned, its fields are not pinned and are
-	// kept.
-	//
-	// Set when sessionUpdate is "session_redo".
-	SessionRedo *SessionRedoUpdate
-	// An artifact the agent produced. Vendor fields live under _meta.harn; at the update's root
-	// (pre-#905) they are forbidden (see the legacy reader in gen/harn).
-	//
-	// Set when sessionUpdate is "artifact".
-	Artifact *ArtifactUpdate
-	// Progress of a long step. Vendor fields live under _meta.harn; at the update's root (pre-#905)
-	// they are forbidden (see the legacy reader in gen/harn).
-	//
-	// Set when sessionUpdate is "progress".
-	Progress *ProgressUpdate
-	// A log line of the agent. Vendor fields live under _meta.harn; at the update's root (pre-#905)
-	// they are forbidden (see the legacy reader in gen/harn).
-	//
-	// Set when sessionUpdate is "log".
-	Log *LogUpdate
-	// Changes seen by a file-system watch. Vendor fields live under _meta.harn; at the update's root
-	// (pre-#905) they are forbidden (see the legacy reader in gen/harn).
-	//
-	// Set when sessionUpdate is "fs_watch".
-	FsWatch *FsWatchUpdate
-	// A delegated worker's lifecycle event. The current shape carries the fields under _meta.harn;
-	// Harn's standalone bridge also sends a legacy duplicate with snake_case fields under content.
-	// Both decode here; fields at the update's root (pre-#905) are forbidden.
-	//
-	// Set when sessionUpdate is "worker_update".
-	WorkerUpdate *WorkerUpdate
-	// The transcript was compacted. Vendor fields live under _meta.harn; at the update's root
-	// (pre-#905) they are forbidden (see the legacy reader in gen/harn).
-	//
-	// Set when sessionUpdate is "transcript_compacted".
-	TranscriptCompacted *TranscriptCompactedUpdate
-	// The transcript was projected for a model request. Vendor fields live under _meta.harn; at the
-	// update's root (pre-#905) they are forbidden (see the legacy reader in gen/harn).
-	//
-	// Set when sessionUpdate is "transcript_projected".
-	TranscriptProjected *TranscriptProjectedUpdate
-	// A handoff artifact was produced. Vendor fields live under _meta.harn; at the update's root
-	// (pre-#905) they are forbidden (see the legacy reader in gen/harn).
-	//
-	// Set when sessionUpdate is "handoff".
-	Handoff *HandoffUpdate
-	// A skill became active. Vendor fields live under _meta.harn; at the update's root (pre-#905) they
-	// are forbidden (see the legacy reader in gen/harn).
-	//
-	// Set when sessionUpdate is "skill_activated".
-	SkillActivated *SkillActivatedUpdate
-	// A skill became inactive. Vendor fields live under _meta.harn; at the update's root (pre-#905)
-	// they are forbidden (see the legacy reader in gen/harn).
-	//
-	// Set when sessionUpdate is "skill_deactivated".
-	SkillDeactivated *SkillDeactivatedUpdate
-	// An active skill scoped the tools. Vendor fields live under _meta.harn; at the update's root
-	// (pre-#905) they are forbidden (see the legacy reader in gen/harn).
-	//
-	// Set when sessionUpdate is "skill_scope_tools".
-	SkillScopeTools *SkillScopeToolsUpdate
-	// Skills narrowed the tool set. Vendor fields live under _meta.harn; at the update's root
-	// (pre-#905) they are forbidden (see the legacy reader in gen/harn).
-	//
-	// Set when sessionUpdate is "skill_narrow".
-	SkillNarrow *SkillNarrowUpdate
-	// A client-executed tool search ran a query. Vendor fields live under _meta.harn; at the update's
-	// root (pre-#905) they are forbidden (see the legacy reader in gen/harn).
-	//
-	// Set when sessionUpdate is "tool_search_query".
-	ToolSearchQuery *ToolSearchQueryUpdate
-	// A client-executed tool search promoted tools. Vendor fields live under _meta.harn; at the
-	// update's root (pre-#905) they are forbidden (see the legacy reader in gen/harn).
-	//
-	// Set when sessionUpdate is "tool_search_result".
-	ToolSearchResult *ToolSearchResultUpdate
-	// The agent asks a human. Vendor fields live under _meta.harn; at the update's root (pre-#905)
-	// they are forbidden (see the legacy reader in gen/harn).
-	//
-	// Set when sessionUpdate is "hitl_request".
-	HITLRequest *HITLRequestUpdate
-	// A human-in-the-loop request was resolved. Vendor fields live under _meta.harn; at the update's
-	// root (pre-#905) they are forbidden (see the legacy reader in gen/harn).
-	//
-	// Set when sessionUpdate is "hitl_resolved".
-	HITLResolved *HITLResolvedUpdate
-	// A pending system reminder was rendered into the next model request. Vendor fields live under
-	// _meta.harn; at the update's root (pre-#905) they are forbidden (see the legacy reader in
-	// gen/harn).
-	//
-	// Set when sessionUpdate is "reminder_emitted".
-	ReminderEmitted *ReminderEmittedUpdate
-	// The live-client registry changed (beyond the seed's list). Vendor fields live under _meta.harn;
-	// at the update's root (pre-#905) they are forbidden (see the legacy reader in gen/harn).
-	//
-	// Set when sessionUpdate is "live_session_client".
-	LiveSessionClient *LiveSessionClientUpdate
-	// The agent changed its stance. Vendor fields live under _meta.harn; at the update's root
-	// (pre-#905) they are forbidden (see the legacy reader in gen/harn).
-	//
-	// Set when sessionUpdate is "stance_transition".
-	StanceTransition *StanceTransitionUpdate
-	// A bridge call started. Legacy: still produced by Harn's standalone HostBridge, never advertised;
-	// decoded so that nothing is dropped.
-	//
-	// Set when sessionUpdate is "call_start".
-	CallStart *CallStartUpdate
-	// A bridge call streamed progress. Legacy: still produced by Harn's standalone HostBridge, never
-	// advertised; decoded so that nothing is dropped.
-	//
-	// Set when sessionUpdate is "call_progress".
-	CallProgress *CallProgressUpdate
-	// A bridge call ended. Legacy: still produced by Harn's standalone HostBridge, never advertised;
-	// decoded so that nothing is dropped.
-	//
-	// Set when sessionUpdate is "call_end".
-	CallEnd *CallEndUpdate
 	// Unknown holds, verbatim, an object whose sessionUpdate names no variant this version knows.
 	Unknown jsontext.Value
 }
@@ -20507,84 +15256,6 @@ var unionSessionUpdate = wire.Union{
 	}, {
 		Object: &objSessionMessageChunk,
 		Tag:    "session_message_chunk",
-	}, {
-		Object: &objUserMessageUpdate,
-		Tag:    "user_message",
-	}, {
-		Object: &objSessionTruncatedUpdate,
-		Tag:    "session_truncated",
-	}, {
-		Object: &objSessionRollbackUpdate,
-		Tag:    "session_rollback",
-	}, {
-		Object: &objSessionRedoUpdate,
-		Tag:    "session_redo",
-	}, {
-		Object: &objArtifactUpdate,
-		Tag:    "artifact",
-	}, {
-		Object: &objProgressUpdate,
-		Tag:    "progress",
-	}, {
-		Object: &objLogUpdate,
-		Tag:    "log",
-	}, {
-		Object: &objFsWatchUpdate,
-		Tag:    "fs_watch",
-	}, {
-		Object: &objWorkerUpdate,
-		Tag:    "worker_update",
-	}, {
-		Object: &objTranscriptCompactedUpdate,
-		Tag:    "transcript_compacted",
-	}, {
-		Object: &objTranscriptProjectedUpdate,
-		Tag:    "transcript_projected",
-	}, {
-		Object: &objHandoffUpdate,
-		Tag:    "handoff",
-	}, {
-		Object: &objSkillActivatedUpdate,
-		Tag:    "skill_activated",
-	}, {
-		Object: &objSkillDeactivatedUpdate,
-		Tag:    "skill_deactivated",
-	}, {
-		Object: &objSkillScopeToolsUpdate,
-		Tag:    "skill_scope_tools",
-	}, {
-		Object: &objSkillNarrowUpdate,
-		Tag:    "skill_narrow",
-	}, {
-		Object: &objToolSearchQueryUpdate,
-		Tag:    "tool_search_query",
-	}, {
-		Object: &objToolSearchResultUpdate,
-		Tag:    "tool_search_result",
-	}, {
-		Object: &objHITLRequestUpdate,
-		Tag:    "hitl_request",
-	}, {
-		Object: &objHITLResolvedUpdate,
-		Tag:    "hitl_resolved",
-	}, {
-		Object: &objReminderEmittedUpdate,
-		Tag:    "reminder_emitted",
-	}, {
-		Object: &objLiveSessionClientUpdate,
-		Tag:    "live_session_client",
-	}, {
-		Object: &objStanceTransitionUpdate,
-		Tag:    "stance_transition",
-	}, {
-		Object: &objCallStartUpdate,
-		Tag:    "call_start",
-	}, {
-		Object: &objCallProgressUpdate,
-		Tag:    "call_progress",
-	}, {
-		Object: &objCallEndUpdate,
-		Tag:    "call_end",
 	}},
 }
 
@@ -20629,58 +15300,6 @@ func (x SessionUpdate) Tag() string {
 		return "session_message"
 	case x.SessionMessageChunk != nil:
 		return "session_message_chunk"
-	case x.UserMessage != nil:
-		return "user_message"
-	case x.SessionTruncated != nil:
-		return "session_truncated"
-	case x.SessionRollback != nil:
-		return "session_rollback"
-	case x.SessionRedo != nil:
-		return "session_redo"
-	case x.Artifact != nil:
-		return "artifact"
-	case x.Progress != nil:
-		return "progress"
-	case x.Log != nil:
-		return "log"
-	case x.FsWatch != nil:
-		return "fs_watch"
-	case x.WorkerUpdate != nil:
-		return "worker_update"
-	case x.TranscriptCompacted != nil:
-		return "transcript_compacted"
-	case x.TranscriptProjected != nil:
-		return "transcript_projected"
-	case x.Handoff != nil:
-		return "handoff"
-	case x.SkillActivated != nil:
-		return "skill_activated"
-	case x.SkillDeactivated != nil:
-		return "skill_deactivated"
-	case x.SkillScopeTools != nil:
-		return "skill_scope_tools"
-	case x.SkillNarrow != nil:
-		return "skill_narrow"
-	case x.ToolSearchQuery != nil:
-		return "tool_search_query"
-	case x.ToolSearchResult != nil:
-		return "tool_search_result"
-	case x.HITLRequest != nil:
-		return "hitl_request"
-	case x.HITLResolved != nil:
-		return "hitl_resolved"
-	case x.ReminderEmitted != nil:
-		return "reminder_emitted"
-	case x.LiveSessionClient != nil:
-		return "live_session_client"
-	case x.StanceTransition != nil:
-		return "stance_transition"
-	case x.CallStart != nil:
-		return "call_start"
-	case x.CallProgress != nil:
-		return "call_progress"
-	case x.CallEnd != nil:
-		return "call_end"
 	}
 	return wire.UnknownTag(x.Unknown, "sessionUpdate")
 }
@@ -20735,58 +15354,6 @@ func (x *SessionUpdate) member(r *wire.ObjectReader) error {
 		return wire.New(&x.SessionMessage).member(r)
 	case 18:
 		return wire.New(&x.SessionMessageChunk).member(r)
-	case 19:
-		return wire.New(&x.UserMessage).member(r)
-	case 20:
-		return wire.New(&x.SessionTruncated).member(r)
-	case 21:
-		return wire.New(&x.SessionRollback).member(r)
-	case 22:
-		return wire.New(&x.SessionRedo).member(r)
-	case 23:
-		return wire.New(&x.Artifact).member(r)
-	case 24:
-		return wire.New(&x.Progress).member(r)
-	case 25:
-		return wire.New(&x.Log).member(r)
-	case 26:
-		return wire.New(&x.FsWatch).member(r)
-	case 27:
-		return wire.New(&x.WorkerUpdate).member(r)
-	case 28:
-		return wire.New(&x.TranscriptCompacted).member(r)
-	case 29:
-		return wire.New(&x.TranscriptProjected).member(r)
-	case 30:
-		return wire.New(&x.Handoff).member(r)
-	case 31:
-		return wire.New(&x.SkillActivated).member(r)
-	case 32:
-		return wire.New(&x.SkillDeactivated).member(r)
-	case 33:
-		return wire.New(&x.SkillScopeTools).member(r)
-	case 34:
-		return wire.New(&x.SkillNarrow).member(r)
-	case 35:
-		return wire.New(&x.ToolSearchQuery).member(r)
-	case 36:
-		return wire.New(&x.ToolSearchResult).member(r)
-	case 37:
-		return wire.New(&x.HITLRequest).member(r)
-	case 38:
-		return wire.New(&x.HITLResolved).member(r)
-	case 39:
-		return wire.New(&x.ReminderEmitted).member(r)
-	case 40:
-		return wire.New(&x.LiveSessionClient).member(r)
-	case 41:
-		return wire.New(&x.StanceTransition).member(r)
-	case 42:
-		return wire.New(&x.CallStart).member(r)
-	case 43:
-		return wire.New(&x.CallProgress).member(r)
-	case 44:
-		return wire.New(&x.CallEnd).member(r)
 	}
 	return nil
 }
@@ -20852,84 +15419,6 @@ func (x SessionUpdate) MarshalJSONTo(enc *jsontext.Encoder) error {
 	case x.SessionMessageChunk != nil:
 		w.Tag("sessionUpdate", "session_message_chunk")
 		x.SessionMessageChunk.members(&w)
-	case x.UserMessage != nil:
-		w.Tag("sessionUpdate", "user_message")
-		x.UserMessage.members(&w)
-	case x.SessionTruncated != nil:
-		w.Tag("sessionUpdate", "session_truncated")
-		x.SessionTruncated.members(&w)
-	case x.SessionRollback != nil:
-		w.Tag("sessionUpdate", "session_rollback")
-		x.SessionRollback.members(&w)
-	case x.SessionRedo != nil:
-		w.Tag("sessionUpdate", "session_redo")
-		x.SessionRedo.members(&w)
-	case x.Artifact != nil:
-		w.Tag("sessionUpdate", "artifact")
-		x.Artifact.members(&w)
-	case x.Progress != nil:
-		w.Tag("sessionUpdate", "progress")
-		x.Progress.members(&w)
-	case x.Log != nil:
-		w.Tag("sessionUpdate", "log")
-		x.Log.members(&w)
-	case x.FsWatch != nil:
-		w.Tag("sessionUpdate", "fs_watch")
-		x.FsWatch.members(&w)
-	case x.WorkerUpdate != nil:
-		w.Tag("sessionUpdate", "worker_update")
-		x.WorkerUpdate.members(&w)
-	case x.TranscriptCompacted != nil:
-		w.Tag("sessionUpdate", "transcript_compacted")
-		x.TranscriptCompacted.members(&w)
-	case x.TranscriptProjected != nil:
-		w.Tag("sessionUpdate", "transcript_projected")
-		x.TranscriptProjected.members(&w)
-	case x.Handoff != nil:
-		w.Tag("sessionUpdate", "handoff")
-		x.Handoff.members(&w)
-	case x.SkillActivated != nil:
-		w.Tag("sessionUpdate", "skill_activated")
-		x.SkillActivated.members(&w)
-	case x.SkillDeactivated != nil:
-		w.Tag("sessionUpdate", "skill_deactivated")
-		x.SkillDeactivated.members(&w)
-	case x.SkillScopeTools != nil:
-		w.Tag("sessionUpdate", "skill_scope_tools")
-		x.SkillScopeTools.members(&w)
-	case x.SkillNarrow != nil:
-		w.Tag("sessionUpdate", "skill_narrow")
-		x.SkillNarrow.members(&w)
-	case x.ToolSearchQuery != nil:
-		w.Tag("sessionUpdate", "tool_search_query")
-		x.ToolSearchQuery.members(&w)
-	case x.ToolSearchResult != nil:
-		w.Tag("sessionUpdate", "tool_search_result")
-		x.ToolSearchResult.members(&w)
-	case x.HITLRequest != nil:
-		w.Tag("sessionUpdate", "hitl_request")
-		x.HITLRequest.members(&w)
-	case x.HITLResolved != nil:
-		w.Tag("sessionUpdate", "hitl_resolved")
-		x.HITLResolved.members(&w)
-	case x.ReminderEmitted != nil:
-		w.Tag("sessionUpdate", "reminder_emitted")
-		x.ReminderEmitted.members(&w)
-	case x.LiveSessionClient != nil:
-		w.Tag("sessionUpdate", "live_session_client")
-		x.LiveSessionClient.members(&w)
-	case x.StanceTransition != nil:
-		w.Tag("sessionUpdate", "stance_transition")
-		x.StanceTransition.members(&w)
-	case x.CallStart != nil:
-		w.Tag("sessionUpdate", "call_start")
-		x.CallStart.members(&w)
-	case x.CallProgress != nil:
-		w.Tag("sessionUpdate", "call_progress")
-		x.CallProgress.members(&w)
-	case x.CallEnd != nil:
-		w.Tag("sessionUpdate", "call_end")
-		x.CallEnd.members(&w)
 	default:
 		return wire.WriteUnknown(enc, "SessionUpdate", x.Unknown)
 	}
@@ -21714,602 +16203,6 @@ func (x SetSessionTitleResponse) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
 func (x *SetSessionTitleResponse) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// A skill became active. Vendor fields live under _meta.harn; at the update's root (pre-#905) they are
-// forbidden (see the legacy reader in gen/harn).
-//
-// Open: members the schema does not name are kept in Extra and written back. These members are
-// forbidden (wire.ErrForbiddenMember): `skillName`, `iteration`, `reason`. Generated from
-// harn-acp.schema.json#/$defs/skill_activated_update.
-type SkillActivatedUpdate struct {
-	// The _meta of a skill_activated update: Harn's fields under harn; other keys are kept.
-	Meta SkillActivatedUpdateMeta
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
-}
-
-var objSkillActivatedUpdate = wire.Object{
-	Required: []string{"sessionUpdate", "_meta"},
-	Type:     "SkillActivatedUpdate",
-}
-
-// UnmarshalJSONFrom decodes SkillActivatedUpdate, checking required members, kinds and constraints.
-func (x *SkillActivatedUpdate) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = SkillActivatedUpdate{}
-	r := wire.ReadObject(dec, &objSkillActivatedUpdate)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *SkillActivatedUpdate) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "sessionUpdate":
-		return wire.Const(r, "skill_activated", wire.StringFrom)
-	case "_meta":
-		return wire.Field(r, &x.Meta, (*SkillActivatedUpdateMeta).UnmarshalJSONFrom)
-	case "skillName", "iteration", "reason":
-		return r.Forbidden()
-	}
-	return r.Extra(&x.Extra)
-}
-
-// MarshalJSONTo encodes SkillActivatedUpdate, members in schema order, then Extra.
-func (x SkillActivatedUpdate) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *SkillActivatedUpdate) members(w *wire.ObjectWriter) {
-	wire.PutConst(w, "sessionUpdate", "skill_activated", wire.StringTo)
-	wire.Put(w, "_meta", x.Meta, SkillActivatedUpdateMeta.MarshalJSONTo)
-	w.ExtrasExcept(x.Extra, "SkillActivatedUpdate", "skillName", "iteration", "reason")
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x SkillActivatedUpdate) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *SkillActivatedUpdate) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// The _meta of a skill_activated update: Harn's fields under harn; other keys are kept.
-//
-// Open: members the schema does not name are kept in Extra and written back. Generated from
-// harn-acp.schema.json#/$defs/skill_activated_update_meta.
-type SkillActivatedUpdateMeta struct {
-	// A skill became active.
-	Harn HarnSkillActivated
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
-}
-
-var objSkillActivatedUpdateMeta = wire.Object{
-	Required: []string{"harn"},
-	Type:     "SkillActivatedUpdateMeta",
-}
-
-// UnmarshalJSONFrom decodes SkillActivatedUpdateMeta, checking required members, kinds and constraints.
-func (x *SkillActivatedUpdateMeta) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = SkillActivatedUpdateMeta{}
-	r := wire.ReadObject(dec, &objSkillActivatedUpdateMeta)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *SkillActivatedUpdateMeta) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "harn":
-		return wire.Field(r, &x.Harn, (*HarnSkillActivated).UnmarshalJSONFrom)
-	}
-	return r.Extra(&x.Extra)
-}
-
-// MarshalJSONTo encodes SkillActivatedUpdateMeta, members in schema order, then Extra.
-func (x SkillActivatedUpdateMeta) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *SkillActivatedUpdateMeta) members(w *wire.ObjectWriter) {
-	wire.Put(w, "harn", x.Harn, HarnSkillActivated.MarshalJSONTo)
-	w.Extras(x.Extra)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x SkillActivatedUpdateMeta) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *SkillActivatedUpdateMeta) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// A skill became inactive. Vendor fields live under _meta.harn; at the update's root (pre-#905) they
-// are forbidden (see the legacy reader in gen/harn).
-//
-// Open: members the schema does not name are kept in Extra and written back. These members are
-// forbidden (wire.ErrForbiddenMember): `skillName`, `iteration`. Generated from
-// harn-acp.schema.json#/$defs/skill_deactivated_update.
-type SkillDeactivatedUpdate struct {
-	// The _meta of a skill_deactivated update: Harn's fields under harn; other keys are kept.
-	Meta SkillDeactivatedUpdateMeta
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
-}
-
-var objSkillDeactivatedUpdate = wire.Object{
-	Required: []string{"sessionUpdate", "_meta"},
-	Type:     "SkillDeactivatedUpdate",
-}
-
-// UnmarshalJSONFrom decodes SkillDeactivatedUpdate, checking required members, kinds and constraints.
-func (x *SkillDeactivatedUpdate) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = SkillDeactivatedUpdate{}
-	r := wire.ReadObject(dec, &objSkillDeactivatedUpdate)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *SkillDeactivatedUpdate) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "sessionUpdate":
-		return wire.Const(r, "skill_deactivated", wire.StringFrom)
-	case "_meta":
-		return wire.Field(r, &x.Meta, (*SkillDeactivatedUpdateMeta).UnmarshalJSONFrom)
-	case "skillName", "iteration":
-		return r.Forbidden()
-	}
-	return r.Extra(&x.Extra)
-}
-
-// MarshalJSONTo encodes SkillDeactivatedUpdate, members in schema order, then Extra.
-func (x SkillDeactivatedUpdate) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *SkillDeactivatedUpdate) members(w *wire.ObjectWriter) {
-	wire.PutConst(w, "sessionUpdate", "skill_deactivated", wire.StringTo)
-	wire.Put(w, "_meta", x.Meta, SkillDeactivatedUpdateMeta.MarshalJSONTo)
-	w.ExtrasExcept(x.Extra, "SkillDeactivatedUpdate", "skillName", "iteration")
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x SkillDeactivatedUpdate) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *SkillDeactivatedUpdate) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// The _meta of a skill_deactivated update: Harn's fields under harn; other keys are kept.
-//
-// Open: members the schema does not name are kept in Extra and written back. Generated from
-// harn-acp.schema.json#/$defs/skill_deactivated_update_meta.
-type SkillDeactivatedUpdateMeta struct {
-	// A skill became inactive.
-	Harn HarnSkillDeactivated
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
-}
-
-var objSkillDeactivatedUpdateMeta = wire.Object{
-	Required: []string{"harn"},
-	Type:     "SkillDeactivatedUpdateMeta",
-}
-
-// UnmarshalJSONFrom decodes SkillDeactivatedUpdateMeta, checking required members, kinds and constraints.
-func (x *SkillDeactivatedUpdateMeta) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = SkillDeactivatedUpdateMeta{}
-	r := wire.ReadObject(dec, &objSkillDeactivatedUpdateMeta)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *SkillDeactivatedUpdateMeta) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "harn":
-		return wire.Field(r, &x.Harn, (*HarnSkillDeactivated).UnmarshalJSONFrom)
-	}
-	return r.Extra(&x.Extra)
-}
-
-// MarshalJSONTo encodes SkillDeactivatedUpdateMeta, members in schema order, then Extra.
-func (x SkillDeactivatedUpdateMeta) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *SkillDeactivatedUpdateMeta) members(w *wire.ObjectWriter) {
-	wire.Put(w, "harn", x.Harn, HarnSkillDeactivated.MarshalJSONTo)
-	w.Extras(x.Extra)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x SkillDeactivatedUpdateMeta) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *SkillDeactivatedUpdateMeta) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// Skills narrowed the tool set. Vendor fields live under _meta.harn; at the update's root (pre-#905)
-// they are forbidden (see the legacy reader in gen/harn).
-//
-// Open: members the schema does not name are kept in Extra and written back. These members are
-// forbidden (wire.ErrForbiddenMember): `reason`, `removedTools`, `remainingTools`, `policy`,
-// `removedToolDetails`, `keptToolDetails`. Generated from
-// harn-acp.schema.json#/$defs/skill_narrow_update.
-type SkillNarrowUpdate struct {
-	// The _meta of a skill_narrow update: Harn's fields under harn; other keys are kept.
-	Meta SkillNarrowUpdateMeta
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
-}
-
-var objSkillNarrowUpdate = wire.Object{
-	Required: []string{"sessionUpdate", "_meta"},
-	Type:     "SkillNarrowUpdate",
-}
-
-// UnmarshalJSONFrom decodes SkillNarrowUpdate, checking required members, kinds and constraints.
-func (x *SkillNarrowUpdate) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = SkillNarrowUpdate{}
-	r := wire.ReadObject(dec, &objSkillNarrowUpdate)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *SkillNarrowUpdate) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "sessionUpdate":
-		return wire.Const(r, "skill_narrow", wire.StringFrom)
-	case "_meta":
-		return wire.Field(r, &x.Meta, (*SkillNarrowUpdateMeta).UnmarshalJSONFrom)
-	case "reason", "removedTools", "remainingTools", "policy", "removedToolDetails", "keptToolDetails":
-		return r.Forbidden()
-	}
-	return r.Extra(&x.Extra)
-}
-
-// MarshalJSONTo encodes SkillNarrowUpdate, members in schema order, then Extra.
-func (x SkillNarrowUpdate) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *SkillNarrowUpdate) members(w *wire.ObjectWriter) {
-	wire.PutConst(w, "sessionUpdate", "skill_narrow", wire.StringTo)
-	wire.Put(w, "_meta", x.Meta, SkillNarrowUpdateMeta.MarshalJSONTo)
-	w.ExtrasExcept(x.Extra, "SkillNarrowUpdate", "reason", "removedTools", "remainingTools", "policy", "removedToolDetails", "keptToolDetails")
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x SkillNarrowUpdate) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *SkillNarrowUpdate) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// The _meta of a skill_narrow update: Harn's fields under harn; other keys are kept.
-//
-// Open: members the schema does not name are kept in Extra and written back. Generated from
-// harn-acp.schema.json#/$defs/skill_narrow_update_meta.
-type SkillNarrowUpdateMeta struct {
-	// Skills narrowed the tool set.
-	Harn HarnSkillNarrow
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
-}
-
-var objSkillNarrowUpdateMeta = wire.Object{
-	Required: []string{"harn"},
-	Type:     "SkillNarrowUpdateMeta",
-}
-
-// UnmarshalJSONFrom decodes SkillNarrowUpdateMeta, checking required members, kinds and constraints.
-func (x *SkillNarrowUpdateMeta) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = SkillNarrowUpdateMeta{}
-	r := wire.ReadObject(dec, &objSkillNarrowUpdateMeta)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *SkillNarrowUpdateMeta) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "harn":
-		return wire.Field(r, &x.Harn, (*HarnSkillNarrow).UnmarshalJSONFrom)
-	}
-	return r.Extra(&x.Extra)
-}
-
-// MarshalJSONTo encodes SkillNarrowUpdateMeta, members in schema order, then Extra.
-func (x SkillNarrowUpdateMeta) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *SkillNarrowUpdateMeta) members(w *wire.ObjectWriter) {
-	wire.Put(w, "harn", x.Harn, HarnSkillNarrow.MarshalJSONTo)
-	w.Extras(x.Extra)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x SkillNarrowUpdateMeta) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *SkillNarrowUpdateMeta) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// An active skill scoped the tools. Vendor fields live under _meta.harn; at the update's root
-// (pre-#905) they are forbidden (see the legacy reader in gen/harn).
-//
-// Open: members the schema does not name are kept in Extra and written back. These members are
-// forbidden (wire.ErrForbiddenMember): `skillName`, `allowedTools`. Generated from
-// harn-acp.schema.json#/$defs/skill_scope_tools_update.
-type SkillScopeToolsUpdate struct {
-	// The _meta of a skill_scope_tools update: Harn's fields under harn; other keys are kept.
-	Meta SkillScopeToolsUpdateMeta
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
-}
-
-var objSkillScopeToolsUpdate = wire.Object{
-	Required: []string{"sessionUpdate", "_meta"},
-	Type:     "SkillScopeToolsUpdate",
-}
-
-// UnmarshalJSONFrom decodes SkillScopeToolsUpdate, checking required members, kinds and constraints.
-func (x *SkillScopeToolsUpdate) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = SkillScopeToolsUpdate{}
-	r := wire.ReadObject(dec, &objSkillScopeToolsUpdate)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *SkillScopeToolsUpdate) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "sessionUpdate":
-		return wire.Const(r, "skill_scope_tools", wire.StringFrom)
-	case "_meta":
-		return wire.Field(r, &x.Meta, (*SkillScopeToolsUpdateMeta).UnmarshalJSONFrom)
-	case "skillName", "allowedTools":
-		return r.Forbidden()
-	}
-	return r.Extra(&x.Extra)
-}
-
-// MarshalJSONTo encodes SkillScopeToolsUpdate, members in schema order, then Extra.
-func (x SkillScopeToolsUpdate) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *SkillScopeToolsUpdate) members(w *wire.ObjectWriter) {
-	wire.PutConst(w, "sessionUpdate", "skill_scope_tools", wire.StringTo)
-	wire.Put(w, "_meta", x.Meta, SkillScopeToolsUpdateMeta.MarshalJSONTo)
-	w.ExtrasExcept(x.Extra, "SkillScopeToolsUpdate", "skillName", "allowedTools")
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x SkillScopeToolsUpdate) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *SkillScopeToolsUpdate) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// The _meta of a skill_scope_tools update: Harn's fields under harn; other keys are kept.
-//
-// Open: members the schema does not name are kept in Extra and written back. Generated from
-// harn-acp.schema.json#/$defs/skill_scope_tools_update_meta.
-type SkillScopeToolsUpdateMeta struct {
-	// An active skill scoped the tools the model may use.
-	Harn HarnSkillScopeTools
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
-}
-
-var objSkillScopeToolsUpdateMeta = wire.Object{
-	Required: []string{"harn"},
-	Type:     "SkillScopeToolsUpdateMeta",
-}
-
-// UnmarshalJSONFrom decodes SkillScopeToolsUpdateMeta, checking required members, kinds and constraints.
-func (x *SkillScopeToolsUpdateMeta) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = SkillScopeToolsUpdateMeta{}
-	r := wire.ReadObject(dec, &objSkillScopeToolsUpdateMeta)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *SkillScopeToolsUpdateMeta) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "harn":
-		return wire.Field(r, &x.Harn, (*HarnSkillScopeTools).UnmarshalJSONFrom)
-	}
-	return r.Extra(&x.Extra)
-}
-
-// MarshalJSONTo encodes SkillScopeToolsUpdateMeta, members in schema order, then Extra.
-func (x SkillScopeToolsUpdateMeta) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *SkillScopeToolsUpdateMeta) members(w *wire.ObjectWriter) {
-	wire.Put(w, "harn", x.Harn, HarnSkillScopeTools.MarshalJSONTo)
-	w.Extras(x.Extra)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x SkillScopeToolsUpdateMeta) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *SkillScopeToolsUpdateMeta) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// The agent changed its stance. Vendor fields live under _meta.harn; at the update's root (pre-#905)
-// they are forbidden (see the legacy reader in gen/harn).
-//
-// Open: members the schema does not name are kept in Extra and written back. These members are
-// forbidden (wire.ErrForbiddenMember): `phase`, `escapeTool`, `allowedTools`, `justification`,
-// `consent`, `reason`. Generated from harn-acp.schema.json#/$defs/stance_transition_update.
-type StanceTransitionUpdate struct {
-	// The _meta of a stance_transition update: Harn's fields under harn; other keys are kept.
-	Meta StanceTransitionUpdateMeta
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
-}
-
-var objStanceTransitionUpdate = wire.Object{
-	Required: []string{"sessionUpdate", "_meta"},
-	Type:     "StanceTransitionUpdate",
-}
-
-// UnmarshalJSONFrom decodes StanceTransitionUpdate, checking required members, kinds and constraints.
-func (x *StanceTransitionUpdate) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = StanceTransitionUpdate{}
-	r := wire.ReadObject(dec, &objStanceTransitionUpdate)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *StanceTransitionUpdate) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "sessionUpdate":
-		return wire.Const(r, "stance_transition", wire.StringFrom)
-	case "_meta":
-		return wire.Field(r, &x.Meta, (*StanceTransitionUpdateMeta).UnmarshalJSONFrom)
-	case "phase", "escapeTool", "allowedTools", "justification", "consent", "reason":
-		return r.Forbidden()
-	}
-	return r.Extra(&x.Extra)
-}
-
-// MarshalJSONTo encodes StanceTransitionUpdate, members in schema order, then Extra.
-func (x StanceTransitionUpdate) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *StanceTransitionUpdate) members(w *wire.ObjectWriter) {
-	wire.PutConst(w, "sessionUpdate", "stance_transition", wire.StringTo)
-	wire.Put(w, "_meta", x.Meta, StanceTransitionUpdateMeta.MarshalJSONTo)
-	w.ExtrasExcept(x.Extra, "StanceTransitionUpdate", "phase", "escapeTool", "allowedTools", "justification", "consent", "reason")
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x StanceTransitionUpdate) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *StanceTransitionUpdate) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// The _meta of a stance_transition update: Harn's fields under harn; other keys are kept.
-//
-// Open: members the schema does not name are kept in Extra and written back. Generated from
-// harn-acp.schema.json#/$defs/stance_transition_update_meta.
-type StanceTransitionUpdateMeta struct {
-	// The agent changed its stance (beyond the seed's list).
-	Harn HarnStanceTransition
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
-}
-
-var objStanceTransitionUpdateMeta = wire.Object{
-	Required: []string{"harn"},
-	Type:     "StanceTransitionUpdateMeta",
-}
-
-// UnmarshalJSONFrom decodes StanceTransitionUpdateMeta, checking required members, kinds and constraints.
-func (x *StanceTransitionUpdateMeta) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = StanceTransitionUpdateMeta{}
-	r := wire.ReadObject(dec, &objStanceTransitionUpdateMeta)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *StanceTransitionUpdateMeta) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "harn":
-		return wire.Field(r, &x.Harn, (*HarnStanceTransition).UnmarshalJSONFrom)
-	}
-	return r.Extra(&x.Extra)
-}
-
-// MarshalJSONTo encodes StanceTransitionUpdateMeta, members in schema order, then Extra.
-func (x StanceTransitionUpdateMeta) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *StanceTransitionUpdateMeta) members(w *wire.ObjectWriter) {
-	wire.Put(w, "harn", x.Harn, HarnStanceTransition.MarshalJSONTo)
-	w.Extras(x.Extra)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x StanceTransitionUpdateMeta) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *StanceTransitionUpdateMeta) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
@@ -23214,136 +17107,6 @@ func (x *TerminalID) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
-// The kind of ending. Open: a kind Harn adds later is kept (and is not completion).
-//
-// Other values: A value this version does not know.
-//
-// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
-// from harn-acp.schema.json#/$defs/terminal_kind.
-type TerminalKind string
-
-// Known values of TerminalKind, in schema order.
-const (
-	// The loop completed: the only kind that means completion.
-	TerminalKindNatural              TerminalKind = "natural"
-	TerminalKindUserCancelled        TerminalKind = "user_cancelled"
-	TerminalKindPolicyBudget         TerminalKind = "policy_budget"
-	TerminalKindCompletionUnverified TerminalKind = "completion_unverified"
-	TerminalKindPolicyNoProgress     TerminalKind = "policy_no_progress"
-	TerminalKindPolicyThrash         TerminalKind = "policy_thrash"
-	TerminalKindPolicyGuardrail      TerminalKind = "policy_guardrail"
-	TerminalKindPolicyStop           TerminalKind = "policy_stop"
-	TerminalKindProviderError        TerminalKind = "provider_error"
-	TerminalKindRuntimeError         TerminalKind = "runtime_error"
-	TerminalKindSuspended            TerminalKind = "suspended"
-	TerminalKindUnknown              TerminalKind = "unknown"
-)
-
-var valuesTerminalKind = []TerminalKind{TerminalKindNatural, TerminalKindUserCancelled, TerminalKindPolicyBudget, TerminalKindCompletionUnverified, TerminalKindPolicyNoProgress, TerminalKindPolicyThrash, TerminalKindPolicyGuardrail, TerminalKindPolicyStop, TerminalKindProviderError, TerminalKindRuntimeError, TerminalKindSuspended, TerminalKindUnknown}
-
-// Known reports whether x is one of the values the schema lists.
-func (x TerminalKind) Known() bool {
-	return slices.Contains(valuesTerminalKind, x)
-}
-
-// UnmarshalJSONFrom decodes TerminalKind, keeping any value.
-func (x *TerminalKind) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	return wire.StringEnum(dec, x, "TerminalKind", valuesTerminalKind, true)
-}
-
-// MarshalJSONTo encodes TerminalKind.
-func (x TerminalKind) MarshalJSONTo(enc *jsontext.Encoder) error {
-	return wire.WriteStringEnum(enc, x, "TerminalKind", valuesTerminalKind, true)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x TerminalKind) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *TerminalKind) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// How the agent loop ended. Only kind natural means the prompt completed; stopReason end_turn alone is
-// no evidence of completion.
-//
-// Open: members the schema does not name are kept in Extra and written back. Generated from
-// harn-acp.schema.json#/$defs/terminal_outcome.
-type TerminalOutcome struct {
-	// The kind of ending. Open: a kind Harn adds later is kept (and is not completion).
-	Kind   TerminalKind
-	Reason string
-	// Who ended the loop. Open.
-	Owner         TerminalOwner
-	TerminalClass *string
-	Message       *string
-	Detail        *string
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
-}
-
-var objTerminalOutcome = wire.Object{
-	Required: []string{"kind", "reason", "owner"},
-	Type:     "TerminalOutcome",
-}
-
-// UnmarshalJSONFrom decodes TerminalOutcome, checking required members, kinds and constraints.
-func (x *TerminalOutcome) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = TerminalOutcome{}
-	r := wire.ReadObject(dec, &objTerminalOutcome)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *TerminalOutcome) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "kind":
-		return wire.Field(r, &x.Kind, (*TerminalKind).UnmarshalJSONFrom)
-	case "reason":
-		return wire.Field(r, &x.Reason, wire.StringFrom)
-	case "owner":
-		return wire.Field(r, &x.Owner, (*TerminalOwner).UnmarshalJSONFrom)
-	case "terminalClass":
-		return wire.Ptr(r, &x.TerminalClass, wire.StringFrom)
-	case "message":
-		return wire.Ptr(r, &x.Message, wire.StringFrom)
-	case "detail":
-		return wire.Ptr(r, &x.Detail, wire.StringFrom)
-	}
-	return r.Extra(&x.Extra)
-}
-
-// MarshalJSONTo encodes TerminalOutcome, members in schema order, then Extra.
-func (x TerminalOutcome) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *TerminalOutcome) members(w *wire.ObjectWriter) {
-	wire.Put(w, "kind", x.Kind, TerminalKind.MarshalJSONTo)
-	wire.Put(w, "reason", x.Reason, wire.StringTo)
-	wire.Put(w, "owner", x.Owner, TerminalOwner.MarshalJSONTo)
-	wire.PutPtr(w, "terminalClass", x.TerminalClass, wire.StringTo)
-	wire.PutPtr(w, "message", x.Message, wire.StringTo)
-	wire.PutPtr(w, "detail", x.Detail, wire.StringTo)
-	w.Extras(x.Extra)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x TerminalOutcome) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *TerminalOutcome) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
 // Request to get the current output and status of a terminal.
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
@@ -23491,56 +17254,9 @@ func (x *TerminalOutputResponse) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
-// Who ended the loop. Open.
-//
-// Other values: A value this version does not know.
-//
-// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
-// from harn-acp.schema.json#/$defs/terminal_owner.
-type TerminalOwner string
-
-// Known values of TerminalOwner, in schema order.
-const (
-	TerminalOwnerAgent    TerminalOwner = "agent"
-	TerminalOwnerUser     TerminalOwner = "user"
-	TerminalOwnerPolicy   TerminalOwner = "policy"
-	TerminalOwnerProvider TerminalOwner = "provider"
-	TerminalOwnerHarness  TerminalOwner = "harness"
-	TerminalOwnerUnknown  TerminalOwner = "unknown"
-)
-
-var valuesTerminalOwner = []TerminalOwner{TerminalOwnerAgent, TerminalOwnerUser, TerminalOwnerPolicy, TerminalOwnerProvider, TerminalOwnerHarness, TerminalOwnerUnknown}
-
-// Known reports whether x is one of the values the schema lists.
-func (x TerminalOwner) Known() bool {
-	return slices.Contains(valuesTerminalOwner, x)
-}
-
-// UnmarshalJSONFrom decodes TerminalOwner, keeping any value.
-func (x *TerminalOwner) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	return wire.StringEnum(dec, x, "TerminalOwner", valuesTerminalOwner, true)
-}
-
-// MarshalJSONTo encodes TerminalOwner.
-func (x TerminalOwner) MarshalJSONTo(enc *jsontext.Encoder) error {
-	return wire.WriteStringEnum(enc, x, "TerminalOwner", valuesTerminalOwner, true)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x TerminalOwner) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *TerminalOwner) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
 // Text provided to or from an LLM.
 //
-// Open: members the schema does not name are kept in Extra and written back. Under ContractHarn (the
-// "harn" contract) these members are forbidden too (wire.ErrForbiddenMember); other decodes keep them
-// in Extra: `visible_text`, `visible_delta`. Generated from
+// Open: members the schema does not name are kept in Extra and written back. Generated from
 // acp/v1/schema.unstable.json#/$defs/TextContent.
 type TextContent struct {
 	// Optional annotations that help clients decide how to display or route this content.
@@ -23553,7 +17269,7 @@ type TextContent struct {
 	//
 	// See protocol docs:
 	// [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-	Meta wire.Nullable[ContentMeta]
+	Meta wire.Nullable[jsontext.Value]
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
 }
@@ -23580,9 +17296,7 @@ func (x *TextContent) member(r *wire.ObjectReader) error {
 	case "text":
 		return wire.Field(r, &x.Text, wire.StringFrom)
 	case "_meta":
-		return wire.Opt(r, &x.Meta, (*ContentMeta).UnmarshalJSONFrom)
-	case "visible_text", "visible_delta":
-		return r.Under(ContractHarn, &x.Extra)
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -23597,7 +17311,7 @@ func (x TextContent) MarshalJSONTo(enc *jsontext.Encoder) error {
 func (x *TextContent) members(w *wire.ObjectWriter) {
 	wire.PutOpt(w, "annotations", x.Annotations, Annotations.MarshalJSONTo)
 	wire.Put(w, "text", x.Text, wire.StringTo)
-	wire.PutOpt(w, "_meta", x.Meta, ContentMeta.MarshalJSONTo)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	w.Extras(x.Extra)
 }
 
@@ -23762,10 +17476,7 @@ func (x *TitledMultiSelectItems) UnmarshalJSON(data []byte) error {
 //
 // See protocol docs: [Tool Calls](https://agentclientprotocol.com/protocol/v1/draft/tool-calls)
 //
-// Open: members the schema does not name are kept in Extra and written back. Under ContractHarn (the
-// "harn" contract) these members are forbidden too (wire.ErrForbiddenMember); other decodes keep them
-// in Extra: `audit`, `changedPaths`, `data`, `durationMs`, `error`, `errorCategory`,
-// `executionDurationMs`, `executor`, `mutationStatus`, `parsing`, `rawInputPartial`. Generated from
+// Open: members the schema does not name are kept in Extra and written back. Generated from
 // acp/v1/schema.unstable.json#/$defs/ToolCall.
 type ToolCall struct {
 	// Unique identifier for this tool call within the session.
@@ -23809,7 +17520,7 @@ type ToolCall struct {
 	//
 	// See protocol docs:
 	// [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-	Meta wire.Nullable[ToolCallMeta]
+	Meta wire.Nullable[jsontext.Value]
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
 }
@@ -23850,9 +17561,7 @@ func (x *ToolCall) member(r *wire.ObjectReader) error {
 	case "rawOutput":
 		return wire.Field(r, &x.RawOutput, wire.RawFrom)
 	case "_meta":
-		return wire.Opt(r, &x.Meta, (*ToolCallMeta).UnmarshalJSONFrom)
-	case "audit", "changedPaths", "data", "durationMs", "error", "errorCategory", "executionDurationMs", "executor", "mutationStatus", "parsing", "rawInputPartial":
-		return r.Under(ContractHarn, &x.Extra)
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -23874,7 +17583,7 @@ func (x *ToolCall) members(w *wire.ObjectWriter) {
 	wire.PutOptValue(w, "ToolCall", "locations", x.Locations, writeListOfToolCallLocation)
 	wire.PutIf(w, "rawInput", x.RawInput, x.RawInput != nil, wire.RawTo)
 	wire.PutIf(w, "rawOutput", x.RawOutput, x.RawOutput != nil, wire.RawTo)
-	wire.PutOpt(w, "_meta", x.Meta, ToolCallMeta.MarshalJSONTo)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	w.Extras(x.Extra)
 }
 
@@ -24100,64 +17809,6 @@ func (x *ToolCallLocation) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
-// The _meta of an ACP tool_call or tool_call_update as Harn fills it: Harn's fields under harn. Other
-// keys (other vendors' extensions) are kept in Extra.
-//
-// Open: members the schema does not name are kept in Extra and written back. Generated from
-// harn-acp.schema.json#/$defs/tool_call_meta.
-type ToolCallMeta struct {
-	// Harn's fields of a tool call: the tool-lifecycle extension fields (advertised as
-	// agentCapabilities._meta.harn.toolLifecycleExtensionFields) on session/update, and on the
-	// toolCall of session/request_permission also the approval request, the policy rationale and the
-	// tool's descriptor. Hosts migrating from pre-#904 builds read these here instead of at the
-	// update's root.
-	Harn *HarnToolLifecycle
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
-}
-
-var objToolCallMeta = wire.Object{Type: "ToolCallMeta"}
-
-// UnmarshalJSONFrom decodes ToolCallMeta, checking required members, kinds and constraints.
-func (x *ToolCallMeta) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = ToolCallMeta{}
-	r := wire.ReadObject(dec, &objToolCallMeta)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *ToolCallMeta) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "harn":
-		return wire.Ptr(r, &x.Harn, (*HarnToolLifecycle).UnmarshalJSONFrom)
-	}
-	return r.Extra(&x.Extra)
-}
-
-// MarshalJSONTo encodes ToolCallMeta, members in schema order, then Extra.
-func (x ToolCallMeta) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *ToolCallMeta) members(w *wire.ObjectWriter) {
-	wire.PutPtr(w, "harn", x.Harn, HarnToolLifecycle.MarshalJSONTo)
-	w.Extras(x.Extra)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x ToolCallMeta) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *ToolCallMeta) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
 // Execution status of a tool call.
 //
 // Tool calls progress through different statuses during their lifecycle.
@@ -24215,10 +17866,7 @@ func (x *ToolCallStatus) UnmarshalJSON(data []byte) error {
 //
 // See protocol docs: [Updating](https://agentclientprotocol.com/protocol/v1/draft/tool-calls#updating)
 //
-// Open: members the schema does not name are kept in Extra and written back. Under ContractHarn (the
-// "harn" contract) these members are forbidden too (wire.ErrForbiddenMember); other decodes keep them
-// in Extra: `audit`, `changedPaths`, `data`, `durationMs`, `error`, `errorCategory`,
-// `executionDurationMs`, `executor`, `mutationStatus`, `parsing`, `rawInputPartial`. Generated from
+// Open: members the schema does not name are kept in Extra and written back. Generated from
 // acp/v1/schema.unstable.json#/$defs/ToolCallUpdate.
 type ToolCallUpdate struct {
 	// The ID of the tool call being updated.
@@ -24248,7 +17896,7 @@ type ToolCallUpdate struct {
 	//
 	// See protocol docs:
 	// [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-	Meta wire.Nullable[ToolCallMeta]
+	Meta wire.Nullable[jsontext.Value]
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
 }
@@ -24289,9 +17937,7 @@ func (x *ToolCallUpdate) member(r *wire.ObjectReader) error {
 	case "rawOutput":
 		return wire.Field(r, &x.RawOutput, wire.RawFrom)
 	case "_meta":
-		return wire.Opt(r, &x.Meta, (*ToolCallMeta).UnmarshalJSONFrom)
-	case "audit", "changedPaths", "data", "durationMs", "error", "errorCategory", "executionDurationMs", "executor", "mutationStatus", "parsing", "rawInputPartial":
-		return r.Under(ContractHarn, &x.Extra)
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -24313,7 +17959,7 @@ func (x *ToolCallUpdate) members(w *wire.ObjectWriter) {
 	wire.PutOpt(w, "locations", x.Locations, writeListOfToolCallLocation)
 	wire.PutIf(w, "rawInput", x.RawInput, x.RawInput != nil, wire.RawTo)
 	wire.PutIf(w, "rawOutput", x.RawOutput, x.RawOutput != nil, wire.RawTo)
-	wire.PutOpt(w, "_meta", x.Meta, ToolCallMeta.MarshalJSONTo)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
 	w.Extras(x.Extra)
 }
 
@@ -24324,291 +17970,6 @@ func (x ToolCallUpdate) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
 func (x *ToolCallUpdate) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// The tool as the model saw it, when known.
-//
-// Open: members the schema does not name are kept in Extra and written back. Generated from
-// harn-acp.schema.json#/$defs/tool_descriptor.
-type ToolDescriptor struct {
-	Description   *string
-	InputSchema   jsontext.Value
-	SchemaChanged *bool
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
-}
-
-var objToolDescriptor = wire.Object{Type: "ToolDescriptor"}
-
-// UnmarshalJSONFrom decodes ToolDescriptor, checking required members, kinds and constraints.
-func (x *ToolDescriptor) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = ToolDescriptor{}
-	r := wire.ReadObject(dec, &objToolDescriptor)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *ToolDescriptor) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "description":
-		return wire.Ptr(r, &x.Description, wire.StringFrom)
-	case "inputSchema":
-		return wire.Field(r, &x.InputSchema, wire.RawFrom)
-	case "schemaChanged":
-		return wire.Ptr(r, &x.SchemaChanged, wire.BoolFrom)
-	}
-	return r.Extra(&x.Extra)
-}
-
-// MarshalJSONTo encodes ToolDescriptor, members in schema order, then Extra.
-func (x ToolDescriptor) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *ToolDescriptor) members(w *wire.ObjectWriter) {
-	wire.PutPtr(w, "description", x.Description, wire.StringTo)
-	wire.PutIf(w, "inputSchema", x.InputSchema, x.InputSchema != nil, wire.RawTo)
-	wire.PutPtr(w, "schemaChanged", x.SchemaChanged, wire.BoolTo)
-	w.Extras(x.Extra)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x ToolDescriptor) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *ToolDescriptor) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// Why a tool call failed. Open: a category Harn adds later is kept.
-//
-// Other values: A category this version does not know.
-//
-// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
-// from harn-acp.schema.json#/$defs/tool_error_category.
-type ToolErrorCategory string
-
-// Known values of ToolErrorCategory, in schema order.
-const (
-	// The arguments did not fit the tool's schema.
-	ToolErrorCategorySchemaValidation ToolErrorCategory = "schema_validation"
-	// The tool ran and failed.
-	ToolErrorCategoryToolError ToolErrorCategory = "tool_error"
-	// The MCP server serving the tool failed.
-	ToolErrorCategoryMCPServerError ToolErrorCategory = "mcp_server_error"
-	// The host bridge serving the tool failed.
-	ToolErrorCategoryHostBridgeError ToolErrorCategory = "host_bridge_error"
-	// The call was not approved.
-	ToolErrorCategoryPermissionDenied ToolErrorCategory = "permission_denied"
-	// The agent loop rejected a repeated call.
-	ToolErrorCategoryRejectedLoop ToolErrorCategory = "rejected_loop"
-	// The streamed arguments never parsed.
-	ToolErrorCategoryParseAborted ToolErrorCategory = "parse_aborted"
-	ToolErrorCategoryTimeout      ToolErrorCategory = "timeout"
-	ToolErrorCategoryNetwork      ToolErrorCategory = "network"
-	ToolErrorCategoryResourceBusy ToolErrorCategory = "resource_busy"
-	ToolErrorCategoryCancelled    ToolErrorCategory = "cancelled"
-	// The loop exited before the call finished.
-	ToolErrorCategoryAbandonedAtLoopExit ToolErrorCategory = "abandoned_at_loop_exit"
-	ToolErrorCategoryEnvironment         ToolErrorCategory = "environment"
-	ToolErrorCategoryUnknown             ToolErrorCategory = "unknown"
-)
-
-var valuesToolErrorCategory = []ToolErrorCategory{ToolErrorCategorySchemaValidation, ToolErrorCategoryToolError, ToolErrorCategoryMCPServerError, ToolErrorCategoryHostBridgeError, ToolErrorCategoryPermissionDenied, ToolErrorCategoryRejectedLoop, ToolErrorCategoryParseAborted, ToolErrorCategoryTimeout, ToolErrorCategoryNetwork, ToolErrorCategoryResourceBusy, ToolErrorCategoryCancelled, ToolErrorCategoryAbandonedAtLoopExit, ToolErrorCategoryEnvironment, ToolErrorCategoryUnknown}
-
-// Known reports whether x is one of the values the schema lists.
-func (x ToolErrorCategory) Known() bool {
-	return slices.Contains(valuesToolErrorCategory, x)
-}
-
-// UnmarshalJSONFrom decodes ToolErrorCategory, keeping any value.
-func (x *ToolErrorCategory) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	return wire.StringEnum(dec, x, "ToolErrorCategory", valuesToolErrorCategory, true)
-}
-
-// MarshalJSONTo encodes ToolErrorCategory.
-func (x ToolErrorCategory) MarshalJSONTo(enc *jsontext.Encoder) error {
-	return wire.WriteStringEnum(enc, x, "ToolErrorCategory", valuesToolErrorCategory, true)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x ToolErrorCategory) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *ToolErrorCategory) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// The backend that ran the tool: a name, or an object for tools from an MCP server. Omitted while the
-// backend is not yet chosen.
-//
-// The JSON kind of the value selects the variant; exactly one field is set. Generated from
-// harn-acp.schema.json#/$defs/tool_executor.
-type ToolExecutor struct {
-	// Set when the value is a JSON string.
-	String *ToolExecutorName
-	// Set when the value is a JSON object.
-	Object *ToolExecutorObject
-}
-
-// UnmarshalJSONFrom decodes the variant that matches the value's JSON kind.
-func (x *ToolExecutor) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = ToolExecutor{}
-	switch dec.PeekKind() {
-	case '"':
-		return wire.Choose(dec, "ToolExecutor", &x.String, (*ToolExecutorName).UnmarshalJSONFrom)
-	case '{':
-		return wire.Choose(dec, "ToolExecutor", &x.Object, (*ToolExecutorObject).UnmarshalJSONFrom)
-	}
-	return wire.KindError(dec, "ToolExecutor", "string or object")
-}
-
-// MarshalJSONTo encodes the variant that is set.
-func (x ToolExecutor) MarshalJSONTo(enc *jsontext.Encoder) error {
-	switch {
-	case x.String != nil:
-		return ToolExecutorName.MarshalJSONTo(*x.String, enc)
-	case x.Object != nil:
-		return ToolExecutorObject.MarshalJSONTo(*x.Object, enc)
-	}
-	return wire.NoVariant("ToolExecutor")
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x ToolExecutor) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *ToolExecutor) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// A backend named by a string. Open: a backend Harn adds later is kept.
-//
-// Other values: A backend this version does not know.
-//
-// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
-// from harn-acp.schema.json#/$defs/tool_executor_name.
-type ToolExecutorName string
-
-// Known values of ToolExecutorName, in schema order.
-const (
-	// The VM standard library, or a handler in the script's tools table.
-	ToolExecutorNameHarnBuiltin ToolExecutorName = "harn_builtin"
-	// A capability the host provides through the bridge.
-	ToolExecutorNameHostBridge ToolExecutorName = "host_bridge"
-	// The model provider ran the tool server-side and inlined the result.
-	ToolExecutorNameProviderNative ToolExecutorName = "provider_native"
-)
-
-var valuesToolExecutorName = []ToolExecutorName{ToolExecutorNameHarnBuiltin, ToolExecutorNameHostBridge, ToolExecutorNameProviderNative}
-
-// Known reports whether x is one of the values the schema lists.
-func (x ToolExecutorName) Known() bool {
-	return slices.Contains(valuesToolExecutorName, x)
-}
-
-// UnmarshalJSONFrom decodes ToolExecutorName, keeping any value.
-func (x *ToolExecutorName) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	return wire.StringEnum(dec, x, "ToolExecutorName", valuesToolExecutorName, true)
-}
-
-// MarshalJSONTo encodes ToolExecutorName.
-func (x ToolExecutorName) MarshalJSONTo(enc *jsontext.Encoder) error {
-	return wire.WriteStringEnum(enc, x, "ToolExecutorName", valuesToolExecutorName, true)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x ToolExecutorName) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *ToolExecutorName) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// A backend described by an object; kind selects which, and an object of a kind this version does not
-// know is kept in Unknown.
-//
-// The member "kind" selects the variant; exactly one variant field is set, or Unknown for a value this
-// version does not know (kept verbatim, never decoded as another variant). Generated from
-// harn-acp.schema.json#/$defs/tool_executor_object.
-type ToolExecutorObject struct {
-	// The tool came from mcp_list_tools against the named MCP server.
-	//
-	// Set when kind is "mcp_server".
-	MCPServer *MCPServerExecutor
-	// Unknown holds, verbatim, an object whose kind names no variant this version knows.
-	Unknown jsontext.Value
-}
-
-var unionToolExecutorObject = wire.Union{
-	Tag:  "kind",
-	Type: "ToolExecutorObject",
-	Variants: []wire.Variant{{
-		Object: &objMCPServerExecutor,
-		Tag:    "mcp_server",
-	}},
-}
-
-// Tag returns kind: the set variant's, or the one Unknown carries ("" for none, or for the default variant).
-func (x ToolExecutorObject) Tag() string {
-	switch {
-	case x.MCPServer != nil:
-		return "mcp_server"
-	}
-	return wire.UnknownTag(x.Unknown, "kind")
-}
-
-// UnmarshalJSONFrom decodes ToolExecutorObject in one pass, streaming members into the variant once it is chosen.
-func (x *ToolExecutorObject) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = ToolExecutorObject{}
-	r := wire.ReadUnion(dec, &unionToolExecutorObject)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.EndUnion(&x.Unknown)
-}
-
-func (x *ToolExecutorObject) member(r *wire.ObjectReader) error {
-	switch r.Variant() {
-	case 0:
-		return wire.New(&x.MCPServer).member(r)
-	}
-	return nil
-}
-
-// MarshalJSONTo encodes the variant that is set, its tag first, or Unknown as it arrived.
-func (x ToolExecutorObject) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	switch {
-	case x.MCPServer != nil:
-		w.Tag("kind", "mcp_server")
-		x.MCPServer.members(&w)
-	default:
-		return wire.WriteUnknown(enc, "ToolExecutorObject", x.Unknown)
-	}
-	return w.End()
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x ToolExecutorObject) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *ToolExecutorObject) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
@@ -24671,488 +18032,6 @@ func (x ToolKind) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
 func (x *ToolKind) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// A client-executed tool search ran a query. Vendor fields live under _meta.harn; at the update's root
-// (pre-#905) they are forbidden (see the legacy reader in gen/harn).
-//
-// Open: members the schema does not name are kept in Extra and written back. These members are
-// forbidden (wire.ErrForbiddenMember): `toolUseId`, `name`, `query`, `strategy`, `mode`. Generated
-// from harn-acp.schema.json#/$defs/tool_search_query_update.
-type ToolSearchQueryUpdate struct {
-	// The _meta of a tool_search_query update: Harn's fields under harn; other keys are kept.
-	Meta ToolSearchQueryUpdateMeta
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
-}
-
-var objToolSearchQueryUpdate = wire.Object{
-	Required: []string{"sessionUpdate", "_meta"},
-	Type:     "ToolSearchQueryUpdate",
-}
-
-// UnmarshalJSONFrom decodes ToolSearchQueryUpdate, checking required members, kinds and constraints.
-func (x *ToolSearchQueryUpdate) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = ToolSearchQueryUpdate{}
-	r := wire.ReadObject(dec, &objToolSearchQueryUpdate)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *ToolSearchQueryUpdate) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "sessionUpdate":
-		return wire.Const(r, "tool_search_query", wire.StringFrom)
-	case "_meta":
-		return wire.Field(r, &x.Meta, (*ToolSearchQueryUpdateMeta).UnmarshalJSONFrom)
-	case "toolUseId", "name", "query", "strategy", "mode":
-		return r.Forbidden()
-	}
-	return r.Extra(&x.Extra)
-}
-
-// MarshalJSONTo encodes ToolSearchQueryUpdate, members in schema order, then Extra.
-func (x ToolSearchQueryUpdate) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *ToolSearchQueryUpdate) members(w *wire.ObjectWriter) {
-	wire.PutConst(w, "sessionUpdate", "tool_search_query", wire.StringTo)
-	wire.Put(w, "_meta", x.Meta, ToolSearchQueryUpdateMeta.MarshalJSONTo)
-	w.ExtrasExcept(x.Extra, "ToolSearchQueryUpdate", "toolUseId", "name", "query", "strategy", "mode")
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x ToolSearchQueryUpdate) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *ToolSearchQueryUpdate) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// The _meta of a tool_search_query update: Harn's fields under harn; other keys are kept.
-//
-// Open: members the schema does not name are kept in Extra and written back. Generated from
-// harn-acp.schema.json#/$defs/tool_search_query_update_meta.
-type ToolSearchQueryUpdateMeta struct {
-	// A client-executed tool search ran a query.
-	Harn HarnToolSearchQuery
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
-}
-
-var objToolSearchQueryUpdateMeta = wire.Object{
-	Required: []string{"harn"},
-	Type:     "ToolSearchQueryUpdateMeta",
-}
-
-// UnmarshalJSONFrom decodes ToolSearchQueryUpdateMeta, checking required members, kinds and constraints.
-func (x *ToolSearchQueryUpdateMeta) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = ToolSearchQueryUpdateMeta{}
-	r := wire.ReadObject(dec, &objToolSearchQueryUpdateMeta)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *ToolSearchQueryUpdateMeta) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "harn":
-		return wire.Field(r, &x.Harn, (*HarnToolSearchQuery).UnmarshalJSONFrom)
-	}
-	return r.Extra(&x.Extra)
-}
-
-// MarshalJSONTo encodes ToolSearchQueryUpdateMeta, members in schema order, then Extra.
-func (x ToolSearchQueryUpdateMeta) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *ToolSearchQueryUpdateMeta) members(w *wire.ObjectWriter) {
-	wire.Put(w, "harn", x.Harn, HarnToolSearchQuery.MarshalJSONTo)
-	w.Extras(x.Extra)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x ToolSearchQueryUpdateMeta) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *ToolSearchQueryUpdateMeta) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// A client-executed tool search promoted tools. Vendor fields live under _meta.harn; at the update's
-// root (pre-#905) they are forbidden (see the legacy reader in gen/harn).
-//
-// Open: members the schema does not name are kept in Extra and written back. These members are
-// forbidden (wire.ErrForbiddenMember): `toolUseId`, `promoted`, `strategy`, `mode`. Generated from
-// harn-acp.schema.json#/$defs/tool_search_result_update.
-type ToolSearchResultUpdate struct {
-	// The _meta of a tool_search_result update: Harn's fields under harn; other keys are kept.
-	Meta ToolSearchResultUpdateMeta
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
-}
-
-var objToolSearchResultUpdate = wire.Object{
-	Required: []string{"sessionUpdate", "_meta"},
-	Type:     "ToolSearchResultUpdate",
-}
-
-// UnmarshalJSONFrom decodes ToolSearchResultUpdate, checking required members, kinds and constraints.
-func (x *ToolSearchResultUpdate) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = ToolSearchResultUpdate{}
-	r := wire.ReadObject(dec, &objToolSearchResultUpdate)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *ToolSearchResultUpdate) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "sessionUpdate":
-		return wire.Const(r, "tool_search_result", wire.StringFrom)
-	case "_meta":
-		return wire.Field(r, &x.Meta, (*ToolSearchResultUpdateMeta).UnmarshalJSONFrom)
-	case "toolUseId", "promoted", "strategy", "mode":
-		return r.Forbidden()
-	}
-	return r.Extra(&x.Extra)
-}
-
-// MarshalJSONTo encodes ToolSearchResultUpdate, members in schema order, then Extra.
-func (x ToolSearchResultUpdate) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *ToolSearchResultUpdate) members(w *wire.ObjectWriter) {
-	wire.PutConst(w, "sessionUpdate", "tool_search_result", wire.StringTo)
-	wire.Put(w, "_meta", x.Meta, ToolSearchResultUpdateMeta.MarshalJSONTo)
-	w.ExtrasExcept(x.Extra, "ToolSearchResultUpdate", "toolUseId", "promoted", "strategy", "mode")
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x ToolSearchResultUpdate) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *ToolSearchResultUpdate) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// The _meta of a tool_search_result update: Harn's fields under harn; other keys are kept.
-//
-// Open: members the schema does not name are kept in Extra and written back. Generated from
-// harn-acp.schema.json#/$defs/tool_search_result_update_meta.
-type ToolSearchResultUpdateMeta struct {
-	// A client-executed tool search promoted tools.
-	Harn HarnToolSearchResult
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
-}
-
-var objToolSearchResultUpdateMeta = wire.Object{
-	Required: []string{"harn"},
-	Type:     "ToolSearchResultUpdateMeta",
-}
-
-// UnmarshalJSONFrom decodes ToolSearchResultUpdateMeta, checking required members, kinds and constraints.
-func (x *ToolSearchResultUpdateMeta) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = ToolSearchResultUpdateMeta{}
-	r := wire.ReadObject(dec, &objToolSearchResultUpdateMeta)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *ToolSearchResultUpdateMeta) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "harn":
-		return wire.Field(r, &x.Harn, (*HarnToolSearchResult).UnmarshalJSONFrom)
-	}
-	return r.Extra(&x.Extra)
-}
-
-// MarshalJSONTo encodes ToolSearchResultUpdateMeta, members in schema order, then Extra.
-func (x ToolSearchResultUpdateMeta) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *ToolSearchResultUpdateMeta) members(w *wire.ObjectWriter) {
-	wire.Put(w, "harn", x.Harn, HarnToolSearchResult.MarshalJSONTo)
-	w.Extras(x.Extra)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x ToolSearchResultUpdateMeta) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *ToolSearchResultUpdateMeta) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// The transcript was compacted. Vendor fields live under _meta.harn; at the update's root (pre-#905)
-// they are forbidden (see the legacy reader in gen/harn).
-//
-// Open: members the schema does not name are kept in Extra and written back. These members are
-// forbidden (wire.ErrForbiddenMember): `receiptId`, `schemaVersion`, `mode`, `reason`, `strategy`,
-// `engineStrategy`, `requestedStrategy`, `resolvedThresholdTokens`, `thresholdSource`,
-// `hardLimitTokens`, `archivedMessages`, `estimatedTokensBefore`, `estimatedTokensAfter`,
-// `snapshotAssetId`, `instructionMode`, `instructionSource`, `compactionPolicy`, `recap`,
-// `sourceMeasurement`. Generated from harn-acp.schema.json#/$defs/transcript_compacted_update.
-type TranscriptCompactedUpdate struct {
-	// The _meta of a transcript_compacted update: Harn's fields under harn; other keys are kept.
-	Meta TranscriptCompactedUpdateMeta
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
-}
-
-var objTranscriptCompactedUpdate = wire.Object{
-	Required: []string{"sessionUpdate", "_meta"},
-	Type:     "TranscriptCompactedUpdate",
-}
-
-// UnmarshalJSONFrom decodes TranscriptCompactedUpdate, checking required members, kinds and constraints.
-func (x *TranscriptCompactedUpdate) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = TranscriptCompactedUpdate{}
-	r := wire.ReadObject(dec, &objTranscriptCompactedUpdate)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *TranscriptCompactedUpdate) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "sessionUpdate":
-		return wire.Const(r, "transcript_compacted", wire.StringFrom)
-	case "_meta":
-		return wire.Field(r, &x.Meta, (*TranscriptCompactedUpdateMeta).UnmarshalJSONFrom)
-	case "receiptId", "schemaVersion", "mode", "reason", "strategy", "engineStrategy", "requestedStrategy", "resolvedThresholdTokens", "thresholdSource", "hardLimitTokens", "archivedMessages", "estimatedTokensBefore", "estimatedTokensAfter", "snapshotAssetId", "instructionMode", "instructionSource", "compactionPolicy", "recap", "sourceMeasurement":
-		return r.Forbidden()
-	}
-	return r.Extra(&x.Extra)
-}
-
-// MarshalJSONTo encodes TranscriptCompactedUpdate, members in schema order, then Extra.
-func (x TranscriptCompactedUpdate) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *TranscriptCompactedUpdate) members(w *wire.ObjectWriter) {
-	wire.PutConst(w, "sessionUpdate", "transcript_compacted", wire.StringTo)
-	wire.Put(w, "_meta", x.Meta, TranscriptCompactedUpdateMeta.MarshalJSONTo)
-	w.ExtrasExcept(x.Extra, "TranscriptCompactedUpdate", "receiptId", "schemaVersion", "mode", "reason", "strategy", "engineStrategy", "requestedStrategy", "resolvedThresholdTokens", "thresholdSource", "hardLimitTokens", "archivedMessages", "estimatedTokensBefore", "estimatedTokensAfter", "snapshotAssetId", "instructionMode", "instructionSource", "compactionPolicy", "recap", "sourceMeasurement")
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x TranscriptCompactedUpdate) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *TranscriptCompactedUpdate) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// The _meta of a transcript_compacted update: Harn's fields under harn; other keys are kept.
-//
-// Open: members the schema does not name are kept in Extra and written back. Generated from
-// harn-acp.schema.json#/$defs/transcript_compacted_update_meta.
-type TranscriptCompactedUpdateMeta struct {
-	// A compaction of the transcript, with its receipt. The reference pins no member's type, so every
-	// member is kept as raw JSON.
-	Harn HarnTranscriptCompacted
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
-}
-
-var objTranscriptCompactedUpdateMeta = wire.Object{
-	Required: []string{"harn"},
-	Type:     "TranscriptCompactedUpdateMeta",
-}
-
-// UnmarshalJSONFrom decodes TranscriptCompactedUpdateMeta, checking required members, kinds and constraints.
-func (x *TranscriptCompactedUpdateMeta) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = TranscriptCompactedUpdateMeta{}
-	r := wire.ReadObject(dec, &objTranscriptCompactedUpdateMeta)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *TranscriptCompactedUpdateMeta) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "harn":
-		return wire.Field(r, &x.Harn, (*HarnTranscriptCompacted).UnmarshalJSONFrom)
-	}
-	return r.Extra(&x.Extra)
-}
-
-// MarshalJSONTo encodes TranscriptCompactedUpdateMeta, members in schema order, then Extra.
-func (x TranscriptCompactedUpdateMeta) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *TranscriptCompactedUpdateMeta) members(w *wire.ObjectWriter) {
-	wire.Put(w, "harn", x.Harn, HarnTranscriptCompacted.MarshalJSONTo)
-	w.Extras(x.Extra)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x TranscriptCompactedUpdateMeta) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *TranscriptCompactedUpdateMeta) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// The transcript was projected for a model request. Vendor fields live under _meta.harn; at the
-// update's root (pre-#905) they are forbidden (see the legacy reader in gen/harn).
-//
-// Open: members the schema does not name are kept in Extra and written back. These members are
-// forbidden (wire.ErrForbiddenMember): `policy`, `reason`, `prefixHash`, `keptCount`, `droppedCount`,
-// `providerSafetyBlocked`, `redactedCount`, `reclaimedTokens`, `rootsConsulted`, `redactionPointers`.
-// Generated from harn-acp.schema.json#/$defs/transcript_projected_update.
-type TranscriptProjectedUpdate struct {
-	// The _meta of a transcript_projected update: Harn's fields under harn; other keys are kept.
-	Meta TranscriptProjectedUpdateMeta
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
-}
-
-var objTranscriptProjectedUpdate = wire.Object{
-	Required: []string{"sessionUpdate", "_meta"},
-	Type:     "TranscriptProjectedUpdate",
-}
-
-// UnmarshalJSONFrom decodes TranscriptProjectedUpdate, checking required members, kinds and constraints.
-func (x *TranscriptProjectedUpdate) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = TranscriptProjectedUpdate{}
-	r := wire.ReadObject(dec, &objTranscriptProjectedUpdate)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *TranscriptProjectedUpdate) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "sessionUpdate":
-		return wire.Const(r, "transcript_projected", wire.StringFrom)
-	case "_meta":
-		return wire.Field(r, &x.Meta, (*TranscriptProjectedUpdateMeta).UnmarshalJSONFrom)
-	case "policy", "reason", "prefixHash", "keptCount", "droppedCount", "providerSafetyBlocked", "redactedCount", "reclaimedTokens", "rootsConsulted", "redactionPointers":
-		return r.Forbidden()
-	}
-	return r.Extra(&x.Extra)
-}
-
-// MarshalJSONTo encodes TranscriptProjectedUpdate, members in schema order, then Extra.
-func (x TranscriptProjectedUpdate) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *TranscriptProjectedUpdate) members(w *wire.ObjectWriter) {
-	wire.PutConst(w, "sessionUpdate", "transcript_projected", wire.StringTo)
-	wire.Put(w, "_meta", x.Meta, TranscriptProjectedUpdateMeta.MarshalJSONTo)
-	w.ExtrasExcept(x.Extra, "TranscriptProjectedUpdate", "policy", "reason", "prefixHash", "keptCount", "droppedCount", "providerSafetyBlocked", "redactedCount", "reclaimedTokens", "rootsConsulted", "redactionPointers")
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x TranscriptProjectedUpdate) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *TranscriptProjectedUpdate) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// The _meta of a transcript_projected update: Harn's fields under harn; other keys are kept.
-//
-// Open: members the schema does not name are kept in Extra and written back. Generated from
-// harn-acp.schema.json#/$defs/transcript_projected_update_meta.
-type TranscriptProjectedUpdateMeta struct {
-	// How the transcript was projected for a model request. The reference pins no member's type, so
-	// every member is kept as raw JSON.
-	Harn HarnTranscriptProjected
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
-}
-
-var objTranscriptProjectedUpdateMeta = wire.Object{
-	Required: []string{"harn"},
-	Type:     "TranscriptProjectedUpdateMeta",
-}
-
-// UnmarshalJSONFrom decodes TranscriptProjectedUpdateMeta, checking required members, kinds and constraints.
-func (x *TranscriptProjectedUpdateMeta) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = TranscriptProjectedUpdateMeta{}
-	r := wire.ReadObject(dec, &objTranscriptProjectedUpdateMeta)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *TranscriptProjectedUpdateMeta) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "harn":
-		return wire.Field(r, &x.Harn, (*HarnTranscriptProjected).UnmarshalJSONFrom)
-	}
-	return r.Extra(&x.Extra)
-}
-
-// MarshalJSONTo encodes TranscriptProjectedUpdateMeta, members in schema order, then Extra.
-func (x TranscriptProjectedUpdateMeta) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *TranscriptProjectedUpdateMeta) members(w *wire.ObjectWriter) {
-	wire.Put(w, "harn", x.Harn, HarnTranscriptProjected.MarshalJSONTo)
-	w.Extras(x.Extra)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x TranscriptProjectedUpdateMeta) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *TranscriptProjectedUpdateMeta) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
@@ -25600,118 +18479,6 @@ func (x *UsageUpdate) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
-// A user message: text, or ACP content blocks.
-//
-// The JSON kind of the value selects the variant; exactly one field is set. Generated from
-// harn-acp.schema.json#/$defs/user_message_content.
-type UserMessageContent struct {
-	// Set when the value is a JSON string.
-	String *string
-	// Set when the value is a JSON array.
-	List []ContentBlock
-}
-
-// UnmarshalJSONFrom decodes the variant that matches the value's JSON kind.
-func (x *UserMessageContent) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = UserMessageContent{}
-	switch dec.PeekKind() {
-	case '"':
-		return wire.Choose(dec, "UserMessageContent", &x.String, wire.StringFrom)
-	case '[':
-		return wire.Scalar(dec, "UserMessageContent", &x.List, readListOfContentBlock)
-	}
-	return wire.KindError(dec, "UserMessageContent", "string or array")
-}
-
-// MarshalJSONTo encodes the variant that is set.
-func (x UserMessageContent) MarshalJSONTo(enc *jsontext.Encoder) error {
-	switch {
-	case x.String != nil:
-		return wire.StringTo(*x.String, enc)
-	case x.List != nil:
-		return writeListOfContentBlock(x.List, enc)
-	}
-	return wire.NoVariant("UserMessageContent")
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x UserMessageContent) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *UserMessageContent) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// A queued user message (session/inject) delivered to the agent, echoed with the agent-owned messageId
-// the inject returned (ACP RFD #1261 shape; not in ACP v0.12.2).
-//
-// Open: members the schema does not name are kept in Extra and written back. Generated from
-// harn-acp.schema.json#/$defs/user_message_update.
-type UserMessageUpdate struct {
-	MessageID string
-	// A user message: text, or ACP content blocks.
-	Content UserMessageContent
-	Meta    wire.Nullable[jsontext.Value]
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
-}
-
-var objUserMessageUpdate = wire.Object{
-	Required: []string{"sessionUpdate", "messageId", "content"},
-	Type:     "UserMessageUpdate",
-}
-
-// UnmarshalJSONFrom decodes UserMessageUpdate, checking required members, kinds and constraints.
-func (x *UserMessageUpdate) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = UserMessageUpdate{}
-	r := wire.ReadObject(dec, &objUserMessageUpdate)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *UserMessageUpdate) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "sessionUpdate":
-		return wire.Const(r, "user_message", wire.StringFrom)
-	case "messageId":
-		return wire.Field(r, &x.MessageID, readUserMessageUpdateMessageID)
-	case "content":
-		return wire.Field(r, &x.Content, (*UserMessageContent).UnmarshalJSONFrom)
-	case "_meta":
-		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
-	}
-	return r.Extra(&x.Extra)
-}
-
-// MarshalJSONTo encodes UserMessageUpdate, members in schema order, then Extra.
-func (x UserMessageUpdate) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *UserMessageUpdate) members(w *wire.ObjectWriter) {
-	wire.PutConst(w, "sessionUpdate", "user_message", wire.StringTo)
-	wire.Put(w, "messageId", x.MessageID, wire.StringTo)
-	wire.Put(w, "content", x.Content, UserMessageContent.MarshalJSONTo)
-	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
-	w.Extras(x.Extra)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x UserMessageUpdate) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *UserMessageUpdate) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
 // Request to wait for a terminal command to exit.
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
@@ -25851,220 +18618,6 @@ func (x *WaitForTerminalExitResponse) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
-// Timing, child run and snapshot paths of a worker.
-//
-// Open: members the schema does not name are kept in Extra and written back. Generated from
-// harn-acp.schema.json#/$defs/worker_metadata.
-type WorkerMetadata struct {
-	Task              *string
-	Mode              *string
-	StartedAt         wire.Nullable[string]
-	FinishedAt        wire.Nullable[string]
-	AwaitingStartedAt wire.Nullable[string]
-	ChildRunID        wire.Nullable[string]
-	ChildRunPath      wire.Nullable[string]
-	SnapshotPath      wire.Nullable[string]
-	Audit             jsontext.Value
-	Error             jsontext.Value
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
-}
-
-var objWorkerMetadata = wire.Object{Type: "WorkerMetadata"}
-
-// UnmarshalJSONFrom decodes WorkerMetadata, checking required members, kinds and constraints.
-func (x *WorkerMetadata) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = WorkerMetadata{}
-	r := wire.ReadObject(dec, &objWorkerMetadata)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *WorkerMetadata) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "task":
-		return wire.Ptr(r, &x.Task, wire.StringFrom)
-	case "mode":
-		return wire.Ptr(r, &x.Mode, wire.StringFrom)
-	case "started_at":
-		return wire.Opt(r, &x.StartedAt, wire.StringFrom)
-	case "finished_at":
-		return wire.Opt(r, &x.FinishedAt, wire.StringFrom)
-	case "awaiting_started_at":
-		return wire.Opt(r, &x.AwaitingStartedAt, wire.StringFrom)
-	case "child_run_id":
-		return wire.Opt(r, &x.ChildRunID, wire.StringFrom)
-	case "child_run_path":
-		return wire.Opt(r, &x.ChildRunPath, wire.StringFrom)
-	case "snapshot_path":
-		return wire.Opt(r, &x.SnapshotPath, wire.StringFrom)
-	case "audit":
-		return wire.Field(r, &x.Audit, wire.RawFrom)
-	case "error":
-		return wire.Field(r, &x.Error, wire.RawFrom)
-	}
-	return r.Extra(&x.Extra)
-}
-
-// MarshalJSONTo encodes WorkerMetadata, members in schema order, then Extra.
-func (x WorkerMetadata) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *WorkerMetadata) members(w *wire.ObjectWriter) {
-	wire.PutPtr(w, "task", x.Task, wire.StringTo)
-	wire.PutPtr(w, "mode", x.Mode, wire.StringTo)
-	wire.PutOpt(w, "started_at", x.StartedAt, wire.StringTo)
-	wire.PutOpt(w, "finished_at", x.FinishedAt, wire.StringTo)
-	wire.PutOpt(w, "awaiting_started_at", x.AwaitingStartedAt, wire.StringTo)
-	wire.PutOpt(w, "child_run_id", x.ChildRunID, wire.StringTo)
-	wire.PutOpt(w, "child_run_path", x.ChildRunPath, wire.StringTo)
-	wire.PutOpt(w, "snapshot_path", x.SnapshotPath, wire.StringTo)
-	wire.PutIf(w, "audit", x.Audit, x.Audit != nil, wire.RawTo)
-	wire.PutIf(w, "error", x.Error, x.Error != nil, wire.RawTo)
-	w.Extras(x.Extra)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x WorkerMetadata) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *WorkerMetadata) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// A delegated worker's lifecycle event. The current shape carries the fields under _meta.harn; Harn's
-// standalone bridge also sends a legacy duplicate with snake_case fields under content. Both decode
-// here; fields at the update's root (pre-#905) are forbidden.
-//
-// Open: members the schema does not name are kept in Extra and written back. These members are
-// forbidden (wire.ErrForbiddenMember): `workerId`, `workerName`, `workerTask`, `workerMode`, `event`,
-// `status`, `terminal`, `metadata`, `audit`. Generated from harn-acp.schema.json#/$defs/worker_update.
-type WorkerUpdate struct {
-	// The _meta of a worker_update update: Harn's fields under harn; other keys are kept.
-	Meta *WorkerUpdateMeta
-	// The legacy duplicate worker_update's fields (HostBridge, snake_case, unadvertised).
-	Content *LegacyWorkerContent
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
-}
-
-var objWorkerUpdate = wire.Object{
-	Required: []string{"sessionUpdate"},
-	Type:     "WorkerUpdate",
-}
-
-// UnmarshalJSONFrom decodes WorkerUpdate, checking required members, kinds and constraints.
-func (x *WorkerUpdate) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = WorkerUpdate{}
-	r := wire.ReadObject(dec, &objWorkerUpdate)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *WorkerUpdate) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "sessionUpdate":
-		return wire.Const(r, "worker_update", wire.StringFrom)
-	case "_meta":
-		return wire.Ptr(r, &x.Meta, (*WorkerUpdateMeta).UnmarshalJSONFrom)
-	case "content":
-		return wire.Ptr(r, &x.Content, (*LegacyWorkerContent).UnmarshalJSONFrom)
-	case "workerId", "workerName", "workerTask", "workerMode", "event", "status", "terminal", "metadata", "audit":
-		return r.Forbidden()
-	}
-	return r.Extra(&x.Extra)
-}
-
-// MarshalJSONTo encodes WorkerUpdate, members in schema order, then Extra.
-func (x WorkerUpdate) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *WorkerUpdate) members(w *wire.ObjectWriter) {
-	wire.PutConst(w, "sessionUpdate", "worker_update", wire.StringTo)
-	wire.PutPtr(w, "_meta", x.Meta, WorkerUpdateMeta.MarshalJSONTo)
-	wire.PutPtr(w, "content", x.Content, LegacyWorkerContent.MarshalJSONTo)
-	w.ExtrasExcept(x.Extra, "WorkerUpdate", "workerId", "workerName", "workerTask", "workerMode", "event", "status", "terminal", "metadata", "audit")
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x WorkerUpdate) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *WorkerUpdate) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
-// The _meta of a worker_update update: Harn's fields under harn; other keys are kept.
-//
-// Open: members the schema does not name are kept in Extra and written back. Generated from
-// harn-acp.schema.json#/$defs/worker_update_meta.
-type WorkerUpdateMeta struct {
-	// A delegated worker's lifecycle event. status is the value Harn persists for the worker; terminal
-	// is derived (completed, failed, stopped, cancelled).
-	Harn HarnWorkerUpdate
-	// Extra keeps members the schema does not name, in arrival order.
-	Extra wire.Extras
-}
-
-var objWorkerUpdateMeta = wire.Object{
-	Required: []string{"harn"},
-	Type:     "WorkerUpdateMeta",
-}
-
-// UnmarshalJSONFrom decodes WorkerUpdateMeta, checking required members, kinds and constraints.
-func (x *WorkerUpdateMeta) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	*x = WorkerUpdateMeta{}
-	r := wire.ReadObject(dec, &objWorkerUpdateMeta)
-	for r.Next() {
-		r.Done(x.member(&r))
-	}
-	return r.End()
-}
-
-func (x *WorkerUpdateMeta) member(r *wire.ObjectReader) error {
-	switch string(r.Name()) {
-	case "harn":
-		return wire.Field(r, &x.Harn, (*HarnWorkerUpdate).UnmarshalJSONFrom)
-	}
-	return r.Extra(&x.Extra)
-}
-
-// MarshalJSONTo encodes WorkerUpdateMeta, members in schema order, then Extra.
-func (x WorkerUpdateMeta) MarshalJSONTo(enc *jsontext.Encoder) error {
-	w := wire.WriteObject(enc)
-	x.members(&w)
-	return w.End()
-}
-
-func (x *WorkerUpdateMeta) members(w *wire.ObjectWriter) {
-	wire.Put(w, "harn", x.Harn, HarnWorkerUpdate.MarshalJSONTo)
-	w.Extras(x.Extra)
-}
-
-// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
-func (x WorkerUpdateMeta) MarshalJSON() ([]byte, error) {
-	return wire.Marshal(x)
-}
-
-// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
-func (x *WorkerUpdateMeta) UnmarshalJSON(data []byte) error {
-	return wire.Unmarshal(data, x)
-}
-
 // Request to write content to a text file.
 //
 // Only available if the client supports the `fs.writeTextFile` capability.
@@ -26201,42 +18754,14 @@ func (x *WriteTextFileResponse) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
-// ContractHarn is the "harn" contract of the catalogue's overlays: decoding under it
-// (ContractHarn.Options(), or rpc.Options.DecodeOptions on a connection) rejects with
-// wire.ErrForbiddenMember the members it forbids, which every other decode keeps in Extra. It forbids,
-// per type: TextContent: `visible_text`, `visible_delta`; ToolCall: `audit`, `changedPaths`, `data`,
-// `durationMs`, `error`, `errorCategory`, `executionDurationMs`, `executor`, `mutationStatus`,
-// `parsing`, `rawInputPartial`; ToolCallUpdate: `audit`, `changedPaths`, `data`, `durationMs`,
-// `error`, `errorCategory`, `executionDurationMs`, `executor`, `mutationStatus`, `parsing`,
-// `rawInputPartial`.
-var ContractHarn = wire.NewContract("harn", []wire.Forbid{{
-	Members: []string{"visible_text", "visible_delta"},
-	Schema:  "acp/v1/schema.unstable.json#/$defs/TextContent",
-	Type:    "TextContent",
-}, {
-	Members: []string{"audit", "changedPaths", "data", "durationMs", "error", "errorCategory", "executionDurationMs", "executor", "mutationStatus", "parsing", "rawInputPartial"},
-	Schema:  "acp/v1/schema.unstable.json#/$defs/ToolCall",
-	Type:    "ToolCall",
-}, {
-	Members: []string{"audit", "changedPaths", "data", "durationMs", "error", "errorCategory", "executionDurationMs", "executor", "mutationStatus", "parsing", "rawInputPartial"},
-	Schema:  "acp/v1/schema.unstable.json#/$defs/ToolCallUpdate",
-	Type:    "ToolCallUpdate",
-}}...)
-
-// Contracts lists the package's contracts, by name.
-var Contracts = []*wire.Contract{ContractHarn}
-
 // Readers and writers of composite and constrained values, built once.
 var (
 	readListOfRole                           = wire.ListFrom((*Role).UnmarshalJSONFrom)
 	writeListOfRole                          = wire.ListTo(Role.MarshalJSONTo)
-	readListOfString                         = wire.ListFrom(wire.StringFrom)
-	writeListOfString                        = wire.ListTo(wire.StringTo)
-	readApprovalRequestApproversRequired     = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
-	readListOfEvidenceRef                    = wire.ListFrom((*EvidenceRef).UnmarshalJSONFrom)
-	writeListOfEvidenceRef                   = wire.ListTo(EvidenceRef.MarshalJSONTo)
 	readListOfAuthEnvVar                     = wire.ListFrom((*AuthEnvVar).UnmarshalJSONFrom)
 	writeListOfAuthEnvVar                    = wire.ListTo(AuthEnvVar.MarshalJSONTo)
+	readListOfString                         = wire.ListFrom(wire.StringFrom)
+	writeListOfString                        = wire.ListTo(wire.StringTo)
 	readMapOfString                          = wire.MapFrom(wire.StringFrom)
 	readListOfAuthAccount                    = wire.ListFrom((*AuthAccount).UnmarshalJSONFrom)
 	writeListOfAuthAccount                   = wire.ListTo(AuthAccount.MarshalJSONTo)
@@ -26252,80 +18777,54 @@ var (
 	writeListOfEnvVariable                   = wire.ListTo(EnvVariable.MarshalJSONTo)
 	readMapOfElicitationContentValue         = wire.MapFrom((*ElicitationContentValue).UnmarshalJSONFrom)
 	readMapOfElicitationPropertySchema       = wire.MapFrom((*ElicitationPropertySchema).UnmarshalJSONFrom)
-	readEvidenceRefByteCount                 = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
 	readListOfMCPServer                      = wire.ListFrom((*MCPServer).UnmarshalJSONFrom)
 	writeListOfMCPServer                     = wire.ListTo(MCPServer.MarshalJSONTo)
-	readMapOfRaw                             = wire.MapFrom(wire.RawFrom)
-	readMapOfListOfString                    = wire.MapFrom(readListOfString)
-	readHarnArtifactSizeBytes                = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
-	readListOfFsWatchEvent                   = wire.ListFrom((*FsWatchEvent).UnmarshalJSONFrom)
-	writeListOfFsWatchEvent                  = wire.ListTo(FsWatchEvent.MarshalJSONTo)
-	readHarnSkillActivatedSkillName          = wire.Within(wire.StringFrom, &wire.Limits{MinLength: wire.Count(1)})
-	readHarnSkillActivatedIteration          = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
-	readHarnSkillDeactivatedSkillName        = wire.Within(wire.StringFrom, &wire.Limits{MinLength: wire.Count(1)})
-	readHarnSkillDeactivatedIteration        = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
-	readHarnSkillScopeToolsSkillName         = wire.Within(wire.StringFrom, &wire.Limits{MinLength: wire.Count(1)})
-	readHarnToolLifecycleDurationMS          = wire.Within(wire.FloatFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
-	readHarnToolLifecycleExecutionDurationMS = wire.Within(wire.FloatFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
-	readListOfRaw                            = wire.ListFrom(wire.RawFrom)
-	writeListOfRaw                           = wire.ListTo(wire.RawTo)
 	readListOfAuthMethod                     = wire.ListFrom((*AuthMethod).UnmarshalJSONFrom)
 	writeListOfAuthMethod                    = wire.ListTo(AuthMethod.MarshalJSONTo)
-	readLegacyCallEndDurationMS              = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
-	readLegacyCallProgressAccumulatedTokens  = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
 	readListOfProviderInfo                   = wire.ListFrom((*ProviderInfo).UnmarshalJSONFrom)
 	writeListOfProviderInfo                  = wire.ListTo(ProviderInfo.MarshalJSONTo)
 	readListOfSessionInfo                    = wire.ListFrom((*SessionInfo).UnmarshalJSONFrom)
 	writeListOfSessionInfo                   = wire.ListTo(SessionInfo.MarshalJSONTo)
-	readListOfLiveClient                     = wire.ListFrom((*LiveClient).UnmarshalJSONFrom)
-	writeListOfLiveClient                    = wire.ListTo(LiveClient.MarshalJSONTo)
 	readListOfHTTPHeader                     = wire.ListFrom((*HTTPHeader).UnmarshalJSONFrom)
 	writeListOfHTTPHeader                    = wire.ListTo(HTTPHeader.MarshalJSONTo)
 	readMultiSelectPropertySchemaMinItems    = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
 	readMultiSelectPropertySchemaMaxItems    = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
 	readNoticeTitle                          = wire.Within(wire.StringFrom, &wire.Limits{MinLength: wire.Count(1)})
-	readListOfPolicyEvaluation               = wire.ListFrom((*PolicyEvaluation).UnmarshalJSONFrom)
-	writeListOfPolicyEvaluation              = wire.ListTo(PolicyEvaluation.MarshalJSONTo)
-	readPermissionPreviewByteCount           = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
 	readListOfPlanEntry                      = wire.ListFrom((*PlanEntry).UnmarshalJSONFrom)
 	writeListOfPlanEntry                     = wire.ListTo(PlanEntry.MarshalJSONTo)
-	readPromptErrorDataRetryAfterMS          = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
 	readProtocolVersion                      = wire.Within(wire.IntFrom, &wire.Limits{
 		Maximum: wire.Bound(65535.0),
 		Minimum: wire.Bound(0.0),
 	})
-	readListOfLLMProtocol                      = wire.ListFrom((*LLMProtocol).UnmarshalJSONFrom)
-	writeListOfLLMProtocol                     = wire.ListTo(LLMProtocol.MarshalJSONTo)
-	readReadTextFileRequestLine                = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
-	readReadTextFileRequestLimit               = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
-	readListOfPermissionOption                 = wire.ListFrom((*PermissionOption).UnmarshalJSONFrom)
-	writeListOfPermissionOption                = wire.ListTo(PermissionOption.MarshalJSONTo)
-	readListOfSessionConfigSelectOption        = wire.ListFrom((*SessionConfigSelectOption).UnmarshalJSONFrom)
-	writeListOfSessionConfigSelectOption       = wire.ListTo(SessionConfigSelectOption.MarshalJSONTo)
-	readListOfSessionMode                      = wire.ListFrom((*SessionMode).UnmarshalJSONFrom)
-	writeListOfSessionMode                     = wire.ListTo(SessionMode.MarshalJSONTo)
-	readListOfModelInfo                        = wire.ListFrom((*ModelInfo).UnmarshalJSONFrom)
-	writeListOfModelInfo                       = wire.ListTo(ModelInfo.MarshalJSONTo)
-	readSessionTruncatedUpdateKeptTurnCount    = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
-	readSessionTruncatedUpdateRemovedTurnCount = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
-	readStringPropertySchemaMinLength          = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
-	readStringPropertySchemaMaxLength          = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
-	readListOfEnumOption                       = wire.ListFrom((*EnumOption).UnmarshalJSONFrom)
-	writeListOfEnumOption                      = wire.ListTo(EnumOption.MarshalJSONTo)
-	readTerminalExitStatusExitCode             = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
-	readListOfToolCallContent                  = wire.ListFrom((*ToolCallContent).UnmarshalJSONFrom)
-	readListOfToolCallLocation                 = wire.ListFrom((*ToolCallLocation).UnmarshalJSONFrom)
-	writeListOfToolCallContent                 = wire.ListTo(ToolCallContent.MarshalJSONTo)
-	writeListOfToolCallLocation                = wire.ListTo(ToolCallLocation.MarshalJSONTo)
-	readToolCallLocationLine                   = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
-	readUsageTotalTokens                       = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
-	readUsageInputTokens                       = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
-	readUsageOutputTokens                      = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
-	readUsageThoughtTokens                     = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
-	readUsageCachedReadTokens                  = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
-	readUsageCachedWriteTokens                 = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
-	readUsageUpdateUsed                        = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
-	readUsageUpdateSize                        = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
-	readUserMessageUpdateMessageID             = wire.Within(wire.StringFrom, &wire.Limits{MinLength: wire.Count(1)})
-	readWaitForTerminalExitResponseExitCode    = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readListOfLLMProtocol                   = wire.ListFrom((*LLMProtocol).UnmarshalJSONFrom)
+	writeListOfLLMProtocol                  = wire.ListTo(LLMProtocol.MarshalJSONTo)
+	readReadTextFileRequestLine             = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readReadTextFileRequestLimit            = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readListOfPermissionOption              = wire.ListFrom((*PermissionOption).UnmarshalJSONFrom)
+	writeListOfPermissionOption             = wire.ListTo(PermissionOption.MarshalJSONTo)
+	readListOfSessionConfigSelectOption     = wire.ListFrom((*SessionConfigSelectOption).UnmarshalJSONFrom)
+	writeListOfSessionConfigSelectOption    = wire.ListTo(SessionConfigSelectOption.MarshalJSONTo)
+	readListOfSessionMode                   = wire.ListFrom((*SessionMode).UnmarshalJSONFrom)
+	writeListOfSessionMode                  = wire.ListTo(SessionMode.MarshalJSONTo)
+	readListOfModelInfo                     = wire.ListFrom((*ModelInfo).UnmarshalJSONFrom)
+	writeListOfModelInfo                    = wire.ListTo(ModelInfo.MarshalJSONTo)
+	readStringPropertySchemaMinLength       = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readStringPropertySchemaMaxLength       = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readListOfEnumOption                    = wire.ListFrom((*EnumOption).UnmarshalJSONFrom)
+	writeListOfEnumOption                   = wire.ListTo(EnumOption.MarshalJSONTo)
+	readTerminalExitStatusExitCode          = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readListOfToolCallContent               = wire.ListFrom((*ToolCallContent).UnmarshalJSONFrom)
+	readListOfToolCallLocation              = wire.ListFrom((*ToolCallLocation).UnmarshalJSONFrom)
+	writeListOfToolCallContent              = wire.ListTo(ToolCallContent.MarshalJSONTo)
+	writeListOfToolCallLocation             = wire.ListTo(ToolCallLocation.MarshalJSONTo)
+	readToolCallLocationLine                = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readUsageTotalTokens                    = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readUsageInputTokens                    = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readUsageOutputTokens                   = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readUsageThoughtTokens                  = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readUsageCachedReadTokens               = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readUsageCachedWriteTokens              = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readUsageUpdateUsed                     = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readUsageUpdateSize                     = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readWaitForTerminalExitResponseExitCode = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
 )

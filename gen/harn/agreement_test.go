@@ -3,7 +3,6 @@ package harn
 import (
 	"testing"
 
-	"github.com/bridgekit/bridgekit/gen/acp"
 	"github.com/bridgekit/bridgekit/internal/schematest"
 	"github.com/bridgekit/bridgekit/runtime/wire/wiretest"
 )
@@ -15,7 +14,7 @@ import (
 // documents and their systematic mutations, judged by a JSON Schema
 // validator and by the generated decoder.
 func TestGoldenDocuments(t *testing.T) {
-	schematest.CheckPackage(t, "harn", fuzzTypes, acp.Contracts...)
+	schematest.CheckPackage(t, "harn", fuzzTypes, Contracts...)
 }
 
 // recorder collects what Agreement reports.

@@ -132,7 +132,7 @@ func either(a, b rpc.Handler) rpc.Handler {
 // stream: ACP's (session/cancel of a session's prompt, $/cancel_request) and
 // the bridge's (its control-lane methods: session/inject, the live-session
 // methods, session/cancel_tool_call, session/set_budget), and Harn's
-// contract (acp.ContractHarn) as the decode options of params and results:
+// contract (ContractHarn) as the decode options of params and results:
 // the members Harn moved under _meta.harn (a tool call's root error,
 // durationMs, executor, ...; a text block's visible_text) are rejected at
 // their old place, inbound requests with -32602 and notifications reported
@@ -141,9 +141,9 @@ func either(a, b rpc.Handler) rpc.Handler {
 func BridgeConnOptions(opts *rpc.Options) *rpc.Options {
 	o := ConnOptions(acp.ConnOptions(opts))
 	if o.DecodeOptions == nil {
-		o.DecodeOptions = acp.ContractHarn.Options()
+		o.DecodeOptions = ContractHarn.Options()
 	} else {
-		o.DecodeOptions = json.JoinOptions(o.DecodeOptions, acp.ContractHarn.Options())
+		o.DecodeOptions = json.JoinOptions(o.DecodeOptions, ContractHarn.Options())
 	}
 	return o
 }

@@ -188,12 +188,13 @@ func TestHostAndVMServeBothProtocolsOnOneConnection(t *testing.T) {
 		t.Fatalf("session/request_permission: %+v %v", perm, err)
 	}
 	// Notifications of both reach their typed fields: a Harn session/update
-	// variant through ACP's handler, an agent event through the bridge's.
+	// variant through ACP's handler (in Unknown, which UpdateOf types), an
+	// agent event through the bridge's.
 	if err := vmConn.Notify(ctx, acp.MethodSessionUpdate, jsontext.Value(`{"sessionId":"s","update":{"sessionUpdate":"worker_update","_meta":{"harn":{"workerId":"w1","status":"completed","terminal":true}}}}`)); err != nil {
 		t.Fatal(err)
 	}
-	if u := <-updates; u.WorkerUpdate == nil || u.WorkerUpdate.Meta == nil || *u.WorkerUpdate.Meta.Harn.WorkerID != "w1" {
-		t.Fatalf("worker_update: %+v", u)
+	if u, err := harn.UpdateOf(<-updates); err != nil || u.WorkerUpdate == nil || u.WorkerUpdate.Meta == nil || *u.WorkerUpdate.Meta.Harn.WorkerID != "w1" {
+		t.Fatalf("worker_update: %+v %v", u, err)
 	}
 	if err := harn.NewHostPeer(vmConn).AgentEvent(ctx, &harn.AgentEvent{SessionID: "s", TurnStart: &harn.AgentEventTurnStart{Iteration: new(int64(3))}}); err != nil {
 		t.Fatal(err)
@@ -262,9 +263,9 @@ func TestUnknownOperationWithoutFallback(t *testing.T) {
 func TestControlLaneDuringPrompt(t *testing.T) {
 	attached := make(chan struct{})
 	vm := harn.VMHandler(&harn.VMHandlers{
-		SessionAttach: func(_ context.Context, p *harn.SessionAttachParams) (*acp.LiveSessionChange, error) {
+		SessionAttach: func(_ context.Context, p *harn.SessionAttachParams) (*harn.LiveSessionChange, error) {
 			close(attached)
-			return &acp.LiveSessionChange{Clients: []acp.LiveClient{}}, nil
+			return &harn.LiveSessionChange{Clients: []harn.LiveClient{}}, nil
 		},
 	}, &acp.AgentHandlers{
 		SessionPrompt: func(ctx context.Context, _ *acp.PromptRequest) (*acp.PromptResponse, error) {

@@ -123,8 +123,8 @@ func TestHarnConnectionAcceptLegacy(t *testing.T) {
 	}
 	select {
 	case n := <-got:
-		m, ok := n.Update.ToolCallUpdate.Meta.Get()
-		if !ok || m.Harn == nil || len(n.Update.ToolCallUpdate.Extra) != 0 {
+		h, err := harn.ToolLifecycleOf(n.Update.ToolCallUpdate.Meta)
+		if err != nil || h == nil || h.Error == nil || *h.Error != "boom" || len(n.Update.ToolCallUpdate.Extra) != 0 {
 			t.Fatalf("not moved under _meta.harn: %+v", n.Update.ToolCallUpdate)
 		}
 	case <-ctx.Done():

@@ -55,13 +55,19 @@ func findMethod(methods []wire.MethodInfo, wire, to string) *wire.MethodInfo {
 	return nil
 }
 
-// isTypedVariant reports whether a session/update tag is a typed variant:
-// an object with only the tag either decodes into a variant field or fails
-// for a missing member of that variant; an unknown tag lands in Unknown.
+// isTypedVariant reports whether a session/update tag is a typed variant,
+// of ACP's (gen/acp) or Harn's (gen/harn, harn.UpdateOf): an object with
+// only the tag either decodes into a variant field or fails for a missing
+// member of that variant; a tag neither knows lands in Unknown.
 func isTypedVariant(tag string) bool {
+	doc := []byte(`{"sessionUpdate":"` + tag + `"}`)
 	var u acp.SessionUpdate
-	err := json.Unmarshal([]byte(`{"sessionUpdate":"`+tag+`"}`), &u)
-	return err != nil || u.Unknown == nil
+	if err := json.Unmarshal(doc, &u); err != nil || u.Unknown == nil {
+		return true
+	}
+	var h harn.SessionUpdate
+	err := json.Unmarshal(doc, &h)
+	return err != nil || h.Unknown == nil
 }
 
 // refEntry is one entry of the reference catalogue.
@@ -383,9 +389,9 @@ func TestManifestVocabulariesAreTyped(t *testing.T) {
 		}
 	}
 	for key, newV := range map[string]func() any{
-		"toolLifecycleExtensionFields": func() any { return new(acp.HarnToolLifecycle) },
-		"contentExtensionFields":       func() any { return new(acp.HarnContent) },
-		"promptResultExtensionFields":  func() any { return new(acp.HarnPromptResult) },
+		"toolLifecycleExtensionFields": func() any { return new(harn.ToolLifecycle) },
+		"contentExtensionFields":       func() any { return new(harn.ContentFields) },
+		"promptResultExtensionFields":  func() any { return new(harn.PromptResult) },
 	} {
 		for _, f := range list(key) {
 			if !hasMember(newV, f) {
@@ -394,11 +400,11 @@ func TestManifestVocabulariesAreTyped(t *testing.T) {
 		}
 	}
 	enums := map[string]func(string) bool{
-		"workerStatuses":             func(s string) bool { return acp.HarnWorkerUpdateStatus(s).Known() },
-		"toolCallErrorCategories":    func(s string) bool { return acp.ToolErrorCategory(s).Known() },
-		"toolExecutorSimpleValues":   func(s string) bool { return acp.ToolExecutorName(s).Known() },
-		"toolMutationStatuses":       func(s string) bool { return acp.MutationStatus(s).Known() },
-		"promptErrorTerminalClasses": func(s string) bool { return acp.PromptErrorDataTerminalClass(s).Known() },
+		"workerStatuses":             func(s string) bool { return harn.WorkerLifecycleStatus(s).Known() },
+		"toolCallErrorCategories":    func(s string) bool { return harn.ToolErrorCategory(s).Known() },
+		"toolExecutorSimpleValues":   func(s string) bool { return harn.ToolExecutorName(s).Known() },
+		"toolMutationStatuses":       func(s string) bool { return harn.MutationStatus(s).Known() },
+		"promptErrorTerminalClasses": func(s string) bool { return harn.PromptErrorDataTerminalClass(s).Known() },
 	}
 	for key, known := range enums {
 		for _, v := range list(key) {

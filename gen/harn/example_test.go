@@ -13,7 +13,8 @@ import (
 
 // A host and a Harn runtime on one stream: the host serves a bridge method
 // (skills/list) and an ACP client method (session/update, whose Harn
-// variants are typed), and calls the runtime's ACP and bridge methods back.
+// variants harn.UpdateOf types), and calls the runtime's ACP and bridge
+// methods back.
 func Example() {
 	ctx := context.Background()
 	done := make(chan struct{})
@@ -23,8 +24,9 @@ func Example() {
 		},
 	}, &acp.ClientHandlers{
 		SessionUpdate: func(_ context.Context, n *acp.SessionNotification) error {
-			if w := n.Update.WorkerUpdate; w != nil {
-				fmt.Println("worker", *w.Meta.Harn.WorkerID, *w.Meta.Harn.Status)
+			if u, err := harn.UpdateOf(n.Update); err == nil && u.WorkerUpdate != nil {
+				w := u.WorkerUpdate.Meta.Harn
+				fmt.Println("worker", *w.WorkerID, *w.Status)
 			}
 			close(done)
 			return nil
@@ -72,7 +74,12 @@ func ExampleReadLegacySessionUpdate() {
 		fmt.Println(err)
 		return
 	}
-	h := n.Update.SkillActivated.Meta.Harn
+	u, err := harn.UpdateOf(n.Update)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	h := u.SkillActivated.Meta.Harn
 	fmt.Println(h.SkillName, *h.Iteration)
 	// Output: rust 2
 }

@@ -39,10 +39,10 @@ var model = map[string]func() any{
 	"acp.RequestPermissionRequest":   func() any { return new(acp.RequestPermissionRequest) },
 	"acp.RequestPermissionResponse":  func() any { return new(acp.RequestPermissionResponse) },
 	"acp.Error":                      func() any { return new(acp.Error) },
-	"acp.PromptErrorData":            func() any { return new(acp.PromptErrorData) },
-	"acp.ToolCallMeta":               func() any { return new(acp.ToolCallMeta) },
-	"acp.ToolExecutor":               func() any { return new(acp.ToolExecutor) },
-	"acp.LiveSessionChange":          func() any { return new(acp.LiveSessionChange) },
+	"harn.PromptErrorData":           func() any { return new(harn.PromptErrorData) },
+	"harn.ToolCallMeta":              func() any { return new(harn.ToolCallMeta) },
+	"harn.ToolExecutor":              func() any { return new(harn.ToolExecutor) },
+	"harn.LiveSessionChange":         func() any { return new(harn.LiveSessionChange) },
 	"externalagent.Capability":       func() any { return new(externalagent.Capability) },
 	"HypothesisAttestation":          func() any { return new(harn.HypothesisAttestation) },
 	"AgentIdleParams":                func() any { return new(harn.AgentIdleParams) },
@@ -86,7 +86,7 @@ type expect struct {
 var upstreamTable = map[string][]expect{
 	"conformance/protocols/fixtures/acp/jsonrpc_error.valid.json": {
 		{Parts: []part{{"error", "acp.Error"}}},
-		{Parts: []part{{"error", "acp.Error"}, {"error.data", "acp.PromptErrorData"}}},
+		{Parts: []part{{"error", "acp.Error"}, {"error.data", "harn.PromptErrorData"}}},
 	},
 	"conformance/protocols/fixtures/acp/session_request_permission.valid.json": {
 		// Harn sends its permission toolCall with the sessionUpdate tag of a
@@ -117,7 +117,7 @@ var seedTable = []struct {
 	{`"hypothesis_native_attestation"`, expect{Parts: []part{{"", "HypothesisAttestation"}}}},
 	{`"reminder_emitted"`, expect{Parts: []part{{"", "acp.SessionUpdate"}}}},
 	{`"visible_delta"`, expect{Parts: []part{{"", "acp.SessionUpdate"}}}},
-	{`"approval_policy"`, expect{Parts: []part{{"_meta", "acp.ToolCallMeta"}}}},
+	{`"approval_policy"`, expect{Parts: []part{{"_meta", "harn.ToolCallMeta"}}}},
 	{`"approvalRequest"`, expect{Parts: []part{{"", "acp.RequestPermissionRequest"}}, Untyped: []string{"ToolCallUpdate.sessionUpdate"}}},
 	{`"optionId": "allow"`, expect{Parts: []part{{"", "acp.RequestPermissionResponse"}}}},
 	// The page abbreviates the audit record to {"...": "MutationSessionRecord"}.
@@ -127,7 +127,7 @@ var seedTable = []struct {
 	{`{}`, expect{Parts: []part{{"", "AgentResumeParams"}}}},
 	{`"dedupe_key"`, expect{Parts: []part{{"", "SessionRemindParams"}}}},
 	{`"takeover": false`, expect{Parts: []part{{"", "SessionAttachParams"}}}},
-	{`"previous_controller_id"`, expect{Parts: []part{{"", "acp.LiveSessionChange"}}}},
+	{`"previous_controller_id"`, expect{Parts: []part{{"", "harn.LiveSessionChange"}}}},
 	{`"deprecated": true`, expect{Parts: []part{{"", "HostToolsListResult"}}}},
 	{`"default_shell_id"`, expect{Parts: []part{{"", "ListShellsResponse"}}}},
 	{`"command": "printf ok"`, expect{Parts: []part{{"", "ShellInvocationRequest"}}}},
@@ -137,7 +137,7 @@ var seedTable = []struct {
 	{`"working_files"`, expect{Parts: []part{{"", "SkillMatchParams"}}}},
 	{`"matched by embedding similarity"`, expect{Parts: []part{{"", "SkillMatchResult"}}}},
 	// Inline snippets.
-	{`"mcp_server"`, expect{Parts: []part{{"", "acp.ToolExecutor"}}}},
+	{`"mcp_server"`, expect{Parts: []part{{"", "harn.ToolExecutor"}}}},
 	{`"cancelled"`, expect{Parts: []part{{"", "acp.RequestPermissionResponse"}}}},
 	{`{ "sessionId": "..." }`, expect{Parts: []part{{"", "SessionIDParams"}}}},
 	{`"reminderId"`, expect{Parts: []part{{"", "SessionRevokeReminderParams"}}}},
@@ -182,7 +182,7 @@ func checkParts(t *testing.T, where string, doc []byte, e expect) {
 	t.Helper()
 	if e.Rejected != nil {
 		for _, p := range e.Parts {
-			if err := json.Unmarshal(at(t, doc, p.Path), new(acp.SessionNotification), acp.ContractHarn.Options()); !errors.Is(err, e.Rejected) {
+			if err := json.Unmarshal(at(t, doc, p.Path), new(acp.SessionNotification), harn.ContractHarn.Options()); !errors.Is(err, e.Rejected) {
 				t.Errorf("%s: a decode under Harn's contract must reject %s with %v, got %v", where, p.Path, e.Rejected, err)
 			}
 		}
@@ -220,10 +220,23 @@ func checkParts(t *testing.T, where string, doc []byte, e expect) {
 		if !sameJSON(t, raw, out) {
 			t.Errorf("%s: %s as %s re-encodes differently\n in: %s\nout: %s", where, p.Path, p.Type, raw, out)
 		}
-		if u := typedUpdate(v); u != nil && u.Unknown != nil {
-			t.Errorf("%s: session/update %q is not a typed variant", where, u.Tag())
+		// gen/acp keeps Harn's parts as sent; Harn's view types them.
+		view, err := harnView(reflect.ValueOf(v))
+		if err != nil {
+			t.Errorf("%s: %s as %s: Harn's parts do not decode: %v", where, p.Path, p.Type, err)
+			continue
 		}
-		if got := untyped(reflect.ValueOf(v), 0); !slices.Equal(got, e.Untyped) {
+		for _, h := range view {
+			if u, ok := h.(harn.SessionUpdate); ok && u.Unknown != nil {
+				t.Errorf("%s: session/update %q is not a typed variant of ACP's or Harn's", where, u.Tag())
+			}
+		}
+		var got []string
+		for _, x := range append([]any{v}, view...) {
+			got = append(got, untyped(reflect.ValueOf(x), 0)...)
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, e.Untyped) {
 			t.Errorf("%s: %s as %s leaves members untyped: %v (the table expects %v)", where, p.Path, p.Type, got, e.Untyped)
 		}
 	}
@@ -281,15 +294,98 @@ func untyped(v reflect.Value, depth int) []string {
 	return out
 }
 
-// typedUpdate finds the session/update union in a decoded value.
-func typedUpdate(v any) *acp.SessionUpdate {
-	switch x := v.(type) {
-	case *acp.SessionNotification:
-		return &x.Update
-	case *acp.SessionUpdate:
-		return x
+// harnView types, with gen/harn's accessors, the parts of a decoded value
+// that gen/acp keeps as sent: an update whose tag ACP does not know
+// (UpdateOf) and the _meta of ACP's types that Harn extends. It returns
+// them, and the parts of those, in the order found.
+func harnView(v reflect.Value) ([]any, error) {
+	var out []any
+	var errs []error
+	add := func(x any, err error) {
+		if err != nil {
+			errs = append(errs, err)
+			return
+		}
+		if rv := reflect.ValueOf(x); x != nil && !(rv.Kind() == reflect.Pointer && rv.IsNil()) {
+			out = append(out, x)
+		}
 	}
-	return nil
+	var walk func(v reflect.Value, depth int)
+	walk = func(v reflect.Value, depth int) {
+		if depth > 32 || !v.IsValid() {
+			return
+		}
+		switch v.Kind() {
+		case reflect.Pointer, reflect.Interface:
+			if !v.IsNil() {
+				walk(v.Elem(), depth+1)
+			}
+			return
+		case reflect.Slice:
+			for i := range v.Len() {
+				walk(v.Index(i), depth+1)
+			}
+			return
+		case reflect.Map:
+			for _, k := range v.MapKeys() {
+				walk(v.MapIndex(k), depth+1)
+			}
+			return
+		case reflect.Struct:
+		default:
+			return
+		}
+		if get := v.MethodByName("Get"); get.IsValid() && get.Type().NumIn() == 0 && get.Type().NumOut() == 2 {
+			if r := get.Call(nil); r[1].Bool() {
+				walk(r[0], depth+1)
+			}
+			return
+		}
+		n := len(out)
+		if v.CanAddr() {
+			switch x := v.Addr().Interface().(type) {
+			case *acp.SessionUpdate:
+				if x.Unknown != nil {
+					u, err := harn.UpdateOf(*x)
+					add(u, err)
+				}
+			case *acp.ToolCall:
+				add(harn.ToolLifecycleOf(x.Meta))
+			case *acp.ToolCallUpdate:
+				add(harn.ToolLifecycleOf(x.Meta))
+			case *acp.TextContent:
+				add(harn.ContentFieldsOf(x.Meta))
+			case *acp.Diff:
+				add(harn.ContentFieldsOf(x.Meta))
+			case *acp.RequestPermissionResponse:
+				add(harn.PermissionResponseOf(x.Meta))
+			case *acp.PromptResponse:
+				add(harn.PromptResultOf(x.Meta))
+			case *acp.AgentCapabilities:
+				add(harn.AgentCapabilitiesOf(x.Meta))
+			}
+		}
+		added := slices.Clone(out[n:])
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				walk(v.Field(i), depth+1)
+			}
+		}
+		for _, x := range added {
+			w := reflect.New(reflect.TypeOf(x))
+			w.Elem().Set(reflect.ValueOf(x))
+			walk(w.Elem(), depth+1)
+		}
+	}
+	if v.Kind() == reflect.Pointer && !v.IsNil() {
+		v = v.Elem()
+	} else {
+		w := reflect.New(v.Type())
+		w.Elem().Set(v)
+		v = w.Elem()
+	}
+	walk(v, 0)
+	return out, errors.Join(errs...)
 }
 
 // legacyUpgraded moves, by hand, Harn's tool-lifecycle fields of the legacy
@@ -414,7 +510,7 @@ func TestLegacyFixtureRejectedByDefaultAcceptedByLegacyReader(t *testing.T) {
 	}
 	params := f.Documents[0].Params
 	var n acp.SessionNotification
-	err := json.Unmarshal(params, &n, acp.ContractHarn.Options())
+	err := json.Unmarshal(params, &n, harn.ContractHarn.Options())
 	var de *wire.DecodeError
 	if !errors.Is(err, wire.ErrForbiddenMember) || !errors.As(err, &de) || de.Type != "ToolCallUpdate" {
 		t.Fatalf("Harn's contract must reject root-level Harn fields of a tool_call_update: %v", err)
@@ -433,9 +529,9 @@ func TestLegacyFixtureRejectedByDefaultAcceptedByLegacyReader(t *testing.T) {
 	if u == nil {
 		t.Fatalf("not a tool_call_update: %+v", l.Update)
 	}
-	m, ok := u.Meta.Get()
-	if !ok || m.Harn == nil || *m.Harn.DurationMS != 8 || *m.Harn.ExecutionDurationMS != 6 || m.Harn.Executor.String == nil || *m.Harn.Executor.String != acp.ToolExecutorNameHarnBuiltin {
-		t.Fatalf("the legacy fields must land under _meta.harn: %+v", m)
+	h, err := harn.ToolLifecycleOf(u.Meta)
+	if err != nil || h == nil || *h.DurationMS != 8 || *h.ExecutionDurationMS != 6 || h.Executor.String == nil || *h.Executor.String != harn.ToolExecutorNameHarnBuiltin {
+		t.Fatalf("the legacy fields must land under _meta.harn: %+v %v", h, err)
 	}
 	if title, _ := u.Title.Get(); string(u.RawOutput) != `{"ok":true}` || title != "read_file" {
 		t.Fatalf("ACP's own fields stay: %+v", u)

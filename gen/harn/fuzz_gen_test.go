@@ -31,6 +31,34 @@ var fuzzTypes = []wiretest.Type{{
 	Schema: "harn-session.schema.json#/$defs/actor_meta",
 	Seeds:  []string{"{\"harn\":{\"actor\":{\"clientId\":\"x\",\"role\":\"x\",\"source\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
+	Name: "AgentCapabilities",
+	New: func() any {
+		return new(AgentCapabilities)
+	},
+	Schema: "harn-acp.schema.json#/$defs/agent_capabilities",
+	Seeds:  []string{"{\"contentExtensionFields\":[\"x\"],\"extensionContract\":\"x\",\"extensionMethods\":{\"k\":{\"raw\":[1,\"two\",null]}},\"hostCapabilityOperations\":{\"k\":[\"x\"]},\"promptResultExtensionFields\":[\"x\"],\"schemaCompatibility\":\"x\",\"sessionUpdateExtensions\":[\"x\"],\"toolLifecycleExtensionFields\":[\"x\"],\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "AgentCapabilitiesExtensionMethods",
+	New: func() any {
+		return new(AgentCapabilitiesExtensionMethods)
+	},
+	Schema: "harn-acp.schema.json#/$defs/agent_capabilities/properties/extensionMethods",
+	Seeds:  []string{"{\"k\":{\"raw\":[1,\"two\",null]}}"},
+}, {
+	Name: "AgentCapabilitiesHostCapabilityOperations",
+	New: func() any {
+		return new(AgentCapabilitiesHostCapabilityOperations)
+	},
+	Schema: "harn-acp.schema.json#/$defs/agent_capabilities/properties/hostCapabilityOperations",
+	Seeds:  []string{"{\"k\":[\"x\"]}"},
+}, {
+	Name: "AgentCapabilitiesMeta",
+	New: func() any {
+		return new(AgentCapabilitiesMeta)
+	},
+	Schema: "harn-acp.schema.json#/$defs/agent_capabilities_meta",
+	Seeds:  []string{"{\"harn\":{\"contentExtensionFields\":[\"x\"],\"extensionContract\":\"x\",\"extensionMethods\":{\"k\":{\"raw\":[1,\"two\",null]}},\"hostCapabilityOperations\":{\"k\":[\"x\"]},\"promptResultExtensionFields\":[\"x\"],\"schemaCompatibility\":\"x\",\"sessionUpdateExtensions\":[\"x\"],\"toolLifecycleExtensionFields\":[\"x\"],\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+}, {
 	Name: "AgentEvent",
 	New: func() any {
 		return new(AgentEvent)
@@ -395,6 +423,20 @@ var fuzzTypes = []wiretest.Type{{
 	Schema: "harn-session.schema.json#/$defs/agent_resume_params",
 	Seeds:  []string{"{\"sessionId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
+	Name: "ApprovalPolicy",
+	New: func() any {
+		return new(ApprovalPolicy)
+	},
+	Schema: "harn-acp.schema.json#/$defs/approval_policy",
+	Seeds:  []string{"{\"auto_approve\":[\"x\"],\"auto_deny\":[\"x\"],\"require_approval\":[\"x\"],\"vendor_extension\":{\"kept\":true},\"write_path_allowlist\":[\"x\"]}"},
+}, {
+	Name: "ApprovalRequest",
+	New: func() any {
+		return new(ApprovalRequest)
+	},
+	Schema: "harn-acp.schema.json#/$defs/approval_request",
+	Seeds:  []string{"{\"action\":\"x\",\"approvers_required\":0,\"args\":{\"raw\":[1,\"two\",null]},\"capabilities_requested\":[\"x\"],\"deadline\":\"x\",\"evidence_refs\":[{\"byteCount\":0,\"kind\":\"x\",\"newText\":\"x\",\"oldText\":\"x\",\"path\":\"x\",\"preimageSha256\":\"x\",\"source\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"id\":\"x\",\"principal\":\"x\",\"requested_at\":\"x\",\"undo_metadata\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}}"},
+}, {
 	Name: "ArgumentShape",
 	New: func() any {
 		return new(ArgumentShape)
@@ -402,12 +444,54 @@ var fuzzTypes = []wiretest.Type{{
 	Schema: "harn-host.schema.json#/$defs/argument_shape",
 	Seeds:  []string{"{\"list_length\":0,\"value_type\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
+	Name: "Artifact",
+	New: func() any {
+		return new(Artifact)
+	},
+	Schema: "harn-acp.schema.json#/$defs/artifact",
+	Seeds:  []string{"{\"artifactId\":\"x\",\"fallback\":{\"raw\":[1,\"two\",null]},\"kind\":\"x\",\"metadata\":{\"raw\":[1,\"two\",null]},\"mimeType\":\"x\",\"provenance\":{\"raw\":[1,\"two\",null]},\"sizeBytes\":0,\"spec\":{\"raw\":[1,\"two\",null]},\"title\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "ArtifactUpdate",
+	New: func() any {
+		return new(ArtifactUpdate)
+	},
+	Schema: "harn-acp.schema.json#/$defs/artifact_update",
+	Seeds:  []string{"{\"_meta\":{\"harn\":{\"artifactId\":\"x\",\"fallback\":{\"raw\":[1,\"two\",null]},\"kind\":\"x\",\"metadata\":{\"raw\":[1,\"two\",null]},\"mimeType\":\"x\",\"provenance\":{\"raw\":[1,\"two\",null]},\"sizeBytes\":0,\"spec\":{\"raw\":[1,\"two\",null]},\"title\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"sessionUpdate\":\"artifact\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "ArtifactUpdateMeta",
+	New: func() any {
+		return new(ArtifactUpdateMeta)
+	},
+	Schema: "harn-acp.schema.json#/$defs/artifact_update_meta",
+	Seeds:  []string{"{\"harn\":{\"artifactId\":\"x\",\"fallback\":{\"raw\":[1,\"two\",null]},\"kind\":\"x\",\"metadata\":{\"raw\":[1,\"two\",null]},\"mimeType\":\"x\",\"provenance\":{\"raw\":[1,\"two\",null]},\"sizeBytes\":0,\"spec\":{\"raw\":[1,\"two\",null]},\"title\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+}, {
 	Name: "BuiltinCallParams",
 	New: func() any {
 		return new(BuiltinCallParams)
 	},
 	Schema: "harn-host.schema.json#/$defs/builtin_call_params",
 	Seeds:  []string{"{\"args\":[{\"raw\":[1,\"two\",null]}],\"name\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "CallEndUpdate",
+	New: func() any {
+		return new(CallEndUpdate)
+	},
+	Schema: "harn-acp.schema.json#/$defs/call_end_update",
+	Seeds:  []string{"{\"content\":{\"call_type\":\"x\",\"duration_ms\":0,\"metadata\":{\"raw\":[1,\"two\",null]},\"name\":\"x\",\"script\":\"x\",\"status\":\"x\",\"toolCallId\":\"x\",\"vendor_extension\":{\"kept\":true}},\"sessionUpdate\":\"call_end\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "CallProgressUpdate",
+	New: func() any {
+		return new(CallProgressUpdate)
+	},
+	Schema: "harn-acp.schema.json#/$defs/call_progress_update",
+	Seeds:  []string{"{\"content\":{\"accumulated_tokens\":0,\"delta\":\"x\",\"toolCallId\":\"x\",\"user_visible\":true,\"vendor_extension\":{\"kept\":true},\"visible_delta\":\"x\",\"visible_text\":\"x\"},\"sessionUpdate\":\"call_progress\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "CallStartUpdate",
+	New: func() any {
+		return new(CallStartUpdate)
+	},
+	Schema: "harn-acp.schema.json#/$defs/call_start_update",
+	Seeds:  []string{"{\"content\":{\"call_type\":\"x\",\"metadata\":{\"raw\":[1,\"two\",null]},\"name\":\"x\",\"script\":\"x\",\"toolCallId\":\"x\",\"vendor_extension\":{\"kept\":true}},\"sessionUpdate\":\"call_start\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "CapabilityObject",
 	New: func() any {
@@ -430,12 +514,103 @@ var fuzzTypes = []wiretest.Type{{
 	Schema: "harn-host.schema.json#/$defs/capability_ops",
 	Seeds:  []string{"[\"x\"]"},
 }, {
+	Name: "ContentFields",
+	New: func() any {
+		return new(ContentFields)
+	},
+	Schema: "harn-acp.schema.json#/$defs/content_fields",
+	Seeds:  []string{"{\"permission_preview\":{\"byteCount\":0,\"preimageSha256\":\"x\",\"source\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true},\"visible_delta\":\"x\",\"visible_text\":\"x\"}"},
+}, {
+	Name: "ContentMeta",
+	New: func() any {
+		return new(ContentMeta)
+	},
+	Schema: "harn-acp.schema.json#/$defs/content_meta",
+	Seeds:  []string{"{\"harn\":{\"permission_preview\":{\"byteCount\":0,\"preimageSha256\":\"x\",\"source\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true},\"visible_delta\":\"x\",\"visible_text\":\"x\"},\"vendor_extension\":{\"kept\":true}}"},
+}, {
 	Name: "DeliveryMode",
 	New: func() any {
 		return new(DeliveryMode)
 	},
 	Schema: "harn-session.schema.json#/$defs/delivery_mode",
 	Seeds:  []string{"\"interrupt_immediate\""},
+}, {
+	Name: "EmittedReminder",
+	New: func() any {
+		return new(EmittedReminder)
+	},
+	Schema: "harn-acp.schema.json#/$defs/emitted_reminder",
+	Seeds:  []string{"{\"authority\":\"x\",\"body\":\"x\",\"reminderId\":\"x\",\"renderedRole\":\"x\",\"roleHint\":\"x\",\"source\":\"x\",\"tags\":[\"x\"],\"ttlTurns\":1,\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "EvidenceRef",
+	New: func() any {
+		return new(EvidenceRef)
+	},
+	Schema: "harn-acp.schema.json#/$defs/evidence_ref",
+	Seeds:  []string{"{\"byteCount\":0,\"kind\":\"x\",\"newText\":\"x\",\"oldText\":\"x\",\"path\":\"x\",\"preimageSha256\":\"x\",\"source\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "ExtensionMethod",
+	New: func() any {
+		return new(ExtensionMethod)
+	},
+	Schema: "harn-acp.schema.json#/$defs/extension_method",
+	Seeds:  []string{"{\"kinds\":[\"x\"],\"schema\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "FsWatch",
+	New: func() any {
+		return new(FsWatch)
+	},
+	Schema: "harn-acp.schema.json#/$defs/fs_watch",
+	Seeds:  []string{"{\"events\":[{\"error\":\"x\",\"kind\":\"x\",\"paths\":[\"x\"],\"raw_kind\":\"x\",\"relative_paths\":[\"x\"],\"vendor_extension\":{\"kept\":true}}],\"subscriptionId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "FsWatchEvent",
+	New: func() any {
+		return new(FsWatchEvent)
+	},
+	Schema: "harn-acp.schema.json#/$defs/fs_watch_event",
+	Seeds:  []string{"{\"error\":\"x\",\"kind\":\"x\",\"paths\":[\"x\"],\"raw_kind\":\"x\",\"relative_paths\":[\"x\"],\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "FsWatchUpdate",
+	New: func() any {
+		return new(FsWatchUpdate)
+	},
+	Schema: "harn-acp.schema.json#/$defs/fs_watch_update",
+	Seeds:  []string{"{\"_meta\":{\"harn\":{\"events\":[{\"vendor_extension\":{\"kept\":true}}],\"subscriptionId\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"sessionUpdate\":\"fs_watch\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "FsWatchUpdateMeta",
+	New: func() any {
+		return new(FsWatchUpdateMeta)
+	},
+	Schema: "harn-acp.schema.json#/$defs/fs_watch_update_meta",
+	Seeds:  []string{"{\"harn\":{\"events\":[{\"error\":\"x\",\"kind\":\"x\",\"paths\":[\"x\"],\"raw_kind\":\"x\",\"relative_paths\":[\"x\"],\"vendor_extension\":{\"kept\":true}}],\"subscriptionId\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "HITLRequest",
+	New: func() any {
+		return new(HITLRequest)
+	},
+	Schema: "harn-acp.schema.json#/$defs/hitl_request",
+	Seeds:  []string{"{\"kind\":\"question\",\"payload\":{\"raw\":[1,\"two\",null]},\"requestId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "HITLRequestKind",
+	New: func() any {
+		return new(HITLRequestKind)
+	},
+	Schema: "harn-acp.schema.json#/$defs/hitl_request/properties/kind",
+	Seeds:  []string{"\"question\""},
+}, {
+	Name: "HITLRequestUpdate",
+	New: func() any {
+		return new(HITLRequestUpdate)
+	},
+	Schema: "harn-acp.schema.json#/$defs/hitl_request_update",
+	Seeds:  []string{"{\"_meta\":{\"harn\":{\"kind\":\"question\",\"payload\":{\"raw\":[1,\"two\",null]},\"requestId\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"sessionUpdate\":\"hitl_request\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "HITLRequestUpdateMeta",
+	New: func() any {
+		return new(HITLRequestUpdateMeta)
+	},
+	Schema: "harn-acp.schema.json#/$defs/hitl_request_update_meta",
+	Seeds:  []string{"{\"harn\":{\"kind\":\"question\",\"payload\":{\"raw\":[1,\"two\",null]},\"requestId\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "HITLRequestedParams",
 	New: func() any {
@@ -451,6 +626,27 @@ var fuzzTypes = []wiretest.Type{{
 	Schema: "harn-host.schema.json#/$defs/hitl_requested_params/properties/kind",
 	Seeds:  []string{"\"question\""},
 }, {
+	Name: "HITLResolved",
+	New: func() any {
+		return new(HITLResolved)
+	},
+	Schema: "harn-acp.schema.json#/$defs/hitl_resolved",
+	Seeds:  []string{"{\"kind\":\"x\",\"outcome\":\"x\",\"requestId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "HITLResolvedUpdate",
+	New: func() any {
+		return new(HITLResolvedUpdate)
+	},
+	Schema: "harn-acp.schema.json#/$defs/hitl_resolved_update",
+	Seeds:  []string{"{\"_meta\":{\"harn\":{\"kind\":\"x\",\"outcome\":\"x\",\"requestId\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"sessionUpdate\":\"hitl_resolved\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "HITLResolvedUpdateMeta",
+	New: func() any {
+		return new(HITLResolvedUpdateMeta)
+	},
+	Schema: "harn-acp.schema.json#/$defs/hitl_resolved_update_meta",
+	Seeds:  []string{"{\"harn\":{\"kind\":\"x\",\"outcome\":\"x\",\"requestId\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+}, {
 	Name: "HITLRespondParams",
 	New: func() any {
 		return new(HITLRespondParams)
@@ -464,6 +660,27 @@ var fuzzTypes = []wiretest.Type{{
 	},
 	Schema: "harn-session.schema.json#/$defs/hitl_respond_result",
 	Seeds:  []string{"{\"ok\":true,\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "Handoff",
+	New: func() any {
+		return new(Handoff)
+	},
+	Schema: "harn-acp.schema.json#/$defs/handoff",
+	Seeds:  []string{"{\"artifactId\":\"x\",\"handoff\":{\"raw\":[1,\"two\",null]},\"handoffId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "HandoffUpdate",
+	New: func() any {
+		return new(HandoffUpdate)
+	},
+	Schema: "harn-acp.schema.json#/$defs/handoff_update",
+	Seeds:  []string{"{\"_meta\":{\"harn\":{\"artifactId\":\"x\",\"handoff\":{\"raw\":[1,\"two\",null]},\"handoffId\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"sessionUpdate\":\"handoff\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "HandoffUpdateMeta",
+	New: func() any {
+		return new(HandoffUpdateMeta)
+	},
+	Schema: "harn-acp.schema.json#/$defs/handoff_update_meta",
+	Seeds:  []string{"{\"harn\":{\"artifactId\":\"x\",\"handoff\":{\"raw\":[1,\"two\",null]},\"handoffId\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "HostCallHarn",
 	New: func() any {
@@ -653,6 +870,27 @@ var fuzzTypes = []wiretest.Type{{
 	Schema: "harn-host.schema.json#/$defs/llm_call_result",
 	Seeds:  []string{"{\"input_tokens\":1,\"output_tokens\":1,\"text\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
+	Name: "LegacyCallEnd",
+	New: func() any {
+		return new(LegacyCallEnd)
+	},
+	Schema: "harn-acp.schema.json#/$defs/legacy_call_end",
+	Seeds:  []string{"{\"call_type\":\"x\",\"duration_ms\":0,\"metadata\":{\"raw\":[1,\"two\",null]},\"name\":\"x\",\"script\":\"x\",\"status\":\"x\",\"toolCallId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "LegacyCallProgress",
+	New: func() any {
+		return new(LegacyCallProgress)
+	},
+	Schema: "harn-acp.schema.json#/$defs/legacy_call_progress",
+	Seeds:  []string{"{\"accumulated_tokens\":0,\"delta\":\"x\",\"toolCallId\":\"x\",\"user_visible\":true,\"vendor_extension\":{\"kept\":true},\"visible_delta\":\"x\",\"visible_text\":\"x\"}"},
+}, {
+	Name: "LegacyCallStart",
+	New: func() any {
+		return new(LegacyCallStart)
+	},
+	Schema: "harn-acp.schema.json#/$defs/legacy_call_start",
+	Seeds:  []string{"{\"call_type\":\"x\",\"metadata\":{\"raw\":[1,\"two\",null]},\"name\":\"x\",\"script\":\"x\",\"toolCallId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
 	Name: "LegacyErrorParams",
 	New: func() any {
 		return new(LegacyErrorParams)
@@ -681,12 +919,33 @@ var fuzzTypes = []wiretest.Type{{
 	Schema: "harn-session.schema.json#/$defs/legacy_user_message_params/properties/mode",
 	Seeds:  []string{"\"interrupt_immediate\""},
 }, {
+	Name: "LegacyWorkerContent",
+	New: func() any {
+		return new(LegacyWorkerContent)
+	},
+	Schema: "harn-acp.schema.json#/$defs/legacy_worker_content",
+	Seeds:  []string{"{\"audit\":{\"approval_policy\":{\"auto_approve\":[\"x\"],\"auto_deny\":[\"x\"],\"require_approval\":[\"x\"],\"vendor_extension\":{\"kept\":true},\"write_path_allowlist\":[\"x\"]},\"execution_kind\":\"x\",\"mutation_scope\":\"x\",\"parent_session_id\":\"x\",\"run_id\":\"x\",\"session_id\":\"x\",\"vendor_extension\":{\"kept\":true},\"worker_id\":\"x\"},\"finished_at\":{\"raw\":[1,\"two\",null]},\"lifecycle\":{\"raw\":[1,\"two\",null]},\"metadata\":{\"raw\":[1,\"two\",null]},\"run_id\":{\"raw\":[1,\"two\",null]},\"run_path\":{\"raw\":[1,\"two\",null]},\"script\":\"x\",\"snapshot_path\":{\"raw\":[1,\"two\",null]},\"started_at\":{\"raw\":[1,\"two\",null]},\"status\":\"x\",\"vendor_extension\":{\"kept\":true},\"worker_id\":\"x\",\"worker_name\":\"x\"}"},
+}, {
 	Name: "ListShellsResponse",
 	New: func() any {
 		return new(ListShellsResponse)
 	},
 	Schema: "host-shell-discovery.schema.json#/$defs/list_shells_response",
 	Seeds:  []string{"{\"default_shell_id\":\"x\",\"shells\":[{\"available\":true,\"default_args\":[\"x\"],\"id\":\"x\",\"label\":\"x\",\"login_args\":[\"x\"],\"path\":\"x\",\"platform\":\"x\",\"source\":\"configured\",\"supports_interactive\":true,\"supports_login\":true}]}"},
+}, {
+	Name: "LiveClient",
+	New: func() any {
+		return new(LiveClient)
+	},
+	Schema: "harn-acp.schema.json#/$defs/live_client",
+	Seeds:  []string{"{\"attached_at\":\"x\",\"client_id\":\"x\",\"last_seen_at\":\"x\",\"metadata\":{\"raw\":[1,\"two\",null]},\"mode\":\"observer\",\"permission_routing\":true,\"prompt_injection\":true,\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "LiveClientMode",
+	New: func() any {
+		return new(LiveClientMode)
+	},
+	Schema: "harn-acp.schema.json#/$defs/live_client/properties/mode",
+	Seeds:  []string{"\"observer\""},
 }, {
 	Name: "LiveMode",
 	New: func() any {
@@ -695,6 +954,69 @@ var fuzzTypes = []wiretest.Type{{
 	Schema: "harn-session.schema.json#/$defs/live_mode",
 	Seeds:  []string{"\"observer\""},
 }, {
+	Name: "LiveSessionChange",
+	New: func() any {
+		return new(LiveSessionChange)
+	},
+	Schema: "harn-acp.schema.json#/$defs/live_session_change",
+	Seeds:  []string{"{\"active_controller_id\":\"x\",\"client\":{\"attached_at\":\"x\",\"client_id\":\"x\",\"last_seen_at\":\"x\",\"metadata\":{\"raw\":[1,\"two\",null]},\"mode\":\"observer\",\"permission_routing\":true,\"prompt_injection\":true,\"vendor_extension\":{\"kept\":true}},\"clients\":[{\"attached_at\":\"x\",\"client_id\":\"x\",\"last_seen_at\":\"x\",\"metadata\":{\"raw\":[1,\"two\",null]},\"mode\":\"observer\",\"permission_routing\":true,\"prompt_injection\":true,\"vendor_extension\":{\"kept\":true}}],\"previous_controller_id\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "LiveSessionClient",
+	New: func() any {
+		return new(LiveSessionClient)
+	},
+	Schema: "harn-acp.schema.json#/$defs/live_session_client",
+	Seeds:  []string{"{\"action\":\"attached\",\"state\":{\"active_controller_id\":\"x\",\"client\":{\"attached_at\":\"x\",\"client_id\":\"x\",\"last_seen_at\":\"x\",\"metadata\":{\"raw\":[1,\"two\",null]},\"mode\":\"observer\",\"permission_routing\":true,\"prompt_injection\":true,\"vendor_extension\":{\"kept\":true}},\"clients\":[{\"attached_at\":\"x\",\"client_id\":\"x\",\"last_seen_at\":\"x\",\"metadata\":{\"raw\":[1,\"two\",null]},\"mode\":\"observer\",\"permission_routing\":true,\"prompt_injection\":true,\"vendor_extension\":{\"kept\":true}}],\"previous_controller_id\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "LiveSessionClientAction",
+	New: func() any {
+		return new(LiveSessionClientAction)
+	},
+	Schema: "harn-acp.schema.json#/$defs/live_session_client/properties/action",
+	Seeds:  []string{"\"attached\""},
+}, {
+	Name: "LiveSessionClientUpdate",
+	New: func() any {
+		return new(LiveSessionClientUpdate)
+	},
+	Schema: "harn-acp.schema.json#/$defs/live_session_client_update",
+	Seeds:  []string{"{\"_meta\":{\"harn\":{\"action\":\"attached\",\"state\":{\"active_controller_id\":\"x\",\"client\":{\"attached_at\":\"x\",\"client_id\":\"x\",\"last_seen_at\":\"x\",\"metadata\":{\"raw\":[1,\"two\",null]},\"mode\":\"observer\",\"permission_routing\":true,\"prompt_injection\":true,\"vendor_extension\":{\"kept\":true}},\"clients\":[{\"attached_at\":\"x\",\"client_id\":\"x\",\"last_seen_at\":\"x\",\"metadata\":{\"raw\":[1,\"two\",null]},\"mode\":\"observer\",\"permission_routing\":true,\"prompt_injection\":true,\"vendor_extension\":{\"kept\":true}}],\"previous_controller_id\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"sessionUpdate\":\"live_session_client\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "LiveSessionClientUpdateMeta",
+	New: func() any {
+		return new(LiveSessionClientUpdateMeta)
+	},
+	Schema: "harn-acp.schema.json#/$defs/live_session_client_update_meta",
+	Seeds:  []string{"{\"harn\":{\"action\":\"attached\",\"state\":{\"active_controller_id\":\"x\",\"client\":{\"attached_at\":\"x\",\"client_id\":\"x\",\"last_seen_at\":\"x\",\"metadata\":{\"raw\":[1,\"two\",null]},\"mode\":\"observer\",\"permission_routing\":true,\"prompt_injection\":true,\"vendor_extension\":{\"kept\":true}},\"clients\":[{\"attached_at\":\"x\",\"client_id\":\"x\",\"last_seen_at\":\"x\",\"metadata\":{\"raw\":[1,\"two\",null]},\"mode\":\"observer\",\"permission_routing\":true,\"prompt_injection\":true,\"vendor_extension\":{\"kept\":true}}],\"previous_controller_id\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "Log",
+	New: func() any {
+		return new(Log)
+	},
+	Schema: "harn-acp.schema.json#/$defs/log",
+	Seeds:  []string{"{\"fields\":{\"raw\":[1,\"two\",null]},\"level\":\"debug\",\"message\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "LogLevel",
+	New: func() any {
+		return new(LogLevel)
+	},
+	Schema: "harn-acp.schema.json#/$defs/log/properties/level",
+	Seeds:  []string{"\"debug\""},
+}, {
+	Name: "LogUpdate",
+	New: func() any {
+		return new(LogUpdate)
+	},
+	Schema: "harn-acp.schema.json#/$defs/log_update",
+	Seeds:  []string{"{\"_meta\":{\"harn\":{\"fields\":{\"raw\":[1,\"two\",null]},\"level\":\"debug\",\"message\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"sessionUpdate\":\"log\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "LogUpdateMeta",
+	New: func() any {
+		return new(LogUpdateMeta)
+	},
+	Schema: "harn-acp.schema.json#/$defs/log_update_meta",
+	Seeds:  []string{"{\"harn\":{\"fields\":{\"raw\":[1,\"two\",null]},\"level\":\"debug\",\"message\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+}, {
 	Name: "MCPServerConfig",
 	New: func() any {
 		return new(MCPServerConfig)
@@ -702,12 +1024,33 @@ var fuzzTypes = []wiretest.Type{{
 	Schema: "harn-host.schema.json#/$defs/mcp_server_config",
 	Seeds:  []string{"{\"name\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
+	Name: "MCPServerExecutor",
+	New: func() any {
+		return new(MCPServerExecutor)
+	},
+	Schema: "harn-acp.schema.json#/$defs/mcp_server_executor",
+	Seeds:  []string{"{\"kind\":\"mcp_server\",\"serverName\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
 	Name: "Meta",
 	New: func() any {
 		return new(Meta)
 	},
 	Schema: "harn-host.schema.json#/$defs/meta",
 	Seeds:  []string{"{\"harn\":{\"requestTrace\":{\"arguments\":{\"k\":{\"value_type\":\"x\",\"vendor_extension\":{\"kept\":true}}},\"caller\":{\"function\":\"x\",\"module\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "MutationSessionRecord",
+	New: func() any {
+		return new(MutationSessionRecord)
+	},
+	Schema: "harn-acp.schema.json#/$defs/mutation_session_record",
+	Seeds:  []string{"{\"approval_policy\":{\"auto_approve\":[\"x\"],\"auto_deny\":[\"x\"],\"require_approval\":[\"x\"],\"vendor_extension\":{\"kept\":true},\"write_path_allowlist\":[\"x\"]},\"execution_kind\":\"x\",\"mutation_scope\":\"x\",\"parent_session_id\":\"x\",\"run_id\":\"x\",\"session_id\":\"x\",\"vendor_extension\":{\"kept\":true},\"worker_id\":\"x\"}"},
+}, {
+	Name: "MutationStatus",
+	New: func() any {
+		return new(MutationStatus)
+	},
+	Schema: "harn-acp.schema.json#/$defs/mutation_status",
+	Seeds:  []string{"\"applied\""},
 }, {
 	Name: "NoArgs",
 	New: func() any {
@@ -758,12 +1101,138 @@ var fuzzTypes = []wiretest.Type{{
 	Schema: "harn-session.schema.json#/$defs/pending_user_message/properties/content",
 	Seeds:  []string{"\"x\""},
 }, {
+	Name: "PermissionDecision",
+	New: func() any {
+		return new(PermissionDecision)
+	},
+	Schema: "harn-acp.schema.json#/$defs/permission_decision",
+	Seeds:  []string{"{\"decider\":\"person\",\"grant_scope\":\"once\",\"outcome\":\"approved\",\"policy_evaluations\":[{\"layer\":\"user_policy\",\"outcome\":\"allowed\",\"risk_labels\":[\"x\"],\"rule_id\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"schema\":\"harn.tool_permission_decision.v1\"}"},
+}, {
+	Name: "PermissionDecisionDecider",
+	New: func() any {
+		return new(PermissionDecisionDecider)
+	},
+	Schema: "harn-acp.schema.json#/$defs/permission_decision/properties/decider",
+	Seeds:  []string{"\"person\""},
+}, {
+	Name: "PermissionDecisionGrantScope",
+	New: func() any {
+		return new(PermissionDecisionGrantScope)
+	},
+	Schema: "harn-acp.schema.json#/$defs/permission_decision/properties/grant_scope",
+	Seeds:  []string{"\"once\""},
+}, {
+	Name: "PermissionDecisionOutcome",
+	New: func() any {
+		return new(PermissionDecisionOutcome)
+	},
+	Schema: "harn-acp.schema.json#/$defs/permission_decision/properties/outcome",
+	Seeds:  []string{"\"approved\""},
+}, {
+	Name: "PermissionPolicyDecision",
+	New: func() any {
+		return new(PermissionPolicyDecision)
+	},
+	Schema: "harn-acp.schema.json#/$defs/permission_policy_decision",
+	Seeds:  []string{"{\"action\":\"x\",\"context\":{\"raw\":[1,\"two\",null]},\"matched_rule\":{\"raw\":[1,\"two\",null]},\"reason\":\"x\",\"risk_labels\":[\"x\"],\"type\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "PermissionPreview",
+	New: func() any {
+		return new(PermissionPreview)
+	},
+	Schema: "harn-acp.schema.json#/$defs/permission_preview",
+	Seeds:  []string{"{\"byteCount\":0,\"preimageSha256\":\"x\",\"source\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "PermissionResponse",
+	New: func() any {
+		return new(PermissionResponse)
+	},
+	Schema: "harn-acp.schema.json#/$defs/permission_response",
+	Seeds:  []string{"{\"permissionDecision\":{\"decider\":\"person\",\"grant_scope\":\"once\",\"outcome\":\"approved\",\"policy_evaluations\":[{\"layer\":\"user_policy\",\"outcome\":\"allowed\",\"risk_labels\":[\"x\"],\"rule_id\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"schema\":\"harn.tool_permission_decision.v1\"},\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "PermissionResponseMeta",
+	New: func() any {
+		return new(PermissionResponseMeta)
+	},
+	Schema: "harn-acp.schema.json#/$defs/permission_response_meta",
+	Seeds:  []string{"{\"harn\":{\"permissionDecision\":{\"decider\":\"person\",\"grant_scope\":\"once\",\"outcome\":\"approved\",\"policy_evaluations\":[{\"vendor_extension\":{\"kept\":true}}],\"schema\":\"harn.tool_permission_decision.v1\"},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "PolicyEvaluation",
+	New: func() any {
+		return new(PolicyEvaluation)
+	},
+	Schema: "harn-acp.schema.json#/$defs/policy_evaluation",
+	Seeds:  []string{"{\"layer\":\"user_policy\",\"outcome\":\"allowed\",\"risk_labels\":[\"x\"],\"rule_id\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "PolicyEvaluationLayer",
+	New: func() any {
+		return new(PolicyEvaluationLayer)
+	},
+	Schema: "harn-acp.schema.json#/$defs/policy_evaluation/properties/layer",
+	Seeds:  []string{"\"user_policy\""},
+}, {
+	Name: "PolicyEvaluationOutcome",
+	New: func() any {
+		return new(PolicyEvaluationOutcome)
+	},
+	Schema: "harn-acp.schema.json#/$defs/policy_evaluation/properties/outcome",
+	Seeds:  []string{"\"allowed\""},
+}, {
+	Name: "Progress",
+	New: func() any {
+		return new(Progress)
+	},
+	Schema: "harn-acp.schema.json#/$defs/progress",
+	Seeds:  []string{"{\"data\":{\"raw\":[1,\"two\",null]},\"message\":\"x\",\"phase\":\"x\",\"progress\":1,\"total\":1,\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "ProgressUpdate",
+	New: func() any {
+		return new(ProgressUpdate)
+	},
+	Schema: "harn-acp.schema.json#/$defs/progress_update",
+	Seeds:  []string{"{\"_meta\":{\"harn\":{\"data\":{\"raw\":[1,\"two\",null]},\"message\":\"x\",\"phase\":\"x\",\"progress\":1,\"total\":1,\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"sessionUpdate\":\"progress\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "ProgressUpdateMeta",
+	New: func() any {
+		return new(ProgressUpdateMeta)
+	},
+	Schema: "harn-acp.schema.json#/$defs/progress_update_meta",
+	Seeds:  []string{"{\"harn\":{\"data\":{\"raw\":[1,\"two\",null]},\"message\":\"x\",\"phase\":\"x\",\"progress\":1,\"total\":1,\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+}, {
 	Name: "PromptCorrelation",
 	New: func() any {
 		return new(PromptCorrelation)
 	},
 	Schema: "harn-host.schema.json#/$defs/prompt_correlation",
 	Seeds:  []string{"{\"messageId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "PromptErrorData",
+	New: func() any {
+		return new(PromptErrorData)
+	},
+	Schema: "harn-acp.schema.json#/$defs/prompt_error_data",
+	Seeds:  []string{"{\"category\":\"x\",\"code\":{\"raw\":[1,\"two\",null]},\"kind\":\"x\",\"model\":\"x\",\"provider\":\"x\",\"reason\":\"x\",\"retryAfterMs\":0,\"retryable\":true,\"schema\":\"harn.acp.prompt_error.v1\",\"terminalClass\":\"context_overflow\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "PromptErrorDataTerminalClass",
+	New: func() any {
+		return new(PromptErrorDataTerminalClass)
+	},
+	Schema: "harn-acp.schema.json#/$defs/prompt_error_data/properties/terminalClass",
+	Seeds:  []string{"\"context_overflow\""},
+}, {
+	Name: "PromptResponseMeta",
+	New: func() any {
+		return new(PromptResponseMeta)
+	},
+	Schema: "harn-acp.schema.json#/$defs/prompt_response_meta",
+	Seeds:  []string{"{\"harn\":{\"terminal\":{\"detail\":\"x\",\"kind\":\"natural\",\"message\":\"x\",\"owner\":\"agent\",\"reason\":\"x\",\"terminalClass\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "PromptResult",
+	New: func() any {
+		return new(PromptResult)
+	},
+	Schema: "harn-acp.schema.json#/$defs/prompt_result",
+	Seeds:  []string{"{\"terminal\":{\"detail\":\"x\",\"kind\":\"natural\",\"message\":\"x\",\"owner\":\"agent\",\"reason\":\"x\",\"terminalClass\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "RemindCapability",
 	New: func() any {
@@ -785,6 +1254,27 @@ var fuzzTypes = []wiretest.Type{{
 	},
 	Schema: "harn-session.schema.json#/$defs/reminder_authority",
 	Seeds:  []string{"\"contract\""},
+}, {
+	Name: "ReminderEmitted",
+	New: func() any {
+		return new(ReminderEmitted)
+	},
+	Schema: "harn-acp.schema.json#/$defs/reminder_emitted",
+	Seeds:  []string{"{\"reminder\":{\"authority\":\"x\",\"body\":\"x\",\"reminderId\":\"x\",\"renderedRole\":\"x\",\"roleHint\":\"x\",\"source\":\"x\",\"tags\":[\"x\"],\"ttlTurns\":1,\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "ReminderEmittedUpdate",
+	New: func() any {
+		return new(ReminderEmittedUpdate)
+	},
+	Schema: "harn-acp.schema.json#/$defs/reminder_emitted_update",
+	Seeds:  []string{"{\"_meta\":{\"harn\":{\"reminder\":{\"authority\":\"x\",\"body\":\"x\",\"reminderId\":\"x\",\"renderedRole\":\"x\",\"roleHint\":\"x\",\"source\":\"x\",\"tags\":[\"x\"],\"ttlTurns\":1,\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"sessionUpdate\":\"reminder_emitted\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "ReminderEmittedUpdateMeta",
+	New: func() any {
+		return new(ReminderEmittedUpdateMeta)
+	},
+	Schema: "harn-acp.schema.json#/$defs/reminder_emitted_update_meta",
+	Seeds:  []string{"{\"harn\":{\"reminder\":{\"authority\":\"x\",\"body\":\"x\",\"reminderId\":\"x\",\"renderedRole\":\"x\",\"roleHint\":\"x\",\"source\":\"x\",\"tags\":[\"x\"],\"ttlTurns\":1,\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "ReminderMode",
 	New: func() any {
@@ -968,6 +1458,13 @@ var fuzzTypes = []wiretest.Type{{
 	Schema: "harn-session.schema.json#/$defs/session_pending_injections_result",
 	Seeds:  []string{"{\"injections\":[{\"content\":\"x\",\"id\":\"x\",\"kind\":\"user\",\"messageId\":\"x\",\"mode\":\"interrupt_immediate\",\"position\":0,\"vendor_extension\":{\"kept\":true}}],\"pendingCount\":0,\"vendor_extension\":{\"kept\":true}}"},
 }, {
+	Name: "SessionRedoUpdate",
+	New: func() any {
+		return new(SessionRedoUpdate)
+	},
+	Schema: "harn-acp.schema.json#/$defs/session_redo_update",
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"sessionUpdate\":\"session_redo\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
 	Name: "SessionRemindParams",
 	New: func() any {
 		return new(SessionRemindParams)
@@ -1024,6 +1521,13 @@ var fuzzTypes = []wiretest.Type{{
 	Schema: "harn-session.schema.json#/$defs/session_revoke_reminder_result",
 	Seeds:  []string{"{\"reminderId\":\"x\",\"status\":\"revoked\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
+	Name: "SessionRollbackUpdate",
+	New: func() any {
+		return new(SessionRollbackUpdate)
+	},
+	Schema: "harn-acp.schema.json#/$defs/session_rollback_update",
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"sessionUpdate\":\"session_rollback\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
 	Name: "SessionSetBudgetParams",
 	New: func() any {
 		return new(SessionSetBudgetParams)
@@ -1037,6 +1541,20 @@ var fuzzTypes = []wiretest.Type{{
 	},
 	Schema: "harn-host.schema.json#/$defs/session_timeline_update_params",
 	Seeds:  []string{"{\"subscriptionId\":\"x\",\"update\":{\"cursor\":{\"raw\":[1,\"two\",null]},\"node\":{\"raw\":[1,\"two\",null]},\"schemaVersion\":1,\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "SessionTruncatedUpdate",
+	New: func() any {
+		return new(SessionTruncatedUpdate)
+	},
+	Schema: "harn-acp.schema.json#/$defs/session_truncated_update",
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"keptTurnCount\":0,\"newTipTurnId\":\"x\",\"reason\":\"x\",\"removedTurnCount\":0,\"sessionUpdate\":\"session_truncated\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "SessionUpdate",
+	New: func() any {
+		return new(SessionUpdate)
+	},
+	Schema: "harn-acp.schema.json#/$defs/session_update",
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"content\":\"x\",\"messageId\":\"x\",\"sessionUpdate\":\"user_message\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "SetDefaultShellRequest",
 	New: func() any {
@@ -1080,12 +1598,54 @@ var fuzzTypes = []wiretest.Type{{
 	Schema: "harn-host.schema.json#/$defs/skill",
 	Seeds:  []string{"{\"allowed_tools\":[\"x\"],\"body\":\"x\",\"description\":\"x\",\"manifest\":{\"allowed_tools\":[\"x\"],\"model\":\"x\",\"paths\":[\"x\"],\"vendor_extension\":{\"kept\":true},\"when_to_use\":\"x\"},\"model\":\"x\",\"name\":\"x\",\"paths\":[\"x\"],\"vendor_extension\":{\"kept\":true},\"when_to_use\":\"x\"}"},
 }, {
+	Name: "SkillActivated",
+	New: func() any {
+		return new(SkillActivated)
+	},
+	Schema: "harn-acp.schema.json#/$defs/skill_activated",
+	Seeds:  []string{"{\"iteration\":0,\"reason\":\"x\",\"skillName\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "SkillActivatedUpdate",
+	New: func() any {
+		return new(SkillActivatedUpdate)
+	},
+	Schema: "harn-acp.schema.json#/$defs/skill_activated_update",
+	Seeds:  []string{"{\"_meta\":{\"harn\":{\"iteration\":0,\"reason\":\"x\",\"skillName\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"sessionUpdate\":\"skill_activated\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "SkillActivatedUpdateMeta",
+	New: func() any {
+		return new(SkillActivatedUpdateMeta)
+	},
+	Schema: "harn-acp.schema.json#/$defs/skill_activated_update_meta",
+	Seeds:  []string{"{\"harn\":{\"iteration\":0,\"reason\":\"x\",\"skillName\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+}, {
 	Name: "SkillCandidate",
 	New: func() any {
 		return new(SkillCandidate)
 	},
 	Schema: "harn-host.schema.json#/$defs/skill_candidate",
 	Seeds:  []string{"{\"description\":\"x\",\"name\":\"x\",\"paths\":[\"x\"],\"vendor_extension\":{\"kept\":true},\"when_to_use\":\"x\"}"},
+}, {
+	Name: "SkillDeactivated",
+	New: func() any {
+		return new(SkillDeactivated)
+	},
+	Schema: "harn-acp.schema.json#/$defs/skill_deactivated",
+	Seeds:  []string{"{\"iteration\":0,\"skillName\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "SkillDeactivatedUpdate",
+	New: func() any {
+		return new(SkillDeactivatedUpdate)
+	},
+	Schema: "harn-acp.schema.json#/$defs/skill_deactivated_update",
+	Seeds:  []string{"{\"_meta\":{\"harn\":{\"iteration\":0,\"skillName\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"sessionUpdate\":\"skill_deactivated\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "SkillDeactivatedUpdateMeta",
+	New: func() any {
+		return new(SkillDeactivatedUpdateMeta)
+	},
+	Schema: "harn-acp.schema.json#/$defs/skill_deactivated_update_meta",
+	Seeds:  []string{"{\"harn\":{\"iteration\":0,\"skillName\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "SkillManifest",
 	New: func() any {
@@ -1157,6 +1717,48 @@ var fuzzTypes = []wiretest.Type{{
 	Schema: "harn-host.schema.json#/$defs/skill_matches_envelope",
 	Seeds:  []string{"{\"result\":{\"matches\":[{\"name\":\"x\",\"reason\":\"x\",\"score\":0,\"vendor_extension\":{\"kept\":true}}],\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
+	Name: "SkillNarrow",
+	New: func() any {
+		return new(SkillNarrow)
+	},
+	Schema: "harn-acp.schema.json#/$defs/skill_narrow",
+	Seeds:  []string{"{\"keptToolDetails\":{\"raw\":[1,\"two\",null]},\"policy\":{\"raw\":[1,\"two\",null]},\"reason\":\"x\",\"remainingTools\":[\"x\"],\"removedToolDetails\":{\"raw\":[1,\"two\",null]},\"removedTools\":[\"x\"],\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "SkillNarrowUpdate",
+	New: func() any {
+		return new(SkillNarrowUpdate)
+	},
+	Schema: "harn-acp.schema.json#/$defs/skill_narrow_update",
+	Seeds:  []string{"{\"_meta\":{\"harn\":{\"keptToolDetails\":{\"raw\":[1,\"two\",null]},\"policy\":{\"raw\":[1,\"two\",null]},\"reason\":\"x\",\"remainingTools\":[\"x\"],\"removedToolDetails\":{\"raw\":[1,\"two\",null]},\"removedTools\":[\"x\"],\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"sessionUpdate\":\"skill_narrow\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "SkillNarrowUpdateMeta",
+	New: func() any {
+		return new(SkillNarrowUpdateMeta)
+	},
+	Schema: "harn-acp.schema.json#/$defs/skill_narrow_update_meta",
+	Seeds:  []string{"{\"harn\":{\"keptToolDetails\":{\"raw\":[1,\"two\",null]},\"policy\":{\"raw\":[1,\"two\",null]},\"reason\":\"x\",\"remainingTools\":[\"x\"],\"removedToolDetails\":{\"raw\":[1,\"two\",null]},\"removedTools\":[\"x\"],\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "SkillScopeTools",
+	New: func() any {
+		return new(SkillScopeTools)
+	},
+	Schema: "harn-acp.schema.json#/$defs/skill_scope_tools",
+	Seeds:  []string{"{\"allowedTools\":[\"x\"],\"skillName\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "SkillScopeToolsUpdate",
+	New: func() any {
+		return new(SkillScopeToolsUpdate)
+	},
+	Schema: "harn-acp.schema.json#/$defs/skill_scope_tools_update",
+	Seeds:  []string{"{\"_meta\":{\"harn\":{\"allowedTools\":[\"x\"],\"skillName\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"sessionUpdate\":\"skill_scope_tools\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "SkillScopeToolsUpdateMeta",
+	New: func() any {
+		return new(SkillScopeToolsUpdateMeta)
+	},
+	Schema: "harn-acp.schema.json#/$defs/skill_scope_tools_update_meta",
+	Seeds:  []string{"{\"harn\":{\"allowedTools\":[\"x\"],\"skillName\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+}, {
 	Name: "SkillsFetchParams",
 	New: func() any {
 		return new(SkillsFetchParams)
@@ -1178,6 +1780,48 @@ var fuzzTypes = []wiretest.Type{{
 	Schema: "harn-host.schema.json#/$defs/skills_list_result",
 	Seeds:  []string{"[{\"description\":\"x\",\"id\":\"x\",\"name\":\"x\",\"source\":\"x\",\"vendor_extension\":{\"kept\":true}}]"},
 }, {
+	Name: "StanceTransition",
+	New: func() any {
+		return new(StanceTransition)
+	},
+	Schema: "harn-acp.schema.json#/$defs/stance_transition",
+	Seeds:  []string{"{\"allowedTools\":[\"x\"],\"consent\":{\"raw\":[1,\"two\",null]},\"escapeTool\":\"x\",\"justification\":\"x\",\"phase\":\"x\",\"reason\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "StanceTransitionUpdate",
+	New: func() any {
+		return new(StanceTransitionUpdate)
+	},
+	Schema: "harn-acp.schema.json#/$defs/stance_transition_update",
+	Seeds:  []string{"{\"_meta\":{\"harn\":{\"allowedTools\":[\"x\"],\"consent\":{\"raw\":[1,\"two\",null]},\"escapeTool\":\"x\",\"justification\":\"x\",\"phase\":\"x\",\"reason\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"sessionUpdate\":\"stance_transition\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "StanceTransitionUpdateMeta",
+	New: func() any {
+		return new(StanceTransitionUpdateMeta)
+	},
+	Schema: "harn-acp.schema.json#/$defs/stance_transition_update_meta",
+	Seeds:  []string{"{\"harn\":{\"allowedTools\":[\"x\"],\"consent\":{\"raw\":[1,\"two\",null]},\"escapeTool\":\"x\",\"justification\":\"x\",\"phase\":\"x\",\"reason\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "TerminalKind",
+	New: func() any {
+		return new(TerminalKind)
+	},
+	Schema: "harn-acp.schema.json#/$defs/terminal_kind",
+	Seeds:  []string{"\"natural\""},
+}, {
+	Name: "TerminalOutcome",
+	New: func() any {
+		return new(TerminalOutcome)
+	},
+	Schema: "harn-acp.schema.json#/$defs/terminal_outcome",
+	Seeds:  []string{"{\"detail\":\"x\",\"kind\":\"natural\",\"message\":\"x\",\"owner\":\"agent\",\"reason\":\"x\",\"terminalClass\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "TerminalOwner",
+	New: func() any {
+		return new(TerminalOwner)
+	},
+	Schema: "harn-acp.schema.json#/$defs/terminal_owner",
+	Seeds:  []string{"\"agent\""},
+}, {
 	Name: "TimelineUpdate",
 	New: func() any {
 		return new(TimelineUpdate)
@@ -1185,12 +1829,103 @@ var fuzzTypes = []wiretest.Type{{
 	Schema: "harn-host.schema.json#/$defs/timeline_update",
 	Seeds:  []string{"{\"cursor\":{\"raw\":[1,\"two\",null]},\"node\":{\"raw\":[1,\"two\",null]},\"schemaVersion\":1,\"vendor_extension\":{\"kept\":true}}"},
 }, {
+	Name: "ToolCallMeta",
+	New: func() any {
+		return new(ToolCallMeta)
+	},
+	Schema: "harn-acp.schema.json#/$defs/tool_call_meta",
+	Seeds:  []string{"{\"harn\":{\"approvalRequest\":{\"action\":\"x\",\"approvers_required\":0,\"args\":{\"raw\":[1,\"two\",null]},\"capabilities_requested\":[\"x\"],\"deadline\":\"x\",\"evidence_refs\":[{\"vendor_extension\":{\"kept\":true}}],\"id\":\"x\",\"principal\":\"x\",\"requested_at\":\"x\",\"undo_metadata\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"audit\":{\"approval_policy\":{\"auto_approve\":[\"x\"],\"auto_deny\":[\"x\"],\"require_approval\":[\"x\"],\"vendor_extension\":{\"kept\":true},\"write_path_allowlist\":[\"x\"]},\"execution_kind\":\"x\",\"mutation_scope\":\"x\",\"parent_session_id\":\"x\",\"run_id\":\"x\",\"session_id\":\"x\",\"vendor_extension\":{\"kept\":true},\"worker_id\":\"x\"},\"changedPaths\":[\"x\"],\"data\":{\"raw\":[1,\"two\",null]},\"durationMs\":0,\"error\":\"x\",\"errorCategory\":\"schema_validation\",\"executionDurationMs\":0,\"executor\":\"harn_builtin\",\"mutationStatus\":\"applied\",\"parsing\":true,\"policyDecision\":{\"action\":\"x\",\"context\":{\"raw\":[1,\"two\",null]},\"matched_rule\":{\"raw\":[1,\"two\",null]},\"reason\":\"x\",\"risk_labels\":[\"x\"],\"type\":\"x\",\"vendor_extension\":{\"kept\":true}},\"rawInputPartial\":\"x\",\"toolDescriptor\":{\"description\":\"x\",\"inputSchema\":{\"raw\":[1,\"two\",null]},\"schemaChanged\":true,\"vendor_extension\":{\"kept\":true}},\"toolName\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "ToolDescriptor",
+	New: func() any {
+		return new(ToolDescriptor)
+	},
+	Schema: "harn-acp.schema.json#/$defs/tool_descriptor",
+	Seeds:  []string{"{\"description\":\"x\",\"inputSchema\":{\"raw\":[1,\"two\",null]},\"schemaChanged\":true,\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "ToolErrorCategory",
+	New: func() any {
+		return new(ToolErrorCategory)
+	},
+	Schema: "harn-acp.schema.json#/$defs/tool_error_category",
+	Seeds:  []string{"\"schema_validation\""},
+}, {
 	Name: "ToolExecuteParams",
 	New: func() any {
 		return new(ToolExecuteParams)
 	},
 	Schema: "harn-host.schema.json#/$defs/tool_execute_params",
 	Seeds:  []string{"{\"arguments\":{\"raw\":[1,\"two\",null]},\"name\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "ToolExecutor",
+	New: func() any {
+		return new(ToolExecutor)
+	},
+	Schema: "harn-acp.schema.json#/$defs/tool_executor",
+	Seeds:  []string{"\"harn_builtin\""},
+}, {
+	Name: "ToolExecutorName",
+	New: func() any {
+		return new(ToolExecutorName)
+	},
+	Schema: "harn-acp.schema.json#/$defs/tool_executor_name",
+	Seeds:  []string{"\"harn_builtin\""},
+}, {
+	Name: "ToolExecutorObject",
+	New: func() any {
+		return new(ToolExecutorObject)
+	},
+	Schema: "harn-acp.schema.json#/$defs/tool_executor_object",
+	Seeds:  []string{"{\"kind\":\"mcp_server\",\"serverName\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "ToolLifecycle",
+	New: func() any {
+		return new(ToolLifecycle)
+	},
+	Schema: "harn-acp.schema.json#/$defs/tool_lifecycle",
+	Seeds:  []string{"{\"approvalRequest\":{\"action\":\"x\",\"approvers_required\":0,\"args\":{\"raw\":[1,\"two\",null]},\"capabilities_requested\":[\"x\"],\"deadline\":\"x\",\"evidence_refs\":[{\"byteCount\":0,\"kind\":\"x\",\"newText\":\"x\",\"oldText\":\"x\",\"path\":\"x\",\"preimageSha256\":\"x\",\"source\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"id\":\"x\",\"principal\":\"x\",\"requested_at\":\"x\",\"undo_metadata\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"audit\":{\"approval_policy\":{\"auto_approve\":[\"x\"],\"auto_deny\":[\"x\"],\"require_approval\":[\"x\"],\"vendor_extension\":{\"kept\":true},\"write_path_allowlist\":[\"x\"]},\"execution_kind\":\"x\",\"mutation_scope\":\"x\",\"parent_session_id\":\"x\",\"run_id\":\"x\",\"session_id\":\"x\",\"vendor_extension\":{\"kept\":true},\"worker_id\":\"x\"},\"changedPaths\":[\"x\"],\"data\":{\"raw\":[1,\"two\",null]},\"durationMs\":0,\"error\":\"x\",\"errorCategory\":\"schema_validation\",\"executionDurationMs\":0,\"executor\":\"harn_builtin\",\"mutationStatus\":\"applied\",\"parsing\":true,\"policyDecision\":{\"action\":\"x\",\"context\":{\"raw\":[1,\"two\",null]},\"matched_rule\":{\"raw\":[1,\"two\",null]},\"reason\":\"x\",\"risk_labels\":[\"x\"],\"type\":\"x\",\"vendor_extension\":{\"kept\":true}},\"rawInputPartial\":\"x\",\"toolDescriptor\":{\"description\":\"x\",\"inputSchema\":{\"raw\":[1,\"two\",null]},\"schemaChanged\":true,\"vendor_extension\":{\"kept\":true}},\"toolName\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "ToolSearchQuery",
+	New: func() any {
+		return new(ToolSearchQuery)
+	},
+	Schema: "harn-acp.schema.json#/$defs/tool_search_query",
+	Seeds:  []string{"{\"mode\":\"x\",\"name\":\"x\",\"query\":{\"raw\":[1,\"two\",null]},\"strategy\":\"x\",\"toolUseId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "ToolSearchQueryUpdate",
+	New: func() any {
+		return new(ToolSearchQueryUpdate)
+	},
+	Schema: "harn-acp.schema.json#/$defs/tool_search_query_update",
+	Seeds:  []string{"{\"_meta\":{\"harn\":{\"mode\":\"x\",\"name\":\"x\",\"query\":{\"raw\":[1,\"two\",null]},\"strategy\":\"x\",\"toolUseId\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"sessionUpdate\":\"tool_search_query\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "ToolSearchQueryUpdateMeta",
+	New: func() any {
+		return new(ToolSearchQueryUpdateMeta)
+	},
+	Schema: "harn-acp.schema.json#/$defs/tool_search_query_update_meta",
+	Seeds:  []string{"{\"harn\":{\"mode\":\"x\",\"name\":\"x\",\"query\":{\"raw\":[1,\"two\",null]},\"strategy\":\"x\",\"toolUseId\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "ToolSearchResult",
+	New: func() any {
+		return new(ToolSearchResult)
+	},
+	Schema: "harn-acp.schema.json#/$defs/tool_search_result",
+	Seeds:  []string{"{\"mode\":\"x\",\"promoted\":[{\"raw\":[1,\"two\",null]}],\"strategy\":\"x\",\"toolUseId\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "ToolSearchResultUpdate",
+	New: func() any {
+		return new(ToolSearchResultUpdate)
+	},
+	Schema: "harn-acp.schema.json#/$defs/tool_search_result_update",
+	Seeds:  []string{"{\"_meta\":{\"harn\":{\"mode\":\"x\",\"promoted\":[{\"raw\":[1,\"two\",null]}],\"strategy\":\"x\",\"toolUseId\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"sessionUpdate\":\"tool_search_result\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "ToolSearchResultUpdateMeta",
+	New: func() any {
+		return new(ToolSearchResultUpdateMeta)
+	},
+	Schema: "harn-acp.schema.json#/$defs/tool_search_result_update_meta",
+	Seeds:  []string{"{\"harn\":{\"mode\":\"x\",\"promoted\":[{\"raw\":[1,\"two\",null]}],\"strategy\":\"x\",\"toolUseId\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "ToolsList",
 	New: func() any {
@@ -1205,6 +1940,104 @@ var fuzzTypes = []wiretest.Type{{
 	},
 	Schema: "harn-host.schema.json#/$defs/tools_list_envelope",
 	Seeds:  []string{"{\"result\":{\"tools\":[{\"deprecated\":true,\"description\":\"x\",\"input_schema\":{\"raw\":[1,\"two\",null]},\"name\":\"x\",\"parameters\":{\"raw\":[1,\"two\",null]},\"schema\":{\"raw\":[1,\"two\",null]},\"short_description\":\"x\",\"vendor_extension\":{\"kept\":true}}],\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "TranscriptCompacted",
+	New: func() any {
+		return new(TranscriptCompacted)
+	},
+	Schema: "harn-acp.schema.json#/$defs/transcript_compacted",
+	Seeds:  []string{"{\"archivedMessages\":{\"raw\":[1,\"two\",null]},\"compactionPolicy\":{\"raw\":[1,\"two\",null]},\"engineStrategy\":{\"raw\":[1,\"two\",null]},\"estimatedTokensAfter\":{\"raw\":[1,\"two\",null]},\"estimatedTokensBefore\":{\"raw\":[1,\"two\",null]},\"hardLimitTokens\":{\"raw\":[1,\"two\",null]},\"instructionMode\":{\"raw\":[1,\"two\",null]},\"instructionSource\":{\"raw\":[1,\"two\",null]},\"mode\":{\"raw\":[1,\"two\",null]},\"reason\":{\"raw\":[1,\"two\",null]},\"recap\":{\"raw\":[1,\"two\",null]},\"receiptId\":{\"raw\":[1,\"two\",null]},\"requestedStrategy\":{\"raw\":[1,\"two\",null]},\"resolvedThresholdTokens\":{\"raw\":[1,\"two\",null]},\"schemaVersion\":{\"raw\":[1,\"two\",null]},\"snapshotAssetId\":{\"raw\":[1,\"two\",null]},\"sourceMeasurement\":{\"raw\":[1,\"two\",null]},\"strategy\":{\"raw\":[1,\"two\",null]},\"thresholdSource\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "TranscriptCompactedUpdate",
+	New: func() any {
+		return new(TranscriptCompactedUpdate)
+	},
+	Schema: "harn-acp.schema.json#/$defs/transcript_compacted_update",
+	Seeds:  []string{"{\"_meta\":{\"harn\":{\"archivedMessages\":{\"raw\":[1,\"two\",null]},\"compactionPolicy\":{\"raw\":[1,\"two\",null]},\"engineStrategy\":{\"raw\":[1,\"two\",null]},\"estimatedTokensAfter\":{\"raw\":[1,\"two\",null]},\"estimatedTokensBefore\":{\"raw\":[1,\"two\",null]},\"hardLimitTokens\":{\"raw\":[1,\"two\",null]},\"instructionMode\":{\"raw\":[1,\"two\",null]},\"instructionSource\":{\"raw\":[1,\"two\",null]},\"mode\":{\"raw\":[1,\"two\",null]},\"reason\":{\"raw\":[1,\"two\",null]},\"recap\":{\"raw\":[1,\"two\",null]},\"receiptId\":{\"raw\":[1,\"two\",null]},\"requestedStrategy\":{\"raw\":[1,\"two\",null]},\"resolvedThresholdTokens\":{\"raw\":[1,\"two\",null]},\"schemaVersion\":{\"raw\":[1,\"two\",null]},\"snapshotAssetId\":{\"raw\":[1,\"two\",null]},\"sourceMeasurement\":{\"raw\":[1,\"two\",null]},\"strategy\":{\"raw\":[1,\"two\",null]},\"thresholdSource\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"sessionUpdate\":\"transcript_compacted\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "TranscriptCompactedUpdateMeta",
+	New: func() any {
+		return new(TranscriptCompactedUpdateMeta)
+	},
+	Schema: "harn-acp.schema.json#/$defs/transcript_compacted_update_meta",
+	Seeds:  []string{"{\"harn\":{\"archivedMessages\":{\"raw\":[1,\"two\",null]},\"compactionPolicy\":{\"raw\":[1,\"two\",null]},\"engineStrategy\":{\"raw\":[1,\"two\",null]},\"estimatedTokensAfter\":{\"raw\":[1,\"two\",null]},\"estimatedTokensBefore\":{\"raw\":[1,\"two\",null]},\"hardLimitTokens\":{\"raw\":[1,\"two\",null]},\"instructionMode\":{\"raw\":[1,\"two\",null]},\"instructionSource\":{\"raw\":[1,\"two\",null]},\"mode\":{\"raw\":[1,\"two\",null]},\"reason\":{\"raw\":[1,\"two\",null]},\"recap\":{\"raw\":[1,\"two\",null]},\"receiptId\":{\"raw\":[1,\"two\",null]},\"requestedStrategy\":{\"raw\":[1,\"two\",null]},\"resolvedThresholdTokens\":{\"raw\":[1,\"two\",null]},\"schemaVersion\":{\"raw\":[1,\"two\",null]},\"snapshotAssetId\":{\"raw\":[1,\"two\",null]},\"sourceMeasurement\":{\"raw\":[1,\"two\",null]},\"strategy\":{\"raw\":[1,\"two\",null]},\"thresholdSource\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "TranscriptProjected",
+	New: func() any {
+		return new(TranscriptProjected)
+	},
+	Schema: "harn-acp.schema.json#/$defs/transcript_projected",
+	Seeds:  []string{"{\"droppedCount\":{\"raw\":[1,\"two\",null]},\"keptCount\":{\"raw\":[1,\"two\",null]},\"policy\":{\"raw\":[1,\"two\",null]},\"prefixHash\":{\"raw\":[1,\"two\",null]},\"providerSafetyBlocked\":{\"raw\":[1,\"two\",null]},\"reason\":{\"raw\":[1,\"two\",null]},\"reclaimedTokens\":{\"raw\":[1,\"two\",null]},\"redactedCount\":{\"raw\":[1,\"two\",null]},\"redactionPointers\":{\"raw\":[1,\"two\",null]},\"rootsConsulted\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "TranscriptProjectedUpdate",
+	New: func() any {
+		return new(TranscriptProjectedUpdate)
+	},
+	Schema: "harn-acp.schema.json#/$defs/transcript_projected_update",
+	Seeds:  []string{"{\"_meta\":{\"harn\":{\"droppedCount\":{\"raw\":[1,\"two\",null]},\"keptCount\":{\"raw\":[1,\"two\",null]},\"policy\":{\"raw\":[1,\"two\",null]},\"prefixHash\":{\"raw\":[1,\"two\",null]},\"providerSafetyBlocked\":{\"raw\":[1,\"two\",null]},\"reason\":{\"raw\":[1,\"two\",null]},\"reclaimedTokens\":{\"raw\":[1,\"two\",null]},\"redactedCount\":{\"raw\":[1,\"two\",null]},\"redactionPointers\":{\"raw\":[1,\"two\",null]},\"rootsConsulted\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}},\"sessionUpdate\":\"transcript_projected\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "TranscriptProjectedUpdateMeta",
+	New: func() any {
+		return new(TranscriptProjectedUpdateMeta)
+	},
+	Schema: "harn-acp.schema.json#/$defs/transcript_projected_update_meta",
+	Seeds:  []string{"{\"harn\":{\"droppedCount\":{\"raw\":[1,\"two\",null]},\"keptCount\":{\"raw\":[1,\"two\",null]},\"policy\":{\"raw\":[1,\"two\",null]},\"prefixHash\":{\"raw\":[1,\"two\",null]},\"providerSafetyBlocked\":{\"raw\":[1,\"two\",null]},\"reason\":{\"raw\":[1,\"two\",null]},\"reclaimedTokens\":{\"raw\":[1,\"two\",null]},\"redactedCount\":{\"raw\":[1,\"two\",null]},\"redactionPointers\":{\"raw\":[1,\"two\",null]},\"rootsConsulted\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "UserMessageContent",
+	New: func() any {
+		return new(UserMessageContent)
+	},
+	Schema: "harn-acp.schema.json#/$defs/user_message_content",
+	Seeds:  []string{"\"x\""},
+}, {
+	Name: "UserMessageUpdate",
+	New: func() any {
+		return new(UserMessageUpdate)
+	},
+	Schema: "harn-acp.schema.json#/$defs/user_message_update",
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"content\":\"x\",\"messageId\":\"x\",\"sessionUpdate\":\"user_message\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "WorkerLifecycle",
+	New: func() any {
+		return new(WorkerLifecycle)
+	},
+	Schema: "harn-acp.schema.json#/$defs/worker_lifecycle",
+	Seeds:  []string{"{\"audit\":{\"approval_policy\":{\"auto_approve\":[\"x\"],\"auto_deny\":[\"x\"],\"require_approval\":[\"x\"],\"vendor_extension\":{\"kept\":true},\"write_path_allowlist\":[\"x\"]},\"execution_kind\":\"x\",\"mutation_scope\":\"x\",\"parent_session_id\":\"x\",\"run_id\":\"x\",\"session_id\":\"x\",\"vendor_extension\":{\"kept\":true},\"worker_id\":\"x\"},\"event\":\"WorkerSpawned\",\"metadata\":{\"audit\":{\"raw\":[1,\"two\",null]},\"awaiting_started_at\":\"x\",\"child_run_id\":\"x\",\"child_run_path\":\"x\",\"error\":{\"raw\":[1,\"two\",null]},\"finished_at\":\"x\",\"mode\":\"x\",\"snapshot_path\":\"x\",\"started_at\":\"x\",\"task\":\"x\",\"vendor_extension\":{\"kept\":true}},\"status\":\"running\",\"terminal\":true,\"vendor_extension\":{\"kept\":true},\"workerId\":\"x\",\"workerMode\":\"x\",\"workerName\":\"x\",\"workerTask\":\"x\"}"},
+}, {
+	Name: "WorkerLifecycleEvent",
+	New: func() any {
+		return new(WorkerLifecycleEvent)
+	},
+	Schema: "harn-acp.schema.json#/$defs/worker_lifecycle/properties/event",
+	Seeds:  []string{"\"WorkerSpawned\""},
+}, {
+	Name: "WorkerLifecycleStatus",
+	New: func() any {
+		return new(WorkerLifecycleStatus)
+	},
+	Schema: "harn-acp.schema.json#/$defs/worker_lifecycle/properties/status",
+	Seeds:  []string{"\"running\""},
+}, {
+	Name: "WorkerMetadata",
+	New: func() any {
+		return new(WorkerMetadata)
+	},
+	Schema: "harn-acp.schema.json#/$defs/worker_metadata",
+	Seeds:  []string{"{\"audit\":{\"raw\":[1,\"two\",null]},\"awaiting_started_at\":\"x\",\"child_run_id\":\"x\",\"child_run_path\":\"x\",\"error\":{\"raw\":[1,\"two\",null]},\"finished_at\":\"x\",\"mode\":\"x\",\"snapshot_path\":\"x\",\"started_at\":\"x\",\"task\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "WorkerUpdate",
+	New: func() any {
+		return new(WorkerUpdate)
+	},
+	Schema: "harn-acp.schema.json#/$defs/worker_update",
+	Seeds:  []string{"{\"_meta\":{\"harn\":{\"audit\":{\"approval_policy\":{\"vendor_extension\":{\"kept\":true}},\"execution_kind\":\"x\",\"mutation_scope\":\"x\",\"parent_session_id\":\"x\",\"run_id\":\"x\",\"session_id\":\"x\",\"vendor_extension\":{\"kept\":true},\"worker_id\":\"x\"},\"event\":\"WorkerSpawned\",\"metadata\":{\"audit\":{\"raw\":[1,\"two\",null]},\"awaiting_started_at\":\"x\",\"child_run_id\":\"x\",\"child_run_path\":\"x\",\"error\":{\"raw\":[1,\"two\",null]},\"finished_at\":\"x\",\"mode\":\"x\",\"snapshot_path\":\"x\",\"started_at\":\"x\",\"task\":\"x\",\"vendor_extension\":{\"kept\":true}},\"status\":\"running\",\"terminal\":true,\"vendor_extension\":{\"kept\":true},\"workerId\":\"x\",\"workerMode\":\"x\",\"workerName\":\"x\",\"workerTask\":\"x\"},\"vendor_extension\":{\"kept\":true}},\"content\":{\"audit\":{\"approval_policy\":{\"auto_approve\":[\"x\"],\"auto_deny\":[\"x\"],\"require_approval\":[\"x\"],\"vendor_extension\":{\"kept\":true},\"write_path_allowlist\":[\"x\"]},\"execution_kind\":\"x\",\"mutation_scope\":\"x\",\"parent_session_id\":\"x\",\"run_id\":\"x\",\"session_id\":\"x\",\"vendor_extension\":{\"kept\":true},\"worker_id\":\"x\"},\"finished_at\":{\"raw\":[1,\"two\",null]},\"lifecycle\":{\"raw\":[1,\"two\",null]},\"metadata\":{\"raw\":[1,\"two\",null]},\"run_id\":{\"raw\":[1,\"two\",null]},\"run_path\":{\"raw\":[1,\"two\",null]},\"script\":\"x\",\"snapshot_path\":{\"raw\":[1,\"two\",null]},\"started_at\":{\"raw\":[1,\"two\",null]},\"status\":\"x\",\"vendor_extension\":{\"kept\":true},\"worker_id\":\"x\",\"worker_name\":\"x\"},\"sessionUpdate\":\"worker_update\",\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "WorkerUpdateMeta",
+	New: func() any {
+		return new(WorkerUpdateMeta)
+	},
+	Schema: "harn-acp.schema.json#/$defs/worker_update_meta",
+	Seeds:  []string{"{\"harn\":{\"audit\":{\"approval_policy\":{\"auto_approve\":[\"x\"],\"auto_deny\":[\"x\"],\"require_approval\":[\"x\"],\"vendor_extension\":{\"kept\":true},\"write_path_allowlist\":[\"x\"]},\"execution_kind\":\"x\",\"mutation_scope\":\"x\",\"parent_session_id\":\"x\",\"run_id\":\"x\",\"session_id\":\"x\",\"vendor_extension\":{\"kept\":true},\"worker_id\":\"x\"},\"event\":\"WorkerSpawned\",\"metadata\":{\"audit\":{\"raw\":[1,\"two\",null]},\"awaiting_started_at\":\"x\",\"child_run_id\":\"x\",\"child_run_path\":\"x\",\"error\":{\"raw\":[1,\"two\",null]},\"finished_at\":\"x\",\"mode\":\"x\",\"snapshot_path\":\"x\",\"started_at\":\"x\",\"task\":\"x\",\"vendor_extension\":{\"kept\":true}},\"status\":\"running\",\"terminal\":true,\"vendor_extension\":{\"kept\":true},\"workerId\":\"x\",\"workerMode\":\"x\",\"workerName\":\"x\",\"workerTask\":\"x\"},\"vendor_extension\":{\"kept\":true}}"},
 }}
 
 // FuzzTypes checks that every document that decodes into one of the package's types re-encodes stably.

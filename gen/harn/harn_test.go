@@ -262,8 +262,8 @@ func TestUnionsKeepUnknownVariants(t *testing.T) {
 			func(v any) jsontext.Value { return v.(*acp.ContentBlock).Unknown }},
 		{`{"type":"chart","path":"p","newText":"x"}`, new(acp.ToolCallContent),
 			func(v any) jsontext.Value { return v.(*acp.ToolCallContent).Unknown }},
-		{`{"kind":"a2a_peer","serverName":"s"}`, new(acp.ToolExecutorObject),
-			func(v any) jsontext.Value { return v.(*acp.ToolExecutorObject).Unknown }},
+		{`{"kind":"a2a_peer","serverName":"s"}`, new(harn.ToolExecutorObject),
+			func(v any) jsontext.Value { return v.(*harn.ToolExecutorObject).Unknown }},
 		{`{"outcome":"deferred","optionId":"allow"}`, new(acp.RequestPermissionOutcome),
 			func(v any) jsontext.Value { return v.(*acp.RequestPermissionOutcome).Unknown }},
 		{`{"kind":"system","id":"x","mode":"audit_only","position":0}`, new(harn.PendingInjection),
@@ -281,8 +281,8 @@ func TestUnionsKeepUnknownVariants(t *testing.T) {
 		}
 	}
 	// The executor is a string (open: any name) or such an object.
-	var e acp.ToolExecutor
-	if err := json.Unmarshal([]byte(`"host_bridge"`), &e); err != nil || *e.String != acp.ToolExecutorNameHostBridge {
+	var e harn.ToolExecutor
+	if err := json.Unmarshal([]byte(`"host_bridge"`), &e); err != nil || *e.String != harn.ToolExecutorNameHostBridge {
 		t.Fatalf("executor name: %+v %v", e, err)
 	}
 	if err := json.Unmarshal([]byte(`{"kind":"mcp_server","serverName":"linear"}`), &e); err != nil || e.Object.MCPServer.ServerName != "linear" {

@@ -18,7 +18,7 @@ import (
 //
 // Since Harn's #904 (tool calls) and #905 (its session/update extensions),
 // every vendor field rides under _meta.harn of the object it extends, and
-// Harn's contract (acp.ContractHarn, applied on every Harn connection by
+// Harn's contract (ContractHarn, applied on every Harn connection by
 // BridgeConnOptions) rejects the older shape, with the fields at the
 // object's root, with wire.ErrForbiddenMember: the spec forbids exactly
 // those members there under that contract (from a plain ACP agent they are
@@ -37,7 +37,7 @@ var ErrLegacyConflict = errors.New("harn: a vendor field is both at the root and
 const maxRelocations = 256
 
 // ReadLegacySessionUpdate decodes the params of a session/update like a
-// Harn connection (under acp.ContractHarn), and also accepts the shapes of
+// Harn connection (under ContractHarn), and also accepts the shapes of
 // Harn builds older than #904/#905, whose vendor fields sit at the root of
 // the update or of its content block instead of under _meta.harn. The result is the current
 // shape: re-encoding it writes the fields under _meta.harn.
@@ -59,8 +59,37 @@ func UpgradeSessionUpdate(params []byte) ([]byte, error) {
 	return upgrade(params, &n)
 }
 
+// decodeUpdate decodes the params of a session/update as a Harn host
+// reads them: ACP's notification under Harn's contract, the update as
+// Harn's variant (UpdateOf) when ACP does not know its tag, and the
+// _meta.harn the legacy reader moves fields under (of a tool call, or of a
+// message chunk's text).
+func decodeUpdate(doc []byte, n *acp.SessionNotification) error {
+	*n = acp.SessionNotification{}
+	if err := json.Unmarshal(doc, n, ContractHarn.Options()); err != nil {
+		return err
+	}
+	u := &n.Update
+	var err error
+	switch {
+	case u.Unknown != nil:
+		_, err = UpdateOf(*u)
+	case u.ToolCall != nil:
+		_, err = ToolLifecycleOf(u.ToolCall.Meta)
+	case u.ToolCallUpdate != nil:
+		_, err = ToolLifecycleOf(u.ToolCallUpdate.Meta)
+	default:
+		for _, c := range []*acp.ContentChunk{u.AgentMessageChunk, u.AgentThoughtChunk, u.UserMessageChunk} {
+			if c != nil && c.Content.Text != nil {
+				_, err = ContentFieldsOf(c.Content.Text.Meta)
+			}
+		}
+	}
+	return err
+}
+
 func upgrade(params []byte, n *acp.SessionNotification) ([]byte, error) {
-	err := json.Unmarshal(params, n, acp.ContractHarn.Options())
+	err := decodeUpdate(params, n)
 	doc := params
 	for range maxRelocations {
 		if err == nil {
@@ -78,8 +107,7 @@ func upgrade(params []byte, n *acp.SessionNotification) ([]byte, error) {
 			return nil, err
 		}
 		doc = moved
-		*n = acp.SessionNotification{}
-		err = json.Unmarshal(doc, n, acp.ContractHarn.Options())
+		err = decodeUpdate(doc, n)
 	}
 	return nil, fmt.Errorf("harn: more than %d legacy members: %w", maxRelocations, err)
 }

@@ -41,7 +41,7 @@ func TestLegacyReader(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if err := json.Unmarshal([]byte(tc.in), new(acp.SessionNotification), acp.ContractHarn.Options()); !errors.Is(err, wire.ErrForbiddenMember) {
+			if err := json.Unmarshal([]byte(tc.in), new(acp.SessionNotification), harn.ContractHarn.Options()); !errors.Is(err, wire.ErrForbiddenMember) {
 				t.Fatalf("Harn's contract must reject the legacy shape: %v", err)
 			}
 			up, err := harn.UpgradeSessionUpdate([]byte(tc.in))
@@ -94,9 +94,9 @@ func TestAcceptLegacyMiddleware(t *testing.T) {
 	if err := vmConn.Notify(ctx, acp.MethodSessionUpdate, legacy); err != nil {
 		t.Fatal(err)
 	}
-	u := <-updates
-	if u.Progress == nil || u.Progress.Meta.Harn.Phase != "llm" || u.Progress.Meta.Harn.Message != "warming up" {
-		t.Fatalf("upgraded update: %+v", u.Progress)
+	u, err := harn.UpdateOf(<-updates)
+	if err != nil || u.Progress == nil || u.Progress.Meta.Harn.Phase != "llm" || u.Progress.Meta.Harn.Message != "warming up" {
+		t.Fatalf("upgraded update: %+v %v", u.Progress, err)
 	}
 
 	// By default it is rejected (invalid params, logged), never delivered.

@@ -14,9 +14,28 @@ session/cancel_tool_call, ...). Both peers call and notify.
 
 HostHandler and VMHandler compose this package's handlers with ACP's into the one rpc.Handler a side
 serves, and NewBridgeConn starts a connection with both protocols' cancel rules and preempted
-methods; the peers of both packages call the other side on it. Harn's vendor fields are read only
-under _meta.harn; ReadLegacySessionUpdate and the AcceptLegacy middleware also accept the
-pre-#904/#905 root-level fields.
+methods; the peers of both packages call the other side on it. Harn's dialect of ACP lives here,
+never in gen/acp, which keeps it as sent: its session/update variants (SessionUpdate; UpdateOf types
+an acp.SessionUpdate whose tag ACP does not know, and SessionUpdate.ACP turns one back), its
+_meta.harn fields of ACP's tool calls, content blocks, permission and prompt results and agent
+capabilities (ToolLifecycleOf, ContentFieldsOf, PermissionResponseOf, PromptResultOf,
+AgentCapabilitiesOf read them; SetMeta writes one, keeping the other keys), and its contract
+(ContractHarn: the pre-#904/#905 root-level fields are refused on a Harn connection). Harn's vendor
+fields are read only under _meta.harn; ReadLegacySessionUpdate and the AcceptLegacy middleware also
+accept the pre-#904/#905 root-level fields.
+
+What Harn adds to ACP's methods: initialize advertises Harn's extension contract under
+agentCapabilities._meta.harn (AgentCapabilitiesOf: session-update extensions, tool-lifecycle,
+content and prompt-result fields, extension methods, host capability operations); a session/prompt
+result carries the loop's terminal outcome under _meta.harn.terminal (PromptResultOf), where only
+kind natural is completion and stopReason end_turn alone proves nothing, and a failed prompt is
+-32000 with data of schema harn.acp.prompt_error.v1 (PromptErrorData) or auth_required, an unknown
+session -32004; session/request_permission carries a canonical ToolCallUpdate with the approval
+request and policy rationale under toolCall._meta.harn, offers exactly allow (allow_once) and reject
+(reject_once), and fails closed: only the outcome selected with optionId allow grants, and an error
+(-32601 included), a cancelled chooser, a rejection or any other answer denies; terminal/create may
+carry a non-standard shell object (host shell discovery's Shell) at the root, kept in Extra, and an
+empty terminalId makes Harn run the command itself.
 
 Each side is served by a <Side>Handlers struct of typed func fields and called through a <Side>Peer
 (docs/handlers.md); NewConn connects them; its doc says how requests are scheduled (one at a time
@@ -1013,9 +1032,9 @@ type HostHandlers struct {
 	// Progress handles progress (notification, stable). Reports progress of a long step as a top-level
 	// notification (phase worker for worker lifecycle, llm for model warm-up), beside session/update
 	// progress.
-	Progress func(context.Context, *acp.HarnProgress) error
+	Progress func(context.Context, *Progress) error
 	// Log handles log (notification, stable). Sends a log line as a top-level notification.
-	Log func(context.Context, *acp.HarnLog) error
+	Log func(context.Context, *Log) error
 	// Output handles output (notification, legacy-tolerated). Sends text the script printed.
 	Output func(context.Context, *OutputParams) error
 	// TerminalOutputNotification handles terminal/output (notification, experimental). terminal/output
@@ -1186,7 +1205,7 @@ func (h *HostHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error
 		}
 	case MethodProgress:
 		if h.Progress != nil {
-			var p acp.HarnProgress
+			var p Progress
 			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
@@ -1194,7 +1213,7 @@ func (h *HostHandlers) Handle(ctx context.Context, req *rpc.Request) (any, error
 		}
 	case MethodLog:
 		if h.Log != nil {
-			var p acp.HarnLog
+			var p Log
 			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
 				return nil, err
 			}
@@ -1688,7 +1707,7 @@ func (p *HostPeer) AgentEvent(ctx context.Context, params *AgentEvent) error {
 // Progress sends the notification progress. Reports progress of a long step as a top-level
 // notification (phase worker for worker lifecycle, llm for model warm-up), beside session/update
 // progress.
-func (p *HostPeer) Progress(ctx context.Context, params *acp.HarnProgress) error {
+func (p *HostPeer) Progress(ctx context.Context, params *Progress) error {
 	return p.s.Send(ctx, rpc.Outbound{
 		Kind:   rpc.KindNotification,
 		Method: MethodProgress,
@@ -1697,7 +1716,7 @@ func (p *HostPeer) Progress(ctx context.Context, params *acp.HarnProgress) error
 }
 
 // Log sends the notification log. Sends a log line as a top-level notification.
-func (p *HostPeer) Log(ctx context.Context, params *acp.HarnLog) error {
+func (p *HostPeer) Log(ctx context.Context, params *Log) error {
 	return p.s.Send(ctx, rpc.Outbound{
 		Kind:   rpc.KindNotification,
 		Method: MethodLog,
@@ -1797,17 +1816,17 @@ type VMHandlers struct {
 	// SessionAttach handles session/attach (request, stable). Attaches a client to a live session as
 	// observer or controller (at most one). Harn emits the live_session_client update before the
 	// answer; reconnecting is a fresh attach with the same clientId.
-	SessionAttach func(context.Context, *SessionAttachParams) (*acp.LiveSessionChange, error)
+	SessionAttach func(context.Context, *SessionAttachParams) (*LiveSessionChange, error)
 	// SessionDetach handles session/detach (request, stable). Detaches a client (reason client_exit
 	// when a broker saw it vanish), releasing control if it was the controller; client is null in the
 	// answer.
-	SessionDetach func(context.Context, *SessionDetachParams) (*acp.LiveSessionChange, error)
+	SessionDetach func(context.Context, *SessionDetachParams) (*LiveSessionChange, error)
 	// SessionHeartbeat handles session/heartbeat (request, stable). Refreshes a client's last-seen
 	// marker and metadata without changing ownership.
-	SessionHeartbeat func(context.Context, *SessionClientParams) (*acp.LiveSessionChange, error)
+	SessionHeartbeat func(context.Context, *SessionClientParams) (*LiveSessionChange, error)
 	// SessionTakeover handles session/takeover (request, stable). Makes a client the controller,
 	// demoting the previous one to observer.
-	SessionTakeover func(context.Context, *SessionClientParams) (*acp.LiveSessionChange, error)
+	SessionTakeover func(context.Context, *SessionClientParams) (*LiveSessionChange, error)
 	// SessionLiveClients handles session/live_clients (request, experimental). Lists the clients
 	// attached to a live session; emits no update.
 	SessionLiveClients func(context.Context, *SessionIDParams) (*SessionLiveClientsResult, error)
@@ -2897,8 +2916,8 @@ func (p *VMPeer) SessionRevokeReminder(ctx context.Context, params *SessionRevok
 // SessionAttach sends the request session/attach. Attaches a client to a live session as observer or
 // controller (at most one). Harn emits the live_session_client update before the answer; reconnecting
 // is a fresh attach with the same clientId.
-func (p *VMPeer) SessionAttach(ctx context.Context, params *SessionAttachParams) (*acp.LiveSessionChange, error) {
-	var res acp.LiveSessionChange
+func (p *VMPeer) SessionAttach(ctx context.Context, params *SessionAttachParams) (*LiveSessionChange, error) {
+	var res LiveSessionChange
 	if err := p.s.Send(ctx, rpc.Outbound{
 		Method: MethodSessionAttach,
 		Params: params,
@@ -2910,8 +2929,8 @@ func (p *VMPeer) SessionAttach(ctx context.Context, params *SessionAttachParams)
 
 // SessionDetach sends the request session/detach. Detaches a client (reason client_exit when a broker
 // saw it vanish), releasing control if it was the controller; client is null in the answer.
-func (p *VMPeer) SessionDetach(ctx context.Context, params *SessionDetachParams) (*acp.LiveSessionChange, error) {
-	var res acp.LiveSessionChange
+func (p *VMPeer) SessionDetach(ctx context.Context, params *SessionDetachParams) (*LiveSessionChange, error) {
+	var res LiveSessionChange
 	if err := p.s.Send(ctx, rpc.Outbound{
 		Method: MethodSessionDetach,
 		Params: params,
@@ -2923,8 +2942,8 @@ func (p *VMPeer) SessionDetach(ctx context.Context, params *SessionDetachParams)
 
 // SessionHeartbeat sends the request session/heartbeat. Refreshes a client's last-seen marker and
 // metadata without changing ownership.
-func (p *VMPeer) SessionHeartbeat(ctx context.Context, params *SessionClientParams) (*acp.LiveSessionChange, error) {
-	var res acp.LiveSessionChange
+func (p *VMPeer) SessionHeartbeat(ctx context.Context, params *SessionClientParams) (*LiveSessionChange, error) {
+	var res LiveSessionChange
 	if err := p.s.Send(ctx, rpc.Outbound{
 		Method: MethodSessionHeartbeat,
 		Params: params,
@@ -2936,8 +2955,8 @@ func (p *VMPeer) SessionHeartbeat(ctx context.Context, params *SessionClientPara
 
 // SessionTakeover sends the request session/takeover. Makes a client the controller, demoting the
 // previous one to observer.
-func (p *VMPeer) SessionTakeover(ctx context.Context, params *SessionClientParams) (*acp.LiveSessionChange, error) {
-	var res acp.LiveSessionChange
+func (p *VMPeer) SessionTakeover(ctx context.Context, params *SessionClientParams) (*LiveSessionChange, error) {
+	var res LiveSessionChange
 	if err := p.s.Send(ctx, rpc.Outbound{
 		Method: MethodSessionTakeover,
 		Params: params,

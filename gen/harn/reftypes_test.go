@@ -5,6 +5,7 @@ import (
 	"context"
 	stdjson "encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -24,13 +25,18 @@ import (
 // anyKinds are values of every JSON kind.
 var anyKinds = []string{`"text"`, `0`, `-7`, `2.5`, `123456789012345678901234567890`, `true`, `false`, `null`, `{}`, `{"k":[1,{"n":null}]}`, `[]`, `[1,"a",{}]`}
 
-// roundTripExact decodes doc into v and encodes it again; the encoding
-// must be doc itself, up to the order of object members.
+// roundTripExact decodes doc into v under Harn's contract and encodes it
+// again; the encoding must be doc itself, up to the order of object
+// members. The Harn parts gen/acp keeps as sent must decode with gen/harn's
+// accessors too (harnView).
 func roundTripExact(t *testing.T, doc string, v any) {
 	t.Helper()
-	if err := json.Unmarshal([]byte(doc), v); err != nil {
+	if err := json.Unmarshal([]byte(doc), v, harn.ContractHarn.Options()); err != nil {
 		t.Errorf("%s: %v", doc, err)
 		return
+	}
+	if _, err := harnView(reflect.ValueOf(v)); err != nil {
+		t.Errorf("%s: Harn's parts: %v", doc, err)
 	}
 	out, err := json.Marshal(v, wire.Fidelity)
 	if err != nil {
@@ -112,8 +118,8 @@ func TestTranscriptMembersTakeAnyKind(t *testing.T) {
 				doc := fmt.Sprintf(`{"sessionId":"s","update":{"sessionUpdate":%q,"_meta":{"harn":{%q:%s}}}}`, tag, member, v)
 				var n acp.SessionNotification
 				roundTripExact(t, doc, &n)
-				if n.Update.Unknown != nil {
-					t.Errorf("%s: read as an unknown variant", doc)
+				if u, err := harn.UpdateOf(n.Update); err != nil || u.Unknown != nil || u.Tag() != tag {
+					t.Errorf("%s: read as %+v (%v)", doc, u, err)
 				}
 			}
 		}
@@ -144,8 +150,9 @@ func TestProgressKeepsLargeIntegers(t *testing.T) {
 		doc := `{"sessionId":"s","update":{"sessionUpdate":"progress","_meta":{"harn":{"phase":"p","message":"m","progress":` + n + `,"total":` + n + `}}}}`
 		var u acp.SessionNotification
 		roundTripExact(t, doc, &u)
-		if p := u.Update.Progress; p == nil || p.Meta.Harn.Progress == nil || fmt.Sprint(*p.Meta.Harn.Progress) != n || fmt.Sprint(*p.Meta.Harn.Total) != n {
-			t.Errorf("%s: read as %+v", n, p)
+		h, err := harn.UpdateOf(u.Update)
+		if p := h.Progress; err != nil || p == nil || p.Meta.Harn.Progress == nil || fmt.Sprint(*p.Meta.Harn.Progress) != n || fmt.Sprint(*p.Meta.Harn.Total) != n {
+			t.Errorf("%s: read as %+v (%v)", n, p, err)
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	acp "github.com/bridgekit/bridgekit/gen/acp"
 	"github.com/bridgekit/bridgekit/runtime/wire"
+	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 )
 
@@ -174,6 +175,199 @@ func (x ActorMeta) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
 func (x *ActorMeta) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// What a Harn agent advertises about its ACP extensions.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-acp.schema.json#/$defs/agent_capabilities.
+type AgentCapabilities struct {
+	// The pinned ACP schema, e.g. agentclientprotocol/agent-client-protocol schema v0.12.2.
+	SchemaCompatibility *string
+	ExtensionContract   *string
+	// sessionUpdate values beyond ACP's that the agent emits.
+	SessionUpdateExtensions []string
+	// Keys of tool_call._meta.harn.
+	ToolLifecycleExtensionFields []string
+	// Keys of content._meta.harn.
+	ContentExtensionFields []string
+	// Keys of the session/prompt result's _meta.harn.
+	PromptResultExtensionFields []string
+	// Harn's extension methods by name, e.g. _harn/agentEvent.
+	ExtensionMethods AgentCapabilitiesExtensionMethods
+	// host/call operations by capability that the agent may call.
+	HostCapabilityOperations AgentCapabilitiesHostCapabilityOperations
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objAgentCapabilities = wire.Object{Type: "AgentCapabilities"}
+
+// UnmarshalJSONFrom decodes AgentCapabilities, checking required members, kinds and constraints.
+func (x *AgentCapabilities) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = AgentCapabilities{}
+	r := wire.ReadObject(dec, &objAgentCapabilities)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *AgentCapabilities) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "schemaCompatibility":
+		return wire.Ptr(r, &x.SchemaCompatibility, wire.StringFrom)
+	case "extensionContract":
+		return wire.Ptr(r, &x.ExtensionContract, wire.StringFrom)
+	case "sessionUpdateExtensions":
+		return wire.Field(r, &x.SessionUpdateExtensions, readListOfString)
+	case "toolLifecycleExtensionFields":
+		return wire.Field(r, &x.ToolLifecycleExtensionFields, readListOfString)
+	case "contentExtensionFields":
+		return wire.Field(r, &x.ContentExtensionFields, readListOfString)
+	case "promptResultExtensionFields":
+		return wire.Field(r, &x.PromptResultExtensionFields, readListOfString)
+	case "extensionMethods":
+		return wire.Field(r, &x.ExtensionMethods, (*AgentCapabilitiesExtensionMethods).UnmarshalJSONFrom)
+	case "hostCapabilityOperations":
+		return wire.Field(r, &x.HostCapabilityOperations, (*AgentCapabilitiesHostCapabilityOperations).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes AgentCapabilities, members in schema order, then Extra.
+func (x AgentCapabilities) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *AgentCapabilities) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "schemaCompatibility", x.SchemaCompatibility, wire.StringTo)
+	wire.PutPtr(w, "extensionContract", x.ExtensionContract, wire.StringTo)
+	wire.PutIf(w, "sessionUpdateExtensions", x.SessionUpdateExtensions, x.SessionUpdateExtensions != nil, writeListOfString)
+	wire.PutIf(w, "toolLifecycleExtensionFields", x.ToolLifecycleExtensionFields, x.ToolLifecycleExtensionFields != nil, writeListOfString)
+	wire.PutIf(w, "contentExtensionFields", x.ContentExtensionFields, x.ContentExtensionFields != nil, writeListOfString)
+	wire.PutIf(w, "promptResultExtensionFields", x.PromptResultExtensionFields, x.PromptResultExtensionFields != nil, writeListOfString)
+	wire.PutIf(w, "extensionMethods", x.ExtensionMethods, x.ExtensionMethods != nil, AgentCapabilitiesExtensionMethods.MarshalJSONTo)
+	wire.PutIf(w, "hostCapabilityOperations", x.HostCapabilityOperations, x.HostCapabilityOperations != nil, AgentCapabilitiesHostCapabilityOperations.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x AgentCapabilities) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *AgentCapabilities) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Harn's extension methods by name, e.g. _harn/agentEvent.
+//
+// Members are written in sorted key order. Generated from
+// harn-acp.schema.json#/$defs/agent_capabilities/properties/extensionMethods.
+type AgentCapabilitiesExtensionMethods map[string]jsontext.Value
+
+// UnmarshalJSONFrom decodes every member with the value schema.
+func (x *AgentCapabilitiesExtensionMethods) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	return wire.Scalar(dec, "AgentCapabilitiesExtensionMethods", (*map[string]jsontext.Value)(x), readMapOfRaw)
+}
+
+// MarshalJSONTo encodes the members in sorted key order.
+func (x AgentCapabilitiesExtensionMethods) MarshalJSONTo(enc *jsontext.Encoder) error {
+	return wire.WriteMapOf(x, enc, wire.RawTo)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x AgentCapabilitiesExtensionMethods) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *AgentCapabilitiesExtensionMethods) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// host/call operations by capability that the agent may call.
+//
+// Members are written in sorted key order. Generated from
+// harn-acp.schema.json#/$defs/agent_capabilities/properties/hostCapabilityOperations.
+type AgentCapabilitiesHostCapabilityOperations map[string][]string
+
+// UnmarshalJSONFrom decodes every member with the value schema.
+func (x *AgentCapabilitiesHostCapabilityOperations) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	return wire.Scalar(dec, "AgentCapabilitiesHostCapabilityOperations", (*map[string][]string)(x), readMapOfListOfString)
+}
+
+// MarshalJSONTo encodes the members in sorted key order.
+func (x AgentCapabilitiesHostCapabilityOperations) MarshalJSONTo(enc *jsontext.Encoder) error {
+	return wire.WriteMapOf(x, enc, writeListOfString)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x AgentCapabilitiesHostCapabilityOperations) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *AgentCapabilitiesHostCapabilityOperations) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The _meta of initialize's agentCapabilities: Harn's extension contract under harn. Hosts key
+// rendering off these lists rather than a local allow-list.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-acp.schema.json#/$defs/agent_capabilities_meta.
+type AgentCapabilitiesMeta struct {
+	// What a Harn agent advertises about its ACP extensions.
+	Harn *AgentCapabilities
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objAgentCapabilitiesMeta = wire.Object{Type: "AgentCapabilitiesMeta"}
+
+// UnmarshalJSONFrom decodes AgentCapabilitiesMeta, checking required members, kinds and constraints.
+func (x *AgentCapabilitiesMeta) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = AgentCapabilitiesMeta{}
+	r := wire.ReadObject(dec, &objAgentCapabilitiesMeta)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *AgentCapabilitiesMeta) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "harn":
+		return wire.Ptr(r, &x.Harn, (*AgentCapabilities).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes AgentCapabilitiesMeta, members in schema order, then Extra.
+func (x AgentCapabilitiesMeta) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *AgentCapabilitiesMeta) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "harn", x.Harn, AgentCapabilities.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x AgentCapabilitiesMeta) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *AgentCapabilitiesMeta) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
@@ -3383,7 +3577,7 @@ type AgentEventToolCallAudit struct {
 	// The mutation session a tool dispatch belongs to (MutationSessionRecord, snake_case), shared by
 	// tool_call/tool_call_update, worker_update and permission requests. Omitted when no mutation
 	// session is installed.
-	Audit *acp.MutationSessionRecord
+	Audit *MutationSessionRecord
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
 }
@@ -3412,7 +3606,7 @@ func (x *AgentEventToolCallAudit) member(r *wire.ObjectReader) error {
 	case "toolName":
 		return wire.Ptr(r, &x.ToolName, wire.StringFrom)
 	case "audit":
-		return wire.Ptr(r, &x.Audit, (*acp.MutationSessionRecord).UnmarshalJSONFrom)
+		return wire.Ptr(r, &x.Audit, (*MutationSessionRecord).UnmarshalJSONFrom)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -3428,7 +3622,7 @@ func (x *AgentEventToolCallAudit) members(w *wire.ObjectWriter) {
 	wire.PutConst(w, "kind", "tool_call_audit", wire.StringTo)
 	wire.PutPtr(w, "toolCallId", x.ToolCallID, wire.StringTo)
 	wire.PutPtr(w, "toolName", x.ToolName, wire.StringTo)
-	wire.PutPtr(w, "audit", x.Audit, acp.MutationSessionRecord.MarshalJSONTo)
+	wire.PutPtr(w, "audit", x.Audit, MutationSessionRecord.MarshalJSONTo)
 	w.Extras(x.Extra)
 }
 
@@ -3918,6 +4112,172 @@ func (x *AgentResumeParams) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
+// The tool approval policy of a mutation session: glob patterns of tool names and paths.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-acp.schema.json#/$defs/approval_policy.
+type ApprovalPolicy struct {
+	AutoApprove        []string
+	AutoDeny           []string
+	RequireApproval    []string
+	WritePathAllowlist []string
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objApprovalPolicy = wire.Object{Type: "ApprovalPolicy"}
+
+// UnmarshalJSONFrom decodes ApprovalPolicy, checking required members, kinds and constraints.
+func (x *ApprovalPolicy) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = ApprovalPolicy{}
+	r := wire.ReadObject(dec, &objApprovalPolicy)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *ApprovalPolicy) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "auto_approve":
+		return wire.Field(r, &x.AutoApprove, readListOfString)
+	case "auto_deny":
+		return wire.Field(r, &x.AutoDeny, readListOfString)
+	case "require_approval":
+		return wire.Field(r, &x.RequireApproval, readListOfString)
+	case "write_path_allowlist":
+		return wire.Field(r, &x.WritePathAllowlist, readListOfString)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes ApprovalPolicy, members in schema order, then Extra.
+func (x ApprovalPolicy) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *ApprovalPolicy) members(w *wire.ObjectWriter) {
+	wire.PutIf(w, "auto_approve", x.AutoApprove, x.AutoApprove != nil, writeListOfString)
+	wire.PutIf(w, "auto_deny", x.AutoDeny, x.AutoDeny != nil, writeListOfString)
+	wire.PutIf(w, "require_approval", x.RequireApproval, x.RequireApproval != nil, writeListOfString)
+	wire.PutIf(w, "write_path_allowlist", x.WritePathAllowlist, x.WritePathAllowlist != nil, writeListOfString)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x ApprovalPolicy) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *ApprovalPolicy) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Harn's canonical ApprovalRequest (snake_case), under toolCall._meta.harn of
+// session/request_permission.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-acp.schema.json#/$defs/approval_request.
+type ApprovalRequest struct {
+	// The request's id (the tool call's id).
+	ID string
+	// What is to be approved, usually the tool's name.
+	Action string
+	// The tool's arguments.
+	Args jsontext.Value
+	// Who asks: the session.
+	Principal string
+	// RFC 3339 time of the request.
+	RequestedAt string
+	// RFC 3339 time after which the request lapses.
+	Deadline          *string
+	ApproversRequired int64
+	// What the decision can rest on: file_mutation_diff, file_preimage, ...
+	EvidenceRefs []EvidenceRef
+	// What undoing the approved action needs; Harn's carries a copy of the policy decision under
+	// policy_decision (a permission_policy_decision). The reference does not pin its kind, so it is
+	// kept verbatim.
+	UndoMetadata          jsontext.Value
+	CapabilitiesRequested []string
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objApprovalRequest = wire.Object{
+	Required: []string{"id", "action", "principal", "requested_at", "approvers_required"},
+	Type:     "ApprovalRequest",
+}
+
+// UnmarshalJSONFrom decodes ApprovalRequest, checking required members, kinds and constraints.
+func (x *ApprovalRequest) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = ApprovalRequest{}
+	r := wire.ReadObject(dec, &objApprovalRequest)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *ApprovalRequest) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "id":
+		return wire.Field(r, &x.ID, wire.StringFrom)
+	case "action":
+		return wire.Field(r, &x.Action, wire.StringFrom)
+	case "args":
+		return wire.Field(r, &x.Args, wire.RawFrom)
+	case "principal":
+		return wire.Field(r, &x.Principal, wire.StringFrom)
+	case "requested_at":
+		return wire.Field(r, &x.RequestedAt, wire.StringFrom)
+	case "deadline":
+		return wire.Ptr(r, &x.Deadline, wire.StringFrom)
+	case "approvers_required":
+		return wire.Field(r, &x.ApproversRequired, readApprovalRequestApproversRequired)
+	case "evidence_refs":
+		return wire.Field(r, &x.EvidenceRefs, readListOfEvidenceRef)
+	case "undo_metadata":
+		return wire.Field(r, &x.UndoMetadata, wire.RawFrom)
+	case "capabilities_requested":
+		return wire.Field(r, &x.CapabilitiesRequested, readListOfString)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes ApprovalRequest, members in schema order, then Extra.
+func (x ApprovalRequest) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *ApprovalRequest) members(w *wire.ObjectWriter) {
+	wire.Put(w, "id", x.ID, wire.StringTo)
+	wire.Put(w, "action", x.Action, wire.StringTo)
+	wire.PutIf(w, "args", x.Args, x.Args != nil, wire.RawTo)
+	wire.Put(w, "principal", x.Principal, wire.StringTo)
+	wire.Put(w, "requested_at", x.RequestedAt, wire.StringTo)
+	wire.PutPtr(w, "deadline", x.Deadline, wire.StringTo)
+	wire.Put(w, "approvers_required", x.ApproversRequired, wire.IntTo)
+	wire.PutIf(w, "evidence_refs", x.EvidenceRefs, x.EvidenceRefs != nil, writeListOfEvidenceRef)
+	wire.PutIf(w, "undo_metadata", x.UndoMetadata, x.UndoMetadata != nil, wire.RawTo)
+	wire.PutIf(w, "capabilities_requested", x.CapabilitiesRequested, x.CapabilitiesRequested != nil, writeListOfString)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x ApprovalRequest) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *ApprovalRequest) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
 // The shape of one argument.
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
@@ -3974,6 +4334,209 @@ func (x ArgumentShape) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
 func (x *ArgumentShape) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// An artifact the agent produced.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-acp.schema.json#/$defs/artifact.
+type Artifact struct {
+	ArtifactID *string
+	Kind       *string
+	Title      *string
+	MIMEType   *string
+	Spec       jsontext.Value
+	Fallback   jsontext.Value
+	SizeBytes  *int64
+	Provenance jsontext.Value
+	Metadata   jsontext.Value
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objArtifact = wire.Object{Type: "Artifact"}
+
+// UnmarshalJSONFrom decodes Artifact, checking required members, kinds and constraints.
+func (x *Artifact) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = Artifact{}
+	r := wire.ReadObject(dec, &objArtifact)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *Artifact) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "artifactId":
+		return wire.Ptr(r, &x.ArtifactID, wire.StringFrom)
+	case "kind":
+		return wire.Ptr(r, &x.Kind, wire.StringFrom)
+	case "title":
+		return wire.Ptr(r, &x.Title, wire.StringFrom)
+	case "mimeType":
+		return wire.Ptr(r, &x.MIMEType, wire.StringFrom)
+	case "spec":
+		return wire.Field(r, &x.Spec, wire.RawFrom)
+	case "fallback":
+		return wire.Field(r, &x.Fallback, wire.RawFrom)
+	case "sizeBytes":
+		return wire.Ptr(r, &x.SizeBytes, readArtifactSizeBytes)
+	case "provenance":
+		return wire.Field(r, &x.Provenance, wire.RawFrom)
+	case "metadata":
+		return wire.Field(r, &x.Metadata, wire.RawFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes Artifact, members in schema order, then Extra.
+func (x Artifact) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *Artifact) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "artifactId", x.ArtifactID, wire.StringTo)
+	wire.PutPtr(w, "kind", x.Kind, wire.StringTo)
+	wire.PutPtr(w, "title", x.Title, wire.StringTo)
+	wire.PutPtr(w, "mimeType", x.MIMEType, wire.StringTo)
+	wire.PutIf(w, "spec", x.Spec, x.Spec != nil, wire.RawTo)
+	wire.PutIf(w, "fallback", x.Fallback, x.Fallback != nil, wire.RawTo)
+	wire.PutPtr(w, "sizeBytes", x.SizeBytes, wire.IntTo)
+	wire.PutIf(w, "provenance", x.Provenance, x.Provenance != nil, wire.RawTo)
+	wire.PutIf(w, "metadata", x.Metadata, x.Metadata != nil, wire.RawTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x Artifact) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *Artifact) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// An artifact the agent produced. Vendor fields live under _meta.harn; at the update's root (pre-#905)
+// they are forbidden (see the legacy reader in gen/harn).
+//
+// Open: members the schema does not name are kept in Extra and written back. These members are
+// forbidden (wire.ErrForbiddenMember): `artifactId`, `kind`, `title`, `mimeType`, `spec`, `fallback`,
+// `sizeBytes`, `provenance`, `metadata`. Generated from harn-acp.schema.json#/$defs/artifact_update.
+type ArtifactUpdate struct {
+	// The _meta of a artifact update: Harn's fields under harn; other keys are kept.
+	Meta ArtifactUpdateMeta
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objArtifactUpdate = wire.Object{
+	Required: []string{"sessionUpdate", "_meta"},
+	Type:     "ArtifactUpdate",
+}
+
+// UnmarshalJSONFrom decodes ArtifactUpdate, checking required members, kinds and constraints.
+func (x *ArtifactUpdate) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = ArtifactUpdate{}
+	r := wire.ReadObject(dec, &objArtifactUpdate)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *ArtifactUpdate) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "sessionUpdate":
+		return wire.Const(r, "artifact", wire.StringFrom)
+	case "_meta":
+		return wire.Field(r, &x.Meta, (*ArtifactUpdateMeta).UnmarshalJSONFrom)
+	case "artifactId", "kind", "title", "mimeType", "spec", "fallback", "sizeBytes", "provenance", "metadata":
+		return r.Forbidden()
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes ArtifactUpdate, members in schema order, then Extra.
+func (x ArtifactUpdate) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *ArtifactUpdate) members(w *wire.ObjectWriter) {
+	wire.PutConst(w, "sessionUpdate", "artifact", wire.StringTo)
+	wire.Put(w, "_meta", x.Meta, ArtifactUpdateMeta.MarshalJSONTo)
+	w.ExtrasExcept(x.Extra, "ArtifactUpdate", "artifactId", "kind", "title", "mimeType", "spec", "fallback", "sizeBytes", "provenance", "metadata")
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x ArtifactUpdate) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *ArtifactUpdate) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The _meta of a artifact update: Harn's fields under harn; other keys are kept.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-acp.schema.json#/$defs/artifact_update_meta.
+type ArtifactUpdateMeta struct {
+	// An artifact the agent produced.
+	Harn Artifact
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objArtifactUpdateMeta = wire.Object{
+	Required: []string{"harn"},
+	Type:     "ArtifactUpdateMeta",
+}
+
+// UnmarshalJSONFrom decodes ArtifactUpdateMeta, checking required members, kinds and constraints.
+func (x *ArtifactUpdateMeta) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = ArtifactUpdateMeta{}
+	r := wire.ReadObject(dec, &objArtifactUpdateMeta)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *ArtifactUpdateMeta) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "harn":
+		return wire.Field(r, &x.Harn, (*Artifact).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes ArtifactUpdateMeta, members in schema order, then Extra.
+func (x ArtifactUpdateMeta) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *ArtifactUpdateMeta) members(w *wire.ObjectWriter) {
+	wire.Put(w, "harn", x.Harn, Artifact.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x ArtifactUpdateMeta) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *ArtifactUpdateMeta) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
@@ -4036,6 +4599,186 @@ func (x BuiltinCallParams) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
 func (x *BuiltinCallParams) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// A bridge call ended. Legacy: still produced by Harn's standalone HostBridge, never advertised;
+// decoded so that nothing is dropped.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-acp.schema.json#/$defs/call_end_update.
+type CallEndUpdate struct {
+	// The content of a legacy call_end update (snake_case).
+	Content *LegacyCallEnd
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objCallEndUpdate = wire.Object{
+	Required: []string{"sessionUpdate"},
+	Type:     "CallEndUpdate",
+}
+
+// UnmarshalJSONFrom decodes CallEndUpdate, checking required members, kinds and constraints.
+func (x *CallEndUpdate) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = CallEndUpdate{}
+	r := wire.ReadObject(dec, &objCallEndUpdate)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *CallEndUpdate) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "sessionUpdate":
+		return wire.Const(r, "call_end", wire.StringFrom)
+	case "content":
+		return wire.Ptr(r, &x.Content, (*LegacyCallEnd).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes CallEndUpdate, members in schema order, then Extra.
+func (x CallEndUpdate) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *CallEndUpdate) members(w *wire.ObjectWriter) {
+	wire.PutConst(w, "sessionUpdate", "call_end", wire.StringTo)
+	wire.PutPtr(w, "content", x.Content, LegacyCallEnd.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x CallEndUpdate) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *CallEndUpdate) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// A bridge call streamed progress. Legacy: still produced by Harn's standalone HostBridge, never
+// advertised; decoded so that nothing is dropped.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-acp.schema.json#/$defs/call_progress_update.
+type CallProgressUpdate struct {
+	// The content of a legacy call_progress update (snake_case).
+	Content *LegacyCallProgress
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objCallProgressUpdate = wire.Object{
+	Required: []string{"sessionUpdate"},
+	Type:     "CallProgressUpdate",
+}
+
+// UnmarshalJSONFrom decodes CallProgressUpdate, checking required members, kinds and constraints.
+func (x *CallProgressUpdate) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = CallProgressUpdate{}
+	r := wire.ReadObject(dec, &objCallProgressUpdate)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *CallProgressUpdate) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "sessionUpdate":
+		return wire.Const(r, "call_progress", wire.StringFrom)
+	case "content":
+		return wire.Ptr(r, &x.Content, (*LegacyCallProgress).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes CallProgressUpdate, members in schema order, then Extra.
+func (x CallProgressUpdate) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *CallProgressUpdate) members(w *wire.ObjectWriter) {
+	wire.PutConst(w, "sessionUpdate", "call_progress", wire.StringTo)
+	wire.PutPtr(w, "content", x.Content, LegacyCallProgress.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x CallProgressUpdate) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *CallProgressUpdate) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// A bridge call started. Legacy: still produced by Harn's standalone HostBridge, never advertised;
+// decoded so that nothing is dropped.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-acp.schema.json#/$defs/call_start_update.
+type CallStartUpdate struct {
+	// The content of a legacy call_start update (snake_case).
+	Content *LegacyCallStart
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objCallStartUpdate = wire.Object{
+	Required: []string{"sessionUpdate"},
+	Type:     "CallStartUpdate",
+}
+
+// UnmarshalJSONFrom decodes CallStartUpdate, checking required members, kinds and constraints.
+func (x *CallStartUpdate) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = CallStartUpdate{}
+	r := wire.ReadObject(dec, &objCallStartUpdate)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *CallStartUpdate) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "sessionUpdate":
+		return wire.Const(r, "call_start", wire.StringFrom)
+	case "content":
+		return wire.Ptr(r, &x.Content, (*LegacyCallStart).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes CallStartUpdate, members in schema order, then Extra.
+func (x CallStartUpdate) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *CallStartUpdate) members(w *wire.ObjectWriter) {
+	wire.PutConst(w, "sessionUpdate", "call_start", wire.StringTo)
+	wire.PutPtr(w, "content", x.Content, LegacyCallStart.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x CallStartUpdate) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *CallStartUpdate) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
@@ -4184,6 +4927,124 @@ func (x *CapabilityOps) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
+// Harn's content extension fields.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-acp.schema.json#/$defs/content_fields.
+type ContentFields struct {
+	// agent_message_chunk: the text shown to the user so far.
+	VisibleText *string
+	// agent_message_chunk: the part of visible_text this chunk adds.
+	VisibleDelta *string
+	// How the diff of a permission request was built: from a pre-image read just before approval,
+	// bounded to 1 MiB per file and 16 files.
+	PermissionPreview *PermissionPreview
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objContentFields = wire.Object{Type: "ContentFields"}
+
+// UnmarshalJSONFrom decodes ContentFields, checking required members, kinds and constraints.
+func (x *ContentFields) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = ContentFields{}
+	r := wire.ReadObject(dec, &objContentFields)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *ContentFields) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "visible_text":
+		return wire.Ptr(r, &x.VisibleText, wire.StringFrom)
+	case "visible_delta":
+		return wire.Ptr(r, &x.VisibleDelta, wire.StringFrom)
+	case "permission_preview":
+		return wire.Ptr(r, &x.PermissionPreview, (*PermissionPreview).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes ContentFields, members in schema order, then Extra.
+func (x ContentFields) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *ContentFields) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "visible_text", x.VisibleText, wire.StringTo)
+	wire.PutPtr(w, "visible_delta", x.VisibleDelta, wire.StringTo)
+	wire.PutPtr(w, "permission_preview", x.PermissionPreview, PermissionPreview.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x ContentFields) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *ContentFields) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The _meta of an ACP content block (text) or tool-call diff as Harn fills it: Harn's content
+// extension fields (advertised as agentCapabilities._meta.harn.contentExtensionFields) under harn.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-acp.schema.json#/$defs/content_meta.
+type ContentMeta struct {
+	// Harn's content extension fields.
+	Harn *ContentFields
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objContentMeta = wire.Object{Type: "ContentMeta"}
+
+// UnmarshalJSONFrom decodes ContentMeta, checking required members, kinds and constraints.
+func (x *ContentMeta) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = ContentMeta{}
+	r := wire.ReadObject(dec, &objContentMeta)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *ContentMeta) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "harn":
+		return wire.Ptr(r, &x.Harn, (*ContentFields).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes ContentMeta, members in schema order, then Extra.
+func (x ContentMeta) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *ContentMeta) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "harn", x.Harn, ContentFields.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x ContentMeta) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *ContentMeta) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
 // A pending item's delivery mode in its canonical bridge name (steer shows as finish_step, queue as
 // audit_only). Open.
 //
@@ -4224,6 +5085,691 @@ func (x DeliveryMode) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
 func (x *DeliveryMode) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// A reminder as rendered into a model request (camelCase echo of a session/remind spec).
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-acp.schema.json#/$defs/emitted_reminder.
+type EmittedReminder struct {
+	ReminderID   string
+	Tags         []string
+	Body         string
+	RoleHint     *string
+	Authority    *string
+	RenderedRole *string
+	Source       *string
+	TTLTurns     wire.Nullable[int64]
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objEmittedReminder = wire.Object{
+	Required: []string{"reminderId", "body"},
+	Type:     "EmittedReminder",
+}
+
+// UnmarshalJSONFrom decodes EmittedReminder, checking required members, kinds and constraints.
+func (x *EmittedReminder) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = EmittedReminder{}
+	r := wire.ReadObject(dec, &objEmittedReminder)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *EmittedReminder) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "reminderId":
+		return wire.Field(r, &x.ReminderID, wire.StringFrom)
+	case "tags":
+		return wire.Field(r, &x.Tags, readListOfString)
+	case "body":
+		return wire.Field(r, &x.Body, wire.StringFrom)
+	case "roleHint":
+		return wire.Ptr(r, &x.RoleHint, wire.StringFrom)
+	case "authority":
+		return wire.Ptr(r, &x.Authority, wire.StringFrom)
+	case "renderedRole":
+		return wire.Ptr(r, &x.RenderedRole, wire.StringFrom)
+	case "source":
+		return wire.Ptr(r, &x.Source, wire.StringFrom)
+	case "ttlTurns":
+		return wire.Opt(r, &x.TTLTurns, wire.IntFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes EmittedReminder, members in schema order, then Extra.
+func (x EmittedReminder) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *EmittedReminder) members(w *wire.ObjectWriter) {
+	wire.Put(w, "reminderId", x.ReminderID, wire.StringTo)
+	wire.PutIf(w, "tags", x.Tags, x.Tags != nil, writeListOfString)
+	wire.Put(w, "body", x.Body, wire.StringTo)
+	wire.PutPtr(w, "roleHint", x.RoleHint, wire.StringTo)
+	wire.PutPtr(w, "authority", x.Authority, wire.StringTo)
+	wire.PutPtr(w, "renderedRole", x.RenderedRole, wire.StringTo)
+	wire.PutPtr(w, "source", x.Source, wire.StringTo)
+	wire.PutOpt(w, "ttlTurns", x.TTLTurns, wire.IntTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x EmittedReminder) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *EmittedReminder) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// One piece of evidence of an approval request, selected by kind (file_mutation_diff carries path,
+// oldText, newText, preimageSha256, byteCount, source; file_preimage an unavailability reason when the
+// pre-image could not be read).
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-acp.schema.json#/$defs/evidence_ref.
+type EvidenceRef struct {
+	Kind           *string
+	Path           *string
+	OldText        wire.Nullable[string]
+	NewText        *string
+	PreimageSha256 wire.Nullable[string]
+	ByteCount      wire.Nullable[int64]
+	Source         *string
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objEvidenceRef = wire.Object{Type: "EvidenceRef"}
+
+// UnmarshalJSONFrom decodes EvidenceRef, checking required members, kinds and constraints.
+func (x *EvidenceRef) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = EvidenceRef{}
+	r := wire.ReadObject(dec, &objEvidenceRef)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *EvidenceRef) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "kind":
+		return wire.Ptr(r, &x.Kind, wire.StringFrom)
+	case "path":
+		return wire.Ptr(r, &x.Path, wire.StringFrom)
+	case "oldText":
+		return wire.Opt(r, &x.OldText, wire.StringFrom)
+	case "newText":
+		return wire.Ptr(r, &x.NewText, wire.StringFrom)
+	case "preimageSha256":
+		return wire.Opt(r, &x.PreimageSha256, wire.StringFrom)
+	case "byteCount":
+		return wire.Opt(r, &x.ByteCount, readEvidenceRefByteCount)
+	case "source":
+		return wire.Ptr(r, &x.Source, wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes EvidenceRef, members in schema order, then Extra.
+func (x EvidenceRef) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *EvidenceRef) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "kind", x.Kind, wire.StringTo)
+	wire.PutPtr(w, "path", x.Path, wire.StringTo)
+	wire.PutOpt(w, "oldText", x.OldText, wire.StringTo)
+	wire.PutPtr(w, "newText", x.NewText, wire.StringTo)
+	wire.PutOpt(w, "preimageSha256", x.PreimageSha256, wire.StringTo)
+	wire.PutOpt(w, "byteCount", x.ByteCount, wire.IntTo)
+	wire.PutPtr(w, "source", x.Source, wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x EvidenceRef) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *EvidenceRef) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// What an extension method carries, as Harn's own entries of extensionMethods do (decode a value of
+// AgentCapabilities.ExtensionMethods into it).
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-acp.schema.json#/$defs/extension_method.
+type ExtensionMethod struct {
+	// _harn/agentEvent: the kinds it may send.
+	Kinds  []string
+	Schema *string
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objExtensionMethod = wire.Object{Type: "ExtensionMethod"}
+
+// UnmarshalJSONFrom decodes ExtensionMethod, checking required members, kinds and constraints.
+func (x *ExtensionMethod) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = ExtensionMethod{}
+	r := wire.ReadObject(dec, &objExtensionMethod)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *ExtensionMethod) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "kinds":
+		return wire.Field(r, &x.Kinds, readListOfString)
+	case "schema":
+		return wire.Ptr(r, &x.Schema, wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes ExtensionMethod, members in schema order, then Extra.
+func (x ExtensionMethod) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *ExtensionMethod) members(w *wire.ObjectWriter) {
+	wire.PutIf(w, "kinds", x.Kinds, x.Kinds != nil, writeListOfString)
+	wire.PutPtr(w, "schema", x.Schema, wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x ExtensionMethod) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *ExtensionMethod) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Changes seen by a file-system watch.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-acp.schema.json#/$defs/fs_watch.
+type FsWatch struct {
+	SubscriptionID *string
+	Events         []FsWatchEvent
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objFsWatch = wire.Object{Type: "FsWatch"}
+
+// UnmarshalJSONFrom decodes FsWatch, checking required members, kinds and constraints.
+func (x *FsWatch) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = FsWatch{}
+	r := wire.ReadObject(dec, &objFsWatch)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *FsWatch) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "subscriptionId":
+		return wire.Ptr(r, &x.SubscriptionID, wire.StringFrom)
+	case "events":
+		return wire.Field(r, &x.Events, readListOfFsWatchEvent)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes FsWatch, members in schema order, then Extra.
+func (x FsWatch) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *FsWatch) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "subscriptionId", x.SubscriptionID, wire.StringTo)
+	wire.PutIf(w, "events", x.Events, x.Events != nil, writeListOfFsWatchEvent)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x FsWatch) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *FsWatch) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// One file-system change.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-acp.schema.json#/$defs/fs_watch_event.
+type FsWatchEvent struct {
+	Kind          *string
+	Paths         []string
+	RelativePaths []string
+	RawKind       *string
+	Error         wire.Nullable[string]
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objFsWatchEvent = wire.Object{Type: "FsWatchEvent"}
+
+// UnmarshalJSONFrom decodes FsWatchEvent, checking required members, kinds and constraints.
+func (x *FsWatchEvent) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = FsWatchEvent{}
+	r := wire.ReadObject(dec, &objFsWatchEvent)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *FsWatchEvent) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "kind":
+		return wire.Ptr(r, &x.Kind, wire.StringFrom)
+	case "paths":
+		return wire.Field(r, &x.Paths, readListOfString)
+	case "relative_paths":
+		return wire.Field(r, &x.RelativePaths, readListOfString)
+	case "raw_kind":
+		return wire.Ptr(r, &x.RawKind, wire.StringFrom)
+	case "error":
+		return wire.Opt(r, &x.Error, wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes FsWatchEvent, members in schema order, then Extra.
+func (x FsWatchEvent) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *FsWatchEvent) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "kind", x.Kind, wire.StringTo)
+	wire.PutIf(w, "paths", x.Paths, x.Paths != nil, writeListOfString)
+	wire.PutIf(w, "relative_paths", x.RelativePaths, x.RelativePaths != nil, writeListOfString)
+	wire.PutPtr(w, "raw_kind", x.RawKind, wire.StringTo)
+	wire.PutOpt(w, "error", x.Error, wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x FsWatchEvent) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *FsWatchEvent) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Changes seen by a file-system watch. Vendor fields live under _meta.harn; at the update's root
+// (pre-#905) they are forbidden (see the legacy reader in gen/harn).
+//
+// Open: members the schema does not name are kept in Extra and written back. These members are
+// forbidden (wire.ErrForbiddenMember): `subscriptionId`, `events`. Generated from
+// harn-acp.schema.json#/$defs/fs_watch_update.
+type FsWatchUpdate struct {
+	// The _meta of a fs_watch update: Harn's fields under harn; other keys are kept.
+	Meta FsWatchUpdateMeta
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objFsWatchUpdate = wire.Object{
+	Required: []string{"sessionUpdate", "_meta"},
+	Type:     "FsWatchUpdate",
+}
+
+// UnmarshalJSONFrom decodes FsWatchUpdate, checking required members, kinds and constraints.
+func (x *FsWatchUpdate) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = FsWatchUpdate{}
+	r := wire.ReadObject(dec, &objFsWatchUpdate)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *FsWatchUpdate) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "sessionUpdate":
+		return wire.Const(r, "fs_watch", wire.StringFrom)
+	case "_meta":
+		return wire.Field(r, &x.Meta, (*FsWatchUpdateMeta).UnmarshalJSONFrom)
+	case "subscriptionId", "events":
+		return r.Forbidden()
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes FsWatchUpdate, members in schema order, then Extra.
+func (x FsWatchUpdate) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *FsWatchUpdate) members(w *wire.ObjectWriter) {
+	wire.PutConst(w, "sessionUpdate", "fs_watch", wire.StringTo)
+	wire.Put(w, "_meta", x.Meta, FsWatchUpdateMeta.MarshalJSONTo)
+	w.ExtrasExcept(x.Extra, "FsWatchUpdate", "subscriptionId", "events")
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x FsWatchUpdate) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *FsWatchUpdate) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The _meta of a fs_watch update: Harn's fields under harn; other keys are kept.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-acp.schema.json#/$defs/fs_watch_update_meta.
+type FsWatchUpdateMeta struct {
+	// Changes seen by a file-system watch.
+	Harn FsWatch
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objFsWatchUpdateMeta = wire.Object{
+	Required: []string{"harn"},
+	Type:     "FsWatchUpdateMeta",
+}
+
+// UnmarshalJSONFrom decodes FsWatchUpdateMeta, checking required members, kinds and constraints.
+func (x *FsWatchUpdateMeta) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = FsWatchUpdateMeta{}
+	r := wire.ReadObject(dec, &objFsWatchUpdateMeta)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *FsWatchUpdateMeta) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "harn":
+		return wire.Field(r, &x.Harn, (*FsWatch).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes FsWatchUpdateMeta, members in schema order, then Extra.
+func (x FsWatchUpdateMeta) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *FsWatchUpdateMeta) members(w *wire.ObjectWriter) {
+	wire.Put(w, "harn", x.Harn, FsWatch.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x FsWatchUpdateMeta) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *FsWatchUpdateMeta) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The agent asks a human (answer with harn.hitl.respond; requestId is prefixed hitl_<kind>_).
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-acp.schema.json#/$defs/hitl_request.
+type HITLRequest struct {
+	RequestID *string
+	// The kind of human-in-the-loop request. Open.
+	Kind    *HITLRequestKind
+	Payload jsontext.Value
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objHITLRequest = wire.Object{Type: "HITLRequest"}
+
+// UnmarshalJSONFrom decodes HITLRequest, checking required members, kinds and constraints.
+func (x *HITLRequest) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = HITLRequest{}
+	r := wire.ReadObject(dec, &objHITLRequest)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *HITLRequest) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "requestId":
+		return wire.Ptr(r, &x.RequestID, wire.StringFrom)
+	case "kind":
+		return wire.Ptr(r, &x.Kind, (*HITLRequestKind).UnmarshalJSONFrom)
+	case "payload":
+		return wire.Field(r, &x.Payload, wire.RawFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes HITLRequest, members in schema order, then Extra.
+func (x HITLRequest) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *HITLRequest) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "requestId", x.RequestID, wire.StringTo)
+	wire.PutPtr(w, "kind", x.Kind, HITLRequestKind.MarshalJSONTo)
+	wire.PutIf(w, "payload", x.Payload, x.Payload != nil, wire.RawTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x HITLRequest) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *HITLRequest) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The kind of human-in-the-loop request. Open.
+//
+// Other values: A value this version does not know.
+//
+// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
+// from harn-acp.schema.json#/$defs/hitl_request/properties/kind.
+type HITLRequestKind string
+
+// Known values of HITLRequestKind, in schema order.
+const (
+	HITLRequestKindQuestion    HITLRequestKind = "question"
+	HITLRequestKindApproval    HITLRequestKind = "approval"
+	HITLRequestKindDualControl HITLRequestKind = "dual_control"
+	HITLRequestKindEscalation  HITLRequestKind = "escalation"
+)
+
+var valuesHITLRequestKind = []HITLRequestKind{HITLRequestKindQuestion, HITLRequestKindApproval, HITLRequestKindDualControl, HITLRequestKindEscalation}
+
+// Known reports whether x is one of the values the schema lists.
+func (x HITLRequestKind) Known() bool {
+	return slices.Contains(valuesHITLRequestKind, x)
+}
+
+// UnmarshalJSONFrom decodes HITLRequestKind, keeping any value.
+func (x *HITLRequestKind) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	return wire.StringEnum(dec, x, "HITLRequestKind", valuesHITLRequestKind, true)
+}
+
+// MarshalJSONTo encodes HITLRequestKind.
+func (x HITLRequestKind) MarshalJSONTo(enc *jsontext.Encoder) error {
+	return wire.WriteStringEnum(enc, x, "HITLRequestKind", valuesHITLRequestKind, true)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x HITLRequestKind) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *HITLRequestKind) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The agent asks a human. Vendor fields live under _meta.harn; at the update's root (pre-#905) they
+// are forbidden (see the legacy reader in gen/harn).
+//
+// Open: members the schema does not name are kept in Extra and written back. These members are
+// forbidden (wire.ErrForbiddenMember): `requestId`, `kind`, `payload`. Generated from
+// harn-acp.schema.json#/$defs/hitl_request_update.
+type HITLRequestUpdate struct {
+	// The _meta of a hitl_request update: Harn's fields under harn; other keys are kept.
+	Meta HITLRequestUpdateMeta
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objHITLRequestUpdate = wire.Object{
+	Required: []string{"sessionUpdate", "_meta"},
+	Type:     "HITLRequestUpdate",
+}
+
+// UnmarshalJSONFrom decodes HITLRequestUpdate, checking required members, kinds and constraints.
+func (x *HITLRequestUpdate) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = HITLRequestUpdate{}
+	r := wire.ReadObject(dec, &objHITLRequestUpdate)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *HITLRequestUpdate) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "sessionUpdate":
+		return wire.Const(r, "hitl_request", wire.StringFrom)
+	case "_meta":
+		return wire.Field(r, &x.Meta, (*HITLRequestUpdateMeta).UnmarshalJSONFrom)
+	case "requestId", "kind", "payload":
+		return r.Forbidden()
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes HITLRequestUpdate, members in schema order, then Extra.
+func (x HITLRequestUpdate) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *HITLRequestUpdate) members(w *wire.ObjectWriter) {
+	wire.PutConst(w, "sessionUpdate", "hitl_request", wire.StringTo)
+	wire.Put(w, "_meta", x.Meta, HITLRequestUpdateMeta.MarshalJSONTo)
+	w.ExtrasExcept(x.Extra, "HITLRequestUpdate", "requestId", "kind", "payload")
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x HITLRequestUpdate) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *HITLRequestUpdate) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The _meta of a hitl_request update: Harn's fields under harn; other keys are kept.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-acp.schema.json#/$defs/hitl_request_update_meta.
+type HITLRequestUpdateMeta struct {
+	// The agent asks a human (answer with harn.hitl.respond; requestId is prefixed hitl_<kind>_).
+	Harn HITLRequest
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objHITLRequestUpdateMeta = wire.Object{
+	Required: []string{"harn"},
+	Type:     "HITLRequestUpdateMeta",
+}
+
+// UnmarshalJSONFrom decodes HITLRequestUpdateMeta, checking required members, kinds and constraints.
+func (x *HITLRequestUpdateMeta) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = HITLRequestUpdateMeta{}
+	r := wire.ReadObject(dec, &objHITLRequestUpdateMeta)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *HITLRequestUpdateMeta) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "harn":
+		return wire.Field(r, &x.Harn, (*HITLRequest).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes HITLRequestUpdateMeta, members in schema order, then Extra.
+func (x HITLRequestUpdateMeta) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *HITLRequestUpdateMeta) members(w *wire.ObjectWriter) {
+	wire.Put(w, "harn", x.Harn, HITLRequest.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x HITLRequestUpdateMeta) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *HITLRequestUpdateMeta) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
@@ -4349,6 +5895,185 @@ func (x HITLRequestedParamsKind) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
 func (x *HITLRequestedParamsKind) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// A human-in-the-loop request was resolved.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-acp.schema.json#/$defs/hitl_resolved.
+type HITLResolved struct {
+	RequestID *string
+	Kind      *string
+	Outcome   *string
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objHITLResolved = wire.Object{Type: "HITLResolved"}
+
+// UnmarshalJSONFrom decodes HITLResolved, checking required members, kinds and constraints.
+func (x *HITLResolved) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = HITLResolved{}
+	r := wire.ReadObject(dec, &objHITLResolved)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *HITLResolved) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "requestId":
+		return wire.Ptr(r, &x.RequestID, wire.StringFrom)
+	case "kind":
+		return wire.Ptr(r, &x.Kind, wire.StringFrom)
+	case "outcome":
+		return wire.Ptr(r, &x.Outcome, wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes HITLResolved, members in schema order, then Extra.
+func (x HITLResolved) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *HITLResolved) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "requestId", x.RequestID, wire.StringTo)
+	wire.PutPtr(w, "kind", x.Kind, wire.StringTo)
+	wire.PutPtr(w, "outcome", x.Outcome, wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x HITLResolved) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *HITLResolved) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// A human-in-the-loop request was resolved. Vendor fields live under _meta.harn; at the update's root
+// (pre-#905) they are forbidden (see the legacy reader in gen/harn).
+//
+// Open: members the schema does not name are kept in Extra and written back. These members are
+// forbidden (wire.ErrForbiddenMember): `requestId`, `kind`, `outcome`. Generated from
+// harn-acp.schema.json#/$defs/hitl_resolved_update.
+type HITLResolvedUpdate struct {
+	// The _meta of a hitl_resolved update: Harn's fields under harn; other keys are kept.
+	Meta HITLResolvedUpdateMeta
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objHITLResolvedUpdate = wire.Object{
+	Required: []string{"sessionUpdate", "_meta"},
+	Type:     "HITLResolvedUpdate",
+}
+
+// UnmarshalJSONFrom decodes HITLResolvedUpdate, checking required members, kinds and constraints.
+func (x *HITLResolvedUpdate) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = HITLResolvedUpdate{}
+	r := wire.ReadObject(dec, &objHITLResolvedUpdate)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *HITLResolvedUpdate) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "sessionUpdate":
+		return wire.Const(r, "hitl_resolved", wire.StringFrom)
+	case "_meta":
+		return wire.Field(r, &x.Meta, (*HITLResolvedUpdateMeta).UnmarshalJSONFrom)
+	case "requestId", "kind", "outcome":
+		return r.Forbidden()
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes HITLResolvedUpdate, members in schema order, then Extra.
+func (x HITLResolvedUpdate) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *HITLResolvedUpdate) members(w *wire.ObjectWriter) {
+	wire.PutConst(w, "sessionUpdate", "hitl_resolved", wire.StringTo)
+	wire.Put(w, "_meta", x.Meta, HITLResolvedUpdateMeta.MarshalJSONTo)
+	w.ExtrasExcept(x.Extra, "HITLResolvedUpdate", "requestId", "kind", "outcome")
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x HITLResolvedUpdate) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *HITLResolvedUpdate) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The _meta of a hitl_resolved update: Harn's fields under harn; other keys are kept.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-acp.schema.json#/$defs/hitl_resolved_update_meta.
+type HITLResolvedUpdateMeta struct {
+	// A human-in-the-loop request was resolved.
+	Harn HITLResolved
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objHITLResolvedUpdateMeta = wire.Object{
+	Required: []string{"harn"},
+	Type:     "HITLResolvedUpdateMeta",
+}
+
+// UnmarshalJSONFrom decodes HITLResolvedUpdateMeta, checking required members, kinds and constraints.
+func (x *HITLResolvedUpdateMeta) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = HITLResolvedUpdateMeta{}
+	r := wire.ReadObject(dec, &objHITLResolvedUpdateMeta)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *HITLResolvedUpdateMeta) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "harn":
+		return wire.Field(r, &x.Harn, (*HITLResolved).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes HITLResolvedUpdateMeta, members in schema order, then Extra.
+func (x HITLResolvedUpdateMeta) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *HITLResolvedUpdateMeta) members(w *wire.ObjectWriter) {
+	wire.Put(w, "harn", x.Harn, HITLResolved.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x HITLResolvedUpdateMeta) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *HITLResolvedUpdateMeta) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
@@ -4494,6 +6219,186 @@ func (x HITLRespondResult) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
 func (x *HITLRespondResult) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// A handoff artifact was produced.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-acp.schema.json#/$defs/handoff.
+type Handoff struct {
+	HandoffID  *string
+	ArtifactID *string
+	// The handoff_artifact record (snake_case).
+	Handoff jsontext.Value
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objHandoff = wire.Object{Type: "Handoff"}
+
+// UnmarshalJSONFrom decodes Handoff, checking required members, kinds and constraints.
+func (x *Handoff) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = Handoff{}
+	r := wire.ReadObject(dec, &objHandoff)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *Handoff) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "handoffId":
+		return wire.Ptr(r, &x.HandoffID, wire.StringFrom)
+	case "artifactId":
+		return wire.Ptr(r, &x.ArtifactID, wire.StringFrom)
+	case "handoff":
+		return wire.Field(r, &x.Handoff, wire.RawObjectFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes Handoff, members in schema order, then Extra.
+func (x Handoff) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *Handoff) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "handoffId", x.HandoffID, wire.StringTo)
+	wire.PutPtr(w, "artifactId", x.ArtifactID, wire.StringTo)
+	wire.PutIf(w, "handoff", x.Handoff, x.Handoff != nil, wire.RawTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x Handoff) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *Handoff) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// A handoff artifact was produced. Vendor fields live under _meta.harn; at the update's root
+// (pre-#905) they are forbidden (see the legacy reader in gen/harn).
+//
+// Open: members the schema does not name are kept in Extra and written back. These members are
+// forbidden (wire.ErrForbiddenMember): `handoffId`, `artifactId`, `handoff`. Generated from
+// harn-acp.schema.json#/$defs/handoff_update.
+type HandoffUpdate struct {
+	// The _meta of a handoff update: Harn's fields under harn; other keys are kept.
+	Meta HandoffUpdateMeta
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objHandoffUpdate = wire.Object{
+	Required: []string{"sessionUpdate", "_meta"},
+	Type:     "HandoffUpdate",
+}
+
+// UnmarshalJSONFrom decodes HandoffUpdate, checking required members, kinds and constraints.
+func (x *HandoffUpdate) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = HandoffUpdate{}
+	r := wire.ReadObject(dec, &objHandoffUpdate)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *HandoffUpdate) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "sessionUpdate":
+		return wire.Const(r, "handoff", wire.StringFrom)
+	case "_meta":
+		return wire.Field(r, &x.Meta, (*HandoffUpdateMeta).UnmarshalJSONFrom)
+	case "handoffId", "artifactId", "handoff":
+		return r.Forbidden()
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes HandoffUpdate, members in schema order, then Extra.
+func (x HandoffUpdate) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *HandoffUpdate) members(w *wire.ObjectWriter) {
+	wire.PutConst(w, "sessionUpdate", "handoff", wire.StringTo)
+	wire.Put(w, "_meta", x.Meta, HandoffUpdateMeta.MarshalJSONTo)
+	w.ExtrasExcept(x.Extra, "HandoffUpdate", "handoffId", "artifactId", "handoff")
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x HandoffUpdate) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *HandoffUpdate) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The _meta of a handoff update: Harn's fields under harn; other keys are kept.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-acp.schema.json#/$defs/handoff_update_meta.
+type HandoffUpdateMeta struct {
+	// A handoff artifact was produced.
+	Harn Handoff
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objHandoffUpdateMeta = wire.Object{
+	Required: []string{"harn"},
+	Type:     "HandoffUpdateMeta",
+}
+
+// UnmarshalJSONFrom decodes HandoffUpdateMeta, checking required members, kinds and constraints.
+func (x *HandoffUpdateMeta) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = HandoffUpdateMeta{}
+	r := wire.ReadObject(dec, &objHandoffUpdateMeta)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *HandoffUpdateMeta) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "harn":
+		return wire.Field(r, &x.Harn, (*Handoff).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes HandoffUpdateMeta, members in schema order, then Extra.
+func (x HandoffUpdateMeta) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *HandoffUpdateMeta) members(w *wire.ObjectWriter) {
+	wire.Put(w, "harn", x.Harn, Handoff.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x HandoffUpdateMeta) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *HandoffUpdateMeta) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
@@ -6044,6 +7949,222 @@ func (x *LLMCallResult) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
+// The content of a legacy call_end update (snake_case).
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-acp.schema.json#/$defs/legacy_call_end.
+type LegacyCallEnd struct {
+	ToolCallID *string
+	CallType   *string
+	Name       *string
+	Script     *string
+	DurationMS *int64
+	Status     *string
+	Metadata   jsontext.Value
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objLegacyCallEnd = wire.Object{Type: "LegacyCallEnd"}
+
+// UnmarshalJSONFrom decodes LegacyCallEnd, checking required members, kinds and constraints.
+func (x *LegacyCallEnd) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = LegacyCallEnd{}
+	r := wire.ReadObject(dec, &objLegacyCallEnd)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *LegacyCallEnd) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "toolCallId":
+		return wire.Ptr(r, &x.ToolCallID, wire.StringFrom)
+	case "call_type":
+		return wire.Ptr(r, &x.CallType, wire.StringFrom)
+	case "name":
+		return wire.Ptr(r, &x.Name, wire.StringFrom)
+	case "script":
+		return wire.Ptr(r, &x.Script, wire.StringFrom)
+	case "duration_ms":
+		return wire.Ptr(r, &x.DurationMS, readLegacyCallEndDurationMS)
+	case "status":
+		return wire.Ptr(r, &x.Status, wire.StringFrom)
+	case "metadata":
+		return wire.Field(r, &x.Metadata, wire.RawObjectFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes LegacyCallEnd, members in schema order, then Extra.
+func (x LegacyCallEnd) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *LegacyCallEnd) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "toolCallId", x.ToolCallID, wire.StringTo)
+	wire.PutPtr(w, "call_type", x.CallType, wire.StringTo)
+	wire.PutPtr(w, "name", x.Name, wire.StringTo)
+	wire.PutPtr(w, "script", x.Script, wire.StringTo)
+	wire.PutPtr(w, "duration_ms", x.DurationMS, wire.IntTo)
+	wire.PutPtr(w, "status", x.Status, wire.StringTo)
+	wire.PutIf(w, "metadata", x.Metadata, x.Metadata != nil, wire.RawTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x LegacyCallEnd) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *LegacyCallEnd) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The content of a legacy call_progress update (snake_case).
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-acp.schema.json#/$defs/legacy_call_progress.
+type LegacyCallProgress struct {
+	ToolCallID        *string
+	Delta             *string
+	AccumulatedTokens *int64
+	VisibleText       *string
+	VisibleDelta      *string
+	UserVisible       *bool
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objLegacyCallProgress = wire.Object{Type: "LegacyCallProgress"}
+
+// UnmarshalJSONFrom decodes LegacyCallProgress, checking required members, kinds and constraints.
+func (x *LegacyCallProgress) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = LegacyCallProgress{}
+	r := wire.ReadObject(dec, &objLegacyCallProgress)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *LegacyCallProgress) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "toolCallId":
+		return wire.Ptr(r, &x.ToolCallID, wire.StringFrom)
+	case "delta":
+		return wire.Ptr(r, &x.Delta, wire.StringFrom)
+	case "accumulated_tokens":
+		return wire.Ptr(r, &x.AccumulatedTokens, readLegacyCallProgressAccumulatedTokens)
+	case "visible_text":
+		return wire.Ptr(r, &x.VisibleText, wire.StringFrom)
+	case "visible_delta":
+		return wire.Ptr(r, &x.VisibleDelta, wire.StringFrom)
+	case "user_visible":
+		return wire.Ptr(r, &x.UserVisible, wire.BoolFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes LegacyCallProgress, members in schema order, then Extra.
+func (x LegacyCallProgress) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *LegacyCallProgress) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "toolCallId", x.ToolCallID, wire.StringTo)
+	wire.PutPtr(w, "delta", x.Delta, wire.StringTo)
+	wire.PutPtr(w, "accumulated_tokens", x.AccumulatedTokens, wire.IntTo)
+	wire.PutPtr(w, "visible_text", x.VisibleText, wire.StringTo)
+	wire.PutPtr(w, "visible_delta", x.VisibleDelta, wire.StringTo)
+	wire.PutPtr(w, "user_visible", x.UserVisible, wire.BoolTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x LegacyCallProgress) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *LegacyCallProgress) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The content of a legacy call_start update (snake_case).
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-acp.schema.json#/$defs/legacy_call_start.
+type LegacyCallStart struct {
+	ToolCallID *string
+	CallType   *string
+	Name       *string
+	Script     *string
+	Metadata   jsontext.Value
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objLegacyCallStart = wire.Object{Type: "LegacyCallStart"}
+
+// UnmarshalJSONFrom decodes LegacyCallStart, checking required members, kinds and constraints.
+func (x *LegacyCallStart) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = LegacyCallStart{}
+	r := wire.ReadObject(dec, &objLegacyCallStart)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *LegacyCallStart) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "toolCallId":
+		return wire.Ptr(r, &x.ToolCallID, wire.StringFrom)
+	case "call_type":
+		return wire.Ptr(r, &x.CallType, wire.StringFrom)
+	case "name":
+		return wire.Ptr(r, &x.Name, wire.StringFrom)
+	case "script":
+		return wire.Ptr(r, &x.Script, wire.StringFrom)
+	case "metadata":
+		return wire.Field(r, &x.Metadata, wire.RawObjectFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes LegacyCallStart, members in schema order, then Extra.
+func (x LegacyCallStart) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *LegacyCallStart) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "toolCallId", x.ToolCallID, wire.StringTo)
+	wire.PutPtr(w, "call_type", x.CallType, wire.StringTo)
+	wire.PutPtr(w, "name", x.Name, wire.StringTo)
+	wire.PutPtr(w, "script", x.Script, wire.StringTo)
+	wire.PutIf(w, "metadata", x.Metadata, x.Metadata != nil, wire.RawTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x LegacyCallStart) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *LegacyCallStart) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
 // Params of the legacy error notification.
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
@@ -6257,6 +8378,105 @@ func (x *LegacyUserMessageParamsMode) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
+// The legacy duplicate worker_update's fields (HostBridge, snake_case, unadvertised).
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-acp.schema.json#/$defs/legacy_worker_content.
+type LegacyWorkerContent struct {
+	WorkerID     *string
+	WorkerName   *string
+	Status       *string
+	Script       *string
+	StartedAt    jsontext.Value
+	FinishedAt   jsontext.Value
+	SnapshotPath jsontext.Value
+	RunID        jsontext.Value
+	RunPath      jsontext.Value
+	Lifecycle    jsontext.Value
+	// The mutation session a tool dispatch belongs to (MutationSessionRecord, snake_case), shared by
+	// tool_call/tool_call_update, worker_update and permission requests. Omitted when no mutation
+	// session is installed.
+	Audit    wire.Nullable[MutationSessionRecord]
+	Metadata jsontext.Value
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objLegacyWorkerContent = wire.Object{Type: "LegacyWorkerContent"}
+
+// UnmarshalJSONFrom decodes LegacyWorkerContent, checking required members, kinds and constraints.
+func (x *LegacyWorkerContent) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = LegacyWorkerContent{}
+	r := wire.ReadObject(dec, &objLegacyWorkerContent)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *LegacyWorkerContent) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "worker_id":
+		return wire.Ptr(r, &x.WorkerID, wire.StringFrom)
+	case "worker_name":
+		return wire.Ptr(r, &x.WorkerName, wire.StringFrom)
+	case "status":
+		return wire.Ptr(r, &x.Status, wire.StringFrom)
+	case "script":
+		return wire.Ptr(r, &x.Script, wire.StringFrom)
+	case "started_at":
+		return wire.Field(r, &x.StartedAt, wire.RawFrom)
+	case "finished_at":
+		return wire.Field(r, &x.FinishedAt, wire.RawFrom)
+	case "snapshot_path":
+		return wire.Field(r, &x.SnapshotPath, wire.RawFrom)
+	case "run_id":
+		return wire.Field(r, &x.RunID, wire.RawFrom)
+	case "run_path":
+		return wire.Field(r, &x.RunPath, wire.RawFrom)
+	case "lifecycle":
+		return wire.Field(r, &x.Lifecycle, wire.RawObjectFrom)
+	case "audit":
+		return wire.Opt(r, &x.Audit, (*MutationSessionRecord).UnmarshalJSONFrom)
+	case "metadata":
+		return wire.Field(r, &x.Metadata, wire.RawObjectFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes LegacyWorkerContent, members in schema order, then Extra.
+func (x LegacyWorkerContent) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *LegacyWorkerContent) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "worker_id", x.WorkerID, wire.StringTo)
+	wire.PutPtr(w, "worker_name", x.WorkerName, wire.StringTo)
+	wire.PutPtr(w, "status", x.Status, wire.StringTo)
+	wire.PutPtr(w, "script", x.Script, wire.StringTo)
+	wire.PutIf(w, "started_at", x.StartedAt, x.StartedAt != nil, wire.RawTo)
+	wire.PutIf(w, "finished_at", x.FinishedAt, x.FinishedAt != nil, wire.RawTo)
+	wire.PutIf(w, "snapshot_path", x.SnapshotPath, x.SnapshotPath != nil, wire.RawTo)
+	wire.PutIf(w, "run_id", x.RunID, x.RunID != nil, wire.RawTo)
+	wire.PutIf(w, "run_path", x.RunPath, x.RunPath != nil, wire.RawTo)
+	wire.PutIf(w, "lifecycle", x.Lifecycle, x.Lifecycle != nil, wire.RawTo)
+	wire.PutOpt(w, "audit", x.Audit, MutationSessionRecord.MarshalJSONTo)
+	wire.PutIf(w, "metadata", x.Metadata, x.Metadata != nil, wire.RawTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x LegacyWorkerContent) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *LegacyWorkerContent) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
 // Result of process.list_shells.
 //
 // Closed: members the schema does not name are rejected. Generated from
@@ -6314,6 +8534,129 @@ func (x *ListShellsResponse) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
+// A client attached to a live session. Timestamps are unix seconds as decimal strings.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-acp.schema.json#/$defs/live_client.
+type LiveClient struct {
+	ClientID string
+	// observer or controller. Open.
+	Mode       LiveClientMode
+	AttachedAt string
+	LastSeenAt string
+	// Whether it may inject prompts (only the active controller does).
+	PromptInjection bool
+	// Whether permission requests are routed to it.
+	PermissionRouting bool
+	Metadata          jsontext.Value
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objLiveClient = wire.Object{
+	Required: []string{"client_id", "mode", "attached_at", "last_seen_at", "prompt_injection", "permission_routing", "metadata"},
+	Type:     "LiveClient",
+}
+
+// UnmarshalJSONFrom decodes LiveClient, checking required members, kinds and constraints.
+func (x *LiveClient) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = LiveClient{}
+	r := wire.ReadObject(dec, &objLiveClient)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *LiveClient) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "client_id":
+		return wire.Field(r, &x.ClientID, wire.StringFrom)
+	case "mode":
+		return wire.Field(r, &x.Mode, (*LiveClientMode).UnmarshalJSONFrom)
+	case "attached_at":
+		return wire.Field(r, &x.AttachedAt, wire.StringFrom)
+	case "last_seen_at":
+		return wire.Field(r, &x.LastSeenAt, wire.StringFrom)
+	case "prompt_injection":
+		return wire.Field(r, &x.PromptInjection, wire.BoolFrom)
+	case "permission_routing":
+		return wire.Field(r, &x.PermissionRouting, wire.BoolFrom)
+	case "metadata":
+		return wire.Field(r, &x.Metadata, wire.RawFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes LiveClient, members in schema order, then Extra.
+func (x LiveClient) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *LiveClient) members(w *wire.ObjectWriter) {
+	wire.Put(w, "client_id", x.ClientID, wire.StringTo)
+	wire.Put(w, "mode", x.Mode, LiveClientMode.MarshalJSONTo)
+	wire.Put(w, "attached_at", x.AttachedAt, wire.StringTo)
+	wire.Put(w, "last_seen_at", x.LastSeenAt, wire.StringTo)
+	wire.Put(w, "prompt_injection", x.PromptInjection, wire.BoolTo)
+	wire.Put(w, "permission_routing", x.PermissionRouting, wire.BoolTo)
+	wire.Put(w, "metadata", x.Metadata, wire.RawTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x LiveClient) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *LiveClient) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// observer or controller. Open.
+//
+// Other values: A value this version does not know.
+//
+// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
+// from harn-acp.schema.json#/$defs/live_client/properties/mode.
+type LiveClientMode string
+
+// Known values of LiveClientMode, in schema order.
+const (
+	LiveClientModeObserver   LiveClientMode = "observer"
+	LiveClientModeController LiveClientMode = "controller"
+)
+
+var valuesLiveClientMode = []LiveClientMode{LiveClientModeObserver, LiveClientModeController}
+
+// Known reports whether x is one of the values the schema lists.
+func (x LiveClientMode) Known() bool {
+	return slices.Contains(valuesLiveClientMode, x)
+}
+
+// UnmarshalJSONFrom decodes LiveClientMode, keeping any value.
+func (x *LiveClientMode) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	return wire.StringEnum(dec, x, "LiveClientMode", valuesLiveClientMode, true)
+}
+
+// MarshalJSONTo encodes LiveClientMode.
+func (x LiveClientMode) MarshalJSONTo(enc *jsontext.Encoder) error {
+	return wire.WriteStringEnum(enc, x, "LiveClientMode", valuesLiveClientMode, true)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x LiveClientMode) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *LiveClientMode) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
 // observer (many per session) or controller (at most one).
 //
 // Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
@@ -6350,6 +8693,525 @@ func (x LiveMode) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
 func (x *LiveMode) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The live-client registry after a session/attach, detach, heartbeat or takeover: the result of those
+// methods and the state of the live_session_client update. client is null after a detach.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-acp.schema.json#/$defs/live_session_change.
+type LiveSessionChange struct {
+	// A client attached to a live session. Timestamps are unix seconds as decimal strings.
+	Client               *LiveClient
+	PreviousControllerID *string
+	ActiveControllerID   *string
+	Clients              []LiveClient
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objLiveSessionChange = wire.Object{
+	Required: []string{"client", "previous_controller_id", "active_controller_id", "clients"},
+	Type:     "LiveSessionChange",
+}
+
+// UnmarshalJSONFrom decodes LiveSessionChange, checking required members, kinds and constraints.
+func (x *LiveSessionChange) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = LiveSessionChange{}
+	r := wire.ReadObject(dec, &objLiveSessionChange)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *LiveSessionChange) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "client":
+		return wire.NullPtr(r, &x.Client, (*LiveClient).UnmarshalJSONFrom)
+	case "previous_controller_id":
+		return wire.NullPtr(r, &x.PreviousControllerID, wire.StringFrom)
+	case "active_controller_id":
+		return wire.NullPtr(r, &x.ActiveControllerID, wire.StringFrom)
+	case "clients":
+		return wire.Field(r, &x.Clients, readListOfLiveClient)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes LiveSessionChange, members in schema order, then Extra.
+func (x LiveSessionChange) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *LiveSessionChange) members(w *wire.ObjectWriter) {
+	wire.PutNullPtr(w, "client", x.Client, LiveClient.MarshalJSONTo)
+	wire.PutNullPtr(w, "previous_controller_id", x.PreviousControllerID, wire.StringTo)
+	wire.PutNullPtr(w, "active_controller_id", x.ActiveControllerID, wire.StringTo)
+	wire.Put(w, "clients", x.Clients, writeListOfLiveClient)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x LiveSessionChange) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *LiveSessionChange) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The live-client registry changed.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-acp.schema.json#/$defs/live_session_client.
+type LiveSessionClient struct {
+	// What changed. Open.
+	Action LiveSessionClientAction
+	// The live-client registry after a session/attach, detach, heartbeat or takeover: the result of
+	// those methods and the state of the live_session_client update. client is null after a detach.
+	State LiveSessionChange
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objLiveSessionClient = wire.Object{
+	Required: []string{"action", "state"},
+	Type:     "LiveSessionClient",
+}
+
+// UnmarshalJSONFrom decodes LiveSessionClient, checking required members, kinds and constraints.
+func (x *LiveSessionClient) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = LiveSessionClient{}
+	r := wire.ReadObject(dec, &objLiveSessionClient)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *LiveSessionClient) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "action":
+		return wire.Field(r, &x.Action, (*LiveSessionClientAction).UnmarshalJSONFrom)
+	case "state":
+		return wire.Field(r, &x.State, (*LiveSessionChange).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes LiveSessionClient, members in schema order, then Extra.
+func (x LiveSessionClient) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *LiveSessionClient) members(w *wire.ObjectWriter) {
+	wire.Put(w, "action", x.Action, LiveSessionClientAction.MarshalJSONTo)
+	wire.Put(w, "state", x.State, LiveSessionChange.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x LiveSessionClient) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *LiveSessionClient) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// What changed. Open.
+//
+// Other values: A value this version does not know.
+//
+// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
+// from harn-acp.schema.json#/$defs/live_session_client/properties/action.
+type LiveSessionClientAction string
+
+// Known values of LiveSessionClientAction, in schema order.
+const (
+	LiveSessionClientActionAttached  LiveSessionClientAction = "attached"
+	LiveSessionClientActionTakeover  LiveSessionClientAction = "takeover"
+	LiveSessionClientActionDetached  LiveSessionClientAction = "detached"
+	LiveSessionClientActionHeartbeat LiveSessionClientAction = "heartbeat"
+)
+
+var valuesLiveSessionClientAction = []LiveSessionClientAction{LiveSessionClientActionAttached, LiveSessionClientActionTakeover, LiveSessionClientActionDetached, LiveSessionClientActionHeartbeat}
+
+// Known reports whether x is one of the values the schema lists.
+func (x LiveSessionClientAction) Known() bool {
+	return slices.Contains(valuesLiveSessionClientAction, x)
+}
+
+// UnmarshalJSONFrom decodes LiveSessionClientAction, keeping any value.
+func (x *LiveSessionClientAction) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	return wire.StringEnum(dec, x, "LiveSessionClientAction", valuesLiveSessionClientAction, true)
+}
+
+// MarshalJSONTo encodes LiveSessionClientAction.
+func (x LiveSessionClientAction) MarshalJSONTo(enc *jsontext.Encoder) error {
+	return wire.WriteStringEnum(enc, x, "LiveSessionClientAction", valuesLiveSessionClientAction, true)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x LiveSessionClientAction) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *LiveSessionClientAction) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The live-client registry changed (beyond the seed's list). Vendor fields live under _meta.harn; at
+// the update's root (pre-#905) they are forbidden (see the legacy reader in gen/harn).
+//
+// Open: members the schema does not name are kept in Extra and written back. These members are
+// forbidden (wire.ErrForbiddenMember): `action`, `state`. Generated from
+// harn-acp.schema.json#/$defs/live_session_client_update.
+type LiveSessionClientUpdate struct {
+	// The _meta of a live_session_client update: Harn's fields under harn; other keys are kept.
+	Meta LiveSessionClientUpdateMeta
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objLiveSessionClientUpdate = wire.Object{
+	Required: []string{"sessionUpdate", "_meta"},
+	Type:     "LiveSessionClientUpdate",
+}
+
+// UnmarshalJSONFrom decodes LiveSessionClientUpdate, checking required members, kinds and constraints.
+func (x *LiveSessionClientUpdate) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = LiveSessionClientUpdate{}
+	r := wire.ReadObject(dec, &objLiveSessionClientUpdate)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *LiveSessionClientUpdate) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "sessionUpdate":
+		return wire.Const(r, "live_session_client", wire.StringFrom)
+	case "_meta":
+		return wire.Field(r, &x.Meta, (*LiveSessionClientUpdateMeta).UnmarshalJSONFrom)
+	case "action", "state":
+		return r.Forbidden()
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes LiveSessionClientUpdate, members in schema order, then Extra.
+func (x LiveSessionClientUpdate) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *LiveSessionClientUpdate) members(w *wire.ObjectWriter) {
+	wire.PutConst(w, "sessionUpdate", "live_session_client", wire.StringTo)
+	wire.Put(w, "_meta", x.Meta, LiveSessionClientUpdateMeta.MarshalJSONTo)
+	w.ExtrasExcept(x.Extra, "LiveSessionClientUpdate", "action", "state")
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x LiveSessionClientUpdate) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *LiveSessionClientUpdate) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The _meta of a live_session_client update: Harn's fields under harn; other keys are kept.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-acp.schema.json#/$defs/live_session_client_update_meta.
+type LiveSessionClientUpdateMeta struct {
+	// The live-client registry changed.
+	Harn LiveSessionClient
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objLiveSessionClientUpdateMeta = wire.Object{
+	Required: []string{"harn"},
+	Type:     "LiveSessionClientUpdateMeta",
+}
+
+// UnmarshalJSONFrom decodes LiveSessionClientUpdateMeta, checking required members, kinds and constraints.
+func (x *LiveSessionClientUpdateMeta) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = LiveSessionClientUpdateMeta{}
+	r := wire.ReadObject(dec, &objLiveSessionClientUpdateMeta)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *LiveSessionClientUpdateMeta) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "harn":
+		return wire.Field(r, &x.Harn, (*LiveSessionClient).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes LiveSessionClientUpdateMeta, members in schema order, then Extra.
+func (x LiveSessionClientUpdateMeta) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *LiveSessionClientUpdateMeta) members(w *wire.ObjectWriter) {
+	wire.Put(w, "harn", x.Harn, LiveSessionClient.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x LiveSessionClientUpdateMeta) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *LiveSessionClientUpdateMeta) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// A log line of the agent.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-acp.schema.json#/$defs/log.
+type Log struct {
+	// Severity. Open.
+	Level   LogLevel
+	Message string
+	Fields  jsontext.Value
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objLog = wire.Object{
+	Required: []string{"level", "message"},
+	Type:     "Log",
+}
+
+// UnmarshalJSONFrom decodes Log, checking required members, kinds and constraints.
+func (x *Log) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = Log{}
+	r := wire.ReadObject(dec, &objLog)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *Log) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "level":
+		return wire.Field(r, &x.Level, (*LogLevel).UnmarshalJSONFrom)
+	case "message":
+		return wire.Field(r, &x.Message, wire.StringFrom)
+	case "fields":
+		return wire.Field(r, &x.Fields, wire.RawFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes Log, members in schema order, then Extra.
+func (x Log) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *Log) members(w *wire.ObjectWriter) {
+	wire.Put(w, "level", x.Level, LogLevel.MarshalJSONTo)
+	wire.Put(w, "message", x.Message, wire.StringTo)
+	wire.PutIf(w, "fields", x.Fields, x.Fields != nil, wire.RawTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x Log) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *Log) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Severity. Open.
+//
+// Other values: A value this version does not know.
+//
+// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
+// from harn-acp.schema.json#/$defs/log/properties/level.
+type LogLevel string
+
+// Known values of LogLevel, in schema order.
+const (
+	LogLevelDebug LogLevel = "debug"
+	LogLevelInfo  LogLevel = "info"
+	LogLevelWarn  LogLevel = "warn"
+	LogLevelError LogLevel = "error"
+)
+
+var valuesLogLevel = []LogLevel{LogLevelDebug, LogLevelInfo, LogLevelWarn, LogLevelError}
+
+// Known reports whether x is one of the values the schema lists.
+func (x LogLevel) Known() bool {
+	return slices.Contains(valuesLogLevel, x)
+}
+
+// UnmarshalJSONFrom decodes LogLevel, keeping any value.
+func (x *LogLevel) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	return wire.StringEnum(dec, x, "LogLevel", valuesLogLevel, true)
+}
+
+// MarshalJSONTo encodes LogLevel.
+func (x LogLevel) MarshalJSONTo(enc *jsontext.Encoder) error {
+	return wire.WriteStringEnum(enc, x, "LogLevel", valuesLogLevel, true)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x LogLevel) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *LogLevel) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// A log line of the agent. Vendor fields live under _meta.harn; at the update's root (pre-#905) they
+// are forbidden (see the legacy reader in gen/harn).
+//
+// Open: members the schema does not name are kept in Extra and written back. These members are
+// forbidden (wire.ErrForbiddenMember): `level`, `message`, `fields`. Generated from
+// harn-acp.schema.json#/$defs/log_update.
+type LogUpdate struct {
+	// The _meta of a log update: Harn's fields under harn; other keys are kept.
+	Meta LogUpdateMeta
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objLogUpdate = wire.Object{
+	Required: []string{"sessionUpdate", "_meta"},
+	Type:     "LogUpdate",
+}
+
+// UnmarshalJSONFrom decodes LogUpdate, checking required members, kinds and constraints.
+func (x *LogUpdate) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = LogUpdate{}
+	r := wire.ReadObject(dec, &objLogUpdate)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *LogUpdate) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "sessionUpdate":
+		return wire.Const(r, "log", wire.StringFrom)
+	case "_meta":
+		return wire.Field(r, &x.Meta, (*LogUpdateMeta).UnmarshalJSONFrom)
+	case "level", "message", "fields":
+		return r.Forbidden()
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes LogUpdate, members in schema order, then Extra.
+func (x LogUpdate) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *LogUpdate) members(w *wire.ObjectWriter) {
+	wire.PutConst(w, "sessionUpdate", "log", wire.StringTo)
+	wire.Put(w, "_meta", x.Meta, LogUpdateMeta.MarshalJSONTo)
+	w.ExtrasExcept(x.Extra, "LogUpdate", "level", "message", "fields")
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x LogUpdate) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *LogUpdate) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The _meta of a log update: Harn's fields under harn; other keys are kept.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-acp.schema.json#/$defs/log_update_meta.
+type LogUpdateMeta struct {
+	// A log line of the agent.
+	Harn Log
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objLogUpdateMeta = wire.Object{
+	Required: []string{"harn"},
+	Type:     "LogUpdateMeta",
+}
+
+// UnmarshalJSONFrom decodes LogUpdateMeta, checking required members, kinds and constraints.
+func (x *LogUpdateMeta) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = LogUpdateMeta{}
+	r := wire.ReadObject(dec, &objLogUpdateMeta)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *LogUpdateMeta) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "harn":
+		return wire.Field(r, &x.Harn, (*Log).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes LogUpdateMeta, members in schema order, then Extra.
+func (x LogUpdateMeta) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *LogUpdateMeta) members(w *wire.ObjectWriter) {
+	wire.Put(w, "harn", x.Harn, Log.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x LogUpdateMeta) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *LogUpdateMeta) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
@@ -6405,6 +9267,65 @@ func (x *MCPServerConfig) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
+// The tool came from mcp_list_tools against the named MCP server.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-acp.schema.json#/$defs/mcp_server_executor.
+type MCPServerExecutor struct {
+	// The configured name of the MCP server.
+	ServerName string
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objMCPServerExecutor = wire.Object{
+	Required: []string{"kind", "serverName"},
+	Type:     "MCPServerExecutor",
+}
+
+// UnmarshalJSONFrom decodes MCPServerExecutor, checking required members, kinds and constraints.
+func (x *MCPServerExecutor) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = MCPServerExecutor{}
+	r := wire.ReadObject(dec, &objMCPServerExecutor)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *MCPServerExecutor) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "kind":
+		return wire.Const(r, "mcp_server", wire.StringFrom)
+	case "serverName":
+		return wire.Field(r, &x.ServerName, wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes MCPServerExecutor, members in schema order, then Extra.
+func (x MCPServerExecutor) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *MCPServerExecutor) members(w *wire.ObjectWriter) {
+	wire.PutConst(w, "kind", "mcp_server", wire.StringTo)
+	wire.Put(w, "serverName", x.ServerName, wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x MCPServerExecutor) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *MCPServerExecutor) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
 // The _meta of host/call: Harn's request attribution under harn (newest builds); other keys are kept.
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
@@ -6455,6 +9376,130 @@ func (x Meta) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
 func (x *Meta) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The mutation session a tool dispatch belongs to (MutationSessionRecord, snake_case), shared by
+// tool_call/tool_call_update, worker_update and permission requests. Omitted when no mutation session
+// is installed.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-acp.schema.json#/$defs/mutation_session_record.
+type MutationSessionRecord struct {
+	SessionID       *string
+	ParentSessionID wire.Nullable[string]
+	RunID           wire.Nullable[string]
+	WorkerID        wire.Nullable[string]
+	// For example worker.
+	ExecutionKind *string
+	// For example read_only or apply_workspace.
+	MutationScope *string
+	// The tool approval policy of a mutation session: glob patterns of tool names and paths.
+	ApprovalPolicy *ApprovalPolicy
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objMutationSessionRecord = wire.Object{Type: "MutationSessionRecord"}
+
+// UnmarshalJSONFrom decodes MutationSessionRecord, checking required members, kinds and constraints.
+func (x *MutationSessionRecord) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = MutationSessionRecord{}
+	r := wire.ReadObject(dec, &objMutationSessionRecord)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *MutationSessionRecord) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "session_id":
+		return wire.Ptr(r, &x.SessionID, wire.StringFrom)
+	case "parent_session_id":
+		return wire.Opt(r, &x.ParentSessionID, wire.StringFrom)
+	case "run_id":
+		return wire.Opt(r, &x.RunID, wire.StringFrom)
+	case "worker_id":
+		return wire.Opt(r, &x.WorkerID, wire.StringFrom)
+	case "execution_kind":
+		return wire.Ptr(r, &x.ExecutionKind, wire.StringFrom)
+	case "mutation_scope":
+		return wire.Ptr(r, &x.MutationScope, wire.StringFrom)
+	case "approval_policy":
+		return wire.Ptr(r, &x.ApprovalPolicy, (*ApprovalPolicy).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes MutationSessionRecord, members in schema order, then Extra.
+func (x MutationSessionRecord) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *MutationSessionRecord) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "session_id", x.SessionID, wire.StringTo)
+	wire.PutOpt(w, "parent_session_id", x.ParentSessionID, wire.StringTo)
+	wire.PutOpt(w, "run_id", x.RunID, wire.StringTo)
+	wire.PutOpt(w, "worker_id", x.WorkerID, wire.StringTo)
+	wire.PutPtr(w, "execution_kind", x.ExecutionKind, wire.StringTo)
+	wire.PutPtr(w, "mutation_scope", x.MutationScope, wire.StringTo)
+	wire.PutPtr(w, "approval_policy", x.ApprovalPolicy, ApprovalPolicy.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x MutationSessionRecord) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *MutationSessionRecord) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// What the call did to the workspace. Open: a status Harn adds later is kept.
+//
+// Other values: A status this version does not know.
+//
+// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
+// from harn-acp.schema.json#/$defs/mutation_status.
+type MutationStatus string
+
+// Known values of MutationStatus, in schema order.
+const (
+	MutationStatusApplied    MutationStatus = "applied"
+	MutationStatusUnchanged  MutationStatus = "unchanged"
+	MutationStatusNotApplied MutationStatus = "not_applied"
+	MutationStatusUnknown    MutationStatus = "unknown"
+)
+
+var valuesMutationStatus = []MutationStatus{MutationStatusApplied, MutationStatusUnchanged, MutationStatusNotApplied, MutationStatusUnknown}
+
+// Known reports whether x is one of the values the schema lists.
+func (x MutationStatus) Known() bool {
+	return slices.Contains(valuesMutationStatus, x)
+}
+
+// UnmarshalJSONFrom decodes MutationStatus, keeping any value.
+func (x *MutationStatus) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	return wire.StringEnum(dec, x, "MutationStatus", valuesMutationStatus, true)
+}
+
+// MarshalJSONTo encodes MutationStatus.
+func (x MutationStatus) MarshalJSONTo(enc *jsontext.Encoder) error {
+	return wire.WriteStringEnum(enc, x, "MutationStatus", valuesMutationStatus, true)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x MutationStatus) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *MutationStatus) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
@@ -6927,6 +9972,786 @@ func (x *PendingUserMessageContent) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
+// A typed account of how a permission was decided. Harn checks it against the outcome; incoherent
+// metadata is a denial by host_unavailable.
+//
+// Closed: members the schema does not name are rejected. Generated from
+// harn-acp.schema.json#/$defs/permission_decision.
+type PermissionDecision struct {
+	// The decision.
+	Outcome PermissionDecisionOutcome
+	// Who decided.
+	Decider           PermissionDecisionDecider
+	PolicyEvaluations []PolicyEvaluation
+	// How long an approval holds; only with outcome approved.
+	GrantScope *PermissionDecisionGrantScope
+}
+
+var objPermissionDecision = wire.Object{
+	Required: []string{"schema", "outcome", "decider", "policy_evaluations"},
+	Type:     "PermissionDecision",
+}
+
+// UnmarshalJSONFrom decodes PermissionDecision, checking required members, kinds and constraints.
+func (x *PermissionDecision) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = PermissionDecision{}
+	r := wire.ReadObject(dec, &objPermissionDecision)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *PermissionDecision) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "schema":
+		return wire.Const(r, "harn.tool_permission_decision.v1", wire.StringFrom)
+	case "outcome":
+		return wire.Field(r, &x.Outcome, (*PermissionDecisionOutcome).UnmarshalJSONFrom)
+	case "decider":
+		return wire.Field(r, &x.Decider, (*PermissionDecisionDecider).UnmarshalJSONFrom)
+	case "policy_evaluations":
+		return wire.Field(r, &x.PolicyEvaluations, readListOfPolicyEvaluation)
+	case "grant_scope":
+		return wire.Ptr(r, &x.GrantScope, (*PermissionDecisionGrantScope).UnmarshalJSONFrom)
+	}
+	return r.Unknown()
+}
+
+// MarshalJSONTo encodes PermissionDecision, members in schema order.
+func (x PermissionDecision) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *PermissionDecision) members(w *wire.ObjectWriter) {
+	wire.PutConst(w, "schema", "harn.tool_permission_decision.v1", wire.StringTo)
+	wire.Put(w, "outcome", x.Outcome, PermissionDecisionOutcome.MarshalJSONTo)
+	wire.Put(w, "decider", x.Decider, PermissionDecisionDecider.MarshalJSONTo)
+	wire.Put(w, "policy_evaluations", x.PolicyEvaluations, writeListOfPolicyEvaluation)
+	wire.PutPtr(w, "grant_scope", x.GrantScope, PermissionDecisionGrantScope.MarshalJSONTo)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x PermissionDecision) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *PermissionDecision) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Who decided.
+//
+// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
+// from harn-acp.schema.json#/$defs/permission_decision/properties/decider.
+type PermissionDecisionDecider string
+
+// Known values of PermissionDecisionDecider, in schema order.
+const (
+	PermissionDecisionDeciderPerson          PermissionDecisionDecider = "person"
+	PermissionDecisionDeciderRememberedRule  PermissionDecisionDecider = "remembered_rule"
+	PermissionDecisionDeciderUserPolicy      PermissionDecisionDecider = "user_policy"
+	PermissionDecisionDeciderManagedPolicy   PermissionDecisionDecider = "managed_policy"
+	PermissionDecisionDeciderRuntimePolicy   PermissionDecisionDecider = "runtime_policy"
+	PermissionDecisionDeciderHostUnavailable PermissionDecisionDecider = "host_unavailable"
+	PermissionDecisionDeciderAutoReviewer    PermissionDecisionDecider = "auto_reviewer"
+)
+
+var valuesPermissionDecisionDecider = []PermissionDecisionDecider{PermissionDecisionDeciderPerson, PermissionDecisionDeciderRememberedRule, PermissionDecisionDeciderUserPolicy, PermissionDecisionDeciderManagedPolicy, PermissionDecisionDeciderRuntimePolicy, PermissionDecisionDeciderHostUnavailable, PermissionDecisionDeciderAutoReviewer}
+
+// Known reports whether x is one of the values the schema lists.
+func (x PermissionDecisionDecider) Known() bool {
+	return slices.Contains(valuesPermissionDecisionDecider, x)
+}
+
+// UnmarshalJSONFrom decodes PermissionDecisionDecider, keeping any value.
+func (x *PermissionDecisionDecider) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	return wire.StringEnum(dec, x, "PermissionDecisionDecider", valuesPermissionDecisionDecider, true)
+}
+
+// MarshalJSONTo encodes PermissionDecisionDecider.
+func (x PermissionDecisionDecider) MarshalJSONTo(enc *jsontext.Encoder) error {
+	return wire.WriteStringEnum(enc, x, "PermissionDecisionDecider", valuesPermissionDecisionDecider, true)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x PermissionDecisionDecider) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *PermissionDecisionDecider) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// How long an approval holds; only with outcome approved.
+//
+// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
+// from harn-acp.schema.json#/$defs/permission_decision/properties/grant_scope.
+type PermissionDecisionGrantScope string
+
+// Known values of PermissionDecisionGrantScope, in schema order.
+const (
+	PermissionDecisionGrantScopeOnce    PermissionDecisionGrantScope = "once"
+	PermissionDecisionGrantScopeSession PermissionDecisionGrantScope = "session"
+)
+
+var valuesPermissionDecisionGrantScope = []PermissionDecisionGrantScope{PermissionDecisionGrantScopeOnce, PermissionDecisionGrantScopeSession}
+
+// Known reports whether x is one of the values the schema lists.
+func (x PermissionDecisionGrantScope) Known() bool {
+	return slices.Contains(valuesPermissionDecisionGrantScope, x)
+}
+
+// UnmarshalJSONFrom decodes PermissionDecisionGrantScope, keeping any value.
+func (x *PermissionDecisionGrantScope) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	return wire.StringEnum(dec, x, "PermissionDecisionGrantScope", valuesPermissionDecisionGrantScope, true)
+}
+
+// MarshalJSONTo encodes PermissionDecisionGrantScope.
+func (x PermissionDecisionGrantScope) MarshalJSONTo(enc *jsontext.Encoder) error {
+	return wire.WriteStringEnum(enc, x, "PermissionDecisionGrantScope", valuesPermissionDecisionGrantScope, true)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x PermissionDecisionGrantScope) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *PermissionDecisionGrantScope) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The decision.
+//
+// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
+// from harn-acp.schema.json#/$defs/permission_decision/properties/outcome.
+type PermissionDecisionOutcome string
+
+// Known values of PermissionDecisionOutcome, in schema order.
+const (
+	PermissionDecisionOutcomeApproved  PermissionDecisionOutcome = "approved"
+	PermissionDecisionOutcomeDenied    PermissionDecisionOutcome = "denied"
+	PermissionDecisionOutcomeTimedOut  PermissionDecisionOutcome = "timed_out"
+	PermissionDecisionOutcomeCancelled PermissionDecisionOutcome = "cancelled"
+)
+
+var valuesPermissionDecisionOutcome = []PermissionDecisionOutcome{PermissionDecisionOutcomeApproved, PermissionDecisionOutcomeDenied, PermissionDecisionOutcomeTimedOut, PermissionDecisionOutcomeCancelled}
+
+// Known reports whether x is one of the values the schema lists.
+func (x PermissionDecisionOutcome) Known() bool {
+	return slices.Contains(valuesPermissionDecisionOutcome, x)
+}
+
+// UnmarshalJSONFrom decodes PermissionDecisionOutcome, keeping any value.
+func (x *PermissionDecisionOutcome) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	return wire.StringEnum(dec, x, "PermissionDecisionOutcome", valuesPermissionDecisionOutcome, true)
+}
+
+// MarshalJSONTo encodes PermissionDecisionOutcome.
+func (x PermissionDecisionOutcome) MarshalJSONTo(enc *jsontext.Encoder) error {
+	return wire.WriteStringEnum(enc, x, "PermissionDecisionOutcome", valuesPermissionDecisionOutcome, true)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x PermissionDecisionOutcome) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *PermissionDecisionOutcome) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The policy rationale of a permission request (type harn.permission_policy_decision.v1).
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-acp.schema.json#/$defs/permission_policy_decision.
+type PermissionPolicyDecision struct {
+	// The record's schema id, harn.permission_policy_decision.v1.
+	Type *string
+	// allow, deny or ask.
+	Action *string
+	Reason *string
+	// The policy rule that matched: source, action, id, index.
+	MatchedRule jsontext.Value
+	RiskLabels  []string
+	// What the policy looked at: tool_name, tool_kind, side_effect, paths, ...
+	Context jsontext.Value
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objPermissionPolicyDecision = wire.Object{Type: "PermissionPolicyDecision"}
+
+// UnmarshalJSONFrom decodes PermissionPolicyDecision, checking required members, kinds and constraints.
+func (x *PermissionPolicyDecision) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = PermissionPolicyDecision{}
+	r := wire.ReadObject(dec, &objPermissionPolicyDecision)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *PermissionPolicyDecision) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "type":
+		return wire.Ptr(r, &x.Type, wire.StringFrom)
+	case "action":
+		return wire.Ptr(r, &x.Action, wire.StringFrom)
+	case "reason":
+		return wire.Ptr(r, &x.Reason, wire.StringFrom)
+	case "matched_rule":
+		return wire.Field(r, &x.MatchedRule, wire.RawObjectFrom)
+	case "risk_labels":
+		return wire.Field(r, &x.RiskLabels, readListOfString)
+	case "context":
+		return wire.Field(r, &x.Context, wire.RawObjectFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes PermissionPolicyDecision, members in schema order, then Extra.
+func (x PermissionPolicyDecision) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *PermissionPolicyDecision) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "type", x.Type, wire.StringTo)
+	wire.PutPtr(w, "action", x.Action, wire.StringTo)
+	wire.PutPtr(w, "reason", x.Reason, wire.StringTo)
+	wire.PutIf(w, "matched_rule", x.MatchedRule, x.MatchedRule != nil, wire.RawTo)
+	wire.PutIf(w, "risk_labels", x.RiskLabels, x.RiskLabels != nil, writeListOfString)
+	wire.PutIf(w, "context", x.Context, x.Context != nil, wire.RawTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x PermissionPolicyDecision) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *PermissionPolicyDecision) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// How the diff of a permission request was built: from a pre-image read just before approval, bounded
+// to 1 MiB per file and 16 files.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-acp.schema.json#/$defs/permission_preview.
+type PermissionPreview struct {
+	// For example pre_approval.
+	Source         *string
+	PreimageSha256 wire.Nullable[string]
+	ByteCount      wire.Nullable[int64]
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objPermissionPreview = wire.Object{Type: "PermissionPreview"}
+
+// UnmarshalJSONFrom decodes PermissionPreview, checking required members, kinds and constraints.
+func (x *PermissionPreview) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = PermissionPreview{}
+	r := wire.ReadObject(dec, &objPermissionPreview)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *PermissionPreview) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "source":
+		return wire.Ptr(r, &x.Source, wire.StringFrom)
+	case "preimageSha256":
+		return wire.Opt(r, &x.PreimageSha256, wire.StringFrom)
+	case "byteCount":
+		return wire.Opt(r, &x.ByteCount, readPermissionPreviewByteCount)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes PermissionPreview, members in schema order, then Extra.
+func (x PermissionPreview) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *PermissionPreview) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "source", x.Source, wire.StringTo)
+	wire.PutOpt(w, "preimageSha256", x.PreimageSha256, wire.StringTo)
+	wire.PutOpt(w, "byteCount", x.ByteCount, wire.IntTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x PermissionPreview) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *PermissionPreview) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Harn's fields of a permission result.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-acp.schema.json#/$defs/permission_response.
+type PermissionResponse struct {
+	// A typed account of how a permission was decided. Harn checks it against the outcome; incoherent
+	// metadata is a denial by host_unavailable.
+	PermissionDecision *PermissionDecision
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objPermissionResponse = wire.Object{Type: "PermissionResponse"}
+
+// UnmarshalJSONFrom decodes PermissionResponse, checking required members, kinds and constraints.
+func (x *PermissionResponse) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = PermissionResponse{}
+	r := wire.ReadObject(dec, &objPermissionResponse)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *PermissionResponse) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "permissionDecision":
+		return wire.Ptr(r, &x.PermissionDecision, (*PermissionDecision).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes PermissionResponse, members in schema order, then Extra.
+func (x PermissionResponse) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *PermissionResponse) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "permissionDecision", x.PermissionDecision, PermissionDecision.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x PermissionResponse) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *PermissionResponse) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The _meta of a session/request_permission result: a host may add a typed decision under harn.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-acp.schema.json#/$defs/permission_response_meta.
+type PermissionResponseMeta struct {
+	// Harn's fields of a permission result.
+	Harn *PermissionResponse
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objPermissionResponseMeta = wire.Object{Type: "PermissionResponseMeta"}
+
+// UnmarshalJSONFrom decodes PermissionResponseMeta, checking required members, kinds and constraints.
+func (x *PermissionResponseMeta) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = PermissionResponseMeta{}
+	r := wire.ReadObject(dec, &objPermissionResponseMeta)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *PermissionResponseMeta) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "harn":
+		return wire.Ptr(r, &x.Harn, (*PermissionResponse).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes PermissionResponseMeta, members in schema order, then Extra.
+func (x PermissionResponseMeta) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *PermissionResponseMeta) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "harn", x.Harn, PermissionResponse.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x PermissionResponseMeta) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *PermissionResponseMeta) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// One policy layer's verdict.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-acp.schema.json#/$defs/policy_evaluation.
+type PolicyEvaluation struct {
+	// The layer.
+	Layer *PolicyEvaluationLayer
+	// Its verdict.
+	Outcome    *PolicyEvaluationOutcome
+	RuleID     *string
+	RiskLabels []string
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objPolicyEvaluation = wire.Object{Type: "PolicyEvaluation"}
+
+// UnmarshalJSONFrom decodes PolicyEvaluation, checking required members, kinds and constraints.
+func (x *PolicyEvaluation) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = PolicyEvaluation{}
+	r := wire.ReadObject(dec, &objPolicyEvaluation)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *PolicyEvaluation) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "layer":
+		return wire.Ptr(r, &x.Layer, (*PolicyEvaluationLayer).UnmarshalJSONFrom)
+	case "outcome":
+		return wire.Ptr(r, &x.Outcome, (*PolicyEvaluationOutcome).UnmarshalJSONFrom)
+	case "rule_id":
+		return wire.Ptr(r, &x.RuleID, wire.StringFrom)
+	case "risk_labels":
+		return wire.Field(r, &x.RiskLabels, readListOfString)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes PolicyEvaluation, members in schema order, then Extra.
+func (x PolicyEvaluation) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *PolicyEvaluation) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "layer", x.Layer, PolicyEvaluationLayer.MarshalJSONTo)
+	wire.PutPtr(w, "outcome", x.Outcome, PolicyEvaluationOutcome.MarshalJSONTo)
+	wire.PutPtr(w, "rule_id", x.RuleID, wire.StringTo)
+	wire.PutIf(w, "risk_labels", x.RiskLabels, x.RiskLabels != nil, writeListOfString)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x PolicyEvaluation) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *PolicyEvaluation) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The layer.
+//
+// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
+// from harn-acp.schema.json#/$defs/policy_evaluation/properties/layer.
+type PolicyEvaluationLayer string
+
+// Known values of PolicyEvaluationLayer, in schema order.
+const (
+	PolicyEvaluationLayerUserPolicy     PolicyEvaluationLayer = "user_policy"
+	PolicyEvaluationLayerManagedPolicy  PolicyEvaluationLayer = "managed_policy"
+	PolicyEvaluationLayerRuntimePolicy  PolicyEvaluationLayer = "runtime_policy"
+	PolicyEvaluationLayerRememberedRule PolicyEvaluationLayer = "remembered_rule"
+)
+
+var valuesPolicyEvaluationLayer = []PolicyEvaluationLayer{PolicyEvaluationLayerUserPolicy, PolicyEvaluationLayerManagedPolicy, PolicyEvaluationLayerRuntimePolicy, PolicyEvaluationLayerRememberedRule}
+
+// Known reports whether x is one of the values the schema lists.
+func (x PolicyEvaluationLayer) Known() bool {
+	return slices.Contains(valuesPolicyEvaluationLayer, x)
+}
+
+// UnmarshalJSONFrom decodes PolicyEvaluationLayer, keeping any value.
+func (x *PolicyEvaluationLayer) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	return wire.StringEnum(dec, x, "PolicyEvaluationLayer", valuesPolicyEvaluationLayer, true)
+}
+
+// MarshalJSONTo encodes PolicyEvaluationLayer.
+func (x PolicyEvaluationLayer) MarshalJSONTo(enc *jsontext.Encoder) error {
+	return wire.WriteStringEnum(enc, x, "PolicyEvaluationLayer", valuesPolicyEvaluationLayer, true)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x PolicyEvaluationLayer) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *PolicyEvaluationLayer) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Its verdict.
+//
+// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
+// from harn-acp.schema.json#/$defs/policy_evaluation/properties/outcome.
+type PolicyEvaluationOutcome string
+
+// Known values of PolicyEvaluationOutcome, in schema order.
+const (
+	PolicyEvaluationOutcomeAllowed          PolicyEvaluationOutcome = "allowed"
+	PolicyEvaluationOutcomeDenied           PolicyEvaluationOutcome = "denied"
+	PolicyEvaluationOutcomeApprovalRequired PolicyEvaluationOutcome = "approval_required"
+	PolicyEvaluationOutcomeUnavailable      PolicyEvaluationOutcome = "unavailable"
+)
+
+var valuesPolicyEvaluationOutcome = []PolicyEvaluationOutcome{PolicyEvaluationOutcomeAllowed, PolicyEvaluationOutcomeDenied, PolicyEvaluationOutcomeApprovalRequired, PolicyEvaluationOutcomeUnavailable}
+
+// Known reports whether x is one of the values the schema lists.
+func (x PolicyEvaluationOutcome) Known() bool {
+	return slices.Contains(valuesPolicyEvaluationOutcome, x)
+}
+
+// UnmarshalJSONFrom decodes PolicyEvaluationOutcome, keeping any value.
+func (x *PolicyEvaluationOutcome) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	return wire.StringEnum(dec, x, "PolicyEvaluationOutcome", valuesPolicyEvaluationOutcome, true)
+}
+
+// MarshalJSONTo encodes PolicyEvaluationOutcome.
+func (x PolicyEvaluationOutcome) MarshalJSONTo(enc *jsontext.Encoder) error {
+	return wire.WriteStringEnum(enc, x, "PolicyEvaluationOutcome", valuesPolicyEvaluationOutcome, true)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x PolicyEvaluationOutcome) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *PolicyEvaluationOutcome) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Progress of a long step (message-only agent_progress uses phase narration).
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-acp.schema.json#/$defs/progress.
+type Progress struct {
+	Phase   string
+	Message string
+	// Units done.
+	Progress *int64
+	// Units in all.
+	Total *int64
+	Data  jsontext.Value
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objProgress = wire.Object{
+	Required: []string{"phase", "message"},
+	Type:     "Progress",
+}
+
+// UnmarshalJSONFrom decodes Progress, checking required members, kinds and constraints.
+func (x *Progress) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = Progress{}
+	r := wire.ReadObject(dec, &objProgress)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *Progress) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "phase":
+		return wire.Field(r, &x.Phase, wire.StringFrom)
+	case "message":
+		return wire.Field(r, &x.Message, wire.StringFrom)
+	case "progress":
+		return wire.Ptr(r, &x.Progress, wire.IntFrom)
+	case "total":
+		return wire.Ptr(r, &x.Total, wire.IntFrom)
+	case "data":
+		return wire.Field(r, &x.Data, wire.RawFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes Progress, members in schema order, then Extra.
+func (x Progress) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *Progress) members(w *wire.ObjectWriter) {
+	wire.Put(w, "phase", x.Phase, wire.StringTo)
+	wire.Put(w, "message", x.Message, wire.StringTo)
+	wire.PutPtr(w, "progress", x.Progress, wire.IntTo)
+	wire.PutPtr(w, "total", x.Total, wire.IntTo)
+	wire.PutIf(w, "data", x.Data, x.Data != nil, wire.RawTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x Progress) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *Progress) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Progress of a long step. Vendor fields live under _meta.harn; at the update's root (pre-#905) they
+// are forbidden (see the legacy reader in gen/harn).
+//
+// Open: members the schema does not name are kept in Extra and written back. These members are
+// forbidden (wire.ErrForbiddenMember): `phase`, `message`, `progress`, `total`, `data`. Generated from
+// harn-acp.schema.json#/$defs/progress_update.
+type ProgressUpdate struct {
+	// The _meta of a progress update: Harn's fields under harn; other keys are kept.
+	Meta ProgressUpdateMeta
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objProgressUpdate = wire.Object{
+	Required: []string{"sessionUpdate", "_meta"},
+	Type:     "ProgressUpdate",
+}
+
+// UnmarshalJSONFrom decodes ProgressUpdate, checking required members, kinds and constraints.
+func (x *ProgressUpdate) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = ProgressUpdate{}
+	r := wire.ReadObject(dec, &objProgressUpdate)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *ProgressUpdate) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "sessionUpdate":
+		return wire.Const(r, "progress", wire.StringFrom)
+	case "_meta":
+		return wire.Field(r, &x.Meta, (*ProgressUpdateMeta).UnmarshalJSONFrom)
+	case "phase", "message", "progress", "total", "data":
+		return r.Forbidden()
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes ProgressUpdate, members in schema order, then Extra.
+func (x ProgressUpdate) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *ProgressUpdate) members(w *wire.ObjectWriter) {
+	wire.PutConst(w, "sessionUpdate", "progress", wire.StringTo)
+	wire.Put(w, "_meta", x.Meta, ProgressUpdateMeta.MarshalJSONTo)
+	w.ExtrasExcept(x.Extra, "ProgressUpdate", "phase", "message", "progress", "total", "data")
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x ProgressUpdate) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *ProgressUpdate) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The _meta of a progress update: Harn's fields under harn; other keys are kept.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-acp.schema.json#/$defs/progress_update_meta.
+type ProgressUpdateMeta struct {
+	// Progress of a long step (message-only agent_progress uses phase narration).
+	Harn Progress
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objProgressUpdateMeta = wire.Object{
+	Required: []string{"harn"},
+	Type:     "ProgressUpdateMeta",
+}
+
+// UnmarshalJSONFrom decodes ProgressUpdateMeta, checking required members, kinds and constraints.
+func (x *ProgressUpdateMeta) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = ProgressUpdateMeta{}
+	r := wire.ReadObject(dec, &objProgressUpdateMeta)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *ProgressUpdateMeta) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "harn":
+		return wire.Field(r, &x.Harn, (*Progress).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes ProgressUpdateMeta, members in schema order, then Extra.
+func (x ProgressUpdateMeta) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *ProgressUpdateMeta) members(w *wire.ObjectWriter) {
+	wire.Put(w, "harn", x.Harn, Progress.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x ProgressUpdateMeta) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *ProgressUpdateMeta) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
 // The prompt an agent event belongs to (newest builds).
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
@@ -6976,6 +10801,258 @@ func (x PromptCorrelation) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
 func (x *PromptCorrelation) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The data of a -32000 error answering session/prompt (schema harn.acp.prompt_error.v1): why the
+// prompt failed, for retry and rendering decisions.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-acp.schema.json#/$defs/prompt_error_data.
+type PromptErrorData struct {
+	// The failure's class. Open.
+	TerminalClass *PromptErrorDataTerminalClass
+	Category      *string
+	// transient or terminal.
+	Kind   *string
+	Reason *string
+	// The provider's own error code, passed through.
+	Code         jsontext.Value
+	Retryable    *bool
+	RetryAfterMS *int64
+	Provider     *string
+	Model        *string
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objPromptErrorData = wire.Object{
+	Required: []string{"schema"},
+	Type:     "PromptErrorData",
+}
+
+// UnmarshalJSONFrom decodes PromptErrorData, checking required members, kinds and constraints.
+func (x *PromptErrorData) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = PromptErrorData{}
+	r := wire.ReadObject(dec, &objPromptErrorData)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *PromptErrorData) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "schema":
+		return wire.Const(r, "harn.acp.prompt_error.v1", wire.StringFrom)
+	case "terminalClass":
+		return wire.Ptr(r, &x.TerminalClass, (*PromptErrorDataTerminalClass).UnmarshalJSONFrom)
+	case "category":
+		return wire.Ptr(r, &x.Category, wire.StringFrom)
+	case "kind":
+		return wire.Ptr(r, &x.Kind, wire.StringFrom)
+	case "reason":
+		return wire.Ptr(r, &x.Reason, wire.StringFrom)
+	case "code":
+		return wire.Field(r, &x.Code, wire.RawFrom)
+	case "retryable":
+		return wire.Ptr(r, &x.Retryable, wire.BoolFrom)
+	case "retryAfterMs":
+		return wire.Ptr(r, &x.RetryAfterMS, readPromptErrorDataRetryAfterMS)
+	case "provider":
+		return wire.Ptr(r, &x.Provider, wire.StringFrom)
+	case "model":
+		return wire.Ptr(r, &x.Model, wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes PromptErrorData, members in schema order, then Extra.
+func (x PromptErrorData) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *PromptErrorData) members(w *wire.ObjectWriter) {
+	wire.PutConst(w, "schema", "harn.acp.prompt_error.v1", wire.StringTo)
+	wire.PutPtr(w, "terminalClass", x.TerminalClass, PromptErrorDataTerminalClass.MarshalJSONTo)
+	wire.PutPtr(w, "category", x.Category, wire.StringTo)
+	wire.PutPtr(w, "kind", x.Kind, wire.StringTo)
+	wire.PutPtr(w, "reason", x.Reason, wire.StringTo)
+	wire.PutIf(w, "code", x.Code, x.Code != nil, wire.RawTo)
+	wire.PutPtr(w, "retryable", x.Retryable, wire.BoolTo)
+	wire.PutPtr(w, "retryAfterMs", x.RetryAfterMS, wire.IntTo)
+	wire.PutPtr(w, "provider", x.Provider, wire.StringTo)
+	wire.PutPtr(w, "model", x.Model, wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x PromptErrorData) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *PromptErrorData) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The failure's class. Open.
+//
+// Other values: A value this version does not know.
+//
+// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
+// from harn-acp.schema.json#/$defs/prompt_error_data/properties/terminalClass.
+type PromptErrorDataTerminalClass string
+
+// Known values of PromptErrorDataTerminalClass, in schema order.
+const (
+	PromptErrorDataTerminalClassContextOverflow          PromptErrorDataTerminalClass = "context_overflow"
+	PromptErrorDataTerminalClassProviderMisconfigured    PromptErrorDataTerminalClass = "provider_misconfigured"
+	PromptErrorDataTerminalClassProviderUnavailable      PromptErrorDataTerminalClass = "provider_unavailable"
+	PromptErrorDataTerminalClassRateLimited              PromptErrorDataTerminalClass = "rate_limited"
+	PromptErrorDataTerminalClassTimeout                  PromptErrorDataTerminalClass = "timeout"
+	PromptErrorDataTerminalClassResourceBusy             PromptErrorDataTerminalClass = "resource_busy"
+	PromptErrorDataTerminalClassToolPolicyRejected       PromptErrorDataTerminalClass = "tool_policy_rejected"
+	PromptErrorDataTerminalClassHostBridgeUnimplemented  PromptErrorDataTerminalClass = "host_bridge_unimplemented"
+	PromptErrorDataTerminalClassAgentLoopProtocolFailure PromptErrorDataTerminalClass = "agent_loop_protocol_failure"
+	PromptErrorDataTerminalClassParseDropped             PromptErrorDataTerminalClass = "parse_dropped"
+	PromptErrorDataTerminalClassGenericThrow             PromptErrorDataTerminalClass = "generic_throw"
+)
+
+var valuesPromptErrorDataTerminalClass = []PromptErrorDataTerminalClass{PromptErrorDataTerminalClassContextOverflow, PromptErrorDataTerminalClassProviderMisconfigured, PromptErrorDataTerminalClassProviderUnavailable, PromptErrorDataTerminalClassRateLimited, PromptErrorDataTerminalClassTimeout, PromptErrorDataTerminalClassResourceBusy, PromptErrorDataTerminalClassToolPolicyRejected, PromptErrorDataTerminalClassHostBridgeUnimplemented, PromptErrorDataTerminalClassAgentLoopProtocolFailure, PromptErrorDataTerminalClassParseDropped, PromptErrorDataTerminalClassGenericThrow}
+
+// Known reports whether x is one of the values the schema lists.
+func (x PromptErrorDataTerminalClass) Known() bool {
+	return slices.Contains(valuesPromptErrorDataTerminalClass, x)
+}
+
+// UnmarshalJSONFrom decodes PromptErrorDataTerminalClass, keeping any value.
+func (x *PromptErrorDataTerminalClass) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	return wire.StringEnum(dec, x, "PromptErrorDataTerminalClass", valuesPromptErrorDataTerminalClass, true)
+}
+
+// MarshalJSONTo encodes PromptErrorDataTerminalClass.
+func (x PromptErrorDataTerminalClass) MarshalJSONTo(enc *jsontext.Encoder) error {
+	return wire.WriteStringEnum(enc, x, "PromptErrorDataTerminalClass", valuesPromptErrorDataTerminalClass, true)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x PromptErrorDataTerminalClass) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *PromptErrorDataTerminalClass) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The _meta of a session/prompt result: Harn's producer-owned terminal outcome under harn (advertised
+// as promptResultExtensionFields).
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-acp.schema.json#/$defs/prompt_response_meta.
+type PromptResponseMeta struct {
+	// Harn's fields of a prompt result.
+	Harn *PromptResult
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objPromptResponseMeta = wire.Object{Type: "PromptResponseMeta"}
+
+// UnmarshalJSONFrom decodes PromptResponseMeta, checking required members, kinds and constraints.
+func (x *PromptResponseMeta) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = PromptResponseMeta{}
+	r := wire.ReadObject(dec, &objPromptResponseMeta)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *PromptResponseMeta) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "harn":
+		return wire.Ptr(r, &x.Harn, (*PromptResult).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes PromptResponseMeta, members in schema order, then Extra.
+func (x PromptResponseMeta) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *PromptResponseMeta) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "harn", x.Harn, PromptResult.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x PromptResponseMeta) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *PromptResponseMeta) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Harn's fields of a prompt result.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-acp.schema.json#/$defs/prompt_result.
+type PromptResult struct {
+	// How the agent loop ended. Only kind natural means the prompt completed; stopReason end_turn
+	// alone is no evidence of completion.
+	Terminal *TerminalOutcome
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objPromptResult = wire.Object{Type: "PromptResult"}
+
+// UnmarshalJSONFrom decodes PromptResult, checking required members, kinds and constraints.
+func (x *PromptResult) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = PromptResult{}
+	r := wire.ReadObject(dec, &objPromptResult)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *PromptResult) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "terminal":
+		return wire.Ptr(r, &x.Terminal, (*TerminalOutcome).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes PromptResult, members in schema order, then Extra.
+func (x PromptResult) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *PromptResult) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "terminal", x.Terminal, TerminalOutcome.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x PromptResult) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *PromptResult) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
@@ -7129,6 +11206,181 @@ func (x ReminderAuthority) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
 func (x *ReminderAuthority) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// A pending system reminder was rendered into the next model request.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-acp.schema.json#/$defs/reminder_emitted.
+type ReminderEmitted struct {
+	// A reminder as rendered into a model request (camelCase echo of a session/remind spec).
+	Reminder EmittedReminder
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objReminderEmitted = wire.Object{
+	Required: []string{"reminder"},
+	Type:     "ReminderEmitted",
+}
+
+// UnmarshalJSONFrom decodes ReminderEmitted, checking required members, kinds and constraints.
+func (x *ReminderEmitted) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = ReminderEmitted{}
+	r := wire.ReadObject(dec, &objReminderEmitted)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *ReminderEmitted) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "reminder":
+		return wire.Field(r, &x.Reminder, (*EmittedReminder).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes ReminderEmitted, members in schema order, then Extra.
+func (x ReminderEmitted) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *ReminderEmitted) members(w *wire.ObjectWriter) {
+	wire.Put(w, "reminder", x.Reminder, EmittedReminder.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x ReminderEmitted) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *ReminderEmitted) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// A pending system reminder was rendered into the next model request. Vendor fields live under
+// _meta.harn; at the update's root (pre-#905) they are forbidden (see the legacy reader in gen/harn).
+//
+// Open: members the schema does not name are kept in Extra and written back. These members are
+// forbidden (wire.ErrForbiddenMember): `reminder`. Generated from
+// harn-acp.schema.json#/$defs/reminder_emitted_update.
+type ReminderEmittedUpdate struct {
+	// The _meta of a reminder_emitted update: Harn's fields under harn; other keys are kept.
+	Meta ReminderEmittedUpdateMeta
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objReminderEmittedUpdate = wire.Object{
+	Required: []string{"sessionUpdate", "_meta"},
+	Type:     "ReminderEmittedUpdate",
+}
+
+// UnmarshalJSONFrom decodes ReminderEmittedUpdate, checking required members, kinds and constraints.
+func (x *ReminderEmittedUpdate) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = ReminderEmittedUpdate{}
+	r := wire.ReadObject(dec, &objReminderEmittedUpdate)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *ReminderEmittedUpdate) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "sessionUpdate":
+		return wire.Const(r, "reminder_emitted", wire.StringFrom)
+	case "_meta":
+		return wire.Field(r, &x.Meta, (*ReminderEmittedUpdateMeta).UnmarshalJSONFrom)
+	case "reminder":
+		return r.Forbidden()
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes ReminderEmittedUpdate, members in schema order, then Extra.
+func (x ReminderEmittedUpdate) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *ReminderEmittedUpdate) members(w *wire.ObjectWriter) {
+	wire.PutConst(w, "sessionUpdate", "reminder_emitted", wire.StringTo)
+	wire.Put(w, "_meta", x.Meta, ReminderEmittedUpdateMeta.MarshalJSONTo)
+	w.ExtrasExcept(x.Extra, "ReminderEmittedUpdate", "reminder")
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x ReminderEmittedUpdate) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *ReminderEmittedUpdate) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The _meta of a reminder_emitted update: Harn's fields under harn; other keys are kept.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-acp.schema.json#/$defs/reminder_emitted_update_meta.
+type ReminderEmittedUpdateMeta struct {
+	// A pending system reminder was rendered into the next model request.
+	Harn ReminderEmitted
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objReminderEmittedUpdateMeta = wire.Object{
+	Required: []string{"harn"},
+	Type:     "ReminderEmittedUpdateMeta",
+}
+
+// UnmarshalJSONFrom decodes ReminderEmittedUpdateMeta, checking required members, kinds and constraints.
+func (x *ReminderEmittedUpdateMeta) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = ReminderEmittedUpdateMeta{}
+	r := wire.ReadObject(dec, &objReminderEmittedUpdateMeta)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *ReminderEmittedUpdateMeta) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "harn":
+		return wire.Field(r, &x.Harn, (*ReminderEmitted).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes ReminderEmittedUpdateMeta, members in schema order, then Extra.
+func (x ReminderEmittedUpdateMeta) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *ReminderEmittedUpdateMeta) members(w *wire.ObjectWriter) {
+	wire.Put(w, "harn", x.Harn, ReminderEmitted.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x ReminderEmittedUpdateMeta) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *ReminderEmittedUpdateMeta) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
@@ -8633,7 +12885,7 @@ func (x *SessionInjectResult) UnmarshalJSON(data []byte) error {
 // Open: members the schema does not name are kept in Extra and written back. Generated from
 // harn-session.schema.json#/$defs/session_live_clients_result.
 type SessionLiveClientsResult struct {
-	Data []acp.LiveClient
+	Data []LiveClient
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
 }
@@ -8658,7 +12910,7 @@ func (x *SessionLiveClientsResult) member(r *wire.ObjectReader) error {
 	case "object":
 		return wire.Const(r, "list", wire.StringFrom)
 	case "data":
-		return wire.Field(r, &x.Data, readListOfACPLiveClient)
+		return wire.Field(r, &x.Data, readListOfLiveClient)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -8672,7 +12924,7 @@ func (x SessionLiveClientsResult) MarshalJSONTo(enc *jsontext.Encoder) error {
 
 func (x *SessionLiveClientsResult) members(w *wire.ObjectWriter) {
 	wire.PutConst(w, "object", "list", wire.StringTo)
-	wire.Put(w, "data", x.Data, writeListOfACPLiveClient)
+	wire.Put(w, "data", x.Data, writeListOfLiveClient)
 	w.Extras(x.Extra)
 }
 
@@ -8742,6 +12994,64 @@ func (x SessionPendingInjectionsResult) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
 func (x *SessionPendingInjectionsResult) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// A rolled-back step was redone (session/redo); Harn-owned, its fields are not pinned and are kept.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-acp.schema.json#/$defs/session_redo_update.
+type SessionRedoUpdate struct {
+	Meta wire.Nullable[jsontext.Value]
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objSessionRedoUpdate = wire.Object{
+	Required: []string{"sessionUpdate"},
+	Type:     "SessionRedoUpdate",
+}
+
+// UnmarshalJSONFrom decodes SessionRedoUpdate, checking required members, kinds and constraints.
+func (x *SessionRedoUpdate) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = SessionRedoUpdate{}
+	r := wire.ReadObject(dec, &objSessionRedoUpdate)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *SessionRedoUpdate) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "sessionUpdate":
+		return wire.Const(r, "session_redo", wire.StringFrom)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes SessionRedoUpdate, members in schema order, then Extra.
+func (x SessionRedoUpdate) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *SessionRedoUpdate) members(w *wire.ObjectWriter) {
+	wire.PutConst(w, "sessionUpdate", "session_redo", wire.StringTo)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x SessionRedoUpdate) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *SessionRedoUpdate) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
@@ -9331,6 +13641,64 @@ func (x *SessionRevokeReminderResult) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
+// The session was rolled back (session/rollback); Harn-owned, its fields are not pinned and are kept.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-acp.schema.json#/$defs/session_rollback_update.
+type SessionRollbackUpdate struct {
+	Meta wire.Nullable[jsontext.Value]
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objSessionRollbackUpdate = wire.Object{
+	Required: []string{"sessionUpdate"},
+	Type:     "SessionRollbackUpdate",
+}
+
+// UnmarshalJSONFrom decodes SessionRollbackUpdate, checking required members, kinds and constraints.
+func (x *SessionRollbackUpdate) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = SessionRollbackUpdate{}
+	r := wire.ReadObject(dec, &objSessionRollbackUpdate)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *SessionRollbackUpdate) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "sessionUpdate":
+		return wire.Const(r, "session_rollback", wire.StringFrom)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes SessionRollbackUpdate, members in schema order, then Extra.
+func (x SessionRollbackUpdate) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *SessionRollbackUpdate) members(w *wire.ObjectWriter) {
+	wire.PutConst(w, "sessionUpdate", "session_rollback", wire.StringTo)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x SessionRollbackUpdate) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *SessionRollbackUpdate) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
 // Params of session/set_budget, a transport control frame: an absent member leaves that budget
 // unchanged, null clears it.
 //
@@ -9442,6 +13810,534 @@ func (x SessionTimelineUpdateParams) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
 func (x *SessionTimelineUpdateParams) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The transcript was truncated (session/truncate); Harn-owned, fields at the root.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-acp.schema.json#/$defs/session_truncated_update.
+type SessionTruncatedUpdate struct {
+	KeptTurnCount    int64
+	RemovedTurnCount int64
+	NewTipTurnID     wire.Nullable[string]
+	Reason           *string
+	Meta             wire.Nullable[jsontext.Value]
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objSessionTruncatedUpdate = wire.Object{
+	Required: []string{"sessionUpdate", "keptTurnCount", "removedTurnCount"},
+	Type:     "SessionTruncatedUpdate",
+}
+
+// UnmarshalJSONFrom decodes SessionTruncatedUpdate, checking required members, kinds and constraints.
+func (x *SessionTruncatedUpdate) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = SessionTruncatedUpdate{}
+	r := wire.ReadObject(dec, &objSessionTruncatedUpdate)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *SessionTruncatedUpdate) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "sessionUpdate":
+		return wire.Const(r, "session_truncated", wire.StringFrom)
+	case "keptTurnCount":
+		return wire.Field(r, &x.KeptTurnCount, readSessionTruncatedUpdateKeptTurnCount)
+	case "removedTurnCount":
+		return wire.Field(r, &x.RemovedTurnCount, readSessionTruncatedUpdateRemovedTurnCount)
+	case "newTipTurnId":
+		return wire.Opt(r, &x.NewTipTurnID, wire.StringFrom)
+	case "reason":
+		return wire.Ptr(r, &x.Reason, wire.StringFrom)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes SessionTruncatedUpdate, members in schema order, then Extra.
+func (x SessionTruncatedUpdate) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *SessionTruncatedUpdate) members(w *wire.ObjectWriter) {
+	wire.PutConst(w, "sessionUpdate", "session_truncated", wire.StringTo)
+	wire.Put(w, "keptTurnCount", x.KeptTurnCount, wire.IntTo)
+	wire.Put(w, "removedTurnCount", x.RemovedTurnCount, wire.IntTo)
+	wire.PutOpt(w, "newTipTurnId", x.NewTipTurnID, wire.StringTo)
+	wire.PutPtr(w, "reason", x.Reason, wire.StringTo)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x SessionTruncatedUpdate) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *SessionTruncatedUpdate) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Harn's session/update variants, outside ACP: its own lifecycle updates (vendor fields under
+// _meta.harn, advertised at initialize under agentCapabilities._meta.harn.sessionUpdateExtensions),
+// user_message, and the legacy variants its standalone bridge still sends. An ACP connection keeps
+// them in acp.SessionUpdate.Unknown (ACP does not know their tags); harn.UpdateOf types them. A tag
+// this union does not know either (one of ACP's own, or a later Harn's) is kept in Unknown.
+//
+// The member "sessionUpdate" selects the variant; exactly one variant field is set, or Unknown for a
+// value this version does not know (kept verbatim, never decoded as another variant). Generated from
+// harn-acp.schema.json#/$defs/session_update.
+type SessionUpdate struct {
+	// A queued user message (session/inject) delivered to the agent, echoed with the agent-owned
+	// messageId the inject returned (ACP RFD #1261 shape; not in ACP v0.12.2).
+	//
+	// Set when sessionUpdate is "user_message".
+	UserMessage *UserMessageUpdate
+	// The transcript was truncated (session/truncate); Harn-owned, fields at the root.
+	//
+	// Set when sessionUpdate is "session_truncated".
+	SessionTruncated *SessionTruncatedUpdate
+	// The session was rolled back (session/rollback); Harn-owned, its fields are not pinned and are
+	// kept.
+	//
+	// Set when sessionUpdate is "session_rollback".
+	SessionRollback *SessionRollbackUpdate
+	// A rolled-back step was redone (session/redo); Harn-owned, its fields are not pinned and are
+	// kept.
+	//
+	// Set when sessionUpdate is "session_redo".
+	SessionRedo *SessionRedoUpdate
+	// An artifact the agent produced. Vendor fields live under _meta.harn; at the update's root
+	// (pre-#905) they are forbidden (see the legacy reader in gen/harn).
+	//
+	// Set when sessionUpdate is "artifact".
+	Artifact *ArtifactUpdate
+	// Progress of a long step. Vendor fields live under _meta.harn; at the update's root (pre-#905)
+	// they are forbidden (see the legacy reader in gen/harn).
+	//
+	// Set when sessionUpdate is "progress".
+	Progress *ProgressUpdate
+	// A log line of the agent. Vendor fields live under _meta.harn; at the update's root (pre-#905)
+	// they are forbidden (see the legacy reader in gen/harn).
+	//
+	// Set when sessionUpdate is "log".
+	Log *LogUpdate
+	// Changes seen by a file-system watch. Vendor fields live under _meta.harn; at the update's root
+	// (pre-#905) they are forbidden (see the legacy reader in gen/harn).
+	//
+	// Set when sessionUpdate is "fs_watch".
+	FsWatch *FsWatchUpdate
+	// A delegated worker's lifecycle event. The current shape carries the fields under _meta.harn;
+	// Harn's standalone bridge also sends a legacy duplicate with snake_case fields under content.
+	// Both decode here; fields at the update's root (pre-#905) are forbidden.
+	//
+	// Set when sessionUpdate is "worker_update".
+	WorkerUpdate *WorkerUpdate
+	// The transcript was compacted. Vendor fields live under _meta.harn; at the update's root
+	// (pre-#905) they are forbidden (see the legacy reader in gen/harn).
+	//
+	// Set when sessionUpdate is "transcript_compacted".
+	TranscriptCompacted *TranscriptCompactedUpdate
+	// The transcript was projected for a model request. Vendor fields live under _meta.harn; at the
+	// update's root (pre-#905) they are forbidden (see the legacy reader in gen/harn).
+	//
+	// Set when sessionUpdate is "transcript_projected".
+	TranscriptProjected *TranscriptProjectedUpdate
+	// A handoff artifact was produced. Vendor fields live under _meta.harn; at the update's root
+	// (pre-#905) they are forbidden (see the legacy reader in gen/harn).
+	//
+	// Set when sessionUpdate is "handoff".
+	Handoff *HandoffUpdate
+	// A skill became active. Vendor fields live under _meta.harn; at the update's root (pre-#905) they
+	// are forbidden (see the legacy reader in gen/harn).
+	//
+	// Set when sessionUpdate is "skill_activated".
+	SkillActivated *SkillActivatedUpdate
+	// A skill became inactive. Vendor fields live under _meta.harn; at the update's root (pre-#905)
+	// they are forbidden (see the legacy reader in gen/harn).
+	//
+	// Set when sessionUpdate is "skill_deactivated".
+	SkillDeactivated *SkillDeactivatedUpdate
+	// An active skill scoped the tools. Vendor fields live under _meta.harn; at the update's root
+	// (pre-#905) they are forbidden (see the legacy reader in gen/harn).
+	//
+	// Set when sessionUpdate is "skill_scope_tools".
+	SkillScopeTools *SkillScopeToolsUpdate
+	// Skills narrowed the tool set. Vendor fields live under _meta.harn; at the update's root
+	// (pre-#905) they are forbidden (see the legacy reader in gen/harn).
+	//
+	// Set when sessionUpdate is "skill_narrow".
+	SkillNarrow *SkillNarrowUpdate
+	// A client-executed tool search ran a query. Vendor fields live under _meta.harn; at the update's
+	// root (pre-#905) they are forbidden (see the legacy reader in gen/harn).
+	//
+	// Set when sessionUpdate is "tool_search_query".
+	ToolSearchQuery *ToolSearchQueryUpdate
+	// A client-executed tool search promoted tools. Vendor fields live under _meta.harn; at the
+	// update's root (pre-#905) they are forbidden (see the legacy reader in gen/harn).
+	//
+	// Set when sessionUpdate is "tool_search_result".
+	ToolSearchResult *ToolSearchResultUpdate
+	// The agent asks a human. Vendor fields live under _meta.harn; at the update's root (pre-#905)
+	// they are forbidden (see the legacy reader in gen/harn).
+	//
+	// Set when sessionUpdate is "hitl_request".
+	HITLRequest *HITLRequestUpdate
+	// A human-in-the-loop request was resolved. Vendor fields live under _meta.harn; at the update's
+	// root (pre-#905) they are forbidden (see the legacy reader in gen/harn).
+	//
+	// Set when sessionUpdate is "hitl_resolved".
+	HITLResolved *HITLResolvedUpdate
+	// A pending system reminder was rendered into the next model request. Vendor fields live under
+	// _meta.harn; at the update's root (pre-#905) they are forbidden (see the legacy reader in
+	// gen/harn).
+	//
+	// Set when sessionUpdate is "reminder_emitted".
+	ReminderEmitted *ReminderEmittedUpdate
+	// The live-client registry changed (beyond the seed's list). Vendor fields live under _meta.harn;
+	// at the update's root (pre-#905) they are forbidden (see the legacy reader in gen/harn).
+	//
+	// Set when sessionUpdate is "live_session_client".
+	LiveSessionClient *LiveSessionClientUpdate
+	// The agent changed its stance. Vendor fields live under _meta.harn; at the update's root
+	// (pre-#905) they are forbidden (see the legacy reader in gen/harn).
+	//
+	// Set when sessionUpdate is "stance_transition".
+	StanceTransition *StanceTransitionUpdate
+	// A bridge call started. Legacy: still produced by Harn's standalone HostBridge, never advertised;
+	// decoded so that nothing is dropped.
+	//
+	// Set when sessionUpdate is "call_start".
+	CallStart *CallStartUpdate
+	// A bridge call streamed progress. Legacy: still produced by Harn's standalone HostBridge, never
+	// advertised; decoded so that nothing is dropped.
+	//
+	// Set when sessionUpdate is "call_progress".
+	CallProgress *CallProgressUpdate
+	// A bridge call ended. Legacy: still produced by Harn's standalone HostBridge, never advertised;
+	// decoded so that nothing is dropped.
+	//
+	// Set when sessionUpdate is "call_end".
+	CallEnd *CallEndUpdate
+	// Unknown holds, verbatim, an object whose sessionUpdate names no variant this version knows.
+	Unknown jsontext.Value
+}
+
+var unionSessionUpdate = wire.Union{
+	Tag:  "sessionUpdate",
+	Type: "SessionUpdate",
+	Variants: []wire.Variant{{
+		Object: &objUserMessageUpdate,
+		Tag:    "user_message",
+	}, {
+		Object: &objSessionTruncatedUpdate,
+		Tag:    "session_truncated",
+	}, {
+		Object: &objSessionRollbackUpdate,
+		Tag:    "session_rollback",
+	}, {
+		Object: &objSessionRedoUpdate,
+		Tag:    "session_redo",
+	}, {
+		Object: &objArtifactUpdate,
+		Tag:    "artifact",
+	}, {
+		Object: &objProgressUpdate,
+		Tag:    "progress",
+	}, {
+		Object: &objLogUpdate,
+		Tag:    "log",
+	}, {
+		Object: &objFsWatchUpdate,
+		Tag:    "fs_watch",
+	}, {
+		Object: &objWorkerUpdate,
+		Tag:    "worker_update",
+	}, {
+		Object: &objTranscriptCompactedUpdate,
+		Tag:    "transcript_compacted",
+	}, {
+		Object: &objTranscriptProjectedUpdate,
+		Tag:    "transcript_projected",
+	}, {
+		Object: &objHandoffUpdate,
+		Tag:    "handoff",
+	}, {
+		Object: &objSkillActivatedUpdate,
+		Tag:    "skill_activated",
+	}, {
+		Object: &objSkillDeactivatedUpdate,
+		Tag:    "skill_deactivated",
+	}, {
+		Object: &objSkillScopeToolsUpdate,
+		Tag:    "skill_scope_tools",
+	}, {
+		Object: &objSkillNarrowUpdate,
+		Tag:    "skill_narrow",
+	}, {
+		Object: &objToolSearchQueryUpdate,
+		Tag:    "tool_search_query",
+	}, {
+		Object: &objToolSearchResultUpdate,
+		Tag:    "tool_search_result",
+	}, {
+		Object: &objHITLRequestUpdate,
+		Tag:    "hitl_request",
+	}, {
+		Object: &objHITLResolvedUpdate,
+		Tag:    "hitl_resolved",
+	}, {
+		Object: &objReminderEmittedUpdate,
+		Tag:    "reminder_emitted",
+	}, {
+		Object: &objLiveSessionClientUpdate,
+		Tag:    "live_session_client",
+	}, {
+		Object: &objStanceTransitionUpdate,
+		Tag:    "stance_transition",
+	}, {
+		Object: &objCallStartUpdate,
+		Tag:    "call_start",
+	}, {
+		Object: &objCallProgressUpdate,
+		Tag:    "call_progress",
+	}, {
+		Object: &objCallEndUpdate,
+		Tag:    "call_end",
+	}},
+}
+
+// Tag returns sessionUpdate: the set variant's, or the one Unknown carries ("" for none, or for the default variant).
+func (x SessionUpdate) Tag() string {
+	switch {
+	case x.UserMessage != nil:
+		return "user_message"
+	case x.SessionTruncated != nil:
+		return "session_truncated"
+	case x.SessionRollback != nil:
+		return "session_rollback"
+	case x.SessionRedo != nil:
+		return "session_redo"
+	case x.Artifact != nil:
+		return "artifact"
+	case x.Progress != nil:
+		return "progress"
+	case x.Log != nil:
+		return "log"
+	case x.FsWatch != nil:
+		return "fs_watch"
+	case x.WorkerUpdate != nil:
+		return "worker_update"
+	case x.TranscriptCompacted != nil:
+		return "transcript_compacted"
+	case x.TranscriptProjected != nil:
+		return "transcript_projected"
+	case x.Handoff != nil:
+		return "handoff"
+	case x.SkillActivated != nil:
+		return "skill_activated"
+	case x.SkillDeactivated != nil:
+		return "skill_deactivated"
+	case x.SkillScopeTools != nil:
+		return "skill_scope_tools"
+	case x.SkillNarrow != nil:
+		return "skill_narrow"
+	case x.ToolSearchQuery != nil:
+		return "tool_search_query"
+	case x.ToolSearchResult != nil:
+		return "tool_search_result"
+	case x.HITLRequest != nil:
+		return "hitl_request"
+	case x.HITLResolved != nil:
+		return "hitl_resolved"
+	case x.ReminderEmitted != nil:
+		return "reminder_emitted"
+	case x.LiveSessionClient != nil:
+		return "live_session_client"
+	case x.StanceTransition != nil:
+		return "stance_transition"
+	case x.CallStart != nil:
+		return "call_start"
+	case x.CallProgress != nil:
+		return "call_progress"
+	case x.CallEnd != nil:
+		return "call_end"
+	}
+	return wire.UnknownTag(x.Unknown, "sessionUpdate")
+}
+
+// UnmarshalJSONFrom decodes SessionUpdate in one pass, streaming members into the variant once it is chosen.
+func (x *SessionUpdate) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = SessionUpdate{}
+	r := wire.ReadUnion(dec, &unionSessionUpdate)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.EndUnion(&x.Unknown)
+}
+
+func (x *SessionUpdate) member(r *wire.ObjectReader) error {
+	switch r.Variant() {
+	case 0:
+		return wire.New(&x.UserMessage).member(r)
+	case 1:
+		return wire.New(&x.SessionTruncated).member(r)
+	case 2:
+		return wire.New(&x.SessionRollback).member(r)
+	case 3:
+		return wire.New(&x.SessionRedo).member(r)
+	case 4:
+		return wire.New(&x.Artifact).member(r)
+	case 5:
+		return wire.New(&x.Progress).member(r)
+	case 6:
+		return wire.New(&x.Log).member(r)
+	case 7:
+		return wire.New(&x.FsWatch).member(r)
+	case 8:
+		return wire.New(&x.WorkerUpdate).member(r)
+	case 9:
+		return wire.New(&x.TranscriptCompacted).member(r)
+	case 10:
+		return wire.New(&x.TranscriptProjected).member(r)
+	case 11:
+		return wire.New(&x.Handoff).member(r)
+	case 12:
+		return wire.New(&x.SkillActivated).member(r)
+	case 13:
+		return wire.New(&x.SkillDeactivated).member(r)
+	case 14:
+		return wire.New(&x.SkillScopeTools).member(r)
+	case 15:
+		return wire.New(&x.SkillNarrow).member(r)
+	case 16:
+		return wire.New(&x.ToolSearchQuery).member(r)
+	case 17:
+		return wire.New(&x.ToolSearchResult).member(r)
+	case 18:
+		return wire.New(&x.HITLRequest).member(r)
+	case 19:
+		return wire.New(&x.HITLResolved).member(r)
+	case 20:
+		return wire.New(&x.ReminderEmitted).member(r)
+	case 21:
+		return wire.New(&x.LiveSessionClient).member(r)
+	case 22:
+		return wire.New(&x.StanceTransition).member(r)
+	case 23:
+		return wire.New(&x.CallStart).member(r)
+	case 24:
+		return wire.New(&x.CallProgress).member(r)
+	case 25:
+		return wire.New(&x.CallEnd).member(r)
+	}
+	return nil
+}
+
+// MarshalJSONTo encodes the variant that is set, its tag first, or Unknown as it arrived.
+func (x SessionUpdate) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	switch {
+	case x.UserMessage != nil:
+		w.Tag("sessionUpdate", "user_message")
+		x.UserMessage.members(&w)
+	case x.SessionTruncated != nil:
+		w.Tag("sessionUpdate", "session_truncated")
+		x.SessionTruncated.members(&w)
+	case x.SessionRollback != nil:
+		w.Tag("sessionUpdate", "session_rollback")
+		x.SessionRollback.members(&w)
+	case x.SessionRedo != nil:
+		w.Tag("sessionUpdate", "session_redo")
+		x.SessionRedo.members(&w)
+	case x.Artifact != nil:
+		w.Tag("sessionUpdate", "artifact")
+		x.Artifact.members(&w)
+	case x.Progress != nil:
+		w.Tag("sessionUpdate", "progress")
+		x.Progress.members(&w)
+	case x.Log != nil:
+		w.Tag("sessionUpdate", "log")
+		x.Log.members(&w)
+	case x.FsWatch != nil:
+		w.Tag("sessionUpdate", "fs_watch")
+		x.FsWatch.members(&w)
+	case x.WorkerUpdate != nil:
+		w.Tag("sessionUpdate", "worker_update")
+		x.WorkerUpdate.members(&w)
+	case x.TranscriptCompacted != nil:
+		w.Tag("sessionUpdate", "transcript_compacted")
+		x.TranscriptCompacted.members(&w)
+	case x.TranscriptProjected != nil:
+		w.Tag("sessionUpdate", "transcript_projected")
+		x.TranscriptProjected.members(&w)
+	case x.Handoff != nil:
+		w.Tag("sessionUpdate", "handoff")
+		x.Handoff.members(&w)
+	case x.SkillActivated != nil:
+		w.Tag("sessionUpdate", "skill_activated")
+		x.SkillActivated.members(&w)
+	case x.SkillDeactivated != nil:
+		w.Tag("sessionUpdate", "skill_deactivated")
+		x.SkillDeactivated.members(&w)
+	case x.SkillScopeTools != nil:
+		w.Tag("sessionUpdate", "skill_scope_tools")
+		x.SkillScopeTools.members(&w)
+	case x.SkillNarrow != nil:
+		w.Tag("sessionUpdate", "skill_narrow")
+		x.SkillNarrow.members(&w)
+	case x.ToolSearchQuery != nil:
+		w.Tag("sessionUpdate", "tool_search_query")
+		x.ToolSearchQuery.members(&w)
+	case x.ToolSearchResult != nil:
+		w.Tag("sessionUpdate", "tool_search_result")
+		x.ToolSearchResult.members(&w)
+	case x.HITLRequest != nil:
+		w.Tag("sessionUpdate", "hitl_request")
+		x.HITLRequest.members(&w)
+	case x.HITLResolved != nil:
+		w.Tag("sessionUpdate", "hitl_resolved")
+		x.HITLResolved.members(&w)
+	case x.ReminderEmitted != nil:
+		w.Tag("sessionUpdate", "reminder_emitted")
+		x.ReminderEmitted.members(&w)
+	case x.LiveSessionClient != nil:
+		w.Tag("sessionUpdate", "live_session_client")
+		x.LiveSessionClient.members(&w)
+	case x.StanceTransition != nil:
+		w.Tag("sessionUpdate", "stance_transition")
+		x.StanceTransition.members(&w)
+	case x.CallStart != nil:
+		w.Tag("sessionUpdate", "call_start")
+		x.CallStart.members(&w)
+	case x.CallProgress != nil:
+		w.Tag("sessionUpdate", "call_progress")
+		x.CallProgress.members(&w)
+	case x.CallEnd != nil:
+		w.Tag("sessionUpdate", "call_end")
+		x.CallEnd.members(&w)
+	default:
+		return wire.WriteUnknown(enc, "SessionUpdate", x.Unknown)
+	}
+	return w.End()
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x SessionUpdate) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *SessionUpdate) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
@@ -9884,6 +14780,188 @@ func (x *Skill) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
+// A skill became active.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-acp.schema.json#/$defs/skill_activated.
+type SkillActivated struct {
+	SkillName string
+	Iteration *int64
+	Reason    *string
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objSkillActivated = wire.Object{
+	Required: []string{"skillName"},
+	Type:     "SkillActivated",
+}
+
+// UnmarshalJSONFrom decodes SkillActivated, checking required members, kinds and constraints.
+func (x *SkillActivated) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = SkillActivated{}
+	r := wire.ReadObject(dec, &objSkillActivated)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *SkillActivated) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "skillName":
+		return wire.Field(r, &x.SkillName, readSkillActivatedSkillName)
+	case "iteration":
+		return wire.Ptr(r, &x.Iteration, readSkillActivatedIteration)
+	case "reason":
+		return wire.Ptr(r, &x.Reason, wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes SkillActivated, members in schema order, then Extra.
+func (x SkillActivated) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *SkillActivated) members(w *wire.ObjectWriter) {
+	wire.Put(w, "skillName", x.SkillName, wire.StringTo)
+	wire.PutPtr(w, "iteration", x.Iteration, wire.IntTo)
+	wire.PutPtr(w, "reason", x.Reason, wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x SkillActivated) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *SkillActivated) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// A skill became active. Vendor fields live under _meta.harn; at the update's root (pre-#905) they are
+// forbidden (see the legacy reader in gen/harn).
+//
+// Open: members the schema does not name are kept in Extra and written back. These members are
+// forbidden (wire.ErrForbiddenMember): `skillName`, `iteration`, `reason`. Generated from
+// harn-acp.schema.json#/$defs/skill_activated_update.
+type SkillActivatedUpdate struct {
+	// The _meta of a skill_activated update: Harn's fields under harn; other keys are kept.
+	Meta SkillActivatedUpdateMeta
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objSkillActivatedUpdate = wire.Object{
+	Required: []string{"sessionUpdate", "_meta"},
+	Type:     "SkillActivatedUpdate",
+}
+
+// UnmarshalJSONFrom decodes SkillActivatedUpdate, checking required members, kinds and constraints.
+func (x *SkillActivatedUpdate) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = SkillActivatedUpdate{}
+	r := wire.ReadObject(dec, &objSkillActivatedUpdate)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *SkillActivatedUpdate) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "sessionUpdate":
+		return wire.Const(r, "skill_activated", wire.StringFrom)
+	case "_meta":
+		return wire.Field(r, &x.Meta, (*SkillActivatedUpdateMeta).UnmarshalJSONFrom)
+	case "skillName", "iteration", "reason":
+		return r.Forbidden()
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes SkillActivatedUpdate, members in schema order, then Extra.
+func (x SkillActivatedUpdate) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *SkillActivatedUpdate) members(w *wire.ObjectWriter) {
+	wire.PutConst(w, "sessionUpdate", "skill_activated", wire.StringTo)
+	wire.Put(w, "_meta", x.Meta, SkillActivatedUpdateMeta.MarshalJSONTo)
+	w.ExtrasExcept(x.Extra, "SkillActivatedUpdate", "skillName", "iteration", "reason")
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x SkillActivatedUpdate) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *SkillActivatedUpdate) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The _meta of a skill_activated update: Harn's fields under harn; other keys are kept.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-acp.schema.json#/$defs/skill_activated_update_meta.
+type SkillActivatedUpdateMeta struct {
+	// A skill became active.
+	Harn SkillActivated
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objSkillActivatedUpdateMeta = wire.Object{
+	Required: []string{"harn"},
+	Type:     "SkillActivatedUpdateMeta",
+}
+
+// UnmarshalJSONFrom decodes SkillActivatedUpdateMeta, checking required members, kinds and constraints.
+func (x *SkillActivatedUpdateMeta) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = SkillActivatedUpdateMeta{}
+	r := wire.ReadObject(dec, &objSkillActivatedUpdateMeta)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *SkillActivatedUpdateMeta) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "harn":
+		return wire.Field(r, &x.Harn, (*SkillActivated).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes SkillActivatedUpdateMeta, members in schema order, then Extra.
+func (x SkillActivatedUpdateMeta) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *SkillActivatedUpdateMeta) members(w *wire.ObjectWriter) {
+	wire.Put(w, "harn", x.Harn, SkillActivated.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x SkillActivatedUpdateMeta) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *SkillActivatedUpdateMeta) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
 // A skill the VM may activate; every member is present (empty when unknown).
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
@@ -9948,6 +15026,184 @@ func (x SkillCandidate) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
 func (x *SkillCandidate) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// A skill became inactive.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-acp.schema.json#/$defs/skill_deactivated.
+type SkillDeactivated struct {
+	SkillName string
+	Iteration *int64
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objSkillDeactivated = wire.Object{
+	Required: []string{"skillName"},
+	Type:     "SkillDeactivated",
+}
+
+// UnmarshalJSONFrom decodes SkillDeactivated, checking required members, kinds and constraints.
+func (x *SkillDeactivated) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = SkillDeactivated{}
+	r := wire.ReadObject(dec, &objSkillDeactivated)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *SkillDeactivated) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "skillName":
+		return wire.Field(r, &x.SkillName, readSkillDeactivatedSkillName)
+	case "iteration":
+		return wire.Ptr(r, &x.Iteration, readSkillDeactivatedIteration)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes SkillDeactivated, members in schema order, then Extra.
+func (x SkillDeactivated) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *SkillDeactivated) members(w *wire.ObjectWriter) {
+	wire.Put(w, "skillName", x.SkillName, wire.StringTo)
+	wire.PutPtr(w, "iteration", x.Iteration, wire.IntTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x SkillDeactivated) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *SkillDeactivated) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// A skill became inactive. Vendor fields live under _meta.harn; at the update's root (pre-#905) they
+// are forbidden (see the legacy reader in gen/harn).
+//
+// Open: members the schema does not name are kept in Extra and written back. These members are
+// forbidden (wire.ErrForbiddenMember): `skillName`, `iteration`. Generated from
+// harn-acp.schema.json#/$defs/skill_deactivated_update.
+type SkillDeactivatedUpdate struct {
+	// The _meta of a skill_deactivated update: Harn's fields under harn; other keys are kept.
+	Meta SkillDeactivatedUpdateMeta
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objSkillDeactivatedUpdate = wire.Object{
+	Required: []string{"sessionUpdate", "_meta"},
+	Type:     "SkillDeactivatedUpdate",
+}
+
+// UnmarshalJSONFrom decodes SkillDeactivatedUpdate, checking required members, kinds and constraints.
+func (x *SkillDeactivatedUpdate) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = SkillDeactivatedUpdate{}
+	r := wire.ReadObject(dec, &objSkillDeactivatedUpdate)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *SkillDeactivatedUpdate) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "sessionUpdate":
+		return wire.Const(r, "skill_deactivated", wire.StringFrom)
+	case "_meta":
+		return wire.Field(r, &x.Meta, (*SkillDeactivatedUpdateMeta).UnmarshalJSONFrom)
+	case "skillName", "iteration":
+		return r.Forbidden()
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes SkillDeactivatedUpdate, members in schema order, then Extra.
+func (x SkillDeactivatedUpdate) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *SkillDeactivatedUpdate) members(w *wire.ObjectWriter) {
+	wire.PutConst(w, "sessionUpdate", "skill_deactivated", wire.StringTo)
+	wire.Put(w, "_meta", x.Meta, SkillDeactivatedUpdateMeta.MarshalJSONTo)
+	w.ExtrasExcept(x.Extra, "SkillDeactivatedUpdate", "skillName", "iteration")
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x SkillDeactivatedUpdate) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *SkillDeactivatedUpdate) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The _meta of a skill_deactivated update: Harn's fields under harn; other keys are kept.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-acp.schema.json#/$defs/skill_deactivated_update_meta.
+type SkillDeactivatedUpdateMeta struct {
+	// A skill became inactive.
+	Harn SkillDeactivated
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objSkillDeactivatedUpdateMeta = wire.Object{
+	Required: []string{"harn"},
+	Type:     "SkillDeactivatedUpdateMeta",
+}
+
+// UnmarshalJSONFrom decodes SkillDeactivatedUpdateMeta, checking required members, kinds and constraints.
+func (x *SkillDeactivatedUpdateMeta) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = SkillDeactivatedUpdateMeta{}
+	r := wire.ReadObject(dec, &objSkillDeactivatedUpdateMeta)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *SkillDeactivatedUpdateMeta) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "harn":
+		return wire.Field(r, &x.Harn, (*SkillDeactivated).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes SkillDeactivatedUpdateMeta, members in schema order, then Extra.
+func (x SkillDeactivatedUpdateMeta) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *SkillDeactivatedUpdateMeta) members(w *wire.ObjectWriter) {
+	wire.Put(w, "harn", x.Harn, SkillDeactivated.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x SkillDeactivatedUpdateMeta) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *SkillDeactivatedUpdateMeta) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
@@ -10565,6 +15821,376 @@ func (x *SkillMatchesEnvelope) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
+// Skills narrowed the tool set.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-acp.schema.json#/$defs/skill_narrow.
+type SkillNarrow struct {
+	Reason             *string
+	RemovedTools       []string
+	RemainingTools     []string
+	Policy             jsontext.Value
+	RemovedToolDetails jsontext.Value
+	KeptToolDetails    jsontext.Value
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objSkillNarrow = wire.Object{Type: "SkillNarrow"}
+
+// UnmarshalJSONFrom decodes SkillNarrow, checking required members, kinds and constraints.
+func (x *SkillNarrow) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = SkillNarrow{}
+	r := wire.ReadObject(dec, &objSkillNarrow)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *SkillNarrow) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "reason":
+		return wire.Ptr(r, &x.Reason, wire.StringFrom)
+	case "removedTools":
+		return wire.Field(r, &x.RemovedTools, readListOfString)
+	case "remainingTools":
+		return wire.Field(r, &x.RemainingTools, readListOfString)
+	case "policy":
+		return wire.Field(r, &x.Policy, wire.RawFrom)
+	case "removedToolDetails":
+		return wire.Field(r, &x.RemovedToolDetails, wire.RawFrom)
+	case "keptToolDetails":
+		return wire.Field(r, &x.KeptToolDetails, wire.RawFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes SkillNarrow, members in schema order, then Extra.
+func (x SkillNarrow) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *SkillNarrow) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "reason", x.Reason, wire.StringTo)
+	wire.PutIf(w, "removedTools", x.RemovedTools, x.RemovedTools != nil, writeListOfString)
+	wire.PutIf(w, "remainingTools", x.RemainingTools, x.RemainingTools != nil, writeListOfString)
+	wire.PutIf(w, "policy", x.Policy, x.Policy != nil, wire.RawTo)
+	wire.PutIf(w, "removedToolDetails", x.RemovedToolDetails, x.RemovedToolDetails != nil, wire.RawTo)
+	wire.PutIf(w, "keptToolDetails", x.KeptToolDetails, x.KeptToolDetails != nil, wire.RawTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x SkillNarrow) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *SkillNarrow) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Skills narrowed the tool set. Vendor fields live under _meta.harn; at the update's root (pre-#905)
+// they are forbidden (see the legacy reader in gen/harn).
+//
+// Open: members the schema does not name are kept in Extra and written back. These members are
+// forbidden (wire.ErrForbiddenMember): `reason`, `removedTools`, `remainingTools`, `policy`,
+// `removedToolDetails`, `keptToolDetails`. Generated from
+// harn-acp.schema.json#/$defs/skill_narrow_update.
+type SkillNarrowUpdate struct {
+	// The _meta of a skill_narrow update: Harn's fields under harn; other keys are kept.
+	Meta SkillNarrowUpdateMeta
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objSkillNarrowUpdate = wire.Object{
+	Required: []string{"sessionUpdate", "_meta"},
+	Type:     "SkillNarrowUpdate",
+}
+
+// UnmarshalJSONFrom decodes SkillNarrowUpdate, checking required members, kinds and constraints.
+func (x *SkillNarrowUpdate) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = SkillNarrowUpdate{}
+	r := wire.ReadObject(dec, &objSkillNarrowUpdate)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *SkillNarrowUpdate) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "sessionUpdate":
+		return wire.Const(r, "skill_narrow", wire.StringFrom)
+	case "_meta":
+		return wire.Field(r, &x.Meta, (*SkillNarrowUpdateMeta).UnmarshalJSONFrom)
+	case "reason", "removedTools", "remainingTools", "policy", "removedToolDetails", "keptToolDetails":
+		return r.Forbidden()
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes SkillNarrowUpdate, members in schema order, then Extra.
+func (x SkillNarrowUpdate) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *SkillNarrowUpdate) members(w *wire.ObjectWriter) {
+	wire.PutConst(w, "sessionUpdate", "skill_narrow", wire.StringTo)
+	wire.Put(w, "_meta", x.Meta, SkillNarrowUpdateMeta.MarshalJSONTo)
+	w.ExtrasExcept(x.Extra, "SkillNarrowUpdate", "reason", "removedTools", "remainingTools", "policy", "removedToolDetails", "keptToolDetails")
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x SkillNarrowUpdate) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *SkillNarrowUpdate) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The _meta of a skill_narrow update: Harn's fields under harn; other keys are kept.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-acp.schema.json#/$defs/skill_narrow_update_meta.
+type SkillNarrowUpdateMeta struct {
+	// Skills narrowed the tool set.
+	Harn SkillNarrow
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objSkillNarrowUpdateMeta = wire.Object{
+	Required: []string{"harn"},
+	Type:     "SkillNarrowUpdateMeta",
+}
+
+// UnmarshalJSONFrom decodes SkillNarrowUpdateMeta, checking required members, kinds and constraints.
+func (x *SkillNarrowUpdateMeta) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = SkillNarrowUpdateMeta{}
+	r := wire.ReadObject(dec, &objSkillNarrowUpdateMeta)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *SkillNarrowUpdateMeta) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "harn":
+		return wire.Field(r, &x.Harn, (*SkillNarrow).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes SkillNarrowUpdateMeta, members in schema order, then Extra.
+func (x SkillNarrowUpdateMeta) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *SkillNarrowUpdateMeta) members(w *wire.ObjectWriter) {
+	wire.Put(w, "harn", x.Harn, SkillNarrow.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x SkillNarrowUpdateMeta) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *SkillNarrowUpdateMeta) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// An active skill scoped the tools the model may use.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-acp.schema.json#/$defs/skill_scope_tools.
+type SkillScopeTools struct {
+	SkillName    string
+	AllowedTools []string
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objSkillScopeTools = wire.Object{
+	Required: []string{"skillName", "allowedTools"},
+	Type:     "SkillScopeTools",
+}
+
+// UnmarshalJSONFrom decodes SkillScopeTools, checking required members, kinds and constraints.
+func (x *SkillScopeTools) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = SkillScopeTools{}
+	r := wire.ReadObject(dec, &objSkillScopeTools)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *SkillScopeTools) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "skillName":
+		return wire.Field(r, &x.SkillName, readSkillScopeToolsSkillName)
+	case "allowedTools":
+		return wire.Field(r, &x.AllowedTools, readListOfString)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes SkillScopeTools, members in schema order, then Extra.
+func (x SkillScopeTools) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *SkillScopeTools) members(w *wire.ObjectWriter) {
+	wire.Put(w, "skillName", x.SkillName, wire.StringTo)
+	wire.Put(w, "allowedTools", x.AllowedTools, writeListOfString)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x SkillScopeTools) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *SkillScopeTools) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// An active skill scoped the tools. Vendor fields live under _meta.harn; at the update's root
+// (pre-#905) they are forbidden (see the legacy reader in gen/harn).
+//
+// Open: members the schema does not name are kept in Extra and written back. These members are
+// forbidden (wire.ErrForbiddenMember): `skillName`, `allowedTools`. Generated from
+// harn-acp.schema.json#/$defs/skill_scope_tools_update.
+type SkillScopeToolsUpdate struct {
+	// The _meta of a skill_scope_tools update: Harn's fields under harn; other keys are kept.
+	Meta SkillScopeToolsUpdateMeta
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objSkillScopeToolsUpdate = wire.Object{
+	Required: []string{"sessionUpdate", "_meta"},
+	Type:     "SkillScopeToolsUpdate",
+}
+
+// UnmarshalJSONFrom decodes SkillScopeToolsUpdate, checking required members, kinds and constraints.
+func (x *SkillScopeToolsUpdate) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = SkillScopeToolsUpdate{}
+	r := wire.ReadObject(dec, &objSkillScopeToolsUpdate)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *SkillScopeToolsUpdate) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "sessionUpdate":
+		return wire.Const(r, "skill_scope_tools", wire.StringFrom)
+	case "_meta":
+		return wire.Field(r, &x.Meta, (*SkillScopeToolsUpdateMeta).UnmarshalJSONFrom)
+	case "skillName", "allowedTools":
+		return r.Forbidden()
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes SkillScopeToolsUpdate, members in schema order, then Extra.
+func (x SkillScopeToolsUpdate) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *SkillScopeToolsUpdate) members(w *wire.ObjectWriter) {
+	wire.PutConst(w, "sessionUpdate", "skill_scope_tools", wire.StringTo)
+	wire.Put(w, "_meta", x.Meta, SkillScopeToolsUpdateMeta.MarshalJSONTo)
+	w.ExtrasExcept(x.Extra, "SkillScopeToolsUpdate", "skillName", "allowedTools")
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x SkillScopeToolsUpdate) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *SkillScopeToolsUpdate) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The _meta of a skill_scope_tools update: Harn's fields under harn; other keys are kept.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-acp.schema.json#/$defs/skill_scope_tools_update_meta.
+type SkillScopeToolsUpdateMeta struct {
+	// An active skill scoped the tools the model may use.
+	Harn SkillScopeTools
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objSkillScopeToolsUpdateMeta = wire.Object{
+	Required: []string{"harn"},
+	Type:     "SkillScopeToolsUpdateMeta",
+}
+
+// UnmarshalJSONFrom decodes SkillScopeToolsUpdateMeta, checking required members, kinds and constraints.
+func (x *SkillScopeToolsUpdateMeta) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = SkillScopeToolsUpdateMeta{}
+	r := wire.ReadObject(dec, &objSkillScopeToolsUpdateMeta)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *SkillScopeToolsUpdateMeta) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "harn":
+		return wire.Field(r, &x.Harn, (*SkillScopeTools).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes SkillScopeToolsUpdateMeta, members in schema order, then Extra.
+func (x SkillScopeToolsUpdateMeta) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *SkillScopeToolsUpdateMeta) members(w *wire.ObjectWriter) {
+	wire.Put(w, "harn", x.Harn, SkillScopeTools.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x SkillScopeToolsUpdateMeta) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *SkillScopeToolsUpdateMeta) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
 // Params of skills/fetch: the id of a skill skills/list returned.
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
@@ -10719,6 +16345,372 @@ func (x *SkillsListResult) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
+// The agent changed its stance (beyond the seed's list).
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-acp.schema.json#/$defs/stance_transition.
+type StanceTransition struct {
+	Phase         *string
+	EscapeTool    *string
+	AllowedTools  []string
+	Justification *string
+	Consent       jsontext.Value
+	Reason        *string
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objStanceTransition = wire.Object{Type: "StanceTransition"}
+
+// UnmarshalJSONFrom decodes StanceTransition, checking required members, kinds and constraints.
+func (x *StanceTransition) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = StanceTransition{}
+	r := wire.ReadObject(dec, &objStanceTransition)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *StanceTransition) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "phase":
+		return wire.Ptr(r, &x.Phase, wire.StringFrom)
+	case "escapeTool":
+		return wire.Ptr(r, &x.EscapeTool, wire.StringFrom)
+	case "allowedTools":
+		return wire.Field(r, &x.AllowedTools, readListOfString)
+	case "justification":
+		return wire.Ptr(r, &x.Justification, wire.StringFrom)
+	case "consent":
+		return wire.Field(r, &x.Consent, wire.RawFrom)
+	case "reason":
+		return wire.Ptr(r, &x.Reason, wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes StanceTransition, members in schema order, then Extra.
+func (x StanceTransition) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *StanceTransition) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "phase", x.Phase, wire.StringTo)
+	wire.PutPtr(w, "escapeTool", x.EscapeTool, wire.StringTo)
+	wire.PutIf(w, "allowedTools", x.AllowedTools, x.AllowedTools != nil, writeListOfString)
+	wire.PutPtr(w, "justification", x.Justification, wire.StringTo)
+	wire.PutIf(w, "consent", x.Consent, x.Consent != nil, wire.RawTo)
+	wire.PutPtr(w, "reason", x.Reason, wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x StanceTransition) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *StanceTransition) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The agent changed its stance. Vendor fields live under _meta.harn; at the update's root (pre-#905)
+// they are forbidden (see the legacy reader in gen/harn).
+//
+// Open: members the schema does not name are kept in Extra and written back. These members are
+// forbidden (wire.ErrForbiddenMember): `phase`, `escapeTool`, `allowedTools`, `justification`,
+// `consent`, `reason`. Generated from harn-acp.schema.json#/$defs/stance_transition_update.
+type StanceTransitionUpdate struct {
+	// The _meta of a stance_transition update: Harn's fields under harn; other keys are kept.
+	Meta StanceTransitionUpdateMeta
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objStanceTransitionUpdate = wire.Object{
+	Required: []string{"sessionUpdate", "_meta"},
+	Type:     "StanceTransitionUpdate",
+}
+
+// UnmarshalJSONFrom decodes StanceTransitionUpdate, checking required members, kinds and constraints.
+func (x *StanceTransitionUpdate) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = StanceTransitionUpdate{}
+	r := wire.ReadObject(dec, &objStanceTransitionUpdate)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *StanceTransitionUpdate) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "sessionUpdate":
+		return wire.Const(r, "stance_transition", wire.StringFrom)
+	case "_meta":
+		return wire.Field(r, &x.Meta, (*StanceTransitionUpdateMeta).UnmarshalJSONFrom)
+	case "phase", "escapeTool", "allowedTools", "justification", "consent", "reason":
+		return r.Forbidden()
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes StanceTransitionUpdate, members in schema order, then Extra.
+func (x StanceTransitionUpdate) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *StanceTransitionUpdate) members(w *wire.ObjectWriter) {
+	wire.PutConst(w, "sessionUpdate", "stance_transition", wire.StringTo)
+	wire.Put(w, "_meta", x.Meta, StanceTransitionUpdateMeta.MarshalJSONTo)
+	w.ExtrasExcept(x.Extra, "StanceTransitionUpdate", "phase", "escapeTool", "allowedTools", "justification", "consent", "reason")
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x StanceTransitionUpdate) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *StanceTransitionUpdate) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The _meta of a stance_transition update: Harn's fields under harn; other keys are kept.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-acp.schema.json#/$defs/stance_transition_update_meta.
+type StanceTransitionUpdateMeta struct {
+	// The agent changed its stance (beyond the seed's list).
+	Harn StanceTransition
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objStanceTransitionUpdateMeta = wire.Object{
+	Required: []string{"harn"},
+	Type:     "StanceTransitionUpdateMeta",
+}
+
+// UnmarshalJSONFrom decodes StanceTransitionUpdateMeta, checking required members, kinds and constraints.
+func (x *StanceTransitionUpdateMeta) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = StanceTransitionUpdateMeta{}
+	r := wire.ReadObject(dec, &objStanceTransitionUpdateMeta)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *StanceTransitionUpdateMeta) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "harn":
+		return wire.Field(r, &x.Harn, (*StanceTransition).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes StanceTransitionUpdateMeta, members in schema order, then Extra.
+func (x StanceTransitionUpdateMeta) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *StanceTransitionUpdateMeta) members(w *wire.ObjectWriter) {
+	wire.Put(w, "harn", x.Harn, StanceTransition.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x StanceTransitionUpdateMeta) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *StanceTransitionUpdateMeta) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The kind of ending. Open: a kind Harn adds later is kept (and is not completion).
+//
+// Other values: A value this version does not know.
+//
+// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
+// from harn-acp.schema.json#/$defs/terminal_kind.
+type TerminalKind string
+
+// Known values of TerminalKind, in schema order.
+const (
+	// The loop completed: the only kind that means completion.
+	TerminalKindNatural              TerminalKind = "natural"
+	TerminalKindUserCancelled        TerminalKind = "user_cancelled"
+	TerminalKindPolicyBudget         TerminalKind = "policy_budget"
+	TerminalKindCompletionUnverified TerminalKind = "completion_unverified"
+	TerminalKindPolicyNoProgress     TerminalKind = "policy_no_progress"
+	TerminalKindPolicyThrash         TerminalKind = "policy_thrash"
+	TerminalKindPolicyGuardrail      TerminalKind = "policy_guardrail"
+	TerminalKindPolicyStop           TerminalKind = "policy_stop"
+	TerminalKindProviderError        TerminalKind = "provider_error"
+	TerminalKindRuntimeError         TerminalKind = "runtime_error"
+	TerminalKindSuspended            TerminalKind = "suspended"
+	TerminalKindUnknown              TerminalKind = "unknown"
+)
+
+var valuesTerminalKind = []TerminalKind{TerminalKindNatural, TerminalKindUserCancelled, TerminalKindPolicyBudget, TerminalKindCompletionUnverified, TerminalKindPolicyNoProgress, TerminalKindPolicyThrash, TerminalKindPolicyGuardrail, TerminalKindPolicyStop, TerminalKindProviderError, TerminalKindRuntimeError, TerminalKindSuspended, TerminalKindUnknown}
+
+// Known reports whether x is one of the values the schema lists.
+func (x TerminalKind) Known() bool {
+	return slices.Contains(valuesTerminalKind, x)
+}
+
+// UnmarshalJSONFrom decodes TerminalKind, keeping any value.
+func (x *TerminalKind) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	return wire.StringEnum(dec, x, "TerminalKind", valuesTerminalKind, true)
+}
+
+// MarshalJSONTo encodes TerminalKind.
+func (x TerminalKind) MarshalJSONTo(enc *jsontext.Encoder) error {
+	return wire.WriteStringEnum(enc, x, "TerminalKind", valuesTerminalKind, true)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x TerminalKind) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *TerminalKind) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// How the agent loop ended. Only kind natural means the prompt completed; stopReason end_turn alone is
+// no evidence of completion.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-acp.schema.json#/$defs/terminal_outcome.
+type TerminalOutcome struct {
+	// The kind of ending. Open: a kind Harn adds later is kept (and is not completion).
+	Kind   TerminalKind
+	Reason string
+	// Who ended the loop. Open.
+	Owner         TerminalOwner
+	TerminalClass *string
+	Message       *string
+	Detail        *string
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objTerminalOutcome = wire.Object{
+	Required: []string{"kind", "reason", "owner"},
+	Type:     "TerminalOutcome",
+}
+
+// UnmarshalJSONFrom decodes TerminalOutcome, checking required members, kinds and constraints.
+func (x *TerminalOutcome) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = TerminalOutcome{}
+	r := wire.ReadObject(dec, &objTerminalOutcome)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *TerminalOutcome) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "kind":
+		return wire.Field(r, &x.Kind, (*TerminalKind).UnmarshalJSONFrom)
+	case "reason":
+		return wire.Field(r, &x.Reason, wire.StringFrom)
+	case "owner":
+		return wire.Field(r, &x.Owner, (*TerminalOwner).UnmarshalJSONFrom)
+	case "terminalClass":
+		return wire.Ptr(r, &x.TerminalClass, wire.StringFrom)
+	case "message":
+		return wire.Ptr(r, &x.Message, wire.StringFrom)
+	case "detail":
+		return wire.Ptr(r, &x.Detail, wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes TerminalOutcome, members in schema order, then Extra.
+func (x TerminalOutcome) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *TerminalOutcome) members(w *wire.ObjectWriter) {
+	wire.Put(w, "kind", x.Kind, TerminalKind.MarshalJSONTo)
+	wire.Put(w, "reason", x.Reason, wire.StringTo)
+	wire.Put(w, "owner", x.Owner, TerminalOwner.MarshalJSONTo)
+	wire.PutPtr(w, "terminalClass", x.TerminalClass, wire.StringTo)
+	wire.PutPtr(w, "message", x.Message, wire.StringTo)
+	wire.PutPtr(w, "detail", x.Detail, wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x TerminalOutcome) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *TerminalOutcome) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Who ended the loop. Open.
+//
+// Other values: A value this version does not know.
+//
+// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
+// from harn-acp.schema.json#/$defs/terminal_owner.
+type TerminalOwner string
+
+// Known values of TerminalOwner, in schema order.
+const (
+	TerminalOwnerAgent    TerminalOwner = "agent"
+	TerminalOwnerUser     TerminalOwner = "user"
+	TerminalOwnerPolicy   TerminalOwner = "policy"
+	TerminalOwnerProvider TerminalOwner = "provider"
+	TerminalOwnerHarness  TerminalOwner = "harness"
+	TerminalOwnerUnknown  TerminalOwner = "unknown"
+)
+
+var valuesTerminalOwner = []TerminalOwner{TerminalOwnerAgent, TerminalOwnerUser, TerminalOwnerPolicy, TerminalOwnerProvider, TerminalOwnerHarness, TerminalOwnerUnknown}
+
+// Known reports whether x is one of the values the schema lists.
+func (x TerminalOwner) Known() bool {
+	return slices.Contains(valuesTerminalOwner, x)
+}
+
+// UnmarshalJSONFrom decodes TerminalOwner, keeping any value.
+func (x *TerminalOwner) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	return wire.StringEnum(dec, x, "TerminalOwner", valuesTerminalOwner, true)
+}
+
+// MarshalJSONTo encodes TerminalOwner.
+func (x TerminalOwner) MarshalJSONTo(enc *jsontext.Encoder) error {
+	return wire.WriteStringEnum(enc, x, "TerminalOwner", valuesTerminalOwner, true)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x TerminalOwner) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *TerminalOwner) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
 // One change of a session timeline.
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
@@ -10779,6 +16771,185 @@ func (x *TimelineUpdate) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
+// The _meta of an ACP tool_call or tool_call_update as Harn fills it: Harn's fields under harn. Other
+// keys (other vendors' extensions) are kept in Extra.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-acp.schema.json#/$defs/tool_call_meta.
+type ToolCallMeta struct {
+	// Harn's fields of a tool call: the tool-lifecycle extension fields (advertised as
+	// agentCapabilities._meta.harn.toolLifecycleExtensionFields) on session/update, and on the
+	// toolCall of session/request_permission also the approval request, the policy rationale and the
+	// tool's descriptor. Hosts migrating from pre-#904 builds read these here instead of at the
+	// update's root.
+	Harn *ToolLifecycle
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objToolCallMeta = wire.Object{Type: "ToolCallMeta"}
+
+// UnmarshalJSONFrom decodes ToolCallMeta, checking required members, kinds and constraints.
+func (x *ToolCallMeta) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = ToolCallMeta{}
+	r := wire.ReadObject(dec, &objToolCallMeta)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *ToolCallMeta) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "harn":
+		return wire.Ptr(r, &x.Harn, (*ToolLifecycle).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes ToolCallMeta, members in schema order, then Extra.
+func (x ToolCallMeta) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *ToolCallMeta) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "harn", x.Harn, ToolLifecycle.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x ToolCallMeta) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *ToolCallMeta) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The tool as the model saw it, when known.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-acp.schema.json#/$defs/tool_descriptor.
+type ToolDescriptor struct {
+	Description   *string
+	InputSchema   jsontext.Value
+	SchemaChanged *bool
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objToolDescriptor = wire.Object{Type: "ToolDescriptor"}
+
+// UnmarshalJSONFrom decodes ToolDescriptor, checking required members, kinds and constraints.
+func (x *ToolDescriptor) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = ToolDescriptor{}
+	r := wire.ReadObject(dec, &objToolDescriptor)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *ToolDescriptor) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "description":
+		return wire.Ptr(r, &x.Description, wire.StringFrom)
+	case "inputSchema":
+		return wire.Field(r, &x.InputSchema, wire.RawFrom)
+	case "schemaChanged":
+		return wire.Ptr(r, &x.SchemaChanged, wire.BoolFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes ToolDescriptor, members in schema order, then Extra.
+func (x ToolDescriptor) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *ToolDescriptor) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "description", x.Description, wire.StringTo)
+	wire.PutIf(w, "inputSchema", x.InputSchema, x.InputSchema != nil, wire.RawTo)
+	wire.PutPtr(w, "schemaChanged", x.SchemaChanged, wire.BoolTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x ToolDescriptor) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *ToolDescriptor) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Why a tool call failed. Open: a category Harn adds later is kept.
+//
+// Other values: A category this version does not know.
+//
+// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
+// from harn-acp.schema.json#/$defs/tool_error_category.
+type ToolErrorCategory string
+
+// Known values of ToolErrorCategory, in schema order.
+const (
+	// The arguments did not fit the tool's schema.
+	ToolErrorCategorySchemaValidation ToolErrorCategory = "schema_validation"
+	// The tool ran and failed.
+	ToolErrorCategoryToolError ToolErrorCategory = "tool_error"
+	// The MCP server serving the tool failed.
+	ToolErrorCategoryMCPServerError ToolErrorCategory = "mcp_server_error"
+	// The host bridge serving the tool failed.
+	ToolErrorCategoryHostBridgeError ToolErrorCategory = "host_bridge_error"
+	// The call was not approved.
+	ToolErrorCategoryPermissionDenied ToolErrorCategory = "permission_denied"
+	// The agent loop rejected a repeated call.
+	ToolErrorCategoryRejectedLoop ToolErrorCategory = "rejected_loop"
+	// The streamed arguments never parsed.
+	ToolErrorCategoryParseAborted ToolErrorCategory = "parse_aborted"
+	ToolErrorCategoryTimeout      ToolErrorCategory = "timeout"
+	ToolErrorCategoryNetwork      ToolErrorCategory = "network"
+	ToolErrorCategoryResourceBusy ToolErrorCategory = "resource_busy"
+	ToolErrorCategoryCancelled    ToolErrorCategory = "cancelled"
+	// The loop exited before the call finished.
+	ToolErrorCategoryAbandonedAtLoopExit ToolErrorCategory = "abandoned_at_loop_exit"
+	ToolErrorCategoryEnvironment         ToolErrorCategory = "environment"
+	ToolErrorCategoryUnknown             ToolErrorCategory = "unknown"
+)
+
+var valuesToolErrorCategory = []ToolErrorCategory{ToolErrorCategorySchemaValidation, ToolErrorCategoryToolError, ToolErrorCategoryMCPServerError, ToolErrorCategoryHostBridgeError, ToolErrorCategoryPermissionDenied, ToolErrorCategoryRejectedLoop, ToolErrorCategoryParseAborted, ToolErrorCategoryTimeout, ToolErrorCategoryNetwork, ToolErrorCategoryResourceBusy, ToolErrorCategoryCancelled, ToolErrorCategoryAbandonedAtLoopExit, ToolErrorCategoryEnvironment, ToolErrorCategoryUnknown}
+
+// Known reports whether x is one of the values the schema lists.
+func (x ToolErrorCategory) Known() bool {
+	return slices.Contains(valuesToolErrorCategory, x)
+}
+
+// UnmarshalJSONFrom decodes ToolErrorCategory, keeping any value.
+func (x *ToolErrorCategory) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	return wire.StringEnum(dec, x, "ToolErrorCategory", valuesToolErrorCategory, true)
+}
+
+// MarshalJSONTo encodes ToolErrorCategory.
+func (x ToolErrorCategory) MarshalJSONTo(enc *jsontext.Encoder) error {
+	return wire.WriteStringEnum(enc, x, "ToolErrorCategory", valuesToolErrorCategory, true)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x ToolErrorCategory) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *ToolErrorCategory) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
 // Params of the legacy tool_execute.
 //
 // Open: members the schema does not name are kept in Extra and written back. Generated from
@@ -10832,6 +17003,670 @@ func (x ToolExecuteParams) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
 func (x *ToolExecuteParams) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The backend that ran the tool: a name, or an object for tools from an MCP server. Omitted while the
+// backend is not yet chosen.
+//
+// The JSON kind of the value selects the variant; exactly one field is set. Generated from
+// harn-acp.schema.json#/$defs/tool_executor.
+type ToolExecutor struct {
+	// Set when the value is a JSON string.
+	String *ToolExecutorName
+	// Set when the value is a JSON object.
+	Object *ToolExecutorObject
+}
+
+// UnmarshalJSONFrom decodes the variant that matches the value's JSON kind.
+func (x *ToolExecutor) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = ToolExecutor{}
+	switch dec.PeekKind() {
+	case '"':
+		return wire.Choose(dec, "ToolExecutor", &x.String, (*ToolExecutorName).UnmarshalJSONFrom)
+	case '{':
+		return wire.Choose(dec, "ToolExecutor", &x.Object, (*ToolExecutorObject).UnmarshalJSONFrom)
+	}
+	return wire.KindError(dec, "ToolExecutor", "string or object")
+}
+
+// MarshalJSONTo encodes the variant that is set.
+func (x ToolExecutor) MarshalJSONTo(enc *jsontext.Encoder) error {
+	switch {
+	case x.String != nil:
+		return ToolExecutorName.MarshalJSONTo(*x.String, enc)
+	case x.Object != nil:
+		return ToolExecutorObject.MarshalJSONTo(*x.Object, enc)
+	}
+	return wire.NoVariant("ToolExecutor")
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x ToolExecutor) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *ToolExecutor) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// A backend named by a string. Open: a backend Harn adds later is kept.
+//
+// Other values: A backend this version does not know.
+//
+// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
+// from harn-acp.schema.json#/$defs/tool_executor_name.
+type ToolExecutorName string
+
+// Known values of ToolExecutorName, in schema order.
+const (
+	// The VM standard library, or a handler in the script's tools table.
+	ToolExecutorNameHarnBuiltin ToolExecutorName = "harn_builtin"
+	// A capability the host provides through the bridge.
+	ToolExecutorNameHostBridge ToolExecutorName = "host_bridge"
+	// The model provider ran the tool server-side and inlined the result.
+	ToolExecutorNameProviderNative ToolExecutorName = "provider_native"
+)
+
+var valuesToolExecutorName = []ToolExecutorName{ToolExecutorNameHarnBuiltin, ToolExecutorNameHostBridge, ToolExecutorNameProviderNative}
+
+// Known reports whether x is one of the values the schema lists.
+func (x ToolExecutorName) Known() bool {
+	return slices.Contains(valuesToolExecutorName, x)
+}
+
+// UnmarshalJSONFrom decodes ToolExecutorName, keeping any value.
+func (x *ToolExecutorName) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	return wire.StringEnum(dec, x, "ToolExecutorName", valuesToolExecutorName, true)
+}
+
+// MarshalJSONTo encodes ToolExecutorName.
+func (x ToolExecutorName) MarshalJSONTo(enc *jsontext.Encoder) error {
+	return wire.WriteStringEnum(enc, x, "ToolExecutorName", valuesToolExecutorName, true)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x ToolExecutorName) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *ToolExecutorName) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// A backend described by an object; kind selects which, and an object of a kind this version does not
+// know is kept in Unknown.
+//
+// The member "kind" selects the variant; exactly one variant field is set, or Unknown for a value this
+// version does not know (kept verbatim, never decoded as another variant). Generated from
+// harn-acp.schema.json#/$defs/tool_executor_object.
+type ToolExecutorObject struct {
+	// The tool came from mcp_list_tools against the named MCP server.
+	//
+	// Set when kind is "mcp_server".
+	MCPServer *MCPServerExecutor
+	// Unknown holds, verbatim, an object whose kind names no variant this version knows.
+	Unknown jsontext.Value
+}
+
+var unionToolExecutorObject = wire.Union{
+	Tag:  "kind",
+	Type: "ToolExecutorObject",
+	Variants: []wire.Variant{{
+		Object: &objMCPServerExecutor,
+		Tag:    "mcp_server",
+	}},
+}
+
+// Tag returns kind: the set variant's, or the one Unknown carries ("" for none, or for the default variant).
+func (x ToolExecutorObject) Tag() string {
+	switch {
+	case x.MCPServer != nil:
+		return "mcp_server"
+	}
+	return wire.UnknownTag(x.Unknown, "kind")
+}
+
+// UnmarshalJSONFrom decodes ToolExecutorObject in one pass, streaming members into the variant once it is chosen.
+func (x *ToolExecutorObject) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = ToolExecutorObject{}
+	r := wire.ReadUnion(dec, &unionToolExecutorObject)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.EndUnion(&x.Unknown)
+}
+
+func (x *ToolExecutorObject) member(r *wire.ObjectReader) error {
+	switch r.Variant() {
+	case 0:
+		return wire.New(&x.MCPServer).member(r)
+	}
+	return nil
+}
+
+// MarshalJSONTo encodes the variant that is set, its tag first, or Unknown as it arrived.
+func (x ToolExecutorObject) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	switch {
+	case x.MCPServer != nil:
+		w.Tag("kind", "mcp_server")
+		x.MCPServer.members(&w)
+	default:
+		return wire.WriteUnknown(enc, "ToolExecutorObject", x.Unknown)
+	}
+	return w.End()
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x ToolExecutorObject) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *ToolExecutorObject) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Harn's fields of a tool call: the tool-lifecycle extension fields (advertised as
+// agentCapabilities._meta.harn.toolLifecycleExtensionFields) on session/update, and on the toolCall of
+// session/request_permission also the approval request, the policy rationale and the tool's
+// descriptor. Hosts migrating from pre-#904 builds read these here instead of at the update's root.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-acp.schema.json#/$defs/tool_lifecycle.
+type ToolLifecycle struct {
+	// The mutation session a tool dispatch belongs to (MutationSessionRecord, snake_case), shared by
+	// tool_call/tool_call_update, worker_update and permission requests. Omitted when no mutation
+	// session is installed.
+	Audit *MutationSessionRecord
+	// Workspace paths the tool changed.
+	ChangedPaths []string
+	// Tool-specific structured data, any JSON.
+	Data jsontext.Value
+	// Wall time of the whole dispatch, in milliseconds.
+	DurationMS *float64
+	// Error message of a failed call.
+	Error *string
+	// Why a tool call failed. Open: a category Harn adds later is kept.
+	ErrorCategory *ToolErrorCategory
+	// Time the executor spent running the tool, in milliseconds.
+	ExecutionDurationMS *float64
+	// The backend that ran the tool: a name, or an object for tools from an MCP server. Omitted while
+	// the backend is not yet chosen.
+	Executor *ToolExecutor
+	// What the call did to the workspace. Open: a status Harn adds later is kept.
+	MutationStatus *MutationStatus
+	// Whether the call's arguments are still being parsed (streamed tool input).
+	Parsing *bool
+	// The raw arguments received so far while parsing is true.
+	RawInputPartial *string
+	// session/request_permission: the tool's name.
+	ToolName *string
+	// Harn's canonical ApprovalRequest (snake_case), under toolCall._meta.harn of
+	// session/request_permission.
+	ApprovalRequest *ApprovalRequest
+	// The policy rationale of a permission request (type harn.permission_policy_decision.v1).
+	PolicyDecision *PermissionPolicyDecision
+	// The tool as the model saw it, when known.
+	ToolDescriptor *ToolDescriptor
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objToolLifecycle = wire.Object{Type: "ToolLifecycle"}
+
+// UnmarshalJSONFrom decodes ToolLifecycle, checking required members, kinds and constraints.
+func (x *ToolLifecycle) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = ToolLifecycle{}
+	r := wire.ReadObject(dec, &objToolLifecycle)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *ToolLifecycle) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "audit":
+		return wire.Ptr(r, &x.Audit, (*MutationSessionRecord).UnmarshalJSONFrom)
+	case "changedPaths":
+		return wire.Field(r, &x.ChangedPaths, readListOfString)
+	case "data":
+		return wire.Field(r, &x.Data, wire.RawFrom)
+	case "durationMs":
+		return wire.Ptr(r, &x.DurationMS, readToolLifecycleDurationMS)
+	case "error":
+		return wire.Ptr(r, &x.Error, wire.StringFrom)
+	case "errorCategory":
+		return wire.Ptr(r, &x.ErrorCategory, (*ToolErrorCategory).UnmarshalJSONFrom)
+	case "executionDurationMs":
+		return wire.Ptr(r, &x.ExecutionDurationMS, readToolLifecycleExecutionDurationMS)
+	case "executor":
+		return wire.Ptr(r, &x.Executor, (*ToolExecutor).UnmarshalJSONFrom)
+	case "mutationStatus":
+		return wire.Ptr(r, &x.MutationStatus, (*MutationStatus).UnmarshalJSONFrom)
+	case "parsing":
+		return wire.Ptr(r, &x.Parsing, wire.BoolFrom)
+	case "rawInputPartial":
+		return wire.Ptr(r, &x.RawInputPartial, wire.StringFrom)
+	case "toolName":
+		return wire.Ptr(r, &x.ToolName, wire.StringFrom)
+	case "approvalRequest":
+		return wire.Ptr(r, &x.ApprovalRequest, (*ApprovalRequest).UnmarshalJSONFrom)
+	case "policyDecision":
+		return wire.Ptr(r, &x.PolicyDecision, (*PermissionPolicyDecision).UnmarshalJSONFrom)
+	case "toolDescriptor":
+		return wire.Ptr(r, &x.ToolDescriptor, (*ToolDescriptor).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes ToolLifecycle, members in schema order, then Extra.
+func (x ToolLifecycle) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *ToolLifecycle) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "audit", x.Audit, MutationSessionRecord.MarshalJSONTo)
+	wire.PutIf(w, "changedPaths", x.ChangedPaths, x.ChangedPaths != nil, writeListOfString)
+	wire.PutIf(w, "data", x.Data, x.Data != nil, wire.RawTo)
+	wire.PutPtr(w, "durationMs", x.DurationMS, wire.FloatTo)
+	wire.PutPtr(w, "error", x.Error, wire.StringTo)
+	wire.PutPtr(w, "errorCategory", x.ErrorCategory, ToolErrorCategory.MarshalJSONTo)
+	wire.PutPtr(w, "executionDurationMs", x.ExecutionDurationMS, wire.FloatTo)
+	wire.PutPtr(w, "executor", x.Executor, ToolExecutor.MarshalJSONTo)
+	wire.PutPtr(w, "mutationStatus", x.MutationStatus, MutationStatus.MarshalJSONTo)
+	wire.PutPtr(w, "parsing", x.Parsing, wire.BoolTo)
+	wire.PutPtr(w, "rawInputPartial", x.RawInputPartial, wire.StringTo)
+	wire.PutPtr(w, "toolName", x.ToolName, wire.StringTo)
+	wire.PutPtr(w, "approvalRequest", x.ApprovalRequest, ApprovalRequest.MarshalJSONTo)
+	wire.PutPtr(w, "policyDecision", x.PolicyDecision, PermissionPolicyDecision.MarshalJSONTo)
+	wire.PutPtr(w, "toolDescriptor", x.ToolDescriptor, ToolDescriptor.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x ToolLifecycle) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *ToolLifecycle) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// A client-executed tool search ran a query.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-acp.schema.json#/$defs/tool_search_query.
+type ToolSearchQuery struct {
+	ToolUseID *string
+	Name      *string
+	Query     jsontext.Value
+	Strategy  *string
+	Mode      *string
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objToolSearchQuery = wire.Object{Type: "ToolSearchQuery"}
+
+// UnmarshalJSONFrom decodes ToolSearchQuery, checking required members, kinds and constraints.
+func (x *ToolSearchQuery) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = ToolSearchQuery{}
+	r := wire.ReadObject(dec, &objToolSearchQuery)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *ToolSearchQuery) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "toolUseId":
+		return wire.Ptr(r, &x.ToolUseID, wire.StringFrom)
+	case "name":
+		return wire.Ptr(r, &x.Name, wire.StringFrom)
+	case "query":
+		return wire.Field(r, &x.Query, wire.RawFrom)
+	case "strategy":
+		return wire.Ptr(r, &x.Strategy, wire.StringFrom)
+	case "mode":
+		return wire.Ptr(r, &x.Mode, wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes ToolSearchQuery, members in schema order, then Extra.
+func (x ToolSearchQuery) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *ToolSearchQuery) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "toolUseId", x.ToolUseID, wire.StringTo)
+	wire.PutPtr(w, "name", x.Name, wire.StringTo)
+	wire.PutIf(w, "query", x.Query, x.Query != nil, wire.RawTo)
+	wire.PutPtr(w, "strategy", x.Strategy, wire.StringTo)
+	wire.PutPtr(w, "mode", x.Mode, wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x ToolSearchQuery) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *ToolSearchQuery) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// A client-executed tool search ran a query. Vendor fields live under _meta.harn; at the update's root
+// (pre-#905) they are forbidden (see the legacy reader in gen/harn).
+//
+// Open: members the schema does not name are kept in Extra and written back. These members are
+// forbidden (wire.ErrForbiddenMember): `toolUseId`, `name`, `query`, `strategy`, `mode`. Generated
+// from harn-acp.schema.json#/$defs/tool_search_query_update.
+type ToolSearchQueryUpdate struct {
+	// The _meta of a tool_search_query update: Harn's fields under harn; other keys are kept.
+	Meta ToolSearchQueryUpdateMeta
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objToolSearchQueryUpdate = wire.Object{
+	Required: []string{"sessionUpdate", "_meta"},
+	Type:     "ToolSearchQueryUpdate",
+}
+
+// UnmarshalJSONFrom decodes ToolSearchQueryUpdate, checking required members, kinds and constraints.
+func (x *ToolSearchQueryUpdate) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = ToolSearchQueryUpdate{}
+	r := wire.ReadObject(dec, &objToolSearchQueryUpdate)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *ToolSearchQueryUpdate) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "sessionUpdate":
+		return wire.Const(r, "tool_search_query", wire.StringFrom)
+	case "_meta":
+		return wire.Field(r, &x.Meta, (*ToolSearchQueryUpdateMeta).UnmarshalJSONFrom)
+	case "toolUseId", "name", "query", "strategy", "mode":
+		return r.Forbidden()
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes ToolSearchQueryUpdate, members in schema order, then Extra.
+func (x ToolSearchQueryUpdate) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *ToolSearchQueryUpdate) members(w *wire.ObjectWriter) {
+	wire.PutConst(w, "sessionUpdate", "tool_search_query", wire.StringTo)
+	wire.Put(w, "_meta", x.Meta, ToolSearchQueryUpdateMeta.MarshalJSONTo)
+	w.ExtrasExcept(x.Extra, "ToolSearchQueryUpdate", "toolUseId", "name", "query", "strategy", "mode")
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x ToolSearchQueryUpdate) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *ToolSearchQueryUpdate) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The _meta of a tool_search_query update: Harn's fields under harn; other keys are kept.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-acp.schema.json#/$defs/tool_search_query_update_meta.
+type ToolSearchQueryUpdateMeta struct {
+	// A client-executed tool search ran a query.
+	Harn ToolSearchQuery
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objToolSearchQueryUpdateMeta = wire.Object{
+	Required: []string{"harn"},
+	Type:     "ToolSearchQueryUpdateMeta",
+}
+
+// UnmarshalJSONFrom decodes ToolSearchQueryUpdateMeta, checking required members, kinds and constraints.
+func (x *ToolSearchQueryUpdateMeta) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = ToolSearchQueryUpdateMeta{}
+	r := wire.ReadObject(dec, &objToolSearchQueryUpdateMeta)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *ToolSearchQueryUpdateMeta) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "harn":
+		return wire.Field(r, &x.Harn, (*ToolSearchQuery).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes ToolSearchQueryUpdateMeta, members in schema order, then Extra.
+func (x ToolSearchQueryUpdateMeta) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *ToolSearchQueryUpdateMeta) members(w *wire.ObjectWriter) {
+	wire.Put(w, "harn", x.Harn, ToolSearchQuery.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x ToolSearchQueryUpdateMeta) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *ToolSearchQueryUpdateMeta) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// A client-executed tool search promoted tools.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-acp.schema.json#/$defs/tool_search_result.
+type ToolSearchResult struct {
+	ToolUseID *string
+	Promoted  []jsontext.Value
+	Strategy  *string
+	Mode      *string
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objToolSearchResult = wire.Object{Type: "ToolSearchResult"}
+
+// UnmarshalJSONFrom decodes ToolSearchResult, checking required members, kinds and constraints.
+func (x *ToolSearchResult) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = ToolSearchResult{}
+	r := wire.ReadObject(dec, &objToolSearchResult)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *ToolSearchResult) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "toolUseId":
+		return wire.Ptr(r, &x.ToolUseID, wire.StringFrom)
+	case "promoted":
+		return wire.Field(r, &x.Promoted, readListOfRaw)
+	case "strategy":
+		return wire.Ptr(r, &x.Strategy, wire.StringFrom)
+	case "mode":
+		return wire.Ptr(r, &x.Mode, wire.StringFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes ToolSearchResult, members in schema order, then Extra.
+func (x ToolSearchResult) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *ToolSearchResult) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "toolUseId", x.ToolUseID, wire.StringTo)
+	wire.PutIf(w, "promoted", x.Promoted, x.Promoted != nil, writeListOfRaw)
+	wire.PutPtr(w, "strategy", x.Strategy, wire.StringTo)
+	wire.PutPtr(w, "mode", x.Mode, wire.StringTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x ToolSearchResult) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *ToolSearchResult) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// A client-executed tool search promoted tools. Vendor fields live under _meta.harn; at the update's
+// root (pre-#905) they are forbidden (see the legacy reader in gen/harn).
+//
+// Open: members the schema does not name are kept in Extra and written back. These members are
+// forbidden (wire.ErrForbiddenMember): `toolUseId`, `promoted`, `strategy`, `mode`. Generated from
+// harn-acp.schema.json#/$defs/tool_search_result_update.
+type ToolSearchResultUpdate struct {
+	// The _meta of a tool_search_result update: Harn's fields under harn; other keys are kept.
+	Meta ToolSearchResultUpdateMeta
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objToolSearchResultUpdate = wire.Object{
+	Required: []string{"sessionUpdate", "_meta"},
+	Type:     "ToolSearchResultUpdate",
+}
+
+// UnmarshalJSONFrom decodes ToolSearchResultUpdate, checking required members, kinds and constraints.
+func (x *ToolSearchResultUpdate) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = ToolSearchResultUpdate{}
+	r := wire.ReadObject(dec, &objToolSearchResultUpdate)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *ToolSearchResultUpdate) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "sessionUpdate":
+		return wire.Const(r, "tool_search_result", wire.StringFrom)
+	case "_meta":
+		return wire.Field(r, &x.Meta, (*ToolSearchResultUpdateMeta).UnmarshalJSONFrom)
+	case "toolUseId", "promoted", "strategy", "mode":
+		return r.Forbidden()
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes ToolSearchResultUpdate, members in schema order, then Extra.
+func (x ToolSearchResultUpdate) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *ToolSearchResultUpdate) members(w *wire.ObjectWriter) {
+	wire.PutConst(w, "sessionUpdate", "tool_search_result", wire.StringTo)
+	wire.Put(w, "_meta", x.Meta, ToolSearchResultUpdateMeta.MarshalJSONTo)
+	w.ExtrasExcept(x.Extra, "ToolSearchResultUpdate", "toolUseId", "promoted", "strategy", "mode")
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x ToolSearchResultUpdate) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *ToolSearchResultUpdate) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The _meta of a tool_search_result update: Harn's fields under harn; other keys are kept.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-acp.schema.json#/$defs/tool_search_result_update_meta.
+type ToolSearchResultUpdateMeta struct {
+	// A client-executed tool search promoted tools.
+	Harn ToolSearchResult
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objToolSearchResultUpdateMeta = wire.Object{
+	Required: []string{"harn"},
+	Type:     "ToolSearchResultUpdateMeta",
+}
+
+// UnmarshalJSONFrom decodes ToolSearchResultUpdateMeta, checking required members, kinds and constraints.
+func (x *ToolSearchResultUpdateMeta) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = ToolSearchResultUpdateMeta{}
+	r := wire.ReadObject(dec, &objToolSearchResultUpdateMeta)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *ToolSearchResultUpdateMeta) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "harn":
+		return wire.Field(r, &x.Harn, (*ToolSearchResult).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes ToolSearchResultUpdateMeta, members in schema order, then Extra.
+func (x ToolSearchResultUpdateMeta) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *ToolSearchResultUpdateMeta) members(w *wire.ObjectWriter) {
+	wire.Put(w, "harn", x.Harn, ToolSearchResult.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x ToolSearchResultUpdateMeta) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *ToolSearchResultUpdateMeta) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
@@ -10946,8 +17781,1030 @@ func (x *ToolsListEnvelope) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
+// A compaction of the transcript, with its receipt. The reference pins no member's type, so every
+// member is kept as raw JSON.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-acp.schema.json#/$defs/transcript_compacted.
+type TranscriptCompacted struct {
+	ReceiptID               jsontext.Value
+	SchemaVersion           jsontext.Value
+	Mode                    jsontext.Value
+	Reason                  jsontext.Value
+	Strategy                jsontext.Value
+	EngineStrategy          jsontext.Value
+	RequestedStrategy       jsontext.Value
+	ResolvedThresholdTokens jsontext.Value
+	ThresholdSource         jsontext.Value
+	HardLimitTokens         jsontext.Value
+	ArchivedMessages        jsontext.Value
+	EstimatedTokensBefore   jsontext.Value
+	EstimatedTokensAfter    jsontext.Value
+	SnapshotAssetID         jsontext.Value
+	InstructionMode         jsontext.Value
+	InstructionSource       jsontext.Value
+	CompactionPolicy        jsontext.Value
+	Recap                   jsontext.Value
+	SourceMeasurement       jsontext.Value
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objTranscriptCompacted = wire.Object{Type: "TranscriptCompacted"}
+
+// UnmarshalJSONFrom decodes TranscriptCompacted, checking required members, kinds and constraints.
+func (x *TranscriptCompacted) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = TranscriptCompacted{}
+	r := wire.ReadObject(dec, &objTranscriptCompacted)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *TranscriptCompacted) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "receiptId":
+		return wire.Field(r, &x.ReceiptID, wire.RawFrom)
+	case "schemaVersion":
+		return wire.Field(r, &x.SchemaVersion, wire.RawFrom)
+	case "mode":
+		return wire.Field(r, &x.Mode, wire.RawFrom)
+	case "reason":
+		return wire.Field(r, &x.Reason, wire.RawFrom)
+	case "strategy":
+		return wire.Field(r, &x.Strategy, wire.RawFrom)
+	case "engineStrategy":
+		return wire.Field(r, &x.EngineStrategy, wire.RawFrom)
+	case "requestedStrategy":
+		return wire.Field(r, &x.RequestedStrategy, wire.RawFrom)
+	case "resolvedThresholdTokens":
+		return wire.Field(r, &x.ResolvedThresholdTokens, wire.RawFrom)
+	case "thresholdSource":
+		return wire.Field(r, &x.ThresholdSource, wire.RawFrom)
+	case "hardLimitTokens":
+		return wire.Field(r, &x.HardLimitTokens, wire.RawFrom)
+	case "archivedMessages":
+		return wire.Field(r, &x.ArchivedMessages, wire.RawFrom)
+	case "estimatedTokensBefore":
+		return wire.Field(r, &x.EstimatedTokensBefore, wire.RawFrom)
+	case "estimatedTokensAfter":
+		return wire.Field(r, &x.EstimatedTokensAfter, wire.RawFrom)
+	case "snapshotAssetId":
+		return wire.Field(r, &x.SnapshotAssetID, wire.RawFrom)
+	case "instructionMode":
+		return wire.Field(r, &x.InstructionMode, wire.RawFrom)
+	case "instructionSource":
+		return wire.Field(r, &x.InstructionSource, wire.RawFrom)
+	case "compactionPolicy":
+		return wire.Field(r, &x.CompactionPolicy, wire.RawFrom)
+	case "recap":
+		return wire.Field(r, &x.Recap, wire.RawFrom)
+	case "sourceMeasurement":
+		return wire.Field(r, &x.SourceMeasurement, wire.RawFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes TranscriptCompacted, members in schema order, then Extra.
+func (x TranscriptCompacted) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *TranscriptCompacted) members(w *wire.ObjectWriter) {
+	wire.PutIf(w, "receiptId", x.ReceiptID, x.ReceiptID != nil, wire.RawTo)
+	wire.PutIf(w, "schemaVersion", x.SchemaVersion, x.SchemaVersion != nil, wire.RawTo)
+	wire.PutIf(w, "mode", x.Mode, x.Mode != nil, wire.RawTo)
+	wire.PutIf(w, "reason", x.Reason, x.Reason != nil, wire.RawTo)
+	wire.PutIf(w, "strategy", x.Strategy, x.Strategy != nil, wire.RawTo)
+	wire.PutIf(w, "engineStrategy", x.EngineStrategy, x.EngineStrategy != nil, wire.RawTo)
+	wire.PutIf(w, "requestedStrategy", x.RequestedStrategy, x.RequestedStrategy != nil, wire.RawTo)
+	wire.PutIf(w, "resolvedThresholdTokens", x.ResolvedThresholdTokens, x.ResolvedThresholdTokens != nil, wire.RawTo)
+	wire.PutIf(w, "thresholdSource", x.ThresholdSource, x.ThresholdSource != nil, wire.RawTo)
+	wire.PutIf(w, "hardLimitTokens", x.HardLimitTokens, x.HardLimitTokens != nil, wire.RawTo)
+	wire.PutIf(w, "archivedMessages", x.ArchivedMessages, x.ArchivedMessages != nil, wire.RawTo)
+	wire.PutIf(w, "estimatedTokensBefore", x.EstimatedTokensBefore, x.EstimatedTokensBefore != nil, wire.RawTo)
+	wire.PutIf(w, "estimatedTokensAfter", x.EstimatedTokensAfter, x.EstimatedTokensAfter != nil, wire.RawTo)
+	wire.PutIf(w, "snapshotAssetId", x.SnapshotAssetID, x.SnapshotAssetID != nil, wire.RawTo)
+	wire.PutIf(w, "instructionMode", x.InstructionMode, x.InstructionMode != nil, wire.RawTo)
+	wire.PutIf(w, "instructionSource", x.InstructionSource, x.InstructionSource != nil, wire.RawTo)
+	wire.PutIf(w, "compactionPolicy", x.CompactionPolicy, x.CompactionPolicy != nil, wire.RawTo)
+	wire.PutIf(w, "recap", x.Recap, x.Recap != nil, wire.RawTo)
+	wire.PutIf(w, "sourceMeasurement", x.SourceMeasurement, x.SourceMeasurement != nil, wire.RawTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x TranscriptCompacted) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *TranscriptCompacted) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The transcript was compacted. Vendor fields live under _meta.harn; at the update's root (pre-#905)
+// they are forbidden (see the legacy reader in gen/harn).
+//
+// Open: members the schema does not name are kept in Extra and written back. These members are
+// forbidden (wire.ErrForbiddenMember): `receiptId`, `schemaVersion`, `mode`, `reason`, `strategy`,
+// `engineStrategy`, `requestedStrategy`, `resolvedThresholdTokens`, `thresholdSource`,
+// `hardLimitTokens`, `archivedMessages`, `estimatedTokensBefore`, `estimatedTokensAfter`,
+// `snapshotAssetId`, `instructionMode`, `instructionSource`, `compactionPolicy`, `recap`,
+// `sourceMeasurement`. Generated from harn-acp.schema.json#/$defs/transcript_compacted_update.
+type TranscriptCompactedUpdate struct {
+	// The _meta of a transcript_compacted update: Harn's fields under harn; other keys are kept.
+	Meta TranscriptCompactedUpdateMeta
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objTranscriptCompactedUpdate = wire.Object{
+	Required: []string{"sessionUpdate", "_meta"},
+	Type:     "TranscriptCompactedUpdate",
+}
+
+// UnmarshalJSONFrom decodes TranscriptCompactedUpdate, checking required members, kinds and constraints.
+func (x *TranscriptCompactedUpdate) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = TranscriptCompactedUpdate{}
+	r := wire.ReadObject(dec, &objTranscriptCompactedUpdate)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *TranscriptCompactedUpdate) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "sessionUpdate":
+		return wire.Const(r, "transcript_compacted", wire.StringFrom)
+	case "_meta":
+		return wire.Field(r, &x.Meta, (*TranscriptCompactedUpdateMeta).UnmarshalJSONFrom)
+	case "receiptId", "schemaVersion", "mode", "reason", "strategy", "engineStrategy", "requestedStrategy", "resolvedThresholdTokens", "thresholdSource", "hardLimitTokens", "archivedMessages", "estimatedTokensBefore", "estimatedTokensAfter", "snapshotAssetId", "instructionMode", "instructionSource", "compactionPolicy", "recap", "sourceMeasurement":
+		return r.Forbidden()
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes TranscriptCompactedUpdate, members in schema order, then Extra.
+func (x TranscriptCompactedUpdate) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *TranscriptCompactedUpdate) members(w *wire.ObjectWriter) {
+	wire.PutConst(w, "sessionUpdate", "transcript_compacted", wire.StringTo)
+	wire.Put(w, "_meta", x.Meta, TranscriptCompactedUpdateMeta.MarshalJSONTo)
+	w.ExtrasExcept(x.Extra, "TranscriptCompactedUpdate", "receiptId", "schemaVersion", "mode", "reason", "strategy", "engineStrategy", "requestedStrategy", "resolvedThresholdTokens", "thresholdSource", "hardLimitTokens", "archivedMessages", "estimatedTokensBefore", "estimatedTokensAfter", "snapshotAssetId", "instructionMode", "instructionSource", "compactionPolicy", "recap", "sourceMeasurement")
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x TranscriptCompactedUpdate) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *TranscriptCompactedUpdate) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The _meta of a transcript_compacted update: Harn's fields under harn; other keys are kept.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-acp.schema.json#/$defs/transcript_compacted_update_meta.
+type TranscriptCompactedUpdateMeta struct {
+	// A compaction of the transcript, with its receipt. The reference pins no member's type, so every
+	// member is kept as raw JSON.
+	Harn TranscriptCompacted
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objTranscriptCompactedUpdateMeta = wire.Object{
+	Required: []string{"harn"},
+	Type:     "TranscriptCompactedUpdateMeta",
+}
+
+// UnmarshalJSONFrom decodes TranscriptCompactedUpdateMeta, checking required members, kinds and constraints.
+func (x *TranscriptCompactedUpdateMeta) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = TranscriptCompactedUpdateMeta{}
+	r := wire.ReadObject(dec, &objTranscriptCompactedUpdateMeta)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *TranscriptCompactedUpdateMeta) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "harn":
+		return wire.Field(r, &x.Harn, (*TranscriptCompacted).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes TranscriptCompactedUpdateMeta, members in schema order, then Extra.
+func (x TranscriptCompactedUpdateMeta) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *TranscriptCompactedUpdateMeta) members(w *wire.ObjectWriter) {
+	wire.Put(w, "harn", x.Harn, TranscriptCompacted.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x TranscriptCompactedUpdateMeta) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *TranscriptCompactedUpdateMeta) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// How the transcript was projected for a model request. The reference pins no member's type, so every
+// member is kept as raw JSON.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-acp.schema.json#/$defs/transcript_projected.
+type TranscriptProjected struct {
+	Policy                jsontext.Value
+	Reason                jsontext.Value
+	PrefixHash            jsontext.Value
+	KeptCount             jsontext.Value
+	DroppedCount          jsontext.Value
+	ProviderSafetyBlocked jsontext.Value
+	RedactedCount         jsontext.Value
+	ReclaimedTokens       jsontext.Value
+	RootsConsulted        jsontext.Value
+	RedactionPointers     jsontext.Value
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objTranscriptProjected = wire.Object{Type: "TranscriptProjected"}
+
+// UnmarshalJSONFrom decodes TranscriptProjected, checking required members, kinds and constraints.
+func (x *TranscriptProjected) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = TranscriptProjected{}
+	r := wire.ReadObject(dec, &objTranscriptProjected)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *TranscriptProjected) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "policy":
+		return wire.Field(r, &x.Policy, wire.RawFrom)
+	case "reason":
+		return wire.Field(r, &x.Reason, wire.RawFrom)
+	case "prefixHash":
+		return wire.Field(r, &x.PrefixHash, wire.RawFrom)
+	case "keptCount":
+		return wire.Field(r, &x.KeptCount, wire.RawFrom)
+	case "droppedCount":
+		return wire.Field(r, &x.DroppedCount, wire.RawFrom)
+	case "providerSafetyBlocked":
+		return wire.Field(r, &x.ProviderSafetyBlocked, wire.RawFrom)
+	case "redactedCount":
+		return wire.Field(r, &x.RedactedCount, wire.RawFrom)
+	case "reclaimedTokens":
+		return wire.Field(r, &x.ReclaimedTokens, wire.RawFrom)
+	case "rootsConsulted":
+		return wire.Field(r, &x.RootsConsulted, wire.RawFrom)
+	case "redactionPointers":
+		return wire.Field(r, &x.RedactionPointers, wire.RawFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes TranscriptProjected, members in schema order, then Extra.
+func (x TranscriptProjected) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *TranscriptProjected) members(w *wire.ObjectWriter) {
+	wire.PutIf(w, "policy", x.Policy, x.Policy != nil, wire.RawTo)
+	wire.PutIf(w, "reason", x.Reason, x.Reason != nil, wire.RawTo)
+	wire.PutIf(w, "prefixHash", x.PrefixHash, x.PrefixHash != nil, wire.RawTo)
+	wire.PutIf(w, "keptCount", x.KeptCount, x.KeptCount != nil, wire.RawTo)
+	wire.PutIf(w, "droppedCount", x.DroppedCount, x.DroppedCount != nil, wire.RawTo)
+	wire.PutIf(w, "providerSafetyBlocked", x.ProviderSafetyBlocked, x.ProviderSafetyBlocked != nil, wire.RawTo)
+	wire.PutIf(w, "redactedCount", x.RedactedCount, x.RedactedCount != nil, wire.RawTo)
+	wire.PutIf(w, "reclaimedTokens", x.ReclaimedTokens, x.ReclaimedTokens != nil, wire.RawTo)
+	wire.PutIf(w, "rootsConsulted", x.RootsConsulted, x.RootsConsulted != nil, wire.RawTo)
+	wire.PutIf(w, "redactionPointers", x.RedactionPointers, x.RedactionPointers != nil, wire.RawTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x TranscriptProjected) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *TranscriptProjected) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The transcript was projected for a model request. Vendor fields live under _meta.harn; at the
+// update's root (pre-#905) they are forbidden (see the legacy reader in gen/harn).
+//
+// Open: members the schema does not name are kept in Extra and written back. These members are
+// forbidden (wire.ErrForbiddenMember): `policy`, `reason`, `prefixHash`, `keptCount`, `droppedCount`,
+// `providerSafetyBlocked`, `redactedCount`, `reclaimedTokens`, `rootsConsulted`, `redactionPointers`.
+// Generated from harn-acp.schema.json#/$defs/transcript_projected_update.
+type TranscriptProjectedUpdate struct {
+	// The _meta of a transcript_projected update: Harn's fields under harn; other keys are kept.
+	Meta TranscriptProjectedUpdateMeta
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objTranscriptProjectedUpdate = wire.Object{
+	Required: []string{"sessionUpdate", "_meta"},
+	Type:     "TranscriptProjectedUpdate",
+}
+
+// UnmarshalJSONFrom decodes TranscriptProjectedUpdate, checking required members, kinds and constraints.
+func (x *TranscriptProjectedUpdate) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = TranscriptProjectedUpdate{}
+	r := wire.ReadObject(dec, &objTranscriptProjectedUpdate)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *TranscriptProjectedUpdate) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "sessionUpdate":
+		return wire.Const(r, "transcript_projected", wire.StringFrom)
+	case "_meta":
+		return wire.Field(r, &x.Meta, (*TranscriptProjectedUpdateMeta).UnmarshalJSONFrom)
+	case "policy", "reason", "prefixHash", "keptCount", "droppedCount", "providerSafetyBlocked", "redactedCount", "reclaimedTokens", "rootsConsulted", "redactionPointers":
+		return r.Forbidden()
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes TranscriptProjectedUpdate, members in schema order, then Extra.
+func (x TranscriptProjectedUpdate) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *TranscriptProjectedUpdate) members(w *wire.ObjectWriter) {
+	wire.PutConst(w, "sessionUpdate", "transcript_projected", wire.StringTo)
+	wire.Put(w, "_meta", x.Meta, TranscriptProjectedUpdateMeta.MarshalJSONTo)
+	w.ExtrasExcept(x.Extra, "TranscriptProjectedUpdate", "policy", "reason", "prefixHash", "keptCount", "droppedCount", "providerSafetyBlocked", "redactedCount", "reclaimedTokens", "rootsConsulted", "redactionPointers")
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x TranscriptProjectedUpdate) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *TranscriptProjectedUpdate) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The _meta of a transcript_projected update: Harn's fields under harn; other keys are kept.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-acp.schema.json#/$defs/transcript_projected_update_meta.
+type TranscriptProjectedUpdateMeta struct {
+	// How the transcript was projected for a model request. The reference pins no member's type, so
+	// every member is kept as raw JSON.
+	Harn TranscriptProjected
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objTranscriptProjectedUpdateMeta = wire.Object{
+	Required: []string{"harn"},
+	Type:     "TranscriptProjectedUpdateMeta",
+}
+
+// UnmarshalJSONFrom decodes TranscriptProjectedUpdateMeta, checking required members, kinds and constraints.
+func (x *TranscriptProjectedUpdateMeta) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = TranscriptProjectedUpdateMeta{}
+	r := wire.ReadObject(dec, &objTranscriptProjectedUpdateMeta)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *TranscriptProjectedUpdateMeta) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "harn":
+		return wire.Field(r, &x.Harn, (*TranscriptProjected).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes TranscriptProjectedUpdateMeta, members in schema order, then Extra.
+func (x TranscriptProjectedUpdateMeta) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *TranscriptProjectedUpdateMeta) members(w *wire.ObjectWriter) {
+	wire.Put(w, "harn", x.Harn, TranscriptProjected.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x TranscriptProjectedUpdateMeta) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *TranscriptProjectedUpdateMeta) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// A user message: text, or ACP content blocks.
+//
+// The JSON kind of the value selects the variant; exactly one field is set. Generated from
+// harn-acp.schema.json#/$defs/user_message_content.
+type UserMessageContent struct {
+	// Set when the value is a JSON string.
+	String *string
+	// Set when the value is a JSON array.
+	List []acp.ContentBlock
+}
+
+// UnmarshalJSONFrom decodes the variant that matches the value's JSON kind.
+func (x *UserMessageContent) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = UserMessageContent{}
+	switch dec.PeekKind() {
+	case '"':
+		return wire.Choose(dec, "UserMessageContent", &x.String, wire.StringFrom)
+	case '[':
+		return wire.Scalar(dec, "UserMessageContent", &x.List, readListOfACPContentBlock)
+	}
+	return wire.KindError(dec, "UserMessageContent", "string or array")
+}
+
+// MarshalJSONTo encodes the variant that is set.
+func (x UserMessageContent) MarshalJSONTo(enc *jsontext.Encoder) error {
+	switch {
+	case x.String != nil:
+		return wire.StringTo(*x.String, enc)
+	case x.List != nil:
+		return writeListOfACPContentBlock(x.List, enc)
+	}
+	return wire.NoVariant("UserMessageContent")
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x UserMessageContent) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *UserMessageContent) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// A queued user message (session/inject) delivered to the agent, echoed with the agent-owned messageId
+// the inject returned (ACP RFD #1261 shape; not in ACP v0.12.2).
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-acp.schema.json#/$defs/user_message_update.
+type UserMessageUpdate struct {
+	MessageID string
+	// A user message: text, or ACP content blocks.
+	Content UserMessageContent
+	Meta    wire.Nullable[jsontext.Value]
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objUserMessageUpdate = wire.Object{
+	Required: []string{"sessionUpdate", "messageId", "content"},
+	Type:     "UserMessageUpdate",
+}
+
+// UnmarshalJSONFrom decodes UserMessageUpdate, checking required members, kinds and constraints.
+func (x *UserMessageUpdate) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = UserMessageUpdate{}
+	r := wire.ReadObject(dec, &objUserMessageUpdate)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *UserMessageUpdate) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "sessionUpdate":
+		return wire.Const(r, "user_message", wire.StringFrom)
+	case "messageId":
+		return wire.Field(r, &x.MessageID, readUserMessageUpdateMessageID)
+	case "content":
+		return wire.Field(r, &x.Content, (*UserMessageContent).UnmarshalJSONFrom)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes UserMessageUpdate, members in schema order, then Extra.
+func (x UserMessageUpdate) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *UserMessageUpdate) members(w *wire.ObjectWriter) {
+	wire.PutConst(w, "sessionUpdate", "user_message", wire.StringTo)
+	wire.Put(w, "messageId", x.MessageID, wire.StringTo)
+	wire.Put(w, "content", x.Content, UserMessageContent.MarshalJSONTo)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x UserMessageUpdate) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *UserMessageUpdate) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// A delegated worker's lifecycle event. status is the value Harn persists for the worker; terminal is
+// derived (completed, failed, stopped, cancelled).
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-acp.schema.json#/$defs/worker_lifecycle.
+type WorkerLifecycle struct {
+	WorkerID   *string
+	WorkerName *string
+	WorkerTask *string
+	WorkerMode *string
+	// The typed lifecycle event (WorkerEvent variant name). Open.
+	Event *WorkerLifecycleEvent
+	// The persisted worker status. Open.
+	Status   *WorkerLifecycleStatus
+	Terminal *bool
+	// Timing, child run and snapshot paths of a worker.
+	Metadata *WorkerMetadata
+	// The mutation session a tool dispatch belongs to (MutationSessionRecord, snake_case), shared by
+	// tool_call/tool_call_update, worker_update and permission requests. Omitted when no mutation
+	// session is installed.
+	Audit *MutationSessionRecord
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objWorkerLifecycle = wire.Object{Type: "WorkerLifecycle"}
+
+// UnmarshalJSONFrom decodes WorkerLifecycle, checking required members, kinds and constraints.
+func (x *WorkerLifecycle) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = WorkerLifecycle{}
+	r := wire.ReadObject(dec, &objWorkerLifecycle)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *WorkerLifecycle) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "workerId":
+		return wire.Ptr(r, &x.WorkerID, wire.StringFrom)
+	case "workerName":
+		return wire.Ptr(r, &x.WorkerName, wire.StringFrom)
+	case "workerTask":
+		return wire.Ptr(r, &x.WorkerTask, wire.StringFrom)
+	case "workerMode":
+		return wire.Ptr(r, &x.WorkerMode, wire.StringFrom)
+	case "event":
+		return wire.Ptr(r, &x.Event, (*WorkerLifecycleEvent).UnmarshalJSONFrom)
+	case "status":
+		return wire.Ptr(r, &x.Status, (*WorkerLifecycleStatus).UnmarshalJSONFrom)
+	case "terminal":
+		return wire.Ptr(r, &x.Terminal, wire.BoolFrom)
+	case "metadata":
+		return wire.Ptr(r, &x.Metadata, (*WorkerMetadata).UnmarshalJSONFrom)
+	case "audit":
+		return wire.Ptr(r, &x.Audit, (*MutationSessionRecord).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes WorkerLifecycle, members in schema order, then Extra.
+func (x WorkerLifecycle) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *WorkerLifecycle) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "workerId", x.WorkerID, wire.StringTo)
+	wire.PutPtr(w, "workerName", x.WorkerName, wire.StringTo)
+	wire.PutPtr(w, "workerTask", x.WorkerTask, wire.StringTo)
+	wire.PutPtr(w, "workerMode", x.WorkerMode, wire.StringTo)
+	wire.PutPtr(w, "event", x.Event, WorkerLifecycleEvent.MarshalJSONTo)
+	wire.PutPtr(w, "status", x.Status, WorkerLifecycleStatus.MarshalJSONTo)
+	wire.PutPtr(w, "terminal", x.Terminal, wire.BoolTo)
+	wire.PutPtr(w, "metadata", x.Metadata, WorkerMetadata.MarshalJSONTo)
+	wire.PutPtr(w, "audit", x.Audit, MutationSessionRecord.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x WorkerLifecycle) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *WorkerLifecycle) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The typed lifecycle event (WorkerEvent variant name). Open.
+//
+// Other values: A value this version does not know.
+//
+// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
+// from harn-acp.schema.json#/$defs/worker_lifecycle/properties/event.
+type WorkerLifecycleEvent string
+
+// Known values of WorkerLifecycleEvent, in schema order.
+const (
+	// Began a new cycle (status running).
+	WorkerLifecycleEventWorkerSpawned WorkerLifecycleEvent = "WorkerSpawned"
+	// A retriggerable worker resumes (progressed).
+	WorkerLifecycleEventWorkerProgressed WorkerLifecycleEvent = "WorkerProgressed"
+	// Parked until the next trigger (awaiting_input).
+	WorkerLifecycleEventWorkerWaitingForInput WorkerLifecycleEvent = "WorkerWaitingForInput"
+	// Suspended (suspended).
+	WorkerLifecycleEventWorkerSuspended WorkerLifecycleEvent = "WorkerSuspended"
+	// Resumed after a suspension.
+	WorkerLifecycleEventWorkerResumed WorkerLifecycleEvent = "WorkerResumed"
+	// Finished successfully (completed, terminal).
+	WorkerLifecycleEventWorkerCompleted WorkerLifecycleEvent = "WorkerCompleted"
+	// Terminated with an error (failed, terminal).
+	WorkerLifecycleEventWorkerFailed WorkerLifecycleEvent = "WorkerFailed"
+	// Stopped after a handoff summary (stopped, terminal).
+	WorkerLifecycleEventWorkerStopped WorkerLifecycleEvent = "WorkerStopped"
+	// Cancelled (cancelled, terminal).
+	WorkerLifecycleEventWorkerCancelled WorkerLifecycleEvent = "WorkerCancelled"
+)
+
+var valuesWorkerLifecycleEvent = []WorkerLifecycleEvent{WorkerLifecycleEventWorkerSpawned, WorkerLifecycleEventWorkerProgressed, WorkerLifecycleEventWorkerWaitingForInput, WorkerLifecycleEventWorkerSuspended, WorkerLifecycleEventWorkerResumed, WorkerLifecycleEventWorkerCompleted, WorkerLifecycleEventWorkerFailed, WorkerLifecycleEventWorkerStopped, WorkerLifecycleEventWorkerCancelled}
+
+// Known reports whether x is one of the values the schema lists.
+func (x WorkerLifecycleEvent) Known() bool {
+	return slices.Contains(valuesWorkerLifecycleEvent, x)
+}
+
+// UnmarshalJSONFrom decodes WorkerLifecycleEvent, keeping any value.
+func (x *WorkerLifecycleEvent) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	return wire.StringEnum(dec, x, "WorkerLifecycleEvent", valuesWorkerLifecycleEvent, true)
+}
+
+// MarshalJSONTo encodes WorkerLifecycleEvent.
+func (x WorkerLifecycleEvent) MarshalJSONTo(enc *jsontext.Encoder) error {
+	return wire.WriteStringEnum(enc, x, "WorkerLifecycleEvent", valuesWorkerLifecycleEvent, true)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x WorkerLifecycleEvent) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *WorkerLifecycleEvent) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The persisted worker status. Open.
+//
+// Other values: A value this version does not know.
+//
+// Open: values the schema does not list are kept; Known reports whether a value is listed. Generated
+// from harn-acp.schema.json#/$defs/worker_lifecycle/properties/status.
+type WorkerLifecycleStatus string
+
+// Known values of WorkerLifecycleStatus, in schema order.
+const (
+	WorkerLifecycleStatusRunning       WorkerLifecycleStatus = "running"
+	WorkerLifecycleStatusProgressed    WorkerLifecycleStatus = "progressed"
+	WorkerLifecycleStatusAwaitingInput WorkerLifecycleStatus = "awaiting_input"
+	WorkerLifecycleStatusSuspended     WorkerLifecycleStatus = "suspended"
+	WorkerLifecycleStatusCompleted     WorkerLifecycleStatus = "completed"
+	WorkerLifecycleStatusFailed        WorkerLifecycleStatus = "failed"
+	WorkerLifecycleStatusStopped       WorkerLifecycleStatus = "stopped"
+	WorkerLifecycleStatusCancelled     WorkerLifecycleStatus = "cancelled"
+)
+
+var valuesWorkerLifecycleStatus = []WorkerLifecycleStatus{WorkerLifecycleStatusRunning, WorkerLifecycleStatusProgressed, WorkerLifecycleStatusAwaitingInput, WorkerLifecycleStatusSuspended, WorkerLifecycleStatusCompleted, WorkerLifecycleStatusFailed, WorkerLifecycleStatusStopped, WorkerLifecycleStatusCancelled}
+
+// Known reports whether x is one of the values the schema lists.
+func (x WorkerLifecycleStatus) Known() bool {
+	return slices.Contains(valuesWorkerLifecycleStatus, x)
+}
+
+// UnmarshalJSONFrom decodes WorkerLifecycleStatus, keeping any value.
+func (x *WorkerLifecycleStatus) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	return wire.StringEnum(dec, x, "WorkerLifecycleStatus", valuesWorkerLifecycleStatus, true)
+}
+
+// MarshalJSONTo encodes WorkerLifecycleStatus.
+func (x WorkerLifecycleStatus) MarshalJSONTo(enc *jsontext.Encoder) error {
+	return wire.WriteStringEnum(enc, x, "WorkerLifecycleStatus", valuesWorkerLifecycleStatus, true)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x WorkerLifecycleStatus) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *WorkerLifecycleStatus) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Timing, child run and snapshot paths of a worker.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-acp.schema.json#/$defs/worker_metadata.
+type WorkerMetadata struct {
+	Task              *string
+	Mode              *string
+	StartedAt         wire.Nullable[string]
+	FinishedAt        wire.Nullable[string]
+	AwaitingStartedAt wire.Nullable[string]
+	ChildRunID        wire.Nullable[string]
+	ChildRunPath      wire.Nullable[string]
+	SnapshotPath      wire.Nullable[string]
+	Audit             jsontext.Value
+	Error             jsontext.Value
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objWorkerMetadata = wire.Object{Type: "WorkerMetadata"}
+
+// UnmarshalJSONFrom decodes WorkerMetadata, checking required members, kinds and constraints.
+func (x *WorkerMetadata) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = WorkerMetadata{}
+	r := wire.ReadObject(dec, &objWorkerMetadata)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *WorkerMetadata) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "task":
+		return wire.Ptr(r, &x.Task, wire.StringFrom)
+	case "mode":
+		return wire.Ptr(r, &x.Mode, wire.StringFrom)
+	case "started_at":
+		return wire.Opt(r, &x.StartedAt, wire.StringFrom)
+	case "finished_at":
+		return wire.Opt(r, &x.FinishedAt, wire.StringFrom)
+	case "awaiting_started_at":
+		return wire.Opt(r, &x.AwaitingStartedAt, wire.StringFrom)
+	case "child_run_id":
+		return wire.Opt(r, &x.ChildRunID, wire.StringFrom)
+	case "child_run_path":
+		return wire.Opt(r, &x.ChildRunPath, wire.StringFrom)
+	case "snapshot_path":
+		return wire.Opt(r, &x.SnapshotPath, wire.StringFrom)
+	case "audit":
+		return wire.Field(r, &x.Audit, wire.RawFrom)
+	case "error":
+		return wire.Field(r, &x.Error, wire.RawFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes WorkerMetadata, members in schema order, then Extra.
+func (x WorkerMetadata) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *WorkerMetadata) members(w *wire.ObjectWriter) {
+	wire.PutPtr(w, "task", x.Task, wire.StringTo)
+	wire.PutPtr(w, "mode", x.Mode, wire.StringTo)
+	wire.PutOpt(w, "started_at", x.StartedAt, wire.StringTo)
+	wire.PutOpt(w, "finished_at", x.FinishedAt, wire.StringTo)
+	wire.PutOpt(w, "awaiting_started_at", x.AwaitingStartedAt, wire.StringTo)
+	wire.PutOpt(w, "child_run_id", x.ChildRunID, wire.StringTo)
+	wire.PutOpt(w, "child_run_path", x.ChildRunPath, wire.StringTo)
+	wire.PutOpt(w, "snapshot_path", x.SnapshotPath, wire.StringTo)
+	wire.PutIf(w, "audit", x.Audit, x.Audit != nil, wire.RawTo)
+	wire.PutIf(w, "error", x.Error, x.Error != nil, wire.RawTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x WorkerMetadata) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *WorkerMetadata) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// A delegated worker's lifecycle event. The current shape carries the fields under _meta.harn; Harn's
+// standalone bridge also sends a legacy duplicate with snake_case fields under content. Both decode
+// here; fields at the update's root (pre-#905) are forbidden.
+//
+// Open: members the schema does not name are kept in Extra and written back. These members are
+// forbidden (wire.ErrForbiddenMember): `workerId`, `workerName`, `workerTask`, `workerMode`, `event`,
+// `status`, `terminal`, `metadata`, `audit`. Generated from harn-acp.schema.json#/$defs/worker_update.
+type WorkerUpdate struct {
+	// The _meta of a worker_update update: Harn's fields under harn; other keys are kept.
+	Meta *WorkerUpdateMeta
+	// The legacy duplicate worker_update's fields (HostBridge, snake_case, unadvertised).
+	Content *LegacyWorkerContent
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objWorkerUpdate = wire.Object{
+	Required: []string{"sessionUpdate"},
+	Type:     "WorkerUpdate",
+}
+
+// UnmarshalJSONFrom decodes WorkerUpdate, checking required members, kinds and constraints.
+func (x *WorkerUpdate) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = WorkerUpdate{}
+	r := wire.ReadObject(dec, &objWorkerUpdate)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *WorkerUpdate) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "sessionUpdate":
+		return wire.Const(r, "worker_update", wire.StringFrom)
+	case "_meta":
+		return wire.Ptr(r, &x.Meta, (*WorkerUpdateMeta).UnmarshalJSONFrom)
+	case "content":
+		return wire.Ptr(r, &x.Content, (*LegacyWorkerContent).UnmarshalJSONFrom)
+	case "workerId", "workerName", "workerTask", "workerMode", "event", "status", "terminal", "metadata", "audit":
+		return r.Forbidden()
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes WorkerUpdate, members in schema order, then Extra.
+func (x WorkerUpdate) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *WorkerUpdate) members(w *wire.ObjectWriter) {
+	wire.PutConst(w, "sessionUpdate", "worker_update", wire.StringTo)
+	wire.PutPtr(w, "_meta", x.Meta, WorkerUpdateMeta.MarshalJSONTo)
+	wire.PutPtr(w, "content", x.Content, LegacyWorkerContent.MarshalJSONTo)
+	w.ExtrasExcept(x.Extra, "WorkerUpdate", "workerId", "workerName", "workerTask", "workerMode", "event", "status", "terminal", "metadata", "audit")
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x WorkerUpdate) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *WorkerUpdate) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// The _meta of a worker_update update: Harn's fields under harn; other keys are kept.
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// harn-acp.schema.json#/$defs/worker_update_meta.
+type WorkerUpdateMeta struct {
+	// A delegated worker's lifecycle event. status is the value Harn persists for the worker; terminal
+	// is derived (completed, failed, stopped, cancelled).
+	Harn WorkerLifecycle
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objWorkerUpdateMeta = wire.Object{
+	Required: []string{"harn"},
+	Type:     "WorkerUpdateMeta",
+}
+
+// UnmarshalJSONFrom decodes WorkerUpdateMeta, checking required members, kinds and constraints.
+func (x *WorkerUpdateMeta) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = WorkerUpdateMeta{}
+	r := wire.ReadObject(dec, &objWorkerUpdateMeta)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *WorkerUpdateMeta) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "harn":
+		return wire.Field(r, &x.Harn, (*WorkerLifecycle).UnmarshalJSONFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes WorkerUpdateMeta, members in schema order, then Extra.
+func (x WorkerUpdateMeta) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *WorkerUpdateMeta) members(w *wire.ObjectWriter) {
+	wire.Put(w, "harn", x.Harn, WorkerLifecycle.MarshalJSONTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x WorkerUpdateMeta) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *WorkerUpdateMeta) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// ContractHarn is the "harn" contract of the catalogue's overlays: decoding under it
+// (ContractHarn.Options(), or rpc.Options.DecodeOptions on a connection) rejects with
+// wire.ErrForbiddenMember the members it forbids, which every other decode keeps in Extra. A rule
+// names its type by Go name and applies to every object of that name the decode reaches. It forbids,
+// per type: acp.ToolCall: `audit`, `changedPaths`, `data`, `durationMs`, `error`, `errorCategory`,
+// `executionDurationMs`, `executor`, `mutationStatus`, `parsing`, `rawInputPartial`;
+// acp.ToolCallUpdate: `audit`, `changedPaths`, `data`, `durationMs`, `error`, `errorCategory`,
+// `executionDurationMs`, `executor`, `mutationStatus`, `parsing`, `rawInputPartial`; acp.TextContent:
+// `visible_text`, `visible_delta`. An object of acp.SessionUpdate whose sessionUpdate is one of
+// `user_message`, `session_truncated`, `session_rollback`, `session_redo`, `artifact`, `progress`,
+// `log`, `fs_watch`, `worker_update`, `transcript_compacted`, `transcript_projected`, `handoff`,
+// `skill_activated`, `skill_deactivated`, `skill_scope_tools`, `skill_narrow`, `tool_search_query`,
+// `tool_search_result`, `hitl_request`, `hitl_resolved`, `reminder_emitted`, `live_session_client`,
+// `stance_transition`, `call_start`, `call_progress`, `call_end` (which acp keeps in Unknown) must
+// decode as SessionUpdate.
+var ContractHarn = wire.NewContract("harn", []wire.Forbid{{
+	Members: []string{"audit", "changedPaths", "data", "durationMs", "error", "errorCategory", "executionDurationMs", "executor", "mutationStatus", "parsing", "rawInputPartial"},
+	Schema:  "acp/v1/schema.json#/$defs/ToolCall",
+	Type:    "ToolCall",
+}, {
+	Members: []string{"audit", "changedPaths", "data", "durationMs", "error", "errorCategory", "executionDurationMs", "executor", "mutationStatus", "parsing", "rawInputPartial"},
+	Schema:  "acp/v1/schema.json#/$defs/ToolCallUpdate",
+	Type:    "ToolCallUpdate",
+}, {
+	Members: []string{"visible_text", "visible_delta"},
+	Schema:  "acp/v1/schema.json#/$defs/TextContent",
+	Type:    "TextContent",
+}}...).Extend(wire.Variants{
+	New: func() json.UnmarshalerFrom {
+		return new(SessionUpdate)
+	},
+	Schema: "acp/v1/schema.json#/$defs/SessionUpdate",
+	Tags:   []string{"user_message", "session_truncated", "session_rollback", "session_redo", "artifact", "progress", "log", "fs_watch", "worker_update", "transcript_compacted", "transcript_projected", "handoff", "skill_activated", "skill_deactivated", "skill_scope_tools", "skill_narrow", "tool_search_query", "tool_search_result", "hitl_request", "hitl_resolved", "reminder_emitted", "live_session_client", "stance_transition", "call_start", "call_progress", "call_end"},
+	Type:   "SessionUpdate",
+})
+
+// Contracts lists the package's contracts, by name.
+var Contracts = []*wire.Contract{ContractHarn}
+
 // Readers and writers of composite and constrained values, built once.
 var (
+	readListOfString                               = wire.ListFrom(wire.StringFrom)
+	writeListOfString                              = wire.ListTo(wire.StringTo)
+	readMapOfRaw                                   = wire.MapFrom(wire.RawFrom)
+	readMapOfListOfString                          = wire.MapFrom(readListOfString)
 	readAgentEventBudgetExhaustedMaxIterations     = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
 	readAgentEventDaemonWatchdogTrippedAttempts    = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
 	readAgentEventDaemonWatchdogTrippedElapsedMS   = wire.Within(wire.FloatFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
@@ -10958,12 +18815,17 @@ var (
 	readAgentEventLoopStuckMaxNudges               = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
 	readAgentEventTurnEndIteration                 = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
 	readAgentEventTurnStartIteration               = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
-	readListOfString                               = wire.ListFrom(wire.StringFrom)
-	writeListOfString                              = wire.ListTo(wire.StringTo)
+	readApprovalRequestApproversRequired           = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readListOfEvidenceRef                          = wire.ListFrom((*EvidenceRef).UnmarshalJSONFrom)
+	writeListOfEvidenceRef                         = wire.ListTo(EvidenceRef.MarshalJSONTo)
 	readArgumentShapeListLength                    = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readArtifactSizeBytes                          = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
 	readBuiltinCallParamsName                      = wire.Within(wire.StringFrom, &wire.Limits{MinLength: wire.Count(1)})
 	readListOfRaw                                  = wire.ListFrom(wire.RawFrom)
 	writeListOfRaw                                 = wire.ListTo(wire.RawTo)
+	readEvidenceRefByteCount                       = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readListOfFsWatchEvent                         = wire.ListFrom((*FsWatchEvent).UnmarshalJSONFrom)
+	writeListOfFsWatchEvent                        = wire.ListTo(FsWatchEvent.MarshalJSONTo)
 	readHITLRespondParamsRequestID                 = wire.Within(wire.StringFrom, &wire.Limits{MinLength: wire.Count(1)})
 	readHostCallParamsName                         = wire.Within(wire.StringFrom, &wire.Limits{MinLength: wire.Count(1)})
 	readMapOfCapabilityOps                         = wire.MapFrom((*CapabilityOps).UnmarshalJSONFrom)
@@ -10982,11 +18844,19 @@ var (
 	readListOfACPContentBlock                      = wire.ListFrom((*acp.ContentBlock).UnmarshalJSONFrom)
 	readInjectContentList                          = wire.WithinList(readListOfACPContentBlock, &wire.Limits{MinItems: wire.Count(1)})
 	writeListOfACPContentBlock                     = wire.ListTo(acp.ContentBlock.MarshalJSONTo)
+	readLegacyCallEndDurationMS                    = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readLegacyCallProgressAccumulatedTokens        = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
 	readLegacyUserMessageParamsContent             = wire.Within(wire.StringFrom, &wire.Limits{MinLength: wire.Count(1)})
 	readListOfShell                                = wire.ListFrom((*Shell).UnmarshalJSONFrom)
 	writeListOfShell                               = wire.ListTo(Shell.MarshalJSONTo)
+	readListOfLiveClient                           = wire.ListFrom((*LiveClient).UnmarshalJSONFrom)
+	writeListOfLiveClient                          = wire.ListTo(LiveClient.MarshalJSONTo)
 	readPendingReminderPosition                    = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
 	readPendingUserMessagePosition                 = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readListOfPolicyEvaluation                     = wire.ListFrom((*PolicyEvaluation).UnmarshalJSONFrom)
+	writeListOfPolicyEvaluation                    = wire.ListTo(PolicyEvaluation.MarshalJSONTo)
+	readPermissionPreviewByteCount                 = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readPromptErrorDataRetryAfterMS                = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
 	readReminderSpecBody                           = wire.Within(wire.StringFrom, &wire.Limits{MinLength: wire.Count(1)})
 	readReminderSpecTagsItem                       = wire.Within(wire.StringFrom, &wire.Limits{MinLength: wire.Count(1)})
 	readReminderSpecTagsElems                      = wire.ListFrom(readReminderSpecTagsItem)
@@ -10997,8 +18867,6 @@ var (
 	readSessionClientParamsClientID                = wire.Within(wire.StringFrom, &wire.Limits{MinLength: wire.Count(1)})
 	readSessionDetachParamsClientID                = wire.Within(wire.StringFrom, &wire.Limits{MinLength: wire.Count(1)})
 	readSessionForkParamsKeepFirst                 = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
-	readListOfACPLiveClient                        = wire.ListFrom((*acp.LiveClient).UnmarshalJSONFrom)
-	writeListOfACPLiveClient                       = wire.ListTo(acp.LiveClient.MarshalJSONTo)
 	readSessionPendingInjectionsResultPendingCount = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
 	readListOfPendingInjection                     = wire.ListFrom((*PendingInjection).UnmarshalJSONFrom)
 	writeListOfPendingInjection                    = wire.ListTo(PendingInjection.MarshalJSONTo)
@@ -11011,8 +18879,14 @@ var (
 	readSessionRevokeInjectParamsMessageID         = wire.Within(wire.StringFrom, &wire.Limits{MinLength: wire.Count(1)})
 	readSessionRevokeReminderParamsReminderID      = wire.Within(wire.StringFrom, &wire.Limits{MinLength: wire.Count(1)})
 	readSessionRevokeReminderParamsReminderIDSnake = wire.Within(wire.StringFrom, &wire.Limits{MinLength: wire.Count(1)})
+	readSessionTruncatedUpdateKeptTurnCount        = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readSessionTruncatedUpdateRemovedTurnCount     = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
 	readSetDefaultShellRequestShellID              = wire.Within(wire.StringFrom, &wire.Limits{MinLength: wire.Count(1)})
 	readShellInvocationResponseCommandArgIndex     = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readSkillActivatedSkillName                    = wire.Within(wire.StringFrom, &wire.Limits{MinLength: wire.Count(1)})
+	readSkillActivatedIteration                    = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readSkillDeactivatedSkillName                  = wire.Within(wire.StringFrom, &wire.Limits{MinLength: wire.Count(1)})
+	readSkillDeactivatedIteration                  = wire.Within(wire.IntFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
 	readSkillManifestRefID                         = wire.Within(wire.StringFrom, &wire.Limits{MinLength: wire.Count(1)})
 	readSkillMatchName                             = wire.Within(wire.StringFrom, &wire.Limits{MinLength: wire.Count(1)})
 	readSkillMatchScore                            = wire.Within(wire.FloatFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
@@ -11020,6 +18894,10 @@ var (
 	writeListOfSkillCandidate                      = wire.ListTo(SkillCandidate.MarshalJSONTo)
 	readListOfSkillMatch                           = wire.ListFrom((*SkillMatch).UnmarshalJSONFrom)
 	writeListOfSkillMatch                          = wire.ListTo(SkillMatch.MarshalJSONTo)
+	readSkillScopeToolsSkillName                   = wire.Within(wire.StringFrom, &wire.Limits{MinLength: wire.Count(1)})
 	readListOfSkillManifestRef                     = wire.ListFrom((*SkillManifestRef).UnmarshalJSONFrom)
 	writeListOfSkillManifestRef                    = wire.ListTo(SkillManifestRef.MarshalJSONTo)
+	readToolLifecycleDurationMS                    = wire.Within(wire.FloatFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readToolLifecycleExecutionDurationMS           = wire.Within(wire.FloatFrom, &wire.Limits{Minimum: wire.Bound(0.0)})
+	readUserMessageUpdateMessageID                 = wire.Within(wire.StringFrom, &wire.Limits{MinLength: wire.Count(1)})
 )

@@ -194,9 +194,5 @@ func (a *goAgent) runTour(ctx context.Context, p *acp.PromptRequest) (*acp.Promp
 	if err != nil {
 		return nil, err
 	}
-	var meta acp.PromptResponseMeta // acp types _meta; interop is a member it keeps in Extra
-	if err := json.Unmarshal(raw, &meta); err != nil {
-		return nil, err
-	}
-	return &acp.PromptResponse{StopReason: acp.StopReasonEndTurn, Meta: wire.Some(meta)}, nil
+	return &acp.PromptResponse{StopReason: acp.StopReasonEndTurn, Meta: wire.Some(jsontext.Value(raw))}, nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/bridgekit/bridgekit/gen/acp"
+	"github.com/bridgekit/bridgekit/gen/harn"
 	"github.com/bridgekit/bridgekit/runtime/wire"
 	"github.com/bridgekit/bridgekit/runtime/wire/wiretest"
 )
@@ -67,7 +68,7 @@ func tourUpdates() []acp.SessionUpdate {
 		{AgentThoughtChunk: chunk(textBlock("Reading the file first."))},
 		{AgentMessageChunk: chunk(acp.ContentBlock{Text: &acp.TextContent{
 			Text: "Here is the summary.",
-			Meta: wire.Some(acp.ContentMeta{Harn: &acp.HarnContent{VisibleText: ptr("Here is the summary."), VisibleDelta: ptr("Here is the summary.")}}),
+			Meta: harnMeta(&harn.ContentFields{VisibleText: ptr("Here is the summary."), VisibleDelta: ptr("Here is the summary.")}),
 		}})},
 		{ToolCall: &acp.ToolCall{
 			ToolCallID: "call-1",
@@ -77,10 +78,10 @@ func tourUpdates() []acp.SessionUpdate {
 			Locations:  wire.Some([]acp.ToolCallLocation{{Path: "/workspace/notes.txt", Line: wire.Some[int64](3)}}),
 			RawInput:   jsontext.Value(`{"path":"/workspace/notes.txt"}`),
 			Content:    wire.Some([]acp.ToolCallContent{{Content: &acp.Content{Content: textBlock("reading notes.txt")}}}),
-			Meta: wire.Some(acp.ToolCallMeta{Harn: &acp.HarnToolLifecycle{
-				Executor: &acp.ToolExecutor{Object: &acp.ToolExecutorObject{MCPServer: &acp.MCPServerExecutor{ServerName: "files"}}},
+			Meta: harnMeta(&harn.ToolLifecycle{
+				Executor: &harn.ToolExecutor{Object: &harn.ToolExecutorObject{MCPServer: &harn.MCPServerExecutor{ServerName: "files"}}},
 				Parsing:  ptr(false),
-			}}),
+			}),
 		}},
 		{ToolCallUpdate: &acp.ToolCallUpdate{
 			ToolCallID: "call-1",
@@ -90,11 +91,11 @@ func tourUpdates() []acp.SessionUpdate {
 				{Terminal: &acp.Terminal{TerminalID: "term-1"}},
 			}),
 			RawOutput: jsontext.Value(`{"bytes":42}`),
-			Meta: wire.Some(acp.ToolCallMeta{Harn: &acp.HarnToolLifecycle{
-				Executor:       &acp.ToolExecutor{String: ptr(acp.ToolExecutorNameHostBridge)},
+			Meta: harnMeta(&harn.ToolLifecycle{
+				Executor:       &harn.ToolExecutor{String: ptr(harn.ToolExecutorNameHostBridge)},
 				DurationMS:     ptr(12.0),
-				MutationStatus: ptr(acp.MutationStatusApplied),
-			}}),
+				MutationStatus: ptr(harn.MutationStatusApplied),
+			}),
 		}},
 		{Plan: &acp.Plan{Entries: []acp.PlanEntry{
 			{Content: "Read the file", Priority: acp.PlanEntryPriorityHigh, Status: acp.PlanEntryStatusCompleted},
@@ -218,9 +219,9 @@ func checkTourUpdate(t *testing.T, i int, u acp.SessionUpdate) {
 		}
 	case 7:
 		c := u.AgentMessageChunk
-		meta, _ := c.Content.Text.Meta.Get()
-		if c.Content.Text.Text != "Here is the summary." || meta.Harn == nil || meta.Harn.VisibleDelta == nil || *meta.Harn.VisibleDelta != "Here is the summary." {
-			fail("text %q meta %+v", c.Content.Text.Text, meta.Harn)
+		h, err := harn.ContentFieldsOf(c.Content.Text.Meta)
+		if c.Content.Text.Text != "Here is the summary." || err != nil || h == nil || h.VisibleDelta == nil || *h.VisibleDelta != "Here is the summary." {
+			fail("text %q meta %+v (%v)", c.Content.Text.Text, h, err)
 		}
 	case 8:
 		c := u.ToolCall
@@ -237,9 +238,9 @@ func checkTourUpdate(t *testing.T, i int, u acp.SessionUpdate) {
 			return
 		}
 		line, _ := locs[0].Line.Get()
-		meta, _ := c.Meta.Get()
-		if line != 3 || meta.Harn == nil || meta.Harn.Executor.Object.MCPServer.ServerName != "files" || *meta.Harn.Parsing {
-			fail("line %d meta %+v", line, meta.Harn)
+		h, err := harn.ToolLifecycleOf(c.Meta)
+		if line != 3 || err != nil || h == nil || h.Executor.Object.MCPServer.ServerName != "files" || *h.Parsing {
+			fail("line %d meta %+v (%v)", line, h, err)
 		}
 		if content[0].Content == nil || content[0].Content.Content.Text.Text != "reading notes.txt" {
 			fail("content %+v", content)
@@ -248,7 +249,6 @@ func checkTourUpdate(t *testing.T, i int, u acp.SessionUpdate) {
 		c := u.ToolCallUpdate
 		status, _ := c.Status.Get()
 		content, _ := c.Content.Get()
-		meta, _ := c.Meta.Get()
 		if status != acp.ToolCallStatusCompleted || len(content) != 2 || content[0].Diff == nil || content[1].Terminal.TerminalID != "term-1" {
 			fail("status %s content %+v", status, content)
 			return
@@ -256,8 +256,8 @@ func checkTourUpdate(t *testing.T, i int, u acp.SessionUpdate) {
 		if old, _ := content[0].Diff.OldText.Get(); old != "draft\n" || content[0].Diff.NewText != "final\n" {
 			fail("diff %+v", content[0].Diff)
 		}
-		if meta.Harn == nil || *meta.Harn.Executor.String != acp.ToolExecutorNameHostBridge || *meta.Harn.DurationMS != 12 || *meta.Harn.MutationStatus != acp.MutationStatusApplied {
-			fail("harn meta %+v", meta.Harn)
+		if h, err := harn.ToolLifecycleOf(c.Meta); err != nil || h == nil || *h.Executor.String != harn.ToolExecutorNameHostBridge || *h.DurationMS != 12 || *h.MutationStatus != harn.MutationStatusApplied {
+			fail("harn meta %+v (%v)", h, err)
 		}
 	case 10:
 		e := u.Plan.Entries
@@ -287,4 +287,14 @@ func checkTourUpdate(t *testing.T, i int, u acp.SessionUpdate) {
 	default:
 		fail("no such tour update")
 	}
+}
+
+// harnMeta is a _meta holding Harn's v under harn (harn.SetMeta), for the
+// tour's literals.
+func harnMeta[M harn.MetaValue](v M) wire.Nullable[jsontext.Value] {
+	var meta wire.Nullable[jsontext.Value]
+	if err := harn.SetMeta(&meta, v); err != nil {
+		panic(err)
+	}
+	return meta
 }

@@ -15,7 +15,9 @@ const ScrubbedRoot = "/tmp/realagent"
 // directory by "/bridgekit", and the host name by "host". It also
 // recomputes nothing else: methods and ids are kept as they were.
 func Scrub(frames []recorder.Frame, root string) []recorder.Frame {
-	repl := []string{root, ScrubbedRoot}
+	// Some agents show the root without its leading slash (opencode's
+	// titles): that form is replaced too.
+	repl := []string{root, ScrubbedRoot, strings.TrimPrefix(root, "/"), strings.TrimPrefix(ScrubbedRoot, "/")}
 	if dir := Dir(); dir != "" {
 		repl = append(repl, strings.TrimSuffix(dir, "/testdata/agents"), "/bridgekit")
 	}

@@ -86,7 +86,8 @@ type ObjectReader struct {
 	pbuf    [48]byte
 	buf     []byte // members read before the choice, as `{"name":value,...`
 	unknown []byte
-	array   bool // the union chooses by the first element of an array
+	utag    string // the tag of unknown, kept when the decode applies a contract
+	array   bool   // the union chooses by the first element of an array
 }
 
 // ReadObject starts decoding an object described by obj.
@@ -283,7 +284,11 @@ func (r *ObjectReader) undecided(raw []byte) {
 				return
 			}
 		}
-		// A tag this version does not know: keep the whole object verbatim.
+		// A tag this version does not know: keep the whole object verbatim
+		// (a contract's dialect may know it: see EndUnion).
+		if c := contractOf(r.dec); c != nil && len(c.variants) > 0 {
+			r.utag = string(tag)
+		}
 		r.unknown = r.bufferName(r.buf, rawName)
 		r.unknown = append(r.unknown, v...)
 		r.buf = nil
@@ -444,10 +449,14 @@ func (r *ObjectReader) Done(err error) {
 }
 
 // Extra keeps the current member in x: the member of an open object that its
-// schema does not name.
+// schema does not name. A member that the contract the decode applies
+// forbids in this type (Contract) is rejected with ErrForbiddenMember.
 func (r *ObjectReader) Extra(x *Extras) error {
 	if r.nlen < 0 {
 		return nil
+	}
+	if c := contractOf(r.dec); c != nil && c.forbids(r.typ(), r.Name()) {
+		return ErrForbiddenMember
 	}
 	n := string(r.Name())
 	v, err := r.cur.ReadValue()
@@ -488,8 +497,15 @@ func (r *ObjectReader) End() error {
 
 // EndUnion is End for unions: an object whose tag names no known variant is
 // stored, verbatim, in *unknown.
+// Under a contract that adds variants of that tag to the union
+// (Contract.Extend), the object must also decode as the dialect's variant.
 func (r *ObjectReader) EndUnion(unknown *jsontext.Value) error {
 	if r.err == nil && r.unknown != nil {
+		if r.utag != "" {
+			if err := contractOf(r.dec).checkVariant(r.union.Type, r.utag, r.unknown, r.dec.StackPointer()); err != nil {
+				return err
+			}
+		}
 		*unknown = r.unknown
 		return nil
 	}

@@ -103,8 +103,7 @@ func (r *rules) decide(c *agentpmservice.LoopCheckpoint) (agentpmservice.Approva
 func handlers(r *rules, log *slog.Logger) *agentpmservice.ServiceHandlers {
 	return &agentpmservice.ServiceHandlers{
 		InitializeApproval: func(context.Context, *agentpmservice.ApprovalInitialize) (*agentpmservice.ApprovalReadiness, error) {
-			no := false
-			return &agentpmservice.ApprovalReadiness{Capabilities: &agentpmservice.ApprovalCapabilities{Cancellation: &no}}, nil
+			return &agentpmservice.ApprovalReadiness{Capabilities: &agentpmservice.ApprovalCapabilities{Cancellation: new(false)}}, nil
 		},
 		RequestApproval: func(ctx context.Context, p *agentpmservice.RequestApprovalPayload) (*agentpmservice.ApprovalDecision, error) {
 			d, pattern := r.decide(&p.Checkpoint)

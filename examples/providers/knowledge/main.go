@@ -151,9 +151,8 @@ func (p *provider) initialize(ctx context.Context, in *agentpmservice.KnowledgeI
 				p.log.Warn("package unavailable", "package", snap.Name, "err", err)
 			}
 		}
-		name := snap.Name
 		r.Packages = append(r.Packages, agentpmservice.KnowledgePackageAttestation{
-			Package: &name, Version: snap.Version, Ready: p.index(snap.Name, snap.Version) != nil})
+			Package: new(snap.Name), Version: snap.Version, Ready: p.index(snap.Name, snap.Version) != nil})
 	}
 	return r, ctx.Err()
 }
@@ -170,8 +169,7 @@ func (p *provider) retrieve(ctx context.Context, in *agentpmservice.RetrievePayl
 	}()
 	fail := func(code *rpc.Error, format string, args ...any) (*agentpmservice.KnowledgeRuntimeResult, error) {
 		res.Ok = false
-		no := false
-		res.Error = &agentpmservice.KnowledgeRuntimeFailure{Code: code.Name, Message: fmt.Sprintf(format, args...), Retryable: &no}
+		res.Error = &agentpmservice.KnowledgeRuntimeFailure{Code: code.Name, Message: fmt.Sprintf(format, args...), Retryable: new(false)}
 		return res, nil
 	}
 	ix := p.index(req.Package, req.Version)

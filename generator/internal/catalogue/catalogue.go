@@ -217,12 +217,19 @@ type Overlay struct {
 	// open object, as if Def said "<name>": false for each: decoding rejects
 	// them with wire.ErrForbiddenMember. None may be a property of Def.
 	Forbid []string `json:"forbid,omitempty"`
-	// Contract, with Forbid, scopes the forbidden members to one flavour
-	// of the protocol: decoding keeps them in Extra, like any other extra
-	// member, unless it applies that contract (a Harn runtime's, "harn"),
-	// which rejects them with wire.ErrForbiddenMember. The generated
-	// package declares each contract its overlays name as a wire.Contract
-	// (Contract<Name>). Without it the members are forbidden everywhere.
+	// Contract scopes the overlay to one flavour (dialect) of the
+	// protocol, a lower-case name ("harn"). With Forbid, decoding keeps the
+	// members in Extra, like any other extra member, unless it applies that
+	// contract, which rejects them with wire.ErrForbiddenMember; the
+	// generated package declares each contract its overlays name as a
+	// wire.Contract (Contract<Name>), and Def may then be a definition of
+	// an imported catalogue (a dialect's rules for the protocol it
+	// extends). A member retype or added variants scoped to a contract
+	// apply to an imported definition only, whose Go type they leave
+	// unchanged: the spec applies them under the contract (what a validator
+	// judges a stream of that dialect by), and the generator checks them
+	// (the member exists, the variants' tags are not the union's own).
+	// Without a contract an overlay applies everywhere.
 	Contract string `json:"contract,omitempty"`
 	// Variants are definitions of ours ("<file>#/$defs/<name>") added to the
 	// union Def as further alternatives, told apart like Def's own.
@@ -630,19 +637,21 @@ func (c *Catalogue) Validate() error {
 			forms++
 			refs = append(refs, o.Variants...)
 		}
-		if o.Contract != "" && (len(o.Forbid) == 0 || !contractName.MatchString(o.Contract)) {
-			bad("overlays[%d]: contract %q needs forbid and a lower-case name ([a-z][a-z0-9_]*)", i, o.Contract)
+		if o.Contract != "" && (o.Add || !contractName.MatchString(o.Contract)) {
+			bad("overlays[%d]: contract %q needs a lower-case name ([a-z][a-z0-9_]*) and an overlay that does not add a member", i, o.Contract)
 		}
 		if forms != 1 || o.Reason == "" {
 			bad("overlays[%d]: needs def, a reason and exactly one of member+schema, forbid or variants", i)
 			continue
 		}
-		for _, ref := range refs {
+		for j, ref := range refs {
 			if !schemaID.MatchString(ref) {
 				bad("overlays[%d]: %q is not <file>.json#/$defs/<name>", i, ref)
 				continue
 			}
-			if file, _, _ := strings.Cut(ref, "#"); !slices.Contains(c.Schemas, file) {
+			// A contract's Def may be in an imported catalogue's file,
+			// which the IR checks; our schemas are always the catalogue's.
+			if file, _, _ := strings.Cut(ref, "#"); !slices.Contains(c.Schemas, file) && (j > 0 || o.Contract == "") {
 				bad("overlays[%d]: schema file %q is not listed in schemas", i, file)
 			}
 		}

@@ -56,17 +56,18 @@ func TestValidationErrors(t *testing.T) {
 
 func TestCatalogueLevelErrors(t *testing.T) {
 	for name, tc := range map[string]struct{ from, to, want string }{
-		"envelope missing":        {`"framing":"jsonrpc2-ndjson"`, `"framing":"envelope-ndjson"`, "required for, and only for"},
-		"envelope extra":          {`"framing":"jsonrpc2-ndjson"`, `"framing":"jsonrpc2-ndjson","envelope":{"protocol":"p","version":1}`, "required for, and only for"},
-		"bad schema file":         {`"schemas":["s.schema.json","dir/s.json"]`, `"schemas":["../s.json"]`, "not a .json path"},
-		"annotations alone":       {`"methods":[`, `"annotations":{"m":{"status":"stable"}},"methods":[`, "derives none"},
-		"overlay incomplete":      {`"methods":[`, `"overlays":[{"def":"s.schema.json#/$defs/x","member":"m","schema":"s.schema.json#/$defs/y"}],"methods":[`, "exactly one of member+schema, forbid or variants"},
-		"contract without forbid": {`"methods":[`, `"overlays":[{"def":"s.schema.json#/$defs/x","member":"m","schema":"s.schema.json#/$defs/y","contract":"harn","reason":"r"}],"methods":[`, "needs forbid"},
-		"contract name":           {`"methods":[`, `"overlays":[{"def":"s.schema.json#/$defs/x","forbid":["a"],"contract":"Harn","reason":"r"}],"methods":[`, "lower-case name"},
-		"overlay two forms":       {`"methods":[`, `"overlays":[{"def":"s.schema.json#/$defs/x","forbid":["a"],"variants":["s.schema.json#/$defs/y"],"reason":"r"}],"methods":[`, "exactly one of"},
-		"overlay bad variant":     {`"methods":[`, `"overlays":[{"def":"s.schema.json#/$defs/x","variants":["o.json#/$defs/y"],"reason":"r"}],"methods":[`, "not listed in schemas"},
-		"derive unlisted":         {`"methods":[`, `"derive":{"schema":"o.json","requests":["R"],"notifications":[],"responses":[],"sides":{"a":"a"}},"methods":[`, "not listed in schemas"},
-		"derive bad side":         {`"methods":[`, `"derive":{"schema":"s.schema.json","requests":["R"],"notifications":[],"responses":[],"sides":{"a":"z"}},"methods":[`, "which is not a side"},
+		"envelope missing":          {`"framing":"jsonrpc2-ndjson"`, `"framing":"envelope-ndjson"`, "required for, and only for"},
+		"envelope extra":            {`"framing":"jsonrpc2-ndjson"`, `"framing":"jsonrpc2-ndjson","envelope":{"protocol":"p","version":1}`, "required for, and only for"},
+		"bad schema file":           {`"schemas":["s.schema.json","dir/s.json"]`, `"schemas":["../s.json"]`, "not a .json path"},
+		"annotations alone":         {`"methods":[`, `"annotations":{"m":{"status":"stable"}},"methods":[`, "derives none"},
+		"overlay incomplete":        {`"methods":[`, `"overlays":[{"def":"s.schema.json#/$defs/x","member":"m","schema":"s.schema.json#/$defs/y"}],"methods":[`, "exactly one of member+schema, forbid or variants"},
+		"contract adding":           {`"methods":[`, `"overlays":[{"def":"s.schema.json#/$defs/x","member":"m","add":true,"schema":"s.schema.json#/$defs/y","contract":"harn","reason":"r"}],"methods":[`, "does not add a member"},
+		"contract schema elsewhere": {`"methods":[`, `"overlays":[{"def":"o.json#/$defs/x","member":"m","schema":"o.json#/$defs/y","contract":"harn","reason":"r"}],"methods":[`, "schema file \"o.json\" is not listed"},
+		"contract name":             {`"methods":[`, `"overlays":[{"def":"s.schema.json#/$defs/x","forbid":["a"],"contract":"Harn","reason":"r"}],"methods":[`, "lower-case name"},
+		"overlay two forms":         {`"methods":[`, `"overlays":[{"def":"s.schema.json#/$defs/x","forbid":["a"],"variants":["s.schema.json#/$defs/y"],"reason":"r"}],"methods":[`, "exactly one of"},
+		"overlay bad variant":       {`"methods":[`, `"overlays":[{"def":"s.schema.json#/$defs/x","variants":["o.json#/$defs/y"],"reason":"r"}],"methods":[`, "not listed in schemas"},
+		"derive unlisted":           {`"methods":[`, `"derive":{"schema":"o.json","requests":["R"],"notifications":[],"responses":[],"sides":{"a":"a"}},"methods":[`, "not listed in schemas"},
+		"derive bad side":           {`"methods":[`, `"derive":{"schema":"s.schema.json","requests":["R"],"notifications":[],"responses":[],"sides":{"a":"z"}},"methods":[`, "which is not a side"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := Parse([]byte(strings.Replace(strings.Replace(base, "%s", "", 1), tc.from, tc.to, 1)))

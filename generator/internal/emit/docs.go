@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/dave/jennifer/jen"
+
 	"github.com/bridgekit/bridgekit/generator/internal/ir"
 )
 
@@ -102,6 +104,7 @@ func Docs(pkg *ir.Package) []byte {
 			writeErrors(&b, op.Errors)
 		}
 	}
+	writeDialect(&b, pkg)
 	b.WriteString("\n## Types\n")
 	for _, t := range sortedTypes(pkg.Types) {
 		fmt.Fprintf(&b, "\n### type %s\n\n", t.Name)
@@ -155,7 +158,7 @@ func Docs(pkg *ir.Package) []byte {
 				case v.Default:
 					when = "by default"
 				}
-				vs = append(vs, fmt.Sprintf("%s → `%s` %s", when, v.Go, refDoc(v.Ref, "")))
+				vs = append(vs, fmt.Sprintf("%s → `%s %s` (%s)", when, v.Go, goTypeText(variantType(t, v)), refDoc(v.Ref, "")))
 			}
 			fmt.Fprintf(&b, "One of: %s.", strings.Join(vs, "; "))
 			if t.Union == ir.ByTag {
@@ -178,7 +181,7 @@ func writeFields(b *strings.Builder, fields []*ir.Field) {
 	if len(fields) == 0 {
 		return
 	}
-	b.WriteString("| member | Go field | type | required | notes |\n| --- | --- | --- | --- | --- |\n")
+	b.WriteString("| member | Go field | Go type | schema type | required | notes |\n| --- | --- | --- | --- | --- | --- |\n")
 	for _, fl := range fields {
 		var notes []string
 		if fl.Nullable {
@@ -200,11 +203,11 @@ func writeFields(b *strings.Builder, fields []*ir.Field) {
 		if fl.Required {
 			req = "yes"
 		}
-		goField := "`" + fl.Go + "`"
+		goField, goTyp := "`"+fl.Go+"`", "`"+goTypeText(fieldType(fl))+"`"
 		if fl.Const != nil && fl.Required {
-			goField = "—"
+			goField, goTyp = "—", "— (not stored)"
 		}
-		fmt.Fprintf(b, "| `%s` | %s | %s | %s | %s |\n", fl.JSON, goField, refDoc(fl.Ref, ""), req, strings.Join(notes, "; "))
+		fmt.Fprintf(b, "| `%s` | %s | %s | %s | %s | %s |\n", fl.JSON, goField, goTyp, refDoc(fl.Ref, ""), req, strings.Join(notes, "; "))
 	}
 }
 
@@ -305,4 +308,43 @@ func refDoc(r *ir.Ref, none string) string {
 		s += " (" + strings.Join(cons, ", ") + ")"
 	}
 	return s
+}
+
+// writeDialect lists the catalogue's overlays scoped to a contract on types
+// of imported packages: what the dialect adds to the protocol it extends,
+// which leaves that protocol's Go types unchanged.
+func writeDialect(b *strings.Builder, pkg *ir.Package) {
+	if len(pkg.Dialect) == 0 {
+		return
+	}
+	b.WriteString("\n## The protocols this one extends, under its contracts\n\n")
+	b.WriteString("Overlays scoped to a contract on the types of an imported package: they leave those Go types as they are (a member stays as its own package types it, a variant lands in `Unknown`), the spec applies them under the contract, and a decode under the contract (`Contract<Name>.Options()`, which a connection of this dialect sets) applies the forbidden members and the added variants.\n\n")
+	b.WriteString("| contract | type | what | reason |\n| --- | --- | --- | --- |\n")
+	for _, d := range pkg.Dialect {
+		typ := d.Type.Name
+		if d.Type.Import != "" {
+			typ = fmt.Sprintf("[`%s.%s`](%s.md#type-%s)", d.Type.ImportName, d.Type.Name, d.Type.ImportName, strings.ToLower(d.Type.Name))
+		}
+		var what string
+		switch {
+		case len(d.Forbid) > 0:
+			what = "forbids " + quoteList(d.Forbid, ", ")
+		case d.Member != "":
+			what = fmt.Sprintf("types `%s` as %s", d.Member, refDoc(d.Schema, ""))
+		default:
+			var vs []string
+			for _, v := range d.Variants {
+				vs = append(vs, refDoc(v, ""))
+			}
+			what = "adds the variants " + strings.Join(vs, ", ")
+		}
+		fmt.Fprintf(b, "| `%s` | %s | %s | %s |\n", d.Contract, typ, what, oneLine(d.Reason))
+	}
+}
+
+// goTypeText renders a Go type as a reader of the package writes it: its
+// own types bare, others qualified by their package name
+// (wire.Nullable[acp.ContentBlock]).
+func goTypeText(c jen.Code) string {
+	return strings.ReplaceAll(fmt.Sprintf("%#v", jen.Null().Add(c)), "|", "\\|")
 }

@@ -162,15 +162,6 @@ func (g *typeGen) memberSwitch(t *ir.Type, fields []*ir.Field, tail []jen.Code, 
 		}
 		cases = append(cases, jen.Case(names...).Block(jen.Return(jen.Id("r").Dot("Forbidden").Call())))
 	}
-	if t.Kind == ir.Struct && !t.Closed {
-		for _, sc := range t.Scoped {
-			var names []jen.Code
-			for _, name := range sc.Members {
-				names = append(names, jen.Lit(name))
-			}
-			cases = append(cases, jen.Case(names...).Block(jen.Return(jen.Id("r").Dot("Under").Call(jen.Id(sc.Go), jen.Op("&").Id("x").Dot("Extra")))))
-		}
-	}
 	var body []jen.Code
 	if len(cases) > 0 {
 		body = append(body, jen.Switch(jen.String().Call(jen.Id("r").Dot("Name").Call())).Block(cases...))
@@ -432,11 +423,38 @@ func (g *typeGen) contracts(pkg *ir.Package) {
 				jen.Id("Schema"):  jen.Lit(r.Type.Pointer),
 				jen.Id("Members"): jen.Index().String().Values(members...),
 			}))
-			doc = append(doc, fmt.Sprintf("%s: %s", r.Type.Name, quoteList(r.Members, ", ")))
+			name := r.Type.Name
+			if r.Type.Import != "" {
+				name = r.Type.ImportName + "." + name
+			}
+			doc = append(doc, fmt.Sprintf("%s: %s", name, quoteList(r.Members, ", ")))
 		}
-		comment(g.f, fmt.Sprintf("%s is the %q contract of the catalogue's overlays: decoding under it (%s.Options(), or rpc.Options.DecodeOptions on a connection) rejects with wire.ErrForbiddenMember the members it forbids, which every other decode keeps in Extra. It forbids, per type: %s.", c.Go, c.Name, c.Go, joinList(doc)))
+		text := fmt.Sprintf("%s is the %q contract of the catalogue's overlays: decoding under it (%s.Options(), or rpc.Options.DecodeOptions on a connection) rejects with wire.ErrForbiddenMember the members it forbids, which every other decode keeps in Extra. A rule names its type by Go name and applies to every object of that name the decode reaches. It forbids, per type: %s.", c.Go, c.Name, c.Go, joinList(doc))
+		if len(rules) == 0 {
+			text = fmt.Sprintf("%s is the %q contract of the catalogue's overlays, applied by decoding under it (%s.Options(), or rpc.Options.DecodeOptions on a connection).", c.Go, c.Name, c.Go)
+		}
+		var variants []jen.Code
+		for _, v := range c.Variants {
+			var tags []jen.Code
+			for _, tag := range v.Tags {
+				tags = append(tags, jen.Lit(tag))
+			}
+			variants = append(variants, jen.Qual(pkgWire, "Variants").Values(jen.Dict{
+				jen.Id("Type"):   jen.Lit(v.Union.Name),
+				jen.Id("Schema"): jen.Lit(v.Union.Pointer),
+				jen.Id("Tags"):   jen.Index().String().Values(tags...),
+				jen.Id("New"): jen.Func().Params().Qual(pkgJSON, "UnmarshalerFrom").Block(
+					jen.Return(jen.New(jen.Id(v.Type.Name)))),
+			}))
+			text += fmt.Sprintf(" An object of %s.%s whose %s is one of %s (which %s keeps in Unknown) must decode as %s.", v.Union.ImportName, v.Union.Name, v.Union.Tag, quoteList(v.Tags, ", "), v.Union.ImportName, v.Type.Name)
+		}
+		comment(g.f, text)
 		args := append([]jen.Code{jen.Lit(c.Name)}, jen.Index().Qual(pkgWire, "Forbid").Values(rules...).Op("..."))
-		g.f.Var().Id(c.Go).Op("=").Qual(pkgWire, "NewContract").Call(args...)
+		decl := jen.Qual(pkgWire, "NewContract").Call(args...)
+		if len(variants) > 0 {
+			decl = decl.Dot("Extend").Call(variants...)
+		}
+		g.f.Var().Id(c.Go).Op("=").Add(decl)
 		g.f.Line()
 		list = append(list, jen.Id(c.Go))
 	}

@@ -83,7 +83,7 @@ func (g *typeGen) objectUnion(t *ir.Type) {
 	fields := structFields(t.Common)
 	for _, v := range t.Variants {
 		fields = append(fields, fieldComments(joinDoc(v.Doc, variantNote(t, v)))...)
-		fields = append(fields, jen.Id(v.Go).Op("*").Add(goType(v.Ref)))
+		fields = append(fields, jen.Id(v.Go).Add(variantType(t, v)))
 	}
 	var rule string
 	if t.Union == ir.ByTag {
@@ -183,7 +183,7 @@ func (g *typeGen) elementUnion(t *ir.Type) {
 			note = fmt.Sprintf("Set when the first element has %s.", quoteList(v.Keys, " or "))
 		}
 		fields = append(fields, fieldComments(joinDoc(v.Doc, note))...)
-		fields = append(fields, jen.Id(v.Go).Add(goType(v.Ref)))
+		fields = append(fields, jen.Id(v.Go).Add(variantType(t, v)))
 	}
 	comment(g.f, typeDoc(t, "A JSON array whose first element's members select the variant; an empty array is the first variant. Exactly one field is non-nil."))
 	g.f.Type().Id(t.Name).Struct(fields...)
@@ -229,12 +229,11 @@ func (g *typeGen) kindUnion(t *ir.Type) {
 		read := g.codecs.reader(v.Ref, t.Name+v.Go)
 		write := g.codecs.writer(v.Ref)
 		var decode, value jen.Code
+		fields = append(fields, jen.Id(v.Go).Add(variantType(t, v)))
 		if nilable(v.Ref) {
-			fields = append(fields, jen.Id(v.Go).Add(goType(v.Ref)))
 			decode = jen.Qual(pkgWire, "Scalar").Call(jen.Id("dec"), jen.Lit(t.Name), jen.Op("&").Add(field), read)
 			value = field.Clone()
 		} else {
-			fields = append(fields, jen.Id(v.Go).Op("*").Add(goType(v.Ref)))
 			decode = jen.Qual(pkgWire, "Choose").Call(jen.Id("dec"), jen.Lit(t.Name), jen.Op("&").Add(field), read)
 			value = jen.Op("*").Add(field.Clone())
 		}
@@ -263,4 +262,14 @@ func (g *typeGen) kindUnion(t *ir.Type) {
 	)
 	g.f.Line()
 	v1(g.f, t.Name)
+}
+
+// variantType is the Go type of the field of union t that holds variant v:
+// a pointer, or the value itself where nil already means "not this one"
+// (an array, a map, raw JSON).
+func variantType(t *ir.Type, v *ir.Variant) jen.Code {
+	if t.Union == ir.ByElement || t.Union == ir.ByKind && nilable(v.Ref) {
+		return goType(v.Ref)
+	}
+	return jen.Op("*").Add(goType(v.Ref))
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"path"
 	"slices"
 	"sort"
@@ -31,8 +32,11 @@ type builder struct {
 	imports       map[string]Import
 	importedNames map[string]*Type
 	// own are the catalogue's own schema files.
-	own  []string
-	errs []string
+	own []string
+	// dialect are the catalogue's overlays scoped to a contract whose
+	// definition belongs to an imported catalogue (dialectOverlay).
+	dialect []catalogue.Overlay
+	errs    []string
 }
 
 type overlay struct {
@@ -76,8 +80,20 @@ func BuildImporting(cat *catalogue.Catalogue, methods []catalogue.Method, files 
 		ov = ov.Rebased(cat.Extends.Rebase)
 		b.ov = ov
 	}
-	addOverlays := func(list []catalogue.Overlay, imported bool) {
+	addOverlays := func(list []catalogue.Overlay, imported bool, files []string) {
 		for _, o := range list {
+			if file, _, _ := strings.Cut(o.Def, "#"); o.Contract != "" && !slices.Contains(files, file) {
+				// A dialect's rules for a protocol it extends: they never
+				// shape that protocol's types (dialectOverlay).
+				if !imported {
+					b.dialect = append(b.dialect, o)
+				}
+				continue
+			}
+			if o.Contract != "" && len(o.Forbid) == 0 {
+				b.fail("%s: overlay of %s scoped to contract %q: only forbidden members may be scoped to a contract in the catalogue's own definitions, whose Go types cannot depend on it", cat.File, o.Def, o.Contract)
+				continue
+			}
 			ol := &overlay{Overlay: o, imported: imported}
 			switch {
 			case len(o.Forbid) > 0:
@@ -91,7 +107,14 @@ func BuildImporting(cat *catalogue.Catalogue, methods []catalogue.Method, files 
 			}
 		}
 	}
-	addOverlays(cat.Overlays, false)
+	ownFiles := cat.Schemas
+	if cat.Extends != nil {
+		ownFiles = slices.Clone(ownFiles)
+		for _, to := range cat.Extends.Rebase {
+			ownFiles = append(ownFiles, to)
+		}
+	}
+	addOverlays(cat.Overlays, false, ownFiles)
 	for _, name := range cat.Imports {
 		if !slices.ContainsFunc(imports, func(im Import) bool { return im.Catalogue.Package == name }) {
 			b.fail("%s: imports %q, which no loaded catalogue generates", cat.File, name)
@@ -104,7 +127,7 @@ func BuildImporting(cat *catalogue.Catalogue, methods []catalogue.Method, files 
 			}
 			b.imports[f] = im
 		}
-		addOverlays(im.Catalogue.Overlays, true)
+		addOverlays(im.Catalogue.Overlays, true, im.Catalogue.Schemas)
 	}
 	pkg := &Package{
 		Name: cat.Package, Protocol: cat.Protocol, Title: cat.Title, Doc: cat.Doc,
@@ -133,6 +156,12 @@ func BuildImporting(cat *catalogue.Catalogue, methods []catalogue.Method, files 
 		mm := b.method(cat, pkg, m)
 		mm.Index = len(pkg.Methods)
 		pkg.Methods = append(pkg.Methods, mm)
+	}
+	var rules []dialectRule
+	for _, o := range b.dialect {
+		if r, ok := b.dialectOverlay(cat.File, pkg, o); ok {
+			rules = append(rules, r)
+		}
 	}
 	pkg.Errors = errorList(cat.Errors)
 	pkg.Codes = b.codes(pkg.Errors, pkg.Methods)
@@ -178,6 +207,7 @@ func BuildImporting(cat *catalogue.Catalogue, methods []catalogue.Method, files 
 		b.represent(b.importedNames[k]) // so an imported type has its package's shape
 	}
 	pkg.Contracts = contracts(pkg.Types)
+	b.dialectRules(cat.File, pkg, rules)
 	if len(b.errs) > 0 {
 		slices.Sort(b.errs)
 		return nil, fmt.Errorf("%s", strings.Join(slices.Compact(b.errs), "\n"))
@@ -780,6 +810,143 @@ func contracts(types []*Type) []*Contract {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
+}
+
+// dialectRule is what a contract forbids in a type of an imported package,
+// or the variants it adds to a union of one.
+type dialectRule struct {
+	contract string
+	rule     ContractRule
+	variants []ContractVariants
+}
+
+// dialectOverlay checks an overlay of the catalogue scoped to a contract
+// whose definition belongs to an imported catalogue: a dialect's rules for
+// the protocol it extends (Harn's for ACP). None changes the imported Go
+// type. Forbidden members become a rule of the package's contract; a
+// retyped member must exist and its schema build; added variants must be
+// told apart by the union's tag, with tags the union does not have.
+func (b *builder) dialectOverlay(file string, pkg *Package, o catalogue.Overlay) (dialectRule, bool) {
+	def, _, _ := strings.Cut(o.Def, "#")
+	if _, ok := b.imports[def]; !ok {
+		b.fail("%s: overlay of %s scoped to contract %q: %s is neither a schema file of the catalogue nor one of an imported catalogue", file, o.Def, o.Contract, def)
+		return dialectRule{}, false
+	}
+	r := b.ref(o.Def, "")
+	t := r.Named
+	if r.Kind != Named || t == nil {
+		b.fail("%s: overlay of %s scoped to contract %q: the definition is not a generated type", file, o.Def, o.Contract)
+		return dialectRule{}, false
+	}
+	pkg.Dialect = append(pkg.Dialect, &DialectOverlay{Contract: o.Contract, Type: t, Member: o.Member, Forbid: slices.Clone(o.Forbid), Reason: o.Reason})
+	d := pkg.Dialect[len(pkg.Dialect)-1]
+	switch {
+	case len(o.Forbid) > 0:
+		if t.Kind != Struct || t.Closed {
+			b.fail("%s: overlay of %s scoped to contract %q forbids members of a type that is not an open object", file, o.Def, o.Contract)
+			return dialectRule{}, false
+		}
+		for i, name := range o.Forbid {
+			switch {
+			case slices.ContainsFunc(t.Fields, func(f *Field) bool { return f.JSON == name }):
+				b.fail("%s: overlay of %s scoped to contract %q forbids member %q, which the definition names", file, o.Def, o.Contract, name)
+			case slices.Contains(t.Forbidden, name) || slices.Contains(o.Forbid[:i], name):
+				b.fail("%s: overlay of %s scoped to contract %q: member %q is forbidden twice", file, o.Def, o.Contract, name)
+			}
+		}
+		return dialectRule{contract: o.Contract, rule: ContractRule{Type: t, Members: slices.Clone(o.Forbid)}}, true
+	case o.Member != "":
+		if !slices.ContainsFunc(t.Fields, func(f *Field) bool { return f.JSON == o.Member }) {
+			b.fail("%s: overlay of member %q of %s scoped to contract %q matches no property", file, o.Member, o.Def, o.Contract)
+		}
+		d.Schema = b.ref(o.Schema, "")
+	case len(o.Variants) > 0:
+		if t.Kind != Union || t.Union != ByTag {
+			b.fail("%s: overlay adding variants to %s scoped to contract %q: the definition is not a union told apart by a tag", file, o.Def, o.Contract)
+			return dialectRule{}, false
+		}
+		tags := map[string]string{}
+		for _, v := range t.Variants {
+			tags[v.Tag] = t.Name
+		}
+		var out []ContractVariants
+		for _, v := range o.Variants {
+			vr := b.ref(v, "")
+			d.Variants = append(d.Variants, vr)
+			if vr.Kind != Named || vr.Named.Import != "" {
+				b.fail("%s: variant %s added to %s scoped to contract %q is not a type of the catalogue's own", file, v, o.Def, o.Contract)
+				continue
+			}
+			cv := ContractVariants{Union: t, Type: vr.Named}
+			for _, tag := range b.variantTags(vr, t.Tag) {
+				if tag == "" {
+					b.fail("%s: variant %s added to %s scoped to contract %q does not fix %s's tag %q", file, v, o.Def, o.Contract, t.Name, t.Tag)
+					continue
+				}
+				if owner, dup := tags[tag]; dup {
+					b.fail("%s: variant %s added to %s scoped to contract %q: tag %q is already %s's", file, v, o.Def, o.Contract, tag, owner)
+				}
+				tags[tag] = v
+				cv.Tags = append(cv.Tags, tag)
+			}
+			out = append(out, cv)
+		}
+		return dialectRule{contract: o.Contract, variants: out}, true
+	}
+	return dialectRule{}, false
+}
+
+// variantTags returns the values a variant added to a union fixes its tag
+// member to: a struct's const, or every variant's of a union told apart by
+// the same tag ("" for one that fixes none).
+func (b *builder) variantTags(r *Ref, tag string) []string {
+	t := r.Named
+	if r.Kind != Named || t == nil {
+		return []string{""}
+	}
+	switch {
+	case t.Kind == Union && t.Union == ByTag && t.Tag == tag:
+		var out []string
+		for _, v := range t.Variants {
+			out = append(out, v.Tag)
+		}
+		return out
+	case t.Kind == Struct:
+		for _, f := range t.Fields {
+			var c string
+			if f.JSON == tag && json.Unmarshal(f.Const, &c) == nil {
+				return []string{c}
+			}
+		}
+	}
+	return []string{""}
+}
+
+// dialectRules adds the rules of the catalogue's contracts for types of
+// imported packages to pkg.Contracts. A contract names a type by its Go
+// name (wire.Object's), so no other type the package decodes may share it.
+func (b *builder) dialectRules(file string, pkg *Package, rules []dialectRule) {
+	for _, dr := range rules {
+		i := slices.IndexFunc(pkg.Contracts, func(c *Contract) bool { return c.Name == dr.contract })
+		if i < 0 {
+			pkg.Contracts = append(pkg.Contracts, &Contract{Name: dr.contract, Go: "Contract" + naming.Go(dr.contract)})
+			i = len(pkg.Contracts) - 1
+		}
+		if dr.variants != nil {
+			// The dialect's union may share the extended union's name: it
+			// knows every tag the contract adds, so none reaches its
+			// Unknown, and the rule never applies to it.
+			pkg.Contracts[i].Variants = append(pkg.Contracts[i].Variants, dr.variants...)
+			continue
+		}
+		t := dr.rule.Type
+		clash := func(o *Type) bool { return o != t && o.Name == t.Name }
+		if slices.ContainsFunc(pkg.Types, clash) || slices.ContainsFunc(slices.Collect(maps.Values(b.importedNames)), clash) {
+			b.fail("%s: contract %q forbids members of %s, and the package decodes another type of that name, which the rule would reach too", file, dr.contract, t.Name)
+		}
+		pkg.Contracts[i].Rules = append(pkg.Contracts[i].Rules, dr.rule)
+	}
+	sort.Slice(pkg.Contracts, func(i, j int) bool { return pkg.Contracts[i].Name < pkg.Contracts[j].Name })
 }
 
 // fields builds the members of an object schema. skip names a member left

@@ -126,8 +126,29 @@ type Package struct {
 	// operations' in catalogue order of first mention.
 	Codes []*Code
 	// Contracts are the contracts the catalogue's overlays scope forbidden
-	// members to, by name, with the package's own types they apply to.
+	// members to, by name, with the types they apply to: the package's own,
+	// and those of imported packages a dialect's overlays forbid members of.
 	Contracts []*Contract
+	// Dialect are the catalogue's overlays scoped to a contract on types of
+	// imported packages, in catalogue order: a dialect's rules for the
+	// protocol it extends, which leave those types unchanged.
+	Dialect []*DialectOverlay
+}
+
+// DialectOverlay is one overlay scoped to a contract on an imported type:
+// members forbidden, a member typed by a schema of ours, or variants added
+// to a union, under the contract only.
+type DialectOverlay struct {
+	Contract string
+	// Type is the imported type it applies to.
+	Type *Type
+	// Member is the retyped member, Schema its type under the contract.
+	Member string
+	Schema *Ref
+	Forbid []string
+	// Variants are the types added to the union under the contract.
+	Variants []*Ref
+	Reason   string
 }
 
 // Scoped lists the members a type forbids under one contract.
@@ -142,6 +163,17 @@ type Scoped struct {
 type Contract struct {
 	Name, Go string
 	Rules    []ContractRule
+	// Variants are the package's own types that the contract adds to
+	// unions of imported packages (a dialect's overlay variants).
+	Variants []ContractVariants
+}
+
+// ContractVariants is one type of the package that a contract adds to a
+// union of an imported package: an object of Union with one of Tags must
+// decode as Type under the contract.
+type ContractVariants struct {
+	Union, Type *Type
+	Tags        []string
 }
 
 // ContractRule is what a contract forbids in one type, in schema order.

@@ -53,18 +53,19 @@ import (
 	"time"
 
 	"github.com/bridgekit/bridgekit/gen/acp"
+	"github.com/bridgekit/bridgekit/gen/harn"
 	"github.com/bridgekit/bridgekit/runtime/rpc"
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 )
 
 // Mode is a client's role, gen/acp's type of the live client's mode.
-type Mode = acp.LiveClientMode
+type Mode = harn.LiveClientMode
 
 // The two modes.
 const (
-	Observer   = acp.LiveClientModeObserver
-	Controller = acp.LiveClientModeController
+	Observer   = harn.LiveClientModeObserver
+	Controller = harn.LiveClientModeController
 )
 
 // ParseMode reads the mode member of session/attach: empty (absent) means
@@ -81,14 +82,14 @@ func ParseMode(s string) (Mode, error) {
 
 // Action names a change, as in the live_session_client session/update
 // (gen/acp's type).
-type Action = acp.HarnLiveSessionClientAction
+type Action = harn.LiveSessionClientAction
 
 // The actions.
 const (
-	ActionAttached  = acp.HarnLiveSessionClientActionAttached
-	ActionTakeover  = acp.HarnLiveSessionClientActionTakeover
-	ActionDetached  = acp.HarnLiveSessionClientActionDetached
-	ActionHeartbeat = acp.HarnLiveSessionClientActionHeartbeat
+	ActionAttached  = harn.LiveSessionClientActionAttached
+	ActionTakeover  = harn.LiveSessionClientActionTakeover
+	ActionDetached  = harn.LiveSessionClientActionDetached
+	ActionHeartbeat = harn.LiveSessionClientActionHeartbeat
 )
 
 // Detach reasons Harn documents. Any other reason is kept as given.
@@ -119,12 +120,12 @@ type Client struct {
 
 // Wire is c as Harn's live client object (gen/acp's LiveClient):
 // timestamps as unix seconds in decimal strings, {} for no metadata.
-func (c Client) Wire() acp.LiveClient {
+func (c Client) Wire() harn.LiveClient {
 	md := c.Metadata
 	if len(md) == 0 {
 		md = jsontext.Value("{}")
 	}
-	return acp.LiveClient{ClientID: c.ID, Mode: c.Mode, AttachedAt: unix(c.AttachedAt), LastSeenAt: unix(c.LastSeenAt),
+	return harn.LiveClient{ClientID: c.ID, Mode: c.Mode, AttachedAt: unix(c.AttachedAt), LastSeenAt: unix(c.LastSeenAt),
 		PromptInjection: c.PromptInjection, PermissionRouting: c.PermissionRouting, Metadata: md}
 }
 
@@ -165,9 +166,9 @@ type Change struct {
 // takeover (gen/acp's LiveSessionChange): {client, previous_controller_id,
 // active_controller_id, clients}, with null for no client and no
 // controller.
-func (c Change) Wire() *acp.LiveSessionChange {
-	out := &acp.LiveSessionChange{PreviousControllerID: orNull(c.PreviousControllerID), ActiveControllerID: orNull(c.ActiveControllerID),
-		Clients: make([]acp.LiveClient, len(c.Clients))}
+func (c Change) Wire() *harn.LiveSessionChange {
+	out := &harn.LiveSessionChange{PreviousControllerID: orNull(c.PreviousControllerID), ActiveControllerID: orNull(c.ActiveControllerID),
+		Clients: make([]harn.LiveClient, len(c.Clients))}
 	if c.Client != nil {
 		w := c.Client.Wire()
 		out.Client = &w
@@ -182,10 +183,11 @@ func (c Change) Wire() *acp.LiveSessionChange {
 func (c Change) MarshalJSON() ([]byte, error) { return json.Marshal(c.Wire()) }
 
 // Update is the live_session_client session/update Harn emits for c
-// before it answers: the action and, as state, the result document.
-func (c Change) Update(session acp.SessionID) *acp.SessionNotification {
-	return &acp.SessionNotification{SessionID: session, Update: acp.SessionUpdate{LiveSessionClient: &acp.LiveSessionClientUpdate{
-		Meta: acp.LiveSessionClientUpdateMeta{Harn: acp.HarnLiveSessionClient{Action: c.Action, State: *c.Wire()}}}}}
+// before it answers: the action and, as state, the result document. Its
+// error is the encoder's (an action outside the closed list).
+func (c Change) Update(session acp.SessionID) (*acp.SessionNotification, error) {
+	return harn.SessionUpdate{LiveSessionClient: &harn.LiveSessionClientUpdate{
+		Meta: harn.LiveSessionClientUpdateMeta{Harn: harn.LiveSessionClient{Action: c.Action, State: *c.Wire()}}}}.Notification(session)
 }
 
 func orNull(s string) *string {

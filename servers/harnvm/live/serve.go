@@ -148,7 +148,7 @@ func (s *Sessions) session(id acp.SessionID) (*session, Notify, error) {
 // do runs op on the session's registry, then sends the updates of every
 // change since the last operation (expirations included), in order, and
 // answers with op's change.
-func (s *Sessions) do(ctx context.Context, id acp.SessionID, op func(*Registry) (Change, error)) (*acp.LiveSessionChange, error) {
+func (s *Sessions) do(ctx context.Context, id acp.SessionID, op func(*Registry) (Change, error)) (*harn.LiveSessionChange, error) {
 	sess, notify, err := s.session(id)
 	if err != nil {
 		return nil, err
@@ -176,7 +176,11 @@ func (s *Sessions) flush(ctx context.Context, sess *session, notify Notify) {
 		return
 	}
 	for _, ch := range changes {
-		if err := notify(ctx, ch.Update(sess.id)); err != nil {
+		n, err := ch.Update(sess.id)
+		if err == nil {
+			err = notify(ctx, n)
+		}
+		if err != nil {
 			s.opts.Logger.Warn("live: live_session_client update not sent", "session", string(sess.id), "client", ch.ClientID,
 				"action", string(ch.Action), "err", err)
 		}
@@ -246,7 +250,7 @@ func (s *Sessions) Register(h *harn.VMHandlers) {
 	h.SessionLiveClients = s.liveClients
 }
 
-func (s *Sessions) attach(ctx context.Context, p *harn.SessionAttachParams) (*acp.LiveSessionChange, error) {
+func (s *Sessions) attach(ctx context.Context, p *harn.SessionAttachParams) (*harn.LiveSessionChange, error) {
 	req := AttachRequest{ClientID: p.ClientID, Takeover: p.GetTakeover(), PromptInjection: p.PromptInjection,
 		PermissionRouting: p.PermissionRouting, Metadata: metadata(p.Metadata, p.Meta)}
 	if p.Mode != nil {
@@ -255,7 +259,7 @@ func (s *Sessions) attach(ctx context.Context, p *harn.SessionAttachParams) (*ac
 	return s.do(ctx, p.SessionID, func(r *Registry) (Change, error) { return r.Attach(req) })
 }
 
-func (s *Sessions) detach(ctx context.Context, p *harn.SessionDetachParams) (*acp.LiveSessionChange, error) {
+func (s *Sessions) detach(ctx context.Context, p *harn.SessionDetachParams) (*harn.LiveSessionChange, error) {
 	var reason string
 	if p.Reason != nil {
 		reason = string(*p.Reason)
@@ -264,12 +268,12 @@ func (s *Sessions) detach(ctx context.Context, p *harn.SessionDetachParams) (*ac
 	return s.do(ctx, p.SessionID, func(r *Registry) (Change, error) { return r.Detach(p.ClientID, reason, md) })
 }
 
-func (s *Sessions) heartbeat(ctx context.Context, p *harn.SessionClientParams) (*acp.LiveSessionChange, error) {
+func (s *Sessions) heartbeat(ctx context.Context, p *harn.SessionClientParams) (*harn.LiveSessionChange, error) {
 	md := metadata(p.Metadata, p.Meta)
 	return s.do(ctx, p.SessionID, func(r *Registry) (Change, error) { return r.Heartbeat(p.ClientID, md) })
 }
 
-func (s *Sessions) takeover(ctx context.Context, p *harn.SessionClientParams) (*acp.LiveSessionChange, error) {
+func (s *Sessions) takeover(ctx context.Context, p *harn.SessionClientParams) (*harn.LiveSessionChange, error) {
 	md := metadata(p.Metadata, p.Meta)
 	return s.do(ctx, p.SessionID, func(r *Registry) (Change, error) { return r.Takeover(p.ClientID, md) })
 }
@@ -283,7 +287,7 @@ func (s *Sessions) liveClients(ctx context.Context, p *harn.SessionIDParams) (*h
 	defer sess.op.Unlock()
 	clients := sess.reg.Clients()
 	s.flush(ctx, sess, notify) // expirations the query found
-	out := &harn.SessionLiveClientsResult{Data: make([]acp.LiveClient, len(clients))}
+	out := &harn.SessionLiveClientsResult{Data: make([]harn.LiveClient, len(clients))}
 	for i, c := range clients {
 		out.Data[i] = c.Wire()
 	}

@@ -92,10 +92,11 @@ func TestSessionsSeedAttachOverAConnection(t *testing.T) {
 		t.Fatalf("%d updates, want one per attach", len(updates))
 	}
 	u := updates[1]
-	if u.SessionID != "session_123" || u.Update.LiveSessionClient == nil {
-		t.Fatalf("update %+v", u)
+	hu, err := harn.UpdateOf(u.Update)
+	if u.SessionID != "session_123" || err != nil || hu.LiveSessionClient == nil {
+		t.Fatalf("update %+v (%v)", u, err)
 	}
-	got := u.Update.LiveSessionClient.Meta.Harn
+	got := hu.LiveSessionClient.Meta.Harn
 	if got.Action != live.ActionAttached {
 		t.Errorf("action %s", got.Action)
 	}
@@ -184,7 +185,11 @@ func TestSessionsEveryOperationOverAConnection(t *testing.T) {
 	}
 	var actions []string
 	for _, u := range h.seen() {
-		st := u.Update.LiveSessionClient.Meta.Harn
+		hu, err := harn.UpdateOf(u.Update)
+		if err != nil || hu.LiveSessionClient == nil {
+			t.Fatalf("update %+v (%v)", u.Update, err)
+		}
+		st := hu.LiveSessionClient.Meta.Harn
 		who := ""
 		if st.State.Client != nil {
 			who = st.State.Client.ClientID
@@ -201,7 +206,11 @@ func TestSessionsEveryOperationOverAConnection(t *testing.T) {
 		}
 	}
 	last := h.seen()
-	if got := last[3].Update.LiveSessionClient.Meta.Harn.State; len(got.Clients) != 1 || got.Clients[0].ClientID != "portal" {
+	hu, err := harn.UpdateOf(last[3].Update)
+	if err != nil || hu.LiveSessionClient == nil {
+		t.Fatalf("update %+v (%v)", last[3].Update, err)
+	}
+	if got := hu.LiveSessionClient.Meta.Harn.State; len(got.Clients) != 1 || got.Clients[0].ClientID != "portal" {
 		t.Errorf("expiry update state %+v", got)
 	}
 

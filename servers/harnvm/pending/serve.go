@@ -56,12 +56,12 @@ func (e Entry) UserMessage(session acp.SessionID) (*acp.SessionNotification, boo
 	if e.Kind != KindUser {
 		return nil, false
 	}
-	var content acp.UserMessageContent
+	var content harn.UserMessageContent
 	if json.Unmarshal(e.Content, &content) != nil {
 		return nil, false
 	}
-	return &acp.SessionNotification{SessionID: session, Update: acp.SessionUpdate{UserMessage: &acp.UserMessageUpdate{
-		MessageID: e.ID, Content: content}}}, true
+	n, err := harn.SessionUpdate{UserMessage: &harn.UserMessageUpdate{MessageID: e.ID, Content: content}}.Notification(session)
+	return n, err == nil
 }
 
 // SessionsOptions configures Sessions. The zero value is ready to use.

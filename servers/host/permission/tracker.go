@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/bridgekit/bridgekit/gen/acp"
+	"github.com/bridgekit/bridgekit/gen/harn"
 	"github.com/bridgekit/bridgekit/runtime/wire"
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -197,9 +198,11 @@ func (t *Tracker) Len() (calls, bytes int) {
 	return t.lru.Len(), t.bytes
 }
 
+// harnToolName is the tool name a Harn agent puts under _meta.harn, or ""
+// (a plain agent's update, or a _meta.harn of another shape).
 func harnToolName(u *acp.ToolCallUpdate) string {
-	if meta, ok := u.Meta.Get(); ok && meta.Harn != nil && meta.Harn.ToolName != nil {
-		return *meta.Harn.ToolName
+	if h, err := harn.ToolLifecycleOf(u.Meta); err == nil && h != nil && h.ToolName != nil {
+		return *h.ToolName
 	}
 	return ""
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/go-json-experiment/json"
 
 	"github.com/bridgekit/bridgekit/gen/acp"
+	"github.com/bridgekit/bridgekit/gen/harn"
 	"github.com/bridgekit/bridgekit/runtime/rpc"
 	"github.com/bridgekit/bridgekit/runtime/wire"
 	"github.com/bridgekit/bridgekit/servers/host/auth"
@@ -182,7 +183,7 @@ type Options struct {
 	// "authenticating with ID", "session ID in DIR", ...).
 	Status func(format string, args ...any)
 	// OnHarn is told what a Harn runtime advertises in initialize.
-	OnHarn func(*acp.HarnAgentCapabilities)
+	OnHarn func(*harn.AgentCapabilities)
 	// PromptDone is called when session/prompt has been answered.
 	PromptDone func()
 	// OnCancel is called when Cancel sends session/cancel: ACP wants the
@@ -282,7 +283,11 @@ func (r *Run) run(ctx context.Context, conn *rpc.Conn) Outcome {
 		name = info.Name + " " + info.Version
 	}
 	kind := "a plain ACP agent"
-	if adv := harnAdvertisement(init); adv != nil {
+	adv, err := harnAdvertisement(init)
+	if err != nil {
+		kind = "an agent whose agentCapabilities._meta.harn is not Harn's (" + err.Error() + "), taken as a plain ACP agent"
+	}
+	if adv != nil {
 		kind = "a Harn runtime"
 		if r.opts.OnHarn != nil {
 			r.opts.OnHarn(adv)
@@ -498,16 +503,13 @@ func (r *Run) failed(ctx context.Context, method string, err error) Outcome {
 
 // harnAdvertisement is what a Harn runtime advertises under initialize's
 // agentCapabilities._meta.harn; nil for an agent that advertises none (a
-// plain ACP agent).
-func harnAdvertisement(res *acp.InitializeResponse) *acp.HarnAgentCapabilities {
+// plain ACP agent), and an error for one whose _meta.harn does not have
+// Harn's shape.
+func harnAdvertisement(res *acp.InitializeResponse) (*harn.AgentCapabilities, error) {
 	if res.AgentCapabilities == nil {
-		return nil
+		return nil, nil
 	}
-	meta, ok := res.AgentCapabilities.Meta.Get()
-	if !ok {
-		return nil
-	}
-	return meta.Harn
+	return harn.AgentCapabilitiesOf(res.AgentCapabilities.Meta)
 }
 
 // classify says how a prompt ended from the agent's answer (turn.Classify):
@@ -539,7 +541,7 @@ func (r *Run) classify(res *acp.PromptResponse) Outcome {
 	switch {
 	case o.Completed():
 		return Outcome{Kind: Completed, Summary: "completed (" + describe() + ")"}
-	case res.StopReason == acp.StopReasonCancelled || term != nil && term.Kind == acp.TerminalKindUserCancelled:
+	case res.StopReason == acp.StopReasonCancelled || term != nil && term.Kind == harn.TerminalKindUserCancelled:
 		if sig != nil {
 			return Outcome{Kind: Signalled, Signal: sig, Summary: fmt.Sprintf("cancelled after %v: the agent ended the turn %s", sig, res.StopReason)}
 		}

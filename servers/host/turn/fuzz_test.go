@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/bridgekit/bridgekit/gen/acp"
+	"github.com/bridgekit/bridgekit/gen/harn"
 	"github.com/bridgekit/bridgekit/servers/host/turn"
 	"github.com/go-json-experiment/json"
 )
@@ -28,7 +29,7 @@ func FuzzClassify(f *testing.F) {
 		}
 		o, err := turn.Classify(&resp)
 		if o.Completed() {
-			if err != nil || o.Terminal == nil || o.Terminal.Kind != acp.TerminalKindNatural || o.Err() != nil {
+			if err != nil || o.Terminal == nil || o.Terminal.Kind != harn.TerminalKindNatural || o.Err() != nil {
 				t.Fatalf("completion without a natural terminal: %+v %v", o, err)
 			}
 			typed, _ := resp.Meta.Get()
@@ -37,7 +38,7 @@ func FuzzClassify(f *testing.F) {
 				t.Fatal(err)
 			}
 			again, err := turn.ReadTerminal(meta)
-			if err != nil || again == nil || again.Kind != acp.TerminalKindNatural || again.Reason != o.Terminal.Reason {
+			if err != nil || again == nil || again.Kind != harn.TerminalKindNatural || again.Reason != o.Terminal.Reason {
 				t.Fatalf("ReadTerminal disagrees: %v", err)
 			}
 		} else if o.Err() == nil {

@@ -15,11 +15,11 @@
 //
 // [Classify] reads a gen/acp PromptResponse into an [Outcome]; the
 // outcome's [Class] sorts it into four classes, and [Outcome.Err] is nil only
-// for a completion. The terminal is gen/acp's typed
-// acp.TerminalOutcome (kind, reason and owner required, as Harn's catalogue
-// has them), so a result whose terminal is malformed already fails to
-// decode, and the session/prompt call with it; [ReadTerminal] reads one from
-// a raw _meta. A failed prompt is a JSON-RPC error instead, which
+// for a completion. The terminal is gen/harn's typed harn.TerminalOutcome
+// (kind, reason and owner required, as Harn's catalogue has them), read from
+// the result's _meta by harn.PromptResultOf (gen/acp keeps _meta as sent),
+// so a result whose terminal is malformed is an error of Classify;
+// [ReadTerminal] reads one from a raw _meta. A failed prompt is a JSON-RPC error instead, which
 // [ReadPromptError] reads when it carries Harn's harn.acp.prompt_error.v1
 // data.
 package turn
@@ -29,26 +29,28 @@ import (
 	"fmt"
 
 	"github.com/bridgekit/bridgekit/gen/acp"
+	"github.com/bridgekit/bridgekit/gen/harn"
 	"github.com/bridgekit/bridgekit/runtime/rpc"
+	"github.com/bridgekit/bridgekit/runtime/wire"
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 )
 
-// Kind is terminal.kind: why a Harn agent loop ended (gen/acp's type, with
-// its constants acp.TerminalKindNatural and the others). Values this
+// Kind is terminal.kind: why a Harn agent loop ended (gen/harn's type, with
+// its constants harn.TerminalKindNatural and the others). Values this
 // version does not know are kept as sent; Known tells them apart. Only
-// acp.TerminalKindNatural is completion.
-type Kind = acp.TerminalKind
+// harn.TerminalKindNatural is completion.
+type Kind = harn.TerminalKind
 
-// Owner is terminal.owner: who ended the loop (gen/acp's type, with its
-// constants acp.TerminalOwnerAgent and the others). Values this version
+// Owner is terminal.owner: who ended the loop (gen/harn's type, with its
+// constants harn.TerminalOwnerAgent and the others). Values this version
 // does not know are kept as sent.
-type Owner = acp.TerminalOwner
+type Owner = harn.TerminalOwner
 
-// Terminal is _meta.harn.terminal, gen/acp's type: kind, reason and owner,
+// Terminal is _meta.harn.terminal, gen/harn's type: kind, reason and owner,
 // the optional terminalClass, message and detail, and any member this
 // version does not name in Extra.
-type Terminal = acp.TerminalOutcome
+type Terminal = harn.TerminalOutcome
 
 // ErrMalformedTerminal is matched by ReadTerminal's errors when
 // _meta.harn.terminal is present but does not have the documented shape
@@ -56,25 +58,24 @@ type Terminal = acp.TerminalOutcome
 var ErrMalformedTerminal = errors.New("malformed _meta.harn.terminal")
 
 // ReadTerminal reads _meta.harn.terminal from a result's raw _meta object
-// (acp.PromptResponse types it already; this is for _meta kept raw). It
-// returns nil, nil when there is none (no harn member, or no terminal in
-// it).
+// (an acp.PromptResponse's Meta, or one kept elsewhere). It returns nil,
+// nil when there is none (no harn member, or no terminal in it).
 func ReadTerminal(meta jsontext.Value) (*Terminal, error) {
 	if len(meta) == 0 || meta.Kind() == 'n' {
 		return nil, nil
 	}
-	var m acp.PromptResponseMeta
-	if err := json.Unmarshal(meta, &m); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrMalformedTerminal, err)
-	}
-	return terminalOf(&m), nil
+	return terminalOf(wire.Some(meta))
 }
 
-func terminalOf(m *acp.PromptResponseMeta) *Terminal {
-	if m == nil || m.Harn == nil {
-		return nil
+func terminalOf(meta wire.Nullable[jsontext.Value]) (*Terminal, error) {
+	h, err := harn.PromptResultOf(meta)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrMalformedTerminal, err)
 	}
-	return m.Harn.Terminal
+	if h == nil {
+		return nil, nil
+	}
+	return h.Terminal, nil
 }
 
 // Class sorts outcomes.
@@ -117,22 +118,25 @@ type Outcome struct {
 	Terminal *Terminal
 }
 
-// Classify reads a session/prompt result. A nil resp is an error.
+// Classify reads a session/prompt result. A nil resp is an error, and so
+// is a malformed _meta.harn.terminal (matching ErrMalformedTerminal).
 func Classify(resp *acp.PromptResponse) (Outcome, error) {
 	if resp == nil {
 		return Outcome{}, errors.New("turn: no prompt result")
 	}
 	o := Outcome{StopReason: resp.StopReason}
-	if m, ok := resp.Meta.Get(); ok {
-		o.Terminal = terminalOf(&m)
+	t, err := terminalOf(resp.Meta)
+	if err != nil {
+		return Outcome{}, err
 	}
+	o.Terminal = t
 	return o, nil
 }
 
 // Class sorts o into one of the four classes.
 func (o Outcome) Class() Class {
 	switch {
-	case o.Terminal != nil && o.Terminal.Kind == acp.TerminalKindNatural:
+	case o.Terminal != nil && o.Terminal.Kind == harn.TerminalKindNatural:
 		return ClassCompleted
 	case o.Terminal != nil:
 		return ClassIncomplete
@@ -191,7 +195,7 @@ type PromptError struct {
 	// Code and Message are the JSON-RPC error's.
 	Code    int64
 	Message string
-	// Data is error.data, gen/acp's type: terminalClass (context_overflow,
+	// Data is error.data, gen/harn's type: terminalClass (context_overflow,
 	// provider_misconfigured, provider_unavailable, rate_limited, timeout,
 	// resource_busy, tool_policy_rejected, host_bridge_unimplemented,
 	// agent_loop_protocol_failure, parse_dropped, generic_throw, or a newer
@@ -199,7 +203,7 @@ type PromptError struct {
 	// sent, retryable, retryAfterMs, provider and model. Members of the
 	// wrong type (and null ones) are left out rather than failing the read:
 	// the error is already a failure, and its class should still be shown.
-	Data acp.PromptErrorData
+	Data harn.PromptErrorData
 	// Raw is error.data as it arrived.
 	Raw jsontext.Value
 }
@@ -236,7 +240,7 @@ func ReadPromptError(err error) (*PromptError, bool) {
 			continue
 		}
 		one, err := json.Marshal(map[string]jsontext.Value{"schema": members["schema"], name: value})
-		if err == nil && json.Unmarshal(one, new(acp.PromptErrorData)) == nil {
+		if err == nil && json.Unmarshal(one, new(harn.PromptErrorData)) == nil {
 			kept[name] = value
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/bridgekit/bridgekit/gen/acp"
+	"github.com/bridgekit/bridgekit/gen/harn"
 	"github.com/bridgekit/bridgekit/runtime/rpc"
 	"github.com/bridgekit/bridgekit/runtime/wire"
 	"github.com/bridgekit/bridgekit/servers/host/turn"
@@ -34,9 +35,9 @@ func TestClassify(t *testing.T) {
 		kind  turn.Kind
 		msg   string
 	}{
-		{"natural", terminal("end_turn", `{"kind":"natural","reason":"assistant finished","owner":"agent"}`), turn.ClassCompleted, acp.TerminalKindNatural, ""},
-		{"natural whatever the stop reason", terminal("max_tokens", `{"kind":"natural","reason":"done","owner":"agent"}`), turn.ClassCompleted, acp.TerminalKindNatural, ""},
-		{"natural with extras", terminal("end_turn", `{"kind":"natural","reason":"r","owner":"agent","terminalClass":"none","message":"m","detail":"d","future":{"x":1}}`), turn.ClassCompleted, acp.TerminalKindNatural, ""},
+		{"natural", terminal("end_turn", `{"kind":"natural","reason":"assistant finished","owner":"agent"}`), turn.ClassCompleted, harn.TerminalKindNatural, ""},
+		{"natural whatever the stop reason", terminal("max_tokens", `{"kind":"natural","reason":"done","owner":"agent"}`), turn.ClassCompleted, harn.TerminalKindNatural, ""},
+		{"natural with extras", terminal("end_turn", `{"kind":"natural","reason":"r","owner":"agent","terminalClass":"none","message":"m","detail":"d","future":{"x":1}}`), turn.ClassCompleted, harn.TerminalKindNatural, ""},
 		{"plain ACP end_turn", `{"stopReason":"end_turn"}`, turn.ClassEndTurn, "", "turn ended (end_turn) without a Harn terminal outcome: no completion evidence"},
 		{"end_turn, _meta without harn", `{"stopReason":"end_turn","_meta":{"other":{"terminal":{"kind":"natural"}}}}`, turn.ClassEndTurn, "", "no completion evidence"},
 		{"end_turn, harn without terminal", `{"stopReason":"end_turn","_meta":{"harn":{"trace":1}}}`, turn.ClassEndTurn, "", "no completion evidence"},
@@ -45,9 +46,9 @@ func TestClassify(t *testing.T) {
 		{"max_tokens", `{"stopReason":"max_tokens"}`, turn.ClassStopped, "", "turn stopped: max_tokens"},
 		{"max_turn_requests", `{"stopReason":"max_turn_requests"}`, turn.ClassStopped, "", "turn stopped: max_turn_requests"},
 		{"refusal", `{"stopReason":"refusal"}`, turn.ClassStopped, "", "turn stopped: refusal"},
-		{"budget", terminal("end_turn", `{"kind":"policy_budget","reason":"llm_cost_usd cap reached","owner":"policy"}`), turn.ClassIncomplete, acp.TerminalKindPolicyBudget,
+		{"budget", terminal("end_turn", `{"kind":"policy_budget","reason":"llm_cost_usd cap reached","owner":"policy"}`), turn.ClassIncomplete, harn.TerminalKindPolicyBudget,
 			"turn did not complete: policy_budget (owner policy): llm_cost_usd cap reached"},
-		{"user cancelled", terminal("cancelled", `{"kind":"user_cancelled","reason":"session/cancel","owner":"user"}`), turn.ClassIncomplete, acp.TerminalKindUserCancelled, "user_cancelled"},
+		{"user cancelled", terminal("cancelled", `{"kind":"user_cancelled","reason":"session/cancel","owner":"user"}`), turn.ClassIncomplete, harn.TerminalKindUserCancelled, "user_cancelled"},
 		{"unknown future kind kept", terminal("end_turn", `{"kind":"heat_death","reason":"r","owner":"cosmos"}`), turn.ClassIncomplete, "heat_death", "heat_death (owner cosmos)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -80,18 +81,18 @@ func TestClassify(t *testing.T) {
 // Every documented kind other than natural is incomplete; every documented
 // kind and owner is Known.
 func TestKinds(t *testing.T) {
-	for _, k := range []turn.Kind{acp.TerminalKindNatural, acp.TerminalKindUserCancelled, acp.TerminalKindPolicyBudget, acp.TerminalKindCompletionUnverified,
-		acp.TerminalKindPolicyNoProgress, acp.TerminalKindPolicyThrash, acp.TerminalKindPolicyGuardrail, acp.TerminalKindPolicyStop, acp.TerminalKindProviderError,
-		acp.TerminalKindRuntimeError, acp.TerminalKindSuspended, acp.TerminalKindUnknown} {
+	for _, k := range []turn.Kind{harn.TerminalKindNatural, harn.TerminalKindUserCancelled, harn.TerminalKindPolicyBudget, harn.TerminalKindCompletionUnverified,
+		harn.TerminalKindPolicyNoProgress, harn.TerminalKindPolicyThrash, harn.TerminalKindPolicyGuardrail, harn.TerminalKindPolicyStop, harn.TerminalKindProviderError,
+		harn.TerminalKindRuntimeError, harn.TerminalKindSuspended, harn.TerminalKindUnknown} {
 		if !k.Known() {
 			t.Errorf("%s not Known", k)
 		}
 		o := turn.Outcome{StopReason: acp.StopReasonEndTurn, Terminal: &turn.Terminal{Kind: k}}
-		if o.Completed() != (k == acp.TerminalKindNatural) {
+		if o.Completed() != (k == harn.TerminalKindNatural) {
 			t.Errorf("%s: Completed = %v", k, o.Completed())
 		}
 	}
-	for _, o := range []turn.Owner{acp.TerminalOwnerAgent, acp.TerminalOwnerUser, acp.TerminalOwnerPolicy, acp.TerminalOwnerProvider, acp.TerminalOwnerHarness, acp.TerminalOwnerUnknown} {
+	for _, o := range []turn.Owner{harn.TerminalOwnerAgent, harn.TerminalOwnerUser, harn.TerminalOwnerPolicy, harn.TerminalOwnerProvider, harn.TerminalOwnerHarness, harn.TerminalOwnerUnknown} {
 		if !o.Known() {
 			t.Errorf("%s not Known", o)
 		}
@@ -117,7 +118,7 @@ func TestTerminalFields(t *testing.T) {
 		}
 		return *p
 	}
-	if got.Kind != acp.TerminalKindProviderError || got.Reason != "429" || got.Owner != acp.TerminalOwnerProvider || str(got.TerminalClass) != "rate_limited" ||
+	if got.Kind != harn.TerminalKindProviderError || got.Reason != "429" || got.Owner != harn.TerminalOwnerProvider || str(got.TerminalClass) != "rate_limited" ||
 		str(got.Message) != "slow down" || str(got.Detail) != "retry in 30s" {
 		t.Errorf("got %+v", got)
 	}
@@ -130,10 +131,11 @@ func TestTerminalFields(t *testing.T) {
 	}
 }
 
-// A terminal that is present but malformed is never a completion: acp
+// A terminal that is present but malformed is never a completion: gen/harn
 // types _meta.harn.terminal with kind, reason and owner required (Harn's
-// catalogue), so decoding the prompt result fails (and the session/prompt
-// call with it); ReadTerminal fails the same way on a raw _meta.
+// catalogue), so Classify fails on the prompt result (which gen/acp, ACP
+// alone, decodes with its _meta as sent); ReadTerminal fails the same way on
+// a raw _meta.
 func TestMalformedTerminal(t *testing.T) {
 	for _, doc := range []string{
 		terminal("end_turn", `"natural"`),
@@ -148,8 +150,12 @@ func TestMalformedTerminal(t *testing.T) {
 		`{"stopReason":"end_turn","_meta":{"harn":null}}`,
 	} {
 		var de *wire.DecodeError
-		if err := json.Unmarshal([]byte(doc), new(acp.PromptResponse)); !errors.As(err, &de) {
-			t.Errorf("%s: the typed prompt result must reject it: %v", doc, err)
+		var res acp.PromptResponse
+		if err := json.Unmarshal([]byte(doc), &res); err != nil {
+			t.Errorf("%s: ACP's prompt result keeps a vendor's _meta: %v", doc, err)
+		}
+		if _, err := turn.Classify(&res); !errors.Is(err, turn.ErrMalformedTerminal) || !errors.As(err, &de) {
+			t.Errorf("%s: Classify must reject it: %v", doc, err)
 		}
 		var raw struct {
 			Meta jsontext.Value `json:"_meta"`
@@ -177,7 +183,7 @@ func TestMalformedTerminal(t *testing.T) {
 		}
 	}
 	tm, err := turn.ReadTerminal(jsontext.Value(`{"harn":{"terminal":{"kind":"natural","reason":"r","owner":"agent"}}}`))
-	if err != nil || tm == nil || tm.Kind != acp.TerminalKindNatural {
+	if err != nil || tm == nil || tm.Kind != harn.TerminalKindNatural {
 		t.Errorf("ReadTerminal = %+v, %v", tm, err)
 	}
 }

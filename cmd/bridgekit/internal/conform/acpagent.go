@@ -37,7 +37,7 @@ var ACPAgent = &Side{
 // HarnRuntime plays a Harn host against a runtime (harn serve acp, or any
 // program serving Harn's stdio bridge as the VM): the acp-agent suite on
 // Harn's stream, where every frame is decoded under Harn's contract
-// (acp.ContractHarn: fields Harn moved under _meta.harn are problems at
+// (harn.ContractHarn: fields Harn moved under _meta.harn are problems at
 // their old places), initialize must carry agentCapabilities._meta.harn,
 // the extension session/update variants and prompt result fields the
 // runtime uses must be the ones it advertised, and conform answers the

@@ -164,7 +164,7 @@ func decode(f Family, t reflect.Type, body []byte) (any, error) {
 	v := reflect.New(t).Interface()
 	var err error
 	if f == Harn {
-		err = json.Unmarshal(body, v, acp.ContractHarn.Options())
+		err = json.Unmarshal(body, v, harn.ContractHarn.Options())
 	} else {
 		err = wire.Unmarshal(body, v)
 	}

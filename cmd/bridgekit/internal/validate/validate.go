@@ -33,7 +33,7 @@ import (
 
 	"github.com/bridgekit/bridgekit/cmd/bridgekit/internal/frames"
 	"github.com/bridgekit/bridgekit/cmd/bridgekit/internal/tracelog"
-	"github.com/bridgekit/bridgekit/gen/acp"
+	harnpkg "github.com/bridgekit/bridgekit/gen/harn"
 	"github.com/bridgekit/bridgekit/generator/codegen"
 	"github.com/bridgekit/bridgekit/internal/specschema"
 	"github.com/bridgekit/bridgekit/runtime/wire"
@@ -613,7 +613,7 @@ func (v *Validator) schemaCheck(harn bool, loc string) *schemaCheck {
 	schemas := v.schemas
 	if harn {
 		h := &compiled[2]
-		h.once.Do(func() { h.spec, h.err = specschema.LoadUnder(spec.FS, acp.ContractHarn.Name()) })
+		h.once.Do(func() { h.spec, h.err = specschema.LoadUnder(spec.FS, harnpkg.ContractHarn.Name()) })
 		if h.err != nil {
 			return &schemaCheck{fails: &frames.Problem{Code: ProblemSchemaValidation, Message: h.err.Error()}}
 		}

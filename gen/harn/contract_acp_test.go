@@ -1,4 +1,4 @@
-package acp_test
+package harn_test
 
 import (
 	"bufio"
@@ -16,6 +16,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/bridgekit/bridgekit/gen/acp"
+	"github.com/bridgekit/bridgekit/gen/harn"
 	"github.com/bridgekit/bridgekit/runtime/rpc"
 	"github.com/bridgekit/bridgekit/runtime/wire"
 )
@@ -98,17 +99,18 @@ func TestPlainConnectionKeepsHarnForbiddenMembers(t *testing.T) {
 	}
 }
 
-// ContractHarn's table is what the catalogue's overlays forbid under
-// Harn's contract, and a decode applies it only when given its options:
+// ContractHarn's table is what harn.json's overlays forbid in ACP's types
+// under Harn's contract (gen/acp knows nothing of it), and a decode applies
+// it only when given its options:
 // under it every listed member of every listed type is rejected with
 // ErrForbiddenMember naming the type and member, at its JSON pointer (that
 // of the object, for a member the union replays after its tag);
 // without it the member is kept.
 func TestContractHarn(t *testing.T) {
-	if acp.ContractHarn.Name() != "harn" || !slices.Contains(acp.Contracts, acp.ContractHarn) {
-		t.Fatalf("contracts: %v", acp.Contracts)
+	if harn.ContractHarn.Name() != "harn" || !slices.Contains(harn.Contracts, harn.ContractHarn) {
+		t.Fatalf("contracts: %v", harn.Contracts)
 	}
-	rules := acp.ContractHarn.Rules()
+	rules := harn.ContractHarn.Rules()
 	types := map[string]bool{}
 	for _, r := range rules {
 		types[r.Type] = true
@@ -119,7 +121,7 @@ func TestContractHarn(t *testing.T) {
 		}
 	}
 	for _, m := range []string{"error", "data", "durationMs", "executor"} {
-		if !slices.Contains(acp.ContractHarn.Forbidden("ToolCallUpdate"), m) || !slices.Contains(acp.ContractHarn.Forbidden("ToolCall"), m) {
+		if !slices.Contains(harn.ContractHarn.Forbidden("ToolCallUpdate"), m) || !slices.Contains(harn.ContractHarn.Forbidden("ToolCall"), m) {
 			t.Errorf("%s is not forbidden on tool calls", m)
 		}
 	}
@@ -145,7 +147,7 @@ func TestContractHarn(t *testing.T) {
 		for _, m := range r.Members {
 			in := doc(m)
 			var n acp.SessionNotification
-			err := json.Unmarshal([]byte(in), &n, acp.ContractHarn.Options())
+			err := json.Unmarshal([]byte(in), &n, harn.ContractHarn.Options())
 			var de *wire.DecodeError
 			var se *json.SemanticError
 			if !errors.Is(err, wire.ErrForbiddenMember) || !errors.As(err, &de) || de.Type != r.Type || de.Member != m || !errors.As(err, &se) || !strings.HasPrefix(string(se.JSONPointer), "/update") {
@@ -185,7 +187,7 @@ func FuzzContractHarn(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var plain, under acp.SessionNotification
 		perr := json.Unmarshal(data, &plain)
-		uerr := json.Unmarshal(data, &under, acp.ContractHarn.Options())
+		uerr := json.Unmarshal(data, &under, harn.ContractHarn.Options())
 		switch {
 		case uerr == nil:
 			if perr != nil {
@@ -201,7 +203,7 @@ func FuzzContractHarn(f *testing.F) {
 			if !errors.Is(uerr, wire.ErrForbiddenMember) || !errors.As(uerr, &de) {
 				t.Fatalf("the contract alone rejects, not for a forbidden member: %v", uerr)
 			}
-			if !slices.Contains(acp.ContractHarn.Forbidden(de.Type), de.Member) {
+			if !slices.Contains(harn.ContractHarn.Forbidden(de.Type), de.Member) {
 				// A member forbidden everywhere would fail the plain decode too.
 				t.Fatalf("%s.%s is not in the contract's table", de.Type, de.Member)
 			}
@@ -224,7 +226,7 @@ func mustMarshal(t *testing.T, v any) []byte {
 // A root error on a tool_call_update is an extra member of a plain ACP
 // agent's update, and refused under Harn's contract, which a Harn
 // connection applies (harn.BridgeConnOptions sets rpc.Options.DecodeOptions).
-func Example_harnContract() {
+func Example_contract() {
 	params := []byte(`{"sessionId":"s","update":{"sessionUpdate":"tool_call_update","toolCallId":"t1","error":"boom"}}`)
 
 	var n acp.SessionNotification
@@ -233,10 +235,10 @@ func Example_harnContract() {
 		fmt.Println("plain ACP: kept in Extra:", string(v))
 	}
 
-	err := rpc.DecodeParams(params, new(acp.SessionNotification), acp.ContractHarn.Options())
+	err := rpc.DecodeParams(params, new(acp.SessionNotification), harn.ContractHarn.Options())
 	var se *json.SemanticError
 	fmt.Println("Harn:", errors.Is(err, rpc.ErrInvalidParams), errors.Is(err, wire.ErrForbiddenMember), errors.As(err, &se) && se.JSONPointer == "/update/error")
-	fmt.Println("forbidden on ToolCallUpdate under Harn's contract:", acp.ContractHarn.Forbidden("ToolCallUpdate")[:3])
+	fmt.Println("forbidden on ToolCallUpdate under Harn's contract:", harn.ContractHarn.Forbidden("ToolCallUpdate")[:3])
 	// Output:
 	// plain ACP: kept in Extra: "boom"
 	// Harn: true true true
