@@ -163,7 +163,7 @@ func runServe(ctx context.Context, env *Env, args []string) int {
 			fmt.Fprintf(env.Stderr, "bridgekit serve: --store: %v\n", err)
 			return 1
 		}
-		bl, err := boltlog.Open(filepath.Join(sf.store, "events.db"), &boltlog.Options{MaxBytes: sf.maxLog})
+		bl, err := boltlog.Open(filepath.Join(sf.store, "events.db"), &boltlog.Options{MaxBytes: sf.maxLog, MaxTotalBytes: sf.maxLogTotal})
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "bridgekit serve: --store: %v\n", err)
 			return 1

@@ -24,6 +24,10 @@ type Options struct {
 	// MaxBytes bounds the frame bytes kept per key (default eventlog.DefaultMaxBytes); the oldest are
 	// dropped first.
 	MaxBytes int64
+	// MaxTotalBytes bounds the frame bytes kept in all, every key's (default DefaultMaxTotalBytes): past
+	// it the events appended first go first, whichever their key (after a reopening, the order across
+	// keys of the events from before it is not known: they go key by key).
+	MaxTotalBytes int64
 	// FlushInterval is how long an append may wait to be committed (default 10ms).
 	FlushInterval time.Duration
 	// Sync commits every append before Append returns.
@@ -39,6 +43,10 @@ type Log struct {
 
 	mu      sync.Mutex
 	keys    map[string]*index
+	total   int64   // the frame bytes retained, all keys
+	live    int     // the events retained, all keys
+	order   []entry // the events in the order appended, oldest first; order[ohead:] may be retained
+	ohead   int
 	pending []op
 	closed  bool
 	kick    chan struct{}
@@ -54,7 +62,18 @@ type index struct {
 	head        int
 	bytes       int64
 	last, dropd uint64
+	key         string
+	deleted     bool
 }
+
+// entry names an event in the order of appends.
+type entry struct {
+	ix *index
+	id uint64
+}
+
+// DefaultMaxTotalBytes is the default bound on the frame bytes of all keys together: 1 GiB.
+const DefaultMaxTotalBytes = 1 << 30
 
 type idSize struct {
 	id   uint64
@@ -64,7 +83,7 @@ type idSize struct {
 // op is a change waiting to be committed.
 type op struct {
 	key    string
-	id     uint64 // put: the event's id
+	id     uint64 // put: the event's id (0: no put, only the drop)
 	frame  []byte // put: its frame
 	dropTo uint64 // drop every event up to this id
 	delete bool   // delete the key
@@ -85,6 +104,9 @@ func Open(path string, opts *Options) (*Log, error) {
 	}
 	if l.opts.MaxBytes <= 0 {
 		l.opts.MaxBytes = eventlog.DefaultMaxBytes
+	}
+	if l.opts.MaxTotalBytes <= 0 {
+		l.opts.MaxTotalBytes = DefaultMaxTotalBytes
 	}
 	if l.opts.FlushInterval <= 0 {
 		l.opts.FlushInterval = 10 * time.Millisecond
@@ -114,7 +136,7 @@ func (l *Log) load() error {
 		}
 		return root.ForEachBucket(func(k []byte) error {
 			b := root.Bucket(k)
-			ix := &index{}
+			ix := &index{key: string(k)}
 			if m := b.Get(metaName); len(m) == 16 {
 				ix.last, ix.dropd = binary.BigEndian.Uint64(m), binary.BigEndian.Uint64(m[8:])
 			}
@@ -126,6 +148,11 @@ func (l *Log) load() error {
 				})
 			}
 			l.keys[string(k)] = ix
+			l.total += ix.bytes
+			l.live += len(ix.ids)
+			for _, e := range ix.ids {
+				l.order = append(l.order, entry{ix, e.id})
+			}
 			return nil
 		})
 	})
@@ -162,7 +189,7 @@ func (l *Log) Append(key string, e eventlog.Event) error {
 	}
 	ix := l.keys[key]
 	if ix == nil {
-		ix = &index{}
+		ix = &index{key: key}
 		l.keys[key] = ix
 	}
 	if e.ID <= ix.last {
@@ -172,10 +199,23 @@ func (l *Log) Append(key string, e eventlog.Event) error {
 	n := int64(len(e.Frame))
 	dropTo := uint64(0)
 	for ix.head < len(ix.ids) && ix.bytes+n > l.opts.MaxBytes {
-		old := ix.ids[ix.head]
-		ix.bytes -= old.size
-		ix.dropd, dropTo = old.id, old.id
-		ix.head++
+		dropTo = l.dropHead(ix)
+	}
+	// Past the total, the oldest events of any key go first.
+	for l.ohead < len(l.order) && l.total+n > l.opts.MaxTotalBytes {
+		o := l.order[l.ohead]
+		l.order[l.ohead] = entry{}
+		l.ohead++
+		if o.ix.deleted || o.ix.head >= len(o.ix.ids) || o.ix.ids[o.ix.head].id != o.id {
+			continue // dropped already
+		}
+		id := l.dropHead(o.ix)
+		if o.ix == ix {
+			dropTo = id
+			continue
+		}
+		meta := *o.ix
+		l.pending = append(l.pending, op{key: o.ix.key, dropTo: id, meta: &meta})
 	}
 	if ix.head > 32 && ix.head*2 > len(ix.ids) {
 		ix.ids = append(ix.ids[:0:0], ix.ids[ix.head:]...)
@@ -184,6 +224,18 @@ func (l *Log) Append(key string, e eventlog.Event) error {
 	ix.ids = append(ix.ids, idSize{e.ID, n})
 	ix.bytes += n
 	ix.last = e.ID
+	l.total += n
+	l.live++
+	l.order = append(l.order, entry{ix, e.ID})
+	if pending := len(l.order) - l.ohead; pending > 64 && pending > 2*l.live {
+		keep := l.order[:0:0]
+		for _, o := range l.order[l.ohead:] {
+			if !o.ix.deleted && o.ix.head < len(o.ix.ids) && o.id >= o.ix.ids[o.ix.head].id {
+				keep = append(keep, o)
+			}
+		}
+		l.order, l.ohead = keep, 0
+	}
 	meta := *ix
 	l.pending = append(l.pending, op{key: key, id: e.ID, frame: append([]byte(nil), e.Frame...), dropTo: dropTo, meta: &meta})
 	l.mu.Unlock()
@@ -195,6 +247,17 @@ func (l *Log) Append(key string, e eventlog.Event) error {
 	default:
 	}
 	return nil
+}
+
+// dropHead drops ix's oldest retained event and returns its id.
+func (l *Log) dropHead(ix *index) uint64 {
+	old := ix.ids[ix.head]
+	ix.bytes -= old.size
+	l.total -= old.size
+	l.live--
+	ix.dropd = old.id
+	ix.head++
+	return old.id
 }
 
 func (l *Log) usable() error {
@@ -242,10 +305,12 @@ func (l *Log) flush() error {
 					}
 				}
 			}
-			var id [8]byte
-			binary.BigEndian.PutUint64(id[:], o.id)
-			if err := ev.Put(id[:], o.frame); err != nil {
-				return err
+			if o.id > 0 {
+				var id [8]byte
+				binary.BigEndian.PutUint64(id[:], o.id)
+				if err := ev.Put(id[:], o.frame); err != nil {
+					return err
+				}
 			}
 			var m [16]byte
 			binary.BigEndian.PutUint64(m[:], o.meta.last)
@@ -362,7 +427,12 @@ func (l *Log) Delete(key string) error {
 		l.mu.Unlock()
 		return err
 	}
-	delete(l.keys, key)
+	if ix := l.keys[key]; ix != nil {
+		ix.deleted = true
+		l.total -= ix.bytes
+		l.live -= len(ix.ids) - ix.head
+		delete(l.keys, key)
+	}
 	l.pending = append(l.pending, op{key: key, delete: true})
 	l.mu.Unlock()
 	return l.flush()

@@ -88,3 +88,54 @@ func TestLongReplay(t *testing.T) {
 		t.Fatalf("replay ended before %d", want)
 	}
 }
+
+func TestTotal(t *testing.T) {
+	logtest.RunTotal(t, func(t *testing.T, perKey, total int64) eventlog.Log {
+		l, err := boltlog.Open(filepath.Join(t.TempDir(), "log.db"), &boltlog.Options{MaxBytes: perKey, MaxTotalBytes: total})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+		return l
+	})
+}
+
+// The bound in all holds across a reopening: the events from before it are counted, and go first.
+func TestTotalReopen(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "log.db")
+	frame := []byte(`{"jsonrpc":"2.0","method":"n","params":{}}`)
+	size := int64(len(frame))
+	opts := &boltlog.Options{MaxTotalBytes: 4 * size}
+	l, err := boltlog.Open(path, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id := uint64(1); id <= 3; id++ {
+		l.Append("a", eventlog.Event{ID: id, Frame: frame})
+	}
+	l.Close()
+	l = open2(t, path, opts)
+	for id := uint64(1); id <= 3; id++ {
+		l.Append("b", eventlog.Event{ID: id, Frame: frame})
+	}
+	a, _, _ := l.Stat("a")
+	b, _, _ := l.Stat("b")
+	if a.Events != 1 || a.Dropped != 2 || b.Events != 3 {
+		t.Fatalf("a %+v b %+v", a, b)
+	}
+	l.Close()
+	l = open2(t, path, opts)
+	if a, _, _ := l.Stat("a"); a.Events != 1 || a.Dropped != 2 {
+		t.Fatalf("a after reopening: %+v", a)
+	}
+}
+
+func open2(t *testing.T, path string, opts *boltlog.Options) *boltlog.Log {
+	t.Helper()
+	l, err := boltlog.Open(path, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}

@@ -120,3 +120,65 @@ func Run(t *testing.T, newLog New) {
 		}
 	})
 }
+
+// NewTotal returns an empty log that keeps at most perKey bytes of frames per key and total in all.
+type NewTotal func(t *testing.T, perKey, total int64) eventlog.Log
+
+// RunTotal checks the bound in all: past it the oldest events of any key go first, and a key that lost
+// some answers a replay that needs them with an ExpiredError; deleting a key gives its bytes back.
+func RunTotal(t *testing.T, newLog NewTotal) {
+	frame := func(id uint64) []byte {
+		return fmt.Appendf(nil, `{"jsonrpc":"2.0","method":"n","params":{"i":%06d}}`, id)
+	}
+	size := int64(len(frame(1)))
+	l := newLog(t, 1<<20, 10*size)
+	total := func() (n int64) {
+		for _, k := range []string{"a", "b", "c"} {
+			st, _, _ := l.Stat(k)
+			n += st.Bytes
+		}
+		return n
+	}
+	for id := uint64(1); id <= 40; id++ {
+		key := []string{"a", "b"}[id%2]
+		if err := l.Append(key, eventlog.Event{ID: id, Frame: frame(id)}); err != nil {
+			t.Fatal(err)
+		}
+		if n := total(); n > 10*size {
+			t.Fatalf("after %d: %d bytes held, bound %d", id, n, 10*size)
+		}
+	}
+	// The ten last (31..40) are held: five a key.
+	for key, want := range map[string][]uint64{"a": {32, 34, 36, 38, 40}, "b": {31, 33, 35, 37, 39}} {
+		st, _, _ := l.Stat(key)
+		var got []uint64
+		if err := l.Replay(key, st.Dropped, func(e eventlog.Event) error { got = append(got, e.ID); return nil }); err != nil || !slices.Equal(got, want) {
+			t.Errorf("%s: %v %v, want %v", key, got, err, want)
+		}
+		var ee *eventlog.ExpiredError
+		if err := l.Replay(key, 0, func(eventlog.Event) error { return nil }); !errors.As(err, &ee) || ee.Dropped != want[0]-2 {
+			t.Errorf("%s from 0: %v", key, err)
+		}
+	}
+	// Deleting a gives its five events' bytes back: c's five fit without dropping b's.
+	l.Delete("a")
+	for id := uint64(41); id <= 45; id++ {
+		l.Append("c", eventlog.Event{ID: id, Frame: frame(id)})
+	}
+	if st, _, _ := l.Stat("b"); st.Events != 5 || st.Dropped != 29 {
+		t.Errorf("b after a's deletion: %+v", st)
+	}
+	// Many events dropped by the bound per key, and the total still right.
+	l2 := newLog(t, 4*size, 6*size)
+	for id := uint64(1); id <= 10000; id++ {
+		l2.Append("k", eventlog.Event{ID: id, Frame: frame(id)})
+		if id%7 == 0 {
+			l2.Append("j", eventlog.Event{ID: id, Frame: frame(id)})
+		}
+	}
+	k, _, _ := l2.Stat("k")
+	j, _, _ := l2.Stat("j")
+	if k.Bytes+j.Bytes > 6*size || k.Last != 10000 || k.Events == 0 || j.Events == 0 {
+		t.Errorf("k %+v j %+v", k, j)
+	}
+}
