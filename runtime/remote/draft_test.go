@@ -99,3 +99,58 @@ func TestDraftCursor(t *testing.T) {
 		t.Fatalf("a cursor the log dropped: %d", r.StatusCode)
 	}
 }
+
+// The log's bound in all holds across connections: one connection's output pushes another's oldest
+// frames out, and the other, resuming, is told (410) rather than given a gap.
+func TestLogTotalAcrossConnections(t *testing.T) {
+	_, hs, _ := startServer(t, &Options{DraftCursor: true, MaxLogTotalBytes: 4096})
+	open := func(conn, lastEventID string) (*http.Response, context.CancelFunc) {
+		ctx, cancel := context.WithCancel(context.Background())
+		req, _ := http.NewRequestWithContext(ctx, "GET", hs.URL, nil)
+		req.Header.Set("Accept", "text/event-stream")
+		req.Header.Set(HeaderConnectionID, conn)
+		if lastEventID != "" {
+			req.Header.Set("Last-Event-ID", lastEventID)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp, cancel
+	}
+	a, b := initHTTP(t, hs.URL), initHTTP(t, hs.URL)
+	if r, body := post(t, hs.URL, `{"jsonrpc":"2.0","id":1,"method":"session/new","params":{}}`, "Acp-Connection-Id: "+a); r.StatusCode != 202 {
+		t.Fatalf("POST: %d %s", r.StatusCode, body)
+	}
+	resp, cancel := open(a, "")
+	ev, err := sse.NewDecoder(resp.Body, 0).Next()
+	cancel()
+	resp.Body.Close()
+	if err != nil || !strings.Contains(string(ev.Data), `"sessionId"`) {
+		t.Fatalf("a's first event: %q %v", ev.Data, err)
+	}
+	// b's answers, 6 of about 950 bytes, pass 4 KiB in all: a's event goes (and b's first ones).
+	long := strings.Repeat("x", 900)
+	for i := 0; i < 6; i++ {
+		if r, body := post(t, hs.URL, fmt.Sprintf(`{"jsonrpc":"2.0","id":"%s-%d","method":"nope","params":{}}`, long, i), "Acp-Connection-Id: "+b); r.StatusCode != 202 {
+			t.Fatalf("POST: %d %s", r.StatusCode, body)
+		}
+	}
+	if r, body := post(t, hs.URL, `{"jsonrpc":"2.0","id":7,"method":"session/new","params":{}}`, "Acp-Connection-Id: "+b); r.StatusCode != 202 {
+		t.Fatalf("POST: %d %s", r.StatusCode, body)
+	}
+	// Once b's seventh event is read, the six before it are in the log.
+	resp, cancel = open(b, "6")
+	ev, err = sse.NewDecoder(resp.Body, 0).Next()
+	cancel()
+	resp.Body.Close()
+	if err != nil || ev.ID != "7" {
+		t.Fatalf("b's seventh event: %q id %q %v", ev.Data, ev.ID, err)
+	}
+	resp, cancel = open(a, "0")
+	defer cancel()
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusGone {
+		t.Fatalf("a resuming from 0 after b filled the log: %d", resp.StatusCode)
+	}
+}
