@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/coder/websocket"
@@ -352,44 +353,52 @@ func TestClientNeverReads(t *testing.T) {
 	}
 }
 
-// 10,000 connections opened and dropped (upgrades, initialize POSTs, bare TCP): the server serves the
-// next client and holds no goroutine for them afterwards.
+// 10,000 connections opened and dropped (upgrades, initialize POSTs, bare connections): the server
+// serves the next client and holds no goroutine for them afterwards. In a synctest bubble over in-memory
+// connections, so that "afterwards" is an event: every goroutine of the bubble at rest.
 func TestManyConnectionsDropped(t *testing.T) {
 	if testing.Short() {
 		t.Skip("short")
 	}
-	s, hs, _ := startServer(t, &Options{MaxConns: 20000, MaxConnsPerPrincipal: 20000})
-	addr := strings.TrimPrefix(hs.URL, "http://")
-	before := runtime.NumGoroutine()
-	for i := 0; i < 10000; i++ {
-		nc, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		switch i % 3 {
-		case 0: // an upgrade, dropped at once
-			fmt.Fprintf(nc, "GET / HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n")
-		case 1: // half a request
-			fmt.Fprintf(nc, "POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"jsonrpc\"")
-		}
-		nc.Close()
-	}
-	initHTTP(t, hs.URL)
-	// Every dropped socket's goroutines end (the server notices each end), without waiting on a clock.
-	deadline := time.Now().Add(60 * time.Second)
-	for runtime.NumGoroutine() > before+20 {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d goroutines left, %d before", runtime.NumGoroutine(), before)
-		}
-		runtime.Gosched()
-		time.Sleep(10 * time.Millisecond)
-	}
-	s.mu.Lock()
-	n := len(s.conns)
-	s.mu.Unlock()
-	if n > 1 {
-		t.Fatalf("%d connections held", n)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		serveInBubble(t, &Options{MaxConns: 20000, MaxConnsPerPrincipal: 20000}, func(s *Server, hc *http.Client, ln *pipeListener) {
+			synctest.Wait()
+			before := runtime.NumGoroutine()
+			for i := 0; i < 10000; i++ {
+				nc, err := ln.dial(context.Background(), "", "")
+				if err != nil {
+					t.Fatal(err)
+				}
+				switch i % 3 {
+				case 0: // an upgrade, dropped at once
+					fmt.Fprintf(nc, "GET / HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n")
+				case 1: // half a request
+					fmt.Fprintf(nc, "POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"jsonrpc\"")
+				}
+				nc.Close()
+			}
+			resp, err := hc.Post("http://bubble/acp", "application/json", strings.NewReader(initBody))
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 || !strings.Contains(string(body), `"protocolVersion":1`) {
+				t.Fatalf("the next client: %d %s", resp.StatusCode, body)
+			}
+			synctest.Wait()
+			// The next client's connection and agent remain, and the HTTP client's idle connection.
+			if n := runtime.NumGoroutine(); n > before+20 {
+				t.Fatalf("%d goroutines left, %d before", n, before)
+			}
+			s.mu.Lock()
+			n := len(s.conns)
+			s.mu.Unlock()
+			if n > 1 {
+				t.Fatalf("%d connections held", n)
+			}
+		})
+	})
 }
 
 // A session/load for a session nobody knows gets -32004; session/list lists the live ones.

@@ -55,7 +55,7 @@ func (l *pipeListener) dial(ctx context.Context, _, _ string) (net.Conn, error) 
 
 // serveInBubble runs a Server with the default options on a pipeListener; the returned client reaches
 // it. Everything is stopped when f returns.
-func serveInBubble(t *testing.T, opts *Options, f func(hc *http.Client, ln *pipeListener)) {
+func serveInBubble(t *testing.T, opts *Options, f func(s *Server, hc *http.Client, ln *pipeListener)) {
 	fb := &fakeBackend{}
 	s := NewServer(fb.start, opts)
 	ln := newPipeListener()
@@ -68,7 +68,7 @@ func serveInBubble(t *testing.T, opts *Options, f func(hc *http.Client, ln *pipe
 		hs.Close()
 		fb.wait()
 	}()
-	f(&http.Client{Transport: tr}, ln)
+	f(s, &http.Client{Transport: tr}, ln)
 }
 
 // Harn's liveness rule, on synctest's clock with the default intervals: a client that answers pings
@@ -76,7 +76,7 @@ func serveInBubble(t *testing.T, opts *Options, f func(hc *http.Client, ln *pipe
 // unanswered, with a close message without a code.
 func TestKeepalive(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		serveInBubble(t, nil, func(hc *http.Client, ln *pipeListener) {
+		serveInBubble(t, nil, func(_ *Server, hc *http.Client, ln *pipeListener) {
 			ctx := context.Background()
 			var mu sync.Mutex
 			var pings []time.Duration
