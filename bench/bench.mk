@@ -10,6 +10,7 @@
 #                           AgentPM's envelopes against JSON-RPC on bridgekit's
 #                           engine (service round trips, a harness_event burst)
 #   make bench-test         the bench module's fast sanity tests (CI)
+#   make bench-remote       the remote transports against the TS SDK's (issue 32)
 #   make bench-trace        bridgekit trace against a plain relay, and
 #   make bench-validate     bridgekit validate's frames/s on one core (issue
 #                           16): each writes a JSON file here that make
@@ -25,7 +26,7 @@ BENCH_FLAGS ?=
 
 # The bridgekit command's figures (bench-trace, bench-validate) are
 # measured first: benchreport renders the JSON files they leave.
-bench: bench-trace bench-validate
+bench: bench-trace bench-validate bench-remote
 	cd $(BENCH_DIR) && go run ./cmd/benchreport -out ../docs/performance.md $(BENCH_FLAGS)
 
 bench-quick:
@@ -50,3 +51,13 @@ bench-trace:
 .PHONY: bench-validate
 bench-validate:
 	cd $(BENCH_DIR)/../cmd/bridgekit && BRIDGEKIT_VALIDATE_BENCH=$(abspath $(BENCH_DIR))/validate-throughput.json go test -count=1 -run '^TestValidateThroughput$$' -v ./internal/validate
+
+# bridgekit's remote transports against the TypeScript SDK's (issue 32):
+# round trips and 50k-update bursts of the four client-server pairs over
+# WebSocket and Streamable HTTP, a WebSocket round trip against a bare
+# coder/websocket echo, and the idle memory of 1,000 WebSocket sessions.
+# Needs node and testdata/interop/acp-ts's node_modules (npm ci). Figures go
+# to bench/remote-transports.json, which benchreport renders.
+.PHONY: bench-remote
+bench-remote:
+	cd $(BENCH_DIR)/.. && BRIDGEKIT_REMOTE_BENCH=$(abspath $(BENCH_DIR))/remote-transports.json go test -count=1 -timeout 30m -run '^TestRemoteBench$$' -v ./internal/interop

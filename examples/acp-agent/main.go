@@ -10,7 +10,7 @@
 //     (fs/read_text_file) and streams the file's first line back;
 //   - "wait" streams a tick every 50ms until the client sends
 //     session/cancel (or its input ends), then ends the turn with
-//     stopReason "cancelled".
+//     stopReason "cancelled"; "wait N" ends it after N ticks (end_turn).
 //
 // Its handlers reach the client through acp.ClientPeerFrom(ctx): the
 // handler's context carries its connection from the first message on, so
@@ -36,6 +36,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -149,7 +150,12 @@ func (a *agent) prompt(ctx context.Context, p *acp.PromptRequest) (*acp.PromptRe
 	text := strings.TrimSpace(acp.PromptText(p.Prompt))
 	switch verb, arg, _ := strings.Cut(text, " "); verb {
 	case "wait":
-		for i := 0; ; i++ {
+		// "wait N" ends the turn by itself after N ticks.
+		n, err := strconv.Atoi(strings.TrimSpace(arg))
+		if err != nil || n <= 0 {
+			n = -1
+		}
+		for i := 0; i != n; i++ {
 			if err := say(fmt.Sprintf("tick %d ", i)); err != nil {
 				return cancelledOr(ctx, err)
 			}

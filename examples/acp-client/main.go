@@ -1,7 +1,18 @@
 // Command acp-client is a small ACP client: it starts an agent as a child
-// process, sends it one prompt and prints the answer as it streams.
+// process, or reaches one across the network with -url, sends it one
+// prompt and prints the answer as it streams.
 //
 //	acp-client -prompt "hello" -- my-agent --flag
+//	acp-client -url ws://127.0.0.1:8765/acp -prompt "hello"
+//
+// Across the network (a URL served by 'bridgekit serve', say) the only
+// change to the program is the line that makes the agent: acpremote.DialAgent
+// instead of acpcmd.StartAgent. A token for the server is read from the
+// environment variable BRIDGEKIT_TOKEN, never from the command line. Over
+// WebSocket a dropped connection is resumed by itself; and -resume SESSION
+// attaches to a session an earlier client started (one that was killed
+// mid-turn): the session's updates are replayed from the start, then the
+// turn goes on to its end, which is printed.
 //
 // The agent's message chunks go to stdout; tool calls and permission
 // requests are reported on stderr. A permission request is answered with
@@ -19,6 +30,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -30,9 +42,12 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/bridgekit/bridgekit/clients/acpcmd"
+	"github.com/bridgekit/bridgekit/clients/acpremote"
 	"github.com/bridgekit/bridgekit/gen/acp"
+	"github.com/bridgekit/bridgekit/runtime/remote"
 	"github.com/bridgekit/bridgekit/runtime/rpc"
 	"github.com/bridgekit/bridgekit/runtime/wire"
 )
@@ -61,8 +76,11 @@ func run(ctx, force context.Context, args []string, stdout, stderr io.Writer) in
 	cwd := fs.String("cwd", ".", "the session's working directory; the agent may read files under it")
 	allow := fs.Bool("allow", false, "grant the agent's permission requests (default: reject them)")
 	timeout := fs.Duration("timeout", 0, "cancel the prompt after this long (0: never)")
+	url := fs.String("url", "", "reach the agent at this `URL` (ws://, wss://, http://, https://) instead of starting AGENT")
+	resume := fs.String("resume", "", "with -url (WebSocket): attach to the running `SESSION` an earlier client started and print its turn, instead of prompting")
+	connection := fs.String("connection", "", "with -resume: the `ID` of the connection that started the session (printed by the client that did)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: acp-client [flags] -- AGENT [ARGS...]\n\nStarts AGENT, sends it one prompt over ACP and prints the answer as it streams.")
+		fmt.Fprintln(stderr, "usage: acp-client [flags] -- AGENT [ARGS...]\n       acp-client -url URL [flags]\n\nStarts AGENT (or reaches the agent at URL), sends it one prompt over ACP and prints the answer as it streams.")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -71,7 +89,7 @@ func run(ctx, force context.Context, args []string, stdout, stderr io.Writer) in
 		}
 		return 2
 	}
-	if fs.NArg() == 0 {
+	if (fs.NArg() == 0) == (*url == "") || *resume != "" && *url == "" {
 		fs.Usage()
 		return 2
 	}
@@ -82,29 +100,55 @@ func run(ctx, force context.Context, args []string, stdout, stderr io.Writer) in
 	}
 
 	c := &client{root: root, allow: *allow, out: stdout, log: stderr}
-	agent, err := acpcmd.StartAgent(context.Background(), exec.Command(fs.Arg(0), fs.Args()[1:]...), &acp.ClientHandlers{
+	handlers := &acp.ClientHandlers{
 		SessionUpdate:            c.update,
 		SessionRequestPermission: c.permission,
 		FsReadTextFile:           c.readFile,
-	}, &acpcmd.Options{Stderr: stderr})
-	if err != nil {
-		fmt.Fprintln(stderr, "acp-client:", err)
-		return 1
+	}
+	if *resume != "" {
+		return c.resume(ctx, *url, *resume, *connection, handlers)
+	}
+	// The one line that differs between a child process and a URL.
+	var agent interface {
+		Close() error
+		Wait(context.Context) error
+	}
+	connID := func() string { return "" }
+	var peer *acp.AgentPeer
+	if *url != "" {
+		a, err := acpremote.DialAgent(context.Background(), *url, handlers, &acpremote.Options{Dial: remote.DialOptions{Token: os.Getenv("BRIDGEKIT_TOKEN")}})
+		if err != nil {
+			fmt.Fprintln(stderr, "acp-client:", err)
+			return 1
+		}
+		agent, peer, connID = a, a.AgentPeer, a.ConnectionID
+	} else {
+		a, err := acpcmd.StartAgent(context.Background(), exec.Command(fs.Arg(0), fs.Args()[1:]...), handlers, &acpcmd.Options{Stderr: stderr})
+		if err != nil {
+			fmt.Fprintln(stderr, "acp-client:", err)
+			return 1
+		}
+		agent, peer = a, a.AgentPeer
 	}
 	defer agent.Close()
 
 	// An agent that never answers initialize or session/new must not
 	// hold the client past an interrupt.
-	if _, err := agent.Initialize(ctx, &acp.InitializeRequest{
+	if _, err := peer.Initialize(ctx, &acp.InitializeRequest{
 		ProtocolVersion:    1,
 		ClientCapabilities: &acp.ClientCapabilities{Fs: &acp.FileSystemCapabilities{ReadTextFile: new(true)}},
 		ClientInfo:         wire.Some(acp.Implementation{Name: "bridgekit-acp-client", Version: "0.1.0"}),
 	}); err != nil {
 		return failed(ctx, stderr, "initialize", err)
 	}
-	session, err := agent.SessionNew(ctx, &acp.NewSessionRequest{Cwd: root, MCPServers: []acp.MCPServer{}})
+	session, err := peer.SessionNew(ctx, &acp.NewSessionRequest{Cwd: root, MCPServers: []acp.MCPServer{}})
 	if err != nil {
 		return failed(ctx, stderr, "session/new", err)
+	}
+	if id := connID(); id != "" {
+		fmt.Fprintln(stderr, "acp-client: session", session.SessionID, "on connection", id)
+	} else {
+		fmt.Fprintln(stderr, "acp-client: session", session.SessionID)
 	}
 
 	// Cancel on Ctrl-C or at the timeout: the agent ends the turn itself,
@@ -117,25 +161,80 @@ func run(ctx, force context.Context, args []string, stdout, stderr io.Writer) in
 	}
 	stopCancel := context.AfterFunc(cancelAt, func() {
 		fmt.Fprintln(stderr, "acp-client: cancelling the prompt")
-		_ = agent.SessionCancel(context.Background(), &acp.CancelNotification{SessionID: session.SessionID})
+		_ = peer.SessionCancel(context.Background(), &acp.CancelNotification{SessionID: session.SessionID})
 	})
 	defer stopCancel()
 
 	// The prompt is not cut short by the first interrupt, which cancels it
 	// with session/cancel: the agent ends the turn itself. Only a second
 	// one stops waiting for an agent that does not.
-	res, err := agent.SessionPrompt(force, &acp.PromptRequest{SessionID: session.SessionID, Prompt: []acp.ContentBlock{acp.TextBlock(*prompt)}})
+	res, err := peer.SessionPrompt(force, &acp.PromptRequest{SessionID: session.SessionID, Prompt: []acp.ContentBlock{acp.TextBlock(*prompt)}})
 	fmt.Fprintln(stdout)
 	if err != nil {
 		if errors.Is(err, rpc.ErrClosed) {
 			fmt.Fprintln(stderr, "acp-client: session/prompt:", err)
-			fmt.Fprintln(stderr, "acp-client: the agent exited:", agent.Wait(context.Background()))
+			fmt.Fprintln(stderr, "acp-client: the agent ended:", agent.Wait(context.Background()))
 			return 1
 		}
 		return failed(force, stderr, "session/prompt", err)
 	}
 	fmt.Fprintln(stderr, "acp-client: stop reason", res.StopReason)
 	switch res.StopReason {
+	case acp.StopReasonEndTurn:
+		return 0
+	case acp.StopReasonCancelled:
+		return 3
+	}
+	return 4
+}
+
+// resume attaches to session over the WebSocket at url, prints its turn
+// (the updates replayed from the start, then live) and returns the exit
+// status of the turn's stop reason once its result arrives.
+func (c *client) resume(ctx context.Context, url, session, connection string, handlers *acp.ClientHandlers) int {
+	result := make(chan []byte, 1)
+	agent, err := acpremote.DialAgent(ctx, url, handlers, &acpremote.Options{Dial: remote.DialOptions{
+		Token:  os.Getenv("BRIDGEKIT_TOKEN"),
+		Resume: &remote.Resume{SessionID: session, ConnectionID: connection},
+		OnForeignResponse: func(frame []byte) {
+			if strings.Contains(string(frame), `"stopReason"`) {
+				select {
+				case result <- append([]byte(nil), frame...):
+				default:
+				}
+			}
+		},
+	}})
+	if err != nil {
+		fmt.Fprintln(c.log, "acp-client:", err)
+		return 1
+	}
+	defer agent.Close()
+	var res struct {
+		Result acp.PromptResponse `json:"result"`
+	}
+	select {
+	case b := <-result:
+		if err := json.Unmarshal(b, &res); err != nil {
+			fmt.Fprintln(c.log, "acp-client:", err)
+			return 1
+		}
+	case <-ctx.Done():
+		return 130
+	case <-agent.Conn().Done():
+		fmt.Fprintln(c.out)
+		fmt.Fprintln(c.log, "acp-client: the session ended before its turn did:", agent.Wait(context.Background()))
+		return 1
+	}
+	// The result came on the same socket after the turn's updates, but
+	// notifications are handled off the reading goroutine: a round trip
+	// (any answer, an error included) makes sure they have been printed.
+	bctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	agent.Conn().Call(bctx, "_bridgekit/flush", nil, nil)
+	cancel()
+	fmt.Fprintln(c.out)
+	fmt.Fprintln(c.log, "acp-client: stop reason", res.Result.StopReason, "(resumed)")
+	switch res.Result.StopReason {
 	case acp.StopReasonEndTurn:
 		return 0
 	case acp.StopReasonCancelled:

@@ -48,8 +48,10 @@ type validateFigures struct {
 type commandFigures struct {
 	Trace       *traceFigures    `json:",omitempty"`
 	Validate    *validateFigures `json:",omitempty"`
+	Remote      *remoteFigures   `json:",omitempty"`
 	TraceErr    string           `json:",omitempty"`
 	ValidateErr string           `json:",omitempty"`
+	RemoteErr   string           `json:",omitempty"`
 }
 
 // The issue's limits.
@@ -58,8 +60,9 @@ const (
 	validateTarget = 20000
 )
 
-func loadCommandFigures(tracePath, validatePath string) commandFigures {
+func loadCommandFigures(tracePath, validatePath, remotePath string) commandFigures {
 	var c commandFigures
+	c.Remote, c.RemoteErr = loadRemoteFigures(remotePath)
 	read := func(path, make string, v any) string {
 		if path == "" {
 			return "not read (no file given)"

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,7 +19,7 @@ func TestCommandFigures(t *testing.T) {
 		"Relay16PerS":50000,"Trace16PerS":20000,"P50Ratio":1.1,"ThroughputRatio":2.5,"Calls1":20000,"Calls16":100000,"Reps":5}`), 0o644)
 	os.WriteFile(va, []byte(`{"Measured":"2026-12-02T10:00:00Z","Target":20000,"FramesPerSec":25000,"NsPerFrame":40000,
 		"CPUNsPerFrame":38000,"UserNsPerFrame":37000,"CPUFramesPerSec":26315,"Runs":5,"FramesEach":50000,"Seconds":2,"GOMAXPROCS":1}`), 0o644)
-	c := loadCommandFigures(tr, va)
+	c := loadCommandFigures(tr, va, "")
 	if c.Trace == nil || c.Validate == nil {
 		t.Fatalf("not read: %+v", c)
 	}
@@ -38,14 +39,39 @@ func TestCommandFigures(t *testing.T) {
 		}
 	}
 	os.WriteFile(va, []byte(`{"FramesPerSec":9000,"CPUNsPerFrame":55000}`), 0o644)
-	if v := strings.Join(loadCommandFigures(tr, va).verdicts(), "\n"); !strings.Contains(v, "❌ MISSED: 9.0k frames/s") {
+	if v := strings.Join(loadCommandFigures(tr, va, "").verdicts(), "\n"); !strings.Contains(v, "❌ MISSED: 9.0k frames/s") {
 		t.Errorf("below the target: %s", v)
 	}
-	missing := loadCommandFigures(filepath.Join(dir, "none.json"), "")
+	missing := loadCommandFigures(filepath.Join(dir, "none.json"), "", "")
 	if missing.Trace != nil || !strings.Contains(missing.TraceErr, "make bench-trace") || missing.ValidateErr == "" {
 		t.Errorf("missing files: %+v", missing)
 	}
 	if sec := missing.section(); !strings.Contains(sec, "not measured") {
 		t.Errorf("section for missing files:\n%s", sec)
+	}
+}
+
+// The remote transports' figures render with their verdicts.
+func TestRemoteFigures(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "remote.json")
+	f := remoteFigures{Calls: 2000, HTTPCalls: 200, Burst: 50000, Runs: 3,
+		RoundTrips:     map[string]map[string]float64{"websocket": {"ts-ts": 600, "ts-go": 2100, "go-ts": 1000, "go-go": 18000}},
+		Bursts:         map[string]map[string]float64{"websocket": {"ts-ts": 5000, "ts-go": 11000, "go-ts": 14000, "go-go": 16000}},
+		BridgekitP50us: 45, BareP50us: 31, IdleSessions: 1000, IdleBytesPerConn: 70000}
+	data, _ := json.Marshal(f)
+	os.WriteFile(path, data, 0o644)
+	c := loadCommandFigures("", "", path)
+	v := strings.Join(c.remoteVerdicts(), "\n")
+	for _, want := range []string{"server ≥ 2× the TS SDK's (issue 32): ✅ met: 3.50×", "client ≥ 2× the TS SDK's (issue 32): ❌ MISSED: 1.67×", "✅ met: 1.45×", "❌ MISSED: 68.4 KiB"} {
+		if !strings.Contains(v, want) {
+			t.Errorf("verdicts lack %q:\n%s", want, v)
+		}
+	}
+	if sec := c.remoteSection(); !strings.Contains(sec, "| WebSocket round trips: bridgekit's server ≥ 2× the TS SDK's |") {
+		t.Errorf("section:\n%s", sec)
+	}
+	if missing := loadCommandFigures("", "", filepath.Join(dir, "none.json")); !strings.Contains(missing.remoteSection(), "make bench-remote") {
+		t.Error("a missing file is not said")
 	}
 }

@@ -47,6 +47,7 @@ func main() {
 		render  = flag.String("render", "", "measure nothing: print and write the report from a file saved with -raw (and the figures -trace-figures and -validate-figures name, when given)")
 		traceF  = flag.String("trace-figures", "trace-overhead.json", "bridgekit trace's overhead, as `make bench-trace` writes it (empty: leave out)")
 		valF    = flag.String("validate-figures", "validate-throughput.json", "bridgekit validate's throughput, as `make bench-validate` writes it (empty: leave out)")
+		remF    = flag.String("remote-figures", "remote-transports.json", "the remote transports against the TS SDK's, as `make bench-remote` writes it (empty: leave out)")
 	)
 	flag.Parse()
 
@@ -69,7 +70,7 @@ func main() {
 			*runs = 1
 		}
 	}
-	cfg := config{quick: *quick, runs: *runs, out: *out, profile: *profile, raw: *raw, traceFigures: *traceF, validateFigures: *valF}
+	cfg := config{quick: *quick, runs: *runs, out: *out, profile: *profile, raw: *raw, traceFigures: *traceF, validateFigures: *valF, remoteFigures: *remF}
 	if *render != "" {
 		rep, err := loadRaw(*render)
 		if err != nil {
@@ -79,8 +80,8 @@ func main() {
 		// The command's figures are read afresh when named: a later
 		// make bench-trace or bench-validate renders into a saved run.
 		flag.Visit(func(f *flag.Flag) {
-			if f.Name == "trace-figures" || f.Name == "validate-figures" {
-				rep.commands = loadCommandFigures(cfg.traceFigures, cfg.validateFigures)
+			if f.Name == "trace-figures" || f.Name == "validate-figures" || f.Name == "remote-figures" {
+				rep.commands = loadCommandFigures(cfg.traceFigures, cfg.validateFigures, cfg.remoteFigures)
 			}
 		})
 		if err := publish(rep); err != nil {
@@ -125,7 +126,7 @@ type config struct {
 	raw     string // save the raw results here
 	// The bridgekit command's figures, measured by make bench-trace and
 	// make bench-validate (commands.go).
-	traceFigures, validateFigures string
+	traceFigures, validateFigures, remoteFigures string
 }
 
 // build is one compilation of this command, used as the worker binary.
@@ -224,7 +225,7 @@ func orchestrate(cfg config) error {
 		duration: time.Since(start),
 		load:     [2]string{loadStart, loadAverage()},
 		bkOpts:   bench.BridgekitOptions(),
-		commands: loadCommandFigures(cfg.traceFigures, cfg.validateFigures),
+		commands: loadCommandFigures(cfg.traceFigures, cfg.validateFigures, cfg.remoteFigures),
 	}
 	if cfg.raw != "" {
 		if err := saveRaw(cfg.raw, rep); err != nil {
@@ -250,6 +251,7 @@ func publish(rep *report) error {
 		fmt.Println(env)
 	}
 	fmt.Println(rep.commands.section())
+	fmt.Println(rep.commands.remoteSection())
 	fmt.Println(rep.targetSummary())
 	if cfg.out != "" {
 		doc := rep.document(table, readAnalysis(cfg.out))

@@ -657,6 +657,9 @@ func (r *report) targetSummary() string {
 	for _, l := range r.commands.verdicts() {
 		sb.WriteString("- " + l + "\n")
 	}
+	for _, l := range r.commands.remoteVerdicts() {
+		sb.WriteString("- " + l + "\n")
+	}
 	return sb.String()
 }
 
@@ -810,6 +813,9 @@ func (r *report) document(table, analysis string) string {
 	sb.WriteString("\n### The bridgekit command: trace's overhead and validate's throughput\n\n")
 	sb.WriteString(commandsIntro)
 	sb.WriteString(r.commands.section())
+	sb.WriteString("\n### Remote transports: bridgekit against the TypeScript SDK's\n\n")
+	sb.WriteString(remoteIntro)
+	sb.WriteString(r.commands.remoteSection())
 	sb.WriteString("\n## Targets\n\n")
 	sb.WriteString(r.targetSummary())
 	sb.WriteString("\n## Failures\n\nEvery run that failed, hung or reported a problem, with the runtime's own words:\n\n")
