@@ -672,9 +672,15 @@ func (r *ObjectReader) EndNested(v json.UnmarshalerFrom) error {
 			err = ErrWrongKind
 		}
 	}
+	// The inner decode's places are relative to the kept members, whose
+	// root is this object: prefix them with its pointer, once.
+	if p := placeOf(err); p != nil {
+		p.at = r.pointer() + p.at
+		return err
+	}
 	if se, ok := errors.AsType[*json.SemanticError](err); ok {
 		out := *se
-		out.JSONPointer = r.dec.StackPointer() + se.JSONPointer
+		out.JSONPointer = jsontext.Pointer(r.pointer()) + se.JSONPointer
 		out.ByteOffset = 0
 		return &out
 	}
