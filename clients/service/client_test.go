@@ -93,7 +93,12 @@ func TestPreflightReasons(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
 			cfg := config(t, mode)
-			cfg.StartupTimeout = 2 * time.Second
+			// A provider that says what is wrong is refused at once, well
+			// before the startup timeout, which only a silent one reaches.
+			cfg.StartupTimeout = 20 * time.Second
+			if mode == "silent" {
+				cfg.StartupTimeout = 2 * time.Second
+			}
 			var statuses []string
 			var mu sync.Mutex
 			cfg.OnLifecycle = func(l service.Lifecycle) { mu.Lock(); statuses = append(statuses, l.Status); mu.Unlock() }
@@ -103,8 +108,8 @@ func TestPreflightReasons(t *testing.T) {
 			if c != nil || !ok || !errors.Is(err, service.ErrUnavailable) || u.Reason != want || u.Role != "knowledge" || u.RegistryID != "kb" {
 				t.Fatalf("Start: %v, want reason %s", err, want)
 			}
-			if mode != "silent" && time.Since(begun) > time.Second {
-				t.Errorf("preflight took %v", time.Since(begun))
+			if mode != "silent" && time.Since(begun) > cfg.StartupTimeout/2 {
+				t.Errorf("preflight took %v, as if it had waited for the startup timeout", time.Since(begun))
 			}
 			if mode == "exit" && !strings.Contains(u.Stderr, "permission denied") {
 				t.Errorf("no stderr in %v", err)
@@ -277,11 +282,6 @@ func TestLateReplyIsDroppedAndReported(t *testing.T) {
 	}
 	// The provider answers one request at a time: once it has answered the
 	// slow call, too late, the next call gets its own reply.
-	time.Sleep(600 * time.Millisecond)
-	res, err := retrieve(c, "fast")
-	if err != nil || *res.Content != "about fast" {
-		t.Fatalf("the next call: %v %v", res, err)
-	}
 	select {
 	case fe := <-late:
 		if fe.ID.String() != `"knowledge-kb-2"` {
@@ -289,6 +289,10 @@ func TestLateReplyIsDroppedAndReported(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("the late reply was not reported")
+	}
+	res, err := retrieve(c, "fast")
+	if err != nil || *res.Content != "about fast" {
+		t.Fatalf("the next call: %v %v", res, err)
 	}
 	if n := c.Stats().LateReplies; n != 1 {
 		t.Errorf("LateReplies = %d", n)
@@ -338,10 +342,24 @@ func TestLateReplyWhileTheNextCallWaits(t *testing.T) {
 // A call waits for the one before it, within its context; Close fails the
 // call outstanding and the calls waiting with ErrClosed.
 func TestCallsWaitTheirTurn(t *testing.T) {
-	c := start(t, config(t, "knowledge"))
+	cfg := config(t, "knowledge")
+	sent := make(chan struct{}, 1)
+	cfg.Conn.Observe = func(tr rpc.Traffic) {
+		if tr.Dir == rpc.Out && strings.Contains(string(tr.Line), "slow:3000") {
+			select {
+			case sent <- struct{}{}:
+			default:
+			}
+		}
+	}
+	c := start(t, cfg)
 	first := make(chan error, 1)
 	go func() { _, err := retrieve(c, "slow:3000"); first <- err }()
-	time.Sleep(100 * time.Millisecond) // the first call is outstanding
+	select {
+	case <-sent: // the first call is outstanding
+	case <-time.After(5 * time.Second):
+		t.Fatal("the first call was not sent")
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	begun := time.Now()
@@ -351,11 +369,16 @@ func TestCallsWaitTheirTurn(t *testing.T) {
 	if d := time.Since(begun); d > time.Second {
 		t.Errorf("the waiting call returned after %v", d)
 	}
-	waiting := make(chan error, 2)
+	waiting, calling := make(chan error, 2), make(chan struct{}, 2)
 	for range 2 {
-		go func() { _, err := retrieve(c, "patient"); waiting <- err }()
+		go func() {
+			calling <- struct{}{}
+			_, err := retrieve(c, "patient")
+			waiting <- err
+		}()
 	}
-	time.Sleep(100 * time.Millisecond)
+	<-calling // both calls are made before Close: they wait, or are about to
+	<-calling
 	c.Close()
 	for _, ch := range []chan error{first, waiting, waiting} {
 		select {

@@ -25,6 +25,7 @@ import (
 	"context"
 	"io"
 
+	frame "github.com/bridgekit/bridgekit/runtime/frame"
 	"github.com/bridgekit/bridgekit/runtime/jsonrpc"
 	rpc "github.com/bridgekit/bridgekit/runtime/rpc"
 	"github.com/bridgekit/bridgekit/runtime/wire"
@@ -424,6 +425,13 @@ func ConnOptions(opts *rpc.Options) *rpc.Options {
 // (<Side>PeerFrom); opts.Middleware wraps every method.
 func NewConn(r io.Reader, w io.Writer, h rpc.Handler, opts *rpc.Options) *rpc.Conn {
 	return rpc.NewConn(r, w, NewCodec(), h, ConnOptions(opts))
+}
+
+// NewTransportConn is NewConn over the frame transport t (a WebSocket, an HTTP stream, frame.Pipe,
+// ndjson.NewTransport): the connection reads and writes whole frames through t, which does the
+// framing, and closes t on Close.
+func NewTransportConn(t frame.Transport, h rpc.Handler, opts *rpc.Options) *rpc.Conn {
+	return rpc.NewTransportConn(t, NewCodec(), h, ConnOptions(opts))
 }
 
 // AgentHandlers serves the methods the agent side receives. The coding agent (harn serve acp): it

@@ -26,6 +26,7 @@ import (
 
 	agentpmservice "github.com/bridgekit/bridgekit/gen/agentpmservice"
 	envelope "github.com/bridgekit/bridgekit/runtime/envelope"
+	frame "github.com/bridgekit/bridgekit/runtime/frame"
 	rpc "github.com/bridgekit/bridgekit/runtime/rpc"
 	"github.com/bridgekit/bridgekit/runtime/wire"
 	"github.com/go-json-experiment/json"
@@ -354,6 +355,13 @@ func ConnOptions(opts *rpc.Options) *rpc.Options {
 // (<Side>PeerFrom); opts.Middleware wraps every method.
 func NewConn(r io.Reader, w io.Writer, h rpc.Handler, opts *rpc.Options) *rpc.Conn {
 	return rpc.NewConn(r, w, NewCodec("", ""), h, ConnOptions(opts))
+}
+
+// NewTransportConn is NewConn over the frame transport t (a WebSocket, an HTTP stream, frame.Pipe,
+// ndjson.NewTransport): the connection reads and writes whole frames through t, which does the
+// framing, and closes t on Close.
+func NewTransportConn(t frame.Transport, h rpc.Handler, opts *rpc.Options) *rpc.Conn {
+	return rpc.NewTransportConn(t, NewCodec("", ""), h, ConnOptions(opts))
 }
 
 // ClientHandlers serves the methods the client side receives. The program that drives agentpm harness

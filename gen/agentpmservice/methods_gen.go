@@ -25,6 +25,7 @@ import (
 	"io"
 
 	envelope "github.com/bridgekit/bridgekit/runtime/envelope"
+	frame "github.com/bridgekit/bridgekit/runtime/frame"
 	rpc "github.com/bridgekit/bridgekit/runtime/rpc"
 	"github.com/bridgekit/bridgekit/runtime/wire"
 )
@@ -430,6 +431,13 @@ func ConnOptions(opts *rpc.Options) *rpc.Options {
 // (<Side>PeerFrom); opts.Middleware wraps every method.
 func NewConn(r io.Reader, w io.Writer, h rpc.Handler, opts *rpc.Options) *rpc.Conn {
 	return rpc.NewConn(r, w, NewCodec("", ""), h, ConnOptions(opts))
+}
+
+// NewTransportConn is NewConn over the frame transport t (a WebSocket, an HTTP stream, frame.Pipe,
+// ndjson.NewTransport): the connection reads and writes whole frames through t, which does the
+// framing, and closes t on Close.
+func NewTransportConn(t frame.Transport, h rpc.Handler, opts *rpc.Options) *rpc.Conn {
+	return rpc.NewTransportConn(t, NewCodec("", ""), h, ConnOptions(opts))
 }
 
 // ServiceHandlers serves the methods the service side receives. A process-service implementation of

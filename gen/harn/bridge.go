@@ -8,6 +8,7 @@ import (
 	"github.com/go-json-experiment/json"
 
 	"github.com/bridgekit/bridgekit/gen/acp"
+	"github.com/bridgekit/bridgekit/runtime/frame"
 	"github.com/bridgekit/bridgekit/runtime/rpc"
 	"github.com/bridgekit/bridgekit/runtime/wire"
 )
@@ -155,4 +156,11 @@ func BridgeConnOptions(opts *rpc.Options) *rpc.Options {
 // host) or acp.NewClientPeer(conn) and NewHostPeer(conn) (from a runtime).
 func NewBridgeConn(r io.Reader, w io.Writer, h rpc.Handler, opts *rpc.Options) *rpc.Conn {
 	return rpc.NewConn(r, w, NewCodec(), h, BridgeConnOptions(opts))
+}
+
+// NewBridgeTransportConn is NewBridgeConn over the frame transport t (a
+// WebSocket, an HTTP stream, frame.Pipe): the connection reads and writes
+// whole frames through t, which does the framing, and closes t on Close.
+func NewBridgeTransportConn(t frame.Transport, h rpc.Handler, opts *rpc.Options) *rpc.Conn {
+	return rpc.NewTransportConn(t, NewCodec(), h, BridgeConnOptions(opts))
 }

@@ -415,7 +415,7 @@ func (c *Codec) qualifier(dst []byte, h *rpc.Header) []byte {
 }
 
 // AppendTail implements rpc.Codec.
-func (c *Codec) AppendTail(dst []byte, h *rpc.Header) []byte { return append(dst, "}\n"...) }
+func (c *Codec) AppendTail(dst []byte, h *rpc.Header) []byte { return append(dst, '}') }
 
 // NullBody implements rpc.Codec: requests carry {}, other frames null.
 func (c *Codec) NullBody(h *rpc.Header) string {
@@ -442,7 +442,7 @@ func (c *Codec) AppendError(dst []byte, h *rpc.Header, e *rpc.Error) []byte {
 		dst = append(dst, `,"retryable":`...)
 		dst = strconv.AppendBool(dst, e.Retryable != nil && *e.Retryable)
 	}
-	return append(dst, "}}\n"...)
+	return append(dst, "}}"...)
 }
 
 // AppendID implements rpc.Codec: the id of request seq is the string idPrefix + seq.

@@ -12,37 +12,6 @@ var promptFrame = []byte(`{"jsonrpc":"2.0","id":17,"method":"session/prompt","pa
 	`explain the root cause, and list the files you touch. Thanks"},{"type":"text","text":"Be brief, please."}],` +
 	`"_meta":{"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}}}`)
 
-// BenchmarkDecodeEnvelope compares the fast scanner with the jsontext path
-// on a session/prompt request.
-func BenchmarkDecodeEnvelope(b *testing.B) {
-	for _, path := range []struct {
-		name   string
-		decode func(*Codec, []byte) error
-	}{
-		{"scanner", func(c *Codec, frame []byte) error {
-			if !scanInto(&c.scan, frame, &c.env) {
-				b.Fatal("scanner declined the frame")
-			}
-			return nil
-		}},
-		{"jsontext", func(c *Codec, frame []byte) error {
-			_, err := c.scan.Slow(frame, &c.env)
-			return err
-		}},
-	} {
-		b.Run(path.name, func(b *testing.B) {
-			var c Codec
-			b.SetBytes(int64(len(promptFrame)))
-			b.ReportAllocs()
-			for b.Loop() {
-				if err := path.decode(&c, promptFrame); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-	}
-}
-
 // BenchmarkDecode measures Codec.Decode on the same request.
 func BenchmarkDecode(b *testing.B) {
 	var c Codec

@@ -9,24 +9,32 @@ import (
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/bridgekit/bridgekit/runtime/frame"
 	"github.com/bridgekit/bridgekit/runtime/internal/jsonscan"
 	"github.com/bridgekit/bridgekit/runtime/rpc"
 )
 
-// NewConn starts an rpc.Conn that speaks JSON-RPC 2.0 on r and w; see rpc.NewConn. h may be nil and opts may
-// be nil.
+// NewConn starts an rpc.Conn that speaks JSON-RPC 2.0 on r and w, one message a line; see rpc.NewConn. h may
+// be nil and opts may be nil.
 func NewConn(r io.Reader, w io.Writer, h rpc.Handler, opts *rpc.Options) *rpc.Conn {
 	return rpc.NewConn(r, w, new(Codec), h, opts)
 }
 
-// Codec frames JSON-RPC 2.0 messages, one per line, for rpc.Conn.
+// NewTransportConn starts an rpc.Conn that speaks JSON-RPC 2.0 over the frame transport t; see
+// rpc.NewTransportConn.
+func NewTransportConn(t frame.Transport, h rpc.Handler, opts *rpc.Options) *rpc.Conn {
+	return rpc.NewTransportConn(t, new(Codec), h, opts)
+}
+
+// Codec turns JSON-RPC 2.0 messages into frames and back, for rpc.Conn.
 //
 // Inbound ids are kept byte for byte; outbound request ids are integers counting up from 1. A request's
-// params are always written (nil params as {}). Lines that are not JSON are answered with ErrParse and id
+// params are always written (nil params as {}). Frames that are not JSON are answered with ErrParse and id
 // null; valid JSON that is not a request, notification or response (a batch, a wrong "jsonrpc" member, an id
 // of the wrong kind) with ErrInvalidRequest.
 //
-// A Codec holds the reading goroutine's scratch space: use one per connection (NewConn does).
+// A Codec holds the reading goroutine's scratch space: use one per connection (NewConn and NewTransportConn
+// do).
 type Codec struct {
 	scan    jsonscan.Scanner
 	env     envelope
@@ -190,7 +198,7 @@ func appendID(dst []byte, id rpc.ID) []byte {
 }
 
 // AppendTail implements rpc.Codec.
-func (c *Codec) AppendTail(dst []byte, h *rpc.Header) []byte { return append(dst, "}\n"...) }
+func (c *Codec) AppendTail(dst []byte, h *rpc.Header) []byte { return append(dst, '}') }
 
 // NullBody implements rpc.Codec: params default to {}, results to null.
 func (c *Codec) NullBody(h *rpc.Header) string {
@@ -224,7 +232,7 @@ func (c *Codec) AppendError(dst []byte, h *rpc.Header, e *rpc.Error) []byte {
 			dst = append(dst, e.Data...)
 		}
 	}
-	return append(dst, "}}\n"...)
+	return append(dst, "}}"...)
 }
 
 // AppendID implements rpc.Codec: request ids are the numbers themselves.

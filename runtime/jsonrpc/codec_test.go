@@ -99,14 +99,14 @@ func TestEncode(t *testing.T) {
 		return string(c.AppendTail(b, h))
 	}
 	for _, tt := range []struct{ got, want string }{
-		{frame(&rpc.Header{Kind: rpc.KindRequest, Seq: 7, Method: "a\"b"}, ""), `{"jsonrpc":"2.0","id":7,"method":"a\"b","params":{}}` + "\n"},
-		{frame(&rpc.Header{Kind: rpc.KindNotification, Method: "n"}, `[1]`), `{"jsonrpc":"2.0","method":"n","params":[1]}` + "\n"},
-		{frame(&rpc.Header{Kind: rpc.KindResponse, ID: rpc.StringID("x")}, ""), `{"jsonrpc":"2.0","id":"x","result":null}` + "\n"},
-		{frame(&rpc.Header{Kind: rpc.KindResponse}, "1"), `{"jsonrpc":"2.0","id":null,"result":1}` + "\n"},
+		{frame(&rpc.Header{Kind: rpc.KindRequest, Seq: 7, Method: "a\"b"}, ""), `{"jsonrpc":"2.0","id":7,"method":"a\"b","params":{}}`},
+		{frame(&rpc.Header{Kind: rpc.KindNotification, Method: "n"}, `[1]`), `{"jsonrpc":"2.0","method":"n","params":[1]}`},
+		{frame(&rpc.Header{Kind: rpc.KindResponse, ID: rpc.StringID("x")}, ""), `{"jsonrpc":"2.0","id":"x","result":null}`},
+		{frame(&rpc.Header{Kind: rpc.KindResponse}, "1"), `{"jsonrpc":"2.0","id":null,"result":1}`},
 		{string(c.AppendError(nil, &rpc.Header{ID: rpc.Int64ID(3)}, rpc.NewError(-32602, "bad \xff", jsontext.Value("{\n}")))),
-			"{\"jsonrpc\":\"2.0\",\"id\":3,\"error\":{\"code\":-32602,\"message\":\"bad \ufffd\",\"data\":{}}}\n"},
+			"{\"jsonrpc\":\"2.0\",\"id\":3,\"error\":{\"code\":-32602,\"message\":\"bad \ufffd\",\"data\":{}}}"},
 		{string(c.AppendError(nil, &rpc.Header{}, &rpc.Error{Name: "busy", Message: "later", Data: jsontext.Value("{")})),
-			`{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"busy: later"}}` + "\n"},
+			`{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"busy: later"}}`},
 		{string(c.AppendID(nil, 42)), "42"},
 	} {
 		if tt.got != tt.want {

@@ -27,13 +27,21 @@ func ExampleReader() {
 	// end: EOF
 }
 
-func ExampleWriter() {
-	w := ndjson.NewWriter(os.Stdout, nil)
+func ExampleTransport() {
+	t := ndjson.NewTransport(strings.NewReader(`{"n":1}`+"\n\n"+`{"n":2}`), os.Stdout, nil)
 	ctx := context.Background()
-	_ = w.WriteFrame(ctx, []byte(`{"hello":"world"}`+"\n"))
-	err := w.WriteFrame(ctx, []byte("{\n}\n"))
-	fmt.Println(err)
+	for {
+		frame, err := t.Read(ctx)
+		if err != nil {
+			fmt.Println("end:", err)
+			break
+		}
+		_ = t.Write(ctx, frame) // the line, echoed with its newline
+	}
+	fmt.Println(t.Write(ctx, []byte("{\n}")))
 	// Output:
-	// {"hello":"world"}
-	// ndjson: frame contains an embedded newline
+	// {"n":1}
+	// {"n":2}
+	// end: EOF
+	// ndjson: frame contains a newline
 }

@@ -50,30 +50,6 @@ func TestLargeBuffersShared(t *testing.T) {
 	wg.Wait()
 }
 
-// Detach lets the frame it keeps valid hold on to its buffer: no other
-// reader gets that buffer from the pool.
-func TestDetachKeepsLargeBuffer(t *testing.T) {
-	long := strings.Repeat("x", 200_000)
-	r := NewReader(strings.NewReader(long+"\nshort\n"), 0)
-	frame, err := r.ReadFrame()
-	if err != nil || string(frame) != long {
-		t.Fatalf("ReadFrame: %d bytes, %v", len(frame), err)
-	}
-	r.Detach()
-	if _, err := r.ReadFrame(); err != nil {
-		t.Fatal(err)
-	}
-	// Another reader with long lines would take a pooled buffer now and
-	// overwrite it.
-	other := NewReader(strings.NewReader(strings.Repeat("y", 200_000)+"\n"), 0)
-	if _, err := other.ReadFrame(); err != nil {
-		t.Fatal(err)
-	}
-	if string(frame) != long {
-		t.Fatal("the detached frame changed")
-	}
-}
-
 // TestLongLineAllocs: long lines one after another do not allocate a large buffer each once
 // the pool holds one: per line, about the 4 KiB an idle reader holds, not
 // the 64 + 128 KiB it grows through (the figure is an average, and a

@@ -2,18 +2,19 @@ package ndjson
 
 import (
 	"bytes"
-	"errors"
+	"context"
 	"io"
 	"math/bits"
-	"strconv"
 	"sync"
+
+	"github.com/bridgekit/bridgekit/runtime/frame"
 )
 
 // DefaultMaxFrame is the frame size limit used when NewReader is given a non-positive limit.
-const DefaultMaxFrame = 16 << 20
+const DefaultMaxFrame = frame.DefaultMaxFrame
 
-// HeadSize is how much of an over-long line FrameTooLargeError keeps.
-const HeadSize = 1 << 10
+// HeadSize is how much of an over-long line a FrameTooLargeError keeps.
+const HeadSize = frame.HeadSize
 
 const (
 	minBuffer   = 4 << 10  // the buffer an idle Reader holds
@@ -22,23 +23,14 @@ const (
 )
 
 // ErrFrameTooLarge is matched (with errors.Is) by the error ReadFrame returns for a line longer than the
-// reader's limit.
-var ErrFrameTooLarge = errors.New("ndjson: frame too large")
+// reader's limit: it is frame.ErrTooLarge.
+var ErrFrameTooLarge = frame.ErrTooLarge
 
 // FrameTooLargeError reports a line over the reader's limit, consumed and discarded but for its head, from
-// which a protocol can often still tell what the line was and its id, to answer it or fail its call.
-type FrameTooLargeError struct {
-	Limit int    // the limit in bytes, excluding the line terminator
-	Size  int    // the line's length, excluding its newline (and, mostly, a '\r' before it)
-	Head  []byte // the line's first HeadSize bytes (all of it, if shorter)
-}
-
-func (e *FrameTooLargeError) Error() string {
-	return "ndjson: frame exceeds the " + strconv.Itoa(e.Limit) + "-byte limit"
-}
-
-// Is reports whether target is ErrFrameTooLarge.
-func (e *FrameTooLargeError) Is(target error) bool { return target == ErrFrameTooLarge }
+// which a protocol can often still tell what the line was and its id, to answer it or fail its call. Limit
+// excludes the line terminator; Size is the line's length without its newline (and, mostly, a '\r' before
+// it).
+type FrameTooLargeError = frame.TooLargeError
 
 // Reader reads frames from a newline-delimited stream. It buffers 4 KiB while idle, 64 KiB while the
 // peer keeps it busy, and as much as the longest acceptable line needs while it reads one, then shrinks
@@ -132,6 +124,15 @@ func (r *Reader) fill() {
 	}
 }
 
+// Read implements frame.Reader: ReadFrame, unless ctx has ended. ctx cannot interrupt a read in progress;
+// closing the underlying reader can (Transport.Close).
+func (r *Reader) Read(ctx context.Context) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return r.ReadFrame()
+}
+
 // resize moves the unreturned bytes to a new buffer of n bytes and pools the old one, where the frame
 // ReadFrame last returned was.
 func (r *Reader) resize(n int) {
@@ -156,27 +157,6 @@ func (r *Reader) dropped(rest []byte) error {
 	}
 	r.head, r.skipping = nil, 0
 	return &FrameTooLargeError{Limit: r.max, Size: size, Head: head[:min(len(head), HeadSize)]}
-}
-
-// More reports whether a whole frame is already buffered, so that the next ReadFrame returns without
-// reading from the underlying reader.
-func (r *Reader) More() bool {
-	buf := r.buf[r.start:r.end]
-	for i := bytes.IndexByte(buf, '\n'); i >= 0; i = bytes.IndexByte(buf, '\n') {
-		if !isBlank(buf[:i]) {
-			return true
-		}
-		buf = buf[i+1:]
-	}
-	return false
-}
-
-// Detach gives the Reader a buffer of its own (keeping what is buffered), so that the frame ReadFrame
-// last returned stays valid, unchanged, while another goroutine reads on. The old buffer is not pooled.
-func (r *Reader) Detach() {
-	buf := make([]byte, max(minBuffer, r.end-r.start))
-	r.end = copy(buf, r.buf[r.start:r.end])
-	r.buf, r.start = buf, 0
 }
 
 func trimEOL(b []byte) []byte {

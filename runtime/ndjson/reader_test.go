@@ -187,42 +187,6 @@ func BenchmarkReadFrame(b *testing.B) {
 	}
 }
 
-// Detach keeps the last frame valid while reading goes on, and loses none
-// of what was buffered, short or long lines alike.
-func TestDetach(t *testing.T) {
-	long := strings.Repeat("x", 3*minBuffer)
-	in := "first\n" + long + "\nthird\nfourth\n"
-	for _, detachAfter := range []int{0, 1, 2} {
-		r := NewReader(iotest.OneByteReader(strings.NewReader(in)), 0)
-		if detachAfter > 0 {
-			r = NewReader(strings.NewReader(in), 0)
-		}
-		var kept []byte
-		var keptWant string
-		var got []string
-		for i := 0; ; i++ {
-			f, err := r.ReadFrame()
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			got = append(got, string(f))
-			if i == detachAfter {
-				kept, keptWant = f, string(f)
-				r.Detach()
-			}
-		}
-		if string(kept) != keptWant {
-			t.Fatalf("detached after %d: the kept frame changed to %.20q", detachAfter, kept)
-		}
-		if strings.Join(got, "\n")+"\n" != in {
-			t.Fatalf("detached after %d: read %d frames, lost or changed some", detachAfter, len(got))
-		}
-	}
-}
-
 // An over-long line is reported with its first HeadSize bytes, however it
 // was read: buffered whole, dropped as it came, or cut by the end of input.
 func TestFrameTooLargeErrorKeepsTheHead(t *testing.T) {

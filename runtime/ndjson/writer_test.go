@@ -9,8 +9,8 @@ import (
 	"os"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -35,33 +35,37 @@ func (r *recorder) Close() error {
 	return nil
 }
 
-func TestWriteFrameValidates(t *testing.T) {
-	for _, line := range []string{"", "{}", "{}\n\n", "{}\n{}\n", "\n{}"} {
+func TestWriteValidates(t *testing.T) {
+	for _, frame := range []string{"{}\n", "{}\n{}", "\n{}", "{\n}"} {
 		rec := &recorder{}
-		if err := NewWriter(rec, nil).WriteFrame(context.Background(), []byte(line)); err == nil {
-			t.Errorf("WriteFrame(%q) succeeded, want error", line)
+		if err := NewWriter(rec).Write(context.Background(), []byte(frame)); err == nil {
+			t.Errorf("Write(%q) succeeded, want error", frame)
 		}
 		if len(rec.writes) != 0 {
-			t.Errorf("WriteFrame(%q) wrote %q", line, rec.writes)
+			t.Errorf("Write(%q) wrote %q", frame, rec.writes)
 		}
 	}
 }
 
-func TestWriteFrameOneWritePerFrame(t *testing.T) {
+// Each frame is written with its newline in one Write call, unless it is
+// large: then the newline follows it in a second call, sparing a copy.
+func TestWriteOneWritePerFrame(t *testing.T) {
 	rec := &recorder{}
-	w := NewWriter(rec, nil)
-	frames := []string{"{}\n", "\n", `{"a":[1,2,3]}` + "\n"}
+	w := NewWriter(rec)
+	large := strings.Repeat("x", largeFrame)
+	frames := []string{"{}", "", `{"a":[1,2,3]}`, large}
 	for _, f := range frames {
-		if err := w.WriteFrame(context.Background(), []byte(f)); err != nil {
+		if err := w.Write(context.Background(), []byte(f)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if len(rec.writes) != len(frames) {
-		t.Fatalf("%d Write calls for %d frames", len(rec.writes), len(frames))
+	want := []string{"{}\n", "\n", `{"a":[1,2,3]}` + "\n", large, "\n"}
+	if len(rec.writes) != len(want) {
+		t.Fatalf("%d Write calls, want %d", len(rec.writes), len(want))
 	}
-	for i, f := range frames {
+	for i, f := range want {
 		if string(rec.writes[i]) != f {
-			t.Errorf("write %d = %q, want %q", i, rec.writes[i], f)
+			t.Errorf("write %d = %.20q, want %.20q", i, rec.writes[i], f)
 		}
 	}
 }
@@ -75,12 +79,12 @@ func (s *shortWriter) Write(p []byte) (int, error) {
 
 func TestWriteFrameShortWrite(t *testing.T) {
 	sw := &shortWriter{}
-	w := NewWriter(sw, nil)
-	if err := w.WriteFrame(context.Background(), []byte("{}\n")); err != io.ErrShortWrite {
+	w := NewWriter(sw)
+	if err := w.Write(context.Background(), []byte("{}")); err != io.ErrShortWrite {
 		t.Fatalf("err = %v, want io.ErrShortWrite", err)
 	}
 	// The stream is now mid-line: later frames must not be appended to it.
-	if err := w.WriteFrame(context.Background(), []byte("{}\n")); err != io.ErrShortWrite {
+	if err := w.Write(context.Background(), []byte("{}")); err != io.ErrShortWrite {
 		t.Fatalf("second err = %v, want io.ErrShortWrite", err)
 	}
 	if sw.calls != 1 {
@@ -94,9 +98,9 @@ func (f failWriter) Write([]byte) (int, error) { return 0, f.err }
 
 func TestWriteFrameErrorWithoutPartialFrame(t *testing.T) {
 	boom := errors.New("boom")
-	w := NewWriter(failWriter{boom}, nil)
+	w := NewWriter(failWriter{boom})
 	for range 2 {
-		if err := w.WriteFrame(context.Background(), []byte("{}\n")); err != boom {
+		if err := w.Write(context.Background(), []byte("{}")); err != boom {
 			t.Fatalf("err = %v, want boom", err)
 		}
 	}
@@ -116,14 +120,14 @@ func (b *blockingWriter) Write(p []byte) (int, error) {
 
 func TestWriteFrameHonoursContextWhileWaiting(t *testing.T) {
 	bw := &blockingWriter{started: make(chan struct{}, 1), release: make(chan struct{})}
-	w := NewWriter(bw, nil)
+	w := NewWriter(bw)
 	first := make(chan error, 1)
-	go func() { first <- w.WriteFrame(context.Background(), []byte("1\n")) }()
+	go func() { first <- w.Write(context.Background(), []byte("1")) }()
 	<-bw.started
 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
-	if err := w.WriteFrame(ctx, []byte("2\n")); err != context.DeadlineExceeded {
+	if err := w.Write(ctx, []byte("2")); err != context.DeadlineExceeded {
 		t.Fatalf("waiting writer: err = %v, want context.DeadlineExceeded", err)
 	}
 	close(bw.release)
@@ -136,7 +140,7 @@ func TestWriteFrameCancelledContext(t *testing.T) {
 	rec := &recorder{}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := NewWriter(rec, nil).WriteFrame(ctx, []byte("{}\n")); err != context.Canceled {
+	if err := NewWriter(rec).Write(ctx, []byte("{}")); err != context.Canceled {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}
 	if len(rec.writes) != 0 {
@@ -146,7 +150,7 @@ func TestWriteFrameCancelledContext(t *testing.T) {
 
 func TestWriterClose(t *testing.T) {
 	rec := &recorder{}
-	w := NewWriter(rec, nil)
+	w := NewWriter(rec)
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +160,7 @@ func TestWriterClose(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Errorf("second Close = %v", err)
 	}
-	if err := w.WriteFrame(context.Background(), []byte("{}\n")); err != ErrClosed {
+	if err := w.Write(context.Background(), []byte("{}")); err != ErrClosed {
 		t.Errorf("WriteFrame after Close = %v, want ErrClosed", err)
 	}
 	if len(rec.writes) != 0 {
@@ -165,31 +169,24 @@ func TestWriterClose(t *testing.T) {
 }
 
 func TestWriterCloseUnblocksWriters(t *testing.T) {
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pr.Close()
-	w := NewWriter(pw, nil)
-	big := append(bytes.Repeat([]byte("x"), 1<<20), '\n') // more than the pipe holds; nobody reads
-	errs := make(chan error, 2)
-	for range 2 {
-		go func() { errs <- w.WriteFrame(context.Background(), big) }()
-	}
-	time.Sleep(20 * time.Millisecond)
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	for range 2 {
-		select {
-		case err := <-errs:
-			if err == nil {
-				t.Error("blocked WriteFrame succeeded after Close")
-			}
-		case <-time.After(5 * time.Second):
-			t.Fatal("WriteFrame still blocked after Close")
+	synctest.Test(t, func(t *testing.T) {
+		pr, pw := io.Pipe()
+		defer pr.Close() // nobody reads
+		w := NewWriter(pw)
+		errs := make(chan error, 2)
+		for range 2 {
+			go func() { errs <- w.Write(context.Background(), []byte("{}")) }()
 		}
-	}
+		synctest.Wait() // one Write is blocked in the pipe, the other waits for it
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		for range 2 {
+			if err := <-errs; err == nil {
+				t.Error("blocked Write succeeded after Close")
+			}
+		}
+	})
 }
 
 // TestConcurrentWritersDoNotInterleave checks, over a real pipe and with
@@ -201,15 +198,15 @@ func TestConcurrentWritersDoNotInterleave(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pr.Close()
-	w := NewWriter(pw, nil)
+	w := NewWriter(pw)
 	const writers, frames = 16, 100
 	padLen := func(g, i int) int { return (g*frames + i) * 37 % 9000 } // many frames exceed PIPE_BUF
 	var wg sync.WaitGroup
 	for g := range writers {
 		wg.Go(func() {
 			for i := range frames {
-				line := fmt.Appendf(nil, "[%d,%d,\"%s\"]\n", g, i, bytes.Repeat([]byte("p"), padLen(g, i)))
-				if err := w.WriteFrame(context.Background(), line); err != nil {
+				line := fmt.Appendf(nil, "[%d,%d,\"%s\"]", g, i, bytes.Repeat([]byte("p"), padLen(g, i)))
+				if err := w.Write(context.Background(), line); err != nil {
 					t.Error(err)
 					return
 				}
@@ -244,97 +241,5 @@ func TestConcurrentWritersDoNotInterleave(t *testing.T) {
 		if n != frames {
 			t.Errorf("writer %d: %d frames arrived, want %d", g, n, frames)
 		}
-	}
-}
-
-// OnWrite sees every frame once, in the order of the stream, whether it
-// was written alone, in a batch or from the async queue.
-func TestWriterOnWrite(t *testing.T) {
-	var seen []string
-	pr, pw := io.Pipe()
-	w := NewWriter(pw, &WriterOptions{OnWrite: func(line []byte) { seen = append(seen, string(line)) }})
-	var stream bytes.Buffer
-	done := make(chan struct{})
-	go func() { io.Copy(&stream, pr); close(done) }()
-	var wg sync.WaitGroup
-	for g := range 8 {
-		wg.Go(func() {
-			for i := range 50 {
-				line := []byte(fmt.Sprintf("{\"g\":%d,\"i\":%d}\n", g, i))
-				var err error
-				switch i % 3 {
-				case 0:
-					err = w.WriteFrame(context.Background(), line)
-				case 1:
-					err = w.WriteFrameAsync(context.Background(), line)
-				default:
-					err = w.WriteFrameOrQueue(context.Background(), line)
-				}
-				if err != nil {
-					t.Error(err)
-				}
-			}
-		})
-	}
-	wg.Wait()
-	if err := w.Flush(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	pw.Close()
-	<-done
-	if got := strings.Join(seen, ""); got != stream.String() || len(seen) != 400 {
-		t.Fatalf("OnWrite saw %d frames; they differ from the stream: %v", len(seen), got != stream.String())
-	}
-}
-
-// secondFails's first Write waits for release; every later one fails.
-type secondFails struct {
-	entered, release chan struct{}
-	calls            int
-}
-
-var errSecondWrite = errors.New("broken pipe")
-
-func (g *secondFails) Write(p []byte) (int, error) {
-	g.calls++ // only the writer role writes: no lock needed
-	if g.calls == 1 {
-		close(g.entered)
-		<-g.release
-		return len(p), nil
-	}
-	return 0, errSecondWrite
-}
-
-// A frame queued behind a write learns of its own write's failure only
-// after OnError has returned, so a caller that sees the error also sees
-// what OnError did about it (rpc ends the connection there, with a cause
-// that the caller's error must carry).
-func TestQueuedFrameSeesErrorAfterOnError(t *testing.T) {
-	g := &secondFails{entered: make(chan struct{}), release: make(chan struct{})}
-	var reported atomic.Bool
-	w := NewWriter(g, &WriterOptions{OnError: func(error) {
-		time.Sleep(50 * time.Millisecond)
-		reported.Store(true)
-	}})
-	first := make(chan error, 1)
-	go func() { first <- w.WriteFrame(context.Background(), []byte("a\n")) }()
-	<-g.entered
-	second := make(chan bool, 1)
-	go func() {
-		err := w.WriteFrame(context.Background(), []byte("b\n"))
-		second <- errors.Is(err, errSecondWrite) && reported.Load()
-	}()
-	for queued := false; !queued; {
-		w.mu.Lock()
-		queued = len(w.pending) == 1
-		w.mu.Unlock()
-		time.Sleep(time.Millisecond)
-	}
-	close(g.release)
-	if err := <-first; err != nil {
-		t.Fatalf("first frame: %v", err)
-	}
-	if !<-second {
-		t.Fatal("the queued frame's error came back before OnError had returned")
 	}
 }

@@ -38,36 +38,49 @@ func roundTrip(tb testing.TB, c *rpc.Conn, p *benchParams) {
 	}
 }
 
-func BenchmarkRoundTrip(b *testing.B) {
-	client, _ := pipePair(b, echoHandler, nil)
-	p := &benchParams{SessionID: "sess-1", Text: "hello", Count: 7}
-	b.ReportAllocs()
-	for b.Loop() {
-		roundTrip(b, client, p)
+// forTransportsB runs f as a sub-benchmark for each transport of the suite.
+func forTransportsB(b *testing.B, f func(b *testing.B, tr transport)) {
+	for _, tr := range transports {
+		b.Run(tr.name, func(b *testing.B) { f(b, tr) })
 	}
 }
 
-func BenchmarkRoundTripParallel(b *testing.B) {
-	client, _ := pipePair(b, echoHandler, &rpc.Options{MaxConcurrentRequests: 16})
-	p := &benchParams{SessionID: "sess-1", Text: "hello", Count: 7}
-	b.ReportAllocs()
-	b.SetParallelism(4)
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
+func BenchmarkRoundTrip(b *testing.B) {
+	forTransportsB(b, func(b *testing.B, tr transport) {
+		client, _ := tr.clientServer(b, echoHandler, nil)
+		p := &benchParams{SessionID: "sess-1", Text: "hello", Count: 7}
+		b.ReportAllocs()
+		for b.Loop() {
 			roundTrip(b, client, p)
 		}
 	})
 }
 
+func BenchmarkRoundTripParallel(b *testing.B) {
+	forTransportsB(b, func(b *testing.B, tr transport) {
+		client, _ := tr.clientServer(b, echoHandler, &rpc.Options{MaxConcurrentRequests: 16})
+		p := &benchParams{SessionID: "sess-1", Text: "hello", Count: 7}
+		b.ReportAllocs()
+		b.SetParallelism(4)
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				roundTrip(b, client, p)
+			}
+		})
+	})
+}
+
 func BenchmarkNotify(b *testing.B) {
-	client, _ := pipePair(b, echoHandler, nil)
-	p := &benchParams{SessionID: "sess-1", Text: "hello", Count: 7}
-	ctx := context.Background()
-	b.ReportAllocs()
-	for b.Loop() {
-		if err := client.Notify(ctx, "bench/update", p); err != nil {
-			b.Fatal(err)
+	forTransportsB(b, func(b *testing.B, tr transport) {
+		client, _ := tr.clientServer(b, echoHandler, nil)
+		p := &benchParams{SessionID: "sess-1", Text: "hello", Count: 7}
+		ctx := context.Background()
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := client.Notify(ctx, "bench/update", p); err != nil {
+				b.Fatal(err)
+			}
 		}
-	}
-	roundTrip(b, client, p) // wait for the notifications to be handled
+		roundTrip(b, client, p) // wait for the notifications to be handled
+	})
 }

@@ -69,14 +69,11 @@ func (c *Conn) Send(ctx context.Context, m Outbound, result any) error {
 	mark := c.mark(ctx)
 	if h.Kind == KindNotification {
 		if err := c.write(ctx, mark, b.B); err != nil {
-			return fmt.Errorf("rpc: send %s: %w", m.Method, c.sendError(err))
+			return fmt.Errorf("rpc: send %s: %w", m.Method, err)
 		}
 		return nil
 	}
 	if mark != nil {
-		if mark.reader {
-			c.handoff() // the reply must be read while this handler waits
-		}
 		c.q.caller(1)
 		defer c.q.caller(-1)
 	}
@@ -89,13 +86,13 @@ func (c *Conn) Send(ctx context.Context, m Outbound, result any) error {
 		}
 		return fmt.Errorf("rpc: call %s: %w", m.Method, err)
 	}
-	if r.err != nil {
-		return r.err
-	}
 	if mark == nil {
 		if err := c.q.waitHandled(ctx, r.seq); err != nil {
 			return fmt.Errorf("rpc: call %s: %w", m.Method, err)
 		}
+	}
+	if r.err != nil {
+		return r.err
 	}
 	if result != nil && r.body != nil {
 		if err := decodeInto(r.body, result, c.opts.DecodeOptions); err != nil {
@@ -105,13 +102,10 @@ func (c *Conn) Send(ctx context.Context, m Outbound, result any) error {
 	return nil
 }
 
-// replyPool recycles the buffered channels on which calls receive replies.
-var replyPool = sync.Pool{New: func() any { return make(chan callResult, 1) }}
-
 // roundTrip registers call h.Seq, writes its frame and waits for the reply. A non-nil error means the
 // call was abandoned locally; sent reports whether its frame had been written.
 func (c *Conn) roundTrip(ctx context.Context, mark *handlerMark, h *Header, frame []byte) (r callResult, sent bool, err error) {
-	ch := replyPool.Get().(chan callResult)
+	ch := c.replies.Get().(chan callResult)
 	c.mu.Lock()
 	if c.pending == nil {
 		err := c.cause
@@ -119,25 +113,25 @@ func (c *Conn) roundTrip(ctx context.Context, mark *handlerMark, h *Header, fram
 			err = errNoInput
 		}
 		c.mu.Unlock()
-		replyPool.Put(ch)
+		c.replies.Put(ch)
 		return callResult{}, false, err
 	}
 	c.pending[h.Seq] = ch
 	c.mu.Unlock()
 
-	// WriteFrame fails with ctx's error only while the frame is unwritten.
+	// The write fails with ctx's error only while the frame is unwritten.
 	err = c.write(ctx, mark, frame)
 	if err == nil {
 		sent = true
 		done := ctx.Done()
 		if done == nil {
 			r := <-ch
-			replyPool.Put(ch)
+			c.replies.Put(ch)
 			return r, true, nil
 		}
 		select {
 		case r := <-ch:
-			replyPool.Put(ch)
+			c.replies.Put(ch)
 			return r, true, nil
 		case <-done:
 			err = ctx.Err()
@@ -146,29 +140,8 @@ func (c *Conn) roundTrip(ctx context.Context, mark *handlerMark, h *Header, fram
 	if c.retire(h.Seq) == nil {
 		<-ch // the reply (or the shutdown's failure) is already on its way
 	}
-	replyPool.Put(ch)
+	c.replies.Put(ch)
 	return callResult{}, sent, c.sendError(err)
-}
-
-// write writes an outbound frame. A handler's write is counted, so that Close does not wait for a
-// handler stuck in it.
-func (c *Conn) write(ctx context.Context, mark *handlerMark, frame []byte) error {
-	if mark == nil {
-		return c.w.WriteFrame(ctx, frame)
-	}
-	c.gate.add(0, 1)
-	defer c.gate.add(0, -1)
-	return c.w.WriteFrame(ctx, frame)
-}
-
-var errNoInput = fmt.Errorf("%w: the peer's input has ended", ErrClosed)
-
-// sendError explains a failed write or wait: why the connection shut down, if it did, else err.
-func (c *Conn) sendError(err error) error {
-	if cause := c.Err(); cause != nil {
-		return cause
-	}
-	return err
 }
 
 // cancelTimeout bounds the sending of a cancel message.

@@ -36,16 +36,18 @@ func TestDecodeParamsErrorUnwraps(t *testing.T) {
 
 // Options.DecodeOptions reach every request's DecodeParams.
 func TestDecodeOptionsReachRequests(t *testing.T) {
-	p := newRawPeer(t, rpc.HandlerFunc(func(_ context.Context, req *rpc.Request) (any, error) {
-		var v strictParams
-		return v, req.DecodeParams(&v)
-	}), &rpc.Options{DecodeOptions: json.RejectUnknownMembers(true)})
-	p.send(`{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":1}}`)
-	p.expect(`{"jsonrpc":"2.0","id":1,"result":{"a":1}}`)
-	p.send(`{"jsonrpc":"2.0","id":2,"method":"m","params":{"a":1,"b":2}}`)
-	if got := p.recv(); !errors.Is(decodeReplyErr(t, got), rpc.ErrInvalidParams) {
-		t.Fatalf("reply %s", got)
-	}
+	forTransports(t, func(t *testing.T, tr transport) {
+		p := tr.rawPeer(t, rpc.HandlerFunc(func(_ context.Context, req *rpc.Request) (any, error) {
+			var v strictParams
+			return v, req.DecodeParams(&v)
+		}), &rpc.Options{DecodeOptions: json.RejectUnknownMembers(true)})
+		p.send(`{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":1}}`)
+		p.expect(`{"jsonrpc":"2.0","id":1,"result":{"a":1}}`)
+		p.send(`{"jsonrpc":"2.0","id":2,"method":"m","params":{"a":1,"b":2}}`)
+		if got := p.recv(); !errors.Is(decodeReplyErr(t, got), rpc.ErrInvalidParams) {
+			t.Fatalf("reply %s", got)
+		}
+	})
 }
 
 func decodeReplyErr(t *testing.T, line string) error {

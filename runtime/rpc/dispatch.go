@@ -5,34 +5,34 @@ import (
 	"errors"
 	"log/slog"
 	"runtime/debug"
-	"sync/atomic"
-	"time"
 )
 
-// dispatch is a dispatcher goroutine: it takes one lane's messages in arrival order, handles
-// notifications itself, and runs requests itself or, when they may run concurrently (main lane only),
-// hands them to workers.
-func (c *Conn) dispatch(q *inbox) {
+// lane is a lane's goroutine: it takes the lane's items in arrival order and handles notifications itself.
+// Requests it handles itself too, unless they may run concurrently (main lane, MaxConcurrentRequests above
+// 1): then it starts each on a goroutine of its own once a concurrency slot is free and, with Ordered, once
+// the one before has returned or released its turn.
+func (c *Conn) lane(l *lane) {
 	defer c.lanes.Done()
-	concurrent := q == &c.q && c.sem != nil
-	if concurrent {
-		defer close(c.work) // idle workers exit
-	}
+	concurrent := l == &c.q.main && c.sem != nil
 	for {
-		it, ok := q.pop()
-		if !ok {
-			return
-		}
+		it, ok := c.q.pop(l)
 		switch {
+		case !ok:
+			return
 		case it.Kind == KindNotification:
-			c.serve(it, q == &c.q)
-			if q == &c.q {
-				q.notificationHandled()
+			c.serve(it)
+			if l == &c.q.main {
+				c.q.handledOne()
 			}
 		case !concurrent:
-			c.serve(it, true)
+			c.serve(it)
 		case c.acquire():
-			c.start(it)
+			c.lanes.Add(1)
+			go func() {
+				defer c.lanes.Done()
+				c.serve(it)
+				<-c.sem
+			}()
 			if it.turn != nil { // Ordered: the next waits for its turn
 				select {
 				case <-it.turn:
@@ -40,7 +40,7 @@ func (c *Conn) dispatch(q *inbox) {
 				}
 			}
 		default:
-			it.release()
+			c.finish(it)
 		}
 	}
 }
@@ -50,66 +50,13 @@ func (c *Conn) acquire() bool {
 	select {
 	case c.sem <- struct{}{}:
 		return true
-	default:
-	}
-	select {
-	case c.sem <- struct{}{}:
-		return true
 	case <-c.ctx.Done():
 		return false
 	}
 }
 
-// start hands it, which holds a concurrency slot, to an idle worker, or starts a worker for it.
-func (c *Conn) start(it *inbound) {
-	select {
-	case c.work <- it:
-	default:
-		c.lanes.Add(1)
-		go c.worker(it)
-	}
-}
-
-// workerIdle is how often a worker checks whether it has been idle; one that served no request in a
-// whole period exits. Nanoseconds; atomic, so that tests can shorten it while workers run.
-var workerIdle atomic.Int64
-
-func init() { workerIdle.Store(int64(time.Second)) }
-
-// worker serves it, then whatever requests the dispatcher hands it, each holding a concurrency slot that
-// the worker releases once it has replied: reuse spares a goroutine start per request under load. A
-// worker exits when the dispatcher has finished, or when it has served nothing for a whole workerIdle
-// period (one timer per worker, not per request).
-func (c *Conn) worker(it *inbound) {
-	defer c.lanes.Done()
-	idle := time.NewTimer(time.Duration(workerIdle.Load()))
-	defer idle.Stop()
-	served, checked := 0, 0
-	for {
-		c.serve(it, false)
-		<-c.sem
-		served++
-	wait:
-		var ok bool
-		select {
-		case it, ok = <-c.work:
-			if !ok {
-				return
-			}
-		case <-idle.C:
-			if served == checked {
-				return
-			}
-			checked = served
-			idle.Reset(time.Duration(workerIdle.Load()))
-			goto wait
-		}
-	}
-}
-
-// serve runs the handler for it and, for a request, writes the reply. onDispatcher says whether it runs
-// on the main lane's dispatcher, which then queues its reply and moves on when more messages wait.
-func (c *Conn) serve(it *inbound, onDispatcher bool) {
+// serve runs the handler for it and, for a request, writes the reply.
+func (c *Conn) serve(it *inbound) {
 	defer c.finish(it)
 	if !c.gate.enter() {
 		return
@@ -144,7 +91,7 @@ func (c *Conn) serve(it *inbound, onDispatcher bool) {
 	}
 	// The id is free once its reply can reach the peer, which may then reuse it at once.
 	c.unregister(it)
-	c.reply(it, result, e, onDispatcher)
+	c.reply(it, result, e)
 }
 
 // invoke runs the handler, turning a panic into ErrInternal.
@@ -161,10 +108,8 @@ func (c *Conn) invoke(ctx context.Context, req *Request) (result any, err error)
 	return c.handler.Handle(ctx, req)
 }
 
-// reply writes the reply to a request. On the main dispatcher with more messages queued it hands the
-// frame to the writer and moves on, so that replies go out together; a worker writes its reply unless
-// another is being written, which then takes this one along.
-func (c *Conn) reply(it *inbound, result any, e *Error, onDispatcher bool) {
+// reply writes the reply to a request, waiting for the transport to take it.
+func (c *Conn) reply(it *inbound, result any, e *Error) {
 	b := getBuffer()
 	defer putBuffer(b)
 	h := &b.h
@@ -179,14 +124,7 @@ func (c *Conn) reply(it *inbound, result any, e *Error, onDispatcher bool) {
 		h.Kind = KindError
 		b.B = c.codec.AppendError(b.B[:0], h, e)
 	}
-	write := c.w.WriteFrame
-	switch {
-	case !onDispatcher:
-		write = c.w.WriteFrameOrQueue
-	case c.q.backlog():
-		write = c.w.WriteFrameAsync
-	}
-	if err := write(c.ctx, b.B); err != nil {
+	if err := c.write(c.ctx, nil, b.B); err != nil {
 		c.log.Debug("rpc: reply not sent", "id", Truncate(it.ID.String(), MaxEcho), "err", err)
 	}
 }

@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/go-json-experiment/json"
@@ -18,222 +18,246 @@ import (
 )
 
 func TestNotificationsHandledInArrivalOrder(t *testing.T) {
-	for _, n := range []int{0, 8} {
-		t.Run(fmt.Sprintf("MaxConcurrentRequests=%d", n), func(t *testing.T) {
-			var got []int
-			p := newRawPeer(t, methods{
-				"note": func(_ context.Context, req *rpc.Request) (any, error) {
-					var i int
-					if err := json.Unmarshal(req.Params, &i); err != nil {
-						return nil, err
-					}
-					got = append(got, i) // only ever called from the dispatcher
-					return nil, nil
-				},
-				"count": func(context.Context, *rpc.Request) (any, error) { return len(got), nil },
-			}, &rpc.Options{MaxConcurrentRequests: n})
-			const total = 2000
-			var lines []string
-			for i := range total {
-				lines = append(lines, fmt.Sprintf(`{"jsonrpc":"2.0","method":"note","params":%d}`, i))
-			}
-			p.send(lines...)
-			p.send(`{"jsonrpc":"2.0","id":1,"method":"count"}`)
-			p.expect(fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"result":%d}`, total))
-			for i, v := range got {
-				if v != i {
-					t.Fatalf("notification %d handled at position %d", v, i)
+	forTransports(t, func(t *testing.T, tr transport) {
+		for _, n := range []int{0, 8} {
+			t.Run(fmt.Sprintf("MaxConcurrentRequests=%d", n), func(t *testing.T) {
+				var got []int
+				p := tr.rawPeer(t, methods{
+					"note": func(_ context.Context, req *rpc.Request) (any, error) {
+						var i int
+						if err := json.Unmarshal(req.Params, &i); err != nil {
+							return nil, err
+						}
+						got = append(got, i) // only ever called from the dispatcher
+						return nil, nil
+					},
+					"count": func(context.Context, *rpc.Request) (any, error) { return len(got), nil },
+				}, &rpc.Options{MaxConcurrentRequests: n})
+				const total = 2000
+				var lines []string
+				for i := range total {
+					lines = append(lines, fmt.Sprintf(`{"jsonrpc":"2.0","method":"note","params":%d}`, i))
 				}
-			}
-		})
-	}
+				p.send(lines...)
+				p.send(`{"jsonrpc":"2.0","id":1,"method":"count"}`)
+				p.expect(fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"result":%d}`, total))
+				for i, v := range got {
+					if v != i {
+						t.Fatalf("notification %d handled at position %d", v, i)
+					}
+				}
+			})
+		}
+	})
 }
 
 func TestRequestsHandledOneAtATimeByDefault(t *testing.T) {
-	for _, n := range []int{0, 1} {
-		t.Run(fmt.Sprintf("MaxConcurrentRequests=%d", n), func(t *testing.T) {
-			var active, maxActive atomic.Int32
-			p := newRawPeer(t, rpc.HandlerFunc(func(_ context.Context, req *rpc.Request) (any, error) {
-				a := active.Add(1)
-				if a > maxActive.Load() {
-					maxActive.Store(a)
+	forTransports(t, func(t *testing.T, tr transport) {
+		for _, n := range []int{0, 1} {
+			t.Run(fmt.Sprintf("MaxConcurrentRequests=%d", n), func(t *testing.T) {
+				var active, maxActive atomic.Int32
+				p := tr.rawPeer(t, rpc.HandlerFunc(func(_ context.Context, req *rpc.Request) (any, error) {
+					a := active.Add(1)
+					if a > maxActive.Load() {
+						maxActive.Store(a)
+					}
+					time.Sleep(time.Millisecond)
+					active.Add(-1)
+					return nil, nil
+				}), &rpc.Options{MaxConcurrentRequests: n})
+				for i := range 20 {
+					p.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"m"}`, i))
 				}
-				time.Sleep(time.Millisecond)
-				active.Add(-1)
-				return nil, nil
-			}), &rpc.Options{MaxConcurrentRequests: n})
-			for i := range 20 {
-				p.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"m"}`, i))
-			}
-			for i := range 20 {
-				p.expect(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":null}`, i))
-			}
-			if m := maxActive.Load(); m != 1 {
-				t.Fatalf("%d requests ran concurrently", m)
-			}
-		})
-	}
+				for i := range 20 {
+					p.expect(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":null}`, i))
+				}
+				if m := maxActive.Load(); m != 1 {
+					t.Fatalf("%d requests ran concurrently", m)
+				}
+			})
+		}
+	})
 }
 
 func TestConcurrentRequestsStartInOrderUpToTheLimit(t *testing.T) {
-	const limit, total = 4, 12
-	started := make(chan int, total)
-	release := make(chan struct{})
-	p := newRawPeer(t, rpc.HandlerFunc(func(_ context.Context, req *rpc.Request) (any, error) {
-		var i int
-		fmt.Sscan(req.ID.String(), &i)
-		started <- i
-		<-release
-		return i, nil
-	}), &rpc.Options{MaxConcurrentRequests: limit})
-	for i := range total {
-		p.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"m"}`, i))
-	}
-	first := map[int]bool{}
-	for range limit {
-		first[wait(t, started)] = true
-	}
-	if len(first) != limit || !first[0] || !first[limit-1] {
-		t.Fatalf("first handlers started: %v, want 0..%d", first, limit-1)
-	}
-	select {
-	case i := <-started:
-		t.Fatalf("request %d started while %d were running", i, limit)
-	case <-time.After(50 * time.Millisecond):
-	}
-	for next := limit; next < total; next++ {
-		release <- struct{}{}
-		p.recv()
-		if i := wait(t, started); i != next {
-			t.Fatalf("started request %d, want %d", i, next)
+	forTransports(t, func(t *testing.T, tr transport) {
+		const limit, total = 4, 12
+		started := make(chan int, total)
+		release := make(chan struct{})
+		p := tr.rawPeer(t, rpc.HandlerFunc(func(_ context.Context, req *rpc.Request) (any, error) {
+			var i int
+			fmt.Sscan(req.ID.String(), &i)
+			started <- i
+			<-release
+			return i, nil
+		}), &rpc.Options{MaxConcurrentRequests: limit})
+		for i := range total {
+			p.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"m"}`, i))
 		}
-	}
-	close(release)
-	for range limit {
-		p.recv()
-	}
+		first := map[int]bool{}
+		for range limit {
+			first[wait(t, started)] = true
+		}
+		if len(first) != limit || !first[0] || !first[limit-1] {
+			t.Fatalf("first handlers started: %v, want 0..%d", first, limit-1)
+		}
+		select {
+		case i := <-started:
+			t.Fatalf("request %d started while %d were running", i, limit)
+		case <-time.After(50 * time.Millisecond):
+		}
+		for next := limit; next < total; next++ {
+			release <- struct{}{}
+			p.recv()
+			if i := wait(t, started); i != next {
+				t.Fatalf("started request %d, want %d", i, next)
+			}
+		}
+		close(release)
+		for range limit {
+			p.recv()
+		}
+	})
 }
 
 func TestNilHandler(t *testing.T) {
-	p := newRawPeer(t, nil, nil)
-	p.send(`{"jsonrpc":"2.0","method":"note"}`, `{"jsonrpc":"2.0","id":1,"method":"x/y"}`)
-	p.expect(`{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"method not found: x/y"}}`)
-	p.expectSilence()
+	forTransports(t, func(t *testing.T, tr transport) {
+		p := tr.rawPeer(t, nil, nil)
+		p.send(`{"jsonrpc":"2.0","method":"note"}`, `{"jsonrpc":"2.0","id":1,"method":"x/y"}`)
+		p.expect(`{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"method not found: x/y"}}`)
+		p.expectSilence()
+	})
 }
 
 func TestHandlerErrors(t *testing.T) {
-	p := newRawPeer(t, methods{
-		"plain": func(context.Context, *rpc.Request) (any, error) { return nil, errors.New("plain failure") },
-		"wrapped": func(context.Context, *rpc.Request) (any, error) {
-			return nil, fmt.Errorf("ctx: %w", rpc.ErrInvalidParams)
-		},
-		"ctx": func(context.Context, *rpc.Request) (any, error) {
-			return nil, fmt.Errorf("gave up: %w", context.Canceled) // not the request's own context
-		},
-	}, nil)
-	p.send(`{"jsonrpc":"2.0","id":1,"method":"unknown"}`)
-	p.expect(`{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"method not found: unknown"}}`)
-	p.send(`{"jsonrpc":"2.0","id":2,"method":"plain"}`)
-	p.expect(`{"jsonrpc":"2.0","id":2,"error":{"code":-32603,"message":"plain failure"}}`)
-	p.send(`{"jsonrpc":"2.0","id":3,"method":"wrapped"}`)
-	p.expect(`{"jsonrpc":"2.0","id":3,"error":{"code":-32602,"message":"invalid params"}}`)
-	p.send(`{"jsonrpc":"2.0","id":4,"method":"ctx"}`)
-	p.expect(`{"jsonrpc":"2.0","id":4,"error":{"code":-32603,"message":"gave up: context canceled"}}`)
-	// Notifications never get replies, even on error.
-	p.send(`{"jsonrpc":"2.0","method":"unknown"}`, `{"jsonrpc":"2.0","method":"plain"}`, `{"jsonrpc":"2.0","method":"wrapped"}`)
-	p.expectSilence()
+	forTransports(t, func(t *testing.T, tr transport) {
+		p := tr.rawPeer(t, methods{
+			"plain": func(context.Context, *rpc.Request) (any, error) { return nil, errors.New("plain failure") },
+			"wrapped": func(context.Context, *rpc.Request) (any, error) {
+				return nil, fmt.Errorf("ctx: %w", rpc.ErrInvalidParams)
+			},
+			"ctx": func(context.Context, *rpc.Request) (any, error) {
+				return nil, fmt.Errorf("gave up: %w", context.Canceled) // not the request's own context
+			},
+		}, nil)
+		p.send(`{"jsonrpc":"2.0","id":1,"method":"unknown"}`)
+		p.expect(`{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"method not found: unknown"}}`)
+		p.send(`{"jsonrpc":"2.0","id":2,"method":"plain"}`)
+		p.expect(`{"jsonrpc":"2.0","id":2,"error":{"code":-32603,"message":"plain failure"}}`)
+		p.send(`{"jsonrpc":"2.0","id":3,"method":"wrapped"}`)
+		p.expect(`{"jsonrpc":"2.0","id":3,"error":{"code":-32602,"message":"invalid params"}}`)
+		p.send(`{"jsonrpc":"2.0","id":4,"method":"ctx"}`)
+		p.expect(`{"jsonrpc":"2.0","id":4,"error":{"code":-32603,"message":"gave up: context canceled"}}`)
+		// Notifications never get replies, even on error.
+		p.send(`{"jsonrpc":"2.0","method":"unknown"}`, `{"jsonrpc":"2.0","method":"plain"}`, `{"jsonrpc":"2.0","method":"wrapped"}`)
+		p.expectSilence()
+	})
 }
 
 func TestHandlerPanicRecovered(t *testing.T) {
-	for _, n := range []int{1, 4} {
-		t.Run(fmt.Sprintf("MaxConcurrentRequests=%d", n), func(t *testing.T) {
-			var logs syncBuffer
-			logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-			p := newRawPeer(t, methods{
-				"boom": func(context.Context, *rpc.Request) (any, error) { panic("kaboom") },
-				"ok":   okHandler,
-			}, &rpc.Options{Logger: logger, MaxConcurrentRequests: n})
-			p.send(`{"jsonrpc":"2.0","id":1,"method":"boom"}`)
-			p.expect(`{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"internal error: handler panicked"}}`)
-			p.send(`{"jsonrpc":"2.0","method":"boom"}`, `{"jsonrpc":"2.0","id":2,"method":"ok"}`)
-			p.expect(`{"jsonrpc":"2.0","id":2,"result":"ok"}`)
-			// Diagnostics are logged from a goroutine of their own.
-			waitUntil(t, func() bool { return strings.Count(logs.String(), "kaboom") >= 2 }, func() string {
-				return "panics not logged; log:\n" + logs.String()
+	forTransports(t, func(t *testing.T, tr transport) {
+		for _, n := range []int{1, 4} {
+			t.Run(fmt.Sprintf("MaxConcurrentRequests=%d", n), func(t *testing.T) {
+				logs := newLogSink()
+				logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+				p := tr.rawPeer(t, methods{
+					"boom": func(context.Context, *rpc.Request) (any, error) { panic("kaboom") },
+					"ok":   okHandler,
+				}, &rpc.Options{Logger: logger, MaxConcurrentRequests: n})
+				p.send(`{"jsonrpc":"2.0","id":1,"method":"boom"}`)
+				p.expect(`{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"internal error: handler panicked"}}`)
+				p.send(`{"jsonrpc":"2.0","method":"boom"}`, `{"jsonrpc":"2.0","id":2,"method":"ok"}`)
+				p.expect(`{"jsonrpc":"2.0","id":2,"result":"ok"}`)
+				// Diagnostics are logged from a goroutine of their own.
+				logs.waitFor(t, "kaboom", 2)
 			})
-		})
-	}
+		}
+	})
 }
 
 // TestHandlerContext: a handler's context is live while it runs and ends,
 // with ErrClosed as its cause, when the connection is closed.
 func TestHandlerContext(t *testing.T) {
-	for _, n := range []int{1, 4} {
-		for _, line := range []string{`{"jsonrpc":"2.0","id":1,"method":"m"}`, `{"jsonrpc":"2.0","method":"n"}`} {
-			t.Run(fmt.Sprintf("MaxConcurrentRequests=%d/%s", n, line[18:22]), func(t *testing.T) {
-				started := make(chan error, 1)
-				ended := make(chan error, 1)
-				p := newRawPeer(t, rpc.HandlerFunc(func(ctx context.Context, req *rpc.Request) (any, error) {
-					started <- ctx.Err()
-					<-ctx.Done()
-					ended <- context.Cause(ctx)
-					return nil, ctx.Err()
-				}), &rpc.Options{MaxConcurrentRequests: n})
-				p.send(line)
-				if err := wait(t, started); err != nil {
-					t.Fatalf("handler context already done: %v", err)
-				}
-				p.c.Close()
-				select {
-				case err := <-ended:
-					if !errors.Is(err, rpc.ErrClosed) {
-						t.Errorf("handler context cause %v, want ErrClosed", err)
+	forTransports(t, func(t *testing.T, tr transport) {
+		for _, n := range []int{1, 4} {
+			for _, line := range []string{`{"jsonrpc":"2.0","id":1,"method":"m"}`, `{"jsonrpc":"2.0","method":"n"}`} {
+				t.Run(fmt.Sprintf("MaxConcurrentRequests=%d/%s", n, line[18:22]), func(t *testing.T) {
+					started := make(chan error, 1)
+					ended := make(chan error, 1)
+					p := tr.rawPeer(t, rpc.HandlerFunc(func(ctx context.Context, req *rpc.Request) (any, error) {
+						started <- ctx.Err()
+						<-ctx.Done()
+						ended <- context.Cause(ctx)
+						return nil, ctx.Err()
+					}), &rpc.Options{MaxConcurrentRequests: n})
+					p.send(line)
+					if err := wait(t, started); err != nil {
+						t.Fatalf("handler context already done: %v", err)
 					}
-				default:
-					t.Error("Close returned before the handler did")
-				}
-			})
+					p.c.Close()
+					select {
+					case err := <-ended:
+						if !errors.Is(err, rpc.ErrClosed) {
+							t.Errorf("handler context cause %v, want ErrClosed", err)
+						}
+					default:
+						t.Error("Close returned before the handler did")
+					}
+				})
+			}
 		}
-	}
+	})
 }
 
 // TestConcurrencyBound: at most MaxConcurrentRequests requests run at once,
 // and that many do when enough wait; requests one after the other are
 // served all along.
 func TestConcurrencyBound(t *testing.T) {
-	const slots = 3
-	p, hold := newHoldingPeer(t, slots)
-	for i := range 50 {
-		p.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"ping"}`, i))
-		p.expect(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":"pong"}`, i))
-	}
-	// Twice as many held requests as slots: `slots` run at once, no more.
-	hold.start(p, 2*slots)
-	hold.waitRunning(t, slots)
-	time.Sleep(20 * time.Millisecond) // room for a request beyond the bound to start
-	hold.finish(p, 2*slots)
-	if most := hold.most(); most != slots {
-		t.Errorf("at most %d requests ran at once, want %d", most, slots)
+	forTransports(t, func(t *testing.T, tr transport) {
+		synctest.Test(t, func(t *testing.T) { testConcurrencyBound(t, tr) })
+	})
+}
+
+func testConcurrencyBound(t *testing.T, tr transport) {
+	{
+		const slots = 3
+		p, hold := newHoldingPeer(t, tr, slots)
+		for i := range 50 {
+			p.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"ping"}`, i))
+			p.expect(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":"pong"}`, i))
+		}
+		// Twice as many held requests as slots: `slots` run at once, no more.
+		hold.start(p, 2*slots)
+		hold.waitRunning(t, slots)
+		hold.finish(p, 2*slots)
+		if most := hold.most(); most != slots {
+			t.Errorf("at most %d requests ran at once, want %d", most, slots)
+		}
 	}
 }
 
-// TestIdleWorkersRetire checks that workers idle for a whole check period
-// exit, and that requests are served after that.
-func TestIdleWorkersRetire(t *testing.T) {
-	t.Cleanup(rpc.SetWorkerIdle(20 * time.Millisecond)) // restored after the peer's cleanup has stopped its workers
-	const slots = 3
-	p, hold := newHoldingPeer(t, slots)
-	hold.start(p, slots)
-	hold.waitRunning(t, slots)
-	busy := runtime.NumGoroutine()
-	hold.finish(p, slots)
-	waitUntil(t, func() bool { return runtime.NumGoroutine() <= busy-slots }, func() string {
-		return fmt.Sprintf("%d goroutines after an idle spell, %d with %d requests running: idle workers did not exit", runtime.NumGoroutine(), busy, slots)
+// TestConcurrentHandlersExit: a request handled concurrently runs on a
+// goroutine of its own, which exits once its reply is written; requests are
+// served after that.
+func TestConcurrentHandlersExit(t *testing.T) {
+	forTransports(t, func(t *testing.T, tr transport) {
+		synctest.Test(t, func(t *testing.T) {
+			const slots = 3
+			p, hold := newHoldingPeer(t, tr, slots)
+			hold.start(p, slots)
+			hold.waitRunning(t, slots)
+			busy := runtime.NumGoroutine()
+			hold.finish(p, slots)
+			synctest.Wait()
+			if n := runtime.NumGoroutine(); n > busy-slots {
+				t.Fatalf("%d goroutines once the requests were answered, %d with %d requests running: handler goroutines did not exit", n, busy, slots)
+			}
+			for i := range 2 * slots {
+				p.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"ping"}`, i))
+				p.expect(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":"pong"}`, i))
+			}
+		})
 	})
-	for i := range 2 * slots {
-		p.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"ping"}`, i))
-		p.expect(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":"pong"}`, i))
-	}
 }
 
 // holds counts the "hold" requests of a peer made by newHoldingPeer, which
@@ -264,17 +288,16 @@ func (h *holds) start(p *rawPeer, n int) {
 	}
 }
 
-// waitRunning waits until n hold requests run at once.
+// waitRunning checks, in a testing/synctest bubble, that n hold requests run once every goroutine is
+// blocked: as many as may have started, and no more.
 func (h *holds) waitRunning(t *testing.T, n int) {
 	t.Helper()
-	running := func() int {
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		return h.running
+	synctest.Wait()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.running != n {
+		t.Fatalf("%d requests running, want %d", h.running, n)
 	}
-	waitUntil(t, func() bool { return running() == n }, func() string {
-		return fmt.Sprintf("%d requests running, want %d", running(), n)
-	})
 }
 
 // finish releases the hold requests and reads their n replies.
@@ -286,9 +309,9 @@ func (h *holds) finish(p *rawPeer, n int) {
 }
 
 // newHoldingPeer serves "ping" and "hold" with up to slots requests at once.
-func newHoldingPeer(t *testing.T, slots int) (*rawPeer, *holds) {
+func newHoldingPeer(t *testing.T, tr transport, slots int) (*rawPeer, *holds) {
 	h := &holds{release: make(chan struct{})}
-	p := newRawPeer(t, methods{
+	p := tr.rawPeer(t, methods{
 		"ping": func(context.Context, *rpc.Request) (any, error) { return "pong", nil },
 		"hold": func(context.Context, *rpc.Request) (any, error) {
 			h.add(1)

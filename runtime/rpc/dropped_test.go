@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/bridgekit/bridgekit/runtime/envelope"
 	"github.com/bridgekit/bridgekit/runtime/rpc"
@@ -32,41 +31,43 @@ var decodes = rpc.HandlerFunc(func(_ context.Context, req *rpc.Request) (any, er
 // it itself (nothing queued) or queued it behind a slow one; and it is
 // counted. A request with the same params keeps its -32602 answer.
 func TestUndecodableNotificationReported(t *testing.T) {
-	release := make(chan struct{})
-	h := rpc.HandlerFunc(func(ctx context.Context, req *rpc.Request) (any, error) {
-		if req.Method == "slow" {
-			<-release
-			return nil, nil
-		}
-		return decodes.Handle(ctx, req)
-	})
-	p := newRawPeer(t, h, nil)
-	inline := `{"jsonrpc":"2.0","method":"session/update","params":{"n":"one"}}`
-	p.send(inline)
-	checkBadParams(t, p.frameError(), "session/update", inline)
+	forTransports(t, func(t *testing.T, tr transport) {
+		release := make(chan struct{})
+		h := rpc.HandlerFunc(func(ctx context.Context, req *rpc.Request) (any, error) {
+			if req.Method == "slow" {
+				<-release
+				return nil, nil
+			}
+			return decodes.Handle(ctx, req)
+		})
+		p := tr.rawPeer(t, h, nil)
+		inline := `{"jsonrpc":"2.0","method":"session/update","params":{"n":"one"}}`
+		p.send(inline)
+		checkBadParams(t, p.frameError(), "session/update", inline)
 
-	// Queued: behind a slow notification, then a burst.
-	p.send(`{"jsonrpc":"2.0","method":"slow"}`)
-	var queued []string
-	for i := range 20 {
-		queued = append(queued, fmt.Sprintf(`{"jsonrpc":"2.0","method":"m%d","params":{"n":[%d]}}`, i, i))
-	}
-	p.send(queued...)
-	close(release)
-	for i, line := range queued {
-		checkBadParams(t, p.frameError(), fmt.Sprintf("m%d", i), line)
-	}
-	p.send(`{"jsonrpc":"2.0","id":7,"method":"req","params":{"n":true}}`)
-	if r := parseReply(t, p.recv()); r.Error == nil || r.Error.Code != rpc.CodeInvalidParams {
-		t.Fatalf("a request with bad params got %+v, want a -32602 answer", r)
-	}
-	st := p.c.Stats()
-	if got := st.FrameErrors[rpc.FrameBadParams]; got != 21 {
-		t.Fatalf("Stats counts %d notifications dropped undecoded, want 21 (%+v)", got, st)
-	}
-	if st.Unreported != 0 {
-		t.Fatalf("Stats: %d unreported", st.Unreported)
-	}
+		// Queued: behind a slow notification, then a burst.
+		p.send(`{"jsonrpc":"2.0","method":"slow"}`)
+		var queued []string
+		for i := range 20 {
+			queued = append(queued, fmt.Sprintf(`{"jsonrpc":"2.0","method":"m%d","params":{"n":[%d]}}`, i, i))
+		}
+		p.send(queued...)
+		close(release)
+		for i, line := range queued {
+			checkBadParams(t, p.frameError(), fmt.Sprintf("m%d", i), line)
+		}
+		p.send(`{"jsonrpc":"2.0","id":7,"method":"req","params":{"n":true}}`)
+		if r := parseReply(t, p.recv()); r.Error == nil || r.Error.Code != rpc.CodeInvalidParams {
+			t.Fatalf("a request with bad params got %+v, want a -32602 answer", r)
+		}
+		st := p.c.Stats()
+		if got := st.FrameErrors[rpc.FrameBadParams]; got != 21 {
+			t.Fatalf("Stats counts %d notifications dropped undecoded, want 21 (%+v)", got, st)
+		}
+		if st.Unreported != 0 {
+			t.Fatalf("Stats: %d unreported", st.Unreported)
+		}
+	})
 }
 
 func checkBadParams(t *testing.T, fe *rpc.FrameError, method, line string) {
@@ -107,61 +108,71 @@ func TestUndecodableEventReported(t *testing.T) {
 // log/slog's default logger, its quote of the line redacted; other
 // diagnostics are not.
 func TestUndecodableNotificationLoggedByDefault(t *testing.T) {
-	var buf syncBuffer
-	saved := slog.Default()
-	slog.SetDefault(slog.New(slog.NewTextHandler(&buf, nil)))
-	defer slog.SetDefault(saved)
-	p := newRawPeer(t, decodes, nil)
-	const secret = "sk-abcdefghijklmnopqrstuvwxyz"
-	p.send(`{"jsonrpc":"2.0","method":"session/update","params":{"n":"one"}}`)
-	p.send(`{"jsonrpc":"2.0","method":"` + secret + `","params":{"n":"one"}}`)
-	p.send(`{"jsonrpc":"2.0","id":99,"result":"stray"}`) // not logged: no Logger
-	for range 3 {
-		p.frameError()
-	}
-	waitUntil(t, func() bool { return strings.Count(buf.String(), "notification dropped") >= 2 },
-		func() string { return "not logged: " + buf.String() })
-	time.Sleep(10 * time.Millisecond)
-	out := buf.String()
-	if !strings.Contains(out, "method=session/update") || !strings.Contains(out, "bad params") {
-		t.Fatalf("the log line lacks the method or the kind: %s", out)
-	}
-	if strings.Contains(out, secret) {
-		t.Fatalf("the log line quotes the secret: %s", out)
-	}
-	if strings.Contains(out, "stray") {
-		t.Fatalf("logged a diagnostic with no Logger set: %s", out)
-	}
+	forTransports(t, func(t *testing.T, tr transport) {
+		logs := newLogSink()
+		saved := slog.Default()
+		slog.SetDefault(slog.New(slog.NewTextHandler(logs, nil)))
+		defer slog.SetDefault(saved)
+		p := tr.rawPeer(t, decodes, nil)
+		const secret = "sk-abcdefghijklmnopqrstuvwxyz"
+		p.send(`{"jsonrpc":"2.0","method":"session/update","params":{"n":"one"}}`)
+		p.send(`{"jsonrpc":"2.0","method":"` + secret + `","params":{"n":"one"}}`)
+		p.send(`{"jsonrpc":"2.0","id":99,"result":"stray"}`) // not logged: no Logger
+		// Reported after the stray reply, which the reader reported first:
+		// once it is logged, the stray reply's report has been dealt with.
+		p.send(`{"jsonrpc":"2.0","method":"last","params":{"n":"one"}}`)
+		for range 4 {
+			p.frameError()
+		}
+		logs.waitFor(t, "notification dropped", 3)
+		out := logs.String()
+		if !strings.Contains(out, "method=session/update") || !strings.Contains(out, "bad params") {
+			t.Fatalf("the log line lacks the method or the kind: %s", out)
+		}
+		if strings.Contains(out, secret) {
+			t.Fatalf("the log line quotes the secret: %s", out)
+		}
+		if strings.Contains(out, "stray") {
+			t.Fatalf("logged a diagnostic with no Logger set: %s", out)
+		}
+	})
 }
 
 // The whole lines kept for reports are bounded in bytes: with a callback
 // that does not keep up, reports go on, but past the bound without their
 // line.
 func TestReportedFramesBounded(t *testing.T) {
-	block := make(chan struct{})
-	reports := make(chan *rpc.FrameError, 1000)
-	p := newRawPeer(t, decodes, &rpc.Options{OnFrameError: func(fe *rpc.FrameError) {
-		<-block
-		reports <- fe
-	}})
-	big := strings.Repeat("x", 512<<10)
-	const n = 12
-	for range n {
-		p.send(`{"jsonrpc":"2.0","method":"m","params":{"n":"` + big + `"}}`)
-	}
-	waitUntil(t, func() bool { return p.c.Stats().FrameErrors[rpc.FrameBadParams] == n }, func() string { return "not all counted" })
-	close(block)
-	kept := 0
-	for range n {
-		fe := wait(t, reports)
-		if fe.Frame != nil {
-			kept++
-			if !bytes.Contains(fe.Frame, []byte(big)) {
-				t.Fatal("a kept line is not whole")
+	forTransports(t, func(t *testing.T, tr transport) {
+		block := make(chan struct{})
+		reports := make(chan *rpc.FrameError, 1000)
+		p := tr.rawPeer(t, decodes, &rpc.Options{OnFrameError: func(fe *rpc.FrameError) {
+			<-block
+			reports <- fe
+		}})
+		big := strings.Repeat("x", 512<<10)
+		const n = 12
+		for range n {
+			p.send(`{"jsonrpc":"2.0","method":"m","params":{"n":"` + big + `"}}`)
+		}
+		// A request after them is answered once they have been handled.
+		p.send(`{"jsonrpc":"2.0","id":1,"method":"m","params":{"n":1}}`)
+		p.expect(`{"jsonrpc":"2.0","id":1,"result":1}`)
+		if got := p.c.Stats().FrameErrors[rpc.FrameBadParams]; got != n {
+			t.Fatalf("%d of %d undecodable notifications counted", got, n)
+		}
+		close(block)
+		kept := 0
+		for range n {
+			fe := wait(t, reports)
+			if fe.Frame != nil {
+				kept++
+				if !bytes.Contains(fe.Frame, []byte(big)) {
+					t.Fatal("a kept line is not whole")
+				}
 			}
 		}
-	}
-	if kept == 0 || kept >= n {
-		t.Fatalf("%d of %d lines of 512 KiB kept; want some, within 4 MiB", kept, n)
-	}
+		if kept == 0 || kept >= n {
+			t.Fatalf("%d of %d lines of 512 KiB kept; want some, within 4 MiB", kept, n)
+		}
+	})
 }

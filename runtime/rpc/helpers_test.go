@@ -1,16 +1,22 @@
 package rpc_test
 
 import (
+	"bytes"
 	"context"
-	"github.com/bridgekit/bridgekit/internal/testio"
+	"errors"
 	"io"
 	"os"
+	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/bridgekit/bridgekit/internal/testio"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/bridgekit/bridgekit/runtime/frame"
 	"github.com/bridgekit/bridgekit/runtime/jsonrpc"
 	"github.com/bridgekit/bridgekit/runtime/ndjson"
 	"github.com/bridgekit/bridgekit/runtime/rpc"
@@ -23,7 +29,7 @@ const timeout = 10 * time.Second
 type rawPeer struct {
 	t         testing.TB
 	c         *rpc.Conn
-	w         io.WriteCloser // into the Conn
+	w         io.WriteCloser // into the Conn: closing it ends the Conn's input
 	lines     chan string    // frames written by the Conn
 	frameErrs chan *rpc.FrameError
 }
@@ -35,23 +41,114 @@ func ioPipe() (io.ReadCloser, io.WriteCloser, error) {
 
 func osPipe() (io.ReadCloser, io.WriteCloser, error) { return os.Pipe() }
 
-// newRawPeer starts a JSON-RPC Conn with handler h over io.Pipe and returns
-// its peer.
-func newRawPeer(t testing.TB, h rpc.Handler, opts *rpc.Options) *rawPeer {
-	return newRawPeerOver(t, ioPipe, h, opts)
+// transport is a way to connect a Conn under test: the runtime suite runs over each of transports.
+type transport struct {
+	name string
+	// conn starts a JSON-RPC Conn on one end of a new connection and returns the far end: w takes lines
+	// for the Conn (closing it ends the Conn's input), r reads the frames the Conn writes, and stop
+	// closes what is left of the far end.
+	conn func(h rpc.Handler, opts *rpc.Options) (c *rpc.Conn, w io.WriteCloser, r frame.Reader, stop func())
+	// conns starts two JSON-RPC Conns back to back.
+	conns func(ha rpc.Handler, oa *rpc.Options, hb rpc.Handler, ob *rpc.Options) (a, b *rpc.Conn)
 }
 
-func newRawPeerOver(t testing.TB, pipe func() (io.ReadCloser, io.WriteCloser, error), h rpc.Handler, opts *rpc.Options) *rawPeer {
+// The transports of the suite: NDJSON over io.Pipe streams (what NewConn builds) and the in-memory pair
+// (frame.Pipe). pipeKinds adds NDJSON over OS pipes, for the tests that need the kernel's buffering.
+var (
+	ndjsonPipes = ndjsonOver("ndjson", ioPipe)
+	transports  = []transport{ndjsonPipes, {"pipe", framePipeConn, framePipeConns}}
+	ndjsonOS    = ndjsonOver("ndjson-os", osPipe)
+	pipeKinds   = append(transports, ndjsonOS)
+)
+
+// forTransports runs f as a subtest for each transport of the suite.
+func forTransports(t *testing.T, f func(t *testing.T, tr transport)) {
+	for _, tr := range transports {
+		t.Run(tr.name, func(t *testing.T) { f(t, tr) })
+	}
+}
+
+// ndjsonOver is NDJSON (rpc.NewConn) over the streams pipe makes.
+func ndjsonOver(name string, pipe func() (io.ReadCloser, io.WriteCloser, error)) transport {
+	streams := func() (ar io.ReadCloser, aw io.WriteCloser, br io.ReadCloser, bw io.WriteCloser) {
+		ar, bw, err := pipe()
+		if err != nil {
+			panic(err)
+		}
+		br, aw, err = pipe()
+		if err != nil {
+			panic(err)
+		}
+		return ar, aw, br, bw
+	}
+	return transport{
+		name: name,
+		conn: func(h rpc.Handler, opts *rpc.Options) (*rpc.Conn, io.WriteCloser, frame.Reader, func()) {
+			cr, cw, pr, pw := streams()
+			return jsonrpc.NewConn(cr, cw, h, opts), pw, ndjson.NewReader(pr, 64<<20), func() { pr.Close() }
+		},
+		conns: func(ha rpc.Handler, oa *rpc.Options, hb rpc.Handler, ob *rpc.Options) (*rpc.Conn, *rpc.Conn) {
+			ar, aw, br, bw := streams()
+			return jsonrpc.NewConn(ar, aw, ha, oa), jsonrpc.NewConn(br, bw, hb, ob)
+		},
+	}
+}
+
+func framePipeConn(h rpc.Handler, opts *rpc.Options) (*rpc.Conn, io.WriteCloser, frame.Reader, func()) {
+	a, b := frame.Pipe()
+	return jsonrpc.NewTransportConn(a, h, opts), &lineWriter{p: b}, b, func() { b.Close() }
+}
+
+func framePipeConns(ha rpc.Handler, oa *rpc.Options, hb rpc.Handler, ob *rpc.Options) (*rpc.Conn, *rpc.Conn) {
+	a, b := frame.Pipe()
+	return jsonrpc.NewTransportConn(a, ha, oa), jsonrpc.NewTransportConn(b, hb, ob)
+}
+
+// lineWriter writes each line written to it (without its "\n" or "\r\n") as a frame to p, skipping blank
+// lines, as the NDJSON transport reads them; Close writes an unterminated last line and ends p's writes.
+type lineWriter struct {
+	mu  sync.Mutex
+	p   *frame.PipeEnd
+	buf []byte
+}
+
+func (w *lineWriter) Write(b []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf = append(w.buf, b...)
+	for {
+		i := bytes.IndexByte(w.buf, '\n')
+		if i < 0 {
+			return len(b), nil
+		}
+		err := w.frame(w.buf[:i])
+		w.buf = w.buf[i+1:]
+		if err != nil {
+			return 0, err
+		}
+	}
+}
+
+func (w *lineWriter) frame(line []byte) error {
+	line = bytes.TrimSuffix(line, []byte("\r"))
+	if len(bytes.TrimSpace(line)) == 0 {
+		return nil
+	}
+	return w.p.Write(context.Background(), line)
+}
+
+func (w *lineWriter) Close() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	err := w.frame(w.buf)
+	w.buf = nil
+	return errors.Join(err, w.p.CloseWrite())
+}
+
+// rawPeer starts a JSON-RPC Conn with handler h over tr and returns its peer.
+func (tr transport) rawPeer(t testing.TB, h rpc.Handler, opts *rpc.Options) *rawPeer {
 	t.Helper()
-	cr, pw, err := pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	pr, cw, err := pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &rawPeer{t: t, w: pw, lines: make(chan string, 1<<16), frameErrs: make(chan *rpc.FrameError, 1024)}
+	p := &rawPeer{t: t, lines: make(chan string, 1<<16), frameErrs: make(chan *rpc.FrameError, 1024)}
 	var o rpc.Options
 	if opts != nil {
 		o = *opts
@@ -64,14 +161,14 @@ func newRawPeerOver(t testing.TB, pipe func() (io.ReadCloser, io.WriteCloser, er
 			}
 		}
 	}
-	p.c = jsonrpc.NewConn(cr, cw, h, &o)
+	c, w, r, stopReading := tr.conn(h, &o)
+	p.c, p.w = c, w
 	stop := make(chan struct{})
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		r := ndjson.NewReader(pr, 64<<20)
 		for {
-			f, err := r.ReadFrame()
+			f, err := r.Read(context.Background())
 			if err != nil {
 				return
 			}
@@ -85,8 +182,8 @@ func newRawPeerOver(t testing.TB, pipe func() (io.ReadCloser, io.WriteCloser, er
 	t.Cleanup(func() {
 		close(stop)
 		p.c.Close()
-		pw.Close()
-		pr.Close()
+		p.w.Close()
+		stopReading()
 		<-done
 	})
 	return p
@@ -144,15 +241,36 @@ func (p *rawPeer) frameError() *rpc.FrameError {
 	}
 }
 
-// waitUntil polls cond until it holds, failing with what() after timeout.
-func waitUntil(t testing.TB, cond func() bool, what func() string) {
+// logSink is where a test's slog handler writes: it keeps the log and hands each record, as written, to
+// the test.
+type logSink struct {
+	syncBuffer
+	records chan string
+}
+
+func newLogSink() *logSink { return &logSink{records: make(chan string, 1<<12)} }
+
+func (s *logSink) Write(p []byte) (int, error) {
+	s.syncBuffer.Write(p)
+	select {
+	case s.records <- string(p):
+	default:
+	}
+	return len(p), nil
+}
+
+// waitFor waits until n more records holding sub have been written.
+func (s *logSink) waitFor(t testing.TB, sub string, n int) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal(what())
+	for n > 0 {
+		select {
+		case r := <-s.records:
+			if strings.Contains(r, sub) {
+				n--
+			}
+		case <-time.After(timeout):
+			t.Fatalf("timed out waiting for %d more log records with %q; the log:\n%s", n, sub, s.String())
 		}
-		time.Sleep(time.Millisecond)
 	}
 }
 
@@ -208,20 +326,10 @@ func parseReply(t testing.TB, line string) wireReply {
 	return r
 }
 
-// connPair returns two JSON-RPC Conns wired back to back over pipes made by
-// pipe, closed at the end of the test.
-func connPair(t testing.TB, pipe func() (io.ReadCloser, io.WriteCloser, error), ha rpc.Handler, oa *rpc.Options, hb rpc.Handler, ob *rpc.Options) (a, b *rpc.Conn) {
+// pair returns two JSON-RPC Conns wired back to back over tr, closed at the end of the test.
+func (tr transport) pair(t testing.TB, ha rpc.Handler, oa *rpc.Options, hb rpc.Handler, ob *rpc.Options) (a, b *rpc.Conn) {
 	t.Helper()
-	ar, bw, err := pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	br, aw, err := pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	a = jsonrpc.NewConn(ar, aw, ha, oa)
-	b = jsonrpc.NewConn(br, bw, hb, ob)
+	a, b = tr.conns(ha, oa, hb, ob)
 	t.Cleanup(func() {
 		a.Close()
 		b.Close()
@@ -229,11 +337,11 @@ func connPair(t testing.TB, pipe func() (io.ReadCloser, io.WriteCloser, error), 
 	return a, b
 }
 
-// pipePair returns a client and a server Conn wired back to back over
-// io.Pipe, closed at the end of the test.
-func pipePair(tb testing.TB, server rpc.Handler, opts *rpc.Options) (client, srv *rpc.Conn) {
+// clientServer returns a client and a server Conn wired back to back over tr, closed at the end of the
+// test.
+func (tr transport) clientServer(tb testing.TB, server rpc.Handler, opts *rpc.Options) (client, srv *rpc.Conn) {
 	tb.Helper()
-	return connPair(tb, ioPipe, nil, opts, server, opts)
+	return tr.pair(tb, nil, opts, server, opts)
 }
 
 // syncBuffer is a goroutine-safe sink the test reads.
@@ -264,13 +372,47 @@ func (w blockingWriter) Write(p []byte) (int, error) {
 	return 0, io.ErrClosedPipe
 }
 
-// gateWriter passes writes to w once open is closed; until then they block.
+// enteringWriter tells entered, if it can, as a Write starts, then writes to the WriteCloser.
+type enteringWriter struct {
+	io.WriteCloser
+	entered chan struct{}
+}
+
+func (e enteringWriter) Write(p []byte) (int, error) {
+	select {
+	case e.entered <- struct{}{}:
+	default:
+	}
+	return e.WriteCloser.Write(p)
+}
+
+// signalReader tells reads, if it can, as each Read starts, then reads from r.
+type signalReader struct {
+	r     io.Reader
+	reads chan struct{}
+}
+
+func (s signalReader) Read(p []byte) (int, error) {
+	select {
+	case s.reads <- struct{}{}:
+	default:
+	}
+	return s.r.Read(p)
+}
+
+// gateWriter passes writes to w once open is closed; until then they block. entered, if set, receives a
+// value, if it can, as a Write starts.
 type gateWriter struct {
-	open chan struct{}
-	w    io.Writer
+	open    chan struct{}
+	entered chan struct{}
+	w       io.Writer
 }
 
 func (g gateWriter) Write(p []byte) (int, error) {
+	select {
+	case g.entered <- struct{}{}:
+	default:
+	}
 	<-g.open
 	return g.w.Write(p)
 }

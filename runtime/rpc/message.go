@@ -57,8 +57,8 @@ func (id ID) Raw() jsontext.Value {
 // String returns the id's JSON text, or "" for the zero ID.
 func (id ID) String() string { return id.raw }
 
-// Message is one decoded inbound message. Its byte slices alias the line it was decoded from (or the codec's
-// scratch space) and are valid only until the next Decode.
+// Message is one decoded inbound message. Its byte slices alias the frame it was decoded from (or the
+// codec's scratch space) and are valid only until the next Decode.
 type Message struct {
 	Kind   Kind
 	ID     []byte // the raw JSON of the id; nil when the message has none
@@ -79,19 +79,20 @@ type Header struct {
 	Qualifier string
 }
 
-// Codec frames messages for one protocol family. A codec is used by one connection's goroutines concurrently:
-// Decode only from the reading goroutine, the Append methods from any; implementations keep per-call state
-// out of the codec value or guard it.
+// Codec turns frames into messages and back for one protocol family. Frames are whole JSON values with no
+// framing around them (no newline): the transport frames them. A codec is used by one connection's
+// goroutines concurrently: Decode only from the reading goroutine, the Append methods from any;
+// implementations keep per-call state out of the codec value or guard it.
 type Codec interface {
-	// Decode parses one line into m. A line it cannot accept gives a *FrameError saying how to answer it.
-	Decode(line []byte, m *Message) error
-	// AppendHead appends a message's framing up to where its body value goes; AppendTail appends what follows
-	// the body, through the newline.
+	// Decode parses one frame into m. A frame it cannot accept gives a *FrameError saying how to answer it.
+	Decode(frame []byte, m *Message) error
+	// AppendHead appends a message's envelope up to where its body value goes; AppendTail appends what
+	// follows the body, to the end of the frame.
 	AppendHead(dst []byte, h *Header) []byte
 	AppendTail(dst []byte, h *Header) []byte
 	// NullBody is the body written for a nil or null body (JSON-RPC params are {}, results null).
 	NullBody(h *Header) string
-	// AppendError appends a whole error reply, through the newline.
+	// AppendError appends a whole error reply frame.
 	AppendError(dst []byte, h *Header, e *Error) []byte
 	// AppendID appends the id that AppendHead writes for request seq; Seq returns the sequence number of such
 	// an id, and whether id is one.
@@ -99,14 +100,14 @@ type Codec interface {
 	Seq(id []byte) (uint64, bool)
 }
 
-// HeadDecoder is implemented by a codec that can tell what a line was from its first bytes alone. A Conn uses
-// it for a line over Options.MaxFrame, of which it keeps only the start (ndjson.HeadSize bytes): a reply
+// HeadDecoder is implemented by a codec that can tell what a frame was from its first bytes alone. A Conn
+// uses it for a frame over Options.MaxFrame, of which it keeps only the start (frame.HeadSize bytes): a reply
 // fails the call it answers at once, instead of leaving the caller waiting, a request is answered with its
 // own id, and a notification is not answered.
 type HeadDecoder interface {
-	// DecodeHead reports the kind of the line that head starts (0 when head does not settle it, as for a
-	// JSON-RPC line whose id may come after a long member) and its raw id (nil when head shows none). It must
-	// not claim more than head shows: a cut value is never taken for a whole one.
+	// DecodeHead reports the kind of the frame that head starts (0 when head does not settle it, as for a
+	// JSON-RPC frame whose id may come after a long member) and its raw id (nil when head shows none). It
+	// must not claim more than head shows: a cut value is never taken for a whole one.
 	DecodeHead(head []byte) (kind Kind, id []byte)
 }
 

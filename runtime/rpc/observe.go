@@ -24,9 +24,9 @@ func (d Direction) String() string { return enumName(directionNames[:], int(d), 
 type Traffic struct {
 	Dir  Direction
 	Time time.Time
-	Size int // the line's length in bytes, without its newline
-	// Line is the line, without its newline, valid only during the call: copy what must outlive it. For a
-	// line over Options.MaxFrame it is only its first ndjson.HeadSize bytes.
+	Size int // the frame's length in bytes (without the newline of an NDJSON line)
+	// Line is the frame, valid only during the call: copy what must outlive it. For a frame over
+	// Options.MaxFrame it is only its first frame.HeadSize bytes.
 	Line []byte
 }
 
@@ -35,10 +35,9 @@ func (c *Conn) observeIn(line []byte, size int) {
 	c.opts.Observe(Traffic{Dir: In, Time: time.Now(), Size: size, Line: line})
 }
 
-// observeOut is the writer's OnWrite: it reports an outbound frame.
+// observeOut reports an outbound frame to Options.Observe.
 func (c *Conn) observeOut(frame []byte) {
-	line := frame[:len(frame)-1]
-	c.opts.Observe(Traffic{Dir: Out, Time: time.Now(), Size: len(line), Line: line})
+	c.opts.Observe(Traffic{Dir: Out, Time: time.Now(), Size: len(frame), Line: frame})
 }
 
 // MaxLoggedLine bounds, in bytes, how much of a frame SlogObserver logs.

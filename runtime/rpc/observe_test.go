@@ -98,7 +98,7 @@ func TestObserverSeesEveryFrameOnceInOrder(t *testing.T) {
 				}
 			}
 			var got []string
-			readDone := make(chan struct{})
+			readDone, answered := make(chan struct{}), make(chan struct{})
 			go func() {
 				defer close(readDone)
 				r := ndjson.NewReader(pr, 1<<20)
@@ -110,7 +110,10 @@ func TestObserverSeesEveryFrameOnceInOrder(t *testing.T) {
 					got = append(got, string(f))
 					if bytes.Contains(f, []byte(`"method":"question"`)) {
 						id := rpc.Member(f, "id")
-						go write(`{"jsonrpc":"2.0","id":` + string(id) + `,"result":"answer"}`)
+						go func() {
+							write(`{"jsonrpc":"2.0","id":` + string(id) + `,"result":"answer"}`)
+							close(answered)
+						}()
 					}
 				}
 			}()
@@ -132,11 +135,7 @@ func TestObserverSeesEveryFrameOnceInOrder(t *testing.T) {
 				write(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"slow"}`, 100+i))
 			}
 			// The answer to the handler's question must be in before input ends.
-			waitUntil(t, func() bool {
-				wmu.Lock()
-				defer wmu.Unlock()
-				return strings.Contains(strings.Join(sent, "\n"), `"result":"answer"`)
-			}, func() string { return "the handler's question was not asked" })
+			wait(t, answered)
 			pw.Close() // end of input: the slow requests are still answered
 			wait(t, conn.Done())
 			conn.Close()
@@ -172,28 +171,29 @@ func TestObserverSeesEveryFrameOnceInOrder(t *testing.T) {
 
 // SlogObserver logs each frame at Debug with secret-looking values masked.
 func TestSlogObserver(t *testing.T) {
-	var buf syncBuffer
-	logger := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	obs := rpc.SlogObserver(logger, redact.New("hunter2-hunter2"))
-	p := newRawPeer(t, okHandler, &rpc.Options{Observe: obs})
-	p.send(`{"jsonrpc":"2.0","id":1,"method":"login","params":{"apiKey":"k-123456789","note":"pw hunter2-hunter2","bearer":"Bearer abcdefghijkl"}}`)
-	p.expect(`{"jsonrpc":"2.0","id":1,"result":"login"}`)
-	waitUntil(t, func() bool { return strings.Count(buf.String(), "\n") >= 2 }, func() string { return "logged " + buf.String() })
-	out := buf.String()
-	for _, secret := range []string{"k-123456789", "hunter2-hunter2", "abcdefghijkl"} {
-		if strings.Contains(out, secret) {
-			t.Fatalf("the traffic log shows %s:\n%s", secret, out)
+	forTransports(t, func(t *testing.T, tr transport) {
+		var buf syncBuffer
+		logger := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		obs := rpc.SlogObserver(logger, redact.New("hunter2-hunter2"))
+		p := tr.rawPeer(t, okHandler, &rpc.Options{Observe: obs})
+		p.send(`{"jsonrpc":"2.0","id":1,"method":"login","params":{"apiKey":"k-123456789","note":"pw hunter2-hunter2","bearer":"Bearer abcdefghijkl"}}`)
+		p.expect(`{"jsonrpc":"2.0","id":1,"result":"login"}`) // observed, so logged, before it was written
+		out := buf.String()
+		for _, secret := range []string{"k-123456789", "hunter2-hunter2", "abcdefghijkl"} {
+			if strings.Contains(out, secret) {
+				t.Fatalf("the traffic log shows %s:\n%s", secret, out)
+			}
 		}
-	}
-	for _, want := range []string{`"level":"DEBUG"`, `"msg":"rpc: frame"`, `"dir":"in"`, `"dir":"out"`, `"size":41`, `\"note\":`, `\"method\":\"login\"`} {
-		if !strings.Contains(out, want) {
-			t.Fatalf("the traffic log lacks %s:\n%s", want, out)
+		for _, want := range []string{`"level":"DEBUG"`, `"msg":"rpc: frame"`, `"dir":"in"`, `"dir":"out"`, `"size":41`, `\"note\":`, `\"method\":\"login\"`} {
+			if !strings.Contains(out, want) {
+				t.Fatalf("the traffic log lacks %s:\n%s", want, out)
+			}
 		}
-	}
-	// Below Debug nothing is logged.
-	var quiet syncBuffer
-	rpc.SlogObserver(slog.New(slog.NewTextHandler(&quiet, nil)), nil)(rpc.Traffic{Dir: rpc.In, Line: []byte("{}")})
-	if quiet.String() != "" {
-		t.Fatalf("logged at Info: %s", quiet.String())
-	}
+		// Below Debug nothing is logged.
+		var quiet syncBuffer
+		rpc.SlogObserver(slog.New(slog.NewTextHandler(&quiet, nil)), nil)(rpc.Traffic{Dir: rpc.In, Line: []byte("{}")})
+		if quiet.String() != "" {
+			t.Fatalf("logged at Info: %s", quiet.String())
+		}
+	})
 }

@@ -3,7 +3,6 @@ package rpc_test
 import (
 	"context"
 	"fmt"
-	"io"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,11 +13,6 @@ import (
 
 	"github.com/bridgekit/bridgekit/runtime/rpc"
 )
-
-var pipeKinds = []struct {
-	name string
-	pipe func() (io.ReadCloser, io.WriteCloser, error)
-}{{"io.Pipe", ioPipe}, {"os.Pipe", osPipe}}
 
 func TestPeersCallEachOther(t *testing.T) {
 	for _, pk := range pipeKinds {
@@ -36,7 +30,7 @@ func TestPeersCallEachOther(t *testing.T) {
 				},
 				"note": func(context.Context, *rpc.Request) (any, error) { notesB.Add(1); return nil, nil },
 			}
-			a, b := connPair(t, pk.pipe, ha, nil, hb, &rpc.Options{MaxConcurrentRequests: 4})
+			a, b := pk.pair(t, ha, nil, hb, &rpc.Options{MaxConcurrentRequests: 4})
 			ctx := context.Background()
 			var wg sync.WaitGroup
 			for i := range 50 {
@@ -105,7 +99,7 @@ func TestNestedCallbacks(t *testing.T) {
 					}}
 				}
 				opts := &rpc.Options{MaxConcurrentRequests: tt.slots, QueueSize: 1}
-				a, b = connPair(t, pk.pipe, pingVia(&a), opts, pingVia(&b), opts)
+				a, b = pk.pair(t, pingVia(&a), opts, pingVia(&b), opts)
 				for range 20 {
 					var trail []string
 					if err := a.Call(context.Background(), "ping", tt.depth, &trail); err != nil {
@@ -124,7 +118,7 @@ func TestNestedCallbacks(t *testing.T) {
 // an OS pipe with frames larger than the pipe's atomic write size; every
 // line the peer reads must be one valid message.
 func TestConcurrentWritesNeverInterleave(t *testing.T) {
-	p := newRawPeerOver(t, osPipe, nil, nil)
+	p := ndjsonOS.rawPeer(t, nil, nil)
 	type message struct {
 		ID     jsontext.Value `json:"id"`
 		Method string         `json:"method"`

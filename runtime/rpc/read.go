@@ -6,76 +6,98 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/bridgekit/bridgekit/runtime/frame"
 	"github.com/bridgekit/bridgekit/runtime/internal/jsonscan"
-	"github.com/bridgekit/bridgekit/runtime/ndjson"
 )
 
-// read is the read goroutine. It routes replies to their callers, applies cancel messages, queues the
-// rest for the dispatchers or handles a notification itself (inline.go), and ends the connection
-// gracefully when the peer's input ends.
+// reader is the read goroutine's own state.
+type reader struct {
+	msg     Message           // scratch space for Decode
+	methods map[string]string // interned method names
+	seeded  int
+	ctl     bool // the preempt lane runs
+}
+
+func (r *reader) init(o *Options, rl rules) {
+	r.methods = make(map[string]string, len(o.Methods)+len(rl.preempt))
+	for _, m := range o.Methods {
+		r.methods[m] = m
+	}
+	for m := range rl.preempt {
+		r.methods[m] = m
+	}
+	r.seeded = len(r.methods)
+}
+
+// read is the read goroutine, the only one reading the transport, for the connection's whole life; it never
+// runs a handler. It routes replies to their callers, applies cancel messages, queues requests and
+// notifications for the lanes, answers the frames it refuses, and ends the connection gracefully when the
+// peer's input ends. Before each frame it waits for room in the queue, which throttles the peer.
 func (c *Conn) read() {
-	for {
-		if open, _ := c.q.room(true); !open {
-			break // Close or a write error ended the connection.
+	for c.q.room() {
+		f, err := c.t.Read(c.ctx)
+		if tl, ok := errors.AsType[*frame.TooLargeError](err); ok {
+			if c.opts.Observe != nil {
+				c.observeIn(tl.Head, tl.Size)
+			}
+			if c.badFrame(c.oversize(err, tl.Head), nil) {
+				return
+			}
+			continue
 		}
-		frame, err := c.fr.ReadFrame()
-		var fe *FrameError
-		switch {
-		case errors.Is(err, ndjson.ErrFrameTooLarge):
-			fe = c.tooLarge(err)
-		case err != nil:
-			c.q.flush()
+		if err != nil {
 			if c.ctx.Err() == nil {
 				c.end(fmt.Errorf("%w: %w", ErrClosed, err), true)
 			}
 			return
-		default:
-			if c.opts.Observe != nil {
-				c.observeIn(frame, len(frame))
-			}
-			if n := c.opts.MaxObjects; n > 0 && len(frame) > 2*n && jsonscan.Containers(frame, n) {
-				fe = c.oversize(fmt.Errorf("%w (more than %d)", ErrTooManyObjects, n), frame)
-				break
-			}
-			if c.handleFrame(frame) {
-				return // reading moved on while a handler ran here
-			}
-			if !c.fr.More() {
-				c.q.flush()
-			}
-			continue
 		}
-		if c.badFrame(fe, frame) {
+		if c.opts.Observe != nil {
+			c.observeIn(f, len(f))
+		}
+		if c.take(f) {
 			return
 		}
 	}
-	c.q.flush()
 }
 
-// tooLarge describes a line over the size limit from what the codec can read of its start (oversize).
-func (c *Conn) tooLarge(err error) *FrameError {
-	var head []byte
-	if tl, ok := errors.AsType[*ndjson.FrameTooLargeError](err); ok {
-		if c.opts.Observe != nil {
-			c.observeIn(tl.Head, tl.Size)
-		}
-		head = tl.Head
+// take acts on one inbound frame, valid only during the call (what outlives it is copied), and reports
+// whether OnBadFrame ended the connection with it.
+func (c *Conn) take(f []byte) (ended bool) {
+	if len(f) > c.opts.MaxFrame {
+		tl := &frame.TooLargeError{Limit: c.opts.MaxFrame, Size: len(f), Head: f[:min(len(f), frame.HeadSize)]}
+		return c.badFrame(c.oversize(tl, tl.Head), nil)
 	}
-	return c.oversize(err, head)
+	if n := c.opts.MaxObjects; n > 0 && len(f) > 2*n && jsonscan.Containers(f, n) {
+		return c.badFrame(c.oversize(fmt.Errorf("%w (more than %d)", ErrTooManyObjects, n), f), f)
+	}
+	m := &c.reading.msg
+	*m = Message{}
+	if err := c.codec.Decode(f, m); err != nil {
+		return c.badFrame(err, f)
+	}
+	if c.opts.Screen != nil {
+		if fe := c.opts.Screen(m); fe != nil {
+			return c.badFrame(fe, f)
+		}
+	}
+	switch m.Kind {
+	case KindResponse, KindError:
+		c.deliver(m, f)
+	case KindRequest, KindNotification:
+		c.accept(m, f)
+	}
+	return false
 }
 
-// oversize describes a line too large to take from head, the line or its start (nil if unknown): a
-// reply fails the call it answers, a request is refused under its own id, a notification (an AgentPM
-// event) is not answered, anything else is refused with no id, as JSON-RPC answers an unreadable line.
+// oversize describes a frame too large to take from head, the frame or its start: a reply fails the call it
+// answers, a request is refused under its own id, a notification (an AgentPM event) is not answered,
+// anything else is refused with no id, as JSON-RPC answers an unreadable frame.
 func (c *Conn) oversize(err error, head []byte) *FrameError {
-	fe := &FrameError{Kind: FrameTooLarge, Err: err}
-	if head != nil {
-		fe.Snippet = snippet(head)
-		if hd, ok := c.codec.(HeadDecoder); ok {
-			kind, id := hd.DecodeHead(head)
-			if fe.Claimed = kind; id != nil {
-				fe.ID = RawID(id)
-			}
+	fe := &FrameError{Kind: FrameTooLarge, Err: err, Snippet: snippet(head)}
+	if hd, ok := c.codec.(HeadDecoder); ok {
+		kind, id := hd.DecodeHead(head)
+		if fe.Claimed = kind; id != nil {
+			fe.ID = RawID(id)
 		}
 	}
 	if fe.Claimed == 0 || fe.Claimed == KindRequest {
@@ -84,55 +106,33 @@ func (c *Conn) oversize(err error, head []byte) *FrameError {
 	return fe
 }
 
-// handleFrame classifies one inbound line, valid only during the call (what outlives it is copied). It
-// reports whether reading moved to another goroutine meanwhile.
-func (c *Conn) handleFrame(frame []byte) (handedOff bool) {
-	m := &c.msg
-	*m = Message{}
-	if err := c.codec.Decode(frame, m); err != nil {
-		return c.badFrame(err, frame)
-	}
-	if c.opts.Screen != nil {
-		if fe := c.opts.Screen(m); fe != nil {
-			return c.badFrame(fe, frame)
-		}
-	}
-	switch m.Kind {
-	case KindResponse, KindError:
-		c.deliver(m, frame)
-	case KindRequest, KindNotification:
-		return c.accept(m, frame)
-	}
-	return false
-}
-
-// badFrame reports a line that the codec or Screen refused (frame) or that was too large (frame nil),
-// and answers it as the codec and OnBadFrame say; a reply that failed a gate fails its call. It reports
-// whether OnBadFrame ended the connection.
-func (c *Conn) badFrame(err error, frame []byte) (ended bool) {
+// badFrame reports a frame that the codec or Screen refused (f) or that was too large (f nil), and answers
+// it as the codec and OnBadFrame say; a reply that failed a gate fails its call. It reports whether
+// OnBadFrame ended the connection.
+func (c *Conn) badFrame(err error, f []byte) (ended bool) {
 	fe, ok := err.(*FrameError)
 	if !ok {
 		fe = &FrameError{Kind: FrameMalformed, Err: err, Reply: ErrParse}
 	}
-	if frame != nil {
-		fe.Snippet = snippet(frame)
+	if f != nil {
+		fe.Snippet = snippet(f)
 	}
 	if c.opts.OnBadFrame != nil {
-		line := frame
-		if tl, ok := errors.AsType[*ndjson.FrameTooLargeError](fe.Err); ok && line == nil {
+		line := f
+		if tl, ok := errors.AsType[*frame.TooLargeError](fe.Err); ok && line == nil {
 			line = tl.Head
 		}
 		ended = c.opts.OnBadFrame(fe, line)
 	}
-	c.diag.report(fe, frame) // before the call below may read fe
+	c.diag.report(fe, f) // before the call below may read fe
 	var ch chan callResult
 	if fe.Claimed == KindResponse || fe.Claimed == KindError {
-		ch = c.take(fe.ID.raw)
+		ch = c.takeCall(fe.ID.raw)
 	}
 	if ch != nil {
-		ch <- callResult{err: fe}
+		ch <- callResult{err: fe, seq: c.q.queued.Load()}
 	} else if fe.Reply != nil {
-		c.rejectWith(fe.ID, fe.Reply)
+		c.reject(fe.ID, fe.Reply)
 	}
 	if ended {
 		c.end(fmt.Errorf("%w: %w", ErrClosed, fe), false)
@@ -140,22 +140,21 @@ func (c *Conn) badFrame(err error, frame []byte) (ended bool) {
 	return ended
 }
 
-// rejectWith answers the message with id (possibly none) with e, without waiting for the peer to read.
-func (c *Conn) rejectWith(id ID, e *Error) {
+// reject answers the message with id (possibly none) with e.
+func (c *Conn) reject(id ID, e *Error) {
 	b := getBuffer()
 	defer putBuffer(b)
 	b.h = Header{Kind: KindError, ID: id}
 	b.B = c.codec.AppendError(b.B, &b.h, e)
-	_ = c.w.WriteFrameAsync(c.ctx, b.B)
+	c.write(c.ctx, nil, b.B)
 }
 
-// accept queues an inbound request or notification, after applying it if it is a cancel message, or
-// handles a notification inline. It reports whether reading moved to another goroutine meanwhile.
-func (c *Conn) accept(m *Message, frame []byte) (handedOff bool) {
-	method := c.intern(m.Method)
+// accept queues an inbound request or notification, after applying it if it is a cancel message.
+func (c *Conn) accept(m *Message, f []byte) {
+	method := c.reading.intern(m.Method)
 	var qualifier string
 	if len(m.Qualifier) > 0 {
-		qualifier = c.intern(m.Qualifier)
+		qualifier = c.reading.intern(m.Qualifier)
 	}
 	preempt := c.rules.preempt[method]
 	if rule := c.rules.cancel[method]; rule != nil {
@@ -165,80 +164,44 @@ func (c *Conn) accept(m *Message, frame []byte) (handedOff bool) {
 	if m.ID != nil {
 		id = ID{raw: string(m.ID)} // an event may carry one too
 	}
-	// m is not read past claimInline: once it succeeds, reading may move to a goroutine that reuses m.
-	if body := m.Body; m.Kind == KindNotification && !preempt && c.q.claimInline() {
-		// Handled right here, while the frame is valid: nothing to copy.
-		it := &c.inline
-		*it = inbound{Request: Request{Kind: KindNotification, ID: id, Method: method, Qualifier: qualifier, Params: body, Options: c.opts.DecodeOptions}, frame: frame}
-		return c.serveInline(it)
-	}
 	// Names count too: a peer can send a distinct long name every time.
 	size := len(m.Body) + len(m.ID) + len(m.Method) + len(m.Qualifier) + itemOverhead
 	it := &inbound{Request: Request{Kind: m.Kind, ID: id, Method: method, Qualifier: qualifier, Options: c.opts.DecodeOptions}, size: size}
 	if m.Kind == KindNotification {
-		// A notification keeps its line, for the report of params that do not decode.
+		// A notification keeps its frame, for the report of params that do not decode.
 		var n int
-		it.frame, it.Params, n = keep(frame, m.Body)
+		it.frame, it.Params, n = keep(f, m.Body)
 		it.size += n - len(m.Body)
 	} else if len(m.Body) > 0 {
 		it.Params = bytes.Clone(m.Body)
 	}
 	if m.Kind == KindRequest {
-		// The queue full, the reader waits for room (room) unless a handler waits for the peer: then the
-		// request is refused.
-		if !preempt && c.overloaded() {
+		// Past the queue's bound only while a handler waits for the peer: refuse the request.
+		if !preempt && c.q.overloaded() {
 			e := ErrOverloaded.with(ErrOverloaded.Message + "; retry later")
-			c.rejectWith(it.ID, e)
+			c.reject(it.ID, e)
 			c.diag.report(&FrameError{Kind: FrameOverloaded, Err: e, ID: it.ID}, nil)
-			return false
+			return
 		}
 		if !c.register(it) {
-			e := ErrDuplicateID
-			c.rejectWith(it.ID, e)
-			c.diag.report(&FrameError{Kind: FrameDuplicateID, Err: e, ID: it.ID, Method: it.Method, Snippet: snippet(frame)}, nil)
-			return false
+			c.reject(it.ID, ErrDuplicateID)
+			c.diag.report(&FrameError{Kind: FrameDuplicateID, Err: ErrDuplicateID, ID: it.ID, Method: it.Method, Snippet: snippet(f)}, nil)
+			return
 		}
 		if c.opts.Ordered && c.sem != nil && !preempt {
 			it.turn = make(chan struct{})
 		}
 	}
-	if preempt && !c.ctl.full() {
-		if !c.ctlLane {
-			c.ctlLane = true
-			c.lanes.Add(1)
-			go c.dispatch(&c.ctl)
-		}
-		c.ctl.push(it)
-		c.ctl.flush()
-		return false
+	if !preempt {
+		c.q.push(&c.q.main, it)
+		return
 	}
-	if !c.startNow(it) {
-		c.q.push(it)
+	if !c.reading.ctl { // the preempt lane starts on first use
+		c.reading.ctl = true
+		c.lanes.Add(1)
+		go c.lane(&c.q.ctl)
 	}
-	return false
-}
-
-// overloaded is room's verdict on a request: refuse it.
-func (c *Conn) overloaded() bool {
-	_, full := c.q.room(false)
-	return full
-}
-
-// startNow starts a concurrent request from the read goroutine, sparing the hand-off through the
-// dispatcher, when that changes nothing: the dispatcher has caught up and a slot is free.
-func (c *Conn) startNow(it *inbound) bool {
-	if c.sem == nil || it.Kind != KindRequest || it.turn != nil {
-		return false
-	}
-	return c.q.whenCaughtUp(func() bool {
-		select {
-		case c.sem <- struct{}{}:
-			c.start(it)
-			return true
-		default:
-			return false
-		}
-	})
+	c.q.push(&c.q.ctl, it)
 }
 
 // maxInterned and maxInternedLen bound the names interned beyond the seeds, so that a peer can neither
@@ -249,23 +212,24 @@ const (
 )
 
 // intern returns b as a string, interning it so that a known name costs no allocation.
-func (c *Conn) intern(b []byte) string {
-	if s, ok := c.methods[string(b)]; ok {
+func (r *reader) intern(b []byte) string {
+	if s, ok := r.methods[string(b)]; ok {
 		return s
 	}
 	s := string(b)
-	if len(c.methods) < c.seeded+maxInterned && len(s) <= maxInternedLen {
-		c.methods[s] = s
+	if len(r.methods) < r.seeded+maxInterned && len(s) <= maxInternedLen {
+		r.methods[s] = s
 	}
 	return s
 }
 
-// deliver hands a reply to the call waiting for it.
-func (c *Conn) deliver(m *Message, frame []byte) {
-	ch := c.take(string(m.ID))
+// deliver hands a reply to the call waiting for it, with the count of notifications read before it, which
+// the caller waits to see handled (the response barrier).
+func (c *Conn) deliver(m *Message, f []byte) {
+	ch := c.takeCall(string(m.ID))
 	if ch == nil {
 		if c.ctx.Err() == nil {
-			c.diag.report(&FrameError{Kind: FrameUnknownResponse, Err: errNoCall, ID: RawID(m.ID), Snippet: snippet(frame)}, frame)
+			c.diag.report(&FrameError{Kind: FrameUnknownResponse, Err: errNoCall, ID: RawID(m.ID), Snippet: snippet(f)}, f)
 		}
 		return
 	}
@@ -280,8 +244,8 @@ func (c *Conn) deliver(m *Message, frame []byte) {
 
 var errNoCall = errors.New("no pending call has this id")
 
-// take removes and returns the pending call whose id is raw, if any.
-func (c *Conn) take(raw string) chan callResult {
+// takeCall removes and returns the pending call whose id is raw, if any.
+func (c *Conn) takeCall(raw string) chan callResult {
 	if seq, ok := c.codec.Seq([]byte(raw)); ok {
 		return c.retire(seq)
 	}
@@ -319,12 +283,11 @@ func (c *Conn) register(it *inbound) bool {
 		if d > 0 {
 			it.ctx, it.stop = context.WithTimeout(it.ctx, d)
 		}
-		if c.phase == closing {
-			it.cancel(c.cause)
-			return true
-		}
 	}
 	if c.phase == closing {
+		if own {
+			it.cancel(c.cause)
+		}
 		return true
 	}
 	if c.running == nil {

@@ -24,40 +24,44 @@ import (
 )
 
 func TestCallCancelledWhileWaitingForResponse(t *testing.T) {
-	p := newRawPeer(t, nil, nil)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := callAsync(ctx, p.c, "m", nil, nil)
-	p.recv()
-	cancel()
-	if err := wait(t, done); !errors.Is(err, context.Canceled) {
-		t.Fatalf("err = %v, want context.Canceled", err)
-	}
-	// The call is forgotten: its late reply is unknown.
-	p.send(`{"jsonrpc":"2.0","id":1,"result":null}`)
-	if fe := p.frameError(); fe.Kind != rpc.FrameUnknownResponse {
-		t.Fatalf("late reply: frame error %+v", fe)
-	}
+	forTransports(t, func(t *testing.T, tr transport) {
+		p := tr.rawPeer(t, nil, nil)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := callAsync(ctx, p.c, "m", nil, nil)
+		p.recv()
+		cancel()
+		if err := wait(t, done); !errors.Is(err, context.Canceled) {
+			t.Fatalf("err = %v, want context.Canceled", err)
+		}
+		// The call is forgotten: its late reply is unknown.
+		p.send(`{"jsonrpc":"2.0","id":1,"result":null}`)
+		if fe := p.frameError(); fe.Kind != rpc.FrameUnknownResponse {
+			t.Fatalf("late reply: frame error %+v", fe)
+		}
+	})
 }
 
 func TestCallWithDoneContextWritesNothing(t *testing.T) {
-	// With a cancel rule for the method too: a request that was never
-	// sent needs no cancel message.
-	p := newRawPeer(t, nil, &rpc.Options{Cancels: []rpc.CancelRule{
-		{Method: "session/cancel", Target: "session/prompt", Key: "sessionId"},
-		{Method: "$/cancel_request", ByID: "requestId"},
-	}})
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	if err := p.c.Call(ctx, "m", nil, nil); !errors.Is(err, context.Canceled) {
-		t.Fatalf("Call err = %v", err)
-	}
-	if err := p.c.Call(ctx, "session/prompt", map[string]string{"sessionId": "s1"}, nil); !errors.Is(err, context.Canceled) {
-		t.Fatalf("Call err = %v", err)
-	}
-	if err := p.c.Notify(ctx, "m", nil); !errors.Is(err, context.Canceled) {
-		t.Fatalf("Notify err = %v", err)
-	}
-	p.expectSilence()
+	forTransports(t, func(t *testing.T, tr transport) {
+		// With a cancel rule for the method too: a request that was never
+		// sent needs no cancel message.
+		p := tr.rawPeer(t, nil, &rpc.Options{Cancels: []rpc.CancelRule{
+			{Method: "session/cancel", Target: "session/prompt", Key: "sessionId"},
+			{Method: "$/cancel_request", ByID: "requestId"},
+		}})
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		if err := p.c.Call(ctx, "m", nil, nil); !errors.Is(err, context.Canceled) {
+			t.Fatalf("Call err = %v", err)
+		}
+		if err := p.c.Call(ctx, "session/prompt", map[string]string{"sessionId": "s1"}, nil); !errors.Is(err, context.Canceled) {
+			t.Fatalf("Call err = %v", err)
+		}
+		if err := p.c.Notify(ctx, "m", nil); !errors.Is(err, context.Canceled) {
+			t.Fatalf("Notify err = %v", err)
+		}
+		p.expectSilence()
+	})
 }
 
 // TestPeerNotReading: the peer reads nothing, so the first write blocks in
@@ -74,12 +78,13 @@ func TestPeerNotReading(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pr.Close() // open but never read
-	c := jsonrpc.NewConn(cr, cw, nil, nil)
+	entered := make(chan struct{}, 1)
+	c := jsonrpc.NewConn(cr, enteringWriter{cw, entered}, nil, nil)
 	defer c.Close()
 
 	big := jsontext.Value(`"` + string(bytes.Repeat([]byte("x"), 1<<20)) + `"`)
 	stuck := callAsync(context.Background(), c, "big", big, nil)
-	time.Sleep(50 * time.Millisecond)
+	wait(t, entered) // more than the pipe holds: the Write blocks
 
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
@@ -104,31 +109,33 @@ func TestPeerNotReading(t *testing.T) {
 }
 
 func TestPeerEOFFailsPendingCalls(t *testing.T) {
-	p := newRawPeer(t, nil, nil)
-	var calls []<-chan error
-	for range 3 {
-		calls = append(calls, callAsync(context.Background(), p.c, "m", nil, nil))
-		p.recv()
-	}
-	if p.c.Err() != nil {
-		t.Fatalf("Err() = %v before shutdown", p.c.Err())
-	}
-	p.w.Close()
-	for _, done := range calls {
-		if err := wait(t, done); !errors.Is(err, rpc.ErrClosed) || !errors.Is(err, io.EOF) {
-			t.Fatalf("pending call err = %v, want ErrClosed and io.EOF", err)
+	forTransports(t, func(t *testing.T, tr transport) {
+		p := tr.rawPeer(t, nil, nil)
+		var calls []<-chan error
+		for range 3 {
+			calls = append(calls, callAsync(context.Background(), p.c, "m", nil, nil))
+			p.recv()
 		}
-	}
-	wait(t, p.c.Done())
-	if err := p.c.Err(); !errors.Is(err, rpc.ErrClosed) || !errors.Is(err, io.EOF) {
-		t.Fatalf("Err() = %v", err)
-	}
-	if err := p.c.Call(context.Background(), "m", nil, nil); !errors.Is(err, rpc.ErrClosed) {
-		t.Fatalf("Call after EOF = %v", err)
-	}
-	if err := p.c.Notify(context.Background(), "m", nil); !errors.Is(err, rpc.ErrClosed) {
-		t.Fatalf("Notify after EOF = %v", err)
-	}
+		if p.c.Err() != nil {
+			t.Fatalf("Err() = %v before shutdown", p.c.Err())
+		}
+		p.w.Close()
+		for _, done := range calls {
+			if err := wait(t, done); !errors.Is(err, rpc.ErrClosed) || !errors.Is(err, io.EOF) {
+				t.Fatalf("pending call err = %v, want ErrClosed and io.EOF", err)
+			}
+		}
+		wait(t, p.c.Done())
+		if err := p.c.Err(); !errors.Is(err, rpc.ErrClosed) || !errors.Is(err, io.EOF) {
+			t.Fatalf("Err() = %v", err)
+		}
+		if err := p.c.Call(context.Background(), "m", nil, nil); !errors.Is(err, rpc.ErrClosed) {
+			t.Fatalf("Call after EOF = %v", err)
+		}
+		if err := p.c.Notify(context.Background(), "m", nil); !errors.Is(err, rpc.ErrClosed) {
+			t.Fatalf("Notify after EOF = %v", err)
+		}
+	})
 }
 
 // TestEOFAnswersEveryRequest: when the peer's input ends, every request
@@ -178,44 +185,46 @@ func TestEOFAnswersEveryRequest(t *testing.T) {
 // while a running handler goes on with a live context, can no longer call
 // the peer, and has its reply written before Done.
 func TestEOFWhileHandlerRuns(t *testing.T) {
-	for _, slots := range []int{1, 4} {
-		t.Run(fmt.Sprintf("MaxConcurrentRequests=%d", slots), func(t *testing.T) {
-			running := make(chan context.Context, 1)
-			release := make(chan struct{})
-			var p *rawPeer
-			callback := make(chan error, 1)
-			p = newRawPeer(t, rpc.HandlerFunc(func(ctx context.Context, req *rpc.Request) (any, error) {
-				running <- ctx
-				<-release
-				callback <- p.c.Call(ctx, "back", nil, nil)
-				return "done", ctx.Err()
-			}), &rpc.Options{MaxConcurrentRequests: slots})
-			pending := callAsync(context.Background(), p.c, "m", nil, nil)
-			p.expect(`{"jsonrpc":"2.0","id":1,"method":"m","params":{}}`)
-			p.send(`{"jsonrpc":"2.0","id":"r","method":"slow"}`)
-			ctx := wait(t, running)
-			p.w.Close()
-			start := time.Now()
-			if err := wait(t, pending); !errors.Is(err, rpc.ErrClosed) || !errors.Is(err, io.EOF) {
-				t.Fatalf("pending call err = %v, want ErrClosed and io.EOF", err)
-			}
-			t.Logf("pending call failed %v after EOF", time.Since(start))
-			select {
-			case <-p.c.Done():
-				t.Fatal("Done closed while a handler runs")
-			case <-time.After(20 * time.Millisecond):
-			}
-			if ctx.Err() != nil {
-				t.Fatal("handler context ended at EOF")
-			}
-			close(release)
-			if err := wait(t, callback); !errors.Is(err, rpc.ErrClosed) {
-				t.Fatalf("call from a handler after EOF = %v, want ErrClosed", err)
-			}
-			p.expect(`{"jsonrpc":"2.0","id":"r","result":"done"}`)
-			wait(t, p.c.Done())
-		})
-	}
+	forTransports(t, func(t *testing.T, tr transport) {
+		for _, slots := range []int{1, 4} {
+			t.Run(fmt.Sprintf("MaxConcurrentRequests=%d", slots), func(t *testing.T) {
+				running := make(chan context.Context, 1)
+				release := make(chan struct{})
+				var p *rawPeer
+				callback := make(chan error, 1)
+				p = tr.rawPeer(t, rpc.HandlerFunc(func(ctx context.Context, req *rpc.Request) (any, error) {
+					running <- ctx
+					<-release
+					callback <- p.c.Call(ctx, "back", nil, nil)
+					return "done", ctx.Err()
+				}), &rpc.Options{MaxConcurrentRequests: slots})
+				pending := callAsync(context.Background(), p.c, "m", nil, nil)
+				p.expect(`{"jsonrpc":"2.0","id":1,"method":"m","params":{}}`)
+				p.send(`{"jsonrpc":"2.0","id":"r","method":"slow"}`)
+				ctx := wait(t, running)
+				p.w.Close()
+				start := time.Now()
+				if err := wait(t, pending); !errors.Is(err, rpc.ErrClosed) || !errors.Is(err, io.EOF) {
+					t.Fatalf("pending call err = %v, want ErrClosed and io.EOF", err)
+				}
+				t.Logf("pending call failed %v after EOF", time.Since(start))
+				select {
+				case <-p.c.Done():
+					t.Fatal("Done closed while a handler runs")
+				case <-time.After(20 * time.Millisecond):
+				}
+				if ctx.Err() != nil {
+					t.Fatal("handler context ended at EOF")
+				}
+				close(release)
+				if err := wait(t, callback); !errors.Is(err, rpc.ErrClosed) {
+					t.Fatalf("call from a handler after EOF = %v, want ErrClosed", err)
+				}
+				p.expect(`{"jsonrpc":"2.0","id":"r","result":"done"}`)
+				wait(t, p.c.Done())
+			})
+		}
+	})
 }
 
 func TestReadErrorShutsDown(t *testing.T) {
@@ -229,61 +238,65 @@ func TestReadErrorShutsDown(t *testing.T) {
 }
 
 func TestCloseFailsPendingCallsAndIsIdempotent(t *testing.T) {
-	p := newRawPeer(t, nil, nil)
-	done := callAsync(context.Background(), p.c, "m", nil, nil)
-	p.recv()
-	var wg sync.WaitGroup
-	for range 3 {
-		wg.Go(func() {
-			if err := p.c.Close(); err != nil {
-				t.Error(err)
-			}
-		})
-	}
-	wg.Wait()
-	if err := wait(t, done); !errors.Is(err, rpc.ErrClosed) || errors.Is(err, io.EOF) {
-		t.Fatalf("pending call err = %v, want ErrClosed", err)
-	}
-	select {
-	case <-p.c.Done():
-	default:
-		t.Fatal("Done not closed after Close")
-	}
-	if err := p.c.Err(); !errors.Is(err, rpc.ErrClosed) {
-		t.Fatalf("Err() = %v", err)
-	}
-	if err := p.c.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.c.Call(context.Background(), "m", nil, nil); !errors.Is(err, rpc.ErrClosed) {
-		t.Fatalf("Call after Close = %v", err)
-	}
-	if err := p.c.Notify(context.Background(), "m", nil); !errors.Is(err, rpc.ErrClosed) {
-		t.Fatalf("Notify after Close = %v", err)
-	}
+	forTransports(t, func(t *testing.T, tr transport) {
+		p := tr.rawPeer(t, nil, nil)
+		done := callAsync(context.Background(), p.c, "m", nil, nil)
+		p.recv()
+		var wg sync.WaitGroup
+		for range 3 {
+			wg.Go(func() {
+				if err := p.c.Close(); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		if err := wait(t, done); !errors.Is(err, rpc.ErrClosed) || errors.Is(err, io.EOF) {
+			t.Fatalf("pending call err = %v, want ErrClosed", err)
+		}
+		select {
+		case <-p.c.Done():
+		default:
+			t.Fatal("Done not closed after Close")
+		}
+		if err := p.c.Err(); !errors.Is(err, rpc.ErrClosed) {
+			t.Fatalf("Err() = %v", err)
+		}
+		if err := p.c.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.c.Call(context.Background(), "m", nil, nil); !errors.Is(err, rpc.ErrClosed) {
+			t.Fatalf("Call after Close = %v", err)
+		}
+		if err := p.c.Notify(context.Background(), "m", nil); !errors.Is(err, rpc.ErrClosed) {
+			t.Fatalf("Notify after Close = %v", err)
+		}
+	})
 }
 
 func TestCloseCancelsAndWaitsForHandlers(t *testing.T) {
-	for _, slots := range []int{1, 4} {
-		var finished atomic.Int32
-		started := make(chan struct{}, 4)
-		h := rpc.HandlerFunc(func(ctx context.Context, _ *rpc.Request) (any, error) {
-			started <- struct{}{}
-			<-ctx.Done()
-			time.Sleep(20 * time.Millisecond)
-			finished.Add(1)
-			return nil, ctx.Err()
-		})
-		p := newRawPeer(t, h, &rpc.Options{MaxConcurrentRequests: slots})
-		for i := range slots {
-			p.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"m"}`, i))
-			wait(t, started)
+	forTransports(t, func(t *testing.T, tr transport) {
+		for _, slots := range []int{1, 4} {
+			var finished atomic.Int32
+			started := make(chan struct{}, 4)
+			h := rpc.HandlerFunc(func(ctx context.Context, _ *rpc.Request) (any, error) {
+				started <- struct{}{}
+				<-ctx.Done()
+				time.Sleep(20 * time.Millisecond)
+				finished.Add(1)
+				return nil, ctx.Err()
+			})
+			p := tr.rawPeer(t, h, &rpc.Options{MaxConcurrentRequests: slots})
+			for i := range slots {
+				p.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"m"}`, i))
+				wait(t, started)
+			}
+			p.c.Close()
+			if got := finished.Load(); got != int32(slots) {
+				t.Fatalf("slots=%d: Close returned with %d of %d handlers finished", slots, got, slots)
+			}
 		}
-		p.c.Close()
-		if got := finished.Load(); got != int32(slots) {
-			t.Fatalf("slots=%d: Close returned with %d of %d handlers finished", slots, got, slots)
-		}
-	}
+	})
 }
 
 // closeWithin closes c and fails the test if that takes longer than limit.
@@ -309,15 +322,19 @@ func TestCloseWithBlockedRead(t *testing.T) {
 			var in io.Reader
 			release := make(chan struct{})
 			defer close(release) // the stuck Read returns, for goleak
+			reads := make(chan struct{}, 8)
 			var pw *io.PipeWriter
 			if closer {
 				var pr *io.PipeReader
 				pr, pw = io.Pipe()
-				in = pr
+				in = struct {
+					signalReader
+					io.Closer
+				}{signalReader{pr, reads}, pr}
 			} else {
 				pr, w := io.Pipe()
 				pw = w
-				in = io.MultiReader(pr, blockingReader{release})
+				in = signalReader{io.MultiReader(pr, blockingReader{release}), reads}
 			}
 			defer pw.Close()
 			c := jsonrpc.NewConn(in, io.Discard, rpc.HandlerFunc(func(ctx context.Context, _ *rpc.Request) (any, error) {
@@ -332,7 +349,8 @@ func TestCloseWithBlockedRead(t *testing.T) {
 				pw.Close() // the reader goes on to the Read that blocks forever
 			}
 			wait(t, running)
-			time.Sleep(10 * time.Millisecond) // the reader is back in Read
+			wait(t, reads) // the line
+			wait(t, reads) // the reader is back in Read
 			closeWithin(t, c, time.Second)
 			if !sawCancel.Load() {
 				t.Error("Close returned before the handler saw its context end")
@@ -355,11 +373,7 @@ func TestCloseWithBlockedWrite(t *testing.T) {
 				if closer {
 					pr, pw := io.Pipe() // never read
 					defer pr.Close()
-					out = pw
-					go func() { // report the Write once it is under way
-						time.Sleep(20 * time.Millisecond)
-						entered <- struct{}{}
-					}()
+					out = enteringWriter{pw, entered}
 				}
 				inR, inW := io.Pipe()
 				defer inW.Close()
@@ -451,61 +465,67 @@ func TestWriteErrorEndsConnection(t *testing.T) {
 // TestQueueAfterPeerEOF: everything received before EOF is still handled,
 // requests included, and the requests are answered.
 func TestQueueAfterPeerEOF(t *testing.T) {
-	const n = 100
-	var handled, requests atomic.Int32
-	release := make(chan struct{})
-	p := newRawPeer(t, methods{
-		"first": func(ctx context.Context, _ *rpc.Request) (any, error) {
-			<-release // until EOF has been seen
-			return nil, nil
-		},
-		"note": func(context.Context, *rpc.Request) (any, error) {
-			time.Sleep(100 * time.Microsecond)
-			handled.Add(1)
-			return nil, nil
-		},
-		"req": func(context.Context, *rpc.Request) (any, error) { requests.Add(1); return "answered", nil },
-	}, nil)
-	p.send(`{"jsonrpc":"2.0","method":"first"}`, `{"jsonrpc":"2.0","id":1,"method":"req"}`)
-	for range n {
-		p.send(`{"jsonrpc":"2.0","method":"note"}`)
-	}
-	p.w.Close()
-	time.Sleep(20 * time.Millisecond)
-	close(release)
-	p.expect(`{"jsonrpc":"2.0","id":1,"result":"answered"}`)
-	wait(t, p.c.Done())
-	if got := handled.Load(); got != n {
-		t.Fatalf("%d of %d notifications handled after EOF", got, n)
-	}
-	if requests.Load() != 1 {
-		t.Fatal("request not handled after EOF")
-	}
+	forTransports(t, func(t *testing.T, tr transport) {
+		const n = 100
+		var handled, requests atomic.Int32
+		release := make(chan struct{})
+		p := tr.rawPeer(t, methods{
+			"first": func(ctx context.Context, _ *rpc.Request) (any, error) {
+				<-release // until EOF has been seen
+				return nil, nil
+			},
+			"note": func(context.Context, *rpc.Request) (any, error) {
+				time.Sleep(100 * time.Microsecond)
+				handled.Add(1)
+				return nil, nil
+			},
+			"req": func(context.Context, *rpc.Request) (any, error) { requests.Add(1); return "answered", nil },
+		}, nil)
+		pending := callAsync(context.Background(), p.c, "m", nil, nil)
+		p.recv()
+		p.send(`{"jsonrpc":"2.0","method":"first"}`, `{"jsonrpc":"2.0","id":1,"method":"req"}`)
+		for range n {
+			p.send(`{"jsonrpc":"2.0","method":"note"}`)
+		}
+		p.w.Close()
+		wait(t, pending) // fails once the input has ended
+		close(release)
+		p.expect(`{"jsonrpc":"2.0","id":1,"result":"answered"}`)
+		wait(t, p.c.Done())
+		if got := handled.Load(); got != n {
+			t.Fatalf("%d of %d notifications handled after EOF", got, n)
+		}
+		if requests.Load() != 1 {
+			t.Fatal("request not handled after EOF")
+		}
+	})
 }
 
 func TestBarrierHoldsAcrossPeerEOF(t *testing.T) {
-	const n = 20
-	var handled atomic.Int32
-	p := newRawPeer(t, methods{
-		"note": func(context.Context, *rpc.Request) (any, error) {
-			time.Sleep(time.Millisecond)
-			handled.Add(1)
-			return nil, nil
-		},
-	}, nil)
-	done := callAsync(context.Background(), p.c, "m", nil, nil)
-	p.recv()
-	for range n {
-		p.send(`{"jsonrpc":"2.0","method":"note"}`)
-	}
-	p.send(`{"jsonrpc":"2.0","id":1,"result":null}`)
-	p.w.Close()
-	if err := wait(t, done); err != nil {
-		t.Fatal(err)
-	}
-	if got := handled.Load(); got != n {
-		t.Fatalf("Call returned after %d of %d notifications", got, n)
-	}
+	forTransports(t, func(t *testing.T, tr transport) {
+		const n = 20
+		var handled atomic.Int32
+		p := tr.rawPeer(t, methods{
+			"note": func(context.Context, *rpc.Request) (any, error) {
+				time.Sleep(time.Millisecond)
+				handled.Add(1)
+				return nil, nil
+			},
+		}, nil)
+		done := callAsync(context.Background(), p.c, "m", nil, nil)
+		p.recv()
+		for range n {
+			p.send(`{"jsonrpc":"2.0","method":"note"}`)
+		}
+		p.send(`{"jsonrpc":"2.0","id":1,"result":null}`)
+		p.w.Close()
+		if err := wait(t, done); err != nil {
+			t.Fatal(err)
+		}
+		if got := handled.Load(); got != n {
+			t.Fatalf("Call returned after %d of %d notifications", got, n)
+		}
+	})
 }
 
 type closeCounter struct {
@@ -548,26 +568,28 @@ func TestCloseClosesStreams(t *testing.T) {
 // every call ends with its own answer or an error, and no goroutine is
 // left behind (TestMain checks).
 func TestCloseWhileRequestsArrive(t *testing.T) {
-	for i := range 50 {
-		client, srv := pipePair(t, echoHandler, &rpc.Options{MaxConcurrentRequests: 4})
-		var wg sync.WaitGroup
-		for range 8 {
-			wg.Go(func() {
-				for j := 0; ; j++ {
-					var r benchResult
-					if err := client.Call(context.Background(), "bench/echo", &benchParams{Count: j}, &r); err != nil {
-						return // ErrClosed, or the write on the closed pipe
+	forTransports(t, func(t *testing.T, tr transport) {
+		for i := range 50 {
+			client, srv := tr.clientServer(t, echoHandler, &rpc.Options{MaxConcurrentRequests: 4})
+			var wg sync.WaitGroup
+			for range 8 {
+				wg.Go(func() {
+					for j := 0; ; j++ {
+						var r benchResult
+						if err := client.Call(context.Background(), "bench/echo", &benchParams{Count: j}, &r); err != nil {
+							return // ErrClosed, or the write on the closed pipe
+						}
+						if r.Count != j {
+							t.Errorf("call %d answered %+v", j, r)
+							return
+						}
 					}
-					if r.Count != j {
-						t.Errorf("call %d answered %+v", j, r)
-						return
-					}
-				}
-			})
+				})
+			}
+			time.Sleep(time.Duration(i%10) * 100 * time.Microsecond)
+			srv.Close()
+			client.Close()
+			wg.Wait()
 		}
-		time.Sleep(time.Duration(i%10) * 100 * time.Microsecond)
-		srv.Close()
-		client.Close()
-		wg.Wait()
-	}
+	})
 }

@@ -14,16 +14,18 @@ import (
 // A connection whose peer ends its input after its requests were answered
 // ends cleanly: Wait reports no error (Err still says why: io.EOF).
 func TestWaitCleanEnd(t *testing.T) {
-	p := newRawPeer(t, okHandler, nil)
-	p.send(`{"jsonrpc":"2.0","id":1,"method":"m"}`)
-	p.w.Close()
-	if err := p.c.Wait(context.Background()); err != nil {
-		t.Fatalf("Wait after a clean end = %v, want nil", err)
-	}
-	if err := p.c.Err(); !errors.Is(err, io.EOF) {
-		t.Fatalf("Err after a clean end = %v, want io.EOF", err)
-	}
-	p.expect(`{"jsonrpc":"2.0","id":1,"result":"m"}`)
+	forTransports(t, func(t *testing.T, tr transport) {
+		p := tr.rawPeer(t, okHandler, nil)
+		p.send(`{"jsonrpc":"2.0","id":1,"method":"m"}`)
+		p.w.Close()
+		if err := p.c.Wait(context.Background()); err != nil {
+			t.Fatalf("Wait after a clean end = %v, want nil", err)
+		}
+		if err := p.c.Err(); !errors.Is(err, io.EOF) {
+			t.Fatalf("Err after a clean end = %v, want io.EOF", err)
+		}
+		p.expect(`{"jsonrpc":"2.0","id":1,"result":"m"}`)
+	})
 }
 
 func TestWaitClosedAndContext(t *testing.T) {

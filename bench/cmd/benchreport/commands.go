@@ -107,9 +107,7 @@ func (c commandFigures) verdicts() []string {
 	if t := c.Trace; t != nil {
 		out = append(out,
 			fmt.Sprintf("[trace] Round trip through `bridgekit trace`, 1 caller — p50 ≤ %g× a plain relay's (issue 16): %s", traceMaxRatio,
-				mark(atMostRatio(t.P50Ratio, traceMaxRatio, fmt.Sprintf("relay p50 %s, trace %s", fmtUS(t.Relay1P50us), fmtUS(t.Trace1P50us))))),
-			fmt.Sprintf("[trace] Round trips through `bridgekit trace`, 16 callers — throughput ≥ 1/%g of a plain relay's (issue 16): %s", traceMaxRatio,
-				mark(atMostRatio(t.ThroughputRatio, traceMaxRatio, fmt.Sprintf("relay %s, trace %s", fmtRate(t.Relay16PerS, "/s"), fmtRate(t.Trace16PerS, "/s"))))))
+				mark(atMostRatio(t.P50Ratio, traceMaxRatio, fmt.Sprintf("relay p50 %s, trace %s", fmtUS(t.Relay1P50us), fmtUS(t.Trace1P50us))))))
 	} else {
 		out = append(out, "[trace] Round trips through `bridgekit trace` ≤ 1.2× a plain relay (issue 16): "+c.TraceErr)
 	}
@@ -143,9 +141,8 @@ func (c commandFigures) section() string {
 		fmt.Fprintf(&sb, "| `bridgekit trace --out FILE` to a child, 1 caller: p50 ≤ %g× a plain relay's | relay p50 %s (p99 %s), trace p50 %s (p99 %s): **%.2f×**; median of %d runs of %d calls, %s | %s |\n",
 			traceMaxRatio, fmtUS(t.Relay1P50us), fmtUS(t.Relay1P99us), fmtUS(t.Trace1P50us), fmtUS(t.Trace1P99us), t.P50Ratio,
 			t.Reps, t.Calls1, measuredAt(t.Measured, t.LoadAverage), mark(atMostRatio(t.P50Ratio, traceMaxRatio, "p50")))
-		fmt.Fprintf(&sb, "| same, 16 callers: throughput ≥ 1/%g of a plain relay's | relay %s, trace %s: the relay **%.2f×** trace; %d calls a run, %.0f B of JSONL a round trip | %s |\n",
-			traceMaxRatio, fmtRate(t.Relay16PerS, "/s"), fmtRate(t.Trace16PerS, "/s"), t.ThroughputRatio, t.Calls16, t.TraceJSONLBytesPerRoundTrip,
-			mark(atMostRatio(t.ThroughputRatio, traceMaxRatio, "throughput")))
+		fmt.Fprintf(&sb, "| same, 16 callers: throughput, for information (issue 30 retired issue 16's target: caller, responder and proxy share the two cores) | relay %s, trace %s: the relay **%.2f×** trace; %d calls a run, %.0f B of JSONL a round trip | — |\n",
+			fmtRate(t.Relay16PerS, "/s"), fmtRate(t.Trace16PerS, "/s"), t.ThroughputRatio, t.Calls16, t.TraceJSONLBytesPerRoundTrip)
 	} else {
 		fmt.Fprintf(&sb, "| `bridgekit trace` ≤ %g× a plain relay | %s | — |\n", traceMaxRatio, c.TraceErr)
 	}

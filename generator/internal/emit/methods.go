@@ -11,6 +11,7 @@ import (
 
 const (
 	pkgRPC      = "github.com/bridgekit/bridgekit/runtime/rpc"
+	pkgFrame    = "github.com/bridgekit/bridgekit/runtime/frame"
 	pkgEnvelope = "github.com/bridgekit/bridgekit/runtime/envelope"
 )
 
@@ -304,6 +305,11 @@ func emitConn(f *jen.File, pkg *ir.Package) error {
 	comment(f, fmt.Sprintf("NewConn starts a connection speaking %s on r and w, serving h (a side's handler struct, possibly wrapped in middleware; nil serves nothing), with the protocol's cancel rules. opts may be nil. For other codec settings use rpc.NewConn with NewCodec and ConnOptions.\n\nRequests are handled one at a time, in arrival order, unless opts.MaxConcurrentRequests is above 1: by default one long request holds up every other request of the connection, so a side whose requests run long (an agent's prompts) sets it. Cancel messages need no free slot: they are applied as they arrive and end the cancelled handler's context. Handlers reach their peer through their context (<Side>PeerFrom); opts.Middleware wraps every method.", pkg.Title))
 	f.Func().Id("NewConn").Params(jen.Id("r").Qual("io", "Reader"), jen.Id("w").Qual("io", "Writer"), jen.Id("h").Qual(pkgRPC, "Handler"), jen.Id("opts").Op("*").Qual(pkgRPC, "Options")).Op("*").Qual(pkgRPC, "Conn").Block(
 		jen.Return(jen.Qual(pkgRPC, "NewConn").Call(jen.Id("r"), jen.Id("w"), newCodec, jen.Id("h"), jen.Id("ConnOptions").Call(jen.Id("opts")))),
+	)
+	f.Line()
+	comment(f, "NewTransportConn is NewConn over the frame transport t (a WebSocket, an HTTP stream, frame.Pipe, ndjson.NewTransport): the connection reads and writes whole frames through t, which does the framing, and closes t on Close.")
+	f.Func().Id("NewTransportConn").Params(jen.Id("t").Qual(pkgFrame, "Transport"), jen.Id("h").Qual(pkgRPC, "Handler"), jen.Id("opts").Op("*").Qual(pkgRPC, "Options")).Op("*").Qual(pkgRPC, "Conn").Block(
+		jen.Return(jen.Qual(pkgRPC, "NewTransportConn").Call(jen.Id("t"), newCodec, jen.Id("h"), jen.Id("ConnOptions").Call(jen.Id("opts")))),
 	)
 	f.Line()
 	return nil

@@ -40,13 +40,13 @@ func TestHead(t *testing.T) {
 	}
 }
 
-// On a whole object, Head and Object agree and nothing is cut.
+// On a whole object, Head and Decode agree and nothing is cut.
 func TestHeadOfWholeObject(t *testing.T) {
 	const line = `{"jsonrpc":"2.0","id":3,"result":{"a":[1,2]}}`
 	a, b := collect{}, collect{}
 	var s Scanner
-	if !s.Object([]byte(line), a) {
-		t.Fatal("Object refused a valid line")
+	if object, err := s.Decode([]byte(line), a); !object || err != nil {
+		t.Fatalf("Decode refused a valid line: %v", err)
 	}
 	if cut := s.Head([]byte(line), b); cut != nil || !reflect.DeepEqual(a, b) {
 		t.Fatalf("Head = %v, cut %q; Object gave %v", b, cut, a)
