@@ -18,7 +18,6 @@ import (
 	"fmt"
 
 	"github.com/bridgekit/bridgekit/gen/acp"
-	"github.com/bridgekit/bridgekit/internal/framestream"
 	"github.com/bridgekit/bridgekit/runtime/remote"
 	"github.com/bridgekit/bridgekit/runtime/rpc"
 )
@@ -56,8 +55,7 @@ func DialAgent(ctx context.Context, url string, h *acp.ClientHandlers, opts *Opt
 	if h != nil {
 		handler = h
 	}
-	r, w := framestream.Streams(t)
-	conn := acp.NewConn(r, w, handler, &o.Conn)
+	conn := acp.NewTransportConn(t, handler, &o.Conn)
 	return &Agent{AgentPeer: acp.NewAgentPeer(conn), conn: conn, t: t}, nil
 }
 

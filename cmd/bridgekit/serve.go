@@ -20,10 +20,10 @@ import (
 	"github.com/bridgekit/bridgekit/cmd/bridgekit/internal/syncwriter"
 	"github.com/bridgekit/bridgekit/cmd/bridgekit/internal/tracelog"
 	"github.com/bridgekit/bridgekit/internal/child"
-	"github.com/bridgekit/bridgekit/internal/framestream"
 	"github.com/bridgekit/bridgekit/runtime/eventlog"
 	"github.com/bridgekit/bridgekit/runtime/eventlog/boltlog"
 	"github.com/bridgekit/bridgekit/runtime/frame"
+	"github.com/bridgekit/bridgekit/runtime/ndjson"
 	"github.com/bridgekit/bridgekit/runtime/redact"
 	"github.com/bridgekit/bridgekit/runtime/remote"
 )
@@ -208,7 +208,7 @@ func runServe(ctx context.Context, env *Env, args []string) int {
 			}
 			stop()
 		}()
-		return framestream.Lines(proc.Stdout, proc.Stdin, func() error { stop(); return nil }, sf.maxFrame), nil
+		return &agentTransport{ndjson.NewTransport(proc.Stdout, proc.Stdin, &ndjson.Options{MaxFrame: sf.maxFrame}), stop}, nil
 	}
 	srv := remote.NewServer(backend, &opts)
 	mux := http.NewServeMux()
@@ -408,4 +408,17 @@ func (r *serveRecorders) close(env *Env) {
 		}
 	}
 	r.closers = nil
+}
+
+// agentTransport is the NDJSON transport on an agent's stdio; closing it closes the pipes and stops the
+// agent.
+type agentTransport struct {
+	*ndjson.Transport
+	stop func()
+}
+
+func (t *agentTransport) Close() error {
+	err := t.Transport.Close()
+	t.stop()
+	return err
 }

@@ -220,7 +220,7 @@ func (c *wsClient) ConnectionID() string {
 }
 
 // Read implements frame.Reader: frames in order, each once (by its _harn.eventId), across
-// reconnections.
+// reconnections. Ending ctx while Read waits closes the transport, normally (close code 1000).
 func (c *wsClient) Read(ctx context.Context) ([]byte, error) {
 	for {
 		c.mu.Lock()
@@ -239,8 +239,16 @@ func (c *wsClient) Read(ctx context.Context) ([]byte, error) {
 			}
 			continue
 		}
-		b, err := t.Read(ctx)
+		// The library closes a socket whose read's context ends, without a close message: the server
+		// would take that for a dropped socket and keep the connection for a resume. A caller that stops
+		// reading (the engine, before it closes the transport) ends the transport normally instead.
+		stop := context.AfterFunc(ctx, func() { c.Close() })
+		b, err := t.Read(context.WithoutCancel(ctx))
+		stop()
 		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
 			if errors.Is(err, frame.ErrTooLarge) {
 				return nil, err
 			}

@@ -14,7 +14,6 @@ import (
 	"context"
 
 	"github.com/bridgekit/bridgekit/gen/acp"
-	"github.com/bridgekit/bridgekit/internal/framestream"
 	"github.com/bridgekit/bridgekit/runtime/frame"
 	"github.com/bridgekit/bridgekit/runtime/remote"
 	"github.com/bridgekit/bridgekit/runtime/rpc"
@@ -38,13 +37,12 @@ func NewServer(newAgent func(info remote.ConnInfo) *acp.AgentHandlers, opts *Opt
 		o = *opts
 	}
 	backend := func(ctx context.Context, info remote.ConnInfo) (frame.Transport, error) {
-		server, agent := framestream.Pair()
-		r, w := framestream.Streams(agent)
+		server, agent := frame.Pipe()
 		var h rpc.Handler
 		if ah := newAgent(info); ah != nil {
 			h = ah
 		}
-		conn := acp.NewConn(r, w, h, &o.Conn)
+		conn := acp.NewTransportConn(agent, h, &o.Conn)
 		context.AfterFunc(ctx, func() { conn.Close() })
 		return server, nil
 	}
