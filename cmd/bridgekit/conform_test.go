@@ -490,7 +490,9 @@ func TestConformBrokenAgentFails(t *testing.T) {
 // without an id member, or with another code, fails at its pointer.
 func TestConformACPAgentBadJSON(t *testing.T) {
 	for mode, want := range map[string]string{"": "", "drop-bad-json": "", "bad-json-no-id": "/id", "bad-json-code": "/error/code"} {
-		args := []string{"--side", "acp-agent", "--run", "acp-agent/bad-json", "--"}
+		// --timeout: the scenario's wait includes the Python runtime's
+		// start, which took over the default 5s on a loaded machine.
+		args := []string{"--side", "acp-agent", "--run", "acp-agent/bad-json", "--timeout", "60s", "--"}
 		if mode != "" {
 			args = append(args, pythonRuntime(t, "--broken", mode)...)
 		} else {

@@ -17,8 +17,9 @@ func runGenerate(ctx context.Context, env *Env, args []string) int {
 	fs := newFlags(env, "generate", `[--root DIR] [-v] [--api=false]
 
 Regenerates gen/ and docs/reference/ from spec/ (the schemas and the
-catalogues), as make generate does, and says what it wrote. A spec that
-does not load is reported one problem a line, file#pointer: message.
+catalogues), as make generate does, and says what it wrote, and the Go API
+changes it made. A spec that does not load is reported one problem a line,
+file#pointer: message.
 
 Flags:`)
 	root := fs.String("root", ".", usageOf("root", "spec/ is read from it, gen/ and docs/reference/ written under it"))

@@ -155,10 +155,10 @@ func TestGenerateFullSpec(t *testing.T) {
 	}
 	root := copySpecTo(t)
 	status, stdout, stderr := runCmd(t, "", "generate", "-root", root)
-	if status != 0 || !strings.Contains(stdout, "read 11 schema files and 7 catalogues; generated 7 packages: 29 files written, 0 unchanged, 0 removed") {
+	if status != 0 || !strings.Contains(stdout, "read 13 schema files and 9 catalogues; generated 9 packages: 37 files written, 0 unchanged, 0 removed") {
 		t.Fatalf("status %d, stdout:\n%s\nstderr: %s", status, stdout, stderr)
 	}
-	wrote := report(t, root, stdout, 11, 7)["wrote"]
+	wrote := report(t, root, stdout, 13, 9)["wrote"]
 	if !slices.Contains(wrote, "gen/acp/types_gen.go") || !slices.Contains(wrote, "docs/reference/acp.md") {
 		t.Errorf("wrote %v", wrote)
 	}
