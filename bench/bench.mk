@@ -14,6 +14,8 @@
 #   make bench-validate     bridgekit validate's frames/s on one core (issue
 #                           16): each writes a JSON file here that make
 #                           bench runs first and benchreport renders
+#   make bench-permission   the permission decision's CPU per path byte
+#                           (issue 33), a JSON file here likewise
 #
 # bench/ is its own Go module, so none of this runs in the root module's
 # `go test ./...`.
@@ -25,7 +27,7 @@ BENCH_FLAGS ?=
 
 # The bridgekit command's figures (bench-trace, bench-validate) are
 # measured first: benchreport renders the JSON files they leave.
-bench: bench-trace bench-validate
+bench: bench-trace bench-validate bench-permission
 	cd $(BENCH_DIR) && go run ./cmd/benchreport -out ../docs/performance.md $(BENCH_FLAGS)
 
 bench-quick:
@@ -50,3 +52,12 @@ bench-trace:
 .PHONY: bench-validate
 bench-validate:
 	cd $(BENCH_DIR)/../cmd/bridgekit && BRIDGEKIT_VALIDATE_BENCH=$(abspath $(BENCH_DIR))/validate-throughput.json go test -count=1 -run '^TestValidateThroughput$$' -v ./internal/validate
+
+# The permission decision's CPU per request byte (issue 33, finding 4):
+# the red team's worst requests (deep missing paths, many locations, long
+# rawInput strings) decided at 1 and 16 MiB in a real workspace, against
+# the floor of one lstat per distinct path, in the same run. Figures go to
+# bench/permission-decision.json (which benchreport renders).
+.PHONY: bench-permission
+bench-permission:
+	cd $(BENCH_DIR)/.. && BRIDGEKIT_PERMISSION_BENCH=$(abspath $(BENCH_DIR))/permission-decision.json go test -count=1 -run '^TestDecisionCostIsLinearInBytes$$' -v ./servers/host/permission

@@ -47,8 +47,10 @@ func main() {
 		render  = flag.String("render", "", "measure nothing: print and write the report from a file saved with -raw (and the figures -trace-figures and -validate-figures name, when given)")
 		traceF  = flag.String("trace-figures", "trace-overhead.json", "bridgekit trace's overhead, as `make bench-trace` writes it (empty: leave out)")
 		valF    = flag.String("validate-figures", "validate-throughput.json", "bridgekit validate's throughput, as `make bench-validate` writes it (empty: leave out)")
+		permF   = flag.String("permission-figures", "permission-decision.json", "the permission decision's CPU per byte, as `make bench-permission` writes it (empty: leave out)")
 	)
 	flag.Parse()
+	permissionFiguresPath = *permF
 
 	if *worker {
 		if err := runWorker(*scenario, *rtKey, *resultPath, *cpuProf, *memProf, *quick); err != nil {
@@ -79,7 +81,7 @@ func main() {
 		// The command's figures are read afresh when named: a later
 		// make bench-trace or bench-validate renders into a saved run.
 		flag.Visit(func(f *flag.Flag) {
-			if f.Name == "trace-figures" || f.Name == "validate-figures" {
+			if f.Name == "trace-figures" || f.Name == "validate-figures" || f.Name == "permission-figures" {
 				rep.commands = loadCommandFigures(cfg.traceFigures, cfg.validateFigures)
 			}
 		})
