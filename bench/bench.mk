@@ -15,6 +15,8 @@
 #   make bench-validate     bridgekit validate's frames/s on one core (issue
 #                           16): each writes a JSON file here that make
 #                           bench runs first and benchreport renders
+#   make bench-permission   the permission decision's CPU per path byte
+#                           (issue 33), a JSON file here likewise
 #
 # bench/ is its own Go module, so none of this runs in the root module's
 # `go test ./...`.
@@ -26,7 +28,7 @@ BENCH_FLAGS ?=
 
 # The bridgekit command's figures (bench-trace, bench-validate) are
 # measured first: benchreport renders the JSON files they leave.
-bench: bench-trace bench-validate bench-remote
+bench: bench-trace bench-validate bench-remote bench-permission
 	cd $(BENCH_DIR) && go run ./cmd/benchreport -out ../docs/performance.md $(BENCH_FLAGS)
 
 bench-quick:
@@ -61,3 +63,12 @@ bench-validate:
 .PHONY: bench-remote
 bench-remote:
 	cd $(BENCH_DIR)/.. && BRIDGEKIT_REMOTE_BENCH=$(abspath $(BENCH_DIR))/remote-transports.json go test -count=1 -timeout 30m -run '^TestRemoteBench$$' -v ./internal/interop
+
+# The permission decision's CPU per request byte (issue 33, finding 4):
+# the red team's worst requests (deep missing paths, many locations, long
+# rawInput strings) decided at 1 and 16 MiB in a real workspace, against
+# the floor of one lstat per distinct path, in the same run. Figures go to
+# bench/permission-decision.json (which benchreport renders).
+.PHONY: bench-permission
+bench-permission:
+	cd $(BENCH_DIR)/.. && BRIDGEKIT_PERMISSION_BENCH=$(abspath $(BENCH_DIR))/permission-decision.json go test -count=1 -run '^TestDecisionCostIsLinearInBytes$$' -v ./servers/host/permission

@@ -218,9 +218,12 @@ func TestKillFloodDoesNotHangTheHost(t *testing.T) {
 		}
 	}()
 	// One writer, so that the probes' lines never cut into the flood's.
-	lines := make(chan string, 1024)
+	// Its buffers are small: a probe queued behind a MiB of kills (8,000
+	// of them) would time this test's own queue, not the host (the slowest
+	// answer took 2 s on a loaded machine that way).
+	lines := make(chan string, 16)
 	go func() {
-		w := bufio.NewWriterSize(p.stdin, 1<<20)
+		w := bufio.NewWriterSize(p.stdin, 4<<10)
 		for line := range lines {
 			w.WriteString(line + "\n")
 			if len(lines) == 0 {

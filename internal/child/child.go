@@ -163,10 +163,12 @@ func Terminate(p *os.Process) {
 // Kill kills p's process group (or p alone where it has none), and
 // everything p's supervisor holds (its cgroup, its PID namespace).
 func Kill(p *os.Process) {
+	// The supervisor's tree first: killing its group first would kill the
+	// supervisor before it, and hand what a stopped one holds to init.
+	supervisor.KillAll(p)
 	if err := Signal(p, syscall.SIGKILL); err != nil {
 		_ = p.Kill()
 	}
-	supervisor.KillAll(p)
 }
 
 // Stop ends the child p, whose input the caller has closed; exited is
@@ -194,8 +196,8 @@ func Stop(p *os.Process, exited <-chan struct{}, exitGrace, termGrace time.Durat
 // call at any time; on systems without process groups it does nothing.
 func Reap(p *os.Process) {
 	if p != nil {
+		supervisor.KillAll(p) // before the group: see Kill
 		_ = signalGroup(p.Pid, syscall.SIGKILL)
-		supervisor.KillAll(p)
 	}
 }
 

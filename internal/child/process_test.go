@@ -51,7 +51,7 @@ func TestMain(m *testing.M) {
 		fmt.Println(strings.Join(pids, " "))
 		// Not select {}: a program whose goroutines all block on nothing
 		// dies at once ("all goroutines are asleep"); a sleep holds a timer.
-		time.Sleep(time.Hour)
+		time.Sleep(proctest.RoleLife)
 		os.Exit(0)
 	case "attack":
 		// A runtime that attacks containment (proctest.AttackEnv); at the
@@ -82,7 +82,7 @@ func TestMain(m *testing.M) {
 		fmt.Println(cmd.Process.Pid)
 		// Not select {}: a program whose goroutines all block on nothing
 		// dies at once ("all goroutines are asleep"); a sleep holds a timer.
-		time.Sleep(time.Hour)
+		time.Sleep(proctest.RoleLife)
 		os.Exit(0)
 	}
 	os.Exit(m.Run())

@@ -64,9 +64,18 @@ func RunRole() {
 	}
 	// Not select {}: a program whose goroutines all block on nothing
 	// dies at once ("all goroutines are asleep"); a sleep holds a timer.
-	time.Sleep(time.Hour)
+	time.Sleep(RoleLife)
 	os.Exit(0)
 }
+
+// RoleLife is how long a role's process (and a helper host that only
+// waits) lives at most: longer than any test waits for containment to
+// act, short enough that what a failed containment leaves behind, or a
+// test binary killed by its -timeout before its cleanups ran, ends by
+// itself. (Each attack starts four test binaries; they used to sleep an
+// hour, and one run of this branch's tests left about 12,000 orphaned
+// terminal.test processes behind.)
+const RoleLife = 3 * time.Minute
 
 func attack(eof bool) {
 	self("sleep", &syscall.SysProcAttr{Setsid: true}, nil)

@@ -121,8 +121,9 @@ func WaitMarked(tb testing.TB, mark string, n int, within time.Duration) []int {
 }
 
 // MarkedGone waits up to within for every process holding mark to stop
-// running. If some still run, the test fails and they are killed, so that
-// they do not outlive the test.
+// running. If some still run, the test fails and they are killed, with
+// the supervisors holding mark (KillMarked), so that they do not outlive
+// the test.
 func MarkedGone(tb testing.TB, mark string, within time.Duration) {
 	tb.Helper()
 	var pids []int
@@ -131,9 +132,7 @@ func MarkedGone(tb testing.TB, mark string, within time.Duration) {
 			return
 		}
 	}
-	for _, p := range pids {
-		_ = syscall.Kill(p, syscall.SIGKILL)
-	}
+	KillMarked(mark)
 	tb.Errorf("processes %v of %s still run after %v", pids, mark, within)
 }
 
@@ -205,9 +204,16 @@ func Supervisors(mark string) []int {
 	return out
 }
 
-// KillMarked kills every process holding mark, supervisors aside.
+// KillMarked kills every process holding mark, then the supervisors
+// holding it: a supervisor the red team stopped (SIGSTOP) whose host was
+// SIGKILLed stays stopped for ever otherwise (under Cgroup and Subreaper
+// nothing is left to kill it: README, "Containment"), one more orphaned
+// test binary at each run.
 func KillMarked(mark string) {
 	for _, p := range Marked(mark) {
+		_ = syscall.Kill(p, syscall.SIGKILL)
+	}
+	for _, p := range Supervisors(mark) {
 		_ = syscall.Kill(p, syscall.SIGKILL)
 	}
 }

@@ -201,22 +201,25 @@ func Start(cmd *exec.Cmd) error {
 var held sync.Map
 
 // KillAll kills p, a process Start started, and everything it contains:
-// its process group and, under Cgroup, its cgroup; under Cgroup and
-// Subreaper, every process below the supervisor, walking the tree (for a
-// moment), in case the supervisor was stopped; then the supervisor (under
-// PIDNamespace its death kills the rest). It never blocks long.
+// under Cgroup, its cgroup; under Cgroup and Subreaper, every process
+// below the supervisor, walking the tree, before the supervisor itself
+// (a subreaper, stopped or not, holds every process whose parent dies
+// below it only while it lives: killed first, it would hand them to init,
+// out of reach); then its process group and the supervisor (under
+// PIDNamespace its death kills the rest). It blocks for the walk: a few
+// milliseconds, two seconds at most.
 func KillAll(p *os.Process) {
 	if p == nil {
 		return
 	}
-	_ = syscall.Kill(-p.Pid, syscall.SIGKILL)
 	if v, ok := held.Load(p.Pid); ok {
 		h := v.(*handle)
 		if h.cg != nil {
 			h.cg.kill()
 		}
-		killBelowFor(p.Pid, 200*time.Millisecond)
+		killBelowFor(p.Pid, 2*time.Second)
 	}
+	_ = syscall.Kill(-p.Pid, syscall.SIGKILL)
 	_ = p.Kill()
 }
 

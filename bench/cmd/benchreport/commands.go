@@ -44,15 +44,45 @@ type validateFigures struct {
 	LoadAverage      string
 }
 
-// commandFigures are both, as read (an error saying why one is missing).
-type commandFigures struct {
-	Trace       *traceFigures    `json:",omitempty"`
-	Validate    *validateFigures `json:",omitempty"`
-	Remote      *remoteFigures   `json:",omitempty"`
-	TraceErr    string           `json:",omitempty"`
-	ValidateErr string           `json:",omitempty"`
-	RemoteErr   string           `json:",omitempty"`
+// permissionFigures is what servers/host/permission's
+// TestDecisionCostIsLinearInBytes writes (make bench-permission; issue
+// 33, finding 4): CPU per request byte of deciding the red team's worst
+// shapes at 1 and 16 MiB, and the floor (one lstat of each distinct path
+// of the 16 MiB request) measured in the same run.
+type permissionFigures struct {
+	Measured    time.Time
+	LoadAverage string
+	Shapes      []struct {
+		Shape                          string
+		SmallBytes, LargeBytes         int
+		SmallNsPerByte, LargeNsPerByte float64
+		FloorNsPerByte                 float64
+	}
 }
+
+// commandFigures are the command's, the remote transports' and the
+// permission decision's figures, as read (an error saying why one is
+// missing).
+type commandFigures struct {
+	Trace         *traceFigures      `json:",omitempty"`
+	Validate      *validateFigures   `json:",omitempty"`
+	Remote        *remoteFigures     `json:",omitempty"`
+	Permission    *permissionFigures `json:",omitempty"`
+	TraceErr      string             `json:",omitempty"`
+	ValidateErr   string             `json:",omitempty"`
+	RemoteErr     string             `json:",omitempty"`
+	PermissionErr string             `json:",omitempty"`
+}
+
+// permissionFiguresPath is the file -permission-figures names.
+var permissionFiguresPath = "permission-decision.json"
+
+// The permission decision's limits (issue 33): at most 32× from 1 to 16
+// MiB (linear is 16×), and TestDecisionCostIsLinearInBytes's ceiling.
+const (
+	permissionMaxGrowth  = 32.0
+	permissionMaxPerByte = 1000.0 // ns
+)
 
 // The issue's limits.
 const (
@@ -87,7 +117,21 @@ func loadCommandFigures(tracePath, validatePath, remotePath string) commandFigur
 	if c.ValidateErr = read(validatePath, "bench-validate", &v); c.ValidateErr == "" {
 		c.Validate = &v
 	}
+	var p permissionFigures
+	if c.PermissionErr = read(permissionFiguresPath, "bench-permission", &p); c.PermissionErr == "" {
+		c.Permission = &p
+	}
 	return c
+}
+
+// permissionMet reports whether a shape meets the limits, and says how.
+func permissionMet(smallBytes, largeBytes int, small, large float64) verdict {
+	growth := large * float64(largeBytes) / (small * float64(smallBytes))
+	text := fmt.Sprintf("%.1f× the CPU for %.1f× the bytes; %s a byte", growth, float64(largeBytes)/float64(smallBytes), fmtNS(large))
+	if growth <= permissionMaxGrowth && large <= permissionMaxPerByte && small <= permissionMaxPerByte {
+		return verdict{"met: " + text, true}
+	}
+	return verdict{"MISSED: " + text, false}
 }
 
 func measuredAt(t time.Time, load string) string {
@@ -123,6 +167,14 @@ func (c commandFigures) verdicts() []string {
 	} else {
 		out = append(out, "[validate] `bridgekit validate` ≥ 20k frames/s on one core (issue 16): "+c.ValidateErr)
 	}
+	if p := c.Permission; p != nil {
+		for _, s := range p.Shapes {
+			out = append(out, fmt.Sprintf("[permission] Deciding a request of %s, 1 → 16 MiB: CPU ≤ %g× (linear is 16×), ≤ %s a byte (issue 33): %s", s.Shape,
+				permissionMaxGrowth, fmtNS(permissionMaxPerByte), mark(permissionMet(s.SmallBytes, s.LargeBytes, s.SmallNsPerByte, s.LargeNsPerByte))))
+		}
+	} else {
+		out = append(out, "[permission] Deciding a permission request linear in its bytes (issue 33): "+c.PermissionErr)
+	}
 	return out
 }
 
@@ -156,6 +208,16 @@ func (c commandFigures) section() string {
 			fmtRate(v.CPUFramesPerSec, ""), v.Runs, v.Seconds, fmtCount(float64(v.FramesEach)), measuredAt(v.Measured, v.LoadAverage), met)
 	} else {
 		fmt.Fprintf(&sb, "| `bridgekit validate` ≥ %s frames/s on one core | %s | — |\n", fmtRate(validateTarget, ""), c.ValidateErr)
+	}
+	if p := c.Permission; p != nil {
+		for _, s := range p.Shapes {
+			fmt.Fprintf(&sb, "| permission decision (issue 33), %s: CPU per request byte, 1 → 16 MiB ≤ %g× growth and ≤ %s a byte | %s (%.1f MB) and **%s a path byte** (%.1f MB); the floor, one lstat of each distinct path, %s a byte: the decision **%.0f×** it; %s | %s |\n",
+				s.Shape, permissionMaxGrowth, fmtNS(permissionMaxPerByte), fmtNS(s.SmallNsPerByte), float64(s.SmallBytes)/1e6, fmtNS(s.LargeNsPerByte), float64(s.LargeBytes)/1e6,
+				fmtNS(s.FloorNsPerByte), s.LargeNsPerByte/max(s.FloorNsPerByte, 1e-9), measuredAt(p.Measured, p.LoadAverage),
+				mark(permissionMet(s.SmallBytes, s.LargeBytes, s.SmallNsPerByte, s.LargeNsPerByte)))
+		}
+	} else {
+		fmt.Fprintf(&sb, "| permission decision linear in its bytes (issue 33) | %s | — |\n", c.PermissionErr)
 	}
 	return sb.String()
 }

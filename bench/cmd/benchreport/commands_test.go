@@ -75,3 +75,32 @@ func TestRemoteFigures(t *testing.T) {
 		t.Error("a missing file is not said")
 	}
 }
+
+// The permission decision's figures (issue 33, finding 4): a row per
+// shape, judged against its growth and per-byte limits.
+func TestPermissionFigures(t *testing.T) {
+	dir := t.TempDir()
+	old := permissionFiguresPath
+	defer func() { permissionFiguresPath = old }()
+	permissionFiguresPath = filepath.Join(dir, "permission.json")
+	os.WriteFile(permissionFiguresPath, []byte(`{"Measured":"2026-12-06T10:48:01Z","LoadAverage":"2.0 2.0 2.0","Shapes":[
+		{"Shape":"deep missing locations","SmallBytes":1000000,"LargeBytes":16000000,"SmallNsPerByte":70,"LargeNsPerByte":75,"FloorNsPerByte":2.5},
+		{"Shape":"quadratic","SmallBytes":1000000,"LargeBytes":16000000,"SmallNsPerByte":70,"LargeNsPerByte":1400,"FloorNsPerByte":2.5}]}`), 0o644)
+	c := loadCommandFigures("", "", "")
+	if c.Permission == nil {
+		t.Fatalf("not read: %+v", c)
+	}
+	v := strings.Join(c.verdicts(), "\n")
+	for _, want := range []string{"✅ met: 17.1× the CPU for 16.0× the bytes", "❌ MISSED: 320.0× the CPU"} {
+		if !strings.Contains(v, want) {
+			t.Errorf("verdicts lack %q:\n%s", want, v)
+		}
+	}
+	if sec := c.section(); !strings.Contains(sec, "a path byte** (16.0 MB)") || !strings.Contains(sec, "the decision **30×** it") {
+		t.Errorf("section:\n%s", sec)
+	}
+	permissionFiguresPath = filepath.Join(dir, "none.json")
+	if c := loadCommandFigures("", "", ""); !strings.Contains(c.PermissionErr, "make bench-permission") {
+		t.Errorf("missing: %+v", c)
+	}
+}

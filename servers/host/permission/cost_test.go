@@ -121,6 +121,25 @@ func TestDecisionCostIsLinearInBytes(t *testing.T) {
 		return best
 	}
 	perByte := func(d time.Duration, n int) time.Duration { return d / time.Duration(n) }
+	// floor is the least a decision can cost: one lstat of each distinct
+	// path the request names, which make bench sets the decision against.
+	floor := func(b []byte) time.Duration {
+		var req acp.RequestPermissionRequest
+		if err := json.Unmarshal(b, &req); err != nil {
+			t.Fatal(err)
+		}
+		c := permission.NewCall(nil, &req, 0)
+		best := time.Hour
+		for range 2 {
+			began := cpu(t)
+			for _, m := range c.Mentions {
+				_, _ = os.Lstat(m)
+			}
+			best = min(best, cpu(t)-began)
+		}
+		return best
+	}
+	var figures []costFigure
 	small := costShapes(dir, 1<<20)
 	for name, b := range small {
 		c := cost(b)
@@ -139,5 +158,37 @@ func TestDecisionCostIsLinearInBytes(t *testing.T) {
 		if perByte(l, len(large)) > maxPerByte {
 			t.Errorf("%s: %d bytes took %v of CPU, %v per byte: want at most %v", name, len(large), l, perByte(l, len(large)), maxPerByte)
 		}
+		if out := os.Getenv("BRIDGEKIT_PERMISSION_BENCH"); out != "" {
+			f := floor(large)
+			figures = append(figures, costFigure{Shape: name, SmallBytes: len(b), LargeBytes: len(large),
+				SmallNsPerByte: float64(c) / float64(len(b)), LargeNsPerByte: float64(l) / float64(len(large)),
+				FloorNsPerByte: float64(f) / float64(len(large))})
+		}
 	}
+	if out := os.Getenv("BRIDGEKIT_PERMISSION_BENCH"); out != "" {
+		load, _ := os.ReadFile("/proc/loadavg")
+		b, err := json.Marshal(struct {
+			Measured    time.Time
+			LoadAverage string
+			Shapes      []costFigure
+		}{time.Now().UTC(), strings.Join(strings.Fields(string(load))[:min(3, len(strings.Fields(string(load))))], " "), figures})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(out, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("figures written to %s", out)
+	}
+}
+
+// costFigure is one shape's row of make bench's permission decision
+// figures (BRIDGEKIT_PERMISSION_BENCH): CPU per request byte at 1 and 16
+// MiB, and the floor, one lstat of each distinct path of the 16 MiB
+// request, per its byte.
+type costFigure struct {
+	Shape                          string
+	SmallBytes, LargeBytes         int
+	SmallNsPerByte, LargeNsPerByte float64
+	FloorNsPerByte                 float64
 }
