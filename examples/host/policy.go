@@ -1,9 +1,11 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 
 	"github.com/go-json-experiment/json"
 
@@ -33,6 +35,16 @@ type policy struct {
 		Env   terminal.EnvPolicy `json:"env"`
 	} `json:"terminal"`
 
+	// Agent decides what the runtime the host starts (after --) gets of
+	// the host's environment: the baseline (internal/child's BaselineEnv:
+	// PATH, HOME, the locale, ...) and the variables Env.Inherit names,
+	// nothing else (see agentEnv).
+	Agent struct {
+		Env struct {
+			Inherit []string `json:"inherit"`
+		} `json:"env"`
+	} `json:"agent"`
+
 	commands *terminal.Commands // Terminal.Allow, parsed
 }
 
@@ -57,6 +69,11 @@ func loadPolicy(path string) (*policy, error) {
 			return nil, fmt.Errorf("policy %s: fs: %w", path, err)
 		}
 	}
+	for _, e := range p.Agent.Env.Inherit {
+		if err := checkEnvEntry(e); err != nil {
+			return nil, fmt.Errorf("policy %s: agent.env.inherit: %w", path, err)
+		}
+	}
 	if p.commands, err = terminal.NewCommands(p.Terminal.Allow); err != nil {
 		return nil, fmt.Errorf("policy %s: terminal: %w", path, err)
 	}
@@ -79,4 +96,36 @@ func (p *policy) fsAccess(rel string, write bool) (ok bool, reason string) {
 		return true, "fs." + what
 	}
 	return false, "fs." + what + " does not list it"
+}
+
+// checkEnvEntry checks an entry of agent.env.inherit (or -pass-env): a
+// variable name, or a prefix followed by "*" ("OPENAI_*"). A bare "*",
+// which would pass every secret of the host's, is refused.
+func checkEnvEntry(e string) error {
+	name, _ := strings.CutSuffix(e, "*")
+	switch {
+	case e == "*":
+		return errors.New(`"*" would pass the agent every variable of the host's: name them, or give a prefix ("OPENAI_*")`)
+	case name == "" || strings.ContainsAny(name, "=*\x00"):
+		return fmt.Errorf("%q is not a variable name or a PREFIX* pattern", e)
+	}
+	return nil
+}
+
+// agentEnv returns the names of the variables of environ (os.Environ's
+// form) that entries (agent.env.inherit and -pass-env) pass the agent,
+// beside the baseline: those an entry names exactly, and those a PREFIX*
+// pattern matches unless they change what a program runs or loads
+// (terminal.Steering: NODE_OPTIONS, LD_PRELOAD, PATH, ...), which only an
+// exact entry passes; names compare case-insensitively, as
+// terminal.EnvPolicy's. It is terminal.EnvPolicy's rule for inherit, so
+// that the two lists of a policy read alike.
+func agentEnv(environ, entries []string) []string {
+	built, _ := (&terminal.EnvPolicy{Inherit: entries}).Build(environ, nil) // no request: no error
+	names := make([]string, 0, len(built))
+	for _, kv := range built {
+		name, _, _ := strings.Cut(kv, "=")
+		names = append(names, name)
+	}
+	return names
 }
