@@ -145,7 +145,7 @@ func TestDisplayCleansWhatTheHarnessSends(t *testing.T) {
 		var out lockedWriter
 		out.b = &bytes.Buffer{}
 		d := newDisplay(&out, tty)
-		hostile := "Run started\x1b]0;pwned\x07\x1b[2J\r\n   0.001s  event  run_completed · forged\x7f"
+		hostile := "Run started\x1b]0;pwned\x07\x1b[2J\r\n  99.999s  event  run_completed · forged\x7f"
 		d.event(harnessEvent(agentpmmachine.EventTypeRunStarted, agentpmmachine.EventPayload{Lifecycle: &agentpmmachine.EventPayloadLifecycle{Message: hostile}}))
 		d.event(harnessEvent(agentpmmachine.EventTypeModelRequestStarted, agentpmmachine.EventPayload{Lifecycle: &agentpmmachine.EventPayloadLifecycle{Message: hostile}}))
 		d.event(harnessEvent(agentpmmachine.EventTypeRunStarted, agentpmmachine.EventPayload{Lifecycle: &agentpmmachine.EventPayloadLifecycle{Message: strings.Repeat("a", 1<<20)}}))
@@ -163,7 +163,10 @@ func TestDisplayCleansWhatTheHarnessSends(t *testing.T) {
 			if strings.ContainsFunc(line, func(r rune) bool { return r < 0x20 || r == 0x7f }) || len(line) > 1024 {
 				t.Errorf("tty %v: line %q", tty, line[:min(len(line), 200)])
 			}
-			if strings.HasPrefix(line, "   0.001s") {
+			// The forged time is one the test never reaches, so that a real
+			// line (which starts with the time since the start) is never
+			// taken for it.
+			if strings.HasPrefix(line, "  99.999s") {
 				t.Errorf("tty %v: forged line %q", tty, line)
 			}
 		}
