@@ -199,8 +199,14 @@ func TestRealAgentTurnThroughTheHost(t *testing.T) {
 				t.Error("the agent was stopped while it wrote a frame")
 			case strings.Contains(text, "did not exit within") && name == "qwen":
 				// qwen 0.24.4 sometimes stays up after the end of its input
-				// (its ACP shutdown awaits its session-end hooks and worker
-				// pool); the host then stops it, whole, after -grace.
+				// of a turn (without one it exits in under a second): its
+				// EOF shutdown (runAcpAgent, chunks/acpAgent-*.js) closes
+				// each session after the session's active work settles
+				// (closeStoredSession's close gate and active turns, then
+				// its chat recorder's flush, bounded by
+				// SESSION_DRAIN_TIMEOUT_MS, 30 s, as long as -grace here)
+				// and drains its MCP pool (up to 8 s); the host then stops
+				// it, whole, after -grace.
 				t.Log("qwen did not exit by itself within -grace; the host stopped it")
 			case strings.Contains(text, "did not exit within"):
 				t.Error("the agent did not exit by itself at the end of its input")
