@@ -154,6 +154,13 @@ func TestAgentEnvEntries(t *testing.T) {
 	if got := agentEnv(environ, []string{"LD_*"}); len(got) != 0 {
 		t.Errorf("a pattern passed %v", got)
 	}
+	// Names differing in case are two variables on Linux: an entry passes
+	// both, each as it is (internal/realagent sets HTTP_PROXY and
+	// http_proxy).
+	proxies := []string{"HTTP_PROXY=http://127.0.0.1:3128", "http_proxy=http://127.0.0.1:3128"}
+	if got := agentEnv(proxies, []string{"HTTP_PROXY"}); !slices.Equal(got, []string{"HTTP_PROXY", "http_proxy"}) {
+		t.Errorf("HTTP_PROXY passed %v", got)
+	}
 }
 
 // FuzzAgentEnv: agentEnv passes a variable of the host's only when an
@@ -176,7 +183,7 @@ func FuzzAgentEnv(f *testing.F) {
 		if valid && slices.Contains(entries, "*") {
 			t.Fatalf("a bare * was accepted")
 		}
-		environ := []string{name + "=" + value, "OTHER_SECRET=s"}
+		environ := []string{name + "=" + value, strings.ToLower(name) + "=" + value, "OTHER_SECRET=s"}
 		got := agentEnv(environ, entries)
 		for i, n := range got {
 			if slices.Contains(got[:i], n) {
@@ -186,20 +193,40 @@ func FuzzAgentEnv(f *testing.F) {
 			if !host || n == "" || strings.IndexByte(n, 0) >= 0 {
 				t.Fatalf("entries %q passed %q, which the host does not have (%q)", entries, n, environ)
 			}
-			exact := slices.ContainsFunc(entries, func(e string) bool { return strings.EqualFold(e, n) })
+			exact := slices.ContainsFunc(entries, func(e string) bool { return asciiFold(e, n) })
 			pattern := slices.ContainsFunc(entries, func(e string) bool {
 				p, ok := strings.CutSuffix(e, "*")
-				return ok && strings.HasPrefix(strings.ToUpper(n), strings.ToUpper(p))
+				return ok && strings.HasPrefix(asciiUpper(n), asciiUpper(p))
 			})
 			if !exact && (!pattern || terminal.Steering(n)) {
 				t.Fatalf("entries %q passed %q, which no entry names, and a pattern may not pass", entries, n)
 			}
 		}
+		for _, kv := range environ {
+			n, _, _ := strings.Cut(kv, "=")
+			if n != "" && strings.IndexByte(n, 0) < 0 && slices.ContainsFunc(entries, func(e string) bool { return asciiFold(e, n) }) && !slices.Contains(got, n) {
+				t.Fatalf("entries %q did not pass %q, which one names (got %q)", entries, n, got)
+			}
+		}
 		if slices.Contains(got, "OTHER_SECRET") && !slices.ContainsFunc(entries, func(e string) bool {
 			p, ok := strings.CutSuffix(e, "*")
-			return strings.EqualFold(e, "OTHER_SECRET") || ok && strings.HasPrefix("OTHER_SECRET", strings.ToUpper(p))
+			return asciiFold(e, "OTHER_SECRET") || ok && strings.HasPrefix("OTHER_SECRET", asciiUpper(p))
 		}) {
 			t.Fatalf("entries %q passed OTHER_SECRET", entries)
 		}
 	})
 }
+
+// asciiUpper is s with ASCII letters upper-cased, and nothing else changed.
+func asciiUpper(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'a' <= c && c <= 'z' {
+			b[i] = c - ('a' - 'A')
+		}
+	}
+	return string(b)
+}
+
+// asciiFold reports a and b equal but for ASCII letters' case.
+func asciiFold(a, b string) bool { return asciiUpper(a) == asciiUpper(b) }

@@ -117,15 +117,50 @@ func checkEnvEntry(e string) error {
 // beside the baseline: those an entry names exactly, and those a PREFIX*
 // pattern matches unless they change what a program runs or loads
 // (terminal.Steering: NODE_OPTIONS, LD_PRELOAD, PATH, ...), which only an
-// exact entry passes; names compare case-insensitively, as
-// terminal.EnvPolicy's. It is terminal.EnvPolicy's rule for inherit, so
-// that the two lists of a policy read alike.
+// exact entry passes. Entries compare case-insensitively, as
+// terminal.env.inherit's, so "HTTP_PROXY" passes http_proxy too; each
+// name of environ is kept as it is (both HTTP_PROXY and http_proxy pass).
 func agentEnv(environ, entries []string) []string {
-	built, _ := (&terminal.EnvPolicy{Inherit: entries}).Build(environ, nil) // no request: no error
-	names := make([]string, 0, len(built))
-	for _, kv := range built {
-		name, _, _ := strings.Cut(kv, "=")
-		names = append(names, name)
+	var names []string
+	for _, kv := range environ {
+		name, _, ok := strings.Cut(kv, "=")
+		if !ok || name == "" || strings.IndexByte(name, 0) >= 0 || slices.Contains(names, name) {
+			continue
+		}
+		if slices.ContainsFunc(entries, func(e string) bool { return envEntryMatches(e, name) }) {
+			names = append(names, name)
+		}
 	}
 	return names
+}
+
+// envEntryMatches reports whether entry passes the variable name: equal to
+// it (ASCII case aside), or a PREFIX* pattern that starts it when it is
+// not terminal.Steering.
+func envEntryMatches(entry, name string) bool {
+	if foldEqual(entry, name) {
+		return true
+	}
+	prefix, ok := strings.CutSuffix(entry, "*")
+	return ok && len(name) >= len(prefix) && foldEqual(name[:len(prefix)], prefix) && !terminal.Steering(name)
+}
+
+// foldEqual compares a and b byte for byte, ASCII letters' case aside.
+func foldEqual(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range len(a) {
+		x, y := a[i], b[i]
+		if 'a' <= x && x <= 'z' {
+			x -= 'a' - 'A'
+		}
+		if 'a' <= y && y <= 'z' {
+			y -= 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
 }

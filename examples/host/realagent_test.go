@@ -112,6 +112,32 @@ func policyPassesAgentEnv(t *testing.T, path string, env []string) {
 	}
 }
 
+// The end-to-end policy passes each agent every variable
+// internal/realagent sets for it (the host gives the agent nothing else),
+// checked without starting an agent, so that a variable added there fails
+// here at once, and not as a turn that goes wrong minutes later.
+func TestRealAgentPolicyPassesTheirEnvironment(t *testing.T) {
+	policy := filepath.Join(t.TempDir(), "policy.json")
+	if err := os.WriteFile(policy, []byte(realPolicy), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range realAgents {
+		t.Run(name, func(t *testing.T) {
+			requireRealAgent(t, name)
+			a, err := realagent.Prepare(name, realagent.Options{Root: t.TempDir(), Script: scriptedmodel.Script{}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() {
+				if err := a.Close(); err != nil {
+					t.Error(err)
+				}
+			}()
+			policyPassesAgentEnv(t, policy, a.Env)
+		})
+	}
+}
+
 // agentGone waits for every process of the agent's namespace to go.
 func agentGone(t *testing.T, a *realagent.Agent) {
 	t.Helper()
