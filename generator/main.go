@@ -5,6 +5,8 @@
 //	bridgekit-gen scaffold [-root DIR] -catalogue NAME (-wire METHOD -from SIDE -to SIDE [-kind KIND] [-role R] | -op NAME) [-go NAME]
 //	                                     add a new method (catalogue entry and schema stubs)
 //	bridgekit-gen fmt [-root DIR]        rewrite the catalogues in their canonical layout
+//	bridgekit-gen apidiff -old DIR [-new DIR]
+//	                                     the Go API changes of gen/ between two checkouts
 //
 // The stages are explicit: load (catalogue, schema and override files), build
 // the IR, emit Go and Markdown; they live in package codegen, which
@@ -30,11 +32,28 @@ func main() {
 	case "generate":
 		fs := flag.NewFlagSet("generate", flag.ExitOnError)
 		root := fs.String("root", "..", "repository root (holds spec/, gen/ and docs/)")
+		api := fs.Bool("api", true, "print the Go API changes of the packages whose Go files change")
 		_ = fs.Parse(os.Args[2:])
-		var lines []string
-		lines, err = Generate(*root)
-		for _, l := range lines {
-			fmt.Println("generated", l)
+		var rep *codegen.Report
+		rep, err = codegen.Generate(context.Background(), codegen.Options{Root: *root, Changelog: *api})
+		if err == nil {
+			for _, l := range reportLines(rep) {
+				fmt.Println("generated", l)
+			}
+			err = codegen.WriteAPIChanges(os.Stdout, rep.API)
+		}
+	case "apidiff":
+		fs := flag.NewFlagSet("apidiff", flag.ExitOnError)
+		oldRoot := fs.String("old", "", "the earlier checkout (a module root; git archive REV | tar -x -C DIR makes one)")
+		newRoot := fs.String("new", "..", "the later checkout")
+		_ = fs.Parse(os.Args[2:])
+		if *oldRoot == "" {
+			usage(2)
+		}
+		var changes []codegen.APIChanges
+		changes, err = codegen.DiffAPI(context.Background(), *oldRoot, *newRoot)
+		if err == nil {
+			err = codegen.WriteAPIChanges(os.Stdout, changes)
 		}
 	case "scaffold":
 		err = scaffoldMain(os.Args[2:])
@@ -56,7 +75,7 @@ func main() {
 
 // usage prints the usage and exits with code (0 when asked for with -h).
 func usage(code int) {
-	fmt.Fprintln(os.Stderr, "usage: bridgekit-gen generate [-root DIR] | fmt [-root DIR] | scaffold [-root DIR] -catalogue NAME (-wire METHOD -from SIDE -to SIDE [-kind request|notification] [-role ROLE] | -op NAME [-method WIRE]) [-go NAME] [-schema FILE]")
+	fmt.Fprintln(os.Stderr, "usage: bridgekit-gen generate [-root DIR] [-api=false] | apidiff -old DIR [-new DIR] | fmt [-root DIR] | scaffold [-root DIR] -catalogue NAME (-wire METHOD -from SIDE -to SIDE [-kind request|notification] [-role ROLE] | -op NAME [-method WIRE]) [-go NAME] [-schema FILE]")
 	os.Exit(code)
 }
 
@@ -68,6 +87,11 @@ func Generate(root string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	return reportLines(rep), nil
+}
+
+// reportLines is Generate's lines of a report.
+func reportLines(rep *codegen.Report) []string {
 	var lines []string
 	lines = append(lines, rep.Written...)
 	for _, u := range rep.Unchanged {
@@ -76,5 +100,5 @@ func Generate(root string) ([]string, error) {
 	for _, r := range rep.Removed {
 		lines = append(lines, "removed "+r)
 	}
-	return lines, nil
+	return lines
 }

@@ -2,14 +2,17 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/bridgekit/bridgekit/generator/codegen"
 	"github.com/bridgekit/bridgekit/generator/internal/catalogue"
 	"github.com/bridgekit/bridgekit/generator/scaffold"
 )
@@ -340,5 +343,67 @@ func TestImportErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("imports %s: got %v, want %q", imports, err, want)
 		}
+	}
+}
+
+// A regeneration with the changelog on reports the Go API changes it made,
+// package by package: first every package new, then, after a member is
+// added to one schema definition, that field alone, compatible, in the one
+// package that changed; after it goes again, incompatible; and nothing for
+// a regeneration that changes nothing.
+func TestGenerateReportsAPIChanges(t *testing.T) {
+	if testing.Short() {
+		t.Skip("type-checks generated packages with the go command")
+	}
+	ctx := context.Background()
+	root := tempModule(t)
+	if err := os.CopyFS(filepath.Join(root, "spec"), os.DirFS("testdata/features/spec")); err != nil {
+		t.Fatal(err)
+	}
+	gen := func() *codegen.Report {
+		t.Helper()
+		rep, err := codegen.Generate(ctx, codegen.Options{Root: root, Changelog: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep
+	}
+	rep := gen()
+	var dirs []string
+	for _, c := range rep.API {
+		dirs = append(dirs, c.Dir)
+		if !c.Added || c.Err != "" || !slices.Contains(c.Compatible, "Methods: added") {
+			t.Errorf("first generation, %s: %+v", c.Dir, c)
+		}
+	}
+	if !slices.Equal(dirs, []string{"gen/features", "gen/featuresevents", "gen/featuresuse", "gen/vendored"}) {
+		t.Fatalf("first generation reports %v", dirs)
+	}
+	schemaFile := filepath.Join(root, "spec", "schemas", "features.schema.json")
+	orig, err := os.ReadFile(schemaFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	from := "\"say\": {\n          \"type\": \"string\",\n          \"minLength\": 1\n        }"
+	if !bytes.Contains(orig, []byte(from)) {
+		t.Fatalf("features.schema.json lacks %s", from)
+	}
+	if err := os.WriteFile(schemaFile, bytes.Replace(orig, []byte(from), []byte(from+`, "loud": {"type": "boolean"}`), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep = gen()
+	if len(rep.API) != 1 || rep.API[0].Dir != "gen/features" || rep.API[0].Added || len(rep.API[0].Incompatible) != 0 ||
+		!slices.Contains(rep.API[0].Compatible, "EchoArgs.Loud: added") {
+		t.Fatalf("a member added: %+v", rep.API)
+	}
+	if err := os.WriteFile(schemaFile, orig, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep = gen()
+	if len(rep.API) != 1 || !slices.Contains(rep.API[0].Incompatible, "EchoArgs.Loud: removed") {
+		t.Fatalf("a member removed: %+v", rep.API)
+	}
+	if rep = gen(); len(rep.API) != 0 {
+		t.Fatalf("nothing changed: %+v", rep.API)
 	}
 }

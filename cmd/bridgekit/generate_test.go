@@ -34,10 +34,27 @@ func copyFixtureTo(t *testing.T) string {
 	if err := os.CopyFS(filepath.Join(root, "spec"), os.DirFS(fixtureSpec)); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(root, "go.mod"), []byte("module generatecheck\n"), 0o644); err != nil {
+	// A module that builds against this checkout, so that generate can
+	// type-check what it wrote and report the API changes.
+	repo, err := filepath.Abs("../..")
+	if err != nil {
 		t.Fatal(err)
 	}
+	gomod := "module generatecheck\n\ngo 1.26\n\nrequire github.com/bridgekit/bridgekit v0.0.0\n\nreplace github.com/bridgekit/bridgekit => " + repo + "\n"
+	if err := os.WriteFile(filepath.Join(root, "go.mod"), []byte(gomod), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if sum, err := os.ReadFile(filepath.Join(repo, "go.sum")); err == nil {
+		_ = os.WriteFile(filepath.Join(root, "go.sum"), sum, 0o644)
+	}
 	return root
+}
+
+// apiSection splits generate's output at its Go API changes, which follow
+// the summary.
+func apiSection(stdout string) (files, api string) {
+	files, api, _ = strings.Cut(stdout, "Go API changes (golang.org/x/exp/apidiff):\n")
+	return files, api
 }
 
 var summary = regexp.MustCompile(`(?m)^read (\d+) schema files and (\d+) catalogues; generated (\d+) packages: (\d+) files written, (\d+) unchanged, (\d+) removed\n\z`)
@@ -47,6 +64,7 @@ var summary = regexp.MustCompile(`(?m)^read (\d+) schema files and (\d+) catalog
 // match the lines; it returns the paths by what.
 func report(t *testing.T, root, stdout string, schemas, catalogues int) map[string][]string {
 	t.Helper()
+	stdout, _ = apiSection(stdout)
 	m := summary.FindStringSubmatch(stdout)
 	if m == nil {
 		t.Fatalf("no summary line at the end:\n%s", stdout)
@@ -88,6 +106,10 @@ func TestGenerateReports(t *testing.T) {
 		t.Fatalf("status %d, stdout:\n%s\nstderr: %s", status, stdout, stderr)
 	}
 	first := report(t, root, stdout, len(schemas), len(cats))
+	// The changelog: every package is new.
+	if _, api := apiSection(stdout); !strings.Contains(api, "gen/features: new package, ") || !strings.Contains(api, "\n  Methods: added\n") || strings.Contains(api, "not compared") {
+		t.Errorf("first run's API changes:\n%s", api)
+	}
 	for _, want := range []string{"gen/features/types_gen.go", "gen/featuresuse/methods_gen.go", "gen/vendored/fuzz_gen_test.go", "docs/reference/features.md", "docs/reference/catalogue.schema.json"} {
 		if !slices.Contains(first["wrote"], want) {
 			t.Errorf("first run did not write %s: %v", want, first["wrote"])
@@ -133,10 +155,10 @@ func TestGenerateFullSpec(t *testing.T) {
 	}
 	root := copySpecTo(t)
 	status, stdout, stderr := runCmd(t, "", "generate", "-root", root)
-	if status != 0 || !strings.Contains(stdout, "read 11 schema files and 7 catalogues; generated 7 packages: 29 files written, 0 unchanged, 0 removed") {
+	if status != 0 || !strings.Contains(stdout, "read 13 schema files and 9 catalogues; generated 9 packages: 37 files written, 0 unchanged, 0 removed") {
 		t.Fatalf("status %d, stdout:\n%s\nstderr: %s", status, stdout, stderr)
 	}
-	wrote := report(t, root, stdout, 11, 7)["wrote"]
+	wrote := report(t, root, stdout, 13, 9)["wrote"]
 	if !slices.Contains(wrote, "gen/acp/types_gen.go") || !slices.Contains(wrote, "docs/reference/acp.md") {
 		t.Errorf("wrote %v", wrote)
 	}

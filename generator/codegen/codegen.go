@@ -299,6 +299,11 @@ type Options struct {
 	// Root is the repository root: spec/ is read from it, gen/ and
 	// docs/reference/ written under it.
 	Root string
+	// Changelog: report the Go API changes of the packages whose Go files
+	// the generation changes (Report.API), by type-checking them before
+	// and after (golang.org/x/exp/apidiff). It needs the go command and
+	// the root module's dependencies.
+	Changelog bool
 }
 
 // Report is what Generate read and wrote. Paths are relative to the root,
@@ -311,6 +316,10 @@ type Report struct {
 	// Unchanged those already up to date, Removed the generated files no
 	// longer produced, which Generate deleted.
 	Written, Unchanged, Removed []string
+	// API lists, with Options.Changelog, the Go API changes of every
+	// generated package whose Go files the generation changed, sorted by
+	// directory (WriteAPIChanges writes them).
+	API []APIChanges
 }
 
 // Generate runs load -> IR -> emit and writes the results under
@@ -322,10 +331,10 @@ func Generate(ctx context.Context, opts Options) (*Report, error) {
 	if err != nil {
 		return &Report{}, err // a spec that does not load: nothing was read in full
 	}
-	return generate(ctx, s)
+	return generate(ctx, s, opts.Changelog)
 }
 
-func generate(ctx context.Context, s *Spec) (*Report, error) {
+func generate(ctx context.Context, s *Spec, changelog bool) (*Report, error) {
 	root := s.Root
 	rep := &Report{SchemaFiles: len(s.Files), Catalogues: len(s.Catalogues)}
 	pkgs, err := Build(s)
@@ -351,11 +360,34 @@ func generate(ctx context.Context, s *Spec) (*Report, error) {
 	outs = append(outs, output{"docs/reference/catalogue.schema.json", schemaDoc})
 	keep := map[string]bool{}
 	for _, o := range outs {
+		keep[filepath.Join(root, filepath.FromSlash(o.path))] = true
+	}
+	stale, _ := filepath.Glob(filepath.Join(root, "gen", "*", "*_gen.go"))
+	staleTests, _ := filepath.Glob(filepath.Join(root, "gen", "*", "*_gen_test.go"))
+	stale = append(stale, staleTests...)
+	more, _ := filepath.Glob(filepath.Join(root, "docs", "reference", "*.md"))
+	var remove []string
+	for _, st := range append(stale, more...) {
+		if !keep[st] {
+			rel, _ := filepath.Rel(root, st)
+			remove = append(remove, filepath.ToSlash(rel))
+		}
+	}
+	var changed []string
+	var before *apiSet
+	var beforeErr error
+	if changelog {
+		changed = changedGenDirs(root, outs, remove)
+		if len(changed) > 0 {
+			// Type-checked before anything is written: the API to compare with.
+			before, beforeErr = loadAPI(ctx, root, existingDirs(root, changed))
+		}
+	}
+	for _, o := range outs {
 		if err := ctx.Err(); err != nil {
 			return rep, err
 		}
 		full := filepath.Join(root, filepath.FromSlash(o.path))
-		keep[full] = true
 		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
 			return rep, err
 		}
@@ -368,20 +400,32 @@ func generate(ctx context.Context, s *Spec) (*Report, error) {
 		}
 		rep.Written = append(rep.Written, o.path)
 	}
-	stale, _ := filepath.Glob(filepath.Join(root, "gen", "*", "*_gen.go"))
-	staleTests, _ := filepath.Glob(filepath.Join(root, "gen", "*", "*_gen_test.go"))
-	stale = append(stale, staleTests...)
-	more, _ := filepath.Glob(filepath.Join(root, "docs", "reference", "*.md"))
-	for _, st := range append(stale, more...) {
-		if !keep[st] {
-			if err := os.Remove(st); err != nil {
-				return rep, err
-			}
-			rel, _ := filepath.Rel(root, st)
-			rep.Removed = append(rep.Removed, filepath.ToSlash(rel))
+	for _, rel := range remove {
+		if err := os.Remove(filepath.Join(root, filepath.FromSlash(rel))); err != nil {
+			return rep, err
 		}
+		rep.Removed = append(rep.Removed, rel)
+	}
+	if len(changed) > 0 {
+		after, afterErr := loadAPI(ctx, root, existingDirs(root, changed))
+		if err := ctx.Err(); err != nil {
+			return rep, err
+		}
+		rep.API = diffLoaded(changed, before, after, beforeErr, afterErr)
 	}
 	return rep, nil
+}
+
+// existingDirs keeps the directories of dirs (relative to root) that hold
+// a *_gen.go file.
+func existingDirs(root string, dirs []string) []string {
+	var out []string
+	for _, d := range dirs {
+		if m, _ := filepath.Glob(filepath.Join(root, filepath.FromSlash(d), "*_gen.go")); len(m) > 0 {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // CanonicalJSON renders v indented, without HTML escaping,

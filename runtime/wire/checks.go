@@ -50,6 +50,15 @@ func WithinList[E any](read Reader[[]E], l *Limits) Reader[[]E] {
 	}
 }
 
+// MinItems checks that an array of n items that decoded as a whole union
+// of arrays of type typ has at least min.
+func MinItems(typ string, n, min int) error {
+	if n < min {
+		return Wrap(typ, "", errorf(ErrConstraint, "%d items, want at least %d", n, min))
+	}
+	return nil
+}
+
 func (l *Limits) check(p any) error {
 	switch v := p.(type) {
 	case *string:

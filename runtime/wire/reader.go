@@ -2,8 +2,11 @@ package wire
 
 import (
 	"bytes"
+	"errors"
+	"io"
 	"strings"
 
+	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 )
 
@@ -40,6 +43,14 @@ type Variant struct {
 	Default bool
 	// Object describes the variant's own members.
 	Object *Object
+	// Nested: the variant is a union of its own (Object is nil). Once the
+	// tag chooses it, the generated code keeps the members the union's
+	// Common does not name (ObjectReader.Keep) and decodes them, without
+	// the tag, into the inner union at the end (ObjectReader.EndNested).
+	Nested bool
+	// NullTag: a null tag chooses this variant (the default), which then
+	// gets the tag member like any other.
+	NullTag bool
 }
 
 // Reader states.
@@ -87,6 +98,7 @@ type ObjectReader struct {
 	buf     []byte // members read before the choice, as `{"name":value,...`
 	unknown []byte
 	utag    string // the tag of unknown, kept when the decode applies a contract
+	kept    []byte // a nested variant's members, as `{"name":value,...` (Keep)
 	array   bool   // the union chooses by the first element of an array
 }
 
@@ -269,6 +281,17 @@ func (r *ObjectReader) undecided(raw []byte) {
 		if err != nil {
 			r.fail(u.Tag, err)
 			return
+		}
+		if k == 'n' {
+			for i, vr := range u.Variants {
+				if vr.NullTag {
+					// The member is the default variant's: replayed into it.
+					r.buf = r.bufferName(r.buf, rawName)
+					r.buf = append(r.buf, v...)
+					r.choose(i)
+					return
+				}
+			}
 		}
 		if k != '"' {
 			r.fail(u.Tag, kindErr("string", k))
@@ -552,6 +575,62 @@ func First[E any](p *[]E) *E {
 		*p = append(make([]E, 0, 4), *new(E))
 	}
 	return &(*p)[0]
+}
+
+// Keep keeps the current member, verbatim, for the nested variant the
+// union chose (Variant.Nested): EndNested decodes what Keep kept.
+func (r *ObjectReader) Keep() error {
+	if r.nlen < 0 {
+		return nil
+	}
+	if len(r.kept) == 0 {
+		r.kept = append(r.kept, '{')
+	} else {
+		r.kept = append(r.kept, ',')
+	}
+	var err error
+	if r.kept, err = jsontext.AppendQuote(r.kept, r.Name()); err != nil {
+		return err
+	}
+	r.kept = append(r.kept, ':')
+	v, err := r.cur.ReadValue()
+	if err != nil {
+		return err
+	}
+	r.kept = append(r.kept, v...)
+	return nil
+}
+
+// EndNested is End for a union whose tag chose a nested variant: it then
+// decodes the members Keep kept (the object without its tag and the
+// members of the union's Common) into v, the inner union, with the
+// decoder's contract. An error's JSON pointer is the union's.
+func (r *ObjectReader) EndNested(v json.UnmarshalerFrom) error {
+	if err := r.End(); err != nil {
+		return err
+	}
+	if len(r.kept) == 0 {
+		r.kept = append(r.kept, '{')
+	}
+	r.kept = append(r.kept, '}')
+	dec := jsontext.NewDecoder(bytes.NewReader(r.kept), carryUnmarshalers(r.dec)...)
+	err := v.UnmarshalJSONFrom(dec)
+	if err == nil {
+		_, err = dec.ReadToken() // nothing may follow
+		if err == io.EOF {
+			return nil
+		}
+		if err == nil {
+			err = ErrWrongKind
+		}
+	}
+	if se, ok := errors.AsType[*json.SemanticError](err); ok {
+		out := *se
+		out.JSONPointer = r.dec.StackPointer() + se.JSONPointer
+		out.ByteOffset = 0
+		return &out
+	}
+	return err
 }
 
 // New returns *p, allocating it first if it is nil: the variant a union

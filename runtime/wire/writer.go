@@ -1,6 +1,9 @@
 package wire
 
 import (
+	"bytes"
+	"errors"
+
 	"github.com/go-json-experiment/json/jsontext"
 )
 
@@ -171,4 +174,45 @@ func PutOptValue[E any](w *ObjectWriter, typ, name string, v Nullable[E], write 
 		return
 	}
 	PutOpt(w, name, v, write)
+}
+
+// PutMembers writes the members of v, itself an object (a nested variant's
+// inner union), into w after what w holds already: the union's tag. Names
+// and values are copied as v encodes them.
+func PutMembers(w *ObjectWriter, v interface {
+	MarshalJSONTo(*jsontext.Encoder) error
+}) {
+	if w.err != nil {
+		return
+	}
+	var buf bytes.Buffer
+	enc := jsontext.NewEncoder(&buf, Fidelity)
+	if err := v.MarshalJSONTo(enc); err != nil {
+		w.err = err
+		return
+	}
+	dec := jsontext.NewDecoder(bytes.NewReader(buf.Bytes()), Fidelity)
+	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
+		w.err = errors.Join(err, ErrWrongKind)
+		return
+	}
+	for dec.PeekKind() == '"' {
+		name, err := dec.ReadValue()
+		if err != nil {
+			w.err = err
+			return
+		}
+		if !w.begin() {
+			return
+		}
+		if w.err = w.enc.WriteValue(name); w.err != nil {
+			return
+		}
+		val, err := dec.ReadValue()
+		if err != nil {
+			w.err = err
+			return
+		}
+		w.err = w.enc.WriteValue(val)
+	}
 }

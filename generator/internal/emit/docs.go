@@ -155,6 +155,8 @@ func Docs(pkg *ir.Package) []byte {
 					when = fmt.Sprintf("`%s: %q`", t.Tag, v.Tag)
 				case len(v.Keys) > 0:
 					when = "with " + quoteList(v.Keys, " or ")
+				case v.NullTag:
+					when = fmt.Sprintf("by default (`%s` absent or null)", t.Tag)
 				case v.Default:
 					when = "by default"
 				}

@@ -111,8 +111,16 @@ func example(r *ir.Ref, depth int) (any, bool) {
 		if t.Union == ir.ByKind {
 			return example(v.Ref, depth+1)
 		}
-		obj, ok := object(v.Struct().Fields, v.Struct().Closed, depth)
-		if !ok {
+		var obj map[string]any
+		if v.Nested {
+			e, ok := example(v.Ref, depth+1)
+			if !ok {
+				return nil, false
+			}
+			obj = e.(map[string]any)
+		} else if o, ok := object(v.Struct().Fields, v.Struct().Closed, depth); ok {
+			obj = o
+		} else {
 			return nil, false
 		}
 		common, ok := object(t.Common, true, depth)

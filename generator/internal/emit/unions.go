@@ -25,6 +25,8 @@ func variantNote(t *ir.Type, v *ir.Variant) string {
 	switch {
 	case v.Tag != "":
 		return fmt.Sprintf("Set when %s is %q.", t.Tag, v.Tag)
+	case v.NullTag:
+		return fmt.Sprintf("Set when %s is absent or null (the default variant; a null %s is kept in its Extra).", t.Tag, t.Tag)
 	case v.Default && t.Tag != "":
 		return fmt.Sprintf("Set when %s is absent (the default variant).", t.Tag)
 	case v.Default && len(v.Keys) == 0 && len(t.Variants) == 1:
@@ -50,7 +52,16 @@ func quoteList(ss []string, sep string) string {
 func (g *typeGen) unionDescriptor(t *ir.Type) {
 	var vs []jen.Code
 	for _, v := range t.Variants {
-		d := jen.Dict{jen.Id("Object"): jen.Op("&").Id(objVar(v.Struct()))}
+		d := jen.Dict{}
+		if v.Nested {
+			// Its own union decodes the members the tag leaves (wire.Nested).
+			d[jen.Id("Nested")] = jen.True()
+		} else {
+			d[jen.Id("Object")] = jen.Op("&").Id(objVar(v.Struct()))
+		}
+		if v.NullTag {
+			d[jen.Id("NullTag")] = jen.True()
+		}
 		if v.Tag != "" {
 			d[jen.Id("Tag")] = jen.Lit(v.Tag)
 		}
@@ -121,20 +132,37 @@ func (g *typeGen) objectUnion(t *ir.Type) {
 		g.f.Func().Params(jen.Id("x").Id(t.Name)).Id("Tag").Params().String().Block(body...)
 		g.f.Line()
 	}
-	end := jen.Return(jen.Id("r").Dot("End").Call())
+	end := []jen.Code{jen.Return(jen.Id("r").Dot("End").Call())}
 	if t.Union == ir.ByTag {
-		end = jen.Return(jen.Id("r").Dot("EndUnion").Call(jen.Op("&").Id("x").Dot("Unknown")))
+		end = []jen.Code{jen.Return(jen.Id("r").Dot("EndUnion").Call(jen.Op("&").Id("x").Dot("Unknown")))}
+		var nested []jen.Code
+		for i, v := range t.Variants {
+			if v.Nested {
+				nested = append(nested, jen.Case(jen.Lit(i)).Block(jen.Return(
+					jen.Id("r").Dot("EndNested").Call(jen.Qual(pkgWire, "New").Call(jen.Op("&").Id("x").Dot(v.Go))))))
+			}
+		}
+		if len(nested) > 0 {
+			// A nested variant's members were kept (r.Keep); its own
+			// union decodes them once the object has ended.
+			end = append([]jen.Code{jen.Switch(jen.Id("r").Dot("Variant").Call()).Block(nested...)}, end...)
+		}
 	}
 	g.f.Comment(fmt.Sprintf("UnmarshalJSONFrom decodes %s in one pass, streaming members into the variant once it is chosen.", t.Name))
 	g.f.Func().Params(jen.Id("x").Op("*").Id(t.Name)).Id("UnmarshalJSONFrom").Params(jen.Id("dec").Op("*").Qual(pkgJSONText, "Decoder")).Error().Block(
-		jen.Op("*").Id("x").Op("=").Id(t.Name).Values(),
-		jen.Id("r").Op(":=").Qual(pkgWire, "ReadUnion").Call(jen.Id("dec"), jen.Op("&").Id(unionVar(t))),
-		jen.For(jen.Id("r").Dot("Next").Call()).Block(jen.Id("r").Dot("Done").Call(jen.Id("x").Dot("member").Call(jen.Op("&").Id("r")))),
-		end,
+		append([]jen.Code{
+			jen.Op("*").Id("x").Op("=").Id(t.Name).Values(),
+			jen.Id("r").Op(":=").Qual(pkgWire, "ReadUnion").Call(jen.Id("dec"), jen.Op("&").Id(unionVar(t))),
+			jen.For(jen.Id("r").Dot("Next").Call()).Block(jen.Id("r").Dot("Done").Call(jen.Id("x").Dot("member").Call(jen.Op("&").Id("r")))),
+		}, end...)...,
 	)
 	g.f.Line()
 	var vcases []jen.Code
 	for i, v := range t.Variants {
+		if v.Nested {
+			vcases = append(vcases, jen.Case(jen.Lit(i)).Block(jen.Return(jen.Id("r").Dot("Keep").Call())))
+			continue
+		}
 		vcases = append(vcases, jen.Case(jen.Lit(i)).Block(jen.Return(jen.Qual(pkgWire, "New").Call(jen.Op("&").Id("x").Dot(v.Go)).Dot("member").Call(jen.Id("r")))))
 	}
 	tail := []jen.Code{jen.Switch(jen.Id("r").Dot("Variant").Call()).Block(vcases...)}
@@ -148,7 +176,11 @@ func (g *typeGen) objectUnion(t *ir.Type) {
 		if len(t.Common) > 0 {
 			body = append(body, jen.Id("x").Dot("members").Call(jen.Op("&").Id("w")))
 		}
-		body = append(body, jen.Id("x").Dot(v.Go).Dot("members").Call(jen.Op("&").Id("w")))
+		if v.Nested {
+			body = append(body, jen.Qual(pkgWire, "PutMembers").Call(jen.Op("&").Id("w"), jen.Id("x").Dot(v.Go)))
+		} else {
+			body = append(body, jen.Id("x").Dot(v.Go).Dot("members").Call(jen.Op("&").Id("w")))
+		}
 		cases = append(cases, jen.Case(jen.Id("x").Dot(v.Go).Op("!=").Nil()).Block(body...))
 	}
 	if t.Union == ir.ByTag {
@@ -192,7 +224,14 @@ func (g *typeGen) elementUnion(t *ir.Type) {
 	var rest, first, marshal []jen.Code
 	for i, v := range t.Variants {
 		elem := v.Ref.Elem
-		rest = append(rest, jen.Case(jen.Lit(i)).Block(jen.Return(jen.Qual(pkgWire, "RestOf").Call(jen.Op("&").Id("r"), jen.Op("&").Id("x").Dot(v.Go), g.codecs.reader(elem, t.Name+v.Go)))))
+		restOf := jen.Qual(pkgWire, "RestOf").Call(jen.Op("&").Id("r"), jen.Op("&").Id("x").Dot(v.Go), g.codecs.reader(elem, t.Name+v.Go))
+		if n := v.Ref.MinItems; n != nil {
+			rest = append(rest, jen.Case(jen.Lit(i)).Block(
+				jen.If(jen.Err().Op(":=").Add(restOf), jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Err())),
+				jen.Return(jen.Qual(pkgWire, "MinItems").Call(jen.Lit(t.Name), jen.Len(jen.Id("x").Dot(v.Go)), jen.Lit(*n)))))
+		} else {
+			rest = append(rest, jen.Case(jen.Lit(i)).Block(jen.Return(restOf)))
+		}
 		first = append(first, jen.Case(jen.Lit(i)).Block(jen.Return(jen.Qual(pkgWire, "First").Call(jen.Op("&").Id("x").Dot(v.Go)).Dot("member").Call(jen.Id("r")))))
 		marshal = append(marshal, jen.Case(jen.Id("x").Dot(v.Go).Op("!=").Nil()).Block(jen.Return(jen.Qual(pkgWire, "WriteList").Call(jen.Id("x").Dot(v.Go), jen.Id("enc"), g.codecs.writer(elem)))))
 	}

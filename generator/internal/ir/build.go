@@ -1070,6 +1070,12 @@ func constOnly(s *schema.Schema) bool {
 	return len(s.Types) == 0 || len(s.Types) == 1 && (s.Types[0] == "string" || s.Types[0] == "integer")
 }
 
+// nullOnly reports whether s admits null and nothing else ({type: null}).
+func nullOnly(s *schema.Schema) bool {
+	return len(s.Types) == 1 && s.Types[0] == "null" && s.Const == nil && s.Ref == "" && len(s.Properties) == 0 &&
+		len(s.AnyOf)+len(s.OneOf)+len(s.AllOf) == 0 && len(s.Enum) == 0
+}
+
 // plainScalar reports whether s is a bare string or integer type: an open
 // enum's "any other value" branch.
 func plainScalar(s *schema.Schema) (string, bool) {
@@ -1147,7 +1153,9 @@ type alt struct {
 	src      *schema.Schema // the alternative as written
 	target   *schema.Schema // the object schema it decodes into
 	ref      string         // the $ref of target, or "" for an inline object
+	nested   bool           // target is a union of objects, chosen by a tag const beside the wrapper
 	consts   map[string]string
+	nulls    []string // optional members it types as null alone: a tag it has no value for
 	props    []string
 	required []string
 	title    string
@@ -1166,6 +1174,9 @@ func (b *builder) objectAlt(a *schema.Schema) (*alt, bool) {
 			var v string
 			if p.Schema.Const != nil && slices.Contains(s.Required, p.Name) && json.Unmarshal(p.Schema.Const, &v) == nil {
 				out.consts[p.Name] = v
+			}
+			if nullOnly(p.Schema) && !slices.Contains(s.Required, p.Name) {
+				out.nulls = append(out.nulls, p.Name)
 			}
 		}
 		for _, r := range s.Required {
@@ -1208,6 +1219,15 @@ func (b *builder) objectAlt(a *schema.Schema) (*alt, bool) {
 	}
 	if r := wrapped(target); r != "" {
 		return nil, false
+	}
+	if len(target.AnyOf)+len(target.OneOf) > 0 && len(out.consts) > 0 {
+		// A wrapper that fixes this union's tag around a union of its own:
+		// a nested variant (the inner union chooses among its variants).
+		out.target, out.nested = target, true
+		if out.doc == "" {
+			out.doc = strings.TrimSpace(target.Description)
+		}
+		return out, true
 	}
 	if !(len(target.Types) == 1 && target.Types[0] == "object" || len(target.Types) == 0 && len(target.Properties) > 0) {
 		return nil, false
@@ -1308,30 +1328,37 @@ func (b *builder) dropCatchAll(s *schema.Schema, rest []*schema.Schema) []*schem
 }
 
 // catchAllTag reports the tag of a catch-all alternative and the consts its
-// not excludes.
+// not excludes: an object whose tag member is a required plain string and
+// whose not names, in each of its alternatives, that member alone, fixed
+// to a const (ACP v1's catch-all, and v2's "other" alternatives, which
+// also name the members any variant has: kept, with the rest, in the
+// union's Unknown).
 func catchAllTag(a *schema.Schema) (string, []string, bool) {
-	if len(a.Properties) != 1 || len(a.Required) != 1 || a.Required[0] != a.Properties[0].Name {
+	n := a.Not
+	if n == nil || len(n.AnyOf) == 0 || len(n.OneOf)+len(n.AllOf) > 0 || n.Ref != "" || len(n.Properties) > 0 || n.Not != nil {
 		return "", nil, false
 	}
-	tag := a.Properties[0].Name
-	if k, ok := plainScalar(a.Properties[0].Schema); !ok || k != "string" {
+	tag := ""
+	var out []string
+	for _, e := range n.AnyOf {
+		var v string
+		if len(e.Properties) != 1 || len(e.Required) != 1 || e.Required[0] != e.Properties[0].Name ||
+			!constOnly(e.Properties[0].Schema) || json.Unmarshal(e.Properties[0].Schema.Const, &v) != nil ||
+			tag != "" && e.Properties[0].Name != tag {
+			return "", nil, false
+		}
+		tag = e.Properties[0].Name
+		out = append(out, v)
+	}
+	i := slices.IndexFunc(a.Properties, func(p schema.Property) bool { return p.Name == tag })
+	if i < 0 || !slices.Contains(a.Required, tag) {
+		return "", nil, false
+	}
+	if k, ok := plainScalar(a.Properties[i].Schema); !ok || k != "string" {
 		return "", nil, false
 	}
 	if u := a.UnevaluatedProperties; u != nil && (u.Bool == nil || !*u.Bool) {
 		return "", nil, false
-	}
-	n := a.Not
-	if len(n.AnyOf) == 0 || len(n.OneOf)+len(n.AllOf) > 0 || n.Ref != "" || len(n.Properties) > 0 || n.Not != nil {
-		return "", nil, false
-	}
-	var out []string
-	for _, e := range n.AnyOf {
-		var v string
-		if len(e.Properties) != 1 || e.Properties[0].Name != tag || len(e.Required) != 1 || e.Required[0] != tag ||
-			!constOnly(e.Properties[0].Schema) || json.Unmarshal(e.Properties[0].Schema.Const, &v) != nil {
-			return "", nil, false
-		}
-		out = append(out, v)
 	}
 	return tag, out, true
 }
@@ -1500,7 +1527,7 @@ func (b *builder) tagFits(as []*alt, tag string, forced bool) bool {
 	for _, a := range as {
 		v, has := a.consts[tag]
 		switch {
-		case !has && slices.Contains(a.props, tag):
+		case !has && slices.Contains(a.props, tag) && !slices.Contains(a.nulls, tag):
 			return false
 		case !has:
 			lacking++
@@ -1527,7 +1554,7 @@ func isNullSchema(s *schema.Schema) bool {
 func (b *builder) variants(t *Type, as []*alt, tag string, keys [][]string, def int, name string, reserved map[string]bool) []*Variant {
 	var out []*Variant
 	for i, a := range as {
-		v := &Variant{Kind: '{', Doc: a.doc, Keys: keys[i], Default: i == def}
+		v := &Variant{Kind: '{', Doc: a.doc, Keys: keys[i], Default: i == def, NullTag: i == def && tag != "" && slices.Contains(a.nulls, tag)}
 		switch {
 		case tag != "" && a.consts[tag] != "":
 			v.Tag = a.consts[tag]
@@ -1546,7 +1573,13 @@ func (b *builder) variants(t *Type, as []*alt, tag string, keys [][]string, def 
 			b.fail("%s: alternative %d needs a title (or a tag) to name its variant", t.Pointer, i)
 			continue
 		}
-		if a.ref != "" {
+		if a.nested {
+			v.Ref, v.Nested = b.ref(a.ref, a.src.Pointer), true
+			if in := v.Ref.Named; v.Ref.Kind != Named || in.Kind != Union || in.Union != ByTag && in.Union != ByMembers || in.Tag == tag || v.Tag == "" {
+				b.fail("%s: alternative %d wraps a union that is not one of objects with a tag of its own, chosen by this union's tag", t.Pointer, i)
+				continue
+			}
+		} else if a.ref != "" {
 			v.Ref = b.ref(a.ref, a.src.Pointer)
 		} else {
 			st := b.newType(a.target, name+v.Go, Struct)
@@ -1555,13 +1588,18 @@ func (b *builder) variants(t *Type, as []*alt, tag string, keys [][]string, def 
 			st.Forbidden, st.Scoped = b.forbidden(a.target, st.Fields)
 			v.Ref = &Ref{Kind: Named, Named: st}
 		}
-		if v.Ref.Kind != Named || v.Ref.Named.Kind != Struct {
+		if v.Ref.Kind != Named || v.Ref.Named.Kind != Struct && !v.Nested {
 			b.fail("%s: alternative %d must be an object with properties", t.Pointer, i)
 			continue
 		}
 		if v.Ref.Named.Import != t.Import {
 			b.fail("%s: alternative %d is a type of %s; a union's variants must be types of its own package", t.Pointer, i, v.Ref.Named.Import)
 			continue
+		}
+		if reserved[v.Go] && v.Tag != "" && !reserved[v.Go+t.Name] {
+			// A tag named like the union's own Unknown or Tag (ACP's
+			// "unknown" state): the variant takes the union's name after it.
+			v.Go += t.Name
 		}
 		if reserved[v.Go] {
 			b.fail("%s: variant %s collides with a member or method of the union; add a title", t.Pointer, v.Go)
@@ -1576,10 +1614,13 @@ func (b *builder) variants(t *Type, as []*alt, tag string, keys [][]string, def 
 // like an object union's alternatives.
 func (b *builder) elementUnion(s *schema.Schema, rest []*schema.Schema, name string) (*Ref, bool) {
 	var as []*alt
+	var minItems []*int
 	for _, a := range rest {
-		if !(len(a.Types) == 1 && a.Types[0] == "array") || a.Items == nil || a.HasConstraints() {
+		if !(len(a.Types) == 1 && a.Types[0] == "array") || a.Items == nil ||
+			a.Minimum != nil || a.Maximum != nil || a.MinLength != nil || a.MaxLength != nil || a.Pattern != "" {
 			return nil, false
 		}
+		minItems = append(minItems, a.MinItems)
 		x, ok := b.objectAlt(a.Items)
 		if !ok {
 			return nil, false
@@ -1598,8 +1639,11 @@ func (b *builder) elementUnion(s *schema.Schema, rest []*schema.Schema, name str
 		b.fail("%s: a union of arrays of tagged elements is unsupported; tell the elements apart by required members", s.Pointer)
 	}
 	t.Variants = b.variants(t, as, tag, keys, def, name+"Item", map[string]bool{})
-	for _, v := range t.Variants {
+	for i, v := range t.Variants {
 		v.Ref = &Ref{Kind: Array, Elem: v.Ref}
+		if i < len(minItems) {
+			v.Ref.MinItems = minItems[i] // checked once the whole array is read
+		}
 		v.Kind = '['
 	}
 	return &Ref{Kind: Named, Named: t}, true

@@ -388,3 +388,61 @@ func TestRepresentOverride(t *testing.T) {
 		t.Fatalf("unused: %v", u)
 	}
 }
+
+// ACP v2's shapes: a variant that wraps a union of its own (state_update,
+// a union by state), a default variant chosen also by a null tag (the
+// "none" stop reason), a catch-all that names more members than its tag,
+// and a tag named like the union's Unknown.
+func TestNestedVariantsAndNullTags(t *testing.T) {
+	tagged := func(tag, val, ref string) string {
+		s := `{"type":"object","properties":{"` + tag + `":{"type":"string","const":"` + val + `"}},"required":["` + tag + `"]`
+		if ref != "" {
+			s += `,"allOf":[{"$ref":"#/$defs/` + ref + `"}]`
+		}
+		return s + `}`
+	}
+	other := func(tag string, vals ...string) string {
+		var ex []string
+		for _, v := range vals {
+			ex = append(ex, tagged(tag, v, ""))
+		}
+		return `{"title":"other","type":"object","properties":{"` + tag + `":{"type":"string"},"extra":{"type":"string"}},"required":["` + tag + `"],"additionalProperties":true,"not":{"anyOf":[` + strings.Join(ex, ",") + `]}}`
+	}
+	defs := `{
+	  "run": {"type":"object","properties":{"n":{"type":"integer"}}},
+	  "idle": {"type":"object","properties":{"bg":{"type":"string"}},"anyOf":[` +
+		tagged("why", "done", "") + `,` + other("why", "done") + `,{"title":"none","type":"object","properties":{"why":{"type":"null"}}}]},
+	  "state": {"anyOf":[` + tagged("state", "running", "run") + `,` + tagged("state", "idle", "idle") + `,` + tagged("state", "unknown", "run") + `,` + other("state", "running", "idle", "unknown") + `]},
+	  "update": {"anyOf":[` + tagged("kind", "state_update", "state") + `,` + other("kind", "state_update") + `]}
+	}`
+	p, err := build(t, defs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := types(t, p)
+	u := ts["Update"]
+	if u == nil || u.Union != ByTag || len(u.Variants) != 1 || !u.Variants[0].Nested || u.Variants[0].Ref.Named != ts["State"] {
+		t.Fatalf("update: %+v", u)
+	}
+	st := ts["State"]
+	var gos []string
+	for _, v := range st.Variants {
+		gos = append(gos, v.Go)
+	}
+	if st.Tag != "state" || strings.Join(gos, " ") != "Running Idle UnknownState" {
+		t.Fatalf("state: tag %q, variants %v", st.Tag, gos)
+	}
+	idle := ts["Idle"]
+	last := idle.Variants[len(idle.Variants)-1]
+	if idle.Tag != "why" || !last.Default || !last.NullTag || last.Go != "None" {
+		t.Fatalf("idle: tag %q, default variant %+v", idle.Tag, last)
+	}
+	// A nested variant must be a union by a tag of its own.
+	bad := `{
+	  "o": {"type":"object","properties":{"n":{"type":"integer"}},"anyOf":[{"required":["n"]}]},
+	  "u": {"anyOf":[` + tagged("kind", "a", "o") + `]}
+	}`
+	if _, err := build(t, bad, nil); err == nil || !strings.Contains(err.Error(), "wraps a union that is not one of objects with a tag of its own") {
+		t.Fatalf("a nested variant that is not a union by tag must fail: %v", err)
+	}
+}

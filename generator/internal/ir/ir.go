@@ -479,6 +479,14 @@ type Variant struct {
 	Keys []string
 	// Default: chosen when nothing selects another variant.
 	Default bool
+	// Nested: the variant is itself a union of objects (ACP v2's
+	// state_update, a union by state): chosen by this union's tag, its
+	// other members decoded by the inner union, in a second pass over them.
+	Nested bool
+	// NullTag: the default variant of a union by tag is chosen also when
+	// the tag is null (ACP v2's "none" stop reason: omitted or null);
+	// the null member is then the variant's, kept in its Extra.
+	NullTag bool
 }
 
 // Struct returns the struct a variant of an object union decodes into (for

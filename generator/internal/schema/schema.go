@@ -37,6 +37,11 @@ type Schema struct {
 	// Format is the format annotation (int64, uint32, double, uri, ...). It
 	// does not change the Go shape; docs show it.
 	Format string
+	// ContentEncoding and ContentMediaType are the content vocabulary's
+	// annotations (a string's "base64", "image/png"), which validators do
+	// not assert; they do not change the Go shape (the value stays a
+	// string, as sent).
+	ContentEncoding, ContentMediaType string
 	// Discriminator is the OpenAPI-style discriminator's propertyName: an
 	// annotation the IR uses to confirm a union's tag member.
 	Discriminator string
@@ -107,12 +112,13 @@ type File struct {
 
 // supported lists every keyword the generator understands besides the x-*
 // annotations. Annotations that do not change the Go shape ($comment,
-// examples, format, title, discriminator) are accepted.
+// examples, format, contentEncoding, contentMediaType, title,
+// discriminator) are accepted.
 var supported = []string{
 	"$schema", "$id", "$defs", "$ref", "$comment", "title", "description", "examples", "deprecated",
 	"type", "properties", "required", "additionalProperties", "items", "enum", "const", "anyOf", "oneOf",
 	"allOf", "default", "minimum", "maximum", "minLength", "maxLength", "minItems", "pattern", "format",
-	"discriminator", "not", "unevaluatedProperties",
+	"contentEncoding", "contentMediaType", "discriminator", "not", "unevaluatedProperties",
 }
 
 // LoadFile reads and parses one schema file; name is its path under
@@ -222,6 +228,8 @@ func parseNode(raw json.RawMessage, ptr string) (*Schema, error) {
 	un("description", &s.Description)
 	un("deprecated", &s.Deprecated)
 	un("format", &s.Format)
+	un("contentEncoding", &s.ContentEncoding)
+	un("contentMediaType", &s.ContentMediaType)
 	if m, ok := members["discriminator"]; ok {
 		var d struct {
 			PropertyName string `json:"propertyName"`
