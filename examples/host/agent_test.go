@@ -26,8 +26,17 @@ const codexAuthMethods = `[{"id":"chatgpt","name":"Login with ChatGPT","descript
 // auth_required until authenticate succeeded; scenario "deny" asks to run
 // a command, offering codex's options, and ends the turn cancelled when the
 // host rejects it (codex's "abort"); "crash-init" exits before it answers
-// initialize.
+// initialize; "env" first writes the names of its environment's
+// variables to stderr ("fake agent env: NAME"), then needs no
+// authentication.
 func fakeAgent(scenario string) int {
+	if scenario == "env" {
+		for _, kv := range os.Environ() {
+			name, _, _ := strings.Cut(kv, "=")
+			fmt.Fprintln(os.Stderr, "fake agent env:", name)
+		}
+		scenario = "no-auth"
+	}
 	in := bufio.NewScanner(os.Stdin)
 	in.Buffer(nil, 1<<20)
 	send := func(format string, args ...any) { fmt.Printf(format+"\n", args...) }
@@ -87,14 +96,15 @@ func fakeAgent(scenario string) int {
 	return 0
 }
 
-// runFake runs the host with the fake agent as its runtime.
+// runFake runs the host with the fake agent as its runtime, which the
+// host passes the variable that makes it one (-pass-env).
 func runFake(t *testing.T, scenario string, env []string, hostArgs ...string) (int, string) {
 	t.Helper()
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	args := append(append([]string{"-prompt", "go", "-workspace", t.TempDir(), "-grace", "2s"}, hostArgs...), "--", self)
+	args := append(append([]string{"-prompt", "go", "-workspace", t.TempDir(), "-grace", "2s", "-pass-env", fakeAgentEnv}, hostArgs...), "--", self)
 	cmd := exec.Command(hostBin, args...)
 	cmd.Env = append(append(os.Environ(), fakeAgentEnv+"="+scenario), env...)
 	r := start(t, cmd, nil)
@@ -112,8 +122,9 @@ func withoutKeys(t *testing.T) {
 
 func TestPromptAuthenticates(t *testing.T) {
 	withoutKeys(t)
-	// An env_var method whose variable is set is used.
-	status, text := runFake(t, "auth", []string{"OPENAI_API_KEY=sk-test-0123456789abcdef"})
+	// An env_var method whose variable is set and passed to the agent is
+	// used.
+	status, text := runFake(t, "auth", []string{"OPENAI_API_KEY=sk-test-0123456789abcdef"}, "-pass-env", "OPENAI_API_KEY")
 	if status != exitCompleted || !strings.Contains(text, "authenticating with openai-api-key (env_var)") || !strings.Contains(text, "fake agent: authenticated with openai-api-key") {
 		t.Errorf("env_var: status %d:\n%s", status, text)
 	}
@@ -121,7 +132,7 @@ func TestPromptAuthenticates(t *testing.T) {
 		t.Errorf("the key was shown:\n%s", text)
 	}
 	// -auth chooses among them.
-	status, text = runFake(t, "auth", []string{"OPENAI_API_KEY=k", "CODEX_API_KEY=c"}, "-auth", "openai-api-key")
+	status, text = runFake(t, "auth", []string{"OPENAI_API_KEY=k", "CODEX_API_KEY=c"}, "-auth", "openai-api-key", "-pass-env", "OPENAI_API_KEY", "-pass-env", "CODEX_API_KEY")
 	if status != exitCompleted || !strings.Contains(text, "authenticated with openai-api-key") {
 		t.Errorf("-auth: status %d:\n%s", status, text)
 	}
@@ -166,7 +177,7 @@ func TestPromptAuthenticates(t *testing.T) {
 // spontaneous cancel. The rejection never selects codex's "approved".
 func TestPromptCancelledAfterDenial(t *testing.T) {
 	withoutKeys(t)
-	status, text := runFake(t, "deny", []string{"CODEX_API_KEY=k"})
+	status, text := runFake(t, "deny", []string{"CODEX_API_KEY=k"}, "-pass-env", "CODEX_API_KEY")
 	if status != exitDeniedCancelled || !strings.Contains(text, `the agent ended the turn cancelled after the host denied a permission ("Run rm -rf build" (execute))`) ||
 		!strings.Contains(text, `permission "Run rm -rf build" (execute): denied (no rule allows it) -> option "abort"`) {
 		t.Errorf("status %d, want %d:\n%s", status, exitDeniedCancelled, text)
@@ -177,7 +188,7 @@ func TestPromptCancelledAfterDenial(t *testing.T) {
 // pipe, and on a pseudo-terminal (util-linux script gives the host one).
 func TestSlowInitializeNotice(t *testing.T) {
 	withoutKeys(t)
-	status, text := runFake(t, "slow-init", []string{"CODEX_API_KEY=k"})
+	status, text := runFake(t, "slow-init", []string{"CODEX_API_KEY=k"}, "-pass-env", "CODEX_API_KEY")
 	if status != exitCompleted || strings.Contains(text, "waiting for the agent") {
 		t.Errorf("stderr is no terminal, yet: status %d:\n%s", status, text)
 	}
@@ -189,7 +200,7 @@ func TestSlowInitializeNotice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	line := strings.Join([]string{hostBin, "-prompt", "go", "-workspace", t.TempDir(), "--", self}, " ")
+	line := strings.Join([]string{hostBin, "-prompt", "go", "-workspace", t.TempDir(), "-pass-env", fakeAgentEnv, "-pass-env", "CODEX_API_KEY", "--", self}, " ")
 	cmd := exec.Command(scriptBin, "-qfec", line, "/dev/null")
 	cmd.Env = append(os.Environ(), fakeAgentEnv+"=slow-init", "CODEX_API_KEY=k")
 	out, err := cmd.CombinedOutput()

@@ -29,10 +29,16 @@
 // killed it), 128+n after this process got signal n, 1 after an error such
 // as a closed stdout.
 //
+// The runtime it starts gets nothing of its environment but the baseline
+// (PATH, HOME, the locale, ...) and the variables the policy's agent.env
+// and -pass-env name: no other secret of the host's reaches it.
+//
 // Running a prompt, it authenticates as the agent's authMethods allow
 // (servers/host/auth: -auth ID, else an env_var method whose variables are
-// set, else with -auth-terminal a terminal login); a missing credential
-// exits 11 with the agent's methods and the variables each needs.
+// set and passed to the agent, else an API-key method whose key variable
+// is, else with -auth-terminal a terminal login); a missing credential
+// exits 11 with the agent's methods and the variables each needs, saying
+// which the policy withholds.
 //
 // Running a prompt, the first SIGINT (Ctrl-C), SIGTERM or SIGHUP sends
 // session/cancel and the host exits once the agent has answered, or after
@@ -52,6 +58,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -87,6 +94,7 @@ type options struct {
 	gateway, gatewayProtocol  string
 	gatewayHeaders            headerFlags
 	gatewayAuth               *auth.Gateway // from gateway and gatewayHeaders, set by run
+	passEnv                   envFlags
 	record                    string
 }
 
@@ -103,6 +111,19 @@ func (h *headerFlags) Set(v string) error {
 		return errors.New("want NAME=VAR: the header NAME, its value taken from the environment variable VAR")
 	}
 	*h = append(*h, v)
+	return nil
+}
+
+// envFlags are -pass-env's entries: variable names or PREFIX* patterns.
+type envFlags []string
+
+func (e *envFlags) String() string { return strings.Join(*e, ",") }
+
+func (e *envFlags) Set(v string) error {
+	if err := checkEnvEntry(v); err != nil {
+		return err
+	}
+	*e = append(*e, v)
 	return nil
 }
 
@@ -146,7 +167,8 @@ func main() {
 	flag.BoolVar(&o.verbose, "v", false, "log diagnostics to stderr")
 	flag.BoolVar(&o.rawStderr, "raw-stderr", false, "pass the runtime's stderr through untouched (by default each line is shown visibly, after \"stderr:\", like the rest of its text)")
 	flag.StringVar(&o.record, "record", "", "with a runtime after --: write every frame exchanged with it to `file` when the host exits, one JSON object per line ({seq, ms, dir, method, id, line, cut}, as testdata/acp/traffic)")
-	flag.StringVar(&o.auth, "auth", "", "authenticate with the agent's method `ID` (default: an env_var method whose variables are set)")
+	flag.Var(&o.passEnv, "pass-env", "pass the runtime the host's environment variable `NAME` (or those a PREFIX* pattern matches), beside the baseline and the policy's agent.env (repeatable)")
+	flag.StringVar(&o.auth, "auth", "", "authenticate with the agent's method `ID` (default: an env_var or API-key method whose variables are set and passed to the agent)")
 	flag.BoolVar(&o.authTerminal, "auth-terminal", false, "allow running the agent's terminal authentication method (an interactive login)")
 	flag.StringVar(&o.gateway, "gateway", "", "with -prompt: authenticate with the agent's gateway method, sending its model requests to the gateway at `URL`")
 	flag.StringVar(&o.gatewayProtocol, "gateway-protocol", "", "with -gateway: the API the gateway speaks (`NAME`: anthropic, openai, google, bedrock, as the agent's gateway methods name it); the agent's gateway method for it is used")
@@ -253,7 +275,12 @@ func run(args []string, o options) int {
 			}
 		}()
 	}
+	// The runtime gets the baseline and what the policy and -pass-env
+	// name of our environment, nothing else.
+	passEnv := agentEnv(os.Environ(), slices.Concat(a.policy.Agent.Env.Inherit, o.passEnv))
+	log.Debug("the runtime's environment", "passed", passEnv)
 	srv := host.New(a.bridge(), &host.Options{
+		PassEnv:   passEnv,
 		Tap:       tap,
 		Conn:      conn,
 		Client:    a.client(),
@@ -346,11 +373,28 @@ func runPrompt(a *app, srv *host.Server, sigs chan os.Signal, o options, args []
 	runCtx, abandon := context.WithCancel(context.Background())
 	defer abandon()
 
+	// The agent's credentials are what its environment holds: a method is
+	// chosen only when the agent will see its variables, and one the
+	// policy withholds is reported as such.
+	env := srv.Environ()
+	lookup := func(name string) (string, bool) {
+		for _, kv := range slices.Backward(env) {
+			if k, v, _ := strings.Cut(kv, "="); k == name {
+				return v, true
+			}
+		}
+		return "", false
+	}
+	withheld := func(name string) bool {
+		v, set := os.LookupEnv(name)
+		_, passed := lookup(name)
+		return set && v != "" && !passed
+	}
 	pr := prompt.New(prompt.Options{
-		Text: o.prompt, Cwd: a.ws.Dir(), Argv: args,
+		Text: o.prompt, Cwd: a.ws.Dir(), Argv: args, Env: env,
 		Capabilities: &acp.ClientCapabilities{Fs: &acp.FileSystemCapabilities{ReadTextFile: new(true), WriteTextFile: new(true)}, Terminal: new(true)},
-		Auth:         auth.Options{Method: acp.AuthMethodID(o.auth), Terminal: o.authTerminal, Gateway: o.gatewayAuth},
-		AuthHint:     "(choose a method with -auth ID; an env_var method needs its variables set in the host's environment; -auth-terminal lets the host run a terminal method; -gateway URL a gateway method)",
+		Auth:         auth.Options{Method: acp.AuthMethodID(o.auth), Terminal: o.authTerminal, Gateway: o.gatewayAuth, LookupEnv: lookup, Withheld: withheld},
+		AuthHint:     "(choose a method with -auth ID; an env_var or API-key method needs its variables set in the host's environment and passed to the agent by the policy's agent.env or -pass-env NAME; -auth-terminal lets the host run a terminal method; -gateway URL a gateway method)",
 		Status:       a.render.Status,
 		OnHarn: func(adv *harn.AgentCapabilities) {
 			a.harnPeer.Store(true)

@@ -75,21 +75,52 @@ func TestPromptAuthRequiredOnPrompt(t *testing.T) {
 }
 
 // An API-key agent method is chosen unasked when its provider's variable
-// is set in the environment the agent gets; the key is never shown, nor
-// sent in the request (problem 5 of issue 34).
+// is set in the environment the agent gets, which the host's policy
+// decides (the policy's agent.env, or -pass-env): the agent, which reads
+// the key from its own environment, then accepts authenticate. The key is
+// never shown, nor sent in the request (problem 5 of issue 34).
 func TestPromptChoosesAPIKeyMethod(t *testing.T) {
+	const key = "sk-test-0123456789abcdefghij"
+	pol := filepath.Join(t.TempDir(), "policy.json")
+	writeFile(t, pol, `{"agent": {"env": {"inherit": ["OPENAI_API_KEY"]}}}`)
+	for _, pass := range [][]string{{"-pass-env", "OPENAI_API_KEY"}, {"-policy", pol}} {
+		r := promptWithEnv(t, []string{"OPENAI_API_KEY"}, []string{"OPENAI_API_KEY=" + key}, append([]string{"-prompt", "say hello", "-workspace", t.TempDir()}, pass...), "--auth")
+		got := r.wait(t, 20*time.Second)
+		text := r.stderrText()
+		if got != exitCompleted {
+			t.Fatalf("%v: exit status %d; stderr:\n%s", pass, got, text)
+		}
+		if !strings.Contains(text, "host: authenticating with api-key (agent)") || !strings.Contains(text, "[acp-ts agent] authenticate api-key") {
+			t.Errorf("%v: stderr:\n%s", pass, text)
+		}
+		if strings.Contains(text, key) {
+			t.Errorf("%v: the key was shown", pass)
+		}
+	}
+}
+
+// A key in the host's environment that its policy does not pass is not
+// the agent's: the API-key method is not chosen, the agent refuses the
+// prompt, and the host exits 11 saying the policy withholds the variable.
+func TestPromptWithheldAPIKey(t *testing.T) {
 	const key = "sk-test-0123456789abcdefghij"
 	r := promptWithEnv(t, []string{"OPENAI_API_KEY"}, []string{"OPENAI_API_KEY=" + key}, []string{"-prompt", "say hello", "-workspace", t.TempDir()}, "--auth")
 	got := r.wait(t, 20*time.Second)
 	text := r.stderrText()
-	if got != exitCompleted {
-		t.Fatalf("exit status %d; stderr:\n%s", got, text)
+	if got != exitAuth {
+		t.Errorf("exit status %d, want %d; stderr:\n%s", got, exitAuth, text)
 	}
-	if !strings.Contains(text, "host: authenticating with api-key (agent)") || !strings.Contains(text, "[acp-ts agent] authenticate api-key") {
-		t.Errorf("stderr:\n%s", text)
+	for _, want := range []string{
+		"session/prompt: the agent requires authentication",
+		"api-key (agent): an API key for openai in OPENAI_API_KEY (read by the agent from its environment), through authenticate",
+		"OPENAI_API_KEY is set in the host's environment, and the host's policy withholds it from the agent",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, text)
+		}
 	}
-	if strings.Contains(text, key) {
-		t.Error("the key was shown")
+	if strings.Contains(text, "authenticating with") || strings.Contains(text, key) {
+		t.Errorf("the method was chosen, or the key shown:\n%s", text)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bridgekit/bridgekit/internal/child"
 	"github.com/bridgekit/bridgekit/internal/realagent"
 	"github.com/bridgekit/bridgekit/internal/recorder"
 	"github.com/bridgekit/bridgekit/internal/scriptedmodel"
@@ -22,8 +23,25 @@ import (
 var realAgents = realagent.Names()
 
 // realPolicy is the policy of the end-to-end runs: reads anywhere, the
-// summary written, the commands of the turn allowed, rm denied.
+// summary written, the commands of the turn allowed, rm denied; and the
+// agents get, beside the baseline, the variables internal/realagent sets
+// for them (their endpoints, fake keys, configuration directories, the
+// proxy trap, telemetry switches), each named: no pattern.
 const realPolicy = `{
+  "agent": {"env": {"inherit": [
+    "TERM", "NO_COLOR", "SHELL", "DO_NOT_TRACK",
+    "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME",
+    "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY",
+    "ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_MODEL", "ANTHROPIC_SMALL_FAST_MODEL", "MAX_THINKING_TOKENS",
+    "CLAUDE_CONFIG_DIR", "CLAUDE_CODE_PLUGIN_CACHE_DIR", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "CLAUDE_CODE_DISABLE_TERMINAL_TITLE",
+    "DISABLE_AUTOUPDATER", "DISABLE_BUG_COMMAND", "DISABLE_COST_WARNINGS", "DISABLE_ERROR_REPORTING", "DISABLE_TELEMETRY", "IS_SANDBOX",
+    "CODEX_HOME", "CODEX_API_KEY", "RUST_LOG", "NO_BROWSER", "INITIAL_AGENT_MODE",
+    "OPENCODE_CONFIG_CONTENT", "OPENCODE_DISABLE_AUTOUPDATE", "OPENCODE_DISABLE_CLAUDE_CODE", "OPENCODE_DISABLE_DEFAULT_PLUGINS",
+    "OPENCODE_DISABLE_EXTERNAL_SKILLS", "OPENCODE_DISABLE_LSP_DOWNLOAD", "OPENCODE_DISABLE_MODELS_FETCH", "OPENCODE_DISABLE_SHARE",
+    "OPENAI_BASE_URL", "OPENAI_API_KEY", "OPENAI_MODEL", "QWEN_CODE_NO_RELAUNCH", "QWEN_DEFAULT_AUTH_TYPE",
+    "GOOGLE_GEMINI_BASE_URL", "GEMINI_API_KEY", "GEMINI_MODEL", "GEMINI_CLI_NO_RELAUNCH", "GEMINI_CLI_TRUST_WORKSPACE",
+    "PI_CODING_AGENT_DIR", "PI_ACP_PI_COMMAND", "PI_OFFLINE", "PI_SKIP_VERSION_CHECK", "PI_TELEMETRY"
+  ]}},
   "permissions": [
     {"id": "turn-command-titles", "kinds": ["execute"], "tools": ["touch checked.txt"], "decision": "allow"},
     {"id": "no-rm", "commands": ["rm **", "/bin/bash -lc rm **", "bash -c rm **", "/bin/sh -c rm **", "sh -c rm **"], "decision": "deny"},
@@ -65,6 +83,7 @@ func hostWithAgent(t *testing.T, name string, files map[string]string, script fu
 	if err := os.WriteFile(policy, []byte(realPolicy), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	policyPassesAgentEnv(t, policy, a.Env)
 	// -grace 30s: six agents at once on a loaded machine may take more than
 	// the default 5 s to shut down at the end of their input.
 	args := append([]string{"-prompt", text, "-policy", policy, "-workspace", a.Workspace, "-grace", "30s", "-record", filepath.Join(root, "traffic.jsonl"), "--"}, a.Argv...)
@@ -74,6 +93,49 @@ func hostWithAgent(t *testing.T, name string, files map[string]string, script fu
 	r := start(t, cmd, nil)
 	r.stdin.Close()
 	return a, r
+}
+
+// policyPassesAgentEnv fails the test unless the policy file passes the
+// agent every variable of env (the environment internal/realagent made
+// for it) beside the baseline: the host gives the agent nothing else.
+func policyPassesAgentEnv(t *testing.T, path string, env []string) {
+	t.Helper()
+	pol, err := loadPolicy(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	passed := agentEnv(env, pol.Agent.Env.Inherit)
+	for _, kv := range env {
+		if name, _, _ := strings.Cut(kv, "="); !slices.Contains(passed, name) && !slices.Contains(child.BaselineEnv, name) {
+			t.Fatalf("the end-to-end policy does not pass the agent %s, which internal/realagent sets: name it in realPolicy's agent.env", name)
+		}
+	}
+}
+
+// The end-to-end policy passes each agent every variable
+// internal/realagent sets for it (the host gives the agent nothing else),
+// checked without starting an agent, so that a variable added there fails
+// here at once, and not as a turn that goes wrong minutes later.
+func TestRealAgentPolicyPassesTheirEnvironment(t *testing.T) {
+	policy := filepath.Join(t.TempDir(), "policy.json")
+	if err := os.WriteFile(policy, []byte(realPolicy), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range realAgents {
+		t.Run(name, func(t *testing.T) {
+			requireRealAgent(t, name)
+			a, err := realagent.Prepare(name, realagent.Options{Root: t.TempDir(), Script: scriptedmodel.Script{}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() {
+				if err := a.Close(); err != nil {
+					t.Error(err)
+				}
+			}()
+			policyPassesAgentEnv(t, policy, a.Env)
+		})
+	}
 }
 
 // agentGone waits for every process of the agent's namespace to go.
@@ -163,8 +225,14 @@ func TestRealAgentTurnThroughTheHost(t *testing.T) {
 				t.Error("the agent was stopped while it wrote a frame")
 			case strings.Contains(text, "did not exit within") && name == "qwen":
 				// qwen 0.24.4 sometimes stays up after the end of its input
-				// (its ACP shutdown awaits its session-end hooks and worker
-				// pool); the host then stops it, whole, after -grace.
+				// of a turn (without one it exits in under a second): its
+				// EOF shutdown (runAcpAgent, chunks/acpAgent-*.js) closes
+				// each session after the session's active work settles
+				// (closeStoredSession's close gate and active turns, then
+				// its chat recorder's flush, bounded by
+				// SESSION_DRAIN_TIMEOUT_MS, 30 s, as long as -grace here)
+				// and drains its MCP pool (up to 8 s); the host then stops
+				// it, whole, after -grace.
 				t.Log("qwen did not exit by itself within -grace; the host stopped it")
 			case strings.Contains(text, "did not exit within"):
 				t.Error("the agent did not exit by itself at the end of its input")
@@ -293,6 +361,8 @@ func TestRealAgentTurnThroughAGateway(t *testing.T) {
 	if err := os.WriteFile(policy, []byte(realPolicy), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// All but GATEWAY_KEY, which the host reads itself and does not pass.
+	policyPassesAgentEnv(t, policy, env[:len(env)-1])
 	args := append([]string{"-prompt", turn.Prompt, "-policy", policy, "-workspace", a.Workspace, "-grace", "2s", "-v",
 		"-gateway", a.ModelURL, "-gateway-protocol", "anthropic", "-gateway-header", "x-api-key=GATEWAY_KEY", "-grace", "30s", "--"}, a.Argv...)
 	cmd := exec.Command(hostBin, args...)

@@ -829,6 +829,13 @@ var fuzzTypes = []wiretest.Type{{
 	Schema: "acp/v1/schema.json#/$defs/ProtocolVersion",
 	Seeds:  []string{"0"},
 }, {
+	Name: "QwenModeUpdate",
+	New: func() any {
+		return new(QwenModeUpdate)
+	},
+	Schema: "acp-agents.schema.json#/$defs/qwen_mode_update",
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"currentModeId\":\"x\",\"legacyFrameSent\":true,\"planExecutionMode\":\"x\",\"sessionId\":\"x\",\"v\":1,\"vendor_extension\":{\"kept\":true}}"},
+}, {
 	Name: "ReadTextFileRequest",
 	New: func() any {
 		return new(ReadTextFileRequest)

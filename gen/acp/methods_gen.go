@@ -89,6 +89,8 @@ const (
 	MethodExtAuthStatusUpdate = "_auth/status_update"
 	// MethodDrainMidTurnQueue is "craft/drainMidTurnQueue" (request, agent -> client, experimental).
 	MethodDrainMidTurnQueue = "craft/drainMidTurnQueue"
+	// MethodQwenModeUpdate is "qwen/notify/session/mode-update" (notification, agent -> client, experimental).
+	MethodQwenModeUpdate = "qwen/notify/session/mode-update"
 )
 
 // Methods lists every method of Agent Client Protocol in catalogue order.
@@ -281,10 +283,17 @@ var Methods = []wire.MethodInfo{{
 	Status: "experimental",
 	To:     "client",
 	Wire:   "craft/drainMidTurnQueue",
+}, {
+	From:   "agent",
+	Go:     "QwenModeUpdate",
+	Kind:   "notification",
+	Status: "experimental",
+	To:     "client",
+	Wire:   "qwen/notify/session/mode-update",
 }}
 
 // MethodNames lists every method name (and qualifier) of the catalogue, so that a connection interns them (rpc.Options.Methods).
-var MethodNames = []string{"initialize", "authenticate", "logout", "session/new", "session/load", "session/list", "session/delete", "session/resume", "session/close", "session/set_mode", "session/set_config_option", "session/prompt", "session/cancel", "fs/write_text_file", "fs/read_text_file", "session/request_permission", "terminal/create", "terminal/output", "terminal/release", "terminal/wait_for_exit", "terminal/kill", "elicitation/create", "session/update", "elicitation/complete", "$/cancel_request", "_auth/status_update", "craft/drainMidTurnQueue"}
+var MethodNames = []string{"initialize", "authenticate", "logout", "session/new", "session/load", "session/list", "session/delete", "session/resume", "session/close", "session/set_mode", "session/set_config_option", "session/prompt", "session/cancel", "fs/write_text_file", "fs/read_text_file", "session/request_permission", "terminal/create", "terminal/output", "terminal/release", "terminal/wait_for_exit", "terminal/kill", "elicitation/create", "session/update", "elicitation/complete", "$/cancel_request", "_auth/status_update", "craft/drainMidTurnQueue", "qwen/notify/session/mode-update"}
 
 // CancelRules are the protocol's cancel messages (rpc.Options.Cancels).
 var CancelRules = []rpc.CancelRule{{
@@ -984,6 +993,10 @@ type ClientHandlers struct {
 	// asks). A client that queues nothing answers method not found, which qwen takes as an empty
 	// queue.
 	DrainMidTurnQueue func(context.Context, *DrainMidTurnQueueRequest) (*DrainMidTurnQueueResponse, error)
+	// QwenModeUpdate handles qwen/notify/session/mode-update (notification, experimental). Tells the
+	// client the session's approval mode changed (qwen's extension, its name not _-prefixed as ACP
+	// asks), beside session/update's current_mode_update. A client needs not serve it.
+	QwenModeUpdate func(context.Context, *QwenModeUpdate) error
 	// Fallback, if set, handles every method (and operation) that no field above serves, for example
 	// extension methods.
 	Fallback rpc.Handler
@@ -1098,6 +1111,14 @@ func (h *ClientHandlers) Handle(ctx context.Context, req *rpc.Request) (any, err
 			}
 			return h.DrainMidTurnQueue(ctx, &p)
 		}
+	case MethodQwenModeUpdate:
+		if h.QwenModeUpdate != nil {
+			var p QwenModeUpdate
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
+				return nil, err
+			}
+			return nil, h.QwenModeUpdate(ctx, &p)
+		}
 	}
 	if h.Fallback != nil {
 		return h.Fallback.Handle(ctx, req)
@@ -1147,6 +1168,9 @@ func (h *ClientHandlers) Served() []wire.MethodInfo {
 	}
 	if h.DrainMidTurnQueue != nil {
 		out = append(out, Methods[26])
+	}
+	if h.QwenModeUpdate != nil {
+		out = append(out, Methods[27])
 	}
 	return out
 }
@@ -1376,4 +1400,15 @@ func (p *ClientPeer) DrainMidTurnQueue(ctx context.Context, params *DrainMidTurn
 		return nil, err
 	}
 	return &res, nil
+}
+
+// QwenModeUpdate sends the notification qwen/notify/session/mode-update. Tells the client the
+// session's approval mode changed (qwen's extension, its name not _-prefixed as ACP asks), beside
+// session/update's current_mode_update. A client needs not serve it.
+func (p *ClientPeer) QwenModeUpdate(ctx context.Context, params *QwenModeUpdate) error {
+	return p.s.Send(ctx, rpc.Outbound{
+		Kind:   rpc.KindNotification,
+		Method: MethodQwenModeUpdate,
+		Params: params,
+	}, nil)
 }

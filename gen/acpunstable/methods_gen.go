@@ -112,6 +112,8 @@ const (
 	MethodExtAuthStatusUpdate = "_auth/status_update"
 	// MethodDrainMidTurnQueue is "craft/drainMidTurnQueue" (request, agent -> client, experimental).
 	MethodDrainMidTurnQueue = "craft/drainMidTurnQueue"
+	// MethodQwenModeUpdate is "qwen/notify/session/mode-update" (notification, agent -> client, experimental).
+	MethodQwenModeUpdate = "qwen/notify/session/mode-update"
 )
 
 // Methods lists every method of Agent Client Protocol, unstable in catalogue order.
@@ -388,10 +390,17 @@ var Methods = []wire.MethodInfo{{
 	Status: "experimental",
 	To:     "client",
 	Wire:   "craft/drainMidTurnQueue",
+}, {
+	From:   "agent",
+	Go:     "QwenModeUpdate",
+	Kind:   "notification",
+	Status: "experimental",
+	To:     "client",
+	Wire:   "qwen/notify/session/mode-update",
 }}
 
 // MethodNames lists every method name (and qualifier) of the catalogue, so that a connection interns them (rpc.Options.Methods).
-var MethodNames = []string{"initialize", "authenticate", "providers/list", "providers/set", "providers/disable", "logout", "auth/status", "session/new", "session/load", "session/list", "session/delete", "session/fork", "session/archive", "session/unarchive", "session/status", "session/set_title", "session/resume", "session/close", "session/set_mode", "session/set_config_option", "session/prompt", "session/cancel", "mcp/message", "fs/write_text_file", "fs/read_text_file", "session/request_permission", "terminal/create", "terminal/output", "terminal/release", "terminal/wait_for_exit", "terminal/kill", "elicitation/create", "session/update", "elicitation/complete", "auth/status_update", "$/cancel_request", "_auth/status_update", "craft/drainMidTurnQueue"}
+var MethodNames = []string{"initialize", "authenticate", "providers/list", "providers/set", "providers/disable", "logout", "auth/status", "session/new", "session/load", "session/list", "session/delete", "session/fork", "session/archive", "session/unarchive", "session/status", "session/set_title", "session/resume", "session/close", "session/set_mode", "session/set_config_option", "session/prompt", "session/cancel", "mcp/message", "fs/write_text_file", "fs/read_text_file", "session/request_permission", "terminal/create", "terminal/output", "terminal/release", "terminal/wait_for_exit", "terminal/kill", "elicitation/create", "session/update", "elicitation/complete", "auth/status_update", "$/cancel_request", "_auth/status_update", "craft/drainMidTurnQueue", "qwen/notify/session/mode-update"}
 
 // CancelRules are the protocol's cancel messages (rpc.Options.Cancels).
 var CancelRules = []rpc.CancelRule{{
@@ -1488,6 +1497,10 @@ type ClientHandlers struct {
 	// asks). A client that queues nothing answers method not found, which qwen takes as an empty
 	// queue.
 	DrainMidTurnQueue func(context.Context, *DrainMidTurnQueueRequest) (*DrainMidTurnQueueResponse, error)
+	// QwenModeUpdate handles qwen/notify/session/mode-update (notification, experimental). Tells the
+	// client the session's approval mode changed (qwen's extension, its name not _-prefixed as ACP
+	// asks), beside session/update's current_mode_update. A client needs not serve it.
+	QwenModeUpdate func(context.Context, *QwenModeUpdate) error
 	// Fallback, if set, handles every method (and operation) that no field above serves, for example
 	// extension methods.
 	Fallback rpc.Handler
@@ -1618,6 +1631,14 @@ func (h *ClientHandlers) Handle(ctx context.Context, req *rpc.Request) (any, err
 			}
 			return h.DrainMidTurnQueue(ctx, &p)
 		}
+	case MethodQwenModeUpdate:
+		if h.QwenModeUpdate != nil {
+			var p QwenModeUpdate
+			if err := rpc.DecodeParams(req.Params, &p, req.Options); err != nil {
+				return nil, err
+			}
+			return nil, h.QwenModeUpdate(ctx, &p)
+		}
 	}
 	if h.Fallback != nil {
 		return h.Fallback.Handle(ctx, req)
@@ -1673,6 +1694,9 @@ func (h *ClientHandlers) Served() []wire.MethodInfo {
 	}
 	if h.DrainMidTurnQueue != nil {
 		out = append(out, Methods[38])
+	}
+	if h.QwenModeUpdate != nil {
+		out = append(out, Methods[39])
 	}
 	return out
 }
@@ -1933,4 +1957,15 @@ func (p *ClientPeer) DrainMidTurnQueue(ctx context.Context, params *DrainMidTurn
 		return nil, err
 	}
 	return &res, nil
+}
+
+// QwenModeUpdate sends the notification qwen/notify/session/mode-update. Tells the client the
+// session's approval mode changed (qwen's extension, its name not _-prefixed as ACP asks), beside
+// session/update's current_mode_update. A client needs not serve it.
+func (p *ClientPeer) QwenModeUpdate(ctx context.Context, params *QwenModeUpdate) error {
+	return p.s.Send(ctx, rpc.Outbound{
+		Kind:   rpc.KindNotification,
+		Method: MethodQwenModeUpdate,
+		Params: params,
+	}, nil)
 }

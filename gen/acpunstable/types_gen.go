@@ -11298,6 +11298,93 @@ func (x *ProxySuccessorRequest) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
+// The params of qwen 0.24.4's qwen/notify/session/mode-update: the session's approval mode changed
+// (session/set_mode, or the agent leaving plan mode), told beside session/update's
+// current_mode_update. Written from qwen's source, as no recorded turn changes the mode:
+// @qwen-code/qwen-code 0.24.4, chunks/acpAgent-GQCJ4KZY.js (setMode and
+// sendCurrentModeUpdateNotification send it; chunks/chunk-ODAWVZRE.js's handleInSessionModeUpdate
+// reads it).
+//
+// Open: members the schema does not name are kept in Extra and written back. Generated from
+// acp-agents.schema.json#/$defs/qwen_mode_update.
+type QwenModeUpdate struct {
+	// The notification's version: 1.
+	V wire.Nullable[int64]
+	// The session whose mode changed.
+	SessionID SessionID
+	// The mode now in force: one of qwen's approval modes plan, default, auto-edit, auto and yolo.
+	CurrentModeID SessionModeID
+	// In plan mode, the mode the plan is to be carried out in once approved.
+	PlanExecutionMode wire.Nullable[string]
+	// Whether the agent also sent session/update's current_mode_update (absent when session/set_mode
+	// changed the mode).
+	LegacyFrameSent wire.Nullable[bool]
+	// Extension metadata (ACP's _meta).
+	Meta wire.Nullable[jsontext.Value]
+	// Extra keeps members the schema does not name, in arrival order.
+	Extra wire.Extras
+}
+
+var objQwenModeUpdate = wire.Object{
+	Required: []string{"sessionId", "currentModeId"},
+	Type:     "QwenModeUpdate",
+}
+
+// UnmarshalJSONFrom decodes QwenModeUpdate, checking required members, kinds and constraints.
+func (x *QwenModeUpdate) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	*x = QwenModeUpdate{}
+	r := wire.ReadObject(dec, &objQwenModeUpdate)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *QwenModeUpdate) member(r *wire.ObjectReader) error {
+	switch string(r.Name()) {
+	case "v":
+		return wire.Opt(r, &x.V, wire.IntFrom)
+	case "sessionId":
+		return wire.Field(r, &x.SessionID, (*SessionID).UnmarshalJSONFrom)
+	case "currentModeId":
+		return wire.Field(r, &x.CurrentModeID, (*SessionModeID).UnmarshalJSONFrom)
+	case "planExecutionMode":
+		return wire.Opt(r, &x.PlanExecutionMode, wire.StringFrom)
+	case "legacyFrameSent":
+		return wire.Opt(r, &x.LegacyFrameSent, wire.BoolFrom)
+	case "_meta":
+		return wire.Opt(r, &x.Meta, wire.RawObjectFrom)
+	}
+	return r.Extra(&x.Extra)
+}
+
+// MarshalJSONTo encodes QwenModeUpdate, members in schema order, then Extra.
+func (x QwenModeUpdate) MarshalJSONTo(enc *jsontext.Encoder) error {
+	w := wire.WriteObject(enc)
+	x.members(&w)
+	return w.End()
+}
+
+func (x *QwenModeUpdate) members(w *wire.ObjectWriter) {
+	wire.PutOpt(w, "v", x.V, wire.IntTo)
+	wire.Put(w, "sessionId", x.SessionID, SessionID.MarshalJSONTo)
+	wire.Put(w, "currentModeId", x.CurrentModeID, SessionModeID.MarshalJSONTo)
+	wire.PutOpt(w, "planExecutionMode", x.PlanExecutionMode, wire.StringTo)
+	wire.PutOpt(w, "legacyFrameSent", x.LegacyFrameSent, wire.BoolTo)
+	wire.PutOpt(w, "_meta", x.Meta, wire.RawTo)
+	w.Extras(x.Extra)
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x QwenModeUpdate) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *QwenModeUpdate) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
 // Request to read content from a text file.
 //
 // Only available if the client supports the `fs.readTextFile` capability.

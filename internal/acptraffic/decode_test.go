@@ -5,6 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/go-json-experiment/json"
+
+	"github.com/bridgekit/bridgekit/gen/acp"
 	"github.com/bridgekit/bridgekit/internal/recorder"
 )
 
@@ -95,4 +98,55 @@ func FuzzDecode(f *testing.F) {
 			_ = Untyped(m.Value)
 		}
 	})
+}
+
+// qwen's qwen/notify/session/mode-update, which no recorded turn sends (no
+// turn changes the mode), is typed by both packages and round-trips byte
+// for byte. The frames are built from qwen 0.24.4's own source
+// (testdata/agents/node_modules/@qwen-code/qwen-code/chunks/acpAgent-GQCJ4KZY.js):
+// setMode sends {v, sessionId, currentModeId} and, in plan mode,
+// planExecutionMode; sendCurrentModeUpdateNotification adds legacyFrameSent.
+// A member qwen may add later is kept as sent.
+func TestQwenModeUpdateRoundTrips(t *testing.T) {
+	for _, params := range []string{
+		`{"v":1,"sessionId":"0f9e2c1a-6b7d-4e8f-9a0b-1c2d3e4f5a6b","currentModeId":"auto-edit"}`,
+		`{"v":1,"sessionId":"0f9e2c1a-6b7d-4e8f-9a0b-1c2d3e4f5a6b","currentModeId":"plan","planExecutionMode":"default"}`,
+		`{"v":1,"sessionId":"s","currentModeId":"plan","planExecutionMode":"auto-edit","legacyFrameSent":true}`,
+		`{"v":1,"sessionId":"s","currentModeId":"yolo","legacyFrameSent":false,"later":{"x":[1,2]}}`,
+	} {
+		for name, p := range map[string]Package{"acp": Stable, "acpunstable": Unstable} {
+			msgs, errs := p.Decode(frames(`recv {"jsonrpc":"2.0","method":"qwen/notify/session/mode-update","params":` + params + `}`))
+			if len(errs) > 0 || len(msgs) != 1 {
+				t.Fatalf("%s: %v %v", name, msgs, errs)
+			}
+			m := msgs[0]
+			if m.Untyped || m.Value == nil || m.Kind != Notification {
+				t.Fatalf("%s: %s is not typed: %+v", name, params, m)
+			}
+			if string(m.Reencoded) != params {
+				t.Errorf("%s: re-encoded\n%s\nwant\n%s", name, m.Reencoded, params)
+			}
+			u := Untyped(m.Value)
+			if strings.Contains(params, `"later"`) {
+				if len(u) != 1 || !strings.HasSuffix(u[0], ".later") {
+					t.Errorf("%s: untyped %q, want the one member qwen 0.24.4 does not send", name, u)
+				}
+			} else if len(u) != 0 {
+				t.Errorf("%s: untyped %q", name, u)
+			}
+		}
+	}
+	var n acp.QwenModeUpdate
+	if err := json.Unmarshal([]byte(`{"v":1,"sessionId":"s","currentModeId":"plan","planExecutionMode":"default","legacyFrameSent":true}`), &n); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := n.V.Get(); v != 1 || n.SessionID != "s" || n.CurrentModeID != "plan" {
+		t.Errorf("decoded %+v", n)
+	}
+	if mode, _ := n.PlanExecutionMode.Get(); mode != "default" {
+		t.Errorf("planExecutionMode %q", mode)
+	}
+	if sent, _ := n.LegacyFrameSent.Get(); !sent {
+		t.Error("legacyFrameSent lost")
+	}
 }

@@ -18,6 +18,21 @@
 // session/request_permission, fs/*, terminal/*) beside the bridge's, so the
 // host can also call the runtime as its ACP client (acp.NewAgentPeer on the
 // connection Connect or ServeCommandConn hands out).
+//
+// # The runtime's environment
+//
+// A runtime that ServeCommand starts gets nothing of the host's
+// environment that the host does not pass it on purpose: unless cmd.Env
+// is set, it gets internal/child's baseline (PATH, HOME, the temporary
+// folder, the locale and the time zone, as set here) and the variables
+// Options.PassEnv names, taken from this process's environment, and no
+// other (no API key, token or password of the host's). A host passes
+// there what its policy allows (examples/host: the policy's agent.env and
+// -pass-env), and tells servers/host/auth which credentials the agent
+// will see (auth.Options.LookupEnv) and which it withholds
+// (auth.Options.Withheld), so that a method is chosen only when the
+// agent can use it and a missing key is reported as withheld.
+// Server.Environ returns that environment.
 package host
 
 import (
@@ -36,7 +51,6 @@ import (
 	"github.com/bridgekit/bridgekit/gen/harn"
 	"github.com/bridgekit/bridgekit/internal/child"
 	"github.com/bridgekit/bridgekit/internal/serve"
-	"github.com/bridgekit/bridgekit/runtime/redact"
 	"github.com/bridgekit/bridgekit/runtime/rpc"
 )
 
@@ -90,6 +104,11 @@ type Options struct {
 	// shutting down (codex-acp takes about 2 s): a shorter grace cuts
 	// their shutdown, and their last frames, short.
 	ExitGrace time.Duration
+	// PassEnv names the variables of this process's environment that a
+	// child started by ServeCommand gets beside the baseline, when
+	// cmd.Env is nil (see the package documentation; Environ). Their
+	// values are masked in the connection's diagnostics.
+	PassEnv []string
 	// Tap, when set, wraps the runtime's output and input as
 	// ServeCommand reads and writes them, before anything else sees them
 	// (to record the traffic, for example): the connection reads the r and
@@ -224,8 +243,11 @@ func (s *Server) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 // leads the group and exits as the child did. Every signal goes to the
 // whole group, and once the child has exited whatever is left of it (a
 // background process, the real agent behind an npm wrapper) is killed:
-// nothing ServeCommand started outlives it. The connection's diagnostics
-// mask the values of the child's secret-looking variables and token
+// nothing ServeCommand started outlives it. The child's environment is
+// cmd.Env, or when that is nil Environ (see the package documentation):
+// nothing of this process's environment but the baseline and
+// Options.PassEnv. The connection's diagnostics mask the values of the
+// child's secret-looking variables, of those PassEnv passes, and token
 // shapes (runtime/redact); the containment in force is logged at the
 // start (Info).
 //
@@ -261,9 +283,11 @@ func (s *Server) ServeCommandConn(ctx context.Context, cmd *exec.Cmd, use func(*
 		// Wait (and so the end of ServeCommand) past the graces.
 		cmd.WaitDelay = s.opts.StopGrace + s.opts.DrainGrace
 	}
-	env := cmd.Env
-	if env == nil {
-		env = os.Environ()
+	passed := s.opts.PassEnv
+	if cmd.Env == nil {
+		cmd.Env = s.Environ()
+	} else {
+		passed = nil // the caller's environment, which it chose whole
 	}
 	// child.Start's pipes are pollable, so a read deadline can bound the
 	// wait for a grandchild that keeps the pipe open.
@@ -273,7 +297,7 @@ func (s *Server) ServeCommandConn(ctx context.Context, cmd *exec.Cmd, use func(*
 	}
 	defer child.Reap(cmd.Process)
 	copts := s.opts.Conn
-	copts.Logger = child.Logger(copts.Logger, redact.FromEnv(env))
+	copts.Logger = child.Logger(copts.Logger, child.Redactor(cmd.Env, passed, nil))
 	if copts.Logger != nil {
 		c := CurrentContainment()
 		copts.Logger.Info("containment", "means", c.Means, "detail", c.String())
@@ -345,6 +369,12 @@ func (s *Server) ServeCommandConn(ctx context.Context, cmd *exec.Cmd, use func(*
 	}
 	return ctx.Err()
 }
+
+// Environ is the environment a child started by ServeCommand gets when
+// its cmd.Env is nil: the baseline (child.BaselineEnv: PATH, HOME, the
+// temporary folder, the locale, the time zone) and Options.PassEnv, each
+// taken from this process's environment where it is set; nothing else.
+func (s *Server) Environ() []string { return child.Environ(s.opts.PassEnv, nil) }
 
 // ExitError reports a child that did not exit cleanly.
 type ExitError struct {

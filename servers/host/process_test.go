@@ -10,11 +10,13 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/bridgekit/bridgekit/internal/child"
 	"github.com/bridgekit/bridgekit/internal/proctest"
 	"github.com/bridgekit/bridgekit/runtime/rpc"
 	"github.com/bridgekit/bridgekit/servers/host"
@@ -118,4 +120,35 @@ func (l *lockedWriter) Write(b []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(b)
+}
+
+// A child whose cmd.Env is nil gets the baseline and Options.PassEnv of
+// the host's environment, nothing else: not a secret of the host's it was
+// not given (it used to get os.Environ whole). Its stderr shows what it
+// got.
+func TestServeCommandPassesOnlyTheAllowListedEnvironment(t *testing.T) {
+	t.Setenv("BRIDGEKIT_TEST_SERVICE_TOKEN", "tok-secret")
+	t.Setenv("BRIDGEKIT_TEST_PASSED", "yes")
+	var stderr lockedWriter
+	stderr.w, stderr.mu = &bytes.Buffer{}, &sync.Mutex{}
+	srv := host.New(generic(), &host.Options{PassEnv: []string{"BRIDGEKIT_TEST_PASSED", "BRIDGEKIT_TEST_UNSET"}})
+	cmd := exec.Command("/bin/sh", "-c", `env >&2`)
+	cmd.Stderr = &stderr
+	if err := srv.ServeCommand(context.Background(), cmd); err != nil {
+		t.Fatal(err)
+	}
+	stderr.mu.Lock()
+	got := stderr.w.String()
+	stderr.mu.Unlock()
+	if !strings.Contains(got, "BRIDGEKIT_TEST_PASSED=yes\n") || strings.Contains(got, "BRIDGEKIT_TEST_SERVICE_TOKEN") || strings.Contains(got, "BRIDGEKIT_TEST_UNSET") {
+		t.Errorf("the child's environment:\n%s", got)
+	}
+	if want := os.Getenv("PATH"); !strings.Contains(got, "PATH="+want+"\n") {
+		t.Errorf("the child lacks the baseline's PATH:\n%s", got)
+	}
+	for _, kv := range srv.Environ() {
+		if name, _, _ := strings.Cut(kv, "="); name != "BRIDGEKIT_TEST_PASSED" && !slices.Contains(child.BaselineEnv, name) {
+			t.Errorf("Environ has %s", kv)
+		}
+	}
 }

@@ -40,6 +40,15 @@
 // ([Options.LookupEnv]: a host passes the agent only what its policy
 // allows), and a missing key is reported by its variable's name.
 //
+// # Withheld variables
+//
+// A host that builds the agent's environment from an allow-list sets
+// [Options.Withheld] to say which variables its own environment has and
+// the agent does not get. A method whose variable is withheld is never
+// chosen (the agent would not see it), and a [*MissingError] names the
+// variable and says that the host's policy withholds it, rather than that
+// it is not set.
+//
 // # Gateways
 //
 // A gateway method is an agent method whose _meta.gateway names the API a
@@ -303,6 +312,42 @@ type Options struct {
 	// Gateway, when set, is the model gateway to authenticate with, with
 	// a gateway method (see the package documentation).
 	Gateway *Gateway
+	// Withheld reports a variable that is set in the host's environment
+	// but that the host does not pass the agent (its policy does not
+	// allow it); nil: none is. It only changes what a *MissingError
+	// says: LookupEnv already does not find such a variable.
+	Withheld func(name string) bool
+}
+
+// withheld returns the variables of methods (an env_var method's, an
+// API-key method's key variables) that o.Withheld reports, each once, in
+// the order the methods name them.
+func (o Options) withheld(methods []Method) []string {
+	if o.Withheld == nil {
+		return nil
+	}
+	var out []string
+	for i := range methods {
+		for _, name := range methods[i].varNames() {
+			if !slices.Contains(out, name) && o.Withheld(name) {
+				out = append(out, name)
+			}
+		}
+	}
+	return out
+}
+
+// varNames are the variables m reads: an env_var method's, or an API-key
+// method's key variables.
+func (m *Method) varNames() []string {
+	if m.APIKey {
+		return m.KeyVars
+	}
+	names := make([]string, 0, len(m.Vars))
+	for _, v := range m.Vars {
+		names = append(names, v.Name)
+	}
+	return names
 }
 
 // Gateway is a model gateway: the base URL the agent sends its model
@@ -427,8 +472,12 @@ var (
 type MissingError struct {
 	// Method is the method chosen, or nil when none was.
 	Method *Method
-	// Unset are the chosen method's required variables that are not set.
+	// Unset are the chosen method's required variables that the agent's
+	// environment lacks (Options.LookupEnv).
 	Unset []string
+	// Withheld are the variables of Methods that the host's environment
+	// has and that it does not pass the agent (Options.Withheld).
+	Withheld []string
 	// Methods are all the agent's methods.
 	Methods []Method
 	// Err is the agent's error, when it asked for authentication.
@@ -437,7 +486,24 @@ type MissingError struct {
 
 func (e *MissingError) Error() string {
 	var b strings.Builder
+	var withheld, unset []string
+	for _, name := range e.Unset {
+		if slices.Contains(e.Withheld, name) {
+			withheld = append(withheld, name)
+		} else {
+			unset = append(unset, name)
+		}
+	}
 	switch {
+	case e.Method != nil && len(withheld) > 0:
+		sep := " and " // an env_var method needs them all
+		if e.Method.APIKey {
+			sep = " or " // an API-key method one of them
+		}
+		fmt.Fprintf(&b, "authentication method %q needs %s, which the host's policy withholds from the agent (it is set in the host's environment)", e.Method.ID, strings.Join(withheld, sep))
+		if len(unset) > 0 {
+			fmt.Fprintf(&b, ",%s%s, which is not set", sep, strings.Join(unset, sep))
+		}
 	case e.Method != nil && len(e.Unset) > 0 && e.Method.APIKey && len(e.Unset) > 1:
 		fmt.Fprintf(&b, "authentication method %q needs one of %s, none of which is set", e.Method.ID, strings.Join(e.Unset, ", "))
 	case e.Method != nil && len(e.Unset) > 0:
@@ -447,7 +513,7 @@ func (e *MissingError) Error() string {
 	default:
 		b.WriteString("no credential for the agent")
 	}
-	b.WriteString(Describe(e.Methods))
+	b.WriteString(describe(e.Methods, e.Withheld))
 	return b.String()
 }
 
@@ -459,7 +525,11 @@ func (e *MissingError) Unwrap() error { return e.Err }
 
 // Describe lists methods and what each needs, one per line after a colon
 // (or says the agent offers none).
-func Describe(methods []Method) string {
+func Describe(methods []Method) string { return describe(methods, nil) }
+
+// describe is Describe, which also says of each method which of its
+// variables in withheld the host's policy withholds from the agent.
+func describe(methods []Method, withheld []string) string {
 	if len(methods) == 0 {
 		return "; the agent advertises no authentication method"
 	}
@@ -472,6 +542,15 @@ func Describe(methods []Method) string {
 		}
 		if m.Invalid != "" {
 			fmt.Fprintf(&b, " (unusable: %s)", m.Invalid)
+		}
+		var held []string
+		for _, name := range m.varNames() {
+			if slices.Contains(withheld, name) {
+				held = append(held, name)
+			}
+		}
+		if len(held) > 0 {
+			fmt.Fprintf(&b, "; %s is set in the host's environment, and the host's policy withholds it from the agent", strings.Join(held, " and "))
 		}
 	}
 	return b.String()
@@ -524,12 +603,12 @@ func Choose(methods []Method, o Options) (Plan, error) {
 			return Plan{}, fmt.Errorf("%w: %q is a gateway method for %s, and the gateway speaks %s", ErrUnusable, m.ID, m.GatewayProtocol, o.Gateway.Protocol)
 		case m.APIKey && len(m.KeyVars) > 0:
 			if unset := m.Missing(lookup); len(unset) > 0 {
-				return Plan{}, &MissingError{Method: m, Unset: unset, Methods: methods}
+				return Plan{}, &MissingError{Method: m, Unset: unset, Withheld: o.withheld(methods), Methods: methods}
 			}
 			return Plan{Authenticate, m}, nil
 		case m.Type == TypeEnvVar:
 			if unset := m.Missing(lookup); len(unset) > 0 {
-				return Plan{}, &MissingError{Method: m, Unset: unset, Methods: methods}
+				return Plan{}, &MissingError{Method: m, Unset: unset, Withheld: o.withheld(methods), Methods: methods}
 			}
 			return Plan{Authenticate, m}, nil
 		case m.Type == TypeTerminal && !o.Terminal:
@@ -593,11 +672,13 @@ func chooseGateway(methods []Method, protocol string) (Plan, error) {
 }
 
 // Required turns an agent's auth_required error (-32000) into a
-// *MissingError listing methods; any other error is returned as it is.
-func Required(err error, methods []Method) error {
+// *MissingError listing methods, and the variables of theirs that o's
+// host withholds from the agent (Options.Withheld); any other error is
+// returned as it is.
+func Required(err error, methods []Method, o Options) error {
 	var rerr *rpc.Error
 	if errors.As(err, &rerr) && rerr.Code == int64(acp.ErrorCodeAuthenticationRequired) {
-		return &MissingError{Methods: methods, Err: err}
+		return &MissingError{Methods: methods, Withheld: o.withheld(methods), Err: err}
 	}
 	return err
 }

@@ -142,12 +142,12 @@ func TestMissingCredentialReport(t *testing.T) {
 		t.Errorf("the report shows a value: %s", text)
 	}
 	agentErr := rpc.NewError(int64(acp.ErrorCodeAuthenticationRequired), "Authentication required", nil)
-	err = auth.Required(agentErr, ms)
+	err = auth.Required(agentErr, ms, auth.Options{})
 	if !errors.Is(err, auth.ErrMissing) || !errors.Is(err, agentErr) || !strings.Contains(err.Error(), "set CODEX_API_KEY") {
 		t.Errorf("auth_required: %v", err)
 	}
 	other := rpc.NewError(-32603, "boom", nil)
-	if err := auth.Required(other, ms); err != other {
+	if err := auth.Required(other, ms, auth.Options{}); err != other {
 		t.Errorf("another error was changed: %v", err)
 	}
 	if got := auth.Describe(nil); !strings.Contains(got, "no authentication method") {
@@ -255,7 +255,7 @@ func TestAPIKeyMethods(t *testing.T) {
 			t.Errorf("%s named, %s unset: %v", tc.id, tc.variable, err)
 		}
 		// The listing of a missing credential names the variable.
-		if text := auth.Required(rpc.NewError(-32000, "Authentication required", nil), ms).Error(); !strings.Contains(text, tc.id+" (agent): an API key for "+tc.provider+" in "+tc.variable) {
+		if text := auth.Required(rpc.NewError(-32000, "Authentication required", nil), ms, auth.Options{}).Error(); !strings.Contains(text, tc.id+" (agent): an API key for "+tc.provider+" in "+tc.variable) {
 			t.Errorf("listing:\n%s", text)
 		}
 	}
@@ -270,5 +270,44 @@ func TestAPIKeyMethods(t *testing.T) {
 	}
 	if needs := ms[0].Needs(); !strings.Contains(needs, "an API key for acme in the agent's environment") {
 		t.Errorf("needs %s", needs)
+	}
+}
+
+// A variable the host has and withholds from the agent (Options.Withheld)
+// never makes a method chosen, and every report of a missing credential
+// names it as withheld by the host's policy, apart from one not set.
+func TestWithheldVariables(t *testing.T) {
+	withheld := func(name string) bool { return name == "OPENAI_API_KEY" || name == "GEMINI_API_KEY" }
+	for _, tc := range []struct{ doc, id, variable string }{
+		{codexInit26, "api-key", "OPENAI_API_KEY"},
+		{geminiInit, "gemini-api-key", "GEMINI_API_KEY"},
+		{codexInit, "openai-api-key", "OPENAI_API_KEY"},
+	} {
+		ms := methods(t, tc.doc)
+		o := auth.Options{LookupEnv: env("CODEX_API_KEY_X=1"), Withheld: withheld}
+		if p, err := auth.Choose(ms, o); err != nil || p.Action != auth.None {
+			t.Errorf("%s: chosen with its variable withheld: %+v %v", tc.id, p, err)
+		}
+		o.Method = acp.AuthMethodID(tc.id)
+		_, err := auth.Choose(ms, o)
+		var me *auth.MissingError
+		want := `authentication method "` + tc.id + `" needs ` + tc.variable + `, which the host's policy withholds from the agent (it is set in the host's environment)`
+		if !errors.As(err, &me) || !slices.Equal(me.Withheld, []string{tc.variable}) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s named: %v", tc.id, err)
+		}
+		o.Method = ""
+		text := auth.Required(rpc.NewError(-32000, "Authentication required", nil), ms, o).Error()
+		if !strings.Contains(text, tc.variable+" is set in the host's environment, and the host's policy withholds it from the agent") {
+			t.Errorf("%s listing:\n%s", tc.id, text)
+		}
+		if strings.Count(text, "withholds") != 1 {
+			t.Errorf("%s listing names another method's variable as withheld:\n%s", tc.id, text)
+		}
+	}
+	// Withheld and unset apart: an env_var method needing both.
+	ms := methods(t, `{"protocolVersion":1,"authMethods":[{"type":"env_var","id":"two","name":"Two","vars":[{"name":"OPENAI_API_KEY"},{"name":"OPENAI_ORG"}]}]}`)
+	_, err := auth.Choose(ms, auth.Options{Method: "two", LookupEnv: env(), Withheld: withheld})
+	if err == nil || !strings.Contains(err.Error(), "needs OPENAI_API_KEY, which the host's policy withholds from the agent (it is set in the host's environment), and OPENAI_ORG, which is not set") {
+		t.Errorf("two variables: %v", err)
 	}
 }

@@ -61,8 +61,39 @@ type Policy struct {
 	// Terminal lists the commands terminal/create may run, where, and the
 	// environment they get.
 	Terminal Terminal `json:"terminal"`
+	// Agent decides what the runtime a host starts gets of the host's
+	// environment, beside the baseline.
+	Agent Agent `json:"agent"`
 
 	commands *terminal.Commands
+}
+
+// Agent is the policy's "agent".
+type Agent struct {
+	Env AgentEnv `json:"env"`
+}
+
+// AgentEnv is the policy's "agent.env": Inherit names the host's
+// variables the runtime gets, each a name or a PREFIX* pattern
+// (CheckEnvEntry); names compare case-insensitively, and a pattern never
+// passes a variable that changes what a program runs or loads
+// (terminal.Steering), which only its exact name passes.
+type AgentEnv struct {
+	Inherit []string `json:"inherit"`
+}
+
+// CheckEnvEntry checks an entry of agent.env.inherit: a variable name, or
+// a prefix followed by "*" ("OPENAI_*"). A bare "*", which would pass
+// every secret of the host's, is refused.
+func CheckEnvEntry(e string) error {
+	name, _ := strings.CutSuffix(e, "*")
+	switch {
+	case e == "*":
+		return errors.New(`"*" would pass the agent every variable of the host's: name them, or give a prefix ("OPENAI_*")`)
+	case name == "" || strings.ContainsAny(name, "=*\x00"):
+		return fmt.Errorf("%q is not a variable name or a PREFIX* pattern", e)
+	}
+	return nil
 }
 
 // FS is the policy's "fs": workspace path patterns.
@@ -180,6 +211,11 @@ func (p *Policy) Validate() error {
 	commands, err := terminal.NewCommandRules(rules)
 	if err != nil {
 		return fmt.Errorf("terminal: %w", err)
+	}
+	for _, e := range p.Agent.Env.Inherit {
+		if err := CheckEnvEntry(e); err != nil {
+			return fmt.Errorf("agent.env.inherit: %w", err)
+		}
 	}
 	p.commands = commands
 	return nil

@@ -176,6 +176,10 @@ type Options struct {
 	Auth     auth.Options
 	Argv     []string
 	AuthHint string
+	// Env is the agent's environment (NAME=value entries, as the host
+	// starts it with), which a terminal method's interactive run gets
+	// too; nil is this process's.
+	Env []string
 	// Slow is how long initialize may take before Status says the host
 	// is waiting (then every 5 s); 0 never says it.
 	Slow time.Duration
@@ -339,8 +343,8 @@ func (r *Run) run(ctx context.Context, conn *rpc.Conn) Outcome {
 // authenticate authenticates as auth.Choose decides from the agent's
 // methods and Options.Auth: authenticate with the chosen method or an
 // env_var method whose variables are set, or an interactive run of a
-// terminal method (Options.Argv with its args, in this process's
-// environment with its env, on this process's stdin and stderr) when
+// terminal method (Options.Argv with its args, in the agent's
+// environment, Options.Env, with its env, on this process's stdin and stderr) when
 // Options.Auth.Terminal allows it. ok is false when the prompt cannot go
 // on.
 func (r *Run) authenticate(ctx context.Context, agent *acp.AgentPeer, methods []auth.Method) (o Outcome, ok bool) {
@@ -362,7 +366,7 @@ func (r *Run) authenticate(ctx context.Context, agent *acp.AgentPeer, methods []
 			return r.failed(ctx, "authenticate", err), false
 		}
 	case auth.RunTerminal:
-		cmd, err := auth.TerminalCommand(plan.Method, r.opts.Argv, os.Environ())
+		cmd, err := auth.TerminalCommand(plan.Method, r.opts.Argv, r.environ())
 		if err != nil {
 			return r.authFailed(err), false
 		}
@@ -373,6 +377,14 @@ func (r *Run) authenticate(ctx context.Context, agent *acp.AgentPeer, methods []
 		}
 	}
 	return Outcome{}, true
+}
+
+// environ is the agent's environment: Options.Env, else this process's.
+func (r *Run) environ() []string {
+	if r.opts.Env != nil {
+		return r.opts.Env
+	}
+	return os.Environ()
 }
 
 // runInteractive runs cmd in the host's own process group (it may read
@@ -477,7 +489,7 @@ func (r *Run) failed(ctx context.Context, method string, err error) Outcome {
 			r.mu.Lock()
 			methods := r.methods
 			r.mu.Unlock()
-			if aerr := auth.Required(err, methods); errors.Is(aerr, auth.ErrMissing) {
+			if aerr := auth.Required(err, methods, r.opts.Auth); errors.Is(aerr, auth.ErrMissing) {
 				return r.authFailed(fmt.Errorf("%s: %w", method, aerr))
 			}
 		}
