@@ -52,10 +52,10 @@ type traceFlags struct {
 func runTrace(ctx context.Context, env *Env, args []string) int {
 	var tf traceFlags
 	fs := newFlags(env, "trace", traceSynopsis)
-	fs.StringVar(&tf.out, "out", "", "append the session's records as JSONL to `FILE` (- for stdout is refused: stdout is the protocol's)")
-	fs.StringVar(&tf.store, "store", "", "keep the session in the SQLite session store `DB` (created if missing)")
-	fs.StringVar(&tf.ui, "ui", "", "serve the live inspector on `ADDR` (host:port, loopback only unless --ui-allow-remote)")
-	fs.BoolVar(&tf.uiRemote, "ui-allow-remote", false, "let --ui listen on a non-loopback address (the inspector shows the traffic, masked, to whoever connects)")
+	fs.StringVar(&tf.out, "out", "", usageOf("out", "the session's (- for stdout is refused: stdout is the protocol's)"))
+	fs.StringVar(&tf.store, "store", "", usageOf("store", "the SQLite session store (created if missing)"))
+	fs.StringVar(&tf.ui, "ui", "", usageOf("ui", "host:port, loopback only unless --ui-allow-remote"))
+	fs.BoolVar(&tf.uiRemote, "ui-allow-remote", false, usageOf("ui-allow-remote", "the inspector shows the traffic, masked, to whoever connects"))
 	fs.BoolVar(&tf.uiKeep, "ui-keep", false, "keep serving --ui after COMMAND exits, until SIGINT or SIGTERM")
 	fs.BoolVar(&tf.pretty, "pretty", false, "print a readable transcript on stderr")
 	fs.StringVar(&tf.colour, "color", "auto", "colour the transcript: auto (on a terminal), always or never")

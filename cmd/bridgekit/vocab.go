@@ -33,6 +33,10 @@ var vocabulary = []flagMeaning{
 	{"root", "string", "the repository root `DIR`"},
 	{"addr", "string", "listen on `ADDR`"},
 	{"allow-remote", "bool", "let the listening address be a non-loopback one"},
+	{"out", "string", "append the records as JSONL to `FILE`"},
+	{"store", "string", "keep what is recorded, durably, in `PATH`"},
+	{"ui", "string", "serve the live inspector on `ADDR`"},
+	{"ui-allow-remote", "bool", "let --ui listen on a non-loopback address"},
 }
 
 // A flagMeaning is one entry of the vocabulary.

@@ -22,7 +22,8 @@ const hostSecret = "MY_SERVICE_TOKEN=tok-0123456789abcdefghijklmnop"
 func envNames(text string) []string {
 	var names []string
 	for line := range strings.Lines(text) {
-		if name, ok := strings.CutPrefix(strings.TrimSpace(line), "fake agent env: "); ok {
+		// The host shows the agent's stderr after "stderr:".
+		if _, name, ok := strings.Cut(strings.TrimSpace(line), "fake agent env: "); ok {
 			names = append(names, name)
 		}
 	}
@@ -93,10 +94,11 @@ func TestWithheldKeyIsReported(t *testing.T) {
 	withoutKeys(t)
 	const key = "sk-test-0123456789abcdef"
 	status, text := runFake(t, "auth", []string{"OPENAI_API_KEY=" + key})
+	// The listing's lines are joined by a visible ↵ (the host's status line).
 	for _, want := range []string{
 		"the agent requires authentication",
-		"openai-api-key (env_var): set OPENAI_API_KEY [Use OPENAI_API_KEY]; OPENAI_API_KEY is set in the host's environment, and the host's policy withholds it from the agent\n",
-		"codex-api-key (env_var): set CODEX_API_KEY [Use CODEX_API_KEY]\n",
+		"openai-api-key (env_var): set OPENAI_API_KEY [Use OPENAI_API_KEY]; OPENAI_API_KEY is set in the host's environment, and the host's policy withholds it from the agent↵",
+		"codex-api-key (env_var): set CODEX_API_KEY [Use CODEX_API_KEY]↵",
 		"-pass-env NAME",
 	} {
 		if status != exitAuth || !strings.Contains(text, want) {
