@@ -74,6 +74,7 @@ func codexShell(command string) scriptedmodel.Call {
 // entry with its reason), whose entries must all still fail; and nothing
 // is left running.
 func TestConformRealAgent(t *testing.T) {
+	t.Setenv(realagent.ContainmentEnv, realagent.Containment) // conform starts the agent in this process
 	for _, name := range slices.Sorted(func(yield func(string) bool) {
 		for n := range conformRealScripts {
 			if !yield(n) {

@@ -315,6 +315,7 @@ func FuzzSplitWords(f *testing.F) {
 // methods, and open a session with modes or models, and leave no process
 // behind.
 func TestProbeRealAgents(t *testing.T) {
+	t.Setenv(realagent.ContainmentEnv, realagent.Containment) // the probe starts the agent in this process
 	for _, name := range []string{"codex-acp", "claude-agent-acp"} {
 		t.Run(name, func(t *testing.T) {
 			realagent.Require(t, name)

@@ -120,7 +120,7 @@ func TestRuntimeStderrIsFiltered(t *testing.T) {
 		if raw {
 			args = append(args, "-raw-stderr")
 		}
-		cmd := exec.Command(hostBin, append(args, "--", self)...)
+		cmd := exec.Command(hostBin, append(args, "-pass-env", forgeEnv, "--", self)...)
 		cmd.Env = append(os.Environ(), forgeEnv+"=1")
 		r := start(t, cmd, nil)
 		r.waitStderr(t, "forged-done")
@@ -167,7 +167,7 @@ func TestUnreadStderrBoundsTheHost(t *testing.T) {
 		t.Fatal(err)
 	}
 	done := filepath.Join(t.TempDir(), "done")
-	cmd := exec.Command(hostBin, "-workspace", t.TempDir(), "--", self)
+	cmd := exec.Command(hostBin, "-workspace", t.TempDir(), "-pass-env", floodEnv, "-pass-env", floodDoneEnv, "--", self)
 	cmd.Env = append(os.Environ(), floodEnv+"=128", floodDoneEnv+"="+done)
 	errR, errW, err := os.Pipe()
 	if err != nil {

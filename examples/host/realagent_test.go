@@ -29,7 +29,7 @@ var realAgents = realagent.Names()
 // proxy trap, telemetry switches), each named: no pattern.
 const realPolicy = `{
   "agent": {"env": {"inherit": [
-    "TERM", "NO_COLOR", "SHELL", "DO_NOT_TRACK",
+    "TERM", "NO_COLOR", "SHELL", "DO_NOT_TRACK", "BRIDGEKIT_CONTAINMENT",
     "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME",
     "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY",
     "ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_MODEL", "ANTHROPIC_SMALL_FAST_MODEL", "MAX_THINKING_TOKENS",
@@ -43,10 +43,10 @@ const realPolicy = `{
     "PI_CODING_AGENT_DIR", "PI_ACP_PI_COMMAND", "PI_OFFLINE", "PI_SKIP_VERSION_CHECK", "PI_TELEMETRY"
   ]}},
   "permissions": [
-    {"id": "turn-command-titles", "kinds": ["execute"], "tools": ["touch checked.txt"], "decision": "allow"},
+    {"id": "turn-command-titles", "kinds": ["execute"], "tools": ["touch checked.txt"], "decision": "allow", "trust_workspace_code": true},
     {"id": "no-rm", "commands": ["rm **", "/bin/bash -lc rm **", "bash -c rm **", "/bin/sh -c rm **", "sh -c rm **"], "decision": "deny"},
     {"id": "read", "kinds": ["read", "search"], "paths": ["**"], "decision": "allow"},
-    {"id": "turn-commands", "kinds": ["read", "execute", "other"], "commands": ["cat notes.txt", "/bin/bash -lc cat notes.txt", "touch checked.txt", "/bin/bash -lc touch checked.txt", "sleep 37", "/bin/bash -lc sleep 37"], "decision": "allow"},
+    {"id": "turn-commands", "kinds": ["read", "execute", "other"], "commands": ["cat notes.txt", "/bin/bash -lc cat notes.txt", "touch checked.txt", "/bin/bash -lc touch checked.txt", "sleep 37", "/bin/bash -lc sleep 37"], "decision": "allow", "trust_workspace_code": true},
     {"id": "write-summary", "kinds": ["edit", "other"], "paths": ["summary.txt"], "decision": "allow"}
   ],
   "fs": {"read": ["**"], "write": ["summary.txt"]},

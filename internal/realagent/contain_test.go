@@ -16,6 +16,7 @@ import (
 // only interface is its loopback.
 func TestStopKillsEverythingInTheNamespace(t *testing.T) {
 	Require(t, "codex-acp") // for the namespace; the agent itself is not run
+	t.Setenv(ContainmentEnv, Containment)
 	a, err := Prepare("codex-acp", Options{Root: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)

@@ -290,6 +290,9 @@ func Prepare(name string, opts Options) (*Agent, error) {
 		"HOME=" + a.Home,
 		"TMPDIR=" + filepath.Join(root, "tmp"),
 		"LANG=C.UTF-8",
+		// For the host that starts the agent (examples/host is given this
+		// environment): see ContainmentEnv.
+		ContainmentEnv + "=" + Containment,
 		"TERM=dumb",
 		"NO_COLOR=1",
 		"USER=agent",
@@ -406,6 +409,20 @@ func (a *Agent) Exited() <-chan struct{} { return a.exited }
 
 // Procs lists the processes still running in the agent's namespace.
 func (a *Agent) Procs() []Proc { return procsIn(a.ns.ino) }
+
+// ContainmentEnv and Containment are how a host that starts a prepared
+// agent must contain it (internal/supervisor's BRIDGEKIT_CONTAINMENT): by
+// a subreaper, not a PID namespace. The agent's command enters its network
+// namespace with nsenter, which needs CAP_SYS_ADMIN over that namespace,
+// and a PID namespace's supervisor runs its command in a nested user
+// namespace without it. The network namespace contains the agent instead:
+// Stop and Close kill every process left in it. Prepare puts the variable
+// in Env (for a host started with that environment); a test that starts
+// the agent in its own process sets it with t.Setenv.
+const (
+	ContainmentEnv = "BRIDGEKIT_CONTAINMENT"
+	Containment    = "subreaper"
+)
 
 // Outbound lists the requests to hosts other than loopback that reached
 // the trap ("CONNECT host:443", "GET http://host/path").
