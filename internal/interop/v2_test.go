@@ -388,3 +388,115 @@ func TestTypeScriptV1ClientGoRouter(t *testing.T) {
 	data, _ := os.ReadFile(report)
 	checkCancelReport(t, ga, data)
 }
+
+// preInitialize are messages sent before initialize, for the routers' table.
+var preInitialize = []string{
+	`nonsense`,
+	`[{"jsonrpc":"2.0","id":1,"method":"initialize"}]`,
+	`7`,
+	`"text"`,
+	`null`,
+	`{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s"}}`,
+	`{"jsonrpc":"2.0","id":4,"result":{}}`,
+	`{"id":5}`,
+	`{"error":{"code":1}}`,
+	`{"jsonrpc":"2.0"}`,
+	`{}`,
+	`{"jsonrpc":"1.0","id":1,"method":"initialize","params":{"protocolVersion":1}}`,
+	`{"jsonrpc":"2.0","id":{"a":1},"method":"initialize","params":{"protocolVersion":1}}`,
+	`{"jsonrpc":"2.0","id":true,"method":"initialize","params":{"protocolVersion":1}}`,
+	`{"jsonrpc":"2.0","id":"a","method":"session/new","params":{"cwd":"/"}}`,
+	`{"jsonrpc":"2.0","id":6,"method":7}`,
+	`{"jsonrpc":"2.0","id":1,"method":"initialize","params":[]}`,
+	`{"jsonrpc":"2.0","id":1,"method":"initialize","params":null}`,
+	`{"jsonrpc":"2.0","id":1,"method":"initialize"}`,
+	`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`,
+	`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2"}}`,
+	`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":65536}}`,
+	`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":-1}}`,
+	`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1.5}}`,
+	`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":0}}`,
+	`{"jsonrpc":"2.0","id":8,"method":"initialize","params":{"protocolVersion":1}}`,
+	`{"jsonrpc":"2.0","id":2.5,"method":"initialize","params":{"protocolVersion":2,"info":{"name":"c","version":"1"}}}`,
+	`{"jsonrpc":"2.0","id":null,"method":"initialize","params":{"protocolVersion":2,"info":{"name":"c","version":"1"}}}`,
+	`{"jsonrpc":"2.0","id":9,"method":"initialize","params":{"protocolVersion":2}}`,
+	`{"jsonrpc":"2.0","id":10,"method":"initialize","params":{"protocolVersion":2,"info":{"name":"c"}}}`,
+}
+
+// The reply of each router, by message: bridgekit's (internal/acpversion, as servers/acprouter writes it)
+// and the TypeScript SDK 2.4.0's (its router behind its NDJSON stream) are the same, code, message, id
+// and data, for every router configuration; only the text of a schema parser's complaint
+// ("invalid initialize params: ...") is each SDK's own. Each configuration's run ends with an initialize
+// both route.
+func TestRouterAgreesWithTypeScript(t *testing.T) {
+	for _, c := range []struct {
+		route string
+		cfg   acpversion.Config
+	}{{"v1v2", acpversion.Config{V1: true, V2: true}}, {"v2", acpversion.Config{V2: true}}, {"v1", acpversion.Config{V1: true}}} {
+		t.Run(c.route, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+			defer cancel()
+			p := startNode(t, "v2-agent.mjs", "--route="+c.route)
+			final := `{"jsonrpc":"2.0","id":"final","method":"initialize","params":{"protocolVersion":2,"info":{"name":"c","version":"1"}}}`
+			var ours []string
+			for _, m := range preInitialize {
+				d := c.cfg.Decide([]byte(m))
+				if d.Version != 0 {
+					continue // routed: not a message before initialize for this router
+				}
+				if err := p.t.Write(ctx, []byte(m)); err != nil {
+					t.Fatal(err)
+				}
+				if d.Reply != nil {
+					ours = append(ours, normalReply(t, d.Reply))
+				}
+			}
+			if err := p.t.Write(ctx, []byte(final)); err != nil {
+				t.Fatal(err)
+			}
+			var theirs []string
+			for {
+				f, err := p.t.Read(ctx)
+				if err != nil {
+					t.Fatalf("after %q: %v", theirs, err)
+				}
+				if strings.Contains(string(f), `"id":"final"`) {
+					break
+				}
+				theirs = append(theirs, normalReply(t, f))
+			}
+			if d := c.cfg.Decide([]byte(final)); d.Version == 0 {
+				t.Fatalf("bridgekit does not route %s", final)
+			}
+			t.Logf("%d replies to %d messages", len(theirs), len(preInitialize))
+			if len(theirs) < 15 {
+				t.Errorf("only %d replies: %q", len(theirs), theirs)
+			}
+			if strings.Join(ours, "\n") != strings.Join(theirs, "\n") {
+				t.Errorf("replies differ:\nbridgekit:\n%s\nTypeScript:\n%s", strings.Join(ours, "\n"), strings.Join(theirs, "\n"))
+			}
+		})
+	}
+}
+
+// normalReply re-encodes an error reply with its members in one order and numbers as JavaScript prints
+// them, dropping the text of a schema parser's complaint.
+func normalReply(t *testing.T, f []byte) string {
+	t.Helper()
+	var r struct {
+		ID    any `json:"id"`
+		Error struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+			Data    any    `json:"data"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(f, &r); err != nil {
+		t.Fatalf("reply %s: %v", f, err)
+	}
+	if s, ok := r.Error.Data.(string); ok && strings.HasPrefix(s, "invalid initialize params: ") {
+		r.Error.Data = "invalid initialize params: ..."
+	}
+	out, _ := json.Marshal(r, json.Deterministic(true))
+	return string(out)
+}
