@@ -171,7 +171,7 @@ func FuzzDecide(f *testing.F) {
 			d := c.Decide(msg)
 			if d.Reply != nil {
 				var r struct {
-					JSONRPC string          `json:"jsonrpc"`
+					JSONRPC string         `json:"jsonrpc"`
 					ID      jsontext.Value `json:"id"`
 					Error   *struct {
 						Code    int    `json:"code"`
