@@ -31,6 +31,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 
 	"github.com/go-json-experiment/json"
@@ -126,15 +127,16 @@ func (c *Client) negotiate(ctx context.Context, conn *rpc.Conn, sw *switchHandle
 		return nil, fmt.Errorf("acpnegotiate: initialize: %w", err)
 	}
 	version := rpc.Member(raw, "protocolVersion")
-	switch string(version) {
-	case "2":
+	switch n, err := strconv.ParseFloat(string(version), 64); {
+	case err != nil || version.Kind() != '0':
+	case n == V2:
 		var res acpv2.InitializeResponse
 		if err := json.Unmarshal(raw, &res); err != nil {
 			return nil, fmt.Errorf("acpnegotiate: the agent's v2 initialize answer: %w", err)
 		}
 		sw.choose(c.V2)
 		return &Conn{Conn: conn, Version: V2, InitV2: &res}, nil
-	case "1":
+	case n == V1:
 		if c.V1Init == nil {
 			break
 		}

@@ -211,3 +211,17 @@ func FuzzDecide(f *testing.F) {
 		}
 	})
 }
+
+// canonical reads a value once: deep nesting (within jsontext's depth limit) and long values pass
+// through it whole.
+func TestCanonicalDeep(t *testing.T) {
+	deep := strings.Repeat(`[{"a":null,"b":[],"c":`, 2000) + `"` + strings.Repeat("x", 1<<20) + `"` + strings.Repeat(`}]`, 2000)
+	want := strings.Repeat(`[{"c":`, 2000) + `"` + strings.Repeat("x", 1<<20) + `"` + strings.Repeat(`}]`, 2000)
+	if got := canonical(jsontext.Value(deep)); string(got) != want {
+		t.Fatalf("got %d bytes, want %d", len(got), len(want))
+	}
+	got, err := RewriteInitialize(jsontext.Value(`{"protocolVersion":1,"vendor":`+deep+`}`), 1, 1)
+	if err != nil || string(got) != `{"protocolVersion":1,"vendor":`+want+`}` {
+		t.Fatalf("rewrite: %d bytes, %v", len(got), err)
+	}
+}

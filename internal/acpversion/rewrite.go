@@ -204,49 +204,106 @@ func dropAt(raw jsontext.Value, tokens []string) (jsontext.Value, bool) {
 	return fs.encode(), true
 }
 
-// canonical removes null members and empty arrays from every object of v but the values of _meta.
+// canonical removes null members and empty arrays from every object of v but the values of _meta. It
+// reads v once, token by token, so that its cost is linear in v's size however deep v is.
 func canonical(v jsontext.Value) jsontext.Value {
-	switch v.Kind() {
-	case '{':
-		fs, err := members(v)
-		if err != nil {
-			return v
-		}
-		out := fs[:0]
-		for _, f := range fs {
-			switch {
-			case f.value.Kind() == 'n':
-				continue
-			case f.name == "_meta":
-			case f.value.Kind() == '[' && isEmptyArray(f.value):
-				continue
-			default:
-				f.value = canonical(f.value)
-			}
-			out = append(out, f)
-		}
-		return out.encode()
-	case '[':
-		var elems []jsontext.Value
-		if json.Unmarshal(v, &elems) != nil {
-			return v
-		}
-		var b bytes.Buffer
-		b.WriteByte('[')
-		for i, e := range elems {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			b.Write(canonical(e))
-		}
-		b.WriteByte(']')
-		return b.Bytes()
+	var b bytes.Buffer
+	enc := jsontext.NewEncoder(&b)
+	if err := canonicalValue(jsontext.NewDecoder(bytes.NewReader(v)), enc); err != nil {
+		return v // not reached: v decoded before
 	}
-	return v
+	return bytes.TrimRight(b.Bytes(), "\n")
 }
 
-func isEmptyArray(v jsontext.Value) bool {
-	return len(bytes.TrimSpace(v[1:len(v)-1])) == 0
+func canonicalValue(dec *jsontext.Decoder, enc *jsontext.Encoder) error {
+	switch dec.PeekKind() {
+	case '{':
+		if _, err := dec.ReadToken(); err != nil {
+			return err
+		}
+		if err := enc.WriteToken(jsontext.BeginObject); err != nil {
+			return err
+		}
+		for dec.PeekKind() != '}' {
+			tok, err := dec.ReadToken()
+			if err != nil {
+				return err
+			}
+			name := tok.String()
+			switch kind := dec.PeekKind(); {
+			case kind == 'n':
+				if err := dec.SkipValue(); err != nil {
+					return err
+				}
+				continue
+			case name == "_meta":
+				val, err := dec.ReadValue()
+				if err != nil {
+					return err
+				}
+				if err := enc.WriteToken(jsontext.String(name)); err != nil {
+					return err
+				}
+				if err := enc.WriteValue(val); err != nil {
+					return err
+				}
+				continue
+			case kind == '[':
+				if _, err := dec.ReadToken(); err != nil {
+					return err
+				}
+				if dec.PeekKind() == ']' { // an empty array goes
+					if _, err := dec.ReadToken(); err != nil {
+						return err
+					}
+					continue
+				}
+				if err := enc.WriteToken(jsontext.String(name)); err != nil {
+					return err
+				}
+				if err := canonicalElems(dec, enc); err != nil {
+					return err
+				}
+				continue
+			}
+			if err := enc.WriteToken(jsontext.String(name)); err != nil {
+				return err
+			}
+			if err := canonicalValue(dec, enc); err != nil {
+				return err
+			}
+		}
+		if _, err := dec.ReadToken(); err != nil {
+			return err
+		}
+		return enc.WriteToken(jsontext.EndObject)
+	case '[':
+		if _, err := dec.ReadToken(); err != nil {
+			return err
+		}
+		return canonicalElems(dec, enc)
+	}
+	val, err := dec.ReadValue()
+	if err != nil {
+		return err
+	}
+	return enc.WriteValue(val)
+}
+
+// canonicalElems writes an array whose '[' was read: its elements, then ']'.
+func canonicalElems(dec *jsontext.Decoder, enc *jsontext.Encoder) error {
+	if err := enc.WriteToken(jsontext.BeginArray); err != nil {
+		return err
+	}
+	for dec.PeekKind() != ']' {
+		if err := canonicalValue(dec, enc); err != nil {
+			return err
+		}
+	}
+	if _, err := dec.ReadToken(); err != nil {
+		return err
+	}
+	return enc.WriteToken(jsontext.EndArray)
 }
 
 // fields is a JSON object's members, in order, with their raw values.

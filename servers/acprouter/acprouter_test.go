@@ -399,3 +399,45 @@ func TestTooLargeBeforeInitialize(t *testing.T) {
 	conn.Close()
 	ct.Close()
 }
+
+// On v2, an initialize after a failed first one is checked and rewritten as the router would: below
+// version 2 it gets -32022; otherwise the handler gets it with protocolVersion 2.
+func TestV2RetryAfterAFailedInitialize(t *testing.T) {
+	at, ct := frame.Pipe()
+	calls := 0
+	got := make(chan int, 2)
+	agent := &acprouter.Agent{V2: &acpv2.AgentHandlers{
+		Initialize: func(_ context.Context, p *acpv2.InitializeRequest) (*acpv2.InitializeResponse, error) {
+			calls++
+			got <- int(p.ProtocolVersion)
+			if calls == 1 {
+				return nil, errors.New("not yet")
+			}
+			return &acpv2.InitializeResponse{ProtocolVersion: 2, Info: acpv2.Implementation{Name: "a", Version: "1"}}, nil
+		},
+	}}
+	served := make(chan *acprouter.Conn, 1)
+	go func() {
+		conn, _ := agent.Serve(t.Context(), at)
+		served <- conn
+	}()
+	c := raw{t, ct}
+	c.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":2,"info":{"name":"c","version":"1"}}}`)
+	if r := c.recv(); !strings.Contains(r, `"code":-32603`) {
+		t.Fatalf("first: %s", r)
+	}
+	c.send(`{"jsonrpc":"2.0","id":2,"method":"initialize","params":{"protocolVersion":1}}`)
+	if r := c.recv(); r != `{"jsonrpc":"2.0","id":2,"error":{"code":-32022,"message":"Unsupported protocol version","data":{"requested":1,"supported":[2]}}}` {
+		t.Fatalf("retry for v1: %s", r)
+	}
+	c.send(`{"jsonrpc":"2.0","id":3,"method":"initialize","params":{"protocolVersion":9,"info":{"name":"c","version":"1"}}}`)
+	if r := c.recv(); !strings.Contains(r, `"result"`) {
+		t.Fatalf("retry for v9: %s", r)
+	}
+	if a, b := <-got, <-got; a != 2 || b != 2 {
+		t.Errorf("the handler got versions %d and %d", a, b)
+	}
+	conn := <-served
+	conn.Close()
+	ct.Close()
+}

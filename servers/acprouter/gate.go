@@ -21,6 +21,7 @@ type v2Gate struct {
 	next rpc.Handler
 
 	mu          sync.Mutex
+	routed      bool // the router's initialize (rewritten already) has been taken
 	initialized bool
 	running     chan struct{} // closed when the initialize in progress ends; nil when none is
 	otherSeen   bool          // a request other than initialize was let through after initialization
@@ -76,7 +77,8 @@ func (g *v2Gate) initialize(ctx context.Context, req *rpc.Request) (any, error) 
 		g.mu.Unlock()
 		return nil, invalidRequest("ACP v2 initialize must not be repeated after other requests")
 	}
-	repeat := g.initialized
+	again, initialized := g.routed, g.initialized
+	g.routed = true
 	done := make(chan struct{})
 	g.running = done
 	g.mu.Unlock()
@@ -89,14 +91,18 @@ func (g *v2Gate) initialize(ctx context.Context, req *rpc.Request) (any, error) 
 		g.mu.Unlock()
 		close(done)
 	}()
-	if repeat {
-		// The first initialize was rewritten by the router; a repeat is rewritten here.
+	if again {
+		// The router's initialize was rewritten by the router; a later one (a repeat, or a retry after
+		// a failed first) is checked and rewritten here.
 		requested, err := requestedVersion(req.Params)
 		if err != nil {
 			return nil, err
 		}
-		if requested < acpversion.V2 {
+		switch {
+		case requested < acpversion.V2 && initialized:
 			return nil, rpc.NewError(acpversion.CodeInvalidRequest, "Invalid request: a repeated initialize must request protocol version 2 or later", nil)
+		case requested < acpversion.V2:
+			return nil, rpc.NewError(acpversion.CodeUnsupportedProtocolVersion, "Unsupported protocol version", map[string]any{"requested": requested, "supported": []int{acpversion.V2}})
 		}
 		params, err := acpversion.RewriteInitialize(req.Params, requested, acpversion.V2)
 		if err != nil {
