@@ -102,7 +102,10 @@ func (g *v2Gate) initialize(ctx context.Context, req *rpc.Request) (any, error) 
 		case requested < acpversion.V2 && initialized:
 			return nil, rpc.NewError(acpversion.CodeInvalidRequest, "Invalid request: a repeated initialize must request protocol version 2 or later", nil)
 		case requested < acpversion.V2:
-			return nil, rpc.NewError(acpversion.CodeUnsupportedProtocolVersion, "Unsupported protocol version", map[string]any{"requested": requested, "supported": []int{acpversion.V2}})
+			return nil, rpc.NewError(acpversion.CodeUnsupportedProtocolVersion, "Unsupported protocol version", struct {
+				Requested int   `json:"requested"`
+				Supported []int `json:"supported"`
+			}{requested, []int{acpversion.V2}})
 		}
 		params, err := acpversion.RewriteInitialize(req.Params, requested, acpversion.V2)
 		if err != nil {
