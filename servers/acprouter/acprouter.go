@@ -20,7 +20,10 @@
 //	a version the agent does not serve                     -32022 "Unsupported protocol version", data {requested, supported}
 //	v2 chosen, id neither a string nor an integer          -32600, id null
 //	params that do not decode for the chosen version       -32602, its id
-//	a frame over the transport's size limit                -32600, its id if its head shows one
+//	a frame over the transport's size limit                -32600, its id if its head shows one (*)
+//
+// (*) The TypeScript SDK ends the stream on an over-long line; the router answers it and goes on, as
+// bridgekit's engine does after initialize.
 //
 // The version: an agent serving v1 alone speaks v1 whatever was requested (the client then decides, as
 // v1's negotiation says); otherwise v2 for a request of 2 or more, and v1 for 1. The initialize handed to
