@@ -29,7 +29,8 @@
 // v1's negotiation says); otherwise v2 for a request of 2 or more, and v1 for 1. The initialize handed to
 // the chosen handlers has its params rewritten for that version (internal/acpversion.RewriteInitialize):
 // protocolVersion set to the chosen one, malformed optional members dropped, a v2 request downgraded to
-// v1's shape for a v1 agent. The connection then belongs to that version for good. On v2, a repeated
+// v1's shape for a v1 agent; null members and empty arrays removed. Members the schema does not name are
+// kept, where the TypeScript router drops them. The connection then belongs to that version for good. On v2, a repeated
 // initialize is accepted only before any other request and for version 2 or later, and requests before
 // the first initialize completes are refused, as the TypeScript SDK's v2 connection does.
 //
