@@ -30,9 +30,10 @@
 // the chosen handlers has its params rewritten for that version (internal/acpversion.RewriteInitialize):
 // protocolVersion set to the chosen one, malformed optional members dropped, a v2 request downgraded to
 // v1's shape for a v1 agent; null members and empty arrays removed. Members the schema does not name are
-// kept, where the TypeScript router drops them. The connection then belongs to that version for good. On v2, a repeated
-// initialize is accepted only before any other request and for version 2 or later, and requests before
-// the first initialize completes are refused, as the TypeScript SDK's v2 connection does.
+// kept, where the TypeScript router drops them. The connection then belongs to that version for good.
+// On v2, a repeated initialize is accepted only before any other request and for version 2 or later,
+// and requests before the first initialize completes are refused, as the TypeScript SDK's v2 connection
+// does.
 //
 // clients/acpnegotiate is the client side: it asks for v2 and falls back to v1.
 package acprouter
