@@ -236,6 +236,21 @@ type MethodSchema struct {
 	Qualifier      map[string]string
 	From, To, Kind string
 	Params, Result string
+	// Operations are the operations the method carries (host/call's,
+	// host_service's), in catalogue order; nil when it carries none.
+	Operations []OperationSchema
+}
+
+// OperationSchema is one operation carried inside a method, with the
+// schema locations of its arguments and result ("" when the catalogue
+// gives none).
+type OperationSchema struct {
+	// Match holds the selector members' values (host/call: {"name":
+	// "process.list_shells"}).
+	Match map[string]string
+	// Go is the operation's Go name (its handler field's).
+	Go           string
+	Args, Result string
 }
 
 // Methods expands every catalogue's methods (deriving those a catalogue
@@ -257,6 +272,18 @@ func (s *Spec) Methods() ([]MethodSchema, error) {
 			}
 			if m.Result != nil {
 				ms.Result = *m.Result
+			}
+			if m.Operations != nil {
+				for _, op := range m.Operations.Items {
+					o := OperationSchema{Match: op.Match, Go: op.Go}
+					if op.Args != nil {
+						o.Args = *op.Args
+					}
+					if op.Result != nil {
+						o.Result = *op.Result
+					}
+					ms.Operations = append(ms.Operations, o)
+				}
 			}
 			out = append(out, ms)
 		}
