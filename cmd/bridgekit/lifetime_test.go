@@ -2,12 +2,17 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -201,5 +206,108 @@ func TestSIGKILLedTraceSessionIsEndedUnclean(t *testing.T) {
 	status, stdout, stderr := runCmd(t, "", "validate", db)
 	if status != 1 || !strings.Contains(stdout+stderr, "never answered") {
 		t.Errorf("validate: status %d\n%s%s", status, stdout, stderr)
+	}
+}
+
+// processGone reports whether process pid has exited (a zombie not yet
+// reaped counts as exited).
+func processGone(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	i := bytes.LastIndexByte(b, ')')
+	return i < 0 || i+2 >= len(b) || b[i+2] == 'Z'
+}
+
+// --ui-keep, run by a client (pipes, no terminal): the client SIGTERMs
+// its agent (trace), which exits at once with the agent's status, as a
+// client waiting for it needs; the client then goes away, and the page is
+// still served, with the whole session, until Ctrl-C (SIGINT) stops it.
+func TestUIKeepOutlivesAClientThatSIGTERMsItsAgent(t *testing.T) {
+	agent := `while read -r line; do printf '%s\n' '{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":1}}'; done`
+	cmd := exec.Command(bins.bridgekit, "trace", "--ui", "127.0.0.1:0", "--ui-keep", "--", "sh", "-c", agent)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	})
+	errs := &strings.Builder{}
+	base, stderrDone := listening(t, stderr, errs)
+
+	if _, err := io.WriteString(stdin, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}`+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || !strings.Contains(line, `"result"`) {
+		t.Fatalf("reply %q, %v", line, err)
+	}
+	// The client is done: SIGTERM to its agent, and it waits for it.
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { <-stderrDone; exited <- cmd.Wait() }()
+	select {
+	case <-exited:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("trace --ui-keep did not exit after SIGTERM; stderr:\n%s", errs.String())
+	}
+	if st := cmd.ProcessState.ExitCode(); st != 128+int(syscall.SIGTERM) {
+		t.Fatalf("trace exited %d, want %d; stderr:\n%s", st, 128+int(syscall.SIGTERM), errs.String())
+	}
+	stdin.Close() // the client goes away
+	stdout.Close()
+	_, after, ok := strings.Cut(errs.String(), "(process ")
+	keeper, err := strconv.Atoi(strings.SplitN(after, ")", 2)[0])
+	if !ok || err != nil {
+		t.Fatalf("no keeper named on stderr:\n%s", errs.String())
+	}
+	t.Cleanup(func() { syscall.Kill(keeper, syscall.SIGKILL) })
+
+	var ss []store.Session
+	getJSON(t, base+"/api/sessions", &ss)
+	if len(ss) != 1 || ss[0].Ended == nil || ss[0].Status == nil || *ss[0].Status != 128+int(syscall.SIGTERM) || ss[0].Frames != 2 {
+		t.Fatalf("the kept page lists %+v; want the session, ended by SIGTERM, with its 2 frames", ss)
+	}
+	var recs []*tracelog.Record
+	getJSON(t, base+"/api/records?session="+ss[0].ID, &recs)
+	if len(recs) != 3 || recs[0].Method != "initialize" || recs[1].ReplyTo != 1 || recs[2].Type != tracelog.TypeEnd {
+		b, _ := json.Marshal(recs)
+		t.Fatalf("the kept page's records: %s", b)
+	}
+
+	// Ctrl-C: the page goes away and so does its process.
+	if err := syscall.Kill(keeper, syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	addr := strings.TrimPrefix(base, "http://")
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		c, err := net.Dial("tcp", addr)
+		if err != nil && processGone(keeper) {
+			break
+		}
+		if c != nil {
+			c.Close()
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the page or its process %d is still up 30s after SIGINT", keeper)
+		}
+		time.Sleep(20 * time.Millisecond) // polling for the keeper's exit, which is not our child's
 	}
 }
