@@ -48,3 +48,18 @@ func ExampleGenerate() {
 	}
 	// Output: spec/catalogue no catalogues
 }
+
+// Find the operations a method carries, reading the catalogues alone.
+func ExampleOperations() {
+	methods, err := codegen.Operations(os.DirFS("../../spec"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, m := range methods {
+		if m.Wire == "host/call" {
+			fmt.Println(m.Wire, len(m.Operations) > 0, m.Operations[0].Match["name"], m.Operations[0].Args)
+		}
+	}
+	// Output: host/call true process.list_shells host-shell-discovery.schema.json#/$defs/no_args
+}

@@ -27,6 +27,10 @@ var HarnHost = &Side{
 	Family: frames.Harn,
 	Doc:    "conform plays a Harn runtime (the VM) against a host that serves the bridge on its stdin/stdout",
 	Scenarios: func(cfg *Config) []Scenario {
+		// The operations' schemas are loaded here, before any scenario's
+		// timeout runs (an error is reported by the scenarios that need
+		// them).
+		_, _ = loadOpSchemas()
 		h := &harnHost{}
 		return h.scenarios(cfg)
 	},

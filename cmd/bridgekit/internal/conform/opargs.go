@@ -29,11 +29,7 @@ type opSchemas struct {
 }
 
 var loadOpSchemas = sync.OnceValues(func() (*opSchemas, error) {
-	s, err := codegen.LoadFS(spec.FS)
-	if err != nil {
-		return nil, fmt.Errorf("embedded spec: %w", err)
-	}
-	ms, err := s.Methods()
+	ms, err := codegen.Operations(spec.FS)
 	if err != nil {
 		return nil, fmt.Errorf("embedded spec: %w", err)
 	}
