@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"syscall"
 	"time"
 
 	"github.com/bridgekit/bridgekit/cmd/bridgekit/internal/inspect"
@@ -71,11 +72,16 @@ const uiKeeperEnv = "BRIDGEKIT_INTERNAL_UI_KEEPER"
 // socket with the records trace held, and neither holds the client's
 // stdin or stdout (nor its stderr, unless that is a terminal).
 func keepUI(ctx context.Context, env *Env, ui *uiServer, remote bool, sigs <-chan os.Signal) {
-	if !env.Interactive {
+	// (Signals is nil when a test runs the command in-process: the
+	// executable is then no bridgekit to hand over to.)
+	if !env.Interactive && env.Signals != nil {
 		pid, err := ui.handOver(env, remote)
 		if err == nil {
 			fmt.Fprintf(env.Stderr, "bridgekit trace: the session has ended; the inspector stays up on http://%s/ (process %d) until SIGINT or SIGTERM\n", ui.ln.Addr(), pid)
 			return
+		}
+		if pid > 0 {
+			_ = syscall.Kill(pid, syscall.SIGTERM)
 		}
 		fmt.Fprintf(env.Stderr, "bridgekit trace: --ui-keep: no process to keep the inspector (%v): trace keeps it\n", err)
 	}
