@@ -44,6 +44,7 @@ type peeker struct {
 	inner jsonscan.Scanner
 	m     msg
 	sub   subMembers
+	ids   idMembers
 }
 
 func (m *msg) SetMember(name, value []byte) {
@@ -144,13 +145,56 @@ func (p *peeker) peek(frame []byte) *msg {
 	case kindResponse:
 		from = m.result
 	}
-	if len(from) > 0 && from[0] == '{' {
+	if len(from) > 0 && from[0] == '{' && mayHoldSessionID(from) {
+		// The whole frame's decode has checked from (duplicate names included): reading it up to its
+		// sessionId is enough.
 		p.sub = subMembers{}
-		if ok, _ := p.inner.Decode(from, &p.sub); ok && p.sub.sid != nil {
+		if p.inner.Until(from, &p.sub, func() bool { return p.sub.sid != nil }) && p.sub.sid != nil {
 			m.sessionID, m.hasSess = jsonString(p.sub.sid)
 		}
 	}
 	return m
+}
+
+// mayHoldSessionID reports whether obj, a valid JSON object, can have a member sessionId: the name is in
+// its text as such, or there is an escape, which might spell it otherwise.
+func mayHoldSessionID(obj []byte) bool {
+	return bytes.Contains(obj, []byte(`"sessionId"`)) || bytes.IndexByte(obj, '\\') >= 0
+}
+
+// idMembers picks what makes a request out of a frame: jsonrpc, id and method.
+type idMembers struct {
+	id                      []byte
+	hasID, hasMeth, jsonrpc bool
+}
+
+func (s *idMembers) SetMember(name, value []byte) {
+	switch string(name) {
+	case "jsonrpc":
+		s.jsonrpc = string(value) == `"2.0"`
+	case "id":
+		s.id, s.hasID = value, true
+	case "method":
+		if bytes.IndexByte(value, '\\') < 0 {
+			s.hasMeth = len(value) > 2 && value[0] == '"'
+		} else {
+			m, ok := jsonString(value)
+			s.hasMeth = ok && m != "" && m != "\x00"
+		}
+	}
+}
+
+// requestID returns the id of frame when it is a request as peek has it (jsonrpc "2.0", a method, a valid
+// id), reading it only as far as those three members. It is for the frames this side writes: what follows
+// them is not checked, and the peer judges the frame.
+func (p *peeker) requestID(frame []byte) ([]byte, bool) {
+	s := &p.ids
+	*s = idMembers{}
+	p.inner.Until(frame, s, func() bool { return s.hasID && s.hasMeth && s.jsonrpc })
+	if !s.hasID || !s.hasMeth || !s.jsonrpc || !validID(s.id) {
+		return nil, false
+	}
+	return s.id, true
 }
 
 // peekHead reads what it can of the start of an over-long frame: its kind and id, so that a request is
