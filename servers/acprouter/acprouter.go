@@ -31,9 +31,11 @@
 // protocolVersion set to the chosen one, malformed optional members dropped, a v2 request downgraded to
 // v1's shape for a v1 agent; null members and empty arrays removed. Members the schema does not name are
 // kept, where the TypeScript router drops them. The connection then belongs to that version for good.
-// On v2, a repeated initialize is accepted only before any other request and for version 2 or later,
-// and requests before the first initialize completes are refused, as the TypeScript SDK's v2 connection
-// does.
+// On v2, as the TypeScript SDK's v2 connection does: a request whose id is neither a string nor an
+// integer (null, 1.5) is refused with -32600 under a null id, before any handler or Options.Screen sees
+// it; a repeated initialize is accepted only before any other request and for version 2 or later;
+// other requests are refused with -32600 until an initialize has completed and while a repeat is in
+// progress (never held for it), and notifications sent during a repeat wait for it.
 //
 // clients/acpnegotiate is the client side: it asks for v2 and falls back to v1.
 package acprouter
@@ -135,7 +137,12 @@ func (a *Agent) Serve(ctx context.Context, t frame.Transport) (*Conn, error) {
 		if d.Version == V1 {
 			c = acp.NewTransportConn(rt, a.V1, a.Options)
 		} else {
-			c = acpv2.NewTransportConn(rt, newV2Gate(a.V2), a.Options)
+			var opts rpc.Options
+			if a.Options != nil {
+				opts = *a.Options
+			}
+			opts.Screen = screenV2IDs(opts.Screen)
+			c = acpv2.NewTransportConn(rt, newV2Gate(a.V2), &opts)
 		}
 		return &Conn{Conn: c, Version: d.Version, Requested: d.Requested}, nil
 	}
