@@ -174,12 +174,18 @@ func (c Config) Decide(msg []byte) Decision {
 // kept: a request is refused with -32600 under its id when head shows it, anything else with a null id,
 // and a notification or response is ignored as Decide ignores whole ones.
 func (c Config) DecideTooLarge(head []byte, limit int) Decision {
+	return c.DecideRefused(head, "message exceeds the "+strconv.Itoa(limit)+"-byte limit")
+}
+
+// DecideRefused answers, as DecideTooLarge does, a frame refused unread for another bound (too many
+// JSON objects and arrays), of which head is the start; why is the error's data.
+func (c Config) DecideRefused(head []byte, why string) Decision {
 	d := Decision{Requested: -1}
 	kind, id := headKind(head)
 	if kind == kindIgnored {
 		return d
 	}
-	d.Reply = replyFrame(id, CodeInvalidRequest, "Invalid request", quote("message exceeds the "+strconv.Itoa(limit)+"-byte limit"))
+	d.Reply = replyFrame(id, CodeInvalidRequest, "Invalid request", quote(why))
 	return d
 }
 

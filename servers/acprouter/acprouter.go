@@ -21,6 +21,7 @@
 //	v2 chosen, id neither a string nor an integer          -32600, id null
 //	params that do not decode for the chosen version       -32602, its id
 //	a frame over the transport's size limit                -32600, its id if its head shows one (*)
+//	a frame over Options.MaxFrame or Options.MaxObjects    -32600, as above, the frame unread
 //
 // (*) The TypeScript SDK ends the stream on an over-long line; the router answers it and goes on, as
 // bridgekit's engine does after initialize.
@@ -45,6 +46,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 
 	"github.com/bridgekit/bridgekit/gen/acp"
 	"github.com/bridgekit/bridgekit/gen/acpv2"
@@ -108,11 +110,25 @@ func (a *Agent) Serve(ctx context.Context, t frame.Transport) (*Conn, error) {
 		}
 		return nil, err
 	}
+	// The routed connection's bounds hold before initialize too: a frame over them is refused unread.
+	maxFrame, maxObjects := frame.DefaultMaxFrame, rpc.DefaultMaxObjects
+	if o := a.Options; o != nil {
+		if o.MaxFrame > 0 {
+			maxFrame = o.MaxFrame
+		}
+		if o.MaxObjects != 0 {
+			maxObjects = o.MaxObjects
+		}
+	}
 	for {
 		f, err := t.Read(ctx)
 		var d acpversion.Decision
 		if tl, ok := errors.AsType[*frame.TooLargeError](err); ok {
 			d = cfg.DecideTooLarge(tl.Head, tl.Limit)
+		} else if err == nil && len(f) > maxFrame {
+			d = cfg.DecideTooLarge(f[:min(len(f), frame.HeadSize)], maxFrame)
+		} else if err == nil && rpc.OverObjects(f, maxObjects) {
+			d = cfg.DecideRefused(f[:min(len(f), frame.HeadSize)], "message has more than "+strconv.Itoa(maxObjects)+" JSON objects and arrays")
 		} else if errors.Is(err, io.EOF) {
 			return fail(fmt.Errorf("%w: %w", ErrNoInitialize, err))
 		} else if err != nil {
@@ -133,14 +149,19 @@ func (a *Agent) Serve(ctx context.Context, t frame.Transport) (*Conn, error) {
 			return fail(nil)
 		}
 		rt := &replay{Transport: t, first: d.Initialize}
+		var opts rpc.Options
+		if a.Options != nil {
+			opts = *a.Options
+		}
+		if len(d.Initialize) > maxFrame {
+			// The rewrite may lengthen a frame that was within the bound (a downgrade adds v1's
+			// capabilities): the connection must not refuse what the router let in.
+			opts.MaxFrame = len(d.Initialize)
+		}
 		var c *rpc.Conn
 		if d.Version == V1 {
-			c = acp.NewTransportConn(rt, a.V1, a.Options)
+			c = acp.NewTransportConn(rt, a.V1, &opts)
 		} else {
-			var opts rpc.Options
-			if a.Options != nil {
-				opts = *a.Options
-			}
 			opts.Screen = screenV2IDs(opts.Screen)
 			c = acpv2.NewTransportConn(rt, newV2Gate(a.V2), &opts)
 		}

@@ -3,6 +3,7 @@ package acprouter_test
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -31,20 +32,21 @@ func (r raw) recvWithin() string {
 
 // serveRaw serves agent on one end of a pipe and returns the other end, and the routed connection once
 // the first frame sent has been routed.
-func serveRaw(t *testing.T, agent *acprouter.Agent) (raw, <-chan *acprouter.Conn) {
+func serveRaw(t *testing.T, agent *acprouter.Agent) (raw, func() *acprouter.Conn) {
 	at, ct := frame.Pipe()
 	served := make(chan *acprouter.Conn, 1)
 	go func() {
 		conn, _ := agent.Serve(t.Context(), at)
 		served <- conn
 	}()
+	conn := sync.OnceValue(func() *acprouter.Conn { return <-served })
 	t.Cleanup(func() {
 		ct.Close()
-		if conn := <-served; conn != nil {
-			conn.Close()
+		if c := conn(); c != nil {
+			c.Close()
 		}
 	})
-	return raw{t, ct}, served
+	return raw{t, ct}, conn
 }
 
 // On v2, a request whose id is neither a string nor an integer is refused under a null id before any
@@ -149,5 +151,43 @@ func TestV2RequestsDuringInitialize(t *testing.T) {
 	c.send(`{"jsonrpc":"2.0","id":4,"method":"session/new","params":{"cwd":"/"}}`)
 	if r := c.recvWithin(); !strings.Contains(r, `"result"`) {
 		t.Fatalf("session/new after initialize: %s", r)
+	}
+}
+
+// Before initialize the router holds frames to the bounds the routed connection keeps
+// (Options.MaxFrame, Options.MaxObjects): one over them is refused under its id, never decoded, and the
+// stream stays open, where it was rewritten and routed (seconds of CPU for a few MiB of "[],").
+func TestBoundsBeforeInitialize(t *testing.T) {
+	wide := strings.Repeat(`[],`, 2000) + `[]`
+	for _, c := range []struct {
+		name string
+		opts *rpc.Options
+		msg  string
+		want string
+	}{
+		{"MaxObjects", &rpc.Options{MaxObjects: 1000},
+			`{"jsonrpc":"2.0","id":7,"method":"initialize","params":{"protocolVersion":2,"info":{"name":"c","version":"1"},"capabilities":{"x":[` + wide + `]}}}`,
+			`{"jsonrpc":"2.0","id":7,"error":{"code":-32600,"message":"Invalid request","data":"message has more than 1000 JSON objects and arrays"}}`},
+		{"MaxFrameBelowHead", &rpc.Options{MaxFrame: 120},
+			`{"jsonrpc":"2.0","id":7,"method":"initialize","params":{"protocolVersion":2,"info":{"name":"c","version":"1"},"capabilities":{"x":"0123456789"}}}`,
+			`{"jsonrpc":"2.0","id":7,"error":{"code":-32600,"message":"Invalid request","data":"message exceeds the 120-byte limit"}}`},
+		{"MaxFrame", &rpc.Options{MaxFrame: 4096},
+			`{"jsonrpc":"2.0","id":7,"method":"initialize","params":{"protocolVersion":2,"info":{"name":"c","version":"1"},"capabilities":{"x":"` + strings.Repeat("a", 5000) + `"}}}`,
+			`{"jsonrpc":"2.0","id":7,"error":{"code":-32600,"message":"Invalid request","data":"message exceeds the 4096-byte limit"}}`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r, served := serveRaw(t, &acprouter.Agent{V1: v1Agent(), V2: v2Agent(t), Options: c.opts})
+			r.send(c.msg)
+			if got := r.recvWithin(); got != c.want {
+				t.Fatalf("got  %s\nwant %s", got, c.want)
+			}
+			r.send(v2Init)
+			if got := r.recvWithin(); !strings.Contains(got, `"result"`) {
+				t.Fatalf("initialize after: %s", got)
+			}
+			if conn := served(); conn == nil || conn.Version != acprouter.V2 {
+				t.Fatalf("routed %+v", conn)
+			}
+		})
 	}
 }
