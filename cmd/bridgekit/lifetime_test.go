@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/bridgekit/bridgekit/cmd/bridgekit/internal/store"
 	"github.com/bridgekit/bridgekit/cmd/bridgekit/internal/tracelog"
@@ -309,5 +310,80 @@ func TestUIKeepOutlivesAClientThatSIGTERMsItsAgent(t *testing.T) {
 			t.Fatalf("the page or its process %d is still up 30s after SIGINT", keeper)
 		}
 		time.Sleep(20 * time.Millisecond) // polling for the keeper's exit, which is not our child's
+	}
+}
+
+// openTerminal opens a pseudo-terminal and returns its controlling end
+// and the terminal itself.
+func openTerminal(t *testing.T) (*os.File, *os.File) {
+	t.Helper()
+	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR, 0)
+	if err != nil {
+		t.Skipf("no pseudo-terminals: %v", err)
+	}
+	var n uint32
+	if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, m.Fd(), syscall.TIOCGPTN, uintptr(unsafe.Pointer(&n))); e != 0 {
+		m.Close()
+		t.Skipf("TIOCGPTN: %v", e)
+	}
+	var unlock int32
+	if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, m.Fd(), syscall.TIOCSPTLCK, uintptr(unsafe.Pointer(&unlock))); e != 0 {
+		m.Close()
+		t.Skipf("TIOCSPTLCK: %v", e)
+	}
+	s, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		m.Close()
+		t.Skipf("opening the terminal: %v", err)
+	}
+	t.Cleanup(func() { s.Close(); m.Close() })
+	return m, s
+}
+
+// --ui-keep run at a terminal (a person, not a client): trace itself keeps
+// the page after COMMAND has exited, until Ctrl-C (SIGINT), and then
+// exits with COMMAND's status.
+func TestUIKeepAtATerminalWaitsForCtrlC(t *testing.T) {
+	_, tty := openTerminal(t)
+	cmd := exec.Command(bins.bridgekit, "trace", "--ui", "127.0.0.1:0", "--ui-keep", "--", "sh", "-c", "exit 3")
+	cmd.Stdin = tty
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	})
+	errs := &strings.Builder{}
+	base, stderrDone := listening(t, stderr, errs)
+	// COMMAND has exited; the page stays, served by trace itself.
+	var ss []store.Session
+	for deadline := time.Now().Add(30 * time.Second); len(ss) == 0 || ss[0].Ended == nil; {
+		if time.Now().After(deadline) {
+			t.Fatalf("the session never ended: %+v\n%s", ss, errs.String())
+		}
+		time.Sleep(20 * time.Millisecond) // polling the page for the session's end
+		getJSON(t, base+"/api/sessions", &ss)
+	}
+	if *ss[0].Status != 3 || cmd.ProcessState != nil || strings.Contains(errs.String(), "(process ") {
+		t.Fatalf("session %+v; trace %v; want it kept by trace itself\n%s", ss[0], cmd.ProcessState, errs.String())
+	}
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	<-stderrDone
+	cmd.Wait()
+	if st := cmd.ProcessState.ExitCode(); st != 3 {
+		t.Fatalf("trace exited %d after Ctrl-C, want COMMAND's 3\n%s", st, errs.String())
+	}
+	if c, err := net.Dial("tcp", strings.TrimPrefix(base, "http://")); err == nil {
+		c.Close()
+		t.Error("the page is still up after trace exited")
 	}
 }
