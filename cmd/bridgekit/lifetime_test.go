@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -73,13 +74,32 @@ func TestTraceEndedBySignalEndsItsStoreSession(t *testing.T) {
 type inspectProc struct {
 	cmd  *exec.Cmd
 	base string // http://127.0.0.1:PORT
-	errs *strings.Builder
+	errs *lockedText
 	done chan struct{}
+}
+
+// lockedText is a strings.Builder that one goroutine writes while
+// another reads it.
+type lockedText struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedText) WriteString(s string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.b.WriteString(s)
+}
+
+func (l *lockedText) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // listening reads stderr until the line naming the inspector's address,
 // then keeps copying it into errs.
-func listening(t *testing.T, stderr io.Reader, errs *strings.Builder) (string, chan struct{}) {
+func listening(t *testing.T, stderr io.Reader, errs *lockedText) (string, chan struct{}) {
 	t.Helper()
 	br := bufio.NewReader(stderr)
 	got := make(chan string, 1)
@@ -116,7 +136,7 @@ func listening(t *testing.T, stderr io.Reader, errs *strings.Builder) (string, c
 
 func startInspect(t *testing.T, file string) *inspectProc {
 	t.Helper()
-	p := &inspectProc{cmd: exec.Command(bins.bridgekit, "inspect", "--addr", "127.0.0.1:0", file), errs: &strings.Builder{}}
+	p := &inspectProc{cmd: exec.Command(bins.bridgekit, "inspect", "--addr", "127.0.0.1:0", file), errs: &lockedText{}}
 	stderr, err := p.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -249,7 +269,7 @@ func TestUIKeepOutlivesAClientThatSIGTERMsItsAgent(t *testing.T) {
 			cmd.Wait()
 		}
 	})
-	errs := &strings.Builder{}
+	errs := &lockedText{}
 	base, stderrDone := listening(t, stderr, errs)
 
 	if _, err := io.WriteString(stdin, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}`+"\n"); err != nil {
@@ -360,7 +380,7 @@ func TestUIKeepAtATerminalWaitsForCtrlC(t *testing.T) {
 			cmd.Wait()
 		}
 	})
-	errs := &strings.Builder{}
+	errs := &lockedText{}
 	base, stderrDone := listening(t, stderr, errs)
 	// COMMAND has exited; the page stays, served by trace itself.
 	var ss []store.Session
