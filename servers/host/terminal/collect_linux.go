@@ -1,0 +1,298 @@
+package terminal
+
+import (
+	"io"
+	"os"
+	"os/exec"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// A collector reads a command's output pipes into their rings, and bounds
+// the CPU a flood of output costs the host per byte, however the command
+// cuts its writes (issue 33, finding 8).
+//
+// Copying a pipe the usual way (os/exec's io.Copy on a pipe the runtime
+// polls) wakes the host for every write the command makes: a command
+// printing 16-byte lines as fast as it can cost the host 35 times the CPU
+// per MiB of copying the same bytes in bulk. A collector instead reads
+// everything that waits in its pipes, then sleeps while more gathers
+// (nobody waits on a pipe then, so the command's writes wake nothing),
+// for a delay that grows while reads come back smaller than
+// coalesceBytes, up to maxDelay, and shrinks while they come back full:
+// a flood is read in large batches, and a trickle wakes it at most once
+// per write or maxDelay. The pipe holds what gathers, so memory stays
+// bounded by its capacity (pipeBytes), and a command writing faster than
+// the host reads waits in its write.
+//
+// Nothing waits for the delay: a terminal/output answer reads what is in
+// the pipes first (drain), and the command's exit drains them at once.
+//
+// The pipes' read ends are non-blocking descriptors that only this
+// collector uses (not the runtime's poller: that would wake the host on
+// each write again); it waits for them in ppoll with an eventfd that
+// finish and drain's callers use to wake it.
+type collector struct {
+	mu    sync.Mutex // held while reading the pipes into the sinks
+	fds   []int      // read ends; -1 once at their end
+	sinks []io.Writer
+	buf   []byte     // for a sink other than a ring
+	ev    int        // eventfd: wakes the reader
+	wfs   []*os.File // write ends, the command's until started
+
+	finishing atomic.Int64  // unix nanoseconds of the deadline, once finishing
+	fin       chan struct{} // closed by finish
+	done      chan struct{}
+}
+
+// The collector's tuning: a read of coalesceBytes or more is a flood's,
+// read again at once; pipes are enlarged to pipeBytes where the system
+// allows (else they keep their 64 KiB).
+const (
+	coalesceBytes = 512 << 10
+	pipeBytes     = 1 << 20
+	readBytes     = 512 << 10
+	minDelay      = time.Millisecond
+	maxDelay      = time.Second
+)
+
+// newCollector makes the pipes of a command whose stdout and stderr go to
+// sinks (one sink: both streams share a pipe) and sets them as c's. Call
+// start once c has started, or abort if it did not.
+func newCollector(c *exec.Cmd, sinks ...io.Writer) (*collector, error) {
+	ev, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+	if err != nil {
+		return nil, os.NewSyscallError("eventfd", err)
+	}
+	col := &collector{ev: ev, sinks: sinks, fin: make(chan struct{}), done: make(chan struct{})}
+	for range sinks {
+		var p [2]int
+		if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+			col.abort()
+			return nil, os.NewSyscallError("pipe2", err)
+		}
+		// A larger pipe gathers more between reads; where the system
+		// refuses (a user past its pipe quota), the default stays.
+		_, _ = unix.FcntlInt(uintptr(p[0]), unix.F_SETPIPE_SZ, pipeBytes)
+		if err := unix.SetNonblock(p[0], true); err != nil {
+			unix.Close(p[0])
+			unix.Close(p[1])
+			col.abort()
+			return nil, os.NewSyscallError("fcntl", err)
+		}
+		col.fds = append(col.fds, p[0])
+		col.wfs = append(col.wfs, os.NewFile(uintptr(p[1]), "|1"))
+	}
+	c.Stdout, c.Stderr = col.wfs[0], col.wfs[len(col.wfs)-1]
+	return col, nil
+}
+
+// abort closes everything of a collector whose command did not start.
+func (c *collector) abort() {
+	for _, f := range c.wfs {
+		f.Close()
+	}
+	for _, fd := range c.fds {
+		unix.Close(fd)
+	}
+	c.fds = nil
+	unix.Close(c.ev)
+	close(c.done)
+}
+
+// start closes the host's copies of the write ends (the command has its
+// own) and starts reading.
+func (c *collector) start() {
+	for _, f := range c.wfs {
+		f.Close()
+	}
+	c.wfs = nil
+	go c.run()
+}
+
+// finish tells the collector the command is gone: it reads on, without
+// delay, until its pipes end (every process holding them is gone) or
+// within, then stops. It returns once the collector has stopped. It is
+// called once, after start.
+func (c *collector) finish(within time.Duration) {
+	c.finishing.Store(time.Now().Add(within).UnixNano())
+	close(c.fin)
+	one := [8]byte{1}
+	_, _ = unix.Write(c.ev, one[:]) // a full counter wakes it as well
+	<-c.done
+	unix.Close(c.ev) // here: no wake can follow
+}
+
+// drain reads what waits in the pipes now, so that an answer is current
+// whatever the delay.
+func (c *collector) drain() { c.read() }
+
+func (c *collector) run() {
+	defer func() {
+		c.mu.Lock()
+		for i, fd := range c.fds {
+			if fd >= 0 {
+				unix.Close(fd)
+				c.fds[i] = -1
+			}
+		}
+		c.mu.Unlock()
+		close(c.done)
+	}()
+	sleep := time.NewTimer(0)
+	defer sleep.Stop()
+	<-sleep.C
+	var delay time.Duration
+	for {
+		n, open := c.read()
+		if !open {
+			return
+		}
+		deadline := c.finishing.Load()
+		if deadline != 0 && time.Now().UnixNano() >= deadline {
+			return // what was there at the deadline is read
+		}
+		if n == 0 {
+			// Nothing waits: block until output comes (a flood rarely
+			// gets here), a wake, or the deadline.
+			timeout := time.Duration(-1)
+			if deadline != 0 {
+				timeout = time.Until(time.Unix(0, deadline))
+			}
+			c.wait(timeout)
+			continue
+		}
+		switch {
+		case deadline != 0:
+			delay = 0 // the command is gone: read to the end
+		case n >= coalesceBytes:
+			delay /= 2
+		default:
+			delay = min(max(2*delay, minDelay), maxDelay)
+		}
+		if delay > 0 {
+			// Let output gather, on the runtime's clock (a blocking
+			// syscall here would hand the thread's P off each time).
+			sleep.Reset(delay)
+			select {
+			case <-sleep.C:
+			case <-c.fin:
+				if !sleep.Stop() {
+					<-sleep.C
+				}
+			}
+		}
+	}
+}
+
+// wait blocks until one of the pipes is readable or at its end, the
+// eventfd is signalled (it resets it), or timeout passes (negative: no
+// timeout).
+func (c *collector) wait(timeout time.Duration) {
+	fds := make([]unix.PollFd, 1, 1+len(c.fds))
+	fds[0] = unix.PollFd{Fd: int32(c.ev), Events: unix.POLLIN}
+	c.mu.Lock()
+	for _, fd := range c.fds {
+		if fd >= 0 {
+			fds = append(fds, unix.PollFd{Fd: int32(fd), Events: unix.POLLIN})
+		}
+	}
+	c.mu.Unlock()
+	var ts *unix.Timespec
+	if timeout >= 0 {
+		t := unix.NsecToTimespec(int64(timeout))
+		ts = &t
+	}
+	for {
+		_, err := unix.Ppoll(fds, ts, nil)
+		if err != unix.EINTR || ts != nil {
+			// Interrupted with a timeout (the runtime's preemption
+			// signal): the caller looks again, for the time left.
+			break
+		}
+	}
+	if fds[0].Revents != 0 {
+		var b [8]byte
+		_, _ = unix.Read(c.ev, b[:])
+	}
+}
+
+// read reads what waits in each open pipe into its sink, at most a few
+// buffers each (a command writing as fast as it is read cannot hold it
+// here), and reports how much it read and whether a pipe is still open.
+func (c *collector) read() (total int, open bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, fd := range c.fds {
+		for range 4 {
+			if fd < 0 {
+				break
+			}
+			var n int
+			var err error
+			if r, ok := c.sinks[i].(*ring); ok && r.limit > 0 {
+				n, err = r.readFrom(fd, readBytes) // no copy between
+			} else {
+				if c.buf == nil {
+					c.buf = make([]byte, readBytes)
+				}
+				if n, err = unix.Read(fd, c.buf); n > 0 {
+					_, _ = c.sinks[i].Write(c.buf[:n])
+				}
+			}
+			if err == unix.EINTR {
+				continue
+			}
+			if n > 0 {
+				total += n
+				if n < readBytes {
+					break // the pipe is empty
+				}
+				continue
+			}
+			if err == unix.EAGAIN {
+				break
+			}
+			// The end (n == 0), or an error a pipe does not give: either
+			// way nothing more comes.
+			unix.Close(fd)
+			c.fds[i], fd = -1, -1
+		}
+		if fd >= 0 {
+			open = true
+		}
+	}
+	return total, open
+}
+
+// readFrom reads from fd (non-blocking) straight into the ring's next up
+// to want bytes (at most its limit, which must not be 0), as Write would
+// have written them.
+func (r *ring) readFrom(fd int, want int) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var iov [2 + readBytes/ringBlock][]byte
+	iovs := iov[:0]
+	for pos, left := r.w, min(want, r.limit); left > 0 && len(iovs) < len(iov); {
+		i, off := pos/ringBlock, pos%ringBlock
+		if i == len(r.blocks) {
+			r.blocks = append(r.blocks, make([]byte, min(ringBlock, r.limit-i*ringBlock)))
+		}
+		seg := r.blocks[i][off:min(len(r.blocks[i]), off+left)]
+		iovs = append(iovs, seg)
+		left -= len(seg)
+		if pos += len(seg); pos == r.limit {
+			pos = 0
+		}
+	}
+	n, err := unix.Readv(fd, iovs)
+	if n > 0 {
+		r.total += int64(n)
+		r.n = min(r.limit, r.n+n)
+		r.w = (r.w + n) % r.limit
+	}
+	return n, err
+}
