@@ -22,9 +22,10 @@ import (
 // everything that waits in its pipes, then sleeps while more gathers
 // (nobody waits on a pipe then, so the command's writes wake nothing),
 // for a delay that grows while reads come back smaller than
-// coalesceBytes, up to maxDelay, and shrinks while they come back full:
-// a flood is read in large batches, and a trickle wakes it at most once
-// per write or maxDelay. The pipe holds what gathers, so memory stays
+// coalesceBytes (by the shortfall, at most 8 times a read), up to
+// maxDelay, and halves while they come back larger: a flood is read in
+// batches of about coalesceBytes, and a trickle wakes it at most once per
+// write or maxDelay. The pipe holds what gathers, so memory stays
 // bounded by its capacity (pipeBytes), and a command writing faster than
 // the host reads waits in its write.
 //
@@ -48,8 +49,8 @@ type collector struct {
 	done      chan struct{}
 }
 
-// The collector's tuning: a read of coalesceBytes or more is a flood's,
-// read again at once; pipes are enlarged to pipeBytes where the system
+// The collector's tuning: it reads about coalesceBytes at a time, at
+// most readBytes a read; pipes are enlarged to pipeBytes where the system
 // allows (else they keep their 64 KiB).
 const (
 	coalesceBytes = 512 << 10
@@ -57,6 +58,7 @@ const (
 	readBytes     = 512 << 10
 	minDelay      = time.Millisecond
 	maxDelay      = time.Second
+	finishDelay   = 10 * time.Millisecond
 )
 
 // newCollector makes the pipes of a command whose stdout and stderr go to
@@ -142,9 +144,8 @@ func (c *collector) run() {
 		c.mu.Unlock()
 		close(c.done)
 	}()
-	sleep := time.NewTimer(0)
-	defer sleep.Stop()
-	<-sleep.C
+	sleep := time.NewTimer(maxDelay)
+	sleep.Stop()
 	var delay time.Duration
 	for {
 		n, open := c.read()
@@ -165,25 +166,30 @@ func (c *collector) run() {
 			c.wait(timeout)
 			continue
 		}
-		switch {
-		case deadline != 0:
-			delay = 0 // the command is gone: read to the end
-		case n >= coalesceBytes:
+		// Let about coalesceBytes gather before the next read: the delay
+		// halves after a read of that much or more (the pipe may have
+		// filled), and grows by the shortfall, at most 8 times, up to
+		// maxDelay, after a smaller one.
+		if n >= coalesceBytes {
 			delay /= 2
-		default:
-			delay = min(max(2*delay, minDelay), maxDelay)
+		} else {
+			delay = min(max(delay, minDelay)*time.Duration(min(8, coalesceBytes/n)), maxDelay)
 		}
-		if delay > 0 {
-			// Let output gather, on the runtime's clock (a blocking
-			// syscall here would hand the thread's P off each time).
-			sleep.Reset(delay)
-			select {
-			case <-sleep.C:
-			case <-c.fin:
-				if !sleep.Stop() {
-					<-sleep.C
-				}
-			}
+		if deadline != 0 {
+			// The command is gone and something it left holds the pipe:
+			// read on, more often, until the deadline.
+			delay = min(delay, finishDelay)
+		}
+		if delay <= 0 {
+			continue
+		}
+		// On the runtime's clock: a blocking syscall here would hand the
+		// thread's P off each time.
+		sleep.Reset(delay)
+		select {
+		case <-sleep.C:
+		case <-c.fin:
+			sleep.Stop() // (Go 1.23's timers: no stale tick to drain)
 		}
 	}
 }
@@ -247,10 +253,9 @@ func (c *collector) read() (total int, open bool) {
 				continue
 			}
 			if n > 0 {
+				// Read again even after a short read: its EAGAIN is cheap,
+				// and its end, seen now, ends the terminal now.
 				total += n
-				if n < readBytes {
-					break // the pipe is empty
-				}
 				continue
 			}
 			if err == unix.EAGAIN {

@@ -3,6 +3,7 @@
 package terminal
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -34,10 +36,14 @@ func floodWriter(spec string) int {
 	}
 	write := func(size, total int) bool {
 		buf := []byte(strings.Repeat("flood!\n", size/7+1)[:size])
-		for n := 0; n < total; n += size {
-			if _, err := syscall.Write(1, buf[:min(size, total-n)]); err != nil {
+		for n := 0; n < total; {
+			// A write a signal cuts short (the runtime's preemption) is
+			// carried on from where it stopped.
+			w, err := syscall.Write(1, buf[:min(size, total-n)])
+			if err != nil && err != syscall.EINTR && err != syscall.EAGAIN {
 				return false
 			}
+			n += max(w, 0)
 		}
 		return true
 	}
@@ -262,8 +268,10 @@ const floodMaxRatio = 3.0
 // TestOutputFloodCPU (issue 33, finding 8): 16 terminals flooding output
 // in small writes cost the host at most 3× the CPU per MiB that copying
 // the same bytes with io.Copy costs, measured in the same run (CPU time of
-// this process, not wall time: the machine may be loaded). Reading each
-// write as it came cost 35× on a loaded machine (64-byte writes).
+// this process, not wall time: the machine may be loaded), each command
+// first filling its ring (so that what is measured is the flood going on,
+// not its first MiB). Reading each write as it came (os/exec's copying)
+// cost 6.4× (64-byte writes, load average about 17).
 //
 // With BRIDGEKIT_TERMINAL_BENCH=FILE (make bench-terminal) it measures
 // longer floods of several write sizes and writes their figures to FILE,
@@ -279,21 +287,28 @@ func TestOutputFloodCPU(t *testing.T) {
 	shapes := []shape{{64, 4 << 20}}
 	runs := 3
 	if out != "" {
-		shapes = []shape{{16, 1 << 20}, {64, 4 << 20}, {4 << 10, 16 << 20}, {64 << 10, 16 << 20}}
-		runs = 5
+		shapes = []shape{{16, 2 << 20}, {64, 4 << 20}, {4 << 10, 16 << 20}, {64 << 10, 16 << 20}}
+		runs = 3
 	}
 	type row struct {
 		WriteBytes, Terminals int
 		BytesEach             int
 		Host, Copy            floodFigure
-		Ratio                 float64
+		Ratio                 float64   // the median run's
+		Ratios                []float64 // every run's, lowest first
 	}
 	var rows []row
 	for _, s := range shapes {
-		// The best of a few runs of each: CPU time is what the work
-		// costs, plus what the machine's other load makes it cost.
-		var host, cp floodFigure
-		for i := range runs {
+		// A few runs of each, host and io.Copy side by side: CPU time is
+		// what the work costs, plus what the machine's other load makes
+		// it cost. The test passes on a run within the bound; the bench
+		// records the run of the median ratio.
+		type run struct {
+			host, cp floodFigure
+			ratio    float64
+		}
+		var done []run
+		for range runs {
 			// What a terminal costs whatever it prints (its start is
 			// before, its exit within the measure) is the same flood of
 			// one write: subtracted, so that the figure is per MiB.
@@ -302,25 +317,25 @@ func TestOutputFloodCPU(t *testing.T) {
 			h.CPU -= h0.CPU
 			c.CPU -= c0.CPU
 			h.NsPerMiB, c.NsPerMiB = perMiB(h.CPU, h.Bytes), perMiB(c.CPU, c.Bytes)
-			t.Logf("writes of %d B: host %.2f ms/MiB (%v CPU for %.1f MiB in %.2f s, less %v for one write each), io.Copy %.2f ms/MiB (%v in %.2f s, less %v)",
-				s.size, h.NsPerMiB/1e6, h.CPU, float64(h.Bytes)/(1<<20), h.WallSecs, h0.CPU, c.NsPerMiB/1e6, c.CPU, c.WallSecs, c0.CPU)
-			if i == 0 || h.NsPerMiB < host.NsPerMiB {
-				host = h
-			}
-			if i == 0 || c.NsPerMiB < cp.NsPerMiB {
-				cp = c
-			}
-			if out == "" && host.NsPerMiB <= floodMaxRatio*cp.NsPerMiB {
+			r := run{h, c, h.NsPerMiB / c.NsPerMiB}
+			t.Logf("writes of %d B: host %.2f ms/MiB (%v CPU for %.1f MiB in %.2f s, less %v for one write each), io.Copy %.2f ms/MiB (%v in %.2f s, less %v): %.2f×",
+				s.size, h.NsPerMiB/1e6, h.CPU, float64(h.Bytes)/(1<<20), h.WallSecs, h0.CPU, c.NsPerMiB/1e6, c.CPU, c.WallSecs, c0.CPU, r.ratio)
+			done = append(done, r)
+			if out == "" && r.ratio <= floodMaxRatio && c.CPU > 0 {
 				break
 			}
 		}
-		ratio := host.NsPerMiB / cp.NsPerMiB
-		t.Logf("writes of %d B: the host %.2f× io.Copy's CPU per MiB", s.size, ratio)
-		if ratio > floodMaxRatio {
-			t.Errorf("16 terminals writing %d B at a time cost the host %.2f ms of CPU per MiB, %.1f× io.Copy's %.2f ms: want at most %g×",
-				s.size, host.NsPerMiB/1e6, ratio, cp.NsPerMiB/1e6, floodMaxRatio)
+		slices.SortFunc(done, func(a, b run) int { return cmp.Compare(a.ratio, b.ratio) })
+		if best := done[0]; best.ratio > floodMaxRatio || best.cp.CPU <= 0 {
+			t.Errorf("16 terminals writing %d B at a time cost the host %.2f ms of CPU per MiB, %.1f× io.Copy's %.2f ms (the best of %d runs): want at most %g×",
+				s.size, best.host.NsPerMiB/1e6, best.ratio, best.cp.NsPerMiB/1e6, len(done), floodMaxRatio)
 		}
-		rows = append(rows, row{WriteBytes: s.size, Terminals: terminals, BytesEach: s.total, Host: host, Copy: cp, Ratio: ratio})
+		med := done[len(done)/2]
+		var ratios []float64
+		for _, r := range done {
+			ratios = append(ratios, r.ratio)
+		}
+		rows = append(rows, row{WriteBytes: s.size, Terminals: terminals, BytesEach: s.total, Host: med.host, Copy: med.cp, Ratio: med.ratio, Ratios: ratios})
 	}
 	if out != "" {
 		load, _ := os.ReadFile("/proc/loadavg")
