@@ -18,7 +18,10 @@ const inspectSynopsis = `[--addr ADDR] FILE
 
 Serves the inspector, a web page that shows the sessions of FILE, updating
 as a trace grows: a timeline of frames, each frame as a tree, raw and
-against its schema, a latency waterfall and a diff between two sessions.
+against its schema, the conversation, initialize summarized as probe
+prints it, each method's p50 and p99, a latency waterfall, and a diff
+between two sessions under replay's rules (ids and UUIDs that differ
+consistently are no difference).
 
 FILE is a session store (trace --store), a trace (trace --out, JSONL
 records), a recording ({seq, dir, line} lines) or the protocol's own

@@ -40,7 +40,7 @@ func TestInspectorConversationInBrowser(t *testing.T) {
 	if err := traffic.Read(context.Background(), path, format, "", func(_ int, r *tracelog.Record) error { mem.Put(r); return nil }); err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(inspect.Handler(mem, true))
+	srv := httptest.NewServer(inspect.NewHandler(mem, inspectOptions(true)))
 	defer srv.Close()
 
 	opts := []chromedp.ExecAllocatorOption{
@@ -196,4 +196,48 @@ func TestInspectorConversationInBrowser(t *testing.T) {
 	if n := count(`#timeline tbody tr`); n != 6 {
 		t.Errorf("the agent's requests: %d rows, want 6 (fs read and write, three permissions, craft/drainMidTurnQueue)", n)
 	}
+
+	set(`#filter-kind`, "")
+	set(`#filter-dir`, "")
+
+	// Context: initialize as probe prints it, and each method's p50 and
+	// p99, as the server computes them from the same records.
+	do("context", chromedp.Click(css(`#views button[data-view="context"]`)),
+		chromedp.WaitVisible(css(`#latency tbody tr[data-method="session/prompt"]`)))
+	sum := text(`#init-summary`)
+	for _, want := range []string{"agent                qwen-code 0.24.4 (Qwen Code)", "protocol version     1", "auth methods         openai",
+		"client               bridgekit-host (devel)", "capabilities", "session              session/new answered (#"} {
+		if !strings.Contains(sum, want) {
+			t.Errorf("initialize summary lacks %q:\n%s", want, sum)
+		}
+	}
+	recs, _ := mem.Records(context.Background(), "turn", 0, 0)
+	lat := inspect.Latencies(recs)
+	if n := count(`#latency tbody tr`); n != len(lat) || n < 4 {
+		t.Errorf("%d latency rows, want %d", n, len(lat))
+	}
+	for _, m := range lat {
+		row := fmt.Sprintf(`#latency tbody tr[data-method=%q][data-dir=%q]`, m.Method, m.Dir)
+		if m.Count == 0 {
+			continue
+		}
+		if p50, p99 := text(row+` .p50`), text(row+` .p99`); p50 != jsLatency(m.P50US) || p99 != jsLatency(m.P99US) {
+			t.Errorf("%s: p50 %q p99 %q, want %q %q", m.Method, p50, p99, jsLatency(m.P50US), jsLatency(m.P99US))
+		}
+	}
+	if n := count(`#latency tbody tr[data-method="session/request_permission"][data-dir="out"]`); n != 1 {
+		t.Errorf("the agent's permission requests: %d rows", n)
+	}
+	shot("inspector-context.png")
+}
+
+// jsLatency formats microseconds as the page's fmtLatency does.
+func jsLatency(us float64) string {
+	switch {
+	case us >= 1e6:
+		return fmt.Sprintf("%.2f s", us/1e6)
+	case us >= 1e3:
+		return fmt.Sprintf("%.1f ms", us/1e3)
+	}
+	return fmt.Sprintf("%.0f µs", us)
 }

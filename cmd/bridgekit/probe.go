@@ -295,6 +295,9 @@ type probeResult struct {
 	Stderr   string                     `json:"stderr,omitempty"`
 	Raw      map[string]json.RawMessage `json:"raw,omitempty"`
 	Elapsed  float64                    `json:"elapsedMs"`
+	// Before lists label and text lines printProbe prints first (the
+	// inspector's: what the client asked).
+	Before [][2]string `json:"-"`
 }
 
 type capEntry struct {
@@ -323,6 +326,9 @@ type authVar struct {
 }
 
 type probeSession struct {
+	// Where says where the session was opened (printProbe: probe's own
+	// empty temporary directory when "").
+	Where         string          `json:"-"`
 	Error         string          `json:"error,omitempty"`
 	CurrentMode   string          `json:"currentModeId,omitempty"`
 	Modes         []choice        `json:"modes,omitempty"`

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -29,7 +30,12 @@ func printProbe(w io.Writer, r *probeResult) {
 			line(label, "%s", it)
 		}
 	}
-	line("command", "%s", strings.Join(r.Command, " "))
+	if len(r.Command) > 0 {
+		line("command", "%s", strings.Join(r.Command, " "))
+	}
+	for _, l := range r.Before {
+		line(l[0], "%s", l[1])
+	}
 	if !r.OK {
 		line("error", "%s", r.Error)
 		if r.Stderr != "" {
@@ -55,7 +61,7 @@ func printProbe(w io.Writer, r *probeResult) {
 		if s.Error != "" {
 			line("session", "session/new failed: %s", s.Error)
 		} else {
-			line("session", "opened in an empty temporary directory")
+			line("session", "%s", cmp.Or(s.Where, "opened in an empty temporary directory"))
 			list("modes", choicesText(s.Modes, s.CurrentMode))
 			list("models", choicesText(s.Models, s.CurrentModel))
 			var opts []string

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bridgekit/bridgekit/cmd/bridgekit/internal/bindrules"
 	"github.com/bridgekit/bridgekit/cmd/bridgekit/internal/frames"
 	"github.com/bridgekit/bridgekit/cmd/bridgekit/internal/store"
 	"github.com/bridgekit/bridgekit/cmd/bridgekit/internal/tracelog"
@@ -477,15 +478,7 @@ const maxLiveQueue = 256 << 20
 
 func (rp *replayer) run(ctx context.Context, argv []string) (*replayResult, error) {
 	rp.res = replayResult{Session: rp.sess.id, Command: argv, Played: rp.play, Differences: []replayDiff{}}
-	for _, r := range rp.rules.rules {
-		rp.res.Rules = append(rp.res.Rules, r.String())
-	}
-	if rp.rules.times {
-		rp.res.Rules = append(rp.res.Rules, "times")
-	}
-	if rp.rules.uuids {
-		rp.res.Rules = append(rp.res.Rules, "uuids")
-	}
+	rp.res.Rules = append(rp.res.Rules, rp.rules.Strings()...)
 	for _, f := range rp.sess.frames {
 		if f.dir == rp.play && f.truncated {
 			return nil, fmt.Errorf("%s:%d: the frame was recorded truncated (trace --max-record): it cannot be replayed", rp.file, f.line)
@@ -732,7 +725,7 @@ func (rp *replayer) send(w *os.File, f *rframe) error {
 	line := f.raw
 	if f.kind != frames.Invalid {
 		var err error
-		if line, err = rp.rules.rewrite(f.method, f.raw, id); err != nil {
+		if line, err = rp.rules.Rewrite(f.method, f.raw, id); err != nil {
 			line = f.raw // not JSON after all: send it as recorded
 		}
 	}
@@ -836,121 +829,25 @@ func (rp *replayer) compareFrames(rec *rframe, lf *liveFrame) {
 	rp.compareValues(base, rec.method, nil, rv, lv)
 }
 
-func decodeGeneric(b []byte) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, err
-	}
-	if dec.More() {
-		return nil, errors.New("more than one JSON value")
-	}
-	return v, nil
-}
-
 func (rp *replayer) compareValues(base replayDiff, method string, path []string, rec, live any) {
-	if rp.rules.ignored(method, path) {
-		return
-	}
-	// report reports a difference here: msg, or the two values.
-	report := func(msg string) {
+	rp.rules.Compare(method, path, rec, live, func(x bindrules.Difference) {
 		d := base
-		d.Pointer = pointerString(path)
-		if msg == "" {
-			d.Recorded, d.Live = rp.quoteValue(rec), rp.quoteValue(live)
-			msg = "recorded " + d.Recorded + ", got " + d.Live
-		}
-		d.Message = msg
-		rp.diff(d)
-	}
-	switch r := rec.(type) {
-	case map[string]any:
-		l, ok := live.(map[string]any)
-		if !ok {
-			report("")
-			return
-		}
-		for _, k := range sortedKeys(r) {
-			sub := append(path[:len(path):len(path)], k)
-			lvv, ok := l[k]
-			if !ok {
-				if !rp.rules.ignored(method, sub) {
-					d := base
-					d.Pointer = pointerString(sub)
-					d.Recorded = rp.quoteValue(r[k])
-					d.Message = "missing (recorded " + d.Recorded + ")"
-					rp.diff(d)
-				}
-				continue
-			}
-			rp.compareValues(base, method, sub, r[k], lvv)
-		}
-		for _, k := range sortedKeys(l) {
-			if _, ok := r[k]; !ok {
-				sub := append(path[:len(path):len(path)], k)
-				if !rp.rules.ignored(method, sub) {
-					d := base
-					d.Pointer = pointerString(sub)
-					d.Live = rp.quoteValue(l[k])
-					d.Message = "not in the recording: " + d.Live
-					rp.diff(d)
-				}
-			}
-		}
-	case []any:
-		l, ok := live.([]any)
-		if !ok {
-			report("")
-			return
-		}
-		for i := range min(len(r), len(l)) {
-			rp.compareValues(base, method, append(path[:len(path):len(path)], fmt.Sprint(i)), r[i], l[i])
-		}
-		if len(r) != len(l) {
-			report(fmt.Sprintf("%d items, recorded %d", len(l), len(r)))
-		}
-	case string:
-		l, ok := live.(string)
+		d.Pointer = pointerString(x.Path)
 		switch {
-		case !ok:
-			report("")
-		case rp.rules.binds(method, path, r):
-			if msg := rp.rules.bind(r, l); msg != "" {
-				report(msg)
-			}
-		case r == l:
-		case rp.rules.times && isTime(r) && isTime(l):
+		case x.Kind == bindrules.Missing:
+			d.Recorded = rp.quoteValue(x.Recorded)
+			d.Message = "missing (recorded " + d.Recorded + ")"
+		case x.Kind == bindrules.Extra:
+			d.Live = rp.quoteValue(x.Live)
+			d.Message = "not in the recording: " + d.Live
+		case x.Message != "":
+			d.Message = x.Message
 		default:
-			report("")
+			d.Recorded, d.Live = rp.quoteValue(x.Recorded), rp.quoteValue(x.Live)
+			d.Message = "recorded " + d.Recorded + ", got " + d.Live
 		}
-	case json.Number:
-		l, ok := live.(json.Number)
-		if !ok || !numbersEqual(r, l) {
-			report("")
-		}
-	default: // bool, nil
-		if rec != live {
-			report("")
-		}
-	}
-}
-
-func numbersEqual(a, b json.Number) bool {
-	if a == b {
-		return true
-	}
-	fa, ea := a.Float64()
-	fb, eb := b.Float64()
-	return ea == nil && eb == nil && fa == fb
-}
-
-func pointerString(path []string) string {
-	var b strings.Builder
-	for _, p := range path {
-		b.WriteString("/" + strings.ReplaceAll(strings.ReplaceAll(p, "~", "~0"), "/", "~1"))
-	}
-	return b.String()
+		rp.diff(d)
+	})
 }
 
 func (rp *replayer) diff(d replayDiff) {

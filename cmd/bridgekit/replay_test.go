@@ -201,7 +201,7 @@ func TestReplayRulePatterns(t *testing.T) {
 		for _, seg := range strings.Split(tc.ptr, "/")[1:] {
 			path = append(path, strings.ReplaceAll(strings.ReplaceAll(seg, "~1", "/"), "~0", "~"))
 		}
-		if got := r.matches(tc.method, path); got != tc.want {
+		if got := r.Matches(tc.method, path); got != tc.want {
 			t.Errorf("%q matches %s %s = %v", tc.rule, tc.method, tc.ptr, got)
 		}
 	}
@@ -220,21 +220,21 @@ func TestReplayRewriteKeepsTheFrame(t *testing.T) {
 	}
 	rs := newReplayRules(rules)
 	line := []byte(`{"jsonrpc":"2.0","id":7,"method":"session/prompt","params":{"sessionId":"s-1","note":"s-1","n":1.50}}`)
-	if got, _ := rs.rewrite("session/prompt", line, nil); string(got) != string(line) {
+	if got, _ := rs.Rewrite("session/prompt", line, nil); string(got) != string(line) {
 		t.Fatalf("nothing bound: %s", got)
 	}
-	if msg := rs.bind("s-1", "live-9"); msg != "" {
+	if msg := rs.Bind("s-1", "live-9"); msg != "" {
 		t.Fatal(msg)
 	}
-	got, err := rs.rewrite("session/prompt", line, []byte(`"x"`))
+	got, err := rs.Rewrite("session/prompt", line, []byte(`"x"`))
 	want := `{"jsonrpc":"2.0","id":"x","method":"session/prompt","params":{"sessionId":"live-9","note":"s-1","n":1.50}}`
 	if err != nil || string(got) != want {
 		t.Fatalf("rewrite = %s, %v\nwant     %s", got, err, want)
 	}
-	if msg := rs.bind("s-1", "other"); !strings.Contains(msg, `stands for "live-9"`) {
+	if msg := rs.Bind("s-1", "other"); !strings.Contains(msg, `stands for "live-9"`) {
 		t.Fatalf("a second binding: %q", msg)
 	}
-	if msg := rs.bind("s-2", "live-9"); !strings.Contains(msg, `already stands for recorded "s-1"`) {
+	if msg := rs.Bind("s-2", "live-9"); !strings.Contains(msg, `already stands for recorded "s-1"`) {
 		t.Fatalf("two recorded values for one live value: %q", msg)
 	}
 }
@@ -271,8 +271,8 @@ func FuzzReplayRewrite(f *testing.F) {
 	f.Fuzz(func(t *testing.T, doc string) {
 		r, _ := parseReplayRule("bind **/sessionId")
 		rs := newReplayRules([]replayRule{r, {Kind: "uuids"}})
-		rs.bind("a", "b")
-		out, err := rs.rewrite("m", []byte(doc), []byte(`"id-1"`))
+		rs.Bind("a", "b")
+		out, err := rs.Rewrite("m", []byte(doc), []byte(`"id-1"`))
 		if err == nil && !json.Valid(out) && json.Valid([]byte(doc)) {
 			t.Fatalf("rewrite(%s) = %s: not JSON", doc, out)
 		}
@@ -295,7 +295,7 @@ func FuzzParseReplayRule(f *testing.F) {
 		if err != nil || again.String() != r.String() {
 			t.Fatalf("%q -> %q -> %q, %v", s, r.String(), again.String(), err)
 		}
-		r.matches("m", []string{"a", "b"})
+		r.Matches("m", []string{"a", "b"})
 	})
 }
 

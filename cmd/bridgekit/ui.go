@@ -28,7 +28,7 @@ func listenUI(env *Env, addr string, src inspect.Source, remote bool) (*http.Ser
 	if err != nil {
 		return nil, nil, err
 	}
-	srv := &http.Server{Handler: inspect.Handler(src, !remote), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: inspect.NewHandler(src, inspectOptions(!remote)), ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(ln)
 	fmt.Fprintf(env.Stderr, "bridgekit: inspector on http://%s/\n", ln.Addr())
 	return srv, ln, nil

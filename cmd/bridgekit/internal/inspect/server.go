@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/bridgekit/bridgekit/cmd/bridgekit/internal/bindrules"
 )
 
 //go:embed static
@@ -43,6 +45,22 @@ func CheckAddr(addr string, remote bool) error {
 // is set, requests whose Host is not a loopback name are refused (DNS
 // rebinding).
 func Handler(src Source, loopbackOnly bool) http.Handler {
+	return NewHandler(src, Options{LoopbackOnly: loopbackOnly})
+}
+
+// Options configure NewHandler.
+type Options struct {
+	// LoopbackOnly refuses requests whose Host is not a loopback name
+	// (DNS rebinding).
+	LoopbackOnly bool
+	// Summarize describes initialize in the Context view (nil: no
+	// summary).
+	Summarize Summarizer
+}
+
+// NewHandler returns the inspector's HTTP handler over src.
+func NewHandler(src Source, o Options) http.Handler {
+	loopbackOnly := o.LoopbackOnly
 	mux := http.NewServeMux()
 	files, _ := fs.Sub(static, "static")
 	fileServer := http.FileServerFS(files)
@@ -77,6 +95,52 @@ func Handler(src Source, loopbackOnly bool) http.Handler {
 			return
 		}
 		writeJSON(w, recs)
+	})
+	// A session's context: initialize summarized as probe prints it, the
+	// latency of each method.
+	mux.HandleFunc("GET /api/context", func(w http.ResponseWriter, r *http.Request) {
+		recs, err := LoadSession(r.Context(), src, r.URL.Query().Get("session"))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		writeJSON(w, SessionContext(recs, o.Summarize))
+	})
+	// The diff of two sessions under replay's rules: the default ones
+	// (unless defaults=0), and any rule=KIND [METHOD] POINTER given.
+	mux.HandleFunc("GET /api/diff", func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		a, b := q.Get("a"), q.Get("b")
+		if a == "" || b == "" {
+			http.Error(w, "name two sessions: ?a=ID&b=ID", http.StatusBadRequest)
+			return
+		}
+		var specs []string
+		if q.Get("defaults") != "0" {
+			specs = append(specs, bindrules.Defaults...)
+		}
+		specs = append(specs, q["rule"]...)
+		rules, err := bindrules.ParseAll(specs)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		ra, err := LoadSession(r.Context(), src, a)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		rb, err := LoadSession(r.Context(), src, b)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		res, err := Diff(a, ra, b, rb, rules)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusUnprocessableEntity)
+			return
+		}
+		writeJSON(w, res)
 	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if loopbackOnly && !loopbackHost(r.Host) {

@@ -31,6 +31,10 @@ const (
 	TypeSession = "session"
 	TypeFrame   = "frame"
 	TypeEnd     = "end"
+	// TypeStderr is a line the traced command wrote on its stderr (Raw or
+	// RawBase64, Size, Truncated, Redacted as for a frame), numbered in
+	// the session's sequence with the frames.
+	TypeStderr = "stderr"
 )
 
 // Record is one line of a trace. Which members are set depends on Type.

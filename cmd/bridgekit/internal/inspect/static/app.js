@@ -162,6 +162,7 @@ function renderCurrent() {
     ((end.unanswered || []).length ? ` · never answered: ${end.unanswered.map((u) => `${u.method} ${u.id}`).join(", ")}` : "") : "session live";
   if (state.view === "waterfall") renderWaterfall();
   if (state.view === "conversation") renderConversation();
+  if (state.view === "context") renderContext();
 }
 
 const parsed = new WeakMap();
@@ -196,6 +197,7 @@ function pairOf(r) {
 function renderPair(r) {
   const box = $("#pair");
   box.replaceChildren();
+  box.classList.remove("diffpair");
   if (r.kind !== "request" && !r.reply_to) return;
   const other = pairOf(r);
   const [q, a] = r.reply_to ? [other, r] : [r, other];
@@ -229,10 +231,12 @@ function selectFrame(seq) {
   for (const e of document.querySelectorAll("#conversation [data-seq]")) e.classList.toggle("on", +e.dataset.seq === seq);
 }
 
-function tree(v, ptr, bad, key) {
+function tree(v, ptr, bad, key, cls0) {
+  const markCls = cls0 || "violation";
+  const note = (p) => (markCls === "differs" ? "≠ " : "✗ " + p.code + ": ") + p.message;
   const mark = (e) => {
     const p = bad.get(ptr);
-    if (p) { e.classList.add("violation"); e.setAttribute("data-pointer", ptr); e.append(el("span", { class: "violation-note", text: "✗ " + p.code + ": " + p.message })); }
+    if (p) { e.classList.add(markCls); e.setAttribute("data-pointer", ptr); e.append(el("span", { class: "violation-note", text: note(p) })); }
     return e;
   };
   const label = key != null ? [el("span", { class: "k", text: JSON.stringify(key) }), ": "] : [];
@@ -240,12 +244,12 @@ function tree(v, ptr, bad, key) {
     const isArr = Array.isArray(v);
     const entries = isArr ? v.map((x, i) => [i, x]) : Object.entries(v);
     const d = el("details", { open: "" }, mark(el("summary", {}, ...label, isArr ? `[${entries.length}]` : `{${entries.length}}`)));
-    for (const [k, x] of entries) d.append(tree(x, ptr + "/" + String(k).replace(/~/g, "~0").replace(/\//g, "~1"), bad, isArr ? k : k));
+    for (const [k, x] of entries) d.append(tree(x, ptr + "/" + String(k).replace(/~/g, "~0").replace(/\//g, "~1"), bad, k, cls0));
     // a missing member: its pointer names a child that is not there
     for (const [p, pr] of bad) {
       if (p.startsWith(ptr + "/") && !p.slice(ptr.length + 1).includes("/") && !(decodeSeg(p.slice(ptr.length + 1)) in v)) {
-        d.append(el("div", { class: "leaf violation", "data-pointer": p }, el("span", { class: "k", text: JSON.stringify(decodeSeg(p.slice(ptr.length + 1))) }), ": (missing)",
-          el("span", { class: "violation-note", text: "✗ " + pr.code + ": " + pr.message })));
+        d.append(el("div", { class: "leaf " + markCls, "data-pointer": p }, el("span", { class: "k", text: JSON.stringify(decodeSeg(p.slice(ptr.length + 1))) }), ": (missing)",
+          el("span", { class: "violation-note", text: note(pr) })));
       }
     }
     return ptr === "" ? el("div", { class: "tree" }, d) : d;
@@ -472,6 +476,38 @@ function renderConversation() {
   }
 }
 
+// The Context view: initialize as probe prints it, and the p50/p99 of
+// each method's answered requests (the server's /api/context).
+let contextFor = null;
+async function renderContext() {
+  const id = state.current;
+  if (!id) return;
+  const n = (state.records.get(id) || []).length;
+  if (contextFor && contextFor.id === id && contextFor.n === n) return;
+  contextFor = { id, n };
+  let c;
+  try { c = await getJSON(`api/context?session=${encodeURIComponent(id)}`); } catch (e) { $("#init-summary").textContent = "context: " + e.message; return; }
+  if (state.current !== id) return;
+  const pre = $("#init-summary");
+  pre.textContent = c.initialize || "no initialize in this session";
+  pre.classList.toggle("dim", !c.initialize);
+  $("#init-seq").replaceChildren();
+  if (c.initializeSeq) {
+    const a = el("a", { "data-seq": c.initializeSeq, text: `reply #${c.initializeSeq}` });
+    a.onclick = () => { showView("timeline"); selectFrame(c.initializeSeq); };
+    $("#init-seq").append(a);
+  }
+  const tbody = $("#latency tbody");
+  tbody.replaceChildren();
+  for (const m of c.latency) {
+    tbody.append(el("tr", { "data-method": m.method, "data-dir": m.dir },
+      el("td", { class: "mono", text: m.method }), el("td", { class: "dir-" + m.dir, text: m.dir === "in" ? "→ in" : "← out" }),
+      el("td", { text: m.count }), el("td", { class: "p50", text: m.count ? fmtLatency(m.p50_us) : "" }),
+      el("td", { class: "p99", text: m.count ? fmtLatency(m.p99_us) : "" }), el("td", { text: m.count ? fmtLatency(m.max_us) : "" }),
+      el("td", { class: m.errors ? "err" : "", text: m.errors || "" }), el("td", { class: m.unanswered ? "err" : "", text: m.unanswered || "" })));
+  }
+}
+
 function renderWaterfall() {
   const box = $("#waterfall");
   box.replaceChildren();
@@ -497,36 +533,80 @@ function renderWaterfall() {
   void bySeq;
 }
 
-function shape(r) { return `${r.dir} ${r.kind} ${r.method || ""}`; }
-function body(r) {
-  const d = parseRaw(r);
-  if (!d || typeof d !== "object") return r.raw;
-  delete d.id;
-  return JSON.stringify(d);
-}
+// The diff is the server's (/api/diff): frames aligned by direction,
+// kind, method and update type, compared under replay's rules, so ids,
+// session ids, tool call ids, UUIDs and times that differ consistently
+// are not differences. A changed row opens to the two frames side by
+// side, their differences marked.
+const diffState = { res: null };
+const shapeOf = (f) => `${f.dir === "in" ? "→" : "←"} ${f.method || f.kind}${f.kind === "response" ? " reply" : f.kind === "error" ? " error" : f.kind === "request" || f.kind === "notification" ? "" : " " + f.kind}${f.update ? " · " + f.update : ""}`;
 
 async function renderDiff() {
   const a = $("#diff-a").value, b = $("#diff-b").value;
   if (!a || !b) return;
-  const A = (await loadRecords(a)).filter((r) => r.type === "frame"), B = (await loadRecords(b)).filter((r) => r.type === "frame");
-  // longest common subsequence of the frames' shapes
-  const n = A.length, m = B.length, L = Array.from({ length: n + 1 }, () => new Uint32Array(m + 1));
-  for (let i = n - 1; i >= 0; i--) for (let j = m - 1; j >= 0; j--) L[i][j] = shape(A[i]) === shape(B[j]) ? L[i + 1][j + 1] + 1 : Math.max(L[i + 1][j], L[i][j + 1]);
+  $("#diff").removeAttribute("data-changes");
+  const q = new URLSearchParams({ a, b });
+  if (!$("#diff-rules").checked) q.set("defaults", "0");
   const tbody = $("#diff tbody");
-  tbody.replaceChildren();
-  const row = (cls, mark, x, y, note) => tbody.append(el("tr", { class: cls }, el("td", { text: mark }),
-    el("td", { class: "mono", text: x ? `#${x.seq} ${shape(x)}` : "" }), el("td", { class: "mono", text: y ? `#${y.seq} ${shape(y)}` : "" }), el("td", { text: note || "" })));
-  let i = 0, j = 0, changes = 0;
-  while (i < n || j < m) {
-    if (i < n && j < m && shape(A[i]) === shape(B[j])) {
-      const same = body(A[i]) === body(B[j]);
-      if (!same) changes++;
-      row(same ? "same" : "changed", same ? "=" : "~", A[i], B[j], same ? "" : "same frame, different content");
-      i++; j++;
-    } else if (j < m && (i === n || L[i][j + 1] >= L[i + 1][j])) { row("added", "+", null, B[j], "only in B"); j++; changes++; }
-    else { row("removed", "−", A[i], null, "only in A"); i++; changes++; }
+  let res;
+  try {
+    const r = await fetch("api/diff?" + q, { cache: "no-store" });
+    if (!r.ok) throw new Error(await r.text());
+    res = await r.json();
+  } catch (e) {
+    tbody.replaceChildren(el("tr", {}, el("td", { colspan: 4, class: "err", text: "diff: " + e.message })));
+    return;
   }
-  $("#diff").setAttribute("data-changes", changes);
+  await Promise.all([loadRecords(a), loadRecords(b)]);
+  diffState.res = res;
+  tbody.replaceChildren();
+  const cls = { "=": "same", "~": "changed", "+": "added", "-": "removed" };
+  res.rows.forEach((row, i) => {
+    const note = row.op === "+" ? "only in B" : row.op === "-" ? "only in A" : row.op === "~" ?
+      row.differences.map((d) => (d.pointer || "frame") + (d.message && !d.message.startsWith("only in") ? "" : d.message ? " " + d.message : "")).join(", ") : "";
+    const tr = el("tr", { class: cls[row.op], "data-row": i, "data-a": row.a ? row.a.seq : "", "data-b": row.b ? row.b.seq : "" },
+      el("td", { text: row.op === "-" ? "−" : row.op }),
+      el("td", { class: "mono", text: row.a ? `#${row.a.seq} ${shapeOf(row.a)}` : "" }),
+      el("td", { class: "mono", text: row.b ? `#${row.b.seq} ${shapeOf(row.b)}` : "" }),
+      el("td", { class: "note", text: note }));
+    tr.onclick = () => openDiffRow(i);
+    tbody.append(tr);
+  });
+  $("#diff").setAttribute("data-changes", res.changes);
+  $("#diff-summary").textContent = `${res.rows.length} rows, ${res.changes} changed · ${res.bound.length} values bound (A's stands for B's)` +
+    ` · rules: ${res.rules.join(", ") || "none"}`;
+  $("#diff-summary").title = res.bound.map((x) => `${x.a} ↔ ${x.b}`).join("\n");
+}
+
+// openDiffRow shows a diff row's frames side by side in the detail pane,
+// each difference marked at its pointer.
+function openDiffRow(i) {
+  const res = diffState.res, row = res && res.rows[i];
+  if (!row) return;
+  for (const tr of document.querySelectorAll("#diff tbody tr")) tr.classList.toggle("on", +tr.dataset.row === i);
+  const find = (sid, ref) => ref ? (state.records.get(sid) || []).find((r) => r.type === "frame" && r.seq === ref.seq) : null;
+  const fa = find(res.a, row.a), fb = find(res.b, row.b);
+  $("#detail-title").textContent = `diff: A ${row.a ? "#" + row.a.seq : "—"} ${row.op === "-" ? "−" : row.op} B ${row.b ? "#" + row.b.seq : "—"}`;
+  $("#rendered").replaceChildren();
+  const box = $("#pair");
+  box.replaceChildren();
+  box.classList.add("diffpair");
+  const marks = (side) => new Map((row.differences || []).filter((d) => d.pointer).map((d) => [d.pointer, {
+    code: "≠", message: d.message && d.message.startsWith("only in") ? d.message : d.message || `A ${d.a ?? "(none)"} · B ${d.b ?? "(none)"}`, side }]));
+  const side = (label, sid, r) => {
+    const d = el("div", { class: "side", "data-side": label });
+    d.append(el("h2", { text: `${label}: ${sid}` + (r ? ` #${r.seq}` : " (none)") }));
+    if (r) {
+      const doc = parseRaw(r);
+      d.append(doc === undefined ? el("pre", { text: r.raw != null ? r.raw : "(base64) " + r.raw_base64 }) : tree(doc, "", marks(label), undefined, "differs"));
+    }
+    return d;
+  };
+  box.append(side("A", res.a, fa), side("B", res.b, fb));
+  const list = el("ul", { class: "diffpoints" });
+  for (const d of row.differences || []) list.append(el("li", {}, el("span", { class: "pointer mono", text: d.pointer || "(frame)" }), " ",
+    d.message || "", d.a != null || d.b != null ? el("span", { class: "mono dim", text: ` A ${d.a ?? "—"} · B ${d.b ?? "—"}` }) : null));
+  if ((row.differences || []).length) box.append(list);
 }
 
 function showView(v) {
@@ -535,6 +615,7 @@ function showView(v) {
   for (const d of document.querySelectorAll(".view")) d.classList.toggle("on", d.id === "view-" + v);
   if (v === "waterfall") renderWaterfall();
   if (v === "conversation") renderConversation();
+  if (v === "context") renderContext();
 }
 
 function init() {
