@@ -6,13 +6,13 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,48 +21,18 @@ import (
 	"time"
 )
 
-// floodWriter is the flood's command (TERMINAL_TEST_FLOOD="FILL SIZE
-// TOTAL GATE1 GATE2"): once let go by the first gate (a FIFO: a byte to
-// read), it writes FILL bytes in 64 KiB writes (filling the terminal's
-// ring, so that the flood is measured as it goes on, not what its first
-// MiB costs); once let go by the second, TOTAL bytes in writes of SIZE
-// bytes, as fast as it can.
-func floodWriter(spec string) int {
-	var fill, size, total int
-	var gate1, gate2 string
-	if _, err := fmt.Sscan(spec, &fill, &size, &total, &gate1, &gate2); err != nil || size <= 0 {
-		fmt.Fprintln(os.Stderr, "flood:", spec, err)
-		return 2
-	}
-	write := func(size, total int) bool {
-		buf := []byte(strings.Repeat("flood!\n", size/7+1)[:size])
-		for n := 0; n < total; {
-			// A write a signal cuts short (the runtime's preemption) is
-			// carried on from where it stopped.
-			w, err := syscall.Write(1, buf[:min(size, total-n)])
-			if err != nil && err != syscall.EINTR && err != syscall.EAGAIN {
-				return false
-			}
-			n += max(w, 0)
-		}
-		return true
-	}
-	for i, g := range []string{gate1, gate2} {
-		f, err := os.Open(g)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "flood:", err)
-			return 2
-		}
-		if n, err := f.Read(make([]byte, 1)); n != 1 {
-			fmt.Fprintln(os.Stderr, "flood: the gate:", err)
-			return 2
-		}
-		f.Close()
-		if i == 0 && !write(64<<10, fill) || i == 1 && !write(size, total) {
-			return 1
-		}
-	}
-	return 0
+// floodScript is the flood's command (sh -c floodScript sh GATE1 GATE2
+// FILL SIZE COUNT): once let go by the first gate (a FIFO: a line to
+// read), it writes FILL bytes (filling the terminal's ring, so that the
+// flood is measured as it goes on, not what its first MiB costs); once
+// let go by the second, COUNT writes of SIZE bytes, as fast as dd makes
+// them.
+const floodScript = `read x <"$1" && head -c "$3" /dev/zero && read x <"$2" && exec dd if=/dev/zero bs="$4" count="$5" status=none`
+
+// floodArgs are sh's arguments for a flood of total bytes in writes of
+// size bytes.
+func floodArgs(g1, g2 gate, size, total int) []string {
+	return []string{"-c", floodScript, "sh", g1.path, g2.path, strconv.Itoa(floodFill), strconv.Itoa(size), strconv.Itoa(total / size)}
 }
 
 // processCPU is the CPU time (user and system) this process has used.
@@ -77,7 +47,7 @@ func processCPU(tb testing.TB) time.Duration {
 
 // gate is a FIFO the flood's writers wait on: held open by the test (so
 // that a writer's open returns at once), it lets one writer go for each
-// byte written to it.
+// line written to it (sh's read takes a byte at a time from a pipe).
 type gate struct {
 	path string
 	f    *os.File
@@ -101,7 +71,7 @@ func newGate(tb testing.TB) gate {
 // open lets n writers go.
 func (g gate) open(tb testing.TB, n int) {
 	tb.Helper()
-	if _, err := g.f.Write(make([]byte, n)); err != nil {
+	if _, err := g.f.WriteString(strings.Repeat("\n", n)); err != nil {
 		tb.Fatal(err)
 	}
 }
@@ -144,8 +114,8 @@ func hostFlood(t *testing.T, terminals, size, total int) floodFigure {
 	g1, g2 := newGate(t), newGate(t)
 	var terms []*term
 	for range terminals {
-		id, err := m.Start(context.Background(), Spec{Session: "s", Program: os.Args[0],
-			Env: []string{fmt.Sprintf("TERMINAL_TEST_FLOOD=%d %d %d %s %s", floodFill, size, total, g1.path, g2.path)}})
+		id, err := m.Start(context.Background(), Spec{Session: "s", Program: "sh", Args: floodArgs(g1, g2, size, total),
+			Env: []string{"PATH=" + os.Getenv("PATH")}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -220,8 +190,8 @@ func copyFlood(t *testing.T, children, total int) floodFigure {
 		}
 	})
 	for range children {
-		c := exec.Command(os.Args[0], "-test.run=^$")
-		c.Env = []string{fmt.Sprintf("TERMINAL_TEST_FLOOD=%d %d %d %s %s", floodFill, 64<<10, total, g1.path, g2.path)}
+		c := exec.Command("sh", floodArgs(g1, g2, min(64<<10, total), total)...)
+		c.Env = []string{"PATH=" + os.Getenv("PATH")}
 		p, err := c.StdoutPipe()
 		if err != nil {
 			t.Fatal(err)

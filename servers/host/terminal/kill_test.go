@@ -21,9 +21,8 @@ import (
 	"github.com/bridgekit/bridgekit/internal/supervisor"
 )
 
-// TestMain doubles as a host the tests kill (TERMINAL_TEST_HOST), as
-// the red team's attacker (proctest.RunRole) and as a command flooding
-// output (TERMINAL_TEST_FLOOD, floodWriter).
+// TestMain doubles as a host the tests kill (TERMINAL_TEST_HOST) and as
+// the red team's attacker (proctest.RunRole).
 //
 // The host starts one terminal: "background" a shell that leaves
 // processes behind, "attack" this binary as proctest's attacker. Once its
@@ -32,9 +31,6 @@ import (
 // stdin it closes the Manager (a host's end of input) and exits.
 func TestMain(m *testing.M) {
 	proctest.RunRole()
-	if spec := os.Getenv("TERMINAL_TEST_FLOOD"); spec != "" {
-		os.Exit(floodWriter(spec))
-	}
 	if role := os.Getenv("TERMINAL_TEST_HOST"); role != "" {
 		os.Exit(testHost(role))
 	}
