@@ -62,36 +62,6 @@ func (s *Scanner) Decode(frame []byte, e Members) (object bool, err error) {
 	return object, err
 }
 
-// Until reads the top-level members of frame, an object, handing them to e in order until done reports
-// true, and stops there: what follows is not read, so neither checked. It is for frames whose validity is
-// known or does not matter (the frames a transport wrote itself, a value a whole frame's Decode has
-// checked). It reports false when frame is not an object or the members read are not valid JSON.
-func (s *Scanner) Until(frame []byte, e Members, done func() bool) bool {
-	d := s.decoder(frame)
-	if d.PeekKind() != '{' {
-		return false
-	}
-	if _, err := d.ReadToken(); err != nil {
-		return false
-	}
-	for d.PeekKind() == '"' {
-		name, err := d.ReadValue()
-		if err != nil {
-			return false
-		}
-		val, err := d.ReadValue()
-		if err != nil {
-			return false
-		}
-		e.SetMember(unquote(name), val)
-		if done() {
-			return true
-		}
-	}
-	_, err := d.ReadToken()
-	return err == nil
-}
-
 // Head reads frame, the start of an object cut short (a frame over the size limit), handing e the top-level
 // members it holds whole, and returns the name of the top-level member whose value the cut interrupted (nil
 // when the cut fell elsewhere: in a name, before a value starts, between members). A value that reaches
