@@ -43,7 +43,7 @@ async function fetchRecords(id) {
 async function poll() {
   try {
     state.sessions = await getJSON("api/sessions");
-    if (!state.current && state.sessions.length) state.current = state.sessions[0].id;
+    if (!state.current && state.sessions.length) { state.current = state.sessions[0].id; updateExport(); }
     renderSessions();
     if (state.current) {
       const before = (state.records.get(state.current) || []).length;
@@ -79,6 +79,7 @@ function renderSessions() {
 
 function selectSession(id) {
   state.current = id;
+  updateExport();
   state.selected = null;
   renderSessions();
   renderCurrent();
@@ -86,6 +87,9 @@ function selectSession(id) {
 }
 
 const frameRecords = () => (state.records.get(state.current) || []).filter((r) => r.type === "frame");
+// The timeline's records: the frames and, between them in the order they
+// came, the lines the command wrote on its stderr.
+const timelineRecords = () => (state.records.get(state.current) || []).filter((r) => r.type === "frame" || r.type === "stderr");
 
 // updateTypeOf returns an ACP session/update's sessionUpdate, or "".
 function updateTypeOf(r) {
@@ -98,6 +102,13 @@ const filterIDs = ["#filter-text", "#filter-method", "#filter-dir", "#filter-kin
 const filterKey = () => filterIDs.map((id) => { const e = $(id); return e.type === "checkbox" ? e.checked : e.value; }).join("\u0000");
 
 function visible(r) {
+  if (r.type === "stderr") {
+    const q = $("#filter-text").value.trim().toLowerCase();
+    if (q && !(r.raw || "").toLowerCase().includes(q)) return false;
+    const d = $("#filter-dir").value, k = $("#filter-kind").value;
+    return !$("#filter-method").value.trim() && (!d || d === "stderr") && (!k || k === "stderr") && !$("#filter-update").value && !$("#filter-errors").checked;
+  }
+  if ($("#filter-dir").value === "stderr" || $("#filter-kind").value === "stderr") return false;
   const m = $("#filter-method").value.trim();
   if (m && !(r.method || "").includes(m)) return false;
   // Full text: the frame as recorded, case-insensitive.
@@ -117,6 +128,16 @@ function fmtLatency(us) {
   if (us >= 1e3) return (us / 1e3).toFixed(1) + " ms";
   return us.toFixed(0) + " µs";
 }
+// fmtTime shows a record's time of day, UTC, to the millisecond.
+function fmtTime(t) {
+  const d = new Date(t);
+  return isNaN(d) ? "" : d.toISOString().slice(11, 23);
+}
+// elide keeps the start and end of a long id (UUIDs): whole in the title
+// and the detail pane.
+function elide(s, max = 14) {
+  return s.length <= max ? s : s.slice(0, 8) + "…" + s.slice(-4);
+}
 function fmtSize(n) { return n >= 1048576 ? (n / 1048576).toFixed(1) + " MiB" : n >= 1024 ? (n / 1024).toFixed(1) + " KiB" : n + " B"; }
 function startOf() {
   const recs = state.records.get(state.current) || [];
@@ -130,7 +151,7 @@ const rendered = { key: null, count: 0 };
 function renderCurrent() {
   const tbody = $("#timeline tbody");
   const key = state.current + "\u0000" + filterKey();
-  const all = frameRecords();
+  const all = timelineRecords();
   // The update types the session has, for the filter.
   const ut = $("#filter-update"), known = new Set([...ut.options].map((o) => o.value));
   for (const r of all.slice(rendered.count)) {
@@ -141,15 +162,26 @@ function renderCurrent() {
   const t0 = startOf();
   for (const r of all.slice(rendered.count)) {
     if (!visible(r)) continue;
+    if (r.type === "stderr") {
+      const text = r.raw != null ? r.raw : "(base64) " + r.raw_base64;
+      const tr = el("tr", { "data-seq": r.seq, class: "stderr" + (state.selected === r.seq ? " on" : "") },
+        el("td", { text: r.seq }),
+        el("td", { class: "mono time", title: `${r.time} · +${((Date.parse(r.time) - t0) / 1000).toFixed(3)}s`, text: fmtTime(r.time) }),
+        el("td", { class: "dir-stderr", text: "stderr" }),
+        el("td", { class: "mono stderr-text", colspan: 6, title: text, text: text + (r.partial ? " (no newline at the end)" : "") + (r.truncated ? " (cut)" : "") }));
+      tr.onclick = () => selectFrame(r.seq);
+      tbody.append(tr);
+      continue;
+    }
     const n = (r.problems || []).length;
     const tr = el("tr", { "data-seq": r.seq, class: (n ? "problem " : "") + (state.selected === r.seq ? "on" : "") },
       el("td", { text: r.seq }),
-      el("td", { class: "mono", text: "+" + ((Date.parse(r.time) - t0) / 1000).toFixed(3) + "s" }),
+      el("td", { class: "mono time", title: `${r.time} · +${((Date.parse(r.time) - t0) / 1000).toFixed(3)}s`, text: fmtTime(r.time) }),
       el("td", { class: "dir-" + r.dir, text: r.dir === "in" ? "→ in" : "← out" }),
       el("td", { class: errorOf(r) ? "err" : "", title: errorOf(r) ? `${errorOf(r).code} ${errorOf(r).message || ""}` : "",
         text: r.kind + (errorOf(r) ? ` ${errorOf(r).code} ${errorOf(r).message || ""}` : "") }),
       el("td", { class: "mono", text: (r.method || "") + (r.qualifier ? ` [${r.qualifier}]` : "") }),
-      el("td", { class: "mono", text: r.id != null ? JSON.stringify(r.id) : "" }),
+      el("td", { class: "mono id", title: r.id != null ? JSON.stringify(r.id) : "", text: r.id != null ? elide(JSON.stringify(r.id)) : "" }),
       el("td", { text: fmtSize(r.size || 0) + (r.truncated ? " (cut)" : "") }),
       el("td", { text: fmtLatency(r.latency_us) }),
       el("td", { text: n ? n + " ✗" : "" }));
@@ -218,9 +250,24 @@ function renderPair(r) {
 function selectFrame(seq) {
   state.selected = seq;
   for (const tr of document.querySelectorAll("#timeline tbody tr")) tr.classList.toggle("on", +tr.dataset.seq === seq);
-  const r = frameRecords().find((x) => x.seq === seq);
+  const r = timelineRecords().find((x) => x.seq === seq);
   if (!r) return;
+  if (r.type === "stderr") {
+    $("#detail-title").textContent = `#${r.seq} stderr`;
+    $("#detail-title").title = r.time;
+    $("#copy-frame").disabled = false;
+    $("#copied").textContent = "";
+    $("#tab-tree").replaceChildren(el("pre", { class: "stderr-line", text: r.raw != null ? r.raw : "(base64) " + r.raw_base64 }));
+    $("#tab-raw").textContent = r.raw != null ? r.raw : "(base64) " + r.raw_base64;
+    $("#tab-schema-body").replaceChildren(el("p", { class: "dim", text: "a line of the command's stderr" + (r.redacted ? ", secrets masked" : "") }));
+    $("#rendered").replaceChildren();
+    $("#pair").replaceChildren();
+    return;
+  }
   $("#detail-title").textContent = `#${r.seq} ${r.dir === "in" ? "→" : "←"} ${r.kind} ${r.method || ""}`;
+  $("#detail-title").title = r.time;
+  $("#copy-frame").disabled = false;
+  $("#copied").textContent = "";
   const doc = parseRaw(r);
   const bad = new Map((r.problems || []).filter((p) => p.pointer).map((p) => [p.pointer, p]));
   $("#tab-tree").replaceChildren(doc === undefined ? el("p", { class: "dim", text: r.truncated ? "recorded truncated: see Raw" : "not JSON: see Raw" }) : tree(doc, "", bad));
@@ -588,6 +635,8 @@ function openDiffRow(i) {
   const fa = find(res.a, row.a), fb = find(res.b, row.b);
   $("#detail-title").textContent = `diff: A ${row.a ? "#" + row.a.seq : "—"} ${row.op === "-" ? "−" : row.op} B ${row.b ? "#" + row.b.seq : "—"}`;
   $("#rendered").replaceChildren();
+  $("#copy-frame").disabled = true;
+  $("#copied").textContent = "";
   const box = $("#pair");
   box.replaceChildren();
   box.classList.add("diffpair");
@@ -609,6 +658,98 @@ function openDiffRow(i) {
   if ((row.differences || []).length) box.append(list);
 }
 
+// Sharing: copy one frame, export the session, import a file.
+async function copyFrame() {
+  const r = timelineRecords().find((x) => x.seq === state.selected);
+  if (!r) return;
+  const text = r.raw != null ? r.raw : r.raw_base64;
+  let ok = false;
+  try { await navigator.clipboard.writeText(text); ok = true; } catch {
+    // No clipboard API (a page not in focus, an old browser): the
+    // selection's copy command.
+    const ta = el("textarea", {});
+    ta.value = text;
+    document.body.append(ta);
+    ta.select();
+    try { ok = document.execCommand("copy"); } catch { ok = false; }
+    ta.remove();
+  }
+  $("#copied").textContent = ok ? `copied #${r.seq} (${fmtSize(text.length)})` : "could not copy: select the Raw tab's text";
+  $("#copied").dataset.seq = ok ? r.seq : "";
+}
+
+function updateExport() {
+  const a = $("#export");
+  if (state.current) {
+    a.href = `api/export?session=${encodeURIComponent(state.current)}`;
+    a.setAttribute("download", state.current.replace(/[^A-Za-z0-9._-]/g, "_") + ".jsonl");
+  } else a.removeAttribute("href");
+}
+
+async function importFile(file) {
+  const status = $("#notice");
+  try {
+    const r = await fetch(`api/import?name=${encodeURIComponent(file.name)}`, { method: "POST", headers: { "Content-Type": "application/x-ndjson" }, body: file });
+    if (!r.ok) throw new Error(await r.text());
+    const res = await r.json();
+    status.textContent = `imported ${res.sessions.join(", ")}`;
+    await poll();
+    if (res.sessions.length) selectSession(res.sessions[0]);
+  } catch (e) {
+    status.textContent = "import failed: " + e.message;
+  }
+}
+
+// Keyboard: j/k or ↓/↑ move through the rows of the view (the timeline's
+// frames, the diff's rows, the conversation's items), Enter opens the
+// row, / goes to the search box, 1-5 switch views, c copies the frame,
+// Esc leaves a field.
+const viewOrder = ["timeline", "conversation", "context", "waterfall", "diff"];
+function rowsOfView() {
+  switch (state.view) {
+    case "timeline": return [...document.querySelectorAll("#timeline tbody tr")];
+    case "diff": return [...document.querySelectorAll("#diff tbody tr")];
+    case "conversation": return [...document.querySelectorAll("#conversation .msg[data-seq], #conversation .toolcard .head")];
+    case "waterfall": return [...document.querySelectorAll("#waterfall .row")];
+  }
+  return [];
+}
+function move(delta) {
+  const rows = rowsOfView();
+  if (!rows.length) return;
+  let i = rows.findIndex((r) => r.classList.contains("on") || (r.parentElement && r.parentElement.classList.contains("on") && r.classList.contains("head")));
+  i = i < 0 ? (delta > 0 ? 0 : rows.length - 1) : Math.min(rows.length - 1, Math.max(0, i + delta));
+  const row = rows[i];
+  if (state.view === "diff") { openDiffRow(+row.dataset.row); }
+  else if (state.view === "waterfall") { for (const r of rows) r.classList.toggle("on", r === row); }
+  else if (state.view === "conversation") { row.click(); for (const r of rows) r.classList.toggle("on", r === row); }
+  else selectFrame(+row.dataset.seq);
+  row.scrollIntoView({ block: "nearest" });
+}
+function onKey(e) {
+  if (e.ctrlKey || e.metaKey || e.altKey) return;
+  const t = e.target;
+  if (t && (t.tagName === "INPUT" || t.tagName === "SELECT" || t.tagName === "TEXTAREA")) {
+    if (e.key === "Escape") t.blur();
+    return;
+  }
+  switch (e.key) {
+    case "j": case "ArrowDown": move(1); break;
+    case "k": case "ArrowUp": move(-1); break;
+    case "Enter": {
+      const rows = rowsOfView(), row = rows.find((r) => r.classList.contains("on"));
+      if (row && state.view === "waterfall") row.click();
+      break;
+    }
+    case "/": $("#filter-text").focus(); break;
+    case "c": copyFrame(); break;
+    case "Escape": state.selected = null; for (const r of document.querySelectorAll("tr.on")) r.classList.remove("on"); break;
+    default:
+      if (/^[1-5]$/.test(e.key)) showView(viewOrder[+e.key - 1]); else return;
+  }
+  e.preventDefault();
+}
+
 function showView(v) {
   state.view = v;
   for (const b of document.querySelectorAll("#views button")) b.classList.toggle("on", b.dataset.view === v);
@@ -627,6 +768,10 @@ function init() {
   $("#session").onchange = (e) => selectSession(e.target.value);
   for (const id of filterIDs) { $(id).oninput = renderCurrent; $(id).onchange = renderCurrent; }
   $("#diff-go").onclick = renderDiff;
+  $("#copy-frame").onclick = copyFrame;
+  $("#import").onclick = () => $("#import-file").click();
+  $("#import-file").onchange = (e) => { if (e.target.files[0]) importFile(e.target.files[0]); e.target.value = ""; };
+  document.addEventListener("keydown", onKey);
   poll();
   setInterval(poll, 1000);
 }
