@@ -126,3 +126,48 @@ func jsonEqual(a, b any) bool {
 	y, _ := json.Marshal(b, json.Deterministic(true))
 	return bytes.Equal(x, y)
 }
+
+// Error.data and an elicitation's content values take the shapes ACP defines
+// or any other value (their "Other" alternative): the defined shapes decode
+// typed, anything else is kept as it came, and both round-trip.
+func TestUnionsWithOther(t *testing.T) {
+	for in, check := range map[string]func(Error) bool{
+		`{"code":-32022,"message":"Unsupported protocol version","data":{"requested":1,"supported":[2]}}`: func(e Error) bool {
+			d, ok := e.Data.Get()
+			return ok && d.UnsupportedProtocolVersion != nil && d.UnsupportedProtocolVersion.Requested == 1 && d.Other == nil
+		},
+		`{"code":-32002,"message":"Resource not found","data":{"sessionId":"s1"}}`: func(e Error) bool {
+			d, ok := e.Data.Get()
+			return ok && d.SessionNotFound != nil && d.SessionNotFound.SessionID == "s1"
+		},
+		`{"code":-32602,"message":"Invalid params","data":"initialize.protocolVersion must be a valid ACP protocol version"}`: func(e Error) bool {
+			d, ok := e.Data.Get()
+			return ok && string(d.Other) == `"initialize.protocolVersion must be a valid ACP protocol version"`
+		},
+		`{"code":-32002,"message":"Resource not found","data":{"sessionId":7}}`: func(e Error) bool {
+			d, ok := e.Data.Get()
+			return ok && d.SessionNotFound == nil && string(d.Other) == `{"sessionId":7}`
+		},
+		`{"code":-32603,"message":"Internal error","data":null}`: func(e Error) bool { return e.Data.IsNull() },
+	} {
+		var e Error
+		if err := json.Unmarshal([]byte(in), &e); err != nil || !check(e) {
+			t.Errorf("%s: %+v, %v", in, e, err)
+			continue
+		}
+		if out, err := json.Marshal(e); err != nil || string(out) != in {
+			t.Errorf("%s round-tripped to %s (%v)", in, out, err)
+		}
+	}
+	in := `{"a":"x","b":3,"c":true,"d":["p","q"],"e":{"custom":1},"f":null}`
+	var c ElicitationAcceptActionContent
+	if err := json.Unmarshal([]byte(in), &c); err != nil {
+		t.Fatal(err)
+	}
+	if *c["a"].String != "x" || *c["b"].Number != 3 || !*c["c"].Boolean || len(c["d"].StringArray) != 2 || string(c["e"].Other) != `{"custom":1}` || string(c["f"].Other) != "null" {
+		t.Fatalf("%+v", c)
+	}
+	if out, err := json.Marshal(c); err != nil || string(out) != in {
+		t.Fatalf("round trip gave %s (%v)", out, err)
+	}
+}

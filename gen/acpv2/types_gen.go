@@ -4139,16 +4139,16 @@ func (x *ElicitationAcceptAction) UnmarshalJSON(data []byte) error {
 //
 // Members are written in sorted key order. Generated from
 // acp/v2/schema.json#/$defs/ElicitationAcceptAction/properties/content.
-type ElicitationAcceptActionContent map[string]jsontext.Value
+type ElicitationAcceptActionContent map[string]ElicitationContentValue
 
 // UnmarshalJSONFrom decodes every member with the value schema.
 func (x *ElicitationAcceptActionContent) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	return wire.Scalar(dec, "ElicitationAcceptActionContent", (*map[string]jsontext.Value)(x), readMapOfRaw)
+	return wire.Scalar(dec, "ElicitationAcceptActionContent", (*map[string]ElicitationContentValue)(x), readMapOfElicitationContentValue)
 }
 
 // MarshalJSONTo encodes the members in sorted key order.
 func (x ElicitationAcceptActionContent) MarshalJSONTo(enc *jsontext.Encoder) error {
-	return wire.WriteMapOf(x, enc, wire.RawTo)
+	return wire.WriteMapOf(x, enc, ElicitationContentValue.MarshalJSONTo)
 }
 
 // MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
@@ -4231,6 +4231,88 @@ func (x ElicitationCapabilities) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
 func (x *ElicitationCapabilities) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Allowed wire representations for `ElicitationContentValue`.
+//
+// The JSON kind of the value selects the variant; exactly one field is set. A value that decodes as no
+// variant is kept in Other. Generated from acp/v2/schema.json#/$defs/ElicitationContentValue.
+type ElicitationContentValue struct {
+	// String value accepted in elicitation response content.
+	//
+	// Set when the value is a JSON string.
+	String *string
+	// Number value accepted in elicitation response content.
+	//
+	// Set when the value is a JSON number.
+	Number *float64
+	// Boolean value accepted in elicitation response content.
+	//
+	// Set when the value is a JSON boolean.
+	Boolean *bool
+	// String array value accepted in elicitation response content.
+	//
+	// Set when the value is a JSON array.
+	StringArray []string
+	// Any other JSON value, such as the value of a custom or future property type.
+	//
+	// Preserved as sent. Agents validate it against the requested schema like any
+	// other value.
+	//
+	// Other holds, verbatim, any other value: one that decodes as no variant (the schema takes any
+	// value). Set it alone.
+	Other jsontext.Value
+}
+
+// unmarshalVariant decodes the variant that matches the value's JSON kind.
+func (x *ElicitationContentValue) unmarshalVariant(dec *jsontext.Decoder) error {
+	*x = ElicitationContentValue{}
+	switch dec.PeekKind() {
+	case '"':
+		return wire.Choose(dec, "ElicitationContentValue", &x.String, wire.StringFrom)
+	case '0':
+		return wire.Choose(dec, "ElicitationContentValue", &x.Number, wire.FloatFrom)
+	case 't', 'f':
+		return wire.Choose(dec, "ElicitationContentValue", &x.Boolean, wire.BoolFrom)
+	case '[':
+		return wire.Scalar(dec, "ElicitationContentValue", &x.StringArray, readListOfString)
+	}
+	return wire.KindError(dec, "ElicitationContentValue", "string or number or boolean or array")
+}
+
+// UnmarshalJSONFrom decodes a variant of ElicitationContentValue, or keeps the value verbatim in Other when it decodes as none.
+func (x *ElicitationContentValue) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	return wire.OrOther(dec, "ElicitationContentValue", x.unmarshalVariant, func() {
+		*x = ElicitationContentValue{}
+	}, &x.Other)
+}
+
+// MarshalJSONTo encodes the variant that is set. Other, when set, is written as it is.
+func (x ElicitationContentValue) MarshalJSONTo(enc *jsontext.Encoder) error {
+	if x.Other != nil {
+		return enc.WriteValue(x.Other)
+	}
+	switch {
+	case x.String != nil:
+		return wire.StringTo(*x.String, enc)
+	case x.Number != nil:
+		return wire.FloatTo(*x.Number, enc)
+	case x.Boolean != nil:
+		return wire.BoolTo(*x.Boolean, enc)
+	case x.StringArray != nil:
+		return writeListOfString(x.StringArray, enc)
+	}
+	return wire.NoVariant("ElicitationContentValue")
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x ElicitationContentValue) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *ElicitationContentValue) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
@@ -5288,7 +5370,7 @@ type Error struct {
 	// Omitted and `null` are equivalent and mean no additional data is provided. Some codes
 	// define a shape: [`UnsupportedProtocolVersionErrorData`] for `-32022`, and
 	// [`SessionNotFoundErrorData`] for `-32002` when a session is not found.
-	Data jsontext.Value
+	Data wire.Nullable[ErrorData]
 	// Extra keeps members the schema does not name, in arrival order.
 	Extra wire.Extras
 }
@@ -5315,7 +5397,7 @@ func (x *Error) member(r *wire.ObjectReader) error {
 	case "message":
 		return wire.Field(r, &x.Message, wire.StringFrom)
 	case "data":
-		return wire.Field(r, &x.Data, wire.RawFrom)
+		return wire.Opt(r, &x.Data, (*ErrorData).UnmarshalJSONFrom)
 	}
 	return r.Extra(&x.Extra)
 }
@@ -5330,7 +5412,7 @@ func (x Error) MarshalJSONTo(enc *jsontext.Encoder) error {
 func (x *Error) members(w *wire.ObjectWriter) {
 	wire.Put(w, "code", x.Code, ErrorCode.MarshalJSONTo)
 	wire.Put(w, "message", x.Message, wire.StringTo)
-	wire.PutIf(w, "data", x.Data, x.Data != nil, wire.RawTo)
+	wire.PutOpt(w, "data", x.Data, ErrorData.MarshalJSONTo)
 	w.Extras(x.Extra)
 }
 
@@ -5407,6 +5489,96 @@ func (x ErrorCode) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
 func (x *ErrorCode) UnmarshalJSON(data []byte) error {
+	return wire.Unmarshal(data, x)
+}
+
+// Schema for [`Error::data`]: the shapes ACP defines, or any other value.
+//
+// The members present select the variant; exactly one variant field is set. A value that decodes as no
+// variant is kept in Other. Generated from acp/v2/schema.json#/$defs/ErrorData.
+type ErrorData struct {
+	// Data for the `-32022` (Unsupported protocol version) error.
+	//
+	// See protocol docs: [Version
+	// Negotiation](https://agentclientprotocol.com/protocol/v2/initialization#version-negotiation)
+	//
+	// Set when `requested` or `supported` is present.
+	UnsupportedProtocolVersion *UnsupportedProtocolVersionErrorData
+	// Data for the `-32002` (Resource not found) error when a session-scoped request names a
+	// session that does not exist or is not active.
+	//
+	// See protocol docs: [Unknown
+	// Sessions](https://agentclientprotocol.com/protocol/v2/error#unknown-sessions)
+	//
+	// Set when `sessionId` is present.
+	SessionNotFound *SessionNotFoundErrorData
+	// Other holds, verbatim, any other value: one that decodes as no variant (the schema takes any
+	// value). Set it alone.
+	Other jsontext.Value
+}
+
+var unionErrorData = wire.Union{
+	Type: "ErrorData",
+	Variants: []wire.Variant{{
+		Keys:   []string{"requested", "supported"},
+		Object: &objUnsupportedProtocolVersionErrorData,
+	}, {
+		Keys:   []string{"sessionId"},
+		Object: &objSessionNotFoundErrorData,
+	}},
+}
+
+// unmarshalVariant decodes ErrorData in one pass, streaming members into the variant once it is chosen.
+func (x *ErrorData) unmarshalVariant(dec *jsontext.Decoder) error {
+	*x = ErrorData{}
+	r := wire.ReadUnion(dec, &unionErrorData)
+	for r.Next() {
+		r.Done(x.member(&r))
+	}
+	return r.End()
+}
+
+func (x *ErrorData) member(r *wire.ObjectReader) error {
+	switch r.Variant() {
+	case 0:
+		return wire.New(&x.UnsupportedProtocolVersion).member(r)
+	case 1:
+		return wire.New(&x.SessionNotFound).member(r)
+	}
+	return nil
+}
+
+// UnmarshalJSONFrom decodes a variant of ErrorData, or keeps the value verbatim in Other when it decodes as none.
+func (x *ErrorData) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	return wire.OrOther(dec, "ErrorData", x.unmarshalVariant, func() {
+		*x = ErrorData{}
+	}, &x.Other)
+}
+
+// MarshalJSONTo encodes the variant that is set. Other, when set, is written as it is.
+func (x ErrorData) MarshalJSONTo(enc *jsontext.Encoder) error {
+	if x.Other != nil {
+		return enc.WriteValue(x.Other)
+	}
+	w := wire.WriteObject(enc)
+	switch {
+	case x.UnsupportedProtocolVersion != nil:
+		x.UnsupportedProtocolVersion.members(&w)
+	case x.SessionNotFound != nil:
+		x.SessionNotFound.members(&w)
+	default:
+		return wire.NoVariant("ErrorData")
+	}
+	return w.End()
+}
+
+// MarshalJSON implements encoding/json.Marshaler with the rules of MarshalJSONTo.
+func (x ErrorData) MarshalJSON() ([]byte, error) {
+	return wire.Marshal(x)
+}
+
+// UnmarshalJSON implements encoding/json.Unmarshaler with the rules of UnmarshalJSONFrom.
+func (x *ErrorData) UnmarshalJSON(data []byte) error {
 	return wire.Unmarshal(data, x)
 }
 
@@ -14435,7 +14607,7 @@ var (
 	writeListOfSessionConfigOption        = wire.ListTo(SessionConfigOption.MarshalJSONTo)
 	readListOfDiffChange                  = wire.ListFrom((*DiffChange).UnmarshalJSONFrom)
 	writeListOfDiffChange                 = wire.ListTo(DiffChange.MarshalJSONTo)
-	readMapOfRaw                          = wire.MapFrom(wire.RawFrom)
+	readMapOfElicitationContentValue      = wire.MapFrom((*ElicitationContentValue).UnmarshalJSONFrom)
 	readMapOfElicitationPropertySchema    = wire.MapFrom((*ElicitationPropertySchema).UnmarshalJSONFrom)
 	readListOfBackgroundWork              = wire.ListFrom((*BackgroundWork).UnmarshalJSONFrom)
 	writeListOfBackgroundWork             = wire.ListTo(BackgroundWork.MarshalJSONTo)

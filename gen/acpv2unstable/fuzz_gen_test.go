@@ -379,7 +379,7 @@ var fuzzTypes = []wiretest.Type{{
 		return new(CreateElicitationResponse)
 	},
 	Schema: "acp/v2/schema.unstable.json#/$defs/CreateElicitationResponse",
-	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"action\":\"accept\",\"content\":{\"k\":\"text\"},\"vendor_extension\":{\"kept\":true}}"},
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"action\":\"accept\",\"content\":{\"k\":\"x\"},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "CreateElicitationResponseCancel",
 	New: func() any {
@@ -477,14 +477,14 @@ var fuzzTypes = []wiretest.Type{{
 		return new(ElicitationAcceptAction)
 	},
 	Schema: "acp/v2/schema.unstable.json#/$defs/ElicitationAcceptAction",
-	Seeds:  []string{"{\"content\":{\"k\":\"text\"},\"vendor_extension\":{\"kept\":true}}"},
+	Seeds:  []string{"{\"content\":{\"k\":\"x\"},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "ElicitationAcceptActionContent",
 	New: func() any {
 		return new(ElicitationAcceptActionContent)
 	},
 	Schema: "acp/v2/schema.unstable.json#/$defs/ElicitationAcceptAction/properties/content",
-	Seeds:  []string{"{\"k\":\"text\"}"},
+	Seeds:  []string{"{\"k\":\"x\"}"},
 }, {
 	Name: "ElicitationCapabilities",
 	New: func() any {
@@ -492,6 +492,13 @@ var fuzzTypes = []wiretest.Type{{
 	},
 	Schema: "acp/v2/schema.unstable.json#/$defs/ElicitationCapabilities",
 	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"form\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"url\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+}, {
+	Name: "ElicitationContentValue",
+	New: func() any {
+		return new(ElicitationContentValue)
+	},
+	Schema: "acp/v2/schema.unstable.json#/$defs/ElicitationContentValue",
+	Seeds:  []string{"\"x\""},
 }, {
 	Name: "ElicitationFormCapabilities",
 	New: func() any {
@@ -603,7 +610,7 @@ var fuzzTypes = []wiretest.Type{{
 		return new(Error)
 	},
 	Schema: "acp/v2/schema.unstable.json#/$defs/Error",
-	Seeds:  []string{"{\"code\":-32700,\"data\":{\"sessionId\":\"sess_1\"},\"message\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
+	Seeds:  []string{"{\"code\":-32700,\"data\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"requested\":0,\"supported\":[0],\"vendor_extension\":{\"kept\":true}},\"message\":\"x\",\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "ErrorCode",
 	New: func() any {
@@ -612,12 +619,19 @@ var fuzzTypes = []wiretest.Type{{
 	Schema: "acp/v2/schema.unstable.json#/$defs/ErrorCode",
 	Seeds:  []string{"-32700"},
 }, {
+	Name: "ErrorData",
+	New: func() any {
+		return new(ErrorData)
+	},
+	Schema: "acp/v2/schema.unstable.json#/$defs/ErrorData",
+	Seeds:  []string{"{\"_meta\":{\"raw\":[1,\"two\",null]},\"requested\":0,\"supported\":[0],\"vendor_extension\":{\"kept\":true}}"},
+}, {
 	Name: "ErrorStopReason",
 	New: func() any {
 		return new(ErrorStopReason)
 	},
 	Schema: "acp/v2/schema.unstable.json#/$defs/ErrorStopReason",
-	Seeds:  []string{"{\"error\":{\"code\":-32700,\"data\":{\"sessionId\":\"sess_1\"},\"message\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
+	Seeds:  []string{"{\"error\":{\"code\":-32700,\"data\":{\"_meta\":{\"raw\":[1,\"two\",null]},\"requested\":0,\"supported\":[0],\"vendor_extension\":{\"kept\":true}},\"message\":\"x\",\"vendor_extension\":{\"kept\":true}},\"vendor_extension\":{\"kept\":true}}"},
 }, {
 	Name: "ForkSessionRequest",
 	New: func() any {

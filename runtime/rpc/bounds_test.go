@@ -146,9 +146,10 @@ func TestQueueBytesBound(t *testing.T) {
 				}), &rpc.Options{QueueBytes: queueBytes})
 				sent, _ := flood(inW, tt.line, 1000)
 				waitStalled(sent)
-				// The queue, the message being handled, the one that crossed
-				// the bound, and read-ahead.
-				if got, bound := in.n.Load(), int64(queueBytes+3*len(tt.line)+128<<10); got > bound {
+				// The queue up to its bound less the reserve (no handler waits
+				// for the peer), the message being handled, the one that
+				// crossed the bound, and read-ahead.
+				if got, bound := in.n.Load(), int64(queueBytes/2+3*len(tt.line)+128<<10); got > bound {
 					t.Fatalf("Conn read %d KiB with its handler blocked, want at most %d KiB", got>>10, bound>>10)
 				}
 			})
@@ -157,8 +158,8 @@ func TestQueueBytesBound(t *testing.T) {
 }
 
 // TestCallbackWhileQueueFull: a handler that calls back into the peer
-// while the queue is full gets its reply. Meanwhile the Conn reads on, up
-// to twice its bounds: notifications are queued, requests refused as
+// while the queue is full gets its reply. Meanwhile the Conn reads on into
+// the queue's reserve: notifications are queued, requests refused as
 // overloaded.
 func TestCallbackWhileQueueFull(t *testing.T) {
 	forTransports(t, func(t *testing.T, tr transport) {
@@ -174,9 +175,9 @@ func TestCallbackWhileQueueFull(t *testing.T) {
 			},
 			"note": func(context.Context, *rpc.Request) (any, error) { notes.Add(1); return nil, nil },
 			"req":  func(context.Context, *rpc.Request) (any, error) { return "ok", nil },
-		}, &rpc.Options{QueueSize: 2})
+		}, &rpc.Options{QueueSize: 4})
 		p.send(`{"jsonrpc":"2.0","id":"w","method":"work"}`)
-		p.send(`{"jsonrpc":"2.0","method":"note"}`, `{"jsonrpc":"2.0","method":"note"}`) // the queue is full
+		p.send(`{"jsonrpc":"2.0","method":"note"}`, `{"jsonrpc":"2.0","method":"note"}`) // the queue is full but for its reserve
 		more := make(chan struct{})
 		go func() {
 			defer close(more)
@@ -215,8 +216,8 @@ func TestCallbackWhileQueueFull(t *testing.T) {
 }
 
 // TestCallbackBoundedWhilePeerFloods: while a handler waits for the peer,
-// a peer that floods notifications instead of answering is read up to
-// twice the queue's bounds, no further.
+// a peer that floods notifications instead of answering is read up to the
+// queue's bound, reserve included, no further.
 func TestCallbackBoundedWhilePeerFloods(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const queueBytes = 256 << 10
@@ -239,7 +240,7 @@ func TestCallbackBoundedWhilePeerFloods(t *testing.T) {
 		if stalled >= 1000 {
 			t.Fatal("the peer's flood was read whole")
 		}
-		if got, bound := in.n.Load(), int64(2*queueBytes+3*len(line)+128<<10); got > bound {
+		if got, bound := in.n.Load(), int64(queueBytes+3*len(line)+128<<10); got > bound {
 			t.Fatalf("Conn read %d bytes while its handler waited, want at most %d", got, bound)
 		}
 		t.Logf("flood stalled after %d lines, %d KiB read", stalled, in.n.Load()>>10)

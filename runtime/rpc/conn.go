@@ -26,8 +26,8 @@ type Options struct {
 	// a hundred times its two bytes. Only frames over 2*MaxObjects bytes are counted.
 	MaxObjects int
 	// MaxConcurrentRequests bounds inbound request concurrency. At 0 or 1 requests are handled one at a
-	// time in arrival order; above 1 they are started in arrival order, each on a goroutine of its own,
-	// and run concurrently, at most that many at a time. Notifications are always handled one at a time
+	// time in arrival order; above 1 they are started in arrival order, each on a worker goroutine
+	// (a worker waits for the next request once it has answered), and run concurrently, at most that many at a time. Notifications are always handled one at a time
 	// in arrival order.
 	MaxConcurrentRequests int
 	// Ordered, with MaxConcurrentRequests above 1, starts each request only once the one before it has
@@ -35,10 +35,13 @@ type Options struct {
 	// context: a handler that must answer in turn, but may let the next request in while it goes on,
 	// releases its turn (compare jsonrpc2's Async). Methods of the preempt lane never wait.
 	Ordered bool
-	// QueueSize and QueueBytes bound the inbound messages waiting for a handler (defaults 256 and 4 MiB).
-	// When either is reached the connection stops reading, which throttles the peer. While a handler waits
-	// inside Send for the peer's reply, reading goes on up to twice the bounds so that the reply can
-	// arrive: requests arriving meanwhile are refused with ErrOverloaded, notifications are queued.
+	// QueueSize and QueueBytes bound the inbound messages waiting for a handler (defaults 512 and 8 MiB;
+	// QueueSize is at least 2): the queue never holds more, but for the one frame read while there was
+	// room. Their upper half is a reserve. When the queue reaches the bound less the reserve, the
+	// connection stops reading, which throttles the peer. While a handler waits inside Send for the
+	// peer's reply, reading goes on into the reserve so that the reply can arrive: requests arriving
+	// meanwhile are refused with ErrOverloaded, notifications are queued. A full reserve stops reading
+	// again, and the handler's Send waits for its context.
 	QueueSize, QueueBytes int
 	// RequestTimeout, if positive, is the deadline of each inbound request's context.
 	RequestTimeout time.Duration
@@ -88,8 +91,8 @@ type Options struct {
 }
 
 const (
-	defaultQueueSize  = 256
-	defaultQueueBytes = 4 << 20
+	defaultQueueSize  = 512
+	defaultQueueBytes = 8 << 20
 	// DefaultMaxObjects is the default of Options.MaxObjects.
 	DefaultMaxObjects = 1 << 17
 )
@@ -114,6 +117,7 @@ type Conn struct {
 
 	q       queue
 	sem     chan struct{} // concurrency slots; nil when requests run one at a time
+	workers workers       // the idle workers of concurrent requests
 	wlock   chan struct{} // with Observe: held while a frame is observed and handed to the transport
 	seq     atomic.Uint64 // outbound request numbers
 	reading reader        // the reader's own state

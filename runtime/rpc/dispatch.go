@@ -5,15 +5,19 @@ import (
 	"errors"
 	"log/slog"
 	"runtime/debug"
+	"sync"
 )
 
 // lane is a lane's goroutine: it takes the lane's items in arrival order and handles notifications itself.
 // Requests it handles itself too, unless they may run concurrently (main lane, MaxConcurrentRequests above
-// 1): then it starts each on a goroutine of its own once a concurrency slot is free and, with Ordered, once
-// the one before has returned or released its turn.
+// 1): then it starts each on a worker once a concurrency slot is free and, with Ordered, once the one
+// before has returned or released its turn.
 func (c *Conn) lane(l *lane) {
 	defer c.lanes.Done()
 	concurrent := l == &c.q.main && c.sem != nil
+	if concurrent {
+		defer c.workers.stop()
+	}
 	for {
 		it, ok := c.q.pop(l)
 		switch {
@@ -27,12 +31,7 @@ func (c *Conn) lane(l *lane) {
 		case !concurrent:
 			c.serve(it)
 		case c.acquire():
-			c.lanes.Add(1)
-			go func() {
-				defer c.lanes.Done()
-				c.serve(it)
-				<-c.sem
-			}()
+			c.start(it)
 			if it.turn != nil { // Ordered: the next waits for its turn
 				select {
 				case <-it.turn:
@@ -43,6 +42,63 @@ func (c *Conn) lane(l *lane) {
 			c.finish(it)
 		}
 	}
+}
+
+// workers are the idle workers: goroutines that handled a request and wait, each on a channel of its own,
+// for the next one. A worker keeps the stack its handlers grew, which a goroutine per request would grow
+// (and copy) anew for every handler that decodes JSON. A worker is idle before it frees its concurrency
+// slot, so a request that takes the slot finds it: there are never more workers than slots.
+type workers struct {
+	mu      sync.Mutex
+	idle    []chan *inbound // last in, first out: the warmest stack first
+	stopped bool
+}
+
+// start hands it, for which the main lane holds a concurrency slot, to an idle worker or a new one.
+func (c *Conn) start(it *inbound) {
+	w := &c.workers
+	w.mu.Lock()
+	if n := len(w.idle); n > 0 {
+		next := w.idle[n-1]
+		w.idle = w.idle[:n-1]
+		w.mu.Unlock()
+		next <- it
+		return
+	}
+	w.mu.Unlock()
+	c.lanes.Add(1)
+	go c.worker(it)
+}
+
+// worker handles it, then the requests start hands it, until the main lane ends.
+func (c *Conn) worker(it *inbound) {
+	defer c.lanes.Done()
+	next := make(chan *inbound, 1)
+	for ok := true; ok; it, ok = <-next {
+		c.serve(it)
+		w := &c.workers
+		w.mu.Lock()
+		stopped := w.stopped
+		if !stopped {
+			w.idle = append(w.idle, next)
+		}
+		w.mu.Unlock()
+		<-c.sem
+		if stopped {
+			return
+		}
+	}
+}
+
+// stop lets the idle workers exit, and those still busy once they finish.
+func (w *workers) stop() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.stopped = true
+	for _, next := range w.idle {
+		close(next)
+	}
+	w.idle = nil
 }
 
 // acquire takes a concurrency slot, failing when the connection shuts down.

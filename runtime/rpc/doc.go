@@ -30,7 +30,8 @@
 // # Flow control and bounds
 //
 // The inbound queue is bounded in messages and bytes ([Options.QueueSize]); when it is full the reader stops
-// reading and the peer's writes block. Every write, a reply's included, waits for the transport to take it,
+// reading and the peer's writes block. The upper half of the bound is a reserve that only a handler waiting
+// inside Send for the peer's reply opens, so that the reply is still read. Every write, a reply's included, waits for the transport to take it,
 // with its writer's context: a slow peer holds up the handlers that write to it, and nothing piles up. A
 // frame over [Options.MaxFrame] bytes or [Options.MaxObjects] objects is refused undecoded, answered from its
 // first bytes ([HeadDecoder]); a request reusing the id of one in flight is refused ([ErrDuplicateID]); error

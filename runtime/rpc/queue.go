@@ -26,13 +26,18 @@ const itemOverhead = 256
 // queue is the inbound queue between the reader and the lanes: one bound, in messages and bytes, over two
 // lanes, the main one and the preempt lane. The reader waits for room before it reads a frame, which
 // throttles the peer; the main lane counts notifications for the response barrier.
+//
+// The bound is never passed (but for the one frame read when there was room). Its upper half is a reserve:
+// the reader fills it only while a handler of this connection waits inside Send, so that the peer's reply
+// can still be read past the messages queued behind that handler.
 type queue struct {
 	mu        sync.Mutex
 	space     sync.Cond // the reader waits here for room
 	main, ctl lane
 
 	n, bytes       int
-	maxN, maxBytes int
+	maxN, maxBytes int  // the bound
+	resN, resBytes int  // its reserve: the reader stops at the bound less the reserve unless callers > 0
 	callers        int  // handlers of this connection waiting inside Send
 	closed         bool // no more items will be pushed
 	dropped        bool // the queued items were discarded
@@ -56,33 +61,40 @@ func (q *queue) init(maxN, maxBytes int) {
 	if maxBytes <= 0 {
 		maxBytes = defaultQueueBytes
 	}
-	q.maxN, q.maxBytes = maxN, maxBytes
+	// A bound of one message leaves no reserve: it is raised to two, one message and the reserve.
+	q.maxN, q.maxBytes = max(maxN, 2), max(maxBytes, 2)
+	q.resN, q.resBytes = q.maxN/2, q.maxBytes/2
 	q.space.L, q.main.ready.L, q.ctl.ready.L = &q.mu, &q.mu, &q.mu
 }
 
-// over reports whether the queue holds limit times its bound.
-func (q *queue) over(limit int) bool { return q.n >= limit*q.maxN || q.bytes >= limit*q.maxBytes }
+// full reports whether the queue reached its bound, less the reserve unless reserve is set.
+func (q *queue) full(reserve bool) bool {
+	if reserve {
+		return q.n >= q.maxN || q.bytes >= q.maxBytes
+	}
+	return q.n >= q.maxN-q.resN || q.bytes >= q.maxBytes-q.resBytes
+}
 
-// room waits while the queue is full, unless a handler waits inside Send for the peer's reply (then while
-// it holds twice its bound), and reports whether the queue is still open.
+// room waits while the queue is full, its reserve included while a handler waits inside Send for the
+// peer's reply, and reports whether the queue is still open.
 func (q *queue) room() bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	for !q.closed && (q.callers == 0 && q.over(1) || q.over(2)) {
+	for !q.closed && q.full(q.callers > 0) {
 		q.space.Wait()
 	}
 	return !q.closed
 }
 
-// overloaded waits while the queue is full and no handler waits for the peer, and reports whether it is
-// still full: the reader read past the bound for a handler waiting for the peer, and refuses a request.
+// overloaded waits while the queue is full and no handler waits for the peer, and reports whether the
+// reader is reading into the reserve, for a handler waiting for the peer: then it refuses a request.
 func (q *queue) overloaded() bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	for !q.closed && q.callers == 0 && q.over(1) {
+	for !q.closed && q.callers == 0 && q.full(false) {
 		q.space.Wait()
 	}
-	return q.over(1)
+	return q.full(false)
 }
 
 // caller records a handler of this connection entering (1) or leaving (-1) Send.

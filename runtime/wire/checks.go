@@ -207,3 +207,20 @@ func WriteIntEnum[T ~int64](enc *jsontext.Encoder, v T, typ string, values []T, 
 	}
 	return IntTo(int64(v), enc)
 }
+
+// OrOther decodes a value of union typ that also takes any other value (an
+// alternative with no schema): known decodes it as one of the union's
+// variants, from a copy of the value; when it cannot, reset clears what it
+// set and the value is kept verbatim in *other. Any well-formed JSON value is
+// accepted, as the schema accepts it.
+func OrOther(dec *jsontext.Decoder, typ string, known func(*jsontext.Decoder) error, reset func(), other *jsontext.Value) error {
+	raw, err := dec.ReadValue()
+	if err != nil {
+		return Wrap(typ, "", err)
+	}
+	if known(jsontext.NewDecoder(bytes.NewReader(raw), dec.Options())) != nil {
+		reset()
+		*other = raw.Clone()
+	}
+	return nil
+}

@@ -20,15 +20,20 @@
 //	a version the agent does not serve                     -32022 "Unsupported protocol version", data {requested, supported}
 //	v2 chosen, id neither a string nor an integer          -32600, id null
 //	params that do not decode for the chosen version       -32602, its id
-//	a frame over the transport's size limit                -32600, its id if its head shows one
+//	a frame over the transport's size limit                -32600, its id if its head shows one (*)
+//
+// (*) The TypeScript SDK ends the stream on an over-long line; the router answers it and goes on, as
+// bridgekit's engine does after initialize.
 //
 // The version: an agent serving v1 alone speaks v1 whatever was requested (the client then decides, as
 // v1's negotiation says); otherwise v2 for a request of 2 or more, and v1 for 1. The initialize handed to
 // the chosen handlers has its params rewritten for that version (internal/acpversion.RewriteInitialize):
 // protocolVersion set to the chosen one, malformed optional members dropped, a v2 request downgraded to
-// v1's shape for a v1 agent. The connection then belongs to that version for good. On v2, a repeated
-// initialize is accepted only before any other request and for version 2 or later, and requests before
-// the first initialize completes are refused, as the TypeScript SDK's v2 connection does.
+// v1's shape for a v1 agent; null members and empty arrays removed. Members the schema does not name are
+// kept, where the TypeScript router drops them. The connection then belongs to that version for good.
+// On v2, a repeated initialize is accepted only before any other request and for version 2 or later,
+// and requests before the first initialize completes are refused, as the TypeScript SDK's v2 connection
+// does.
 //
 // clients/acpnegotiate is the client side: it asks for v2 and falls back to v1.
 package acprouter

@@ -169,6 +169,9 @@ func Docs(pkg *ir.Package) []byte {
 			if t.Union == ir.ByElement {
 				b.WriteString(" Chosen by the first element; an empty array is the first.")
 			}
+			if t.Other != nil {
+				fmt.Fprintf(&b, " Any other value (one that decodes as no variant) is kept verbatim in `%s jsontext.Value`.", t.Other.Go)
+			}
 			b.WriteString("\n")
 			if len(t.Common) > 0 {
 				b.WriteString("\nMembers of every variant:\n\n")

@@ -108,6 +108,7 @@ func (g *typeGen) objectUnion(t *ir.Type) {
 	if len(t.Common) > 0 {
 		rule += " The members before the variants belong to every variant."
 	}
+	fields, rule = otherField(t, fields, rule)
 	comment(g.f, typeDoc(t, rule))
 	g.f.Type().Id(t.Name).Struct(fields...)
 	g.f.Line()
@@ -148,8 +149,8 @@ func (g *typeGen) objectUnion(t *ir.Type) {
 			end = append([]jen.Code{jen.Switch(jen.Id("r").Dot("Variant").Call()).Block(nested...)}, end...)
 		}
 	}
-	g.f.Comment(fmt.Sprintf("UnmarshalJSONFrom decodes %s in one pass, streaming members into the variant once it is chosen.", t.Name))
-	g.f.Func().Params(jen.Id("x").Op("*").Id(t.Name)).Id("UnmarshalJSONFrom").Params(jen.Id("dec").Op("*").Qual(pkgJSONText, "Decoder")).Error().Block(
+	g.f.Comment(fmt.Sprintf("%s decodes %s in one pass, streaming members into the variant once it is chosen.", unmarshalName(t), t.Name))
+	g.f.Func().Params(jen.Id("x").Op("*").Id(t.Name)).Id(unmarshalName(t)).Params(jen.Id("dec").Op("*").Qual(pkgJSONText, "Decoder")).Error().Block(
 		append([]jen.Code{
 			jen.Op("*").Id("x").Op("=").Id(t.Name).Values(),
 			jen.Id("r").Op(":=").Qual(pkgWire, "ReadUnion").Call(jen.Id("dec"), jen.Op("&").Id(unionVar(t))),
@@ -188,11 +189,14 @@ func (g *typeGen) objectUnion(t *ir.Type) {
 	} else {
 		cases = append(cases, jen.Default().Block(jen.Return(jen.Qual(pkgWire, "NoVariant").Call(jen.Lit(t.Name)))))
 	}
-	g.f.Comment("MarshalJSONTo encodes the variant that is set" + map[bool]string{true: ", its tag first, or Unknown as it arrived.", false: "."}[t.Union == ir.ByTag])
+	g.otherUnmarshal(t)
+	g.f.Comment("MarshalJSONTo encodes the variant that is set" + map[bool]string{true: ", its tag first, or Unknown as it arrived.", false: "."}[t.Union == ir.ByTag] + otherNote(t))
 	g.f.Func().Params(jen.Id("x").Id(t.Name)).Id("MarshalJSONTo").Params(jen.Id("enc").Op("*").Qual(pkgJSONText, "Encoder")).Error().Block(
-		jen.Id("w").Op(":=").Qual(pkgWire, "WriteObject").Call(jen.Id("enc")),
-		jen.Switch().Block(cases...),
-		jen.Return(jen.Id("w").Dot("End").Call()),
+		append(otherMarshal(t),
+			jen.Id("w").Op(":=").Qual(pkgWire, "WriteObject").Call(jen.Id("enc")),
+			jen.Switch().Block(cases...),
+			jen.Return(jen.Id("w").Dot("End").Call()),
+		)...,
 	)
 	g.f.Line()
 	if len(t.Common) > 0 {
@@ -284,20 +288,24 @@ func (g *typeGen) kindUnion(t *ir.Type) {
 		marshal = append(marshal, jen.Case(field.Clone().Op("!=").Nil()).Block(jen.Return(jen.Add(write).Call(value, jen.Id("enc")))))
 		words = append(words, kindWord(v.Kind))
 	}
-	comment(g.f, typeDoc(t, "The JSON kind of the value selects the variant; exactly one field is set."))
+	fields, rule := otherField(t, fields, "The JSON kind of the value selects the variant; exactly one field is set.")
+	comment(g.f, typeDoc(t, rule))
 	g.f.Type().Id(t.Name).Struct(fields...)
 	g.f.Line()
-	g.f.Comment("UnmarshalJSONFrom decodes the variant that matches the value's JSON kind.")
-	g.f.Func().Params(jen.Id("x").Op("*").Id(t.Name)).Id("UnmarshalJSONFrom").Params(jen.Id("dec").Op("*").Qual(pkgJSONText, "Decoder")).Error().Block(
+	g.f.Comment(unmarshalName(t) + " decodes the variant that matches the value's JSON kind.")
+	g.f.Func().Params(jen.Id("x").Op("*").Id(t.Name)).Id(unmarshalName(t)).Params(jen.Id("dec").Op("*").Qual(pkgJSONText, "Decoder")).Error().Block(
 		jen.Op("*").Id("x").Op("=").Id(t.Name).Values(),
 		jen.Switch(jen.Id("dec").Dot("PeekKind").Call()).Block(cases...),
 		jen.Return(jen.Qual(pkgWire, "KindError").Call(jen.Id("dec"), jen.Lit(t.Name), jen.Lit(strings.Join(words, " or ")))),
 	)
 	g.f.Line()
-	g.f.Comment("MarshalJSONTo encodes the variant that is set.")
+	g.otherUnmarshal(t)
+	g.f.Comment("MarshalJSONTo encodes the variant that is set." + otherNote(t))
 	g.f.Func().Params(jen.Id("x").Id(t.Name)).Id("MarshalJSONTo").Params(jen.Id("enc").Op("*").Qual(pkgJSONText, "Encoder")).Error().Block(
-		jen.Switch().Block(marshal...),
-		jen.Return(jen.Qual(pkgWire, "NoVariant").Call(jen.Lit(t.Name))),
+		append(otherMarshal(t),
+			jen.Switch().Block(marshal...),
+			jen.Return(jen.Qual(pkgWire, "NoVariant").Call(jen.Lit(t.Name))),
+		)...,
 	)
 	g.f.Line()
 	v1(g.f, t.Name)
@@ -311,4 +319,55 @@ func variantType(t *ir.Type, v *ir.Variant) jen.Code {
 		return goType(v.Ref)
 	}
 	return jen.Op("*").Add(goType(v.Ref))
+}
+
+// otherField adds to a union that takes any other value (t.Other) the field
+// that keeps such a value, and says so in the type's rule.
+func otherField(t *ir.Type, fields []jen.Code, rule string) ([]jen.Code, string) {
+	if t.Other == nil {
+		return fields, rule
+	}
+	note := fmt.Sprintf("%s holds, verbatim, any other value: one that decodes as no variant (the schema takes any value). Set it alone.", t.Other.Go)
+	fields = append(fields, fieldComments(joinDoc(t.Other.Doc, note))...)
+	fields = append(fields, jen.Id(t.Other.Go).Qual(pkgJSONText, "Value"))
+	return fields, rule + fmt.Sprintf(" A value that decodes as no variant is kept in %s.", t.Other.Go)
+}
+
+// unmarshalName is the name of a union's own decoder: UnmarshalJSONFrom, or,
+// for a union that takes any other value, the decoder of its variants that
+// UnmarshalJSONFrom tries first.
+func unmarshalName(t *ir.Type) string {
+	if t.Other != nil {
+		return "unmarshalVariant"
+	}
+	return "UnmarshalJSONFrom"
+}
+
+// otherUnmarshal emits the UnmarshalJSONFrom of a union that takes any other
+// value: its variants first, else the value verbatim.
+func (g *typeGen) otherUnmarshal(t *ir.Type) {
+	if t.Other == nil {
+		return
+	}
+	g.f.Comment(fmt.Sprintf("UnmarshalJSONFrom decodes a variant of %s, or keeps the value verbatim in %s when it decodes as none.", t.Name, t.Other.Go))
+	g.f.Func().Params(jen.Id("x").Op("*").Id(t.Name)).Id("UnmarshalJSONFrom").Params(jen.Id("dec").Op("*").Qual(pkgJSONText, "Decoder")).Error().Block(
+		jen.Return(jen.Qual(pkgWire, "OrOther").Call(jen.Id("dec"), jen.Lit(t.Name), jen.Id("x").Dot("unmarshalVariant"),
+			jen.Func().Params().Block(jen.Op("*").Id("x").Op("=").Id(t.Name).Values()), jen.Op("&").Id("x").Dot(t.Other.Go))),
+	)
+	g.f.Line()
+}
+
+// otherMarshal writes a union's any-other value first, when it is set.
+func otherMarshal(t *ir.Type) []jen.Code {
+	if t.Other == nil {
+		return nil
+	}
+	return []jen.Code{jen.If(jen.Id("x").Dot(t.Other.Go).Op("!=").Nil()).Block(jen.Return(jen.Id("enc").Dot("WriteValue").Call(jen.Id("x").Dot(t.Other.Go))))}
+}
+
+func otherNote(t *ir.Type) string {
+	if t.Other == nil {
+		return ""
+	}
+	return fmt.Sprintf(" %s, when set, is written as it is.", t.Other.Go)
 }

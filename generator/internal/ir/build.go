@@ -1259,6 +1259,61 @@ func (b *builder) union(s *schema.Schema, alts []*schema.Schema, name string, na
 		return &Ref{Kind: Raw}, nullable
 	}
 	rest = b.dropCatchAll(s, rest)
+	if rest, other := b.anyValueAlt(s, rest); other != nil {
+		r, null := b.unionOf(s, rest, name, named, nullable)
+		if t := r.Named; r.Kind != Named || t == nil || t.Kind != Union || t.Union == ByElement || t.Other != nil {
+			b.fail("%s: an alternative that takes any value is supported beside objects or values of other JSON kinds only", s.Pointer)
+			return &Ref{Kind: Raw}, nullable
+		}
+		for _, v := range r.Named.Variants {
+			if v.Go == other.Go {
+				b.fail("%s: the any-value alternative's name %s is a variant's", s.Pointer, other.Go)
+			}
+		}
+		r.Named.Other = other
+		return r, null
+	}
+	return b.unionOf(s, rest, name, named, nullable)
+}
+
+// anyValueAlt removes from rest the alternative that takes any value (no
+// schema keyword but annotations, or true) and describes it; nil when there
+// is none. ACP v2 closes its open unions with one ("Other"). Two are an
+// error.
+func (b *builder) anyValueAlt(s *schema.Schema, rest []*schema.Schema) ([]*schema.Schema, *Other) {
+	var other *Other
+	out := rest[:0:0]
+	for _, a := range rest {
+		if !takesAnything(a) {
+			out = append(out, a)
+			continue
+		}
+		if other != nil {
+			b.fail("%s: two alternatives take any value", s.Pointer)
+		}
+		other = &Other{Go: "Other", Doc: strings.TrimSpace(a.Description)}
+		if a.Title != "" {
+			other.Go = naming.Go(a.Title)
+		}
+	}
+	if other != nil && len(out) == 0 {
+		b.fail("%s: a union of an any-value alternative alone is unsupported", s.Pointer)
+		return rest, nil
+	}
+	return out, other
+}
+
+// takesAnything reports whether a schema accepts every JSON value: true, or
+// a node with no keyword but annotations.
+func takesAnything(a *schema.Schema) bool {
+	if a.Bool != nil {
+		return *a.Bool
+	}
+	return !shapeKeywords(a) && a.Not == nil && a.UnevaluatedProperties == nil
+}
+
+// unionOf builds the union of alternatives rest (see union).
+func (b *builder) unionOf(s *schema.Schema, rest []*schema.Schema, name string, named, nullable bool) (*Ref, bool) {
 	if r, ok := b.constUnion(s, rest, name); ok {
 		return r, nullable
 	}

@@ -431,6 +431,18 @@ type Type struct {
 	// Common are members every variant of an object union shares.
 	Common   []*Field
 	Variants []*Variant
+	// Other is set when the union also takes any other value: one of its
+	// alternatives has no schema (ACP v2's "Other"). A value that decodes as
+	// no variant is then kept verbatim in the field Other names.
+	Other *Other
+}
+
+// Other is a union's alternative that takes any value.
+type Other struct {
+	// Go names the field holding the value (the alternative's title, or
+	// "Other").
+	Go  string
+	Doc string
 }
 
 // EnumValue is one known value of an Enum.
