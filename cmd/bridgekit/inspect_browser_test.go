@@ -14,6 +14,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
+	"github.com/bridgekit/bridgekit/cmd/bridgekit/internal/frames"
 	"github.com/bridgekit/bridgekit/cmd/bridgekit/internal/inspect"
 	"github.com/bridgekit/bridgekit/cmd/bridgekit/internal/tracelog"
 	"github.com/bridgekit/bridgekit/cmd/bridgekit/internal/traffic"
@@ -339,4 +340,123 @@ func TestInspectorShowsStderrInBrowser(t *testing.T) {
 	}
 	b.set(`#filter-dir`, "")
 	b.shot("inspector-stderr.png")
+}
+
+// Harn's extension session updates and notifications, from the shapes
+// of the bridge contract (000_….txt: vendor fields under
+// update._meta.harn).
+var harnKindsSession = []fl{
+	{frames.In, `{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"hs","prompt":[{"type":"text","text":"index the repo"}]}}`},
+	{frames.Out, `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"hs","update":{"sessionUpdate":"skill_activated","_meta":{"harn":{"skillName":"rust","iteration":1,"reason":"matched Cargo.toml"}}}}}`},
+	{frames.Out, `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"hs","update":{"sessionUpdate":"progress","_meta":{"harn":{"phase":"indexing","message":"scanning","progress":3,"total":10}}}}}`},
+	{frames.Out, `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"hs","update":{"sessionUpdate":"log","_meta":{"harn":{"level":"warn","message":"slow disk"}}}}}`},
+	{frames.Out, `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"hs","update":{"sessionUpdate":"tool_search_query","_meta":{"harn":{"toolUseId":"t1","name":"search","query":"git blame","strategy":"bm25"}}}}}`},
+	{frames.Out, `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"hs","update":{"sessionUpdate":"hitl_request","_meta":{"harn":{"requestId":"h-1","kind":"question","payload":{"text":"Which branch?"}}}}}}`},
+	{frames.Out, `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"hs","update":{"sessionUpdate":"reminder_emitted","_meta":{"harn":{"reminder":{"reminderId":"reminder-1","tags":["token_pressure"],"body":"Refresh the compacted context before answering.","source":"stdlib_provider","renderedRole":"user"}}}}}}`},
+	{frames.Out, `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"hs","update":{"sessionUpdate":"worker_update","_meta":{"harn":{"workerId":"w3","workerName":"indexer","event":"started","status":"running"}}}}}`},
+	{frames.Out, `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"hs","update":{"sessionUpdate":"transcript_compacted","_meta":{"harn":{"mode":"auto","estimatedTokensBefore":90000,"estimatedTokensAfter":12000,"archivedMessages":40}}}}}`},
+	{frames.Out, `{"jsonrpc":"2.0","method":"agent/idle","params":{"sessionId":"hs","iteration":3,"backoff_ms":1000}}`},
+	{frames.Out, `{"jsonrpc":"2.0","id":1,"result":{"stopReason":"end_turn"}}`},
+}
+
+// AgentPM harness events of each payload type.
+var agentpmKindsSession = []fl{
+	{frames.In, `{"protocol":"agentpm-harness-machine","version":1,"kind":"request","id":"c1","method":"initialize","payload":{}}`},
+	{frames.Out, `{"protocol":"agentpm-harness-machine","version":1,"kind":"event","id":"e1","method":"harness_event","payload":{"schema_version":1,"event_id":"evt-s-1","session_id":"s","session_sequence":1,"timestamp":"2025-06-01T10:00:00Z","event_type":"session_starting","payload":{"payload_type":"lifecycle","message":"starting the session"}}}`},
+	{frames.Out, `{"protocol":"agentpm-harness-machine","version":1,"kind":"event","id":"e2","method":"harness_event","payload":{"schema_version":1,"event_id":"evt-s-2","session_id":"s","session_sequence":2,"timestamp":"2025-06-01T10:00:01Z","event_type":"service_ready","payload":{"payload_type":"service","service":"knowledge","status":"ready","fields":{"registry_id":"k1","message":"up"}}}}`},
+	{frames.Out, `{"protocol":"agentpm-harness-machine","version":1,"kind":"event","id":"e3","method":"harness_event","payload":{"schema_version":1,"event_id":"evt-s-3","session_id":"s","session_sequence":3,"timestamp":"2025-06-01T10:00:02Z","event_type":"phase_result_ready","payload":{"payload_type":"phase","phase_id":"plan","outcome":"done","transition_to":"build"}}}`},
+	{frames.Out, `{"protocol":"agentpm-harness-machine","version":1,"kind":"event","id":"e4","method":"harness_event","payload":{"schema_version":1,"event_id":"evt-s-4","session_id":"s","session_sequence":4,"timestamp":"2025-06-01T10:00:03Z","event_type":"tool_completed","payload":{"payload_type":"action","action_kind":"tool","identity":"read_file","status":"completed"}}}`},
+	{frames.Out, `{"protocol":"agentpm-harness-machine","version":1,"kind":"event","id":"e5","method":"harness_event","payload":{"schema_version":1,"event_id":"evt-s-5","session_id":"s","session_sequence":5,"timestamp":"2025-06-01T10:00:04Z","event_type":"content_streamed","payload":{"payload_type":"content","label":"assistant","content":"The build is green."}}}`},
+	{frames.Out, `{"protocol":"agentpm-harness-machine","version":1,"kind":"event","id":"e6","method":"harness_event","payload":{"schema_version":1,"event_id":"evt-s-6","session_id":"s","session_sequence":6,"timestamp":"2025-06-01T10:00:05Z","event_type":"run_completed","payload":{"payload_type":"terminal","status":"ended"}}}`},
+	{frames.Out, `{"protocol":"agentpm-harness-machine","version":1,"kind":"response","id":"c1","payload":{}}`},
+}
+
+// The conversation by kind in a real (headless) Chromium: Harn's
+// extension updates and AgentPM's events as what they say; and, over
+// claude-code-acp's and gemini's recorded turns, each fs/terminal request
+// in the card of the tool call that caused it, with how it is known:
+// exact where the wire says it (the terminal the tool call shows),
+// inferred (and marked so) where it does not (the path it names).
+func TestInspectorConversationByKindInBrowser(t *testing.T) {
+	b := newBrowser(t, 1280, 900)
+	mem := inspect.NewMemory(64 << 20)
+	fakeSession(mem, "harn-kinds", harnKindsSession, 0)
+	fakeSession(mem, "agentpm-kinds", agentpmKindsSession, 0)
+	loadRecording(t, mem, "../../testdata/acp/traffic/claude-code-acp-0.16.2/turn.jsonl", "claude-code")
+	loadRecording(t, mem, "../../testdata/acp/traffic/gemini-0.61.0/turn.jsonl", "gemini")
+	srv := httptest.NewServer(inspect.NewHandler(mem, inspectOptions(true)))
+	defer srv.Close()
+	open := func(session, wait string) {
+		t.Helper()
+		b.do("open "+session, chromedp.Navigate(srv.URL+"/"), chromedp.WaitVisible(chromedp.CSS(`#sessions li[data-session="`+session+`"]`)),
+			chromedp.Click(chromedp.CSS(`#sessions li[data-session="`+session+`"]`)),
+			chromedp.WaitVisible(chromedp.CSS(`#timeline tbody[data-session="`+session+`"] tr`)),
+			chromedp.Click(chromedp.CSS(`#views button[data-view="conversation"]`)), chromedp.WaitVisible(chromedp.CSS(wait)))
+	}
+
+	open("harn-kinds", `#conversation [data-render="skill_activated"]`)
+	for kind, want := range map[string]string{
+		"skill_activated":      "skill rust activated (iteration 1)\nmatched Cargo.toml",
+		"progress":             "indexing: scanning (3/10)",
+		"log":                  "[warn] slow disk",
+		"tool_search_query":    "tool search (bm25): git blame",
+		"hitl_request":         "asks a human (question h-1)\n{\"text\":\"Which branch?\"}",
+		"reminder_emitted":     "reminder: Refresh the compacted context before answering.\ntoken_pressure · stdlib_provider · user",
+		"worker_update":        "worker indexer: started, running",
+		"transcript_compacted": "transcript compacted (auto): ~90000 → ~12000 tokens, 40 messages archived",
+		"agent/idle":           "idle (iteration 3, next check in 1000 ms)",
+	} {
+		sel := fmt.Sprintf(`#conversation [data-render=%q]`, kind)
+		if got := b.text(sel); got != kind+want {
+			t.Errorf("%s: %q, want %q", kind, got, kind+want)
+		}
+	}
+	b.shot("inspector-harn-kinds.png")
+
+	open("agentpm-kinds", `#conversation [data-render="run_completed"]`)
+	if h := b.text(`#conversation h3`); !strings.HasPrefix(h, "AgentPM session s") {
+		t.Errorf("heading %q", h)
+	}
+	for kind, want := range map[string]string{
+		"session_starting":   "lifecyclestarting the session",
+		"service_ready":      "serviceservice knowledge: ready\nup",
+		"phase_result_ready": "phasephase plan: done → build",
+		"tool_completed":     "actiontool read_file: completed",
+		"content_streamed":   "contentassistant: The build is green.",
+		"run_completed":      "terminalterminal: ended",
+	} {
+		sel := fmt.Sprintf(`#conversation [data-render=%q]`, kind)
+		if got := b.text(sel); got != kind+want {
+			t.Errorf("%s: %q, want %q", kind, got, kind+want)
+		}
+	}
+	b.shot("inspector-agentpm-kinds.png")
+
+	// claude-code-acp: the read and the write are inferred by their path;
+	// the terminal's four requests are linked by the terminal the tool
+	// call shows (term-1, which terminal/create's reply named).
+	open("claude-code", `#conversation .toolcard[data-tool-call="toolu_8"]`)
+	card := func(id string) string { return `#conversation .toolcard[data-tool-call="` + id + `"]` }
+	links := func(id string) string {
+		return b.eval(`[...document.querySelectorAll('` + card(id) + ` li[data-link]')].map((l) => l.dataset.seq + ":" + l.dataset.link).join(" ")`)
+	}
+	for id, want := range map[string]string{"toolu_4": "18:path", "toolu_6": "28:path", "toolu_8": "38:terminal 41:terminal 43:terminal 45:terminal", "toolu_10": ""} {
+		if got := links(id); got != want {
+			t.Errorf("%s's requests %q, want %q", id, got, want)
+		}
+	}
+	if got := b.text(card("toolu_4") + ` li[data-seq="18"]`); !strings.Contains(got, "fs/read_text_file /tmp/realagent/workspace/notes.txt → ok") || !strings.Contains(got, "inferred: the tool call names this path") {
+		t.Errorf("the read %q", got)
+	}
+	if got := b.text(card("toolu_8") + ` li[data-seq="38"]`); !strings.Contains(got, "terminal/create wc -l notes.txt → ok") || !strings.Contains(got, "linked by its terminal") || strings.Contains(got, "inferred") {
+		t.Errorf("the terminal %q", got)
+	}
+	b.shot("inspector-caused-requests.png")
+
+	// gemini reads summary.txt before it asks to write it: the read goes
+	// with the write's tool call (its permission request names the path).
+	open("gemini", `#conversation .toolcard`)
+	if got := links("write_file__write_file_1796543473160_0"); got != "14:path 18:path 20:path" {
+		t.Errorf("gemini's write: %q", got)
+	}
 }
