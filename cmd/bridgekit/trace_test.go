@@ -350,6 +350,17 @@ func TestTraceChildKilled(t *testing.T) {
 // the writer blocks, as it would on the child's own pipe.
 func TestTraceKeepsBackpressure(t *testing.T) {
 	tr := startTrace(t, nil, "sleep", "30")
+	// trace handles SIGTERM once it is running: its session record, written
+	// after, says so (on a loaded machine starting takes more than the
+	// half second below, and a SIGTERM before would kill trace itself).
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if b, _ := os.ReadFile(tr.out); bytes.Contains(b, []byte(`"type":"session"`)) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("trace never wrote its session record")
+		}
+	}
 	var written int64
 	var mu sync.Mutex
 	go func() {
