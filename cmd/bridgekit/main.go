@@ -63,6 +63,9 @@ type Env struct {
 	// Signals delivers SIGINT, SIGTERM and SIGHUP as the process gets
 	// them; nil in tests that run subcommands in-process.
 	Signals <-chan os.Signal
+	// Interactive reports whether Stdin is a terminal: a person runs the
+	// command, not a client that spawned it.
+	Interactive bool
 
 	// flagSet, when set, is told of every flag set a subcommand makes,
 	// by the subcommand's full name ("scaffold method"): the test of the
@@ -83,7 +86,11 @@ var errUsage = errors.New("usage")
 func main() {
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
-	env := &Env{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Terminal: isTerminal(os.Stderr), Signals: sigs}
+	if mode := os.Getenv(uiKeeperEnv); mode != "" {
+		os.Exit(runUIKeeper(mode, sigs))
+	}
+	env := &Env{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Terminal: isTerminal(os.Stderr), Signals: sigs,
+		Interactive: isTerminal(os.Stdin)}
 	os.Exit(run(context.Background(), env, os.Args[1:]))
 }
 

@@ -57,7 +57,7 @@ func runTrace(ctx context.Context, env *Env, args []string) int {
 	fs.StringVar(&tf.store, "store", "", usageOf("store", "the SQLite session store (created if missing)"))
 	fs.StringVar(&tf.ui, "ui", "", usageOf("ui", "host:port, loopback only unless --ui-allow-remote"))
 	fs.BoolVar(&tf.uiRemote, "ui-allow-remote", false, usageOf("ui-allow-remote", "the inspector shows the traffic, masked, to whoever connects"))
-	fs.BoolVar(&tf.uiKeep, "ui-keep", false, "keep serving --ui after COMMAND exits, until SIGINT or SIGTERM")
+	fs.BoolVar(&tf.uiKeep, "ui-keep", false, "keep serving --ui after COMMAND exits, until SIGINT or SIGTERM (run by a client, not at a terminal: trace exits and a process of its own keeps the page)")
 	fs.BoolVar(&tf.pretty, "pretty", false, "print a readable transcript on stderr")
 	fs.StringVar(&tf.colour, "color", "auto", "colour the transcript: auto (on a terminal), always or never")
 	fs.StringVar(&tf.protocol, "protocol", "", usageOf("protocol", strings.Join(validate.Protocols, ", ")+" (default: told from the traffic; acp-v0.12.2, the ACP Harn pins, is never told apart from v1: it judges each frame by ACP v0.12.2's schema too)"))
@@ -167,8 +167,10 @@ func traceSession(ctx context.Context, env *Env, tf traceFlags, family frames.Fa
 		closers = append(closers, st.Close)
 		rec.sinks = append(rec.sinks, st)
 	}
+	var ui *uiServer
 	if tf.ui != "" {
-		ui, err := startLiveUI(env, tf.ui, tf.uiRemote)
+		var err error
+		ui, err = startLiveUI(env, tf.ui, tf.uiRemote)
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "bridgekit trace: --ui: %v\n", err)
 			return 1
@@ -316,11 +318,7 @@ loop:
 	<-recorded
 	rec.end(endAt, status, sigName)
 	if tf.ui != "" && tf.uiKeep {
-		fmt.Fprintln(env.Stderr, "bridgekit trace: the session has ended; the inspector stays up until SIGINT or SIGTERM")
-		select {
-		case <-sigs:
-		case <-ctx.Done():
-		}
+		keepUI(ctx, env, ui, tf.uiRemote, sigs)
 	}
 	for _, err := range rec.failures {
 		fmt.Fprintf(env.Stderr, "bridgekit trace: recording: %v\n", err)

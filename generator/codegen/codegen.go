@@ -236,6 +236,81 @@ type MethodSchema struct {
 	Qualifier      map[string]string
 	From, To, Kind string
 	Params, Result string
+	// Operations are the operations the method carries (host/call's,
+	// host_service's), in catalogue order; nil when it carries none.
+	Operations []OperationSchema
+}
+
+// OperationSchema is one operation carried inside a method, with the
+// schema locations of its arguments and result ("" when the catalogue
+// gives none).
+type OperationSchema struct {
+	// Match holds the selector members' values (host/call: {"name":
+	// "process.list_shells"}).
+	Match map[string]string
+	// Go is the operation's Go name (its handler field's).
+	Go           string
+	Args, Result string
+}
+
+// Operations lists the methods of the catalogues in fsys (a spec
+// directory) that carry operations, with their operations' schema
+// locations, in catalogue order. It reads the catalogues alone, not the
+// schema files that LoadFS parses: a program that needs only where each
+// operation's arguments are defined (bridgekit conform) pays for no more.
+func Operations(fsys fs.FS) ([]MethodSchema, error) {
+	paths, err := fs.Glob(fsys, "catalogue/*.json")
+	if err != nil {
+		return nil, err
+	}
+	slices.Sort(paths)
+	var out []MethodSchema
+	var errs Errors
+	for _, p := range paths {
+		data, err := fs.ReadFile(fsys, p)
+		if err != nil {
+			return nil, err
+		}
+		c, err := catalogue.LoadFS(fsys, p, data)
+		if err != nil {
+			errs = append(errs, specErrors("spec/"+p, whereIn(data), err)...)
+			continue
+		}
+		for _, m := range c.Methods {
+			if m.Operations == nil {
+				continue
+			}
+			out = append(out, methodSchema(c, m))
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	return out, nil
+}
+
+func methodSchema(c *catalogue.Catalogue, m catalogue.Method) MethodSchema {
+	ms := MethodSchema{Catalogue: c.Protocol, Package: c.Package, Wire: m.Wire, Go: m.Go,
+		Qualifier: m.Qualifier, From: m.From, To: m.To, Kind: string(m.Kind)}
+	if m.Params != nil {
+		ms.Params = *m.Params
+	}
+	if m.Result != nil {
+		ms.Result = *m.Result
+	}
+	if m.Operations != nil {
+		for _, op := range m.Operations.Items {
+			o := OperationSchema{Match: op.Match, Go: op.Go}
+			if op.Args != nil {
+				o.Args = *op.Args
+			}
+			if op.Result != nil {
+				o.Result = *op.Result
+			}
+			ms.Operations = append(ms.Operations, o)
+		}
+	}
+	return ms
 }
 
 // Methods expands every catalogue's methods (deriving those a catalogue
@@ -250,15 +325,7 @@ func (s *Spec) Methods() ([]MethodSchema, error) {
 			continue
 		}
 		for _, m := range methods {
-			ms := MethodSchema{Catalogue: c.Protocol, Package: c.Package, Wire: m.Wire, Go: m.Go,
-				Qualifier: m.Qualifier, From: m.From, To: m.To, Kind: string(m.Kind)}
-			if m.Params != nil {
-				ms.Params = *m.Params
-			}
-			if m.Result != nil {
-				ms.Result = *m.Result
-			}
-			out = append(out, ms)
+			out = append(out, methodSchema(c, m))
 		}
 	}
 	if len(errs) > 0 {

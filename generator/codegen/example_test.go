@@ -10,7 +10,7 @@ import (
 )
 
 // Read a spec directory and find where a method's params and result are
-// defined.
+// defined, and the arguments of the operations a method carries.
 func ExampleSpec_Methods() {
 	s, err := codegen.LoadFS(os.DirFS("../../spec"))
 	if err != nil {
@@ -26,8 +26,15 @@ func ExampleSpec_Methods() {
 		if m.Package == "acp" && m.Wire == "session/prompt" {
 			fmt.Println(m.From, "->", m.To, m.Params, m.Result)
 		}
+		for _, op := range m.Operations {
+			if op.Match["name"] == "process.shell_invocation" {
+				fmt.Println(m.Wire, op.Go, op.Args)
+			}
+		}
 	}
-	// Output: client -> agent acp/v1/schema.json#/$defs/PromptRequest acp/v1/schema.json#/$defs/PromptResponse
+	// Output:
+	// client -> agent acp/v1/schema.json#/$defs/PromptRequest acp/v1/schema.json#/$defs/PromptResponse
+	// host/call ProcessShellInvocation host-shell-discovery.schema.json#/$defs/shell_invocation_request
 }
 
 // A spec that does not load is reported file by file, with JSON pointers.
@@ -40,4 +47,19 @@ func ExampleGenerate() {
 		}
 	}
 	// Output: spec/catalogue no catalogues
+}
+
+// Find the operations a method carries, reading the catalogues alone.
+func ExampleOperations() {
+	methods, err := codegen.Operations(os.DirFS("../../spec"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, m := range methods {
+		if m.Wire == "host/call" {
+			fmt.Println(m.Wire, len(m.Operations) > 0, m.Operations[0].Match["name"], m.Operations[0].Args)
+		}
+	}
+	// Output: host/call true process.list_shells host-shell-discovery.schema.json#/$defs/no_args
 }

@@ -42,6 +42,10 @@ type RemoteFigures struct {
 	// round trips per second and burst updates per second, medians of the runs.
 	RoundTrips map[string]map[string]float64
 	Bursts     map[string]map[string]float64
+	// The TS client's own CPU time per update of a burst (user and system, microseconds), by transport and
+	// pair ("ts-ts", "ts-go"), medians of the runs. Its inverse bounds the burst rate of that client
+	// whatever the server: a server-side floor above it cannot be met.
+	TSClientBurstCPUus map[string]map[string]float64
 	// A WebSocket round trip through bridgekit (Go client and server) against a bare coder/websocket echo
 	// of the same frames, p50 of one caller.
 	BridgekitP50us, BareP50us float64
@@ -126,8 +130,9 @@ func goClientRun(t *testing.T, url string, calls, n int) (rtPerS, burstPerS floa
 	return rtPerS, burstPerS
 }
 
-// tsClientRun runs remote-client.mjs's bench scenario against url.
-func tsClientRun(t *testing.T, node, url string, calls, n int) (rtPerS, burstPerS float64) {
+// tsClientRun runs remote-client.mjs's bench scenario against url; cpuUs is the client's CPU time per
+// update of the burst.
+func tsClientRun(t *testing.T, node, url string, calls, n int) (rtPerS, burstPerS, cpuUs float64) {
 	report := filepath.Join(t.TempDir(), "bench.json")
 	cmd := exec.Command(node, "remote-client.mjs", url, report, "bench", strconv.Itoa(calls), strconv.Itoa(n))
 	cmd.Dir = peerDir
@@ -139,11 +144,12 @@ func tsClientRun(t *testing.T, node, url string, calls, n int) (rtPerS, burstPer
 		RoundTripNs  float64 `json:"roundTripNs"`
 		BurstNs      float64 `json:"burstNs"`
 		BurstUpdates int     `json:"burstUpdates"`
+		BurstCPUus   float64 `json:"burstCpuUs"`
 	}
 	if err := json.Unmarshal(data, &r); err != nil || r.BurstUpdates != n {
 		t.Fatalf("report %s: %v", data, err)
 	}
-	return 1e9 / r.RoundTripNs, float64(n) / (r.BurstNs / 1e9)
+	return 1e9 / r.RoundTripNs, float64(n) / (r.BurstNs / 1e9), r.BurstCPUus / float64(n)
 }
 
 func median(xs []float64) float64 {
@@ -162,7 +168,8 @@ func TestRemoteBench(t *testing.T) {
 	}
 	node := nodeWithWS(t)
 	f := RemoteFigures{Measured: time.Now(), Calls: 2000, HTTPCalls: 200, Burst: 50000, Runs: 3,
-		RoundTrips: map[string]map[string]float64{}, Bursts: map[string]map[string]float64{}}
+		RoundTrips: map[string]map[string]float64{}, Bursts: map[string]map[string]float64{},
+		TSClientBurstCPUus: map[string]map[string]float64{}}
 	if n, err := strconv.Atoi(os.Getenv("BRIDGEKIT_REMOTE_BENCH_RUNS")); err == nil && n > 0 {
 		f.Runs = n
 	}
@@ -188,6 +195,7 @@ func TestRemoteBench(t *testing.T) {
 		}
 		rt := map[string][]float64{}
 		bu := map[string][]float64{}
+		cpu := map[string][]float64{}
 		for run := 0; run < f.Runs; run++ {
 			// The pairs take turns, so that a change of load on the machine falls on all of them.
 			for _, pair := range []string{"ts-ts", "ts-go", "go-ts", "go-go"} {
@@ -202,7 +210,9 @@ func TestRemoteBench(t *testing.T) {
 					calls = f.HTTPCalls
 				}
 				if strings.HasPrefix(pair, "ts-") {
-					r, b = tsClientRun(t, node, url(server), calls, f.Burst)
+					var c float64
+					r, b, c = tsClientRun(t, node, url(server), calls, f.Burst)
+					cpu[pair] = append(cpu[pair], c)
 				} else {
 					r, b = goClientRun(t, url(server), calls, f.Burst)
 				}
@@ -213,11 +223,20 @@ func TestRemoteBench(t *testing.T) {
 		}
 		f.RoundTrips[transport] = map[string]float64{}
 		f.Bursts[transport] = map[string]float64{}
+		f.TSClientBurstCPUus[transport] = map[string]float64{}
 		for pair := range rt {
 			f.RoundTrips[transport][pair] = median(rt[pair])
 			f.Bursts[transport][pair] = median(bu[pair])
 		}
+		for pair := range cpu {
+			f.TSClientBurstCPUus[transport][pair] = median(cpu[pair])
+		}
 		t.Logf("%s round trips/s %v, burst updates/s %v", transport, f.RoundTrips[transport], f.Bursts[transport])
+		if c := f.TSClientBurstCPUus[transport]["ts-go"]; c > 0 && f.Bursts[transport]["ts-ts"] > 0 {
+			ceiling := 1e6 / c
+			t.Logf("%s burst: the TS client spends %.1f us of CPU an update against bridgekit's server (%.1f against its own): whatever the server, it cannot pass %.0f updates/s, %.2fx the TS SDK's server", transport,
+				c, f.TSClientBurstCPUus[transport]["ts-ts"], ceiling, ceiling/f.Bursts[transport]["ts-ts"])
+		}
 	}
 	f.BridgekitP50us, f.BareP50us = wsOverhead(t, "ws"+strings.TrimPrefix(goBase, "http"))
 	t.Logf("WebSocket round trip p50: bridgekit %.1f us, bare coder/websocket %.1f us", f.BridgekitP50us, f.BareP50us)
@@ -369,4 +388,78 @@ func TestRemoteIdleServer(t *testing.T) {
 	hs.CloseClientConnections()
 	srv.Close()
 	hs.Close()
+}
+
+// BenchmarkWebSocketRoundTrip is wsOverhead's two round trips as go benchmarks, for profiles and
+// allocation counts: one caller's _bench/echo of a session/prompt-sized frame through bridgekit (client,
+// server and agent in this process), and the same frame through a bare coder/websocket echo.
+//
+//	go test -run '^$' -bench BenchmarkWebSocketRoundTrip -benchmem -cpuprofile cpu.out ./internal/interop
+func BenchmarkWebSocketRoundTrip(b *testing.B) {
+	ctx := context.Background()
+	payload := map[string]string{"text": strings.Repeat("lorem ipsum ", 40)}
+	b.Run("bridgekit", func(b *testing.B) {
+		srv := srvremote.NewServer(func(remote.ConnInfo) *acp.AgentHandlers { return echoAgent() },
+			&srvremote.Options{Conn: rpc.Options{MaxConcurrentRequests: 4}, Server: remote.Options{MaxLogBytes: 64 << 20}})
+		hs := httptest.NewServer(srv)
+		defer func() { hs.CloseClientConnections(); srv.Close(); hs.Close() }()
+		agent, err := acpremote.DialAgent(ctx, "ws"+strings.TrimPrefix(hs.URL, "http")+"/acp", nil, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer agent.Close()
+		agent.Initialize(ctx, &acp.InitializeRequest{ProtocolVersion: 1})
+		b.ReportAllocs()
+		defer reportCPU(b)()
+		for b.Loop() {
+			var out any
+			if err := agent.Conn().Call(ctx, "_bench/echo", payload, &out); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("bare", func(b *testing.B) {
+		frame, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "_bench/echo", "params": payload})
+		echo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			c, err := websocket.Accept(w, r, nil)
+			if err != nil {
+				return
+			}
+			defer c.CloseNow()
+			for {
+				typ, b, err := c.Read(context.Background())
+				if err != nil {
+					return
+				}
+				if c.Write(context.Background(), typ, b) != nil {
+					return
+				}
+			}
+		}))
+		defer echo.Close()
+		bc, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(echo.URL, "http"), nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer bc.CloseNow()
+		b.ReportAllocs()
+		defer reportCPU(b)()
+		for b.Loop() {
+			bc.Write(ctx, websocket.MessageText, frame)
+			if _, _, err := bc.Read(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// reportCPU reports the process's CPU time (user and system, every goroutine's: client, server and agent)
+// per operation as cpu-ns/op, a figure a loaded machine disturbs less than wall time. Defer its result.
+func reportCPU(b *testing.B) func() {
+	t0 := cpuTime()
+	return func() {
+		if b.N > 0 {
+			b.ReportMetric(float64((cpuTime()-t0).Nanoseconds())/float64(b.N), "cpu-ns/op")
+		}
+	}
 }

@@ -137,6 +137,7 @@ type wsClient struct {
 	opts *DialOptions
 
 	writeMu sync.Mutex // orders writes, resends included
+	wpeek   peeker     // Write's (writeMu held)
 	mu      sync.Mutex
 	t       *wsframe.Transport
 	live    bool // frames may be written to t (false while a resume is answered)
@@ -481,9 +482,8 @@ func (c *wsClient) Write(ctx context.Context, b []byte) error {
 		return err
 	}
 	c.seq++
-	var p peeker
-	if m := p.peek(b); m.kind == kindRequest {
-		c.sent[idKey(m.id)] = true
+	if id, ok := c.wpeek.requestID(b); ok {
+		c.sent[idKey(id)] = true
 	}
 	if !c.opts.NoResume {
 		c.unacked = append(c.unacked, outFrame{c.seq, append([]byte(nil), b...)})

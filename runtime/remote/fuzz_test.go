@@ -18,7 +18,9 @@ import (
 func FuzzPeek(f *testing.F) {
 	for _, s := range []string{initBody, `[1]`, `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s\u0031"}}`,
 		`{"jsonrpc":"2.0","id":3,"result":{"sessionId":"x"}}`, `{"jsonrpc":"2.0","id":{},"method":"x"}`, `nul`, `"s"`,
-		`{"jsonrpc":"2.0","id":1,"method":"m","_harn":{"eventId":7}}`} {
+		`{"jsonrpc":"2.0","id":1,"method":"m","_harn":{"eventId":7}}`,
+		`{"jsonrpc":"2.0","method":"m","params":{"a":{"sessionId":"no"},"session\u0049d":"s"}}`,
+		`{"jsonrpc":"2.0","id":"7","result":{"text":"sessionId","sessionId":"s"}}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -50,14 +52,30 @@ func FuzzPeek(f *testing.F) {
 			if (m.kind == kindRequest) != (full.ID != nil) {
 				t.Fatalf("%q: kind %d", b, m.kind)
 			}
-			var params struct {
-				SessionID jsontext.Value `json:"sessionId"`
+		}
+		// The session id is the sessionId member of params (result of a response), found whenever it
+		// is a string.
+		from := full.Params
+		if m.kind == kindResponse {
+			from = full.Result
+		}
+		var inner struct {
+			SessionID jsontext.Value `json:"sessionId"`
+		}
+		var sid string
+		if (m.kind == kindRequest || m.kind == kindNotification || m.kind == kindResponse) &&
+			json.Unmarshal(from, &inner) == nil && json.Unmarshal(inner.SessionID, &sid) == nil {
+			if !m.hasSess || sid != m.sessionID {
+				t.Fatalf("%q: session %q (%v), want %q", b, m.sessionID, m.hasSess, sid)
 			}
-			json.Unmarshal(full.Params, &params)
-			var sid string
-			if m.hasSess && (json.Unmarshal(params.SessionID, &sid) != nil || sid != m.sessionID) {
-				t.Fatalf("%q: session %q", b, m.sessionID)
-			}
+		} else if m.hasSess {
+			t.Fatalf("%q: session %q found where there is none", b, m.sessionID)
+		}
+		// What a client's transport records of a frame it writes: the id of a request.
+		kind, id := m.kind, slices.Clone(m.id)
+		var w peeker
+		if rid, ok := w.requestID(b); ok != (kind == kindRequest) || ok && !bytes.Equal(rid, id) {
+			t.Fatalf("%q: requestID %q %v, peek kind %d id %q", b, rid, ok, kind, id)
 		}
 		if m.kind == kindRequest || m.kind == kindResponse {
 			if !bytes.Equal(bytes.TrimSpace(m.id), bytes.TrimSpace(full.ID)) {

@@ -40,10 +40,11 @@ type msg struct {
 
 // peeker reads frames; it is not safe for concurrent use.
 type peeker struct {
-	scan  jsonscan.Scanner
-	inner jsonscan.Scanner
-	m     msg
-	sub   subMembers
+	scan jsonscan.Scanner
+	part partScanner
+	m    msg
+	sub  subMembers
+	ids  idMembers
 }
 
 func (m *msg) SetMember(name, value []byte) {
@@ -89,7 +90,7 @@ func (p *peeker) eventID() uint64 {
 		return 0
 	}
 	p.sub = subMembers{}
-	if ok, _ := p.inner.Decode(p.m.harn, &p.sub); !ok || p.sub.eventID == nil {
+	if !p.part.until(p.m.harn, &p.sub, func() bool { return p.sub.eventID != nil }) || p.sub.eventID == nil {
 		return 0
 	}
 	n, err := strconv.ParseUint(string(p.sub.eventID), 10, 64)
@@ -144,13 +145,99 @@ func (p *peeker) peek(frame []byte) *msg {
 	case kindResponse:
 		from = m.result
 	}
-	if len(from) > 0 && from[0] == '{' {
+	if len(from) > 0 && from[0] == '{' && mayHoldSessionID(from) {
+		// The whole frame's decode has checked from (duplicate names included): reading it up to its
+		// sessionId is enough.
 		p.sub = subMembers{}
-		if ok, _ := p.inner.Decode(from, &p.sub); ok && p.sub.sid != nil {
+		if p.part.until(from, &p.sub, func() bool { return p.sub.sid != nil }) && p.sub.sid != nil {
 			m.sessionID, m.hasSess = jsonString(p.sub.sid)
 		}
 	}
 	return m
+}
+
+// mayHoldSessionID reports whether obj, a valid JSON object, can have a member sessionId: the name is in
+// its text as such, or there is an escape, which might spell it otherwise.
+func mayHoldSessionID(obj []byte) bool {
+	return bytes.Contains(obj, []byte(`"sessionId"`)) || bytes.IndexByte(obj, '\\') >= 0
+}
+
+// idMembers picks what makes a request out of a frame: jsonrpc, id and method.
+type idMembers struct {
+	id                      []byte
+	hasID, hasMeth, jsonrpc bool
+}
+
+func (s *idMembers) SetMember(name, value []byte) {
+	switch string(name) {
+	case "jsonrpc":
+		s.jsonrpc = string(value) == `"2.0"`
+	case "id":
+		s.id, s.hasID = value, true
+	case "method":
+		if bytes.IndexByte(value, '\\') < 0 {
+			s.hasMeth = len(value) > 2 && value[0] == '"'
+		} else {
+			m, ok := jsonString(value)
+			s.hasMeth = ok && m != "" && m != "\x00"
+		}
+	}
+}
+
+// requestID returns the id of frame when it is a request as peek has it (jsonrpc "2.0", a method, a valid
+// id), reading it only as far as those three members. It is for the frames this side writes: what follows
+// them is not checked, and the peer judges the frame.
+func (p *peeker) requestID(frame []byte) ([]byte, bool) {
+	s := &p.ids
+	*s = idMembers{}
+	p.part.until(frame, s, func() bool { return s.hasID && s.hasMeth && s.jsonrpc })
+	if !s.hasID || !s.hasMeth || !s.jsonrpc || !validID(s.id) {
+		return nil, false
+	}
+	return s.id, true
+}
+
+// partScanner reads the top-level members of an object up to the one the caller needs.
+type partScanner struct {
+	dec jsontext.Decoder
+	buf bytes.Buffer
+}
+
+// until hands the top-level members of frame, an object, to e in order until done reports true, and
+// stops there: what follows is not read, so neither checked. It is for frames whose validity is known (a
+// value a whole frame's decode has checked) or does not matter (the frames this side writes). It
+// reports false when frame is not an object or the members read are not valid JSON.
+func (s *partScanner) until(frame []byte, e jsonscan.Members, done func() bool) bool {
+	s.buf = *bytes.NewBuffer(frame)
+	s.dec.Reset(&s.buf)
+	d := &s.dec
+	if d.PeekKind() != '{' {
+		return false
+	}
+	if _, err := d.ReadToken(); err != nil {
+		return false
+	}
+	for d.PeekKind() == '"' {
+		name, err := d.ReadValue()
+		if err != nil {
+			return false
+		}
+		val, err := d.ReadValue()
+		if err != nil {
+			return false
+		}
+		if bytes.IndexByte(name, '\\') < 0 {
+			name = name[1 : len(name)-1]
+		} else if name, err = jsontext.AppendUnquote(nil, name); err != nil {
+			return false
+		}
+		e.SetMember(name, val)
+		if done() {
+			return true
+		}
+	}
+	_, err := d.ReadToken()
+	return err == nil
 }
 
 // peekHead reads what it can of the start of an over-long frame: its kind and id, so that a request is

@@ -101,6 +101,16 @@ func (w *workers) stop() {
 	w.idle = nil
 }
 
+// tryAcquire takes a concurrency slot if one is free.
+func (c *Conn) tryAcquire() bool {
+	select {
+	case c.sem <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
 // acquire takes a concurrency slot, failing when the connection shuts down.
 func (c *Conn) acquire() bool {
 	select {

@@ -334,3 +334,37 @@ func newHoldingPeer(t *testing.T, tr transport, slots int) (*rawPeer, *holds) {
 	}, &rpc.Options{MaxConcurrentRequests: slots})
 	return p, h
 }
+
+// TestConcurrentRequestWaitsForTheNotificationBeforeIt: with requests
+// handled concurrently, a request that arrives while a notification's handler
+// runs starts once that handler has returned, and one that arrives with
+// nothing before it starts at once (the reader hands it over itself).
+func TestConcurrentRequestWaitsForTheNotificationBeforeIt(t *testing.T) {
+	forTransports(t, func(t *testing.T, tr transport) {
+		synctest.Test(t, func(t *testing.T) {
+			release := make(chan struct{})
+			var noteDone, reqStarted atomic.Bool
+			p := tr.rawPeer(t, methods{
+				"note": func(context.Context, *rpc.Request) (any, error) {
+					<-release
+					noteDone.Store(true)
+					return nil, nil
+				},
+				"req": func(context.Context, *rpc.Request) (any, error) {
+					reqStarted.Store(true)
+					return noteDone.Load(), nil
+				},
+			}, &rpc.Options{MaxConcurrentRequests: 4})
+			p.send(`{"jsonrpc":"2.0","id":1,"method":"req"}`)
+			p.expect(`{"jsonrpc":"2.0","id":1,"result":false}`)
+			reqStarted.Store(false)
+			p.send(`{"jsonrpc":"2.0","method":"note"}`, `{"jsonrpc":"2.0","id":2,"method":"req"}`)
+			synctest.Wait()
+			if reqStarted.Load() {
+				t.Fatal("the request started while the notification before it was being handled")
+			}
+			close(release)
+			p.expect(`{"jsonrpc":"2.0","id":2,"result":true}`)
+		})
+	})
+}

@@ -52,6 +52,7 @@ type lane struct {
 	ready   sync.Cond
 	ring    []*inbound
 	head, n int
+	idle    bool // its goroutine waits in pop for an item: it handles nothing
 }
 
 func (q *queue) init(maxN, maxBytes int) {
@@ -136,7 +137,9 @@ func (q *queue) pop(l *lane) (*inbound, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for l.n == 0 && !q.closed {
+		l.idle = true
 		l.ready.Wait()
+		l.idle = false
 	}
 	if l.n == 0 {
 		return nil, false
@@ -149,6 +152,14 @@ func (q *queue) pop(l *lane) (*inbound, bool) {
 	q.bytes -= it.size
 	q.space.Signal()
 	return it, true
+}
+
+// idle reports whether l's goroutine waits for an item, so that nothing l holds or handles comes before
+// the next one.
+func (q *queue) idle(l *lane) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return l.idle && l.n == 0 && !q.closed
 }
 
 // close stops the queue; the lanes still take the items queued unless drop is set.

@@ -193,6 +193,12 @@ func (c *Conn) accept(m *Message, f []byte) {
 		}
 	}
 	if !preempt {
+		if m.Kind == KindRequest && it.turn == nil && c.sem != nil && c.q.idle(&c.q.main) && c.tryAcquire() {
+			// Nothing is before it and a slot is free: the reader starts it as the main lane would, sparing
+			// the lane's wake-up (only the reader adds to the lane, so it stays idle meanwhile).
+			c.start(it)
+			return
+		}
 		c.q.push(&c.q.main, it)
 		return
 	}

@@ -8,7 +8,7 @@
 // initialize, session/new, session/prompt "20 updates" answering the permission request with the allow
 // option, then session/prompt "until cancelled" with session/cancel after 3 updates. "bench CALLS BURST":
 // CALLS round trips of the extension request _bench/echo, then a prompt "burst BURST"; the report gives
-// the times.
+// the times, and the client's CPU time in the burst.
 // The report (JSON) goes to REPORT; logs to stderr.
 import { writeFileSync } from "node:fs";
 import WebSocket from "ws";
@@ -66,8 +66,13 @@ try {
       report.roundTripNs = n > 0 ? Number(process.hrtime.bigint() - t0) / n : 0;
       updates = 0;
       t0 = process.hrtime.bigint();
+      const cpu0 = process.cpuUsage();
       const res = await agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: "text", text: `burst ${burst}` }] });
       report.burstNs = Number(process.hrtime.bigint() - t0);
+      // This client's own CPU time in the burst (user and system, microseconds): what bounds its rate
+      // whatever the server.
+      const cpu = process.cpuUsage(cpu0);
+      report.burstCpuUs = cpu.user + cpu.system;
       report.burstUpdates = updates;
       report.stopReason = res.stopReason;
       return;

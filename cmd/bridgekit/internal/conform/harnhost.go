@@ -27,6 +27,10 @@ var HarnHost = &Side{
 	Family: frames.Harn,
 	Doc:    "conform plays a Harn runtime (the VM) against a host that serves the bridge on its stdin/stdout",
 	Scenarios: func(cfg *Config) []Scenario {
+		// The operations' schemas are loaded here, before any scenario's
+		// timeout runs (an error is reported by the scenarios that need
+		// them).
+		_, _ = loadOpSchemas()
 		h := &harnHost{}
 		return h.scenarios(cfg)
 	},
@@ -37,7 +41,9 @@ type harnHost struct {
 	caps       map[string][]string // host/capabilities' answer (nil: not served)
 	capsServed bool
 	skillIDs   []string
-	shellID    string
+	// results holds each operation's result, decoded, for the arguments
+	// later operations learn from it (learntArgs).
+	results map[string]any
 }
 
 // catalogueCodes are the error codes the Harn catalogue lists for the
@@ -116,28 +122,41 @@ func (h *harnHost) advertised(op frames.Operation) bool {
 	return op.Info.Capability != "" && slices.Contains(h.caps[op.Info.Capability], op.Info.Op)
 }
 
-// opArgs are the arguments each operation is called with.
-func (h *harnHost) opArgs(name string) map[string]any {
-	switch name {
-	case "process.shell_invocation":
-		return map[string]any{"command": "printf ok", "login": false, "interactive": false}
-	case "process.set_default_shell":
-		return map[string]any{"shell_id": h.shellID}
-	case "hypothesis.attest_event":
-		return map[string]any{"authority_kind": "native_operation", "event_fingerprint": "conform-event",
-			"plan_fingerprint": "conform-plan", "hypothesis_id": "conform-hypothesis",
-			"operation_receipt_id": "conform-no-such-receipt", "run_id": nil}
+// opArgs are the arguments operation op is called with: an example of its
+// schema (operationArgs), with the members learnt from earlier results
+// (learntArgs). A learnt member whose source result is missing makes the
+// scenario not runnable, and why is returned.
+func (h *harnHost) opArgs(op frames.Operation) (map[string]any, string, error) {
+	name := op.Info.Match[0]
+	args, err := operationArgs("harn", "host/call", op.Info.Go)
+	if err != nil {
+		return nil, "", err
 	}
-	return map[string]any{}
+	for _, l := range learntArgs {
+		if l.op != name {
+			continue
+		}
+		v, ok := at(h.results[l.from], l.pointer)
+		if !ok {
+			return nil, fmt.Sprintf("%s's result has no %s to give %s", l.from, l.pointer, l.member), nil
+		}
+		args[l.member] = v
+	}
+	return args, "", nil
 }
 
 func (h *harnHost) hostCall(ctx context.Context, t *T, op frames.Operation) {
 	name := op.Info.Match[0]
-	if name == "process.set_default_shell" && h.shellID == "" {
-		t.NotImplemented("no shell listed by process.list_shells to select")
+	args, missing, err := h.opArgs(op)
+	if err != nil {
+		t.Failf("host/call "+name, 0, "conform", "no arguments to call it with: %v", err)
 		return
 	}
-	r := t.Call(ctx, "host/call", map[string]any{"name": name, "args": h.opArgs(name)})
+	if missing != "" {
+		t.NotImplemented(missing)
+		return
+	}
+	r := t.Call(ctx, "host/call", map[string]any{"name": name, "args": args})
 	if r == nil {
 		return
 	}
@@ -167,6 +186,15 @@ func (h *harnHost) hostCall(ctx context.Context, t *T, op frames.Operation) {
 	if !t.CheckBody(r, op, r.Msg.Result, "/result") {
 		return
 	}
+	var res any
+	dec := json.NewDecoder(bytes.NewReader(r.Msg.Result))
+	dec.UseNumber()
+	if dec.Decode(&res) == nil {
+		if h.results == nil {
+			h.results = map[string]any{}
+		}
+		h.results[name] = res
+	}
 	if h.capsServed && !h.advertised(op) && op.Info.Capability != "" {
 		t.Fail(Problem{Method: r.Method, Frame: r.Seq, Code: "not_advertised",
 			Message: fmt.Sprintf("served, but host/capabilities does not list %s in %q", op.Info.Op, op.Info.Capability)})
@@ -180,9 +208,6 @@ func (h *harnHost) hostCall(ctx context.Context, t *T, op frames.Operation) {
 			Default string `json:"default_shell_id"`
 		}
 		_ = json.Unmarshal(r.Msg.Result, &v)
-		if len(v.Shells) > 0 {
-			h.shellID = v.Shells[0].ID
-		}
 		if v.Default != "" && !slices.ContainsFunc(v.Shells, func(s struct {
 			ID string `json:"id"`
 		}) bool {
@@ -198,9 +223,9 @@ func (h *harnHost) hostCall(ctx context.Context, t *T, op frames.Operation) {
 			Index int      `json:"command_arg_index"`
 		}
 		_ = json.Unmarshal(r.Msg.Result, &v)
-		if v.Index < 0 || v.Index >= len(v.Args) || v.Args[v.Index] != "printf ok" {
+		if command, ok := args["command"].(string); ok && (v.Index < 0 || v.Index >= len(v.Args) || v.Args[v.Index] != command) {
 			t.Fail(Problem{Method: r.Method, Frame: r.Seq, Pointer: "/result/command_arg_index", Code: "rule",
-				Message: fmt.Sprintf("args[command_arg_index] must be the command, exactly one argument: args %q, index %d", v.Args, v.Index)})
+				Message: fmt.Sprintf("args[command_arg_index] must be the command %q, exactly one argument: args %q, index %d", command, v.Args, v.Index)})
 		}
 	}
 }

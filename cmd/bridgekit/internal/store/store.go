@@ -2,10 +2,12 @@
 // pure Go, so the command builds with CGO_ENABLED=0), for `bridgekit trace
 // --store`, the inspector and the subcommands that read recorded traffic.
 //
-// Schema (PRAGMA user_version = 1):
+// Schema (PRAGMA user_version = 2):
 //
 //	sessions(id TEXT PRIMARY KEY, started TEXT, ended TEXT, command TEXT  -- JSON array
-//	         family TEXT, status INTEGER, signal TEXT, frames INTEGER, problems INTEGER)
+//	         family TEXT, status INTEGER, signal TEXT, frames INTEGER, problems INTEGER,
+//	         writer TEXT,      -- the process writing it: {"host","boot","pid","start"}
+//	         unclean INTEGER)  -- 1: ended by a reader, its writer gone (Open)
 //	records(session TEXT, seq INTEGER, type TEXT, time TEXT, dir TEXT, kind TEXT,
 //	        method TEXT, id TEXT, reply_to INTEGER, latency_us REAL, size INTEGER,
 //	        problems INTEGER, record TEXT,  -- the record's JSONL line (package tracelog)
@@ -15,6 +17,12 @@
 // has it (record), with the members readers filter on copied into columns;
 // sessions is a summary kept up to date as records arrive. Times are RFC
 // 3339 with nanoseconds, UTC.
+//
+// A session is live until its end record arrives. When the process writing
+// it dies first (a trace killed with SIGKILL), Open finds it: a session
+// with no end whose writer no longer runs gets an end record of its own,
+// marked unclean, at the time of its last record, with the requests it
+// left unanswered (its frames classified again).
 package store
 
 import (
@@ -32,7 +40,7 @@ import (
 )
 
 // SchemaVersion is the user_version of the databases this package writes.
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 const schema = `
 CREATE TABLE IF NOT EXISTS sessions (
@@ -44,7 +52,9 @@ CREATE TABLE IF NOT EXISTS sessions (
 	status INTEGER,
 	signal TEXT NOT NULL DEFAULT '',
 	frames INTEGER NOT NULL DEFAULT 0,
-	problems INTEGER NOT NULL DEFAULT 0
+	problems INTEGER NOT NULL DEFAULT 0,
+	writer TEXT NOT NULL DEFAULT '',
+	unclean INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS records (
 	session TEXT NOT NULL,
@@ -86,6 +96,10 @@ func Open(ctx context.Context, path string) (*DB, error) {
 		db.Close()
 		return nil, fmt.Errorf("store %s: %w", path, err)
 	}
+	if err := s.endAbandoned(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("store %s: ending sessions whose writer is gone: %w", path, err)
+	}
 	return s, nil
 }
 
@@ -99,6 +113,14 @@ func (s *DB) migrate(ctx context.Context) error {
 	}
 	if _, err := s.db.ExecContext(ctx, schema); err != nil {
 		return err
+	}
+	if v == 1 {
+		// Version 2 knows who writes a session, and which ended unclean.
+		for _, col := range []string{"writer TEXT NOT NULL DEFAULT ''", "unclean INTEGER NOT NULL DEFAULT 0"} {
+			if _, err := s.db.ExecContext(ctx, "ALTER TABLE sessions ADD COLUMN "+col); err != nil {
+				return err
+			}
+		}
 	}
 	_, err := s.db.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", SchemaVersion))
 	return err
@@ -115,6 +137,13 @@ func (s *DB) Put(ctx context.Context, recs []*tracelog.Record) error {
 		return err
 	}
 	defer tx.Rollback()
+	if err := put(ctx, tx, recs); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+func put(ctx context.Context, tx *sql.Tx, recs []*tracelog.Record) error {
 	ins, err := tx.PrepareContext(ctx, `INSERT OR REPLACE INTO records
 		(session, seq, type, time, dir, kind, method, id, reply_to, latency_us, size, problems, record)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
@@ -138,9 +167,9 @@ func (s *DB) Put(ctx context.Context, recs []*tracelog.Record) error {
 		switch r.Type {
 		case tracelog.TypeSession:
 			cmd, _ := json.Marshal(r.Command)
-			_, err = tx.ExecContext(ctx, `INSERT INTO sessions (id, started, command) VALUES (?, ?, ?)
-				ON CONFLICT (id) DO UPDATE SET started = excluded.started, command = excluded.command`,
-				r.Session, r.Time.UTC().Format(time.RFC3339Nano), string(cmd))
+			_, err = tx.ExecContext(ctx, `INSERT INTO sessions (id, started, command, writer) VALUES (?, ?, ?, ?)
+				ON CONFLICT (id) DO UPDATE SET started = excluded.started, command = excluded.command, writer = excluded.writer`,
+				r.Session, r.Time.UTC().Format(time.RFC3339Nano), string(cmd), self())
 		case tracelog.TypeFrame:
 			_, err = tx.ExecContext(ctx, `INSERT INTO sessions (id, started, family, frames, problems) VALUES (?, ?, ?, 1, ?)
 				ON CONFLICT (id) DO UPDATE SET frames = frames + 1, problems = problems + excluded.problems,
@@ -151,17 +180,17 @@ func (s *DB) Put(ctx context.Context, recs []*tracelog.Record) error {
 			if r.Status != nil {
 				status = *r.Status
 			}
-			_, err = tx.ExecContext(ctx, `INSERT INTO sessions (id, started, ended, status, signal, family, problems) VALUES (?, ?, ?, ?, ?, ?, ?)
+			_, err = tx.ExecContext(ctx, `INSERT INTO sessions (id, started, ended, status, signal, family, problems, unclean) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 				ON CONFLICT (id) DO UPDATE SET ended = excluded.ended, status = excluded.status, signal = excluded.signal,
-				problems = problems + excluded.problems,
+				problems = problems + excluded.problems, unclean = excluded.unclean,
 				family = CASE WHEN excluded.family = '' THEN family ELSE excluded.family END`,
-				r.Session, r.Time.UTC().Format(time.RFC3339Nano), r.Time.UTC().Format(time.RFC3339Nano), status, r.Signal, string(r.Family), len(r.Problems))
+				r.Session, r.Time.UTC().Format(time.RFC3339Nano), r.Time.UTC().Format(time.RFC3339Nano), status, r.Signal, string(r.Family), len(r.Problems), r.Unclean)
 		}
 		if err != nil {
 			return err
 		}
 	}
-	return tx.Commit()
+	return nil
 }
 
 // Session summarises one session.
@@ -175,11 +204,14 @@ type Session struct {
 	Signal   string     `json:"signal,omitempty"`
 	Frames   int        `json:"frames"`
 	Problems int        `json:"problems"`
+	// Unclean: the session's writer died before it ended the session
+	// (Ended is then its last record's time).
+	Unclean bool `json:"unclean,omitempty"`
 }
 
 // Sessions lists the sessions, newest first.
 func (s *DB) Sessions(ctx context.Context) ([]Session, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT id, started, ended, command, family, status, signal, frames, problems
+	rows, err := s.db.QueryContext(ctx, `SELECT id, started, ended, command, family, status, signal, frames, problems, unclean
 		FROM sessions ORDER BY started DESC, id`)
 	if err != nil {
 		return nil, err
@@ -192,7 +224,7 @@ func (s *DB) Sessions(ctx context.Context) ([]Session, error) {
 		var ended sql.NullString
 		var cmd string
 		var status sql.NullInt64
-		if err := rows.Scan(&ss.ID, &started, &ended, &cmd, &ss.Family, &status, &ss.Signal, &ss.Frames, &ss.Problems); err != nil {
+		if err := rows.Scan(&ss.ID, &started, &ended, &cmd, &ss.Family, &status, &ss.Signal, &ss.Frames, &ss.Problems, &ss.Unclean); err != nil {
 			return nil, err
 		}
 		ss.Started, _ = time.Parse(time.RFC3339Nano, started)

@@ -78,6 +78,9 @@ func (r *Record) Marshal(dst []byte) ([]byte, error) {
 	}
 	b = member(b, "signal", r.Signal)
 	b = list(b, "unanswered", r.Unanswered, appendPending)
+	if r.Unclean {
+		b = append(b, `,"unclean":true`...)
+	}
 	return append(b, "}\n"...), nil
 }
 

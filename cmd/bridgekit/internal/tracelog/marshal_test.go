@@ -22,7 +22,7 @@ func FuzzMarshal(f *testing.F) {
 		status := int(seq % 300)
 		r := &Record{Type: typ, Session: session, Seq: seq, Time: time.Unix(0, nanos).In(time.FixedZone("x", int(seq%50000))),
 			Dir: frames.Direction(raw[:min(len(raw), 3)]), Size: int(seq), RawBase64: b64, Method: raw, Qualifier: session,
-			Redacted: bits&1 != 0, Truncated: bits&2 != 0, Partial: bits&4 != 0, ReplyTo: seq / 2, Signal: code}
+			Redacted: bits&1 != 0, Truncated: bits&2 != 0, Partial: bits&4 != 0, ReplyTo: seq / 2, Signal: code, Unclean: bits&128 != 0}
 		if bits&8 != 0 {
 			r.Raw = &raw
 		}

@@ -82,6 +82,10 @@ type Record struct {
 	Status     *int             `json:"status,omitempty"`
 	Signal     string           `json:"signal,omitempty"`
 	Unanswered []frames.Pending `json:"unanswered,omitempty"`
+	// Unclean marks an end the recorder never wrote: the session store
+	// found the session's writer gone (a trace killed with SIGKILL) and
+	// ended it, at its last record, with the requests then unanswered.
+	Unclean bool `json:"unclean,omitempty"`
 }
 
 // Line returns the frame's line as recorded (without its newline).

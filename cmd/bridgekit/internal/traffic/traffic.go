@@ -290,9 +290,12 @@ func (c *Converter) traceLine(line []byte) ([]*tracelog.Record, error) {
 		rec.SetFrame(f)
 		rec.Notes = c.notes(f)
 	case tracelog.TypeEnd:
+		// What the end says of the session is judged afresh too.
+		rec.Unanswered = nil
 		if cls := c.classes[rec.Session]; cls != nil {
 			rec.Unanswered = cls.Unanswered()
 		}
+		rec.Problems = unansweredProblems(rec.Unanswered)
 	}
 	return []*tracelog.Record{rec}, nil
 }
@@ -376,7 +379,19 @@ func (c *Converter) End() []*tracelog.Record {
 	if cls := c.classes[c.name]; cls != nil {
 		end.Unanswered = cls.Unanswered()
 	}
+	end.Problems = unansweredProblems(end.Unanswered)
 	return []*tracelog.Record{end}
+}
+
+// unansweredProblems are the problems of an end record, as trace writes
+// them: one per request never answered.
+func unansweredProblems(ps []frames.Pending) []frames.Problem {
+	var out []frames.Problem
+	for _, p := range ps {
+		out = append(out, frames.Problem{Code: frames.ProblemUnanswered,
+			Message: fmt.Sprintf("%s request %s (frame %d) was never answered", p.Method, p.ID, p.Seq)})
+	}
+	return out
 }
 
 // ErrLineTooLong is the error of a line longer than tracelog.MaxRecord.

@@ -62,7 +62,7 @@ function renderSessions() {
   const opts = [sel, a, b].map((s) => [s, s.value]);
   for (const [s] of opts) s.replaceChildren();
   for (const s of state.sessions) {
-    const status = s.ended ? (s.status != null ? "exit " + s.status : "ended") : "live";
+    const status = s.unclean ? "ended (unclean)" : s.ended ? (s.status != null ? "exit " + s.status : "ended") : "live";
     const li = el("li", { "data-session": s.id, class: s.id === state.current ? "on" : "" },
       el("div", { class: "sid", text: s.id }),
       el("div", {}, el("span", { class: "badge", text: s.family || "?" }), el("span", { class: "dim", text: `${s.frames} frames · ${status}` }),
@@ -190,7 +190,7 @@ function renderCurrent() {
   }
   rendered.count = all.length;
   const end = (state.records.get(state.current) || []).find((r) => r.type === "end");
-  $("#end").textContent = end ? `session ended: exit status ${end.status}${end.signal ? " (" + end.signal + ")" : ""}` +
+  $("#end").textContent = end ? (end.unclean ? "session ended (unclean): its recorder died" : `session ended: exit status ${end.status}${end.signal ? " (" + end.signal + ")" : ""}`) +
     ((end.unanswered || []).length ? ` · never answered: ${end.unanswered.map((u) => `${u.method} ${u.id}`).join(", ")}` : "") : "session live";
   if (state.view === "waterfall") renderWaterfall();
   if (state.view === "conversation") renderConversation();
