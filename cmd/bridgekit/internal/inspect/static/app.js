@@ -56,8 +56,15 @@ async function poll() {
   }
 }
 
+// renderedSessions is what the session list was last built from: the
+// list is rebuilt only when it changes, so that a row being clicked is not
+// replaced under the pointer by the next poll.
+let renderedSessions = "";
 function renderSessions() {
   const ul = $("#sessions"), sel = $("#session"), a = $("#diff-a"), b = $("#diff-b");
+  const key = JSON.stringify([state.current, state.sessions]);
+  if (key === renderedSessions) return;
+  renderedSessions = key;
   ul.replaceChildren();
   const opts = [sel, a, b].map((s) => [s, s.value]);
   for (const [s] of opts) s.replaceChildren();
