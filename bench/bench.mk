@@ -17,6 +17,8 @@
 #                           bench runs first and benchreport renders
 #   make bench-permission   the permission decision's CPU per path byte
 #                           (issue 33), a JSON file here likewise
+#   make bench-terminal     a terminal output flood's CPU per MiB against
+#                           io.Copy's (issue 33), a JSON file here likewise
 #
 # bench/ is its own Go module, so none of this runs in the root module's
 # `go test ./...`.
@@ -28,7 +30,7 @@ BENCH_FLAGS ?=
 
 # The bridgekit command's figures (bench-trace, bench-validate) are
 # measured first: benchreport renders the JSON files they leave.
-bench: bench-trace bench-validate bench-remote bench-permission
+bench: bench-trace bench-validate bench-remote bench-permission bench-terminal
 	cd $(BENCH_DIR) && go run ./cmd/benchreport -out ../docs/performance.md $(BENCH_FLAGS)
 
 bench-quick:
@@ -72,3 +74,12 @@ bench-remote:
 .PHONY: bench-permission
 bench-permission:
 	cd $(BENCH_DIR)/.. && BRIDGEKIT_PERMISSION_BENCH=$(abspath $(BENCH_DIR))/permission-decision.json go test -count=1 -run '^TestDecisionCostIsLinearInBytes$$' -v ./servers/host/permission
+
+# The host's CPU per MiB of terminal output (issue 33, finding 8): 16
+# terminals flooding in writes of 16 B to 64 KiB, once their rings are full,
+# against an io.Copy of the same bytes from as many children writing 64 KiB
+# at a time, in the same run; the bound is 3x. Figures go to
+# bench/terminal-output.json (which benchreport renders).
+.PHONY: bench-terminal
+bench-terminal:
+	cd $(BENCH_DIR)/.. && BRIDGEKIT_TERMINAL_BENCH=$(abspath $(BENCH_DIR))/terminal-output.json go test -count=1 -timeout 20m -run '^TestOutputFloodCPU$$' -v ./servers/host/terminal

@@ -14,9 +14,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/bridgekit/bridgekit/cmd/bridgekit/internal/store"
 	"github.com/bridgekit/bridgekit/cmd/bridgekit/internal/tracelog"
@@ -72,13 +74,32 @@ func TestTraceEndedBySignalEndsItsStoreSession(t *testing.T) {
 type inspectProc struct {
 	cmd  *exec.Cmd
 	base string // http://127.0.0.1:PORT
-	errs *strings.Builder
+	errs *lockedText
 	done chan struct{}
+}
+
+// lockedText is a strings.Builder that one goroutine writes while
+// another reads it.
+type lockedText struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedText) WriteString(s string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.b.WriteString(s)
+}
+
+func (l *lockedText) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // listening reads stderr until the line naming the inspector's address,
 // then keeps copying it into errs.
-func listening(t *testing.T, stderr io.Reader, errs *strings.Builder) (string, chan struct{}) {
+func listening(t *testing.T, stderr io.Reader, errs *lockedText) (string, chan struct{}) {
 	t.Helper()
 	br := bufio.NewReader(stderr)
 	got := make(chan string, 1)
@@ -115,7 +136,7 @@ func listening(t *testing.T, stderr io.Reader, errs *strings.Builder) (string, c
 
 func startInspect(t *testing.T, file string) *inspectProc {
 	t.Helper()
-	p := &inspectProc{cmd: exec.Command(bins.bridgekit, "inspect", "--addr", "127.0.0.1:0", file), errs: &strings.Builder{}}
+	p := &inspectProc{cmd: exec.Command(bins.bridgekit, "inspect", "--addr", "127.0.0.1:0", file), errs: &lockedText{}}
 	stderr, err := p.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -248,7 +269,7 @@ func TestUIKeepOutlivesAClientThatSIGTERMsItsAgent(t *testing.T) {
 			cmd.Wait()
 		}
 	})
-	errs := &strings.Builder{}
+	errs := &lockedText{}
 	base, stderrDone := listening(t, stderr, errs)
 
 	if _, err := io.WriteString(stdin, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}`+"\n"); err != nil {
@@ -309,5 +330,80 @@ func TestUIKeepOutlivesAClientThatSIGTERMsItsAgent(t *testing.T) {
 			t.Fatalf("the page or its process %d is still up 30s after SIGINT", keeper)
 		}
 		time.Sleep(20 * time.Millisecond) // polling for the keeper's exit, which is not our child's
+	}
+}
+
+// openTerminal opens a pseudo-terminal and returns its controlling end
+// and the terminal itself.
+func openTerminal(t *testing.T) (*os.File, *os.File) {
+	t.Helper()
+	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR, 0)
+	if err != nil {
+		t.Skipf("no pseudo-terminals: %v", err)
+	}
+	var n uint32
+	if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, m.Fd(), syscall.TIOCGPTN, uintptr(unsafe.Pointer(&n))); e != 0 {
+		m.Close()
+		t.Skipf("TIOCGPTN: %v", e)
+	}
+	var unlock int32
+	if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, m.Fd(), syscall.TIOCSPTLCK, uintptr(unsafe.Pointer(&unlock))); e != 0 {
+		m.Close()
+		t.Skipf("TIOCSPTLCK: %v", e)
+	}
+	s, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		m.Close()
+		t.Skipf("opening the terminal: %v", err)
+	}
+	t.Cleanup(func() { s.Close(); m.Close() })
+	return m, s
+}
+
+// --ui-keep run at a terminal (a person, not a client): trace itself keeps
+// the page after COMMAND has exited, until Ctrl-C (SIGINT), and then
+// exits with COMMAND's status.
+func TestUIKeepAtATerminalWaitsForCtrlC(t *testing.T) {
+	_, tty := openTerminal(t)
+	cmd := exec.Command(bins.bridgekit, "trace", "--ui", "127.0.0.1:0", "--ui-keep", "--", "sh", "-c", "exit 3")
+	cmd.Stdin = tty
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	})
+	errs := &lockedText{}
+	base, stderrDone := listening(t, stderr, errs)
+	// COMMAND has exited; the page stays, served by trace itself.
+	var ss []store.Session
+	for deadline := time.Now().Add(30 * time.Second); len(ss) == 0 || ss[0].Ended == nil; {
+		if time.Now().After(deadline) {
+			t.Fatalf("the session never ended: %+v\n%s", ss, errs.String())
+		}
+		time.Sleep(20 * time.Millisecond) // polling the page for the session's end
+		getJSON(t, base+"/api/sessions", &ss)
+	}
+	if *ss[0].Status != 3 || cmd.ProcessState != nil || strings.Contains(errs.String(), "(process ") {
+		t.Fatalf("session %+v; trace %v; want it kept by trace itself\n%s", ss[0], cmd.ProcessState, errs.String())
+	}
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	<-stderrDone
+	cmd.Wait()
+	if st := cmd.ProcessState.ExitCode(); st != 3 {
+		t.Fatalf("trace exited %d after Ctrl-C, want COMMAND's 3\n%s", st, errs.String())
+	}
+	if c, err := net.Dial("tcp", strings.TrimPrefix(base, "http://")); err == nil {
+		c.Close()
+		t.Error("the page is still up after trace exited")
 	}
 }

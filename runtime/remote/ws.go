@@ -126,10 +126,12 @@ func (a *wsAttach) send() {
 				err = context.DeadlineExceeded // the timer went off as the write ended: the socket is closing
 			}
 			if err != nil {
+				// The connection waits for its client to come back (Retention); this socket is done.
 				a.c.mu.Lock()
 				a.queue, a.bytes = nil, 0
 				a.c.detachLocked(a)
 				a.c.mu.Unlock()
+				a.t.CloseWith(websocket.StatusGoingAway, "")
 				return
 			}
 		}

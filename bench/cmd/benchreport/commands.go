@@ -60,6 +60,45 @@ type permissionFigures struct {
 	}
 }
 
+// terminalFigures is what servers/host/terminal's TestOutputFloodCPU
+// writes (make bench-terminal; issue 33, finding 8): per write size, the
+// host's CPU per MiB of a flood from 16 terminals, once their rings are
+// full, and an io.Copy's of the same bytes from as many children writing
+// 64 KiB at a time, measured in the same run (what a terminal costs
+// whatever it prints, a flood of one write, subtracted from both); the
+// figures are the run of the median ratio, Ratios every run's.
+type terminalFigures struct {
+	Measured    time.Time
+	LoadAverage string
+	MaxRatio    float64
+	Floods      []struct {
+		WriteBytes, Terminals, BytesEach int
+		Host, Copy                       struct {
+			Bytes    int64
+			CPU      time.Duration
+			NsPerMiB float64
+			WallSecs float64
+		}
+		Ratio  float64
+		Ratios []float64
+	}
+}
+
+// terminalFiguresPath is the file -terminal-figures names.
+var terminalFiguresPath = "terminal-output.json"
+
+// terminalMaxRatio is finding 8's bound: the host's CPU per MiB of a
+// terminal flood at most 3× an io.Copy's of the same bytes.
+const terminalMaxRatio = 3.0
+
+// terminalMet judges one flood's ratio.
+func terminalMet(host, cp float64) verdict {
+	if cp <= 0 {
+		return verdict{"MISSED: no io.Copy figure", false}
+	}
+	return atMostRatio(host/cp, terminalMaxRatio, fmt.Sprintf("host %s a MiB, io.Copy %s", fmtMS(host), fmtMS(cp)))
+}
+
 // commandFigures are the command's, the remote transports' and the
 // permission decision's figures, as read (an error saying why one is
 // missing).
@@ -68,10 +107,12 @@ type commandFigures struct {
 	Validate      *validateFigures   `json:",omitempty"`
 	Remote        *remoteFigures     `json:",omitempty"`
 	Permission    *permissionFigures `json:",omitempty"`
+	Terminal      *terminalFigures   `json:",omitempty"`
 	TraceErr      string             `json:",omitempty"`
 	ValidateErr   string             `json:",omitempty"`
 	RemoteErr     string             `json:",omitempty"`
 	PermissionErr string             `json:",omitempty"`
+	TerminalErr   string             `json:",omitempty"`
 }
 
 // permissionFiguresPath is the file -permission-figures names.
@@ -120,6 +161,10 @@ func loadCommandFigures(tracePath, validatePath, remotePath string) commandFigur
 	var p permissionFigures
 	if c.PermissionErr = read(permissionFiguresPath, "bench-permission", &p); c.PermissionErr == "" {
 		c.Permission = &p
+	}
+	var tf terminalFigures
+	if c.TerminalErr = read(terminalFiguresPath, "bench-terminal", &tf); c.TerminalErr == "" {
+		c.Terminal = &tf
 	}
 	return c
 }
@@ -175,6 +220,14 @@ func (c commandFigures) verdicts() []string {
 	} else {
 		out = append(out, "[permission] Deciding a permission request linear in its bytes (issue 33): "+c.PermissionErr)
 	}
+	if tf := c.Terminal; tf != nil {
+		for _, f := range tf.Floods {
+			out = append(out, fmt.Sprintf("[terminal] %d terminals flooding output in writes of %s: the host's CPU per MiB ≤ %g× io.Copy's (issue 33): %s",
+				f.Terminals, fmtWriteSize(f.WriteBytes), terminalMaxRatio, mark(terminalMet(f.Host.NsPerMiB, f.Copy.NsPerMiB))))
+		}
+	} else {
+		out = append(out, "[terminal] A terminal output flood's CPU per MiB ≤ 3× io.Copy's (issue 33): "+c.TerminalErr)
+	}
 	return out
 }
 
@@ -219,7 +272,40 @@ func (c commandFigures) section() string {
 	} else {
 		fmt.Fprintf(&sb, "| permission decision linear in its bytes (issue 33) | %s | — |\n", c.PermissionErr)
 	}
+	if tf := c.Terminal; tf != nil {
+		for _, f := range tf.Floods {
+			fmt.Fprintf(&sb, "| terminal output (issue 33), %d terminals writing %s at a time: the host's CPU per MiB ≤ %g× an io.Copy's of the same bytes | host **%s a MiB** (%s of CPU for %.0f MiB in %.2f s), io.Copy %s a MiB (%s for %.0f MiB in %.2f s): **%.2f×**; the run of the median ratio of %d (%s), %s | %s |\n",
+				f.Terminals, fmtWriteSize(f.WriteBytes), terminalMaxRatio, fmtMS(f.Host.NsPerMiB), f.Host.CPU.Round(time.Millisecond/10), float64(f.Host.Bytes)/(1<<20), f.Host.WallSecs,
+				fmtMS(f.Copy.NsPerMiB), f.Copy.CPU.Round(time.Millisecond/10), float64(f.Copy.Bytes)/(1<<20), f.Copy.WallSecs, f.Host.NsPerMiB/max(f.Copy.NsPerMiB, 1e-9),
+				len(f.Ratios), fmtRatios(f.Ratios), measuredAt(tf.Measured, tf.LoadAverage), mark(terminalMet(f.Host.NsPerMiB, f.Copy.NsPerMiB)))
+		}
+	} else {
+		fmt.Fprintf(&sb, "| terminal output flood ≤ 3× io.Copy's CPU per MiB (issue 33) | %s | — |\n", c.TerminalErr)
+	}
 	return sb.String()
 }
 
 const commandsIntro = "Measured in cmd/bridgekit's module by `make bench-trace` and `make bench-validate`, which `make bench` runs first, and read from `bench/trace-overhead.json` and `bench/validate-throughput.json`. **trace**: `cmd/bridgekit/overhead_test.go` (`TestTraceOverhead`): a caller makes JSON-RPC round trips of session/prompt-sized frames through a middle process to the same child responder, the middle being either a plain relay (two `io.Copy` loops) or `bridgekit trace --out FILE`, the two taking turns; the ratio is trace ÷ relay for p50 and relay ÷ trace for throughput. **validate**: `cmd/bridgekit/internal/validate/bench_test.go` (`TestValidateThroughput`, the loop of `BenchmarkValidate`): the recorded traffic of three real ACP agents (`testdata/acp/traffic/*/turn.jsonl`: initialize, session/new, prompts, session/update streams, fs, terminal and permission requests and their replies), every frame matched to its method, validated against its JSON Schema, decoded into its generated type, re-encoded and compared, with GOMAXPROCS=1; frames per CPU second is the rate a core of its own would give, which other jobs on the machine do not depress.\n\n"
+
+// fmtWriteSize words a write size: 64 B, 4 KiB.
+func fmtWriteSize(n int) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+// fmtMS words nanoseconds in milliseconds.
+func fmtMS(ns float64) string { return fmt.Sprintf("%.2f ms", ns/1e6) }
+
+// fmtRatios words ratios: 1.20×, 1.50×.
+func fmtRatios(rs []float64) string {
+	var parts []string
+	for _, r := range rs {
+		parts = append(parts, fmt.Sprintf("%.2f×", r))
+	}
+	return strings.Join(parts, ", ")
+}

@@ -104,3 +104,33 @@ func TestPermissionFigures(t *testing.T) {
 		t.Errorf("missing: %+v", c)
 	}
 }
+
+// A terminal output flood's figures (issue 33, finding 8): a row per
+// write size, judged against 3× io.Copy's CPU per MiB.
+func TestTerminalFigures(t *testing.T) {
+	dir := t.TempDir()
+	old := terminalFiguresPath
+	defer func() { terminalFiguresPath = old }()
+	terminalFiguresPath = filepath.Join(dir, "terminal.json")
+	os.WriteFile(terminalFiguresPath, []byte(`{"Measured":"2026-12-06T14:10:00Z","LoadAverage":"9.0 9.0 9.0","MaxRatio":3,"Floods":[
+		{"WriteBytes":64,"Terminals":16,"BytesEach":4194304,"Host":{"Bytes":67108864,"CPU":64000000,"NsPerMiB":1000000,"WallSecs":1.5},"Copy":{"Bytes":67108864,"CPU":32000000,"NsPerMiB":500000,"WallSecs":0.2},"Ratio":2,"Ratios":[1.5,2,2.5]},
+		{"WriteBytes":4096,"Terminals":16,"BytesEach":16777216,"Host":{"Bytes":268435456,"CPU":1024000000,"NsPerMiB":4000000,"WallSecs":1},"Copy":{"Bytes":268435456,"CPU":128000000,"NsPerMiB":500000,"WallSecs":0.5},"Ratio":8}]}`), 0o644)
+	c := loadCommandFigures("", "", "")
+	if c.Terminal == nil {
+		t.Fatalf("not read: %+v", c)
+	}
+	v := strings.Join(c.verdicts(), "\n")
+	for _, want := range []string{"writes of 64 B: the host's CPU per MiB ≤ 3× io.Copy's (issue 33): ✅ met: 2.00× ≤ 3× (host 1.00 ms a MiB, io.Copy 0.50 ms)",
+		"writes of 4 KiB: the host's CPU per MiB ≤ 3× io.Copy's (issue 33): ❌ MISSED: 8.00× > 3×"} {
+		if !strings.Contains(v, want) {
+			t.Errorf("verdicts lack %q:\n%s", want, v)
+		}
+	}
+	if sec := c.section(); !strings.Contains(sec, "| terminal output (issue 33), 16 terminals writing 64 B at a time") || !strings.Contains(sec, "host **1.00 ms a MiB** (64ms of CPU for 64 MiB in 1.50 s), io.Copy 0.50 ms a MiB (32ms for 64 MiB in 0.20 s): **2.00×**; the run of the median ratio of 3 (1.50×, 2.00×, 2.50×), 2026-12-06 14:10 UTC, load average 9.0 9.0 9.0 | ✅ met") {
+		t.Errorf("section:\n%s", sec)
+	}
+	terminalFiguresPath = filepath.Join(dir, "none.json")
+	if c := loadCommandFigures("", "", ""); !strings.Contains(c.TerminalErr, "make bench-terminal") {
+		t.Errorf("missing: %+v", c)
+	}
+}

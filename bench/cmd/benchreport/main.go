@@ -49,9 +49,11 @@ func main() {
 		valF    = flag.String("validate-figures", "validate-throughput.json", "bridgekit validate's throughput, as `make bench-validate` writes it (empty: leave out)")
 		remF    = flag.String("remote-figures", "remote-transports.json", "the remote transports against the TS SDK's, as `make bench-remote` writes it (empty: leave out)")
 		permF   = flag.String("permission-figures", "permission-decision.json", "the permission decision's CPU per byte, as `make bench-permission` writes it (empty: leave out)")
+		termF   = flag.String("terminal-figures", "terminal-output.json", "a terminal output flood's CPU per MiB, as `make bench-terminal` writes it (empty: leave out)")
 	)
 	flag.Parse()
 	permissionFiguresPath = *permF
+	terminalFiguresPath = *termF
 
 	if *worker {
 		if err := runWorker(*scenario, *rtKey, *resultPath, *cpuProf, *memProf, *quick); err != nil {
@@ -82,7 +84,7 @@ func main() {
 		// The command's figures are read afresh when named: a later
 		// make bench-trace or bench-validate renders into a saved run.
 		flag.Visit(func(f *flag.Flag) {
-			if f.Name == "trace-figures" || f.Name == "validate-figures" || f.Name == "remote-figures" || f.Name == "permission-figures" {
+			if f.Name == "trace-figures" || f.Name == "validate-figures" || f.Name == "remote-figures" || f.Name == "permission-figures" || f.Name == "terminal-figures" {
 				rep.commands = loadCommandFigures(cfg.traceFigures, cfg.validateFigures, cfg.remoteFigures)
 			}
 		})

@@ -6,17 +6,21 @@ import (
 	"unicode/utf8"
 )
 
-// ring keeps the last limit bytes written to it, in a buffer that grows up
-// to limit and then wraps: memory is bounded by limit, and each write costs
-// its own length, however much came before.
+// ring keeps the last limit bytes written to it, in blocks of ringBlock
+// bytes allocated as the output first reaches them, and then wraps: memory
+// is bounded by limit, each write costs its own length, however much came
+// before, and a growing ring never copies what it holds (a flood's cost
+// is the bytes it writes, not the ring's growth).
 type ring struct {
-	mu    sync.Mutex
-	limit int
-	buf   []byte // len(buf) <= limit; once full, w is where the oldest byte is
-	full  bool
-	w     int
-	total int64 // bytes ever written
+	mu     sync.Mutex
+	limit  int
+	blocks [][]byte // block i holds bytes [i*ringBlock, (i+1)*ringBlock) of the ring
+	n      int      // bytes held, at most limit
+	w      int      // where the next byte goes; once full, the oldest byte
+	total  int64    // bytes ever written
 }
+
+const ringBlock = 64 << 10
 
 func newRing(limit int) *ring { return &ring{limit: limit} }
 
@@ -28,28 +32,34 @@ func (r *ring) Write(p []byte) (int, error) {
 	if r.limit <= 0 {
 		return n, nil
 	}
-	if len(p) >= r.limit {
-		r.buf = append(r.buf[:0], p[len(p)-r.limit:]...)
-		r.full, r.w = true, 0
-		return n, nil
-	}
-	if !r.full {
-		room := r.limit - len(r.buf)
-		if len(p) < room {
-			r.buf = append(r.buf, p...)
-			return n, nil
-		}
-		r.buf = append(r.buf, p[:room]...)
-		p = p[room:]
-		r.full, r.w = true, 0
-	}
-	c := copy(r.buf[r.w:], p)
-	if c < len(p) {
-		r.w = copy(r.buf, p[c:])
-	} else if r.w += c; r.w == r.limit {
+	if len(p) >= r.limit { // only its tail is kept, from the ring's start
+		p = p[len(p)-r.limit:]
 		r.w = 0
 	}
+	for len(p) > 0 {
+		i, off := r.w/ringBlock, r.w%ringBlock
+		if i == len(r.blocks) {
+			r.blocks = append(r.blocks, make([]byte, min(ringBlock, r.limit-i*ringBlock)))
+		}
+		c := copy(r.blocks[i][off:], p)
+		p = p[c:]
+		r.n = min(r.limit, r.n+c)
+		if r.w += c; r.w == r.limit {
+			r.w = 0
+		}
+	}
 	return n, nil
+}
+
+// appendRange appends the ring's bytes [from, to) to b.
+func (r *ring) appendRange(b []byte, from, to int) []byte {
+	for from < to {
+		i, off := from/ringBlock, from%ringBlock
+		blk := r.blocks[i][off:min(len(r.blocks[i]), off+to-from)]
+		b = append(b, blk...)
+		from += len(blk)
+	}
+	return b
 }
 
 // read returns the bytes kept as valid UTF-8 text, starting at a
@@ -58,12 +68,11 @@ func (r *ring) Write(p []byte) (int, error) {
 // was dropped.
 func (r *ring) read() (string, bool) {
 	r.mu.Lock()
-	var b []byte
-	if r.full {
-		b = make([]byte, 0, len(r.buf))
-		b = append(append(b, r.buf[r.w:]...), r.buf[:r.w]...)
+	b := make([]byte, 0, r.n)
+	if r.n == r.limit { // full: the oldest byte is at w
+		b = r.appendRange(r.appendRange(b, r.w, r.limit), 0, r.w)
 	} else {
-		b = append([]byte(nil), r.buf...)
+		b = r.appendRange(b, 0, r.n)
 	}
 	truncated := r.total > int64(len(b))
 	r.mu.Unlock()

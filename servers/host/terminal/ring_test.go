@@ -85,3 +85,27 @@ func FuzzRing(f *testing.F) {
 		}
 	})
 }
+
+// TestRingAcrossBlocks: a ring of several blocks, written in pieces of
+// every size (a block's, more, less, more than the limit), keeps exactly
+// the last limit bytes.
+func TestRingAcrossBlocks(t *testing.T) {
+	data := make([]byte, 9*ringBlock+123)
+	for i := range data {
+		data[i] = byte('a' + i%26)
+	}
+	for _, limit := range []int{ringBlock, ringBlock + 1, 3*ringBlock - 7} {
+		for _, piece := range []int{1000, ringBlock - 1, ringBlock, ringBlock + 5, 2*ringBlock + 3, 4 * ringBlock} {
+			r := newRing(limit)
+			for rest := data; len(rest) > 0; {
+				n := min(piece, len(rest))
+				r.Write(rest[:n])
+				rest = rest[n:]
+			}
+			s, tr := r.read()
+			if !tr || s != string(data[len(data)-limit:]) {
+				t.Fatalf("limit %d, pieces of %d: read %d bytes (truncated %v), not the last %d", limit, piece, len(s), tr, limit)
+			}
+		}
+	}
+}

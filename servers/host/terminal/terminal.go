@@ -47,6 +47,19 @@
 // session id. Past a bound a call fails with an error matching [ErrQuota]
 // at once, nothing is started, and the host keeps serving.
 //
+// # Output
+//
+// On Linux a command's output is read by a collector (collect_linux.go)
+// that coalesces reads: it reads what waits in the pipes, then lets more
+// gather for a delay that grows while reads come back small, up to a
+// second (the pipe, enlarged to 1 MiB where the system allows, holds it;
+// a command that fills it waits). So a flood of small writes costs the
+// host CPU per MiB like a bulk copy's, not per write (issue 33, finding
+// 8: at most 3× io.Copy's, TestOutputFloodCPU and make bench-terminal).
+// Nothing waits for the delay: Output reads what is in the pipes first,
+// and an exit reads them to their end. Elsewhere os/exec copies the
+// output as it comes.
+//
 // # Waiting
 //
 // [Manager.Wait] blocks until the command exits, its context ends, or
@@ -62,6 +75,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -202,6 +216,7 @@ type term struct {
 	stdout   *ring // Split only
 	stderr   *ring
 	streams  []*streamWriter
+	col      *collector // reads the output into out (or streams)
 	reserved int64
 	done     chan struct{} // closed once the status is in
 	gone     chan struct{} // closed once the process is reaped and its output copied
@@ -290,22 +305,27 @@ func (m *Manager) Start(_ context.Context, spec Spec) (string, error) {
 	if cmd.Env == nil {
 		cmd.Env = []string{}
 	}
+	sinks := []io.Writer{t.out}
 	if spec.Split {
 		t.stdout, t.stderr = newRing(int(keep)), newRing(int(keep))
 		var mu sync.Mutex
 		t.streams = []*streamWriter{{mu: &mu, own: t.stdout, all: t.out}, {mu: &mu, own: t.stderr, all: t.out}}
-		cmd.Stdout, cmd.Stderr = t.streams[0], t.streams[1]
-	} else {
-		cmd.Stdout, cmd.Stderr = t.out, t.out
+		sinks = []io.Writer{t.streams[0], t.streams[1]}
 	}
-	cmd.WaitDelay = time.Second // a background process keeping the output open
+	cmd.WaitDelay = outputDrain // a background process keeping the output open
 	if cmd.Err != nil {
 		m.forget(id, t)
 		return "", cmd.Err
 	}
+	col, err := newCollector(cmd, sinks...)
+	if err != nil {
+		m.forget(id, t)
+		return "", startError(spec.Program, err)
+	}
 	p, err := startSupervised(cmd)
 	runtime.KeepAlive(spec.DirFile) // its descriptor names cmd.Dir until the start
 	if err != nil {
+		col.abort()
 		m.forget(id, t)
 		if cmd.Dir != spec.Dir {
 			// A start that fails to change into the directory reads as the
@@ -316,6 +336,8 @@ func (m *Manager) Start(_ context.Context, spec Spec) (string, error) {
 		}
 		return "", startError(spec.Program, err)
 	}
+	col.start()
+	t.col = col
 	m.mu.Lock()
 	t.proc = p
 	closed := m.closed
@@ -337,7 +359,8 @@ func (m *Manager) Start(_ context.Context, spec Spec) (string, error) {
 		close(t.done)
 	}()
 	go func() {
-		p.wait() // the supervisor (or the command): reaped, output copied
+		p.wait()                // the supervisor (or the command): reaped
+		col.finish(outputDrain) // the output: read to its end
 		for _, w := range t.streams {
 			w.flush()
 		}
@@ -383,6 +406,9 @@ func (m *Manager) output(t *term) Output {
 	o.Exited = t.exited() // before reading, so that all output is in
 	if o.Exited {
 		o.Status = t.status
+	}
+	if !o.Exited {
+		t.col.drain() // what the command has written so far
 	}
 	budget := m.lim.MaxReplyBytes
 	var cut bool
