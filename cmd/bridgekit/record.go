@@ -174,10 +174,21 @@ type job struct {
 	judges *judgePool
 }
 
+// dirStderr marks a queued line of the command's stderr: recorded as a
+// stderr record, in the session's sequence with the frames, never
+// classified.
+const dirStderr frames.Direction = "stderr"
+
 // classify starts j's record: the frame's place in the session, its
 // method, id and pairing. The schema check is left to finish.
 func (r *recorder) classify(j *job, it queued) {
 	r.seq++
+	if it.dir == dirStderr {
+		j.it, j.f, j.judges, j.err = it, frames.Frame{}, nil, nil
+		j.rec = &tracelog.Record{Type: tracelog.TypeStderr, Session: r.session, Seq: r.seq, Time: it.at.UTC(),
+			Size: it.size, Truncated: it.truncated, Partial: it.partial}
+		return
+	}
 	r.cls.DeferChecks = true // finish checks
 	j.it = it
 	j.f = r.cls.Classify(r.seq, it.dir, it.at, it.line, it.truncated)
@@ -190,6 +201,16 @@ func (r *recorder) classify(j *job, it queued) {
 // finish checks j's frame against its schema, masks secrets in the line
 // and the problems, and encodes the record when encode is set.
 func (j *job) finish(red *redact.Redactor, encode bool) {
+	if j.rec.Type == tracelog.TypeStderr {
+		line := j.it.line
+		masked := red.Bytes(line)
+		j.rec.Redacted = !bytes.Equal(masked, line)
+		j.rec.SetLine(masked)
+		if encode {
+			j.line, j.err = j.rec.Marshal(j.line[:0])
+		}
+		return
+	}
 	j.f.Check()
 	notes := j.judges.judge(&j.f)
 	rec, line := j.rec, j.it.line
@@ -222,7 +243,7 @@ func (r *recorder) emit(j *job) {
 		}
 	}
 	r.sink(j.rec)
-	if r.pretty != nil {
+	if r.pretty != nil && j.rec.Type == tracelog.TypeFrame {
 		r.pretty.frame(j.rec)
 	}
 }
@@ -264,6 +285,16 @@ func (r *recorder) flushLocked() {
 	if r.pretty != nil {
 		r.pretty.flush()
 	}
+}
+
+// alwaysWrites passes writes to w and reports them written even when w
+// fails: the command's stderr is drained and recorded whatever becomes of
+// ours.
+type alwaysWrites struct{ w io.Writer }
+
+func (a alwaysWrites) Write(p []byte) (int, error) {
+	a.w.Write(p)
+	return len(p), nil
 }
 
 // tap splits what a pump forwards into lines for the recorder, keeping at

@@ -28,7 +28,8 @@ const traceSynopsis = `[--out FILE] [--store DB] [--ui ADDR] [--pretty] -- COMMA
 
 Runs COMMAND with its stdin and stdout behind a transparent proxy: every
 byte passes unchanged, in order, with the pipes' own backpressure; its
-stderr passes through untouched. Both directions are recorded as JSONL
+stderr passes through untouched, each of its lines recorded in order with
+the frames. Both directions are recorded as JSONL
 (--out), in a session store (--store) and/or shown live in the inspector
 (--ui) or as a transcript on stderr (--pretty): each frame with its time,
 direction, protocol family, kind, method, id and, for a reply, the request
@@ -184,11 +185,20 @@ func traceSession(ctx context.Context, env *Env, tf traceFlags, family frames.Fa
 
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Stderr = env.Stderr
+	// The command's stderr passes through as it comes, and each of its
+	// lines is recorded (a stderr record) in order with the frames.
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "bridgekit trace: %v\n", err)
+		return 1
+	}
+	cmd.Stderr = errW
 	// Pipes of our own, not StdinPipe/StdoutPipe: Wait must not close the
 	// stdout pipe before the pump has read everything the command wrote.
 	inR, childIn, err := os.Pipe()
 	if err != nil {
+		errR.Close()
+		errW.Close()
 		fmt.Fprintf(env.Stderr, "bridgekit trace: %v\n", err)
 		return 1
 	}
@@ -196,6 +206,8 @@ func traceSession(ctx context.Context, env *Env, tf traceFlags, family frames.Fa
 	if err != nil {
 		inR.Close()
 		childIn.Close()
+		errR.Close()
+		errW.Close()
 		fmt.Fprintf(env.Stderr, "bridgekit trace: %v\n", err)
 		return 1
 	}
@@ -214,9 +226,11 @@ func traceSession(ctx context.Context, env *Env, tf traceFlags, family frames.Fa
 	err = cmd.Start()
 	inR.Close()
 	outW.Close()
+	errW.Close()
 	if err != nil {
 		childIn.Close()
 		childOut.Close()
+		errR.Close()
 		fmt.Fprintf(env.Stderr, "bridgekit trace: %v\n", err)
 		rec.queue.close()
 		<-recorded
@@ -232,6 +246,12 @@ func traceSession(ctx context.Context, env *Env, tf traceFlags, family frames.Fa
 			// Our stdout failed: stop reading, so the command sees EPIPE.
 			childOut.Close()
 		}
+	}()
+	errDone := make(chan struct{})
+	go func() {
+		defer close(errDone)
+		pump(alwaysWrites{env.Stderr}, errR, &tap{dir: dirStderr, rec: rec, max: tf.maxRecord})
+		errR.Close()
 	}()
 	// The stdin pump is not waited for: once the command has exited, a
 	// peer that never closes our stdin must not keep trace running.
@@ -274,11 +294,20 @@ loop:
 	}
 	// The command has exited; what it wrote before is in the pipe. A
 	// grandchild may hold the pipe open: give the pump a moment, then stop.
+	grace := make(chan struct{})
+	graceTimer := time.AfterFunc(time.Second, func() { close(grace) })
+	defer graceTimer.Stop()
 	select {
 	case <-outDone:
-	case <-time.After(time.Second):
+	case <-grace:
 		childOut.Close()
 		<-outDone
+	}
+	select {
+	case <-errDone:
+	case <-grace:
+		errR.Close()
+		<-errDone
 	}
 	status, sigName := exitStatus(cmd.ProcessState, waitErr)
 	endAt := time.Now()

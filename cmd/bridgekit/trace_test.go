@@ -350,6 +350,17 @@ func TestTraceChildKilled(t *testing.T) {
 // the writer blocks, as it would on the child's own pipe.
 func TestTraceKeepsBackpressure(t *testing.T) {
 	tr := startTrace(t, nil, "sleep", "30")
+	// trace handles SIGTERM once it is running: its session record, written
+	// after, says so (on a loaded machine starting takes more than the
+	// half second below, and a SIGTERM before would kill trace itself).
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if b, _ := os.ReadFile(tr.out); bytes.Contains(b, []byte(`"type":"session"`)) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("trace never wrote its session record")
+		}
+	}
 	var written int64
 	var mu sync.Mutex
 	go func() {
@@ -412,5 +423,101 @@ func TestTracePrettyAndRedaction(t *testing.T) {
 	data, _ := os.ReadFile(out)
 	if bytes.Contains(data, []byte("abcdefghijklmnop")) || !bytes.Contains(data, []byte(`"redacted":true`)) {
 		t.Fatalf("record:\n%s", data)
+	}
+}
+
+// watchWriter collects what is written and closes seen once it holds want.
+type watchWriter struct {
+	mu   sync.Mutex
+	buf  bytes.Buffer
+	want string
+	seen chan struct{}
+	once sync.Once
+}
+
+func (w *watchWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf.Write(p)
+	if strings.Contains(w.buf.String(), w.want) {
+		w.once.Do(func() { close(w.seen) })
+	}
+	return len(p), nil
+}
+
+// traceWithStderr traces a command that writes on its stderr between
+// frames: "warming up" after initialize (and before the session/cancel
+// that follows it: the test sends that only once the line has come
+// through), then a reply, a line with a secret, and a last line without
+// a newline. It returns the trace file and what passed through stderr.
+func traceWithStderr(t *testing.T) (string, string) {
+	t.Helper()
+	t.Setenv("BRIDGEKIT_TEST_TOKEN", "tok-0123456789abcdef")
+	out := filepath.Join(t.TempDir(), "t.jsonl")
+	script := `read a; echo "warming up" >&2; read b; echo '{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":1}}'; echo "using $BRIDGEKIT_TEST_TOKEN" >&2; printf 'no newline' >&2; read c; exit 0`
+	inR, inW := io.Pipe()
+	errs := &watchWriter{want: "warming up\n", seen: make(chan struct{})}
+	var stdout bytes.Buffer
+	env := &Env{Stdin: inR, Stdout: &stdout, Stderr: errs}
+	done := make(chan int, 1)
+	go func() {
+		done <- run(context.Background(), env, []string{"trace", "--out", out, "--", "sh", "-c", script})
+	}()
+	io.WriteString(inW, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}`+"\n")
+	select {
+	case <-errs.seen:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the command's stderr never came through")
+	}
+	io.WriteString(inW, `{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s"}}`+"\n")
+	inW.Close()
+	status := <-done
+	errs.mu.Lock()
+	defer errs.mu.Unlock()
+	if status != 0 {
+		t.Fatalf("status %d; stderr:\n%s", status, errs.buf.String())
+	}
+	return out, errs.buf.String()
+}
+
+// The command's stderr passes through and is recorded, a line a stderr
+// record numbered with the frames in the order they came, masked as
+// frames are; a last line without a newline is recorded partial.
+func TestTraceRecordsStderr(t *testing.T) {
+	out, passed := traceWithStderr(t)
+	if !strings.Contains(passed, "warming up\nusing tok-0123456789abcdef\nno newline") {
+		t.Errorf("stderr passed through: %q", passed)
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := tracelog.ReadAll(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var order []string
+	stderr := map[string]*tracelog.Record{}
+	for i, r := range recs {
+		if r.Seq != int64(i) {
+			t.Errorf("record %d has seq %d", i, r.Seq)
+		}
+		switch r.Type {
+		case tracelog.TypeFrame:
+			order = append(order, r.Method)
+		case tracelog.TypeStderr:
+			order = append(order, "stderr:"+string(r.Line()))
+			stderr[string(r.Line())] = r
+		}
+	}
+	got := strings.Join(order, "|")
+	if !strings.HasPrefix(got, "initialize|stderr:warming up|session/cancel|") || len(order) != 6 {
+		t.Errorf("records in order: %s", got)
+	}
+	if r := stderr["using [REDACTED]"]; r == nil || !r.Redacted || bytes.Contains(data, []byte("0123456789abcdef")) {
+		t.Errorf("the token was recorded: %s", data)
+	}
+	if r := stderr["no newline"]; r == nil || !r.Partial {
+		t.Errorf("the last line: %+v", r)
 	}
 }

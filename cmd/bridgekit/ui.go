@@ -177,7 +177,7 @@ func runUIKeeper(mode string, sigs <-chan os.Signal) int {
 		mem.Put(r)
 	}
 	os.Stdin.Close()
-	srv := &http.Server{Handler: inspect.Handler(mem, mode != "remote"), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: inspect.NewHandler(mem, inspectOptions(mode != "remote")), ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(ln)
 	<-sigs
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)

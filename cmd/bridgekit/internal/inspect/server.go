@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/bridgekit/bridgekit/cmd/bridgekit/internal/bindrules"
+	"github.com/bridgekit/bridgekit/runtime/redact"
 )
 
 //go:embed static
@@ -56,12 +57,24 @@ type Options struct {
 	// Summarize describes initialize in the Context view (nil: no
 	// summary).
 	Summarize Summarizer
+	// Redactor masks what is exported and imported, as trace masks what
+	// it records (nil: redact.New(), token shapes and secret members).
+	Redactor *redact.Redactor
 }
 
 // NewHandler returns the inspector's HTTP handler over src.
 func NewHandler(src Source, o Options) http.Handler {
 	loopbackOnly := o.LoopbackOnly
+	red := o.Redactor
+	if red == nil {
+		red = redact.New()
+	}
+	// Sessions imported into the page are shown beside src's.
+	ov := &overlay{src: src, mem: NewMemory(MaxImported)}
+	src = ov
 	mux := http.NewServeMux()
+	mux.HandleFunc("GET /api/export", func(w http.ResponseWriter, r *http.Request) { ov.handleExport(w, r, red) })
+	mux.HandleFunc("POST /api/import", func(w http.ResponseWriter, r *http.Request) { ov.handleImport(w, r, red) })
 	files, _ := fs.Sub(static, "static")
 	fileServer := http.FileServerFS(files)
 	mux.Handle("GET /", fileServer)

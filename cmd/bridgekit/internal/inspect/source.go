@@ -123,6 +123,13 @@ func (m *Memory) trim() {
 	}
 }
 
+// Has reports whether m holds a session.
+func (m *Memory) Has(session string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.sessions[session] != nil
+}
+
 // Sessions implements Source.
 func (m *Memory) Sessions(context.Context) ([]store.Session, error) {
 	m.mu.Lock()

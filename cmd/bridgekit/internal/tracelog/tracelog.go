@@ -3,8 +3,9 @@
 // inspector, validate and replay read it.
 //
 // A session is a "session" record, then one "frame" record per line seen
-// on the traced command's stdin or stdout, in the order the proxy saw them,
-// then an "end" record. Several sessions may follow one another in a file.
+// on the traced command's stdin or stdout, in the order the proxy saw them
+// (with a "stderr" record for each line it wrote on its stderr among
+// them), then an "end" record. Several sessions may follow one another in a file.
 // A reader accepts records it does not know (a newer type, members it does
 // not know) and skips them; see [Reader].
 package tracelog
@@ -181,14 +182,14 @@ func (rd *Reader) Next() (*Record, error) {
 			return nil, &SyntaxError{rd.line, err}
 		}
 		switch rec.Type {
-		case TypeSession, TypeFrame, TypeEnd:
+		case TypeSession, TypeFrame, TypeEnd, TypeStderr:
 		default:
 			continue
 		}
 		if rec.Session == "" {
 			return nil, &SyntaxError{rd.line, errors.New("record without a session")}
 		}
-		if rec.Type == TypeFrame && rec.Raw == nil && rec.RawBase64 == "" {
+		if (rec.Type == TypeFrame || rec.Type == TypeStderr) && rec.Raw == nil && rec.RawBase64 == "" {
 			return nil, &SyntaxError{rd.line, errors.New("frame record without raw or raw_base64")}
 		}
 		if rec.RawBase64 != "" {

@@ -408,7 +408,18 @@ func Read(ctx context.Context, path string, format Format, family frames.Family,
 		return err
 	}
 	defer f.Close()
-	c := NewConverter(format, path, family)
+	return readFrom(ctx, path, f, NewConverter(format, path, family), fn)
+}
+
+// ReadFrom is Read for a reader: name names the traffic (the session of a
+// recording or NDJSON stream, and in errors), and t0 is when a recording
+// started.
+func ReadFrom(ctx context.Context, name string, r io.Reader, format Format, family frames.Family, t0 time.Time, fn func(line int, rec *tracelog.Record) error) error {
+	c := &Converter{format: format, family: family, name: name, classes: map[string]*frames.Classifier{}, t0: t0.UTC()}
+	return readFrom(ctx, name, r, c, fn)
+}
+
+func readFrom(ctx context.Context, path string, f io.Reader, c *Converter, fn func(line int, rec *tracelog.Record) error) error {
 	br := bufio.NewReaderSize(f, 64<<10)
 	var long []byte
 	for {

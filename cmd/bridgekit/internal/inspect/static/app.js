@@ -43,7 +43,7 @@ async function fetchRecords(id) {
 async function poll() {
   try {
     state.sessions = await getJSON("api/sessions");
-    if (!state.current && state.sessions.length) state.current = state.sessions[0].id;
+    if (!state.current && state.sessions.length) { state.current = state.sessions[0].id; updateExport(); }
     renderSessions();
     if (state.current) {
       const before = (state.records.get(state.current) || []).length;
@@ -56,8 +56,15 @@ async function poll() {
   }
 }
 
+// renderedSessions is what the session list was last built from: the
+// list is rebuilt only when it changes, so that a row being clicked is not
+// replaced under the pointer by the next poll.
+let renderedSessions = "";
 function renderSessions() {
   const ul = $("#sessions"), sel = $("#session"), a = $("#diff-a"), b = $("#diff-b");
+  const key = JSON.stringify([state.current, state.sessions]);
+  if (key === renderedSessions) return;
+  renderedSessions = key;
   ul.replaceChildren();
   const opts = [sel, a, b].map((s) => [s, s.value]);
   for (const [s] of opts) s.replaceChildren();
@@ -79,6 +86,7 @@ function renderSessions() {
 
 function selectSession(id) {
   state.current = id;
+  updateExport();
   state.selected = null;
   renderSessions();
   renderCurrent();
@@ -86,6 +94,9 @@ function selectSession(id) {
 }
 
 const frameRecords = () => (state.records.get(state.current) || []).filter((r) => r.type === "frame");
+// The timeline's records: the frames and, between them in the order they
+// came, the lines the command wrote on its stderr.
+const timelineRecords = () => (state.records.get(state.current) || []).filter((r) => r.type === "frame" || r.type === "stderr");
 
 // updateTypeOf returns an ACP session/update's sessionUpdate, or "".
 function updateTypeOf(r) {
@@ -98,6 +109,13 @@ const filterIDs = ["#filter-text", "#filter-method", "#filter-dir", "#filter-kin
 const filterKey = () => filterIDs.map((id) => { const e = $(id); return e.type === "checkbox" ? e.checked : e.value; }).join("\u0000");
 
 function visible(r) {
+  if (r.type === "stderr") {
+    const q = $("#filter-text").value.trim().toLowerCase();
+    if (q && !(r.raw || "").toLowerCase().includes(q)) return false;
+    const d = $("#filter-dir").value, k = $("#filter-kind").value;
+    return !$("#filter-method").value.trim() && (!d || d === "stderr") && (!k || k === "stderr") && !$("#filter-update").value && !$("#filter-errors").checked;
+  }
+  if ($("#filter-dir").value === "stderr" || $("#filter-kind").value === "stderr") return false;
   const m = $("#filter-method").value.trim();
   if (m && !(r.method || "").includes(m)) return false;
   // Full text: the frame as recorded, case-insensitive.
@@ -117,6 +135,16 @@ function fmtLatency(us) {
   if (us >= 1e3) return (us / 1e3).toFixed(1) + " ms";
   return us.toFixed(0) + " µs";
 }
+// fmtTime shows a record's time of day, UTC, to the millisecond.
+function fmtTime(t) {
+  const d = new Date(t);
+  return isNaN(d) ? "" : d.toISOString().slice(11, 23);
+}
+// elide keeps the start and end of a long id (UUIDs): whole in the title
+// and the detail pane.
+function elide(s, max = 14) {
+  return s.length <= max ? s : s.slice(0, 8) + "…" + s.slice(-4);
+}
 function fmtSize(n) { return n >= 1048576 ? (n / 1048576).toFixed(1) + " MiB" : n >= 1024 ? (n / 1024).toFixed(1) + " KiB" : n + " B"; }
 function startOf() {
   const recs = state.records.get(state.current) || [];
@@ -130,7 +158,7 @@ const rendered = { key: null, count: 0 };
 function renderCurrent() {
   const tbody = $("#timeline tbody");
   const key = state.current + "\u0000" + filterKey();
-  const all = frameRecords();
+  const all = timelineRecords();
   // The update types the session has, for the filter.
   const ut = $("#filter-update"), known = new Set([...ut.options].map((o) => o.value));
   for (const r of all.slice(rendered.count)) {
@@ -141,15 +169,26 @@ function renderCurrent() {
   const t0 = startOf();
   for (const r of all.slice(rendered.count)) {
     if (!visible(r)) continue;
+    if (r.type === "stderr") {
+      const text = r.raw != null ? r.raw : "(base64) " + r.raw_base64;
+      const tr = el("tr", { "data-seq": r.seq, class: "stderr" + (state.selected === r.seq ? " on" : "") },
+        el("td", { text: r.seq }),
+        el("td", { class: "mono time", title: `${r.time} · +${((Date.parse(r.time) - t0) / 1000).toFixed(3)}s`, text: fmtTime(r.time) }),
+        el("td", { class: "dir-stderr", text: "stderr" }),
+        el("td", { class: "mono stderr-text", colspan: 6, title: text, text: text + (r.partial ? " (no newline at the end)" : "") + (r.truncated ? " (cut)" : "") }));
+      tr.onclick = () => selectFrame(r.seq);
+      tbody.append(tr);
+      continue;
+    }
     const n = (r.problems || []).length;
     const tr = el("tr", { "data-seq": r.seq, class: (n ? "problem " : "") + (state.selected === r.seq ? "on" : "") },
       el("td", { text: r.seq }),
-      el("td", { class: "mono", text: "+" + ((Date.parse(r.time) - t0) / 1000).toFixed(3) + "s" }),
+      el("td", { class: "mono time", title: `${r.time} · +${((Date.parse(r.time) - t0) / 1000).toFixed(3)}s`, text: fmtTime(r.time) }),
       el("td", { class: "dir-" + r.dir, text: r.dir === "in" ? "→ in" : "← out" }),
       el("td", { class: errorOf(r) ? "err" : "", title: errorOf(r) ? `${errorOf(r).code} ${errorOf(r).message || ""}` : "",
         text: r.kind + (errorOf(r) ? ` ${errorOf(r).code} ${errorOf(r).message || ""}` : "") }),
       el("td", { class: "mono", text: (r.method || "") + (r.qualifier ? ` [${r.qualifier}]` : "") }),
-      el("td", { class: "mono", text: r.id != null ? JSON.stringify(r.id) : "" }),
+      el("td", { class: "mono id", title: r.id != null ? JSON.stringify(r.id) : "", text: r.id != null ? elide(JSON.stringify(r.id)) : "" }),
       el("td", { text: fmtSize(r.size || 0) + (r.truncated ? " (cut)" : "") }),
       el("td", { text: fmtLatency(r.latency_us) }),
       el("td", { text: n ? n + " ✗" : "" }));
@@ -218,9 +257,24 @@ function renderPair(r) {
 function selectFrame(seq) {
   state.selected = seq;
   for (const tr of document.querySelectorAll("#timeline tbody tr")) tr.classList.toggle("on", +tr.dataset.seq === seq);
-  const r = frameRecords().find((x) => x.seq === seq);
+  const r = timelineRecords().find((x) => x.seq === seq);
   if (!r) return;
+  if (r.type === "stderr") {
+    $("#detail-title").textContent = `#${r.seq} stderr`;
+    $("#detail-title").title = r.time;
+    $("#copy-frame").disabled = false;
+    $("#copied").textContent = "";
+    $("#tab-tree").replaceChildren(el("pre", { class: "stderr-line", text: r.raw != null ? r.raw : "(base64) " + r.raw_base64 }));
+    $("#tab-raw").textContent = r.raw != null ? r.raw : "(base64) " + r.raw_base64;
+    $("#tab-schema-body").replaceChildren(el("p", { class: "dim", text: "a line of the command's stderr" + (r.redacted ? ", secrets masked" : "") }));
+    $("#rendered").replaceChildren();
+    $("#pair").replaceChildren();
+    return;
+  }
   $("#detail-title").textContent = `#${r.seq} ${r.dir === "in" ? "→" : "←"} ${r.kind} ${r.method || ""}`;
+  $("#detail-title").title = r.time;
+  $("#copy-frame").disabled = false;
+  $("#copied").textContent = "";
   const doc = parseRaw(r);
   const bad = new Map((r.problems || []).filter((p) => p.pointer).map((p) => [p.pointer, p]));
   $("#tab-tree").replaceChildren(doc === undefined ? el("p", { class: "dim", text: r.truncated ? "recorded truncated: see Raw" : "not JSON: see Raw" }) : tree(doc, "", bad));
@@ -358,20 +412,24 @@ function conversation(frs) {
       } else if (kind === "tool_call" || kind === "tool_call_update") {
         let card = c.tools.get(u.toolCallId);
         if (!card) {
-          card = push({ type: "tool", seq: r.seq, id: u.toolCallId, title: "", kind: "", status: "pending", start: Date.parse(r.time), updates: [], permission: null, requests: [] });
+          card = push(newCard(r, u.toolCallId, "", ""));
           c.tools.set(u.toolCallId, card);
           c.running.push(card);
         }
         card.updates.push(r.seq);
+        evidence(card, u);
         if (u.title) card.title = u.title;
         if (u.kind) card.kind = u.kind;
         if (u.status) card.status = u.status;
         if (u.status === "completed" || u.status === "failed") {
           card.end = Date.parse(r.time);
+          card.endSeq = r.seq;
           c.running = c.running.filter((x) => x !== card);
         }
-      } else if (harn) {
-        push({ type: "harn", seq: r.seq, kind: harn.kind || harn.type || kind, data: harn });
+      } else if (kind === "user_message") {
+        push({ type: "user", seq: r.seq, text: (Array.isArray(u.content) ? u.content : [u.content]).map(text).join("") });
+      } else if (harn || harnKinds[kind]) {
+        push({ type: "harn", seq: r.seq, kind, data: harn || {} });
       } else {
         push({ type: "note", seq: r.seq, text: kind });
       }
@@ -381,9 +439,10 @@ function conversation(frs) {
       const tc = p.toolCall || {};
       let card = c.tools.get(tc.toolCallId);
       if (!card) {
-        card = push({ type: "tool", seq: r.seq, id: tc.toolCallId || "?", title: tc.title || "", kind: tc.kind || "", status: "pending", start: Date.parse(r.time), updates: [], permission: null, requests: [] });
+        card = push(newCard(r, tc.toolCallId || "?", tc.title || "", tc.kind || ""));
         c.tools.set(tc.toolCallId, card);
       }
+      evidence(card, tc);
       const a = replyOf.get(r.seq), ad = a ? parseRaw(a) : null;
       const outcome = ad && ad.result && ad.result.outcome;
       const chosen = outcome && outcome.optionId ? (p.options || []).find((o) => o.optionId === outcome.optionId) : null;
@@ -391,10 +450,10 @@ function conversation(frs) {
       continue;
     }
     if (r.kind === "request" && /^(fs|terminal)\//.test(r.method || "")) {
-      const card = c.running[c.running.length - 1];
-      const a = replyOf.get(r.seq);
-      const req = { seq: r.seq, reply: a ? a.seq : null, method: r.method, what: p.path || p.command || p.terminalId || "", error: a ? errorOf(a) : null };
-      if (card) card.requests.push(req); else push({ type: "request", ...req });
+      const a = replyOf.get(r.seq), ad = a ? parseRaw(a) : null;
+      const created = r.method === "terminal/create" && ad && ad.result && ad.result.terminalId;
+      push({ type: "request", seq: r.seq, reply: a ? a.seq : null, method: r.method, what: p.path || p.command || p.terminalId || "", error: a ? errorOf(a) : null,
+        path: p.path || "", terminalId: p.terminalId || created || "", metaId: metaToolCallId(p._meta) });
       continue;
     }
     if (r.reply_to) {
@@ -404,12 +463,155 @@ function conversation(frs) {
       continue;
     }
     if (r.method === "harness_event" || (r.family || "").startsWith("agentpm") && r.kind === "notification") {
-      push({ type: "harn", seq: r.seq, kind: p.event_type || r.method, data: p.payload || {} });
+      c.agentpm = true;
+      push({ type: "agentpm", seq: r.seq, kind: p.event_type || r.method, data: p.payload || {}, event: p });
+      continue;
+    }
+    if (r.method === "_harn/agentEvent" && p.kind) {
+      push({ type: "harn", seq: r.seq, kind: p.kind, data: p });
+      continue;
+    }
+    if (r.method === "agent/idle") {
+      push({ type: "harn", seq: r.seq, kind: "agent/idle", data: p });
       continue;
     }
     if (p._meta && p._meta.harn) push({ type: "harn", seq: r.seq, kind: r.method, data: p._meta.harn });
   }
+  for (const c of convs.values()) attribute(c);
   return [...convs.values()].filter((c) => c.items.length);
+}
+
+function newCard(r, id, title, kind) {
+  return { type: "tool", seq: r.seq, id, title, kind, status: "pending", start: Date.parse(r.time), endSeq: null, updates: [], permission: null, requests: [], paths: new Set(), terminals: new Set() };
+}
+
+// evidence keeps what a tool call says of the files and terminals it
+// works on: its locations, the paths of its raw input, the terminals its
+// content embeds.
+function evidence(card, u) {
+  for (const l of u.locations || []) if (l && l.path) card.paths.add(l.path);
+  const ri = u.rawInput && typeof u.rawInput === "object" ? u.rawInput : {};
+  for (const k of ["path", "file_path", "filePath", "absolute_path", "notebook_path"]) if (typeof ri[k] === "string") card.paths.add(ri[k]);
+  for (const x of u.content || []) {
+    if (x && x.type === "terminal" && x.terminalId) card.terminals.add(x.terminalId);
+    if (x && x.type === "diff" && typeof x.path === "string") card.paths.add(x.path);
+  }
+}
+
+// metaToolCallId returns a toolCallId an fs or terminal request names in
+// its _meta (at any depth), or "".
+function metaToolCallId(meta) {
+  if (!meta || typeof meta !== "object") return "";
+  for (const [k, v] of Object.entries(meta)) {
+    if ((k === "toolCallId" || k === "tool_call_id") && typeof v === "string") return v;
+    const sub = metaToolCallId(v);
+    if (sub) return sub;
+  }
+  return "";
+}
+
+// attribute gives each fs/terminal request of a conversation the tool
+// call that caused it, by what the wire gives, strongest first: a
+// toolCallId in the request's _meta; the terminal, which the tool call's
+// content embeds (terminal/create by the id its reply gave); the same
+// path in the tool call's locations or raw input (a running one first);
+// the tool call whose permission was just granted; the tool call running.
+// All but the first two are inferred, and the page says so. A request
+// none fits stays in the conversation where it came.
+function attribute(c) {
+  const cards = [...c.tools.values()];
+  const running = (k, q) => k.seq < q.seq && (k.endSeq == null || k.endSeq > q.seq);
+  const byTerminal = new Map();
+  const drop = new Set();
+  for (const q of c.items.filter((it) => it.type === "request")) {
+    let card = null, basis = "";
+    if (q.metaId && c.tools.has(q.metaId)) [card, basis] = [c.tools.get(q.metaId), "meta"];
+    if (!card && q.terminalId) {
+      const k = cards.find((k) => k.terminals.has(q.terminalId));
+      if (k) [card, basis] = [k, "terminal"];
+      else if (byTerminal.has(q.terminalId)) [card, basis] = byTerminal.get(q.terminalId);
+    }
+    if (!card && q.path) {
+      const ks = cards.filter((k) => k.paths.has(q.path));
+      const k = ks.filter((k) => running(k, q)).pop() || ks.find((k) => k.seq > q.seq) || ks.pop();
+      if (k) [card, basis] = [k, "path"];
+    }
+    if (!card) {
+      const k = cards.filter((k) => running(k, q) && k.permission && k.permission.reply && k.permission.reply < q.seq && k.permission.chosen &&
+        String(k.permission.chosen.kind).startsWith("allow")).pop();
+      if (k) [card, basis] = [k, "permission"];
+    }
+    if (!card) {
+      const k = cards.filter((k) => running(k, q)).pop();
+      if (k) [card, basis] = [k, "running"];
+    }
+    if (!card) continue;
+    if (q.terminalId && !byTerminal.has(q.terminalId)) byTerminal.set(q.terminalId, [card, basis]);
+    card.requests.push({ ...q, basis });
+    drop.add(q);
+  }
+  c.items = c.items.filter((it) => !drop.has(it));
+}
+
+const linkText = {
+  meta: "linked by the toolCallId in its _meta",
+  terminal: "linked by its terminal, which the tool call shows",
+  path: "inferred: the tool call names this path",
+  permission: "inferred: right after the tool call's permission was granted",
+  running: "inferred: the tool call running then",
+};
+
+// Harn's extension session updates (advertised under
+// agentCapabilities._meta.harn.sessionUpdateExtensions) and its other
+// notifications, each as a line of what it says: its fields are under
+// update._meta.harn.
+const harnKinds = {
+  skill_activated: (h) => [`skill ${h.skillName || "?"} activated` + (h.iteration != null ? ` (iteration ${h.iteration})` : ""), h.reason],
+  skill_deactivated: (h) => [`skill ${h.skillName || "?"} deactivated` + (h.iteration != null ? ` (iteration ${h.iteration})` : "")],
+  skill_scope_tools: (h) => [`skill ${h.skillName || "?"} scopes the tools to ${list(h.allowedTools)}`],
+  skill_narrow: (h) => [`tools narrowed: removed ${list(h.removedTools)}; ${list(h.remainingTools)} remain`, h.reason],
+  tool_search_query: (h) => [`tool search${h.strategy ? " (" + h.strategy + ")" : ""}: ${typeof h.query === "string" ? h.query : JSON.stringify(h.query)}`],
+  tool_search_result: (h) => [`tool search promoted ${list(h.promoted)}`],
+  progress: (h) => [[h.phase, h.message].filter(Boolean).join(": ") + (h.progress != null ? ` (${h.progress}${h.total != null ? "/" + h.total : ""})` : "")],
+  log: (h) => [`[${h.level || "log"}] ${h.message || ""}`, h.fields ? JSON.stringify(h.fields) : ""],
+  artifact: (h) => [`artifact ${h.title || h.artifactId || ""}` + (h.mimeType ? ` (${h.mimeType}${h.sizeBytes != null ? ", " + fmtSize(h.sizeBytes) : ""})` : ""), h.kind],
+  handoff: (h) => [`handoff ${h.handoffId || ""}` + (h.artifactId ? ` → artifact ${h.artifactId}` : "")],
+  hitl_request: (h) => [`asks a human (${h.kind || "request"} ${h.requestId || ""})`, h.payload ? JSON.stringify(h.payload) : ""],
+  hitl_resolved: (h) => [`a human answered (${h.kind || "request"} ${h.requestId || ""}): ${typeof h.outcome === "string" ? h.outcome : JSON.stringify(h.outcome)}`],
+  reminder_emitted: (h) => { const r = h.reminder || {}; return [`reminder: ${r.body || ""}`, [list(r.tags), r.source, r.renderedRole].filter(Boolean).join(" · ")]; },
+  worker_update: (h) => [`worker ${h.workerName || h.workerId || ""}: ${[h.event, h.status].filter(Boolean).join(", ")}`, h.workerTask],
+  transcript_compacted: (h) => [`transcript compacted${h.mode ? " (" + h.mode + ")" : ""}: ~${h.estimatedTokensBefore ?? "?"} → ~${h.estimatedTokensAfter ?? "?"} tokens` + (h.archivedMessages != null ? `, ${h.archivedMessages} messages archived` : ""), h.reason],
+  transcript_projected: (h) => [`transcript projected: kept ${h.keptCount ?? "?"}, dropped ${h.droppedCount ?? "?"}`, h.reason],
+  fs_watch: (h) => [`fs watch ${h.subscriptionId || ""}: ${(h.events || []).length} events`, (h.events || []).map((e) => (e.kind || e.type || "") + " " + (e.path || "")).join(", ")],
+  "agent/idle": (h) => [`idle (iteration ${h.iteration ?? "?"}, next check in ${h.backoff_ms ?? "?"} ms)`],
+  composition_start: (h) => [`composition ${h.runId || ""} starts` + (h.language ? ` (${h.language})` : "")],
+  composition_child_call: (h) => [`composition call ${h.binding || h.name || h.toolName || ""}` + (h.requestedSideEffectLevel ? ` (${h.requestedSideEffectLevel})` : "")],
+  composition_child_result: (h) => [`composition result ${h.binding || h.name || h.toolName || ""}: ${h.status || ""}`],
+  composition_finish: (h) => [`composition ${h.runId || ""} finished`],
+  composition_error: (h) => [`composition ${h.runId || ""} failed` + (h.category ? `: ${h.category}` : "")],
+};
+const list = (xs) => (Array.isArray(xs) ? xs.map((x) => (typeof x === "string" ? x : x && (x.name || JSON.stringify(x)))).join(", ") : "") || "none";
+function harnLine(kind, h) {
+  const f = harnKinds[kind];
+  if (f) { const [line, detail] = f(h || {}); return [line, detail || ""]; }
+  return ["", JSON.stringify(h)];
+}
+
+// AgentPM harness events, by their payload's payload_type.
+function agentpmLine(kind, pl) {
+  const f = pl.fields ? " " + JSON.stringify(pl.fields) : "";
+  switch (pl.payload_type) {
+    case "lifecycle": return [pl.message || "", pl.fields ? JSON.stringify(pl.fields) : ""];
+    case "service": return [`service ${pl.service || ""}: ${pl.status || ""}`, pl.fields && pl.fields.message || ""];
+    case "preflight": return [`preflight ${pl.status || ""}: ${pl.fatal_count ?? 0} fatal, ${pl.warning_count ?? 0} warnings, ${pl.suppressed_count ?? 0} suppressed, ${pl.pending_count ?? 0} pending`, ""];
+    case "phase": return [`phase ${pl.phase_id || ""}` + (pl.outcome ? `: ${pl.outcome}` : "") + (pl.transition_to ? ` → ${pl.transition_to}` : ""), pl.output != null ? JSON.stringify(pl.output) : ""];
+    case "action": return [`${pl.action_kind || "action"} ${pl.identity || ""}: ${pl.status || ""}`, f.trim()];
+    case "content": return [`${pl.label || "content"}: ${typeof pl.content === "string" ? pl.content : JSON.stringify(pl.content)}`, ""];
+    case "usage": return [`usage: run ${JSON.stringify(pl.run_usage ?? null)}, session ${JSON.stringify(pl.session_usage ?? null)}`, ""];
+    case "terminal": return [`terminal: ${pl.status || ""}`, pl.output != null ? JSON.stringify(pl.output) : ""];
+    case "empty": case undefined: return ["", ""];
+  }
+  return ["", JSON.stringify(pl)];
 }
 
 function renderConversation() {
@@ -417,7 +619,7 @@ function renderConversation() {
   box.replaceChildren();
   const pick = (seq) => () => selectFrame(seq);
   for (const c of conversation(frameRecords())) {
-    const sec = el("div", { class: "conv-session", "data-acp-session": c.id }, el("h3", { text: "ACP session " + c.id }));
+    const sec = el("div", { class: "conv-session", "data-acp-session": c.id }, el("h3", { text: (c.agentpm ? "AgentPM session " : "ACP session ") + c.id }));
     for (const it of c.items) {
       let node;
       switch (it.type) {
@@ -449,7 +651,8 @@ function renderConversation() {
           if (it.requests.length) {
             const ul = el("ul", { class: "caused" });
             for (const q of it.requests) {
-              const li = el("li", { "data-seq": q.seq, class: q.error ? "err" : "" }, `${q.method} ${q.what} → ${q.reply == null ? "never answered" : q.error ? `error ${q.error.code}: ${q.error.message}` : "ok"}`);
+              const li = el("li", { "data-seq": q.seq, "data-link": q.basis, class: q.error ? "err" : "" }, `${q.method} ${q.what} → ${q.reply == null ? "never answered" : q.error ? `error ${q.error.code}: ${q.error.message}` : "ok"}`,
+                el("span", { class: "link-basis" + (q.basis === "meta" || q.basis === "terminal" ? "" : " inferred"), text: " · " + linkText[q.basis] }));
               li.onclick = pick(q.seq);
               ul.append(li);
             }
@@ -463,9 +666,19 @@ function renderConversation() {
         case "error":
           node = el("div", { class: "msg error", "data-seq": it.seq }, `${it.method || "request"} #${it.request} → error ${it.code}: ${it.message || ""}`);
           break;
-        case "harn":
-          node = el("div", { class: "msg note", "data-seq": it.seq, "data-render": it.kind }, el("span", { class: "badge harn", text: it.kind }), JSON.stringify(it.data));
+        case "harn": {
+          const [line, detail] = harnLine(it.kind, it.data);
+          node = el("div", { class: "msg harn", "data-seq": it.seq, "data-render": it.kind }, el("span", { class: "badge harn", text: it.kind }), el("span", { class: "line", text: line }),
+            detail ? el("div", { class: "detail", text: detail }) : null);
           break;
+        }
+        case "agentpm": {
+          const [line, detail] = agentpmLine(it.kind, it.data);
+          node = el("div", { class: "msg agentpm" + (it.data.payload_type === "content" ? " agent" : ""), "data-seq": it.seq, "data-render": it.kind, "data-payload": it.data.payload_type || "" },
+            el("span", { class: "badge", text: it.kind }), it.data.payload_type && it.data.payload_type !== "empty" ? el("span", { class: "badge harn", text: it.data.payload_type }) : null,
+            el("span", { class: "line", text: line }), detail ? el("div", { class: "detail", text: detail }) : null);
+          break;
+        }
         default:
           node = el("div", { class: "msg " + it.type, "data-seq": it.seq }, it.text || "");
       }
@@ -588,6 +801,8 @@ function openDiffRow(i) {
   const fa = find(res.a, row.a), fb = find(res.b, row.b);
   $("#detail-title").textContent = `diff: A ${row.a ? "#" + row.a.seq : "—"} ${row.op === "-" ? "−" : row.op} B ${row.b ? "#" + row.b.seq : "—"}`;
   $("#rendered").replaceChildren();
+  $("#copy-frame").disabled = true;
+  $("#copied").textContent = "";
   const box = $("#pair");
   box.replaceChildren();
   box.classList.add("diffpair");
@@ -609,6 +824,98 @@ function openDiffRow(i) {
   if ((row.differences || []).length) box.append(list);
 }
 
+// Sharing: copy one frame, export the session, import a file.
+async function copyFrame() {
+  const r = timelineRecords().find((x) => x.seq === state.selected);
+  if (!r) return;
+  const text = r.raw != null ? r.raw : r.raw_base64;
+  let ok = false;
+  try { await navigator.clipboard.writeText(text); ok = true; } catch {
+    // No clipboard API (a page not in focus, an old browser): the
+    // selection's copy command.
+    const ta = el("textarea", {});
+    ta.value = text;
+    document.body.append(ta);
+    ta.select();
+    try { ok = document.execCommand("copy"); } catch { ok = false; }
+    ta.remove();
+  }
+  $("#copied").textContent = ok ? `copied #${r.seq} (${fmtSize(text.length)})` : "could not copy: select the Raw tab's text";
+  $("#copied").dataset.seq = ok ? r.seq : "";
+}
+
+function updateExport() {
+  const a = $("#export");
+  if (state.current) {
+    a.href = `api/export?session=${encodeURIComponent(state.current)}`;
+    a.setAttribute("download", state.current.replace(/[^A-Za-z0-9._-]/g, "_") + ".jsonl");
+  } else a.removeAttribute("href");
+}
+
+async function importFile(file) {
+  const status = $("#notice");
+  try {
+    const r = await fetch(`api/import?name=${encodeURIComponent(file.name)}`, { method: "POST", headers: { "Content-Type": "application/x-ndjson" }, body: file });
+    if (!r.ok) throw new Error(await r.text());
+    const res = await r.json();
+    status.textContent = `imported ${res.sessions.join(", ")}`;
+    await poll();
+    if (res.sessions.length) selectSession(res.sessions[0]);
+  } catch (e) {
+    status.textContent = "import failed: " + e.message;
+  }
+}
+
+// Keyboard: j/k or ↓/↑ move through the rows of the view (the timeline's
+// frames, the diff's rows, the conversation's items), Enter opens the
+// row, / goes to the search box, 1-5 switch views, c copies the frame,
+// Esc leaves a field.
+const viewOrder = ["timeline", "conversation", "context", "waterfall", "diff"];
+function rowsOfView() {
+  switch (state.view) {
+    case "timeline": return [...document.querySelectorAll("#timeline tbody tr")];
+    case "diff": return [...document.querySelectorAll("#diff tbody tr")];
+    case "conversation": return [...document.querySelectorAll("#conversation .msg[data-seq], #conversation .toolcard .head")];
+    case "waterfall": return [...document.querySelectorAll("#waterfall .row")];
+  }
+  return [];
+}
+function move(delta) {
+  const rows = rowsOfView();
+  if (!rows.length) return;
+  let i = rows.findIndex((r) => r.classList.contains("on") || (r.parentElement && r.parentElement.classList.contains("on") && r.classList.contains("head")));
+  i = i < 0 ? (delta > 0 ? 0 : rows.length - 1) : Math.min(rows.length - 1, Math.max(0, i + delta));
+  const row = rows[i];
+  if (state.view === "diff") { openDiffRow(+row.dataset.row); }
+  else if (state.view === "waterfall") { for (const r of rows) r.classList.toggle("on", r === row); }
+  else if (state.view === "conversation") { row.click(); for (const r of rows) r.classList.toggle("on", r === row); }
+  else selectFrame(+row.dataset.seq);
+  row.scrollIntoView({ block: "nearest" });
+}
+function onKey(e) {
+  if (e.ctrlKey || e.metaKey || e.altKey) return;
+  const t = e.target;
+  if (t && (t.tagName === "INPUT" || t.tagName === "SELECT" || t.tagName === "TEXTAREA")) {
+    if (e.key === "Escape") t.blur();
+    return;
+  }
+  switch (e.key) {
+    case "j": case "ArrowDown": move(1); break;
+    case "k": case "ArrowUp": move(-1); break;
+    case "Enter": {
+      const rows = rowsOfView(), row = rows.find((r) => r.classList.contains("on"));
+      if (row && state.view === "waterfall") row.click();
+      break;
+    }
+    case "/": $("#filter-text").focus(); break;
+    case "c": copyFrame(); break;
+    case "Escape": state.selected = null; for (const r of document.querySelectorAll("tr.on")) r.classList.remove("on"); break;
+    default:
+      if (/^[1-5]$/.test(e.key)) showView(viewOrder[+e.key - 1]); else return;
+  }
+  e.preventDefault();
+}
+
 function showView(v) {
   state.view = v;
   for (const b of document.querySelectorAll("#views button")) b.classList.toggle("on", b.dataset.view === v);
@@ -627,6 +934,10 @@ function init() {
   $("#session").onchange = (e) => selectSession(e.target.value);
   for (const id of filterIDs) { $(id).oninput = renderCurrent; $(id).onchange = renderCurrent; }
   $("#diff-go").onclick = renderDiff;
+  $("#copy-frame").onclick = copyFrame;
+  $("#import").onclick = () => $("#import-file").click();
+  $("#import-file").onchange = (e) => { if (e.target.files[0]) importFile(e.target.files[0]); e.target.value = ""; };
+  document.addEventListener("keydown", onKey);
   poll();
   setInterval(poll, 1000);
 }
