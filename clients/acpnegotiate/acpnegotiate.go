@@ -23,7 +23,9 @@
 //     error.
 //
 // Until the answer is read, requests the agent sends wait for the choice (bounded by their context); then
-// they go to the chosen version's handlers.
+// they go to the chosen version's handlers. Unless v1 was chosen, a request whose id is neither a string
+// nor an integer (null, 1.5) is refused with -32600 under a null id, as the TypeScript SDK's v2 client
+// connection does.
 package acpnegotiate
 
 import (
@@ -33,6 +35,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -104,7 +107,13 @@ func (c *Conn) AgentV1() *acp.AgentPeer {
 // initialization; the connection outlives it. On an error the connection is closed (and t with it).
 func (c *Client) Connect(ctx context.Context, t frame.Transport) (*Conn, error) {
 	sw := &switchHandler{chosen: make(chan struct{})}
-	opts := rpc.WithOptions(acp.ConnOptions(c.Options), nil, nil, acpv2.MethodNames)
+	var o rpc.Options
+	if c.Options != nil {
+		o = *c.Options
+	}
+	// v2's request ids (strings and integers) hold until v1 is chosen.
+	o.Screen = acpversion.ScreenV2RequestIDs(func() bool { return !sw.v1.Load() }, o.Screen)
+	opts := rpc.WithOptions(acp.ConnOptions(&o), nil, nil, acpv2.MethodNames)
 	conn := rpc.NewTransportConn(t, acp.NewCodec(), sw, opts)
 	out, err := c.negotiate(ctx, conn, sw)
 	if err != nil {
@@ -134,7 +143,7 @@ func (c *Client) negotiate(ctx context.Context, conn *rpc.Conn, sw *switchHandle
 		if err := json.Unmarshal(raw, &res); err != nil {
 			return nil, fmt.Errorf("acpnegotiate: the agent's v2 initialize answer: %w", err)
 		}
-		sw.choose(c.V2)
+		sw.choose(V2, c.V2)
 		return &Conn{Conn: conn, Version: V2, InitV2: &res}, nil
 	case n == V1:
 		if c.V1Init == nil {
@@ -147,7 +156,7 @@ func (c *Client) negotiate(ctx context.Context, conn *rpc.Conn, sw *switchHandle
 		if err := json.Unmarshal(raw, &res); err != nil {
 			return nil, fmt.Errorf("acpnegotiate: the agent's v1 initialize answer: %w", err)
 		}
-		sw.choose(c.V1)
+		sw.choose(V1, c.V1)
 		return &Conn{Conn: conn, Version: V1, InitV1: &res}, nil
 	}
 	return nil, fmt.Errorf("%w: protocolVersion %s", ErrUnsupportedVersion, rpc.Truncate(string(version), 32))
@@ -178,7 +187,7 @@ func (c *Client) initV1(ctx context.Context, conn *rpc.Conn, sw *switchHandler, 
 	if res.ProtocolVersion != V1 {
 		return nil, fmt.Errorf("%w: protocolVersion %d after a v1 initialize", ErrUnsupportedVersion, res.ProtocolVersion)
 	}
-	sw.choose(c.V1)
+	sw.choose(V1, c.V1)
 	return &Conn{Conn: conn, Version: V1, InitV1: &res}, nil
 }
 
@@ -198,13 +207,15 @@ func supports(data jsontext.Value, v int) bool {
 // switchHandler passes the agent's messages to the chosen version's handler, holding them until the
 // choice is made.
 type switchHandler struct {
+	v1     atomic.Bool // v1 was chosen
 	once   sync.Once
 	chosen chan struct{}
 	h      rpc.Handler // set before chosen closes
 }
 
-func (s *switchHandler) choose(h rpc.Handler) {
+func (s *switchHandler) choose(version int, h rpc.Handler) {
 	s.once.Do(func() {
+		s.v1.Store(version == V1)
 		s.h = h
 		close(s.chosen)
 	})

@@ -108,3 +108,47 @@ func TestFallback(t *testing.T) {
 		})
 	}
 }
+
+// Once the agent answered v2 (and while it has not answered), a request from the agent whose id is
+// neither a string nor an integer is refused under a null id, as the TypeScript SDK's v2 client
+// connection does; on v1 any JSON-RPC id is taken.
+func TestV2RequestIDsFromTheAgent(t *testing.T) {
+	for _, c := range []struct {
+		answer, want string
+	}{
+		{`{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":2,"info":{"name":"a","version":"1"}}}`,
+			`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid request: ACP v2 request IDs must be strings or integers"}}`},
+		{`{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":1}}`,
+			`{"jsonrpc":"2.0","id":1.5,"error":{"code":-32601,`},
+	} {
+		agent, ct := frame.Pipe()
+		done := make(chan error, 1)
+		var conn *acpnegotiate.Conn
+		go func() {
+			var err error
+			conn, err = client().Connect(t.Context(), ct)
+			done <- err
+		}()
+		if _, err := agent.Read(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if err := agent.Write(t.Context(), []byte(c.answer)); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if err := agent.Write(t.Context(), []byte(`{"jsonrpc":"2.0","id":1.5,"method":"session/request_permission","params":{}}`)); err != nil {
+			t.Fatal(err)
+		}
+		f, err := agent.Read(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(string(f), c.want) {
+			t.Errorf("v%d: %s, want %s", conn.Version, f, c.want)
+		}
+		conn.Close()
+		agent.Close()
+	}
+}

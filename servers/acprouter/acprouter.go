@@ -162,7 +162,7 @@ func (a *Agent) Serve(ctx context.Context, t frame.Transport) (*Conn, error) {
 		if d.Version == V1 {
 			c = acp.NewTransportConn(rt, a.V1, &opts)
 		} else {
-			opts.Screen = screenV2IDs(opts.Screen)
+			opts.Screen = acpversion.ScreenV2RequestIDs(nil, opts.Screen)
 			c = acpv2.NewTransportConn(rt, newV2Gate(a.V2), &opts)
 		}
 		return &Conn{Conn: c, Version: d.Version, Requested: d.Requested}, nil

@@ -34,22 +34,6 @@ func invalidRequest(data string) *rpc.Error {
 	return rpc.NewError(acpversion.CodeInvalidRequest, "Invalid request", data)
 }
 
-// screenV2IDs refuses, before anything else sees it, a request whose id ACP v2 does not allow (neither
-// a string nor an integer: null, a fraction), answering it under a null id as the TypeScript SDK's v2
-// connection does; then it applies next, the program's own Screen, if any.
-func screenV2IDs(next func(*rpc.Message) *rpc.FrameError) func(*rpc.Message) *rpc.FrameError {
-	return func(m *rpc.Message) *rpc.FrameError {
-		if m.Kind == rpc.KindRequest && !acpversion.V2RequestID(m.ID) {
-			e := rpc.NewError(acpversion.CodeInvalidRequest, acpversion.V2RequestIDMessage, nil)
-			return &rpc.FrameError{Kind: rpc.FrameInvalid, Err: e, Reply: e}
-		}
-		if next != nil {
-			return next(m)
-		}
-		return nil
-	}
-}
-
 func (g *v2Gate) Handle(ctx context.Context, req *rpc.Request) (any, error) {
 	if req.Method == acpv2.MethodInitialize && req.Kind == rpc.KindRequest {
 		return g.initialize(ctx, req)
