@@ -24,7 +24,9 @@
 //	a frame over Options.MaxFrame or Options.MaxObjects    -32600, as above, the frame unread
 //
 // (*) The TypeScript SDK ends the stream on an over-long line; the router answers it and goes on, as
-// bridgekit's engine does after initialize.
+// bridgekit's engine does after initialize. A line with duplicate member names or invalid UTF-8 is not
+// JSON to the router (-32700), where JavaScript's JSON.parse keeps the last member and replaces the
+// bytes.
 //
 // The version: an agent serving v1 alone speaks v1 whatever was requested (the client then decides, as
 // v1's negotiation says); otherwise v2 for a request of 2 or more, and v1 for 1. The initialize handed to
