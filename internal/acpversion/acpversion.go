@@ -35,6 +35,10 @@ const (
 	CodeUnsupportedProtocolVersion = -32022
 )
 
+// V2RequestIDMessage is the message of the -32600 error, under a null id, that answers an ACP v2 request
+// whose id is neither a string nor an integer (see V2RequestID).
+const V2RequestIDMessage = "Invalid request: ACP v2 request IDs must be strings or integers"
+
 // Config says which versions an agent serves.
 type Config struct {
 	V1, V2 bool
@@ -152,8 +156,8 @@ func (c Config) Decide(msg []byte) Decision {
 		d.Reply = replyFrame(id, CodeUnsupportedProtocolVersion, "Unsupported protocol version", data)
 		return d
 	}
-	if v == V2 && !integerOrString(id) {
-		d.Reply = replyFrame(nil, CodeInvalidRequest, "Invalid request: ACP v2 request IDs must be strings or integers", nil)
+	if v == V2 && !V2RequestID(id) {
+		d.Reply = replyFrame(nil, CodeInvalidRequest, V2RequestIDMessage, nil)
 		return d
 	}
 	rewritten, err := RewriteInitialize(params, requested, v)
@@ -170,12 +174,18 @@ func (c Config) Decide(msg []byte) Decision {
 // kept: a request is refused with -32600 under its id when head shows it, anything else with a null id,
 // and a notification or response is ignored as Decide ignores whole ones.
 func (c Config) DecideTooLarge(head []byte, limit int) Decision {
+	return c.DecideRefused(head, "message exceeds the "+strconv.Itoa(limit)+"-byte limit")
+}
+
+// DecideRefused answers, as DecideTooLarge does, a frame refused unread for another bound (too many
+// JSON objects and arrays), of which head is the start; why is the error's data.
+func (c Config) DecideRefused(head []byte, why string) Decision {
 	d := Decision{Requested: -1}
 	kind, id := headKind(head)
 	if kind == kindIgnored {
 		return d
 	}
-	d.Reply = replyFrame(id, CodeInvalidRequest, "Invalid request", quote("message exceeds the "+strconv.Itoa(limit)+"-byte limit"))
+	d.Reply = replyFrame(id, CodeInvalidRequest, "Invalid request", quote(why))
 	return d
 }
 
@@ -192,10 +202,12 @@ func validID(id jsontext.Value) bool {
 	return false
 }
 
-// integerOrString reports whether id is a string or an integer (1.0 is one, as in JavaScript): what
-// ACP v2 accepts as a request id.
-func integerOrString(id jsontext.Value) bool {
-	switch id.Kind() {
+// V2RequestID reports whether id, a request's raw JSON id, is a string or an integer (1.0 is one, as
+// in JavaScript): what ACP v2 accepts as a request id. null, a fraction and a number beyond float64's
+// range are not. A request with another id is answered -32600 V2RequestIDMessage under a null id, as
+// the TypeScript SDK's v2 connection answers it.
+func V2RequestID(id []byte) bool {
+	switch jsontext.Value(id).Kind() {
 	case '"':
 		return true
 	case '0':

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -21,6 +22,7 @@ import (
 	"github.com/bridgekit/bridgekit/internal/interop/peers"
 	"github.com/bridgekit/bridgekit/runtime/frame"
 	"github.com/bridgekit/bridgekit/runtime/ndjson"
+	"github.com/bridgekit/bridgekit/runtime/rpc"
 	"github.com/bridgekit/bridgekit/runtime/wire"
 	"github.com/bridgekit/bridgekit/servers/acprouter"
 )
@@ -499,4 +501,90 @@ func normalReply(t *testing.T, f []byte) string {
 	}
 	out, _ := json.Marshal(r, json.Deterministic(true))
 	return string(out)
+}
+
+// The TypeScript SDK 2.4.0's v2 client has no fallback: against servers/acprouter serving v1 alone it
+// fails. This pins what the router answers it (the v1 agent's answer to the downgraded initialize,
+// protocolVersion 1, under the client's id) and how the client takes it (an error naming the version,
+// before it sends anything else), so that a change on either side shows here.
+func TestTypeScriptV2ClientGoV1OnlyRouter(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	report := filepath.Join(t.TempDir(), "report.json")
+	p := startNode(t, "v2-client.mjs", report)
+	var mu sync.Mutex
+	var got []string // what the v1 agent was handed
+	record := func(next rpc.Handler) rpc.Handler {
+		return rpc.HandlerFunc(func(ctx context.Context, req *rpc.Request) (any, error) {
+			mu.Lock()
+			got = append(got, req.Method+" "+string(req.Params))
+			mu.Unlock()
+			return next.Handle(ctx, req)
+		})
+	}
+	rec := &writeLog{Transport: p.t}
+	a := &acprouter.Agent{V1: record((&goAgent{}).handlers())}
+	conn, err := a.Serve(ctx, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if conn.Version != acprouter.V1 || conn.Requested != 2 {
+		t.Fatalf("routed to v%d (asked %d)", conn.Version, conn.Requested)
+	}
+	if err := p.wait(t, 20*time.Second); err == nil {
+		t.Fatal("v2-client.mjs succeeded against a v1-only agent")
+	}
+	data, _ := os.ReadFile(report)
+	var r struct {
+		Init      any
+		SessionID *string
+		Error     string
+	}
+	if err := json.Unmarshal(data, &r, json.MatchCaseInsensitiveNames(true)); err != nil {
+		t.Fatalf("report %s: %v", data, err)
+	}
+	// The SDK's v2 schema refuses the v1 answer, which has agentInfo where v2 requires info: a ZodError at
+	// "info", before any check of protocolVersion and before session/new.
+	if r.Init != nil || r.SessionID != nil || !strings.HasPrefix(r.Error, "ZodError") || !strings.Contains(r.Error, `"info"`) {
+		t.Errorf("client report: %s", data)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	const wantInit = `initialize {"protocolVersion":1,"clientCapabilities":{"fs":{"readTextFile":false,"writeTextFile":false},"terminal":false,"session":{"configOptions":{"boolean":{}}},"plan":{},"auth":{"terminal":false}},"clientInfo":{"name":"ts-v2-client","version":"2.4.0"}}`
+	if len(got) != 1 || got[0] != wantInit {
+		t.Errorf("the v1 agent got %q, want only %s", got, wantInit)
+	}
+	writes := rec.all()
+	if len(writes) != 1 {
+		t.Fatalf("the router wrote %q, want one answer", writes)
+	}
+	var answer struct {
+		JSONRPC string         `json:"jsonrpc"`
+		ID      jsontext.Value `json:"id"`
+		Result  map[string]any `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(writes[0]), &answer); err != nil || answer.Result["protocolVersion"] != 1.0 || answer.Result["agentInfo"] == nil || answer.Result["info"] != nil {
+		t.Errorf("the router answered %s (%v)", writes[0], err)
+	}
+}
+
+// writeLog records the frames written to a transport.
+type writeLog struct {
+	frame.Transport
+	mu     sync.Mutex
+	frames []string
+}
+
+func (w *writeLog) Write(ctx context.Context, f []byte) error {
+	w.mu.Lock()
+	w.frames = append(w.frames, string(f))
+	w.mu.Unlock()
+	return w.Transport.Write(ctx, f)
+}
+
+func (w *writeLog) all() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.frames)
 }

@@ -21,6 +21,7 @@
 //	v2 chosen, id neither a string nor an integer          -32600, id null
 //	params that do not decode for the chosen version       -32602, its id
 //	a frame over the transport's size limit                -32600, its id if its head shows one (*)
+//	a frame over Options.MaxFrame or Options.MaxObjects    -32600, as above, the frame unread
 //
 // (*) The TypeScript SDK ends the stream on an over-long line; the router answers it and goes on, as
 // bridgekit's engine does after initialize.
@@ -31,9 +32,11 @@
 // protocolVersion set to the chosen one, malformed optional members dropped, a v2 request downgraded to
 // v1's shape for a v1 agent; null members and empty arrays removed. Members the schema does not name are
 // kept, where the TypeScript router drops them. The connection then belongs to that version for good.
-// On v2, a repeated initialize is accepted only before any other request and for version 2 or later,
-// and requests before the first initialize completes are refused, as the TypeScript SDK's v2 connection
-// does.
+// On v2, as the TypeScript SDK's v2 connection does: a request whose id is neither a string nor an
+// integer (null, 1.5) is refused with -32600 under a null id, before any handler or Options.Screen sees
+// it; a repeated initialize is accepted only before any other request and for version 2 or later;
+// other requests are refused with -32600 until an initialize has completed and while a repeat is in
+// progress (never held for it), and notifications sent during a repeat wait for it.
 //
 // clients/acpnegotiate is the client side: it asks for v2 and falls back to v1.
 package acprouter
@@ -43,6 +46,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 
 	"github.com/bridgekit/bridgekit/gen/acp"
 	"github.com/bridgekit/bridgekit/gen/acpv2"
@@ -106,11 +110,25 @@ func (a *Agent) Serve(ctx context.Context, t frame.Transport) (*Conn, error) {
 		}
 		return nil, err
 	}
+	// The routed connection's bounds hold before initialize too: a frame over them is refused unread.
+	maxFrame, maxObjects := frame.DefaultMaxFrame, rpc.DefaultMaxObjects
+	if o := a.Options; o != nil {
+		if o.MaxFrame > 0 {
+			maxFrame = o.MaxFrame
+		}
+		if o.MaxObjects != 0 {
+			maxObjects = o.MaxObjects
+		}
+	}
 	for {
 		f, err := t.Read(ctx)
 		var d acpversion.Decision
 		if tl, ok := errors.AsType[*frame.TooLargeError](err); ok {
 			d = cfg.DecideTooLarge(tl.Head, tl.Limit)
+		} else if err == nil && len(f) > maxFrame {
+			d = cfg.DecideTooLarge(f[:min(len(f), frame.HeadSize)], maxFrame)
+		} else if err == nil && rpc.OverObjects(f, maxObjects) {
+			d = cfg.DecideRefused(f[:min(len(f), frame.HeadSize)], "message has more than "+strconv.Itoa(maxObjects)+" JSON objects and arrays")
 		} else if errors.Is(err, io.EOF) {
 			return fail(fmt.Errorf("%w: %w", ErrNoInitialize, err))
 		} else if err != nil {
@@ -131,11 +149,21 @@ func (a *Agent) Serve(ctx context.Context, t frame.Transport) (*Conn, error) {
 			return fail(nil)
 		}
 		rt := &replay{Transport: t, first: d.Initialize}
+		var opts rpc.Options
+		if a.Options != nil {
+			opts = *a.Options
+		}
+		if len(d.Initialize) > maxFrame {
+			// The rewrite may lengthen a frame that was within the bound (a downgrade adds v1's
+			// capabilities): the connection must not refuse what the router let in.
+			opts.MaxFrame = len(d.Initialize)
+		}
 		var c *rpc.Conn
 		if d.Version == V1 {
-			c = acp.NewTransportConn(rt, a.V1, a.Options)
+			c = acp.NewTransportConn(rt, a.V1, &opts)
 		} else {
-			c = acpv2.NewTransportConn(rt, newV2Gate(a.V2), a.Options)
+			opts.Screen = screenV2IDs(opts.Screen)
+			c = acpv2.NewTransportConn(rt, newV2Gate(a.V2), &opts)
 		}
 		return &Conn{Conn: c, Version: d.Version, Requested: d.Requested}, nil
 	}

@@ -13,10 +13,11 @@ import (
 )
 
 // v2Gate holds a v2 connection to the initialization rules of the TypeScript SDK's v2 agent connection:
-// requests other than initialize wait for an initialize in progress and are refused with -32600 before
-// any; notifications before initialization are ignored; a repeated initialize is refused after any other
-// request, while another is in progress, or when it asks for a version below 2, and its params are
-// rewritten for v2 as the router's first one was.
+// requests other than initialize are refused with -32600 until an initialize has completed and while
+// one (a repeat) is in progress; notifications before the first initialization are ignored, and those
+// during a repeat wait for it; a repeated initialize is refused after any other request, while another
+// is in progress, or when it asks for a version below 2, and its params are rewritten for v2 as the
+// router's first one was.
 type v2Gate struct {
 	next rpc.Handler
 
@@ -33,38 +34,58 @@ func invalidRequest(data string) *rpc.Error {
 	return rpc.NewError(acpversion.CodeInvalidRequest, "Invalid request", data)
 }
 
+// screenV2IDs refuses, before anything else sees it, a request whose id ACP v2 does not allow (neither
+// a string nor an integer: null, a fraction), answering it under a null id as the TypeScript SDK's v2
+// connection does; then it applies next, the program's own Screen, if any.
+func screenV2IDs(next func(*rpc.Message) *rpc.FrameError) func(*rpc.Message) *rpc.FrameError {
+	return func(m *rpc.Message) *rpc.FrameError {
+		if m.Kind == rpc.KindRequest && !acpversion.V2RequestID(m.ID) {
+			e := rpc.NewError(acpversion.CodeInvalidRequest, acpversion.V2RequestIDMessage, nil)
+			return &rpc.FrameError{Kind: rpc.FrameInvalid, Err: e, Reply: e}
+		}
+		if next != nil {
+			return next(m)
+		}
+		return nil
+	}
+}
+
 func (g *v2Gate) Handle(ctx context.Context, req *rpc.Request) (any, error) {
 	if req.Method == acpv2.MethodInitialize && req.Kind == rpc.KindRequest {
 		return g.initialize(ctx, req)
 	}
 	if req.Kind != rpc.KindRequest {
-		g.mu.Lock()
-		ok := g.initialized
-		g.mu.Unlock()
-		if !ok {
+		if req.Method == acpv2.MethodCancelRequest { // the connection applied it already
 			return nil, nil
 		}
-		return g.next.Handle(ctx, req)
-	}
-	for {
-		g.mu.Lock()
-		initialized, running := g.initialized, g.running
-		if initialized {
-			g.otherSeen = true
-		}
-		g.mu.Unlock()
-		switch {
-		case initialized:
-			return g.next.Handle(ctx, req)
-		case running == nil:
-			return nil, invalidRequest("ACP v2 connection must be initialized before '" + req.Method + "'")
-		}
-		select {
-		case <-running:
-		case <-ctx.Done():
-			return nil, ctx.Err()
+		for {
+			g.mu.Lock()
+			initialized, running := g.initialized, g.running
+			g.mu.Unlock()
+			switch {
+			case !initialized:
+				return nil, nil
+			case running == nil:
+				return g.next.Handle(ctx, req)
+			}
+			select {
+			case <-running:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
 		}
 	}
+	g.mu.Lock()
+	ready := g.initialized && g.running == nil
+	if ready {
+		g.otherSeen = true
+	}
+	g.mu.Unlock()
+	if !ready {
+		// Not waited for: the spec requires refusing them until initialize completes.
+		return nil, invalidRequest("ACP v2 connection must be initialized before '" + req.Method + "'")
+	}
+	return g.next.Handle(ctx, req)
 }
 
 func (g *v2Gate) initialize(ctx context.Context, req *rpc.Request) (any, error) {
