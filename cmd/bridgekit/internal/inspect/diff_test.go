@@ -192,3 +192,57 @@ func TestDiffRealSessions(t *testing.T) {
 		t.Errorf("without the rules, %d changes", res.Changes)
 	}
 }
+
+// FuzzDiff: any two sessions, whatever their lines, diff without error,
+// every frame of each in exactly one row, in order, and a session against
+// itself has no change.
+func FuzzDiff(f *testing.F) {
+	f.Add("> {\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"session/new\",\"params\":{\"cwd\":\"/w\"}}\n< {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"sessionId\":\"a\"}}",
+		"> {\"jsonrpc\":\"2.0\",\"id\":\"x\",\"method\":\"session/new\",\"params\":{\"cwd\":\"/w\"}}\n< {\"jsonrpc\":\"2.0\",\"id\":\"x\",\"result\":{\"sessionId\":\"b\"}}\n< not json")
+	f.Add("< [1,2]\n> {\"id\":null}", "")
+	f.Fuzz(func(t *testing.T, a, b string) {
+		lines := func(s string) []string {
+			var out []string
+			for _, l := range strings.Split(s, "\n") {
+				if len(l) > 2 && (l[0] == '>' || l[0] == '<') && l[1] == ' ' {
+					out = append(out, l)
+				}
+			}
+			return out
+		}
+		la, lb := lines(a), lines(b)
+		if len(la) == 0 || len(lb) == 0 || len(la) > 200 || len(lb) > 200 {
+			return
+		}
+		ra, rb := session(t, "a", la...), session(t, "b", lb...)
+		res, err := Diff("a", ra, "b", rb, defaultRules(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sa, sb []int64
+		for _, r := range res.Rows {
+			if r.A != nil {
+				sa = append(sa, r.A.Seq)
+			}
+			if r.B != nil {
+				sb = append(sb, r.B.Seq)
+			}
+			if (r.Op == OpSame || r.Op == OpChanged) != (r.A != nil && r.B != nil) {
+				t.Fatalf("row %+v", r)
+			}
+		}
+		for i, s := range sa {
+			if s != int64(i+1) || len(sa) != len(la) {
+				t.Fatalf("A's frames in the rows: %v", sa)
+			}
+		}
+		for i, s := range sb {
+			if s != int64(i+1) || len(sb) != len(lb) {
+				t.Fatalf("B's frames in the rows: %v", sb)
+			}
+		}
+		if self, err := Diff("a", ra, "a", ra, defaultRules(t)); err != nil || self.Changes != 0 {
+			t.Fatalf("against itself: %d changes, %v: %+v", self.Changes, err, self.Rows)
+		}
+	})
+}
