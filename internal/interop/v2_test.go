@@ -505,8 +505,9 @@ func normalReply(t *testing.T, f []byte) string {
 
 // The TypeScript SDK 2.4.0's v2 client has no fallback: against servers/acprouter serving v1 alone it
 // fails. This pins what the router answers it (the v1 agent's answer to the downgraded initialize,
-// protocolVersion 1, under the client's id) and how the client takes it (an error naming the version,
-// before it sends anything else), so that a change on either side shows here.
+// protocolVersion 1, under the client's id) and how the client takes it (its v2 schema refuses an
+// answer with agentInfo but no info: a ZodError, before it sends anything else), so that a change on
+// either side shows here.
 func TestTypeScriptV2ClientGoV1OnlyRouter(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
@@ -587,4 +588,64 @@ func (w *writeLog) all() []string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return slices.Clone(w.frames)
+}
+
+// After a v2 initialize, servers/acprouter and the TypeScript SDK 2.4.0's router-served v2 agent refuse
+// the same way a request whose id is neither a string nor an integer: -32600 under a null id, with the
+// same message, a repeated initialize included.
+func TestV2RequestIDsAgreeWithTypeScript(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	initialize := `{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":2,"info":{"name":"c","version":"1"}}}`
+	bad := []string{
+		`{"jsonrpc":"2.0","id":1.5,"method":"session/new","params":{"cwd":"/"}}`,
+		`{"jsonrpc":"2.0","id":null,"method":"session/new","params":{"cwd":"/"}}`,
+		`{"jsonrpc":"2.0","id":-0.5,"method":"session/list","params":{}}`,
+		`{"jsonrpc":"2.0","id":2.5,"method":"initialize","params":{"protocolVersion":2,"info":{"name":"c","version":"1"}}}`,
+	}
+	run := func(tr frame.Transport) []string {
+		t.Helper()
+		var out []string
+		for _, m := range append([]string{initialize}, bad...) {
+			if err := tr.Write(ctx, []byte(m)); err != nil {
+				t.Fatal(err)
+			}
+			f, err := tr.Read(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m == initialize {
+				if !strings.Contains(string(f), `"result"`) {
+					t.Fatalf("initialize: %s", f)
+				}
+				continue
+			}
+			out = append(out, normalReply(t, f))
+		}
+		return out
+	}
+	p := startNode(t, "v2-agent.mjs", "--route=v2")
+	theirs := run(p.t)
+
+	at, ct := frame.Pipe()
+	defer ct.Close()
+	served := make(chan *acprouter.Conn, 1)
+	go func() {
+		conn, _ := (&acprouter.Agent{V2: &acpv2.AgentHandlers{
+			Initialize: func(context.Context, *acpv2.InitializeRequest) (*acpv2.InitializeResponse, error) {
+				return &acpv2.InitializeResponse{ProtocolVersion: 2, Info: acpv2.Implementation{Name: "go", Version: "0"}}, nil
+			},
+		}}).Serve(ctx, at)
+		served <- conn
+	}()
+	ours := run(ct)
+	if conn := <-served; conn != nil {
+		conn.Close()
+	}
+	want := `{"id":null,"error":{"code":-32600,"message":"Invalid request: ACP v2 request IDs must be strings or integers","data":null}}`
+	for i := range bad {
+		if theirs[i] != want || ours[i] != theirs[i] {
+			t.Errorf("%s:\nbridgekit  %s\nTypeScript %s", bad[i], ours[i], theirs[i])
+		}
+	}
 }
