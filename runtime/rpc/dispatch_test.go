@@ -1,6 +1,7 @@
 package rpc_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -254,6 +255,9 @@ func TestConcurrentHandlersExit(t *testing.T) {
 			if n := runtime.NumGoroutine(); n > busy {
 				t.Fatalf("%d goroutines once the requests were answered, %d with %d requests running", n, busy, slots)
 			}
+			if n := workerCount(); n != slots {
+				t.Fatalf("%d workers once the requests were answered, want %d idle", n, slots)
+			}
 			for round := range 3 {
 				for i := range 2 * slots {
 					p.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"ping"}`, i))
@@ -262,14 +266,22 @@ func TestConcurrentHandlersExit(t *testing.T) {
 				hold.release = make(chan struct{}) // the handlers read it after the requests reach them
 				hold.start(p, slots)
 				hold.waitRunning(t, slots)
-				if n := runtime.NumGoroutine(); n != busy {
-					t.Fatalf("round %d: %d goroutines with %d requests running, want %d: the workers were not reused", round, n, slots, busy)
+				if n, w := runtime.NumGoroutine(), workerCount(); n > busy || w != slots {
+					close(hold.release)
+					t.Fatalf("round %d: %d goroutines and %d workers with %d requests running, want at most %d and %d: the workers were not reused", round, n, w, slots, busy, slots)
 				}
 				hold.finish(p, slots)
 				synctest.Wait()
 			}
 		})
 	})
+}
+
+// workerCount counts the goroutines of the process that are an rpc.Conn's workers.
+func workerCount() int {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	return bytes.Count(buf, []byte("rpc.(*Conn).worker("))
 }
 
 // holds counts the "hold" requests of a peer made by newHoldingPeer, which
