@@ -264,13 +264,13 @@ func TestSlotWaitKeepsReading(t *testing.T) {
 		},
 	}
 	clientHandler := methods{"callback": func(context.Context, *rpc.Request) (any, error) { return "pong", nil }}
-	client, srv := ndjsonOS.pair(t, clientHandler, nil, serverHandler, &rpc.Options{QueueSize: 4, MaxConcurrentRequests: slots})
+	client, srv := ndjsonOS.pair(t, clientHandler, nil, serverHandler, &rpc.Options{QueueSize: 8, MaxConcurrentRequests: slots})
 	server = srv
 	var calls []<-chan error
 	for range slots + 1 {
 		calls = append(calls, callAsync(context.Background(), client, "work", nil, nil))
 	}
-	for range 3 { // fewer than the queue's hard bound
+	for range 3 { // fewer than the queue's bound less its reserve (4): a work request may arrive after them
 		if err := client.Notify(context.Background(), "note", nil); err != nil {
 			t.Fatal(err)
 		}
