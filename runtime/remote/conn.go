@@ -79,7 +79,7 @@ func (c *conn) streamLocked(session string) *stream {
 	return st
 }
 
-// start starts the backend and the pump.
+// start starts the backend and the pump (or, for an in-process agent, lets it push its frames).
 func (c *conn) start(ctx context.Context) error {
 	back, err := c.s.backend(c.ctx, ConnInfo{ID: c.id, Transport: c.transport, Principal: c.principal, RemoteAddr: c.rem})
 	if err != nil {
@@ -94,9 +94,24 @@ func (c *conn) start(ctx context.Context) error {
 		back.Close()
 		return c.endErr
 	}
+	if p, ok := back.(pusher); ok {
+		// An in-process agent delivers its frames from its own goroutine (InProcess).
+		if !p.push(c.pushed, func() { c.shutdown(errAgentExited) }) {
+			c.shutdown(errAgentExited)
+			return errAgentExited
+		}
+		return nil
+	}
 	c.s.wg.Add(1)
 	go c.pump()
 	return nil
+}
+
+// pushed delivers a frame an in-process agent wrote, from the agent's goroutine.
+func (c *conn) pushed(b []byte) {
+	p := peekers.Get().(*peeker)
+	c.deliver(b, p)
+	peekers.Put(p)
 }
 
 // pump moves the agent's frames to the logs and the client.

@@ -8,8 +8,10 @@
 //
 // A Server is an http.Handler serving one endpoint (conventionally /acp): POST, GET and DELETE are
 // Streamable HTTP; a GET with Upgrade: websocket is the WebSocket transport. Each remote connection gets a
-// backend, a frame.Transport to the agent (a child process, or an in-process agent on one end of an
-// in-memory pair), started by the Server's Backend function when the client's initialize arrives.
+// backend, a frame.Transport to the agent (a child process, say), started by the Server's Backend
+// function when the client's initialize arrives. A connection's goroutine reads what the backend sends;
+// an agent in this process (InProcess) delivers its frames from its own goroutine instead, which spares
+// each frame a goroutine's wake-up and each idle connection a goroutine.
 //
 // Every frame the backend sends to the client gets an event id, one counter per connection, and is kept
 // in an eventlog.Log under its session (or the connection's own stream). A WebSocket client that loses its

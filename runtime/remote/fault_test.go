@@ -72,7 +72,13 @@ func (p *cutProxy) cut() {
 // The TCP connection is cut at random points of a streaming turn, 50 turns: every update reaches the
 // client once and in order, the permission request is answered, and the prompt's result arrives.
 func TestCutMidTurn(t *testing.T) {
-	_, hs, fb := startServer(t, nil)
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) { testCutMidTurn(t, b.inProcess) })
+	}
+}
+
+func testCutMidTurn(t *testing.T, inProcess bool) {
+	_, hs, fb := startServerWith(t, nil, &fakeBackend{inProcess: inProcess})
 	proxy := newCutProxy(t, strings.TrimPrefix(hs.URL, "http://"))
 	tr, err := Dial(context.Background(), "ws://"+proxy.ln.Addr().String()+"/acp", nil)
 	if err != nil {
@@ -115,7 +121,13 @@ func TestCutMidTurn(t *testing.T) {
 // The same over Streamable HTTP with the draft cursor: the client resumes each dropped SSE stream with
 // Last-Event-ID, and sends a POST the cut interrupted again (each taken once, by its Bridgekit-Seq).
 func TestCutMidTurnHTTP(t *testing.T) {
-	_, hs, fb := startServer(t, &Options{DraftCursor: true})
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) { testCutMidTurnHTTP(t, b.inProcess) })
+	}
+}
+
+func testCutMidTurnHTTP(t *testing.T, inProcess bool) {
+	_, hs, fb := startServerWith(t, &Options{DraftCursor: true}, &fakeBackend{inProcess: inProcess})
 	proxy := newCutProxy(t, strings.TrimPrefix(hs.URL, "http://"))
 	tr, err := Dial(context.Background(), "http://"+proxy.ln.Addr().String()+"/acp", nil)
 	if err != nil {

@@ -213,21 +213,45 @@ func (a *fakeAgent) prompt(m rpcMsg) {
 	a.send(`{"jsonrpc":"2.0","id":%s,"result":{"stopReason":"end_turn"}}`, m.ID)
 }
 
-// fakeBackend starts a fakeAgent per connection.
+// fakeBackend starts a fakeAgent per connection: on one end of an in-memory pair (the Server's pump
+// reads the other), or, inProcess, through InProcess (the agent's writes are delivered from its own
+// goroutines).
 type fakeBackend struct {
-	mu     sync.Mutex
-	agents []*fakeAgent
-	starts int
+	inProcess bool
+	mu        sync.Mutex
+	agents    []*fakeAgent
+	starts    int
 }
 
 func (f *fakeBackend) start(ctx context.Context, info ConnInfo) (frame.Transport, error) {
 	srv, agentEnd := memPair()
-	f.mu.Lock()
-	f.agents = append(f.agents, runFakeAgent(agentEnd))
-	f.starts++
-	f.mu.Unlock()
+	f.run(agentEnd)
 	return srv, nil
 }
+
+func (f *fakeBackend) run(t frame.Transport) {
+	f.mu.Lock()
+	f.agents = append(f.agents, runFakeAgent(t))
+	f.starts++
+	f.mu.Unlock()
+}
+
+// backend is the Backend that starts f's agents.
+func (f *fakeBackend) backend() Backend {
+	if f.inProcess {
+		return InProcess(func(ctx context.Context, info ConnInfo, t frame.Transport) error {
+			f.run(t)
+			return nil
+		})
+	}
+	return f.start
+}
+
+// backends are the two ways an agent is attached, for the tests that run over both.
+var backends = []struct {
+	name      string
+	inProcess bool
+}{{"pump", false}, {"in-process", true}}
 
 func (f *fakeBackend) wait() {
 	f.mu.Lock()

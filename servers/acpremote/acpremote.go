@@ -36,15 +36,14 @@ func NewServer(newAgent func(info remote.ConnInfo) *acp.AgentHandlers, opts *Opt
 	if opts != nil {
 		o = *opts
 	}
-	backend := func(ctx context.Context, info remote.ConnInfo) (frame.Transport, error) {
-		server, agent := frame.Pipe()
+	backend := remote.InProcess(func(ctx context.Context, info remote.ConnInfo, t frame.Transport) error {
 		var h rpc.Handler
 		if ah := newAgent(info); ah != nil {
 			h = ah
 		}
-		conn := acp.NewTransportConn(agent, h, &o.Conn)
+		conn := acp.NewTransportConn(t, h, &o.Conn)
 		context.AfterFunc(ctx, func() { conn.Close() })
-		return server, nil
-	}
+		return nil
+	})
 	return remote.NewServer(backend, &o.Server)
 }
