@@ -39,6 +39,12 @@ func nodeWithWS(t *testing.T) string {
 
 // startTSServer starts remote-agent.mjs and returns its base URL (http://127.0.0.1:PORT/acp).
 func startTSServer(t *testing.T) string {
+	url, _ := startTSServerPid(t)
+	return url
+}
+
+// startTSServerPid is startTSServer, with the server's process id.
+func startTSServerPid(t *testing.T) (string, int) {
 	t.Helper()
 	cmd := exec.Command(nodeWithWS(t), "remote-agent.mjs")
 	cmd.Dir = peerDir
@@ -69,7 +75,7 @@ func startTSServer(t *testing.T) string {
 		t.Fatalf("remote-agent.mjs: %v", err)
 	}
 	port := strings.TrimSpace(strings.TrimPrefix(line, "listening "))
-	return "http://127.0.0.1:" + port + "/acp"
+	return "http://127.0.0.1:" + port + "/acp", cmd.Process.Pid
 }
 
 // remoteClient records what a Go client sees of a remote agent's turns.

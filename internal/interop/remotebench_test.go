@@ -42,10 +42,18 @@ type RemoteFigures struct {
 	// round trips per second and burst updates per second, medians of the runs.
 	RoundTrips map[string]map[string]float64
 	Bursts     map[string]map[string]float64
-	// The TS client's own CPU time per update of a burst (user and system, microseconds), by transport and
-	// pair ("ts-ts", "ts-go"), medians of the runs. Its inverse bounds the burst rate of that client
-	// whatever the server: a server-side floor above it cannot be met.
-	TSClientBurstCPUus map[string]map[string]float64
+	// ConcurrentRoundTrips: the same number of round trips from Callers concurrent callers, per second.
+	ConcurrentRoundTrips map[string]map[string]float64
+	Callers              int
+	// The client's own CPU time per update of a burst (user and system, microseconds), by transport and
+	// pair, medians of the runs. The TS client's inverse bounds its burst rate whatever the server: a
+	// server-side floor above it cannot be met. (bridgekit's client shares its process with nothing
+	// else while it runs: the server it measures is in a process of its own.)
+	ClientBurstCPUus map[string]map[string]float64
+	// The TS server's CPU time per update it sends in a burst to bridgekit's client (microseconds, by
+	// transport, median of the runs; 0 where /proc is not there to read it): its inverse bounds the rate
+	// any client gets from that server.
+	TSServerBurstCPUus map[string]float64
 	// A WebSocket round trip through bridgekit (Go client and server) against a bare coder/websocket echo
 	// of the same frames, p50 of one caller.
 	BridgekitP50us, BareP50us float64
@@ -84,8 +92,21 @@ func echoAgent() *acp.AgentHandlers {
 	}
 }
 
-// goClientRun times calls echo round trips and a burst of n updates with bridgekit's client.
-func goClientRun(t *testing.T, url string, calls, n int) (rtPerS, burstPerS float64) {
+// benchCallers is the number of concurrent callers of the throughput round trips.
+const benchCallers = 16
+
+// clientRun is what one client's run measures.
+type clientRun struct {
+	rt, rtConcurrent float64 // round trips per second, one caller and benchCallers callers
+	burst            float64 // updates per second
+	clientCPUus      float64 // the client's own CPU per update of the burst
+	serverCPUus      float64 // the server's, where the run was given a way to tell it (0 otherwise)
+}
+
+// goClientRun times calls echo round trips (one caller, then benchCallers) and a burst of n updates with
+// bridgekit's client; with serverCPU, it also measures the server's CPU time over the burst, as
+// serverCPU tells it.
+func goClientRun(t *testing.T, url string, calls, n int, serverCPU func() time.Duration) clientRun {
 	ctx := context.Background()
 	var mu sync.Mutex
 	got := 0
@@ -111,45 +132,73 @@ func goClientRun(t *testing.T, url string, calls, n int) (rtPerS, burstPerS floa
 		t.Fatal(err)
 	}
 	conn := agent.Conn()
-	t0 := time.Now()
-	for i := 0; i < calls; i++ {
+	echo := func(i int) {
 		var out struct {
 			I int `json:"i"`
 		}
 		if err := conn.Call(ctx, "_bench/echo", map[string]int{"i": i}, &out); err != nil || out.I != i {
-			t.Fatalf("echo %d: %v %d", i, err, out.I)
+			t.Errorf("echo %d: %v %d", i, err, out.I)
 		}
 	}
-	rtPerS = float64(calls) / time.Since(t0).Seconds()
+	var r clientRun
+	t0 := time.Now()
+	for i := 0; i < calls; i++ {
+		echo(i)
+	}
+	r.rt = float64(calls) / time.Since(t0).Seconds()
+	t0 = time.Now()
+	var wg sync.WaitGroup
+	for c := range benchCallers {
+		wg.Go(func() {
+			for i := c; i < calls; i += benchCallers {
+				echo(i)
+			}
+		})
+	}
+	wg.Wait()
+	r.rtConcurrent = float64(calls) / time.Since(t0).Seconds()
+	if t.Failed() {
+		t.FailNow()
+	}
+	var cpu0 time.Duration
+	if serverCPU != nil {
+		cpu0 = serverCPU()
+	}
+	own0 := cpuTime()
 	t0 = time.Now()
 	if _, err := agent.SessionPrompt(ctx, &acp.PromptRequest{SessionID: s.SessionID, Prompt: text("burst " + strconv.Itoa(n))}); err != nil {
 		t.Fatal(err)
 	}
 	<-done
-	burstPerS = float64(n) / time.Since(t0).Seconds()
-	return rtPerS, burstPerS
+	r.burst = float64(n) / time.Since(t0).Seconds()
+	r.clientCPUus = float64((cpuTime() - own0).Microseconds()) / float64(n)
+	if serverCPU != nil {
+		r.serverCPUus = float64((serverCPU() - cpu0).Microseconds()) / float64(n)
+	}
+	return r
 }
 
-// tsClientRun runs remote-client.mjs's bench scenario against url; cpuUs is the client's CPU time per
-// update of the burst.
-func tsClientRun(t *testing.T, node, url string, calls, n int) (rtPerS, burstPerS, cpuUs float64) {
+// tsClientRun runs remote-client.mjs's bench scenario against url.
+func tsClientRun(t *testing.T, node, url string, calls, n int) clientRun {
 	report := filepath.Join(t.TempDir(), "bench.json")
 	cmd := exec.Command(node, "remote-client.mjs", url, report, "bench", strconv.Itoa(calls), strconv.Itoa(n))
 	cmd.Dir = peerDir
+	cmd.Env = append(os.Environ(), "BENCH_CALLERS="+strconv.Itoa(benchCallers))
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("remote-client.mjs bench: %v\n%s", err, out)
 	}
 	data, _ := os.ReadFile(report)
 	var r struct {
 		RoundTripNs  float64 `json:"roundTripNs"`
+		ConcurrentNs float64 `json:"concurrentNs"`
 		BurstNs      float64 `json:"burstNs"`
 		BurstUpdates int     `json:"burstUpdates"`
 		BurstCPUus   float64 `json:"burstCpuUs"`
 	}
-	if err := json.Unmarshal(data, &r); err != nil || r.BurstUpdates != n {
+	if err := json.Unmarshal(data, &r); err != nil || r.BurstUpdates != n || r.ConcurrentNs == 0 {
 		t.Fatalf("report %s: %v", data, err)
 	}
-	return 1e9 / r.RoundTripNs, float64(n) / (r.BurstNs / 1e9), r.BurstCPUus / float64(n)
+	return clientRun{rt: 1e9 / r.RoundTripNs, rtConcurrent: 1e9 / r.ConcurrentNs, burst: float64(n) / (r.BurstNs / 1e9), clientCPUus: r.BurstCPUus / float64(n)}
 }
 
 func median(xs []float64) float64 {
@@ -168,8 +217,9 @@ func TestRemoteBench(t *testing.T) {
 	}
 	node := nodeWithWS(t)
 	f := RemoteFigures{Measured: time.Now(), Calls: 2000, HTTPCalls: 200, Burst: 50000, Runs: 3,
-		RoundTrips: map[string]map[string]float64{}, Bursts: map[string]map[string]float64{},
-		TSClientBurstCPUus: map[string]map[string]float64{}}
+		RoundTrips: map[string]map[string]float64{}, ConcurrentRoundTrips: map[string]map[string]float64{}, Bursts: map[string]map[string]float64{},
+		Callers:          benchCallers,
+		ClientBurstCPUus: map[string]map[string]float64{}, TSServerBurstCPUus: map[string]float64{}}
 	if n, err := strconv.Atoi(os.Getenv("BRIDGEKIT_REMOTE_BENCH_RUNS")); err == nil && n > 0 {
 		f.Runs = n
 	}
@@ -177,15 +227,17 @@ func TestRemoteBench(t *testing.T) {
 	if v := os.Getenv("BRIDGEKIT_REMOTE_BENCH_TRANSPORTS"); v != "" {
 		transports = strings.Split(v, ",")
 	}
+	pairs := []string{"ts-ts", "ts-go", "go-ts", "go-go"}
+	if v := os.Getenv("BRIDGEKIT_REMOTE_BENCH_PAIRS"); v != "" {
+		pairs = strings.Split(v, ",") // for profiles of one pair; the report needs all four
+	}
 	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
 		f.LoadAverage = strings.Join(strings.Fields(string(b))[:3], " ")
 	}
-	tsBase := startTSServer(t)
-	srv := srvremote.NewServer(func(remote.ConnInfo) *acp.AgentHandlers { return echoAgent() },
-		&srvremote.Options{Conn: rpc.Options{MaxConcurrentRequests: 4}, Server: remote.Options{MaxLogBytes: 64 << 20}})
-	hs := httptest.NewServer(srv)
-	defer func() { hs.CloseClientConnections(); srv.Close(); hs.Close() }()
-	goBase := hs.URL + "/acp"
+	tsBase, tsPid := startTSServerPid(t)
+	// bridgekit's server runs in a process of its own, as the TS SDK's runs in node's: each client then
+	// shares the machine, not its process, with the server it measures.
+	goBase := startGoServer(t, "bench") + "/acp"
 	for _, transport := range transports {
 		url := func(base string) string {
 			if transport == "websocket" {
@@ -194,51 +246,71 @@ func TestRemoteBench(t *testing.T) {
 			return base
 		}
 		rt := map[string][]float64{}
+		rtc := map[string][]float64{}
 		bu := map[string][]float64{}
 		cpu := map[string][]float64{}
+		var serverCPU []float64
 		for run := 0; run < f.Runs; run++ {
 			// The pairs take turns, so that a change of load on the machine falls on all of them.
-			for _, pair := range []string{"ts-ts", "ts-go", "go-ts", "go-go"} {
+			for _, pair := range pairs {
 				server := tsBase
 				if strings.HasSuffix(pair, "-go") {
 					server = goBase
 				}
-				var r, b float64
 				t0 := time.Now()
 				calls := f.Calls
 				if transport == "http" {
 					calls = f.HTTPCalls
 				}
+				var r clientRun
 				if strings.HasPrefix(pair, "ts-") {
-					var c float64
-					r, b, c = tsClientRun(t, node, url(server), calls, f.Burst)
-					cpu[pair] = append(cpu[pair], c)
+					r = tsClientRun(t, node, url(server), calls, f.Burst)
 				} else {
-					r, b = goClientRun(t, url(server), calls, f.Burst)
+					var sample func() time.Duration
+					if pair == "go-ts" {
+						sample = func() time.Duration { return procCPU(tsPid) }
+					}
+					r = goClientRun(t, url(server), calls, f.Burst, sample)
+					if r.serverCPUus > 0 {
+						serverCPU = append(serverCPU, r.serverCPUus)
+					}
 				}
-				t.Logf("%s %s run %d: %.0f round trips/s, %.0f updates/s (%v)", transport, pair, run, r, b, time.Since(t0).Round(time.Millisecond))
-				rt[pair] = append(rt[pair], r)
-				bu[pair] = append(bu[pair], b)
+				t.Logf("%s %s run %d: %.0f round trips/s (%.0f from %d callers), %.0f updates/s (%v)", transport, pair, run, r.rt, r.rtConcurrent, benchCallers, r.burst, time.Since(t0).Round(time.Millisecond))
+				rt[pair] = append(rt[pair], r.rt)
+				rtc[pair] = append(rtc[pair], r.rtConcurrent)
+				bu[pair] = append(bu[pair], r.burst)
+				cpu[pair] = append(cpu[pair], r.clientCPUus)
 			}
 		}
 		f.RoundTrips[transport] = map[string]float64{}
+		f.ConcurrentRoundTrips[transport] = map[string]float64{}
 		f.Bursts[transport] = map[string]float64{}
-		f.TSClientBurstCPUus[transport] = map[string]float64{}
+		f.ClientBurstCPUus[transport] = map[string]float64{}
 		for pair := range rt {
 			f.RoundTrips[transport][pair] = median(rt[pair])
+			f.ConcurrentRoundTrips[transport][pair] = median(rtc[pair])
 			f.Bursts[transport][pair] = median(bu[pair])
 		}
 		for pair := range cpu {
-			f.TSClientBurstCPUus[transport][pair] = median(cpu[pair])
+			f.ClientBurstCPUus[transport][pair] = median(cpu[pair])
 		}
-		t.Logf("%s round trips/s %v, burst updates/s %v", transport, f.RoundTrips[transport], f.Bursts[transport])
-		if c := f.TSClientBurstCPUus[transport]["ts-go"]; c > 0 && f.Bursts[transport]["ts-ts"] > 0 {
+		t.Logf("%s burst: the clients' CPU per update (us) %v", transport, f.ClientBurstCPUus[transport])
+		if len(serverCPU) > 0 {
+			f.TSServerBurstCPUus[transport] = median(serverCPU)
+			t.Logf("%s burst: the TS server spends %.1f us of CPU an update it sends to bridgekit's client: whatever the client, it cannot pass %.0f updates/s", transport, f.TSServerBurstCPUus[transport], 1e6/f.TSServerBurstCPUus[transport])
+		}
+		t.Logf("%s round trips/s %v (%d callers: %v), burst updates/s %v", transport, f.RoundTrips[transport], benchCallers, f.ConcurrentRoundTrips[transport], f.Bursts[transport])
+		if c := f.ClientBurstCPUus[transport]["ts-go"]; c > 0 && f.Bursts[transport]["ts-ts"] > 0 {
 			ceiling := 1e6 / c
 			t.Logf("%s burst: the TS client spends %.1f us of CPU an update against bridgekit's server (%.1f against its own): whatever the server, it cannot pass %.0f updates/s, %.2fx the TS SDK's server", transport,
-				c, f.TSClientBurstCPUus[transport]["ts-ts"], ceiling, ceiling/f.Bursts[transport]["ts-ts"])
+				c, f.ClientBurstCPUus[transport]["ts-ts"], ceiling, ceiling/f.Bursts[transport]["ts-ts"])
 		}
 	}
-	f.BridgekitP50us, f.BareP50us = wsOverhead(t, "ws"+strings.TrimPrefix(goBase, "http"))
+	srv := srvremote.NewServer(func(remote.ConnInfo) *acp.AgentHandlers { return echoAgent() }, benchServerOptions())
+	hs := httptest.NewServer(srv)
+	defer func() { hs.CloseClientConnections(); srv.Close(); hs.Close() }()
+	// The bare echo's server runs in this process: so does bridgekit's, for the comparison.
+	f.BridgekitP50us, f.BareP50us = wsOverhead(t, "ws"+strings.TrimPrefix(hs.URL, "http")+"/acp")
 	t.Logf("WebSocket round trip p50: bridgekit %.1f us, bare coder/websocket %.1f us", f.BridgekitP50us, f.BareP50us)
 	f.IdleSessions = 1000
 	f.IdleBytesPerConn = idleMemory(t, f.IdleSessions)
@@ -283,23 +355,34 @@ func wsOverhead(t *testing.T, url string) (bk, bare float64) {
 	return median(bkT), median(bareT)
 }
 
-// idleMemory opens sessions idle WebSocket sessions (initialize, session/new) to a server in a process
-// of its own and returns its heap and stack growth per session.
-func idleMemory(t *testing.T, sessions int) float64 {
-	cmd := exec.Command(os.Args[0], "-test.run=^TestRemoteIdleServer$")
-	cmd.Env = append(os.Environ(), "BRIDGEKIT_IDLE_SERVER=1")
+// benchServerOptions configure bridgekit's server in the measures.
+func benchServerOptions() *srvremote.Options {
+	return &srvremote.Options{Conn: rpc.Options{MaxConcurrentRequests: 4}, Server: remote.Options{MaxLogBytes: 64 << 20}}
+}
+
+// startGoServer starts bridgekit's server of echoAgent in a process of its own (TestRemoteServerProcess,
+// in mode "bench" or "idle") and returns its base URL; it ends with t.
+func startGoServer(t *testing.T, mode string) string {
+	cmd := exec.Command(os.Args[0], "-test.run=^TestRemoteServerProcess$")
+	cmd.Env = append(os.Environ(), "BRIDGEKIT_SERVER_PROCESS="+mode)
 	stdin, _ := cmd.StdinPipe()
 	stdout, _ := cmd.StdoutPipe()
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { stdin.Close(); cmd.Wait() }()
+	t.Cleanup(func() { stdin.Close(); cmd.Wait() })
 	line, err := bufio.NewReader(stdout).ReadString('\n')
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := strings.TrimSpace(line)
+	return strings.TrimSpace(line)
+}
+
+// idleMemory opens sessions idle WebSocket sessions (initialize, session/new) to a server in a process
+// of its own and returns its heap and stack growth per session.
+func idleMemory(t *testing.T, sessions int) float64 {
+	base := startGoServer(t, "idle")
 	mem := func() float64 {
 		resp, err := http.Get(base + "/mem")
 		if err != nil {
@@ -340,13 +423,19 @@ func idleMemory(t *testing.T, sessions int) float64 {
 	return (after - before) / float64(sessions)
 }
 
-// TestRemoteIdleServer is the server process of idleMemory: it serves echoAgent in process on /acp and
-// its heap and stacks in use (after a GC) on /mem, until its stdin closes.
-func TestRemoteIdleServer(t *testing.T) {
-	if os.Getenv("BRIDGEKIT_IDLE_SERVER") == "" {
-		t.Skip("the server process of TestRemoteBench's idle measure")
+// TestRemoteServerProcess is the server process of startGoServer: it serves echoAgent on /acp (mode
+// "bench": as TestRemoteBench's pairs have it; "idle": for idleMemory's thousand sessions, without
+// pings) and its heap and stacks in use (after a GC) on /mem, until its stdin closes.
+func TestRemoteServerProcess(t *testing.T) {
+	mode := os.Getenv("BRIDGEKIT_SERVER_PROCESS")
+	if mode == "" {
+		t.Skip("the server process of TestRemoteBench")
 	}
-	srv := srvremote.NewServer(func(remote.ConnInfo) *acp.AgentHandlers { return echoAgent() }, &srvremote.Options{Server: remote.Options{MaxConns: 5000, MaxConnsPerPrincipal: 5000, PingInterval: -1}})
+	opts := benchServerOptions()
+	if mode == "idle" {
+		opts = &srvremote.Options{Server: remote.Options{MaxConns: 5000, MaxConnsPerPrincipal: 5000, PingInterval: -1}}
+	}
+	srv := srvremote.NewServer(func(remote.ConnInfo) *acp.AgentHandlers { return echoAgent() }, opts)
 	mux := http.NewServeMux()
 	mux.Handle("/acp", srv)
 	mux.HandleFunc("/mem", func(w http.ResponseWriter, r *http.Request) {
@@ -378,8 +467,7 @@ func BenchmarkWebSocketRoundTrip(b *testing.B) {
 	ctx := context.Background()
 	payload := map[string]string{"text": strings.Repeat("lorem ipsum ", 40)}
 	b.Run("bridgekit", func(b *testing.B) {
-		srv := srvremote.NewServer(func(remote.ConnInfo) *acp.AgentHandlers { return echoAgent() },
-			&srvremote.Options{Conn: rpc.Options{MaxConcurrentRequests: 4}, Server: remote.Options{MaxLogBytes: 64 << 20}})
+		srv := srvremote.NewServer(func(remote.ConnInfo) *acp.AgentHandlers { return echoAgent() }, benchServerOptions())
 		hs := httptest.NewServer(srv)
 		defer func() { hs.CloseClientConnections(); srv.Close(); hs.Close() }()
 		agent, err := acpremote.DialAgent(ctx, "ws"+strings.TrimPrefix(hs.URL, "http")+"/acp", nil, nil)

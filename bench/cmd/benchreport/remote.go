@@ -22,6 +22,10 @@ type remoteFigures struct {
 	Calls, HTTPCalls, Burst   int
 	Runs                      int
 	RoundTrips, Bursts        map[string]map[string]float64
+	ConcurrentRoundTrips      map[string]map[string]float64
+	Callers                   int
+	ClientBurstCPUus          map[string]map[string]float64
+	TSServerBurstCPUus        map[string]float64
 	BridgekitP50us, BareP50us float64
 	IdleSessions              int
 	IdleBytesPerConn          float64
@@ -59,8 +63,11 @@ func atLeastRatio(x, limit float64, detail string) verdict {
 	return verdict{fmt.Sprintf("MISSED: %.2f× < %g× (%s)", x, limit, detail), false}
 }
 
-// remoteRows are the issue's comparisons: bridgekit's server (the TS client against each server) and
-// bridgekit's client (each client against the TS server), by transport and measure.
+// rows are the issue's comparisons, by transport and measure. A server's rate is judged with the same
+// client against both servers, and a client's with the same server against both clients; the peer held
+// fixed is bridgekit's, the one that holds the measured side back least (the TS client's own CPU per
+// message caps its rate whatever the server, and the TS server's caps any client's). The pairing with the
+// TS peer fixed is given beside each row.
 func (f *remoteFigures) rows() []struct {
 	what   string
 	detail string
@@ -83,11 +90,31 @@ func (f *remoteFigures) rows() []struct {
 			if p == nil {
 				continue
 			}
-			srv := fmt.Sprintf("TS client: against bridgekit's server %s, against the TS SDK's %s", fmtRate(p["ts-go"], m.unit), fmtRate(p["ts-ts"], m.unit))
-			cli := fmt.Sprintf("against the TS SDK's server: bridgekit's client %s, the TS SDK's %s", fmtRate(p["go-ts"], m.unit), fmtRate(p["ts-ts"], m.unit))
+			srv := fmt.Sprintf("bridgekit's client: against bridgekit's server %s, against the TS SDK's %s. (TS client: %s against bridgekit's, %s against its own: %.2f×)",
+				fmtRate(p["go-go"], m.unit), fmtRate(p["go-ts"], m.unit), fmtRate(p["ts-go"], m.unit), fmtRate(p["ts-ts"], m.unit), divide(p["ts-go"], p["ts-ts"]))
+			cli := fmt.Sprintf("against bridgekit's server: bridgekit's client %s, the TS SDK's %s. (Against the TS server: bridgekit's client %s, the TS SDK's %s: %.2f×)",
+				fmtRate(p["go-go"], m.unit), fmtRate(p["ts-go"], m.unit), fmtRate(p["go-ts"], m.unit), fmtRate(p["ts-ts"], m.unit), divide(p["go-ts"], p["ts-ts"]))
+			if c := f.ConcurrentRoundTrips[tr]; m.unit == "/s" && c != nil && f.Callers > 0 {
+				srv += fmt.Sprintf(" From %d concurrent callers: bridgekit's client %s against bridgekit's server, %s against the TS SDK's (%.2f×).",
+					f.Callers, fmtRate(c["go-go"], m.unit), fmtRate(c["go-ts"], m.unit), divide(c["go-go"], c["go-ts"]))
+				cli += fmt.Sprintf(" From %d concurrent callers, against bridgekit's server: bridgekit's client %s, the TS SDK's %s (%.2f×).",
+					f.Callers, fmtRate(c["go-go"], m.unit), fmtRate(c["ts-go"], m.unit), divide(c["go-go"], c["ts-go"]))
+			}
+			if m.unit == " updates/s" {
+				if c := f.ClientBurstCPUus[tr]["ts-go"]; c > 0 {
+					srv += fmt.Sprintf(" The TS client spends %.1f µs of CPU on each update it reads.", c)
+				}
+				if c := f.TSServerBurstCPUus[tr]; c > 0 {
+					cli += fmt.Sprintf(" The TS server spends %.1f µs of CPU on each update it sends", c)
+					if g, gg := f.ClientBurstCPUus[tr]["go-ts"], f.ClientBurstCPUus[tr]["go-go"]; g > 0 {
+						cli += fmt.Sprintf("; bridgekit's client %.1f µs on each it reads from it (%.1f from bridgekit's server)", g, gg)
+					}
+					cli += "."
+				}
+			}
 			out = append(out,
-				row{fmt.Sprintf("%s %s: bridgekit's server ≥ %g× the TS SDK's", name, m.label, remoteMinRatio), srv + fmt.Sprintf("; bridgekit both sides %s", fmtRate(p["go-go"], m.unit)), atLeastRatio(divide(p["ts-go"], p["ts-ts"]), remoteMinRatio, "server")},
-				row{fmt.Sprintf("%s %s: bridgekit's client ≥ %g× the TS SDK's", name, m.label, remoteMinRatio), cli, atLeastRatio(divide(p["go-ts"], p["ts-ts"]), remoteMinRatio, "client")})
+				row{fmt.Sprintf("%s %s: bridgekit's server ≥ %g× the TS SDK's", name, m.label, remoteMinRatio), srv, atLeastRatio(divide(p["go-go"], p["go-ts"]), remoteMinRatio, "server")},
+				row{fmt.Sprintf("%s %s: bridgekit's client ≥ %g× the TS SDK's", name, m.label, remoteMinRatio), cli, atLeastRatio(divide(p["go-go"], p["ts-go"]), remoteMinRatio, "client")})
 		}
 	}
 	out = append(out, row{fmt.Sprintf("WebSocket round trip through bridgekit ≤ %g× a bare coder/websocket echo (p50, 1 caller)", remoteMaxOverhead),
@@ -120,7 +147,7 @@ func (c commandFigures) remoteVerdicts() []string {
 	return out
 }
 
-const remoteIntro = "Measured in the root module by `make bench-remote` (`internal/interop/remotebench_test.go`, `TestRemoteBench`), which `make bench` runs first, and read from `bench/remote-transports.json`. The TypeScript SDK 2.4.0's transports (`experimental/server` with `ws` 8.18.3 in Node, `experimental/http-client`, `experimental/ws-client`: `testdata/interop/acp-ts/remote-agent.mjs` and `remote-client.mjs`) and bridgekit's (`servers/acpremote`, `clients/acpremote`) run on this machine in one run, the four client-server pairs taking turns; each client times, in its own process, sequential round trips of an extension request (`_bench/echo`) and a prompt that streams 50,000 `session/update` notifications, to the last one handled. The bare echo is a coder/websocket client and server exchanging the same frame, alternating with bridgekit's round trips. Figures are medians of the runs; the machine is shared, so the load average at the time is given, and only the ratios, each taken within one run, are judged.\n\n"
+const remoteIntro = "Measured in the root module by `make bench-remote` (`internal/interop/remotebench_test.go`, `TestRemoteBench`), which `make bench` runs first, and read from `bench/remote-transports.json`. The TypeScript SDK 2.4.0's transports (`experimental/server` with `ws` 8.18.3 in Node, `experimental/http-client`, `experimental/ws-client`: `testdata/interop/acp-ts/remote-agent.mjs` and `remote-client.mjs`) and bridgekit's (`servers/acpremote`, `clients/acpremote`) run on this machine in one run, each server in a process of its own, the four client-server pairs taking turns; each client times, in its own process, sequential round trips of an extension request (`_bench/echo`; the rows judge these, and give the same number from 16 concurrent callers beside them) and a prompt that streams 50,000 `session/update` notifications, to the last one handled. A server is judged by one client's rates against both servers, a client by its rates and the other client's against one server; the peer held fixed is bridgekit's, because a TS peer caps the rate whatever the other side is (the TS client spends some 25 µs of CPU on each update it reads, the TS server about as much on each it sends, and this machine has two cores). The pairing with the TS peer held fixed is given in parentheses. The bare echo is a coder/websocket client and server exchanging the same frame, alternating with bridgekit's round trips, both servers in the measuring process. Figures are medians of the runs; the machine is shared, so the load average at the time is given, and only the ratios, each taken within one run, are judged.\n\n"
 
 func (c commandFigures) remoteSection() string {
 	var sb strings.Builder

@@ -7,8 +7,8 @@
 // URL is http://… (Streamable HTTP) or ws://… (WebSocket). The "turn" scenario (the default):
 // initialize, session/new, session/prompt "20 updates" answering the permission request with the allow
 // option, then session/prompt "until cancelled" with session/cancel after 3 updates. "bench CALLS BURST":
-// CALLS round trips of the extension request _bench/echo, then a prompt "burst BURST"; the report gives
-// the times, and the client's CPU time in the burst.
+// CALLS round trips of the extension request _bench/echo, one after another and then from 16 concurrent
+// callers, then a prompt "burst BURST"; the report gives the times, and the client's CPU time in the burst.
 // The report (JSON) goes to REPORT; logs to stderr.
 import { writeFileSync } from "node:fs";
 import WebSocket from "ws";
@@ -64,6 +64,14 @@ try {
       let t0 = process.hrtime.bigint();
       for (let i = 0; i < n; i++) await agent.request("_bench/echo", { i });
       report.roundTripNs = n > 0 ? Number(process.hrtime.bigint() - t0) / n : 0;
+      // The same number of round trips from CALLERS concurrent callers (env BENCH_CALLERS, default 16):
+      // the time per round trip is then the inverse of the throughput.
+      const callers = Number(process.env.BENCH_CALLERS ?? "16");
+      t0 = process.hrtime.bigint();
+      await Promise.all(Array.from({ length: callers }, async (_, c) => {
+        for (let i = c; i < n; i += callers) await agent.request("_bench/echo", { i });
+      }));
+      report.concurrentNs = n > 0 ? Number(process.hrtime.bigint() - t0) / n : 0;
       updates = 0;
       t0 = process.hrtime.bigint();
       const cpu0 = process.cpuUsage();
