@@ -40,7 +40,8 @@ const realPolicy = `{
     "OPENCODE_DISABLE_EXTERNAL_SKILLS", "OPENCODE_DISABLE_LSP_DOWNLOAD", "OPENCODE_DISABLE_MODELS_FETCH", "OPENCODE_DISABLE_SHARE",
     "OPENAI_BASE_URL", "OPENAI_API_KEY", "OPENAI_MODEL", "QWEN_CODE_NO_RELAUNCH", "QWEN_DEFAULT_AUTH_TYPE",
     "GOOGLE_GEMINI_BASE_URL", "GEMINI_API_KEY", "GEMINI_MODEL", "GEMINI_CLI_NO_RELAUNCH", "GEMINI_CLI_TRUST_WORKSPACE",
-    "PI_CODING_AGENT_DIR", "PI_ACP_PI_COMMAND", "PI_OFFLINE", "PI_SKIP_VERSION_CHECK", "PI_TELEMETRY"
+    "PI_CODING_AGENT_DIR", "PI_ACP_PI_COMMAND", "PI_OFFLINE", "PI_SKIP_VERSION_CHECK", "PI_TELEMETRY",
+    "npm_config_offline", "npm_config_update_notifier"
   ]}},
   "permissions": [
     {"id": "turn-command-titles", "kinds": ["execute"], "tools": ["touch checked.txt"], "decision": "allow", "trust_workspace_code": true},

@@ -270,6 +270,16 @@ func setupPi(a *Agent) error {
 		"PI_OFFLINE=1",
 		"PI_SKIP_VERSION_CHECK=1",
 		"PI_TELEMETRY=0",
+		// pi-acp builds an update notice at every session start: it runs
+		// the pi on PATH and then `npm view` for the newest version (an
+		// 800 ms timeout), whatever PI_OFFLINE says. Whether npm reached the
+		// registry before the timeout depended on the machine's load (the
+		// trap saw CONNECT registry.npmjs.org:443 on a quiet one). Offline,
+		// npm answers from its cache; without its update notifier, which
+		// asks the registry for npm's own version even offline, it asks
+		// nobody.
+		"npm_config_offline=true",
+		"npm_config_update_notifier=false",
 	)
 	return writeFiles(a.Config, map[string]string{"models.json": models, "settings.json": settings})
 }
