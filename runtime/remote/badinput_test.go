@@ -306,13 +306,21 @@ func TestWebSocketIgnoreBinary(t *testing.T) {
 	}
 }
 
-// A client that never reads is closed (1008) once its queue passes the bound; the agent is not held up,
-// and another client of the server is served meanwhile.
+// A client that never reads is closed (1008) once its queue passes the bound; the agent is not held up
+// (it writes on until the bound is passed), and another client of the server is served meanwhile. Over
+// each backend: an in-process agent's writes queue as a pumped one's do.
 func TestClientNeverReads(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) { testClientNeverReads(t, b.inProcess, b.wrapped) })
+	}
+}
+
+func testClientNeverReads(t *testing.T, inProcess, wrapped bool) {
 	// The server's log says when it gives up on the client: the test reads
 	// the socket only then, since reading lets the server write on.
 	slow := &logWatch{want: "client too slow", seen: make(chan struct{})}
-	_, hs, _ := startServer(t, &Options{MaxQueuedBytes: 64 << 10, PingInterval: -1, Logger: slog.New(slog.NewTextHandler(slow, nil))})
+	_, hs, _ := startServerWith(t, &Options{MaxQueuedBytes: 64 << 10, PingInterval: -1, Logger: slog.New(slog.NewTextHandler(slow, nil))},
+		&fakeBackend{inProcess: inProcess, wrapped: wrapped})
 	// A raw TCP client that upgrades and then never reads. Its receive
 	// buffer stays as the kernel sized it at the handshake. Shrinking it
 	// afterwards (SetReadBuffer(4096), as this test once did) made it fail

@@ -73,12 +73,12 @@ func (p *cutProxy) cut() {
 // client once and in order, the permission request is answered, and the prompt's result arrives.
 func TestCutMidTurn(t *testing.T) {
 	for _, b := range backends {
-		t.Run(b.name, func(t *testing.T) { testCutMidTurn(t, b.inProcess) })
+		t.Run(b.name, func(t *testing.T) { testCutMidTurn(t, b.inProcess, b.wrapped) })
 	}
 }
 
-func testCutMidTurn(t *testing.T, inProcess bool) {
-	_, hs, fb := startServerWith(t, nil, &fakeBackend{inProcess: inProcess})
+func testCutMidTurn(t *testing.T, inProcess, wrapped bool) {
+	_, hs, fb := startServerWith(t, nil, &fakeBackend{inProcess: inProcess, wrapped: wrapped})
 	proxy := newCutProxy(t, strings.TrimPrefix(hs.URL, "http://"))
 	tr, err := Dial(context.Background(), "ws://"+proxy.ln.Addr().String()+"/acp", nil)
 	if err != nil {
@@ -122,12 +122,12 @@ func testCutMidTurn(t *testing.T, inProcess bool) {
 // Last-Event-ID, and sends a POST the cut interrupted again (each taken once, by its Bridgekit-Seq).
 func TestCutMidTurnHTTP(t *testing.T) {
 	for _, b := range backends {
-		t.Run(b.name, func(t *testing.T) { testCutMidTurnHTTP(t, b.inProcess) })
+		t.Run(b.name, func(t *testing.T) { testCutMidTurnHTTP(t, b.inProcess, b.wrapped) })
 	}
 }
 
-func testCutMidTurnHTTP(t *testing.T, inProcess bool) {
-	_, hs, fb := startServerWith(t, &Options{DraftCursor: true}, &fakeBackend{inProcess: inProcess})
+func testCutMidTurnHTTP(t *testing.T, inProcess, wrapped bool) {
+	_, hs, fb := startServerWith(t, &Options{DraftCursor: true}, &fakeBackend{inProcess: inProcess, wrapped: wrapped})
 	proxy := newCutProxy(t, strings.TrimPrefix(hs.URL, "http://"))
 	tr, err := Dial(context.Background(), "http://"+proxy.ln.Addr().String()+"/acp", nil)
 	if err != nil {

@@ -218,6 +218,7 @@ func (a *fakeAgent) prompt(m rpcMsg) {
 // goroutines).
 type fakeBackend struct {
 	inProcess bool
+	wrapped   bool // InProcess's transport wrapped by the Backend, as a logging decorator would
 	mu        sync.Mutex
 	agents    []*fakeAgent
 	starts    int
@@ -239,19 +240,26 @@ func (f *fakeBackend) run(t frame.Transport) {
 // backend is the Backend that starts f's agents.
 func (f *fakeBackend) backend() Backend {
 	if f.inProcess {
-		return InProcess(func(ctx context.Context, info ConnInfo, t frame.Transport) error {
+		b := InProcess(func(ctx context.Context, info ConnInfo, t frame.Transport) error {
 			f.run(t)
 			return nil
 		})
+		if f.wrapped {
+			return func(ctx context.Context, info ConnInfo) (frame.Transport, error) {
+				t, err := b(ctx, info)
+				return struct{ frame.Transport }{t}, err
+			}
+		}
+		return b
 	}
 	return f.start
 }
 
-// backends are the two ways an agent is attached, for the tests that run over both.
+// backends are the ways an agent is attached, for the tests that run over each.
 var backends = []struct {
-	name      string
-	inProcess bool
-}{{"pump", false}, {"in-process", true}}
+	name               string
+	inProcess, wrapped bool
+}{{"pump", false, false}, {"in-process", true, false}, {"in-process-wrapped", true, true}}
 
 func (f *fakeBackend) wait() {
 	f.mu.Lock()

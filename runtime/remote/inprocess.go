@@ -19,13 +19,15 @@ import (
 // any backend, by the MaxQueuedBytes bound. The frames the client sends reach the agent's Read through an
 // in-memory pipe, one at a time, as from frame.Pipe.
 //
-// The agent's end ends the connection when the agent closes it.
+// The agent's end ends the connection when the agent closes it. The Server recognizes the transport the
+// Backend returns: a Backend that wraps it in a transport of its own (to log, say) gets the frame.Pipe
+// behaviour instead, the agent's frames read by the connection's goroutine.
 func InProcess(start func(ctx context.Context, info ConnInfo, t frame.Transport) error) Backend {
 	return func(ctx context.Context, info ConnInfo) (frame.Transport, error) {
 		server, agent := frame.Pipe()
 		d := &direct{PipeEnd: server, ready: make(chan struct{}), closed: make(chan struct{})}
 		if err := start(ctx, info, &directAgent{in: agent, d: d}); err != nil {
-			server.Close()
+			d.Close() // a Write the agent started fails
 			agent.Close()
 			return nil, err
 		}
@@ -35,16 +37,18 @@ func InProcess(start func(ctx context.Context, info ConnInfo, t frame.Transport)
 
 // direct is the connection's end of an InProcess backend: Write goes to the agent through the pipe, and
 // what the agent writes is pushed to the sink the connection sets (the connection starts no pump for a
-// pusher, and never calls Read).
+// pusher). A connection that reads it instead (a Backend wrapped it, hiding push) gets the agent's frames
+// through the pipe, as from frame.Pipe.
 type direct struct {
 	*frame.PipeEnd
 	closeOnce sync.Once
 	closed    chan struct{} // closed by Close: the agent's writes fail from then on
 
 	mu          sync.Mutex
-	ready       chan struct{} // closed once sink and end are set
+	ready       chan struct{} // closed once sink and end are set, or the connection reads
 	sink        func([]byte)  // the connection's deliver
 	end         func()        // ends the connection when the agent closes its end
+	read        bool          // the connection reads the agent's frames from the pipe
 	agentClosed bool
 }
 
@@ -58,9 +62,24 @@ type pusher interface {
 func (d *direct) push(sink func([]byte), end func()) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if d.read {
+		return !d.agentClosed // read already: the frames go through the pipe
+	}
 	d.sink, d.end = sink, end
 	close(d.ready)
 	return !d.agentClosed
+}
+
+// Read is for a connection that did not push (see direct): from its first call, the agent's writes go
+// through the pipe.
+func (d *direct) Read(ctx context.Context) ([]byte, error) {
+	d.mu.Lock()
+	if !d.read && d.sink == nil {
+		d.read = true
+		close(d.ready)
+	}
+	d.mu.Unlock()
+	return d.PipeEnd.Read(ctx)
 }
 
 // Close closes the connection's end.
@@ -94,6 +113,9 @@ func (a *directAgent) Write(ctx context.Context, frame []byte) error {
 	case <-a.d.closed:
 		return io.ErrClosedPipe
 	default:
+	}
+	if a.d.sink == nil {
+		return a.in.Write(ctx, frame) // the connection reads (set before ready closed)
 	}
 	a.d.sink(frame)
 	return nil

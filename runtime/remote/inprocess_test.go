@@ -57,9 +57,12 @@ func TestInProcessAgentEnds(t *testing.T) {
 	}
 }
 
-// A start that fails refuses the connection: the client's initialize gets an error, and nothing is left.
+// A start that fails refuses the connection: the client's initialize gets an error, and nothing is left;
+// a Write the agent began meanwhile fails rather than waiting forever.
 func TestInProcessStartFails(t *testing.T) {
+	wrote := make(chan error, 1)
 	s := NewServer(InProcess(func(ctx context.Context, info ConnInfo, tr frame.Transport) error {
+		go func() { wrote <- tr.Write(context.Background(), []byte(`{"jsonrpc":"2.0","method":"hello"}`)) }()
 		return errors.New("no agent today")
 	}), nil)
 	hs := httptest.NewServer(s)
@@ -81,6 +84,56 @@ func TestInProcessStartFails(t *testing.T) {
 	}
 	if _, err := tr.Read(ctx); err == nil {
 		t.Fatal("the socket stays open")
+	}
+	select {
+	case err := <-wrote:
+		if !errors.Is(err, io.ErrClosedPipe) {
+			t.Fatalf("the agent's Write = %v, want io.ErrClosedPipe", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("the agent's Write still waits after its start failed")
+	}
+}
+
+// A frame the agent writes as soon as it starts, before it reads anything, reaches the WebSocket client
+// first, with event id 1: the socket is attached before the agent starts. (When it was attached after,
+// about one connection in a hundred or two lost that frame to the log alone.)
+func TestInProcessEarlyFrame(t *testing.T) {
+	s := NewServer(InProcess(func(ctx context.Context, info ConnInfo, tr frame.Transport) error {
+		go func() {
+			tr.Write(ctx, []byte(`{"jsonrpc":"2.0","method":"early","params":{}}`))
+			for {
+				b, err := tr.Read(ctx)
+				if err != nil {
+					return
+				}
+				m := new(peeker).peek(b)
+				tr.Write(ctx, append(append([]byte(`{"jsonrpc":"2.0","id":`), m.id...), `,"result":{"protocolVersion":1}}`...))
+			}
+		}()
+		return nil
+	}), nil)
+	hs := httptest.NewServer(s)
+	defer func() { hs.CloseClientConnections(); s.Close(); hs.Close() }()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for i := 0; i < 300; i++ {
+		tr, err := Dial(ctx, wsURL(hs), &DialOptions{NoResume: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr.Write(ctx, []byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}`))
+		b, err := tr.Read(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Contains(b, []byte(`"method":"early"`)) || !bytes.Contains(b, []byte(`"eventId":1,`)) {
+			t.Fatalf("connection %d: the first frame is %s, want the early one with event id 1", i, b)
+		}
+		if b, err = tr.Read(ctx); err != nil || !bytes.Contains(b, []byte(`"result"`)) {
+			t.Fatalf("connection %d: then %s %v, want the initialize answer", i, b, err)
+		}
+		tr.Close()
 	}
 }
 

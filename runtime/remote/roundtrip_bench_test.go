@@ -43,13 +43,13 @@ func (s *syncEcho) Close() error { return nil }
 // BenchmarkServerRoundTrip takes the WebSocket round trip of BenchmarkWebSocketRoundTrip (internal/interop)
 // apart: a bare coder/websocket client against the Server, the agent answering on a goroutine of its own
 // (InProcess, no engine: "agent-goroutine") or on the socket's own ("same-goroutine", syncEcho), and the
-// bare echo. On the 2-core VM of docs/performance.md (2026-12-06, 4 runs of 20,000) the first two cost
-// the same, 44-62 us, against 31-36 us for the bare echo: the agent's goroutine is not what costs. In an
-// experiment that also wrote the answer from the agent's goroutine instead of the Server's sender
-// goroutine, same-goroutine took 35-46 us; the same change with the engine's agent, whose answer is
-// written by a worker goroutine, made the round trip slower (72-75 us against 62-67 us). What costs on
-// this machine is the answer being written by another goroutine than the one that read the request, which
-// an ACP agent needs (its prompt runs while the socket is still read, for session/cancel).
+// bare echo. On the 2-core VM of docs/performance.md (2026-12-06, 4 runs of 20,000) the first two took
+// 44-62 us both, against 31-36 us for the bare echo: the agent's goroutine is not what costs. Two one-line
+// experiments, not kept, located the cost: writing the answer from the reading goroutine too, instead of
+// the Server's sender goroutine, made same-goroutine 35-46 us, but the same change with the engine's agent,
+// whose answer a worker goroutine writes, made the round trip slower (72-75 us against 62-67 us). What
+// costs on this machine is the answer being written by another goroutine than the one that read the
+// request, which an ACP agent needs (its prompt runs while the socket is still read, for session/cancel).
 //
 //	go test -run '^$' -bench BenchmarkServerRoundTrip ./runtime/remote
 func BenchmarkServerRoundTrip(b *testing.B) {

@@ -34,13 +34,13 @@ func wsURL(hs *httptest.Server) string { return "ws" + strings.TrimPrefix(hs.URL
 func TestTurn(t *testing.T) {
 	for _, transport := range []string{"websocket", "http"} {
 		for _, b := range backends {
-			t.Run(transport+"/"+b.name, func(t *testing.T) { testTurn(t, transport, b.inProcess) })
+			t.Run(transport+"/"+b.name, func(t *testing.T) { testTurn(t, transport, b.inProcess, b.wrapped) })
 		}
 	}
 }
 
-func testTurn(t *testing.T, transport string, inProcess bool) {
-	_, hs, _ := startServerWith(t, nil, &fakeBackend{inProcess: inProcess})
+func testTurn(t *testing.T, transport string, inProcess, wrapped bool) {
+	_, hs, _ := startServerWith(t, nil, &fakeBackend{inProcess: inProcess, wrapped: wrapped})
 	url := hs.URL
 	if transport == "websocket" {
 		url = wsURL(hs)

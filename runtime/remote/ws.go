@@ -301,8 +301,16 @@ func (s *Server) serveWebSocket(w http.ResponseWriter, r *http.Request, principa
 // startWebSocket starts a connection for the socket with its initialize request.
 func (s *Server) startWebSocket(t *wsframe.Transport, r *http.Request, principal, id string, init []byte) {
 	c, err := s.newConn(id, "websocket", principal, r.RemoteAddr) // the id the 101 carried
+	var a *wsAttach
 	if err == nil {
-		err = c.start(context.Background())
+		// The socket is attached before the agent starts, so that a frame the agent writes at once is
+		// queued for it (and written once the socket starts, below) rather than only logged.
+		a, _, err = c.attach(t)
+	}
+	if err == nil {
+		if err = c.start(context.Background()); err != nil {
+			c.detach(a)
+		}
 	}
 	if err != nil {
 		s.logger.Error("remote: initialize failed", "err", err)
@@ -311,12 +319,6 @@ func (s *Server) startWebSocket(t *wsframe.Transport, r *http.Request, principal
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		t.Write(ctx, errorFrame(m.id, -32603, reasonInitFailed))
 		cancel()
-		t.CloseWith(websocket.StatusInternalError, reasonInitFailed)
-		<-t.Done()
-		return
-	}
-	a, _, err := c.attach(t)
-	if err != nil {
 		t.CloseWith(websocket.StatusInternalError, reasonInitFailed)
 		<-t.Done()
 		return
