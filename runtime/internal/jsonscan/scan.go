@@ -74,8 +74,16 @@ func (s *Scanner) Head(frame []byte, e Members) (cut []byte) {
 	}
 	for d.PeekKind() == '"' {
 		name, err := d.ReadValue()
-		if err != nil || d.PeekKind() == 0 { // cut in the name, or before the value starts
-			return nil
+		if err != nil {
+			return nil // cut in the name
+		}
+		if d.PeekKind() == 0 {
+			// Cut before the value starts, or a value jsontext refuses from its first byte: the
+			// member is the one the head stops in only in the second case.
+			if !valueStarts(frame[d.InputOffset():]) {
+				return nil
+			}
+			return unquote(name)
 		}
 		val, err := d.ReadValue()
 		if err != nil || d.InputOffset() == int64(len(frame)) {
@@ -84,6 +92,16 @@ func (s *Scanner) Head(frame []byte, e Members) (cut []byte) {
 		e.SetMember(unquote(name), val)
 	}
 	return nil
+}
+
+// valueStarts reports whether rest, what follows a member's name, holds its colon and then the start of
+// a value (whitespace aside).
+func valueStarts(rest []byte) bool {
+	rest = bytes.TrimLeft(rest, " \t\r\n")
+	if len(rest) == 0 || rest[0] != ':' {
+		return false
+	}
+	return len(bytes.TrimLeft(rest[1:], " \t\r\n")) > 0
 }
 
 // unquote returns the text of the JSON string name, without copying it unless it has escapes.

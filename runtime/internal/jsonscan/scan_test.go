@@ -30,6 +30,11 @@ func TestHead(t *testing.T) {
 		{`{"a":"\u00e9","b":"x`, collect{"a": `"\u00e9"`}, "b"},
 		{`[1,2`, collect{}, ""},
 		{``, collect{}, ""},
+		// Head stops at what jsontext refuses, in the member it was in, from the value's first byte on
+		// too (FuzzEnvelope found the engine answering such a request with a null id).
+		{`{"id":4,"method":kkkkk"w`, collect{"id": "4"}, "method"},
+		{`{"id":4,"method": @`, collect{"id": "4"}, "method"},
+		{`{"id":4,"method":"ok","params":tru,"x":1}`, collect{"id": "4", "method": `"ok"`}, "params"},
 	} {
 		got := collect{}
 		var s Scanner
