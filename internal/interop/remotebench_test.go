@@ -25,6 +25,7 @@ import (
 
 	"github.com/bridgekit/bridgekit/clients/acpremote"
 	"github.com/bridgekit/bridgekit/gen/acp"
+	"github.com/bridgekit/bridgekit/internal/wsecho"
 	"github.com/bridgekit/bridgekit/runtime/remote"
 	"github.com/bridgekit/bridgekit/runtime/rpc"
 	srvremote "github.com/bridgekit/bridgekit/servers/acpremote"
@@ -339,7 +340,7 @@ func wsOverhead(t *testing.T, url string) (bk, bare float64) {
 	defer agent.Close()
 	agent.Initialize(ctx, &acp.InitializeRequest{ProtocolVersion: 1})
 	frame, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "_bench/echo", "params": payload})
-	bc := bareEcho(t, ctx)
+	bc := wsecho.Dial(t, ctx)
 	var bkT, bareT []float64
 	for round := 0; round < 2*n; round++ {
 		t0 := time.Now()
@@ -492,7 +493,7 @@ func BenchmarkWebSocketRoundTrip(b *testing.B) {
 	})
 	b.Run("bare", func(b *testing.B) {
 		frame, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "_bench/echo", "params": payload})
-		bc := bareEcho(b, ctx)
+		bc := wsecho.Dial(b, ctx)
 		b.ReportAllocs()
 		defer reportCPU(b)()
 		for b.Loop() {
@@ -513,32 +514,4 @@ func reportCPU(b *testing.B) func() {
 			b.ReportMetric(float64((cpuTime()-t0).Nanoseconds())/float64(b.N), "cpu-ns/op")
 		}
 	}
-}
-
-// bareEcho dials a bare coder/websocket server that echoes every message, the reference of the WebSocket
-// round-trip row; both close when tb ends.
-func bareEcho(tb testing.TB, ctx context.Context) *websocket.Conn {
-	echo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c, err := websocket.Accept(w, r, nil)
-		if err != nil {
-			return
-		}
-		defer c.CloseNow()
-		for {
-			typ, b, err := c.Read(context.Background())
-			if err != nil {
-				return
-			}
-			if c.Write(context.Background(), typ, b) != nil {
-				return
-			}
-		}
-	}))
-	tb.Cleanup(echo.Close)
-	bc, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(echo.URL, "http"), nil)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { bc.CloseNow() })
-	return bc
 }

@@ -2,7 +2,6 @@ package remote
 
 import (
 	"context"
-	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -10,6 +9,7 @@ import (
 	"github.com/coder/websocket"
 	"github.com/go-json-experiment/json"
 
+	"github.com/bridgekit/bridgekit/internal/wsecho"
 	"github.com/bridgekit/bridgekit/runtime/frame"
 )
 
@@ -97,34 +97,11 @@ func BenchmarkServerRoundTrip(b *testing.B) {
 		}, nil))
 	})
 	b.Run("bare", func(b *testing.B) {
-		echo := httptest.NewServer(echoHandler())
-		defer echo.Close()
-		bc, _, _ := websocket.Dial(ctx, "ws"+strings.TrimPrefix(echo.URL, "http"), nil)
-		defer bc.CloseNow()
+		bc := wsecho.Dial(b, ctx)
 		for b.Loop() {
 			bc.Write(ctx, websocket.MessageText, req)
 			if _, _, err := bc.Read(ctx); err != nil {
 				b.Fatal(err)
-			}
-		}
-	})
-}
-
-// echoHandler is a bare coder/websocket server that echoes every message.
-func echoHandler() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c, err := websocket.Accept(w, r, nil)
-		if err != nil {
-			return
-		}
-		defer c.CloseNow()
-		for {
-			typ, b, err := c.Read(context.Background())
-			if err != nil {
-				return
-			}
-			if c.Write(context.Background(), typ, b) != nil {
-				return
 			}
 		}
 	})
