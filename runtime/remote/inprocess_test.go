@@ -16,7 +16,7 @@ import (
 // client reads what the agent wrote, then the end. The agent's writes fail from then on.
 func TestInProcessAgentEnds(t *testing.T) {
 	agentEnd := make(chan frame.Transport, 1)
-	s := NewServer(InProcess(func(ctx context.Context, info ConnInfo, tr frame.Transport) error {
+	hs := inProcessServer(t, func(ctx context.Context, info ConnInfo, tr frame.Transport) error {
 		go func() {
 			b, err := tr.Read(ctx)
 			if err != nil {
@@ -28,16 +28,10 @@ func TestInProcessAgentEnds(t *testing.T) {
 			agentEnd <- tr
 		}()
 		return nil
-	}), nil)
-	hs := httptest.NewServer(s)
-	defer func() { hs.CloseClientConnections(); s.Close(); hs.Close() }()
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	tr, err := Dial(ctx, wsURL(hs), &DialOptions{NoResume: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tr.Close()
+	tr := dialNoResume(t, ctx, hs)
 	if err := tr.Write(ctx, []byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}`)); err != nil {
 		t.Fatal(err)
 	}
@@ -61,19 +55,13 @@ func TestInProcessAgentEnds(t *testing.T) {
 // a Write the agent began meanwhile fails rather than waiting forever.
 func TestInProcessStartFails(t *testing.T) {
 	wrote := make(chan error, 1)
-	s := NewServer(InProcess(func(ctx context.Context, info ConnInfo, tr frame.Transport) error {
+	hs := inProcessServer(t, func(ctx context.Context, info ConnInfo, tr frame.Transport) error {
 		go func() { wrote <- tr.Write(context.Background(), []byte(`{"jsonrpc":"2.0","method":"hello"}`)) }()
 		return errors.New("no agent today")
-	}), nil)
-	hs := httptest.NewServer(s)
-	defer func() { hs.CloseClientConnections(); s.Close(); hs.Close() }()
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	tr, err := Dial(ctx, wsURL(hs), &DialOptions{NoResume: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tr.Close()
+	tr := dialNoResume(t, ctx, hs)
 	tr.Write(ctx, []byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}`))
 	b, err := tr.Read(ctx)
 	if err != nil {
@@ -99,7 +87,7 @@ func TestInProcessStartFails(t *testing.T) {
 // first, with event id 1: the socket is attached before the agent starts. (When it was attached after,
 // about one connection in a hundred or two lost that frame to the log alone.)
 func TestInProcessEarlyFrame(t *testing.T) {
-	s := NewServer(InProcess(func(ctx context.Context, info ConnInfo, tr frame.Transport) error {
+	hs := inProcessServer(t, func(ctx context.Context, info ConnInfo, tr frame.Transport) error {
 		go func() {
 			tr.Write(ctx, []byte(`{"jsonrpc":"2.0","method":"early","params":{}}`))
 			for {
@@ -112,16 +100,11 @@ func TestInProcessEarlyFrame(t *testing.T) {
 			}
 		}()
 		return nil
-	}), nil)
-	hs := httptest.NewServer(s)
-	defer func() { hs.CloseClientConnections(); s.Close(); hs.Close() }()
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for i := 0; i < 300; i++ {
-		tr, err := Dial(ctx, wsURL(hs), &DialOptions{NoResume: true})
-		if err != nil {
-			t.Fatal(err)
-		}
+		tr := dialNoResume(t, ctx, hs)
 		tr.Write(ctx, []byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}`))
 		b, err := tr.Read(ctx)
 		if err != nil {
@@ -183,4 +166,22 @@ func TestInProcessWriteBeforeSetUp(t *testing.T) {
 		t.Fatal("push does not report the agent closed")
 	}
 	back.Close()
+}
+
+// inProcessServer serves an InProcess backend of start until t ends.
+func inProcessServer(t *testing.T, start func(ctx context.Context, info ConnInfo, tr frame.Transport) error) *httptest.Server {
+	s := NewServer(InProcess(start), nil)
+	hs := httptest.NewServer(s)
+	t.Cleanup(func() { hs.CloseClientConnections(); s.Close(); hs.Close() })
+	return hs
+}
+
+// dialNoResume dials hs's WebSocket endpoint without resuming; the transport closes when t ends.
+func dialNoResume(t *testing.T, ctx context.Context, hs *httptest.Server) Transport {
+	tr, err := Dial(ctx, wsURL(hs), &DialOptions{NoResume: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tr.Close() })
+	return tr
 }
