@@ -51,17 +51,7 @@ func Export(w io.Writer, sum store.Session, recs []*tracelog.Record, red *redact
 	}
 	for _, r := range recs {
 		c := *r
-		if c.Type == tracelog.TypeFrame || c.Type == tracelog.TypeStderr {
-			line := c.Line()
-			masked := red.Bytes(line)
-			if c.Type == tracelog.TypeFrame && !c.Truncated {
-				masked = red.JSON(line)
-			}
-			if !bytes.Equal(masked, line) {
-				c.Redacted = true
-				c.SetLine(masked)
-			}
-		}
+		mask(&c, red)
 		if len(c.Problems) > 0 {
 			c.Problems = slices.Clone(c.Problems)
 			for i := range c.Problems {
@@ -160,17 +150,7 @@ func (o *overlay) importTraffic(ctx context.Context, name string, body []byte, r
 		}
 		r.Session = id
 		// What is shown is masked, as trace masks what it records.
-		if r.Type == tracelog.TypeFrame || r.Type == tracelog.TypeStderr {
-			line := r.Line()
-			masked := red.Bytes(line)
-			if r.Type == tracelog.TypeFrame && !r.Truncated {
-				masked = red.JSON(line)
-			}
-			if !bytes.Equal(masked, line) {
-				r.Redacted = true
-				r.SetLine(masked)
-			}
-		}
+		mask(r, red)
 		o.mem.Put(r)
 	}
 	return made, nil
@@ -245,4 +225,21 @@ func fileName(id string) string {
 		return "session" + string(b)
 	}
 	return string(b)
+}
+
+// mask masks a frame's or stderr line's text with red, as trace masks what it records (a whole frame as
+// JSON, a cut one and stderr as text), and marks the record redacted when that changed it.
+func mask(r *tracelog.Record, red *redact.Redactor) {
+	if r.Type != tracelog.TypeFrame && r.Type != tracelog.TypeStderr {
+		return
+	}
+	line := r.Line()
+	masked := red.Bytes(line)
+	if r.Type == tracelog.TypeFrame && !r.Truncated {
+		masked = red.JSON(line)
+	}
+	if !bytes.Equal(masked, line) {
+		r.Redacted = true
+		r.SetLine(masked)
+	}
 }
