@@ -76,26 +76,36 @@ func (s *Spec) Example(loc string) ([]byte, error) {
 
 // resolvePointer walks a JSON pointer fragment ("/$defs/x") from node.
 func resolvePointer(node any, frag string) (any, error) {
-	if frag == "" || frag == "/" {
+	if frag == "/" {
 		return node, nil
 	}
-	for _, tok := range strings.Split(strings.TrimPrefix(frag, "/"), "/") {
+	return Lookup(node, frag)
+}
+
+// Lookup returns the value at the JSON pointer (RFC 6901: "/a/0/b~1c") in node, a document decoded into
+// maps, slices and scalars; "" is node itself. An array index must be written as a JSON pointer writes
+// it (no sign, no leading zero).
+func Lookup(node any, pointer string) (any, error) {
+	if pointer == "" {
+		return node, nil
+	}
+	for _, tok := range strings.Split(strings.TrimPrefix(pointer, "/"), "/") {
 		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
 		switch n := node.(type) {
 		case map[string]any:
 			v, ok := n[tok]
 			if !ok {
-				return nil, fmt.Errorf("no %q at #%s", tok, frag)
+				return nil, fmt.Errorf("no %q at #%s", tok, pointer)
 			}
 			node = v
 		case []any:
 			i, err := strconv.Atoi(tok)
-			if err != nil || i < 0 || i >= len(n) {
-				return nil, fmt.Errorf("no item %q at #%s", tok, frag)
+			if err != nil || i < 0 || i >= len(n) || strconv.Itoa(i) != tok {
+				return nil, fmt.Errorf("no item %q at #%s", tok, pointer)
 			}
 			node = n[i]
 		default:
-			return nil, fmt.Errorf("nothing under %q at #%s", tok, frag)
+			return nil, fmt.Errorf("nothing under %q at #%s", tok, pointer)
 		}
 	}
 	return node, nil

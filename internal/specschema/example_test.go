@@ -132,3 +132,28 @@ func TestExampleOfEveryDefinition(t *testing.T) {
 	}
 	t.Logf("%d definitions", n)
 }
+
+// Lookup walks RFC 6901 pointers: escapes, array indexes as a pointer
+// writes them, and a clear error for what is not there.
+func TestLookup(t *testing.T) {
+	doc := map[string]any{"a/b": map[string]any{"~x": []any{"zero", "one"}}, "": 5}
+	for _, tc := range []struct {
+		pointer string
+		want    any
+		ok      bool
+	}{
+		{"", doc, true},
+		{"/a~1b/~0x/1", "one", true},
+		{"/", 5, true},
+		{"/a~1b/~0x/01", nil, false},
+		{"/a~1b/~0x/-1", nil, false},
+		{"/a~1b/~0x/2", nil, false},
+		{"/nope", nil, false},
+		{"/a~1b/~0x/0/deeper", nil, false},
+	} {
+		got, err := Lookup(doc, tc.pointer)
+		if (err == nil) != tc.ok || tc.ok && fmt.Sprint(got) != fmt.Sprint(tc.want) {
+			t.Errorf("Lookup(%q) = %v, %v; want %v (ok %v)", tc.pointer, got, err, tc.want, tc.ok)
+		}
+	}
+}

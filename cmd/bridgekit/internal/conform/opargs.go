@@ -3,7 +3,6 @@ package conform
 import (
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -91,27 +90,6 @@ var learntArgs = []learnt{
 // at returns the value at a JSON pointer of v (decoded with UseNumber),
 // and whether there is one.
 func at(v any, pointer string) (any, bool) {
-	if pointer == "" {
-		return v, true
-	}
-	for _, tok := range strings.Split(strings.TrimPrefix(pointer, "/"), "/") {
-		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
-		switch n := v.(type) {
-		case map[string]any:
-			x, ok := n[tok]
-			if !ok {
-				return nil, false
-			}
-			v = x
-		case []any:
-			i, err := strconv.Atoi(tok)
-			if err != nil || i < 0 || i >= len(n) || strconv.Itoa(i) != tok {
-				return nil, false
-			}
-			v = n[i]
-		default:
-			return nil, false
-		}
-	}
-	return v, true
+	v, err := specschema.Lookup(v, pointer)
+	return v, err == nil
 }
