@@ -24,15 +24,7 @@ import (
 func TestEveryReaderReadsTheSameInputs(t *testing.T) {
 	agent, _, _ := testBins(t)
 	trace := recordSession(t, "read notes.txt", agent)
-	f, err := os.Open(trace)
-	if err != nil {
-		t.Fatal(err)
-	}
-	recs, err := tracelog.ReadAll(f)
-	f.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	recs := readTrace(t, trace)
 	dir := t.TempDir()
 	var tee, rec, out strings.Builder
 	n, nOut := 0, 0
@@ -155,15 +147,7 @@ func TestEveryReaderReadsTheSameInputs(t *testing.T) {
 func TestInspectChecksAHandEditedTrace(t *testing.T) {
 	agent, _, _ := testBins(t)
 	trace := recordSession(t, "read notes.txt", agent)
-	f, err := os.Open(trace)
-	if err != nil {
-		t.Fatal(err)
-	}
-	recs, err := tracelog.ReadAll(f)
-	f.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	recs := readTrace(t, trace)
 	var edited, claimed int64
 	var b []byte
 	for _, r := range recs {
@@ -179,6 +163,7 @@ func TestInspectChecksAHandEditedTrace(t *testing.T) {
 		} else if r.Type == tracelog.TypeFrame && r.Method == "initialize" && claimed == 0 {
 			r.Problems, claimed = []frames.Problem{{Code: "schema", Pointer: "/params", Message: "a problem the file claims"}}, r.Seq
 		}
+		var err error
 		if b, err = r.Marshal(b); err != nil {
 			t.Fatal(err)
 		}

@@ -136,18 +136,26 @@ func listening(t *testing.T, stderr io.Reader, errs *lockedText) (string, chan s
 
 func startInspect(t *testing.T, file string) *inspectProc {
 	t.Helper()
-	p := &inspectProc{cmd: exec.Command(bins.bridgekit, "inspect", "--addr", "127.0.0.1:0", file), errs: &lockedText{}}
-	stderr, err := p.cmd.StderrPipe()
+	return startServing(t, exec.Command(bins.bridgekit, "inspect", "--addr", "127.0.0.1:0", file))
+}
+
+// startServing starts cmd, a bridgekit that serves an inspector (its other
+// pipes set up by the caller), and waits for the page's address on its
+// stderr; cmd is killed when t ends, unless it has been waited for.
+func startServing(t *testing.T, cmd *exec.Cmd) *inspectProc {
+	t.Helper()
+	p := &inspectProc{cmd: cmd, errs: &lockedText{}}
+	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := p.cmd.Start(); err != nil {
+	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if p.cmd.ProcessState == nil {
-			p.cmd.Process.Kill()
-			p.cmd.Wait()
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
 		}
 	})
 	p.base, p.done = listening(t, stderr, p.errs)
@@ -256,21 +264,8 @@ func TestUIKeepOutlivesAClientThatSIGTERMsItsAgent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			cmd.Process.Kill()
-			cmd.Wait()
-		}
-	})
-	errs := &lockedText{}
-	base, stderrDone := listening(t, stderr, errs)
+	p := startServing(t, cmd)
+	base, stderrDone, errs := p.base, p.done, p.errs
 
 	if _, err := io.WriteString(stdin, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}`+"\n"); err != nil {
 		t.Fatal(err)
@@ -367,21 +362,8 @@ func TestUIKeepAtATerminalWaitsForCtrlC(t *testing.T) {
 	_, tty := openTerminal(t)
 	cmd := exec.Command(bins.bridgekit, "trace", "--ui", "127.0.0.1:0", "--ui-keep", "--", "sh", "-c", "exit 3")
 	cmd.Stdin = tty
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			cmd.Process.Kill()
-			cmd.Wait()
-		}
-	})
-	errs := &lockedText{}
-	base, stderrDone := listening(t, stderr, errs)
+	p := startServing(t, cmd)
+	base, stderrDone, errs := p.base, p.done, p.errs
 	// COMMAND has exited; the page stays, served by trace itself.
 	var ss []store.Session
 	for deadline := time.Now().Add(30 * time.Second); len(ss) == 0 || ss[0].Ended == nil; {

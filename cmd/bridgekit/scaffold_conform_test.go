@@ -104,16 +104,9 @@ func TestConformScaffoldedOperation(t *testing.T) {
 	if testing.Short() {
 		t.Skip("copies the repository, regenerates and builds bridgekit from it")
 	}
-	repo, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	files, err := exec.Command("git", "-C", repo, "ls-files", "-z").Output()
-	if err != nil {
-		t.Fatalf("git ls-files: %v", err)
-	}
+	repo, files := trackedFiles(t)
 	root := t.TempDir()
-	copyFiles(t, repo, root, strings.Split(strings.TrimRight(string(files), "\x00"), "\x00"))
+	copyFiles(t, repo, root, files)
 	if status, _, stderr := runCmd(t, "", "scaffold", "operation", "--name", "project.deploy_status", "--root", root); status != 0 {
 		t.Fatalf("scaffold: status %d\n%s", status, stderr)
 	}

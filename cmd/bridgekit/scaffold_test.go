@@ -119,23 +119,30 @@ func main() {
 }
 `))
 
-func TestScaffoldGenerateBuildCall(t *testing.T) {
-	if testing.Short() {
-		t.Skip("copies the repository, regenerates and builds it for each kind")
-	}
+// trackedFiles returns the repository's root and the files git tracks in it, for a test to copy.
+func trackedFiles(t *testing.T) (repo string, files []string) {
+	t.Helper()
 	repo, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)
 	}
-	files, err := exec.Command("git", "-C", repo, "ls-files", "-z").Output()
+	out, err := exec.Command("git", "-C", repo, "ls-files", "-z").Output()
 	if err != nil {
 		t.Fatalf("git ls-files: %v", err)
 	}
+	return repo, strings.Split(strings.TrimRight(string(out), "\x00"), "\x00")
+}
+
+func TestScaffoldGenerateBuildCall(t *testing.T) {
+	if testing.Short() {
+		t.Skip("copies the repository, regenerates and builds it for each kind")
+	}
+	repo, files := trackedFiles(t)
 	for _, tc := range scaffoldCases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			root := t.TempDir()
-			copyFiles(t, repo, root, strings.Split(strings.TrimRight(string(files), "\x00"), "\x00"))
+			copyFiles(t, repo, root, files)
 			dir := filepath.Join(root, "internal", "scaffoldcall")
 			if err := os.MkdirAll(dir, 0o755); err != nil {
 				t.Fatal(err)

@@ -106,7 +106,13 @@ func (tr *traced) wait(t *testing.T) int {
 
 func (tr *traced) records(t *testing.T) []*tracelog.Record {
 	t.Helper()
-	f, err := os.Open(tr.out)
+	return readTrace(t, tr.out)
+}
+
+// readTrace reads the records of the trace file path.
+func readTrace(t *testing.T, path string) []*tracelog.Record {
+	t.Helper()
+	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -71,11 +71,7 @@ func FuzzRing(f *testing.F) {
 			return
 		}
 		r := newRing(limit)
-		for rest := data; len(rest) > 0; {
-			n := min(piece, len(rest))
-			r.Write(rest[:n])
-			rest = rest[n:]
-		}
+		writePieces(r, data, piece)
 		s, tr := r.read()
 		if !utf8.ValidString(s) || tr != (len(data) > limit) {
 			t.Fatalf("%q %v", s, tr)
@@ -97,15 +93,20 @@ func TestRingAcrossBlocks(t *testing.T) {
 	for _, limit := range []int{ringBlock, ringBlock + 1, 3*ringBlock - 7} {
 		for _, piece := range []int{1000, ringBlock - 1, ringBlock, ringBlock + 5, 2*ringBlock + 3, 4 * ringBlock} {
 			r := newRing(limit)
-			for rest := data; len(rest) > 0; {
-				n := min(piece, len(rest))
-				r.Write(rest[:n])
-				rest = rest[n:]
-			}
+			writePieces(r, data, piece)
 			s, tr := r.read()
 			if !tr || s != string(data[len(data)-limit:]) {
 				t.Fatalf("limit %d, pieces of %d: read %d bytes (truncated %v), not the last %d", limit, piece, len(s), tr, limit)
 			}
 		}
+	}
+}
+
+// writePieces writes data to r in writes of piece bytes (the last one shorter).
+func writePieces(r *ring, data []byte, piece int) {
+	for rest := data; len(rest) > 0; {
+		n := min(piece, len(rest))
+		r.Write(rest[:n])
+		rest = rest[n:]
 	}
 }
